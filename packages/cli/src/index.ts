@@ -1,0 +1,2 @@
+export { runCli } from './cli.js';
+export { parseStartOptions, type StartOptions } from './start-options.js';

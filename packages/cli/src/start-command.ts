@@ -1,0 +1,53 @@
+import { resolve } from 'node:path';
+import { startAuditNode, type AuditNode } from '@auditlake/server';
+import { parseStartOptions } from './start-options.js';
+
+/** SIGTERM/SIGINT must finish within this; past it the process exits non-zero. */
+const SHUTDOWN_MS_MAX = 10_000;
+
+/** `auditlake start`: runs a node until SIGTERM or SIGINT, then closes it and exits 0. */
+export async function startCommand(args: string[], env: NodeJS.ProcessEnv): Promise<AuditNode> {
+  const options = parseStartOptions(args);
+  const nodeOptions: Parameters<typeof startAuditNode>[0] = {
+    dataDir: options.dataDir,
+    host: options.host,
+    port: options.port,
+    config: options.config,
+    logger: { level: options.logLevel },
+  };
+  if (options.nodeId !== undefined) nodeOptions.nodeId = options.nodeId;
+  if (options.advertiseUrl !== undefined) nodeOptions.advertiseUrl = options.advertiseUrl;
+  if (env['AUDITLAKE_ADMIN_TOKEN']) nodeOptions.adminToken = env['AUDITLAKE_ADMIN_TOKEN'];
+  if (env['AUDITLAKE_INGEST_TOKEN']) nodeOptions.ingestToken = env['AUDITLAKE_INGEST_TOKEN'];
+  const node = await startAuditNode(nodeOptions);
+
+  const lines = [`auditlake node ${node.nodeId} listening on ${node.url} (data in ${resolve(options.dataDir)})`, `admin UI: ${node.url}/admin/audit`];
+  if (node.adminToken?.generated) {
+    lines.push(`admin token (generated now, kept in ${node.adminToken.path}; shown only this once): ${node.adminToken.token}`);
+  } else if (node.adminToken) {
+    lines.push(`admin token: kept in ${node.adminToken.path}`);
+  }
+  process.stdout.write(lines.join('\n') + '\n');
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    node.app.log.info({ signal }, 'shutting down');
+    const force = setTimeout(() => {
+      process.stderr.write(`auditlake: shutdown took longer than ${SHUTDOWN_MS_MAX} ms; exiting\n`);
+      process.exit(1);
+    }, SHUTDOWN_MS_MAX);
+    force.unref();
+    node.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        process.stderr.write(`auditlake: error while shutting down: ${String(err)}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+  return node;
+}

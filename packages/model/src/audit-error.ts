@@ -1,0 +1,55 @@
+/**
+ * Stable error codes for operating errors. Programming errors throw TypeError or fail an
+ * assertion instead; only these codes cross package boundaries, and only the server maps
+ * them to HTTP statuses.
+ */
+export const AuditErrorCode = {
+  /** A request (event, parameter, setting) was refused as invalid; nothing was stored. */
+  BAD_REQUEST: 'AUDIT_BAD_REQUEST',
+  /** The request body was larger than the configured limit. */
+  BODY_TOO_LARGE: 'AUDIT_BODY_TOO_LARGE',
+  /** A runtime setting was refused; the message is the reference document's wording. */
+  SETTINGS_INVALID: 'AUDIT_SETTINGS_INVALID',
+  /** The node configuration (properties file, --set, environment) is invalid. */
+  CONFIG_INVALID: 'AUDIT_CONFIG_INVALID',
+  /** Missing or unusable credentials. */
+  UNAUTHENTICATED: 'AUDIT_UNAUTHENTICATED',
+  /** Valid credentials without the role the operation needs. */
+  FORBIDDEN: 'AUDIT_FORBIDDEN',
+  /** The store is not open (opening, closing or closed). */
+  STORE_NOT_OPEN: 'AUDIT_STORE_NOT_OPEN',
+  /** A configured limit (queue, batch) was exceeded. */
+  LIMIT_EXCEEDED: 'AUDIT_LIMIT_EXCEEDED',
+  /** The operation needs the leader and this node is not it. */
+  NOT_LEADER: 'AUDIT_NOT_LEADER',
+  /** A message carried a term older than the one this node has seen. */
+  STALE_TERM: 'AUDIT_STALE_TERM',
+  /** The configured tiering target cannot be used. */
+  TIER_TARGET_UNUSABLE: 'AUDIT_TIER_TARGET_UNUSABLE',
+} as const;
+
+export type AuditErrorCode = (typeof AuditErrorCode)[keyof typeof AuditErrorCode];
+
+export interface AuditErrorOptions {
+  cause?: unknown;
+  /** True when the same call may succeed later without any change by the caller. */
+  retryable?: boolean;
+}
+
+/** The one error class for operating errors: a stable `code`, an actionable message. */
+export class AuditError extends Error {
+  override readonly name = 'AuditError';
+  readonly code: AuditErrorCode;
+  readonly retryable: boolean;
+
+  constructor(code: AuditErrorCode, message: string, options: AuditErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.retryable = options.retryable ?? false;
+  }
+}
+
+/** True when `err` is an AuditError, optionally with the given code. */
+export function isAuditError(err: unknown, code?: AuditErrorCode): err is AuditError {
+  return err instanceof AuditError && (code === undefined || err.code === code);
+}

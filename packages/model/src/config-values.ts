@@ -1,0 +1,51 @@
+import { AuditError, AuditErrorCode } from './audit-error.js';
+
+/** Parses one configuration or setting value; throws a message naming what is wrong. */
+export type ValueParser<T> = (value: string) => T;
+
+class ValueError extends Error {}
+
+export function parseFailure(message: string): never {
+  throw new ValueError(message);
+}
+
+export const positiveInt: ValueParser<number> = (v) => {
+  const n = Number(v);
+  if (v.trim() === '' || !Number.isSafeInteger(n) || n <= 0) parseFailure('must be a positive integer');
+  return n;
+};
+
+export const nonNegativeInt: ValueParser<number> = (v) => {
+  const n = Number(v);
+  if (v.trim() === '' || !Number.isSafeInteger(n) || n < 0) parseFailure('must be a non-negative integer');
+  return n;
+};
+
+export const boolean: ValueParser<boolean> = (v) => {
+  const lower = v.trim().toLowerCase();
+  if (lower === 'true') return true;
+  if (lower === 'false') return false;
+  return parseFailure('must be true or false');
+};
+
+export const fraction: ValueParser<number> = (v) => {
+  const n = Number(v);
+  if (v.trim() === '' || !Number.isFinite(n) || n < 0 || n > 1) parseFailure('must be a number from 0.0 to 1.0');
+  return n;
+};
+
+export const text: ValueParser<string> = (v) => v.trim();
+
+/** Runs `parse`, turning its failure into a coded error naming `key` and the raw value. */
+export function parseNamed<T>(key: string, value: string, parse: ValueParser<T>, code: AuditErrorCode): T {
+  try {
+    return parse(value);
+  } catch (err) {
+    if (err instanceof ValueError) throw new AuditError(code, `${key} ${err.message}: ${value}`);
+    throw err;
+  }
+}
+
+export function configError(message: string): AuditError {
+  return new AuditError(AuditErrorCode.CONFIG_INVALID, message);
+}

@@ -1,0 +1,188 @@
+import { AuditErrorCode } from './audit-error.js';
+import {
+  boolean,
+  configError,
+  fraction,
+  nonNegativeInt,
+  parseNamed,
+  positiveInt,
+  text,
+  type ValueParser,
+} from './config-values.js';
+import { tierMode } from './tier-mode.js';
+
+interface KeySpec<T> {
+  key: string;
+  defaultValue: string;
+  parse: ValueParser<T>;
+}
+
+function spec<T>(key: string, defaultValue: string, parse: ValueParser<T>): KeySpec<T> {
+  return { key, defaultValue, parse };
+}
+
+/**
+ * Every scalar configuration key: the reference's `ontul.*` keys as `auditlake.*` with the
+ * same defaults, then ours. Durations end in `.ms` and can all be shortened with `--set`.
+ */
+export const CONFIG_KEYS = {
+  retentionDays: spec('auditlake.audit.log.retention.days', '90', positiveInt),
+  readEnabled: spec('auditlake.audit.read.enabled', 'true', boolean),
+  readSampleRate: spec('auditlake.audit.read.sample.rate', '1.0', fraction),
+  tierMode: spec('auditlake.audit.tier.mode', 'none', tierMode),
+  tierIcebergTable: spec('auditlake.audit.tier.iceberg.table', 'ice.ops.audit_events', text),
+  tierParquetPath: spec('auditlake.audit.tier.parquet.path', '', text),
+  tierConnectionId: spec('auditlake.audit.tier.connectionId', '', text),
+  tierRetainLocalDays: spec('auditlake.audit.tier.retain.local.days', '7', nonNegativeInt),
+  tierIntervalMs: spec('auditlake.audit.tier.interval.ms', '300000', positiveInt),
+  tierBatchSize: spec('auditlake.audit.tier.batch.size', '5000', positiveInt),
+  tierSettleMs: spec('auditlake.audit.tier.ingest.settle.ms', '2000', nonNegativeInt),
+  tierBackoffInitialMs: spec('auditlake.audit.tier.backoff.initial.ms', '30000', positiveInt),
+  tierBackoffMaxMs: spec('auditlake.audit.tier.backoff.max.ms', '600000', positiveInt),
+  viewerMaxPage: spec('auditlake.audit.viewer.max.page', '5000', positiveInt),
+  maintenanceEnabled: spec('auditlake.audit.tier.maintenance.enabled', 'true', boolean),
+  maintenanceCron: spec('auditlake.audit.tier.maintenance.cron', '0 * * * *', text),
+  maintenanceSnapshotRetainLast: spec('auditlake.audit.tier.maintenance.snapshot.retain.last', '24', positiveInt),
+  maintenanceRemoveOrphanFiles: spec('auditlake.audit.tier.maintenance.remove.orphan.files', 'true', boolean),
+  forwardMaxAttempts: spec('auditlake.metadata.forward.max.attempts', '5', positiveInt),
+  forwardQueueCapacity: spec('auditlake.metadata.forward.queue.capacity', '10000', positiveInt),
+  leaseTtlMs: spec('auditlake.cluster.lease.ttl.ms', '3000', positiveInt),
+  /** How often the background retention prune runs. */
+  retentionIntervalMs: spec('auditlake.audit.retention.interval.ms', '60000', positiveInt),
+  /** Events deleted per prune batch; batches yield to ingest in between. */
+  pruneBatchSize: spec('auditlake.audit.retention.prune.batch.size', '1000', positiveInt),
+  /** Largest accepted ingest body. */
+  bodyLimitBytes: spec('auditlake.http.body.limit.bytes', String(8 * 1024 * 1024), positiveInt),
+  /** Refused-access events recorded per second at most (the rest are counted, not stored). */
+  denyAuditPerSecond: spec('auditlake.auth.deny.audit.per.second', '20', nonNegativeInt),
+  jwtSecret: spec('auditlake.auth.jwt.secret', '', text),
+} as const;
+
+type ConfigKeys = typeof CONFIG_KEYS;
+type ScalarConfig = { readonly [K in keyof ConfigKeys]: ReturnType<ConfigKeys[K]['parse']> };
+
+export type Role = 'admin' | 'ingest';
+
+/** A configured secret credential: an `auth.tokens` entry or an `auth.access.keys` entry. */
+export interface CredentialConfig {
+  name: string;
+  role: Role;
+  secret: string;
+}
+
+export interface S3ConnectionConfig {
+  id: string;
+  endpoint: string;
+  region: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  forcePathStyle: boolean;
+}
+
+export interface IcebergCatalogConfig {
+  name: string;
+  warehouse: string;
+  connectionId: string;
+}
+
+export interface NodeConfig extends ScalarConfig {
+  /** `auditlake.auth.tokens`: `name:role:token[,…]`, used with `Authorization: Token`. */
+  readonly tokens: readonly CredentialConfig[];
+  /** `auditlake.auth.access.keys`: `id:role:secret[,…]`, used with `Authorization: AccessKey id:secret`. */
+  readonly accessKeys: readonly CredentialConfig[];
+  readonly s3Connections: ReadonlyMap<string, S3ConnectionConfig>;
+  readonly icebergCatalogs: ReadonlyMap<string, IcebergCatalogConfig>;
+}
+
+const MAP_PREFIXES = ['auditlake.s3.connections.', 'auditlake.iceberg.catalogs.'];
+const LIST_KEYS = ['auditlake.auth.tokens', 'auditlake.auth.access.keys'];
+
+function parseCredentials(key: string, value: string): CredentialConfig[] {
+  if (value.trim() === '') return [];
+  return value.split(',').map((entry) => {
+    const parts = entry.trim().split(':');
+    const [name, role, ...rest] = parts;
+    const secret = rest.join(':');
+    if (!name || !role || !secret) throw configError(`${key} entries must be name:role:secret, got an entry with ${parts.length} part(s)`);
+    if (role !== 'admin' && role !== 'ingest') throw configError(`${key} role must be admin or ingest: ${role}`);
+    return { name, role, secret };
+  });
+}
+
+function collectGroups(props: ReadonlyMap<string, string>, prefix: string): Map<string, Map<string, string>> {
+  const groups = new Map<string, Map<string, string>>();
+  for (const [key, value] of props) {
+    if (!key.startsWith(prefix)) continue;
+    const rest = key.slice(prefix.length);
+    const dot = rest.lastIndexOf('.');
+    if (dot <= 0) throw configError(`configuration key ${key} must be ${prefix}<name>.<field>`);
+    const name = rest.slice(0, dot);
+    const group = groups.get(name) ?? new Map<string, string>();
+    group.set(rest.slice(dot + 1), value.trim());
+    groups.set(name, group);
+  }
+  return groups;
+}
+
+function onlyFields(prefix: string, name: string, group: Map<string, string>, allowed: string[]): void {
+  for (const field of group.keys()) {
+    if (!allowed.includes(field)) throw configError(`unknown configuration key ${prefix}${name}.${field} (known fields: ${allowed.join(', ')})`);
+  }
+}
+
+function parseS3Connections(props: ReadonlyMap<string, string>): Map<string, S3ConnectionConfig> {
+  const prefix = MAP_PREFIXES[0] ?? '';
+  const result = new Map<string, S3ConnectionConfig>();
+  for (const [id, group] of collectGroups(props, prefix)) {
+    onlyFields(prefix, id, group, ['endpoint', 'region', 'accessKeyId', 'secretAccessKey', 'forcePathStyle']);
+    result.set(id, {
+      id,
+      endpoint: group.get('endpoint') ?? '',
+      region: group.get('region') || 'us-east-1',
+      accessKeyId: group.get('accessKeyId') ?? '',
+      secretAccessKey: group.get('secretAccessKey') ?? '',
+      forcePathStyle: parseNamed(`${prefix}${id}.forcePathStyle`, group.get('forcePathStyle') ?? 'true', boolean, AuditErrorCode.CONFIG_INVALID),
+    });
+  }
+  return result;
+}
+
+function parseIcebergCatalogs(props: ReadonlyMap<string, string>): Map<string, IcebergCatalogConfig> {
+  const prefix = MAP_PREFIXES[1] ?? '';
+  const result = new Map<string, IcebergCatalogConfig>();
+  for (const [name, group] of collectGroups(props, prefix)) {
+    onlyFields(prefix, name, group, ['warehouse', 'connectionId']);
+    const warehouse = group.get('warehouse') ?? '';
+    if (!warehouse.startsWith('s3://')) throw configError(`${prefix}${name}.warehouse must be s3://bucket/prefix: ${warehouse}`);
+    result.set(name, { name, warehouse, connectionId: group.get('connectionId') ?? '' });
+  }
+  return result;
+}
+
+/**
+ * Resolves properties (file, then `--set` overrides, already merged by the caller) into a typed
+ * configuration. Unknown `auditlake.*` keys are refused so a misspelt key is never silently ignored.
+ */
+export function resolveConfig(props: ReadonlyMap<string, string> = new Map()): NodeConfig {
+  const known = new Set<string>(Object.values(CONFIG_KEYS).map((s) => s.key));
+  for (const key of props.keys()) {
+    if (!key.startsWith('auditlake.')) continue;
+    if (known.has(key) || LIST_KEYS.includes(key) || MAP_PREFIXES.some((p) => key.startsWith(p))) continue;
+    throw configError(`unknown configuration key: ${key}`);
+  }
+  const scalars: Record<string, unknown> = {};
+  for (const [name, s] of Object.entries(CONFIG_KEYS) as Array<[string, KeySpec<unknown>]>) {
+    scalars[name] = parseNamed(s.key, props.get(s.key) ?? s.defaultValue, s.parse, AuditErrorCode.CONFIG_INVALID);
+  }
+  const config = {
+    ...(scalars as ScalarConfig),
+    tokens: parseCredentials('auditlake.auth.tokens', props.get('auditlake.auth.tokens') ?? ''),
+    accessKeys: parseCredentials('auditlake.auth.access.keys', props.get('auditlake.auth.access.keys') ?? ''),
+    s3Connections: parseS3Connections(props),
+    icebergCatalogs: parseIcebergCatalogs(props),
+  };
+  if (config.tierBackoffMaxMs < config.tierBackoffInitialMs) {
+    throw configError(`${CONFIG_KEYS.tierBackoffMaxMs.key} must be at least ${CONFIG_KEYS.tierBackoffInitialMs.key}`);
+  }
+  return config;
+}

@@ -1,0 +1,125 @@
+import { AuditError, AuditErrorCode } from './audit-error.js';
+import type { AuditEvent, Decision } from './event.js';
+import { newEventId } from './event-id.js';
+import {
+  EVENTS_PER_REQUEST_MAX,
+  EVENT_ID_LENGTH_MAX,
+  FIELD_LIMIT_BYTES,
+  TABLES_COUNT_MAX,
+  truncateToBytes,
+} from './field-limits.js';
+
+export interface ValidateOptions {
+  /** Server time used when an event has no `ts`, and for assigned ids. */
+  nowMs: number;
+  /** Assigns ids to events without one; injectable so tests can replay. */
+  newId?: (nowMs: number) => string;
+}
+
+function refuse(message: string): never {
+  throw new AuditError(AuditErrorCode.BAD_REQUEST, message);
+}
+
+function describeType(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  return typeof value;
+}
+
+function requiredString(raw: Record<string, unknown>, field: string, at: string, limitBytes: number): string {
+  const value = raw[field];
+  if (value === undefined || value === null) refuse(`${at}.${field} is required`);
+  if (typeof value !== 'string') refuse(`${at}.${field} must be a string, got ${describeType(value)}`);
+  if (value.trim() === '') refuse(`${at}.${field} must not be empty`);
+  return truncateToBytes(value, limitBytes);
+}
+
+/** Optional fields accept null as absent: older plugins send explicit nulls. */
+function optionalString(raw: Record<string, unknown>, field: string, at: string, limitBytes: number): string {
+  const value = raw[field];
+  if (value === undefined || value === null) return '';
+  if (typeof value !== 'string') refuse(`${at}.${field} must be a string, got ${describeType(value)}`);
+  return truncateToBytes(value, limitBytes);
+}
+
+function parseDecision(raw: Record<string, unknown>, at: string): Decision | '' {
+  const value = raw['decision'];
+  if (value === undefined || value === null || value === '') return '';
+  if (typeof value !== 'string') refuse(`${at}.decision must be ALLOW or DENY, got ${describeType(value)}`);
+  const upper = value.toUpperCase();
+  if (upper !== 'ALLOW' && upper !== 'DENY') refuse(`${at}.decision must be ALLOW or DENY: ${value}`);
+  return upper;
+}
+
+function parseTables(raw: Record<string, unknown>, at: string): string[] {
+  const value = raw['tables'];
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) refuse(`${at}.tables must be an array of strings, got ${describeType(value)}`);
+  const tables: string[] = [];
+  for (let i = 0; i < value.length; i++) {
+    const table: unknown = value[i];
+    if (typeof table !== 'string') refuse(`${at}.tables[${i}] must be a string, got ${describeType(table)}`);
+    if (i < TABLES_COUNT_MAX) tables.push(truncateToBytes(table, FIELD_LIMIT_BYTES.table));
+  }
+  if (value.length > TABLES_COUNT_MAX) {
+    tables.push(`…[truncated by auditlake: ${value.length - TABLES_COUNT_MAX} more tables]`);
+  }
+  return tables;
+}
+
+function parseTs(raw: Record<string, unknown>, at: string, nowMs: number): number {
+  const value = raw['ts'];
+  if (value === undefined || value === null) return nowMs;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    refuse(`${at}.ts must be a non-negative integer (epoch millis): ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+function parseEventId(raw: Record<string, unknown>, at: string, nowMs: number, newId: (nowMs: number) => string): string {
+  const value = raw['eventId'];
+  if (value === undefined || value === null) return newId(nowMs);
+  if (typeof value !== 'string') refuse(`${at}.eventId must be a string, got ${describeType(value)}`);
+  if (value === '') refuse(`${at}.eventId must not be empty`);
+  // Refused rather than truncated: two different long ids cut to one prefix would merge events.
+  if (value.length > EVENT_ID_LENGTH_MAX) {
+    refuse(`${at}.eventId must be at most ${EVENT_ID_LENGTH_MAX} characters, got ${value.length}`);
+  }
+  return value;
+}
+
+/** Validates and normalises one event; `at` names it in messages (`events[3]`). */
+export function validateEvent(raw: unknown, at: string, options: ValidateOptions): AuditEvent {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    refuse(`${at} must be a JSON object, got ${describeType(raw)}`);
+  }
+  const record = raw as Record<string, unknown>;
+  const newId = options.newId ?? newEventId;
+  return {
+    eventId: parseEventId(record, at, options.nowMs, newId),
+    userId: requiredString(record, 'userId', at, FIELD_LIMIT_BYTES.userId),
+    source: requiredString(record, 'source', at, FIELD_LIMIT_BYTES.source),
+    action: requiredString(record, 'action', at, FIELD_LIMIT_BYTES.action),
+    resource: optionalString(record, 'resource', at, FIELD_LIMIT_BYTES.resource),
+    decision: parseDecision(record, at),
+    tables: parseTables(record, at),
+    query: optionalString(record, 'query', at, FIELD_LIMIT_BYTES.query),
+    details: optionalString(record, 'details', at, FIELD_LIMIT_BYTES.details),
+    timestamp: parseTs(record, at, options.nowMs),
+  };
+}
+
+/**
+ * Validates an ingest body: one event object or an array of them. All or nothing: the first
+ * invalid event refuses the whole request, so a caller never has to work out which part landed.
+ */
+export function validateIngestBody(body: unknown, options: ValidateOptions): AuditEvent[] {
+  if (Array.isArray(body)) {
+    if (body.length > EVENTS_PER_REQUEST_MAX) {
+      refuse(`too many events in one request: ${body.length} (at most ${EVENTS_PER_REQUEST_MAX})`);
+    }
+    return body.map((raw, i) => validateEvent(raw, `events[${i}]`, options));
+  }
+  if (typeof body === 'object' && body !== null) return [validateEvent(body, 'event', options)];
+  refuse(`request body must be an audit event object or an array of them, got ${describeType(body)}`);
+}

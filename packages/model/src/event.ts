@@ -1,0 +1,57 @@
+/** Authorization outcome of an access; absent where no allow/deny applies. */
+export type Decision = 'ALLOW' | 'DENY';
+
+/**
+ * An event as validated and normalised at ingest, before the leader orders it.
+ * Optional input fields are normalised to '' (strings) or [] (tables) so every stored event
+ * has the same shape.
+ */
+export interface AuditEvent {
+  eventId: string;
+  userId: string;
+  source: string;
+  action: string;
+  resource: string;
+  decision: Decision | '';
+  tables: string[];
+  query: string;
+  details: string;
+  /** Event time, epoch ms: when the access happened, as reported by the engine. */
+  timestamp: number;
+}
+
+/** An event as the leader stored it: with its place in the one cluster-wide order. */
+export interface StoredEvent extends AuditEvent {
+  /** When the event reached the leader (leader clock, never decreasing), epoch ms. */
+  ingestTs: number;
+  /** Cluster-wide ingest order, assigned by the leader, starting at 1. */
+  seq: number;
+}
+
+/** The event JSON the HTTP API returns (CONTRACT.md "Event JSON (output)"). */
+export interface EventOutput extends AuditEvent {
+  ingestTs: number;
+}
+
+/** The action that read sampling applies to, and that `action=read` selects. */
+export const READ_ACTION = 'data:Select';
+
+/** Source of events auditlake records about itself (settings changes, refused access). */
+export const SELF_SOURCE = 'auditlake';
+
+/** Strips internal fields so the API shape stays exactly the contract's. */
+export function toEventOutput(event: StoredEvent): EventOutput {
+  return {
+    eventId: event.eventId,
+    userId: event.userId,
+    source: event.source,
+    action: event.action,
+    resource: event.resource,
+    decision: event.decision,
+    tables: event.tables,
+    query: event.query,
+    details: event.details,
+    timestamp: event.timestamp,
+    ingestTs: event.ingestTs,
+  };
+}

@@ -1,0 +1,46 @@
+/**
+ * Per-field size limits, in UTF-8 bytes. A field over its limit is stored truncated with a
+ * visible marker rather than refused: losing an audit event is worse than shortening it.
+ * `eventId` is the exception (see event-validation.ts): cutting an id would break idempotency.
+ */
+export const FIELD_LIMIT_BYTES = {
+  userId: 1024,
+  source: 256,
+  action: 256,
+  resource: 4096,
+  query: 64 * 1024,
+  details: 16 * 1024,
+  table: 4096,
+} as const;
+
+/** At most this many entries of `tables` are kept; the rest are summarised in a marker entry. */
+export const TABLES_COUNT_MAX = 1000;
+
+/** Longest accepted client-supplied eventId, in characters. */
+export const EVENT_ID_LENGTH_MAX = 128;
+
+/** Most events one ingest request may carry. */
+export const EVENTS_PER_REQUEST_MAX = 10_000;
+
+/** The visible marker appended to a truncated field. */
+export function truncationMarker(originalBytes: number): string {
+  return `…[truncated by auditlake: ${originalBytes} bytes]`;
+}
+
+/**
+ * Returns `value` unchanged when it fits in `limitBytes`, else a prefix cut on a character
+ * boundary followed by the marker, the whole still within `limitBytes`.
+ */
+export function truncateToBytes(value: string, limitBytes: number): string {
+  // Fast path: a string of n UTF-16 units is at most 3n UTF-8 bytes.
+  if (value.length * 3 <= limitBytes) return value;
+  const originalBytes = Buffer.byteLength(value, 'utf8');
+  if (originalBytes <= limitBytes) return value;
+  const marker = truncationMarker(originalBytes);
+  const budget = limitBytes - Buffer.byteLength(marker, 'utf8');
+  const bytes = Buffer.from(value, 'utf8');
+  let end = Math.max(0, budget);
+  // Step back over UTF-8 continuation bytes so no character is split.
+  while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--;
+  return bytes.subarray(0, end).toString('utf8') + marker;
+}

@@ -1,0 +1,12 @@
+export * from './audit-error.js';
+export * from './event.js';
+export * from './event-id.js';
+export * from './event-validation.js';
+export * from './field-limits.js';
+export * from './config.js';
+export { parseFailure, type ValueParser } from './config-values.js';
+export * from './properties.js';
+export * from './tier-mode.js';
+export * from './settings.js';
+export * from './search-filter.js';
+export * from './read-sampler.js';

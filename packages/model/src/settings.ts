@@ -1,0 +1,135 @@
+import { AuditError, AuditErrorCode } from './audit-error.js';
+import type { NodeConfig } from './config.js';
+import { boolean, fraction, nonNegativeInt, parseNamed, positiveInt, text, type ValueParser } from './config-values.js';
+import { tierMode, type TierMode } from './tier-mode.js';
+
+/** The runtime settings keys (reference "Settings API"), in display order. */
+export const SETTING_KEYS = [
+  'audit.retention.days',
+  'audit.read.enabled',
+  'audit.read.sample.rate',
+  'audit.tier.mode',
+  'audit.tier.iceberg.table',
+  'audit.tier.parquet.path',
+  'audit.tier.connectionId',
+  'audit.tier.retain.local.days',
+] as const;
+
+export type SettingKey = (typeof SETTING_KEYS)[number];
+
+/** Settings as stored and returned by the API: every key, every value a string. */
+export type Settings = Record<SettingKey, string>;
+
+/** Settings parsed into the types the node acts on. */
+export interface EffectiveSettings {
+  retentionDays: number;
+  readEnabled: boolean;
+  readSampleRate: number;
+  tierMode: TierMode;
+  tierIcebergTable: string;
+  tierParquetPath: string;
+  tierConnectionId: string;
+  tierRetainLocalDays: number;
+}
+
+const PARSERS: { [K in SettingKey]: ValueParser<unknown> } = {
+  'audit.retention.days': positiveInt,
+  'audit.read.enabled': boolean,
+  'audit.read.sample.rate': fraction,
+  'audit.tier.mode': tierMode,
+  'audit.tier.iceberg.table': text,
+  'audit.tier.parquet.path': text,
+  'audit.tier.connectionId': text,
+  'audit.tier.retain.local.days': nonNegativeInt,
+};
+
+function isSettingKey(key: string): key is SettingKey {
+  return (SETTING_KEYS as readonly string[]).includes(key);
+}
+
+/** The settings a node starts with: the `auditlake.*` configuration defaults. */
+export function defaultSettings(config: NodeConfig): Settings {
+  return {
+    'audit.retention.days': String(config.retentionDays),
+    'audit.read.enabled': String(config.readEnabled),
+    'audit.read.sample.rate': String(config.readSampleRate),
+    'audit.tier.mode': config.tierMode,
+    'audit.tier.iceberg.table': config.tierIcebergTable,
+    'audit.tier.parquet.path': config.tierParquetPath,
+    'audit.tier.connectionId': config.tierConnectionId,
+    'audit.tier.retain.local.days': String(config.tierRetainLocalDays),
+  };
+}
+
+function invalid(message: string): AuditError {
+  return new AuditError(AuditErrorCode.SETTINGS_INVALID, message);
+}
+
+/** Parses a complete settings record; every key is checked, so a stored record is always usable. */
+export function parseSettings(settings: Settings): EffectiveSettings {
+  const get = <T>(key: SettingKey) => parseNamed(key, settings[key], PARSERS[key], AuditErrorCode.SETTINGS_INVALID) as T;
+  const effective: EffectiveSettings = {
+    retentionDays: get('audit.retention.days'),
+    readEnabled: get('audit.read.enabled'),
+    readSampleRate: get('audit.read.sample.rate'),
+    tierMode: get('audit.tier.mode'),
+    tierIcebergTable: get('audit.tier.iceberg.table'),
+    tierParquetPath: get('audit.tier.parquet.path'),
+    tierConnectionId: get('audit.tier.connectionId'),
+    tierRetainLocalDays: get('audit.tier.retain.local.days'),
+  };
+  if (effective.tierMode === 'iceberg' && effective.tierIcebergTable === '') {
+    throw invalid('audit.tier.iceberg.table is required when audit.tier.mode=iceberg');
+  }
+  if (effective.tierMode === 'parquet' && effective.tierParquetPath === '') {
+    throw invalid('audit.tier.parquet.path is required when audit.tier.mode=parquet');
+  }
+  return effective;
+}
+
+export interface SettingChange {
+  key: SettingKey;
+  from: string;
+  to: string;
+}
+
+export interface SettingsUpdate {
+  merged: Settings;
+  effective: EffectiveSettings;
+  /** Only the keys whose value actually changed. */
+  changes: SettingChange[];
+}
+
+function asSettingString(key: string, value: unknown): string {
+  if (typeof value === 'string') return value.trim();
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  throw invalid(`${key} must be a string, number or boolean: ${JSON.stringify(value)}`);
+}
+
+/**
+ * Merges a settings request over what is stored and validates the result as a whole, so a
+ * request changing only `audit.tier.mode` is checked against the stored table. Throws on the
+ * first problem; the caller persists nothing then.
+ */
+export function mergeSettings(stored: Settings, request: unknown): SettingsUpdate {
+  if (typeof request !== 'object' || request === null || Array.isArray(request)) {
+    throw invalid('settings request must be a JSON object of setting keys to values');
+  }
+  const merged: Settings = { ...stored };
+  for (const [key, value] of Object.entries(request)) {
+    if (!isSettingKey(key)) throw invalid(`unknown setting: ${key} (known: ${SETTING_KEYS.join(', ')})`);
+    merged[key] = asSettingString(key, value);
+  }
+  const effective = parseSettings(merged);
+  const changes = SETTING_KEYS.filter((key) => merged[key] !== stored[key]).map((key) => ({
+    key,
+    from: stored[key],
+    to: merged[key],
+  }));
+  return { merged, effective, changes };
+}
+
+/** The `details` of an `audit:UpdateSettings` event: old → new per changed key. */
+export function describeChanges(changes: readonly SettingChange[]): string {
+  return changes.map((c) => `${c.key}: ${c.from === '' ? '(empty)' : c.from} → ${c.to === '' ? '(empty)' : c.to}`).join('; ');
+}

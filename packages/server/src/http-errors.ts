@@ -1,0 +1,43 @@
+import { AuditErrorCode, isAuditError } from '@auditlake/model';
+
+/** The one place error codes become HTTP statuses (STYLE.md: only the server knows HTTP). */
+const STATUS_BY_CODE: Record<AuditErrorCode, number> = {
+  [AuditErrorCode.BAD_REQUEST]: 400,
+  [AuditErrorCode.SETTINGS_INVALID]: 400,
+  [AuditErrorCode.TIER_TARGET_UNUSABLE]: 400,
+  [AuditErrorCode.BODY_TOO_LARGE]: 413,
+  [AuditErrorCode.UNAUTHENTICATED]: 401,
+  [AuditErrorCode.FORBIDDEN]: 403,
+  [AuditErrorCode.LIMIT_EXCEEDED]: 429,
+  [AuditErrorCode.NOT_LEADER]: 503,
+  [AuditErrorCode.STALE_TERM]: 503,
+  [AuditErrorCode.STORE_NOT_OPEN]: 503,
+  [AuditErrorCode.CONFIG_INVALID]: 500,
+};
+
+export interface HttpError {
+  statusCode: number;
+  body: { status: 'error'; error: string; code: string };
+}
+
+interface FastifyLikeError {
+  statusCode?: number;
+  code?: string;
+  message: string;
+}
+
+/** Maps anything thrown while serving a request to a status and the contract's error body. */
+export function toHttpError(err: unknown): HttpError {
+  if (isAuditError(err)) {
+    return { statusCode: STATUS_BY_CODE[err.code], body: { status: 'error', error: err.message, code: err.code } };
+  }
+  const e = err as FastifyLikeError;
+  if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    return { statusCode: 413, body: { status: 'error', error: `request body is larger than the limit: ${e.message}`, code: AuditErrorCode.BODY_TOO_LARGE } };
+  }
+  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
+    const message = e instanceof SyntaxError ? `request body is not valid JSON: ${e.message}` : e.message;
+    return { statusCode: e.statusCode, body: { status: 'error', error: message, code: e.code ?? AuditErrorCode.BAD_REQUEST } };
+  }
+  return { statusCode: 500, body: { status: 'error', error: 'internal error; see the node log', code: 'AUDIT_INTERNAL' } };
+}

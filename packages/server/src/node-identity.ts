@@ -1,0 +1,42 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+async function readTrimmed(path: string): Promise<string | undefined> {
+  try {
+    const text = (await readFile(path, 'utf8')).trim();
+    return text === '' ? undefined : text;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
+/** This node's stable id, kept in `<dataDir>/node-id` (created on first start). */
+export async function loadNodeId(dataDir: string): Promise<string> {
+  const path = join(dataDir, 'node-id');
+  const existing = await readTrimmed(path);
+  if (existing) return existing;
+  const nodeId = `node-${randomUUID().slice(0, 8)}`;
+  await mkdir(dataDir, { recursive: true });
+  await writeFile(path, nodeId + '\n', { flag: 'wx' });
+  return nodeId;
+}
+
+export interface AdminToken {
+  token: string;
+  /** True when this start generated it (the CLI prints it once, then). */
+  generated: boolean;
+  path: string;
+}
+
+/** The generated admin token, kept in `<dataDir>/admin-token` readable only by its owner. */
+export async function loadOrCreateAdminToken(dataDir: string): Promise<AdminToken> {
+  const path = join(dataDir, 'admin-token');
+  const existing = await readTrimmed(path);
+  if (existing) return { token: existing, generated: false, path };
+  const token = randomBytes(24).toString('base64url');
+  await mkdir(dataDir, { recursive: true });
+  await writeFile(path, token + '\n', { mode: 0o600, flag: 'wx' });
+  return { token, generated: true, path };
+}

@@ -1,0 +1,52 @@
+import { once } from 'node:events';
+import { parseSearchParams, toEventOutput, type SearchFilter, type StoredEvent } from '@auditlake/model';
+import type { AuditStore } from '@auditlake/store';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import './route-access.js';
+
+export interface SearchRouteOptions {
+  store: AuditStore;
+  viewerMaxPage: number;
+}
+
+function wantsNdjson(accept: string | undefined): boolean {
+  return accept !== undefined && accept.includes('application/x-ndjson');
+}
+
+/**
+ * Streams matching events as NDJSON, one line each, never holding more than one event: the
+ * socket's backpressure paces the LevelDB iterator, so `curl … | jq` works over any answer.
+ */
+async function streamNdjson(reply: FastifyReply, events: AsyncGenerator<StoredEvent>, limit: number): Promise<void> {
+  reply.hijack();
+  const out = reply.raw;
+  out.writeHead(200, { 'content-type': 'application/x-ndjson; charset=utf-8' });
+  let sent = 0;
+  try {
+    for await (const event of events) {
+      if (sent >= limit || out.destroyed) break;
+      sent++;
+      if (!out.write(JSON.stringify(toEventOutput(event)) + '\n')) await once(out, 'drain');
+    }
+  } finally {
+    out.end();
+  }
+}
+
+export function registerSearchRoute(app: FastifyInstance, options: SearchRouteOptions): void {
+  app.get('/admin/audit', { config: { access: { role: 'admin', action: 'audit:Search' } } }, async (request, reply) => {
+    const filter: SearchFilter = parseSearchParams(request.query as Record<string, unknown>, options.viewerMaxPage);
+    const events = options.store.search(filter);
+    if (wantsNdjson(request.headers.accept)) return streamNdjson(reply, events, filter.limit);
+    const page: StoredEvent[] = [];
+    let truncated = false;
+    for await (const event of events) {
+      if (page.length === filter.limit) {
+        truncated = true;
+        break;
+      }
+      page.push(event);
+    }
+    return { events: page.map(toEventOutput), count: page.length, truncated };
+  });
+}

@@ -1,0 +1,102 @@
+import {
+  SELF_SOURCE,
+  defaultSettings,
+  describeChanges,
+  mergeSettings,
+  newEventId,
+  parseSettings,
+  type EffectiveSettings,
+  type NodeConfig,
+  type SettingChange,
+  type SettingKey,
+  type Settings,
+} from '@auditlake/model';
+import type { AuditStore } from '@auditlake/store';
+
+/** The replicated-metadata name under which explicitly set settings are kept. */
+export const SETTINGS_META = 'settings';
+
+type Overrides = Partial<Settings>;
+export type SettingsListener = (effective: EffectiveSettings, changes: readonly SettingChange[]) => void;
+
+/**
+ * Runtime settings: configuration defaults with the keys an operator has set stored over them
+ * (only those, so an unset key keeps following `auditlake.*` configuration). Updates are
+ * serialised so two concurrent saves cannot lose each other's keys.
+ */
+export class SettingsService {
+  readonly #store: AuditStore;
+  readonly #defaults: Settings;
+  #overrides: Overrides = {};
+  #effective: EffectiveSettings;
+  #updating: Promise<unknown> = Promise.resolve();
+  readonly #listeners: SettingsListener[] = [];
+
+  private constructor(store: AuditStore, config: NodeConfig) {
+    this.#store = store;
+    this.#defaults = defaultSettings(config);
+    this.#effective = parseSettings(this.#defaults);
+  }
+
+  static async load(store: AuditStore, config: NodeConfig): Promise<SettingsService> {
+    const service = new SettingsService(store, config);
+    service.#overrides = (await store.getMeta<Overrides>(SETTINGS_META)) ?? {};
+    service.#effective = parseSettings(service.current);
+    return service;
+  }
+
+  /** Every runtime key with its value in force, as strings. */
+  get current(): Settings {
+    return { ...this.#defaults, ...this.#overrides };
+  }
+
+  get effective(): EffectiveSettings {
+    return this.#effective;
+  }
+
+  onChange(listener: SettingsListener): void {
+    this.#listeners.push(listener);
+  }
+
+  /**
+   * Validates `request` merged over the current settings and, if anything changed, stores the
+   * new overrides together with the `audit:UpdateSettings` event recording them (one synced
+   * batch: a settings change is never in force without its audit record). Throws on invalid
+   * input with nothing persisted.
+   */
+  update(request: unknown, userId: string): Promise<Settings> {
+    const run = this.#updating.then(() => this.#apply(request, userId));
+    this.#updating = run.catch(() => undefined);
+    return run;
+  }
+
+  async #apply(request: unknown, userId: string): Promise<Settings> {
+    const update = mergeSettings(this.current, request);
+    if (update.changes.length === 0) return this.current;
+    const overrides: Overrides = { ...this.#overrides };
+    for (const key of Object.keys(request as object) as SettingKey[]) overrides[key] = update.merged[key];
+    const nowMs = Date.now();
+    const eventId = newEventId(nowMs);
+    await this.#store.append(
+      [
+        {
+          eventId,
+          userId,
+          source: SELF_SOURCE,
+          action: 'audit:UpdateSettings',
+          resource: 'audit.settings',
+          decision: 'ALLOW',
+          tables: [],
+          query: '',
+          details: describeChanges(update.changes),
+          timestamp: nowMs,
+        },
+      ],
+      { freshIds: new Set([eventId]), meta: [{ name: SETTINGS_META, value: overrides }] },
+    );
+    this.#overrides = overrides;
+    this.#effective = update.effective;
+    for (const listener of this.#listeners) listener(update.effective, update.changes);
+    return this.current;
+  }
+}

@@ -1,0 +1,75 @@
+/**
+ * LevelDB key layout. Every number is fixed-width lower-case hex so that byte order equals
+ * numeric order, which is what makes range scans (newest-first search, ingest-order sweep,
+ * time-ordered prune) plain iterator ranges.
+ *
+ *   t!<ts:16><seq:16>  → event JSON          primary copy, ordered by event time then seq
+ *   s!<seq:16>         → <ts:16>              ingest order → the primary key
+ *   i!<eventId>        → <ts:16><seq:16>      idempotency and lookup by id
+ *   m!<name>           → JSON                 replicated metadata (settings, later watermark, term, tables)
+ *   l!<name>           → JSON                 this node's own metadata (never replicated)
+ */
+
+/** Largest value a key field can hold: Number.MAX_SAFE_INTEGER fits in 14 hex digits. */
+const WIDTH = 16;
+
+export function encodeUint(n: number): string {
+  if (!Number.isSafeInteger(n) || n < 0) throw new TypeError(`key field must be a non-negative safe integer, got ${n}`);
+  return n.toString(16).padStart(WIDTH, '0');
+}
+
+export function decodeUint(hex: string): number {
+  return parseInt(hex, 16);
+}
+
+export const PREFIX = {
+  time: 't!',
+  seq: 's!',
+  id: 'i!',
+  meta: 'm!',
+  local: 'l!',
+} as const;
+
+/** The first key after every key with `prefix` ('!' + 1 = '"'). */
+export function prefixEnd(prefix: string): string {
+  return prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
+}
+
+export function timeKey(timestampMs: number, seq: number): string {
+  return PREFIX.time + encodeUint(timestampMs) + encodeUint(seq);
+}
+
+/** The part of a time key after its prefix: `<ts><seq>`, also the value of an id key. */
+export function timeKeySuffix(timestampMs: number, seq: number): string {
+  return encodeUint(timestampMs) + encodeUint(seq);
+}
+
+export function seqKey(seq: number): string {
+  return PREFIX.seq + encodeUint(seq);
+}
+
+export function idKey(eventId: string): string {
+  return PREFIX.id + eventId;
+}
+
+export function metaKey(name: string): string {
+  return PREFIX.meta + name;
+}
+
+export function localKey(name: string): string {
+  return PREFIX.local + name;
+}
+
+/** Lower bound (inclusive) of time keys at or after `timestampMs`. */
+export function timeLowerBound(timestampMs: number): string {
+  return PREFIX.time + encodeUint(timestampMs);
+}
+
+/** Upper bound (exclusive) of time keys at or before `timestampMs`. */
+export function timeUpperBoundInclusive(timestampMs: number): string {
+  return PREFIX.time + encodeUint(timestampMs + 1);
+}
+
+export function parseSeqFromSeqKey(key: string): number {
+  return decodeUint(key.slice(PREFIX.seq.length));
+}

@@ -1,0 +1,4 @@
+export { AuditStore, type AuditStoreOptions, type PruneResult, type StoreStatus } from './audit-store.js';
+export type { AppendOptions, AppendResult, MetaPut } from './event-writer.js';
+export { RetentionPruner, type RetentionPrunerOptions } from './retention-pruner.js';
+export * as eventKeys from './event-keys.js';
