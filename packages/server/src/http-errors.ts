@@ -36,7 +36,8 @@ export function toHttpError(err: unknown): HttpError {
     return { statusCode: 413, body: { status: 'error', error: `request body is larger than the limit: ${e.message}`, code: AuditErrorCode.BODY_TOO_LARGE } };
   }
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
-    const message = e instanceof SyntaxError ? `request body is not valid JSON: ${e.message}` : e.message;
+    const invalidJson = e instanceof SyntaxError || e.code === 'FST_ERR_CTP_INVALID_JSON_BODY';
+    const message = invalidJson ? `request body is not valid JSON: ${e.message}` : e.message;
     return { statusCode: e.statusCode, body: { status: 'error', error: message, code: e.code ?? AuditErrorCode.BAD_REQUEST } };
   }
   return { statusCode: 500, body: { status: 'error', error: 'internal error; see the node log', code: 'AUDIT_INTERNAL' } };

@@ -93,7 +93,7 @@ export class AuditStore {
    * Orders and stores events as the leader: assigns seq and ingestTs, skips ids already
    * stored, and resolves only once the batch is synced to disk.
    */
-  append(events: readonly AuditEvent[], options: AppendOptions = {}): Promise<AppendResult> {
+  async append(events: readonly AuditEvent[], options: AppendOptions = {}): Promise<AppendResult> {
     return this.#openWriter().append(events, options);
   }
 

@@ -68,9 +68,7 @@ export class EventWriter {
   append(events: readonly AuditEvent[], options: AppendOptions = {}): Promise<AppendResult> {
     return new Promise((resolve, reject) => {
       this.#queue.push({ events, options, resolve, reject });
-      this.#draining ??= this.#drain().finally(() => {
-        this.#draining = undefined;
-      });
+      this.#draining ??= this.#drain();
     });
   }
 
@@ -80,7 +78,15 @@ export class EventWriter {
   }
 
   async #drain(): Promise<void> {
-    while (this.#queue.length > 0) {
+    // Let append() store the promise before this can finish, so the clearing below always wins.
+    await Promise.resolve();
+    for (;;) {
+      if (this.#queue.length === 0) {
+        // Cleared in the same synchronous step that saw the queue empty: an append arriving
+        // after this starts a new drain, and none can slip in between and be stranded.
+        this.#draining = undefined;
+        return;
+      }
       const group = this.#takeGroup();
       try {
         const results = await this.#write(group);

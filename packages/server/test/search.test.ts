@@ -1,0 +1,129 @@
+// Goal: GET /admin/audit filters, orders and limits exactly as the reference's search table says.
+import { describe, expect, it } from 'vitest';
+import { event, startTestNode } from './test-node.js';
+
+const DAY = 86_400_000;
+const T0 = 1_792_281_600_000; // 2026-10-16T00:00:00Z
+
+const corpus = [
+  event({ eventId: 'e1', userId: 'alice', source: 'trino', action: 'data:Select', tables: ['hive.sales.orders'], query: 'SELECT id FROM hive.sales.orders', ts: T0 + 1000 }),
+  event({ eventId: 'e2', userId: 'bob', source: 'Spark', action: 'data:Insert', tables: ['hive.sales.orders', 'hive.stage.raw'], query: 'INSERT INTO hive.sales.orders SELECT * FROM hive.stage.raw', ts: T0 + 2000 }),
+  event({ eventId: 'e3', userId: 'carol', source: 'flink', action: 'data:Write', resource: 'kafka.clicks', tables: ['lake.web.clicks'], query: '', details: 'SUBMIT STREAMING job', ts: T0 + DAY }),
+  event({ eventId: 'e4', userId: 'alice', source: 'trino', action: 'data:CreateTable', decision: 'DENY', tables: ['hive.sales.secret'], query: 'CREATE TABLE hive.sales.secret (x int)', details: 'trino authz plugin (ontul: ABSTAIN)', ts: T0 + 2 * DAY }),
+  event({ eventId: 'e5', userId: 'alice', source: 'TRINO', action: 'data:Select', resource: 'hive.hr.salaries', tables: ['hive.hr.salaries'], query: 'select * from hive.hr.salaries', ts: T0 + 2 * DAY }),
+];
+
+async function corpusNode(props: Record<string, string> = {}) {
+  const t = await startTestNode({ props });
+  expect((await t.ingest(corpus)).status).toBe(200);
+  return t;
+}
+
+const ids = (json: { events: Array<{ eventId: string }> }) => json.events.map((e) => e.eventId);
+
+describe('search', () => {
+  it('returns everything newest first by event time, ties broken by ingest order (later first)', async () => {
+    const t = await corpusNode();
+    const { status, json } = await t.search();
+    expect(status).toBe(200);
+    expect(ids(json)).toEqual(['e5', 'e4', 'e3', 'e2', 'e1']);
+    expect(json).toMatchObject({ count: 5, truncated: false });
+  });
+
+  const cases: Array<[string, string[]]> = [
+    ['?user=alice', ['e5', 'e4', 'e1']],
+    ['?user=ALICE', []],
+    ['?engine=trino', ['e5', 'e4', 'e1']],
+    ['?engine=SPARK', ['e2']],
+    ['?table=sales.orders', ['e2', 'e1']],
+    ['?table=stage', ['e2']],
+    ['?action=read', ['e5', 'e1']],
+    ['?action=write', ['e4', 'e3', 'e2']],
+    ['?action=all', ['e5', 'e4', 'e3', 'e2', 'e1']],
+    ['?q=ABSTAIN', ['e4']],
+    ['?q=streaming', ['e3']],
+    ['?q=kafka.clicks', ['e3']],
+    ['?q=hr.salaries', ['e5']],
+    ['?q=carol', ['e3']],
+    ['?q=createtable', ['e4']],
+    ['?q=flink', []],
+    [`?from=${T0 + DAY}`, ['e5', 'e4', 'e3']],
+    [`?to=${T0 + DAY}`, ['e3', 'e2', 'e1']],
+    [`?from=${T0 + 2000}&to=${T0 + 2000}`, ['e2']],
+    [`?engine=trino&action=read&q=orders&limit=200`, ['e1']],
+    [`?from=${T0}&to=${T0 + 2 * DAY}&table=sales.orders`, ['e2', 'e1']],
+  ];
+  for (const [query, expected] of cases) {
+    it(`filters ${query}`, async () => {
+      const t = await corpusNode();
+      const { json } = await t.search(query);
+      expect(ids(json)).toEqual(expected);
+    });
+  }
+
+  it('cuts to limit and says truncated when more matched', async () => {
+    const t = await corpusNode();
+    const { json } = await t.search('?limit=2');
+    expect(ids(json)).toEqual(['e5', 'e4']);
+    expect(json).toMatchObject({ count: 2, truncated: true });
+    const exact = await t.search('?limit=5');
+    expect(exact.json).toMatchObject({ count: 5, truncated: false });
+  });
+
+  it('defaults limit to 200 and caps it at auditlake.audit.viewer.max.page', async () => {
+    const t = await startTestNode({ props: { 'auditlake.audit.viewer.max.page': '250' } });
+    await t.ingest(Array.from({ length: 300 }, (_, i) => event({ ts: T0 + i })));
+    expect((await t.search()).json).toMatchObject({ count: 200, truncated: true });
+    expect((await t.search('?limit=1000')).json).toMatchObject({ count: 250, truncated: true });
+  });
+
+  const badParams: Array<[string, RegExp]> = [
+    ['?from=yesterday', /^parameter from must be epoch millis \(a non-negative integer\): yesterday$/],
+    ['?to=-5', /^parameter to must be epoch millis/],
+    ['?action=foo', /^parameter action must be read, write or all: foo$/],
+    ['?limit=0', /^parameter limit must be a positive integer: 0$/],
+    ['?limit=ten', /^parameter limit must be a positive integer: ten$/],
+    ['?from=10&to=5', /^parameter from must not be after to/],
+    ['?usr=alice', /^unknown parameter: usr/],
+    ['?user=a&user=b', /^parameter user must be given once$/],
+  ];
+  for (const [query, message] of badParams) {
+    it(`refuses ${query} with 400 naming the parameter`, async () => {
+      const t = await corpusNode();
+      const { status, json } = await t.search(query);
+      expect(status).toBe(400);
+      expect(json.error).toMatch(message);
+    });
+  }
+
+  it('streams NDJSON for Accept: application/x-ndjson, one event per line, same order and limit', async () => {
+    const t = await corpusNode();
+    const res = await t.request('/admin/audit?limit=3', { headers: { accept: 'application/x-ndjson' } });
+    expect(res.headers.get('content-type')).toMatch(/^application\/x-ndjson/);
+    const lines = (await res.text()).trimEnd().split('\n');
+    expect(lines.map((l) => (JSON.parse(l) as { eventId: string }).eventId)).toEqual(['e5', 'e4', 'e3']);
+  });
+
+  it('streams a large NDJSON answer completely', async () => {
+    const t = await startTestNode();
+    const big = 'q'.repeat(2000);
+    for (let b = 0; b < 5; b++) await t.ingest(Array.from({ length: 1000 }, (_, i) => event({ ts: T0 + b * 1000 + i, query: big })));
+    const res = await t.request('/admin/audit?limit=5000', { headers: { accept: 'application/x-ndjson' } });
+    const reader = res.body!.getReader();
+    let text = '';
+    const decoder = new TextDecoder();
+    let chunks = 0;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks++;
+      text += decoder.decode(value, { stream: true });
+    }
+    const lines = text.trimEnd().split('\n');
+    expect(lines).toHaveLength(5000);
+    // Arrives in many chunks: the answer is written as it is read, not assembled first.
+    expect(chunks).toBeGreaterThan(1);
+    const timestamps = lines.map((l) => (JSON.parse(l) as { timestamp: number }).timestamp);
+    expect(timestamps).toEqual([...timestamps].sort((a, b) => b - a));
+  });
+});

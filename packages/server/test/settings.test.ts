@@ -1,0 +1,122 @@
+// Goal: the settings API validates, merges, persists and audits runtime settings; nothing persists on 400.
+import { describe, expect, it } from 'vitest';
+import { event, startTestNode, type TestNode } from './test-node.js';
+
+const DAY = 86_400_000;
+
+async function post(t: TestNode, body: unknown) {
+  const res = await t.request('/admin/audit/settings', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return { status: res.status, json: (await res.json()) as Record<string, unknown> };
+}
+
+async function get(t: TestNode) {
+  const res = await t.request('/admin/audit/settings');
+  return (await res.json()) as Record<string, unknown>;
+}
+
+describe('settings', () => {
+  it('GET returns every runtime key as a string, defaults from configuration, plus tierStatus', async () => {
+    const t = await startTestNode({ props: { 'auditlake.audit.log.retention.days': '30' } });
+    expect(await get(t)).toEqual({
+      'audit.retention.days': '30',
+      'audit.read.enabled': 'true',
+      'audit.read.sample.rate': '1',
+      'audit.tier.mode': 'none',
+      'audit.tier.iceberg.table': 'ice.ops.audit_events',
+      'audit.tier.parquet.path': '',
+      'audit.tier.connectionId': '',
+      'audit.tier.retain.local.days': '7',
+      tierStatus: { mode: 'none', lastSuccessMs: 0, lastFailureMs: 0, lastError: null, retainLocalDays: 7 },
+    });
+  });
+
+  it('POST changes a subset, merged over what is stored, answers like GET, and survives a restart', async () => {
+    const t = await startTestNode({ keepDataDir: true });
+    const first = await post(t, { 'audit.retention.days': 30 });
+    expect(first.status).toBe(200);
+    expect(first.json).toMatchObject({ 'audit.retention.days': '30', 'audit.read.sample.rate': '1' });
+    const second = await post(t, { 'audit.read.sample.rate': '0.25', 'audit.read.enabled': true });
+    expect(second.json).toMatchObject({ 'audit.retention.days': '30', 'audit.read.sample.rate': '0.25', 'audit.read.enabled': 'true' });
+    await t.node.close();
+    const again = await startTestNode({ dataDir: t.dataDir });
+    expect(await get(again)).toMatchObject({ 'audit.retention.days': '30', 'audit.read.sample.rate': '0.25' });
+  });
+
+  it('records each accepted change as an audit:UpdateSettings event with old → new per key', async () => {
+    const t = await startTestNode();
+    await post(t, { 'audit.retention.days': '45', 'audit.read.sample.rate': 0.5 });
+    const events = (await t.stored()).filter((e) => e.action === 'audit:UpdateSettings');
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({
+      source: 'auditlake',
+      userId: 'admin',
+      decision: 'ALLOW',
+      details: 'audit.retention.days: 90 → 45; audit.read.sample.rate: 1 → 0.5',
+    });
+    // Saving the same values again changes nothing and records nothing.
+    await post(t, { 'audit.retention.days': '45' });
+    expect((await t.stored()).filter((e) => e.action === 'audit:UpdateSettings')).toHaveLength(1);
+  });
+
+  const invalid: Array<[Record<string, unknown>, string]> = [
+    [{ 'audit.retention.days': 0 }, 'audit.retention.days must be a positive integer: 0'],
+    [{ 'audit.retention.days': 'abc' }, 'audit.retention.days must be a positive integer: abc'],
+    [{ 'audit.retention.days': 1.5 }, 'audit.retention.days must be a positive integer: 1.5'],
+    [{ 'audit.read.enabled': 'yes' }, 'audit.read.enabled must be true or false: yes'],
+    [{ 'audit.read.sample.rate': 1.5 }, 'audit.read.sample.rate must be a number from 0.0 to 1.0: 1.5'],
+    [{ 'audit.read.sample.rate': '-0.1' }, 'audit.read.sample.rate must be a number from 0.0 to 1.0: -0.1'],
+    [{ 'audit.tier.retain.local.days': -1 }, 'audit.tier.retain.local.days must be a non-negative integer: -1'],
+    [{ 'audit.tier.mode': 'icebreg' }, 'audit.tier.mode must be one of none, iceberg, parquet: icebreg'],
+    [{ 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': '' }, 'audit.tier.iceberg.table is required when audit.tier.mode=iceberg'],
+    [{ 'audit.tier.mode': 'parquet' }, 'audit.tier.parquet.path is required when audit.tier.mode=parquet'],
+    [{ 'audit.retention.dayz': 3 }, 'unknown setting: audit.retention.dayz (known: audit.retention.days, audit.read.enabled, audit.read.sample.rate, audit.tier.mode, audit.tier.iceberg.table, audit.tier.parquet.path, audit.tier.connectionId, audit.tier.retain.local.days)'],
+    [{ 'audit.retention.days': { n: 3 } }, 'audit.retention.days must be a string, number or boolean: {"n":3}'],
+  ];
+  for (const [body, message] of invalid) {
+    it(`refuses ${JSON.stringify(body)} with 400 and the message, persisting nothing`, async () => {
+      const t = await startTestNode();
+      const before = await get(t);
+      // A valid key alongside the invalid one must not be applied either.
+      const res = await post(t, { 'audit.read.sample.rate': '0.75', ...body });
+      expect(res.status).toBe(400);
+      expect(res.json).toEqual({ status: 'error', error: message, code: 'AUDIT_SETTINGS_INVALID' });
+      expect(await get(t)).toEqual(before);
+      expect(await t.stored()).toEqual([]);
+    });
+  }
+
+  it('refuses a body that is not a JSON object', async () => {
+    const t = await startTestNode();
+    const res = await post(t, ['audit.retention.days', 3]);
+    expect(res.status).toBe(400);
+    expect(res.json['error']).toBe('settings request must be a JSON object of setting keys to values');
+  });
+
+  it('validates tier keys merged over the stored ones', async () => {
+    const t = await startTestNode();
+    expect((await post(t, { 'audit.tier.parquet.path': 's3://bucket/audit' })).status).toBe(200);
+    // Only the mode is sent; the stored path makes it valid.
+    expect((await post(t, { 'audit.tier.mode': 'parquet' })).json).toMatchObject({ 'audit.tier.mode': 'parquet', tierStatus: { mode: 'parquet' } });
+  });
+
+  it('serialises concurrent saves so neither loses the other', async () => {
+    const t = await startTestNode();
+    await Promise.all([post(t, { 'audit.retention.days': 10 }), post(t, { 'audit.read.sample.rate': 0.3 }), post(t, { 'audit.tier.retain.local.days': 3 })]);
+    expect(await get(t)).toMatchObject({ 'audit.retention.days': '10', 'audit.read.sample.rate': '0.3', 'audit.tier.retain.local.days': '3' });
+  });
+
+  it('applies a lowered audit.retention.days immediately, pruning older events', async () => {
+    const t = await startTestNode();
+    const now = Date.now();
+    await t.ingest([event({ eventId: 'old', ts: now - 40 * DAY }), event({ eventId: 'mid', ts: now - 20 * DAY }), event({ eventId: 'new', ts: now - DAY })]);
+    expect((await t.stored()).map((e) => e.eventId).sort()).toEqual(['mid', 'new', 'old']);
+    await post(t, { 'audit.retention.days': 30 });
+    await expect.poll(async () => (await t.stored()).filter((e) => e.source === 'trino').map((e) => e.eventId).sort()).toEqual(['mid', 'new']);
+    await post(t, { 'audit.retention.days': 7 });
+    await expect.poll(async () => (await t.stored()).filter((e) => e.source === 'trino').map((e) => e.eventId)).toEqual(['new']);
+    const metrics = await (await t.request('/metrics', { token: null })).text();
+    expect(metrics).toMatch(/^auditlake_events_pruned_total 2$/m);
+    // Pruned events are gone from every index: the id can be looked up no more.
+    expect(await t.node.store.getByEventId('old')).toBeUndefined();
+  });
+});

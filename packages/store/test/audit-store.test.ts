@@ -1,0 +1,169 @@
+// Goal: the LevelDB store keeps one durable order (seq, ingestTs), its indexes agree, and it closes cleanly.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AuditEvent } from '@auditlake/model';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { AuditStore, RetentionPruner } from '../src/index.js';
+
+async function location(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'auditlake-store-'));
+  onTestFinished(() => rm(dir, { recursive: true, force: true }));
+  return join(dir, 'store');
+}
+
+async function openStore(options: { location?: string; now?: () => number } = {}): Promise<AuditStore> {
+  const store = await AuditStore.open({ location: options.location ?? (await location()), ...(options.now ? { now: options.now } : {}) });
+  onTestFinished(() => store.close());
+  return store;
+}
+
+function ev(eventId: string, timestamp: number, overrides: Partial<AuditEvent> = {}): AuditEvent {
+  return { eventId, userId: 'u', source: 'trino', action: 'data:Select', resource: '', decision: '', tables: [], query: '', details: '', timestamp, ...overrides };
+}
+
+async function all(store: AuditStore) {
+  const out = [];
+  for await (const e of store.search({ action: 'all' })) out.push(e);
+  return out;
+}
+
+describe('AuditStore', () => {
+  it('assigns consecutive seqs from 1 in append order and finds events by id, seq and time', async () => {
+    const store = await openStore();
+    const { stored } = await store.append([ev('a', 300), ev('b', 100), ev('c', 200)]);
+    expect(stored.map((e) => [e.eventId, e.seq])).toEqual([['a', 1], ['b', 2], ['c', 3]]);
+    expect((await store.readBySeq(0, 10)).map((e) => e.eventId)).toEqual(['a', 'b', 'c']);
+    expect((await store.readBySeq(1, 1)).map((e) => e.eventId)).toEqual(['b']);
+    expect((await all(store)).map((e) => e.eventId)).toEqual(['a', 'c', 'b']);
+    expect(await store.getByEventId('c')).toMatchObject({ eventId: 'c', seq: 3, timestamp: 200 });
+    expect(store.position.lastSeq).toBe(3);
+  });
+
+  it('never lets ingestTs go backwards, even when the clock does', async () => {
+    let clock = 10_000;
+    const store = await openStore({ now: () => clock });
+    await store.append([ev('a', 1)]);
+    clock = 5_000; // the wall clock jumps back
+    const { stored } = await store.append([ev('b', 1)]);
+    expect(stored[0]!.ingestTs).toBe(10_000);
+    clock = 12_000;
+    expect((await store.append([ev('c', 1)])).stored[0]!.ingestTs).toBe(12_000);
+  });
+
+  it('recovers its position after a reopen and continues the order', async () => {
+    const loc = await location();
+    let clock = 50_000;
+    const first = await AuditStore.open({ location: loc, now: () => clock });
+    await first.append([ev('a', 1), ev('b', 2)]);
+    await first.close();
+    clock = 1_000; // a restart on a node whose clock is behind
+    const second = await openStore({ location: loc, now: () => clock });
+    expect(second.position).toEqual({ lastSeq: 2, lastIngestTs: 50_000 });
+    const { stored } = await second.append([ev('c', 3)]);
+    expect(stored[0]).toMatchObject({ seq: 3, ingestTs: 50_000 });
+  });
+
+  it('keeps one event per eventId across appends, within an append, and across a reopen', async () => {
+    const loc = await location();
+    const store = await AuditStore.open({ location: loc });
+    expect((await store.append([ev('x', 1), ev('x', 1), ev('y', 2)])).duplicates).toBe(1);
+    expect((await store.append([ev('y', 2)])).stored).toEqual([]);
+    await store.close();
+    const reopened = await openStore({ location: loc });
+    const result = await reopened.append([ev('x', 1), ev('z', 3)]);
+    expect(result.duplicates).toBe(1);
+    expect(result.stored.map((e) => [e.eventId, e.seq])).toEqual([['z', 3]]);
+    expect((await all(reopened)).map((e) => e.eventId).sort()).toEqual(['x', 'y', 'z']);
+  });
+
+  it('group-commits concurrent appends without losing or reordering any', async () => {
+    const store = await openStore();
+    const appends = Array.from({ length: 50 }, (_, i) => store.append(Array.from({ length: 20 }, (_, j) => ev(`e${i}-${j}`, i * 100 + j))));
+    const results = await Promise.all(appends);
+    const seqs = results.flatMap((r) => r.stored.map((e) => e.seq));
+    expect(seqs).toEqual(Array.from({ length: 1000 }, (_, i) => i + 1));
+    expect((await store.readBySeq(0, 2000)).map((e) => e.seq)).toEqual(seqs);
+  });
+
+  it('never strands an append issued the moment the previous one resolves (regression)', async () => {
+    const store = await openStore();
+    for (let i = 0; i < 300; i++) {
+      const { stored } = await store.append([ev(`s${i}`, i)]);
+      expect(stored[0]!.seq).toBe(i + 1);
+    }
+    // An empty append resolves too (no write, so no await inside the writer).
+    await expect(store.append([])).resolves.toEqual({ stored: [], duplicates: 0 });
+    await expect(store.append([ev('after-empty', 1)])).resolves.toMatchObject({ stored: [{ seq: 301 }] });
+  });
+
+  it('searches a time range inclusively, newest first, ties by seq descending', async () => {
+    const store = await openStore();
+    await store.append([ev('t100a', 100), ev('t200', 200), ev('t100b', 100), ev('t300', 300)]);
+    const inRange = [];
+    for await (const e of store.search({ action: 'all', fromMs: 100, toMs: 200 })) inRange.push(e.eventId);
+    expect(inRange).toEqual(['t200', 't100b', 't100a']);
+  });
+
+  it('prunes only events older than the cutoff, in bounded batches, from every index', async () => {
+    const store = await openStore();
+    await store.append(Array.from({ length: 25 }, (_, i) => ev(`old${i}`, 1_000 + i)));
+    await store.append([ev('keep', 5_000)]);
+    let calls = 0;
+    const result = await store.pruneBefore(5_000, 10, async () => {
+      calls++;
+      return true;
+    });
+    expect(result).toEqual({ deleted: 25, batches: 3 });
+    expect(calls).toBe(3);
+    expect((await all(store)).map((e) => e.eventId)).toEqual(['keep']);
+    expect(await store.getByEventId('old3')).toBeUndefined();
+    expect((await store.readBySeq(0, 100)).map((e) => e.eventId)).toEqual(['keep']);
+  });
+
+  it('stops a prune between batches when asked', async () => {
+    const store = await openStore();
+    await store.append(Array.from({ length: 30 }, (_, i) => ev(`o${i}`, i)));
+    const result = await store.pruneBefore(1_000, 10, async () => false);
+    expect(result).toEqual({ deleted: 10, batches: 1 });
+  });
+
+  it('refuses appends once closing, finishes queued ones, and closes idempotently', async () => {
+    const store = await AuditStore.open({ location: await location() });
+    const queued = store.append([ev('q', 1)]);
+    const closing = store.close();
+    await expect(store.append([ev('late', 1)])).rejects.toMatchObject({ code: 'AUDIT_STORE_NOT_OPEN' });
+    await expect(queued).resolves.toMatchObject({ stored: [{ eventId: 'q' }] });
+    await Promise.all([closing, store.close()]);
+    expect(store.status).toBe('closed');
+  });
+
+  it('stores metadata atomically with the events of an append', async () => {
+    const store = await openStore();
+    await store.append([ev('s', 1)], { meta: [{ name: 'settings', value: { 'audit.retention.days': '3' } }] });
+    expect(await store.getMeta('settings')).toEqual({ 'audit.retention.days': '3' });
+  });
+});
+
+describe('RetentionPruner', () => {
+  it('prunes on its interval with the retention read at run time, and stops on close', async () => {
+    const store = await openStore();
+    const now = Date.now();
+    const day = 86_400_000;
+    await store.append([ev('old', now - 10 * day), ev('new', now)]);
+    let days = 30;
+    const pruned: number[] = [];
+    const pruner = new RetentionPruner(store, { intervalMs: 20, batchSize: 100, retentionDays: () => days, onPruned: (r) => pruned.push(r.deleted) });
+    onTestFinished(() => pruner.close());
+    pruner.start();
+    await new Promise((r) => setTimeout(r, 100));
+    expect((await all(store)).map((e) => e.eventId).sort()).toEqual(['new', 'old']);
+    days = 5;
+    await expect.poll(async () => (await all(store)).map((e) => e.eventId)).toEqual(['new']);
+    expect(pruned).toEqual([1]);
+    await pruner.close();
+    await store.append([ev('old2', now - 10 * day)]);
+    await new Promise((r) => setTimeout(r, 100));
+    expect((await all(store)).map((e) => e.eventId).sort()).toEqual(['new', 'old2']);
+  });
+});
