@@ -1,0 +1,43 @@
+// Goal: `auditlake start` arguments become a validated configuration, the properties file first and --set over it.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { parseStartOptions } from '../src/index.js';
+
+describe('parseStartOptions', () => {
+  it('uses the contract defaults', () => {
+    const options = parseStartOptions([]);
+    expect(options).toMatchObject({ dataDir: './data', host: '127.0.0.1', port: 7070, logLevel: 'info' });
+    expect(options.config.tierBatchSize).toBe(5000);
+    expect(options.nodeId).toBeUndefined();
+  });
+
+  it('reads --config, then applies every --set in order (later wins)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'auditlake-cli-'));
+    onTestFinished(() => rm(dir, { recursive: true, force: true }));
+    const file = join(dir, 'a.properties');
+    await writeFile(file, 'auditlake.audit.tier.batch.size=100\nauditlake.audit.viewer.max.page: 7\n');
+    const options = parseStartOptions(['--config', file, '--set', 'auditlake.audit.tier.batch.size=200', '--set', 'auditlake.audit.tier.batch.size=300', '--node-id', 'n1', '--advertise', 'http://lb:7070', '--port', '0']);
+    expect(options.config.tierBatchSize).toBe(300);
+    expect(options.config.viewerMaxPage).toBe(7);
+    expect(options).toMatchObject({ nodeId: 'n1', advertiseUrl: 'http://lb:7070', port: 0 });
+  });
+
+  const refusals: Array<[string[], RegExp]> = [
+    [['--set', 'novalue'], /^--set must be key=value: novalue/],
+    [['--port', '70000'], /^--port must be a port number from 0 to 65535: 70000/],
+    [['--set', 'auditlake.audit.read.sample.rate=2'], /^auditlake\.audit\.read\.sample\.rate must be a number from 0\.0 to 1\.0: 2$/],
+    [['extra'], /Unexpected argument 'extra'/],
+  ];
+  for (const [args, message] of refusals) {
+    it(`refuses ${args.join(' ')} with a coded error naming it`, () => {
+      expect(() => parseStartOptions(args)).toThrow(message);
+      try {
+        parseStartOptions(args);
+      } catch (err) {
+        expect((err as { code: string }).code).toBe('AUDIT_CONFIG_INVALID');
+      }
+    });
+  }
+});

@@ -1,0 +1,126 @@
+// Goal: a real `auditlake start` process starts, prints how to reach it, survives kill -9 with every acknowledged event, and stops cleanly.
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { auditlakeBin, startNodeProcess, tempDir } from '@auditlake/testkit';
+import { describe, expect, it, onTestFinished } from 'vitest';
+
+async function dataDir(): Promise<string> {
+  const dir = await tempDir();
+  onTestFinished(() => dir.remove());
+  return dir.path;
+}
+
+async function start(options: Parameters<typeof startNodeProcess>[0]) {
+  const node = await startNodeProcess(options);
+  onTestFinished(() => node.kill());
+  return node;
+}
+
+function post(url: string, token: string, body: unknown) {
+  return fetch(`${url}/v1/api/audit`, { method: 'POST', headers: { authorization: `Token ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+}
+
+async function allEvents(url: string, token: string): Promise<Array<{ eventId: string }>> {
+  const res = await fetch(`${url}/admin/audit?limit=5000`, { headers: { authorization: `Token ${token}`, accept: 'application/x-ndjson' } });
+  expect(res.status).toBe(200);
+  const text = await res.text();
+  return text.trimEnd() === '' ? [] : text.trimEnd().split('\n').map((l) => JSON.parse(l) as { eventId: string });
+}
+
+async function runToExit(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, [auditlakeBin(), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return { code, output };
+}
+
+describe('auditlake start (real process)', () => {
+  it('generates an admin token on first start, prints it once with the admin URL, and keeps it', async () => {
+    const dir = await dataDir();
+    const first = await start({ dataDir: dir });
+    await expect.poll(() => first.output()).toMatch(/admin token \(generated now/);
+    const token = /shown only this once\): (\S+)/.exec(first.output())?.[1];
+    expect(token).toBeDefined();
+    expect(first.output()).toContain(`admin UI: ${first.url}/admin/audit`);
+    expect((await readFile(join(dir, 'admin-token'), 'utf8')).trim()).toBe(token);
+    expect((await fetch(`${first.url}/admin/audit`, { headers: { authorization: `Token ${token!}` } })).status).toBe(200);
+    expect(await first.stop()).toBe(0);
+
+    const second = await start({ dataDir: dir });
+    await expect.poll(() => second.output()).toMatch(/admin token: kept in/);
+    expect(second.output()).not.toContain(token!);
+    expect((await fetch(`${second.url}/admin/audit`, { headers: { authorization: `Token ${token!}` } })).status).toBe(200);
+  });
+
+  it('exits 0 on SIGTERM within 10 s, and the data is there after a restart', async () => {
+    const dir = await dataDir();
+    const env = { AUDITLAKE_ADMIN_TOKEN: 'adm', AUDITLAKE_INGEST_TOKEN: 'ing' };
+    const node = await start({ dataDir: dir, env });
+    expect((await post(node.url, 'ing', [{ source: 'trino', userId: 'a', action: 'data:Select', eventId: 'before-stop' }])).status).toBe(200);
+    const stoppedAt = Date.now();
+    expect(await node.stop()).toBe(0);
+    expect(Date.now() - stoppedAt).toBeLessThan(10_000);
+    const again = await start({ dataDir: dir, env });
+    expect((await allEvents(again.url, 'adm')).map((e) => e.eventId)).toEqual(['before-stop']);
+  });
+
+  it('keeps every acknowledged event through kill -9 (acknowledged means durable)', async () => {
+    const dir = await dataDir();
+    const env = { AUDITLAKE_ADMIN_TOKEN: 'adm', AUDITLAKE_INGEST_TOKEN: 'ing' };
+    const node = await start({ dataDir: dir, env });
+    const acked = new Set<string>();
+    let stop = false;
+    const writers = Array.from({ length: 4 }, async (_, w) => {
+      for (let i = 0; !stop; i++) {
+        const batch = Array.from({ length: 25 }, (_, j) => ({ source: 'trino', userId: `u${w}`, action: 'data:Insert', eventId: `w${w}-${i}-${j}` }));
+        try {
+          const res = await post(node.url, 'ing', batch);
+          if (res.status === 200) for (const e of batch) acked.add(e.eventId);
+        } catch {
+          return; // the process is gone
+        }
+      }
+    });
+    await expect.poll(() => acked.size, { timeout: 10_000 }).toBeGreaterThan(500);
+    await node.kill(); // SIGKILL while requests are in flight
+    stop = true;
+    await Promise.all(writers);
+    const restarted = await start({ dataDir: dir, env });
+    const ids = (await allEvents(restarted.url, 'adm')).map((e) => e.eventId);
+    expect(new Set(ids).size).toBe(ids.length);
+    const missing = [...acked].filter((id) => !ids.includes(id));
+    expect(missing).toEqual([]);
+  });
+
+  it('reads a properties file with --set overriding it, and env tokens', async () => {
+    const dir = await dataDir();
+    const config = join(dir, 'auditlake.properties');
+    await writeFile(config, '# test config\nauditlake.audit.viewer.max.page = 2\nauditlake.auth.tokens=ops:admin:ops-token\n');
+    const node = await start({ dataDir: join(dir, 'node'), args: ['--config', config, '--set', 'auditlake.audit.viewer.max.page=3'], env: { AUDITLAKE_INGEST_TOKEN: 'ing' } });
+    await post(node.url, 'ing', Array.from({ length: 5 }, () => ({ source: 'spark', userId: 'b', action: 'data:Write' })));
+    const res = await fetch(`${node.url}/admin/audit?limit=100`, { headers: { authorization: 'Token ops-token' } });
+    expect(await res.json()).toMatchObject({ count: 3, truncated: true });
+    // An admin token was configured, so none was generated.
+    expect(node.output()).not.toMatch(/admin token/);
+  });
+
+  it('refuses bad configuration with exit code 2 and a message naming the problem', async () => {
+    const dir = await dataDir();
+    const cases: Array<[string[], RegExp]> = [
+      [['--set', 'auditlake.audit.tier.batch.size=zero'], /auditlake\.audit\.tier\.batch\.size must be a positive integer: zero/],
+      [['--set', 'auditlake.audit.unknown.key=1'], /unknown configuration key: auditlake\.audit\.unknown\.key/],
+      [['--port', 'http'], /--port must be a port number from 0 to 65535: http/],
+      [['--config', join(dir, 'missing.properties')], /--config .*missing\.properties: ENOENT/],
+      [['--bogus'], /Unknown option '--bogus'/],
+    ];
+    for (const [args, message] of cases) {
+      const { code, output } = await runToExit(['start', '--data-dir', dir, ...args]);
+      expect(code).toBe(2);
+      expect(output).toMatch(message);
+    }
+  });
+});

@@ -1,0 +1,54 @@
+// Goal: packages import each other only along the edges STYLE.md allows.
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = join(import.meta.dirname, '..');
+
+/** STYLE.md "Layout and allowed imports". */
+const ALLOWED: Record<string, string[] | 'any'> = {
+  model: [],
+  store: ['model'],
+  cluster: ['model', 'store'],
+  format: ['model'],
+  tiering: ['model', 'store', 'format'],
+  query: ['model', 'store', 'format'],
+  server: ['model', 'store', 'cluster', 'tiering', 'query'],
+  ui: ['model'],
+  cli: ['model', 'server'],
+  testkit: 'any',
+  bench: 'any',
+};
+
+async function sourceFiles(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { withFileTypes: true, recursive: true });
+  return entries.filter((e) => e.isFile() && /\.(ts|tsx)$/.test(e.name)).map((e) => join(e.parentPath, e.name));
+}
+
+describe('package boundaries', () => {
+  it('every workspace import and dependency follows the allowed layout', async () => {
+    const packages = (await readdir(join(ROOT, 'packages'), { withFileTypes: true })).filter((d) => d.isDirectory()).map((d) => d.name);
+    expect(packages).toContain('model');
+    const violations: string[] = [];
+    for (const name of packages) {
+      const allowed = ALLOWED[name];
+      if (allowed === undefined) {
+        violations.push(`packages/${name} is not in the layout`);
+        continue;
+      }
+      if (allowed === 'any') continue;
+      const pkg = JSON.parse(await readFile(join(ROOT, 'packages', name, 'package.json'), 'utf8')) as Record<string, Record<string, string> | undefined>;
+      const deps = Object.keys({ ...pkg['dependencies'], ...pkg['devDependencies'] }).filter((d) => d.startsWith('@auditlake/'));
+      for (const dep of deps) if (!allowed.includes(dep.slice('@auditlake/'.length))) violations.push(`packages/${name}/package.json depends on ${dep}`);
+      for (const file of await sourceFiles(join(ROOT, 'packages', name, 'src'))) {
+        const text = await readFile(file, 'utf8');
+        for (const m of text.matchAll(/from '@auditlake\/([a-z-]+)'/g)) {
+          if (!allowed.includes(m[1]!)) violations.push(`${file.slice(ROOT.length + 1)} imports @auditlake/${m[1]!}`);
+        }
+        // Only the server knows HTTP.
+        if (name !== 'server' && name !== 'cli' && /from '(fastify|node:http)'/.test(text)) violations.push(`${file.slice(ROOT.length + 1)} imports HTTP`);
+      }
+    }
+    expect(violations).toEqual([]);
+  });
+});
