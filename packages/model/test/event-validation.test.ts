@@ -1,0 +1,337 @@
+// Goal: ingest validation refuses bad events whole, naming index and field, and normalises good ones exactly.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { AuditError, AuditErrorCode } from '../src/audit-error.js';
+import type { AuditEvent } from '../src/event.js';
+import { validateEvent, validateIngestBody, type ValidateOptions } from '../src/event-validation.js';
+import { FIELD_LIMIT_BYTES, truncationMarker } from '../src/field-limits.js';
+
+const NOW_MS = 1_792_288_263_000;
+const OPTIONS: ValidateOptions = { nowMs: NOW_MS };
+const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+function base(extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { source: 'trino', userId: 'alice', action: 'data:Select', ...extra };
+}
+
+/** Runs `fn`, which must throw an AuditError; returns it so the test can check code and message. */
+function refusal(fn: () => unknown): AuditError {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(AuditError);
+    return err as AuditError;
+  }
+  throw new Error('expected an AuditError, but the call succeeded');
+}
+
+function badRequest(body: unknown): string {
+  const err = refusal(() => validateIngestBody(body, OPTIONS));
+  expect(err.code).toBe(AuditErrorCode.BAD_REQUEST);
+  return err.message;
+}
+
+function one(raw: Record<string, unknown>, options: ValidateOptions = OPTIONS): AuditEvent {
+  const events = validateIngestBody(raw, options);
+  expect(events).toHaveLength(1);
+  return events[0]!;
+}
+
+describe('validateIngestBody: accepted input', () => {
+  it('normalises a full event exactly (the reference example)', () => {
+    const events = validateIngestBody(
+      [
+        {
+          eventId: 'e-1',
+          source: 'trino',
+          userId: 'alice',
+          action: 'data:Select',
+          resource: 'hive.sales.orders',
+          query: "SELECT id,total FROM hive.sales.orders WHERE region='EU'",
+          tables: ['hive.sales.orders'],
+          decision: 'ALLOW',
+          details: 'trino authz plugin',
+          ts: 1792288263000,
+        },
+        { eventId: 'e-2', source: 'trino', userId: 'bob', action: 'data:CreateTable', resource: 'hive.sales.secret', tables: ['hive.sales.secret'], decision: 'DENY', details: 'trino authz plugin (ontul: ABSTAIN)' },
+      ],
+      { nowMs: 5 },
+    );
+    expect(events).toEqual([
+      {
+        eventId: 'e-1',
+        userId: 'alice',
+        source: 'trino',
+        action: 'data:Select',
+        resource: 'hive.sales.orders',
+        decision: 'ALLOW',
+        tables: ['hive.sales.orders'],
+        query: "SELECT id,total FROM hive.sales.orders WHERE region='EU'",
+        details: 'trino authz plugin',
+        timestamp: 1792288263000,
+      },
+      {
+        eventId: 'e-2',
+        userId: 'bob',
+        source: 'trino',
+        action: 'data:CreateTable',
+        resource: 'hive.sales.secret',
+        decision: 'DENY',
+        tables: ['hive.sales.secret'],
+        query: '',
+        details: 'trino authz plugin (ontul: ABSTAIN)',
+        timestamp: 5,
+      },
+    ]);
+  });
+
+  it('accepts a single object as a one-event body', () => {
+    expect(one(base({ eventId: 'x' }))).toEqual({
+      eventId: 'x', userId: 'alice', source: 'trino', action: 'data:Select', resource: '', decision: '', tables: [], query: '', details: '', timestamp: NOW_MS,
+    });
+  });
+
+  it('accepts an empty array as zero events', () => {
+    expect(validateIngestBody([], OPTIONS)).toEqual([]);
+  });
+
+  it.each([
+    ['allow', 'ALLOW'],
+    ['Allow', 'ALLOW'],
+    ['ALLOW', 'ALLOW'],
+    ['deny', 'DENY'],
+    ['dEnY', 'DENY'],
+  ])('decision %j is accepted case-insensitively and stored as %j', (input, stored) => {
+    expect(one(base({ decision: input })).decision).toBe(stored);
+  });
+
+  it('decision absent, null or empty is stored as empty', () => {
+    expect(one(base()).decision).toBe('');
+    expect(one(base({ decision: null })).decision).toBe('');
+    expect(one(base({ decision: '' })).decision).toBe('');
+  });
+
+  it('ts absent or null takes the server time; ts 0 is kept', () => {
+    expect(one(base()).timestamp).toBe(NOW_MS);
+    expect(one(base({ ts: null })).timestamp).toBe(NOW_MS);
+    expect(one(base({ ts: 0 })).timestamp).toBe(0);
+    expect(one(base({ ts: Number.MAX_SAFE_INTEGER })).timestamp).toBe(Number.MAX_SAFE_INTEGER);
+  });
+
+  it('treats null optional fields exactly like absent ones', () => {
+    const withNulls = one(base({ eventId: null, resource: null, decision: null, tables: null, query: null, details: null, ts: null }), { nowMs: NOW_MS, newId: () => 'assigned' });
+    const absent = one(base(), { nowMs: NOW_MS, newId: () => 'assigned' });
+    expect(withNulls).toEqual(absent);
+    expect(withNulls).toEqual({
+      eventId: 'assigned', userId: 'alice', source: 'trino', action: 'data:Select', resource: '', decision: '', tables: [], query: '', details: '', timestamp: NOW_MS,
+    });
+  });
+
+  it('accepts exactly 10,000 events', () => {
+    const body = Array.from({ length: 10_000 }, (_, i) => base({ eventId: `id-${i}` }));
+    const events = validateIngestBody(body, OPTIONS);
+    expect(events).toHaveLength(10_000);
+    expect(events[9_999]!.eventId).toBe('id-9999');
+  });
+
+  it('accepts an eventId of exactly 128 characters', () => {
+    const id = 'a'.repeat(128);
+    expect(one(base({ eventId: id })).eventId).toBe(id);
+  });
+
+  it('assigns UUIDv7 ids that carry nowMs and are unique', () => {
+    const events = validateIngestBody(Array.from({ length: 2_000 }, () => base()), OPTIONS);
+    const ids = events.map((e) => e.eventId);
+    for (const id of ids) {
+      expect(id).toMatch(UUID_V7);
+      // The first 48 bits of a UUIDv7 are the epoch ms it was made at.
+      expect(parseInt(id.replace(/-/g, '').slice(0, 12), 16)).toBe(NOW_MS);
+    }
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it('uses the injected id source, passing it nowMs', () => {
+    const seen: number[] = [];
+    const event = one(base(), { nowMs: 42, newId: (ms) => { seen.push(ms); return `fixed-${ms}`; } });
+    expect(event.eventId).toBe('fixed-42');
+    expect(seen).toEqual([42]);
+  });
+});
+
+describe('validateIngestBody: refusals name the array index and field', () => {
+  it('names the index of the bad event in an array', () => {
+    const body = [base(), base(), base(), base({ decision: 'MAYBE' })];
+    const message = badRequest(body);
+    expect(message).toContain('events[3].decision');
+    expect(message).toContain('MAYBE');
+  });
+
+  it.each(['source', 'userId', 'action'])('a missing %s is refused as required (single object: "event.<field>")', (field) => {
+    const raw = base();
+    delete raw[field];
+    expect(badRequest(raw)).toBe(`event.${field} is required`);
+    expect(badRequest([base(), raw])).toBe(`events[1].${field} is required`);
+  });
+
+  it('the exact single-object message for a missing userId', () => {
+    expect(badRequest({ source: 'trino', action: 'data:Select' })).toBe('event.userId is required');
+  });
+
+  it.each(['source', 'userId', 'action'])('a null %s is refused as required', (field) => {
+    expect(badRequest([base({ [field]: null })])).toBe(`events[0].${field} is required`);
+  });
+
+  it.each(['source', 'userId', 'action'])('an empty or blank %s is refused', (field) => {
+    expect(badRequest([base({ [field]: '' })])).toContain(`events[0].${field}`);
+    expect(badRequest([base({ [field]: '   ' })])).toContain(`events[0].${field}`);
+  });
+
+  it.each([
+    ['userId', 42, 'number'],
+    ['source', ['trino'], 'array'],
+    ['action', { kind: 'read' }, 'object'],
+    ['resource', 7, 'number'],
+    ['query', true, 'boolean'],
+    ['details', {}, 'object'],
+    ['eventId', 5, 'number'],
+  ])('a %s of the wrong type (%j) is refused, naming field and type', (field, value, typeName) => {
+    const message = badRequest([base(), base({ [field]: value })]);
+    expect(message).toContain(`events[1].${field}`);
+    expect(message).toContain(typeName);
+  });
+
+  it.each([['MAYBE'], ['ALLOWED'], ['yes'], ['AL LOW']])('decision %j is refused', (decision) => {
+    const message = badRequest(base({ decision }));
+    expect(message).toContain('event.decision');
+    expect(message).toContain(decision);
+  });
+
+  it.each([[1], [true], [['ALLOW']]])('a non-string decision %j is refused', (decision) => {
+    expect(badRequest([base({ decision })])).toContain('events[0].decision');
+  });
+
+  it.each([[-1], [1.5], ['1792288263000'], [true], [2 ** 53], [{}]])('ts %j is refused', (ts) => {
+    expect(badRequest([base(), base(), base({ ts })])).toContain('events[2].ts');
+  });
+
+  it.each([['hive.a,hive.b'], [{ 0: 'hive.a' }], [1]])('tables that are not an array (%j) are refused', (tables) => {
+    expect(badRequest(base({ tables }))).toContain('event.tables');
+  });
+
+  it('a non-string tables entry is refused with its index', () => {
+    expect(badRequest([base({ tables: ['hive.a', 1] })])).toContain('events[0].tables[1]');
+    expect(badRequest([base(), base({ tables: ['a', 'b', null] })])).toContain('events[1].tables[2]');
+  });
+
+  it.each([['a string'], [5], [null], [true], [undefined]])('a body that is neither object nor array (%j) is refused', (body) => {
+    expect(badRequest(body)).toMatch(/request body/);
+  });
+
+  it.each([['a string'], [5], [null], [['nested']]])('an array element that is not an object (%j) is refused with its index', (element) => {
+    expect(badRequest([base(), element])).toContain('events[1]');
+  });
+
+  it('refuses more than 10,000 events in one request', () => {
+    const body = Array.from({ length: 10_001 }, () => base());
+    const message = badRequest(body);
+    expect(message).toContain('10001');
+    expect(message).toContain('10000');
+  });
+
+  it('refuses an eventId over 128 characters and an empty eventId', () => {
+    expect(badRequest([base({ eventId: 'a'.repeat(129) })])).toContain('events[0].eventId');
+    expect(badRequest(base({ eventId: '' }))).toContain('event.eventId');
+  });
+
+  it('property: one corrupted field anywhere in a batch is reported at its own index and field', () => {
+    const corruptions: Array<[string, (e: Record<string, unknown>) => void]> = [
+      ['source', (e) => { delete e['source']; }],
+      ['userId', (e) => { e['userId'] = 3; }],
+      ['action', (e) => { e['action'] = ' '; }],
+      ['decision', (e) => { e['decision'] = 'PERMIT'; }],
+      ['ts', (e) => { e['ts'] = -5; }],
+      ['tables', (e) => { e['tables'] = 'x'; }],
+      ['tables[1]', (e) => { e['tables'] = ['ok', false]; }],
+      ['eventId', (e) => { e['eventId'] = 'x'.repeat(200); }],
+      ['query', (e) => { e['query'] = 12; }],
+    ];
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 40 }), fc.nat(), fc.constantFrom(...corruptions), (n, pick, [field, corrupt]) => {
+        const index = pick % n;
+        const body = Array.from({ length: n }, (_, i) => base({ eventId: `id-${i}`, tables: ['t'] }));
+        corrupt(body[index]!);
+        expect(badRequest(body).startsWith(`events[${index}].${field}`)).toBe(true);
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
+
+describe('validateIngestBody: over-long fields are truncated, not refused', () => {
+  it('stores a query over 64 KiB truncated with the visible marker, the whole within 64 KiB', () => {
+    const limit = 64 * 1024;
+    const query = 'x'.repeat(limit + 1);
+    const stored = one(base({ query })).query;
+    const marker = truncationMarker(limit + 1);
+    expect(stored.endsWith(marker)).toBe(true);
+    expect(Buffer.byteLength(stored, 'utf8')).toBe(limit);
+    expect(stored).toBe('x'.repeat(limit - Buffer.byteLength(marker, 'utf8')) + marker);
+  });
+
+  it('keeps a query of exactly 64 KiB intact', () => {
+    const query = 'y'.repeat(64 * 1024);
+    expect(one(base({ query })).query).toBe(query);
+  });
+
+  it('never splits a multi-byte character when truncating a query', () => {
+    const query = '€'.repeat(30_000); // 90,000 UTF-8 bytes
+    const stored = one(base({ query })).query;
+    const marker = truncationMarker(90_000);
+    expect(Buffer.byteLength(stored, 'utf8')).toBeLessThanOrEqual(64 * 1024);
+    expect(stored.endsWith(marker)).toBe(true);
+    const kept = stored.slice(0, -marker.length);
+    expect(kept).toBe('€'.repeat(kept.length));
+    expect(stored).not.toContain('\uFFFD');
+  });
+
+  it.each(Object.entries(FIELD_LIMIT_BYTES).filter(([f]) => f !== 'table'))('%s over its limit of %d bytes is truncated with the marker', (field, limit) => {
+    const value = 'v'.repeat(limit + 10);
+    const stored = one(base({ [field]: value }))[field as keyof AuditEvent] as string;
+    expect(Buffer.byteLength(stored, 'utf8')).toBe(limit);
+    expect(stored.endsWith(truncationMarker(limit + 10))).toBe(true);
+  });
+
+  it('truncates a single over-long table name', () => {
+    const stored = one(base({ tables: ['t'.repeat(5000)] })).tables;
+    expect(stored).toHaveLength(1);
+    expect(Buffer.byteLength(stored[0]!, 'utf8')).toBe(FIELD_LIMIT_BYTES.table);
+    expect(stored[0]!.endsWith(truncationMarker(5000))).toBe(true);
+  });
+
+  it('keeps exactly 1,000 tables unchanged', () => {
+    const tables = Array.from({ length: 1000 }, (_, i) => `db.t${i}`);
+    expect(one(base({ tables })).tables).toEqual(tables);
+  });
+
+  it('keeps the first 1,000 of more tables and summarises the rest in one marker entry', () => {
+    const tables = Array.from({ length: 2500 }, (_, i) => `db.t${i}`);
+    const stored = one(base({ tables })).tables;
+    expect(stored).toHaveLength(1001);
+    expect(stored.slice(0, 1000)).toEqual(tables.slice(0, 1000));
+    expect(stored[1000]).toBe('…[truncated by auditlake: 1500 more tables]');
+  });
+
+  it('still refuses a non-string entry beyond the first 1,000 tables', () => {
+    const tables: unknown[] = Array.from({ length: 1200 }, (_, i) => `db.t${i}`);
+    tables[1100] = 7;
+    expect(badRequest(base({ tables }))).toContain('event.tables[1100]');
+  });
+});
+
+describe('validateEvent', () => {
+  it('uses the given name in messages', () => {
+    const err = refusal(() => validateEvent({ source: 'x', action: 'y' }, 'forwarded[7]', OPTIONS));
+    expect(err.code).toBe(AuditErrorCode.BAD_REQUEST);
+    expect(err.message).toBe('forwarded[7].userId is required');
+  });
+});

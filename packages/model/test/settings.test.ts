@@ -1,0 +1,206 @@
+// Goal: runtime settings default from config, merge over what is stored, and are refused with the reference's messages.
+import { describe, expect, it } from 'vitest';
+import { AuditError, AuditErrorCode } from '../src/audit-error.js';
+import { resolveConfig } from '../src/config.js';
+import { defaultSettings, describeChanges, mergeSettings, parseSettings, SETTING_KEYS, type Settings } from '../src/settings.js';
+
+function refusal(fn: () => unknown): AuditError {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(AuditError);
+    return err as AuditError;
+  }
+  throw new Error('expected an AuditError, but the call succeeded');
+}
+
+function refusedMessage(stored: Settings, request: unknown): string {
+  const err = refusal(() => mergeSettings(stored, request));
+  expect(err.code).toBe(AuditErrorCode.SETTINGS_INVALID);
+  return err.message;
+}
+
+const DEFAULTS = (): Settings => defaultSettings(resolveConfig());
+
+describe('defaultSettings', () => {
+  it('has every runtime key, with the reference defaults', () => {
+    const d = DEFAULTS();
+    expect(Object.keys(d).sort()).toEqual([...SETTING_KEYS].sort());
+    expect(d).toMatchObject({
+      'audit.retention.days': '90',
+      'audit.read.enabled': 'true',
+      'audit.tier.mode': 'none',
+      'audit.tier.iceberg.table': 'ice.ops.audit_events',
+      'audit.tier.parquet.path': '',
+      'audit.tier.connectionId': '',
+      'audit.tier.retain.local.days': '7',
+    });
+    expect(Number(d['audit.read.sample.rate'])).toBe(1);
+    expect(parseSettings(d)).toEqual({
+      retentionDays: 90,
+      readEnabled: true,
+      readSampleRate: 1,
+      tierMode: 'none',
+      tierIcebergTable: 'ice.ops.audit_events',
+      tierParquetPath: '',
+      tierConnectionId: '',
+      tierRetainLocalDays: 7,
+    });
+  });
+
+  it('takes its values from the configuration', () => {
+    const config = resolveConfig(
+      new Map([
+        ['auditlake.audit.log.retention.days', '30'],
+        ['auditlake.audit.read.enabled', 'false'],
+        ['auditlake.audit.read.sample.rate', '0.25'],
+        ['auditlake.audit.tier.mode', 'parquet'],
+        ['auditlake.audit.tier.parquet.path', 's3://bucket/audit'],
+        ['auditlake.audit.tier.connectionId', 'local'],
+        ['auditlake.audit.tier.retain.local.days', '0'],
+      ]),
+    );
+    expect(defaultSettings(config)).toEqual({
+      'audit.retention.days': '30',
+      'audit.read.enabled': 'false',
+      'audit.read.sample.rate': '0.25',
+      'audit.tier.mode': 'parquet',
+      'audit.tier.iceberg.table': 'ice.ops.audit_events',
+      'audit.tier.parquet.path': 's3://bucket/audit',
+      'audit.tier.connectionId': 'local',
+      'audit.tier.retain.local.days': '0',
+    });
+  });
+});
+
+describe('mergeSettings', () => {
+  it('merges a partial request over what is stored and lists only changed keys', () => {
+    const stored = { ...DEFAULTS(), 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': 'ice.ops.audit_events' };
+    const update = mergeSettings(stored, { 'audit.tier.iceberg.table': 'ice.sec.audit', 'audit.retention.days': '90' });
+    expect(update.merged).toEqual({ ...stored, 'audit.tier.iceberg.table': 'ice.sec.audit' });
+    expect(update.effective.tierMode).toBe('iceberg');
+    expect(update.effective.tierIcebergTable).toBe('ice.sec.audit');
+    expect(update.changes).toEqual([{ key: 'audit.tier.iceberg.table', from: 'ice.ops.audit_events', to: 'ice.sec.audit' }]);
+  });
+
+  it('validates a request changing only the mode against the stored table', () => {
+    const update = mergeSettings(DEFAULTS(), { 'audit.tier.mode': 'iceberg' });
+    expect(update.effective).toMatchObject({ tierMode: 'iceberg', tierIcebergTable: 'ice.ops.audit_events' });
+    expect(update.changes).toEqual([{ key: 'audit.tier.mode', from: 'none', to: 'iceberg' }]);
+  });
+
+  it('accepts JSON numbers and booleans as values and stores them as strings', () => {
+    const update = mergeSettings(DEFAULTS(), { 'audit.retention.days': 30, 'audit.read.enabled': false, 'audit.read.sample.rate': 0.5 });
+    expect(update.merged).toMatchObject({ 'audit.retention.days': '30', 'audit.read.enabled': 'false', 'audit.read.sample.rate': '0.5' });
+    expect(update.effective).toMatchObject({ retentionDays: 30, readEnabled: false, readSampleRate: 0.5 });
+    expect(update.changes.map((c) => c.key)).toEqual(['audit.retention.days', 'audit.read.enabled', 'audit.read.sample.rate']);
+  });
+
+  it('reports no changes when every value is the same (after trimming)', () => {
+    const stored = DEFAULTS();
+    expect(mergeSettings(stored, {}).changes).toEqual([]);
+    expect(mergeSettings(stored, { 'audit.retention.days': ' 90 ', 'audit.tier.mode': 'none' }).changes).toEqual([]);
+  });
+
+  it('accepts the boundary values 0 and 1 for the sample rate and 0 retain-local days', () => {
+    expect(mergeSettings(DEFAULTS(), { 'audit.read.sample.rate': '0' }).effective.readSampleRate).toBe(0);
+    expect(mergeSettings(DEFAULTS(), { 'audit.read.sample.rate': '1' }).effective.readSampleRate).toBe(1);
+    expect(mergeSettings(DEFAULTS(), { 'audit.tier.retain.local.days': '0' }).effective.tierRetainLocalDays).toBe(0);
+  });
+
+  it.each([
+    ['audit.retention.days', '0'],
+    ['audit.retention.days', '-1'],
+    ['audit.retention.days', 'abc'],
+    ['audit.retention.days', '1.5'],
+    ['audit.retention.days', ''],
+    ['audit.read.enabled', 'yes'],
+    ['audit.read.enabled', '1'],
+    ['audit.read.sample.rate', '1.5'],
+    ['audit.read.sample.rate', '-0.1'],
+    ['audit.read.sample.rate', 'x'],
+    ['audit.tier.retain.local.days', '-1'],
+    ['audit.tier.retain.local.days', '2.5'],
+  ])('refuses %s=%j, naming key and value', (key, value) => {
+    const stored = DEFAULTS();
+    const before = structuredClone(stored);
+    const message = refusedMessage(stored, { [key]: value });
+    expect(message.startsWith(`${key} `)).toBe(true);
+    expect(message.endsWith(`: ${value}`)).toBe(true);
+    expect(stored).toEqual(before);
+  });
+
+  it.each([
+    ['audit.retention.days', 0],
+    ['audit.retention.days', 1.5],
+    ['audit.read.sample.rate', 1.5],
+    ['audit.read.sample.rate', -0.1],
+  ])('refuses JSON number %s=%j, naming key and value', (key, value) => {
+    const message = refusedMessage(DEFAULTS(), { [key]: value });
+    expect(message).toContain(key);
+    expect(message).toContain(String(value));
+  });
+
+  it.each([[null], [[1]], [{ days: 1 }]])('refuses a value that is not a string, number or boolean (%j)', (value) => {
+    expect(refusedMessage(DEFAULTS(), { 'audit.retention.days': value })).toContain('audit.retention.days');
+  });
+
+  it('refuses an unknown key, naming it', () => {
+    expect(refusedMessage(DEFAULTS(), { 'audit.retention.dayz': '3' })).toContain('audit.retention.dayz');
+  });
+
+  it.each([[null], [[]], ['audit.tier.mode=none'], [5]])('refuses a request that is not a JSON object (%j)', (request) => {
+    refusedMessage(DEFAULTS(), request);
+  });
+
+  it('refuses an unknown tier mode with the reference message', () => {
+    expect(refusedMessage(DEFAULTS(), { 'audit.tier.mode': 'icebreg' })).toBe('audit.tier.mode must be one of none, iceberg, parquet: icebreg');
+  });
+
+  it('refuses iceberg mode without a table with the reference message', () => {
+    expect(refusedMessage(DEFAULTS(), { 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': '' })).toBe(
+      'audit.tier.iceberg.table is required when audit.tier.mode=iceberg',
+    );
+    const stored = { ...DEFAULTS(), 'audit.tier.iceberg.table': '' };
+    expect(refusedMessage(stored, { 'audit.tier.mode': 'iceberg' })).toBe('audit.tier.iceberg.table is required when audit.tier.mode=iceberg');
+  });
+
+  it('refuses parquet mode without a path with the reference message', () => {
+    expect(refusedMessage(DEFAULTS(), { 'audit.tier.mode': 'parquet' })).toBe('audit.tier.parquet.path is required when audit.tier.mode=parquet');
+    expect(refusedMessage(DEFAULTS(), { 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': '   ' })).toBe(
+      'audit.tier.parquet.path is required when audit.tier.mode=parquet',
+    );
+  });
+
+  it('accepts parquet mode with a path', () => {
+    const update = mergeSettings(DEFAULTS(), { 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': 's3://b/audit', 'audit.tier.connectionId': 'local' });
+    expect(update.effective).toMatchObject({ tierMode: 'parquet', tierParquetPath: 's3://b/audit', tierConnectionId: 'local' });
+    expect(update.changes.map((c) => c.key)).toEqual(['audit.tier.mode', 'audit.tier.parquet.path', 'audit.tier.connectionId']);
+  });
+});
+
+describe('parseSettings', () => {
+  it('refuses a stored record with a bad value, naming key and value', () => {
+    const err = refusal(() => parseSettings({ ...DEFAULTS(), 'audit.read.sample.rate': '2' }));
+    expect(err.code).toBe(AuditErrorCode.SETTINGS_INVALID);
+    expect(err.message).toBe('audit.read.sample.rate must be a number from 0.0 to 1.0: 2');
+  });
+});
+
+describe('describeChanges', () => {
+  it('shows old → new per changed key, empty values spelled out', () => {
+    expect(
+      describeChanges([
+        { key: 'audit.retention.days', from: '90', to: '30' },
+        { key: 'audit.tier.parquet.path', from: '', to: 's3://b/p' },
+        { key: 'audit.tier.connectionId', from: 'local', to: '' },
+      ]),
+    ).toBe('audit.retention.days: 90 → 30; audit.tier.parquet.path: (empty) → s3://b/p; audit.tier.connectionId: local → (empty)');
+    expect(describeChanges([])).toBe('');
+  });
+
+  it('describes what mergeSettings reports', () => {
+    const update = mergeSettings(DEFAULTS(), { 'audit.tier.retain.local.days': '3' });
+    expect(describeChanges(update.changes)).toBe('audit.tier.retain.local.days: 7 → 3');
+  });
+});
