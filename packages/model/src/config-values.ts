@@ -9,15 +9,19 @@ export function parseFailure(message: string): never {
   throw new ValueError(message);
 }
 
+/** Plain decimal digits only: `0x10`, `1e2` and `+5` are refused, not reinterpreted. */
+const DIGITS = /^\d+$/;
+const DECIMAL = /^\d+(\.\d+)?$/;
+
 export const positiveInt: ValueParser<number> = (v) => {
   const n = Number(v);
-  if (v.trim() === '' || !Number.isSafeInteger(n) || n <= 0) parseFailure('must be a positive integer');
+  if (!DIGITS.test(v) || !Number.isSafeInteger(n) || n <= 0) parseFailure('must be a positive integer');
   return n;
 };
 
 export const nonNegativeInt: ValueParser<number> = (v) => {
   const n = Number(v);
-  if (v.trim() === '' || !Number.isSafeInteger(n) || n < 0) parseFailure('must be a non-negative integer');
+  if (!DIGITS.test(v) || !Number.isSafeInteger(n)) parseFailure('must be a non-negative integer');
   return n;
 };
 
@@ -30,7 +34,7 @@ export const boolean: ValueParser<boolean> = (v) => {
 
 export const fraction: ValueParser<number> = (v) => {
   const n = Number(v);
-  if (v.trim() === '' || !Number.isFinite(n) || n < 0 || n > 1) parseFailure('must be a number from 0.0 to 1.0');
+  if (!DECIMAL.test(v) || n > 1) parseFailure('must be a number from 0.0 to 1.0');
   return n;
 };
 
@@ -39,7 +43,7 @@ export const text: ValueParser<string> = (v) => v.trim();
 /** Runs `parse`, turning its failure into a coded error naming `key` and the raw value. */
 export function parseNamed<T>(key: string, value: string, parse: ValueParser<T>, code: AuditErrorCode): T {
   try {
-    return parse(value);
+    return parse(value.trim());
   } catch (err) {
     if (err instanceof ValueError) throw new AuditError(code, `${key} ${err.message}: ${value}`);
     throw err;

@@ -26,6 +26,8 @@ export interface StoredEvent extends AuditEvent {
   ingestTs: number;
   /** Cluster-wide ingest order, assigned by the leader, starting at 1. */
   seq: number;
+  /** The leadership term of the leader that assigned `seq` (0 on a node without a coordinator). */
+  term: number;
 }
 
 /** The event JSON the HTTP API returns (CONTRACT.md "Event JSON (output)"). */

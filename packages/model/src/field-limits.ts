@@ -36,10 +36,11 @@ export function truncateToBytes(value: string, limitBytes: number): string {
   if (value.length * 3 <= limitBytes) return value;
   const originalBytes = Buffer.byteLength(value, 'utf8');
   if (originalBytes <= limitBytes) return value;
-  const marker = truncationMarker(originalBytes);
-  const budget = limitBytes - Buffer.byteLength(marker, 'utf8');
   const bytes = Buffer.from(value, 'utf8');
-  let end = Math.max(0, budget);
+  const markerText = truncationMarker(originalBytes);
+  // A limit too small for the marker gets a bare cut: the limit is the promise that matters.
+  const marker = Buffer.byteLength(markerText, 'utf8') <= limitBytes ? markerText : '';
+  let end = limitBytes - Buffer.byteLength(marker, 'utf8');
   // Step back over UTF-8 continuation bytes so no character is split.
   while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--;
   return bytes.subarray(0, end).toString('utf8') + marker;

@@ -61,6 +61,12 @@ export function defaultSettings(config: NodeConfig): Settings {
   };
 }
 
+/** `catalog.schema.table`: exactly three non-empty dot-separated parts. */
+export function isIcebergTableName(name: string): boolean {
+  const parts = name.split('.');
+  return parts.length === 3 && parts.every((p) => p.trim() !== '' && p === p.trim());
+}
+
 function invalid(message: string): AuditError {
   return new AuditError(AuditErrorCode.SETTINGS_INVALID, message);
 }
@@ -78,8 +84,12 @@ export function parseSettings(settings: Settings): EffectiveSettings {
     tierConnectionId: get('audit.tier.connectionId'),
     tierRetainLocalDays: get('audit.tier.retain.local.days'),
   };
-  if (effective.tierMode === 'iceberg' && effective.tierIcebergTable === '') {
-    throw invalid('audit.tier.iceberg.table is required when audit.tier.mode=iceberg');
+  if (effective.tierMode === 'iceberg') {
+    const table = effective.tierIcebergTable;
+    if (table === '') throw invalid('audit.tier.iceberg.table is required when audit.tier.mode=iceberg');
+    if (!isIcebergTableName(table)) {
+      throw invalid(`audit tier target ${table} is not usable: audit tier iceberg table must be catalog.schema.table: ${table}`);
+    }
   }
   if (effective.tierMode === 'parquet' && effective.tierParquetPath === '') {
     throw invalid('audit.tier.parquet.path is required when audit.tier.mode=parquet');

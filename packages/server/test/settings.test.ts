@@ -69,6 +69,9 @@ describe('settings', () => {
     [{ 'audit.tier.mode': 'icebreg' }, 'audit.tier.mode must be one of none, iceberg, parquet: icebreg'],
     [{ 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': '' }, 'audit.tier.iceberg.table is required when audit.tier.mode=iceberg'],
     [{ 'audit.tier.mode': 'parquet' }, 'audit.tier.parquet.path is required when audit.tier.mode=parquet'],
+    [{ 'audit.retention.days': '0x10' }, 'audit.retention.days must be a positive integer: 0x10'],
+    [{ 'audit.retention.days': '1e2' }, 'audit.retention.days must be a positive integer: 1e2'],
+    [{ 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': 'ice.audit_events' }, 'audit tier target ice.audit_events is not usable: audit tier iceberg table must be catalog.schema.table: ice.audit_events'],
     [{ 'audit.retention.dayz': 3 }, 'unknown setting: audit.retention.dayz (known: audit.retention.days, audit.read.enabled, audit.read.sample.rate, audit.tier.mode, audit.tier.iceberg.table, audit.tier.parquet.path, audit.tier.connectionId, audit.tier.retain.local.days)'],
     [{ 'audit.retention.days': { n: 3 } }, 'audit.retention.days must be a string, number or boolean: {"n":3}'],
   ];

@@ -8,6 +8,7 @@ import {
   idKey,
   localKey,
   metaKey,
+  outboxKey,
   parseSeqFromSeqKey,
   prefixEnd,
   seqKey,
@@ -15,7 +16,7 @@ import {
   timeLowerBound,
   timeUpperBoundInclusive,
 } from './event-keys.js';
-import { EventWriter, type AppendOptions, type AppendResult } from './event-writer.js';
+import { EventWriter, eventPuts, type AppendOptions, type AppendResult, type Sequencer, type WriterPosition } from './event-writer.js';
 
 export type StoreStatus = 'opening' | 'open' | 'closing' | 'closed';
 
@@ -26,6 +27,11 @@ export interface AuditStoreOptions {
   now?: () => number;
   /** Most events written in one synced batch (group commit). */
   groupEventsMax?: number;
+  /**
+   * Asked right before every append batch: the term to stamp, or an AUDIT_NOT_LEADER error
+   * when this node may not order events now. Default: always term 0 (a single node).
+   */
+  sequencer?: Sequencer;
 }
 
 export interface PruneResult {
@@ -33,25 +39,30 @@ export interface PruneResult {
   batches: number;
 }
 
+export interface OutboxEntry {
+  key: string;
+  event: AuditEvent;
+}
+
 /**
- * The local LevelDB store of one node: events (by event time, seq and id), replicated
- * metadata and this node's own metadata. `open()` → use → `close()`, which waits for
- * queued writes and closes every iterator (LevelDB closes them with the database).
+ * The local LevelDB store of one node: events (by event time, seq and id), the outbox,
+ * replicated metadata and this node's own metadata. `open()` → use → `close()`, which waits
+ * for queued writes and closes every iterator (LevelDB closes them with the database).
  */
 export class AuditStore {
   readonly location: string;
   readonly #db: Level<string, string>;
-  readonly #now: () => number;
-  readonly #groupEventsMax: number;
+  readonly #options: AuditStoreOptions;
   #writer: EventWriter | undefined;
   #status: StoreStatus = 'opening';
   #closed: Promise<void> | undefined;
+  #outboxNext = 1;
+  #outboxCount = 0;
 
   private constructor(options: AuditStoreOptions) {
     this.location = options.location;
+    this.#options = options;
     this.#db = new Level<string, string>(options.location, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
-    this.#now = options.now ?? Date.now;
-    this.#groupEventsMax = options.groupEventsMax ?? 20_000;
   }
 
   /** Opens (creating if needed) the store at `options.location`. */
@@ -59,7 +70,15 @@ export class AuditStore {
     await mkdir(options.location, { recursive: true });
     const store = new AuditStore(options);
     await store.#db.open();
-    store.#writer = new EventWriter(store.#db, await store.#readPosition(), store.#now, store.#groupEventsMax);
+    store.#writer = new EventWriter(store.#db, await store.#readPosition(), {
+      now: options.now ?? Date.now,
+      groupEventsMax: options.groupEventsMax ?? 20_000,
+      sequencer: options.sequencer ?? (() => 0),
+    });
+    const outboxKeys = await store.#db.keys({ gte: PREFIX.outbox, lt: prefixEnd(PREFIX.outbox) }).all();
+    store.#outboxCount = outboxKeys.length;
+    const lastOutboxKey = outboxKeys[outboxKeys.length - 1];
+    store.#outboxNext = lastOutboxKey === undefined ? 1 : decodeUint(lastOutboxKey.slice(PREFIX.outbox.length)) + 1;
     store.#status = 'open';
     return store;
   }
@@ -68,18 +87,18 @@ export class AuditStore {
     return this.#status;
   }
 
-  /** The highest seq stored and its ingestTs; seq 0 when empty. */
-  get position(): { lastSeq: number; lastIngestTs: number } {
+  /** Where the log ends: last seq (0 when empty), its term, and the highest ingestTs assigned. */
+  get position(): WriterPosition {
     return this.#openWriter().position;
   }
 
-  async #readPosition(): Promise<{ lastSeq: number; lastIngestTs: number }> {
+  async #readPosition(): Promise<WriterPosition> {
     const last = await this.#db.keys({ gte: PREFIX.seq, lt: prefixEnd(PREFIX.seq), reverse: true, limit: 1 }).all();
     const key = last[0];
-    if (key === undefined) return { lastSeq: 0, lastIngestTs: 0 };
-    const seq = parseSeqFromSeqKey(key);
-    const event = await this.#getBySeq(seq);
-    return { lastSeq: seq, lastIngestTs: event?.ingestTs ?? 0 };
+    const highestIngestTs = (await this.#db.get(localKey('highestIngestTs'))) ?? '0';
+    if (key === undefined) return { lastSeq: 0, lastTerm: 0, lastIngestTs: Number(highestIngestTs) };
+    const event = await this.getBySeq(parseSeqFromSeqKey(key));
+    return { lastSeq: event?.seq ?? 0, lastTerm: event?.term ?? 0, lastIngestTs: Math.max(event?.ingestTs ?? 0, Number(highestIngestTs)) };
   }
 
   #openWriter(): EventWriter {
@@ -90,11 +109,62 @@ export class AuditStore {
   }
 
   /**
-   * Orders and stores events as the leader: assigns seq and ingestTs, skips ids already
+   * Orders and stores events as the leader: assigns seq, term and ingestTs, skips ids already
    * stored, and resolves only once the batch is synced to disk.
    */
   async append(events: readonly AuditEvent[], options: AppendOptions = {}): Promise<AppendResult> {
     return this.#openWriter().append(events, options);
+  }
+
+  /**
+   * Applies entries ordered by a leader, as they are (seq, term, ingestTs kept). Entries at or
+   * below the local last seq are skipped, so a re-delivered batch is harmless; a gap is refused.
+   */
+  async applyReplicated(entries: readonly StoredEvent[]): Promise<number> {
+    return this.#openWriter().exclusive(async ({ db, position, setPosition }) => {
+      const fresh = entries.filter((e) => e.seq > position.lastSeq);
+      if (fresh.length === 0) return 0;
+      let expected = position.lastSeq;
+      for (const entry of fresh) {
+        // Seqs may skip numbers the leader has pruned, but never go backwards.
+        if (entry.seq <= expected) throw new TypeError(`replicated entries out of order: seq ${entry.seq} after ${expected}`);
+        expected = entry.seq;
+      }
+      await db.batch(fresh.flatMap(eventPuts), { sync: true });
+      const last = fresh[fresh.length - 1] as StoredEvent;
+      setPosition({ lastSeq: last.seq, lastTerm: last.term, lastIngestTs: Math.max(position.lastIngestTs, last.ingestTs) });
+      return fresh.length;
+    });
+  }
+
+  /**
+   * Removes the log suffix from `seq` on (entries a later leader does not have) and puts those
+   * events back into the outbox in the same batch, so they are forwarded to the leader again
+   * rather than lost. Returns how many were moved.
+   */
+  async divertSuffixToOutbox(seq: number): Promise<number> {
+    return this.#openWriter().exclusive(async ({ db, position, setPosition }) => {
+      const suffix = await this.#readSeqRange(seq - 1, Number.MAX_SAFE_INTEGER);
+      if (suffix.length === 0) return 0;
+      const ops: Array<{ type: 'put'; key: string; value: string } | { type: 'del'; key: string }> = [];
+      for (const event of suffix) {
+        ops.push({ type: 'del', key: timeKey(event.timestamp, event.seq) }, { type: 'del', key: seqKey(event.seq) }, { type: 'del', key: idKey(event.eventId) });
+        ops.push({ type: 'put', key: outboxKey(this.#outboxNext++), value: JSON.stringify(stripOrder(event)) });
+      }
+      // The highest ingestTs ever assigned survives the truncation: it must never go back.
+      ops.push({ type: 'put', key: localKey('highestIngestTs'), value: String(position.lastIngestTs) });
+      await db.batch(ops, { sync: true });
+      this.#outboxCount += suffix.length;
+      const before = await this.#lastBefore(seq);
+      setPosition({ lastSeq: before?.seq ?? 0, lastTerm: before?.term ?? 0, lastIngestTs: position.lastIngestTs });
+      return suffix.length;
+    });
+  }
+
+  async #lastBefore(seq: number): Promise<StoredEvent | undefined> {
+    const keys = await this.#db.keys({ gte: PREFIX.seq, lt: seqKey(seq), reverse: true, limit: 1 }).all();
+    const key = keys[0];
+    return key === undefined ? undefined : this.getBySeq(parseSeqFromSeqKey(key));
   }
 
   async getByEventId(eventId: string): Promise<StoredEvent | undefined> {
@@ -104,7 +174,7 @@ export class AuditStore {
     return value === undefined ? undefined : (JSON.parse(value) as StoredEvent);
   }
 
-  async #getBySeq(seq: number): Promise<StoredEvent | undefined> {
+  async getBySeq(seq: number): Promise<StoredEvent | undefined> {
     const ts = await this.#db.get(seqKey(seq));
     if (ts === undefined) return undefined;
     const value = await this.#db.get(timeKey(decodeUint(ts), seq));
@@ -113,7 +183,12 @@ export class AuditStore {
 
   /** Events with seq > `afterSeq` in ingest order, at most `limit` of them. */
   async readBySeq(afterSeq: number, limit: number): Promise<StoredEvent[]> {
-    const entries = await this.#db.iterator({ gt: seqKey(afterSeq), lt: prefixEnd(PREFIX.seq), limit }).all();
+    this.#openWriter();
+    return this.#readSeqRange(afterSeq, limit);
+  }
+
+  async #readSeqRange(afterSeq: number, limit: number): Promise<StoredEvent[]> {
+    const entries = await this.#db.iterator({ gt: seqKey(afterSeq), lt: prefixEnd(PREFIX.seq), limit: Math.min(limit, 1_000_000) }).all();
     const keys = entries.map(([key, ts]) => timeKey(decodeUint(ts), parseSeqFromSeqKey(key)));
     const values = await this.#db.getMany(keys);
     return values.flatMap((v) => (v === undefined ? [] : [JSON.parse(v) as StoredEvent]));
@@ -136,6 +211,37 @@ export class AuditStore {
       const event = JSON.parse(value) as StoredEvent;
       if (matches(event)) yield event;
     }
+  }
+
+  /** Puts events into the outbox (synced): received here, to be forwarded to the leader. */
+  async enqueueOutbox(events: readonly AuditEvent[]): Promise<void> {
+    this.#openWriter();
+    const ops = events.map((event) => ({ type: 'put' as const, key: outboxKey(this.#outboxNext++), value: JSON.stringify(event) }));
+    // Store before ack: the 200 promises the events survive this process.
+    await this.#db.batch(ops, { sync: true });
+    this.#outboxCount += events.length;
+  }
+
+  /** The oldest outbox entries, in the order they were received. */
+  async readOutbox(limit: number): Promise<OutboxEntry[]> {
+    this.#openWriter();
+    const entries = await this.#db.iterator({ gte: PREFIX.outbox, lt: prefixEnd(PREFIX.outbox), limit }).all();
+    return entries.map(([key, value]) => ({ key, event: JSON.parse(value) as AuditEvent }));
+  }
+
+  /** Removes forwarded entries once the leader has stored them. */
+  async deleteOutbox(keys: readonly string[]): Promise<void> {
+    this.#openWriter();
+    await this.#db.batch(
+      keys.map((key) => ({ type: 'del' as const, key })),
+      { sync: true },
+    );
+    this.#outboxCount = Math.max(0, this.#outboxCount - keys.length);
+  }
+
+  /** Entries waiting in the outbox. */
+  get outboxCount(): number {
+    return this.#outboxCount;
   }
 
   /**
@@ -171,7 +277,23 @@ export class AuditStore {
     return value === undefined ? undefined : (JSON.parse(value) as T);
   }
 
-  /** Reads a value of this node's own metadata (node id, …). */
+  /** Every replicated-metadata value, for replication to standbys. */
+  async getAllMeta(): Promise<Record<string, unknown>> {
+    this.#openWriter();
+    const entries = await this.#db.iterator({ gte: PREFIX.meta, lt: prefixEnd(PREFIX.meta) }).all();
+    return Object.fromEntries(entries.map(([key, value]) => [key.slice(PREFIX.meta.length), JSON.parse(value) as unknown]));
+  }
+
+  /** Writes replicated-metadata values (synced): a leader's own writes, or a standby applying them. */
+  async putMeta(values: Record<string, unknown>): Promise<void> {
+    this.#openWriter();
+    await this.#db.batch(
+      Object.entries(values).map(([name, value]) => ({ type: 'put' as const, key: metaKey(name), value: JSON.stringify(value) })),
+      { sync: true },
+    );
+  }
+
+  /** Reads a value of this node's own metadata (node id, known term, …). */
   async getLocal<T>(name: string): Promise<T | undefined> {
     this.#openWriter();
     const value = await this.#db.get(localKey(name));
@@ -204,4 +326,20 @@ export class AuditStore {
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
   }
+}
+
+/** The event as received, without the order a (former) leader gave it. */
+export function stripOrder(event: StoredEvent): AuditEvent {
+  return {
+    eventId: event.eventId,
+    userId: event.userId,
+    source: event.source,
+    action: event.action,
+    resource: event.resource,
+    decision: event.decision,
+    tables: event.tables,
+    query: event.query,
+    details: event.details,
+    timestamp: event.timestamp,
+  };
 }

@@ -8,6 +8,7 @@
  *   i!<eventId>        → <ts:16><seq:16>      idempotency and lookup by id
  *   m!<name>           → JSON                 replicated metadata (settings, later watermark, term, tables)
  *   l!<name>           → JSON                 this node's own metadata (never replicated)
+ *   o!<n:16>           → event JSON           outbox: received here, not yet stored by the leader
  */
 
 /** Largest value a key field can hold: Number.MAX_SAFE_INTEGER fits in 14 hex digits. */
@@ -28,6 +29,7 @@ export const PREFIX = {
   id: 'i!',
   meta: 'm!',
   local: 'l!',
+  outbox: 'o!',
 } as const;
 
 /** The first key after every key with `prefix` ('!' + 1 = '"'). */
@@ -67,7 +69,13 @@ export function timeLowerBound(timestampMs: number): string {
 
 /** Upper bound (exclusive) of time keys at or before `timestampMs`. */
 export function timeUpperBoundInclusive(timestampMs: number): string {
+  // The largest event time has no successor to encode; everything in the family is below it.
+  if (timestampMs >= Number.MAX_SAFE_INTEGER) return prefixEnd(PREFIX.time);
   return PREFIX.time + encodeUint(timestampMs + 1);
+}
+
+export function outboxKey(n: number): string {
+  return PREFIX.outbox + encodeUint(n);
 }
 
 export function parseSeqFromSeqKey(key: string): number {

@@ -28,36 +28,60 @@ export interface AppendResult {
   duplicates: number;
 }
 
-interface PendingAppend {
-  events: readonly AuditEvent[];
-  options: AppendOptions;
-  resolve: (result: AppendResult) => void;
-  reject: (err: unknown) => void;
-}
-
+/** Where the log ends: the last seq, its term, and the highest ingestTs assigned so far. */
 export interface WriterPosition {
   lastSeq: number;
+  lastTerm: number;
   lastIngestTs: number;
 }
 
+/** What an exclusive operation may touch while no append runs. */
+export interface ExclusiveContext {
+  db: Db;
+  position: WriterPosition;
+  setPosition(position: WriterPosition): void;
+}
+
+type PendingOp =
+  | { kind: 'append'; events: readonly AuditEvent[]; options: AppendOptions; resolve: (r: AppendResult) => void; reject: (err: unknown) => void }
+  | { kind: 'exclusive'; run: (ctx: ExclusiveContext) => Promise<unknown>; resolve: (r: unknown) => void; reject: (err: unknown) => void };
+
+type PendingAppend = Extract<PendingOp, { kind: 'append' }>;
+
+/** Returns the term to stamp on new events; throws AUDIT_NOT_LEADER when this node may not order events. */
+export type Sequencer = () => number;
+
+/** The puts that store one event under its three keys. */
+export function eventPuts(event: StoredEvent): Array<{ type: 'put'; key: string; value: string }> {
+  return [
+    { type: 'put', key: timeKey(event.timestamp, event.seq), value: JSON.stringify(event) },
+    { type: 'put', key: seqKey(event.seq), value: encodeUint(event.timestamp) },
+    { type: 'put', key: idKey(event.eventId), value: timeKeySuffix(event.timestamp, event.seq) },
+  ];
+}
+
 /**
- * The single writer of events: appends queue here and are written in groups, one synced
+ * The single writer of the log: appends queue here and are written in groups, one synced
  * LevelDB batch per group (group commit). One writer means seq and ingestTs are assigned in
  * exactly the order events become durable, and concurrent requests share one fsync.
+ * Replication applies and truncations run as exclusive operations in the same queue, so they
+ * never interleave with an append.
  */
 export class EventWriter {
   readonly #db: Db;
   readonly #now: () => number;
   readonly #groupEventsMax: number;
+  readonly #sequencer: Sequencer;
   #position: WriterPosition;
-  #queue: PendingAppend[] = [];
+  #queue: PendingOp[] = [];
   #draining: Promise<void> | undefined;
 
-  constructor(db: Db, position: WriterPosition, now: () => number, groupEventsMax: number) {
+  constructor(db: Db, position: WriterPosition, options: { now: () => number; groupEventsMax: number; sequencer: Sequencer }) {
     this.#db = db;
     this.#position = { ...position };
-    this.#now = now;
-    this.#groupEventsMax = groupEventsMax;
+    this.#now = options.now;
+    this.#groupEventsMax = options.groupEventsMax;
+    this.#sequencer = options.sequencer;
   }
 
   get position(): WriterPosition {
@@ -66,46 +90,76 @@ export class EventWriter {
 
   /** Resolves once the events are on disk (`sync: true`): acknowledged means durable. */
   append(events: readonly AuditEvent[], options: AppendOptions = {}): Promise<AppendResult> {
-    return new Promise((resolve, reject) => {
-      this.#queue.push({ events, options, resolve, reject });
-      this.#draining ??= this.#drain();
-    });
+    return new Promise((resolve, reject) => this.#enqueue({ kind: 'append', events, options, resolve, reject }));
   }
 
-  /** Waits for every queued append to settle. */
+  /** Runs `run` alone, after every queued operation and before any later one. */
+  exclusive<T>(run: (ctx: ExclusiveContext) => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => this.#enqueue({ kind: 'exclusive', run, resolve: resolve as (r: unknown) => void, reject }));
+  }
+
+  /** Waits for every queued operation to settle. */
   async flush(): Promise<void> {
     while (this.#draining) await this.#draining;
   }
 
+  #enqueue(op: PendingOp): void {
+    this.#queue.push(op);
+    this.#draining ??= this.#drain();
+  }
+
   async #drain(): Promise<void> {
-    // Let append() store the promise before this can finish, so the clearing below always wins.
+    // Let #enqueue store the promise before this can finish, so the clearing below always wins.
     await Promise.resolve();
     for (;;) {
-      if (this.#queue.length === 0) {
-        // Cleared in the same synchronous step that saw the queue empty: an append arriving
+      const next = this.#queue[0];
+      if (next === undefined) {
+        // Cleared in the same synchronous step that saw the queue empty: an operation arriving
         // after this starts a new drain, and none can slip in between and be stranded.
         this.#draining = undefined;
         return;
       }
-      const group = this.#takeGroup();
+      if (next.kind === 'exclusive') {
+        this.#queue.shift();
+        await this.#runExclusive(next);
+        continue;
+      }
+      const group = this.#takeAppendGroup();
       try {
         const results = await this.#write(group);
         group.forEach((pending, i) => pending.resolve(results[i] as AppendResult));
       } catch (err) {
-        const error = new AuditError(AuditErrorCode.STORE_NOT_OPEN, `could not write audit events to the local store: ${String(err)}`, {
-          cause: err,
-          retryable: true,
-        });
+        const error =
+          err instanceof AuditError
+            ? err
+            : new AuditError(AuditErrorCode.STORE_NOT_OPEN, `could not write audit events to the local store: ${String(err)}`, { cause: err, retryable: true });
         for (const pending of group) pending.reject(error);
       }
     }
   }
 
-  #takeGroup(): PendingAppend[] {
+  async #runExclusive(op: Extract<PendingOp, { kind: 'exclusive' }>): Promise<void> {
+    try {
+      op.resolve(
+        await op.run({
+          db: this.#db,
+          position: { ...this.#position },
+          setPosition: (position) => {
+            this.#position = { ...position };
+          },
+        }),
+      );
+    } catch (err) {
+      op.reject(err);
+    }
+  }
+
+  #takeAppendGroup(): PendingAppend[] {
     const group: PendingAppend[] = [];
     let events = 0;
-    while (this.#queue.length > 0) {
-      const next = this.#queue[0] as PendingAppend;
+    for (;;) {
+      const next = this.#queue[0];
+      if (next === undefined || next.kind !== 'append') break;
       if (group.length > 0 && events + next.events.length > this.#groupEventsMax) break;
       group.push(next);
       events += next.events.length;
@@ -127,6 +181,8 @@ export class EventWriter {
       if (value !== undefined) alreadyStored.add(lookupIds[i] as string);
     });
 
+    // Asked last, right before the batch: a node that lost its lease must not order events.
+    const term = this.#sequencer();
     let seq = this.#position.lastSeq;
     // ingestTs never goes backwards, even if the wall clock does (invariant 3).
     const ingestTs = Math.max(this.#now(), this.#position.lastIngestTs);
@@ -142,12 +198,8 @@ export class EventWriter {
         }
         seenInGroup.add(event.eventId);
         seq++;
-        const stored: StoredEvent = { ...event, ingestTs, seq };
-        ops.push(
-          { type: 'put', key: timeKey(event.timestamp, seq), value: JSON.stringify(stored) },
-          { type: 'put', key: seqKey(seq), value: encodeUint(event.timestamp) },
-          { type: 'put', key: idKey(event.eventId), value: timeKeySuffix(event.timestamp, seq) },
-        );
+        const stored: StoredEvent = { ...event, ingestTs, seq, term };
+        ops.push(...eventPuts(stored));
         result.stored.push(stored);
       }
       for (const meta of pending.options.meta ?? []) {
@@ -159,7 +211,7 @@ export class EventWriter {
       // Store before ack: a caller that got 200 may never retry.
       await this.#db.batch(ops, { sync: true });
     }
-    if (seq > this.#position.lastSeq) this.#position = { lastSeq: seq, lastIngestTs: ingestTs };
+    if (seq > this.#position.lastSeq) this.#position = { lastSeq: seq, lastTerm: term, lastIngestTs: ingestTs };
     return results;
   }
 }

@@ -2,7 +2,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AuditEvent } from '@auditlake/model';
+import { AuditError, AuditErrorCode, type AuditEvent } from '@auditlake/model';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { AuditStore, RetentionPruner } from '../src/index.js';
 
@@ -12,8 +12,12 @@ async function location(): Promise<string> {
   return join(dir, 'store');
 }
 
-async function openStore(options: { location?: string; now?: () => number } = {}): Promise<AuditStore> {
-  const store = await AuditStore.open({ location: options.location ?? (await location()), ...(options.now ? { now: options.now } : {}) });
+async function openStore(options: { location?: string; now?: () => number; sequencer?: () => number } = {}): Promise<AuditStore> {
+  const store = await AuditStore.open({
+    location: options.location ?? (await location()),
+    ...(options.now ? { now: options.now } : {}),
+    ...(options.sequencer ? { sequencer: options.sequencer } : {}),
+  });
   onTestFinished(() => store.close());
   return store;
 }
@@ -59,7 +63,7 @@ describe('AuditStore', () => {
     await first.close();
     clock = 1_000; // a restart on a node whose clock is behind
     const second = await openStore({ location: loc, now: () => clock });
-    expect(second.position).toEqual({ lastSeq: 2, lastIngestTs: 50_000 });
+    expect(second.position).toEqual({ lastSeq: 2, lastTerm: 0, lastIngestTs: 50_000 });
     const { stored } = await second.append([ev('c', 3)]);
     expect(stored[0]).toMatchObject({ seq: 3, ingestTs: 50_000 });
   });
@@ -142,6 +146,67 @@ describe('AuditStore', () => {
     const store = await openStore();
     await store.append([ev('s', 1)], { meta: [{ name: 'settings', value: { 'audit.retention.days': '3' } }] });
     expect(await store.getMeta('settings')).toEqual({ 'audit.retention.days': '3' });
+  });
+});
+
+describe('AuditStore replication and outbox', () => {
+  it('applies replicated entries as they are, skips re-delivered ones and refuses disorder', async () => {
+    const leader = await openStore({ sequencer: () => 7 });
+    const standby = await openStore();
+    const { stored } = await leader.append([ev('a', 10), ev('b', 5), ev('c', 20)]);
+    expect(stored.map((e) => e.term)).toEqual([7, 7, 7]);
+    expect(await standby.applyReplicated(stored.slice(0, 2))).toBe(2);
+    expect(await standby.applyReplicated(stored)).toBe(1);
+    expect(standby.position).toMatchObject({ lastSeq: 3, lastTerm: 7, lastIngestTs: stored[2]!.ingestTs });
+    expect(await standby.readBySeq(0, 10)).toEqual(stored);
+    await expect(standby.applyReplicated([{ ...stored[2]!, seq: 5 }, { ...stored[2]!, seq: 4, eventId: 'x' }])).rejects.toThrow(/out of order/);
+  });
+
+  it('diverts a log suffix to the outbox atomically, keeping ingestTs from going back', async () => {
+    let clock = 1_000;
+    const store = await openStore({ now: () => clock });
+    await store.append([ev('keep1', 1), ev('keep2', 2)]);
+    clock = 2_000;
+    await store.append([ev('move1', 3), ev('move2', 4)]);
+    expect(await store.divertSuffixToOutbox(3)).toBe(2);
+    expect(store.position).toEqual({ lastSeq: 2, lastTerm: 0, lastIngestTs: 2_000 });
+    expect((await all(store)).map((e) => e.eventId)).toEqual(['keep2', 'keep1']);
+    expect(await store.getByEventId('move1')).toBeUndefined();
+    const outbox = await store.readOutbox(10);
+    expect(outbox.map((o) => o.event)).toEqual([ev('move1', 3), ev('move2', 4)]);
+    expect(store.outboxCount).toBe(2);
+    clock = 1_500; // behind the diverted events' ingestTs
+    expect((await store.append([ev('next', 5)])).stored[0]).toMatchObject({ seq: 3, ingestTs: 2_000 });
+  });
+
+  it('keeps the outbox in arrival order across a reopen and deletes what was forwarded', async () => {
+    const loc = await location();
+    const first = await AuditStore.open({ location: loc });
+    await first.enqueueOutbox([ev('o1', 1), ev('o2', 2)]);
+    await first.enqueueOutbox([ev('o3', 3)]);
+    await first.close();
+    const store = await openStore({ location: loc });
+    expect(store.outboxCount).toBe(3);
+    const entries = await store.readOutbox(2);
+    expect(entries.map((e) => e.event.eventId)).toEqual(['o1', 'o2']);
+    await store.deleteOutbox(entries.map((e) => e.key));
+    await store.enqueueOutbox([ev('o4', 4)]);
+    expect((await store.readOutbox(10)).map((e) => e.event.eventId)).toEqual(['o3', 'o4']);
+    expect(store.outboxCount).toBe(2);
+  });
+
+  it('refuses to order events when the sequencer says this node is not the leader', async () => {
+    let leader = true;
+    const store = await openStore({
+      sequencer: () => {
+        if (!leader) throw new AuditError(AuditErrorCode.NOT_LEADER, 'not the leader');
+        return 1;
+      },
+    });
+    await store.append([ev('a', 1)]);
+    leader = false;
+    await expect(store.append([ev('b', 1)])).rejects.toMatchObject({ code: 'AUDIT_NOT_LEADER' });
+    expect((await all(store)).map((e) => e.eventId)).toEqual(['a']);
   });
 });
 
