@@ -1,0 +1,336 @@
+import { execFileSync } from 'node:child_process';
+import { cpus, release, totalmem, platform, arch } from 'node:os';
+import { DEFAULTS, type BenchConfig } from './bench-config.js';
+import type { IngestResult } from './ingest-bench.js';
+import type { RawLevelResult } from './raw-level-bench.js';
+import { Q_NEEDLE, type SearchResult } from './search-bench.js';
+
+/** The issue's targets. */
+export const TARGETS = {
+  ingestEventsPerSecondMin: 50_000,
+  ingestShareOfRawMin: 0.35,
+  dayWindowP50MsMax: 50,
+} as const;
+
+export interface IngestFigures {
+  ours: IngestResult;
+  /** The reference: chained batch, sync:true. */
+  rawSync: RawLevelResult;
+  /** Context: the array form our store uses, sync:true. */
+  rawArraySync: RawLevelResult;
+  /** Context: chained batch without sync. */
+  rawNoSync: RawLevelResult;
+}
+
+export interface BenchResults {
+  config: BenchConfig;
+  fullRun: boolean;
+  startedAt: Date;
+  durationMs: number;
+  /** os.loadavg() at the start and the end: other work on the machine skews every figure. */
+  loadAverageStart: number[];
+  loadAverageEnd: number[];
+  ingest: IngestFigures | undefined;
+  search: SearchResult | undefined;
+}
+
+export interface MachineFacts {
+  node: string;
+  cpuCount: number;
+  cpuModel: string;
+  memoryGiB: number;
+  os: string;
+  commit: string;
+}
+
+function gitCommit(cwd: string): string {
+  try {
+    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    return dirty === '' ? head : `${head} (with uncommitted changes)`;
+  } catch {
+    return 'unknown (not a git checkout)';
+  }
+}
+
+export function machineFacts(repoRoot: string): MachineFacts {
+  const list = cpus();
+  const models = [...new Set(list.map((c) => c.model.trim()))];
+  return {
+    node: process.version,
+    cpuCount: list.length,
+    cpuModel: models.join(', ') || 'unknown',
+    memoryGiB: totalmem() / 1024 ** 3,
+    os: `${platform()} ${release()} ${arch()}`,
+    commit: gitCommit(repoRoot),
+  };
+}
+
+const int = (n: number) => Math.round(n).toLocaleString('en-US');
+const ms = (n: number) => (n >= 1000 ? `${(n / 1000).toFixed(2)} s` : `${n.toFixed(1)} ms`);
+const pct = (n: number) => `${(n * 100).toFixed(0)}%`;
+const metWord = (met: boolean) => (met ? 'yes' : '**no**');
+const cores = (n: number | undefined) => (n === undefined ? 'n/a' : n.toFixed(2));
+const loads = (l: number[]) => l.map((n) => n.toFixed(2)).join(' / ');
+
+interface SummaryRow {
+  figure: string;
+  measured: string;
+  reference: string;
+  target: string;
+  met: string;
+}
+
+function summaryRows(results: BenchResults): SummaryRow[] {
+  const rows: SummaryRow[] = [];
+  const { ingest, search, config } = results;
+  if (ingest) {
+    const share = ingest.ours.eventsPerSecond / ingest.rawSync.eventsPerSecond;
+    rows.push(
+      {
+        figure: `HTTP ingest, ${config.ingestBatchSize}-event batches, ${config.ingestConcurrency} in flight`,
+        measured: `${int(ingest.ours.eventsPerSecond)} events/s`,
+        reference: `raw LevelDB, sync:true: ${int(ingest.rawSync.eventsPerSecond)} events/s`,
+        target: `≥ ${int(TARGETS.ingestEventsPerSecondMin)} events/s`,
+        met: metWord(ingest.ours.eventsPerSecond >= TARGETS.ingestEventsPerSecondMin),
+      },
+      {
+        figure: 'HTTP ingest ÷ raw LevelDB (sync:true)',
+        measured: pct(share),
+        reference: `raw LevelDB, sync:true: ${int(ingest.rawSync.eventsPerSecond)} events/s`,
+        target: `≥ ${pct(TARGETS.ingestShareOfRawMin)}`,
+        met: metWord(share >= TARGETS.ingestShareOfRawMin),
+      },
+    );
+  }
+  if (search) {
+    rows.push(
+      {
+        figure: `search, one-day window, limit ${config.searchLimit}, over ${int(search.events)} events: p50`,
+        measured: ms(search.dayWindow.p50Ms),
+        reference: `p95 ${ms(search.dayWindow.p95Ms)}, p99 ${ms(search.dayWindow.p99Ms)}`,
+        target: `p50 < ${TARGETS.dayWindowP50MsMax} ms`,
+        met: metWord(search.dayWindow.p50Ms < TARGETS.dayWindowP50MsMax),
+      },
+      {
+        figure: `search, \`q\` free-text scan over all ${int(search.events)} events`,
+        measured: `${ms(search.qScan.p50Ms)} (median of ${search.qScan.count})`,
+        reference: `${int(search.events / (search.qScan.p50Ms / 1000))} events scanned/s`,
+        target: 'report only',
+        met: '—',
+      },
+    );
+  }
+  return rows;
+}
+
+function notes(results: BenchResults): string[] {
+  const out: string[] = [];
+  const { ingest, search } = results;
+  if (!results.fullRun) {
+    out.push('**Quick run:** sizes differ from the issue\'s defaults, so these figures are not comparable with the targets.');
+  }
+  if (ingest) {
+    const share = ingest.ours.eventsPerSecond / ingest.rawSync.eventsPerSecond;
+    if (ingest.ours.eventsPerSecond < TARGETS.ingestEventsPerSecondMin) {
+      out.push(
+        `**Target missed:** HTTP ingest reached ${int(ingest.ours.eventsPerSecond)} events/s, ` +
+          `${pct(ingest.ours.eventsPerSecond / TARGETS.ingestEventsPerSecondMin)} of the ${int(TARGETS.ingestEventsPerSecondMin)} events/s target. ` +
+          `The node's event loop was busy ${pct(ingest.ours.eventLoopUtilization)} of the measured time ` +
+          `(the process used ${cores(ingest.ours.cpu.ownCores)} CPU cores, client worker included)` +
+          (ingest.ours.eventLoopUtilization > 0.9 ? ': the single JavaScript thread is the limit, not the disk.' : '.'),
+      );
+    }
+    if (share < TARGETS.ingestShareOfRawMin) {
+      out.push(`**Target missed:** HTTP ingest is ${pct(share)} of raw LevelDB with sync:true (target ≥ ${pct(TARGETS.ingestShareOfRawMin)}).`);
+    }
+  }
+  if (search && search.dayWindow.p50Ms >= TARGETS.dayWindowP50MsMax) {
+    out.push(`**Target missed:** one-day-window search p50 is ${ms(search.dayWindow.p50Ms)} (target < ${TARGETS.dayWindowP50MsMax} ms).`);
+  }
+  const others = [
+    ingest?.ours.cpu.otherCores,
+    ingest?.rawSync.cpu.otherCores,
+    search?.dayWindowCpu.otherCores,
+    search?.qScanCpu.otherCores,
+  ].filter((n): n is number => n !== undefined);
+  const busiest = Math.max(0, ...others);
+  if (busiest >= 0.25) {
+    out.push(
+      `Other processes on this machine used up to ${cores(busiest)} CPU cores while a figure was measured ` +
+        `(see the "other CPU" columns): figures measured beside them are lower than on a quiet machine.`,
+    );
+  }
+  if (search && search.qScanMatched !== 0) {
+    out.push(`The \`q\` scan needle matched ${search.qScanMatched} events; it is meant to match none so the scan reads everything.`);
+  }
+  return out;
+}
+
+function table(headers: string[], rows: string[][]): string {
+  const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
+  return [line(headers), line(headers.map(() => '---')), ...rows.map(line)].join('\n');
+}
+
+/** The generated BENCHMARKS.md. */
+export function renderMarkdown(results: BenchResults, machine: MachineFacts): string {
+  const { config, ingest, search } = results;
+  const parts: string[] = [];
+  parts.push(
+    '# Benchmarks',
+    '',
+    '<!-- Generated by packages/bench (`npm run bench`); re-running overwrites this file. Do not edit by hand. -->',
+    '',
+    `Reproduce with \`npm run bench\` at the repository root (builds every package, then runs \`packages/bench\`). ` +
+      `Measured ${results.startedAt.toISOString()}, the whole run took ${ms(results.durationMs)}. Each figure is measured in the same run as its reference.`,
+    '',
+    '## Machine',
+    '',
+    table(
+      ['', ''],
+      [
+        ['node', machine.node],
+        ['CPUs', `${machine.cpuCount} × ${machine.cpuModel}`],
+        ['memory', `${machine.memoryGiB.toFixed(1)} GiB`],
+        ['OS', machine.os],
+        ['commit', machine.commit],
+        ['load average (1/5/15 min) at start', loads(results.loadAverageStart)],
+        ['load average (1/5/15 min) at end', loads(results.loadAverageEnd)],
+      ],
+    ),
+    '',
+    '## Summary',
+    '',
+    table(
+      ['figure', 'measured', 'reference (same run)', 'target', 'met'],
+      summaryRows(results).map((r) => [r.figure, r.measured, r.reference, r.target, r.met]),
+    ),
+    '',
+  );
+  const noteLines = notes(results);
+  if (noteLines.length > 0) parts.push('### Notes', '', ...noteLines.map((n) => `- ${n}`), '');
+
+  if (ingest) {
+    const o = ingest.ours;
+    const raw = (r: RawLevelResult, name: string): string[] => [name, int(r.events), ms(r.elapsedMs), int(r.eventsPerSecond), cores(r.cpu.ownCores), cores(r.cpu.otherCores)];
+    parts.push(
+      '## Ingest',
+      '',
+      `One node started in-process with \`startAuditNode\` (default configuration, logger off, temp data dir, port 0, admin token). ` +
+        `A client in a worker thread (so it does not share the node's event loop) posts ${int(config.ingestBatchSize)}-event JSON batches to ` +
+        `\`POST /v1/api/audit\` over keep-alive \`node:http\` connections, ${config.ingestConcurrency} requests in flight; bodies are serialised before timing. ` +
+        `${int(config.ingestWarmupEvents)} warm-up events go first; the clock runs from the first measured request to the last 200. ` +
+        `Events come from \`createEventGenerator\` (seed ${config.seed}) without eventIds, so the node assigns ids, ` +
+        `and every request must answer \`ingested\` = its batch size. A 200 means the events are synced to disk.`,
+      '',
+      `The reference writes the same events straight into \`level\` in the same process: one put per event (time-ordered key, the event JSON as value), ` +
+        `batches of ${int(config.ingestBatchSize)}, ${config.ingestConcurrency} batches in flight, the same warm-up, keys and values built before timing. ` +
+        `It uses the chained form (\`db.batch()\`, \`put\` per event, \`write({ sync })\`), the fastest way to write a batch with \`level\`. ` +
+        `The array form \`db.batch(ops, { sync })\`, which our store uses, is shown for context: given an options object, abstract-level ` +
+        `clones every operation with the options spread into it, which costs far more CPU per put. ` +
+        `Our store writes three keys per event (time, seq, id) with a slightly larger value (eventId, seq, ingestTs added), ` +
+        `on top of HTTP, JSON parsing and validation.`,
+      '',
+      table(
+        ['run', 'events', 'time', 'events/s', 'own CPU (cores)', 'other CPU (cores)'],
+        [
+          ['**auditlake, HTTP ingest** (sync)', int(o.events), ms(o.elapsedMs), `**${int(o.eventsPerSecond)}**`, cores(o.cpu.ownCores), cores(o.cpu.otherCores)],
+          raw(ingest.rawSync, '**raw LevelDB, chained batch, `sync: true`** (reference)'),
+          raw(ingest.rawArraySync, 'raw LevelDB, array batch `db.batch(ops, { sync: true })` (context)'),
+          raw(ingest.rawNoSync, 'raw LevelDB, chained batch, `sync: false` (context)'),
+        ],
+      ),
+      '',
+      `Ours ÷ reference: **${pct(o.eventsPerSecond / ingest.rawSync.eventsPerSecond)}**. ` +
+        `Per request (${int(o.requests)} requests of ${int(config.ingestBatchSize)} events): p50 ${ms(o.requestLatency.p50Ms)}, ` +
+        `p95 ${ms(o.requestLatency.p95Ms)}, p99 ${ms(o.requestLatency.p99Ms)}, max ${ms(o.requestLatency.maxMs)}. ` +
+        `While measuring, the node's event loop was busy ${pct(o.eventLoopUtilization)} of the time. ` +
+        `"Own CPU" is this whole process (the client worker and LevelDB's threads included); "other CPU" is the rest of the machine, from /proc/stat. ` +
+        `Events stored: ${int(o.storedEvents)} (warm-up included).`,
+      '',
+    );
+  }
+
+  if (search) {
+    parts.push(
+      '## Search',
+      '',
+      `${int(search.events)} generated events (seed ${config.seed}) over ${search.days} days ending at today's UTC midnight ` +
+        `(about ${int(search.eventsPerDay)} a day) are loaded **directly through the store API** (\`node.store.append\`, ` +
+        `batches of ${int(config.searchLoadBatchSize)}, each event validated with \`validateEvent\` as ingest does, synced) into a node started ` +
+        `in-process as above; loading took ${ms(search.loadMs)} (${int(search.loadEventsPerSecond)} events/s); the store is ` +
+        `${(search.storeSizeBytes / 1024 ** 2).toFixed(0)} MiB on disk. Searches then go over HTTP, one at a time, on a keep-alive connection; ` +
+        `a request's time runs until its whole JSON body has arrived.`,
+      '',
+      table(
+        ['one-day window', 'requests', 'p50', 'p95', 'p99', 'max', 'other CPU (cores)'],
+        [
+          [
+            `\`GET /admin/audit?from=…&to=…&limit=${config.searchLimit}\`, one UTC day at random (a full page each)`,
+            int(search.dayWindow.count),
+            ms(search.dayWindow.p50Ms),
+            ms(search.dayWindow.p95Ms),
+            ms(search.dayWindow.p99Ms),
+            ms(search.dayWindow.maxMs),
+            cores(search.dayWindowCpu.otherCores),
+          ],
+        ],
+      ),
+      '',
+      table(
+        ['free-text scan', 'repetitions', 'min', 'median', 'max', 'events scanned/s (median)', 'other CPU (cores)'],
+        [
+          [
+            `\`GET /admin/audit?q=${Q_NEEDLE}&limit=${config.searchLimit}\`, no time range (matches ${search.qScanMatched}, so it reads every event)`,
+            int(search.qScan.count),
+            ms(search.qScan.minMs),
+            ms(search.qScan.p50Ms),
+            ms(search.qScan.maxMs),
+            int(search.events / (search.qScan.p50Ms / 1000)),
+            cores(search.qScanCpu.otherCores),
+          ],
+        ],
+      ),
+      '',
+    );
+  }
+
+  parts.push(
+    '## Sizes and knobs',
+    '',
+    'Defaults are the issue\'s sizes. Smaller values make a quick run, which writes `packages/bench/results/BENCHMARKS.md` ' +
+      '(ignored by git) instead of this file unless `BENCH_OUTPUT` names a path.',
+    '',
+    table(
+      ['variable', 'this run', 'default'],
+      [
+        ['BENCH_ONLY (all, ingest, search)', config.only, 'all'],
+        ['BENCH_SEED', String(config.seed), String(DEFAULTS.seed)],
+        ['BENCH_INGEST_EVENTS', int(config.ingestEvents), int(DEFAULTS.ingestEvents)],
+        ['BENCH_INGEST_WARMUP_EVENTS', int(config.ingestWarmupEvents), int(DEFAULTS.ingestWarmupEvents)],
+        ['BENCH_INGEST_BATCH', int(config.ingestBatchSize), int(DEFAULTS.ingestBatchSize)],
+        ['BENCH_INGEST_CONCURRENCY', int(config.ingestConcurrency), int(DEFAULTS.ingestConcurrency)],
+        ['BENCH_SEARCH_EVENTS', int(config.searchEvents), int(DEFAULTS.searchEvents)],
+        ['BENCH_SEARCH_DAYS', int(config.searchDays), int(DEFAULTS.searchDays)],
+        ['BENCH_SEARCH_LOAD_BATCH', int(config.searchLoadBatchSize), int(DEFAULTS.searchLoadBatchSize)],
+        ['BENCH_SEARCH_REQUESTS', int(config.searchRequests), int(DEFAULTS.searchRequests)],
+        ['BENCH_SEARCH_LIMIT', int(config.searchLimit), int(DEFAULTS.searchLimit)],
+        ['BENCH_QSCAN_REPS', int(config.qScanRepetitions), int(DEFAULTS.qScanRepetitions)],
+      ],
+    ),
+    '',
+  );
+  return parts.join('\n');
+}
+
+/** A compact table for the terminal. */
+export function renderConsole(results: BenchResults): string {
+  const rows = summaryRows(results);
+  const headers = ['figure', 'measured', 'reference (same run)', 'target', 'met'];
+  const cells = rows.map((r) => [r.figure, r.measured, r.reference, r.target, r.met.replaceAll('*', '')]);
+  const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((c) => (c[i] ?? '').length)));
+  const line = (c: string[]) => c.map((v, i) => v.padEnd(widths[i] ?? 0)).join('  ');
+  const out = [line(headers), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.map(line)];
+  for (const n of notes(results)) out.push(`note: ${n.replaceAll('*', '')}`);
+  return out.join('\n');
+}

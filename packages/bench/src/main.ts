@@ -1,0 +1,87 @@
+/**
+ * `npm run bench`: runs the ingest benchmark with its raw LevelDB references and the search
+ * benchmark, prints a summary and writes BENCHMARKS.md. Never part of `npm test`.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { loadavg } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { isFullRun, readBenchConfig } from './bench-config.js';
+import { machineFacts, renderConsole, renderMarkdown, type BenchResults, type IngestFigures } from './bench-report.js';
+import { runIngestBench } from './ingest-bench.js';
+import type { IngestEventsSpec } from './ingest-events.js';
+import { runRawLevelBench } from './raw-level-bench.js';
+import { runSearchBench } from './search-bench.js';
+
+const HOUR_MS = 60 * 60 * 1000;
+/** dist/main.js → packages/bench → the repository root. */
+const PACKAGE_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const REPO_ROOT = resolve(PACKAGE_DIR, '..', '..');
+
+function log(message: string): void {
+  process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
+}
+
+async function runIngest(spec: IngestEventsSpec, concurrency: number): Promise<IngestFigures> {
+  // The sync reference runs right before ours so both see the disk and the machine alike.
+  log(`raw LevelDB (chained batch, sync:true), ${spec.events} events…`);
+  const rawSync = await runRawLevelBench(spec, concurrency, true, 'chained');
+  log(`  ${Math.round(rawSync.eventsPerSecond)} events/s`);
+  log(`HTTP ingest, ${spec.events} events, ${concurrency} requests in flight…`);
+  const ours = await runIngestBench(spec, concurrency);
+  log(`  ${Math.round(ours.eventsPerSecond)} events/s (node event loop busy ${(ours.eventLoopUtilization * 100).toFixed(0)}%)`);
+  log(`raw LevelDB (array batch with options, sync:true), ${spec.events} events…`);
+  const rawArraySync = await runRawLevelBench(spec, concurrency, true, 'array');
+  log(`  ${Math.round(rawArraySync.eventsPerSecond)} events/s`);
+  log(`raw LevelDB (chained batch, sync:false), ${spec.events} events…`);
+  const rawNoSync = await runRawLevelBench(spec, concurrency, false, 'chained');
+  log(`  ${Math.round(rawNoSync.eventsPerSecond)} events/s`);
+  return { ours, rawSync, rawArraySync, rawNoSync };
+}
+
+async function main(): Promise<void> {
+  const config = readBenchConfig();
+  const fullRun = isFullRun(config);
+  const startedAt = new Date();
+  const loadAverageStart = loadavg();
+  log(`${fullRun ? 'full' : 'quick'} run, seed ${config.seed}`);
+
+  let ingest: IngestFigures | undefined;
+  if (config.only !== 'search') {
+    const spec: IngestEventsSpec = {
+      seed: config.seed,
+      startTs: startedAt.getTime() - HOUR_MS,
+      spanMs: HOUR_MS,
+      warmupEvents: config.ingestWarmupEvents,
+      events: config.ingestEvents,
+      batchSize: config.ingestBatchSize,
+    };
+    ingest = await runIngest(spec, config.ingestConcurrency);
+  }
+
+  let search;
+  if (config.only !== 'ingest') {
+    log(`search: loading ${config.searchEvents} events over ${config.searchDays} days, then ${config.searchRequests} one-day searches and ${config.qScanRepetitions} q scans…`);
+    search = await runSearchBench({
+      seed: config.seed,
+      events: config.searchEvents,
+      days: config.searchDays,
+      loadBatchSize: config.searchLoadBatchSize,
+      requests: config.searchRequests,
+      limit: config.searchLimit,
+      qScanRepetitions: config.qScanRepetitions,
+    });
+    log(`  loaded in ${(search.loadMs / 1000).toFixed(1)} s; day window p50 ${search.dayWindow.p50Ms.toFixed(1)} ms; q scan ${(search.qScan.p50Ms / 1000).toFixed(2)} s`);
+  }
+
+  const results: BenchResults = { config, fullRun, startedAt, durationMs: Date.now() - startedAt.getTime(), loadAverageStart, loadAverageEnd: loadavg(), ingest, search };
+  const outputPath = config.outputPath ? resolve(config.outputPath) : fullRun ? join(REPO_ROOT, 'BENCHMARKS.md') : join(PACKAGE_DIR, 'results', 'BENCHMARKS.md');
+  await mkdir(dirname(outputPath), { recursive: true });
+  await writeFile(outputPath, renderMarkdown(results, machineFacts(REPO_ROOT)));
+  process.stdout.write(`\n${renderConsole(results)}\n\nwrote ${outputPath}\n`);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exitCode = 1;
+});
