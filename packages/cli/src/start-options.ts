@@ -13,6 +13,7 @@ export interface StartOptions {
   config: NodeConfig;
   nodeId?: string;
   advertiseUrl?: string;
+  coordinatorUrl?: string;
   logLevel: string;
 }
 
@@ -55,7 +56,9 @@ export function parseStartOptions(args: string[]): StartOptions {
     throw usageError((err as Error).message);
   }
   const v = parsed.values;
-  if (v.coordinator !== undefined) throw usageError('--coordinator: clustering is not available in this version yet; run without it for a single node');
+  if (v.coordinator !== undefined && !/^rediss?:\/\/[^/]+/.test(v.coordinator)) {
+    throw usageError(`--coordinator must be a Redis URL (redis://host:port): ${v.coordinator}`);
+  }
   if (v['embedded-s3'] || v['embedded-s3-port'] !== undefined) throw usageError('--embedded-s3: S3 tiering is not available in this version yet');
 
   const props = new Map<string, string>();
@@ -82,5 +85,6 @@ export function parseStartOptions(args: string[]): StartOptions {
   };
   if (v['node-id'] !== undefined) options.nodeId = v['node-id'];
   if (v.advertise !== undefined) options.advertiseUrl = v.advertise;
+  if (v.coordinator !== undefined) options.coordinatorUrl = v.coordinator;
   return options;
 }

@@ -25,6 +25,12 @@ export const nonNegativeInt: ValueParser<number> = (v) => {
   return n;
 };
 
+export const integer: ValueParser<number> = (v) => {
+  const n = Number(v);
+  if (!/^-?\d+$/.test(v) || !Number.isSafeInteger(n)) parseFailure('must be an integer');
+  return n;
+};
+
 export const boolean: ValueParser<boolean> = (v) => {
   const lower = v.trim().toLowerCase();
   if (lower === 'true') return true;

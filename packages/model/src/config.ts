@@ -3,6 +3,7 @@ import {
   boolean,
   configError,
   fraction,
+  integer,
   nonNegativeInt,
   parseNamed,
   positiveInt,
@@ -47,6 +48,15 @@ export const CONFIG_KEYS = {
   forwardMaxAttempts: spec('auditlake.metadata.forward.max.attempts', '5', positiveInt),
   forwardQueueCapacity: spec('auditlake.metadata.forward.queue.capacity', '10000', positiveInt),
   leaseTtlMs: spec('auditlake.cluster.lease.ttl.ms', '3000', positiveInt),
+  /** Redis keys live under `auditlake:<name>:`, so clusters can share one Redis. */
+  clusterName: spec('auditlake.cluster.name', 'default', text),
+  /** How long `POST /v1/api/audit?ack=replicated` waits for a standby before answering 503. */
+  ackReplicatedTimeoutMs: spec('auditlake.ingest.ack.replicated.timeout.ms', '5000', positiveInt),
+  /**
+   * Debug only: shifts this node's wall clock (ingestTs) by this many ms, so a test can prove
+   * ingestTs never goes backwards across a failover to a node whose clock is behind.
+   */
+  debugClockOffsetMs: spec('auditlake.debug.clock.offset.ms', '0', integer),
   /** How often the background retention prune runs. */
   retentionIntervalMs: spec('auditlake.audit.retention.interval.ms', '60000', positiveInt),
   /** Events deleted per prune batch; batches yield to ingest in between. */

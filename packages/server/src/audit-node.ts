@@ -1,16 +1,21 @@
 import { join } from 'node:path';
-import type { CredentialConfig, NodeConfig } from '@auditlake/model';
+import { ClusterNode } from '@auditlake/cluster';
+import { AuditError, AuditErrorCode, type CredentialConfig, type NodeConfig } from '@auditlake/model';
 import { AuditStore, RetentionPruner } from '@auditlake/store';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import { Authenticator } from './auth/authenticator.js';
 import { DenyRecorder } from './auth/deny-recorder.js';
 import { createHttpApp } from './http-app.js';
+import { httpPeerTransport } from './http-peer-transport.js';
 import { IngestService } from './ingest-service.js';
+import { clusterMembership, joiningMembership, singleNodeMembership, type Membership } from './membership.js';
 import { NodeMetrics } from './metrics.js';
 import { loadNodeId, loadOrCreateAdminToken, type AdminToken } from './node-identity.js';
+import { storeReceived } from './received-events.js';
 import { registerClusterRoute } from './routes/cluster-route.js';
 import { registerHealthRoutes } from './routes/health-routes.js';
 import { registerIngestRoute } from './routes/ingest-route.js';
+import { registerInternalRoutes } from './routes/internal-routes.js';
 import { registerSearchRoute } from './routes/search-route.js';
 import { registerSettingsRoutes } from './routes/settings-route.js';
 import { SettingsService } from './settings-service.js';
@@ -24,6 +29,8 @@ export interface AuditNodeOptions {
   nodeId?: string;
   /** URL peers use to reach this node; default `http://<host>:<port>`. */
   advertiseUrl?: string;
+  /** `redis://host:port`: join the cluster coordinated there. Absent: a single node, its own leader. */
+  coordinatorUrl?: string;
   /** `AUDITLAKE_ADMIN_TOKEN`: the built-in `admin` principal's token. */
   adminToken?: string;
   /** `AUDITLAKE_INGEST_TOKEN`: the built-in `ingest` principal's token. */
@@ -43,6 +50,7 @@ export interface AuditNode extends AsyncDisposable {
   readonly store: AuditStore;
   readonly settings: SettingsService;
   readonly metrics: NodeMetrics;
+  readonly membership: Membership;
   readonly app: FastifyInstance;
   close(): Promise<void>;
 }
@@ -64,13 +72,27 @@ export async function startAuditNode(options: AuditNodeOptions): Promise<AuditNo
   const { config } = options;
   const nodeId = options.nodeId ?? (await loadNodeId(options.dataDir));
   const { tokens, adminToken } = await credentials(options);
-  const store = await AuditStore.open({ location: join(options.dataDir, 'store') });
+  const coordinated = options.coordinatorUrl !== undefined;
+  // A single node orders everything itself (term 0). A cluster node orders nothing until the
+  // cluster has made it leader; until then what it receives goes to the outbox.
+  let sequencer = (): number => {
+    if (coordinated) throw new AuditError(AuditErrorCode.NOT_LEADER, 'this node has not joined its cluster yet', { retryable: true });
+    return 0;
+  };
+  const store = await AuditStore.open({
+    location: join(options.dataDir, 'store'),
+    now: () => Date.now() + config.debugClockOffsetMs,
+    sequencer: () => sequencer(),
+  });
   const closers: Array<() => Promise<void>> = [() => store.close()];
   const closeAll = async () => {
     for (const close of closers.reverse().splice(0)) await close();
   };
   try {
-    const metrics = new NodeMetrics(() => store.sizeOnDiskBytes());
+    const metrics = new NodeMetrics(
+      () => store.sizeOnDiskBytes(),
+      () => store.outboxCount,
+    );
     const settings = await SettingsService.load(store, config);
     const pruner = new RetentionPruner(store, {
       intervalMs: config.retentionIntervalMs,
@@ -86,40 +108,115 @@ export async function startAuditNode(options: AuditNodeOptions): Promise<AuditNo
       if (changes.some((c) => c.key === 'audit.retention.days')) pruner.trigger().catch(() => undefined);
     });
 
+    const logger = options.logger ?? false;
+    let url = '';
+    let membership: Membership = coordinated ? joiningMembership() : singleNodeMembership(nodeId, () => url, store);
+    const dynamicMembership = membershipProxy(() => membership);
     const app = createHttpApp({
       bodyLimitBytes: config.bodyLimitBytes,
       authenticator: new Authenticator({ tokens, accessKeys: config.accessKeys, jwtSecret: config.jwtSecret }),
       denyRecorder: new DenyRecorder({
         perSecond: config.denyAuditPerSecond,
         record: async (event, freshId) => {
-          await store.append([event], { freshIds: new Set([freshId]) });
+          await storeReceived(store, dynamicMembership, [event], new Set([freshId]));
         },
         onSuppressed: () => metrics.accessDeniedUnrecorded.inc(),
         onError: (err) => app.log.warn({ err }, 'could not record refused access'),
       }),
       metrics,
-      logger: options.logger ?? false,
+      logger,
     });
     closers.push(() => app.close());
-    registerIngestRoute(app, new IngestService(store, settings, metrics, options.random ?? Math.random));
-    registerSearchRoute(app, { store, viewerMaxPage: config.viewerMaxPage });
-    registerSettingsRoutes(app, settings);
-    registerHealthRoutes(app, metrics, () => 'leader');
-    let url = '';
-    registerClusterRoute(app, { nodeId, url: () => url, store });
+    const ingest = new IngestService({
+      store,
+      settings,
+      metrics,
+      membership: dynamicMembership,
+      random: options.random ?? Math.random,
+      ackReplicatedTimeoutMs: config.ackReplicatedTimeoutMs,
+    });
+    registerIngestRoute(app, ingest);
+    registerSearchRoute(app, { store, viewerMaxPage: config.viewerMaxPage, membership: dynamicMembership });
+    registerSettingsRoutes(app, settings, dynamicMembership);
+    registerClusterRoute(app, dynamicMembership);
+    registerHealthRoutes(app, metrics, () => (membership.isLeader() ? 'leader' : 'standby'));
 
-    await app.listen({ host: options.host, port: options.port });
-    const address = app.server.address();
-    const port = typeof address === 'object' && address ? address.port : options.port;
-    url = options.advertiseUrl ?? `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`;
+    if (options.coordinatorUrl !== undefined) {
+      const clusterRef: { node?: ClusterNode } = {};
+      const transport = httpPeerTransport(() => {
+        if (!clusterRef.node) throw new Error('cluster not started');
+        return clusterRef.node.clusterToken();
+      });
+      // Routes must exist before listen; the cluster starts once the URL is known.
+      registerInternalRoutes(app, {
+        clusterToken: () => clusterRef.node?.clusterToken() ?? Promise.reject(new Error('cluster not started')),
+        pull: (request) => (clusterRef.node ? clusterRef.node.pull(request) : Promise.reject(new Error('cluster not started'))),
+        receiveForward: (request) => (clusterRef.node ? clusterRef.node.receiveForward(request) : Promise.reject(new Error('cluster not started'))),
+      });
+      await listen(app, options);
+      url = advertisedUrl(app, options);
+      const log = app.log.child({ component: 'cluster', nodeId });
+      const cluster = await ClusterNode.start({
+        store,
+        coordinatorUrl: options.coordinatorUrl,
+        clusterName: config.clusterName,
+        nodeId,
+        url,
+        leaseTtlMs: config.leaseTtlMs,
+        transport,
+        forwardMaxAttempts: config.forwardMaxAttempts,
+        forwardQueueCapacity: config.forwardQueueCapacity,
+        log: { info: (obj, msg) => log.info(obj, msg), warn: (obj, msg) => log.warn(obj, msg) },
+        hooks: {
+          onMetaApplied: () => void settings.reload().catch((err: unknown) => log.warn({ err }, 'could not reload replicated settings')),
+          onForwarded: (n) => metrics.eventsForwarded.inc(n),
+          onForwardAttemptsExhausted: () => metrics.forwardAttemptsExhausted.inc(),
+          onOutboxOverCapacity: () => metrics.outboxOverCapacity.inc(),
+          onDiverted: (n) => metrics.eventsDiverted.inc(n),
+        },
+      });
+      clusterRef.node = cluster;
+      const started = cluster;
+      sequencer = () => started.sequencer();
+      membership = clusterMembership(started);
+      // Closed first (reverse order): peers' long polls end, so the HTTP server can close at once.
+      closers.push(() => started.close());
+    } else {
+      await listen(app, options);
+      url = advertisedUrl(app, options);
+    }
     pruner.start();
     pruner.trigger().catch(() => undefined);
 
     let closed: Promise<void> | undefined;
     const close = () => (closed ??= closeAll());
-    return { url, nodeId, adminToken, store, settings, metrics, app, close, [Symbol.asyncDispose]: close };
+    return { url, nodeId, adminToken, store, settings, metrics, membership, app, close, [Symbol.asyncDispose]: close };
   } catch (err) {
     await closeAll();
     throw err;
   }
+}
+
+async function listen(app: FastifyInstance, options: AuditNodeOptions): Promise<void> {
+  await app.listen({ host: options.host, port: options.port });
+}
+
+function advertisedUrl(app: FastifyInstance, options: AuditNodeOptions): string {
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : options.port;
+  return options.advertiseUrl ?? `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`;
+}
+
+/** A Membership that follows whichever one is current (single node until the cluster starts). */
+function membershipProxy(current: () => Membership): Membership {
+  return {
+    get coordinated() {
+      return current().coordinated;
+    },
+    isLeader: () => current().isLeader(),
+    leaderUrl: () => current().leaderUrl(),
+    status: () => current().status(),
+    waitForReplication: (seq, timeoutMs) => current().waitForReplication(seq, timeoutMs),
+    outboxChanged: () => current().outboxChanged(),
+  };
 }

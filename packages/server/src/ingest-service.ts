@@ -1,6 +1,8 @@
-import { keepUnderSampling, newEventId, validateIngestBody } from '@auditlake/model';
+import { AuditError, AuditErrorCode, keepUnderSampling, newEventId, validateIngestBody, type AuditEvent } from '@auditlake/model';
 import type { AuditStore } from '@auditlake/store';
+import type { Membership } from './membership.js';
 import type { NodeMetrics } from './metrics.js';
+import { storeReceived, type Received } from './received-events.js';
 import type { SettingsService } from './settings-service.js';
 
 export interface IngestResponse {
@@ -11,23 +13,33 @@ export interface IngestResponse {
   sampledOut?: number;
 }
 
+export interface IngestOptions {
+  /** `?ack=replicated`: answer only once the leader stored the events and a standby applied them. */
+  ackReplicated: boolean;
+}
+
+export interface IngestServiceOptions {
+  store: AuditStore;
+  settings: SettingsService;
+  metrics: NodeMetrics;
+  membership: Membership;
+  random: () => number;
+  ackReplicatedTimeoutMs: number;
+}
+
 /**
- * validate (all or nothing) → sample reads (DENY never) → durable write → answer.
+ * validate (all or nothing) → sample reads (DENY never) → durable write (log when leading,
+ * outbox otherwise) → answer; with `ack=replicated`, also wait for a standby.
  */
 export class IngestService {
-  readonly #store: AuditStore;
-  readonly #settings: SettingsService;
-  readonly #metrics: NodeMetrics;
-  readonly #random: () => number;
+  readonly #options: IngestServiceOptions;
 
-  constructor(store: AuditStore, settings: SettingsService, metrics: NodeMetrics, random: () => number) {
-    this.#store = store;
-    this.#settings = settings;
-    this.#metrics = metrics;
-    this.#random = random;
+  constructor(options: IngestServiceOptions) {
+    this.#options = options;
   }
 
-  async ingest(body: unknown): Promise<IngestResponse> {
+  async ingest(body: unknown, options: IngestOptions = { ackReplicated: false }): Promise<IngestResponse> {
+    const { metrics, settings } = this.#options;
     const freshIds = new Set<string>();
     const newId = (nowMs: number) => {
       const id = newEventId(nowMs);
@@ -38,18 +50,82 @@ export class IngestService {
     try {
       events = validateIngestBody(body, { nowMs: Date.now(), newId });
     } catch (err) {
-      this.#metrics.eventsRefused.inc(Array.isArray(body) ? body.length : 1);
+      metrics.eventsRefused.inc(Array.isArray(body) ? body.length : 1);
       throw err;
     }
-    const sampling = this.#settings.effective;
-    const kept = events.filter((event) => keepUnderSampling(event, sampling, this.#random));
+    const sampling = settings.effective;
+    const kept = events.filter((event) => keepUnderSampling(event, sampling, this.#options.random));
     const sampledOut = events.length - kept.length;
-    const result = kept.length === 0 ? { stored: [], duplicates: 0 } : await this.#store.append(kept, { freshIds });
-    this.#metrics.eventsIngested.inc(result.stored.length);
-    if (result.duplicates > 0) this.#metrics.eventsDuplicate.inc(result.duplicates);
-    if (sampledOut > 0) this.#metrics.eventsSampledOut.inc(sampledOut);
+    if (sampledOut > 0) metrics.eventsSampledOut.inc(sampledOut);
+    if (kept.length > 0) {
+      const received = await storeReceived(this.#options.store, this.#options.membership, kept, freshIds);
+      if (received.path === 'log') {
+        metrics.eventsIngested.inc(received.result.stored.length);
+        if (received.result.duplicates > 0) metrics.eventsDuplicate.inc(received.result.duplicates);
+      } else {
+        metrics.eventsQueued.inc(kept.length);
+      }
+      if (options.ackReplicated) await this.#awaitReplicated(kept, received);
+    }
     const response: IngestResponse = { status: 'ok', ingested: kept.length };
     if (sampledOut > 0) response.sampledOut = sampledOut;
     return response;
   }
+
+  /**
+   * On the leader: wait until a standby has applied the highest seq among the events. On a
+   * standby: wait until the events came back through replication, which means the leader
+   * stored them and this standby applied them. Either way all or nothing: a timeout is a 503
+   * and the caller retries (idempotent by eventId).
+   */
+  async #awaitReplicated(events: readonly AuditEvent[], received: Received): Promise<void> {
+    const { store, membership, ackReplicatedTimeoutMs } = this.#options;
+    if (!membership.coordinated) {
+      throw new AuditError(AuditErrorCode.NOT_LEADER, 'ack=replicated needs a standby, and this node runs without a cluster (--coordinator); the events were stored durably on this node', {
+        retryable: false,
+      });
+    }
+    let replicated: boolean;
+    if (received.path === 'log') {
+      let maxSeq = Math.max(0, ...received.result.stored.map((e) => e.seq));
+      if (received.result.duplicates > 0) {
+        const found = await Promise.all(events.map((e) => store.getByEventId(e.eventId)));
+        maxSeq = Math.max(maxSeq, ...found.map((e) => e?.seq ?? 0));
+      }
+      replicated = await membership.waitForReplication(maxSeq, ackReplicatedTimeoutMs);
+    } else {
+      replicated = await waitUntilApplied(store, events, ackReplicatedTimeoutMs);
+    }
+    if (!replicated) {
+      throw new AuditError(
+        AuditErrorCode.NOT_LEADER,
+        `events not confirmed on a standby within ${ackReplicatedTimeoutMs} ms; they are stored durably on this node and will be replicated — retry with the same eventIds to confirm`,
+        { retryable: true },
+      );
+    }
+  }
+}
+
+/** Resolves true once every event is in the local log (it came back from the leader). */
+async function waitUntilApplied(store: AuditStore, events: readonly AuditEvent[], timeoutMs: number): Promise<boolean> {
+  const pending = new Set(events.map((e) => e.eventId));
+  const deadline = Date.now() + timeoutMs;
+  const check = async () => {
+    for (const id of [...pending]) if (await store.getByEventId(id)) pending.delete(id);
+    return pending.size === 0;
+  };
+  while (!(await check())) {
+    const remaining = deadline - Date.now();
+    if (remaining <= 0) return false;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, Math.min(remaining, 250));
+      const unsubscribe = store.onLogGrowth(done);
+      function done() {
+        clearTimeout(timer);
+        unsubscribe();
+        resolve();
+      }
+    });
+  }
+  return true;
 }

@@ -7,6 +7,11 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 export class NodeMetrics {
   readonly registry = new Registry();
   readonly eventsIngested = new Counter({ name: 'auditlake_events_ingested_total', help: 'Events newly stored by ingest', registers: [this.registry] });
+  readonly eventsQueued = new Counter({ name: 'auditlake_events_queued_total', help: 'Events received while not leading, put in the outbox for the leader', registers: [this.registry] });
+  readonly eventsForwarded = new Counter({ name: 'auditlake_events_forwarded_total', help: 'Outbox events the leader has stored', registers: [this.registry] });
+  readonly forwardAttemptsExhausted = new Counter({ name: 'auditlake_forward_attempts_exhausted_total', help: 'Times forwarding failed auditlake.metadata.forward.max.attempts times in a row (events kept in the outbox)', registers: [this.registry] });
+  readonly outboxOverCapacity = new Counter({ name: 'auditlake_outbox_over_capacity_total', help: 'Times the outbox grew past auditlake.metadata.forward.queue.capacity (events kept)', registers: [this.registry] });
+  readonly eventsDiverted = new Counter({ name: 'auditlake_events_diverted_total', help: 'Events moved from a divergent log suffix back to the outbox', registers: [this.registry] });
   readonly eventsDuplicate = new Counter({ name: 'auditlake_events_duplicate_total', help: 'Ingested events whose eventId was already stored (kept once)', registers: [this.registry] });
   readonly eventsRefused = new Counter({ name: 'auditlake_events_refused_total', help: 'Events in ingest requests refused as invalid or too large', registers: [this.registry] });
   readonly eventsSampledOut = new Counter({ name: 'auditlake_events_sampled_out_total', help: 'data:Select events dropped by read sampling', registers: [this.registry] });
@@ -22,7 +27,15 @@ export class NodeMetrics {
     registers: [this.registry],
   });
 
-  constructor(storeSizeBytes: () => Promise<number>) {
+  constructor(storeSizeBytes: () => Promise<number>, outboxCount: () => number) {
+    new Gauge({
+      name: 'auditlake_outbox_events',
+      help: 'Events waiting in this node\'s outbox to be stored by the leader',
+      registers: [this.registry],
+      collect() {
+        this.set(outboxCount());
+      },
+    });
     new Gauge({
       name: 'auditlake_store_size_bytes',
       help: 'Bytes of the local LevelDB store on disk',

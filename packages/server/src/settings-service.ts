@@ -40,9 +40,18 @@ export class SettingsService {
 
   static async load(store: AuditStore, config: NodeConfig): Promise<SettingsService> {
     const service = new SettingsService(store, config);
-    service.#overrides = (await store.getMeta<Overrides>(SETTINGS_META)) ?? {};
-    service.#effective = parseSettings(service.current);
+    await service.reload();
     return service;
+  }
+
+  /** Re-reads the stored settings (a standby does this after replication changed them). */
+  async reload(): Promise<void> {
+    const previous = this.current;
+    this.#overrides = (await this.#store.getMeta<Overrides>(SETTINGS_META)) ?? {};
+    this.#effective = parseSettings(this.current);
+    const now = this.current;
+    const changes = (Object.keys(now) as SettingKey[]).filter((k) => now[k] !== previous[k]).map((key) => ({ key, from: previous[key], to: now[key] }));
+    if (changes.length > 0) for (const listener of this.#listeners) listener(this.#effective, changes);
   }
 
   /** Every runtime key with its value in force, as strings. */

@@ -58,6 +58,8 @@ export class AuditStore {
   #closed: Promise<void> | undefined;
   #outboxNext = 1;
   #outboxCount = 0;
+  #metaVersion = 0;
+  readonly #logListeners = new Set<() => void>();
 
   private constructor(options: AuditStoreOptions) {
     this.location = options.location;
@@ -113,7 +115,25 @@ export class AuditStore {
    * stored, and resolves only once the batch is synced to disk.
    */
   async append(events: readonly AuditEvent[], options: AppendOptions = {}): Promise<AppendResult> {
-    return this.#openWriter().append(events, options);
+    const result = await this.#openWriter().append(events, options);
+    if (options.meta?.length) this.#metaVersion++;
+    if (result.stored.length > 0) this.#logGrew();
+    return result;
+  }
+
+  /** Calls `listener` whenever the log gains entries (append or replication). Returns an unsubscribe. */
+  onLogGrowth(listener: () => void): () => void {
+    this.#logListeners.add(listener);
+    return () => this.#logListeners.delete(listener);
+  }
+
+  #logGrew(): void {
+    for (const listener of this.#logListeners) listener();
+  }
+
+  /** Increases whenever replicated metadata changes on this node (cheap change detection). */
+  get metaVersion(): number {
+    return this.#metaVersion;
   }
 
   /**
@@ -121,6 +141,12 @@ export class AuditStore {
    * below the local last seq are skipped, so a re-delivered batch is harmless; a gap is refused.
    */
   async applyReplicated(entries: readonly StoredEvent[]): Promise<number> {
+    const applied = await this.#applyReplicated(entries);
+    if (applied > 0) this.#logGrew();
+    return applied;
+  }
+
+  async #applyReplicated(entries: readonly StoredEvent[]): Promise<number> {
     return this.#openWriter().exclusive(async ({ db, position, setPosition }) => {
       const fresh = entries.filter((e) => e.seq > position.lastSeq);
       if (fresh.length === 0) return 0;
@@ -291,6 +317,7 @@ export class AuditStore {
       Object.entries(values).map(([name, value]) => ({ type: 'put' as const, key: metaKey(name), value: JSON.stringify(value) })),
       { sync: true },
     );
+    this.#metaVersion++;
   }
 
   /** Reads a value of this node's own metadata (node id, known term, …). */

@@ -32,6 +32,10 @@ export interface NodeProcess extends AsyncDisposable {
   stop(): Promise<number | null>;
   /** SIGKILL and wait: a crash. */
   kill(): Promise<void>;
+  /** SIGSTOP: the process freezes (a long GC pause, a stalled VM). */
+  pause(): void;
+  /** SIGCONT after pause(). */
+  resume(): void;
 }
 
 async function waitForHealth(url: string, child: ChildProcess, timeoutMs: number, output: () => string): Promise<void> {
@@ -74,5 +78,11 @@ export async function startNodeProcess(options: NodeProcessOptions): Promise<Nod
     await kill();
     throw err;
   }
-  return { url, port, child, output, stop, kill, [Symbol.asyncDispose]: kill };
+  const pause = () => {
+    child.kill('SIGSTOP');
+  };
+  const resume = () => {
+    child.kill('SIGCONT');
+  };
+  return { url, port, child, output, stop, kill, pause, resume, [Symbol.asyncDispose]: kill };
 }

@@ -1,9 +1,17 @@
+import { AuditError, AuditErrorCode } from '@auditlake/model';
 import type { FastifyInstance } from 'fastify';
 import type { IngestService } from '../ingest-service.js';
 import './route-access.js';
 
+function ackReplicated(query: unknown): boolean {
+  const ack = (query as Record<string, unknown>)['ack'];
+  if (ack === undefined || ack === 'local') return false;
+  if (ack === 'replicated') return true;
+  throw new AuditError(AuditErrorCode.BAD_REQUEST, `parameter ack must be local or replicated: ${String(ack)}`);
+}
+
 export function registerIngestRoute(app: FastifyInstance, ingest: IngestService): void {
   app.post('/v1/api/audit', { config: { access: { role: 'ingest', action: 'audit:Ingest' } } }, async (request) => {
-    return ingest.ingest(request.body);
+    return ingest.ingest(request.body, { ackReplicated: ackReplicated(request.query) });
   });
 }

@@ -2,12 +2,17 @@ import { once } from 'node:events';
 import { parseSearchParams, toEventOutput, type SearchFilter, type StoredEvent } from '@auditlake/model';
 import type { AuditStore } from '@auditlake/store';
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { proxyToLeader } from '../leader-proxy.js';
+import type { Membership } from '../membership.js';
 import './route-access.js';
 
 export interface SearchRouteOptions {
   store: AuditStore;
   viewerMaxPage: number;
+  membership: Membership;
 }
+
+export const STALE_HEADER = 'x-auditlake-stale';
 
 function wantsNdjson(accept: string | undefined): boolean {
   return accept !== undefined && accept.includes('application/x-ndjson');
@@ -17,10 +22,10 @@ function wantsNdjson(accept: string | undefined): boolean {
  * Streams matching events as NDJSON, one line each, never holding more than one event: the
  * socket's backpressure paces the LevelDB iterator, so `curl … | jq` works over any answer.
  */
-async function streamNdjson(reply: FastifyReply, events: AsyncGenerator<StoredEvent>, limit: number): Promise<void> {
+async function streamNdjson(reply: FastifyReply, events: AsyncGenerator<StoredEvent>, limit: number, stale: boolean): Promise<void> {
   reply.hijack();
   const out = reply.raw;
-  out.writeHead(200, { 'content-type': 'application/x-ndjson; charset=utf-8' });
+  out.writeHead(200, { 'content-type': 'application/x-ndjson; charset=utf-8', ...(stale ? { [STALE_HEADER]: 'true' } : {}) });
   let sent = 0;
   try {
     for await (const event of events) {
@@ -36,8 +41,13 @@ async function streamNdjson(reply: FastifyReply, events: AsyncGenerator<StoredEv
 export function registerSearchRoute(app: FastifyInstance, options: SearchRouteOptions): void {
   app.get('/admin/audit', { config: { access: { role: 'admin', action: 'audit:Search' } } }, async (request, reply) => {
     const filter: SearchFilter = parseSearchParams(request.query as Record<string, unknown>, options.viewerMaxPage);
+    const { membership } = options;
+    // A standby shows the leader's view; without a reachable leader, its own replica, marked stale.
+    if (await proxyToLeader(membership.leaderUrl(), request, reply)) return reply;
+    const stale = !membership.isLeader();
+    if (stale) reply.header(STALE_HEADER, 'true');
     const events = options.store.search(filter);
-    if (wantsNdjson(request.headers.accept)) return streamNdjson(reply, events, filter.limit);
+    if (wantsNdjson(request.headers.accept)) return streamNdjson(reply, events, filter.limit, stale);
     const page: StoredEvent[] = [];
     let truncated = false;
     for await (const event of events) {
@@ -47,6 +57,6 @@ export function registerSearchRoute(app: FastifyInstance, options: SearchRouteOp
       }
       page.push(event);
     }
-    return { events: page.map(toEventOutput), count: page.length, truncated };
+    return { events: page.map(toEventOutput), count: page.length, truncated, ...(stale ? { stale: true } : {}) };
   });
 }

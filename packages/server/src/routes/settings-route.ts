@@ -1,4 +1,7 @@
+import { AuditError, AuditErrorCode } from '@auditlake/model';
 import type { FastifyInstance } from 'fastify';
+import { proxyToLeader } from '../leader-proxy.js';
+import type { Membership } from '../membership.js';
 import type { SettingsService } from '../settings-service.js';
 import './route-access.js';
 
@@ -14,10 +17,17 @@ function tierStatus(settings: SettingsService) {
   };
 }
 
-export function registerSettingsRoutes(app: FastifyInstance, settings: SettingsService): void {
+export function registerSettingsRoutes(app: FastifyInstance, settings: SettingsService, membership: Membership): void {
   const view = () => ({ ...settings.current, tierStatus: tierStatus(settings) });
-  app.get('/admin/audit/settings', { config: { access: { role: 'admin', action: 'audit:ReadSettings' } } }, async () => view());
-  app.post('/admin/audit/settings', { config: { access: { role: 'admin', action: 'audit:UpdateSettings' } } }, async (request) => {
+  app.get('/admin/audit/settings', { config: { access: { role: 'admin', action: 'audit:ReadSettings' } } }, async (request, reply) => {
+    if (await proxyToLeader(membership.leaderUrl(), request, reply)) return reply;
+    return membership.isLeader() ? view() : { ...view(), stale: true };
+  });
+  app.post('/admin/audit/settings', { config: { access: { role: 'admin', action: 'audit:UpdateSettings' } } }, async (request, reply) => {
+    if (await proxyToLeader(membership.leaderUrl(), request, reply)) return reply;
+    if (!membership.isLeader()) {
+      throw new AuditError(AuditErrorCode.NOT_LEADER, 'no leader is reachable, so settings cannot be changed now (nothing was saved); retry once a leader is elected', { retryable: true });
+    }
     await settings.update(request.body, request.principal?.name ?? 'unknown');
     return view();
   });

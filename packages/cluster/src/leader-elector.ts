@@ -1,0 +1,224 @@
+import { performance } from 'node:perf_hooks';
+import { AuditError, AuditErrorCode } from '@auditlake/model';
+import type { Coordinator, MemberInfo } from './coordinator.js';
+
+export type NodeRole = 'leader' | 'standby';
+
+export interface LeaderView {
+  nodeId: string;
+  url: string;
+  term: number;
+}
+
+export interface ClusterLog {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+}
+
+export interface LeaderElectorOptions {
+  coordinator: Coordinator;
+  nodeId: string;
+  url: string;
+  leaseTtlMs: number;
+  /** The highest term this node has seen before (persisted), so it refuses older ones after a restart. */
+  knownTerm: number;
+  appliedSeq: () => number;
+  /**
+   * Runs after a won election and before the first event is ordered: catch up from peers,
+   * record where the term starts. `stillLeader()` turns false if the lease is lost meanwhile.
+   */
+  prepareLeadership: (term: number, stillLeader: () => boolean) => Promise<void>;
+  persistTerm: (term: number) => Promise<void>;
+  /** Runs every round while Redis answers (the node refreshes what it keeps there). */
+  onTick: () => Promise<void>;
+  log: ClusterLog;
+}
+
+/**
+ * Leadership through the Redis lease. A leader acts only while its lease is valid by its own
+ * monotonic clock, with a margin: it renews every TTL/3 and treats the lease as gone at
+ * TTL − margin after the last renewal began, so it stops ordering events before Redis can
+ * hand the lease to anyone else — even if the process was paused (SIGSTOP) in between.
+ */
+export class LeaderElector {
+  readonly #options: LeaderElectorOptions;
+  readonly #marginMs: number;
+  #role: NodeRole = 'standby';
+  #ready = false;
+  #term = 0;
+  #knownTerm: number;
+  #leaseValidUntil = 0;
+  #leader: LeaderView | undefined;
+  #members: MemberInfo[] = [];
+  #noLeaderSince = performance.now();
+  #timer: NodeJS.Timeout | undefined;
+  #ticking = false;
+  #closed = false;
+
+  constructor(options: LeaderElectorOptions) {
+    this.#options = options;
+    this.#knownTerm = options.knownTerm;
+    this.#marginMs = Math.max(100, Math.floor(options.leaseTtlMs * 0.2));
+  }
+
+  start(): void {
+    const interval = Math.max(50, Math.floor(this.#options.leaseTtlMs / 3));
+    this.#timer = setInterval(() => void this.tick(), interval);
+    void this.tick();
+  }
+
+  get role(): NodeRole {
+    return this.#role;
+  }
+
+  get knownTerm(): number {
+    return this.#knownTerm;
+  }
+
+  get members(): readonly MemberInfo[] {
+    return this.#members;
+  }
+
+  /** True only for a prepared leader whose lease is still valid right now. */
+  isLeader(): boolean {
+    if (this.#role !== 'leader' || !this.#ready) return false;
+    if (performance.now() < this.#leaseValidUntil) return true;
+    this.#stepDown('lease expired before it could be renewed');
+    return false;
+  }
+
+  /** The store's sequencer: the term to stamp, or AUDIT_NOT_LEADER. */
+  readonly sequencer = (): number => {
+    if (this.isLeader()) return this.#term;
+    throw new AuditError(AuditErrorCode.NOT_LEADER, `node ${this.#options.nodeId} is not the leader`, { retryable: true });
+  };
+
+  /** The leader as last seen (this node when it leads). */
+  get leader(): LeaderView | undefined {
+    if (this.isLeader()) return { nodeId: this.#options.nodeId, url: this.#options.url, term: this.#term };
+    return this.#leader;
+  }
+
+  /**
+   * Notes a term seen on a message. A newer term means someone else won an election: a leader
+   * seeing one steps down at once.
+   */
+  observeTerm(term: number): void {
+    if (term <= this.#knownTerm) return;
+    this.#knownTerm = term;
+    this.#options.persistTerm(term).catch(() => undefined);
+    if (this.#role === 'leader' && term > this.#term) this.#stepDown(`saw newer term ${term}`);
+  }
+
+  /** One round: renew or watch the lease, campaign when allowed, publish this node. */
+  async tick(): Promise<void> {
+    if (this.#ticking || this.#closed) return;
+    this.#ticking = true;
+    try {
+      if (this.#role === 'leader') await this.#renew();
+      else await this.#watchAndCampaign();
+      await this.#publish();
+    } catch (err) {
+      // Redis unreachable: a leader's lease simply runs out (checked in isLeader()).
+      if (this.#role === 'leader' && performance.now() >= this.#leaseValidUntil) this.#stepDown(`could not renew the lease: ${String(err)}`);
+    } finally {
+      this.#ticking = false;
+    }
+  }
+
+  async #renew(): Promise<void> {
+    const started = performance.now();
+    const renewed = await this.#options.coordinator.renew(this.#term);
+    if (!renewed) {
+      this.#stepDown('the lease is held by another node');
+      return;
+    }
+    if (this.#role === 'leader') this.#leaseValidUntil = started + this.#options.leaseTtlMs - this.#marginMs;
+    this.#members = await this.#options.coordinator.members();
+  }
+
+  async #watchAndCampaign(): Promise<void> {
+    const coordinator = this.#options.coordinator;
+    const [record, members] = await Promise.all([coordinator.leader(), coordinator.members()]);
+    this.#members = members;
+    if (record) {
+      this.observeTerm(record.term);
+      const url = members.find((m) => m.nodeId === record.nodeId)?.url;
+      this.#leader = url === undefined || record.nodeId === this.#options.nodeId ? undefined : { nodeId: record.nodeId, url, term: record.term };
+      this.#noLeaderSince = performance.now();
+      return;
+    }
+    this.#leader = undefined;
+    if (!this.#mayCampaign(members)) return;
+    const started = performance.now();
+    const term = await coordinator.campaign(this.#knownTerm);
+    if (term === 0) return;
+    this.#role = 'leader';
+    this.#ready = false;
+    this.#term = term;
+    this.#leaseValidUntil = started + this.#options.leaseTtlMs - this.#marginMs;
+    this.observeTerm(term);
+    this.#options.log.info({ term }, 'won the leader election; catching up before accepting writes');
+    void this.#prepare(term);
+  }
+
+  /**
+   * Only the most caught-up live node campaigns, so the new leader has every entry the others
+   * have. If that node cannot win (e.g. it lost Redis), anyone may after two lease TTLs
+   * without a leader; what it lacks is re-forwarded from the others' logs (see divergence).
+   */
+  #mayCampaign(members: MemberInfo[]): boolean {
+    const mine = this.#options.appliedSeq();
+    const others = members.filter((m) => m.nodeId !== this.#options.nodeId);
+    const best = others.every((m) => m.appliedSeq <= mine);
+    return best || performance.now() - this.#noLeaderSince > 2 * this.#options.leaseTtlMs;
+  }
+
+  async #prepare(term: number): Promise<void> {
+    const stillLeader = () => this.#role === 'leader' && this.#term === term && performance.now() < this.#leaseValidUntil;
+    try {
+      await this.#options.prepareLeadership(term, stillLeader);
+      if (!stillLeader()) throw new Error('lost the lease while catching up');
+      this.#ready = true;
+      this.#options.log.info({ term }, 'leading');
+    } catch (err) {
+      if (this.#role === 'leader' && this.#term === term) this.#stepDown(`could not prepare leadership: ${String(err)}`);
+    }
+  }
+
+  #stepDown(reason: string): void {
+    if (this.#role !== 'leader') return;
+    const term = this.#term;
+    this.#role = 'standby';
+    this.#ready = false;
+    this.#leaseValidUntil = 0;
+    this.#noLeaderSince = performance.now();
+    this.#options.log.warn({ term, reason }, 'stepped down as leader');
+    this.#options.coordinator.resign(term).catch(() => undefined);
+  }
+
+  async #publish(): Promise<void> {
+    await this.#options.coordinator.raiseTermFloor(this.#knownTerm);
+    await this.#options.onTick();
+    await this.#options.coordinator.publish({
+      nodeId: this.#options.nodeId,
+      url: this.#options.url,
+      role: this.isLeader() ? 'leader' : 'standby',
+      term: this.#knownTerm,
+      appliedSeq: this.#options.appliedSeq(),
+      updatedAtMs: Date.now(),
+    });
+  }
+
+  /** Stops electing; a leader resigns so a successor need not wait for the lease to expire. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#timer) clearInterval(this.#timer);
+    if (this.#role === 'leader') {
+      const term = this.#term;
+      this.#role = 'standby';
+      this.#ready = false;
+      await this.#options.coordinator.resign(term).catch(() => undefined);
+    }
+  }
+}

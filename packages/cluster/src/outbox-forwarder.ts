@@ -1,0 +1,126 @@
+import type { AuditStore } from '@auditlake/store';
+import type { ClusterLog, LeaderElector } from './leader-elector.js';
+import type { PeerTransport } from './protocol.js';
+import { sleep } from './sleep.js';
+
+export interface OutboxForwarderOptions {
+  store: AuditStore;
+  elector: LeaderElector;
+  transport: PeerTransport;
+  nodeId: string;
+  /** `auditlake.metadata.forward.max.attempts`: failures in a row before the warning. */
+  maxAttempts: number;
+  /** `auditlake.metadata.forward.queue.capacity`: outbox size above which a warning is logged. */
+  queueCapacity: number;
+  /** Events sent per request to the leader. */
+  batchSize: number;
+  log: ClusterLog;
+  onForwarded: (count: number) => void;
+  onAttemptsExhausted: () => void;
+  onOverCapacity: () => void;
+}
+
+/** First pause after a failed forward; it doubles up to RETRY_PAUSE_MS_MAX. */
+const RETRY_PAUSE_MS_MIN = 100;
+const RETRY_PAUSE_MS_MAX = 5000;
+
+/**
+ * Drains the outbox to the leader, in order, asynchronously: ingest never waits for it. A
+ * batch leaves the outbox only after the leader has stored it; the leader de-duplicates by
+ * eventId, so re-sending after a lost answer is safe. Beyond the reference, a batch is never
+ * given up: after `maxAttempts` failures (or with the outbox over capacity) a warning is
+ * logged and counted, and the events stay until a leader answers.
+ */
+export class OutboxForwarder {
+  readonly #options: OutboxForwarderOptions;
+  readonly #abort = new AbortController();
+  #wake: (() => void) | undefined;
+  #loop: Promise<void> | undefined;
+  #overCapacity = false;
+
+  constructor(options: OutboxForwarderOptions) {
+    this.#options = options;
+  }
+
+  start(): void {
+    this.#loop = this.#run();
+  }
+
+  /** Something was added to the outbox: forward it now rather than at the next poll. */
+  kick(): void {
+    this.#wake?.();
+  }
+
+  async #idle(ms: number): Promise<void> {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      this.#abort.signal.addEventListener('abort', done, { once: true });
+      this.#wake = done;
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    this.#wake = undefined;
+  }
+
+  async #run(): Promise<void> {
+    const { store, signal } = { store: this.#options.store, signal: this.#abort.signal };
+    let failures = 0;
+    while (!signal.aborted) {
+      if (store.outboxCount === 0) {
+        await this.#idle(500);
+        continue;
+      }
+      this.#checkCapacity();
+      try {
+        await this.#forwardOnce();
+        failures = 0;
+      } catch (err) {
+        failures++;
+        if (failures === this.#options.maxAttempts) {
+          this.#options.onAttemptsExhausted();
+          this.#options.log.warn(
+            { attempts: failures, waiting: store.outboxCount, err: String(err) },
+            'forwarding to the leader failed repeatedly; the events stay in the outbox on this node and are re-sent once a leader answers',
+          );
+        }
+        await sleep(Math.min(RETRY_PAUSE_MS_MAX, RETRY_PAUSE_MS_MIN * 2 ** Math.min(failures - 1, 10)), signal);
+      }
+    }
+  }
+
+  #checkCapacity(): void {
+    const over = this.#options.store.outboxCount > this.#options.queueCapacity;
+    if (over && !this.#overCapacity) {
+      this.#options.onOverCapacity();
+      this.#options.log.warn(
+        { waiting: this.#options.store.outboxCount, capacity: this.#options.queueCapacity },
+        'more events wait to be forwarded than the queue capacity; they are kept in the outbox, not dropped',
+      );
+    }
+    this.#overCapacity = over;
+  }
+
+  async #forwardOnce(): Promise<void> {
+    const { store, elector, transport } = this.#options;
+    const batch = await store.readOutbox(this.#options.batchSize);
+    if (batch.length === 0) return;
+    const events = batch.map((entry) => entry.event);
+    if (elector.isLeader()) {
+      // This node leads now (e.g. events diverted on rejoin, or received before it won): order them here.
+      await store.append(events);
+    } else {
+      const leader = elector.leader;
+      if (leader === undefined) throw new Error('no leader is known');
+      await transport.forward(leader.url, { nodeId: this.#options.nodeId, term: elector.knownTerm, events }, 10_000);
+    }
+    await store.deleteOutbox(batch.map((entry) => entry.key));
+    this.#options.onForwarded(events.length);
+  }
+
+  async close(): Promise<void> {
+    this.#abort.abort();
+    await this.#loop;
+  }
+}

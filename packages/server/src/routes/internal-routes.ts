@@ -1,0 +1,28 @@
+import type { ForwardRequest, ForwardResponse, PullRequest, PullResponse } from '@auditlake/cluster';
+import type { FastifyInstance } from 'fastify';
+import { matchesDigest, digest } from '../auth/constant-time.js';
+import { CLUSTER_TOKEN_HEADER } from '../http-peer-transport.js';
+
+/** What the internal endpoints call (the cluster node, once it has started). */
+export interface InternalEndpoints {
+  clusterToken(): Promise<string>;
+  pull(request: PullRequest): Promise<PullResponse>;
+  receiveForward(request: ForwardRequest): Promise<ForwardResponse>;
+}
+
+/** Internal peer endpoints: only nodes holding the cluster token may call them; never audited. */
+export function registerInternalRoutes(app: FastifyInstance, cluster: InternalEndpoints): void {
+  app.register(async (internal) => {
+    internal.addHook('onRequest', async (request, reply) => {
+      // Looked up per request: the token can be re-established after Redis restarts empty.
+      const expected = digest(await cluster.clusterToken());
+      const presented = request.headers[CLUSTER_TOKEN_HEADER];
+      if (typeof presented !== 'string' || !matchesDigest(presented, expected)) {
+        return reply.code(401).send({ status: 'error', error: 'internal endpoint: missing or wrong cluster token', code: 'AUDIT_UNAUTHENTICATED' });
+      }
+    });
+    // Forwarded batches can be larger than one client request.
+    internal.post('/internal/v1/pull', async (request) => cluster.pull(request.body as PullRequest));
+    internal.post('/internal/v1/forward', { bodyLimit: 64 * 1024 * 1024 }, async (request) => cluster.receiveForward(request.body as ForwardRequest));
+  });
+}

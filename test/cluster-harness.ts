@@ -1,0 +1,214 @@
+// Shared setup for cluster tests: real redis-server, real `auditlake start --coordinator` processes.
+import { Redis } from 'ioredis';
+import { startNodeProcess, startRedis, tempDir, type NodeProcess, type RedisServer } from '@auditlake/testkit';
+import { expect, onTestFinished } from 'vitest';
+
+export const ADMIN = 'adm-token';
+export const INGEST = 'ing-token';
+const ENV = { AUDITLAKE_ADMIN_TOKEN: ADMIN, AUDITLAKE_INGEST_TOKEN: INGEST };
+
+export interface LoggedEvent {
+  eventId: string;
+  seq: number;
+  term: number;
+  ingestTs: number;
+  timestamp: number;
+}
+
+export interface Cluster {
+  redis: RedisServer;
+  nodes: Array<NodeProcess | undefined>;
+  dataDirs: string[];
+  /** Starts node i (again) on its data dir and port. */
+  start(i: number): Promise<NodeProcess>;
+  node(i: number): NodeProcess;
+  /** Index of the node that reports itself leader, or -1. */
+  leaderIndex(): Promise<number>;
+  waitForLeader(timeoutMs?: number): Promise<number>;
+  /** Waits until node i knows which node leads (its /admin/cluster names one). */
+  waitForLeaderKnownBy(i: number, timeoutMs?: number): Promise<void>;
+  /** The whole log of node i, in seq order, read through the internal pull endpoint. */
+  log(i: number): Promise<LoggedEvent[]>;
+  clusterToken(): Promise<string>;
+}
+
+export interface ClusterOptions {
+  size: number;
+  /** Extra `--set key=value` per node index. */
+  sets?: (i: number) => string[];
+}
+
+export async function startCluster(options: ClusterOptions): Promise<Cluster> {
+  const redis = await startRedis();
+  onTestFinished(() => redis.stop());
+  const dirs = await Promise.all(Array.from({ length: options.size }, () => tempDir('auditlake-cluster-')));
+  onTestFinished(async () => {
+    for (const d of dirs) await d.remove();
+  });
+  const nodes: Array<NodeProcess | undefined> = [];
+  const ports: number[] = [];
+  const start = async (i: number) => {
+    const sets = (options.sets?.(i) ?? []).flatMap((s) => ['--set', s]);
+    const node = await startNodeProcess({
+      dataDir: dirs[i]!.path,
+      ...(ports[i] ? { port: ports[i] } : {}),
+      args: ['--coordinator', redis.url, '--node-id', `node${i}`, '--log-level', 'warn', ...sets],
+      env: ENV,
+    });
+    ports[i] = node.port;
+    nodes[i] = node;
+    onTestFinished(() => node.kill());
+    return node;
+  };
+  for (let i = 0; i < options.size; i++) await start(i);
+  let token: string | undefined;
+  const cluster: Cluster = {
+    redis,
+    nodes,
+    dataDirs: dirs.map((d) => d.path),
+    start,
+    node: (i) => {
+      const n = nodes[i];
+      if (!n) throw new Error(`node ${i} is not running`);
+      return n;
+    },
+    async leaderIndex() {
+      for (let i = 0; i < nodes.length; i++) {
+        const n = nodes[i];
+        if (!n || n.child.exitCode !== null || n.child.signalCode !== null) continue;
+        try {
+          const res = await fetch(`${n.url}/health`, { signal: AbortSignal.timeout(1000) });
+          if (((await res.json()) as { role: string }).role === 'leader') return i;
+        } catch {
+          // down or paused
+        }
+      }
+      return -1;
+    },
+    async waitForLeader(timeoutMs = 15_000) {
+      let index = -1;
+      await expect.poll(async () => (index = await cluster.leaderIndex()), { timeout: timeoutMs, interval: 50 }).toBeGreaterThanOrEqual(0);
+      return index;
+    },
+    async waitForLeaderKnownBy(i, timeoutMs = 15_000) {
+      await expect
+        .poll(
+          async () => {
+            const res = await fetch(`${cluster.node(i).url}/admin/cluster`, { headers: { authorization: `Token ${ADMIN}` } });
+            return res.ok ? ((await res.json()) as { leader: unknown }).leader !== null : false;
+          },
+          { timeout: timeoutMs, interval: 50 },
+        )
+        .toBe(true);
+    },
+    async clusterToken() {
+      if (token) return token;
+      const client = new Redis(redis.url, { lazyConnect: true });
+      await client.connect();
+      token = (await client.get('auditlake:default:cluster-token')) ?? undefined;
+      client.disconnect();
+      if (!token) throw new Error('no cluster token in Redis');
+      return token;
+    },
+    async log(i) {
+      const tokenValue = await cluster.clusterToken();
+      const out: LoggedEvent[] = [];
+      let after = 0;
+      let lastTerm = 0;
+      for (;;) {
+        const res = await fetch(`${cluster.node(i).url}/internal/v1/pull`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-auditlake-cluster-token': tokenValue },
+          body: JSON.stringify({ nodeId: 'test-reader', after, lastTerm, term: 0, limit: 10_000, waitMs: 0, metaHash: '', catchUp: true }),
+        });
+        expect(res.status).toBe(200);
+        const body = (await res.json()) as { entries: LoggedEvent[] };
+        if (body.entries.length === 0) return out;
+        out.push(...body.entries);
+        const last = body.entries[body.entries.length - 1]!;
+        after = last.seq;
+        lastTerm = last.term;
+      }
+    },
+  };
+  return cluster;
+}
+
+export function postEvents(url: string, events: unknown[], query = ''): Promise<Response> {
+  return fetch(`${url}/v1/api/audit${query}`, {
+    method: 'POST',
+    headers: { authorization: `Token ${INGEST}`, 'content-type': 'application/json' },
+    body: JSON.stringify(events),
+    signal: AbortSignal.timeout(15_000),
+  });
+}
+
+/**
+ * Continuous ingest spread over the given nodes (round robin), recording every eventId that
+ * was acknowledged with 200. Failed requests are not retried: only what was acked counts.
+ */
+export function ingestLoad(urls: () => string[], options: { batch?: number; prefix: string }) {
+  const acked = new Set<string>();
+  let stopped = false;
+  let counter = 0;
+  const workers = Array.from({ length: 3 }, async (_, w) => {
+    while (!stopped) {
+      const targets = urls();
+      const url = targets[counter++ % targets.length];
+      if (url === undefined) {
+        await new Promise((r) => setTimeout(r, 20));
+        continue;
+      }
+      const batch = Array.from({ length: options.batch ?? 10 }, (_, j) => ({
+        source: 'trino',
+        userId: `user${w}`,
+        action: 'data:Insert',
+        tables: ['hive.sales.orders'],
+        eventId: `${options.prefix}-${w}-${counter}-${j}`,
+      }));
+      try {
+        const res = await postEvents(url, batch);
+        if (res.status === 200) for (const e of batch) acked.add(e.eventId);
+        else await res.text();
+      } catch {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    }
+  });
+  return {
+    acked,
+    async stop() {
+      stopped = true;
+      await Promise.all(workers);
+    },
+  };
+}
+
+/** Asserts every node in `indexes` holds exactly the same log and every acked id once. */
+export async function expectConverged(cluster: Cluster, indexes: number[], acked: Set<string>, timeoutMs = 30_000): Promise<LoggedEvent[]> {
+  let logs: LoggedEvent[][] = [];
+  await expect
+    .poll(
+      async () => {
+        logs = await Promise.all(indexes.map((i) => cluster.log(i)));
+        const ids = new Set(logs[0]!.map((e) => e.eventId));
+        const missing = [...acked].filter((id) => !ids.has(id)).length;
+        const sameEverywhere = logs.every((l) => l.length === logs[0]!.length && l.every((e, k) => e.eventId === logs[0]![k]!.eventId && e.seq === logs[0]![k]!.seq));
+        return { missing, sameEverywhere };
+      },
+      { timeout: timeoutMs, interval: 250 },
+    )
+    .toEqual({ missing: 0, sameEverywhere: true });
+  const first = logs[0]!;
+  // Exactly once: no eventId appears twice in the log.
+  expect(new Set(first.map((e) => e.eventId)).size).toBe(first.length);
+  // One order: seqs strictly increase.
+  expect(first.every((e, k) => k === 0 || e.seq > first[k - 1]!.seq)).toBe(true);
+  return first;
+}
+
+export async function metric(url: string, name: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const match = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+  return match ? Number(match[1]) : NaN;
+}
