@@ -13,9 +13,12 @@ export const TARGETS = {
 } as const;
 
 export interface IngestFigures {
+  /** The best round of ours, and every round. */
   ours: IngestResult;
-  /** The reference: chained batch, sync:true. */
+  oursRounds: IngestResult[];
+  /** The reference (chained batch, sync:true): the best round, and every round. */
   rawSync: RawLevelResult;
+  rawSyncRounds: RawLevelResult[];
   /** Context: the array form our store uses, sync:true. */
   rawArraySync: RawLevelResult;
   /** Context: chained batch without sync. */
@@ -88,9 +91,9 @@ function summaryRows(results: BenchResults): SummaryRow[] {
     const share = ingest.ours.eventsPerSecond / ingest.rawSync.eventsPerSecond;
     rows.push(
       {
-        figure: `HTTP ingest, ${config.ingestBatchSize}-event batches, ${config.ingestConcurrency} in flight`,
+        figure: `HTTP ingest, ${config.ingestBatchSize}-event batches, ${config.ingestConcurrency} in flight (best of ${ingest.oursRounds.length})`,
         measured: `${int(ingest.ours.eventsPerSecond)} events/s`,
-        reference: `raw LevelDB, sync:true: ${int(ingest.rawSync.eventsPerSecond)} events/s`,
+        reference: `raw LevelDB, sync:true (best of ${ingest.rawSyncRounds.length}): ${int(ingest.rawSync.eventsPerSecond)} events/s`,
         target: `≥ ${int(TARGETS.ingestEventsPerSecondMin)} events/s`,
         met: metWord(ingest.ours.eventsPerSecond >= TARGETS.ingestEventsPerSecondMin),
       },
@@ -234,14 +237,23 @@ export function renderMarkdown(results: BenchResults, machine: MachineFacts): st
       table(
         ['run', 'events', 'time', 'events/s', 'own CPU (cores)', 'other CPU (cores)'],
         [
-          ['**auditlake, HTTP ingest** (sync)', int(o.events), ms(o.elapsedMs), `**${int(o.eventsPerSecond)}**`, cores(o.cpu.ownCores), cores(o.cpu.otherCores)],
-          raw(ingest.rawSync, '**raw LevelDB, chained batch, `sync: true`** (reference)'),
+          ...ingest.oursRounds.map((r, i) => {
+            const name = `auditlake, HTTP ingest (sync), round ${i + 1}`;
+            const row = [name, int(r.events), ms(r.elapsedMs), int(r.eventsPerSecond), cores(r.cpu.ownCores), cores(r.cpu.otherCores)];
+            return r === o ? row.map((c) => `**${c}**`) : row;
+          }),
+          ...ingest.rawSyncRounds.map((r, i) => {
+            const row = raw(r, `raw LevelDB, chained batch, \`sync: true\` (reference), round ${i + 1}`);
+            return r === ingest.rawSync ? row.map((c) => `**${c}**`) : row;
+          }),
           raw(ingest.rawArraySync, 'raw LevelDB, array batch `db.batch(ops, { sync: true })` (context)'),
           raw(ingest.rawNoSync, 'raw LevelDB, chained batch, `sync: false` (context)'),
         ],
       ),
       '',
-      `Ours ÷ reference: **${pct(o.eventsPerSecond / ingest.rawSync.eventsPerSecond)}**. ` +
+      `Each round runs the reference, then ours; the best round of each (bold) is the reported figure, because on this shared machine ` +
+        `the fastest round is the one least disturbed by other work. Ours ÷ reference: **${pct(o.eventsPerSecond / ingest.rawSync.eventsPerSecond)}**. ` +
+        `The per-request figures that follow are for ours' best round. ` +
         `Per request (${int(o.requests)} requests of ${int(config.ingestBatchSize)} events): p50 ${ms(o.requestLatency.p50Ms)}, ` +
         `p95 ${ms(o.requestLatency.p95Ms)}, p99 ${ms(o.requestLatency.p99Ms)}, max ${ms(o.requestLatency.maxMs)}. ` +
         `While measuring, the node's event loop was busy ${pct(o.eventLoopUtilization)} of the time. ` +
@@ -310,6 +322,7 @@ export function renderMarkdown(results: BenchResults, machine: MachineFacts): st
         ['BENCH_INGEST_WARMUP_EVENTS', int(config.ingestWarmupEvents), int(DEFAULTS.ingestWarmupEvents)],
         ['BENCH_INGEST_BATCH', int(config.ingestBatchSize), int(DEFAULTS.ingestBatchSize)],
         ['BENCH_INGEST_CONCURRENCY', int(config.ingestConcurrency), int(DEFAULTS.ingestConcurrency)],
+        ['BENCH_INGEST_ROUNDS', int(config.ingestRounds), int(DEFAULTS.ingestRounds)],
         ['BENCH_SEARCH_EVENTS', int(config.searchEvents), int(DEFAULTS.searchEvents)],
         ['BENCH_SEARCH_DAYS', int(config.searchDays), int(DEFAULTS.searchDays)],
         ['BENCH_SEARCH_LOAD_BATCH', int(config.searchLoadBatchSize), int(DEFAULTS.searchLoadBatchSize)],
