@@ -1,6 +1,6 @@
 // Goal: with three real nodes and real Redis, leader crashes, restarts and standby crashes lose no acknowledged event.
 import { describe, expect, it } from 'vitest';
-import { ADMIN, expectConverged, ingestLoad, postEvents, startCluster } from './cluster-harness.js';
+import { ADMIN, expectConverged, ingestLoad, metric, postEvents, startCluster } from './cluster-harness.js';
 
 describe('cluster failover (3 real nodes, real redis-server)', () => {
   it('kill -9 of the leader: a new leader accepts writes within 5 s, nothing acknowledged is lost, the restarted node catches up', async () => {
@@ -60,7 +60,10 @@ describe('cluster failover (3 real nodes, real redis-server)', () => {
   }, 90_000);
 
   it('Redis down for longer than the lease: ingest is acknowledged throughout, a leader is elected again, outboxes drain', async () => {
-    const cluster = await startCluster({ size: 3, sets: () => ['auditlake.cluster.lease.ttl.ms=1000'] });
+    const cluster = await startCluster({
+      size: 3,
+      sets: () => ['auditlake.cluster.lease.ttl.ms=1000', 'auditlake.metadata.forward.max.attempts=3', 'auditlake.metadata.forward.queue.capacity=50'],
+    });
     await cluster.waitForLeader();
     const load = ingestLoad(() => [0, 1, 2].map((i) => cluster.node(i).url), { prefix: 'redis-down' });
     await expect.poll(() => load.acked.size, { timeout: 10_000 }).toBeGreaterThan(200);
@@ -70,6 +73,11 @@ describe('cluster failover (3 real nodes, real redis-server)', () => {
     await new Promise((r) => setTimeout(r, 3000));
     expect(await cluster.leaderIndex()).toBe(-1);
     expect(load.acked.size).toBeGreaterThan(before + 100);
+    // The reference's warnings fire (attempts exhausted, queue over capacity) but nothing is dropped.
+    const exhausted = await Promise.all([0, 1, 2].map((i) => metric(cluster.node(i).url, 'auditlake_forward_attempts_exhausted_total')));
+    const overCapacity = await Promise.all([0, 1, 2].map((i) => metric(cluster.node(i).url, 'auditlake_outbox_over_capacity_total')));
+    expect(exhausted.every((n) => n >= 1)).toBe(true);
+    expect(overCapacity.every((n) => n >= 1)).toBe(true);
     await cluster.redis.start();
     await cluster.waitForLeader();
     await new Promise((r) => setTimeout(r, 500));

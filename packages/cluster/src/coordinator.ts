@@ -95,6 +95,22 @@ export class Coordinator {
     this.#redis.on('error', () => undefined);
   }
 
+  /** Resolves true once connected to Redis, false after `timeoutMs` (commands fail until then). */
+  async connected(timeoutMs: number): Promise<boolean> {
+    if (this.#redis.status === 'ready') return true;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.#redis.off('ready', onReady);
+        resolve(false);
+      }, timeoutMs);
+      const onReady = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      this.#redis.once('ready', onReady);
+    });
+  }
+
   #key(name: string): string {
     return this.#prefix + name;
   }
