@@ -116,6 +116,18 @@ describe('ingest', () => {
     expect(stored!.query).toMatch(/…\[truncated by auditlake: 80007 bytes\]$/);
   });
 
+  it('ignores __proto__ and constructor keys in a body without polluting anything', async () => {
+    const t = await startTestNode();
+    const body = '[{"source":"trino","userId":"u","action":"data:Insert","eventId":"proto","__proto__":{"polluted":true},"constructor":{"prototype":{"polluted":true}}}]';
+    expect((await t.ingest(body)).json).toEqual({ status: 'ok', ingested: 1 });
+    expect(({} as Record<string, unknown>)['polluted']).toBeUndefined();
+    const stored = await t.node.store.getByEventId('proto');
+    expect(Object.keys(stored!).sort()).toEqual(['action', 'decision', 'details', 'eventId', 'ingestTs', 'query', 'resource', 'seq', 'source', 'tables', 'term', 'timestamp', 'userId']);
+    const settings = await t.request('/admin/audit/settings', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"__proto__":{"audit.retention.days":"1"}}' });
+    expect(settings.status).toBe(400);
+    expect(((await settings.json()) as { error: string }).error).toMatch(/^unknown setting: __proto__/);
+  });
+
   it('accepts the admin token for ingest too', async () => {
     const t = await startTestNode();
     expect((await t.ingest(event(), ADMIN_TOKEN)).status).toBe(200);

@@ -16,7 +16,7 @@ import {
   timeLowerBound,
   timeUpperBoundInclusive,
 } from './event-keys.js';
-import { EventWriter, eventPuts, type AppendOptions, type AppendResult, type Sequencer, type WriterPosition } from './event-writer.js';
+import { EventWriter, putEvent, type AppendOptions, type AppendResult, type Sequencer, type WriterPosition } from './event-writer.js';
 
 export type StoreStatus = 'opening' | 'open' | 'closing' | 'closed';
 
@@ -156,7 +156,9 @@ export class AuditStore {
         if (entry.seq <= expected) throw new TypeError(`replicated entries out of order: seq ${entry.seq} after ${expected}`);
         expected = entry.seq;
       }
-      await db.batch(fresh.flatMap(eventPuts), { sync: true });
+      const batch = db.batch();
+      for (const entry of fresh) putEvent(batch, entry);
+      await batch.write({ sync: true });
       const last = fresh[fresh.length - 1] as StoredEvent;
       setPosition({ lastSeq: last.seq, lastTerm: last.term, lastIngestTs: Math.max(position.lastIngestTs, last.ingestTs) });
       return fresh.length;
