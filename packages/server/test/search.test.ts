@@ -61,6 +61,25 @@ describe('search', () => {
     });
   }
 
+  it('matches free text containing quotes, backslashes, control characters and non-ASCII letters', async () => {
+    const t = await startTestNode();
+    await t.ingest([
+      event({ eventId: 'quoted', query: 'SELECT * FROM t WHERE name = "Ölaf" AND path LIKE \'C:\\temp%\'' }),
+      event({ eventId: 'tabbed', details: 'col\tsep ÉCOLE' }),
+      event({ eventId: 'other', query: 'SELECT 2' }),
+    ]);
+    for (const [q, expected] of [
+      ['"ölaf"', ['quoted']],
+      ['c:\\temp', ['quoted']],
+      ['col\tsep', ['tabbed']],
+      ['école', ['tabbed']],
+      ['\\', ['quoted']],
+    ] as const) {
+      const { json } = await t.search(`?q=${encodeURIComponent(q)}`);
+      expect(ids(json)).toEqual(expected);
+    }
+  });
+
   it('cuts to limit and says truncated when more matched', async () => {
     const t = await corpusNode();
     const { json } = await t.search('?limit=2');

@@ -233,9 +233,16 @@ export class AuditStore {
       gte: filter.fromMs === undefined ? PREFIX.time : timeLowerBound(filter.fromMs),
       lt: filter.toMs === undefined ? prefixEnd(PREFIX.time) : timeUpperBoundInclusive(filter.toMs),
       reverse: true,
+      // Larger reads per native call: a full scan is dominated by per-call overhead otherwise.
+      highWaterMarkBytes: 1024 * 1024,
     };
+    // Free text must appear in the stored JSON (lower-cased, JSON-escaped as stored) for any
+    // field to contain it: a cheap necessary test that skips JSON.parse for most non-matches.
+    // The exact filter still decides on the parsed event.
+    const needle = filter.q === undefined ? undefined : JSON.stringify(filter.q).slice(1, -1);
     this.#openWriter();
     for await (const value of this.#db.values(range)) {
+      if (needle !== undefined && !value.toLowerCase().includes(needle)) continue;
       const event = JSON.parse(value) as StoredEvent;
       if (matches(event)) yield event;
     }
