@@ -2,3 +2,4 @@ export { tempDir, type TempDir } from './temp-dir.js';
 export { freePort } from './free-port.js';
 export { startNodeProcess, auditlakeBin, type NodeProcess, type NodeProcessOptions } from './node-process.js';
 export { createEventGenerator, type EventGenerator, type EventGeneratorOptions, type GeneratedEvent } from './event-generator.js';
+export { startRedis, type RedisServer } from './redis-server.js';
