@@ -1,0 +1,279 @@
+import { AuditError, AuditErrorCode } from '@auditlake/model';
+import { parquetMetadataAsync, parquetReadObjects, type FileMetaData, type RowGroup } from 'hyparquet';
+import {
+  AUDIT_COLUMNS,
+  isAuditColumnName,
+  isDecision,
+  splitTables,
+  type AuditColumnName,
+  type TieredEvent,
+} from './audit-columns.js';
+import type { ByteSource } from './byte-source.js';
+
+/**
+ * Bytes fetched from the end of a file for its footer. Our footers are a few KB per row group
+ * (12 column chunks with statistics); a larger footer costs one more request, a smaller
+ * first fetch would not save a request. hyparquet's own default (512 KiB) would fetch most
+ * small files whole and defeat pushdown.
+ */
+export const FOOTER_FETCH_BYTES = 64 * 1024;
+
+/**
+ * hyparquet decodes timestamps to JS Dates (ms precision) by default; `event_time` is kept as
+ * its exact INT64 microseconds instead.
+ */
+const PARSERS = { timestampFromMicroseconds: (micros: bigint): bigint => micros } as const;
+
+/** Options of {@link readAuditParquet}. */
+export interface ReadAuditParquetOptions {
+  /** Earliest event time to return, epoch ms, inclusive. */
+  fromMs?: number;
+  /** Latest event time to return, epoch ms, inclusive. */
+  toMs?: number;
+  /**
+   * Columns to read (default: all). Only their column chunks are fetched. Events then carry
+   * only the fields those columns hold (`tables` → `tables`, `ts` → `timestamp`, …); with a
+   * time range, `ts` is read as well, because rows are filtered on it.
+   */
+  columns?: readonly AuditColumnName[];
+}
+
+/** Row count and `ts` bounds of one row group, from the footer statistics. */
+export interface RowGroupStats {
+  rows: number;
+  /** Smallest `ts` (epoch ms) in the group; undefined when the file has no statistics. */
+  tsMin: number | undefined;
+  /** Largest `ts` (epoch ms) in the group; undefined when the file has no statistics. */
+  tsMax: number | undefined;
+}
+
+/** What a file's footer says about its rows. */
+export interface ParquetFileStats {
+  rows: number;
+  rowGroups: RowGroupStats[];
+}
+
+/** The TieredEvent field each column fills. `event_time` duplicates `ts`, so both fill `timestamp`. */
+const EVENT_FIELD = {
+  event_id: 'eventId',
+  source: 'source',
+  user_id: 'userId',
+  action: 'action',
+  resource: 'resource',
+  tables: 'tables',
+  query: 'query',
+  details: 'details',
+  ts: 'timestamp',
+  event_time: 'timestamp',
+  decision: 'decision',
+  ingest_ts: 'ingestTs',
+} as const satisfies Record<AuditColumnName, keyof TieredEvent>;
+
+const ALL_COLUMNS: readonly AuditColumnName[] = AUDIT_COLUMNS.map((column) => column.name);
+
+/**
+ * Reads the events of a tiered Parquet file whose event time lies in [fromMs, toMs], fetching
+ * as little as it can through `source`: the footer, then only the column chunks of the
+ * requested columns in the row groups whose `ts` statistics overlap the range. Row groups
+ * without statistics are read (never skipped on a guess). Events come back in file order,
+ * which is event time ascending for files written by encodeAuditParquet.
+ *
+ * Throws AuditError AUDIT_TIER_TARGET_UNUSABLE when the file is not a readable tiered file
+ * (not Parquet, or a column missing or with another field id); TypeError for bad options.
+ */
+export function readAuditParquet(
+  source: ByteSource,
+  options?: ReadAuditParquetOptions & { columns?: undefined },
+): Promise<TieredEvent[]>;
+export function readAuditParquet(source: ByteSource, options: ReadAuditParquetOptions): Promise<Partial<TieredEvent>[]>;
+export async function readAuditParquet(
+  source: ByteSource,
+  options: ReadAuditParquetOptions = {},
+): Promise<Partial<TieredEvent>[]> {
+  const fromMs = options.fromMs ?? -Infinity;
+  const toMs = options.toMs ?? Infinity;
+  checkRangeBound('fromMs', options.fromMs);
+  checkRangeBound('toMs', options.toMs);
+  const requested = options.columns ?? ALL_COLUMNS;
+  for (const name of requested) {
+    if (!isAuditColumnName(name)) throw new TypeError(`unknown tiered column: ${String(name)}`);
+  }
+  if (fromMs > toMs) return [];
+
+  const metadata = await readMetadata(source);
+  const filtered = options.fromMs !== undefined || options.toMs !== undefined;
+  const columns = filtered && !requested.includes('ts') ? [...requested, 'ts' as const] : [...requested];
+  checkColumns(metadata, columns);
+
+  const events: Partial<TieredEvent>[] = [];
+  for (const run of rowGroupRuns(metadata, fromMs, toMs)) {
+    const rows = await parquetReadObjects({
+      file: source,
+      metadata,
+      columns,
+      rowStart: run.rowStart,
+      rowEnd: run.rowEnd,
+      parsers: PARSERS,
+    });
+    for (const row of rows) {
+      const event = eventOf(row, columns);
+      // Row groups overlap the range only partly at its edges: filter their rows exactly.
+      const timestamp = event.timestamp;
+      if (filtered && (timestamp === undefined || timestamp < fromMs || timestamp > toMs)) continue;
+      events.push(event);
+    }
+  }
+  return events;
+}
+
+/**
+ * Row count and per-row-group `ts` bounds from a file's footer (one or two fetches, no data
+ * pages). For tests and for planning reads.
+ */
+export async function parquetFileStats(source: ByteSource): Promise<ParquetFileStats> {
+  const metadata = await readMetadata(source);
+  return {
+    rows: Number(metadata.num_rows),
+    rowGroups: metadata.row_groups.map((group) => {
+      const { min, max } = tsBounds(group);
+      return { rows: Number(group.num_rows), tsMin: min, tsMax: max };
+    }),
+  };
+}
+
+/** Parses the footer, turning hyparquet's plain errors into a coded one. */
+async function readMetadata(source: ByteSource): Promise<FileMetaData> {
+  try {
+    return await parquetMetadataAsync(source, { initialFetchSize: FOOTER_FETCH_BYTES, parsers: PARSERS });
+  } catch (err) {
+    throw new AuditError(AuditErrorCode.TIER_TARGET_UNUSABLE, `tiered file is not readable Parquet: ${messageOf(err)}`, {
+      cause: err,
+    });
+  }
+}
+
+function checkRangeBound(name: string, value: number | undefined): void {
+  if (value !== undefined && !Number.isFinite(value)) {
+    throw new TypeError(`${name} must be a finite number of epoch ms, got ${value}`);
+  }
+}
+
+/** Each column read must be in the file with our field id: never read another column by name. */
+function checkColumns(metadata: FileMetaData, columns: readonly AuditColumnName[]): void {
+  for (const name of columns) {
+    const expected = AUDIT_COLUMNS.find((column) => column.name === name);
+    const element = metadata.schema.find((candidate, i) => i > 0 && candidate.name === name);
+    if (element === undefined) {
+      throw new AuditError(AuditErrorCode.TIER_TARGET_UNUSABLE, `tiered file has no column ${name}`);
+    }
+    if (element.field_id !== undefined && element.field_id !== expected?.fieldId) {
+      throw new AuditError(
+        AuditErrorCode.TIER_TARGET_UNUSABLE,
+        `tiered file column ${name} has field id ${element.field_id}, expected ${expected?.fieldId}`,
+      );
+    }
+  }
+}
+
+/** Row range of consecutive row groups to read together. */
+interface RowRun {
+  rowStart: number;
+  rowEnd: number;
+}
+
+/**
+ * Runs of consecutive row groups whose `ts` bounds may overlap [fromMs, toMs]. Consecutive
+ * groups are read in one call so hyparquet can coalesce their byte ranges.
+ */
+function rowGroupRuns(metadata: FileMetaData, fromMs: number, toMs: number): RowRun[] {
+  const runs: RowRun[] = [];
+  let groupStart = 0;
+  for (const group of metadata.row_groups) {
+    const groupEnd = groupStart + Number(group.num_rows);
+    const { min, max } = tsBounds(group);
+    const disjoint = (max !== undefined && max < fromMs) || (min !== undefined && min > toMs);
+    if (!disjoint && groupEnd > groupStart) {
+      const last = runs.at(-1);
+      if (last !== undefined && last.rowEnd === groupStart) last.rowEnd = groupEnd;
+      else runs.push({ rowStart: groupStart, rowEnd: groupEnd });
+    }
+    groupStart = groupEnd;
+  }
+  return runs;
+}
+
+/** The `ts` min/max statistics of a row group, in epoch ms, where the file has them. */
+function tsBounds(group: RowGroup): { min: number | undefined; max: number | undefined } {
+  const chunk = group.columns.find((column) => column.meta_data?.path_in_schema[0] === 'ts');
+  const statistics = chunk?.meta_data?.statistics;
+  // min_value/max_value are the current fields; min/max are deprecated (signed order for INT64
+  // is the same, so either is a valid bound when it is the only one present).
+  return {
+    min: toMs(statistics?.min_value ?? statistics?.min),
+    max: toMs(statistics?.max_value ?? statistics?.max),
+  };
+}
+
+function toMs(value: unknown): number | undefined {
+  if (typeof value === 'bigint') return Number(value);
+  if (typeof value === 'number') return value;
+  return undefined;
+}
+
+/** The event fields that the read columns of one decoded row hold. */
+function eventOf(row: Record<string, unknown>, columns: readonly AuditColumnName[]): Partial<TieredEvent> {
+  const event: Partial<TieredEvent> = {};
+  for (const name of columns) {
+    const value = row[name];
+    switch (name) {
+      case 'tables':
+        event.tables = splitTables(stringOf(name, value));
+        break;
+      case 'decision': {
+        const decision = value ?? '';
+        if (!isDecision(decision)) {
+          const shown = typeof decision === 'string' ? JSON.stringify(decision) : typeof decision;
+          throw new AuditError(AuditErrorCode.TIER_TARGET_UNUSABLE, `tiered file has decision ${shown}`);
+        }
+        event.decision = decision;
+        break;
+      }
+      case 'ts':
+        event.timestamp = msOf(name, value);
+        break;
+      case 'event_time':
+        // ts is the exact ms value; event_time fills timestamp only when ts was not read.
+        if (!columns.includes('ts')) event.timestamp = msOf(name, value, 1000n);
+        break;
+      case 'ingest_ts':
+        event.ingestTs = msOf(name, value);
+        break;
+      default:
+        event[EVENT_FIELD[name]] = stringOf(name, value);
+    }
+  }
+  return event;
+}
+
+/** A string column's value; NULL (written by other writers for absent values) reads as ''. */
+function stringOf(name: AuditColumnName, value: unknown): string {
+  if (value === null || value === undefined) return '';
+  if (typeof value !== 'string') {
+    throw new AuditError(AuditErrorCode.TIER_TARGET_UNUSABLE, `tiered file column ${name} holds ${typeof value}, not string`);
+  }
+  return value;
+}
+
+/** An INT64 column's value as epoch ms (dividing micros by `perMs`, flooring toward -∞). */
+function msOf(name: AuditColumnName, value: unknown, perMs = 1n): number {
+  if (typeof value !== 'bigint') {
+    throw new AuditError(AuditErrorCode.TIER_TARGET_UNUSABLE, `tiered file column ${name} holds ${typeof value}, not INT64`);
+  }
+  const quotient = value / perMs;
+  const ms = value < 0n && quotient * perMs !== value ? quotient - 1n : quotient;
+  return Number(ms);
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,84 @@
+import { parquetWriteBuffer, type ColumnSource, type KeyValue } from 'hyparquet-writer';
+import { AUDIT_COLUMNS, toRow, type AuditRow, type TieredEvent } from './audit-columns.js';
+import { auditParquetSchema } from './parquet-schema.js';
+
+/** Rows per row group unless the caller says otherwise. */
+export const ROW_GROUP_SIZE_DEFAULT = 10_000;
+
+/**
+ * Longest string min/max kept in column statistics, in UTF-8 bytes. Long enough that the
+ * short columns (a UUID event_id is 36 bytes; source, user_id, action) keep exact bounds;
+ * long free text (query, details) gets truncated bounds, which hyparquet-writer rounds
+ * correctly (a prefix for min, a successor for max) and flags as inexact. Integer and
+ * timestamp statistics are never truncated.
+ */
+export const STATISTICS_STRING_BYTES_MAX = 64;
+
+/** `created_by` in the file footer, so a file found in a bucket says what wrote it. */
+export const PARQUET_CREATED_BY = 'auditlake @auditlake/format (hyparquet-writer)';
+
+/** Options of {@link encodeAuditParquet}. */
+export interface EncodeAuditParquetOptions {
+  /** Rows per row group (default {@link ROW_GROUP_SIZE_DEFAULT}); a positive integer. */
+  rowGroupSize?: number;
+  /**
+   * Footer key-value metadata, e.g. `iceberg.schema` for Iceberg data files
+   * (iceberg-writer-notes.md §4.2).
+   */
+  kvMetadata?: Readonly<Record<string, string>>;
+}
+
+/**
+ * Encodes events (StoredEvents or TieredEvents; `seq` and `term` are not tiered) as one Parquet
+ * data file of the tiered layout: the columns of {@link AUDIT_COLUMNS} with their Iceberg field
+ * ids, SNAPPY-compressed, with min/max/null-count statistics on every column chunk.
+ *
+ * Rows are sorted by event time (`ts`) ascending, ties kept in input order, so each row group
+ * covers a narrow time range and its `ts`/`event_time` statistics prune well.
+ *
+ * Throws TypeError for no events (a 0-row data file must never be committed) or an event the
+ * columns cannot hold exactly (see {@link toRow}).
+ */
+export function encodeAuditParquet(
+  events: readonly TieredEvent[],
+  options: EncodeAuditParquetOptions = {},
+): Uint8Array {
+  const rowGroupSize = options.rowGroupSize ?? ROW_GROUP_SIZE_DEFAULT;
+  if (!Number.isSafeInteger(rowGroupSize) || rowGroupSize < 1) {
+    throw new TypeError(`rowGroupSize must be a positive integer, got ${rowGroupSize}`);
+  }
+  if (events.length === 0) throw new TypeError('encodeAuditParquet needs at least one event');
+
+  // Array.prototype.sort is stable, so events with equal ts keep their (seq) order.
+  const rows = events.map(toRow).sort((a, b) => a.ts - b.ts);
+  const kvMetadata: KeyValue[] = Object.entries(options.kvMetadata ?? {}).map(([key, value]) => ({ key, value }));
+
+  const buffer = parquetWriteBuffer({
+    schema: auditParquetSchema(),
+    columnData: columnData(rows),
+    codec: 'SNAPPY',
+    statistics: true,
+    statisticsTruncateLength: STATISTICS_STRING_BYTES_MAX,
+    rowGroupSize,
+    createdBy: PARQUET_CREATED_BY,
+    ...(kvMetadata.length > 0 ? { kvMetadata } : {}),
+  });
+  return new Uint8Array(buffer);
+}
+
+/** Transposes rows into one column array per tiered column, in schema order. */
+function columnData(rows: readonly AuditRow[]): ColumnSource[] {
+  return AUDIT_COLUMNS.map((column): ColumnSource => {
+    const name = column.name;
+    switch (name) {
+      case 'ts':
+      case 'ingest_ts':
+        // INT64 columns take bigints; ms values are safe integers (checked in toRow).
+        return { name, data: BigInt64Array.from(rows, (row) => BigInt(row[name])) };
+      case 'event_time':
+        return { name, data: BigInt64Array.from(rows, (row) => row.event_time) };
+      default:
+        return { name, data: rows.map((row) => row[name]) };
+    }
+  });
+}

@@ -1,0 +1,101 @@
+// Goal: a committed tiny Parquet file decodes to its committed JSON, and today's writer still produces those exact bytes, so any change in bytes or meaning of the format is caught and reviewed.
+// After a deliberate writer change (or a hyparquet-writer upgrade), regenerate with
+// `FORMAT_UPDATE_GOLDEN=1 npx vitest run test/golden.test.ts`, check the JSON diff, commit both.
+import { readFileSync, writeFileSync } from 'node:fs';
+import type { StoredEvent } from '@auditlake/model';
+import { describe, expect, it } from 'vitest';
+import type { TieredEvent } from '../src/audit-columns.js';
+import { bytesSource } from '../src/byte-source.js';
+import { parquetFileStats, readAuditParquet } from '../src/parquet-reader.js';
+import { encodeAuditParquet } from '../src/parquet-writer.js';
+
+const PARQUET = new URL('./fixtures/three-events.parquet', import.meta.url);
+const JSON_FILE = new URL('./fixtures/three-events.json', import.meta.url);
+
+/** The fixture's events, given out of time order (the writer sorts). */
+const EVENTS: StoredEvent[] = [
+  {
+    eventId: '019a6f2e-8c00-7000-8000-000000000002',
+    userId: 'bob@example.com',
+    source: 'spark',
+    action: 'data:Write',
+    resource: 'hive.sales.secret',
+    decision: 'DENY',
+    tables: ['hive.sales.secret', 'hive.sales.orders', 'ice.ops.監査'],
+    query: 'INSERT INTO hive.sales.secret SELECT * FROM hive.sales.orders',
+    details: 'denied: no grant on hive.sales.secret 🔒',
+    timestamp: 1_777_777_777_777,
+    ingestTs: 1_777_777_778_000,
+    seq: 2,
+    term: 3,
+  },
+  {
+    eventId: '019a6f2e-8c00-7000-8000-000000000001',
+    userId: 'alice',
+    source: 'trino',
+    action: 'data:Select',
+    resource: 'hive.sales.orders',
+    decision: 'ALLOW',
+    tables: ['hive.sales.orders'],
+    query: "SELECT count(*) FROM hive.sales.orders WHERE region = 'Zürich'",
+    details: '',
+    timestamp: 1_777_777_700_000,
+    ingestTs: 1_777_777_700_001,
+    seq: 1,
+    term: 3,
+  },
+  {
+    eventId: '019a6f2e-8c00-7000-8000-000000000003',
+    userId: 'admin',
+    source: 'auditlake',
+    action: 'settings:Update',
+    resource: '',
+    decision: '',
+    tables: [],
+    query: '',
+    details: '{"audit.tier.mode":"parquet"}',
+    timestamp: 1_777_777_800_000,
+    ingestTs: 1_777_777_800_000,
+    seq: 3,
+    term: 3,
+  },
+];
+
+interface Golden {
+  rows: number;
+  rowGroups: { rows: number; tsMin: number | undefined; tsMax: number | undefined }[];
+  events: TieredEvent[];
+}
+
+function encodeFixture(): Uint8Array {
+  return encodeAuditParquet(EVENTS, { rowGroupSize: 2 });
+}
+
+if (process.env['FORMAT_UPDATE_GOLDEN'] === '1') {
+  const bytes = encodeFixture();
+  const stats = await parquetFileStats(bytesSource(bytes));
+  const golden: Golden = { ...stats, events: await readAuditParquet(bytesSource(bytes)) };
+  writeFileSync(PARQUET, bytes);
+  writeFileSync(JSON_FILE, `${JSON.stringify(golden, null, 2)}\n`);
+}
+
+describe('golden fixture three-events', () => {
+  const bytes = new Uint8Array(readFileSync(PARQUET));
+  const golden = JSON.parse(readFileSync(JSON_FILE, 'utf8')) as Golden;
+
+  it('decodes to the committed JSON', async () => {
+    expect(await readAuditParquet(bytesSource(bytes))).toEqual(golden.events);
+    expect(await parquetFileStats(bytesSource(bytes))).toEqual({ rows: golden.rows, rowGroups: golden.rowGroups });
+  });
+
+  it('the committed JSON is the fixture events in time order without seq and term', () => {
+    const tiered = [...EVENTS]
+      .sort((a, b) => a.timestamp - b.timestamp)
+      .map(({ seq: _seq, term: _term, ...event }) => event);
+    expect(golden.events).toEqual(tiered);
+  });
+
+  it('the writer still produces exactly the committed bytes', () => {
+    expect(Buffer.from(encodeFixture()).equals(Buffer.from(bytes))).toBe(true);
+  });
+});
