@@ -18,12 +18,16 @@ export async function startCommand(args: string[], env: NodeJS.ProcessEnv): Prom
   if (options.nodeId !== undefined) nodeOptions.nodeId = options.nodeId;
   if (options.advertiseUrl !== undefined) nodeOptions.advertiseUrl = options.advertiseUrl;
   if (options.coordinatorUrl !== undefined) nodeOptions.coordinatorUrl = options.coordinatorUrl;
+  if (options.embeddedS3Port !== undefined) nodeOptions.embeddedS3Port = options.embeddedS3Port;
   if (env['AUDITLAKE_ADMIN_TOKEN']) nodeOptions.adminToken = env['AUDITLAKE_ADMIN_TOKEN'];
   if (env['AUDITLAKE_INGEST_TOKEN']) nodeOptions.ingestToken = env['AUDITLAKE_INGEST_TOKEN'];
   const node = await startAuditNode(nodeOptions);
 
   const cluster = options.coordinatorUrl === undefined ? 'single node' : `cluster via ${options.coordinatorUrl}`;
   const lines = [`auditlake node ${node.nodeId} listening on ${node.url} (${cluster}; data in ${resolve(options.dataDir)})`, `admin UI: ${node.url}/admin/audit`];
+  if (node.embeddedS3) {
+    lines.push(`embedded S3 endpoint: ${node.embeddedS3.endpoint} (bucket auditlake; S3 connection 'local', Iceberg catalog 'local')`);
+  }
   if (node.adminToken?.generated) {
     lines.push(`admin token (generated now, kept in ${node.adminToken.path}; shown only this once): ${node.adminToken.token}`);
   } else if (node.adminToken) {

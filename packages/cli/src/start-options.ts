@@ -14,6 +14,8 @@ export interface StartOptions {
   nodeId?: string;
   advertiseUrl?: string;
   coordinatorUrl?: string;
+  /** Set with --embedded-s3: the embedded S3 endpoint's port. */
+  embeddedS3Port?: number;
   logLevel: string;
 }
 
@@ -59,7 +61,6 @@ export function parseStartOptions(args: string[]): StartOptions {
   if (v.coordinator !== undefined && !/^rediss?:\/\/[^/]+/.test(v.coordinator)) {
     throw usageError(`--coordinator must be a Redis URL (redis://host:port): ${v.coordinator}`);
   }
-  if (v['embedded-s3'] || v['embedded-s3-port'] !== undefined) throw usageError('--embedded-s3: S3 tiering is not available in this version yet');
 
   const props = new Map<string, string>();
   if (v.config !== undefined) {
@@ -86,5 +87,10 @@ export function parseStartOptions(args: string[]): StartOptions {
   if (v['node-id'] !== undefined) options.nodeId = v['node-id'];
   if (v.advertise !== undefined) options.advertiseUrl = v.advertise;
   if (v.coordinator !== undefined) options.coordinatorUrl = v.coordinator;
+  if (v['embedded-s3-port'] !== undefined && !v['embedded-s3']) throw usageError('--embedded-s3-port needs --embedded-s3');
+  if (v['embedded-s3']) {
+    // Default: the HTTP port + 1 (any free port when the HTTP port is 0).
+    options.embeddedS3Port = v['embedded-s3-port'] !== undefined ? parsePort('--embedded-s3-port', v['embedded-s3-port']) : options.port === 0 ? 0 : options.port + 1;
+  }
   return options;
 }

@@ -57,6 +57,11 @@ export const CONFIG_KEYS = {
    * ingestTs never goes backwards across a failover to a node whose clock is behind.
    */
   debugClockOffsetMs: spec('auditlake.debug.clock.offset.ms', '0', integer),
+  /**
+   * Debug only: the process kills itself (SIGKILL) after writing a tiering batch's data files
+   * and before its commit, so a test can prove a successor tiers every event exactly once.
+   */
+  debugTierCrashBeforeCommit: spec('auditlake.debug.tier.crash.before.commit', 'false', boolean),
   /** How often the background retention prune runs. */
   retentionIntervalMs: spec('auditlake.audit.retention.interval.ms', '60000', positiveInt),
   /** Events deleted per prune batch; batches yield to ingest in between. */

@@ -19,6 +19,8 @@ import { registerInternalRoutes } from './routes/internal-routes.js';
 import { registerSearchRoute } from './routes/search-route.js';
 import { registerSettingsRoutes } from './routes/settings-route.js';
 import { SettingsService } from './settings-service.js';
+import { TieringService } from './tiering-service.js';
+import { EMBEDDED_BUCKET, embeddedConnection, startEmbeddedS3, type EmbeddedS3 } from './embedded-s3.js';
 
 export interface AuditNodeOptions {
   dataDir: string;
@@ -39,6 +41,11 @@ export interface AuditNodeOptions {
   logger?: NonNullable<FastifyServerOptions['logger']>;
   /** Random source for read sampling; injected so a test can replay a run. */
   random?: () => number;
+  /**
+   * Run an S3 endpoint in this process on this port (0: any free port), backed by
+   * `<dataDir>/s3`, registering S3 connection `local` and Iceberg catalog `local`.
+   */
+  embeddedS3Port?: number;
 }
 
 /** A running node. `close()` stops it in the reverse order of opening; it is idempotent. */
@@ -51,6 +58,9 @@ export interface AuditNode extends AsyncDisposable {
   readonly settings: SettingsService;
   readonly metrics: NodeMetrics;
   readonly membership: Membership;
+  readonly tiering: TieringService;
+  /** The embedded S3 endpoint, when started with one. */
+  readonly embeddedS3: EmbeddedS3 | undefined;
   readonly app: FastifyInstance;
   close(): Promise<void>;
 }
@@ -67,9 +77,29 @@ async function credentials(options: AuditNodeOptions): Promise<{ tokens: Credent
   return { tokens, adminToken };
 }
 
+/** With an embedded endpoint, connection `local` and catalog `local` point at it. */
+function withEmbeddedS3(config: NodeConfig, endpoint: string): NodeConfig {
+  const connection = embeddedConnection(endpoint);
+  return {
+    ...config,
+    s3Connections: new Map([...config.s3Connections, [connection.id, connection]]),
+    icebergCatalogs: new Map([...config.icebergCatalogs, ['local', { name: 'local', warehouse: `s3://${EMBEDDED_BUCKET}/warehouse`, connectionId: connection.id }]]),
+  };
+}
+
 /** The composition root: opens the store and every service on it, then listens. */
 export async function startAuditNode(options: AuditNodeOptions): Promise<AuditNode> {
-  const { config } = options;
+  const embeddedS3 = options.embeddedS3Port === undefined ? undefined : await startEmbeddedS3(options.dataDir, options.embeddedS3Port);
+  try {
+    return await startWith(options, embeddedS3);
+  } catch (err) {
+    await embeddedS3?.close();
+    throw err;
+  }
+}
+
+async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | undefined): Promise<AuditNode> {
+  const config = embeddedS3 ? withEmbeddedS3(options.config, embeddedS3.endpoint) : options.config;
   const nodeId = options.nodeId ?? (await loadNodeId(options.dataDir));
   const { tokens, adminToken } = await credentials(options);
   const coordinated = options.coordinatorUrl !== undefined;
@@ -84,7 +114,7 @@ export async function startAuditNode(options: AuditNodeOptions): Promise<AuditNo
     now: () => Date.now() + config.debugClockOffsetMs,
     sequencer: () => sequencer(),
   });
-  const closers: Array<() => Promise<void>> = [() => store.close()];
+  const closers: Array<() => Promise<void>> = [...(embeddedS3 ? [() => embeddedS3.close()] : []), () => store.close()];
   const closeAll = async () => {
     for (const close of closers.reverse().splice(0)) await close();
   };
@@ -93,11 +123,31 @@ export async function startAuditNode(options: AuditNodeOptions): Promise<AuditNo
       () => store.sizeOnDiskBytes(),
       () => store.outboxCount,
     );
-    const settings = await SettingsService.load(store, config);
+    const logger = options.logger ?? false;
+    let url = '';
+    let membership: Membership = coordinated ? joiningMembership() : singleNodeMembership(nodeId, () => url, store);
+    const dynamicMembership = membershipProxy(() => membership);
+    // Tiering and settings need each other (validation, status); the app logs for both.
+    const late: { settings?: SettingsService; app?: FastifyInstance } = {};
+    const tieringLog = { info: (o: object, m: string) => late.app?.log.info(o, m), warn: (o: object, m: string) => late.app?.log.warn(o, m) };
+    const tiering = new TieringService({
+      store,
+      config,
+      settings: () => {
+        if (!late.settings) throw new Error('settings not loaded yet');
+        return late.settings;
+      },
+      membership: dynamicMembership,
+      metrics,
+      log: tieringLog,
+    });
+    closers.push(() => tiering.close());
+    const settings = await SettingsService.load(store, config, tiering.validator(config));
+    late.settings = settings;
     const pruner = new RetentionPruner(store, {
       intervalMs: config.retentionIntervalMs,
       batchSize: config.pruneBatchSize,
-      retentionDays: () => settings.effective.retentionDays,
+      policy: (nowMs) => tiering.prunePolicy(nowMs),
       onPruned: (result) => {
         metrics.eventsPruned.inc(result.deleted);
         metrics.pruneRuns.inc(result.batches);
@@ -105,13 +155,9 @@ export async function startAuditNode(options: AuditNodeOptions): Promise<AuditNo
     });
     closers.push(() => pruner.close());
     settings.onChange((_effective, changes) => {
-      if (changes.some((c) => c.key === 'audit.retention.days')) pruner.trigger().catch(() => undefined);
+      if (changes.some((c) => c.key === 'audit.retention.days' || c.key.startsWith('audit.tier.'))) pruner.trigger().catch(() => undefined);
     });
 
-    const logger = options.logger ?? false;
-    let url = '';
-    let membership: Membership = coordinated ? joiningMembership() : singleNodeMembership(nodeId, () => url, store);
-    const dynamicMembership = membershipProxy(() => membership);
     const app = createHttpApp({
       bodyLimitBytes: config.bodyLimitBytes,
       authenticator: new Authenticator({ tokens, accessKeys: config.accessKeys, jwtSecret: config.jwtSecret }),
@@ -126,6 +172,7 @@ export async function startAuditNode(options: AuditNodeOptions): Promise<AuditNo
       metrics,
       logger,
     });
+    late.app = app;
     closers.push(() => app.close());
     const ingest = new IngestService({
       store,
@@ -136,8 +183,8 @@ export async function startAuditNode(options: AuditNodeOptions): Promise<AuditNo
       ackReplicatedTimeoutMs: config.ackReplicatedTimeoutMs,
     });
     registerIngestRoute(app, ingest);
-    registerSearchRoute(app, { store, viewerMaxPage: config.viewerMaxPage, membership: dynamicMembership });
-    registerSettingsRoutes(app, settings, dynamicMembership);
+    registerSearchRoute(app, { store, viewerMaxPage: config.viewerMaxPage, membership: dynamicMembership, tiering });
+    registerSettingsRoutes(app, settings, dynamicMembership, tiering);
     registerClusterRoute(app, dynamicMembership);
     registerHealthRoutes(app, metrics, () => (membership.isLeader() ? 'leader' : 'standby'));
 
@@ -187,10 +234,11 @@ export async function startAuditNode(options: AuditNodeOptions): Promise<AuditNo
     }
     pruner.start();
     pruner.trigger().catch(() => undefined);
+    tiering.sweeper.start();
 
     let closed: Promise<void> | undefined;
     const close = () => (closed ??= closeAll());
-    return { url, nodeId, adminToken, store, settings, metrics, membership, app, close, [Symbol.asyncDispose]: close };
+    return { url, nodeId, adminToken, store, settings, metrics, membership, tiering, embeddedS3, app, close, [Symbol.asyncDispose]: close };
   } catch (err) {
     await closeAll();
     throw err;
@@ -214,6 +262,7 @@ function membershipProxy(current: () => Membership): Membership {
       return current().coordinated;
     },
     isLeader: () => current().isLeader(),
+    term: () => current().term(),
     leaderUrl: () => current().leaderUrl(),
     status: () => current().status(),
     waitForReplication: (seq, timeoutMs) => current().waitForReplication(seq, timeoutMs),

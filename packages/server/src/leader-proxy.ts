@@ -1,5 +1,4 @@
 import { Readable } from 'node:stream';
-import type { ReadableStream } from 'node:stream/web';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 export const PROXIED_HEADER = 'x-auditlake-proxied';
@@ -37,6 +36,6 @@ export async function proxyToLeader(leaderUrl: string | undefined, request: Fast
   if (contentType) reply.header('content-type', contentType);
   reply.header(PROXIED_HEADER, leaderUrl);
   // Streamed through, so a large NDJSON answer is never held whole on this node.
-  await reply.send(res.body === null ? '' : Readable.fromWeb(res.body as ReadableStream));
+  await reply.send(res.body === null ? '' : Readable.fromWeb(res.body));
   return true;
 }

@@ -7,6 +7,8 @@ export interface Membership {
   /** False for a node started without `--coordinator` (its own leader, no peers). */
   readonly coordinated: boolean;
   isLeader(): boolean;
+  /** The term this node's commits carry (0 without a coordinator). */
+  term(): number;
   /** The leader's URL when another node leads; undefined when this node leads or none does. */
   leaderUrl(): string | undefined;
   status(): Promise<ClusterNodeStatus>;
@@ -19,6 +21,7 @@ export function singleNodeMembership(nodeId: string, url: () => string, store: A
   return {
     coordinated: false,
     isLeader: () => true,
+    term: () => 0,
     leaderUrl: () => undefined,
     async status() {
       const self = { nodeId, url: url(), role: 'leader', appliedSeq: store.position.lastSeq, lagMs: 0 };
@@ -33,6 +36,7 @@ export function clusterMembership(cluster: ClusterNode): Membership {
   return {
     coordinated: true,
     isLeader: () => cluster.isLeader(),
+    term: () => cluster.elector.knownTerm,
     leaderUrl: () => (cluster.isLeader() ? undefined : cluster.leader?.url),
     status: () => cluster.status(),
     waitForReplication: (seq, timeoutMs) => cluster.waitForReplication(seq, timeoutMs),
@@ -45,6 +49,7 @@ export function joiningMembership(): Membership {
   return {
     coordinated: true,
     isLeader: () => false,
+    term: () => 0,
     leaderUrl: () => undefined,
     status: () => Promise.reject(new AuditError(AuditErrorCode.NOT_LEADER, 'this node has not joined its cluster yet', { retryable: true })),
     waitForReplication: async () => false,

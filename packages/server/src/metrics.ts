@@ -12,6 +12,8 @@ export class NodeMetrics {
   readonly forwardAttemptsExhausted = new Counter({ name: 'auditlake_forward_attempts_exhausted_total', help: 'Times forwarding failed auditlake.metadata.forward.max.attempts times in a row (events kept in the outbox)', registers: [this.registry] });
   readonly outboxOverCapacity = new Counter({ name: 'auditlake_outbox_over_capacity_total', help: 'Times the outbox grew past auditlake.metadata.forward.queue.capacity (events kept)', registers: [this.registry] });
   readonly eventsDiverted = new Counter({ name: 'auditlake_events_diverted_total', help: 'Events moved from a divergent log suffix back to the outbox', registers: [this.registry] });
+  readonly eventsTiered = new Counter({ name: 'auditlake_events_tiered_total', help: 'Events committed to S3 by the tiering sweep', registers: [this.registry] });
+  readonly bytesTiered = new Counter({ name: 'auditlake_tiered_bytes_total', help: 'Bytes of data files committed to S3 by the tiering sweep', registers: [this.registry] });
   readonly eventsDuplicate = new Counter({ name: 'auditlake_events_duplicate_total', help: 'Ingested events whose eventId was already stored (kept once)', registers: [this.registry] });
   readonly eventsRefused = new Counter({ name: 'auditlake_events_refused_total', help: 'Events in ingest requests refused as invalid or too large', registers: [this.registry] });
   readonly eventsSampledOut = new Counter({ name: 'auditlake_events_sampled_out_total', help: 'data:Select events dropped by read sampling', registers: [this.registry] });

@@ -19,6 +19,9 @@ export const SETTINGS_META = 'settings';
 type Overrides = Partial<Settings>;
 export type SettingsListener = (effective: EffectiveSettings, changes: readonly SettingChange[]) => void;
 
+/** Checks what cannot be checked without I/O (a tier target's connection, bucket, catalog). */
+export type SettingsValidator = (effective: EffectiveSettings) => Promise<void>;
+
 /**
  * Runtime settings: configuration defaults with the keys an operator has set stored over them
  * (only those, so an unset key keeps following `auditlake.*` configuration). Updates are
@@ -32,14 +35,17 @@ export class SettingsService {
   #updating: Promise<unknown> = Promise.resolve();
   readonly #listeners: SettingsListener[] = [];
 
-  private constructor(store: AuditStore, config: NodeConfig) {
+  readonly #validate: SettingsValidator | undefined;
+
+  private constructor(store: AuditStore, config: NodeConfig, validate: SettingsValidator | undefined) {
     this.#store = store;
+    this.#validate = validate;
     this.#defaults = defaultSettings(config);
     this.#effective = parseSettings(this.#defaults);
   }
 
-  static async load(store: AuditStore, config: NodeConfig): Promise<SettingsService> {
-    const service = new SettingsService(store, config);
+  static async load(store: AuditStore, config: NodeConfig, validate?: SettingsValidator): Promise<SettingsService> {
+    const service = new SettingsService(store, config, validate);
     await service.reload();
     return service;
   }
@@ -82,6 +88,8 @@ export class SettingsService {
   async #apply(request: unknown, userId: string): Promise<Settings> {
     const update = mergeSettings(this.current, request);
     if (update.changes.length === 0) return this.current;
+    // A tier target is checked when a tier key changes, merged over what is stored.
+    if (this.#validate && update.changes.some((c) => c.key.startsWith('audit.tier.'))) await this.#validate(update.effective);
     const overrides: Overrides = { ...this.#overrides };
     for (const key of Object.keys(request as object) as SettingKey[]) overrides[key] = update.merged[key];
     const nowMs = Date.now();

@@ -280,29 +280,52 @@ export class AuditStore {
   }
 
   /**
-   * Deletes events whose event time is before `cutoffMs`, oldest first, `batchSize` at a time,
-   * calling `between()` after each batch so a large prune can yield to ingest and stop early.
-   * Deletes are not synced: a prune lost in a crash is simply redone.
+   * Deletes events whose event time is before `cutoffMs` — and, when `maxSeq` is given, only
+   * those with seq ≤ `maxSeq` (tiered ones: an untiered event is never deleted while tiering
+   * is on) — oldest first, `batchSize` at a time, calling `between()` after each batch so a
+   * large prune can yield to ingest and stop early. Deletes are not synced: a prune lost in a
+   * crash is simply redone.
    */
-  async pruneBefore(cutoffMs: number, batchSize: number, between: () => Promise<boolean>): Promise<PruneResult> {
+  async pruneBefore(cutoffMs: number, batchSize: number, between: () => Promise<boolean>, maxSeq?: number): Promise<PruneResult> {
     const result: PruneResult = { deleted: 0, batches: 0 };
+    let from: string = PREFIX.time;
     for (;;) {
       if (this.#status !== 'open') return result;
-      const entries = await this.#db.iterator({ gte: PREFIX.time, lt: timeLowerBound(cutoffMs), limit: batchSize }).all();
+      const entries = await this.#db.iterator({ gte: from, lt: timeLowerBound(cutoffMs), limit: batchSize }).all();
       if (entries.length === 0) return result;
-      const ops = entries.flatMap(([key, value]) => {
+      const last = entries[entries.length - 1] as [string, string];
+      from = last[0] + '\u0000';
+      const batch = this.#db.batch();
+      for (const [key, value] of entries) {
         const event = JSON.parse(value) as StoredEvent;
-        return [
-          { type: 'del' as const, key },
-          { type: 'del' as const, key: seqKey(event.seq) },
-          { type: 'del' as const, key: idKey(event.eventId) },
-        ];
-      });
-      await this.#db.batch(ops, { sync: false });
-      result.deleted += entries.length;
+        if (maxSeq !== undefined && event.seq > maxSeq) continue;
+        batch.del(key);
+        batch.del(seqKey(event.seq));
+        batch.del(idKey(event.eventId));
+      }
+      const deleted = batch.length / 3;
+      if (deleted > 0) await batch.write({ sync: false });
+      else await batch.close();
+      result.deleted += deleted;
       result.batches++;
       if (!(await between())) return result;
     }
+  }
+
+  /** Counts events before `cutoffMs` with seq > `afterSeq` (held back from deletion), up to `max`. */
+  async countHeldBack(cutoffMs: number, afterSeq: number, max: number): Promise<number> {
+    let count = 0;
+    for await (const value of this.#db.values({ gte: PREFIX.time, lt: timeLowerBound(cutoffMs) })) {
+      if ((JSON.parse(value) as StoredEvent).seq > afterSeq && ++count >= max) break;
+    }
+    return count;
+  }
+
+  /** Counts log entries with seq > `afterSeq`, up to `max` (the tiering backlog). */
+  async countAfter(afterSeq: number, max: number): Promise<number> {
+    let count = 0;
+    for await (const _key of this.#db.keys({ gt: seqKey(afterSeq), lt: prefixEnd(PREFIX.seq), limit: max })) count++;
+    return count;
   }
 
   /** Reads a replicated-metadata value (settings, watermark, …). */

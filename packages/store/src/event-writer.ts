@@ -39,7 +39,7 @@ export interface WriterPosition {
 export interface ExclusiveContext {
   db: Db;
   position: WriterPosition;
-  setPosition(position: WriterPosition): void;
+  setPosition: (position: WriterPosition) => void;
 }
 
 type PendingOp =

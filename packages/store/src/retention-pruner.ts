@@ -1,13 +1,22 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { AuditStore, PruneResult } from './audit-store.js';
 
-const DAY_MS = 24 * 60 * 60 * 1000;
+export const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** What may be deleted now: events older than `cutoffMs`, and (when set) only with seq ≤ `maxSeq`. */
+export interface PrunePolicy {
+  cutoffMs: number;
+  maxSeq?: number;
+}
 
 export interface RetentionPrunerOptions {
   intervalMs: number;
   batchSize: number;
-  /** Read at every run, so a settings change applies without a restart. */
-  retentionDays: () => number;
+  /**
+   * Read at every run, so a settings change applies without a restart: the absolute cap alone
+   * without tiering; with tiering, only tiered events, after the shorter of the two windows.
+   */
+  policy: (nowMs: number) => PrunePolicy | Promise<PrunePolicy>;
   now?: () => number;
   onPruned?: (result: PruneResult) => void;
   onError?: (err: unknown) => void;
@@ -61,11 +70,16 @@ export class RetentionPruner {
     do {
       this.#rerun = false;
       try {
-        const cutoffMs = this.#now() - this.#options.retentionDays() * DAY_MS;
-        const result = await this.#store.pruneBefore(cutoffMs, this.#options.batchSize, async () => {
-          await yieldToEventLoop();
-          return !this.#closed;
-        });
+        const policy = await this.#options.policy(this.#now());
+        const result = await this.#store.pruneBefore(
+          policy.cutoffMs,
+          this.#options.batchSize,
+          async () => {
+            await yieldToEventLoop();
+            return !this.#closed;
+          },
+          policy.maxSeq,
+        );
         total.deleted += result.deleted;
         total.batches += result.batches;
         if (result.deleted > 0) this.#options.onPruned?.(result);

@@ -125,6 +125,17 @@ describe('AuditStore', () => {
     expect((await store.readBySeq(0, 100)).map((e) => e.eventId)).toEqual(['keep']);
   });
 
+  it('never deletes an event above maxSeq (untiered), whatever its age, and counts what it holds back', async () => {
+    const store = await openStore();
+    await store.append(Array.from({ length: 12 }, (_, i) => ev(`e${i}`, 100 + i)));
+    const result = await store.pruneBefore(10_000, 5, async () => true, 7);
+    expect(result.deleted).toBe(7);
+    expect((await all(store)).map((e) => e.seq).sort((a, b) => a - b)).toEqual([8, 9, 10, 11, 12]);
+    expect(await store.countHeldBack(10_000, 7, 100)).toBe(5);
+    expect(await store.countHeldBack(10_000, 7, 3)).toBe(3);
+    expect(await store.countAfter(7, 100)).toBe(5);
+  });
+
   it('stops a prune between batches when asked', async () => {
     const store = await openStore();
     await store.append(Array.from({ length: 30 }, (_, i) => ev(`o${i}`, i)));
@@ -218,7 +229,7 @@ describe('RetentionPruner', () => {
     await store.append([ev('old', now - 10 * day), ev('new', now)]);
     let days = 30;
     const pruned: number[] = [];
-    const pruner = new RetentionPruner(store, { intervalMs: 20, batchSize: 100, retentionDays: () => days, onPruned: (r) => pruned.push(r.deleted) });
+    const pruner = new RetentionPruner(store, { intervalMs: 20, batchSize: 100, policy: (nowMs) => ({ cutoffMs: nowMs - days * day }), onPruned: (r) => pruned.push(r.deleted) });
     onTestFinished(() => pruner.close());
     pruner.start();
     await new Promise((r) => setTimeout(r, 100));

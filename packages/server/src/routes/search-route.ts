@@ -1,15 +1,35 @@
 import { once } from 'node:events';
-import { parseSearchParams, toEventOutput, type SearchFilter, type StoredEvent } from '@auditlake/model';
+import { parseSearchParams, toEventOutput, type EventOutput, type SearchFilter, type StoredEvent } from '@auditlake/model';
+import { mergedSearch, type MergedEvent } from '@auditlake/query';
 import type { AuditStore } from '@auditlake/store';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { proxyToLeader } from '../leader-proxy.js';
 import type { Membership } from '../membership.js';
+import type { TieringService } from '../tiering-service.js';
 import './route-access.js';
 
 export interface SearchRouteOptions {
   store: AuditStore;
   viewerMaxPage: number;
   membership: Membership;
+  tiering: TieringService;
+}
+
+/** The contract's output shape for a merged event (local or tiered-only). */
+function mergedOutput(event: MergedEvent): EventOutput {
+  return {
+    eventId: event.eventId,
+    userId: event.userId,
+    source: event.source,
+    action: event.action,
+    resource: event.resource,
+    decision: event.decision,
+    tables: event.tables,
+    query: event.query,
+    details: event.details,
+    timestamp: event.timestamp,
+    ingestTs: event.ingestTs,
+  };
 }
 
 export const STALE_HEADER = 'x-auditlake-stale';
@@ -46,6 +66,18 @@ export function registerSearchRoute(app: FastifyInstance, options: SearchRouteOp
     if (await proxyToLeader(membership.leaderUrl(), request, reply)) return reply;
     const stale = !membership.isLeader();
     if (stale) reply.header(STALE_HEADER, 'true');
+    const tiers = await options.tiering.tierSources();
+    if (tiers.length > 0) {
+      // History has left for S3: one merged, de-duplicated page (at most the viewer's max page).
+      const result = await mergedSearch({ local: options.store.search(filter), tiers, filter, localCompleteFromMs: options.tiering.localCompleteFromMs(Date.now()) });
+      const events = result.events.map(mergedOutput);
+      if (result.tierNote) reply.header('x-auditlake-tier-note', encodeURIComponent(result.tierNote));
+      if (wantsNdjson(request.headers.accept)) {
+        reply.header('content-type', 'application/x-ndjson; charset=utf-8');
+        return events.map((e) => JSON.stringify(e) + '\n').join('');
+      }
+      return { events, count: events.length, truncated: result.truncated, ...(result.tierNote ? { tierNote: result.tierNote } : {}), ...(stale ? { stale: true } : {}) };
+    }
     const events = options.store.search(filter);
     if (wantsNdjson(request.headers.accept)) return streamNdjson(reply, events, filter.limit, stale);
     const page: StoredEvent[] = [];

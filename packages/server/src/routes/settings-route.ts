@@ -3,25 +3,14 @@ import type { FastifyInstance } from 'fastify';
 import { proxyToLeader } from '../leader-proxy.js';
 import type { Membership } from '../membership.js';
 import type { SettingsService } from '../settings-service.js';
+import type { TieringService } from '../tiering-service.js';
 import './route-access.js';
 
-/** tierStatus as the reference shapes it; no sweep runs until tiering is built. */
-function tierStatus(settings: SettingsService) {
-  const effective = settings.effective;
-  return {
-    mode: effective.tierMode,
-    lastSuccessMs: 0,
-    lastFailureMs: 0,
-    lastError: null,
-    retainLocalDays: effective.tierRetainLocalDays,
-  };
-}
-
-export function registerSettingsRoutes(app: FastifyInstance, settings: SettingsService, membership: Membership): void {
-  const view = () => ({ ...settings.current, tierStatus: tierStatus(settings) });
+export function registerSettingsRoutes(app: FastifyInstance, settings: SettingsService, membership: Membership, tiering: TieringService): void {
+  const view = async () => ({ ...settings.current, tierStatus: await tiering.status() });
   app.get('/admin/audit/settings', { config: { access: { role: 'admin', action: 'audit:ReadSettings' } } }, async (request, reply) => {
     if (await proxyToLeader(membership.leaderUrl(), request, reply)) return reply;
-    return membership.isLeader() ? view() : { ...view(), stale: true };
+    return membership.isLeader() ? view() : { ...(await view()), stale: true };
   });
   app.post('/admin/audit/settings', { config: { access: { role: 'admin', action: 'audit:UpdateSettings' } } }, async (request, reply) => {
     if (await proxyToLeader(membership.leaderUrl(), request, reply)) return reply;

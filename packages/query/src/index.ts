@@ -1,0 +1,2 @@
+export { mergedSearch, type MergedEvent, type MergedSearchOptions, type MergedSearchResult } from './merged-search.js';
+export type { TierFile, TierSource } from './tier-source.js';

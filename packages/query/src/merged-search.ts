@@ -1,0 +1,106 @@
+import { readAuditParquet, type TieredEvent } from '@auditlake/format';
+import { compileFilter, type SearchFilter, type StoredEvent } from '@auditlake/model';
+import type { TierFile, TierSource } from './tier-source.js';
+
+/** An event in a merged answer: from the local store (with seq) or only from a tier. */
+export type MergedEvent = TieredEvent & { seq?: number };
+
+export interface MergedSearchOptions {
+  /** Local matches, newest first (the store's search with the same filter). */
+  local: AsyncIterable<StoredEvent>;
+  /** Every location that ever received tiered events. */
+  tiers: readonly TierSource[];
+  filter: SearchFilter;
+  /**
+   * Every event at or after this event time is still in the local store (nothing that recent
+   * has been deleted locally); undefined when no local event was ever deleted after tiering.
+   */
+  localCompleteFromMs: number | undefined;
+}
+
+export interface MergedSearchResult {
+  events: MergedEvent[];
+  truncated: boolean;
+  /** Which tiers could not be read (their events are missing from this answer only). */
+  tierNote?: string;
+  /** Data files opened, for tests and metrics. */
+  filesRead: number;
+}
+
+/** Newest first: event time, then ingest time, then eventId, all descending (deterministic). */
+function newerFirst(a: MergedEvent, b: MergedEvent): number {
+  return b.timestamp - a.timestamp || b.ingestTs - a.ingestTs || (a.eventId < b.eventId ? 1 : a.eventId > b.eventId ? -1 : 0);
+}
+
+/**
+ * One log over the local store and every tier, de-duplicated by eventId (the local copy wins:
+ * it carries the seq), newest first, cut to `limit`.
+ *
+ * Tiers are skipped only when they cannot change the answer: the local store alone has more
+ * than `limit` matches, all newer than the point from which everything is still local. Else
+ * the tiers' committed files are read newest first, skipping files outside [from, to] by the
+ * bounds their commits recorded (and row groups by statistics inside each file), and stopping
+ * once no remaining file can hold an event newer than the current page's last.
+ */
+export async function mergedSearch(options: MergedSearchOptions): Promise<MergedSearchResult> {
+  const { filter } = options;
+  const want = filter.limit + 1;
+  const candidates = new Map<string, MergedEvent>();
+  for await (const event of options.local) {
+    candidates.set(event.eventId, event);
+    if (candidates.size >= want) break;
+  }
+  const local = [...candidates.values()];
+  const localIsEnough =
+    options.tiers.length === 0 ||
+    (local.length >= want && options.localCompleteFromMs !== undefined && (local[local.length - 1] as MergedEvent).timestamp >= options.localCompleteFromMs);
+  if (localIsEnough) return { events: local.slice(0, filter.limit), truncated: local.length > filter.limit, filesRead: 0 };
+
+  const skipped: string[] = [];
+  const files: Array<{ tier: TierSource; file: TierFile }> = [];
+  await Promise.all(
+    options.tiers.map(async (tier) => {
+      try {
+        for (const file of await tier.listFiles()) {
+          if (filter.fromMs !== undefined && file.tsMax < filter.fromMs) continue;
+          if (filter.toMs !== undefined && file.tsMin > filter.toMs) continue;
+          files.push({ tier, file });
+        }
+      } catch (err) {
+        skipped.push(`${tier.name}: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    }),
+  );
+  files.sort((a, b) => b.file.tsMax - a.file.tsMax);
+
+  const matches = compileFilter(filter);
+  const failedTiers = new Set<TierSource>();
+  let filesRead = 0;
+  for (const { tier, file } of files) {
+    if (failedTiers.has(tier)) continue;
+    if (candidates.size >= want) {
+      // Keep only the best `want` (memory stays bounded by the page, not by what tiers hold).
+      const page = [...candidates.values()].sort(newerFirst).slice(0, want);
+      candidates.clear();
+      for (const event of page) candidates.set(event.eventId, event);
+      const last = page[want - 1] as MergedEvent;
+      // Every event in this file (and all later ones, sorted by tsMax) is older than the page.
+      if (file.tsMax < last.timestamp) break;
+    }
+    try {
+      const source = await tier.open(file);
+      filesRead++;
+      const range = { ...(filter.fromMs !== undefined ? { fromMs: filter.fromMs } : {}), ...(filter.toMs !== undefined ? { toMs: filter.toMs } : {}) };
+      for (const event of await readAuditParquet(source, range)) {
+        if (!candidates.has(event.eventId) && matches(event)) candidates.set(event.eventId, event);
+      }
+    } catch (err) {
+      failedTiers.add(tier);
+      skipped.push(`${tier.name}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+  const page = [...candidates.values()].sort(newerFirst);
+  const result: MergedSearchResult = { events: page.slice(0, filter.limit), truncated: page.length > filter.limit, filesRead };
+  if (skipped.length > 0) result.tierNote = `tiered audit partly unavailable: ${skipped.join('; ')}`;
+  return result;
+}

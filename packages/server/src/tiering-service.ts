@@ -1,0 +1,113 @@
+import type { NodeConfig } from '@auditlake/model';
+import type { TierSource } from '@auditlake/query';
+import { DAY_MS, type AuditStore, type PrunePolicy } from '@auditlake/store';
+import {
+  ParquetTierSource,
+  S3Connections,
+  TIERED_LOCATIONS_META,
+  TierSweeper,
+  WATERMARK_META,
+  ZERO_WATERMARK,
+  localCleanupPolicy,
+  validateTierTarget,
+  type TierStatus,
+  type TieredLocation,
+  type Watermark,
+} from '@auditlake/tiering';
+import type { Membership } from './membership.js';
+import type { NodeMetrics } from './metrics.js';
+import type { SettingsService } from './settings-service.js';
+
+/** Counting stops here: a status answer must stay cheap even over a huge backlog. */
+const COUNT_MAX = 1_000_000;
+
+export interface TierStatusView extends TierStatus {
+  /** Events not yet tiered (capped at 1,000,000). */
+  backlog: number;
+  /** Untiered events older than audit.retention.days, kept because tiering is on (capped). */
+  deferred: number;
+}
+
+/**
+ * Everything tiering needs on a node, wired once: S3 connections, the leader-only sweep, the
+ * local cleanup policy, the tier sources the reader merges, and tierStatus.
+ */
+export class TieringService {
+  readonly connections: S3Connections;
+  readonly sweeper: TierSweeper;
+  readonly #store: AuditStore;
+  readonly #settings: () => SettingsService;
+  readonly #sources = new Map<string, ParquetTierSource>();
+
+  constructor(options: { store: AuditStore; config: NodeConfig; settings: () => SettingsService; membership: Membership; metrics: NodeMetrics; log: { info(o: object, m: string): void; warn(o: object, m: string): void } }) {
+    const { store, config, membership } = options;
+    this.#store = store;
+    this.#settings = options.settings;
+    this.connections = new S3Connections(config.s3Connections);
+    this.sweeper = new TierSweeper({
+      store,
+      connections: this.connections,
+      settings: () => options.settings().effective,
+      isLeader: () => membership.isLeader(),
+      term: () => membership.term(),
+      intervalMs: config.tierIntervalMs,
+      batchSizeMax: config.tierBatchSize,
+      settleMs: config.tierSettleMs,
+      backoffInitialMs: config.tierBackoffInitialMs,
+      backoffMaxMs: config.tierBackoffMaxMs,
+      log: options.log,
+      ...(config.debugTierCrashBeforeCommit ? { beforeCommit: () => process.kill(process.pid, 'SIGKILL') } : {}),
+      onTiered: (events, bytes) => {
+        options.metrics.eventsTiered.inc(events);
+        options.metrics.bytesTiered.inc(bytes);
+      },
+    });
+  }
+
+  async watermark(): Promise<Watermark> {
+    return (await this.#store.getMeta<Watermark>(WATERMARK_META)) ?? ZERO_WATERMARK;
+  }
+
+  /** The local cleanup policy in force now (every node applies it to its own store). */
+  async prunePolicy(nowMs: number): Promise<PrunePolicy> {
+    return localCleanupPolicy(this.#settings().effective, (await this.watermark()).seq, nowMs);
+  }
+
+  /** Validates a tier target when settings are saved (wired into SettingsService). */
+  validator(config: NodeConfig) {
+    return (effective: Parameters<typeof validateTierTarget>[0]) => validateTierTarget(effective, this.connections, config.icebergCatalogs);
+  }
+
+  /** Every location that ever received tiered events, as reader sources. */
+  async tierSources(): Promise<TierSource[]> {
+    const locations = (await this.#store.getMeta<TieredLocation[]>(TIERED_LOCATIONS_META)) ?? [];
+    return locations.map((location) => {
+      const key = `${location.mode}|${location.path}|${location.connectionId}`;
+      let source = this.#sources.get(key);
+      if (!source) {
+        source = new ParquetTierSource(this.connections, location);
+        this.#sources.set(key, source);
+      }
+      return source;
+    });
+  }
+
+  /** Event time from which everything is certainly still local (tiers can be skipped above it). */
+  localCompleteFromMs(nowMs: number): number {
+    const effective = this.#settings().effective;
+    return nowMs - Math.min(effective.retentionDays, effective.tierRetainLocalDays) * DAY_MS;
+  }
+
+  async status(): Promise<TierStatusView> {
+    const status = await this.sweeper.status();
+    const effective = this.#settings().effective;
+    const backlog = await this.#store.countAfter(status.watermark.seq, COUNT_MAX);
+    const deferred = effective.tierMode === 'none' ? 0 : await this.#store.countHeldBack(Date.now() - effective.retentionDays * DAY_MS, status.watermark.seq, COUNT_MAX);
+    return { ...status, backlog, deferred };
+  }
+
+  async close(): Promise<void> {
+    await this.sweeper.close();
+    this.connections.close();
+  }
+}

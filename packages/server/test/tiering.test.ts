@@ -1,0 +1,217 @@
+// Goal: the leader's watermarked sweep tiers every event to day-partitioned Parquet on S3 exactly once, reports its health, never loses local data, and the viewer reads the full history back.
+import { describe, expect, it } from 'vitest';
+import { FAST_TIERING, downloadPrefix, duckdb, externalS3, postSettings, tierStatus, waitUntilTiered } from './tier-helpers.js';
+import { event, startTestNode } from './test-node.js';
+
+const DAY = 86_400_000;
+const PARQUET = { 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': 's3://ext/audit', 'audit.tier.connectionId': 'ext' };
+
+async function tieringNode(extraProps: Record<string, string> = {}) {
+  const s3 = await externalS3();
+  const t = await startTestNode({ props: { ...FAST_TIERING, ...s3.props('ext'), ...extraProps } });
+  return { s3, t };
+}
+
+describe('parquet tiering settings', () => {
+  const refusals: Array<[Record<string, unknown>, RegExp]> = [
+    [{ 'audit.tier.mode': 'icebreg' }, /^audit\.tier\.mode must be one of none, iceberg, parquet: icebreg$/],
+    [{ 'audit.tier.mode': 'parquet' }, /^audit\.tier\.parquet\.path is required when audit\.tier\.mode=parquet$/],
+    [{ ...PARQUET, 'audit.tier.parquet.path': 'ext/audit' }, /^audit\.tier\.parquet\.path must be s3:\/\/bucket\/prefix: ext\/audit$/],
+    [{ ...PARQUET, 'audit.tier.connectionId': '' }, /^audit\.tier\.connectionId is required when audit\.tier\.mode=parquet$/],
+    [{ ...PARQUET, 'audit.tier.connectionId': 'nosuch' }, /^audit tier target s3:\/\/ext\/audit is not usable: No S3 connection config for audit tier connection 'nosuch'$/],
+    [{ ...PARQUET, 'audit.tier.parquet.path': 's3://missing-bucket/audit' }, /^audit tier target s3:\/\/missing-bucket\/audit is not usable: bucket missing-bucket cannot be reached through connection 'ext': /],
+    [{ 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': 'nosuchcat.x.audit_events' }, /^audit tier target nosuchcat\.x\.audit_events is not usable: No catalog config for audit tier catalog 'nosuchcat'$/],
+  ];
+  for (const [body, message] of refusals) {
+    it(`refuses ${JSON.stringify(body)} with 400 and persists nothing`, async () => {
+      const { t } = await tieringNode();
+      const before = await (await t.request('/admin/audit/settings')).json();
+      const res = await postSettings(t, body);
+      expect(res.status).toBe(400);
+      expect(res.json.error).toMatch(message);
+      expect(await (await t.request('/admin/audit/settings')).json()).toEqual(before);
+      expect(await t.stored()).toEqual([]);
+    });
+  }
+
+  it('refuses a target whose S3 endpoint is down, naming it', async () => {
+    const { s3, t } = await tieringNode();
+    await s3.stop();
+    const res = await postSettings(t, PARQUET);
+    expect(res.status).toBe(400);
+    expect(res.json.error).toMatch(/^audit tier target s3:\/\/ext\/audit is not usable: bucket ext cannot be reached through connection 'ext': /);
+  });
+
+  it('accepts a valid target, merged over stored keys', async () => {
+    const { t } = await tieringNode();
+    expect((await postSettings(t, { 'audit.tier.parquet.path': 's3://ext/audit', 'audit.tier.connectionId': 'ext' })).status).toBe(200);
+    const res = await postSettings(t, { 'audit.tier.mode': 'parquet' });
+    expect(res.status).toBe(200);
+    expect(res.json.tierStatus.mode).toBe('parquet');
+  });
+});
+
+describe('parquet tiering sweep', () => {
+  it('tiers every event once into event_date partitions that DuckDB reads back with the right values', async () => {
+    const { s3, t } = await tieringNode();
+    const now = Date.now();
+    const events = Array.from({ length: 300 }, (_, i) =>
+      event({ eventId: `e${i}`, ts: now - (i % 3) * DAY - i, decision: i % 10 === 0 ? 'DENY' : 'ALLOW', userId: `user${i % 7}`, tables: ['hive.a.t1', 'hive.b.t2'] }),
+    );
+    await t.ingest(events);
+    expect((await postSettings(t, PARQUET)).status).toBe(200);
+    const status = await waitUntilTiered(t);
+    expect(status).toMatchObject({ mode: 'parquet', lastError: null, backlog: 0 });
+    expect(status.lastSuccessMs).toBeGreaterThan(0);
+    const dir = await downloadPrefix(s3.props('ext'), 'ext', 'ext', 'audit/');
+    const rows = await duckdb(
+      `SELECT event_id, user_id, decision, ts, tables, ingest_ts, event_date::VARCHAR AS event_date, strftime(event_time, '%Y-%m-%d') AS day FROM read_parquet('${dir}/audit/event_date=*/*.parquet', hive_partitioning = true) WHERE source = 'trino' ORDER BY event_id`,
+    );
+    const tiered = t.node.store;
+    expect(rows).toHaveLength(300);
+    expect(new Set(rows.map((r) => r['event_id'])).size).toBe(300);
+    for (const row of rows) {
+      const stored = await tiered.getByEventId(String(row['event_id']));
+      expect(row).toMatchObject({ user_id: stored!.userId, decision: stored!.decision, ts: String(stored!.timestamp), tables: 'hive.a.t1,hive.b.t2', ingest_ts: String(stored!.ingestTs) });
+      // The hive partition is the event's UTC day.
+      expect(row['event_date']).toBe(new Date(stored!.timestamp).toISOString().slice(0, 10));
+      expect(row['day']).toBe(row['event_date']);
+    }
+    const perDecision = await duckdb(`SELECT source, decision, count(*)::INTEGER AS n FROM read_parquet('${dir}/audit/*/*.parquet') GROUP BY ALL ORDER BY ALL`);
+    // The settings change that turned tiering on is an audit event too, and is tiered with the rest.
+    expect(perDecision).toEqual([
+      { source: 'auditlake', decision: 'ALLOW', n: 1 },
+      { source: 'trino', decision: 'ALLOW', n: 270 },
+      { source: 'trino', decision: 'DENY', n: 30 },
+    ]);
+  });
+
+  it('tiers an event with an old ts that arrives after newer events were tiered', async () => {
+    const { s3, t } = await tieringNode();
+    await t.ingest([event({ eventId: 'new1' }), event({ eventId: 'new2' })]);
+    await postSettings(t, PARQUET);
+    await waitUntilTiered(t);
+    await t.ingest([event({ eventId: 'late', ts: Date.now() - 20 * DAY })]);
+    await waitUntilTiered(t);
+    const dir = await downloadPrefix(s3.props('ext'), 'ext', 'ext', 'audit/');
+    const rows = await duckdb(`SELECT event_id, event_date::VARCHAR AS d FROM read_parquet('${dir}/audit/*/*.parquet', hive_partitioning = true) WHERE source = 'trino' ORDER BY event_id`);
+    expect(rows.map((r) => r['event_id'])).toEqual(['late', 'new1', 'new2']);
+    expect(rows[0]!['d']).toBe(new Date(Date.now() - 20 * DAY).toISOString().slice(0, 10));
+  });
+
+  it('never splits a group of events that share an ingest millisecond across batches', async () => {
+    const { t } = await tieringNode({ 'auditlake.audit.tier.batch.size': '3' });
+    // Each request is one group commit: its events share one ingestTs. Groups of 2, 5, 1, 4.
+    for (const [n, size] of [[0, 2], [1, 5], [2, 1], [3, 4]] as const) {
+      await t.ingest(Array.from({ length: size }, (_, i) => event({ eventId: `g${n}-${i}` })));
+    }
+    await postSettings(t, PARQUET);
+    await waitUntilTiered(t);
+    const all = await t.node.store.readBySeq(0, 100);
+    // Reconstruct batches from the commit markers' seq ranges.
+    const { readMarkers, parseS3Location } = await import('@auditlake/tiering');
+    const location = parseS3Location('s3://ext/audit')!;
+    const committed = await readMarkers(t.node.tiering.connections.bucket('ext', 'ext'), location);
+    expect(committed.length).toBeGreaterThan(1);
+    const batchOf = new Map<number, number>();
+    committed.forEach((m, b) => {
+      for (let seq = m.firstSeq; seq <= m.watermark.seq; seq++) batchOf.set(seq, b);
+    });
+    const batchesByIngestTs = new Map<number, Set<number>>();
+    for (const e of all) {
+      const set = batchesByIngestTs.get(e.ingestTs) ?? new Set<number>();
+      set.add(batchOf.get(e.seq)!);
+      batchesByIngestTs.set(e.ingestTs, set);
+    }
+    expect([...batchesByIngestTs.values()].every((s) => s.size === 1)).toBe(true);
+    // No batch exceeds the limit unless it is a single group.
+    for (const m of committed) {
+      const size = m.watermark.seq - m.firstSeq + 1;
+      const groups = new Set(all.filter((e) => e.seq >= m.firstSeq && e.seq <= m.watermark.seq).map((e) => e.ingestTs));
+      expect(size <= 3 || groups.size === 1).toBe(true);
+    }
+  });
+
+  it('leaves events ingested inside the settle window for a later sweep', async () => {
+    const { t } = await tieringNode({ 'auditlake.audit.tier.ingest.settle.ms': '3000' });
+    await postSettings(t, PARQUET);
+    await t.ingest([event({ eventId: 'fresh' })]);
+    await new Promise((r) => setTimeout(r, 800));
+    const waiting = await tierStatus(t);
+    // The settings event and the fresh one wait; sweeps ran and found nothing settled.
+    expect(waiting.watermark.seq).toBe(0);
+    expect(waiting.backlog).toBe(2);
+    expect(waiting.lastSuccessMs).toBeGreaterThan(0);
+    await waitUntilTiered(t);
+  });
+
+  it('S3 down: lastError and backoff, nothing pruned, records keep collecting; S3 back: everything tiered once', async () => {
+    const { s3, t } = await tieringNode({ 'auditlake.audit.retention.interval.ms': '100' });
+    await postSettings(t, { ...PARQUET, 'audit.tier.retain.local.days': 0 });
+    await t.ingest([event({ eventId: 'before' })]);
+    await waitUntilTiered(t);
+    await s3.stop();
+    const old = Date.now() - 30 * DAY;
+    await t.ingest(Array.from({ length: 20 }, (_, i) => event({ eventId: `during${i}`, ts: old + i })));
+    let failing = await tierStatus(t);
+    await expect.poll(async () => (failing = await tierStatus(t)).lastError, { timeout: 10_000 }).not.toBeNull();
+    expect(failing.lastFailureMs).toBeGreaterThan(0);
+    expect(failing.nextAttemptMs).toBeGreaterThan(failing.lastFailureMs);
+    // Untiered events are never deleted, however old (retain.local.days = 0 notwithstanding).
+    await new Promise((r) => setTimeout(r, 500));
+    const local = (await t.stored()).map((e) => e.eventId);
+    for (let i = 0; i < 20; i++) expect(local).toContain(`during${i}`);
+    await s3.start();
+    const healthy = await waitUntilTiered(t);
+    expect(healthy.lastError).toBeNull();
+    const dir = await downloadPrefix(s3.props('ext'), 'ext', 'ext', 'audit/');
+    const counts = await duckdb(`SELECT count(*)::INTEGER AS n, count(DISTINCT event_id)::INTEGER AS d FROM read_parquet('${dir}/audit/*/*.parquet')`);
+    expect(counts).toEqual([{ n: t.node.store.position.lastSeq, d: t.node.store.position.lastSeq }]);
+  });
+
+  it('retain.local.days=0: the local store keeps only untiered events, and the viewer still returns everything', async () => {
+    const { t } = await tieringNode({ 'auditlake.audit.retention.interval.ms': '100' });
+    const now = Date.now();
+    await t.ingest(Array.from({ length: 50 }, (_, i) => event({ eventId: `h${String(i).padStart(2, '0')}`, ts: now - i * 3_600_000, decision: i % 5 === 0 ? 'DENY' : 'ALLOW' })));
+    await postSettings(t, { ...PARQUET, 'audit.tier.retain.local.days': 0 });
+    await waitUntilTiered(t);
+    await expect.poll(async () => (await t.stored()).length, { timeout: 10_000 }).toBe(0);
+    const { json } = await t.search('?limit=1000');
+    expect(json.count).toBe(51); // 50 events and the settings change, all from S3 now
+    expect(json.events.filter((e) => e.eventId.startsWith('h')).map((e) => e.eventId)).toEqual(Array.from({ length: 50 }, (_, i) => `h${String(i).padStart(2, '0')}`));
+    // Tiered copies carry decision (the reference's missing column, delivered).
+    expect(json.events.find((e) => e.eventId === 'h00')!.decision).toBe('DENY');
+    const filtered = await t.search(`?user=alice&from=${now - 10 * 3_600_000}&to=${now}&limit=5`);
+    expect(filtered.json.events.map((e) => e.eventId)).toEqual(['h00', 'h01', 'h02', 'h03', 'h04']);
+    expect(filtered.json.truncated).toBe(true);
+  });
+
+  it('names an unreadable tier in tierNote and still answers from the rest', async () => {
+    const { s3, t } = await tieringNode({ 'auditlake.audit.retention.interval.ms': '100' });
+    await t.ingest([event({ eventId: 'a', ts: Date.now() - 3 * DAY })]);
+    await postSettings(t, { ...PARQUET, 'audit.tier.retain.local.days': 1 });
+    await waitUntilTiered(t);
+    await expect.poll(async () => (await t.stored()).some((e) => e.eventId === 'a'), { timeout: 10_000 }).toBe(false);
+    await t.ingest([event({ eventId: 'b' })]);
+    await s3.stop();
+    const res = await t.request('/admin/audit');
+    const json = (await res.json()) as { events: Array<{ eventId: string }>; tierNote?: string };
+    expect(json.events.map((e) => e.eventId)).toContain('b');
+    expect(json.events.map((e) => e.eventId)).not.toContain('a');
+    expect(json.tierNote).toMatch(/^tiered audit partly unavailable: s3:\/\/ext\/audit: /);
+  });
+
+  it('remembers every location that received events: switching path or mode hides nothing', async () => {
+    const { t } = await tieringNode({ 'auditlake.audit.retention.interval.ms': '100' });
+    await t.ingest([event({ eventId: 'first-home', ts: Date.now() - 5 * DAY })]);
+    await postSettings(t, { ...PARQUET, 'audit.tier.retain.local.days': 1 });
+    await waitUntilTiered(t);
+    await postSettings(t, { 'audit.tier.parquet.path': 's3://ext/elsewhere' });
+    await t.ingest([event({ eventId: 'second-home', ts: Date.now() - 5 * DAY })]);
+    await waitUntilTiered(t);
+    await postSettings(t, { 'audit.tier.mode': 'none' });
+    await expect.poll(async () => (await t.stored()).filter((e) => e.eventId.endsWith('-home')).length, { timeout: 10_000 }).toBe(0);
+    const { json } = await t.search('?q=select');
+    expect(json.events.map((e) => e.eventId).sort()).toEqual(['first-home', 'second-home']);
+  });
+});

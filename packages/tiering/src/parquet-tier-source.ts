@@ -1,0 +1,52 @@
+import type { ByteSource } from '@auditlake/format';
+import type { S3Connections } from './object-store.js';
+import { readMarkers, type CommitMarker } from './parquet-committer.js';
+import { parseS3Location } from './s3-location.js';
+import type { TieredLocation } from './watermark.js';
+
+/** The shape the merged reader (`@auditlake/query`) expects of a tier; kept structural here. */
+export interface ParquetTierFile {
+  key: string;
+  eventDate: string;
+  rows: number;
+  tsMin: number;
+  tsMax: number;
+}
+
+/**
+ * A Parquet location as the reader sees it: the files its commit markers list (never an
+ * uncommitted file a crashed leader left), read through ranged GETs. Markers never change
+ * once written, so each is fetched once per source.
+ */
+export class ParquetTierSource {
+  readonly name: string;
+  readonly #connections: S3Connections;
+  readonly #location: TieredLocation;
+  readonly #markers: CommitMarker[] = [];
+
+  constructor(connections: S3Connections, location: TieredLocation) {
+    this.#connections = connections;
+    this.#location = location;
+    this.name = location.path;
+  }
+
+  #objects() {
+    const location = parseS3Location(this.#location.path);
+    if (!location) throw new Error(`not an s3://bucket/prefix location: ${this.#location.path}`);
+    return { location, objects: this.#connections.bucket(this.#location.connectionId, location.bucket) };
+  }
+
+  async listFiles(): Promise<ParquetTierFile[]> {
+    const { location, objects } = this.#objects();
+    const lastSeq = this.#markers.at(-1)?.watermark.seq ?? 0;
+    this.#markers.push(...(await readMarkers(objects, location, lastSeq)));
+    // A retried batch (same first seq) rewrote the same keys: list each key once.
+    const byKey = new Map<string, ParquetTierFile>();
+    for (const marker of this.#markers) for (const file of marker.files) byKey.set(file.key, file);
+    return [...byKey.values()];
+  }
+
+  async open(file: ParquetTierFile): Promise<ByteSource> {
+    return this.#objects().objects.byteSource(file.key);
+  }
+}

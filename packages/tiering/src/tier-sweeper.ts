@@ -1,0 +1,199 @@
+import type { EffectiveSettings, StoredEvent } from '@auditlake/model';
+import type { AuditStore } from '@auditlake/store';
+import { pickBatch } from './batch-picker.js';
+import type { S3Connections } from './object-store.js';
+import { commitParquetBatch, readMarkers } from './parquet-committer.js';
+import { parseS3Location } from './s3-location.js';
+import { TIERED_LOCATIONS_META, WATERMARK_META, ZERO_WATERMARK, laterWatermark, type TieredLocation, type Watermark } from './watermark.js';
+
+export interface TierSweeperOptions {
+  store: AuditStore;
+  connections: S3Connections;
+  settings: () => EffectiveSettings;
+  /** True while this node leads with a valid lease; the term its commits carry. */
+  isLeader: () => boolean;
+  term: () => number;
+  intervalMs: number;
+  batchSizeMax: number;
+  settleMs: number;
+  backoffInitialMs: number;
+  backoffMaxMs: number;
+  now?: () => number;
+  log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
+  onTiered?: (events: number, bytes: number) => void;
+  /** Debug/test hook run after the data files are written and before the commit marker. */
+  beforeCommit?: () => void;
+}
+
+/** Sweep health as `tierStatus` reports it (reference fields first, then ours). */
+export interface TierStatus {
+  mode: string;
+  lastSuccessMs: number;
+  lastFailureMs: number;
+  lastError: string | null;
+  retainLocalDays: number;
+  watermark: Watermark;
+  nextAttemptMs: number;
+  consecutiveFailures: number;
+  lastBatch: { count: number; bytes: number; ms: number } | null;
+}
+
+export type SweepOutcome = 'idle' | 'not-leader' | 'nothing-to-tier' | 'tiered' | 'failed';
+
+/**
+ * The leader-only tiering sweep. Every `intervalMs` (or after a failure, after a backoff that
+ * doubles from `backoffInitialMs` to `backoffMaxMs`) it tiers at most one batch after the
+ * watermark. The watermark is replicated and also written into each commit; the first sweep
+ * of a term recovers the later of the two, so a leader change never tiers an event twice.
+ */
+export class TierSweeper {
+  readonly #options: TierSweeperOptions;
+  readonly #now: () => number;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<SweepOutcome> | undefined;
+  #recoveredFor: string | undefined;
+  #closed = false;
+  #status = {
+    lastSuccessMs: 0,
+    lastFailureMs: 0,
+    lastError: null as string | null,
+    nextAttemptMs: 0,
+    consecutiveFailures: 0,
+    lastBatch: null as TierStatus['lastBatch'],
+  };
+
+  constructor(options: TierSweeperOptions) {
+    this.#options = options;
+    this.#now = options.now ?? Date.now;
+  }
+
+  start(): void {
+    this.#schedule(this.#options.intervalMs);
+  }
+
+  #schedule(delayMs: number): void {
+    if (this.#closed) return;
+    this.#status.nextAttemptMs = this.#now() + delayMs;
+    this.#timer = setTimeout(() => {
+      void this.sweep().then((outcome) => this.#schedule(outcome === 'failed' ? this.#backoffMs() : this.#options.intervalMs));
+    }, delayMs);
+    this.#timer.unref();
+  }
+
+  #backoffMs(): number {
+    const { backoffInitialMs, backoffMaxMs } = this.#options;
+    return Math.min(backoffMaxMs, backoffInitialMs * 2 ** Math.max(0, this.#status.consecutiveFailures - 1));
+  }
+
+  async status(): Promise<TierStatus> {
+    const settings = this.#options.settings();
+    return {
+      mode: settings.tierMode,
+      lastSuccessMs: this.#status.lastSuccessMs,
+      lastFailureMs: this.#status.lastFailureMs,
+      lastError: this.#status.lastError,
+      retainLocalDays: settings.tierRetainLocalDays,
+      watermark: await this.watermark(),
+      nextAttemptMs: this.#status.nextAttemptMs,
+      consecutiveFailures: this.#status.consecutiveFailures,
+      lastBatch: this.#status.lastBatch,
+    };
+  }
+
+  /** The replicated watermark (what this node knows was tiered). */
+  async watermark(): Promise<Watermark> {
+    return (await this.#options.store.getMeta<Watermark>(WATERMARK_META)) ?? ZERO_WATERMARK;
+  }
+
+  /** Runs one sweep now (one at a time; a caller arriving during a sweep shares it). */
+  sweep(): Promise<SweepOutcome> {
+    this.#running ??= this.#sweepOnce().finally(() => {
+      this.#running = undefined;
+    });
+    return this.#running;
+  }
+
+  async #sweepOnce(): Promise<SweepOutcome> {
+    const settings = this.#options.settings();
+    if (settings.tierMode !== 'parquet') return 'idle';
+    if (!this.#options.isLeader()) return 'not-leader';
+    const started = this.#now();
+    try {
+      const outcome = await this.#tierParquet(settings);
+      this.#status.lastSuccessMs = this.#now();
+      this.#status.lastError = null;
+      this.#status.consecutiveFailures = 0;
+      return outcome;
+    } catch (err) {
+      this.#status.lastFailureMs = this.#now();
+      this.#status.lastError = err instanceof Error ? err.message : String(err);
+      this.#status.consecutiveFailures++;
+      const retryMs = this.#backoffMs();
+      this.#options.log.warn(
+        { err: this.#status.lastError, failures: this.#status.consecutiveFailures, ms: this.#now() - started },
+        `Audit tiering sweep failed (retry in ${Math.round(retryMs / 1000)}s); LevelDB keeps collecting: ${this.#status.lastError}`,
+      );
+      return 'failed';
+    }
+  }
+
+  async #tierParquet(settings: EffectiveSettings): Promise<SweepOutcome> {
+    const { store, connections } = this.#options;
+    const location = parseS3Location(settings.tierParquetPath);
+    if (!location) throw new Error(`audit.tier.parquet.path must be s3://bucket/prefix: ${settings.tierParquetPath}`);
+    const objects = connections.bucket(settings.tierConnectionId, location.bucket);
+    const term = this.#options.term();
+    let watermark = await this.watermark();
+    // First sweep of this term at this target: the commits themselves may be ahead of the
+    // replicated watermark (the old leader crashed after a commit, before replicating it).
+    const recoveryKey = `${term}|${settings.tierParquetPath}`;
+    if (this.#recoveredFor !== recoveryKey) {
+      const markers = await readMarkers(objects, location, watermark.seq);
+      for (const marker of markers) watermark = laterWatermark(watermark, marker.watermark);
+      await store.putMeta({ [WATERMARK_META]: watermark });
+      this.#recoveredFor = recoveryKey;
+    }
+    const batch = await this.#nextBatch(watermark);
+    if (batch.length === 0) return 'nothing-to-tier';
+    const started = this.#now();
+    const result = await commitParquetBatch(objects, location, batch, {
+      term,
+      nowMs: this.#now(),
+      mayCommit: () => this.#options.isLeader() && this.#options.term() === term,
+      ...(this.#options.beforeCommit ? { beforeCommit: this.#options.beforeCommit } : {}),
+    });
+    await this.#remember({ mode: 'parquet', path: settings.tierParquetPath, connectionId: settings.tierConnectionId }, result.marker.watermark);
+    this.#status.lastBatch = { count: batch.length, bytes: result.bytes, ms: this.#now() - started };
+    this.#options.onTiered?.(batch.length, result.bytes);
+    return 'tiered';
+  }
+
+  /** Events after the watermark, settled, at most a batch, whole ingest-millisecond groups. */
+  async #nextBatch(watermark: Watermark): Promise<StoredEvent[]> {
+    const rules = { batchSizeMax: this.#options.batchSizeMax, ingestTsMax: this.#now() - this.#options.settleMs };
+    let limit = rules.batchSizeMax + 1;
+    for (;;) {
+      const events = await this.#options.store.readBySeq(watermark.seq, limit);
+      const batch = pickBatch(events, rules);
+      // A first group larger than what was read may continue past it: read further.
+      if (events.length === limit && batch.length === events.length) {
+        limit *= 2;
+        continue;
+      }
+      return batch;
+    }
+  }
+
+  async #remember(location: TieredLocation, watermark: Watermark): Promise<void> {
+    const { store } = this.#options;
+    const known = (await store.getMeta<TieredLocation[]>(TIERED_LOCATIONS_META)) ?? [];
+    const isKnown = known.some((l) => l.mode === location.mode && l.path === location.path && l.connectionId === location.connectionId);
+    await store.putMeta({ [WATERMARK_META]: watermark, ...(isKnown ? {} : { [TIERED_LOCATIONS_META]: [...known, location] }) });
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    await this.#running?.catch(() => undefined);
+  }
+}
