@@ -6,9 +6,10 @@ import { event, startTestNode } from './test-node.js';
 const DAY = 86_400_000;
 const PARQUET = { 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': 's3://ext/audit', 'audit.tier.connectionId': 'ext' };
 
-async function tieringNode(extraProps: Record<string, string> = {}) {
+async function tieringNode(extraProps: Record<string, string> = {}, logLines?: string[]) {
   const s3 = await externalS3();
-  const t = await startTestNode({ props: { ...FAST_TIERING, ...s3.props('ext'), ...extraProps } });
+  const logger = logLines ? { logger: { level: 'warn', stream: { write: (line: string) => logLines.push(line) } } } : {};
+  const t = await startTestNode({ props: { ...FAST_TIERING, ...s3.props('ext'), ...extraProps }, node: logger });
   return { s3, t };
 }
 
@@ -25,11 +26,16 @@ describe('parquet tiering settings', () => {
   for (const [body, message] of refusals) {
     it(`refuses ${JSON.stringify(body)} with 400 and persists nothing`, async () => {
       const { t } = await tieringNode();
-      const before = await (await t.request('/admin/audit/settings')).json();
+      // The stored settings (tierStatus aside: its next attempt time moves on by itself).
+      const stored = async () => {
+        const { tierStatus: _status, ...settings } = (await (await t.request('/admin/audit/settings')).json()) as Record<string, unknown>;
+        return settings;
+      };
+      const before = await stored();
       const res = await postSettings(t, body);
       expect(res.status).toBe(400);
       expect(res.json.error).toMatch(message);
-      expect(await (await t.request('/admin/audit/settings')).json()).toEqual(before);
+      expect(await stored()).toEqual(before);
       expect(await t.stored()).toEqual([]);
     });
   }
@@ -146,7 +152,8 @@ describe('parquet tiering sweep', () => {
   });
 
   it('S3 down: lastError and backoff, nothing pruned, records keep collecting; S3 back: everything tiered once', async () => {
-    const { s3, t } = await tieringNode({ 'auditlake.audit.retention.interval.ms': '100' });
+    const logLines: string[] = [];
+    const { s3, t } = await tieringNode({ 'auditlake.audit.retention.interval.ms': '100' }, logLines);
     await postSettings(t, { ...PARQUET, 'audit.tier.retain.local.days': 0 });
     await t.ingest([event({ eventId: 'before' })]);
     await waitUntilTiered(t);
@@ -157,6 +164,12 @@ describe('parquet tiering sweep', () => {
     await expect.poll(async () => (failing = await tierStatus(t)).lastError, { timeout: 10_000 }).not.toBeNull();
     expect(failing.lastFailureMs).toBeGreaterThan(0);
     expect(failing.nextAttemptMs).toBeGreaterThan(failing.lastFailureMs);
+    // Backoff doubles from backoff.initial.ms (200) up to backoff.max.ms (800).
+    await expect.poll(async () => (failing = await tierStatus(t)).lastError !== null && (failing as unknown as { consecutiveFailures: number }).consecutiveFailures >= 4, { timeout: 15_000 }).toBe(true);
+    const failures = (failing as unknown as { consecutiveFailures: number }).consecutiveFailures;
+    const gap = failing.nextAttemptMs - failing.lastFailureMs;
+    expect(Math.abs(gap - Math.min(800, 200 * 2 ** (failures - 1)))).toBeLessThan(100);
+    expect(logLines.some((l) => /"msg":"Audit tiering sweep failed \(retry in \d+s\); LevelDB keeps collecting: /.test(l))).toBe(true);
     // Untiered events are never deleted, however old (retain.local.days = 0 notwithstanding).
     await new Promise((r) => setTimeout(r, 500));
     const local = (await t.stored()).map((e) => e.eventId);

@@ -73,7 +73,7 @@ export class TierSweeper {
 
   #schedule(delayMs: number): void {
     if (this.#closed) return;
-    this.#status.nextAttemptMs = this.#now() + delayMs;
+    this.#status.nextAttemptMs = Math.max(this.#status.nextAttemptMs, this.#now() + delayMs);
     this.#timer = setTimeout(() => {
       void this.sweep().then((outcome) => this.#schedule(outcome === 'failed' ? this.#backoffMs() : this.#options.intervalMs));
     }, delayMs);
@@ -129,6 +129,8 @@ export class TierSweeper {
       this.#status.lastError = err instanceof Error ? err.message : String(err);
       this.#status.consecutiveFailures++;
       const retryMs = this.#backoffMs();
+      // Set with the failure, so a status read in between never pairs it with an old attempt.
+      this.#status.nextAttemptMs = this.#status.lastFailureMs + retryMs;
       this.#options.log.warn(
         { err: this.#status.lastError, failures: this.#status.consecutiveFailures, ms: this.#now() - started },
         `Audit tiering sweep failed (retry in ${Math.round(retryMs / 1000)}s); LevelDB keeps collecting: ${this.#status.lastError}`,
