@@ -41,8 +41,8 @@ export const READ_ACTION = 'data:Select';
 /** Source of events auditlake records about itself (settings changes, refused access). */
 export const SELF_SOURCE = 'auditlake';
 
-/** Strips internal fields so the API shape stays exactly the contract's. */
-export function toEventOutput(event: StoredEvent): EventOutput {
+/** Only the fields an event had when it was received (drops ingestTs, seq, term, extras). */
+export function toAuditEvent(event: AuditEvent): AuditEvent {
   return {
     eventId: event.eventId,
     userId: event.userId,
@@ -54,6 +54,10 @@ export function toEventOutput(event: StoredEvent): EventOutput {
     query: event.query,
     details: event.details,
     timestamp: event.timestamp,
-    ingestTs: event.ingestTs,
   };
+}
+
+/** Strips internal fields (seq, term) so the API shape stays exactly the contract's. */
+export function toEventOutput(event: EventOutput): EventOutput {
+  return { ...toAuditEvent(event), ingestTs: event.ingestTs };
 }

@@ -1,6 +1,6 @@
 import { mkdir, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { AuditError, AuditErrorCode, compileFilter, type AuditEvent, type SearchFilter, type StoredEvent } from '@auditlake/model';
+import { AuditError, AuditErrorCode, compileFilter, toAuditEvent, type AuditEvent, type SearchFilter, type StoredEvent } from '@auditlake/model';
 import { Level } from 'level';
 import {
   PREFIX,
@@ -177,7 +177,7 @@ export class AuditStore {
       const ops: Array<{ type: 'put'; key: string; value: string } | { type: 'del'; key: string }> = [];
       for (const event of suffix) {
         ops.push({ type: 'del', key: timeKey(event.timestamp, event.seq) }, { type: 'del', key: seqKey(event.seq) }, { type: 'del', key: idKey(event.eventId) });
-        ops.push({ type: 'put', key: outboxKey(this.#outboxNext++), value: JSON.stringify(stripOrder(event)) });
+        ops.push({ type: 'put', key: outboxKey(this.#outboxNext++), value: JSON.stringify(toAuditEvent(event)) });
       }
       // The highest ingestTs ever assigned survives the truncation: it must never go back.
       ops.push({ type: 'put', key: localKey('highestIngestTs'), value: String(position.lastIngestTs) });
@@ -385,20 +385,4 @@ export class AuditStore {
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
   }
-}
-
-/** The event as received, without the order a (former) leader gave it. */
-export function stripOrder(event: StoredEvent): AuditEvent {
-  return {
-    eventId: event.eventId,
-    userId: event.userId,
-    source: event.source,
-    action: event.action,
-    resource: event.resource,
-    decision: event.decision,
-    tables: event.tables,
-    query: event.query,
-    details: event.details,
-    timestamp: event.timestamp,
-  };
 }

@@ -1,6 +1,6 @@
 import { once } from 'node:events';
-import { parseSearchParams, toEventOutput, type EventOutput, type SearchFilter, type StoredEvent } from '@auditlake/model';
-import { mergedSearch, type MergedEvent } from '@auditlake/query';
+import { parseSearchParams, toEventOutput, type SearchFilter, type StoredEvent } from '@auditlake/model';
+import { mergedSearch } from '@auditlake/query';
 import type { AuditStore } from '@auditlake/store';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { proxyToLeader } from '../leader-proxy.js';
@@ -13,23 +13,6 @@ export interface SearchRouteOptions {
   viewerMaxPage: number;
   membership: Membership;
   tiering: TieringService;
-}
-
-/** The contract's output shape for a merged event (local or tiered-only). */
-function mergedOutput(event: MergedEvent): EventOutput {
-  return {
-    eventId: event.eventId,
-    userId: event.userId,
-    source: event.source,
-    action: event.action,
-    resource: event.resource,
-    decision: event.decision,
-    tables: event.tables,
-    query: event.query,
-    details: event.details,
-    timestamp: event.timestamp,
-    ingestTs: event.ingestTs,
-  };
 }
 
 export const STALE_HEADER = 'x-auditlake-stale';
@@ -70,7 +53,7 @@ export function registerSearchRoute(app: FastifyInstance, options: SearchRouteOp
     if (tiers.length > 0) {
       // History has left for S3: one merged, de-duplicated page (at most the viewer's max page).
       const result = await mergedSearch({ local: options.store.search(filter), tiers, filter, localCompleteFromMs: options.tiering.localCompleteFromMs(Date.now()) });
-      const events = result.events.map(mergedOutput);
+      const events = result.events.map(toEventOutput);
       if (result.tierNote) reply.header('x-auditlake-tier-note', encodeURIComponent(result.tierNote));
       if (wantsNdjson(request.headers.accept)) {
         reply.header('content-type', 'application/x-ndjson; charset=utf-8');
