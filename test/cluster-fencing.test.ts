@@ -54,11 +54,12 @@ describe('fencing (real processes, SIGSTOP/SIGCONT)', () => {
     const acked = new Set<string>();
     await ingestAcked(cluster.node(old).url, 'replicated', 20, acked);
     await expectConverged(cluster, [0, 1, 2], acked);
-    // Standbys frozen: what the leader acknowledges now exists on its disk only.
-    for (const i of standbys) cluster.node(i).pause();
+    // Standbys down: what the leader acknowledges now exists on its disk only. (Killed, not
+    // paused: a paused standby could still apply a long-poll answer already in its socket.)
+    for (const i of standbys) await cluster.node(i).kill();
     await ingestAcked(cluster.node(old).url, 'only-on-old-leader', 30, acked);
     cluster.node(old).pause();
-    for (const i of standbys) cluster.node(i).resume();
+    for (const i of standbys) await cluster.start(i);
     await otherLeader(cluster, old);
     for (const i of standbys) await ingestAcked(cluster.node(i).url, `new-term-${i}`, 20, acked);
     cluster.node(old).resume();

@@ -7,7 +7,7 @@ function ackReplicated(query: unknown): boolean {
   const ack = (query as Record<string, unknown>)['ack'];
   if (ack === undefined || ack === 'local') return false;
   if (ack === 'replicated') return true;
-  throw new AuditError(AuditErrorCode.BAD_REQUEST, `parameter ack must be local or replicated: ${JSON.stringify(ack)}`);
+  throw new AuditError(AuditErrorCode.BAD_REQUEST, `parameter ack must be local or replicated: ${typeof ack === 'string' ? ack : JSON.stringify(ack)}`);
 }
 
 export function registerIngestRoute(app: FastifyInstance, ingest: IngestService): void {
