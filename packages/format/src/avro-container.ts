@@ -1,0 +1,230 @@
+import { AuditError, AuditErrorCode } from '@auditlake/model';
+import avsc from 'avsc';
+import { inflateRawSync } from 'node:zlib';
+
+/**
+ * Avro object container files (Avro spec "Object Container Files"; iceberg-writer-notes.md
+ * §3.1), built synchronously over avsc's binary encodings: avsc's own container encoder is a
+ * stream, and re-serializes the schema without Iceberg's `field-id` attributes when given a
+ * compiled type.
+ */
+
+/** `Obj` followed by version 1. */
+const MAGIC = Uint8Array.of(0x4f, 0x62, 0x6a, 0x01);
+
+/** Length of the sync marker that ends the header and every block. */
+export const SYNC_MARKER_BYTES = 16;
+
+/**
+ * Serialized records per block before a new block starts. Java and avsc use the same 64 KiB
+ * default; a manifest of ours is a few KB, so it is normally one block.
+ */
+export const AVRO_BLOCK_BYTES_TARGET = 64 * 1024;
+
+/**
+ * Largest inflated `deflate` block accepted when decoding (files written by Java use deflate).
+ * Java's blocks are ~64 KiB; this only stops a corrupt or hostile file from exhausting memory.
+ */
+export const AVRO_BLOCK_INFLATED_BYTES_MAX = 64 * 1024 * 1024;
+
+const HEADER_TYPE = avsc.Type.forSchema({
+  type: 'record',
+  name: 'org.apache.avro.file.Header',
+  fields: [
+    { name: 'magic', type: { type: 'fixed', name: 'Magic', size: 4 } },
+    { name: 'meta', type: { type: 'map', values: 'bytes' } },
+    { name: 'sync', type: { type: 'fixed', name: 'Sync', size: SYNC_MARKER_BYTES } },
+  ],
+});
+
+const LONG_TYPE = avsc.Type.forSchema('long');
+
+/** A record schema together with its compiled avsc type. */
+export interface AvroRecordSchema {
+  /** The writer schema exactly as it goes into `avro.schema` (field ids and all). */
+  readonly json: Readonly<Record<string, unknown>>;
+  readonly type: avsc.Type;
+}
+
+/** Compiles a schema JSON object; unregistered logical types (`date`, `map`) keep their base type. */
+export function avroRecordSchema(json: Readonly<Record<string, unknown>>): AvroRecordSchema {
+  return { json, type: avsc.Type.forSchema(json as avsc.Schema) };
+}
+
+/** What {@link encodeAvroContainer} writes. */
+export interface AvroContainerInput {
+  schema: AvroRecordSchema;
+  records: readonly unknown[];
+  /** Header key-values besides `avro.schema`/`avro.codec`, written as UTF-8. */
+  metadata: Readonly<Record<string, string>>;
+  /** The 16-byte sync marker; random when absent (tests pass one to get identical bytes). */
+  syncMarker?: Uint8Array;
+}
+
+/**
+ * Encodes records as an object container file with codec `null` (icebird cannot inflate some
+ * small or stored deflate blocks, notes §7). The header holds `avro.schema` (the schema JSON
+ * as given), `avro.codec` and the caller's keys. Throws TypeError for a record the schema does
+ * not accept (naming the offending field) or a bad sync marker.
+ */
+export function encodeAvroContainer(input: AvroContainerInput): Uint8Array {
+  const syncMarker = input.syncMarker ?? globalThis.crypto.getRandomValues(new Uint8Array(SYNC_MARKER_BYTES));
+  if (syncMarker.byteLength !== SYNC_MARKER_BYTES) {
+    throw new TypeError(`syncMarker must be ${SYNC_MARKER_BYTES} bytes, got ${syncMarker.byteLength}`);
+  }
+  const meta: Record<string, Buffer> = {};
+  for (const [key, value] of Object.entries(input.metadata)) {
+    if (key.startsWith('avro.')) throw new TypeError(`header key ${key} is reserved for Avro`);
+    meta[key] = Buffer.from(value, 'utf8');
+  }
+  meta['avro.schema'] = Buffer.from(JSON.stringify(input.schema.json), 'utf8');
+  meta['avro.codec'] = Buffer.from('null', 'utf8');
+
+  const parts: Uint8Array[] = [
+    HEADER_TYPE.toBuffer({ magic: Buffer.from(MAGIC), meta, sync: Buffer.from(syncMarker) }),
+  ];
+  let block: Buffer[] = [];
+  let blockBytes = 0;
+  const flush = (): void => {
+    if (block.length === 0) return;
+    parts.push(LONG_TYPE.toBuffer(block.length), LONG_TYPE.toBuffer(blockBytes), ...block, syncMarker);
+    block = [];
+    blockBytes = 0;
+  };
+  for (const record of input.records) {
+    const encoded = encodeRecord(input.schema.type, record);
+    block.push(encoded);
+    blockBytes += encoded.byteLength;
+    if (blockBytes >= AVRO_BLOCK_BYTES_TARGET) flush();
+  }
+  flush();
+  return concat(parts);
+}
+
+function encodeRecord(type: avsc.Type, record: unknown): Buffer {
+  const problems: string[] = [];
+  const valid = type.isValid(record, {
+    errorHook: (path: string[], value: unknown) => {
+      problems.push(`${path.join('.') || '(record)'} = ${describe(value)}`);
+    },
+  });
+  if (!valid) throw new TypeError(`record does not match Avro schema ${type.name ?? ''}: ${problems.join('; ')}`);
+  return type.toBuffer(record);
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'bigint') return `${value}n`;
+  if (value instanceof Uint8Array) return `Uint8Array(${value.byteLength})`;
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+/** A decoded container file. */
+export interface AvroContainer {
+  /** Header keys other than `avro.*`, decoded as UTF-8. */
+  metadata: Record<string, string>;
+  /** The writer schema from `avro.schema`. */
+  writerSchema: unknown;
+  /** Records, resolved from the writer schema to the reader type. */
+  records: unknown[];
+}
+
+/**
+ * Decodes an object container file, resolving each record from the file's writer schema to
+ * `readerType` (Avro schema resolution: fields missing from the writer take the reader's
+ * defaults, fields unknown to the reader are skipped). Codecs `null` and `deflate`.
+ * Throws AuditError AUDIT_TIER_TARGET_UNUSABLE for anything that is not such a file or whose
+ * schema cannot be resolved; `what` names the file kind in messages.
+ */
+export function decodeAvroContainer(bytes: Uint8Array, readerType: avsc.Type, what: string): AvroContainer {
+  const unusable = (message: string, cause?: unknown): AuditError =>
+    new AuditError(AuditErrorCode.TIER_TARGET_UNUSABLE, `${what} is not readable: ${message}`, cause === undefined ? {} : { cause });
+  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (buffer.byteLength < MAGIC.byteLength || !buffer.subarray(0, MAGIC.byteLength).equals(MAGIC)) {
+    throw unusable('no Avro magic bytes');
+  }
+  const header = attempt<{ value: { meta: Record<string, Buffer>; sync: Buffer } | undefined; offset: number }>(
+    () => HEADER_TYPE.decode(buffer, 0),
+    unusable,
+    'bad header',
+  );
+  if (header.value === undefined || header.offset < 0) throw unusable('truncated header');
+  const meta = header.value.meta;
+  const syncMarker = header.value.sync;
+  const codec = meta['avro.codec']?.toString('utf8') ?? 'null';
+  if (codec !== 'null' && codec !== 'deflate') throw unusable(`unsupported codec ${codec}`);
+  const schemaText = meta['avro.schema']?.toString('utf8');
+  if (schemaText === undefined) throw unusable('no avro.schema in the header');
+  const writerSchema = attempt(() => JSON.parse(schemaText) as unknown, unusable, 'avro.schema is not JSON');
+  const writerType = attempt(() => avsc.Type.forSchema(writerSchema as avsc.Schema), unusable, 'bad writer schema');
+  const resolver = attempt(() => readerType.createResolver(writerType), unusable, 'writer schema does not resolve to the reader schema');
+
+  const metadata: Record<string, string> = {};
+  for (const [key, value] of Object.entries(meta)) {
+    if (!key.startsWith('avro.')) metadata[key] = value.toString('utf8');
+  }
+
+  const records: unknown[] = [];
+  let offset = header.offset;
+  while (offset < buffer.byteLength) {
+    const count = readLong(buffer, offset, unusable);
+    const size = readLong(buffer, count.offset, unusable);
+    if (count.value < 0 || size.value < 0) throw unusable('negative block count or size');
+    const dataEnd = size.offset + size.value;
+    if (dataEnd + SYNC_MARKER_BYTES > buffer.byteLength) throw unusable('truncated block');
+    if (!buffer.subarray(dataEnd, dataEnd + SYNC_MARKER_BYTES).equals(syncMarker)) throw unusable('sync marker mismatch');
+    let data = buffer.subarray(size.offset, dataEnd);
+    if (codec === 'deflate') {
+      data = attempt(() => inflateRawSync(data, { maxOutputLength: AVRO_BLOCK_INFLATED_BYTES_MAX }), unusable, 'bad deflate block');
+    }
+    let position = 0;
+    for (let i = 0; i < count.value; i++) {
+      const decoded = attempt(() => readerType.decode(data, position, resolver), unusable, 'bad record');
+      if (decoded.offset < 0) throw unusable('block shorter than its records');
+      records.push(decoded.value);
+      position = decoded.offset;
+    }
+    if (position !== data.byteLength) throw unusable('block longer than its records');
+    offset = dataEnd + SYNC_MARKER_BYTES;
+  }
+  return { metadata, writerSchema, records };
+}
+
+function readLong(buffer: Buffer, offset: number, unusable: (message: string) => AuditError): { value: number; offset: number } {
+  const decoded = attempt<{ value: number | undefined; offset: number }>(() => LONG_TYPE.decode(buffer, offset), unusable, 'bad block header');
+  if (decoded.value === undefined || decoded.offset < 0) throw unusable('truncated block header');
+  return { value: decoded.value, offset: decoded.offset };
+}
+
+/** Runs `fn`, turning any error into the coded one. */
+function attempt<T>(fn: () => T, unusable: (message: string, cause?: unknown) => AuditError, message: string): T {
+  try {
+    return fn();
+  } catch (err) {
+    throw unusable(`${message}: ${err instanceof Error ? err.message : String(err)}`, err);
+  }
+}
+
+/** Avro `bytes` values are Buffers in avsc: a view of `bytes`, not a copy. */
+export function toBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/** A plain Uint8Array copy of decoded bytes, so callers never keep a whole file's buffer alive. */
+export function fromBuffer(bytes: Uint8Array): Uint8Array {
+  return new Uint8Array(bytes);
+}
+
+function concat(parts: readonly Uint8Array[]): Uint8Array {
+  const total = parts.reduce((sum, part) => sum + part.byteLength, 0);
+  const out = new Uint8Array(total);
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.byteLength;
+  }
+  return out;
+}

@@ -1,0 +1,451 @@
+import { AuditError, AuditErrorCode } from '@auditlake/model';
+import type { DataFile } from './iceberg-manifest.js';
+import {
+  AUDIT_LAST_COLUMN_ID,
+  AUDIT_PARTITION_SPEC_ID,
+  AUDIT_SCHEMA_ID,
+  AUDIT_SORT_ORDER_ID,
+  auditIcebergSchema,
+  auditNameMapping,
+  auditPartitionSpec,
+  auditSortOrder,
+  EVENT_TIME_DAY_FIELD_ID,
+  type IcebergPartitionSpec,
+  type IcebergSchema,
+  type IcebergSortOrder,
+} from './iceberg-schema.js';
+
+/** A snapshot of the table (spec "Snapshots"; notes §2.1). */
+export interface IcebergSnapshot {
+  'snapshot-id': number;
+  /** Absent for the table's first snapshot (never -1 or null). */
+  'parent-snapshot-id'?: number;
+  'sequence-number': number;
+  'timestamp-ms': number;
+  'manifest-list': string;
+  /** String → string; `operation` is required. */
+  summary: Record<string, string>;
+  'schema-id'?: number;
+}
+
+/** A named reference to a snapshot; `main` is the table's current state. */
+export interface IcebergSnapshotRef {
+  'snapshot-id': number;
+  type: 'branch' | 'tag';
+  [retention: string]: unknown;
+}
+
+export interface IcebergSnapshotLogEntry {
+  'timestamp-ms': number;
+  'snapshot-id': number;
+}
+
+export interface IcebergMetadataLogEntry {
+  'timestamp-ms': number;
+  'metadata-file': string;
+}
+
+/**
+ * Format v2 table metadata (spec "Table Metadata Fields"; notes §1.1), as written to
+ * `metadata/vN.metadata.json`. Fields other engines add (`statistics`, …) are carried through
+ * unchanged by {@link appendSnapshot}.
+ */
+export interface IcebergTableMetadata {
+  'format-version': 2;
+  'table-uuid': string;
+  location: string;
+  'last-sequence-number': number;
+  'last-updated-ms': number;
+  'last-column-id': number;
+  'current-schema-id': number;
+  schemas: IcebergSchema[];
+  'default-spec-id': number;
+  'partition-specs': IcebergPartitionSpec[];
+  'last-partition-id': number;
+  'default-sort-order-id': number;
+  'sort-orders': IcebergSortOrder[];
+  properties: Record<string, string>;
+  /** -1 before the first snapshot (Java's v2 form; readers treat it as none). */
+  'current-snapshot-id': number;
+  refs: Record<string, IcebergSnapshotRef>;
+  snapshots: IcebergSnapshot[];
+  'snapshot-log': IcebergSnapshotLogEntry[];
+  'metadata-log': IcebergMetadataLogEntry[];
+  [other: string]: unknown;
+}
+
+/** `current-snapshot-id` of a table without snapshots. */
+export const NO_CURRENT_SNAPSHOT_ID = -1;
+
+/** Java's default `write.metadata.previous-versions-max`: metadata-log entries kept. */
+export const METADATA_LOG_ENTRIES_MAX_DEFAULT = 100;
+
+/** Table properties written at creation unless the caller overrides them. */
+export function defaultTableProperties(): Record<string, string> {
+  return {
+    'write.format.default': 'parquet',
+    'write.parquet.compression-codec': 'snappy',
+    'schema.name-mapping.default': auditNameMapping(),
+  };
+}
+
+/** What {@link newTableMetadata} needs. */
+export interface NewTableMetadataOptions {
+  /** Absolute table URI without a trailing slash, e.g. `s3://bucket/warehouse/audit/events`. */
+  location: string;
+  /** Generated once at creation (a UUID); never changes afterwards. */
+  tableUuid: string;
+  /** Creation time, epoch ms (`last-updated-ms`). */
+  nowMs: number;
+  /** Extra or overriding table properties; values are strings (Java rejects others). */
+  properties?: Readonly<Record<string, string>>;
+}
+
+/**
+ * The metadata of a new, empty table (`v1.metadata.json`): format 2, the audit schema (id 0,
+ * `last-column-id` 12), the spec `day(event_time)` (id 0, `last-partition-id` 1000), the
+ * unsorted order 0, no snapshots (`current-snapshot-id` -1, empty refs and logs),
+ * `last-sequence-number` 0 and {@link defaultTableProperties} merged with `properties`.
+ * Throws TypeError for a location that is not an absolute URI without trailing slash, a bad
+ * UUID, time or property value.
+ */
+export function newTableMetadata(options: NewTableMetadataOptions): IcebergTableMetadata {
+  checkLocation(options.location);
+  if (!UUID_PATTERN.test(options.tableUuid)) throw new TypeError(`tableUuid must be a UUID, got ${options.tableUuid}`);
+  checkMs('nowMs', options.nowMs);
+  const properties = { ...defaultTableProperties(), ...options.properties };
+  checkStringMap('properties', properties);
+  const metadata: IcebergTableMetadata = {
+    'format-version': 2,
+    'table-uuid': options.tableUuid.toLowerCase(),
+    location: options.location,
+    'last-sequence-number': 0,
+    'last-updated-ms': options.nowMs,
+    'last-column-id': AUDIT_LAST_COLUMN_ID,
+    'current-schema-id': AUDIT_SCHEMA_ID,
+    schemas: [auditIcebergSchema()],
+    'default-spec-id': AUDIT_PARTITION_SPEC_ID,
+    'partition-specs': [auditPartitionSpec()],
+    'last-partition-id': EVENT_TIME_DAY_FIELD_ID,
+    'default-sort-order-id': AUDIT_SORT_ORDER_ID,
+    'sort-orders': [auditSortOrder()],
+    properties,
+    'current-snapshot-id': NO_CURRENT_SNAPSHOT_ID,
+    refs: {},
+    snapshots: [],
+    'snapshot-log': [],
+    'metadata-log': [],
+  };
+  assertValid(checkTableMetadata(metadata));
+  return metadata;
+}
+
+/** Counters of the files a snapshot adds (summary `added-*` and `changed-partition-count`). */
+export interface AddedFilesSummary {
+  records: number;
+  files: number;
+  sizeBytes: number;
+  /** Distinct partitions (days) the added files belong to. */
+  partitions: number;
+}
+
+/** The {@link AddedFilesSummary} of the data files a snapshot adds. */
+export function summarizeAddedFiles(files: readonly DataFile[]): AddedFilesSummary {
+  const days = new Set(files.map((file) => file.partition.event_time_day));
+  return {
+    records: files.reduce((sum, file) => sum + file.record_count, 0),
+    files: files.length,
+    sizeBytes: files.reduce((sum, file) => sum + file.file_size_in_bytes, 0),
+    partitions: days.size,
+  };
+}
+
+/** What {@link appendSnapshot} adds. */
+export interface AppendSnapshotOptions {
+  /** New snapshot id: a positive safe integer not used before in the table. */
+  snapshotId: number;
+  /** Absolute path of the snapshot's manifest list (already written). */
+  manifestListPath: string;
+  /** Commit time, epoch ms; raised to previous `last-updated-ms` + 1 if the clock is behind. */
+  nowMs: number;
+  addedFiles: AddedFilesSummary;
+  /**
+   * Absolute path of the metadata file `metadata` was read from (`vN.metadata.json`); it
+   * becomes the newest `metadata-log` entry of the new version.
+   */
+  previousMetadataPath: string;
+  /** Extra summary keys, e.g. the tiering watermark ({@link watermarkSummary}). */
+  summaryExtra?: Readonly<Record<string, string>>;
+  /** metadata-log entries kept (oldest dropped first); default {@link METADATA_LOG_ENTRIES_MAX_DEFAULT}. */
+  metadataLogEntriesMax?: number;
+}
+
+/** Summary keys {@link appendSnapshot} computes; `summaryExtra` may not set them. */
+const STANDARD_SUMMARY_KEYS = new Set([
+  'operation',
+  'added-data-files',
+  'added-records',
+  'added-files-size',
+  'changed-partition-count',
+  'total-records',
+  'total-files-size',
+  'total-data-files',
+  'total-delete-files',
+  'total-position-deletes',
+  'total-equality-deletes',
+]);
+
+/**
+ * The next table metadata after an `append` commit (notes §2 and §5.4 step 5), leaving
+ * `metadata` untouched: a snapshot with sequence number `last-sequence-number` + 1, the current
+ * snapshot as parent (omitted for the first), the manifest list, schema id and a summary with
+ * `operation` = append, the `added-*` counters, `changed-partition-count`, the cumulative
+ * `total-*` counters (a total the parent lacks — a foreign writer may omit them — is left out
+ * rather than guessed, as Java does) and `summaryExtra`. It becomes `current-snapshot-id` and
+ * `refs.main`, gets a `snapshot-log` entry, and `previousMetadataPath` a `metadata-log` entry
+ * stamped with the previous `last-updated-ms`. Timestamps never go backwards: the commit time
+ * is `max(nowMs, previous last-updated-ms + 1)`.
+ *
+ * Throws TypeError for a reused or invalid snapshot id, bad counts, paths or summary values, or
+ * `summaryExtra` that sets a standard key; AuditError AUDIT_TIER_TARGET_UNUSABLE when
+ * `metadata` itself is not valid v2 metadata.
+ */
+export function appendSnapshot(metadata: IcebergTableMetadata, options: AppendSnapshotOptions): IcebergTableMetadata {
+  const problems = checkTableMetadata(metadata);
+  if (problems.length > 0) {
+    throw new AuditError(AuditErrorCode.TIER_TARGET_UNUSABLE, `Iceberg table metadata is not valid: ${problems.join('; ')}`);
+  }
+  checkSnapshotId('snapshotId', options.snapshotId);
+  if (metadata.snapshots.some((snapshot) => snapshot['snapshot-id'] === options.snapshotId)) {
+    throw new TypeError(`snapshot id ${options.snapshotId} is already used in the table`);
+  }
+  checkAbsolutePath('manifestListPath', options.manifestListPath);
+  checkAbsolutePath('previousMetadataPath', options.previousMetadataPath);
+  checkMs('nowMs', options.nowMs);
+  const added = options.addedFiles;
+  for (const [name, value] of Object.entries(added)) {
+    if (!Number.isSafeInteger(value) || value < 0) throw new TypeError(`addedFiles.${name} must be a non-negative safe integer, got ${value}`);
+  }
+  const extra = options.summaryExtra ?? {};
+  checkStringMap('summaryExtra', extra);
+  for (const key of Object.keys(extra)) {
+    if (STANDARD_SUMMARY_KEYS.has(key)) throw new TypeError(`summaryExtra may not set the standard summary key ${key}`);
+  }
+  const logMax = options.metadataLogEntriesMax ?? METADATA_LOG_ENTRIES_MAX_DEFAULT;
+  if (!Number.isSafeInteger(logMax) || logMax < 1) throw new TypeError(`metadataLogEntriesMax must be a positive integer, got ${logMax}`);
+
+  const commitMs = Math.max(options.nowMs, metadata['last-updated-ms'] + 1);
+  const parent = currentSnapshot(metadata);
+  const sequenceNumber = metadata['last-sequence-number'] + 1;
+
+  const summary: Record<string, string> = {
+    operation: 'append',
+    'added-data-files': String(added.files),
+    'added-records': String(added.records),
+    'added-files-size': String(added.sizeBytes),
+    'changed-partition-count': String(added.partitions),
+  };
+  const totals: [string, number][] = [
+    ['total-records', added.records],
+    ['total-files-size', added.sizeBytes],
+    ['total-data-files', added.files],
+    ['total-delete-files', 0],
+    ['total-position-deletes', 0],
+    ['total-equality-deletes', 0],
+  ];
+  for (const [key, delta] of totals) {
+    const previous = parent === undefined ? 0 : parseCount(parent.summary[key]);
+    if (previous !== undefined) summary[key] = String(previous + delta);
+  }
+  Object.assign(summary, extra);
+
+  const snapshot: IcebergSnapshot = {
+    'sequence-number': sequenceNumber,
+    'snapshot-id': options.snapshotId,
+    ...(parent === undefined ? {} : { 'parent-snapshot-id': parent['snapshot-id'] }),
+    'timestamp-ms': commitMs,
+    summary,
+    'manifest-list': options.manifestListPath,
+    'schema-id': metadata['current-schema-id'],
+  };
+  const metadataLog = [
+    ...metadata['metadata-log'],
+    { 'timestamp-ms': metadata['last-updated-ms'], 'metadata-file': options.previousMetadataPath },
+  ].slice(-logMax);
+
+  const next: IcebergTableMetadata = {
+    ...metadata,
+    'last-sequence-number': sequenceNumber,
+    'last-updated-ms': commitMs,
+    'current-snapshot-id': options.snapshotId,
+    refs: { ...metadata.refs, main: { ...metadata.refs['main'], 'snapshot-id': options.snapshotId, type: 'branch' } },
+    snapshots: [...metadata.snapshots, snapshot],
+    'snapshot-log': [...metadata['snapshot-log'], { 'timestamp-ms': commitMs, 'snapshot-id': options.snapshotId }],
+    'metadata-log': metadataLog,
+  };
+  assertValid(checkTableMetadata(next));
+  return next;
+}
+
+/** The current snapshot, or undefined for a table without one. */
+export function currentSnapshot(metadata: IcebergTableMetadata): IcebergSnapshot | undefined {
+  const id = metadata['current-snapshot-id'];
+  if (id === NO_CURRENT_SNAPSHOT_ID || id === undefined || id === null) return undefined;
+  return metadata.snapshots.find((snapshot) => snapshot['snapshot-id'] === id);
+}
+
+/**
+ * Parses a `vN.metadata.json` text. Throws AuditError AUDIT_TIER_TARGET_UNUSABLE when it is not
+ * JSON, not valid v2 metadata for this package ({@link checkTableMetadata}), or holds a snapshot
+ * id beyond 2^53 (written by another engine): JS numbers would round such an id, and writing it
+ * back as a `parent-snapshot-id` would break the table's ancestry, so it is refused instead.
+ */
+export function parseTableMetadata(text: string): IcebergTableMetadata {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw new AuditError(AuditErrorCode.TIER_TARGET_UNUSABLE, 'Iceberg table metadata is not JSON', { cause: err });
+  }
+  const problems = checkTableMetadata(parsed);
+  if (problems.length > 0) {
+    throw new AuditError(AuditErrorCode.TIER_TARGET_UNUSABLE, `Iceberg table metadata is not valid: ${problems.join('; ')}`);
+  }
+  return parsed as IcebergTableMetadata;
+}
+
+/** Java's tolerance for log timestamps against `last-updated-ms` (`TableMetadata`). */
+const LOG_TIMESTAMP_TOLERANCE_MS = 60_000;
+
+/**
+ * What is wrong with `value` as v2 table metadata this package can extend, as a list of
+ * problems (empty when none): the v2-required fields with their JSON types, string-valued
+ * properties and summaries with `operation`, safe-integer snapshot ids, a current snapshot
+ * that exists and equals `refs.main`, refs that point at snapshots, sequence numbers not above
+ * `last-sequence-number`, and both logs sorted and not later than `last-updated-ms` (beyond
+ * Java's one-minute tolerance) — the checks Java makes when it loads metadata.
+ */
+export function checkTableMetadata(value: unknown): string[] {
+  const problems: string[] = [];
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return ['not a JSON object'];
+  const m = value as Record<string, unknown>;
+  if (m['format-version'] !== 2) problems.push(`format-version must be 2, got ${String(m['format-version'])}`);
+  if (typeof m['table-uuid'] !== 'string' || !UUID_PATTERN.test(m['table-uuid'])) problems.push('table-uuid must be a UUID');
+  if (typeof m['location'] !== 'string' || m['location'] === '') problems.push('location must be a string');
+  for (const key of ['last-sequence-number', 'last-updated-ms', 'last-column-id', 'current-schema-id', 'default-spec-id', 'last-partition-id', 'default-sort-order-id']) {
+    if (!Number.isSafeInteger(m[key])) problems.push(`${key} must be an integer`);
+  }
+  for (const key of ['schemas', 'partition-specs', 'sort-orders']) {
+    if (!Array.isArray(m[key]) || m[key].length === 0) problems.push(`${key} must be a non-empty list`);
+  }
+  if (Array.isArray(m['schemas']) && !m['schemas'].some((s: unknown) => (s as IcebergSchema)['schema-id'] === m['current-schema-id'])) {
+    problems.push('current-schema-id names no schema');
+  }
+  if (m['schema'] !== undefined || m['partition-spec'] !== undefined) problems.push('v1 fields schema/partition-spec must be omitted in v2');
+  if (m['properties'] !== undefined) problems.push(...stringMapProblems('properties', m['properties']));
+  if (problems.length > 0) return problems;
+
+  const metadata = m as IcebergTableMetadata;
+  const snapshots = metadata.snapshots ?? [];
+  const refs = metadata.refs ?? {};
+  const snapshotLog = metadata['snapshot-log'] ?? [];
+  const metadataLog = metadata['metadata-log'] ?? [];
+  if (!Array.isArray(snapshots) || !Array.isArray(snapshotLog) || !Array.isArray(metadataLog) || typeof refs !== 'object' || refs === null) {
+    return ['snapshots, snapshot-log and metadata-log must be lists, refs an object'];
+  }
+  const isObject = (entry: unknown): boolean => typeof entry === 'object' && entry !== null && !Array.isArray(entry);
+  if (![...snapshots, ...snapshotLog, ...metadataLog, ...Object.values(refs)].every(isObject)) {
+    return ['snapshots, log entries and refs must be JSON objects'];
+  }
+  const ids = new Set<number>();
+  for (const snapshot of snapshots) {
+    const id = snapshot['snapshot-id'];
+    if (!Number.isSafeInteger(id) || id <= 0) {
+      problems.push(`snapshot id ${String(id)} is not a positive integer below 2^53`);
+      continue;
+    }
+    if (ids.has(id)) problems.push(`snapshot id ${id} appears twice`);
+    ids.add(id);
+    const parentId = snapshot['parent-snapshot-id'];
+    if (parentId !== undefined && (!Number.isSafeInteger(parentId) || parentId <= 0)) {
+      problems.push(`snapshot ${id}: parent-snapshot-id ${String(parentId)} is not a positive integer below 2^53`);
+    }
+    if (!Number.isSafeInteger(snapshot['sequence-number']) || snapshot['sequence-number'] > metadata['last-sequence-number']) {
+      problems.push(`snapshot ${id}: sequence-number must be an integer not above last-sequence-number`);
+    }
+    if (typeof snapshot['manifest-list'] !== 'string') problems.push(`snapshot ${id}: manifest-list is required`);
+    problems.push(...stringMapProblems(`snapshot ${id} summary`, snapshot.summary));
+    if (typeof snapshot.summary === 'object' && snapshot.summary !== null && typeof snapshot.summary['operation'] !== 'string') {
+      problems.push(`snapshot ${id}: summary has no operation`);
+    }
+  }
+  const current = metadata['current-snapshot-id'];
+  const hasCurrent = current !== undefined && current !== null && current !== NO_CURRENT_SNAPSHOT_ID;
+  if (hasCurrent && !ids.has(current)) problems.push(`current-snapshot-id ${String(current)} names no snapshot`);
+  for (const [name, ref] of Object.entries(refs)) {
+    if (!ids.has(ref['snapshot-id'])) problems.push(`ref ${name} names no snapshot`);
+  }
+  const mainId = refs['main']?.['snapshot-id'];
+  if (hasCurrent ? mainId !== current : mainId !== undefined) problems.push('refs.main must equal current-snapshot-id');
+  const lastUpdatedMs = metadata['last-updated-ms'];
+  for (const [name, log] of [['snapshot-log', snapshotLog], ['metadata-log', metadataLog]] as const) {
+    let previousMs = -Infinity;
+    for (const entry of log) {
+      const ms = entry['timestamp-ms'];
+      if (!Number.isSafeInteger(ms)) problems.push(`${name} has an entry without timestamp-ms`);
+      else if (ms < previousMs) problems.push(`${name} is not sorted by time`);
+      else previousMs = ms;
+    }
+    if (previousMs - LOG_TIMESTAMP_TOLERANCE_MS > lastUpdatedMs) problems.push(`last-updated-ms is earlier than the last ${name} entry`);
+  }
+  return problems;
+}
+
+/** A broken invariant in metadata this module built: a bug here, never the caller's input. */
+function assertValid(problems: readonly string[]): void {
+  if (problems.length > 0) throw new Error(`assertion failed: built invalid Iceberg metadata: ${problems.join('; ')}`);
+}
+
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** An absolute URI: a scheme, `://`, and more. */
+const ABSOLUTE_URI_PATTERN = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/]+\/?.*$/;
+
+function checkLocation(location: string): void {
+  checkAbsolutePath('location', location);
+  if (location.endsWith('/')) throw new TypeError(`location must not end with a slash, got ${location}`);
+}
+
+function checkAbsolutePath(name: string, path: string): void {
+  if (typeof path !== 'string' || !ABSOLUTE_URI_PATTERN.test(path)) {
+    throw new TypeError(`${name} must be an absolute URI (scheme://…), got ${String(path)}`);
+  }
+}
+
+function checkMs(name: string, value: number): void {
+  if (!Number.isSafeInteger(value) || value < 0) throw new TypeError(`${name} must be a non-negative integer of epoch ms, got ${value}`);
+}
+
+function checkSnapshotId(name: string, value: number): void {
+  if (!Number.isSafeInteger(value) || value <= 0) throw new TypeError(`${name} must be a positive integer up to 2^53 - 1, got ${value}`);
+}
+
+function checkStringMap(name: string, value: unknown): void {
+  const problems = stringMapProblems(name, value);
+  if (problems.length > 0) throw new TypeError(problems.join('; '));
+}
+
+/** Java reads properties and summaries with `JsonUtil.getString`, which rejects non-strings. */
+function stringMapProblems(name: string, value: unknown): string[] {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return [`${name} must be an object`];
+  return Object.entries(value)
+    .filter(([, entry]) => typeof entry !== 'string')
+    .map(([key]) => `${name}: value of ${key} must be a string`);
+}
+
+/** A summary counter as a number, or undefined when absent or not a decimal count. */
+function parseCount(value: string | undefined): number | undefined {
+  if (value === undefined || !/^\d+$/.test(value)) return undefined;
+  const count = Number(value);
+  return Number.isSafeInteger(count) ? count : undefined;
+}

@@ -1,0 +1,124 @@
+// Goal: the data_file of a Parquet file has exact counts, a one-day partition value and bounds that are true bounds of every value in the file (awkward and long strings included); the day transform floors toward -∞.
+import type { StoredEvent } from '@auditlake/model';
+import { parquetMetadata } from 'hyparquet';
+import { describe, expect, it } from 'vitest';
+import {
+  AUDIT_COLUMNS,
+  auditIcebergSchema,
+  compareCodePoints,
+  dataFileFromParquet,
+  dayOrdinal,
+  dayPartitionPath,
+  decodeLongBound,
+  decodeStringBound,
+  encodeAuditParquet,
+  icebergParquetKvMetadata,
+  toRow,
+} from '../src/index.js';
+import { buildEvents, DAY_MS, ORIGIN_MS, testSeed } from './events.js';
+
+const seed = testSeed();
+console.log(`iceberg-data-file seed=${seed} (replay with FORMAT_TEST_SEED=${seed})`);
+
+describe('dayOrdinal and the partition path', () => {
+  it('counts whole UTC days since 1970-01-01, flooring before the epoch', () => {
+    expect(dayOrdinal(0)).toBe(0);
+    expect(dayOrdinal(DAY_MS - 1)).toBe(0);
+    expect(dayOrdinal(DAY_MS)).toBe(1);
+    expect(dayOrdinal(-1)).toBe(-1);
+    expect(dayOrdinal(-DAY_MS)).toBe(-1);
+    expect(dayOrdinal(-DAY_MS - 1)).toBe(-2);
+    expect(dayOrdinal(Date.UTC(2024, 4, 1, 23, 59, 59, 999))).toBe(19844);
+    expect(dayPartitionPath(19844)).toBe('event_time_day=2024-05-01');
+    expect(dayPartitionPath(-1)).toBe('event_time_day=1969-12-31');
+    expect(() => dayOrdinal(1.5)).toThrow(TypeError);
+  });
+});
+
+describe('dataFileFromParquet', () => {
+  // One day of awkward events, plus strings longer than 16 code points that sort high and low.
+  const events: StoredEvent[] = [
+    ...buildEvents(seed, { count: 600, spanMs: DAY_MS - 10 }),
+    ...['\u{10FFFF}'.repeat(20), '\u{10FFFF}'.repeat(15) + 'a' + 'x'.repeat(5), '\u0000'.repeat(20), '\uFFFF'.repeat(18) + '\u{1F600}'].map(
+      (text, i) => ({ ...(buildEvents(seed + 1, { count: 1 })[0] as StoredEvent), eventId: `long-${i}`, userId: text, details: text, query: i === 0 ? 'q' : text }),
+    ),
+  ];
+  const bytes = encodeAuditParquet(events, { kvMetadata: icebergParquetKvMetadata(), rowGroupSize: 250 });
+  const path = 's3://b/wh/audit/events/data/event_time_day=2026-03-01/f.parquet';
+  const file = dataFileFromParquet({ events, filePath: path, fileSizeBytes: bytes.byteLength, parquetBytes: bytes });
+
+  it('has exact counts, the day, the size, and the footer sizes and row-group offsets', () => {
+    expect(file).toMatchObject({
+      content: 0,
+      file_path: path,
+      file_format: 'PARQUET',
+      partition: { event_time_day: dayOrdinal(ORIGIN_MS) },
+      record_count: events.length,
+      file_size_in_bytes: bytes.byteLength,
+      nan_value_counts: null,
+      key_metadata: null,
+      equality_ids: null,
+      sort_order_id: 0,
+      referenced_data_file: null,
+    });
+    const ids = AUDIT_COLUMNS.map((c) => c.fieldId);
+    expect(file.value_counts).toEqual(ids.map((key) => ({ key, value: events.length })));
+    expect(file.null_value_counts).toEqual(ids.map((key) => ({ key, value: 0 })));
+    const footer = parquetMetadata(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer);
+    expect(file.split_offsets).toHaveLength(footer.row_groups.length);
+    expect(file.split_offsets).toEqual(
+      footer.row_groups.map((g) => Number(g.columns[0]?.meta_data?.dictionary_page_offset ?? g.columns[0]?.meta_data?.data_page_offset)),
+    );
+    expect(file.column_sizes?.map((c) => c.key)).toEqual(ids);
+    expect(file.column_sizes?.every((c) => c.value > 0)).toBe(true);
+    // The footer carries the Iceberg schema for name-based readers (icebird).
+    expect(JSON.parse(footer.key_value_metadata?.find((kv) => kv.key === 'iceberg.schema')?.value ?? '')).toEqual(auditIcebergSchema());
+    // Without the bytes, the footer-derived fields are null rather than guessed.
+    const withoutBytes = dataFileFromParquet({ events, filePath: path, fileSizeBytes: bytes.byteLength });
+    expect(withoutBytes.column_sizes).toBeNull();
+    expect(withoutBytes.split_offsets).toBeNull();
+    expect({ ...withoutBytes, column_sizes: file.column_sizes, split_offsets: file.split_offsets }).toEqual(file);
+  });
+
+  it('bounds every value of every column (strings by code point, truncated to 16 code points)', () => {
+    const rows = events.map(toRow);
+    const lower = new Map(file.lower_bounds?.map((b) => [b.key, b.value]));
+    const upper = new Map(file.upper_bounds?.map((b) => [b.key, b.value]));
+    for (const column of AUDIT_COLUMNS) {
+      const low = lower.get(column.fieldId);
+      expect(low, column.name).toBeDefined();
+      const high = upper.get(column.fieldId);
+      for (const row of rows) {
+        const value = row[column.name];
+        if (column.icebergType === 'string') {
+          expect(compareCodePoints(decodeStringBound(low as Uint8Array), value as string)).toBeLessThanOrEqual(0);
+          if (high !== undefined) expect(compareCodePoints(decodeStringBound(high), value as string)).toBeGreaterThanOrEqual(0);
+        } else {
+          expect(decodeLongBound(low as Uint8Array) <= BigInt(value as number | bigint)).toBe(true);
+          expect(decodeLongBound(high as Uint8Array) >= BigInt(value as number | bigint)).toBe(true);
+        }
+      }
+      if (column.icebergType === 'string') {
+        expect(Array.from(decodeStringBound(low as Uint8Array)).length).toBeLessThanOrEqual(16);
+      } else {
+        // Numeric bounds are exact: attained by some row.
+        const values = rows.map((row) => BigInt(row[column.name] as number | bigint));
+        expect(values).toContain(decodeLongBound(low as Uint8Array));
+        expect(values).toContain(decodeLongBound(high as Uint8Array));
+      }
+    }
+    // details has a value of 20 × U+10FFFF: no 16-code-point string sorts after it, so no upper bound.
+    expect(upper.has(8)).toBe(false);
+    // query's largest value is U+10FFFF ×15 + 'a' + …: the truncated upper bound increments 'a'.
+    expect(decodeStringBound(upper.get(7) as Uint8Array)).toBe('\u{10FFFF}'.repeat(15) + 'b');
+  });
+
+  it('refuses no events, several days, and bytes that disagree with the size or the events, with TypeError', () => {
+    expect(() => dataFileFromParquet({ events: [], filePath: path, fileSizeBytes: 10 })).toThrow(TypeError);
+    const twoDays = buildEvents(seed, { count: 10, spanMs: 2 * DAY_MS });
+    expect(() => dataFileFromParquet({ events: twoDays, filePath: path, fileSizeBytes: 10 })).toThrow(TypeError);
+    expect(() => dataFileFromParquet({ events, filePath: path, fileSizeBytes: bytes.byteLength + 1, parquetBytes: bytes })).toThrow(TypeError);
+    expect(() => dataFileFromParquet({ events: events.slice(1), filePath: path, fileSizeBytes: bytes.byteLength, parquetBytes: bytes })).toThrow(TypeError);
+    expect(() => dataFileFromParquet({ events, filePath: path, fileSizeBytes: 0 })).toThrow(TypeError);
+  });
+});
