@@ -75,3 +75,48 @@ describe('tiering exactly once across a crash between data files and commit (rea
     expect(rows).toEqual([{ n: 122, d: 122, x: 120 }]);
   }, 90_000);
 });
+
+describe('iceberg tiering exactly once across a crash before the metadata commit (real process, embedded S3)', () => {
+  it('leaves only unreferenced files; the successor commits every event once, as icebird reads the table', async () => {
+    const data = await tempDir();
+    onTestFinished(() => data.remove());
+    const s3Port = await (await import('@auditlake/testkit')).freePort();
+    const args = (crash: boolean) => ['--embedded-s3', '--embedded-s3-port', String(s3Port), ...[...FAST, `auditlake.debug.tier.crash.before.commit=${crash}`].flatMap((s) => ['--set', s])];
+    const first = await startNodeProcess({ dataDir: data.path, args: args(true), env: ENV });
+    onTestFinished(() => first.kill());
+    const events = Array.from({ length: 90 }, (_, i) => ({ source: 'flink', userId: `u${i % 3}`, action: 'data:Write', eventId: `i${i}`, ts: Date.now() - (i % 4) * 86_400_000 }));
+    expect((await post(first.url, '/v1/api/audit', events, 'ing')).status).toBe(200);
+    expect((await post(first.url, '/admin/audit/settings', { 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': 'local.ops.audit_events' }, 'adm')).status).toBe(200);
+    await new Promise<void>((resolve) => first.child.once('exit', () => resolve()));
+    expect(first.child.signalCode).toBe('SIGKILL');
+
+    const second = await startNodeProcess({ dataDir: data.path, args: args(false), env: ENV });
+    onTestFinished(() => second.kill());
+    expect((await post(second.url, '/v1/api/audit', [{ source: 'flink', userId: 'late', action: 'data:Write', eventId: 'after-crash' }], 'ing')).status).toBe(200);
+    await expect
+      .poll(async () => {
+        const res = await fetch(`${second.url}/admin/audit/settings`, { headers: { authorization: 'Token adm' } });
+        const status = ((await res.json()) as { tierStatus: { backlog: number; watermark: { seq: number } } }).tierStatus;
+        return status.backlog === 0 && status.watermark.seq > 0;
+      }, { timeout: 20_000, interval: 100 })
+      .toBe(true);
+
+    // icebird resolves s3:// to AWS hostnames; point those requests at the embedded endpoint.
+    const original = globalThis.fetch;
+    globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) => {
+      const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+      const match = /^https:\/\/([a-z0-9.-]+)\.s3\.amazonaws\.com(\/.*)$/.exec(url);
+      return original(match ? `http://127.0.0.1:${s3Port}/${match[1]}${match[2]}` : input, init);
+    }) as typeof fetch;
+    onTestFinished(() => {
+      globalThis.fetch = original;
+    });
+    const { icebergRead } = await import('icebird');
+    const rows = (await icebergRead({ tableUrl: 's3://auditlake/warehouse/ops/audit_events' })) as Array<{ event_id: string }>;
+    const ids = rows.map((r) => r.event_id);
+    // 90 events, the settings change, the late event: each exactly once in the table.
+    expect(ids).toHaveLength(92);
+    expect(new Set(ids).size).toBe(92);
+    expect(ids.filter((id) => id.startsWith('i'))).toHaveLength(90);
+  }, 90_000);
+});

@@ -2,6 +2,7 @@ import type { NodeConfig } from '@auditlake/model';
 import type { TierSource } from '@auditlake/query';
 import { DAY_MS, type AuditStore, type PrunePolicy } from '@auditlake/store';
 import {
+  IcebergTierSource,
   ParquetTierSource,
   S3Connections,
   TIERED_LOCATIONS_META,
@@ -37,7 +38,7 @@ export class TieringService {
   readonly sweeper: TierSweeper;
   readonly #store: AuditStore;
   readonly #settings: () => SettingsService;
-  readonly #sources = new Map<string, ParquetTierSource>();
+  readonly #sources = new Map<string, TierSource>();
 
   constructor(options: { store: AuditStore; config: NodeConfig; settings: () => SettingsService; membership: Membership; metrics: NodeMetrics; log: { info(o: object, m: string): void; warn(o: object, m: string): void } }) {
     const { store, config, membership } = options;
@@ -47,6 +48,7 @@ export class TieringService {
     this.sweeper = new TierSweeper({
       store,
       connections: this.connections,
+      catalogs: config.icebergCatalogs,
       settings: () => options.settings().effective,
       isLeader: () => membership.isLeader(),
       term: () => membership.term(),
@@ -82,10 +84,13 @@ export class TieringService {
   async tierSources(): Promise<TierSource[]> {
     const locations = (await this.#store.getMeta<TieredLocation[]>(TIERED_LOCATIONS_META)) ?? [];
     return locations.map((location) => {
-      const key = `${location.mode}|${location.path}|${location.connectionId}`;
+      const key = JSON.stringify(location);
       let source = this.#sources.get(key);
       if (!source) {
-        source = new ParquetTierSource(this.connections, location);
+        source =
+          location.mode === 'iceberg'
+            ? new IcebergTierSource(this.connections, { identifier: location.path, location: location.location, connectionId: location.connectionId })
+            : new ParquetTierSource(this.connections, location);
         this.#sources.set(key, source);
       }
       return source;

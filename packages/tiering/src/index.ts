@@ -7,3 +7,5 @@ export { validateTierTarget } from './tier-target-validator.js';
 export { TierSweeper, type SweepOutcome, type TierStatus, type TierSweeperOptions } from './tier-sweeper.js';
 export { TIERED_LOCATIONS_META, WATERMARK_META, ZERO_WATERMARK, laterWatermark, type TieredLocation, type Watermark } from './watermark.js';
 export { ParquetTierSource, type ParquetTierFile } from './parquet-tier-source.js';
+export { IcebergTierSource } from './iceberg-tier-source.js';
+export { commitIcebergBatch, ensureIcebergTable, ensureNamespace, loadIcebergTable, resolveIcebergTable, tableWatermark, type IcebergTableRef, type LoadedTable } from './iceberg-table.js';

@@ -26,6 +26,14 @@ export class ObjectStore {
     await this.#client.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentType: contentType }), { abortSignal: this.#signal() });
   }
 
+  /**
+   * Creates `key` only if it does not exist (`If-None-Match: *`): the commit point of an
+   * Iceberg version. A store that ignores the condition overwrites; callers read back.
+   */
+  async putIfAbsent(key: string, body: Uint8Array | string, contentType: string): Promise<void> {
+    await this.#client.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentType: contentType, IfNoneMatch: '*' }), { abortSignal: this.#signal() });
+  }
+
   async get(key: string): Promise<Uint8Array> {
     const res = await this.#client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }), { abortSignal: this.#signal() });
     if (!res.Body) throw new Error(`s3://${this.bucket}/${key} has no body`);

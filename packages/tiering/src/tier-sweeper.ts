@@ -1,7 +1,8 @@
-import type { EffectiveSettings, StoredEvent } from '@auditlake/model';
+import type { EffectiveSettings, IcebergCatalogConfig, StoredEvent } from '@auditlake/model';
 import type { AuditStore } from '@auditlake/store';
 import { pickBatch } from './batch-picker.js';
 import type { S3Connections } from './object-store.js';
+import { commitIcebergBatch, ensureIcebergTable, ensureNamespace, resolveIcebergTable, tableWatermark } from './iceberg-table.js';
 import { commitParquetBatch, readMarkers } from './parquet-committer.js';
 import { parseS3Location } from './s3-location.js';
 import { TIERED_LOCATIONS_META, WATERMARK_META, ZERO_WATERMARK, laterWatermark, type TieredLocation, type Watermark } from './watermark.js';
@@ -9,6 +10,7 @@ import { TIERED_LOCATIONS_META, WATERMARK_META, ZERO_WATERMARK, laterWatermark, 
 export interface TierSweeperOptions {
   store: AuditStore;
   connections: S3Connections;
+  catalogs: ReadonlyMap<string, IcebergCatalogConfig>;
   settings: () => EffectiveSettings;
   /** True while this node leads with a valid lease; the term its commits carry. */
   isLeader: () => boolean;
@@ -115,11 +117,11 @@ export class TierSweeper {
 
   async #sweepOnce(): Promise<SweepOutcome> {
     const settings = this.#options.settings();
-    if (settings.tierMode !== 'parquet') return 'idle';
+    if (settings.tierMode === 'none') return 'idle';
     if (!this.#options.isLeader()) return 'not-leader';
     const started = this.#now();
     try {
-      const outcome = await this.#tierParquet(settings);
+      const outcome = settings.tierMode === 'iceberg' ? await this.#tierIceberg(settings) : await this.#tierParquet(settings);
       this.#status.lastSuccessMs = this.#now();
       this.#status.lastError = null;
       this.#status.consecutiveFailures = 0;
@@ -170,6 +172,35 @@ export class TierSweeper {
     return 'tiered';
   }
 
+  async #tierIceberg(settings: EffectiveSettings): Promise<SweepOutcome> {
+    const { connections } = this.#options;
+    const table = resolveIcebergTable(settings.tierIcebergTable, this.#options.catalogs);
+    const objects = connections.bucket(table.connectionId, table.s3.bucket);
+    const term = this.#options.term();
+    // The sweep creates what is missing: the namespace and the table.
+    await ensureNamespace(connections, table);
+    const loaded = await ensureIcebergTable(objects, table, this.#now());
+    // The table's snapshot summary is the source of truth for where tiering stopped.
+    const watermark = laterWatermark(await this.watermark(), tableWatermark(loaded) ?? ZERO_WATERMARK);
+    const batch = await this.#nextBatch(watermark);
+    if (batch.length === 0) {
+      await this.#options.store.putMeta({ [WATERMARK_META]: watermark });
+      return 'nothing-to-tier';
+    }
+    const started = this.#now();
+    const result = await commitIcebergBatch(objects, table, loaded, batch, {
+      term,
+      nowMs: this.#now(),
+      writerId: `auditlake:${table.identifier}`,
+      mayCommit: () => this.#options.isLeader() && this.#options.term() === term,
+      ...(this.#options.beforeCommit ? { beforeCommit: this.#options.beforeCommit } : {}),
+    });
+    await this.#remember({ mode: 'iceberg', path: table.identifier, location: table.location, connectionId: table.connectionId }, result.watermark);
+    this.#status.lastBatch = { count: batch.length, bytes: result.bytes, ms: this.#now() - started };
+    this.#options.onTiered?.(batch.length, result.bytes);
+    return 'tiered';
+  }
+
   /** Events after the watermark, settled, at most a batch, whole ingest-millisecond groups. */
   async #nextBatch(watermark: Watermark): Promise<StoredEvent[]> {
     const rules = { batchSizeMax: this.#options.batchSizeMax, ingestTsMax: this.#now() - this.#options.settleMs };
@@ -189,7 +220,7 @@ export class TierSweeper {
   async #remember(location: TieredLocation, watermark: Watermark): Promise<void> {
     const { store } = this.#options;
     const known = (await store.getMeta<TieredLocation[]>(TIERED_LOCATIONS_META)) ?? [];
-    const isKnown = known.some((l) => l.mode === location.mode && l.path === location.path && l.connectionId === location.connectionId);
+    const isKnown = known.some((l) => JSON.stringify(l) === JSON.stringify(location));
     await store.putMeta({ [WATERMARK_META]: watermark, ...(isKnown ? {} : { [TIERED_LOCATIONS_META]: [...known, location] }) });
   }
 

@@ -1,5 +1,6 @@
 import { AuditError, AuditErrorCode, type EffectiveSettings, type IcebergCatalogConfig } from '@auditlake/model';
 import type { S3Connections } from './object-store.js';
+import { ensureNamespace, resolveIcebergTable } from './iceberg-table.js';
 import { parseS3Location } from './s3-location.js';
 
 function unusable(target: string, reason: string): AuditError {
@@ -44,6 +45,8 @@ export async function validateTierTarget(settings: EffectiveSettings, connection
     if (!connections.has(catalog.connectionId)) throw unusable(target, `No S3 connection config for catalog '${catalogName}' connection '${catalog.connectionId}'`);
     try {
       await connections.bucket(catalog.connectionId, warehouse.bucket).checkReachable();
+      // A valid target is accepted and its namespace created as part of the check.
+      await ensureNamespace(connections, resolveIcebergTable(target, catalogs));
     } catch (err) {
       throw unusable(target, `warehouse ${catalog.warehouse} cannot be reached: ${describe(err)}`);
     }

@@ -1,0 +1,139 @@
+// Goal: iceberg mode commits each sweep to an Iceberg v2 table (day(event_time)) that icebird and DuckDB read back exactly, the viewer merges it, and bad targets are refused with the reference's messages.
+import { icebergRead } from 'icebird';
+import { S3Connections } from '@auditlake/tiering';
+import { resolveConfig } from '@auditlake/model';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { FAST_TIERING, downloadPrefix, duckdb, externalS3, postSettings, waitUntilTiered, type ExternalS3 } from './tier-helpers.js';
+import { event, startTestNode } from './test-node.js';
+
+const DAY = 86_400_000;
+const TABLE = 'ice.ops.audit_events';
+
+function catalogProps(s3: ExternalS3): Record<string, string> {
+  return { ...s3.props('ext'), 'auditlake.iceberg.catalogs.ice.warehouse': 's3://ext/warehouse', 'auditlake.iceberg.catalogs.ice.connectionId': 'ext' };
+}
+
+async function icebergNode(extra: Record<string, string> = {}) {
+  const s3 = await externalS3();
+  const t = await startTestNode({ props: { ...FAST_TIERING, ...catalogProps(s3), ...extra } });
+  return { s3, t };
+}
+
+/**
+ * icebird (a reader we did not write) resolves s3:// paths to AWS hostnames; the test points
+ * those requests at the local S3 endpoint instead, and changes nothing else.
+ */
+function routeS3To(s3: ExternalS3): void {
+  const original = globalThis.fetch;
+  globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) => {
+    const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+    const match = /^https:\/\/([a-z0-9.-]+)\.s3\.amazonaws\.com(\/.*)$/.exec(url);
+    return original(match ? `${s3.endpoint}/${match[1]}${match[2]}` : input, init);
+  }) as typeof fetch;
+  onTestFinished(() => {
+    globalThis.fetch = original;
+  });
+}
+
+describe('iceberg tiering settings', () => {
+  it('refuses an unknown catalog, a malformed target and an unreachable warehouse with the reference messages', async () => {
+    const { s3, t } = await icebergNode();
+    const cases: Array<[Record<string, unknown>, string | RegExp]> = [
+      [{ 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': 'ice.audit_events' }, 'audit tier target ice.audit_events is not usable: audit tier iceberg table must be catalog.schema.table: ice.audit_events'],
+      [{ 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': 'nosuchcat.x.audit_events' }, "audit tier target nosuchcat.x.audit_events is not usable: No catalog config for audit tier catalog 'nosuchcat'"],
+      [{ 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': '' }, 'audit.tier.iceberg.table is required when audit.tier.mode=iceberg'],
+    ];
+    for (const [body, message] of cases) {
+      const res = await postSettings(t, body);
+      expect(res.status).toBe(400);
+      expect(res.json.error).toBe(message);
+    }
+    await s3.stop();
+    const unreachable = await postSettings(t, { 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': TABLE });
+    expect(unreachable.status).toBe(400);
+    expect(unreachable.json.error).toMatch(/^audit tier target ice\.ops\.audit_events is not usable: warehouse s3:\/\/ext\/warehouse cannot be reached: /);
+    expect((await (await t.request('/admin/audit/settings')).json()) as Record<string, string>).toMatchObject({ 'audit.tier.mode': 'none' });
+    expect(await t.stored()).toEqual([]);
+  });
+
+  it('accepts a valid target and creates its namespace as part of the check', async () => {
+    const { s3, t } = await icebergNode();
+    const res = await postSettings(t, { 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': TABLE });
+    expect(res.status).toBe(200);
+    const connections = new S3Connections(resolveConfig(new Map(Object.entries(s3.props('ext')))).s3Connections);
+    onTestFinished(() => connections.close());
+    expect(await connections.bucket('ext', 'ext').list('warehouse/')).toEqual(['warehouse/ops/']);
+  });
+});
+
+describe('iceberg tiering sweep', () => {
+  it('commits sweeps over several days that icebird reads back exactly, and DuckDB agrees per day and decision', async () => {
+    const { s3, t } = await icebergNode({ 'auditlake.audit.tier.batch.size': '40' });
+    await postSettings(t, { 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': TABLE });
+    const now = Date.now();
+    for (let b = 0; b < 4; b++) {
+      await t.ingest(Array.from({ length: 30 }, (_, i) => event({ eventId: `b${b}-${i}`, ts: now - ((b * 30 + i) % 5) * DAY - i, decision: i % 4 === 0 ? 'DENY' : 'ALLOW', userId: `u${i % 3}`, query: `SELECT ${i} FROM hive.sales.t${b}` })));
+    }
+    await waitUntilTiered(t);
+    const all = (await t.node.store.readBySeq(0, 1000)).sort((a, b) => a.eventId.localeCompare(b.eventId));
+    expect(all).toHaveLength(121);
+
+    routeS3To(s3);
+    const rows = (await icebergRead({ tableUrl: 's3://ext/warehouse/ops/audit_events' })) as Array<Record<string, unknown>>;
+    expect(rows).toHaveLength(121);
+    const byId = new Map(rows.map((r) => [String(r['event_id']), r]));
+    for (const e of all) {
+      const row = byId.get(e.eventId);
+      expect(row).toBeDefined();
+      expect(row).toMatchObject({
+        source: e.source,
+        user_id: e.userId,
+        action: e.action,
+        resource: e.resource,
+        tables: e.tables.join(','),
+        query: e.query,
+        details: e.details,
+        decision: e.decision,
+      });
+      expect(Number(row!['ts'])).toBe(e.timestamp);
+      expect(Number(row!['ingest_ts'])).toBe(e.ingestTs);
+      expect((row!['event_time'] as Date).getTime()).toBe(e.timestamp);
+    }
+
+    const dir = await downloadPrefix(s3.props('ext'), 'ext', 'ext', 'warehouse/ops/audit_events/');
+    const perDay = await duckdb(`SELECT strftime(event_time, '%Y-%m-%d') AS day, decision, count(*)::INTEGER AS n FROM read_parquet('${dir}/warehouse/ops/audit_events/data/*/*.parquet') GROUP BY ALL ORDER BY ALL`);
+    const expected = new Map<string, number>();
+    for (const e of all) {
+      const key = `${new Date(e.timestamp).toISOString().slice(0, 10)}|${e.decision}`;
+      expected.set(key, (expected.get(key) ?? 0) + 1);
+    }
+    expect(perDay.map((r) => [`${String(r['day'])}|${String(r['decision'])}`, r['n']])).toEqual([...expected.entries()].sort(([a], [b]) => a.localeCompare(b)));
+    // One commit per sweep: several versions, the hint at the newest, the watermark in the summary.
+    const version = Number(await (await fetch(`${s3.endpoint}/ext/warehouse/ops/audit_events/metadata/version-hint.text`)).text());
+    expect(version).toBeGreaterThan(3);
+    const current = (await (await fetch(`${s3.endpoint}/ext/warehouse/ops/audit_events/metadata/v${version}.metadata.json`)).json()) as { snapshots: Array<{ summary: Record<string, string> }> };
+    expect(current.snapshots.at(-1)!.summary['auditlake.tiering.watermark']).toBe(String(t.node.store.position.lastSeq));
+  });
+
+  it('the viewer reads the table back when local copies are gone, and names an unreadable table in tierNote', async () => {
+    const { s3, t } = await icebergNode({ 'auditlake.audit.retention.interval.ms': '100' });
+    const now = Date.now();
+    await t.ingest(Array.from({ length: 20 }, (_, i) => event({ eventId: `v${String(i).padStart(2, '0')}`, ts: now - i * 6 * 3_600_000, decision: i % 2 ? 'ALLOW' : 'DENY' })));
+    await postSettings(t, { 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': TABLE, 'audit.tier.retain.local.days': 0 });
+    await waitUntilTiered(t);
+    await expect.poll(async () => (await t.stored()).length).toBe(0);
+    const { json } = await t.search(`?from=${now - 2 * DAY}&to=${now}&limit=100`);
+    expect(json.events.filter((e) => e.eventId.startsWith('v')).map((e) => e.eventId)).toEqual(['v00', 'v01', 'v02', 'v03', 'v04', 'v05', 'v06', 'v07', 'v08']);
+    expect(json.events.find((e) => e.eventId === 'v00')!.decision).toBe('DENY');
+    // Corrupt the current metadata: the table is skipped and named, the rest still answers.
+    const connections = new S3Connections(resolveConfig(new Map(Object.entries(s3.props('ext')))).s3Connections);
+    onTestFinished(() => connections.close());
+    const objects = connections.bucket('ext', 'ext');
+    const hint = new TextDecoder().decode(await objects.get('warehouse/ops/audit_events/metadata/version-hint.text'));
+    await objects.put(`warehouse/ops/audit_events/metadata/v${hint}.metadata.json`, '{not json', 'application/json');
+    await t.ingest([event({ eventId: 'local-only' })]);
+    const broken = await t.search('?limit=100');
+    expect(broken.json.events.map((e) => e.eventId)).toContain('local-only');
+    expect((broken.json as unknown as { tierNote: string }).tierNote).toMatch(/^tiered audit partly unavailable: ice\.ops\.audit_events: /);
+  });
+});
