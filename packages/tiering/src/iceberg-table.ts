@@ -116,7 +116,7 @@ async function putHint(objects: ObjectStore, table: IcebergTableRef, version: nu
 /** Creates the namespace marker (the file-system catalog's directory) if missing. */
 export async function ensureNamespace(connections: S3Connections, table: IcebergTableRef): Promise<void> {
   const objects = connections.bucket(table.connectionId, table.s3.bucket);
-  if (!(await exists(objects, table.namespaceKey))) await objects.put(table.namespaceKey, '', 'application/x-directory');
+  if (!(await exists(objects, table.namespaceKey))) await objects.put(table.namespaceKey, new Uint8Array(0), 'application/x-directory');
 }
 
 /** Creates `v1.metadata.json` (empty table) and the hint, unless the table exists. */
