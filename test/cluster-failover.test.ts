@@ -62,7 +62,7 @@ describe('cluster failover (3 real nodes, real redis-server)', () => {
   it('Redis down for longer than the lease: ingest is acknowledged throughout, a leader is elected again, outboxes drain', async () => {
     const cluster = await startCluster({
       size: 3,
-      sets: () => ['auditlake.cluster.lease.ttl.ms=1000', 'auditlake.metadata.forward.max.attempts=3', 'auditlake.metadata.forward.queue.capacity=50'],
+      sets: () => ['auditlake.cluster.lease.ttl.ms=1500', 'auditlake.metadata.forward.max.attempts=3', 'auditlake.metadata.forward.queue.capacity=50'],
     });
     await cluster.waitForLeader();
     const load = ingestLoad(() => [0, 1, 2].map((i) => cluster.node(i).url), { prefix: 'redis-down' });
@@ -70,7 +70,7 @@ describe('cluster failover (3 real nodes, real redis-server)', () => {
     await cluster.redis.stop();
     const before = load.acked.size;
     // Three lease TTLs without Redis: every node has stepped down, yet every request is acked.
-    await new Promise((r) => setTimeout(r, 3000));
+    await new Promise((r) => setTimeout(r, 4500));
     expect(await cluster.leaderIndex()).toBe(-1);
     expect(load.acked.size).toBeGreaterThan(before + 100);
     // The reference's warnings fire (attempts exhausted, queue over capacity) but nothing is dropped.

@@ -187,7 +187,8 @@ export function ingestLoad(urls: () => string[], options: { batch?: number; pref
 /** Asserts every node in `indexes` holds exactly the same log and every acked id once. */
 export async function expectConverged(cluster: Cluster, indexes: number[], acked: Set<string>, timeoutMs = 30_000): Promise<LoggedEvent[]> {
   let logs: LoggedEvent[][] = [];
-  await expect
+  try {
+    await expect
     .poll(
       async () => {
         logs = await Promise.all(indexes.map((i) => cluster.log(i)));
@@ -199,6 +200,9 @@ export async function expectConverged(cluster: Cluster, indexes: number[], acked
       { timeout: timeoutMs, interval: 250 },
     )
     .toEqual({ missing: 0, sameEverywhere: true });
+  } catch (err) {
+    throw new Error(`${(err as Error).message}\n${await diagnostics(cluster, indexes)}`, { cause: err });
+  }
   const first = logs[0]!;
   // Exactly once: no eventId appears twice in the log.
   expect(new Set(first.map((e) => e.eventId)).size).toBe(first.length);
@@ -211,4 +215,24 @@ export async function metric(url: string, name: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
   const match = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
   return match ? Number(match[1]) : NaN;
+}
+
+/** What each node says about itself and what it logged last, for a failed convergence. */
+async function diagnostics(cluster: Cluster, indexes: number[]): Promise<string> {
+  const parts: string[] = [];
+  for (const i of indexes) {
+    const node = cluster.nodes[i];
+    if (!node) continue;
+    let view = '';
+    try {
+      const status = await fetch(`${node.url}/admin/cluster`, { headers: { authorization: `Token ${ADMIN}` }, signal: AbortSignal.timeout(2000) });
+      const metrics = await (await fetch(`${node.url}/metrics`, { signal: AbortSignal.timeout(2000) })).text();
+      const outbox = /^auditlake_outbox_events (\d+)$/m.exec(metrics)?.[1];
+      view = `cluster=${await status.text()} outbox=${outbox}`;
+    } catch (err) {
+      view = `unreachable: ${String(err)}`;
+    }
+    parts.push(`node${i}: ${view}\n  last output:\n  ${node.output().split('\n').slice(-15).join('\n  ')}`);
+  }
+  return parts.join('\n');
 }
