@@ -4,8 +4,8 @@
  * committed BENCHMARKS.md unless BENCH_OUTPUT says so.
  */
 export interface BenchConfig {
-  /** Which benchmarks run: both by default. */
-  only: 'all' | 'ingest' | 'search';
+  /** Which benchmarks run: all by default. */
+  only: BenchPart | 'all';
   seed: number;
   /** Events measured in the HTTP ingest run (and in each raw LevelDB reference run). */
   ingestEvents: number;
@@ -30,9 +30,31 @@ export interface BenchConfig {
   searchLimit: number;
   /** Repetitions of the full `q` scan. */
   qScanRepetitions: number;
+  /** Cluster throughput: events measured per round (sent round robin to the three nodes). */
+  clusterEvents: number;
+  clusterWarmupEvents: number;
+  clusterBatchSize: number;
+  /** In-flight requests over all three nodes. */
+  clusterConcurrency: number;
+  /** Rounds on one cluster; the best is reported, every round listed. */
+  clusterRounds: number;
+  /** Replication lag: offered load (events/s) sent to the leader, in batches of `lagBatchSize`. */
+  lagEventsPerSecond: number;
+  lagBatchSize: number;
+  /** Measured seconds of paced load (after a short unreported warm-up). */
+  lagSeconds: number;
+  /** How often each standby's applied seq is read (ms); also how often throughput polls for the end. */
+  lagPollMs: number;
+  /** Failover: trials of kill -9 leader → first replicated write. */
+  failoverTrials: number;
+  /** A probe write starts this often (ms) after the kill, alternating between the survivors. */
+  failoverProbeMs: number;
   /** Where the report goes; undefined picks the default for a full or a quick run. */
   outputPath: string | undefined;
 }
+
+export type BenchPart = 'ingest' | 'search' | 'cluster';
+export const BENCH_PARTS: readonly BenchPart[] = ['ingest', 'search', 'cluster'];
 
 export const DEFAULTS = {
   seed: 20250101,
@@ -47,6 +69,17 @@ export const DEFAULTS = {
   searchRequests: 200,
   searchLimit: 200,
   qScanRepetitions: 3,
+  clusterEvents: 200_000,
+  clusterWarmupEvents: 10_000,
+  clusterBatchSize: 500,
+  clusterConcurrency: 12,
+  clusterRounds: 3,
+  lagEventsPerSecond: 5_000,
+  lagBatchSize: 100,
+  lagSeconds: 20,
+  lagPollMs: 5,
+  failoverTrials: 10,
+  failoverProbeMs: 20,
 } as const;
 
 function intFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number): number {
@@ -58,10 +91,10 @@ function intFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number, min:
 }
 
 export function readBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConfig {
-  const only = env['BENCH_ONLY'] ?? 'all';
-  if (only !== 'all' && only !== 'ingest' && only !== 'search') throw new TypeError(`BENCH_ONLY must be all, ingest or search, got ${only}`);
+  const only = env['BENCH_ONLY'] || 'all';
+  if (only !== 'all' && !BENCH_PARTS.includes(only as BenchPart)) throw new TypeError(`BENCH_ONLY must be all, ${BENCH_PARTS.join(', ')}, got ${only}`);
   return {
-    only,
+    only: only as BenchPart | 'all',
     seed: intFromEnv(env, 'BENCH_SEED', DEFAULTS.seed, 0),
     ingestEvents: intFromEnv(env, 'BENCH_INGEST_EVENTS', DEFAULTS.ingestEvents, 1),
     ingestWarmupEvents: intFromEnv(env, 'BENCH_INGEST_WARMUP_EVENTS', DEFAULTS.ingestWarmupEvents, 0),
@@ -74,18 +107,57 @@ export function readBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
     searchRequests: intFromEnv(env, 'BENCH_SEARCH_REQUESTS', DEFAULTS.searchRequests, 1),
     searchLimit: intFromEnv(env, 'BENCH_SEARCH_LIMIT', DEFAULTS.searchLimit, 1),
     qScanRepetitions: intFromEnv(env, 'BENCH_QSCAN_REPS', DEFAULTS.qScanRepetitions, 1),
+    clusterEvents: intFromEnv(env, 'BENCH_CLUSTER_EVENTS', DEFAULTS.clusterEvents, 1),
+    clusterWarmupEvents: intFromEnv(env, 'BENCH_CLUSTER_WARMUP_EVENTS', DEFAULTS.clusterWarmupEvents, 0),
+    clusterBatchSize: intFromEnv(env, 'BENCH_CLUSTER_BATCH', DEFAULTS.clusterBatchSize, 1),
+    clusterConcurrency: intFromEnv(env, 'BENCH_CLUSTER_CONCURRENCY', DEFAULTS.clusterConcurrency, 1),
+    clusterRounds: intFromEnv(env, 'BENCH_CLUSTER_ROUNDS', DEFAULTS.clusterRounds, 1),
+    lagEventsPerSecond: intFromEnv(env, 'BENCH_LAG_RATE', DEFAULTS.lagEventsPerSecond, 1),
+    lagBatchSize: intFromEnv(env, 'BENCH_LAG_BATCH', DEFAULTS.lagBatchSize, 1),
+    lagSeconds: intFromEnv(env, 'BENCH_LAG_SECONDS', DEFAULTS.lagSeconds, 1),
+    lagPollMs: intFromEnv(env, 'BENCH_LAG_POLL_MS', DEFAULTS.lagPollMs, 1),
+    failoverTrials: intFromEnv(env, 'BENCH_FAILOVER_TRIALS', DEFAULTS.failoverTrials, 1),
+    failoverProbeMs: intFromEnv(env, 'BENCH_FAILOVER_PROBE_MS', DEFAULTS.failoverProbeMs, 1),
     outputPath: env['BENCH_OUTPUT'] || undefined,
   };
 }
 
-/** True when every size is the issue's: only such a run may refresh the committed report. */
+export function runsPart(config: BenchConfig, part: BenchPart): boolean {
+  return config.only === 'all' || config.only === part;
+}
+
+/** True when `part` ran at the issue's sizes (its figures may then go into the committed report). */
+export function isFullSize(config: BenchConfig, part: BenchPart): boolean {
+  switch (part) {
+    case 'ingest':
+      return config.ingestEvents >= DEFAULTS.ingestEvents && config.ingestBatchSize === DEFAULTS.ingestBatchSize;
+    case 'search':
+      return config.searchEvents >= DEFAULTS.searchEvents && config.searchRequests >= DEFAULTS.searchRequests && config.searchLimit === DEFAULTS.searchLimit;
+    case 'cluster':
+      return (
+        config.clusterEvents >= DEFAULTS.clusterEvents &&
+        config.clusterBatchSize === DEFAULTS.clusterBatchSize &&
+        config.lagEventsPerSecond === DEFAULTS.lagEventsPerSecond &&
+        config.lagBatchSize === DEFAULTS.lagBatchSize &&
+        config.lagSeconds >= DEFAULTS.lagSeconds &&
+        config.failoverTrials >= DEFAULTS.failoverTrials
+      );
+  }
+}
+
+/**
+ * True when every part that ran ran at the issue's sizes: only such a run may refresh the
+ * committed report (a run of some parts keeps the other parts' figures from the last run).
+ */
 export function isFullRun(config: BenchConfig): boolean {
-  return (
-    config.only === 'all' &&
-    config.ingestEvents >= DEFAULTS.ingestEvents &&
-    config.searchEvents >= DEFAULTS.searchEvents &&
-    config.searchRequests >= DEFAULTS.searchRequests &&
-    config.ingestBatchSize === DEFAULTS.ingestBatchSize &&
-    config.searchLimit === DEFAULTS.searchLimit
-  );
+  return BENCH_PARTS.every((part) => !runsPart(config, part) || isFullSize(config, part));
+}
+
+/** The `BENCH_*` variables of this run that differ from the defaults, as a shell prefix. */
+export function benchEnvPrefix(env: NodeJS.ProcessEnv = process.env): string {
+  const set = Object.keys(env)
+    .filter((k) => k.startsWith('BENCH_') && k !== 'BENCH_OUTPUT' && (env[k] ?? '') !== '')
+    .sort()
+    .map((k) => `${k}=${env[k] ?? ''}`);
+  return set.length === 0 ? '' : `${set.join(' ')} `;
 }

@@ -1,8 +1,11 @@
 import { execFileSync } from 'node:child_process';
 import { cpus, release, totalmem, platform, arch } from 'node:os';
-import { DEFAULTS, type BenchConfig } from './bench-config.js';
+import { DEFAULTS, isFullSize, type BenchConfig, type BenchPart } from './bench-config.js';
+import type { ClusterFigures } from './cluster-bench.js';
+import { clusterMarkdown, clusterNotes, clusterSummaryRows, clusterKnobRows, type SingleNodeContext } from './cluster-report.js';
 import type { IngestResult } from './ingest-bench.js';
 import type { RawLevelResult } from './raw-level-bench.js';
+import { cores, int, loads, metWord, ms, pct, table } from './report-format.js';
 import { Q_NEEDLE, type SearchResult } from './search-bench.js';
 
 /** The issue's targets. */
@@ -25,16 +28,29 @@ export interface IngestFigures {
   rawNoSync: RawLevelResult;
 }
 
-export interface BenchResults {
-  config: BenchConfig;
-  fullRun: boolean;
-  startedAt: Date;
+/** One run of `npm run bench`: when, where, how it was started and with which sizes. */
+export interface RunInfo {
+  startedAt: string;
   durationMs: number;
+  /** The command that reproduces the run, from the repository root. */
+  command: string;
   /** os.loadavg() at the start and the end: other work on the machine skews every figure. */
   loadAverageStart: number[];
   loadAverageEnd: number[];
-  ingest: IngestFigures | undefined;
-  search: SearchResult | undefined;
+  config: BenchConfig;
+  machine: MachineFacts;
+}
+
+/** A part's figures with the run that measured them (parts may come from different runs). */
+export interface Measured<T> {
+  run: RunInfo;
+  figures: T;
+}
+
+export interface BenchResults {
+  ingest?: Measured<IngestFigures> | undefined;
+  search?: Measured<SearchResult> | undefined;
+  cluster?: Measured<ClusterFigures> | undefined;
 }
 
 export interface MachineFacts {
@@ -69,14 +85,7 @@ export function machineFacts(repoRoot: string): MachineFacts {
   };
 }
 
-const int = (n: number) => Math.round(n).toLocaleString('en-US');
-const ms = (n: number) => (n >= 1000 ? `${(n / 1000).toFixed(2)} s` : `${n.toFixed(1)} ms`);
-const pct = (n: number) => `${(n * 100).toFixed(0)}%`;
-const metWord = (met: boolean) => (met ? 'yes' : '**no**');
-const cores = (n: number | undefined) => (n === undefined ? 'n/a' : n.toFixed(2));
-const loads = (l: number[]) => l.map((n) => n.toFixed(2)).join(' / ');
-
-interface SummaryRow {
+export interface SummaryRow {
   figure: string;
   measured: string;
   reference: string;
@@ -84,10 +93,17 @@ interface SummaryRow {
   met: string;
 }
 
+function singleNodeContext(results: BenchResults): SingleNodeContext | undefined {
+  if (!results.ingest) return undefined;
+  return { eventsPerSecond: results.ingest.figures.ours.eventsPerSecond, sameRun: results.ingest.run.startedAt === results.cluster?.run.startedAt };
+}
+
 function summaryRows(results: BenchResults): SummaryRow[] {
   const rows: SummaryRow[] = [];
-  const { ingest, search, config } = results;
-  if (ingest) {
+  const ingest = results.ingest?.figures;
+  const search = results.search?.figures;
+  if (ingest && results.ingest) {
+    const config = results.ingest.run.config;
     const share = ingest.ours.eventsPerSecond / ingest.rawSync.eventsPerSecond;
     rows.push(
       {
@@ -106,7 +122,8 @@ function summaryRows(results: BenchResults): SummaryRow[] {
       },
     );
   }
-  if (search) {
+  if (search && results.search) {
+    const config = results.search.run.config;
     rows.push(
       {
         figure: `search, one-day window, limit ${config.searchLimit}, over ${int(search.events)} events: p50`,
@@ -124,14 +141,20 @@ function summaryRows(results: BenchResults): SummaryRow[] {
       },
     );
   }
+  if (results.cluster) rows.push(...clusterSummaryRows(results.cluster.figures, results.cluster.run.config, singleNodeContext(results)));
   return rows;
 }
 
 function notes(results: BenchResults): string[] {
   const out: string[] = [];
-  const { ingest, search } = results;
-  if (!results.fullRun) {
-    out.push('**Quick run:** sizes differ from the issue\'s defaults, so these figures are not comparable with the targets.');
+  const ingest = results.ingest?.figures;
+  const search = results.search?.figures;
+  const quick = (['ingest', 'search', 'cluster'] as const).filter((part) => {
+    const section = results[part];
+    return section !== undefined && !isFullSize(section.run.config, part);
+  });
+  if (quick.length > 0) {
+    out.push(`**Quick run** (${quick.join(', ')}): sizes differ from the issue's defaults, so those figures are not comparable with the targets.`);
   }
   if (ingest) {
     const share = ingest.ours.eventsPerSecond / ingest.rawSync.eventsPerSecond;
@@ -151,11 +174,14 @@ function notes(results: BenchResults): string[] {
   if (search && search.dayWindow.p50Ms >= TARGETS.dayWindowP50MsMax) {
     out.push(`**Target missed:** one-day-window search p50 is ${ms(search.dayWindow.p50Ms)} (target < ${TARGETS.dayWindowP50MsMax} ms).`);
   }
+  if (results.cluster) out.push(...clusterNotes(results.cluster.figures, results.cluster.run));
   const others = [
     ingest?.ours.cpu.otherCores,
     ingest?.rawSync.cpu.otherCores,
     search?.dayWindowCpu.otherCores,
     search?.qScanCpu.otherCores,
+    ...(results.cluster ? results.cluster.figures.throughputRounds.map((r) => r.cpu.otherCores) : []),
+    results.cluster?.figures.lag.cpu.otherCores,
   ].filter((n): n is number => n !== undefined);
   const busiest = Math.max(0, ...others);
   if (busiest >= 0.25) {
@@ -170,22 +196,42 @@ function notes(results: BenchResults): string[] {
   return out;
 }
 
-function table(headers: string[], rows: string[][]): string {
-  const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
-  return [line(headers), line(headers.map(() => '---')), ...rows.map(line)].join('\n');
+
+/** Which run measured which part, for the report's "Runs" table. */
+function runsTable(results: BenchResults): string {
+  const runs = new Map<string, { run: RunInfo; parts: string[] }>();
+  for (const part of ['ingest', 'search', 'cluster'] as const) {
+    const section = results[part];
+    if (!section) continue;
+    const entry = runs.get(section.run.startedAt) ?? { run: section.run, parts: [] };
+    entry.parts.push(part);
+    runs.set(section.run.startedAt, entry);
+  }
+  const rows = [...runs.values()].map(({ run, parts }) => [
+    parts.join(', '),
+    run.startedAt,
+    ms(run.durationMs),
+    run.machine.commit,
+    loads(run.loadAverageStart),
+    loads(run.loadAverageEnd),
+    `\`${run.command}\``,
+  ]);
+  return table(['parts', 'run started', 'whole run took', 'commit', 'load average 1/5/15 min at start', '… at end', 'reproduce (repository root)'], rows);
 }
 
-/** The generated BENCHMARKS.md. */
+/** The generated BENCHMARKS.md, ending with the figures as JSON so a later partial run can keep them. */
 export function renderMarkdown(results: BenchResults, machine: MachineFacts): string {
-  const { config, ingest, search } = results;
+  const ingest = results.ingest?.figures;
+  const search = results.search?.figures;
   const parts: string[] = [];
   parts.push(
     '# Benchmarks',
     '',
     '<!-- Generated by packages/bench (`npm run bench`); re-running overwrites this file. Do not edit by hand. -->',
     '',
-    `Reproduce with \`npm run bench\` at the repository root (builds every package, then runs \`packages/bench\`). ` +
-      `Measured ${results.startedAt.toISOString()}, the whole run took ${ms(results.durationMs)}. Each figure is measured in the same run as its reference.`,
+    `Reproduce everything with \`npm run bench\` at the repository root (builds every package, then runs \`packages/bench\`); ` +
+      `\`BENCH_ONLY=ingest|search|cluster npm run bench\` re-measures one part and keeps the others' figures from their last run. ` +
+      `The "Runs" table says which run measured each part. Each figure is measured in the same run as its reference.`,
     '',
     '## Machine',
     '',
@@ -196,11 +242,12 @@ export function renderMarkdown(results: BenchResults, machine: MachineFacts): st
         ['CPUs', `${machine.cpuCount} × ${machine.cpuModel}`],
         ['memory', `${machine.memoryGiB.toFixed(1)} GiB`],
         ['OS', machine.os],
-        ['commit', machine.commit],
-        ['load average (1/5/15 min) at start', loads(results.loadAverageStart)],
-        ['load average (1/5/15 min) at end', loads(results.loadAverageEnd)],
       ],
     ),
+    '',
+    '### Runs',
+    '',
+    runsTable(results),
     '',
     '## Summary',
     '',
@@ -213,7 +260,8 @@ export function renderMarkdown(results: BenchResults, machine: MachineFacts): st
   const noteLines = notes(results);
   if (noteLines.length > 0) parts.push('### Notes', '', ...noteLines.map((n) => `- ${n}`), '');
 
-  if (ingest) {
+  if (ingest && results.ingest) {
+    const config = results.ingest.run.config;
     const o = ingest.ours;
     const raw = (r: RawLevelResult, name: string): string[] => [name, int(r.events), ms(r.elapsedMs), int(r.eventsPerSecond), cores(r.cpu.ownCores), cores(r.cpu.otherCores)];
     parts.push(
@@ -263,7 +311,8 @@ export function renderMarkdown(results: BenchResults, machine: MachineFacts): st
     );
   }
 
-  if (search) {
+  if (search && results.search) {
+    const config = results.search.run.config;
     parts.push(
       '## Search',
       '',
@@ -307,28 +356,35 @@ export function renderMarkdown(results: BenchResults, machine: MachineFacts): st
     );
   }
 
+  if (results.cluster) parts.push(clusterMarkdown(results.cluster.figures, results.cluster.run.config, singleNodeContext(results)), '');
+
+  // Each knob as the run that measured its part used it.
+  const ic = results.ingest?.run.config;
+  const sc = results.search?.run.config;
+  const knob = (name: string, value: number | undefined, fallback: number): string[] => [name, value === undefined ? '—' : int(value), int(fallback)];
   parts.push(
     '## Sizes and knobs',
     '',
     'Defaults are the issue\'s sizes. Smaller values make a quick run, which writes `packages/bench/results/BENCHMARKS.md` ' +
-      '(ignored by git) instead of this file unless `BENCH_OUTPUT` names a path.',
+      '(ignored by git) instead of this file unless `BENCH_OUTPUT` names a path. "Used" is the value of the run that measured that part.',
     '',
     table(
-      ['variable', 'this run', 'default'],
+      ['variable', 'used', 'default'],
       [
-        ['BENCH_ONLY (all, ingest, search)', config.only, 'all'],
-        ['BENCH_SEED', String(config.seed), String(DEFAULTS.seed)],
-        ['BENCH_INGEST_EVENTS', int(config.ingestEvents), int(DEFAULTS.ingestEvents)],
-        ['BENCH_INGEST_WARMUP_EVENTS', int(config.ingestWarmupEvents), int(DEFAULTS.ingestWarmupEvents)],
-        ['BENCH_INGEST_BATCH', int(config.ingestBatchSize), int(DEFAULTS.ingestBatchSize)],
-        ['BENCH_INGEST_CONCURRENCY', int(config.ingestConcurrency), int(DEFAULTS.ingestConcurrency)],
-        ['BENCH_INGEST_ROUNDS', int(config.ingestRounds), int(DEFAULTS.ingestRounds)],
-        ['BENCH_SEARCH_EVENTS', int(config.searchEvents), int(DEFAULTS.searchEvents)],
-        ['BENCH_SEARCH_DAYS', int(config.searchDays), int(DEFAULTS.searchDays)],
-        ['BENCH_SEARCH_LOAD_BATCH', int(config.searchLoadBatchSize), int(DEFAULTS.searchLoadBatchSize)],
-        ['BENCH_SEARCH_REQUESTS', int(config.searchRequests), int(DEFAULTS.searchRequests)],
-        ['BENCH_SEARCH_LIMIT', int(config.searchLimit), int(DEFAULTS.searchLimit)],
-        ['BENCH_QSCAN_REPS', int(config.qScanRepetitions), int(DEFAULTS.qScanRepetitions)],
+        [`BENCH_ONLY (all, ${(['ingest', 'search', 'cluster'] satisfies BenchPart[]).join(', ')})`, 'see "Runs"', 'all'],
+        ['BENCH_SEED', String(ic?.seed ?? sc?.seed ?? results.cluster?.run.config.seed ?? DEFAULTS.seed), String(DEFAULTS.seed)],
+        knob('BENCH_INGEST_EVENTS', ic?.ingestEvents, DEFAULTS.ingestEvents),
+        knob('BENCH_INGEST_WARMUP_EVENTS', ic?.ingestWarmupEvents, DEFAULTS.ingestWarmupEvents),
+        knob('BENCH_INGEST_BATCH', ic?.ingestBatchSize, DEFAULTS.ingestBatchSize),
+        knob('BENCH_INGEST_CONCURRENCY', ic?.ingestConcurrency, DEFAULTS.ingestConcurrency),
+        knob('BENCH_INGEST_ROUNDS', ic?.ingestRounds, DEFAULTS.ingestRounds),
+        knob('BENCH_SEARCH_EVENTS', sc?.searchEvents, DEFAULTS.searchEvents),
+        knob('BENCH_SEARCH_DAYS', sc?.searchDays, DEFAULTS.searchDays),
+        knob('BENCH_SEARCH_LOAD_BATCH', sc?.searchLoadBatchSize, DEFAULTS.searchLoadBatchSize),
+        knob('BENCH_SEARCH_REQUESTS', sc?.searchRequests, DEFAULTS.searchRequests),
+        knob('BENCH_SEARCH_LIMIT', sc?.searchLimit, DEFAULTS.searchLimit),
+        knob('BENCH_QSCAN_REPS', sc?.qScanRepetitions, DEFAULTS.qScanRepetitions),
+        ...clusterKnobRows(results.cluster?.run.config),
       ],
     ),
     '',

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 
 /** CPU use over a measured interval, in cores (1.0 = one core fully busy). */
@@ -42,5 +42,70 @@ export function startCpuMonitor(): () => CpuShare {
       otherCores = Math.max(0, busyCores - ownCores);
     }
     return { ownCores, otherCores };
+  };
+}
+
+/** Clock ticks per second of /proc/<pid>/stat times (USER_HZ; 100 on every common Linux). */
+const USER_HZ = 100;
+
+/** CPU seconds (user + system) a process has used so far, or undefined (gone, or not Linux). */
+export function processCpuSeconds(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) may hold spaces; the fields after its closing ')' do not.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const utime = Number(fields[11]);
+    const stime = Number(fields[12]);
+    return Number.isFinite(utime) && Number.isFinite(stime) ? (utime + stime) / USER_HZ : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The pid of a running process whose command line contains `needle` (Linux), or undefined. */
+export function findPid(needle: string): number | undefined {
+  try {
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replaceAll('\0', ' ');
+        if (cmdline.includes(needle)) return Number(entry);
+      } catch {
+        // exited meanwhile
+      }
+    }
+  } catch {
+    // no /proc
+  }
+  return undefined;
+}
+
+/** CPU over an interval, split by process: this one, each named child, and everything else. */
+export interface ProcessCpuShare extends CpuShare {
+  /** Cores used by each named process (undefined when it could not be read, e.g. it died). */
+  processes: Record<string, number | undefined>;
+}
+
+/**
+ * Like startCpuMonitor, but also measures the named processes (real node processes, Redis),
+ * and counts them out of "other": other is then only work that is not part of the benchmark.
+ */
+export function startProcessCpuMonitor(processes: Record<string, number>): () => ProcessCpuShare {
+  const wallStart = performance.now();
+  const stopOwn = startCpuMonitor();
+  const start = Object.fromEntries(Object.entries(processes).map(([name, pid]) => [name, processCpuSeconds(pid)]));
+  return () => {
+    const wallS = (performance.now() - wallStart) / 1000;
+    const own = stopOwn();
+    const used: Record<string, number | undefined> = {};
+    let sum = 0;
+    for (const [name, pid] of Object.entries(processes)) {
+      const before = start[name];
+      const after = processCpuSeconds(pid);
+      const cores = before === undefined || after === undefined ? undefined : (after - before) / wallS;
+      used[name] = cores;
+      sum += cores ?? 0;
+    }
+    return { ownCores: own.ownCores, otherCores: own.otherCores === undefined ? undefined : Math.max(0, own.otherCores - sum), processes: used };
   };
 }

@@ -29,7 +29,7 @@ export async function runIngestBench(spec: IngestEventsSpec, concurrency: number
   const { node, adminToken } = await startBenchNode(dir.path);
   let worker: Worker | undefined;
   try {
-    const data: IngestClientData = { ...spec, url: node.url, token: adminToken, concurrency };
+    const data: IngestClientData = { ...spec, urls: [node.url], token: adminToken, concurrency, gateAfterWarmup: false };
     worker = new Worker(new URL('./ingest-client.js', import.meta.url), { workerData: data });
     const client = worker;
     let eluStart = performance.eventLoopUtilization();
@@ -40,7 +40,7 @@ export async function runIngestBench(spec: IngestEventsSpec, concurrency: number
           eluStart = performance.eventLoopUtilization();
           stopCpu = startCpuMonitor();
         } else if (message.type === 'done') resolve(message);
-        else reject(new Error(`ingest client failed: ${message.error}`));
+        else if (message.type === 'failed') reject(new Error(`ingest client failed: ${message.error}`));
       });
       client.on('error', reject);
       client.on('exit', (code) => reject(new Error(`ingest client exited with ${code} before it finished`)));

@@ -1,38 +1,51 @@
 /**
  * The ingest load generator, run in a worker thread so the clients do not share the node's
- * event loop: it builds the request bodies first, then keeps `concurrency` POSTs in flight over
- * keep-alive connections until every batch is acknowledged.
+ * event loop (or, for the cluster, the bench's own polling): it builds the request bodies
+ * first, then keeps `concurrency` POSTs in flight over keep-alive connections until every
+ * batch is acknowledged. Batch i goes to `urls[i % urls.length]` (round robin over nodes).
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import { absoluteNowMs } from './clock.js';
 import { httpRequest, keepAliveAgent } from './http-client.js';
 import { ingestBatches, type IngestEventsSpec } from './ingest-events.js';
 
 export interface IngestClientData extends IngestEventsSpec {
-  url: string;
+  urls: string[];
   token: string;
   concurrency: number;
+  /**
+   * After the warm-up, post `warmed-up` and wait for `go` before measuring (the cluster bench
+   * lets every node apply the warm-up first, so the measured run starts from a settled cluster).
+   */
+  gateAfterWarmup: boolean;
 }
 
+/** Absolute times are `performance.timeOrigin + performance.now()`: comparable across threads. */
 export type IngestClientMessage =
-  | { type: 'measure-start' }
-  | { type: 'done'; elapsedMs: number; events: number; requests: number; latenciesMs: number[] }
+  | { type: 'warmed-up' }
+  | { type: 'measure-start'; atMs: number }
+  | { type: 'done'; elapsedMs: number; events: number; requests: number; latenciesMs: number[]; startedAtMs: number; lastAckAtMs: number }
   | { type: 'failed'; error: string };
+
+export type IngestClientCommand = { type: 'go' };
 
 const REQUEST_TIMEOUT_MS = 60_000;
 
 async function sendAll(data: IngestClientData, bodies: Array<{ body: Buffer; events: number }>, latenciesMs: number[]): Promise<void> {
   const agent = keepAliveAgent(data.concurrency);
-  const url = new URL('/v1/api/audit', data.url);
+  const urls = data.urls.map((u) => new URL('/v1/api/audit', u));
   const headers = { authorization: `Token ${data.token}`, 'content-type': 'application/json' };
   let next = 0;
   const client = async () => {
     for (;;) {
-      const item = bodies[next++];
+      const index = next++;
+      const item = bodies[index];
       if (item === undefined) return;
+      const url = urls[index % urls.length] as URL;
       const started = performance.now();
       const res = await httpRequest(agent, url, { method: 'POST', headers, body: item.body, timeoutMs: REQUEST_TIMEOUT_MS });
       latenciesMs.push(performance.now() - started);
-      if (res.status !== 200) throw new Error(`ingest answered ${res.status}: ${res.body.toString('utf8').slice(0, 500)}`);
+      if (res.status !== 200) throw new Error(`ingest at ${url.host} answered ${res.status}: ${res.body.toString('utf8').slice(0, 500)}`);
       const answer = JSON.parse(res.body.toString('utf8')) as { ingested?: number };
       // Every event must be taken: a benchmark that silently sampled or refused would lie.
       if (answer.ingested !== item.events) throw new Error(`ingest took ${answer.ingested} of ${item.events} events`);
@@ -45,19 +58,37 @@ async function sendAll(data: IngestClientData, bodies: Array<{ body: Buffer; eve
   }
 }
 
+function waitForGo(): Promise<void> {
+  return new Promise((resolve) => {
+    const onMessage = (message: IngestClientCommand) => {
+      if (message.type !== 'go') return;
+      parentPort?.off('message', onMessage);
+      resolve();
+    };
+    parentPort?.on('message', onMessage);
+  });
+}
+
 async function run(data: IngestClientData): Promise<IngestClientMessage> {
   const { warmup, measured } = ingestBatches(data);
   const toBodies = (batches: typeof warmup) => batches.map((b) => ({ body: Buffer.from(JSON.stringify(b)), events: b.length }));
   const warmupBodies = toBodies(warmup);
   const measuredBodies = toBodies(measured);
   await sendAll(data, warmupBodies, []);
-  parentPort?.postMessage({ type: 'measure-start' } satisfies IngestClientMessage);
+  if (data.gateAfterWarmup) {
+    const go = waitForGo();
+    parentPort?.postMessage({ type: 'warmed-up' } satisfies IngestClientMessage);
+    await go;
+  }
+  const startedAtMs = absoluteNowMs();
+  parentPort?.postMessage({ type: 'measure-start', atMs: startedAtMs } satisfies IngestClientMessage);
   const latenciesMs: number[] = [];
   const started = performance.now();
   await sendAll(data, measuredBodies, latenciesMs);
   const elapsedMs = performance.now() - started;
+  const lastAckAtMs = absoluteNowMs();
   const events = measured.reduce((n, b) => n + b.length, 0);
-  return { type: 'done', elapsedMs, events, requests: measuredBodies.length, latenciesMs };
+  return { type: 'done', elapsedMs, events, requests: measuredBodies.length, latenciesMs, startedAtMs, lastAckAtMs };
 }
 
 run(workerData as IngestClientData).then(

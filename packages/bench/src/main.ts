@@ -1,16 +1,20 @@
 /**
- * `npm run bench`: runs the ingest benchmark with its raw LevelDB references and the search
- * benchmark, prints a summary and writes BENCHMARKS.md. Never part of `npm test`.
+ * `npm run bench`: runs the ingest benchmark with its raw LevelDB references, the search
+ * benchmark and the cluster benchmark (three real node processes and Redis), prints a summary
+ * and writes BENCHMARKS.md. `BENCH_ONLY=<part>` runs one part and keeps the others' figures
+ * from the report it rewrites. Never part of `npm test`.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { isFullRun, readBenchConfig } from './bench-config.js';
-import { machineFacts, renderConsole, renderMarkdown, type BenchResults, type IngestFigures } from './bench-report.js';
+import { benchEnvPrefix, isFullRun, readBenchConfig, runsPart } from './bench-config.js';
+import { machineFacts, renderConsole, renderMarkdown, type BenchResults, type IngestFigures, type RunInfo } from './bench-report.js';
+import { runClusterBench } from './cluster-bench.js';
 import { runIngestBench } from './ingest-bench.js';
 import type { IngestEventsSpec } from './ingest-events.js';
 import { runRawLevelBench } from './raw-level-bench.js';
+import { embedResults, readStoredResults } from './results-store.js';
 import { runSearchBench } from './search-bench.js';
 
 const HOUR_MS = 60 * 60 * 1000;
@@ -57,10 +61,10 @@ async function main(): Promise<void> {
   const fullRun = isFullRun(config);
   const startedAt = new Date();
   const loadAverageStart = loadavg();
-  log(`${fullRun ? 'full' : 'quick'} run, seed ${config.seed}`);
+  log(`${fullRun ? 'full' : 'quick'} run (${config.only}), seed ${config.seed}`);
 
   let ingest: IngestFigures | undefined;
-  if (config.only !== 'search') {
+  if (runsPart(config, 'ingest')) {
     const spec: IngestEventsSpec = {
       seed: config.seed,
       startTs: startedAt.getTime() - HOUR_MS,
@@ -73,7 +77,7 @@ async function main(): Promise<void> {
   }
 
   let search;
-  if (config.only !== 'ingest') {
+  if (runsPart(config, 'search')) {
     log(`search: loading ${config.searchEvents} events over ${config.searchDays} days, then ${config.searchRequests} one-day searches and ${config.qScanRepetitions} q scans…`);
     search = await runSearchBench({
       seed: config.seed,
@@ -87,11 +91,35 @@ async function main(): Promise<void> {
     log(`  loaded in ${(search.loadMs / 1000).toFixed(1)} s; day window p50 ${search.dayWindow.p50Ms.toFixed(1)} ms; q scan ${(search.qScan.p50Ms / 1000).toFixed(2)} s`);
   }
 
-  const results: BenchResults = { config, fullRun, startedAt, durationMs: Date.now() - startedAt.getTime(), loadAverageStart, loadAverageEnd: loadavg(), ingest, search };
+  const cluster = runsPart(config, 'cluster') ? await runClusterBench(config, log) : undefined;
+
+  const machine = machineFacts(REPO_ROOT);
+  const run: RunInfo = {
+    startedAt: startedAt.toISOString(),
+    durationMs: Date.now() - startedAt.getTime(),
+    command: `${benchEnvPrefix()}npm run bench`,
+    loadAverageStart,
+    loadAverageEnd: loadavg(),
+    config,
+    machine,
+  };
   const outputPath = config.outputPath ? resolve(config.outputPath) : fullRun ? join(REPO_ROOT, 'BENCHMARKS.md') : join(PACKAGE_DIR, 'results', 'BENCHMARKS.md');
+  // Parts this run did not measure keep their figures (and their run) from the report it replaces.
+  const previous = config.only === 'all' ? undefined : await readStoredResults(outputPath);
+  if (config.only !== 'all' && previous === undefined) log(`note: ${outputPath} holds no stored figures, so the report will show only ${config.only}`);
+  const results: BenchResults = {
+    ingest: ingest ? { run, figures: ingest } : previous?.ingest,
+    search: search ? { run, figures: search } : previous?.search,
+    cluster: cluster ? { run, figures: cluster } : previous?.cluster,
+  };
+  const current: BenchResults = {
+    ingest: ingest ? { run, figures: ingest } : undefined,
+    search: search ? { run, figures: search } : undefined,
+    cluster: cluster ? { run, figures: cluster } : undefined,
+  };
   await mkdir(dirname(outputPath), { recursive: true });
-  await writeFile(outputPath, renderMarkdown(results, machineFacts(REPO_ROOT)));
-  process.stdout.write(`\n${renderConsole(results)}\n\nwrote ${outputPath}\n`);
+  await writeFile(outputPath, `${renderMarkdown(results, machine)}\n${embedResults(results)}`);
+  process.stdout.write(`\n${renderConsole(current)}\n\nwrote ${outputPath}\n`);
 }
 
 main().catch((err: unknown) => {
