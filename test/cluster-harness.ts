@@ -52,7 +52,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     const node = await startNodeProcess({
       dataDir: dirs[i]!.path,
       ...(ports[i] ? { port: ports[i] } : {}),
-      args: ['--coordinator', redis.url, '--node-id', `node${i}`, '--log-level', 'warn', ...sets],
+      args: ['--coordinator', redis.url, '--node-id', `node${i}`, '--log-level', process.env['AUDITLAKE_TEST_LOG_LEVEL'] ?? 'warn', ...sets],
       env: ENV,
     });
     ports[i] = node.port;
@@ -232,7 +232,8 @@ async function diagnostics(cluster: Cluster, indexes: number[]): Promise<string>
     } catch (err) {
       view = `unreachable: ${String(err)}`;
     }
-    parts.push(`node${i}: ${view}\n  last output:\n  ${node.output().split('\n').slice(-15).join('\n  ')}`);
+    const lines = node.output().split('\n').filter((l) => !l.includes('"reqId"'));
+    parts.push(`node${i}: ${view}\n  last output:\n  ${lines.slice(-25).join('\n  ')}`);
   }
   return parts.join('\n');
 }

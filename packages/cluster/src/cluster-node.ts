@@ -106,7 +106,8 @@ export class ClusterNode {
 
   /** Joins the cluster; works (ingesting into the outbox) even while Redis is unreachable. */
   static async start(options: ClusterNodeOptions): Promise<ClusterNode> {
-    const knownTerm = (await options.store.getLocal<number>(LOCAL_TERM)) ?? 0;
+    // Never below the term of the last entry in the log: a node knows every term it holds.
+    const knownTerm = Math.max((await options.store.getLocal<number>(LOCAL_TERM)) ?? 0, options.store.position.lastTerm);
     const node = new ClusterNode(options, knownTerm);
     node.#clusterToken = await options.store.getLocal<string>(LOCAL_CLUSTER_TOKEN);
     node.elector.start();
@@ -183,6 +184,11 @@ export class ClusterNode {
           );
         } catch {
           break; // a peer that cannot answer has nothing we can take
+        }
+        // A peer that already knows a later term: this election is stale.
+        if (response.term > term) {
+          this.elector.observeTerm(response.term);
+          throw new Error(`peer ${peer.nodeId} already knows term ${response.term}; not leading term ${term}`);
         }
         if (response.entries.length === 0) break;
         await store.applyReplicated(response.entries);

@@ -51,6 +51,8 @@ export class LeaderElector {
   #leader: LeaderView | undefined;
   #members: MemberInfo[] = [];
   #noLeaderSince = performance.now();
+  /** Since when every round reached Redis (undefined while it does not answer). */
+  #redisUpSince: number | undefined;
   #timer: NodeJS.Timeout | undefined;
   #ticking = false;
   #closed = false;
@@ -118,7 +120,9 @@ export class LeaderElector {
       if (this.#role === 'leader') await this.#renew();
       else await this.#watchAndCampaign();
       await this.#publish();
+      this.#redisUpSince ??= performance.now();
     } catch (err) {
+      this.#redisUpSince = undefined;
       // Redis unreachable: a leader's lease simply runs out (checked in isLeader()).
       if (this.#role === 'leader' && performance.now() >= this.#leaseValidUntil) this.#stepDown(`could not renew the lease: ${String(err)}`);
     } finally {
@@ -168,6 +172,10 @@ export class LeaderElector {
    * without a leader; what it lacks is re-forwarded from the others' logs (see divergence).
    */
   #mayCampaign(members: MemberInfo[]): boolean {
+    // Redis may have restarted empty: wait one lease TTL of rounds that reached it, so every
+    // live node has put its known term back (raiseTermFloor) and republished itself before
+    // anyone takes a term — else a node that never saw the latest term could reuse it.
+    if (this.#redisUpSince === undefined || performance.now() - this.#redisUpSince < this.#options.leaseTtlMs) return false;
     const mine = this.#options.appliedSeq();
     const others = members.filter((m) => m.nodeId !== this.#options.nodeId);
     const best = others.every((m) => m.appliedSeq <= mine);
