@@ -222,8 +222,9 @@ describe('parquet tiering sweep', () => {
     await postSettings(t, { 'audit.tier.parquet.path': 's3://ext/elsewhere' });
     await t.ingest([event({ eventId: 'second-home', ts: Date.now() - 5 * DAY })]);
     await waitUntilTiered(t);
-    await postSettings(t, { 'audit.tier.mode': 'none' });
+    // Both are tiered and older than retain.local.days, so local cleanup removes them.
     await expect.poll(async () => (await t.stored()).filter((e) => e.eventId.endsWith('-home')).length, { timeout: 10_000 }).toBe(0);
+    await postSettings(t, { 'audit.tier.mode': 'none' });
     const { json } = await t.search('?q=select');
     expect(json.events.map((e) => e.eventId).sort()).toEqual(['first-home', 'second-home']);
   });
