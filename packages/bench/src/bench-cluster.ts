@@ -46,6 +46,15 @@ export function countersDelta(before: NodeCounters, after: NodeCounters): NodeCo
   return { routes, counters };
 }
 
+/** A leader giving up leadership, as its log says. */
+export interface StepDown {
+  node: string;
+  term: number;
+  reason: string;
+  /** Wall-clock time of the log line (epoch ms). */
+  atMs: number;
+}
+
 export const CLUSTER_TOKEN_KEY = 'auditlake:default:cluster-token';
 const STATUS_TIMEOUT_MS = 5000;
 
@@ -158,6 +167,31 @@ export class BenchCluster implements AsyncDisposable {
   /** What node i printed (warn and above), for error messages. */
   output(i: number): string {
     return this.#nodes[i]?.output() ?? '';
+  }
+
+  /** Where each node's output ends now; `stepDowns(mark)` reads what came after. */
+  outputMark(): number[] {
+    return this.#nodes.map((n) => n?.output().length ?? 0);
+  }
+
+  /**
+   * The "stepped down as leader" warnings the nodes logged since `mark` (each node's output is
+   * JSON lines at warn level): a leader losing its lease under load shows up here.
+   */
+  stepDowns(mark: readonly number[]): StepDown[] {
+    const out: StepDown[] = [];
+    this.#nodes.forEach((n, i) => {
+      for (const line of (n?.output() ?? '').slice(mark[i] ?? 0).split('\n')) {
+        if (!line.includes('stepped down as leader')) continue;
+        try {
+          const entry = JSON.parse(line) as { time?: number; term?: number; reason?: string };
+          out.push({ node: `node${i}`, term: entry.term ?? 0, reason: entry.reason ?? '', atMs: entry.time ?? 0 });
+        } catch {
+          out.push({ node: `node${i}`, term: 0, reason: line.slice(0, 200), atMs: 0 });
+        }
+      }
+    });
+    return out.sort((a, b) => a.atMs - b.atMs);
   }
 
   async #get(url: string, headers: Record<string, string>, timeoutMs: number): Promise<{ status: number; body: string }> {

@@ -95,7 +95,12 @@ export interface SummaryRow {
 
 function singleNodeContext(results: BenchResults): SingleNodeContext | undefined {
   if (!results.ingest) return undefined;
-  return { eventsPerSecond: results.ingest.figures.ours.eventsPerSecond, sameRun: results.ingest.run.startedAt === results.cluster?.run.startedAt };
+  const ours = results.ingest.figures.ours;
+  return {
+    eventsPerSecond: ours.eventsPerSecond,
+    cpuMicrosPerEvent: (ours.cpu.ownCores * 1_000_000) / ours.eventsPerSecond,
+    sameRun: results.ingest.run.startedAt === results.cluster?.run.startedAt,
+  };
 }
 
 function summaryRows(results: BenchResults): SummaryRow[] {
@@ -174,7 +179,7 @@ function notes(results: BenchResults): string[] {
   if (search && search.dayWindow.p50Ms >= TARGETS.dayWindowP50MsMax) {
     out.push(`**Target missed:** one-day-window search p50 is ${ms(search.dayWindow.p50Ms)} (target < ${TARGETS.dayWindowP50MsMax} ms).`);
   }
-  if (results.cluster) out.push(...clusterNotes(results.cluster.figures, results.cluster.run));
+  if (results.cluster) out.push(...clusterNotes(results.cluster.figures, results.cluster.run, singleNodeContext(results)));
   const others = [
     ingest?.ours.cpu.otherCores,
     ingest?.rawSync.cpu.otherCores,
@@ -356,7 +361,7 @@ export function renderMarkdown(results: BenchResults, machine: MachineFacts): st
     );
   }
 
-  if (results.cluster) parts.push(clusterMarkdown(results.cluster.figures, results.cluster.run.config, singleNodeContext(results)), '');
+  if (results.cluster) parts.push(clusterMarkdown(results.cluster.figures, results.cluster.run.config, singleNodeContext(results), results.cluster.run.machine.cpuCount), '');
 
   // Each knob as the run that measured its part used it.
   const ic = results.ingest?.run.config;

@@ -1,4 +1,4 @@
-import type { BenchCluster } from './bench-cluster.js';
+import type { BenchCluster, StepDown } from './bench-cluster.js';
 import { absoluteNowMs, sleep } from './clock.js';
 import { startProcessCpuMonitor, type ProcessCpuShare } from './cpu-monitor.js';
 import { httpRequest, keepAliveAgent } from './http-client.js';
@@ -43,6 +43,10 @@ export interface ClusterLagResult {
   standbys: string[];
   termBefore: number;
   termAfter: number;
+  /** Leaders that stepped down during the run (warm-up included), from the nodes' logs. */
+  stepDowns: StepDown[];
+  /** Server time the standbys spent answering the bench's reads, as a share of the measured time (per standby). */
+  pollServerShare: Record<string, number>;
 }
 
 interface SentBatch {
@@ -62,6 +66,7 @@ interface SentBatch {
  */
 export async function runClusterLagBench(cluster: BenchCluster, options: ClusterLagOptions): Promise<ClusterLagResult> {
   const before = await cluster.waitForSteady(30_000);
+  const mark = cluster.outputMark();
   const leader = before.leader;
   const standbys = Array.from({ length: cluster.size }, (_, i) => i).filter((i) => i !== leader);
   const agent = keepAliveAgent(64);
@@ -113,8 +118,10 @@ export async function runClusterLagBench(cluster: BenchCluster, options: Cluster
     const settled = await cluster.waitForSteady(60_000);
     if (settled.leader !== leader) throw new Error(`leadership moved from node${leader} to node${settled.leader} during the warm-up`);
 
+    const routesBefore = await Promise.all(standbys.map((i) => cluster.routeTimes(i)));
     const pollers = standbys.map((i) => startSeqPoller(() => cluster.appliedSeq(i), options.pollMs));
     const stopCpu = startProcessCpuMonitor(cluster.pids());
+    const measureStart = absoluteNowMs();
     let sent: SentBatch[];
     try {
       sent = await paced('measured', Math.max(1, Math.round((options.seconds * 1000) / intervalMs)));
@@ -134,6 +141,15 @@ export async function runClusterLagBench(cluster: BenchCluster, options: Cluster
       await Promise.all(pollers.map((p) => p.stop()));
     }
     const cpu = stopCpu();
+    const measuredMs = absoluteNowMs() - measureStart;
+    const routesAfter = await Promise.all(standbys.map((i) => cluster.routeTimes(i)));
+    const pollServerShare = Object.fromEntries(
+      standbys.map((i, n) => {
+        const a = routesAfter[n]?.routes['GET /admin/cluster'];
+        const b = routesBefore[n]?.routes['GET /admin/cluster'];
+        return [`node${i}`, ((a?.seconds ?? 0) - (b?.seconds ?? 0)) / (measuredMs / 1000)];
+      }),
+    );
     const after = await cluster.waitForSteady(30_000);
 
     // eventId → seq from the leader's log, read after the run (outside the measurement).
@@ -179,6 +195,8 @@ export async function runClusterLagBench(cluster: BenchCluster, options: Cluster
       standbys: standbys.map((i) => `node${i}`),
       termBefore: before.term,
       termAfter: after.term,
+      stepDowns: cluster.stepDowns(mark),
+      pollServerShare,
     };
   } finally {
     agent.destroy();

@@ -1,5 +1,6 @@
 import { DEFAULTS, type BenchConfig } from './bench-config.js';
 import type { RunInfo, SummaryRow } from './bench-report.js';
+import type { StepDown } from './bench-cluster.js';
 import type { ClusterFigures } from './cluster-bench.js';
 import type { FailoverTrial } from './cluster-failover-bench.js';
 import type { ClusterThroughputResult } from './cluster-throughput-bench.js';
@@ -23,6 +24,8 @@ const defined = (values: Array<number | undefined>): number[] => values.filter((
 /** The single-node HTTP ingest figure, shown beside the cluster's for context. */
 export interface SingleNodeContext {
   eventsPerSecond: number;
+  /** Its process's CPU per event (µs), client worker included. */
+  cpuMicrosPerEvent: number | undefined;
   /** False when the report kept it from an earlier run than the cluster figures. */
   sameRun: boolean;
 }
@@ -98,12 +101,13 @@ export function clusterSummaryRows(c: ClusterFigures, config: BenchConfig, singl
   ];
 }
 
-export function clusterNotes(c: ClusterFigures, run: RunInfo): string[] {
+export function clusterNotes(c: ClusterFigures, run: RunInfo, singleNode: SingleNodeContext | undefined): string[] {
   const out: string[] = [];
   const t = c.throughput;
   const cpuCount = run.machine.cpuCount;
   if (t.eventsPerSecond < CLUSTER_TARGETS.throughputEventsPerSecondMin) {
     const busy = machineBusy(t);
+    const nodeSum = Object.entries(t.cpu.processes).reduce((a, [name, v]) => (name === 'redis' ? a : a + (v ?? 0)), 0);
     const nodeCores = Object.entries(t.cpu.processes)
       .filter(([name]) => name !== 'redis')
       .map(([name, v]) => `${name}${name === t.leader ? ' (leader)' : ''} ${cores(v)}`)
@@ -113,9 +117,12 @@ export function clusterNotes(c: ClusterFigures, run: RunInfo): string[] {
         `${int(CLUSTER_TARGETS.throughputEventsPerSecondMin)} events/s target, although the receiving nodes acknowledged ${int(t.ackedEventsPerSecond)} events/s: ` +
         `after the last 200 it took another ${sec(t.drainMs)} until every node had applied everything. ` +
         `In the best round the nodes used ${nodeCores} cores, the bench's client ${cores(t.cpu.ownCores)} and other work ${cores(t.cpu.otherCores)}: ` +
-        `the machine's ${cpuCount} cores were ${pct(busy / cpuCount)} busy. Every event costs the leader its store write plus one read and one JSON ` +
-        `serialisation per standby, and costs each standby a replicated write (two thirds also an outbox write and delete on a standby), ` +
-        `so three nodes on ${cpuCount} shared cores do several times the work of one node; see "Where the time goes" under Cluster.`,
+        `the machine's ${cpuCount} cores were ${pct(busy / cpuCount)} busy, so this is CPU-bound. The nodes spent ` +
+        `${int((nodeSum * t.endToEndMs * 1000) / t.events)} µs of CPU per event together` +
+        (singleNode?.cpuMicrosPerEvent === undefined ? '' : ` against ${int(singleNode.cpuMicrosPerEvent)} µs for one node alone (client included)`) +
+        `: every event is parsed and stored three times (the leader and two standbys, each a synced LevelDB batch), read back and ` +
+        `serialised by the leader once per standby pull, and the two thirds sent to a standby are also written to and deleted from its outbox ` +
+        `and sent over HTTP once more. See "Where the time goes" under Cluster.`,
     );
   }
   if (c.lag.firstStandby.p99Ms >= CLUSTER_TARGETS.lagP99MsMax) {
@@ -124,8 +131,20 @@ export function clusterNotes(c: ClusterFigures, run: RunInfo): string[] {
   if (c.lag.achievedEventsPerSecond < c.lag.offeredEventsPerSecond * 0.95) {
     out.push(`The lag run offered only ${int(c.lag.achievedEventsPerSecond)} of the scheduled ${int(c.lag.offeredEventsPerSecond)} events/s (the sender fell behind its schedule).`);
   }
-  const moved = [...c.throughputRounds.map((r) => r.termBefore !== r.termAfter), c.lag.termBefore !== c.lag.termAfter].some(Boolean);
-  if (moved) out.push('**Leadership moved** during a throughput or lag run (the term changed): those figures include a failover.');
+  const runs: Array<{ name: string; termBefore: number; termAfter: number; stepDowns: StepDown[] }> = [
+    ...c.throughputRounds.map((r, i) => ({ name: `throughput round ${i + 1}`, ...r })),
+    { name: 'the lag run', ...c.lag },
+  ];
+  const moved = runs.filter((r) => r.termBefore !== r.termAfter || r.stepDowns.length > 0);
+  if (moved.length > 0) {
+    out.push(
+      `**Leadership changed under load**, with no node killed: ${moved
+        .map((r) => `in ${r.name} the term went ${r.termBefore} → ${r.termAfter} with ${r.stepDowns.length} step-down(s)${reasons(r.stepDowns)}`)
+        .join('; ')}. ` +
+        `A leader whose event loop or CPU share is starved cannot renew its ${int(c.failover.leaseTtlMs)} ms lease in time (Redis commands time out after ` +
+        `${int(c.failover.leaseTtlMs / 3)} ms) and steps down; those figures include the elections that followed.`,
+    );
+  }
   const f = failoverSummary(c.failover.trials);
   if (f.firstAckMaxMs > 2 * c.failover.leaseTtlMs) {
     out.push(
@@ -145,6 +164,18 @@ export function clusterNotes(c: ClusterFigures, run: RunInfo): string[] {
   return out;
 }
 
+/** " (reason ×n, …)" from the nodes' step-down log lines. */
+function reasons(stepDowns: readonly StepDown[]): string {
+  if (stepDowns.length === 0) return '';
+  const counts = new Map<string, number>();
+  for (const d of stepDowns) {
+    // Error texts carry varying details after a colon; group by the stable part.
+    const key = d.reason.split(':')[0] ?? d.reason;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  return ` (${[...counts].map(([reason, n]) => `"${reason}" ×${n}`).join(', ')})`;
+}
+
 function statsRow(name: string, s: LatencyStats): string[] {
   return [name, int(s.count), ms(s.p50Ms), ms(s.p95Ms), ms(s.p99Ms), ms(s.maxMs), ms(s.meanMs)];
 }
@@ -154,7 +185,7 @@ function routeCell(r: ClusterThroughputResult, node: string, route: string): str
   return x === undefined ? '—' : `${int(x.count)} × ${ms((x.seconds / x.count) * 1000)}`;
 }
 
-export function clusterMarkdown(c: ClusterFigures, config: BenchConfig, singleNode: SingleNodeContext | undefined): string {
+export function clusterMarkdown(c: ClusterFigures, config: BenchConfig, singleNode: SingleNodeContext | undefined, cpuCount: number): string {
   const t = c.throughput;
   const lag = c.lag;
   const f = failoverSummary(c.failover.trials);
@@ -186,7 +217,7 @@ export function clusterMarkdown(c: ClusterFigures, config: BenchConfig, singleNo
       `The rounds run one after the other on one cluster; the best (bold) is the reported figure.`,
     '',
     table(
-      ['round', 'events', 'all acked after', 'acked events/s', 'on every node after', '**events/s end to end**', 'last 200 → on every node', 'leader', 'CPU cores: bench / leader / standbys / Redis', 'other CPU (cores)'],
+      ['round', 'events', 'all acked after', 'acked events/s', 'on every node after', '**events/s end to end**', 'last 200 → on every node', 'leader (term before → after; step-downs)', 'CPU cores: bench / leader / standbys / Redis', 'other CPU (cores)'],
       c.throughputRounds.map((r, i) => {
         const standbyCores = Object.entries(r.cpu.processes)
           .filter(([n]) => n !== 'redis' && n !== r.leader)
@@ -200,7 +231,7 @@ export function clusterMarkdown(c: ClusterFigures, config: BenchConfig, singleNo
           sec(r.endToEndMs),
           int(r.eventsPerSecond),
           sec(r.drainMs),
-          r.leader,
+          `${r.leader} (${r.termBefore} → ${r.termAfter}; ${r.stepDowns.length})`,
           `${cores(r.cpu.ownCores)} / ${cores(r.cpu.processes[r.leader])} / ${standbyCores} / ${cores(r.cpu.processes['redis'])}`,
           cores(r.cpu.otherCores),
         ];
@@ -234,6 +265,17 @@ export function clusterMarkdown(c: ClusterFigures, config: BenchConfig, singleNo
         ];
       }),
     ),
+    '',
+  );
+  const usPerEvent = (coresUsed: number | undefined) => (coresUsed === undefined ? 'n/a' : `${int((coresUsed * t.endToEndMs * 1000) / t.events)} µs`);
+  const nodeCoreSum = nodeNames.reduce((a, n) => a + (t.cpu.processes[n] ?? 0), 0);
+  parts.push(
+    `CPU per event over the best round (cores × time ÷ events): all nodes together ${usPerEvent(nodeCoreSum)}, the leader ${usPerEvent(t.cpu.processes[t.leader])}, ` +
+      `${standbyNames.map((n) => `${n} ${usPerEvent(t.cpu.processes[n])}`).join(', ')}` +
+      (singleNode?.cpuMicrosPerEvent === undefined ? '.' : `; one node alone spent ${int(singleNode.cpuMicrosPerEvent)} µs per event (Ingest, its client worker included).`) +
+      ` At the nodes' rate of CPU per event, ${cpuCount} fully available cores would carry about ${int(
+        (cpuCount * 1_000_000) / Math.max(1, (nodeCoreSum * t.endToEndMs * 1000) / t.events),
+      )} events/s end to end.`,
     '',
   );
   const forwards = t.nodes[t.leader]?.routes['POST /internal/v1/forward'];
@@ -273,6 +315,8 @@ export function clusterMarkdown(c: ClusterFigures, config: BenchConfig, singleNo
     ),
     '',
     `Offered ${int(lag.offeredEventsPerSecond)} events/s, sent ${int(lag.achievedEventsPerSecond)} events/s (${int(lag.events)} events). ` +
+      `Answering the bench's reads took ${Object.entries(lag.pollServerShare).map(([n, v]) => `${n} ${pct(v)}`).join(' and ')} of the measured time in server time ` +
+      `(the reads are part of the load the standbys carry here). Term ${lag.termBefore} → ${lag.termAfter}, ${lag.stepDowns.length} leader step-down(s)${reasons(lag.stepDowns)}. ` +
       `CPU over the run: bench ${cores(lag.cpu.ownCores)}, ${Object.entries(lag.cpu.processes).map(([n, v]) => `${n}${n === lag.leader ? ' (leader)' : ''} ${cores(v)}`).join(', ')}, ` +
       `other ${cores(lag.cpu.otherCores)} cores.`,
     '',

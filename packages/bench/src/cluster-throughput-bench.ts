@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
-import { countersDelta, type BenchCluster, type NodeCounters } from './bench-cluster.js';
+import { countersDelta, type BenchCluster, type NodeCounters, type StepDown } from './bench-cluster.js';
 import { startProcessCpuMonitor, type ProcessCpuShare } from './cpu-monitor.js';
 import type { IngestClientCommand, IngestClientData, IngestClientMessage } from './ingest-client.js';
 import type { IngestEventsSpec } from './ingest-events.js';
@@ -33,6 +33,8 @@ export interface ClusterThroughputResult {
   verified: { logLength: number; uniqueEventIds: number; identicalOnAllNodes: boolean };
   /** Per node, over the measured interval: server time per route and event counters (from /metrics). */
   nodes: Record<string, NodeCounters>;
+  /** Leaders that stepped down during the round (warm-up included), from the nodes' logs. */
+  stepDowns: StepDown[];
 }
 
 /**
@@ -47,6 +49,7 @@ export async function runClusterThroughputRound(cluster: BenchCluster, spec: Ing
   const urls = Array.from({ length: cluster.size }, (_, i) => cluster.url(i));
   const data: IngestClientData = { ...spec, urls, token: cluster.ingestToken, concurrency, gateAfterWarmup: true };
   const before = await cluster.waitForSteady(30_000);
+  const mark = cluster.outputMark();
   // Listeners go on in the same tick as the worker starts: a message with no listener is lost.
   const worker = new Worker(new URL('./ingest-client.js', import.meta.url), { workerData: data });
   try {
@@ -108,6 +111,7 @@ export async function runClusterThroughputRound(cluster: BenchCluster, spec: Ing
       termAfter: after.term,
       verified,
       nodes,
+      stepDowns: cluster.stepDowns(mark),
     };
   } finally {
     await worker.terminate();

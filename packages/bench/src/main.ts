@@ -61,6 +61,8 @@ async function main(): Promise<void> {
   const fullRun = isFullRun(config);
   const startedAt = new Date();
   const loadAverageStart = loadavg();
+  // Taken now: the code measured is the code at the start (others may commit meanwhile).
+  const machine = machineFacts(REPO_ROOT);
   log(`${fullRun ? 'full' : 'quick'} run (${config.only}), seed ${config.seed}`);
 
   let ingest: IngestFigures | undefined;
@@ -93,7 +95,6 @@ async function main(): Promise<void> {
 
   const cluster = runsPart(config, 'cluster') ? await runClusterBench(config, log) : undefined;
 
-  const machine = machineFacts(REPO_ROOT);
   const run: RunInfo = {
     startedAt: startedAt.toISOString(),
     durationMs: Date.now() - startedAt.getTime(),
