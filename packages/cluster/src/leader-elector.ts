@@ -36,7 +36,7 @@ export interface LeaderElectorOptions {
 
 /**
  * Leadership through the Redis lease. A leader acts only while its lease is valid by its own
- * monotonic clock, with a margin: it renews every TTL/3 and treats the lease as gone at
+ * monotonic clock, with a margin: it renews every TTL/6 and treats the lease as gone at
  * TTL − margin after the last renewal began, so it stops ordering events before Redis can
  * hand the lease to anyone else — even if the process was paused (SIGSTOP) in between.
  */
@@ -64,7 +64,9 @@ export class LeaderElector {
   }
 
   start(): void {
-    const interval = Math.max(50, Math.floor(this.#options.leaseTtlMs / 3));
+    // Rounds every TTL/6: a leader renews well inside its TTL, and a standby notices an
+    // expired lease within a sixth of it (failover ≈ the dead leader's remaining lease + this).
+    const interval = Math.max(50, Math.floor(this.#options.leaseTtlMs / 6));
     this.#timer = setInterval(() => void this.tick(), interval);
     void this.tick();
   }
