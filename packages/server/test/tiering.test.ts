@@ -182,6 +182,24 @@ describe('parquet tiering sweep', () => {
     expect(counts).toEqual([{ n: t.node.store.position.lastSeq, d: t.node.store.position.lastSeq }]);
   });
 
+  it('with tiering on, the absolute cap waits for tiering: old untiered events are kept and counted as deferred', async () => {
+    const { s3, t } = await tieringNode({ 'auditlake.audit.retention.interval.ms': '100' });
+    await postSettings(t, { ...PARQUET, 'audit.retention.days': 1 });
+    await s3.stop();
+    const old = Date.now() - 10 * DAY;
+    await t.ingest(Array.from({ length: 12 }, (_, i) => event({ eventId: `old${i}`, ts: old + i })));
+    await expect.poll(async () => (await tierStatus(t)).deferred).toBe(12);
+    await new Promise((r) => setTimeout(r, 500)); // several prune rounds
+    expect((await t.stored()).filter((e) => e.eventId.startsWith('old'))).toHaveLength(12);
+    await s3.start();
+    await waitUntilTiered(t);
+    // Tiered now, and past the cap: deleted locally, still in the viewer's history.
+    await expect.poll(async () => (await t.stored()).filter((e) => e.eventId.startsWith('old')).length).toBe(0);
+    expect((await tierStatus(t)).deferred).toBe(0);
+    const { json } = await t.search('?q=select&limit=100');
+    expect(json.events.filter((e) => e.eventId.startsWith('old'))).toHaveLength(12);
+  });
+
   it('retain.local.days=0: the local store keeps only untiered events, and the viewer still returns everything', async () => {
     const { t } = await tieringNode({ 'auditlake.audit.retention.interval.ms': '100' });
     const now = Date.now();
