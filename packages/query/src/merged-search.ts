@@ -1,4 +1,4 @@
-import { readAuditParquet, type TieredEvent } from '@auditlake/format';
+import { readAuditParquet, type AuditColumnName, type TieredEvent } from '@auditlake/format';
 import { compileFilter, type SearchFilter, type StoredEvent } from '@auditlake/model';
 import type { TierFile, TierSource } from './tier-source.js';
 
@@ -25,6 +25,25 @@ export interface MergedSearchResult {
   tierNote?: string;
   /** Data files opened, for tests and metrics. */
   filesRead: number;
+}
+
+/**
+ * The columns the filter's predicates read (besides the time range, which row-group pruning
+ * and the reader handle); undefined when nothing but time is filtered.
+ */
+function predicateColumns(filter: SearchFilter): AuditColumnName[] | undefined {
+  const columns = new Set<AuditColumnName>();
+  if (filter.user !== undefined) columns.add('user_id');
+  if (filter.engine !== undefined) columns.add('source');
+  if (filter.table !== undefined) columns.add('tables');
+  if (filter.action !== 'all') columns.add('action');
+  if (filter.q !== undefined) for (const c of ['query', 'details', 'resource', 'user_id', 'action', 'tables'] as const) columns.add(c);
+  return columns.size === 0 ? undefined : [...columns];
+}
+
+/** A partially read event with empty values where columns were not read (the predicate ignores them). */
+function withDefaults(partial: Partial<TieredEvent>): TieredEvent {
+  return { eventId: '', userId: '', source: '', action: '', resource: '', decision: '', tables: [], query: '', details: '', timestamp: 0, ingestTs: 0, ...partial };
 }
 
 /** Newest first: event time, then ingest time, then eventId, all descending (deterministic). */
@@ -74,6 +93,7 @@ export async function mergedSearch(options: MergedSearchOptions): Promise<Merged
   files.sort((a, b) => b.file.tsMax - a.file.tsMax);
 
   const matches = compileFilter(filter);
+  const probeColumns = predicateColumns(filter);
   const failedTiers = new Set<TierSource>();
   let filesRead = 0;
   for (const { tier, file } of files) {
@@ -91,6 +111,12 @@ export async function mergedSearch(options: MergedSearchOptions): Promise<Merged
       const source = await tier.open(file);
       filesRead++;
       const range = { ...(filter.fromMs !== undefined ? { fromMs: filter.fromMs } : {}), ...(filter.toMs !== undefined ? { toMs: filter.toMs } : {}) };
+      if (probeColumns) {
+        // Column pushdown: read only what the predicates need first; a file without a match
+        // never has its other columns (the large query text among them) fetched.
+        const probe = await readAuditParquet(source, { ...range, columns: [...probeColumns, 'event_id'] });
+        if (!probe.some((partial) => matches(withDefaults(partial)) && !candidates.has(partial.eventId ?? ''))) continue;
+      }
       for (const event of await readAuditParquet(source, range)) {
         if (!candidates.has(event.eventId) && matches(event)) candidates.set(event.eventId, event);
       }
