@@ -49,12 +49,23 @@ export interface BenchConfig {
   failoverTrials: number;
   /** A probe write starts this often (ms) after the kill, alternating between the survivors. */
   failoverProbeMs: number;
+  /** Tiering sweep: events in the local store, tiered by repeated sweeps (parquet, then iceberg). */
+  tierSweepEvents: number;
+  /** Days the sweep's events are spread over, ending now. */
+  tierSweepDays: number;
+  /** TierSweeper batchSizeMax (events per commit). */
+  tierSweepBatch: number;
+  /** Events of the viewer's Iceberg table. */
+  tierTableEvents: number;
+  tierTableDays: number;
+  /** One-day-window viewer requests measured. */
+  tierRequests: number;
   /** Where the report goes; undefined picks the default for a full or a quick run. */
   outputPath: string | undefined;
 }
 
-export type BenchPart = 'ingest' | 'search' | 'cluster';
-export const BENCH_PARTS: readonly BenchPart[] = ['ingest', 'search', 'cluster'];
+export type BenchPart = 'ingest' | 'search' | 'cluster' | 'tiering';
+export const BENCH_PARTS: readonly BenchPart[] = ['ingest', 'search', 'cluster', 'tiering'];
 
 export const DEFAULTS = {
   seed: 20250101,
@@ -80,6 +91,12 @@ export const DEFAULTS = {
   lagPollMs: 5,
   failoverTrials: 10,
   failoverProbeMs: 20,
+  tierSweepEvents: 200_000,
+  tierSweepDays: 7,
+  tierSweepBatch: 5_000,
+  tierTableEvents: 10_000_000,
+  tierTableDays: 30,
+  tierRequests: 50,
 } as const;
 
 function intFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number): number {
@@ -118,6 +135,12 @@ export function readBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
     lagPollMs: intFromEnv(env, 'BENCH_LAG_POLL_MS', DEFAULTS.lagPollMs, 1),
     failoverTrials: intFromEnv(env, 'BENCH_FAILOVER_TRIALS', DEFAULTS.failoverTrials, 1),
     failoverProbeMs: intFromEnv(env, 'BENCH_FAILOVER_PROBE_MS', DEFAULTS.failoverProbeMs, 1),
+    tierSweepEvents: intFromEnv(env, 'BENCH_TIER_SWEEP_EVENTS', DEFAULTS.tierSweepEvents, 1),
+    tierSweepDays: intFromEnv(env, 'BENCH_TIER_SWEEP_DAYS', DEFAULTS.tierSweepDays, 1),
+    tierSweepBatch: intFromEnv(env, 'BENCH_TIER_SWEEP_BATCH', DEFAULTS.tierSweepBatch, 1),
+    tierTableEvents: intFromEnv(env, 'BENCH_TIER_TABLE_EVENTS', DEFAULTS.tierTableEvents, 1),
+    tierTableDays: intFromEnv(env, 'BENCH_TIER_TABLE_DAYS', DEFAULTS.tierTableDays, 1),
+    tierRequests: intFromEnv(env, 'BENCH_TIER_REQUESTS', DEFAULTS.tierRequests, 1),
     outputPath: env['BENCH_OUTPUT'] || undefined,
   };
 }
@@ -141,6 +164,14 @@ export function isFullSize(config: BenchConfig, part: BenchPart): boolean {
         config.lagBatchSize === DEFAULTS.lagBatchSize &&
         config.lagSeconds >= DEFAULTS.lagSeconds &&
         config.failoverTrials >= DEFAULTS.failoverTrials
+      );
+    case 'tiering':
+      return (
+        config.tierSweepEvents >= DEFAULTS.tierSweepEvents &&
+        config.tierSweepBatch === DEFAULTS.tierSweepBatch &&
+        config.tierTableEvents >= DEFAULTS.tierTableEvents &&
+        config.tierRequests >= 30 &&
+        config.searchLimit === DEFAULTS.searchLimit
       );
   }
 }

@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: runs the ingest benchmark with its raw LevelDB references, the search
- * benchmark and the cluster benchmark (three real node processes and Redis), prints a summary
+ * benchmark, the cluster benchmark (three real node processes and Redis) and the tiering
+ * benchmark (a real s3rver, the sweep and the viewer over a large Iceberg table), prints a summary
  * and writes BENCHMARKS.md. `BENCH_ONLY=<part>` runs one part and keeps the others' figures
  * from the report it rewrites. Never part of `npm test`.
  */
@@ -16,6 +17,7 @@ import type { IngestEventsSpec } from './ingest-events.js';
 import { runRawLevelBench } from './raw-level-bench.js';
 import { embedResults, readStoredResults } from './results-store.js';
 import { runSearchBench } from './search-bench.js';
+import { runTieringBench } from './tiering-bench.js';
 
 const HOUR_MS = 60 * 60 * 1000;
 /** dist/main.js → packages/bench → the repository root. */
@@ -95,6 +97,24 @@ async function main(): Promise<void> {
 
   const cluster = runsPart(config, 'cluster') ? await runClusterBench(config, log) : undefined;
 
+  const tiering = runsPart(config, 'tiering')
+    ? await runTieringBench(
+        {
+          seed: config.seed,
+          sweepEvents: config.tierSweepEvents,
+          sweepDays: config.tierSweepDays,
+          sweepBatchSize: config.tierSweepBatch,
+          sweepLoadBatchSize: config.searchLoadBatchSize,
+          tableEvents: config.tierTableEvents,
+          tableDays: config.tierTableDays,
+          requests: config.tierRequests,
+          limit: config.searchLimit,
+          qScanRepetitions: config.qScanRepetitions,
+        },
+        log,
+      )
+    : undefined;
+
   const run: RunInfo = {
     startedAt: startedAt.toISOString(),
     durationMs: Date.now() - startedAt.getTime(),
@@ -112,11 +132,13 @@ async function main(): Promise<void> {
     ingest: ingest ? { run, figures: ingest } : previous?.ingest,
     search: search ? { run, figures: search } : previous?.search,
     cluster: cluster ? { run, figures: cluster } : previous?.cluster,
+    tiering: tiering ? { run, figures: tiering } : previous?.tiering,
   };
   const current: BenchResults = {
     ingest: ingest ? { run, figures: ingest } : undefined,
     search: search ? { run, figures: search } : undefined,
     cluster: cluster ? { run, figures: cluster } : undefined,
+    tiering: tiering ? { run, figures: tiering } : undefined,
   };
   await mkdir(dirname(outputPath), { recursive: true });
   await writeFile(outputPath, `${renderMarkdown(results, machine)}\n${embedResults(results)}`);

@@ -1,0 +1,456 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { validateEvent, type AuditEvent, type EffectiveSettings, type IcebergCatalogConfig, type S3ConnectionConfig, type StoredEvent } from '@auditlake/model';
+import { mergedSearch } from '@auditlake/query';
+import { AuditStore } from '@auditlake/store';
+import {
+  IcebergTierSource,
+  S3Connections,
+  TIERED_LOCATIONS_META,
+  TierSweeper,
+  WATERMARK_META,
+  ZERO_WATERMARK,
+  commitIcebergBatch,
+  ensureIcebergTable,
+  ensureNamespace,
+  resolveIcebergTable,
+  type ObjectStore,
+} from '@auditlake/tiering';
+import { createEventGenerator } from '@auditlake/testkit';
+import S3rver from 's3rver';
+import { startCpuMonitor, type CpuShare } from './cpu-monitor.js';
+import { latencyStats, type LatencyStats } from './latency-stats.js';
+import { scratchDir } from './scratch-dir.js';
+import { Q_NEEDLE } from './search-bench.js';
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+const BUCKET = 'bench';
+const CONNECTION_ID = 'bench';
+const CATALOG = 'bench';
+const SWEEP_TABLE = `${CATALOG}.sweep.audit_events`;
+const VIEWER_TABLE = `${CATALOG}.viewer.audit_events`;
+const PARQUET_PATH = `s3://${BUCKET}/parquet/audit`;
+
+export interface TieringBenchOptions {
+  seed: number;
+  sweepEvents: number;
+  sweepDays: number;
+  sweepBatchSize: number;
+  sweepLoadBatchSize: number;
+  tableEvents: number;
+  tableDays: number;
+  requests: number;
+  limit: number;
+  qScanRepetitions: number;
+}
+
+export interface SweepFigures {
+  mode: 'parquet' | 'iceberg';
+  events: number;
+  commits: number;
+  elapsedMs: number;
+  eventsPerSecond: number;
+  commitsPerSecond: number;
+  /** Data bytes (Parquet files) the commits reported. */
+  dataBytes: number;
+  /** Every byte put into the bucket (data, markers, manifests, metadata), from the S3 client. */
+  bytesPut: number;
+  perCommit: LatencyStats;
+  cpu: CpuShare;
+}
+
+export interface ByteCounts {
+  /** Ranged reads of data files. */
+  dataBytes: number;
+  dataRequests: number;
+  /** Whole-object reads: metadata json, version hint, manifest lists, manifests. */
+  metadataBytes: number;
+  metadataRequests: number;
+}
+
+export interface ViewerFigures {
+  events: number;
+  days: number;
+  commits: number;
+  dataFiles: number;
+  tableDataBytes: number;
+  buildMs: number;
+  /** One-day windows at random days, limit `limit`. */
+  dayWindow: LatencyStats;
+  dayWindowCpu: CpuShare;
+  /** Per request, averaged over the measured requests. */
+  dayWindowBytes: ByteCounts;
+  dayWindowFilesRead: number;
+  /** The first request of a fresh source (manifests not yet cached), fetched bytes. */
+  coldBytes: ByteCounts;
+  qScan: LatencyStats;
+  qScanCpu: CpuShare;
+  qScanBytes: ByteCounts;
+  qScanMatched: number;
+  duck: LatencyStats;
+  duckCpu: CpuShare;
+  duckThreads: number;
+  duckSingle: LatencyStats;
+  duckMatched: number;
+  downloadMs: number;
+}
+
+export interface TieringFigures {
+  sweeps: SweepFigures[];
+  viewer: ViewerFigures;
+}
+
+type Log = (message: string) => void;
+
+/** An s3rver on 127.0.0.1 (real S3 HTTP), as `--embedded-s3` starts it, in `directory`. */
+async function startS3(directory: string): Promise<{ endpoint: string; close(): Promise<void> }> {
+  const server = new S3rver({ address: '127.0.0.1', port: 0, directory, silent: true, configureBuckets: [{ name: BUCKET }], vhostBuckets: false });
+  const address = await server.run();
+  return {
+    endpoint: `http://127.0.0.1:${address.port}`,
+    close: async () => {
+      server.httpServer?.closeAllConnections();
+      await server.close();
+    },
+  };
+}
+
+/** S3Connections whose object stores count what they put and fetch. */
+class CountingConnections extends S3Connections {
+  bytesPut = 0;
+  readonly reads: ByteCounts = { dataBytes: 0, dataRequests: 0, metadataBytes: 0, metadataRequests: 0 };
+
+  override bucket(id: string, bucket: string): ObjectStore {
+    const objects = super.bucket(id, bucket);
+    const put = objects.put.bind(objects);
+    const putIfAbsent = objects.putIfAbsent.bind(objects);
+    const get = objects.get.bind(objects);
+    const getRange = objects.getRange.bind(objects);
+    const size = (body: Uint8Array | string) => (typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
+    objects.put = async (key, body, contentType) => {
+      await put(key, body, contentType);
+      this.bytesPut += size(body);
+    };
+    objects.putIfAbsent = async (key, body, contentType) => {
+      await putIfAbsent(key, body, contentType);
+      this.bytesPut += size(body);
+    };
+    objects.get = async (key) => {
+      const bytes = await get(key);
+      this.reads.metadataBytes += bytes.byteLength;
+      this.reads.metadataRequests++;
+      return bytes;
+    };
+    objects.getRange = async (key, start, end) => {
+      const bytes = await getRange(key, start, end);
+      this.reads.dataBytes += bytes.byteLength;
+      this.reads.dataRequests++;
+      return bytes;
+    };
+    return objects;
+  }
+
+  snapshot(): ByteCounts {
+    return { ...this.reads };
+  }
+}
+
+function diff(after: ByteCounts, before: ByteCounts, per = 1): ByteCounts {
+  return {
+    dataBytes: (after.dataBytes - before.dataBytes) / per,
+    dataRequests: (after.dataRequests - before.dataRequests) / per,
+    metadataBytes: (after.metadataBytes - before.metadataBytes) / per,
+    metadataRequests: (after.metadataRequests - before.metadataRequests) / per,
+  };
+}
+
+function connectionConfig(endpoint: string): S3ConnectionConfig {
+  return { id: CONNECTION_ID, endpoint, region: 'us-east-1', accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER', forcePathStyle: true };
+}
+
+function settingsFor(mode: 'parquet' | 'iceberg'): EffectiveSettings {
+  return {
+    retentionDays: 90,
+    readEnabled: true,
+    readSampleRate: 1,
+    tierMode: mode,
+    tierIcebergTable: SWEEP_TABLE,
+    tierParquetPath: PARQUET_PATH,
+    tierConnectionId: CONNECTION_ID,
+    tierRetainLocalDays: 7,
+  };
+}
+
+/** mulberry32, for the random days; seeded so a run can be replayed. */
+function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), a | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const noLog = { info: () => undefined, warn: () => undefined };
+
+async function runSweeps(options: TieringBenchOptions, connections: CountingConnections, catalogs: Map<string, IcebergCatalogConfig>, dir: string, log: Log): Promise<SweepFigures[]> {
+  const store = await AuditStore.open({ location: join(dir, 'store') });
+  try {
+    const endTs = Date.now();
+    const generator = createEventGenerator({ seed: options.seed, startTs: endTs - options.sweepDays * DAY_MS, spanMs: options.sweepDays * DAY_MS, count: options.sweepEvents });
+    const loadStarted = performance.now();
+    const nowMs = Date.now();
+    for (let loaded = 0; loaded < options.sweepEvents; ) {
+      const size = Math.min(options.sweepLoadBatchSize, options.sweepEvents - loaded);
+      const freshIds = new Set<string>();
+      const events: AuditEvent[] = generator.batch(size).map((raw, i) => {
+        const event = validateEvent(raw, `events[${i}]`, { nowMs });
+        freshIds.add(event.eventId);
+        return event;
+      });
+      const result = await store.append(events, { freshIds });
+      if (result.stored.length !== size) throw new Error(`store.append stored ${result.stored.length} of ${size} events`);
+      loaded += size;
+    }
+    log(`  loaded ${options.sweepEvents} events into LevelDB in ${((performance.now() - loadStarted) / 1000).toFixed(1)} s`);
+
+    const figures: SweepFigures[] = [];
+    for (const mode of ['parquet', 'iceberg'] as const) {
+      // Each mode tiers the whole log from the start: reset what the other mode recorded.
+      await store.putMeta({ [WATERMARK_META]: ZERO_WATERMARK, [TIERED_LOCATIONS_META]: [] });
+      let dataBytes = 0;
+      let tiered = 0;
+      const settings = settingsFor(mode);
+      const sweeper = new TierSweeper({
+        store,
+        connections,
+        catalogs,
+        settings: () => settings,
+        isLeader: () => true,
+        term: () => 1,
+        intervalMs: 3_600_000,
+        batchSizeMax: options.sweepBatchSize,
+        settleMs: 0,
+        backoffInitialMs: 1000,
+        backoffMaxMs: 1000,
+        log: noLog,
+        onTiered: (events, bytes) => {
+          tiered += events;
+          dataBytes += bytes;
+        },
+      });
+      const putBefore = connections.bytesPut;
+      const perCommitMs: number[] = [];
+      const stopCpu = startCpuMonitor();
+      const started = performance.now();
+      for (;;) {
+        const t0 = performance.now();
+        const outcome = await sweeper.sweep();
+        if (outcome === 'nothing-to-tier') break;
+        if (outcome !== 'tiered') throw new Error(`${mode} sweep: ${outcome}: ${(await sweeper.status()).lastError ?? ''}`);
+        perCommitMs.push(performance.now() - t0);
+      }
+      const elapsedMs = performance.now() - started;
+      const cpu = stopCpu();
+      await sweeper.close();
+      if (tiered !== options.sweepEvents) throw new Error(`${mode}: tiered ${tiered} of ${options.sweepEvents} events`);
+      const result: SweepFigures = {
+        mode,
+        events: tiered,
+        commits: perCommitMs.length,
+        elapsedMs,
+        eventsPerSecond: tiered / (elapsedMs / 1000),
+        commitsPerSecond: perCommitMs.length / (elapsedMs / 1000),
+        dataBytes,
+        bytesPut: connections.bytesPut - putBefore,
+        perCommit: latencyStats(perCommitMs),
+        cpu,
+      };
+      log(`  ${mode}: ${Math.round(result.eventsPerSecond)} events/s, ${result.commitsPerSecond.toFixed(1)} commits/s, p50 ${result.perCommit.p50Ms.toFixed(0)} ms/commit`);
+      figures.push(result);
+    }
+    return figures;
+  } finally {
+    await store.close();
+  }
+}
+
+/** Builds the viewer's table: one commit per day of events (so one data file per day, give or take the jitter at midnight). */
+async function buildTable(options: TieringBenchOptions, connections: CountingConnections, catalogs: Map<string, IcebergCatalogConfig>, startTs: number, log: Log) {
+  const table = resolveIcebergTable(VIEWER_TABLE, catalogs);
+  const objects = connections.bucket(table.connectionId, table.s3.bucket);
+  await ensureNamespace(connections, table);
+  let loaded = await ensureIcebergTable(objects, table, Date.now());
+  const generator = createEventGenerator({ seed: options.seed + 1, startTs, spanMs: options.tableDays * DAY_MS, count: options.tableEvents });
+  const nowMs = startTs + options.tableDays * DAY_MS + DAY_MS;
+  let seq = 0;
+  let commits = 0;
+  let dataFiles = 0;
+  let dataBytes = 0;
+  const started = performance.now();
+  for (let day = 0; day < options.tableDays; day++) {
+    const end = Math.round(((day + 1) * options.tableEvents) / options.tableDays);
+    const batch: StoredEvent[] = [];
+    for (const raw of generator.batch(end - seq)) {
+      const event = validateEvent(raw, 'event', { nowMs });
+      seq++;
+      batch.push({ ...event, ingestTs: event.timestamp + 500, seq, term: 1 });
+    }
+    const result = await commitIcebergBatch(objects, table, loaded, batch, { term: 1, nowMs: Date.now(), writerId: 'bench', mayCommit: () => true });
+    commits++;
+    dataFiles += result.files;
+    dataBytes += result.bytes;
+    loaded = (await ensureIcebergTable(objects, table, Date.now()));
+    if (loaded.version !== result.version) throw new Error(`table at v${loaded.version}, expected v${result.version}`);
+    if ((day + 1) % 5 === 0 || day === options.tableDays - 1) log(`  table: ${seq} events, ${commits} commits, ${(dataBytes / 1024 ** 2).toFixed(0)} MiB (${((performance.now() - started) / 1000).toFixed(0)} s)`);
+  }
+  return { table, commits, dataFiles, dataBytes, buildMs: performance.now() - started };
+}
+
+async function* nothing(): AsyncIterable<StoredEvent> {
+  // The viewer with an empty local store: everything comes from the table.
+}
+
+async function runViewer(options: TieringBenchOptions, connections: CountingConnections, catalogs: Map<string, IcebergCatalogConfig>, dir: string, log: Log): Promise<ViewerFigures> {
+  const startTs = Math.floor(Date.now() / DAY_MS) * DAY_MS - options.tableDays * DAY_MS;
+  const built = await buildTable(options, connections, catalogs, startTs, log);
+  const { table } = built;
+  const source = new IcebergTierSource(connections, { identifier: table.identifier, location: table.location, connectionId: table.connectionId });
+  const search = (filter: { fromMs?: number; toMs?: number; q?: string }) =>
+    mergedSearch({ local: nothing(), tiers: [source], filter: { action: 'all', limit: options.limit, ...filter }, localCompleteFromMs: undefined });
+
+  const random = seededRandom(options.seed);
+  const window = (day: number) => ({ fromMs: startTs + day * DAY_MS, toMs: startTs + (day + 1) * DAY_MS - 1 });
+  const eventsPerDay = options.tableEvents / options.tableDays;
+  const check = (count: number, tierNote: string | undefined) => {
+    if (tierNote) throw new Error(tierNote);
+    const expected = Math.min(options.limit, Math.floor(eventsPerDay * 0.9));
+    if (count < expected) throw new Error(`a one-day window returned ${count} events, expected at least ${expected}`);
+  };
+  // The first request of a fresh source reads every manifest once; later ones reuse them.
+  const coldBefore = connections.snapshot();
+  const cold = await search(window(Math.floor(random() * options.tableDays)));
+  check(cold.events.length, cold.tierNote);
+  const coldBytes = diff(connections.snapshot(), coldBefore);
+  for (let i = 0; i < 5; i++) {
+    const warm = await search(window(Math.floor(random() * options.tableDays)));
+    check(warm.events.length, warm.tierNote);
+  }
+
+  const dayMs: number[] = [];
+  let filesRead = 0;
+  const before = connections.snapshot();
+  const stopDayCpu = startCpuMonitor();
+  for (let i = 0; i < options.requests; i++) {
+    const t0 = performance.now();
+    const result = await search(window(Math.floor(random() * options.tableDays)));
+    dayMs.push(performance.now() - t0);
+    check(result.events.length, result.tierNote);
+    filesRead += result.filesRead;
+  }
+  const dayWindowCpu = stopDayCpu();
+  const dayWindowBytes = diff(connections.snapshot(), before, options.requests);
+  log(`  one-day window p50 ${latencyStats(dayMs).p50Ms.toFixed(1)} ms, ${(dayWindowBytes.dataBytes / 1024).toFixed(0)} KiB of data per request`);
+
+  const qMs: number[] = [];
+  let qScanMatched = 0;
+  const qBefore = connections.snapshot();
+  const stopQCpu = startCpuMonitor();
+  for (let i = 0; i < options.qScanRepetitions; i++) {
+    const t0 = performance.now();
+    const result = await search({ q: Q_NEEDLE });
+    qMs.push(performance.now() - t0);
+    if (result.tierNote) throw new Error(result.tierNote);
+    qScanMatched = result.events.length;
+    log(`  q scan ${i + 1}/${options.qScanRepetitions}: ${((performance.now() - t0) / 1000).toFixed(2)} s`);
+  }
+  const qScanCpu = stopQCpu();
+  const qScanBytes = diff(connections.snapshot(), qBefore, options.qScanRepetitions);
+
+  // DuckDB reads the same Parquet bytes: the table's data files, downloaded over S3 first.
+  const downloadStarted = performance.now();
+  const objects = connections.bucket(table.connectionId, table.s3.bucket);
+  const localDir = join(dir, 'download');
+  const dataKeys = (await objects.list(`${table.s3.prefix}/data/`)).filter((k) => k.endsWith('.parquet'));
+  for (const key of dataKeys) {
+    const path = join(localDir, key);
+    await mkdir(dirname(path), { recursive: true });
+    await writeFile(path, await objects.get(key));
+  }
+  const downloadMs = performance.now() - downloadStarted;
+  const needle = Q_NEEDLE.toLowerCase();
+  const predicate = ['query', 'details', 'resource', 'user_id', 'action', 'tables'].map((c) => `contains(lower(${c}), '${needle}')`).join(' OR ');
+  const sql = `SELECT * FROM read_parquet('${localDir}/${table.s3.prefix}/data/*/*.parquet') WHERE ${predicate} ORDER BY ts DESC, ingest_ts DESC, event_id DESC LIMIT ${options.limit}`;
+  const duckRun = async (threads: number | undefined) => {
+    const instance = await DuckDBInstance.create(':memory:', threads === undefined ? {} : { threads: String(threads) });
+    const connection = await instance.connect();
+    try {
+      const reported = (await connection.runAndReadAll('SELECT current_setting(\'threads\') AS t')).getRowObjectsJson()[0]?.['t'];
+      const times: number[] = [];
+      let matched = 0;
+      for (let i = 0; i < options.qScanRepetitions; i++) {
+        const t0 = performance.now();
+        const reader = await connection.runAndReadAll(sql);
+        matched = reader.getRowObjects().length;
+        times.push(performance.now() - t0);
+      }
+      return { times, matched, threads: Number(reported) };
+    } finally {
+      connection.closeSync();
+      instance.closeSync();
+    }
+  };
+  const stopDuckCpu = startCpuMonitor();
+  const duck = await duckRun(undefined);
+  const duckCpu = stopDuckCpu();
+  const duckSingle = await duckRun(1);
+  log(`  DuckDB (${duck.threads} threads) median ${(latencyStats(duck.times).p50Ms / 1000).toFixed(2)} s; 1 thread ${(latencyStats(duckSingle.times).p50Ms / 1000).toFixed(2)} s`);
+
+  return {
+    events: options.tableEvents,
+    days: options.tableDays,
+    commits: built.commits,
+    dataFiles: built.dataFiles,
+    tableDataBytes: built.dataBytes,
+    buildMs: built.buildMs,
+    dayWindow: latencyStats(dayMs),
+    dayWindowCpu,
+    dayWindowBytes,
+    dayWindowFilesRead: filesRead / options.requests,
+    coldBytes,
+    qScan: latencyStats(qMs),
+    qScanCpu,
+    qScanBytes,
+    qScanMatched,
+    duck: latencyStats(duck.times),
+    duckCpu,
+    duckThreads: duck.threads,
+    duckSingle: latencyStats(duckSingle.times),
+    duckMatched: duck.matched,
+    downloadMs,
+  };
+}
+
+/**
+ * Tiering (issues 3/4): a real s3rver over HTTP on 127.0.0.1. First the sweep, parquet then
+ * iceberg, from a real LevelDB store; then the viewer over a large Iceberg table, with
+ * DuckDB scanning the same data files as the reference for the free-text scan.
+ */
+export async function runTieringBench(options: TieringBenchOptions, log: Log): Promise<TieringFigures> {
+  await using dir = await scratchDir('tiering');
+  const s3 = await startS3(join(dir.path, 's3'));
+  const connections = new CountingConnections(new Map([[CONNECTION_ID, connectionConfig(s3.endpoint)]]));
+  const catalogs = new Map<string, IcebergCatalogConfig>([[CATALOG, { name: CATALOG, warehouse: `s3://${BUCKET}/warehouse`, connectionId: CONNECTION_ID }]]);
+  try {
+    log(`tiering: sweeping ${options.sweepEvents} events (parquet, then iceberg) to s3rver at ${s3.endpoint}…`);
+    const sweeps = await runSweeps(options, connections, catalogs, dir.path, log);
+    log(`tiering: building an Iceberg table of ${options.tableEvents} events over ${options.tableDays} days, then the viewer…`);
+    const viewer = await runViewer(options, connections, catalogs, dir.path, log);
+    return { sweeps, viewer };
+  } finally {
+    connections.close();
+    await s3.close();
+  }
+}
