@@ -1,0 +1,86 @@
+// Goal: only the leader tiers, and after a failover the new leader continues from the replicated watermark: every event lands in S3 exactly once.
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { resolveConfig } from '@auditlake/model';
+import { S3Connections } from '@auditlake/tiering';
+import S3rver from 's3rver';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { ADMIN, postEvents, startCluster } from './cluster-harness.js';
+
+async function s3Endpoint(): Promise<{ port: number; props: string[] }> {
+  const directory = await mkdtemp(join(tmpdir(), 'auditlake-cluster-s3-'));
+  const server = new S3rver({ address: '127.0.0.1', port: 0, directory, silent: true, configureBuckets: [{ name: 'ext' }], vhostBuckets: false });
+  const { port } = await server.run();
+  onTestFinished(async () => {
+    server.httpServer?.closeAllConnections();
+    await server.close();
+    await rm(directory, { recursive: true, force: true });
+  });
+  const props = [
+    `auditlake.s3.connections.ext.endpoint=http://127.0.0.1:${port}`,
+    'auditlake.s3.connections.ext.accessKeyId=S3RVER',
+    'auditlake.s3.connections.ext.secretAccessKey=S3RVER',
+  ];
+  return { port, props };
+}
+
+async function tierStatus(url: string) {
+  const res = await fetch(`${url}/admin/audit/settings`, { headers: { authorization: `Token ${ADMIN}` } });
+  return ((await res.json()) as { tierStatus: { backlog: number; watermark: { seq: number }; lastError: string | null } }).tierStatus;
+}
+
+describe('tiering across a failover (real processes, real redis-server and S3 endpoint)', () => {
+  it('the new leader continues from the replicated watermark; DuckDB counts every event once', async () => {
+    const s3 = await s3Endpoint();
+    const tiering = ['auditlake.cluster.lease.ttl.ms=1000', 'auditlake.audit.tier.interval.ms=100', 'auditlake.audit.tier.ingest.settle.ms=0', ...s3.props];
+    const cluster = await startCluster({ size: 2, sets: () => tiering });
+    const leader = await cluster.waitForLeader();
+    const standby = 1 - leader;
+    await cluster.waitForLeaderKnownBy(standby);
+    const saved = await fetch(`${cluster.node(standby).url}/admin/audit/settings`, {
+      method: 'POST',
+      headers: { authorization: `Token ${ADMIN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': 's3://ext/audit', 'audit.tier.connectionId': 'ext' }),
+    });
+    expect(saved.status).toBe(200);
+    const batch = (prefix: string) => Array.from({ length: 40 }, (_, i) => ({ source: 'trino', userId: 'u', action: 'data:Insert', eventId: `${prefix}${i}`, ts: Date.now() - (i % 3) * 86_400_000 }));
+    for (const i of [leader, standby]) expect((await postEvents(cluster.node(i).url, batch(`before${i}-`))).status).toBe(200);
+    // Tiered by the leader, and its watermark replicated to the standby.
+    await expect.poll(async () => (await tierStatus(cluster.node(leader).url)).backlog, { timeout: 20_000 }).toBe(0);
+    await expect.poll(async () => (await cluster.log(standby)).length, { timeout: 20_000 }).toBe((await cluster.log(leader)).length);
+
+    await cluster.node(leader).kill();
+    await expect.poll(() => cluster.leaderIndex(), { timeout: 20_000 }).toBe(standby);
+    expect((await postEvents(cluster.node(standby).url, batch('after-'))).status).toBe(200);
+    const survivor = cluster.node(standby).url;
+    await expect
+      .poll(async () => {
+        const status = await tierStatus(survivor);
+        return status.backlog === 0 && status.watermark.seq === (await cluster.log(standby)).at(-1)!.seq;
+      }, { timeout: 20_000 })
+      .toBe(true);
+
+    const config = resolveConfig(new Map(s3.props.map((p) => p.split('=') as [string, string])));
+    const connections = new S3Connections(config.s3Connections);
+    onTestFinished(() => connections.close());
+    const objects = connections.bucket('ext', 'ext');
+    const dir = await mkdtemp(join(tmpdir(), 'auditlake-cluster-tier-'));
+    onTestFinished(() => rm(dir, { recursive: true, force: true }));
+    for (const key of await objects.list('audit/')) {
+      await mkdir(dirname(join(dir, key)), { recursive: true });
+      await writeFile(join(dir, key), await objects.get(key));
+    }
+    const instance = await DuckDBInstance.create(':memory:');
+    const connection = await instance.connect();
+    onTestFinished(() => {
+      connection.closeSync();
+      instance.closeSync();
+    });
+    const rows = (await connection.runAndReadAll(`SELECT count(*)::INTEGER AS n, count(DISTINCT event_id)::INTEGER AS d FROM read_parquet('${dir}/audit/event_date=*/*.parquet')`)).getRowObjectsJson();
+    const logged = (await cluster.log(standby)).length;
+    expect(rows).toEqual([{ n: logged, d: logged }]);
+    expect(logged).toBeGreaterThanOrEqual(121); // 120 events and the settings change
+  }, 90_000);
+});
