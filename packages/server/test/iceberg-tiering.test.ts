@@ -1,6 +1,8 @@
 // Goal: iceberg mode commits each sweep to an Iceberg v2 table (day(event_time)) that icebird and DuckDB read back exactly, the viewer merges it, and bad targets are refused with the reference's messages.
 import { icebergRead } from 'icebird';
-import { S3Connections } from '@auditlake/tiering';
+import { countingSource, type CountingSource } from '@auditlake/format';
+import { mergedSearch } from '@auditlake/query';
+import { IcebergTierSource, S3Connections } from '@auditlake/tiering';
 import { resolveConfig } from '@auditlake/model';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { FAST_TIERING, downloadPrefix, duckdb, externalS3, postSettings, waitUntilTiered, type ExternalS3 } from './tier-helpers.js';
@@ -113,6 +115,34 @@ describe('iceberg tiering sweep', () => {
     expect(version).toBeGreaterThan(3);
     const current = (await (await fetch(`${s3.endpoint}/ext/warehouse/ops/audit_events/metadata/v${version}.metadata.json`)).json()) as { snapshots: Array<{ summary: Record<string, string> }> };
     expect(current.snapshots.at(-1)!.summary['auditlake.tiering.watermark']).toBe(String(t.node.store.position.lastSeq));
+  });
+
+  it('reading the table back prunes by the manifests: a one-day window opens only that day\'s files and fetches a fraction of the bytes', async () => {
+    const { s3, t } = await icebergNode({ 'auditlake.audit.tier.batch.size': '5000' });
+    await postSettings(t, { 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': TABLE });
+    const base = Date.UTC(2026, 9, 1);
+    for (let d = 0; d < 6; d++) {
+      await t.ingest(Array.from({ length: 400 }, (_, i) => event({ eventId: `d${d}-${i}`, ts: base + d * DAY + i * 1000, query: `SELECT ${'c'.repeat(100)}${d}${i}` })));
+    }
+    await waitUntilTiered(t);
+    const connections = new S3Connections(resolveConfig(new Map(Object.entries(s3.props('ext')))).s3Connections);
+    onTestFinished(() => connections.close());
+    const source = new IcebergTierSource(connections, { identifier: TABLE, location: 's3://ext/warehouse/ops/audit_events', connectionId: 'ext' });
+    const opened: CountingSource[] = [];
+    const counted = { name: source.name, listFiles: () => source.listFiles(), open: async (file: Parameters<typeof source.open>[0]) => {
+      const c = countingSource(await source.open(file));
+      opened.push(c);
+      return c;
+    } };
+    const files = await source.listFiles();
+    const totalBytes = (await Promise.all(files.map(async (f) => (await source.open(f)).byteLength))).reduce((a, b) => a + b, 0);
+    const day2 = files.filter((f) => f.tsMax >= base + 2 * DAY && f.tsMin <= base + 3 * DAY - 1);
+    const result = await mergedSearch({ local: (async function* () {})(), tiers: [counted], filter: { action: 'all', fromMs: base + 2 * DAY, toMs: base + 3 * DAY - 1, limit: 200 }, localCompleteFromMs: undefined });
+    expect(result.events).toHaveLength(200);
+    expect(result.events.every((e) => e.eventId.startsWith('d2-'))).toBe(true);
+    expect(result.filesRead).toBe(day2.length);
+    expect(files.length).toBeGreaterThan(day2.length);
+    expect(opened.reduce((s, c) => s + c.fetchedBytes, 0)).toBeLessThan(totalBytes / 3);
   });
 
   it('the viewer reads the table back when local copies are gone, and names an unreadable table in tierNote', async () => {
