@@ -88,17 +88,20 @@ export class TierSweeper {
   }
 
   async status(): Promise<TierStatus> {
+    // One consistent snapshot, taken before any await: a sweep finishing meanwhile must not
+    // pair one failure's time with the next failure's count or retry time.
     const settings = this.#options.settings();
+    const status = { ...this.#status };
     return {
       mode: settings.tierMode,
-      lastSuccessMs: this.#status.lastSuccessMs,
-      lastFailureMs: this.#status.lastFailureMs,
-      lastError: this.#status.lastError,
+      lastSuccessMs: status.lastSuccessMs,
+      lastFailureMs: status.lastFailureMs,
+      lastError: status.lastError,
       retainLocalDays: settings.tierRetainLocalDays,
       watermark: await this.watermark(),
-      nextAttemptMs: this.#status.nextAttemptMs,
-      consecutiveFailures: this.#status.consecutiveFailures,
-      lastBatch: this.#status.lastBatch,
+      nextAttemptMs: status.nextAttemptMs,
+      consecutiveFailures: status.consecutiveFailures,
+      lastBatch: status.lastBatch,
     };
   }
 
