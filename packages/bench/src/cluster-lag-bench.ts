@@ -45,8 +45,11 @@ export interface ClusterLagResult {
   termAfter: number;
   /** Leaders that stepped down during the run (warm-up included), from the nodes' logs. */
   stepDowns: StepDown[];
-  /** Server time the standbys spent answering the bench's reads, as a share of the measured time (per standby). */
-  pollServerShare: Record<string, number>;
+  /**
+   * What the reads alone cost, measured on the idle cluster right before the warm-up: CPU cores
+   * each standby and the bench spent while being read every `pollMs` (no ingest).
+   */
+  pollCost: { standbyCores: Record<string, number | undefined>; benchCores: number; seconds: number };
 }
 
 interface SentBatch {
@@ -54,6 +57,19 @@ interface SentBatch {
   scheduledAt: number;
   sentAt: number;
   ackedAt: number;
+}
+
+const POLL_COST_SECONDS = 3;
+
+/** CPU the standbys and the bench spend on the reads alone: idle cluster, read every `pollMs`. */
+async function measurePollCost(cluster: BenchCluster, standbys: number[], pollMs: number): Promise<ClusterLagResult['pollCost']> {
+  const pollers = standbys.map((i) => startSeqPoller(() => cluster.appliedSeq(i), pollMs));
+  await sleep(500); // connections up, JIT warm
+  const stopCpu = startProcessCpuMonitor(Object.fromEntries(standbys.map((i) => [`node${i}`, cluster.pids()[`node${i}`] ?? -1])));
+  await sleep(POLL_COST_SECONDS * 1000);
+  const cpu = stopCpu();
+  await Promise.all(pollers.map((p) => p.stop()));
+  return { standbyCores: cpu.processes, benchCores: cpu.ownCores, seconds: POLL_COST_SECONDS };
 }
 
 /**
@@ -114,14 +130,13 @@ export async function runClusterLagBench(cluster: BenchCluster, options: Cluster
   };
 
   try {
+    const pollCost = await measurePollCost(cluster, standbys, options.pollMs);
     await paced('warmup', Math.ceil((options.warmupSeconds * 1000) / intervalMs));
     const settled = await cluster.waitForSteady(60_000);
     if (settled.leader !== leader) throw new Error(`leadership moved from node${leader} to node${settled.leader} during the warm-up`);
 
-    const routesBefore = await Promise.all(standbys.map((i) => cluster.routeTimes(i)));
     const pollers = standbys.map((i) => startSeqPoller(() => cluster.appliedSeq(i), options.pollMs));
     const stopCpu = startProcessCpuMonitor(cluster.pids());
-    const measureStart = absoluteNowMs();
     let sent: SentBatch[];
     try {
       sent = await paced('measured', Math.max(1, Math.round((options.seconds * 1000) / intervalMs)));
@@ -141,15 +156,6 @@ export async function runClusterLagBench(cluster: BenchCluster, options: Cluster
       await Promise.all(pollers.map((p) => p.stop()));
     }
     const cpu = stopCpu();
-    const measuredMs = absoluteNowMs() - measureStart;
-    const routesAfter = await Promise.all(standbys.map((i) => cluster.routeTimes(i)));
-    const pollServerShare = Object.fromEntries(
-      standbys.map((i, n) => {
-        const a = routesAfter[n]?.routes['GET /admin/cluster'];
-        const b = routesBefore[n]?.routes['GET /admin/cluster'];
-        return [`node${i}`, ((a?.seconds ?? 0) - (b?.seconds ?? 0)) / (measuredMs / 1000)];
-      }),
-    );
     const after = await cluster.waitForSteady(30_000);
 
     // eventId → seq from the leader's log, read after the run (outside the measurement).
@@ -196,7 +202,7 @@ export async function runClusterLagBench(cluster: BenchCluster, options: Cluster
       termBefore: before.term,
       termAfter: after.term,
       stepDowns: cluster.stepDowns(mark),
-      pollServerShare,
+      pollCost,
     };
   } finally {
     agent.destroy();
