@@ -67,8 +67,13 @@ describe('parquet tiering sweep', () => {
     await t.ingest(events);
     expect((await postSettings(t, PARQUET)).status).toBe(200);
     const status = await waitUntilTiered(t);
-    expect(status).toMatchObject({ mode: 'parquet', lastError: null, backlog: 0 });
+    expect(status).toMatchObject({ mode: 'parquet', lastError: null, backlog: 0, deferred: 0 });
     expect(status.lastSuccessMs).toBeGreaterThan(0);
+    // The last batch: how many events, how many bytes written, how long it took.
+    expect(status.lastBatch!.count).toBeGreaterThan(0);
+    expect(status.lastBatch!.bytes).toBeGreaterThan(0);
+    expect(status.lastBatch!.ms).toBeGreaterThanOrEqual(0);
+    expect(status.nextAttemptMs).toBeGreaterThan(0);
     const dir = await downloadPrefix(s3.props('ext'), 'ext', 'ext', 'audit/');
     const rows = await duckdb(
       `SELECT event_id, user_id, decision, ts, tables, ingest_ts, event_date::VARCHAR AS event_date, strftime(event_time, '%Y-%m-%d') AS day FROM read_parquet('${dir}/audit/event_date=*/*.parquet', hive_partitioning = true) WHERE source = 'trino' ORDER BY event_id`,
