@@ -117,4 +117,21 @@ describe('fencing (real processes, SIGSTOP/SIGCONT)', () => {
     // Not half-reported: the 503 says unconfirmed, yet the events are durably on the leader.
     expect((await cluster.log(leader)).some((e) => e.eventId === 'unconfirmed-0')).toBe(true);
   }, 90_000);
+
+  it('ack=replicated sent to a standby that becomes the leader meanwhile still waits for a standby (regression)', async () => {
+    const cluster = await startCluster({ size: 2, sets: () => [...TTL, 'auditlake.ingest.ack.replicated.timeout.ms=6000'] });
+    const leader = await cluster.waitForLeader();
+    const standby = 1 - leader;
+    await cluster.waitForLeaderKnownBy(standby);
+    await cluster.node(leader).kill();
+    // The survivor takes the events into its outbox, becomes the leader within a few seconds
+    // and orders them itself; with no standby left, nothing can confirm them.
+    const started = Date.now();
+    const res = await postEvents(cluster.node(standby).url, batch('lonely', 3), '?ack=replicated');
+    expect(res.status).toBe(503);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(5_500);
+    expect(await cluster.leaderIndex()).toBe(standby);
+    // The events are stored all the same (on the new leader's log).
+    expect((await cluster.log(standby)).filter((e) => e.eventId.startsWith('lonely'))).toHaveLength(3);
+  }, 60_000);
 });

@@ -85,16 +85,19 @@ export class IngestService {
         retryable: false,
       });
     }
+    const deadline = Date.now() + ackReplicatedTimeoutMs;
     let replicated: boolean;
     if (received.path === 'log') {
       let maxSeq = Math.max(0, ...received.result.stored.map((e) => e.seq));
-      if (received.result.duplicates > 0) {
-        const found = await Promise.all(events.map((e) => store.getByEventId(e.eventId)));
-        maxSeq = Math.max(maxSeq, ...found.map((e) => e?.seq ?? 0));
-      }
+      if (received.result.duplicates > 0) maxSeq = Math.max(maxSeq, await highestSeq(store, events));
       replicated = await membership.waitForReplication(maxSeq, ackReplicatedTimeoutMs);
     } else {
       replicated = await waitUntilApplied(store, events, ackReplicatedTimeoutMs);
+      // This node may have become the leader meanwhile and ordered its own outbox: then the
+      // events are in its log without any standby having them yet — wait for one.
+      if (replicated && membership.isLeader()) {
+        replicated = await membership.waitForReplication(await highestSeq(store, events), Math.max(0, deadline - Date.now()));
+      }
     }
     if (!replicated) {
       throw new AuditError(
@@ -104,6 +107,12 @@ export class IngestService {
       );
     }
   }
+}
+
+/** The highest seq the local log gives these events (0 for any not there). */
+async function highestSeq(store: AuditStore, events: readonly AuditEvent[]): Promise<number> {
+  const found = await Promise.all(events.map((e) => store.getByEventId(e.eventId)));
+  return Math.max(0, ...found.map((e) => e?.seq ?? 0));
 }
 
 /** Resolves true once every event is in the local log (it came back from the leader). */
