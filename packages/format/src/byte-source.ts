@@ -58,3 +58,23 @@ export function countingSource(inner: ByteSource): CountingSource {
     },
   };
 }
+
+/**
+ * Remembers every range it fetched, so reading a file's footer (and any chunk) again —
+ * once per row group a reader visits — costs no second request.
+ */
+export function memoizedSource(inner: ByteSource): ByteSource {
+  const fetched = new Map<string, Promise<ArrayBuffer>>();
+  return {
+    byteLength: inner.byteLength,
+    slice(start: number, end?: number) {
+      const key = `${start}:${end ?? ''}`;
+      let hit = fetched.get(key);
+      if (!hit) {
+        hit = Promise.resolve(inner.slice(start, end));
+        fetched.set(key, hit);
+      }
+      return hit;
+    },
+  };
+}

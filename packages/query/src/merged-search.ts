@@ -1,4 +1,4 @@
-import { readAuditParquet, type AuditColumnName, type TieredEvent } from '@auditlake/format';
+import { memoizedSource, parquetFileStats, readAuditParquet, type AuditColumnName, type ByteSource, type TieredEvent } from '@auditlake/format';
 import { compileFilter, type SearchFilter, type StoredEvent } from '@auditlake/model';
 import type { TierFile, TierSource } from './tier-source.js';
 
@@ -44,6 +44,60 @@ function predicateColumns(filter: SearchFilter): AuditColumnName[] | undefined {
 /** A partially read event with empty values where columns were not read (the predicate ignores them). */
 function withDefaults(partial: Partial<TieredEvent>): TieredEvent {
   return { eventId: '', userId: '', source: '', action: '', resource: '', decision: '', tables: [], query: '', details: '', timestamp: 0, ingestTs: 0, ...partial };
+}
+
+interface ReadRange {
+  fromMs?: number;
+  toMs?: number;
+  tsMax: number;
+}
+
+/**
+ * The time ranges to read a file in, newest first: one per row group overlapping the filter
+ * (from its ts statistics), or the whole filter range when the file has no statistics.
+ */
+async function rowGroupRanges(source: ByteSource, filter: SearchFilter): Promise<ReadRange[]> {
+  const whole: ReadRange = { ...(filter.fromMs !== undefined ? { fromMs: filter.fromMs } : {}), ...(filter.toMs !== undefined ? { toMs: filter.toMs } : {}), tsMax: Number.MAX_SAFE_INTEGER };
+  const stats = await parquetFileStats(source);
+  if (stats.rowGroups.some((g) => g.tsMin === undefined || g.tsMax === undefined)) return [whole];
+  const from = filter.fromMs ?? 0;
+  const to = filter.toMs ?? Number.MAX_SAFE_INTEGER;
+  return stats.rowGroups
+    .filter((g) => (g.tsMax as number) >= from && (g.tsMin as number) <= to)
+    .sort((a, b) => (b.tsMax as number) - (a.tsMax as number))
+    .map((g) => ({ fromMs: Math.max(from, g.tsMin as number), toMs: Math.min(to, g.tsMax as number), tsMax: g.tsMax as number }));
+}
+
+/**
+ * The timestamp of the `want`-th newest candidate (the page's current last place). Keeps only
+ * the best `want`, so memory stays bounded by the page, not by what the tiers hold.
+ */
+function pageLast(candidates: Map<string, MergedEvent>, want: number): number {
+  const page = [...candidates.values()].sort(newerFirst).slice(0, want);
+  candidates.clear();
+  for (const event of page) candidates.set(event.eventId, event);
+  return (page[want - 1] as MergedEvent).timestamp;
+}
+
+/** Adds the matching events of one time range of a file, probing predicate columns first. */
+async function readRange(
+  source: ByteSource,
+  range: ReadRange,
+  filter: SearchFilter,
+  probeColumns: AuditColumnName[] | undefined,
+  matches: (event: TieredEvent) => boolean,
+  candidates: Map<string, MergedEvent>,
+): Promise<void> {
+  const bounds = { ...(range.fromMs !== undefined ? { fromMs: range.fromMs } : {}), ...(range.toMs !== undefined ? { toMs: range.toMs } : {}) };
+  if (probeColumns) {
+    // Column pushdown: read only what the predicates need first; a range without a match
+    // never has its other columns (the large query text among them) fetched.
+    const probe = await readAuditParquet(source, { ...bounds, columns: [...probeColumns, 'event_id'] });
+    if (!probe.some((partial) => matches(withDefaults(partial)) && !candidates.has(partial.eventId ?? ''))) return;
+  }
+  for (const event of await readAuditParquet(source, bounds)) {
+    if (!candidates.has(event.eventId) && matches(event)) candidates.set(event.eventId, event);
+  }
 }
 
 /** Newest first: event time, then ingest time, then eventId, all descending (deterministic). */
@@ -98,27 +152,15 @@ export async function mergedSearch(options: MergedSearchOptions): Promise<Merged
   let filesRead = 0;
   for (const { tier, file } of files) {
     if (failedTiers.has(tier)) continue;
-    if (candidates.size >= want) {
-      // Keep only the best `want` (memory stays bounded by the page, not by what tiers hold).
-      const page = [...candidates.values()].sort(newerFirst).slice(0, want);
-      candidates.clear();
-      for (const event of page) candidates.set(event.eventId, event);
-      const last = page[want - 1] as MergedEvent;
-      // Every event in this file (and all later ones, sorted by tsMax) is older than the page.
-      if (file.tsMax < last.timestamp) break;
-    }
+    // Every event in this file (and all later ones, sorted by tsMax) is older than the page.
+    if (candidates.size >= want && file.tsMax < pageLast(candidates, want)) break;
     try {
-      const source = await tier.open(file);
+      const source = memoizedSource(await tier.open(file));
       filesRead++;
-      const range = { ...(filter.fromMs !== undefined ? { fromMs: filter.fromMs } : {}), ...(filter.toMs !== undefined ? { toMs: filter.toMs } : {}) };
-      if (probeColumns) {
-        // Column pushdown: read only what the predicates need first; a file without a match
-        // never has its other columns (the large query text among them) fetched.
-        const probe = await readAuditParquet(source, { ...range, columns: [...probeColumns, 'event_id'] });
-        if (!probe.some((partial) => matches(withDefaults(partial)) && !candidates.has(partial.eventId ?? ''))) continue;
-      }
-      for (const event of await readAuditParquet(source, range)) {
-        if (!candidates.has(event.eventId) && matches(event)) candidates.set(event.eventId, event);
+      // Row groups newest first: once the page is full, older groups cannot rank.
+      for (const range of await rowGroupRanges(source, filter)) {
+        if (candidates.size >= want && range.tsMax < pageLast(candidates, want)) break;
+        await readRange(source, range, filter, probeColumns, matches, candidates);
       }
     } catch (err) {
       failedTiers.add(tier);

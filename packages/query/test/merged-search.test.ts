@@ -93,6 +93,21 @@ describe('mergedSearch', () => {
     expect(probed.sources.reduce((s, x) => s + x.fetchedBytes, 0)).toBeLessThan(fullBytes * 0.6);
   });
 
+  it('reads the row groups of a file newest first and stops once the page is full', async () => {
+    let seed = 11;
+    const noise = () => Array.from({ length: 200 }, () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), (seed % 36).toString(36))).join('');
+    const oneDay = [Array.from({ length: 2000 }, (_, i) => ev(i, T0 + i * 1000, { query: noise() }))];
+    const whole = tier('s3://a/b', oneDay);
+    await mergedSearch({ local: local([]), tiers: [whole], filter: filter({ limit: 5000 }), localCompleteFromMs: undefined });
+    const wholeBytes = whole.sources.reduce((s, x) => s + x.fetchedBytes, 0);
+    const newest = tier('s3://a/b', oneDay);
+    const page = await mergedSearch({ local: local([]), tiers: [newest], filter: filter({ limit: 10 }), localCompleteFromMs: undefined });
+    expect(page.events.map((e) => e.eventId)).toEqual(Array.from({ length: 10 }, (_, i) => `e${1999 - i}`));
+    expect(page.truncated).toBe(true);
+    // 40 row groups of 50 rows: the newest group or two, and the footer, are all it reads.
+    expect(newest.sources.reduce((s, x) => s + x.fetchedBytes, 0)).toBeLessThan(wholeBytes / 3);
+  });
+
   it('applies the same filters to tiered events', async () => {
     const t = tier('s3://a/b', [Array.from({ length: 20 }, (_, i) => ev(i, T0 + i))]);
     const result = await mergedSearch({ local: local([]), tiers: [t], filter: filter({ user: 'alice', q: 'q1', limit: 100 }), localCompleteFromMs: undefined });
