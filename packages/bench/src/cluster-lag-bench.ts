@@ -49,7 +49,8 @@ export interface ClusterLagResult {
    * What the reads alone cost, measured on the idle cluster right before the warm-up: CPU cores
    * each standby and the bench spent while being read every `pollMs` (no ingest).
    */
-  pollCost: { standbyCores: Record<string, number | undefined>; benchCores: number; seconds: number };
+  /** Absent in figures stored by runs before it was measured. */
+  pollCost?: { standbyCores: Record<string, number | undefined>; benchCores: number; seconds: number } | undefined;
 }
 
 interface SentBatch {

@@ -129,7 +129,7 @@ export function clusterNotes(c: ClusterFigures, run: RunInfo, singleNode: Single
     const lag = c.lag;
     const nodeCores = Object.entries(lag.cpu.processes).reduce((a, [name, v]) => (name === 'redis' ? a : a + (v ?? 0)), 0);
     const busy = lag.cpu.ownCores + nodeCores + (lag.cpu.otherCores ?? 0);
-    const readCost = Object.values(lag.pollCost.standbyCores).reduce<number>((a, v) => a + (v ?? 0), 0) + lag.pollCost.benchCores;
+    const readCost = lag.pollCost ? Object.values(lag.pollCost.standbyCores).reduce<number>((a, v) => a + (v ?? 0), 0) + lag.pollCost.benchCores : 0;
     out.push(
       `**Target missed:** replication lag p99 is ${ms(lag.firstStandby.p99Ms)} (target < ${CLUSTER_TARGETS.lagP99MsMax} ms; p50 ${ms(lag.firstStandby.p50Ms)}). ` +
         `At ${int(lag.offeredEventsPerSecond)} events/s the three nodes used ${cores(nodeCores)} cores, the bench ${cores(lag.cpu.ownCores)} and other work ` +
@@ -324,9 +324,12 @@ export function clusterMarkdown(c: ClusterFigures, config: BenchConfig, singleNo
     ),
     '',
     `Offered ${int(lag.offeredEventsPerSecond)} events/s, sent ${int(lag.achievedEventsPerSecond)} events/s (${int(lag.events)} events). ` +
-      `The reads are not free: on the idle cluster just before the run, being read every ${config.lagPollMs} ms cost ` +
-      `${Object.entries(lag.pollCost.standbyCores).map(([n, v]) => `${n} ${cores(v)}`).join(' and ')} cores and the bench ${cores(lag.pollCost.benchCores)} cores ` +
-      `(${lag.pollCost.seconds} s, no ingest), load this run carries on top of replication. Term ${lag.termBefore} → ${lag.termAfter}, ${lag.stepDowns.length} leader step-down(s)${reasons(lag.stepDowns)}. ` +
+      (lag.pollCost
+        ? `The reads are not free: on the idle cluster just before the run, being read every ${config.lagPollMs} ms cost ` +
+          `${Object.entries(lag.pollCost.standbyCores).map(([n, v]) => `${n} ${cores(v)}`).join(' and ')} cores and the bench ${cores(lag.pollCost.benchCores)} cores ` +
+          `(${lag.pollCost.seconds} s, no ingest), load this run carries on top of replication. `
+        : '') +
+      `Term ${lag.termBefore} → ${lag.termAfter}, ${lag.stepDowns.length} leader step-down(s)${reasons(lag.stepDowns)}. ` +
       `CPU over the run: bench ${cores(lag.cpu.ownCores)}, ${Object.entries(lag.cpu.processes).map(([n, v]) => `${n}${n === lag.leader ? ' (leader)' : ''} ${cores(v)}`).join(', ')}, ` +
       `other ${cores(lag.cpu.otherCores)} cores.`,
     '',
