@@ -161,13 +161,11 @@ export function clusterNotes(c: ClusterFigures, run: RunInfo, singleNode: Single
         `(README: "within about two lease TTLs", ${sec(2 * c.failover.leaseTtlMs)}).`,
     );
   }
-  if (f.preLeaderAckTrials > 0) {
+  if (f.preLeaderAcksUnreplicated > 0) {
     out.push(
-      `**ack=replicated answered without a standby:** in ${f.preLeaderAckTrials} of ${f.trials} failover trials, ${int(f.preLeaderAcks)} writes the future ` +
-        `leader had received while still a standby (kept in its outbox) were answered 200 once it had stored them in its own log as the new leader, ` +
-        `a path that does not wait for any standby; for ${int(f.preLeaderAcksUnreplicated)} of them the bench proved the surviving standby did not ` +
-        `have the event yet (a read of its applied seq that started after the 200 arrived was still below the event's seq). ` +
-        `These answers are not counted in the failover figure (see Failover).`,
+      `**ack=replicated answered without a standby:** in the failover trials, ${int(f.preLeaderAcksUnreplicated)} writes the future leader had ` +
+        `received while still a standby were answered 200 while the surviving standby provably did not have them yet (a read of its applied seq ` +
+        `that started after the 200 arrived was still below the event's seq). Such answers are not counted in the failover figure (see Failover).`,
     );
   }
   return out;
@@ -370,11 +368,11 @@ export function clusterMarkdown(c: ClusterFigures, config: BenchConfig, singleNo
       `standby learns of the new leader at its next look too; a standby's forwarder that failed against the dead leader backs off (doubling ` +
       `from 100 ms to 5 s), which is what delays acknowledgements via the standby.`,
     '',
-    `"Early acks" are probes the future leader received while it was still a standby, answered 200. Such a probe waits in the node's outbox, and ` +
-      `\`ack=replicated\` on that path waits only until the events appear in the node's own log; once the node leads, its forwarder appends ` +
-      `its own outbox to its log directly, so the 200 comes without any standby having applied the events. "Proven early": the event's seq ` +
-      `(from the new leader's log) was still above the surviving standby's applied seq in a read that started after the 200 arrived ` +
-      `(each survivor's \`/admin/cluster\` is read every 10 ms during a trial). They are listed, not counted.`,
+    `"Early acks" are probes the future leader received while it was still a standby and answered 200. Such a probe waits in the node's ` +
+      `outbox until its events are in the node's log; when the node itself becomes the leader, it orders its own outbox, so whether the 200 ` +
+      `also waited for a standby depends on the code (before commit 4ff5954 it did not). They are not counted in the figure; the bench checks ` +
+      `each against the surviving standby instead: "proven early" means the event's seq (from the new leader's log) was still above the ` +
+      `standby's applied seq in a read that started after the 200 arrived (each survivor's \`/admin/cluster\` is read every 10 ms during a trial).`,
   );
   return parts.join('\n');
 }
