@@ -47,6 +47,8 @@ export interface FailoverTrial {
 export interface ClusterFailoverResult {
   trials: FailoverTrial[];
   leaseTtlMs: number;
+  /** How often the survivors' /health and applied seq were read (absent in older stored figures: 10). */
+  pollMs?: number | undefined;
 }
 
 interface Probe {
@@ -216,7 +218,7 @@ export async function runClusterFailoverBench(cluster: BenchCluster, options: Cl
           `(via leader ${s(result.viaLeaderMs)}, via standby ${s(result.viaStandbyMs)}); node${killed} rejoined in ${s(result.rejoinMs)}`,
       );
     }
-    return { trials, leaseTtlMs: 3000 };
+    return { trials, leaseTtlMs: 3000, pollMs: options.healthPollMs };
   } finally {
     agent.destroy();
   }

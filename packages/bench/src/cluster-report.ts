@@ -218,7 +218,7 @@ export function clusterMarkdown(c: ClusterFigures, config: BenchConfig, singleNo
       `receives in its outbox (synced) and answers 200, then forwards it to the leader, which orders and stores it and streams it to the standbys. ` +
       `${int(config.clusterWarmupEvents)} warm-up events go first and the bench waits until every node has applied them. The clock starts at the first ` +
       `measured request and stops when **every node's applied seq has reached the seq before the round plus the events sent** — every ` +
-      `acknowledged event is then on all ${c.nodes} nodes — read by polling each node's \`/admin/cluster\` every ${config.lagPollMs} ms once the last ` +
+      `acknowledged event is then on all ${c.nodes} nodes — read by polling each node's \`/admin/cluster\` every ${t.pollMs ?? 5} ms once the last ` +
       `request was answered. Afterwards the bench reads every node's log back through \`POST /internal/v1/pull\` (catch-up mode) and checks that ` +
       `all nodes hold the same (seq, eventId) sequence with no eventId twice and nothing missing; a round that fails this check fails the run. ` +
       `The rounds run one after the other on one cluster; the best (bold) is the reported figure.`,
@@ -308,7 +308,9 @@ export function clusterMarkdown(c: ClusterFigures, config: BenchConfig, singleNo
       `then it holds the whole batch. The time is an upper bound: the standby applied the batch after the previous read started and before this ` +
       `read answered, so a figure overstates the true lag by at most one gap between reads (median read round trip ` +
       `${ms(lag.pollRoundTrip.p50Ms)}, p99 ${ms(lag.pollRoundTrip.p99Ms)}; ${int(lag.polls)} reads; the largest gap ${ms(lag.pollGapMaxMs)}). ` +
-      `Everything runs in the bench's main thread on one clock. Leader ${lag.leader}, standbys ${lag.standbys.join(' and ')}.`,
+      `Everything runs in the bench's main thread on one clock. Leader ${lag.leader}, standbys ${lag.standbys.join(' and ')}. ` +
+      `Why not read more often: each read costs a node roughly a millisecond of CPU here, and reading every 5 ms cost the two idle standbys ` +
+      `and the bench about 0.8 of this machine's 2 cores together (run of 2026-11-29T21:13Z), which starved replication and inflated the lag it measured.`,
     '',
     table(
       ['measure (per batch)', 'batches', 'p50', 'p95', 'p99', 'max', 'mean'],
@@ -336,7 +338,7 @@ export function clusterMarkdown(c: ClusterFigures, config: BenchConfig, singleNo
     `${f.trials} trials on one cluster. Each waits until all ${c.nodes} nodes agree on the leader and have applied the same seq, checks that an ` +
       `\`ack=replicated\` write succeeds, then sends the leader \`SIGKILL\` (\`kill -9\`). From that instant a probe write (one event, fresh eventId) ` +
       `\`POST /v1/api/audit?ack=replicated\` starts every ${config.failoverProbeMs} ms, alternating between the two survivors, each left in flight until ` +
-      `answered (a node answers 503 after \`auditlake.ingest.ack.replicated.timeout.ms\`, 5000). The survivors' \`/health\` is read every 10 ms to see ` +
+      `answered (a node answers 503 after \`auditlake.ingest.ack.replicated.timeout.ms\`, 5000). The survivors' \`/health\` is read every ${c.failover.pollMs ?? 10} ms to see ` +
       `when one says \`role: leader\` (it says so only once it has caught up and may order writes). A 200 counts when it proves that a new leader ` +
       `stored the event and a standby applied it: **from the surviving standby** (it answers 200 only when the event has come back to it through ` +
       `replication) or **from the new leader for a probe sent after its /health said leader** (it stored the event in its log and waited for a ` +
@@ -372,7 +374,7 @@ export function clusterMarkdown(c: ClusterFigures, config: BenchConfig, singleNo
       `outbox until its events are in the node's log; when the node itself becomes the leader, it orders its own outbox, so whether the 200 ` +
       `also waited for a standby depends on the code (before commit 4ff5954 it did not). They are not counted in the figure; the bench checks ` +
       `each against the surviving standby instead: "proven early" means the event's seq (from the new leader's log) was still above the ` +
-      `standby's applied seq in a read that started after the 200 arrived (each survivor's \`/admin/cluster\` is read every 10 ms during a trial).`,
+      `standby's applied seq in a read that started after the 200 arrived (each survivor's \`/admin/cluster\` is read every ${c.failover.pollMs ?? 10} ms during a trial).`,
   );
   return parts.join('\n');
 }

@@ -35,6 +35,8 @@ export interface ClusterThroughputResult {
   nodes: Record<string, NodeCounters>;
   /** Leaders that stepped down during the round (warm-up included), from the nodes' logs. */
   stepDowns: StepDown[];
+  /** How often each node's applied seq was read after the last 200 (absent in older stored figures: 5). */
+  pollMs?: number | undefined;
 }
 
 /**
@@ -112,6 +114,7 @@ export async function runClusterThroughputRound(cluster: BenchCluster, spec: Ing
       verified,
       nodes,
       stepDowns: cluster.stepDowns(mark),
+      pollMs,
     };
   } finally {
     await worker.terminate();
