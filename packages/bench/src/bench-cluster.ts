@@ -5,7 +5,7 @@ import { startNodeProcess, startRedis, type NodeProcess, type RedisServer } from
 import { absoluteNowMs, sleep } from './clock.js';
 import { findPid } from './cpu-monitor.js';
 import { httpRequest, keepAliveAgent } from './http-client.js';
-import { trackDir, trackPid, untrackDir, untrackPid } from './process-cleanup.js';
+import { trackPid, untrackPid } from './process-cleanup.js';
 import { redisGet } from './redis-get.js';
 import { scratchDir, type ScratchDir } from './scratch-dir.js';
 
@@ -83,12 +83,10 @@ export class BenchCluster implements AsyncDisposable {
 
   static async start(size: number): Promise<BenchCluster> {
     const dir = await scratchDir('cluster');
-    trackDir(dir.path);
     let redis: RedisServer;
     try {
       redis = await startRedis();
     } catch (err) {
-      untrackDir(dir.path);
       await dir[Symbol.asyncDispose]();
       throw err;
     }
@@ -334,7 +332,6 @@ export class BenchCluster implements AsyncDisposable {
     await this.redis.stop();
     if (this.#redisPid !== undefined) untrackPid(this.#redisPid);
     await this.#dir[Symbol.asyncDispose]();
-    untrackDir(this.#dir.path);
   }
 
   [Symbol.asyncDispose](): Promise<void> {
