@@ -179,7 +179,9 @@ export class LeaderElector {
     // anyone takes a term — else a node that never saw the latest term could reuse it.
     if (this.#redisUpSince === undefined || performance.now() - this.#redisUpSince < this.#options.leaseTtlMs) return false;
     const mine = this.#options.appliedSeq();
-    const others = members.filter((m) => m.nodeId !== this.#options.nodeId);
+    // Only members that published within one TTL count (they publish every TTL/6): a dead
+    // leader's record lives for three, and its applied seq must not hold every survivor back.
+    const others = members.filter((m) => m.nodeId !== this.#options.nodeId && Date.now() - m.updatedAtMs < this.#options.leaseTtlMs);
     const best = others.every((m) => m.appliedSeq <= mine);
     return best || performance.now() - this.#noLeaderSince > 2 * this.#options.leaseTtlMs;
   }

@@ -1,7 +1,6 @@
 import type { AuditStore } from '@auditlake/store';
 import type { ClusterLog, LeaderElector } from './leader-elector.js';
 import type { PeerTransport } from './protocol.js';
-import { sleep } from './sleep.js';
 
 export interface OutboxForwarderOptions {
   store: AuditStore;
@@ -51,17 +50,34 @@ export class OutboxForwarder {
     this.#wake?.();
   }
 
+  /** Waits `ms`, or less when kicked or closed (the listener is removed either way). */
   async #idle(ms: number): Promise<void> {
+    const signal = this.#abort.signal;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(done, ms);
-      this.#abort.signal.addEventListener('abort', done, { once: true });
+      signal.addEventListener('abort', done, { once: true });
       this.#wake = done;
       function done() {
         clearTimeout(timer);
+        signal.removeEventListener('abort', done);
         resolve();
       }
     });
     this.#wake = undefined;
+  }
+
+  /**
+   * The pause before retrying a failed forward, cut short when a different leader appears:
+   * a backoff grown against a dead leader must not delay forwarding to its successor.
+   */
+  async #pauseBeforeRetry(ms: number): Promise<void> {
+    const failedAgainst = this.#options.elector.leader?.url;
+    const until = Date.now() + ms;
+    while (!this.#abort.signal.aborted && Date.now() < until) {
+      await this.#idle(Math.min(100, until - Date.now()));
+      const leader = this.#options.elector.leader?.url;
+      if (leader !== undefined && leader !== failedAgainst) return;
+    }
   }
 
   async #run(): Promise<void> {
@@ -85,7 +101,7 @@ export class OutboxForwarder {
             'forwarding to the leader failed repeatedly; the events stay in the outbox on this node and are re-sent once a leader answers',
           );
         }
-        await sleep(Math.min(RETRY_PAUSE_MS_MAX, RETRY_PAUSE_MS_MIN * 2 ** Math.min(failures - 1, 10)), signal);
+        await this.#pauseBeforeRetry(Math.min(RETRY_PAUSE_MS_MAX, RETRY_PAUSE_MS_MIN * 2 ** Math.min(failures - 1, 10)));
       }
     }
   }
