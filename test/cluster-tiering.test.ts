@@ -1,13 +1,11 @@
 // Goal: only the leader tiers, and after a failover the new leader continues from the replicated watermark: every event lands in S3 exactly once.
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { DuckDBInstance } from '@duckdb/node-api';
-import { resolveConfig } from '@auditlake/model';
-import { S3Connections } from '@auditlake/tiering';
+import { join } from 'node:path';
 import S3rver from 's3rver';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { ADMIN, postEvents, startCluster } from './cluster-harness.js';
+import { downloadPrefix, duckdb, s3Bucket } from './s3-readers.js';
 
 async function s3Endpoint(): Promise<{ port: number; props: string[] }> {
   const directory = await mkdtemp(join(tmpdir(), 'auditlake-cluster-s3-'));
@@ -62,23 +60,8 @@ describe('tiering across a failover (real processes, real redis-server and S3 en
       }, { timeout: 20_000 })
       .toBe(true);
 
-    const config = resolveConfig(new Map(s3.props.map((p) => p.split('=') as [string, string])));
-    const connections = new S3Connections(config.s3Connections);
-    onTestFinished(() => connections.close());
-    const objects = connections.bucket('ext', 'ext');
-    const dir = await mkdtemp(join(tmpdir(), 'auditlake-cluster-tier-'));
-    onTestFinished(() => rm(dir, { recursive: true, force: true }));
-    for (const key of await objects.list('audit/')) {
-      await mkdir(dirname(join(dir, key)), { recursive: true });
-      await writeFile(join(dir, key), await objects.get(key));
-    }
-    const instance = await DuckDBInstance.create(':memory:');
-    const connection = await instance.connect();
-    onTestFinished(() => {
-      connection.closeSync();
-      instance.closeSync();
-    });
-    const rows = (await connection.runAndReadAll(`SELECT count(*)::INTEGER AS n, count(DISTINCT event_id)::INTEGER AS d FROM read_parquet('${dir}/audit/event_date=*/*.parquet')`)).getRowObjectsJson();
+    const dir = await downloadPrefix(s3Bucket(`http://127.0.0.1:${s3.port}`, 'ext'), 'audit/');
+    const rows = await duckdb(`SELECT count(*)::INTEGER AS n, count(DISTINCT event_id)::INTEGER AS d FROM read_parquet('${dir}/audit/event_date=*/*.parquet')`);
     const logged = (await cluster.log(standby)).length;
     expect(rows).toEqual([{ n: logged, d: logged }]);
     expect(logged).toBeGreaterThanOrEqual(121); // 120 events and the settings change

@@ -1,12 +1,7 @@
 // Goal: a leader killed (SIGKILL) after writing a batch's Parquet files but before its commit leaves nothing a successor duplicates: every event is in S3 exactly once, counted by DuckDB.
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { DuckDBInstance } from '@duckdb/node-api';
-import { resolveConfig } from '@auditlake/model';
-import { startNodeProcess, tempDir } from '@auditlake/testkit';
-import { S3Connections } from '@auditlake/tiering';
+import { freePort, startNodeProcess, tempDir } from '@auditlake/testkit';
 import { describe, expect, it, onTestFinished } from 'vitest';
+import { downloadPrefix, duckdb, routeAwsS3To, s3Bucket, waitUntilTiered } from './s3-readers.js';
 
 const ENV = { AUDITLAKE_ADMIN_TOKEN: 'adm', AUDITLAKE_INGEST_TOKEN: 'ing' };
 const FAST = ['auditlake.audit.tier.interval.ms=100', 'auditlake.audit.tier.ingest.settle.ms=0', 'auditlake.audit.tier.batch.size=200'];
@@ -19,7 +14,7 @@ describe('tiering exactly once across a crash between data files and commit (rea
   it('re-tiers the uncommitted batch under the same file names: DuckDB counts every event once', async () => {
     const data = await tempDir();
     onTestFinished(() => data.remove());
-    const s3Port = await (await import('@auditlake/testkit')).freePort();
+    const s3Port = await freePort();
     const args = (crash: boolean) => ['--embedded-s3', '--embedded-s3-port', String(s3Port), ...[...FAST, `auditlake.debug.tier.crash.before.commit=${crash}`].flatMap((s) => ['--set', s])];
 
     const first = await startNodeProcess({ dataDir: data.path, args: args(true), env: ENV });
@@ -33,44 +28,20 @@ describe('tiering exactly once across a crash between data files and commit (rea
     expect(first.child.signalCode).toBe('SIGKILL');
 
     // Data files exist, no commit marker: the batch is not tiered yet.
-    const config = resolveConfig(new Map([
-      ['auditlake.s3.connections.local.endpoint', `http://127.0.0.1:${s3Port}`],
-      ['auditlake.s3.connections.local.accessKeyId', 'S3RVER'],
-      ['auditlake.s3.connections.local.secretAccessKey', 'S3RVER'],
-    ]));
 
     const second = await startNodeProcess({ dataDir: data.path, args: args(false), env: ENV });
     onTestFinished(() => second.kill());
-    const connections = new S3Connections(config.s3Connections);
-    onTestFinished(() => connections.close());
-    const objects = connections.bucket('local', 'auditlake');
+    const objects = s3Bucket(`http://127.0.0.1:${s3Port}`, 'auditlake');
     const keysAfterCrash = await objects.list('crash/');
     expect(keysAfterCrash.some((k) => k.endsWith('.parquet'))).toBe(true);
     expect(keysAfterCrash.some((k) => k.includes('_auditlake/commits/'))).toBe(false);
 
     // More events arrive before the successor's sweep: the retried batch is a superset.
     expect((await post(second.url, '/v1/api/audit', [{ source: 'spark', userId: 'late', action: 'data:Insert', eventId: 'after-crash' }], 'ing')).status).toBe(200);
-    await expect
-      .poll(async () => {
-        const res = await fetch(`${second.url}/admin/audit/settings`, { headers: { authorization: 'Token adm' } });
-        const status = ((await res.json()) as { tierStatus: { backlog: number; watermark: { seq: number } } }).tierStatus;
-        return status.backlog === 0 && status.watermark.seq > 0;
-      }, { timeout: 20_000, interval: 100 })
-      .toBe(true);
+    await waitUntilTiered(second.url, 'adm');
 
-    const dir = await mkdtemp(join(tmpdir(), 'auditlake-crash-'));
-    onTestFinished(() => rm(dir, { recursive: true, force: true }));
-    for (const key of await objects.list('crash/')) {
-      await mkdir(dirname(join(dir, key)), { recursive: true });
-      await writeFile(join(dir, key), await objects.get(key));
-    }
-    const instance = await DuckDBInstance.create(':memory:');
-    const connection = await instance.connect();
-    onTestFinished(() => {
-      connection.closeSync();
-      instance.closeSync();
-    });
-    const rows = (await connection.runAndReadAll(`SELECT count(*)::INTEGER AS n, count(DISTINCT event_id)::INTEGER AS d, count(*) FILTER (WHERE event_id LIKE 'x%')::INTEGER AS x FROM read_parquet('${dir}/crash/event_date=*/*.parquet')`)).getRowObjectsJson();
+    const dir = await downloadPrefix(objects, 'crash/');
+    const rows = await duckdb(`SELECT count(*)::INTEGER AS n, count(DISTINCT event_id)::INTEGER AS d, count(*) FILTER (WHERE event_id LIKE 'x%')::INTEGER AS x FROM read_parquet('${dir}/crash/event_date=*/*.parquet')`);
     // 120 events, the settings change, the late event: each exactly once.
     expect(rows).toEqual([{ n: 122, d: 122, x: 120 }]);
   }, 90_000);
@@ -80,7 +51,7 @@ describe('iceberg tiering exactly once across a crash before the metadata commit
   it('leaves only unreferenced files; the successor commits every event once, as icebird reads the table', async () => {
     const data = await tempDir();
     onTestFinished(() => data.remove());
-    const s3Port = await (await import('@auditlake/testkit')).freePort();
+    const s3Port = await freePort();
     const args = (crash: boolean) => ['--embedded-s3', '--embedded-s3-port', String(s3Port), ...[...FAST, `auditlake.debug.tier.crash.before.commit=${crash}`].flatMap((s) => ['--set', s])];
     const first = await startNodeProcess({ dataDir: data.path, args: args(true), env: ENV });
     onTestFinished(() => first.kill());
@@ -93,24 +64,9 @@ describe('iceberg tiering exactly once across a crash before the metadata commit
     const second = await startNodeProcess({ dataDir: data.path, args: args(false), env: ENV });
     onTestFinished(() => second.kill());
     expect((await post(second.url, '/v1/api/audit', [{ source: 'flink', userId: 'late', action: 'data:Write', eventId: 'after-crash' }], 'ing')).status).toBe(200);
-    await expect
-      .poll(async () => {
-        const res = await fetch(`${second.url}/admin/audit/settings`, { headers: { authorization: 'Token adm' } });
-        const status = ((await res.json()) as { tierStatus: { backlog: number; watermark: { seq: number } } }).tierStatus;
-        return status.backlog === 0 && status.watermark.seq > 0;
-      }, { timeout: 20_000, interval: 100 })
-      .toBe(true);
+    await waitUntilTiered(second.url, 'adm');
 
-    // icebird resolves s3:// to AWS hostnames; point those requests at the embedded endpoint.
-    const original = globalThis.fetch;
-    globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) => {
-      const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
-      const match = /^https:\/\/([a-z0-9.-]+)\.s3\.amazonaws\.com(\/.*)$/.exec(url);
-      return original(match ? `http://127.0.0.1:${s3Port}/${match[1]}${match[2]}` : input, init);
-    }) as typeof fetch;
-    onTestFinished(() => {
-      globalThis.fetch = original;
-    });
+    routeAwsS3To(`http://127.0.0.1:${s3Port}`);
     const { icebergRead } = await import('icebird');
     const rows = (await icebergRead({ tableUrl: 's3://auditlake/warehouse/ops/audit_events' })) as Array<{ event_id: string }>;
     const ids = rows.map((r) => r.event_id);

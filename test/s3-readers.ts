@@ -1,0 +1,74 @@
+// Shared by the real-process tiering tests: S3 access and the readers we did not write.
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { resolveConfig } from '@auditlake/model';
+import { S3Connections, type ObjectStore } from '@auditlake/tiering';
+import { expect, onTestFinished } from 'vitest';
+
+/** A bucket on a local S3 endpoint (s3rver credentials), closed when the test ends. */
+export function s3Bucket(endpoint: string, bucket: string): ObjectStore {
+  const config = resolveConfig(
+    new Map([
+      ['auditlake.s3.connections.t.endpoint', endpoint],
+      ['auditlake.s3.connections.t.accessKeyId', 'S3RVER'],
+      ['auditlake.s3.connections.t.secretAccessKey', 'S3RVER'],
+    ]),
+  );
+  const connections = new S3Connections(config.s3Connections);
+  onTestFinished(() => connections.close());
+  return connections.bucket('t', bucket);
+}
+
+/** Copies every object under `prefix` into a temp dir (keys kept), for DuckDB to read. */
+export async function downloadPrefix(objects: ObjectStore, prefix: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'auditlake-download-'));
+  onTestFinished(() => rm(dir, { recursive: true, force: true }));
+  for (const key of await objects.list(prefix)) {
+    await mkdir(dirname(join(dir, key)), { recursive: true });
+    await writeFile(join(dir, key), await objects.get(key));
+  }
+  return dir;
+}
+
+/** Runs SQL in a fresh in-memory DuckDB. */
+export async function duckdb(sql: string): Promise<Record<string, unknown>[]> {
+  const instance = await DuckDBInstance.create(':memory:');
+  const connection = await instance.connect();
+  try {
+    return (await connection.runAndReadAll(sql)).getRowObjectsJson() as Record<string, unknown>[];
+  } finally {
+    connection.closeSync();
+    instance.closeSync();
+  }
+}
+
+/**
+ * icebird resolves s3:// paths to AWS hostnames; this points those requests at the local S3
+ * endpoint instead, for the rest of the test, and changes nothing else.
+ */
+export function routeAwsS3To(endpoint: string): void {
+  const original = globalThis.fetch;
+  globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) => {
+    const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+    const match = /^https:\/\/([a-z0-9.-]+)\.s3\.amazonaws\.com(\/.*)$/.exec(url);
+    return original(match ? `${endpoint}/${match[1]}${match[2]}` : input, init);
+  }) as typeof fetch;
+  onTestFinished(() => {
+    globalThis.fetch = original;
+  });
+}
+
+/** Waits until the node's tierStatus says nothing is left to tier. */
+export async function waitUntilTiered(url: string, adminToken: string, isDone: (status: { backlog: number; watermark: { seq: number } }) => boolean | Promise<boolean> = (s) => s.backlog === 0 && s.watermark.seq > 0): Promise<void> {
+  await expect
+    .poll(
+      async () => {
+        const res = await fetch(`${url}/admin/audit/settings`, { headers: { authorization: `Token ${adminToken}` } });
+        return isDone(((await res.json()) as { tierStatus: { backlog: number; watermark: { seq: number } } }).tierStatus);
+      },
+      { timeout: 20_000, interval: 100 },
+    )
+    .toBe(true);
+}
