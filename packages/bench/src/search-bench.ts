@@ -1,9 +1,9 @@
-import { validateEvent, type AuditEvent } from '@auditlake/model';
 import { createEventGenerator } from '@auditlake/testkit';
 import { startCpuMonitor, type CpuShare } from './cpu-monitor.js';
 import { httpRequest, keepAliveAgent } from './http-client.js';
 import { latencyStats, type LatencyStats } from './latency-stats.js';
 import { scratchDir } from './scratch-dir.js';
+import { loadGenerated } from './store-loader.js';
 import { startBenchNode } from './bench-node.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -68,19 +68,7 @@ export async function runSearchBench(options: SearchBenchOptions): Promise<Searc
     const generator = createEventGenerator({ seed: options.seed, startTs, spanMs: options.days * DAY_MS, count: options.events });
 
     const loadStarted = performance.now();
-    const nowMs = Date.now();
-    for (let loaded = 0; loaded < options.events; ) {
-      const size = Math.min(options.loadBatchSize, options.events - loaded);
-      const freshIds = new Set<string>();
-      const events: AuditEvent[] = generator.batch(size).map((raw, i) => {
-        const event = validateEvent(raw, `events[${i}]`, { nowMs });
-        freshIds.add(event.eventId);
-        return event;
-      });
-      const result = await node.store.append(events, { freshIds });
-      if (result.stored.length !== size) throw new Error(`store.append stored ${result.stored.length} of ${size} events`);
-      loaded += size;
-    }
+    await loadGenerated(node.store, generator, options.events, options.loadBatchSize);
     const loadMs = performance.now() - loadStarted;
 
     const headers = { authorization: `Token ${adminToken}` };

@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { validateEvent, type AuditEvent, type EffectiveSettings, type IcebergCatalogConfig, type S3ConnectionConfig, type StoredEvent } from '@auditlake/model';
+import { validateEvent, type EffectiveSettings, type IcebergCatalogConfig, type S3ConnectionConfig, type StoredEvent } from '@auditlake/model';
 import { mergedSearch } from '@auditlake/query';
 import { AuditStore } from '@auditlake/store';
 import {
@@ -22,6 +22,7 @@ import S3rver from 's3rver';
 import { startCpuMonitor, type CpuShare } from './cpu-monitor.js';
 import { latencyStats, type LatencyStats } from './latency-stats.js';
 import { scratchDir } from './scratch-dir.js';
+import { loadGenerated } from './store-loader.js';
 import { Q_NEEDLE } from './search-bench.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -201,19 +202,7 @@ async function runSweeps(options: TieringBenchOptions, connections: CountingConn
     const endTs = Date.now();
     const generator = createEventGenerator({ seed: options.seed, startTs: endTs - options.sweepDays * DAY_MS, spanMs: options.sweepDays * DAY_MS, count: options.sweepEvents });
     const loadStarted = performance.now();
-    const nowMs = Date.now();
-    for (let loaded = 0; loaded < options.sweepEvents; ) {
-      const size = Math.min(options.sweepLoadBatchSize, options.sweepEvents - loaded);
-      const freshIds = new Set<string>();
-      const events: AuditEvent[] = generator.batch(size).map((raw, i) => {
-        const event = validateEvent(raw, `events[${i}]`, { nowMs });
-        freshIds.add(event.eventId);
-        return event;
-      });
-      const result = await store.append(events, { freshIds });
-      if (result.stored.length !== size) throw new Error(`store.append stored ${result.stored.length} of ${size} events`);
-      loaded += size;
-    }
+    await loadGenerated(store, generator, options.sweepEvents, options.sweepLoadBatchSize);
     log(`  loaded ${options.sweepEvents} events into LevelDB in ${((performance.now() - loadStarted) / 1000).toFixed(1)} s`);
 
     const figures: SweepFigures[] = [];
