@@ -10,27 +10,37 @@ function post(url: string, path: string, body: unknown, token: string) {
   return fetch(url + path, { method: 'POST', headers: { authorization: `Token ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
 }
 
+/**
+ * Starts a node (embedded S3) that SIGKILLs itself between a tiering batch's data files and
+ * its commit, ingests `events`, saves `settings`, and waits for the crash. `restart()` starts
+ * the successor on the same data dir and S3 port, with the crash switch off.
+ */
+async function crashBeforeCommit(events: unknown[], settings: Record<string, unknown>) {
+  const data = await tempDir();
+  onTestFinished(() => data.remove());
+  const s3Port = await freePort();
+  const args = (crash: boolean) => ['--embedded-s3', '--embedded-s3-port', String(s3Port), ...[...FAST, `auditlake.debug.tier.crash.before.commit=${crash}`].flatMap((s) => ['--set', s])];
+  const first = await startNodeProcess({ dataDir: data.path, args: args(true), env: ENV });
+  onTestFinished(() => first.kill());
+  expect((await post(first.url, '/v1/api/audit', events, 'ing')).status).toBe(200);
+  expect((await post(first.url, '/admin/audit/settings', settings, 'adm')).status).toBe(200);
+  // The first sweep writes the files and the process kills itself before the commit.
+  await new Promise<void>((resolve) => first.child.once('exit', () => resolve()));
+  expect(first.child.signalCode).toBe('SIGKILL');
+  const restart = async () => {
+    const node = await startNodeProcess({ dataDir: data.path, args: args(false), env: ENV });
+    onTestFinished(() => node.kill());
+    return node;
+  };
+  return { s3Port, restart };
+}
+
 describe('tiering exactly once across a crash between data files and commit (real process, embedded S3)', () => {
   it('re-tiers the uncommitted batch under the same file names: DuckDB counts every event once', async () => {
-    const data = await tempDir();
-    onTestFinished(() => data.remove());
-    const s3Port = await freePort();
-    const args = (crash: boolean) => ['--embedded-s3', '--embedded-s3-port', String(s3Port), ...[...FAST, `auditlake.debug.tier.crash.before.commit=${crash}`].flatMap((s) => ['--set', s])];
-
-    const first = await startNodeProcess({ dataDir: data.path, args: args(true), env: ENV });
-    onTestFinished(() => first.kill());
     const events = Array.from({ length: 120 }, (_, i) => ({ source: 'spark', userId: `u${i % 4}`, action: 'data:Insert', eventId: `x${i}`, ts: Date.now() - (i % 3) * 86_400_000 }));
-    expect((await post(first.url, '/v1/api/audit', events, 'ing')).status).toBe(200);
-    const saved = await post(first.url, '/admin/audit/settings', { 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': 's3://auditlake/crash', 'audit.tier.connectionId': 'local' }, 'adm');
-    expect(saved.status).toBe(200);
-    // The first sweep writes the files and the process kills itself before the marker.
-    await new Promise<void>((resolve) => first.child.once('exit', () => resolve()));
-    expect(first.child.signalCode).toBe('SIGKILL');
-
+    const { s3Port, restart } = await crashBeforeCommit(events, { 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': 's3://auditlake/crash', 'audit.tier.connectionId': 'local' });
+    const second = await restart();
     // Data files exist, no commit marker: the batch is not tiered yet.
-
-    const second = await startNodeProcess({ dataDir: data.path, args: args(false), env: ENV });
-    onTestFinished(() => second.kill());
     const objects = s3Bucket(`http://127.0.0.1:${s3Port}`, 'auditlake');
     const keysAfterCrash = await objects.list('crash/');
     expect(keysAfterCrash.some((k) => k.endsWith('.parquet'))).toBe(true);
@@ -49,20 +59,9 @@ describe('tiering exactly once across a crash between data files and commit (rea
 
 describe('iceberg tiering exactly once across a crash before the metadata commit (real process, embedded S3)', () => {
   it('leaves only unreferenced files; the successor commits every event once, as icebird reads the table', async () => {
-    const data = await tempDir();
-    onTestFinished(() => data.remove());
-    const s3Port = await freePort();
-    const args = (crash: boolean) => ['--embedded-s3', '--embedded-s3-port', String(s3Port), ...[...FAST, `auditlake.debug.tier.crash.before.commit=${crash}`].flatMap((s) => ['--set', s])];
-    const first = await startNodeProcess({ dataDir: data.path, args: args(true), env: ENV });
-    onTestFinished(() => first.kill());
     const events = Array.from({ length: 90 }, (_, i) => ({ source: 'flink', userId: `u${i % 3}`, action: 'data:Write', eventId: `i${i}`, ts: Date.now() - (i % 4) * 86_400_000 }));
-    expect((await post(first.url, '/v1/api/audit', events, 'ing')).status).toBe(200);
-    expect((await post(first.url, '/admin/audit/settings', { 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': 'local.ops.audit_events' }, 'adm')).status).toBe(200);
-    await new Promise<void>((resolve) => first.child.once('exit', () => resolve()));
-    expect(first.child.signalCode).toBe('SIGKILL');
-
-    const second = await startNodeProcess({ dataDir: data.path, args: args(false), env: ENV });
-    onTestFinished(() => second.kill());
+    const { s3Port, restart } = await crashBeforeCommit(events, { 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': 'local.ops.audit_events' });
+    const second = await restart();
     expect((await post(second.url, '/v1/api/audit', [{ source: 'flink', userId: 'late', action: 'data:Write', eventId: 'after-crash' }], 'ing')).status).toBe(200);
     await waitUntilTiered(second.url, 'adm');
 
