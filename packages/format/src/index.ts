@@ -10,3 +10,6 @@ export * from './iceberg-manifest-list.js';
 export * from './iceberg-data-file.js';
 export * from './iceberg-metadata.js';
 export * from './iceberg-watermark.js';
+export * from './audit-parquet-file.js';
+export * from './footer-cache.js';
+export { columnChunkMayContain, isPrefilterNeedle, LOWERS_TO_ASCII_UTF8 } from './column-text-probe.js';

@@ -36,6 +36,8 @@ export interface ReadAuditParquetOptions {
    * time range, `ts` is read as well, because rows are filtered on it.
    */
   columns?: readonly AuditColumnName[];
+  /** Read only these row groups (by index in the file); default all. */
+  rowGroups?: readonly number[];
 }
 
 /** Row count and `ts` bounds of one row group, from the footer statistics. */
@@ -90,23 +92,42 @@ export async function readAuditParquet(
   source: ByteSource,
   options: ReadAuditParquetOptions = {},
 ): Promise<Partial<TieredEvent>[]> {
-  const fromMs = options.fromMs ?? -Infinity;
-  const toMs = options.toMs ?? Infinity;
+  checkOptions(options);
+  return readAuditRows(source, await readAuditParquetFooter(source), options);
+}
+
+function checkOptions(options: ReadAuditParquetOptions): void {
   checkRangeBound('fromMs', options.fromMs);
   checkRangeBound('toMs', options.toMs);
-  const requested = options.columns ?? ALL_COLUMNS;
-  for (const name of requested) {
+  for (const name of options.columns ?? []) {
     if (!isAuditColumnName(name)) throw new TypeError(`unknown tiered column: ${String(name)}`);
   }
+  for (const index of options.rowGroups ?? []) {
+    if (!Number.isSafeInteger(index) || index < 0) throw new TypeError(`rowGroups must hold row group indexes, got ${index}`);
+  }
+}
+
+/**
+ * {@link readAuditParquet} over a footer already read (and perhaps cached: data files never
+ * change once committed), so reading several row groups of one file parses its footer once.
+ */
+export async function readAuditRows(
+  source: ByteSource,
+  metadata: ParquetFooter,
+  options: ReadAuditParquetOptions = {},
+): Promise<Partial<TieredEvent>[]> {
+  checkOptions(options);
+  const fromMs = options.fromMs ?? -Infinity;
+  const toMs = options.toMs ?? Infinity;
+  const requested = options.columns ?? ALL_COLUMNS;
   if (fromMs > toMs) return [];
 
-  const metadata = await readMetadata(source);
   const filtered = options.fromMs !== undefined || options.toMs !== undefined;
   const columns = filtered && !requested.includes('ts') ? [...requested, 'ts' as const] : [...requested];
   checkColumns(metadata, columns);
 
   const events: Partial<TieredEvent>[] = [];
-  for (const run of rowGroupRuns(metadata, fromMs, toMs)) {
+  for (const run of rowGroupRuns(metadata, fromMs, toMs, options.rowGroups)) {
     const rows = await parquetReadObjects({
       file: source,
       metadata,
@@ -131,7 +152,11 @@ export async function readAuditParquet(
  * pages). For tests and for planning reads.
  */
 export async function parquetFileStats(source: ByteSource): Promise<ParquetFileStats> {
-  const metadata = await readMetadata(source);
+  return footerStats(await readAuditParquetFooter(source));
+}
+
+/** {@link parquetFileStats} of a footer already read. */
+export function footerStats(metadata: ParquetFooter): ParquetFileStats {
   return {
     rows: Number(metadata.num_rows),
     rowGroups: metadata.row_groups.map((group) => {
@@ -141,8 +166,14 @@ export async function parquetFileStats(source: ByteSource): Promise<ParquetFileS
   };
 }
 
-/** Parses the footer, turning hyparquet's plain errors into a coded one. */
-async function readMetadata(source: ByteSource): Promise<FileMetaData> {
+/** A parsed Parquet footer (hyparquet's FileMetaData): the schema, row groups and column chunks. */
+export type ParquetFooter = FileMetaData;
+
+/**
+ * Fetches and parses a file's footer. Throws AuditError AUDIT_TIER_TARGET_UNUSABLE when the
+ * bytes are not Parquet (hyparquet's plain errors turned into a coded one).
+ */
+export async function readAuditParquetFooter(source: ByteSource): Promise<ParquetFooter> {
   try {
     return await parquetMetadataAsync(source, { initialFetchSize: FOOTER_FETCH_BYTES, parsers: PARSERS });
   } catch (err) {
@@ -185,14 +216,15 @@ interface RowRun {
  * Runs of consecutive row groups whose `ts` bounds may overlap [fromMs, toMs]. Consecutive
  * groups are read in one call so hyparquet can coalesce their byte ranges.
  */
-function rowGroupRuns(metadata: FileMetaData, fromMs: number, toMs: number): RowRun[] {
+function rowGroupRuns(metadata: FileMetaData, fromMs: number, toMs: number, only: readonly number[] | undefined): RowRun[] {
   const runs: RowRun[] = [];
+  const wanted = only === undefined ? undefined : new Set(only);
   let groupStart = 0;
-  for (const group of metadata.row_groups) {
+  for (const [index, group] of metadata.row_groups.entries()) {
     const groupEnd = groupStart + Number(group.num_rows);
     const { min, max } = tsBounds(group);
     const disjoint = (max !== undefined && max < fromMs) || (min !== undefined && min > toMs);
-    if (!disjoint && groupEnd > groupStart) {
+    if (!disjoint && groupEnd > groupStart && (wanted === undefined || wanted.has(index))) {
       const last = runs.at(-1);
       if (last !== undefined && last.rowEnd === groupStart) last.rowEnd = groupEnd;
       else runs.push({ rowStart: groupStart, rowEnd: groupEnd });

@@ -1,0 +1,79 @@
+import { columnChunkMayContain, isPrefilterNeedle } from './column-text-probe.js';
+import type { AuditColumnName, TieredEvent } from './audit-columns.js';
+import type { ByteSource } from './byte-source.js';
+import { footerStats, readAuditParquetFooter, readAuditRows, type ParquetFooter, type ReadAuditParquetOptions, type RowGroupStats } from './parquet-reader.js';
+
+/** A row group's place in its file, with its `ts` statistics. */
+export interface RowGroupSpan extends RowGroupStats {
+  /** Index of the group in the file. */
+  index: number;
+  /** First row of the group in the file. */
+  rowStart: number;
+  /** One past the group's last row. */
+  rowEnd: number;
+}
+
+/**
+ * One tiered Parquet file opened for reading: its footer parsed once, then any number of
+ * reads of its row groups through `source`. Data files never change once committed, so a
+ * footer may come from a cache instead of the file.
+ */
+export class AuditParquetFile {
+  readonly source: ByteSource;
+  readonly footer: ParquetFooter;
+  readonly rowGroups: readonly RowGroupSpan[];
+
+  private constructor(source: ByteSource, footer: ParquetFooter) {
+    this.source = source;
+    this.footer = footer;
+    let rowStart = 0;
+    this.rowGroups = footerStats(footer).rowGroups.map((stats, index) => {
+      const span = { ...stats, index, rowStart, rowEnd: rowStart + stats.rows };
+      rowStart = span.rowEnd;
+      return span;
+    });
+  }
+
+  /**
+   * Opens `source`, reading its footer unless `footer` (the same file's, from a cache) is
+   * given. Throws AuditError AUDIT_TIER_TARGET_UNUSABLE when the bytes are not Parquet.
+   */
+  static async open(source: ByteSource, footer?: ParquetFooter): Promise<AuditParquetFile> {
+    return new AuditParquetFile(source, footer ?? (await readAuditParquetFooter(source)));
+  }
+
+  /** The events of the file (or of `options.rowGroups`), as {@link readAuditRows} reads them. */
+  read(options: ReadAuditParquetOptions & { columns?: undefined }): Promise<TieredEvent[]>;
+  read(options: ReadAuditParquetOptions): Promise<Partial<TieredEvent>[]>;
+  read(options: ReadAuditParquetOptions): Promise<Partial<TieredEvent>[]> {
+    return readAuditRows(this.source, this.footer, options);
+  }
+
+  /**
+   * Whether a row in row group `index` may hold `needle` (lower-case) in one of `columns`,
+   * lower-cased — the free-text prefilter (column-text-probe.ts). False only when no row can:
+   * the group can then be skipped without decoding a value. Fetches the columns' chunks of
+   * the group in one request. A needle the prefilter cannot answer for gives true.
+   */
+  async rowGroupMayContainText(index: number, needle: string, columns: readonly AuditColumnName[]): Promise<boolean> {
+    const group = this.footer.row_groups[index];
+    if (group === undefined) throw new RangeError(`row group ${index} of ${this.footer.row_groups.length}`);
+    if (!isPrefilterNeedle(needle)) return true;
+    const chunks = group.columns
+      .map((chunk) => chunk.meta_data)
+      .filter((meta) => meta !== undefined && (columns as readonly string[]).includes(meta.path_in_schema[0] ?? ''))
+      .map((meta) => {
+        const start = Number(meta!.dictionary_page_offset ?? meta!.data_page_offset);
+        return { meta: meta!, start, end: start + Number(meta!.total_compressed_size) };
+      });
+    // A column that is not there cannot be searched: decide exactly (and let the reader report it).
+    if (chunks.length !== columns.length) return true;
+    // Cheapest first (dictionary-encoded columns are a few KB): one match ends the search.
+    chunks.sort((a, b) => Number(a.meta.total_uncompressed_size - b.meta.total_uncompressed_size));
+    const spanStart = Math.min(...chunks.map((c) => c.start));
+    const spanEnd = Math.max(...chunks.map((c) => c.end));
+    const span = new Uint8Array(await this.source.slice(spanStart, spanEnd));
+    const needleBytes = new TextEncoder().encode(needle);
+    return chunks.some((c) => columnChunkMayContain(span.subarray(c.start - spanStart, c.end - spanStart), c.meta, needleBytes));
+  }
+}
