@@ -1,4 +1,4 @@
-import { memoizedSource, parquetFileStats, readAuditParquet, type AuditColumnName, type ByteSource, type TieredEvent } from '@auditlake/format';
+import { AuditParquetFile, memoizedSource, type AuditColumnName, type RowGroupSpan, type TieredEvent } from '@auditlake/format';
 import { compileFilter, type SearchFilter, type StoredEvent } from '@auditlake/model';
 import type { TierFile, TierSource } from './tier-source.js';
 
@@ -27,6 +27,9 @@ export interface MergedSearchResult {
   filesRead: number;
 }
 
+/** The columns the free-text `q` is matched against (compileFilter's matchesText). */
+const TEXT_COLUMNS = ['query', 'details', 'resource', 'user_id', 'action', 'tables'] as const satisfies readonly AuditColumnName[];
+
 /**
  * The columns the filter's predicates read (besides the time range, which row-group pruning
  * and the reader handle); undefined when nothing but time is filtered.
@@ -37,7 +40,7 @@ function predicateColumns(filter: SearchFilter): AuditColumnName[] | undefined {
   if (filter.engine !== undefined) columns.add('source');
   if (filter.table !== undefined) columns.add('tables');
   if (filter.action !== 'all') columns.add('action');
-  if (filter.q !== undefined) for (const c of ['query', 'details', 'resource', 'user_id', 'action', 'tables'] as const) columns.add(c);
+  if (filter.q !== undefined) for (const c of TEXT_COLUMNS) columns.add(c);
   return columns.size === 0 ? undefined : [...columns];
 }
 
@@ -46,26 +49,18 @@ function withDefaults(partial: Partial<TieredEvent>): TieredEvent {
   return { eventId: '', userId: '', source: '', action: '', resource: '', decision: '', tables: [], query: '', details: '', timestamp: 0, ingestTs: 0, ...partial };
 }
 
-interface ReadRange {
-  fromMs?: number;
-  toMs?: number;
-  tsMax: number;
-}
-
 /**
- * The time ranges to read a file in, newest first: one per row group overlapping the filter
- * (from its ts statistics), or the whole filter range when the file has no statistics.
+ * The row groups of a file that overlap the filter's time range, newest first (by their `ts`
+ * statistics). A group without statistics counts as spanning all time: it is read, and it
+ * never lets the reader stop early.
  */
-async function rowGroupRanges(source: ByteSource, filter: SearchFilter): Promise<ReadRange[]> {
-  const whole: ReadRange = { ...(filter.fromMs !== undefined ? { fromMs: filter.fromMs } : {}), ...(filter.toMs !== undefined ? { toMs: filter.toMs } : {}), tsMax: Number.MAX_SAFE_INTEGER };
-  const stats = await parquetFileStats(source);
-  if (stats.rowGroups.some((g) => g.tsMin === undefined || g.tsMax === undefined)) return [whole];
-  const from = filter.fromMs ?? 0;
+function rowGroupsNewestFirst(file: AuditParquetFile, filter: SearchFilter): Array<RowGroupSpan & { tsMin: number; tsMax: number }> {
+  const from = filter.fromMs ?? Number.MIN_SAFE_INTEGER;
   const to = filter.toMs ?? Number.MAX_SAFE_INTEGER;
-  return stats.rowGroups
-    .filter((g) => (g.tsMax as number) >= from && (g.tsMin as number) <= to)
-    .sort((a, b) => (b.tsMax as number) - (a.tsMax as number))
-    .map((g) => ({ fromMs: Math.max(from, g.tsMin as number), toMs: Math.min(to, g.tsMax as number), tsMax: g.tsMax as number }));
+  return file.rowGroups
+    .map((g) => ({ ...g, tsMin: g.tsMin ?? Number.MIN_SAFE_INTEGER, tsMax: g.tsMax ?? Number.MAX_SAFE_INTEGER }))
+    .filter((g) => g.rows > 0 && g.tsMax >= from && g.tsMin <= to)
+    .sort((a, b) => b.tsMax - a.tsMax);
 }
 
 /**
@@ -79,23 +74,26 @@ function pageLast(candidates: Map<string, MergedEvent>, want: number): number {
   return (page[want - 1] as MergedEvent).timestamp;
 }
 
-/** Adds the matching events of one time range of a file, probing predicate columns first. */
-async function readRange(
-  source: ByteSource,
-  range: ReadRange,
+/** Adds the matching events of one row group of a file, probing predicate columns first. */
+async function readRowGroup(
+  file: AuditParquetFile,
+  group: RowGroupSpan,
   filter: SearchFilter,
   probeColumns: AuditColumnName[] | undefined,
   matches: (event: TieredEvent) => boolean,
   candidates: Map<string, MergedEvent>,
 ): Promise<void> {
-  const bounds = { ...(range.fromMs !== undefined ? { fromMs: range.fromMs } : {}), ...(range.toMs !== undefined ? { toMs: range.toMs } : {}) };
+  const bounds = { ...(filter.fromMs !== undefined ? { fromMs: filter.fromMs } : {}), ...(filter.toMs !== undefined ? { toMs: filter.toMs } : {}), rowGroups: [group.index] };
+  // Free-text prefilter: a group whose text columns cannot hold q (by their dictionaries and
+  // raw page bytes) is skipped without decoding a value.
+  if (filter.q !== undefined && !(await file.rowGroupMayContainText(group.index, filter.q, TEXT_COLUMNS))) return;
   if (probeColumns) {
-    // Column pushdown: read only what the predicates need first; a range without a match
+    // Column pushdown: read only what the predicates need first; a group without a match
     // never has its other columns (the large query text among them) fetched.
-    const probe = await readAuditParquet(source, { ...bounds, columns: [...probeColumns, 'event_id'] });
+    const probe = await file.read({ ...bounds, columns: [...probeColumns, 'event_id'] });
     if (!probe.some((partial) => matches(withDefaults(partial)) && !candidates.has(partial.eventId ?? ''))) return;
   }
-  for (const event of await readAuditParquet(source, bounds)) {
+  for (const event of await file.read(bounds)) {
     if (!candidates.has(event.eventId) && matches(event)) candidates.set(event.eventId, event);
   }
 }
@@ -156,11 +154,13 @@ export async function mergedSearch(options: MergedSearchOptions): Promise<Merged
     if (candidates.size >= want && file.tsMax < pageLast(candidates, want)) break;
     try {
       const source = memoizedSource(await tier.open(file));
+      const parquet = await AuditParquetFile.open(source, tier.footers?.get(file.key));
+      tier.footers?.set(file.key, parquet.footer);
       filesRead++;
       // Row groups newest first: once the page is full, older groups cannot rank.
-      for (const range of await rowGroupRanges(source, filter)) {
-        if (candidates.size >= want && range.tsMax < pageLast(candidates, want)) break;
-        await readRange(source, range, filter, probeColumns, matches, candidates);
+      for (const group of rowGroupsNewestFirst(parquet, filter)) {
+        if (candidates.size >= want && group.tsMax < pageLast(candidates, want)) break;
+        await readRowGroup(parquet, group, filter, probeColumns, matches, candidates);
       }
     } catch (err) {
       failedTiers.add(tier);

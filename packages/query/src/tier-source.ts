@@ -1,4 +1,4 @@
-import type { ByteSource } from '@auditlake/format';
+import type { ByteSource, ParquetFooterCache } from '@auditlake/format';
 
 /** One committed data file of a tier, with the event-time bounds its commit recorded. */
 export interface TierFile {
@@ -7,6 +7,8 @@ export interface TierFile {
   rows: number;
   tsMin: number;
   tsMax: number;
+  /** Size of the file in bytes, when the commit recorded it (saves asking the store). */
+  bytes?: number;
 }
 
 /**
@@ -17,5 +19,10 @@ export interface TierSource {
   /** Named in `tierNote` when it cannot be read, e.g. `s3://bucket/prefix`. */
   readonly name: string;
   listFiles(): Promise<TierFile[]>;
+  /**
+   * Footers of this tier's files already read, by file key, kept between searches (the
+   * source lives as long as the node). Without it every search reads each footer again.
+   */
+  readonly footers?: ParquetFooterCache;
   open(file: TierFile): Promise<ByteSource>;
 }

@@ -1,6 +1,6 @@
 // Goal: the merged reader returns the sorted, de-duplicated union of local and tiered events, skips tiers only when they cannot matter, prunes files and row groups (proved by bytes fetched), and names unreadable tiers.
-import { bytesSource, countingSource, encodeAuditParquet, type CountingSource } from '@auditlake/format';
-import type { SearchFilter, StoredEvent } from '@auditlake/model';
+import { bytesSource, countingSource, encodeAuditParquet, ParquetFooterCache, type CountingSource } from '@auditlake/format';
+import { compileFilter, type SearchFilter, type StoredEvent } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
 import { mergedSearch, type TierFile, type TierSource } from '../src/index.js';
 
@@ -12,12 +12,13 @@ function ev(i: number, timestamp: number, overrides: Partial<StoredEvent> = {}):
 }
 
 /** A tier whose files are one Parquet file per day, counting every byte read. */
-function tier(name: string, days: StoredEvent[][]): TierSource & { sources: CountingSource[] } {
+function tier(name: string, days: StoredEvent[][], footers?: ParquetFooterCache): TierSource & { sources: CountingSource[] } {
   const files = days.map((events, d) => ({ file: { key: `f${d}`, eventDate: `d${d}`, rows: events.length, tsMin: Math.min(...events.map((e) => e.timestamp)), tsMax: Math.max(...events.map((e) => e.timestamp)) } as TierFile, bytes: encodeAuditParquet(events, { rowGroupSize: 50 }) }));
   const sources: CountingSource[] = [];
   return {
     name,
     sources,
+    ...(footers ? { footers } : {}),
     listFiles: async () => files.map((f) => f.file),
     open: async (file) => {
       const source = countingSource(bytesSource(files.find((f) => f.file.key === file.key)!.bytes));
@@ -112,6 +113,50 @@ describe('mergedSearch', () => {
     const t = tier('s3://a/b', [Array.from({ length: 20 }, (_, i) => ev(i, T0 + i))]);
     const result = await mergedSearch({ local: local([]), tiers: [t], filter: filter({ user: 'alice', q: 'q1', limit: 100 }), localCompleteFromMs: undefined });
     expect(result.events.map((e) => e.eventId)).toEqual(['e19', 'e17', 'e15', 'e13', 'e11', 'e1']);
+  });
+
+  it('a free-text q returns exactly what a scan of every event with compileFilter returns, newest first (prefilter skips no match)', async () => {
+    const users = ['alice', 'bob', 'Carol-Admin'];
+    const days = Array.from({ length: 3 }, (_, d) =>
+      Array.from({ length: 400 }, (_, i) => {
+        const n = d * 1000 + i;
+        // Matches in a dictionary column (user), in plain text in any case, in tables, and in details.
+        return ev(n, T0 + d * DAY + i * 1000, {
+          userId: users[n % 7 === 0 ? 2 : n % 2]!,
+          query: n % 97 === 0 ? `SELECT * FROM sales.ADMIN_audit WHERE n = ${n}` : `SELECT ${n}`,
+          tables: n % 89 === 0 ? ['x.admins'] : ['t'],
+          details: n % 83 === 0 ? 'run by ADMIN' : `queryId=${n}`,
+        });
+      }),
+    );
+    const everything = days.flat();
+    // The same event both local and tiered (with a different decision) must come back once, the local copy.
+    const localCopy = { ...everything[700]!, decision: 'DENY' as const };
+    for (const q of ['admin', 'sales.admin_audit', 'no-such-text', 'ADMIN']) {
+      for (const limit of [5, 50, 5000]) {
+        const want = compileFilter(filter({ q, limit }));
+        const expected = [localCopy, ...everything.filter((e) => e.eventId !== localCopy.eventId)]
+          .filter(want)
+          .sort((a, b) => b.timestamp - a.timestamp || b.ingestTs - a.ingestTs || (a.eventId < b.eventId ? 1 : -1));
+        const result = await mergedSearch({ local: local(want(localCopy) ? [localCopy] : []), tiers: [tier('s3://a/b', days)], filter: filter({ q, limit }), localCompleteFromMs: undefined });
+        expect(result.events.map((e) => e.eventId), `q=${q} limit=${limit}`).toEqual(expected.slice(0, limit).map((e) => e.eventId));
+        expect(result.truncated).toBe(expected.length > limit);
+        if (want(localCopy) && expected.slice(0, limit).includes(localCopy)) expect(result.events.find((e) => e.eventId === localCopy.eventId)!.decision).toBe('DENY');
+      }
+    }
+  });
+
+  it('reads each footer once while the tier keeps a footer cache', async () => {
+    const days = Array.from({ length: 3 }, (_, d) => Array.from({ length: 100 }, (_, i) => ev(d * 1000 + i, T0 + d * DAY + i)));
+    const cached = tier('s3://a/b', days, new ParquetFooterCache(10));
+    const count = () => cached.sources.reduce((s, x) => s + x.fetchCount, 0);
+    const first = await mergedSearch({ local: local([]), tiers: [cached], filter: filter({ limit: 1000 }), localCompleteFromMs: undefined });
+    const firstFetches = count();
+    const second = await mergedSearch({ local: local([]), tiers: [cached], filter: filter({ limit: 1000 }), localCompleteFromMs: undefined });
+    expect(second.events).toEqual(first.events);
+    expect(cached.footers!.size).toBe(3);
+    // The same reads minus one footer fetch per file.
+    expect(count() - firstFetches).toBe(firstFetches - 3);
   });
 
   it('names a tier it cannot read in tierNote and answers from the rest', async () => {
