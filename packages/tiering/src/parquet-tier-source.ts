@@ -11,12 +11,15 @@ export interface ParquetTierFile {
   rows: number;
   tsMin: number;
   tsMax: number;
+  /** Size in bytes, as the commit recorded it. */
+  bytes?: number;
 }
 
 /**
  * A Parquet location as the reader sees it: the files its commit markers list (never an
  * uncommitted file a crashed leader left), read through ranged GETs. Markers never change
- * once written, so each is fetched once per source.
+ * once written, so each is fetched once per source. Footers are not cached here: a retried
+ * batch rewrites the same key, possibly with other contents (Iceberg file names are unique).
  */
 export class ParquetTierSource {
   readonly name: string;
@@ -47,6 +50,10 @@ export class ParquetTierSource {
   }
 
   async open(file: ParquetTierFile): Promise<ByteSource> {
-    return this.#objects().objects.byteSource(file.key);
+    const { objects } = this.#objects();
+    const byteLength = file.bytes;
+    // The marker records the size: no HEAD request to learn it.
+    if (byteLength === undefined) return objects.byteSource(file.key);
+    return { byteLength, slice: (start: number, end?: number) => objects.getRange(file.key, start, end ?? byteLength) };
   }
 }

@@ -1,0 +1,100 @@
+// Goal: the Iceberg reader keeps the table's file list between searches only while the table version is unchanged — a new commit (also one whose hint lags) is seen by the next listing — and opens data files without asking the store for their size.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { StoredEvent } from '@auditlake/model';
+import S3rver from 's3rver';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { commitIcebergBatch, ensureIcebergTable, ensureNamespace, IcebergTierSource, joinKey, loadIcebergTable, resolveIcebergTable, S3Connections, type ObjectStore } from '../src/index.js';
+
+const BUCKET = 'lake';
+const T0 = Date.UTC(2026, 4, 1);
+
+/** Connections whose object stores count GETs and HEADs by kind. */
+class CountingConnections extends S3Connections {
+  readonly calls = { get: 0, getRange: 0, size: 0 };
+  override bucket(id: string, bucket: string): ObjectStore {
+    const objects = super.bucket(id, bucket);
+    const get = objects.get.bind(objects);
+    const getRange = objects.getRange.bind(objects);
+    const size = objects.size.bind(objects);
+    objects.get = (key) => ((this.calls.get += 1), get(key));
+    objects.getRange = (key, start, end) => ((this.calls.getRange += 1), getRange(key, start, end));
+    objects.size = (key) => ((this.calls.size += 1), size(key));
+    return objects;
+  }
+}
+
+let server: S3rver;
+let dir: string;
+let connections: CountingConnections;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'iceberg-tier-source-'));
+  server = new S3rver({ address: '127.0.0.1', port: 0, directory: dir, silent: true, configureBuckets: [{ name: BUCKET }], vhostBuckets: false });
+  const { port } = await server.run();
+  connections = new CountingConnections(new Map([['s3', { id: 's3', endpoint: `http://127.0.0.1:${port}`, region: 'us-east-1', accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER', forcePathStyle: true }]]));
+});
+
+afterAll(async () => {
+  connections?.close();
+  server?.httpServer?.closeAllConnections();
+  await server?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+function events(firstSeq: number, count: number): StoredEvent[] {
+  return Array.from({ length: count }, (_, i) => {
+    const seq = firstSeq + i;
+    return { eventId: `e${seq}`, userId: 'alice', source: 'trino', action: 'data:Select', resource: 'r', decision: 'ALLOW', tables: ['t'], query: 'q', details: '', timestamp: T0 + seq * 60_000, ingestTs: T0 + seq * 60_000, seq, term: 1 };
+  });
+}
+
+describe('IcebergTierSource', () => {
+  it('reuses the listing while the version holds, and sees every new commit, even one the hint has not caught up with', async () => {
+    const table = resolveIcebergTable('cat.ops.audit', new Map([['cat', { name: 'cat', warehouse: `s3://${BUCKET}/wh`, connectionId: 's3' }]]));
+    const objects = connections.bucket('s3', BUCKET);
+    await ensureNamespace(connections, table);
+    const context = { term: 1, writerId: 'test', mayCommit: () => true };
+    await commitIcebergBatch(objects, table, await ensureIcebergTable(objects, table, T0), events(1, 10), { ...context, nowMs: T0 });
+
+    const source = new IcebergTierSource(connections, { identifier: table.identifier, location: table.location, connectionId: 's3' });
+    const first = await source.listFiles();
+    expect(first.reduce((n, f) => n + f.rows, 0)).toBe(10);
+
+    // Unchanged table: the hint and one probe, no metadata, manifest list or manifest.
+    const before = { ...connections.calls };
+    expect(await source.listFiles()).toEqual(first);
+    expect(connections.calls.get - before.get).toBe(1);
+    expect(connections.calls.size - before.size).toBe(1);
+
+    await commitIcebergBatch(objects, table, (await loadIcebergTable(objects, table))!, events(11, 5), { ...context, nowMs: T0 + 1 });
+    expect((await source.listFiles()).reduce((n, f) => n + f.rows, 0)).toBe(15);
+
+    // A commit whose hint write has not happened yet (or failed): put the hint back a version.
+    const loaded = (await loadIcebergTable(objects, table))!;
+    await commitIcebergBatch(objects, table, loaded, events(16, 7), { ...context, nowMs: T0 + 2 });
+    await objects.put(joinKey(table.s3.prefix, 'metadata/version-hint.text'), String(loaded.version), 'text/plain');
+    const lagging = await source.listFiles();
+    expect(lagging.reduce((n, f) => n + f.rows, 0)).toBe(22);
+    // And a fresh source agrees with the cached one.
+    const fresh = new IcebergTierSource(connections, { identifier: table.identifier, location: table.location, connectionId: 's3' });
+    expect(await fresh.listFiles()).toEqual(lagging);
+  });
+
+  it('opens a data file with the size the manifest records: ranged GETs, no HEAD', async () => {
+    const table = resolveIcebergTable('cat.ops.sizes', new Map([['cat', { name: 'cat', warehouse: `s3://${BUCKET}/wh`, connectionId: 's3' }]]));
+    const objects = connections.bucket('s3', BUCKET);
+    await ensureNamespace(connections, table);
+    await commitIcebergBatch(objects, table, await ensureIcebergTable(objects, table, T0), events(1, 3), { term: 1, writerId: 'test', mayCommit: () => true, nowMs: T0 });
+    const source = new IcebergTierSource(connections, { identifier: table.identifier, location: table.location, connectionId: 's3' });
+    const [file] = await source.listFiles();
+    const before = { ...connections.calls };
+    const opened = await source.open(file!);
+    expect(opened.byteLength).toBe(await objects.size(file!.key));
+    const tail = new Uint8Array(await opened.slice(opened.byteLength - 4));
+    expect(new TextDecoder().decode(tail)).toBe('PAR1');
+    expect(connections.calls.size - before.size).toBe(1); // only the check above
+    expect(connections.calls.getRange - before.getRange).toBe(1);
+  });
+});
