@@ -14,6 +14,8 @@ export const FOOTER_CACHE_ENTRIES_MAX = 1024;
 /** The live files of one table version, as listed from its metadata. */
 interface ListedVersion {
   version: number;
+  /** Size of `v<version>.metadata.json` when it was read. */
+  metadataBytes: number;
   files: ParquetTierFile[];
 }
 
@@ -30,9 +32,11 @@ function isMissing(err: unknown): boolean {
  * What is kept between searches, and why it stays right: manifests and data files never change
  * once written (each is fetched once per source); the file list is kept with the table version
  * it came from, and each search first checks that version is still current — the version hint
- * says so and no `v(N+1).metadata.json` exists (the same forward probe a load does, as a hint
- * can lag behind a commit) — two small requests in parallel instead of hint, probe, metadata
- * and manifest list. A new commit is seen by the next search.
+ * says so, no `v(N+1).metadata.json` exists (the same forward probe a load does, as a hint
+ * can lag behind a commit) and `vN.metadata.json` still has the size it had (metadata files
+ * are immutable; this catches one replaced or damaged in place, which must be reported, not
+ * hidden by the cache) — three small requests in parallel instead of hint, probe, metadata
+ * and manifest list one after another. A new commit is seen by the next search.
  */
 export class IcebergTierSource {
   readonly name: string;
@@ -54,9 +58,13 @@ export class IcebergTierSource {
     return this.#connections.bucket(this.#table.connectionId, this.#table.s3.bucket);
   }
 
-  /** True when `version` is still the table's current version (hint agrees, no newer metadata). */
-  async #stillCurrent(objects: ObjectStore, version: number): Promise<boolean> {
-    const [hint, newer] = await Promise.all([
+  #metadataKey(version: number): string {
+    return joinKey(this.#table.s3.prefix, `metadata/v${version}.metadata.json`);
+  }
+
+  /** True when `listed` is still the table's current version (see the class comment). */
+  async #stillCurrent(objects: ObjectStore, listed: ListedVersion): Promise<boolean> {
+    const [hint, newer, metadataBytes] = await Promise.all([
       objects.get(joinKey(this.#table.s3.prefix, 'metadata/version-hint.text')).then(
         (bytes) => new TextDecoder().decode(bytes).trim(),
         (err: unknown) => {
@@ -64,25 +72,30 @@ export class IcebergTierSource {
           throw err;
         },
       ),
-      objects.size(joinKey(this.#table.s3.prefix, `metadata/v${version + 1}.metadata.json`)).then(
+      objects.size(this.#metadataKey(listed.version + 1)).then(
         () => true,
         (err: unknown) => {
           if (isMissing(err)) return false;
           throw err;
         },
       ),
+      objects.size(this.#metadataKey(listed.version)).catch((err: unknown) => {
+        if (isMissing(err)) return -1;
+        throw err;
+      }),
     ]);
-    return hint === String(version) && !newer;
+    return hint === String(listed.version) && !newer && metadataBytes === listed.metadataBytes;
   }
 
   async listFiles(): Promise<ParquetTierFile[]> {
     const objects = this.#objects();
     const listed = this.#listed;
-    if (listed && (await this.#stillCurrent(objects, listed.version))) return listed.files;
+    if (listed && (await this.#stillCurrent(objects, listed))) return listed.files;
+    this.#listed = undefined;
     const loaded = await loadIcebergTable(objects, this.#table);
     if (!loaded) throw new Error(`table ${this.#table.identifier} has no metadata at ${this.#table.location}`);
     const files = await this.#liveFiles(objects, loaded.metadata);
-    this.#listed = { version: loaded.version, files };
+    this.#listed = { version: loaded.version, metadataBytes: await objects.size(this.#metadataKey(loaded.version)), files };
     return files;
   }
 

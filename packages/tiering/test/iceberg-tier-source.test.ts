@@ -62,11 +62,11 @@ describe('IcebergTierSource', () => {
     const first = await source.listFiles();
     expect(first.reduce((n, f) => n + f.rows, 0)).toBe(10);
 
-    // Unchanged table: the hint and one probe, no metadata, manifest list or manifest.
+    // Unchanged table: the hint and two HEADs, no metadata, manifest list or manifest.
     const before = { ...connections.calls };
     expect(await source.listFiles()).toEqual(first);
     expect(connections.calls.get - before.get).toBe(1);
-    expect(connections.calls.size - before.size).toBe(1);
+    expect(connections.calls.size - before.size).toBe(2);
 
     await commitIcebergBatch(objects, table, (await loadIcebergTable(objects, table))!, events(11, 5), { ...context, nowMs: T0 + 1 });
     expect((await source.listFiles()).reduce((n, f) => n + f.rows, 0)).toBe(15);
@@ -80,6 +80,11 @@ describe('IcebergTierSource', () => {
     // And a fresh source agrees with the cached one.
     const fresh = new IcebergTierSource(connections, { identifier: table.identifier, location: table.location, connectionId: 's3' });
     expect(await fresh.listFiles()).toEqual(lagging);
+
+    // Metadata damaged in place (not a commit): the cache does not hide it.
+    const current = (await loadIcebergTable(objects, table))!;
+    await objects.put(joinKey(table.s3.prefix, `metadata/v${current.version}.metadata.json`), '{not json', 'application/json');
+    await expect(source.listFiles()).rejects.toThrow();
   });
 
   it('opens a data file with the size the manifest records: ranged GETs, no HEAD', async () => {
