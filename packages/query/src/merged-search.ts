@@ -1,6 +1,8 @@
-import { AuditParquetFile, memoizedSource, type AuditColumnName, type RowGroupSpan, type TieredEvent } from '@auditlake/format';
+import { isPrefilterNeedle, type AuditColumnName, type AuditParquetFile, type RowGroupSpan, type TieredEvent } from '@auditlake/format';
+import { GroupReadAhead, PREFILTER_AHEAD_GROUPS, TEXT_COLUMNS, unwrap } from './group-read-ahead.js';
 import { compileFilter, type SearchFilter, type StoredEvent } from '@auditlake/model';
 import type { TierFile, TierSource } from './tier-source.js';
+
 
 /** An event in a merged answer: from the local store (with seq) or only from a tier. */
 export type MergedEvent = TieredEvent & { seq?: number };
@@ -27,9 +29,6 @@ export interface MergedSearchResult {
   filesRead: number;
 }
 
-/** The columns the free-text `q` is matched against (compileFilter's matchesText). */
-const TEXT_COLUMNS = ['query', 'details', 'resource', 'user_id', 'action', 'tables'] as const satisfies readonly AuditColumnName[];
-
 /**
  * The columns the filter's predicates read (besides the time range, which row-group pruning
  * and the reader handle); undefined when nothing but time is filtered.
@@ -47,20 +46,6 @@ function predicateColumns(filter: SearchFilter): AuditColumnName[] | undefined {
 /** A partially read event with empty values where columns were not read (the predicate ignores them). */
 function withDefaults(partial: Partial<TieredEvent>): TieredEvent {
   return { eventId: '', userId: '', source: '', action: '', resource: '', decision: '', tables: [], query: '', details: '', timestamp: 0, ingestTs: 0, ...partial };
-}
-
-/**
- * The row groups of a file that overlap the filter's time range, newest first (by their `ts`
- * statistics). A group without statistics counts as spanning all time: it is read, and it
- * never lets the reader stop early.
- */
-function rowGroupsNewestFirst(file: AuditParquetFile, filter: SearchFilter): Array<RowGroupSpan & { tsMin: number; tsMax: number }> {
-  const from = filter.fromMs ?? Number.MIN_SAFE_INTEGER;
-  const to = filter.toMs ?? Number.MAX_SAFE_INTEGER;
-  return file.rowGroups
-    .map((g) => ({ ...g, tsMin: g.tsMin ?? Number.MIN_SAFE_INTEGER, tsMax: g.tsMax ?? Number.MAX_SAFE_INTEGER }))
-    .filter((g) => g.rows > 0 && g.tsMax >= from && g.tsMin <= to)
-    .sort((a, b) => b.tsMax - a.tsMax);
 }
 
 /**
@@ -84,9 +69,6 @@ async function readRowGroup(
   candidates: Map<string, MergedEvent>,
 ): Promise<void> {
   const bounds = { ...(filter.fromMs !== undefined ? { fromMs: filter.fromMs } : {}), ...(filter.toMs !== undefined ? { toMs: filter.toMs } : {}), rowGroups: [group.index] };
-  // Free-text prefilter: a group whose text columns cannot hold q (by their dictionaries and
-  // raw page bytes) is skipped without decoding a value.
-  if (filter.q !== undefined && !(await file.rowGroupMayContainText(group.index, filter.q, TEXT_COLUMNS))) return;
   if (probeColumns) {
     // Column pushdown: read only what the predicates need first; a group without a match
     // never has its other columns (the large query text among them) fetched.
@@ -147,28 +129,50 @@ export async function mergedSearch(options: MergedSearchOptions): Promise<Merged
   const matches = compileFilter(filter);
   const probeColumns = predicateColumns(filter);
   const failedTiers = new Set<TierSource>();
-  let filesRead = 0;
-  for (const { tier, file } of files) {
-    if (failedTiers.has(tier)) continue;
-    // Every event in this file (and all later ones, sorted by tsMax) is older than the page.
-    if (candidates.size >= want && file.tsMax < pageLast(candidates, want)) break;
-    try {
-      const source = memoizedSource(await tier.open(file));
-      const parquet = await AuditParquetFile.open(source, tier.footers?.get(file.key));
-      tier.footers?.set(file.key, parquet.footer);
-      filesRead++;
-      // Row groups newest first: once the page is full, older groups cannot rank.
-      for (const group of rowGroupsNewestFirst(parquet, filter)) {
-        if (candidates.size >= want && group.tsMax < pageLast(candidates, want)) break;
-        await readRowGroup(parquet, group, filter, probeColumns, matches, candidates);
+  const fail = (tier: TierSource, err: unknown) => {
+    if (failedTiers.has(tier)) return;
+    failedTiers.add(tier);
+    skipped.push(`${tier.name}: ${err instanceof Error ? err.message : String(err)}`);
+  };
+  const prefilterQ = filter.q !== undefined && isPrefilterNeedle(filter.q) ? filter.q : undefined;
+  const groups = new GroupReadAhead({
+    files,
+    filter,
+    prefilterQ,
+    aheadGroups: prefilterQ === undefined ? 0 : PREFILTER_AHEAD_GROUPS,
+    failedTiers,
+    // Files are sorted by tsMax: once one cannot rank, none after it can.
+    mayRank: (file) => !(candidates.size >= want && file.tsMax < pageLast(candidates, want)),
+  });
+  try {
+    for (let task = await groups.next(); task !== undefined; task = await groups.next()) {
+      const { tier, file } = task;
+      if (failedTiers.has(tier)) continue;
+      // Every event in this file (and all later ones, sorted by tsMax) is older than the page.
+      if (candidates.size >= want && file.tsMax < pageLast(candidates, want)) break;
+      if (task.kind === 'failed') {
+        fail(tier, task.error);
+        continue;
       }
-    } catch (err) {
-      failedTiers.add(tier);
-      skipped.push(`${tier.name}: ${err instanceof Error ? err.message : String(err)}`);
+      // Row groups newest first: once the page is full, older groups of this file cannot rank.
+      if (candidates.size >= want && task.group.tsMax < pageLast(candidates, want)) {
+        groups.skipFile(file);
+        continue;
+      }
+      try {
+        // Free-text prefilter (started ahead): a group whose text columns cannot hold q, by
+        // their dictionaries and raw page bytes, is skipped without decoding a value.
+        if (task.textMayMatch !== undefined && !unwrap(await task.textMayMatch())) continue;
+        await readRowGroup(task.parquet, task.group, filter, probeColumns, matches, candidates);
+      } catch (err) {
+        fail(tier, err);
+      }
     }
+  } finally {
+    groups.close();
   }
   const page = [...candidates.values()].sort(newerFirst);
-  const result: MergedSearchResult = { events: page.slice(0, filter.limit), truncated: page.length > filter.limit, filesRead };
+  const result: MergedSearchResult = { events: page.slice(0, filter.limit), truncated: page.length > filter.limit, filesRead: groups.filesOpened };
   if (skipped.length > 0) result.tierNote = `tiered audit partly unavailable: ${skipped.join('; ')}`;
   return result;
 }

@@ -1,5 +1,5 @@
 // Goal: the merged reader returns the sorted, de-duplicated union of local and tiered events, skips tiers only when they cannot matter, prunes files and row groups (proved by bytes fetched), and names unreadable tiers.
-import { bytesSource, countingSource, encodeAuditParquet, ParquetFooterCache, type CountingSource } from '@auditlake/format';
+import { AuditParquetFile, bytesSource, countingSource, encodeAuditParquet, ParquetFooterCache, type CountingSource } from '@auditlake/format';
 import { compileFilter, type SearchFilter, type StoredEvent } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
 import { mergedSearch, type TierFile, type TierSource } from '../src/index.js';
@@ -144,6 +144,42 @@ describe('mergedSearch', () => {
         if (want(localCopy) && expected.slice(0, limit).includes(localCopy)) expect(result.events.find((e) => e.eventId === localCopy.eventId)!.decision).toBe('DENY');
       }
     }
+  });
+
+  it('a q search stops early while prefilters run ahead: their late failures neither leak nor fail the answer', async () => {
+    // One file, 8 groups of 50; q matches plenty in the newest group, so the page fills there.
+    const events = Array.from({ length: 400 }, (_, i) => ev(i, T0 + i * 1000, { query: i >= 350 ? 'SELECT needle' : 'SELECT x' }));
+    const bytes = encodeAuditParquet(events, { rowGroupSize: 50 });
+    const newest = (await AuditParquetFile.open(bytesSource(bytes))).footer.row_groups[7]!.columns[0]!.meta_data!;
+    const newestStart = Number(newest.dictionary_page_offset ?? newest.data_page_offset);
+    let failedLate = 0;
+    const flaky: TierSource = {
+      name: 's3://flaky/audit',
+      listFiles: async () => [{ key: 'f', eventDate: 'd', rows: 400, tsMin: T0, tsMax: T0 + 399_000 }],
+      open: async () => {
+        const inner = bytesSource(bytes);
+        return {
+          byteLength: inner.byteLength,
+          slice: async (start: number, end?: number) => {
+            // The footer (to the file's end) and the newest group answer; older groups fail, after a while.
+            if (start >= newestStart || end === undefined || end === bytes.byteLength) return inner.slice(start, end);
+            await new Promise((resolve) => setTimeout(resolve, 50));
+            failedLate++;
+            throw new Error('connection reset');
+          },
+        };
+      },
+    };
+    const result = await mergedSearch({ local: local([]), tiers: [flaky], filter: filter({ q: 'needle', limit: 10 }), localCompleteFromMs: undefined });
+    expect(result.events.map((e) => e.eventId)).toEqual(Array.from({ length: 10 }, (_, i) => `e${399 - i}`));
+    expect(result.tierNote).toBeUndefined();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Read-ahead did start later groups (and they failed), unobserved.
+    expect(failedLate).toBeGreaterThan(0);
+
+    // Without an early stop the same failure is the tier's, named in tierNote.
+    const all = await mergedSearch({ local: local([]), tiers: [flaky], filter: filter({ q: 'needle', limit: 100 }), localCompleteFromMs: undefined });
+    expect(all.tierNote).toBe('tiered audit partly unavailable: s3://flaky/audit: connection reset');
   });
 
   it('reads each footer once while the tier keeps a footer cache', async () => {
