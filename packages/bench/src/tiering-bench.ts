@@ -357,6 +357,8 @@ async function runViewer(options: TieringBenchOptions, connections: CountingConn
   }
   const qScanCpu = stopQCpu();
   const qScanBytes = diff(connections.snapshot(), qBefore, options.qScanRepetitions);
+  // The viewer is done: stop its prefilter workers now, not when they turn idle.
+  await source.close();
 
   // DuckDB reads the same Parquet bytes: the table's data files, downloaded over S3 first.
   const downloadStarted = performance.now();

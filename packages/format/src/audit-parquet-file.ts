@@ -1,6 +1,7 @@
 import { columnChunkMayContain, isPrefilterNeedle } from './column-text-probe.js';
 import type { AuditColumnName, TieredEvent } from './audit-columns.js';
 import type { ByteSource } from './byte-source.js';
+import type { TextProbePool } from './text-probe-pool.js';
 import { footerStats, readAuditParquetFooter, readAuditRows, type ParquetFooter, type ReadAuditParquetOptions, type RowGroupStats } from './parquet-reader.js';
 
 /** A row group's place in its file, with its `ts` statistics. */
@@ -53,9 +54,10 @@ export class AuditParquetFile {
    * Whether a row in row group `index` may hold `needle` (lower-case) in one of `columns`,
    * lower-cased — the free-text prefilter (column-text-probe.ts). False only when no row can:
    * the group can then be skipped without decoding a value. Fetches the columns' chunks of
-   * the group in one request. A needle the prefilter cannot answer for gives true.
+   * the group in one request, and searches them in a worker of `pool` when given. A needle the
+   * prefilter cannot answer for gives true.
    */
-  async rowGroupMayContainText(index: number, needle: string, columns: readonly AuditColumnName[]): Promise<boolean> {
+  async rowGroupMayContainText(index: number, needle: string, columns: readonly AuditColumnName[], pool?: TextProbePool): Promise<boolean> {
     const group = this.footer.row_groups[index];
     if (group === undefined) throw new RangeError(`row group ${index} of ${this.footer.row_groups.length}`);
     if (!isPrefilterNeedle(needle)) return true;
@@ -74,6 +76,8 @@ export class AuditParquetFile {
     const spanEnd = Math.max(...chunks.map((c) => c.end));
     const span = new Uint8Array(await this.source.slice(spanStart, spanEnd));
     const needleBytes = new TextEncoder().encode(needle);
-    return chunks.some((c) => columnChunkMayContain(span.subarray(c.start - spanStart, c.end - spanStart), c.meta, needleBytes));
+    const relative = chunks.map((c) => ({ start: c.start - spanStart, end: c.end - spanStart, meta: c.meta }));
+    if (pool) return pool.probe(span, relative, needleBytes);
+    return relative.some((c) => columnChunkMayContain(span.subarray(c.start, c.end), c.meta, needleBytes));
   }
 }

@@ -141,7 +141,7 @@ export class GroupReadAhead {
     }
     for (const group of rowGroupsNewestFirst(parquet, filter)) {
       let started: Promise<Settled<boolean>> | undefined;
-      const textMayMatch = q === undefined ? undefined : () => (started ??= settle(parquet.rowGroupMayContainText(group.index, q, TEXT_COLUMNS)));
+      const textMayMatch = q === undefined ? undefined : () => (started ??= settle(parquet.rowGroupMayContainText(group.index, q, TEXT_COLUMNS, tier.textProbes)));
       this.#queued.push({ kind: 'group', tier, file, parquet, group, textMayMatch });
     }
     return true;

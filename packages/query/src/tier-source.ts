@@ -1,4 +1,4 @@
-import type { ByteSource, ParquetFooterCache } from '@auditlake/format';
+import type { ByteSource, ParquetFooterCache, TextProbePool } from '@auditlake/format';
 
 /** One committed data file of a tier, with the event-time bounds its commit recorded. */
 export interface TierFile {
@@ -24,5 +24,7 @@ export interface TierSource {
    * source lives as long as the node). Without it every search reads each footer again.
    */
   readonly footers?: ParquetFooterCache;
+  /** Worker threads for the free-text prefilter of this tier's files; without it, it runs inline. */
+  readonly textProbes?: TextProbePool;
   open(file: TierFile): Promise<ByteSource>;
 }

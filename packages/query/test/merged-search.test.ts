@@ -1,7 +1,7 @@
 // Goal: the merged reader returns the sorted, de-duplicated union of local and tiered events, skips tiers only when they cannot matter, prunes files and row groups (proved by bytes fetched), and names unreadable tiers.
-import { AuditParquetFile, bytesSource, countingSource, encodeAuditParquet, ParquetFooterCache, type CountingSource } from '@auditlake/format';
+import { AuditParquetFile, bytesSource, countingSource, encodeAuditParquet, ParquetFooterCache, TextProbePool, type CountingSource } from '@auditlake/format';
 import { compileFilter, type SearchFilter, type StoredEvent } from '@auditlake/model';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { mergedSearch, type TierFile, type TierSource } from '../src/index.js';
 
 const DAY = 86_400_000;
@@ -12,13 +12,17 @@ function ev(i: number, timestamp: number, overrides: Partial<StoredEvent> = {}):
 }
 
 /** A tier whose files are one Parquet file per day, counting every byte read. */
-function tier(name: string, days: StoredEvent[][], footers?: ParquetFooterCache): TierSource & { sources: CountingSource[] } {
+const workers = new TextProbePool({ threadsMax: 2 });
+afterAll(() => workers.close());
+
+function tier(name: string, days: StoredEvent[][], footers?: ParquetFooterCache, textProbes?: TextProbePool): TierSource & { sources: CountingSource[] } {
   const files = days.map((events, d) => ({ file: { key: `f${d}`, eventDate: `d${d}`, rows: events.length, tsMin: Math.min(...events.map((e) => e.timestamp)), tsMax: Math.max(...events.map((e) => e.timestamp)) } as TierFile, bytes: encodeAuditParquet(events, { rowGroupSize: 50 }) }));
   const sources: CountingSource[] = [];
   return {
     name,
     sources,
     ...(footers ? { footers } : {}),
+    ...(textProbes ? { textProbes } : {}),
     listFiles: async () => files.map((f) => f.file),
     open: async (file) => {
       const source = countingSource(bytesSource(files.find((f) => f.file.key === file.key)!.bytes));
@@ -138,10 +142,13 @@ describe('mergedSearch', () => {
         const expected = [localCopy, ...everything.filter((e) => e.eventId !== localCopy.eventId)]
           .filter(want)
           .sort((a, b) => b.timestamp - a.timestamp || b.ingestTs - a.ingestTs || (a.eventId < b.eventId ? 1 : -1));
-        const result = await mergedSearch({ local: local(want(localCopy) ? [localCopy] : []), tiers: [tier('s3://a/b', days)], filter: filter({ q, limit }), localCompleteFromMs: undefined });
-        expect(result.events.map((e) => e.eventId), `q=${q} limit=${limit}`).toEqual(expected.slice(0, limit).map((e) => e.eventId));
-        expect(result.truncated).toBe(expected.length > limit);
-        if (want(localCopy) && expected.slice(0, limit).includes(localCopy)) expect(result.events.find((e) => e.eventId === localCopy.eventId)!.decision).toBe('DENY');
+        // Inline, and with the prefilter in worker threads.
+        for (const textProbes of [undefined, workers]) {
+          const result = await mergedSearch({ local: local(want(localCopy) ? [localCopy] : []), tiers: [tier('s3://a/b', days, undefined, textProbes)], filter: filter({ q, limit }), localCompleteFromMs: undefined });
+          expect(result.events.map((e) => e.eventId), `q=${q} limit=${limit}`).toEqual(expected.slice(0, limit).map((e) => e.eventId));
+          expect(result.truncated).toBe(expected.length > limit);
+          if (want(localCopy) && expected.slice(0, limit).includes(localCopy)) expect(result.events.find((e) => e.eventId === localCopy.eventId)!.decision).toBe('DENY');
+        }
       }
     }
   });

@@ -1,4 +1,4 @@
-import { currentSnapshot, dayDate, decodeLongBound, decodeManifest, decodeManifestList, ParquetFooterCache, type ByteSource, type ManifestEntry } from '@auditlake/format';
+import { currentSnapshot, dayDate, decodeLongBound, decodeManifest, decodeManifestList, ParquetFooterCache, TextProbePool, type ByteSource, type ManifestEntry } from '@auditlake/format';
 import type { ObjectStore, S3Connections } from './object-store.js';
 import type { ParquetTierFile } from './parquet-tier-source.js';
 import { loadIcebergTable, s3Key, type IcebergTableRef } from './iceberg-table.js';
@@ -41,6 +41,8 @@ function isMissing(err: unknown): boolean {
 export class IcebergTierSource {
   readonly name: string;
   readonly footers = new ParquetFooterCache(FOOTER_CACHE_ENTRIES_MAX);
+  /** Searches a free-text scan's pages on other cores; its workers exit when idle. */
+  readonly textProbes = new TextProbePool();
   readonly #connections: S3Connections;
   readonly #table: IcebergTableRef;
   readonly #manifests = new Map<string, ManifestEntry[]>();
@@ -128,6 +130,11 @@ export class IcebergTierSource {
       }
     }
     return files;
+  }
+
+  /** Stops the prefilter's worker threads (they also exit on their own when idle). */
+  async close(): Promise<void> {
+    await this.textProbes.close();
   }
 
   async open(file: ParquetTierFile): Promise<ByteSource> {

@@ -1,4 +1,4 @@
-import type { ByteSource } from '@auditlake/format';
+import { TextProbePool, type ByteSource } from '@auditlake/format';
 import type { S3Connections } from './object-store.js';
 import { readMarkers, type CommitMarker } from './parquet-committer.js';
 import { parseS3Location } from './s3-location.js';
@@ -23,6 +23,8 @@ export interface ParquetTierFile {
  */
 export class ParquetTierSource {
   readonly name: string;
+  /** Searches a free-text scan's pages on other cores; its workers exit when idle. */
+  readonly textProbes = new TextProbePool();
   readonly #connections: S3Connections;
   readonly #location: TieredLocation;
   readonly #markers: CommitMarker[] = [];
@@ -47,6 +49,11 @@ export class ParquetTierSource {
     const byKey = new Map<string, ParquetTierFile>();
     for (const marker of this.#markers) for (const file of marker.files) byKey.set(file.key, file);
     return [...byKey.values()];
+  }
+
+  /** Stops the prefilter's worker threads (they also exit on their own when idle). */
+  async close(): Promise<void> {
+    await this.textProbes.close();
   }
 
   async open(file: ParquetTierFile): Promise<ByteSource> {

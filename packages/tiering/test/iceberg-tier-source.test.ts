@@ -102,4 +102,12 @@ describe('IcebergTierSource', () => {
     expect(connections.calls.size - before.size).toBe(1); // only the check above
     expect(connections.calls.getRange - before.getRange).toBe(1);
   });
+
+  it('close() stops the prefilter workers', async () => {
+    const source = new IcebergTierSource(connections, { identifier: 'cat.ops.audit', location: `s3://${BUCKET}/wh/ops/audit`, connectionId: 's3' });
+    await source.textProbes.probe(new Uint8Array(0), [], new TextEncoder().encode('x'));
+    expect(source.textProbes.threads).toBe(1);
+    await source.close();
+    expect(source.textProbes.threads).toBe(0);
+  });
 });
