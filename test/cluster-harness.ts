@@ -122,10 +122,12 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
           body: JSON.stringify({ nodeId: 'test-reader', after, lastTerm, term: 0, limit: 10_000, waitMs: 0, metaHash: '', catchUp: true }),
         });
         expect(res.status).toBe(200);
-        const body = (await res.json()) as { entries: LoggedEvent[] };
-        if (body.entries.length === 0) return out;
-        out.push(...body.entries);
-        const last = body.entries[body.entries.length - 1]!;
+        expect(res.headers.get('content-type')).toMatch(/^application\/x-ndjson/);
+        // NDJSON: a header line, then each entry's stored JSON on a line of its own.
+        const entries = (await res.text()).split('\n').slice(1).map((line) => JSON.parse(line) as LoggedEvent);
+        if (entries.length === 0) return out;
+        out.push(...entries);
+        const last = entries[entries.length - 1]!;
         after = last.seq;
         lastTerm = last.term;
       }

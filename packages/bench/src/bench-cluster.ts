@@ -317,7 +317,12 @@ export class BenchCluster implements AsyncDisposable {
         timeoutMs: 60_000,
       });
       if (res.status !== 200) throw new Error(`node${i} /internal/v1/pull answered ${res.status}: ${res.body.toString('utf8').slice(0, 300)}`);
-      const { entries } = JSON.parse(res.body.toString('utf8')) as { entries: LogEntry[] };
+      // NDJSON: a header line, then each entry's stored JSON on a line of its own.
+      const entries = res.body
+        .toString('utf8')
+        .split('\n')
+        .slice(1)
+        .map((line) => JSON.parse(line) as LogEntry);
       if (entries.length === 0) return;
       onEntries(entries);
       const last = entries[entries.length - 1] as LogEntry;

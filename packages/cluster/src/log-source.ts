@@ -1,4 +1,4 @@
-import { AuditError, AuditErrorCode, type StoredEvent } from '@auditlake/model';
+import { AuditError, AuditErrorCode } from '@auditlake/model';
 import type { AuditStore } from '@auditlake/store';
 import type { LeaderElector } from './leader-elector.js';
 import type { MetaHash } from './meta-hash.js';
@@ -39,15 +39,15 @@ export class LogSource {
     this.#tracker.record(request.nodeId, request.after);
     const divergedFrom = await this.#divergence(request);
     if (divergedFrom !== undefined) return { ...(await this.#answer(request, [], false)), divergedFrom };
-    let entries = await this.#store.readBySeq(request.after, limit);
+    let entries = await this.#store.readEncodedBySeq(request.after, limit);
     if (entries.length === 0 && request.waitMs > 0) {
       await this.#waitForGrowth(request.waitMs);
-      entries = await this.#store.readBySeq(request.after, limit);
+      entries = await this.#store.readEncodedBySeq(request.after, limit);
     }
     return this.#answer(request, entries, true);
   }
 
-  async #answer(request: PullRequest, entries: StoredEvent[], withMeta: boolean): Promise<PullResponse> {
+  async #answer(request: PullRequest, entries: Uint8Array[], withMeta: boolean): Promise<PullResponse> {
     const { hash, meta } = await this.#metaHash.current();
     const response: PullResponse = {
       term: this.#elector.knownTerm,
@@ -73,12 +73,12 @@ export class LogSource {
   }
 
   /** Entries after the asker's end, only if this node's entry there has the same term. */
-  async #catchUpEntries(request: PullRequest, limit: number): Promise<StoredEvent[]> {
+  async #catchUpEntries(request: PullRequest, limit: number): Promise<Uint8Array[]> {
     if (request.after > 0) {
       const mine = await this.#store.getBySeq(request.after);
       if (mine === undefined || mine.term !== request.lastTerm) return [];
     }
-    return this.#store.readBySeq(request.after, limit);
+    return this.#store.readEncodedBySeq(request.after, limit);
   }
 
   #waitForGrowth(ms: number): Promise<void> {

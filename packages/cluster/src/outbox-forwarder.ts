@@ -1,6 +1,6 @@
 import type { AuditStore } from '@auditlake/store';
 import type { ClusterLog, LeaderElector } from './leader-elector.js';
-import type { PeerTransport } from './protocol.js';
+import { parseForwardedEvent, type PeerTransport } from './protocol.js';
 
 export interface OutboxForwarderOptions {
   store: AuditStore;
@@ -122,10 +122,10 @@ export class OutboxForwarder {
     const { store, elector, transport } = this.#options;
     const batch = await store.readOutbox(this.#options.batchSize);
     if (batch.length === 0) return;
-    const events = batch.map((entry) => entry.event);
+    const events = batch.map((entry) => entry.json);
     if (elector.isLeader()) {
       // This node leads now (e.g. events diverted on rejoin, or received before it won): order them here.
-      await store.append(events);
+      await store.append(events.map(parseForwardedEvent));
     } else {
       const leader = elector.leader;
       if (leader === undefined) throw new Error('no leader is known');

@@ -1,4 +1,4 @@
-import type { AuditEvent, StoredEvent } from '@auditlake/model';
+import { toAuditEvent, type AuditEvent } from '@auditlake/model';
 
 /** A standby (or a new leader catching up) asking a node for log entries. */
 export interface PullRequest {
@@ -21,7 +21,11 @@ export interface PullRequest {
 export interface PullResponse {
   term: number;
   nodeId: string;
-  entries: StoredEvent[];
+  /**
+   * Each entry a stored event's JSON, as UTF-8, exactly as the answering node stores it:
+   * passed through without being parsed there, and stored as it is by the asker.
+   */
+  entries: Uint8Array[];
   /** The answering node's last seq. */
   lastSeq: number;
   /** The asker's log differs from this seq on: divert it and ask again. */
@@ -34,7 +38,8 @@ export interface PullResponse {
 export interface ForwardRequest {
   nodeId: string;
   term: number;
-  events: AuditEvent[];
+  /** Each a received event (AuditEvent) as JSON text, as the follower's outbox holds it. */
+  events: string[];
 }
 
 export interface ForwardResponse {
@@ -59,3 +64,16 @@ export interface TermStart {
 }
 
 export const TERM_STARTS_META = 'termStarts';
+
+/**
+ * A forwarded (or outbox) event's JSON back to the event. It was validated where it was
+ * received; this only rebuilds its one shape and refuses text that is not an event at all,
+ * so a damaged entry fails the forward rather than storing garbage.
+ */
+export function parseForwardedEvent(json: string): AuditEvent {
+  const raw = JSON.parse(json) as AuditEvent | null;
+  if (typeof raw !== 'object' || raw === null || typeof raw.eventId !== 'string' || typeof raw.timestamp !== 'number') {
+    throw new TypeError(`forwarded entry is not an audit event: ${json.slice(0, 200)}`);
+  }
+  return toAuditEvent(raw);
+}

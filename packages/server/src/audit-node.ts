@@ -194,6 +194,8 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
         if (!clusterRef.node) throw new Error('cluster not started');
         return clusterRef.node.clusterToken();
       });
+      // Closed after the cluster node (closers run in reverse), which stops using it first.
+      closers.push(async () => transport.close());
       // Routes must exist before listen; the cluster starts once the URL is known.
       registerInternalRoutes(app, {
         clusterToken: () => clusterRef.node?.clusterToken() ?? Promise.reject(new Error('cluster not started')),

@@ -79,11 +79,14 @@ function toStoredEvent(event: AuditEvent, ingestTs: number, seq: number, term: n
   };
 }
 
-/** Adds the puts that store one event under its three keys. */
-export function putEvent(batch: PutSink, event: StoredEvent): void {
+/**
+ * Adds the puts that store one event under its three keys. `json` is the event's JSON when
+ * the caller already has it exactly as stored (a replicated entry), so it is not serialised again.
+ */
+export function putEvent(batch: PutSink, event: StoredEvent, json: string = JSON.stringify(event)): void {
   const ts = encodeUint(event.timestamp);
   const seq = encodeUint(event.seq);
-  batch.put(PREFIX.time + ts + seq, JSON.stringify(event));
+  batch.put(PREFIX.time + ts + seq, json);
   batch.put(PREFIX.seq + seq, ts);
   batch.put(idKey(event.eventId), ts + seq);
 }

@@ -166,11 +166,29 @@ describe('AuditStore replication and outbox', () => {
     const standby = await openStore();
     const { stored } = await leader.append([ev('a', 10), ev('b', 5), ev('c', 20)]);
     expect(stored.map((e) => e.term)).toEqual([7, 7, 7]);
-    expect(await standby.applyReplicated(stored.slice(0, 2))).toBe(2);
-    expect(await standby.applyReplicated(stored)).toBe(1);
+    const entries = await leader.readEncodedBySeq(0, 10);
+    expect(entries.map((bytes) => JSON.parse(Buffer.from(bytes).toString('utf8')) as unknown)).toEqual(stored);
+    expect(await standby.applyReplicated(entries.slice(0, 2))).toBe(2);
+    expect(await standby.applyReplicated(entries)).toBe(1);
     expect(standby.position).toMatchObject({ lastSeq: 3, lastTerm: 7, lastIngestTs: stored[2]!.ingestTs });
     expect(await standby.readBySeq(0, 10)).toEqual(stored);
-    await expect(standby.applyReplicated([{ ...stored[2]!, seq: 5 }, { ...stored[2]!, seq: 4, eventId: 'x' }])).rejects.toThrow(/out of order/);
+    // Stored as received, byte for byte: what the standby would hand on is what the leader has.
+    expect(await standby.readEncodedBySeq(0, 10)).toEqual(entries);
+    const disordered = [{ ...stored[2]!, seq: 5 }, { ...stored[2]!, seq: 4, eventId: 'x' }].map((e) => Buffer.from(JSON.stringify(e)));
+    await expect(standby.applyReplicated(disordered)).rejects.toThrow(/out of order/);
+    expect(standby.position.lastSeq).toBe(3);
+  });
+
+  it('refuses a replicated entry that is not a stored event, and applies nothing of its batch', async () => {
+    const leader = await openStore();
+    const standby = await openStore();
+    await leader.append([ev('a', 1), ev('b', 2)]);
+    const [first, second] = await leader.readEncodedBySeq(0, 10);
+    const { seq: _seq, ...withoutSeq } = JSON.parse(Buffer.from(second!).toString('utf8')) as Record<string, unknown>;
+    await expect(standby.applyReplicated([first!, Buffer.from(JSON.stringify(withoutSeq))])).rejects.toThrow(/not a stored event/);
+    await expect(standby.applyReplicated([first!, Buffer.from('{"eventId":')])).rejects.toThrow(SyntaxError);
+    expect(standby.position.lastSeq).toBe(0);
+    expect(await standby.readBySeq(0, 10)).toEqual([]);
   });
 
   it('diverts a log suffix to the outbox atomically, keeping ingestTs from going back', async () => {
@@ -184,7 +202,7 @@ describe('AuditStore replication and outbox', () => {
     expect((await all(store)).map((e) => e.eventId)).toEqual(['keep2', 'keep1']);
     expect(await store.getByEventId('move1')).toBeUndefined();
     const outbox = await store.readOutbox(10);
-    expect(outbox.map((o) => o.event)).toEqual([ev('move1', 3), ev('move2', 4)]);
+    expect(outbox.map((o) => JSON.parse(o.json) as unknown)).toEqual([ev('move1', 3), ev('move2', 4)]);
     expect(store.outboxCount).toBe(2);
     clock = 1_500; // behind the diverted events' ingestTs
     expect((await store.append([ev('next', 5)])).stored[0]).toMatchObject({ seq: 3, ingestTs: 2_000 });
@@ -199,10 +217,10 @@ describe('AuditStore replication and outbox', () => {
     const store = await openStore({ location: loc });
     expect(store.outboxCount).toBe(3);
     const entries = await store.readOutbox(2);
-    expect(entries.map((e) => e.event.eventId)).toEqual(['o1', 'o2']);
+    expect(entries.map((e) => (JSON.parse(e.json) as AuditEvent).eventId)).toEqual(['o1', 'o2']);
     await store.deleteOutbox(entries.map((e) => e.key));
     await store.enqueueOutbox([ev('o4', 4)]);
-    expect((await store.readOutbox(10)).map((e) => e.event.eventId)).toEqual(['o3', 'o4']);
+    expect((await store.readOutbox(10)).map((e) => (JSON.parse(e.json) as AuditEvent).eventId)).toEqual(['o3', 'o4']);
     expect(store.outboxCount).toBe(2);
   });
 

@@ -2,6 +2,7 @@ import type { ForwardRequest, ForwardResponse, PullRequest, PullResponse } from 
 import type { FastifyInstance } from 'fastify';
 import { matchesDigest, digest } from '../auth/constant-time.js';
 import { CLUSTER_TOKEN_HEADER } from '../http-peer-transport.js';
+import { PEER_WIRE_CONTENT_TYPE, decodeForwardRequest, encodePullResponse } from '../peer-wire.js';
 
 /** What the internal endpoints call (the cluster node, once it has started). */
 export interface InternalEndpoints {
@@ -21,8 +22,16 @@ export function registerInternalRoutes(app: FastifyInstance, cluster: InternalEn
         return reply.code(401).send({ status: 'error', error: 'internal endpoint: missing or wrong cluster token', code: 'AUDIT_UNAUTHENTICATED' });
       }
     });
+    // Forwarded events arrive as NDJSON text (peer-wire.ts); scoped to these routes.
+    internal.addContentTypeParser(PEER_WIRE_CONTENT_TYPE, { parseAs: 'string' }, (_request, body, done) => done(null, body));
+    internal.post('/internal/v1/pull', async (request, reply) => {
+      const response = await cluster.pull(request.body as PullRequest);
+      return reply.type(PEER_WIRE_CONTENT_TYPE).send(encodePullResponse(response));
+    });
     // Forwarded batches can be larger than one client request.
-    internal.post('/internal/v1/pull', async (request) => cluster.pull(request.body as PullRequest));
-    internal.post('/internal/v1/forward', { bodyLimit: 64 * 1024 * 1024 }, async (request) => cluster.receiveForward(request.body as ForwardRequest));
+    internal.post('/internal/v1/forward', { bodyLimit: 64 * 1024 * 1024 }, async (request) => {
+      if (typeof request.body !== 'string') throw new TypeError(`forward request must be ${PEER_WIRE_CONTENT_TYPE}`);
+      return cluster.receiveForward(decodeForwardRequest(request.body));
+    });
   });
 }
