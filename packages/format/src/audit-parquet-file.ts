@@ -51,6 +51,39 @@ export class AuditParquetFile {
   }
 
   /**
+   * The events of row group `index` in [fromMs, toMs] that can be among the `count` newest of
+   * the group's events in that range, reading as little as it can: the group's `ts` column
+   * first, then all columns of only the rows from the first to the last such row (for files
+   * sorted by time, as ours are, a tail of the group: its earlier pages are not decompressed).
+   * Every row with a `ts` at or above the `count`-th newest is returned, ties included, so a
+   * caller merging several groups newest first loses nothing a page of `count` could hold.
+   */
+  async readNewest(index: number, options: { fromMs?: number; toMs?: number; count: number }): Promise<TieredEvent[]> {
+    const group = this.rowGroups[index];
+    if (group === undefined) throw new RangeError(`row group ${index} of ${this.rowGroups.length}`);
+    if (!Number.isSafeInteger(options.count) || options.count < 1) throw new TypeError(`count must be a positive integer, got ${options.count}`);
+    const fromMs = options.fromMs ?? -Infinity;
+    const toMs = options.toMs ?? Infinity;
+    const range = { ...(options.fromMs !== undefined ? { fromMs: options.fromMs } : {}), ...(options.toMs !== undefined ? { toMs: options.toMs } : {}) };
+    if (group.rows <= options.count) return this.read({ ...range, rowGroups: [index] });
+    const times = await this.read({ rowGroups: [index], columns: ['ts'] });
+    const inRange = times.map((row) => row.timestamp as number).filter((ts) => ts >= fromMs && ts <= toMs);
+    if (inRange.length <= options.count) return this.read({ ...range, rowGroups: [index] });
+    const threshold = inRange.sort((a, b) => b - a)[options.count - 1] as number;
+    let first = -1;
+    let last = -1;
+    times.forEach((row, i) => {
+      const ts = row.timestamp as number;
+      if (ts >= threshold && ts <= toMs) {
+        if (first === -1) first = i;
+        last = i;
+      }
+    });
+    const events = await this.read({ ...range, rowGroups: [index], rowStart: group.rowStart + first, rowEnd: group.rowStart + last + 1 });
+    return events.filter((event) => event.timestamp >= threshold);
+  }
+
+  /**
    * Whether a row in row group `index` may hold `needle` (lower-case) in one of `columns`,
    * lower-cased — the free-text prefilter (column-text-probe.ts). False only when no row can:
    * the group can then be skipped without decoding a value. Fetches the columns' chunks of

@@ -38,6 +38,12 @@ export interface ReadAuditParquetOptions {
   columns?: readonly AuditColumnName[];
   /** Read only these row groups (by index in the file); default all. */
   rowGroups?: readonly number[];
+  /**
+   * Read only rows [rowStart, rowEnd) of the file (within the row groups read). Pages wholly
+   * outside are neither decompressed nor decoded.
+   */
+  rowStart?: number;
+  rowEnd?: number;
 }
 
 /** Row count and `ts` bounds of one row group, from the footer statistics. */
@@ -105,6 +111,9 @@ function checkOptions(options: ReadAuditParquetOptions): void {
   for (const index of options.rowGroups ?? []) {
     if (!Number.isSafeInteger(index) || index < 0) throw new TypeError(`rowGroups must hold row group indexes, got ${index}`);
   }
+  for (const [name, row] of [['rowStart', options.rowStart], ['rowEnd', options.rowEnd]] as const) {
+    if (row !== undefined && (!Number.isSafeInteger(row) || row < 0)) throw new TypeError(`${name} must be a non-negative integer, got ${row}`);
+  }
 }
 
 /**
@@ -128,12 +137,15 @@ export async function readAuditRows(
 
   const events: Partial<TieredEvent>[] = [];
   for (const run of rowGroupRuns(metadata, fromMs, toMs, options.rowGroups)) {
+    const rowStart = Math.max(run.rowStart, options.rowStart ?? 0);
+    const rowEnd = Math.min(run.rowEnd, options.rowEnd ?? Infinity);
+    if (rowStart >= rowEnd) continue;
     const rows = await parquetReadObjects({
       file: source,
       metadata,
       columns,
-      rowStart: run.rowStart,
-      rowEnd: run.rowEnd,
+      rowStart,
+      rowEnd,
       parsers: PARSERS,
     });
     for (const row of rows) {

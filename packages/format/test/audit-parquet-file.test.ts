@@ -34,6 +34,36 @@ describe('AuditParquetFile', () => {
   });
 });
 
+describe('AuditParquetFile.readNewest', () => {
+  it('returns every row at or above the group\'s count-th newest in range, ties included, as a full read would', async () => {
+    // Coarse times (many ties): 3,000 rows over 40 distinct ts values, in one group.
+    const tied = buildEvents(seed + 1, { count: 3_000, spanMs: DAY_MS }).map((e, i) => ({ ...e, timestamp: e.timestamp - (e.timestamp % 3_600_000) + (i % 2) }));
+    const file = await AuditParquetFile.open(bytesSource(encodeAuditParquet(tied, { rowGroupSize: 3_000 })));
+    const all = await file.read({ rowGroups: [0] });
+    for (const count of [1, 7, 200, 2_999, 3_000, 5_000]) {
+      for (const [fromMs, toMs] of [[undefined, undefined], [all[100]!.timestamp, all[2_000]!.timestamp]] as const) {
+        const inRange = all.filter((e) => (fromMs === undefined || e.timestamp >= fromMs) && (toMs === undefined || e.timestamp <= toMs));
+        const threshold = inRange.map((e) => e.timestamp).sort((a, b) => b - a)[Math.min(count, inRange.length) - 1]!;
+        const got = await file.readNewest(0, { ...(fromMs !== undefined ? { fromMs, toMs } : {}), count });
+        const expectedRows = count >= inRange.length ? inRange : inRange.filter((e) => e.timestamp >= threshold);
+        expect(got, `count ${count} from ${fromMs}`).toEqual(expectedRows);
+      }
+    }
+  });
+
+  it('reads the tail of a sorted group only: its page index shows many pages per text column', async () => {
+    const many = buildEvents(seed + 2, { count: 10_000, spanMs: DAY_MS });
+    const counting = countingSource(bytesSource(encodeAuditParquet(many)));
+    const file = await AuditParquetFile.open(counting);
+    const query = file.footer.row_groups[0]!.columns.find((c) => c.meta_data?.path_in_schema[0] === 'query')!;
+    // More than one page (hyparquet-writer writes an offset index only then).
+    expect(query.offset_index_length).toBeGreaterThan(0);
+    const newest = await file.readNewest(0, { count: 50 });
+    expect(newest).toEqual(expectedTiered(many).slice(-newest.length));
+    expect(newest.length).toBeGreaterThanOrEqual(50);
+  });
+});
+
 describe('ParquetFooterCache', () => {
   it('drops the least recently used footer beyond its bound', async () => {
     const footer = (await AuditParquetFile.open(bytesSource(bytes))).footer;

@@ -59,7 +59,10 @@ function pageLast(candidates: Map<string, MergedEvent>, want: number): number {
   return (page[want - 1] as MergedEvent).timestamp;
 }
 
-/** Adds the matching events of one row group of a file, probing predicate columns first. */
+/**
+ * Adds the matching events of one row group of a file: with predicates, probing their columns
+ * first; with only a time range, reading just the rows that can rank among the `want` newest.
+ */
 async function readRowGroup(
   file: AuditParquetFile,
   group: RowGroupSpan,
@@ -67,15 +70,22 @@ async function readRowGroup(
   probeColumns: AuditColumnName[] | undefined,
   matches: (event: TieredEvent) => boolean,
   candidates: Map<string, MergedEvent>,
+  want: number,
 ): Promise<void> {
-  const bounds = { ...(filter.fromMs !== undefined ? { fromMs: filter.fromMs } : {}), ...(filter.toMs !== undefined ? { toMs: filter.toMs } : {}), rowGroups: [group.index] };
+  const range = { ...(filter.fromMs !== undefined ? { fromMs: filter.fromMs } : {}), ...(filter.toMs !== undefined ? { toMs: filter.toMs } : {}) };
+  let events: TieredEvent[];
   if (probeColumns) {
     // Column pushdown: read only what the predicates need first; a group without a match
     // never has its other columns (the large query text among them) fetched.
-    const probe = await file.read({ ...bounds, columns: [...probeColumns, 'event_id'] });
+    const probe = await file.read({ ...range, rowGroups: [group.index], columns: [...probeColumns, 'event_id'] });
     if (!probe.some((partial) => matches(withDefaults(partial)) && !candidates.has(partial.eventId ?? ''))) return;
+    events = await file.read({ ...range, rowGroups: [group.index] });
+  } else {
+    // Every row matches: a row below the group's `want` newest cannot make the page (the
+    // group alone fills it with newer ones; an eventId already taken counts for the page too).
+    events = await file.readNewest(group.index, { ...range, count: want });
   }
-  for (const event of await file.read(bounds)) {
+  for (const event of events) {
     if (!candidates.has(event.eventId) && matches(event)) candidates.set(event.eventId, event);
   }
 }
@@ -163,7 +173,7 @@ export async function mergedSearch(options: MergedSearchOptions): Promise<Merged
         // Free-text prefilter (started ahead): a group whose text columns cannot hold q, by
         // their dictionaries and raw page bytes, is skipped without decoding a value.
         if (task.textMayMatch !== undefined && !unwrap(await task.textMayMatch())) continue;
-        await readRowGroup(task.parquet, task.group, filter, probeColumns, matches, candidates);
+        await readRowGroup(task.parquet, task.group, filter, probeColumns, matches, candidates, want);
       } catch (err) {
         fail(tier, err);
       }
