@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { validateEvent, type EffectiveSettings, type IcebergCatalogConfig, type S3ConnectionConfig, type StoredEvent } from '@auditlake/model';
+import { type EffectiveSettings, type IcebergCatalogConfig, type S3ConnectionConfig, type StoredEvent } from '@auditlake/model';
 import { mergedSearch } from '@auditlake/query';
 import { AuditStore } from '@auditlake/store';
 import {
@@ -21,6 +21,7 @@ import { createEventGenerator } from '@auditlake/testkit';
 import S3rver from 's3rver';
 import { startCpuMonitor, type CpuShare } from './cpu-monitor.js';
 import { latencyStats, type LatencyStats } from './latency-stats.js';
+import { generatedDays } from './tiering-table-days.js';
 import { scratchDir } from './scratch-dir.js';
 import { loadGenerated } from './store-loader.js';
 import { Q_NEEDLE } from './search-bench.js';
@@ -272,21 +273,17 @@ async function buildTable(options: TieringBenchOptions, connections: CountingCon
   const objects = connections.bucket(table.connectionId, table.s3.bucket);
   await ensureNamespace(connections, table);
   let loaded = await ensureIcebergTable(objects, table, Date.now());
-  const generator = createEventGenerator({ seed: options.seed + 1, startTs, spanMs: options.tableDays * DAY_MS, count: options.tableEvents });
   const nowMs = startTs + options.tableDays * DAY_MS + DAY_MS;
   let seq = 0;
   let commits = 0;
   let dataFiles = 0;
   let dataBytes = 0;
   const started = performance.now();
-  for (let day = 0; day < options.tableDays; day++) {
-    const end = Math.round(((day + 1) * options.tableEvents) / options.tableDays);
-    const batch: StoredEvent[] = [];
-    for (const raw of generator.batch(end - seq)) {
-      const event = validateEvent(raw, 'event', { nowMs });
-      seq++;
-      batch.push({ ...event, ingestTs: event.timestamp + 500, seq, term: 1 });
-    }
+  // Generation runs in a worker, a day or two ahead of the commits (tiering-table-worker.ts).
+  const days = generatedDays({ seed: options.seed + 1, startTs, days: options.tableDays, events: options.tableEvents, nowMs, aheadDays: 2 });
+  for await (const batch of days) {
+    const day = commits;
+    seq += batch.length;
     const result = await commitIcebergBatch(objects, table, loaded, batch, { term: 1, nowMs: Date.now(), writerId: 'bench', mayCommit: () => true });
     commits++;
     dataFiles += result.files;
