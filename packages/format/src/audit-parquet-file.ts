@@ -86,31 +86,43 @@ export class AuditParquetFile {
   /**
    * Whether a row in row group `index` may hold `needle` (lower-case) in one of `columns`,
    * lower-cased — the free-text prefilter (column-text-probe.ts). False only when no row can:
-   * the group can then be skipped without decoding a value. Fetches the columns' chunks of
-   * the group in one request, and searches them in a worker of `pool` when given. A needle the
-   * prefilter cannot answer for gives true.
+   * the group can then be skipped without decoding a value. A needle the prefilter cannot
+   * answer for gives true. See {@link rowGroupsMayContainText}.
    */
   async rowGroupMayContainText(index: number, needle: string, columns: readonly AuditColumnName[], pool?: TextProbePool): Promise<boolean> {
-    const group = this.footer.row_groups[index];
-    if (group === undefined) throw new RangeError(`row group ${index} of ${this.footer.row_groups.length}`);
-    if (!isPrefilterNeedle(needle)) return true;
-    const chunks = group.columns
-      .map((chunk) => chunk.meta_data)
-      .filter((meta) => meta !== undefined && (columns as readonly string[]).includes(meta.path_in_schema[0] ?? ''))
-      .map((meta) => {
-        const start = Number(meta!.dictionary_page_offset ?? meta!.data_page_offset);
-        return { meta: meta!, start, end: start + Number(meta!.total_compressed_size) };
-      });
+    return (await this.rowGroupsMayContainText([index], needle, columns, pool))[0] as boolean;
+  }
+
+  /**
+   * {@link rowGroupMayContainText} for several row groups, answered in their order. The
+   * columns' chunks of all of them are fetched in one request (from the first chunk to the
+   * last, so also what lies between: pass groups next to each other), and searched in one
+   * worker of `pool` when given — a request and a message cost more than the bytes between.
+   */
+  async rowGroupsMayContainText(indexes: readonly number[], needle: string, columns: readonly AuditColumnName[], pool?: TextProbePool): Promise<boolean[]> {
+    const perGroup = indexes.map((index) => {
+      const group = this.footer.row_groups[index];
+      if (group === undefined) throw new RangeError(`row group ${index} of ${this.footer.row_groups.length}`);
+      const chunks = group.columns
+        .map((chunk) => chunk.meta_data)
+        .filter((meta) => meta !== undefined && (columns as readonly string[]).includes(meta.path_in_schema[0] ?? ''))
+        .map((meta) => {
+          const start = Number(meta!.dictionary_page_offset ?? meta!.data_page_offset);
+          return { meta: meta!, start, end: start + Number(meta!.total_compressed_size) };
+        });
+      // Cheapest first (dictionary-encoded columns are a few KB): one match ends the search.
+      return chunks.sort((a, b) => Number(a.meta.total_uncompressed_size - b.meta.total_uncompressed_size));
+    });
     // A column that is not there cannot be searched: decide exactly (and let the reader report it).
-    if (chunks.length !== columns.length) return true;
-    // Cheapest first (dictionary-encoded columns are a few KB): one match ends the search.
-    chunks.sort((a, b) => Number(a.meta.total_uncompressed_size - b.meta.total_uncompressed_size));
-    const spanStart = Math.min(...chunks.map((c) => c.start));
-    const spanEnd = Math.max(...chunks.map((c) => c.end));
+    const searchable = isPrefilterNeedle(needle) && perGroup.every((chunks) => chunks.length === columns.length);
+    if (!searchable || indexes.length === 0) return indexes.map(() => true);
+    const all = perGroup.flat();
+    const spanStart = Math.min(...all.map((c) => c.start));
+    const spanEnd = Math.max(...all.map((c) => c.end));
     const span = new Uint8Array(await this.source.slice(spanStart, spanEnd));
     const needleBytes = new TextEncoder().encode(needle);
-    const relative = chunks.map((c) => ({ start: c.start - spanStart, end: c.end - spanStart, meta: c.meta }));
+    const relative = perGroup.map((chunks) => chunks.map((c) => ({ start: c.start - spanStart, end: c.end - spanStart, meta: c.meta })));
     if (pool) return pool.probe(span, relative, needleBytes);
-    return relative.some((c) => columnChunkMayContain(span.subarray(c.start, c.end), c.meta, needleBytes));
+    return relative.map((chunks) => chunks.some((c) => columnChunkMayContain(span.subarray(c.start, c.end), c.meta, needleBytes)));
   }
 }

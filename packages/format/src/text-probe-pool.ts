@@ -9,15 +9,18 @@ export interface TextProbeChunk {
   meta: ColumnMetaData;
 }
 
-/** What a worker is asked: may any of these chunks of `span` hold `needle` (UTF-8, lower-case)? */
+/**
+ * What a worker is asked, per row group: may any of its chunks of `span` hold `needle`
+ * (UTF-8, lower-case)?
+ */
 export interface TextProbeRequest {
   id: number;
   span: ArrayBuffer;
-  chunks: TextProbeChunk[];
+  groups: TextProbeChunk[][];
   needle: Uint8Array;
 }
 
-export type TextProbeResponse = { id: number; mayMatch: boolean } | { id: number; error: string };
+export type TextProbeResponse = { id: number; mayMatch: boolean[] } | { id: number; error: string };
 
 /** Options of {@link TextProbePool}. */
 export interface TextProbePoolOptions {
@@ -28,7 +31,7 @@ export interface TextProbePoolOptions {
 }
 
 interface PendingProbe {
-  resolve: (mayMatch: boolean) => void;
+  resolve: (mayMatch: boolean[]) => void;
   reject: (err: Error) => void;
 }
 
@@ -72,12 +75,15 @@ export class TextProbePool {
     return this.#workers.length;
   }
 
-  /** Runs the probe in a worker; `span` is copied to it (the caller's buffer stays usable). */
-  probe(span: Uint8Array, chunks: TextProbeChunk[], needle: Uint8Array): Promise<boolean> {
+  /**
+   * Runs the probe of each group's chunks in a worker, answering per group; `span` is copied to
+   * it (the caller's buffer stays usable).
+   */
+  probe(span: Uint8Array, groups: TextProbeChunk[][], needle: Uint8Array): Promise<boolean[]> {
     const poolWorker = this.#pick();
     const id = this.#nextId++;
-    const request: TextProbeRequest = { id, span: span.slice().buffer, chunks, needle };
-    return new Promise<boolean>((resolve, reject) => {
+    const request: TextProbeRequest = { id, span: span.slice().buffer, groups, needle };
+    return new Promise<boolean[]>((resolve, reject) => {
       poolWorker.pending.set(id, { resolve, reject });
       if (poolWorker.idleTimer !== undefined) clearTimeout(poolWorker.idleTimer);
       poolWorker.idleTimer = undefined;

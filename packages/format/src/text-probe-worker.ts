@@ -13,7 +13,7 @@ port.on('message', (request: TextProbeRequest) => {
   let response: TextProbeResponse;
   try {
     const span = new Uint8Array(request.span);
-    const mayMatch = request.chunks.some((c) => columnChunkMayContain(span.subarray(c.start, c.end), c.meta, request.needle));
+    const mayMatch = request.groups.map((chunks) => chunks.some((c) => columnChunkMayContain(span.subarray(c.start, c.end), c.meta, request.needle)));
     response = { id: request.id, mayMatch };
   } catch (err) {
     response = { id: request.id, error: err instanceof Error ? err.message : String(err) };

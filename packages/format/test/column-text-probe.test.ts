@@ -84,6 +84,18 @@ describe('column text prefilter', () => {
     expect(counting.fetchCount - before).toBe(1);
   });
 
+  it('answers neighbouring groups from one request, each as it would alone', async () => {
+    const events = Array.from({ length: 400 }, (_, i) => ev(i, i === 120 || i === 390 ? { details: 'Found-It' } : {}));
+    const counting = countingSource(bytesSource(encodeAuditParquet(events, { rowGroupSize: 50 })));
+    const file = await AuditParquetFile.open(counting);
+    const alone = await Promise.all([7, 6, 5, 4, 3, 2].map((i) => file.rowGroupMayContainText(i, 'found-it', TEXT_COLUMNS)));
+    expect(alone).toEqual([true, false, false, false, false, true]);
+    const before = counting.fetchCount;
+    expect(await file.rowGroupsMayContainText([7, 6, 5, 4, 3, 2], 'found-it', TEXT_COLUMNS)).toEqual(alone);
+    expect(counting.fetchCount - before).toBe(1);
+    expect(await file.rowGroupsMayContainText([], 'found-it', TEXT_COLUMNS)).toEqual([]);
+  });
+
   it('never says no for a group with a match (property, mixed case and non-ASCII text)', async () => {
     const alphabet = fc.constantFrom('a', 'B', 'k', 'K', 'i', 'I', '\u212A', '\u0130', 'é', 'É', 'ß', 'σ', 'Σ', ' ', ',', '-', '7');
     const text = fc.string({ unit: alphabet, maxLength: 12 });

@@ -10,7 +10,14 @@ export const TEXT_COLUMNS = ['query', 'details', 'resource', 'user_id', 'action'
  * group is a fetch and then CPU work; starting the next ones first keeps the network busy
  * while this one is searched. Each costs at most one group's text columns in memory.
  */
-export const PREFILTER_AHEAD_GROUPS = 3;
+export const PREFILTER_AHEAD_GROUPS = 4;
+
+/**
+ * Neighbouring row groups of a file prefiltered together: one request and one worker message
+ * for all (measured over s3rver: a request costs ~4 ms of the reader's CPU, the bytes between
+ * two groups' text columns — ~0.4 MB of other columns at 10,000 rows — ~3 ms).
+ */
+export const PREFILTER_BATCH_GROUPS = 4;
 
 /** A promise's outcome, so a promise started ahead and never awaited cannot reject unhandled. */
 export type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
