@@ -2,6 +2,7 @@ export * from './audit-error.js';
 export * from './event.js';
 export * from './event-id.js';
 export * from './event-validation.js';
+export * from './encoded-event.js';
 export * from './field-limits.js';
 export * from './config.js';
 export { parseFailure, type ValueParser } from './config-values.js';

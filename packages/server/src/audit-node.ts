@@ -7,6 +7,7 @@ import { Authenticator } from './auth/authenticator.js';
 import { DenyRecorder } from './auth/deny-recorder.js';
 import { createHttpApp } from './http-app.js';
 import { httpPeerTransport } from './http-peer-transport.js';
+import { IngestParsePool } from './ingest-parse-pool.js';
 import { IngestService } from './ingest-service.js';
 import { clusterMembership, joiningMembership, singleNodeMembership, type Membership } from './membership.js';
 import { NodeMetrics } from './metrics.js';
@@ -158,6 +159,9 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
       if (changes.some((c) => c.key === 'audit.retention.days' || c.key.startsWith('audit.tier.'))) pruner.trigger().catch(() => undefined);
     });
 
+    // Closed after the HTTP server (closers run in reverse), which first lets requests finish.
+    const parser = new IngestParsePool(config.ingestParseThreads);
+    closers.push(() => parser.close());
     const app = createHttpApp({
       bodyLimitBytes: config.bodyLimitBytes,
       authenticator: new Authenticator({ tokens, accessKeys: config.accessKeys, jwtSecret: config.jwtSecret }),
@@ -175,6 +179,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     late.app = app;
     closers.push(() => app.close());
     const ingest = new IngestService({
+      parser,
       store,
       settings,
       metrics,

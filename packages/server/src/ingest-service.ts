@@ -1,5 +1,6 @@
-import { AuditError, AuditErrorCode, keepUnderSampling, newEventId, validateIngestBody, type AuditEvent } from '@auditlake/model';
+import { AuditError, AuditErrorCode, keepSampledRead, type EncodedEvent } from '@auditlake/model';
 import type { AuditStore } from '@auditlake/store';
+import type { IngestParsePool } from './ingest-parse-pool.js';
 import type { Membership } from './membership.js';
 import type { NodeMetrics } from './metrics.js';
 import { storeReceived, type Received } from './received-events.js';
@@ -20,6 +21,7 @@ export interface IngestOptions {
 
 export interface IngestServiceOptions {
   store: AuditStore;
+  parser: IngestParsePool;
   settings: SettingsService;
   metrics: NodeMetrics;
   membership: Membership;
@@ -28,8 +30,9 @@ export interface IngestServiceOptions {
 }
 
 /**
- * validate (all or nothing) → sample reads (DENY never) → durable write (log when leading,
- * outbox otherwise) → answer; with `ack=replicated`, also wait for a standby.
+ * parse and validate, all or nothing (in a worker thread) → sample reads (DENY never) →
+ * durable write (log when leading, outbox otherwise) → answer; with `ack=replicated`, also
+ * wait for a standby.
  */
 export class IngestService {
   readonly #options: IngestServiceOptions;
@@ -38,26 +41,20 @@ export class IngestService {
     this.#options = options;
   }
 
-  async ingest(body: unknown, options: IngestOptions = { ackReplicated: false }): Promise<IngestResponse> {
-    const { metrics, settings } = this.#options;
-    const freshIds = new Set<string>();
-    const newId = (nowMs: number) => {
-      const id = newEventId(nowMs);
-      freshIds.add(id);
-      return id;
-    };
-    let events;
-    try {
-      events = validateIngestBody(body, { nowMs: Date.now(), newId });
-    } catch (err) {
-      metrics.eventsRefused.inc(Array.isArray(body) ? body.length : 1);
-      throw err;
+  /** `body` is the request body's bytes: parsed in a worker thread when the pool has any. */
+  async ingest(body: Uint8Array, options: IngestOptions = { ackReplicated: false }): Promise<IngestResponse> {
+    const { metrics, settings, parser } = this.#options;
+    const parsed = await parser.parse(body, Date.now());
+    if (!parsed.ok) {
+      metrics.eventsRefused.inc(parsed.refused);
+      throw new AuditError(parsed.code, parsed.message);
     }
     const sampling = settings.effective;
-    const kept = events.filter((event) => keepUnderSampling(event, sampling, this.#options.random));
-    const sampledOut = events.length - kept.length;
+    const kept = parsed.events.filter((event) => !event.subjectToSampling || keepSampledRead(sampling, this.#options.random));
+    const sampledOut = parsed.events.length - kept.length;
     if (sampledOut > 0) metrics.eventsSampledOut.inc(sampledOut);
     if (kept.length > 0) {
+      const freshIds = new Set(kept.filter((event) => event.freshId).map((event) => event.eventId));
       const received = await storeReceived(this.#options.store, this.#options.membership, kept, freshIds);
       if (received.path === 'log') {
         metrics.eventsIngested.inc(received.result.stored.length);
@@ -78,7 +75,7 @@ export class IngestService {
    * stored them and this standby applied them. Either way all or nothing: a timeout is a 503
    * and the caller retries (idempotent by eventId).
    */
-  async #awaitReplicated(events: readonly AuditEvent[], received: Received): Promise<void> {
+  async #awaitReplicated(events: readonly EncodedEvent[], received: Received): Promise<void> {
     const { store, membership, ackReplicatedTimeoutMs } = this.#options;
     if (!membership.coordinated) {
       throw new AuditError(AuditErrorCode.NOT_LEADER, 'ack=replicated needs a standby, and this node runs without a cluster (--coordinator); the events were stored durably on this node', {
@@ -110,13 +107,13 @@ export class IngestService {
 }
 
 /** The highest seq the local log gives these events (0 for any not there). */
-async function highestSeq(store: AuditStore, events: readonly AuditEvent[]): Promise<number> {
+async function highestSeq(store: AuditStore, events: readonly EncodedEvent[]): Promise<number> {
   const found = await Promise.all(events.map((e) => store.getByEventId(e.eventId)));
   return Math.max(0, ...found.map((e) => e?.seq ?? 0));
 }
 
 /** Resolves true once every event is in the local log (it came back from the leader). */
-async function waitUntilApplied(store: AuditStore, events: readonly AuditEvent[], timeoutMs: number): Promise<boolean> {
+async function waitUntilApplied(store: AuditStore, events: readonly EncodedEvent[], timeoutMs: number): Promise<boolean> {
   const pending = new Set(events.map((e) => e.eventId));
   const deadline = Date.now() + timeoutMs;
   const check = async () => {

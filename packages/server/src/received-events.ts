@@ -1,4 +1,4 @@
-import { isAuditError, AuditErrorCode, type AuditEvent } from '@auditlake/model';
+import { encodeEvent, isAuditError, AuditErrorCode, type AuditEvent, type EncodedEvent } from '@auditlake/model';
 import type { AppendResult, AuditStore } from '@auditlake/store';
 import type { Membership } from './membership.js';
 
@@ -10,15 +10,21 @@ export type Received = { path: 'log'; result: AppendResult } | { path: 'outbox' 
  * (acknowledged means durable). A leader that loses its lease mid-request falls back to the
  * outbox rather than failing the caller.
  */
-export async function storeReceived(store: AuditStore, membership: Membership, events: readonly AuditEvent[], freshIds?: ReadonlySet<string>): Promise<Received> {
+export async function storeReceived(
+  store: AuditStore,
+  membership: Membership,
+  received: readonly AuditEvent[] | readonly EncodedEvent[],
+  freshIds?: ReadonlySet<string>,
+): Promise<Received> {
+  const events = received.map((event) => ('json' in event ? event : encodeEvent(event)));
   if (membership.isLeader()) {
     try {
-      return { path: 'log', result: await store.append(events, freshIds ? { freshIds } : {}) };
+      return { path: 'log', result: await store.appendEncoded(events, freshIds ? { freshIds } : {}) };
     } catch (err) {
       if (!isAuditError(err, AuditErrorCode.NOT_LEADER)) throw err;
     }
   }
-  await store.enqueueOutbox(events);
+  await store.enqueueOutboxEncoded(events);
   membership.outboxChanged();
   return { path: 'outbox' };
 }

@@ -1,6 +1,6 @@
 import { mkdir, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { AuditError, AuditErrorCode, compileFilter, toAuditEvent, type AuditEvent, type SearchFilter, type StoredEvent } from '@auditlake/model';
+import { AuditError, AuditErrorCode, compileFilter, encodeEvent, toAuditEvent, type AuditEvent, type EncodedEvent, type SearchFilter, type StoredEvent } from '@auditlake/model';
 import { Level } from 'level';
 import {
   PREFIX,
@@ -117,6 +117,11 @@ export class AuditStore {
    * stored, and resolves only once the batch is synced to disk.
    */
   async append(events: readonly AuditEvent[], options: AppendOptions = {}): Promise<AppendResult> {
+    return this.appendEncoded(events.map(encodeEvent), options);
+  }
+
+  /** As append, for events serialised where they were validated (the ingest parse workers). */
+  async appendEncoded(events: readonly EncodedEvent[], options: AppendOptions = {}): Promise<AppendResult> {
     const result = await this.#openWriter().append(events, options);
     if (options.meta?.length) this.#metaVersion++;
     if (result.stored.length > 0) this.#logGrew();
@@ -268,10 +273,15 @@ export class AuditStore {
 
   /** Puts events into the outbox (synced): received here, to be forwarded to the leader. */
   async enqueueOutbox(events: readonly AuditEvent[]): Promise<void> {
+    return this.enqueueOutboxEncoded(events.map(encodeEvent));
+  }
+
+  /** As enqueueOutbox, for events serialised where they were validated. */
+  async enqueueOutboxEncoded(events: readonly EncodedEvent[]): Promise<void> {
     this.#openWriter();
     // Chained: the array form with options clones every operation (BENCHMARKS.md, Ingest).
     const batch = this.#db.batch();
-    for (const event of events) batch.put(outboxKey(this.#outboxNext++), JSON.stringify(event));
+    for (const event of events) batch.put(outboxKey(this.#outboxNext++), event.json);
     // Store before ack: the 200 promises the events survive this process.
     await batch.write({ sync: true });
     this.#outboxCount += events.length;

@@ -1,4 +1,4 @@
-import { AuditError, AuditErrorCode, type AuditEvent, type StoredEvent } from '@auditlake/model';
+import { AuditError, AuditErrorCode, storedEventJson, type EncodedEvent, type StoredEvent } from '@auditlake/model';
 import type { Level } from 'level';
 import { PREFIX, idKey, metaKey, encodeUint } from './event-keys.js';
 
@@ -21,9 +21,17 @@ export interface AppendOptions {
   meta?: readonly MetaPut[];
 }
 
+/** Where an appended event was stored. */
+export interface StoredRef {
+  eventId: string;
+  seq: number;
+  ingestTs: number;
+  term: number;
+}
+
 export interface AppendResult {
   /** Newly stored events, in the order they were given, with their seq and ingestTs. */
-  stored: StoredEvent[];
+  stored: StoredRef[];
   /** Events whose eventId was already stored (or repeated within the append): kept once. */
   duplicates: number;
 }
@@ -43,7 +51,7 @@ export interface ExclusiveContext {
 }
 
 type PendingOp =
-  | { kind: 'append'; events: readonly AuditEvent[]; options: AppendOptions; resolve: (r: AppendResult) => void; reject: (err: unknown) => void }
+  | { kind: 'append'; events: readonly EncodedEvent[]; options: AppendOptions; resolve: (r: AppendResult) => void; reject: (err: unknown) => void }
   | { kind: 'exclusive'; run: (ctx: ExclusiveContext) => Promise<unknown>; resolve: (r: unknown) => void; reject: (err: unknown) => void };
 
 type PendingAppend = Extract<PendingOp, { kind: 'append' }>;
@@ -57,38 +65,19 @@ interface PutSink {
 }
 
 /**
- * The event with its place in the order, built field by field: every stored event then shares
- * one object shape, which JSON.stringify serialises much faster than the objects a spread of
- * parsed input produces (measured ~7 µs → ~0.5 µs per event to build).
- */
-function toStoredEvent(event: AuditEvent, ingestTs: number, seq: number, term: number): StoredEvent {
-  return {
-    eventId: event.eventId,
-    userId: event.userId,
-    source: event.source,
-    action: event.action,
-    resource: event.resource,
-    decision: event.decision,
-    tables: event.tables,
-    query: event.query,
-    details: event.details,
-    timestamp: event.timestamp,
-    ingestTs,
-    seq,
-    term,
-  };
-}
-
-/**
  * Adds the puts that store one event under its three keys. `json` is the event's JSON when
  * the caller already has it exactly as stored (a replicated entry), so it is not serialised again.
  */
 export function putEvent(batch: PutSink, event: StoredEvent, json: string = JSON.stringify(event)): void {
-  const ts = encodeUint(event.timestamp);
-  const seq = encodeUint(event.seq);
+  putEventKeys(batch, event.eventId, event.timestamp, event.seq, json);
+}
+
+function putEventKeys(batch: PutSink, eventId: string, timestamp: number, seqNumber: number, json: string): void {
+  const ts = encodeUint(timestamp);
+  const seq = encodeUint(seqNumber);
   batch.put(PREFIX.time + ts + seq, json);
   batch.put(PREFIX.seq + seq, ts);
-  batch.put(idKey(event.eventId), ts + seq);
+  batch.put(idKey(eventId), ts + seq);
 }
 
 /**
@@ -120,7 +109,7 @@ export class EventWriter {
   }
 
   /** Resolves once the events are on disk (`sync: true`): acknowledged means durable. */
-  append(events: readonly AuditEvent[], options: AppendOptions = {}): Promise<AppendResult> {
+  append(events: readonly EncodedEvent[], options: AppendOptions = {}): Promise<AppendResult> {
     return new Promise((resolve, reject) => this.#enqueue({ kind: 'append', events, options, resolve, reject }));
   }
 
@@ -231,9 +220,9 @@ export class EventWriter {
         }
         seenInGroup.add(event.eventId);
         seq++;
-        const stored = toStoredEvent(event, ingestTs, seq, term);
-        putEvent(batch, stored);
-        result.stored.push(stored);
+        // Composed from the JSON made at validation: the event is serialised once.
+        putEventKeys(batch, event.eventId, event.timestamp, seq, storedEventJson(event, ingestTs, seq, term));
+        result.stored.push({ eventId: event.eventId, seq, ingestTs, term });
       }
       for (const meta of pending.options.meta ?? []) {
         batch.put(metaKey(meta.name), JSON.stringify(meta.value));

@@ -11,7 +11,13 @@ function ackReplicated(query: unknown): boolean {
 }
 
 export function registerIngestRoute(app: FastifyInstance, ingest: IngestService): void {
-  app.post('/v1/api/audit', { config: { access: { role: 'ingest', action: 'audit:Ingest' } } }, async (request) => {
-    return ingest.ingest(request.body, { ackReplicated: ackReplicated(request.query) });
+  app.register(async (scope) => {
+    // The body stays bytes here: IngestService parses it in a worker thread. Scoped to this
+    // route, so every other route keeps fastify's JSON parser.
+    scope.removeContentTypeParser('application/json');
+    scope.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+    scope.post('/v1/api/audit', { config: { access: { role: 'ingest', action: 'audit:Ingest' } } }, async (request) => {
+      return ingest.ingest(request.body as Buffer, { ackReplicated: ackReplicated(request.query) });
+    });
   });
 }

@@ -1,0 +1,24 @@
+import { toAuditEvent, type AuditEvent } from './event.js';
+
+/**
+ * A validated event serialised once, where it was validated (possibly in an ingest worker):
+ * the store composes the stored JSON from `json` without serialising the event again.
+ */
+export interface EncodedEvent {
+  eventId: string;
+  timestamp: number;
+  /** The AuditEvent as a JSON object text, exactly its fields. */
+  json: string;
+}
+
+export function encodeEvent(event: AuditEvent): EncodedEvent {
+  return { eventId: event.eventId, timestamp: event.timestamp, json: JSON.stringify(toAuditEvent(event)) };
+}
+
+/**
+ * The stored event's JSON: the encoded event with its place in the order appended, the same
+ * text JSON.stringify gives for the StoredEvent (its fields in the same order).
+ */
+export function storedEventJson(encoded: EncodedEvent, ingestTs: number, seq: number, term: number): string {
+  return `${encoded.json.slice(0, -1)},"ingestTs":${ingestTs},"seq":${seq},"term":${term}}`;
+}

@@ -1,0 +1,88 @@
+import { AuditErrorCode, encodeEvent, isAuditError, newEventId, subjectToReadSampling, validateIngestBody, type EncodedEvent } from '@auditlake/model';
+
+/** One event as ingest parsing leaves it: serialised, plus what the event loop still decides. */
+export interface ParsedEvent extends EncodedEvent {
+  /** The node assigned its id just now, so it cannot be stored already (no idempotency lookup). */
+  freshId: boolean;
+  /** An allowed `data:Select`: read sampling decides whether it is kept. */
+  subjectToSampling: boolean;
+}
+
+/** A parsed body, or why it was refused (then nothing of it may be stored). */
+export type ParseOutcome = { ok: true; events: ParsedEvent[] } | { ok: false; code: AuditErrorCode; message: string; refused: number };
+
+/**
+ * Decodes, parses and validates an ingest body and serialises each event once: the work of an
+ * ingest request that does not need the store, so it can run in a worker thread.
+ */
+export function parseIngestBody(bytes: Uint8Array, nowMs: number): ParseOutcome {
+  let body: unknown;
+  try {
+    body = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));
+  } catch (err) {
+    return { ok: false, code: AuditErrorCode.BAD_REQUEST, message: `request body is not valid JSON: ${err instanceof Error ? err.message : String(err)}`, refused: 1 };
+  }
+  const fresh = new Set<string>();
+  const newId = (now: number) => {
+    const id = newEventId(now);
+    fresh.add(id);
+    return id;
+  };
+  try {
+    return {
+      ok: true,
+      events: validateIngestBody(body, { nowMs, newId }).map((event) => ({
+        ...encodeEvent(event),
+        freshId: fresh.has(event.eventId),
+        subjectToSampling: subjectToReadSampling(event),
+      })),
+    };
+  } catch (err) {
+    if (!isAuditError(err)) throw err;
+    return { ok: false, code: err.code, message: err.message, refused: Array.isArray(body) ? body.length : 1 };
+  }
+}
+
+/*
+ * A parsed body crosses from the worker as one transferred buffer rather than as cloned
+ * objects (structured clone of 500 events measured several µs per event on the receiving
+ * loop): line 0 is a JSON header with the ids, event times and flags, then one line per event
+ * holding its JSON (which never contains a raw newline).
+ */
+interface WireHeader {
+  ids: string[];
+  ts: number[];
+  /** Per event: bit 1 freshId, bit 2 subjectToSampling, as a digit. */
+  flags: string;
+}
+
+export function encodeParsedEvents(events: readonly ParsedEvent[]): Uint8Array {
+  const header: WireHeader = {
+    ids: events.map((e) => e.eventId),
+    ts: events.map((e) => e.timestamp),
+    flags: events.map((e) => String((e.freshId ? 1 : 0) | (e.subjectToSampling ? 2 : 0))).join(''),
+  };
+  const lines = [JSON.stringify(header)];
+  for (const event of events) lines.push(event.json);
+  return Buffer.from(lines.join('\n'), 'utf8');
+}
+
+export function decodeParsedEvents(bytes: Uint8Array): ParsedEvent[] {
+  const lines = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8').split('\n');
+  const header = JSON.parse(lines[0] ?? '') as WireHeader;
+  if (header.ids.length !== lines.length - 1) throw new TypeError(`parsed ingest batch holds ${lines.length - 1} events but names ${header.ids.length}`);
+  return header.ids.map((eventId, i) => {
+    const flags = Number(header.flags[i]);
+    return { eventId, timestamp: header.ts[i] as number, json: lines[i + 1] as string, freshId: (flags & 1) !== 0, subjectToSampling: (flags & 2) !== 0 };
+  });
+}
+
+/**
+ * An ArrayBuffer holding exactly `bytes`, to transfer: the bytes' own buffer when they fill it,
+ * else a copy (a small Buffer lives in a slab shared with other Buffers, which must not be
+ * detached; note Buffer#slice would not copy).
+ */
+export function transferable(bytes: Uint8Array): ArrayBuffer {
+  if (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer) return bytes.buffer;
+  return new Uint8Array(bytes).buffer;
+}

@@ -1,0 +1,98 @@
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { decodeParsedEvents, encodeParsedEvents, parseIngestBody, transferable } from '../src/ingest-parse.js';
+import { IngestParsePool } from '../src/ingest-parse-pool.js';
+import { startTestNode } from './test-node.js';
+
+const NOW = 1_700_000_000_000;
+const body = (value: unknown) => Buffer.from(JSON.stringify(value), 'utf8');
+const events = [
+  { eventId: 'a', source: 'trino', userId: 'ana', action: 'data:Select', query: 'SELECT 1\n-- "ü"', ts: 5 },
+  { eventId: 'b', source: 'trino', userId: 'bo', action: 'data:Select', decision: 'deny' },
+  { source: 'spark', userId: 'cy', action: 'data:Insert', tables: ['x.y.z'] },
+];
+
+function pool(threads: number): IngestParsePool {
+  const p = new IngestParsePool(threads);
+  onTestFinished(() => p.close());
+  return p;
+}
+
+describe('ingest parsing', () => {
+  it('gives in a worker exactly what it gives inline, ids assigned and flagged fresh', async () => {
+    const inline = parseIngestBody(body(events), NOW);
+    const inWorker = await pool(1).parse(body(events), NOW);
+    expect(inline.ok && inWorker.ok).toBe(true);
+    if (!inline.ok || !inWorker.ok) return;
+    const withoutAssignedId = (list: typeof inline.events) => list.map((e) => (e.freshId ? { ...e, eventId: '', json: e.json.replace(e.eventId, '') } : e));
+    expect(withoutAssignedId(inWorker.events)).toEqual(withoutAssignedId(inline.events));
+    expect(inWorker.events.map((e) => [e.freshId, e.subjectToSampling])).toEqual([
+      [false, true],
+      [false, false], // a DENY is never sampled out
+      [true, false],
+    ]);
+    expect(JSON.parse(inWorker.events[0]!.json)).toMatchObject({ eventId: 'a', query: 'SELECT 1\n-- "ü"', timestamp: 5 });
+  });
+
+  it('refuses in a worker with the inline message and the number of events refused', async () => {
+    const bad = [...events, { source: 'x', userId: 'u', action: 'a', ts: -1 }];
+    const expected = { ok: false, code: 'AUDIT_BAD_REQUEST', message: 'events[3].ts must be a non-negative integer (epoch millis): -1', refused: 4 };
+    expect(parseIngestBody(body(bad), NOW)).toEqual(expected);
+    expect(await pool(1).parse(body(bad), NOW)).toEqual(expected);
+    expect(await pool(1).parse(Buffer.from('[{"source":'), NOW)).toMatchObject({ ok: false, message: expect.stringMatching(/^request body is not valid JSON/) as unknown });
+  });
+
+  it('parses inline with no threads', async () => {
+    const p = pool(0);
+    expect(p.threads).toBe(0);
+    expect(await p.parse(body(events), NOW)).toMatchObject({ ok: true, events: [{ eventId: 'a' }, { eventId: 'b' }, { freshId: true }] });
+  });
+
+  it('copies a small Buffer instead of detaching the slab it shares with other Buffers', async () => {
+    const small = body(events.slice(0, 1));
+    const neighbour = Buffer.from('still here');
+    expect(small.buffer).toBe(neighbour.buffer); // both in Node's shared slab
+    expect(await pool(1).parse(small, NOW)).toMatchObject({ ok: true });
+    expect(neighbour.toString()).toBe('still here');
+    expect(small.buffer.byteLength).toBeGreaterThan(0); // not detached
+    const own = new Uint8Array(16);
+    expect(transferable(own)).toBe(own.buffer);
+  });
+
+  it('fails the requests of a worker that dies, and replaces it', async () => {
+    const p = pool(1);
+    const [before] = p.workerThreadIds;
+    // A body that keeps the worker busy for tens of ms, so the crash lands before its answer.
+    const large = body(Array.from({ length: 10_000 }, (_, i) => ({ ...events[2], eventId: `e${i}` })));
+    const pending = expect(p.parse(large, NOW)).rejects.toThrow(/exited/);
+    await p.crashWorkerForTest(0);
+    await pending;
+    expect(p.workerThreadIds).toHaveLength(1);
+    expect(p.workerThreadIds[0]).not.toBe(before);
+    expect(await p.parse(body(events), NOW)).toMatchObject({ ok: true });
+  });
+
+  it('closes: pending requests fail, later ones are refused', async () => {
+    const p = new IngestParsePool(2);
+    const pending = expect(p.parse(body(events), NOW)).rejects.toThrow(/closed/);
+    await p.close();
+    await pending;
+    await expect(p.parse(body(events), NOW)).rejects.toThrow(/closed/);
+    expect(p.workerThreadIds).toEqual([]);
+  });
+
+  it('carries parsed events across threads unchanged', () => {
+    const parsed = parseIngestBody(body(events), NOW);
+    if (!parsed.ok) throw new Error('expected a parse');
+    expect(decodeParsedEvents(encodeParsedEvents(parsed.events))).toEqual(parsed.events);
+    expect(decodeParsedEvents(encodeParsedEvents([]))).toEqual([]);
+  });
+
+  it('ingests over HTTP with inline parsing too (auditlake.ingest.parse.threads=0)', async () => {
+    const t = await startTestNode({ props: { 'auditlake.ingest.parse.threads': '0' } });
+    expect(await t.ingest(events)).toEqual({ status: 200, json: { status: 'ok', ingested: 3 } });
+    expect((await t.stored()).map((e) => e.userId).sort()).toEqual(['ana', 'bo', 'cy']);
+    const refused = await t.ingest([{ source: 'x' }]);
+    expect(refused.status).toBe(400);
+    expect(refused.json['error']).toBe('events[0].userId is required');
+  });
+});
