@@ -120,9 +120,9 @@ export function clusterNotes(c: ClusterFigures, run: RunInfo, singleNode: Single
         `the machine's ${cpuCount} cores were ${pct(busy / cpuCount)} busy, so this is CPU-bound. The nodes spent ` +
         `${int((nodeSum * t.endToEndMs * 1000) / t.events)} µs of CPU per event together` +
         (singleNode?.cpuMicrosPerEvent === undefined ? '' : ` against ${int(singleNode.cpuMicrosPerEvent)} µs for one node alone (client included)`) +
-        `: every event is parsed and stored three times (the leader and two standbys, each a synced LevelDB batch), read back and ` +
-        `serialised by the leader once per standby pull, and the two thirds sent to a standby are also written to and deleted from its outbox ` +
-        `and sent over HTTP once more. See "Where the time goes" under Cluster.`,
+        `: every event is stored three times (the leader and two standbys, each a synced LevelDB batch) and parsed by each node that stores it; ` +
+        `the leader reads it back for each standby's pull (as stored bytes, not parsed again), and the two thirds sent to a standby are also ` +
+        `written to and deleted from its outbox and sent over HTTP once more. See "Where the time goes" under Cluster.`,
     );
   }
   if (c.lag.firstStandby.p99Ms >= CLUSTER_TARGETS.lagP99MsMax) {

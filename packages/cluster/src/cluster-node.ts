@@ -82,7 +82,8 @@ export class ClusterNode {
       nodeId,
       maxAttempts: options.forwardMaxAttempts,
       queueCapacity: options.forwardQueueCapacity,
-      batchSize: 2000,
+      // Large enough that a busy leader's per-forward cost is spread over many events.
+      batchSize: 5000,
       log,
       onForwarded: (n) => options.hooks.onForwarded(n),
       onAttemptsExhausted: () => options.hooks.onForwardAttemptsExhausted(),
@@ -156,7 +157,7 @@ export class ClusterNode {
   async receiveForward(request: ForwardRequest): Promise<ForwardResponse> {
     this.elector.observeTerm(request.term);
     if (!this.elector.isLeader()) throw new AuditError(AuditErrorCode.NOT_LEADER, `node ${this.#options.nodeId} is not the leader`, { retryable: true });
-    const result = await this.#options.store.append(request.events.map(parseForwardedEvent));
+    const result = await this.#options.store.appendEncoded(request.events.map(parseForwardedEvent));
     return { term: this.elector.knownTerm, stored: result.stored.length, duplicates: result.duplicates };
   }
 

@@ -125,7 +125,7 @@ export class OutboxForwarder {
     const events = batch.map((entry) => entry.json);
     if (elector.isLeader()) {
       // This node leads now (e.g. events diverted on rejoin, or received before it won): order them here.
-      await store.append(events.map(parseForwardedEvent));
+      await store.appendEncoded(events.map(parseForwardedEvent));
     } else {
       const leader = elector.leader;
       if (leader === undefined) throw new Error('no leader is known');

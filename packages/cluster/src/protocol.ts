@@ -1,4 +1,4 @@
-import { toAuditEvent, type AuditEvent } from '@auditlake/model';
+import { encodeEvent, validateEvent, type EncodedEvent } from '@auditlake/model';
 
 /** A standby (or a new leader catching up) asking a node for log entries. */
 export interface PullRequest {
@@ -65,15 +65,30 @@ export interface TermStart {
 
 export const TERM_STARTS_META = 'termStarts';
 
+const STRING_FIELDS = ['eventId', 'userId', 'source', 'action', 'resource', 'decision', 'query', 'details'] as const;
+
+/** Exactly an AuditEvent's fields with their types: what encodeEvent writes, nothing more. */
+function isExactAuditEvent(raw: Record<string, unknown>): boolean {
+  return (
+    Object.keys(raw).length === STRING_FIELDS.length + 2 &&
+    STRING_FIELDS.every((field) => typeof raw[field] === 'string') &&
+    Array.isArray(raw['tables']) &&
+    raw['tables'].every((table) => typeof table === 'string') &&
+    Number.isSafeInteger(raw['timestamp'])
+  );
+}
+
 /**
- * A forwarded (or outbox) event's JSON back to the event. It was validated where it was
- * received; this only rebuilds its one shape and refuses text that is not an event at all,
- * so a damaged entry fails the forward rather than storing garbage.
+ * A forwarded (or outbox) event's JSON, ready to store. It was validated where it was
+ * received. Text that is exactly an event (as the follower's encodeEvent wrote it) is stored
+ * as sent, not serialised again; anything else is validated again and rebuilt to the event's
+ * one shape; text that is not a valid event fails the forward rather than storing garbage.
  */
-export function parseForwardedEvent(json: string): AuditEvent {
-  const raw = JSON.parse(json) as AuditEvent | null;
-  if (typeof raw !== 'object' || raw === null || typeof raw.eventId !== 'string' || typeof raw.timestamp !== 'number') {
+export function parseForwardedEvent(json: string): EncodedEvent {
+  const raw = JSON.parse(json) as Record<string, unknown> | null;
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw) || typeof raw['eventId'] !== 'string' || typeof raw['timestamp'] !== 'number') {
     throw new TypeError(`forwarded entry is not an audit event: ${json.slice(0, 200)}`);
   }
-  return toAuditEvent(raw);
+  if (isExactAuditEvent(raw)) return { eventId: raw['eventId'], timestamp: raw['timestamp'], json };
+  return encodeEvent(validateEvent(raw, 'forwarded event', { nowMs: raw['timestamp'] }));
 }
