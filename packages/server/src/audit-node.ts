@@ -15,6 +15,7 @@ import { loadNodeId, loadOrCreateAdminToken, type AdminToken } from './node-iden
 import { storeReceived } from './received-events.js';
 import { registerClusterRoute } from './routes/cluster-route.js';
 import { registerHealthRoutes } from './routes/health-routes.js';
+import { registerAdminUiRoutes } from './routes/admin-ui-routes.js';
 import { registerIngestRoute } from './routes/ingest-route.js';
 import { registerInternalRoutes } from './routes/internal-routes.js';
 import { registerSearchRoute } from './routes/search-route.js';
@@ -188,6 +189,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
       ackReplicatedTimeoutMs: config.ackReplicatedTimeoutMs,
     });
     registerIngestRoute(app, ingest);
+    registerAdminUiRoutes(app);
     registerSearchRoute(app, { store, viewerMaxPage: config.viewerMaxPage, membership: dynamicMembership, tiering });
     registerSettingsRoutes(app, settings, dynamicMembership, tiering);
     registerClusterRoute(app, dynamicMembership);

@@ -3,6 +3,7 @@ import { roleAllows, type Authenticator } from './auth/authenticator.js';
 import type { DenyRecorder } from './auth/deny-recorder.js';
 import { toHttpError } from './http-errors.js';
 import type { NodeMetrics } from './metrics.js';
+import { wantsPage } from './routes/admin-ui-routes.js';
 import './routes/route-access.js';
 
 export interface HttpAppOptions {
@@ -33,7 +34,7 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
 
   app.addHook('onRequest', async (request, reply) => {
     const access = request.routeOptions.config.access;
-    if (!access) return;
+    if (!access || (access.pageForBrowsers === true && wantsPage(request))) return;
     const resource = `${request.method} ${request.routeOptions.url ?? request.url}`;
     const result = options.authenticator.authenticate(request.headers.authorization);
     if (!result.ok) {

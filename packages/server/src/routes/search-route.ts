@@ -4,6 +4,7 @@ import { mergedSearch } from '@auditlake/query';
 import type { AuditStore } from '@auditlake/store';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { proxyToLeader } from '../leader-proxy.js';
+import { sendAdminPage, wantsPage } from './admin-ui-routes.js';
 import type { Membership } from '../membership.js';
 import type { TieringService } from '../tiering-service.js';
 import './route-access.js';
@@ -42,7 +43,8 @@ async function streamNdjson(reply: FastifyReply, events: AsyncGenerator<StoredEv
 }
 
 export function registerSearchRoute(app: FastifyInstance, options: SearchRouteOptions): void {
-  app.get('/admin/audit', { config: { access: { role: 'admin', action: 'audit:Search' } } }, async (request, reply) => {
+  app.get('/admin/audit', { config: { access: { role: 'admin', action: 'audit:Search', pageForBrowsers: true } } }, async (request, reply) => {
+    if (wantsPage(request)) return sendAdminPage(reply);
     const filter: SearchFilter = parseSearchParams(request.query as Record<string, unknown>, options.viewerMaxPage);
     const { membership } = options;
     // A standby shows the leader's view; without a reachable leader, its own replica, marked stale.

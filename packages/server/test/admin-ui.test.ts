@@ -1,0 +1,34 @@
+import { describe, expect, it } from 'vitest';
+import { startTestNode } from './test-node.js';
+
+const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
+
+describe('Admin UI page', () => {
+  it('is what a browser gets at /admin/audit and /admin/audit/search, without credentials and without data', async () => {
+    const t = await startTestNode();
+    await t.ingest([{ eventId: 'secret-1', source: 'trino', userId: 'ana', action: 'data:Select', query: 'SELECT salary' }]);
+    for (const path of ['/admin/audit', '/admin/audit/search']) {
+      const res = await t.request(path, { token: null, headers: { accept: BROWSER_ACCEPT } });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+      expect(res.headers.get('content-security-policy')).toContain("script-src 'self'");
+      const html = await res.text();
+      expect(html).toContain('<form id="search">');
+      expect(html).not.toContain('SELECT salary');
+    }
+    const script = await t.request('/admin/audit/ui.js', { token: null });
+    expect(script.status).toBe(200);
+    expect(script.headers.get('content-type')).toMatch(/^text\/javascript/);
+    // Page views are not refused access: nothing is recorded as a DENY.
+    expect((await t.stored()).filter((e) => e.decision === 'DENY')).toEqual([]);
+  });
+
+  it('leaves the API as it was: JSON callers still need credentials, and get JSON with them', async () => {
+    const t = await startTestNode();
+    expect((await t.request('/admin/audit', { token: null })).status).toBe(401);
+    expect((await t.request('/admin/audit', { token: null, headers: { accept: 'application/json' } })).status).toBe(401);
+    const res = await t.request('/admin/audit', { headers: { accept: 'application/json' } });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ events: [], count: 0, truncated: false });
+  });
+});
