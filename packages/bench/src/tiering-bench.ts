@@ -21,7 +21,7 @@ import { createEventGenerator } from '@auditlake/testkit';
 import S3rver from 's3rver';
 import { startCpuMonitor, type CpuShare } from './cpu-monitor.js';
 import { latencyStats, type LatencyStats } from './latency-stats.js';
-import { generatedDays } from './tiering-table-days.js';
+import { generatedBatches } from './tiering-table-days.js';
 import { scratchDir } from './scratch-dir.js';
 import { loadGenerated } from './store-loader.js';
 import { Q_NEEDLE } from './search-bench.js';
@@ -267,7 +267,15 @@ async function runSweeps(options: TieringBenchOptions, connections: CountingConn
   }
 }
 
-/** Builds the viewer's table: one commit per day of events (so one data file per day, give or take the jitter at midnight). */
+/**
+ * Events per commit of the viewer's table. A day's events at 10M (333,333) in one commit kept
+ * several days' events (GBs) in the heap while encoding, and garbage collection then stalled
+ * the in-process s3rver past the S3 client's 15 s deadline; 100,000 keeps the heap small, at
+ * about 4 data files per day.
+ */
+const TABLE_BATCH_EVENTS = 100_000;
+
+/** Builds the viewer's table: commits of TABLE_BATCH_EVENTS events, in event-time order (each commit writes a file per day it covers). */
 async function buildTable(options: TieringBenchOptions, connections: CountingConnections, catalogs: Map<string, IcebergCatalogConfig>, startTs: number, log: Log) {
   const table = resolveIcebergTable(VIEWER_TABLE, catalogs);
   const objects = connections.bucket(table.connectionId, table.s3.bucket);
@@ -279,10 +287,10 @@ async function buildTable(options: TieringBenchOptions, connections: CountingCon
   let dataFiles = 0;
   let dataBytes = 0;
   const started = performance.now();
-  // Generation runs in a worker, a day or two ahead of the commits (tiering-table-worker.ts).
-  const days = generatedDays({ seed: options.seed + 1, startTs, days: options.tableDays, events: options.tableEvents, nowMs, aheadDays: 2 });
-  for await (const batch of days) {
-    const day = commits;
+  // Generation runs in a worker, a batch ahead of the commits (tiering-table-worker.ts).
+  const batches = generatedBatches({ seed: options.seed + 1, startTs, days: options.tableDays, events: options.tableEvents, nowMs, batchEvents: TABLE_BATCH_EVENTS, aheadBatches: 1 });
+  let logged = 0;
+  for await (const batch of batches) {
     seq += batch.length;
     const result = await commitIcebergBatch(objects, table, loaded, batch, { term: 1, nowMs: Date.now(), writerId: 'bench', mayCommit: () => true });
     commits++;
@@ -290,7 +298,10 @@ async function buildTable(options: TieringBenchOptions, connections: CountingCon
     dataBytes += result.bytes;
     loaded = (await ensureIcebergTable(objects, table, Date.now()));
     if (loaded.version !== result.version) throw new Error(`table at v${loaded.version}, expected v${result.version}`);
-    if ((day + 1) % 5 === 0 || day === options.tableDays - 1) log(`  table: ${seq} events, ${commits} commits, ${(dataBytes / 1024 ** 2).toFixed(0)} MiB (${((performance.now() - started) / 1000).toFixed(0)} s)`);
+    if (seq - logged >= options.tableEvents / 6 || seq === options.tableEvents) {
+      logged = seq;
+      log(`  table: ${seq} events, ${commits} commits, ${(dataBytes / 1024 ** 2).toFixed(0)} MiB (${((performance.now() - started) / 1000).toFixed(0)} s)`);
+    }
   }
   return { table, commits, dataFiles, dataBytes, buildMs: performance.now() - started };
 }

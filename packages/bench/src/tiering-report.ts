@@ -128,8 +128,8 @@ export function tieringMarkdown(t: TieringFigures, config: BenchConfig): string 
     '### Viewer over a large Iceberg table',
     '',
     `A table of ${int(v.events)} generated events (seed ${config.seed + 1}) over ${v.days} UTC days is built with \`commitIcebergBatch\` directly — ` +
-      `the sweep's commit code and writer, with one commit per day's events instead of per 5,000 (so about one data file per day per commit); a worker ` +
-      `thread generates and validates the next day's events while the main thread encodes and commits: ${int(v.commits)} commits, ${int(v.dataFiles)} data files, ` +
+      `the sweep's commit code and writer, with commits of 100,000 events in event-time order instead of 5,000 (each commit writes a file per day it covers); a worker ` +
+      `thread generates and validates the next batch while the main thread encodes and commits: ${int(v.commits)} commits, ${int(v.dataFiles)} data files, ` +
       `${mib(v.tableDataBytes)} of Parquet, built in ${ms(v.buildMs)}. Each request is \`mergedSearch\` (\`@auditlake/query\`) with an empty local ` +
       `iterator and one long-lived \`IcebergTierSource\` over the S3 endpoint, as the node keeps it: it keeps the table's file list while the version ` +
       `holds (each request GETs the version hint and HEADs \`v(N+1)\` and \`vN.metadata.json\`, in parallel) and caches manifests and data file footers. ` +

@@ -3,11 +3,11 @@ import type { StoredEvent } from '@auditlake/model';
 import type { TableWorkerData, TableWorkerMessage } from './tiering-table-worker.js';
 
 /**
- * The viewer table's events, one UTC day per batch, generated in a worker thread
+ * The viewer table's events in batches of `batchEvents`, generated in a worker thread
  * (tiering-table-worker.ts) ahead of the caller. The worker is terminated when the iteration
  * ends, also early (a failed commit, an interrupted bench).
  */
-export async function* generatedDays(data: TableWorkerData): AsyncGenerator<StoredEvent[]> {
+export async function* generatedBatches(data: TableWorkerData): AsyncGenerator<StoredEvent[]> {
   const worker = new Worker(new URL('./tiering-table-worker.js', import.meta.url), { workerData: data });
   const queue: TableWorkerMessage[] = [];
   let wake: (() => void) | undefined;
@@ -21,7 +21,7 @@ export async function* generatedDays(data: TableWorkerData): AsyncGenerator<Stor
     wake?.();
   });
   worker.on('exit', (code) => {
-    failure ??= new Error(`table worker exited (code ${code}) before the last day`);
+    failure ??= new Error(`table worker exited (code ${code}) before the last batch`);
     wake?.();
   });
   try {

@@ -1,9 +1,9 @@
 /**
  * Worker thread of the tiering bench's table build: generates and validates the viewer table's
- * events day by day, so the main thread can encode and commit one day while the next is being
- * generated (generation and validation cost about as much CPU as encoding; on one thread the
- * 10M-event table took twice as long). The events are exactly those a single thread would
- * make: one generator, in order. At most `aheadDays` days wait in the message queue.
+ * events batch by batch, so the main thread can encode and commit one batch while the next is
+ * being generated (generation and validation cost about as much CPU as encoding). The events
+ * are exactly those a single thread would make: one generator, in order. At most
+ * `aheadBatches` batches wait in the message queue (each is held in the main thread's heap).
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { validateEvent, type StoredEvent } from '@auditlake/model';
@@ -16,11 +16,13 @@ export interface TableWorkerData {
   events: number;
   /** `nowMs` for validation (after the last event). */
   nowMs: number;
-  aheadDays: number;
+  /** Events per batch (one commit each). */
+  batchEvents: number;
+  aheadBatches: number;
 }
 
-/** One day's events, or the end. */
-export type TableWorkerMessage = { day: number; events: StoredEvent[] } | { done: true };
+/** One batch of events, or the end. */
+export type TableWorkerMessage = { events: StoredEvent[] } | { done: true };
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const port = parentPort;
@@ -28,24 +30,25 @@ if (port === null) throw new Error('tiering-table-worker must run in a worker th
 const data = workerData as TableWorkerData;
 const generator = createEventGenerator({ seed: data.seed, startTs: data.startTs, spanMs: data.days * DAY_MS, count: data.events });
 let seq = 0;
-let nextDay = 0;
-// Credits: the main thread sends one per day it has taken, keeping the queue bounded.
-let credits = data.aheadDays;
+// Credits: the main thread sends one per batch it has taken, keeping the queue bounded.
+let credits = data.aheadBatches;
+let done = false;
 
 function produce(): void {
-  while (credits > 0 && nextDay < data.days) {
-    const end = Math.round(((nextDay + 1) * data.events) / data.days);
+  while (credits > 0 && seq < data.events) {
     const events: StoredEvent[] = [];
-    for (const raw of generator.batch(end - seq)) {
+    for (const raw of generator.batch(Math.min(data.batchEvents, data.events - seq))) {
       const event = validateEvent(raw, 'event', { nowMs: data.nowMs });
       seq++;
       events.push({ ...event, ingestTs: event.timestamp + 500, seq, term: 1 });
     }
-    port!.postMessage({ day: nextDay, events } satisfies TableWorkerMessage);
-    nextDay++;
+    port!.postMessage({ events } satisfies TableWorkerMessage);
     credits--;
   }
-  if (nextDay === data.days) port!.postMessage({ done: true } satisfies TableWorkerMessage);
+  if (seq === data.events && !done) {
+    done = true;
+    port!.postMessage({ done: true } satisfies TableWorkerMessage);
+  }
 }
 
 port.on('message', () => {
