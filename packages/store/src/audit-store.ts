@@ -165,7 +165,7 @@ export class AuditStore {
       }
       const batch = db.batch();
       // Stored byte for byte as the leader stored it: no second serialisation.
-      for (const { event, json } of fresh) putEvent(batch, event, json);
+      for (const { event, json } of fresh) putEvent(batch, event.eventId, event.timestamp, event.seq, json);
       await batch.write({ sync: true });
       const last = (fresh[fresh.length - 1] as { event: StoredEvent }).event;
       setPosition({ lastSeq: last.seq, lastTerm: last.term, lastIngestTs: Math.max(position.lastIngestTs, last.ingestTs) });

@@ -1,4 +1,4 @@
-import { AuditError, AuditErrorCode, storedEventJson, type EncodedEvent, type StoredEvent } from '@auditlake/model';
+import { AuditError, AuditErrorCode, storedEventJson, type EncodedEvent } from '@auditlake/model';
 import type { Level } from 'level';
 import { PREFIX, idKey, metaKey, encodeUint } from './event-keys.js';
 
@@ -65,14 +65,10 @@ interface PutSink {
 }
 
 /**
- * Adds the puts that store one event under its three keys. `json` is the event's JSON when
- * the caller already has it exactly as stored (a replicated entry), so it is not serialised again.
+ * Adds the puts that store one event under its three keys; `json` is the stored event's JSON,
+ * made once by whoever has it (composed at append, or received from the leader as it is).
  */
-export function putEvent(batch: PutSink, event: StoredEvent, json: string = JSON.stringify(event)): void {
-  putEventKeys(batch, event.eventId, event.timestamp, event.seq, json);
-}
-
-function putEventKeys(batch: PutSink, eventId: string, timestamp: number, seqNumber: number, json: string): void {
+export function putEvent(batch: PutSink, eventId: string, timestamp: number, seqNumber: number, json: string): void {
   const ts = encodeUint(timestamp);
   const seq = encodeUint(seqNumber);
   batch.put(PREFIX.time + ts + seq, json);
@@ -221,7 +217,7 @@ export class EventWriter {
         seenInGroup.add(event.eventId);
         seq++;
         // Composed from the JSON made at validation: the event is serialised once.
-        putEventKeys(batch, event.eventId, event.timestamp, seq, storedEventJson(event, ingestTs, seq, term));
+        putEvent(batch, event.eventId, event.timestamp, seq, storedEventJson(event, ingestTs, seq, term));
         result.stored.push({ eventId: event.eventId, seq, ingestTs, term });
       }
       for (const meta of pending.options.meta ?? []) {

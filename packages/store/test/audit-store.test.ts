@@ -2,7 +2,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AuditError, AuditErrorCode, type AuditEvent } from '@auditlake/model';
+import { AuditError, AuditErrorCode, encodeEvent, storedEventJson, type AuditEvent } from '@auditlake/model';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { AuditStore, RetentionPruner } from '../src/index.js';
 
@@ -178,6 +178,16 @@ describe('AuditStore replication and outbox', () => {
     const disordered = [{ ...stored[2]!, seq: 5 }, { ...stored[2]!, seq: 4, eventId: 'x' }].map((e) => Buffer.from(JSON.stringify(e)));
     await expect(standby.applyReplicated(disordered)).rejects.toThrow(/out of order/);
     expect(standby.position.lastSeq).toBe(3);
+  });
+
+  it('stores an encoded event as its composed JSON, byte for byte, with seq, ingestTs and term', async () => {
+    const store = await openStore({ sequencer: () => 4, now: () => 5_000 });
+    const encoded = encodeEvent(ev('enc', 7));
+    const { stored } = await store.appendEncoded([encoded]);
+    expect(stored).toEqual([{ eventId: 'enc', seq: 1, ingestTs: 5_000, term: 4 }]);
+    const [bytes] = await store.readEncodedBySeq(0, 1);
+    expect(Buffer.from(bytes!).toString('utf8')).toBe(storedEventJson(encoded, 5_000, 1, 4));
+    expect(await store.getByEventId('enc')).toEqual({ ...ev('enc', 7), ingestTs: 5_000, seq: 1, term: 4 });
   });
 
   it('refuses a replicated entry that is not a stored event, and applies nothing of its batch', async () => {
