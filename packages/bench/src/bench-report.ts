@@ -174,7 +174,7 @@ function notes(results: BenchResults): string[] {
           `${pct(ingest.ours.eventsPerSecond / TARGETS.ingestEventsPerSecondMin)} of the ${int(TARGETS.ingestEventsPerSecondMin)} events/s target. ` +
           `The node's event loop was busy ${pct(ingest.ours.eventLoopUtilization)} of the measured time ` +
           `(the process used ${cores(ingest.ours.cpu.ownCores)} CPU cores, client worker included)` +
-          (ingest.ours.eventLoopUtilization > 0.9 ? ': the event loop that orders and stores events is the limit, not the disk (parsing runs in a worker thread).' : '.'),
+          (ingest.ours.eventLoopUtilization > 0.9 ? ': the event loop is the limit, not the disk.' : '.'),
       );
     }
     if (share < TARGETS.ingestShareOfRawMin) {
@@ -292,7 +292,7 @@ export function renderMarkdown(results: BenchResults, machine: MachineFacts): st
         `The array form \`db.batch(ops, { sync })\`, which our store used at first, is shown for context: given an options object, abstract-level ` +
         `clones every operation with the options spread into it, which costs far more CPU per put; our store uses the chained form. ` +
         `Our store writes three keys per event (time, seq, id) with a slightly larger value (eventId, seq, ingestTs added), ` +
-        `on top of HTTP, JSON parsing, validation and serialisation (in the node's ingest parse worker thread, \`auditlake.ingest.parse.threads\` = 1 by default).`,
+        `on top of HTTP, JSON parsing, validation and serialisation (inline on the event loop: \`auditlake.ingest.parse.threads\` = 0, the default).`,
       '',
       table(
         ['run', 'events', 'time', 'events/s', 'own CPU (cores)', 'other CPU (cores)'],

@@ -36,7 +36,8 @@ function workerUrl(): URL {
 /**
  * Parses ingest bodies in worker threads (`auditlake.ingest.parse.threads`), so the event loop
  * that orders and stores events does not also decode, parse, validate and serialise them —
- * together about half of a single node's ingest CPU. With 0 threads it parses inline.
+ * together about half of its ingest CPU. With 0 threads (the default) it parses inline: the
+ * hand-off costs CPU of its own, which pays only where cores would otherwise sit idle.
  * A worker that dies fails its pending requests (500, the caller retries) and is replaced.
  * `close()` terminates the workers and fails what is still pending.
  */

@@ -87,8 +87,8 @@ describe('ingest parsing', () => {
     expect(decodeParsedEvents(encodeParsedEvents([]))).toEqual([]);
   });
 
-  it('ingests over HTTP with inline parsing too (auditlake.ingest.parse.threads=0)', async () => {
-    const t = await startTestNode({ props: { 'auditlake.ingest.parse.threads': '0' } });
+  it('ingests over HTTP through a parse worker too (auditlake.ingest.parse.threads=1)', async () => {
+    const t = await startTestNode({ props: { 'auditlake.ingest.parse.threads': '1' } });
     expect(await t.ingest(events)).toEqual({ status: 200, json: { status: 'ok', ingested: 3 } });
     expect((await t.stored()).map((e) => e.userId).sort()).toEqual(['ana', 'bo', 'cy']);
     const refused = await t.ingest([{ source: 'x' }]);
