@@ -38,7 +38,7 @@ export class TieringService {
   readonly sweeper: TierSweeper;
   readonly #store: AuditStore;
   readonly #settings: () => SettingsService;
-  readonly #sources = new Map<string, TierSource>();
+  readonly #sources = new Map<string, IcebergTierSource | ParquetTierSource>();
 
   constructor(options: { store: AuditStore; config: NodeConfig; settings: () => SettingsService; membership: Membership; metrics: NodeMetrics; log: { info(o: object, m: string): void; warn(o: object, m: string): void } }) {
     const { store, config, membership } = options;
@@ -113,6 +113,10 @@ export class TieringService {
 
   async close(): Promise<void> {
     await this.sweeper.close();
+    // Each reader source owns worker threads (its free-text prefilter pool).
+    const sources = [...this.#sources.values()];
+    this.#sources.clear();
+    await Promise.all(sources.map((source) => source.close()));
     this.connections.close();
   }
 }

@@ -166,4 +166,18 @@ describe('iceberg tiering sweep', () => {
     expect(broken.json.events.map((e) => e.eventId)).toContain('local-only');
     expect((broken.json as unknown as { tierNote: string }).tierNote).toMatch(/^tiered audit partly unavailable: ice\.ops\.audit_events: /);
   });
+
+  it("closing the node stops the reader's free-text worker threads", async () => {
+    const { t } = await icebergNode({ 'auditlake.audit.retention.interval.ms': '100' });
+    await t.ingest(Array.from({ length: 5 }, (_, i) => event({ eventId: `w${i}`, query: `SELECT ${i} FROM needle_table` })));
+    await postSettings(t, { 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': TABLE, 'audit.tier.retain.local.days': 0 });
+    await waitUntilTiered(t);
+    // Only the tiered table can answer now (the settings change is the one local event left).
+    await expect.poll(async () => (await t.stored()).filter((e) => e.eventId.startsWith('w')).length).toBe(0);
+    expect((await t.search('?q=needle_table&limit=100')).json.count).toBe(5);
+    const [source] = await t.node.tiering.tierSources();
+    expect((source as IcebergTierSource).textProbes.threads).toBeGreaterThan(0);
+    await t.node.close();
+    expect((source as IcebergTierSource).textProbes.threads).toBe(0);
+  });
 });
