@@ -19,6 +19,25 @@ export interface OutboxForwarderOptions {
   onOverCapacity: () => void;
 }
 
+/**
+ * Most JSON characters one forward carries: at most 3 UTF-8 bytes each, so a forward stays
+ * under the leader's 64 MiB body limit however large the events are. A forward over that limit
+ * would be refused every time it was retried and hold up everything queued behind it.
+ */
+export const FORWARD_CHARS_MAX = 16 * 1024 * 1024;
+
+/** The oldest entries that fit in `maxChars` (always at least one: a single event is far smaller). */
+export function limitForwardBatch<T extends { json: string }>(entries: readonly T[], maxChars: number): T[] {
+  let chars = 0;
+  let end = 0;
+  while (end < entries.length) {
+    chars += (entries[end] as T).json.length;
+    if (end > 0 && chars > maxChars) break;
+    end++;
+  }
+  return entries.slice(0, end);
+}
+
 /** First pause after a failed forward; it doubles up to RETRY_PAUSE_MS_MAX. */
 const RETRY_PAUSE_MS_MIN = 100;
 const RETRY_PAUSE_MS_MAX = 5000;
@@ -120,7 +139,7 @@ export class OutboxForwarder {
 
   async #forwardOnce(): Promise<void> {
     const { store, elector, transport } = this.#options;
-    const batch = await store.readOutbox(this.#options.batchSize);
+    const batch = limitForwardBatch(await store.readOutbox(this.#options.batchSize), FORWARD_CHARS_MAX);
     if (batch.length === 0) return;
     const events = batch.map((entry) => entry.json);
     if (elector.isLeader()) {

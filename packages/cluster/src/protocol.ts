@@ -1,4 +1,4 @@
-import { encodeEvent, validateEvent, type EncodedEvent } from '@auditlake/model';
+import { encodeEvent, validateEvent, type AuditEvent, type EncodedEvent } from '@auditlake/model';
 
 /** A standby (or a new leader catching up) asking a node for log entries. */
 export interface PullRequest {
@@ -65,30 +65,50 @@ export interface TermStart {
 
 export const TERM_STARTS_META = 'termStarts';
 
-const STRING_FIELDS = ['eventId', 'userId', 'source', 'action', 'resource', 'decision', 'query', 'details'] as const;
+/** The fields of an AuditEvent in the order encodeEvent writes them. */
+const CANONICAL_KEYS = 'eventId,userId,source,action,resource,decision,tables,query,details,timestamp';
 
-/** Exactly an AuditEvent's fields with their types: what encodeEvent writes, nothing more. */
-function isExactAuditEvent(raw: Record<string, unknown>): boolean {
+/**
+ * Whether `json` is, character for character, what encodeEvent writes for `event`: an object
+ * text with exactly the event's keys in its order, nothing around it, and values validation
+ * leaves unchanged (so nothing was over a limit, every type is right). Only then may the text
+ * be stored as sent: storedEventJson appends to it by replacing its final brace.
+ */
+function isCanonicalEventText(json: string, raw: Record<string, unknown>, event: AuditEvent): boolean {
   return (
-    Object.keys(raw).length === STRING_FIELDS.length + 2 &&
-    STRING_FIELDS.every((field) => typeof raw[field] === 'string') &&
+    json.startsWith('{"eventId":') &&
+    json.endsWith('}') &&
+    Object.keys(raw).join(',') === CANONICAL_KEYS &&
+    event.eventId === raw['eventId'] &&
+    event.userId === raw['userId'] &&
+    event.source === raw['source'] &&
+    event.action === raw['action'] &&
+    event.resource === raw['resource'] &&
+    event.decision === raw['decision'] &&
+    event.query === raw['query'] &&
+    event.details === raw['details'] &&
+    event.timestamp === raw['timestamp'] &&
     Array.isArray(raw['tables']) &&
-    raw['tables'].every((table) => typeof table === 'string') &&
-    Number.isSafeInteger(raw['timestamp'])
+    raw['tables'].length === event.tables.length &&
+    event.tables.every((table, i) => table === (raw['tables'] as unknown[])[i])
   );
 }
 
 /**
- * A forwarded (or outbox) event's JSON, ready to store. It was validated where it was
- * received. Text that is exactly an event (as the follower's encodeEvent wrote it) is stored
- * as sent, not serialised again; anything else is validated again and rebuilt to the event's
- * one shape; text that is not a valid event fails the forward rather than storing garbage.
+ * A forwarded (or outbox) event's JSON, ready to store. It is validated again (a forward
+ * crosses the network); text that is exactly what the follower's encodeEvent wrote is stored
+ * as sent, not serialised again, and anything else is stored as the validated event's JSON.
+ * Text that is not a valid event fails the forward rather than storing garbage.
  */
 export function parseForwardedEvent(json: string): EncodedEvent {
-  const raw = JSON.parse(json) as Record<string, unknown> | null;
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw) || typeof raw['eventId'] !== 'string' || typeof raw['timestamp'] !== 'number') {
+  const raw = JSON.parse(json) as unknown;
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw) || typeof (raw as Record<string, unknown>)['eventId'] !== 'string') {
     throw new TypeError(`forwarded entry is not an audit event: ${json.slice(0, 200)}`);
   }
-  if (isExactAuditEvent(raw)) return { eventId: raw['eventId'], timestamp: raw['timestamp'], json };
-  return encodeEvent(validateEvent(raw, 'forwarded event', { nowMs: raw['timestamp'] }));
+  const record = raw as Record<string, unknown>;
+  if (record['timestamp'] === undefined) throw new TypeError(`forwarded entry has no timestamp: ${json.slice(0, 200)}`);
+  // The event time travels as `timestamp` (the stored shape), where ingest input says `ts`.
+  const event = validateEvent({ ...record, ts: record['timestamp'] }, 'forwarded event', { nowMs: 0 });
+  if (isCanonicalEventText(json, record, event)) return { eventId: event.eventId, timestamp: event.timestamp, json };
+  return encodeEvent(event);
 }

@@ -1,5 +1,6 @@
 import { encodeEvent, type AuditEvent } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
+import { FORWARD_CHARS_MAX, limitForwardBatch } from '../src/outbox-forwarder.js';
 import { parseForwardedEvent } from '../src/protocol.js';
 
 const event: AuditEvent = {
@@ -33,9 +34,44 @@ describe('parseForwardedEvent', () => {
     expect(JSON.parse(parseForwardedEvent(JSON.stringify({ ...event, decision: 'allow', extra: 1 })).json)).toEqual({ ...event, decision: 'ALLOW' });
   });
 
+  it('re-encodes text that is an event but not character for character what encodeEvent writes', () => {
+    const { json } = encodeEvent(event);
+    const reordered = JSON.stringify({ userId: event.userId, ...event });
+    const longQuery = JSON.stringify({ ...event, query: 'x'.repeat(70 * 1024) });
+    for (const sent of [json + ' ', json + '\r', ' ' + json, reordered, longQuery]) {
+      const parsed = parseForwardedEvent(sent);
+      expect(parsed.json).toBe(JSON.stringify(JSON.parse(parsed.json)));
+      expect(parsed.json.startsWith('{"eventId":') && parsed.json.endsWith('}')).toBe(true);
+    }
+    expect(parseForwardedEvent(json + ' ').json).toBe(json);
+    expect((JSON.parse(parseForwardedEvent(longQuery).json) as AuditEvent).query).toMatch(/…\[truncated by auditlake: 71680 bytes\]$/);
+  });
+
   it('refuses text that is not an event at all', () => {
     expect(() => parseForwardedEvent('[1,2]')).toThrow(/not an audit event/);
     expect(() => parseForwardedEvent('{"userId":"x"}')).toThrow(/not an audit event/);
     expect(() => parseForwardedEvent('{"eventId":')).toThrow(SyntaxError);
+    expect(() => parseForwardedEvent(JSON.stringify({ ...event, timestamp: undefined }))).toThrow(/no timestamp/);
+    expect(() => parseForwardedEvent(JSON.stringify({ ...event, timestamp: -1 }))).toThrow(/forwarded event.ts must be a non-negative integer/);
+  });
+});
+
+describe('limitForwardBatch', () => {
+  const entry = (chars: number) => ({ json: 'x'.repeat(chars) });
+
+  it('keeps the oldest entries that fit, in order, and always at least one', () => {
+    const entries = [entry(40), entry(40), entry(40)];
+    expect(limitForwardBatch(entries, 100)).toEqual(entries.slice(0, 2));
+    expect(limitForwardBatch(entries, 120)).toEqual(entries);
+    expect(limitForwardBatch([entry(500), entry(1)], 100)).toEqual([entry(500)]);
+    expect(limitForwardBatch([], 100)).toEqual([]);
+  });
+
+  it('keeps a full batch of the largest events the node accepts under the leader body limit', () => {
+    // 5,000 events with 14 KB queries measured 70.8 MB as one forward: over the 64 MiB limit.
+    const big = Array.from({ length: 5000 }, () => entry(14 * 1024));
+    const batch = limitForwardBatch(big, FORWARD_CHARS_MAX);
+    expect(batch.length).toBeLessThan(5000);
+    expect(batch.reduce((n, e) => n + e.json.length, 0) * 3).toBeLessThanOrEqual(64 * 1024 * 1024);
   });
 });
