@@ -2,6 +2,7 @@ import { AuditError, AuditErrorCode } from './audit-error.js';
 import type { AuditEvent, Decision } from './event.js';
 import { newEventId } from './event-id.js';
 import {
+  EVENT_TIME_MAX_MS,
   EVENTS_PER_REQUEST_MAX,
   EVENT_ID_LENGTH_MAX,
   FIELD_LIMIT_BYTES,
@@ -84,6 +85,8 @@ function parseTs(raw: Record<string, unknown>, at: At, nowMs: number): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
     refuse(`${label(at)}.ts must be a non-negative integer (epoch millis): ${JSON.stringify(value)}`);
   }
+  // Beyond this no date exists (new Date(ts) is invalid): day partitions and the UI need one.
+  if (value > EVENT_TIME_MAX_MS) refuse(`${label(at)}.ts must be at most ${EVENT_TIME_MAX_MS} (the latest time a date can hold): ${value}`);
   return value;
 }
 

@@ -111,11 +111,13 @@ describe('validateIngestBody: accepted input', () => {
     expect(one(base({ decision: '' })).decision).toBe('');
   });
 
-  it('ts absent or null takes the server time; ts 0 is kept', () => {
+  it('ts absent or null takes the server time; ts 0 and the last date are kept, later is refused', () => {
     expect(one(base()).timestamp).toBe(NOW_MS);
     expect(one(base({ ts: null })).timestamp).toBe(NOW_MS);
     expect(one(base({ ts: 0 })).timestamp).toBe(0);
-    expect(one(base({ ts: Number.MAX_SAFE_INTEGER })).timestamp).toBe(Number.MAX_SAFE_INTEGER);
+    expect(one(base({ ts: 8_640_000_000_000_000 })).timestamp).toBe(8_640_000_000_000_000);
+    expect(new Date(8_640_000_000_000_000).toISOString()).toBe('+275760-09-13T00:00:00.000Z');
+    expect(() => one(base({ ts: Number.MAX_SAFE_INTEGER }))).toThrow(/ts must be at most 8640000000000000/);
   });
 
   it('treats null optional fields exactly like absent ones', () => {

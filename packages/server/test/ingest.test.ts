@@ -63,6 +63,7 @@ describe('ingest', () => {
     ['a negative ts', [event({ ts: -1 })], /^events\[0\]\.ts must be a non-negative integer/],
     ['a fractional ts', [event({ ts: 1.5 })], /^events\[0\]\.ts must be a non-negative integer/],
     ['a string ts', [event({ ts: '1792288263000' })], /^events\[0\]\.ts must be a non-negative integer/],
+    ['a ts past the last date', [event(), event({ ts: 8_640_000_000_000_001 })], /^events\[1\]\.ts must be at most 8640000000000000 \(the latest time a date can hold\): 8640000000000001$/],
     ['tables that are not an array', [event({ tables: 'hive.a' })], /^events\[0\]\.tables must be an array of strings, got string$/],
     ['a non-string table', [event({ tables: ['hive.a', 7] })], /^events\[0\]\.tables\[1\] must be a string, got number$/],
     ['an array element that is not an object', [event(), 'x'], /^events\[1\] must be a JSON object, got string$/],

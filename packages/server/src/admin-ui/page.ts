@@ -121,7 +121,8 @@ export const ADMIN_UI_SCRIPT = `'use strict';
     for (const e of answer.events) {
       const row = document.createElement('tr');
       if (e.decision === 'DENY') row.className = 'deny';
-      cell(row, new Date(e.timestamp).toISOString().replace('T', ' ').replace('Z', ''));
+      const time = new Date(e.timestamp);
+      cell(row, Number.isNaN(time.getTime()) ? String(e.timestamp) : time.toISOString().replace('T', ' ').replace('Z', ''));
       cell(row, e.userId);
       cell(row, e.source);
       cell(row, e.action);
