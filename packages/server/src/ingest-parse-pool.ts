@@ -14,6 +14,9 @@ export type ParseResponse =
   | { id: number; refusal: { code: AuditErrorCode; message: string; refused: number } }
   | { id: number; error: string };
 
+/** How long a failed worker's replacement waits before it starts. */
+export const WORKER_RESTART_PAUSE_MS = 1_000;
+
 interface Pending {
   resolve: (outcome: ParseOutcome) => void;
   reject: (err: Error) => void;
@@ -38,12 +41,14 @@ function workerUrl(): URL {
  * that orders and stores events does not also decode, parse, validate and serialise them —
  * together about half of its ingest CPU. With 0 threads (the default) it parses inline: the
  * hand-off costs CPU of its own, which pays only where cores would otherwise sit idle.
- * A worker that dies fails its pending requests (500, the caller retries) and is replaced.
+ * A worker that dies fails its pending requests (500, the caller retries) and is replaced
+ * after a pause; while no worker runs, bodies are parsed inline.
  * `close()` terminates the workers and fails what is still pending.
  */
 export class IngestParsePool {
   readonly threads: number;
   readonly #workers: PoolWorker[] = [];
+  readonly #restarts = new Set<NodeJS.Timeout>();
   #nextId = 1;
   #closed = false;
 
@@ -67,6 +72,8 @@ export class IngestParsePool {
 
   async close(): Promise<void> {
     this.#closed = true;
+    for (const timer of this.#restarts) clearTimeout(timer);
+    this.#restarts.clear();
     const workers = this.#workers.splice(0);
     await Promise.all(
       workers.map(async (w) => {
@@ -101,7 +108,15 @@ export class IngestParsePool {
       const index = this.#workers.indexOf(poolWorker);
       if (index === -1) return; // closed, or already replaced
       this.#failPending(poolWorker, err);
-      this.#workers.splice(index, 1, ...(this.#closed ? [] : [this.#start()]));
+      this.#workers.splice(index, 1);
+      // Started again after a pause, not at once: a worker that cannot even load would
+      // otherwise be respawned in a tight loop. Meanwhile the others (or the event loop) parse.
+      const timer = setTimeout(() => {
+        this.#restarts.delete(timer);
+        if (!this.#closed) this.#workers.push(this.#start());
+      }, WORKER_RESTART_PAUSE_MS);
+      timer.unref();
+      this.#restarts.add(timer);
     };
     worker.on('error', (err) => replace(err));
     worker.on('exit', (code) => replace(new Error(`ingest parse worker exited with code ${code}`)));

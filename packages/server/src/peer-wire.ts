@@ -41,6 +41,9 @@ export function decodePullResponse(body: Buffer): PullResponse {
   if (end === -1) end = body.length;
   if (end === 0) throw new TypeError('pull answer: empty message');
   const header = headerObject(JSON.parse(body.subarray(0, end).toString('utf8')) as unknown, 'pull answer') as Omit<PullResponse, 'entries'>;
+  // An older node answers with one JSON object holding its entries: refuse it loudly rather
+  // than read it as a header with no entries (which would look like an idle leader forever).
+  if ('entries' in header) throw new TypeError('pull answer is in the JSON format of an older auditlake: every node of a cluster must run the same version');
   const entries: Uint8Array[] = [];
   for (let start = end + 1; start <= body.length; ) {
     let next = body.indexOf(NEWLINE_BYTE, start);

@@ -1,6 +1,6 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { decodeParsedEvents, encodeParsedEvents, parseIngestBody, transferable } from '../src/ingest-parse.js';
-import { IngestParsePool } from '../src/ingest-parse-pool.js';
+import { IngestParsePool, WORKER_RESTART_PAUSE_MS } from '../src/ingest-parse-pool.js';
 import { startTestNode } from './test-node.js';
 
 const NOW = 1_700_000_000_000;
@@ -41,6 +41,16 @@ describe('ingest parsing', () => {
     expect(await pool(1).parse(Buffer.from('[{"source":'), NOW)).toMatchObject({ ok: false, message: expect.stringMatching(/^request body is not valid JSON/) as unknown });
   });
 
+  it('refuses a body that is not JSON bytes with 400 over HTTP, whatever its content type', async () => {
+    const t = await startTestNode();
+    for (const init of [{}, { headers: { 'content-type': 'text/plain' }, body: '[]' }]) {
+      const res = await t.request('/v1/api/audit', { method: 'POST', ...init });
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: string }).error).toBe('request body must be an audit event object or an array of them, sent as JSON (Content-Type: application/json)');
+    }
+    expect(await t.stored()).toEqual([]);
+  });
+
   it('parses inline with no threads', async () => {
     const p = pool(0);
     expect(p.threads).toBe(0);
@@ -48,9 +58,13 @@ describe('ingest parsing', () => {
   });
 
   it('copies a small Buffer instead of detaching the slab it shares with other Buffers', async () => {
-    const small = body(events.slice(0, 1));
-    const neighbour = Buffer.from('still here');
-    expect(small.buffer).toBe(neighbour.buffer); // both in Node's shared slab
+    // Two Buffers over one ArrayBuffer, as Node's pool hands out small Buffers.
+    const slab = new ArrayBuffer(8192);
+    const text = JSON.stringify(events.slice(0, 1));
+    const small = Buffer.from(slab, 0, Buffer.byteLength(text));
+    small.write(text);
+    const neighbour = Buffer.from(slab, 4096, 10);
+    neighbour.write('still here');
     expect(await pool(1).parse(small, NOW)).toMatchObject({ ok: true });
     expect(neighbour.toString()).toBe('still here');
     expect(small.buffer.byteLength).toBeGreaterThan(0); // not detached
@@ -58,15 +72,18 @@ describe('ingest parsing', () => {
     expect(transferable(own)).toBe(own.buffer);
   });
 
-  it('fails the requests of a worker that dies, and replaces it', async () => {
+  it('fails the requests of a worker that dies, parses inline meanwhile, and replaces it after a pause', async () => {
     const p = pool(1);
     const [before] = p.workerThreadIds;
-    // A body that keeps the worker busy for tens of ms, so the crash lands before its answer.
-    const large = body(Array.from({ length: 10_000 }, (_, i) => ({ ...events[2], eventId: `e${i}` })));
+    // A body that keeps the worker busy for hundreds of ms (10,000 events of 2 KiB queries),
+    // so the crash lands long before its answer could.
+    const large = body(Array.from({ length: 10_000 }, (_, i) => ({ ...events[2], eventId: `e${i}`, query: 'q'.repeat(2048) })));
     const pending = expect(p.parse(large, NOW)).rejects.toThrow(/exited/);
     await p.crashWorkerForTest(0);
     await pending;
-    expect(p.workerThreadIds).toHaveLength(1);
+    expect(p.workerThreadIds).toEqual([]);
+    expect(await p.parse(body(events), NOW)).toMatchObject({ ok: true }); // inline while none runs
+    await expect.poll(() => p.workerThreadIds.length, { timeout: WORKER_RESTART_PAUSE_MS * 5 }).toBe(1);
     expect(p.workerThreadIds[0]).not.toBe(before);
     expect(await p.parse(body(events), NOW)).toMatchObject({ ok: true });
   });

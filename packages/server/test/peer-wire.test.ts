@@ -20,6 +20,8 @@ describe('peer wire (NDJSON)', () => {
     const response = { term: 1, nodeId: 'n0', entries: [], lastSeq: 0, metaHash: 'h', divergedFrom: 7 };
     expect(decodePullResponse(encodePullResponse(response))).toEqual(response);
     expect(() => decodePullResponse(Buffer.alloc(0))).toThrow(/empty message/);
+    // An older node's one-object JSON answer is refused, not read as "no entries".
+    expect(() => decodePullResponse(Buffer.from(JSON.stringify({ ...response, entries: [{ eventId: 'x' }] })))).toThrow(/older auditlake/);
   });
 
   it('carries a forward request and refuses one without its header fields', () => {

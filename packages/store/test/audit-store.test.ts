@@ -2,7 +2,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AuditError, AuditErrorCode, encodeEvent, storedEventJson, type AuditEvent } from '@auditlake/model';
+import { AuditError, AuditErrorCode, encodeEvent, type AuditEvent } from '@auditlake/model';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { AuditStore, RetentionPruner } from '../src/index.js';
 
@@ -186,7 +186,8 @@ describe('AuditStore replication and outbox', () => {
     const { stored } = await store.appendEncoded([encoded]);
     expect(stored).toEqual([{ eventId: 'enc', seq: 1, ingestTs: 5_000, term: 4 }]);
     const [bytes] = await store.readEncodedBySeq(0, 1);
-    expect(Buffer.from(bytes!).toString('utf8')).toBe(storedEventJson(encoded, 5_000, 1, 4));
+    // Exactly what serialising the stored event gives (the property the store relies on).
+    expect(Buffer.from(bytes!).toString('utf8')).toBe(JSON.stringify({ ...ev('enc', 7), ingestTs: 5_000, seq: 1, term: 4 }));
     expect(await store.getByEventId('enc')).toEqual({ ...ev('enc', 7), ingestTs: 5_000, seq: 1, term: 4 });
   });
 

@@ -17,7 +17,11 @@ export function registerIngestRoute(app: FastifyInstance, ingest: IngestService)
     scope.removeContentTypeParser('application/json');
     scope.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
     scope.post('/v1/api/audit', { config: { access: { role: 'ingest', action: 'audit:Ingest' } } }, async (request) => {
-      return ingest.ingest(request.body as Buffer, { ackReplicated: ackReplicated(request.query) });
+      const body = request.body;
+      if (!(body instanceof Uint8Array)) {
+        throw new AuditError(AuditErrorCode.BAD_REQUEST, 'request body must be an audit event object or an array of them, sent as JSON (Content-Type: application/json)');
+      }
+      return ingest.ingest(body, { ackReplicated: ackReplicated(request.query) });
     });
   });
 }
