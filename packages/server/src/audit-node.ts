@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { ClusterNode } from '@auditlake/cluster';
-import { AuditError, AuditErrorCode, type CredentialConfig, type NodeConfig } from '@auditlake/model';
+import { AuditError, AuditErrorCode, encodeEvent, type CredentialConfig, type NodeConfig } from '@auditlake/model';
 import { AuditStore, RetentionPruner } from '@auditlake/store';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import { Authenticator } from './auth/authenticator.js';
@@ -169,7 +169,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
       denyRecorder: new DenyRecorder({
         perSecond: config.denyAuditPerSecond,
         record: async (event, freshId) => {
-          await storeReceived(store, dynamicMembership, [event], new Set([freshId]));
+          await storeReceived(store, dynamicMembership, [encodeEvent(event)], new Set([freshId]));
         },
         onSuppressed: () => metrics.accessDeniedUnrecorded.inc(),
         onError: (err) => app.log.warn({ err }, 'could not record refused access'),

@@ -1,4 +1,4 @@
-import { encodeEvent, isAuditError, AuditErrorCode, type AuditEvent, type EncodedEvent } from '@auditlake/model';
+import { isAuditError, AuditErrorCode, type EncodedEvent } from '@auditlake/model';
 import type { AppendResult, AuditStore } from '@auditlake/store';
 import type { Membership } from './membership.js';
 
@@ -10,13 +10,7 @@ export type Received = { path: 'log'; result: AppendResult } | { path: 'outbox' 
  * (acknowledged means durable). A leader that loses its lease mid-request falls back to the
  * outbox rather than failing the caller.
  */
-export async function storeReceived(
-  store: AuditStore,
-  membership: Membership,
-  received: readonly AuditEvent[] | readonly EncodedEvent[],
-  freshIds?: ReadonlySet<string>,
-): Promise<Received> {
-  const events = received.map((event) => ('json' in event ? event : encodeEvent(event)));
+export async function storeReceived(store: AuditStore, membership: Membership, events: readonly EncodedEvent[], freshIds?: ReadonlySet<string>): Promise<Received> {
   if (membership.isLeader()) {
     try {
       return { path: 'log', result: await store.appendEncoded(events, freshIds ? { freshIds } : {}) };
@@ -24,7 +18,7 @@ export async function storeReceived(
       if (!isAuditError(err, AuditErrorCode.NOT_LEADER)) throw err;
     }
   }
-  await store.enqueueOutboxEncoded(events);
+  await store.enqueueOutbox(events);
   membership.outboxChanged();
   return { path: 'outbox' };
 }

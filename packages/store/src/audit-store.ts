@@ -271,13 +271,11 @@ export class AuditStore {
     }
   }
 
-  /** Puts events into the outbox (synced): received here, to be forwarded to the leader. */
-  async enqueueOutbox(events: readonly AuditEvent[]): Promise<void> {
-    return this.enqueueOutboxEncoded(events.map(encodeEvent));
-  }
-
-  /** As enqueueOutbox, for events serialised where they were validated. */
-  async enqueueOutboxEncoded(events: readonly EncodedEvent[]): Promise<void> {
+  /**
+   * Puts events into the outbox (synced): received here, to be forwarded to the leader. Each is
+   * kept as the JSON made where it was validated, which is also what is forwarded.
+   */
+  async enqueueOutbox(events: readonly EncodedEvent[]): Promise<void> {
     this.#openWriter();
     // Chained: the array form with options clones every operation (BENCHMARKS.md, Ingest).
     const batch = this.#db.batch();

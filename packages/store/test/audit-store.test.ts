@@ -223,15 +223,15 @@ describe('AuditStore replication and outbox', () => {
   it('keeps the outbox in arrival order across a reopen and deletes what was forwarded', async () => {
     const loc = await location();
     const first = await AuditStore.open({ location: loc });
-    await first.enqueueOutbox([ev('o1', 1), ev('o2', 2)]);
-    await first.enqueueOutbox([ev('o3', 3)]);
+    await first.enqueueOutbox([ev('o1', 1), ev('o2', 2)].map(encodeEvent));
+    await first.enqueueOutbox([ev('o3', 3)].map(encodeEvent));
     await first.close();
     const store = await openStore({ location: loc });
     expect(store.outboxCount).toBe(3);
     const entries = await store.readOutbox(2);
     expect(entries.map((e) => (JSON.parse(e.json) as AuditEvent).eventId)).toEqual(['o1', 'o2']);
     await store.deleteOutbox(entries.map((e) => e.key));
-    await store.enqueueOutbox([ev('o4', 4)]);
+    await store.enqueueOutbox([ev('o4', 4)].map(encodeEvent));
     expect((await store.readOutbox(10)).map((e) => (JSON.parse(e.json) as AuditEvent).eventId)).toEqual(['o3', 'o4']);
     expect(store.outboxCount).toBe(2);
   });
