@@ -1,4 +1,4 @@
-import { createEventGenerator } from '@auditlake/testkit';
+import { createEventGenerator, mulberry32 } from '@auditlake/testkit';
 import { startCpuMonitor, type CpuShare } from './cpu-monitor.js';
 import { httpRequest, keepAliveAgent } from './http-client.js';
 import { latencyStats, type LatencyStats } from './latency-stats.js';
@@ -42,17 +42,6 @@ interface SearchAnswer {
   truncated: boolean;
 }
 
-/** mulberry32, for the random days; seeded so a run can be replayed. */
-function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /**
  * Loads `events` generated events over `days` days (ending at today's UTC midnight, inside the
  * default 90-day retention) straight through `store.append` in big batches, as validated at
@@ -82,7 +71,7 @@ export async function runSearchBench(options: SearchBenchOptions): Promise<Searc
       return { ms, answer: JSON.parse(res.body.toString('utf8')) as SearchAnswer };
     };
 
-    const random = seededRandom(options.seed);
+    const random = mulberry32(options.seed);
     const dayWindow = (day: number) => {
       const from = startTs + day * DAY_MS;
       return { from: String(from), to: String(from + DAY_MS - 1), limit: String(options.limit) };

@@ -17,7 +17,7 @@ import {
   resolveIcebergTable,
   type ObjectStore,
 } from '@auditlake/tiering';
-import { createEventGenerator } from '@auditlake/testkit';
+import { createEventGenerator, mulberry32 } from '@auditlake/testkit';
 import S3rver from 's3rver';
 import { startCpuMonitor, type CpuShare } from './cpu-monitor.js';
 import { latencyStats, type LatencyStats } from './latency-stats.js';
@@ -184,17 +184,6 @@ function settingsFor(mode: 'parquet' | 'iceberg'): EffectiveSettings {
   };
 }
 
-/** mulberry32, for the random days; seeded so a run can be replayed. */
-function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const noLog = { info: () => undefined, warn: () => undefined };
 
 async function runSweeps(options: TieringBenchOptions, connections: CountingConnections, catalogs: Map<string, IcebergCatalogConfig>, dir: string, log: Log): Promise<SweepFigures[]> {
@@ -318,7 +307,7 @@ async function runViewer(options: TieringBenchOptions, connections: CountingConn
   const search = (filter: { fromMs?: number; toMs?: number; q?: string }) =>
     mergedSearch({ local: nothing(), tiers: [source], filter: { action: 'all', limit: options.limit, ...filter }, localCompleteFromMs: undefined });
 
-  const random = seededRandom(options.seed);
+  const random = mulberry32(options.seed);
   const window = (day: number) => ({ fromMs: startTs + day * DAY_MS, toMs: startTs + (day + 1) * DAY_MS - 1 });
   const eventsPerDay = options.tableEvents / options.tableDays;
   const check = (count: number, tierNote: string | undefined) => {

@@ -65,8 +65,8 @@ export interface EventGenerator {
 const DAY_MS = 24 * 60 * 60 * 1000;
 const DEFAULT_START_TS = Date.UTC(2025, 0, 1);
 
-/** mulberry32: a 32-bit PRNG, tiny and good enough for test data; returns [0, 1). */
-function mulberry32(seed: number): () => number {
+/** mulberry32: a 32-bit PRNG, tiny and good enough for test data; returns [0, 1). Seeded, so a run can be replayed. */
+export function mulberry32(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
