@@ -1,18 +1,10 @@
 // Goal: the Redis lease admits one leader per term, renews only for its holder, and terms never repeat — even after Redis restarts empty.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import { describe, expect, it, onTestFinished } from 'vitest';
+import { freePort } from './free-port.js';
 import { Coordinator } from '../src/index.js';
 import { ReplicationTracker } from '../src/replication-tracker.js';
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  return typeof address === 'object' && address ? address.port : 0;
-}
 
 /** A throwaway redis-server (from PATH) that the test can restart empty on the same port. */
 async function redis(): Promise<{ url: string; restartEmpty(): Promise<void> }> {

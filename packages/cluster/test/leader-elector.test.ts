@@ -1,18 +1,10 @@
 // Goal: terms are never reused, even when Redis restarts empty and a node that never saw the latest term campaigns first (regression).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import { describe, expect, it, onTestFinished } from 'vitest';
+import { freePort } from './free-port.js';
 import { Coordinator } from '../src/index.js';
 import { LeaderElector } from '../src/leader-elector.js';
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  return typeof address === 'object' && address ? address.port : 0;
-}
 
 const TTL = 600;
 
