@@ -30,7 +30,7 @@ export interface IngestServiceOptions {
 }
 
 /**
- * parse and validate, all or nothing (in a worker thread) → sample reads (DENY never) →
+ * parse and validate, all or nothing (inline, or in a parse worker when configured) → sample reads (DENY never) →
  * durable write (log when leading, outbox otherwise) → answer; with `ack=replicated`, also
  * wait for a standby.
  */

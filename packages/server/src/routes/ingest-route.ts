@@ -12,7 +12,7 @@ function ackReplicated(query: unknown): boolean {
 
 export function registerIngestRoute(app: FastifyInstance, ingest: IngestService): void {
   app.register(async (scope) => {
-    // The body stays bytes here: IngestService parses it in a worker thread. Scoped to this
+    // The body stays bytes here: IngestService parses it (inline, or in a parse worker). Scoped to this
     // route, so every other route keeps fastify's JSON parser.
     scope.removeContentTypeParser('application/json');
     scope.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
