@@ -19,6 +19,15 @@ import {
 import { parseReplicatedEntry } from './replicated-entry.js';
 import { EventWriter, putEvent, type AppendOptions, type AppendResult, type Sequencer, type WriterPosition } from './event-writer.js';
 
+/**
+ * LevelDB's memtable size. Each event writes three keys in different key ranges, so every
+ * flushed file spans the whole key space and each flush soon means a compaction that rewrites
+ * what it overlaps. With LevelDB's 4 MiB default, compaction was the largest CPU cost of a
+ * cluster node (1.2–1.9 s of 5–7 s per node over 110,000 events); 32 MiB memtables flush an
+ * eighth as often and cut it to about 0.5 s. Costs up to two memtables of memory per store.
+ */
+const WRITE_BUFFER_BYTES = 32 * 1024 * 1024;
+
 export type StoreStatus = 'opening' | 'open' | 'closing' | 'closed';
 
 export interface AuditStoreOptions {
@@ -66,7 +75,7 @@ export class AuditStore {
   private constructor(options: AuditStoreOptions) {
     this.location = options.location;
     this.#options = options;
-    this.#db = new Level<string, string>(options.location, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
+    this.#db = new Level<string, string>(options.location, { keyEncoding: 'utf8', valueEncoding: 'utf8', writeBufferSize: WRITE_BUFFER_BYTES });
   }
 
   /** Opens (creating if needed) the store at `options.location`. */
