@@ -1,4 +1,6 @@
 import { AuditErrorCode, encodeEvent, isAuditError, newEventId, subjectToReadSampling, validateIngestBody, type EncodedEvent } from '@auditlake/model';
+import { joinLines, splitLines } from './byte-lines.js';
+import { parseJsonBody } from './json-body.js';
 
 /** One event as ingest parsing leaves it: serialised, plus what the event loop still decides. */
 export interface ParsedEvent extends EncodedEvent {
@@ -18,7 +20,7 @@ export type ParseOutcome = { ok: true; events: ParsedEvent[] } | { ok: false; co
 export function parseIngestBody(bytes: Uint8Array, nowMs: number): ParseOutcome {
   let body: unknown;
   try {
-    body = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));
+    body = parseJsonBody(bytes);
   } catch (err) {
     return { ok: false, code: AuditErrorCode.BAD_REQUEST, message: `request body is not valid JSON: ${err instanceof Error ? err.message : String(err)}`, refused: 1 };
   }
@@ -31,11 +33,17 @@ export function parseIngestBody(bytes: Uint8Array, nowMs: number): ParseOutcome 
   try {
     return {
       ok: true,
-      events: validateIngestBody(body, { nowMs, newId }).map((event) => ({
-        ...encodeEvent(event),
-        freshId: fresh.has(event.eventId),
-        subjectToSampling: subjectToReadSampling(event),
-      })),
+      // Built field by field: a spread of encodeEvent's result measured slower per event.
+      events: validateIngestBody(body, { nowMs, newId }).map((event): ParsedEvent => {
+        const encoded = encodeEvent(event);
+        return {
+          eventId: encoded.eventId,
+          timestamp: encoded.timestamp,
+          json: encoded.json,
+          freshId: fresh.has(event.eventId),
+          subjectToSampling: subjectToReadSampling(event),
+        };
+      }),
     };
   } catch (err) {
     if (!isAuditError(err)) throw err;
@@ -62,13 +70,11 @@ export function encodeParsedEvents(events: readonly ParsedEvent[]): Uint8Array {
     ts: events.map((e) => e.timestamp),
     flags: events.map((e) => String((e.freshId ? 1 : 0) | (e.subjectToSampling ? 2 : 0))).join(''),
   };
-  const lines = [JSON.stringify(header)];
-  for (const event of events) lines.push(event.json);
-  return Buffer.from(lines.join('\n'), 'utf8');
+  return joinLines([Buffer.from(JSON.stringify(header), 'utf8'), ...events.map((event) => Buffer.from(event.json, 'utf8'))]);
 }
 
 export function decodeParsedEvents(bytes: Uint8Array): ParsedEvent[] {
-  const lines = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8').split('\n');
+  const lines = splitLines(bytes).map((line) => line.toString('utf8'));
   const header = JSON.parse(lines[0] ?? '') as WireHeader;
   if (header.ids.length !== lines.length - 1) throw new TypeError(`parsed ingest batch holds ${lines.length - 1} events but names ${header.ids.length}`);
   return header.ids.map((eventId, i) => {
