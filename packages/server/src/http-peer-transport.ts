@@ -14,9 +14,8 @@ export interface ClosablePeerTransport extends PeerTransport {
  * non-2xx answer, a connection error or the deadline. node:http rather than fetch: fetch's
  * stream machinery cost the standbys a visible share of their CPU on multi-megabyte pulls.
  */
-function post(agent: Agent, url: string, body: string, contentType: string, token: string, timeoutMs: number): Promise<Buffer> {
+function post(agent: Agent, url: string, payload: Buffer, contentType: string, token: string, timeoutMs: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    const payload = Buffer.from(body, 'utf8');
     const req = httpRequest(
       url,
       {
@@ -51,7 +50,7 @@ export function httpPeerTransport(clusterToken: () => Promise<string>): Closable
   const agent = new Agent({ keepAlive: true });
   return {
     async pull(peerUrl: string, request: PullRequest, timeoutMs: number) {
-      const body = await post(agent, `${peerUrl}/internal/v1/pull`, JSON.stringify(request), 'application/json', await clusterToken(), timeoutMs);
+      const body = await post(agent, `${peerUrl}/internal/v1/pull`, Buffer.from(JSON.stringify(request), 'utf8'), 'application/json', await clusterToken(), timeoutMs);
       return decodePullResponse(body);
     },
     async forward(peerUrl: string, request: ForwardRequest, timeoutMs: number) {

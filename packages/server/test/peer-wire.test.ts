@@ -27,8 +27,8 @@ describe('peer wire (NDJSON)', () => {
   it('carries a forward request and refuses one without its header fields', () => {
     const request = { nodeId: 'n2', term: 4, events: [tricky] };
     expect(decodeForwardRequest(encodeForwardRequest(request))).toEqual(request);
-    expect(() => decodeForwardRequest('{"term":4}\n{}')).toThrow(/needs nodeId and term/);
-    expect(() => decodeForwardRequest('[1]')).toThrow(/first line must be a JSON object/);
-    expect(() => decodeForwardRequest('')).toThrow(/empty message/);
+    expect(() => decodeForwardRequest(Buffer.from('{"term":4}\n{}'))).toThrow(/needs nodeId and term/);
+    expect(() => decodeForwardRequest(Buffer.from('[1]'))).toThrow(/first line must be a JSON object/);
+    expect(() => decodeForwardRequest(Buffer.alloc(0))).toThrow(/empty message/);
   });
 });

@@ -22,15 +22,16 @@ export function registerInternalRoutes(app: FastifyInstance, cluster: InternalEn
         return reply.code(401).send({ status: 'error', error: 'internal endpoint: missing or wrong cluster token', code: 'AUDIT_UNAUTHENTICATED' });
       }
     });
-    // Forwarded events arrive as NDJSON text (peer-wire.ts); scoped to these routes.
-    internal.addContentTypeParser(PEER_WIRE_CONTENT_TYPE, { parseAs: 'string' }, (_request, body, done) => done(null, body));
+    // Forwarded events arrive as NDJSON, kept as bytes and split into lines before decoding
+    // (peer-wire.ts); scoped to these routes.
+    internal.addContentTypeParser(PEER_WIRE_CONTENT_TYPE, { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
     internal.post('/internal/v1/pull', async (request, reply) => {
       const response = await cluster.pull(request.body as PullRequest);
       return reply.type(PEER_WIRE_CONTENT_TYPE).send(encodePullResponse(response));
     });
     // Forwarded batches can be larger than one client request.
     internal.post('/internal/v1/forward', { bodyLimit: 64 * 1024 * 1024 }, async (request) => {
-      if (typeof request.body !== 'string') throw new TypeError(`forward request must be ${PEER_WIRE_CONTENT_TYPE}`);
+      if (!Buffer.isBuffer(request.body)) throw new TypeError(`forward request must be ${PEER_WIRE_CONTENT_TYPE}`);
       return cluster.receiveForward(decodeForwardRequest(request.body));
     });
   });
