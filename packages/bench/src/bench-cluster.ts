@@ -232,7 +232,12 @@ export class BenchCluster implements AsyncDisposable {
    * Waits until every running node agrees on one leader and has applied the same last seq
    * (no replication or forwarding in progress). Resolves with the leader and that seq.
    */
-  async waitForSteady(timeoutMs: number): Promise<{ leader: number; seq: number; term: number }> {
+  /**
+   * Waits until every running node agrees on the leader and has applied the same seq, at least
+   * `atLeastSeq`. Equal seqs alone are not enough after a burst: a standby's outbox may still
+   * hold a batch that has not reached the leader yet.
+   */
+  async waitForSteady(timeoutMs: number, atLeastSeq = 0): Promise<{ leader: number; seq: number; term: number }> {
     const deadline = Date.now() + timeoutMs;
     let last = 'nothing yet';
     for (;;) {
@@ -245,7 +250,7 @@ export class BenchCluster implements AsyncDisposable {
           const seqs = statuses.map((s) => s.nodes.find((n) => n.nodeId === s.nodeId)?.appliedSeq ?? -1);
           const agreed = statuses.every((s) => (s.leader?.nodeId ?? '') === leaderId);
           const leaderStatus = statuses[running.indexOf(leader)];
-          if (agreed && seqs.every((s) => s === seqs[0]) && leaderStatus) return { leader, seq: seqs[0] ?? 0, term: leaderStatus.term };
+          if (agreed && seqs.every((s) => s === seqs[0]) && (seqs[0] ?? 0) >= atLeastSeq && leaderStatus) return { leader, seq: seqs[0] ?? 0, term: leaderStatus.term };
           last = `leader node${leader}; nodes see leaders ${statuses.map((s) => s.leader?.nodeId ?? 'none').join(', ')}; applied seqs ${seqs.join(', ')}`;
         } else {
           last = 'no node reports role=leader';

@@ -62,7 +62,7 @@ export async function runClusterThroughputRound(cluster: BenchCluster, spec: Ing
       worker.on('message', (message: IngestClientMessage) => {
         if (message.type === 'warmed-up') {
           // Let forwarding and replication of the warm-up finish, then measure from a settled cluster.
-          cluster.waitForSteady(120_000).then(
+          cluster.waitForSteady(120_000, before.seq + spec.warmupEvents).then(
             (steady) => {
               if (steady.seq !== before.seq + spec.warmupEvents) {
                 reject(new Error(`after the warm-up the nodes hold seq ${steady.seq}, expected ${before.seq + spec.warmupEvents}`));
