@@ -83,7 +83,7 @@ export class ClusterNode {
       maxAttempts: options.forwardMaxAttempts,
       queueCapacity: options.forwardQueueCapacity,
       // Large enough that a busy leader's per-forward cost is spread over many events.
-      batchSize: 5000,
+      batchSize: 2000,
       log,
       onForwarded: (n) => options.hooks.onForwarded(n),
       onAttemptsExhausted: () => options.hooks.onForwardAttemptsExhausted(),

@@ -67,7 +67,7 @@ export class ReplicationFollower {
         after: position.lastSeq,
         lastTerm: position.lastTerm,
         term: elector.knownTerm,
-        limit: 10_000,
+        limit: 2000,
         waitMs: this.#options.pullWaitMs,
         metaHash: (await metaHash.current()).hash,
         catchUp: false,
