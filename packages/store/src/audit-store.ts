@@ -16,7 +16,7 @@ import {
   timeLowerBound,
   timeUpperBoundInclusive,
 } from './event-keys.js';
-import { parseReplicatedEntry } from './replicated-entry.js';
+import { readReplicatedEntry, type ReplicatedEntry } from './replicated-entry.js';
 import { EventWriter, putEvent, type AppendOptions, type AppendResult, type Sequencer, type WriterPosition } from './event-writer.js';
 
 /**
@@ -157,26 +157,26 @@ export class AuditStore {
    * below the local last seq are skipped, so a re-delivered batch is harmless; a gap is refused.
    */
   async applyReplicated(entries: readonly Uint8Array[]): Promise<number> {
-    const applied = await this.#applyReplicated(entries.map(parseReplicatedEntry));
+    const applied = await this.#applyReplicated(entries.map(readReplicatedEntry));
     if (applied > 0) this.#logGrew();
     return applied;
   }
 
-  async #applyReplicated(entries: ReadonlyArray<{ event: StoredEvent; json: string }>): Promise<number> {
+  async #applyReplicated(entries: readonly ReplicatedEntry[]): Promise<number> {
     return this.#openWriter().exclusive(async ({ db, position, setPosition }) => {
-      const fresh = entries.filter((e) => e.event.seq > position.lastSeq);
+      const fresh = entries.filter((e) => e.seq > position.lastSeq);
       if (fresh.length === 0) return 0;
       let expected = position.lastSeq;
-      for (const { event } of fresh) {
+      for (const entry of fresh) {
         // Seqs may skip numbers the leader has pruned, but never go backwards.
-        if (event.seq <= expected) throw new TypeError(`replicated entries out of order: seq ${event.seq} after ${expected}`);
-        expected = event.seq;
+        if (entry.seq <= expected) throw new TypeError(`replicated entries out of order: seq ${entry.seq} after ${expected}`);
+        expected = entry.seq;
       }
       const batch = db.batch();
-      // Stored byte for byte as the leader stored it: no second serialisation.
-      for (const { event, json } of fresh) putEvent(batch, event.eventId, event.timestamp, event.seq, json);
+      // Stored byte for byte as the leader stored it: never decoded or serialised again.
+      for (const entry of fresh) putEvent(batch, entry.eventId, entry.timestamp, entry.seq, entry.bytes);
       await batch.write({ sync: true });
-      const last = (fresh[fresh.length - 1] as { event: StoredEvent }).event;
+      const last = fresh[fresh.length - 1] as ReplicatedEntry;
       setPosition({ lastSeq: last.seq, lastTerm: last.term, lastIngestTs: Math.max(position.lastIngestTs, last.ingestTs) });
       return fresh.length;
     });

@@ -62,19 +62,23 @@ export type Sequencer = () => number;
 /** Anything that takes puts: a chained LevelDB batch. */
 interface PutSink {
   put(key: string, value: string): unknown;
+  put(key: string, value: Uint8Array, options: { valueEncoding: 'view' }): unknown;
 }
 
 /**
  * Adds the puts that store one event under its three keys; `json` is the stored event's JSON,
- * made once by whoever has it (composed at append, or received from the leader as it is).
+ * made once by whoever has it: composed at append, or the leader's bytes as received.
  */
-export function putEvent(batch: PutSink, eventId: string, timestamp: number, seqNumber: number, json: string): void {
+export function putEvent(batch: PutSink, eventId: string, timestamp: number, seqNumber: number, json: string | Uint8Array): void {
   const ts = encodeUint(timestamp);
   const seq = encodeUint(seqNumber);
-  batch.put(PREFIX.time + ts + seq, json);
+  if (typeof json === 'string') batch.put(PREFIX.time + ts + seq, json);
+  else batch.put(PREFIX.time + ts + seq, json, VIEW);
   batch.put(PREFIX.seq + seq, ts);
   batch.put(idKey(eventId), ts + seq);
 }
+
+const VIEW = { valueEncoding: 'view' } as const;
 
 /**
  * The single writer of the log: appends queue here and are written in groups, one synced

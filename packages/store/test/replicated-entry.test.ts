@@ -1,0 +1,77 @@
+// Goal: the standby reads a replicated entry's key fields from its two ends exactly as a full
+// parse would, and falls back to the parse (or refuses) whenever the entry is laid out otherwise.
+import fc from 'fast-check';
+import { encodeEvent, storedEventJson, type AuditEvent } from '@auditlake/model';
+import { describe, expect, it, vi } from 'vitest';
+import { readReplicatedEntry } from '../src/replicated-entry.js';
+
+const event = (eventId: string, overrides: Partial<AuditEvent> = {}): AuditEvent => ({
+  eventId,
+  userId: 'u',
+  source: 'trino',
+  action: 'data:Select',
+  resource: '',
+  decision: 'DENY',
+  tables: ['t'],
+  query: 'SELECT 1',
+  details: '',
+  timestamp: 1_700_000_000_000,
+  ...overrides,
+});
+
+function stored(e: AuditEvent, ingestTs: number, seq: number, term: number): Buffer {
+  return Buffer.from(storedEventJson(encodeEvent(e), ingestTs, seq, term), 'utf8');
+}
+
+/** What a full parse says the key fields are. */
+function parsed(bytes: Buffer) {
+  const e = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>;
+  return { eventId: e['eventId'], timestamp: e['timestamp'], seq: e['seq'], ingestTs: e['ingestTs'], term: e['term'] };
+}
+
+describe('readReplicatedEntry', () => {
+  it('agrees with a full parse for any stored event, and keeps the bytes it was given', () => {
+    // Strings that imitate the tail (`,"seq":5}`) or hold escapes, in every text field.
+    const text = fc.oneof(fc.string(), fc.constantFrom(',"seq":5}', '","term":1}', '\\"', '{"eventId":"x"', '\u2028'));
+    fc.assert(
+      fc.property(text, text, text, fc.nat(), fc.nat(), fc.nat(), fc.nat(), (eventId, query, details, ts, ingestTs, seq, term) => {
+        const bytes = stored(event(eventId === '' ? 'id' : eventId, { query, details, timestamp: ts }), ingestTs, seq, term);
+        const entry = readReplicatedEntry(bytes);
+        expect({ eventId: entry.eventId, timestamp: entry.timestamp, seq: entry.seq, ingestTs: entry.ingestTs, term: entry.term }).toEqual(parsed(bytes));
+        expect(Buffer.from(entry.bytes).equals(bytes)).toBe(true);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('reads a plain entry from its ends without parsing it', () => {
+    const parse = vi.spyOn(JSON, 'parse');
+    try {
+      const entry = readReplicatedEntry(stored(event('0190a1b2-0000-7000-8000-000000000001'), 1_700_000_000_500, 9_007_199_254_740_991, 0));
+      expect(entry).toMatchObject({ eventId: '0190a1b2-0000-7000-8000-000000000001', timestamp: 1_700_000_000_000, ingestTs: 1_700_000_000_500, seq: 9_007_199_254_740_991, term: 0 });
+      expect(parse).not.toHaveBeenCalled();
+    } finally {
+      parse.mockRestore();
+    }
+  });
+
+  it('parses in full an eventId with escapes, and an entry laid out otherwise', () => {
+    expect(readReplicatedEntry(stored(event('a"b\\c'), 1, 2, 3))).toMatchObject({ eventId: 'a"b\\c', seq: 2, term: 3 });
+    const reordered = Buffer.from(JSON.stringify({ seq: 4, eventId: 'x', term: 1, ingestTs: 2, timestamp: 3, userId: 'u' }));
+    expect(readReplicatedEntry(reordered)).toMatchObject({ eventId: 'x', seq: 4, term: 1, ingestTs: 2, timestamp: 3 });
+  });
+
+  it('refuses entries that are not stored events, naming what is wrong', () => {
+    const good = stored(event('e'), 1, 2, 3).toString('utf8');
+    const bad = [
+      '{"eventId":', // cut short
+      good.slice(0, -1), // no closing brace
+      good.replace(',"seq":2', ',"seq":-2'), // a negative seq
+      good.replace(',"term":3', ',"term":1.5'), // a fraction where an integer belongs
+      good.replace(',"seq":2', ',"seq":99999999999999999'), // beyond a safe integer
+      good.replace(',"timestamp":1700000000000', ''), // no event time
+      '[1,2]',
+    ];
+    for (const text of bad) expect(() => readReplicatedEntry(Buffer.from(text)), text).toThrow(/replicated entry is not/);
+  });
+});
