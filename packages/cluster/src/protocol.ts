@@ -108,7 +108,7 @@ export function parseForwardedEvent(json: string): EncodedEvent {
   const record = raw as Record<string, unknown>;
   if (record['timestamp'] === undefined) throw new TypeError(`forwarded entry has no timestamp: ${json.slice(0, 200)}`);
   // The event time travels as `timestamp` (the stored shape), where ingest input says `ts`.
-  const event = validateEvent({ ...record, ts: record['timestamp'] }, 'forwarded event', { nowMs: 0 });
+  const event = validateEvent(record, 'forwarded event', { nowMs: 0, timeField: 'timestamp' });
   if (isCanonicalEventText(json, record, event)) return { eventId: event.eventId, timestamp: event.timestamp, json };
   return encodeEvent(event);
 }

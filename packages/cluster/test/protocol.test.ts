@@ -52,7 +52,7 @@ describe('parseForwardedEvent', () => {
     expect(() => parseForwardedEvent('{"userId":"x"}')).toThrow(/not an audit event/);
     expect(() => parseForwardedEvent('{"eventId":')).toThrow(SyntaxError);
     expect(() => parseForwardedEvent(JSON.stringify({ ...event, timestamp: undefined }))).toThrow(/no timestamp/);
-    expect(() => parseForwardedEvent(JSON.stringify({ ...event, timestamp: -1 }))).toThrow(/forwarded event.ts must be a non-negative integer/);
+    expect(() => parseForwardedEvent(JSON.stringify({ ...event, timestamp: -1 }))).toThrow(/forwarded event.timestamp must be a non-negative integer/);
   });
 });
 

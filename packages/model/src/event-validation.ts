@@ -15,6 +15,11 @@ export interface ValidateOptions {
   nowMs: number;
   /** Assigns ids to events without one; injectable so tests can replay. */
   newId?: (nowMs: number) => string;
+  /**
+   * The field holding the event time: `ts` in ingest input (the default), `timestamp` in an
+   * already stored or forwarded event.
+   */
+  timeField?: 'ts' | 'timestamp';
 }
 
 function refuse(message: string): never {
@@ -79,14 +84,14 @@ function parseTables(raw: Record<string, unknown>, at: At): string[] {
   return tables;
 }
 
-function parseTs(raw: Record<string, unknown>, at: At, nowMs: number): number {
-  const value = raw['ts'];
+function parseTs(raw: Record<string, unknown>, at: At, nowMs: number, field: 'ts' | 'timestamp'): number {
+  const value = raw[field];
   if (value === undefined || value === null) return nowMs;
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
-    refuse(`${label(at)}.ts must be a non-negative integer (epoch millis): ${JSON.stringify(value)}`);
+    refuse(`${label(at)}.${field} must be a non-negative integer (epoch millis): ${JSON.stringify(value)}`);
   }
   // Beyond this no date exists (new Date(ts) is invalid): day partitions and the UI need one.
-  if (value > EVENT_TIME_MAX_MS) refuse(`${label(at)}.ts must be at most ${EVENT_TIME_MAX_MS} (the latest time a date can hold): ${value}`);
+  if (value > EVENT_TIME_MAX_MS) refuse(`${label(at)}.${field} must be at most ${EVENT_TIME_MAX_MS} (the latest time a date can hold): ${value}`);
   return value;
 }
 
@@ -119,7 +124,7 @@ export function validateEvent(raw: unknown, at: number | string, options: Valida
     tables: parseTables(record, at),
     query: optionalString(record, 'query', at, FIELD_LIMIT_BYTES.query),
     details: optionalString(record, 'details', at, FIELD_LIMIT_BYTES.details),
-    timestamp: parseTs(record, at, options.nowMs),
+    timestamp: parseTs(record, at, options.nowMs, options.timeField ?? 'ts'),
   };
 }
 
