@@ -82,8 +82,10 @@ export class ClusterNode {
       nodeId,
       maxAttempts: options.forwardMaxAttempts,
       queueCapacity: options.forwardQueueCapacity,
-      // Large enough that a busy leader's per-forward cost is spread over many events.
-      batchSize: 2000,
+      // Enough events to spread a forward's fixed cost, few enough that the leader's LevelDB
+      // batch stays about a megabyte: larger native batches grow by copying into fresh pages,
+      // and 5,000 measured about 10% slower end to end on three nodes (BENCHMARKS.md).
+      batchSize: 1000,
       log,
       onForwarded: (n) => options.hooks.onForwarded(n),
       onAttemptsExhausted: () => options.hooks.onForwardAttemptsExhausted(),
