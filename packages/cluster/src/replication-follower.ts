@@ -68,8 +68,8 @@ export class ReplicationFollower {
         lastTerm: position.lastTerm,
         term: elector.knownTerm,
         // As the forward batch (cluster-node.ts): a standby applies each answer as one LevelDB
-        // batch, and batches of about a megabyte cost the least CPU per event.
-        limit: 1000,
+        // batch, and batches of a megabyte or two cost the least CPU per event.
+        limit: 2000,
         waitMs: this.#options.pullWaitMs,
         metaHash: (await metaHash.current()).hash,
         catchUp: false,
