@@ -1,3 +1,4 @@
+import { RECOMMENDED_NODE_ENV } from '@auditlake/testkit';
 import { DEFAULTS, type BenchConfig } from './bench-config.js';
 import type { RunInfo, SummaryRow } from './bench-report.js';
 import type { StepDown } from './bench-cluster.js';
@@ -203,7 +204,8 @@ export function clusterMarkdown(c: ClusterFigures, config: BenchConfig, singleNo
     '## Cluster',
     '',
     `${c.nodes} real \`auditlake start --coordinator redis://…\` processes (the built CLI, default configuration: lease TTL ${int(c.failover.leaseTtlMs)} ms, ` +
-      `synced writes, \`--log-level warn\`) and one real \`redis-server\` (no persistence), all on 127.0.0.1, started with testkit's ` +
+      `synced writes, \`--log-level warn\`, and the environment README.md recommends: ` +
+      `${Object.entries(RECOMMENDED_NODE_ENV).map(([k, v]) => `\`${k}=${v}\``).join(', ')}) and one real \`redis-server\` (no persistence), all on 127.0.0.1, started with testkit's ` +
       `\`startRedis\` and \`startNodeProcess\` on temp data dirs. Each of the three measurements below starts its own fresh cluster and stops ` +
       `it (processes killed, Redis stopped, data dirs removed) afterwards, also on failure or Ctrl-C. "Applied seq" is what a node's own ` +
       `\`GET /admin/cluster\` reports for itself: its store's last seq, i.e. the log up to there is on its disk. Seqs have no gaps, so ` +
