@@ -28,6 +28,15 @@ import { EventWriter, putEvent, type AppendOptions, type AppendResult, type Sequ
  */
 const WRITE_BUFFER_BYTES = 32 * 1024 * 1024;
 
+/**
+ * LevelDB's block size (default 4 KiB). Events are about 1 KB, so a 4 KiB block held four
+ * of them and flushes and compactions paid per-block costs (restart points, checksums, index
+ * entries, a compression call) every few events. In alternating three-node runs 16 KiB took
+ * 10.6-12.0 s of CPU for 110,000 events against 12.7-14.5 s; 64 KiB measured alike. Lookups
+ * by client-supplied eventId (one block read each) measured no slower.
+ */
+const BLOCK_BYTES = 16 * 1024;
+
 export type StoreStatus = 'opening' | 'open' | 'closing' | 'closed';
 
 export interface AuditStoreOptions {
@@ -75,7 +84,7 @@ export class AuditStore {
   private constructor(options: AuditStoreOptions) {
     this.location = options.location;
     this.#options = options;
-    this.#db = new Level<string, string>(options.location, { keyEncoding: 'utf8', valueEncoding: 'utf8', writeBufferSize: WRITE_BUFFER_BYTES });
+    this.#db = new Level<string, string>(options.location, { keyEncoding: 'utf8', valueEncoding: 'utf8', writeBufferSize: WRITE_BUFFER_BYTES, blockSize: BLOCK_BYTES });
   }
 
   /** Opens (creating if needed) the store at `options.location`. */
