@@ -77,6 +77,12 @@ export class AuditStore {
   #status: StoreStatus = 'opening';
   #closed: Promise<void> | undefined;
   #outboxNext = 1;
+  /**
+   * No outbox entry is numbered below this. Reads start here rather than at the start of the
+   * outbox's key range, where every forwarded entry leaves a deletion marker until compaction:
+   * an iterator from the range's start stepped over all of them on every read.
+   */
+  #outboxHead = 1;
   #outboxCount = 0;
   #metaVersion = 0;
   readonly #logListeners = new Set<() => void>();
@@ -101,6 +107,8 @@ export class AuditStore {
     store.#outboxCount = outboxKeys.length;
     const lastOutboxKey = outboxKeys[outboxKeys.length - 1];
     store.#outboxNext = lastOutboxKey === undefined ? 1 : decodeUint(lastOutboxKey.slice(PREFIX.outbox.length)) + 1;
+    const firstOutboxKey = outboxKeys[0];
+    store.#outboxHead = firstOutboxKey === undefined ? store.#outboxNext : decodeUint(firstOutboxKey.slice(PREFIX.outbox.length));
     store.#status = 'open';
     return store;
   }
@@ -309,17 +317,23 @@ export class AuditStore {
    */
   async readOutbox(limit: number): Promise<OutboxEntry[]> {
     this.#openWriter();
-    const entries = await this.#db.iterator({ gte: PREFIX.outbox, lt: prefixEnd(PREFIX.outbox), limit }).all();
+    const entries = await this.#db.iterator({ gte: outboxKey(this.#outboxHead), lt: prefixEnd(PREFIX.outbox), limit }).all();
     return entries.map(([key, json]) => ({ key, json }));
   }
 
-  /** Removes forwarded entries once the leader has stored them. */
+  /**
+   * Removes forwarded entries once the leader has stored them. Not synced: a deletion lost in
+   * a crash only means the entries are forwarded again, and the leader keeps each eventId once.
+   */
   async deleteOutbox(keys: readonly string[]): Promise<void> {
     this.#openWriter();
     const batch = this.#db.batch();
     for (const key of keys) batch.del(key);
-    await batch.write({ sync: true });
+    await batch.write({ sync: false });
     this.#outboxCount = Math.max(0, this.#outboxCount - keys.length);
+    // Entries leave from the front: the head moves past a deleted run that starts at it.
+    const deleted = new Set(keys.map((key) => decodeUint(key.slice(PREFIX.outbox.length))));
+    while (deleted.has(this.#outboxHead)) this.#outboxHead++;
   }
 
   /** Entries waiting in the outbox. */

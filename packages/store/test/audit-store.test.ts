@@ -236,6 +236,26 @@ describe('AuditStore replication and outbox', () => {
     expect(store.outboxCount).toBe(2);
   });
 
+  it('reads the outbox from its oldest live entry after deletions, out of order ones included, and after a reopen', async () => {
+    const loc = await location();
+    const store = await AuditStore.open({ location: loc });
+    const ids = async (s: AuditStore) => (await s.readOutbox(10)).map((e) => (JSON.parse(e.json) as AuditEvent).eventId);
+    await store.enqueueOutbox(['a', 'b', 'c', 'd', 'e'].map((id, i) => encodeEvent(ev(id, i))));
+    const [a, b, , d] = await store.readOutbox(10);
+    await store.deleteOutbox([a!.key, b!.key]);
+    expect(await ids(store)).toEqual(['c', 'd', 'e']);
+    // A deletion that is not at the front leaves the front where it was.
+    await store.deleteOutbox([d!.key]);
+    expect(await ids(store)).toEqual(['c', 'e']);
+    await store.close();
+    const reopened = await openStore({ location: loc });
+    expect(await ids(reopened)).toEqual(['c', 'e']);
+    expect(reopened.outboxCount).toBe(2);
+    await reopened.deleteOutbox((await reopened.readOutbox(10)).map((e) => e.key));
+    await reopened.enqueueOutbox([encodeEvent(ev('f', 9))]);
+    expect(await ids(reopened)).toEqual(['f']);
+  });
+
   it('refuses to order events when the sequencer says this node is not the leader', async () => {
     let leader = true;
     const store = await openStore({
