@@ -1,3 +1,4 @@
+import { LEVELDB_TUNING } from '@auditlake/store';
 import { execFileSync } from 'node:child_process';
 import { cpus, release, totalmem, platform, arch } from 'node:os';
 import { DEFAULTS, isFullSize, type BenchConfig, type BenchPart } from './bench-config.js';
@@ -287,7 +288,8 @@ export function renderMarkdown(results: BenchResults, machine: MachineFacts): st
         `and every request must answer \`ingested\` = its batch size. A 200 means the events are synced to disk.`,
       '',
       `The reference writes the same events straight into \`level\` in the same process: one put per event (time-ordered key, the event JSON as value), ` +
-        `batches of ${int(config.ingestBatchSize)}, ${config.ingestConcurrency} batches in flight, the same warm-up, keys and values built before timing. ` +
+        `batches of ${int(config.ingestBatchSize)}, ${config.ingestConcurrency} batches in flight, the same warm-up, keys and values built before timing, ` +
+        `and the LevelDB tuning our store opens with (${Object.entries(LEVELDB_TUNING).map(([k, v]) => `\`${k}\` ${int(v)}`).join(', ')}). ` +
         `It uses the chained form (\`db.batch()\`, \`put\` per event, \`write({ sync })\`), the fastest way to write a batch with \`level\`. ` +
         `The array form \`db.batch(ops, { sync })\`, which our store used at first, is shown for context: given an options object, abstract-level ` +
         `clones every operation with the options spread into it, which costs far more CPU per put; our store uses the chained form. ` +

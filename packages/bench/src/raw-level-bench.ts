@@ -1,3 +1,4 @@
+import { LEVELDB_TUNING } from '@auditlake/store';
 import { Level } from 'level';
 import { startCpuMonitor, type CpuShare } from './cpu-monitor.js';
 import { ingestBatches, type IngestEventsSpec } from './ingest-events.js';
@@ -30,7 +31,9 @@ type PutOp = { type: 'put'; key: string; value: string };
  */
 export async function runRawLevelBench(spec: IngestEventsSpec, concurrency: number, sync: boolean, form: RawWriteForm): Promise<RawLevelResult> {
   await using dir = await scratchDir(`raw-${form}-${sync ? 'sync' : 'nosync'}`);
-  const db = new Level<string, string>(dir.path, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
+  // The same LevelDB tuning as our store (memtable and block size), so the reference is not
+  // held back by defaults we do not use.
+  const db = new Level<string, string>(dir.path, { keyEncoding: 'utf8', valueEncoding: 'utf8', ...LEVELDB_TUNING });
   await db.open();
   try {
     const { warmup, measured } = ingestBatches(spec);
