@@ -9,6 +9,7 @@ import {
   localKey,
   metaKey,
   outboxKey,
+  parseOutboxNumber,
   parseSeqFromSeqKey,
   prefixEnd,
   seqKey,
@@ -109,9 +110,9 @@ export class AuditStore {
     const outboxKeys = await store.#db.keys({ gte: PREFIX.outbox, lt: prefixEnd(PREFIX.outbox) }).all();
     store.#outboxCount = outboxKeys.length;
     const lastOutboxKey = outboxKeys[outboxKeys.length - 1];
-    store.#outboxNext = lastOutboxKey === undefined ? 1 : decodeUint(lastOutboxKey.slice(PREFIX.outbox.length)) + 1;
+    store.#outboxNext = lastOutboxKey === undefined ? 1 : parseOutboxNumber(lastOutboxKey) + 1;
     const firstOutboxKey = outboxKeys[0];
-    store.#outboxHead = firstOutboxKey === undefined ? store.#outboxNext : decodeUint(firstOutboxKey.slice(PREFIX.outbox.length));
+    store.#outboxHead = firstOutboxKey === undefined ? store.#outboxNext : parseOutboxNumber(firstOutboxKey);
     store.#status = 'open';
     return store;
   }
@@ -335,7 +336,7 @@ export class AuditStore {
     await batch.write({ sync: false });
     this.#outboxCount = Math.max(0, this.#outboxCount - keys.length);
     // Entries leave from the front: the head moves past a deleted run that starts at it.
-    const deleted = new Set(keys.map((key) => decodeUint(key.slice(PREFIX.outbox.length))));
+    const deleted = new Set(keys.map(parseOutboxNumber));
     while (deleted.has(this.#outboxHead)) this.#outboxHead++;
   }
 

@@ -78,6 +78,11 @@ export function outboxKey(n: number): string {
   return PREFIX.outbox + encodeUint(n);
 }
 
+/** The number in an outbox key (its place in arrival order). */
+export function parseOutboxNumber(key: string): number {
+  return decodeUint(key.slice(PREFIX.outbox.length));
+}
+
 export function parseSeqFromSeqKey(key: string): number {
   return decodeUint(key.slice(PREFIX.seq.length));
 }
