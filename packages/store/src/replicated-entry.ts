@@ -38,8 +38,8 @@ function readFromEnds(buf: Buffer): ReplicatedEntry | undefined {
   if (buf.length < HEAD.length + 2 || buf.compare(HEAD, 0, HEAD.length, 0, HEAD.length) !== 0) return undefined;
   const idEnd = buf.indexOf(QUOTE, HEAD.length);
   if (idEnd <= HEAD.length) return undefined;
-  const backslash = buf.indexOf(BACKSLASH, HEAD.length);
-  if (backslash !== -1 && backslash < idEnd) return undefined;
+  // Searched backwards from the id's end, so only the id's bytes are looked at, not the entry's.
+  if (buf.lastIndexOf(BACKSLASH, idEnd) >= HEAD.length) return undefined;
   if (buf[buf.length - 1] !== CLOSE_BRACE) return undefined;
   // Backwards from the closing brace: `,"term":R`, `,"seq":S`, `,"ingestTs":I`, `,"timestamp":T`.
   const values: number[] = [];
