@@ -5,7 +5,7 @@ import { LeaderElector, type ClusterLog, type LeaderView, type NodeRole } from '
 import { LogSource } from './log-source.js';
 import { MetaHash } from './meta-hash.js';
 import { OutboxForwarder } from './outbox-forwarder.js';
-import { TERM_STARTS_META, parseForwardedEvent, type ForwardRequest, type ForwardResponse, type PeerTransport, type PullRequest, type PullResponse, type TermStart } from './protocol.js';
+import { TERM_STARTS_META, newIdsOf, parseForwardedEvent, type ForwardRequest, type ForwardResponse, type PeerTransport, type PullRequest, type PullResponse, type TermStart } from './protocol.js';
 import { ReplicationFollower } from './replication-follower.js';
 import { ReplicationTracker } from './replication-tracker.js';
 
@@ -159,7 +159,8 @@ export class ClusterNode {
   async receiveForward(request: ForwardRequest): Promise<ForwardResponse> {
     this.elector.observeTerm(request.term);
     if (!this.elector.isLeader()) throw new AuditError(AuditErrorCode.NOT_LEADER, `node ${this.#options.nodeId} is not the leader`, { retryable: true });
-    const result = await this.#options.store.appendEncoded(request.events.map(parseForwardedEvent));
+    const events = request.events.map(parseForwardedEvent);
+    const result = await this.#options.store.appendEncoded(events, { freshIds: newIdsOf(events, request.newIdFlags) });
     return { term: this.elector.knownTerm, stored: result.stored.length, duplicates: result.duplicates };
   }
 

@@ -1,6 +1,6 @@
 import type { AuditStore } from '@auditlake/store';
 import type { ClusterLog, LeaderElector } from './leader-elector.js';
-import { parseForwardedEvent, type PeerTransport } from './protocol.js';
+import { newIdFlagsOf, newIdsOf, parseForwardedEvent, type PeerTransport } from './protocol.js';
 
 export interface OutboxForwarderOptions {
   store: AuditStore;
@@ -142,13 +142,17 @@ export class OutboxForwarder {
     const batch = limitForwardBatch(await store.readOutbox(this.#options.batchSize), FORWARD_CHARS_MAX);
     if (batch.length === 0) return;
     const events = batch.map((entry) => entry.json);
+    // Read once: a retry of this batch reads the entries again and finds none of them new.
+    const newIdFlags = newIdFlagsOf(batch);
     if (elector.isLeader()) {
       // This node leads now (e.g. events diverted on rejoin, or received before it won): order them here.
-      await store.appendEncoded(events.map(parseForwardedEvent));
+      const encoded = events.map(parseForwardedEvent);
+      await store.appendEncoded(encoded, { freshIds: newIdsOf(encoded, newIdFlags) });
     } else {
       const leader = elector.leader;
       if (leader === undefined) throw new Error('no leader is known');
-      await transport.forward(leader.url, { nodeId: this.#options.nodeId, term: elector.knownTerm, events }, 10_000);
+      const request = { nodeId: this.#options.nodeId, term: elector.knownTerm, events };
+      await transport.forward(leader.url, newIdFlags === undefined ? request : { ...request, newIdFlags }, 10_000);
     }
     await store.deleteOutbox(batch.map((entry) => entry.key));
     this.#options.onForwarded(events.length);

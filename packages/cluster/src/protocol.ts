@@ -40,6 +40,29 @@ export interface ForwardRequest {
   term: number;
   /** Each a received event (AuditEvent) as JSON text, as the follower's outbox holds it. */
   events: string[];
+  /**
+   * One character per event: '1' when the follower assigned the event's eventId on receipt and
+   * no forward carried it before, so no node can hold it and the leader skips its idempotency
+   * lookup. Any other character, or no flags at all, means the leader looks the id up.
+   */
+  newIdFlags?: string;
+}
+
+/** The ids of `events` that `flags` marks as new (ForwardRequest.newIdFlags). */
+export function newIdsOf(events: readonly EncodedEvent[], flags: string | undefined): Set<string> {
+  const ids = new Set<string>();
+  if (flags === undefined) return ids;
+  events.forEach((event, i) => {
+    if (flags.charCodeAt(i) === NEW_ID_FLAG) ids.add(event.eventId);
+  });
+  return ids;
+}
+
+const NEW_ID_FLAG = 0x31; // '1'
+
+/** The flags for a forward of outbox entries, or undefined when none is new. */
+export function newIdFlagsOf(entries: ReadonlyArray<{ unsentNewId: boolean }>): string | undefined {
+  return entries.some((entry) => entry.unsentNewId) ? entries.map((entry) => (entry.unsentNewId ? '1' : '0')).join('') : undefined;
 }
 
 export interface ForwardResponse {

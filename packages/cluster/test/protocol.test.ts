@@ -1,7 +1,7 @@
 import { encodeEvent, type AuditEvent } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
 import { FORWARD_CHARS_MAX, limitForwardBatch } from '../src/outbox-forwarder.js';
-import { parseForwardedEvent } from '../src/protocol.js';
+import { newIdFlagsOf, newIdsOf, parseForwardedEvent } from '../src/protocol.js';
 
 const event: AuditEvent = {
   eventId: 'e1',
@@ -73,5 +73,18 @@ describe('limitForwardBatch', () => {
     const batch = limitForwardBatch(big, FORWARD_CHARS_MAX);
     expect(batch.length).toBeLessThan(5000);
     expect(batch.reduce((n, e) => n + e.json.length, 0) * 3).toBeLessThanOrEqual(64 * 1024 * 1024);
+  });
+});
+
+describe('new-id flags of a forward', () => {
+  it('flag exactly the entries read for the first time with ids assigned by the follower, and name only those ids to the leader', () => {
+    const entries = [{ unsentNewId: true }, { unsentNewId: false }, { unsentNewId: true }];
+    expect(newIdFlagsOf(entries)).toBe('101');
+    expect(newIdFlagsOf([{ unsentNewId: false }])).toBeUndefined();
+    const events = ['a', 'b', 'c'].map((eventId) => encodeEvent({ ...event, eventId }));
+    expect([...newIdsOf(events, '101')]).toEqual(['a', 'c']);
+    // No flags, or anything but '1', means every id is looked up.
+    expect(newIdsOf(events, undefined).size).toBe(0);
+    expect(newIdsOf(events, '0x?').size).toBe(0);
   });
 });

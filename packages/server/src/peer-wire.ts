@@ -44,5 +44,11 @@ export function decodeForwardRequest(body: Buffer): ForwardRequest {
   if (first === undefined || first.length === 0) throw new TypeError('forward request: empty message');
   const fields = headerObject(JSON.parse(first.toString('utf8')) as unknown, 'forward request');
   if (typeof fields['nodeId'] !== 'string' || typeof fields['term'] !== 'number') throw new TypeError('forward request: the header needs nodeId and term');
-  return { nodeId: fields['nodeId'], term: fields['term'], events: rest.map((line) => line.toString('utf8')) };
+  const request: ForwardRequest = { nodeId: fields['nodeId'], term: fields['term'], events: rest.map((line) => line.toString('utf8')) };
+  const flags = fields['newIdFlags'];
+  if (flags !== undefined) {
+    if (typeof flags !== 'string' || flags.length !== request.events.length) throw new TypeError('forward request: newIdFlags must be a string with one character per event');
+    request.newIdFlags = flags;
+  }
+  return request;
 }

@@ -18,7 +18,7 @@ export async function storeReceived(store: AuditStore, membership: Membership, e
       if (!isAuditError(err, AuditErrorCode.NOT_LEADER)) throw err;
     }
   }
-  await store.enqueueOutbox(events);
+  await store.enqueueOutbox(events, freshIds ? { freshIds } : {});
   membership.outboxChanged();
   return { path: 'outbox' };
 }

@@ -31,4 +31,12 @@ describe('peer wire (NDJSON)', () => {
     expect(() => decodeForwardRequest(Buffer.from('[1]'))).toThrow(/first line must be a JSON object/);
     expect(() => decodeForwardRequest(Buffer.alloc(0))).toThrow(/empty message/);
   });
+
+  it('carries the new-id flags of a forward, one per event, and refuses flags that do not match the events', () => {
+    const request = { nodeId: 'n2', term: 4, events: [tricky, '{"eventId":"b"}'], newIdFlags: '10' };
+    expect(decodeForwardRequest(encodeForwardRequest(request))).toEqual(request);
+    const header = (flags: unknown) => Buffer.from(`${JSON.stringify({ nodeId: 'n2', term: 4, newIdFlags: flags })}\n{"eventId":"a"}`);
+    expect(() => decodeForwardRequest(header('10'))).toThrow(/newIdFlags must be a string with one character per event/);
+    expect(() => decodeForwardRequest(header(1))).toThrow(/newIdFlags must be a string/);
+  });
 });

@@ -18,6 +18,7 @@ import {
   timeUpperBoundInclusive,
 } from './event-keys.js';
 import { readReplicatedEntry, type ReplicatedEntry } from './replicated-entry.js';
+import { UnsentNewIds } from './unsent-new-ids.js';
 import { EventWriter, putEvent, type AppendOptions, type AppendResult, type Sequencer, type WriterPosition } from './event-writer.js';
 
 /**
@@ -66,6 +67,11 @@ export interface OutboxEntry {
   key: string;
   /** The received event (an AuditEvent) as JSON text. */
   json: string;
+  /**
+   * This process assigned the event's eventId when it received it, and no earlier read
+   * returned the entry: no node can hold the event yet (UnsentNewIds says why that matters).
+   */
+  unsentNewId: boolean;
 }
 
 /**
@@ -88,6 +94,7 @@ export class AuditStore {
    */
   #outboxHead = 1;
   #outboxCount = 0;
+  readonly #unsentNewIds = new UnsentNewIds();
   #metaVersion = 0;
   readonly #logListeners = new Set<() => void>();
 
@@ -303,13 +310,18 @@ export class AuditStore {
 
   /**
    * Puts events into the outbox (synced): received here, to be forwarded to the leader. Each is
-   * kept as the JSON made where it was validated, which is also what is forwarded.
+   * kept as the JSON made where it was validated, which is also what is forwarded. `freshIds`
+   * are the ids this node assigned on receipt (see OutboxEntry.unsentNewId).
    */
-  async enqueueOutbox(events: readonly EncodedEvent[]): Promise<void> {
+  async enqueueOutbox(events: readonly EncodedEvent[], options: { freshIds?: ReadonlySet<string> } = {}): Promise<void> {
     this.#openWriter();
     // Chained: the array form with options clones every operation (BENCHMARKS.md, Ingest).
     const batch = this.#db.batch();
-    for (const event of events) batch.put(outboxKey(this.#outboxNext++), event.json);
+    for (const event of events) {
+      const n = this.#outboxNext++;
+      batch.put(outboxKey(n), event.json);
+      if (options.freshIds?.has(event.eventId)) this.#unsentNewIds.add(n);
+    }
     // Store before ack: the 200 promises the events survive this process.
     await batch.write({ sync: true });
     this.#outboxCount += events.length;
@@ -322,7 +334,7 @@ export class AuditStore {
   async readOutbox(limit: number): Promise<OutboxEntry[]> {
     this.#openWriter();
     const entries = await this.#db.iterator({ gte: outboxKey(this.#outboxHead), lt: prefixEnd(PREFIX.outbox), limit }).all();
-    return entries.map(([key, json]) => ({ key, json }));
+    return entries.map(([key, json]) => ({ key, json, unsentNewId: this.#unsentNewIds.take(parseOutboxNumber(key)) }));
   }
 
   /**

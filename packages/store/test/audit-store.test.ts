@@ -256,6 +256,27 @@ describe('AuditStore replication and outbox', () => {
     expect(await ids(reopened)).toEqual(['f']);
   });
 
+  it('marks an entry as holding an unsent new id only for ids assigned here, on its first read, before any restart', async () => {
+    const loc = await location();
+    const store = await AuditStore.open({ location: loc });
+    const read = async (s: AuditStore) => (await s.readOutbox(10)).map((e) => [(JSON.parse(e.json) as AuditEvent).eventId, e.unsentNewId]);
+    // 'client' came with its id; 'n1' and 'n2' were given theirs by this node.
+    await store.enqueueOutbox(['n1', 'client', 'n2'].map((id, i) => encodeEvent(ev(id, i))), { freshIds: new Set(['n1', 'n2']) });
+    expect(await read(store)).toEqual([['n1', true], ['client', false], ['n2', true]]);
+    // Read again (a retry after a failed forward): the first read may have reached the leader.
+    expect(await read(store)).toEqual([['n1', false], ['client', false], ['n2', false]]);
+    await store.enqueueOutbox([encodeEvent(ev('n3', 3))], { freshIds: new Set(['n3']) });
+    await store.append([ev('logged', 4)]);
+    expect(await store.divertSuffixToOutbox(1)).toBe(1);
+    // A diverted log entry was ordered by a leader once: never new.
+    expect(await read(store)).toEqual([['n1', false], ['client', false], ['n2', false], ['n3', true], ['logged', false]]);
+    await store.enqueueOutbox([encodeEvent(ev('n4', 5))], { freshIds: new Set(['n4']) });
+    await store.close();
+    // After a restart nobody knows what was sent before it.
+    const reopened = await openStore({ location: loc });
+    expect((await read(reopened)).map(([, unsent]) => unsent)).toEqual([false, false, false, false, false, false]);
+  });
+
   it('refuses to order events when the sequencer says this node is not the leader', async () => {
     let leader = true;
     const store = await openStore({
