@@ -33,8 +33,10 @@ describe('readReplicatedEntry', () => {
   it('agrees with a full parse for any stored event, and keeps the bytes it was given', () => {
     // Strings that imitate the tail (`,"seq":5}`) or hold escapes, in every text field.
     const text = fc.oneof(fc.string(), fc.constantFrom(',"seq":5}', '","term":1}', '\\"', '{"eventId":"x"', '\u2028'));
+    // Numbers of every width up to MAX_SAFE_INTEGER: the tail's digits are read one by one.
+    const count = fc.oneof(fc.nat(), fc.maxSafeNat());
     fc.assert(
-      fc.property(text, text, text, fc.nat(), fc.nat(), fc.nat(), fc.nat(), (eventId, query, details, ts, ingestTs, seq, term) => {
+      fc.property(text, text, text, count, count, count, count, (eventId, query, details, ts, ingestTs, seq, term) => {
         const bytes = stored(event(eventId === '' ? 'id' : eventId, { query, details, timestamp: ts }), ingestTs, seq, term);
         const entry = readReplicatedEntry(bytes);
         expect({ eventId: entry.eventId, timestamp: entry.timestamp, seq: entry.seq, ingestTs: entry.ingestTs, term: entry.term }).toEqual(parsed(bytes));
@@ -69,6 +71,7 @@ describe('readReplicatedEntry', () => {
       good.replace(',"seq":2', ',"seq":-2'), // a negative seq
       good.replace(',"term":3', ',"term":1.5'), // a fraction where an integer belongs
       good.replace(',"seq":2', ',"seq":99999999999999999'), // beyond a safe integer
+      good.replace(',"seq":2', ',"seq":9007199254740992'), // 2^53: sixteen digits, one past the largest safe integer
       good.replace(',"timestamp":1700000000000', ''), // no event time
       '[1,2]',
     ];
