@@ -19,6 +19,7 @@ import {
 } from './event-keys.js';
 import { readReplicatedEntry, type ReplicatedEntry } from './replicated-entry.js';
 import { UnsentNewIds } from './unsent-new-ids.js';
+import { LogTail } from './log-tail.js';
 import { EventWriter, putEvent, type AppendOptions, type AppendResult, type Sequencer, type WriterPosition } from './event-writer.js';
 
 /**
@@ -38,6 +39,12 @@ const WRITE_BUFFER_BYTES = 32 * 1024 * 1024;
  * by client-supplied eventId (one block read each) measured no slower.
  */
 const BLOCK_BYTES = 16 * 1024;
+
+/**
+ * Most bytes of recent entries a node keeps for pulls: about 100,000 events, several seconds of
+ * a standby lagging at full ingest. A standby further behind reads from LevelDB, as before.
+ */
+const LOG_TAIL_BYTES = 64 * 1024 * 1024;
 
 /** The LevelDB tuning every store opens with (exported so benchmarks compare like with like). */
 export const LEVELDB_TUNING = { writeBufferSize: WRITE_BUFFER_BYTES, blockSize: BLOCK_BYTES } as const;
@@ -95,6 +102,8 @@ export class AuditStore {
   #outboxHead = 1;
   #outboxCount = 0;
   readonly #unsentNewIds = new UnsentNewIds();
+  /** The newest entries this node appended, for pulls (LogTail says why). */
+  readonly #tail = new LogTail(LOG_TAIL_BYTES);
   #metaVersion = 0;
   readonly #logListeners = new Set<() => void>();
 
@@ -113,6 +122,7 @@ export class AuditStore {
       now: options.now ?? Date.now,
       groupEventsMax: options.groupEventsMax ?? 20_000,
       sequencer: options.sequencer ?? (() => 0),
+      tail: store.#tail,
     });
     const outboxKeys = await store.#db.keys({ gte: PREFIX.outbox, lt: prefixEnd(PREFIX.outbox) }).all();
     store.#outboxCount = outboxKeys.length;
@@ -204,6 +214,8 @@ export class AuditStore {
       // Stored byte for byte as the leader stored it: never decoded or serialised again.
       for (const entry of fresh) putEvent(batch, entry.eventId, entry.timestamp, entry.seq, entry.bytes);
       await batch.write({ sync: true });
+      // The log now ends past the tail; a standby serves no pulls, so it keeps none.
+      this.#tail.clear();
       const last = fresh[fresh.length - 1] as ReplicatedEntry;
       setPosition({ lastSeq: last.seq, lastTerm: last.term, lastIngestTs: Math.max(position.lastIngestTs, last.ingestTs) });
       return fresh.length;
@@ -227,6 +239,7 @@ export class AuditStore {
       // The highest ingestTs ever assigned survives the truncation: it must never go back.
       ops.push({ type: 'put', key: localKey('highestIngestTs'), value: String(position.lastIngestTs) });
       await db.batch(ops, { sync: true });
+      this.#tail.clear();
       this.#outboxCount += suffix.length;
       const before = await this.#lastBefore(seq);
       setPosition({ lastSeq: before?.seq ?? 0, lastTerm: before?.term ?? 0, lastIngestTs: position.lastIngestTs });
@@ -262,6 +275,8 @@ export class AuditStore {
    */
   async readEncodedBySeq(afterSeq: number, limit: number): Promise<Uint8Array[]> {
     this.#openWriter();
+    const kept = this.#tail.read(afterSeq, limit);
+    if (kept !== undefined) return kept;
     const values = await this.#db.getMany<string, Uint8Array>(await this.#timeKeysAfter(afterSeq, limit), { valueEncoding: 'view' });
     return values.filter((v): v is Uint8Array => v !== undefined);
   }
@@ -373,6 +388,9 @@ export class AuditStore {
       if (entries.length === 0) return result;
       const last = entries[entries.length - 1] as [string, string];
       from = last[0] + '\u0000';
+      // Before the deletes: a pull must not be served an entry the log no longer has. Groups
+      // appended from here on are newer than everything this batch deletes.
+      this.#tail.clear();
       const batch = this.#db.batch();
       for (const [key, value] of entries) {
         const event = JSON.parse(value) as StoredEvent;

@@ -1,6 +1,7 @@
 import { AuditError, AuditErrorCode, storedEventJson, type EncodedEvent } from '@auditlake/model';
 import type { Level } from 'level';
 import { PREFIX, idKey, metaKey, encodeUint } from './event-keys.js';
+import type { LogTail } from './log-tail.js';
 
 type Db = Level<string, string>;
 
@@ -92,12 +93,14 @@ export class EventWriter {
   readonly #now: () => number;
   readonly #groupEventsMax: number;
   readonly #sequencer: Sequencer;
+  readonly #tail: LogTail;
   #position: WriterPosition;
   #queue: PendingOp[] = [];
   #draining: Promise<void> | undefined;
 
-  constructor(db: Db, position: WriterPosition, options: { now: () => number; groupEventsMax: number; sequencer: Sequencer }) {
+  constructor(db: Db, position: WriterPosition, options: { now: () => number; groupEventsMax: number; sequencer: Sequencer; tail: LogTail }) {
     this.#db = db;
+    this.#tail = options.tail;
     this.#position = { ...position };
     this.#now = options.now;
     this.#groupEventsMax = options.groupEventsMax;
@@ -211,6 +214,7 @@ export class EventWriter {
     // measured as the largest single cost of ingest (BENCHMARKS.md).
     const batch = this.#db.batch();
     const results: AppendResult[] = [];
+    const written: string[] = [];
     for (const pending of group) {
       const result: AppendResult = { stored: [], duplicates: 0 };
       for (const event of pending.events) {
@@ -221,7 +225,9 @@ export class EventWriter {
         seenInGroup.add(event.eventId);
         seq++;
         // Composed from the JSON made at validation: the event is serialised once.
-        putEvent(batch, event.eventId, event.timestamp, seq, storedEventJson(event, ingestTs, seq, term));
+        const json = storedEventJson(event, ingestTs, seq, term);
+        putEvent(batch, event.eventId, event.timestamp, seq, json);
+        written.push(json);
         result.stored.push({ eventId: event.eventId, seq, ingestTs, term });
       }
       for (const meta of pending.options.meta ?? []) {
@@ -232,6 +238,7 @@ export class EventWriter {
     if (batch.length > 0) {
       // Store before ack: a caller that got 200 may never retry.
       await batch.write({ sync: true });
+      this.#tail.append(this.#position.lastSeq + 1, written);
     } else {
       await batch.close();
     }

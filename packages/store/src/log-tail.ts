@@ -1,0 +1,75 @@
+/** One written group: its entries' UTF-8 bytes back to back, and where each one ends. */
+interface Chunk {
+  firstSeq: number;
+  bytes: Buffer;
+  /** ends[i] is where entry firstSeq + i ends in `bytes` (it starts at ends[i - 1], or 0). */
+  ends: Uint32Array;
+}
+
+/**
+ * The newest log entries as the bytes LevelDB holds for them, kept by the node that appends
+ * them, so a leader answers its standbys' pulls without reading the entries back. Reading them
+ * back cost a LevelDB get per entry per standby, and those gets charged LevelDB's seek counters
+ * until it compacted files for them: the leader compacted several times as much as a standby.
+ *
+ * One buffer per written group (not one per entry), so the garbage collector sees a few large
+ * objects. It holds a contiguous run of seqs that always ends at the log's last seq: anything
+ * else that changes the log's end (a replicated apply, a truncation, a prune) clears it, and a
+ * read it cannot answer in full from the start goes to LevelDB.
+ */
+export class LogTail {
+  readonly #maxBytes: number;
+  #chunks: Chunk[] = [];
+  #bytes = 0;
+
+  constructor(maxBytes: number) {
+    this.#maxBytes = maxBytes;
+  }
+
+  /** The entries of seqs `firstSeq`, `firstSeq + 1`, … were just written, as `jsons`. */
+  append(firstSeq: number, jsons: readonly string[]): void {
+    if (jsons.length === 0) return;
+    if (firstSeq !== this.#nextSeq()) this.clear();
+    const ends = new Uint32Array(jsons.length);
+    let total = 0;
+    jsons.forEach((json, i) => {
+      total += Buffer.byteLength(json, 'utf8');
+      ends[i] = total;
+    });
+    const bytes = Buffer.allocUnsafe(total);
+    jsons.forEach((json, i) => bytes.write(json, i === 0 ? 0 : (ends[i - 1] as number), 'utf8'));
+    this.#chunks.push({ firstSeq, bytes, ends });
+    this.#bytes += total;
+    while (this.#bytes > this.#maxBytes && this.#chunks.length > 1) this.#bytes -= (this.#chunks.shift() as Chunk).bytes.length;
+  }
+
+  /**
+   * The entries after `afterSeq`, at most `limit`, as views into the kept bytes; undefined
+   * when the tail does not hold seq afterSeq + 1 (or is empty), so LevelDB must answer.
+   * The tail ends at the log's end, so an empty array means there is nothing newer.
+   */
+  read(afterSeq: number, limit: number): Uint8Array[] | undefined {
+    const first = this.#chunks[0];
+    if (first === undefined || afterSeq + 1 < first.firstSeq) return undefined;
+    const entries: Uint8Array[] = [];
+    for (const chunk of this.#chunks) {
+      const count = chunk.ends.length;
+      if (afterSeq + 1 >= chunk.firstSeq + count) continue;
+      for (let i = Math.max(0, afterSeq + 1 - chunk.firstSeq); i < count && entries.length < limit; i++) {
+        entries.push(chunk.bytes.subarray(i === 0 ? 0 : chunk.ends[i - 1], chunk.ends[i]));
+      }
+      if (entries.length >= limit) break;
+    }
+    return entries;
+  }
+
+  clear(): void {
+    this.#chunks = [];
+    this.#bytes = 0;
+  }
+
+  #nextSeq(): number | undefined {
+    const last = this.#chunks[this.#chunks.length - 1];
+    return last === undefined ? undefined : last.firstSeq + last.ends.length;
+  }
+}

@@ -1,0 +1,127 @@
+// Goal: the log tail answers a pull with exactly the entries the log holds, or not at all, and a
+// store serves the same bytes from it as from LevelDB, also after the log's end moves otherwise.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import type { AuditEvent } from '@auditlake/model';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { AuditStore } from '../src/index.js';
+import { LogTail } from '../src/log-tail.js';
+
+const text = (entries: Uint8Array[] | undefined) => entries?.map((e) => Buffer.from(e).toString('utf8'));
+
+describe('LogTail', () => {
+  it('property: a read returns the entries after the seq, up to the limit, as appended, or undefined when it does not hold the next one', () => {
+    // Appends continue the run or jump (a jump clears it); a small byte limit evicts old groups.
+    const step = fc.oneof(
+      fc.record({ kind: fc.constant('append' as const), jump: fc.boolean(), jsons: fc.array(fc.string({ unit: 'grapheme', maxLength: 12 }), { maxLength: 6 }) }),
+      fc.record({ kind: fc.constant('read' as const), back: fc.nat({ max: 40 }), limit: fc.integer({ min: 1, max: 10 }) }),
+      fc.constant({ kind: 'clear' as const }),
+    );
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 40 }), fc.integer({ min: 1, max: 200 }), (steps, maxBytes) => {
+        const tail = new LogTail(maxBytes);
+        // Everything appended since the run last started: what a read may return.
+        let run = new Map<number, string>();
+        let next = 1;
+        let newestGroupStart = 0;
+        for (const s of steps) {
+          if (s.kind === 'append') {
+            // Nothing written (a metadata-only batch) leaves the log's end, and the tail, as they were.
+            if (s.jsons.length === 0) {
+              tail.append(next + (s.jump ? 5 : 0), s.jsons);
+              continue;
+            }
+            if (s.jump) next += 5;
+            if (s.jump || run.size === 0) run = new Map();
+            newestGroupStart = next;
+            tail.append(next, s.jsons);
+            for (const json of s.jsons) run.set(next++, json);
+          } else if (s.kind === 'clear') {
+            tail.clear();
+            run = new Map();
+          } else {
+            const after = Math.max(0, next - 1 - s.back);
+            const got = text(tail.read(after, s.limit));
+            const expected: string[] = [];
+            for (let seq = after + 1; seq < next && expected.length < s.limit && run.has(seq); seq++) expected.push(run.get(seq) as string);
+            if (got !== undefined) expect(got).toEqual(expected);
+            // The newest group is always kept, whatever the byte limit.
+            if (run.size > 0 && after + 1 >= newestGroupStart) expect(got).toEqual(expected);
+            if (run.size === 0) expect(got).toBeUndefined();
+          }
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('keeps the bytes of multi-byte characters exactly', () => {
+    const tail = new LogTail(1024);
+    tail.append(7, ['{"q":"é"}', '{"q":"日本"}', '{"q":"😀"}']);
+    expect(text(tail.read(6, 10))).toEqual(['{"q":"é"}', '{"q":"日本"}', '{"q":"😀"}']);
+    expect(text(tail.read(8, 1))).toEqual(['{"q":"😀"}']);
+    expect(tail.read(9, 10)).toEqual([]);
+    expect(tail.read(5, 10)).toBeUndefined();
+  });
+});
+
+async function openStore(): Promise<AuditStore> {
+  const dir = await mkdtemp(join(tmpdir(), 'auditlake-tail-'));
+  const store = await AuditStore.open({ location: join(dir, 'store') });
+  onTestFinished(async () => {
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+  return store;
+}
+
+function ev(eventId: string, timestamp: number): AuditEvent {
+  return { eventId, userId: 'u', source: 'trino', action: 'data:Select', resource: '', decision: '', tables: [], query: `SELECT '${eventId}' -- ü`, details: '', timestamp };
+}
+
+/** What LevelDB holds after `after`: read by a second store that applied the same log (it keeps no tail). */
+async function fromLevelDb(store: AuditStore, after: number, limit: number): Promise<string[] | undefined> {
+  const copy = await openStore();
+  await copy.applyReplicated(await store.readEncodedBySeq(0, 1_000));
+  return text(await copy.readEncodedBySeq(after, limit));
+}
+
+describe('AuditStore pulls from the log tail', () => {
+  it('serves the bytes LevelDB holds, for every position and limit', async () => {
+    const store = await openStore();
+    await store.append([ev('a', 5), ev('b', 1), ev('c', 9)]);
+    await store.append([ev('d', 2)]);
+    await store.append([ev('e', 7), ev('f', 3)]);
+    for (let after = 0; after <= 6; after++) {
+      for (const limit of [1, 2, 10]) expect(text(await store.readEncodedBySeq(after, limit)), `after ${after} limit ${limit}`).toEqual(await fromLevelDb(store, after, limit));
+    }
+  });
+
+  it('serves entries replicated after ones it appended itself (a leader that became a standby)', async () => {
+    const leader = await openStore();
+    const former = await openStore();
+    await leader.append([ev('a', 1), ev('b', 2), ev('c', 3)]);
+    await former.append([ev('x', 1), ev('y', 2), ev('z', 3)]);
+    await leader.append([ev('d', 4), ev('e', 5)]);
+    expect(await former.applyReplicated(await leader.readEncodedBySeq(3, 10))).toBe(2);
+    expect(text(await former.readEncodedBySeq(3, 10))).toEqual(text(await leader.readEncodedBySeq(3, 10)));
+  });
+
+  it('does not serve entries a prune or a truncation removed, and serves what is appended after them', async () => {
+    const store = await openStore();
+    const ids = async (after: number) => text(await store.readEncodedBySeq(after, 10))?.map((e) => (JSON.parse(e) as AuditEvent).eventId);
+    await store.append([ev('old1', 1_000), ev('keep', 50_000), ev('old2', 2_000)]);
+    expect((await store.pruneBefore(10_000, 10, async () => true)).deleted).toBe(2);
+    expect(await ids(0)).toEqual(['keep']);
+    await store.append([ev('new', 70_000)]);
+    await store.append([ev('moved', 60_000)]);
+    expect(await store.divertSuffixToOutbox(5)).toBe(1);
+    expect(await ids(3)).toEqual(['new']);
+    await store.append([ev('newer', 80_000)]);
+    expect(await ids(3)).toEqual(['new', 'newer']);
+    expect(await ids(0)).toEqual(['keep', 'new', 'newer']);
+    expect(text(await store.readEncodedBySeq(3, 10))).toEqual(await fromLevelDb(store, 3, 10));
+  });
+});
