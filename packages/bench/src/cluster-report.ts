@@ -122,7 +122,7 @@ export function clusterNotes(c: ClusterFigures, run: RunInfo, singleNode: Single
         `${int((nodeSum * t.endToEndMs * 1000) / t.events)} µs of CPU per event together` +
         (singleNode?.cpuMicrosPerEvent === undefined ? '' : ` against ${int(singleNode.cpuMicrosPerEvent)} µs for one node alone (client included)`) +
         `: every event is stored three times (the leader and two standbys, each a synced LevelDB batch) and parsed by each node that stores it; ` +
-        `the leader reads it back for each standby's pull (as stored bytes, not parsed again), and the two thirds sent to a standby are also ` +
+        `the leader sends it to each standby (from the bytes it kept when it wrote them, or read back from LevelDB for a standby further behind), and the two thirds sent to a standby are also ` +
         `written to and deleted from its outbox and sent over HTTP once more. See "Where the time goes" under Cluster.`,
     );
   }
