@@ -1,7 +1,7 @@
 import { AuditError, AuditErrorCode, storedEventJson, type EncodedEvent } from '@auditlake/model';
 import type { Level } from 'level';
 import { PREFIX, idKey, metaKey, encodeUint } from './event-keys.js';
-import type { LogTail } from './log-tail.js';
+import { LogTail } from './log-tail.js';
 
 type Db = Level<string, string>;
 
@@ -236,9 +236,11 @@ export class EventWriter {
       results.push(result);
     }
     if (batch.length > 0) {
+      const group = LogTail.encode(written);
+      written.length = 0;
       // Store before ack: a caller that got 200 may never retry.
       await batch.write({ sync: true });
-      this.#tail.append(this.#position.lastSeq + 1, written);
+      this.#tail.append(this.#position.lastSeq + 1, group);
     } else {
       await batch.close();
     }

@@ -1,9 +1,13 @@
-/** One written group: its entries' UTF-8 bytes back to back, and where each one ends. */
-interface Chunk {
-  firstSeq: number;
+/** A group's entries as UTF-8 bytes back to back, and where each one ends. */
+export interface EncodedGroup {
   bytes: Buffer;
-  /** ends[i] is where entry firstSeq + i ends in `bytes` (it starts at ends[i - 1], or 0). */
+  /** ends[i] is where entry i ends in `bytes` (it starts at ends[i - 1], or 0). */
   ends: Uint32Array;
+}
+
+/** One written group and the seq of its first entry. */
+interface Chunk extends EncodedGroup {
+  firstSeq: number;
 }
 
 /**
@@ -26,10 +30,12 @@ export class LogTail {
     this.#maxBytes = maxBytes;
   }
 
-  /** The entries of seqs `firstSeq`, `firstSeq + 1`, … were just written, as `jsons`. */
-  append(firstSeq: number, jsons: readonly string[]): void {
-    if (jsons.length === 0) return;
-    if (firstSeq !== this.#nextSeq()) this.clear();
+  /**
+   * Encodes a group's entries, to be appended once they are written. Done before the write is
+   * awaited, so the entry strings die young: kept across the write's fsync they outlived a
+   * young-generation collection or two and were copied into the old generation.
+   */
+  static encode(jsons: readonly string[]): EncodedGroup {
     const ends = new Uint32Array(jsons.length);
     let total = 0;
     jsons.forEach((json, i) => {
@@ -38,8 +44,15 @@ export class LogTail {
     });
     const bytes = Buffer.allocUnsafe(total);
     jsons.forEach((json, i) => bytes.write(json, i === 0 ? 0 : (ends[i - 1] as number), 'utf8'));
-    this.#chunks.push({ firstSeq, bytes, ends });
-    this.#bytes += total;
+    return { bytes, ends };
+  }
+
+  /** The entries of seqs `firstSeq`, `firstSeq + 1`, … were just written, as `group`. */
+  append(firstSeq: number, group: EncodedGroup): void {
+    if (group.ends.length === 0) return;
+    if (firstSeq !== this.#nextSeq()) this.clear();
+    this.#chunks.push({ firstSeq, ...group });
+    this.#bytes += group.bytes.length;
     while (this.#bytes > this.#maxBytes && this.#chunks.length > 1) this.#bytes -= (this.#chunks.shift() as Chunk).bytes.length;
   }
 

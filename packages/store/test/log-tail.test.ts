@@ -30,13 +30,13 @@ describe('LogTail', () => {
           if (s.kind === 'append') {
             // Nothing written (a metadata-only batch) leaves the log's end, and the tail, as they were.
             if (s.jsons.length === 0) {
-              tail.append(next + (s.jump ? 5 : 0), s.jsons);
+              tail.append(next + (s.jump ? 5 : 0), LogTail.encode(s.jsons));
               continue;
             }
             if (s.jump) next += 5;
             if (s.jump || run.size === 0) run = new Map();
             newestGroupStart = next;
-            tail.append(next, s.jsons);
+            tail.append(next, LogTail.encode(s.jsons));
             for (const json of s.jsons) run.set(next++, json);
           } else if (s.kind === 'clear') {
             tail.clear();
@@ -59,7 +59,7 @@ describe('LogTail', () => {
 
   it('keeps the bytes of multi-byte characters exactly', () => {
     const tail = new LogTail(1024);
-    tail.append(7, ['{"q":"é"}', '{"q":"日本"}', '{"q":"😀"}']);
+    tail.append(7, LogTail.encode(['{"q":"é"}', '{"q":"日本"}', '{"q":"😀"}']));
     expect(text(tail.read(6, 10))).toEqual(['{"q":"é"}', '{"q":"日本"}', '{"q":"😀"}']);
     expect(text(tail.read(8, 1))).toEqual(['{"q":"😀"}']);
     expect(tail.read(9, 10)).toEqual([]);
