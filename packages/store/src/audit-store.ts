@@ -192,34 +192,44 @@ export class AuditStore {
 
   /**
    * Applies entries ordered by a leader, as they are (seq, term, ingestTs kept). Entries at or
-   * below the local last seq are skipped, so a re-delivered batch is harmless; a gap is refused.
+   * below the local last seq are skipped, so a re-delivered batch is harmless; seqs out of order
+   * are refused (nothing is written), gaps the leader pruned are not.
    */
   async applyReplicated(entries: readonly Uint8Array[]): Promise<number> {
-    const applied = await this.#applyReplicated(entries.map(readReplicatedEntry));
-    if (applied > 0) this.#logGrew();
-    return applied;
-  }
-
-  async #applyReplicated(entries: readonly ReplicatedEntry[]): Promise<number> {
-    return this.#openWriter().exclusive(async ({ db, position, setPosition }) => {
-      const fresh = entries.filter((e) => e.seq > position.lastSeq);
-      if (fresh.length === 0) return 0;
-      let expected = position.lastSeq;
-      for (const entry of fresh) {
-        // Seqs may skip numbers the leader has pruned, but never go backwards.
-        if (entry.seq <= expected) throw new TypeError(`replicated entries out of order: seq ${entry.seq} after ${expected}`);
-        expected = entry.seq;
-      }
+    const applied = await this.#openWriter().exclusive(async ({ db, position, setPosition }) => {
       const batch = db.batch();
-      // Stored byte for byte as the leader stored it: never decoded or serialised again.
-      for (const entry of fresh) putEvent(batch, entry.eventId, entry.timestamp, entry.seq, entry.bytes);
+      let last: ReplicatedEntry | undefined;
+      let count = 0;
+      try {
+        // Each entry is read while its puts are added, so what is read from it dies before the
+        // write's fsync is awaited (kept across it, 2,000 entries a batch reached the old
+        // generation). Stored byte for byte as the leader stored it: never decoded or serialised again.
+        for (const bytes of entries) {
+          const entry = readReplicatedEntry(bytes);
+          if (entry.seq <= position.lastSeq) continue;
+          // Seqs may skip numbers the leader has pruned, but never go backwards.
+          const expected = last?.seq ?? position.lastSeq;
+          if (entry.seq <= expected) throw new TypeError(`replicated entries out of order: seq ${entry.seq} after ${expected}`);
+          putEvent(batch, entry.eventId, entry.timestamp, entry.seq, entry.bytes);
+          last = entry;
+          count++;
+        }
+      } catch (err) {
+        await batch.close();
+        throw err;
+      }
+      if (last === undefined) {
+        await batch.close();
+        return 0;
+      }
       await batch.write({ sync: true });
       // The log now ends past the tail; a standby serves no pulls, so it keeps none.
       this.#tail.clear();
-      const last = fresh[fresh.length - 1] as ReplicatedEntry;
       setPosition({ lastSeq: last.seq, lastTerm: last.term, lastIngestTs: Math.max(position.lastIngestTs, last.ingestTs) });
-      return fresh.length;
+      return count;
     });
+    if (applied > 0) this.#logGrew();
+    return applied;
   }
 
   /**

@@ -178,6 +178,8 @@ describe('AuditStore replication and outbox', () => {
     const disordered = [{ ...stored[2]!, seq: 5 }, { ...stored[2]!, seq: 4, eventId: 'x' }].map((e) => Buffer.from(JSON.stringify(e)));
     await expect(standby.applyReplicated(disordered)).rejects.toThrow(/out of order/);
     expect(standby.position.lastSeq).toBe(3);
+    // Nothing of the refused batch was written, not even the entry before the disorder.
+    expect(await standby.getBySeq(5)).toBeUndefined();
   });
 
   it('stores an encoded event as its composed JSON, byte for byte, with seq, ingestTs and term', async () => {
