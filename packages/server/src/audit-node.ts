@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { ClusterNode } from '@auditlake/cluster';
 import { AuditError, AuditErrorCode, encodeEvent, type CredentialConfig, type NodeConfig } from '@auditlake/model';
-import { AuditStore, RetentionPruner } from '@auditlake/store';
+import { AuditStore, CLUSTER_LOG_TAIL_BYTES, RetentionPruner } from '@auditlake/store';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import { Authenticator } from './auth/authenticator.js';
 import { DenyRecorder } from './auth/deny-recorder.js';
@@ -115,6 +115,8 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     location: join(options.dataDir, 'store'),
     now: () => Date.now() + config.debugClockOffsetMs,
     sequencer: () => sequencer(),
+    // A cluster node's standbys pull its log when it leads; a single node is never pulled from.
+    logTailBytes: coordinated ? CLUSTER_LOG_TAIL_BYTES : 0,
   });
   const closers: Array<() => Promise<void>> = [...(embeddedS3 ? [() => embeddedS3.close()] : []), () => store.close()];
   const closeAll = async () => {

@@ -41,10 +41,11 @@ const WRITE_BUFFER_BYTES = 32 * 1024 * 1024;
 const BLOCK_BYTES = 16 * 1024;
 
 /**
- * Most bytes of recent entries a node keeps for pulls: about 100,000 events, several seconds of
- * a standby lagging at full ingest. A standby further behind reads from LevelDB, as before.
+ * The log tail a cluster node keeps for pulls (AuditStoreOptions.logTailBytes): about 100,000
+ * events, several seconds of a standby lagging at full ingest. A standby further behind reads
+ * from LevelDB, as before.
  */
-const LOG_TAIL_BYTES = 64 * 1024 * 1024;
+export const CLUSTER_LOG_TAIL_BYTES = 64 * 1024 * 1024;
 
 /** The LevelDB tuning every store opens with (exported so benchmarks compare like with like). */
 export const LEVELDB_TUNING = { writeBufferSize: WRITE_BUFFER_BYTES, blockSize: BLOCK_BYTES } as const;
@@ -63,6 +64,11 @@ export interface AuditStoreOptions {
    * when this node may not order events now. Default: always term 0 (a single node).
    */
   sequencer?: Sequencer;
+  /**
+   * Bytes of the newest appended entries to keep for answering pulls (LogTail). Only a node
+   * whose log others pull from needs it: default 0, none kept.
+   */
+  logTailBytes?: number;
 }
 
 export interface PruneResult {
@@ -103,13 +109,14 @@ export class AuditStore {
   #outboxCount = 0;
   readonly #unsentNewIds = new UnsentNewIds();
   /** The newest entries this node appended, for pulls (LogTail says why). */
-  readonly #tail = new LogTail(LOG_TAIL_BYTES);
+  readonly #tail: LogTail;
   #metaVersion = 0;
   readonly #logListeners = new Set<() => void>();
 
   private constructor(options: AuditStoreOptions) {
     this.location = options.location;
     this.#options = options;
+    this.#tail = new LogTail(options.logTailBytes ?? 0);
     this.#db = new Level<string, string>(options.location, { keyEncoding: 'utf8', valueEncoding: 'utf8', ...LEVELDB_TUNING });
   }
 

@@ -227,7 +227,7 @@ export class EventWriter {
         // Composed from the JSON made at validation: the event is serialised once.
         const json = storedEventJson(event, ingestTs, seq, term);
         putEvent(batch, event.eventId, event.timestamp, seq, json);
-        written.push(json);
+        if (this.#tail.enabled) written.push(json);
         result.stored.push({ eventId: event.eventId, seq, ingestTs, term });
       }
       for (const meta of pending.options.meta ?? []) {
@@ -236,11 +236,11 @@ export class EventWriter {
       results.push(result);
     }
     if (batch.length > 0) {
-      const group = LogTail.encode(written);
+      const group = this.#tail.enabled ? LogTail.encode(written) : undefined;
       written.length = 0;
       // Store before ack: a caller that got 200 may never retry.
       await batch.write({ sync: true });
-      this.#tail.append(this.#position.lastSeq + 1, group);
+      if (group) this.#tail.append(this.#position.lastSeq + 1, group);
     } else {
       await batch.close();
     }

@@ -47,9 +47,14 @@ export class LogTail {
     return { bytes, ends };
   }
 
+  /** True when it keeps anything at all (a limit above 0): else the writer need not encode. */
+  get enabled(): boolean {
+    return this.#maxBytes > 0;
+  }
+
   /** The entries of seqs `firstSeq`, `firstSeq + 1`, … were just written, as `group`. */
   append(firstSeq: number, group: EncodedGroup): void {
-    if (group.ends.length === 0) return;
+    if (group.ends.length === 0 || !this.enabled) return;
     if (firstSeq !== this.#nextSeq()) this.clear();
     this.#chunks.push({ firstSeq, ...group });
     this.#bytes += group.bytes.length;

@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import type { AuditEvent } from '@auditlake/model';
-import { describe, expect, it, onTestFinished } from 'vitest';
-import { AuditStore } from '../src/index.js';
+import { describe, expect, it, onTestFinished, vi } from 'vitest';
+import { AuditStore, CLUSTER_LOG_TAIL_BYTES } from '../src/index.js';
 import { LogTail } from '../src/log-tail.js';
 
 const text = (entries: Uint8Array[] | undefined) => entries?.map((e) => Buffer.from(e).toString('utf8'));
@@ -57,6 +57,13 @@ describe('LogTail', () => {
     );
   });
 
+  it('keeps nothing when its limit is 0 (a node nobody pulls from)', () => {
+    const tail = new LogTail(0);
+    tail.append(1, LogTail.encode(['{"a":1}']));
+    expect(tail.enabled).toBe(false);
+    expect(tail.read(0, 10)).toBeUndefined();
+  });
+
   it('keeps the bytes of multi-byte characters exactly', () => {
     const tail = new LogTail(1024);
     tail.append(7, LogTail.encode(['{"q":"é"}', '{"q":"日本"}', '{"q":"😀"}']));
@@ -69,7 +76,7 @@ describe('LogTail', () => {
 
 async function openStore(): Promise<AuditStore> {
   const dir = await mkdtemp(join(tmpdir(), 'auditlake-tail-'));
-  const store = await AuditStore.open({ location: join(dir, 'store') });
+  const store = await AuditStore.open({ location: join(dir, 'store'), logTailBytes: CLUSTER_LOG_TAIL_BYTES });
   onTestFinished(async () => {
     await store.close();
     await rm(dir, { recursive: true, force: true });
@@ -94,6 +101,11 @@ describe('AuditStore pulls from the log tail', () => {
     await store.append([ev('a', 5), ev('b', 1), ev('c', 9)]);
     await store.append([ev('d', 2)]);
     await store.append([ev('e', 7), ev('f', 3)]);
+    const read = vi.spyOn(LogTail.prototype, 'read');
+    onTestFinished(() => read.mockRestore());
+    expect(await store.readEncodedBySeq(2, 10)).toHaveLength(4);
+    // Answered from the tail, not from LevelDB.
+    expect(read.mock.results.at(-1)?.value).toHaveLength(4);
     for (let after = 0; after <= 6; after++) {
       for (const limit of [1, 2, 10]) expect(text(await store.readEncodedBySeq(after, limit)), `after ${after} limit ${limit}`).toEqual(await fromLevelDb(store, after, limit));
     }
