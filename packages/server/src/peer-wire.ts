@@ -1,5 +1,5 @@
 import type { ForwardRequest, PullResponse } from '@auditlake/cluster';
-import { joinLines, splitLines } from './byte-lines.js';
+import { joinLines, lineRuns, splitLines } from './byte-lines.js';
 
 /**
  * The wire form of the two bulky peer messages: NDJSON, a header line then one line per event.
@@ -14,10 +14,14 @@ function headerObject(header: unknown, what: string): Record<string, unknown> {
   return header as Record<string, unknown>;
 }
 
-/** A pull answer as bytes: the entries are bytes already and are copied in, never decoded. */
-export function encodePullResponse(response: PullResponse): Buffer {
+/**
+ * A pull answer as the slices of bytes to send one after the other: the entries are bytes
+ * already, never decoded, and entries from a leader's log tail go out as slices of it, not
+ * copied (lineRuns).
+ */
+export function encodePullResponse(response: PullResponse): Uint8Array[] {
   const { entries, ...header } = response;
-  return joinLines([Buffer.from(JSON.stringify(header), 'utf8'), ...entries]);
+  return lineRuns([Buffer.from(JSON.stringify(header), 'utf8'), ...entries]);
 }
 
 /** The entries are views into `body`, one per line after the header. */

@@ -9,7 +9,7 @@ describe('peer wire (NDJSON)', () => {
   it('carries a pull answer with its entries as the exact stored bytes', () => {
     const entries = [tricky, '{"eventId":"b","seq":2}'].map((text) => Buffer.from(text, 'utf8'));
     const response = { term: 3, nodeId: 'n1', entries, lastSeq: 2, metaHash: 'h', meta: { settings: { a: '1' } } };
-    const body = encodePullResponse(response);
+    const body = Buffer.concat(encodePullResponse(response));
     expect(body.toString('utf8').split('\n')).toHaveLength(3);
     const decoded = decodePullResponse(body);
     expect(decoded.entries.map((e) => Buffer.from(e).toString('utf8'))).toEqual([tricky, '{"eventId":"b","seq":2}']);
@@ -18,7 +18,7 @@ describe('peer wire (NDJSON)', () => {
 
   it('carries a pull answer without entries, and refuses an empty one', () => {
     const response = { term: 1, nodeId: 'n0', entries: [], lastSeq: 0, metaHash: 'h', divergedFrom: 7 };
-    expect(decodePullResponse(encodePullResponse(response))).toEqual(response);
+    expect(decodePullResponse(Buffer.concat(encodePullResponse(response)))).toEqual(response);
     expect(() => decodePullResponse(Buffer.alloc(0))).toThrow(/empty message/);
     // An older node's one-object JSON answer is refused, not read as "no entries".
     expect(() => decodePullResponse(Buffer.from(JSON.stringify({ ...response, entries: [{ eventId: 'x' }] })))).toThrow(/older auditlake/);

@@ -69,6 +69,11 @@ describe('LogTail', () => {
     tail.append(7, LogTail.encode(['{"q":"é"}', '{"q":"日本"}', '{"q":"😀"}']));
     expect(text(tail.read(6, 10))).toEqual(['{"q":"é"}', '{"q":"日本"}', '{"q":"😀"}']);
     expect(text(tail.read(8, 1))).toEqual(['{"q":"😀"}']);
+    // Entries of a group lie one newline apart in one buffer: a pull answer sends them as one slice.
+    const [a, b] = tail.read(6, 2) as [Uint8Array, Uint8Array];
+    expect(b.buffer).toBe(a.buffer);
+    expect(b.byteOffset).toBe(a.byteOffset + a.byteLength + 1);
+    expect(new Uint8Array(a.buffer)[a.byteOffset + a.byteLength]).toBe(0x0a);
     expect(tail.read(9, 10)).toEqual([]);
     expect(tail.read(5, 10)).toBeUndefined();
   });
