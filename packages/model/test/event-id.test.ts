@@ -22,6 +22,8 @@ describe('newEventId', () => {
         expect(idA).toMatch(UUID_V7);
         expect(msOf(idA)).toBe(a);
         expect(msOf(idB)).toBe(b);
+        // Back to the first ms after another one: the time part is never a stale one.
+        expect(msOf(newEventId(a))).toBe(a);
         if (a < b) expect(idA < idB).toBe(true);
         if (a > b) expect(idA > idB).toBe(true);
       }),
