@@ -38,6 +38,8 @@ export interface BenchConfig {
   clusterConcurrency: number;
   /** Rounds on one cluster; the best is reported, every round listed. */
   clusterRounds: number;
+  /** Events a stopped standby misses before it is restarted and catches up. */
+  catchUpEvents: number;
   /** Replication lag: offered load (events/s) sent to the leader, in batches of `lagBatchSize`. */
   lagEventsPerSecond: number;
   lagBatchSize: number;
@@ -89,6 +91,7 @@ export const DEFAULTS = {
   clusterBatchSize: 500,
   clusterConcurrency: 12,
   clusterRounds: 3,
+  catchUpEvents: 400_000,
   lagEventsPerSecond: 5_000,
   lagBatchSize: 100,
   lagSeconds: 20,
@@ -133,6 +136,7 @@ export function readBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
     clusterBatchSize: intFromEnv(env, 'BENCH_CLUSTER_BATCH', DEFAULTS.clusterBatchSize, 1),
     clusterConcurrency: intFromEnv(env, 'BENCH_CLUSTER_CONCURRENCY', DEFAULTS.clusterConcurrency, 1),
     clusterRounds: intFromEnv(env, 'BENCH_CLUSTER_ROUNDS', DEFAULTS.clusterRounds, 1),
+    catchUpEvents: intFromEnv(env, 'BENCH_CATCHUP_EVENTS', DEFAULTS.catchUpEvents, 1),
     lagEventsPerSecond: intFromEnv(env, 'BENCH_LAG_RATE', DEFAULTS.lagEventsPerSecond, 1),
     lagBatchSize: intFromEnv(env, 'BENCH_LAG_BATCH', DEFAULTS.lagBatchSize, 1),
     lagSeconds: intFromEnv(env, 'BENCH_LAG_SECONDS', DEFAULTS.lagSeconds, 1),
@@ -163,6 +167,7 @@ export function isFullSize(config: BenchConfig, part: BenchPart): boolean {
     case 'cluster':
       return (
         config.clusterEvents >= DEFAULTS.clusterEvents &&
+        config.catchUpEvents >= DEFAULTS.catchUpEvents &&
         config.clusterBatchSize === DEFAULTS.clusterBatchSize &&
         config.lagEventsPerSecond === DEFAULTS.lagEventsPerSecond &&
         config.lagBatchSize === DEFAULTS.lagBatchSize &&

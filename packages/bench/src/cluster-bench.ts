@@ -1,5 +1,6 @@
 import { BenchCluster } from './bench-cluster.js';
 import type { BenchConfig } from './bench-config.js';
+import { runClusterCatchUpBench, type ClusterCatchUpResult } from './cluster-catchup-bench.js';
 import { runClusterFailoverBench, type ClusterFailoverResult } from './cluster-failover-bench.js';
 import { runClusterLagBench, type ClusterLagResult } from './cluster-lag-bench.js';
 import { runClusterThroughputRound, type ClusterThroughputResult } from './cluster-throughput-bench.js';
@@ -22,6 +23,8 @@ export interface ClusterFigures {
   throughputRounds: ClusterThroughputResult[];
   lag: ClusterLagResult;
   failover: ClusterFailoverResult;
+  /** Absent in results recorded before the catch-up run existed. */
+  catchUp?: ClusterCatchUpResult;
 }
 
 /** Runs `run` on a fresh three-node cluster and always tears the cluster down. */
@@ -76,5 +79,19 @@ export async function runClusterBench(config: BenchConfig, log: (message: string
   const failover = await withCluster((cluster) =>
     runClusterFailoverBench(cluster, { trials: config.failoverTrials, probeIntervalMs: config.failoverProbeMs, healthPollMs: FAILOVER_POLL_MS, trialTimeoutMs: 30_000, log }),
   );
-  return { nodes: CLUSTER_SIZE, throughput, throughputRounds, lag, failover };
+
+  log(`catch-up: a standby misses ${config.catchUpEvents} events, then restarts…`);
+  const catchUp = await withCluster((cluster) =>
+    runClusterCatchUpBench(cluster, {
+      seed: config.seed,
+      startTs: Date.now() - HOUR_MS,
+      spanMs: HOUR_MS,
+      events: config.catchUpEvents,
+      batchSize: config.clusterBatchSize,
+      concurrency: config.clusterConcurrency,
+      pollMs: THROUGHPUT_POLL_MS,
+    }),
+  );
+  log(`  ${catchUp.standby} was up after ${(catchUp.restartMs / 1000).toFixed(2)} s and held every event after ${(catchUp.caughtUpMs / 1000).toFixed(2)} s (${Math.round(catchUp.eventsPerSecond)} events/s)`);
+  return { nodes: CLUSTER_SIZE, throughput, throughputRounds, lag, failover, catchUp };
 }
