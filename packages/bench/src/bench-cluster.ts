@@ -229,13 +229,10 @@ export class BenchCluster implements AsyncDisposable {
   }
 
   /**
-   * Waits until every running node agrees on one leader and has applied the same last seq
-   * (no replication or forwarding in progress). Resolves with the leader and that seq.
-   */
-  /**
    * Waits until every running node agrees on the leader and has applied the same seq, at least
-   * `atLeastSeq`. Equal seqs alone are not enough after a burst: a standby's outbox may still
-   * hold a batch that has not reached the leader yet.
+   * `atLeastSeq` (no replication or forwarding in progress). Resolves with the leader and that
+   * seq. Equal seqs alone are not enough after a burst: a standby's outbox may still hold a
+   * batch that has not reached the leader yet.
    */
   async waitForSteady(timeoutMs: number, atLeastSeq = 0): Promise<{ leader: number; seq: number; term: number }> {
     const deadline = Date.now() + timeoutMs;

@@ -25,9 +25,10 @@ export interface ClusterCatchUpResult {
  */
 export async function runClusterCatchUpBench(cluster: BenchCluster, options: { seed: number; startTs: number; spanMs: number; events: number; batchSize: number; concurrency: number; pollMs: number }): Promise<ClusterCatchUpResult> {
   const steady = await cluster.waitForSteady(30_000);
-  const standby = Array.from({ length: cluster.size }, (_, i) => i).find((i) => i !== steady.leader) as number;
+  const nodes = Array.from({ length: cluster.size }, (_, i) => i);
+  const standby = nodes.find((i) => i !== steady.leader) as number;
   await cluster.kill(standby);
-  const live = Array.from({ length: cluster.size }, (_, i) => i).filter((i) => i !== standby);
+  const live = nodes.filter((i) => i !== standby);
   const data: IngestClientData = {
     seed: options.seed,
     startTs: options.startTs,
