@@ -37,7 +37,7 @@ export async function duckdb(sql: string): Promise<Record<string, unknown>[]> {
   const instance = await DuckDBInstance.create(':memory:');
   const connection = await instance.connect();
   try {
-    return (await connection.runAndReadAll(sql)).getRowObjectsJson() as Record<string, unknown>[];
+    return (await connection.runAndReadAll(sql)).getRowObjectsJson();
   } finally {
     connection.closeSync();
     instance.closeSync();
@@ -54,7 +54,7 @@ export function routeAwsS3To(endpoint: string): void {
     const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
     const match = /^https:\/\/([a-z0-9.-]+)\.s3\.amazonaws\.com(\/.*)$/.exec(url);
     return original(match ? `${endpoint}/${match[1]}${match[2]}` : input, init);
-  }) as typeof fetch;
+  });
   onTestFinished(() => {
     globalThis.fetch = original;
   });

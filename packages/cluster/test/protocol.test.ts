@@ -36,7 +36,8 @@ describe('parseForwardedEvent', () => {
 
   it('re-encodes text that is an event but not character for character what encodeEvent writes', () => {
     const { json } = encodeEvent(event);
-    const reordered = JSON.stringify({ userId: event.userId, ...event });
+    const { userId, ...rest } = event;
+    const reordered = JSON.stringify({ userId, ...rest });
     const longQuery = JSON.stringify({ ...event, query: 'x'.repeat(70 * 1024) });
     for (const sent of [json + ' ', json + '\r', ' ' + json, reordered, longQuery]) {
       const parsed = parseForwardedEvent(sent);

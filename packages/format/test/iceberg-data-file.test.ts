@@ -102,7 +102,7 @@ describe('dataFileFromParquet', () => {
         expect(Array.from(decodeStringBound(low as Uint8Array)).length).toBeLessThanOrEqual(16);
       } else {
         // Numeric bounds are exact: attained by some row.
-        const values = rows.map((row) => BigInt(row[column.name] as number | bigint));
+        const values = rows.map((row) => BigInt(row[column.name]));
         expect(values).toContain(decodeLongBound(low as Uint8Array));
         expect(values).toContain(decodeLongBound(high as Uint8Array));
       }

@@ -77,10 +77,10 @@ function eventOf(row: Record<string, unknown>): TieredEvent & { eventTimeMs: num
     tables: splitTables(row['tables'] as string),
     query: row['query'] as string,
     details: row['details'] as string,
-    timestamp: Number(row['ts'] as bigint),
+    timestamp: Number(row['ts']),
     eventTimeMs: (row['event_time'] as Date).getTime(),
     decision: row['decision'] as TieredEvent['decision'],
-    ingestTs: Number(row['ingest_ts'] as bigint),
+    ingestTs: Number(row['ingest_ts']),
   };
 }
 

@@ -2,7 +2,7 @@
 import { AuditParquetFile, bytesSource, countingSource, encodeAuditParquet, ParquetFooterCache, TextProbePool, type CountingSource } from '@auditlake/format';
 import { compileFilter, type SearchFilter, type StoredEvent } from '@auditlake/model';
 import { afterAll, describe, expect, it } from 'vitest';
-import { mergedSearch, type TierFile, type TierSource } from '../src/index.js';
+import { mergedSearch, type TierSource } from '../src/index.js';
 
 const DAY = 86_400_000;
 const T0 = 1_790_000_000_000;
@@ -16,7 +16,7 @@ const workers = new TextProbePool({ threadsMax: 2 });
 afterAll(() => workers.close());
 
 function tier(name: string, days: StoredEvent[][], footers?: ParquetFooterCache, textProbes?: TextProbePool): TierSource & { sources: CountingSource[] } {
-  const files = days.map((events, d) => ({ file: { key: `f${d}`, eventDate: `d${d}`, rows: events.length, tsMin: Math.min(...events.map((e) => e.timestamp)), tsMax: Math.max(...events.map((e) => e.timestamp)) } as TierFile, bytes: encodeAuditParquet(events, { rowGroupSize: 50 }) }));
+  const files = days.map((events, d) => ({ file: { key: `f${d}`, eventDate: `d${d}`, rows: events.length, tsMin: Math.min(...events.map((e) => e.timestamp)), tsMax: Math.max(...events.map((e) => e.timestamp)) }, bytes: encodeAuditParquet(events, { rowGroupSize: 50 }) }));
   const sources: CountingSource[] = [];
   return {
     name,

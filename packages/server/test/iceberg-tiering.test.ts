@@ -31,7 +31,7 @@ function routeS3To(s3: ExternalS3): void {
     const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
     const match = /^https:\/\/([a-z0-9.-]+)\.s3\.amazonaws\.com(\/.*)$/.exec(url);
     return original(match ? `${s3.endpoint}/${match[1]}${match[2]}` : input, init);
-  }) as typeof fetch;
+  });
   onTestFinished(() => {
     globalThis.fetch = original;
   });

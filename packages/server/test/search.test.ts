@@ -128,7 +128,7 @@ describe('search', () => {
     const big = 'q'.repeat(2000);
     for (let b = 0; b < 5; b++) await t.ingest(Array.from({ length: 1000 }, (_, i) => event({ ts: T0 + b * 1000 + i, query: big })));
     const res = await t.request('/admin/audit?limit=5000', { headers: { accept: 'application/x-ndjson' } });
-    const reader = res.body!.getReader();
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
     let text = '';
     const decoder = new TextDecoder();
     let chunks = 0;

@@ -1,4 +1,4 @@
-// s3rver ships no types; this is the part auditlake uses.
+// s3rver ships no types; this is the part auditlake uses (server, tests and benches include it).
 declare module 's3rver' {
   import type { Server } from 'node:http';
   interface S3rverOptions {
