@@ -1,4 +1,4 @@
-// Type-aware lint for every package's sources and tests (STYLE.md 15): no floating promises,
+// Type-aware lint for every package's sources and tests (docs/architecture.md): no floating promises,
 // no misused promises. Tests are held to the same rules as the code they test.
 import tseslint from 'typescript-eslint';
 

@@ -40,7 +40,7 @@ describe('Admin UI (real browser, real node)', () => {
     onTestFinished(() => page.close());
     const errors: string[] = [];
     page.on('pageerror', (err) => errors.push(err.message));
-    // A browser navigating to the API URL gets the page (CONTRACT.md), without credentials.
+    // A browser navigating to the API URL gets the page (docs/http-api.md), without credentials.
     const nav = await page.goto(`${node.url}/admin/audit`);
     expect(nav?.status()).toBe(200);
     expect(nav?.headers()['content-type']).toMatch(/^text\/html/);

@@ -1,11 +1,11 @@
-// Goal: packages import each other only along the edges STYLE.md allows.
+// Goal: packages import each other only along the edges docs/architecture.md allows.
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const ROOT = join(import.meta.dirname, '..');
 
-/** STYLE.md "Layout and allowed imports". */
+/** docs/architecture.md, "Packages": who may import whom. */
 const ALLOWED: Record<string, string[] | 'any'> = {
   model: [],
   store: ['model'],

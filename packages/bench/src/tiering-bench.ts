@@ -422,7 +422,7 @@ async function runViewer(options: TieringBenchOptions, connections: CountingConn
 }
 
 /**
- * Tiering (issues 3/4): a real s3rver over HTTP on 127.0.0.1. First the sweep, parquet then
+ * Tiering: a real s3rver over HTTP on 127.0.0.1. First the sweep, parquet then
  * iceberg, from a real LevelDB store; then the viewer over a large Iceberg table, with
  * DuckDB scanning the same data files as the reference for the free-text scan.
  */

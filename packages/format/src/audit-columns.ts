@@ -6,7 +6,7 @@ import type { Decision, StoredEvent } from '@auditlake/model';
  */
 export type IcebergType = 'string' | 'long' | 'timestamptz';
 
-/** One column of the tiered layout (CONTRACT.md "Tiered layout"). */
+/** One column of the tiered layout (README, "Tiering to S3"). */
 export interface AuditColumn {
   /** Column name, identical in Parquet and Iceberg (readers such as icebird map by name). */
   readonly name: string;

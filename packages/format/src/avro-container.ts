@@ -3,8 +3,8 @@ import avsc from 'avsc';
 import { inflateRawSync } from 'node:zlib';
 
 /**
- * Avro object container files (Avro spec "Object Container Files"; iceberg-writer-notes.md
- * §3.1), built synchronously over avsc's binary encodings: avsc's own container encoder is a
+ * Avro object container files (Avro spec "Object Container Files"; docs/iceberg-layout.md
+ * §3), built synchronously over avsc's binary encodings: avsc's own container encoder is a
  * stream, and re-serializes the schema without Iceberg's `field-id` attributes when given a
  * compiled type.
  */
@@ -63,7 +63,7 @@ export interface AvroContainerInput {
 
 /**
  * Encodes records as an object container file with codec `null` (icebird cannot inflate some
- * small or stored deflate blocks, notes §7). The header holds `avro.schema` (the schema JSON
+ * small or stored deflate blocks, docs/iceberg-layout.md §3). The header holds `avro.schema` (the schema JSON
  * as given), `avro.codec` and the caller's keys. Throws TypeError for a record the schema does
  * not accept (naming the offending field) or a bad sync marker.
  */

@@ -15,7 +15,7 @@ import {
   type IcebergSortOrder,
 } from './iceberg-schema.js';
 
-/** A snapshot of the table (spec "Snapshots"; notes §2.1). */
+/** A snapshot of the table (spec "Snapshots"; docs/iceberg-layout.md §2). */
 export interface IcebergSnapshot {
   'snapshot-id': number;
   /** Absent for the table's first snapshot (never -1 or null). */
@@ -46,7 +46,7 @@ export interface IcebergMetadataLogEntry {
 }
 
 /**
- * Format v2 table metadata (spec "Table Metadata Fields"; notes §1.1), as written to
+ * Format v2 table metadata (spec "Table Metadata Fields"; docs/iceberg-layout.md §1), as written to
  * `metadata/vN.metadata.json`. Fields other engines add (`statistics`, …) are carried through
  * unchanged by {@link appendSnapshot}.
  */
@@ -196,7 +196,7 @@ const STANDARD_SUMMARY_KEYS = new Set([
 ]);
 
 /**
- * The next table metadata after an `append` commit (notes §2 and §5.4 step 5), leaving
+ * The next table metadata after an `append` commit (docs/iceberg-layout.md §2 and §5), leaving
  * `metadata` untouched: a snapshot with sequence number `last-sequence-number` + 1, the current
  * snapshot as parent (omitted for the first), the manifest list, schema id and a summary with
  * `operation` = append, the `added-*` counters, `changed-partition-count`, the cumulative

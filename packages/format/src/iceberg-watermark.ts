@@ -3,7 +3,7 @@ import { NO_CURRENT_SNAPSHOT_ID, type IcebergSnapshot, type IcebergTableMetadata
 
 /**
  * Summary key of the tiering watermark: the highest store `seq` whose event the table holds as
- * of the tableSnapshot, inclusive, as a decimal string (notes §2.3, like Flink's
+ * of the tableSnapshot, inclusive, as a decimal string (docs/iceberg-layout.md §2, like Flink's
  * `flink.max-committed-checkpoint-id`).
  */
 export const WATERMARK_SUMMARY_KEY = 'auditlake.tiering.watermark';
@@ -76,7 +76,7 @@ export function readWatermarkFromMetadata(metadata: IcebergTableMetadata, option
   while (id !== undefined && id !== NO_CURRENT_SNAPSHOT_ID && !visited.has(id)) {
     visited.add(id);
     const snapshot = byId.get(id);
-    // An expired ancestor ends the walk: what it carried is gone (notes §2.3).
+    // An expired ancestor ends the walk: what it carried is gone (docs/iceberg-layout.md §2).
     if (snapshot === undefined) return undefined;
     const watermark = watermarkOf(snapshot);
     if (watermark !== undefined && (options.writerId === undefined || watermark.writerId === options.writerId)) return watermark;

@@ -32,7 +32,7 @@ export interface EncodeAuditParquetOptions {
   rowGroupSize?: number;
   /**
    * Footer key-value metadata, e.g. `iceberg.schema` for Iceberg data files
-   * (iceberg-writer-notes.md §4.2).
+   * (docs/iceberg-layout.md §4).
    */
   kvMetadata?: Readonly<Record<string, string>>;
 }

@@ -1,4 +1,4 @@
-// Goal: table metadata JSON has every v2-required field with the notes' values, and over 3 appends the sequence numbers, parents, summaries, snapshot-log and metadata-log grow exactly as the spec requires; the watermark round-trips through the summary.
+// Goal: table metadata JSON has every v2-required field with the values docs/iceberg-layout.md §1 gives, and over 3 appends the sequence numbers, parents, summaries, snapshot-log and metadata-log grow exactly as the spec requires; the watermark round-trips through the summary.
 import { describe, expect, it } from 'vitest';
 import {
   appendSnapshot,
@@ -16,7 +16,7 @@ const UUID = '9c6f2b1e-4f0a-4c57-9a1e-2b7d3f1a8c40';
 const T0 = 1_714_564_800_000;
 const metadataPath = (version: number): string => `${LOCATION}/metadata/v${version}.metadata.json`;
 
-/** The schema of notes §1.1, written out here independently of src. */
+/** The tiered schema, written out here independently of src. */
 const NOTES_FIELDS = [
   [1, 'event_id', true, 'string'],
   [2, 'source', true, 'string'],
@@ -52,7 +52,7 @@ function threeAppends(): IcebergTableMetadata[] {
 }
 
 describe('newTableMetadata', () => {
-  it('has every v2-required field with the values notes §1.1 asks for, and nothing v1- or v3-only', () => {
+  it('has every v2-required field with the values docs/iceberg-layout.md §1 asks for, and nothing v1- or v3-only', () => {
     const metadata = newTableMetadata({ location: LOCATION, tableUuid: UUID, nowMs: T0, properties: { 'commit.retry.num-retries': '4' } });
     expect(metadata).toMatchObject({
       'format-version': 2,

@@ -30,7 +30,7 @@ export interface StoredEvent extends AuditEvent {
   term: number;
 }
 
-/** The event JSON the HTTP API returns (CONTRACT.md "Event JSON (output)"). */
+/** The event JSON the HTTP API returns (docs/http-api.md, "Events"). */
 export interface EventOutput extends AuditEvent {
   ingestTs: number;
 }

@@ -1,6 +1,6 @@
 import { AuditErrorCode, isAuditError } from '@auditlake/model';
 
-/** The one place error codes become HTTP statuses (STYLE.md: only the server knows HTTP). */
+/** The one place error codes become HTTP statuses (docs/architecture.md: only the server knows HTTP). */
 const STATUS_BY_CODE: Record<AuditErrorCode, number> = {
   [AuditErrorCode.BAD_REQUEST]: 400,
   [AuditErrorCode.SETTINGS_INVALID]: 400,

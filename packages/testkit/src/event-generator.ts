@@ -8,7 +8,7 @@
  * Popularity is skewed (a few users and tables carry most of the traffic), as in a real lakehouse.
  */
 
-/** One generated event in the ingest input shape (CONTRACT.md "Event JSON (input)"). */
+/** One generated event in the ingest input shape (docs/http-api.md, "Events"). */
 export interface GeneratedEvent {
   source: string;
   userId: string;

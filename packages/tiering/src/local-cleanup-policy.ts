@@ -2,7 +2,7 @@ import type { EffectiveSettings } from '@auditlake/model';
 import { DAY_MS, type PrunePolicy } from '@auditlake/store';
 
 /**
- * What local retention may delete now (DESIGN.md invariant 6). Without tiering: everything
+ * What local retention may delete now (docs/invariants.md, 6). Without tiering: everything
  * older than `audit.retention.days`. With tiering on: only tiered events (seq ≤ the
  * watermark), once older than the shorter of `audit.tier.retain.local.days` and
  * `audit.retention.days` — so an untiered event is never deleted, whatever its age.

@@ -4,7 +4,7 @@ import { ADMIN_UI_HTML, ADMIN_UI_SCRIPT, ADMIN_UI_SCRIPT_PATH } from '../admin-u
 /** The page's own script only; data comes from this origin's API with the user's token. */
 const CONTENT_SECURITY_POLICY = "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'";
 
-/** A browser navigating to a URL (CONTRACT.md: `Accept: text/html` gets the Admin UI page). */
+/** A browser navigating to a URL (docs/http-api.md: `Accept: text/html` gets the Admin UI page). */
 export function wantsPage(request: FastifyRequest): boolean {
   return request.method === 'GET' && (request.headers.accept ?? '').includes('text/html');
 }
