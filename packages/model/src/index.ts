@@ -10,4 +10,6 @@ export * from './properties.js';
 export * from './tier-mode.js';
 export * from './settings.js';
 export * from './search-filter.js';
+export * from './search-cursor.js';
+export * from './audit-stats.js';
 export * from './read-sampler.js';

@@ -1,5 +1,6 @@
 import { AuditError, AuditErrorCode } from './audit-error.js';
-import { READ_ACTION, type AuditEvent } from './event.js';
+import { READ_ACTION, type AuditEvent, type Decision } from './event.js';
+import { decodeCursor, isAfterCursor, type EventPosition, type SearchCursor } from './search-cursor.js';
 
 export type ActionKind = 'read' | 'write' | 'all';
 
@@ -14,13 +15,17 @@ export interface SearchFilter {
   action: ActionKind;
   /** Free-text substring, lower-cased, over query, details, resource, user, action and tables. */
   q?: string;
+  /** The authorization outcome; '' selects events without one (`decision=none`). */
+  decision?: Decision | '';
   /** Inclusive bounds on event time, epoch ms. */
   fromMs?: number;
   toMs?: number;
+  /** Only events strictly after this position in the newest-first order (the next page). */
+  cursor?: SearchCursor;
   limit: number;
 }
 
-export const SEARCH_PARAMS = ['user', 'engine', 'table', 'action', 'q', 'from', 'to', 'limit'] as const;
+export const SEARCH_PARAMS = ['user', 'engine', 'table', 'action', 'decision', 'q', 'from', 'to', 'cursor', 'limit'] as const;
 export const DEFAULT_SEARCH_LIMIT = 200;
 
 function bad(message: string): never {
@@ -34,15 +39,36 @@ function single(params: Record<string, unknown>, name: string): string | undefin
   return value;
 }
 
-function epochMs(name: string, value: string): number {
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n)) bad(`parameter ${name} must be epoch millis (a non-negative integer): ${value}`);
-  return n;
+/** `2026-11-01`, or a date-time with seconds optional and a zone (`Z` or `±hh:mm`) required. */
+const ISO_8601 = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/;
+
+/**
+ * A time bound: epoch millis, or an ISO-8601 date or date-time. A date-time must name its zone:
+ * a server guessing the caller's local time would shift the window by hours.
+ */
+function timeBound(name: string, value: string): number {
+  if (/^\d+$/.test(value)) {
+    const n = Number(value);
+    if (Number.isSafeInteger(n)) return n;
+  } else if (ISO_8601.test(value)) {
+    const n = Date.parse(value);
+    if (Number.isSafeInteger(n) && n >= 0) return n;
+  }
+  return bad(`parameter ${name} must be epoch millis or an ISO-8601 time with a zone (e.g. 2026-11-01T09:30:00Z): ${value}`);
+}
+
+function decision(value: string): Decision | '' {
+  const upper = value.toUpperCase();
+  if (upper === 'ALLOW' || upper === 'DENY') return upper;
+  if (upper === 'NONE') return '';
+  return bad(`parameter decision must be ALLOW, DENY or none: ${value}`);
 }
 
 /**
  * Parses search parameters. Unknown parameters are refused: a misspelt filter (`usr=alice`)
- * silently returning everything is the worst answer an audit viewer can give.
+ * silently returning everything is the worst answer an audit viewer can give. So is a `limit`
+ * above `maxPage` (auditlake.audit.viewer.max.page): cut silently, it would read as "that is
+ * everything"; refused, the caller learns to page with the cursor or narrow the filters.
  */
 export function parseSearchParams(params: Record<string, unknown>, maxPage: number): SearchFilter {
   for (const name of Object.keys(params)) {
@@ -62,10 +88,12 @@ export function parseSearchParams(params: Record<string, unknown>, maxPage: numb
     if (action !== 'read' && action !== 'write' && action !== 'all') bad(`parameter action must be read, write or all: ${action}`);
     filter.action = action;
   }
+  const decisionParam = single(params, 'decision');
+  if (decisionParam !== undefined && decisionParam !== '') filter.decision = decision(decisionParam);
   const from = single(params, 'from');
-  if (from !== undefined && from !== '') filter.fromMs = epochMs('from', from);
+  if (from !== undefined && from !== '') filter.fromMs = timeBound('from', from);
   const to = single(params, 'to');
-  if (to !== undefined && to !== '') filter.toMs = epochMs('to', to);
+  if (to !== undefined && to !== '') filter.toMs = timeBound('to', to);
   if (filter.fromMs !== undefined && filter.toMs !== undefined && filter.fromMs > filter.toMs) {
     bad(`parameter from must not be after to: ${filter.fromMs} > ${filter.toMs}`);
   }
@@ -73,22 +101,40 @@ export function parseSearchParams(params: Record<string, unknown>, maxPage: numb
   if (limit !== undefined && limit !== '') {
     const n = Number(limit);
     if (!/^\d+$/.test(limit) || !Number.isSafeInteger(n) || n < 1) bad(`parameter limit must be a positive integer: ${limit}`);
-    // Capped, not refused: the reference caps at the viewer's max page.
-    filter.limit = Math.min(n, maxPage);
+    if (n > maxPage) bad(`parameter limit must be at most ${maxPage} (auditlake.audit.viewer.max.page): ${limit}; page with nextCursor or narrow the filters`);
+    filter.limit = n;
   }
+  const cursor = single(params, 'cursor');
+  if (cursor !== undefined && cursor !== '') filter.cursor = decodeCursor(cursor);
   return filter;
 }
 
-/** Builds the predicate for everything but the time range, which the store applies as a key range. */
-export function compileFilter(filter: SearchFilter): (event: AuditEvent) => boolean {
-  const { user, engine, table, q, action } = filter;
+/**
+ * The latest event time the filter can match: `to`, lowered to the cursor's time on a later
+ * page (everything after the cursor is at or before it). Stores and tiers range-scan to here.
+ */
+export function upperTimeMs(filter: Pick<SearchFilter, 'toMs' | 'cursor'>): number | undefined {
+  if (filter.cursor === undefined) return filter.toMs;
+  return filter.toMs === undefined ? filter.cursor.timestamp : Math.min(filter.toMs, filter.cursor.timestamp);
+}
+
+/**
+ * Builds the predicate for everything but the time range, which the store applies as a key
+ * range. With a cursor, an event must also come strictly after it: pass events with their
+ * `ingestTs` (stored or tiered ones) then.
+ */
+export function compileFilter(filter: SearchFilter): (event: AuditEvent & Partial<EventPosition>) => boolean {
+  const { user, engine, table, q, action, cursor } = filter;
+  const decisionWanted = filter.decision;
   return (event) => {
     if (user !== undefined && event.userId !== user) return false;
     if (engine !== undefined && event.source.toLowerCase() !== engine) return false;
+    if (decisionWanted !== undefined && event.decision !== decisionWanted) return false;
     if (action === 'read' && event.action !== READ_ACTION) return false;
     if (action === 'write' && event.action === READ_ACTION) return false;
     if (table !== undefined && !event.tables.some((t) => t.includes(table))) return false;
     if (q !== undefined && !matchesText(event, q)) return false;
+    if (cursor !== undefined && !isAfterCursor(cursor, { timestamp: event.timestamp, ingestTs: event.ingestTs ?? 0, eventId: event.eventId })) return false;
     return true;
   };
 }

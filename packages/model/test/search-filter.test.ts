@@ -3,7 +3,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { AuditError, AuditErrorCode } from '../src/audit-error.js';
 import type { AuditEvent } from '../src/event.js';
-import { compileFilter, DEFAULT_SEARCH_LIMIT, inTimeRange, parseSearchParams, type SearchFilter } from '../src/search-filter.js';
+import { compileFilter, DEFAULT_SEARCH_LIMIT, inTimeRange, parseSearchParams, upperTimeMs, type SearchFilter } from '../src/search-filter.js';
+import { encodeCursor, isAfterCursor, newestFirst, type EventPosition } from '../src/search-cursor.js';
 
 const MAX_PAGE = 5000;
 
@@ -59,12 +60,41 @@ describe('parseSearchParams', () => {
     expect(parseSearchParams({ from: '0' }, MAX_PAGE).fromMs).toBe(0);
   });
 
-  it('caps limit at the max page instead of refusing it', () => {
-    expect(parseSearchParams({ limit: '9000' }, MAX_PAGE).limit).toBe(5000);
+  it('refuses a limit above the max page, naming the cap, instead of cutting it silently', () => {
+    expect(badParam({ limit: '9000' })).toBe('parameter limit must be at most 5000 (auditlake.audit.viewer.max.page): 9000; page with nextCursor or narrow the filters');
+    expect(badParam({ limit: '5001' })).toMatch(/at most 5000/);
     expect(parseSearchParams({ limit: '5000' }, MAX_PAGE).limit).toBe(5000);
     expect(parseSearchParams({ limit: '1' }, MAX_PAGE).limit).toBe(1);
-    expect(parseSearchParams({ limit: '150' }, 100).limit).toBe(100);
+    expect(badParam({ limit: '150' }, 100)).toMatch(/^parameter limit must be at most 100 /);
+    // The default follows a smaller cap rather than being refused.
     expect(parseSearchParams({}, 100).limit).toBe(100);
+  });
+
+  it('parses decision ALLOW, DENY and none (no decision), in any case', () => {
+    expect(parseSearchParams({ decision: 'ALLOW' }, MAX_PAGE).decision).toBe('ALLOW');
+    expect(parseSearchParams({ decision: 'deny' }, MAX_PAGE).decision).toBe('DENY');
+    expect(parseSearchParams({ decision: 'none' }, MAX_PAGE).decision).toBe('');
+    expect(parseSearchParams({ decision: '' }, MAX_PAGE).decision).toBeUndefined();
+    expect(badParam({ decision: 'ABSTAIN' })).toBe('parameter decision must be ALLOW, DENY or none: ABSTAIN');
+  });
+
+  it('accepts ISO-8601 dates and date-times with a zone for from and to', () => {
+    expect(parseSearchParams({ from: '2026-11-01', to: '2026-11-01T10:30Z' }, MAX_PAGE)).toMatchObject({ fromMs: Date.UTC(2026, 10, 1), toMs: Date.UTC(2026, 10, 1, 10, 30) });
+    expect(parseSearchParams({ from: '2026-11-01T12:30:15.250+02:00' }, MAX_PAGE).fromMs).toBe(Date.UTC(2026, 10, 1, 10, 30, 15, 250));
+    expect(parseSearchParams({ to: '2026-11-01T10:30:59.999Z' }, MAX_PAGE).toMs).toBe(Date.UTC(2026, 10, 1, 10, 30, 59, 999));
+    // Without a zone the server would have to guess the caller's: refused.
+    expect(badParam({ from: '2026-11-01T10:30' })).toBe('parameter from must be epoch millis or an ISO-8601 time with a zone (e.g. 2026-11-01T09:30:00Z): 2026-11-01T10:30');
+    expect(badParam({ to: '2026-13-45' })).toMatch(/^parameter to must be epoch millis or an ISO-8601 time/);
+    expect(badParam({ from: '2026-11-02Z', to: '2026-11-01' })).toMatch(/^parameter from/);
+    expect(badParam({ from: '2026-11-02', to: '2026-11-01' })).toMatch(/^parameter from must not be after to/);
+  });
+
+  it('reads back a cursor it handed out and refuses anything else', () => {
+    const cursor = { timestamp: 1_790_000_000_123, ingestTs: 1_790_000_000_456, eventId: 'ev/"1"' };
+    expect(parseSearchParams({ cursor: encodeCursor(cursor) }, MAX_PAGE).cursor).toEqual(cursor);
+    for (const bad of ['abc', 'not+base64', Buffer.from('[1,2]').toString('base64url'), Buffer.from('[1,-2,"x"]').toString('base64url'), Buffer.from('[1,2,""]').toString('base64url'), Buffer.from('{"a":1}').toString('base64url')]) {
+      expect(badParam({ cursor: bad })).toMatch(/^parameter cursor must be a nextCursor value this API returned: /);
+    }
   });
 
   it.each([
@@ -149,6 +179,29 @@ describe('compileFilter semantics', () => {
     expect(inTimeRange(parseSearchParams({ to: '100' }, MAX_PAGE), 0)).toBe(true);
   });
 
+  it('decision selects ALLOW, DENY, or events without one', () => {
+    const [allow, deny, none] = [event({ decision: 'ALLOW' }), event({ decision: 'DENY' }), event({ decision: '' })];
+    expect([allow, deny, none].map((e) => matches({ decision: 'ALLOW' }, e))).toEqual([true, false, false]);
+    expect([allow, deny, none].map((e) => matches({ decision: 'DENY' }, e))).toEqual([false, true, false]);
+    expect([allow, deny, none].map((e) => matches({ decision: 'none' }, e))).toEqual([false, false, true]);
+  });
+
+  it('a cursor keeps only events strictly after it in the newest-first order, and bounds the time scanned', () => {
+    const cursor = { timestamp: 100, ingestTs: 50, eventId: 'm' };
+    const filter = parseSearchParams({ cursor: encodeCursor(cursor) }, MAX_PAGE);
+    const at = (timestamp: number, ingestTs: number, eventId: string) => compileFilter(filter)({ ...event({ eventId, timestamp }), ingestTs });
+    expect(at(100, 50, 'm')).toBe(false); // the cursor's own event
+    expect(at(101, 1, 'a')).toBe(false); // newer time
+    expect(at(100, 51, 'a')).toBe(false); // same time, ingested later
+    expect(at(100, 50, 'z')).toBe(false); // same time and ingest, larger id comes first
+    expect(at(100, 50, 'a')).toBe(true);
+    expect(at(100, 49, 'z')).toBe(true);
+    expect(at(99, 99, 'z')).toBe(true);
+    expect(upperTimeMs(filter)).toBe(100);
+    expect(upperTimeMs({ ...filter, toMs: 80 })).toBe(80);
+    expect(upperTimeMs({ toMs: 80 })).toBe(80);
+  });
+
   it('combines every filter with AND', () => {
     const params = { user: 'alice', engine: 'trino', table: 'orders', action: 'read', q: 'region', from: '500', to: '1500' };
     const hit = event({ query: "SELECT * WHERE region='EU'" });
@@ -224,6 +277,29 @@ describe('compileFilter property', () => {
         }
       }),
       { numRuns: 200 },
+    );
+  });
+});
+
+describe('newest-first order and cursor', () => {
+  const position: fc.Arbitrary<EventPosition> = fc.record({
+    timestamp: fc.integer({ min: 0, max: 3 }),
+    ingestTs: fc.integer({ min: 0, max: 3 }),
+    eventId: fc.constantFrom('a', 'b', 'c', 'B', 'é'),
+  });
+
+  it('is a total order, and "after the cursor" is exactly "sorts after it"', () => {
+    fc.assert(
+      fc.property(fc.array(position, { maxLength: 30 }), position, (events, cursor) => {
+        const sorted = [...events].sort(newestFirst);
+        for (let i = 1; i < sorted.length; i++) expect(newestFirst(sorted[i - 1]!, sorted[i]!)).toBeLessThanOrEqual(0);
+        for (const e of events) {
+          expect(newestFirst(e, e)).toBe(0);
+          expect(Math.sign(newestFirst(e, cursor)) + Math.sign(newestFirst(cursor, e))).toBe(0);
+          expect(isAfterCursor(cursor, e)).toBe(newestFirst(cursor, e) < 0);
+        }
+      }),
+      { numRuns: 300 },
     );
   });
 });

@@ -1,6 +1,7 @@
 import { isPrefilterNeedle, type AuditColumnName, type AuditParquetFile, type RowGroupSpan, type TieredEvent } from '@auditlake/format';
 import { GroupReadAhead, PREFILTER_AHEAD_GROUPS, TEXT_COLUMNS, unwrap } from './group-read-ahead.js';
-import { compileFilter, type SearchFilter, type StoredEvent } from '@auditlake/model';
+import { compileFilter, newestFirst, upperTimeMs, type SearchFilter, type StoredEvent } from '@auditlake/model';
+import { newestFirstStream } from './newest-first-stream.js';
 import type { TierFile, TierSource } from './tier-source.js';
 
 
@@ -8,7 +9,7 @@ import type { TierFile, TierSource } from './tier-source.js';
 export type MergedEvent = TieredEvent & { seq?: number };
 
 export interface MergedSearchOptions {
-  /** Local matches, newest first (the store's search with the same filter). */
+  /** Local matches by event time descending (the store's search with the same filter). */
   local: AsyncIterable<StoredEvent>;
   /** Every location that ever received tiered events. */
   tiers: readonly TierSource[];
@@ -39,6 +40,7 @@ function predicateColumns(filter: SearchFilter): AuditColumnName[] | undefined {
   if (filter.engine !== undefined) columns.add('source');
   if (filter.table !== undefined) columns.add('tables');
   if (filter.action !== 'all') columns.add('action');
+  if (filter.decision !== undefined) columns.add('decision');
   if (filter.q !== undefined) for (const c of TEXT_COLUMNS) columns.add(c);
   return columns.size === 0 ? undefined : [...columns];
 }
@@ -53,7 +55,7 @@ function withDefaults(partial: Partial<TieredEvent>): TieredEvent {
  * the best `want`, so memory stays bounded by the page, not by what the tiers hold.
  */
 function pageLast(candidates: Map<string, MergedEvent>, want: number): number {
-  const page = [...candidates.values()].sort(newerFirst).slice(0, want);
+  const page = [...candidates.values()].sort(newestFirst).slice(0, want);
   candidates.clear();
   for (const event of page) candidates.set(event.eventId, event);
   return (page[want - 1] as MergedEvent).timestamp;
@@ -80,6 +82,14 @@ async function readRowGroup(
     const probe = await file.read({ ...range, rowGroups: [group.index], columns: [...probeColumns, 'event_id'] });
     if (!probe.some((partial) => matches(withDefaults(partial)) && !candidates.has(partial.eventId ?? ''))) return;
     events = await file.read({ ...range, rowGroups: [group.index] });
+  } else if (filter.cursor !== undefined && filter.toMs === filter.cursor.timestamp) {
+    // A later page: rows at the cursor's own time are partly on earlier pages, so they cannot
+    // stand for the group's newest — take all of them (the predicate keeps those after the
+    // cursor), then the `want` newest of the strictly older rows.
+    const atMs = filter.cursor.timestamp;
+    const at = await file.read({ fromMs: atMs, toMs: atMs, rowGroups: [group.index] });
+    const older = atMs === 0 || (filter.fromMs !== undefined && filter.fromMs > atMs - 1) ? [] : await file.readNewest(group.index, { ...range, toMs: atMs - 1, count: want });
+    events = [...at, ...older];
   } else {
     // Every row matches: a row below the group's `want` newest cannot make the page (the
     // group alone fills it with newer ones; an eventId already taken counts for the page too).
@@ -90,14 +100,12 @@ async function readRowGroup(
   }
 }
 
-/** Newest first: event time, then ingest time, then eventId, all descending (deterministic). */
-function newerFirst(a: MergedEvent, b: MergedEvent): number {
-  return b.timestamp - a.timestamp || b.ingestTs - a.ingestTs || (a.eventId < b.eventId ? 1 : a.eventId > b.eventId ? -1 : 0);
-}
-
 /**
  * One log over the local store and every tier, de-duplicated by eventId (the local copy wins:
- * it carries the seq), newest first, cut to `limit`.
+ * it carries the seq), newest first (event time, ingest time, eventId: model's newestFirst),
+ * cut to `limit`. With a cursor, only events strictly after it: since an event keeps its
+ * place in that order wherever it is read from, pages never repeat or skip an event while
+ * events move from the store to a tier.
  *
  * Tiers are skipped only when they cannot change the answer: the local store alone has more
  * than `limit` matches, all newer than the point from which everything is still local. Else
@@ -106,13 +114,13 @@ function newerFirst(a: MergedEvent, b: MergedEvent): number {
  * once no remaining file can hold an event newer than the current page's last.
  */
 export async function mergedSearch(options: MergedSearchOptions): Promise<MergedSearchResult> {
-  const { filter } = options;
+  // On a later page nothing newer than the cursor's time can match: files and row groups
+  // past it are skipped like those past `to`.
+  const toMs = upperTimeMs(options.filter);
+  const filter: SearchFilter = { ...options.filter, ...(toMs !== undefined ? { toMs } : {}) };
   const want = filter.limit + 1;
   const candidates = new Map<string, MergedEvent>();
-  for await (const event of options.local) {
-    candidates.set(event.eventId, event);
-    if (candidates.size >= want) break;
-  }
+  for await (const event of newestFirstStream(options.local, want)) candidates.set(event.eventId, event);
   const local = [...candidates.values()];
   const localIsEnough =
     options.tiers.length === 0 ||
@@ -181,7 +189,7 @@ export async function mergedSearch(options: MergedSearchOptions): Promise<Merged
   } finally {
     groups.close();
   }
-  const page = [...candidates.values()].sort(newerFirst);
+  const page = [...candidates.values()].sort(newestFirst);
   const result: MergedSearchResult = { events: page.slice(0, filter.limit), truncated: page.length > filter.limit, filesRead: groups.filesOpened };
   if (skipped.length > 0) result.tierNote = `tiered audit partly unavailable: ${skipped.join('; ')}`;
   return result;

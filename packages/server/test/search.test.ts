@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { event, startTestNode } from './test-node.js';
 
 const DAY = 86_400_000;
-const T0 = 1_792_281_600_000; // 2026-10-16T00:00:00Z
+const T0 = 1_792_281_600_000; // 2026-10-18T00:00:00Z
 
 const corpus = [
   event({ eventId: 'e1', userId: 'alice', source: 'trino', action: 'data:Select', tables: ['hive.sales.orders'], query: 'SELECT id FROM hive.sales.orders', ts: T0 + 1000 }),
@@ -89,15 +89,35 @@ describe('search', () => {
     expect(exact.json).toMatchObject({ count: 5, truncated: false });
   });
 
-  it('defaults limit to 200 and caps it at auditlake.audit.viewer.max.page', async () => {
+  it('defaults limit to 200 and refuses one above auditlake.audit.viewer.max.page, naming the cap', async () => {
     const t = await startTestNode({ props: { 'auditlake.audit.viewer.max.page': '250' } });
     await t.ingest(Array.from({ length: 300 }, (_, i) => event({ ts: T0 + i })));
     expect((await t.search()).json).toMatchObject({ count: 200, truncated: true });
-    expect((await t.search('?limit=1000')).json).toMatchObject({ count: 250, truncated: true });
+    expect((await t.search('?limit=250')).json).toMatchObject({ count: 250, truncated: true });
+    const refused = await t.search('?limit=1000');
+    expect(refused.status).toBe(400);
+    expect(refused.json.error).toBe('parameter limit must be at most 250 (auditlake.audit.viewer.max.page): 1000; page with nextCursor or narrow the filters');
+  });
+
+  it('filters by decision: ALLOW, DENY, or none', async () => {
+    const t = await startTestNode();
+    await t.ingest([event({ eventId: 'a', decision: 'ALLOW', ts: T0 + 3 }), event({ eventId: 'd', decision: 'DENY', ts: T0 + 2 }), event({ eventId: 'n', ts: T0 + 1 })]);
+    expect(ids((await t.search('?decision=ALLOW')).json)).toEqual(['a']);
+    expect(ids((await t.search('?decision=DENY')).json)).toEqual(['d']);
+    expect(ids((await t.search('?decision=none')).json)).toEqual(['n']);
+    expect((await t.search('?decision=maybe')).status).toBe(400);
+  });
+
+  it('accepts ISO-8601 from and to', async () => {
+    const t = await corpusNode();
+    const iso = (ms: number) => new Date(ms).toISOString();
+    expect(ids((await t.search(`?from=${iso(T0 + DAY)}`)).json)).toEqual(['e5', 'e4', 'e3']);
+    expect(ids((await t.search(`?from=2026-10-18&to=${encodeURIComponent('2026-10-18T02:00:02.500+02:00')}`)).json)).toEqual(['e2', 'e1']);
   });
 
   const badParams: Array<[string, RegExp]> = [
-    ['?from=yesterday', /^parameter from must be epoch millis \(a non-negative integer\): yesterday$/],
+    ['?from=yesterday', /^parameter from must be epoch millis or an ISO-8601 time with a zone \(e\.g\. 2026-11-01T09:30:00Z\): yesterday$/],
+    ['?cursor=nonsense', /^parameter cursor must be a nextCursor value this API returned: nonsense$/],
     ['?to=-5', /^parameter to must be epoch millis/],
     ['?action=foo', /^parameter action must be read, write or all: foo$/],
     ['?limit=0', /^parameter limit must be a positive integer: 0$/],
@@ -119,8 +139,11 @@ describe('search', () => {
     const t = await corpusNode();
     const res = await t.request('/admin/audit?limit=3', { headers: { accept: 'application/x-ndjson' } });
     expect(res.headers.get('content-type')).toMatch(/^application\/x-ndjson/);
-    const lines = (await res.text()).trimEnd().split('\n');
-    expect(lines.map((l) => (JSON.parse(l) as { eventId: string }).eventId)).toEqual(['e5', 'e4', 'e3']);
+    const lines = (await res.text()).trimEnd().split('\n').map((l) => JSON.parse(l) as { eventId?: string; nextCursor?: string });
+    expect(lines.slice(0, 3).map((l) => l.eventId)).toEqual(['e5', 'e4', 'e3']);
+    // Cut at the limit: a last line says where the next page starts.
+    expect(lines).toHaveLength(4);
+    expect(lines[3]).toEqual({ nextCursor: expect.any(String) });
   });
 
   it('streams a large NDJSON answer completely', async () => {
@@ -144,5 +167,50 @@ describe('search', () => {
     expect(chunks).toBeGreaterThan(1);
     const timestamps = lines.map((l) => (JSON.parse(l) as { timestamp: number }).timestamp);
     expect(timestamps).toEqual([...timestamps].sort((a, b) => b - a));
+  });
+});
+
+describe('paging with the cursor', () => {
+  type Page = { events: Array<{ eventId: string }>; truncated: boolean; nextCursor?: string };
+
+  it('pages JSON newest to oldest, each event once, under the same filters, while new events arrive', async () => {
+    const t = await startTestNode();
+    // Many events share an event time and an ingest time: the order must still be total.
+    await t.ingest(Array.from({ length: 23 }, (_, i) => event({ eventId: `p${String(i).padStart(2, '0')}`, ts: T0 + (i % 4) * 1000, userId: i % 3 === 0 ? 'bob' : 'alice' })));
+    const all = ids((await t.search('?user=alice&limit=100')).json);
+    expect(all).toHaveLength(15);
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    for (let pages = 0; ; pages++) {
+      expect(pages).toBeLessThan(20);
+      const { json } = (await t.search(`?user=alice&limit=4${cursor ? `&cursor=${cursor}` : ''}`)) as unknown as { json: Page };
+      seen.push(...ids(json));
+      // Newer events arriving between pages are not "older than the cursor": never returned here.
+      await t.ingest([event({ eventId: `late-${pages}`, ts: Date.now(), userId: 'alice' })]);
+      if (!json.truncated) {
+        expect(json.nextCursor).toBeUndefined();
+        break;
+      }
+      expect(typeof json.nextCursor).toBe('string');
+      cursor = json.nextCursor;
+    }
+    expect(seen).toEqual(all);
+  });
+
+  it('ends a cut NDJSON answer with a nextCursor line that continues it', async () => {
+    const t = await corpusNode();
+    const ndjson = async (query: string) => {
+      const res = await t.request(`/admin/audit${query}`, { headers: { accept: 'application/x-ndjson' } });
+      expect(res.status).toBe(200);
+      return (await res.text()).trimEnd().split('\n').map((l) => JSON.parse(l) as { eventId?: string; nextCursor?: string });
+    };
+    const first = await ndjson('?limit=3');
+    expect(first.slice(0, 3).map((l) => l.eventId)).toEqual(['e5', 'e4', 'e3']);
+    expect(Object.keys(first[3]!)).toEqual(['nextCursor']);
+    const second = await ndjson(`?limit=3&cursor=${first[3]!.nextCursor!}`);
+    // The last page is not cut: no cursor line.
+    expect(second.map((l) => l.eventId)).toEqual(['e2', 'e1']);
+    const exact = await ndjson('?limit=5');
+    expect(exact).toHaveLength(5);
   });
 });

@@ -222,6 +222,38 @@ describe('parquet tiering sweep', () => {
     expect(filtered.json.truncated).toBe(true);
   });
 
+  it('pages with the cursor while events move to S3 and leave the local store: each matching event once, decision filtered in S3 too', async () => {
+    const { t } = await tieringNode({ 'auditlake.audit.retention.interval.ms': '100' });
+    const now = Date.now();
+    // Pairs share an event time; one request shares an ingest time: the cursor's tie-breaks matter.
+    await t.ingest(Array.from({ length: 60 }, (_, i) => event({ eventId: `m${String((i * 37) % 60).padStart(2, '0')}`, ts: now - Math.floor(i / 2) * 3_600_000, decision: i % 4 === 0 ? 'DENY' : 'ALLOW' })));
+    type Page = { events: Array<{ eventId: string; decision: string }>; truncated: boolean; nextCursor?: string };
+    const expected = ((await t.search('?decision=ALLOW&limit=1000')).json as unknown as Page).events.map((e) => e.eventId);
+    expect(expected).toHaveLength(45);
+    const seen: string[] = [];
+    let cursor = '';
+    const nextPage = async () => {
+      const { status, json } = (await t.search(`?decision=ALLOW&limit=6${cursor}`)) as unknown as { status: number; json: Page };
+      expect(status).toBe(200);
+      seen.push(...json.events.map((e) => e.eventId));
+      cursor = json.nextCursor ? `&cursor=${json.nextCursor}` : '';
+      return json.truncated;
+    };
+    await nextPage();
+    await nextPage();
+    // Tiering starts mid-way; every tiered event then leaves the local store.
+    expect((await postSettings(t, { ...PARQUET, 'audit.tier.retain.local.days': 0 })).status).toBe(200);
+    await nextPage();
+    await waitUntilTiered(t);
+    await expect.poll(async () => (await t.stored()).filter((e) => e.eventId.startsWith('m')).length, { timeout: 10_000 }).toBe(0);
+    await t.ingest([event({ eventId: 'newer', decision: 'ALLOW' })]);
+    for (let pages = 0; await nextPage(); pages++) expect(pages).toBeLessThan(20);
+    expect(seen).toEqual(expected);
+    // The decision filter reads the tiered copies' decision column.
+    const denied = (await t.search('?decision=DENY&limit=1000')).json as unknown as Page;
+    expect(denied.events.map((e) => e.eventId).sort()).toEqual(Array.from({ length: 15 }, (_, k) => `m${String((k * 4 * 37) % 60).padStart(2, '0')}`).sort());
+  });
+
   it('names an unreadable tier in tierNote and still answers from the rest', async () => {
     const { s3, t } = await tieringNode({ 'auditlake.audit.retention.interval.ms': '100' });
     await t.ingest([event({ eventId: 'a', ts: Date.now() - 3 * DAY })]);

@@ -1,6 +1,6 @@
 import { mkdir, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { AuditError, AuditErrorCode, compileFilter, encodeEvent, toAuditEvent, type AuditEvent, type EncodedEvent, type SearchFilter, type StoredEvent } from '@auditlake/model';
+import { AuditError, AuditErrorCode, compileFilter, encodeEvent, toAuditEvent, upperTimeMs, type AuditEvent, type EncodedEvent, type SearchFilter, type StoredEvent } from '@auditlake/model';
 import { Level } from 'level';
 import {
   PREFIX,
@@ -315,15 +315,17 @@ export class AuditStore {
   }
 
   /**
-   * Matching events newest first (event time, then seq, both descending). Streams from a
-   * LevelDB iterator over the time range, so memory stays bounded however much matches;
-   * breaking out of the loop closes the iterator.
+   * Matching events by event time, then seq, both descending (the key order; within one event
+   * time this is not yet the API's newest-first order by ingestTs and eventId, which the reader
+   * restores). Streams from a LevelDB iterator over the time range (up to a cursor's time), so
+   * memory stays bounded however much matches; breaking out of the loop closes the iterator.
    */
   async *search(filter: Omit<SearchFilter, 'limit'>): AsyncGenerator<StoredEvent> {
     const matches = compileFilter({ ...filter, limit: 1 });
+    const toMs = upperTimeMs(filter);
     const range = {
       gte: filter.fromMs === undefined ? PREFIX.time : timeLowerBound(filter.fromMs),
-      lt: filter.toMs === undefined ? prefixEnd(PREFIX.time) : timeUpperBoundInclusive(filter.toMs),
+      lt: toMs === undefined ? prefixEnd(PREFIX.time) : timeUpperBoundInclusive(toMs),
       reverse: true,
       // Larger reads per native call: a full scan is dominated by per-call overhead otherwise.
       highWaterMarkBytes: 1024 * 1024,

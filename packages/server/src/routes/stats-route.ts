@@ -1,0 +1,30 @@
+import { summarizeEvents } from '@auditlake/model';
+import type { FastifyInstance } from 'fastify';
+import type { AuditSearch } from '../audit-search.js';
+import { proxyToLeader } from '../leader-proxy.js';
+import type { Membership } from '../membership.js';
+import { searchFilter } from './search-route.js';
+import './route-access.js';
+
+/**
+ * `GET /admin/audit/stats`: the Overview's counters, top lists, graph edges and ALLOW/DENY
+ * histogram over the window a search with the same parameters returns (the newest `limit`
+ * matching events), so a browser draws it without downloading thousands of events.
+ */
+export function registerStatsRoute(app: FastifyInstance, options: { search: AuditSearch; viewerMaxPage: number; membership: Membership }): void {
+  app.get('/admin/audit/stats', { config: { access: { role: 'admin', action: 'audit:ReadStats' } } }, async (request, reply) => {
+    const filter = searchFilter(request.query, options.viewerMaxPage);
+    const { membership } = options;
+    if (await proxyToLeader(membership.leaderUrl(), request, reply)) return reply;
+    const stale = !membership.isLeader();
+    const page = await options.search.page(filter);
+    const stats = summarizeEvents(page.events, {
+      ...(filter.fromMs !== undefined ? { fromMs: filter.fromMs } : {}),
+      ...(filter.toMs !== undefined ? { toMs: filter.toMs } : {}),
+      nowMs: Date.now(),
+      limit: filter.limit,
+      truncated: page.truncated,
+    });
+    return { ...stats, ...(page.tierNote ? { tierNote: page.tierNote } : {}), ...(stale ? { stale: true } : {}) };
+  });
+}
