@@ -102,8 +102,12 @@ describe('auditlake start (real process)', () => {
     await writeFile(config, '# test config\nauditlake.audit.viewer.max.page = 2\nauditlake.auth.tokens=ops:admin:ops-token\n');
     const node = await start({ dataDir: join(dir, 'node'), args: ['--config', config, '--set', 'auditlake.audit.viewer.max.page=3'], env: { AUDITLAKE_INGEST_TOKEN: 'ing' } });
     await post(node.url, 'ing', Array.from({ length: 5 }, () => ({ source: 'spark', userId: 'b', action: 'data:Write' })));
-    const res = await fetch(`${node.url}/admin/audit?limit=100`, { headers: { authorization: 'Token ops-token' } });
+    const res = await fetch(`${node.url}/admin/audit?limit=3`, { headers: { authorization: 'Token ops-token' } });
     expect(await res.json()).toMatchObject({ count: 3, truncated: true });
+    // The cap is the --set value (3), not the file's (2): above it is refused, naming it.
+    const over = await fetch(`${node.url}/admin/audit?limit=4`, { headers: { authorization: 'Token ops-token' } });
+    expect(over.status).toBe(400);
+    expect(((await over.json()) as { error: string }).error).toMatch(/^parameter limit must be at most 3 /);
     // An admin token was configured, so none was generated.
     expect(node.output()).not.toMatch(/admin token/);
   });
