@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { resolveConfig } from '@auditlake/model';
-import { S3Connections, type ObjectStore } from '@auditlake/tiering';
+import { S3Connections, type ObjectStore } from '@auditlake/lake';
 import { expect, onTestFinished } from 'vitest';
 
 /** A bucket on a local S3 endpoint (s3rver credentials), closed when the test ends. */

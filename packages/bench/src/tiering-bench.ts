@@ -8,7 +8,6 @@ import {
   IcebergTierSource,
   S3Connections,
   TIERED_LOCATIONS_META,
-  TierSweeper,
   WATERMARK_META,
   ZERO_WATERMARK,
   commitIcebergBatch,
@@ -16,7 +15,8 @@ import {
   ensureNamespace,
   resolveIcebergTable,
   type ObjectStore,
-} from '@auditlake/tiering';
+} from '@auditlake/lake';
+import { TierSweeper } from '@auditlake/tiering';
 import { createEventGenerator, mulberry32 } from '@auditlake/testkit';
 import S3rver from 's3rver';
 import { startCpuMonitor, type CpuShare } from './cpu-monitor.js';
@@ -135,8 +135,9 @@ class CountingConnections extends S3Connections {
       this.bytesPut += size(body);
     };
     objects.putIfAbsent = async (key, body, contentType) => {
-      await putIfAbsent(key, body, contentType);
+      const created = await putIfAbsent(key, body, contentType);
       this.bytesPut += size(body);
+      return created;
     };
     objects.get = async (key) => {
       const bytes = await get(key);

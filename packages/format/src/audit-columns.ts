@@ -42,6 +42,14 @@ export const AUDIT_COLUMNS = [
 /** The name of a tiered column. */
 export type AuditColumnName = (typeof AUDIT_COLUMNS)[number]['name'];
 
+/** The Iceberg field id of a tiered column. */
+export function auditFieldId(name: AuditColumnName): number {
+  return (AUDIT_COLUMNS.find((column) => column.name === name) as AuditColumn).fieldId;
+}
+
+/** Field id of `ts` (event time, epoch ms): a data file's bounds on it let readers skip the file. */
+export const TS_FIELD_ID = auditFieldId('ts');
+
 const COLUMN_NAMES: ReadonlySet<string> = new Set(AUDIT_COLUMNS.map((column) => column.name));
 
 /** True when `name` is one of the tiered columns. */

@@ -26,6 +26,14 @@ export const AuditErrorCode = {
   STALE_TERM: 'AUDIT_STALE_TERM',
   /** The configured tiering target cannot be used. */
   TIER_TARGET_UNUSABLE: 'AUDIT_TIER_TARGET_UNUSABLE',
+  /** An object asked for by key does not exist in the object store. */
+  OBJECT_NOT_FOUND: 'AUDIT_OBJECT_NOT_FOUND',
+  /** A conditional create found the key already taken: another writer got there first. */
+  OBJECT_EXISTS: 'AUDIT_OBJECT_EXISTS',
+  /** The object store failed or could not be reached (network, permissions, timeout). */
+  OBJECT_STORE_FAILED: 'AUDIT_OBJECT_STORE_FAILED',
+  /** A tiered table or location holds something this node cannot read or commit on. */
+  TABLE_INVALID: 'AUDIT_TABLE_INVALID',
 } as const;
 
 export type AuditErrorCode = (typeof AuditErrorCode)[keyof typeof AuditErrorCode];

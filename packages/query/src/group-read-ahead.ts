@@ -1,6 +1,6 @@
 import { AuditParquetFile, memoizedSource, type AuditColumnName, type RowGroupSpan } from '@auditlake/format';
 import type { SearchFilter } from '@auditlake/model';
-import type { TierFile, TierSource } from './tier-source.js';
+import type { TierFile, TierSource } from '@auditlake/lake';
 
 /** The columns the free-text `q` is matched against (compileFilter's matchesText). */
 export const TEXT_COLUMNS = ['query', 'details', 'resource', 'user_id', 'action', 'tables'] as const satisfies readonly AuditColumnName[];

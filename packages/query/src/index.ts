@@ -1,3 +1,4 @@
 export { mergedSearch, type MergedEvent, type MergedSearchOptions, type MergedSearchResult } from './merged-search.js';
-export type { TierFile, TierSource } from './tier-source.js';
+/** The tier interface the reader reads through; `@auditlake/lake` defines it. */
+export type { TierFile, TierSource } from '@auditlake/lake';
 export { newestFirstStream } from './newest-first-stream.js';

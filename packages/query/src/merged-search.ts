@@ -1,8 +1,8 @@
 import { isPrefilterNeedle, type AuditColumnName, type AuditParquetFile, type RowGroupSpan, type TieredEvent } from '@auditlake/format';
 import { GroupReadAhead, PREFILTER_AHEAD_GROUPS, TEXT_COLUMNS, unwrap } from './group-read-ahead.js';
 import { compileFilter, newestFirst, upperTimeMs, type SearchFilter, type StoredEvent } from '@auditlake/model';
+import type { TierFile, TierSource } from '@auditlake/lake';
 import { newestFirstStream } from './newest-first-stream.js';
-import type { TierFile, TierSource } from './tier-source.js';
 
 
 /** An event in a merged answer: from the local store (with seq) or only from a tier. */

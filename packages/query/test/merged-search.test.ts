@@ -2,7 +2,8 @@
 import { AuditParquetFile, bytesSource, countingSource, encodeAuditParquet, ParquetFooterCache, TextProbePool, type CountingSource } from '@auditlake/format';
 import { compileFilter, type SearchFilter, type StoredEvent } from '@auditlake/model';
 import { afterAll, describe, expect, it } from 'vitest';
-import { mergedSearch, type TierSource } from '../src/index.js';
+import type { TierSource } from '@auditlake/lake';
+import { mergedSearch } from '../src/index.js';
 
 const DAY = 86_400_000;
 const T0 = 1_790_000_000_000;

@@ -13,6 +13,10 @@ const STATUS_BY_CODE: Record<AuditErrorCode, number> = {
   [AuditErrorCode.STALE_TERM]: 503,
   [AuditErrorCode.STORE_NOT_OPEN]: 503,
   [AuditErrorCode.CONFIG_INVALID]: 500,
+  [AuditErrorCode.OBJECT_NOT_FOUND]: 502,
+  [AuditErrorCode.OBJECT_EXISTS]: 409,
+  [AuditErrorCode.OBJECT_STORE_FAILED]: 502,
+  [AuditErrorCode.TABLE_INVALID]: 502,
 };
 
 export interface HttpError {

@@ -1,20 +1,7 @@
 import type { NodeConfig } from '@auditlake/model';
-import type { TierSource } from '@auditlake/query';
+import { IcebergTierSource, ParquetTierSource, S3Connections, TIERED_LOCATIONS_META, WATERMARK_META, ZERO_WATERMARK, type TierSource, type TieredLocation, type Watermark } from '@auditlake/lake';
 import { DAY_MS, type AuditStore, type PrunePolicy } from '@auditlake/store';
-import {
-  IcebergTierSource,
-  ParquetTierSource,
-  S3Connections,
-  TIERED_LOCATIONS_META,
-  TierSweeper,
-  WATERMARK_META,
-  ZERO_WATERMARK,
-  localCleanupPolicy,
-  validateTierTarget,
-  type TierStatus,
-  type TieredLocation,
-  type Watermark,
-} from '@auditlake/tiering';
+import { TierSweeper, localCleanupPolicy, validateTierTarget, type TierStatus } from '@auditlake/tiering';
 import type { Membership } from './membership.js';
 import type { NodeMetrics } from './metrics.js';
 import type { SettingsService } from './settings-service.js';

@@ -2,7 +2,7 @@
 import { icebergRead } from 'icebird';
 import { countingSource, type CountingSource } from '@auditlake/format';
 import { mergedSearch } from '@auditlake/query';
-import { IcebergTierSource, S3Connections } from '@auditlake/tiering';
+import { IcebergTierSource, S3Connections } from '@auditlake/lake';
 import { resolveConfig } from '@auditlake/model';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { FAST_TIERING, downloadPrefix, duckdb, externalS3, postSettings, waitUntilTiered, type ExternalS3 } from './tier-helpers.js';

@@ -3,7 +3,7 @@ import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { S3Connections } from '@auditlake/tiering';
+import { S3Connections } from '@auditlake/lake';
 import S3rver from 's3rver';
 import { expect, onTestFinished } from 'vitest';
 import type { TestNode } from './test-node.js';

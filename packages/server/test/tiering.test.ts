@@ -120,7 +120,7 @@ describe('parquet tiering sweep', () => {
     await waitUntilTiered(t);
     const all = await t.node.store.readBySeq(0, 100);
     // Reconstruct batches from the commit markers' seq ranges.
-    const { readMarkers, parseS3Location } = await import('@auditlake/tiering');
+    const { readMarkers, parseS3Location } = await import('@auditlake/lake');
     const location = parseS3Location('s3://ext/audit')!;
     const committed = await readMarkers(t.node.tiering.connections.bucket('ext', 'ext'), location);
     expect(committed.length).toBeGreaterThan(1);

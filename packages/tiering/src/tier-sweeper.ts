@@ -1,11 +1,23 @@
 import type { EffectiveSettings, IcebergCatalogConfig, StoredEvent } from '@auditlake/model';
 import type { AuditStore } from '@auditlake/store';
+import {
+  TIERED_LOCATIONS_META,
+  WATERMARK_META,
+  ZERO_WATERMARK,
+  commitIcebergBatch,
+  commitParquetBatch,
+  ensureIcebergTable,
+  ensureNamespace,
+  laterWatermark,
+  parseS3Location,
+  readMarkers,
+  resolveIcebergTable,
+  tableWatermark,
+  type S3Connections,
+  type TieredLocation,
+  type Watermark,
+} from '@auditlake/lake';
 import { pickBatch } from './batch-picker.js';
-import type { S3Connections } from './object-store.js';
-import { commitIcebergBatch, ensureIcebergTable, ensureNamespace, resolveIcebergTable, tableWatermark } from './iceberg-table.js';
-import { commitParquetBatch, readMarkers } from './parquet-committer.js';
-import { parseS3Location } from './s3-location.js';
-import { TIERED_LOCATIONS_META, WATERMARK_META, ZERO_WATERMARK, laterWatermark, type TieredLocation, type Watermark } from './watermark.js';
 
 export interface TierSweeperOptions {
   store: AuditStore;

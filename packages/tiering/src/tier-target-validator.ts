@@ -1,13 +1,12 @@
 import { AuditError, AuditErrorCode, type EffectiveSettings, type IcebergCatalogConfig } from '@auditlake/model';
-import type { S3Connections } from './object-store.js';
-import { ensureNamespace, resolveIcebergTable } from './iceberg-table.js';
-import { parseS3Location } from './s3-location.js';
+import { ensureNamespace, parseS3Location, resolveIcebergTable, type S3Connections } from '@auditlake/lake';
 
 function unusable(target: string, reason: string): AuditError {
   return new AuditError(AuditErrorCode.SETTINGS_INVALID, `audit tier target ${target} is not usable: ${reason}`);
 }
 
 function describe(err: unknown): string {
+  if (err instanceof AuditError) return err.message;
   if (err instanceof Error) {
     const name = err.name && err.name !== 'Error' ? `${err.name}: ` : '';
     return `${name}${err.message || 'no message'}`;

@@ -12,8 +12,9 @@ export interface TierFile {
 }
 
 /**
- * A place tiered history can be read from (a Parquet location, later an Iceberg table).
- * The reader sees only committed files, through ranged reads.
+ * A place tiered history can be read from (a Parquet location or an Iceberg table): the
+ * interface the merged reader (`@auditlake/query`) reads through. The reader sees only
+ * committed files, through ranged reads.
  */
 export interface TierSource {
   /** Named in `tierNote` when it cannot be read, e.g. `s3://bucket/prefix`. */

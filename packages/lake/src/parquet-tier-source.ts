@@ -1,19 +1,10 @@
 import { TextProbePool, type ByteSource } from '@auditlake/format';
-import type { S3Connections } from './object-store.js';
+import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { readMarkers, type CommitMarker } from './parquet-committer.js';
+import type { S3Connections } from './s3-connections.js';
 import { parseS3Location } from './s3-location.js';
-import type { TieredLocation } from './watermark.js';
-
-/** The shape the merged reader (`@auditlake/query`) expects of a tier; kept structural here. */
-export interface ParquetTierFile {
-  key: string;
-  eventDate: string;
-  rows: number;
-  tsMin: number;
-  tsMax: number;
-  /** Size in bytes, as the commit recorded it. */
-  bytes?: number;
-}
+import type { TieredLocation } from './tiered-location.js';
+import type { TierFile, TierSource } from './tier-source.js';
 
 /**
  * A Parquet location as the reader sees it: the files its commit markers list (never an
@@ -21,7 +12,7 @@ export interface ParquetTierFile {
  * once written, so each is fetched once per source. Footers are not cached here: a retried
  * batch rewrites the same key, possibly with other contents (Iceberg file names are unique).
  */
-export class ParquetTierSource {
+export class ParquetTierSource implements TierSource {
   readonly name: string;
   /** Searches a free-text scan's pages on other cores; its workers exit when idle. */
   readonly textProbes = new TextProbePool();
@@ -37,16 +28,16 @@ export class ParquetTierSource {
 
   #objects() {
     const location = parseS3Location(this.#location.path);
-    if (!location) throw new Error(`not an s3://bucket/prefix location: ${this.#location.path}`);
+    if (!location) throw new AuditError(AuditErrorCode.TABLE_INVALID, `not an s3://bucket/prefix location: ${this.#location.path}`);
     return { location, objects: this.#connections.bucket(this.#location.connectionId, location.bucket) };
   }
 
-  async listFiles(): Promise<ParquetTierFile[]> {
+  async listFiles(): Promise<TierFile[]> {
     const { location, objects } = this.#objects();
     const lastSeq = this.#markers.at(-1)?.watermark.seq ?? 0;
     this.#markers.push(...(await readMarkers(objects, location, lastSeq)));
     // A retried batch (same first seq) rewrote the same keys: list each key once.
-    const byKey = new Map<string, ParquetTierFile>();
+    const byKey = new Map<string, TierFile>();
     for (const marker of this.#markers) for (const file of marker.files) byKey.set(file.key, file);
     return [...byKey.values()];
   }
@@ -56,11 +47,8 @@ export class ParquetTierSource {
     await this.textProbes.close();
   }
 
-  async open(file: ParquetTierFile): Promise<ByteSource> {
-    const { objects } = this.#objects();
-    const byteLength = file.bytes;
-    // The marker records the size: no HEAD request to learn it.
-    if (byteLength === undefined) return objects.byteSource(file.key);
-    return { byteLength, slice: (start: number, end?: number) => objects.getRange(file.key, start, end ?? byteLength) };
+  /** The marker records each file's size, so opening one makes no HEAD request. */
+  async open(file: TierFile): Promise<ByteSource> {
+    return this.#objects().objects.byteSource(file.key, file.bytes);
   }
 }

@@ -12,15 +12,15 @@ const T0 = Date.UTC(2026, 4, 1);
 
 /** Connections whose object stores count GETs and HEADs by kind. */
 class CountingConnections extends S3Connections {
-  readonly calls = { get: 0, getRange: 0, size: 0 };
+  readonly calls = { get: 0, getRange: 0, head: 0 };
   override bucket(id: string, bucket: string): ObjectStore {
     const objects = super.bucket(id, bucket);
     const get = objects.get.bind(objects);
     const getRange = objects.getRange.bind(objects);
-    const size = objects.size.bind(objects);
+    const head = objects.head.bind(objects);
     objects.get = (key) => ((this.calls.get += 1), get(key));
     objects.getRange = (key, start, end) => ((this.calls.getRange += 1), getRange(key, start, end));
-    objects.size = (key) => ((this.calls.size += 1), size(key));
+    objects.head = (key) => ((this.calls.head += 1), head(key));
     return objects;
   }
 }
@@ -66,7 +66,7 @@ describe('IcebergTierSource', () => {
     const before = { ...connections.calls };
     expect(await source.listFiles()).toEqual(first);
     expect(connections.calls.get - before.get).toBe(1);
-    expect(connections.calls.size - before.size).toBe(2);
+    expect(connections.calls.head - before.head).toBe(2);
 
     await commitIcebergBatch(objects, table, (await loadIcebergTable(objects, table))!, events(11, 5), { ...context, nowMs: T0 + 1 });
     expect((await source.listFiles()).reduce((n, f) => n + f.rows, 0)).toBe(15);
@@ -96,10 +96,10 @@ describe('IcebergTierSource', () => {
     const [file] = await source.listFiles();
     const before = { ...connections.calls };
     const opened = await source.open(file!);
-    expect(opened.byteLength).toBe(await objects.size(file!.key));
+    expect(opened.byteLength).toBe((await objects.head(file!.key))!.bytes);
     const tail = new Uint8Array(await opened.slice(opened.byteLength - 4));
     expect(new TextDecoder().decode(tail)).toBe('PAR1');
-    expect(connections.calls.size - before.size).toBe(1); // only the check above
+    expect(connections.calls.head - before.head).toBe(1); // only the check above
     expect(connections.calls.getRange - before.getRange).toBe(1);
   });
 

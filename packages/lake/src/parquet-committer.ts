@@ -1,8 +1,9 @@
 import { encodeAuditParquet } from '@auditlake/format';
-import type { StoredEvent } from '@auditlake/model';
+import { AuditError, AuditErrorCode, type StoredEvent } from '@auditlake/model';
 import { encodeKeyNumber } from './key-number.js';
 import type { ObjectStore } from './object-store.js';
 import { joinKey, type S3Location } from './s3-location.js';
+import type { TierFile } from './tier-source.js';
 import type { Watermark } from './watermark.js';
 
 /** Written last, under `<prefix>/_auditlake/commits/`; a batch counts as tiered only once it exists. */
@@ -16,14 +17,8 @@ export interface CommitMarker {
   files: CommittedFile[];
 }
 
-export interface CommittedFile {
-  key: string;
-  eventDate: string;
-  rows: number;
-  bytes: number;
-  tsMin: number;
-  tsMax: number;
-}
+/** A data file a marker commits: a tier file whose size is always recorded. */
+export type CommittedFile = TierFile & { bytes: number };
 
 export const COMMITS_DIR = '_auditlake/commits';
 
@@ -73,7 +68,7 @@ export async function commitParquetBatch(
     files.push({ key, eventDate: date, rows: events.length, bytes: bytes.byteLength, tsMin, tsMax });
   }
   context.beforeCommit?.();
-  if (!context.mayCommit()) throw new Error('no longer the leader; the batch was not committed (a successor will rewrite the same files)');
+  if (!context.mayCommit()) throw new AuditError(AuditErrorCode.NOT_LEADER, 'no longer the leader; the batch was not committed (a successor will rewrite the same files)');
   const marker: CommitMarker = {
     format: 'auditlake-parquet-commit/1',
     term: context.term,

@@ -1,13 +1,11 @@
-import { currentSnapshot, dayDate, decodeLongBound, decodeManifest, decodeManifestList, ParquetFooterCache, TextProbePool, type ByteSource, type ManifestEntry } from '@auditlake/format';
-import type { ObjectStore, S3Connections } from './object-store.js';
-import type { ParquetTierFile } from './parquet-tier-source.js';
-import { loadIcebergTable, s3Key, type IcebergTableRef } from './iceberg-table.js';
-import { joinKey, parseS3Location } from './s3-location.js';
+import { currentSnapshot, dayDate, decodeLongBound, decodeManifest, decodeManifestList, ManifestEntryStatus, ParquetFooterCache, TextProbePool, TS_FIELD_ID, type ByteSource, type IcebergTableMetadata, type ManifestEntry } from '@auditlake/format';
+import { AuditError, AuditErrorCode } from '@auditlake/model';
+import type { ObjectStore } from './object-store.js';
+import { icebergTableAt, metadataVersionKey, s3Key, versionHintKey, type IcebergTableRef } from './iceberg-table-ref.js';
+import { loadIcebergTable } from './iceberg-table.js';
+import type { S3Connections } from './s3-connections.js';
+import type { TierFile, TierSource } from './tier-source.js';
 
-/** Field id of `ts` (event time, epoch ms) in the audit schema: its bounds prune files. */
-const TS_FIELD_ID = 9;
-/** Manifest entry status DELETED: the file is no longer in the table. */
-const DELETED = 2;
 /** Data file footers kept per table (a footer of a day file is tens of KB parsed). */
 export const FOOTER_CACHE_ENTRIES_MAX = 1024;
 
@@ -16,12 +14,7 @@ interface ListedVersion {
   version: number;
   /** Size of `v<version>.metadata.json` when it was read. */
   metadataBytes: number;
-  files: ParquetTierFile[];
-}
-
-function isMissing(err: unknown): boolean {
-  const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
-  return e.name === 'NoSuchKey' || e.name === 'NotFound' || e.$metadata?.httpStatusCode === 404;
+  files: TierFile[];
 }
 
 /**
@@ -38,7 +31,7 @@ function isMissing(err: unknown): boolean {
  * hidden by the cache) — three small requests in parallel instead of hint, probe, metadata
  * and manifest list one after another. A new commit is seen by the next search.
  */
-export class IcebergTierSource {
+export class IcebergTierSource implements TierSource {
   readonly name: string;
   readonly footers = new ParquetFooterCache(FOOTER_CACHE_ENTRIES_MAX);
   /** Searches a free-text scan's pages on other cores; its workers exit when idle. */
@@ -49,10 +42,8 @@ export class IcebergTierSource {
   #listed: ListedVersion | undefined;
 
   constructor(connections: S3Connections, table: { identifier: string; location: string; connectionId: string }) {
-    const s3 = parseS3Location(table.location);
-    if (!s3) throw new Error(`not an s3:// table location: ${table.location}`);
     this.#connections = connections;
-    this.#table = { identifier: table.identifier, location: table.location, s3, connectionId: table.connectionId, namespaceKey: '' };
+    this.#table = icebergTableAt(table);
     this.name = table.identifier;
   }
 
@@ -60,52 +51,34 @@ export class IcebergTierSource {
     return this.#connections.bucket(this.#table.connectionId, this.#table.s3.bucket);
   }
 
-  #metadataKey(version: number): string {
-    return joinKey(this.#table.s3.prefix, `metadata/v${version}.metadata.json`);
-  }
-
   /** True when `listed` is still the table's current version (see the class comment). */
   async #stillCurrent(objects: ObjectStore, listed: ListedVersion): Promise<boolean> {
-    const [hint, newer, metadataBytes] = await Promise.all([
-      objects.get(joinKey(this.#table.s3.prefix, 'metadata/version-hint.text')).then(
-        (bytes) => new TextDecoder().decode(bytes).trim(),
-        (err: unknown) => {
-          if (isMissing(err)) return '';
-          throw err;
-        },
-      ),
-      objects.size(this.#metadataKey(listed.version + 1)).then(
-        () => true,
-        (err: unknown) => {
-          if (isMissing(err)) return false;
-          throw err;
-        },
-      ),
-      objects.size(this.#metadataKey(listed.version)).catch((err: unknown) => {
-        if (isMissing(err)) return -1;
-        throw err;
-      }),
+    const [hint, newer, current] = await Promise.all([
+      objects.find(versionHintKey(this.#table)).then((bytes) => (bytes ? new TextDecoder().decode(bytes).trim() : '')),
+      objects.exists(metadataVersionKey(this.#table, listed.version + 1)),
+      objects.head(metadataVersionKey(this.#table, listed.version)),
     ]);
-    return hint === String(listed.version) && !newer && metadataBytes === listed.metadataBytes;
+    return hint === String(listed.version) && !newer && current?.bytes === listed.metadataBytes;
   }
 
-  async listFiles(): Promise<ParquetTierFile[]> {
+  async listFiles(): Promise<TierFile[]> {
     const objects = this.#objects();
     const listed = this.#listed;
     if (listed && (await this.#stillCurrent(objects, listed))) return listed.files;
     this.#listed = undefined;
     const loaded = await loadIcebergTable(objects, this.#table);
-    if (!loaded) throw new Error(`table ${this.#table.identifier} has no metadata at ${this.#table.location}`);
+    if (!loaded) throw new AuditError(AuditErrorCode.TABLE_INVALID, `table ${this.#table.identifier} has no metadata at ${this.#table.location}`);
     const files = await this.#liveFiles(objects, loaded.metadata);
-    this.#listed = { version: loaded.version, metadataBytes: await objects.size(this.#metadataKey(loaded.version)), files };
+    const head = await objects.head(metadataVersionKey(this.#table, loaded.version));
+    this.#listed = { version: loaded.version, metadataBytes: head?.bytes ?? -1, files };
     return files;
   }
 
-  async #liveFiles(objects: ObjectStore, metadata: Parameters<typeof currentSnapshot>[0]): Promise<ParquetTierFile[]> {
+  async #liveFiles(objects: ObjectStore, metadata: IcebergTableMetadata): Promise<TierFile[]> {
     const snapshot = currentSnapshot(metadata);
     if (!snapshot) return [];
     const list = decodeManifestList(await objects.get(s3Key(this.#table, snapshot['manifest-list'])));
-    const files: ParquetTierFile[] = [];
+    const files: TierFile[] = [];
     for (const manifest of list.files) {
       let entries = this.#manifests.get(manifest.manifest_path);
       if (!entries) {
@@ -113,7 +86,7 @@ export class IcebergTierSource {
         this.#manifests.set(manifest.manifest_path, entries);
       }
       for (const entry of entries) {
-        if (entry.status === DELETED) continue;
+        if (entry.status === ManifestEntryStatus.DELETED) continue;
         const file = entry.data_file;
         const lower = file.lower_bounds?.find((b) => b.key === TS_FIELD_ID)?.value;
         const upper = file.upper_bounds?.find((b) => b.key === TS_FIELD_ID)?.value;
@@ -137,11 +110,8 @@ export class IcebergTierSource {
     await this.textProbes.close();
   }
 
-  async open(file: ParquetTierFile): Promise<ByteSource> {
-    const objects = this.#objects();
-    const byteLength = file.bytes;
-    // The manifest records the size: no HEAD request to learn it.
-    if (byteLength === undefined) return objects.byteSource(file.key);
-    return { byteLength, slice: (start: number, end?: number) => objects.getRange(file.key, start, end ?? byteLength) };
+  /** The manifest records each file's size, so opening one makes no HEAD request. */
+  async open(file: TierFile): Promise<ByteSource> {
+    return this.#objects().byteSource(file.key, file.bytes);
   }
 }

@@ -1,0 +1,99 @@
+import { randomInt, randomUUID } from 'node:crypto';
+import {
+  addedEntry,
+  appendSnapshot,
+  currentSnapshot,
+  dataFileFromParquet,
+  dayOrdinal,
+  dayPartitionPath,
+  decodeManifestList,
+  encodeAuditParquet,
+  encodeManifest,
+  encodeManifestList,
+  icebergParquetKvMetadata,
+  manifestFileFor,
+  parseTableMetadata,
+  summarizeAddedFiles,
+  watermarkSummary,
+  type DataFile,
+} from '@auditlake/format';
+import { AuditError, AuditErrorCode, type StoredEvent } from '@auditlake/model';
+import { encodeKeyNumber } from './key-number.js';
+import type { ObjectStore } from './object-store.js';
+import { metadataFileKey, metadataVersionKey, s3Key, type IcebergTableRef } from './iceberg-table-ref.js';
+import { putVersionHint, type LoadedTable } from './iceberg-table.js';
+import { joinKey } from './s3-location.js';
+import type { Watermark } from './watermark.js';
+
+export interface IcebergCommitResult {
+  version: number;
+  watermark: Watermark;
+  bytes: number;
+  files: number;
+}
+
+/**
+ * One sweep = one commit: data files per day, one manifest, a manifest list carrying the
+ * previous manifests, then `v(N+1).metadata.json` with the watermark in the snapshot summary
+ * (created only if absent, then read back to check it is ours), then the hint. A crash
+ * before the metadata file leaves only unreferenced files: readers never see them and the
+ * successor re-reads the watermark from the table, so nothing is tiered twice.
+ */
+export async function commitIcebergBatch(
+  objects: ObjectStore,
+  table: IcebergTableRef,
+  loaded: LoadedTable,
+  batch: readonly StoredEvent[],
+  context: { term: number; nowMs: number; writerId: string; mayCommit: () => boolean; beforeCommit?: () => void },
+): Promise<IcebergCommitResult> {
+  const first = batch[0];
+  const last = batch[batch.length - 1];
+  if (!first || !last) throw new TypeError('commitIcebergBatch needs at least one event');
+  const snapshotId = randomInt(1, 2 ** 47);
+  const attempt = randomUUID();
+  const byDay = new Map<number, StoredEvent[]>();
+  for (const event of batch) {
+    const day = dayOrdinal(event.timestamp);
+    const list = byDay.get(day);
+    if (list) list.push(event);
+    else byDay.set(day, [event]);
+  }
+  const dataFiles: DataFile[] = [];
+  for (const [day, events] of [...byDay.entries()].sort(([a], [b]) => a - b)) {
+    const bytes = encodeAuditParquet(events, { kvMetadata: icebergParquetKvMetadata() });
+    const key = joinKey(table.s3.prefix, `data/${dayPartitionPath(day)}/${encodeKeyNumber(first.seq)}-${attempt.slice(0, 8)}.parquet`);
+    await objects.put(key, bytes, 'application/vnd.apache.parquet');
+    dataFiles.push(dataFileFromParquet({ events, filePath: objects.url(key), fileSizeBytes: bytes.byteLength, parquetBytes: bytes }));
+  }
+  const sequenceNumber = loaded.metadata['last-sequence-number'] + 1;
+  const entries = dataFiles.map((file) => addedEntry(file, snapshotId));
+  const manifestBytes = encodeManifest(entries);
+  const manifestKey = metadataFileKey(table, `${attempt}-m0.avro`);
+  await objects.put(manifestKey, manifestBytes, 'application/octet-stream');
+  const parent = currentSnapshot(loaded.metadata);
+  const carried = parent ? decodeManifestList(await objects.get(s3Key(table, parent['manifest-list']))).files : [];
+  const manifestFile = manifestFileFor({ manifestPath: objects.url(manifestKey), manifestLengthBytes: manifestBytes.byteLength, entries, snapshotId, sequenceNumber });
+  const listBytes = encodeManifestList([manifestFile, ...carried], { snapshotId, parentSnapshotId: parent?.['snapshot-id'] ?? null, sequenceNumber });
+  const listKey = metadataFileKey(table, `snap-${snapshotId}-1-${attempt}.avro`);
+  await objects.put(listKey, listBytes, 'application/octet-stream');
+  const watermark: Watermark = { seq: last.seq, ingestTs: last.ingestTs };
+  const next = appendSnapshot(loaded.metadata, {
+    snapshotId,
+    manifestListPath: objects.url(listKey),
+    nowMs: context.nowMs,
+    addedFiles: summarizeAddedFiles(dataFiles),
+    previousMetadataPath: loaded.metadataPath,
+    summaryExtra: watermarkSummary({ seq: BigInt(last.seq), ingestTs: last.ingestTs, leaderTerm: context.term, writerId: context.writerId }),
+  });
+  context.beforeCommit?.();
+  if (!context.mayCommit()) throw new AuditError(AuditErrorCode.NOT_LEADER, 'no longer the leader; the batch was not committed (its files are unreferenced)');
+  const version = loaded.version + 1;
+  const key = metadataVersionKey(table, version);
+  const lost = () => new AuditError(AuditErrorCode.OBJECT_EXISTS, `commit lost: v${version}.metadata.json was written by another committer`);
+  if (!(await objects.putIfAbsent(key, JSON.stringify(next), 'application/json'))) throw lost();
+  // Stores that ignore If-None-Match would let a deposed leader overwrite: check it is ours.
+  const written = parseTableMetadata(new TextDecoder().decode(await objects.get(key)));
+  if (written['current-snapshot-id'] !== snapshotId) throw lost();
+  await putVersionHint(objects, table, version);
+  return { version, watermark, bytes: dataFiles.reduce((s, f) => s + f.file_size_in_bytes, 0), files: dataFiles.length };
+}

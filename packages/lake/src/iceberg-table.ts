@@ -1,0 +1,72 @@
+import { randomUUID } from 'node:crypto';
+import { newTableMetadata, parseTableMetadata, readWatermarkFromMetadata, type IcebergTableMetadata } from '@auditlake/format';
+import type { ObjectStore } from './object-store.js';
+import { metadataFileKey, metadataVersionKey, versionHintKey, type IcebergTableRef } from './iceberg-table-ref.js';
+import type { S3Connections } from './s3-connections.js';
+import type { Watermark } from './watermark.js';
+
+/** The table's current version, as a file-system catalog reader finds it. */
+export interface LoadedTable {
+  version: number;
+  metadata: IcebergTableMetadata;
+  metadataPath: string;
+}
+
+/**
+ * Loads the current version: the hint, then probing forward for newer versions (a hint
+ * can lag behind a commit), as Java's HadoopTableOperations does. Undefined: no table yet.
+ */
+export async function loadIcebergTable(objects: ObjectStore, table: IcebergTableRef): Promise<LoadedTable | undefined> {
+  let version = 0;
+  const hintBytes = await objects.find(versionHintKey(table));
+  if (hintBytes) {
+    const hint = new TextDecoder().decode(hintBytes).trim();
+    if (/^\d+$/.test(hint)) version = Number(hint);
+  }
+  if (version === 0) {
+    // No hint: find versions by listing (a table created by someone without a hint).
+    const keys = await objects.list(metadataFileKey(table, 'v'));
+    for (const key of keys) {
+      const match = /\/v(\d+)\.metadata\.json$/.exec(key);
+      if (match) version = Math.max(version, Number(match[1]));
+    }
+    if (version === 0) return undefined;
+  }
+  while (await objects.exists(metadataVersionKey(table, version + 1))) version++;
+  const metadata = parseTableMetadata(new TextDecoder().decode(await objects.get(metadataVersionKey(table, version))));
+  return { version, metadata, metadataPath: objects.url(metadataVersionKey(table, version)) };
+}
+
+/** Points `version-hint.text` at `version`. */
+export async function putVersionHint(objects: ObjectStore, table: IcebergTableRef, version: number): Promise<void> {
+  // Digits only: pyiceberg rejects a hint with a trailing newline.
+  await objects.put(versionHintKey(table), String(version), 'text/plain');
+}
+
+/** Creates the namespace marker (the file-system catalog's directory) if missing. */
+export async function ensureNamespace(connections: S3Connections, table: IcebergTableRef): Promise<void> {
+  const objects = connections.bucket(table.connectionId, table.s3.bucket);
+  if (!(await objects.exists(table.namespaceKey))) await objects.put(table.namespaceKey, new Uint8Array(0), 'application/x-directory');
+}
+
+/** Creates `v1.metadata.json` (empty table) and the hint, unless the table exists. */
+export async function ensureIcebergTable(objects: ObjectStore, table: IcebergTableRef, nowMs: number): Promise<LoadedTable> {
+  const loaded = await loadIcebergTable(objects, table);
+  if (loaded) return loaded;
+  const metadata = newTableMetadata({ location: table.location, tableUuid: randomUUID(), nowMs });
+  // Another creator got there first: theirs is the table.
+  if (!(await objects.putIfAbsent(metadataVersionKey(table, 1), JSON.stringify(metadata), 'application/json'))) {
+    const theirs = await loadIcebergTable(objects, table);
+    if (theirs) return theirs;
+  }
+  await putVersionHint(objects, table, 1);
+  return { version: 1, metadata, metadataPath: objects.url(metadataVersionKey(table, 1)) };
+}
+
+/** The tiering watermark a table's current snapshot records (the table's own word). */
+export function tableWatermark(loaded: LoadedTable | undefined): Watermark | undefined {
+  if (!loaded) return undefined;
+  const mark = readWatermarkFromMetadata(loaded.metadata);
+  if (!mark) return undefined;
+  return { seq: Number(mark.seq), ingestTs: mark.ingestTs ?? 0 };
+}

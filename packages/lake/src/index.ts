@@ -1,0 +1,13 @@
+export { ObjectStore, type ObjectHead } from './object-store.js';
+export { S3Connections } from './s3-connections.js';
+export { joinKey, parseS3Location, type S3Location } from './s3-location.js';
+export { encodeKeyNumber } from './key-number.js';
+export { WATERMARK_META, ZERO_WATERMARK, laterWatermark, type Watermark } from './watermark.js';
+export { TIERED_LOCATIONS_META, type TieredLocation } from './tiered-location.js';
+export type { TierFile, TierSource } from './tier-source.js';
+export { icebergTableAt, metadataFileKey, metadataVersionKey, resolveIcebergTable, s3Key, versionHintKey, type IcebergTableRef } from './iceberg-table-ref.js';
+export { ensureIcebergTable, ensureNamespace, loadIcebergTable, putVersionHint, tableWatermark, type LoadedTable } from './iceberg-table.js';
+export { commitIcebergBatch, type IcebergCommitResult } from './iceberg-committer.js';
+export { COMMITS_DIR, commitParquetBatch, eventDate, markerKey, readMarkers, type CommitMarker, type CommittedFile, type ParquetBatchResult } from './parquet-committer.js';
+export { IcebergTierSource, FOOTER_CACHE_ENTRIES_MAX } from './iceberg-tier-source.js';
+export { ParquetTierSource } from './parquet-tier-source.js';
