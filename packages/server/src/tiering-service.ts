@@ -6,11 +6,11 @@ import type { Membership } from './membership.js';
 import type { NodeMetrics } from './metrics.js';
 import type { SettingsService } from './settings-service.js';
 
-/** Counting stops here: a status answer must stay cheap even over a huge backlog. */
-const COUNT_MAX = 1_000_000;
+/** Counting deferred events stops here: a status answer must stay cheap. */
+const DEFERRED_COUNT_MAX = 1_000_000;
 
 export interface TierStatusView extends TierStatus {
-  /** Events not yet tiered (capped at 1,000,000). */
+  /** Events not yet tiered: exact, never capped (the store counts it without a scan). */
   backlog: number;
   /** Untiered events older than audit.retention.days, kept because tiering is on (capped). */
   deferred: number;
@@ -93,8 +93,8 @@ export class TieringService {
   async status(): Promise<TierStatusView> {
     const status = await this.sweeper.status();
     const effective = this.#settings().effective;
-    const backlog = await this.#store.countAfter(status.watermark.seq, COUNT_MAX);
-    const deferred = effective.tierMode === 'none' ? 0 : await this.#store.countHeldBack(Date.now() - effective.retentionDays * DAY_MS, status.watermark.seq, COUNT_MAX);
+    const backlog = await this.#store.countAfter(status.watermark.seq);
+    const deferred = effective.tierMode === 'none' ? 0 : await this.#store.countHeldBack(Date.now() - effective.retentionDays * DAY_MS, status.watermark.seq, DEFERRED_COUNT_MAX);
     return { ...status, backlog, deferred };
   }
 

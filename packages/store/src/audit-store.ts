@@ -47,6 +47,9 @@ const BLOCK_BYTES = 16 * 1024;
  */
 export const CLUSTER_LOG_TAIL_BYTES = 64 * 1024 * 1024;
 
+/** Local-metadata name of the highest seq ever pruned or skipped (`#gapSeqMax`). */
+const GAP_SEQ_MAX = 'gapSeqMax';
+
 /** The LevelDB tuning every store opens with (exported so benchmarks compare like with like). */
 export const LEVELDB_TUNING = { writeBufferSize: WRITE_BUFFER_BYTES, blockSize: BLOCK_BYTES } as const;
 
@@ -112,6 +115,16 @@ export class AuditStore {
   readonly #tail: LogTail;
   #metaVersion = 0;
   readonly #logListeners = new Set<() => void>();
+  /**
+   * Every seq above this, up to the log's last seq, is in the log: seqs are assigned one by
+   * one, and only a prune (or a replicated log the leader had pruned) leaves holes. The highest
+   * seq ever pruned or skipped; kept in local metadata with the deletes that raise it.
+   */
+  #gapSeqMax = 0;
+  /** Bumped by every batch that deletes log entries: a counted range is stale after it. */
+  #deleteVersion = 0;
+  /** The last count of entries in (afterSeq, gapSeqMax], narrowed as afterSeq grows. */
+  #gapCount: { afterSeq: number; gapSeqMax: number; deleteVersion: number; count: number } | undefined;
 
   private constructor(options: AuditStoreOptions) {
     this.location = options.location;
@@ -137,6 +150,12 @@ export class AuditStore {
     store.#outboxNext = lastOutboxKey === undefined ? 1 : parseOutboxNumber(lastOutboxKey) + 1;
     const firstOutboxKey = outboxKeys[0];
     store.#outboxHead = firstOutboxKey === undefined ? store.#outboxNext : parseOutboxNumber(firstOutboxKey);
+    const gapSeqMax = await store.#db.get(localKey(GAP_SEQ_MAX));
+    if (gapSeqMax === undefined) {
+      // A log written before holes were recorded: assume any of it may have them.
+      store.#gapSeqMax = store.#writer.position.lastSeq;
+      await store.#db.put(localKey(GAP_SEQ_MAX), String(store.#gapSeqMax), { sync: true });
+    } else store.#gapSeqMax = Number(gapSeqMax);
     store.#status = 'open';
     return store;
   }
@@ -211,15 +230,21 @@ export class AuditStore {
         // Each entry is read while its puts are added, so what is read from it dies before the
         // write's fsync is awaited (kept across it, 2,000 entries a batch reached the old
         // generation). Stored byte for byte as the leader stored it: never decoded or serialised again.
+        let gapSeqMax = this.#gapSeqMax;
         for (const bytes of entries) {
           const entry = readReplicatedEntry(bytes);
           if (entry.seq <= position.lastSeq) continue;
           // Seqs may skip numbers the leader has pruned, but never go backwards.
           const expected = last?.seq ?? position.lastSeq;
           if (entry.seq <= expected) throw new TypeError(`replicated entries out of order: seq ${entry.seq} after ${expected}`);
+          if (entry.seq > expected + 1) gapSeqMax = entry.seq - 1;
           putEvent(batch, entry.eventId, entry.timestamp, entry.seq, entry.bytes);
           last = entry;
           count++;
+        }
+        if (gapSeqMax > this.#gapSeqMax) {
+          batch.put(localKey(GAP_SEQ_MAX), String(gapSeqMax));
+          this.#gapSeqMax = gapSeqMax;
         }
       } catch (err) {
         await batch.close();
@@ -256,6 +281,7 @@ export class AuditStore {
       // The highest ingestTs ever assigned survives the truncation: it must never go back.
       ops.push({ type: 'put', key: localKey('highestIngestTs'), value: String(position.lastIngestTs) });
       await db.batch(ops, { sync: true });
+      this.#deleteVersion++;
       this.#tail.clear();
       this.#outboxCount += suffix.length;
       const before = await this.#lastBefore(seq);
@@ -411,16 +437,23 @@ export class AuditStore {
       // appended from here on are newer than everything this batch deletes.
       this.#tail.clear();
       const batch = this.#db.batch();
+      let gapSeqMax = this.#gapSeqMax;
       for (const [key, value] of entries) {
         const event = JSON.parse(value) as StoredEvent;
         if (maxSeq !== undefined && event.seq > maxSeq) continue;
         batch.del(key);
         batch.del(seqKey(event.seq));
         batch.del(idKey(event.eventId));
+        gapSeqMax = Math.max(gapSeqMax, event.seq);
       }
       const deleted = batch.length / 3;
-      if (deleted > 0) await batch.write({ sync: false });
-      else await batch.close();
+      // With the deletes, so a crash keeps both or neither.
+      if (gapSeqMax > this.#gapSeqMax) batch.put(localKey(GAP_SEQ_MAX), String(gapSeqMax));
+      if (deleted > 0) {
+        await batch.write({ sync: false });
+        this.#deleteVersion++;
+        this.#gapSeqMax = gapSeqMax;
+      } else await batch.close();
       result.deleted += deleted;
       result.batches++;
       if (!(await between())) return result;
@@ -436,10 +469,33 @@ export class AuditStore {
     return count;
   }
 
-  /** Counts log entries with seq > `afterSeq`, up to `max` (the tiering backlog). */
-  async countAfter(afterSeq: number, max: number): Promise<number> {
+  /**
+   * Counts log entries with seq > `afterSeq`, exactly (the tiering backlog). Cheap: the part of
+   * the log above the highest hole is contiguous and counted by subtraction; only entries at
+   * or below it are counted by a scan, kept and narrowed as `afterSeq` grows (the sweep's
+   * watermark only grows), so a status read does not scan the backlog.
+   */
+  async countAfter(afterSeq: number): Promise<number> {
+    const lastSeq = this.position.lastSeq;
+    if (afterSeq >= lastSeq) return 0;
+    const gapSeqMax = Math.min(this.#gapSeqMax, lastSeq);
+    const contiguous = lastSeq - Math.max(afterSeq, gapSeqMax);
+    if (afterSeq >= gapSeqMax) return contiguous;
+    const kept = this.#gapCount;
+    const deleteVersion = this.#deleteVersion;
+    let count: number;
+    if (kept && kept.gapSeqMax === gapSeqMax && kept.deleteVersion === deleteVersion && kept.afterSeq <= afterSeq) {
+      count = kept.count - (await this.#countSeqs(kept.afterSeq, afterSeq));
+    } else count = await this.#countSeqs(afterSeq, gapSeqMax);
+    // Only if nothing was deleted meanwhile; else the next call counts afresh.
+    if (this.#deleteVersion === deleteVersion) this.#gapCount = { afterSeq, gapSeqMax, deleteVersion, count };
+    return count + contiguous;
+  }
+
+  /** Entries with afterSeq < seq ≤ toSeq, by a scan of the seq index. */
+  async #countSeqs(afterSeq: number, toSeq: number): Promise<number> {
     let count = 0;
-    for await (const _key of this.#db.keys({ gt: seqKey(afterSeq), lt: prefixEnd(PREFIX.seq), limit: max })) count++;
+    for await (const _key of this.#db.keys({ gt: seqKey(afterSeq), lte: seqKey(toSeq) })) count++;
     return count;
   }
 

@@ -52,12 +52,19 @@ export interface TierStatus {
   lastBatch: { count: number; bytes: number; ms: number } | null;
 }
 
-export type SweepOutcome = 'idle' | 'not-leader' | 'nothing-to-tier' | 'tiered' | 'failed';
+/**
+ * What one `sweep()` did. `tiered-full`: it committed a whole batch, so more may be waiting
+ * and the next commit follows at once; `tiered`: it committed what was settled, less than a batch.
+ */
+export type SweepOutcome = 'idle' | 'not-leader' | 'nothing-to-tier' | 'tiered' | 'tiered-full' | 'failed';
 
 /**
- * The leader-only tiering sweep. Every `intervalMs` (or after a failure, after a backoff that
- * doubles from `backoffInitialMs` to `backoffMaxMs`) it tiers at most one batch after the
- * watermark. The watermark is replicated and also written into each commit; the first sweep
+ * The leader-only tiering sweep. `batchSizeMax` bounds one commit, not the throughput: a sweep
+ * that commits a whole batch is followed at once by the next, until less than a batch is
+ * settled; then the next sweep comes after `intervalMs` (after a failure, after a backoff that
+ * doubles from `backoffInitialMs` to `backoffMaxMs`). Between two commits the sweeper yields
+ * to the event loop, so lease renewals, maintenance, searches and `close()` interleave with a
+ * long catch-up. The watermark is replicated and also written into each commit; the first sweep
  * of a term recovers the later of the two, so a leader change never tiers an event twice.
  */
 export class TierSweeper {
@@ -81,15 +88,16 @@ export class TierSweeper {
     this.#now = options.now ?? Date.now;
   }
 
-  start(): void {
-    this.#schedule(this.#options.intervalMs);
+  /** Schedules the first sweep, after `firstDelayMs` (an interval by default). */
+  start(firstDelayMs = this.#options.intervalMs): void {
+    this.#schedule(firstDelayMs);
   }
 
   #schedule(delayMs: number): void {
     if (this.#closed) return;
     this.#status.nextAttemptMs = Math.max(this.#status.nextAttemptMs, this.#now() + delayMs);
     this.#timer = setTimeout(() => {
-      void this.sweep().then((outcome) => this.#schedule(outcome === 'failed' ? this.#backoffMs() : this.#options.intervalMs));
+      void this.sweep().then((outcome) => this.#schedule(outcome === 'failed' ? this.#backoffMs() : outcome === 'tiered-full' ? 0 : this.#options.intervalMs));
     }, delayMs);
     this.#timer.unref();
   }
@@ -184,7 +192,12 @@ export class TierSweeper {
     await this.#remember({ mode: 'parquet', path: settings.tierParquetPath, connectionId: settings.tierConnectionId }, result.marker.watermark);
     this.#status.lastBatch = { count: batch.length, bytes: result.bytes, ms: this.#now() - started };
     this.#options.onTiered?.(batch.length, result.bytes);
-    return 'tiered';
+    return this.#tieredOutcome(batch);
+  }
+
+  /** A batch that was cut by the size limit leaves settled events behind: go on at once. */
+  #tieredOutcome(batch: readonly StoredEvent[]): SweepOutcome {
+    return batch.length >= this.#options.batchSizeMax ? 'tiered-full' : 'tiered';
   }
 
   async #tierIceberg(settings: EffectiveSettings): Promise<SweepOutcome> {
@@ -213,7 +226,7 @@ export class TierSweeper {
     await this.#remember({ mode: 'iceberg', path: table.identifier, location: table.location, connectionId: table.connectionId }, result.watermark);
     this.#status.lastBatch = { count: batch.length, bytes: result.bytes, ms: this.#now() - started };
     this.#options.onTiered?.(batch.length, result.bytes);
-    return 'tiered';
+    return this.#tieredOutcome(batch);
   }
 
   /** Events after the watermark, settled, at most a batch, whole ingest-millisecond groups. */

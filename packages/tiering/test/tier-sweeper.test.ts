@@ -1,0 +1,121 @@
+// Goal: batch.size bounds one commit, not the throughput — a sweep that fills a batch is followed at once by the next until less than a batch is settled, without waiting for the interval — while leadership, close() and status reads interleave between commits.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { S3Connections } from '@auditlake/lake';
+import { defaultSettings, parseSettings, resolveConfig, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
+import { AuditStore } from '@auditlake/store';
+import S3rver from 's3rver';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { TierSweeper, type TierSweeperOptions } from '../src/index.js';
+
+const BUCKET = 'sweep';
+const HOUR_MS = 3_600_000;
+let server: S3rver;
+let dir: string;
+let connections: S3Connections;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'tier-sweeper-'));
+  server = new S3rver({ address: '127.0.0.1', port: 0, directory: join(dir, 's3'), silent: true, configureBuckets: [{ name: BUCKET }], vhostBuckets: false });
+  const { port } = await server.run();
+  connections = new S3Connections(new Map([['s3', { id: 's3', endpoint: `http://127.0.0.1:${port}`, region: 'us-east-1', accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER', forcePathStyle: true }]]));
+});
+
+afterAll(async () => {
+  connections?.close();
+  server?.httpServer?.closeAllConnections();
+  await server?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+function settings(path: string): EffectiveSettings {
+  return parseSettings({ ...defaultSettings(resolveConfig()), 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': `s3://${BUCKET}/${path}`, 'audit.tier.connectionId': 's3' });
+}
+
+function ev(i: number): AuditEvent {
+  return { eventId: `e${i}`, userId: 'u', source: 'trino', action: 'data:Select', resource: '', decision: '', tables: [], query: '', details: '', timestamp: Date.UTC(2026, 0, 1) + i };
+}
+
+async function storeWith(events: number): Promise<AuditStore> {
+  const store = await AuditStore.open({ location: await mkdtemp(join(dir, 'store-')) });
+  onTestFinished(() => store.close());
+  // One event per append: each gets its own ingest millisecond or shares it; groups never exceed a few.
+  for (let i = 0; i < events; i += 50) await store.append(Array.from({ length: Math.min(50, events - i) }, (_, j) => ev(i + j)));
+  return store;
+}
+
+function sweeper(store: AuditStore, path: string, over: Partial<TierSweeperOptions> = {}): TierSweeper {
+  const s = new TierSweeper({
+    store,
+    connections,
+    catalogs: new Map(),
+    settings: () => settings(path),
+    isLeader: () => true,
+    term: () => 1,
+    intervalMs: HOUR_MS,
+    batchSizeMax: 100,
+    settleMs: 0,
+    backoffInitialMs: HOUR_MS,
+    backoffMaxMs: HOUR_MS,
+    log: { info: () => undefined, warn: () => undefined },
+    ...over,
+  });
+  onTestFinished(() => s.close());
+  return s;
+}
+
+describe('TierSweeper', () => {
+  it('commits batch after batch at once until less than a batch is left, then waits for the interval', async () => {
+    const store = await storeWith(1_030);
+    let commits = 0;
+    const s = sweeper(store, 'catch-up', { onTiered: () => commits++ });
+    s.start(0);
+    // The interval is an hour: only going on at once can tier everything now.
+    await expect.poll(async () => (await s.watermark()).seq, { timeout: 60_000 }).toBe(1_030);
+    expect(await store.countAfter((await s.watermark()).seq)).toBe(0);
+    // Eleven commits (ten full, the rest); each batch held at most batch.size events.
+    expect(commits).toBeGreaterThanOrEqual(11);
+    const status = await s.status();
+    expect(status.lastBatch!.count).toBeLessThanOrEqual(100);
+    // New events now wait for the next interval (an hour away).
+    await store.append([ev(5_000)]);
+    expect(status.nextAttemptMs).toBeGreaterThan(Date.now() + HOUR_MS / 2);
+    const before = commits;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(commits).toBe(before);
+  });
+
+  it('stops between commits when it loses leadership or is closed, and status answers meanwhile', async () => {
+    const store = await storeWith(2_000);
+    let leader = true;
+    let commits = 0;
+    const s = sweeper(store, 'interleave', {
+      isLeader: () => leader,
+      onTiered: () => {
+        commits++;
+        if (commits === 3) leader = false;
+      },
+    });
+    s.start(0);
+    await expect.poll(() => commits, { timeout: 60_000 }).toBe(3);
+    // Deposed after the third commit: no fourth, and the status is readable at once.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(commits).toBe(3);
+    expect((await s.watermark()).seq).toBe(300);
+
+    const store2 = await storeWith(2_000);
+    let commits2 = 0;
+    const s2 = sweeper(store2, 'closing', { onTiered: () => commits2++ });
+    s2.start(0);
+    await expect.poll(() => commits2, { timeout: 60_000 }).toBeGreaterThanOrEqual(2);
+    const statusStarted = performance.now();
+    await s2.status();
+    expect(performance.now() - statusStarted).toBeLessThan(5_000);
+    await s2.close();
+    const atClose = commits2;
+    expect(atClose).toBeLessThan(20);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(commits2).toBe(atClose);
+  });
+});
