@@ -14,7 +14,8 @@ const ALLOWED: Record<string, string[] | 'any'> = {
   lake: ['model', 'format'],
   tiering: ['model', 'store', 'format', 'lake'],
   query: ['model', 'store', 'format', 'lake'],
-  server: ['model', 'store', 'cluster', 'lake', 'tiering', 'query'],
+  // The server serves the UI's built files (it resolves the package; it imports no UI code).
+  server: ['model', 'store', 'cluster', 'lake', 'tiering', 'query', 'ui'],
   ui: ['model'],
   cli: ['model', 'server'],
   testkit: 'any',
@@ -46,6 +47,8 @@ describe('package boundaries', () => {
         for (const m of text.matchAll(/from '@auditlake\/([a-z-]+)'/g)) {
           if (!allowed.includes(m[1]!)) violations.push(`${file.slice(ROOT.length + 1)} imports @auditlake/${m[1]!}`);
         }
+        // The UI is bundled for the browser: it may use model's types, never its code.
+        if (name === 'ui') for (const m of text.matchAll(/^import (?!type )[^;]*from '@auditlake\/[a-z-]+'/gm)) violations.push(`${file.slice(ROOT.length + 1)} imports workspace code (not only types): ${m[0]}`);
         // Only the server knows HTTP.
         if (name !== 'server' && name !== 'cli' && /from '(fastify|node:http)'/.test(text)) violations.push(`${file.slice(ROOT.length + 1)} imports HTTP`);
       }

@@ -16,18 +16,23 @@ interface KeySpec<T> {
   key: string;
   defaultValue: string;
   parse: ValueParser<T>;
+  /** Other names accepted for the same key (the reference's, where ours differs). */
+  aliases?: readonly string[];
 }
 
-function spec<T>(key: string, defaultValue: string, parse: ValueParser<T>): KeySpec<T> {
-  return { key, defaultValue, parse };
+function spec<T>(key: string, defaultValue: string, parse: ValueParser<T>, aliases?: readonly string[]): KeySpec<T> {
+  return { key, defaultValue, parse, ...(aliases ? { aliases } : {}) };
 }
 
 /**
  * Every scalar configuration key: the reference's `ontul.*` keys as `auditlake.*` with the
  * same defaults, then ours. Durations end in `.ms` and can all be shortened with `--set`.
+ * A runtime setting `audit.x` is configured as `auditlake.audit.x` (one name for both); the
+ * reference calls the retention cap `audit.log.retention.days` in its configuration, and that
+ * name is accepted too.
  */
 export const CONFIG_KEYS = {
-  retentionDays: spec('auditlake.audit.log.retention.days', '90', positiveInt),
+  retentionDays: spec('auditlake.audit.retention.days', '90', positiveInt, ['auditlake.audit.log.retention.days']),
   readEnabled: spec('auditlake.audit.read.enabled', 'true', boolean),
   readSampleRate: spec('auditlake.audit.read.sample.rate', '1.0', fraction),
   tierMode: spec('auditlake.audit.tier.mode', 'none', tierMode),
@@ -185,7 +190,8 @@ function parseIcebergCatalogs(props: ReadonlyMap<string, string>): Map<string, I
  * configuration. Unknown `auditlake.*` keys are refused so a misspelt key is never silently ignored.
  */
 export function resolveConfig(props: ReadonlyMap<string, string> = new Map()): NodeConfig {
-  const known = new Set<string>(Object.values(CONFIG_KEYS).map((s) => s.key));
+  const specs = Object.values(CONFIG_KEYS) as Array<KeySpec<unknown>>;
+  const known = new Set<string>(specs.flatMap((s) => [s.key, ...(s.aliases ?? [])]));
   for (const key of props.keys()) {
     if (!key.startsWith('auditlake.')) continue;
     if (known.has(key) || LIST_KEYS.includes(key) || MAP_PREFIXES.some((p) => key.startsWith(p))) continue;
@@ -193,7 +199,10 @@ export function resolveConfig(props: ReadonlyMap<string, string> = new Map()): N
   }
   const scalars: Record<string, unknown> = {};
   for (const [name, s] of Object.entries(CONFIG_KEYS) as Array<[string, KeySpec<unknown>]>) {
-    scalars[name] = parseNamed(s.key, props.get(s.key) ?? s.defaultValue, s.parse, AuditErrorCode.CONFIG_INVALID);
+    const given = [s.key, ...(s.aliases ?? [])].filter((key) => props.has(key));
+    if (given.length > 1) throw configError(`${given.join(' and ')} name the same setting: set only ${s.key}`);
+    const key = given[0] ?? s.key;
+    scalars[name] = parseNamed(key, props.get(key) ?? s.defaultValue, s.parse, AuditErrorCode.CONFIG_INVALID);
   }
   const config = {
     ...(scalars as ScalarConfig),

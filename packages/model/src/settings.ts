@@ -17,8 +17,18 @@ export const SETTING_KEYS = [
 
 export type SettingKey = (typeof SETTING_KEYS)[number];
 
-/** Settings as stored and returned by the API: every key, every value a string. */
+/** Settings as stored (replicated metadata): every key, every value a string. */
 export type Settings = Record<SettingKey, string>;
+
+/** A setting as the API answers it: numbers and booleans as JSON numbers and booleans. */
+export type SettingValue = string | number | boolean;
+export type SettingsView = Record<SettingKey, SettingValue>;
+
+/**
+ * Keys a `GET /admin/audit/settings` answer carries besides the settings. A POST ignores them,
+ * so a GET answer can be edited and posted back as it is.
+ */
+export const SETTINGS_READ_ONLY_KEYS: readonly string[] = ['tierStatus', 'stale'];
 
 /** Settings parsed into the types the node acts on. */
 export interface EffectiveSettings {
@@ -42,6 +52,38 @@ const PARSERS: { [K in SettingKey]: ValueParser<unknown> } = {
   'audit.tier.connectionId': text,
   'audit.tier.retain.local.days': nonNegativeInt,
 };
+
+/** The one string form of a valid value (`1.0` → `1`, `TRUE` → `true`), so equal values compare equal. */
+function canonical(key: SettingKey, text: string): string {
+  const parsed = parseNamed(key, text, PARSERS[key], AuditErrorCode.SETTINGS_INVALID);
+  return typeof parsed === 'string' ? parsed : String(parsed);
+}
+
+/** Stored values in their canonical form; one that no longer parses is left as it is (parseSettings reports it). */
+function canonicalSettings(settings: Settings): Settings {
+  const out = { ...settings };
+  for (const key of SETTING_KEYS) {
+    try {
+      out[key] = canonical(key, settings[key]);
+    } catch {
+      // kept as stored
+    }
+  }
+  return out;
+}
+
+/** The settings as the API answers them: each value typed as its key's parser reads it. */
+export function settingsView(settings: Settings): SettingsView {
+  const view = {} as SettingsView;
+  for (const key of SETTING_KEYS) {
+    try {
+      view[key] = PARSERS[key](settings[key].trim()) as SettingValue;
+    } catch {
+      view[key] = settings[key];
+    }
+  }
+  return view;
+}
 
 function isSettingKey(key: string): key is SettingKey {
   return (SETTING_KEYS as readonly string[]).includes(key);
@@ -118,22 +160,25 @@ function asSettingString(key: string, value: unknown): string {
 
 /**
  * Merges a settings request over what is stored and validates the result as a whole, so a
- * request changing only `audit.tier.mode` is checked against the stored table. Throws on the
- * first problem; the caller persists nothing then.
+ * request changing only `audit.tier.mode` is checked against the stored table. Values are kept
+ * in one canonical form, so posting back what GET answered (numbers, booleans, tierStatus and
+ * all) changes nothing. Throws on the first problem; the caller persists nothing then.
  */
 export function mergeSettings(stored: Settings, request: unknown): SettingsUpdate {
   if (typeof request !== 'object' || request === null || Array.isArray(request)) {
     throw invalid('settings request must be a JSON object of setting keys to values');
   }
-  const merged: Settings = { ...stored };
+  const base = canonicalSettings(stored);
+  const merged: Settings = { ...base };
   for (const [key, value] of Object.entries(request)) {
+    if (SETTINGS_READ_ONLY_KEYS.includes(key)) continue;
     if (!isSettingKey(key)) throw invalid(`unknown setting: ${key} (known: ${SETTING_KEYS.join(', ')})`);
-    merged[key] = asSettingString(key, value);
+    merged[key] = canonical(key, asSettingString(key, value));
   }
   const effective = parseSettings(merged);
-  const changes = SETTING_KEYS.filter((key) => merged[key] !== stored[key]).map((key) => ({
+  const changes = SETTING_KEYS.filter((key) => merged[key] !== base[key]).map((key) => ({
     key,
-    from: stored[key],
+    from: base[key],
     to: merged[key],
   }));
   return { merged, effective, changes };

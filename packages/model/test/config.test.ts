@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { AuditError, AuditErrorCode } from '../src/audit-error.js';
 import { CONFIG_KEYS, resolveConfig } from '../src/config.js';
 import { parseProperties } from '../src/properties.js';
+import { SETTING_KEYS } from '../src/settings.js';
 
 function configRefusal(entries: Array<[string, string]>): AuditError {
   try {
@@ -49,7 +50,8 @@ describe('resolveConfig defaults', () => {
   });
 
   it('uses the auditlake.* spelling of each reference key', () => {
-    expect(CONFIG_KEYS.retentionDays.key).toBe('auditlake.audit.log.retention.days');
+    // One name for a runtime setting and its configuration: audit.retention.days.
+    expect(CONFIG_KEYS.retentionDays.key).toBe('auditlake.audit.retention.days');
     expect(CONFIG_KEYS.readSampleRate.key).toBe('auditlake.audit.read.sample.rate');
     expect(CONFIG_KEYS.tierSettleMs.key).toBe('auditlake.audit.tier.ingest.settle.ms');
     expect(CONFIG_KEYS.viewerMaxPage.key).toBe('auditlake.audit.viewer.max.page');
@@ -92,6 +94,16 @@ describe('resolveConfig values', () => {
     });
   });
 
+  it('configures each runtime setting audit.x as auditlake.audit.x, and takes the reference name of the retention cap too', () => {
+    for (const key of SETTING_KEYS) expect(Object.values(CONFIG_KEYS).some((s) => s.key === `auditlake.${key}`)).toBe(true);
+    expect(resolveConfig(new Map([['auditlake.audit.retention.days', '12']])).retentionDays).toBe(12);
+    expect(resolveConfig(new Map([['auditlake.audit.log.retention.days', '13']])).retentionDays).toBe(13);
+    expect(() => resolveConfig(new Map([['auditlake.audit.log.retention.days', 'x']]))).toThrow('auditlake.audit.log.retention.days must be a positive integer: x');
+    expect(() => resolveConfig(new Map([['auditlake.audit.retention.days', '12'], ['auditlake.audit.log.retention.days', '13']]))).toThrow(
+      'auditlake.audit.retention.days and auditlake.audit.log.retention.days name the same setting: set only auditlake.audit.retention.days',
+    );
+  });
+
   it('ignores keys outside auditlake.*', () => {
     expect(resolveConfig(new Map([['ontul.audit.read.enabled', 'maybe'], ['java.home', '/x']])).readEnabled).toBe(true);
   });
@@ -120,7 +132,7 @@ describe('resolveConfig values', () => {
 
   it('refuses an unknown auditlake.* key, naming it', () => {
     expect(configRefusal([['auditlake.audit.tier.bacth.size', '10']]).message).toContain('auditlake.audit.tier.bacth.size');
-    expect(configRefusal([['auditlake.audit.retention.days', '10']]).message).toContain('auditlake.audit.retention.days');
+    expect(configRefusal([['auditlake.audit.retention.dayz', '10']]).message).toContain('auditlake.audit.retention.dayz');
   });
 
   it('refuses a backoff maximum below the initial pause', () => {

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { AuditError, AuditErrorCode } from '../src/audit-error.js';
 import { resolveConfig } from '../src/config.js';
-import { defaultSettings, describeChanges, mergeSettings, parseSettings, SETTING_KEYS, type Settings } from '../src/settings.js';
+import { defaultSettings, describeChanges, mergeSettings, parseSettings, settingsView, SETTING_KEYS, type Settings } from '../src/settings.js';
 
 function refusal(fn: () => unknown): AuditError {
   try {
@@ -51,7 +51,7 @@ describe('defaultSettings', () => {
   it('takes its values from the configuration', () => {
     const config = resolveConfig(
       new Map([
-        ['auditlake.audit.log.retention.days', '30'],
+        ['auditlake.audit.retention.days', '30'],
         ['auditlake.audit.read.enabled', 'false'],
         ['auditlake.audit.read.sample.rate', '0.25'],
         ['auditlake.audit.tier.mode', 'parquet'],
@@ -172,10 +172,35 @@ describe('mergeSettings', () => {
     );
   });
 
+  it('ignores the read-only keys of a GET answer, so it can be posted back as it is, changing nothing', () => {
+    const stored = { ...DEFAULTS(), 'audit.read.sample.rate': '1.0', 'audit.read.enabled': 'TRUE' };
+    const answer = { ...settingsView(stored), tierStatus: { mode: 'none' }, stale: true };
+    expect(answer).toMatchObject({ 'audit.retention.days': 90, 'audit.read.enabled': true, 'audit.read.sample.rate': 1, 'audit.tier.mode': 'none' });
+    expect(mergeSettings(stored, answer).changes).toEqual([]);
+    // Equal values in another spelling are no change either.
+    expect(mergeSettings(stored, { 'audit.read.sample.rate': 1, 'audit.retention.days': '090' }).changes).toEqual([]);
+    expect(mergeSettings(stored, { 'audit.read.sample.rate': '0.50' }).changes).toEqual([{ key: 'audit.read.sample.rate', from: '1', to: '0.5' }]);
+  });
+
   it('accepts parquet mode with a path', () => {
     const update = mergeSettings(DEFAULTS(), { 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': 's3://b/audit', 'audit.tier.connectionId': 'local' });
     expect(update.effective).toMatchObject({ tierMode: 'parquet', tierParquetPath: 's3://b/audit', tierConnectionId: 'local' });
     expect(update.changes.map((c) => c.key)).toEqual(['audit.tier.mode', 'audit.tier.parquet.path', 'audit.tier.connectionId']);
+  });
+});
+
+describe('settingsView', () => {
+  it('answers numbers as numbers, booleans as booleans and text as text', () => {
+    expect(settingsView({ ...DEFAULTS(), 'audit.read.sample.rate': '0.25', 'audit.read.enabled': 'false', 'audit.tier.retain.local.days': '0' })).toEqual({
+      'audit.retention.days': 90,
+      'audit.read.enabled': false,
+      'audit.read.sample.rate': 0.25,
+      'audit.tier.mode': 'none',
+      'audit.tier.iceberg.table': 'ice.ops.audit_events',
+      'audit.tier.parquet.path': '',
+      'audit.tier.connectionId': '',
+      'audit.tier.retain.local.days': 0,
+    });
   });
 });
 

@@ -16,6 +16,7 @@ import { storeReceived } from './received-events.js';
 import { registerClusterRoute } from './routes/cluster-route.js';
 import { registerHealthRoutes } from './routes/health-routes.js';
 import { registerAdminUiRoutes } from './routes/admin-ui-routes.js';
+import { loadAdminUiFiles } from './admin-ui/admin-ui-files.js';
 import { registerIngestRoute } from './routes/ingest-route.js';
 import { registerInternalRoutes } from './routes/internal-routes.js';
 import { registerSearchRoute } from './routes/search-route.js';
@@ -167,7 +168,9 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     // Closed after the HTTP server (closers run in reverse), which first lets requests finish.
     const parser = new IngestParsePool(config.ingestParseThreads);
     closers.push(() => parser.close());
+    const adminUi = loadAdminUiFiles();
     const app = createHttpApp({
+      adminUi,
       bodyLimitBytes: config.bodyLimitBytes,
       authenticator: new Authenticator({ tokens, accessKeys: config.accessKeys, jwtSecret: config.jwtSecret }),
       denyRecorder: new DenyRecorder({
@@ -193,13 +196,14 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
       ackReplicatedTimeoutMs: config.ackReplicatedTimeoutMs,
     });
     registerIngestRoute(app, ingest);
-    registerAdminUiRoutes(app);
     const search = new AuditSearch(store, tiering);
     registerSearchRoute(app, { search, viewerMaxPage: config.viewerMaxPage, membership: dynamicMembership });
     registerStatsRoute(app, { search, viewerMaxPage: config.viewerMaxPage, membership: dynamicMembership });
     registerSettingsRoutes(app, settings, dynamicMembership, tiering);
     registerClusterRoute(app, dynamicMembership);
     registerHealthRoutes(app, metrics, () => (membership.isLeader() ? 'leader' : 'standby'));
+    // Last: page-only routes are added only where no API route owns the path.
+    registerAdminUiRoutes(app, adminUi);
 
     if (options.coordinatorUrl !== undefined) {
       const clusterRef: { node?: ClusterNode } = {};

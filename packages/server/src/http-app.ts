@@ -3,7 +3,8 @@ import { roleAllows, type Authenticator } from './auth/authenticator.js';
 import type { DenyRecorder } from './auth/deny-recorder.js';
 import { toHttpError } from './http-errors.js';
 import type { NodeMetrics } from './metrics.js';
-import { wantsPage } from './routes/admin-ui-routes.js';
+import type { AdminUiFiles } from './admin-ui/admin-ui-files.js';
+import { isPageView, sendAdminPage } from './routes/admin-ui-routes.js';
 import './routes/route-access.js';
 
 export interface HttpAppOptions {
@@ -12,6 +13,8 @@ export interface HttpAppOptions {
   denyRecorder: DenyRecorder;
   metrics: NodeMetrics;
   logger: NonNullable<FastifyServerOptions['logger']>;
+  /** The built Admin UI, served to browsers at its page URLs. */
+  adminUi: AdminUiFiles;
 }
 
 /**
@@ -33,8 +36,11 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   });
 
   app.addHook('onRequest', async (request, reply) => {
+    // A browser navigating to a UI page gets the page (it holds no data; its API calls carry
+    // the token), whatever API shares the URL, and is neither authenticated nor audited.
+    if (isPageView(request)) return sendAdminPage(reply, options.adminUi);
     const access = request.routeOptions.config.access;
-    if (!access || (access.pageForBrowsers === true && wantsPage(request))) return;
+    if (!access) return;
     const resource = `${request.method} ${request.routeOptions.url ?? request.url}`;
     const result = options.authenticator.authenticate(request.headers.authorization);
     if (!result.ok) {

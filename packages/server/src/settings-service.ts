@@ -1,5 +1,6 @@
 import {
   SELF_SOURCE,
+  SETTING_KEYS,
   defaultSettings,
   describeChanges,
   mergeSettings,
@@ -60,7 +61,7 @@ export class SettingsService {
     if (changes.length > 0) for (const listener of this.#listeners) listener(this.#effective, changes);
   }
 
-  /** Every runtime key with its value in force, as strings. */
+  /** Every runtime key with its value in force, as stored (strings); settingsView types them for the API. */
   get current(): Settings {
     return { ...this.#defaults, ...this.#overrides };
   }
@@ -91,7 +92,8 @@ export class SettingsService {
     // A tier target is checked when a tier key changes, merged over what is stored.
     if (this.#validate && update.changes.some((c) => c.key.startsWith('audit.tier.'))) await this.#validate(update.effective);
     const overrides: Overrides = { ...this.#overrides };
-    for (const key of Object.keys(request as object) as SettingKey[]) overrides[key] = update.merged[key];
+    // Only the settings keys the request named (read-only keys such as tierStatus are not settings).
+    for (const key of SETTING_KEYS) if (Object.hasOwn(request as object, key)) overrides[key] = update.merged[key];
     const nowMs = Date.now();
     const eventId = newEventId(nowMs);
     await this.#store.append(

@@ -1,24 +1,39 @@
+// Goal: the node serves the built Admin UI at its page URLs to browsers without credentials or data, with a strict CSP, and leaves the API as it was.
 import { describe, expect, it } from 'vitest';
 import { startTestNode } from './test-node.js';
 
 const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
 
-describe('Admin UI page', () => {
-  it('is what a browser gets at /admin/audit and /admin/audit/search, without credentials and without data', async () => {
+describe('Admin UI pages', () => {
+  it('is what a browser gets at each page URL, without credentials and without data, from this origin only', async () => {
     const t = await startTestNode();
     await t.ingest([{ eventId: 'secret-1', source: 'trino', userId: 'ana', action: 'data:Select', query: 'SELECT salary' }]);
-    for (const path of ['/admin/audit', '/admin/audit/search']) {
+    let html = '';
+    for (const path of ['/admin/audit', '/admin/audit/search', '/admin/audit/maintenance', '/admin/audit/search?q=x&range=24h']) {
       const res = await t.request(path, { token: null, headers: { accept: BROWSER_ACCEPT } });
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toMatch(/^text\/html/);
-      expect(res.headers.get('content-security-policy')).toContain("script-src 'self'");
-      const html = await res.text();
-      expect(html).toContain('<form id="search">');
+      const csp = res.headers.get('content-security-policy') ?? '';
+      expect(csp).toContain("default-src 'none'");
+      expect(csp).toContain("script-src 'self'");
+      expect(csp).toContain("style-src 'self'");
+      expect(csp).not.toContain('unsafe-inline');
+      html = await res.text();
+      expect(html).toContain('<div id="app"></div>');
       expect(html).not.toContain('SELECT salary');
     }
-    const script = await t.request('/admin/audit/ui.js', { token: null });
-    expect(script.status).toBe(200);
-    expect(script.headers.get('content-type')).toMatch(/^text\/javascript/);
+    // Every asset the page names is served, hashed and cacheable; nothing is fetched from elsewhere.
+    const assets = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
+    expect(assets.length).toBeGreaterThanOrEqual(2);
+    for (const asset of assets) {
+      expect(asset).toMatch(/^\/admin\/audit\/assets\/[\w.-]+\.(js|css)$/);
+      const res = await t.request(asset, { token: null });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/^text\/(javascript|css)/);
+      expect(res.headers.get('cache-control')).toContain('immutable');
+      expect(await res.text()).not.toMatch(/https?:\/\/(?!www\.w3\.org)[a-z]/);
+    }
+    expect((await t.request('/admin/audit/assets/nope.js', { token: null })).status).toBe(404);
     // Page views are not refused access: once a real refusal (recorded asynchronously) has
     // landed, it is the only DENY in the log.
     expect((await t.request('/admin/audit', { token: null })).status).toBe(401);
@@ -39,5 +54,7 @@ describe('Admin UI page', () => {
       ['auth:Authenticate', 'DENY'],
       ['auth:Authenticate', 'DENY'],
     ]);
+    // A page URL without an API answers a non-browser caller with a page too (it holds nothing).
+    expect((await t.request('/admin/audit/search', { token: null })).status).toBe(200);
   });
 });

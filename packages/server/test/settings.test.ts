@@ -15,17 +15,17 @@ async function get(t: TestNode) {
 }
 
 describe('settings', () => {
-  it('GET returns every runtime key as a string, defaults from configuration, plus tierStatus', async () => {
-    const t = await startTestNode({ props: { 'auditlake.audit.log.retention.days': '30' } });
+  it('GET returns every runtime key, numbers and booleans as JSON numbers and booleans, defaults from configuration, plus tierStatus', async () => {
+    const t = await startTestNode({ props: { 'auditlake.audit.retention.days': '30' } });
     expect(await get(t)).toEqual({
-      'audit.retention.days': '30',
-      'audit.read.enabled': 'true',
-      'audit.read.sample.rate': '1',
+      'audit.retention.days': 30,
+      'audit.read.enabled': true,
+      'audit.read.sample.rate': 1,
       'audit.tier.mode': 'none',
       'audit.tier.iceberg.table': 'ice.ops.audit_events',
       'audit.tier.parquet.path': '',
       'audit.tier.connectionId': '',
-      'audit.tier.retain.local.days': '7',
+      'audit.tier.retain.local.days': 7,
       tierStatus: expect.objectContaining({ mode: 'none', lastSuccessMs: 0, lastFailureMs: 0, lastError: null, retainLocalDays: 7, backlog: 0, deferred: 0, watermark: { ingestTs: 0, seq: 0 } }),
     });
   });
@@ -34,12 +34,29 @@ describe('settings', () => {
     const t = await startTestNode({ keepDataDir: true });
     const first = await post(t, { 'audit.retention.days': 30 });
     expect(first.status).toBe(200);
-    expect(first.json).toMatchObject({ 'audit.retention.days': '30', 'audit.read.sample.rate': '1' });
+    expect(first.json).toMatchObject({ 'audit.retention.days': 30, 'audit.read.sample.rate': 1 });
     const second = await post(t, { 'audit.read.sample.rate': '0.25', 'audit.read.enabled': true });
-    expect(second.json).toMatchObject({ 'audit.retention.days': '30', 'audit.read.sample.rate': '0.25', 'audit.read.enabled': 'true' });
+    expect(second.json).toMatchObject({ 'audit.retention.days': 30, 'audit.read.sample.rate': 0.25, 'audit.read.enabled': true });
     await t.node.close();
     const again = await startTestNode({ dataDir: t.dataDir });
-    expect(await get(again)).toMatchObject({ 'audit.retention.days': '30', 'audit.read.sample.rate': '0.25' });
+    expect(await get(again)).toMatchObject({ 'audit.retention.days': 30, 'audit.read.sample.rate': 0.25 });
+  });
+
+  it('takes a GET answer posted back as it is (tierStatus and all) and changes nothing', async () => {
+    const t = await startTestNode({ props: { 'auditlake.audit.read.sample.rate': '1.0' } });
+    await post(t, { 'audit.retention.days': 30 });
+    const answer = await get(t);
+    const res = await post(t, answer);
+    expect(res.status).toBe(200);
+    const { tierStatus: _a, ...before } = answer;
+    const { tierStatus: _b, ...after } = res.json;
+    expect(after).toEqual(before);
+    // Only the first save is a change; posting the answer back recorded nothing more.
+    expect((await t.stored()).filter((e) => e.action === 'audit:UpdateSettings')).toHaveLength(1);
+    // An edited answer changes just the edited key.
+    const edited = await post(t, { ...answer, 'audit.retention.days': 31 });
+    expect(edited.json).toMatchObject({ 'audit.retention.days': 31, 'audit.read.sample.rate': 1 });
+    expect((await t.stored()).filter((e) => e.action === 'audit:UpdateSettings').map((e) => e.details)).toContain('audit.retention.days: 30 → 31');
   });
 
   it('records each accepted change as an audit:UpdateSettings event with old → new per key', async () => {
@@ -98,7 +115,7 @@ describe('settings', () => {
   it('serialises concurrent saves so neither loses the other', async () => {
     const t = await startTestNode();
     await Promise.all([post(t, { 'audit.retention.days': 10 }), post(t, { 'audit.read.sample.rate': 0.3 }), post(t, { 'audit.tier.retain.local.days': 3 })]);
-    expect(await get(t)).toMatchObject({ 'audit.retention.days': '10', 'audit.read.sample.rate': '0.3', 'audit.tier.retain.local.days': '3' });
+    expect(await get(t)).toMatchObject({ 'audit.retention.days': 10, 'audit.read.sample.rate': 0.3, 'audit.tier.retain.local.days': 3 });
   });
 
   it('applies a lowered audit.retention.days immediately, pruning older events', async () => {

@@ -1,29 +1,56 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ADMIN_UI_HTML, ADMIN_UI_SCRIPT, ADMIN_UI_SCRIPT_PATH } from '../admin-ui/page.js';
+import type { AdminUiFiles } from '../admin-ui/admin-ui-files.js';
 
-/** The page's own script only; data comes from this origin's API with the user's token. */
-const CONTENT_SECURITY_POLICY = "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'";
+/** The Admin UI's pages: one HTML document each, which loads its data from the API with the user's token. */
+export const ADMIN_UI_PAGES: ReadonlySet<string> = new Set(['/admin/audit', '/admin/audit/search', '/admin/audit/maintenance']);
+const ASSET_PREFIX = '/admin/audit/assets/';
 
-/** A browser navigating to a URL (docs/http-api.md: `Accept: text/html` gets the Admin UI page). */
+/**
+ * Scripts, styles and data from this origin only; no inline script or style, no framing, no
+ * form posting elsewhere. The page holds no data: everything comes from the API.
+ */
+export const CONTENT_SECURITY_POLICY =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/** A browser navigating to a URL (`Accept: text/html`): it gets the Admin UI page, not the API answer. */
 export function wantsPage(request: FastifyRequest): boolean {
   return request.method === 'GET' && (request.headers.accept ?? '').includes('text/html');
 }
 
-export function sendAdminPage(reply: FastifyReply): FastifyReply {
+function pathOf(url: string): string {
+  const q = url.indexOf('?');
+  return (q === -1 ? url : url.slice(0, q)).replace(/\/+$/, '') || '/';
+}
+
+/** True when `request` is a browser asking for one of the UI's pages (answered before authentication). */
+export function isPageView(request: FastifyRequest): boolean {
+  return wantsPage(request) && ADMIN_UI_PAGES.has(pathOf(request.url));
+}
+
+export function sendAdminPage(reply: FastifyReply, ui: AdminUiFiles): FastifyReply {
   return reply
     .header('content-type', 'text/html; charset=utf-8')
     .header('content-security-policy', CONTENT_SECURITY_POLICY)
     .header('x-content-type-options', 'nosniff')
-    .send(ADMIN_UI_HTML);
+    .header('referrer-policy', 'no-referrer')
+    // Revalidated each time: a new build's page names new asset files.
+    .header('cache-control', 'no-cache')
+    .send(ui.html);
 }
 
 /**
- * The Admin UI's page and script. Open like /health: they hold no data, and every search the
- * page makes goes through the authenticated API.
+ * The UI's assets (hashed names, so cached for good), and page-only routes for the UI paths
+ * that no API route answers. Open like /health: they hold no data. Register after every API
+ * route: a path an API route owns (`/admin/audit`) is answered for browsers by the page hook
+ * in http-app instead.
  */
-export function registerAdminUiRoutes(app: FastifyInstance): void {
-  app.get('/admin/audit/search', async (_request, reply) => sendAdminPage(reply));
-  app.get(ADMIN_UI_SCRIPT_PATH, async (_request, reply) =>
-    reply.header('content-type', 'text/javascript; charset=utf-8').header('x-content-type-options', 'nosniff').send(ADMIN_UI_SCRIPT),
-  );
+export function registerAdminUiRoutes(app: FastifyInstance, ui: AdminUiFiles): void {
+  app.get(`${ASSET_PREFIX}:name`, async (request, reply) => {
+    const asset = ui.assets.get((request.params as { name: string }).name);
+    if (asset === undefined) return reply.code(404).send({ status: 'error', error: `no such Admin UI asset: ${request.url.split('?')[0] ?? ''}`, code: 'AUDIT_NOT_FOUND' });
+    return reply.header('content-type', asset.contentType).header('x-content-type-options', 'nosniff').header('cache-control', 'public, max-age=31536000, immutable').send(asset.body);
+  });
+  for (const path of ADMIN_UI_PAGES) {
+    if (!app.hasRoute({ method: 'GET', url: path })) app.get(path, async (_request, reply) => sendAdminPage(reply, ui));
+  }
 }

@@ -5,11 +5,6 @@ export interface RouteAccess {
   role: Role;
   /** The action recorded when a caller without the role is refused (403). */
   action: string;
-  /**
-   * A browser navigating here (`Accept: text/html`) gets the Admin UI page, which holds no
-   * data, instead of the API answer: such a request is let through without credentials.
-   */
-  pageForBrowsers?: boolean;
 }
 
 declare module 'fastify' {

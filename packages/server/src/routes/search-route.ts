@@ -3,7 +3,6 @@ import { encodeCursor, parseSearchParams, toEventOutput, type EventOutput, type 
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { AuditSearch } from '../audit-search.js';
 import { proxyToLeader } from '../leader-proxy.js';
-import { sendAdminPage, wantsPage } from './admin-ui-routes.js';
 import type { Membership } from '../membership.js';
 import './route-access.js';
 
@@ -53,8 +52,8 @@ export function searchFilter(query: unknown, viewerMaxPage: number): SearchFilte
 }
 
 export function registerSearchRoute(app: FastifyInstance, options: SearchRouteOptions): void {
-  app.get('/admin/audit', { config: { access: { role: 'admin', action: 'audit:Search', pageForBrowsers: true } } }, async (request, reply) => {
-    if (wantsPage(request)) return sendAdminPage(reply);
+  // A browser navigating here gets the Admin UI page instead (http-app's page hook).
+  app.get('/admin/audit', { config: { access: { role: 'admin', action: 'audit:Search' } } }, async (request, reply) => {
     const filter = searchFilter(request.query, options.viewerMaxPage);
     const { membership, search } = options;
     // A standby shows the leader's view; without a reachable leader, its own replica, marked stale.

@@ -1,4 +1,4 @@
-import { AuditError, AuditErrorCode } from '@auditlake/model';
+import { AuditError, AuditErrorCode, settingsView } from '@auditlake/model';
 import type { FastifyInstance } from 'fastify';
 import { proxyToLeader } from '../leader-proxy.js';
 import type { Membership } from '../membership.js';
@@ -7,7 +7,8 @@ import type { TieringService } from '../tiering-service.js';
 import './route-access.js';
 
 export function registerSettingsRoutes(app: FastifyInstance, settings: SettingsService, membership: Membership, tiering: TieringService): void {
-  const view = async () => ({ ...settings.current, tierStatus: await tiering.status() });
+  // Numbers and booleans as JSON numbers and booleans; the answer can be posted back as it is.
+  const view = async () => ({ ...settingsView(settings.current), tierStatus: await tiering.status() });
   app.get('/admin/audit/settings', { config: { access: { role: 'admin', action: 'audit:ReadSettings' } } }, async (request, reply) => {
     if (await proxyToLeader(membership.leaderUrl(), request, reply)) return reply;
     return membership.isLeader() ? view() : { ...(await view()), stale: true };

@@ -1,0 +1,124 @@
+import type { AuditStats, EventOutput } from '@auditlake/model';
+
+/** A refused or failed API call, with the server's own message (shown to the user verbatim). */
+export class ApiError extends Error {
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+export interface SearchAnswer {
+  events: EventOutput[];
+  count: number;
+  truncated: boolean;
+  nextCursor?: string;
+  tierNote?: string;
+  stale?: boolean;
+}
+
+export type StatsAnswer = AuditStats & { stale?: boolean };
+
+export interface TierStatus {
+  mode: string;
+  lastSuccessMs: number;
+  lastFailureMs: number;
+  lastError: string | null;
+  retainLocalDays: number;
+  watermark?: { ingestTs: number; seq: number };
+  backlog?: number;
+  deferred?: number;
+  nextAttemptMs?: number;
+  lastBatch?: { count: number; bytes: number; ms: number } | null;
+}
+
+/** `GET /admin/audit/settings`: every runtime key (number, boolean or string) plus tierStatus. */
+export type SettingsAnswer = Record<string, unknown> & { tierStatus: TierStatus; stale?: boolean };
+
+export interface ClusterNodeView {
+  nodeId: string;
+  url: string;
+  role: string;
+  appliedSeq?: number;
+  lagMs?: number | null;
+  reachable?: boolean;
+  lastHeardMs?: number;
+}
+
+export interface ClusterAnswer {
+  nodeId: string;
+  role: string;
+  term: number;
+  leader?: { nodeId: string; url: string } | null;
+  nodes: ClusterNodeView[];
+  unreachable?: ClusterNodeView[];
+}
+
+/** Search parameters as the API takes them; undefined and '' values are left out. */
+export type QueryParams = Record<string, string | number | undefined>;
+
+export function queryString(params: QueryParams): string {
+  const search = new URLSearchParams();
+  for (const [key, value] of Object.entries(params)) if (value !== undefined && value !== '') search.set(key, String(value));
+  const text = search.toString();
+  return text === '' ? '' : `?${text}`;
+}
+
+/** Calls this origin's API with the admin token in the Authorization header (never in the URL). */
+export class AdminApi {
+  readonly #token: string;
+  readonly #onUnauthorized: (message: string) => void;
+
+  constructor(token: string, onUnauthorized: (message: string) => void) {
+    this.#token = token;
+    this.#onUnauthorized = onUnauthorized;
+  }
+
+  async #call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+    const headers: Record<string, string> = { authorization: `Token ${this.#token}`, accept: 'application/json' };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const res = await fetch(path, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }), cache: 'no-store' });
+    const text = await res.text();
+    let json: unknown;
+    try {
+      json = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    if (!res.ok) {
+      const message = typeof (json as { error?: unknown } | undefined)?.error === 'string' ? (json as { error: string }).error : `${res.status} ${res.statusText}`;
+      if (res.status === 401) this.#onUnauthorized(message);
+      throw new ApiError(res.status, message);
+    }
+    return json as T;
+  }
+
+  search(params: QueryParams): Promise<SearchAnswer> {
+    return this.#call('GET', `/admin/audit${queryString(params)}`);
+  }
+
+  stats(params: QueryParams): Promise<StatsAnswer> {
+    return this.#call('GET', `/admin/audit/stats${queryString(params)}`);
+  }
+
+  settings(): Promise<SettingsAnswer> {
+    return this.#call('GET', '/admin/audit/settings');
+  }
+
+  saveSettings(changes: Record<string, unknown>): Promise<SettingsAnswer> {
+    return this.#call('POST', '/admin/audit/settings', changes);
+  }
+
+  cluster(): Promise<ClusterAnswer> {
+    return this.#call('GET', '/admin/cluster');
+  }
+
+  maintenance<T>(): Promise<T> {
+    return this.#call('GET', '/admin/audit/maintenance');
+  }
+
+  runMaintenance<T>(body: unknown): Promise<T> {
+    return this.#call('POST', '/admin/audit/maintenance/run', body);
+  }
+}

@@ -1,0 +1,197 @@
+import type { EventOutput } from '@auditlake/model';
+import { useEffect, useState } from 'preact/hooks';
+import type { AdminApi, ClusterAnswer, QueryParams, SettingsAnswer, StatsAnswer } from '../api.js';
+import type { GraphNode, GraphNodeKind } from '../graph-layout.js';
+import { navigate, readWindowState, writeWindowState, type WindowState } from '../page-location.js';
+import { windowBounds } from '../time-range.js';
+import { ClusterPanel } from './cluster-panel.js';
+import { DecisionHistogram } from './decision-histogram.js';
+import { EventTable } from './event-table.js';
+import { RelationshipGraph } from './relationship-graph.js';
+import { StoragePanel } from './storage-panel.js';
+import { TierHealth } from './tier-health.js';
+import { TruncationNote, WindowControls } from './toolbar.js';
+
+const COUNTERS = [
+  ['events', 'Events'],
+  ['users', 'Users'],
+  ['engines', 'Engines'],
+  ['tables', 'Tables'],
+  ['reads', 'Reads'],
+  ['writes', 'Writes'],
+] as const;
+
+/** Rows of a drill-down at most; the Search page, linked from it, shows the rest. */
+const DRILL_ROWS_MAX = 100;
+
+/** The search filter that selects a graph node's events. */
+const FILTER_OF: Record<GraphNodeKind, string> = { user: 'user', engine: 'engine', table: 'table' };
+
+function parseFocus(value: string | null): { kind: GraphNodeKind; name: string } | undefined {
+  const match = value === null ? null : /^(user|engine|table):(.+)$/s.exec(value);
+  return match ? { kind: match[1] as GraphNodeKind, name: match[2] as string } : undefined;
+}
+
+function useLoad<T>(load: () => Promise<T>, deps: unknown[]): { value: T | undefined; error: string; reload: () => void; set: (v: T) => void } {
+  const [value, setValue] = useState<T | undefined>();
+  const [error, setError] = useState('');
+  const [round, setRound] = useState(0);
+  useEffect(() => {
+    let cancelled = false;
+    load().then(
+      (v) => {
+        if (!cancelled) {
+          setValue(v);
+          setError('');
+        }
+      },
+      (err: unknown) => {
+        if (!cancelled) setError(err instanceof Error ? err.message : String(err));
+      },
+    );
+    return () => {
+      cancelled = true;
+    };
+  }, [...deps, round]);
+  return { value, error, reload: () => setRound(round + 1), set: setValue };
+}
+
+/**
+ * Overview & Graph: counters, the user → engine → table graph with drill-down, the ALLOW/DENY
+ * histogram for the chosen window; the Storage & Retention settings, tier health and the
+ * cluster. The window and the drilled-down node live in the URL.
+ */
+export function OverviewPage({ api, params }: { api: AdminApi; params: URLSearchParams }) {
+  const applied = readWindowState(params);
+  const [windowState, setWindowState] = useState<WindowState>(applied);
+  const focus = parseFocus(params.get('focus'));
+  const key = params.toString();
+  useEffect(() => setWindowState(applied), [key]);
+
+  const windowQuery = (): QueryParams => {
+    const bounds = windowBounds(applied.window, Date.now());
+    if ('error' in bounds) throw new Error(bounds.error);
+    return { from: bounds.fromMs, to: bounds.toMs, limit: applied.max };
+  };
+  const windowKey = [applied.window.range, applied.window.from, applied.window.to, applied.max].join('|');
+  const stats = useLoad<StatsAnswer>(async () => api.stats(windowQuery()), [windowKey]);
+  const drill = useLoad<{ events: EventOutput[]; truncated: boolean } | undefined>(
+    async () => (focus ? api.search({ ...windowQuery(), limit: Math.min(DRILL_ROWS_MAX, applied.max), [FILTER_OF[focus.kind]]: focus.name }) : undefined),
+    [windowKey, focus?.kind, focus?.name],
+  );
+  const settings = useLoad<SettingsAnswer>(() => api.settings(), []);
+  const cluster = useLoad<ClusterAnswer>(() => api.cluster(), []);
+
+  const apply = (e: Event) => {
+    e.preventDefault();
+    navigate('overview', writeWindowState(params, windowState));
+  };
+  const select = (node: GraphNode) => {
+    const next = new URLSearchParams(params);
+    if (focus !== undefined && `${focus.kind}:${focus.name}` === node.id) next.delete('focus');
+    else next.set('focus', node.id);
+    navigate('overview', next);
+  };
+  const refresh = () => {
+    stats.reload();
+    drill.reload();
+    settings.reload();
+    cluster.reload();
+  };
+
+  const s = stats.value;
+  return (
+    <section aria-labelledby="overview-title">
+      <h2 id="overview-title">Overview &amp; Graph</h2>
+      <form class="toolbar" onSubmit={apply}>
+        <WindowControls state={windowState} onChange={setWindowState} />
+        <button type="submit" class="primary">
+          Apply
+        </button>
+        <button type="button" onClick={refresh}>
+          Refresh
+        </button>
+      </form>
+      {stats.error !== '' && (
+        <p class="error" role="alert">
+          {stats.error}
+        </p>
+      )}
+      {s && (
+        <>
+          {s.stale === true && <p class="note">No leader is reachable: this is this node's own copy, which may lag behind.</p>}
+          {s.tierNote !== undefined && <p class="note">{s.tierNote}</p>}
+          {s.truncated && <TruncationNote shown={s.counts.events} />}
+          <ul class="counters" aria-label="Summary of the window">
+            {COUNTERS.map(([k, label]) => (
+              <li key={k} data-counter={k}>
+                <span class="value">{s.counts[k].toLocaleString()}</span>
+                <span class="label">{label}</span>
+              </li>
+            ))}
+          </ul>
+          <RelationshipGraph stats={s} focus={focus ? `${focus.kind}:${focus.name}` : undefined} onSelect={select} />
+          <section class="drill-down" aria-labelledby="drill-title" aria-live="polite">
+            {focus ? (
+              <>
+                <h3 id="drill-title">
+                  {focus.kind} <q>{focus.name}</q>: read and write events
+                  <button type="button" class="link" onClick={() => select({ id: `${focus.kind}:${focus.name}` } as GraphNode)}>
+                    Clear
+                  </button>
+                  <a
+                    class="open-in-search"
+                    href={`/admin/audit/search?${writeWindowState(new URLSearchParams({ [FILTER_OF[focus.kind]]: focus.name }), applied).toString()}`}
+                    onClick={(e) => {
+                      if (e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey) return;
+                      e.preventDefault();
+                      navigate('search', writeWindowState(new URLSearchParams({ [FILTER_OF[focus.kind]]: focus.name }), applied));
+                    }}
+                  >
+                    Open in Search
+                  </a>
+                </h3>
+                {drill.error !== '' && (
+                  <p class="error" role="alert">
+                    {drill.error}
+                  </p>
+                )}
+                {drill.value && (
+                  <>
+                    {drill.value.truncated && <TruncationNote shown={drill.value.events.length} />}
+                    <EventTable events={drill.value.events} caption={`Events of ${focus.kind} ${focus.name}`} />
+                  </>
+                )}
+              </>
+            ) : (
+              <p id="drill-title" class="hint">
+                Select a user, engine or table in the graph to see its events here.
+              </p>
+            )}
+          </section>
+          <h3>Events over time</h3>
+          <DecisionHistogram histogram={s.histogram} />
+        </>
+      )}
+      <div class="panels">
+        {settings.error !== '' && (
+          <p class="error" role="alert">
+            {settings.error}
+          </p>
+        )}
+        {settings.value && (
+          <>
+            <StoragePanel api={api} settings={settings.value} onSaved={(next) => settings.set(next)} />
+            <TierHealth status={settings.value.tierStatus} />
+          </>
+        )}
+        {cluster.error !== '' && (
+          <p class="error" role="alert">
+            {cluster.error}
+          </p>
+        )}
+        {cluster.value && <ClusterPanel cluster={cluster.value} />}
+      </div>
+    </section>
+  );
+}

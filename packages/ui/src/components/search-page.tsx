@@ -1,0 +1,173 @@
+import type { EventOutput } from '@auditlake/model';
+import { useEffect, useState } from 'preact/hooks';
+import type { AdminApi, QueryParams } from '../api.js';
+import { download, toCsv, toNdjson } from '../event-export.js';
+import { navigate, readWindowState, writeWindowState, type WindowState } from '../page-location.js';
+import { windowBounds } from '../time-range.js';
+import { EventTable } from './event-table.js';
+import { TruncationNote, WindowControls } from './toolbar.js';
+
+/** The search form's fields, as kept in the URL. */
+const FILTER_FIELDS = ['q', 'user', 'engine', 'table', 'action', 'decision'] as const;
+type Filters = Record<(typeof FILTER_FIELDS)[number], string>;
+
+function readFilters(params: URLSearchParams): Filters {
+  return Object.fromEntries(FILTER_FIELDS.map((f) => [f, params.get(f) ?? ''])) as Filters;
+}
+
+interface Result {
+  events: EventOutput[];
+  truncated: boolean;
+  nextCursor: string | undefined;
+  tierNote: string | undefined;
+  stale: boolean;
+}
+
+/**
+ * Search: free text plus user, engine, table, type, decision, time range and max results over
+ * the whole log (local and tiered). The form's state is the URL's query string, so a search
+ * can be linked and survives a reload; "Load older" pages on with the API's cursor.
+ */
+export function SearchPage({ api, params }: { api: AdminApi; params: URLSearchParams }) {
+  const applied = { filters: readFilters(params), window: readWindowState(params) };
+  const [filters, setFilters] = useState<Filters>(applied.filters);
+  const [windowState, setWindowState] = useState<WindowState>(applied.window);
+  const [result, setResult] = useState<Result | undefined>();
+  const [error, setError] = useState('');
+  const [busy, setBusy] = useState(false);
+  const key = params.toString();
+
+  const apiParams = (state: WindowState, f: Filters): { params: QueryParams } | { error: string } => {
+    const bounds = windowBounds(state.window, Date.now());
+    if ('error' in bounds) return bounds;
+    return { params: { ...f, action: f.action === 'all' ? '' : f.action, from: bounds.fromMs, to: bounds.toMs, limit: state.max } };
+  };
+
+  // The URL is the source of truth: every change of it (submit, Back, reload) runs the search.
+  useEffect(() => {
+    setFilters(applied.filters);
+    setWindowState(applied.window);
+    const query = apiParams(applied.window, applied.filters);
+    if ('error' in query) {
+      setError(query.error);
+      return;
+    }
+    let cancelled = false;
+    setBusy(true);
+    setError('');
+    api.search(query.params).then(
+      (answer) => {
+        if (cancelled) return;
+        setResult({ events: answer.events, truncated: answer.truncated, nextCursor: answer.nextCursor, tierNote: answer.tierNote, stale: answer.stale === true });
+        setBusy(false);
+      },
+      (err: unknown) => {
+        if (cancelled) return;
+        setResult(undefined);
+        setError(err instanceof Error ? err.message : String(err));
+        setBusy(false);
+      },
+    );
+    return () => {
+      cancelled = true;
+    };
+  }, [key]);
+
+  const submit = (e: Event) => {
+    e.preventDefault();
+    const next = new URLSearchParams();
+    for (const f of FILTER_FIELDS) if (filters[f] !== '' && !(f === 'action' && filters[f] === 'all')) next.set(f, filters[f]);
+    navigate('search', writeWindowState(next, windowState));
+  };
+
+  const loadOlder = async () => {
+    if (!result?.nextCursor) return;
+    const query = apiParams(applied.window, applied.filters);
+    if ('error' in query) return;
+    setBusy(true);
+    try {
+      const answer = await api.search({ ...query.params, cursor: result.nextCursor });
+      setResult({ ...result, events: [...result.events, ...answer.events], truncated: answer.truncated, nextCursor: answer.nextCursor, tierNote: answer.tierNote ?? result.tierNote });
+      setError('');
+    } catch (err) {
+      setError(err instanceof Error ? err.message : String(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const field = (name: (typeof FILTER_FIELDS)[number], label: string, placeholder = '') => (
+    <label>
+      {label}
+      <input name={name} value={filters[name]} placeholder={placeholder} onInput={(e) => setFilters({ ...filters, [name]: e.currentTarget.value })} />
+    </label>
+  );
+  const stamp = new Date().toISOString().replaceAll(':', '-').slice(0, 19);
+
+  return (
+    <section aria-labelledby="search-title">
+      <h2 id="search-title">Search</h2>
+      <form class="search-form" role="search" onSubmit={submit}>
+        <label class="free-text">
+          Free text
+          <input name="q" type="search" value={filters.q} placeholder="query, details, resource, user, action or table" onInput={(e) => setFilters({ ...filters, q: e.currentTarget.value })} />
+        </label>
+        <div class="toolbar">
+          {field('user', 'User', 'exact id')}
+          {field('engine', 'Engine', 'trino, spark…')}
+          {field('table', 'Table', 'part of a name')}
+          <label>
+            Type
+            <select name="action" value={filters.action === '' ? 'all' : filters.action} onChange={(e) => setFilters({ ...filters, action: e.currentTarget.value })}>
+              <option value="all">read·write</option>
+              <option value="read">read</option>
+              <option value="write">write</option>
+            </select>
+          </label>
+          <label>
+            Decision
+            <select name="decision" value={filters.decision} onChange={(e) => setFilters({ ...filters, decision: e.currentTarget.value })}>
+              <option value="">any</option>
+              <option value="ALLOW">ALLOW</option>
+              <option value="DENY">DENY</option>
+              <option value="none">none</option>
+            </select>
+          </label>
+          <WindowControls state={windowState} onChange={setWindowState} />
+          <button type="submit" class="primary">
+            Search
+          </button>
+        </div>
+      </form>
+      <div class="status-line" role="status" aria-live="polite">
+        {busy ? 'Searching…' : result ? `${result.events.length} ${result.events.length === 1 ? 'event' : 'events'}` : ''}
+      </div>
+      {error !== '' && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+      {result && (
+        <>
+          {result.stale && <p class="note">No leader is reachable: this is this node's own copy, which may lag behind.</p>}
+          {result.tierNote !== undefined && <p class="note">{result.tierNote}</p>}
+          {result.truncated && <TruncationNote shown={result.events.length} />}
+          <div class="result-actions">
+            <button type="button" disabled={result.events.length === 0} onClick={() => download(`auditlake-events-${stamp}.ndjson`, 'application/x-ndjson', toNdjson(result.events))}>
+              Export NDJSON
+            </button>
+            <button type="button" disabled={result.events.length === 0} onClick={() => download(`auditlake-events-${stamp}.csv`, 'text/csv', toCsv(result.events))}>
+              Export CSV
+            </button>
+          </div>
+          <EventTable events={result.events} caption="Matching events, newest first" />
+          {result.nextCursor !== undefined && (
+            <button type="button" class="load-older" disabled={busy} onClick={() => void loadOlder()}>
+              Load older
+            </button>
+          )}
+        </>
+      )}
+    </section>
+  );
+}

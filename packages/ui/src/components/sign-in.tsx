@@ -1,0 +1,36 @@
+import { useState } from 'preact/hooks';
+
+/**
+ * Asks for the admin token. It is kept in this tab's sessionStorage and sent only in the
+ * Authorization header; the form never submits anywhere, so the token cannot land in a URL.
+ */
+export function SignIn({ message, onToken }: { message: string; onToken: (token: string) => void }) {
+  const [token, setToken] = useState('');
+  return (
+    <form
+      class="sign-in"
+      method="post"
+      onSubmit={(e) => {
+        e.preventDefault();
+        if (token.trim() !== '') onToken(token.trim());
+      }}
+    >
+      <h2>Sign in</h2>
+      <p>
+        Paste the admin token (<code>npm start</code> prints it; it is also in <code>data/admin-token</code>). It stays in this browser tab only.
+      </p>
+      <label>
+        Admin token
+        <input id="token" name="token" type="password" autocomplete="off" required value={token} onInput={(e) => setToken(e.currentTarget.value)} />
+      </label>
+      <button type="submit" class="primary">
+        Sign in
+      </button>
+      {message !== '' && (
+        <p class="error" role="alert">
+          {message}
+        </p>
+      )}
+    </form>
+  );
+}

@@ -1,0 +1,116 @@
+import { useEffect, useState } from 'preact/hooks';
+import type { AdminApi, SettingsAnswer } from '../api.js';
+import { changedSettings, fieldOfError, formValues, STORAGE_FIELDS, type StorageKey, type StorageValues } from '../settings-form.js';
+
+/**
+ * Storage & Retention: the runtime settings, saved through the settings API. A refused save
+ * (400) shows the server's message verbatim beside the field it names, and nothing is saved.
+ */
+export function StoragePanel({ api, settings, onSaved }: { api: AdminApi; settings: SettingsAnswer; onSaved: (next: SettingsAnswer) => void }) {
+  const [stored, setStored] = useState<StorageValues>(() => formValues(settings));
+  const [values, setValues] = useState<StorageValues>(stored);
+  const [error, setError] = useState<{ key: StorageKey | undefined; message: string } | undefined>();
+  const [status, setStatus] = useState('');
+  const [saving, setSaving] = useState(false);
+
+  useEffect(() => {
+    const next = formValues(settings);
+    setStored(next);
+    setValues(next);
+  }, [settings]);
+
+  const save = async (e: Event) => {
+    e.preventDefault();
+    const changes = changedSettings(stored, values);
+    if (Object.keys(changes).length === 0) {
+      setStatus('Nothing changed');
+      return;
+    }
+    setSaving(true);
+    setStatus('');
+    setError(undefined);
+    try {
+      const next = await api.saveSettings(changes);
+      setStatus('Saved');
+      onSaved(next);
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      setError({ key: fieldOfError(message, values['audit.tier.mode']), message });
+    } finally {
+      setSaving(false);
+    }
+  };
+
+  const mode = values['audit.tier.mode'];
+  return (
+    <form class="storage-panel" onSubmit={(e) => void save(e)} aria-labelledby="storage-title">
+      <h3 id="storage-title">Storage &amp; Retention</h3>
+      {STORAGE_FIELDS.map((field) => {
+        // Targets of other modes stay editable but are dimmed: they are kept, not used.
+        const idle = (field.key === 'audit.tier.iceberg.table' && mode !== 'iceberg') || ((field.key === 'audit.tier.parquet.path' || field.key === 'audit.tier.connectionId') && mode !== 'parquet');
+        const id = `setting-${field.key.replaceAll('.', '-')}`;
+        const errorHere = error !== undefined && error.key === field.key;
+        const set = (value: string) => setValues({ ...values, [field.key]: value });
+        return (
+          <div class={`field${idle ? ' idle' : ''}`} key={field.key} data-setting={field.key}>
+            <label for={id}>{field.label}</label>
+            {field.kind === 'boolean' ? (
+              <input id={id} type="checkbox" checked={values[field.key] === 'true'} onChange={(e) => set(String(e.currentTarget.checked))} />
+            ) : field.kind === 'select' ? (
+              <select id={id} value={values[field.key]} onChange={(e) => set(e.currentTarget.value)}>
+                {field.options.map((o) => (
+                  <option key={o} value={o}>
+                    {o}
+                  </option>
+                ))}
+              </select>
+            ) : field.kind === 'number' ? (
+              <input
+                id={id}
+                type="number"
+                min={field.min}
+                step={field.step}
+                {...('max' in field ? { max: field.max } : {})}
+                value={values[field.key]}
+                aria-invalid={errorHere}
+                aria-describedby={errorHere ? `${id}-error` : `${id}-help`}
+                onInput={(e) => set(e.currentTarget.value)}
+              />
+            ) : (
+              <input
+                id={id}
+                type="text"
+                value={values[field.key]}
+                aria-invalid={errorHere}
+                aria-describedby={errorHere ? `${id}-error` : `${id}-help`}
+                onInput={(e) => set(e.currentTarget.value)}
+              />
+            )}
+            <small id={`${id}-help`} class="help">
+              {field.help}
+            </small>
+            {errorHere && (
+              <p id={`${id}-error`} class="field-error" role="alert">
+                {error.message}
+              </p>
+            )}
+          </div>
+        );
+      })}
+      <div class="form-actions">
+        <button type="submit" class="primary" disabled={saving}>
+          {saving ? 'Saving…' : 'Save'}
+        </button>
+        <button type="button" disabled={saving} onClick={() => setValues(stored)}>
+          Reset
+        </button>
+        <span role="status">{status}</span>
+      </div>
+      {error !== undefined && error.key === undefined && (
+        <p class="field-error" role="alert">
+          {error.message}
+        </p>
+      )}
+    </form>
+  );
+}
