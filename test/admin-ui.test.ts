@@ -1,83 +1,305 @@
-// Goal: the Admin UI works in a real browser (Debian chromium via playwright-core) against a real
-// `auditlake start` process: a token, a search, filters, denials marked, hostile text shown as text.
-import { startNodeProcess, tempDir } from '@auditlake/testkit';
-import { chromium, type Browser } from 'playwright-core';
+// Goal: the Admin UI works in a real browser (Debian chromium via playwright-core) against a real `auditlake start`:
+// every page and interaction an operator uses, at desktop and 420 px widths, light and dark, with screenshots kept.
+import { mkdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { startNodeProcess, tempDir, type NodeProcess } from '@auditlake/testkit';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 
 const TOKEN = 'ui-admin-token';
 const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 const HOSTILE = '<img src=x onerror="window.__pwned=1">';
+const ARTIFACTS = join(import.meta.dirname, 'artifacts', 'ui');
+const MIN = 60_000;
+const HOUR = 60 * MIN;
+const DAY = 24 * HOUR;
+const TRUNCATION = (n: number) => `Showing the newest ${n} matching events — narrow the time range or filters to see older ones`;
 
 let browser: Browser;
+let node: NodeProcess;
 
 beforeAll(async () => {
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  await mkdir(ARTIFACTS, { recursive: true });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+  });
+  const dir = await tempDir();
+  node = await startNodeProcess({ dataDir: dir.path, env: { AUDITLAKE_ADMIN_TOKEN: TOKEN } });
+  return async () => {
+    await node.kill();
+    await dir.remove();
+  };
 });
 afterAll(async () => {
   await browser.close();
 });
 
-async function startNode() {
-  const dir = await tempDir();
-  onTestFinished(() => dir.remove());
-  const node = await startNodeProcess({ dataDir: dir.path, env: { AUDITLAKE_ADMIN_TOKEN: TOKEN } });
-  onTestFinished(() => node.kill());
-  await expect.poll(() => node.output()).toMatch(/listening on/);
-  return node;
+async function ingest(events: unknown[]): Promise<void> {
+  const res = await fetch(`${node.url}/v1/api/audit`, { method: 'POST', headers: { authorization: `Token ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(events) });
+  expect(res.status).toBe(200);
 }
 
+interface Session {
+  context: BrowserContext;
+  page: Page;
+  /** Page errors, CSP violations and console errors seen so far. */
+  problems: string[];
+  /** Every URL the page requested. */
+  urls: string[];
+}
+
+/** A fresh browser context (its own sessionStorage), watching for errors, CSP violations and tokens in URLs. */
+async function session(options: { width?: number; colorScheme?: 'light' | 'dark' } = {}): Promise<Session> {
+  const context = await browser.newContext({
+    viewport: { width: options.width ?? 1280, height: 900 },
+    colorScheme: options.colorScheme ?? 'light',
+    timezoneId: 'America/New_York',
+    acceptDownloads: true,
+  });
+  onTestFinished(() => context.close());
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: node.url });
+  const page = await context.newPage();
+  const problems: string[] = [];
+  const urls: string[] = [];
+  page.on('pageerror', (err) => problems.push(`pageerror: ${err.message}`));
+  page.on('console', (msg) => {
+    if (msg.type() === 'error') problems.push(`console: ${msg.text()}`);
+  });
+  page.on('request', (req) => urls.push(req.url()));
+  return { context, page, problems, urls };
+}
+
+async function signIn(page: Page, path = '/admin/audit'): Promise<void> {
+  await page.goto(node.url + path);
+  await page.fill('#token', TOKEN);
+  await page.click('form.sign-in button[type=submit]');
+  await page.waitForSelector('form.sign-in', { state: 'detached' });
+}
+
+async function shot(page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+}
+
+/** No page error, CSP violation or console error (but the browser's note of an expected refusal), and no token in any URL. */
+function clean(s: Session, expectedStatuses: number[] = []): void {
+  const expected = (p: string) => expectedStatuses.some((status) => p === `console: Failed to load resource: the server responded with a status of ${status} (${status === 401 ? 'Unauthorized' : 'Bad Request'})`);
+  expect(s.problems.filter((p) => !expected(p))).toEqual([]);
+  for (const url of s.urls) expect(url).not.toContain(TOKEN);
+}
+
+const rowUsers = (page: Page) => page.locator('table.events tbody tr.event-row td.user').allTextContents();
+
 describe('Admin UI (real browser, real node)', () => {
-  it('searches with the admin token, filters, marks denials, and shows hostile text as text', async () => {
-    const node = await startNode();
-    const events = [
-      { eventId: 'u1', source: 'trino', userId: 'ana', action: 'data:Select', decision: 'ALLOW', query: 'SELECT * FROM sales.orders', tables: ['hive.sales.orders'], ts: Date.UTC(2026, 10, 1, 10) },
-      { eventId: 'u2', source: 'spark', userId: 'bo', action: 'data:Insert', decision: 'DENY', query: HOSTILE, tables: ['hive.hr.salaries'], ts: Date.UTC(2026, 10, 2, 10) },
-    ];
-    const ingest = await fetch(`${node.url}/v1/api/audit`, { method: 'POST', headers: { authorization: `Token ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(events) });
-    expect(ingest.status).toBe(200);
+  it('Overview: counters, graph and histogram of the window; a click on a node drills down; reload keeps it', async () => {
+    const now = Date.now();
+    await ingest([
+      { eventId: 'g1', source: 'trino', userId: 'gina', action: 'data:Select', decision: 'ALLOW', tables: ['hive.gx.orders'], query: 'SELECT * FROM hive.gx.orders', ts: now - 5 * MIN },
+      { eventId: 'g2', source: 'trino', userId: 'gina', action: 'data:Select', decision: 'ALLOW', tables: ['hive.gx.orders', 'hive.gx.items'], query: 'SELECT 2', ts: now - 4 * MIN },
+      { eventId: 'g3', source: 'spark', userId: 'gus', action: 'data:Insert', decision: 'DENY', tables: ['hive.gx.orders'], query: 'INSERT INTO hive.gx.orders', details: 'no grant', ts: now - 3 * MIN },
+      { eventId: 'g4', source: 'Flink', userId: 'gus', action: 'data:Write', decision: 'ALLOW', tables: ['lake.gx.clicks'], query: '', ts: now - 2 * MIN },
+    ]);
+    const s = await session();
+    await signIn(s.page, '/admin/audit?range=1h');
+    // Only the last hour: exactly the four events above (older tests' events are days old or other users).
+    await s.page.locator('[data-counter=events] .value').filter({ hasText: /^\d+$/ }).waitFor();
+    const counter = async (name: string) => s.page.locator(`[data-counter=${name}] .value`).textContent();
+    await expect.poll(() => counter('events')).toBe('4');
+    expect([await counter('users'), await counter('engines'), await counter('tables'), await counter('reads'), await counter('writes')]).toEqual(['2', '3', '3', '2', '2']);
+    for (const id of ['user:gina', 'user:gus', 'engine:trino', 'engine:spark', 'engine:flink', 'table:hive.gx.orders', 'table:hive.gx.items', 'table:lake.gx.clicks']) {
+      expect(await s.page.locator(`[data-node="${id}"]`).count()).toBe(1);
+    }
+    expect(await s.page.locator('.graph .links line').count()).toBe(3 + 4);
+    // The histogram is drawn (uPlot canvas) with ALLOW and DENY in its legend.
+    expect(await s.page.locator('.histogram canvas').count()).toBeGreaterThan(0);
+    expect(await s.page.locator('.histogram .u-legend').textContent()).toMatch(/DENY.*ALLOW/);
+    await shot(s.page, 'overview');
 
-    const page = await browser.newPage();
-    onTestFinished(() => page.close());
-    const errors: string[] = [];
-    page.on('pageerror', (err) => errors.push(err.message));
-    // A browser navigating to the API URL gets the page (docs/http-api.md), without credentials.
-    const nav = await page.goto(`${node.url}/admin/audit`);
-    expect(nav?.status()).toBe(200);
-    expect(nav?.headers()['content-type']).toMatch(/^text\/html/);
+    await s.page.click('[data-node="user:gus"]');
+    await expect.poll(() => rowUsers(s.page)).toEqual(['gus', 'gus']);
+    expect(s.page.url()).toContain('focus=user%3Agus');
+    // The query text and details open below a row.
+    await s.page.locator('.drill-down tr.event-row button[aria-expanded=false]').last().click();
+    expect(await s.page.locator('.drill-down pre.event-json').textContent()).toContain('"details": "no grant"');
+    await shot(s.page, 'overview-drill-down');
 
-    await page.fill('#token', TOKEN);
-    await page.click('button[type=submit]');
-    await expect.poll(() => page.textContent('#status')).toBe('2 events');
-    const rows = page.locator('#results tbody tr');
-    expect(await rows.count()).toBe(2);
-    // Newest first; the denial is marked; the hostile query is text, not markup.
-    expect(await rows.nth(0).locator('td').nth(1).textContent()).toBe('bo');
-    expect(await rows.nth(0).getAttribute('class')).toBe('deny');
-    expect(await rows.nth(0).locator('td.query').textContent()).toBe(HOSTILE);
-    expect(await page.locator('#results img').count()).toBe(0);
-    expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+    // Reload: the token is still in this tab's sessionStorage, the window and the node in the URL.
+    await s.page.reload();
+    await expect.poll(() => rowUsers(s.page)).toEqual(['gus', 'gus']);
+    expect(await s.page.locator('select[name=range]').inputValue()).toBe('1h');
 
-    await page.fill('input[name=user]', 'ana');
-    await page.click('button[type=submit]');
-    await expect.poll(() => page.textContent('#status')).toBe('1 event');
-    expect(await rows.nth(0).locator('td').nth(1).textContent()).toBe('ana');
-
-    await page.fill('input[name=user]', '');
-    await page.selectOption('select[name=action]', 'write');
-    await page.click('button[type=submit]');
-    await expect.poll(() => page.textContent('#status')).toBe('1 event');
-    expect(await rows.nth(0).locator('td').nth(1).textContent()).toBe('bo');
-    expect(errors).toEqual([]);
+    // Keyboard: Tab reaches the graph's nodes, Enter drills down.
+    for (let i = 0; i < 40 && (await s.page.evaluate(() => document.activeElement?.getAttribute('data-node'))) !== 'engine:trino'; i++) await s.page.keyboard.press('Tab');
+    expect(await s.page.evaluate(() => document.activeElement?.getAttribute('data-node'))).toBe('engine:trino');
+    await s.page.keyboard.press('Enter');
+    await expect.poll(() => rowUsers(s.page)).toEqual(['gina', 'gina']);
+    clean(s);
   });
 
-  it('shows the API error for a wrong token and shows no events', async () => {
-    const node = await startNode();
-    const page = await browser.newPage();
-    onTestFinished(() => page.close());
-    await page.goto(`${node.url}/admin/audit/search`);
-    await page.fill('#token', 'not-the-token');
-    await page.click('button[type=submit]');
-    await expect.poll(() => page.textContent('#status')).toMatch(/^Error 401: authentication required/);
-    expect(await page.locator('#results').isHidden()).toBe(true);
+  it('Search: every time range option, custom From/To in local time with the whole To minute, deep links', async () => {
+    const now = Date.now();
+    const minuteStart = Math.floor((now - 3 * DAY) / MIN) * MIN;
+    await ingest([
+      { eventId: 't-10m', source: 'trino', userId: 'tim', action: 'data:Select', ts: now - 10 * MIN },
+      { eventId: 't-2h', source: 'trino', userId: 'tim', action: 'data:Select', ts: now - 2 * HOUR },
+      { eventId: 't-2d', source: 'trino', userId: 'tim', action: 'data:Select', ts: now - 2 * DAY },
+      { eventId: 't-10d', source: 'trino', userId: 'tim', action: 'data:Select', ts: now - 10 * DAY },
+      { eventId: 't-40d', source: 'trino', userId: 'tim', action: 'data:Select', ts: now - 40 * DAY },
+      { eventId: 'c-in', source: 'trino', userId: 'tim', action: 'data:Select', ts: minuteStart + 59_000 },
+      { eventId: 'c-out', source: 'trino', userId: 'tim', action: 'data:Select', ts: minuteStart + MIN },
+    ]);
+    const s = await session();
+    await signIn(s.page, '/admin/audit/search?user=tim');
+    const options = await s.page.locator('select[name=range] option').allTextContents();
+    expect(options).toEqual(['Any time', 'Last hour', 'Last 24h', 'Last 7 days', 'Last 30 days', 'Custom range…']);
+    expect(await s.page.locator('select[name=max] option').allTextContents()).toEqual(['100', '400', '1000', '5000']);
+    expect(await s.page.locator('select[name=max]').inputValue()).toBe('400');
+    const ids = () => s.page.locator('table.events tbody tr.event-row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-event-id')));
+    const expected: Record<string, string[]> = {
+      any: ['t-10m', 't-2h', 't-2d', 'c-out', 'c-in', 't-10d', 't-40d'],
+      '1h': ['t-10m'],
+      '24h': ['t-10m', 't-2h'],
+      '7d': ['t-10m', 't-2h', 't-2d', 'c-out', 'c-in'],
+      '30d': ['t-10m', 't-2h', 't-2d', 'c-out', 'c-in', 't-10d'],
+    };
+    for (const [range, want] of Object.entries(expected)) {
+      await s.page.selectOption('select[name=range]', range);
+      await s.page.click('button[type=submit]:has-text("Search")');
+      await expect.poll(ids).toEqual(want);
+    }
+    // Custom: From and To are the browser's local time (New York here), to the minute; To's whole minute counts.
+    await s.page.selectOption('select[name=range]', 'custom');
+    const local = await s.page.evaluate((ms) => {
+      const d = new Date(ms);
+      const p = (n: number) => String(n).padStart(2, '0');
+      return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
+    }, minuteStart);
+    await s.page.fill('input[name=from]', local);
+    await s.page.fill('input[name=to]', local);
+    await s.page.click('button[type=submit]:has-text("Search")');
+    await expect.poll(ids).toEqual(['c-in']);
+    expect(s.urls.some((u) => u.includes(`from=${minuteStart}&to=${minuteStart + MIN - 1}`))).toBe(true);
+    await shot(s.page, 'search-custom-range');
+
+    // A deep link opens with its filters filled in and applied.
+    await s.page.goto(`${node.url}/admin/audit/search?user=tim&range=24h&max=100`);
+    await expect.poll(ids).toEqual(['t-10m', 't-2h']);
+    expect(await s.page.inputValue('input[name=user]')).toBe('tim');
+    expect(await s.page.locator('select[name=max]').inputValue()).toBe('100');
+    clean(s);
+  });
+
+  it('Search: the truncation sentence, red DENY and green ALLOW badges, Load older to the end, export, copy', async () => {
+    const now = Date.now();
+    await ingest(Array.from({ length: 230 }, (_, i) => ({ eventId: `p${String(i).padStart(3, '0')}`, source: i % 2 ? 'spark' : 'trino', userId: 'pat', action: 'data:Select', decision: i % 10 === 0 ? 'DENY' : 'ALLOW', query: i === 0 ? '=HYPERLINK("x")' : `SELECT ${i}`, ts: now - DAY - Math.floor(i / 3) * MIN })));
+    const s = await session();
+    await signIn(s.page, '/admin/audit/search?user=pat&max=100');
+    await expect.poll(() => s.page.locator('p.truncation').textContent()).toBe(TRUNCATION(100));
+    const deny = s.page.locator('.badge.decision-deny').first();
+    const allow = s.page.locator('.badge.decision-allow').first();
+    expect(await deny.textContent()).toBe('DENY');
+    expect(await deny.evaluate((el) => getComputedStyle(el).backgroundColor)).toBe('rgb(185, 28, 28)');
+    expect(await allow.textContent()).toBe('ALLOW');
+    expect(await allow.evaluate((el) => getComputedStyle(el).backgroundColor)).toBe('rgb(21, 128, 61)');
+    expect(await s.page.locator('table.events tbody tr.event-row').count()).toBe(100);
+    await shot(s.page, 'search-truncated');
+
+    // Load older with the cursor, to the end: every event once, newest first.
+    await s.page.click('button.load-older');
+    await expect.poll(() => s.page.locator('table.events tbody tr.event-row').count()).toBe(200);
+    expect(await s.page.locator('p.truncation').textContent()).toBe(TRUNCATION(200));
+    await s.page.click('button.load-older');
+    await expect.poll(() => s.page.locator('table.events tbody tr.event-row').count()).toBe(230);
+    expect(await s.page.locator('button.load-older').count()).toBe(0);
+    expect(await s.page.locator('p.truncation').count()).toBe(0);
+    const ids = await s.page.locator('table.events tbody tr.event-row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-event-id')));
+    expect(ids).toEqual(Array.from({ length: 230 }, (_, i) => `p${String(i).padStart(3, '0')}`).sort((a, b) => (Math.floor(Number(a.slice(1)) / 3) - Math.floor(Number(b.slice(1)) / 3)) || (a < b ? 1 : -1)));
+
+    // Export what is shown, as NDJSON and as CSV.
+    const [ndjson] = await Promise.all([s.page.waitForEvent('download'), s.page.click('button:has-text("Export NDJSON")')]);
+    expect(ndjson.suggestedFilename()).toMatch(/^auditlake-events-.*\.ndjson$/);
+    const lines = (await readFile((await ndjson.path())!, 'utf8')).trimEnd().split('\n');
+    expect(lines.map((l) => (JSON.parse(l) as { eventId: string }).eventId)).toEqual(ids);
+    const [csv] = await Promise.all([s.page.waitForEvent('download'), s.page.click('button:has-text("Export CSV")')]);
+    const csvText = await readFile((await csv.path())!, 'utf8');
+    expect(csvText.split('\r\n')[0]).toBe('eventId,timestamp,time,ingestTs,userId,source,action,decision,resource,tables,query,details');
+    expect(csvText.split('\r\n')).toHaveLength(232);
+    expect(csvText).toContain(`"'=HYPERLINK(""x"")"`);
+
+    // A row opens to its full JSON, which can be copied.
+    const first = s.page.locator('table.events tbody tr.event-row').first();
+    await first.locator('button[aria-expanded=false]').click();
+    await s.page.click('button:has-text("Copy JSON")');
+    await expect.poll(() => s.page.locator('.details-actions [role=status]').textContent()).toBe('Copied');
+    expect(JSON.parse(await s.page.evaluate(() => navigator.clipboard.readText())) as unknown).toMatchObject({ eventId: ids[0], userId: 'pat' });
+    clean(s);
+  });
+
+  it('shows hostile text as text, and signs out', async () => {
+    await ingest([{ eventId: 'h1', source: 'spark', userId: 'hal', action: 'data:Insert', decision: 'DENY', query: HOSTILE, tables: ['hive.hr.salaries'] }]);
+    const s = await session();
+    await signIn(s.page, '/admin/audit/search?user=hal');
+    await expect.poll(() => s.page.locator('td.query').first().textContent()).toBe(HOSTILE);
+    expect(await s.page.locator('table.events img').count()).toBe(0);
+    expect(await s.page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+    expect(await s.page.evaluate(() => sessionStorage.getItem('auditlake.adminToken'))).toBe(TOKEN);
+    await s.page.click('button.sign-out');
+    await s.page.waitForSelector('form.sign-in');
+    expect(await s.page.evaluate(() => sessionStorage.getItem('auditlake.adminToken'))).toBeNull();
+    // A wrong token is refused with the API's message, and nothing is shown.
+    await s.page.fill('#token', 'not-the-token');
+    await s.page.click('form.sign-in button[type=submit]');
+    await expect.poll(() => s.page.locator('form.sign-in [role=alert]').textContent()).toMatch(/^The token was refused: authentication required/);
+    expect(await s.page.locator('table.events').count()).toBe(0);
+    clean(s, [401]);
+  });
+
+  it('Storage & Retention: saves through the settings API, and shows a 400 verbatim beside its field with nothing saved', async () => {
+    const s = await session();
+    await signIn(s.page);
+    await s.page.waitForSelector('form.storage-panel');
+    await s.page.fill('#setting-audit-retention-days', '30');
+    await s.page.click('form.storage-panel button[type=submit]');
+    await expect.poll(() => s.page.locator('form.storage-panel .form-actions [role=status]').textContent()).toBe('Saved');
+    const settings = async () => (await (await fetch(`${node.url}/admin/audit/settings`, { headers: { authorization: `Token ${TOKEN}` } })).json()) as Record<string, unknown>;
+    expect(await settings()).toMatchObject({ 'audit.retention.days': 30 });
+
+    await s.page.selectOption('#setting-audit-tier-mode', 'iceberg');
+    await s.page.fill('#setting-audit-tier-iceberg-table', 'nosuchcat.x.audit_events');
+    await s.page.click('form.storage-panel button[type=submit]');
+    const message = "audit tier target nosuchcat.x.audit_events is not usable: No catalog config for audit tier catalog 'nosuchcat'";
+    await expect.poll(() => s.page.locator('[data-setting="audit.tier.iceberg.table"] .field-error').textContent()).toBe(message);
+    expect(await s.page.locator('#setting-audit-tier-iceberg-table').getAttribute('aria-invalid')).toBe('true');
+    expect(await settings()).toMatchObject({ 'audit.tier.mode': 'none', 'audit.retention.days': 30 });
+    await shot(s.page, 'storage-refused');
+
+    // Tier health from tierStatus.
+    expect(await s.page.locator('.tier-health [data-field=lastError]').textContent()).toBe('none');
+    expect(await s.page.locator('.tier-health [data-field=lastSuccess]').textContent()).toBe('never');
+    // The cluster: this single node leads.
+    expect(await s.page.locator('section.cluster tbody tr').count()).toBe(1);
+    expect(await s.page.locator('section.cluster tbody td').nth(1).textContent()).toBe('leader');
+    clean(s, [400]);
+  });
+
+  it('is usable at 420 px and in dark mode, on every page', async () => {
+    const s = await session({ width: 420, colorScheme: 'dark' });
+    await signIn(s.page, '/admin/audit?range=30d');
+    await s.page.waitForSelector('.counters');
+    await s.page.waitForSelector('.graph svg');
+    expect(await s.page.evaluate(() => getComputedStyle(document.body).backgroundColor)).toBe('rgb(11, 17, 32)');
+    for (const path of ['/admin/audit?range=30d', '/admin/audit/search?user=pat&max=100', '/admin/audit/maintenance']) {
+      await s.page.goto(node.url + path);
+      await s.page.waitForSelector('main h2');
+      await s.page.waitForTimeout(300);
+      // Nothing sticks out sideways: wide tables scroll inside their own box.
+      expect(await s.page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(420);
+      for (const control of await s.page.locator('main button, main select, main input').all()) {
+        const box = await control.boundingBox();
+        if (box) expect(box.x + box.width).toBeLessThanOrEqual(420);
+      }
+      await shot(s.page, `narrow-dark-${path.split('?')[0]!.split('/').pop()}`);
+    }
+    clean(s);
   });
 });

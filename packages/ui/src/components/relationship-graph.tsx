@@ -60,7 +60,7 @@ export function RelationshipGraph({ stats, focus, onSelect }: { stats: AuditStat
                 class={`node node-${n.kind}${selected ? ' selected' : ''}`}
                 data-node={n.id}
                 role="button"
-                tabIndex={0}
+                tabindex={0}
                 aria-pressed={selected}
                 aria-label={`${n.kind} ${n.name}: ${n.count} events`}
                 transform={`translate(${n.x},${n.y})`}
