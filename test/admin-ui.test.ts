@@ -218,10 +218,10 @@ describe('Admin UI (real browser, real node)', () => {
     // Export what is shown, as NDJSON and as CSV.
     const [ndjson] = await Promise.all([s.page.waitForEvent('download'), s.page.click('button:has-text("Export NDJSON")')]);
     expect(ndjson.suggestedFilename()).toMatch(/^auditlake-events-.*\.ndjson$/);
-    const lines = (await readFile((await ndjson.path())!, 'utf8')).trimEnd().split('\n');
+    const lines = (await readFile(await ndjson.path(), 'utf8')).trimEnd().split('\n');
     expect(lines.map((l) => (JSON.parse(l) as { eventId: string }).eventId)).toEqual(ids);
     const [csv] = await Promise.all([s.page.waitForEvent('download'), s.page.click('button:has-text("Export CSV")')]);
-    const csvText = await readFile((await csv.path())!, 'utf8');
+    const csvText = await readFile(await csv.path(), 'utf8');
     expect(csvText.split('\r\n')[0]).toBe('eventId,timestamp,time,ingestTs,userId,source,action,decision,resource,tables,query,details');
     expect(csvText.split('\r\n')).toHaveLength(232);
     expect(csvText).toContain(`"'=HYPERLINK(""x"")"`);
