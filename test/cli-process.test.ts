@@ -3,7 +3,8 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { auditlakeBin, startNodeProcess, tempDir } from '@auditlake/testkit';
+import { createServer } from 'node:net';
+import { auditlakeBin, freePort, startNodeProcess, tempDir } from '@auditlake/testkit';
 import { describe, expect, it, onTestFinished } from 'vitest';
 
 async function dataDir(): Promise<string> {
@@ -126,5 +127,55 @@ describe('auditlake start (real process)', () => {
       expect(code).toBe(2);
       expect(output).toMatch(message);
     }
+  });
+
+  it('npx auditlake runs the committed bin, which runs the built CLI: --version and --help describing every flag', async () => {
+    const root = join(import.meta.dirname, '..');
+    const version = (JSON.parse(await readFile(join(root, 'packages/cli/package.json'), 'utf8')) as { version: string }).version;
+    // npm linked the bin at install time because its target is a committed file, not a build output.
+    const linked = spawn('npx', ['--no-install', 'auditlake', '--version'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    linked.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    linked.stderr.on('data', (c: Buffer) => (out += c.toString()));
+    const [code] = (await once(linked, 'exit')) as [number | null];
+    expect(out).toBe(`auditlake ${version}\n`);
+    expect(code).toBe(0);
+    const help = await runToExit(['start', '--help']);
+    expect(help.code).toBe(0);
+    for (const flag of ['--data-dir', '--host', '--port', '--config', '--set', '--node-id', '--advertise', '--coordinator', '--embedded-s3', '--embedded-s3-port', '--log-level']) {
+      // Each flag on a line of its own with a description after it.
+      expect(help.output).toMatch(new RegExp(`^  ${flag}( [A-Z=a-z]+)? +\\S.+$`, 'm'));
+    }
+    expect((await runToExit(['--help'])).output).toContain('--version');
+  });
+
+  it('a taken port is one line naming it and the option, not a stack trace', async () => {
+    const port = await freePort();
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(port, '127.0.0.1', resolve));
+    onTestFinished(() => new Promise<void>((resolve) => holder.close(() => resolve())));
+    const dir = await dataDir();
+    const http = await runToExit(['start', '--data-dir', dir, '--port', String(port)]);
+    expect(http.code).toBe(2);
+    expect(http.output).toBe(`auditlake: cannot listen on 127.0.0.1:${port}: the port is already in use by another process; stop it or choose another port with --port\n`);
+    const s3 = await runToExit(['start', '--data-dir', dir, '--port', '0', '--embedded-s3', '--embedded-s3-port', String(port)]);
+    expect(s3.code).toBe(2);
+    expect(s3.output).toBe(`auditlake: cannot listen on 127.0.0.1:${port}: the port is already in use by another process; stop it or choose another port with --embedded-s3-port\n`);
+  });
+
+  it('with the embedded S3 endpoint, the default Iceberg table is local.ops.audit_events, and tiering to it works as it is', async () => {
+    const dir = await dataDir();
+    const node = await start({ dataDir: dir, args: ['--embedded-s3', '--embedded-s3-port', '0', '--set', 'auditlake.audit.tier.interval.ms=100', '--set', 'auditlake.audit.tier.ingest.settle.ms=0'], env: { AUDITLAKE_ADMIN_TOKEN: 'adm' } });
+    const settings = async () => (await (await fetch(`${node.url}/admin/audit/settings`, { headers: { authorization: 'Token adm' } })).json()) as Record<string, unknown> & { tierStatus: { lastSuccessMs: number; backlog: number } };
+    expect(await settings()).toMatchObject({ 'audit.tier.iceberg.table': 'local.ops.audit_events' });
+    expect((await post(node.url, 'adm', [{ source: 'trino', userId: 'a', action: 'data:Select' }])).status).toBe(200);
+    const switched = await fetch(`${node.url}/admin/audit/settings`, { method: 'POST', headers: { authorization: 'Token adm', 'content-type': 'application/json' }, body: JSON.stringify({ 'audit.tier.mode': 'iceberg' }) });
+    expect(switched.status).toBe(200);
+    await expect.poll(async () => (await settings()).tierStatus.backlog, { timeout: 30_000 }).toBe(0);
+    // One log line per successful sweep, and one per settings change.
+    await expect.poll(() => node.output()).toMatch(/Audit tiering sweep: \d+ events? in \d+ files? to local\.ops\.audit_events \(\d+ ms\)/);
+    expect(node.output()).toMatch(/Settings changed: audit\.tier\.mode: none → iceberg/);
+    // Requests are logged at debug only: nothing per request at the default level.
+    expect(node.output()).not.toMatch(/incoming request|request completed/);
   });
 });

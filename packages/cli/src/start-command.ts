@@ -1,5 +1,8 @@
 import { resolve } from 'node:path';
+import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { startAuditNode, type AuditNode } from '@auditlake/server';
+import pretty from 'pino-pretty';
+import { addressInUseMessage } from './address-in-use.js';
 import { parseStartOptions } from './start-options.js';
 
 /** SIGTERM/SIGINT must finish within this; past it the process exits non-zero. */
@@ -13,7 +16,8 @@ export async function startCommand(args: string[], env: NodeJS.ProcessEnv): Prom
     host: options.host,
     port: options.port,
     config: options.config,
-    logger: { level: options.logLevel },
+    // Readable lines for a person at a terminal; JSON lines for a log collector.
+    logger: process.stdout.isTTY ? { level: options.logLevel, stream: pretty({ colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' }) } : { level: options.logLevel },
   };
   if (options.nodeId !== undefined) nodeOptions.nodeId = options.nodeId;
   if (options.advertiseUrl !== undefined) nodeOptions.advertiseUrl = options.advertiseUrl;
@@ -21,7 +25,15 @@ export async function startCommand(args: string[], env: NodeJS.ProcessEnv): Prom
   if (options.embeddedS3Port !== undefined) nodeOptions.embeddedS3Port = options.embeddedS3Port;
   if (env['AUDITLAKE_ADMIN_TOKEN']) nodeOptions.adminToken = env['AUDITLAKE_ADMIN_TOKEN'];
   if (env['AUDITLAKE_INGEST_TOKEN']) nodeOptions.ingestToken = env['AUDITLAKE_INGEST_TOKEN'];
-  const node = await startAuditNode(nodeOptions);
+  let node: AuditNode;
+  try {
+    node = await startAuditNode(nodeOptions);
+  } catch (err) {
+    // A port another process holds: one line naming it and the option that chose it.
+    const inUse = addressInUseMessage(err, { http: options.port, ...(options.embeddedS3Port !== undefined ? { embeddedS3: options.embeddedS3Port } : {}) });
+    if (inUse !== undefined) throw new AuditError(AuditErrorCode.CONFIG_INVALID, inUse, { cause: err });
+    throw err;
+  }
 
   const cluster = options.coordinatorUrl === undefined ? 'single node' : `cluster via ${options.coordinatorUrl}`;
   const lines = [`auditlake node ${node.nodeId} listening on ${node.url} (${cluster}; data in ${resolve(options.dataDir)})`, `admin UI: ${node.url}/admin/audit`];

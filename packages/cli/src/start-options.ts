@@ -2,9 +2,35 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { AuditError, AuditErrorCode, parseProperties, resolveConfig, type NodeConfig } from '@auditlake/model';
 
-export const START_USAGE = `usage: auditlake start [--data-dir DIR] [--host ADDR] [--port N] [--config FILE] [--set key=value]...
-                       [--node-id ID] [--advertise URL] [--coordinator redis://HOST:PORT]
-                       [--embedded-s3] [--embedded-s3-port N] [--log-level LEVEL]`;
+export const START_USAGE = `usage: auditlake start [options]
+
+Runs one node: the HTTP API and Admin UI, the local LevelDB store, and (as leader) tiering.
+
+options:
+  --data-dir DIR            where the node keeps its store, node id and admin token (default ./data)
+  --host ADDR               address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)
+  --port N                  HTTP port (default 7070; 0 picks a free one)
+  --config FILE             a Java-properties file of auditlake.* configuration keys
+  --set key=value           one configuration key, over the file; repeat for more
+  --node-id ID              this node's id in a cluster (default: generated once, kept in the data dir)
+  --advertise URL           the URL other nodes reach this one at (default http://<host>:<port>)
+  --coordinator URL         redis://HOST:PORT of the Redis that nodes of one cluster share;
+                            without it the node is a cluster of one, its own leader
+  --embedded-s3             also run an S3 endpoint in this process (bucket auditlake, S3
+                            connection 'local', Iceberg catalog 'local'), so tiering can be
+                            tried without a cloud account; the default Iceberg table is then
+                            local.ops.audit_events
+  --embedded-s3-port N      its port (default: the HTTP port + 1)
+  --log-level LEVEL         fatal, error, warn, info (default) or debug (adds a line per request)
+  --help, -h                print this help
+
+environment:
+  AUDITLAKE_ADMIN_TOKEN     the built-in admin's token (else one is generated into the data dir)
+  AUDITLAKE_INGEST_TOKEN    the built-in ingest principal's token`;
+
+/** The default Iceberg table when the embedded S3 endpoint runs (its catalog is `local`). */
+export const EMBEDDED_ICEBERG_TABLE = 'local.ops.audit_events';
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export interface StartOptions {
   dataDir: string;
@@ -77,6 +103,10 @@ export function parseStartOptions(args: string[]): StartOptions {
     if (eq <= 0) throw usageError(`--set must be key=value: ${assignment}`);
     props.set(assignment.slice(0, eq).trim(), assignment.slice(eq + 1).trim());
   }
+  // With the embedded endpoint, the default Iceberg table is in its catalog, so switching
+  // tiering to iceberg works without naming a table first.
+  if (v['embedded-s3'] && !props.has('auditlake.audit.tier.iceberg.table')) props.set('auditlake.audit.tier.iceberg.table', EMBEDDED_ICEBERG_TABLE);
+  if (!LOG_LEVELS.includes(v['log-level'])) throw usageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}: ${v['log-level']}`);
   const options: StartOptions = {
     dataDir: v['data-dir'],
     host: v.host,

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { ClusterNode } from '@auditlake/cluster';
-import { AuditError, AuditErrorCode, encodeEvent, type CredentialConfig, type NodeConfig } from '@auditlake/model';
+import { AuditError, AuditErrorCode, describeChanges, encodeEvent, type CredentialConfig, type NodeConfig } from '@auditlake/model';
 import { AuditStore, CLUSTER_LOG_TAIL_BYTES, RetentionPruner } from '@auditlake/store';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import { Authenticator } from './auth/authenticator.js';
@@ -11,6 +11,7 @@ import { IngestParsePool } from './ingest-parse-pool.js';
 import { IngestService } from './ingest-service.js';
 import { clusterMembership, joiningMembership, singleNodeMembership, type Membership } from './membership.js';
 import { NodeMetrics } from './metrics.js';
+import { registerNodeGauges } from './node-gauges.js';
 import { loadNodeId, loadOrCreateAdminToken, type AdminToken } from './node-identity.js';
 import { storeReceived } from './received-events.js';
 import { registerClusterRoute } from './routes/cluster-route.js';
@@ -162,6 +163,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     });
     closers.push(() => pruner.close());
     settings.onChange((_effective, changes) => {
+      late.app?.log.info({ changes }, `Settings changed: ${describeChanges(changes)}`);
       if (changes.some((c) => c.key === 'audit.retention.days' || c.key.startsWith('audit.tier.'))) pruner.trigger().catch(() => undefined);
     });
 
@@ -185,6 +187,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
       logger,
     });
     late.app = app;
+    registerNodeGauges(metrics.registry, { tierStatus: () => tiering.status(), membership: dynamicMembership });
     closers.push(() => app.close());
     const ingest = new IngestService({
       parser,

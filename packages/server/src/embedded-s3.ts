@@ -1,4 +1,5 @@
 import { mkdir } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import S3rver from 's3rver';
 
@@ -21,6 +22,9 @@ export interface EmbeddedS3 extends AsyncDisposable {
 export async function startEmbeddedS3(dataDir: string, port: number): Promise<EmbeddedS3> {
   const directory = join(dataDir, 's3');
   await mkdir(directory, { recursive: true });
+  // s3rver leaves a failed listen as an unhandled 'error' event (a crash with a stack trace):
+  // try the port first, so a taken one is an ordinary EADDRINUSE error the CLI can name.
+  if (port !== 0) await assertPortFree(port);
   const server = new S3rver({ address: '127.0.0.1', port, directory, silent: true, configureBuckets: [{ name: EMBEDDED_BUCKET }], vhostBuckets: false });
   const address = await server.run();
   let closed: Promise<void> | undefined;
@@ -42,4 +46,13 @@ export function embeddedConnection(endpoint: string) {
     secretAccessKey: EMBEDDED_ACCESS_KEY,
     forcePathStyle: true,
   };
+}
+
+/** Rejects with the listen error (EADDRINUSE, with its address and port) when `port` cannot be bound. */
+function assertPortFree(port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve()));
+  });
 }

@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /**
  * The node's Prometheus metrics, in a registry of its own so several nodes in one process
@@ -17,6 +17,7 @@ export class NodeMetrics {
   readonly eventsDuplicate = new Counter({ name: 'auditlake_events_duplicate_total', help: 'Ingested events whose eventId was already stored (kept once)', registers: [this.registry] });
   readonly eventsRefused = new Counter({ name: 'auditlake_events_refused_total', help: 'Events in ingest requests refused as invalid or too large', registers: [this.registry] });
   readonly eventsSampledOut = new Counter({ name: 'auditlake_events_sampled_out_total', help: 'data:Select events dropped by read sampling', registers: [this.registry] });
+  readonly tierSweepFailures = new Counter({ name: 'auditlake_tier_sweep_failures_total', help: 'Tiering sweeps that failed (each is retried with backoff)', registers: [this.registry] });
   readonly eventsPruned = new Counter({ name: 'auditlake_events_pruned_total', help: 'Events deleted locally by retention', registers: [this.registry] });
   readonly pruneRuns = new Counter({ name: 'auditlake_prune_batches_total', help: 'Retention prune batches run', registers: [this.registry] });
   readonly accessDenied = new Counter({ name: 'auditlake_access_denied_total', help: 'Requests refused with 401 or 403', labelNames: ['status'] as const, registers: [this.registry] });
@@ -30,6 +31,8 @@ export class NodeMetrics {
   });
 
   constructor(storeSizeBytes: () => Promise<number>, outboxCount: () => number) {
+    // The standard process and Node.js metrics (CPU, memory, event loop lag, GC, handles).
+    collectDefaultMetrics({ register: this.registry });
     new Gauge({
       name: 'auditlake_outbox_events',
       help: 'Events waiting in this node\'s outbox to be stored by the leader',

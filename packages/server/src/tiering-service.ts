@@ -46,6 +46,7 @@ export class TieringService {
       backoffMaxMs: config.tierBackoffMaxMs,
       log: options.log,
       ...(config.debugTierCrashBeforeCommit ? { beforeCommit: () => process.kill(process.pid, 'SIGKILL') } : {}),
+      onFailed: () => options.metrics.tierSweepFailures.inc(),
       onTiered: (events, bytes) => {
         options.metrics.eventsTiered.inc(events);
         options.metrics.bytesTiered.inc(bytes);

@@ -35,6 +35,8 @@ export interface TierSweeperOptions {
   now?: () => number;
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
   onTiered?: (events: number, bytes: number) => void;
+  /** Called once per failed sweep (a metric counts them). */
+  onFailed?: () => void;
   /** Debug/test hook run after the data files are written and before the commit marker. */
   beforeCommit?: () => void;
 }
@@ -153,6 +155,7 @@ export class TierSweeper {
       this.#status.lastFailureMs = this.#now();
       this.#status.lastError = err instanceof Error ? err.message : String(err);
       this.#status.consecutiveFailures++;
+      this.#options.onFailed?.();
       const retryMs = this.#backoffMs();
       // Set with the failure, so a status read in between never pairs it with an old attempt.
       this.#status.nextAttemptMs = this.#status.lastFailureMs + retryMs;
@@ -191,6 +194,7 @@ export class TierSweeper {
     });
     await this.#remember({ mode: 'parquet', path: settings.tierParquetPath, connectionId: settings.tierConnectionId }, result.marker.watermark);
     this.#status.lastBatch = { count: batch.length, bytes: result.bytes, ms: this.#now() - started };
+    this.#logTiered(result.marker.files.length, settings.tierParquetPath);
     this.#options.onTiered?.(batch.length, result.bytes);
     return this.#tieredOutcome(batch);
   }
@@ -198,6 +202,13 @@ export class TierSweeper {
   /** A batch that was cut by the size limit leaves settled events behind: go on at once. */
   #tieredOutcome(batch: readonly StoredEvent[]): SweepOutcome {
     return batch.length >= this.#options.batchSizeMax ? 'tiered-full' : 'tiered';
+  }
+
+  /** One line per sweep that tiered something: an operator sees tiering work without asking. */
+  #logTiered(files: number, target: string): void {
+    const batch = this.#status.lastBatch;
+    if (batch === null) return;
+    this.#options.log.info({ events: batch.count, files, bytes: batch.bytes, ms: batch.ms, target }, `Audit tiering sweep: ${batch.count} ${batch.count === 1 ? 'event' : 'events'} in ${files} ${files === 1 ? 'file' : 'files'} to ${target} (${batch.ms} ms)`);
   }
 
   async #tierIceberg(settings: EffectiveSettings): Promise<SweepOutcome> {
@@ -225,6 +236,7 @@ export class TierSweeper {
     });
     await this.#remember({ mode: 'iceberg', path: table.identifier, location: table.location, connectionId: table.connectionId }, result.watermark);
     this.#status.lastBatch = { count: batch.length, bytes: result.bytes, ms: this.#now() - started };
+    this.#logTiered(result.files, table.identifier);
     this.#options.onTiered?.(batch.length, result.bytes);
     return this.#tieredOutcome(batch);
   }

@@ -1,0 +1,91 @@
+import { Gauge, type Registry } from 'prom-client';
+import type { Membership } from './membership.js';
+import type { TierStatusView } from './tiering-service.js';
+
+/**
+ * Gauges read when Prometheus scrapes: the tiering sweep's health (backlog, watermark, last
+ * success and failure) and this node's place in the cluster (leader, term, each standby's
+ * lag as this node sees it). Read at scrape time, so they are never stale and cost nothing
+ * between scrapes.
+ */
+export function registerNodeGauges(registry: Registry, sources: { tierStatus: () => Promise<TierStatusView>; membership: Membership }): void {
+  const registers = [registry];
+  // One status read per scrape, shared by the tier gauges (each collect() runs in the same scrape).
+  let pending: Promise<TierStatusView> | undefined;
+  const tierStatus = () => {
+    pending ??= sources.tierStatus().finally(() => {
+      setImmediate(() => (pending = undefined));
+    });
+    return pending;
+  };
+  const seconds = (ms: number) => (ms > 0 ? ms / 1000 : 0);
+  new Gauge({
+    name: 'auditlake_tier_backlog_events',
+    help: 'Events not yet tiered (counted up to 1,000,000)',
+    registers,
+    async collect() {
+      this.set((await tierStatus()).backlog);
+    },
+  });
+  new Gauge({
+    name: 'auditlake_tier_watermark_seq',
+    help: 'Seq of the last tiered event (the tiering watermark)',
+    registers,
+    async collect() {
+      this.set((await tierStatus()).watermark.seq);
+    },
+  });
+  new Gauge({
+    name: 'auditlake_tier_watermark_ingest_timestamp_seconds',
+    help: 'Ingest time of the last tiered event, Unix seconds (0: nothing tiered)',
+    registers,
+    async collect() {
+      this.set(seconds((await tierStatus()).watermark.ingestTs));
+    },
+  });
+  new Gauge({
+    name: 'auditlake_tier_last_success_timestamp_seconds',
+    help: 'When a tiering sweep last succeeded, Unix seconds (0: never)',
+    registers,
+    async collect() {
+      this.set(seconds((await tierStatus()).lastSuccessMs));
+    },
+  });
+  new Gauge({
+    name: 'auditlake_tier_last_failure_timestamp_seconds',
+    help: 'When a tiering sweep last failed, Unix seconds (0: never)',
+    registers,
+    async collect() {
+      this.set(seconds((await tierStatus()).lastFailureMs));
+    },
+  });
+  new Gauge({
+    name: 'auditlake_cluster_leader',
+    help: '1 while this node is the leader, else 0',
+    registers,
+    collect() {
+      this.set(sources.membership.isLeader() ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'auditlake_cluster_term',
+    help: 'The leadership term this node knows',
+    registers,
+    collect() {
+      this.set(sources.membership.term());
+    },
+  });
+  new Gauge({
+    name: 'auditlake_replication_lag_seconds',
+    help: "How far each node's applied log is behind the leader's, as this node sees it",
+    labelNames: ['node'] as const,
+    registers,
+    async collect() {
+      this.reset();
+      const status = await sources.membership.status().catch(() => undefined);
+      for (const node of status?.nodes ?? []) {
+        if (typeof node.lagMs === 'number') this.set({ node: node.nodeId }, node.lagMs / 1000);
+      }
+    },
+  });
+}
