@@ -101,7 +101,7 @@ describe('cluster failover (3 real nodes, real redis-server)', () => {
     await cluster.redis.stop();
     await new Promise((r) => setTimeout(r, 2500));
     const local = (await (await fetch(`${standbyUrl}/admin/audit/settings`, { headers: auth })).json()) as Record<string, unknown>;
-    expect(local).toMatchObject({ 'audit.retention.days': '33', stale: true });
+    expect(local).toMatchObject({ 'audit.retention.days': 33, stale: true });
     const search = (await (await fetch(`${standbyUrl}/admin/audit?q=UpdateSettings`, { headers: auth })).json()) as { count: number; stale?: boolean };
     expect(search).toMatchObject({ count: 1, stale: true });
     const refused = await fetch(`${standbyUrl}/admin/audit/settings`, { method: 'POST', headers: auth, body: '{"audit.retention.days":34}' });
