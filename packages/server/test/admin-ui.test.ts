@@ -24,12 +24,12 @@ describe('Admin UI pages', () => {
     }
     // Every asset the page names is served, hashed and cacheable; nothing is fetched from elsewhere.
     const assets = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
-    expect(assets.length).toBeGreaterThanOrEqual(2);
+    expect(assets.length).toBeGreaterThanOrEqual(3);
     for (const asset of assets) {
-      expect(asset).toMatch(/^\/admin\/audit\/assets\/[\w.-]+\.(js|css)$/);
+      expect(asset).toMatch(/^\/admin\/audit\/assets\/[\w.-]+\.(js|css|svg)$/);
       const res = await t.request(asset, { token: null });
       expect(res.status).toBe(200);
-      expect(res.headers.get('content-type')).toMatch(/^text\/(javascript|css)/);
+      expect(res.headers.get('content-type')).toMatch(/^(text\/javascript|text\/css|image\/svg\+xml)/);
       expect(res.headers.get('cache-control')).toContain('immutable');
       expect(await res.text()).not.toMatch(/https?:\/\/(?!www\.w3\.org)[a-z]/);
     }
