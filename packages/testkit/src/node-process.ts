@@ -17,7 +17,7 @@ export interface NodeProcessOptions {
   /** Extra arguments after `start`, e.g. ['--set', 'auditlake.audit.retention.interval.ms=100']. */
   args?: string[];
   env?: NodeJS.ProcessEnv;
-  /** How long to wait for `/health`; default 15 s. */
+  /** How long to wait for `/health`; default 30 s. */
   startTimeoutMs?: number;
 }
 
@@ -82,7 +82,9 @@ export async function startNodeProcess(options: NodeProcessOptions): Promise<Nod
     await exited;
   };
   try {
-    await waitForHealth(url, child, options.startTimeoutMs ?? 15_000, output);
+    // Generous: a start is slow when the machine is loaded (CI runs beside other work), and
+    // this is liveness only — what a test asserts about the node is checked after.
+    await waitForHealth(url, child, options.startTimeoutMs ?? 30_000, output);
   } catch (err) {
     await kill();
     throw err;
