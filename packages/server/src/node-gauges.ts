@@ -21,7 +21,7 @@ export function registerNodeGauges(registry: Registry, sources: { tierStatus: ()
   const seconds = (ms: number) => (ms > 0 ? ms / 1000 : 0);
   new Gauge({
     name: 'auditlake_tier_backlog_events',
-    help: 'Events not yet tiered (counted up to 1,000,000)',
+    help: 'Events not yet tiered (after the watermark)',
     registers,
     async collect() {
       this.set((await tierStatus()).backlog);
