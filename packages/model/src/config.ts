@@ -10,6 +10,7 @@ import {
   text,
   type ValueParser,
 } from './config-values.js';
+import { DEFAULT_REDACT_KEYS, redactKeyList } from './redaction.js';
 import { tierMode } from './tier-mode.js';
 
 interface KeySpec<T> {
@@ -46,6 +47,8 @@ export const CONFIG_KEYS = {
   tierBackoffInitialMs: spec('auditlake.audit.tier.backoff.initial.ms', '30000', positiveInt),
   tierBackoffMaxMs: spec('auditlake.audit.tier.backoff.max.ms', '600000', positiveInt),
   viewerMaxPage: spec('auditlake.audit.viewer.max.page', '5000', positiveInt),
+  /** Key names whose values are masked in `query` and `details` at ingest ('' turns masking off). */
+  redactKeys: spec('auditlake.audit.redact.keys', DEFAULT_REDACT_KEYS.join(','), redactKeyList),
   maintenanceEnabled: spec('auditlake.audit.tier.maintenance.enabled', 'true', boolean),
   maintenanceCron: spec('auditlake.audit.tier.maintenance.cron', '0 * * * *', text),
   maintenanceSnapshotRetainLast: spec('auditlake.audit.tier.maintenance.snapshot.retain.last', '24', positiveInt),

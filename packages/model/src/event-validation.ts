@@ -1,5 +1,5 @@
 import { AuditError, AuditErrorCode } from './audit-error.js';
-import type { AuditEvent, Decision } from './event.js';
+import { toAuditEvent, type AuditEvent, type Decision } from './event.js';
 import { newEventId } from './event-id.js';
 import {
   EVENT_TIME_MAX_MS,
@@ -107,12 +107,33 @@ function parseEventId(raw: Record<string, unknown>, at: At, nowMs: number, newId
   return value;
 }
 
-/** Validates and normalises one event; `at` names it in messages: a name, or an array index shown as `events[3]`. */
+/** The masked-value count a stored or forwarded event carries (see AuditEvent.redacted). */
+function parseRedacted(raw: Record<string, unknown>, at: At): number {
+  const value = raw['redacted'];
+  if (value === undefined || value === null) return 0;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    refuse(`${label(at)}.redacted must be a non-negative integer: ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+/**
+ * Validates and normalises one event; `at` names it in messages: a name, or an array index shown as `events[3]`.
+ * `redacted` is kept only from the stored shape (`timeField: 'timestamp'`): in ingest input
+ * it is ignored, because only this node's masking sets it.
+ */
 export function validateEvent(raw: unknown, at: number | string, options: ValidateOptions): AuditEvent {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     refuse(`${label(at)} must be a JSON object, got ${describeType(raw)}`);
   }
   const record = raw as Record<string, unknown>;
+  const event = validateFields(record, at, options);
+  if (options.timeField !== 'timestamp') return event;
+  const redacted = parseRedacted(record, at);
+  return redacted === 0 ? event : toAuditEvent({ ...event, redacted });
+}
+
+function validateFields(record: Record<string, unknown>, at: At, options: ValidateOptions): AuditEvent {
   const newId = options.newId ?? newEventId;
   return {
     eventId: parseEventId(record, at, options.nowMs, newId),

@@ -16,6 +16,11 @@ export interface AuditEvent {
   tables: string[];
   query: string;
   details: string;
+  /**
+   * How many values of `audit.redact.keys` were masked in `query` and `details` at ingest.
+   * Present only when some were: absent means none.
+   */
+  redacted?: number;
   /** Event time, epoch ms: when the access happened, as reported by the engine. */
   timestamp: number;
 }
@@ -41,8 +46,28 @@ export const READ_ACTION = 'data:Select';
 /** Source of events auditlake records about itself (settings changes, refused access). */
 export const SELF_SOURCE = 'auditlake';
 
-/** Only the fields an event had when it was received (drops ingestTs, seq, term, extras). */
+/**
+ * Only the fields an event had when it was received (drops ingestTs, seq, term, extras), in
+ * the order the stored JSON keeps them: `redacted`, when present, comes before `timestamp`,
+ * because the stored text must end with timestamp, ingestTs, seq and term.
+ */
 export function toAuditEvent(event: AuditEvent): AuditEvent {
+  if (event.redacted !== undefined && event.redacted > 0) {
+    return {
+      eventId: event.eventId,
+      userId: event.userId,
+      source: event.source,
+      action: event.action,
+      resource: event.resource,
+      decision: event.decision,
+      tables: event.tables,
+      query: event.query,
+      details: event.details,
+      redacted: event.redacted,
+      timestamp: event.timestamp,
+    };
+  }
+  // Two literals rather than a conditional spread: this runs for every ingested event.
   return {
     eventId: event.eventId,
     userId: event.userId,

@@ -13,3 +13,4 @@ export * from './search-filter.js';
 export * from './search-cursor.js';
 export * from './audit-stats.js';
 export * from './read-sampler.js';
+export * from './redaction.js';

@@ -1,6 +1,7 @@
 import { AuditError, AuditErrorCode } from './audit-error.js';
 import type { NodeConfig } from './config.js';
 import { boolean, fraction, nonNegativeInt, parseNamed, positiveInt, text, type ValueParser } from './config-values.js';
+import { redactKeyList } from './redaction.js';
 import { tierMode, type TierMode } from './tier-mode.js';
 
 /** The runtime settings keys (reference "Settings API"), in display order. */
@@ -13,6 +14,7 @@ export const SETTING_KEYS = [
   'audit.tier.parquet.path',
   'audit.tier.connectionId',
   'audit.tier.retain.local.days',
+  'audit.redact.keys',
 ] as const;
 
 export type SettingKey = (typeof SETTING_KEYS)[number];
@@ -40,6 +42,8 @@ export interface EffectiveSettings {
   tierParquetPath: string;
   tierConnectionId: string;
   tierRetainLocalDays: number;
+  /** Key names whose values in `query` and `details` are masked at ingest. */
+  redactKeys: string[];
 }
 
 const PARSERS: { [K in SettingKey]: ValueParser<unknown> } = {
@@ -51,6 +55,7 @@ const PARSERS: { [K in SettingKey]: ValueParser<unknown> } = {
   'audit.tier.parquet.path': text,
   'audit.tier.connectionId': text,
   'audit.tier.retain.local.days': nonNegativeInt,
+  'audit.redact.keys': redactKeyList,
 };
 
 /** The one string form of a valid value (`1.0` → `1`, `TRUE` → `true`), so equal values compare equal. */
@@ -77,7 +82,9 @@ export function settingsView(settings: Settings): SettingsView {
   const view = {} as SettingsView;
   for (const key of SETTING_KEYS) {
     try {
-      view[key] = PARSERS[key](settings[key].trim()) as SettingValue;
+      const parsed = PARSERS[key](settings[key].trim());
+      // A list (audit.redact.keys) is answered in its one string form, as it is configured.
+      view[key] = (Array.isArray(parsed) ? parsed.join(',') : parsed) as SettingValue;
     } catch {
       view[key] = settings[key];
     }
@@ -100,6 +107,7 @@ export function defaultSettings(config: NodeConfig): Settings {
     'audit.tier.parquet.path': config.tierParquetPath,
     'audit.tier.connectionId': config.tierConnectionId,
     'audit.tier.retain.local.days': String(config.tierRetainLocalDays),
+    'audit.redact.keys': config.redactKeys.join(','),
   };
 }
 
@@ -125,6 +133,7 @@ export function parseSettings(settings: Settings): EffectiveSettings {
     tierParquetPath: get('audit.tier.parquet.path'),
     tierConnectionId: get('audit.tier.connectionId'),
     tierRetainLocalDays: get('audit.tier.retain.local.days'),
+    redactKeys: get('audit.redact.keys'),
   };
   if (effective.tierMode === 'iceberg') {
     const table = effective.tierIcebergTable;
@@ -155,6 +164,8 @@ export interface SettingsUpdate {
 function asSettingString(key: string, value: unknown): string {
   if (typeof value === 'string') return value.trim();
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  // A list setting may also be sent as a JSON array of names.
+  if (key === 'audit.redact.keys' && Array.isArray(value) && value.every((v) => typeof v === 'string')) return value.join(',');
   throw invalid(`${key} must be a string, number or boolean: ${JSON.stringify(value)}`);
 }
 

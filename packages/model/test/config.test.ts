@@ -43,6 +43,7 @@ describe('resolveConfig defaults', () => {
       tierBackoffMaxMs: 600_000,
       jwtSecret: '',
     });
+    expect(config.redactKeys).toEqual(['password', 'passwd', 'secret', 'token', 'credential', 'access-key', 'secret-key', 'session-token', 'api-key', 'private-key', 'authorization', 'cookie']);
     expect(config.tokens).toEqual([]);
     expect(config.accessKeys).toEqual([]);
     expect(config.s3Connections.size).toBe(0);
@@ -124,6 +125,8 @@ describe('resolveConfig values', () => {
     ['auditlake.metadata.forward.max.attempts', 'many'],
     ['auditlake.cluster.lease.ttl.ms', '3s'],
     ['auditlake.audit.tier.maintenance.enabled', 'on'],
+    ['auditlake.audit.redact.keys', 'pass word'],
+    ['auditlake.audit.redact.keys', 'a,,b'],
   ])('refuses %s=%j, naming key and value', (key, value) => {
     const message = configRefusal([[key, value]]).message;
     expect(message.startsWith(`${key} `)).toBe(true);

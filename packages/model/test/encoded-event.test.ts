@@ -36,3 +36,12 @@ describe('encoded events', () => {
     );
   });
 });
+
+describe('encoded events with a masked-value count', () => {
+  it('keep redacted before timestamp, so the stored text still ends with timestamp, ingestTs, seq and term', () => {
+    const redacted: AuditEvent = { ...event, query: 'password=***', redacted: 1 };
+    const json = storedEventJson(encodeEvent(redacted), 7, 8, 9);
+    expect(json.endsWith(',"redacted":1,"timestamp":1700000000000,"ingestTs":7,"seq":8,"term":9}')).toBe(true);
+    expect(JSON.parse(json)).toEqual({ ...redacted, ingestTs: 7, seq: 8, term: 9 });
+  });
+});

@@ -337,3 +337,22 @@ describe('validateEvent', () => {
     expect(err.message).toBe('forwarded[7].userId is required');
   });
 });
+
+describe('redacted (the masked-value count)', () => {
+  it('is kept from the stored shape, placed before timestamp, and absent when zero', () => {
+    const stored = { eventId: 'e1', ...base(), query: 'password=***', timestamp: 5, redacted: 2 };
+    const event = validateEvent(stored, 'forwarded event', { nowMs: 0, timeField: 'timestamp' });
+    expect(event.redacted).toBe(2);
+    expect(Object.keys(event).slice(-2)).toEqual(['redacted', 'timestamp']);
+    expect('redacted' in validateEvent({ ...stored, redacted: 0 }, 'forwarded event', { nowMs: 0, timeField: 'timestamp' })).toBe(false);
+  });
+
+  it('is ignored in ingest input: only the node that masks sets it', () => {
+    expect('redacted' in one(base({ redacted: 7 }))).toBe(false);
+  });
+
+  it('refuses a stored count that is not a non-negative integer', () => {
+    const err = refusal(() => validateEvent({ eventId: 'e1', ...base(), timestamp: 5, redacted: -1 }, 'forwarded event', { nowMs: 0, timeField: 'timestamp' }));
+    expect(err.message).toBe('forwarded event.redacted must be a non-negative integer: -1');
+  });
+});

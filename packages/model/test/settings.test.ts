@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { AuditError, AuditErrorCode } from '../src/audit-error.js';
 import { resolveConfig } from '../src/config.js';
+import { DEFAULT_REDACT_KEYS } from '../src/redaction.js';
 import { defaultSettings, describeChanges, mergeSettings, parseSettings, settingsView, SETTING_KEYS, type Settings } from '../src/settings.js';
 
 function refusal(fn: () => unknown): AuditError {
@@ -34,6 +35,7 @@ describe('defaultSettings', () => {
       'audit.tier.parquet.path': '',
       'audit.tier.connectionId': '',
       'audit.tier.retain.local.days': '7',
+      'audit.redact.keys': DEFAULT_REDACT_KEYS.join(','),
     });
     expect(Number(d['audit.read.sample.rate'])).toBe(1);
     expect(parseSettings(d)).toEqual({
@@ -45,6 +47,7 @@ describe('defaultSettings', () => {
       tierParquetPath: '',
       tierConnectionId: '',
       tierRetainLocalDays: 7,
+      redactKeys: [...DEFAULT_REDACT_KEYS],
     });
   });
 
@@ -58,6 +61,7 @@ describe('defaultSettings', () => {
         ['auditlake.audit.tier.parquet.path', 's3://bucket/audit'],
         ['auditlake.audit.tier.connectionId', 'local'],
         ['auditlake.audit.tier.retain.local.days', '0'],
+        ['auditlake.audit.redact.keys', 'password,jdbc.pass'],
       ]),
     );
     expect(defaultSettings(config)).toEqual({
@@ -69,6 +73,7 @@ describe('defaultSettings', () => {
       'audit.tier.parquet.path': 's3://bucket/audit',
       'audit.tier.connectionId': 'local',
       'audit.tier.retain.local.days': '0',
+      'audit.redact.keys': 'password,jdbc.pass',
     });
   });
 });
@@ -143,6 +148,24 @@ describe('mergeSettings', () => {
 
   it.each([[null], [[1]], [{ days: 1 }]])('refuses a value that is not a string, number or boolean (%j)', (value) => {
     expect(refusedMessage(DEFAULTS(), { 'audit.retention.days': value })).toContain('audit.retention.days');
+  });
+
+  it('takes audit.redact.keys as a comma-separated list; an empty list turns masking off', () => {
+    const update = mergeSettings(DEFAULTS(), { 'audit.redact.keys': ' password, s3.secret-key ' });
+    expect(update.merged['audit.redact.keys']).toBe('password,s3.secret-key');
+    expect(settingsView(update.merged)['audit.redact.keys']).toBe('password,s3.secret-key');
+    expect(mergeSettings(update.merged, { 'audit.redact.keys': ['password', 's3.secret-key'] }).changes).toEqual([]);
+    expect(update.effective.redactKeys).toEqual(['password', 's3.secret-key']);
+    expect(update.changes.map((c) => c.key)).toEqual(['audit.redact.keys']);
+    expect(mergeSettings(DEFAULTS(), { 'audit.redact.keys': '' }).effective.redactKeys).toEqual([]);
+  });
+
+  it.each([
+    ['password,,token', 'audit.redact.keys must be key names separated by commas, with no empty entry: password,,token'],
+    ['pass word', 'audit.redact.keys must list key names made of letters, digits, \'.\', \'_\' and \'-\' (got "pass word"): pass word'],
+    ['--', 'audit.redact.keys must list key names made of letters, digits, \'.\', \'_\' and \'-\' (got "--"): --'],
+  ])('refuses audit.redact.keys=%j, naming the bad entry', (value, message) => {
+    expect(refusedMessage(DEFAULTS(), { 'audit.redact.keys': value })).toBe(message);
   });
 
   it('refuses an unknown key, naming it', () => {

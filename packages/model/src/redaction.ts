@@ -1,0 +1,318 @@
+import { parseFailure, type ValueParser } from './config-values.js';
+
+/**
+ * Key names whose values are masked by default (`audit.redact.keys`). A key matches every key
+ * name that contains it once both are lower-cased and stripped of everything but letters and
+ * digits, so `secret` also covers `s3.secret-key`, `client_secret` and `dbSecret`.
+ */
+export const DEFAULT_REDACT_KEYS = [
+  'password',
+  'passwd',
+  'secret',
+  'token',
+  'credential',
+  'access-key',
+  'secret-key',
+  'session-token',
+  'api-key',
+  'private-key',
+  'authorization',
+  'cookie',
+] as const;
+
+/** What a masked value becomes. */
+export const REDACTION_MASK = '***';
+
+/** Most keys `audit.redact.keys` may list, and the longest one, in characters. */
+export const REDACT_KEYS_COUNT_MAX = 64;
+export const REDACT_KEY_LENGTH_MAX = 64;
+
+const KEY_SPELLING = /^[A-Za-z0-9._-]+$/;
+
+/** Lower-cased letters and digits only: the form key names are compared in. */
+export function normalizeKeyName(name: string): string {
+  return name.toLowerCase().replace(/[^a-z0-9]/g, '');
+}
+
+/**
+ * Parses `audit.redact.keys`: key names separated by commas ('' turns masking off). Each is
+ * letters, digits, '.', '_' and '-', with at least one letter or digit; repeats are dropped.
+ */
+export const redactKeyList: ValueParser<string[]> = (value) => {
+  const keys: string[] = [];
+  if (value.trim() === '') return keys;
+  for (const part of value.split(',')) {
+    const key = part.trim();
+    if (key === '') parseFailure('must be key names separated by commas, with no empty entry');
+    if (!KEY_SPELLING.test(key) || normalizeKeyName(key) === '') parseFailure(`must list key names made of letters, digits, '.', '_' and '-' (got ${JSON.stringify(key)})`);
+    if (key.length > REDACT_KEY_LENGTH_MAX) parseFailure(`must list key names of at most ${REDACT_KEY_LENGTH_MAX} characters (got one of ${key.length})`);
+    if (!keys.some((k) => normalizeKeyName(k) === normalizeKeyName(key))) keys.push(key);
+  }
+  if (keys.length > REDACT_KEYS_COUNT_MAX) parseFailure(`must list at most ${REDACT_KEYS_COUNT_MAX} keys (got ${keys.length})`);
+  return keys;
+};
+
+/** A text after masking, and how many values were masked in it. */
+export interface Redaction {
+  text: string;
+  count: number;
+}
+
+/** Longest key name looked at, in characters: longer runs are not key names. */
+const KEY_NAME_LENGTH_MAX = 256;
+
+/**
+ * A key followed by its separator, in the two shapes that carry a value:
+ * - a quoted key (`"k"`, `'k'`, a backquoted name, or `\"k\"` inside a JSON-encoded string)
+ *   followed by `:` or `=` (JSON members, `'k'='v'` SQL properties);
+ * - a bare key (`k=v`, `a.b-c = v`, `k => v`), not preceded by a key character.
+ * Groups: 1 quote, 2 quoted key, 3 its separator, 4 bare key, 5 its separator.
+ */
+const KEY_SITE = new RegExp(
+  String.raw`(?:(\\?["'\x60])([^"'\x60\\\r\n]{1,${KEY_NAME_LENGTH_MAX}})\1[ \t]*([:=])|(?<![\w.$-])([\w.$-]{1,${KEY_NAME_LENGTH_MAX}})[ \t]*(=>?))[ \t]*`,
+  'g',
+);
+
+/** A property list where a key may precede its value without a separator: `OPTIONS (k 'v')`. */
+const PROPERTY_LIST = /\b(?:WITH|OPTIONS|TBLPROPERTIES|SERDEPROPERTIES|PROPERTIES)[ \t\r\n]*\(/gi;
+
+/** Where an unquoted value ends. */
+const BARE_VALUE_END = /[\s,;&)}\]"'<>\\]/;
+
+/**
+ * Masks the values of configured keys in free text: `key=value`, `'key'='value'`,
+ * `"key": "value"` (also inside a JSON-encoded string, as `\"key\":\"value\"`), and the
+ * properties of SQL `WITH (…)`, `OPTIONS (…)` and `TBLPROPERTIES (…)` lists, with or without
+ * `=`. Values become `***` (quotes kept; an unquoted JSON value becomes `"***"`, so JSON stays
+ * JSON). An object or array value is not masked whole: its own members are looked at. A value
+ * already `***` is left alone and not counted, so masking twice changes nothing.
+ * Text in which no configured key is the name of a value comes back as the same string.
+ */
+export class Redactor {
+  readonly keys: readonly string[];
+  readonly #normalized: string[];
+  /** Necessary for any match: some key's characters in order, with only non-alphanumerics between. */
+  readonly #probe: RegExp | undefined;
+
+  constructor(keys: readonly string[]) {
+    this.keys = [...keys];
+    this.#normalized = keys.map(normalizeKeyName).filter((k) => k !== '');
+    // One pass over the text rejects almost every event; only texts that pass are scanned.
+    this.#probe = this.#normalized.length === 0 ? undefined : new RegExp(this.#normalized.map((k) => [...k].join('[^a-z0-9]*')).join('|'), 'i');
+  }
+
+  /** Whether a key name names a masked value. */
+  isSensitiveKey(name: string): boolean {
+    const normalized = normalizeKeyName(name);
+    return this.#normalized.some((key) => normalized.includes(key));
+  }
+
+  redact(text: string): Redaction {
+    if (this.#probe === undefined || text === '' || !this.#probe.test(text)) return { text, count: 0 };
+    const listed = this.#maskPropertyLists(text);
+    const sited = this.#maskKeySites(listed.text);
+    return { text: sited.text, count: listed.count + sited.count };
+  }
+
+  /** `key=value`, `'key'='value'`, `"key": value` anywhere in the text. */
+  #maskKeySites(text: string): Redaction {
+    const out = new Splicer(text);
+    const site = new RegExp(KEY_SITE.source, 'g');
+    let match: RegExpExecArray | null;
+    while ((match = site.exec(text)) !== null) {
+      const quote = match[1];
+      const key = match[2] ?? match[4] ?? '';
+      const valueStart = match.index + match[0].length;
+      if (!this.isSensitiveKey(key)) {
+        // Values are scanned too: `uri=/x?token=abc` holds a site inside a value.
+        site.lastIndex = Math.max(valueStart, match.index + 1);
+        continue;
+      }
+      const value = readValue(text, valueStart);
+      if (value === undefined) {
+        site.lastIndex = Math.max(valueStart, match.index + 1);
+        continue;
+      }
+      // An unquoted value after a quoted key and a colon is a JSON member: mask it as a string.
+      const jsonMember = quote !== undefined && match[3] === ':' && value.quote === '';
+      out.mask(value, jsonMember ? `${quote}${REDACTION_MASK}${quote}` : REDACTION_MASK);
+      site.lastIndex = value.end;
+    }
+    return out.result();
+  }
+
+  /** The `k 'v'` items of property lists (items with `=` are key sites, masked afterwards). */
+  #maskPropertyLists(text: string): Redaction {
+    const out = new Splicer(text);
+    const list = new RegExp(PROPERTY_LIST.source, 'gi');
+    let match: RegExpExecArray | null;
+    while ((match = list.exec(text)) !== null) {
+      let at = match.index + match[0].length;
+      // One item per round: key, separator or space, value, then on to the next top-level comma.
+      while (at < text.length) {
+        at = skipSpace(text, at);
+        const key = readListKey(text, at);
+        if (key === undefined) break;
+        let next = skipSpace(text, key.end);
+        if (next > key.end && text[next] !== '=' && text[next] !== ':' && this.isSensitiveKey(key.name)) {
+          const value = readValue(text, next);
+          if (value !== undefined) {
+            out.mask(value, REDACTION_MASK);
+            next = value.end;
+          }
+        }
+        const end = itemEnd(text, next);
+        if (end >= text.length || text[end] === ')') {
+          at = end;
+          break;
+        }
+        at = end + 1;
+      }
+      list.lastIndex = Math.max(list.lastIndex, at);
+    }
+    return out.result();
+  }
+}
+
+/** A value's extent: its content (what is masked) and where the value ends, quotes included. */
+interface ValueSpan {
+  quote: string;
+  content: string;
+  contentStart: number;
+  contentEnd: number;
+  end: number;
+}
+
+/**
+ * Reads the value at `at`: a quoted string (`"…"` with backslash escapes, `'…'` with `''` or
+ * backslash escapes, `\"…\"` inside a JSON-encoded string) or an unquoted run up to a
+ * delimiter. An unterminated quote runs to the end of the text: better to mask too much.
+ * Undefined where there is nothing to mask: an object or array (its members are keys of
+ * their own), `null`, an empty unquoted value, or another operator (`==`).
+ */
+function readValue(text: string, at: number): ValueSpan | undefined {
+  const first = text[at];
+  if (first === undefined) return undefined;
+  if (first === '"' || first === "'" || first === '`') {
+    const close = closingQuote(text, at + 1, first);
+    return { quote: first, content: text.slice(at + 1, close), contentStart: at + 1, contentEnd: close, end: Math.min(text.length, close + 1) };
+  }
+  if (first === '\\' && text[at + 1] === '"') {
+    const close = closingEscapedQuote(text, at + 2);
+    return { quote: '\\"', content: text.slice(at + 2, close), contentStart: at + 2, contentEnd: close, end: Math.min(text.length, close + 2) };
+  }
+  if (first === '{' || first === '[' || first === '=' || first === '>') return undefined;
+  let end = at;
+  while (end < text.length && !BARE_VALUE_END.test(text[end] as string)) end++;
+  const content = text.slice(at, end);
+  if (content === '' || content === 'null') return undefined;
+  return { quote: '', content, contentStart: at, contentEnd: end, end };
+}
+
+/** Index of the quote closing a string opened before `from` (text.length when none does). */
+function closingQuote(text: string, from: number, quote: string): number {
+  for (let i = from; i < text.length; i++) {
+    const c = text[i];
+    if (c === '\\') {
+      i++;
+      continue;
+    }
+    if (c === quote) {
+      // SQL doubles a quote inside a quoted string.
+      if (quote === "'" && text[i + 1] === "'") {
+        i++;
+        continue;
+      }
+      return i;
+    }
+  }
+  return text.length;
+}
+
+/**
+ * Index of the `\"` closing a string inside a JSON-encoded string: the outer escapes are
+ * undone on the way (`\\` is one backslash of the inner text, `\"` one quote), and the inner
+ * string ends at its first quote not escaped by an inner backslash.
+ */
+function closingEscapedQuote(text: string, from: number): number {
+  let innerEscaped = false;
+  for (let i = from; i < text.length; i++) {
+    const start = i;
+    const raw = text[i];
+    // A bare quote ends the enclosing string, and with it this one.
+    if (raw === '"') return start;
+    if (raw !== '\\') {
+      innerEscaped = false;
+      continue;
+    }
+    if (i + 1 >= text.length) break;
+    const decoded = text[++i];
+    if (innerEscaped) innerEscaped = false;
+    else if (decoded === '\\') innerEscaped = true;
+    else if (decoded === '"') return start;
+  }
+  return text.length;
+}
+
+function skipSpace(text: string, at: number): number {
+  while (at < text.length && /\s/.test(text[at] as string)) at++;
+  return at;
+}
+
+/** A property list key at `at`: quoted or a bare dotted name. */
+function readListKey(text: string, at: number): { name: string; end: number } | undefined {
+  const first = text[at];
+  if (first === '"' || first === "'" || first === '`') {
+    const close = closingQuote(text, at + 1, first);
+    if (close >= text.length) return undefined;
+    return { name: text.slice(at + 1, close), end: close + 1 };
+  }
+  let end = at;
+  while (end < text.length && /[\w.$-]/.test(text[end] as string)) end++;
+  return end === at ? undefined : { name: text.slice(at, end), end };
+}
+
+/** Index of the comma or parenthesis ending the list item at `at`, skipping quoted and nested text. */
+function itemEnd(text: string, at: number): number {
+  let depth = 0;
+  for (let i = at; i < text.length; i++) {
+    const c = text[i];
+    if (c === '"' || c === "'" || c === '`') {
+      i = closingQuote(text, i + 1, c);
+    } else if (c === '(') {
+      depth++;
+    } else if (c === ')') {
+      if (depth === 0) return i;
+      depth--;
+    } else if (c === ',' && depth === 0) {
+      return i;
+    }
+  }
+  return text.length;
+}
+
+/** Builds a text from an original and replacements made left to right. */
+class Splicer {
+  readonly #text: string;
+  readonly #parts: string[] = [];
+  #copied = 0;
+  #count = 0;
+
+  constructor(text: string) {
+    this.#text = text;
+  }
+
+  /** Replaces a value's content; an empty value or one already masked is left as it is. */
+  mask(value: ValueSpan, replacement: string): void {
+    if (value.content === '' || value.content === REDACTION_MASK) return;
+    this.#parts.push(this.#text.slice(this.#copied, value.contentStart), replacement);
+    this.#copied = value.contentEnd;
+    this.#count++;
+  }
+
+  result(): Redaction {
+    if (this.#count === 0) return { text: this.#text, count: 0 };
+    this.#parts.push(this.#text.slice(this.#copied));
+    return { text: this.#parts.join(''), count: this.#count };
+  }
+}

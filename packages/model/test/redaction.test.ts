@@ -1,0 +1,168 @@
+// Goal: configured keys' values never survive masking in any syntax we promise, and text without such keys comes back byte for byte.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_REDACT_KEYS, Redactor, redactKeyList, REDACTION_MASK } from '../src/redaction.js';
+
+const defaults = new Redactor(DEFAULT_REDACT_KEYS);
+
+function masked(text: string, redactor = defaults): { text: string; count: number } {
+  return redactor.redact(text);
+}
+
+describe('Redactor: the promised syntaxes', () => {
+  const cases: Array<[string, string, number]> = [
+    ['password=hunter2', 'password=***', 1],
+    ['jdbc:mysql://db/x?user=bob&password=hunter2&ssl=true', 'jdbc:mysql://db/x?user=bob&password=***&ssl=true', 1],
+    ['{metalake=acme, s3.secret-key=abc123, http.method=GET}', '{metalake=acme, s3.secret-key=***, http.method=GET}', 1],
+    ["CREATE CATALOG c WITH ('s3.access-key' = 'AKIA1', 's3.secret-key'='shh', 'region'='eu')", "CREATE CATALOG c WITH ('s3.access-key' = '***', 's3.secret-key'='***', 'region'='eu')", 2],
+    ["CREATE TABLE t USING jdbc OPTIONS (url 'jdbc:x', password 'p''w', user 'bob')", "CREATE TABLE t USING jdbc OPTIONS (url 'jdbc:x', password '***', user 'bob')", 1],
+    ["CREATE TABLE t USING jdbc OPTIONS (`fs.s3a.secret.key` \"k\")", 'CREATE TABLE t USING jdbc OPTIONS (`fs.s3a.secret.key` "***")', 1],
+    ['{"user":"bob","Password": "a\\"b","nested":{"api_key":"xyz"}}', '{"user":"bob","Password": "***","nested":{"api_key":"***"}}', 2],
+    ['{"token": 12345, "session_token": null, "secret": true}', '{"token": "***", "session_token": null, "secret": "***"}', 2],
+    ['{"detail":"{\\"password\\":\\"pw1\\",\\"db\\":\\"x\\"}"}', '{"detail":"{\\"password\\":\\"***\\",\\"db\\":\\"x\\"}"}', 1],
+    ['http.uri=/api/x?token=abc', 'http.uri=/api/x?token=***', 1],
+    ["SET spark.hadoop.fs.s3a.secret.key = 'abc'", "SET spark.hadoop.fs.s3a.secret.key = '***'", 1],
+    ['CALL system.login(user => \'bob\', password => \'pw\')', "CALL system.login(user => 'bob', password => '***')", 1],
+    ['TOKEN=ABC; Token=def', 'TOKEN=***; Token=***', 2],
+  ];
+  for (const [input, expected, count] of cases) {
+    it(`masks ${input}`, () => {
+      expect(masked(input)).toEqual({ text: expected, count });
+    });
+  }
+
+  it('leaves a masked text alone when masked again (idempotent, nothing counted)', () => {
+    for (const [, expected] of cases) expect(masked(expected)).toEqual({ text: expected, count: 0 });
+  });
+
+  it('leaves key names used as values, words in prose and other operators alone', () => {
+    const texts = [
+      'the password was changed by admin',
+      "SELECT * FROM t WHERE kind = 'password' AND token_count > 5",
+      '{"kind":"password","list":["secret","token"]}',
+      'token >= 5 and secret != 3 and password == 4',
+      'a token; a secret, a credential.',
+      'password=',
+      '"password": ""',
+    ];
+    for (const text of texts) {
+      const result = masked(text);
+      expect(result.text).toBe(text);
+      expect(result.count).toBe(0);
+    }
+  });
+
+  it('does nothing with no keys configured', () => {
+    expect(masked('password=x', new Redactor([]))).toEqual({ text: 'password=x', count: 0 });
+  });
+});
+
+describe('redactKeyList', () => {
+  it('reads a comma-separated list, trimmed, repeats (in any spelling) dropped', () => {
+    expect(redactKeyList(' password , s3.secret-key,PASSWORD, pass_word ')).toEqual(['password', 's3.secret-key']);
+    expect(redactKeyList('')).toEqual([]);
+  });
+  it('refuses entries that are not key names, naming them', () => {
+    expect(() => redactKeyList('password,,token')).toThrow(/no empty entry/);
+    expect(() => redactKeyList('pass word')).toThrow(/"pass word"/);
+    expect(() => redactKeyList('...')).toThrow(/"\.\.\."/);
+    expect(() => redactKeyList('x'.repeat(65))).toThrow(/at most 64 characters/);
+    expect(() => redactKeyList(Array.from({ length: 65 }, (_, i) => `k${i}`).join(','))).toThrow(/at most 64 keys/);
+  });
+});
+
+// Values are built from Q, J and X, which no key and no filler text contains: any of them left
+// in the output is a leaked piece of a secret.
+const LEAK = /[QJX]/;
+const secretChars = fc.constantFrom('Q', 'J', 'X');
+const bareSecret = fc.array(secretChars, { minLength: 1, maxLength: 12 }).map((cs) => cs.join(''));
+const quotedSecret = fc
+  .array(fc.oneof(secretChars, fc.constantFrom(' ', ',', '=', ':', '(', ')', '{', '}', ';', '&')), { minLength: 1, maxLength: 16 })
+  .map((cs) => `Q${cs.join('')}`);
+/** Filler: any text without the letters of secrets or any configured key in it. */
+function filler(redactor: Redactor) {
+  return fc.string({ maxLength: 12 }).filter((s) => !LEAK.test(s) && !/[qjx]/.test(s) && redactor.redact(s).count === 0 && !probes(redactor, s));
+}
+function probes(redactor: Redactor, s: string): boolean {
+  return redactor.keys.some((k) => s.toLowerCase().replace(/[^a-z0-9]/g, '').includes(k.toLowerCase().replace(/[^a-z0-9]/g, '')));
+}
+const keyPart = fc.stringMatching(/^[a-z0-9]{0,4}$/).filter((s) => !/[qjx]/.test(s));
+
+describe('Redactor: properties', () => {
+  const keySets = fc.oneof(fc.constant([...DEFAULT_REDACT_KEYS]), fc.subarray([...DEFAULT_REDACT_KEYS], { minLength: 1 }), fc.constant(['pwd', 'my-custom.key']));
+
+  it('no configured key’s value survives, in any promised syntax, and each is counted once', () => {
+    fc.assert(
+      fc.property(
+        keySets.chain((keys) => {
+          const redactor = new Redactor(keys);
+          const key = fc.tuple(keyPart, fc.constantFrom(...keys), keyPart, fc.boolean()).map(([pre, k, post, upper]) => {
+            const name = `${pre}${pre ? '.' : ''}${k}${post ? '_' : ''}${post}`;
+            return upper ? name.toUpperCase() : name;
+          });
+          const pair = fc.oneof(
+            fc.tuple(key, bareSecret).map(([k, v]) => `${k}=${v}`),
+            fc.tuple(key, quotedSecret).map(([k, v]) => `'${k}' = '${v}'`),
+            fc.tuple(key, quotedSecret).map(([k, v]) => `${JSON.stringify(k)}: ${JSON.stringify(v)}`),
+            fc.tuple(key, quotedSecret).map(([k, v]) => JSON.stringify(JSON.stringify({ [k]: v }))),
+            fc.tuple(key, quotedSecret).map(([k, v]) => `OPTIONS (path '/x', ${k} '${v}')`),
+            fc.tuple(key, quotedSecret).map(([k, v]) => `WITH ("${k}" = '${v}')`),
+          );
+          return fc.record({
+            keys: fc.constant(keys),
+            parts: fc.array(fc.tuple(filler(redactor), pair), { minLength: 1, maxLength: 5 }),
+            tail: filler(redactor),
+          });
+        }),
+        ({ keys, parts, tail }) => {
+          const redactor = new Redactor(keys);
+          // Pairs are separated by a space so filler never runs into a bare key or value.
+          const text = parts.map(([fill, pair]) => `${fill} ${pair} `).join('') + tail;
+          const result = redactor.redact(text);
+          expect(result.text).not.toMatch(LEAK);
+          expect(result.count).toBe(parts.length);
+          expect(redactor.redact(result.text)).toEqual({ text: result.text, count: 0 });
+        },
+      ),
+      { numRuns: 400 },
+    );
+  });
+
+  it('text in which no configured key names a value is returned byte for byte', () => {
+    const prose = fc.array(
+      fc.oneof(
+        fc.string(),
+        fc.string({ unit: 'binary' }),
+        fc.constantFrom('password', 'the secret is', '"token"', "'credential'", '["api-key"]', 'x = token', '{"k":"secret"}', 'token >= 1', "kind='password'"),
+        fc.tuple(fc.stringMatching(/^[a-z]{1,6}$/), fc.string()).map(([k, v]) => `${k}=${v}`),
+      ),
+      { maxLength: 8 },
+    );
+    fc.assert(
+      fc.property(keySets, prose, (keys, pieces) => {
+        const redactor = new Redactor(keys);
+        const text = pieces.join(' ');
+        // Only texts where no configured key is a key name: bare keys before = are short words.
+        fc.pre(!pieces.some((p) => /^[a-z]{1,6}=/.test(p) && redactor.isSensitiveKey(p.slice(0, p.indexOf('=')))));
+        fc.pre(!/[\w.$-]+\s*=>?|["'`][^"'`]*["']\s*[:=]/.test(text) || !keySites(redactor, text));
+        const result = redactor.redact(text);
+        expect(result.count).toBe(0);
+        expect(result.text).toBe(text);
+      }),
+      { numRuns: 400 },
+    );
+  });
+});
+
+/** Whether any key=value or quoted-key site in `text` names a configured key (then masking may apply). */
+function keySites(redactor: Redactor, text: string): boolean {
+  for (const m of text.matchAll(/(?:(["'`])([^"'`\r\n]*)\1\s*[:=]|([\w.$-]+)\s*=)/g)) {
+    if (redactor.isSensitiveKey(m[2] ?? m[3] ?? '')) return true;
+  }
+  for (const m of text.matchAll(/(?:WITH|OPTIONS|TBLPROPERTIES|SERDEPROPERTIES|PROPERTIES)\s*\(/gi)) if (m) return true;
+  return false;
+}
+
+it('masks exactly the value, never the key or what follows', () => {
+  expect(defaults.redact(`a=1 password=${'Q'.repeat(5)} b=2`).text).toBe(`a=1 password=${REDACTION_MASK} b=2`);
+});
