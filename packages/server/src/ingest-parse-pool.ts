@@ -7,6 +7,8 @@ export interface ParseRequest {
   /** The request body, transferred (the sender no longer uses it). */
   body: ArrayBuffer;
   nowMs: number;
+  /** `audit.redact.keys` in force when the request arrived. */
+  redactKeys: string[];
 }
 
 export type ParseResponse =
@@ -58,12 +60,12 @@ export class IngestParsePool {
     for (let i = 0; i < threads; i++) this.#workers.push(this.#start());
   }
 
-  parse(body: Uint8Array, nowMs: number): Promise<ParseOutcome> {
+  parse(body: Uint8Array, nowMs: number, redactKeys: readonly string[] = []): Promise<ParseOutcome> {
     if (this.#closed) return Promise.reject(new Error('ingest parse pool is closed'));
-    if (this.#workers.length === 0) return Promise.resolve(parseIngestBody(body, nowMs));
+    if (this.#workers.length === 0) return Promise.resolve(parseIngestBody(body, nowMs, redactKeys));
     const poolWorker = this.#workers.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
     const id = this.#nextId++;
-    const request: ParseRequest = { id, body: transferable(body), nowMs };
+    const request: ParseRequest = { id, body: transferable(body), nowMs, redactKeys: [...redactKeys] };
     return new Promise<ParseOutcome>((resolve, reject) => {
       poolWorker.pending.set(id, { resolve, reject });
       poolWorker.worker.postMessage(request, [request.body]);

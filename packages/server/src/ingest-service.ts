@@ -1,5 +1,6 @@
 import { AuditError, AuditErrorCode, keepSampledRead, type EncodedEvent } from '@auditlake/model';
 import type { AuditStore } from '@auditlake/store';
+import type { ParsedEvent } from './ingest-parse.js';
 import type { IngestParsePool } from './ingest-parse-pool.js';
 import type { Membership } from './membership.js';
 import type { NodeMetrics } from './metrics.js';
@@ -10,6 +11,12 @@ export interface IngestResponse {
   status: 'ok';
   /** Events accepted: newly stored plus those already stored under the same eventId. */
   ingested: number;
+  /**
+   * Present when some of the accepted events were already stored under the same eventId, or
+   * repeated one in the request: they are kept once. A standby counts those its replica of the
+   * log already holds; one still on its way to the leader from another request counts as new.
+   */
+  duplicates?: number;
   /** Present when read sampling dropped some events. */
   sampledOut?: number;
 }
@@ -44,7 +51,7 @@ export class IngestService {
   /** `body` is the request body's bytes: parsed in a worker thread when the pool has any. */
   async ingest(body: Uint8Array, options: IngestOptions = { ackReplicated: false }): Promise<IngestResponse> {
     const { metrics, settings, parser } = this.#options;
-    const parsed = await parser.parse(body, Date.now());
+    const parsed = await parser.parse(body, Date.now(), settings.effective.redactKeys);
     if (!parsed.ok) {
       metrics.eventsRefused.inc(parsed.refused);
       throw new AuditError(parsed.code, parsed.message);
@@ -53,18 +60,22 @@ export class IngestService {
     const kept = parsed.events.filter((event) => !event.subjectToSampling || keepSampledRead(sampling, this.#options.random));
     const sampledOut = parsed.events.length - kept.length;
     if (sampledOut > 0) metrics.eventsSampledOut.inc(sampledOut);
+    let duplicates = 0;
     if (kept.length > 0) {
       const freshIds = new Set(kept.filter((event) => event.freshId).map((event) => event.eventId));
       const received = await storeReceived(this.#options.store, this.#options.membership, kept, freshIds);
       if (received.path === 'log') {
         metrics.eventsIngested.inc(received.result.stored.length);
-        if (received.result.duplicates > 0) metrics.eventsDuplicate.inc(received.result.duplicates);
+        duplicates = received.result.duplicates;
+        if (duplicates > 0) metrics.eventsDuplicate.inc(duplicates);
       } else {
         metrics.eventsQueued.inc(kept.length);
+        duplicates = await knownDuplicates(this.#options.store, kept);
       }
       if (options.ackReplicated) await this.#awaitReplicated(kept, received);
     }
     const response: IngestResponse = { status: 'ok', ingested: kept.length };
+    if (duplicates > 0) response.duplicates = duplicates;
     if (sampledOut > 0) response.sampledOut = sampledOut;
     return response;
   }
@@ -104,6 +115,28 @@ export class IngestService {
       );
     }
   }
+}
+
+/**
+ * On a node that is not leading: how many of the events repeat one earlier in the request or
+ * are in this node's replica of the log already. Only ids the client chose are looked up (an id
+ * this node just assigned is new), so ingest without eventIds pays nothing for this.
+ */
+async function knownDuplicates(store: AuditStore, events: readonly ParsedEvent[]): Promise<number> {
+  const seen = new Set<string>();
+  const lookups: Array<Promise<unknown>> = [];
+  let repeats = 0;
+  for (const event of events) {
+    if (event.freshId) continue;
+    if (seen.has(event.eventId)) {
+      repeats++;
+      continue;
+    }
+    seen.add(event.eventId);
+    lookups.push(store.getByEventId(event.eventId));
+  }
+  const found = await Promise.all(lookups);
+  return repeats + found.filter((stored) => stored !== undefined).length;
 }
 
 /** The highest seq the local log gives these events (0 for any not there). */

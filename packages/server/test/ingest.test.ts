@@ -37,15 +37,16 @@ describe('ingest', () => {
     expect(json.events[0]).toMatchObject({ eventId: 'shape', decision: 'ALLOW', timestamp: 1792288263000, tables: ['hive.sales.orders'] });
   });
 
-  it('is idempotent by client eventId: a retried request reports the events and stores them once', async () => {
+  it('is idempotent by client eventId: a retried request reports the events, counts them as duplicates and stores them once', async () => {
     const t = await startTestNode();
     const batch = [event({ eventId: 'r1' }), event({ eventId: 'r2' })];
     expect((await t.ingest(batch)).json).toEqual({ status: 'ok', ingested: 2 });
-    expect((await t.ingest(batch)).json).toEqual({ status: 'ok', ingested: 2 });
+    expect((await t.ingest(batch)).json).toEqual({ status: 'ok', ingested: 2, duplicates: 2 });
     // A repeat inside one request is stored once as well.
-    expect((await t.ingest([event({ eventId: 'r3' }), event({ eventId: 'r3' })])).json).toEqual({ status: 'ok', ingested: 2 });
+    expect((await t.ingest([event({ eventId: 'r3' }), event({ eventId: 'r3' })])).json).toEqual({ status: 'ok', ingested: 2, duplicates: 1 });
+    expect((await t.ingest([event({ eventId: 'r1' }), event({ eventId: 'r4' })])).json).toEqual({ status: 'ok', ingested: 2, duplicates: 1 });
     const ids = (await t.stored()).map((e) => e.eventId).sort();
-    expect(ids).toEqual(['r1', 'r2', 'r3']);
+    expect(ids).toEqual(['r1', 'r2', 'r3', 'r4']);
     expect(await t.node.store.getByEventId('r1')).toMatchObject({ eventId: 'r1', seq: 1 });
   });
 

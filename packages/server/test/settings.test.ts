@@ -26,6 +26,7 @@ describe('settings', () => {
       'audit.tier.parquet.path': '',
       'audit.tier.connectionId': '',
       'audit.tier.retain.local.days': 7,
+      'audit.redact.keys': 'password,passwd,secret,token,credential,access-key,secret-key,session-token,api-key,private-key,authorization,cookie',
       tierStatus: expect.objectContaining({ mode: 'none', lastSuccessMs: 0, lastFailureMs: 0, lastError: null, retainLocalDays: 7, backlog: 0, deferred: 0, watermark: { ingestTs: 0, seq: 0 } }),
     });
   });
@@ -89,7 +90,7 @@ describe('settings', () => {
     [{ 'audit.retention.days': '0x10' }, 'audit.retention.days must be a positive integer: 0x10'],
     [{ 'audit.retention.days': '1e2' }, 'audit.retention.days must be a positive integer: 1e2'],
     [{ 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': 'ice.audit_events' }, 'audit tier target ice.audit_events is not usable: audit tier iceberg table must be catalog.schema.table: ice.audit_events'],
-    [{ 'audit.retention.dayz': 3 }, 'unknown setting: audit.retention.dayz (known: audit.retention.days, audit.read.enabled, audit.read.sample.rate, audit.tier.mode, audit.tier.iceberg.table, audit.tier.parquet.path, audit.tier.connectionId, audit.tier.retain.local.days)'],
+    [{ 'audit.retention.dayz': 3 }, 'unknown setting: audit.retention.dayz (known: audit.retention.days, audit.read.enabled, audit.read.sample.rate, audit.tier.mode, audit.tier.iceberg.table, audit.tier.parquet.path, audit.tier.connectionId, audit.tier.retain.local.days, audit.redact.keys)'],
     [{ 'audit.retention.days': { n: 3 } }, 'audit.retention.days must be a string, number or boolean: {"n":3}'],
   ];
   for (const [body, message] of invalid) {
