@@ -1,5 +1,7 @@
 import { createRequire } from 'node:module';
 import { isAuditError } from '@auditlake/model';
+import { IMPORT_USAGE } from './import-options.js';
+import { importCommand } from './import-command.js';
 import { START_USAGE } from './start-options.js';
 import { startCommand } from './start-command.js';
 
@@ -15,12 +17,15 @@ usage: auditlake <command> [options]
 
 commands:
   start        run a node (auditlake start --help describes every option)
+  import       send other systems' audit logs to a node (auditlake import --help)
 
 options:
   --version    print the version and exit
   --help, -h   print this help and exit
 
-${START_USAGE}`;
+${START_USAGE}
+
+${IMPORT_USAGE}`;
 
 /** Runs the CLI; returns the process exit code for commands that finish. */
 export async function runCli(argv: string[], env: NodeJS.ProcessEnv): Promise<number | 'running'> {
@@ -33,11 +38,19 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv): Promise<nu
     process.stdout.write(USAGE + '\n');
     return command === undefined ? 2 : 0;
   }
+  const wantsHelp = args.includes('--help') || args.includes('-h');
+  if (command === 'import') {
+    if (wantsHelp) {
+      process.stdout.write(IMPORT_USAGE + '\n');
+      return 0;
+    }
+    return importCommand(args, env, { stdout: process.stdout, stderr: process.stderr });
+  }
   if (command !== 'start') {
     process.stderr.write(`auditlake: unknown command: ${command}\n${USAGE}\n`);
     return 2;
   }
-  if (args.includes('--help') || args.includes('-h')) {
+  if (wantsHelp) {
     process.stdout.write(START_USAGE + '\n');
     return 0;
   }

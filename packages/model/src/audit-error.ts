@@ -34,6 +34,8 @@ export const AuditErrorCode = {
   OBJECT_STORE_FAILED: 'AUDIT_OBJECT_STORE_FAILED',
   /** A tiered table or location holds something this node cannot read or commit on. */
   TABLE_INVALID: 'AUDIT_TABLE_INVALID',
+  /** A node could not be reached, or kept failing, through every retry (the CLI's client). */
+  UNREACHABLE: 'AUDIT_UNREACHABLE',
 } as const;
 
 export type AuditErrorCode = (typeof AuditErrorCode)[keyof typeof AuditErrorCode];

@@ -12,6 +12,7 @@ const STATUS_BY_CODE: Record<AuditErrorCode, number> = {
   [AuditErrorCode.NOT_LEADER]: 503,
   [AuditErrorCode.STALE_TERM]: 503,
   [AuditErrorCode.STORE_NOT_OPEN]: 503,
+  [AuditErrorCode.UNREACHABLE]: 502,
   [AuditErrorCode.CONFIG_INVALID]: 500,
   [AuditErrorCode.OBJECT_NOT_FOUND]: 502,
   [AuditErrorCode.OBJECT_EXISTS]: 409,

@@ -1,0 +1,188 @@
+import type { MapContext, Mapped, MappedEvent, RecordFormat } from './formats/record-format.js';
+import { isObject } from './formats/record-format.js';
+import type { ImportProgress } from './import-progress.js';
+import type { IngestClient } from './ingest-client.js';
+import type { InputFile } from './input-files.js';
+import { JsonFraming, quoteUnsafeIntegers } from './json-framing.js';
+import { readLines } from './line-reader.js';
+import { RecordIds } from './record-id.js';
+import type { ResumeFile } from './resume-file.js';
+
+/** Events per ingest request, and the most JSON one request carries (the node's limit is 8 MiB by default). */
+export const BATCH_EVENTS_MAX = 500;
+export const BATCH_BYTES_MAX = 2 * 1024 * 1024;
+
+export interface ImportOptions {
+  format: RecordFormat;
+  files: readonly InputFile[];
+  ingest: IngestClient;
+  context: MapContext;
+  resume?: ResumeFile;
+  progress: ImportProgress;
+  batchEventsMax?: number;
+  batchBytesMax?: number;
+}
+
+export interface ImportSummary {
+  /** Events the node stored now. */
+  imported: number;
+  /** Events the node already held (an earlier import of the same records). */
+  duplicates: number;
+  /** Records that could not be imported: malformed, or refused by the node. */
+  refused: number;
+  /** Lines or records that are not audit records (Lakekeeper's other log lines). */
+  skipped: number;
+}
+
+/** One record of a file, read and mapped: where it is, and what it became. */
+interface Piece {
+  line: number;
+  endLine: number;
+  mapped: Mapped;
+  /** The text its id is hashed from: the line, or the record as compact JSON. */
+  canonical: string;
+}
+
+interface Pending {
+  event: MappedEvent & { eventId: string };
+  line: number;
+  endLine: number;
+  bytes: number;
+}
+
+/**
+ * Reads every file, maps each record to an event, and sends them in batches to the ingest
+ * endpoint, one batch at a time (so the resume file can say exactly what is done). A record
+ * that cannot be read, or that the node refuses, is reported with file:line and the rest go on.
+ */
+export class Importer {
+  readonly #options: ImportOptions;
+  readonly #summary: ImportSummary = { imported: 0, duplicates: 0, refused: 0, skipped: 0 };
+  #bytesRead = 0;
+  #records = 0;
+  #sent = 0;
+
+  constructor(options: ImportOptions) {
+    this.#options = options;
+  }
+
+  async run(): Promise<ImportSummary> {
+    for (const file of this.#options.files) await this.#importFile(file);
+    this.#options.progress.finish();
+    return { ...this.#summary };
+  }
+
+  async #importFile(file: InputFile): Promise<void> {
+    const { format, resume } = this.#options;
+    const start = resume?.startFor(file) ?? 0;
+    if (start === 'skip') {
+      if (file.kind === 'file') this.#bytesRead += file.sizeBytes;
+      return;
+    }
+    const ids = new RecordIds(format.name);
+    let batch: Pending[] = [];
+    let batchBytes = 0;
+    let lastLine = 0;
+    for await (const piece of this.#pieces(file)) {
+      lastLine = piece.endLine;
+      // Ids depend on every record before, so records already done are read (not sent) again.
+      const eventId = piece.mapped.kind === 'event' ? ids.next(piece.canonical) : '';
+      if (piece.endLine <= start) continue;
+      this.#records++;
+      const where = `${file.path}:${piece.line}`;
+      if (piece.mapped.kind === 'skipped') {
+        this.#summary.skipped++;
+      } else if (piece.mapped.kind === 'malformed') {
+        this.#refuse(where, piece.mapped.reason);
+      } else {
+        // Validity is the node's to judge (one set of rules); what it refuses is reported by line.
+        const event = { eventId, ...piece.mapped.event };
+        const bytes = JSON.stringify(event).length;
+        if (batch.length >= (this.#options.batchEventsMax ?? BATCH_EVENTS_MAX) || batchBytes + bytes > (this.#options.batchBytesMax ?? BATCH_BYTES_MAX)) {
+          await this.#flush(file, batch);
+          batch = [];
+          batchBytes = 0;
+        }
+        batch.push({ event, line: piece.line, endLine: piece.endLine, bytes });
+        batchBytes += bytes;
+      }
+      this.#options.progress.update({ bytesRead: this.#bytesRead, records: this.#records, sent: this.#sent, file: file.path });
+    }
+    if (batch.length > 0) await this.#flush(file, batch);
+    await resume?.record(file, Math.max(lastLine, start), true);
+  }
+
+  /** The records of a file in order, each mapped, with the lines it spans. */
+  async *#pieces(file: InputFile): AsyncGenerator<Piece> {
+    const { format, context } = this.#options;
+    const lines = readLines(file, (bytes) => (this.#bytesRead += bytes));
+    if (format.framing === 'lines') {
+      for await (const line of lines) {
+        if (line.text.trim() === '') continue;
+        yield { line: line.number, endLine: line.number, mapped: format.mapLine(line.text, context), canonical: line.text };
+      }
+      return;
+    }
+    const framing = new JsonFraming();
+    const toPiece = (piece: ReturnType<JsonFraming['push']>[number]): Piece => {
+      if (piece.kind === 'broken') return { line: piece.line, endLine: piece.line, mapped: { kind: 'malformed', reason: piece.reason }, canonical: '' };
+      if (piece.kind === 'text') {
+        const mapped: Mapped = format.textLines === 'skip' ? { kind: 'skipped', reason: 'not JSON' } : { kind: 'malformed', reason: `not a JSON record: ${piece.text.slice(0, 60)}` };
+        return { line: piece.line, endLine: piece.line, mapped, canonical: '' };
+      }
+      let record: unknown;
+      try {
+        record = JSON.parse(quoteUnsafeIntegers(piece.text));
+      } catch (err) {
+        return { line: piece.line, endLine: piece.endLine, mapped: { kind: 'malformed', reason: `not valid JSON: ${(err as Error).message}` }, canonical: '' };
+      }
+      if (!isObject(record)) return { line: piece.line, endLine: piece.endLine, mapped: { kind: 'malformed', reason: 'a record must be a JSON object' }, canonical: '' };
+      // Hashed as compact JSON, so the same record pretty-printed or on one line gets one id.
+      return { line: piece.line, endLine: piece.endLine, mapped: format.mapRecord(record, context), canonical: JSON.stringify(record) };
+    };
+    for await (const line of lines) for (const piece of framing.push(line.text, line.number)) yield toPiece(piece);
+    for (const piece of framing.end()) yield toPiece(piece);
+  }
+
+  /** Sends one batch; what the node refuses is reported and the rest sent again. */
+  async #flush(file: InputFile, batch: Pending[]): Promise<void> {
+    await this.#send(file, batch);
+    this.#sent += batch.length;
+    await this.#options.resume?.record(file, Math.max(...batch.map((p) => p.endLine)), false);
+  }
+
+  async #send(file: InputFile, batch: Pending[]): Promise<void> {
+    let remaining = batch;
+    while (remaining.length > 0) {
+      const answer = await this.#options.ingest.send(remaining.map((p) => p.event));
+      if (answer.kind === 'stored') {
+        this.#summary.imported += answer.ingested - answer.duplicates;
+        this.#summary.duplicates += answer.duplicates;
+        return;
+      }
+      if (answer.kind === 'too-large') {
+        if (remaining.length === 1) {
+          this.#refuse(`${file.path}:${remaining[0]!.line}`, 'the event is larger than the node accepts in one request');
+          return;
+        }
+        const half = Math.ceil(remaining.length / 2);
+        await this.#send(file, remaining.slice(0, half));
+        remaining = remaining.slice(half);
+        continue;
+      }
+      const refused = answer.index === undefined ? undefined : remaining[answer.index];
+      if (refused === undefined) {
+        // The node named no event: the whole batch is refused.
+        for (const p of remaining) this.#refuse(`${file.path}:${p.line}`, `refused by the node: ${answer.message}`);
+        return;
+      }
+      this.#refuse(`${file.path}:${refused.line}`, `refused by the node: ${answer.message}`);
+      remaining = remaining.filter((p) => p !== refused);
+    }
+  }
+
+  #refuse(where: string, reason: string): void {
+    this.#summary.refused++;
+    this.#options.progress.note(`${where}: ${reason}`);
+  }
+}

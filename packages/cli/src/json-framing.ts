@@ -1,0 +1,130 @@
+/** Most lines one JSON record may span, and its largest size: a record beyond them is reported, not buffered. */
+export const JSON_RECORD_LINES_MAX = 10_000;
+export const JSON_RECORD_BYTES_MAX = 4 * 1024 * 1024;
+
+/** One piece of a JSON log: a record's text, a line that is not JSON, or a record that is broken. */
+export type JsonPiece =
+  | { kind: 'record'; line: number; endLine: number; text: string }
+  | { kind: 'text'; line: number; text: string }
+  | { kind: 'broken'; line: number; reason: string };
+
+/**
+ * Splits a JSON log into records: one object per line (NDJSON) or objects spread over several
+ * lines (pretty-printed, as documentation and some exporters show them), also inside a JSON
+ * array written one object at a time. Lines outside any object come out as `text` (a banner,
+ * a plain log line); the caller decides whether that is an error. A record cut short is
+ * noticed when a new object starts at the beginning of a line while the last one is still
+ * open (pretty-printed members are indented), so one truncated line costs one record only.
+ */
+export class JsonFraming {
+  #lines: string[] = [];
+  #line = 0;
+  #bytes = 0;
+  #depth = 0;
+  #inString = false;
+  #escaped = false;
+
+  /** Feeds the next line (without its newline); returns what it completes. */
+  push(text: string, lineNumber: number): JsonPiece[] {
+    const pieces: JsonPiece[] = [];
+    if (this.#lines.length > 0 && text.startsWith('{')) {
+      pieces.push(this.#broken('the record ends before its closing brace (the next record starts on a new line)'));
+    }
+    if (this.#lines.length === 0) {
+      const trimmed = text.trim();
+      if (trimmed === '' || trimmed === '[' || trimmed === ']' || trimmed === ',') return pieces;
+      if (!trimmed.startsWith('{')) {
+        pieces.push({ kind: 'text', line: lineNumber, text });
+        return pieces;
+      }
+      this.#line = lineNumber;
+    }
+    const end = this.#scan(text);
+    this.#lines.push(end === -1 ? text : text.slice(0, end + 1));
+    this.#bytes += text.length + 1;
+    if (end !== -1) {
+      const record: JsonPiece = { kind: 'record', line: this.#line, endLine: lineNumber, text: this.#lines.join('\n') };
+      this.#reset();
+      const rest = text.slice(end + 1).trim();
+      if (rest === '' || rest === ',' || rest === ']' || rest === '],') pieces.push(record);
+      else pieces.push({ kind: 'broken', line: record.line, reason: `unexpected text after the record's closing brace: ${rest.slice(0, 40)}` });
+    } else if (this.#lines.length >= JSON_RECORD_LINES_MAX || this.#bytes > JSON_RECORD_BYTES_MAX) {
+      pieces.push(this.#broken(`the record is longer than ${JSON_RECORD_LINES_MAX} lines or ${JSON_RECORD_BYTES_MAX} bytes`));
+    }
+    return pieces;
+  }
+
+  /** At the end of the input: a record still open is broken. */
+  end(): JsonPiece[] {
+    return this.#lines.length > 0 ? [this.#broken('the input ends before the record’s closing brace')] : [];
+  }
+
+  /** Index in `text` of the brace closing the open record, or -1 if it stays open. */
+  #scan(text: string): number {
+    for (let i = 0; i < text.length; i++) {
+      const c = text[i];
+      if (this.#inString) {
+        if (this.#escaped) this.#escaped = false;
+        else if (c === '\\') this.#escaped = true;
+        else if (c === '"') this.#inString = false;
+      } else if (c === '"') {
+        this.#inString = true;
+      } else if (c === '{' || c === '[') {
+        this.#depth++;
+      } else if (c === '}' || c === ']') {
+        this.#depth--;
+        if (this.#depth === 0) return i;
+      }
+    }
+    return -1;
+  }
+
+  #broken(reason: string): JsonPiece {
+    const piece: JsonPiece = { kind: 'broken', line: this.#line, reason };
+    this.#reset();
+    return piece;
+  }
+
+  #reset(): void {
+    this.#lines = [];
+    this.#bytes = 0;
+    this.#depth = 0;
+    this.#inString = false;
+    this.#escaped = false;
+  }
+}
+
+/**
+ * JSON text with integer literals too large for a double turned into strings, so parsing keeps
+ * every digit (LAS writes BIGINT ids as numbers). Strings and other numbers are left alone.
+ */
+export function quoteUnsafeIntegers(text: string): string {
+  if (!/\d{16}/.test(text)) return text;
+  let out = '';
+  let copied = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i] as string;
+    if (inString) {
+      if (c === '\\') i++;
+      else if (c === '"') inString = false;
+      continue;
+    }
+    if (c === '"') {
+      inString = true;
+      continue;
+    }
+    if ((c === '-' || (c >= '0' && c <= '9')) && !/[\w.]/.test(text[i - 1] ?? ' ')) {
+      let end = i + 1;
+      while (end < text.length && /[0-9]/.test(text[end] as string)) end++;
+      const isInteger = !/[.eE]/.test(text[end] ?? '');
+      const literal = text.slice(i, end);
+      if (isInteger && !Number.isSafeInteger(Number(literal))) {
+        out += text.slice(copied, i) + `"${literal}"`;
+        copied = end;
+      }
+      i = end - 1;
+    }
+  }
+  return copied === 0 ? text : out + text.slice(copied);
+}

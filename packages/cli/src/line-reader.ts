@@ -1,0 +1,47 @@
+import { createReadStream } from 'node:fs';
+import { Readable } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
+import { createGunzip } from 'node:zlib';
+import type { InputFile } from './input-files.js';
+
+const GZIP_MAGIC = [0x1f, 0x8b];
+
+/** A line of input: its number (from 1) and its text without the line break. */
+export interface Line {
+  number: number;
+  text: string;
+}
+
+/**
+ * The lines of a file or of standard input, gzip-compressed or not (told by the first two
+ * bytes, not the name). `onBytes` hears how many bytes of the input itself (compressed, when
+ * it is) have been read, for progress. `\n` and `\r\n` end lines; a last line without a
+ * break still counts.
+ */
+export async function* readLines(file: InputFile, onBytes: (bytes: number) => void = () => undefined): AsyncGenerator<Line> {
+  const raw: Readable = file.kind === 'stdin' ? process.stdin : createReadStream(file.path);
+  raw.on('data', (chunk: Buffer) => onBytes(chunk.length));
+  const chunks = raw[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  const first = await chunks.next();
+  if (first.done) return;
+  const rest = (async function* () {
+    yield first.value;
+    for (let next = await chunks.next(); !next.done; next = await chunks.next()) yield next.value;
+  })();
+  const isGzip = first.value[0] === GZIP_MAGIC[0] && first.value[1] === GZIP_MAGIC[1];
+  const content: AsyncIterable<Buffer> = isGzip ? Readable.from(rest).pipe(createGunzip()) : rest;
+  const decoder = new StringDecoder('utf8');
+  let pending = '';
+  let number = 0;
+  try {
+    for await (const chunk of content) {
+      const parts = (pending + decoder.write(chunk)).split('\n');
+      pending = parts.pop() ?? '';
+      for (const text of parts) yield { number: ++number, text: text.endsWith('\r') ? text.slice(0, -1) : text };
+    }
+    pending += decoder.end();
+    if (pending !== '') yield { number: ++number, text: pending.endsWith('\r') ? pending.slice(0, -1) : pending };
+  } finally {
+    if (file.kind === 'file') raw.destroy();
+  }
+}

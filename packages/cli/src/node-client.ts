@@ -1,0 +1,89 @@
+import { AuditError, AuditErrorCode } from '@auditlake/model';
+
+export interface NodeClientOptions {
+  /** The node's base URL, e.g. http://127.0.0.1:7070. */
+  url: string;
+  /** Sent as `Authorization: Token <token>`. */
+  token: string;
+  /** One request's deadline. */
+  timeoutMs?: number;
+  /** Attempts per request when the node cannot be reached or answers 5xx (the requests sent are idempotent). */
+  attemptsMax?: number;
+  retryDelayMsInitial?: number;
+  retryDelayMsMax?: number;
+  /** Told before each retry, so the user sees why nothing moves. */
+  onRetry?: (reason: string, delayMs: number) => void;
+  /** Injected so tests do not wait. */
+  sleep?: (ms: number) => Promise<void>;
+}
+
+export const REQUEST_TIMEOUT_MS = 60_000;
+export const ATTEMPTS_MAX = 8;
+
+/**
+ * The CLI's HTTP client of a node's own API: one base URL and token, a deadline per request,
+ * and retries with a doubling pause (0.5 s up to 10 s) when the node is unreachable or answers
+ * 5xx. Only idempotent requests go through it (ingest with eventIds, reads). A 401/403 is an
+ * error naming the token's problem; other answers are the caller's to read.
+ */
+export class NodeClient {
+  readonly url: string;
+  readonly #token: string;
+  readonly #timeoutMs: number;
+  readonly #attemptsMax: number;
+  readonly #delayMsInitial: number;
+  readonly #delayMsMax: number;
+  readonly #onRetry: (reason: string, delayMs: number) => void;
+  readonly #sleep: (ms: number) => Promise<void>;
+
+  constructor(options: NodeClientOptions) {
+    this.url = options.url.replace(/\/+$/, '');
+    this.#token = options.token;
+    this.#timeoutMs = options.timeoutMs ?? REQUEST_TIMEOUT_MS;
+    this.#attemptsMax = options.attemptsMax ?? ATTEMPTS_MAX;
+    this.#delayMsInitial = options.retryDelayMsInitial ?? 500;
+    this.#delayMsMax = options.retryDelayMsMax ?? 10_000;
+    this.#onRetry = options.onRetry ?? (() => undefined);
+    this.#sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+  }
+
+  async request(path: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Response> {
+    let delayMs = this.#delayMsInitial;
+    for (let attempt = 1; ; attempt++) {
+      let failure: string;
+      try {
+        const response = await fetch(this.url + path, {
+          ...init,
+          headers: { ...init.headers, authorization: `Token ${this.#token}` },
+          signal: AbortSignal.timeout(this.#timeoutMs),
+        });
+        if (response.status === 401 || response.status === 403) {
+          const answer = await response.text();
+          throw new AuditError(response.status === 401 ? AuditErrorCode.UNAUTHENTICATED : AuditErrorCode.FORBIDDEN, `${this.url} refused the token (${response.status}): ${errorText(answer)}`);
+        }
+        if (response.status < 500) return response;
+        failure = `${response.status} ${errorText(await response.text())}`;
+      } catch (err) {
+        if (err instanceof AuditError) throw err;
+        failure = err instanceof Error ? ((err.cause as Error | undefined)?.message ?? err.message) : String(err);
+      }
+      if (attempt >= this.#attemptsMax) {
+        throw new AuditError(AuditErrorCode.UNREACHABLE, `${this.url}${path}: no answer after ${attempt} attempts; the last: ${failure}`, { retryable: true });
+      }
+      this.#onRetry(failure, delayMs);
+      await this.#sleep(delayMs);
+      delayMs = Math.min(delayMs * 2, this.#delayMsMax);
+    }
+  }
+}
+
+/** The `error` of a JSON error answer, else the answer's first 200 characters. */
+export function errorText(body: string): string {
+  try {
+    const parsed = JSON.parse(body) as { error?: unknown };
+    if (typeof parsed.error === 'string') return parsed.error;
+  } catch {
+    // not JSON: shown as it is
+  }
+  return body.slice(0, 200);
+}
