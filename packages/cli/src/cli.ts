@@ -3,7 +3,6 @@ import { isAuditError } from '@auditlake/model';
 import { IMPORT_USAGE } from './import-options.js';
 import { importCommand } from './import-command.js';
 import { START_USAGE } from './start-options.js';
-import { startCommand } from './start-command.js';
 
 /** This package's version, as `auditlake --version` prints it. */
 export function cliVersion(): string {
@@ -55,6 +54,8 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv): Promise<nu
     return 0;
   }
   try {
+    // Loaded only to start a node: the other commands need none of the server's modules.
+    const { startCommand } = await import('./start-command.js');
     await startCommand(args, env);
     return 'running';
   } catch (err) {

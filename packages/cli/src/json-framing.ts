@@ -95,8 +95,8 @@ export class JsonFraming {
 }
 
 /**
- * JSON text with integer literals too large for a double turned into strings, so parsing keeps
- * every digit (LAS writes BIGINT ids as numbers). Strings and other numbers are left alone.
+ * JSON text with integer literals a double cannot hold exactly turned into strings, so parsing
+ * keeps every digit (LAS writes BIGINT ids as numbers). Strings and other numbers are left alone.
  */
 export function quoteUnsafeIntegers(text: string): string {
   if (!/\d{16}/.test(text)) return text;
@@ -119,7 +119,8 @@ export function quoteUnsafeIntegers(text: string): string {
       while (end < text.length && /[0-9]/.test(text[end] as string)) end++;
       const isInteger = !/[.eE]/.test(text[end] ?? '');
       const literal = text.slice(i, end);
-      if (isInteger && !Number.isSafeInteger(Number(literal))) {
+      // Quoted only when parsing would change it: a double holds some large integers exactly.
+      if (isInteger && String(Number(literal)) !== literal) {
         out += text.slice(copied, i) + `"${literal}"`;
         copied = end;
       }
