@@ -12,22 +12,26 @@ export const ADMIN_TOKEN = 'admin-token-for-cli-tests';
 export const INGEST_TOKEN = 'ingest-token-for-cli-tests';
 export const FIXTURES = join(import.meta.dirname, 'fixtures');
 
-export async function tempDir(): Promise<string> {
+/** Cleanup runs when the test finishes, unless a hook (beforeAll) passes its own register. */
+type Cleanup = (fn: () => Promise<void>) => void;
+const afterThisTest: Cleanup = (fn) => onTestFinished(fn);
+
+export async function tempDir(cleanup: Cleanup = afterThisTest): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'auditlake-cli-'));
-  onTestFinished(() => rm(dir, { recursive: true, force: true }));
+  cleanup(() => rm(dir, { recursive: true, force: true }));
   return dir;
 }
 
-export async function startNode(props: Record<string, string> = {}): Promise<AuditNode> {
+export async function startNode(props: Record<string, string> = {}, cleanup: Cleanup = afterThisTest): Promise<AuditNode> {
   const node = await startAuditNode({
-    dataDir: await tempDir(),
+    dataDir: await tempDir(cleanup),
     host: '127.0.0.1',
     port: 0,
     config: resolveConfig(new Map(Object.entries(props))),
     adminToken: ADMIN_TOKEN,
     ingestToken: INGEST_TOKEN,
   });
-  onTestFinished(() => node.close());
+  cleanup(() => node.close());
   return node;
 }
 
