@@ -182,6 +182,7 @@ function settingsFor(mode: 'parquet' | 'iceberg'): EffectiveSettings {
     tierParquetPath: PARQUET_PATH,
     tierConnectionId: CONNECTION_ID,
     tierRetainLocalDays: 7,
+    redactKeys: [],
   };
 }
 

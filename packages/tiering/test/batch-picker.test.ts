@@ -47,7 +47,7 @@ describe('pickBatch', () => {
 });
 
 describe('localCleanupPolicy', () => {
-  const base = { retentionDays: 90, readEnabled: true, readSampleRate: 1, tierIcebergTable: 'a.b.c', tierParquetPath: '', tierConnectionId: '' };
+  const base = { retentionDays: 90, readEnabled: true, readSampleRate: 1, tierIcebergTable: 'a.b.c', tierParquetPath: '', tierConnectionId: '', redactKeys: [] };
   const DAY = 86_400_000;
   it('without tiering applies only the absolute cap', () => {
     expect(localCleanupPolicy({ ...base, tierMode: 'none', tierRetainLocalDays: 7 }, 5, 100 * DAY)).toEqual({ cutoffMs: 10 * DAY });
