@@ -223,6 +223,7 @@ describe('settingsView', () => {
       'audit.tier.parquet.path': '',
       'audit.tier.connectionId': '',
       'audit.tier.retain.local.days': 0,
+      'audit.redact.keys': DEFAULT_REDACT_KEYS.join(','),
     });
   });
 });
