@@ -54,9 +54,15 @@ export interface TierStatus {
   lastBatch: { count: number; bytes: number; ms: number } | null;
 }
 
+/** The next batch, and whether settled events remain after it (then the sweep goes on at once). */
+interface NextBatch {
+  batch: StoredEvent[];
+  settledLeft: boolean;
+}
+
 /**
- * What one `sweep()` did. `tiered-full`: it committed a whole batch, so more may be waiting
- * and the next commit follows at once; `tiered`: it committed what was settled, less than a batch.
+ * What one `sweep()` did. `tiered-full`: it committed a batch cut by the size limit, so settled
+ * events are waiting and the next commit follows at once; `tiered`: it committed all that was settled.
  */
 export type SweepOutcome = 'idle' | 'not-leader' | 'nothing-to-tier' | 'tiered' | 'tiered-full' | 'failed';
 
@@ -183,7 +189,8 @@ export class TierSweeper {
       await store.putMeta({ [WATERMARK_META]: watermark });
       this.#recoveredFor = recoveryKey;
     }
-    const batch = await this.#nextBatch(watermark);
+    const next = await this.#nextBatch(watermark);
+    const { batch } = next;
     if (batch.length === 0) return 'nothing-to-tier';
     const started = this.#now();
     const result = await commitParquetBatch(objects, location, batch, {
@@ -196,12 +203,15 @@ export class TierSweeper {
     this.#status.lastBatch = { count: batch.length, bytes: result.bytes, ms: this.#now() - started };
     this.#logTiered(result.marker.files.length, settings.tierParquetPath);
     this.#options.onTiered?.(batch.length, result.bytes);
-    return this.#tieredOutcome(batch);
+    return this.#tieredOutcome(next);
   }
 
-  /** A batch that was cut by the size limit leaves settled events behind: go on at once. */
-  #tieredOutcome(batch: readonly StoredEvent[]): SweepOutcome {
-    return batch.length >= this.#options.batchSizeMax ? 'tiered-full' : 'tiered';
+  /**
+   * A batch cut by the size limit leaves settled events behind: go on at once. The batch need
+   * not be full for that — a same-millisecond group that did not fit waits for the next batch.
+   */
+  #tieredOutcome(next: NextBatch): SweepOutcome {
+    return next.settledLeft ? 'tiered-full' : 'tiered';
   }
 
   /** One line per sweep that tiered something: an operator sees tiering work without asking. */
@@ -221,7 +231,8 @@ export class TierSweeper {
     const loaded = await ensureIcebergTable(objects, table, this.#now());
     // The table's snapshot summary is the source of truth for where tiering stopped.
     const watermark = laterWatermark(await this.watermark(), tableWatermark(loaded) ?? ZERO_WATERMARK);
-    const batch = await this.#nextBatch(watermark);
+    const next = await this.#nextBatch(watermark);
+    const { batch } = next;
     if (batch.length === 0) {
       await this.#options.store.putMeta({ [WATERMARK_META]: watermark });
       return 'nothing-to-tier';
@@ -238,11 +249,11 @@ export class TierSweeper {
     this.#status.lastBatch = { count: batch.length, bytes: result.bytes, ms: this.#now() - started };
     this.#logTiered(result.files, table.identifier);
     this.#options.onTiered?.(batch.length, result.bytes);
-    return this.#tieredOutcome(batch);
+    return this.#tieredOutcome(next);
   }
 
   /** Events after the watermark, settled, at most a batch, whole ingest-millisecond groups. */
-  async #nextBatch(watermark: Watermark): Promise<StoredEvent[]> {
+  async #nextBatch(watermark: Watermark): Promise<NextBatch> {
     const rules = { batchSizeMax: this.#options.batchSizeMax, ingestTsMax: this.#now() - this.#options.settleMs };
     let limit = rules.batchSizeMax + 1;
     for (;;) {
@@ -253,7 +264,8 @@ export class TierSweeper {
         limit *= 2;
         continue;
       }
-      return batch;
+      const following = events[batch.length];
+      return { batch, settledLeft: following !== undefined && following.ingestTs <= rules.ingestTsMax };
     }
   }
 

@@ -37,11 +37,19 @@ function ev(i: number): AuditEvent {
   return { eventId: `e${i}`, userId: 'u', source: 'trino', action: 'data:Select', resource: '', decision: '', tables: [], query: '', details: '', timestamp: Date.UTC(2026, 0, 1) + i };
 }
 
-async function storeWith(events: number): Promise<AuditStore> {
-  const store = await AuditStore.open({ location: await mkdtemp(join(dir, 'store-')) });
+/**
+ * A store holding `events` events appended `perAppend` at a time, each append in its own ingest
+ * millisecond (an injected clock, in the past so everything is settled): one same-millisecond
+ * group per append, whatever the machine's speed.
+ */
+async function storeWith(events: number, perAppend = 50): Promise<AuditStore> {
+  let ingestMs = Date.now() - HOUR_MS;
+  const store = await AuditStore.open({ location: await mkdtemp(join(dir, 'store-')), now: () => ingestMs });
   onTestFinished(() => store.close());
-  // One event per append: each gets its own ingest millisecond or shares it; groups never exceed a few.
-  for (let i = 0; i < events; i += 50) await store.append(Array.from({ length: Math.min(50, events - i) }, (_, j) => ev(i + j)));
+  for (let i = 0; i < events; i += perAppend) {
+    await store.append(Array.from({ length: Math.min(perAppend, events - i) }, (_, j) => ev(i + j)));
+    ingestMs++;
+  }
   return store;
 }
 
@@ -84,6 +92,18 @@ describe('TierSweeper', () => {
     const before = commits;
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(commits).toBe(before);
+  });
+
+  it('goes on at once when a group that did not fit cut the batch short of the limit', async () => {
+    // Groups of 60 with batch.size 100: every batch holds one group (60), since two would not fit.
+    const store = await storeWith(600, 60);
+    let commits = 0;
+    const s = sweeper(store, 'short-cut', { onTiered: () => commits++ });
+    s.start(0);
+    // The interval is an hour: waiting for it after a short batch would leave 540 behind.
+    await expect.poll(async () => (await s.watermark()).seq, { timeout: 30_000 }).toBe(600);
+    expect(commits).toBe(10);
+    expect((await s.status()).lastBatch!.count).toBe(60);
   });
 
   it('stops between commits when it loses leadership or is closed, and status answers meanwhile', async () => {
