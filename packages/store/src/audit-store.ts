@@ -20,6 +20,10 @@ import {
 import { readReplicatedEntry, type ReplicatedEntry } from './replicated-entry.js';
 import { UnsentNewIds } from './unsent-new-ids.js';
 import { LogTail } from './log-tail.js';
+import { IndexWriter, termsFromJson, type IndexSink } from './index-writer.js';
+import { planIndexedSearch } from './index-reader.js';
+import type { IndexField } from './index-keys.js';
+import { backfillIndexes } from './index-backfill.js';
 import { EventWriter, putEvent, type AppendOptions, type AppendResult, type Sequencer, type WriterPosition } from './event-writer.js';
 
 /**
@@ -100,6 +104,8 @@ export class AuditStore {
   readonly #db: Level<string, string>;
   readonly #options: AuditStoreOptions;
   #writer: EventWriter | undefined;
+  /** Writes the secondary index keys in every batch that writes or deletes events. */
+  #index: IndexWriter | undefined;
   #status: StoreStatus = 'opening';
   #closed: Promise<void> | undefined;
   #outboxNext = 1;
@@ -138,7 +144,11 @@ export class AuditStore {
     await mkdir(options.location, { recursive: true });
     const store = new AuditStore(options);
     await store.#db.open();
+    const index = await IndexWriter.load(store.#db);
+    await backfillIndexes(store.#db, index);
+    store.#index = index;
     store.#writer = new EventWriter(store.#db, await store.#readPosition(), {
+      index,
       now: options.now ?? Date.now,
       groupEventsMax: options.groupEventsMax ?? 20_000,
       sequencer: options.sequencer ?? (() => 0),
@@ -176,6 +186,11 @@ export class AuditStore {
     if (key === undefined) return { lastSeq: 0, lastTerm: 0, lastIngestTs: Number(highestIngestTs) };
     const event = await this.getBySeq(parseSeqFromSeqKey(key));
     return { lastSeq: event?.seq ?? 0, lastTerm: event?.term ?? 0, lastIngestTs: Math.max(event?.ingestTs ?? 0, Number(highestIngestTs)) };
+  }
+
+  #openIndex(): IndexWriter {
+    this.#openWriter();
+    return this.#index as IndexWriter;
   }
 
   #openWriter(): EventWriter {
@@ -222,10 +237,12 @@ export class AuditStore {
    * are refused (nothing is written), gaps the leader pruned are not.
    */
   async applyReplicated(entries: readonly Uint8Array[]): Promise<number> {
+    const index = this.#openIndex();
     const applied = await this.#openWriter().exclusive(async ({ db, position, setPosition }) => {
       const batch = db.batch();
       let last: ReplicatedEntry | undefined;
       let count = 0;
+      const newTables = new Set<string>();
       try {
         // Each entry is read while its puts are added, so what is read from it dies before the
         // write's fsync is awaited (kept across it, 2,000 entries a batch reached the old
@@ -239,6 +256,8 @@ export class AuditStore {
           if (entry.seq <= expected) throw new TypeError(`replicated entries out of order: seq ${entry.seq} after ${expected}`);
           if (entry.seq > expected + 1) gapSeqMax = entry.seq - 1;
           putEvent(batch, entry.eventId, entry.timestamp, entry.seq, entry.bytes);
+          // A standby builds the same index keys as the leader, from the same bytes.
+          index.put(batch, termsFromJson(entry.bytes), entry.timestamp, entry.seq, newTables);
           last = entry;
           count++;
         }
@@ -247,6 +266,7 @@ export class AuditStore {
           this.#gapSeqMax = gapSeqMax;
         }
       } catch (err) {
+        index.forget(newTables);
         await batch.close();
         throw err;
       }
@@ -254,7 +274,12 @@ export class AuditStore {
         await batch.close();
         return 0;
       }
-      await batch.write({ sync: true });
+      try {
+        await batch.write({ sync: true });
+      } catch (err) {
+        index.forget(newTables);
+        throw err;
+      }
       // The log now ends past the tail; a standby serves no pulls, so it keeps none.
       this.#tail.clear();
       setPosition({ lastSeq: last.seq, lastTerm: last.term, lastIngestTs: Math.max(position.lastIngestTs, last.ingestTs) });
@@ -274,8 +299,11 @@ export class AuditStore {
       const suffix = await this.#readSeqRange(seq - 1, Number.MAX_SAFE_INTEGER);
       if (suffix.length === 0) return 0;
       const ops: Array<{ type: 'put'; key: string; value: string } | { type: 'del'; key: string }> = [];
+      const index = this.#openIndex();
+      const sink: IndexSink = { put: (key, value) => ops.push({ type: 'put', key, value }), del: (key) => ops.push({ type: 'del', key }) };
       for (const event of suffix) {
         ops.push({ type: 'del', key: timeKey(event.timestamp, event.seq) }, { type: 'del', key: seqKey(event.seq) }, { type: 'del', key: idKey(event.eventId) });
+        index.del(sink, event, event.timestamp, event.seq);
         ops.push({ type: 'put', key: outboxKey(this.#outboxNext++), value: JSON.stringify(toAuditEvent(event)) });
       }
       // The highest ingestTs ever assigned survives the truncation: it must never go back.
@@ -361,11 +389,23 @@ export class AuditStore {
     // The exact filter still decides on the parsed event.
     const needle = filter.q === undefined ? undefined : JSON.stringify(filter.q).slice(1, -1);
     this.#openWriter();
-    for await (const value of this.#db.values(range)) {
+    const plan = await planIndexedSearch(this.#db, filter, this.#openIndex().knownTables);
+    for await (const value of plan?.values ?? this.#db.values(range)) {
       if (needle !== undefined && !value.toLowerCase().includes(needle)) continue;
       const event = JSON.parse(value) as StoredEvent;
       if (matches(event)) yield event;
     }
+  }
+
+  /**
+   * Which secondary indexes `search(filter)` would read, most selective first; empty when it
+   * would scan the time range. For tests and for explaining a slow search.
+   */
+  async searchPlan(filter: Omit<SearchFilter, 'limit'>): Promise<IndexField[]> {
+    this.#openWriter();
+    const plan = await planIndexedSearch(this.#db, filter, this.#openIndex().knownTables);
+    await plan?.close();
+    return plan?.fields ?? [];
   }
 
   /**
@@ -437,16 +477,19 @@ export class AuditStore {
       // appended from here on are newer than everything this batch deletes.
       this.#tail.clear();
       const batch = this.#db.batch();
+      const index = this.#openIndex();
       let gapSeqMax = this.#gapSeqMax;
+      let deleted = 0;
       for (const [key, value] of entries) {
         const event = JSON.parse(value) as StoredEvent;
         if (maxSeq !== undefined && event.seq > maxSeq) continue;
         batch.del(key);
         batch.del(seqKey(event.seq));
         batch.del(idKey(event.eventId));
+        index.del(batch, event, event.timestamp, event.seq);
         gapSeqMax = Math.max(gapSeqMax, event.seq);
+        deleted++;
       }
-      const deleted = batch.length / 3;
       // With the deletes, so a crash keeps both or neither.
       if (gapSeqMax > this.#gapSeqMax) batch.put(localKey(GAP_SEQ_MAX), String(gapSeqMax));
       if (deleted > 0) {

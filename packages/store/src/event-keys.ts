@@ -9,6 +9,7 @@
  *   m!<name>           → JSON                 replicated metadata (settings, later watermark, term, tables)
  *   l!<name>           → JSON                 this node's own metadata (never replicated)
  *   o!<n:16>           → event JSON           outbox: received here, not yet stored by the leader
+ *   x!…                → ''                   secondary indexes (index-keys.ts)
  */
 
 /** Largest value a key field can hold: Number.MAX_SAFE_INTEGER fits in 14 hex digits. */

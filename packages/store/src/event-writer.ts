@@ -2,6 +2,7 @@ import { AuditError, AuditErrorCode, storedEventJson, type EncodedEvent } from '
 import type { Level } from 'level';
 import { PREFIX, idKey, metaKey, encodeUint } from './event-keys.js';
 import { LogTail } from './log-tail.js';
+import { termsFromJson, type IndexWriter } from './index-writer.js';
 
 type Db = Level<string, string>;
 
@@ -94,13 +95,15 @@ export class EventWriter {
   readonly #groupEventsMax: number;
   readonly #sequencer: Sequencer;
   readonly #tail: LogTail;
+  readonly #index: IndexWriter;
   #position: WriterPosition;
   #queue: PendingOp[] = [];
   #draining: Promise<void> | undefined;
 
-  constructor(db: Db, position: WriterPosition, options: { now: () => number; groupEventsMax: number; sequencer: Sequencer; tail: LogTail }) {
+  constructor(db: Db, position: WriterPosition, options: { now: () => number; groupEventsMax: number; sequencer: Sequencer; tail: LogTail; index: IndexWriter }) {
     this.#db = db;
     this.#tail = options.tail;
+    this.#index = options.index;
     this.#position = { ...position };
     this.#now = options.now;
     this.#groupEventsMax = options.groupEventsMax;
@@ -215,6 +218,7 @@ export class EventWriter {
     const batch = this.#db.batch();
     const results: AppendResult[] = [];
     const written: string[] = [];
+    const newTables = new Set<string>();
     for (const pending of group) {
       const result: AppendResult = { stored: [], duplicates: 0 };
       for (const event of pending.events) {
@@ -227,6 +231,8 @@ export class EventWriter {
         // Composed from the JSON made at validation: the event is serialised once.
         const json = storedEventJson(event, ingestTs, seq, term);
         putEvent(batch, event.eventId, event.timestamp, seq, json);
+        // In the same batch as the event: the indexes and the log can never disagree.
+        this.#index.put(batch, termsFromJson(event.json), event.timestamp, seq, newTables);
         if (this.#tail.enabled) written.push(json);
         result.stored.push({ eventId: event.eventId, seq, ingestTs, term });
       }
@@ -239,7 +245,12 @@ export class EventWriter {
       const group = this.#tail.enabled ? LogTail.encode(written) : undefined;
       written.length = 0;
       // Store before ack: a caller that got 200 may never retry.
-      await batch.write({ sync: true });
+      try {
+        await batch.write({ sync: true });
+      } catch (err) {
+        this.#index.forget(newTables);
+        throw err;
+      }
       if (group) this.#tail.append(this.#position.lastSeq + 1, group);
     } else {
       await batch.close();

@@ -2,3 +2,4 @@ export { AuditStore, CLUSTER_LOG_TAIL_BYTES, LEVELDB_TUNING, type AuditStoreOpti
 export type { AppendOptions, AppendResult, MetaPut, StoredRef, Sequencer, WriterPosition } from './event-writer.js';
 export { DAY_MS, RetentionPruner, type PrunePolicy, type RetentionPrunerOptions } from './retention-pruner.js';
 export * as eventKeys from './event-keys.js';
+export { INDEX_FIELD, indexPrefixes, type IndexField, type IndexTerms } from './index-keys.js';

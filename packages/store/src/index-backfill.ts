@@ -1,0 +1,43 @@
+import type { Level } from 'level';
+import { PREFIX, decodeUint, localKey, prefixEnd } from './event-keys.js';
+import { termsFromJson, type IndexWriter } from './index-writer.js';
+
+/** Local-metadata name of the index layout version this store's index keys are complete for. */
+const INDEX_VERSION_NAME = 'indexVersion';
+const INDEX_VERSION = '1';
+
+/** Events indexed per batch while building the indexes of an existing store. */
+const BACKFILL_BATCH_EVENTS = 10_000;
+
+/**
+ * Makes the secondary indexes complete for a store opened for the first time by a version that
+ * keeps them: a store written before indexes existed has events without index keys, which an
+ * indexed search would silently miss. Indexes every stored event once, in batches, then records
+ * the version, so it runs once per store. Returns how many events it indexed.
+ */
+export async function backfillIndexes(db: Level<string, string>, index: IndexWriter): Promise<number> {
+  if ((await db.get(localKey(INDEX_VERSION_NAME))) === INDEX_VERSION) return 0;
+  let indexed = 0;
+  let from: string = PREFIX.time;
+  for (;;) {
+    const entries = await db.iterator({ gte: from, lt: prefixEnd(PREFIX.time), limit: BACKFILL_BATCH_EVENTS }).all();
+    if (entries.length === 0) break;
+    const batch = db.batch();
+    const newTables = new Set<string>();
+    for (const [key, json] of entries) {
+      const suffix = key.slice(PREFIX.time.length);
+      index.put(batch, termsFromJson(json), decodeUint(suffix.slice(0, 16)), decodeUint(suffix.slice(16)), newTables);
+    }
+    try {
+      await batch.write({ sync: false });
+    } catch (err) {
+      index.forget(newTables);
+      throw err;
+    }
+    indexed += entries.length;
+    from = (entries[entries.length - 1] as [string, string])[0] + '\u0000';
+  }
+  // Synced, and only after every index key: a crash before it means the backfill runs again (puts are idempotent).
+  await db.put(localKey(INDEX_VERSION_NAME), INDEX_VERSION, { sync: true });
+  return indexed;
+}

@@ -1,0 +1,288 @@
+import { upperTimeMs, type SearchFilter } from '@auditlake/model';
+import type { Level } from 'level';
+import { PREFIX, prefixEnd, timeLowerBound, timeUpperBoundInclusive } from './event-keys.js';
+import { TABLE_NAME_PREFIX, UNINDEXED_DECISION, indexRange, indexValuePrefix, suffixOf, suffixTimeMs, type IndexField } from './index-keys.js';
+
+type Db = Level<string, string>;
+
+/**
+ * Keys read from each candidate range before choosing. Enough that a range's density in the
+ * newest part of the window is a fair estimate, few enough to cost well under a millisecond.
+ */
+export const PROBE_KEYS = 128;
+
+/** Most table names a `table` substring may match for the table index to be used (a union of their ranges). */
+export const TABLE_UNION_MAX = 32;
+
+/**
+ * Relative costs, per key, measured against reading an event in a time scan (1): an index key
+ * leads to a point read of its event (a seek into another part of the key space), while a key
+ * read merely to intersect two indexes is a small sequential read.
+ */
+const EVENT_GET_COST = 3;
+const INDEX_KEY_COST = 0.1;
+
+/** A stream of time key suffixes (`<ts><seq>`), by event time then seq, descending. */
+interface SuffixSource {
+  next(): Promise<string | undefined>;
+  close(): Promise<void>;
+}
+
+/** One key range read in reverse, in growing batches (a page needs few keys, a full scan many). */
+class RangeSource implements SuffixSource {
+  readonly #iterator;
+  #buffer: string[] = [];
+  #at = 0;
+  #batch = 64;
+  #done = false;
+
+  constructor(db: Db, range: { gte: string; lt: string }) {
+    this.#iterator = db.keys({ ...range, reverse: true });
+  }
+
+  async next(): Promise<string | undefined> {
+    if (this.#at >= this.#buffer.length) {
+      if (this.#done) return undefined;
+      this.#buffer = await this.#iterator.nextv(this.#batch);
+      this.#at = 0;
+      this.#batch = Math.min(this.#batch * 2, 4096);
+      if (this.#buffer.length === 0) {
+        this.#done = true;
+        return undefined;
+      }
+    }
+    // Time keys and index keys alike end with the suffix.
+    return suffixOf(this.#buffer[this.#at++] as string);
+  }
+
+  close(): Promise<void> {
+    return this.#iterator.close();
+  }
+}
+
+/** Several sources merged, each suffix once (an event naming two matching tables is in two ranges). */
+class UnionSource implements SuffixSource {
+  readonly #sources: SuffixSource[];
+  #heads: Array<string | undefined> | undefined;
+  #last: string | undefined;
+
+  constructor(sources: SuffixSource[]) {
+    this.#sources = sources;
+  }
+
+  async next(): Promise<string | undefined> {
+    this.#heads ??= await Promise.all(this.#sources.map((s) => s.next()));
+    const heads = this.#heads;
+    for (;;) {
+      let best = -1;
+      for (let i = 0; i < heads.length; i++) {
+        const head = heads[i];
+        if (head !== undefined && (best < 0 || head > (heads[best] as string))) best = i;
+      }
+      if (best < 0) return undefined;
+      const value = heads[best] as string;
+      heads[best] = await (this.#sources[best] as SuffixSource).next();
+      if (value === this.#last) continue;
+      this.#last = value;
+      return value;
+    }
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.#sources.map((s) => s.close()));
+  }
+}
+
+/** The suffixes in both sources (both descending: the larger head steps until they meet). */
+class IntersectionSource implements SuffixSource {
+  readonly #a: SuffixSource;
+  readonly #b: SuffixSource;
+
+  constructor(a: SuffixSource, b: SuffixSource) {
+    this.#a = a;
+    this.#b = b;
+  }
+
+  async next(): Promise<string | undefined> {
+    let a = await this.#a.next();
+    let b = await this.#b.next();
+    while (a !== undefined && b !== undefined) {
+      if (a === b) return a;
+      if (a > b) a = await this.#a.next();
+      else b = await this.#b.next();
+    }
+    return undefined;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.#a.close(), this.#b.close()]);
+  }
+}
+
+/** A source whose first PROBE_KEYS suffixes are read ahead, to estimate how dense it is. */
+class ProbedSource implements SuffixSource {
+  readonly #source: SuffixSource;
+  readonly probed: string[] = [];
+  exhausted = false;
+  #at = 0;
+
+  private constructor(source: SuffixSource) {
+    this.#source = source;
+  }
+
+  static async probe(source: SuffixSource): Promise<ProbedSource> {
+    const probed = new ProbedSource(source);
+    while (probed.probed.length < PROBE_KEYS) {
+      const next = await source.next();
+      if (next === undefined) {
+        probed.exhausted = true;
+        break;
+      }
+      probed.probed.push(next);
+    }
+    return probed;
+  }
+
+  async next(): Promise<string | undefined> {
+    if (this.#at < this.probed.length) return this.probed[this.#at++];
+    return this.exhausted ? undefined : this.#source.next();
+  }
+
+  /**
+   * Matching keys per millisecond of event time below `topMs`; a source read to its end has
+   * its exact count instead (-1 density: always cheaper than an unbounded one of any density).
+   */
+  density(topMs: number): number {
+    if (this.exhausted) return this.probed.length / Number.MAX_SAFE_INTEGER;
+    const oldest = suffixTimeMs(this.probed[this.probed.length - 1] as string);
+    return this.probed.length / Math.max(1, topMs - oldest + 1);
+  }
+
+  close(): Promise<void> {
+    return this.#source.close();
+  }
+}
+
+/** The (field, value) ranges a filter restricts to, besides time; a table substring is a union of ranges. */
+function indexedPredicates(filter: Omit<SearchFilter, 'limit'>, tableNames: Iterable<string>): Array<Array<{ field: IndexField; value: string }>> | 'none' {
+  const predicates: Array<Array<{ field: IndexField; value: string }>> = [];
+  if (filter.user !== undefined) predicates.push([{ field: 'user', value: filter.user }]);
+  if (filter.engine !== undefined) predicates.push([{ field: 'engine', value: filter.engine }]);
+  if (filter.decision !== undefined && filter.decision !== UNINDEXED_DECISION) predicates.push([{ field: 'decision', value: filter.decision }]);
+  if (filter.action === 'write') predicates.push([{ field: 'kind', value: 'w' }]);
+  if (filter.table !== undefined) {
+    const table = filter.table;
+    const names: string[] = [];
+    for (const name of tableNames) {
+      if (!name.includes(table)) continue;
+      names.push(name);
+      if (names.length > TABLE_UNION_MAX) break;
+    }
+    // No table by that name was ever indexed: nothing can match.
+    if (names.length === 0) return 'none';
+    if (names.length <= TABLE_UNION_MAX) predicates.push(names.map((value) => ({ field: 'table', value })));
+  }
+  return predicates;
+}
+
+/** Reads every name of the table dictionary (when the writer does not hold them all). */
+async function readTableNames(db: Db): Promise<string[]> {
+  const keys = await db.keys({ gte: TABLE_NAME_PREFIX, lt: prefixEnd(TABLE_NAME_PREFIX) }).all();
+  return keys.map((key) => key.slice(TABLE_NAME_PREFIX.length));
+}
+
+/** What an indexed search reads: the chosen index ranges, or the time range (undefined). */
+export interface IndexPlan {
+  /** Stored event JSON, by event time then seq descending: the events of the time window the indexes kept. */
+  values: AsyncGenerator<string>;
+  /** The index fields read, most selective first (for tests and explanations). */
+  fields: IndexField[];
+  /** Closes the plan's iterators when `values` is not read to its end (idempotent). */
+  close(): Promise<void>;
+}
+
+/**
+ * Chooses how to answer a search: by the secondary index whose range is the sparsest in the
+ * newest part of the window (probed: the first PROBE_KEYS keys of each, and of the time range
+ * itself), intersected with the next ones while that is cheaper than reading the events they
+ * would rule out; or by the time range (undefined) when no index would read less. Every event
+ * a plan yields is only a candidate: the caller still applies the whole filter.
+ */
+export async function planIndexedSearch(db: Db, filter: Omit<SearchFilter, 'limit'>, knownTables: ReadonlySet<string> | undefined): Promise<IndexPlan | undefined> {
+  const toMs = upperTimeMs(filter);
+  const fromMs = filter.fromMs;
+  if (toMs !== undefined && fromMs !== undefined && fromMs > toMs) return emptyPlan([]);
+  const predicates = indexedPredicates(filter, knownTables ?? (filter.table !== undefined ? await readTableNames(db) : []));
+  if (predicates === 'none') return emptyPlan(['table']);
+  if (predicates.length === 0) return undefined;
+
+  const timeRange = {
+    gte: fromMs === undefined ? PREFIX.time : timeLowerBound(fromMs),
+    lt: toMs === undefined ? prefixEnd(PREFIX.time) : timeUpperBoundInclusive(toMs),
+  };
+  const time = await ProbedSource.probe(new RangeSource(db, timeRange));
+  await time.close();
+  if (time.probed.length === 0) return emptyPlan([]);
+  const topMs = toMs ?? suffixTimeMs(time.probed[0] as string);
+
+  const candidates = await Promise.all(
+    predicates.map(async (ranges) => {
+      const sources = ranges.map(({ field, value }) => new RangeSource(db, indexRange(indexValuePrefix(field, value), fromMs, toMs)));
+      const source = await ProbedSource.probe(sources.length === 1 ? (sources[0] as SuffixSource) : new UnionSource(sources));
+      return { field: (ranges[0] as { field: IndexField }).field, source, density: source.density(topMs) };
+    }),
+  );
+  candidates.sort((a, b) => a.density - b.density);
+  const driver = candidates[0] as (typeof candidates)[number];
+  const timeDensity = time.density(topMs);
+  if (!driver.source.exhausted && driver.density * EVENT_GET_COST >= timeDensity) {
+    await Promise.all(candidates.map((c) => c.source.close()));
+    return undefined;
+  }
+  let source: SuffixSource = driver.source;
+  const fields: IndexField[] = [driver.field];
+  let keptDensity = driver.density;
+  for (const candidate of candidates.slice(1)) {
+    // Independent predicates assumed: intersecting keeps density_c / density_time of the keys.
+    const kept = timeDensity > 0 ? Math.min(1, candidate.density / timeDensity) : 1;
+    const readCost = (candidate.density / Math.max(keptDensity, Number.MIN_VALUE)) * INDEX_KEY_COST;
+    if (!driver.source.exhausted && readCost < EVENT_GET_COST * (1 - kept)) {
+      source = new IntersectionSource(source, candidate.source);
+      fields.push(candidate.field);
+      keptDensity *= kept;
+    } else await candidate.source.close();
+  }
+  const chosen = source;
+  return { values: eventValues(db, chosen), fields, close: () => chosen.close() };
+}
+
+/** A plan that knows, without reading events, that nothing matches. */
+function emptyPlan(fields: IndexField[]): IndexPlan {
+  return { values: noValues(), fields, close: () => Promise.resolve() };
+}
+
+async function* noValues(): AsyncGenerator<string> {
+  // Nothing matches.
+}
+
+/** The stored events of the suffixes, fetched in growing batches, in the suffixes' order. */
+async function* eventValues(db: Db, source: SuffixSource): AsyncGenerator<string> {
+  try {
+    let batch = 32;
+    for (;;) {
+      const keys: string[] = [];
+      while (keys.length < batch) {
+        const suffix = await source.next();
+        if (suffix === undefined) break;
+        keys.push(PREFIX.time + suffix);
+      }
+      if (keys.length === 0) return;
+      // An event pruned since its index key was read is gone: skipped, as a time scan would.
+      for (const value of await db.getMany(keys)) if (value !== undefined) yield value;
+      if (keys.length < batch) return;
+      batch = Math.min(batch * 2, 1024);
+    }
+  } finally {
+    await source.close();
+  }
+}

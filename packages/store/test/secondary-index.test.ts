@@ -1,0 +1,210 @@
+// Goal: a search answered from the secondary indexes returns exactly what a scan of the time range returns, on a leader, after retention and truncation, and on a standby that applied the same log; and the index keys are exactly those of the stored events.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { compileFilter, inTimeRange, upperTimeMs, type AuditEvent, type SearchFilter, type StoredEvent } from '@auditlake/model';
+import fc from 'fast-check';
+import { Level } from 'level';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { AuditStore, indexPrefixes } from '../src/index.js';
+import { eventKeys } from '../src/index.js';
+
+async function location(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'auditlake-index-'));
+  onTestFinished(() => rm(dir, { recursive: true, force: true }));
+  return join(dir, 'store');
+}
+
+// Small pools, so filters hit; values that are prefixes of each other and odd characters, so a
+// key layout that let one value's range reach into another's would show.
+const USERS = ['ann', 'anna', 'bob', 'a"b', 'ü', ''];
+const SOURCES = ['trino', 'Trino', 'spark', 'SPARK', 'flink'];
+const TABLES = ['db.a', 'db.ab', 'db.a.b', 'x.y', 'ä.ö', 'db'];
+const ACTIONS = ['data:Select', 'data:Insert', 'ddl:Create'];
+const DECISIONS = ['', 'ALLOW', 'DENY'] as const;
+
+const eventArb = fc.record({
+  userId: fc.constantFrom(...USERS),
+  source: fc.constantFrom(...SOURCES),
+  action: fc.constantFrom(...ACTIONS),
+  decision: fc.constantFrom(...DECISIONS),
+  tables: fc.array(fc.constantFrom(...TABLES), { maxLength: 3 }),
+  query: fc.constantFrom('select 1', 'SELECT * FROM db.a', ''),
+  timestamp: fc.integer({ min: 0, max: 60 }),
+});
+type EventSpec = typeof eventArb extends fc.Arbitrary<infer T> ? T : never;
+
+const filterArb = fc.record(
+  {
+    user: fc.constantFrom(...USERS.filter((u) => u !== ''), 'nobody'),
+    engine: fc.constantFrom('trino', 'spark', 'flink', 'hive'),
+    table: fc.constantFrom('db.a', 'db', '.', 'a.b', 'ö', 'zzz'),
+    action: fc.constantFrom('read' as const, 'write' as const, 'all' as const),
+    decision: fc.constantFrom(...DECISIONS),
+    q: fc.constantFrom('select', 'db.a'),
+    fromMs: fc.integer({ min: 0, max: 60 }),
+    toMs: fc.integer({ min: 0, max: 60 }),
+    cursor: fc.record({ timestamp: fc.integer({ min: 0, max: 60 }), ingestTs: fc.integer({ min: 0, max: 2000 }), eventId: fc.constantFrom('e1', 'e5', 'e40') }),
+  },
+  { requiredKeys: ['action'] },
+);
+
+function toEvent(spec: EventSpec, eventId: string): AuditEvent {
+  return { eventId, resource: '', details: '', ...spec };
+}
+
+async function collect(source: AsyncIterable<StoredEvent>): Promise<string[]> {
+  const ids: string[] = [];
+  for await (const event of source) ids.push(event.eventId);
+  return ids;
+}
+
+/** The truth: every stored event (a time scan with no predicate), filtered here. */
+async function fullScan(store: AuditStore, filter: Omit<SearchFilter, 'limit'>): Promise<string[]> {
+  const matches = compileFilter({ ...filter, limit: 1 });
+  const toMs = upperTimeMs(filter);
+  const ids: string[] = [];
+  for await (const event of store.search({ action: 'all' })) {
+    if (inTimeRange({ ...filter, ...(toMs !== undefined ? { toMs } : {}), limit: 1 }, event.timestamp) && matches(event)) ids.push(event.eventId);
+  }
+  return ids;
+}
+
+/** Every search answers exactly as the full scan does. */
+async function expectExact(store: AuditStore, filters: ReadonlyArray<Omit<SearchFilter, 'limit'>>): Promise<void> {
+  for (const filter of filters) {
+    expect(await collect(store.search(filter)), JSON.stringify(filter)).toEqual(await fullScan(store, filter));
+  }
+}
+
+/** The index keys on disk are exactly those the stored events call for (none left over, none missing). */
+async function expectIndexKeysExact(at: string): Promise<void> {
+  const db = new Level<string, string>(at, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
+  await db.open();
+  try {
+    const expected = new Set<string>();
+    for await (const [key, json] of db.iterator({ gte: eventKeys.PREFIX.time, lt: eventKeys.prefixEnd(eventKeys.PREFIX.time) })) {
+      const suffix = key.slice(eventKeys.PREFIX.time.length);
+      for (const prefix of indexPrefixes(JSON.parse(json) as StoredEvent)) expected.add(prefix + suffix);
+    }
+    const actual = new Set<string>();
+    for await (const key of db.keys({ gte: 'x!', lt: 'x"' })) if (!key.startsWith('x!T')) actual.add(key);
+    expect([...actual].sort()).toEqual([...expected].sort());
+  } finally {
+    await db.close();
+  }
+}
+
+describe('secondary indexes', () => {
+  it('property: indexed search = full scan, on the leader, after retention and truncation, and on a standby', async () => {
+    const seed = Number(process.env['INDEX_SEED'] ?? Date.now() % 1_000_000);
+    console.log(`secondary-index seed ${seed} (INDEX_SEED=${seed} replays it)`);
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.array(eventArb, { minLength: 1, maxLength: 40 }), { minLength: 1, maxLength: 5 }),
+        fc.array(filterArb, { minLength: 4, maxLength: 8 }),
+        fc.integer({ min: 0, max: 61 }),
+        fc.boolean(),
+        fc.integer({ min: 0, max: 20 }),
+        async (batches, filters, cutoffMs, limitToHalf, divertBack) => {
+          const leaderAt = await location();
+          const standbyAt = await location();
+          let clock = 1000;
+          const leader = await AuditStore.open({ location: leaderAt, now: () => clock++ });
+          const standby = await AuditStore.open({ location: standbyAt });
+          try {
+            let n = 0;
+            for (const batch of batches) await leader.append(batch.map((spec) => toEvent(spec, `e${n++}`)));
+            await expectExact(leader, filters);
+
+            // A standby applies the leader's bytes, in two pulls, and builds the same indexes.
+            const half = Math.floor(leader.position.lastSeq / 2);
+            await standby.applyReplicated(await leader.readEncodedBySeq(0, half));
+            await standby.applyReplicated(await leader.readEncodedBySeq(half, Number.MAX_SAFE_INTEGER));
+            await expectExact(standby, filters);
+            for (const filter of filters) expect(await collect(standby.search(filter))).toEqual(await collect(leader.search(filter)));
+
+            // Retention: the events and their index keys go together.
+            await leader.pruneBefore(cutoffMs, 7, async () => true, limitToHalf ? half : undefined);
+            await expectExact(leader, filters);
+
+            // A divergent suffix is taken off the standby's log with its index keys.
+            await standby.divertSuffixToOutbox(Math.max(1, standby.position.lastSeq - divertBack));
+            await expectExact(standby, filters);
+          } finally {
+            await leader.close();
+            await standby.close();
+          }
+          await expectIndexKeysExact(leaderAt);
+          await expectIndexKeysExact(standbyAt);
+        },
+      ),
+      { seed, numRuns: 30 },
+    );
+  });
+
+  it('answers from the sparsest index and intersects a second selective one', async () => {
+    const store = await AuditStore.open({ location: await location() });
+    onTestFinished(() => store.close());
+    // 3,000 events: 30 users, a tenth of them denied; user u7 has 100 events, 10 denied.
+    const events: AuditEvent[] = [];
+    for (let i = 0; i < 3000; i++) {
+      events.push({
+        eventId: `e${i}`,
+        userId: `u${i % 30}`,
+        source: i % 2 === 0 ? 'trino' : 'spark',
+        action: 'data:Select',
+        resource: '',
+        decision: i % 10 === 7 ? 'DENY' : 'ALLOW',
+        tables: [`db.t${i % 7}`],
+        query: '',
+        details: '',
+        timestamp: 1_000_000 + i * 1000,
+      });
+    }
+    await store.append(events);
+    expect(await store.searchPlan({ action: 'all', user: 'u7' })).toEqual(['user']);
+    // Half the denials' keys are read to save half of their event reads: cheaper.
+    expect(await store.searchPlan({ action: 'all', decision: 'DENY', engine: 'trino' })).toEqual(['decision', 'engine']);
+    expect((await store.searchPlan({ action: 'all', user: 'u7', decision: 'DENY' }))[0]).toBe('user');
+    // No predicate an index serves, or one that holds for most events: the time range is read.
+    expect(await store.searchPlan({ action: 'all' })).toEqual([]);
+    expect(await store.searchPlan({ action: 'read' })).toEqual([]);
+    // A table substring matching no indexed name answers without reading anything.
+    expect(await store.searchPlan({ action: 'all', table: 'nope' })).toEqual(['table']);
+    expect(await collect(store.search({ action: 'all', table: 'nope' }))).toEqual([]);
+    expect(await store.searchPlan({ action: 'all', table: 'db.t3' })).toEqual(['table']);
+    await expectExact(store, [
+      { action: 'all', user: 'u7' },
+      { action: 'all', user: 'u7', decision: 'DENY' },
+      { action: 'all', decision: 'DENY', engine: 'trino' },
+      { action: 'all', decision: 'DENY', engine: 'spark', fromMs: 1_200_000 },
+      { action: 'all', decision: 'DENY', engine: 'trino', fromMs: 1_500_000, toMs: 2_000_000 },
+      { action: 'all', table: 'db.t', user: 'u3' },
+      { action: 'all', table: 'db.t3', decision: 'ALLOW' },
+    ]);
+  });
+
+  it('indexes the events of a store written before the indexes existed, once, when it is opened', async () => {
+    const at = await location();
+    // An older store: events under their three keys only.
+    const store = await AuditStore.open({ location: at });
+    await store.append([toEvent({ userId: 'ann', source: 'trino', action: 'data:Select', decision: 'DENY', tables: ['db.a'], query: '', timestamp: 5 }, 'old')]);
+    await store.close();
+    const db = new Level<string, string>(at, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
+    await db.open();
+    const stale = await db.keys({ gte: 'x!', lt: 'x"' }).all();
+    const batch = db.batch();
+    for (const key of stale) batch.del(key);
+    batch.del(eventKeys.localKey('indexVersion'));
+    await batch.write({ sync: true });
+    await db.close();
+
+    const reopened = await AuditStore.open({ location: at });
+    onTestFinished(() => reopened.close());
+    expect(await collect(reopened.search({ action: 'all', user: 'ann' }))).toEqual(['old']);
+    expect(await collect(reopened.search({ action: 'all', table: 'db' }))).toEqual(['old']);
+    await reopened.close();
+    await expectIndexKeysExact(at);
+  });
+});
