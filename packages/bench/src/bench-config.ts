@@ -66,12 +66,20 @@ export interface BenchConfig {
   tierTableDays: number;
   /** One-day-window viewer requests measured. */
   tierRequests: number;
+  /** Versus PostgreSQL: events ingested into each system per round (and searched after the last). */
+  pgEvents: number;
+  /** Alternating ingest rounds (auditlake, PostgreSQL); best and median reported. */
+  pgRounds: number;
+  /** One-day-window and user searches per system. */
+  pgRequests: number;
+  /** `q` searches per system and needle. */
+  pgQRepetitions: number;
   /** Where the report goes; undefined picks the default for a full or a quick run. */
   outputPath: string | undefined;
 }
 
-export type BenchPart = 'ingest' | 'search' | 'cluster' | 'tiering';
-export const BENCH_PARTS: readonly BenchPart[] = ['ingest', 'search', 'cluster', 'tiering'];
+export type BenchPart = 'ingest' | 'search' | 'cluster' | 'tiering' | 'postgres';
+export const BENCH_PARTS: readonly BenchPart[] = ['ingest', 'search', 'cluster', 'tiering', 'postgres'];
 
 export const DEFAULTS = {
   seed: 20250101,
@@ -104,6 +112,10 @@ export const DEFAULTS = {
   tierTableEvents: 10_000_000,
   tierTableDays: 30,
   tierRequests: 50,
+  pgEvents: 1_000_000,
+  pgRounds: 3,
+  pgRequests: 200,
+  pgQRepetitions: 5,
 } as const;
 
 function intFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number): number {
@@ -149,6 +161,10 @@ export function readBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
     tierTableEvents: intFromEnv(env, 'BENCH_TIER_TABLE_EVENTS', DEFAULTS.tierTableEvents, 1),
     tierTableDays: intFromEnv(env, 'BENCH_TIER_TABLE_DAYS', DEFAULTS.tierTableDays, 1),
     tierRequests: intFromEnv(env, 'BENCH_TIER_REQUESTS', DEFAULTS.tierRequests, 1),
+    pgEvents: intFromEnv(env, 'BENCH_PG_EVENTS', DEFAULTS.pgEvents, 1),
+    pgRounds: intFromEnv(env, 'BENCH_PG_ROUNDS', DEFAULTS.pgRounds, 1),
+    pgRequests: intFromEnv(env, 'BENCH_PG_REQUESTS', DEFAULTS.pgRequests, 1),
+    pgQRepetitions: intFromEnv(env, 'BENCH_PG_QREPS', DEFAULTS.pgQRepetitions, 1),
     outputPath: env['BENCH_OUTPUT'] || undefined,
   };
 }
@@ -180,6 +196,15 @@ export function isFullSize(config: BenchConfig, part: BenchPart): boolean {
         config.tierSweepBatch === DEFAULTS.tierSweepBatch &&
         config.tierTableEvents >= DEFAULTS.tierTableEvents &&
         config.tierRequests >= 30 &&
+        config.searchLimit === DEFAULTS.searchLimit
+      );
+    case 'postgres':
+      return (
+        config.pgEvents >= DEFAULTS.pgEvents &&
+        config.pgRounds >= DEFAULTS.pgRounds &&
+        config.pgRequests >= DEFAULTS.pgRequests &&
+        config.ingestBatchSize === DEFAULTS.ingestBatchSize &&
+        config.ingestConcurrency === DEFAULTS.ingestConcurrency &&
         config.searchLimit === DEFAULTS.searchLimit
       );
   }

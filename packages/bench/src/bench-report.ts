@@ -9,6 +9,7 @@ import type { RawLevelResult } from './raw-level-bench.js';
 import { cores, int, loads, metWord, ms, pct, table } from './report-format.js';
 import { Q_NEEDLE, type SearchResult } from './search-bench.js';
 import type { TieringFigures } from './tiering-bench.js';
+import { postgresKnobRows, postgresMarkdown, postgresSummaryRows, type PostgresFigures } from './postgres-report.js';
 import { tieringKnobRows, tieringMarkdown, tieringNotes, tieringOtherCores, tieringSummaryRows } from './tiering-report.js';
 
 /** The issue's targets. */
@@ -55,6 +56,7 @@ export interface BenchResults {
   search?: Measured<SearchResult> | undefined;
   cluster?: Measured<ClusterFigures> | undefined;
   tiering?: Measured<TieringFigures> | undefined;
+  postgres?: Measured<PostgresFigures> | undefined;
 }
 
 export interface MachineFacts {
@@ -153,6 +155,7 @@ function summaryRows(results: BenchResults): SummaryRow[] {
   }
   if (results.cluster) rows.push(...clusterSummaryRows(results.cluster.figures, results.cluster.run.config, singleNodeContext(results)));
   if (results.tiering) rows.push(...tieringSummaryRows(results.tiering.figures, results.tiering.run.config));
+  if (results.postgres) rows.push(...postgresSummaryRows(results.postgres.figures));
   return rows;
 }
 
@@ -160,7 +163,7 @@ function notes(results: BenchResults): string[] {
   const out: string[] = [];
   const ingest = results.ingest?.figures;
   const search = results.search?.figures;
-  const quick = (['ingest', 'search', 'cluster', 'tiering'] as const).filter((part) => {
+  const quick = (['ingest', 'search', 'cluster', 'tiering', 'postgres'] as const).filter((part) => {
     const section = results[part];
     return section !== undefined && !isFullSize(section.run.config, part);
   });
@@ -213,7 +216,7 @@ function notes(results: BenchResults): string[] {
 /** Which run measured which part, for the report's "Runs" table. */
 function runsTable(results: BenchResults): string {
   const runs = new Map<string, { run: RunInfo; parts: string[] }>();
-  for (const part of ['ingest', 'search', 'cluster', 'tiering'] as const) {
+  for (const part of ['ingest', 'search', 'cluster', 'tiering', 'postgres'] as const) {
     const section = results[part];
     if (!section) continue;
     const entry = runs.get(section.run.startedAt) ?? { run: section.run, parts: [] };
@@ -372,6 +375,7 @@ export function renderMarkdown(results: BenchResults, machine: MachineFacts): st
 
   if (results.cluster) parts.push(clusterMarkdown(results.cluster.figures, results.cluster.run.config, singleNodeContext(results), results.cluster.run.machine.cpuCount), '');
   if (results.tiering) parts.push(tieringMarkdown(results.tiering.figures, results.tiering.run.config));
+  if (results.postgres) parts.push(postgresMarkdown(results.postgres.figures, results.postgres.run.config));
 
   // Each knob as the run that measured its part used it.
   const ic = results.ingest?.run.config;
@@ -386,7 +390,7 @@ export function renderMarkdown(results: BenchResults, machine: MachineFacts): st
     table(
       ['variable', 'used', 'default'],
       [
-        [`BENCH_ONLY (all, ${(['ingest', 'search', 'cluster', 'tiering'] satisfies BenchPart[]).join(', ')})`, 'see "Runs"', 'all'],
+        [`BENCH_ONLY (all, ${(['ingest', 'search', 'cluster', 'tiering', 'postgres'] satisfies BenchPart[]).join(', ')})`, 'see "Runs"', 'all'],
         ['BENCH_SEED', String(ic?.seed ?? sc?.seed ?? results.cluster?.run.config.seed ?? DEFAULTS.seed), String(DEFAULTS.seed)],
         knob('BENCH_INGEST_EVENTS', ic?.ingestEvents, DEFAULTS.ingestEvents),
         knob('BENCH_INGEST_WARMUP_EVENTS', ic?.ingestWarmupEvents, DEFAULTS.ingestWarmupEvents),
@@ -401,6 +405,7 @@ export function renderMarkdown(results: BenchResults, machine: MachineFacts): st
         knob('BENCH_QSCAN_REPS', sc?.qScanRepetitions, DEFAULTS.qScanRepetitions),
         ...clusterKnobRows(results.cluster?.run.config),
         ...tieringKnobRows(results.tiering?.run.config),
+        ...postgresKnobRows(results.postgres?.run.config),
       ],
     ),
     '',

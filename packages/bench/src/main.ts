@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: runs the ingest benchmark with its raw LevelDB references, the search
  * benchmark, the cluster benchmark (three real node processes and Redis) and the tiering
- * benchmark (a real s3rver, the sweep and the viewer over a large Iceberg table), prints a summary
+ * benchmark (a real s3rver, the sweep and the viewer over a large Iceberg table), auditlake against
+ * a throwaway PostgreSQL on the same events (when PostgreSQL is installed), prints a summary
  * and writes BENCHMARKS.md. `BENCH_ONLY=<part>` runs one part and keeps the others' figures
  * from the report it rewrites. Never part of `npm test`.
  */
@@ -18,6 +19,9 @@ import { runRawLevelBench } from './raw-level-bench.js';
 import { embedResults, readStoredResults } from './results-store.js';
 import { runSearchBench } from './search-bench.js';
 import { runTieringBench } from './tiering-bench.js';
+import { findPostgres } from './postgres-server.js';
+import type { PostgresFigures } from './postgres-report.js';
+import { runVersusPostgresBench } from './postgres-versus-bench.js';
 
 const HOUR_MS = 60 * 60 * 1000;
 /** dist/main.js → packages/bench → the repository root. */
@@ -115,6 +119,33 @@ async function main(): Promise<void> {
       )
     : undefined;
 
+  let postgres: PostgresFigures | undefined;
+  if (runsPart(config, 'postgres')) {
+    const bin = findPostgres();
+    if (bin === undefined) {
+      postgres = { skipped: `PostgreSQL is not installed (no initdb and postgres in ${process.env['BENCH_PG_BIN'] || '/usr/lib/postgresql/15/bin'}; set BENCH_PG_BIN)` };
+      log(`versus PostgreSQL: ${postgres.skipped}`);
+    } else {
+      postgres = {
+        measured: await runVersusPostgresBench(
+          {
+            postgresBin: bin,
+            seed: config.seed,
+            events: config.pgEvents,
+            days: config.searchDays,
+            batchSize: config.ingestBatchSize,
+            concurrency: config.ingestConcurrency,
+            rounds: config.pgRounds,
+            requests: config.pgRequests,
+            qRepetitions: config.pgQRepetitions,
+            limit: config.searchLimit,
+          },
+          log,
+        ),
+      };
+    }
+  }
+
   const run: RunInfo = {
     startedAt: startedAt.toISOString(),
     durationMs: Date.now() - startedAt.getTime(),
@@ -133,12 +164,14 @@ async function main(): Promise<void> {
     search: search ? { run, figures: search } : previous?.search,
     cluster: cluster ? { run, figures: cluster } : previous?.cluster,
     tiering: tiering ? { run, figures: tiering } : previous?.tiering,
+    postgres: postgres ? { run, figures: postgres } : previous?.postgres,
   };
   const current: BenchResults = {
     ingest: ingest ? { run, figures: ingest } : undefined,
     search: search ? { run, figures: search } : undefined,
     cluster: cluster ? { run, figures: cluster } : undefined,
     tiering: tiering ? { run, figures: tiering } : undefined,
+    postgres: postgres ? { run, figures: postgres } : undefined,
   };
   await mkdir(dirname(outputPath), { recursive: true });
   await writeFile(outputPath, `${renderMarkdown(results, machine)}\n${embedResults(results)}`);
