@@ -160,15 +160,14 @@ export function summarizeAddedFiles(files: readonly DataFile[]): AddedFilesSumma
   };
 }
 
-/** What {@link appendSnapshot} adds. */
-export interface AppendSnapshotOptions {
+/** What every new snapshot needs, whatever its operation. */
+export interface SnapshotCommonOptions {
   /** New snapshot id: a positive safe integer not used before in the table. */
   snapshotId: number;
   /** Absolute path of the snapshot's manifest list (already written). */
   manifestListPath: string;
   /** Commit time, epoch ms; raised to previous `last-updated-ms` + 1 if the clock is behind. */
   nowMs: number;
-  addedFiles: AddedFilesSummary;
   /**
    * Absolute path of the metadata file `metadata` was read from (`vN.metadata.json`); it
    * becomes the newest `metadata-log` entry of the new version.
@@ -180,13 +179,35 @@ export interface AppendSnapshotOptions {
   metadataLogEntriesMax?: number;
 }
 
-/** Summary keys {@link appendSnapshot} computes; `summaryExtra` may not set them. */
+/** What {@link appendSnapshot} adds. */
+export interface AppendSnapshotOptions extends SnapshotCommonOptions {
+  addedFiles: AddedFilesSummary;
+}
+
+/** What a `replace` snapshot changes: files rewritten (compaction) or manifests rewritten. */
+export interface ReplaceSnapshotOptions extends SnapshotCommonOptions {
+  /** Data files the snapshot adds (the rewritten files); zero counts for a manifest rewrite. */
+  addedFiles: AddedFilesSummary;
+  /** Data files it removes; `records` must equal `addedFiles.records` (same rows, other files). */
+  deletedFiles: Omit<AddedFilesSummary, 'partitions'>;
+  /** For a manifest rewrite: `manifests-created`, `-replaced`, `-kept`, `entries-processed`. */
+  manifests?: { created: number; replaced: number; kept: number; entriesProcessed: number };
+}
+
+/** Summary keys the snapshot builders compute; `summaryExtra` may not set them. */
 const STANDARD_SUMMARY_KEYS = new Set([
   'operation',
   'added-data-files',
   'added-records',
   'added-files-size',
+  'deleted-data-files',
+  'deleted-records',
+  'removed-files-size',
   'changed-partition-count',
+  'manifests-created',
+  'manifests-replaced',
+  'manifests-kept',
+  'entries-processed',
   'total-records',
   'total-files-size',
   'total-data-files',
@@ -211,10 +232,90 @@ const STANDARD_SUMMARY_KEYS = new Set([
  * `metadata` itself is not valid v2 metadata.
  */
 export function appendSnapshot(metadata: IcebergTableMetadata, options: AppendSnapshotOptions): IcebergTableMetadata {
+  const added = options.addedFiles;
+  checkCounts('addedFiles', added);
+  return addSnapshot(metadata, options, 'append', {
+    summary: {
+      'added-data-files': String(added.files),
+      'added-records': String(added.records),
+      'added-files-size': String(added.sizeBytes),
+      'changed-partition-count': String(added.partitions),
+    },
+    totalDeltas: { 'total-records': added.records, 'total-files-size': added.sizeBytes, 'total-data-files': added.files },
+  });
+}
+
+/**
+ * The next table metadata after a `replace` commit (docs/iceberg-layout.md "Maintenance"): the
+ * same rows in other files (compaction: `added-*`, `deleted-*`, `removed-files-size`,
+ * `changed-partition-count`) or the same files in other manifests (manifest rewrite:
+ * `manifests-*` and `entries-processed`, data counters zero). `total-records` never changes;
+ * the file totals move by what was added and removed. Everything else as {@link appendSnapshot}.
+ * Throws TypeError when the added and deleted record counts differ (a replace that would lose
+ * or duplicate rows) or for bad counts.
+ */
+export function replaceSnapshot(metadata: IcebergTableMetadata, options: ReplaceSnapshotOptions): IcebergTableMetadata {
+  const added = options.addedFiles;
+  const deleted = options.deletedFiles;
+  checkCounts('addedFiles', added);
+  checkCounts('deletedFiles', deleted);
+  if (added.records !== deleted.records) {
+    throw new TypeError(`a replace keeps the rows: added-records ${added.records} must equal deleted-records ${deleted.records}`);
+  }
+  const summary: Record<string, string> = {
+    'added-data-files': String(added.files),
+    'deleted-data-files': String(deleted.files),
+    'added-records': String(added.records),
+    'deleted-records': String(deleted.records),
+    'added-files-size': String(added.sizeBytes),
+    'removed-files-size': String(deleted.sizeBytes),
+    'changed-partition-count': String(added.partitions),
+  };
+  if (options.manifests) {
+    checkCounts('manifests', options.manifests);
+    summary['manifests-created'] = String(options.manifests.created);
+    summary['manifests-replaced'] = String(options.manifests.replaced);
+    summary['manifests-kept'] = String(options.manifests.kept);
+    summary['entries-processed'] = String(options.manifests.entriesProcessed);
+  }
+  return addSnapshot(metadata, options, 'replace', {
+    summary,
+    totalDeltas: { 'total-records': 0, 'total-files-size': added.sizeBytes - deleted.sizeBytes, 'total-data-files': added.files - deleted.files },
+  });
+}
+
+function checkCounts(name: string, counts: object): void {
+  for (const [key, value] of Object.entries(counts)) {
+    if (!Number.isSafeInteger(value) || (value as number) < 0) throw new TypeError(`${name}.${key} must be a non-negative safe integer, got ${String(value)}`);
+  }
+}
+
+/** The new metadata-log: the previous file appended, the oldest dropped beyond `entriesMax`. */
+function nextMetadataLog(metadata: IcebergTableMetadata, previousMetadataPath: string, entriesMax: number): IcebergMetadataLogEntry[] {
+  return [...metadata['metadata-log'], { 'timestamp-ms': metadata['last-updated-ms'], 'metadata-file': previousMetadataPath }].slice(-entriesMax);
+}
+
+function checkedLogMax(entriesMax: number | undefined): number {
+  const logMax = entriesMax ?? METADATA_LOG_ENTRIES_MAX_DEFAULT;
+  if (!Number.isSafeInteger(logMax) || logMax < 1) throw new TypeError(`metadataLogEntriesMax must be a positive integer, got ${logMax}`);
+  return logMax;
+}
+
+function checkBase(metadata: IcebergTableMetadata): void {
   const problems = checkTableMetadata(metadata);
   if (problems.length > 0) {
     throw new AuditError(AuditErrorCode.TIER_TARGET_UNUSABLE, `Iceberg table metadata is not valid: ${problems.join('; ')}`);
   }
+}
+
+/** The shared part of every new snapshot: ids, sequence number, totals, logs, refs. */
+function addSnapshot(
+  metadata: IcebergTableMetadata,
+  options: SnapshotCommonOptions,
+  operation: 'append' | 'replace',
+  change: { summary: Record<string, string>; totalDeltas: Record<'total-records' | 'total-files-size' | 'total-data-files', number> },
+): IcebergTableMetadata {
+  checkBase(metadata);
   checkSnapshotId('snapshotId', options.snapshotId);
   if (metadata.snapshots.some((snapshot) => snapshot['snapshot-id'] === options.snapshotId)) {
     throw new TypeError(`snapshot id ${options.snapshotId} is already used in the table`);
@@ -222,33 +323,22 @@ export function appendSnapshot(metadata: IcebergTableMetadata, options: AppendSn
   checkAbsolutePath('manifestListPath', options.manifestListPath);
   checkAbsolutePath('previousMetadataPath', options.previousMetadataPath);
   checkMs('nowMs', options.nowMs);
-  const added = options.addedFiles;
-  for (const [name, value] of Object.entries(added)) {
-    if (!Number.isSafeInteger(value) || value < 0) throw new TypeError(`addedFiles.${name} must be a non-negative safe integer, got ${value}`);
-  }
   const extra = options.summaryExtra ?? {};
   checkStringMap('summaryExtra', extra);
   for (const key of Object.keys(extra)) {
     if (STANDARD_SUMMARY_KEYS.has(key)) throw new TypeError(`summaryExtra may not set the standard summary key ${key}`);
   }
-  const logMax = options.metadataLogEntriesMax ?? METADATA_LOG_ENTRIES_MAX_DEFAULT;
-  if (!Number.isSafeInteger(logMax) || logMax < 1) throw new TypeError(`metadataLogEntriesMax must be a positive integer, got ${logMax}`);
+  const logMax = checkedLogMax(options.metadataLogEntriesMax);
 
   const commitMs = Math.max(options.nowMs, metadata['last-updated-ms'] + 1);
   const parent = currentSnapshot(metadata);
   const sequenceNumber = metadata['last-sequence-number'] + 1;
 
-  const summary: Record<string, string> = {
-    operation: 'append',
-    'added-data-files': String(added.files),
-    'added-records': String(added.records),
-    'added-files-size': String(added.sizeBytes),
-    'changed-partition-count': String(added.partitions),
-  };
+  const summary: Record<string, string> = { operation, ...change.summary };
   const totals: [string, number][] = [
-    ['total-records', added.records],
-    ['total-files-size', added.sizeBytes],
-    ['total-data-files', added.files],
+    ['total-records', change.totalDeltas['total-records']],
+    ['total-files-size', change.totalDeltas['total-files-size']],
+    ['total-data-files', change.totalDeltas['total-data-files']],
     ['total-delete-files', 0],
     ['total-position-deletes', 0],
     ['total-equality-deletes', 0],
@@ -268,10 +358,6 @@ export function appendSnapshot(metadata: IcebergTableMetadata, options: AppendSn
     'manifest-list': options.manifestListPath,
     'schema-id': metadata['current-schema-id'],
   };
-  const metadataLog = [
-    ...metadata['metadata-log'],
-    { 'timestamp-ms': metadata['last-updated-ms'], 'metadata-file': options.previousMetadataPath },
-  ].slice(-logMax);
 
   const next: IcebergTableMetadata = {
     ...metadata,
@@ -281,7 +367,75 @@ export function appendSnapshot(metadata: IcebergTableMetadata, options: AppendSn
     refs: { ...metadata.refs, main: { ...metadata.refs['main'], 'snapshot-id': options.snapshotId, type: 'branch' } },
     snapshots: [...metadata.snapshots, snapshot],
     'snapshot-log': [...metadata['snapshot-log'], { 'timestamp-ms': commitMs, 'snapshot-id': options.snapshotId }],
-    'metadata-log': metadataLog,
+    'metadata-log': nextMetadataLog(metadata, options.previousMetadataPath, logMax),
+  };
+  assertValid(checkTableMetadata(next));
+  return next;
+}
+
+/** What {@link expireSnapshots} keeps and records. */
+export interface ExpireSnapshotsOptions {
+  /** The newest snapshots kept (by sequence number); the current one and every ref's are kept always. */
+  retainLast: number;
+  nowMs: number;
+  previousMetadataPath: string;
+  metadataLogEntriesMax?: number;
+}
+
+/** The snapshot ids {@link expireSnapshots} keeps: the newest `retainLast`, the current one, every ref's. */
+export function retainedSnapshotIds(metadata: IcebergTableMetadata, retainLast: number): Set<number> {
+  if (!Number.isSafeInteger(retainLast) || retainLast < 1) throw new TypeError(`retainLast must be a positive integer, got ${retainLast}`);
+  const newestFirst = [...metadata.snapshots].sort((a, b) => b['sequence-number'] - a['sequence-number']);
+  const kept = new Set(newestFirst.slice(0, retainLast).map((snapshot) => snapshot['snapshot-id']));
+  const current = currentSnapshot(metadata);
+  if (current) kept.add(current['snapshot-id']);
+  for (const ref of Object.values(metadata.refs)) kept.add(ref['snapshot-id']);
+  return kept;
+}
+
+/**
+ * The next table metadata after expiring every snapshot {@link retainedSnapshotIds} does not
+ * keep (spec "Snapshot Retention Policy"): no new snapshot; `snapshots` and `snapshot-log`
+ * keep only the retained ones; a `metadata-log` entry for the previous file as in every commit.
+ * A retained snapshot whose parent expired keeps its `parent-snapshot-id` (the spec allows an
+ * ancestor to be gone). Returns undefined when nothing would expire.
+ */
+export function expireSnapshots(metadata: IcebergTableMetadata, options: ExpireSnapshotsOptions): IcebergTableMetadata | undefined {
+  checkBase(metadata);
+  checkAbsolutePath('previousMetadataPath', options.previousMetadataPath);
+  checkMs('nowMs', options.nowMs);
+  const logMax = checkedLogMax(options.metadataLogEntriesMax);
+  const kept = retainedSnapshotIds(metadata, options.retainLast);
+  if (metadata.snapshots.every((snapshot) => kept.has(snapshot['snapshot-id']))) return undefined;
+  const next: IcebergTableMetadata = {
+    ...metadata,
+    'last-updated-ms': Math.max(options.nowMs, metadata['last-updated-ms'] + 1),
+    snapshots: metadata.snapshots.filter((snapshot) => kept.has(snapshot['snapshot-id'])),
+    'snapshot-log': metadata['snapshot-log'].filter((entry) => kept.has(entry['snapshot-id'])),
+    'metadata-log': nextMetadataLog(metadata, options.previousMetadataPath, logMax),
+  };
+  if (Array.isArray(metadata['statistics'])) {
+    next['statistics'] = (metadata['statistics'] as Array<{ 'snapshot-id'?: number }>).filter((entry) => entry['snapshot-id'] === undefined || kept.has(entry['snapshot-id']));
+  }
+  assertValid(checkTableMetadata(next));
+  return next;
+}
+
+/**
+ * The next table metadata with the `metadata-log` cut to its newest `entriesMax` entries after
+ * recording the previous file (`write.metadata.previous-versions-max`): the metadata files that
+ * fall off may then be deleted. Returns undefined when the log is already within the limit.
+ */
+export function trimMetadataLog(metadata: IcebergTableMetadata, options: { entriesMax: number; nowMs: number; previousMetadataPath: string }): IcebergTableMetadata | undefined {
+  checkBase(metadata);
+  checkAbsolutePath('previousMetadataPath', options.previousMetadataPath);
+  checkMs('nowMs', options.nowMs);
+  const logMax = checkedLogMax(options.entriesMax);
+  if (metadata['metadata-log'].length < logMax) return undefined;
+  const next: IcebergTableMetadata = {
+    ...metadata,
+    'last-updated-ms': Math.max(options.nowMs, metadata['last-updated-ms'] + 1),
+    'metadata-log': nextMetadataLog(metadata, options.previousMetadataPath, logMax),
   };
   assertValid(checkTableMetadata(next));
   return next;

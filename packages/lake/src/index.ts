@@ -1,4 +1,4 @@
-export { ObjectStore, type ObjectHead } from './object-store.js';
+export { ObjectStore, type ListedObject, type ObjectHead } from './object-store.js';
 export { S3Connections } from './s3-connections.js';
 export { joinKey, parseS3Location, type S3Location } from './s3-location.js';
 export { encodeKeyNumber } from './key-number.js';
@@ -11,3 +11,13 @@ export { commitIcebergBatch, type IcebergCommitResult } from './iceberg-committe
 export { COMMITS_DIR, commitParquetBatch, eventDate, markerKey, readMarkers, type CommitMarker, type CommittedFile, type ParquetBatchResult } from './parquet-committer.js';
 export { IcebergTierSource, FOOTER_CACHE_ENTRIES_MAX } from './iceberg-tier-source.js';
 export { ParquetTierSource } from './parquet-tier-source.js';
+export { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
+export { commitMetadataVersion, type CommitFence } from './iceberg-version-commit.js';
+export { currentManifests, ManifestCache, snapshotManifests, type ResolvedManifest } from './iceberg-table-files.js';
+export type { MaintenanceContext } from './iceberg-maintenance-context.js';
+export { compactIcebergTable, COMPACTION_INPUT_BYTES_MAX } from './iceberg-compaction.js';
+export { rewriteIcebergManifests, MANIFEST_ENTRIES_MAX } from './iceberg-manifest-rewrite.js';
+export { expireIcebergSnapshots } from './iceberg-snapshot-expiry.js';
+export { cleanIcebergMetadata } from './iceberg-metadata-cleanup.js';
+export { removeIcebergOrphans } from './iceberg-orphan-cleanup.js';
+export { runIcebergMaintenance, type MaintenancePolicy, type MaintenanceRunFigures } from './iceberg-maintenance.js';

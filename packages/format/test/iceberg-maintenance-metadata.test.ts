@@ -1,0 +1,127 @@
+// Goal: the metadata of maintenance commits follows the spec — a replace snapshot keeps total-records and moves the file totals, a manifest rewrite records its manifest counts, expiry keeps the newest N, the current snapshot and every ref's and trims the snapshot-log, the metadata-log is cut to its limit — and a replace that would change the rows is refused.
+import { describe, expect, it } from 'vitest';
+import {
+  appendSnapshot,
+  checkTableMetadata,
+  expireSnapshots,
+  newTableMetadata,
+  readWatermarkFromMetadata,
+  replaceSnapshot,
+  retainedSnapshotIds,
+  trimMetadataLog,
+  watermarkSummary,
+  type IcebergTableMetadata,
+} from '../src/index.js';
+
+const LOCATION = 's3://audit-bucket/warehouse/audit/events';
+const UUID = '9c6f2b1e-4f0a-4c57-9a1e-2b7d3f1a8c40';
+const T0 = 1_714_564_800_000;
+const metadataPath = (version: number): string => `${LOCATION}/metadata/v${version}.metadata.json`;
+const listPath = (id: number): string => `${LOCATION}/metadata/snap-${id}-1-x.avro`;
+
+/** A table after `appends` appends of 10 rows in one 1,000-byte file each. */
+function appended(appends: number): IcebergTableMetadata {
+  let metadata = newTableMetadata({ location: LOCATION, tableUuid: UUID, nowMs: T0 });
+  for (let v = 1; v <= appends; v++) {
+    metadata = appendSnapshot(metadata, {
+      snapshotId: 1000 + v,
+      manifestListPath: listPath(1000 + v),
+      nowMs: T0 + v,
+      addedFiles: { records: 10, files: 1, sizeBytes: 1000, partitions: 1 },
+      previousMetadataPath: metadataPath(v),
+      summaryExtra: watermarkSummary({ seq: BigInt(10 * v), writerId: 'w', leaderTerm: 1 }),
+    });
+  }
+  return metadata;
+}
+
+describe('replaceSnapshot', () => {
+  it('records a compaction: same rows, fewer files, totals moved, watermark carried', () => {
+    const before = appended(5);
+    const parent = before.snapshots.at(-1)!;
+    const after = replaceSnapshot(before, {
+      snapshotId: 2000,
+      manifestListPath: listPath(2000),
+      nowMs: T0 + 100,
+      previousMetadataPath: metadataPath(6),
+      addedFiles: { records: 50, files: 1, sizeBytes: 4000, partitions: 1 },
+      deletedFiles: { records: 50, files: 5, sizeBytes: 5000 },
+      summaryExtra: watermarkSummary({ seq: 50n, writerId: 'w', leaderTerm: 1 }),
+    });
+    const snapshot = after.snapshots.at(-1)!;
+    expect(snapshot['sequence-number']).toBe(6);
+    expect(snapshot['parent-snapshot-id']).toBe(parent['snapshot-id']);
+    expect(snapshot.summary).toMatchObject({
+      operation: 'replace',
+      'added-data-files': '1',
+      'deleted-data-files': '5',
+      'added-records': '50',
+      'deleted-records': '50',
+      'added-files-size': '4000',
+      'removed-files-size': '5000',
+      'total-records': '50',
+      'total-data-files': '1',
+      'total-files-size': '4000',
+    });
+    expect(readWatermarkFromMetadata(after)?.seq).toBe(50n);
+    expect(checkTableMetadata(JSON.parse(JSON.stringify(after)))).toEqual([]);
+  });
+
+  it('records a manifest rewrite: no data change, manifest counts', () => {
+    const after = replaceSnapshot(appended(3), {
+      snapshotId: 2000,
+      manifestListPath: listPath(2000),
+      nowMs: T0 + 100,
+      previousMetadataPath: metadataPath(4),
+      addedFiles: { records: 0, files: 0, sizeBytes: 0, partitions: 0 },
+      deletedFiles: { records: 0, files: 0, sizeBytes: 0 },
+      manifests: { created: 1, replaced: 3, kept: 0, entriesProcessed: 3 },
+    });
+    expect(after.snapshots.at(-1)!.summary).toMatchObject({ operation: 'replace', 'manifests-created': '1', 'manifests-replaced': '3', 'manifests-kept': '0', 'entries-processed': '3', 'total-records': '30', 'total-data-files': '3' });
+  });
+
+  it('refuses a replace whose added and deleted rows differ', () => {
+    expect(() =>
+      replaceSnapshot(appended(2), {
+        snapshotId: 2000,
+        manifestListPath: listPath(2000),
+        nowMs: T0,
+        previousMetadataPath: metadataPath(3),
+        addedFiles: { records: 19, files: 1, sizeBytes: 1, partitions: 1 },
+        deletedFiles: { records: 20, files: 2, sizeBytes: 2 },
+      }),
+    ).toThrow(/added-records 19 must equal deleted-records 20/);
+  });
+});
+
+describe('expireSnapshots', () => {
+  it('keeps the newest N, the current one and every ref, and trims the snapshot-log to them', () => {
+    const before = appended(10);
+    const tagged = { ...before, refs: { ...before.refs, audit2025: { 'snapshot-id': 1002, type: 'tag' as const } } };
+    expect([...retainedSnapshotIds(tagged, 3)].sort()).toEqual([1002, 1008, 1009, 1010]);
+    const after = expireSnapshots(tagged, { retainLast: 3, nowMs: T0, previousMetadataPath: metadataPath(11) })!;
+    expect(after.snapshots.map((s) => s['snapshot-id'])).toEqual([1002, 1008, 1009, 1010]);
+    expect(after['snapshot-log'].map((e) => e['snapshot-id'])).toEqual([1002, 1008, 1009, 1010]);
+    expect(after['current-snapshot-id']).toBe(1010);
+    expect(after['last-sequence-number']).toBe(before['last-sequence-number']);
+    expect(after['metadata-log'].at(-1)!['metadata-file']).toBe(metadataPath(11));
+    expect(after['last-updated-ms']).toBeGreaterThan(before['last-updated-ms']);
+    expect(checkTableMetadata(JSON.parse(JSON.stringify(after)))).toEqual([]);
+  });
+
+  it('answers undefined when nothing would expire, and refuses retainLast < 1', () => {
+    expect(expireSnapshots(appended(3), { retainLast: 3, nowMs: T0, previousMetadataPath: metadataPath(4) })).toBeUndefined();
+    expect(() => retainedSnapshotIds(appended(3), 0)).toThrow(TypeError);
+  });
+});
+
+describe('trimMetadataLog', () => {
+  it('cuts the metadata-log to its limit, and answers undefined when it is within', () => {
+    const before = appended(10);
+    expect(before['metadata-log']).toHaveLength(10);
+    const after = trimMetadataLog(before, { entriesMax: 4, nowMs: T0, previousMetadataPath: metadataPath(11) })!;
+    expect(after['metadata-log'].map((e) => e['metadata-file'])).toEqual([metadataPath(8), metadataPath(9), metadataPath(10), metadataPath(11)]);
+    expect(after.snapshots).toEqual(before.snapshots);
+    expect(trimMetadataLog(before, { entriesMax: 11, nowMs: T0, previousMetadataPath: metadataPath(11) })).toBeUndefined();
+  });
+});

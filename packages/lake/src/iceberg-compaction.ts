@@ -1,0 +1,187 @@
+import { randomInt, randomUUID } from 'node:crypto';
+import {
+  addedEntry,
+  AuditParquetFile,
+  bytesSource,
+  dataFileFromParquet,
+  dayPartitionPath,
+  encodeAuditParquet,
+  encodeManifest,
+  encodeManifestList,
+  icebergParquetKvMetadata,
+  ManifestEntryStatus,
+  manifestFileFor,
+  replaceSnapshot,
+  summarizeAddedFiles,
+  type DataFile,
+  type ManifestEntry,
+  type ManifestFile,
+  type TieredEvent,
+} from '@auditlake/format';
+import { AuditError, AuditErrorCode } from '@auditlake/model';
+import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
+import { carriedSummary, COMMIT_ATTEMPTS_MAX, type MaintenanceContext } from './iceberg-maintenance-context.js';
+import { currentManifests, isLive, type ResolvedManifest } from './iceberg-table-files.js';
+import { metadataFileKey, s3Key } from './iceberg-table-ref.js';
+import { loadIcebergTable, type LoadedTable } from './iceberg-table.js';
+import { commitMetadataVersion } from './iceberg-version-commit.js';
+import { joinKey } from './s3-location.js';
+
+/** Bytes of small files one run rewrites at most: a run's memory stays bounded; the rest waits for the next run. */
+export const COMPACTION_INPUT_BYTES_MAX = 256 * 1024 * 1024;
+
+/** A file below this share of the target size is small enough to be merged. */
+const SMALL_FILE_SHARE = 0.75;
+
+export interface CompactionResult {
+  /** The version committed, or the one found when there was nothing to compact. */
+  loaded: LoadedTable;
+  filesRewritten: number;
+  filesAdded: number;
+}
+
+/** Per day, the small live files worth merging (two or more), oldest first, within the run's byte limit. */
+function pickSmallFiles(manifests: readonly ResolvedManifest[], targetFileSizeBytes: number): DataFile[][] {
+  const byDay = new Map<number, DataFile[]>();
+  for (const manifest of manifests) {
+    for (const entry of manifest.entries) {
+      const file = entry.data_file;
+      if (!isLive(entry) || file.file_size_in_bytes >= targetFileSizeBytes * SMALL_FILE_SHARE) continue;
+      const day = file.partition.event_time_day ?? 0;
+      byDay.set(day, [...(byDay.get(day) ?? []), file]);
+    }
+  }
+  const groups: DataFile[][] = [];
+  let budget = COMPACTION_INPUT_BYTES_MAX;
+  for (const day of [...byDay.keys()].sort((a, b) => a - b)) {
+    const files = (byDay.get(day) as DataFile[]).sort((a, b) => a.file_path.localeCompare(b.file_path));
+    const group: DataFile[] = [];
+    for (const file of files) {
+      if (file.file_size_in_bytes > budget) break;
+      budget -= file.file_size_in_bytes;
+      group.push(file);
+    }
+    if (group.length >= 2) groups.push(group);
+  }
+  return groups;
+}
+
+/** Reads every row of `files`, checking each file holds the rows its manifest entry says. */
+async function readRows(context: MaintenanceContext, files: readonly DataFile[]): Promise<TieredEvent[]> {
+  const parts = await mapBounded(files, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (file) => {
+    const bytes = await context.objects.get(s3Key(context.table, file.file_path));
+    const events = await (await AuditParquetFile.open(bytesSource(bytes))).read({});
+    if (events.length !== file.record_count) {
+      throw new AuditError(AuditErrorCode.TABLE_INVALID, `${file.file_path} holds ${events.length} rows, its manifest entry says ${file.record_count}`);
+    }
+    return events;
+  });
+  return parts.flat();
+}
+
+/** Writes `events` as files near the target size; returns their data_file records. */
+async function writeCompacted(context: MaintenanceContext, day: number, events: readonly TieredEvent[], inputBytes: number, targetFileSizeBytes: number): Promise<DataFile[]> {
+  const bytesPerRow = Math.max(1, inputBytes / Math.max(1, events.length));
+  const rowsPerFile = Math.max(1, Math.floor(targetFileSizeBytes / bytesPerRow));
+  const attempt = `t${context.fence.term}-${randomUUID()}`;
+  const files: DataFile[] = [];
+  for (let start = 0, part = 0; start < events.length; start += rowsPerFile, part++) {
+    const slice = events.slice(start, start + rowsPerFile);
+    const bytes = encodeAuditParquet(slice, { kvMetadata: icebergParquetKvMetadata() });
+    // Attempt-unique: a compaction never overwrites another writer's file.
+    const key = joinKey(context.table.s3.prefix, `data/${dayPartitionPath(day)}/compacted-${attempt}-${part}.parquet`);
+    await context.objects.put(key, bytes, 'application/vnd.apache.parquet');
+    files.push(dataFileFromParquet({ events: slice, filePath: context.objects.url(key), fileSizeBytes: bytes.byteLength, parquetBytes: bytes }));
+  }
+  return files;
+}
+
+/** The entries of a manifest that lists a removed file: removed → DELETED, the rest EXISTING, old DELETED dropped. */
+function rewrittenEntries(manifest: ResolvedManifest, removed: ReadonlySet<string>, snapshotId: number): ManifestEntry[] {
+  return manifest.entries.filter(isLive).map((entry) =>
+    removed.has(entry.data_file.file_path)
+      ? { ...entry, status: ManifestEntryStatus.DELETED, snapshot_id: snapshotId }
+      : { ...entry, status: ManifestEntryStatus.EXISTING },
+  );
+}
+
+/**
+ * Compaction (spec operation `replace`): per day partition, the small live files are rewritten
+ * into files near `targetFileSizeBytes` with exactly their rows, and one commit swaps them: a new
+ * manifest adds the new files; each manifest that listed a replaced file is rewritten with it
+ * DELETED (original sequence numbers explicit) and its other files EXISTING; other manifests
+ * are carried unchanged. Before the commit the rows are counted again: a rewrite that would lose
+ * or duplicate a row is refused. When another commit wins meanwhile (a sweep appending), the
+ * swap is re-applied on the new version as long as every replaced file is still live there.
+ */
+export async function compactIcebergTable(context: MaintenanceContext, loaded: LoadedTable, targetFileSizeBytes: number): Promise<CompactionResult> {
+  const groups = pickSmallFiles(await currentManifests(context.objects, context.table, loaded.metadata), targetFileSizeBytes);
+  if (groups.length === 0) return { loaded, filesRewritten: 0, filesAdded: 0 };
+  const removedFiles: DataFile[] = [];
+  const addedFiles: DataFile[] = [];
+  for (const group of groups) {
+    const events = await readRows(context, group);
+    const inputBytes = group.reduce((sum, file) => sum + file.file_size_in_bytes, 0);
+    const written = await writeCompacted(context, group[0]?.partition.event_time_day ?? 0, events, inputBytes, targetFileSizeBytes);
+    const rowsIn = group.reduce((sum, file) => sum + file.record_count, 0);
+    const rowsOut = written.reduce((sum, file) => sum + file.record_count, 0);
+    if (rowsIn !== rowsOut) throw new Error(`assertion failed: compaction of ${group.length} files read ${rowsIn} rows and wrote ${rowsOut}`);
+    removedFiles.push(...group);
+    addedFiles.push(...written);
+  }
+  const removed = new Set(removedFiles.map((file) => file.file_path));
+  const snapshotId = randomInt(1, 2 ** 47);
+  const attempt = randomUUID();
+  const addedManifestEntries = addedFiles.map((file) => addedEntry(file, snapshotId));
+  const addedManifestBytes = encodeManifest(addedManifestEntries);
+  const addedManifestKey = metadataFileKey(context.table, `${attempt}-m0.avro`);
+  await context.objects.put(addedManifestKey, addedManifestBytes, 'application/octet-stream');
+
+  let base = loaded;
+  for (let attemptNumber = 1; ; attemptNumber++) {
+    const manifests = await currentManifests(context.objects, context.table, base.metadata);
+    const live = new Set(manifests.flatMap((m) => m.entries.filter(isLive).map((e) => e.data_file.file_path)));
+    if (![...removed].every((path) => live.has(path))) {
+      // Someone else changed these files: ours are unreferenced (orphan cleanup removes them).
+      return { loaded: base, filesRewritten: 0, filesAdded: 0 };
+    }
+    const sequenceNumber = base.metadata['last-sequence-number'] + 1;
+    const rows: ManifestFile[] = [
+      manifestFileFor({ manifestPath: context.objects.url(addedManifestKey), manifestLengthBytes: addedManifestBytes.byteLength, entries: addedManifestEntries, snapshotId, sequenceNumber }),
+    ];
+    for (const [index, manifest] of manifests.entries()) {
+      if (!manifest.entries.some((entry) => removed.has(entry.data_file.file_path))) {
+        rows.push(manifest.file);
+        continue;
+      }
+      const entries = rewrittenEntries(manifest, removed, snapshotId);
+      const bytes = encodeManifest(entries);
+      const key = metadataFileKey(context.table, `${attempt}-${attemptNumber}-m${index + 1}.avro`);
+      await context.objects.put(key, bytes, 'application/octet-stream');
+      rows.push(manifestFileFor({ manifestPath: context.objects.url(key), manifestLengthBytes: bytes.byteLength, entries, snapshotId, sequenceNumber }));
+    }
+    const parentId = base.metadata['current-snapshot-id'];
+    const listBytes = encodeManifestList(rows, { snapshotId, parentSnapshotId: parentId > 0 ? parentId : null, sequenceNumber });
+    const listKey = metadataFileKey(context.table, `snap-${snapshotId}-${attemptNumber}-${attempt}.avro`);
+    await context.objects.put(listKey, listBytes, 'application/octet-stream');
+    const next = replaceSnapshot(base.metadata, {
+      snapshotId,
+      manifestListPath: context.objects.url(listKey),
+      nowMs: context.now(),
+      previousMetadataPath: base.metadataPath,
+      addedFiles: summarizeAddedFiles(addedFiles),
+      deletedFiles: { records: removedFiles.reduce((s, f) => s + f.record_count, 0), files: removedFiles.length, sizeBytes: removedFiles.reduce((s, f) => s + f.file_size_in_bytes, 0) },
+      summaryExtra: carriedSummary(base.metadata),
+      metadataLogEntriesMax: context.metadataLogEntriesMax,
+    });
+    try {
+      const committed = await commitMetadataVersion(context.objects, context.table, base, next, context.fence);
+      return { loaded: committed, filesRewritten: removedFiles.length, filesAdded: addedFiles.length };
+    } catch (err) {
+      if (!(err instanceof AuditError && err.code === AuditErrorCode.OBJECT_EXISTS) || attemptNumber >= COMMIT_ATTEMPTS_MAX) throw err;
+      const reloaded = await loadIcebergTable(context.objects, context.table);
+      if (!reloaded) throw err;
+      base = reloaded;
+    }
+  }
+}

@@ -1,0 +1,28 @@
+import { currentSnapshot, WATERMARK_SUMMARY_KEY, type IcebergTableMetadata } from '@auditlake/format';
+import type { CommitFence } from './iceberg-version-commit.js';
+import type { IcebergTableRef } from './iceberg-table-ref.js';
+import type { ObjectStore } from './object-store.js';
+
+/** What every maintenance step works with. */
+export interface MaintenanceContext {
+  objects: ObjectStore;
+  table: IcebergTableRef;
+  fence: CommitFence;
+  now: () => number;
+  /** metadata-log entries each commit keeps (`metadata.previous.versions.max`). */
+  metadataLogEntriesMax: number;
+}
+
+/** Commits that lost to another committer are re-applied on the new table this often at most. */
+export const COMMIT_ATTEMPTS_MAX = 5;
+
+/**
+ * The tiering keys (`auditlake.tiering.*`) of the current snapshot's summary, to carry into a
+ * maintenance snapshot: the current snapshot always says where tiering stopped, so expiring
+ * older snapshots can never lose the watermark.
+ */
+export function carriedSummary(metadata: IcebergTableMetadata): Record<string, string> {
+  const summary = currentSnapshot(metadata)?.summary ?? {};
+  const prefix = WATERMARK_SUMMARY_KEY.slice(0, WATERMARK_SUMMARY_KEY.lastIndexOf('.') + 1);
+  return Object.fromEntries(Object.entries(summary).filter(([key]) => key.startsWith(prefix)));
+}

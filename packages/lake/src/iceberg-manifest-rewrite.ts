@@ -1,0 +1,71 @@
+import { randomInt, randomUUID } from 'node:crypto';
+import { encodeManifest, encodeManifestList, ManifestEntryStatus, manifestFileFor, replaceSnapshot, type ManifestEntry, type ManifestFile } from '@auditlake/format';
+import { AuditError, AuditErrorCode } from '@auditlake/model';
+import { carriedSummary, COMMIT_ATTEMPTS_MAX, type MaintenanceContext } from './iceberg-maintenance-context.js';
+import { currentManifests, isLive } from './iceberg-table-files.js';
+import { metadataFileKey } from './iceberg-table-ref.js';
+import { loadIcebergTable, type LoadedTable } from './iceberg-table.js';
+import { commitMetadataVersion } from './iceberg-version-commit.js';
+
+/** Entries one rewritten manifest holds at most (a manifest entry is about half a KB). */
+export const MANIFEST_ENTRIES_MAX = 20_000;
+
+export interface ManifestRewriteResult {
+  loaded: LoadedTable;
+  manifestsReplaced: number;
+  manifestsCreated: number;
+}
+
+/**
+ * Manifest rewrite (operation `replace`, no data change): every live file of the current
+ * snapshot goes into as few manifests as {@link MANIFEST_ENTRIES_MAX} allows, as EXISTING with
+ * its original snapshot id and sequence numbers written out, ordered by day; DELETED entries
+ * are dropped. The manifest list then names a handful of manifests instead of one per commit.
+ * Skipped when the snapshot already has one manifest without DELETED entries. A lost commit is
+ * recomputed on the new version (cheap: no data is read).
+ */
+export async function rewriteIcebergManifests(context: MaintenanceContext, loaded: LoadedTable): Promise<ManifestRewriteResult> {
+  let base = loaded;
+  for (let attemptNumber = 1; ; attemptNumber++) {
+    const manifests = await currentManifests(context.objects, context.table, base.metadata);
+    const hasDeleted = manifests.some((m) => m.entries.some((e) => !isLive(e)));
+    if (manifests.length <= 1 && !hasDeleted) return { loaded: base, manifestsReplaced: 0, manifestsCreated: 0 };
+    const live: ManifestEntry[] = manifests
+      .flatMap((m) => m.entries.filter(isLive))
+      .map((entry) => ({ ...entry, status: ManifestEntryStatus.EXISTING }))
+      .sort((a, b) => (a.data_file.partition.event_time_day ?? 0) - (b.data_file.partition.event_time_day ?? 0) || a.data_file.file_path.localeCompare(b.data_file.file_path));
+    const snapshotId = randomInt(1, 2 ** 47);
+    const attempt = randomUUID();
+    const sequenceNumber = base.metadata['last-sequence-number'] + 1;
+    const rows: ManifestFile[] = [];
+    for (let start = 0, part = 0; start < live.length; start += MANIFEST_ENTRIES_MAX, part++) {
+      const entries = live.slice(start, start + MANIFEST_ENTRIES_MAX);
+      const bytes = encodeManifest(entries);
+      const key = metadataFileKey(context.table, `${attempt}-m${part}.avro`);
+      await context.objects.put(key, bytes, 'application/octet-stream');
+      rows.push(manifestFileFor({ manifestPath: context.objects.url(key), manifestLengthBytes: bytes.byteLength, entries, snapshotId, sequenceNumber }));
+    }
+    const parentId = base.metadata['current-snapshot-id'];
+    const listKey = metadataFileKey(context.table, `snap-${snapshotId}-1-${attempt}.avro`);
+    await context.objects.put(listKey, encodeManifestList(rows, { snapshotId, parentSnapshotId: parentId > 0 ? parentId : null, sequenceNumber }), 'application/octet-stream');
+    const next = replaceSnapshot(base.metadata, {
+      snapshotId,
+      manifestListPath: context.objects.url(listKey),
+      nowMs: context.now(),
+      previousMetadataPath: base.metadataPath,
+      addedFiles: { records: 0, files: 0, sizeBytes: 0, partitions: 0 },
+      deletedFiles: { records: 0, files: 0, sizeBytes: 0 },
+      manifests: { created: rows.length, replaced: manifests.length, kept: 0, entriesProcessed: manifests.reduce((n, m) => n + m.entries.length, 0) },
+      summaryExtra: carriedSummary(base.metadata),
+      metadataLogEntriesMax: context.metadataLogEntriesMax,
+    });
+    try {
+      return { loaded: await commitMetadataVersion(context.objects, context.table, base, next, context.fence), manifestsReplaced: manifests.length, manifestsCreated: rows.length };
+    } catch (err) {
+      if (!(err instanceof AuditError && err.code === AuditErrorCode.OBJECT_EXISTS) || attemptNumber >= COMMIT_ATTEMPTS_MAX) throw err;
+      const reloaded = await loadIcebergTable(context.objects, context.table);
+      if (!reloaded) throw err;
+      base = reloaded;
+    }
+  }
+}

@@ -1,0 +1,49 @@
+import { trimMetadataLog } from '@auditlake/format';
+import { AuditError, AuditErrorCode } from '@auditlake/model';
+import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
+import { COMMIT_ATTEMPTS_MAX, type MaintenanceContext } from './iceberg-maintenance-context.js';
+import { metadataFileKey } from './iceberg-table-ref.js';
+import { loadIcebergTable, type LoadedTable } from './iceberg-table.js';
+import { commitMetadataVersion } from './iceberg-version-commit.js';
+
+export interface MetadataCleanupResult {
+  loaded: LoadedTable;
+  filesDeleted: number;
+}
+
+/** The version number of a `…/v<N>.metadata.json` key or path, else undefined. */
+export function metadataVersionOf(key: string): number | undefined {
+  const match = /\/v(\d+)\.metadata\.json$/.exec(key);
+  return match ? Number(match[1]) : undefined;
+}
+
+/**
+ * Metadata cleanup: the metadata-log is cut to `previous.versions.max` entries (a commit, only
+ * when it is longer), then every `v<N>.metadata.json` older than the oldest version the log
+ * still names is deleted. Never the current version, the one the hint names, or a newer one.
+ */
+export async function cleanIcebergMetadata(context: MaintenanceContext, loaded: LoadedTable): Promise<MetadataCleanupResult> {
+  let base = loaded;
+  for (let attemptNumber = 1; ; attemptNumber++) {
+    const next = trimMetadataLog(base.metadata, { entriesMax: context.metadataLogEntriesMax, nowMs: context.now(), previousMetadataPath: base.metadataPath });
+    if (!next) break;
+    try {
+      base = await commitMetadataVersion(context.objects, context.table, base, next, context.fence);
+      break;
+    } catch (err) {
+      if (!(err instanceof AuditError && err.code === AuditErrorCode.OBJECT_EXISTS) || attemptNumber >= COMMIT_ATTEMPTS_MAX) throw err;
+      const reloaded = await loadIcebergTable(context.objects, context.table);
+      if (!reloaded) throw err;
+      base = reloaded;
+    }
+  }
+  const logged = base.metadata['metadata-log'].map((entry) => metadataVersionOf(entry['metadata-file'])).filter((v): v is number => v !== undefined);
+  const oldestKept = Math.min(base.version, ...logged);
+  const keys = await context.objects.list(metadataFileKey(context.table, 'v'));
+  const doomed = keys.filter((key) => {
+    const version = metadataVersionOf(key);
+    return version !== undefined && version < oldestKept;
+  });
+  await mapBounded(doomed, OBJECT_REQUESTS_IN_FLIGHT_MAX, (key) => context.objects.delete(key));
+  return { loaded: base, filesDeleted: doomed.length };
+}

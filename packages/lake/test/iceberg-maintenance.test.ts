@@ -1,0 +1,188 @@
+// Goal: a maintenance run (compaction, manifest rewrite, snapshot expiry, metadata cleanup, orphan cleanup) leaves a table that icebird reads with every event exactly once and DuckDB agrees over the current snapshot's files; each step is its own commit with v2 sequence numbers and the watermark kept; a stray old file is removed and a young one kept; the hint-less listing finds a version past 1,000 keys.
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { currentSnapshot, readWatermarkFromMetadata } from '@auditlake/format';
+import type { StoredEvent } from '@auditlake/model';
+import { icebergRead } from 'icebird';
+import S3rver from 's3rver';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import {
+  commitIcebergBatch,
+  currentManifests,
+  ensureIcebergTable,
+  joinKey,
+  loadIcebergTable,
+  metadataFileKey,
+  metadataVersionKey,
+  removeIcebergOrphans,
+  resolveIcebergTable,
+  runIcebergMaintenance,
+  S3Connections,
+  versionHintKey,
+  type IcebergTableRef,
+  type MaintenanceContext,
+  type ObjectStore,
+} from '../src/index.js';
+
+const BUCKET = 'lake';
+const T0 = Date.UTC(2026, 4, 1);
+const DAY_MS = 86_400_000;
+let server: S3rver;
+let dir: string;
+let endpoint: string;
+let connections: S3Connections;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'iceberg-maintenance-'));
+  server = new S3rver({ address: '127.0.0.1', port: 0, directory: join(dir, 's3'), silent: true, configureBuckets: [{ name: BUCKET }], vhostBuckets: false });
+  const { port } = await server.run();
+  endpoint = `http://127.0.0.1:${port}`;
+  connections = new S3Connections(new Map([['s3', { id: 's3', endpoint, region: 'us-east-1', accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER', forcePathStyle: true }]]));
+});
+
+afterAll(async () => {
+  connections?.close();
+  server?.httpServer?.closeAllConnections();
+  await server?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Events firstSeq.. over two days (alternating), ingest order = seq order. */
+function events(firstSeq: number, count: number): StoredEvent[] {
+  return Array.from({ length: count }, (_, i) => {
+    const seq = firstSeq + i;
+    return { eventId: `e${seq}`, userId: `u${seq % 7}`, source: 'trino', action: 'data:Select', resource: 'r', decision: seq % 3 === 0 ? 'DENY' : 'ALLOW', tables: ['t'], query: `q${seq}`, details: '', timestamp: T0 + (seq % 2) * DAY_MS + seq, ingestTs: T0 + 10 * DAY_MS + seq, seq, term: 1 };
+  });
+}
+
+const fence = { term: 1, mayCommit: () => true };
+
+/** A table with `commits` sweep commits of `perCommit` events each. */
+async function tableWith(name: string, commits: number, perCommit: number): Promise<{ table: IcebergTableRef; objects: ObjectStore; seqMax: number }> {
+  const table = resolveIcebergTable(`cat.ops.${name}`, new Map([['cat', { name: 'cat', warehouse: `s3://${BUCKET}/wh`, connectionId: 's3' }]]));
+  const objects = connections.bucket('s3', BUCKET);
+  let loaded = await ensureIcebergTable(objects, table, T0);
+  for (let c = 0; c < commits; c++) {
+    await commitIcebergBatch(objects, table, loaded, events(1 + c * perCommit, perCommit), { ...fence, nowMs: Date.now(), writerId: 'test' });
+    loaded = (await loadIcebergTable(objects, table))!;
+  }
+  return { table, objects, seqMax: commits * perCommit };
+}
+
+function context(table: IcebergTableRef, objects: ObjectStore, over: Partial<MaintenanceContext> = {}): MaintenanceContext {
+  return { objects, table, fence, now: Date.now, metadataLogEntriesMax: 100, ...over };
+}
+
+/** icebird resolves s3:// to AWS hosts: point those requests at the local endpoint for this test. */
+function routeS3(): void {
+  const original = globalThis.fetch;
+  globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) => {
+    const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+    const match = /^https:\/\/([a-z0-9.-]+)\.s3\.amazonaws\.com(\/.*)$/.exec(url);
+    return original(match ? `${endpoint}/${match[1]}${match[2]}` : input, init);
+  });
+  onTestFinished(() => {
+    globalThis.fetch = original;
+  });
+}
+
+/** Every event id icebird reads, with how often. */
+async function icebirdIds(table: IcebergTableRef): Promise<Map<string, number>> {
+  routeS3();
+  const rows = (await icebergRead({ tableUrl: table.location })) as Array<Record<string, unknown>>;
+  const counts = new Map<string, number>();
+  for (const row of rows) counts.set(String(row['event_id']), (counts.get(String(row['event_id'])) ?? 0) + 1);
+  return counts;
+}
+
+/** DuckDB over exactly the current snapshot's live files (downloaded). */
+async function duckdbIds(table: IcebergTableRef, objects: ObjectStore): Promise<{ rows: number; distinct: number }> {
+  const loaded = (await loadIcebergTable(objects, table))!;
+  const files = (await currentManifests(objects, table, loaded.metadata)).flatMap((m) => m.entries.filter((e) => e.status !== 2).map((e) => e.data_file.file_path));
+  const local = await mkdtemp(join(dir, 'duck-'));
+  const paths: string[] = [];
+  for (const [i, path] of files.entries()) {
+    const target = join(local, `${i}.parquet`);
+    await mkdir(dirname(target), { recursive: true });
+    await writeFile(target, await objects.get(path.slice(`s3://${BUCKET}/`.length)));
+    paths.push(target);
+  }
+  const instance = await DuckDBInstance.create(':memory:');
+  const connection = await instance.connect();
+  try {
+    const list = paths.map((p) => `'${p}'`).join(',');
+    const result = (await connection.runAndReadAll(`SELECT count(*)::INTEGER AS n, count(DISTINCT event_id)::INTEGER AS d FROM read_parquet([${list}])`)).getRowObjectsJson();
+    return { rows: Number(result[0]?.['n']), distinct: Number(result[0]?.['d']) };
+  } finally {
+    connection.closeSync();
+    instance.closeSync();
+  }
+}
+
+function expectEveryEventOnce(counts: Map<string, number>, seqMax: number): void {
+  expect(counts.size).toBe(seqMax);
+  for (let seq = 1; seq <= seqMax; seq++) expect(counts.get(`e${seq}`), `e${seq}`).toBe(1);
+}
+
+describe('Iceberg maintenance', () => {
+  it('compacts, rewrites manifests, expires snapshots, cleans metadata and orphans: every event once, for icebird and DuckDB', async () => {
+    const { table, objects, seqMax } = await tableWith('full', 30, 20);
+    const before = (await loadIcebergTable(objects, table))!;
+    expect(before.metadata.snapshots).toHaveLength(30);
+    // A stray file a crashed writer left: old enough only in the second run.
+    const stray = joinKey(table.s3.prefix, 'data/event_time_day=2026-05-01/stray.parquet');
+    await objects.put(stray, 'not parquet');
+
+    const policy = { snapshotRetainLast: 3, removeOrphanFiles: true, orphanMinAgeMs: 3 * DAY_MS, targetFileSizeBytes: 16 * 1024 * 1024, metadataPreviousVersionsMax: 5 };
+    const figures = await runIcebergMaintenance(context(table, objects), policy);
+    expect(figures.filesRewritten).toBe(60); // 30 commits × 2 days
+    expect(figures.filesAdded).toBe(2); // one per day
+    expect(figures.snapshotsExpired).toBeGreaterThanOrEqual(29);
+    expect(figures.filesDeleted).toBeGreaterThan(0);
+    expect(figures.orphansDeleted).toBe(0);
+    expect(figures.bytesAfter).toBeLessThan(figures.bytesBefore);
+    expect(await objects.exists(stray)).toBe(true); // young: kept
+
+    const after = (await loadIcebergTable(objects, table))!;
+    expect(after.metadata.snapshots.length).toBeLessThanOrEqual(3);
+    const current = currentSnapshot(after.metadata)!;
+    expect(current.summary['operation']).toBe('replace');
+    expect(readWatermarkFromMetadata(after.metadata)?.seq).toBe(BigInt(seqMax));
+    expect(after.metadata['last-sequence-number']).toBe(32); // 30 appends + compaction + manifest rewrite
+    expect(after.metadata['metadata-log'].length).toBeLessThanOrEqual(5);
+    expect((await currentManifests(objects, table, after.metadata)).length).toBe(1);
+    expect(current.summary['total-records']).toBe(String(seqMax));
+    // Old metadata files beyond the log are gone; the first versions no longer exist.
+    expect(await objects.exists(metadataVersionKey(table, 1))).toBe(false);
+
+    expectEveryEventOnce(await icebirdIds(table), seqMax);
+    expect(await duckdbIds(table, objects)).toEqual({ rows: seqMax, distinct: seqMax });
+
+    // Four days later the stray is an orphan; everything the table references stays.
+    const orphans = await removeIcebergOrphans(context(table, objects, { now: () => Date.now() + 4 * DAY_MS }), after, policy.orphanMinAgeMs);
+    expect(orphans).toBeGreaterThanOrEqual(1);
+    expect(await objects.exists(stray)).toBe(false);
+    expectEveryEventOnce(await icebirdIds(table), seqMax);
+
+    // A second run finds little to do and keeps the table whole.
+    const again = await runIcebergMaintenance(context(table, objects), policy);
+    expect(again.filesRewritten).toBe(0);
+    expectEveryEventOnce(await icebirdIds(table), seqMax);
+  });
+
+  it('finds the newest version by listing past 1,000 metadata files when the hint is missing', async () => {
+    const { table, objects } = await tableWith('many', 1, 5);
+    const real = await objects.get(metadataVersionKey(table, 2));
+    // Versions 3..1004 as placeholders, 1005 the real metadata; no hint.
+    for (let start = 3; start <= 1004; start += 50) {
+      await Promise.all(Array.from({ length: Math.min(50, 1005 - start) }, (_, i) => objects.put(metadataVersionKey(table, start + i), '{}')));
+    }
+    await objects.put(metadataVersionKey(table, 1005), real);
+    await objects.delete(versionHintKey(table));
+    expect((await objects.list(metadataFileKey(table, 'v'))).length).toBe(1005);
+    const loaded = await loadIcebergTable(objects, table);
+    expect(loaded?.version).toBe(1005);
+  });
+});
