@@ -11,6 +11,7 @@ import {
   type ValueParser,
 } from './config-values.js';
 import { DEFAULT_REDACT_KEYS, redactKeyList } from './redaction.js';
+import { cronExpression } from './cron-expression.js';
 import { tierMode } from './tier-mode.js';
 
 interface KeySpec<T> {
@@ -50,9 +51,15 @@ export const CONFIG_KEYS = {
   /** Key names whose values are masked in `query` and `details` at ingest ('' turns masking off). */
   redactKeys: spec('auditlake.audit.redact.keys', DEFAULT_REDACT_KEYS.join(','), redactKeyList),
   maintenanceEnabled: spec('auditlake.audit.tier.maintenance.enabled', 'true', boolean),
-  maintenanceCron: spec('auditlake.audit.tier.maintenance.cron', '0 * * * *', text),
+  maintenanceCron: spec('auditlake.audit.tier.maintenance.cron', '0 * * * *', cronExpression),
   maintenanceSnapshotRetainLast: spec('auditlake.audit.tier.maintenance.snapshot.retain.last', '24', positiveInt),
   maintenanceRemoveOrphanFiles: spec('auditlake.audit.tier.maintenance.remove.orphan.files', 'true', boolean),
+  /** Orphan cleanup spares files younger than this: a commit may still be writing them (3 days). */
+  maintenanceOrphanMinAgeMs: spec('auditlake.audit.tier.maintenance.orphan.min.age.ms', String(3 * 24 * 60 * 60 * 1000), nonNegativeInt),
+  /** Compaction writes files near this size (16 MiB: a file's rows are held in memory while written). */
+  maintenanceTargetFileSizeBytes: spec('auditlake.audit.tier.maintenance.target.file.size.bytes', String(16 * 1024 * 1024), positiveInt),
+  /** metadata-log entries (and so old vN.metadata.json files) a table keeps, as Java's write.metadata.previous-versions-max. */
+  maintenanceMetadataPreviousVersionsMax: spec('auditlake.audit.tier.maintenance.metadata.previous.versions.max', '100', positiveInt),
   forwardMaxAttempts: spec('auditlake.metadata.forward.max.attempts', '5', positiveInt),
   forwardQueueCapacity: spec('auditlake.metadata.forward.queue.capacity', '10000', positiveInt),
   leaseTtlMs: spec('auditlake.cluster.lease.ttl.ms', '3000', positiveInt),

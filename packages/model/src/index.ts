@@ -9,6 +9,7 @@ export { parseFailure, type ValueParser } from './config-values.js';
 export * from './properties.js';
 export * from './tier-mode.js';
 export * from './settings.js';
+export { cronExpression } from './cron-expression.js';
 export * from './search-filter.js';
 export * from './search-cursor.js';
 export * from './audit-stats.js';

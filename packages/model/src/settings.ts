@@ -2,6 +2,7 @@ import { AuditError, AuditErrorCode } from './audit-error.js';
 import type { NodeConfig } from './config.js';
 import { boolean, fraction, nonNegativeInt, parseNamed, positiveInt, text, type ValueParser } from './config-values.js';
 import { redactKeyList } from './redaction.js';
+import { cronExpression } from './cron-expression.js';
 import { tierMode, type TierMode } from './tier-mode.js';
 
 /** The runtime settings keys (reference "Settings API"), in display order. */
@@ -15,6 +16,13 @@ export const SETTING_KEYS = [
   'audit.tier.connectionId',
   'audit.tier.retain.local.days',
   'audit.redact.keys',
+  'audit.tier.maintenance.enabled',
+  'audit.tier.maintenance.cron',
+  'audit.tier.maintenance.snapshot.retain.last',
+  'audit.tier.maintenance.remove.orphan.files',
+  'audit.tier.maintenance.orphan.min.age.ms',
+  'audit.tier.maintenance.target.file.size.bytes',
+  'audit.tier.maintenance.metadata.previous.versions.max',
 ] as const;
 
 export type SettingKey = (typeof SETTING_KEYS)[number];
@@ -44,6 +52,13 @@ export interface EffectiveSettings {
   tierRetainLocalDays: number;
   /** Key names whose values in `query` and `details` are masked at ingest. */
   redactKeys: string[];
+  maintenanceEnabled: boolean;
+  maintenanceCron: string;
+  maintenanceSnapshotRetainLast: number;
+  maintenanceRemoveOrphanFiles: boolean;
+  maintenanceOrphanMinAgeMs: number;
+  maintenanceTargetFileSizeBytes: number;
+  maintenanceMetadataPreviousVersionsMax: number;
 }
 
 const PARSERS: { [K in SettingKey]: ValueParser<unknown> } = {
@@ -56,6 +71,13 @@ const PARSERS: { [K in SettingKey]: ValueParser<unknown> } = {
   'audit.tier.connectionId': text,
   'audit.tier.retain.local.days': nonNegativeInt,
   'audit.redact.keys': redactKeyList,
+  'audit.tier.maintenance.enabled': boolean,
+  'audit.tier.maintenance.cron': cronExpression,
+  'audit.tier.maintenance.snapshot.retain.last': positiveInt,
+  'audit.tier.maintenance.remove.orphan.files': boolean,
+  'audit.tier.maintenance.orphan.min.age.ms': nonNegativeInt,
+  'audit.tier.maintenance.target.file.size.bytes': positiveInt,
+  'audit.tier.maintenance.metadata.previous.versions.max': positiveInt,
 };
 
 /** The one string form of a valid value (`1.0` → `1`, `TRUE` → `true`), so equal values compare equal. */
@@ -108,6 +130,13 @@ export function defaultSettings(config: NodeConfig): Settings {
     'audit.tier.connectionId': config.tierConnectionId,
     'audit.tier.retain.local.days': String(config.tierRetainLocalDays),
     'audit.redact.keys': config.redactKeys.join(','),
+    'audit.tier.maintenance.enabled': String(config.maintenanceEnabled),
+    'audit.tier.maintenance.cron': config.maintenanceCron,
+    'audit.tier.maintenance.snapshot.retain.last': String(config.maintenanceSnapshotRetainLast),
+    'audit.tier.maintenance.remove.orphan.files': String(config.maintenanceRemoveOrphanFiles),
+    'audit.tier.maintenance.orphan.min.age.ms': String(config.maintenanceOrphanMinAgeMs),
+    'audit.tier.maintenance.target.file.size.bytes': String(config.maintenanceTargetFileSizeBytes),
+    'audit.tier.maintenance.metadata.previous.versions.max': String(config.maintenanceMetadataPreviousVersionsMax),
   };
 }
 
@@ -134,6 +163,13 @@ export function parseSettings(settings: Settings): EffectiveSettings {
     tierConnectionId: get('audit.tier.connectionId'),
     tierRetainLocalDays: get('audit.tier.retain.local.days'),
     redactKeys: get('audit.redact.keys'),
+    maintenanceEnabled: get('audit.tier.maintenance.enabled'),
+    maintenanceCron: get('audit.tier.maintenance.cron'),
+    maintenanceSnapshotRetainLast: get('audit.tier.maintenance.snapshot.retain.last'),
+    maintenanceRemoveOrphanFiles: get('audit.tier.maintenance.remove.orphan.files'),
+    maintenanceOrphanMinAgeMs: get('audit.tier.maintenance.orphan.min.age.ms'),
+    maintenanceTargetFileSizeBytes: get('audit.tier.maintenance.target.file.size.bytes'),
+    maintenanceMetadataPreviousVersionsMax: get('audit.tier.maintenance.metadata.previous.versions.max'),
   };
   if (effective.tierMode === 'iceberg') {
     const table = effective.tierIcebergTable;

@@ -36,6 +36,13 @@ describe('defaultSettings', () => {
       'audit.tier.connectionId': '',
       'audit.tier.retain.local.days': '7',
       'audit.redact.keys': DEFAULT_REDACT_KEYS.join(','),
+      'audit.tier.maintenance.enabled': 'true',
+      'audit.tier.maintenance.cron': '0 * * * *',
+      'audit.tier.maintenance.snapshot.retain.last': '24',
+      'audit.tier.maintenance.remove.orphan.files': 'true',
+      'audit.tier.maintenance.orphan.min.age.ms': '259200000',
+      'audit.tier.maintenance.target.file.size.bytes': '16777216',
+      'audit.tier.maintenance.metadata.previous.versions.max': '100',
     });
     expect(Number(d['audit.read.sample.rate'])).toBe(1);
     expect(parseSettings(d)).toEqual({
@@ -48,6 +55,13 @@ describe('defaultSettings', () => {
       tierConnectionId: '',
       tierRetainLocalDays: 7,
       redactKeys: [...DEFAULT_REDACT_KEYS],
+      maintenanceEnabled: true,
+      maintenanceCron: '0 * * * *',
+      maintenanceSnapshotRetainLast: 24,
+      maintenanceRemoveOrphanFiles: true,
+      maintenanceOrphanMinAgeMs: 259_200_000,
+      maintenanceTargetFileSizeBytes: 16_777_216,
+      maintenanceMetadataPreviousVersionsMax: 100,
     });
   });
 
@@ -62,9 +76,11 @@ describe('defaultSettings', () => {
         ['auditlake.audit.tier.connectionId', 'local'],
         ['auditlake.audit.tier.retain.local.days', '0'],
         ['auditlake.audit.redact.keys', 'password,jdbc.pass'],
+        ['auditlake.audit.tier.maintenance.cron', '*/5 * * * *'],
+        ['auditlake.audit.tier.maintenance.snapshot.retain.last', '3'],
       ]),
     );
-    expect(defaultSettings(config)).toEqual({
+    expect(defaultSettings(config)).toMatchObject({
       'audit.retention.days': '30',
       'audit.read.enabled': 'false',
       'audit.read.sample.rate': '0.25',
@@ -74,6 +90,8 @@ describe('defaultSettings', () => {
       'audit.tier.connectionId': 'local',
       'audit.tier.retain.local.days': '0',
       'audit.redact.keys': 'password,jdbc.pass',
+      'audit.tier.maintenance.cron': '*/5 * * * *',
+      'audit.tier.maintenance.snapshot.retain.last': '3',
     });
   });
 });

@@ -26,6 +26,7 @@ import { AuditSearch } from './audit-search.js';
 import { registerSettingsRoutes } from './routes/settings-route.js';
 import { SettingsService } from './settings-service.js';
 import { TieringService } from './tiering-service.js';
+import { registerMaintenanceRoutes } from './routes/maintenance-routes.js';
 import { EMBEDDED_BUCKET, embeddedConnection, startEmbeddedS3, type EmbeddedS3 } from './embedded-s3.js';
 
 export interface AuditNodeOptions {
@@ -165,6 +166,8 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     settings.onChange((_effective, changes) => {
       late.app?.log.info({ changes }, `Settings changed: ${describeChanges(changes)}`);
       if (changes.some((c) => c.key === 'audit.retention.days' || c.key.startsWith('audit.tier.'))) pruner.trigger().catch(() => undefined);
+      // Every save refreshes the maintenance registrations (a renamed target is registered).
+      tiering.maintenance.refresh().catch((err: unknown) => tieringLog.warn({ err: String(err) }, 'refreshing table maintenance failed'));
     });
 
     // Closed after the HTTP server (closers run in reverse), which first lets requests finish.
@@ -203,6 +206,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     registerSearchRoute(app, { search, viewerMaxPage: config.viewerMaxPage, membership: dynamicMembership });
     registerStatsRoute(app, { search, viewerMaxPage: config.viewerMaxPage, membership: dynamicMembership });
     registerSettingsRoutes(app, settings, dynamicMembership, tiering);
+    registerMaintenanceRoutes(app, dynamicMembership, tiering);
     registerClusterRoute(app, dynamicMembership);
     registerHealthRoutes(app, metrics, () => (membership.isLeader() ? 'leader' : 'standby'));
     // Last: page-only routes are added only where no API route owns the path.
@@ -257,6 +261,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     pruner.start();
     pruner.trigger().catch(() => undefined);
     tiering.sweeper.start();
+    await tiering.maintenance.refresh();
 
     let closed: Promise<void> | undefined;
     const close = () => (closed ??= closeAll());

@@ -1,7 +1,8 @@
 import type { NodeConfig } from '@auditlake/model';
 import { IcebergTierSource, ParquetTierSource, S3Connections, TIERED_LOCATIONS_META, WATERMARK_META, ZERO_WATERMARK, type TierSource, type TieredLocation, type Watermark } from '@auditlake/lake';
+import { SELF_SOURCE, newEventId } from '@auditlake/model';
 import { DAY_MS, type AuditStore, type PrunePolicy } from '@auditlake/store';
-import { TierSweeper, localCleanupPolicy, validateTierTarget, type TierStatus } from '@auditlake/tiering';
+import { MaintenanceScheduler, TierSweeper, localCleanupPolicy, validateTierTarget, type MaintenanceRun, type TierStatus } from '@auditlake/tiering';
 import type { Membership } from './membership.js';
 import type { NodeMetrics } from './metrics.js';
 import type { SettingsService } from './settings-service.js';
@@ -23,6 +24,7 @@ export interface TierStatusView extends TierStatus {
 export class TieringService {
   readonly connections: S3Connections;
   readonly sweeper: TierSweeper;
+  readonly maintenance: MaintenanceScheduler;
   readonly #store: AuditStore;
   readonly #settings: () => SettingsService;
   readonly #sources = new Map<string, IcebergTierSource | ParquetTierSource>();
@@ -52,6 +54,40 @@ export class TieringService {
         options.metrics.bytesTiered.inc(bytes);
       },
     });
+    this.maintenance = new MaintenanceScheduler({
+      store,
+      connections: this.connections,
+      catalogs: config.icebergCatalogs,
+      settings: () => options.settings().effective,
+      isLeader: () => membership.isLeader(),
+      term: () => membership.term(),
+      log: options.log,
+      onRun: (run) => this.#recordRun(run),
+    });
+  }
+
+  /** Each maintenance run is itself an audit event (source auditlake), with its figures. */
+  async #recordRun(run: MaintenanceRun): Promise<void> {
+    const nowMs = Date.now();
+    const eventId = newEventId(nowMs);
+    const { table, trigger, ok, error, ...figures } = run;
+    await this.#store.append(
+      [
+        {
+          eventId,
+          userId: trigger,
+          source: SELF_SOURCE,
+          action: 'audit:TableMaintenance',
+          resource: table,
+          decision: '',
+          tables: [table],
+          query: '',
+          details: `${ok ? 'ok' : `failed: ${error ?? ''}`}; ${Object.entries(figures).map(([k, v]) => `${k}=${v}`).join(', ')}`,
+          timestamp: nowMs,
+        },
+      ],
+      { freshIds: new Set([eventId]) },
+    );
   }
 
   async watermark(): Promise<Watermark> {
@@ -100,6 +136,7 @@ export class TieringService {
   }
 
   async close(): Promise<void> {
+    await this.maintenance.close();
     await this.sweeper.close();
     // Each reader source owns worker threads (its free-text prefilter pool).
     const sources = [...this.#sources.values()];

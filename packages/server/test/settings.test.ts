@@ -27,6 +27,13 @@ describe('settings', () => {
       'audit.tier.connectionId': '',
       'audit.tier.retain.local.days': 7,
       'audit.redact.keys': 'password,passwd,secret,token,credential,access-key,secret-key,session-token,api-key,private-key,authorization,cookie',
+      'audit.tier.maintenance.enabled': true,
+      'audit.tier.maintenance.cron': '0 * * * *',
+      'audit.tier.maintenance.snapshot.retain.last': 24,
+      'audit.tier.maintenance.remove.orphan.files': true,
+      'audit.tier.maintenance.orphan.min.age.ms': 259200000,
+      'audit.tier.maintenance.target.file.size.bytes': 16777216,
+      'audit.tier.maintenance.metadata.previous.versions.max': 100,
       tierStatus: expect.objectContaining({ mode: 'none', lastSuccessMs: 0, lastFailureMs: 0, lastError: null, retainLocalDays: 7, backlog: 0, deferred: 0, watermark: { ingestTs: 0, seq: 0 } }),
     });
   });
@@ -90,8 +97,10 @@ describe('settings', () => {
     [{ 'audit.retention.days': '0x10' }, 'audit.retention.days must be a positive integer: 0x10'],
     [{ 'audit.retention.days': '1e2' }, 'audit.retention.days must be a positive integer: 1e2'],
     [{ 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': 'ice.audit_events' }, 'audit tier target ice.audit_events is not usable: audit tier iceberg table must be catalog.schema.table: ice.audit_events'],
-    [{ 'audit.retention.dayz': 3 }, 'unknown setting: audit.retention.dayz (known: audit.retention.days, audit.read.enabled, audit.read.sample.rate, audit.tier.mode, audit.tier.iceberg.table, audit.tier.parquet.path, audit.tier.connectionId, audit.tier.retain.local.days, audit.redact.keys)'],
+    [{ 'audit.retention.dayz': 3 }, 'unknown setting: audit.retention.dayz (known: audit.retention.days, audit.read.enabled, audit.read.sample.rate, audit.tier.mode, audit.tier.iceberg.table, audit.tier.parquet.path, audit.tier.connectionId, audit.tier.retain.local.days, audit.redact.keys, audit.tier.maintenance.enabled, audit.tier.maintenance.cron, audit.tier.maintenance.snapshot.retain.last, audit.tier.maintenance.remove.orphan.files, audit.tier.maintenance.orphan.min.age.ms, audit.tier.maintenance.target.file.size.bytes, audit.tier.maintenance.metadata.previous.versions.max)'],
     [{ 'audit.retention.days': { n: 3 } }, 'audit.retention.days must be a string, number or boolean: {"n":3}'],
+    [{ 'audit.tier.maintenance.cron': '61 * * * *' }, 'audit.tier.maintenance.cron must be a cron expression of 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first: 61 * * * *'],
+    [{ 'audit.tier.maintenance.orphan.min.age.ms': -5 }, 'audit.tier.maintenance.orphan.min.age.ms must be a non-negative integer: -5'],
   ];
   for (const [body, message] of invalid) {
     it(`refuses ${JSON.stringify(body)} with 400 and the message, persisting nothing`, async () => {

@@ -1,6 +1,6 @@
 // Goal: batches follow "How tiering picks events": ingest order after the watermark, settle window respected, at most batch.size, same-millisecond groups never split.
 import fc from 'fast-check';
-import type { StoredEvent } from '@auditlake/model';
+import { defaultSettings, parseSettings, resolveConfig, type StoredEvent } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
 import { localCleanupPolicy, pickBatch } from '../src/index.js';
 
@@ -47,7 +47,15 @@ describe('pickBatch', () => {
 });
 
 describe('localCleanupPolicy', () => {
-  const base = { retentionDays: 90, readEnabled: true, readSampleRate: 1, tierIcebergTable: 'a.b.c', tierParquetPath: '', tierConnectionId: '', redactKeys: [] };
+  const base = {
+    ...parseSettings(defaultSettings(resolveConfig())),
+    retentionDays: 90,
+    readEnabled: true,
+    readSampleRate: 1,
+    tierIcebergTable: 'a.b.c',
+    tierParquetPath: '',
+    tierConnectionId: '',
+  };
   const DAY = 86_400_000;
   it('without tiering applies only the absolute cap', () => {
     expect(localCleanupPolicy({ ...base, tierMode: 'none', tierRetainLocalDays: 7 }, 5, 100 * DAY)).toEqual({ cutoffMs: 10 * DAY });

@@ -1,0 +1,24 @@
+import { AuditError, AuditErrorCode } from '@auditlake/model';
+import type { FastifyInstance } from 'fastify';
+import { proxyToLeader } from '../leader-proxy.js';
+import type { Membership } from '../membership.js';
+import type { TieringService } from '../tiering-service.js';
+import './route-access.js';
+
+/** The table maintenance API: registrations with their last runs, and a run on demand. */
+export function registerMaintenanceRoutes(app: FastifyInstance, membership: Membership, tiering: TieringService): void {
+  app.get('/admin/audit/maintenance', { config: { access: { role: 'admin', action: 'audit:ReadMaintenance' } } }, async (request, reply) => {
+    if (await proxyToLeader(membership.leaderUrl(), request, reply)) return reply;
+    const registrations = tiering.maintenance.registrations();
+    return membership.isLeader() ? { registrations } : { registrations, stale: true };
+  });
+  app.post('/admin/audit/maintenance/run', { config: { access: { role: 'admin', action: 'audit:RunMaintenance' } } }, async (request, reply) => {
+    if (await proxyToLeader(membership.leaderUrl(), request, reply)) return reply;
+    const body = (request.body ?? {}) as unknown;
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new AuditError(AuditErrorCode.BAD_REQUEST, 'maintenance run request must be a JSON object, optionally {"table": "catalog.schema.table"}');
+    const table = (body as Record<string, unknown>)['table'];
+    if (table !== undefined && typeof table !== 'string') throw new AuditError(AuditErrorCode.BAD_REQUEST, `table must be a string: ${JSON.stringify(table)}`);
+    const runs = await tiering.maintenance.runNow(request.principal?.name ?? 'unknown', table);
+    return table === undefined ? { runs } : runs[0];
+  });
+}

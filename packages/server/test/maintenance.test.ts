@@ -1,0 +1,89 @@
+// Goal: with tiering to Iceberg the table is registered for maintenance (cron, settings, next run), a run on demand compacts and expires and is itself an audit event, a renamed target is registered beside the old one, and maintenance settings are validated (a bad cron is a 400 naming it, nothing saved) and self-audited.
+import { describe, expect, it } from 'vitest';
+import { FAST_TIERING, externalS3, postSettings, waitUntilTiered } from './tier-helpers.js';
+import { event, startTestNode } from './test-node.js';
+
+const TABLE = 'ice.ops.audit_events';
+
+async function maintenanceNode(extra: Record<string, string> = {}) {
+  const s3 = await externalS3();
+  const props = {
+    ...FAST_TIERING,
+    ...s3.props('ext'),
+    'auditlake.iceberg.catalogs.ice.warehouse': 's3://ext/warehouse',
+    'auditlake.iceberg.catalogs.ice.connectionId': 'ext',
+    'auditlake.audit.tier.batch.size': '10',
+    ...extra,
+  };
+  return { s3, t: await startTestNode({ props }) };
+}
+
+interface Registration {
+  table: string;
+  cron: string;
+  nextRunMs: number | null;
+  settings: Record<string, unknown>;
+  runs: Array<Record<string, unknown>>;
+}
+
+describe('table maintenance', () => {
+  it('registers the Iceberg target, runs on demand, and records each run as an audit event', async () => {
+    const { t } = await maintenanceNode();
+    expect(((await (await t.request('/admin/audit/maintenance')).json()) as { registrations: Registration[] }).registrations).toEqual([]);
+    expect((await postSettings(t, { 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': TABLE, 'audit.tier.maintenance.snapshot.retain.last': 2 })).status).toBe(200);
+    const now = Date.now();
+    for (let b = 0; b < 3; b++) await t.ingest(Array.from({ length: 10 }, (_, i) => event({ eventId: `m${b}-${i}`, ts: now - i })));
+    await waitUntilTiered(t);
+
+    const listed = ((await (await t.request('/admin/audit/maintenance')).json()) as { registrations: Registration[] }).registrations;
+    expect(listed).toHaveLength(1);
+    expect(listed[0]).toMatchObject({ table: TABLE, cron: '0 * * * *', settings: { snapshotRetainLast: 2, removeOrphanFiles: true } });
+    expect(listed[0]!.nextRunMs).toBeGreaterThan(Date.now());
+
+    const res = await t.request('/admin/audit/maintenance/run', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ table: TABLE }) });
+    expect(res.status).toBe(200);
+    const run = (await res.json()) as Record<string, unknown>;
+    expect(run).toMatchObject({ table: TABLE, ok: true, error: null });
+    expect(run['filesRewritten']).toBeGreaterThanOrEqual(2);
+    expect(run['snapshotsExpired']).toBeGreaterThanOrEqual(1);
+    for (const key of ['startedMs', 'finishedMs', 'filesAdded', 'filesDeleted', 'orphansDeleted', 'bytesBefore', 'bytesAfter']) expect(typeof run[key]).toBe('number');
+
+    const after = ((await (await t.request('/admin/audit/maintenance')).json()) as { registrations: Registration[] }).registrations;
+    expect(after[0]!.runs[0]).toMatchObject({ ok: true, startedMs: run['startedMs'] });
+    const audit = (await (await t.request('/admin/audit?q=TableMaintenance')).json()) as { events: Array<Record<string, unknown>> };
+    expect(audit.events.some((e) => e['action'] === 'audit:TableMaintenance' && e['resource'] === TABLE && String(e['details']).startsWith('ok;'))).toBe(true);
+
+    const unknown = await t.request('/admin/audit/maintenance/run', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ table: 'ice.ops.nope' }) });
+    expect(unknown.status).toBe(400);
+  });
+
+  it('registers a renamed target beside the table that received events', async () => {
+    const { t } = await maintenanceNode();
+    await postSettings(t, { 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': TABLE });
+    await t.ingest([event({ eventId: 'r1' })]);
+    await waitUntilTiered(t);
+    await postSettings(t, { 'audit.tier.iceberg.table': 'ice.ops.audit_v2' });
+    await expect
+      .poll(async () => ((await (await t.request('/admin/audit/maintenance')).json()) as { registrations: Registration[] }).registrations.map((r) => r.table).sort())
+      .toEqual(['ice.ops.audit_events', 'ice.ops.audit_v2']);
+    // A new cron re-registers both.
+    await postSettings(t, { 'audit.tier.maintenance.cron': '*/5 * * * *' });
+    await expect.poll(async () => ((await (await t.request('/admin/audit/maintenance')).json()) as { registrations: Registration[] }).registrations.map((r) => r.cron)).toEqual(['*/5 * * * *', '*/5 * * * *']);
+    // Disabled: no registrations.
+    await postSettings(t, { 'audit.tier.maintenance.enabled': false });
+    await expect.poll(async () => ((await (await t.request('/admin/audit/maintenance')).json()) as { registrations: Registration[] }).registrations).toEqual([]);
+  });
+
+  it('refuses a bad cron with a 400 naming it and saves nothing; a good change is self-audited', async () => {
+    const { t } = await maintenanceNode();
+    const bad = await postSettings(t, { 'audit.tier.maintenance.cron': 'every hour' });
+    expect(bad.status).toBe(400);
+    expect(bad.json.error).toMatch(/^audit\.tier\.maintenance\.cron must be a cron expression/);
+    expect((await (await t.request('/admin/audit/settings')).json()) as Record<string, string>).toMatchObject({ 'audit.tier.maintenance.cron': '0 * * * *' });
+    expect(await t.stored()).toEqual([]);
+    expect((await postSettings(t, { 'audit.tier.maintenance.snapshot.retain.last': 0 })).status).toBe(400);
+    expect((await postSettings(t, { 'audit.tier.maintenance.snapshot.retain.last': 5 })).status).toBe(200);
+    const audit = (await (await t.request('/admin/audit?q=UpdateSettings')).json()) as { events: Array<Record<string, unknown>> };
+    expect(audit.events.map((e) => e['details'])).toContain('audit.tier.maintenance.snapshot.retain.last: 24 → 5');
+  });
+});

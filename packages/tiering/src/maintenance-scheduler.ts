@@ -1,0 +1,214 @@
+import { icebergTableAt, resolveIcebergTable, runIcebergMaintenance, TIERED_LOCATIONS_META, type MaintenanceRunFigures, type S3Connections, type TieredLocation } from '@auditlake/lake';
+import { AuditError, AuditErrorCode, type EffectiveSettings, type IcebergCatalogConfig } from '@auditlake/model';
+import type { AuditStore } from '@auditlake/store';
+import cron, { type ScheduledTask } from 'node-cron';
+
+/** Run records kept per table (the newest first in answers). */
+export const MAINTENANCE_RUNS_KEPT = 10;
+
+/** One maintenance run as `GET /admin/audit/maintenance` and the `audit:TableMaintenance` event report it. */
+export interface MaintenanceRun extends MaintenanceRunFigures {
+  table: string;
+  startedMs: number;
+  finishedMs: number;
+  ok: boolean;
+  error: string | null;
+  /** Who asked: `cron` or the admin principal of `POST /admin/audit/maintenance/run`. */
+  trigger: string;
+}
+
+/** The settings a registration runs with. */
+export interface MaintenanceSettingsView {
+  snapshotRetainLast: number;
+  removeOrphanFiles: boolean;
+  orphanMinAgeMs: number;
+  targetFileSizeBytes: number;
+  metadataPreviousVersionsMax: number;
+}
+
+/** A table registered for maintenance. */
+export interface MaintenanceRegistration {
+  table: string;
+  location: string;
+  cron: string;
+  settings: MaintenanceSettingsView;
+  /** When cron fires next (only the leader runs it), or null. */
+  nextRunMs: number | null;
+  /** Newest first, at most {@link MAINTENANCE_RUNS_KEPT}. */
+  runs: MaintenanceRun[];
+}
+
+export interface MaintenanceSchedulerOptions {
+  store: AuditStore;
+  connections: S3Connections;
+  catalogs: ReadonlyMap<string, IcebergCatalogConfig>;
+  settings: () => EffectiveSettings;
+  isLeader: () => boolean;
+  term: () => number;
+  now?: () => number;
+  log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
+  /** Called after every run (the server records it as an audit event). */
+  onRun?: (run: MaintenanceRun) => Promise<void>;
+}
+
+interface Entry {
+  table: Extract<TieredLocation, { mode: 'iceberg' }>;
+  cron: string;
+  task: ScheduledTask;
+  runs: MaintenanceRun[];
+}
+
+function failure(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * Registers Iceberg tables for maintenance and runs it on the leader. With maintenance enabled,
+ * the registered tables are the tiering target (when the mode is iceberg) and every Iceberg
+ * table that ever received events, so a renamed target is added and the old one stays.
+ * `refresh()` runs at start and after every settings save. Each registration has a node-cron
+ * task on `audit.tier.maintenance.cron`; a tick on a node that is not the leader does nothing.
+ * Runs are one at a time (a run holds a compaction's rows in memory), each fenced by the term
+ * it started in, like the sweep.
+ */
+export class MaintenanceScheduler {
+  readonly #options: MaintenanceSchedulerOptions;
+  readonly #now: () => number;
+  readonly #entries = new Map<string, Entry>();
+  #queue: Promise<unknown> = Promise.resolve();
+  #closed = false;
+
+  constructor(options: MaintenanceSchedulerOptions) {
+    this.#options = options;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** The tables maintenance should cover now. */
+  async #wanted(settings: EffectiveSettings): Promise<Map<string, Entry['table']>> {
+    const wanted = new Map<string, Entry['table']>();
+    if (!settings.maintenanceEnabled) return wanted;
+    const known = (await this.#options.store.getMeta<TieredLocation[]>(TIERED_LOCATIONS_META)) ?? [];
+    for (const location of known) if (location.mode === 'iceberg') wanted.set(location.path, location);
+    if (settings.tierMode === 'iceberg') {
+      try {
+        const ref = resolveIcebergTable(settings.tierIcebergTable, this.#options.catalogs);
+        wanted.set(ref.identifier, { mode: 'iceberg', path: ref.identifier, location: ref.location, connectionId: ref.connectionId });
+      } catch (err) {
+        this.#options.log.warn({ err: failure(err) }, `table maintenance cannot register ${settings.tierIcebergTable}: ${failure(err)}`);
+      }
+    }
+    return wanted;
+  }
+
+  /** Brings the registrations in line with the settings and the tables that received events. */
+  async refresh(): Promise<void> {
+    if (this.#closed) return;
+    const settings = this.#options.settings();
+    const wanted = await this.#wanted(settings);
+    for (const [name, entry] of [...this.#entries]) {
+      if (wanted.has(name) && entry.cron === settings.maintenanceCron) continue;
+      await entry.task.destroy();
+      this.#entries.delete(name);
+      // A new cron re-registers the table with its run history.
+      if (wanted.has(name)) this.#register(name, entry.table, settings.maintenanceCron, entry.runs);
+    }
+    for (const [name, table] of wanted) if (!this.#entries.has(name)) this.#register(name, table, settings.maintenanceCron, []);
+  }
+
+  #register(name: string, table: Entry['table'], expression: string, runs: MaintenanceRun[]): void {
+    const task = cron.schedule(
+      expression,
+      async () => {
+        if (!this.#options.isLeader()) return;
+        await this.#enqueue(name, 'cron').catch(() => undefined);
+      },
+      { name: `auditlake-maintenance:${name}`, noOverlap: true },
+    );
+    this.#entries.set(name, { table, cron: expression, task, runs });
+  }
+
+  registrations(): MaintenanceRegistration[] {
+    const settings = this.#options.settings();
+    return [...this.#entries.entries()].map(([name, entry]) => ({
+      table: name,
+      location: entry.table.location,
+      cron: entry.cron,
+      settings: {
+        snapshotRetainLast: settings.maintenanceSnapshotRetainLast,
+        removeOrphanFiles: settings.maintenanceRemoveOrphanFiles,
+        orphanMinAgeMs: settings.maintenanceOrphanMinAgeMs,
+        targetFileSizeBytes: settings.maintenanceTargetFileSizeBytes,
+        metadataPreviousVersionsMax: settings.maintenanceMetadataPreviousVersionsMax,
+      },
+      nextRunMs: entry.task.getNextRun()?.getTime() ?? null,
+      runs: [...entry.runs],
+    }));
+  }
+
+  /**
+   * Runs maintenance now on `table` (or every registered table), on the leader only; answers
+   * the run records. AUDIT_NOT_LEADER on a standby, AUDIT_BAD_REQUEST for an unregistered table.
+   */
+  async runNow(trigger: string, table?: string): Promise<MaintenanceRun[]> {
+    if (!this.#options.isLeader()) throw new AuditError(AuditErrorCode.NOT_LEADER, 'table maintenance runs on the leader only');
+    const names = table === undefined ? [...this.#entries.keys()] : [table];
+    for (const name of names) {
+      if (!this.#entries.has(name)) throw new AuditError(AuditErrorCode.BAD_REQUEST, `table ${name} is not registered for maintenance (registered: ${[...this.#entries.keys()].join(', ') || 'none'})`);
+    }
+    const runs: MaintenanceRun[] = [];
+    for (const name of names) runs.push(await this.#enqueue(name, trigger));
+    return runs;
+  }
+
+  /** One run at a time, in the order asked. */
+  #enqueue(name: string, trigger: string): Promise<MaintenanceRun> {
+    const run = this.#queue.then(() => this.#run(name, trigger));
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  async #run(name: string, trigger: string): Promise<MaintenanceRun> {
+    const entry = this.#entries.get(name);
+    if (!entry) throw new AuditError(AuditErrorCode.BAD_REQUEST, `table ${name} is no longer registered for maintenance`);
+    const settings = this.#options.settings();
+    const startedMs = this.#now();
+    const term = this.#options.term();
+    const zero = { filesRewritten: 0, filesAdded: 0, snapshotsExpired: 0, filesDeleted: 0, orphansDeleted: 0, bytesBefore: 0, bytesAfter: 0 };
+    let record: MaintenanceRun;
+    try {
+      const table = icebergTableAt({ identifier: name, location: entry.table.location, connectionId: entry.table.connectionId });
+      const figures = await runIcebergMaintenance(
+        {
+          objects: this.#options.connections.bucket(table.connectionId, table.s3.bucket),
+          table,
+          fence: { term, mayCommit: () => !this.#closed && this.#options.isLeader() && this.#options.term() === term },
+          now: this.#now,
+        },
+        {
+          snapshotRetainLast: settings.maintenanceSnapshotRetainLast,
+          removeOrphanFiles: settings.maintenanceRemoveOrphanFiles,
+          orphanMinAgeMs: settings.maintenanceOrphanMinAgeMs,
+          targetFileSizeBytes: settings.maintenanceTargetFileSizeBytes,
+          metadataPreviousVersionsMax: settings.maintenanceMetadataPreviousVersionsMax,
+        },
+      );
+      record = { table: name, startedMs, finishedMs: this.#now(), ok: true, error: null, trigger, ...figures };
+      this.#options.log.info({ ...record }, `table maintenance of ${name} finished`);
+    } catch (err) {
+      record = { table: name, startedMs, finishedMs: this.#now(), ok: false, error: failure(err), trigger, ...zero };
+      this.#options.log.warn({ ...record }, `table maintenance of ${name} failed: ${failure(err)}`);
+    }
+    entry.runs.unshift(record);
+    entry.runs.splice(MAINTENANCE_RUNS_KEPT);
+    await this.#options.onRun?.(record).catch((err: unknown) => this.#options.log.warn({ err: failure(err) }, 'recording a maintenance run failed'));
+    return record;
+  }
+
+  /** Stops every cron task and waits for a running run; idempotent. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    for (const entry of this.#entries.values()) await entry.task.destroy();
+    this.#entries.clear();
+    await this.#queue.catch(() => undefined);
+  }
+}
