@@ -2,7 +2,7 @@ import type { NodeConfig } from '@auditlake/model';
 import { IcebergTierSource, ParquetTierSource, S3Connections, TIERED_LOCATIONS_META, WATERMARK_META, ZERO_WATERMARK, type TierSource, type TieredLocation, type Watermark } from '@auditlake/lake';
 import { SELF_SOURCE, newEventId } from '@auditlake/model';
 import { DAY_MS, type AuditStore, type PrunePolicy } from '@auditlake/store';
-import { MaintenanceScheduler, TierSweeper, localCleanupPolicy, validateTierTarget, type MaintenanceRun, type TierStatus } from '@auditlake/tiering';
+import { CommitLock, MaintenanceScheduler, TierSweeper, localCleanupPolicy, validateTierTarget, type MaintenanceRun, type TierStatus } from '@auditlake/tiering';
 import type { Membership } from './membership.js';
 import type { NodeMetrics } from './metrics.js';
 import type { SettingsService } from './settings-service.js';
@@ -34,7 +34,9 @@ export class TieringService {
     this.#store = store;
     this.#settings = options.settings;
     this.connections = new S3Connections(config.s3Connections);
+    const commitLock = new CommitLock();
     this.sweeper = new TierSweeper({
+      commitLock,
       store,
       connections: this.connections,
       catalogs: config.icebergCatalogs,
@@ -63,6 +65,7 @@ export class TieringService {
       term: () => membership.term(),
       log: options.log,
       onRun: (run) => this.#recordRun(run),
+      commitLock,
     });
   }
 

@@ -2,6 +2,7 @@ import { icebergTableAt, resolveIcebergTable, runIcebergMaintenance, TIERED_LOCA
 import { AuditError, AuditErrorCode, type EffectiveSettings, type IcebergCatalogConfig } from '@auditlake/model';
 import type { AuditStore } from '@auditlake/store';
 import cron, { type ScheduledTask } from 'node-cron';
+import { CommitLock } from './commit-lock.js';
 
 /** Run records kept per table (the newest first in answers). */
 export const MAINTENANCE_RUNS_KEPT = 10;
@@ -49,6 +50,8 @@ export interface MaintenanceSchedulerOptions {
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
   /** Called after every run (the server records it as an audit event). */
   onRun?: (run: MaintenanceRun) => Promise<void>;
+  /** Shared with the sweep, so the two never commit at once in this process. */
+  commitLock?: CommitLock;
 }
 
 interface Entry {
@@ -74,6 +77,7 @@ function failure(err: unknown): string {
 export class MaintenanceScheduler {
   readonly #options: MaintenanceSchedulerOptions;
   readonly #now: () => number;
+  readonly #lock: CommitLock;
   readonly #entries = new Map<string, Entry>();
   #queue: Promise<unknown> = Promise.resolve();
   #closed = false;
@@ -81,6 +85,7 @@ export class MaintenanceScheduler {
   constructor(options: MaintenanceSchedulerOptions) {
     this.#options = options;
     this.#now = options.now ?? Date.now;
+    this.#lock = options.commitLock ?? new CommitLock();
   }
 
   /** The tables maintenance should cover now. */
@@ -162,7 +167,7 @@ export class MaintenanceScheduler {
 
   /** One run at a time, in the order asked. */
   #enqueue(name: string, trigger: string): Promise<MaintenanceRun> {
-    const run = this.#queue.then(() => this.#run(name, trigger));
+    const run = this.#queue.then(() => this.#lock.run(() => this.#run(name, trigger)));
     this.#queue = run.catch(() => undefined);
     return run;
   }

@@ -18,6 +18,7 @@ import {
   type Watermark,
 } from '@auditlake/lake';
 import { pickBatch } from './batch-picker.js';
+import { CommitLock } from './commit-lock.js';
 
 export interface TierSweeperOptions {
   store: AuditStore;
@@ -39,6 +40,8 @@ export interface TierSweeperOptions {
   onFailed?: () => void;
   /** Debug/test hook run after the data files are written and before the commit marker. */
   beforeCommit?: () => void;
+  /** Shared with table maintenance, so the two never commit at once in this process. */
+  commitLock?: CommitLock;
 }
 
 /** Sweep health as `tierStatus` reports it (reference fields first, then ours). */
@@ -78,6 +81,7 @@ export type SweepOutcome = 'idle' | 'not-leader' | 'nothing-to-tier' | 'tiered' 
 export class TierSweeper {
   readonly #options: TierSweeperOptions;
   readonly #now: () => number;
+  readonly #lock: CommitLock;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<SweepOutcome> | undefined;
   #recoveredFor: string | undefined;
@@ -94,6 +98,7 @@ export class TierSweeper {
   constructor(options: TierSweeperOptions) {
     this.#options = options;
     this.#now = options.now ?? Date.now;
+    this.#lock = options.commitLock ?? new CommitLock();
   }
 
   /** Schedules the first sweep, after `firstDelayMs` (an interval by default). */
@@ -140,7 +145,7 @@ export class TierSweeper {
 
   /** Runs one sweep now (one at a time; a caller arriving during a sweep shares it). */
   sweep(): Promise<SweepOutcome> {
-    this.#running ??= this.#sweepOnce().finally(() => {
+    this.#running ??= this.#lock.run(() => this.#sweepOnce()).finally(() => {
       this.#running = undefined;
     });
     return this.#running;
