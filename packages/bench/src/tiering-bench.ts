@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { type EffectiveSettings, type IcebergCatalogConfig, type S3ConnectionConfig, type StoredEvent } from '@auditlake/model';
+import { defaultSettings, parseSettings, resolveConfig, type EffectiveSettings, type IcebergCatalogConfig, type S3ConnectionConfig, type StoredEvent } from '@auditlake/model';
 import { mergedSearch } from '@auditlake/query';
 import { AuditStore } from '@auditlake/store';
 import {
@@ -174,6 +174,8 @@ function connectionConfig(endpoint: string): S3ConnectionConfig {
 
 function settingsFor(mode: 'parquet' | 'iceberg'): EffectiveSettings {
   return {
+    // The defaults (maintenance settings included), then what this bench sets.
+    ...parseSettings(defaultSettings(resolveConfig())),
     retentionDays: 90,
     readEnabled: true,
     readSampleRate: 1,
