@@ -242,6 +242,13 @@ describe('settingsView', () => {
       'audit.tier.connectionId': '',
       'audit.tier.retain.local.days': 0,
       'audit.redact.keys': DEFAULT_REDACT_KEYS.join(','),
+      'audit.tier.maintenance.enabled': true,
+      'audit.tier.maintenance.cron': '0 * * * *',
+      'audit.tier.maintenance.snapshot.retain.last': 24,
+      'audit.tier.maintenance.remove.orphan.files': true,
+      'audit.tier.maintenance.orphan.min.age.ms': 259_200_000,
+      'audit.tier.maintenance.target.file.size.bytes': 16_777_216,
+      'audit.tier.maintenance.metadata.previous.versions.max': 100,
     });
   });
 });
