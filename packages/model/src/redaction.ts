@@ -123,6 +123,18 @@ export class Redactor {
       const quote = match[1];
       const key = match[2] ?? match[4] ?? '';
       const valueStart = match.index + match[0].length;
+      if (quote !== undefined) {
+        // What looks like a quoted key may be the text between two quoted strings
+        // (`'a')  pwd=Q ':`). When a sensitive bare site is inside it, it is no key: mask
+        // those values and go on scanning after them.
+        const keyStart = match.index + quote.length;
+        const inner = this.#bareSiteValues(text, keyStart, keyStart + key.length);
+        if (inner.length > 0) {
+          for (const value of inner) out.mask(value, REDACTION_MASK);
+          site.lastIndex = (inner.at(-1) as ValueSpan).end;
+          continue;
+        }
+      }
       if (!this.isSensitiveKey(key)) {
         // Values are scanned too: `uri=/x?token=abc` holds a site inside a value.
         site.lastIndex = Math.max(valueStart, match.index + 1);
@@ -139,6 +151,26 @@ export class Redactor {
       site.lastIndex = value.end;
     }
     return out.result();
+  }
+
+  /** The values of sensitive bare `key=value` sites within text[from, to), each ending by `to`. */
+  #bareSiteValues(text: string, from: number, to: number): ValueSpan[] {
+    const span = text.slice(from, to);
+    const values: ValueSpan[] = [];
+    const site = new RegExp(KEY_SITE.source, 'g');
+    let match: RegExpExecArray | null;
+    while ((match = site.exec(span)) !== null) {
+      const key = match[4];
+      const valueStart = match.index + match[0].length;
+      const value = key !== undefined && this.isSensitiveKey(key) ? readValue(span, valueStart) : undefined;
+      if (value === undefined) {
+        site.lastIndex = Math.max(valueStart, match.index + 1);
+        continue;
+      }
+      values.push({ ...value, contentStart: value.contentStart + from, contentEnd: value.contentEnd + from, end: value.end + from });
+      site.lastIndex = value.end;
+    }
+    return values;
   }
 
   /** The `k 'v'` items of property lists (items with `=` are key sites, masked afterwards). */

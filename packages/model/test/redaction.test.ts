@@ -52,6 +52,15 @@ describe('Redactor: the promised syntaxes', () => {
     }
   });
 
+  it('masks a bare key=value that sits between two quoted strings (found by the property below, seed 864880477)', () => {
+    const r = new Redactor(['pwd', 'my-custom.key']);
+    const masked = r.redact(" OPTIONS (path '/x', pwd 'QQ')  pwd=Q ':? pwd=Q ");
+    // The text between the quotes is no quoted key: `?` is filler, not its value.
+    expect(masked.text).toBe(" OPTIONS (path '/x', pwd '***')  pwd=*** ':? pwd=*** ");
+    expect(masked.count).toBe(3);
+    expect(r.redact(`{"pwd": "v", "a": "b"}`).text).toBe(`{"pwd": "***", "a": "b"}`);
+  });
+
   it('does nothing with no keys configured', () => {
     expect(masked('password=x', new Redactor([]))).toEqual({ text: 'password=x', count: 0 });
   });
