@@ -282,6 +282,67 @@ describe('Admin UI (real browser, real node)', () => {
     clean(s, [400]);
   });
 
+  it('Maintenance: the registered table with its schedule, Run now and its figures; the schedule saved, or refused verbatim beside its field', async () => {
+    // Its own node, tiering to the default Iceberg table on the embedded S3 endpoint.
+    const dir = await tempDir();
+    const lake = await startNodeProcess({
+      dataDir: dir.path,
+      args: ['--embedded-s3', '--embedded-s3-port', '0', ...['auditlake.audit.tier.interval.ms=100', 'auditlake.audit.tier.ingest.settle.ms=0'].flatMap((kv) => ['--set', kv])],
+      env: { AUDITLAKE_ADMIN_TOKEN: TOKEN },
+    });
+    onTestFinished(async () => {
+      await lake.kill();
+      await dir.remove();
+    });
+    const call = async (path: string, body?: unknown) => {
+      const res = await fetch(lake.url + path, { method: body === undefined ? 'GET' : 'POST', headers: { authorization: `Token ${TOKEN}`, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+      expect(res.status).toBe(200);
+      return (await res.json()) as Record<string, unknown>;
+    };
+    await call('/admin/audit/settings', { 'audit.tier.mode': 'iceberg' });
+    // Three sweeps, so the table has small files for compaction to merge.
+    for (let round = 0; round < 3; round++) {
+      const before = ((await call('/admin/audit/settings')) as { tierStatus: { watermark: { seq: number } } }).tierStatus.watermark.seq;
+      await call('/v1/api/audit', Array.from({ length: 20 }, (_, i) => ({ source: 'trino', userId: `m${round}`, action: 'data:Select', tables: ['hive.m.t'], ts: Date.now() - i * MIN })));
+      await expect.poll(async () => ((await call('/admin/audit/settings')) as { tierStatus: { watermark: { seq: number } } }).tierStatus.watermark.seq, { timeout: 30_000 }).toBeGreaterThan(before);
+    }
+
+    const s = await session();
+    await s.page.goto(lake.url + '/admin/audit/maintenance');
+    await s.page.fill('#token', TOKEN);
+    await s.page.click('form.sign-in button[type=submit]');
+    const card = s.page.locator('section.maintenance-table[data-table="local.ops.audit_events"]');
+    await card.waitFor();
+    expect(await card.locator('dd code').textContent()).toBe('0 * * * *');
+    expect(await card.locator('[data-field=nextRun]').textContent()).toMatch(/\d/);
+    expect(await card.locator('.hint').textContent()).toBe('No run yet.');
+
+    await card.locator('button:has-text("Run now")').click();
+    await expect.poll(() => card.locator('.form-actions [role=status]').textContent(), { timeout: 60_000 }).toMatch(/^Finished in /);
+    await expect.poll(() => card.locator('table.runs tbody tr').count()).toBe(1);
+    const cells = await card.locator('table.runs tbody tr td').allTextContents();
+    // Started, took, result, trigger (the admin principal), files rewritten, added, snapshots expired, files deleted, orphans deleted, size.
+    expect(cells[2]).toBe('OK');
+    expect(cells[3]).toBe(((await call('/admin/audit/maintenance')) as { registrations: { runs: { trigger: string }[] }[] }).registrations[0]!.runs[0]!.trigger);
+    expect(Number(cells[4])).toBeGreaterThan(0);
+    expect(cells[9]).toMatch(/^[\d.]+ (B|KiB|MiB) → [\d.]+ (B|KiB|MiB)$/);
+    await shot(s.page, 'maintenance');
+
+    // A bad schedule: the 400 verbatim beside the cron field, nothing saved.
+    await s.page.fill('#setting-audit-tier-maintenance-cron', 'every hour');
+    await s.page.click('form.maintenance-settings button[type=submit]');
+    const refusal = s.page.locator('[data-setting="audit.tier.maintenance.cron"] .field-error');
+    await expect.poll(() => refusal.textContent()).toMatch(/^audit\.tier\.maintenance\.cron .*: every hour$/);
+    expect(await call('/admin/audit/settings')).toMatchObject({ 'audit.tier.maintenance.cron': '0 * * * *' });
+    // A good one is saved, and the table is registered again on it.
+    await s.page.fill('#setting-audit-tier-maintenance-cron', '*/5 * * * *');
+    await s.page.click('form.maintenance-settings button[type=submit]');
+    await expect.poll(() => s.page.locator('form.maintenance-settings .form-actions [role=status]').textContent()).toBe('Saved');
+    await expect.poll(() => card.locator('dd code').textContent()).toBe('*/5 * * * *');
+    expect(await call('/admin/audit/settings')).toMatchObject({ 'audit.tier.maintenance.cron': '*/5 * * * *' });
+    clean(s, [400]);
+  });
+
   it('is usable at 420 px and in dark mode, on every page', async () => {
     const s = await session({ width: 420, colorScheme: 'dark' });
     await signIn(s.page, '/admin/audit?range=30d');

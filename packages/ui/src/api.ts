@@ -55,6 +55,38 @@ export interface ClusterAnswer {
   unreachable?: ClusterNodeView[];
 }
 
+/** One maintenance run of a table: its figures, or why it failed. */
+export interface MaintenanceRunView {
+  table: string;
+  startedMs: number;
+  finishedMs: number;
+  ok: boolean;
+  error: string | null;
+  /** `cron`, or the admin who pressed "Run now". */
+  trigger: string;
+  filesRewritten: number;
+  filesAdded: number;
+  snapshotsExpired: number;
+  filesDeleted: number;
+  orphansDeleted: number;
+  bytesBefore: number;
+  bytesAfter: number;
+}
+
+/** A table registered for maintenance, with its schedule and last runs (newest first). */
+export interface MaintenanceRegistrationView {
+  table: string;
+  location: string;
+  cron: string;
+  nextRunMs: number | null;
+  runs: MaintenanceRunView[];
+}
+
+export interface MaintenanceAnswer {
+  registrations: MaintenanceRegistrationView[];
+  stale?: boolean;
+}
+
 /** Search parameters as the API takes them; undefined and '' values are left out. */
 export type QueryParams = Record<string, string | number | undefined>;
 
@@ -114,11 +146,12 @@ export class AdminApi {
     return this.#call('GET', '/admin/cluster');
   }
 
-  maintenance<T>(): Promise<T> {
+  maintenance(): Promise<MaintenanceAnswer> {
     return this.#call('GET', '/admin/audit/maintenance');
   }
 
-  runMaintenance<T>(body: unknown): Promise<T> {
-    return this.#call('POST', '/admin/audit/maintenance/run', body);
+  /** Runs one registered table's maintenance now, on the leader; answers the run. */
+  runMaintenance(table: string): Promise<MaintenanceRunView> {
+    return this.#call('POST', '/admin/audit/maintenance/run', { table });
   }
 }

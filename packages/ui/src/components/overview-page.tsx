@@ -3,12 +3,14 @@ import { useEffect, useState } from 'preact/hooks';
 import type { AdminApi, ClusterAnswer, QueryParams, SettingsAnswer, StatsAnswer } from '../api.js';
 import type { GraphNode, GraphNodeKind } from '../graph-layout.js';
 import { navigate, readWindowState, writeWindowState, type WindowState } from '../page-location.js';
+import { STORAGE_FIELDS } from '../settings-form.js';
 import { windowBounds } from '../time-range.js';
+import { useLoad } from '../use-load.js';
 import { ClusterPanel } from './cluster-panel.js';
 import { DecisionHistogram } from './decision-histogram.js';
 import { EventTable } from './event-table.js';
 import { RelationshipGraph } from './relationship-graph.js';
-import { StoragePanel } from './storage-panel.js';
+import { SettingsPanel } from './settings-panel.js';
 import { TierHealth } from './tier-health.js';
 import { TruncationNote, WindowControls } from './toolbar.js';
 
@@ -30,30 +32,6 @@ const FILTER_OF: Record<GraphNodeKind, string> = { user: 'user', engine: 'engine
 function parseFocus(value: string | null): { kind: GraphNodeKind; name: string } | undefined {
   const match = value === null ? null : /^(user|engine|table):(.+)$/s.exec(value);
   return match ? { kind: match[1] as GraphNodeKind, name: match[2] as string } : undefined;
-}
-
-function useLoad<T>(load: () => Promise<T>, deps: unknown[]): { value: T | undefined; error: string; reload: () => void; set: (v: T) => void } {
-  const [value, setValue] = useState<T | undefined>();
-  const [error, setError] = useState('');
-  const [round, setRound] = useState(0);
-  useEffect(() => {
-    let cancelled = false;
-    load().then(
-      (v) => {
-        if (!cancelled) {
-          setValue(v);
-          setError('');
-        }
-      },
-      (err: unknown) => {
-        if (!cancelled) setError(err instanceof Error ? err.message : String(err));
-      },
-    );
-    return () => {
-      cancelled = true;
-    };
-  }, [...deps, round]);
-  return { value, error, reload: () => setRound(round + 1), set: setValue };
 }
 
 /**
@@ -181,7 +159,7 @@ export function OverviewPage({ api, params }: { api: AdminApi; params: URLSearch
         )}
         {settings.value && (
           <>
-            <StoragePanel api={api} settings={settings.value} onSaved={(next) => settings.set(next)} />
+            <SettingsPanel api={api} settings={settings.value} onSaved={(next) => settings.set(next)} fields={STORAGE_FIELDS} title="Storage & Retention" name="storage-panel" />
             <TierHealth status={settings.value.tierStatus} />
           </>
         )}

@@ -1,27 +1,39 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { AdminApi, SettingsAnswer } from '../api.js';
-import { changedSettings, fieldOfError, formValues, STORAGE_FIELDS, type StorageKey, type StorageValues } from '../settings-form.js';
+import { changedSettings, fieldOfError, formValues, type SettingField, type SettingValues } from '../settings-form.js';
+
+export interface SettingsPanelProps {
+  api: AdminApi;
+  settings: SettingsAnswer;
+  onSaved: (next: SettingsAnswer) => void;
+  /** The runtime settings this form edits, in display order. */
+  fields: readonly SettingField[];
+  title: string;
+  /** Names the form (its class and heading id), e.g. `storage-panel`. */
+  name: string;
+}
 
 /**
- * Storage & Retention: the runtime settings, saved through the settings API. A refused save
- * (400) shows the server's message verbatim beside the field it names, and nothing is saved.
+ * A form over some runtime settings (Storage & Retention, the maintenance schedule), saved
+ * through the settings API. A refused save (400) shows the server's message verbatim beside the
+ * field it names, and nothing is saved.
  */
-export function StoragePanel({ api, settings, onSaved }: { api: AdminApi; settings: SettingsAnswer; onSaved: (next: SettingsAnswer) => void }) {
-  const [stored, setStored] = useState<StorageValues>(() => formValues(settings));
-  const [values, setValues] = useState<StorageValues>(stored);
-  const [error, setError] = useState<{ key: StorageKey | undefined; message: string } | undefined>();
+export function SettingsPanel({ api, settings, onSaved, fields, title, name }: SettingsPanelProps) {
+  const [stored, setStored] = useState<SettingValues>(() => formValues(fields, settings));
+  const [values, setValues] = useState<SettingValues>(stored);
+  const [error, setError] = useState<{ key: string | undefined; message: string } | undefined>();
   const [status, setStatus] = useState('');
   const [saving, setSaving] = useState(false);
 
   useEffect(() => {
-    const next = formValues(settings);
+    const next = formValues(fields, settings);
     setStored(next);
     setValues(next);
   }, [settings]);
 
   const save = async (e: Event) => {
     e.preventDefault();
-    const changes = changedSettings(stored, values);
+    const changes = changedSettings(fields, stored, values);
     if (Object.keys(changes).length === 0) {
       setStatus('Nothing changed');
       return;
@@ -35,7 +47,7 @@ export function StoragePanel({ api, settings, onSaved }: { api: AdminApi; settin
       onSaved(next);
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
-      setError({ key: fieldOfError(message, values['audit.tier.mode']), message });
+      setError({ key: fieldOfError(fields, message, values['audit.tier.mode'] ?? String(settings['audit.tier.mode'])), message });
     } finally {
       setSaving(false);
     }
@@ -43,9 +55,9 @@ export function StoragePanel({ api, settings, onSaved }: { api: AdminApi; settin
 
   const mode = values['audit.tier.mode'];
   return (
-    <form class="storage-panel" onSubmit={(e) => void save(e)} aria-labelledby="storage-title">
-      <h3 id="storage-title">Storage &amp; Retention</h3>
-      {STORAGE_FIELDS.map((field) => {
+    <form class={`settings-form ${name}`} onSubmit={(e) => void save(e)} aria-labelledby={`${name}-title`}>
+      <h3 id={`${name}-title`}>{title}</h3>
+      {fields.map((field) => {
         // Targets of other modes stay editable but are dimmed: they are kept, not used.
         const idle = (field.key === 'audit.tier.iceberg.table' && mode !== 'iceberg') || ((field.key === 'audit.tier.parquet.path' || field.key === 'audit.tier.connectionId') && mode !== 'parquet');
         const id = `setting-${field.key.replaceAll('.', '-')}`;
