@@ -15,3 +15,4 @@ export * from './search-cursor.js';
 export * from './audit-stats.js';
 export * from './read-sampler.js';
 export * from './redaction.js';
+export * from './export-columns.js';
