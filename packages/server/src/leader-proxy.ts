@@ -34,6 +34,8 @@ export async function proxyToLeader(leaderUrl: string | undefined, request: Fast
   reply.code(res.status);
   const contentType = res.headers.get('content-type');
   if (contentType) reply.header('content-type', contentType);
+  // Our own answer headers (the next page's cursor of a binary answer, a tier note) go along.
+  for (const [name, value] of res.headers) if (name.startsWith('x-auditlake-') && name !== PROXIED_HEADER) reply.header(name, value);
   reply.header(PROXIED_HEADER, leaderUrl);
   // Streamed through, so a large NDJSON answer is never held whole on this node.
   await reply.send(res.body === null ? '' : Readable.fromWeb(res.body));

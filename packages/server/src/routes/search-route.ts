@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { encodeCursor, parseSearchParams, toEventOutput, type EventOutput, type SearchFilter } from '@auditlake/model';
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { ARROW_STREAM_MEDIA_TYPE, encodeArrowStream } from '../arrow-events.js';
 import type { AuditSearch } from '../audit-search.js';
 import { proxyToLeader } from '../leader-proxy.js';
 import type { Membership } from '../membership.js';
@@ -13,6 +14,7 @@ export interface SearchRouteOptions {
 }
 
 export const STALE_HEADER = 'x-auditlake-stale';
+export const NEXT_CURSOR_HEADER = 'x-auditlake-next-cursor';
 const NDJSON = 'application/x-ndjson; charset=utf-8';
 
 function wantsNdjson(accept: string | undefined): boolean {
@@ -46,6 +48,20 @@ async function streamNdjson(reply: FastifyReply, events: AsyncGenerator<EventOut
   }
 }
 
+function wantsArrow(accept: string | undefined): boolean {
+  return accept !== undefined && accept.includes(ARROW_STREAM_MEDIA_TYPE);
+}
+
+/**
+ * The page as an Arrow IPC stream (the tiered columns; see arrow-events.ts). The body is
+ * binary, so the cursor to the next page travels in the `x-auditlake-next-cursor` header.
+ */
+function sendArrow(reply: FastifyReply, page: Awaited<ReturnType<AuditSearch['page']>>): FastifyReply {
+  if (page.tierNote) reply.header('x-auditlake-tier-note', encodeURIComponent(page.tierNote));
+  if (page.nextCursor !== undefined) reply.header(NEXT_CURSOR_HEADER, page.nextCursor);
+  return reply.type(ARROW_STREAM_MEDIA_TYPE).send(Buffer.from(encodeArrowStream(page.events.map(toEventOutput))));
+}
+
 /** The search parameters of a request (shared by the search and stats routes). */
 export function searchFilter(query: unknown, viewerMaxPage: number): SearchFilter {
   return parseSearchParams(query as Record<string, unknown>, viewerMaxPage);
@@ -60,6 +76,7 @@ export function registerSearchRoute(app: FastifyInstance, options: SearchRouteOp
     if (await proxyToLeader(membership.leaderUrl(), request, reply)) return reply;
     const stale = !membership.isLeader();
     if (stale) reply.header(STALE_HEADER, 'true');
+    if (wantsArrow(request.headers.accept)) return sendArrow(reply, await search.page(filter));
     const ndjson = wantsNdjson(request.headers.accept);
     if (ndjson && !(await search.hasTiers())) return streamNdjson(reply, search.localStream(filter), filter.limit, stale);
     // History has left for S3: one merged, de-duplicated page (at most the viewer's max page).
