@@ -1,5 +1,7 @@
 import { createRequire } from 'node:module';
 import { isAuditError } from '@auditlake/model';
+import { exportCommand } from './export-command.js';
+import { EXPORT_USAGE } from './export-options.js';
 import { IMPORT_USAGE } from './import-options.js';
 import { importCommand } from './import-command.js';
 import { START_USAGE } from './start-options.js';
@@ -17,6 +19,7 @@ usage: auditlake <command> [options]
 commands:
   start        run a node (auditlake start --help describes every option)
   import       send other systems' audit logs to a node (auditlake import --help)
+  export       write the whole matching log into one file: NDJSON, CSV, Arrow, Parquet or OCSF (auditlake export --help)
 
 options:
   --version    print the version and exit
@@ -24,7 +27,9 @@ options:
 
 ${START_USAGE}
 
-${IMPORT_USAGE}`;
+${IMPORT_USAGE}
+
+${EXPORT_USAGE}`;
 
 /** Runs the CLI; returns the process exit code for commands that finish. */
 export async function runCli(argv: string[], env: NodeJS.ProcessEnv): Promise<number | 'running'> {
@@ -44,6 +49,13 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv): Promise<nu
       return 0;
     }
     return importCommand(args, env, { stdout: process.stdout, stderr: process.stderr });
+  }
+  if (command === 'export') {
+    if (wantsHelp) {
+      process.stdout.write(EXPORT_USAGE + '\n');
+      return 0;
+    }
+    return exportCommand(args, env, { stdout: process.stdout, stderr: process.stderr });
   }
   if (command !== 'start') {
     process.stderr.write(`auditlake: unknown command: ${command}\n${USAGE}\n`);

@@ -1,10 +1,12 @@
 // Shared setup for import and export tests: a real node (fastify on a loopback port, LevelDB in a temp dir) and the CLI run in-process.
 import { mkdtemp, rm } from 'node:fs/promises';
+import { Writable } from 'node:stream';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { resolveConfig, type EventOutput } from '@auditlake/model';
 import { startAuditNode, type AuditNode } from '@auditlake/server';
 import { onTestFinished } from 'vitest';
+import { exportCommand } from '../src/export-command.js';
 import { importCommand } from '../src/import-command.js';
 import type { NodeClientOptions } from '../src/node-client.js';
 
@@ -63,4 +65,30 @@ export async function allEvents(node: AuditNode, query = ''): Promise<EventOutpu
     .split('\n')
     .filter((line) => line !== '' && !line.startsWith('{"nextCursor"'))
     .map((line) => JSON.parse(line) as EventOutput);
+}
+
+/** `auditlake export` in this process, against `node`, with its output captured (the export too, without --out). */
+export async function runExport(node: AuditNode, args: string[], clientOverrides: Partial<NodeClientOptions> = {}): Promise<RunResult> {
+  const chunks: Buffer[] = [];
+  let stderr = '';
+  const stdout = new Writable({
+    write(chunk: Buffer | string, _encoding, done) {
+      chunks.push(Buffer.from(chunk));
+      done();
+    },
+  });
+  const code = await exportCommand(['--url', node.url, '--token', ADMIN_TOKEN, ...args], {}, { stdout, stderr: { write: (t: string) => (stderr += t), isTTY: false } }, clientOverrides);
+  return { code, stdout: Buffer.concat(chunks).toString('utf8'), stderr };
+}
+
+/** Sends events through the ingest API, 500 a request. */
+export async function ingest(node: AuditNode, events: readonly Record<string, unknown>[]): Promise<void> {
+  for (let i = 0; i < events.length; i += 500) {
+    const res = await fetch(`${node.url}/v1/api/audit`, {
+      method: 'POST',
+      headers: { authorization: `Token ${INGEST_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify(events.slice(i, i + 500)),
+    });
+    if (res.status !== 200) throw new Error(`ingest answered ${res.status}: ${await res.text()}`);
+  }
 }
