@@ -27,7 +27,7 @@ function events(count: number, fromMs: number): Array<Record<string, unknown>> {
     details: i % 17 === 0 ? '{"k": "v, w"}' : i % 23 === 0 ? 'line one\nline two' : i % 29 === 0 ? 'cr\ronly' : '',
     ...(i % 3 === 2 ? {} : { decision: i % 3 === 0 ? 'ALLOW' : 'DENY' }),
     // Every third event shares its millisecond with the next: the order falls back to ingestTs and eventId.
-    timestamp: fromMs + Math.floor(i / 3) * 1000,
+    ts: fromMs + Math.floor(i / 3) * 1000,
   }));
 }
 
