@@ -6,6 +6,7 @@ import { MAINTENANCE_FIELDS } from '../settings-form.js';
 import { useLoad } from '../use-load.js';
 import { formatTime } from './event-table.js';
 import { SettingsPanel } from './settings-panel.js';
+import { ErrorNote } from './error-note.js';
 
 function RunRow({ run }: { run: MaintenanceRunView }) {
   return (
@@ -127,11 +128,7 @@ export function MaintenancePage({ api }: { api: AdminApi; params: URLSearchParam
           Refresh
         </button>
       </div>
-      {maintenance.error !== '' && (
-        <p class="error" role="alert">
-          {maintenance.error}
-        </p>
-      )}
+      <ErrorNote message={maintenance.error} />
       {maintenance.value?.stale === true && <p class="note">No leader is reachable: this is this node's own view, which may lag behind.</p>}
       {maintenance.value && registrations.length === 0 && (
         <p class="hint" data-empty="registrations">
@@ -142,11 +139,7 @@ export function MaintenancePage({ api }: { api: AdminApi; params: URLSearchParam
         <TableCard key={r.table} api={api} registration={r} onRan={maintenance.reload} />
       ))}
       <div class="panels">
-        {settings.error !== '' && (
-          <p class="error" role="alert">
-            {settings.error}
-          </p>
-        )}
+        <ErrorNote message={settings.error} />
         {settings.value && (
           <SettingsPanel
             api={api}

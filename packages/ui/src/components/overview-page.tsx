@@ -13,6 +13,7 @@ import { RelationshipGraph } from './relationship-graph.js';
 import { SettingsPanel } from './settings-panel.js';
 import { TierHealth } from './tier-health.js';
 import { TruncationNote, WindowControls } from './toolbar.js';
+import { ErrorNote } from './error-note.js';
 
 const COUNTERS = [
   ['events', 'Events'],
@@ -90,11 +91,7 @@ export function OverviewPage({ api, params }: { api: AdminApi; params: URLSearch
           Refresh
         </button>
       </form>
-      {stats.error !== '' && (
-        <p class="error" role="alert">
-          {stats.error}
-        </p>
-      )}
+      <ErrorNote message={stats.error} />
       {s && (
         <>
           {s.stale === true && <p class="note">No leader is reachable: this is this node's own copy, which may lag behind.</p>}
@@ -129,11 +126,7 @@ export function OverviewPage({ api, params }: { api: AdminApi; params: URLSearch
                     Open in Search
                   </a>
                 </h3>
-                {drill.error !== '' && (
-                  <p class="error" role="alert">
-                    {drill.error}
-                  </p>
-                )}
+                <ErrorNote message={drill.error} />
                 {drill.value && (
                   <>
                     {drill.value.truncated && <TruncationNote shown={drill.value.events.length} />}
@@ -152,22 +145,14 @@ export function OverviewPage({ api, params }: { api: AdminApi; params: URLSearch
         </>
       )}
       <div class="panels">
-        {settings.error !== '' && (
-          <p class="error" role="alert">
-            {settings.error}
-          </p>
-        )}
+        <ErrorNote message={settings.error} />
         {settings.value && (
           <>
             <SettingsPanel api={api} settings={settings.value} onSaved={(next) => settings.set(next)} fields={STORAGE_FIELDS} title="Storage & Retention" name="storage-panel" />
             <TierHealth status={settings.value.tierStatus} />
           </>
         )}
-        {cluster.error !== '' && (
-          <p class="error" role="alert">
-            {cluster.error}
-          </p>
-        )}
+        <ErrorNote message={cluster.error} />
         {cluster.value && <ClusterPanel cluster={cluster.value} />}
       </div>
     </section>

@@ -6,6 +6,7 @@ import { navigate, readWindowState, writeWindowState, type WindowState } from '.
 import { windowBounds } from '../time-range.js';
 import { EventTable } from './event-table.js';
 import { TruncationNote, WindowControls } from './toolbar.js';
+import { ErrorNote } from './error-note.js';
 
 /** The search form's fields, as kept in the URL. */
 const FILTER_FIELDS = ['q', 'user', 'engine', 'table', 'action', 'decision'] as const;
@@ -142,11 +143,7 @@ export function SearchPage({ api, params }: { api: AdminApi; params: URLSearchPa
       <div class="status-line" role="status" aria-live="polite">
         {busy ? 'Searching…' : result ? `${result.events.length} ${result.events.length === 1 ? 'event' : 'events'}` : ''}
       </div>
-      {error !== '' && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorNote message={error} />
       {result && (
         <>
           {result.stale && <p class="note">No leader is reachable: this is this node's own copy, which may lag behind.</p>}

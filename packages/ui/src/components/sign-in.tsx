@@ -1,4 +1,5 @@
 import { useState } from 'preact/hooks';
+import { ErrorNote } from './error-note.js';
 
 /**
  * Asks for the admin token. It is kept in this tab's sessionStorage and sent only in the
@@ -26,11 +27,7 @@ export function SignIn({ message, onToken }: { message: string; onToken: (token:
       <button type="submit" class="primary">
         Sign in
       </button>
-      {message !== '' && (
-        <p class="error" role="alert">
-          {message}
-        </p>
-      )}
+      <ErrorNote message={message} />
     </form>
   );
 }
