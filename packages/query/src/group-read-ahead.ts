@@ -89,7 +89,6 @@ export interface GroupReadAheadOptions {
 export class GroupReadAhead {
   readonly #options: GroupReadAheadOptions;
   readonly #queued: GroupTask[] = [];
-  readonly #skippedFiles = new Set<TierFile>();
   #nextFile = 0;
   #filesOpened = 0;
   #closed = false;
@@ -107,10 +106,7 @@ export class GroupReadAhead {
       if (!(await this.#queueNextFile())) break;
     }
     for (const task of this.#queued.slice(0, aheadGroups + 1)) if (task.kind === 'group') void task.textMayMatch?.();
-    for (;;) {
-      const task = this.#queued.shift();
-      if (task === undefined || !this.#skippedFiles.has(task.file)) return task;
-    }
+    return this.#queued.shift();
   }
 
   /** Data files opened so far (their footer read or taken from the cache). */
@@ -118,9 +114,15 @@ export class GroupReadAhead {
     return this.#filesOpened;
   }
 
-  /** Drops the rest of `file`'s groups (the page is full of newer events). */
+  /**
+   * Drops the rest of `file`'s groups (the page is full of newer events). They leave the queue
+   * at once: left there, they would hold the read-ahead's places, and the files after this one
+   * (which may still rank) would never be queued.
+   */
   skipFile(file: TierFile): void {
-    this.#skippedFiles.add(file);
+    let kept = 0;
+    for (const task of this.#queued) if (task.file !== file) this.#queued[kept++] = task;
+    this.#queued.length = kept;
   }
 
   close(): void {

@@ -167,12 +167,16 @@ describe('keyset cursor', () => {
         }
       }),
       {
-        numRuns: 150,
+        // CURSOR_RUNS searches longer; CURSOR_SEED and CURSOR_PATH replay a failure's report.
+        numRuns: Number(process.env.CURSOR_RUNS ?? 150),
+        ...(process.env.CURSOR_SEED ? { seed: Number(process.env.CURSOR_SEED), path: process.env.CURSOR_PATH } : {}),
         examples: [
           // Tiered rows at the cursor's own time must not stand in for the row group's newest.
           [[{ kind: 'ingest', events: [{ slot: 0, user: 'ana', decision: 'ALLOW' }, { slot: 1, user: 'ana', decision: 'ALLOW' }, { slot: 1, user: 'ana', decision: 'ALLOW' }], clockStepMs: 0 }, { kind: 'tier', count: 3, rowGroupSize: 1 }, { kind: 'prune', slot: 6 }, { kind: 'compact', rowGroupSize: 3 }], [], {}, 1],
           // Local events of one time come by seq, not in the cursor's order: the run is sorted first.
           [[{ kind: 'ingest', events: [{ slot: 0, user: 'ana', decision: 'ALLOW' }, { slot: 0, user: 'ana', decision: 'ALLOW' }], clockStepMs: 0 }], [{ kind: 'prune', slot: 0 }, { kind: 'ingest', events: [{ slot: 0, user: 'ana', decision: 'ALLOW' }], clockStepMs: 0 }], {}, 1],
+          // A tiered event pruned locally, older than every local one, must still come after the local page.
+          [[{ kind: 'ingest', events: [{ slot: 2, user: 'ana', decision: 'ALLOW' }], clockStepMs: 0 }, { kind: 'tier', count: 1, rowGroupSize: 1 }], [{ kind: 'ingest', events: [{ slot: 0, user: 'ana', decision: 'ALLOW' }, { slot: 1, user: 'ana', decision: 'ALLOW' }], clockStepMs: 0 }, { kind: 'prune', slot: 6 }, { kind: 'ingest', events: [{ slot: 0, user: 'ana', decision: 'ALLOW' }, { slot: 1, user: 'ana', decision: 'ALLOW' }, { slot: 3, user: 'ana', decision: 'ALLOW' }], clockStepMs: 0 }, { kind: 'tier', count: 5, rowGroupSize: 1 }], {}, 1],
         ],
       },
     );
