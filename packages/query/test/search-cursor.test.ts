@@ -169,7 +169,8 @@ describe('keyset cursor', () => {
       {
         // CURSOR_RUNS searches longer; CURSOR_SEED and CURSOR_PATH replay a failure's report.
         numRuns: Number(process.env.CURSOR_RUNS ?? 150),
-        ...(process.env.CURSOR_SEED ? { seed: Number(process.env.CURSOR_SEED), path: process.env.CURSOR_PATH } : {}),
+        ...(process.env.CURSOR_SEED ? { seed: Number(process.env.CURSOR_SEED) } : {}),
+        ...(process.env.CURSOR_PATH ? { path: process.env.CURSOR_PATH } : {}),
         examples: [
           // Tiered rows at the cursor's own time must not stand in for the row group's newest.
           [[{ kind: 'ingest', events: [{ slot: 0, user: 'ana', decision: 'ALLOW' }, { slot: 1, user: 'ana', decision: 'ALLOW' }, { slot: 1, user: 'ana', decision: 'ALLOW' }], clockStepMs: 0 }, { kind: 'tier', count: 3, rowGroupSize: 1 }, { kind: 'prune', slot: 6 }, { kind: 'compact', rowGroupSize: 3 }], [], {}, 1],
