@@ -1,5 +1,5 @@
 // Goal: a real `auditlake start` process starts, prints how to reach it, survives kill -9 with every acknowledged event, and stops cleanly.
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -55,6 +55,31 @@ describe('auditlake start (real process)', () => {
     await expect.poll(() => second.output()).toMatch(/admin token: kept in/);
     expect(second.output()).not.toContain(token!);
     expect((await fetch(`${second.url}/admin/audit`, { headers: { authorization: `Token ${token!}` } })).status).toBe(200);
+  });
+
+  it('with --embedded-s3: generates the endpoint key pair (0600), prints it once, refuses unsigned requests; env overrides it', async () => {
+    const dir = await dataDir();
+    const env = { AUDITLAKE_ADMIN_TOKEN: 'adm' };
+    const first = await start({ dataDir: dir, env, args: ['--embedded-s3', '--embedded-s3-port', '0'] });
+    await expect.poll(() => first.output()).toMatch(/embedded S3 credentials \(generated now/);
+    const [, accessKey, secretKey] = /shown only this once\): access key (\S+) secret key (\S+)/.exec(first.output()) ?? [];
+    const file = await readFile(join(dir, 'embedded-s3-credentials'), 'utf8');
+    expect(file).toBe(`AUDITLAKE_EMBEDDED_S3_ACCESS_KEY=${accessKey!}\nAUDITLAKE_EMBEDDED_S3_SECRET_KEY=${secretKey!}\n`);
+    expect((await stat(join(dir, 'embedded-s3-credentials'))).mode & 0o777).toBe(0o600);
+    const endpoint = /embedded S3 endpoint: (http:\/\/127\.0\.0\.1:\d+) /.exec(first.output())?.[1];
+    expect(endpoint).toBeDefined();
+    expect((await fetch(`${endpoint!}/auditlake?list-type=2`)).status).toBe(403);
+    expect(await first.stop()).toBe(0);
+
+    const second = await start({ dataDir: dir, env, args: ['--embedded-s3', '--embedded-s3-port', '0'] });
+    await expect.poll(() => second.output()).toMatch(/embedded S3 credentials: kept in/);
+    expect(second.output()).not.toContain(secretKey!);
+    expect(await second.stop()).toBe(0);
+
+    const given = await start({ dataDir: dir, env: { ...env, AUDITLAKE_EMBEDDED_S3_ACCESS_KEY: 'ALFROMENV00000000001', AUDITLAKE_EMBEDDED_S3_SECRET_KEY: 'from-env-secret' }, args: ['--embedded-s3', '--embedded-s3-port', '0', '--embedded-s3-public-read'] });
+    await expect.poll(() => given.output()).toMatch(/embedded S3 credentials: access key ALFROMENV00000000001 \(given by/);
+    expect(given.output()).not.toContain('from-env-secret');
+    expect(given.output()).toContain('unsigned GET/HEAD of objects too');
   });
 
   it('exits 0 on SIGTERM within 10 s, and the data is there after a restart', async () => {

@@ -2,26 +2,26 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import S3rver from 's3rver';
+import { startS3Endpoint } from '@auditlake/s3-endpoint';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { ADMIN, postEvents, startCluster } from './cluster-harness.js';
 import { downloadPrefix, duckdb, s3Bucket } from './s3-readers.js';
 
+const CREDENTIALS = { accessKeyId: 'ALCLUSTERTEST0000001', secretAccessKey: 'cluster-test-secret-0123456789abcdefgh' };
+
 async function s3Endpoint(): Promise<{ port: number; props: string[] }> {
   const directory = await mkdtemp(join(tmpdir(), 'auditlake-cluster-s3-'));
-  const server = new S3rver({ address: '127.0.0.1', port: 0, directory, silent: true, configureBuckets: [{ name: 'ext' }], vhostBuckets: false });
-  const { port } = await server.run();
+  const server = await startS3Endpoint({ directory, host: '127.0.0.1', port: 0, buckets: ['ext'], credentials: CREDENTIALS });
   onTestFinished(async () => {
-    server.httpServer?.closeAllConnections();
     await server.close();
     await rm(directory, { recursive: true, force: true });
   });
   const props = [
-    `auditlake.s3.connections.ext.endpoint=http://127.0.0.1:${port}`,
-    'auditlake.s3.connections.ext.accessKeyId=S3RVER',
-    'auditlake.s3.connections.ext.secretAccessKey=S3RVER',
+    `auditlake.s3.connections.ext.endpoint=${server.url}`,
+    `auditlake.s3.connections.ext.accessKeyId=${CREDENTIALS.accessKeyId}`,
+    `auditlake.s3.connections.ext.secretAccessKey=${CREDENTIALS.secretAccessKey}`,
   ];
-  return { port, props };
+  return { port: server.port, props };
 }
 
 async function tierStatus(url: string) {
@@ -60,7 +60,7 @@ describe('tiering across a failover (real processes, real redis-server and S3 en
       }, { timeout: 20_000 })
       .toBe(true);
 
-    const dir = await downloadPrefix(s3Bucket(`http://127.0.0.1:${s3.port}`, 'ext'), 'audit/');
+    const dir = await downloadPrefix(s3Bucket(`http://127.0.0.1:${s3.port}`, 'ext', CREDENTIALS), 'audit/');
     const rows = await duckdb(`SELECT count(*)::INTEGER AS n, count(DISTINCT event_id)::INTEGER AS d FROM read_parquet('${dir}/audit/event_date=*/*.parquet')`);
     const logged = (await cluster.log(standby)).length;
     expect(rows).toEqual([{ n: logged, d: logged }]);

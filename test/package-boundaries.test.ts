@@ -8,6 +8,8 @@ const ROOT = join(import.meta.dirname, '..');
 /** docs/architecture.md, "Packages": who may import whom. */
 const ALLOWED: Record<string, string[] | 'any'> = {
   model: [],
+  // The embedded S3 endpoint stands alone: the server starts it, tests and benches start it too.
+  's3-endpoint': [],
   store: ['model'],
   cluster: ['model', 'store'],
   format: ['model'],
@@ -15,12 +17,23 @@ const ALLOWED: Record<string, string[] | 'any'> = {
   tiering: ['model', 'store', 'format', 'lake'],
   query: ['model', 'store', 'format', 'lake'],
   // The server serves the UI's built files (it resolves the package; it imports no UI code).
-  server: ['model', 'store', 'cluster', 'lake', 'tiering', 'query', 'ui'],
+  server: ['model', 'store', 'cluster', 'lake', 'tiering', 'query', 'ui', 's3-endpoint'],
   ui: ['model'],
   cli: ['model', 'server'],
   testkit: 'any',
   bench: 'any',
 };
+
+/**
+ * Edges allowed only as a devDependency, for a package's own tests: never imported from its
+ * sources. Lake's tests run against the same S3 endpoint a node embeds.
+ */
+const TEST_ONLY: Record<string, string[]> = {
+  lake: ['s3-endpoint'],
+};
+
+/** Packages that are HTTP servers by nature, besides the server itself and the CLI. */
+const SPEAKS_HTTP = ['server', 'cli', 's3-endpoint'];
 
 async function sourceFiles(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { withFileTypes: true, recursive: true });
@@ -40,8 +53,11 @@ describe('package boundaries', () => {
       }
       if (allowed === 'any') continue;
       const pkg = JSON.parse(await readFile(join(ROOT, 'packages', name, 'package.json'), 'utf8')) as Record<string, Record<string, string> | undefined>;
-      const deps = Object.keys({ ...pkg['dependencies'], ...pkg['devDependencies'] }).filter((d) => d.startsWith('@auditlake/'));
-      for (const dep of deps) if (!allowed.includes(dep.slice('@auditlake/'.length))) violations.push(`packages/${name}/package.json depends on ${dep}`);
+      const workspace = (deps: Record<string, string> | undefined) => Object.keys(deps ?? {}).filter((d) => d.startsWith('@auditlake/')).map((d) => d.slice('@auditlake/'.length));
+      for (const dep of workspace(pkg['dependencies'])) if (!allowed.includes(dep)) violations.push(`packages/${name}/package.json depends on @auditlake/${dep}`);
+      for (const dep of workspace(pkg['devDependencies'])) {
+        if (!allowed.includes(dep) && !(TEST_ONLY[name] ?? []).includes(dep)) violations.push(`packages/${name}/package.json devDepends on @auditlake/${dep}`);
+      }
       for (const file of await sourceFiles(join(ROOT, 'packages', name, 'src'))) {
         const text = await readFile(file, 'utf8');
         for (const m of text.matchAll(/from '@auditlake\/([a-z-]+)'/g)) {
@@ -50,7 +66,7 @@ describe('package boundaries', () => {
         // The UI is bundled for the browser: it may use model's types, never its code.
         if (name === 'ui') for (const m of text.matchAll(/^import (?!type )[^;]*from '@auditlake\/[a-z-]+'/gm)) violations.push(`${file.slice(ROOT.length + 1)} imports workspace code (not only types): ${m[0]}`);
         // Only the server knows HTTP.
-        if (name !== 'server' && name !== 'cli' && /from '(fastify|node:http)'/.test(text)) violations.push(`${file.slice(ROOT.length + 1)} imports HTTP`);
+        if (!SPEAKS_HTTP.includes(name) && /from '(fastify|node:http)'/.test(text)) violations.push(`${file.slice(ROOT.length + 1)} imports HTTP`);
       }
     }
     expect(violations).toEqual([]);

@@ -5,15 +5,16 @@ import { dirname, join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { resolveConfig } from '@auditlake/model';
 import { S3Connections, type ObjectStore } from '@auditlake/lake';
+import { signedFetch, type S3Credentials } from '@auditlake/s3-endpoint';
 import { expect, onTestFinished } from 'vitest';
 
-/** A bucket on a local S3 endpoint (s3rver credentials), closed when the test ends. */
-export function s3Bucket(endpoint: string, bucket: string): ObjectStore {
+/** A bucket on a local S3 endpoint, every request signed with `credentials`; closed when the test ends. */
+export function s3Bucket(endpoint: string, bucket: string, credentials: S3Credentials): ObjectStore {
   const config = resolveConfig(
     new Map([
       ['auditlake.s3.connections.t.endpoint', endpoint],
-      ['auditlake.s3.connections.t.accessKeyId', 'S3RVER'],
-      ['auditlake.s3.connections.t.secretAccessKey', 'S3RVER'],
+      ['auditlake.s3.connections.t.accessKeyId', credentials.accessKeyId],
+      ['auditlake.s3.connections.t.secretAccessKey', credentials.secretAccessKey],
     ]),
   );
   const connections = new S3Connections(config.s3Connections);
@@ -45,15 +46,17 @@ export async function duckdb(sql: string): Promise<Record<string, unknown>[]> {
 }
 
 /**
- * icebird resolves s3:// paths to AWS hostnames; this points those requests at the local S3
- * endpoint instead, for the rest of the test, and changes nothing else.
+ * icebird resolves s3:// paths to AWS hostnames and cannot sign; this points those requests
+ * at the local S3 endpoint instead, signed with `credentials` (SigV4), for the rest of the
+ * test, and changes nothing else.
  */
-export function routeAwsS3To(endpoint: string): void {
+export function routeAwsS3To(endpoint: string, credentials: S3Credentials): void {
   const original = globalThis.fetch;
+  const signed = signedFetch({ credentials, fetch: original });
   globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) => {
     const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
     const match = /^https:\/\/([a-z0-9.-]+)\.s3\.amazonaws\.com(\/.*)$/.exec(url);
-    return original(match ? `${endpoint}/${match[1]}${match[2]}` : input, init);
+    return match ? signed(`${endpoint}/${match[1]}${match[2]}`, init) : original(input, init);
   });
   onTestFinished(() => {
     globalThis.fetch = original;

@@ -3,7 +3,9 @@ import { freePort, startNodeProcess, tempDir } from '@auditlake/testkit';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { downloadPrefix, duckdb, routeAwsS3To, s3Bucket, waitUntilTiered } from './s3-readers.js';
 
-const ENV = { AUDITLAKE_ADMIN_TOKEN: 'adm', AUDITLAKE_INGEST_TOKEN: 'ing' };
+/** The embedded endpoint's key pair, given by env so the test's readers can sign. */
+const S3_CREDENTIALS = { accessKeyId: 'ALCRASHTEST000000001', secretAccessKey: 'crash-test-secret-0123456789abcdefghij' };
+const ENV = { AUDITLAKE_ADMIN_TOKEN: 'adm', AUDITLAKE_INGEST_TOKEN: 'ing', AUDITLAKE_EMBEDDED_S3_ACCESS_KEY: S3_CREDENTIALS.accessKeyId, AUDITLAKE_EMBEDDED_S3_SECRET_KEY: S3_CREDENTIALS.secretAccessKey };
 const FAST = ['auditlake.audit.tier.interval.ms=100', 'auditlake.audit.tier.ingest.settle.ms=0', 'auditlake.audit.tier.batch.size=200'];
 
 function post(url: string, path: string, body: unknown, token: string) {
@@ -41,7 +43,7 @@ describe('tiering exactly once across a crash between data files and commit (rea
     const { s3Port, restart } = await crashBeforeCommit(events, { 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': 's3://auditlake/crash', 'audit.tier.connectionId': 'local' });
     const second = await restart();
     // Data files exist, no commit marker: the batch is not tiered yet.
-    const objects = s3Bucket(`http://127.0.0.1:${s3Port}`, 'auditlake');
+    const objects = s3Bucket(`http://127.0.0.1:${s3Port}`, 'auditlake', S3_CREDENTIALS);
     const keysAfterCrash = await objects.list('crash/');
     expect(keysAfterCrash.some((k) => k.endsWith('.parquet'))).toBe(true);
     expect(keysAfterCrash.some((k) => k.includes('_auditlake/commits/'))).toBe(false);
@@ -65,7 +67,7 @@ describe('iceberg tiering exactly once across a crash before the metadata commit
     expect((await post(second.url, '/v1/api/audit', [{ source: 'flink', userId: 'late', action: 'data:Write', eventId: 'after-crash' }], 'ing')).status).toBe(200);
     await waitUntilTiered(second.url, 'adm');
 
-    routeAwsS3To(`http://127.0.0.1:${s3Port}`);
+    routeAwsS3To(`http://127.0.0.1:${s3Port}`, S3_CREDENTIALS);
     const { icebergRead } = await import('icebird');
     const rows = (await icebergRead({ tableUrl: 's3://auditlake/warehouse/ops/audit_events' })) as Array<{ event_id: string }>;
     const ids = rows.map((r) => r.event_id);

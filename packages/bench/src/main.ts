@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: runs the ingest benchmark with its raw LevelDB references, the search
  * benchmark, the cluster benchmark (three real node processes and Redis) and the tiering
- * benchmark (a real s3rver, the sweep and the viewer over a large Iceberg table), auditlake against
+ * benchmark (a real S3 endpoint, the sweep and the viewer over a large Iceberg table), auditlake against
  * a throwaway PostgreSQL on the same events (when PostgreSQL is installed), prints a summary
  * and writes BENCHMARKS.md. `BENCH_ONLY=<part>` runs one part and keeps the others' figures
  * from the report it rewrites. Never part of `npm test`.

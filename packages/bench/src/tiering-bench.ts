@@ -18,7 +18,7 @@ import {
 } from '@auditlake/lake';
 import { TierSweeper } from '@auditlake/tiering';
 import { createEventGenerator, mulberry32 } from '@auditlake/testkit';
-import S3rver from 's3rver';
+import { startS3Endpoint } from '@auditlake/s3-endpoint';
 import { startCpuMonitor, type CpuShare } from './cpu-monitor.js';
 import { latencyStats, type LatencyStats } from './latency-stats.js';
 import { generatedBatches } from './tiering-table-days.js';
@@ -105,17 +105,13 @@ export interface TieringFigures {
 
 type Log = (message: string) => void;
 
-/** An s3rver on 127.0.0.1 (real S3 HTTP), as `--embedded-s3` starts it, in `directory`. */
+/** The bench endpoint's key pair: every request is signed, as against a node's `--embedded-s3`. */
+const S3_CREDENTIALS = { accessKeyId: 'ALBENCH0000000000001', secretAccessKey: 'bench-secret-0123456789abcdefghijklmnop' };
+
+/** The embedded S3 endpoint on 127.0.0.1 (real S3 HTTP, SigV4-verified), as `--embedded-s3` starts it, in `directory`. */
 async function startS3(directory: string): Promise<{ endpoint: string; close(): Promise<void> }> {
-  const server = new S3rver({ address: '127.0.0.1', port: 0, directory, silent: true, configureBuckets: [{ name: BUCKET }], vhostBuckets: false });
-  const address = await server.run();
-  return {
-    endpoint: `http://127.0.0.1:${address.port}`,
-    close: async () => {
-      server.httpServer?.closeAllConnections();
-      await server.close();
-    },
-  };
+  const server = await startS3Endpoint({ directory, host: '127.0.0.1', port: 0, buckets: [BUCKET], credentials: S3_CREDENTIALS });
+  return { endpoint: server.url, close: () => server.close() };
 }
 
 /** S3Connections whose object stores count what they put and fetch. */
@@ -169,7 +165,7 @@ function diff(after: ByteCounts, before: ByteCounts, per = 1): ByteCounts {
 }
 
 function connectionConfig(endpoint: string): S3ConnectionConfig {
-  return { id: CONNECTION_ID, endpoint, region: 'us-east-1', accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER', forcePathStyle: true };
+  return { id: CONNECTION_ID, endpoint, region: 'us-east-1', ...S3_CREDENTIALS, forcePathStyle: true };
 }
 
 function settingsFor(mode: 'parquet' | 'iceberg'): EffectiveSettings {
@@ -263,7 +259,7 @@ async function runSweeps(options: TieringBenchOptions, connections: CountingConn
 /**
  * Events per commit of the viewer's table. A day's events at 10M (333,333) in one commit kept
  * several days' events (GBs) in the heap while encoding, and garbage collection then stalled
- * the in-process s3rver past the S3 client's 15 s deadline; 100,000 keeps the heap small, at
+ * the in-process S3 endpoint past the S3 client's 15 s deadline; 100,000 keeps the heap small, at
  * about 4 data files per day.
  */
 const TABLE_BATCH_EVENTS = 100_000;
@@ -426,7 +422,7 @@ async function runViewer(options: TieringBenchOptions, connections: CountingConn
 }
 
 /**
- * Tiering: a real s3rver over HTTP on 127.0.0.1. First the sweep, parquet then
+ * Tiering: a real S3 endpoint over HTTP on 127.0.0.1. First the sweep, parquet then
  * iceberg, from a real LevelDB store; then the viewer over a large Iceberg table, with
  * DuckDB scanning the same data files as the reference for the free-text scan.
  */
@@ -436,7 +432,7 @@ export async function runTieringBench(options: TieringBenchOptions, log: Log): P
   const connections = new CountingConnections(new Map([[CONNECTION_ID, connectionConfig(s3.endpoint)]]));
   const catalogs = new Map<string, IcebergCatalogConfig>([[CATALOG, { name: CATALOG, warehouse: `s3://${BUCKET}/warehouse`, connectionId: CONNECTION_ID }]]);
   try {
-    log(`tiering: sweeping ${options.sweepEvents} events (parquet, then iceberg) to s3rver at ${s3.endpoint}…`);
+    log(`tiering: sweeping ${options.sweepEvents} events (parquet, then iceberg) to the embedded S3 endpoint at ${s3.endpoint}…`);
     const sweeps = await runSweeps(options, connections, catalogs, dir.path, log);
     log(`tiering: building an Iceberg table of ${options.tableEvents} events over ${options.tableDays} days, then the viewer…`);
     const viewer = await runViewer(options, connections, catalogs, dir.path, log);

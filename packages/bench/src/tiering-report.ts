@@ -22,7 +22,7 @@ const kib = (n: number) => `${(n / 1024).toFixed(0)} KiB`;
 
 export function tieringSummaryRows(t: TieringFigures, config: BenchConfig): Row[] {
   const rows: Row[] = t.sweeps.map((s) => ({
-    figure: `tiering sweep, ${s.mode}, ${int(s.events)} events, batches of ${int(config.tierSweepBatch)}, s3rver`,
+    figure: `tiering sweep, ${s.mode}, ${int(s.events)} events, batches of ${int(config.tierSweepBatch)}, embedded S3 endpoint`,
     measured: `${int(s.eventsPerSecond)} events/s, ${s.commitsPerSecond.toFixed(1)} commits/s`,
     reference: `${ms(s.perCommit.p50Ms)} per commit p50, ${ms(s.perCommit.p99Ms)} p99; ${mib(s.dataBytes)} of Parquet`,
     target: 'report only',
@@ -72,7 +72,7 @@ export function tieringNotes(t: TieringFigures, config: BenchConfig): string[] {
   if (ratio > TIERING_TARGETS.qScanVsDuckDbMax) {
     out.push(
       `**Target missed:** the viewer's \`q\` scan takes ${ratio.toFixed(1)}× DuckDB's time on the same files (target within ${TIERING_TARGETS.qScanVsDuckDbMax}×). ` +
-        `Ours fetches each row group's six text columns over S3 HTTP from the in-process s3rver (its request handling and the AWS SDK's run on the ` +
+        `Ours fetches each row group's six text columns over S3 HTTP from the in-process embedded S3 endpoint (its request handling and the AWS SDK's run on the ` +
         `reader's own thread) and searches them in worker threads (Snappy decompression in JavaScript, folded to lower case, then a byte search); DuckDB reads ` +
         `local copies in vectorised C++ with ${v.duckThreads} threads (on 1 thread it takes ${ms(v.duckSingle.p50Ms)}; ours takes ` +
         `${(v.qScan.p50Ms / v.duckSingle.p50Ms).toFixed(1)}× as long).`,
@@ -93,7 +93,7 @@ export function tieringMarkdown(t: TieringFigures, config: BenchConfig): string 
   const parts: string[] = [
     '## Tiering',
     '',
-    `Everything goes to a real S3 endpoint over HTTP: an \`s3rver\` started in-process on 127.0.0.1 (as \`--embedded-s3\` does), ` +
+    `Everything goes to a real S3 endpoint over HTTP: the embedded S3 endpoint (SigV4-verified, s3rver serving reads) started in-process on 127.0.0.1 (as \`--embedded-s3\` does), ` +
       `backed by a temp dir, with path-style requests through the same \`S3Connections\`/\`ObjectStore\` (AWS SDK v3) the node uses. ` +
       `The object stores are wrapped to count the bytes put and fetched.`,
     '',
@@ -162,7 +162,7 @@ export function tieringMarkdown(t: TieringFigures, config: BenchConfig): string 
       `The reference is DuckDB (\`@duckdb/node-api\`, in this process) over the **same data files, downloaded from the S3 endpoint to a temp dir** ` +
       `first (${ms(v.downloadMs)}, not timed), with the same predicate — \`contains(lower(col), needle)\` over query, details, resource, user_id, action, tables — ` +
       `and the same page: \`SELECT * … ORDER BY ts DESC, ingest_ts DESC, event_id DESC LIMIT ${config.searchLimit}\`, all rows read back (matched ${v.duckMatched}). ` +
-      `Ours fetches its bytes over S3 HTTP from s3rver; DuckDB reads local files.`,
+      `Ours fetches its bytes over S3 HTTP from the embedded endpoint; DuckDB reads local files.`,
     '',
     table(
       ['free-text scan', 'repetitions', 'min', 'median', 'max', 'events scanned/s (median)', 'data fetched / scan', 'other CPU (cores)'],

@@ -1,12 +1,26 @@
 import { resolve } from 'node:path';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
-import { startAuditNode, type AuditNode } from '@auditlake/server';
+import { EMBEDDED_S3_ACCESS_KEY_ENV, EMBEDDED_S3_SECRET_KEY_ENV, startAuditNode, type AuditNode, type EmbeddedS3 } from '@auditlake/server';
 import pretty from 'pino-pretty';
 import { addressInUseMessage } from './address-in-use.js';
 import { parseStartOptions } from './start-options.js';
 
 /** SIGTERM/SIGINT must finish within this; past it the process exits non-zero. */
 const SHUTDOWN_MS_MAX = 10_000;
+
+function embeddedS3Lines(embedded: EmbeddedS3): string[] {
+  const access = embedded.publicRead ? 'SigV4-signed requests; unsigned GET/HEAD of objects too' : 'SigV4-signed requests only';
+  const lines = [`embedded S3 endpoint: ${embedded.endpoint.url} (bucket auditlake; S3 connection 'local', Iceberg catalog 'local'; ${access})`];
+  const { credentials } = embedded;
+  if (credentials.origin === 'generated') {
+    lines.push(`embedded S3 credentials (generated now, kept in ${credentials.path ?? ''}; shown only this once): access key ${credentials.accessKeyId} secret key ${credentials.secretAccessKey}`);
+  } else if (credentials.origin === 'data-dir') {
+    lines.push(`embedded S3 credentials: kept in ${credentials.path ?? ''}`);
+  } else {
+    lines.push(`embedded S3 credentials: access key ${credentials.accessKeyId} (given by ${EMBEDDED_S3_ACCESS_KEY_ENV} or the configuration)`);
+  }
+  return lines;
+}
 
 /** `auditlake start`: runs a node until SIGTERM or SIGINT, then closes it and exits 0. */
 export async function startCommand(args: string[], env: NodeJS.ProcessEnv): Promise<AuditNode> {
@@ -23,6 +37,11 @@ export async function startCommand(args: string[], env: NodeJS.ProcessEnv): Prom
   if (options.advertiseUrl !== undefined) nodeOptions.advertiseUrl = options.advertiseUrl;
   if (options.coordinatorUrl !== undefined) nodeOptions.coordinatorUrl = options.coordinatorUrl;
   if (options.embeddedS3Port !== undefined) nodeOptions.embeddedS3Port = options.embeddedS3Port;
+  if (options.embeddedS3PublicRead) nodeOptions.embeddedS3PublicRead = true;
+  const s3AccessKey = env[EMBEDDED_S3_ACCESS_KEY_ENV];
+  const s3SecretKey = env[EMBEDDED_S3_SECRET_KEY_ENV];
+  if (Boolean(s3AccessKey) !== Boolean(s3SecretKey)) throw new AuditError(AuditErrorCode.CONFIG_INVALID, `${EMBEDDED_S3_ACCESS_KEY_ENV} and ${EMBEDDED_S3_SECRET_KEY_ENV} are set together or not at all`);
+  if (s3AccessKey && s3SecretKey) nodeOptions.embeddedS3Credentials = { accessKeyId: s3AccessKey, secretAccessKey: s3SecretKey };
   if (env['AUDITLAKE_ADMIN_TOKEN']) nodeOptions.adminToken = env['AUDITLAKE_ADMIN_TOKEN'];
   if (env['AUDITLAKE_INGEST_TOKEN']) nodeOptions.ingestToken = env['AUDITLAKE_INGEST_TOKEN'];
   let node: AuditNode;
@@ -37,9 +56,7 @@ export async function startCommand(args: string[], env: NodeJS.ProcessEnv): Prom
 
   const cluster = options.coordinatorUrl === undefined ? 'single node' : `cluster via ${options.coordinatorUrl}`;
   const lines = [`auditlake node ${node.nodeId} listening on ${node.url} (${cluster}; data in ${resolve(options.dataDir)})`, `admin UI: ${node.url}/admin/audit`];
-  if (node.embeddedS3) {
-    lines.push(`embedded S3 endpoint: ${node.embeddedS3.endpoint} (bucket auditlake; S3 connection 'local', Iceberg catalog 'local')`);
-  }
+  if (node.embeddedS3) lines.push(...embeddedS3Lines(node.embeddedS3));
   if (node.adminToken?.generated) {
     lines.push(`admin token (generated now, kept in ${node.adminToken.path}; shown only this once): ${node.adminToken.token}`);
   } else if (node.adminToken) {

@@ -19,14 +19,19 @@ options:
   --embedded-s3             also run an S3 endpoint in this process (bucket auditlake, S3
                             connection 'local', Iceberg catalog 'local'), so tiering can be
                             tried without a cloud account; the default Iceberg table is then
-                            local.ops.audit_events
+                            local.ops.audit_events; every request must be signed (SigV4) with
+                            the node's key pair
   --embedded-s3-port N      its port (default: the HTTP port + 1)
+  --embedded-s3-public-read also serve unsigned GET/HEAD of objects (never listings, writes
+                            or deletes), for readers that cannot sign
   --log-level LEVEL         fatal, error, warn, info (default) or debug (adds a line per request)
   --help, -h                print this help
 
 environment:
   AUDITLAKE_ADMIN_TOKEN     the built-in admin's token (else one is generated into the data dir)
-  AUDITLAKE_INGEST_TOKEN    the built-in ingest principal's token`;
+  AUDITLAKE_INGEST_TOKEN    the built-in ingest principal's token
+  AUDITLAKE_EMBEDDED_S3_ACCESS_KEY, AUDITLAKE_EMBEDDED_S3_SECRET_KEY
+                            the embedded S3 endpoint's key pair (else generated into the data dir)`;
 
 /** The default Iceberg table when the embedded S3 endpoint runs (its catalog is `local`). */
 export const EMBEDDED_ICEBERG_TABLE = 'local.ops.audit_events';
@@ -42,6 +47,8 @@ export interface StartOptions {
   coordinatorUrl?: string;
   /** Set with --embedded-s3: the embedded S3 endpoint's port. */
   embeddedS3Port?: number;
+  /** --embedded-s3-public-read: unsigned GET/HEAD of objects are served too. */
+  embeddedS3PublicRead: boolean;
   logLevel: string;
 }
 
@@ -77,6 +84,7 @@ export function parseStartOptions(args: string[]): StartOptions {
         coordinator: { type: 'string' },
         'embedded-s3': { type: 'boolean', default: false },
         'embedded-s3-port': { type: 'string' },
+        'embedded-s3-public-read': { type: 'boolean', default: false },
         'log-level': { type: 'string', default: 'info' },
       },
     });
@@ -112,12 +120,14 @@ export function parseStartOptions(args: string[]): StartOptions {
     host: v.host,
     port: parsePort('--port', v.port),
     config: resolveConfig(props),
+    embeddedS3PublicRead: v['embedded-s3-public-read'],
     logLevel: v['log-level'],
   };
   if (v['node-id'] !== undefined) options.nodeId = v['node-id'];
   if (v.advertise !== undefined) options.advertiseUrl = v.advertise;
   if (v.coordinator !== undefined) options.coordinatorUrl = v.coordinator;
   if (v['embedded-s3-port'] !== undefined && !v['embedded-s3']) throw usageError('--embedded-s3-port needs --embedded-s3');
+  if (v['embedded-s3-public-read'] && !v['embedded-s3']) throw usageError('--embedded-s3-public-read needs --embedded-s3');
   if (v['embedded-s3']) {
     // Default: the HTTP port + 1 (any free port when the HTTP port is 0).
     options.embeddedS3Port = v['embedded-s3-port'] !== undefined ? parsePort('--embedded-s3-port', v['embedded-s3-port']) : options.port === 0 ? 0 : options.port + 1;

@@ -13,6 +13,11 @@ describe('parseStartOptions', () => {
     expect(options.nodeId).toBeUndefined();
   });
 
+  it('--embedded-s3 defaults to the HTTP port + 1, signed requests only', () => {
+    expect(parseStartOptions(['--embedded-s3', '--port', '8000'])).toMatchObject({ embeddedS3Port: 8001, embeddedS3PublicRead: false });
+    expect(parseStartOptions(['--embedded-s3', '--embedded-s3-public-read'])).toMatchObject({ embeddedS3Port: 7071, embeddedS3PublicRead: true });
+  });
+
   it('reads --config, then applies every --set in order (later wins)', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'auditlake-cli-'));
     onTestFinished(() => rm(dir, { recursive: true, force: true }));
@@ -29,6 +34,8 @@ describe('parseStartOptions', () => {
     [['--port', '70000'], /^--port must be a port number from 0 to 65535: 70000/],
     [['--set', 'auditlake.audit.read.sample.rate=2'], /^auditlake\.audit\.read\.sample\.rate must be a number from 0\.0 to 1\.0: 2$/],
     [['extra'], /Unexpected argument 'extra'/],
+    [['--embedded-s3-public-read'], /^--embedded-s3-public-read needs --embedded-s3/],
+    [['--embedded-s3', '--set', 'auditlake.embedded.s3.access.key=AK'], /^auditlake\.embedded\.s3\.access\.key and auditlake\.embedded\.s3\.secret\.key are set together or not at all$/],
   ];
   for (const [args, message] of refusals) {
     it(`refuses ${args.join(' ')} with a coded error naming it`, () => {

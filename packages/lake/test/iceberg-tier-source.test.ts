@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { StoredEvent } from '@auditlake/model';
-import S3rver from 's3rver';
+import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commitIcebergBatch, ensureIcebergTable, ensureNamespace, IcebergTierSource, joinKey, loadIcebergTable, resolveIcebergTable, S3Connections, type ObjectStore } from '../src/index.js';
 
@@ -25,20 +25,19 @@ class CountingConnections extends S3Connections {
   }
 }
 
-let server: S3rver;
+let server: S3Endpoint;
+const CREDENTIALS = { accessKeyId: 'ALTIERINGTEST0000001', secretAccessKey: 'tiering-test-secret-0123456789abcdefgh' };
 let dir: string;
 let connections: CountingConnections;
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'iceberg-tier-source-'));
-  server = new S3rver({ address: '127.0.0.1', port: 0, directory: dir, silent: true, configureBuckets: [{ name: BUCKET }], vhostBuckets: false });
-  const { port } = await server.run();
-  connections = new CountingConnections(new Map([['s3', { id: 's3', endpoint: `http://127.0.0.1:${port}`, region: 'us-east-1', accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER', forcePathStyle: true }]]));
+  server = await startS3Endpoint({ directory: dir, host: '127.0.0.1', port: 0, buckets: [BUCKET], credentials: CREDENTIALS });
+  connections = new CountingConnections(new Map([['s3', { id: 's3', endpoint: server.url, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
 });
 
 afterAll(async () => {
   connections?.close();
-  server?.httpServer?.closeAllConnections();
   await server?.close();
   await rm(dir, { recursive: true, force: true });
 });

@@ -4,17 +4,18 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
-import S3rver from 's3rver';
+import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { S3Connections } from '../src/index.js';
 
 const BUCKET = 'objects';
-let server: S3rver;
+const CREDENTIALS = { accessKeyId: 'ALLAKETEST0000000001', secretAccessKey: 'lake-test-secret-0123456789abcdefghijk' };
+let server: S3Endpoint;
 let dir: string;
 let connections: S3Connections;
 
 function connection(id: string, endpoint: string) {
-  return [id, { id, endpoint, region: 'us-east-1', accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER', forcePathStyle: true }] as const;
+  return [id, { id, endpoint, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }] as const;
 }
 
 /** A loopback port nothing listens on. */
@@ -28,15 +29,13 @@ async function closedPort(): Promise<number> {
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'object-store-'));
-  server = new S3rver({ address: '127.0.0.1', port: 0, directory: dir, silent: true, configureBuckets: [{ name: BUCKET }], vhostBuckets: false });
-  const { port } = await server.run();
-  connections = new S3Connections(new Map([connection('s3', `http://127.0.0.1:${port}`), connection('down', `http://127.0.0.1:${await closedPort()}`)]));
+  server = await startS3Endpoint({ directory: dir, host: '127.0.0.1', port: 0, buckets: [BUCKET], credentials: CREDENTIALS });
+  connections = new S3Connections(new Map([connection('s3', server.url), connection('down', `http://127.0.0.1:${await closedPort()}`)]));
 });
 
 afterAll(async () => {
   connections?.close();
   connections?.close(); // idempotent
-  server?.httpServer?.closeAllConnections();
   await server?.close();
   await rm(dir, { recursive: true, force: true });
 });

@@ -92,6 +92,12 @@ export const CONFIG_KEYS = {
   /** Refused-access events recorded per second at most (the rest are counted, not stored). */
   denyAuditPerSecond: spec('auditlake.auth.deny.audit.per.second', '20', nonNegativeInt),
   jwtSecret: spec('auditlake.auth.jwt.secret', '', text),
+  /**
+   * The embedded S3 endpoint's key pair (`--embedded-s3`); empty: generated at first start into
+   * the data dir. `AUDITLAKE_EMBEDDED_S3_ACCESS_KEY` / `_SECRET_KEY` override both.
+   */
+  embeddedS3AccessKey: spec('auditlake.embedded.s3.access.key', '', text),
+  embeddedS3SecretKey: spec('auditlake.embedded.s3.secret.key', '', text),
 } as const;
 
 type ConfigKeys = typeof CONFIG_KEYS;
@@ -221,6 +227,9 @@ export function resolveConfig(props: ReadonlyMap<string, string> = new Map()): N
     s3Connections: parseS3Connections(props),
     icebergCatalogs: parseIcebergCatalogs(props),
   };
+  if ((config.embeddedS3AccessKey === '') !== (config.embeddedS3SecretKey === '')) {
+    throw configError(`${CONFIG_KEYS.embeddedS3AccessKey.key} and ${CONFIG_KEYS.embeddedS3SecretKey.key} are set together or not at all`);
+  }
   if (config.tierBackoffMaxMs < config.tierBackoffInitialMs) {
     throw configError(`${CONFIG_KEYS.tierBackoffMaxMs.key} must be at least ${CONFIG_KEYS.tierBackoffInitialMs.key}`);
   }

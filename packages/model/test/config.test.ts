@@ -42,6 +42,8 @@ describe('resolveConfig defaults', () => {
       tierBackoffInitialMs: 30_000,
       tierBackoffMaxMs: 600_000,
       jwtSecret: '',
+      embeddedS3AccessKey: '',
+      embeddedS3SecretKey: '',
     });
     expect(config.redactKeys).toEqual(['password', 'passwd', 'secret', 'token', 'credential', 'access-key', 'secret-key', 'session-token', 'api-key', 'private-key', 'authorization', 'cookie']);
     expect(config.tokens).toEqual([]);
@@ -136,6 +138,11 @@ describe('resolveConfig values', () => {
   it('refuses an unknown auditlake.* key, naming it', () => {
     expect(configRefusal([['auditlake.audit.tier.bacth.size', '10']]).message).toContain('auditlake.audit.tier.bacth.size');
     expect(configRefusal([['auditlake.audit.retention.dayz', '10']]).message).toContain('auditlake.audit.retention.dayz');
+  });
+
+  it('takes the embedded S3 key pair only as a pair', () => {
+    expect(resolveConfig(new Map([['auditlake.embedded.s3.access.key', 'AK'], ['auditlake.embedded.s3.secret.key', 'SK']]))).toMatchObject({ embeddedS3AccessKey: 'AK', embeddedS3SecretKey: 'SK' });
+    expect(configRefusal([['auditlake.embedded.s3.secret.key', 'SK']]).message).toBe('auditlake.embedded.s3.access.key and auditlake.embedded.s3.secret.key are set together or not at all');
   });
 
   it('refuses a backoff maximum below the initial pause', () => {

@@ -27,7 +27,8 @@ import { registerSettingsRoutes } from './routes/settings-route.js';
 import { SettingsService } from './settings-service.js';
 import { TieringService } from './tiering-service.js';
 import { registerMaintenanceRoutes } from './routes/maintenance-routes.js';
-import { EMBEDDED_BUCKET, embeddedConnection, startEmbeddedS3, type EmbeddedS3 } from './embedded-s3.js';
+import type { S3Credentials } from '@auditlake/s3-endpoint';
+import { EMBEDDED_BUCKET, EMBEDDED_CATALOG, embeddedConnection, startEmbeddedS3, type EmbeddedS3 } from './embedded-s3.js';
 
 export interface AuditNodeOptions {
   dataDir: string;
@@ -49,10 +50,17 @@ export interface AuditNodeOptions {
   /** Random source for read sampling; injected so a test can replay a run. */
   random?: () => number;
   /**
-   * Run an S3 endpoint in this process on this port (0: any free port), backed by
+   * Run an S3 endpoint in this process on `host` at this port (0: any free port), backed by
    * `<dataDir>/s3`, registering S3 connection `local` and Iceberg catalog `local`.
    */
   embeddedS3Port?: number;
+  /**
+   * `AUDITLAKE_EMBEDDED_S3_ACCESS_KEY` / `_SECRET_KEY`: the embedded endpoint's key pair. Else
+   * the configuration's `auditlake.embedded.s3.*.key`, else generated into the data dir.
+   */
+  embeddedS3Credentials?: S3Credentials;
+  /** `--embedded-s3-public-read`: the embedded endpoint also serves unsigned GET/HEAD of objects. */
+  embeddedS3PublicRead?: boolean;
 }
 
 /** A running node. `close()` stops it in the reverse order of opening; it is idempotent. */
@@ -84,21 +92,42 @@ async function credentials(options: AuditNodeOptions): Promise<{ tokens: Credent
   return { tokens, adminToken };
 }
 
-/** With an embedded endpoint, connection `local` and catalog `local` point at it. */
-function withEmbeddedS3(config: NodeConfig, endpoint: string): NodeConfig {
-  const connection = embeddedConnection(endpoint);
+/** With an embedded endpoint, connection `local` and catalog `local` point at it, with its credentials. */
+function withEmbeddedS3(config: NodeConfig, embedded: EmbeddedS3): NodeConfig {
+  const connection = embeddedConnection(embedded);
   return {
     ...config,
     s3Connections: new Map([...config.s3Connections, [connection.id, connection]]),
-    icebergCatalogs: new Map([...config.icebergCatalogs, ['local', { name: 'local', warehouse: `s3://${EMBEDDED_BUCKET}/warehouse`, connectionId: connection.id }]]),
+    icebergCatalogs: new Map([...config.icebergCatalogs, [EMBEDDED_CATALOG, { name: EMBEDDED_CATALOG, warehouse: `s3://${EMBEDDED_BUCKET}/warehouse`, connectionId: connection.id }]]),
   };
+}
+
+function embeddedS3Credentials(options: AuditNodeOptions): S3Credentials | undefined {
+  if (options.embeddedS3Credentials) return options.embeddedS3Credentials;
+  const { embeddedS3AccessKey, embeddedS3SecretKey } = options.config;
+  return embeddedS3AccessKey !== '' ? { accessKeyId: embeddedS3AccessKey, secretAccessKey: embeddedS3SecretKey } : undefined;
 }
 
 /** The composition root: opens the store and every service on it, then listens. */
 export async function startAuditNode(options: AuditNodeOptions): Promise<AuditNode> {
-  const embeddedS3 = options.embeddedS3Port === undefined ? undefined : await startEmbeddedS3(options.dataDir, options.embeddedS3Port);
+  // The endpoint starts before the HTTP app that logs for it.
+  const late: { app?: FastifyInstance } = {};
+  const credentials = embeddedS3Credentials(options);
+  const embeddedS3 =
+    options.embeddedS3Port === undefined
+      ? undefined
+      : await startEmbeddedS3({
+          dataDir: options.dataDir,
+          host: options.host,
+          port: options.embeddedS3Port,
+          ...(credentials ? { credentials } : {}),
+          publicRead: options.embeddedS3PublicRead ?? false,
+          onInternalError: (err) => late.app?.log.error({ err }, 'the embedded S3 endpoint failed a request'),
+        });
   try {
-    return await startWith(options, embeddedS3);
+    const node = await startWith(options, embeddedS3);
+    late.app = node.app;
+    return node;
   } catch (err) {
     await embeddedS3?.close();
     throw err;
@@ -106,7 +135,7 @@ export async function startAuditNode(options: AuditNodeOptions): Promise<AuditNo
 }
 
 async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | undefined): Promise<AuditNode> {
-  const config = embeddedS3 ? withEmbeddedS3(options.config, embeddedS3.endpoint) : options.config;
+  const config = embeddedS3 ? withEmbeddedS3(options.config, embeddedS3) : options.config;
   const nodeId = options.nodeId ?? (await loadNodeId(options.dataDir));
   const { tokens, adminToken } = await credentials(options);
   const coordinated = options.coordinatorUrl !== undefined;

@@ -1,58 +1,68 @@
-import { mkdir } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
-import S3rver from 's3rver';
+import type { S3ConnectionConfig } from '@auditlake/model';
+import { startS3Endpoint, type S3Credentials, type S3Endpoint } from '@auditlake/s3-endpoint';
+import { loadOrCreateEmbeddedS3Credentials, type EmbeddedS3Credentials } from './embedded-s3-credentials.js';
 
 export const EMBEDDED_BUCKET = 'auditlake';
 export const EMBEDDED_CONNECTION_ID = 'local';
-/** s3rver's fixed credentials. */
-const EMBEDDED_ACCESS_KEY = 'S3RVER';
+export const EMBEDDED_CATALOG = 'local';
+
+export interface EmbeddedS3Options {
+  dataDir: string;
+  /** The node's `--host`: the endpoint listens there only. */
+  host: string;
+  /** 0: any free port. */
+  port: number;
+  /** Given by env or configuration; else generated into (or read from) the data dir. */
+  credentials?: S3Credentials;
+  /** `--embedded-s3-public-read`: unsigned GET/HEAD of objects, nothing else. */
+  publicRead: boolean;
+  onInternalError: (err: unknown) => void;
+}
 
 export interface EmbeddedS3 extends AsyncDisposable {
-  endpoint: string;
-  port: number;
+  readonly endpoint: S3Endpoint;
+  /** The URL this node's own connection `local` uses (loopback when listening on every address). */
+  readonly connectionUrl: string;
+  readonly credentials: EmbeddedS3Credentials;
+  readonly publicRead: boolean;
   close(): Promise<void>;
 }
 
-/**
- * An S3-compatible endpoint in this process (s3rver), backed by `<dataDir>/s3`, with bucket
- * `auditlake`, so tiering can be tried — and tested over real S3 HTTP — without a cloud
- * account. Objects can be read with plain unsigned GETs, so independent readers can open them.
- */
-export async function startEmbeddedS3(dataDir: string, port: number): Promise<EmbeddedS3> {
-  const directory = join(dataDir, 's3');
-  await mkdir(directory, { recursive: true });
-  // s3rver leaves a failed listen as an unhandled 'error' event (a crash with a stack trace):
-  // try the port first, so a taken one is an ordinary EADDRINUSE error the CLI can name.
-  if (port !== 0) await assertPortFree(port);
-  const server = new S3rver({ address: '127.0.0.1', port, directory, silent: true, configureBuckets: [{ name: EMBEDDED_BUCKET }], vhostBuckets: false });
-  const address = await server.run();
-  let closed: Promise<void> | undefined;
-  const close = () =>
-    (closed ??= (async () => {
-      // SDK clients keep sockets alive; without this, close() waits for them to time out.
-      server.httpServer?.closeAllConnections();
-      await server.close();
-    })());
-  return { endpoint: `http://127.0.0.1:${address.port}`, port: address.port, close, [Symbol.asyncDispose]: close };
+/** A wildcard listen address is not one to connect to; the node reaches itself over loopback. */
+function connectHost(host: string): string {
+  if (host === '0.0.0.0' || host === '') return '127.0.0.1';
+  if (host === '::' || host === '[::]') return '[::1]';
+  return host.includes(':') ? `[${host}]` : host;
 }
 
-export function embeddedConnection(endpoint: string) {
+/**
+ * The node's embedded S3 endpoint (`--embedded-s3`): bucket `auditlake` under
+ * `<dataDir>/s3`, on the node's host, requiring SigV4 signatures with the node's own key pair.
+ */
+export async function startEmbeddedS3(options: EmbeddedS3Options): Promise<EmbeddedS3> {
+  const credentials: EmbeddedS3Credentials = options.credentials ? { ...options.credentials, origin: 'given' } : await loadOrCreateEmbeddedS3Credentials(options.dataDir);
+  const endpoint = await startS3Endpoint({
+    directory: join(options.dataDir, 's3'),
+    host: options.host,
+    port: options.port,
+    buckets: [EMBEDDED_BUCKET],
+    credentials,
+    publicRead: options.publicRead,
+    onInternalError: options.onInternalError,
+  });
+  const close = () => endpoint.close();
+  return { endpoint, connectionUrl: `http://${connectHost(options.host)}:${endpoint.port}`, credentials, publicRead: options.publicRead, close, [Symbol.asyncDispose]: close };
+}
+
+/** S3 connection `local`: the embedded endpoint, signed with its key pair. */
+export function embeddedConnection(embedded: EmbeddedS3): S3ConnectionConfig {
   return {
     id: EMBEDDED_CONNECTION_ID,
-    endpoint,
+    endpoint: embedded.connectionUrl,
     region: 'us-east-1',
-    accessKeyId: EMBEDDED_ACCESS_KEY,
-    secretAccessKey: EMBEDDED_ACCESS_KEY,
+    accessKeyId: embedded.credentials.accessKeyId,
+    secretAccessKey: embedded.credentials.secretAccessKey,
     forcePathStyle: true,
   };
-}
-
-/** Rejects with the listen error (EADDRINUSE, with its address and port) when `port` cannot be bound. */
-function assertPortFree(port: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve()));
-  });
 }

@@ -5,7 +5,8 @@ import { mergedSearch } from '@auditlake/query';
 import { IcebergTierSource, S3Connections } from '@auditlake/lake';
 import { resolveConfig } from '@auditlake/model';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { FAST_TIERING, downloadPrefix, duckdb, externalS3, postSettings, waitUntilTiered, type ExternalS3 } from './tier-helpers.js';
+import { signedFetch } from '@auditlake/s3-endpoint';
+import { EXTERNAL_S3_CREDENTIALS, FAST_TIERING, downloadPrefix, duckdb, externalS3, postSettings, waitUntilTiered, type ExternalS3 } from './tier-helpers.js';
 import { event, startTestNode } from './test-node.js';
 
 const DAY = 86_400_000;
@@ -22,15 +23,17 @@ async function icebergNode(extra: Record<string, string> = {}) {
 }
 
 /**
- * icebird (a reader we did not write) resolves s3:// paths to AWS hostnames; the test points
- * those requests at the local S3 endpoint instead, and changes nothing else.
+ * icebird (a reader we did not write) resolves s3:// paths to AWS hostnames and cannot sign;
+ * the test points those requests at the local S3 endpoint instead, signed (SigV4) with the
+ * endpoint's key, and changes nothing else.
  */
 function routeS3To(s3: ExternalS3): void {
   const original = globalThis.fetch;
+  const signed = signedFetch({ credentials: EXTERNAL_S3_CREDENTIALS, fetch: original });
   globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) => {
     const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
     const match = /^https:\/\/([a-z0-9.-]+)\.s3\.amazonaws\.com(\/.*)$/.exec(url);
-    return original(match ? `${s3.endpoint}/${match[1]}${match[2]}` : input, init);
+    return match ? signed(`${s3.endpoint}/${match[1]}${match[2]}`, init) : original(input, init);
   });
   onTestFinished(() => {
     globalThis.fetch = original;
@@ -111,9 +114,10 @@ describe('iceberg tiering sweep', () => {
     }
     expect(perDay.map((r) => [`${String(r['day'])}|${String(r['decision'])}`, r['n']])).toEqual([...expected.entries()].sort(([a], [b]) => a.localeCompare(b)));
     // One commit per sweep: several versions, the hint at the newest, the watermark in the summary.
-    const version = Number(await (await fetch(`${s3.endpoint}/ext/warehouse/ops/audit_events/metadata/version-hint.text`)).text());
+    const signed = signedFetch({ credentials: EXTERNAL_S3_CREDENTIALS });
+    const version = Number(await (await signed(`${s3.endpoint}/ext/warehouse/ops/audit_events/metadata/version-hint.text`)).text());
     expect(version).toBeGreaterThan(3);
-    const current = (await (await fetch(`${s3.endpoint}/ext/warehouse/ops/audit_events/metadata/v${version}.metadata.json`)).json()) as { snapshots: Array<{ summary: Record<string, string> }> };
+    const current = (await (await signed(`${s3.endpoint}/ext/warehouse/ops/audit_events/metadata/v${version}.metadata.json`)).json()) as { snapshots: Array<{ summary: Record<string, string> }> };
     expect(current.snapshots.at(-1)!.summary['auditlake.tiering.watermark']).toBe(String(t.node.store.position.lastSeq));
   });
 

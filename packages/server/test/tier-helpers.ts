@@ -1,10 +1,10 @@
-// Shared setup for tiering tests: a real s3rver over HTTP, DuckDB as the independent reader.
+// Shared setup for tiering tests: a real S3 endpoint over HTTP (signed requests only), DuckDB as the independent reader.
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { S3Connections } from '@auditlake/lake';
-import S3rver from 's3rver';
+import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
 import { expect, onTestFinished } from 'vitest';
 import type { TestNode } from './test-node.js';
 
@@ -24,18 +24,20 @@ export interface ExternalS3 {
   start(): Promise<void>;
 }
 
-/** An s3rver the test can stop and start again on the same port and directory (an S3 outage). */
+/** The key pair the external endpoint requires (every request signed with it). */
+export const EXTERNAL_S3_CREDENTIALS = { accessKeyId: 'ALEXTERNALTEST000001', secretAccessKey: 'external-test-secret-0123456789abcdefgh' };
+
+/** An S3 endpoint the test can stop and start again on the same port and directory (an S3 outage). */
 export async function externalS3(bucket = 'ext'): Promise<ExternalS3> {
   const directory = await mkdtemp(join(tmpdir(), 'auditlake-s3-'));
   onTestFinished(() => rm(directory, { recursive: true, force: true }));
-  let server: S3rver | undefined;
+  let server: S3Endpoint | undefined;
   let port = 0;
   const start = async () => {
-    server = new S3rver({ address: '127.0.0.1', port, directory, silent: true, configureBuckets: [{ name: bucket }], vhostBuckets: false });
-    port = (await server.run()).port;
+    server = await startS3Endpoint({ directory, host: '127.0.0.1', port, buckets: [bucket], credentials: EXTERNAL_S3_CREDENTIALS });
+    port = server.port;
   };
   const stop = async () => {
-    server?.httpServer?.closeAllConnections();
     await server?.close();
     server = undefined;
   };
@@ -51,8 +53,8 @@ export async function externalS3(bucket = 'ext'): Promise<ExternalS3> {
     props: (id) => ({
       [`auditlake.s3.connections.${id}.endpoint`]: `http://127.0.0.1:${port}`,
       [`auditlake.s3.connections.${id}.region`]: 'us-east-1',
-      [`auditlake.s3.connections.${id}.accessKeyId`]: 'S3RVER',
-      [`auditlake.s3.connections.${id}.secretAccessKey`]: 'S3RVER',
+      [`auditlake.s3.connections.${id}.accessKeyId`]: EXTERNAL_S3_CREDENTIALS.accessKeyId,
+      [`auditlake.s3.connections.${id}.secretAccessKey`]: EXTERNAL_S3_CREDENTIALS.secretAccessKey,
       [`auditlake.s3.connections.${id}.forcePathStyle`]: 'true',
     }),
     stop,

@@ -1,0 +1,113 @@
+// Goal: a node's embedded S3 endpoint serves tiered history only to requests signed with the node's own key pair (kept 0600 in the data dir), public read opens object GETs and nothing else, and no request writes outside the data dir.
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { FAST_TIERING, postSettings, waitUntilTiered } from './tier-helpers.js';
+import { event, startTestNode, type TestNode } from './test-node.js';
+
+const PARQUET = { 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': 's3://auditlake/audit', 'audit.tier.connectionId': 'local' };
+
+/** Every file under `root`, relative to it. */
+async function files(root: string): Promise<string[]> {
+  const entries = await readdir(root, { recursive: true, withFileTypes: true });
+  return entries
+    .filter((e) => e.isFile())
+    .map((e) => relative(root, join(e.parentPath, e.name)))
+    .sort();
+}
+
+/** A node with the embedded endpoint, in a data dir inside `root`, so writes beside the data dir show. */
+async function embeddedNode(options: { publicRead?: boolean; props?: Record<string, string> } = {}): Promise<{ t: TestNode; root: string }> {
+  const root = await mkdtemp(join(tmpdir(), 'auditlake-embedded-'));
+  onTestFinished(() => rm(root, { recursive: true, force: true }));
+  const t = await startTestNode({ dataDir: join(root, 'data'), props: { ...FAST_TIERING, ...options.props }, node: { embeddedS3Port: 0, embeddedS3PublicRead: options.publicRead ?? false } });
+  return { t, root };
+}
+
+function s3Client(t: TestNode): S3Client {
+  const embedded = t.node.embeddedS3!;
+  const client = new S3Client({ region: 'us-east-1', endpoint: embedded.endpoint.url, forcePathStyle: true, credentials: embedded.credentials, maxAttempts: 1 });
+  onTestFinished(() => client.destroy());
+  return client;
+}
+
+async function tierSomething(t: TestNode): Promise<string[]> {
+  expect((await t.ingest([event({ eventId: 'e1' }), event({ eventId: 'e2', decision: 'DENY' })])).status).toBe(200);
+  expect((await postSettings(t, PARQUET)).status).toBe(200);
+  await waitUntilTiered(t);
+  const listed = await s3Client(t).send(new ListObjectsV2Command({ Bucket: 'auditlake', Prefix: 'audit/' }));
+  const keys = (listed.Contents ?? []).map((c) => c.Key!);
+  expect(keys.some((k) => k.endsWith('.parquet'))).toBe(true);
+  return keys;
+}
+
+describe('the embedded S3 endpoint of a node', () => {
+  it('generates its key pair into the data dir (0600) at first start and keeps it', async () => {
+    const { t } = await embeddedNode();
+    const credentials = t.node.embeddedS3!.credentials;
+    expect(credentials.origin).toBe('generated');
+    expect(credentials.accessKeyId).toMatch(/^AL[A-Z2-7]{18}$/);
+    expect(credentials.secretAccessKey.length).toBeGreaterThanOrEqual(40);
+    expect((await stat(join(t.dataDir, 'embedded-s3-credentials'))).mode & 0o777).toBe(0o600);
+    expect(t.node.embeddedS3!.endpoint.host).toBe('127.0.0.1');
+    await t.node.close();
+    const again = await startTestNode({ dataDir: t.dataDir, node: { embeddedS3Port: 0 } });
+    expect(again.node.embeddedS3!.credentials).toMatchObject({ origin: 'data-dir', accessKeyId: credentials.accessKeyId, secretAccessKey: credentials.secretAccessKey });
+  });
+
+  it('takes its key pair from the configuration instead, writing none', async () => {
+    const { t } = await embeddedNode({ props: { 'auditlake.embedded.s3.access.key': 'ALCONFIGURED00000001', 'auditlake.embedded.s3.secret.key': 'configured-secret-0123456789' } });
+    expect(t.node.embeddedS3!.credentials).toMatchObject({ origin: 'given', accessKeyId: 'ALCONFIGURED00000001' });
+    await expect(stat(join(t.dataDir, 'embedded-s3-credentials'))).rejects.toMatchObject({ code: 'ENOENT' });
+    // Connection `local` signs with them: tiering works.
+    await tierSomething(t);
+  });
+
+  it('tiers through connection local, and refuses every unsigned request: no read, list, write, delete or traversal', async () => {
+    const { t, root } = await embeddedNode();
+    const keys = await tierSomething(t);
+    const url = t.node.embeddedS3!.endpoint.url;
+    const before = await files(root);
+    const parquet = keys.find((k) => k.endsWith('.parquet'))!;
+    const unsigned: Array<[string, string, string?]> = [
+      ['GET', `/auditlake/${parquet}`],
+      ['HEAD', `/auditlake/${parquet}`],
+      ['GET', '/auditlake?list-type=2'],
+      ['DELETE', `/auditlake/${parquet}`],
+      ['PUT', `/auditlake/${parquet}`, 'forged history'],
+      ['PUT', '/auditlake/..%2F..%2F..%2Fx.txt', 'outside'],
+    ];
+    for (const [method, path, body] of unsigned) {
+      const res = await fetch(url + path, { method, ...(body ? { body } : {}) });
+      expect(res.status, `${method} ${path}`).toBe(403);
+    }
+    expect(await files(root)).toEqual(before);
+    // History is intact: the viewer still finds both events, and the signed reader the file.
+    expect((await t.search()).json.events.map((e) => e.eventId).filter((id) => id.startsWith('e')).sort()).toEqual(['e1', 'e2']);
+    const res = await s3Client(t).send(new GetObjectCommand({ Bucket: 'auditlake', Key: parquet }));
+    expect((await res.Body!.transformToByteArray()).byteLength).toBeGreaterThan(0);
+  });
+
+  it('with --embedded-s3-public-read: unsigned GET/HEAD of an object work, listing, writing and deleting still do not', async () => {
+    const { t, root } = await embeddedNode({ publicRead: true });
+    const keys = await tierSomething(t);
+    const url = t.node.embeddedS3!.endpoint.url;
+    const parquet = keys.find((k) => k.endsWith('.parquet'))!;
+    const before = await files(root);
+    const got = await fetch(`${url}/auditlake/${parquet}`);
+    expect(got.status).toBe(200);
+    expect((await got.arrayBuffer()).byteLength).toBeGreaterThan(0);
+    expect((await fetch(`${url}/auditlake/${parquet}`, { method: 'HEAD' })).status).toBe(200);
+    for (const [method, path] of [
+      ['GET', '/auditlake?list-type=2'],
+      ['DELETE', `/auditlake/${parquet}`],
+      ['PUT', `/auditlake/${parquet}`],
+      ['PUT', '/auditlake/..%2F..%2F..%2Fx.txt'],
+    ] as const) {
+      expect((await fetch(url + path, { method, ...(method === 'PUT' ? { body: 'x' } : {}) })).status, `${method} ${path}`).toBe(403);
+    }
+    expect(await files(root)).toEqual(before);
+  });
+});
