@@ -5,26 +5,25 @@ import { join } from 'node:path';
 import { S3Connections } from '@auditlake/lake';
 import { defaultSettings, parseSettings, resolveConfig, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
 import { AuditStore } from '@auditlake/store';
-import S3rver from 's3rver';
+import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { TierSweeper, type TierSweeperOptions } from '../src/index.js';
 
 const BUCKET = 'sweep';
 const HOUR_MS = 3_600_000;
-let server: S3rver;
+const CREDENTIALS = { accessKeyId: 'ALSWEEPTEST000000001', secretAccessKey: 'sweep-test-secret-0123456789abcdefghij' };
+let server: S3Endpoint;
 let dir: string;
 let connections: S3Connections;
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'tier-sweeper-'));
-  server = new S3rver({ address: '127.0.0.1', port: 0, directory: join(dir, 's3'), silent: true, configureBuckets: [{ name: BUCKET }], vhostBuckets: false });
-  const { port } = await server.run();
-  connections = new S3Connections(new Map([['s3', { id: 's3', endpoint: `http://127.0.0.1:${port}`, region: 'us-east-1', accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER', forcePathStyle: true }]]));
+  server = await startS3Endpoint({ directory: join(dir, 's3'), host: '127.0.0.1', port: 0, buckets: [BUCKET], credentials: CREDENTIALS });
+  connections = new S3Connections(new Map([['s3', { id: 's3', endpoint: server.url, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
 });
 
 afterAll(async () => {
   connections?.close();
-  server?.httpServer?.closeAllConnections();
   await server?.close();
   await rm(dir, { recursive: true, force: true });
 });
