@@ -1,15 +1,16 @@
-/** An `s3://bucket/prefix` location; `prefix` has no leading or trailing slash. */
-export interface S3Location {
-  bucket: string;
-  prefix: string;
-}
+import { checkS3Location, type S3Location } from '@auditlake/model';
 
-/** Parses `s3://bucket[/prefix]`; undefined when the text is not such a URL. */
+export type { S3Location };
+
+/**
+ * Parses `s3://bucket[/prefix]`; undefined when the text is not such a URL or breaks the
+ * tier-location rules (bad bucket name; empty, `.` or `..` prefix segments; control
+ * characters). Settings are checked against the same rules when saved; this is the second
+ * line, so no key built from a location can leave its bucket prefix.
+ */
 export function parseS3Location(url: string): S3Location | undefined {
-  const match = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(\/.*)?$/.exec(url.trim());
-  if (!match) return undefined;
-  const prefix = (match[2] ?? '').replace(/^\/+|\/+$/g, '');
-  return { bucket: match[1] as string, prefix };
+  const check = checkS3Location(url.trim());
+  return check.ok ? check.location : undefined;
 }
 
 /** `prefix/name`, or `name` at the bucket root. */

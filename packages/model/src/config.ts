@@ -10,6 +10,7 @@ import {
   text,
   type ValueParser,
 } from './config-values.js';
+import { checkS3Location, icebergNameProblem } from './tier-location.js';
 import { DEFAULT_REDACT_KEYS, redactKeyList } from './redaction.js';
 import { cronExpression } from './cron-expression.js';
 import { tierMode } from './tier-mode.js';
@@ -91,6 +92,13 @@ export const CONFIG_KEYS = {
   bodyLimitBytes: spec('auditlake.http.body.limit.bytes', String(8 * 1024 * 1024), positiveInt),
   /** Refused-access events recorded per second at most (the rest are counted, not stored). */
   denyAuditPerSecond: spec('auditlake.auth.deny.audit.per.second', '20', nonNegativeInt),
+  /**
+   * Refused requests (401/403) per client address per window answered and recorded one by one;
+   * past it the client gets 429 with Retry-After, and the rest of its window is recorded as one
+   * summary DENY event.
+   */
+  refusalsPerClientMax: spec('auditlake.auth.refusals.per.client.max', '20', positiveInt),
+  refusalsWindowMs: spec('auditlake.auth.refusals.window.ms', '60000', positiveInt),
   jwtSecret: spec('auditlake.auth.jwt.secret', '', text),
   /**
    * The embedded S3 endpoint's key pair (`--embedded-s3`); empty: generated at first start into
@@ -195,7 +203,10 @@ function parseIcebergCatalogs(props: ReadonlyMap<string, string>): Map<string, I
   for (const [name, group] of collectGroups(props, prefix)) {
     onlyFields(prefix, name, group, ['warehouse', 'connectionId']);
     const warehouse = group.get('warehouse') ?? '';
-    if (!warehouse.startsWith('s3://')) throw configError(`${prefix}${name}.warehouse must be s3://bucket/prefix: ${warehouse}`);
+    const check = checkS3Location(warehouse);
+    if (!check.ok) throw configError(`${prefix}${name}.warehouse must be s3://bucket/prefix: ${warehouse}: ${check.problem}`);
+    const nameProblem = icebergNameProblem(name, 'catalog');
+    if (nameProblem !== undefined) throw configError(`${prefix}${name}: ${nameProblem}`);
     result.set(name, { name, warehouse, connectionId: group.get('connectionId') ?? '' });
   }
   return result;

@@ -16,3 +16,5 @@ export * from './audit-stats.js';
 export * from './read-sampler.js';
 export * from './redaction.js';
 export * from './export-columns.js';
+export * from './tier-location.js';
+export * from './utf8-bytes.js';

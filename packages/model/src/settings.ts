@@ -3,6 +3,7 @@ import type { NodeConfig } from './config.js';
 import { boolean, fraction, nonNegativeInt, parseNamed, positiveInt, text, type ValueParser } from './config-values.js';
 import { redactKeyList } from './redaction.js';
 import { cronExpression } from './cron-expression.js';
+import { checkS3Location, icebergTableProblem } from './tier-location.js';
 import { tierMode, type TierMode } from './tier-mode.js';
 
 /** The runtime settings keys (reference "Settings API"), in display order. */
@@ -140,10 +141,9 @@ export function defaultSettings(config: NodeConfig): Settings {
   };
 }
 
-/** `catalog.schema.table`: exactly three non-empty dot-separated parts. */
+/** `catalog.schema.table` with three identifier parts (see tier-location.ts). */
 export function isIcebergTableName(name: string): boolean {
-  const parts = name.split('.');
-  return parts.length === 3 && parts.every((p) => p.trim() !== '' && p === p.trim());
+  return icebergTableProblem(name) === undefined;
 }
 
 function invalid(message: string): AuditError {
@@ -174,12 +174,24 @@ export function parseSettings(settings: Settings): EffectiveSettings {
   if (effective.tierMode === 'iceberg') {
     const table = effective.tierIcebergTable;
     if (table === '') throw invalid('audit.tier.iceberg.table is required when audit.tier.mode=iceberg');
-    if (!isIcebergTableName(table)) {
-      throw invalid(`audit tier target ${table} is not usable: audit tier iceberg table must be catalog.schema.table: ${table}`);
+    const problem = icebergTableProblem(table);
+    if (problem !== undefined) {
+      // Three parts but a bad name: the reference message, then which name and why.
+      const why = table.split('.').length === 3 ? ` (${problem})` : '';
+      throw invalid(`audit tier target ${table} is not usable: audit tier iceberg table must be catalog.schema.table: ${table}${why}`);
     }
   }
   if (effective.tierMode === 'parquet' && effective.tierParquetPath === '') {
     throw invalid('audit.tier.parquet.path is required when audit.tier.mode=parquet');
+  }
+  // A path is checked whatever the mode, so none that could escape its bucket is ever stored.
+  if (effective.tierParquetPath !== '') {
+    const check = checkS3Location(effective.tierParquetPath);
+    if (!check.ok) throw invalid(`audit.tier.parquet.path must be s3://bucket/prefix: ${JSON.stringify(effective.tierParquetPath)}: ${check.problem}`);
+  }
+  if (effective.tierIcebergTable !== '' && effective.tierMode !== 'iceberg') {
+    const problem = icebergTableProblem(effective.tierIcebergTable);
+    if (problem !== undefined) throw invalid(`audit.tier.iceberg.table must be catalog.schema.table: ${JSON.stringify(effective.tierIcebergTable)}: ${problem}`);
   }
   return effective;
 }

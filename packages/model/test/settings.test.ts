@@ -224,9 +224,30 @@ describe('mergeSettings', () => {
   });
 
   it('accepts parquet mode with a path', () => {
-    const update = mergeSettings(DEFAULTS(), { 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': 's3://b/audit', 'audit.tier.connectionId': 'local' });
-    expect(update.effective).toMatchObject({ tierMode: 'parquet', tierParquetPath: 's3://b/audit', tierConnectionId: 'local' });
+    const update = mergeSettings(DEFAULTS(), { 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': 's3://bkt/audit', 'audit.tier.connectionId': 'local' });
+    expect(update.effective).toMatchObject({ tierMode: 'parquet', tierParquetPath: 's3://bkt/audit', tierConnectionId: 'local' });
     expect(update.changes.map((c) => c.key)).toEqual(['audit.tier.mode', 'audit.tier.parquet.path', 'audit.tier.connectionId']);
+  });
+
+  it('refuses tier locations that could leave their bucket prefix, naming the problem, in any mode', () => {
+    const refused = (request: Record<string, string>) => {
+      try {
+        mergeSettings(DEFAULTS(), request);
+      } catch (err) {
+        expect(err).toMatchObject({ code: AuditErrorCode.SETTINGS_INVALID });
+        return (err as Error).message;
+      }
+      throw new Error(`accepted ${JSON.stringify(request)}`);
+    };
+    expect(refused({ 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': 's3://auditlake/../../../../tmp/x', 'audit.tier.connectionId': 'local' })).toBe(
+      `audit.tier.parquet.path must be s3://bucket/prefix: "s3://auditlake/../../../../tmp/x": the key prefix has a '..' segment`,
+    );
+    // Saved for later while another mode is on: still checked.
+    expect(refused({ 'audit.tier.parquet.path': 's3://auditlake/a//b' })).toBe(`audit.tier.parquet.path must be s3://bucket/prefix: "s3://auditlake/a//b": the key prefix has an empty segment (a doubled '/')`);
+    expect(refused({ 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': 'local.a/b.c' })).toBe(
+      "audit tier target local.a/b.c is not usable: audit tier iceberg table must be catalog.schema.table: local.a/b.c (the schema name 'a/b' may hold only letters, digits and '_', and must not start with a digit)",
+    );
+    expect(refused({ 'audit.tier.iceberg.table': 'local.ops.../x' })).toMatch(/^audit\.tier\.iceberg\.table must be catalog\.schema\.table: "local\.ops\.\.\.\/x": it must be catalog\.schema\.table/);
   });
 });
 

@@ -90,6 +90,33 @@ describe('the embedded S3 endpoint of a node', () => {
     expect((await res.Body!.transformToByteArray()).byteLength).toBeGreaterThan(0);
   });
 
+  it('refuses tier locations that would leave the bucket prefix (400 naming the problem), saving nothing and writing nothing anywhere', async () => {
+    const { t, root } = await embeddedNode();
+    expect((await t.ingest([event({ eventId: 'e1' })])).status).toBe(200);
+    const before = await files(root);
+    const settingsNow = async () => {
+      const { tierStatus: _status, ...stored } = (await (await t.request('/admin/audit/settings')).json()) as Record<string, unknown>;
+      return stored;
+    };
+    const settingsBefore = await settingsNow();
+    const refused: Array<[Record<string, string>, RegExp]> = [
+      [{ ...PARQUET, 'audit.tier.parquet.path': 's3://auditlake/../../../../tmp/x' }, /^audit\.tier\.parquet\.path must be s3:\/\/bucket\/prefix: .*: the key prefix has a '\.\.' segment$/],
+      [{ ...PARQUET, 'audit.tier.parquet.path': 's3://auditlake/audit/../../x' }, /the key prefix has a '\.\.' segment$/],
+      [{ 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': 'local.a/b.c' }, /^audit tier target local\.a\/b\.c is not usable: .*\(the schema name 'a\/b' may hold only letters, digits and '_', and must not start with a digit\)$/],
+      [{ 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': 'local.ops.x/../../y' }, /^audit tier target local\.ops\.x\/\.\.\/\.\.\/y is not usable: audit tier iceberg table must be catalog\.schema\.table/],
+    ];
+    for (const [body, message] of refused) {
+      const res = await postSettings(t, body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.json.error).toMatch(message);
+    }
+    // Nothing saved (mode still none, no settings event), so no sweep has a target; nothing was written.
+    expect(await settingsNow()).toEqual(settingsBefore);
+    expect(settingsBefore['audit.tier.mode']).toBe('none');
+    expect((await t.stored()).filter((e) => e.action === 'audit:UpdateSettings')).toEqual([]);
+    expect(await files(root)).toEqual(before);
+  });
+
   it('with --embedded-s3-public-read: unsigned GET/HEAD of an object work, listing, writing and deleting still do not', async () => {
     const { t, root } = await embeddedNode({ publicRead: true });
     const keys = await tierSomething(t);

@@ -101,6 +101,13 @@ describe('settings', () => {
     [{ 'audit.retention.days': { n: 3 } }, 'audit.retention.days must be a string, number or boolean: {"n":3}'],
     [{ 'audit.tier.maintenance.cron': '61 * * * *' }, 'audit.tier.maintenance.cron must be a cron expression of 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first: 61 * * * *'],
     [{ 'audit.tier.maintenance.orphan.min.age.ms': -5 }, 'audit.tier.maintenance.orphan.min.age.ms must be a non-negative integer: -5'],
+    [{ 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': 's3://auditlake/../../../../tmp/x', 'audit.tier.connectionId': 'local' }, `audit.tier.parquet.path must be s3://bucket/prefix: "s3://auditlake/../../../../tmp/x": the key prefix has a '..' segment`],
+    [{ 'audit.tier.parquet.path': 's3://auditlake/./audit' }, `audit.tier.parquet.path must be s3://bucket/prefix: "s3://auditlake/./audit": the key prefix has a '.' segment`],
+    [{ 'audit.tier.parquet.path': 's3://auditlake//audit' }, `audit.tier.parquet.path must be s3://bucket/prefix: "s3://auditlake//audit": the key prefix must not start with '/' (write s3://bucket/prefix)`],
+    [{ 'audit.tier.parquet.path': 's3://auditlake/a\u0000b' }, 'audit.tier.parquet.path must be s3://bucket/prefix: "s3://auditlake/a\\u0000b": the key prefix has a control character (U+0000)'],
+    [{ 'audit.tier.parquet.path': 's3://Audit_Lake/x' }, `audit.tier.parquet.path must be s3://bucket/prefix: "s3://Audit_Lake/x": the bucket name 'Audit_Lake' may hold only lower-case letters, digits, '.' and '-', and must start and end with a letter or digit`],
+    [{ 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': 'local.a/b.c' }, "audit tier target local.a/b.c is not usable: audit tier iceberg table must be catalog.schema.table: local.a/b.c (the schema name 'a/b' may hold only letters, digits and '_', and must not start with a digit)"],
+    [{ 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': 'local.ops.x..y' }, 'audit tier target local.ops.x..y is not usable: audit tier iceberg table must be catalog.schema.table: local.ops.x..y'],
   ];
   for (const [body, message] of invalid) {
     it(`refuses ${JSON.stringify(body)} with 400 and the message, persisting nothing`, async () => {
