@@ -6,6 +6,8 @@
 export const AuditErrorCode = {
   /** A request (event, parameter, setting) was refused as invalid; nothing was stored. */
   BAD_REQUEST: 'AUDIT_BAD_REQUEST',
+  /** The request body declared a media type or charset the node does not read (only UTF-8 JSON). */
+  UNSUPPORTED_MEDIA_TYPE: 'AUDIT_UNSUPPORTED_MEDIA_TYPE',
   /** The request body was larger than the configured limit. */
   BODY_TOO_LARGE: 'AUDIT_BODY_TOO_LARGE',
   /** A runtime setting was refused; the message is the reference document's wording. */

@@ -43,12 +43,39 @@ function describeType(value: unknown): string {
   return typeof value;
 }
 
+/** The index of the first lone surrogate in `value` (one not part of a surrogate pair), or -1. */
+function loneSurrogateIndex(value: string): number {
+  for (let i = 0; i < value.length; i++) {
+    const unit = value.charCodeAt(i);
+    if (unit < 0xd800 || unit > 0xdfff) continue;
+    const next = value.charCodeAt(i + 1);
+    if (unit <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
+      i++;
+      continue;
+    }
+    return i;
+  }
+  return -1;
+}
+
+/**
+ * Refuses a string that is not well-formed Unicode. A lone surrogate has no UTF-8 form: stored
+ * (LevelDB keys, Parquet, JSON output) it becomes U+FFFD, so `"a\ud800"`, `"a\udfff"` and
+ * `"a\ufffd"` would be one eventId and the evidence would be altered.
+ */
+function wellFormed(value: string, at: At, field: string): string {
+  if (value.isWellFormed()) return value;
+  const index = loneSurrogateIndex(value);
+  const unit = value.charCodeAt(index).toString(16).toUpperCase();
+  refuse(`${label(at)}.${field} is not well-formed Unicode: a lone surrogate (U+${unit}) at character ${index}`);
+}
+
 function requiredString(raw: Record<string, unknown>, field: string, at: At, limitBytes: number): string {
   const value = raw[field];
   if (value === undefined || value === null) refuse(`${label(at)}.${field} is required`);
   if (typeof value !== 'string') refuse(`${label(at)}.${field} must be a string, got ${describeType(value)}`);
   if (value.trim() === '') refuse(`${label(at)}.${field} must not be empty`);
-  return truncateToBytes(value, limitBytes);
+  return truncateToBytes(wellFormed(value, at, field), limitBytes);
 }
 
 /** Optional fields accept null as absent: older plugins send explicit nulls. */
@@ -56,7 +83,7 @@ function optionalString(raw: Record<string, unknown>, field: string, at: At, lim
   const value = raw[field];
   if (value === undefined || value === null) return '';
   if (typeof value !== 'string') refuse(`${label(at)}.${field} must be a string, got ${describeType(value)}`);
-  return truncateToBytes(value, limitBytes);
+  return truncateToBytes(wellFormed(value, at, field), limitBytes);
 }
 
 function parseDecision(raw: Record<string, unknown>, at: At): Decision | '' {
@@ -76,6 +103,7 @@ function parseTables(raw: Record<string, unknown>, at: At): string[] {
   for (let i = 0; i < value.length; i++) {
     const table: unknown = value[i];
     if (typeof table !== 'string') refuse(`${label(at)}.tables[${i}] must be a string, got ${describeType(table)}`);
+    wellFormed(table, at, `tables[${i}]`);
     if (i < TABLES_COUNT_MAX) tables.push(truncateToBytes(table, FIELD_LIMIT_BYTES.table));
   }
   if (value.length > TABLES_COUNT_MAX) {
@@ -90,8 +118,9 @@ function parseTs(raw: Record<string, unknown>, at: At, nowMs: number, field: 'ts
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
     refuse(`${label(at)}.${field} must be a non-negative integer (epoch millis): ${JSON.stringify(value)}`);
   }
-  // Beyond this no date exists (new Date(ts) is invalid): day partitions and the UI need one.
-  if (value > EVENT_TIME_MAX_MS) refuse(`${label(at)}.${field} must be at most ${EVENT_TIME_MAX_MS} (the latest time a date can hold): ${value}`);
+  // Past year 9999 a date has no four-digit year: day partitions (event_date=YYYY-MM-DD), ISO
+  // times and most readers' timestamp types end there.
+  if (value > EVENT_TIME_MAX_MS) refuse(`${label(at)}.${field} must be at most ${EVENT_TIME_MAX_MS} (${new Date(EVENT_TIME_MAX_MS).toISOString()}): ${value}`);
   return value;
 }
 
@@ -100,6 +129,7 @@ function parseEventId(raw: Record<string, unknown>, at: At, nowMs: number, newId
   if (value === undefined || value === null) return newId(nowMs);
   if (typeof value !== 'string') refuse(`${label(at)}.eventId must be a string, got ${describeType(value)}`);
   if (value === '') refuse(`${label(at)}.eventId must not be empty`);
+  wellFormed(value, at, 'eventId');
   // Refused rather than truncated: two different long ids cut to one prefix would merge events.
   if (value.length > EVENT_ID_LENGTH_MAX) {
     refuse(`${label(at)}.eventId must be at most ${EVENT_ID_LENGTH_MAX} characters, got ${value.length}`);

@@ -19,8 +19,8 @@ export const TABLES_COUNT_MAX = 1000;
 /** Longest accepted client-supplied eventId, in characters. */
 export const EVENT_ID_LENGTH_MAX = 128;
 
-/** The latest event time accepted: the largest epoch millis a JavaScript Date can hold. */
-export const EVENT_TIME_MAX_MS = 8_640_000_000_000_000;
+/** The latest event time accepted: 9999-12-31T23:59:59.999Z, the last instant with a four-digit year. */
+export const EVENT_TIME_MAX_MS = 253_402_300_799_999;
 
 /** Most events one ingest request may carry. */
 export const EVENTS_PER_REQUEST_MAX = 10_000;

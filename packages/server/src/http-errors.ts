@@ -6,6 +6,7 @@ const STATUS_BY_CODE: Record<AuditErrorCode, number> = {
   [AuditErrorCode.SETTINGS_INVALID]: 400,
   [AuditErrorCode.TIER_TARGET_UNUSABLE]: 400,
   [AuditErrorCode.BODY_TOO_LARGE]: 413,
+  [AuditErrorCode.UNSUPPORTED_MEDIA_TYPE]: 415,
   [AuditErrorCode.UNAUTHENTICATED]: 401,
   [AuditErrorCode.FORBIDDEN]: 403,
   [AuditErrorCode.LIMIT_EXCEEDED]: 429,

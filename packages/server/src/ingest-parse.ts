@@ -2,6 +2,7 @@ import {
   AuditErrorCode,
   encodeEvent,
   FIELD_LIMIT_BYTES,
+  invalidUtf8Offset,
   isAuditError,
   newEventId,
   Redactor,
@@ -60,6 +61,9 @@ function redactEvent(event: AuditEvent, redactor: Redactor): AuditEvent {
  * in a worker thread. `redactKeys` is `audit.redact.keys` as in force when the request arrived.
  */
 export function parseIngestBody(bytes: Uint8Array, nowMs: number, redactKeys: readonly string[] = []): ParseOutcome {
+  // Decoding would replace such bytes by U+FFFD and store something other than what was sent.
+  const invalidAt = invalidUtf8Offset(bytes);
+  if (invalidAt !== -1) return { ok: false, code: AuditErrorCode.BAD_REQUEST, message: `request body is not valid UTF-8: an invalid byte sequence at byte offset ${invalidAt}`, refused: 1 };
   let body: unknown;
   try {
     body = parseJsonBody(bytes);

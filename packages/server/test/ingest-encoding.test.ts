@@ -1,0 +1,79 @@
+// Goal: an ingest body is evidence taken as sent: ids that differ only in ill-formed Unicode, bytes that are not UTF-8, another charset and impossible dates are refused whole, never altered or merged.
+import { describe, expect, it } from 'vitest';
+import { INGEST_TOKEN, event, startTestNode, type TestNode } from './test-node.js';
+
+async function postBytes(t: TestNode, body: Uint8Array | string, contentType = 'application/json'): Promise<{ status: number; json: Record<string, unknown> }> {
+  const res = await t.request('/v1/api/audit', { method: 'POST', token: INGEST_TOKEN, headers: { 'content-type': contentType }, body });
+  return { status: res.status, json: (await res.json()) as Record<string, unknown> };
+}
+
+describe('ingest: Unicode, UTF-8, charset and time bounds', () => {
+  it('refuses eventIds with a lone surrogate, so "a\\ud800", "a\\udfff" and "a\\ufffd" can never collapse into one stored event', async () => {
+    const t = await startTestNode();
+    for (const id of ['a\ud800', 'a\udfff']) {
+      const res = await t.ingest([event({ eventId: 'fine' }), event({ eventId: id })]);
+      expect(res.status).toBe(400);
+      expect(res.json['error']).toBe(`events[1].eventId is not well-formed Unicode: a lone surrogate (U+${id.charCodeAt(1).toString(16).toUpperCase()}) at character 1`);
+    }
+    expect(await t.stored()).toEqual([]);
+    expect((await t.ingest([event({ eventId: 'a\ufffd' })])).json).toEqual({ status: 'ok', ingested: 1 });
+    expect((await t.stored()).map((e) => e.eventId)).toEqual(['a\ufffd']);
+  });
+
+  it('refuses a lone surrogate in any string field, naming it', async () => {
+    const t = await startTestNode();
+    for (const [overrides, field] of [
+      [{ userId: '\udc00x' }, 'userId'],
+      [{ source: 'trino\ud83d' }, 'source'],
+      [{ action: 'data:\udfffSelect' }, 'action'],
+      [{ resource: 'r\ud800' }, 'resource'],
+      [{ tables: ['hive.a', 'hive.\ud800b'] }, 'tables[1]'],
+      [{ query: 'SELECT \ud800' }, 'query'],
+      [{ details: 'x\udbff' }, 'details'],
+    ] as const) {
+      const res = await t.ingest(event(overrides));
+      expect(res.status, field).toBe(400);
+      expect(res.json['error']).toMatch(new RegExp(`^event\\.${field.replace(/[[\]]/g, '\\$&')} is not well-formed Unicode: a lone surrogate`));
+    }
+    // A surrogate pair is a character like any other.
+    expect((await t.ingest(event({ userId: 'emoji-\ud83d\ude00' }))).status).toBe(200);
+    expect((await t.stored()).map((e) => e.userId)).toEqual(['emoji-\ud83d\ude00']);
+  });
+
+  it('refuses a body with bytes that are not UTF-8, naming the offset, instead of storing U+FFFD in their place', async () => {
+    const t = await startTestNode();
+    const prefix = Buffer.from('[{"source":"trino","userId":"a', 'utf8');
+    for (const bad of [[0xff], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xe2, 0x82], [0xf4, 0x90, 0x80, 0x80]]) {
+      const body = Buffer.concat([prefix, Buffer.from(bad), Buffer.from('","action":"data:Select"}]', 'utf8')]);
+      const res = await postBytes(t, body);
+      expect(res.status, bad.join(',')).toBe(400);
+      expect(res.json['error']).toBe(`request body is not valid UTF-8: an invalid byte sequence at byte offset ${prefix.length}`);
+    }
+    expect(await t.stored()).toEqual([]);
+  });
+
+  it('answers 415 to a declared charset other than utf-8, storing nothing, and takes utf-8 declared or not', async () => {
+    const t = await startTestNode();
+    const body = JSON.stringify([event({ userId: 'caf\u00e9' })]);
+    for (const contentType of ['application/json; charset=latin1', 'application/json;charset="ISO-8859-1"', 'application/json; charset=utf-16']) {
+      const res = await postBytes(t, body, contentType);
+      expect(res.status, contentType).toBe(415);
+      expect(res.json['error']).toMatch(/^unsupported charset .+: request bodies must be UTF-8 \(send Content-Type: application\/json or application\/json; charset=utf-8\)$/);
+    }
+    expect(await t.stored()).toEqual([]);
+    for (const contentType of ['application/json', 'application/json; charset=utf-8', 'application/json; charset="UTF-8"']) {
+      expect((await postBytes(t, body, contentType)).status, contentType).toBe(200);
+    }
+    expect((await t.stored()).map((e) => e.userId)).toEqual(['caf\u00e9', 'caf\u00e9', 'caf\u00e9']);
+  });
+
+  it('takes ts up to 9999-12-31T23:59:59.999Z and refuses one ms later', async () => {
+    const t = await startTestNode();
+    const late = await t.ingest([event({ ts: 253_402_300_800_000 })]);
+    expect(late.status).toBe(400);
+    expect(late.json['error']).toBe('events[0].ts must be at most 253402300799999 (9999-12-31T23:59:59.999Z): 253402300800000');
+    expect(await t.stored()).toEqual([]);
+    expect((await t.ingest([event({ eventId: 'last', ts: 253_402_300_799_999 })])).status).toBe(200);
+    expect((await t.stored()).map((e) => e.timestamp)).toEqual([253_402_300_799_999]);
+  });
+});
