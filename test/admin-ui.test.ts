@@ -254,6 +254,29 @@ describe('Admin UI (real browser, real node)', () => {
     clean(s, [401]);
   });
 
+  it('never puts the token in a URL: a native form submission (scripts bypassed) posts no token, and without JavaScript there is no form at all', async () => {
+    const s = await session();
+    await s.page.goto(`${node.url}/admin/audit`);
+    await s.page.fill('#token', TOKEN);
+    // What a browser does when the script's submit handler never ran: the form's own submission.
+    const [submitted] = await Promise.all([
+      s.page.waitForRequest((req) => req.isNavigationRequest() && req.url().startsWith(node.url)),
+      s.page.evaluate(() => HTMLFormElement.prototype.submit.call(document.querySelector('form.sign-in'))),
+    ]);
+    expect(submitted.method()).toBe('POST');
+    expect(submitted.url()).not.toContain(TOKEN);
+    expect(submitted.url()).not.toContain('token=');
+    expect(submitted.postData() ?? '').not.toContain(TOKEN);
+    expect(s.urls.some((url) => url.includes(TOKEN))).toBe(false);
+
+    const context = await browser.newContext({ javaScriptEnabled: false });
+    onTestFinished(() => context.close());
+    const page = await context.newPage();
+    await page.goto(`${node.url}/admin/audit`);
+    expect(await page.locator('form, input').count()).toBe(0);
+    expect(await page.locator('noscript').count()).toBe(1);
+  });
+
   it('Storage & Retention: saves through the settings API, and shows a 400 verbatim beside its field with nothing saved', async () => {
     const s = await session();
     await signIn(s.page);

@@ -82,6 +82,20 @@ describe('auditlake start (real process)', () => {
     expect(given.output()).toContain('unsigned GET/HEAD of objects too');
   });
 
+  it('never logs a credential: not a bare token sent as Authorization, not ?token= or ?access_token= in a URL (debug request lines)', async () => {
+    const dir = await dataDir();
+    const node = await start({ dataDir: dir, env: { AUDITLAKE_ADMIN_TOKEN: 'adm-secret-0001' }, args: ['--log-level', 'debug'] });
+    expect((await fetch(`${node.url}/admin/audit?token=url-secret-0002&limit=1`)).status).toBe(401);
+    expect((await fetch(`${node.url}/admin/audit?access_token=adm-secret-0001`)).status).toBe(401);
+    const bare = await fetch(`${node.url}/admin/audit`, { headers: { authorization: 'bare-secret-0003' } });
+    expect(bare.status).toBe(401);
+    expect(await bare.text()).not.toContain('bare-secret-0003');
+    await expect.poll(() => node.output()).toContain('access_token=[REDACTED]');
+    expect(await node.stop()).toBe(0);
+    for (const secret of ['adm-secret-0001', 'url-secret-0002', 'bare-secret-0003']) expect(node.output()).not.toContain(secret);
+    expect(node.output()).toContain('/admin/audit?token=[REDACTED]&limit=1');
+  });
+
   it('exits 0 on SIGTERM within 10 s, and the data is there after a restart', async () => {
     const dir = await dataDir();
     const env = { AUDITLAKE_ADMIN_TOKEN: 'adm', AUDITLAKE_INGEST_TOKEN: 'ing' };

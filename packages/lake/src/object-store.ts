@@ -45,8 +45,36 @@ function storeError(err: unknown, operation: string, url: string): AuditError {
   if (isNotFound(e)) return new AuditError(AuditErrorCode.OBJECT_NOT_FOUND, `${url} does not exist (${operation})`, { cause: err });
   if (isPreconditionFailed(e)) return new AuditError(AuditErrorCode.OBJECT_EXISTS, `${url} already exists (${operation} If-None-Match)`, { cause: err });
   const timedOut = e.name === 'TimeoutError' || e.name === 'AbortError';
-  const reason = timedOut ? `no answer within ${REQUEST_TIMEOUT_MS} ms` : `${e.name && e.name !== 'Error' ? `${e.name}: ` : ''}${e.message || String(err)}`;
+  const reason = timedOut ? `no answer within ${REQUEST_TIMEOUT_MS} ms` : (notS3Answer(e) ?? `${e.name && e.name !== 'Error' ? `${e.name}: ` : ''}${e.message || String(err)}`);
   return new AuditError(AuditErrorCode.OBJECT_STORE_FAILED, `${operation} ${url} failed: ${reason}`, { cause: err, retryable: true });
+}
+
+/** What an HTTP status says about an endpoint's answer, for a person fixing a connection. */
+const STATUS_HINTS: Record<number, string> = {
+  400: 'the request was refused as malformed',
+  401: 'access denied: check the connection\'s accessKeyId and secretAccessKey',
+  403: 'access denied: check the connection\'s accessKeyId and secretAccessKey, and that they may use this bucket',
+  404: 'not found: check the bucket and the connection\'s endpoint and forcePathStyle',
+  405: 'the method is not allowed there: is the endpoint an S3 service?',
+};
+
+/**
+ * A plain-words reason for an answer that was not an S3 answer: an endpoint that is not S3 (a
+ * web server, a proxy's error page) makes the SDK fail with a raw XML parse error or an
+ * `UnknownError`, which tells an operator nothing. Undefined for a real S3 error.
+ */
+function notS3Answer(e: SdkErrorShape): string | undefined {
+  const message = e.message ?? '';
+  const status = e.$metadata?.httpStatusCode;
+  const at = status === undefined ? 'the endpoint' : `the endpoint answered HTTP ${status}`;
+  if (/Deserialization error|XML parse error|char '.' is not expected/.test(message)) {
+    return `${at} with a body that is not an S3 XML response: is the connection's endpoint an S3 service, and its forcePathStyle right?`;
+  }
+  if (e.name === 'Unknown' || message === 'UnknownError') {
+    const hint = status === undefined ? undefined : STATUS_HINTS[status];
+    return `${at} without an S3 error code${hint === undefined ? '' : ` (${hint})`}`;
+  }
+  return undefined;
 }
 
 /**

@@ -203,18 +203,23 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     const parser = new IngestParsePool(config.ingestParseThreads);
     closers.push(() => parser.close());
     const adminUi = loadAdminUiFiles();
+    const denyRecorder = new DenyRecorder({
+      perSecond: config.denyAuditPerSecond,
+      perClientMax: config.refusalsPerClientMax,
+      perClientWindowMs: config.refusalsWindowMs,
+      record: async (event, freshId) => {
+        await storeReceived(store, dynamicMembership, [encodeEvent(event)], new Set([freshId]));
+      },
+      onSuppressed: () => metrics.accessDeniedUnrecorded.inc(),
+      onError: (err) => late.app?.log.warn({ err }, 'could not record refused access'),
+    });
+    // Closed after the HTTP server and before the store: it records the summaries of open windows.
+    closers.push(() => denyRecorder.close());
     const app = createHttpApp({
       adminUi,
       bodyLimitBytes: config.bodyLimitBytes,
       authenticator: new Authenticator({ tokens, accessKeys: config.accessKeys, jwtSecret: config.jwtSecret }),
-      denyRecorder: new DenyRecorder({
-        perSecond: config.denyAuditPerSecond,
-        record: async (event, freshId) => {
-          await storeReceived(store, dynamicMembership, [encodeEvent(event)], new Set([freshId]));
-        },
-        onSuppressed: () => metrics.accessDeniedUnrecorded.inc(),
-        onError: (err) => app.log.warn({ err }, 'could not record refused access'),
-      }),
+      denyRecorder,
       metrics,
       logger,
     });

@@ -1,10 +1,13 @@
-import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
+import { isAuditError } from '@auditlake/model';
 import { roleAllows, type Authenticator } from './auth/authenticator.js';
-import type { DenyRecorder } from './auth/deny-recorder.js';
+import type { DenyRecorder, RefusedAccess } from './auth/deny-recorder.js';
+import { assertUtf8Charset } from './body-charset.js';
 import { toHttpError } from './http-errors.js';
 import type { NodeMetrics } from './metrics.js';
 import type { AdminUiFiles } from './admin-ui/admin-ui-files.js';
 import { isPageView, sendAdminPage } from './routes/admin-ui-routes.js';
+import { redactUrl } from './url-redaction.js';
 import './routes/route-access.js';
 
 export interface HttpAppOptions {
@@ -37,38 +40,64 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     onConstructorPoisoning: 'ignore',
   });
 
+  /**
+   * Counts and records a refusal, then answers it: with its own status, or 429 once the client
+   * is past its per-window threshold (nothing more is recorded for it until the window ends).
+   */
+  const refuse = (reply: FastifyReply, access: RefusedAccess, body: { error: string; code: string }) => {
+    const verdict = options.denyRecorder.refuse(access);
+    if (verdict.limited) {
+      options.metrics.accessDenied.inc({ status: '429' });
+      reply.header('retry-after', String(verdict.retryAfterSec));
+      const error = `too many refused requests from ${access.clientAddress}; retry after ${verdict.retryAfterSec} s (${body.error})`;
+      return reply.code(429).send({ status: 'error', error, code: 'AUDIT_LIMIT_EXCEEDED' });
+    }
+    options.metrics.accessDenied.inc({ status: String(access.status) });
+    if (access.status === 401) reply.header('www-authenticate', 'Token, Bearer, AccessKey');
+    return reply.code(access.status).send({ status: 'error', ...body });
+  };
+
   app.addHook('onRequest', async (request, reply) => {
     // A browser navigating to a UI page gets the page (it holds no data; its API calls carry
     // the token), whatever API shares the URL, and is neither authenticated nor audited.
     if (isPageView(request)) return sendAdminPage(reply, options.adminUi);
     const access = request.routeOptions.config.access;
     if (!access) return;
-    const resource = `${request.method} ${request.routeOptions.url ?? request.url}`;
+    const resource = `${request.method} ${request.routeOptions.url ?? request.url.split('?')[0] ?? ''}`;
     const result = options.authenticator.authenticate(request.headers.authorization);
     if (!result.ok) {
-      options.metrics.accessDenied.inc({ status: '401' });
-      options.denyRecorder.refuse({ status: 401, userId: 'anonymous', action: 'auth:Authenticate', resource, reason: result.reason, clientAddress: request.ip });
-      reply.header('www-authenticate', 'Token, Bearer, AccessKey');
-      return reply.code(401).send({ status: 'error', error: `authentication required: ${result.reason}`, code: 'AUDIT_UNAUTHENTICATED' });
+      const refused: RefusedAccess = { status: 401, userId: 'anonymous', action: 'auth:Authenticate', resource, reason: result.reason, clientAddress: request.ip };
+      if (result.scheme !== undefined) refused.scheme = result.scheme;
+      if (result.fingerprint !== undefined) refused.fingerprint = result.fingerprint;
+      return refuse(reply, refused, { error: `authentication required: ${result.reason}`, code: 'AUDIT_UNAUTHENTICATED' });
     }
     if (!roleAllows(result.principal.role, access.role)) {
-      options.metrics.accessDenied.inc({ status: '403' });
       const reason = `role ${result.principal.role} may not ${access.action} (needs ${access.role})`;
-      options.denyRecorder.refuse({ status: 403, userId: result.principal.name, action: access.action, resource, reason, clientAddress: request.ip });
-      return reply.code(403).send({ status: 'error', error: `forbidden: ${reason}`, code: 'AUDIT_FORBIDDEN' });
+      return refuse(reply, { status: 403, userId: result.principal.name, action: access.action, resource, reason, clientAddress: request.ip }, { error: `forbidden: ${reason}`, code: 'AUDIT_FORBIDDEN' });
     }
     request.principal = result.principal;
   });
 
+  // After authentication, before the body is read: only UTF-8 bodies are taken.
+  app.addHook('preParsing', async (request) => {
+    assertUtf8Charset(request.headers['content-type']);
+  });
+
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url ?? 'unmatched';
-    request.log.debug({ method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+    // The URL as sent may carry a credential a client put in the query string: masked.
+    request.log.debug({ method: request.method, url: redactUrl(request.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
     options.metrics.httpDuration.observe({ method: request.method, route, status_code: String(reply.statusCode) }, reply.elapsedTime / 1000);
   });
 
   app.setErrorHandler(async (err, request, reply) => {
     const { statusCode, body } = toHttpError(err);
-    if (statusCode >= 500) request.log.error({ err }, 'request failed');
+    if (statusCode >= 500) {
+      // An operating error (no leader, no standby, store closing) is an answer, not a bug: one
+      // line with its code and message. Anything else is unexpected and logged with its stack.
+      if (isAuditError(err)) request.log.warn({ code: err.code, route: request.routeOptions.url, status: statusCode }, err.message);
+      else request.log.error({ err }, 'request failed');
+    }
     if (statusCode === 413 && request.routeOptions.url === '/v1/api/audit') options.metrics.eventsRefused.inc();
     return reply.code(statusCode).send(body);
   });

@@ -20,7 +20,7 @@ export class NodeMetrics {
   readonly tierSweepFailures = new Counter({ name: 'auditlake_tier_sweep_failures_total', help: 'Tiering sweeps that failed (each is retried with backoff)', registers: [this.registry] });
   readonly eventsPruned = new Counter({ name: 'auditlake_events_pruned_total', help: 'Events deleted locally by retention', registers: [this.registry] });
   readonly pruneRuns = new Counter({ name: 'auditlake_prune_batches_total', help: 'Retention prune batches run', registers: [this.registry] });
-  readonly accessDenied = new Counter({ name: 'auditlake_access_denied_total', help: 'Requests refused with 401 or 403', labelNames: ['status'] as const, registers: [this.registry] });
+  readonly accessDenied = new Counter({ name: 'auditlake_access_denied_total', help: 'Requests refused: 401, 403, or 429 for a client past its refusal threshold', labelNames: ['status'] as const, registers: [this.registry] });
   readonly accessDeniedUnrecorded = new Counter({ name: 'auditlake_access_denied_unrecorded_total', help: 'Refused requests not recorded as audit events because of the rate bound', registers: [this.registry] });
   readonly httpDuration = new Histogram({
     name: 'auditlake_http_request_duration_seconds',

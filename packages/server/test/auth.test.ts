@@ -1,7 +1,7 @@
 // Goal: only the right principals get in; refusals are 401/403 and are themselves audited, rate-bounded.
 import { describe, expect, it } from 'vitest';
 import { signHs256 } from '../src/index.js';
-import { INGEST_TOKEN, event, startTestNode, type TestNode } from './test-node.js';
+import { ADMIN_TOKEN, INGEST_TOKEN, event, startTestNode, type TestNode } from './test-node.js';
 
 const JWT_SECRET = 'jwt-secret-for-tests';
 const authProps = {
@@ -39,7 +39,7 @@ describe('authentication and roles', () => {
     for (const [header, reason] of [
       ['Token nope', 'unknown token'],
       ['Basic YWxpY2U6eA==', 'unsupported Authorization scheme (use Token, Bearer or AccessKey)'],
-      ['Token ', 'empty token credential'],
+      ['Token ', 'empty Token credential'],
     ] as const) {
       const res = await t.request('/admin/audit', withAuth(header));
       expect(res.status).toBe(401);
@@ -84,21 +84,33 @@ describe('authentication and roles', () => {
     expect(settings.status).toBe(200);
     expect((await t.stored()).find((e) => e.action === 'audit:UpdateSettings')?.userId).toBe('dana');
 
-    const ingestOnly = signHs256({ sub: 'trino-plugin', role: 'ingest' }, JWT_SECRET);
+    const ingestOnly = signHs256({ sub: 'trino-plugin', role: 'ingest', exp: nowSec + 60 }, JWT_SECRET);
     expect((await t.request('/admin/audit', withAuth(`Bearer ${ingestOnly}`))).status).toBe(403);
 
     const refusals: Array<[string, string]> = [
-      [signHs256({ sub: 'dana', role: 'admin' }, 'other-secret'), 'JWT signature does not verify'],
-      [signHs256({ sub: 'dana', role: 'admin', exp: nowSec - 1 }, JWT_SECRET), 'JWT expired'],
-      [signHs256({ sub: 'dana', role: 'root' }, JWT_SECRET), 'JWT role must be admin or ingest: root'],
-      [signHs256({ role: 'admin' }, JWT_SECRET), 'JWT has no sub claim'],
-      [`${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from('{"sub":"x","role":"admin"}').toString('base64url')}.`, 'JWT alg must be HS256'],
-      ['not-a-jwt', 'malformed JWT'],
+      [signHs256({ sub: 'dana', role: 'admin', exp: nowSec + 60 }, 'other-secret'), 'JWT signature does not verify'],
+      // 60 s of clock skew are allowed: expired 61 s ago is refused.
+      [signHs256({ sub: 'dana', role: 'admin', exp: nowSec - 61 }, JWT_SECRET), 'JWT expired'],
+      [signHs256({ sub: 'dana', role: 'admin' }, JWT_SECRET), 'JWT has no exp claim (an expiry time is required)'],
+      [signHs256({ sub: 'dana', role: 'admin', exp: String(nowSec + 60) }, JWT_SECRET), 'JWT exp claim must be a number (seconds since the epoch), got string'],
+      [signHs256({ sub: 'dana', role: 'admin', exp: null }, JWT_SECRET), 'JWT exp claim must be a number (seconds since the epoch), got null'],
+      [signHs256({ sub: 'dana', role: 'admin', exp: nowSec + 600, nbf: nowSec + 120 }, JWT_SECRET), 'JWT not yet valid (nbf is in the future)'],
+      [signHs256({ sub: 'dana', role: 'admin', exp: nowSec + 600, nbf: 'soon' }, JWT_SECRET), 'JWT nbf claim must be a number (seconds since the epoch), got string'],
+      [signHs256({ sub: 'dana', role: 'admin', exp: nowSec + 600, iat: nowSec + 120 }, JWT_SECRET), "JWT issued in the future (iat is ahead of this node's clock)"],
+      [signHs256({ sub: 'dana', role: 'root', exp: nowSec + 60 }, JWT_SECRET), 'JWT role must be admin or ingest: root'],
+      [signHs256({ role: 'admin', exp: nowSec + 60 }, JWT_SECRET), 'JWT has no sub claim'],
+      [`${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from(`{"sub":"x","role":"admin","exp":${nowSec + 60}}`).toString('base64url')}.`, 'JWT alg must be HS256'],
+      [`${Buffer.from('{"alg":"HS512"}').toString('base64url')}.${Buffer.from(`{"sub":"x","role":"admin","exp":${nowSec + 60}}`).toString('base64url')}.x`, 'JWT alg must be HS256'],
+      ['not-a-jwt', 'malformed JWT (it must be three base64url parts separated by dots)'],
     ];
     for (const [jwt, reason] of refusals) {
       const res = await t.request('/admin/audit', withAuth(`Bearer ${jwt}`));
       expect(res.status).toBe(401);
       expect(((await res.json()) as { error: string }).error).toBe(`authentication required: ${reason}`);
+    }
+    // Within the 60 s skew: expired 30 s ago, nbf and iat 30 s ahead are still accepted.
+    for (const claims of [{ exp: nowSec - 30 }, { exp: nowSec + 600, nbf: nowSec + 30, iat: nowSec + 30 }]) {
+      expect((await t.request('/admin/audit', withAuth(`Bearer ${signHs256({ sub: 'dana', role: 'admin', ...claims }, JWT_SECRET)}`))).status).toBe(200);
     }
   });
 
@@ -126,7 +138,7 @@ describe('authentication and roles', () => {
   });
 
   it('bounds how many refusals are recorded, and counts the rest', async () => {
-    const t = await startTestNode({ props: { 'auditlake.auth.deny.audit.per.second': '5' } });
+    const t = await startTestNode({ props: { 'auditlake.auth.deny.audit.per.second': '5', 'auditlake.auth.refusals.per.client.max': '100' } });
     const results = await Promise.all(Array.from({ length: 50 }, () => t.request('/admin/audit', withAuth('Token flood'))));
     expect(results.every((r) => r.status === 401)).toBe(true);
     const metrics = await (await t.request('/metrics', { token: null })).text();
@@ -140,14 +152,76 @@ describe('authentication and roles', () => {
     expect(recorded).toBeLessThan(50);
   });
 
+  it('never repeats a presented credential: not in the 401 body, not in the stored DENY event (scheme and a short fingerprint only)', async () => {
+    const t = await startTestNode({ props: authProps });
+    const secret = 'tok-9f8e7d6c5b4a39281706';
+    const jwt = signHs256({ sub: 'dana', role: 'admin', exp: 1 }, JWT_SECRET);
+    const headers = [secret, `Token\t${secret}x`, `Token  ${secret}y`, `${secret} ${secret}`, `Basic ${secret}`, `Bearer ${jwt}`, `AccessKey AKIDTEST:${secret}`, `token\t\t${secret}x`];
+    const bodies: string[] = [];
+    for (const header of headers) {
+      const res = await t.request('/admin/audit', withAuth(header));
+      expect(res.status, header).toBe(401);
+      bodies.push(await res.text());
+    }
+    await expect.poll(async () => (await denials(t)).length).toBe(headers.length);
+    const stored = JSON.stringify(await denials(t));
+    for (const text of [...bodies, stored]) {
+      expect(text).not.toContain(secret);
+      expect(text).not.toContain(jwt.split('.')[2]!);
+    }
+    const details = (await denials(t)).map((e) => e.details);
+    expect(details.filter((d) => /^HTTP 401: unsupported Authorization scheme \(use Token, Bearer or AccessKey\); credential fingerprint [0-9a-f]{8}; client 127\.0\.0\.1$/.test(d))).toHaveLength(3);
+    expect(details.filter((d) => /^HTTP 401: unknown token; scheme Token; credential fingerprint [0-9a-f]{8}; client 127\.0\.0\.1$/.test(d))).toHaveLength(3);
+    expect(details.some((d) => /^HTTP 401: JWT expired; scheme Bearer; credential fingerprint [0-9a-f]{8}; client /.test(d))).toBe(true);
+    // The same credential twice (`…x` after a tab and after two) has one fingerprint; `…y` another.
+    const tokenFingerprints = details.filter((d) => d.startsWith('HTTP 401: unknown token')).map((d) => /fingerprint ([0-9a-f]{8})/.exec(d)?.[1]);
+    expect(new Set(tokenFingerprints).size).toBe(2);
+  });
+
+  it('answers a client past 20 refusals in a minute with 429 and Retry-After, records one summary instead of each, and still serves valid credentials from the same address', async () => {
+    const t = await startTestNode();
+    const statuses: number[] = [];
+    let last: Response | undefined;
+    for (let i = 0; i < 60; i++) {
+      last = await t.request('/admin/audit', withAuth(`Token flood-${i}`));
+      statuses.push(last.status);
+      if (i === 30) expect((await t.request('/admin/audit')).status).toBe(200); // legitimate, same 127.0.0.1
+    }
+    expect(statuses.slice(0, 20).every((s) => s === 401)).toBe(true);
+    expect(statuses.slice(20).every((s) => s === 429)).toBe(true);
+    expect(Number(last!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(Number(last!.headers.get('retry-after'))).toBeLessThanOrEqual(60);
+    expect(await last!.json()).toMatchObject({ status: 'error', code: 'AUDIT_LIMIT_EXCEEDED', error: expect.stringMatching(/^too many refused requests from 127\.0\.0\.1; retry after \d+ s \(authentication required: unknown token\)$/) as unknown });
+    // Ingest keeps working for the legitimate client too.
+    expect((await t.ingest(event({ eventId: 'legit' }))).status).toBe(200);
+    await expect.poll(async () => (await denials(t)).length).toBe(20);
+    // Closing ends the window: its 40 limited refusals become one summary event.
+    await t.node.close();
+    const again = await startTestNode({ dataDir: t.dataDir });
+    const recorded = await denials(again);
+    expect(recorded).toHaveLength(21);
+    expect(recorded.filter((e) => e.resource === 'client 127.0.0.1').map((e) => e.details)).toEqual([
+      expect.stringMatching(/^40 refused requests from 127\.0\.0\.1 between \S+ and \S+, answered 429 after the first 20 \(recorded one by one\); this summary stands for them$/),
+    ]);
+    expect((await again.stored()).some((e) => e.eventId === 'legit')).toBe(true);
+  });
+
   it('never writes a presented token into the log', async () => {
     const lines: string[] = [];
     const stream = { write: (line: string) => lines.push(line) };
     const t = await startTestNode({ node: { logger: { level: 'trace', stream } } });
     await t.request('/admin/audit', withAuth('Token leaked-secret-value'));
+    await t.request('/admin/audit', withAuth('leaked-secret-bare'));
+    // Credentials some clients put in URLs: masked in the request line that is logged.
+    await t.request('/admin/audit?token=leaked-in-url-1&limit=5');
+    await t.request('/admin/audit?limit=5&access_token=leaked-in-url-2');
+    await t.request('/v1/api/audit?X-Amz-Signature=leaked-in-url-3&apiKey=leaked-in-url-4', { method: 'POST', token: null, headers: { 'content-type': 'application/json' }, body: '{}' });
+    await t.request('/no/such/path?client_secret=leaked-in-url-5', { token: null });
     await t.ingest(event());
     expect(lines.length).toBeGreaterThan(0);
-    expect(lines.join('\n')).not.toContain('leaked-secret-value');
-    expect(lines.join('\n')).not.toContain(INGEST_TOKEN);
+    const log = lines.join('\n');
+    for (const secret of ['leaked-secret-value', 'leaked-secret-bare', 'leaked-in-url', INGEST_TOKEN, ADMIN_TOKEN]) expect(log, secret).not.toContain(secret);
+    expect(log).toContain('/admin/audit?token=[REDACTED]&limit=5');
+    expect(log).toContain('/admin/audit?limit=5&access_token=[REDACTED]');
   });
 });

@@ -1,4 +1,5 @@
 // Goal: iceberg mode commits each sweep to an Iceberg v2 table (day(event_time)) that icebird and DuckDB read back exactly, the viewer merges it, and bad targets are refused with the reference's messages.
+import { createServer } from 'node:http';
 import { icebergRead } from 'icebird';
 import { countingSource, type CountingSource } from '@auditlake/format';
 import { mergedSearch } from '@auditlake/query';
@@ -57,6 +58,48 @@ describe('iceberg tiering settings', () => {
     const unreachable = await postSettings(t, { 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': TABLE });
     expect(unreachable.status).toBe(400);
     expect(unreachable.json.error).toMatch(/^audit tier target ice\.ops\.audit_events is not usable: warehouse s3:\/\/ext\/warehouse cannot be reached: /);
+    expect((await (await t.request('/admin/audit/settings')).json()) as Record<string, string>).toMatchObject({ 'audit.tier.mode': 'none' });
+    expect(await t.stored()).toEqual([]);
+  });
+
+  it('says in words why a warehouse on an endpoint that is not S3 is refused, never with a raw SDK parse error', async () => {
+    // A web server where the S3 endpoint should be: it answers HEAD of the bucket, and any
+    // write with an HTML error page (403), well-formed or not.
+    let page = '<html><body><h1>Forbidden by the proxy</h1></body></html>';
+    const web = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        if (req.method === 'HEAD') {
+          const path = (req.url ?? '').split('?')[0];
+          res.writeHead(path === '/web' || path === '/web/' ? 200 : 404).end();
+          return;
+        }
+        res.writeHead(403, { 'content-type': 'text/html' }).end(page);
+      });
+    });
+    await new Promise<void>((resolve) => web.listen(0, '127.0.0.1', resolve));
+    onTestFinished(() => new Promise<void>((resolve) => web.close(() => resolve())));
+    const port = (web.address() as { port: number }).port;
+    const t = await startTestNode({
+      props: {
+        'auditlake.s3.connections.web.endpoint': `http://127.0.0.1:${port}`,
+        'auditlake.s3.connections.web.accessKeyId': 'AKIDWEB',
+        'auditlake.s3.connections.web.secretAccessKey': 'web-secret',
+        'auditlake.iceberg.catalogs.www.warehouse': 's3://web/wh',
+        'auditlake.iceberg.catalogs.www.connectionId': 'web',
+      },
+    });
+    const forbidden = await postSettings(t, { 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': 'www.ops.audit_events' });
+    expect(forbidden.status).toBe(400);
+    expect(forbidden.json.error).toBe(
+      "audit tier target www.ops.audit_events is not usable: warehouse s3://web/wh cannot be reached: PUT s3://web/wh/ops/ failed: the endpoint answered HTTP 403 without an S3 error code (access denied: check the connection's accessKeyId and secretAccessKey, and that they may use this bucket)",
+    );
+    page = '<html><body><h1>Forbidden</h1></body></html';
+    const garbled = await postSettings(t, { 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': 'www.ops.audit_events' });
+    expect(garbled.status).toBe(400);
+    expect(garbled.json.error).toBe(
+      "audit tier target www.ops.audit_events is not usable: warehouse s3://web/wh cannot be reached: PUT s3://web/wh/ops/ failed: the endpoint answered HTTP 403 with a body that is not an S3 XML response: is the connection's endpoint an S3 service, and its forcePathStyle right?",
+    );
     expect((await (await t.request('/admin/audit/settings')).json()) as Record<string, string>).toMatchObject({ 'audit.tier.mode': 'none' });
     expect(await t.stored()).toEqual([]);
   });

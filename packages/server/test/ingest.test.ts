@@ -1,6 +1,6 @@
 // Goal: POST /v1/api/audit stores valid events exactly as the contract says and refuses bad input whole.
 import { describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, event, startTestNode } from './test-node.js';
+import { ADMIN_TOKEN, INGEST_TOKEN, event, startTestNode } from './test-node.js';
 
 describe('ingest', () => {
   it('stores one event or an array and answers {"status":"ok","ingested":N}', async () => {
@@ -64,7 +64,8 @@ describe('ingest', () => {
     ['a negative ts', [event({ ts: -1 })], /^events\[0\]\.ts must be a non-negative integer/],
     ['a fractional ts', [event({ ts: 1.5 })], /^events\[0\]\.ts must be a non-negative integer/],
     ['a string ts', [event({ ts: '1792288263000' })], /^events\[0\]\.ts must be a non-negative integer/],
-    ['a ts past the last date', [event(), event({ ts: 8_640_000_000_000_001 })], /^events\[1\]\.ts must be at most 8640000000000000 \(the latest time a date can hold\): 8640000000000001$/],
+    ['a ts past year 9999', [event(), event({ ts: 253_402_300_800_000 })], /^events\[1\]\.ts must be at most 253402300799999 \(9999-12-31T23:59:59\.999Z\): 253402300800000$/],
+    ['a ts a JavaScript Date holds but no four-digit year does', [event({ ts: 8_640_000_000_000_000 })], /^events\[0\]\.ts must be at most 253402300799999/],
     ['tables that are not an array', [event({ tables: 'hive.a' })], /^events\[0\]\.tables must be an array of strings, got string$/],
     ['a non-string table', [event({ tables: ['hive.a', 7] })], /^events\[0\]\.tables\[1\] must be a string, got number$/],
     ['an array element that is not an object', [event(), 'x'], /^events\[1\] must be a JSON object, got string$/],
@@ -128,6 +129,18 @@ describe('ingest', () => {
     const settings = await t.request('/admin/audit/settings', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"__proto__":{"audit.retention.days":"1"}}' });
     expect(settings.status).toBe(400);
     expect(((await settings.json()) as { error: string }).error).toMatch(/^unknown setting: __proto__/);
+  });
+
+  it('answers ack=replicated on a single node with 503 and one log line naming why, without a stack trace', async () => {
+    const lines: string[] = [];
+    const t = await startTestNode({ node: { logger: { level: 'info', stream: { write: (line: string) => lines.push(line) } } } });
+    const res = await t.request('/v1/api/audit?ack=replicated', { method: 'POST', token: INGEST_TOKEN, headers: { 'content-type': 'application/json' }, body: JSON.stringify([event({ eventId: 'single' })]) });
+    expect(res.status).toBe(503);
+    expect(((await res.json()) as { error: string }).error).toMatch(/^ack=replicated needs a standby, and this node runs without a cluster/);
+    const logged = lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => String(entry['msg']).startsWith('ack=replicated needs a standby'));
+    expect(logged).toHaveLength(1);
+    expect(logged[0]).toMatchObject({ level: 40, code: 'AUDIT_NOT_LEADER', status: 503 });
+    expect(JSON.stringify(lines)).not.toMatch(/"stack"|\n\s+at /);
   });
 
   it('accepts the admin token for ingest too', async () => {

@@ -1,3 +1,4 @@
+import { createHmac, randomBytes } from 'node:crypto';
 import type { CredentialConfig, Role } from '@auditlake/model';
 import { digest, matchesDigest } from './constant-time.js';
 import { verifyHs256 } from './jwt.js';
@@ -9,7 +10,24 @@ export interface Principal {
   via: 'token' | 'jwt' | 'accessKey';
 }
 
-export type AuthResult = { ok: true; principal: Principal } | { ok: false; reason: string };
+/** The schemes this node reads, by their lower-case name; any other word is never repeated back. */
+const SCHEMES = { token: 'Token', bearer: 'Bearer', accesskey: 'AccessKey' } as const;
+type SchemeName = (typeof SCHEMES)[keyof typeof SCHEMES];
+
+/**
+ * Why a request was refused, safe to show and to store: `reason` never holds any part of the
+ * presented credential, `scheme` is one of the known names (or absent), and `fingerprint` is
+ * a short keyed hash of the credential, enough to tell whether two refusals presented the same
+ * one and useless for recovering it.
+ */
+export interface AuthRefusal {
+  ok: false;
+  reason: string;
+  scheme?: SchemeName;
+  fingerprint?: string;
+}
+
+export type AuthResult = { ok: true; principal: Principal } | AuthRefusal;
 
 interface StoredCredential {
   name: string;
@@ -40,6 +58,11 @@ export class Authenticator {
   readonly #now: () => number;
   /** Compared against when an access key id is unknown, so the reply takes the same time. */
   readonly #decoy = digest('auditlake-decoy-secret');
+  /**
+   * Keys the fingerprints of refused credentials: random per process, so a fingerprint cannot
+   * be checked against guessed tokens offline; within one node's run equal credentials share one.
+   */
+  readonly #fingerprintKey = randomBytes(32);
 
   constructor(options: AuthenticatorOptions) {
     const store = (c: CredentialConfig): StoredCredential => ({ name: c.name, role: c.role, secretDigest: digest(c.secret) });
@@ -49,22 +72,29 @@ export class Authenticator {
     this.#now = options.now ?? Date.now;
   }
 
+  /**
+   * Checks an `Authorization` header. A refusal's reason never repeats any part of the header:
+   * a bare token (no scheme) or one after a tab would otherwise come back in the 401 body and be
+   * stored in the DENY event.
+   */
   authenticate(header: string | undefined): AuthResult {
     if (header === undefined || header.trim() === '') return { ok: false, reason: 'no credentials (Authorization header missing)' };
-    const space = header.indexOf(' ');
-    const scheme = (space < 0 ? header : header.slice(0, space)).toLowerCase();
-    const credential = space < 0 ? '' : header.slice(space + 1).trim();
-    if (credential === '') return { ok: false, reason: `empty ${scheme} credential` };
-    switch (scheme) {
-      case 'token':
-        return this.#byToken(credential);
-      case 'bearer':
-        return this.#byJwt(credential);
-      case 'accesskey':
-        return this.#byAccessKey(credential);
-      default:
-        return { ok: false, reason: 'unsupported Authorization scheme (use Token, Bearer or AccessKey)' };
+    const trimmed = header.trim();
+    const separator = /\s/.exec(trimmed);
+    const word = separator ? trimmed.slice(0, separator.index) : trimmed;
+    const credential = separator ? trimmed.slice(separator.index).trim() : '';
+    const scheme = (SCHEMES as Record<string, SchemeName | undefined>)[word.toLowerCase()];
+    if (scheme === undefined) {
+      return { ok: false, reason: 'unsupported Authorization scheme (use Token, Bearer or AccessKey)', fingerprint: this.#fingerprint(trimmed) };
     }
+    if (credential === '') return { ok: false, reason: `empty ${scheme} credential`, scheme };
+    const result = scheme === 'Token' ? this.#byToken(credential) : scheme === 'Bearer' ? this.#byJwt(credential) : this.#byAccessKey(credential);
+    return result.ok ? result : { ...result, scheme, fingerprint: this.#fingerprint(credential) };
+  }
+
+  /** 8 hex digits of a keyed SHA-256: tells refusals of one credential apart from another's, reveals nothing. */
+  #fingerprint(credential: string): string {
+    return createHmac('sha256', this.#fingerprintKey).update(credential, 'utf8').digest('hex').slice(0, 8);
   }
 
   #byToken(token: string): AuthResult {

@@ -1,4 +1,5 @@
 import { SELF_SOURCE, newEventId, type AuditEvent } from '@auditlake/model';
+import { ClientRefusals, type RefusalSummary, type RefusalVerdict } from './client-refusals.js';
 
 export interface RefusedAccess {
   status: 401 | 403;
@@ -6,15 +7,25 @@ export interface RefusedAccess {
   userId: string;
   /** `auth:Authenticate` for 401, the refused action (e.g. `audit:Search`) for 403. */
   action: string;
-  /** `METHOD /path` of the refused request. */
+  /** `METHOD /path` of the refused request (the route pattern, never the query string). */
   resource: string;
+  /** Why, in words that hold no part of the presented credential. */
   reason: string;
+  /** The presented scheme (`Token`, `Bearer`, `AccessKey`) when it is one of those. */
+  scheme?: string;
+  /** A short keyed hash of the presented credential (see Authenticator). */
+  fingerprint?: string;
   clientAddress: string;
 }
 
 export interface DenyRecorderOptions {
-  /** Refusals recorded per second at most; a burst of this size is allowed. */
+  /** Refusals recorded per second at most, over all clients; a burst of this size is allowed. */
   perSecond: number;
+  /** Refusals per client address per window recorded one by one; past it the client gets 429. */
+  perClientMax: number;
+  perClientWindowMs: number;
+  /** Client addresses tracked at once (the rest are counted together). */
+  clientsMax?: number;
   now?: () => number;
   /** Stores the DENY event; failures are reported through `onError`, never thrown to the caller. */
   record: (event: AuditEvent, freshId: string) => Promise<void>;
@@ -22,49 +33,99 @@ export interface DenyRecorderOptions {
   onError?: (err: unknown) => void;
 }
 
+const CLIENTS_MAX_DEFAULT = 10_000;
+
 /**
- * Records refused access (401/403) as DENY audit events, bounded by a token bucket so a
- * credential-stuffing flood cannot fill the disk. What the bucket drops is still counted.
+ * Records refused access (401/403) as DENY audit events, bounded twice so a flood of bad
+ * requests cannot grow the store without bound: per client address, past `perClientMax`
+ * refusals in a window the client is answered 429 and the window is recorded as one summary
+ * event ("N refused requests from X"); over all clients, a token bucket caps the events per
+ * second, and what it drops is counted. `close()` records the summaries of open windows.
  */
 export class DenyRecorder {
   readonly #options: DenyRecorderOptions;
   readonly #now: () => number;
+  readonly #clients: ClientRefusals;
+  readonly #timer: NodeJS.Timeout;
   #tokens: number;
   #refilledAtMs: number;
+  #closed = false;
+  /** Records under way, awaited by close() so none is cut off by the store closing. */
+  readonly #inflight = new Set<Promise<void>>();
 
   constructor(options: DenyRecorderOptions) {
     this.#options = options;
     this.#now = options.now ?? Date.now;
     this.#tokens = options.perSecond;
     this.#refilledAtMs = this.#now();
+    this.#clients = new ClientRefusals({ refusalsMax: options.perClientMax, windowMs: options.perClientWindowMs, clientsMax: options.clientsMax ?? CLIENTS_MAX_DEFAULT });
+    // Summaries of ended windows are also recorded when the flooding client has gone quiet.
+    this.#timer = setInterval(() => this.flush(), options.perClientWindowMs);
+    this.#timer.unref();
   }
 
-  /** Returns true when the refusal was recorded, false when it was rate-limited. */
-  refuse(access: RefusedAccess): boolean {
-    if (!this.#take()) {
+  /**
+   * Counts a refusal and records it, unless its client is past the per-client threshold: then
+   * nothing is recorded now and the caller answers 429 with `Retry-After: retryAfterSec`.
+   */
+  refuse(access: RefusedAccess): RefusalVerdict {
+    const nowMs = this.#now();
+    this.flush();
+    const verdict = this.#clients.refuse(access.clientAddress, nowMs);
+    if (verdict.limited) return verdict;
+    if (!this.#take(nowMs)) {
       this.#options.onSuppressed?.();
-      return false;
+      return verdict;
     }
-    const nowMs = this.#now();
-    const eventId = newEventId(nowMs);
-    const event: AuditEvent = {
-      eventId,
-      userId: access.userId,
-      source: SELF_SOURCE,
-      action: access.action,
-      resource: access.resource,
-      decision: 'DENY',
-      tables: [],
-      query: '',
-      details: `HTTP ${access.status}: ${access.reason}; client ${access.clientAddress}`,
-      timestamp: nowMs,
-    };
-    this.#options.record(event, eventId).catch((err: unknown) => this.#options.onError?.(err));
-    return true;
+    const parts = [`HTTP ${access.status}: ${access.reason}`];
+    if (access.scheme !== undefined) parts.push(`scheme ${access.scheme}`);
+    if (access.fingerprint !== undefined) parts.push(`credential fingerprint ${access.fingerprint}`);
+    parts.push(`client ${access.clientAddress}`);
+    this.#record({ userId: access.userId, action: access.action, resource: access.resource, details: parts.join('; ') }, nowMs);
+    return verdict;
   }
 
-  #take(): boolean {
-    const nowMs = this.#now();
+  /** Records the summaries of windows that have ended (also run by a timer). */
+  flush(): void {
+    for (const summary of this.#clients.takeEnded(this.#now(), this.#closed)) this.#recordSummary(summary);
+  }
+
+  /**
+   * Records every open window's summary and waits for records under way; call before the
+   * store closes. Idempotent.
+   */
+  async close(): Promise<void> {
+    if (!this.#closed) {
+      this.#closed = true;
+      clearInterval(this.#timer);
+      this.flush();
+    }
+    await Promise.allSettled([...this.#inflight]);
+  }
+
+  #recordSummary(summary: RefusalSummary): void {
+    const from = new Date(summary.fromMs).toISOString();
+    const to = new Date(summary.toMs).toISOString();
+    this.#record(
+      {
+        userId: 'anonymous',
+        action: 'auth:Authenticate',
+        resource: `client ${summary.clientAddress}`,
+        details: `${summary.count} refused requests from ${summary.clientAddress} between ${from} and ${to}, answered 429 after the first ${this.#options.perClientMax} (recorded one by one); this summary stands for them`,
+      },
+      this.#now(),
+    );
+  }
+
+  #record(fields: Pick<AuditEvent, 'userId' | 'action' | 'resource' | 'details'>, nowMs: number): void {
+    const eventId = newEventId(nowMs);
+    const event: AuditEvent = { eventId, source: SELF_SOURCE, decision: 'DENY', tables: [], query: '', timestamp: nowMs, ...fields };
+    const recording = this.#options.record(event, eventId).catch((err: unknown) => this.#options.onError?.(err));
+    this.#inflight.add(recording);
+    void recording.finally(() => this.#inflight.delete(recording));
+  }
+
+  #take(nowMs: number): boolean {
     const perSecond = this.#options.perSecond;
     this.#tokens = Math.min(perSecond, this.#tokens + ((nowMs - this.#refilledAtMs) / 1000) * perSecond);
     this.#refilledAtMs = nowMs;

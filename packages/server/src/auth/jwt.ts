@@ -7,25 +7,39 @@ export interface JwtClaims {
 
 export type JwtResult = { ok: true; claims: JwtClaims } | { ok: false; reason: string };
 
+/** Clocks of the issuer and this node may differ by this much either way. */
+export const JWT_CLOCK_SKEW_SEC = 60;
+
 function decodeJson(part: string): Record<string, unknown> | undefined {
   try {
     const value: unknown = JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
-    return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : undefined;
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
   } catch {
     return undefined;
   }
 }
 
+/** A NumericDate claim (RFC 7519 §2: seconds, a JSON number), or why it is not one. */
+function numericDate(payload: Record<string, unknown>, claim: string): { ok: true; value: number | undefined } | { ok: false; reason: string } {
+  const value = payload[claim];
+  if (value === undefined) return { ok: true, value: undefined };
+  if (typeof value !== 'number' || !Number.isFinite(value)) return { ok: false, reason: `JWT ${claim} claim must be a number (seconds since the epoch), got ${value === null ? 'null' : typeof value}` };
+  return { ok: true, value };
+}
+
 /**
  * Verifies an HS256 JWT (RFC 7519) and returns its `sub` and `role` claims. Only HS256 is
- * accepted: honouring the token's own `alg` (e.g. `none`) is the classic JWT forgery.
+ * accepted: honouring the token's own `alg` (e.g. `none`) is the classic JWT forgery. `exp`
+ * is required (a token that never expires is a password that cannot be rotated), and `exp`,
+ * `nbf` and `iat` must be numbers; each is checked with JWT_CLOCK_SKEW_SEC of leeway.
  */
 export function verifyHs256(token: string, secret: string, nowMs: number): JwtResult {
   const parts = token.split('.');
-  if (parts.length !== 3) return { ok: false, reason: 'malformed JWT' };
+  if (parts.length !== 3) return { ok: false, reason: 'malformed JWT (it must be three base64url parts separated by dots)' };
   const [headerPart, payloadPart, signaturePart] = parts as [string, string, string];
   const header = decodeJson(headerPart);
-  if (header?.['alg'] !== 'HS256') return { ok: false, reason: 'JWT alg must be HS256' };
+  if (!header) return { ok: false, reason: 'malformed JWT header' };
+  if (header['alg'] !== 'HS256') return { ok: false, reason: 'JWT alg must be HS256' };
   const expected = createHmac('sha256', secret).update(`${headerPart}.${payloadPart}`).digest();
   const presented = Buffer.from(signaturePart, 'base64url');
   if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
@@ -33,12 +47,22 @@ export function verifyHs256(token: string, secret: string, nowMs: number): JwtRe
   }
   const payload = decodeJson(payloadPart);
   if (!payload) return { ok: false, reason: 'malformed JWT payload' };
+  const sub = typeof payload['sub'] === 'string' && payload['sub'] !== '' ? payload['sub'] : undefined;
+  const refuse = (reason: string): JwtResult => ({ ok: false, reason });
   const nowSec = nowMs / 1000;
-  if (typeof payload['exp'] === 'number' && nowSec >= payload['exp']) return { ok: false, reason: 'JWT expired' };
-  if (typeof payload['nbf'] === 'number' && nowSec < payload['nbf']) return { ok: false, reason: 'JWT not yet valid' };
-  const { sub, role } = payload;
-  if (typeof sub !== 'string' || sub === '') return { ok: false, reason: 'JWT has no sub claim' };
-  if (typeof role !== 'string') return { ok: false, reason: 'JWT has no role claim' };
+  const exp = numericDate(payload, 'exp');
+  if (!exp.ok) return refuse(exp.reason);
+  if (exp.value === undefined) return refuse('JWT has no exp claim (an expiry time is required)');
+  if (nowSec >= exp.value + JWT_CLOCK_SKEW_SEC) return refuse('JWT expired');
+  const nbf = numericDate(payload, 'nbf');
+  if (!nbf.ok) return refuse(nbf.reason);
+  if (nbf.value !== undefined && nowSec < nbf.value - JWT_CLOCK_SKEW_SEC) return refuse('JWT not yet valid (nbf is in the future)');
+  const iat = numericDate(payload, 'iat');
+  if (!iat.ok) return refuse(iat.reason);
+  if (iat.value !== undefined && nowSec < iat.value - JWT_CLOCK_SKEW_SEC) return refuse('JWT issued in the future (iat is ahead of this node\'s clock)');
+  const { role } = payload;
+  if (sub === undefined) return refuse('JWT has no sub claim');
+  if (typeof role !== 'string') return refuse('JWT has no role claim');
   return { ok: true, claims: { sub, role } };
 }
 

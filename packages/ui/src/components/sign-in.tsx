@@ -3,7 +3,9 @@ import { ErrorNote } from './error-note.js';
 
 /**
  * Asks for the admin token. It is kept in this tab's sessionStorage and sent only in the
- * Authorization header; the form never submits anywhere, so the token cannot land in a URL.
+ * Authorization header. Should the form ever be submitted natively (scripts failing after the
+ * page rendered), it posts (never GET, so nothing lands in a URL) and its field has no `name`,
+ * so the browser sends no token at all.
  */
 export function SignIn({ message, onToken }: { message: string; onToken: (token: string) => void }) {
   const [token, setToken] = useState('');
@@ -22,7 +24,7 @@ export function SignIn({ message, onToken }: { message: string; onToken: (token:
       </p>
       <label>
         Admin token
-        <input id="token" name="token" type="password" autocomplete="off" required value={token} onInput={(e) => setToken(e.currentTarget.value)} />
+        <input id="token" type="password" autocomplete="off" required value={token} onInput={(e) => setToken(e.currentTarget.value)} />
       </label>
       <button type="submit" class="primary">
         Sign in

@@ -1,0 +1,95 @@
+// Goal: refusals are recorded one by one only up to a per-client threshold per window; past it the client is limited and its window becomes one summary event, so a flood cannot grow the store without bound (manual clock).
+import type { AuditEvent } from '@auditlake/model';
+import { describe, expect, it } from 'vitest';
+import { ClientRefusals } from '../src/auth/client-refusals.js';
+import { DenyRecorder, type RefusedAccess } from '../src/auth/deny-recorder.js';
+
+const T0 = Date.UTC(2026, 11, 1, 12, 0, 0);
+
+function recorder(clock: { nowMs: number }, options: { perClientMax?: number; perSecond?: number; clientsMax?: number } = {}) {
+  const recorded: AuditEvent[] = [];
+  const deny = new DenyRecorder({
+    perSecond: options.perSecond ?? 1_000_000,
+    perClientMax: options.perClientMax ?? 3,
+    perClientWindowMs: 60_000,
+    ...(options.clientsMax === undefined ? {} : { clientsMax: options.clientsMax }),
+    now: () => clock.nowMs,
+    record: async (event) => {
+      recorded.push(event);
+    },
+  });
+  return { deny, recorded };
+}
+
+function access(clientAddress: string, extra: Partial<RefusedAccess> = {}): RefusedAccess {
+  return { status: 401, userId: 'anonymous', action: 'auth:Authenticate', resource: 'GET /admin/audit', reason: 'unknown token', clientAddress, ...extra };
+}
+
+describe('DenyRecorder', () => {
+  it('records 3 refusals of a client, limits the rest of its window with Retry-After, and records them as one summary when the window ends', async () => {
+    const clock = { nowMs: T0 };
+    const { deny, recorded } = recorder(clock);
+    const verdicts = [];
+    for (let i = 0; i < 50; i++) {
+      verdicts.push(deny.refuse(access('10.0.0.9', { scheme: 'Token', fingerprint: '0a1b2c3d' })));
+      clock.nowMs += 100;
+    }
+    expect(verdicts.slice(0, 3)).toEqual([{ limited: false }, { limited: false }, { limited: false }]);
+    // The 4th came at T0+300 ms: the window (60 s from T0) ends in 59.7 s, so 60 s rounded up.
+    expect(verdicts[3]).toEqual({ limited: true, retryAfterSec: 60 });
+    expect(verdicts[49]).toEqual({ limited: true, retryAfterSec: 56 });
+    expect(recorded).toHaveLength(3);
+    expect(recorded[0]).toMatchObject({ decision: 'DENY', source: 'auditlake', details: 'HTTP 401: unknown token; scheme Token; credential fingerprint 0a1b2c3d; client 10.0.0.9' });
+
+    // Another client is not limited by this one's flood.
+    expect(deny.refuse(access('10.0.0.7'))).toEqual({ limited: false });
+
+    clock.nowMs = T0 + 60_000;
+    deny.flush();
+    expect(recorded).toHaveLength(5);
+    expect(recorded[4]).toMatchObject({
+      userId: 'anonymous',
+      action: 'auth:Authenticate',
+      decision: 'DENY',
+      resource: 'client 10.0.0.9',
+      details: '47 refused requests from 10.0.0.9 between 2026-12-01T12:00:00.000Z and 2026-12-01T12:01:00.000Z, answered 429 after the first 3 (recorded one by one); this summary stands for them',
+    });
+    // Summarised once; a new window starts fresh.
+    deny.flush();
+    expect(recorded).toHaveLength(5);
+    expect(deny.refuse(access('10.0.0.9'))).toEqual({ limited: false });
+    await deny.close();
+  });
+
+  it('bounds what a flood stores: per client and window, the threshold plus one summary, however many requests', async () => {
+    const clock = { nowMs: T0 };
+    const { deny, recorded } = recorder(clock, { perClientMax: 20 });
+    for (let window = 0; window < 3; window++) {
+      for (let i = 0; i < 10_000; i++) deny.refuse(access('203.0.113.5'));
+      clock.nowMs += 60_000;
+    }
+    await deny.close();
+    expect(recorded).toHaveLength(3 * (20 + 1));
+    expect(recorded.filter((e) => e.resource === 'client 203.0.113.5').map((e) => e.details.split(' ')[0])).toEqual(['9980', '9980', '9980']);
+  });
+
+  it('close() records the summary of a window still open, and is idempotent', async () => {
+    const clock = { nowMs: T0 };
+    const { deny, recorded } = recorder(clock);
+    for (let i = 0; i < 5; i++) deny.refuse(access('::1'));
+    await deny.close();
+    await deny.close();
+    expect(recorded.map((e) => e.details.split(';')[0])).toEqual(['HTTP 401: unknown token', 'HTTP 401: unknown token', 'HTTP 401: unknown token', '2 refused requests from ::1 between 2026-12-01T12:00:00.000Z and 2026-12-01T12:01:00.000Z, answered 429 after the first 3 (recorded one by one)']);
+  });
+
+  it('tracks at most clientsMax addresses; more share one bounded entry', () => {
+    const refusals = new ClientRefusals({ refusalsMax: 1, windowMs: 60_000, clientsMax: 2 });
+    expect(refusals.refuse('a', T0)).toEqual({ limited: false });
+    expect(refusals.refuse('b', T0)).toEqual({ limited: false });
+    expect(refusals.refuse('c', T0)).toEqual({ limited: false });
+    expect(refusals.refuse('d', T0)).toEqual({ limited: true, retryAfterSec: 60 });
+    expect(refusals.clientCount).toBe(3);
+    expect(refusals.takeEnded(T0 + 60_000).map((s) => [s.clientAddress, s.count])).toEqual([['*', 1]]);
+    expect(refusals.clientCount).toBe(0);
+  });
+});
