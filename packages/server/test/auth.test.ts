@@ -40,6 +40,8 @@ describe('authentication and roles', () => {
       ['Token nope', 'unknown token'],
       ['Basic YWxpY2U6eA==', 'unsupported Authorization scheme (use Token, Bearer or AccessKey)'],
       ['Token ', 'empty Token credential'],
+      ['constructor x', 'unsupported Authorization scheme (use Token, Bearer or AccessKey)'],
+      ['__proto__ x', 'unsupported Authorization scheme (use Token, Bearer or AccessKey)'],
     ] as const) {
       const res = await t.request('/admin/audit', withAuth(header));
       expect(res.status).toBe(401);

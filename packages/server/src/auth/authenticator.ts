@@ -10,9 +10,13 @@ export interface Principal {
   via: 'token' | 'jwt' | 'accessKey';
 }
 
+type SchemeName = 'Token' | 'Bearer' | 'AccessKey';
 /** The schemes this node reads, by their lower-case name; any other word is never repeated back. */
-const SCHEMES = { token: 'Token', bearer: 'Bearer', accesskey: 'AccessKey' } as const;
-type SchemeName = (typeof SCHEMES)[keyof typeof SCHEMES];
+const SCHEMES: ReadonlyMap<string, SchemeName> = new Map([
+  ['token', 'Token'],
+  ['bearer', 'Bearer'],
+  ['accesskey', 'AccessKey'],
+]);
 
 /**
  * Why a request was refused, safe to show and to store: `reason` never holds any part of the
@@ -83,7 +87,7 @@ export class Authenticator {
     const separator = /\s/.exec(trimmed);
     const word = separator ? trimmed.slice(0, separator.index) : trimmed;
     const credential = separator ? trimmed.slice(separator.index).trim() : '';
-    const scheme = (SCHEMES as Record<string, SchemeName | undefined>)[word.toLowerCase()];
+    const scheme = SCHEMES.get(word.toLowerCase());
     if (scheme === undefined) {
       return { ok: false, reason: 'unsupported Authorization scheme (use Token, Bearer or AccessKey)', fingerprint: this.#fingerprint(trimmed) };
     }
