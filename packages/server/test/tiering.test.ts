@@ -17,7 +17,7 @@ describe('parquet tiering settings', () => {
   const refusals: Array<[Record<string, unknown>, RegExp]> = [
     [{ 'audit.tier.mode': 'icebreg' }, /^audit\.tier\.mode must be one of none, iceberg, parquet: icebreg$/],
     [{ 'audit.tier.mode': 'parquet' }, /^audit\.tier\.parquet\.path is required when audit\.tier\.mode=parquet$/],
-    [{ ...PARQUET, 'audit.tier.parquet.path': 'ext/audit' }, /^audit\.tier\.parquet\.path must be s3:\/\/bucket\/prefix: ext\/audit$/],
+    [{ ...PARQUET, 'audit.tier.parquet.path': 'ext/audit' }, /^audit\.tier\.parquet\.path must be s3:\/\/bucket\/prefix: "ext\/audit": it must start with s3:\/\/ \(s3:\/\/bucket\/prefix\)$/],
     [{ ...PARQUET, 'audit.tier.connectionId': '' }, /^audit\.tier\.connectionId is required when audit\.tier\.mode=parquet$/],
     [{ ...PARQUET, 'audit.tier.connectionId': 'nosuch' }, /^audit tier target s3:\/\/ext\/audit is not usable: No S3 connection config for audit tier connection 'nosuch'$/],
     [{ ...PARQUET, 'audit.tier.parquet.path': 's3://missing-bucket/audit' }, /^audit tier target s3:\/\/missing-bucket\/audit is not usable: bucket missing-bucket cannot be reached through connection 'ext': /],
