@@ -26,11 +26,12 @@ const ALLOWED: Record<string, string[] | 'any'> = {
 
 /**
  * Edges allowed only as a devDependency, for a package's own tests: never imported from its
- * sources. Lake's and tiering's tests run against the same S3 endpoint a node embeds.
+ * sources. Lake's, tiering's and the CLI's tests run against the same S3 endpoint a node embeds.
  */
 const TEST_ONLY: Record<string, string[]> = {
   lake: ['s3-endpoint'],
   tiering: ['s3-endpoint'],
+  cli: ['s3-endpoint'],
 };
 
 /** Packages that are HTTP servers by nature, besides the server itself and the CLI. */

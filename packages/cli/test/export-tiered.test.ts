@@ -4,30 +4,28 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { EventOutput } from '@auditlake/model';
 import type { AuditNode } from '@auditlake/server';
-import S3rver from 's3rver';
+import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { ADMIN_TOKEN, ingest, runExport, startNode, tempDir } from './import-node.js';
 
 const DAY_MS = 86_400_000;
 
-/** A node tiering to an s3rver every 100 ms, keeping nothing older than a day on its disk. */
-async function tieringNode(): Promise<{ node: AuditNode; s3: S3rver }> {
+const S3_CREDENTIALS = { accessKeyId: 'ALEXPORTTEST00000001', secretAccessKey: 'export-test-secret-0123456789abcdefghi' };
+
+/** A node tiering to an S3 endpoint (signed, file-backed) every 100 ms, keeping nothing older than a day on its disk. */
+async function tieringNode(): Promise<{ node: AuditNode; s3: S3Endpoint }> {
   const directory = await mkdtemp(join(tmpdir(), 'auditlake-cli-s3-'));
   onTestFinished(() => rm(directory, { recursive: true, force: true }));
-  const s3 = new S3rver({ address: '127.0.0.1', port: 0, directory, silent: true, configureBuckets: [{ name: 'ext' }], vhostBuckets: false });
-  const { port } = await s3.run();
-  onTestFinished(async () => {
-    s3.httpServer?.closeAllConnections();
-    await s3.close().catch(() => undefined);
-  });
+  const s3 = await startS3Endpoint({ directory, host: '127.0.0.1', port: 0, buckets: ['ext'], credentials: S3_CREDENTIALS });
+  onTestFinished(() => s3.close());
   const node = await startNode({
     'auditlake.audit.tier.interval.ms': '100',
     'auditlake.audit.tier.ingest.settle.ms': '0',
     'auditlake.audit.retention.interval.ms': '100',
-    'auditlake.s3.connections.ext.endpoint': `http://127.0.0.1:${port}`,
+    'auditlake.s3.connections.ext.endpoint': s3.url,
     'auditlake.s3.connections.ext.region': 'us-east-1',
-    'auditlake.s3.connections.ext.accessKeyId': 'S3RVER',
-    'auditlake.s3.connections.ext.secretAccessKey': 'S3RVER',
+    'auditlake.s3.connections.ext.accessKeyId': S3_CREDENTIALS.accessKeyId,
+    'auditlake.s3.connections.ext.secretAccessKey': S3_CREDENTIALS.secretAccessKey,
     'auditlake.s3.connections.ext.forcePathStyle': 'true',
   });
   const res = await fetch(`${node.url}/admin/audit/settings`, {
@@ -86,7 +84,6 @@ describe('auditlake export over tiered history', () => {
     const { node, s3 } = await tieringNode();
     await ingest(node, [{ eventId: 'in-s3', source: 'trino', userId: 'ana', action: 'data:Select', ts: Date.now() - 3 * DAY_MS }]);
     await expect.poll(async () => (await localIds(node)).includes('in-s3'), { timeout: 60_000, interval: 100 }).toBe(false);
-    s3.httpServer?.closeAllConnections();
     await s3.close();
     const dir = await tempDir();
     const run = await runExport(node, ['--format', 'parquet', '--out', join(dir, 'all.parquet')]);

@@ -178,8 +178,8 @@ export class ObjectStore {
   /**
    * Objects under `prefix` in key order (with size and age), starting after `startAfter`, at
    * most `max`. Pages go on from the last key seen (ListObjects with a marker) rather than a
-   * ListObjectsV2 continuation token: every S3 implements the marker alike, while s3rver (the
-   * test endpoint) fails any V2 answer cut at 1,000 keys, since it cannot make the token.
+   * ListObjectsV2 continuation token: every S3 implements the marker alike, while some small
+   * S3 servers (s3rver 3.7.1 on Node 20) fail any V2 answer cut at 1,000 keys.
    */
   async listObjects(prefix: string, options: { startAfter?: string; max?: number } = {}): Promise<ListedObject[]> {
     const objects: ListedObject[] = [];

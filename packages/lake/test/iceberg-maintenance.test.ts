@@ -6,7 +6,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { currentSnapshot, readWatermarkFromMetadata } from '@auditlake/format';
 import type { StoredEvent } from '@auditlake/model';
 import { icebergRead } from 'icebird';
-import S3rver from 's3rver';
+import { signedFetch, startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import {
   commitIcebergBatch,
@@ -29,22 +29,21 @@ import {
 const BUCKET = 'lake';
 const T0 = Date.UTC(2026, 4, 1);
 const DAY_MS = 86_400_000;
-let server: S3rver;
+const CREDENTIALS = { accessKeyId: 'ALMAINTENANCETEST001', secretAccessKey: 'maintenance-test-secret-0123456789abcd' };
+let server: S3Endpoint;
 let dir: string;
 let endpoint: string;
 let connections: S3Connections;
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'iceberg-maintenance-'));
-  server = new S3rver({ address: '127.0.0.1', port: 0, directory: join(dir, 's3'), silent: true, configureBuckets: [{ name: BUCKET }], vhostBuckets: false });
-  const { port } = await server.run();
-  endpoint = `http://127.0.0.1:${port}`;
-  connections = new S3Connections(new Map([['s3', { id: 's3', endpoint, region: 'us-east-1', accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER', forcePathStyle: true }]]));
+  server = await startS3Endpoint({ directory: join(dir, 's3'), host: '127.0.0.1', port: 0, buckets: [BUCKET], credentials: CREDENTIALS });
+  endpoint = server.url;
+  connections = new S3Connections(new Map([['s3', { id: 's3', endpoint, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
 });
 
 afterAll(async () => {
   connections?.close();
-  server?.httpServer?.closeAllConnections();
   await server?.close();
   await rm(dir, { recursive: true, force: true });
 });
@@ -75,13 +74,14 @@ function context(table: IcebergTableRef, objects: ObjectStore, over: Partial<Mai
   return { objects, table, fence, now: Date.now, metadataLogEntriesMax: 100, ...over };
 }
 
-/** icebird resolves s3:// to AWS hosts: point those requests at the local endpoint for this test. */
+/** icebird resolves s3:// to AWS hosts and cannot sign: point those requests at the local endpoint, signed, for this test. */
 function routeS3(): void {
   const original = globalThis.fetch;
+  const signed = signedFetch({ credentials: CREDENTIALS, fetch: original });
   globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) => {
     const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
     const match = /^https:\/\/([a-z0-9.-]+)\.s3\.amazonaws\.com(\/.*)$/.exec(url);
-    return original(match ? `${endpoint}/${match[1]}${match[2]}` : input, init);
+    return match ? signed(`${endpoint}/${match[1]}${match[2]}`, init) : original(input, init);
   });
   onTestFinished(() => {
     globalThis.fetch = original;
