@@ -25,6 +25,7 @@ import { generatedBatches } from './tiering-table-days.js';
 import { scratchDir } from './scratch-dir.js';
 import { loadGenerated } from './store-loader.js';
 import { Q_NEEDLE } from './search-bench.js';
+import { runTierFileBench, type TierFileFigures } from './tier-file-bench.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const BUCKET = 'bench';
@@ -33,6 +34,8 @@ const CATALOG = 'bench';
 const SWEEP_TABLE = `${CATALOG}.sweep.audit_events`;
 const VIEWER_TABLE = `${CATALOG}.viewer.audit_events`;
 const PARQUET_PATH = `s3://${BUCKET}/parquet/audit`;
+/** Timed rounds of the one-file encoding comparison (each well under a second). */
+const TIER_FILE_ROUNDS = 15;
 
 export interface TieringBenchOptions {
   seed: number;
@@ -101,6 +104,8 @@ export interface ViewerFigures {
 export interface TieringFigures {
   sweeps: SweepFigures[];
   viewer: ViewerFigures;
+  /** One sweep batch's data file against DuckDB's (absent in results stored before it was measured). */
+  file?: TierFileFigures;
 }
 
 type Log = (message: string) => void;
@@ -436,7 +441,8 @@ export async function runTieringBench(options: TieringBenchOptions, log: Log): P
     const sweeps = await runSweeps(options, connections, catalogs, dir.path, log);
     log(`tiering: building an Iceberg table of ${options.tableEvents} events over ${options.tableDays} days, then the viewer…`);
     const viewer = await runViewer(options, connections, catalogs, dir.path, log);
-    return { sweeps, viewer };
+    const file = await runTierFileBench({ seed: options.seed + 2, events: options.sweepBatchSize, repetitions: TIER_FILE_ROUNDS }, log);
+    return { sweeps, viewer, file };
   } finally {
     connections.close();
     await s3.close();

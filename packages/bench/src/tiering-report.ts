@@ -7,6 +7,8 @@ import type { TieringFigures } from './tiering-bench.js';
 export const TIERING_TARGETS = {
   dayWindowP50MsMax: 100,
   qScanVsDuckDbMax: 3,
+  fileBytesVsDuckDbMax: 1.1,
+  fileWriteVsDuckDbMax: 2,
 } as const;
 
 interface Row {
@@ -46,6 +48,27 @@ export function tieringSummaryRows(t: TieringFigures, config: BenchConfig): Row[
       met: metWord(ratio <= TIERING_TARGETS.qScanVsDuckDbMax),
     },
   );
+  const f = t.file;
+  if (f !== undefined) {
+    const bytesRatio = f.bytes / f.duckBytes;
+    const writeRatio = f.write.p50Ms / f.duckWrite.p50Ms;
+    rows.push(
+      {
+        figure: `tier data file of ${int(f.events)} events (${f.codec}): bytes ÷ DuckDB's (zstd, same rows)`,
+        measured: `${bytesRatio.toFixed(2)}× (${(f.bytes / f.events).toFixed(1)} vs ${(f.duckBytes / f.events).toFixed(1)} B/event)`,
+        reference: `DuckDB ${kib(f.duckBytes)}, ours ${kib(f.bytes)}`,
+        target: `≤ ${TIERING_TARGETS.fileBytesVsDuckDbMax}×`,
+        met: metWord(bytesRatio <= TIERING_TARGETS.fileBytesVsDuckDbMax),
+      },
+      {
+        figure: `tier data file of ${int(f.events)} events: write time ÷ DuckDB's (p50 of ${f.write.count} rounds)`,
+        measured: `${writeRatio.toFixed(2)}× (${ms(f.write.p50Ms)} vs ${ms(f.duckWrite.p50Ms)})`,
+        reference: `DuckDB ${f.duckThreads} threads; ours one thread`,
+        target: `≤ ${TIERING_TARGETS.fileWriteVsDuckDbMax}×`,
+        met: metWord(writeRatio <= TIERING_TARGETS.fileWriteVsDuckDbMax),
+      },
+    );
+  }
   return rows;
 }
 
@@ -195,6 +218,25 @@ export function tieringMarkdown(t: TieringFigures, config: BenchConfig): string 
       `"Other CPU" is the rest of the machine while the figure was measured, from /proc/stat.`,
     '',
   ];
+  const f = t.file;
+  if (f !== undefined) {
+    parts.push(
+      '### Data file encoding',
+      '',
+      `One sweep batch, ${int(f.events)} generated events (seed ${config.seed + 2}, one day), encoded by \`encodeAuditParquet\` (${f.codec}, the tier's codec) ` +
+        `and, as the reference, written by DuckDB with \`COPY … (FORMAT parquet, COMPRESSION zstd)\` from the same rows (loaded from our file into a DuckDB ` +
+        `table before timing; DuckDB's time includes writing a local file). ${f.write.count} alternating rounds after one warm-up round.`,
+      '',
+      table(
+        ['writer', 'bytes', 'bytes/event', 'write p50', 'min', 'max'],
+        [
+          [`auditlake (${f.codec}, one thread)`, int(f.bytes), (f.bytes / f.events).toFixed(1), ms(f.write.p50Ms), ms(f.write.minMs), ms(f.write.maxMs)],
+          [`DuckDB zstd, ${f.duckThreads} threads (reference)`, int(f.duckBytes), (f.duckBytes / f.events).toFixed(1), ms(f.duckWrite.p50Ms), ms(f.duckWrite.minMs), ms(f.duckWrite.maxMs)],
+        ],
+      ),
+      '',
+    );
+  }
   return parts.join('\n');
 }
 

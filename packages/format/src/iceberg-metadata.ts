@@ -84,7 +84,7 @@ export const METADATA_LOG_ENTRIES_MAX_DEFAULT = 100;
 export function defaultTableProperties(): Record<string, string> {
   return {
     'write.format.default': 'parquet',
-    'write.parquet.compression-codec': 'snappy',
+    'write.parquet.compression-codec': 'gzip',
     'schema.name-mapping.default': auditNameMapping(),
   };
 }

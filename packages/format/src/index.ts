@@ -14,3 +14,4 @@ export * from './audit-parquet-file.js';
 export * from './footer-cache.js';
 export { columnChunkMayContain, isPrefilterNeedle, LOWERS_TO_ASCII_UTF8 } from './column-text-probe.js';
 export { TextProbePool, type TextProbePoolOptions } from './text-probe-pool.js';
+export { TIER_PAGE_CODEC } from './page-codec.js';

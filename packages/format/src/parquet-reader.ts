@@ -9,6 +9,7 @@ import {
   type TieredEvent,
 } from './audit-columns.js';
 import type { ByteSource } from './byte-source.js';
+import { PAGE_DECOMPRESSORS } from './page-codec.js';
 
 /**
  * Bytes fetched from the end of a file for its footer. Our footers are a few KB per row group
@@ -147,6 +148,7 @@ export async function readAuditRows(
       rowStart,
       rowEnd,
       parsers: PARSERS,
+      compressors: PAGE_DECOMPRESSORS,
     });
     for (const row of rows) {
       const event = eventOf(row, columns);

@@ -52,7 +52,7 @@ function workerUrl(): URL {
 
 /**
  * Worker threads for the free-text prefilter, so a scan searches on more than one core (the
- * prefilter is CPU work: Snappy decompression and byte search; the reader's thread keeps the
+ * prefilter is CPU work: decompression, folding and byte search; the reader's thread keeps the
  * I/O). Workers start on demand, take probes round robin by load, and exit when idle, so an
  * idle pool holds no thread; they are unref'd, so a pool never keeps a process alive.
  * `close()` terminates them and fails what is still pending; the pool may be used again after.

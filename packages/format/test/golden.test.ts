@@ -5,12 +5,15 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import type { StoredEvent } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
 import type { TieredEvent } from '../src/audit-columns.js';
+import { AuditParquetFile } from '../src/audit-parquet-file.js';
 import { bytesSource } from '../src/byte-source.js';
 import { parquetFileStats, readAuditParquet } from '../src/parquet-reader.js';
 import { encodeAuditParquet } from '../src/parquet-writer.js';
 
 const PARQUET = new URL('./fixtures/three-events.parquet', import.meta.url);
 const JSON_FILE = new URL('./fixtures/three-events.json', import.meta.url);
+/** The same events as written before tier files moved from SNAPPY to GZIP: buckets still hold such files. */
+const SNAPPY_PARQUET = new URL('./fixtures/three-events-snappy.parquet', import.meta.url);
 
 /** The fixture's events, given out of time order (the writer sorts). */
 const EVENTS: StoredEvent[] = [
@@ -95,7 +98,24 @@ describe('golden fixture three-events', () => {
     expect(golden.events).toEqual(tiered);
   });
 
-  it('the writer still produces exactly the committed bytes', () => {
+  it('a file written with SNAPPY, as tier files were before GZIP, decodes to the same JSON', async () => {
+    const snappy = bytesSource(new Uint8Array(readFileSync(SNAPPY_PARQUET)));
+    expect((await AuditParquetFile.open(snappy)).footer.row_groups[0]?.columns[0]?.meta_data?.codec).toBe('SNAPPY');
+    expect(await readAuditParquet(snappy)).toEqual(golden.events);
+    expect(await parquetFileStats(snappy)).toEqual({ rows: golden.rows, rowGroups: golden.rowGroups });
+  });
+
+  it('the free-text prefilter reads SNAPPY pages too: a needle in one group only', async () => {
+    const file = await AuditParquetFile.open(bytesSource(new Uint8Array(readFileSync(SNAPPY_PARQUET))));
+    // Row group 0 holds alice's and bob's events (time order), group 1 the settings change.
+    expect(await file.rowGroupMayContainText(0, 'tier.mode', ['query', 'details'])).toBe(false);
+    expect(await file.rowGroupMayContainText(0, 'region', ['query'])).toBe(true);
+    expect(await file.rowGroupMayContainText(1, 'hive.sales.secret', ['query', 'details'])).toBe(false);
+    expect(await file.rowGroupMayContainText(1, 'tier.mode', ['details'])).toBe(true);
+  });
+
+  it('the writer still produces exactly the committed bytes, GZIP-compressed', async () => {
+    expect((await AuditParquetFile.open(bytesSource(bytes))).footer.row_groups[0]?.columns[0]?.meta_data?.codec).toBe('GZIP');
     expect(Buffer.from(encodeFixture()).equals(Buffer.from(bytes))).toBe(true);
   });
 });

@@ -80,7 +80,7 @@ describe('newTableMetadata', () => {
     for (const key of ['schema', 'partition-spec', 'next-row-id', 'encryption-keys']) expect(metadata).not.toHaveProperty(key);
     // Properties: strings only (Java rejects others); name mapping is a JSON string of id → names.
     for (const value of Object.values(metadata.properties)) expect(typeof value).toBe('string');
-    expect(metadata.properties).toMatchObject({ 'write.format.default': 'parquet', 'write.parquet.compression-codec': 'snappy', 'commit.retry.num-retries': '4' });
+    expect(metadata.properties).toMatchObject({ 'write.format.default': 'parquet', 'write.parquet.compression-codec': 'gzip', 'commit.retry.num-retries': '4' });
     expect(JSON.parse(metadata.properties['schema.name-mapping.default'] ?? '')).toEqual(NOTES_FIELDS.map(([id, name]) => ({ 'field-id': id, names: [name] })));
     expect(checkTableMetadata(JSON.parse(JSON.stringify(metadata)))).toEqual([]);
   });

@@ -1,4 +1,4 @@
-// Goal: a written file carries what Iceberg readers need: field ids 1..12 with the column names, STRING/INT64 types, event_time as TIMESTAMP(UTC, MICROS), repetition per the column list, SNAPPY, and min/max/null-count statistics.
+// Goal: a written file carries what Iceberg readers need: field ids 1..12 with the column names, STRING/INT64 types, event_time as TIMESTAMP(UTC, MICROS), repetition per the column list, GZIP, and min/max/null-count statistics.
 import { parquetMetadata, type FileMetaData } from 'hyparquet';
 import { describe, expect, it } from 'vitest';
 import { AUDIT_COLUMNS } from '../src/audit-columns.js';
@@ -50,13 +50,13 @@ describe('tiered Parquet schema', () => {
     });
   });
 
-  it('writes row groups of the requested size, SNAPPY-compressed, with statistics on every column chunk', () => {
+  it('writes row groups of the requested size, GZIP-compressed, with statistics on every column chunk', () => {
     expect(metadata.row_groups.map((g) => Number(g.num_rows))).toEqual([300, 300, 300, 100]);
     for (const group of metadata.row_groups) {
       expect(group.columns.map((c) => c.meta_data?.path_in_schema[0])).toEqual(NAMES);
       for (const chunk of group.columns) {
         const meta = chunk.meta_data;
-        expect(meta?.codec).toBe('SNAPPY');
+        expect(meta?.codec).toBe('GZIP');
         expect(meta?.statistics?.null_count).toBe(0n);
         expect(meta?.statistics?.min_value).toBeDefined();
         expect(meta?.statistics?.max_value).toBeDefined();

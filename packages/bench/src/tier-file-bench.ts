@@ -1,0 +1,82 @@
+import { stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { encodeAuditParquet, TIER_PAGE_CODEC } from '@auditlake/format';
+import { validateEvent, type StoredEvent } from '@auditlake/model';
+import { createEventGenerator } from '@auditlake/testkit';
+import { latencyStats, type LatencyStats } from './latency-stats.js';
+import { scratchDir } from './scratch-dir.js';
+
+export interface TierFileBenchOptions {
+  seed: number;
+  /** Events in the file (a sweep batch). */
+  events: number;
+  repetitions: number;
+}
+
+export interface TierFileFigures {
+  events: number;
+  codec: string;
+  bytes: number;
+  write: LatencyStats;
+  duckBytes: number;
+  duckWrite: LatencyStats;
+  duckThreads: number;
+}
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * One sweep batch's data file, written by the node's encoder and, as the reference, by DuckDB
+ * (`COPY … (FORMAT parquet, COMPRESSION zstd)`) from the very same rows (loaded from our
+ * file into a DuckDB table before timing). Both write to bytes in memory or a local file, no
+ * S3: what is compared is the encoding. Repetitions alternate between the two.
+ */
+export async function runTierFileBench(options: TierFileBenchOptions, log: (message: string) => void): Promise<TierFileFigures> {
+  await using dir = await scratchDir('tier-file');
+  const startTs = Date.UTC(2026, 0, 1);
+  const generator = createEventGenerator({ seed: options.seed, startTs, spanMs: DAY_MS, count: options.events });
+  const events: StoredEvent[] = generator.batch(options.events).map((raw, i) => {
+    const event = validateEvent(raw, 'event', { nowMs: startTs + 2 * DAY_MS });
+    return { ...event, ingestTs: event.timestamp + 500, seq: i + 1, term: 1 };
+  });
+  const ours = join(dir.path, 'ours.parquet');
+  let bytes = encodeAuditParquet(events);
+  await writeFile(ours, bytes);
+
+  const instance = await DuckDBInstance.create(':memory:');
+  const duck = await instance.connect();
+  try {
+    await duck.run(`CREATE TABLE batch AS SELECT * FROM read_parquet('${ours}')`);
+    const threads = Number((await duck.runAndReadAll(`SELECT current_setting('threads')`)).getRows()[0]?.[0]);
+    const theirs = join(dir.path, 'duckdb.parquet');
+    const writeMs: number[] = [];
+    const duckMs: number[] = [];
+    log(`tiering: one ${options.events}-event data file, ${options.repetitions} rounds (ours ${TIER_PAGE_CODEC}, DuckDB zstd)…`);
+    for (let round = 0; round < options.repetitions + 1; round++) {
+      let t = performance.now();
+      bytes = encodeAuditParquet(events);
+      const ourMs = performance.now() - t;
+      t = performance.now();
+      await duck.run(`COPY batch TO '${theirs}' (FORMAT parquet, COMPRESSION zstd)`);
+      const theirMs = performance.now() - t;
+      // Round 0 warms both up (JIT, DuckDB's first COPY).
+      if (round > 0) {
+        writeMs.push(ourMs);
+        duckMs.push(theirMs);
+      }
+    }
+    return {
+      events: options.events,
+      codec: TIER_PAGE_CODEC,
+      bytes: bytes.byteLength,
+      write: latencyStats(writeMs),
+      duckBytes: (await stat(theirs)).size,
+      duckWrite: latencyStats(duckMs),
+      duckThreads: threads,
+    };
+  } finally {
+    duck.closeSync();
+    instance.closeSync();
+  }
+}
