@@ -74,12 +74,20 @@ export interface BenchConfig {
   pgRequests: number;
   /** `q` searches per system and needle. */
   pgQRepetitions: number;
+  /** Growth: Iceberg commits driven into each of the two tables (without and with maintenance). */
+  growthCommits: number;
+  /** Events per growth commit (a 5-minute sweep's batch). */
+  growthEventsPerCommit: number;
+  /** The maintained table gets a maintenance run after every this many commits. */
+  growthMaintenanceEvery: number;
+  /** Figures are taken at 100 commits, at every multiple of this, and at the end. */
+  growthCheckpointEvery: number;
   /** Where the report goes; undefined picks the default for a full or a quick run. */
   outputPath: string | undefined;
 }
 
-export type BenchPart = 'ingest' | 'search' | 'cluster' | 'tiering' | 'postgres';
-export const BENCH_PARTS: readonly BenchPart[] = ['ingest', 'search', 'cluster', 'tiering', 'postgres'];
+export type BenchPart = 'ingest' | 'search' | 'cluster' | 'tiering' | 'growth' | 'postgres';
+export const BENCH_PARTS: readonly BenchPart[] = ['ingest', 'search', 'cluster', 'tiering', 'growth', 'postgres'];
 
 export const DEFAULTS = {
   seed: 20250101,
@@ -116,6 +124,10 @@ export const DEFAULTS = {
   pgRounds: 3,
   pgRequests: 200,
   pgQRepetitions: 5,
+  growthCommits: 3_000,
+  growthEventsPerCommit: 50,
+  growthMaintenanceEvery: 100,
+  growthCheckpointEvery: 500,
 } as const;
 
 function intFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number): number {
@@ -165,6 +177,10 @@ export function readBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
     pgRounds: intFromEnv(env, 'BENCH_PG_ROUNDS', DEFAULTS.pgRounds, 1),
     pgRequests: intFromEnv(env, 'BENCH_PG_REQUESTS', DEFAULTS.pgRequests, 1),
     pgQRepetitions: intFromEnv(env, 'BENCH_PG_QREPS', DEFAULTS.pgQRepetitions, 1),
+    growthCommits: intFromEnv(env, 'BENCH_GROWTH_COMMITS', DEFAULTS.growthCommits, 1),
+    growthEventsPerCommit: intFromEnv(env, 'BENCH_GROWTH_EVENTS_PER_COMMIT', DEFAULTS.growthEventsPerCommit, 1),
+    growthMaintenanceEvery: intFromEnv(env, 'BENCH_GROWTH_MAINTENANCE_EVERY', DEFAULTS.growthMaintenanceEvery, 1),
+    growthCheckpointEvery: intFromEnv(env, 'BENCH_GROWTH_CHECKPOINT_EVERY', DEFAULTS.growthCheckpointEvery, 1),
     outputPath: env['BENCH_OUTPUT'] || undefined,
   };
 }
@@ -196,6 +212,13 @@ export function isFullSize(config: BenchConfig, part: BenchPart): boolean {
         config.tierSweepBatch === DEFAULTS.tierSweepBatch &&
         config.tierTableEvents >= DEFAULTS.tierTableEvents &&
         config.tierRequests >= 30 &&
+        config.searchLimit === DEFAULTS.searchLimit
+      );
+    case 'growth':
+      return (
+        config.growthCommits >= DEFAULTS.growthCommits &&
+        config.growthEventsPerCommit === DEFAULTS.growthEventsPerCommit &&
+        config.growthMaintenanceEvery === DEFAULTS.growthMaintenanceEvery &&
         config.searchLimit === DEFAULTS.searchLimit
       );
     case 'postgres':

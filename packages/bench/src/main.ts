@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: runs the ingest benchmark with its raw LevelDB references, the search
  * benchmark, the cluster benchmark (three real node processes and Redis) and the tiering
- * benchmark (a real S3 endpoint, the sweep and the viewer over a large Iceberg table), auditlake against
+ * benchmark (a real S3 endpoint, the sweep and the viewer over a large Iceberg table), the growth benchmark
+ * (thousands of sweep commits into an Iceberg table with and without maintenance), auditlake against
  * a throwaway PostgreSQL on the same events (when PostgreSQL is installed), prints a summary
  * and writes BENCHMARKS.md. `BENCH_ONLY=<part>` runs one part and keeps the others' figures
  * from the report it rewrites. Never part of `npm test`.
@@ -19,6 +20,7 @@ import { runRawLevelBench } from './raw-level-bench.js';
 import { embedResults, readStoredResults } from './results-store.js';
 import { runSearchBench } from './search-bench.js';
 import { runTieringBench } from './tiering-bench.js';
+import { runGrowthBench } from './growth-bench.js';
 import { findPostgres } from './postgres-server.js';
 import type { PostgresFigures } from './postgres-report.js';
 import { runVersusPostgresBench } from './postgres-versus-bench.js';
@@ -119,6 +121,20 @@ async function main(): Promise<void> {
       )
     : undefined;
 
+  const growth = runsPart(config, 'growth')
+    ? await runGrowthBench(
+        {
+          seed: config.seed,
+          commits: config.growthCommits,
+          eventsPerCommit: config.growthEventsPerCommit,
+          maintenanceEvery: config.growthMaintenanceEvery,
+          checkpointEvery: config.growthCheckpointEvery,
+          limit: config.searchLimit,
+        },
+        log,
+      )
+    : undefined;
+
   let postgres: PostgresFigures | undefined;
   if (runsPart(config, 'postgres')) {
     const bin = findPostgres();
@@ -164,6 +180,7 @@ async function main(): Promise<void> {
     search: search ? { run, figures: search } : previous?.search,
     cluster: cluster ? { run, figures: cluster } : previous?.cluster,
     tiering: tiering ? { run, figures: tiering } : previous?.tiering,
+    growth: growth ? { run, figures: growth } : previous?.growth,
     postgres: postgres ? { run, figures: postgres } : previous?.postgres,
   };
   const current: BenchResults = {
@@ -171,6 +188,7 @@ async function main(): Promise<void> {
     search: search ? { run, figures: search } : undefined,
     cluster: cluster ? { run, figures: cluster } : undefined,
     tiering: tiering ? { run, figures: tiering } : undefined,
+    growth: growth ? { run, figures: growth } : undefined,
     postgres: postgres ? { run, figures: postgres } : undefined,
   };
   await mkdir(dirname(outputPath), { recursive: true });

@@ -28,8 +28,8 @@ import { Q_NEEDLE } from './search-bench.js';
 import { runTierFileBench, type TierFileFigures } from './tier-file-bench.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
-const BUCKET = 'bench';
-const CONNECTION_ID = 'bench';
+export const BUCKET = 'bench';
+export const CONNECTION_ID = 'bench';
 const CATALOG = 'bench';
 const SWEEP_TABLE = `${CATALOG}.sweep.audit_events`;
 const VIEWER_TABLE = `${CATALOG}.viewer.audit_events`;
@@ -114,7 +114,7 @@ type Log = (message: string) => void;
 const S3_CREDENTIALS = { accessKeyId: 'ALBENCH0000000000001', secretAccessKey: 'bench-secret-0123456789abcdefghijklmnop' };
 
 /** The embedded S3 endpoint on 127.0.0.1 (real S3 HTTP, SigV4-verified), as `--embedded-s3` starts it, in `directory`. */
-async function startS3(directory: string): Promise<{ endpoint: string; close(): Promise<void> }> {
+export async function startS3(directory: string): Promise<{ endpoint: string; close(): Promise<void> }> {
   const server = await startS3Endpoint({ directory, host: '127.0.0.1', port: 0, buckets: [BUCKET], credentials: S3_CREDENTIALS });
   return { endpoint: server.url, close: () => server.close() };
 }
@@ -169,7 +169,7 @@ function diff(after: ByteCounts, before: ByteCounts, per = 1): ByteCounts {
   };
 }
 
-function connectionConfig(endpoint: string): S3ConnectionConfig {
+export function connectionConfig(endpoint: string): S3ConnectionConfig {
   return { id: CONNECTION_ID, endpoint, region: 'us-east-1', ...S3_CREDENTIALS, forcePathStyle: true };
 }
 
