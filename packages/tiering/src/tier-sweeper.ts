@@ -158,9 +158,7 @@ export class TierSweeper {
     const started = this.#now();
     try {
       const outcome = settings.tierMode === 'iceberg' ? await this.#tierIceberg(settings) : await this.#tierParquet(settings);
-      this.#status.lastSuccessMs = this.#now();
-      this.#status.lastError = null;
-      this.#status.consecutiveFailures = 0;
+      this.#succeeded();
       return outcome;
     } catch (err) {
       this.#status.lastFailureMs = this.#now();
@@ -176,6 +174,16 @@ export class TierSweeper {
       );
       return 'failed';
     }
+  }
+
+  /**
+   * Records a successful attempt. A commit calls it before it makes its watermark visible: a
+   * status read that sees the new watermark must not also see the failure before it.
+   */
+  #succeeded(): void {
+    this.#status.lastSuccessMs = this.#now();
+    this.#status.lastError = null;
+    this.#status.consecutiveFailures = 0;
   }
 
   async #tierParquet(settings: EffectiveSettings): Promise<SweepOutcome> {
@@ -204,6 +212,7 @@ export class TierSweeper {
       mayCommit: () => this.#options.isLeader() && this.#options.term() === term,
       ...(this.#options.beforeCommit ? { beforeCommit: this.#options.beforeCommit } : {}),
     });
+    this.#succeeded();
     await this.#remember({ mode: 'parquet', path: settings.tierParquetPath, connectionId: settings.tierConnectionId }, result.marker.watermark);
     this.#status.lastBatch = { count: batch.length, bytes: result.bytes, ms: this.#now() - started };
     this.#logTiered(result.marker.files.length, settings.tierParquetPath);
@@ -250,6 +259,7 @@ export class TierSweeper {
       mayCommit: () => this.#options.isLeader() && this.#options.term() === term,
       ...(this.#options.beforeCommit ? { beforeCommit: this.#options.beforeCommit } : {}),
     });
+    this.#succeeded();
     await this.#remember({ mode: 'iceberg', path: table.identifier, location: table.location, connectionId: table.connectionId }, result.watermark);
     this.#status.lastBatch = { count: batch.length, bytes: result.bytes, ms: this.#now() - started };
     this.#logTiered(result.files, table.identifier);

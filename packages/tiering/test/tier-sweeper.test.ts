@@ -7,7 +7,7 @@ import { defaultSettings, parseSettings, resolveConfig, type AuditEvent, type Ef
 import { AuditStore } from '@auditlake/store';
 import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { TierSweeper, type TierSweeperOptions } from '../src/index.js';
+import { TierSweeper, type TierStatus, type TierSweeperOptions } from '../src/index.js';
 
 const BUCKET = 'sweep';
 const HOUR_MS = 3_600_000;
@@ -28,8 +28,8 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function settings(path: string): EffectiveSettings {
-  return parseSettings({ ...defaultSettings(resolveConfig()), 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': `s3://${BUCKET}/${path}`, 'audit.tier.connectionId': 's3' });
+function settings(path: string, bucket = BUCKET): EffectiveSettings {
+  return parseSettings({ ...defaultSettings(resolveConfig()), 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': `s3://${bucket}/${path}`, 'audit.tier.connectionId': 's3' });
 }
 
 function ev(i: number): AuditEvent {
@@ -103,6 +103,26 @@ describe('TierSweeper', () => {
     await expect.poll(async () => (await s.watermark()).seq, { timeout: 30_000 }).toBe(600);
     expect(commits).toBe(10);
     expect((await s.status()).lastBatch!.count).toBe(60);
+  });
+
+  it('a status read as a commit becomes visible never pairs its watermark with the failure before it', async () => {
+    const store = await storeWith(10);
+    let bucket = 'no-such-bucket';
+    const atCommit: Array<Promise<TierStatus>> = [];
+    const s: TierSweeper = sweeper(store, 'after-failure', {
+      settings: () => settings('after-failure', bucket),
+      // Called once the commit's watermark is stored; status() takes its snapshot at once.
+      onTiered: () => void atCommit.push(s.status()),
+    });
+    expect(await s.sweep()).toBe('failed');
+    expect((await s.status()).lastError).toMatch(/no-such-bucket|NoSuchBucket|bucket/i);
+    bucket = BUCKET;
+    expect(await s.sweep()).toBe('tiered');
+    expect(atCommit).toHaveLength(1);
+    const seen = await atCommit[0]!;
+    expect(seen.watermark.seq).toBe(10);
+    expect(seen.lastError).toBeNull();
+    expect(seen.consecutiveFailures).toBe(0);
   });
 
   it('stops between commits when it loses leadership or is closed, and status answers meanwhile', async () => {
