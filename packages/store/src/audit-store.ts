@@ -24,6 +24,8 @@ import { IndexWriter, termsFromJson, type IndexSink } from './index-writer.js';
 import { planIndexedSearch } from './index-reader.js';
 import type { IndexField } from './index-keys.js';
 import { backfillIndexes } from './index-backfill.js';
+import { TextSketchWriter } from './text-sketch-writer.js';
+import { TEXT_BLOCK_SEQS, blockOfSeq, textSketchKey } from './text-sketch.js';
 import { EventWriter, putEvent, type AppendOptions, type AppendResult, type Sequencer, type WriterPosition } from './event-writer.js';
 
 /**
@@ -106,6 +108,8 @@ export class AuditStore {
   #writer: EventWriter | undefined;
   /** Writes the secondary index keys in every batch that writes or deletes events. */
   #index: IndexWriter | undefined;
+  /** Keeps the free-text sketches of the blocks being written. */
+  #text: TextSketchWriter | undefined;
   #status: StoreStatus = 'opening';
   #closed: Promise<void> | undefined;
   #outboxNext = 1;
@@ -145,10 +149,13 @@ export class AuditStore {
     const store = new AuditStore(options);
     await store.#db.open();
     const index = await IndexWriter.load(store.#db);
-    await backfillIndexes(store.#db, index);
+    const text = new TextSketchWriter(store.#db);
+    await backfillIndexes(store.#db, index, text);
     store.#index = index;
+    store.#text = text;
     store.#writer = new EventWriter(store.#db, await store.#readPosition(), {
       index,
+      text,
       now: options.now ?? Date.now,
       groupEventsMax: options.groupEventsMax ?? 20_000,
       sequencer: options.sequencer ?? (() => 0),
@@ -186,6 +193,11 @@ export class AuditStore {
     if (key === undefined) return { lastSeq: 0, lastTerm: 0, lastIngestTs: Number(highestIngestTs) };
     const event = await this.getBySeq(parseSeqFromSeqKey(key));
     return { lastSeq: event?.seq ?? 0, lastTerm: event?.term ?? 0, lastIngestTs: Math.max(event?.ingestTs ?? 0, Number(highestIngestTs)) };
+  }
+
+  #openText(): TextSketchWriter {
+    this.#openWriter();
+    return this.#text as TextSketchWriter;
   }
 
   #openIndex(): IndexWriter {
@@ -243,7 +255,13 @@ export class AuditStore {
       let last: ReplicatedEntry | undefined;
       let count = 0;
       const newTables = new Set<string>();
+      const text = this.#openText();
       try {
+        const firstEntry = entries[0];
+        const lastEntry = entries[entries.length - 1];
+        if (firstEntry !== undefined && lastEntry !== undefined) {
+          await text.prepare(Math.max(readReplicatedEntry(firstEntry).seq, position.lastSeq + 1), readReplicatedEntry(lastEntry).seq);
+        }
         // Each entry is read while its puts are added, so what is read from it dies before the
         // write's fsync is awaited (kept across it, 2,000 entries a batch reached the old
         // generation). Stored byte for byte as the leader stored it: never decoded or serialised again.
@@ -258,9 +276,11 @@ export class AuditStore {
           putEvent(batch, entry.eventId, entry.timestamp, entry.seq, entry.bytes);
           // A standby builds the same index keys as the leader, from the same bytes.
           index.put(batch, termsFromJson(entry.bytes), entry.timestamp, entry.seq, newTables);
+          text.add(entry.seq, entry.timestamp, entry.bytes);
           last = entry;
           count++;
         }
+        text.putChanged(batch);
         if (gapSeqMax > this.#gapSeqMax) {
           batch.put(localKey(GAP_SEQ_MAX), String(gapSeqMax));
           this.#gapSeqMax = gapSeqMax;
@@ -398,10 +418,10 @@ export class AuditStore {
   }
 
   /**
-   * Which secondary indexes `search(filter)` would read, most selective first; empty when it
-   * would scan the time range. For tests and for explaining a slow search.
+   * Which secondary indexes `search(filter)` would read, most selective first ('text': the
+   * free-text sketches); empty when it would scan the time range. For tests and for explaining a slow search.
    */
-  async searchPlan(filter: Omit<SearchFilter, 'limit'>): Promise<IndexField[]> {
+  async searchPlan(filter: Omit<SearchFilter, 'limit'>): Promise<Array<IndexField | 'text'>> {
     this.#openWriter();
     const plan = await planIndexedSearch(this.#db, filter, this.#openIndex().knownTables);
     await plan?.close();
@@ -480,9 +500,11 @@ export class AuditStore {
       const index = this.#openIndex();
       let gapSeqMax = this.#gapSeqMax;
       let deleted = 0;
+      const touchedBlocks = new Set<number>();
       for (const [key, value] of entries) {
         const event = JSON.parse(value) as StoredEvent;
         if (maxSeq !== undefined && event.seq > maxSeq) continue;
+        touchedBlocks.add(blockOfSeq(event.seq));
         batch.del(key);
         batch.del(seqKey(event.seq));
         batch.del(idKey(event.eventId));
@@ -496,11 +518,31 @@ export class AuditStore {
         await batch.write({ sync: false });
         this.#deleteVersion++;
         this.#gapSeqMax = gapSeqMax;
+        await this.#dropEmptySketches(touchedBlocks);
       } else await batch.close();
       result.deleted += deleted;
       result.batches++;
       if (!(await between())) return result;
     }
+  }
+
+  /**
+   * Deletes the free-text sketches of blocks that no longer hold any event. In the writer's
+   * queue, so no append can put an event into a block between the check and the delete.
+   */
+  async #dropEmptySketches(blocks: ReadonlySet<number>): Promise<void> {
+    const text = this.#openText();
+    await this.#openWriter().exclusive(async ({ db }) => {
+      const batch = db.batch();
+      for (const block of blocks) {
+        const left = await db.keys({ gte: seqKey(block * TEXT_BLOCK_SEQS), lt: seqKey((block + 1) * TEXT_BLOCK_SEQS), limit: 1 }).all();
+        if (left.length > 0) continue;
+        batch.del(textSketchKey(block));
+        text.drop(block);
+      }
+      if (batch.length > 0) await batch.write({ sync: false });
+      else await batch.close();
+    });
   }
 
   /** Counts events before `cutoffMs` with seq > `afterSeq` (held back from deletion), up to `max`. */

@@ -3,6 +3,7 @@ import type { Level } from 'level';
 import { PREFIX, idKey, metaKey, encodeUint } from './event-keys.js';
 import { LogTail } from './log-tail.js';
 import { termsFromJson, type IndexWriter } from './index-writer.js';
+import type { TextSketchWriter } from './text-sketch-writer.js';
 
 type Db = Level<string, string>;
 
@@ -96,14 +97,16 @@ export class EventWriter {
   readonly #sequencer: Sequencer;
   readonly #tail: LogTail;
   readonly #index: IndexWriter;
+  readonly #text: TextSketchWriter;
   #position: WriterPosition;
   #queue: PendingOp[] = [];
   #draining: Promise<void> | undefined;
 
-  constructor(db: Db, position: WriterPosition, options: { now: () => number; groupEventsMax: number; sequencer: Sequencer; tail: LogTail; index: IndexWriter }) {
+  constructor(db: Db, position: WriterPosition, options: { now: () => number; groupEventsMax: number; sequencer: Sequencer; tail: LogTail; index: IndexWriter; text: TextSketchWriter }) {
     this.#db = db;
     this.#tail = options.tail;
     this.#index = options.index;
+    this.#text = options.text;
     this.#position = { ...position };
     this.#now = options.now;
     this.#groupEventsMax = options.groupEventsMax;
@@ -207,6 +210,8 @@ export class EventWriter {
       if (value !== undefined) alreadyStored.add(lookupIds[i] as string);
     });
 
+    const eventsMax = group.reduce((n, pending) => n + pending.events.length, 0);
+    await this.#text.prepare(this.#position.lastSeq + 1, this.#position.lastSeq + Math.max(1, eventsMax));
     // Asked last, right before the batch: a node that lost its lease must not order events.
     const term = this.#sequencer();
     let seq = this.#position.lastSeq;
@@ -233,6 +238,7 @@ export class EventWriter {
         putEvent(batch, event.eventId, event.timestamp, seq, json);
         // In the same batch as the event: the indexes and the log can never disagree.
         this.#index.put(batch, termsFromJson(event.json), event.timestamp, seq, newTables);
+        this.#text.add(seq, event.timestamp, json);
         if (this.#tail.enabled) written.push(json);
         result.stored.push({ eventId: event.eventId, seq, ingestTs, term });
       }
@@ -241,6 +247,7 @@ export class EventWriter {
       }
       results.push(result);
     }
+    this.#text.putChanged(batch);
     if (batch.length > 0) {
       const group = this.#tail.enabled ? LogTail.encode(written) : undefined;
       written.length = 0;

@@ -1,21 +1,24 @@
 import type { Level } from 'level';
 import { PREFIX, decodeUint, localKey, prefixEnd } from './event-keys.js';
 import { termsFromJson, type IndexWriter } from './index-writer.js';
+import { blockOfSeq } from './text-sketch.js';
+import type { TextSketchWriter } from './text-sketch-writer.js';
 
 /** Local-metadata name of the index layout version this store's index keys are complete for. */
 const INDEX_VERSION_NAME = 'indexVersion';
-const INDEX_VERSION = '1';
+/** 2: the free-text sketches too. */
+const INDEX_VERSION = '2';
 
 /** Events indexed per batch while building the indexes of an existing store. */
 const BACKFILL_BATCH_EVENTS = 10_000;
 
 /**
- * Makes the secondary indexes complete for a store opened for the first time by a version that
+ * Makes the secondary indexes and the free-text sketches complete for a store opened for the first time by a version that
  * keeps them: a store written before indexes existed has events without index keys, which an
  * indexed search would silently miss. Indexes every stored event once, in batches, then records
  * the version, so it runs once per store. Returns how many events it indexed.
  */
-export async function backfillIndexes(db: Level<string, string>, index: IndexWriter): Promise<number> {
+export async function backfillIndexes(db: Level<string, string>, index: IndexWriter, text: TextSketchWriter): Promise<number> {
   if ((await db.get(localKey(INDEX_VERSION_NAME))) === INDEX_VERSION) return 0;
   let indexed = 0;
   let from: string = PREFIX.time;
@@ -24,10 +27,15 @@ export async function backfillIndexes(db: Level<string, string>, index: IndexWri
     if (entries.length === 0) break;
     const batch = db.batch();
     const newTables = new Set<string>();
+    await text.prepareBlocks(new Set(entries.map(([key]) => blockOfSeq(decodeUint(key.slice(PREFIX.time.length + 16))))));
     for (const [key, json] of entries) {
       const suffix = key.slice(PREFIX.time.length);
-      index.put(batch, termsFromJson(json), decodeUint(suffix.slice(0, 16)), decodeUint(suffix.slice(16)), newTables);
+      const timestampMs = decodeUint(suffix.slice(0, 16));
+      const seq = decodeUint(suffix.slice(16));
+      index.put(batch, termsFromJson(json), timestampMs, seq, newTables);
+      text.add(seq, timestampMs, json);
     }
+    text.putChanged(batch);
     try {
       await batch.write({ sync: false });
     } catch (err) {

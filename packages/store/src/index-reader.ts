@@ -1,6 +1,7 @@
 import { upperTimeMs, type SearchFilter } from '@auditlake/model';
 import type { Level } from 'level';
 import { PREFIX, prefixEnd, timeLowerBound, timeUpperBoundInclusive } from './event-keys.js';
+import { textCandidateBlocks, textCandidateValues } from './text-candidates.js';
 import { TABLE_NAME_PREFIX, UNINDEXED_DECISION, indexRange, indexValuePrefix, suffixOf, suffixTimeMs, type IndexField } from './index-keys.js';
 
 type Db = Level<string, string>;
@@ -195,8 +196,8 @@ async function readTableNames(db: Db): Promise<string[]> {
 export interface IndexPlan {
   /** Stored event JSON, by event time then seq descending: the events of the time window the indexes kept. */
   values: AsyncGenerator<string>;
-  /** The index fields read, most selective first (for tests and explanations). */
-  fields: IndexField[];
+  /** The indexes read, most selective first (for tests and explanations); 'text' is the free-text sketches. */
+  fields: Array<IndexField | 'text'>;
   /** Closes the plan's iterators when `values` is not read to its end (idempotent). */
   close(): Promise<void>;
 }
@@ -214,7 +215,8 @@ export async function planIndexedSearch(db: Db, filter: Omit<SearchFilter, 'limi
   if (toMs !== undefined && fromMs !== undefined && fromMs > toMs) return emptyPlan([]);
   const predicates = indexedPredicates(filter, knownTables ?? (filter.table !== undefined ? await readTableNames(db) : []));
   if (predicates === 'none') return emptyPlan(['table']);
-  if (predicates.length === 0) return undefined;
+  const text = filter.q === undefined ? undefined : await textPlan(db, filter.q, fromMs, toMs);
+  if (predicates.length === 0) return text;
 
   const timeRange = {
     gte: fromMs === undefined ? PREFIX.time : timeLowerBound(fromMs),
@@ -234,6 +236,13 @@ export async function planIndexedSearch(db: Db, filter: Omit<SearchFilter, 'limi
   );
   candidates.sort((a, b) => a.density - b.density);
   const driver = candidates[0] as (typeof candidates)[number];
+  // The sketches rule out whole blocks without reading an event: preferred unless an index
+  // range is small enough to have been read to its end.
+  if (text !== undefined && !driver.source.exhausted) {
+    await Promise.all(candidates.map((c) => c.source.close()));
+    return text;
+  }
+  await text?.close();
   const timeDensity = time.density(topMs);
   if (!driver.source.exhausted && driver.density * EVENT_GET_COST >= timeDensity) {
     await Promise.all(candidates.map((c) => c.source.close()));
@@ -254,6 +263,21 @@ export async function planIndexedSearch(db: Db, filter: Omit<SearchFilter, 'limi
   }
   const chosen = source;
   return { values: eventValues(db, chosen), fields, close: () => chosen.close() };
+}
+
+/**
+ * Share of the window's blocks the sketches must rule out for the free-text plan to be used:
+ * a needle most blocks may hold is read faster in time order.
+ */
+const TEXT_PLAN_KEPT_MAX = 0.5;
+
+/** The free-text plan: the blocks whose sketch may hold the needle; undefined when it would not help. */
+async function textPlan(db: Db, q: string, fromMs: number | undefined, toMs: number | undefined): Promise<IndexPlan | undefined> {
+  // The needle as the stored JSON holds it (escaped), which is what the sketches are built from.
+  const needle = JSON.stringify(q).slice(1, -1);
+  const found = await textCandidateBlocks(db, needle, fromMs, toMs);
+  if (found === undefined || found.candidates.length > TEXT_PLAN_KEPT_MAX * found.overlapping) return undefined;
+  return { values: textCandidateValues(db, found.candidates, fromMs, toMs), fields: ['text'], close: () => Promise.resolve() };
 }
 
 /** A plan that knows, without reading events, that nothing matches. */

@@ -1,0 +1,74 @@
+import type { Level } from 'level';
+import { PREFIX, encodeUint, prefixEnd, seqKey } from './event-keys.js';
+import { TEXT_BLOCK_SEQS, TEXT_SKETCH_PREFIX, TextSketch, needleBits } from './text-sketch.js';
+
+type Db = Level<string, string>;
+
+interface Candidate {
+  block: number;
+  tsMinMs: number;
+  tsMaxMs: number;
+}
+
+/**
+ * The blocks whose sketch may hold the needle and whose events' times overlap [fromMs, toMs],
+ * newest first (by their latest event time), and how many blocks overlap the window at all;
+ * undefined when the needle is too short to have a trigram (every block would pass).
+ */
+export async function textCandidateBlocks(
+  db: Db,
+  needle: string,
+  fromMs: number | undefined,
+  toMs: number | undefined,
+): Promise<{ candidates: Candidate[]; overlapping: number } | undefined> {
+  const bits = needleBits(needle);
+  if (bits.length === 0) return undefined;
+  const candidates: Candidate[] = [];
+  let overlapping = 0;
+  const sketches = db.iterator<string, Uint8Array>({ gte: TEXT_SKETCH_PREFIX, lt: prefixEnd(TEXT_SKETCH_PREFIX), valueEncoding: 'view' });
+  try {
+    for await (const [key, value] of sketches) {
+      const sketch = new TextSketch(value);
+      if (fromMs !== undefined && sketch.tsMaxMs < fromMs) continue;
+      if (toMs !== undefined && sketch.tsMinMs > toMs) continue;
+      overlapping++;
+      if (!sketch.mayContain(bits)) continue;
+      candidates.push({ block: parseInt(key.slice(TEXT_SKETCH_PREFIX.length), 16), tsMinMs: sketch.tsMinMs, tsMaxMs: sketch.tsMaxMs });
+    }
+  } finally {
+    await sketches.close();
+  }
+  return { candidates: candidates.sort((a, b) => b.tsMaxMs - a.tsMaxMs), overlapping };
+}
+
+/**
+ * The stored events of the candidate blocks within [fromMs, toMs], by event time then seq
+ * descending, like a time scan. Blocks are read newest first; an event is passed on once no
+ * block still to be read can hold a later one (its time is above the next block's latest).
+ */
+export async function* textCandidateValues(db: Db, blocks: readonly Candidate[], fromMs: number | undefined, toMs: number | undefined): AsyncGenerator<string> {
+  let pending: Array<{ timeKey: string; value: string }> = [];
+  for (let i = 0; i < blocks.length; i++) {
+    const block = (blocks[i] as Candidate).block;
+    const seqs = await db.iterator({ gte: seqKey(block * TEXT_BLOCK_SEQS), lt: seqKey((block + 1) * TEXT_BLOCK_SEQS) }).all();
+    const timeKeys: string[] = [];
+    for (const [key, ts] of seqs) {
+      const timestampMs = parseInt(ts, 16);
+      if ((fromMs !== undefined && timestampMs < fromMs) || (toMs !== undefined && timestampMs > toMs)) continue;
+      timeKeys.push(PREFIX.time + ts + key.slice(PREFIX.seq.length));
+    }
+    const values = timeKeys.length === 0 ? [] : await db.getMany(timeKeys);
+    values.forEach((value, j) => {
+      if (value !== undefined) pending.push({ timeKey: timeKeys[j] as string, value });
+    });
+    // Time keys sort as (event time, seq): descending key order is the time scan's order.
+    pending.sort((a, b) => (a.timeKey < b.timeKey ? 1 : a.timeKey > b.timeKey ? -1 : 0));
+    const next = blocks[i + 1];
+    // Events strictly later than anything a later block holds are final; equal times may interleave.
+    const bound = next === undefined ? '' : PREFIX.time + encodeUint(next.tsMaxMs + 1);
+    let ready = 0;
+    while (ready < pending.length && (pending[ready] as { timeKey: string }).timeKey >= bound) ready++;
+    for (const entry of pending.slice(0, ready)) yield entry.value;
+    pending = pending.slice(ready);
+  }
+}
