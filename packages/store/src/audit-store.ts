@@ -518,7 +518,9 @@ export class AuditStore {
         await batch.write({ sync: false });
         this.#deleteVersion++;
         this.#gapSeqMax = gapSeqMax;
-        await this.#dropEmptySketches(touchedBlocks);
+        // Queued behind the writer, not awaited: dropping a sketch only saves reads later, and
+        // a prune must not wait for the appends ahead of it (it runs beside ingest).
+        void this.#dropEmptySketches(touchedBlocks).catch(() => undefined);
       } else await batch.close();
       result.deleted += deleted;
       result.batches++;
