@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { startS3Endpoint } from '@auditlake/s3-endpoint';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { ADMIN, postEvents, startCluster } from './cluster-harness.js';
-import { downloadPrefix, duckdb, s3Bucket } from './s3-readers.js';
+import { downloadCommittedParquet, duckdb } from './s3-readers.js';
 
 const CREDENTIALS = { accessKeyId: 'ALCLUSTERTEST0000001', secretAccessKey: 'cluster-test-secret-0123456789abcdefgh' };
 
@@ -60,7 +60,7 @@ describe('tiering across a failover (real processes, real redis-server and S3 en
       }, { timeout: 20_000 })
       .toBe(true);
 
-    const dir = await downloadPrefix(s3Bucket(`http://127.0.0.1:${s3.port}`, 'ext', CREDENTIALS), 'audit/');
+    const dir = await downloadCommittedParquet(`http://127.0.0.1:${s3.port}`, 's3://ext/audit', CREDENTIALS);
     const rows = await duckdb(`SELECT count(*)::INTEGER AS n, count(DISTINCT event_id)::INTEGER AS d FROM read_parquet('${dir}/audit/event_date=*/*.parquet')`);
     const logged = (await cluster.log(standby)).length;
     expect(rows).toEqual([{ n: logged, d: logged }]);

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { resolveConfig } from '@auditlake/model';
-import { S3Connections, type ObjectStore } from '@auditlake/lake';
+import { ParquetTierSource, S3Connections, type ObjectStore } from '@auditlake/lake';
 import { signedFetch, type S3Credentials } from '@auditlake/s3-endpoint';
 import { expect, onTestFinished } from 'vitest';
 
@@ -31,6 +31,41 @@ export async function downloadPrefix(objects: ObjectStore, prefix: string): Prom
     await writeFile(join(dir, key), await objects.get(key));
   }
   return dir;
+}
+
+/** Copies the objects `keys` into a temp dir (keys kept); answers the dir. */
+export async function downloadKeys(objects: ObjectStore, keys: readonly string[]): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'auditlake-download-'));
+  onTestFinished(() => rm(dir, { recursive: true, force: true }));
+  for (const key of keys) {
+    await mkdir(dirname(join(dir, key)), { recursive: true });
+    await writeFile(join(dir, key), await objects.get(key));
+  }
+  return dir;
+}
+
+/**
+ * The files a Parquet tier location's readers read — those its commit markers list, compactions
+ * applied — copied into a temp dir: a DuckDB `read_parquet` list (files of a crashed or losing
+ * attempt are in the bucket too, unreferenced, until orphan cleanup removes them).
+ */
+export async function downloadCommittedParquet(endpoint: string, path: string, credentials: S3Credentials): Promise<string> {
+  const connections = new S3Connections(
+    resolveConfig(
+      new Map([
+        ['auditlake.s3.connections.t.endpoint', endpoint],
+        ['auditlake.s3.connections.t.accessKeyId', credentials.accessKeyId],
+        ['auditlake.s3.connections.t.secretAccessKey', credentials.secretAccessKey],
+      ]),
+    ).s3Connections,
+  );
+  const source = new ParquetTierSource(connections, { mode: 'parquet', path, connectionId: 't' });
+  onTestFinished(async () => {
+    await source.close();
+    connections.close();
+  });
+  const bucket = new URL(path).host;
+  return downloadKeys(connections.bucket('t', bucket), (await source.listFiles()).map((file) => file.key));
 }
 
 /** Runs SQL in a fresh in-memory DuckDB. */

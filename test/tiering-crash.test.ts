@@ -1,7 +1,9 @@
-// Goal: a leader killed (SIGKILL) after writing a batch's Parquet files but before its commit leaves nothing a successor duplicates: every event is in S3 exactly once, counted by DuckDB.
+// Goal: a leader killed (SIGKILL) after writing a batch's Parquet files but before its commit leaves nothing a successor duplicates: every event is in S3 exactly once, counted by DuckDB over the committed files (the crashed attempt's files stay unreferenced).
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { freePort, startNodeProcess, tempDir } from '@auditlake/testkit';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { downloadPrefix, duckdb, routeAwsS3To, s3Bucket, waitUntilTiered } from './s3-readers.js';
+import { downloadCommittedParquet, duckdb, routeAwsS3To, s3Bucket, waitUntilTiered } from './s3-readers.js';
 
 /** The embedded endpoint's key pair, given by env so the test's readers can sign. */
 const S3_CREDENTIALS = { accessKeyId: 'ALCRASHTEST000000001', secretAccessKey: 'crash-test-secret-0123456789abcdefghij' };
@@ -38,22 +40,27 @@ async function crashBeforeCommit(events: unknown[], settings: Record<string, unk
 }
 
 describe('tiering exactly once across a crash between data files and commit (real process, embedded S3)', () => {
-  it('re-tiers the uncommitted batch under the same file names: DuckDB counts every event once', async () => {
+  it('re-tiers the uncommitted batch under new names: DuckDB over the committed files counts every event once', async () => {
     const events = Array.from({ length: 120 }, (_, i) => ({ source: 'spark', userId: `u${i % 4}`, action: 'data:Insert', eventId: `x${i}`, ts: Date.now() - (i % 3) * 86_400_000 }));
     const { s3Port, restart } = await crashBeforeCommit(events, { 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': 's3://auditlake/crash', 'audit.tier.connectionId': 'local' });
     const second = await restart();
     // Data files exist, no commit marker: the batch is not tiered yet.
     const objects = s3Bucket(`http://127.0.0.1:${s3Port}`, 'auditlake', S3_CREDENTIALS);
     const keysAfterCrash = await objects.list('crash/');
-    expect(keysAfterCrash.some((k) => k.endsWith('.parquet'))).toBe(true);
+    const crashedFiles = keysAfterCrash.filter((k) => k.endsWith('.parquet'));
+    expect(crashedFiles.length).toBeGreaterThan(0);
     expect(keysAfterCrash.some((k) => k.includes('_auditlake/commits/'))).toBe(false);
 
     // More events arrive before the successor's sweep: the retried batch is a superset.
     expect((await post(second.url, '/v1/api/audit', [{ source: 'spark', userId: 'late', action: 'data:Insert', eventId: 'after-crash' }], 'ing')).status).toBe(200);
     await waitUntilTiered(second.url, 'adm');
 
-    const dir = await downloadPrefix(objects, 'crash/');
+    const dir = await downloadCommittedParquet(`http://127.0.0.1:${s3Port}`, 's3://auditlake/crash', S3_CREDENTIALS);
     const rows = await duckdb(`SELECT count(*)::INTEGER AS n, count(DISTINCT event_id)::INTEGER AS d, count(*) FILTER (WHERE event_id LIKE 'x%')::INTEGER AS x FROM read_parquet('${dir}/crash/event_date=*/*.parquet')`);
+    // The crashed attempt's files were not overwritten, and no commit names them.
+    const committed = await objects.list('crash/');
+    expect(crashedFiles.every((k) => committed.includes(k))).toBe(true);
+    expect((await readdir(join(dir, 'crash'), { recursive: true })).filter((k) => k.endsWith('.parquet')).some((k) => crashedFiles.includes(`crash/${k}`))).toBe(false);
     // 120 events, the settings change, the late event: each exactly once.
     expect(rows).toEqual([{ n: 122, d: 122, x: 120 }]);
   }, 90_000);

@@ -12,16 +12,16 @@ import {
   encodeManifestList,
   icebergParquetKvMetadata,
   manifestFileFor,
-  parseTableMetadata,
   summarizeAddedFiles,
   watermarkSummary,
   type DataFile,
 } from '@auditlake/format';
-import { AuditError, AuditErrorCode, type StoredEvent } from '@auditlake/model';
+import type { StoredEvent } from '@auditlake/model';
 import { encodeKeyNumber } from './key-number.js';
 import type { ObjectStore } from './object-store.js';
-import { metadataFileKey, metadataVersionKey, s3Key, type IcebergTableRef } from './iceberg-table-ref.js';
-import { putVersionHint, type LoadedTable } from './iceberg-table.js';
+import { metadataFileKey, s3Key, type IcebergTableRef } from './iceberg-table-ref.js';
+import type { LoadedTable } from './iceberg-table.js';
+import { commitMetadataVersion } from './iceberg-version-commit.js';
 import { joinKey } from './s3-location.js';
 import type { Watermark } from './watermark.js';
 
@@ -35,7 +35,9 @@ export interface IcebergCommitResult {
 /**
  * One sweep = one commit: data files per day, one manifest, a manifest list carrying the
  * previous manifests, then `v(N+1).metadata.json` with the watermark in the snapshot summary
- * (created only if absent, then read back to check it is ours), then the hint. A crash
+ * (created only if absent, then read back to check it is ours), then the hint. Every object
+ * has an attempt-unique name, so a deposed leader's late writes can only add unreferenced files
+ * (orphan cleanup removes them); its late metadata file loses to the version already there. A crash
  * before the metadata file leaves only unreferenced files: readers never see them and the
  * successor re-reads the watermark from the table, so nothing is tiered twice.
  */
@@ -61,7 +63,8 @@ export async function commitIcebergBatch(
   const dataFiles: DataFile[] = [];
   for (const [day, events] of [...byDay.entries()].sort(([a], [b]) => a - b)) {
     const bytes = encodeAuditParquet(events, { kvMetadata: icebergParquetKvMetadata() });
-    const key = joinKey(table.s3.prefix, `data/${dayPartitionPath(day)}/${encodeKeyNumber(first.seq)}-${attempt.slice(0, 8)}.parquet`);
+    // Attempt-unique (term and random): no writer ever overwrites another's data file.
+    const key = joinKey(table.s3.prefix, `data/${dayPartitionPath(day)}/${encodeKeyNumber(first.seq)}-t${context.term}-${attempt.slice(0, 8)}.parquet`);
     await objects.put(key, bytes, 'application/vnd.apache.parquet');
     dataFiles.push(dataFileFromParquet({ events, filePath: objects.url(key), fileSizeBytes: bytes.byteLength, parquetBytes: bytes }));
   }
@@ -85,15 +88,10 @@ export async function commitIcebergBatch(
     previousMetadataPath: loaded.metadataPath,
     summaryExtra: watermarkSummary({ seq: BigInt(last.seq), ingestTs: last.ingestTs, leaderTerm: context.term, writerId: context.writerId }),
   });
-  context.beforeCommit?.();
-  if (!context.mayCommit()) throw new AuditError(AuditErrorCode.NOT_LEADER, 'no longer the leader; the batch was not committed (its files are unreferenced)');
-  const version = loaded.version + 1;
-  const key = metadataVersionKey(table, version);
-  const lost = () => new AuditError(AuditErrorCode.OBJECT_EXISTS, `commit lost: v${version}.metadata.json was written by another committer`);
-  if (!(await objects.putIfAbsent(key, JSON.stringify(next), 'application/json'))) throw lost();
-  // Stores that ignore If-None-Match would let a deposed leader overwrite: check it is ours.
-  const written = parseTableMetadata(new TextDecoder().decode(await objects.get(key)));
-  if (written['current-snapshot-id'] !== snapshotId) throw lost();
-  await putVersionHint(objects, table, version);
-  return { version, watermark, bytes: dataFiles.reduce((s, f) => s + f.file_size_in_bytes, 0), files: dataFiles.length };
+  const committed = await commitMetadataVersion(objects, table, loaded, next, {
+    term: context.term,
+    mayCommit: context.mayCommit,
+    ...(context.beforeCommit ? { beforeCommit: context.beforeCommit } : {}),
+  });
+  return { version: committed.version, watermark, bytes: dataFiles.reduce((s, f) => s + f.file_size_in_bytes, 0), files: dataFiles.length };
 }

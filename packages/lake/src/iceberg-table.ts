@@ -43,6 +43,19 @@ export async function putVersionHint(objects: ObjectStore, table: IcebergTableRe
   await objects.put(versionHintKey(table), String(version), 'text/plain');
 }
 
+/**
+ * Moves the hint forward to `version`, never back: a late hint write of an older commit (a
+ * deposed leader's, still in flight) must not point readers that trust the hint at an old
+ * version. Not atomic — a write can still land between the read and the put — but the hint is
+ * only a hint: readers here probe forward from it, so a stale one hides nothing.
+ */
+export async function advanceVersionHint(objects: ObjectStore, table: IcebergTableRef, version: number): Promise<void> {
+  const current = await objects.find(versionHintKey(table));
+  const known = current ? Number(new TextDecoder().decode(current).trim()) : 0;
+  if (Number.isSafeInteger(known) && known >= version) return;
+  await putVersionHint(objects, table, version);
+}
+
 /** Creates the namespace marker (the file-system catalog's directory) if missing. */
 export async function ensureNamespace(connections: S3Connections, table: IcebergTableRef): Promise<void> {
   const objects = connections.bucket(table.connectionId, table.s3.bucket);

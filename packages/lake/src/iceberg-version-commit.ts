@@ -1,7 +1,7 @@
 import { parseTableMetadata, type IcebergTableMetadata } from '@auditlake/format';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { metadataVersionKey, type IcebergTableRef } from './iceberg-table-ref.js';
-import { putVersionHint, type LoadedTable } from './iceberg-table.js';
+import { advanceVersionHint, type LoadedTable } from './iceberg-table.js';
 import type { ObjectStore } from './object-store.js';
 
 /** Who commits, and whether it still may: asked right before the commit object is written. */
@@ -20,7 +20,7 @@ export function commitLost(version: number): AuditError {
 /**
  * Commits `next` as version `loaded.version + 1`: the fence is asked first, then
  * `v<N+1>.metadata.json` is created only if absent (first wins), read back (a store that ignores
- * the condition would let a second writer overwrite) and the hint moved. Throws
+ * the condition would let a second writer overwrite) and the hint moved forward. Throws
  * AUDIT_NOT_LEADER when the fence refuses and AUDIT_OBJECT_EXISTS when another commit won.
  */
 export async function commitMetadataVersion(objects: ObjectStore, table: IcebergTableRef, loaded: LoadedTable, next: IcebergTableMetadata, fence: CommitFence): Promise<LoadedTable> {
@@ -32,6 +32,6 @@ export async function commitMetadataVersion(objects: ObjectStore, table: Iceberg
   if (!(await objects.putIfAbsent(key, text, 'application/json'))) throw commitLost(version);
   const written = await objects.get(key);
   if (new TextDecoder().decode(written) !== text) throw commitLost(version);
-  await putVersionHint(objects, table, version);
+  await advanceVersionHint(objects, table, version);
   return { version, metadata: parseTableMetadata(text), metadataPath: objects.url(key) };
 }

@@ -6,9 +6,10 @@ export { WATERMARK_META, ZERO_WATERMARK, laterWatermark, type Watermark } from '
 export { TIERED_LOCATIONS_META, type TieredLocation } from './tiered-location.js';
 export type { TierFile, TierSource } from './tier-source.js';
 export { icebergTableAt, metadataFileKey, metadataVersionKey, resolveIcebergTable, s3Key, versionHintKey, type IcebergTableRef } from './iceberg-table-ref.js';
-export { ensureIcebergTable, ensureNamespace, loadIcebergTable, putVersionHint, tableWatermark, type LoadedTable } from './iceberg-table.js';
+export { advanceVersionHint, ensureIcebergTable, ensureNamespace, loadIcebergTable, putVersionHint, tableWatermark, type LoadedTable } from './iceberg-table.js';
 export { commitIcebergBatch, type IcebergCommitResult } from './iceberg-committer.js';
-export { COMMITS_DIR, commitParquetBatch, eventDate, markerKey, readMarkers, type CommitMarker, type CommittedFile, type ParquetBatchResult } from './parquet-committer.js';
+export { COMMITS_DIR, commitParquetBatch, eventDate, markerKey, readMarkers, type CommitMarker, type CommittedFile, type ParquetBatchResult, type ParquetCommitContext } from './parquet-committer.js';
+export { PROBES_DIR, probeConditionalCreate } from './conditional-create-probe.js';
 export { IcebergTierSource, FOOTER_CACHE_ENTRIES_MAX } from './iceberg-tier-source.js';
 export { ParquetTierSource } from './parquet-tier-source.js';
 export { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';

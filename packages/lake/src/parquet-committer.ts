@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { encodeAuditParquet } from '@auditlake/format';
 import { AuditError, AuditErrorCode, type StoredEvent } from '@auditlake/model';
 import { encodeKeyNumber } from './key-number.js';
@@ -14,6 +15,8 @@ export interface CommitMarker {
   /** The last tiered event's (ingestTs, seq): the watermark this commit establishes. */
   watermark: Watermark;
   firstSeq: number;
+  /** The watermark seq this commit continues from: the marker's key (absent in markers keyed by their last seq). */
+  afterSeq?: number;
   files: CommittedFile[];
 }
 
@@ -32,21 +35,30 @@ export interface ParquetBatchResult {
   bytes: number;
 }
 
+/** Who writes, from where, and whether it still may (asked right before the marker). */
+export interface ParquetCommitContext {
+  term: number;
+  nowMs: number;
+  /** The watermark seq the batch continues from; names the marker. */
+  afterSeq: number;
+  mayCommit: () => boolean;
+  beforeCommit?: () => void;
+}
+
 /**
- * Writes one batch as hive-style day partitions and then its commit marker. File names come
- * from the batch's first seq, so a leader that crashed before the marker and a successor that
- * retries from the same watermark write the same names: the retry overwrites, never adds.
+ * Writes one batch as hive-style day partitions and then its commit marker. Every data file has
+ * an attempt-unique name (term and random), so no writer ever overwrites another's file. The
+ * marker is named by the watermark the batch continues from and created only if absent: of two
+ * writers continuing from the same point — a deposed leader whose writes were in flight and its
+ * successor — the first marker wins and the other's files stay unreferenced (orphan cleanup
+ * removes them). Markers are read back, so a store that overwrote anyway is caught.
  * `mayCommit()` is asked right before the marker (the leader's lease and term).
  */
-export async function commitParquetBatch(
-  objects: ObjectStore,
-  location: S3Location,
-  batch: readonly StoredEvent[],
-  context: { term: number; nowMs: number; mayCommit: () => boolean; beforeCommit?: () => void },
-): Promise<ParquetBatchResult> {
+export async function commitParquetBatch(objects: ObjectStore, location: S3Location, batch: readonly StoredEvent[], context: ParquetCommitContext): Promise<ParquetBatchResult> {
   const first = batch[0];
   const last = batch[batch.length - 1];
   if (!first || !last) throw new TypeError('commitParquetBatch needs at least one event');
+  const attempt = `t${context.term}-${randomUUID().slice(0, 8)}`;
   const byDate = new Map<string, StoredEvent[]>();
   for (const event of batch) {
     const date = eventDate(event.timestamp);
@@ -57,39 +69,50 @@ export async function commitParquetBatch(
   const files: CommittedFile[] = [];
   for (const [date, events] of [...byDate.entries()].sort(([a], [b]) => a.localeCompare(b))) {
     const bytes = encodeAuditParquet(events, { kvMetadata: { 'auditlake.firstSeq': String(first.seq) } });
-    const key = joinKey(location.prefix, `event_date=${date}/part-${encodeKeyNumber(first.seq)}.parquet`);
+    const key = joinKey(location.prefix, `event_date=${date}/part-${encodeKeyNumber(first.seq)}-${attempt}.parquet`);
     await objects.put(key, bytes, 'application/vnd.apache.parquet');
-    let tsMin = Number.MAX_SAFE_INTEGER;
-    let tsMax = 0;
-    for (const e of events) {
-      tsMin = Math.min(tsMin, e.timestamp);
-      tsMax = Math.max(tsMax, e.timestamp);
-    }
-    files.push({ key, eventDate: date, rows: events.length, bytes: bytes.byteLength, tsMin, tsMax });
+    files.push({ key, eventDate: date, ...timeBounds(events), rows: events.length, bytes: bytes.byteLength });
   }
   context.beforeCommit?.();
-  if (!context.mayCommit()) throw new AuditError(AuditErrorCode.NOT_LEADER, 'no longer the leader; the batch was not committed (a successor will rewrite the same files)');
+  if (!context.mayCommit()) throw new AuditError(AuditErrorCode.NOT_LEADER, 'no longer the leader; the batch was not committed (its files are unreferenced)');
   const marker: CommitMarker = {
     format: 'auditlake-parquet-commit/1',
     term: context.term,
     committedAtMs: context.nowMs,
     watermark: { ingestTs: last.ingestTs, seq: last.seq },
     firstSeq: first.seq,
+    afterSeq: context.afterSeq,
     files,
   };
-  await objects.put(markerKey(location, last.seq), JSON.stringify(marker), 'application/json');
+  const key = markerKey(location, context.afterSeq);
+  const text = JSON.stringify(marker);
+  const lost = () =>
+    new AuditError(AuditErrorCode.OBJECT_EXISTS, `commit lost: ${objects.url(key)} (the commit after seq ${context.afterSeq}) was written by another committer; this batch's files are unreferenced`);
+  if (!(await objects.putIfAbsent(key, text, 'application/json'))) throw lost();
+  if (new TextDecoder().decode(await objects.get(key)) !== text) throw lost();
   return { marker, bytes: files.reduce((sum, f) => sum + f.bytes, 0) };
 }
 
-/** Marker keys sort by the seq they commit up to, so the newest is the last listed. */
-export function markerKey(location: S3Location, lastSeq: number): string {
-  return joinKey(location.prefix, `${COMMITS_DIR}/${encodeKeyNumber(lastSeq)}.json`);
+function timeBounds(events: readonly StoredEvent[]): { tsMin: number; tsMax: number } {
+  let tsMin = Number.MAX_SAFE_INTEGER;
+  let tsMax = 0;
+  for (const e of events) {
+    tsMin = Math.min(tsMin, e.timestamp);
+    tsMax = Math.max(tsMax, e.timestamp);
+  }
+  return { tsMin, tsMax };
 }
 
-/** Every commit marker at `location` after the one for `afterSeq`, oldest first. */
-export async function readMarkers(objects: ObjectStore, location: S3Location, afterSeq = 0): Promise<CommitMarker[]> {
+/** The marker of the commit that continues from watermark seq `afterSeq`; keys sort by it. */
+export function markerKey(location: S3Location, afterSeq: number): string {
+  return joinKey(location.prefix, `${COMMITS_DIR}/${encodeKeyNumber(afterSeq)}.json`);
+}
+
+/** Every commit marker at `location` that continues from seq `fromSeq` or later, oldest first. */
+export async function readMarkers(objects: ObjectStore, location: S3Location, fromSeq = 0): Promise<CommitMarker[]> {
   const prefix = joinKey(location.prefix, `${COMMITS_DIR}/`);
-  const keys = await objects.list(prefix, afterSeq > 0 ? { startAfter: markerKey(location, afterSeq) } : {});
+  // `<n>` sorts right before `<n>.json`: the listing starts at the marker keyed `fromSeq`.
+  const keys = await objects.list(prefix, { startAfter: `${prefix}${encodeKeyNumber(fromSeq)}` });
   const markers: CommitMarker[] = [];
   for (const key of keys) {
     markers.push(JSON.parse(new TextDecoder().decode(await objects.get(key))) as CommitMarker);

@@ -8,9 +8,9 @@ import type { TierFile, TierSource } from './tier-source.js';
 
 /**
  * A Parquet location as the reader sees it: the files its commit markers list (never an
- * uncommitted file a crashed leader left), read through ranged GETs. Markers never change
- * once written, so each is fetched once per source. Footers are not cached here: a retried
- * batch rewrites the same key, possibly with other contents (Iceberg file names are unique).
+ * uncommitted file a crashed or deposed leader left), read through ranged GETs. Markers never
+ * change once written, so each is fetched once per source. Footers are not cached here: data
+ * files written before attempt-unique names could be rewritten under the same key.
  */
 export class ParquetTierSource implements TierSource {
   readonly name: string;
@@ -35,7 +35,8 @@ export class ParquetTierSource implements TierSource {
   async listFiles(): Promise<TierFile[]> {
     const { location, objects } = this.#objects();
     const lastSeq = this.#markers.at(-1)?.watermark.seq ?? 0;
-    this.#markers.push(...(await readMarkers(objects, location, lastSeq)));
+    // Markers named by their last seq (before attempt-unique commits) list again from there: skip what is read.
+    this.#markers.push(...(await readMarkers(objects, location, lastSeq)).filter((marker) => marker.watermark.seq > lastSeq));
     // A retried batch (same first seq) rewrote the same keys: list each key once.
     const byKey = new Map<string, TierFile>();
     for (const marker of this.#markers) for (const file of marker.files) byKey.set(file.key, file);

@@ -1,4 +1,4 @@
-import type { EffectiveSettings, IcebergCatalogConfig, StoredEvent } from '@auditlake/model';
+import { AuditError, AuditErrorCode, type EffectiveSettings, type IcebergCatalogConfig, type StoredEvent } from '@auditlake/model';
 import type { AuditStore } from '@auditlake/store';
 import {
   TIERED_LOCATIONS_META,
@@ -10,10 +10,12 @@ import {
   ensureNamespace,
   laterWatermark,
   parseS3Location,
+  probeConditionalCreate,
   readMarkers,
   resolveIcebergTable,
   tableWatermark,
   type S3Connections,
+  type ObjectStore,
   type TieredLocation,
   type Watermark,
 } from '@auditlake/lake';
@@ -85,6 +87,8 @@ export class TierSweeper {
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<SweepOutcome> | undefined;
   #recoveredFor: string | undefined;
+  /** Targets (term, connection, location) whose store was found to honour conditional create. */
+  readonly #probed = new Set<string>();
   #closed = false;
   #status = {
     lastSuccessMs: 0,
@@ -192,6 +196,7 @@ export class TierSweeper {
     if (!location) throw new Error(`audit.tier.parquet.path must be s3://bucket/prefix: ${settings.tierParquetPath}`);
     const objects = connections.bucket(settings.tierConnectionId, location.bucket);
     const term = this.#options.term();
+    await this.#probeOnce(objects, settings.tierConnectionId, location.prefix, term);
     let watermark = await this.watermark();
     // First sweep of this term at this target: the commits themselves may be ahead of the
     // replicated watermark (the old leader crashed after a commit, before replicating it).
@@ -209,8 +214,13 @@ export class TierSweeper {
     const result = await commitParquetBatch(objects, location, batch, {
       term,
       nowMs: this.#now(),
+      afterSeq: watermark.seq,
       mayCommit: () => this.#options.isLeader() && this.#options.term() === term,
       ...(this.#options.beforeCommit ? { beforeCommit: this.#options.beforeCommit } : {}),
+    }).catch((err: unknown) => {
+      // Another committer continued from this watermark first: re-read the markers next time.
+      if (err instanceof AuditError && err.code === AuditErrorCode.OBJECT_EXISTS) this.#recoveredFor = undefined;
+      throw err;
     });
     this.#succeeded();
     await this.#remember({ mode: 'parquet', path: settings.tierParquetPath, connectionId: settings.tierConnectionId }, result.marker.watermark);
@@ -240,6 +250,7 @@ export class TierSweeper {
     const table = resolveIcebergTable(settings.tierIcebergTable, this.#options.catalogs);
     const objects = connections.bucket(table.connectionId, table.s3.bucket);
     const term = this.#options.term();
+    await this.#probeOnce(objects, table.connectionId, table.s3.prefix, term);
     // The sweep creates what is missing: the namespace and the table.
     await ensureNamespace(connections, table);
     const loaded = await ensureIcebergTable(objects, table, this.#now());
@@ -265,6 +276,19 @@ export class TierSweeper {
     this.#logTiered(result.files, table.identifier);
     this.#options.onTiered?.(batch.length, result.bytes);
     return this.#tieredOutcome(next);
+  }
+
+  /**
+   * Every commit relies on the store refusing a second create of its commit object (the first
+   * wins; a deposed leader's late one is refused). Checked once per term and target before the
+   * first commit: a store that ignores `If-None-Match` fails the sweep with a `lastError` that
+   * says so, and nothing is tiered there until it is fixed (each retry probes again).
+   */
+  async #probeOnce(objects: ObjectStore, connectionId: string, prefix: string, term: number): Promise<void> {
+    const key = `${term}|${connectionId}|${objects.bucket}|${prefix}`;
+    if (this.#probed.has(key)) return;
+    await probeConditionalCreate(objects, prefix);
+    this.#probed.add(key);
   }
 
   /** Events after the watermark, settled, at most a batch, whole ingest-millisecond groups. */

@@ -1,0 +1,86 @@
+// Goal: the node's embedded endpoint refuses a second conditional create of a key with 412 and keeps the first object — also when creates race — while plain PUTs still overwrite; the probe accepts such a store and refuses one that ignores If-None-Match (s3rver, which does), naming the problem and leaving no probe object behind.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AuditError, AuditErrorCode } from '@auditlake/model';
+import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
+import S3rver from 's3rver';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { probeConditionalCreate, S3Connections, type ObjectStore } from '../src/index.js';
+
+const BUCKET = 'cond';
+const CREDENTIALS = { accessKeyId: 'ALCONDTEST0000000001', secretAccessKey: 'cond-test-secret-0123456789abcdefghijk' };
+/** s3rver's fixed key pair. */
+const S3RVER_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
+let dir: string;
+/** The endpoint a node embeds: honours If-None-Match. */
+let guarded: S3Endpoint;
+/** A real S3-compatible server that ignores If-None-Match on PUT and overwrites. */
+let plain: S3rver;
+let connections: S3Connections;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'conditional-create-'));
+  guarded = await startS3Endpoint({ directory: join(dir, 'guarded'), host: '127.0.0.1', port: 0, buckets: [BUCKET], credentials: CREDENTIALS });
+  plain = new S3rver({ address: '127.0.0.1', port: 0, directory: join(dir, 'plain'), silent: true, configureBuckets: [{ name: BUCKET }], vhostBuckets: false });
+  const plainEndpoint = `http://127.0.0.1:${(await plain.run()).port}`;
+  const connection = (id: string, endpoint: string, credentials: typeof CREDENTIALS) => [id, { id, endpoint, region: 'us-east-1', ...credentials, forcePathStyle: true }] as const;
+  connections = new S3Connections(new Map([connection('guarded', guarded.url, CREDENTIALS), connection('plain', plainEndpoint, S3RVER_CREDENTIALS)]));
+});
+
+afterAll(async () => {
+  connections?.close();
+  await guarded?.close();
+  plain?.httpServer?.closeAllConnections();
+  await plain?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+const text = async (objects: ObjectStore, key: string) => new TextDecoder().decode(await objects.get(key));
+
+describe('conditional create on the embedded endpoint', () => {
+  it('creates a new key, refuses a second create with 412 and keeps the first object; a plain PUT still overwrites', async () => {
+    const objects = connections.bucket('guarded', BUCKET);
+    expect(await objects.putIfAbsent('a/v2.metadata.json', 'first', 'application/json')).toBe(true);
+    expect(await objects.putIfAbsent('a/v2.metadata.json', 'second', 'application/json')).toBe(false);
+    expect(await text(objects, 'a/v2.metadata.json')).toBe('first');
+    // Keys with characters a URL encodes are guarded alike.
+    expect(await objects.putIfAbsent('a/event_date=2026-01-01/x y.json', 'first', 'application/json')).toBe(true);
+    expect(await objects.putIfAbsent('a/event_date=2026-01-01/x y.json', 'second', 'application/json')).toBe(false);
+    await objects.put('a/v2.metadata.json', 'plain', 'application/json');
+    expect(await text(objects, 'a/v2.metadata.json')).toBe('plain');
+    // The connection is still usable after a refused PUT whose body was not read.
+    expect(await objects.exists('a/v2.metadata.json')).toBe(true);
+  });
+
+  it('of many racing creates of one key exactly one wins, and its bytes are stored', async () => {
+    const objects = connections.bucket('guarded', BUCKET);
+    const results = await Promise.all(Array.from({ length: 8 }, (_, i) => objects.putIfAbsent('race/v7.metadata.json', `writer-${i}`, 'application/json')));
+    expect(results.filter(Boolean)).toHaveLength(1);
+    expect(await text(objects, 'race/v7.metadata.json')).toBe(`writer-${results.indexOf(true)}`);
+  });
+
+  it('a store that ignores the header overwrites on a conditional create (what the probe catches)', async () => {
+    const objects = connections.bucket('plain', BUCKET);
+    expect(await objects.putIfAbsent('x/v2.metadata.json', 'first', 'application/json')).toBe(true);
+    expect(await objects.putIfAbsent('x/v2.metadata.json', 'second', 'application/json')).toBe(true);
+    expect(await text(objects, 'x/v2.metadata.json')).toBe('second');
+  });
+});
+
+describe('probeConditionalCreate', () => {
+  it('accepts a store that honours If-None-Match and leaves no probe object', async () => {
+    const objects = connections.bucket('guarded', BUCKET);
+    await probeConditionalCreate(objects, 'tier');
+    expect(await objects.list('tier/')).toEqual([]);
+  });
+
+  it('refuses a store that ignores If-None-Match with AUDIT_TIER_TARGET_UNUSABLE naming it, and leaves no probe object', async () => {
+    const objects = connections.bucket('plain', BUCKET);
+    const err = await probeConditionalCreate(objects, 'tier').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AuditError);
+    expect((err as AuditError).code).toBe(AuditErrorCode.TIER_TARGET_UNUSABLE);
+    expect((err as AuditError).message).toMatch(/^the store at s3:\/\/cond\/ ignores If-None-Match on PUT .* tiering to it is refused/);
+    expect(await objects.list('tier/')).toEqual([]);
+  });
+});
