@@ -136,6 +136,7 @@ export async function compactIcebergTable(context: MaintenanceContext, loaded: L
   const addedManifestBytes = encodeManifest(addedManifestEntries);
   const addedManifestKey = metadataFileKey(context.table, `${attempt}-m0.avro`);
   await context.objects.put(addedManifestKey, addedManifestBytes, 'application/octet-stream');
+  await context.onStep?.('compaction-written');
 
   let base = loaded;
   for (let attemptNumber = 1; ; attemptNumber++) {

@@ -3,6 +3,13 @@ import type { CommitFence } from './iceberg-version-commit.js';
 import type { IcebergTableRef } from './iceberg-table-ref.js';
 import type { ObjectStore } from './object-store.js';
 
+/**
+ * Points of a run a debug hook is called at (the crash tests kill the process there): after each
+ * step, and inside two — new files written but not yet committed, and expiry committed but
+ * nothing deleted yet.
+ */
+export type MaintenanceStep = 'compaction-written' | 'compaction' | 'manifest-rewrite' | 'expiry-committed' | 'expiry' | 'metadata-cleanup' | 'orphans';
+
 /** What every maintenance step works with. */
 export interface MaintenanceContext {
   objects: ObjectStore;
@@ -11,6 +18,8 @@ export interface MaintenanceContext {
   now: () => number;
   /** metadata-log entries each commit keeps (`metadata.previous.versions.max`). */
   metadataLogEntriesMax: number;
+  /** Debug/test hook, see {@link MaintenanceStep}. */
+  onStep?: (step: MaintenanceStep) => void | Promise<void>;
 }
 
 /** Commits that lost to another committer are re-applied on the new table this often at most. */

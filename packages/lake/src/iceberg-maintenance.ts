@@ -40,10 +40,15 @@ export async function runIcebergMaintenance(context: Omit<MaintenanceContext, 'm
   const loaded = await loadIcebergTable(context.objects, context.table);
   if (!loaded) throw new AuditError(AuditErrorCode.TABLE_INVALID, `table ${context.table.identifier} has no metadata at ${context.table.location}`);
   const compaction = await compactIcebergTable(steps, loaded, policy.targetFileSizeBytes);
+  await steps.onStep?.('compaction');
   const rewrite = await rewriteIcebergManifests(steps, compaction.loaded);
+  await steps.onStep?.('manifest-rewrite');
   const expiry = await expireIcebergSnapshots(steps, rewrite.loaded, policy.snapshotRetainLast);
+  await steps.onStep?.('expiry');
   const metadata = await cleanIcebergMetadata(steps, expiry.loaded);
+  await steps.onStep?.('metadata-cleanup');
   const orphansDeleted = policy.removeOrphanFiles ? await removeIcebergOrphans(steps, metadata.loaded, policy.orphanMinAgeMs) : 0;
+  await steps.onStep?.('orphans');
   return {
     filesRewritten: compaction.filesRewritten,
     filesAdded: compaction.filesAdded,

@@ -43,6 +43,7 @@ export async function expireIcebergSnapshots(context: MaintenanceContext, loaded
       base = reloaded;
       continue;
     }
+    await context.onStep?.('expiry-committed');
     await mapBounded(doomed, OBJECT_REQUESTS_IN_FLIGHT_MAX, (path) => context.objects.delete(s3Key(context.table, path)));
     return { loaded: committed, snapshotsExpired: expired.length, filesDeleted: doomed.length };
   }

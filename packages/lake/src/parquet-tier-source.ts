@@ -1,6 +1,7 @@
 import { TextProbePool, type ByteSource } from '@auditlake/format';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { readMarkers, type CommitMarker } from './parquet-committer.js';
+import { liveParquetFiles, readCompactions, type CompactionMarker } from './parquet-compaction.js';
 import type { S3Connections } from './s3-connections.js';
 import { parseS3Location } from './s3-location.js';
 import type { TieredLocation } from './tiered-location.js';
@@ -8,7 +9,8 @@ import type { TierFile, TierSource } from './tier-source.js';
 
 /**
  * A Parquet location as the reader sees it: the files its commit markers list (never an
- * uncommitted file a crashed or deposed leader left), read through ranged GETs. Markers never
+ * uncommitted file a crashed or deposed leader left), with its compactions applied in order (a
+ * compacted day's new files instead of the files they replaced), read through ranged GETs. Markers never
  * change once written, so each is fetched once per source. Footers are not cached here: data
  * files written before attempt-unique names could be rewritten under the same key.
  */
@@ -19,6 +21,7 @@ export class ParquetTierSource implements TierSource {
   readonly #connections: S3Connections;
   readonly #location: TieredLocation;
   readonly #markers: CommitMarker[] = [];
+  #compactions = new Map<string, CompactionMarker>();
 
   constructor(connections: S3Connections, location: TieredLocation) {
     this.#connections = connections;
@@ -37,10 +40,9 @@ export class ParquetTierSource implements TierSource {
     const lastSeq = this.#markers.at(-1)?.watermark.seq ?? 0;
     // Markers named by their last seq (before attempt-unique commits) list again from there: skip what is read.
     this.#markers.push(...(await readMarkers(objects, location, lastSeq)).filter((marker) => marker.watermark.seq > lastSeq));
-    // A retried batch (same first seq) rewrote the same keys: list each key once.
-    const byKey = new Map<string, TierFile>();
-    for (const marker of this.#markers) for (const file of marker.files) byKey.set(file.key, file);
-    return [...byKey.values()];
+    // Compaction markers are listed every time (one LIST); each is fetched once.
+    this.#compactions = await readCompactions(objects, location, this.#compactions);
+    return liveParquetFiles({ markers: this.#markers, compactions: [...this.#compactions.values()] }).files;
   }
 
   /** Stops the prefilter's worker threads (they also exit on their own when idle). */

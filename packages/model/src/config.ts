@@ -84,6 +84,8 @@ export const CONFIG_KEYS = {
    * and before its commit, so a test can prove a successor tiers every event exactly once.
    */
   debugTierCrashBeforeCommit: spec('auditlake.debug.tier.crash.before.commit', 'false', boolean),
+  /** Test hook: the node SIGKILLs itself when a table maintenance run reaches this step ('' = never). */
+  debugMaintenanceCrashAt: spec('auditlake.debug.maintenance.crash.at', '', text),
   /** How often the background retention prune runs. */
   retentionIntervalMs: spec('auditlake.audit.retention.interval.ms', '60000', positiveInt),
   /** Events deleted per prune batch; batches yield to ingest in between. */

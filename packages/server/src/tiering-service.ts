@@ -66,6 +66,7 @@ export class TieringService {
       log: options.log,
       onRun: (run) => this.#recordRun(run),
       commitLock,
+      ...(config.debugMaintenanceCrashAt ? { onStep: (step) => step === config.debugMaintenanceCrashAt && process.kill(process.pid, 'SIGKILL') } : {}),
     });
   }
 

@@ -57,6 +57,22 @@ describe('table maintenance', () => {
     expect(unknown.status).toBe(400);
   });
 
+  it('registers a Parquet target and compacts its day on demand', async () => {
+    const { t } = await maintenanceNode();
+    expect((await postSettings(t, { 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': 's3://ext/audit', 'audit.tier.connectionId': 'ext' })).status).toBe(200);
+    const now = Date.now();
+    for (let b = 0; b < 3; b++) await t.ingest(Array.from({ length: 10 }, (_, i) => event({ eventId: `p${b}-${i}`, ts: now - i })));
+    await waitUntilTiered(t);
+    const listed = ((await (await t.request('/admin/audit/maintenance')).json()) as { registrations: Array<Registration & { mode: string; location: string }> }).registrations;
+    expect(listed.map((r) => [r.table, r.mode, r.location])).toEqual([['s3://ext/audit', 'parquet', 's3://ext/audit']]);
+    const res = await t.request('/admin/audit/maintenance/run', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ table: 's3://ext/audit' }) });
+    expect(res.status).toBe(200);
+    const run = (await res.json()) as Record<string, unknown>;
+    expect(run).toMatchObject({ table: 's3://ext/audit', ok: true, error: null, snapshotsExpired: 0 });
+    expect(run['filesRewritten']).toBeGreaterThanOrEqual(2);
+    expect(run['filesAdded']).toBeGreaterThanOrEqual(1);
+  });
+
   it('registers a renamed target beside the table that received events', async () => {
     const { t } = await maintenanceNode();
     await postSettings(t, { 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': TABLE });

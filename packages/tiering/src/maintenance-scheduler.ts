@@ -1,4 +1,15 @@
-import { icebergTableAt, resolveIcebergTable, runIcebergMaintenance, TIERED_LOCATIONS_META, type MaintenanceRunFigures, type S3Connections, type TieredLocation } from '@auditlake/lake';
+import {
+  icebergTableAt,
+  parseS3Location,
+  resolveIcebergTable,
+  runIcebergMaintenance,
+  runParquetMaintenance,
+  TIERED_LOCATIONS_META,
+  type MaintenanceRunFigures,
+  type MaintenanceStep,
+  type S3Connections,
+  type TieredLocation,
+} from '@auditlake/lake';
 import { AuditError, AuditErrorCode, type EffectiveSettings, type IcebergCatalogConfig } from '@auditlake/model';
 import type { AuditStore } from '@auditlake/store';
 import cron, { type ScheduledTask } from 'node-cron';
@@ -27,9 +38,11 @@ export interface MaintenanceSettingsView {
   metadataPreviousVersionsMax: number;
 }
 
-/** A table registered for maintenance. */
+/** A table (or Parquet location) registered for maintenance. */
 export interface MaintenanceRegistration {
+  /** `catalog.schema.table`, or `s3://bucket/prefix` for a Parquet location. */
   table: string;
+  mode: TieredLocation['mode'];
   location: string;
   cron: string;
   settings: MaintenanceSettingsView;
@@ -52,10 +65,12 @@ export interface MaintenanceSchedulerOptions {
   onRun?: (run: MaintenanceRun) => Promise<void>;
   /** Shared with the sweep, so the two never commit at once in this process. */
   commitLock?: CommitLock;
+  /** Debug/test hook called at each step boundary of a run (and inside two steps). */
+  onStep?: (step: MaintenanceStep) => void;
 }
 
 interface Entry {
-  table: Extract<TieredLocation, { mode: 'iceberg' }>;
+  table: TieredLocation;
   cron: string;
   task: ScheduledTask;
   runs: MaintenanceRun[];
@@ -66,9 +81,9 @@ function failure(err: unknown): string {
 }
 
 /**
- * Registers Iceberg tables for maintenance and runs it on the leader. With maintenance enabled,
- * the registered tables are the tiering target (when the mode is iceberg) and every Iceberg
- * table that ever received events, so a renamed target is added and the old one stays.
+ * Registers tier locations for maintenance and runs it on the leader. With maintenance enabled,
+ * the registered locations are the tiering target (an Iceberg table or a Parquet location) and
+ * every location that ever received events, so a renamed target is added and the old one stays.
  * `refresh()` runs at start and after every settings save. Each registration has a node-cron
  * task on `audit.tier.maintenance.cron`; a tick on a node that is not the leader does nothing.
  * Runs are one at a time (a run holds a compaction's rows in memory), each fenced by the term
@@ -93,7 +108,10 @@ export class MaintenanceScheduler {
     const wanted = new Map<string, Entry['table']>();
     if (!settings.maintenanceEnabled) return wanted;
     const known = (await this.#options.store.getMeta<TieredLocation[]>(TIERED_LOCATIONS_META)) ?? [];
-    for (const location of known) if (location.mode === 'iceberg') wanted.set(location.path, location);
+    for (const location of known) wanted.set(location.path, location);
+    if (settings.tierMode === 'parquet' && parseS3Location(settings.tierParquetPath)) {
+      wanted.set(settings.tierParquetPath, { mode: 'parquet', path: settings.tierParquetPath, connectionId: settings.tierConnectionId });
+    }
     if (settings.tierMode === 'iceberg') {
       try {
         const ref = resolveIcebergTable(settings.tierIcebergTable, this.#options.catalogs);
@@ -136,7 +154,8 @@ export class MaintenanceScheduler {
     const settings = this.#options.settings();
     return [...this.#entries.entries()].map(([name, entry]) => ({
       table: name,
-      location: entry.table.location,
+      mode: entry.table.mode,
+      location: entry.table.mode === 'iceberg' ? entry.table.location : entry.table.path,
       cron: entry.cron,
       settings: {
         snapshotRetainLast: settings.maintenanceSnapshotRetainLast,
@@ -175,28 +194,12 @@ export class MaintenanceScheduler {
   async #run(name: string, trigger: string): Promise<MaintenanceRun> {
     const entry = this.#entries.get(name);
     if (!entry) throw new AuditError(AuditErrorCode.BAD_REQUEST, `table ${name} is no longer registered for maintenance`);
-    const settings = this.#options.settings();
     const startedMs = this.#now();
     const term = this.#options.term();
     const zero = { filesRewritten: 0, filesAdded: 0, snapshotsExpired: 0, filesDeleted: 0, orphansDeleted: 0, bytesBefore: 0, bytesAfter: 0 };
     let record: MaintenanceRun;
     try {
-      const table = icebergTableAt({ identifier: name, location: entry.table.location, connectionId: entry.table.connectionId });
-      const figures = await runIcebergMaintenance(
-        {
-          objects: this.#options.connections.bucket(table.connectionId, table.s3.bucket),
-          table,
-          fence: { term, mayCommit: () => !this.#closed && this.#options.isLeader() && this.#options.term() === term },
-          now: this.#now,
-        },
-        {
-          snapshotRetainLast: settings.maintenanceSnapshotRetainLast,
-          removeOrphanFiles: settings.maintenanceRemoveOrphanFiles,
-          orphanMinAgeMs: settings.maintenanceOrphanMinAgeMs,
-          targetFileSizeBytes: settings.maintenanceTargetFileSizeBytes,
-          metadataPreviousVersionsMax: settings.maintenanceMetadataPreviousVersionsMax,
-        },
-      );
+      const figures = await this.#maintain(entry.table, term);
       record = { table: name, startedMs, finishedMs: this.#now(), ok: true, error: null, trigger, ...figures };
       this.#options.log.info({ ...record }, `table maintenance of ${name} finished`);
     } catch (err) {
@@ -207,6 +210,27 @@ export class MaintenanceScheduler {
     entry.runs.splice(MAINTENANCE_RUNS_KEPT);
     await this.#options.onRun?.(record).catch((err: unknown) => this.#options.log.warn({ err: failure(err) }, 'recording a maintenance run failed'));
     return record;
+  }
+
+  /** One run over a table or Parquet location with the current settings, fenced by `term`. */
+  async #maintain(location: TieredLocation, term: number): Promise<MaintenanceRunFigures> {
+    const settings = this.#options.settings();
+    const policy = {
+      snapshotRetainLast: settings.maintenanceSnapshotRetainLast,
+      removeOrphanFiles: settings.maintenanceRemoveOrphanFiles,
+      orphanMinAgeMs: settings.maintenanceOrphanMinAgeMs,
+      targetFileSizeBytes: settings.maintenanceTargetFileSizeBytes,
+      metadataPreviousVersionsMax: settings.maintenanceMetadataPreviousVersionsMax,
+    };
+    const fence = { term, mayCommit: () => !this.#closed && this.#options.isLeader() && this.#options.term() === term };
+    const onStep = this.#options.onStep ? { onStep: this.#options.onStep } : {};
+    if (location.mode === 'parquet') {
+      const s3 = parseS3Location(location.path);
+      if (!s3) throw new AuditError(AuditErrorCode.TABLE_INVALID, `not an s3://bucket/prefix location: ${location.path}`);
+      return runParquetMaintenance({ objects: this.#options.connections.bucket(location.connectionId, s3.bucket), location: s3, fence, now: this.#now, ...onStep }, policy);
+    }
+    const table = icebergTableAt({ identifier: location.path, location: location.location, connectionId: location.connectionId });
+    return runIcebergMaintenance({ objects: this.#options.connections.bucket(table.connectionId, table.s3.bucket), table, fence, now: this.#now, ...onStep }, policy);
   }
 
   /** Stops every cron task and waits for a running run; idempotent. */

@@ -1,0 +1,176 @@
+import { randomUUID } from 'node:crypto';
+import { AuditParquetFile, bytesSource, encodeAuditParquet, type TieredEvent } from '@auditlake/format';
+import { AuditError, AuditErrorCode } from '@auditlake/model';
+import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
+import type { MaintenanceStep } from './iceberg-maintenance-context.js';
+import type { CommitFence } from './iceberg-version-commit.js';
+import { encodeKeyNumber } from './key-number.js';
+import type { ObjectStore } from './object-store.js';
+import { readMarkers, type CommitMarker, type CommittedFile } from './parquet-committer.js';
+import { joinKey, type S3Location } from './s3-location.js';
+
+/** Compaction markers live here, `<event_date>/<generation>.json`, beside the commit markers. */
+export const COMPACTIONS_DIR = '_auditlake/compactions';
+
+/** Bytes of small files one run rewrites at most, as for Iceberg: a run's memory stays bounded. */
+export const PARQUET_COMPACTION_INPUT_BYTES_MAX = 256 * 1024 * 1024;
+
+/** A file below this share of the target size is small enough to be merged. */
+const SMALL_FILE_SHARE = 0.75;
+
+/**
+ * One compaction of one day: `files` replace `replaced`, exactly their rows. Written after the
+ * new files and created only if absent, under the day's next generation number: of two
+ * compactions of a day racing (a deposed leader's and its successor's) the first wins.
+ */
+export interface CompactionMarker {
+  format: 'auditlake-parquet-compaction/1';
+  term: number;
+  committedAtMs: number;
+  eventDate: string;
+  generation: number;
+  replaced: CommittedFile[];
+  files: CommittedFile[];
+}
+
+/** What the readers of a Parquet location agree on: its commits and compactions, in key order. */
+export interface ParquetLog {
+  markers: CommitMarker[];
+  compactions: CompactionMarker[];
+}
+
+export function compactionKey(location: S3Location, eventDate: string, generation: number): string {
+  return joinKey(location.prefix, `${COMPACTIONS_DIR}/${eventDate}/${encodeKeyNumber(generation)}.json`);
+}
+
+/** Every compaction marker at `location` in key order (day, then generation), skipping keys in `known`. */
+export async function readCompactions(objects: ObjectStore, location: S3Location, known: ReadonlyMap<string, CompactionMarker> = new Map()): Promise<Map<string, CompactionMarker>> {
+  const keys = await objects.list(joinKey(location.prefix, `${COMPACTIONS_DIR}/`));
+  const fresh = keys.filter((key) => !known.has(key));
+  const read = await mapBounded(fresh, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (key) => [key, JSON.parse(new TextDecoder().decode(await objects.get(key))) as CompactionMarker] as const);
+  const byKey = new Map(read);
+  return new Map(keys.map((key) => [key, (known.get(key) ?? byKey.get(key)) as CompactionMarker]));
+}
+
+/**
+ * The files a reader reads: every committed file, then each compaction applied in key order —
+ * only when every file it replaces is still live, so a compaction can never drop a row twice or
+ * add one that is already there. Returns the live files and the compactions that applied.
+ */
+export function liveParquetFiles(log: ParquetLog): { files: CommittedFile[]; applied: CompactionMarker[] } {
+  const live = new Map<string, CommittedFile>();
+  // A batch retried under the same names (markers from before attempt-unique names) counts once.
+  for (const marker of log.markers) for (const file of marker.files) live.set(file.key, file);
+  const applied: CompactionMarker[] = [];
+  for (const compaction of log.compactions) {
+    if (!compaction.replaced.every((file) => live.has(file.key))) continue;
+    for (const file of compaction.replaced) live.delete(file.key);
+    for (const file of compaction.files) live.set(file.key, file);
+    applied.push(compaction);
+  }
+  return { files: [...live.values()], applied };
+}
+
+/** Reads a location's whole log (the maintenance view; the reader keeps its own incrementally). */
+export async function readParquetLog(objects: ObjectStore, location: S3Location): Promise<ParquetLog> {
+  const [markers, compactions] = await Promise.all([readMarkers(objects, location), readCompactions(objects, location)]);
+  return { markers, compactions: [...compactions.values()] };
+}
+
+export interface ParquetCompactionContext {
+  objects: ObjectStore;
+  location: S3Location;
+  fence: CommitFence;
+  now: () => number;
+  /** Debug/test hook, see {@link MaintenanceStep}. */
+  onStep?: (step: MaintenanceStep) => void | Promise<void>;
+}
+
+/** Per day, the small live files worth merging (two or more), oldest first, within the run's byte limit. */
+function pickSmallFiles(files: readonly CommittedFile[], targetFileSizeBytes: number): CommittedFile[][] {
+  const byDate = new Map<string, CommittedFile[]>();
+  for (const file of files) {
+    if (file.bytes >= targetFileSizeBytes * SMALL_FILE_SHARE) continue;
+    byDate.set(file.eventDate, [...(byDate.get(file.eventDate) ?? []), file]);
+  }
+  const groups: CommittedFile[][] = [];
+  let budget = PARQUET_COMPACTION_INPUT_BYTES_MAX;
+  for (const date of [...byDate.keys()].sort()) {
+    const group: CommittedFile[] = [];
+    for (const file of (byDate.get(date) as CommittedFile[]).sort((a, b) => a.key.localeCompare(b.key))) {
+      if (file.bytes > budget) break;
+      budget -= file.bytes;
+      group.push(file);
+    }
+    if (group.length >= 2) groups.push(group);
+  }
+  return groups;
+}
+
+async function readRows(objects: ObjectStore, files: readonly CommittedFile[]): Promise<TieredEvent[]> {
+  const parts = await mapBounded(files, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (file) => {
+    const events = await (await AuditParquetFile.open(bytesSource(await objects.get(file.key)))).read({});
+    if (events.length !== file.rows) throw new AuditError(AuditErrorCode.TABLE_INVALID, `${objects.url(file.key)} holds ${events.length} rows, its commit marker says ${file.rows}`);
+    return events;
+  });
+  return parts.flat();
+}
+
+export interface ParquetCompactionResult {
+  filesRewritten: number;
+  filesAdded: number;
+  /** Days whose compaction lost to another writer's (its new files are left for orphan cleanup). */
+  daysLost: number;
+}
+
+/**
+ * Day-partition compaction of a Parquet location: per day, the small live files are rewritten
+ * into files near `targetFileSizeBytes` (attempt-unique names) with exactly their rows, then one
+ * compaction marker per day swaps them — created only if absent under the day's next generation,
+ * read back. Until the marker exists readers see the old files, after it the new ones; never
+ * both, never neither. The replaced files are deleted later ({@link deleteReplacedParquetFiles}).
+ */
+export async function compactParquetLocation(context: ParquetCompactionContext, targetFileSizeBytes: number): Promise<ParquetCompactionResult> {
+  const { objects, location, fence } = context;
+  const log = await readParquetLog(objects, location);
+  const groups = pickSmallFiles(liveParquetFiles(log).files, targetFileSizeBytes);
+  const result: ParquetCompactionResult = { filesRewritten: 0, filesAdded: 0, daysLost: 0 };
+  const attempt = `t${fence.term}-${randomUUID().slice(0, 8)}`;
+  for (const group of groups) {
+    const date = (group[0] as CommittedFile).eventDate;
+    const events = await readRows(objects, group);
+    const inputBytes = group.reduce((sum, file) => sum + file.bytes, 0);
+    const rowsPerFile = Math.max(1, Math.floor(targetFileSizeBytes / Math.max(1, inputBytes / Math.max(1, events.length))));
+    const files: CommittedFile[] = [];
+    for (let start = 0, part = 0; start < events.length; start += rowsPerFile, part++) {
+      const slice = events.slice(start, start + rowsPerFile);
+      const bytes = encodeAuditParquet(slice);
+      const key = joinKey(location.prefix, `event_date=${date}/compacted-${attempt}-${part}.parquet`);
+      await objects.put(key, bytes, 'application/vnd.apache.parquet');
+      let tsMin = Number.MAX_SAFE_INTEGER;
+      let tsMax = 0;
+      for (const e of slice) {
+        tsMin = Math.min(tsMin, e.timestamp);
+        tsMax = Math.max(tsMax, e.timestamp);
+      }
+      files.push({ key, eventDate: date, rows: slice.length, bytes: bytes.byteLength, tsMin, tsMax });
+    }
+    const rowsIn = group.reduce((sum, file) => sum + file.rows, 0);
+    const rowsOut = files.reduce((sum, file) => sum + file.rows, 0);
+    if (rowsIn !== rowsOut) throw new Error(`assertion failed: compaction of ${group.length} files read ${rowsIn} rows and wrote ${rowsOut}`);
+    const generation = 1 + Math.max(0, ...log.compactions.filter((c) => c.eventDate === date).map((c) => c.generation));
+    const marker: CompactionMarker = { format: 'auditlake-parquet-compaction/1', term: fence.term, committedAtMs: context.now(), eventDate: date, generation, replaced: group, files };
+    await context.onStep?.('compaction-written');
+    fence.beforeCommit?.();
+    if (!fence.mayCommit()) throw new AuditError(AuditErrorCode.NOT_LEADER, 'no longer the leader; the compaction was not committed (its files are unreferenced)');
+    const key = compactionKey(location, date, generation);
+    const text = JSON.stringify(marker);
+    if (!(await objects.putIfAbsent(key, text, 'application/json')) || new TextDecoder().decode(await objects.get(key)) !== text) {
+      result.daysLost++;
+      continue;
+    }
+    result.filesRewritten += group.length;
+    result.filesAdded += files.length;
+  }
+  return result;
+}

@@ -1,0 +1,78 @@
+import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
+import type { MaintenancePolicy, MaintenanceRunFigures } from './iceberg-maintenance.js';
+import type { ObjectStore } from './object-store.js';
+import { COMMITS_DIR } from './parquet-committer.js';
+import { COMPACTIONS_DIR, compactParquetLocation, liveParquetFiles, readParquetLog, type ParquetCompactionContext } from './parquet-compaction.js';
+import { joinKey, type S3Location } from './s3-location.js';
+
+/**
+ * A replaced file is deleted once its compaction is this old: a search that listed the files
+ * before the swap has long finished reading them by then.
+ */
+export const REPLACED_FILE_GRACE_MS = 15 * 60 * 1000;
+
+async function locationBytes(objects: ObjectStore, location: S3Location): Promise<number> {
+  return (await objects.listObjects(joinKey(location.prefix, ''))).reduce((sum, object) => sum + object.bytes, 0);
+}
+
+/**
+ * Deletes the files that applied compactions replaced, once the compaction is older than
+ * {@link REPLACED_FILE_GRACE_MS}. Commit markers still list them; every reader drops them by
+ * the same compaction, so they are never read again. Deleting a missing file is no error,
+ * so a run stopped among these deletes is finished by the next.
+ */
+async function deleteReplacedParquetFiles(context: ParquetCompactionContext): Promise<number> {
+  const { applied } = liveParquetFiles(await readParquetLog(context.objects, context.location));
+  const cutoffMs = context.now() - REPLACED_FILE_GRACE_MS;
+  const doomed = applied.filter((c) => c.committedAtMs <= cutoffMs).flatMap((c) => c.replaced.map((file) => file.key));
+  const present = new Set((await context.objects.list(joinKey(context.location.prefix, ''))).filter((key) => key.endsWith('.parquet')));
+  const deleting = doomed.filter((key) => present.has(key));
+  await mapBounded(deleting, OBJECT_REQUESTS_IN_FLIGHT_MAX, (key) => context.objects.delete(key));
+  return deleting.length;
+}
+
+/**
+ * Orphan cleanup of a Parquet location: data files no commit marker and no applied compaction
+ * names — a deposed leader's losing batch, a crashed commit's files, a lost compaction's output —
+ * older than `minAgeMs` (a commit still being written looks the same until its marker lands).
+ * Markers themselves are never deleted: they hold the commit chain every writer checks against.
+ */
+async function removeParquetOrphans(context: ParquetCompactionContext, minAgeMs: number): Promise<number> {
+  const { objects, location } = context;
+  const log = await readParquetLog(objects, location);
+  const referenced = new Set<string>();
+  for (const marker of log.markers) for (const file of marker.files) referenced.add(file.key);
+  for (const compaction of liveParquetFiles(log).applied) for (const file of compaction.files) referenced.add(file.key);
+  const own = [joinKey(location.prefix, `${COMMITS_DIR}/`), joinKey(location.prefix, `${COMPACTIONS_DIR}/`)];
+  const cutoffMs = context.now() - minAgeMs;
+  const orphans = (await objects.listObjects(joinKey(location.prefix, ''))).filter(
+    (object) => object.key.endsWith('.parquet') && !own.some((prefix) => object.key.startsWith(prefix)) && !referenced.has(object.key) && object.lastModifiedMs <= cutoffMs,
+  );
+  await mapBounded(orphans, OBJECT_REQUESTS_IN_FLIGHT_MAX, (object) => objects.delete(object.key));
+  return orphans.length;
+}
+
+/**
+ * One maintenance run over a Parquet location, in order: day-partition compaction, deletion of
+ * files replaced long enough ago, then (when enabled) orphan cleanup. There are no snapshots or
+ * metadata versions to expire. Each step leaves every event readable exactly once, so a run
+ * stopped anywhere is finished by the next.
+ */
+export async function runParquetMaintenance(context: ParquetCompactionContext, policy: Pick<MaintenancePolicy, 'removeOrphanFiles' | 'orphanMinAgeMs' | 'targetFileSizeBytes'>): Promise<MaintenanceRunFigures> {
+  const bytesBefore = await locationBytes(context.objects, context.location);
+  const compaction = await compactParquetLocation(context, policy.targetFileSizeBytes);
+  await context.onStep?.('compaction');
+  const filesDeleted = await deleteReplacedParquetFiles(context);
+  await context.onStep?.('expiry');
+  const orphansDeleted = policy.removeOrphanFiles ? await removeParquetOrphans(context, policy.orphanMinAgeMs) : 0;
+  await context.onStep?.('orphans');
+  return {
+    filesRewritten: compaction.filesRewritten,
+    filesAdded: compaction.filesAdded,
+    snapshotsExpired: 0,
+    filesDeleted,
+    orphansDeleted,
+    bytesBefore,
+    bytesAfter: await locationBytes(context.objects, context.location),
+  };
+}

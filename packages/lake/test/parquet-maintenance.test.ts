@@ -1,0 +1,165 @@
+// Goal: Parquet-mode maintenance compacts each day's small committed files into one and swaps them by a compaction marker — readers (ParquetTierSource, DuckDB over the files it lists) see every event exactly once before, at and after the swap — a compaction that lost its day's generation to another writer adds nothing, a sweep committing meanwhile loses nothing, replaced files are deleted only after the grace period, and orphan cleanup removes an old unreferenced file but spares a young one.
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import type { StoredEvent } from '@auditlake/model';
+import S3rver from 's3rver';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import {
+  commitParquetBatch,
+  compactionKey,
+  compactParquetLocation,
+  honourConditionalCreate,
+  ParquetTierSource,
+  readCompactions,
+  REPLACED_FILE_GRACE_MS,
+  runParquetMaintenance,
+  S3Connections,
+  type ObjectStore,
+  type S3Location,
+} from '../src/index.js';
+
+const BUCKET = 'pqt';
+const T0 = Date.UTC(2026, 4, 1);
+const DAY_MS = 86_400_000;
+let server: S3rver;
+let dir: string;
+let connections: S3Connections;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'parquet-maintenance-'));
+  server = new S3rver({ address: '127.0.0.1', port: 0, directory: join(dir, 's3'), silent: true, configureBuckets: [{ name: BUCKET }], vhostBuckets: false });
+  honourConditionalCreate(server);
+  const { port } = await server.run();
+  connections = new S3Connections(new Map([['s3', { id: 's3', endpoint: `http://127.0.0.1:${port}`, region: 'us-east-1', accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER', forcePathStyle: true }]]));
+});
+
+afterAll(async () => {
+  connections?.close();
+  server?.httpServer?.closeAllConnections();
+  await server?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Events firstSeq.. over two days (alternating), ingest order = seq order. */
+function events(firstSeq: number, count: number): StoredEvent[] {
+  return Array.from({ length: count }, (_, i) => {
+    const seq = firstSeq + i;
+    return { eventId: `e${seq}`, userId: `u${seq % 7}`, source: 'trino', action: 'data:Select', resource: 'r', decision: 'ALLOW', tables: ['t'], query: `q${seq}`, details: '', timestamp: T0 + (seq % 2) * DAY_MS + seq, ingestTs: T0 + 10 * DAY_MS + seq, seq, term: 1 };
+  });
+}
+
+const fence = { term: 1, mayCommit: () => true };
+
+/** A location with `commits` sweep commits of `perCommit` events each (two days per commit). */
+async function locationWith(name: string, commits: number, perCommit: number): Promise<{ location: S3Location; objects: ObjectStore; seqMax: number }> {
+  const location = { bucket: BUCKET, prefix: name };
+  const objects = connections.bucket('s3', BUCKET);
+  for (let c = 0; c < commits; c++) {
+    await commitParquetBatch(objects, location, events(1 + c * perCommit, perCommit), { term: 1, nowMs: T0, afterSeq: c * perCommit, mayCommit: () => true });
+  }
+  return { location, objects, seqMax: commits * perCommit };
+}
+
+/** What a reader reads: the files ParquetTierSource lists, counted by DuckDB. */
+async function readerCounts(location: S3Location, objects: ObjectStore): Promise<{ files: number; rows: number; distinct: number }> {
+  const source = new ParquetTierSource(connections, { mode: 'parquet', path: `s3://${location.bucket}/${location.prefix}`, connectionId: 's3' });
+  onTestFinished(() => source.close());
+  const files = await source.listFiles();
+  const local = await mkdtemp(join(dir, 'duck-'));
+  const paths: string[] = [];
+  for (const file of files) {
+    const target = join(local, file.key);
+    await mkdir(dirname(target), { recursive: true });
+    await writeFile(target, await objects.get(file.key));
+    paths.push(target);
+  }
+  const instance = await DuckDBInstance.create(':memory:');
+  const connection = await instance.connect();
+  try {
+    const result = (await connection.runAndReadAll(`SELECT count(*)::INTEGER AS n, count(DISTINCT event_id)::INTEGER AS d FROM read_parquet([${paths.map((p) => `'${p}'`).join(',')}])`)).getRowObjectsJson();
+    return { files: files.length, rows: Number(result[0]?.['n']), distinct: Number(result[0]?.['d']) };
+  } finally {
+    connection.closeSync();
+    instance.closeSync();
+  }
+}
+
+const POLICY = { removeOrphanFiles: true, orphanMinAgeMs: 0, targetFileSizeBytes: 16 * 1024 * 1024 };
+
+describe('Parquet maintenance', () => {
+  it('compacts each day into one file: every event once before, at and after the swap; replaced files go after the grace period', async () => {
+    const { location, objects, seqMax } = await locationWith('compact', 6, 20);
+    expect(await readerCounts(location, objects)).toEqual({ files: 12, rows: seqMax, distinct: seqMax });
+    // A reader that listed before the swap keeps reading the old files: they stay within the grace period.
+    let now = Date.now();
+    const run = await runParquetMaintenance({ objects, location, fence, now: () => now }, POLICY);
+    expect(run).toMatchObject({ filesRewritten: 12, filesAdded: 2, snapshotsExpired: 0, filesDeleted: 0, orphansDeleted: 0 });
+    expect(await readerCounts(location, objects)).toEqual({ files: 2, rows: seqMax, distinct: seqMax });
+    expect((await objects.list('compact/')).filter((k) => k.endsWith('.parquet'))).toHaveLength(14);
+    // After the grace period the replaced files are deleted; the reader's view is unchanged.
+    now += REPLACED_FILE_GRACE_MS + 1;
+    const later = await runParquetMaintenance({ objects, location, fence, now: () => now }, POLICY);
+    expect(later).toMatchObject({ filesRewritten: 0, filesAdded: 0, filesDeleted: 12, orphansDeleted: 0 });
+    expect((await objects.list('compact/')).filter((k) => k.endsWith('.parquet'))).toHaveLength(2);
+    expect(await readerCounts(location, objects)).toEqual({ files: 2, rows: seqMax, distinct: seqMax });
+    expect(later.bytesAfter).toBeLessThan(run.bytesBefore);
+  });
+
+  it('a sweep committing during the compaction loses nothing; a second compaction of the day adds the new files', async () => {
+    const { location, objects } = await locationWith('race', 4, 20);
+    let sweep: Promise<unknown> | undefined;
+    const result = await compactParquetLocation(
+      {
+        objects,
+        location,
+        now: Date.now,
+        fence,
+        // Between writing the first day's compacted files and its swap, a sweep commits more events.
+        onStep: async (step) => {
+          if (step === 'compaction-written') await (sweep ??= commitParquetBatch(objects, location, events(81, 20), { term: 1, nowMs: T0, afterSeq: 80, mayCommit: () => true }));
+        },
+      },
+      POLICY.targetFileSizeBytes,
+    );
+    await sweep;
+    expect(result.filesRewritten).toBe(8);
+    expect(await readerCounts(location, objects)).toEqual({ files: 4, rows: 100, distinct: 100 });
+    const again = await compactParquetLocation({ objects, location, now: Date.now, fence }, POLICY.targetFileSizeBytes);
+    expect(again).toMatchObject({ filesRewritten: 4, filesAdded: 2, daysLost: 0 });
+    expect(await readerCounts(location, objects)).toEqual({ files: 2, rows: 100, distinct: 100 });
+    expect([...(await readCompactions(objects, location)).values()].map((c) => c.generation).sort()).toEqual([1, 1, 2, 2]);
+  });
+
+  it("a compaction that lost its day's generation to another writer adds nothing (its files are orphans)", async () => {
+    const { location, objects, seqMax } = await locationWith('lost', 4, 20);
+    // Another writer (a deposed leader's maintenance) took both days' next generation first.
+    const takeBothDays = async () => {
+      for (const date of ['2026-05-01', '2026-05-02']) {
+        const taken = { format: 'auditlake-parquet-compaction/1', term: 9, committedAtMs: 0, eventDate: date, generation: 1, replaced: [{ key: 'lost/none.parquet', eventDate: date, rows: 1, bytes: 1, tsMin: 0, tsMax: 0 }], files: [] };
+        await objects.putIfAbsent(compactionKey(location, date, 1), JSON.stringify(taken), 'application/json');
+      }
+    };
+    // After this run read the log and wrote its files, before its swap.
+    const result = await compactParquetLocation({ objects, location, now: Date.now, fence, onStep: (step) => (step === 'compaction-written' ? takeBothDays() : undefined) }, POLICY.targetFileSizeBytes);
+    expect(result).toEqual({ filesRewritten: 0, filesAdded: 0, daysLost: 2 });
+    expect(await readerCounts(location, objects)).toEqual({ files: 8, rows: seqMax, distinct: seqMax });
+    // The loser's compacted files are unreferenced: orphan cleanup removes them.
+    const run = await runParquetMaintenance({ objects, location, fence, now: () => Date.now() + 1 }, { ...POLICY, targetFileSizeBytes: 1 });
+    expect(run.orphansDeleted).toBe(2);
+    expect(await readerCounts(location, objects)).toEqual({ files: 8, rows: seqMax, distinct: seqMax });
+  });
+
+  it('orphan cleanup removes an old unreferenced file and spares a young one', async () => {
+    const { location, objects, seqMax } = await locationWith('orphans', 1, 10);
+    await objects.put('orphans/event_date=2026-05-01/part-0000000000000001-t0-stray.parquet', new Uint8Array([1, 2, 3]), 'application/vnd.apache.parquet');
+    const young = await runParquetMaintenance({ objects, location, fence, now: Date.now }, { ...POLICY, orphanMinAgeMs: 60 * 60 * 1000, targetFileSizeBytes: 1 });
+    expect(young.orphansDeleted).toBe(0);
+    expect(await objects.exists('orphans/event_date=2026-05-01/part-0000000000000001-t0-stray.parquet')).toBe(true);
+    const old = await runParquetMaintenance({ objects, location, fence, now: () => Date.now() + 2 * 60 * 60 * 1000 }, { ...POLICY, orphanMinAgeMs: 60 * 60 * 1000, targetFileSizeBytes: 1 });
+    expect(old.orphansDeleted).toBe(1);
+    expect(await objects.exists('orphans/event_date=2026-05-01/part-0000000000000001-t0-stray.parquet')).toBe(false);
+    expect(await readerCounts(location, objects)).toEqual({ files: 2, rows: seqMax, distinct: seqMax });
+  });
+});
