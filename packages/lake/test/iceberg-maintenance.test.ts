@@ -170,7 +170,7 @@ describe('Iceberg maintenance', () => {
     const again = await runIcebergMaintenance(context(table, objects), policy);
     expect(again.filesRewritten).toBe(0);
     expectEveryEventOnce(await icebirdIds(table), seqMax);
-  });
+  }, 180_000); // Sixty commits, a full run and two independent reads: slow on a loaded machine.
 
   it('finds the newest version by listing past 1,000 metadata files when the hint is missing', async () => {
     const { table, objects } = await tableWith('many', 1, 5);
