@@ -4,7 +4,8 @@ import { freePort, startNodeProcess, tempDir, type NodeProcess } from '@auditlak
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { downloadKeys, duckdb, routeAwsS3To, s3Bucket, waitUntilTiered } from './s3-readers.js';
 
-const ENV = { AUDITLAKE_ADMIN_TOKEN: 'adm', AUDITLAKE_INGEST_TOKEN: 'ing' };
+const S3_CREDENTIALS = { accessKeyId: 'ALMAINTCRASH00000001', secretAccessKey: 'maint-crash-secret-0123456789abcdefghi' };
+const ENV = { AUDITLAKE_ADMIN_TOKEN: 'adm', AUDITLAKE_INGEST_TOKEN: 'ing', AUDITLAKE_EMBEDDED_S3_ACCESS_KEY: S3_CREDENTIALS.accessKeyId, AUDITLAKE_EMBEDDED_S3_SECRET_KEY: S3_CREDENTIALS.secretAccessKey };
 const FAST = ['auditlake.audit.tier.interval.ms=100', 'auditlake.audit.tier.ingest.settle.ms=0', 'auditlake.audit.tier.batch.size=10'];
 const TABLE_URL = 's3://auditlake/warehouse/ops/audit_events';
 /** Where the run is killed, in run order: each boundary, and two points inside a step. */
@@ -16,7 +17,7 @@ function post(url: string, path: string, body: unknown, token: string) {
 
 /** Every event id of ours (prefix `k`) icebird reads from the table, with how often. */
 async function icebirdCounts(s3Endpoint: string): Promise<Map<string, number>> {
-  routeAwsS3To(s3Endpoint);
+  routeAwsS3To(s3Endpoint, S3_CREDENTIALS);
   const { icebergRead } = await import('icebird');
   const rows = (await icebergRead({ tableUrl: TABLE_URL })) as Array<{ event_id: string }>;
   const counts = new Map<string, number>();
@@ -74,12 +75,15 @@ describe('table maintenance killed with -9 (real process, embedded S3)', () => {
     const { runs } = (await res.json()) as { runs: Array<Record<string, unknown>> };
     const [run] = runs;
     expect(run).toMatchObject({ ok: true, error: null });
+    // The run is itself an audit event: let the sweep commit it, so no sweep is between its
+    // data file and its commit while the files are compared below.
+    await waitUntilTiered(node.url, 'adm');
     expectEachOnce(await icebirdCounts(s3Endpoint), ingested);
 
     // The job is finished: no data file is left that no retained snapshot names (leftovers of
     // the crashes were orphans, now removed), and DuckDB over exactly the current snapshot's
     // files counts every event once.
-    const objects = s3Bucket(s3Endpoint, 'auditlake');
+    const objects = s3Bucket(s3Endpoint, 'auditlake', S3_CREDENTIALS);
     const table = icebergTableAt({ identifier: 'local.ops.audit_events', location: TABLE_URL, connectionId: 't' });
     const loaded = (await loadIcebergTable(objects, table))!;
     const keyOf = (path: string) => path.slice('s3://auditlake/'.length);

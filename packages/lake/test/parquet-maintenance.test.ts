@@ -4,13 +4,12 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import type { StoredEvent } from '@auditlake/model';
-import S3rver from 's3rver';
+import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import {
   commitParquetBatch,
   compactionKey,
   compactParquetLocation,
-  honourConditionalCreate,
   ParquetTierSource,
   readCompactions,
   REPLACED_FILE_GRACE_MS,
@@ -23,21 +22,19 @@ import {
 const BUCKET = 'pqt';
 const T0 = Date.UTC(2026, 4, 1);
 const DAY_MS = 86_400_000;
-let server: S3rver;
+const CREDENTIALS = { accessKeyId: 'ALPARQUETMAINT000001', secretAccessKey: 'parquet-maint-secret-0123456789abcdefg' };
+let server: S3Endpoint;
 let dir: string;
 let connections: S3Connections;
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'parquet-maintenance-'));
-  server = new S3rver({ address: '127.0.0.1', port: 0, directory: join(dir, 's3'), silent: true, configureBuckets: [{ name: BUCKET }], vhostBuckets: false });
-  honourConditionalCreate(server);
-  const { port } = await server.run();
-  connections = new S3Connections(new Map([['s3', { id: 's3', endpoint: `http://127.0.0.1:${port}`, region: 'us-east-1', accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER', forcePathStyle: true }]]));
+  server = await startS3Endpoint({ directory: join(dir, 's3'), host: '127.0.0.1', port: 0, buckets: [BUCKET], credentials: CREDENTIALS });
+  connections = new S3Connections(new Map([['s3', { id: 's3', endpoint: server.url, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
 });
 
 afterAll(async () => {
   connections?.close();
-  server?.httpServer?.closeAllConnections();
   await server?.close();
   await rm(dir, { recursive: true, force: true });
 });

@@ -145,7 +145,7 @@ describe('a deposed leader whose PUT was held until its successor committed', ()
   for (const mode of ['parquet', 'iceberg'] as const) {
     for (const which of ['data', 'commit'] as const) {
       it(`${mode}: holding its ${which} PUT loses nothing and duplicates nothing; its commit is refused`, async () => {
-        const name = `${mode}-${which}`;
+        const name = `${mode}_${which}`;
         const objects = direct.bucket('s3', BUCKET);
         // The deposed leader (term 1) cuts a smaller batch than its successor (term 2), as in the attack.
         const zombie = sweeper({ store: await replica(), connections: held, settings: () => settings(mode, name), term: () => 1, batchSizeMax: 50 });
