@@ -1,13 +1,14 @@
-import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
-
 /** What each node publishes about itself, so peers find each other without a static list. */
 export interface MemberInfo {
   nodeId: string;
   url: string;
   role: 'leader' | 'standby';
+  /** The newest term the node knows. */
   term: number;
-  appliedSeq: number;
+  /** Where its log ends: the last seq and the term of that entry (elections compare these). */
+  lastSeq: number;
+  lastTerm: number;
+  /** The publisher's wall clock when it published. */
   updatedAtMs: number;
 }
 
@@ -16,183 +17,41 @@ export interface LeaderRecord {
   term: number;
 }
 
-export interface CoordinatorOptions {
-  /** `redis://host:port` */
-  url: string;
-  /** Keys live under `auditlake:<clusterName>:`. */
-  clusterName: string;
-  nodeId: string;
-  leaseTtlMs: number;
-}
-
 /**
- * Win the lease only if nobody holds it, and take the next term in the same atomic step, so
- * two winners can never share a term. KEYS: lease, term. ARGV: nodeId, ttl ms.
+ * The cluster's shared view: the leader lease, the term counter and the members. The
+ * production implementation is Redis (RedisCoordinator); InMemoryCoordinator implements the
+ * same semantics for the deterministic simulator. Every call rejects while the coordinator is
+ * unreachable; none is queued.
+ *
+ * Semantics every implementation keeps (the conformance suite checks them):
+ * - `campaign(knownTerm)` wins only when nobody holds the lease, and then takes a term above
+ *   both every term handed out before and `knownTerm`, in one atomic step;
+ * - a lease lasts `leaseTtlMs` from the last successful campaign or renew, on the
+ *   coordinator's clock; `renew` and `resign` act only for the holder in that term;
+ * - `raiseTermFloor` never lowers the counter; member records expire 3 lease TTLs after
+ *   they were last published.
  */
-const CAMPAIGN = `
-if redis.call('SET', KEYS[1], ARGV[1] .. '|0', 'NX', 'PX', ARGV[2]) then
-  local term = redis.call('INCR', KEYS[2])
-  if term <= tonumber(ARGV[3]) then
-    term = tonumber(ARGV[3]) + 1
-    redis.call('SET', KEYS[2], term)
-  end
-  redis.call('SET', KEYS[1], ARGV[1] .. '|' .. term, 'PX', ARGV[2])
-  return term
-end
-return 0`;
-
-/**
- * Keep the term counter at least at a term this node has seen. Redis may restart empty; the
- * terms the nodes remember put the counter back, so a new term is always newer. KEYS: term.
- * ARGV: known term.
- */
-const RAISE_TERM_FLOOR = `
-local current = tonumber(redis.call('GET', KEYS[1]) or '0')
-if current < tonumber(ARGV[1]) then
-  redis.call('SET', KEYS[1], ARGV[1])
-end
-return 1`;
-
-/** Extend the lease only while it is still ours in this term. KEYS: lease. ARGV: value, ttl ms. */
-const RENEW = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-return 0`;
-
-/** Give the lease up only if it is ours. KEYS: lease. ARGV: value. */
-const RESIGN = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0`;
-
-/**
- * The cluster's view in Redis: the leader lease (SET NX PX, renewed), the term counter
- * (INCR at every win) and the members. Redis is an existing, well-understood service used
- * only for these few keys; no consensus is home-made here. Commands fail fast while Redis is
- * unreachable (no offline queue), so a leader notices it cannot renew before its lease ends.
- */
-export class Coordinator {
-  readonly #redis: Redis;
-  readonly #options: CoordinatorOptions;
-  readonly #prefix: string;
-
-  constructor(options: CoordinatorOptions) {
-    this.#options = options;
-    this.#prefix = `auditlake:${options.clusterName}:`;
-    const timeoutMs = Math.max(100, Math.floor(options.leaseTtlMs / 3));
-    this.#redis = new Redis(options.url, {
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      commandTimeout: timeoutMs,
-      connectTimeout: timeoutMs,
-      // Reconnect quickly and forever: Redis coming back must end an outage without a restart.
-      retryStrategy: () => Math.min(200, timeoutMs),
-      lazyConnect: false,
-    });
-    // Errors surface as rejected commands; the connection's own error events are expected noise.
-    this.#redis.on('error', () => undefined);
-  }
-
-  /** Resolves true once connected to Redis, false after `timeoutMs` (commands fail until then). */
-  async connected(timeoutMs: number): Promise<boolean> {
-    if (this.#redis.status === 'ready') return true;
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.#redis.off('ready', onReady);
-        resolve(false);
-      }, timeoutMs);
-      const onReady = () => {
-        clearTimeout(timer);
-        resolve(true);
-      };
-      this.#redis.once('ready', onReady);
-    });
-  }
-
-  #key(name: string): string {
-    return this.#prefix + name;
-  }
-
-  /**
-   * Tries to become leader; resolves with the new term (always above `knownTerm`), or 0 when
-   * someone holds the lease.
-   */
-  async campaign(knownTerm: number): Promise<number> {
-    const term = await this.#redis.eval(CAMPAIGN, 2, this.#key('leader'), this.#key('term'), this.#options.nodeId, String(this.#options.leaseTtlMs), String(knownTerm));
-    return Number(term);
-  }
-
-  /** Puts the term counter back to at least `knownTerm` (after Redis lost its data). */
-  async raiseTermFloor(knownTerm: number): Promise<void> {
-    await this.#redis.eval(RAISE_TERM_FLOOR, 1, this.#key('term'), String(knownTerm));
-  }
-
-  /** Extends our lease for `term`; false when it is no longer ours. */
-  async renew(term: number): Promise<boolean> {
-    const result = await this.#redis.eval(RENEW, 1, this.#key('leader'), `${this.#options.nodeId}|${term}`, String(this.#options.leaseTtlMs));
-    return Number(result) === 1;
-  }
-
-  async resign(term: number): Promise<void> {
-    await this.#redis.eval(RESIGN, 1, this.#key('leader'), `${this.#options.nodeId}|${term}`);
-  }
-
+export interface Coordinator {
+  /** The new term (above `knownTerm`), or 0 when someone holds the lease. */
+  campaign(knownTerm: number): Promise<number>;
+  /** Puts the term counter back to at least `knownTerm` (after the coordinator lost its data). */
+  raiseTermFloor(knownTerm: number): Promise<void>;
+  /** Extends this node's lease for `term`; false when it is no longer ours. */
+  renew(term: number): Promise<boolean>;
+  /** Gives the lease up if this node holds it in `term`. */
+  resign(term: number): Promise<void>;
   /** The current lease holder, if any. */
-  async leader(): Promise<LeaderRecord | undefined> {
-    const value = await this.#redis.get(this.#key('leader'));
-    if (value === null) return undefined;
-    const bar = value.lastIndexOf('|');
-    const term = Number(value.slice(bar + 1));
-    // `|0` marks the instant inside the campaign script; no one outside sees it, but be safe.
-    if (bar <= 0 || !Number.isSafeInteger(term) || term === 0) return undefined;
-    return { nodeId: value.slice(0, bar), term };
-  }
-
+  leader(): Promise<LeaderRecord | undefined>;
   /** The highest term ever handed out. */
-  async latestTerm(): Promise<number> {
-    return Number((await this.#redis.get(this.#key('term'))) ?? 0);
-  }
-
-  /** Publishes this node's member record; it expires unless refreshed within 3 lease TTLs. */
-  async publish(info: MemberInfo): Promise<void> {
-    await this.#redis
-      .multi()
-      .sadd(this.#key('members'), info.nodeId)
-      .set(this.#key(`member:${info.nodeId}`), JSON.stringify(info), 'PX', this.#options.leaseTtlMs * 3)
-      .exec();
-  }
-
+  latestTerm(): Promise<number>;
+  /** Publishes this node's member record. */
+  publish(info: MemberInfo): Promise<void>;
   /** Members whose record has not expired. */
-  async members(): Promise<MemberInfo[]> {
-    const ids = await this.#redis.smembers(this.#key('members'));
-    if (ids.length === 0) return [];
-    const values = await this.#redis.mget(ids.map((id) => this.#key(`member:${id}`)));
-    const live: MemberInfo[] = [];
-    const gone: string[] = [];
-    values.forEach((value, i) => {
-      if (value === null) gone.push(ids[i] as string);
-      else live.push(JSON.parse(value) as MemberInfo);
-    });
-    if (gone.length > 0) await this.#redis.srem(this.#key('members'), ...gone);
-    return live;
-  }
-
+  members(): Promise<MemberInfo[]>;
   /**
-   * The secret nodes present to each other's internal endpoints. The first node to ask
-   * creates it (or puts back the one it remembers, should Redis have restarted empty);
-   * whoever can read Redis already controls the cluster, so keeping it there adds no exposure.
+   * The secret nodes present to each other's internal endpoints: created by the first node
+   * to ask, or put back from `remembered` after the coordinator lost it.
    */
-  async clusterToken(remembered: string | undefined): Promise<string> {
-    const key = this.#key('cluster-token');
-    await this.#redis.set(key, remembered ?? randomBytes(24).toString('base64url'), 'NX');
-    const token = await this.#redis.get(key);
-    if (token === null) throw new Error('cluster token vanished from Redis');
-    return token;
-  }
-
-  async close(): Promise<void> {
-    this.#redis.disconnect();
-  }
+  clusterToken(remembered: string | undefined): Promise<string>;
+  close(): Promise<void>;
 }

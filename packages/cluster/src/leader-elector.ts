@@ -1,5 +1,5 @@
-import { performance } from 'node:perf_hooks';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
+import type { Clock, Timer } from './clock.js';
 import type { Coordinator, MemberInfo } from './coordinator.js';
 
 export type NodeRole = 'leader' | 'standby';
@@ -15,14 +15,21 @@ export interface ClusterLog {
   warn(obj: object, msg: string): void;
 }
 
+/** Where a log ends: its last seq and the term of that entry. */
+export interface LogEnd {
+  lastSeq: number;
+  lastTerm: number;
+}
+
 export interface LeaderElectorOptions {
   coordinator: Coordinator;
+  clock: Clock;
   nodeId: string;
-  url: string;
   leaseTtlMs: number;
   /** The highest term this node has seen before (persisted), so it refuses older ones after a restart. */
   knownTerm: number;
-  appliedSeq: () => number;
+  /** Where this node's log ends now. */
+  logEnd: () => LogEnd;
   /**
    * Runs after a won election and before the first event is ordered: catch up from peers,
    * record where the term starts. `stillLeader()` turns false if the lease is lost meanwhile.
@@ -42,7 +49,10 @@ export interface LeaderElectorOptions {
  */
 export class LeaderElector {
   readonly #options: LeaderElectorOptions;
+  readonly #clock: Clock;
   readonly #marginMs: number;
+  /** The URL peers reach this node at, known once it listens (start). */
+  #url = '';
   #role: NodeRole = 'standby';
   #ready = false;
   #term = 0;
@@ -50,25 +60,38 @@ export class LeaderElector {
   #leaseValidUntil = 0;
   #leader: LeaderView | undefined;
   #members: MemberInfo[] = [];
-  #noLeaderSince = performance.now();
+  #noLeaderSince: number;
   /** Since when every round reached Redis (undefined while it does not answer). */
   #redisUpSince: number | undefined;
-  #timer: NodeJS.Timeout | undefined;
+  #timer: Timer | undefined;
   #ticking = false;
   #closed = false;
 
   constructor(options: LeaderElectorOptions) {
     this.#options = options;
+    this.#clock = options.clock;
+    this.#noLeaderSince = options.clock.monotonicMs();
     this.#knownTerm = options.knownTerm;
     this.#marginMs = Math.max(100, Math.floor(options.leaseTtlMs * 0.2));
   }
 
-  start(): void {
+  /** Starts the rounds; `url` is where peers reach this node. */
+  start(url: string): void {
+    this.#url = url;
     // Rounds every TTL/6: a leader renews well inside its TTL, and a standby notices an
     // expired lease within a sixth of it (failover ≈ the dead leader's remaining lease + this).
-    const interval = Math.max(50, Math.floor(this.#options.leaseTtlMs / 6));
-    this.#timer = setInterval(() => void this.tick(), interval);
-    void this.tick();
+    const intervalMs = Math.max(50, Math.floor(this.#options.leaseTtlMs / 6));
+    const round = () => {
+      if (this.#closed) return;
+      this.#timer = this.#clock.setTimer(round, intervalMs);
+      void this.tick();
+    };
+    round();
+  }
+
+  /** Where peers reach this node ('' before start). */
+  get url(): string {
+    return this.#url;
   }
 
   get role(): NodeRole {
@@ -86,7 +109,7 @@ export class LeaderElector {
   /** True only for a prepared leader whose lease is still valid right now. */
   isLeader(): boolean {
     if (this.#role !== 'leader' || !this.#ready) return false;
-    if (performance.now() < this.#leaseValidUntil) return true;
+    if (this.#clock.monotonicMs() < this.#leaseValidUntil) return true;
     this.#stepDown('lease expired before it could be renewed');
     return false;
   }
@@ -99,7 +122,7 @@ export class LeaderElector {
 
   /** The leader as last seen (this node when it leads). */
   get leader(): LeaderView | undefined {
-    if (this.isLeader()) return { nodeId: this.#options.nodeId, url: this.#options.url, term: this.#term };
+    if (this.isLeader()) return { nodeId: this.#options.nodeId, url: this.#url, term: this.#term };
     return this.#leader;
   }
 
@@ -122,18 +145,18 @@ export class LeaderElector {
       if (this.#role === 'leader') await this.#renew();
       else await this.#watchAndCampaign();
       await this.#publish();
-      this.#redisUpSince ??= performance.now();
+      this.#redisUpSince ??= this.#clock.monotonicMs();
     } catch (err) {
       this.#redisUpSince = undefined;
       // Redis unreachable: a leader's lease simply runs out (checked in isLeader()).
-      if (this.#role === 'leader' && performance.now() >= this.#leaseValidUntil) this.#stepDown(`could not renew the lease: ${String(err)}`);
+      if (this.#role === 'leader' && this.#clock.monotonicMs() >= this.#leaseValidUntil) this.#stepDown(`could not renew the lease: ${String(err)}`);
     } finally {
       this.#ticking = false;
     }
   }
 
   async #renew(): Promise<void> {
-    const started = performance.now();
+    const started = this.#clock.monotonicMs();
     const renewed = await this.#options.coordinator.renew(this.#term);
     if (!renewed) {
       this.#stepDown('the lease is held by another node');
@@ -151,12 +174,12 @@ export class LeaderElector {
       this.observeTerm(record.term);
       const url = members.find((m) => m.nodeId === record.nodeId)?.url;
       this.#leader = url === undefined || record.nodeId === this.#options.nodeId ? undefined : { nodeId: record.nodeId, url, term: record.term };
-      this.#noLeaderSince = performance.now();
+      this.#noLeaderSince = this.#clock.monotonicMs();
       return;
     }
     this.#leader = undefined;
     if (!this.#mayCampaign(members)) return;
-    const started = performance.now();
+    const started = this.#clock.monotonicMs();
     const term = await coordinator.campaign(this.#knownTerm);
     if (term === 0) return;
     this.#role = 'leader';
@@ -177,17 +200,17 @@ export class LeaderElector {
     // Redis may have restarted empty: wait one lease TTL of rounds that reached it, so every
     // live node has put its known term back (raiseTermFloor) and republished itself before
     // anyone takes a term — else a node that never saw the latest term could reuse it.
-    if (this.#redisUpSince === undefined || performance.now() - this.#redisUpSince < this.#options.leaseTtlMs) return false;
-    const mine = this.#options.appliedSeq();
+    if (this.#redisUpSince === undefined || this.#clock.monotonicMs() - this.#redisUpSince < this.#options.leaseTtlMs) return false;
+    const mine = this.#options.logEnd().lastSeq;
     // Only members that published within one TTL count (they publish every TTL/6): a dead
     // leader's record lives for three, and its applied seq must not hold every survivor back.
-    const others = members.filter((m) => m.nodeId !== this.#options.nodeId && Date.now() - m.updatedAtMs < this.#options.leaseTtlMs);
-    const best = others.every((m) => m.appliedSeq <= mine);
-    return best || performance.now() - this.#noLeaderSince > 2 * this.#options.leaseTtlMs;
+    const others = members.filter((m) => m.nodeId !== this.#options.nodeId && this.#clock.wallMs() - m.updatedAtMs < this.#options.leaseTtlMs);
+    const best = others.every((m) => m.lastSeq <= mine);
+    return best || this.#clock.monotonicMs() - this.#noLeaderSince > 2 * this.#options.leaseTtlMs;
   }
 
   async #prepare(term: number): Promise<void> {
-    const stillLeader = () => this.#role === 'leader' && this.#term === term && performance.now() < this.#leaseValidUntil;
+    const stillLeader = () => this.#role === 'leader' && this.#term === term && this.#clock.monotonicMs() < this.#leaseValidUntil;
     try {
       await this.#options.prepareLeadership(term, stillLeader);
       if (!stillLeader()) throw new Error('lost the lease while catching up');
@@ -204,7 +227,7 @@ export class LeaderElector {
     this.#role = 'standby';
     this.#ready = false;
     this.#leaseValidUntil = 0;
-    this.#noLeaderSince = performance.now();
+    this.#noLeaderSince = this.#clock.monotonicMs();
     this.#options.log.warn({ term, reason }, 'stepped down as leader');
     this.#options.coordinator.resign(term).catch(() => undefined);
   }
@@ -212,20 +235,22 @@ export class LeaderElector {
   async #publish(): Promise<void> {
     await this.#options.coordinator.raiseTermFloor(this.#knownTerm);
     await this.#options.onTick();
+    const { lastSeq, lastTerm } = this.#options.logEnd();
     await this.#options.coordinator.publish({
       nodeId: this.#options.nodeId,
-      url: this.#options.url,
+      url: this.#url,
       role: this.isLeader() ? 'leader' : 'standby',
       term: this.#knownTerm,
-      appliedSeq: this.#options.appliedSeq(),
-      updatedAtMs: Date.now(),
+      lastSeq,
+      lastTerm,
+      updatedAtMs: this.#clock.wallMs(),
     });
   }
 
   /** Stops electing; a leader resigns so a successor need not wait for the lease to expire. */
   async close(): Promise<void> {
     this.#closed = true;
-    if (this.#timer) clearInterval(this.#timer);
+    this.#timer?.cancel();
     if (this.#role === 'leader') {
       const term = this.#term;
       this.#role = 'standby';

@@ -1,5 +1,6 @@
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import type { AuditStore } from '@auditlake/store';
+import type { Clock } from './clock.js';
 import type { LeaderElector } from './leader-elector.js';
 import type { MetaHash } from './meta-hash.js';
 import { TERM_STARTS_META, type PullRequest, type PullResponse, type TermStart } from './protocol.js';
@@ -18,10 +19,12 @@ export class LogSource {
   readonly #tracker: ReplicationTracker;
   readonly #metaHash: MetaHash;
   readonly #nodeId: string;
+  readonly #clock: Clock;
   readonly #waiting = new Set<() => void>();
   #closed = false;
 
-  constructor(options: { store: AuditStore; elector: LeaderElector; tracker: ReplicationTracker; metaHash: MetaHash; nodeId: string }) {
+  constructor(options: { store: AuditStore; elector: LeaderElector; tracker: ReplicationTracker; metaHash: MetaHash; nodeId: string; clock: Clock }) {
+    this.#clock = options.clock;
     this.#store = options.store;
     this.#elector = options.elector;
     this.#tracker = options.tracker;
@@ -85,12 +88,12 @@ export class LogSource {
     if (this.#closed) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
-        clearTimeout(timer);
+        timer.cancel();
         unsubscribe();
         this.#waiting.delete(done);
         resolve();
       };
-      const timer = setTimeout(done, ms);
+      const timer = this.#clock.setTimer(done, ms);
       const unsubscribe = this.#store.onLogGrowth(done);
       this.#waiting.add(done);
     });

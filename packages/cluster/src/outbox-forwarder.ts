@@ -1,4 +1,5 @@
 import type { AuditStore } from '@auditlake/store';
+import type { Clock } from './clock.js';
 import type { ClusterLog, LeaderElector } from './leader-elector.js';
 import { newIdFlagsOf, newIdsOf, parseForwardedEvent, type PeerTransport } from './protocol.js';
 
@@ -6,6 +7,7 @@ export interface OutboxForwarderOptions {
   store: AuditStore;
   elector: LeaderElector;
   transport: PeerTransport;
+  clock: Clock;
   nodeId: string;
   /** `auditlake.metadata.forward.max.attempts`: failures in a row before the warning. */
   maxAttempts: number;
@@ -73,11 +75,11 @@ export class OutboxForwarder {
   async #idle(ms: number): Promise<void> {
     const signal = this.#abort.signal;
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(done, ms);
+      const timer = this.#options.clock.setTimer(done, ms);
       signal.addEventListener('abort', done, { once: true });
       this.#wake = done;
       function done() {
-        clearTimeout(timer);
+        timer.cancel();
         signal.removeEventListener('abort', done);
         resolve();
       }
@@ -91,9 +93,10 @@ export class OutboxForwarder {
    */
   async #pauseBeforeRetry(ms: number): Promise<void> {
     const failedAgainst = this.#options.elector.leader?.url;
-    const until = Date.now() + ms;
-    while (!this.#abort.signal.aborted && Date.now() < until) {
-      await this.#idle(Math.min(100, until - Date.now()));
+    const clock = this.#options.clock;
+    const until = clock.monotonicMs() + ms;
+    while (!this.#abort.signal.aborted && clock.monotonicMs() < until) {
+      await this.#idle(Math.min(100, until - clock.monotonicMs()));
       const leader = this.#options.elector.leader?.url;
       if (leader !== undefined && leader !== failedAgainst) return;
     }
@@ -147,7 +150,7 @@ export class OutboxForwarder {
     if (elector.isLeader()) {
       // This node leads now (e.g. events diverted on rejoin, or received before it won): order them here.
       const encoded = events.map(parseForwardedEvent);
-      await store.appendEncoded(encoded, { freshIds: newIdsOf(encoded, newIdFlags) });
+      await store.appendEncoded(encoded, { freshIds: newIdsOf(encoded, newIdFlags), sequencer: elector.sequencer });
     } else {
       const leader = elector.leader;
       if (leader === undefined) throw new Error('no leader is known');

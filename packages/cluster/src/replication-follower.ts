@@ -1,4 +1,5 @@
 import type { AuditStore } from '@auditlake/store';
+import type { Clock } from './clock.js';
 import type { ClusterLog, LeaderElector } from './leader-elector.js';
 import type { MetaHash } from './meta-hash.js';
 import type { PeerTransport } from './protocol.js';
@@ -8,6 +9,7 @@ export interface ReplicationFollowerOptions {
   store: AuditStore;
   elector: LeaderElector;
   transport: PeerTransport;
+  clock: Clock;
   metaHash: MetaHash;
   nodeId: string;
   /** Long-poll wait the leader may hold a pull for. */
@@ -43,7 +45,7 @@ export class ReplicationFollower {
     while (!signal.aborted) {
       const leader = elector.leader;
       if (elector.role === 'leader' || leader === undefined || leader.nodeId === this.#options.nodeId) {
-        await sleep(50, signal);
+        await sleep(this.#options.clock, 50, signal);
         continue;
       }
       try {
@@ -52,7 +54,7 @@ export class ReplicationFollower {
       } catch (err) {
         failures++;
         if (failures === 1 || failures % 50 === 0) this.#options.log.warn({ leader: leader.nodeId, err: String(err) }, 'replication pull failed; retrying');
-        await sleep(Math.min(1000, 50 * failures), signal);
+        await sleep(this.#options.clock, Math.min(1000, 50 * failures), signal);
       }
     }
   }

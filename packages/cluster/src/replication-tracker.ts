@@ -1,3 +1,5 @@
+import type { Clock, Timer } from './clock.js';
+
 /** A standby's progress as the leader last heard it (the `after` of its latest pull). */
 export interface StandbyProgress {
   nodeId: string;
@@ -8,7 +10,7 @@ export interface StandbyProgress {
 interface Waiter {
   seq: number;
   resolve: (replicated: boolean) => void;
-  timer: NodeJS.Timeout;
+  timer: Timer;
 }
 
 /**
@@ -16,15 +18,20 @@ interface Waiter {
  * `?ack=replicated` requests: each resolves once any standby has applied its seq.
  */
 export class ReplicationTracker {
+  readonly #clock: Clock;
   readonly #progress = new Map<string, StandbyProgress>();
   #waiters: Waiter[] = [];
 
+  constructor(clock: Clock) {
+    this.#clock = clock;
+  }
+
   record(nodeId: string, appliedSeq: number): void {
     const previous = this.#progress.get(nodeId);
-    this.#progress.set(nodeId, { nodeId, appliedSeq: Math.max(appliedSeq, previous?.appliedSeq ?? 0), heardAtMs: Date.now() });
+    this.#progress.set(nodeId, { nodeId, appliedSeq: Math.max(appliedSeq, previous?.appliedSeq ?? 0), heardAtMs: this.#clock.wallMs() });
     this.#waiters = this.#waiters.filter((waiter) => {
       if (appliedSeq < waiter.seq) return true;
-      clearTimeout(waiter.timer);
+      waiter.timer.cancel();
       waiter.resolve(true);
       return false;
     });
@@ -37,7 +44,7 @@ export class ReplicationTracker {
       const waiter: Waiter = {
         seq,
         resolve,
-        timer: setTimeout(() => {
+        timer: this.#clock.setTimer(() => {
           this.#waiters = this.#waiters.filter((w) => w !== waiter);
           resolve(false);
         }, timeoutMs),
@@ -53,7 +60,7 @@ export class ReplicationTracker {
   /** Fails every waiter (the node is stopping). */
   close(): void {
     for (const waiter of this.#waiters) {
-      clearTimeout(waiter.timer);
+      waiter.timer.cancel();
       waiter.resolve(false);
     }
     this.#waiters = [];

@@ -1,10 +1,12 @@
-/** Resolves after `ms`, or at once when `signal` aborts; never rejects. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+import type { Clock } from './clock.js';
+
+/** Resolves after `ms` on `clock`, or at once when `signal` aborts; never rejects. */
+export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal?.aborted) return resolve();
-    const timer = setTimeout(done, ms);
+    const timer = clock.setTimer(done, ms);
     function done() {
-      clearTimeout(timer);
+      timer.cancel();
       signal?.removeEventListener('abort', done);
       resolve();
     }

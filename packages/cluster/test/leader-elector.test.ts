@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { freePort } from './free-port.js';
-import { Coordinator } from '../src/index.js';
+import { RedisCoordinator, systemClock } from '../src/index.js';
 import { LeaderElector } from '../src/leader-elector.js';
 
 const TTL = 600;
@@ -15,7 +15,7 @@ describe('LeaderElector', () => {
     let redis: ChildProcess | undefined;
     const startRedis = async () => {
       redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-      const probe = new Coordinator({ url, clusterName: 'probe', nodeId: 'probe', leaseTtlMs: 3000 });
+      const probe = new RedisCoordinator({ url, clusterName: 'probe', nodeId: 'probe', leaseTtlMs: 3000 });
       expect(await probe.connected(10_000)).toBe(true);
       await probe.close();
     };
@@ -30,15 +30,15 @@ describe('LeaderElector', () => {
 
     const won: Array<{ node: string; term: number }> = [];
     const elector = async (nodeId: string) => {
-      const coordinator = new Coordinator({ url, clusterName: 'test', nodeId, leaseTtlMs: TTL });
+      const coordinator = new RedisCoordinator({ url, clusterName: 'test', nodeId, leaseTtlMs: TTL });
       expect(await coordinator.connected(10_000)).toBe(true);
       const e = new LeaderElector({
         coordinator,
+        clock: systemClock,
         nodeId,
-        url: `http://${nodeId}`,
         leaseTtlMs: TTL,
         knownTerm: 0,
-        appliedSeq: () => 0,
+        logEnd: () => ({ lastSeq: 0, lastTerm: 0 }),
         prepareLeadership: async () => undefined,
         persistTerm: async () => undefined,
         onTick: async () => undefined,
@@ -57,7 +57,7 @@ describe('LeaderElector', () => {
     };
 
     const a = await elector('a');
-    a.start();
+    a.start('http://a');
     await expect.poll(() => a.isLeader(), { timeout: 10_000, interval: 20 }).toBe(true);
     expect(won).toEqual([{ node: 'a', term: 1 }]);
     await a.close();
@@ -67,9 +67,9 @@ describe('LeaderElector', () => {
     // b has never seen term 1 and is connected and ticking the moment Redis is back; the node
     // that remembers term 1 (here a bare coordinator) puts its floor back a little later.
     const b = await elector('b');
-    b.start();
+    b.start('http://b');
     await new Promise((r) => setTimeout(r, 150));
-    const rememberer = new Coordinator({ url, clusterName: 'test', nodeId: 'c', leaseTtlMs: TTL });
+    const rememberer = new RedisCoordinator({ url, clusterName: 'test', nodeId: 'c', leaseTtlMs: TTL });
     onTestFinished(() => rememberer.close());
     expect(await rememberer.connected(5000)).toBe(true);
     await rememberer.raiseTermFloor(1);

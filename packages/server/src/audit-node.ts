@@ -1,19 +1,21 @@
 import { join } from 'node:path';
-import { ClusterNode } from '@auditlake/cluster';
+import { ClusterNode, ClusterToken, RedisCoordinator, systemClock } from '@auditlake/cluster';
 import { AuditError, AuditErrorCode, describeChanges, encodeEvent, type CredentialConfig, type NodeConfig } from '@auditlake/model';
 import { AuditStore, CLUSTER_LOG_TAIL_BYTES, RetentionPruner } from '@auditlake/store';
-import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import { S3Connections } from '@auditlake/lake';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
 import { Authenticator } from './auth/authenticator.js';
 import { DenyRecorder } from './auth/deny-recorder.js';
 import { createHttpApp } from './http-app.js';
 import { httpPeerTransport } from './http-peer-transport.js';
 import { IngestParsePool } from './ingest-parse-pool.js';
 import { IngestService } from './ingest-service.js';
-import { clusterMembership, joiningMembership, singleNodeMembership, type Membership } from './membership.js';
+import { clusterMembership, singleNodeMembership, type Membership } from './membership.js';
 import { NodeMetrics } from './metrics.js';
 import { registerNodeGauges } from './node-gauges.js';
+import { createNodeLogger, type NodeLoggerOptions } from './node-logger.js';
 import { loadNodeId, loadOrCreateAdminToken, type AdminToken } from './node-identity.js';
-import { storeReceived } from './received-events.js';
 import { registerClusterRoute } from './routes/cluster-route.js';
 import { registerHealthRoutes } from './routes/health-routes.js';
 import { registerAdminUiRoutes } from './routes/admin-ui-routes.js';
@@ -25,7 +27,7 @@ import { registerStatsRoute } from './routes/stats-route.js';
 import { AuditSearch } from './audit-search.js';
 import { registerSettingsRoutes } from './routes/settings-route.js';
 import { SettingsService } from './settings-service.js';
-import { TieringService } from './tiering-service.js';
+import { TieringService, tierTargetValidator } from './tiering-service.js';
 import { registerMaintenanceRoutes } from './routes/maintenance-routes.js';
 import type { S3Credentials } from '@auditlake/s3-endpoint';
 import { EMBEDDED_BUCKET, EMBEDDED_CATALOG, embeddedConnection, startEmbeddedS3, type EmbeddedS3 } from './embedded-s3.js';
@@ -46,7 +48,7 @@ export interface AuditNodeOptions {
   /** `AUDITLAKE_INGEST_TOKEN`: the built-in `ingest` principal's token. */
   ingestToken?: string;
   /** pino options or `false`; default false (tests), the CLI turns it on. */
-  logger?: NonNullable<FastifyServerOptions['logger']>;
+  logger?: NodeLoggerOptions;
   /** Random source for read sampling; injected so a test can replay a run. */
   random?: () => number;
   /**
@@ -110,8 +112,8 @@ function embeddedS3Credentials(options: AuditNodeOptions): S3Credentials | undef
 
 /** The composition root: opens the store and every service on it, then listens. */
 export async function startAuditNode(options: AuditNodeOptions): Promise<AuditNode> {
-  // The endpoint starts before the HTTP app that logs for it.
-  const late: { app?: FastifyInstance } = {};
+  // Made first: the embedded endpoint, started before everything else, logs with it too.
+  const logger = createNodeLogger(options.logger);
   const credentials = embeddedS3Credentials(options);
   const embeddedS3 =
     options.embeddedS3Port === undefined
@@ -122,36 +124,31 @@ export async function startAuditNode(options: AuditNodeOptions): Promise<AuditNo
           port: options.embeddedS3Port,
           ...(credentials ? { credentials } : {}),
           publicRead: options.embeddedS3PublicRead ?? false,
-          onInternalError: (err) => late.app?.log.error({ err }, 'the embedded S3 endpoint failed a request'),
+          onInternalError: (err) => logger.error({ err }, 'the embedded S3 endpoint failed a request'),
         });
   try {
-    const node = await startWith(options, embeddedS3);
-    late.app = node.app;
-    return node;
+    return await startWith(options, embeddedS3, logger);
   } catch (err) {
     await embeddedS3?.close();
     throw err;
   }
 }
 
-async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | undefined): Promise<AuditNode> {
+async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | undefined, logger: Logger): Promise<AuditNode> {
   const config = embeddedS3 ? withEmbeddedS3(options.config, embeddedS3) : options.config;
   const nodeId = options.nodeId ?? (await loadNodeId(options.dataDir));
   const { tokens, adminToken } = await credentials(options);
-  const coordinated = options.coordinatorUrl !== undefined;
-  // A single node orders everything itself (term 0). A cluster node orders nothing until the
-  // cluster has made it leader; until then what it receives goes to the outbox.
-  let sequencer = (): number => {
-    if (coordinated) throw new AuditError(AuditErrorCode.NOT_LEADER, 'this node has not joined its cluster yet', { retryable: true });
-    return 0;
-  };
+  const coordinatorUrl = options.coordinatorUrl;
   const store = await AuditStore.open({
     location: join(options.dataDir, 'store'),
     now: () => Date.now() + config.debugClockOffsetMs,
-    sequencer: () => sequencer(),
+    // A single node orders everything itself (term 0). A cluster node orders only as the
+    // cluster's leader, and every append there passes the leader's sequencer.
+    sequencer: coordinatorUrl === undefined ? () => 0 : orderedOnlyByTheLeader,
     // A cluster node's standbys pull its log when it leads; a single node is never pulled from.
-    logTailBytes: coordinated ? CLUSTER_LOG_TAIL_BYTES : 0,
+    logTailBytes: coordinatorUrl === undefined ? 0 : CLUSTER_LOG_TAIL_BYTES,
   });
+  // Closed in reverse order of opening.
   const closers: Array<() => Promise<void>> = [...(embeddedS3 ? [() => embeddedS3.close()] : []), () => store.close()];
   const closeAll = async () => {
     for (const close of closers.reverse().splice(0)) await close();
@@ -161,27 +158,16 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
       () => store.sizeOnDiskBytes(),
       () => store.outboxCount,
     );
-    const logger = options.logger ?? false;
-    let url = '';
-    let membership: Membership = coordinated ? joiningMembership() : singleNodeMembership(nodeId, () => url, store);
-    const dynamicMembership = membershipProxy(() => membership);
-    // Tiering and settings need each other (validation, status); the app logs for both.
-    const late: { settings?: SettingsService; app?: FastifyInstance } = {};
-    const tieringLog = { info: (o: object, m: string) => late.app?.log.info(o, m), warn: (o: object, m: string) => late.app?.log.warn(o, m) };
-    const tiering = new TieringService({
-      store,
-      config,
-      settings: () => {
-        if (!late.settings) throw new Error('settings not loaded yet');
-        return late.settings;
-      },
-      membership: dynamicMembership,
-      metrics,
-      log: tieringLog,
-    });
+    // Built before the HTTP app, so routes are registered with plain objects; it joins the
+    // cluster (start) once the app listens and its URL is known.
+    const cluster = coordinatorUrl === undefined ? undefined : await openClusterNode(coordinatorUrl, nodeId, config, store, metrics, logger, closers);
+    // A single node's status shows its address, known once the app below listens.
+    const membership = cluster ? clusterMembership(cluster.node) : singleNodeMembership(nodeId, () => advertisedUrl(app, options), store);
+    const connections = new S3Connections(config.s3Connections);
+    const settings = await SettingsService.load(store, config, tierTargetValidator(connections, config), membership.sequencer);
+    cluster?.node.onMetaApplied(() => void settings.reload().catch((err: unknown) => logger.warn({ err }, 'could not reload replicated settings')));
+    const tiering = new TieringService({ store, config, connections, settings, membership, metrics, log: logger });
     closers.push(() => tiering.close());
-    const settings = await SettingsService.load(store, config, tiering.validator(config));
-    late.settings = settings;
     const pruner = new RetentionPruner(store, {
       intervalMs: config.retentionIntervalMs,
       batchSize: config.pruneBatchSize,
@@ -193,13 +179,11 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     });
     closers.push(() => pruner.close());
     settings.onChange((_effective, changes) => {
-      late.app?.log.info({ changes }, `Settings changed: ${describeChanges(changes)}`);
+      logger.info({ changes }, `Settings changed: ${describeChanges(changes)}`);
       if (changes.some((c) => c.key === 'audit.retention.days' || c.key.startsWith('audit.tier.'))) pruner.trigger().catch(() => undefined);
       // Every save refreshes the maintenance registrations (a renamed target is registered).
-      tiering.maintenance.refresh().catch((err: unknown) => tieringLog.warn({ err: String(err) }, 'refreshing table maintenance failed'));
+      tiering.maintenance.refresh().catch((err: unknown) => logger.warn({ err: String(err) }, 'refreshing table maintenance failed'));
     });
-
-    // Closed after the HTTP server (closers run in reverse), which first lets requests finish.
     const parser = new IngestParsePool(config.ingestParseThreads);
     closers.push(() => parser.close());
     const adminUi = loadAdminUiFiles();
@@ -208,10 +192,10 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
       perClientMax: config.refusalsPerClientMax,
       perClientWindowMs: config.refusalsWindowMs,
       record: async (event, freshId) => {
-        await storeReceived(store, dynamicMembership, [encodeEvent(event)], new Set([freshId]));
+        await membership.receive([encodeEvent(event)], new Set([freshId]));
       },
       onSuppressed: () => metrics.accessDeniedUnrecorded.inc(),
-      onError: (err) => late.app?.log.warn({ err }, 'could not record refused access'),
+      onError: (err) => logger.warn({ err }, 'could not record refused access'),
     });
     // Closed after the HTTP server and before the store: it records the summaries of open windows.
     closers.push(() => denyRecorder.close());
@@ -223,74 +207,42 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
       metrics,
       logger,
     });
-    late.app = app;
-    registerNodeGauges(metrics.registry, { tierStatus: () => tiering.status(), membership: dynamicMembership });
+    registerNodeGauges(metrics.registry, { tierStatus: () => tiering.status(), membership });
+    // Closed before the parser, tiering and the store: it first lets running requests finish.
     closers.push(() => app.close());
     const ingest = new IngestService({
-      parser,
       store,
+      parser,
       settings,
       metrics,
-      membership: dynamicMembership,
+      membership,
       random: options.random ?? Math.random,
       ackReplicatedTimeoutMs: config.ackReplicatedTimeoutMs,
     });
     registerIngestRoute(app, ingest);
     const search = new AuditSearch(store, tiering);
-    registerSearchRoute(app, { search, viewerMaxPage: config.viewerMaxPage, membership: dynamicMembership });
-    registerStatsRoute(app, { search, viewerMaxPage: config.viewerMaxPage, membership: dynamicMembership });
-    registerSettingsRoutes(app, settings, dynamicMembership, tiering);
-    registerMaintenanceRoutes(app, dynamicMembership, tiering);
-    registerClusterRoute(app, dynamicMembership);
+    registerSearchRoute(app, { search, viewerMaxPage: config.viewerMaxPage, membership });
+    registerStatsRoute(app, { search, viewerMaxPage: config.viewerMaxPage, membership });
+    registerSettingsRoutes(app, settings, membership, tiering);
+    registerMaintenanceRoutes(app, membership, tiering);
+    registerClusterRoute(app, membership);
     registerHealthRoutes(app, metrics, () => (membership.isLeader() ? 'leader' : 'standby'));
+    if (cluster) {
+      registerInternalRoutes(app, {
+        clusterToken: () => cluster.token.current(),
+        pull: (request) => cluster.node.pull(request),
+        receiveForward: (request) => cluster.node.receiveForward(request),
+      });
+    }
     // Last: page-only routes are added only where no API route owns the path.
     registerAdminUiRoutes(app, adminUi);
 
-    if (options.coordinatorUrl !== undefined) {
-      const clusterRef: { node?: ClusterNode } = {};
-      const transport = httpPeerTransport(() => {
-        if (!clusterRef.node) throw new Error('cluster not started');
-        return clusterRef.node.clusterToken();
-      });
-      // Closed after the cluster node (closers run in reverse), which stops using it first.
-      closers.push(async () => transport.close());
-      // Routes must exist before listen; the cluster starts once the URL is known.
-      registerInternalRoutes(app, {
-        clusterToken: () => clusterRef.node?.clusterToken() ?? Promise.reject(new Error('cluster not started')),
-        pull: (request) => (clusterRef.node ? clusterRef.node.pull(request) : Promise.reject(new Error('cluster not started'))),
-        receiveForward: (request) => (clusterRef.node ? clusterRef.node.receiveForward(request) : Promise.reject(new Error('cluster not started'))),
-      });
-      await listen(app, options);
-      url = advertisedUrl(app, options);
-      const log = app.log.child({ component: 'cluster', nodeId });
-      const cluster = await ClusterNode.start({
-        store,
-        coordinatorUrl: options.coordinatorUrl,
-        clusterName: config.clusterName,
-        nodeId,
-        url,
-        leaseTtlMs: config.leaseTtlMs,
-        transport,
-        forwardMaxAttempts: config.forwardMaxAttempts,
-        forwardQueueCapacity: config.forwardQueueCapacity,
-        log: { info: (obj, msg) => log.info(obj, msg), warn: (obj, msg) => log.warn(obj, msg) },
-        hooks: {
-          onMetaApplied: () => void settings.reload().catch((err: unknown) => log.warn({ err }, 'could not reload replicated settings')),
-          onForwarded: (n) => metrics.eventsForwarded.inc(n),
-          onForwardAttemptsExhausted: () => metrics.forwardAttemptsExhausted.inc(),
-          onOutboxOverCapacity: () => metrics.outboxOverCapacity.inc(),
-          onDiverted: (n) => metrics.eventsDiverted.inc(n),
-        },
-      });
-      clusterRef.node = cluster;
-      const started = cluster;
-      sequencer = () => started.sequencer();
-      membership = clusterMembership(started);
-      // Closed first (reverse order): peers' long polls end, so the HTTP server can close at once.
-      closers.push(() => started.close());
-    } else {
-      await listen(app, options);
-      url = advertisedUrl(app, options);
+    await app.listen({ host: options.host, port: options.port });
+    const url = advertisedUrl(app, options);
+    if (cluster) {
+      cluster.node.start(url);
+      // Closed first: peers' long polls end, so the HTTP server can close at once.
+      closers.push(() => cluster.node.close());
     }
     pruner.start();
     pruner.trigger().catch(() => undefined);
@@ -306,27 +258,53 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
   }
 }
 
-async function listen(app: FastifyInstance, options: AuditNodeOptions): Promise<void> {
-  await app.listen({ host: options.host, port: options.port });
+/** A cluster node's store refuses to order anything not passed the leader's sequencer. */
+const orderedOnlyByTheLeader = (): number => {
+  throw new AuditError(AuditErrorCode.NOT_LEADER, 'a cluster node orders events only as the leader', { retryable: true });
+};
+
+/**
+ * The cluster node on its production ports: the Redis coordinator, HTTP to peers with the
+ * cluster token, the system clock. Registers their closers (the coordinator after the node).
+ */
+async function openClusterNode(
+  coordinatorUrl: string,
+  nodeId: string,
+  config: NodeConfig,
+  store: AuditStore,
+  metrics: NodeMetrics,
+  logger: Logger,
+  closers: Array<() => Promise<void>>,
+): Promise<{ node: ClusterNode; token: ClusterToken }> {
+  const coordinator = new RedisCoordinator({ url: coordinatorUrl, clusterName: config.clusterName, nodeId, leaseTtlMs: config.leaseTtlMs });
+  closers.push(() => coordinator.close());
+  const token = await ClusterToken.load(store, coordinator);
+  const transport = httpPeerTransport(() => token.current());
+  closers.push(async () => transport.close());
+  const log = logger.child({ component: 'cluster', nodeId });
+  const node = await ClusterNode.open({
+    store,
+    coordinator,
+    transport,
+    clock: systemClock,
+    clusterToken: token,
+    nodeId,
+    leaseTtlMs: config.leaseTtlMs,
+    forwardMaxAttempts: config.forwardMaxAttempts,
+    forwardQueueCapacity: config.forwardQueueCapacity,
+    log,
+    hooks: {
+      onForwarded: (n) => metrics.eventsForwarded.inc(n),
+      onForwardAttemptsExhausted: () => metrics.forwardAttemptsExhausted.inc(),
+      onOutboxOverCapacity: () => metrics.outboxOverCapacity.inc(),
+      onDiverted: (n) => metrics.eventsDiverted.inc(n),
+    },
+  });
+  return { node, token };
 }
 
 function advertisedUrl(app: FastifyInstance, options: AuditNodeOptions): string {
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : options.port;
   return options.advertiseUrl ?? `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`;
-}
-
-/** A Membership that follows whichever one is current (single node until the cluster starts). */
-function membershipProxy(current: () => Membership): Membership {
-  return {
-    get coordinated() {
-      return current().coordinated;
-    },
-    isLeader: () => current().isLeader(),
-    term: () => current().term(),
-    leaderUrl: () => current().leaderUrl(),
-    status: () => current().status(),
-    waitForReplication: (seq, timeoutMs) => current().waitForReplication(seq, timeoutMs),
-    outboxChanged: () => current().outboxChanged(),
-  };
 }

@@ -1,4 +1,4 @@
-import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import { isAuditError } from '@auditlake/model';
 import { roleAllows, type Authenticator } from './auth/authenticator.js';
 import type { DenyRecorder, RefusedAccess } from './auth/deny-recorder.js';
@@ -15,7 +15,7 @@ export interface HttpAppOptions {
   authenticator: Authenticator;
   denyRecorder: DenyRecorder;
   metrics: NodeMetrics;
-  logger: NonNullable<FastifyServerOptions['logger']>;
+  logger: FastifyBaseLogger;
   /** The built Admin UI, served to browsers at its page URLs. */
   adminUi: AdminUiFiles;
 }
@@ -28,7 +28,7 @@ export interface HttpAppOptions {
 export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   const app = Fastify({
     bodyLimit: options.bodyLimitBytes,
-    logger: options.logger,
+    loggerInstance: options.logger,
     // One debug line per request (onResponse below) instead of fastify's two info lines.
     logController: new LogController({ disableRequestLogging: true }),
     // Tokens travel in headers; fastify's default serializers log neither headers nor bodies.

@@ -2,9 +2,8 @@ import { AuditError, AuditErrorCode, keepSampledRead, type EncodedEvent } from '
 import type { AuditStore } from '@auditlake/store';
 import type { ParsedEvent } from './ingest-parse.js';
 import type { IngestParsePool } from './ingest-parse-pool.js';
-import type { Membership } from './membership.js';
+import type { Membership, Received } from './membership.js';
 import type { NodeMetrics } from './metrics.js';
-import { storeReceived, type Received } from './received-events.js';
 import type { SettingsService } from './settings-service.js';
 
 export interface IngestResponse {
@@ -27,6 +26,7 @@ export interface IngestOptions {
 }
 
 export interface IngestServiceOptions {
+  /** This node's store: a standby counts duplicates against its replica of the log. */
   store: AuditStore;
   parser: IngestParsePool;
   settings: SettingsService;
@@ -63,7 +63,7 @@ export class IngestService {
     let duplicates = 0;
     if (kept.length > 0) {
       const freshIds = new Set(kept.filter((event) => event.freshId).map((event) => event.eventId));
-      const received = await storeReceived(this.#options.store, this.#options.membership, kept, freshIds);
+      const received = await this.#options.membership.receive(kept, freshIds);
       if (received.path === 'log') {
         metrics.eventsIngested.inc(received.result.stored.length);
         duplicates = received.result.duplicates;
@@ -81,33 +81,13 @@ export class IngestService {
   }
 
   /**
-   * On the leader: wait until a standby has applied the highest seq among the events. On a
-   * standby: wait until the events came back through replication, which means the leader
-   * stored them and this standby applied them. Either way all or nothing: a timeout is a 503
-   * and the caller retries (idempotent by eventId).
+   * On the leader: wait until a standby has confirmed the events. On a standby: wait until
+   * the leader stored them. Either way all or nothing: a timeout is a 503 and the caller
+   * retries (idempotent by eventId).
    */
   async #awaitReplicated(events: readonly EncodedEvent[], received: Received): Promise<void> {
-    const { store, membership, ackReplicatedTimeoutMs } = this.#options;
-    if (!membership.coordinated) {
-      throw new AuditError(AuditErrorCode.NOT_LEADER, 'ack=replicated needs a standby, and this node runs without a cluster (--coordinator); the events were stored durably on this node', {
-        retryable: false,
-      });
-    }
-    const deadline = Date.now() + ackReplicatedTimeoutMs;
-    let replicated: boolean;
-    if (received.path === 'log') {
-      let maxSeq = Math.max(0, ...received.result.stored.map((e) => e.seq));
-      if (received.result.duplicates > 0) maxSeq = Math.max(maxSeq, await highestSeq(store, events));
-      replicated = await membership.waitForReplication(maxSeq, ackReplicatedTimeoutMs);
-    } else {
-      replicated = await waitUntilApplied(store, events, ackReplicatedTimeoutMs);
-      // This node may have become the leader meanwhile and ordered its own outbox: then the
-      // events are in its log without any standby having them yet — wait for one.
-      if (replicated && membership.isLeader()) {
-        replicated = await membership.waitForReplication(await highestSeq(store, events), Math.max(0, deadline - Date.now()));
-      }
-    }
-    if (!replicated) {
+    const { membership, ackReplicatedTimeoutMs } = this.#options;
+    if (!(await membership.confirmReplicated(events, received, ackReplicatedTimeoutMs))) {
       throw new AuditError(
         AuditErrorCode.NOT_LEADER,
         `events not confirmed on a standby within ${ackReplicatedTimeoutMs} ms; they are stored durably on this node and will be replicated — retry with the same eventIds to confirm`,
@@ -137,34 +117,4 @@ async function knownDuplicates(store: AuditStore, events: readonly ParsedEvent[]
   }
   const found = await Promise.all(lookups);
   return repeats + found.filter((stored) => stored !== undefined).length;
-}
-
-/** The highest seq the local log gives these events (0 for any not there). */
-async function highestSeq(store: AuditStore, events: readonly EncodedEvent[]): Promise<number> {
-  const found = await Promise.all(events.map((e) => store.getByEventId(e.eventId)));
-  return Math.max(0, ...found.map((e) => e?.seq ?? 0));
-}
-
-/** Resolves true once every event is in the local log (it came back from the leader). */
-async function waitUntilApplied(store: AuditStore, events: readonly EncodedEvent[], timeoutMs: number): Promise<boolean> {
-  const pending = new Set(events.map((e) => e.eventId));
-  const deadline = Date.now() + timeoutMs;
-  const check = async () => {
-    for (const id of [...pending]) if (await store.getByEventId(id)) pending.delete(id);
-    return pending.size === 0;
-  };
-  while (!(await check())) {
-    const remaining = deadline - Date.now();
-    if (remaining <= 0) return false;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(done, Math.min(remaining, 250));
-      const unsubscribe = store.onLogGrowth(done);
-      function done() {
-        clearTimeout(timer);
-        unsubscribe();
-        resolve();
-      }
-    });
-  }
-  return true;
 }

@@ -1,6 +1,8 @@
-import type { ClusterNode, ClusterNodeStatus } from '@auditlake/cluster';
-import { AuditError, AuditErrorCode } from '@auditlake/model';
-import type { AuditStore } from '@auditlake/store';
+import type { ClusterNode, ClusterNodeStatus, Received } from '@auditlake/cluster';
+import { AuditError, AuditErrorCode, type EncodedEvent } from '@auditlake/model';
+import type { AuditStore, Sequencer } from '@auditlake/store';
+
+export type { Received };
 
 /** What the HTTP layer needs to know about this node's place in the cluster. */
 export interface Membership {
@@ -12,8 +14,12 @@ export interface Membership {
   /** The leader's URL when another node leads; undefined when this node leads or none does. */
   leaderUrl(): string | undefined;
   status(): Promise<ClusterNodeStatus>;
-  waitForReplication(seq: number, timeoutMs: number): Promise<boolean>;
-  outboxChanged(): void;
+  /** Who may order events this node writes itself (settings changes): the leader's term, or AUDIT_NOT_LEADER. */
+  readonly sequencer: Sequencer;
+  /** Stores received events durably: in the log when this node orders, else in the outbox. */
+  receive(events: readonly EncodedEvent[], freshIds?: ReadonlySet<string>): Promise<Received>;
+  /** `ack=replicated`: true once the events are confirmed on another node, false after `timeoutMs`. */
+  confirmReplicated(events: readonly EncodedEvent[], received: Received, timeoutMs: number): Promise<boolean>;
 }
 
 /** A node without a coordinator: always its own leader, term 0, no standbys. */
@@ -27,8 +33,14 @@ export function singleNodeMembership(nodeId: string, url: () => string, store: A
       const self = { nodeId, url: url(), role: 'leader', appliedSeq: store.position.lastSeq, lagMs: 0 };
       return { nodeId, role: 'leader', term: 0, leader: { nodeId, url: url() }, nodes: [self] };
     },
-    waitForReplication: async () => false,
-    outboxChanged: () => undefined,
+    sequencer: () => 0,
+    receive: async (events, freshIds) => ({ path: 'log', result: await store.appendEncoded(events, freshIds ? { freshIds } : {}) }),
+    confirmReplicated: () =>
+      Promise.reject(
+        new AuditError(AuditErrorCode.NOT_LEADER, 'ack=replicated needs a standby, and this node runs without a cluster (--coordinator); the events were stored durably on this node', {
+          retryable: false,
+        }),
+      ),
   };
 }
 
@@ -39,20 +51,8 @@ export function clusterMembership(cluster: ClusterNode): Membership {
     term: () => cluster.elector.knownTerm,
     leaderUrl: () => (cluster.isLeader() ? undefined : cluster.leader?.url),
     status: () => cluster.status(),
-    waitForReplication: (seq, timeoutMs) => cluster.waitForReplication(seq, timeoutMs),
-    outboxChanged: () => cluster.outboxChanged(),
-  };
-}
-
-/** A cluster node before it has joined: not leader, no known leader, everything to the outbox. */
-export function joiningMembership(): Membership {
-  return {
-    coordinated: true,
-    isLeader: () => false,
-    term: () => 0,
-    leaderUrl: () => undefined,
-    status: () => Promise.reject(new AuditError(AuditErrorCode.NOT_LEADER, 'this node has not joined its cluster yet', { retryable: true })),
-    waitForReplication: async () => false,
-    outboxChanged: () => undefined,
+    sequencer: cluster.elector.sequencer,
+    receive: (events, freshIds) => cluster.receive(events, freshIds),
+    confirmReplicated: (events, received, timeoutMs) => cluster.confirmReplicated(events, received, timeoutMs),
   };
 }

@@ -12,7 +12,7 @@ import {
   type SettingKey,
   type Settings,
 } from '@auditlake/model';
-import type { AuditStore } from '@auditlake/store';
+import type { AuditStore, Sequencer } from '@auditlake/store';
 
 /** The replicated-metadata name under which explicitly set settings are kept. */
 export const SETTINGS_META = 'settings';
@@ -37,16 +37,22 @@ export class SettingsService {
   readonly #listeners: SettingsListener[] = [];
 
   readonly #validate: SettingsValidator | undefined;
+  readonly #sequencer: Sequencer | undefined;
 
-  private constructor(store: AuditStore, config: NodeConfig, validate: SettingsValidator | undefined) {
+  private constructor(store: AuditStore, config: NodeConfig, validate: SettingsValidator | undefined, sequencer: Sequencer | undefined) {
     this.#store = store;
     this.#validate = validate;
+    this.#sequencer = sequencer;
     this.#defaults = defaultSettings(config);
     this.#effective = parseSettings(this.#defaults);
   }
 
-  static async load(store: AuditStore, config: NodeConfig, validate?: SettingsValidator): Promise<SettingsService> {
-    const service = new SettingsService(store, config, validate);
+  /**
+   * `sequencer` orders the settings change's audit event (a cluster node passes the leader's;
+   * default: the store's own).
+   */
+  static async load(store: AuditStore, config: NodeConfig, validate?: SettingsValidator, sequencer?: Sequencer): Promise<SettingsService> {
+    const service = new SettingsService(store, config, validate, sequencer);
     await service.reload();
     return service;
   }
@@ -111,7 +117,7 @@ export class SettingsService {
           timestamp: nowMs,
         },
       ],
-      { freshIds: new Set([eventId]), meta: [{ name: SETTINGS_META, value: overrides }] },
+      { freshIds: new Set([eventId]), meta: [{ name: SETTINGS_META, value: overrides }], ...(this.#sequencer ? { sequencer: this.#sequencer } : {}) },
     );
     this.#overrides = overrides;
     this.#effective = update.effective;

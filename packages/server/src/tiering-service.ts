@@ -1,11 +1,10 @@
-import type { NodeConfig } from '@auditlake/model';
 import { IcebergTierSource, ParquetTierSource, S3Connections, TIERED_LOCATIONS_META, WATERMARK_META, ZERO_WATERMARK, type TierSource, type TieredLocation, type Watermark } from '@auditlake/lake';
-import { SELF_SOURCE, newEventId } from '@auditlake/model';
+import { SELF_SOURCE, encodeEvent, newEventId, type AuditEvent, type NodeConfig } from '@auditlake/model';
 import { DAY_MS, type AuditStore, type PrunePolicy } from '@auditlake/store';
 import { CommitLock, MaintenanceScheduler, TierSweeper, localCleanupPolicy, validateTierTarget, type MaintenanceRun, type TierStatus } from '@auditlake/tiering';
 import type { Membership } from './membership.js';
 import type { NodeMetrics } from './metrics.js';
-import type { SettingsService } from './settings-service.js';
+import type { SettingsService, SettingsValidator } from './settings-service.js';
 
 /** Counting deferred events stops here: a status answer must stay cheap. */
 const DEFERRED_COUNT_MAX = 1_000_000;
@@ -17,6 +16,11 @@ export interface TierStatusView extends TierStatus {
   deferred: number;
 }
 
+/** Validates a tier target when settings are saved (wired into SettingsService). */
+export function tierTargetValidator(connections: S3Connections, config: NodeConfig): SettingsValidator {
+  return (effective) => validateTierTarget(effective, connections, config.icebergCatalogs);
+}
+
 /**
  * Everything tiering needs on a node, wired once: S3 connections, the leader-only sweep, the
  * local cleanup policy, the tier sources the reader merges, and tierStatus.
@@ -26,21 +30,33 @@ export class TieringService {
   readonly sweeper: TierSweeper;
   readonly maintenance: MaintenanceScheduler;
   readonly #store: AuditStore;
-  readonly #settings: () => SettingsService;
+  readonly #settings: SettingsService;
+  readonly #membership: Membership;
   readonly #sources = new Map<string, IcebergTierSource | ParquetTierSource>();
 
-  constructor(options: { store: AuditStore; config: NodeConfig; settings: () => SettingsService; membership: Membership; metrics: NodeMetrics; log: { info(o: object, m: string): void; warn(o: object, m: string): void } }) {
-    const { store, config, membership } = options;
+  /** `connections` become this service's: close() closes them. */
+  constructor(options: {
+    store: AuditStore;
+    config: NodeConfig;
+    connections: S3Connections;
+    settings: SettingsService;
+    membership: Membership;
+    metrics: NodeMetrics;
+    log: { info(o: object, m: string): void; warn(o: object, m: string): void };
+  }) {
+    const { store, config, membership, settings } = options;
     this.#store = store;
-    this.#settings = options.settings;
-    this.connections = new S3Connections(config.s3Connections);
+    this.#settings = settings;
+    this.#membership = membership;
+    this.connections = options.connections;
+    // The sweep and table maintenance both commit to the same tables: they take turns.
     const commitLock = new CommitLock();
     this.sweeper = new TierSweeper({
       commitLock,
       store,
       connections: this.connections,
       catalogs: config.icebergCatalogs,
-      settings: () => options.settings().effective,
+      settings: () => settings.effective,
       isLeader: () => membership.isLeader(),
       term: () => membership.term(),
       intervalMs: config.tierIntervalMs,
@@ -60,7 +76,7 @@ export class TieringService {
       store,
       connections: this.connections,
       catalogs: config.icebergCatalogs,
-      settings: () => options.settings().effective,
+      settings: () => settings.effective,
       isLeader: () => membership.isLeader(),
       term: () => membership.term(),
       log: options.log,
@@ -70,28 +86,28 @@ export class TieringService {
     });
   }
 
-  /** Each maintenance run is itself an audit event (source auditlake), with its figures. */
+  /**
+   * Each maintenance run is itself an audit event (source auditlake), with its figures. It is
+   * received like any event: ordered here while this node leads, else kept in the outbox and
+   * forwarded to the leader (a run can end just after leadership moved).
+   */
   async #recordRun(run: MaintenanceRun): Promise<void> {
     const nowMs = Date.now();
     const eventId = newEventId(nowMs);
     const { table, trigger, ok, error, ...figures } = run;
-    await this.#store.append(
-      [
-        {
-          eventId,
-          userId: trigger,
-          source: SELF_SOURCE,
-          action: 'audit:TableMaintenance',
-          resource: table,
-          decision: '',
-          tables: [table],
-          query: '',
-          details: `${ok ? 'ok' : `failed: ${error ?? ''}`}; ${Object.entries(figures).map(([k, v]) => `${k}=${v}`).join(', ')}`,
-          timestamp: nowMs,
-        },
-      ],
-      { freshIds: new Set([eventId]) },
-    );
+    const event: AuditEvent = {
+      eventId,
+      userId: trigger,
+      source: SELF_SOURCE,
+      action: 'audit:TableMaintenance',
+      resource: table,
+      decision: '',
+      tables: [table],
+      query: '',
+      details: `${ok ? 'ok' : `failed: ${error ?? ''}`}; ${Object.entries(figures).map(([k, v]) => `${k}=${v}`).join(', ')}`,
+      timestamp: nowMs,
+    };
+    await this.#membership.receive([encodeEvent(event)], new Set([eventId]));
   }
 
   async watermark(): Promise<Watermark> {
@@ -100,12 +116,7 @@ export class TieringService {
 
   /** The local cleanup policy in force now (every node applies it to its own store). */
   async prunePolicy(nowMs: number): Promise<PrunePolicy> {
-    return localCleanupPolicy(this.#settings().effective, (await this.watermark()).seq, nowMs);
-  }
-
-  /** Validates a tier target when settings are saved (wired into SettingsService). */
-  validator(config: NodeConfig) {
-    return (effective: Parameters<typeof validateTierTarget>[0]) => validateTierTarget(effective, this.connections, config.icebergCatalogs);
+    return localCleanupPolicy(this.#settings.effective, (await this.watermark()).seq, nowMs);
   }
 
   /** Every location that ever received tiered events, as reader sources. */
@@ -127,13 +138,13 @@ export class TieringService {
 
   /** Event time from which everything is certainly still local (tiers can be skipped above it). */
   localCompleteFromMs(nowMs: number): number {
-    const effective = this.#settings().effective;
+    const effective = this.#settings.effective;
     return nowMs - Math.min(effective.retentionDays, effective.tierRetainLocalDays) * DAY_MS;
   }
 
   async status(): Promise<TierStatusView> {
     const status = await this.sweeper.status();
-    const effective = this.#settings().effective;
+    const effective = this.#settings.effective;
     const backlog = await this.#store.countAfter(status.watermark.seq);
     const deferred = effective.tierMode === 'none' ? 0 : await this.#store.countHeldBack(Date.now() - effective.retentionDays * DAY_MS, status.watermark.seq, DEFERRED_COUNT_MAX);
     return { ...status, backlog, deferred };

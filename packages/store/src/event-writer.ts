@@ -22,6 +22,11 @@ export interface AppendOptions {
   freshIds?: ReadonlySet<string>;
   /** Metadata written in the same LevelDB batch as the events (e.g. the settings they record). */
   meta?: readonly MetaPut[];
+  /**
+   * Who may order these events, asked right before their batch is written: the cluster's
+   * leader passes its own. Default: the store's sequencer (AuditStoreOptions.sequencer).
+   */
+  sequencer?: Sequencer;
 }
 
 /** Where an appended event was stored. */
@@ -183,6 +188,7 @@ export class EventWriter {
     }
   }
 
+  /** Queued appends that share one batch: up to groupEventsMax events, all under one sequencer. */
   #takeAppendGroup(): PendingAppend[] {
     const group: PendingAppend[] = [];
     let events = 0;
@@ -190,11 +196,16 @@ export class EventWriter {
       const next = this.#queue[0];
       if (next === undefined || next.kind !== 'append') break;
       if (group.length > 0 && events + next.events.length > this.#groupEventsMax) break;
+      if (group.length > 0 && this.#sequencerOf(next) !== this.#sequencerOf(group[0] as PendingAppend)) break;
       group.push(next);
       events += next.events.length;
       this.#queue.shift();
     }
     return group;
+  }
+
+  #sequencerOf(pending: PendingAppend): Sequencer {
+    return pending.options.sequencer ?? this.#sequencer;
   }
 
   async #write(group: PendingAppend[]): Promise<AppendResult[]> {
@@ -213,7 +224,7 @@ export class EventWriter {
     const eventsMax = group.reduce((n, pending) => n + pending.events.length, 0);
     await this.#text.prepare(this.#position.lastSeq + 1, this.#position.lastSeq + Math.max(1, eventsMax));
     // Asked last, right before the batch: a node that lost its lease must not order events.
-    const term = this.#sequencer();
+    const term = this.#sequencerOf(group[0] as PendingAppend)();
     let seq = this.#position.lastSeq;
     // ingestTs never goes backwards, even if the wall clock does (invariant 3).
     const ingestTs = Math.max(this.#now(), this.#position.lastIngestTs);

@@ -1,0 +1,184 @@
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import type { Coordinator, LeaderRecord, MemberInfo } from './coordinator.js';
+
+export interface RedisCoordinatorOptions {
+  /** `redis://host:port` */
+  url: string;
+  /** Keys live under `auditlake:<clusterName>:`. */
+  clusterName: string;
+  nodeId: string;
+  leaseTtlMs: number;
+}
+
+/**
+ * Win the lease only if nobody holds it, and take the next term in the same atomic step, so
+ * two winners can never share a term. KEYS: lease, term. ARGV: nodeId, ttl ms.
+ */
+const CAMPAIGN = `
+if redis.call('SET', KEYS[1], ARGV[1] .. '|0', 'NX', 'PX', ARGV[2]) then
+  local term = redis.call('INCR', KEYS[2])
+  if term <= tonumber(ARGV[3]) then
+    term = tonumber(ARGV[3]) + 1
+    redis.call('SET', KEYS[2], term)
+  end
+  redis.call('SET', KEYS[1], ARGV[1] .. '|' .. term, 'PX', ARGV[2])
+  return term
+end
+return 0`;
+
+/**
+ * Keep the term counter at least at a term this node has seen. Redis may restart empty; the
+ * terms the nodes remember put the counter back, so a new term is always newer. KEYS: term.
+ * ARGV: known term.
+ */
+const RAISE_TERM_FLOOR = `
+local current = tonumber(redis.call('GET', KEYS[1]) or '0')
+if current < tonumber(ARGV[1]) then
+  redis.call('SET', KEYS[1], ARGV[1])
+end
+return 1`;
+
+/** Extend the lease only while it is still ours in this term. KEYS: lease. ARGV: value, ttl ms. */
+const RENEW = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0`;
+
+/** Give the lease up only if it is ours. KEYS: lease. ARGV: value. */
+const RESIGN = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0`;
+
+/**
+ * The Coordinator on Redis: the leader lease (SET NX PX, renewed), the term counter
+ * (INCR at every win) and the members. Redis is an existing, well-understood service used
+ * only for these few keys; no consensus is home-made here. Commands fail fast while Redis is
+ * unreachable (no offline queue), so a leader notices it cannot renew before its lease ends.
+ */
+export class RedisCoordinator implements Coordinator {
+  readonly #redis: Redis;
+  readonly #options: RedisCoordinatorOptions;
+  readonly #prefix: string;
+
+  constructor(options: RedisCoordinatorOptions) {
+    this.#options = options;
+    this.#prefix = `auditlake:${options.clusterName}:`;
+    const timeoutMs = Math.max(100, Math.floor(options.leaseTtlMs / 3));
+    this.#redis = new Redis(options.url, {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      commandTimeout: timeoutMs,
+      connectTimeout: timeoutMs,
+      // Reconnect quickly and forever: Redis coming back must end an outage without a restart.
+      retryStrategy: () => Math.min(200, timeoutMs),
+      lazyConnect: false,
+    });
+    // Errors surface as rejected commands; the connection's own error events are expected noise.
+    this.#redis.on('error', () => undefined);
+  }
+
+  /** Resolves true once connected to Redis, false after `timeoutMs` (commands fail until then). */
+  async connected(timeoutMs: number): Promise<boolean> {
+    if (this.#redis.status === 'ready') return true;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.#redis.off('ready', onReady);
+        resolve(false);
+      }, timeoutMs);
+      const onReady = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      this.#redis.once('ready', onReady);
+    });
+  }
+
+  #key(name: string): string {
+    return this.#prefix + name;
+  }
+
+  /**
+   * Tries to become leader; resolves with the new term (always above `knownTerm`), or 0 when
+   * someone holds the lease.
+   */
+  async campaign(knownTerm: number): Promise<number> {
+    const term = await this.#redis.eval(CAMPAIGN, 2, this.#key('leader'), this.#key('term'), this.#options.nodeId, String(this.#options.leaseTtlMs), String(knownTerm));
+    return Number(term);
+  }
+
+  /** Puts the term counter back to at least `knownTerm` (after Redis lost its data). */
+  async raiseTermFloor(knownTerm: number): Promise<void> {
+    await this.#redis.eval(RAISE_TERM_FLOOR, 1, this.#key('term'), String(knownTerm));
+  }
+
+  /** Extends our lease for `term`; false when it is no longer ours. */
+  async renew(term: number): Promise<boolean> {
+    const result = await this.#redis.eval(RENEW, 1, this.#key('leader'), `${this.#options.nodeId}|${term}`, String(this.#options.leaseTtlMs));
+    return Number(result) === 1;
+  }
+
+  async resign(term: number): Promise<void> {
+    await this.#redis.eval(RESIGN, 1, this.#key('leader'), `${this.#options.nodeId}|${term}`);
+  }
+
+  /** The current lease holder, if any. */
+  async leader(): Promise<LeaderRecord | undefined> {
+    const value = await this.#redis.get(this.#key('leader'));
+    if (value === null) return undefined;
+    const bar = value.lastIndexOf('|');
+    const term = Number(value.slice(bar + 1));
+    // `|0` marks the instant inside the campaign script; no one outside sees it, but be safe.
+    if (bar <= 0 || !Number.isSafeInteger(term) || term === 0) return undefined;
+    return { nodeId: value.slice(0, bar), term };
+  }
+
+  /** The highest term ever handed out. */
+  async latestTerm(): Promise<number> {
+    return Number((await this.#redis.get(this.#key('term'))) ?? 0);
+  }
+
+  /** Publishes this node's member record; it expires unless refreshed within 3 lease TTLs. */
+  async publish(info: MemberInfo): Promise<void> {
+    await this.#redis
+      .multi()
+      .sadd(this.#key('members'), info.nodeId)
+      .set(this.#key(`member:${info.nodeId}`), JSON.stringify(info), 'PX', this.#options.leaseTtlMs * 3)
+      .exec();
+  }
+
+  /** Members whose record has not expired. */
+  async members(): Promise<MemberInfo[]> {
+    const ids = await this.#redis.smembers(this.#key('members'));
+    if (ids.length === 0) return [];
+    const values = await this.#redis.mget(ids.map((id) => this.#key(`member:${id}`)));
+    const live: MemberInfo[] = [];
+    const gone: string[] = [];
+    values.forEach((value, i) => {
+      if (value === null) gone.push(ids[i] as string);
+      else live.push(JSON.parse(value) as MemberInfo);
+    });
+    if (gone.length > 0) await this.#redis.srem(this.#key('members'), ...gone);
+    return live;
+  }
+
+  /**
+   * The secret nodes present to each other's internal endpoints. The first node to ask
+   * creates it (or puts back the one it remembers, should Redis have restarted empty);
+   * whoever can read Redis already controls the cluster, so keeping it there adds no exposure.
+   */
+  async clusterToken(remembered: string | undefined): Promise<string> {
+    const key = this.#key('cluster-token');
+    await this.#redis.set(key, remembered ?? randomBytes(24).toString('base64url'), 'NX');
+    const token = await this.#redis.get(key);
+    if (token === null) throw new Error('cluster token vanished from Redis');
+    return token;
+  }
+
+  async close(): Promise<void> {
+    this.#redis.disconnect();
+  }
+}
