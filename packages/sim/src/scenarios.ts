@@ -1,0 +1,121 @@
+import { finish, type RunResult } from './run-seed.js';
+import { SimCluster } from './sim-cluster.js';
+import type { SimNode } from './sim-node.js';
+
+/**
+ * The two reproductions of lost acknowledged events, as deterministic scenarios. Each returns
+ * the properties that failed (none when the cluster is correct).
+ */
+export interface Scenario {
+  name: string;
+  run(root?: string): Promise<RunResult>;
+}
+
+const STEP_LIMIT_MS = 60_000;
+
+/** Sends one request and runs the simulation until the client has its answer. */
+async function ask(cluster: SimCluster, node: SimNode, count: number, replicated: boolean): Promise<boolean> {
+  let answer: boolean | undefined;
+  void cluster.workload.send(node, cluster.workload.events(count), replicated).then((ok) => (answer = ok));
+  await cluster.scheduler.runUntil(() => answer !== undefined, STEP_LIMIT_MS);
+  cluster.note(`${count} events to ${node.name}${replicated ? ' with ack=replicated' : ''}: ${answer === true ? '200' : 'failed'}`);
+  return answer === true;
+}
+
+async function until(cluster: SimCluster, what: string, predicate: () => boolean): Promise<void> {
+  if (!(await cluster.scheduler.runUntil(predicate, STEP_LIMIT_MS))) throw new Error(`scenario step never happened: ${what}\n${cluster.diagnostics()}`);
+  cluster.note(what);
+}
+
+function leads(node: SimNode): boolean {
+  return node.state === 'up' && node.cluster?.isLeader() === true;
+}
+
+async function withCluster(seed: number, run: (cluster: SimCluster) => Promise<RunResult>, root?: string): Promise<RunResult> {
+  const cluster = await SimCluster.create({ seed, size: 3, ...(root ? { root } : {}) });
+  try {
+    return await run(cluster);
+  } finally {
+    await cluster.close();
+  }
+}
+
+/**
+ * A divergence inside the asker's log. A leads term 1; C is paused; A stores 20 events with
+ * ack=replicated (B has them); A and B are paused; C resumes, takes 10 events, wins term 2
+ * alone and orders them after its last entry; C is paused; A and B resume and elect term 3;
+ * C resumes. C's term-2 entries sit where the others hold A's term-1 entries: C must notice,
+ * put its 10 events back into its outbox and forward them, and end with the leader's log.
+ */
+export const divergentLogScenario: Scenario = {
+  name: 'divergent log inside the asker’s log',
+  run: (root) =>
+    withCluster(
+      1,
+      async (cluster) => {
+        await until(cluster, 'a leader is elected', () => cluster.leader() !== undefined);
+        const a = cluster.leader() as SimNode;
+        const [b, c] = cluster.nodes.filter((n) => n !== a) as [SimNode, SimNode];
+        if (!(await ask(cluster, a, 1, true))) throw new Error('the first event was not replicated');
+        await until(cluster, 'every node holds the first event', () => cluster.nodes.every((n) => n.store?.position.lastSeq === 1));
+        cluster.pause(c);
+        // Past the long poll C had open: A answers it empty, and C (paused) asks nothing more,
+        // so none of the next 20 events reaches C.
+        await cluster.scheduler.runFor(1500);
+        if (!(await ask(cluster, a, 20, true))) throw new Error(`${a.name} did not confirm 20 events on ${b.name}`);
+        cluster.pause(a);
+        cluster.pause(b);
+        cluster.resume(c);
+        if (!(await ask(cluster, c, 10, false))) throw new Error(`${c.name} did not take 10 events`);
+        await until(cluster, `${c.name} leads and has ordered its 10 events`, () => leads(c) && c.store?.outboxCount === 0 && (c.store?.position.lastSeq ?? 0) >= 11);
+        cluster.pause(c);
+        cluster.resume(a);
+        cluster.resume(b);
+        await until(cluster, `${a.name} or ${b.name} leads a later term`, () => leads(a) || leads(b));
+        cluster.resume(c);
+        await cluster.heal();
+        return finish(cluster, 3, 60_000);
+      },
+      root,
+    ),
+};
+
+/**
+ * ack=replicated on the word of an old leader. A writes 3,000 events while both standbys are
+ * paused; A is paused; B is elected; A resumes with its longer, unreplicated log; B answers 5
+ * ack=replicated writes; A is paused at once and B loses its disk. Each of the 5 must have been
+ * on another node when B answered, and must survive.
+ */
+export const oldLeaderAckScenario: Scenario = {
+  name: 'ack=replicated counted from an old leader’s longer log',
+  run: (root) =>
+    withCluster(
+      2,
+      async (cluster) => {
+        await until(cluster, 'a leader is elected', () => cluster.leader() !== undefined);
+        const a = cluster.leader() as SimNode;
+        const [b, c] = cluster.nodes.filter((n) => n !== a) as [SimNode, SimNode];
+        if (!(await ask(cluster, a, 10, true))) throw new Error('the first events were not replicated');
+        await until(cluster, 'every node holds the first events', () => cluster.nodes.every((n) => n.store?.position.lastSeq === 10));
+        cluster.pause(b);
+        cluster.pause(c);
+        for (let i = 0; i < 30; i++) if (!(await ask(cluster, a, 100, false))) throw new Error(`${a.name} did not take 100 events`);
+        cluster.pause(a);
+        cluster.resume(b);
+        await until(cluster, `${b.name} leads`, () => leads(b));
+        cluster.resume(a);
+        const firstReplicated = cluster.workload.acked.size;
+        for (let i = 0; i < 5; i++) await ask(cluster, b, 1, true);
+        cluster.pause(a);
+        cluster.note(`wipe ${b.name}`);
+        await b.wipe();
+        const replicatedOnB = new Set([...cluster.workload.acked.values()].slice(firstReplicated).filter((x) => x.ack === 'replicated' && x.node === b.name).map((x) => x.eventId));
+        await cluster.heal();
+        // A disk was lost: only what ack=replicated promised must survive it.
+        return finish(cluster, 3, 60_000, (acked) => replicatedOnB.has(acked.eventId));
+      },
+      root,
+    ),
+};
+
+export const SCENARIOS: readonly Scenario[] = [divergentLogScenario, oldLeaderAckScenario];
