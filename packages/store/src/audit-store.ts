@@ -26,7 +26,8 @@ import type { IndexField } from './index-keys.js';
 import { backfillIndexes } from './index-backfill.js';
 import { TextSketchWriter } from './text-sketch-writer.js';
 import { TEXT_BLOCK_SEQS, blockOfSeq, textSketchKey } from './text-sketch.js';
-import { EventWriter, putEvent, type AppendOptions, type AppendResult, type Sequencer, type WriterPosition } from './event-writer.js';
+import { EventWriter, LOG_END_KEY, logEndValue, putEvent, type AppendOptions, type AppendResult, type Sequencer, type WriterPosition } from './event-writer.js';
+import { TermRuns, parseTermRun, termRunKey, termRunValue, type TermRun, type TermStart } from './term-runs.js';
 
 /**
  * LevelDB's memtable size. Each event writes three keys in different key ranges, so every
@@ -78,6 +79,12 @@ export interface AuditStoreOptions {
    * whose log others pull from needs it: default 0, none kept.
    */
   logTailBytes?: number;
+}
+
+/** What a truncation moved to the outbox: how many entries, and how many of each term. */
+export interface DivertResult {
+  moved: number;
+  terms: Record<number, number>;
 }
 
 export interface PruneResult {
@@ -135,6 +142,7 @@ export class AuditStore {
   #deleteVersion = 0;
   /** The last count of entries in (afterSeq, gapSeqMax], narrowed as afterSeq grows. */
   #gapCount: { afterSeq: number; gapSeqMax: number; deleteVersion: number; count: number } | undefined;
+  #runs = new TermRuns([]);
 
   private constructor(options: AuditStoreOptions) {
     this.location = options.location;
@@ -148,6 +156,7 @@ export class AuditStore {
     await mkdir(options.location, { recursive: true });
     const store = new AuditStore(options);
     await store.#db.open();
+    store.#runs = await store.#readTermRuns();
     const index = await IndexWriter.load(store.#db);
     const text = new TextSketchWriter(store.#db);
     await backfillIndexes(store.#db, index, text);
@@ -160,6 +169,7 @@ export class AuditStore {
       groupEventsMax: options.groupEventsMax ?? 20_000,
       sequencer: options.sequencer ?? (() => 0),
       tail: store.#tail,
+      runs: store.#runs,
     });
     const outboxKeys = await store.#db.keys({ gte: PREFIX.outbox, lt: prefixEnd(PREFIX.outbox) }).all();
     store.#outboxCount = outboxKeys.length;
@@ -186,13 +196,41 @@ export class AuditStore {
     return this.#openWriter().position;
   }
 
+  /**
+   * Where the log ends: the recorded log end (it outlives a deleted or cut last entry), or for
+   * a store written before it was recorded, the last entry. Its term comes from the term runs.
+   */
   async #readPosition(): Promise<WriterPosition> {
     const last = await this.#db.keys({ gte: PREFIX.seq, lt: prefixEnd(PREFIX.seq), reverse: true, limit: 1 }).all();
     const key = last[0];
-    const highestIngestTs = (await this.#db.get(localKey('highestIngestTs'))) ?? '0';
-    if (key === undefined) return { lastSeq: 0, lastTerm: 0, lastIngestTs: Number(highestIngestTs) };
-    const event = await this.getBySeq(parseSeqFromSeqKey(key));
-    return { lastSeq: event?.seq ?? 0, lastTerm: event?.term ?? 0, lastIngestTs: Math.max(event?.ingestTs ?? 0, Number(highestIngestTs)) };
+    const highestIngestTs = Number((await this.#db.get(localKey('highestIngestTs'))) ?? '0');
+    const end = await this.#db.get(LOG_END_KEY);
+    const recorded = end === undefined ? { seq: 0, ingestTs: 0 } : (JSON.parse(end) as { seq: number; ingestTs: number });
+    const event = key === undefined ? undefined : await this.getBySeq(parseSeqFromSeqKey(key));
+    const lastSeq = Math.max(recorded.seq, event?.seq ?? 0);
+    return { lastSeq, lastTerm: this.#runs.termAt(lastSeq), lastIngestTs: Math.max(event?.ingestTs ?? 0, recorded.ingestTs, highestIngestTs) };
+  }
+
+  /**
+   * The term runs on disk. A store written before they were kept gets them from one scan of
+   * its log (written back, so this happens once).
+   */
+  async #readTermRuns(): Promise<TermRuns> {
+    const entries = await this.#db.iterator({ gte: PREFIX.termRun, lt: prefixEnd(PREFIX.termRun) }).all();
+    if (entries.length > 0) return new TermRuns(entries.map(([key, value]) => parseTermRun(key, value)));
+    const runs: TermRun[] = [];
+    for (let after = 0; ; ) {
+      const page = await this.#readSeqRange(after, 10_000);
+      if (page.length === 0) break;
+      for (const event of page) {
+        const current = runs[runs.length - 1];
+        // Who ordered these is not known: counted as this node's own (the cautious choice for ack=replicated).
+        if (current === undefined || current.term !== event.term) runs.push({ firstSeq: event.seq, term: event.term, received: false });
+      }
+      after = (page[page.length - 1] as StoredEvent).seq;
+    }
+    if (runs.length > 0) await this.#db.batch(runs.map((run) => ({ type: 'put' as const, key: termRunKey(run.firstSeq), value: termRunValue(run) })), { sync: true });
+    return new TermRuns(runs);
   }
 
   #openText(): TextSketchWriter {
@@ -243,19 +281,48 @@ export class AuditStore {
     return this.#metaVersion;
   }
 
+  /** The term of the entry at `seq` (0 for seq 0), also for an entry retention deleted; seq must be within the log. */
+  termAt(seq: number): number {
+    this.#openWriter();
+    return this.#runs.termAt(seq);
+  }
+
+  /** The run holding `seq`: its term, and whether its entries came from another node. */
+  runAt(seq: number): TermRun | undefined {
+    this.#openWriter();
+    return this.#runs.runAt(seq);
+  }
+
+  /** This log's term boundaries after `afterSeq` (all of them by default), for peers. */
+  termStarts(afterSeq = 0): TermStart[] {
+    this.#openWriter();
+    return this.#runs.starts(afterSeq);
+  }
+
   /**
-   * Applies entries ordered by a leader, as they are (seq, term, ingestTs kept). Entries at or
-   * below the local last seq are skipped, so a re-delivered batch is harmless; seqs out of order
-   * are refused (nothing is written), gaps the leader pruned are not.
+   * Applies entries ordered by another node, as they are (seq, term, ingestTs kept), with that
+   * node's term boundaries among them (`starts`, so runs start where they start there, even
+   * inside a gap retention made). Entries at or below the local last seq are skipped, so a
+   * re-delivered batch is harmless; seqs out of order are refused (nothing is written), gaps
+   * the sender pruned are not.
    */
-  async applyReplicated(entries: readonly Uint8Array[]): Promise<number> {
+  async applyReplicated(entries: readonly Uint8Array[], starts: readonly TermStart[] = []): Promise<number> {
     const index = this.#openIndex();
-    const applied = await this.#openWriter().exclusive(async ({ db, position, setPosition }) => {
+    const applied = await this.#openWriter().exclusive(async ({ db, position, setPosition, runs }) => {
       const batch = db.batch();
       let last: ReplicatedEntry | undefined;
       let count = 0;
       const newTables = new Set<string>();
       const text = this.#openText();
+      const added: TermRun[] = [];
+      let current = runs.runAt(position.lastSeq);
+      const startRun = (firstSeq: number, term: number) => {
+        if (current !== undefined && current.term === term && current.received) return;
+        current = { firstSeq, term, received: true };
+        added.push(current);
+        batch.put(termRunKey(firstSeq), termRunValue(current));
+      };
+      const pending = [...starts].sort((x, y) => x.firstSeq - y.firstSeq);
       try {
         const firstEntry = entries[0];
         const lastEntry = entries[entries.length - 1];
@@ -273,6 +340,11 @@ export class AuditStore {
           const expected = last?.seq ?? position.lastSeq;
           if (entry.seq <= expected) throw new TypeError(`replicated entries out of order: seq ${entry.seq} after ${expected}`);
           if (entry.seq > expected + 1) gapSeqMax = entry.seq - 1;
+          while (pending.length > 0 && (pending[0] as TermStart).firstSeq <= entry.seq) {
+            const start = pending.shift() as TermStart;
+            if (start.firstSeq > expected) startRun(start.firstSeq, start.term);
+          }
+          if (current === undefined || current.term !== entry.term || !current.received) startRun(entry.seq, entry.term);
           putEvent(batch, entry.eventId, entry.timestamp, entry.seq, entry.bytes);
           // A standby builds the same index keys as the leader, from the same bytes.
           index.put(batch, termsFromJson(entry.bytes), entry.timestamp, entry.seq, newTables);
@@ -294,15 +366,18 @@ export class AuditStore {
         await batch.close();
         return 0;
       }
+      const end = { lastSeq: last.seq, lastTerm: last.term, lastIngestTs: Math.max(position.lastIngestTs, last.ingestTs) };
+      batch.put(LOG_END_KEY, logEndValue(end));
       try {
         await batch.write({ sync: true });
       } catch (err) {
         index.forget(newTables);
         throw err;
       }
+      for (const run of added) runs.add(run);
       // The log now ends past the tail; a standby serves no pulls, so it keeps none.
       this.#tail.clear();
-      setPosition({ lastSeq: last.seq, lastTerm: last.term, lastIngestTs: Math.max(position.lastIngestTs, last.ingestTs) });
+      setPosition(end);
       return count;
     });
     if (applied > 0) this.#logGrew();
@@ -310,14 +385,15 @@ export class AuditStore {
   }
 
   /**
-   * Removes the log suffix from `seq` on (entries a later leader does not have) and puts those
-   * events back into the outbox in the same batch, so they are forwarded to the leader again
-   * rather than lost. Returns how many were moved.
+   * Cuts the log before `seq`: removes every entry from `seq` on (entries the leader's log does
+   * not have) and puts those events back into the outbox in the same batch, so they are
+   * forwarded to the leader again rather than lost. Returns how many moved, by term.
    */
-  async divertSuffixToOutbox(seq: number): Promise<number> {
-    return this.#openWriter().exclusive(async ({ db, position, setPosition }) => {
+  async divertSuffixToOutbox(seq: number): Promise<DivertResult> {
+    return this.#openWriter().exclusive(async ({ db, position, setPosition, runs }) => {
+      const result: DivertResult = { moved: 0, terms: {} };
+      if (seq > position.lastSeq) return result;
       const suffix = await this.#readSeqRange(seq - 1, Number.MAX_SAFE_INTEGER);
-      if (suffix.length === 0) return 0;
       const ops: Array<{ type: 'put'; key: string; value: string } | { type: 'del'; key: string }> = [];
       const index = this.#openIndex();
       const sink: IndexSink = { put: (key, value) => ops.push({ type: 'put', key, value }), del: (key) => ops.push({ type: 'del', key }) };
@@ -325,23 +401,22 @@ export class AuditStore {
         ops.push({ type: 'del', key: timeKey(event.timestamp, event.seq) }, { type: 'del', key: seqKey(event.seq) }, { type: 'del', key: idKey(event.eventId) });
         index.del(sink, event, event.timestamp, event.seq);
         ops.push({ type: 'put', key: outboxKey(this.#outboxNext++), value: JSON.stringify(toAuditEvent(event)) });
+        result.terms[event.term] = (result.terms[event.term] ?? 0) + 1;
       }
+      const dropped = runs.all.filter((run) => run.firstSeq >= seq);
+      for (const run of dropped) ops.push({ type: 'del', key: termRunKey(run.firstSeq) });
       // The highest ingestTs ever assigned survives the truncation: it must never go back.
-      ops.push({ type: 'put', key: localKey('highestIngestTs'), value: String(position.lastIngestTs) });
+      const end = { lastSeq: seq - 1, lastTerm: 0, lastIngestTs: position.lastIngestTs };
+      ops.push({ type: 'put', key: localKey('highestIngestTs'), value: String(position.lastIngestTs) }, { type: 'put', key: LOG_END_KEY, value: logEndValue(end) });
       await db.batch(ops, { sync: true });
       this.#deleteVersion++;
+      runs.cutAfter(seq - 1);
       this.#tail.clear();
       this.#outboxCount += suffix.length;
-      const before = await this.#lastBefore(seq);
-      setPosition({ lastSeq: before?.seq ?? 0, lastTerm: before?.term ?? 0, lastIngestTs: position.lastIngestTs });
-      return suffix.length;
+      result.moved = suffix.length;
+      setPosition({ ...end, lastTerm: runs.termAt(seq - 1) });
+      return result;
     });
-  }
-
-  async #lastBefore(seq: number): Promise<StoredEvent | undefined> {
-    const keys = await this.#db.keys({ gte: PREFIX.seq, lt: seqKey(seq), reverse: true, limit: 1 }).all();
-    const key = keys[0];
-    return key === undefined ? undefined : this.getBySeq(parseSeqFromSeqKey(key));
   }
 
   async getByEventId(eventId: string): Promise<StoredEvent | undefined> {
@@ -470,6 +545,16 @@ export class AuditStore {
     // Entries leave from the front: the head moves past a deleted run that starts at it.
     const deleted = new Set(keys.map(parseOutboxNumber));
     while (deleted.has(this.#outboxHead)) this.#outboxHead++;
+  }
+
+  /**
+   * The eventIds waiting in the outbox, without handing the entries out (readOutbox does):
+   * for checks and diagnostics, not for forwarding.
+   */
+  async outboxEventIds(): Promise<string[]> {
+    this.#openWriter();
+    const values = await this.#db.values({ gte: outboxKey(this.#outboxHead), lt: prefixEnd(PREFIX.outbox) }).all();
+    return values.map((json) => (JSON.parse(json) as { eventId: string }).eventId);
   }
 
   /** Entries waiting in the outbox. */

@@ -10,6 +10,7 @@
  *   l!<name>           → JSON                 this node's own metadata (never replicated)
  *   o!<n:16>           → event JSON           outbox: received here, not yet stored by the leader
  *   x!…                → ''                   secondary indexes (index-keys.ts)
+ *   r!<firstSeq:16>    → {term, received}      term runs: where each run of one term starts in this log
  */
 
 /** Largest value a key field can hold: Number.MAX_SAFE_INTEGER fits in 14 hex digits. */
@@ -41,6 +42,7 @@ export const PREFIX = {
   meta: 'm!',
   local: 'l!',
   outbox: 'o!',
+  termRun: 'r!',
 } as const;
 
 /** The first key after every key with `prefix` ('!' + 1 = '"'). */

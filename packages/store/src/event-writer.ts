@@ -1,9 +1,10 @@
 import { AuditError, AuditErrorCode, storedEventJson, type EncodedEvent } from '@auditlake/model';
 import type { Level } from 'level';
-import { PREFIX, idKey, metaKey, encodeUint } from './event-keys.js';
+import { PREFIX, idKey, localKey, metaKey, encodeUint } from './event-keys.js';
 import { LogTail } from './log-tail.js';
 import { termsFromJson, type IndexWriter } from './index-writer.js';
 import type { TextSketchWriter } from './text-sketch-writer.js';
+import { termRunKey, termRunValue, type TermRun, type TermRuns } from './term-runs.js';
 
 type Db = Level<string, string>;
 
@@ -56,6 +57,19 @@ export interface ExclusiveContext {
   db: Db;
   position: WriterPosition;
   setPosition: (position: WriterPosition) => void;
+  /** The log's term runs: change them only after the batch that stores the change is written. */
+  runs: TermRuns;
+}
+
+/**
+ * Where the log ends and the highest ingestTs so far, written with every change to the log:
+ * the last entry may be deleted by retention or cut by a truncation, and neither the next seq
+ * nor ingestTs may go back after a restart.
+ */
+export const LOG_END_KEY = localKey('logEnd');
+
+export function logEndValue(position: WriterPosition): string {
+  return JSON.stringify({ seq: position.lastSeq, ingestTs: position.lastIngestTs });
 }
 
 type PendingOp =
@@ -103,15 +117,17 @@ export class EventWriter {
   readonly #tail: LogTail;
   readonly #index: IndexWriter;
   readonly #text: TextSketchWriter;
+  readonly #runs: TermRuns;
   #position: WriterPosition;
   #queue: PendingOp[] = [];
   #draining: Promise<void> | undefined;
 
-  constructor(db: Db, position: WriterPosition, options: { now: () => number; groupEventsMax: number; sequencer: Sequencer; tail: LogTail; index: IndexWriter; text: TextSketchWriter }) {
+  constructor(db: Db, position: WriterPosition, options: { now: () => number; groupEventsMax: number; sequencer: Sequencer; tail: LogTail; index: IndexWriter; text: TextSketchWriter; runs: TermRuns }) {
     this.#db = db;
     this.#tail = options.tail;
     this.#index = options.index;
     this.#text = options.text;
+    this.#runs = options.runs;
     this.#position = { ...position };
     this.#now = options.now;
     this.#groupEventsMax = options.groupEventsMax;
@@ -181,6 +197,7 @@ export class EventWriter {
           setPosition: (position) => {
             this.#position = { ...position };
           },
+          runs: this.#runs,
         }),
       );
     } catch (err) {
@@ -259,6 +276,17 @@ export class EventWriter {
       results.push(result);
     }
     this.#text.putChanged(batch);
+    // The first entry of a term this node orders starts a run (term-runs.ts).
+    let run: TermRun | undefined;
+    const grew = seq > this.#position.lastSeq;
+    if (grew) {
+      const current = this.#runs.runAt(this.#position.lastSeq);
+      if (current === undefined || current.term !== term || current.received) {
+        run = { firstSeq: this.#position.lastSeq + 1, term, received: false };
+        batch.put(termRunKey(run.firstSeq), termRunValue(run));
+      }
+      batch.put(LOG_END_KEY, logEndValue({ lastSeq: seq, lastTerm: term, lastIngestTs: ingestTs }));
+    }
     if (batch.length > 0) {
       const group = this.#tail.enabled ? LogTail.encode(written) : undefined;
       written.length = 0;
@@ -273,7 +301,8 @@ export class EventWriter {
     } else {
       await batch.close();
     }
-    if (seq > this.#position.lastSeq) this.#position = { lastSeq: seq, lastTerm: term, lastIngestTs: ingestTs };
+    if (run) this.#runs.add(run);
+    if (grew) this.#position = { lastSeq: seq, lastTerm: term, lastIngestTs: ingestTs };
     return results;
   }
 }

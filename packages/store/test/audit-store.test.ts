@@ -211,7 +211,7 @@ describe('AuditStore replication and outbox', () => {
     await store.append([ev('keep1', 1), ev('keep2', 2)]);
     clock = 2_000;
     await store.append([ev('move1', 3), ev('move2', 4)]);
-    expect(await store.divertSuffixToOutbox(3)).toBe(2);
+    expect(await store.divertSuffixToOutbox(3)).toEqual({ moved: 2, terms: { 0: 2 } });
     expect(store.position).toEqual({ lastSeq: 2, lastTerm: 0, lastIngestTs: 2_000 });
     expect((await all(store)).map((e) => e.eventId)).toEqual(['keep2', 'keep1']);
     expect(await store.getByEventId('move1')).toBeUndefined();
@@ -269,7 +269,7 @@ describe('AuditStore replication and outbox', () => {
     expect(await read(store)).toEqual([['n1', false], ['client', false], ['n2', false]]);
     await store.enqueueOutbox([encodeEvent(ev('n3', 3))], { freshIds: new Set(['n3']) });
     await store.append([ev('logged', 4)]);
-    expect(await store.divertSuffixToOutbox(1)).toBe(1);
+    expect((await store.divertSuffixToOutbox(1)).moved).toBe(1);
     // A diverted log entry was ordered by a leader once: never new.
     expect(await read(store)).toEqual([['n1', false], ['client', false], ['n2', false], ['n3', true], ['logged', false]]);
     await store.enqueueOutbox([encodeEvent(ev('n4', 5))], { freshIds: new Set(['n4']) });

@@ -134,7 +134,7 @@ describe('AuditStore pulls from the log tail', () => {
     expect(await ids(0)).toEqual(['keep']);
     await store.append([ev('new', 70_000)]);
     await store.append([ev('moved', 60_000)]);
-    expect(await store.divertSuffixToOutbox(5)).toBe(1);
+    expect((await store.divertSuffixToOutbox(5)).moved).toBe(1);
     expect(await ids(3)).toEqual(['new']);
     await store.append([ev('newer', 80_000)]);
     expect(await ids(3)).toEqual(['new', 'newer']);
