@@ -7,7 +7,7 @@ import { LeaderElector, type ClusterLog, type LeaderView, type NodeRole } from '
 import { LogSource } from './log-source.js';
 import { MetaHash } from './meta-hash.js';
 import { OutboxForwarder } from './outbox-forwarder.js';
-import { TERM_STARTS_META, newIdsOf, parseForwardedEvent, type ForwardRequest, type ForwardResponse, type PeerTransport, type PullRequest, type PullResponse, type TermStart } from './protocol.js';
+import { newIdsOf, parseForwardedEvent, type ForwardRequest, type ForwardResponse, type PeerTransport, type PullRequest, type PullResponse } from './protocol.js';
 import { ReplicationFollower } from './replication-follower.js';
 import { ReplicationTracker } from './replication-tracker.js';
 
@@ -32,7 +32,24 @@ export interface ClusterHooks {
   onForwarded(count: number): void;
   onForwardAttemptsExhausted(): void;
   onOutboxOverCapacity(): void;
+  /** This node cut its log where it diverged from the leader's and moved `count` entries to its outbox. */
   onDiverted(count: number): void;
+  /** As leader, this node answered a standby whose log diverged from its own. */
+  onDivergenceFound(): void;
+}
+
+/** One node as another sees it (GET /admin/cluster). */
+export interface ClusterMemberStatus {
+  nodeId: string;
+  url: string;
+  /** `unreachable`: not heard from within a lease TTL (crashed, paused, cut off). */
+  role: 'leader' | 'standby' | 'unreachable';
+  /** Where its log ends, as last heard. */
+  appliedSeq: number;
+  /** How long ago the oldest entry it lacks was ingested (0 when it lacks none); null when unreachable. */
+  lagMs: number | null;
+  /** Milliseconds since it was last heard from (0 for the node answering). */
+  lastHeardMs: number;
 }
 
 export interface ClusterNodeStatus {
@@ -40,7 +57,7 @@ export interface ClusterNodeStatus {
   role: NodeRole;
   term: number;
   leader: { nodeId: string; url: string } | null;
-  nodes: Array<{ nodeId: string; url: string; role: string; appliedSeq: number; lagMs: number | null }>;
+  nodes: ClusterMemberStatus[];
 }
 
 /** Where received events went: ordered into the log (this node leads) or into the outbox. */
@@ -82,7 +99,18 @@ export class ClusterNode {
       log,
     });
     const metaHash = new MetaHash(store);
-    this.#logSource = new LogSource({ store, elector: this.elector, tracker: this.tracker, metaHash, nodeId, clock });
+    this.#logSource = new LogSource({
+      store,
+      elector: this.elector,
+      tracker: this.tracker,
+      metaHash,
+      nodeId,
+      clock,
+      onMismatch: (asker) => {
+        options.hooks.onDivergenceFound();
+        log.info({ standby: asker }, 'a standby asked from a position this log does not hold; sent it this log’s term boundaries to find where they agree');
+      },
+    });
     this.#forwarder = new OutboxForwarder({
       store,
       elector: this.elector,
@@ -111,8 +139,8 @@ export class ClusterNode {
       onMetaApplied: (meta) => {
         for (const listener of this.#metaListeners) listener(meta);
       },
-      onDiverted: (n) => {
-        options.hooks.onDiverted(n);
+      onDiverted: (diverted) => {
+        options.hooks.onDiverted(diverted.moved);
         this.#forwarder.kick();
       },
       log,
@@ -177,50 +205,49 @@ export class ClusterNode {
   }
 
   /**
-   * Resolves true once the received events are confirmed on a standby (`ack=replicated`),
-   * false after `timeoutMs`. On the leader: a standby has applied the highest seq among them.
-   * On a standby: the events came back through replication.
+   * Resolves true once every one of `events` is confirmed on a node other than this one
+   * (`ack=replicated`), false after `timeoutMs`. An event is confirmed when its entry in this
+   * node's log either came from another node (replicated or caught up: the sender holds it),
+   * or was ordered here and a standby's pull in the term this node leads now has matched this
+   * log at or past its seq. Progress of another term, or a pull that did not match, never counts.
    */
-  async confirmReplicated(events: readonly EncodedEvent[], received: Received, timeoutMs: number): Promise<boolean> {
-    const { store } = this.#options;
+  async confirmReplicated(events: readonly EncodedEvent[], _received: Received, timeoutMs: number): Promise<boolean> {
     const deadline = this.#clock.monotonicMs() + timeoutMs;
-    if (received.path === 'log') {
-      let maxSeq = Math.max(0, ...received.result.stored.map((e) => e.seq));
-      if (received.result.duplicates > 0) maxSeq = Math.max(maxSeq, await highestSeq(store, events));
-      return this.waitForReplication(maxSeq, timeoutMs);
+    const pending = new Set(events.map((e) => e.eventId));
+    for (;;) {
+      for (const eventId of [...pending]) if (await this.#confirmed(eventId)) pending.delete(eventId);
+      if (pending.size === 0) return true;
+      const remainingMs = deadline - this.#clock.monotonicMs();
+      if (remainingMs <= 0) return false;
+      await this.#nextChange(Math.min(remainingMs, 250));
     }
-    let replicated = await this.#waitUntilApplied(events, timeoutMs);
-    // This node may have become the leader meanwhile and ordered its own outbox: then the
-    // events are in its log without any standby having them yet — wait for one.
-    if (replicated && this.isLeader()) {
-      replicated = await this.waitForReplication(await highestSeq(store, events), Math.max(0, deadline - this.#clock.monotonicMs()));
-    }
-    return replicated;
   }
 
-  /** Resolves true once every event is in the local log (it came back from the leader). */
-  async #waitUntilApplied(events: readonly EncodedEvent[], timeoutMs: number): Promise<boolean> {
+  async #confirmed(eventId: string): Promise<boolean> {
     const { store } = this.#options;
-    const pending = new Set(events.map((e) => e.eventId));
-    const deadline = this.#clock.monotonicMs() + timeoutMs;
-    const check = async () => {
-      for (const id of [...pending]) if (await store.getByEventId(id)) pending.delete(id);
-      return pending.size === 0;
-    };
-    while (!(await check())) {
-      const remaining = deadline - this.#clock.monotonicMs();
-      if (remaining <= 0) return false;
-      await new Promise<void>((resolve) => {
-        const timer = this.#clock.setTimer(done, Math.min(remaining, 250));
-        const unsubscribe = store.onLogGrowth(done);
-        function done() {
-          timer.cancel();
-          unsubscribe();
-          resolve();
-        }
-      });
-    }
-    return true;
+    const entry = await store.getByEventId(eventId);
+    // Not in the log (still in the outbox, or moved back to it): not confirmed yet.
+    if (entry === undefined) return false;
+    const run = store.runAt(entry.seq);
+    if (run === undefined) return false;
+    if (run.received) return true;
+    const term = this.elector.leadingTerm;
+    return term !== undefined && this.tracker.confirmed(term, entry.seq);
+  }
+
+  /** Waits for the log to grow, a standby's progress, or `ms`. */
+  #nextChange(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = this.#clock.setTimer(done, ms);
+      const unsubscribeLog = this.#options.store.onLogGrowth(done);
+      const unsubscribeProgress = this.tracker.onProgress(done);
+      function done() {
+        timer.cancel();
+        unsubscribeLog();
+        unsubscribeProgress();
+        resolve();
+      }
+    });
   }
 
   pull(request: PullRequest): Promise<PullResponse> {
@@ -236,14 +263,10 @@ export class ClusterNode {
     return { term: this.elector.knownTerm, stored: result.stored.length, duplicates: result.duplicates };
   }
 
-  /** True once a standby has applied `seq` (the leader's side of `ack=replicated`). */
-  waitForReplication(seq: number, timeoutMs: number): Promise<boolean> {
-    return this.tracker.waitForAny(seq, timeoutMs);
-  }
-
   /**
-   * After winning: pull what live peers have beyond this node's log (most caught-up first),
-   * then record where the new term starts, before ordering anything.
+   * After winning, before ordering anything: take from live peers whatever extends this log
+   * (most up-to-date peer first), but only where the peer's log matches this one at its end.
+   * A leader never cuts its own log: a peer whose log diverged is left to divert its entries.
    */
   async #prepareLeadership(term: number, stillLeader: () => boolean): Promise<void> {
     const { store, transport, nodeId } = this.#options;
@@ -255,7 +278,7 @@ export class ClusterNode {
         try {
           response = await transport.pull(
             peer.url,
-            { nodeId, after: position.lastSeq, lastTerm: position.lastTerm, term, limit: 5000, waitMs: 0, metaHash: '', catchUp: true },
+            { nodeId, after: position.lastSeq, lastTerm: store.termAt(position.lastSeq), term, limit: 5000, waitMs: 0, metaHash: '', catchUp: true },
             Math.max(500, this.#options.leaseTtlMs / 3),
           );
         } catch {
@@ -266,34 +289,40 @@ export class ClusterNode {
           this.elector.observeTerm(response.term);
           throw new Error(`peer ${peer.nodeId} already knows term ${response.term}; not leading term ${term}`);
         }
-        if (response.entries.length === 0) break;
-        await store.applyReplicated(response.entries);
+        if (response.mismatch !== undefined || response.entries.length === 0 || store.position.lastSeq !== position.lastSeq) break;
+        await store.applyReplicated(response.entries, response.termStarts ?? []);
       }
     }
-    const starts = (await store.getMeta<TermStart[]>(TERM_STARTS_META)) ?? [];
-    await store.putMeta({ [TERM_STARTS_META]: [...starts.filter((s) => s.term < term), { term, firstSeq: store.position.lastSeq + 1 }] });
   }
 
-  /** What `GET /admin/cluster` shows: every live member with its applied seq and lag. */
+  /**
+   * What `GET /admin/cluster` shows: this node, and every node it has heard from since it
+   * started, with where its log ends and its lag; one not heard from within a lease TTL is
+   * `unreachable`, with how long ago it was last heard from.
+   */
   async status(): Promise<ClusterNodeStatus> {
     const { store, nodeId } = this.#options;
-    const url = this.elector.url;
     const leader = this.elector.leader;
-    const role = this.elector.isLeader() ? 'leader' : 'standby';
-    const heard = new Map(this.tracker.progress.map((p) => [p.nodeId, p.appliedSeq]));
-    const members = [...this.elector.members];
-    if (!members.some((m) => m.nodeId === nodeId)) {
-      members.push({ nodeId, url, role, term: this.elector.knownTerm, lastSeq: store.position.lastSeq, lastTerm: store.position.lastTerm, updatedAtMs: this.#clock.wallMs() });
-    }
+    const role: NodeRole = this.elector.isLeader() ? 'leader' : 'standby';
     const lastSeq = store.position.lastSeq;
-    const nodes = await Promise.all(
-      members.map(async (m) => {
-        const isSelf = m.nodeId === nodeId;
-        const appliedSeq = isSelf ? lastSeq : Math.max(m.lastSeq, heard.get(m.nodeId) ?? 0);
-        const memberRole = isSelf ? role : leader?.nodeId === m.nodeId ? 'leader' : 'standby';
-        return { nodeId: m.nodeId, url: m.url, role: memberRole, appliedSeq, lagMs: await this.#lagMs(appliedSeq, lastSeq) };
-      }),
-    );
+    const pulled = new Map(this.tracker.progress.map((p) => [p.nodeId, p]));
+    const nowWallMs = this.#clock.wallMs();
+    const nodes: ClusterMemberStatus[] = [{ nodeId, url: this.elector.url, role, appliedSeq: lastSeq, lagMs: 0, lastHeardMs: 0 }];
+    for (const { member, lastHeardMs: publishedMs } of this.elector.heard()) {
+      if (member.nodeId === nodeId) continue;
+      const pull = pulled.get(member.nodeId);
+      const lastHeardMs = Math.min(publishedMs, pull === undefined ? Infinity : Math.max(0, nowWallMs - pull.heardAtMs));
+      const appliedSeq = Math.max(member.lastSeq, pull?.appliedSeq ?? 0);
+      const reachable = lastHeardMs < this.#options.leaseTtlMs;
+      nodes.push({
+        nodeId: member.nodeId,
+        url: member.url,
+        role: !reachable ? 'unreachable' : leader?.nodeId === member.nodeId ? 'leader' : 'standby',
+        appliedSeq,
+        lagMs: reachable ? await this.#lagMs(appliedSeq, lastSeq) : null,
+        lastHeardMs,
+      });
+    }
     nodes.sort((a, b) => a.nodeId.localeCompare(b.nodeId));
     return { nodeId, role, term: this.elector.knownTerm, leader: leader ? { nodeId: leader.nodeId, url: leader.url } : null, nodes };
   }
@@ -306,7 +335,6 @@ export class ClusterNode {
   }
 
   async close(): Promise<void> {
-    this.tracker.close();
     this.#logSource.close();
     await this.#forwarder.close();
     await this.#follower.close();

@@ -41,6 +41,11 @@ export interface LeaderElectorOptions {
   log: ClusterLog;
 }
 
+/** Whether log end `a` is more up to date than `b`: a later last term, or the same and longer. */
+export function isMoreUpToDate(a: LogEnd, b: LogEnd): boolean {
+  return a.lastTerm > b.lastTerm || (a.lastTerm === b.lastTerm && a.lastSeq > b.lastSeq);
+}
+
 /**
  * Leadership through the Redis lease. A leader acts only while its lease is valid by its own
  * monotonic clock, with a margin: it renews every TTL/6 and treats the lease as gone at
@@ -60,7 +65,8 @@ export class LeaderElector {
   #leaseValidUntil = 0;
   #leader: LeaderView | undefined;
   #members: MemberInfo[] = [];
-  #noLeaderSince: number;
+  /** When each member's record last changed, by this node's monotonic clock (clocks of nodes differ). */
+  readonly #heard = new Map<string, { member: MemberInfo; heardAtMs: number }>();
   /** Since when every round reached Redis (undefined while it does not answer). */
   #redisUpSince: number | undefined;
   #timer: Timer | undefined;
@@ -70,7 +76,6 @@ export class LeaderElector {
   constructor(options: LeaderElectorOptions) {
     this.#options = options;
     this.#clock = options.clock;
-    this.#noLeaderSince = options.clock.monotonicMs();
     this.#knownTerm = options.knownTerm;
     this.#marginMs = Math.max(100, Math.floor(options.leaseTtlMs * 0.2));
   }
@@ -104,6 +109,30 @@ export class LeaderElector {
 
   get members(): readonly MemberInfo[] {
     return this.#members;
+  }
+
+  /**
+   * Every node this one has seen publish since it started, with how long ago (by this node's
+   * clock) its record last changed; a node that stopped publishing stays listed.
+   */
+  heard(): Array<{ member: MemberInfo; lastHeardMs: number }> {
+    const now = this.#clock.monotonicMs();
+    return [...this.#heard.values()].map((h) => ({ member: h.member, lastHeardMs: Math.max(0, now - h.heardAtMs) }));
+  }
+
+  /** Notes the members just read, and when each last published by this node's own clock. */
+  #see(members: MemberInfo[]): void {
+    this.#members = members;
+    const now = this.#clock.monotonicMs();
+    for (const member of members) {
+      const previous = this.#heard.get(member.nodeId);
+      if (previous === undefined || previous.member.updatedAtMs !== member.updatedAtMs) this.#heard.set(member.nodeId, { member, heardAtMs: now });
+    }
+  }
+
+  /** The term this node leads right now (prepared, lease valid), else undefined. */
+  get leadingTerm(): number | undefined {
+    return this.isLeader() ? this.#term : undefined;
   }
 
   /** True only for a prepared leader whose lease is still valid right now. */
@@ -163,18 +192,17 @@ export class LeaderElector {
       return;
     }
     if (this.#role === 'leader') this.#leaseValidUntil = started + this.#options.leaseTtlMs - this.#marginMs;
-    this.#members = await this.#options.coordinator.members();
+    this.#see(await this.#options.coordinator.members());
   }
 
   async #watchAndCampaign(): Promise<void> {
     const coordinator = this.#options.coordinator;
     const [record, members] = await Promise.all([coordinator.leader(), coordinator.members()]);
-    this.#members = members;
+    this.#see(members);
     if (record) {
       this.observeTerm(record.term);
       const url = members.find((m) => m.nodeId === record.nodeId)?.url;
       this.#leader = url === undefined || record.nodeId === this.#options.nodeId ? undefined : { nodeId: record.nodeId, url, term: record.term };
-      this.#noLeaderSince = this.#clock.monotonicMs();
       return;
     }
     this.#leader = undefined;
@@ -192,21 +220,23 @@ export class LeaderElector {
   }
 
   /**
-   * Only the most caught-up live node campaigns, so the new leader has every entry the others
-   * have. If that node cannot win (e.g. it lost Redis), anyone may after two lease TTLs
-   * without a leader; what it lacks is re-forwarded from the others' logs (see divergence).
+   * Only the node with the most up-to-date log among the live members campaigns: the highest
+   * (last term, last seq), compared in that order, as Raft's election restriction. A log whose
+   * last entry has a later term holds every entry a later leader could have kept; a longer log
+   * of an older term may hold entries no later leader has (they are diverted, not kept).
    */
   #mayCampaign(members: MemberInfo[]): boolean {
     // Redis may have restarted empty: wait one lease TTL of rounds that reached it, so every
     // live node has put its known term back (raiseTermFloor) and republished itself before
     // anyone takes a term — else a node that never saw the latest term could reuse it.
     if (this.#redisUpSince === undefined || this.#clock.monotonicMs() - this.#redisUpSince < this.#options.leaseTtlMs) return false;
-    const mine = this.#options.logEnd().lastSeq;
-    // Only members that published within one TTL count (they publish every TTL/6): a dead
-    // leader's record lives for three, and its applied seq must not hold every survivor back.
-    const others = members.filter((m) => m.nodeId !== this.#options.nodeId && this.#clock.wallMs() - m.updatedAtMs < this.#options.leaseTtlMs);
-    const best = others.every((m) => m.lastSeq <= mine);
-    return best || this.#clock.monotonicMs() - this.#noLeaderSince > 2 * this.#options.leaseTtlMs;
+    const mine = this.#options.logEnd();
+    // Only members heard from within one TTL count (they publish every TTL/6): a dead node's
+    // record lives for three, and must not hold every survivor back. Heard by this node's own
+    // clock: comparing another node's wall clock with ours would make skew decide.
+    const now = this.#clock.monotonicMs();
+    const live = members.filter((m) => m.nodeId !== this.#options.nodeId && now - (this.#heard.get(m.nodeId)?.heardAtMs ?? -Infinity) < this.#options.leaseTtlMs);
+    return live.every((m) => !isMoreUpToDate(m, mine));
   }
 
   async #prepare(term: number): Promise<void> {
@@ -227,7 +257,6 @@ export class LeaderElector {
     this.#role = 'standby';
     this.#ready = false;
     this.#leaseValidUntil = 0;
-    this.#noLeaderSince = this.#clock.monotonicMs();
     this.#options.log.warn({ term, reason }, 'stepped down as leader');
     this.#options.coordinator.resign(term).catch(() => undefined);
   }

@@ -3,85 +3,92 @@ import type { AuditStore } from '@auditlake/store';
 import type { Clock } from './clock.js';
 import type { LeaderElector } from './leader-elector.js';
 import type { MetaHash } from './meta-hash.js';
-import { TERM_STARTS_META, type PullRequest, type PullResponse, type TermStart } from './protocol.js';
+import type { PullRequest, PullResponse } from './protocol.js';
 import type { ReplicationTracker } from './replication-tracker.js';
 
 /** Most entries one pull answer carries. */
 export const PULL_ENTRIES_MAX = 10_000;
 
+export interface LogSourceOptions {
+  store: AuditStore;
+  elector: LeaderElector;
+  tracker: ReplicationTracker;
+  metaHash: MetaHash;
+  nodeId: string;
+  clock: Clock;
+  /** A pull was answered with a mismatch: the asker's log diverged from this one. */
+  onMismatch: (asker: string) => void;
+}
+
 /**
- * Answers pulls: a leader serving its standbys (long poll, divergence check, metadata), or
- * any node serving a new leader's catch-up (only entries that extend a matching log).
+ * Answers pulls: a leader serving its standbys (long poll, log matching, metadata), or any
+ * node serving a new leader's catch-up. Either way entries go only to an asker whose log
+ * matches this one where it ends; anyone else is told this log's term boundaries, to find
+ * where the two logs agree. Only a matched pull of the current term counts as a standby's
+ * progress (ack=replicated rests on it).
  */
 export class LogSource {
-  readonly #store: AuditStore;
-  readonly #elector: LeaderElector;
-  readonly #tracker: ReplicationTracker;
-  readonly #metaHash: MetaHash;
-  readonly #nodeId: string;
-  readonly #clock: Clock;
+  readonly #options: LogSourceOptions;
   readonly #waiting = new Set<() => void>();
   #closed = false;
 
-  constructor(options: { store: AuditStore; elector: LeaderElector; tracker: ReplicationTracker; metaHash: MetaHash; nodeId: string; clock: Clock }) {
-    this.#clock = options.clock;
-    this.#store = options.store;
-    this.#elector = options.elector;
-    this.#tracker = options.tracker;
-    this.#metaHash = options.metaHash;
-    this.#nodeId = options.nodeId;
+  constructor(options: LogSourceOptions) {
+    this.#options = options;
   }
 
   async pull(request: PullRequest): Promise<PullResponse> {
-    this.#elector.observeTerm(request.term);
+    const { elector, store, tracker } = this.#options;
+    elector.observeTerm(request.term);
     const limit = Math.max(1, Math.min(request.limit, PULL_ENTRIES_MAX));
-    if (request.catchUp) return this.#answer(request, await this.#catchUpEntries(request, limit), false);
-    if (!this.#elector.isLeader()) {
-      throw new AuditError(AuditErrorCode.NOT_LEADER, `node ${this.#nodeId} is not the leader`, { retryable: true });
+    if (!request.catchUp && !elector.isLeader()) {
+      throw new AuditError(AuditErrorCode.NOT_LEADER, `node ${this.#options.nodeId} is not the leader`, { retryable: true });
     }
-    this.#tracker.record(request.nodeId, request.after);
-    const divergedFrom = await this.#divergence(request);
-    if (divergedFrom !== undefined) return { ...(await this.#answer(request, [], false)), divergedFrom };
-    let entries = await this.#store.readEncodedBySeq(request.after, limit);
+    if (!this.#matches(request)) {
+      if (!request.catchUp) this.#options.onMismatch(request.nodeId);
+      return { ...(await this.#header(request, false)), entries: [], mismatch: { termStarts: store.termStarts() } };
+    }
+    if (request.catchUp) return this.#withEntries(request, await store.readEncodedBySeq(request.after, limit), false);
+    // Matched: the asker holds this log up to `after`. That is progress only in the term this
+    // node leads now, for an asker that knows the term (so it can refuse any older leader).
+    const term = elector.leadingTerm;
+    if (term !== undefined && request.term === term) tracker.record(term, request.nodeId, request.after);
+    let entries = await store.readEncodedBySeq(request.after, limit);
     if (entries.length === 0 && request.waitMs > 0) {
       await this.#waitForGrowth(request.waitMs);
-      entries = await this.#store.readEncodedBySeq(request.after, limit);
+      // Deposed meanwhile: its log may be about to change; the asker should find the new leader.
+      if (!elector.isLeader()) throw new AuditError(AuditErrorCode.NOT_LEADER, `node ${this.#options.nodeId} is no longer the leader`, { retryable: true });
+      if (!this.#matches(request)) return { ...(await this.#header(request, false)), entries: [], mismatch: { termStarts: store.termStarts() } };
+      entries = await store.readEncodedBySeq(request.after, limit);
     }
-    return this.#answer(request, entries, true);
+    return this.#withEntries(request, entries, true);
   }
 
-  async #answer(request: PullRequest, entries: Uint8Array[], withMeta: boolean): Promise<PullResponse> {
-    const { hash, meta } = await this.#metaHash.current();
-    const response: PullResponse = {
-      term: this.#elector.knownTerm,
-      nodeId: this.#nodeId,
-      entries,
-      lastSeq: this.#store.position.lastSeq,
-      metaHash: hash,
-    };
-    if (withMeta && request.metaHash !== hash) response.meta = meta;
+  /** Whether this log holds the asker's last entry: the same term at its last seq. */
+  #matches(request: PullRequest): boolean {
+    const { store } = this.#options;
+    if (request.after === 0) return true;
+    return request.after <= store.position.lastSeq && store.termAt(request.after) === request.lastTerm;
+  }
+
+  async #withEntries(request: PullRequest, entries: Uint8Array[], withMeta: boolean): Promise<PullResponse> {
+    const response: PullResponse = { ...(await this.#header(request, withMeta)), entries };
+    if (entries.length > 0) {
+      const starts = this.#options.store.termStarts(request.after);
+      if (starts.length > 0) response.termStarts = starts;
+    }
     return response;
   }
 
-  /**
-   * The asker's log has entries this leader's log does not: those after the start of the
-   * first term later than the asker's last entry's term (as in Raft's log matching).
-   */
-  async #divergence(request: PullRequest): Promise<number | undefined> {
-    if (request.after === 0) return undefined;
-    const starts = (await this.#store.getMeta<TermStart[]>(TERM_STARTS_META)) ?? [];
-    const next = starts.filter((s) => s.term > request.lastTerm).sort((a, b) => a.term - b.term)[0];
-    if (next !== undefined && next.firstSeq <= request.after) return next.firstSeq;
-    return undefined;
-  }
-
-  /** Entries after the asker's end, only if this node's entry there has the same term. */
-  async #catchUpEntries(request: PullRequest, limit: number): Promise<Uint8Array[]> {
-    if (request.after > 0) {
-      const mine = await this.#store.getBySeq(request.after);
-      if (mine === undefined || mine.term !== request.lastTerm) return [];
-    }
-    return this.#store.readEncodedBySeq(request.after, limit);
+  async #header(request: PullRequest, withMeta: boolean): Promise<Omit<PullResponse, 'entries'>> {
+    const { hash, meta } = await this.#options.metaHash.current();
+    const header: Omit<PullResponse, 'entries'> = {
+      term: this.#options.elector.knownTerm,
+      nodeId: this.#options.nodeId,
+      lastSeq: this.#options.store.position.lastSeq,
+      metaHash: hash,
+    };
+    if (withMeta && request.metaHash !== hash) header.meta = meta;
+    return header;
   }
 
   #waitForGrowth(ms: number): Promise<void> {
@@ -93,8 +100,8 @@ export class LogSource {
         this.#waiting.delete(done);
         resolve();
       };
-      const timer = this.#clock.setTimer(done, ms);
-      const unsubscribe = this.#store.onLogGrowth(done);
+      const timer = this.#options.clock.setTimer(done, ms);
+      const unsubscribe = this.#options.store.onLogGrowth(done);
       this.#waiting.add(done);
     });
   }

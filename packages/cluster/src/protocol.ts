@@ -1,9 +1,16 @@
 import { encodeEvent, validateEvent, type AuditEvent, type EncodedEvent } from '@auditlake/model';
+import type { TermStart } from '@auditlake/store';
+
+export type { TermStart };
 
 /** A standby (or a new leader catching up) asking a node for log entries. */
 export interface PullRequest {
   nodeId: string;
-  /** The asker's last seq and the term of that entry: where its log ends. */
+  /**
+   * Where the asker's log ends: its last seq and the term of the entry there. Entries are
+   * answered only if the answering node's own entry at `after` has term `lastTerm` (log
+   * matching); else the answer says where the two logs can agree (`mismatch`).
+   */
   after: number;
   lastTerm: number;
   /** The newest term the asker knows; a node with an older one is stale. */
@@ -28,8 +35,17 @@ export interface PullResponse {
   entries: Uint8Array[];
   /** The answering node's last seq. */
   lastSeq: number;
-  /** The asker's log differs from this seq on: divert it and ask again. */
-  divergedFrom?: number;
+  /**
+   * With entries: the answering node's term boundaries after `after`, which the asker records
+   * with them, so its term runs are the answering node's (also inside gaps retention made).
+   */
+  termStarts?: TermStart[];
+  /**
+   * The asker's (after, lastTerm) is not an entry of the answering node's log. Carries that
+   * log's term boundaries: the asker finds the common prefix (commonPrefix), moves its own
+   * entries after it to the outbox, and asks again from there. No entries come with it.
+   */
+  mismatch?: { termStarts: TermStart[] };
   meta?: Record<string, unknown>;
   metaHash: string;
 }
@@ -79,14 +95,6 @@ export interface PeerTransport {
   pull(peerUrl: string, request: PullRequest, timeoutMs: number): Promise<PullResponse>;
   forward(peerUrl: string, request: ForwardRequest, timeoutMs: number): Promise<ForwardResponse>;
 }
-
-/** A term boundary of the log: `term` ordered its first event at `firstSeq`. Replicated. */
-export interface TermStart {
-  term: number;
-  firstSeq: number;
-}
-
-export const TERM_STARTS_META = 'termStarts';
 
 /** The fields of an AuditEvent in the order encodeEvent writes them. */
 const CANONICAL_KEYS = 'eventId,userId,source,action,resource,decision,tables,query,details,timestamp';

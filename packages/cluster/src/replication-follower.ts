@@ -1,8 +1,9 @@
-import type { AuditStore } from '@auditlake/store';
+import type { AuditStore, DivertResult } from '@auditlake/store';
 import type { Clock } from './clock.js';
 import type { ClusterLog, LeaderElector } from './leader-elector.js';
 import type { MetaHash } from './meta-hash.js';
-import type { PeerTransport } from './protocol.js';
+import { commonPrefix } from './log-matching.js';
+import type { PeerTransport, PullResponse, TermStart } from './protocol.js';
 import { sleep } from './sleep.js';
 
 export interface ReplicationFollowerOptions {
@@ -17,14 +18,17 @@ export interface ReplicationFollowerOptions {
   /** Called after replicated metadata was written (settings must be reloaded). */
   onMetaApplied: (meta: Record<string, unknown>) => void;
   /** Called after a divergent suffix moved to the outbox (the forwarder should run). */
-  onDiverted: (count: number) => void;
+  onDiverted: (diverted: DivertResult) => void;
   log: ClusterLog;
 }
 
 /**
- * A standby's replication loop: pull from the leader after the local end of the log, apply in
- * seq order, apply metadata, and divert a divergent suffix when the leader says so. Each pull
- * reports the applied seq, which is how the leader tracks lag and `ack=replicated`.
+ * A standby's replication loop: pull from the leader after the local end of the log, stating
+ * (seq, term) of that end; apply the answer in seq order with the leader's term boundaries,
+ * and its metadata. When the leader's log does not hold that end, cut this log where the two
+ * agree (found from both logs' term boundaries) and move the entries after it to the outbox,
+ * to be forwarded again. Each matched pull tells the leader how far this standby holds its
+ * log, which is how it tracks lag and `ack=replicated`.
  */
 export class ReplicationFollower {
   readonly #options: ReplicationFollowerOptions;
@@ -67,7 +71,7 @@ export class ReplicationFollower {
       {
         nodeId: this.#options.nodeId,
         after: position.lastSeq,
-        lastTerm: position.lastTerm,
+        lastTerm: store.termAt(position.lastSeq),
         term: elector.knownTerm,
         // As the forward batch (cluster-node.ts): a standby applies each answer as one LevelDB
         // batch, and batches of a megabyte or two cost the least CPU per event.
@@ -83,17 +87,31 @@ export class ReplicationFollower {
     elector.observeTerm(response.term);
     // Became leader while the pull was in flight: the log is ours to order now.
     if (elector.role === 'leader') return;
-    if (response.divergedFrom !== undefined) {
-      const moved = await store.divertSuffixToOutbox(response.divergedFrom);
-      this.#options.log.warn({ from: response.divergedFrom, moved }, 'log diverged from the leader; moved the local suffix to the outbox to re-forward it');
-      this.#options.onDiverted(moved);
+    // The answer was matched against the log's end as it was when asked: nothing else may
+    // have changed the log since.
+    if (store.position.lastSeq !== position.lastSeq) return;
+    if (response.mismatch !== undefined) {
+      await this.#divert(response, response.mismatch.termStarts);
       return;
     }
     if (response.meta) {
       await store.putMeta(response.meta);
       this.#options.onMetaApplied(response.meta);
     }
-    if (response.entries.length > 0) await store.applyReplicated(response.entries);
+    if (response.entries.length > 0) await store.applyReplicated(response.entries, response.termStarts ?? []);
+  }
+
+  /** Cuts this log where it stops agreeing with the leader's; what follows goes to the outbox. */
+  async #divert(response: PullResponse, leaderStarts: readonly TermStart[]): Promise<void> {
+    const { store } = this.#options;
+    const position = store.position;
+    const agreed = commonPrefix({ starts: store.termStarts(), lastSeq: position.lastSeq }, { starts: leaderStarts, lastSeq: response.lastSeq });
+    const diverted = await store.divertSuffixToOutbox(agreed + 1);
+    this.#options.log.warn(
+      { leader: response.nodeId, agreedThroughSeq: agreed, from: agreed + 1, moved: diverted.moved, terms: diverted.terms },
+      `the log diverged from the leader's after seq ${agreed}: moved ${diverted.moved} entries (by term: ${JSON.stringify(diverted.terms)}) to the outbox, to forward them again`,
+    );
+    this.#options.onDiverted(diverted);
   }
 
   async close(): Promise<void> {

@@ -1,68 +1,62 @@
-import type { Clock, Timer } from './clock.js';
+import type { Clock } from './clock.js';
 
-/** A standby's progress as the leader last heard it (the `after` of its latest pull). */
+/** A standby's progress as the leader last heard it in the current term. */
 export interface StandbyProgress {
   nodeId: string;
+  /** The standby holds this leader's log up to here (its last pull matched there). */
   appliedSeq: number;
+  /** This node's wall clock when it heard. */
   heardAtMs: number;
 }
 
-interface Waiter {
-  seq: number;
-  resolve: (replicated: boolean) => void;
-  timer: Timer;
-}
-
 /**
- * The leader's record of how far each standby has applied the log, and the waiters of
- * `?ack=replicated` requests: each resolves once any standby has applied its seq.
+ * The leader's record of how far each standby holds its log, for one term at a time: only
+ * pulls that matched this leader's log in the term it leads are recorded, and a new term
+ * starts from nothing, so neither another leader's log nor an unmatched claim can make an
+ * entry look replicated. Listeners hear of every change (ack=replicated waits on them).
  */
 export class ReplicationTracker {
   readonly #clock: Clock;
-  readonly #progress = new Map<string, StandbyProgress>();
-  #waiters: Waiter[] = [];
+  #term = 0;
+  #progress = new Map<string, StandbyProgress>();
+  readonly #listeners = new Set<() => void>();
 
   constructor(clock: Clock) {
     this.#clock = clock;
   }
 
-  record(nodeId: string, appliedSeq: number): void {
+  /** The term the progress belongs to (0 before any). */
+  get term(): number {
+    return this.#term;
+  }
+
+  /** `nodeId`'s pull matched this leader's log at `seq` in `term`. */
+  record(term: number, nodeId: string, seq: number): void {
+    if (term < this.#term) return;
+    if (term > this.#term) {
+      this.#term = term;
+      this.#progress = new Map();
+    }
     const previous = this.#progress.get(nodeId);
-    this.#progress.set(nodeId, { nodeId, appliedSeq: Math.max(appliedSeq, previous?.appliedSeq ?? 0), heardAtMs: this.#clock.wallMs() });
-    this.#waiters = this.#waiters.filter((waiter) => {
-      if (appliedSeq < waiter.seq) return true;
-      waiter.timer.cancel();
-      waiter.resolve(true);
-      return false;
-    });
+    this.#progress.set(nodeId, { nodeId, appliedSeq: Math.max(seq, previous?.appliedSeq ?? 0), heardAtMs: this.#clock.wallMs() });
+    for (const listener of [...this.#listeners]) listener();
   }
 
-  /** Resolves true once a standby has applied `seq`, false after `timeoutMs`. */
-  waitForAny(seq: number, timeoutMs: number): Promise<boolean> {
-    for (const p of this.#progress.values()) if (p.appliedSeq >= seq) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const waiter: Waiter = {
-        seq,
-        resolve,
-        timer: this.#clock.setTimer(() => {
-          this.#waiters = this.#waiters.filter((w) => w !== waiter);
-          resolve(false);
-        }, timeoutMs),
-      };
-      this.#waiters.push(waiter);
-    });
+  /** True once a standby holds this leader's log up to `seq` in `term`. */
+  confirmed(term: number, seq: number): boolean {
+    if (term !== this.#term) return false;
+    for (const p of this.#progress.values()) if (p.appliedSeq >= seq) return true;
+    return false;
   }
 
+  /** Calls `listener` after each recorded pull. Returns an unsubscribe. */
+  onProgress(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** The current term's progress of each standby heard from. */
   get progress(): StandbyProgress[] {
     return [...this.#progress.values()];
-  }
-
-  /** Fails every waiter (the node is stopping). */
-  close(): void {
-    for (const waiter of this.#waiters) {
-      waiter.timer.cancel();
-      waiter.resolve(false);
-    }
-    this.#waiters = [];
   }
 }
