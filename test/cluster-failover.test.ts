@@ -50,13 +50,25 @@ describe('cluster failover (3 real nodes, real redis-server)', () => {
     await expect.poll(() => load.acked.size, { timeout: 10_000 }).toBeGreaterThan(300);
     alive.delete(standby);
     await cluster.node(standby).kill();
-    await new Promise((r) => setTimeout(r, 1500));
+    // The leader shows the dead standby as unreachable, with when it was last heard from,
+    // not as a standby without lag.
+    const leaderUrl = cluster.node(leader).url;
+    const viewOf = async (i: number) => {
+      const status = (await (await fetch(`${leaderUrl}/admin/cluster`, { headers: { authorization: `Token ${ADMIN}` } })).json()) as { nodes: Array<{ nodeId: string; role: string; lagMs: number | null; lastHeardMs: number }> };
+      return status.nodes.find((n) => n.nodeId === `node${i}`);
+    };
+    await expect.poll(() => viewOf(standby), { timeout: 20_000, interval: 200 }).toMatchObject({ role: 'unreachable', lagMs: null });
+    expect((await viewOf(standby))!.lastHeardMs).toBeGreaterThanOrEqual(3000);
+    expect(await metric(leaderUrl, `auditlake_cluster_node_reachable\\{node="node${standby}"\\}`)).toBe(0);
     await cluster.start(standby);
     alive.add(standby);
+    await expect.poll(() => viewOf(standby), { timeout: 20_000, interval: 200 }).toMatchObject({ role: 'standby' });
     await new Promise((r) => setTimeout(r, 1000));
     await load.stop();
-    await expectConverged(cluster, [0, 1, 2], load.acked);
+    const log = await expectConverged(cluster, [0, 1, 2], load.acked);
     expect(await cluster.leaderIndex()).toBe(leader);
+    await expect.poll(() => metric(leaderUrl, `auditlake_cluster_node_applied_seq\\{node="node${standby}"\\}`)).toBe(log.at(-1)!.seq);
+    expect(await metric(leaderUrl, 'auditlake_cluster_leader')).toBe(1);
   }, 90_000);
 
   it('Redis down for longer than the lease: ingest is acknowledged throughout, a leader is elected again, outboxes drain', async () => {

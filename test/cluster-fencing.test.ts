@@ -113,7 +113,8 @@ describe('fencing (real processes, SIGSTOP/SIGCONT)', () => {
       body: JSON.stringify(batch('unconfirmed', 1)),
     });
     expect(res.status).toBe(503);
-    expect(((await res.json()) as { error: string }).error).toMatch(/^events not confirmed on a standby within 5000 ms/);
+    expect(res.headers.get('retry-after')).toBe('1');
+    expect(await res.json()).toMatchObject({ code: 'AUDIT_REPLICATION_TIMEOUT', error: expect.stringMatching(/^events not confirmed on a standby within 5000 ms/) });
     // Not half-reported: the 503 says unconfirmed, yet the events are durably on the leader.
     expect((await cluster.log(leader)).some((e) => e.eventId === 'unconfirmed-0')).toBe(true);
   }, 90_000);

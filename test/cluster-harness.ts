@@ -34,13 +34,15 @@ export interface Cluster {
 
 export interface ClusterOptions {
   size: number;
+  /** Redis keeps its data across a kill -9 (append-only file), so it can restart with or without it. */
+  persistentRedis?: boolean;
   /** Extra `--set key=value` per node index. */
   sets?: (i: number) => string[];
 }
 
 export async function startCluster(options: ClusterOptions): Promise<Cluster> {
-  const redis = await startRedis();
-  onTestFinished(() => redis.stop());
+  const redis = await startRedis({ persistent: options.persistentRedis ?? false });
+  onTestFinished(() => redis[Symbol.asyncDispose]());
   const dirs = await Promise.all(Array.from({ length: options.size }, () => tempDir('auditlake-cluster-')));
   onTestFinished(async () => {
     for (const d of dirs) await d.remove();

@@ -37,7 +37,7 @@ export class AuditParquetFile {
 
   /**
    * Opens `source`, reading its footer unless `footer` (the same file's, from a cache) is
-   * given. Throws AuditError AUDIT_TIER_TARGET_UNUSABLE when the bytes are not Parquet.
+   * given. Throws AuditError AUDIT_TABLE_INVALID when the bytes are not Parquet.
    */
   static async open(source: ByteSource, footer?: ParquetFooter): Promise<AuditParquetFile> {
     return new AuditParquetFile(source, footer ?? (await readAuditParquetFooter(source)));

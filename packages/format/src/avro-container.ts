@@ -136,12 +136,12 @@ export interface AvroContainer {
  * Decodes an object container file, resolving each record from the file's writer schema to
  * `readerType` (Avro schema resolution: fields missing from the writer take the reader's
  * defaults, fields unknown to the reader are skipped). Codecs `null` and `deflate`.
- * Throws AuditError AUDIT_TIER_TARGET_UNUSABLE for anything that is not such a file or whose
+ * Throws AuditError AUDIT_TABLE_INVALID for anything that is not such a file or whose
  * schema cannot be resolved; `what` names the file kind in messages.
  */
 export function decodeAvroContainer(bytes: Uint8Array, readerType: avsc.Type, what: string): AvroContainer {
   const unusable = (message: string, cause?: unknown): AuditError =>
-    new AuditError(AuditErrorCode.TIER_TARGET_UNUSABLE, `${what} is not readable: ${message}`, cause === undefined ? {} : { cause });
+    new AuditError(AuditErrorCode.TABLE_INVALID, `${what} is not readable: ${message}`, cause === undefined ? {} : { cause });
   const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   if (buffer.byteLength < MAGIC.byteLength || !buffer.subarray(0, MAGIC.byteLength).equals(MAGIC)) {
     throw unusable('no Avro magic bytes');

@@ -137,14 +137,14 @@ export function encodeManifestList(files: readonly ManifestFile[], context: Mani
 
 /**
  * Decodes a manifest list written by us or another engine, resolving its writer schema to
- * ours. Throws AuditError AUDIT_TIER_TARGET_UNUSABLE for bytes that are not a v2 manifest list
+ * ours. Throws AuditError AUDIT_TABLE_INVALID for bytes that are not a v2 manifest list
  * or hold a long beyond 2^53.
  */
 export function decodeManifestList(bytes: Uint8Array): DecodedManifestList {
   const { metadata, records } = decodeAvroContainer(bytes, FILE_SCHEMA.type, 'Iceberg manifest list');
   if (metadata['format-version'] !== undefined && metadata['format-version'] !== '2') {
     throw new AuditError(
-      AuditErrorCode.TIER_TARGET_UNUSABLE,
+      AuditErrorCode.TABLE_INVALID,
       `Iceberg manifest list is not usable: format-version ${metadata['format-version']}, expected 2`,
     );
   }

@@ -199,13 +199,13 @@ export function encodeManifest(entries: readonly ManifestEntry[], context: Manif
 /**
  * Decodes a manifest written by us or another engine (Java, pyiceberg, …), resolving its
  * writer schema to ours: fields the writer lacks read as null, fields we do not know are
- * dropped. Throws AuditError AUDIT_TIER_TARGET_UNUSABLE for bytes that are not a v2 data
+ * dropped. Throws AuditError AUDIT_TABLE_INVALID for bytes that are not a v2 data
  * manifest of this table's partition spec, or hold a long beyond 2^53.
  */
 export function decodeManifest(bytes: Uint8Array): DecodedManifest {
   const { metadata, records } = decodeAvroContainer(bytes, ENTRY_SCHEMA.type, 'Iceberg manifest');
   const unusable = (message: string): AuditError =>
-    new AuditError(AuditErrorCode.TIER_TARGET_UNUSABLE, `Iceberg manifest is not usable: ${message}`);
+    new AuditError(AuditErrorCode.TABLE_INVALID, `Iceberg manifest is not usable: ${message}`);
   if (metadata['format-version'] !== undefined && metadata['format-version'] !== '2') {
     throw unusable(`format-version ${metadata['format-version']}, expected 2`);
   }
@@ -315,7 +315,7 @@ function fromAvroEntry(record: unknown): ManifestEntry {
   const raw = record as AvroEntry;
   const file = raw.data_file;
   if (raw.status !== 0 && raw.status !== 1 && raw.status !== 2) {
-    throw new AuditError(AuditErrorCode.TIER_TARGET_UNUSABLE, `Iceberg manifest entry has status ${raw.status}`);
+    throw new AuditError(AuditErrorCode.TABLE_INVALID, `Iceberg manifest entry has status ${raw.status}`);
   }
   return {
     status: raw.status,

@@ -87,7 +87,7 @@ const ALL_COLUMNS: readonly AuditColumnName[] = AUDIT_COLUMNS.map((column) => co
  * without statistics are read (never skipped on a guess). Events come back in file order,
  * which is event time ascending for files written by encodeAuditParquet.
  *
- * Throws AuditError AUDIT_TIER_TARGET_UNUSABLE when the file is not a readable tiered file
+ * Throws AuditError AUDIT_TABLE_INVALID when the file is not a readable tiered file
  * (not Parquet, or a column missing or with another field id); TypeError for bad options.
  */
 export function readAuditParquet(
@@ -184,14 +184,14 @@ export function footerStats(metadata: ParquetFooter): ParquetFileStats {
 export type ParquetFooter = FileMetaData;
 
 /**
- * Fetches and parses a file's footer. Throws AuditError AUDIT_TIER_TARGET_UNUSABLE when the
+ * Fetches and parses a file's footer. Throws AuditError AUDIT_TABLE_INVALID when the
  * bytes are not Parquet (hyparquet's plain errors turned into a coded one).
  */
 export async function readAuditParquetFooter(source: ByteSource): Promise<ParquetFooter> {
   try {
     return await parquetMetadataAsync(source, { initialFetchSize: FOOTER_FETCH_BYTES, parsers: PARSERS });
   } catch (err) {
-    throw new AuditError(AuditErrorCode.TIER_TARGET_UNUSABLE, `tiered file is not readable Parquet: ${messageOf(err)}`, {
+    throw new AuditError(AuditErrorCode.TABLE_INVALID, `tiered file is not readable Parquet: ${messageOf(err)}`, {
       cause: err,
     });
   }
@@ -209,11 +209,11 @@ function checkColumns(metadata: FileMetaData, columns: readonly AuditColumnName[
     const expected = AUDIT_COLUMNS.find((column) => column.name === name);
     const element = metadata.schema.find((candidate, i) => i > 0 && candidate.name === name);
     if (element === undefined) {
-      throw new AuditError(AuditErrorCode.TIER_TARGET_UNUSABLE, `tiered file has no column ${name}`);
+      throw new AuditError(AuditErrorCode.TABLE_INVALID, `tiered file has no column ${name}`);
     }
     if (element.field_id !== undefined && element.field_id !== expected?.fieldId) {
       throw new AuditError(
-        AuditErrorCode.TIER_TARGET_UNUSABLE,
+        AuditErrorCode.TABLE_INVALID,
         `tiered file column ${name} has field id ${element.field_id}, expected ${expected?.fieldId}`,
       );
     }
@@ -279,7 +279,7 @@ function eventOf(row: Record<string, unknown>, columns: readonly AuditColumnName
         const decision = value ?? '';
         if (!isDecision(decision)) {
           const shown = typeof decision === 'string' ? JSON.stringify(decision) : typeof decision;
-          throw new AuditError(AuditErrorCode.TIER_TARGET_UNUSABLE, `tiered file has decision ${shown}`);
+          throw new AuditError(AuditErrorCode.TABLE_INVALID, `tiered file has decision ${shown}`);
         }
         event.decision = decision;
         break;
@@ -305,7 +305,7 @@ function eventOf(row: Record<string, unknown>, columns: readonly AuditColumnName
 function stringOf(name: AuditColumnName, value: unknown): string {
   if (value === null || value === undefined) return '';
   if (typeof value !== 'string') {
-    throw new AuditError(AuditErrorCode.TIER_TARGET_UNUSABLE, `tiered file column ${name} holds ${typeof value}, not string`);
+    throw new AuditError(AuditErrorCode.TABLE_INVALID, `tiered file column ${name} holds ${typeof value}, not string`);
   }
   return value;
 }
@@ -313,7 +313,7 @@ function stringOf(name: AuditColumnName, value: unknown): string {
 /** An INT64 column's value as epoch ms (dividing micros by `perMs`, flooring toward -∞). */
 function msOf(name: AuditColumnName, value: unknown, perMs = 1n): number {
   if (typeof value !== 'bigint') {
-    throw new AuditError(AuditErrorCode.TIER_TARGET_UNUSABLE, `tiered file column ${name} holds ${typeof value}, not INT64`);
+    throw new AuditError(AuditErrorCode.TABLE_INVALID, `tiered file column ${name} holds ${typeof value}, not INT64`);
   }
   const quotient = value / perMs;
   const ms = value < 0n && quotient * perMs !== value ? quotient - 1n : quotient;

@@ -373,10 +373,10 @@ describe('our decoders', () => {
     expect(entries).toEqual([ours]);
   });
 
-  it('refuse bytes that are not a manifest with AUDIT_TIER_TARGET_UNUSABLE', () => {
+  it('refuse bytes that are not a manifest with AUDIT_TABLE_INVALID', () => {
     const manifest = table.manifests[0] as Uint8Array;
     for (const bad of [new Uint8Array([1, 2, 3]), manifest.subarray(0, manifest.byteLength - 5), table.manifestLists[0] as Uint8Array]) {
-      expect(() => decodeManifest(bad)).toThrow(expect.objectContaining({ code: 'AUDIT_TIER_TARGET_UNUSABLE' }));
+      expect(() => decodeManifest(bad)).toThrow(expect.objectContaining({ code: 'AUDIT_TABLE_INVALID' }));
     }
   });
 });

@@ -82,10 +82,10 @@ describe('column pushdown', () => {
     expect(got).toEqual(inRange(fromMs, toMs).map((e) => ({ userId: e.userId, timestamp: e.timestamp })));
   });
 
-  it('refuses an unknown column with TypeError and a non-Parquet object with AUDIT_TIER_TARGET_UNUSABLE', async () => {
+  it('refuses an unknown column with TypeError and a non-Parquet object with AUDIT_TABLE_INVALID', async () => {
     await expect(readAuditParquet(bytesSource(bytes), { columns: ['nope' as 'ts'] })).rejects.toThrow(TypeError);
     await expect(readAuditParquet(bytesSource(bytes), { fromMs: Number.NaN })).rejects.toThrow(TypeError);
     const err: unknown = await readAuditParquet(bytesSource(new TextEncoder().encode('not a parquet file'))).catch((e: unknown) => e);
-    expect(isAuditError(err, 'AUDIT_TIER_TARGET_UNUSABLE')).toBe(true);
+    expect(isAuditError(err, 'AUDIT_TABLE_INVALID')).toBe(true);
   });
 });

@@ -20,12 +20,16 @@ export const AuditErrorCode = {
   FORBIDDEN: 'AUDIT_FORBIDDEN',
   /** The store is not open (opening, closing or closed). */
   STORE_NOT_OPEN: 'AUDIT_STORE_NOT_OPEN',
+  /** The local store could not write (disk full, I/O error); nothing of the request was stored. */
+  STORE_WRITE_FAILED: 'AUDIT_STORE_WRITE_FAILED',
   /** A configured limit (queue, batch) was exceeded. */
   LIMIT_EXCEEDED: 'AUDIT_LIMIT_EXCEEDED',
   /** The operation needs the leader and this node is not it. */
   NOT_LEADER: 'AUDIT_NOT_LEADER',
   /** A message carried a term older than the one this node has seen. */
   STALE_TERM: 'AUDIT_STALE_TERM',
+  /** `ack=replicated`: the events are stored here but no other node confirmed them in time. */
+  REPLICATION_TIMEOUT: 'AUDIT_REPLICATION_TIMEOUT',
   /** The configured tiering target cannot be used. */
   TIER_TARGET_UNUSABLE: 'AUDIT_TIER_TARGET_UNUSABLE',
   /** An object asked for by key does not exist in the object store. */
@@ -44,7 +48,10 @@ export type AuditErrorCode = (typeof AuditErrorCode)[keyof typeof AuditErrorCode
 
 export interface AuditErrorOptions {
   cause?: unknown;
-  /** True when the same call may succeed later without any change by the caller. */
+  /**
+   * True when the same call may succeed later without any change by the caller; the HTTP
+   * answer then carries `Retry-After`.
+   */
   retryable?: boolean;
 }
 

@@ -91,13 +91,16 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   });
 
   app.setErrorHandler(async (err, request, reply) => {
-    const { statusCode, body } = toHttpError(err);
+    const { statusCode, body, retryAfterSeconds } = toHttpError(err);
     if (statusCode >= 500) {
       // An operating error (no leader, no standby, store closing) is an answer, not a bug: one
       // line with its code and message. Anything else is unexpected and logged with its stack.
       if (isAuditError(err)) request.log.warn({ code: err.code, route: request.routeOptions.url, status: statusCode }, err.message);
       else request.log.error({ err }, 'request failed');
     }
+    // Retryable (a leader is being elected, the node is starting, a replication wait ran out):
+    // the same request, with the same eventIds, may succeed after this many seconds.
+    if (retryAfterSeconds !== undefined) reply.header('retry-after', String(retryAfterSeconds));
     if (statusCode === 413 && request.routeOptions.url === '/v1/api/audit') options.metrics.eventsRefused.inc();
     return reply.code(statusCode).send(body);
   });

@@ -14,6 +14,8 @@ const STATUS_BY_CODE: Record<AuditErrorCode, number> = {
   [AuditErrorCode.STALE_TERM]: 503,
   [AuditErrorCode.STORE_NOT_OPEN]: 503,
   [AuditErrorCode.UNREACHABLE]: 502,
+  [AuditErrorCode.STORE_WRITE_FAILED]: 503,
+  [AuditErrorCode.REPLICATION_TIMEOUT]: 503,
   [AuditErrorCode.CONFIG_INVALID]: 500,
   [AuditErrorCode.OBJECT_NOT_FOUND]: 502,
   [AuditErrorCode.OBJECT_EXISTS]: 409,
@@ -21,9 +23,14 @@ const STATUS_BY_CODE: Record<AuditErrorCode, number> = {
   [AuditErrorCode.TABLE_INVALID]: 502,
 };
 
+/** Seconds a client should wait before retrying a retryable error (`Retry-After`). */
+export const RETRY_AFTER_SECONDS = 1;
+
 export interface HttpError {
   statusCode: number;
   body: { status: 'error'; error: string; code: string };
+  /** Present on retryable errors: the `Retry-After` header's value, in seconds. */
+  retryAfterSeconds?: number;
 }
 
 interface FastifyLikeError {
@@ -35,7 +42,9 @@ interface FastifyLikeError {
 /** Maps anything thrown while serving a request to a status and the contract's error body. */
 export function toHttpError(err: unknown): HttpError {
   if (isAuditError(err)) {
-    return { statusCode: STATUS_BY_CODE[err.code], body: { status: 'error', error: err.message, code: err.code } };
+    const mapped: HttpError = { statusCode: STATUS_BY_CODE[err.code], body: { status: 'error', error: err.message, code: err.code } };
+    if (err.retryable) mapped.retryAfterSeconds = RETRY_AFTER_SECONDS;
+    return mapped;
   }
   const e = err as FastifyLikeError;
   if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {

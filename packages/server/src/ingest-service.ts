@@ -60,6 +60,10 @@ export class IngestService {
     const kept = parsed.events.filter((event) => !event.subjectToSampling || keepSampledRead(sampling, this.#options.random));
     const sampledOut = parsed.events.length - kept.length;
     if (sampledOut > 0) metrics.eventsSampledOut.inc(sampledOut);
+    // Refused before anything is stored: without a cluster nothing can ever confirm it.
+    if (options.ackReplicated && !this.#options.membership.coordinated) {
+      throw new AuditError(AuditErrorCode.BAD_REQUEST, 'ack=replicated needs a standby, and this node runs without a cluster (--coordinator); nothing was stored — send without ack=replicated');
+    }
     let duplicates = 0;
     if (kept.length > 0) {
       const freshIds = new Set(kept.filter((event) => event.freshId).map((event) => event.eventId));
@@ -89,7 +93,7 @@ export class IngestService {
     const { membership, ackReplicatedTimeoutMs } = this.#options;
     if (!(await membership.confirmReplicated(events, received, ackReplicatedTimeoutMs))) {
       throw new AuditError(
-        AuditErrorCode.NOT_LEADER,
+        AuditErrorCode.REPLICATION_TIMEOUT,
         `events not confirmed on a standby within ${ackReplicatedTimeoutMs} ms; they are stored durably on this node and will be replicated — retry with the same eventIds to confirm`,
         { retryable: true },
       );

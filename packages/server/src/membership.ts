@@ -30,17 +30,13 @@ export function singleNodeMembership(nodeId: string, url: () => string, store: A
     term: () => 0,
     leaderUrl: () => undefined,
     async status() {
-      const self = { nodeId, url: url(), role: 'leader', appliedSeq: store.position.lastSeq, lagMs: 0 };
+      const self = { nodeId, url: url(), role: 'leader' as const, appliedSeq: store.position.lastSeq, lagMs: 0, lastHeardMs: 0 };
       return { nodeId, role: 'leader', term: 0, leader: { nodeId, url: url() }, nodes: [self] };
     },
     sequencer: () => 0,
     receive: async (events, freshIds) => ({ path: 'log', result: await store.appendEncoded(events, freshIds ? { freshIds } : {}) }),
-    confirmReplicated: () =>
-      Promise.reject(
-        new AuditError(AuditErrorCode.NOT_LEADER, 'ack=replicated needs a standby, and this node runs without a cluster (--coordinator); the events were stored durably on this node', {
-          retryable: false,
-        }),
-      ),
+    // Ingest refuses ack=replicated on a single node before storing anything.
+    confirmReplicated: () => Promise.reject(new AuditError(AuditErrorCode.BAD_REQUEST, 'ack=replicated needs a standby, and this node runs without a cluster (--coordinator)')),
   };
 }
 

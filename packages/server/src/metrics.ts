@@ -12,6 +12,11 @@ export class NodeMetrics {
   readonly forwardAttemptsExhausted = new Counter({ name: 'auditlake_forward_attempts_exhausted_total', help: 'Times forwarding failed auditlake.metadata.forward.max.attempts times in a row (events kept in the outbox)', registers: [this.registry] });
   readonly outboxOverCapacity = new Counter({ name: 'auditlake_outbox_over_capacity_total', help: 'Times the outbox grew past auditlake.metadata.forward.queue.capacity (events kept)', registers: [this.registry] });
   readonly eventsDiverted = new Counter({ name: 'auditlake_events_diverted_total', help: 'Events moved from a divergent log suffix back to the outbox', registers: [this.registry] });
+  readonly divergencesFound = new Counter({
+    name: 'auditlake_replication_divergences_total',
+    help: 'Pulls this node answered as leader from a standby whose log diverged from its own (the standby then moves its divergent entries to its outbox)',
+    registers: [this.registry],
+  });
   readonly eventsTiered = new Counter({ name: 'auditlake_events_tiered_total', help: 'Events committed to S3 by the tiering sweep', registers: [this.registry] });
   readonly bytesTiered = new Counter({ name: 'auditlake_tiered_bytes_total', help: 'Bytes of data files committed to S3 by the tiering sweep', registers: [this.registry] });
   readonly eventsDuplicate = new Counter({ name: 'auditlake_events_duplicate_total', help: 'Ingested events whose eventId was already stored (kept once)', registers: [this.registry] });

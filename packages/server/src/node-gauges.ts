@@ -1,4 +1,5 @@
 import { Gauge, type Registry } from 'prom-client';
+import type { ClusterMemberStatus } from '@auditlake/cluster';
 import type { Membership } from './membership.js';
 import type { TierStatusView } from './tiering-service.js';
 
@@ -17,6 +18,13 @@ export function registerNodeGauges(registry: Registry, sources: { tierStatus: ()
       setImmediate(() => (pending = undefined));
     });
     return pending;
+  };
+  let clusterPending: ReturnType<Membership['status']> | undefined;
+  const clusterStatus = () => {
+    clusterPending ??= sources.membership.status().finally(() => {
+      setImmediate(() => (clusterPending = undefined));
+    });
+    return clusterPending.catch(() => undefined);
   };
   const seconds = (ms: number) => (ms > 0 ? ms / 1000 : 0);
   new Gauge({
@@ -82,10 +90,25 @@ export function registerNodeGauges(registry: Registry, sources: { tierStatus: ()
     registers,
     async collect() {
       this.reset();
-      const status = await sources.membership.status().catch(() => undefined);
+      const status = await clusterStatus();
       for (const node of status?.nodes ?? []) {
         if (typeof node.lagMs === 'number') this.set({ node: node.nodeId }, node.lagMs / 1000);
       }
     },
   });
+  // Each node this one has heard from, as /admin/cluster lists them (a dead node stays listed).
+  const perNode = (name: string, help: string, value: (node: ClusterMemberStatus) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['node'] as const,
+      registers,
+      async collect() {
+        this.reset();
+        for (const node of (await clusterStatus())?.nodes ?? []) this.set({ node: node.nodeId }, value(node));
+      },
+    });
+  perNode('auditlake_cluster_node_applied_seq', "Where each node's log ends, as this node last heard (itself included)", (n) => n.appliedSeq);
+  perNode('auditlake_cluster_node_reachable', '1 when the node was heard from within a lease TTL, else 0', (n) => (n.role === 'unreachable' ? 0 : 1));
+  perNode('auditlake_cluster_node_last_heard_seconds', 'Seconds since each node was last heard from (0 for this node)', (n) => n.lastHeardMs / 1000);
 }

@@ -182,7 +182,7 @@ export class EventWriter {
         const error =
           err instanceof AuditError
             ? err
-            : new AuditError(AuditErrorCode.STORE_NOT_OPEN, `could not write audit events to the local store: ${String(err)}`, { cause: err, retryable: true });
+            : new AuditError(AuditErrorCode.STORE_WRITE_FAILED, `could not write audit events to the local store (nothing of them was stored; safe to retry with the same eventIds): ${String(err)}`, { cause: err, retryable: true });
         for (const pending of group) pending.reject(error);
       }
     }

@@ -1,5 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createConnection } from 'node:net';
 import { freePort } from './free-port.js';
 
@@ -11,7 +14,17 @@ export interface RedisServer extends AsyncDisposable {
   start(): Promise<void>;
   /** Stops it (SIGKILL: an outage, not a graceful shutdown). */
   stop(): Promise<void>;
+  /** Deletes what it persisted (only with `persistent`; stop it first): the next start is empty. */
+  wipe(): Promise<void>;
   running(): boolean;
+}
+
+export interface RedisOptions {
+  /**
+   * Keep data across a kill -9 (append-only file, fsync on every write) in a temp dir that
+   * stop() leaves and dispose removes. Default: no persistence, every start is empty.
+   */
+  persistent?: boolean;
 }
 
 async function waitForPort(port: number, timeoutMs: number): Promise<void> {
@@ -31,15 +44,17 @@ async function waitForPort(port: number, timeoutMs: number): Promise<void> {
 }
 
 /**
- * Starts `redis-server` from PATH (Debian: apt-get install redis-server) with no persistence,
- * as a throwaway coordinator for one test.
+ * Starts `redis-server` from PATH (Debian: apt-get install redis-server) as a throwaway
+ * coordinator for one test: without persistence, or (`persistent`) with an append-only file.
  */
-export async function startRedis(): Promise<RedisServer> {
+export async function startRedis(options: RedisOptions = {}): Promise<RedisServer> {
   const port = await freePort();
+  const dir = options.persistent ? await mkdtemp(join(tmpdir(), 'auditlake-redis-')) : undefined;
+  const persistence = dir === undefined ? ['--save', '', '--appendonly', 'no'] : ['--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--dir', dir];
   let child: ChildProcess | undefined;
   const start = async () => {
     if (child && child.exitCode === null && child.signalCode === null) return;
-    const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', ...persistence], { stdio: 'ignore' });
     proc.on('error', () => undefined);
     child = proc;
     await Promise.race([
@@ -56,13 +71,22 @@ export async function startRedis(): Promise<RedisServer> {
     proc.kill('SIGKILL');
     await exited;
   };
+  const wipe = async () => {
+    if (dir === undefined) return;
+    await rm(dir, { recursive: true, force: true });
+    await mkdir(dir, { recursive: true });
+  };
   await start();
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
     start,
     stop,
+    wipe,
     running: () => child !== undefined && child.exitCode === null && child.signalCode === null,
-    [Symbol.asyncDispose]: stop,
+    [Symbol.asyncDispose]: async () => {
+      await stop();
+      if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+    },
   };
 }
