@@ -20,6 +20,7 @@ const ALLOWED: Record<string, string[] | 'any'> = {
   server: ['model', 'store', 'cluster', 'lake', 'tiering', 'query', 'ui', 's3-endpoint'],
   ui: ['model'],
   cli: ['model', 'server'],
+  sim: ['model', 'store', 'cluster'],
   testkit: 'any',
   bench: 'any',
 };
