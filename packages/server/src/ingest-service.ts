@@ -2,7 +2,7 @@ import { AuditError, AuditErrorCode, keepSampledRead, type EncodedEvent } from '
 import type { AuditStore } from '@auditlake/store';
 import type { ParsedEvent } from './ingest-parse.js';
 import type { IngestParsePool } from './ingest-parse-pool.js';
-import type { Membership, Received } from './membership.js';
+import type { Membership } from './membership.js';
 import type { NodeMetrics } from './metrics.js';
 import type { SettingsService } from './settings-service.js';
 
@@ -76,7 +76,7 @@ export class IngestService {
         metrics.eventsQueued.inc(kept.length);
         duplicates = await knownDuplicates(this.#options.store, kept);
       }
-      if (options.ackReplicated) await this.#awaitReplicated(kept, received);
+      if (options.ackReplicated) await this.#awaitReplicated(kept);
     }
     const response: IngestResponse = { status: 'ok', ingested: kept.length };
     if (duplicates > 0) response.duplicates = duplicates;
@@ -89,9 +89,9 @@ export class IngestService {
    * the leader stored them. Either way all or nothing: a timeout is a 503 and the caller
    * retries (idempotent by eventId).
    */
-  async #awaitReplicated(events: readonly EncodedEvent[], received: Received): Promise<void> {
+  async #awaitReplicated(events: readonly EncodedEvent[]): Promise<void> {
     const { membership, ackReplicatedTimeoutMs } = this.#options;
-    if (!(await membership.confirmReplicated(events, received, ackReplicatedTimeoutMs))) {
+    if (!(await membership.confirmReplicated(events, ackReplicatedTimeoutMs))) {
       throw new AuditError(
         AuditErrorCode.REPLICATION_TIMEOUT,
         `events not confirmed on a standby within ${ackReplicatedTimeoutMs} ms; they are stored durably on this node and will be replicated — retry with the same eventIds to confirm`,

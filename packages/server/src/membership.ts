@@ -19,7 +19,7 @@ export interface Membership {
   /** Stores received events durably: in the log when this node orders, else in the outbox. */
   receive(events: readonly EncodedEvent[], freshIds?: ReadonlySet<string>): Promise<Received>;
   /** `ack=replicated`: true once the events are confirmed on another node, false after `timeoutMs`. */
-  confirmReplicated(events: readonly EncodedEvent[], received: Received, timeoutMs: number): Promise<boolean>;
+  confirmReplicated(events: readonly EncodedEvent[], timeoutMs: number): Promise<boolean>;
 }
 
 /** A node without a coordinator: always its own leader, term 0, no standbys. */
@@ -49,6 +49,6 @@ export function clusterMembership(cluster: ClusterNode): Membership {
     status: () => cluster.status(),
     sequencer: cluster.elector.sequencer,
     receive: (events, freshIds) => cluster.receive(events, freshIds),
-    confirmReplicated: (events, received, timeoutMs) => cluster.confirmReplicated(events, received, timeoutMs),
+    confirmReplicated: (events, timeoutMs) => cluster.confirmReplicated(events, timeoutMs),
   };
 }

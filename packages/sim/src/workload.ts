@@ -123,9 +123,9 @@ export class Workload {
     if (cluster === undefined) return false;
     const incarnation = node.incarnation;
     // Client-supplied ids: none is fresh, so the leader looks each up (a retry must not store twice).
-    const received = await cluster.receive(events);
+    await cluster.receive(events);
     if (!replicated) return node.incarnation === incarnation;
-    if (!(await cluster.confirmReplicated(events, received, ACK_REPLICATED_TIMEOUT_MS))) return false;
+    if (!(await cluster.confirmReplicated(events, ACK_REPLICATED_TIMEOUT_MS))) return false;
     if (node.incarnation !== incarnation) return false;
     const holders = await this.#holders(
       events.map((e) => e.eventId),
