@@ -341,9 +341,3 @@ export class ClusterNode {
     await this.elector.close();
   }
 }
-
-/** The highest seq the local log gives these events (0 for any not there). */
-async function highestSeq(store: AuditStore, events: readonly EncodedEvent[]): Promise<number> {
-  const found = await Promise.all(events.map((e) => store.getByEventId(e.eventId)));
-  return Math.max(0, ...found.map((e) => e?.seq ?? 0));
-}

@@ -90,13 +90,14 @@ export class SimNetwork {
     return new Promise<T>((resolve, reject) => {
       const to = this.#peers.get(url);
       let settled = false;
-      let exchange: Exchange | undefined;
+      // The exchange, once it is open (a refused call never opens one).
+      const opened: Exchange[] = [];
       const timer = setTimer(() => finish(() => reject(new Error(`${url} did not answer within ${timeoutMs} ms`))), timeoutMs);
       const finish = (settle: () => void) => {
         if (settled) return;
         settled = true;
         timer.cancel();
-        if (exchange) this.#open.delete(exchange);
+        for (const exchange of opened) this.#open.delete(exchange);
         settle();
       };
       // An error reaches the caller after a network delay (lost errors end in its timeout).
@@ -109,7 +110,7 @@ export class SimNetwork {
         return;
       }
       const open: Exchange = { from, to, fail: (reason) => failLater(reason) };
-      exchange = open;
+      opened.push(open);
       this.#open.add(open);
       const there = this.delayMs();
       if (there === undefined) return;
