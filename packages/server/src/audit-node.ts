@@ -163,7 +163,6 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     const cluster = coordinatorUrl === undefined ? undefined : await openClusterNode(coordinatorUrl, nodeId, config, store, metrics, logger, closers);
     // A single node's status shows its address, known once the app below listens.
     const membership = cluster ? clusterMembership(cluster.node) : singleNodeMembership(nodeId, () => advertisedUrl(app, options), store);
-    metrics.observeCluster(() => membership.status());
     const connections = new S3Connections(config.s3Connections);
     const settings = await SettingsService.load(store, config, tierTargetValidator(connections, config), membership.sequencer);
     cluster?.node.onMetaApplied(() => void settings.reload().catch((err: unknown) => logger.warn({ err }, 'could not reload replicated settings')));
