@@ -1,4 +1,4 @@
-// Goal: only the leader tiers, and after a failover the new leader continues from the replicated watermark: every event lands in S3 exactly once.
+// Goal: only the leader tiers, and after a failover the new leader continues from the replicated watermark: every event lands in S3 exactly once. Table maintenance runs on the leader of a cluster, and its run is an audit event every node holds.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -65,5 +65,37 @@ describe('tiering across a failover (real processes, real redis-server and S3 en
     const logged = (await cluster.log(standby)).length;
     expect(rows).toEqual([{ n: logged, d: logged }]);
     expect(logged).toBeGreaterThanOrEqual(121); // 120 events and the settings change
+  }, 90_000);
+
+  it('maintenance asked of a standby runs on the leader, and its audit event is replicated to the standby', async () => {
+    const s3 = await s3Endpoint();
+    const props = [
+      'auditlake.cluster.lease.ttl.ms=1000',
+      'auditlake.audit.tier.interval.ms=100',
+      'auditlake.audit.tier.ingest.settle.ms=0',
+      'auditlake.iceberg.catalogs.ice.warehouse=s3://ext/warehouse',
+      'auditlake.iceberg.catalogs.ice.connectionId=ext',
+      ...s3.props,
+    ];
+    const cluster = await startCluster({ size: 2, sets: () => props });
+    const leader = await cluster.waitForLeader();
+    const standby = 1 - leader;
+    await cluster.waitForLeaderKnownBy(standby);
+    const admin = { authorization: `Token ${ADMIN}`, 'content-type': 'application/json' };
+    const table = 'ice.ops.audit_events';
+    const saved = await fetch(`${cluster.node(leader).url}/admin/audit/settings`, { method: 'POST', headers: admin, body: JSON.stringify({ 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': table }) });
+    expect(saved.status).toBe(200);
+    for (let b = 0; b < 2; b++) {
+      const events = Array.from({ length: 10 }, (_, i) => ({ source: 'trino', userId: 'u', action: 'data:Insert', eventId: `m${b}-${i}`, ts: Date.now() - i }));
+      expect((await postEvents(cluster.node(leader).url, events)).status).toBe(200);
+      await expect.poll(async () => (await tierStatus(cluster.node(leader).url)).backlog, { timeout: 20_000 }).toBe(0);
+    }
+
+    const res = await fetch(`${cluster.node(standby).url}/admin/audit/maintenance/run`, { method: 'POST', headers: admin, body: JSON.stringify({ table }) });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ table, ok: true, error: null });
+    const recorded = async (i: number) => (await cluster.log(i)).filter((e) => (e as unknown as { action: string }).action === 'audit:TableMaintenance').length;
+    await expect.poll(() => recorded(standby), { timeout: 20_000 }).toBe(1);
+    expect(await recorded(leader)).toBe(1);
   }, 90_000);
 });
