@@ -131,16 +131,20 @@ describe('ingest', () => {
     expect(((await settings.json()) as { error: string }).error).toMatch(/^unknown setting: __proto__/);
   });
 
-  it('answers ack=replicated on a single node with 503 and one log line naming why, without a stack trace', async () => {
+  it('answers an operating error (the store is not open) with 503 and one log line naming it, without a stack trace', async () => {
     const lines: string[] = [];
     const t = await startTestNode({ node: { logger: { level: 'info', stream: { write: (line: string) => lines.push(line) } } } });
-    const res = await t.request('/v1/api/audit?ack=replicated', { method: 'POST', token: INGEST_TOKEN, headers: { 'content-type': 'application/json' }, body: JSON.stringify([event({ eventId: 'single' })]) });
+    await t.node.store.close();
+    const res = await t.request('/v1/api/audit', { method: 'POST', token: INGEST_TOKEN, headers: { 'content-type': 'application/json' }, body: JSON.stringify([event({ eventId: 'closed' })]) });
     expect(res.status).toBe(503);
-    expect(((await res.json()) as { error: string }).error).toMatch(/^ack=replicated needs a standby, and this node runs without a cluster/);
-    const logged = lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => String(entry['msg']).startsWith('ack=replicated needs a standby'));
+    expect(res.headers.get('retry-after')).toBe('1');
+    expect(((await res.json()) as { code: string; error: string })).toMatchObject({ code: 'AUDIT_STORE_NOT_OPEN', error: expect.stringMatching(/^the audit store at .* is closed/) });
+    const entries = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+    const logged = entries.filter((entry) => entry['code'] === 'AUDIT_STORE_NOT_OPEN');
     expect(logged).toHaveLength(1);
-    expect(logged[0]).toMatchObject({ level: 40, code: 'AUDIT_NOT_LEADER', status: 503 });
-    expect(JSON.stringify(lines)).not.toMatch(/"stack"|\n\s+at /);
+    expect(logged[0]).toMatchObject({ level: 40, route: '/v1/api/audit', status: 503, msg: expect.stringMatching(/^the audit store at /) });
+    // Nothing about the request carries a stack (background work on the closed store is not the request's).
+    expect(JSON.stringify(entries.filter((entry) => entry['reqId'] !== undefined))).not.toMatch(/"stack"|\\n\s+at /);
   });
 
   it('accepts the admin token for ingest too', async () => {
