@@ -68,6 +68,8 @@ describe('cluster failover (3 real nodes, real redis-server)', () => {
     const log = await expectConverged(cluster, [0, 1, 2], load.acked);
     expect(await cluster.leaderIndex()).toBe(leader);
     await expect.poll(() => metric(leaderUrl, `auditlake_cluster_node_applied_seq\\{node="node${standby}"\\}`)).toBe(log.at(-1)!.seq);
+    await expect.poll(() => metric(leaderUrl, `auditlake_replication_lag_seconds\\{node="node${standby}"\\}`)).toBe(0);
+    expect(await metric(leaderUrl, 'auditlake_cluster_term')).toBe(log.at(-1)!.term);
     expect(await metric(leaderUrl, 'auditlake_cluster_leader')).toBe(1);
   }, 90_000);
 

@@ -1,6 +1,6 @@
 // Goal: a paused or partitioned old leader can neither order nor replicate once deposed, its unreplicated events are not lost, and ingestTs never goes back.
 import { describe, expect, it } from 'vitest';
-import { expectConverged, postEvents, startCluster, type Cluster } from './cluster-harness.js';
+import { expectConverged, metric, postEvents, startCluster, type Cluster } from './cluster-harness.js';
 
 const TTL = ['auditlake.cluster.lease.ttl.ms=1000'];
 
@@ -19,6 +19,15 @@ async function otherLeader(cluster: Cluster, not: number): Promise<number> {
   let index = -1;
   await expect.poll(async () => (index = await cluster.leaderIndex()), { timeout: 15_000, interval: 100 }).toSatisfy((i: number) => i >= 0 && i !== not);
   return index;
+}
+
+/** The lines a node logged when it cut its log where it diverged from the leader's. */
+function divergenceLogs(output: string): Array<{ moved: number; terms: Record<string, number> }> {
+  return output.split('\n').flatMap((line) => {
+    if (!line.includes('the log diverged from the leader')) return [];
+    const entry = JSON.parse(line) as { moved: number; terms: Record<string, number> };
+    return [{ moved: entry.moved, terms: entry.terms }];
+  });
 }
 
 describe('fencing (real processes, SIGSTOP/SIGCONT)', () => {
@@ -53,7 +62,7 @@ describe('fencing (real processes, SIGSTOP/SIGCONT)', () => {
     const standbys = [0, 1, 2].filter((i) => i !== old);
     const acked = new Set<string>();
     await ingestAcked(cluster.node(old).url, 'replicated', 20, acked);
-    await expectConverged(cluster, [0, 1, 2], acked);
+    const oldTerm = (await expectConverged(cluster, [0, 1, 2], acked)).at(-1)!.term;
     // Standbys down: what the leader acknowledges now exists on its disk only. (Killed, not
     // paused: a paused standby could still apply a long-poll answer already in its socket.)
     for (const i of standbys) await cluster.node(i).kill();
@@ -67,6 +76,12 @@ describe('fencing (real processes, SIGSTOP/SIGCONT)', () => {
     expect(log.filter((e) => e.eventId.startsWith('only-on-old-leader')).length).toBe(30);
     const diverted = (await (await fetch(`${cluster.node(old).url}/metrics`)).text()).match(/^auditlake_events_diverted_total (\d+)$/m)?.[1];
     expect(Number(diverted)).toBe(30);
+    // It logged how many entries it moved and of which term, and the leader counted the divergence.
+    const moves = divergenceLogs(cluster.node(old).output());
+    expect(moves.reduce((n, m) => n + m.moved, 0)).toBe(30);
+    expect(moves.flatMap((m) => Object.keys(m.terms))).toEqual(moves.map(() => String(oldTerm)));
+    const found = await Promise.all(standbys.map((i) => metric(cluster.node(i).url, 'auditlake_replication_divergences_total')));
+    expect(found.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(1);
   }, 90_000);
 
   it('ingestTs never goes backwards across a failover to a node whose clock is a minute behind', async () => {
