@@ -6,7 +6,7 @@ import type { ClusterFigures } from './cluster-bench.js';
 import { clusterMarkdown, clusterNotes, clusterSummaryRows, clusterKnobRows, type SingleNodeContext } from './cluster-report.js';
 import type { IngestResult } from './ingest-bench.js';
 import type { RawLevelResult } from './raw-level-bench.js';
-import { cores, int, loads, metWord, ms, pct, table } from './report-format.js';
+import { cores, int, knobRow, loads, metWord, ms, pct, table } from './report-format.js';
 import { Q_NEEDLE, type SearchResult } from './search-bench.js';
 import type { GrowthFigures } from './growth-bench.js';
 import { growthKnobRows, growthMarkdown, growthNotes, growthSummaryRows } from './growth-report.js';
@@ -386,7 +386,6 @@ export function renderMarkdown(results: BenchResults, machine: MachineFacts): st
   // Each knob as the run that measured its part used it.
   const ic = results.ingest?.run.config;
   const sc = results.search?.run.config;
-  const knob = (name: string, value: number | undefined, fallback: number): string[] => [name, value === undefined ? '—' : int(value), int(fallback)];
   parts.push(
     '## Sizes and knobs',
     '',
@@ -398,17 +397,17 @@ export function renderMarkdown(results: BenchResults, machine: MachineFacts): st
       [
         [`BENCH_ONLY (all, ${(['ingest', 'search', 'cluster', 'tiering', 'growth', 'postgres'] satisfies BenchPart[]).join(', ')})`, 'see "Runs"', 'all'],
         ['BENCH_SEED', String(ic?.seed ?? sc?.seed ?? results.cluster?.run.config.seed ?? DEFAULTS.seed), String(DEFAULTS.seed)],
-        knob('BENCH_INGEST_EVENTS', ic?.ingestEvents, DEFAULTS.ingestEvents),
-        knob('BENCH_INGEST_WARMUP_EVENTS', ic?.ingestWarmupEvents, DEFAULTS.ingestWarmupEvents),
-        knob('BENCH_INGEST_BATCH', ic?.ingestBatchSize, DEFAULTS.ingestBatchSize),
-        knob('BENCH_INGEST_CONCURRENCY', ic?.ingestConcurrency, DEFAULTS.ingestConcurrency),
-        knob('BENCH_INGEST_ROUNDS', ic?.ingestRounds, DEFAULTS.ingestRounds),
-        knob('BENCH_SEARCH_EVENTS', sc?.searchEvents, DEFAULTS.searchEvents),
-        knob('BENCH_SEARCH_DAYS', sc?.searchDays, DEFAULTS.searchDays),
-        knob('BENCH_SEARCH_LOAD_BATCH', sc?.searchLoadBatchSize, DEFAULTS.searchLoadBatchSize),
-        knob('BENCH_SEARCH_REQUESTS', sc?.searchRequests, DEFAULTS.searchRequests),
-        knob('BENCH_SEARCH_LIMIT', sc?.searchLimit, DEFAULTS.searchLimit),
-        knob('BENCH_QSCAN_REPS', sc?.qScanRepetitions, DEFAULTS.qScanRepetitions),
+        knobRow('BENCH_INGEST_EVENTS', ic?.ingestEvents, DEFAULTS.ingestEvents),
+        knobRow('BENCH_INGEST_WARMUP_EVENTS', ic?.ingestWarmupEvents, DEFAULTS.ingestWarmupEvents),
+        knobRow('BENCH_INGEST_BATCH', ic?.ingestBatchSize, DEFAULTS.ingestBatchSize),
+        knobRow('BENCH_INGEST_CONCURRENCY', ic?.ingestConcurrency, DEFAULTS.ingestConcurrency),
+        knobRow('BENCH_INGEST_ROUNDS', ic?.ingestRounds, DEFAULTS.ingestRounds),
+        knobRow('BENCH_SEARCH_EVENTS', sc?.searchEvents, DEFAULTS.searchEvents),
+        knobRow('BENCH_SEARCH_DAYS', sc?.searchDays, DEFAULTS.searchDays),
+        knobRow('BENCH_SEARCH_LOAD_BATCH', sc?.searchLoadBatchSize, DEFAULTS.searchLoadBatchSize),
+        knobRow('BENCH_SEARCH_REQUESTS', sc?.searchRequests, DEFAULTS.searchRequests),
+        knobRow('BENCH_SEARCH_LIMIT', sc?.searchLimit, DEFAULTS.searchLimit),
+        knobRow('BENCH_QSCAN_REPS', sc?.qScanRepetitions, DEFAULTS.qScanRepetitions),
         ...clusterKnobRows(results.cluster?.run.config),
         ...tieringKnobRows(results.tiering?.run.config),
         ...growthKnobRows(results.growth?.run.config),

@@ -6,7 +6,7 @@ import type { ClusterFigures } from './cluster-bench.js';
 import type { FailoverTrial } from './cluster-failover-bench.js';
 import type { ClusterThroughputResult } from './cluster-throughput-bench.js';
 import type { LatencyStats } from './latency-stats.js';
-import { cores, int, metWord, ms, pct, sec, table } from './report-format.js';
+import { cores, int, knobRow, metWord, ms, pct, sec, table } from './report-format.js';
 
 /** The targets ("2. Cluster"). */
 export const CLUSTER_TARGETS = {
@@ -406,19 +406,18 @@ export function clusterMarkdown(c: ClusterFigures, config: BenchConfig, singleNo
 }
 
 export function clusterKnobRows(config: BenchConfig | undefined): string[][] {
-  const knob = (name: string, value: number | undefined, fallback: number): string[] => [name, value === undefined ? '—' : int(value), int(fallback)];
   return [
-    knob('BENCH_CLUSTER_EVENTS', config?.clusterEvents, DEFAULTS.clusterEvents),
-    knob('BENCH_CLUSTER_WARMUP_EVENTS', config?.clusterWarmupEvents, DEFAULTS.clusterWarmupEvents),
-    knob('BENCH_CLUSTER_BATCH', config?.clusterBatchSize, DEFAULTS.clusterBatchSize),
-    knob('BENCH_CLUSTER_CONCURRENCY', config?.clusterConcurrency, DEFAULTS.clusterConcurrency),
-    knob('BENCH_CLUSTER_ROUNDS', config?.clusterRounds, DEFAULTS.clusterRounds),
-    knob('BENCH_CATCHUP_EVENTS', config?.catchUpEvents, DEFAULTS.catchUpEvents),
-    knob('BENCH_LAG_RATE (events/s)', config?.lagEventsPerSecond, DEFAULTS.lagEventsPerSecond),
-    knob('BENCH_LAG_BATCH', config?.lagBatchSize, DEFAULTS.lagBatchSize),
-    knob('BENCH_LAG_SECONDS', config?.lagSeconds, DEFAULTS.lagSeconds),
-    knob('BENCH_LAG_POLL_MS', config?.lagPollMs, DEFAULTS.lagPollMs),
-    knob('BENCH_FAILOVER_TRIALS', config?.failoverTrials, DEFAULTS.failoverTrials),
-    knob('BENCH_FAILOVER_PROBE_MS', config?.failoverProbeMs, DEFAULTS.failoverProbeMs),
+    knobRow('BENCH_CLUSTER_EVENTS', config?.clusterEvents, DEFAULTS.clusterEvents),
+    knobRow('BENCH_CLUSTER_WARMUP_EVENTS', config?.clusterWarmupEvents, DEFAULTS.clusterWarmupEvents),
+    knobRow('BENCH_CLUSTER_BATCH', config?.clusterBatchSize, DEFAULTS.clusterBatchSize),
+    knobRow('BENCH_CLUSTER_CONCURRENCY', config?.clusterConcurrency, DEFAULTS.clusterConcurrency),
+    knobRow('BENCH_CLUSTER_ROUNDS', config?.clusterRounds, DEFAULTS.clusterRounds),
+    knobRow('BENCH_CATCHUP_EVENTS', config?.catchUpEvents, DEFAULTS.catchUpEvents),
+    knobRow('BENCH_LAG_RATE (events/s)', config?.lagEventsPerSecond, DEFAULTS.lagEventsPerSecond),
+    knobRow('BENCH_LAG_BATCH', config?.lagBatchSize, DEFAULTS.lagBatchSize),
+    knobRow('BENCH_LAG_SECONDS', config?.lagSeconds, DEFAULTS.lagSeconds),
+    knobRow('BENCH_LAG_POLL_MS', config?.lagPollMs, DEFAULTS.lagPollMs),
+    knobRow('BENCH_FAILOVER_TRIALS', config?.failoverTrials, DEFAULTS.failoverTrials),
+    knobRow('BENCH_FAILOVER_PROBE_MS', config?.failoverProbeMs, DEFAULTS.failoverProbeMs),
   ];
 }

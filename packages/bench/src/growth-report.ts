@@ -1,7 +1,7 @@
 import { DEFAULTS, type BenchConfig } from './bench-config.js';
 import { GROWTH_COLD_READS, GROWTH_WARMUP_COMMITS, GROWTH_FIRST_CHECKPOINT, GROWTH_P50_WINDOW_COMMITS, GROWTH_SWEEP_INTERVAL_MS, type GrowthCheckpoint, type GrowthFigures, type GrowthVariant } from './growth-bench.js';
 import { latencyStats } from './latency-stats.js';
-import { int, metWord, ms, table } from './report-format.js';
+import { int, knobRow, metWord, ms, table } from './report-format.js';
 
 /** The targets for a table that lives through thousands of sweeps with maintenance. */
 export const GROWTH_TARGETS = {
@@ -184,11 +184,10 @@ export function growthMarkdown(g: GrowthFigures, config: BenchConfig): string {
 }
 
 export function growthKnobRows(config: BenchConfig | undefined): string[][] {
-  const knob = (name: string, value: number | undefined, fallback: number): string[] => [name, value === undefined ? '—' : int(value), int(fallback)];
   return [
-    knob('BENCH_GROWTH_COMMITS', config?.growthCommits, DEFAULTS.growthCommits),
-    knob('BENCH_GROWTH_EVENTS_PER_COMMIT', config?.growthEventsPerCommit, DEFAULTS.growthEventsPerCommit),
-    knob('BENCH_GROWTH_MAINTENANCE_EVERY', config?.growthMaintenanceEvery, DEFAULTS.growthMaintenanceEvery),
-    knob('BENCH_GROWTH_CHECKPOINT_EVERY', config?.growthCheckpointEvery, DEFAULTS.growthCheckpointEvery),
+    knobRow('BENCH_GROWTH_COMMITS', config?.growthCommits, DEFAULTS.growthCommits),
+    knobRow('BENCH_GROWTH_EVENTS_PER_COMMIT', config?.growthEventsPerCommit, DEFAULTS.growthEventsPerCommit),
+    knobRow('BENCH_GROWTH_MAINTENANCE_EVERY', config?.growthMaintenanceEvery, DEFAULTS.growthMaintenanceEvery),
+    knobRow('BENCH_GROWTH_CHECKPOINT_EVERY', config?.growthCheckpointEvery, DEFAULTS.growthCheckpointEvery),
   ];
 }

@@ -1,7 +1,7 @@
 import { DEFAULTS, type BenchConfig } from './bench-config.js';
 import type { LatencyStats } from './latency-stats.js';
 import type { VersusResult } from './postgres-versus-bench.js';
-import { int, metWord, ms, table } from './report-format.js';
+import { int, knobRow, metWord, ms, table } from './report-format.js';
 
 /** The figures of the `postgres` part: measured, or why they could not be. */
 export type PostgresFigures = { measured: VersusResult } | { skipped: string };
@@ -110,11 +110,10 @@ export function postgresMarkdown(figures: PostgresFigures, config: BenchConfig):
 }
 
 export function postgresKnobRows(config: BenchConfig | undefined): string[][] {
-  const knob = (name: string, value: number | undefined, fallback: number): string[] => [name, value === undefined ? '—' : int(value), int(fallback)];
   return [
-    knob('BENCH_PG_EVENTS', config?.pgEvents, DEFAULTS.pgEvents),
-    knob('BENCH_PG_ROUNDS', config?.pgRounds, DEFAULTS.pgRounds),
-    knob('BENCH_PG_REQUESTS', config?.pgRequests, DEFAULTS.pgRequests),
-    knob('BENCH_PG_QREPS', config?.pgQRepetitions, DEFAULTS.pgQRepetitions),
+    knobRow('BENCH_PG_EVENTS', config?.pgEvents, DEFAULTS.pgEvents),
+    knobRow('BENCH_PG_ROUNDS', config?.pgRounds, DEFAULTS.pgRounds),
+    knobRow('BENCH_PG_REQUESTS', config?.pgRequests, DEFAULTS.pgRequests),
+    knobRow('BENCH_PG_QREPS', config?.pgQRepetitions, DEFAULTS.pgQRepetitions),
   ];
 }

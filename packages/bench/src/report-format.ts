@@ -7,6 +7,9 @@ export const metWord = (met: boolean) => (met ? 'yes' : '**no**');
 export const cores = (n: number | undefined) => (n === undefined ? 'n/a' : n.toFixed(2));
 export const loads = (l: number[]) => l.map((n) => n.toFixed(2)).join(' / ');
 
+/** One row of a knobs table: the environment variable, the value this run used ('—' when the part did not run), the default. */
+export const knobRow = (name: string, value: number | undefined, fallback: number): string[] => [name, value === undefined ? '—' : int(value), int(fallback)];
+
 export function table(headers: string[], rows: string[][]): string {
   const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
   return [line(headers), line(headers.map(() => '---')), ...rows.map(line)].join('\n');

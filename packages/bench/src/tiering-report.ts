@@ -1,5 +1,5 @@
 import { DEFAULTS, type BenchConfig } from './bench-config.js';
-import { cores, int, metWord, ms, table } from './report-format.js';
+import { cores, int, knobRow, metWord, ms, table } from './report-format.js';
 import { Q_NEEDLE } from './search-bench.js';
 import type { TieringFigures } from './tiering-bench.js';
 
@@ -241,13 +241,12 @@ export function tieringMarkdown(t: TieringFigures, config: BenchConfig): string 
 }
 
 export function tieringKnobRows(config: BenchConfig | undefined): string[][] {
-  const knob = (name: string, value: number | undefined, fallback: number): string[] => [name, value === undefined ? '—' : int(value), int(fallback)];
   return [
-    knob('BENCH_TIER_SWEEP_EVENTS', config?.tierSweepEvents, DEFAULTS.tierSweepEvents),
-    knob('BENCH_TIER_SWEEP_DAYS', config?.tierSweepDays, DEFAULTS.tierSweepDays),
-    knob('BENCH_TIER_SWEEP_BATCH', config?.tierSweepBatch, DEFAULTS.tierSweepBatch),
-    knob('BENCH_TIER_TABLE_EVENTS', config?.tierTableEvents, DEFAULTS.tierTableEvents),
-    knob('BENCH_TIER_TABLE_DAYS', config?.tierTableDays, DEFAULTS.tierTableDays),
-    knob('BENCH_TIER_REQUESTS', config?.tierRequests, DEFAULTS.tierRequests),
+    knobRow('BENCH_TIER_SWEEP_EVENTS', config?.tierSweepEvents, DEFAULTS.tierSweepEvents),
+    knobRow('BENCH_TIER_SWEEP_DAYS', config?.tierSweepDays, DEFAULTS.tierSweepDays),
+    knobRow('BENCH_TIER_SWEEP_BATCH', config?.tierSweepBatch, DEFAULTS.tierSweepBatch),
+    knobRow('BENCH_TIER_TABLE_EVENTS', config?.tierTableEvents, DEFAULTS.tierTableEvents),
+    knobRow('BENCH_TIER_TABLE_DAYS', config?.tierTableDays, DEFAULTS.tierTableDays),
+    knobRow('BENCH_TIER_REQUESTS', config?.tierRequests, DEFAULTS.tierRequests),
   ];
 }
