@@ -24,7 +24,12 @@ export function compressTierPage(bytes: Uint8Array): Uint8Array {
   return gzipSync(bytes, { level: TIER_GZIP_LEVEL });
 }
 
+/** Inflates a GZIP page (the reader's decompressor and the free-text prefilter both use it). */
+export function decompressGzipPage(bytes: Uint8Array): Uint8Array {
+  return gunzipSync(bytes);
+}
+
 /** Decompressors hyparquet lacks (SNAPPY, which older tier files hold, is built in). */
 export const PAGE_DECOMPRESSORS: Compressors = {
-  GZIP: (input) => gunzipSync(input),
+  GZIP: decompressGzipPage,
 };
