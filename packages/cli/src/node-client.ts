@@ -15,6 +15,8 @@ export interface NodeClientOptions {
   onRetry?: (reason: string, delayMs: number) => void;
   /** Injected so tests do not wait. */
   sleep?: (ms: number) => Promise<void>;
+  /** The transport; injected so a test can act at an exact point between two requests. */
+  fetch?: typeof fetch;
 }
 
 export const REQUEST_TIMEOUT_MS = 60_000;
@@ -35,6 +37,7 @@ export class NodeClient {
   readonly #delayMsMax: number;
   readonly #onRetry: (reason: string, delayMs: number) => void;
   readonly #sleep: (ms: number) => Promise<void>;
+  readonly #fetch: typeof fetch;
 
   constructor(options: NodeClientOptions) {
     this.url = options.url.replace(/\/+$/, '');
@@ -45,6 +48,7 @@ export class NodeClient {
     this.#delayMsMax = options.retryDelayMsMax ?? 10_000;
     this.#onRetry = options.onRetry ?? (() => undefined);
     this.#sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+    this.#fetch = options.fetch ?? fetch;
   }
 
   async request(path: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Response> {
@@ -52,7 +56,7 @@ export class NodeClient {
     for (let attempt = 1; ; attempt++) {
       let failure: string;
       try {
-        const response = await fetch(this.url + path, {
+        const response = await this.#fetch(this.url + path, {
           ...init,
           headers: { ...init.headers, authorization: `Token ${this.#token}` },
           signal: AbortSignal.timeout(this.#timeoutMs),
