@@ -205,7 +205,8 @@ describe('auditlake export', () => {
     let pagesAnswered = 0;
     const fetchThenIngest: typeof fetch = async (input, init) => {
       const response = await fetch(input, init);
-      if (String(input).includes('/admin/audit?') && ++pagesAnswered === 1) await ingest(node, newer);
+      const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+      if (url.includes('/admin/audit?') && ++pagesAnswered === 1) await ingest(node, newer);
       return response;
     };
     const run = await runExport(node, ['--format', 'ndjson', '--page-size', '50', '--out', out], { fetch: fetchThenIngest });
