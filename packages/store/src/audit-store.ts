@@ -22,6 +22,7 @@ import { UnsentNewIds } from './unsent-new-ids.js';
 import { LogTail } from './log-tail.js';
 import { IndexWriter, termsFromJson, type IndexSink } from './index-writer.js';
 import { planIndexedSearch } from './index-reader.js';
+import { rangeValuesNewestFirst } from './range-values.js';
 import type { IndexField } from './index-keys.js';
 import { backfillIndexes } from './index-backfill.js';
 import { TextSketchWriter } from './text-sketch-writer.js';
@@ -475,9 +476,6 @@ export class AuditStore {
     const range = {
       gte: filter.fromMs === undefined ? PREFIX.time : timeLowerBound(filter.fromMs),
       lt: toMs === undefined ? prefixEnd(PREFIX.time) : timeUpperBoundInclusive(toMs),
-      reverse: true,
-      // Larger reads per native call: a full scan is dominated by per-call overhead otherwise.
-      highWaterMarkBytes: 1024 * 1024,
     };
     // Free text must appear in the stored JSON (lower-cased, JSON-escaped as stored) for any
     // field to contain it: a cheap necessary test that skips JSON.parse for most non-matches.
@@ -485,7 +483,7 @@ export class AuditStore {
     const needle = filter.q === undefined ? undefined : JSON.stringify(filter.q).slice(1, -1);
     this.#openWriter();
     const plan = await planIndexedSearch(this.#db, filter, this.#openIndex().knownTables);
-    for await (const value of plan?.values ?? this.#db.values(range)) {
+    for await (const value of plan?.values ?? rangeValuesNewestFirst(this.#db, range)) {
       if (needle !== undefined && !value.toLowerCase().includes(needle)) continue;
       const event = JSON.parse(value) as StoredEvent;
       if (matches(event)) yield event;
