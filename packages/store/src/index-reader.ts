@@ -34,7 +34,8 @@ class RangeSource implements SuffixSource {
   readonly #iterator;
   #buffer: string[] = [];
   #at = 0;
-  #batch = 64;
+  // The first read is a whole probe: choosing a plan costs one native read per range.
+  #batch = PROBE_KEYS;
   #done = false;
 
   constructor(db: Db, range: { gte: string; lt: string }) {
@@ -222,18 +223,21 @@ export async function planIndexedSearch(db: Db, filter: Omit<SearchFilter, 'limi
     gte: fromMs === undefined ? PREFIX.time : timeLowerBound(fromMs),
     lt: toMs === undefined ? prefixEnd(PREFIX.time) : timeUpperBoundInclusive(toMs),
   };
-  const time = await ProbedSource.probe(new RangeSource(db, timeRange));
-  await time.close();
-  if (time.probed.length === 0) return emptyPlan([]);
-  const topMs = toMs ?? suffixTimeMs(time.probed[0] as string);
-
-  const candidates = await Promise.all(
-    predicates.map(async (ranges) => {
+  // Every range is probed at once: the native reads run side by side on LevelDB's threads.
+  const [time, ...probed] = await Promise.all([
+    ProbedSource.probe(new RangeSource(db, timeRange)),
+    ...predicates.map(async (ranges) => {
       const sources = ranges.map(({ field, value }) => new RangeSource(db, indexRange(indexValuePrefix(field, value), fromMs, toMs)));
-      const source = await ProbedSource.probe(sources.length === 1 ? (sources[0] as SuffixSource) : new UnionSource(sources));
-      return { field: (ranges[0] as { field: IndexField }).field, source, density: source.density(topMs) };
+      return { field: (ranges[0] as { field: IndexField }).field, source: await ProbedSource.probe(sources.length === 1 ? (sources[0] as SuffixSource) : new UnionSource(sources)) };
     }),
-  );
+  ]);
+  await time.close();
+  if (time.probed.length === 0) {
+    await Promise.all(probed.map((c) => c.source.close()));
+    return emptyPlan([]);
+  }
+  const topMs = toMs ?? suffixTimeMs(time.probed[0] as string);
+  const candidates = probed.map((c) => ({ ...c, density: c.source.density(topMs) }));
   candidates.sort((a, b) => a.density - b.density);
   const driver = candidates[0] as (typeof candidates)[number];
   // The sketches rule out whole blocks without reading an event: preferred unless an index
