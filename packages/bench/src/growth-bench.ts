@@ -8,6 +8,7 @@ import {
   commitIcebergBatch,
   ensureIcebergTable,
   ensureNamespace,
+  expireOverdueSnapshots,
   joinKey,
   metadataFileKey,
   metadataVersionKey,
@@ -108,6 +109,10 @@ export interface GrowthVariant {
   /** Every commit's time (load the table, then commit, as the sweep does). */
   commit: LatencyStats;
   maintenanceRuns: MaintenanceRunRecord[];
+  /** The largest `vN.metadata.json` any commit wrote (absent in reports before it was measured). */
+  metadataJsonBytesMax?: number;
+  /** Sweep commits that expired overdue snapshots between maintenance runs (maintained table only). */
+  sweepExpiries?: number;
 }
 
 export interface GrowthFigures {
@@ -171,6 +176,10 @@ class GrowthTable {
   readonly commitMs: number[] = [];
   readonly checkpoints: GrowthCheckpoint[] = [];
   readonly maintenanceRuns: MaintenanceRunRecord[] = [];
+  /** Sweep commits that expired overdue snapshots between maintenance runs. */
+  sweepExpiries = 0;
+  /** The largest `vN.metadata.json` any commit of this table wrote. */
+  metadataJsonBytesMax = 0;
   readonly ref: IcebergTableRef;
   readonly maintained: boolean;
   readonly #connections: S3Connections;
@@ -199,12 +208,29 @@ class GrowthTable {
     await this.#objects.put(joinKey(this.ref.s3.prefix, `data/abandoned/${commit}-${randomUUID()}.parquet`), STRAY_BYTES, 'application/vnd.apache.parquet');
   }
 
-  /** One sweep's Iceberg work, timed: load the current version, then commit the batch. */
-  async commit(batch: readonly StoredEvent[]): Promise<void> {
+  /**
+   * One sweep's Iceberg work, timed, as the sweeper does it: load the current version, commit
+   * the batch (the metadata-log bounded by `metadata.previous.versions.max`), then — only where
+   * maintenance is on — expire snapshots once twice `snapshot.retain.last` have gathered.
+   */
+  async commit(batch: readonly StoredEvent[], policy: MaintenancePolicy): Promise<void> {
     const started = performance.now();
     const loaded = await ensureIcebergTable(this.#objects, this.ref, Date.now());
-    await commitIcebergBatch(this.#objects, this.ref, loaded, batch, { term: 1, nowMs: Date.now(), writerId: 'bench', mayCommit: () => true });
+    const fence = { term: 1, mayCommit: () => true };
+    const result = await commitIcebergBatch(this.#objects, this.ref, loaded, batch, {
+      ...fence,
+      nowMs: Date.now(),
+      writerId: `auditlake:${this.ref.identifier}`,
+      metadataLogEntriesMax: policy.metadataPreviousVersionsMax,
+    });
+    if (this.maintained) {
+      const context = { objects: this.#objects, table: this.ref, fence, now: Date.now, metadataLogEntriesMax: policy.metadataPreviousVersionsMax };
+      if (await expireOverdueSnapshots(context, result.loaded, policy.snapshotRetainLast)) this.sweepExpiries++;
+    }
     this.commitMs.push(performance.now() - started);
+    // Outside the timing: the commit's own version is the largest file this sweep wrote.
+    const head = await this.#objects.head(metadataVersionKey(this.ref, result.version));
+    this.metadataJsonBytesMax = Math.max(this.metadataJsonBytesMax, head?.bytes ?? 0);
   }
 
   async #metadataJsonBytes(): Promise<{ version: number; bytes: number; snapshots: number }> {
@@ -271,7 +297,14 @@ class GrowthTable {
   }
 
   figures(): GrowthVariant {
-    return { maintained: this.maintained, checkpoints: this.checkpoints, commit: latencyStats(this.commitMs), maintenanceRuns: this.maintenanceRuns };
+    return {
+      maintained: this.maintained,
+      checkpoints: this.checkpoints,
+      commit: latencyStats(this.commitMs),
+      maintenanceRuns: this.maintenanceRuns,
+      metadataJsonBytesMax: this.metadataJsonBytesMax,
+      sweepExpiries: this.sweepExpiries,
+    };
   }
 }
 
@@ -293,7 +326,7 @@ async function warmUp(connections: S3Connections, catalogs: ReadonlyMap<string, 
   let seq = 0;
   for (let commit = 1; commit <= GROWTH_WARMUP_COMMITS; commit++) {
     const batch = generator.batch(options.eventsPerCommit).map((raw) => ({ ...validateEvent(raw, 'event', { nowMs: Date.now() }), ingestTs: Date.now(), seq: ++seq, term: 1 }));
-    await table.commit(batch);
+    await table.commit(batch, policy);
   }
   await table.maintain(GROWTH_WARMUP_COMMITS, policy);
   await table.coldRead({ fromMs: startTs, toMs: startTs + DAY_MS - 1 }, options.limit);
@@ -351,8 +384,8 @@ export async function runGrowthBench(options: GrowthBenchOptions, log: Log): Pro
         if (event.timestamp <= readDay.toMs) readDayEvents++;
         batch.push({ ...event, ingestTs: event.timestamp + 500, seq, term: 1 });
       }
-      await plain.commit(batch);
-      await maintained.commit(batch);
+      await plain.commit(batch, policy);
+      await maintained.commit(batch, policy);
       // One abandoned attempt per maintenance interval, in both tables alike, halfway between runs.
       if (commit % options.maintenanceEvery === Math.floor(options.maintenanceEvery / 2)) {
         await plain.abandonAttempt(commit);

@@ -48,10 +48,19 @@ interface Verdicts {
   coldRead: number;
 }
 
+/**
+ * The largest metadata.json the maintained table held between runs: every commit's when the
+ * run measured it, else (an older report) the largest right before a run and at the end.
+ */
+export function largestMetadataJson(maintained: GrowthVariant): number {
+  if (maintained.metadataJsonBytesMax !== undefined) return maintained.metadataJsonBytesMax;
+  return Math.max(ends(maintained).last.metadataJsonBytes, ...maintained.maintenanceRuns.map((r) => r.metadataJsonBytesBefore));
+}
+
 function verdicts(maintained: GrowthVariant): Verdicts {
   const { first, last } = ends(maintained);
   return {
-    metadataJson: last.metadataJsonBytes <= GROWTH_TARGETS.metadataJsonBytesMax,
+    metadataJson: largestMetadataJson(maintained) <= GROWTH_TARGETS.metadataJsonBytesMax,
     bytesPerSnapshot: bytesPerSnapshot(last) / bytesPerSnapshot(first),
     commitP50: last.commitP50Ms / first.commitP50Ms,
     coldRead: last.coldRead.ms / first.coldRead.ms,
@@ -63,13 +72,12 @@ export function growthSummaryRows(g: GrowthFigures): Row[] {
   const p = ends(plain);
   const m = ends(maintained);
   const v = verdicts(maintained);
-  const peak = Math.max(0, ...maintained.maintenanceRuns.map((r) => r.metadataJsonBytesBefore));
   const at = `${int(m.last.commits)} commits of ${g.eventsPerCommit} events, maintenance every ${g.maintenanceEvery}`;
   return [
     {
-      figure: `growth, ${at}: current metadata.json at the end`,
-      measured: kib(m.last.metadataJsonBytes),
-      reference: `without maintenance: ${size(p.last.metadataJsonBytes)}; maintained, largest right before a run: ${kib(peak)}`,
+      figure: `growth, ${at}: largest metadata.json between maintenance runs`,
+      measured: kib(largestMetadataJson(maintained)),
+      reference: `without maintenance: ${size(p.last.metadataJsonBytes)} at the end; maintained, at the end: ${kib(m.last.metadataJsonBytes)}`,
       target: `≤ ${kib(GROWTH_TARGETS.metadataJsonBytesMax)}`,
       met: metWord(v.metadataJson),
     },
@@ -103,7 +111,7 @@ export function growthNotes(g: GrowthFigures): string[] {
   const v = verdicts(maintained);
   const out: string[] = [];
   if (first.commits !== GROWTH_FIRST_CHECKPOINT) out.push(`**Growth:** the run made ${int(g.commits)} commits, so its first checkpoint is at ${int(first.commits)} commits, not ${GROWTH_FIRST_CHECKPOINT}: the growth ratios compare with that.`);
-  if (!v.metadataJson) out.push(`**Target missed:** with maintenance, the current metadata.json is ${kib(last.metadataJsonBytes)} after ${int(last.commits)} commits (target ≤ ${kib(GROWTH_TARGETS.metadataJsonBytesMax)}).`);
+  if (!v.metadataJson) out.push(`**Target missed:** with maintenance, a metadata.json reached ${kib(largestMetadataJson(maintained))} between runs over ${int(last.commits)} commits (target ≤ ${kib(GROWTH_TARGETS.metadataJsonBytesMax)}).`);
   if (v.bytesPerSnapshot > GROWTH_TARGETS.bytesPerSnapshotGrowthMax) {
     out.push(`**Target missed:** with maintenance, metadata/ holds ${kib(bytesPerSnapshot(last))} per retained snapshot after ${int(last.commits)} commits, ${times(v.bytesPerSnapshot)} its ${kib(bytesPerSnapshot(first))} at ${int(first.commits)} (target within ${GROWTH_TARGETS.bytesPerSnapshotGrowthMax}×).`);
   }
@@ -154,7 +162,8 @@ export function growthMarkdown(g: GrowthFigures, config: BenchConfig): string {
       `two Iceberg tables on one in-process embedded S3 endpoint (127.0.0.1, SigV4-verified, as \`--embedded-s3\` starts it) receive the same ${int(g.commits)} commits of ` +
       `${g.eventsPerCommit} generated events (seed ${config.seed}) in turn: each commit is one sweep of a ${GROWTH_SWEEP_INTERVAL_MS / 60_000}-minute ` +
       `interval (its events span those minutes; ${g.days} days in all), made as the sweep makes it — \`ensureIcebergTable\` (load the current version), ` +
-      `then \`commitIcebergBatch\`; a commit's time is both. One table is never maintained; the other gets the node's maintenance run ` +
+      `then \`commitIcebergBatch\` with the metadata-log bounded by \`metadata.previous.versions.max\` (writer id \`auditlake:<table>\`), and where maintenance is on ` +
+      `\`expireOverdueSnapshots\` (an expiry once twice \`snapshot.retain.last\` snapshots have gathered); a commit's time is all of it. One table is never maintained; the other gets the node's maintenance run ` +
       `(\`runIcebergMaintenance\`, as the maintenance scheduler calls it: compaction, manifest rewrite, snapshot expiry, metadata cleanup, orphan cleanup) ` +
       `after every ${g.maintenanceEvery} commits, with \`snapshot.retain.last\` ${g.policy.snapshotRetainLast}, \`orphan.min.age.ms\` ${g.policy.orphanMinAgeMs} ` +
       `(nothing else writes to the table, so orphans go at once; ` +
@@ -176,7 +185,8 @@ export function growthMarkdown(g: GrowthFigures, config: BenchConfig): string {
       ? `Maintenance: ${runs.length} runs, ${ms(runStats.p50Ms)} p50, ${ms(runStats.maxMs)} max; in all ${sum((r) => r.filesRewritten)} files rewritten into ` +
         `${sum((r) => r.filesAdded)}, ${sum((r) => r.snapshotsExpired)} snapshots expired, ${sum((r) => r.filesDeleted)} files deleted by expiry and metadata cleanup, ` +
         `${sum((r) => r.orphansDeleted)} orphans deleted (the run fails if a stray survives a run). The last run took the table from ${size(last.bytesBefore)} to ${size(last.bytesAfter)}; ` +
-        `the maintained metadata.json reached ${kib(Math.max(...runs.map((r) => r.metadataJsonBytesBefore)))} right before a run (the most it holds between runs).`
+        `the maintained metadata.json reached ${kib(largestMetadataJson(maintained))} at most between runs` +
+        (maintained.sweepExpiries === undefined ? '.' : `, with ${int(maintained.sweepExpiries)} sweep commits expiring overdue snapshots between runs.`)
       : 'Maintenance: no run (fewer commits than the maintenance interval).',
     '',
   ];

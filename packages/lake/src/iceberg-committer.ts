@@ -27,6 +27,8 @@ import type { Watermark } from './watermark.js';
 
 export interface IcebergCommitResult {
   version: number;
+  /** The table as this commit left it. */
+  loaded: LoadedTable;
   watermark: Watermark;
   bytes: number;
   files: number;
@@ -46,7 +48,15 @@ export async function commitIcebergBatch(
   table: IcebergTableRef,
   loaded: LoadedTable,
   batch: readonly StoredEvent[],
-  context: { term: number; nowMs: number; writerId: string; mayCommit: () => boolean; beforeCommit?: () => void },
+  context: {
+    term: number;
+    nowMs: number;
+    writerId: string;
+    mayCommit: () => boolean;
+    beforeCommit?: () => void;
+    /** metadata-log entries the new version keeps (`metadata.previous.versions.max`, applied at every commit as Java does); default 100. */
+    metadataLogEntriesMax?: number;
+  },
 ): Promise<IcebergCommitResult> {
   const first = batch[0];
   const last = batch[batch.length - 1];
@@ -87,11 +97,12 @@ export async function commitIcebergBatch(
     addedFiles: summarizeAddedFiles(dataFiles),
     previousMetadataPath: loaded.metadataPath,
     summaryExtra: watermarkSummary({ seq: BigInt(last.seq), ingestTs: last.ingestTs, leaderTerm: context.term, writerId: context.writerId }),
+    ...(context.metadataLogEntriesMax === undefined ? {} : { metadataLogEntriesMax: context.metadataLogEntriesMax }),
   });
   const committed = await commitMetadataVersion(objects, table, loaded, next, {
     term: context.term,
     mayCommit: context.mayCommit,
     ...(context.beforeCommit ? { beforeCommit: context.beforeCommit } : {}),
   });
-  return { version: committed.version, watermark, bytes: dataFiles.reduce((s, f) => s + f.file_size_in_bytes, 0), files: dataFiles.length };
+  return { version: committed.version, loaded: committed, watermark, bytes: dataFiles.reduce((s, f) => s + f.file_size_in_bytes, 0), files: dataFiles.length };
 }

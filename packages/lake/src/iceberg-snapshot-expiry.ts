@@ -48,3 +48,23 @@ export async function expireIcebergSnapshots(context: MaintenanceContext, loaded
     return { loaded: committed, snapshotsExpired: expired.length, filesDeleted: doomed.length };
   }
 }
+
+/**
+ * Between maintenance runs a table may grow to this many times `snapshot.retain.last`
+ * snapshots; the sweep's commit that reaches it expires back down to `retain.last`. Each
+ * snapshot adds about half a KiB to every later `vN.metadata.json`, and a sweep that keeps up
+ * with ingest may commit thousands of times between hourly runs: without this bound the file
+ * every commit rewrites grows with the commits since the last run.
+ */
+export const SNAPSHOTS_BETWEEN_RUNS_FACTOR = 2;
+
+/**
+ * Snapshot expiry as a sweep runs it between maintenance runs: only when the table holds at
+ * least {@link SNAPSHOTS_BETWEEN_RUNS_FACTOR} × `retainLast` snapshots (so it costs a sweep one
+ * expiry per `retainLast` commits), then exactly the maintenance step — the same commit, the same
+ * safe deletes. Undefined when not due.
+ */
+export async function expireOverdueSnapshots(context: MaintenanceContext, loaded: LoadedTable, retainLast: number): Promise<ExpiryResult | undefined> {
+  if (loaded.metadata.snapshots.length < SNAPSHOTS_BETWEEN_RUNS_FACTOR * retainLast) return undefined;
+  return expireIcebergSnapshots(context, loaded, retainLast);
+}

@@ -18,7 +18,7 @@ export { currentManifests, ManifestCache, snapshotManifests, type ResolvedManife
 export type { MaintenanceContext, MaintenanceStep } from './iceberg-maintenance-context.js';
 export { compactIcebergTable, COMPACTION_INPUT_BYTES_MAX } from './iceberg-compaction.js';
 export { rewriteIcebergManifests, MANIFEST_ENTRIES_MAX } from './iceberg-manifest-rewrite.js';
-export { expireIcebergSnapshots } from './iceberg-snapshot-expiry.js';
+export { expireIcebergSnapshots, expireOverdueSnapshots, SNAPSHOTS_BETWEEN_RUNS_FACTOR, type ExpiryResult } from './iceberg-snapshot-expiry.js';
 export { cleanIcebergMetadata } from './iceberg-metadata-cleanup.js';
 export { removeIcebergOrphans } from './iceberg-orphan-cleanup.js';
 export { runIcebergMaintenance, type MaintenancePolicy, type MaintenanceRunFigures } from './iceberg-maintenance.js';

@@ -12,6 +12,7 @@ import {
   commitIcebergBatch,
   currentManifests,
   ensureIcebergTable,
+  expireOverdueSnapshots,
   joinKey,
   loadIcebergTable,
   metadataFileKey,
@@ -185,4 +186,40 @@ describe('Iceberg maintenance', () => {
     const loaded = await loadIcebergTable(objects, table);
     expect(loaded?.version).toBe(1005);
   });
+
+  it('keeps every metadata.json within 64 KiB over 150 sweep commits with maintenance after 100, the sweep expiring overdue snapshots between runs', async () => {
+    const table = resolveIcebergTable('cat.ops.bounded_metadata_events', new Map([['cat', { name: 'cat', warehouse: `s3://${BUCKET}/warehouse`, connectionId: 's3' }]]));
+    const objects = connections.bucket('s3', BUCKET);
+    // The defaults: snapshot.retain.last 24, metadata.previous.versions.max 100.
+    const policy = { snapshotRetainLast: 24, removeOrphanFiles: true, orphanMinAgeMs: 3 * DAY_MS, targetFileSizeBytes: 16 * 1024 * 1024, metadataPreviousVersionsMax: 100 };
+    const steps = context(table, objects, { metadataLogEntriesMax: policy.metadataPreviousVersionsMax });
+    const perCommit = 4;
+    const commits = 150;
+    let loaded = await ensureIcebergTable(objects, table, T0);
+    let largestBytes = 0;
+    let largestSnapshots = 0;
+    let expiries = 0;
+    for (let c = 0; c < commits; c++) {
+      // As the sweep commits (the real writer id, the log bounded by the setting), then expires what is overdue.
+      const result = await commitIcebergBatch(objects, table, loaded, events(1 + c * perCommit, perCommit), {
+        ...fence,
+        nowMs: Date.now(),
+        writerId: `auditlake:${table.identifier}`,
+        metadataLogEntriesMax: policy.metadataPreviousVersionsMax,
+      });
+      largestBytes = Math.max(largestBytes, (await objects.head(metadataVersionKey(table, result.version)))!.bytes);
+      largestSnapshots = Math.max(largestSnapshots, result.loaded.metadata.snapshots.length);
+      if (await expireOverdueSnapshots(steps, result.loaded, policy.snapshotRetainLast)) expiries++;
+      if (c + 1 === 100) await runIcebergMaintenance(steps, policy);
+      loaded = (await loadIcebergTable(objects, table))!;
+      largestBytes = Math.max(largestBytes, (await objects.head(metadataVersionKey(table, loaded.version)))!.bytes);
+    }
+    expect(largestBytes).toBeLessThanOrEqual(64 * 1024);
+    expect(largestSnapshots).toBeLessThanOrEqual(2 * policy.snapshotRetainLast);
+    expect(expiries).toBeGreaterThanOrEqual(4);
+    expect(loaded.metadata['metadata-log'].length).toBeLessThanOrEqual(policy.metadataPreviousVersionsMax);
+    expect(readWatermarkFromMetadata(loaded.metadata)?.seq).toBe(BigInt(commits * perCommit));
+    // Expired between runs, yet every event is in the table exactly once.
+    expectEveryEventOnce(await icebirdIds(table), commits * perCommit);
+  }, 240_000); // 150 commits, a run and an independent read: slow on a loaded machine.
 });

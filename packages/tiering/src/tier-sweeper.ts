@@ -8,12 +8,15 @@ import {
   commitParquetBatch,
   ensureIcebergTable,
   ensureNamespace,
+  expireOverdueSnapshots,
   laterWatermark,
   parseS3Location,
   probeConditionalCreate,
   readMarkers,
   resolveIcebergTable,
   tableWatermark,
+  type IcebergTableRef,
+  type LoadedTable,
   type S3Connections,
   type ObjectStore,
   type TieredLocation,
@@ -268,6 +271,7 @@ export class TierSweeper {
       nowMs: this.#now(),
       writerId: `auditlake:${table.identifier}`,
       mayCommit: () => this.#options.isLeader() && this.#options.term() === term,
+      metadataLogEntriesMax: settings.maintenanceMetadataPreviousVersionsMax,
       ...(this.#options.beforeCommit ? { beforeCommit: this.#options.beforeCommit } : {}),
     });
     this.#succeeded();
@@ -275,7 +279,39 @@ export class TierSweeper {
     this.#status.lastBatch = { count: batch.length, bytes: result.bytes, ms: this.#now() - started };
     this.#logTiered(result.files, table.identifier);
     this.#options.onTiered?.(batch.length, result.bytes);
+    if (settings.maintenanceEnabled) await this.#expireOverdue(objects, table, result.loaded, settings, term);
     return this.#tieredOutcome(next);
+  }
+
+  /**
+   * Keeps the snapshots a table holds bounded between maintenance runs (at most twice
+   * `snapshot.retain.last`; see expireOverdueSnapshots), so the metadata file every commit
+   * rewrites does not grow with the commits since the last run. The batch is committed already:
+   * a failure here is a warning, not a failed sweep, and the next sweep or run expires them.
+   */
+  async #expireOverdue(objects: ObjectStore, table: IcebergTableRef, loaded: LoadedTable, settings: EffectiveSettings, term: number): Promise<void> {
+    try {
+      const expired = await expireOverdueSnapshots(
+        {
+          objects,
+          table,
+          fence: { term, mayCommit: () => this.#options.isLeader() && this.#options.term() === term },
+          now: this.#now,
+          metadataLogEntriesMax: settings.maintenanceMetadataPreviousVersionsMax,
+        },
+        loaded,
+        settings.maintenanceSnapshotRetainLast,
+      );
+      if (expired) {
+        this.#options.log.info(
+          { snapshotsExpired: expired.snapshotsExpired, filesDeleted: expired.filesDeleted, table: table.identifier },
+          `Audit tiering: ${expired.snapshotsExpired} snapshots of ${table.identifier} expired between maintenance runs (${expired.filesDeleted} files deleted)`,
+        );
+      }
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      this.#options.log.warn({ err: message, table: table.identifier }, `Audit tiering: expiring snapshots of ${table.identifier} between maintenance runs failed: ${message}`);
+    }
   }
 
   /**

@@ -2,7 +2,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { S3Connections } from '@auditlake/lake';
+import { S3Connections, loadIcebergTable, resolveIcebergTable } from '@auditlake/lake';
 import { defaultSettings, parseSettings, resolveConfig, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
 import { AuditStore } from '@auditlake/store';
 import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
@@ -157,4 +157,39 @@ describe('TierSweeper', () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(commits2).toBe(atClose);
   });
+
+  it('with maintenance on, expires snapshots between runs once twice snapshot.retain.last have gathered, and bounds the metadata-log at every commit', async () => {
+    const catalogs = new Map([['cat', { name: 'cat', warehouse: `s3://${BUCKET}/warehouse`, connectionId: 's3' }]]);
+    const icebergSettings = (table: string, enabled: boolean): EffectiveSettings =>
+      parseSettings({
+        ...defaultSettings(resolveConfig()),
+        'audit.tier.mode': 'iceberg',
+        'audit.tier.iceberg.table': table,
+        'audit.tier.connectionId': 's3',
+        'audit.tier.maintenance.enabled': String(enabled),
+        'audit.tier.maintenance.snapshot.retain.last': '3',
+        'audit.tier.maintenance.metadata.previous.versions.max': '4',
+      });
+    const objects = connections.bucket('s3', BUCKET);
+    const snapshotCounts = async (table: string, enabled: boolean): Promise<number[]> => {
+      const store = await storeWith(200, 10);
+      const ref = resolveIcebergTable(table, catalogs);
+      const counts: number[] = [];
+      const s = sweeper(store, 'unused', { catalogs, settings: () => icebergSettings(table, enabled), batchSizeMax: 10 });
+      for (let sweep = 1; sweep <= 20; sweep++) {
+        expect(await s.sweep()).toMatch(/^tiered/);
+        const loaded = (await loadIcebergTable(objects, ref))!;
+        expect(loaded.metadata['metadata-log'].length).toBeLessThanOrEqual(4);
+        counts.push(loaded.metadata.snapshots.length);
+      }
+      expect((await s.watermark()).seq).toBe(200);
+      return counts;
+    };
+    const maintained = await snapshotCounts('cat.ns.maintained_events', true);
+    // Never more than twice retain.last; back to retain.last after each expiry.
+    expect(Math.max(...maintained)).toBeLessThanOrEqual(6);
+    expect(maintained.filter((n) => n === 3).length).toBeGreaterThanOrEqual(3);
+    // With maintenance off the sweep leaves the history alone.
+    expect(await snapshotCounts('cat.ns.unmaintained_events', false)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+  }, 120_000);
 });
