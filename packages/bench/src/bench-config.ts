@@ -82,12 +82,24 @@ export interface BenchConfig {
   growthMaintenanceEvery: number;
   /** Figures are taken at 100 commits, at every multiple of this, and at the end. */
   growthCheckpointEvery: number;
+  /** Soak: seconds of paced ingest into one node tiering to Iceberg. */
+  soakSeconds: number;
+  /** Soak: paced ingest, events/s; 0 measures it first with a closed-loop probe. */
+  soakEventsPerSecond: number;
+  soakProbeSeconds: number;
+  soakBatchSize: number;
+  /** Soak: the node's `auditlake.audit.tier.interval.ms`. */
+  soakSweepIntervalMs: number;
+  /** Soak: a row of the samples table this often (the settings latency is read every second). */
+  soakSampleMs: number;
+  /** Soak: after ingest stops, the backlog must be tiered within this, else the run fails. */
+  soakDrainSeconds: number;
   /** Where the report goes; undefined picks the default for a full or a quick run. */
   outputPath: string | undefined;
 }
 
-export type BenchPart = 'ingest' | 'search' | 'cluster' | 'tiering' | 'growth' | 'postgres';
-export const BENCH_PARTS: readonly BenchPart[] = ['ingest', 'search', 'cluster', 'tiering', 'growth', 'postgres'];
+export type BenchPart = 'ingest' | 'search' | 'cluster' | 'tiering' | 'growth' | 'soak' | 'postgres';
+export const BENCH_PARTS: readonly BenchPart[] = ['ingest', 'search', 'cluster', 'tiering', 'growth', 'soak', 'postgres'];
 
 export const DEFAULTS = {
   seed: 20250101,
@@ -128,6 +140,13 @@ export const DEFAULTS = {
   growthEventsPerCommit: 50,
   growthMaintenanceEvery: 100,
   growthCheckpointEvery: 500,
+  soakSeconds: 300,
+  soakEventsPerSecond: 0,
+  soakProbeSeconds: 20,
+  soakBatchSize: 500,
+  soakSweepIntervalMs: 10_000,
+  soakSampleMs: 5_000,
+  soakDrainSeconds: 600,
 } as const;
 
 function intFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number): number {
@@ -181,6 +200,13 @@ export function readBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
     growthEventsPerCommit: intFromEnv(env, 'BENCH_GROWTH_EVENTS_PER_COMMIT', DEFAULTS.growthEventsPerCommit, 1),
     growthMaintenanceEvery: intFromEnv(env, 'BENCH_GROWTH_MAINTENANCE_EVERY', DEFAULTS.growthMaintenanceEvery, 1),
     growthCheckpointEvery: intFromEnv(env, 'BENCH_GROWTH_CHECKPOINT_EVERY', DEFAULTS.growthCheckpointEvery, 1),
+    soakSeconds: intFromEnv(env, 'BENCH_SOAK_SECONDS', DEFAULTS.soakSeconds, 1),
+    soakEventsPerSecond: intFromEnv(env, 'BENCH_SOAK_RATE', DEFAULTS.soakEventsPerSecond, 0),
+    soakProbeSeconds: intFromEnv(env, 'BENCH_SOAK_PROBE_SECONDS', DEFAULTS.soakProbeSeconds, 1),
+    soakBatchSize: intFromEnv(env, 'BENCH_SOAK_BATCH', DEFAULTS.soakBatchSize, 1),
+    soakSweepIntervalMs: intFromEnv(env, 'BENCH_SOAK_SWEEP_INTERVAL_MS', DEFAULTS.soakSweepIntervalMs, 1),
+    soakSampleMs: intFromEnv(env, 'BENCH_SOAK_SAMPLE_MS', DEFAULTS.soakSampleMs, 1000),
+    soakDrainSeconds: intFromEnv(env, 'BENCH_SOAK_DRAIN_SECONDS', DEFAULTS.soakDrainSeconds, 1),
     outputPath: env['BENCH_OUTPUT'] || undefined,
   };
 }
@@ -221,6 +247,8 @@ export function isFullSize(config: BenchConfig, part: BenchPart): boolean {
         config.growthMaintenanceEvery === DEFAULTS.growthMaintenanceEvery &&
         config.searchLimit === DEFAULTS.searchLimit
       );
+    case 'soak':
+      return config.soakSeconds >= DEFAULTS.soakSeconds && config.soakBatchSize === DEFAULTS.soakBatchSize && config.soakSweepIntervalMs === DEFAULTS.soakSweepIntervalMs;
     case 'postgres':
       return (
         config.pgEvents >= DEFAULTS.pgEvents &&

@@ -2,7 +2,8 @@
  * `npm run bench`: runs the ingest benchmark with its raw LevelDB references, the search
  * benchmark, the cluster benchmark (three real node processes and Redis) and the tiering
  * benchmark (a real S3 endpoint, the sweep and the viewer over a large Iceberg table), the growth benchmark
- * (thousands of sweep commits into an Iceberg table with and without maintenance), auditlake against
+ * (thousands of sweep commits into an Iceberg table with and without maintenance), the soak (one real
+ * node tiering to Iceberg under minutes of paced ingest: backlog, memory, settings latency), auditlake against
  * a throwaway PostgreSQL on the same events (when PostgreSQL is installed), prints a summary
  * and writes BENCHMARKS.md. `BENCH_ONLY=<part>` runs one part and keeps the others' figures
  * from the report it rewrites. Never part of `npm test`.
@@ -21,6 +22,7 @@ import { embedResults, readStoredResults } from './results-store.js';
 import { runSearchBench } from './search-bench.js';
 import { runTieringBench } from './tiering-bench.js';
 import { runGrowthBench } from './growth-bench.js';
+import { runSoakBench } from './soak-bench.js';
 import { findPostgres } from './postgres-server.js';
 import type { PostgresFigures } from './postgres-report.js';
 import { runVersusPostgresBench } from './postgres-versus-bench.js';
@@ -135,6 +137,22 @@ async function main(): Promise<void> {
       )
     : undefined;
 
+  const soak = runsPart(config, 'soak')
+    ? await runSoakBench(
+        {
+          seed: config.seed,
+          eventsPerSecond: config.soakEventsPerSecond,
+          probeSeconds: config.soakProbeSeconds,
+          batchSize: config.soakBatchSize,
+          seconds: config.soakSeconds,
+          sweepIntervalMs: config.soakSweepIntervalMs,
+          sampleMs: config.soakSampleMs,
+          drainSecondsMax: config.soakDrainSeconds,
+        },
+        log,
+      )
+    : undefined;
+
   let postgres: PostgresFigures | undefined;
   if (runsPart(config, 'postgres')) {
     const bin = findPostgres();
@@ -181,6 +199,7 @@ async function main(): Promise<void> {
     cluster: cluster ? { run, figures: cluster } : previous?.cluster,
     tiering: tiering ? { run, figures: tiering } : previous?.tiering,
     growth: growth ? { run, figures: growth } : previous?.growth,
+    soak: soak ? { run, figures: soak } : previous?.soak,
     postgres: postgres ? { run, figures: postgres } : previous?.postgres,
   };
   const current: BenchResults = {
@@ -189,6 +208,7 @@ async function main(): Promise<void> {
     cluster: cluster ? { run, figures: cluster } : undefined,
     tiering: tiering ? { run, figures: tiering } : undefined,
     growth: growth ? { run, figures: growth } : undefined,
+    soak: soak ? { run, figures: soak } : undefined,
     postgres: postgres ? { run, figures: postgres } : undefined,
   };
   await mkdir(dirname(outputPath), { recursive: true });
