@@ -36,10 +36,13 @@ export async function runTierFileBench(options: TierFileBenchOptions, log: (mess
   await using dir = await scratchDir('tier-file');
   const startTs = Date.UTC(2026, 0, 1);
   const generator = createEventGenerator({ seed: options.seed, startTs, spanMs: DAY_MS, count: options.events });
-  const events: StoredEvent[] = generator.batch(options.events).map((raw, i) => {
+  const stored: StoredEvent[] = generator.batch(options.events).map((raw, i) => {
     const event = validateEvent(raw, 'event', { nowMs: startTs + 2 * DAY_MS });
     return { ...event, ingestTs: event.timestamp + 500, seq: i + 1, term: 1 };
   });
+  // The sweep encodes events as the store reads them back (JSON.parse of the stored value), not
+  // as validation built them: plain objects of one shape, which V8 reads several times faster.
+  const events = JSON.parse(JSON.stringify(stored)) as StoredEvent[];
   const ours = join(dir.path, 'ours.parquet');
   let bytes = encodeAuditParquet(events);
   await writeFile(ours, bytes);
