@@ -90,6 +90,8 @@ export interface BenchConfig {
   soakBatchSize: number;
   /** Soak: the node's `auditlake.audit.tier.interval.ms`. */
   soakSweepIntervalMs: number;
+  /** Soak: a maintenance run every this many minutes (0: the node's default, hourly). */
+  soakMaintenanceMinutes: number;
   /** Soak: a row of the samples table this often (the settings latency is read every second). */
   soakSampleMs: number;
   /** Soak: after ingest stops, the backlog must be tiered within this, else the run fails. */
@@ -145,6 +147,7 @@ export const DEFAULTS = {
   soakProbeSeconds: 20,
   soakBatchSize: 500,
   soakSweepIntervalMs: 10_000,
+  soakMaintenanceMinutes: 1,
   soakSampleMs: 5_000,
   soakDrainSeconds: 600,
 } as const;
@@ -205,6 +208,7 @@ export function readBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
     soakProbeSeconds: intFromEnv(env, 'BENCH_SOAK_PROBE_SECONDS', DEFAULTS.soakProbeSeconds, 1),
     soakBatchSize: intFromEnv(env, 'BENCH_SOAK_BATCH', DEFAULTS.soakBatchSize, 1),
     soakSweepIntervalMs: intFromEnv(env, 'BENCH_SOAK_SWEEP_INTERVAL_MS', DEFAULTS.soakSweepIntervalMs, 1),
+    soakMaintenanceMinutes: intFromEnv(env, 'BENCH_SOAK_MAINTENANCE_MINUTES', DEFAULTS.soakMaintenanceMinutes, 0),
     soakSampleMs: intFromEnv(env, 'BENCH_SOAK_SAMPLE_MS', DEFAULTS.soakSampleMs, 1000),
     soakDrainSeconds: intFromEnv(env, 'BENCH_SOAK_DRAIN_SECONDS', DEFAULTS.soakDrainSeconds, 1),
     outputPath: env['BENCH_OUTPUT'] || undefined,
@@ -248,7 +252,7 @@ export function isFullSize(config: BenchConfig, part: BenchPart): boolean {
         config.searchLimit === DEFAULTS.searchLimit
       );
     case 'soak':
-      return config.soakSeconds >= DEFAULTS.soakSeconds && config.soakBatchSize === DEFAULTS.soakBatchSize && config.soakSweepIntervalMs === DEFAULTS.soakSweepIntervalMs;
+      return config.soakSeconds >= DEFAULTS.soakSeconds && config.soakBatchSize === DEFAULTS.soakBatchSize && config.soakSweepIntervalMs === DEFAULTS.soakSweepIntervalMs && config.soakMaintenanceMinutes === DEFAULTS.soakMaintenanceMinutes;
     case 'postgres':
       return (
         config.pgEvents >= DEFAULTS.pgEvents &&

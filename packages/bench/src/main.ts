@@ -146,6 +146,7 @@ async function main(): Promise<void> {
           batchSize: config.soakBatchSize,
           seconds: config.soakSeconds,
           sweepIntervalMs: config.soakSweepIntervalMs,
+          maintenanceMinutes: config.soakMaintenanceMinutes,
           sampleMs: config.soakSampleMs,
           drainSecondsMax: config.soakDrainSeconds,
         },

@@ -14,8 +14,10 @@ import { scratchDir } from './scratch-dir.js';
 const EMBEDDED_BUCKET = 'auditlake';
 const EMBEDDED_CONNECTION = 'local';
 export const SOAK_TABLE = 'local.soak.audit_events';
-/** Maintenance every minute, so a soak of minutes sees several runs beside the sweeps. */
-export const SOAK_MAINTENANCE_CRON = '* * * * *';
+/** The maintenance cron for a run every `minutes` (0: the node's default, hourly). */
+export function soakMaintenanceCron(minutes: number): string {
+  return minutes === 0 ? '0 * * * *' : minutes === 1 ? '* * * * *' : `*/${minutes} * * * *`;
+}
 /** The node's `audit.tier.batch.size` (its default): "drained" is a backlog below one batch. */
 export const SOAK_TIER_BATCH = 5000;
 /** `GET /admin/audit/settings` is timed this often during the whole run. */
@@ -33,6 +35,8 @@ export interface SoakOptions {
   batchSize: number;
   seconds: number;
   sweepIntervalMs: number;
+  /** Maintenance runs every this many minutes (0: the default hourly cron). */
+  maintenanceMinutes: number;
   sampleMs: number;
   /** After ingest stops, the backlog must reach zero within this. */
   drainSecondsMax: number;
@@ -63,6 +67,8 @@ export interface MemorySlope {
   toS: number;
   rssMiBPerHour: number;
   heapMiBPerHour: number | undefined;
+  /** The least JS heap used in the window: the floor garbage collection returns to (the sawtooth's slope says little). */
+  heapFloorBytes: number | undefined;
 }
 
 export interface SoakFigures {
@@ -150,6 +156,7 @@ export function memorySlope(samples: readonly SoakSample[], fromS: number, toS: 
     toS,
     rssMiBPerHour: slopeMiBPerHour(window.map((s) => [s.atS, s.rssBytes])),
     heapMiBPerHour: heap.length < 2 ? undefined : slopeMiBPerHour(heap.map((s) => [s.atS, s.heapUsedBytes ?? 0])),
+    heapFloorBytes: heap.length === 0 ? undefined : Math.min(...heap.map((s) => s.heapUsedBytes ?? 0)),
   };
 }
 
@@ -182,7 +189,7 @@ export async function runSoakBench(options: SoakOptions, log: Log): Promise<Soak
       '--set',
       `auditlake.audit.tier.interval.ms=${options.sweepIntervalMs}`,
       '--set',
-      `auditlake.audit.tier.maintenance.cron=${SOAK_MAINTENANCE_CRON}`,
+      `auditlake.audit.tier.maintenance.cron=${soakMaintenanceCron(options.maintenanceMinutes)}`,
     ],
     env: {
       AUDITLAKE_ADMIN_TOKEN: adminToken,
@@ -314,7 +321,7 @@ export async function runSoakBench(options: SoakOptions, log: Log): Promise<Soak
     // Paced, open loop: a slow answer does not delay the next send, up to IN_FLIGHT_MAX in flight.
     const intervalMs = (1000 * options.batchSize) / rate;
     const count = Math.max(1, Math.round((options.seconds * 1000) / intervalMs));
-    log(`soak: ${count} batches of ${options.batchSize} at ${rate} events/s for ${options.seconds} s; sweep every ${options.sweepIntervalMs} ms, maintenance ${SOAK_MAINTENANCE_CRON}…`);
+    log(`soak: ${count} batches of ${options.batchSize} at ${rate} events/s for ${options.seconds} s; sweep every ${options.sweepIntervalMs} ms, maintenance ${soakMaintenanceCron(options.maintenanceMinutes)}…`);
     phase = 'ingest';
     origin = absoluteNowMs() + 20;
     const sent: SentBatch[] = [];

@@ -1,6 +1,6 @@
 import { DEFAULTS, type BenchConfig } from './bench-config.js';
 import { int, knobRow, metWord, ms, table } from './report-format.js';
-import { SOAK_MAINTENANCE_CRON, SOAK_SETTINGS_POLL_MS, SOAK_TABLE, SOAK_TIER_BATCH, type MemorySlope, type SoakFigures, type SoakSample } from './soak-bench.js';
+import { soakMaintenanceCron, SOAK_SETTINGS_POLL_MS, SOAK_TABLE, SOAK_TIER_BATCH, type MemorySlope, type SoakFigures, type SoakSample } from './soak-bench.js';
 
 /** What the sustained soak must show. */
 export const SOAK_TARGETS = {
@@ -29,11 +29,19 @@ const mib = (n: number) => `${(n / 1024 / 1024).toFixed(0)} MiB`;
 const perHour = (n: number | undefined) => (n === undefined ? 'n/a' : `${n >= 0 ? '+' : ''}${n.toFixed(0)} MiB/h`);
 const seconds = (n: number | undefined) => (n === undefined ? 'never' : `${n.toFixed(0)} s`);
 
+/** The JS heap's floor from the third to the last quarter: what survives garbage collection. */
+function heapFloorPart(f: SoakFigures): string {
+  const from = f.thirdQuarter.heapFloorBytes;
+  const to = f.lastQuarter.heapFloorBytes;
+  if (from === undefined || to === undefined) return '';
+  const grows = to > from * 1.25 && to - from > 16 * 1024 * 1024;
+  return ` (JS heap floor ${mib(from)} → ${mib(to)}: ${grows ? 'what survives GC grows — compare heap snapshots (--heapsnapshot-signal)' : 'flat, so the growth is outside the JS heap — LevelDB, buffers, the allocator'})`;
+}
+
 /** Warm-up (levelling off or flat) or still growing, with what grows. */
 export function memoryVerdict(f: SoakFigures): string {
   const { secondHalf, thirdQuarter, lastQuarter } = f;
-  const heap = secondHalf.heapMiBPerHour;
-  const heapPart = heap === undefined ? '' : ` (JS heap ${perHour(heap)}: ${Math.abs(heap) < FLAT_MIB_PER_HOUR || heap < secondHalf.rssMiBPerHour / 4 ? 'the growth is outside the JS heap — LevelDB caches and the allocator' : 'the JS heap grows: compare heap snapshots'})`;
+  const heapPart = heapFloorPart(f);
   if (secondHalf.rssMiBPerHour < FLAT_MIB_PER_HOUR) return `flat: RSS ${perHour(secondHalf.rssMiBPerHour)} over the second half${heapPart}`;
   if (lastQuarter.rssMiBPerHour <= thirdQuarter.rssMiBPerHour * LEVELLING_SHARE) {
     return `warm-up: RSS growth slows from ${perHour(thirdQuarter.rssMiBPerHour)} (third quarter) to ${perHour(lastQuarter.rssMiBPerHour)} (last quarter)${heapPart}`;
@@ -120,7 +128,7 @@ export function soakMarkdown(f: SoakFigures, config: BenchConfig): string {
     '## Soak',
     '',
     `One real \`auditlake start --embedded-s3\` process (default configuration, logs at warn) tiers to the Iceberg table \`${SOAK_TABLE}\` on its own embedded S3 endpoint, ` +
-      `with \`auditlake.audit.tier.interval.ms\` ${int(config.soakSweepIntervalMs)} and maintenance on \`${SOAK_MAINTENANCE_CRON}\` (every minute; other maintenance settings default). ` +
+      `with \`auditlake.audit.tier.interval.ms\` ${int(config.soakSweepIntervalMs)} and maintenance on \`${soakMaintenanceCron(config.soakMaintenanceMinutes)}\` (other maintenance settings default). ` +
       `Batches of ${int(config.soakBatchSize)} generated events (seed ${config.seed}, each with a known eventId) are sent open loop at ${rate}, ` +
       `for ${config.soakSeconds} s (at most 16 requests in flight; a send that finds none free slips). Throughout, every ${SOAK_SETTINGS_POLL_MS / 1000} s the bench times ` +
       `\`GET /admin/audit/settings\` and reads its \`tierStatus\`, the node's RSS (\`/proc/<pid>/status\`) and its JS heap (\`/metrics\`); a row below every ${config.soakSampleMs / 1000} s. ` +
@@ -144,7 +152,7 @@ export function soakMarkdown(f: SoakFigures, config: BenchConfig): string {
           `${f.maintenance.runs} (${f.maintenance.failed}); ${ms(f.maintenance.longestMs)}, ${ms(f.maintenance.totalMs)}${f.maintenance.errors.length > 0 ? ` — ${f.maintenance.errors.join('; ').slice(0, 200)}` : ''}`,
         ],
         ['RSS at the start / end of ingest (max)', `${mib(f.rssStartBytes)} / ${mib(f.rssEndBytes)} (${mib(f.rssMaxBytes)})`],
-        [`RSS growth, second half (${window(f.secondHalf)})`, `${perHour(f.secondHalf.rssMiBPerHour)} (JS heap ${perHour(f.secondHalf.heapMiBPerHour)})`],
+        [`RSS growth, second half (${window(f.secondHalf)})`, `${perHour(f.secondHalf.rssMiBPerHour)} (JS heap ${perHour(f.secondHalf.heapMiBPerHour)}, a sawtooth)`],
         [`… third quarter (${window(f.thirdQuarter)}) / last quarter (${window(f.lastQuarter)})`, `${perHour(f.thirdQuarter.rssMiBPerHour)} / ${perHour(f.lastQuarter.rssMiBPerHour)}`],
         ['memory verdict', memoryVerdict(f)],
         ['node event-loop delay, longest during ingest', f.eventLoopDelayMaxMs === undefined ? 'n/a' : ms(f.eventLoopDelayMaxMs)],
@@ -164,6 +172,7 @@ export function soakKnobRows(config: BenchConfig | undefined): string[][] {
     knobRow('BENCH_SOAK_PROBE_SECONDS', config?.soakProbeSeconds, DEFAULTS.soakProbeSeconds),
     knobRow('BENCH_SOAK_BATCH', config?.soakBatchSize, DEFAULTS.soakBatchSize),
     knobRow('BENCH_SOAK_SWEEP_INTERVAL_MS', config?.soakSweepIntervalMs, DEFAULTS.soakSweepIntervalMs),
+    knobRow('BENCH_SOAK_MAINTENANCE_MINUTES (0: hourly)', config?.soakMaintenanceMinutes, DEFAULTS.soakMaintenanceMinutes),
     knobRow('BENCH_SOAK_SAMPLE_MS', config?.soakSampleMs, DEFAULTS.soakSampleMs),
     knobRow('BENCH_SOAK_DRAIN_SECONDS', config?.soakDrainSeconds, DEFAULTS.soakDrainSeconds),
   ];
