@@ -96,6 +96,8 @@ export interface BenchConfig {
   soakSampleMs: number;
   /** Soak: after ingest stops, the backlog must be tiered within this, else the run fails. */
   soakDrainSeconds: number;
+  /** Soak: 1 writes two heap snapshots of the node (middle and end of ingest) under packages/bench/results/. */
+  soakHeapSnapshots: number;
   /** Where the report goes; undefined picks the default for a full or a quick run. */
   outputPath: string | undefined;
 }
@@ -150,6 +152,7 @@ export const DEFAULTS = {
   soakMaintenanceMinutes: 1,
   soakSampleMs: 5_000,
   soakDrainSeconds: 600,
+  soakHeapSnapshots: 0,
 } as const;
 
 function intFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number): number {
@@ -211,6 +214,7 @@ export function readBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
     soakMaintenanceMinutes: intFromEnv(env, 'BENCH_SOAK_MAINTENANCE_MINUTES', DEFAULTS.soakMaintenanceMinutes, 0),
     soakSampleMs: intFromEnv(env, 'BENCH_SOAK_SAMPLE_MS', DEFAULTS.soakSampleMs, 1000),
     soakDrainSeconds: intFromEnv(env, 'BENCH_SOAK_DRAIN_SECONDS', DEFAULTS.soakDrainSeconds, 1),
+    soakHeapSnapshots: intFromEnv(env, 'BENCH_SOAK_HEAP_SNAPSHOTS', DEFAULTS.soakHeapSnapshots, 0),
     outputPath: env['BENCH_OUTPUT'] || undefined,
   };
 }
@@ -252,7 +256,7 @@ export function isFullSize(config: BenchConfig, part: BenchPart): boolean {
         config.searchLimit === DEFAULTS.searchLimit
       );
     case 'soak':
-      return config.soakSeconds >= DEFAULTS.soakSeconds && config.soakBatchSize === DEFAULTS.soakBatchSize && config.soakSweepIntervalMs === DEFAULTS.soakSweepIntervalMs && config.soakMaintenanceMinutes === DEFAULTS.soakMaintenanceMinutes;
+      return config.soakSeconds >= DEFAULTS.soakSeconds && config.soakBatchSize === DEFAULTS.soakBatchSize && config.soakSweepIntervalMs === DEFAULTS.soakSweepIntervalMs && config.soakMaintenanceMinutes === DEFAULTS.soakMaintenanceMinutes && config.soakHeapSnapshots === 0;
     case 'postgres':
       return (
         config.pgEvents >= DEFAULTS.pgEvents &&

@@ -36,6 +36,14 @@ function log(message: string): void {
   process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
 }
 
+/** A directory for the soak's heap snapshots, kept after the run (git ignores results/). */
+async function heapSnapshotDir(): Promise<string> {
+  const dir = join(PACKAGE_DIR, 'results', `soak-heap-${new Date().toISOString().replaceAll(':', '-').slice(0, 19)}`);
+  await mkdir(dir, { recursive: true });
+  log(`soak: heap snapshots go to ${dir}`);
+  return dir;
+}
+
 async function runIngest(spec: IngestEventsSpec, concurrency: number, rounds: number): Promise<IngestFigures> {
   const rawSyncRounds = [];
   const oursRounds = [];
@@ -149,6 +157,7 @@ async function main(): Promise<void> {
           maintenanceMinutes: config.soakMaintenanceMinutes,
           sampleMs: config.soakSampleMs,
           drainSecondsMax: config.soakDrainSeconds,
+          ...(config.soakHeapSnapshots > 0 ? { heapSnapshotDir: await heapSnapshotDir() } : {}),
         },
         log,
       )

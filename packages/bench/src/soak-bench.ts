@@ -40,6 +40,12 @@ export interface SoakOptions {
   sampleMs: number;
   /** After ingest stops, the backlog must reach zero within this. */
   drainSecondsMax: number;
+  /**
+   * When set, heap snapshots of the node are written here (`--heapsnapshot-signal`): at the
+   * middle and at the end of the paced ingest, for comparing what survives. Each stops the node
+   * for seconds, so figures of such a run are not comparable.
+   */
+  heapSnapshotDir?: string;
 }
 
 /** One reading of the node: its `tierStatus` and its memory. */
@@ -107,6 +113,8 @@ export interface SoakFigures {
   maintenance: { runs: number; failed: number; longestMs: number; totalMs: number; errors: string[] };
   /** What the independent read of the table found. */
   verify: { files: number; rows: number; acknowledgedFound: number; duplicates: number };
+  /** Where the heap snapshots went, when asked for. */
+  heapSnapshotDir?: string;
   elapsedMs: number;
 }
 
@@ -192,6 +200,7 @@ export async function runSoakBench(options: SoakOptions, log: Log): Promise<Soak
       `auditlake.audit.tier.maintenance.cron=${soakMaintenanceCron(options.maintenanceMinutes)}`,
     ],
     env: {
+      ...(options.heapSnapshotDir === undefined ? {} : { NODE_OPTIONS: `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${options.heapSnapshotDir}` }),
       AUDITLAKE_ADMIN_TOKEN: adminToken,
       AUDITLAKE_INGEST_TOKEN: ingestToken,
       AUDITLAKE_EMBEDDED_S3_ACCESS_KEY: s3Key.accessKeyId,
@@ -327,7 +336,12 @@ export async function runSoakBench(options: SoakOptions, log: Log): Promise<Soak
     const sent: SentBatch[] = [];
     const inFlight = new Set<Promise<void>>();
     let progressAt = origin;
+    const snapshotAt = new Set([Math.floor(count / 2), count - 1]);
     for (let n = 0; n < count; n++) {
+      if (options.heapSnapshotDir !== undefined && snapshotAt.has(n)) {
+        node.child.kill('SIGUSR2');
+        log(`  heap snapshot asked for at batch ${n} (into ${options.heapSnapshotDir})`);
+      }
       const scheduledAt = origin + n * intervalMs;
       await sleep(scheduledAt - absoluteNowMs());
       while (inFlight.size >= IN_FLIGHT_MAX) await Promise.race(inFlight);
@@ -415,6 +429,7 @@ export async function runSoakBench(options: SoakOptions, log: Log): Promise<Soak
       sweepGapMaxS: Math.max(0, ...samples.filter((s) => s.phase !== 'probe' && s.backlog > 0).map((s) => s.sinceSuccessS)),
       maintenance: await maintenanceRuns(statusAgent, node.url, adminHeaders),
       verify,
+      ...(options.heapSnapshotDir === undefined ? {} : { heapSnapshotDir: options.heapSnapshotDir }),
       elapsedMs: performance.now() - started,
     };
     return figures;

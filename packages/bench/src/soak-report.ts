@@ -134,7 +134,8 @@ export function soakMarkdown(f: SoakFigures, config: BenchConfig): string {
       `\`GET /admin/audit/settings\` and reads its \`tierStatus\`, the node's RSS (\`/proc/<pid>/status\`) and its JS heap (\`/metrics\`); a row below every ${config.soakSampleMs / 1000} s. ` +
       `When ingest stops the bench waits for the backlog to reach zero, then reads the table as an outside reader: the current snapshot's live files, downloaded through the ` +
       `endpoint and counted by DuckDB — every acknowledged event must be there exactly once (the run fails otherwise). RSS growth is the least-squares slope over the second half ` +
-      `of the ingest (the first half is warm-up), and over its third and last quarters to tell levelling off from steady growth. The whole part took ${ms(f.elapsedMs)}.`,
+      `of the ingest (the first half is warm-up), and over its third and last quarters to tell levelling off from steady growth. The whole part took ${ms(f.elapsedMs)}.` +
+      (f.heapSnapshotDir === undefined ? '' : ` Heap snapshots of the node (middle and end of ingest; each stopped it for seconds, so this run's figures are distorted) are in \`${f.heapSnapshotDir}\`.`),
     '',
     table(
       ['', ''],
@@ -175,5 +176,6 @@ export function soakKnobRows(config: BenchConfig | undefined): string[][] {
     knobRow('BENCH_SOAK_MAINTENANCE_MINUTES (0: hourly)', config?.soakMaintenanceMinutes, DEFAULTS.soakMaintenanceMinutes),
     knobRow('BENCH_SOAK_SAMPLE_MS', config?.soakSampleMs, DEFAULTS.soakSampleMs),
     knobRow('BENCH_SOAK_DRAIN_SECONDS', config?.soakDrainSeconds, DEFAULTS.soakDrainSeconds),
+    knobRow('BENCH_SOAK_HEAP_SNAPSHOTS (1: two snapshots into packages/bench/results/)', config?.soakHeapSnapshots, DEFAULTS.soakHeapSnapshots),
   ];
 }
