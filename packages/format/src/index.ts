@@ -15,3 +15,4 @@ export * from './footer-cache.js';
 export { columnChunkMayContain, isPrefilterNeedle, LOWERS_TO_ASCII_UTF8 } from './column-text-probe.js';
 export { TextProbePool, type TextProbePoolOptions } from './text-probe-pool.js';
 export { TIER_PAGE_CODEC } from './page-codec.js';
+export { ROW_GROUP_SKETCH_KEY, ROW_GROUP_SKETCH_VERSION, RowGroupSketch, rowGroupSketches, sketchProbe, type SketchFilter, type SketchProbe } from './row-group-sketch.js';

@@ -2,6 +2,7 @@ import { parquetWriteBuffer, type ColumnSource, type KeyValue } from 'hyparquet-
 import { AUDIT_COLUMNS, toRow, type AuditRow, type TieredEvent } from './audit-columns.js';
 import { compressTierPage, TIER_PAGE_CODEC } from './page-codec.js';
 import { auditParquetSchema } from './parquet-schema.js';
+import { encodeRowGroupSketches, ROW_GROUP_SKETCH_KEY, RowGroupSketch } from './row-group-sketch.js';
 
 /** Rows per row group unless the caller says otherwise. */
 export const ROW_GROUP_SIZE_DEFAULT = 10_000;
@@ -36,12 +37,19 @@ export interface EncodeAuditParquetOptions {
    * (docs/iceberg-layout.md §4).
    */
   kvMetadata?: Readonly<Record<string, string>>;
+  /**
+   * Write each row group's sketch into the footer (row-group-sketch.ts); default true. Off
+   * only to produce files as writers before it did, for tests of reading them.
+   */
+  rowGroupSketches?: boolean;
 }
 
 /**
  * Encodes events (StoredEvents or TieredEvents; `seq` and `term` are not tiered) as one Parquet
  * data file of the tiered layout: the columns of {@link AUDIT_COLUMNS} with their Iceberg field
- * ids, GZIP-compressed (page-codec.ts says why), with min/max/null-count statistics on every column chunk.
+ * ids, GZIP-compressed (page-codec.ts says why), with min/max/null-count statistics on every column chunk
+ * and, in the footer, a sketch of each row group (users, engines, tables, decisions, action
+ * kinds and free-text trigrams: row-group-sketch.ts) that lets readers skip groups without a match.
  *
  * Rows are sorted by event time (`ts`) ascending, ties kept in input order, so each row group
  * covers a narrow time range and its `ts`/`event_time` statistics prune well.
@@ -62,6 +70,12 @@ export function encodeAuditParquet(
   // Array.prototype.sort is stable, so events with equal ts keep their (seq) order.
   const rows = events.map(toRow).sort((a, b) => a.ts - b.ts);
   const kvMetadata: KeyValue[] = Object.entries(options.kvMetadata ?? {}).map(([key, value]) => ({ key, value }));
+  if (options.rowGroupSketches !== false) {
+    // hyparquet-writer cuts row groups of exactly rowGroupSize rows, the last one shorter.
+    const sketches: RowGroupSketch[] = [];
+    for (let start = 0; start < rows.length; start += rowGroupSize) sketches.push(RowGroupSketch.of(rows.slice(start, start + rowGroupSize)));
+    kvMetadata.push({ key: ROW_GROUP_SKETCH_KEY, value: encodeRowGroupSketches(sketches) });
+  }
 
   const buffer = parquetWriteBuffer({
     schema: auditParquetSchema(),

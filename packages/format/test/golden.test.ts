@@ -9,11 +9,14 @@ import { AuditParquetFile } from '../src/audit-parquet-file.js';
 import { bytesSource } from '../src/byte-source.js';
 import { parquetFileStats, readAuditParquet } from '../src/parquet-reader.js';
 import { encodeAuditParquet } from '../src/parquet-writer.js';
+import { rowGroupSketches, sketchProbe } from '../src/row-group-sketch.js';
 
 const PARQUET = new URL('./fixtures/three-events.parquet', import.meta.url);
 const JSON_FILE = new URL('./fixtures/three-events.json', import.meta.url);
 /** The same events as written before tier files moved from SNAPPY to GZIP: buckets still hold such files. */
 const SNAPPY_PARQUET = new URL('./fixtures/three-events-snappy.parquet', import.meta.url);
+/** The same events as written before footers held row-group sketches: buckets still hold such files. */
+const BEFORE_SKETCH_PARQUET = new URL('./fixtures/three-events-before-sketch.parquet', import.meta.url);
 
 /** The fixture's events, given out of time order (the writer sorts). */
 const EVENTS: StoredEvent[] = [
@@ -112,6 +115,24 @@ describe('golden fixture three-events', () => {
     expect(await file.rowGroupMayContainText(0, 'region', ['query'])).toBe(true);
     expect(await file.rowGroupMayContainText(1, 'hive.sales.secret', ['query', 'details'])).toBe(false);
     expect(await file.rowGroupMayContainText(1, 'tier.mode', ['details'])).toBe(true);
+  });
+
+  it('a file written before row-group sketches decodes to the same JSON and has none, so no group is ever skipped by one', async () => {
+    const before = await AuditParquetFile.open(bytesSource(new Uint8Array(readFileSync(BEFORE_SKETCH_PARQUET))));
+    expect(await before.read({})).toEqual(golden.events);
+    expect(rowGroupSketches(before.footer)).toEqual([undefined, undefined]);
+  });
+
+  it('the committed file carries a sketch per row group that tells its groups apart', async () => {
+    const sketches = rowGroupSketches((await AuditParquetFile.open(bytesSource(bytes))).footer);
+    // Row group 0 holds alice's and bob's events (time order), group 1 the settings change.
+    const admits = (filter: Parameters<typeof sketchProbe>[0]) => sketches.map((s) => s!.mayMatch(sketchProbe(filter)!));
+    expect(admits({ action: 'all', q: 'tier.mode' })).toEqual([false, true]);
+    expect(admits({ action: 'all', q: 'ops.監査' })).toEqual([true, false]);
+    expect(admits({ action: 'all', q: 'zürich' })).toEqual([true, false]);
+    expect(admits({ action: 'all', user: 'bob@example.com' })).toEqual([true, false]);
+    expect(admits({ action: 'all', decision: '' })).toEqual([false, true]);
+    expect(admits({ action: 'all', table: 'sales.secret' })).toEqual([true, false]);
   });
 
   it('the writer still produces exactly the committed bytes, GZIP-compressed', async () => {

@@ -65,7 +65,11 @@ describe('encodeAuditParquet → readAuditParquet', () => {
     const { parquetMetadata } = await import('hyparquet');
     const bytes = encodeAuditParquet([storedEvent({})], { kvMetadata: { 'iceberg.schema': '{"type":"struct"}' } });
     const metadata = parquetMetadata(bytes);
-    expect(metadata.key_value_metadata).toEqual([{ key: 'iceberg.schema', value: '{"type":"struct"}' }]);
+    expect(metadata.key_value_metadata?.[0]).toEqual({ key: 'iceberg.schema', value: '{"type":"struct"}' });
+    // Then the row-group sketches (row-group-sketch.ts), unless turned off.
+    expect(metadata.key_value_metadata?.map((kv) => kv.key)).toEqual(['iceberg.schema', 'auditlake.row_group_sketch']);
+    const plain = parquetMetadata(encodeAuditParquet([storedEvent({})], { kvMetadata: { 'iceberg.schema': '{}' }, rowGroupSketches: false }));
+    expect(plain.key_value_metadata).toEqual([{ key: 'iceberg.schema', value: '{}' }]);
   });
 
   it('refuses no events, bad times, bad decisions and bad row group sizes with TypeError', () => {

@@ -18,3 +18,4 @@ export * from './redaction.js';
 export * from './export-columns.js';
 export * from './tier-location.js';
 export * from './utf8-bytes.js';
+export * from './trigram-hash.js';

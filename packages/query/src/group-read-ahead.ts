@@ -1,4 +1,4 @@
-import { AuditParquetFile, memoizedSource, type AuditColumnName, type RowGroupSpan } from '@auditlake/format';
+import { AuditParquetFile, memoizedSource, rowGroupSketches, sketchProbe, type AuditColumnName, type RowGroupSpan, type SketchProbe } from '@auditlake/format';
 import type { SearchFilter } from '@auditlake/model';
 import type { TierFile, TierSource } from '@auditlake/lake';
 
@@ -78,7 +78,8 @@ export interface GroupReadAheadOptions {
 }
 
 /**
- * The row groups of the files, file by file, newest group first, with the free-text prefilter
+ * The row groups of the files, file by file, newest group first, without those whose sketch in
+ * the footer (row-group-sketch.ts) rules the filter out, with the free-text prefilter
  * of the next `aheadGroups` groups started before they are asked for. A file is opened (footer
  * from the tier's cache, else fetched) only when its groups are needed or the read-ahead
  * reaches them, and never once it cannot rank. With `aheadGroups` 0 nothing starts early, so
@@ -91,11 +92,14 @@ export class GroupReadAhead {
   readonly #queued: GroupTask[] = [];
   #nextFile = 0;
   #filesOpened = 0;
+  #groupsPruned = 0;
   #closed = false;
+  readonly #probe: SketchProbe | undefined;
 
   constructor(options: GroupReadAheadOptions) {
     if (!Number.isSafeInteger(options.aheadGroups) || options.aheadGroups < 0) throw new TypeError(`aheadGroups must be a non-negative integer, got ${options.aheadGroups}`);
     this.#options = options;
+    this.#probe = sketchProbe(options.filter);
   }
 
   /** The next group to read, or undefined when every file is done (or none can rank). */
@@ -112,6 +116,11 @@ export class GroupReadAhead {
   /** Data files opened so far (their footer read or taken from the cache). */
   get filesOpened(): number {
     return this.#filesOpened;
+  }
+
+  /** Row groups in the time range that their sketch ruled out (never fetched). */
+  get groupsPruned(): number {
+    return this.#groupsPruned;
   }
 
   /**
@@ -148,7 +157,14 @@ export class GroupReadAhead {
       this.#queued.push({ kind: 'failed', tier, file, error });
       return true;
     }
+    const probe = this.#probe;
+    const sketches = probe === undefined ? undefined : rowGroupSketches(parquet.footer);
     for (const group of rowGroupsNewestFirst(parquet, filter)) {
+      // A group without a sketch (an older file's) is read: never skipped on a guess.
+      if (probe !== undefined && sketches?.[group.index]?.mayMatch(probe) === false) {
+        this.#groupsPruned++;
+        continue;
+      }
       let started: Promise<Settled<boolean>> | undefined;
       const textMayMatch = q === undefined ? undefined : () => (started ??= settle(parquet.rowGroupMayContainText(group.index, q, TEXT_COLUMNS, tier.textProbes)));
       this.#queued.push({ kind: 'group', tier, file, parquet, group, textMayMatch });

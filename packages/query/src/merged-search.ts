@@ -28,6 +28,8 @@ export interface MergedSearchResult {
   tierNote?: string;
   /** Data files opened, for tests and metrics. */
   filesRead: number;
+  /** Row groups in the time range skipped by their footer sketch, for tests and metrics. */
+  groupsPruned: number;
 }
 
 /**
@@ -110,7 +112,8 @@ async function readRowGroup(
  * Tiers are skipped only when they cannot change the answer: the local store alone has more
  * than `limit` matches, all newer than the point from which everything is still local. Else
  * the tiers' committed files are read newest first, skipping files outside [from, to] by the
- * bounds their commits recorded (and row groups by statistics inside each file), and stopping
+ * bounds their commits recorded (and row groups by statistics inside each file, and by the
+ * sketch in the footer for user, engine, table, decision, action kind and `q`), and stopping
  * once no remaining file can hold an event newer than the current page's last.
  */
 export async function mergedSearch(options: MergedSearchOptions): Promise<MergedSearchResult> {
@@ -125,7 +128,7 @@ export async function mergedSearch(options: MergedSearchOptions): Promise<Merged
   const localIsEnough =
     options.tiers.length === 0 ||
     (local.length >= want && options.localCompleteFromMs !== undefined && (local[local.length - 1] as MergedEvent).timestamp >= options.localCompleteFromMs);
-  if (localIsEnough) return { events: local.slice(0, filter.limit), truncated: local.length > filter.limit, filesRead: 0 };
+  if (localIsEnough) return { events: local.slice(0, filter.limit), truncated: local.length > filter.limit, filesRead: 0, groupsPruned: 0 };
 
   const skipped: string[] = [];
   const files: Array<{ tier: TierSource; file: TierFile }> = [];
@@ -190,7 +193,7 @@ export async function mergedSearch(options: MergedSearchOptions): Promise<Merged
     groups.close();
   }
   const page = [...candidates.values()].sort(newestFirst);
-  const result: MergedSearchResult = { events: page.slice(0, filter.limit), truncated: page.length > filter.limit, filesRead: groups.filesOpened };
+  const result: MergedSearchResult = { events: page.slice(0, filter.limit), truncated: page.length > filter.limit, filesRead: groups.filesOpened, groupsPruned: groups.groupsPruned };
   if (skipped.length > 0) result.tierNote = `tiered audit partly unavailable: ${skipped.join('; ')}`;
   return result;
 }

@@ -1,3 +1,4 @@
+import { forEachTrigramHash, trigramHashes } from '@auditlake/model';
 import { encodeUint } from './event-keys.js';
 import { INDEX_PREFIX } from './index-keys.js';
 
@@ -32,10 +33,9 @@ export function blockOfSeq(seq: number): number {
   return Math.floor(seq / TEXT_BLOCK_SEQS);
 }
 
-/** The bit of the trigram (a, b, c): a multiplicative hash, the same on every node. */
-function trigramBit(a: number, b: number, c: number): number {
-  const h = Math.imul(a, 0x9e3779b1) ^ Math.imul(b, 0x85ebca6b) ^ Math.imul(c, 0xc2b2ae35);
-  return Math.imul(h ^ (h >>> 15), 0x2c1b3c6d) >>> 16;
+/** The bit of a trigram: the top 16 bits of the shared trigram hash (model's trigram-hash.ts). */
+function trigramBit(hash: number): number {
+  return hash >>> 16;
 }
 
 /** One block's sketch in memory, with the event-time range of the events added to it. */
@@ -66,15 +66,10 @@ export class TextSketch {
     if (timestampMs < this.tsMinMs) this.#view.setFloat64(0, timestampMs, true);
     if (timestampMs > this.tsMaxMs) this.#view.setFloat64(8, timestampMs, true);
     const bits = this.value;
-    let a = lowerJson.charCodeAt(0);
-    let b = lowerJson.charCodeAt(1);
-    for (let i = 2; i < lowerJson.length; i++) {
-      const c = lowerJson.charCodeAt(i);
-      const bit = trigramBit(a, b, c);
+    forEachTrigramHash(lowerJson, (hash) => {
+      const bit = trigramBit(hash);
       bits[HEADER_BYTES + (bit >>> 3)] = (bits[HEADER_BYTES + (bit >>> 3)] as number) | (1 << (bit & 7));
-      a = b;
-      b = c;
-    }
+    });
   }
 
   /** False when some trigram of the needle is missing: no event of the block contains it. */
@@ -87,7 +82,5 @@ export class TextSketch {
 
 /** The bits of a needle's trigrams (lower-cased, JSON-escaped as stored); empty when shorter than a trigram. */
 export function needleBits(needle: string): number[] {
-  const bits = new Set<number>();
-  for (let i = 2; i < needle.length; i++) bits.add(trigramBit(needle.charCodeAt(i - 2), needle.charCodeAt(i - 1), needle.charCodeAt(i)));
-  return [...bits];
+  return [...new Set(trigramHashes(needle).map(trigramBit))];
 }

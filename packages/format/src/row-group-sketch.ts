@@ -1,0 +1,249 @@
+import { forEachTrigramHash, READ_ACTION, trigramHash, trigramHashes, type ActionKind, type Decision } from '@auditlake/model';
+import { splitTables, type AuditRow } from './audit-columns.js';
+import type { ParquetFooter } from './parquet-reader.js';
+import { Uint32Set } from './uint32-set.js';
+
+/**
+ * Row-group sketches: what a tiered file's footer says about each row group beyond its column
+ * statistics, so a search for a user, an engine, a table, a decision, an action kind or a
+ * free-text `q` skips row groups that cannot hold a match without fetching a data page. The
+ * footer is read (and cached) anyway, so a search that matches nothing reads no data at all.
+ *
+ * Per row group:
+ * - the decisions and action kinds present (exact, a few bytes);
+ * - one Bloom filter (about one byte per distinct item, two bits set per item) of
+ *   - every trigram of the lower-cased text `q` is matched against (query, details, resource,
+ *     user, action and each table, each value on its own): the trigram hash is the one the
+ *     local store's free-text sketch uses (model's trigram-hash.ts), with the same semantics —
+ *     a lower-cased needle contained in a lower-cased value has all its trigrams among the
+ *     value's;
+ *   - every trigram of each table name as written (the `table` filter is a case-sensitive
+ *     substring);
+ *   - each user id (exact) and each engine, lower-cased (compared case-insensitively).
+ *
+ * A sketch only rules row groups out: a group that passes is read and every row is checked
+ * exactly. A needle shorter than a trigram (or a table filter shorter than one) rules nothing
+ * out. Files without a sketch (written before it existed, or by another writer), a sketch in a
+ * version this code does not know, or one whose row counts disagree with the footer's row
+ * groups are read in full: no pruning, never a wrong answer.
+ *
+ * Stored as footer key-value metadata under {@link ROW_GROUP_SKETCH_KEY}: JSON, the Bloom
+ * filters in base64 (footer values are strings to every Parquet reader).
+ */
+export const ROW_GROUP_SKETCH_KEY = 'auditlake.row_group_sketch';
+
+/** Bumped when the layout or a hash changes; a reader ignores versions it does not know. */
+export const ROW_GROUP_SKETCH_VERSION = 1;
+
+/**
+ * Bloom bits per distinct item. With two bits set per item a filter is ~22% full, so a
+ * single item (a user) passes a group without it ~5% of the time and a five-trigram needle
+ * ~1 in 4·10⁶. Measured on generated events: ~7,700 distinct items per 10,000 events, ~7.6 KiB.
+ */
+export const SKETCH_BITS_PER_ITEM = 8;
+const HASHES_PER_ITEM = 2;
+/** Smallest filter (64 bytes): a group of a handful of events costs little either way. */
+const SKETCH_BITS_MIN = 512;
+
+/** Domain seeds, so a user id and a trigram that hash alike do not stand for each other. */
+const TABLE_SEED = 0x7f4a7c15;
+const USER_SEED = 0x2545f491;
+const ENGINE_SEED = 0x61c88647;
+
+/** murmur3's 32-bit finalizer: spreads every input bit over the output. */
+function mix32(h: number): number {
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
+}
+
+/** FNV-1a over the UTF-16 code units from `seed`, finalized. */
+function stringHash(text: string, seed: number): number {
+  let h = (0x811c9dc5 ^ seed) >>> 0;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return mix32(h);
+}
+
+function tableTrigram(hash: number): number {
+  return mix32(hash ^ TABLE_SEED);
+}
+
+/** Adds the trigram hashes of `text`: forEachTrigramHash's loop, inlined for the long columns. */
+function addTextTrigrams(items: Uint32Set, text: string): void {
+  if (text.length < 3) return;
+  let a = text.charCodeAt(0);
+  let b = text.charCodeAt(1);
+  for (let i = 2; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    items.add(trigramHash(a, b, c));
+    a = b;
+    b = c;
+  }
+}
+
+/** The Bloom bits of one item's hash (double hashing). */
+function bloomBits(hash: number, bits: number, visit: (bit: number) => void): void {
+  const step = mix32(hash ^ 0x9747b28c) | 1;
+  for (let i = 0; i < HASHES_PER_ITEM; i++) visit(((hash + Math.imul(i, step)) >>> 0) % bits);
+}
+
+/** What a search asks of a row group's sketch, hashed once per search. */
+export interface SketchProbe {
+  decision: Decision | '' | undefined;
+  action: ActionKind;
+  /** Item hashes that must all be in the filter. */
+  items: number[];
+}
+
+/** The filters a sketch can answer for (a SearchFilter fits). */
+export interface SketchFilter {
+  user?: string | undefined;
+  engine?: string | undefined;
+  table?: string | undefined;
+  q?: string | undefined;
+  decision?: Decision | '' | undefined;
+  action: ActionKind;
+}
+
+/**
+ * The probe of a filter, or undefined when the sketch cannot rule anything out for it (no
+ * filter besides time, or only a `q`/`table` shorter than a trigram).
+ */
+export function sketchProbe(filter: SketchFilter): SketchProbe | undefined {
+  const items: number[] = [];
+  if (filter.user !== undefined) items.push(stringHash(filter.user, USER_SEED));
+  if (filter.engine !== undefined) items.push(stringHash(filter.engine.toLowerCase(), ENGINE_SEED));
+  if (filter.table !== undefined) items.push(...trigramHashes(filter.table).map(tableTrigram));
+  // q is lower-cased by the search parser; a q that is not would match no lower-cased value,
+  // and its trigrams then rule out groups just as rightly.
+  if (filter.q !== undefined) items.push(...trigramHashes(filter.q));
+  if (items.length === 0 && filter.decision === undefined && filter.action === 'all') return undefined;
+  return { decision: filter.decision, action: filter.action, items: [...new Set(items)] };
+}
+
+/** One row group's sketch. */
+export class RowGroupSketch {
+  readonly rows: number;
+  readonly decisions: ReadonlySet<Decision | ''>;
+  readonly actions: ReadonlySet<'read' | 'write'>;
+  readonly bloom: Uint8Array;
+
+  constructor(rows: number, decisions: Iterable<Decision | ''>, actions: Iterable<'read' | 'write'>, bloom: Uint8Array) {
+    this.rows = rows;
+    this.decisions = new Set(decisions);
+    this.actions = new Set(actions);
+    this.bloom = bloom;
+  }
+
+  /** The sketch of these rows (one row group's). */
+  static of(rows: readonly AuditRow[]): RowGroupSketch {
+    const items = new Uint32Set();
+    const add = (hash: number) => items.add(hash);
+    const decisions = new Set<Decision | ''>();
+    const actions = new Set<'read' | 'write'>();
+    // Users, engines, actions, resources and tables repeat from row to row: each distinct one
+    // is hashed once. Query and details are mostly distinct: hashed row by row.
+    const short = new Set<string>();
+    const engines = new Set<string>();
+    const tables = new Set<string>();
+    for (const row of rows) {
+      decisions.add(row.decision);
+      actions.add(row.action === READ_ACTION ? 'read' : 'write');
+      short.add(row.user_id);
+      short.add(row.action);
+      short.add(row.resource);
+      engines.add(row.source);
+      if (row.tables !== '') tables.add(row.tables);
+      addTextTrigrams(items, row.query.toLowerCase());
+      addTextTrigrams(items, row.details.toLowerCase());
+    }
+    for (const user of new Set(rows.map((row) => row.user_id))) items.add(stringHash(user, USER_SEED));
+    for (const engine of engines) items.add(stringHash(engine.toLowerCase(), ENGINE_SEED));
+    // Tables one by one (the column joins them; `q` and `table` match within one name).
+    const names = new Set<string>();
+    for (const list of tables) for (const name of splitTables(list)) names.add(name);
+    for (const name of names) {
+      short.add(name);
+      forEachTrigramHash(name, (hash) => items.add(tableTrigram(hash)));
+    }
+    for (const text of short) forEachTrigramHash(text.toLowerCase(), add);
+    const bits = Math.max(SKETCH_BITS_MIN, Math.ceil((items.size * SKETCH_BITS_PER_ITEM) / 64) * 64);
+    const bloom = new Uint8Array(bits / 8);
+    items.forEach((item) => bloomBits(item, bits, (bit) => (bloom[bit >>> 3] = (bloom[bit >>> 3] as number) | (1 << (bit & 7)))));
+    return new RowGroupSketch(rows.length, decisions, actions, bloom);
+  }
+
+  /** False when no row of the group can match the probe's filter. */
+  mayMatch(probe: SketchProbe): boolean {
+    if (probe.decision !== undefined && !this.decisions.has(probe.decision)) return false;
+    if (probe.action !== 'all' && !this.actions.has(probe.action)) return false;
+    const bloom = this.bloom;
+    const bits = bloom.byteLength * 8;
+    for (const item of probe.items) {
+      let present = true;
+      bloomBits(item, bits, (bit) => {
+        if (((bloom[bit >>> 3] as number) & (1 << (bit & 7))) === 0) present = false;
+      });
+      if (!present) return false;
+    }
+    return true;
+  }
+}
+
+interface SketchJson {
+  version: number;
+  groups: Array<{ rows: number; decisions: string[]; actions: string[]; bloom: string }>;
+}
+
+/** The footer value holding the sketches of a file's row groups, in order. */
+export function encodeRowGroupSketches(sketches: readonly RowGroupSketch[]): string {
+  const json: SketchJson = {
+    version: ROW_GROUP_SKETCH_VERSION,
+    groups: sketches.map((s) => ({ rows: s.rows, decisions: [...s.decisions], actions: [...s.actions], bloom: Buffer.from(s.bloom).toString('base64') })),
+  };
+  return JSON.stringify(json);
+}
+
+const DECISIONS: ReadonlySet<string> = new Set(['ALLOW', 'DENY', '']);
+const KINDS: ReadonlySet<string> = new Set(['read', 'write']);
+
+/** Parsed sketches by footer: a cached footer is parsed once. */
+const parsed = new WeakMap<ParquetFooter, ReadonlyArray<RowGroupSketch | undefined>>();
+
+/**
+ * The sketch of each of the footer's row groups (undefined for a group without one). A file
+ * without a sketch, or with one this code cannot trust (unknown version, malformed, row counts
+ * that disagree with the footer), has none: it is read in full.
+ */
+export function rowGroupSketches(footer: ParquetFooter): ReadonlyArray<RowGroupSketch | undefined> {
+  let sketches = parsed.get(footer);
+  if (sketches === undefined) {
+    sketches = parseSketches(footer) ?? footer.row_groups.map(() => undefined);
+    parsed.set(footer, sketches);
+  }
+  return sketches;
+}
+
+function parseSketches(footer: ParquetFooter): RowGroupSketch[] | undefined {
+  const value = footer.key_value_metadata?.find((kv) => kv.key === ROW_GROUP_SKETCH_KEY)?.value;
+  if (value === undefined) return undefined;
+  let json: SketchJson;
+  try {
+    json = JSON.parse(value) as SketchJson;
+  } catch {
+    return undefined;
+  }
+  if (json === null || typeof json !== 'object' || json.version !== ROW_GROUP_SKETCH_VERSION || !Array.isArray(json.groups)) return undefined;
+  if (json.groups.length !== footer.row_groups.length) return undefined;
+  const sketches: RowGroupSketch[] = [];
+  for (const [i, group] of json.groups.entries()) {
+    if (group === null || typeof group !== 'object' || group.rows !== Number(footer.row_groups[i]?.num_rows)) return undefined;
+    if (!Array.isArray(group.decisions) || !group.decisions.every((d) => DECISIONS.has(d))) return undefined;
+    if (!Array.isArray(group.actions) || !group.actions.every((a) => KINDS.has(a))) return undefined;
+    if (typeof group.bloom !== 'string') return undefined;
+    const bloom = new Uint8Array(Buffer.from(group.bloom, 'base64'));
+    if (bloom.byteLength === 0 || bloom.byteLength % 8 !== 0) return undefined;
+    sketches.push(new RowGroupSketch(group.rows, group.decisions as Array<Decision | ''>, group.actions as Array<'read' | 'write'>, bloom));
+  }
+  return sketches;
+}
