@@ -18,6 +18,8 @@ export interface TierFileFigures {
   events: number;
   codec: string;
   bytes: number;
+  /** The same file without its row-group sketches (absent in results stored before them). */
+  bytesWithoutSketches?: number;
   write: LatencyStats;
   duckBytes: number;
   duckWrite: LatencyStats;
@@ -73,6 +75,7 @@ export async function runTierFileBench(options: TierFileBenchOptions, log: (mess
       events: options.events,
       codec: TIER_PAGE_CODEC,
       bytes: bytes.byteLength,
+      bytesWithoutSketches: encodeAuditParquet(events, { rowGroupSketches: false }).byteLength,
       write: latencyStats(writeMs),
       duckBytes: (await stat(theirs)).size,
       duckWrite: latencyStats(duckMs),

@@ -93,12 +93,27 @@ export interface ViewerFigures {
   qScanCpu: CpuShare;
   qScanBytes: ByteCounts;
   qScanMatched: number;
+  /** Row groups the footer sketches ruled out per `q` scan (never fetched); absent in results stored before sketches. */
+  qScanGroupsPruned?: number;
+  /** `user=X` over the whole table, X a generated user at random per request (absent in results stored before it). */
+  userScan?: FilteredScanFigures;
+  /** `table=X` over the whole table, X a generated table name at random per request. */
+  tableScan?: FilteredScanFigures;
   duck: LatencyStats;
   duckCpu: CpuShare;
   duckThreads: number;
   duckSingle: LatencyStats;
   duckMatched: number;
   downloadMs: number;
+}
+
+/** A filter over the whole tiered table, no time range, limit `limit`. */
+export interface FilteredScanFigures {
+  latency: LatencyStats;
+  /** Per request, averaged. */
+  bytes: ByteCounts;
+  matchedMean: number;
+  groupsPrunedMean: number;
 }
 
 export interface TieringFigures {
@@ -309,7 +324,7 @@ async function runViewer(options: TieringBenchOptions, connections: CountingConn
   const built = await buildTable(options, connections, catalogs, startTs, log);
   const { table } = built;
   const source = new IcebergTierSource(connections, { identifier: table.identifier, location: table.location, connectionId: table.connectionId });
-  const search = (filter: { fromMs?: number; toMs?: number; q?: string }) =>
+  const search = (filter: { fromMs?: number; toMs?: number; q?: string; user?: string; table?: string }) =>
     mergedSearch({ local: nothing(), tiers: [source], filter: { action: 'all', limit: options.limit, ...filter }, localCompleteFromMs: undefined });
 
   const random = mulberry32(options.seed);
@@ -347,6 +362,7 @@ async function runViewer(options: TieringBenchOptions, connections: CountingConn
 
   const qMs: number[] = [];
   let qScanMatched = 0;
+  let qScanGroupsPruned = 0;
   const qBefore = connections.snapshot();
   const stopQCpu = startCpuMonitor();
   for (let i = 0; i < options.qScanRepetitions; i++) {
@@ -355,10 +371,34 @@ async function runViewer(options: TieringBenchOptions, connections: CountingConn
     qMs.push(performance.now() - t0);
     if (result.tierNote) throw new Error(result.tierNote);
     qScanMatched = result.events.length;
-    log(`  q scan ${i + 1}/${options.qScanRepetitions}: ${((performance.now() - t0) / 1000).toFixed(2)} s`);
+    qScanGroupsPruned = result.groupsPruned;
+    log(`  q scan ${i + 1}/${options.qScanRepetitions}: ${((performance.now() - t0) / 1000).toFixed(2)} s, ${result.groupsPruned} row groups ruled out by their sketch`);
   }
   const qScanCpu = stopQCpu();
   const qScanBytes = diff(connections.snapshot(), qBefore, options.qScanRepetitions);
+
+  // What an investigator asks: one user's or one table's events, newest first, over everything.
+  // The generator's catalog depends only on its seed: the table's users and table names.
+  const catalog = createEventGenerator({ seed: options.seed + 1, startTs, spanMs: DAY_MS, count: 1 });
+  const filteredScan = async (name: string, filterOf: () => { user?: string; table?: string }): Promise<FilteredScanFigures> => {
+    const times: number[] = [];
+    let matched = 0;
+    let pruned = 0;
+    const scanBefore = connections.snapshot();
+    for (let i = 0; i < options.requests; i++) {
+      const t0 = performance.now();
+      const result = await search(filterOf());
+      times.push(performance.now() - t0);
+      if (result.tierNote) throw new Error(result.tierNote);
+      matched += result.events.length;
+      pruned += result.groupsPruned;
+    }
+    const figures = { latency: latencyStats(times), bytes: diff(connections.snapshot(), scanBefore, options.requests), matchedMean: matched / options.requests, groupsPrunedMean: pruned / options.requests };
+    log(`  ${name} over the whole table p50 ${figures.latency.p50Ms.toFixed(1)} ms, ${(figures.bytes.dataBytes / 1024).toFixed(0)} KiB of data and ${figures.groupsPrunedMean.toFixed(0)} groups ruled out per request`);
+    return figures;
+  };
+  const userScan = await filteredScan('user=X', () => ({ user: catalog.users[Math.floor(random() * catalog.users.length)] as string }));
+  const tableScan = await filteredScan('table=X', () => ({ table: catalog.tables[Math.floor(random() * catalog.tables.length)] as string }));
   // The viewer is done: stop its prefilter workers now, not when they turn idle.
   await source.close();
 
@@ -417,6 +457,9 @@ async function runViewer(options: TieringBenchOptions, connections: CountingConn
     qScanCpu,
     qScanBytes,
     qScanMatched,
+    qScanGroupsPruned,
+    userScan,
+    tableScan,
     duck: latencyStats(duck.times),
     duckCpu,
     duckThreads: duck.threads,

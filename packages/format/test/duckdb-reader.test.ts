@@ -39,6 +39,18 @@ async function query(sql: string): Promise<Record<string, unknown>[]> {
 }
 
 describe('DuckDB read_parquet of a tiered file', () => {
+  it('finds the user_id Bloom filter of every row group: a user of the group passes, an absent user is excluded', async () => {
+    const chunks = await query("SELECT row_group_id, bloom_filter_offset FROM parquet_metadata($1) WHERE path_in_schema = 'user_id' ORDER BY row_group_id");
+    expect(chunks).toHaveLength(3);
+    for (const chunk of chunks) expect(chunk['bloom_filter_offset']).not.toBeNull();
+    const excluded = async (user: string) =>
+      (await connection.runAndReadAll("SELECT bloom_filter_excludes FROM parquet_bloom_probe($1, 'user_id', $2) ORDER BY row_group_id", [file, user])).getRowObjects().map((row) => row['bloom_filter_excludes']);
+    // Rows are in time order, 1,000 per group: the first event is in group 0, the last in group 2.
+    expect((await excluded(expected[0]!.userId))[0]).toBe(false);
+    expect((await excluded(expected.at(-1)!.userId))[2]).toBe(false);
+    expect(await excluded('no-such-user-7f3a9c')).toEqual([true, true, true]);
+  });
+
   it('counts the same rows and the same rows per decision', async () => {
     const [total] = await query('SELECT count(*) AS n FROM read_parquet($1)');
     expect(total?.['n']).toBe(BigInt(expected.length));
