@@ -1,4 +1,4 @@
-import { LINE_INTERVAL_MS, type ProgressOutput } from '../import-progress.js';
+import { ProgressLine, type ProgressOutput } from '../progress-line.js';
 
 export interface ExportProgressOptions {
   out: ProgressOutput;
@@ -12,35 +12,30 @@ export interface ExportProgressOptions {
   now?: () => number;
 }
 
-const BAR_WIDTH = 30;
-const BAR_INTERVAL_MS = 100;
 const count = new Intl.NumberFormat('en-US');
 
 /**
  * Export progress on standard error: events written and how far back in time the export has
- * reached (pages come newest first). On a terminal a bar redrawn in place, filled by the share
- * of the `from`…newest range done when `from` is given; otherwise a line every few seconds.
+ * reached (pages come newest first); the share of the `from`…newest range done when `from` is
+ * given.
  */
 export class ExportProgress {
-  readonly #out: ProgressOutput;
-  readonly #tty: boolean;
   readonly #fromMs: number | undefined;
-  readonly #intervalMs: number;
-  readonly #now: () => number;
-  #lastMs: number;
+  readonly #line: ProgressLine;
   #newestMs: number | undefined;
   #events = 0;
   #oldestMs: number | undefined;
-  #barShown = false;
 
   constructor(options: ExportProgressOptions) {
-    this.#out = options.out;
-    this.#tty = options.out.isTTY === true;
     this.#fromMs = options.fromMs;
-    this.#intervalMs = this.#tty ? BAR_INTERVAL_MS : (options.lineIntervalMs ?? LINE_INTERVAL_MS);
-    this.#now = options.now ?? Date.now;
-    // The first line comes one interval in: a quick export prints only its summary.
-    this.#lastMs = this.#now();
+    this.#line = new ProgressLine(options, () => {
+      const reached = this.#oldestMs === undefined ? '' : `back to ${new Date(this.#oldestMs).toISOString()}`;
+      return {
+        done: this.#done(),
+        barText: () => `${count.format(this.#events)} events ${reached}`,
+        lineText: (percent) => `export: ${count.format(this.#events)} events written${percent ? ` (${percent} of the time range)` : ''}, ${reached}`,
+      };
+    });
   }
 
   /** A page was written: `oldestMs` is its last (oldest) event's time. */
@@ -48,22 +43,16 @@ export class ExportProgress {
     this.#events += events;
     if (oldestMs !== undefined) this.#oldestMs = oldestMs;
     this.#newestMs ??= newestMs;
-    const now = this.#now();
-    if (now - this.#lastMs < this.#intervalMs) return;
-    this.#lastMs = now;
-    this.#show();
+    this.#line.tick();
   }
 
   /** A line that must stay readable (a retry): printed above the bar. */
   note(line: string): void {
-    this.#clearBar();
-    this.#out.write(line + '\n');
-    if (this.#barShown) this.#show();
+    this.#line.note(line);
   }
 
   finish(): void {
-    this.#clearBar();
-    this.#barShown = false;
+    this.#line.finish();
   }
 
   /** The share of the time range done, 0..1, when `from` bounds it. */
@@ -71,23 +60,6 @@ export class ExportProgress {
     if (this.#fromMs === undefined || this.#newestMs === undefined || this.#oldestMs === undefined) return undefined;
     const span = this.#newestMs - this.#fromMs;
     if (span <= 0) return undefined;
-    return Math.min(1, Math.max(0, (this.#newestMs - this.#oldestMs) / span));
-  }
-
-  #show(): void {
-    const done = this.#done();
-    const percent = done === undefined ? '' : `${Math.floor(done * 100)}%`;
-    const reached = this.#oldestMs === undefined ? '' : `back to ${new Date(this.#oldestMs).toISOString()}`;
-    if (this.#tty) {
-      const filled = done === undefined ? 0 : Math.round(done * BAR_WIDTH);
-      this.#out.write(`\r\x1b[K[${'#'.repeat(filled)}${'.'.repeat(BAR_WIDTH - filled)}] ${percent.padStart(4)} ${count.format(this.#events)} events ${reached}`);
-      this.#barShown = true;
-    } else {
-      this.#out.write(`export: ${count.format(this.#events)} events written${percent ? ` (${percent} of the time range)` : ''}, ${reached}\n`);
-    }
-  }
-
-  #clearBar(): void {
-    if (this.#tty && this.#barShown) this.#out.write('\r\x1b[K');
+    return (this.#newestMs - this.#oldestMs) / span;
   }
 }
