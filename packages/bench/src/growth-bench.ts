@@ -10,6 +10,7 @@ import {
   ensureNamespace,
   expireOverdueSnapshots,
   joinKey,
+  rewriteManifestsIfMany,
   metadataFileKey,
   metadataVersionKey,
   resolveIcebergTable,
@@ -211,7 +212,8 @@ class GrowthTable {
   /**
    * One sweep's Iceberg work, timed, as the sweeper does it: load the current version, commit
    * the batch (the metadata-log bounded by `metadata.previous.versions.max`), then — only where
-   * maintenance is on — expire snapshots once twice `snapshot.retain.last` have gathered.
+   * maintenance is on — merge manifests once 100 gathered and expire snapshots once twice
+   * `snapshot.retain.last` have.
    */
   async commit(batch: readonly StoredEvent[], policy: MaintenancePolicy): Promise<void> {
     const started = performance.now();
@@ -225,7 +227,8 @@ class GrowthTable {
     });
     if (this.maintained) {
       const context = { objects: this.#objects, table: this.ref, fence, now: Date.now, metadataLogEntriesMax: policy.metadataPreviousVersionsMax };
-      if (await expireOverdueSnapshots(context, result.loaded, policy.snapshotRetainLast)) this.sweepExpiries++;
+      const merged = await rewriteManifestsIfMany(context, result.loaded, result.manifests);
+      if (await expireOverdueSnapshots(context, merged?.loaded ?? result.loaded, policy.snapshotRetainLast)) this.sweepExpiries++;
     }
     this.commitMs.push(performance.now() - started);
     // Outside the timing: the commit's own version is the largest file this sweep wrote.

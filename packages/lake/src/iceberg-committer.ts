@@ -29,6 +29,8 @@ export interface IcebergCommitResult {
   version: number;
   /** The table as this commit left it. */
   loaded: LoadedTable;
+  /** Manifests the new snapshot's manifest list names. */
+  manifests: number;
   watermark: Watermark;
   bytes: number;
   files: number;
@@ -104,5 +106,5 @@ export async function commitIcebergBatch(
     mayCommit: context.mayCommit,
     ...(context.beforeCommit ? { beforeCommit: context.beforeCommit } : {}),
   });
-  return { version: committed.version, loaded: committed, watermark, bytes: dataFiles.reduce((s, f) => s + f.file_size_in_bytes, 0), files: dataFiles.length };
+  return { version: committed.version, loaded: committed, manifests: carried.length + 1, watermark, bytes: dataFiles.reduce((s, f) => s + f.file_size_in_bytes, 0), files: dataFiles.length };
 }

@@ -69,3 +69,21 @@ export async function rewriteIcebergManifests(context: MaintenanceContext, loade
     }
   }
 }
+
+/**
+ * Between maintenance runs a sweep merges the current snapshot's manifests once it names this
+ * many (Java's `commit.manifest.min-count-to-merge` default): every commit adds a manifest and
+ * copies the whole list, so without a bound a sweep that commits thousands of times between
+ * hourly runs would read and write an ever longer manifest list on every commit.
+ */
+export const MANIFESTS_BETWEEN_RUNS_MAX = 100;
+
+/**
+ * The manifest rewrite as a sweep runs it between maintenance runs: only when the current
+ * snapshot names at least `manifestsMax` manifests (so a sweep pays one rewrite per that many
+ * commits), then exactly the maintenance step. Undefined when not due.
+ */
+export async function rewriteManifestsIfMany(context: MaintenanceContext, loaded: LoadedTable, manifests: number, manifestsMax = MANIFESTS_BETWEEN_RUNS_MAX): Promise<ManifestRewriteResult | undefined> {
+  if (manifests < manifestsMax) return undefined;
+  return rewriteIcebergManifests(context, loaded);
+}

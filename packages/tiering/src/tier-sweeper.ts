@@ -9,6 +9,7 @@ import {
   ensureIcebergTable,
   ensureNamespace,
   expireOverdueSnapshots,
+  rewriteManifestsIfMany,
   laterWatermark,
   parseS3Location,
   probeConditionalCreate,
@@ -47,6 +48,8 @@ export interface TierSweeperOptions {
   beforeCommit?: () => void;
   /** Shared with table maintenance, so the two never commit at once in this process. */
   commitLock?: CommitLock;
+  /** Manifests a table's current snapshot may name before a sweep merges them (default MANIFESTS_BETWEEN_RUNS_MAX; tests set it low). */
+  manifestsBetweenRunsMax?: number;
 }
 
 /** Sweep health as `tierStatus` reports it (reference fields first, then ours). */
@@ -279,38 +282,38 @@ export class TierSweeper {
     this.#status.lastBatch = { count: batch.length, bytes: result.bytes, ms: this.#now() - started };
     this.#logTiered(result.files, table.identifier);
     this.#options.onTiered?.(batch.length, result.bytes);
-    if (settings.maintenanceEnabled) await this.#expireOverdue(objects, table, result.loaded, settings, term);
+    if (settings.maintenanceEnabled) await this.#boundBetweenRuns(objects, table, result, settings, term);
     return this.#tieredOutcome(next);
   }
 
   /**
-   * Keeps the snapshots a table holds bounded between maintenance runs (at most twice
-   * `snapshot.retain.last`; see expireOverdueSnapshots), so the metadata file every commit
-   * rewrites does not grow with the commits since the last run. The batch is committed already:
-   * a failure here is a warning, not a failed sweep, and the next sweep or run expires them.
+   * Keeps what every commit reads and rewrites bounded between maintenance runs: the manifests
+   * of the current snapshot are merged once they reach MANIFESTS_BETWEEN_RUNS_MAX (each commit
+   * copies the whole manifest list), and snapshots expire back to `snapshot.retain.last` once
+   * twice as many gathered (each is about half a KiB of every metadata file). Both are the
+   * maintenance steps themselves. The batch is committed already: a failure here is a warning,
+   * not a failed sweep, and the next sweep or run does it.
    */
-  async #expireOverdue(objects: ObjectStore, table: IcebergTableRef, loaded: LoadedTable, settings: EffectiveSettings, term: number): Promise<void> {
+  async #boundBetweenRuns(objects: ObjectStore, table: IcebergTableRef, committed: { loaded: LoadedTable; manifests: number }, settings: EffectiveSettings, term: number): Promise<void> {
+    const context = {
+      objects,
+      table,
+      fence: { term, mayCommit: () => this.#options.isLeader() && this.#options.term() === term },
+      now: this.#now,
+      metadataLogEntriesMax: settings.maintenanceMetadataPreviousVersionsMax,
+    };
     try {
-      const expired = await expireOverdueSnapshots(
-        {
-          objects,
-          table,
-          fence: { term, mayCommit: () => this.#options.isLeader() && this.#options.term() === term },
-          now: this.#now,
-          metadataLogEntriesMax: settings.maintenanceMetadataPreviousVersionsMax,
-        },
-        loaded,
-        settings.maintenanceSnapshotRetainLast,
-      );
-      if (expired) {
+      const merged = await rewriteManifestsIfMany(context, committed.loaded, committed.manifests, this.#options.manifestsBetweenRunsMax);
+      const expired = await expireOverdueSnapshots(context, merged?.loaded ?? committed.loaded, settings.maintenanceSnapshotRetainLast);
+      if (merged || expired) {
         this.#options.log.info(
-          { snapshotsExpired: expired.snapshotsExpired, filesDeleted: expired.filesDeleted, table: table.identifier },
-          `Audit tiering: ${expired.snapshotsExpired} snapshots of ${table.identifier} expired between maintenance runs (${expired.filesDeleted} files deleted)`,
+          { manifestsReplaced: merged?.manifestsReplaced ?? 0, snapshotsExpired: expired?.snapshotsExpired ?? 0, filesDeleted: expired?.filesDeleted ?? 0, table: table.identifier },
+          `Audit tiering: between maintenance runs ${merged ? `${merged.manifestsReplaced} manifests of ${table.identifier} merged` : ''}${merged && expired ? ', ' : ''}${expired ? `${expired.snapshotsExpired} snapshots expired (${expired.filesDeleted} files deleted)` : ''}`,
         );
       }
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
-      this.#options.log.warn({ err: message, table: table.identifier }, `Audit tiering: expiring snapshots of ${table.identifier} between maintenance runs failed: ${message}`);
+      this.#options.log.warn({ err: message, table: table.identifier }, `Audit tiering: keeping ${table.identifier} small between maintenance runs failed: ${message}`);
     }
   }
 

@@ -2,7 +2,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { S3Connections, loadIcebergTable, resolveIcebergTable } from '@auditlake/lake';
+import { S3Connections, currentManifests, loadIcebergTable, resolveIcebergTable } from '@auditlake/lake';
 import { defaultSettings, parseSettings, resolveConfig, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
 import { AuditStore } from '@auditlake/store';
 import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
@@ -158,7 +158,7 @@ describe('TierSweeper', () => {
     expect(commits2).toBe(atClose);
   });
 
-  it('with maintenance on, expires snapshots between runs once twice snapshot.retain.last have gathered, and bounds the metadata-log at every commit', async () => {
+  it('with maintenance on, expires snapshots between runs once twice snapshot.retain.last have gathered, merges manifests once they reach the bound, and bounds the metadata-log at every commit', async () => {
     const catalogs = new Map([['cat', { name: 'cat', warehouse: `s3://${BUCKET}/warehouse`, connectionId: 's3' }]]);
     const icebergSettings = (table: string, enabled: boolean): EffectiveSettings =>
       parseSettings({
@@ -171,25 +171,35 @@ describe('TierSweeper', () => {
         'audit.tier.maintenance.metadata.previous.versions.max': '4',
       });
     const objects = connections.bucket('s3', BUCKET);
-    const snapshotCounts = async (table: string, enabled: boolean): Promise<number[]> => {
+    const snapshotCounts = async (table: string, enabled: boolean): Promise<{ snapshots: number[]; manifests: number[] }> => {
       const store = await storeWith(200, 10);
       const ref = resolveIcebergTable(table, catalogs);
-      const counts: number[] = [];
-      const s = sweeper(store, 'unused', { catalogs, settings: () => icebergSettings(table, enabled), batchSizeMax: 10 });
+      const snapshots: number[] = [];
+      const manifests: number[] = [];
+      const s = sweeper(store, 'unused', { catalogs, settings: () => icebergSettings(table, enabled), batchSizeMax: 10, manifestsBetweenRunsMax: 5 });
       for (let sweep = 1; sweep <= 20; sweep++) {
         expect(await s.sweep()).toMatch(/^tiered/);
         const loaded = (await loadIcebergTable(objects, ref))!;
         expect(loaded.metadata['metadata-log'].length).toBeLessThanOrEqual(4);
-        counts.push(loaded.metadata.snapshots.length);
+        snapshots.push(loaded.metadata.snapshots.length);
+        const current = await currentManifests(objects, ref, loaded.metadata);
+        manifests.push(current.length);
+        // Whatever was merged or expired, the current snapshot holds every tiered event once.
+        const rows = current.flatMap((m) => m.entries.filter((e) => e.status !== 2)).reduce((n, e) => n + Number(e.data_file.record_count), 0);
+        expect(rows).toBe(sweep * 10);
       }
       expect((await s.watermark()).seq).toBe(200);
-      return counts;
+      return { snapshots, manifests };
     };
     const maintained = await snapshotCounts('cat.ns.maintained_events', true);
     // Never more than twice retain.last; back to retain.last after each expiry.
-    expect(Math.max(...maintained)).toBeLessThanOrEqual(6);
-    expect(maintained.filter((n) => n === 3).length).toBeGreaterThanOrEqual(3);
+    expect(Math.max(...maintained.snapshots)).toBeLessThanOrEqual(6);
+    expect(maintained.snapshots.filter((n) => n === 3).length).toBeGreaterThanOrEqual(3);
+    // Merged into one once five gathered.
+    expect(Math.max(...maintained.manifests)).toBeLessThanOrEqual(4);
     // With maintenance off the sweep leaves the history alone.
-    expect(await snapshotCounts('cat.ns.unmaintained_events', false)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    const unmaintained = await snapshotCounts('cat.ns.unmaintained_events', false);
+    expect(unmaintained.snapshots).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    expect(unmaintained.manifests).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
   }, 120_000);
 });
