@@ -13,6 +13,7 @@ const ALLOWED: Record<string, string[] | 'any'> = {
   store: ['model'],
   cluster: ['model', 'store'],
   format: ['model'],
+  integrity: ['model'],
   lake: ['model', 'format'],
   tiering: ['model', 'store', 'format', 'lake'],
   query: ['model', 'store', 'format', 'lake'],

@@ -1,0 +1,602 @@
+import type { KeyObject } from 'node:crypto';
+import { checkpointHash, checkpointSignatureValid, parseSignedCheckpoint, type SignedCheckpoint } from './checkpoint.js';
+import { integrityKindOf, parseErasureDetails } from './integrity-events.js';
+import { parsePublishedKey, publicKeyId } from './node-key.js';
+import { canonicalRecord, CHECKED_FIELDS, erasedText, type CanonicalRecord, type HashedField, type RecordValues } from './record-fields.js';
+import { chainHash, GENESIS_CHAIN_HASH, RecordHasher, recordHash, splitFieldCheck, type RecordDigest } from './record-hasher.js';
+
+/** One record as a source gives it: its values and the chain fields stored with it. */
+export interface VerifyRecord extends RecordValues {
+  /** Absent for a record stored before the chain existed. */
+  recordHash?: string | undefined;
+  chainHash?: string | undefined;
+  fieldCheck?: string | undefined;
+}
+
+/** Records a node deleted by retention without tiering them, with the chain hash at the range's end. */
+export interface PrunedRange {
+  fromSeq: number;
+  toSeq: number;
+  /** chain_hash of the record at `toSeq` (lets the chain continue after the hole). */
+  chainHash?: string | undefined;
+}
+
+/** A checkpoint found outside the records (a digest object, a snapshot summary, a node). */
+export interface FoundCheckpoint {
+  checkpoint: SignedCheckpoint;
+  /** Where it was found, for messages. */
+  where: string;
+}
+
+/** A public key shown outside the chain (a node's listing, a `_integrity/keys/` object). */
+export interface ShownKey {
+  /** The published key's text ({v, keyId, nodeId, publicKey}). */
+  text: string;
+  where: string;
+}
+
+export interface ChainVerifierOptions {
+  /**
+   * Keys to trust (`--public-key` files). When given, a checkpoint must be signed by one of
+   * them; otherwise by a key registered in the chain or shown by the source (whose id must be
+   * its fingerprint).
+   */
+  pinnedKeys?: readonly KeyObject[];
+  shownKeys?: readonly ShownKey[];
+  checkpoints?: readonly FoundCheckpoint[];
+  pruned?: readonly PrunedRange[];
+  /**
+   * Where the history is known to begin (the first seq a tier was given, or 1): records missing
+   * before its first record are then a break, not history kept elsewhere.
+   */
+  startSeq?: number;
+  /** Where the source says its log ends (a node's head): the history must reach it. */
+  head?: { seq: number; chainHash: string | undefined; where: string };
+}
+
+export type BreakKind =
+  | 'altered'
+  | 'missing'
+  | 'reordered'
+  | 'conflict'
+  | 'chain'
+  | 'truncated'
+  | 'bad-signature'
+  | 'unknown-key'
+  | 'replaced-key'
+  | 'checkpoint-mismatch'
+  | 'checkpoint-chain'
+  | 'foreign-chain';
+
+/** The first way the history fails to verify, in words and in parts. */
+export interface IntegrityBreak {
+  kind: BreakKind;
+  /** Where in the log: the record's seq, or the seq a checkpoint covers. */
+  seq: number;
+  message: string;
+  eventId?: string;
+  fields?: string[];
+  toSeq?: number;
+}
+
+export interface VerifyReport {
+  ok: boolean;
+  /** Distinct records verified (legacy records not included). */
+  records: number;
+  firstSeq: number | undefined;
+  lastSeq: number | undefined;
+  checkpoints: number;
+  erasedFields: number;
+  /** Records from before the chain existed (no chain fields): counted, not verifiable. */
+  legacyRecords: number;
+  /** Records the source declared deleted by retention (not a break). */
+  prunedRecords: number;
+  /** The same record seen twice (identical copies). */
+  duplicates: number;
+  chainId: string | undefined;
+  /** Key ids that signed the verified checkpoints. */
+  keyIds: string[];
+  /** Every break found, the first (lowest seq) first. */
+  breaks: IntegrityBreak[];
+  /** `verified N records, …` or the first break. */
+  message: string;
+}
+
+interface Processed {
+  seq: number;
+  eventId: string;
+  /** Recomputed from the values. */
+  recordHash: string;
+  /** As stored with the record. */
+  storedRecordHash: string | undefined;
+  chainHash: string | undefined;
+}
+
+interface Queued {
+  record: VerifyRecord;
+  canonical: CanonicalRecord;
+  digest: RecordDigest | undefined;
+}
+
+/** How many records a chained record is compared against when looking for a reordering. */
+const REORDER_WINDOW = 16;
+/** Chain hashes kept for checkpoints that arrive after the record they cover. */
+const RECENT_MAX = 1 << 16;
+
+/**
+ * Verifies one history: records fed in ascending seq order (identical duplicates allowed),
+ * then {@link finish}. It recomputes every record hash from the record's values, links the
+ * chain, checks every checkpoint's signature, key, place in the chain and link to the previous
+ * checkpoint, that the history reaches its last checkpoint, and that every erased field was
+ * erased by an erasure record. The report names the first break, in seq order.
+ */
+export class ChainVerifier {
+  readonly #options: ChainVerifierOptions;
+  readonly #hasher = new RecordHasher();
+  readonly #breaks: IntegrityBreak[] = [];
+  readonly #queue: Queued[] = [];
+  readonly #recent = new Map<number, Processed>();
+  readonly #checkpoints: Array<FoundCheckpoint & { recordSeq?: number }> = [];
+  readonly #externalBySeq = new Map<number, FoundCheckpoint[]>();
+  readonly #registered = new Map<string, { publicKey: KeyObject | undefined; fingerprint: string | undefined; seq: number }>();
+  readonly #grants = new Map<string, { fields: Set<string>; seq: number }>();
+  readonly #erasures: Array<{ seq: number; eventId: string; fields: HashedField[] }> = [];
+  readonly #mismatches = new Map<string, { chainHash: string | undefined }>();
+  #lastFedSeq = -Infinity;
+  #last: Processed | undefined;
+  #prevChain: string | undefined;
+  #firstSeq: number | undefined;
+  #firstChainedSeq: number | undefined;
+  #records = 0;
+  #legacy = 0;
+  #pruned = 0;
+  #duplicates = 0;
+  #erasedFields = 0;
+  #finished = false;
+
+  constructor(options: ChainVerifierOptions = {}) {
+    this.#options = options;
+    for (const found of options.checkpoints ?? []) {
+      const list = this.#externalBySeq.get(found.checkpoint.seq) ?? [];
+      list.push(found);
+      this.#externalBySeq.set(found.checkpoint.seq, list);
+    }
+  }
+
+  /** Adds the next record (seq ascending). Throws TypeError when the order is broken. */
+  add(record: VerifyRecord): void {
+    if (this.#finished) throw new TypeError('the verifier has finished');
+    if (!Number.isSafeInteger(record.seq) || record.seq < 1) throw new TypeError(`record seq must be a positive integer, got ${record.seq}`);
+    if (record.seq < this.#lastFedSeq) throw new TypeError(`records must come in seq order: ${record.seq} after ${this.#lastFedSeq}`);
+    this.#lastFedSeq = record.seq;
+    const canonical = canonicalRecord(record);
+    const digest = record.recordHash === undefined ? undefined : this.#hasher.digest(canonical);
+    this.#queue.push({ record, canonical, digest });
+    // Held back a little: a reordering is recognised by comparing with the records after it.
+    if (this.#queue.length > REORDER_WINDOW) this.#process(this.#queue.shift() as Queued);
+  }
+
+  /** Ends the input and returns the report. */
+  finish(): VerifyReport {
+    if (this.#finished) throw new TypeError('the verifier has finished');
+    while (this.#queue.length > 0) this.#process(this.#queue.shift() as Queued);
+    this.#finished = true;
+    this.#checkTail();
+    const { keyIds, verified, chainId } = this.#checkCheckpoints();
+    this.#checkShownKeys();
+    this.#checkErasures();
+    this.#breaks.sort((a, b) => a.seq - b.seq);
+    const first = this.#breaks[0];
+    const report: VerifyReport = {
+      ok: first === undefined,
+      records: this.#records,
+      firstSeq: this.#firstSeq,
+      lastSeq: this.#last?.seq,
+      checkpoints: verified,
+      erasedFields: this.#erasedFields,
+      legacyRecords: this.#legacy,
+      prunedRecords: this.#pruned,
+      duplicates: this.#duplicates,
+      chainId,
+      keyIds,
+      breaks: this.#breaks,
+      message: '',
+    };
+    report.message = first === undefined ? successMessage(report) : first.message;
+    return report;
+  }
+
+  #break(entry: IntegrityBreak): void {
+    this.#breaks.push(entry);
+  }
+
+  #process(item: Queued): void {
+    const { record, digest } = item;
+    const last = this.#last;
+    if (last !== undefined && record.seq === last.seq) {
+      this.#duplicate(item, last);
+      return;
+    }
+    this.#firstSeq ??= record.seq;
+    this.#bridgeGap(last?.seq, record.seq);
+    if (digest === undefined) {
+      this.#legacyRecord(record);
+      return;
+    }
+    this.#records++;
+    this.#firstChainedSeq ??= record.seq;
+    const altered = digest.recordHash !== record.recordHash;
+    if (altered) this.#explainAltered(item);
+    else if (record.fieldCheck !== digest.fieldCheck) {
+      this.#break({ kind: 'altered', seq: record.seq, eventId: record.eventId, fields: ['field_check'], message: `altered record at seq ${record.seq} (eventId ${record.eventId}): its field_check was changed` });
+    }
+    this.#checkErased(item);
+    let stored = record.chainHash;
+    if (!altered && this.#prevChain !== undefined) {
+      const expected = chainHash(this.#prevChain, digest.recordHash);
+      if (stored !== expected) {
+        // The next record links to the chain_hash this one should have: only the stored value changed.
+        const next = this.#queue[0];
+        if (next?.digest !== undefined && next.record.seq === record.seq + 1 && next.record.chainHash === chainHash(expected, next.digest.recordHash)) {
+          this.#break({ kind: 'altered', seq: record.seq, eventId: record.eventId, fields: ['chain_hash'], message: `altered record at seq ${record.seq} (eventId ${record.eventId}): its chain_hash was changed` });
+          stored = expected;
+        } else {
+          this.#break({
+            kind: 'chain',
+            seq: record.seq,
+            eventId: record.eventId,
+            message: `chain broken at seq ${record.seq} (eventId ${record.eventId}): its chain_hash does not follow from seq ${record.seq - 1} (records were replaced, or spliced from another chain)`,
+          });
+        }
+      }
+    }
+    // Go on from what is stored: one altered record is one break, not a cascade.
+    this.#prevChain = stored;
+    const processed: Processed = { seq: record.seq, eventId: record.eventId, recordHash: digest.recordHash, storedRecordHash: record.recordHash, chainHash: stored };
+    this.#remember(processed);
+    this.#last = processed;
+    this.#noteIntegrityEvent(record);
+    for (const found of this.#externalBySeq.get(record.seq) ?? []) this.#matchCheckpoint(found.checkpoint, processed);
+  }
+
+  #duplicate(item: Queued, last: Processed): void {
+    const recordHash = item.digest?.recordHash;
+    if (recordHash !== undefined && recordHash === last.recordHash && item.record.chainHash === last.chainHash) {
+      this.#duplicates++;
+      return;
+    }
+    this.#break({
+      kind: 'conflict',
+      seq: last.seq,
+      eventId: last.eventId,
+      message: `two different records at seq ${last.seq} (eventIds ${last.eventId} and ${item.record.eventId})`,
+    });
+  }
+
+  /**
+   * Accounts for the seqs between the previous record and this one: declared retention
+   * deletions (the chain goes on from the hash kept for the range's end), or missing records.
+   * Before the first record, nothing is missing unless the history's start is known.
+   */
+  #bridgeGap(lastSeq: number | undefined, seq: number): void {
+    let at: number;
+    if (lastSeq !== undefined) at = lastSeq + 1;
+    else if (this.#options.startSeq !== undefined && this.#options.startSeq < seq) at = this.#options.startSeq;
+    else {
+      // History that begins after seq 1 may have its start elsewhere (pruned before tiering,
+      // or never tiered): nothing is missing, and its first link is checked only when a
+      // declared deletion ends right before it.
+      const anchor = (this.#options.pruned ?? []).find((range) => range.toSeq === seq - 1);
+      if (anchor !== undefined) this.#pruned += anchor.toSeq - anchor.fromSeq + 1;
+      this.#prevChain = seq === 1 ? GENESIS_CHAIN_HASH : anchor?.chainHash;
+      return;
+    }
+    if (seq <= at) return;
+    let anchored: string | undefined;
+    for (const range of [...(this.#options.pruned ?? [])].sort((a, b) => a.fromSeq - b.fromSeq)) {
+      if (range.toSeq < at || range.fromSeq >= seq) continue;
+      if (range.fromSeq > at) break;
+      const end = Math.min(range.toSeq, seq - 1);
+      this.#pruned += end - at + 1;
+      at = end + 1;
+      anchored = range.toSeq === seq - 1 ? range.chainHash : undefined;
+      if (at >= seq) break;
+    }
+    if (at >= seq) {
+      this.#prevChain = anchored;
+      return;
+    }
+    this.#break({
+      kind: 'missing',
+      seq: at,
+      toSeq: seq - 1,
+      message: `missing records: seq ${at}..${seq - 1} (${seq - at} ${seq - at === 1 ? 'record' : 'records'})`,
+    });
+    this.#prevChain = undefined;
+  }
+
+  #legacyRecord(record: VerifyRecord): void {
+    if (this.#firstChainedSeq !== undefined) {
+      this.#break({
+        kind: 'altered',
+        seq: record.seq,
+        eventId: record.eventId,
+        fields: ['record_hash', 'chain_hash'],
+        message: `altered record at seq ${record.seq} (eventId ${record.eventId}): its chain fields were removed`,
+      });
+    } else this.#legacy++;
+    // The chain starts from the genesis value after the records that predate it.
+    this.#prevChain = GENESIS_CHAIN_HASH;
+    this.#last = { seq: record.seq, eventId: record.eventId, recordHash: '', storedRecordHash: undefined, chainHash: undefined };
+  }
+
+  /** Names what changed in a record whose recomputed hash differs from the stored one. */
+  #explainAltered(item: Queued): void {
+    const { record } = item;
+    const recomputed = item.digest as RecordDigest;
+    const moved = this.#reorderedTo(item);
+    if (moved !== undefined) {
+      this.#break({
+        kind: 'reordered',
+        seq: record.seq,
+        eventId: record.eventId,
+        toSeq: moved,
+        message: `reordered: the record at seq ${record.seq} (eventId ${record.eventId}) was chained at seq ${moved}`,
+      });
+      return;
+    }
+    // The stored record_hash alone changed: the values still make the stored chain link.
+    if (this.#prevChain !== undefined && record.chainHash === chainHash(this.#prevChain, recomputed.recordHash)) {
+      this.#break({ kind: 'altered', seq: record.seq, eventId: record.eventId, fields: ['record_hash'], message: `altered record at seq ${record.seq} (eventId ${record.eventId}): its record_hash was changed` });
+      return;
+    }
+    const fields = changedFields(record.fieldCheck, recomputed.fieldCheck);
+    const named = fields.length === 0 ? 'a field (its field check was changed too)' : `field${fields.length > 1 ? 's' : ''} ${fields.join(', ')}`;
+    this.#break({ kind: 'altered', seq: record.seq, eventId: record.eventId, fields, message: `altered record at seq ${record.seq} (eventId ${record.eventId}): ${named} changed` });
+  }
+
+  /**
+   * The seq a record was chained at, when its values hash to the stored record_hash of a nearby
+   * seq (or to its own stored hash at a nearby seq): records moved, not altered.
+   */
+  #reorderedTo(item: Queued): number | undefined {
+    const { record, canonical } = item;
+    const fieldHashes = (item.digest as RecordDigest).fieldHashes;
+    const stored = new Map<number, string | undefined>();
+    for (let seq = record.seq - REORDER_WINDOW; seq < record.seq; seq++) {
+      const processed = this.#recent.get(seq);
+      if (processed !== undefined) stored.set(seq, processed.storedRecordHash);
+    }
+    for (const queued of this.#queue) stored.set(queued.record.seq, queued.record.recordHash);
+    for (let delta = 1; delta <= REORDER_WINDOW; delta++) {
+      for (const seq of [record.seq - delta, record.seq + delta]) {
+        if (seq < 1) continue;
+        const hash = recordHash({ ...canonical, seq }, fieldHashes);
+        if (hash === record.recordHash || hash === stored.get(seq)) return seq;
+      }
+    }
+    return undefined;
+  }
+
+  #remember(processed: Processed): void {
+    this.#recent.set(processed.seq, processed);
+    if (this.#recent.size > RECENT_MAX) {
+      const oldest = this.#recent.keys().next().value as number;
+      this.#recent.delete(oldest);
+    }
+  }
+
+  #checkErased(item: Queued): void {
+    const { record, canonical } = item;
+    const erased = canonical.erased;
+    if (erased === undefined) return;
+    const fields = Object.keys(erased) as HashedField[];
+    for (const field of fields) {
+      if (canonical.texts[field] !== erasedText(field)) {
+        this.#break({ kind: 'altered', seq: record.seq, eventId: record.eventId, fields: [field], message: `altered record at seq ${record.seq} (eventId ${record.eventId}): erased field ${field} holds a value` });
+      }
+    }
+    this.#erasedFields += fields.length;
+    this.#erasures.push({ seq: record.seq, eventId: record.eventId, fields });
+  }
+
+  #noteIntegrityEvent(record: VerifyRecord): void {
+    const kind = integrityKindOf(record.source, record.action);
+    if (kind === undefined) return;
+    try {
+      if (kind === 'checkpoint') {
+        const checkpoint = parseSignedCheckpoint(record.details);
+        const where = `the checkpoint record at seq ${record.seq}`;
+        this.#checkpoints.push({ checkpoint, where, recordSeq: record.seq });
+        if (checkpoint.seq >= record.seq) {
+          this.#break({ kind: 'checkpoint-mismatch', seq: record.seq, message: `checkpoint at seq ${record.seq} claims to cover seq ${checkpoint.seq}, at or after itself` });
+          return;
+        }
+        const covered = this.#recent.get(checkpoint.seq);
+        if (covered !== undefined) this.#matchCheckpoint(checkpoint, covered);
+      } else if (kind === 'registerKey') {
+        const key = parsePublishedKey(record.details);
+        this.#registered.set(key.keyId, { publicKey: key.publicKey, fingerprint: key.fingerprint, seq: record.seq });
+        if (key.fingerprint !== key.keyId) {
+          this.#break({ kind: 'replaced-key', seq: record.seq, message: `replaced public key: the key registered at seq ${record.seq} for keyId ${key.keyId} has fingerprint ${key.fingerprint ?? '(not an Ed25519 key)'}` });
+        }
+      } else {
+        const details = parseErasureDetails(record.details);
+        for (const ref of details.records) {
+          const grant = this.#grants.get(ref.eventId) ?? { fields: new Set<string>(), seq: record.seq };
+          for (const field of details.fields) grant.fields.add(field);
+          this.#grants.set(ref.eventId, grant);
+        }
+      }
+    } catch (err) {
+      this.#break({ kind: 'altered', seq: record.seq, eventId: record.eventId, fields: ['details'], message: `altered record at seq ${record.seq} (eventId ${record.eventId}): its ${record.action} details do not parse (${(err as Error).message})` });
+    }
+  }
+
+  /** Noted now (the covered record is at hand), reported only for a checkpoint whose signature holds. */
+  #matchCheckpoint(checkpoint: SignedCheckpoint, covered: Processed): void {
+    if (covered.chainHash !== checkpoint.chainHash) this.#mismatches.set(checkpointHash(checkpoint), { chainHash: covered.chainHash });
+  }
+
+  #checkTail(): void {
+    const lastSeq = this.#last?.seq ?? 0;
+    const covered = Math.max(0, ...this.#checkpoints.map((c) => c.checkpoint.seq), ...(this.#options.checkpoints ?? []).map((c) => c.checkpoint.seq));
+    if (covered > lastSeq) {
+      const found = [...this.#checkpoints, ...(this.#options.checkpoints ?? [])].find((c) => c.checkpoint.seq === covered) as FoundCheckpoint;
+      this.#break({
+        kind: 'truncated',
+        seq: lastSeq + 1,
+        toSeq: covered,
+        message: `truncated tail: the history ends at seq ${lastSeq}, but the checkpoint in ${found.where} covers records up to seq ${covered} (${covered - lastSeq} missing)`,
+      });
+    }
+    // A checkpoint shown outside the records was made by a checkpoint record after the seq it
+    // covers: within this history, that record must be there.
+    const recorded = new Set(this.#checkpoints.map((found) => checkpointHash(found.checkpoint)));
+    const start = this.#firstSeq ?? Infinity;
+    for (const found of this.#options.checkpoints ?? []) {
+      const seq = found.checkpoint.seq;
+      if (seq < start || recorded.has(checkpointHash(found.checkpoint)) || this.#isPruned(seq + 1)) continue;
+      this.#break({
+        kind: 'truncated',
+        seq: Math.min(seq + 1, lastSeq + 1),
+        message: `records removed: the checkpoint at seq ${seq} (${found.where}) has no checkpoint record in the history after seq ${seq}`,
+      });
+    }
+    const head = this.#options.head;
+    if (head !== undefined && head.seq > lastSeq) {
+      this.#break({ kind: 'truncated', seq: lastSeq + 1, toSeq: head.seq, message: `truncated tail: the history ends at seq ${lastSeq}, but ${head.where} ends at seq ${head.seq} (${head.seq - lastSeq} missing)` });
+    } else if (head !== undefined && head.seq === lastSeq && head.chainHash !== undefined && this.#last?.chainHash !== undefined && head.chainHash !== this.#last.chainHash) {
+      this.#break({ kind: 'chain', seq: lastSeq, message: `chain broken at seq ${lastSeq}: ${head.where} ends with another chain_hash` });
+    }
+  }
+
+  /** True when the history holds the chain from its start (so it holds every checkpoint). */
+  #fromChainStart(): boolean {
+    const first = this.#firstSeq;
+    if (first === undefined || (this.#options.pruned ?? []).length > 0) return false;
+    return first === 1 || (this.#options.startSeq !== undefined && first <= this.#options.startSeq && this.#legacy > 0);
+  }
+
+  #isPruned(seq: number): boolean {
+    return (this.#options.pruned ?? []).some((range) => range.fromSeq <= seq && seq <= range.toSeq);
+  }
+
+  /** Signatures, keys, the checkpoints' own chain, and one chain id. Returns what verified. */
+  #checkCheckpoints(): { keyIds: string[]; verified: number; chainId: string | undefined } {
+    const pinned = this.#options.pinnedKeys === undefined || this.#options.pinnedKeys.length === 0 ? undefined : new Map(this.#options.pinnedKeys.map((key) => [publicKeyId(key), key]));
+    const shown = new Map<string, KeyObject>();
+    for (const key of this.#options.shownKeys ?? []) {
+      try {
+        const read = parsePublishedKey(key.text);
+        if (read.publicKey !== undefined && read.fingerprint === read.keyId) shown.set(read.keyId, read.publicKey);
+      } catch {
+        // Reported by #checkShownKeys.
+      }
+    }
+    const byHash = new Map<string, FoundCheckpoint & { recordSeq?: number }>();
+    for (const found of [...this.#checkpoints, ...(this.#options.checkpoints ?? [])]) {
+      const hash = checkpointHash(found.checkpoint);
+      if (!byHash.has(hash)) byHash.set(hash, found);
+    }
+    const all = [...byHash.entries()].sort(([, a], [, b]) => a.checkpoint.seq - b.checkpoint.seq || (a.recordSeq ?? Infinity) - (b.recordSeq ?? Infinity));
+    const keyIds = new Set<string>();
+    let chainId: string | undefined;
+    let verified = 0;
+    let previous: { hash: string; seq: number } | undefined;
+    for (const [hash, { checkpoint, where }] of all) {
+      chainId ??= checkpoint.chainId;
+      if (checkpoint.chainId !== chainId) {
+        this.#break({ kind: 'foreign-chain', seq: checkpoint.seq, message: `checkpoint at seq ${checkpoint.seq} (${where}) belongs to another chain (chainId ${checkpoint.chainId}; this history's is ${chainId})` });
+        continue;
+      }
+      const registered = this.#registered.get(checkpoint.keyId);
+      const key = pinned !== undefined ? pinned.get(checkpoint.keyId) : (registered?.fingerprint === checkpoint.keyId ? registered.publicKey : undefined) ?? shown.get(checkpoint.keyId);
+      if (key === undefined) {
+        const trusted = pinned !== undefined ? 'not among the --public-key files' : 'neither registered in the chain nor published';
+        this.#break({ kind: 'unknown-key', seq: checkpoint.seq, message: `checkpoint at seq ${checkpoint.seq} (${where}) is signed by unknown key ${checkpoint.keyId} (${trusted})` });
+        continue;
+      }
+      if (!checkpointSignatureValid(checkpoint, key)) {
+        this.#break({ kind: 'bad-signature', seq: checkpoint.seq, message: `bad signature on the checkpoint at seq ${checkpoint.seq} (${where}, keyId ${checkpoint.keyId}): forged or altered` });
+        continue;
+      }
+      const mismatch = this.#mismatches.get(hash);
+      if (mismatch !== undefined) {
+        this.#break({
+          kind: 'checkpoint-mismatch',
+          seq: checkpoint.seq,
+          message: `checkpoint at seq ${checkpoint.seq} (${where}) does not match the chain: it signs chain_hash ${checkpoint.chainHash.slice(0, 12)}…, the record at seq ${checkpoint.seq} has ${mismatch.chainHash?.slice(0, 12) ?? 'none'}…`,
+        });
+      }
+      if (previous === undefined && checkpoint.previousCheckpointHash !== '' && this.#fromChainStart()) {
+        this.#break({
+          kind: 'checkpoint-chain',
+          seq: checkpoint.seq,
+          message: `checkpoint chain broken at seq ${checkpoint.seq} (${where}): the checkpoint it follows is not in the history (a checkpoint was removed)`,
+        });
+      } else if (previous !== undefined && checkpoint.previousCheckpointHash !== previous.hash) {
+        this.#break({
+          kind: 'checkpoint-chain',
+          seq: checkpoint.seq,
+          message: `checkpoint chain broken at seq ${checkpoint.seq} (${where}): it does not follow the checkpoint at seq ${previous.seq} (a checkpoint was removed or forged)`,
+        });
+      }
+      previous = { hash, seq: checkpoint.seq };
+      keyIds.add(checkpoint.keyId);
+      verified++;
+    }
+    return { keyIds: [...keyIds].sort(), verified, chainId };
+  }
+
+  /** A key shown for an id must be the key with that id (fingerprint). */
+  #checkShownKeys(): void {
+    for (const key of this.#options.shownKeys ?? []) {
+      let read;
+      try {
+        read = parsePublishedKey(key.text);
+      } catch (err) {
+        this.#break({ kind: 'replaced-key', seq: 0, message: `the public key in ${key.where} is not a published key: ${(err as Error).message}` });
+        continue;
+      }
+      if (read.fingerprint !== read.keyId) {
+        this.#break({ kind: 'replaced-key', seq: 0, message: `replaced public key: the key in ${key.where} for keyId ${read.keyId} has fingerprint ${read.fingerprint ?? '(not an Ed25519 key)'}` });
+      }
+    }
+  }
+
+  #checkErasures(): void {
+    for (const { seq, eventId, fields } of this.#erasures) {
+      const grant = this.#grants.get(eventId);
+      const unauthorised = fields.filter((field) => grant === undefined || grant.seq <= seq || !grant.fields.has(field));
+      if (unauthorised.length > 0) {
+        this.#break({
+          kind: 'altered',
+          seq,
+          eventId,
+          fields: unauthorised,
+          message: `altered record at seq ${seq} (eventId ${eventId}): field${unauthorised.length > 1 ? 's' : ''} ${unauthorised.join(', ')} erased without an erasure record`,
+        });
+      }
+    }
+  }
+}
+
+/** The checked fields whose 4-hex checks differ (none when a check is missing or malformed). */
+function changedFields(stored: string | undefined, recomputed: string): string[] {
+  if (stored === undefined || stored.length !== recomputed.length) return [];
+  const a = splitFieldCheck(stored);
+  const b = splitFieldCheck(recomputed);
+  return CHECKED_FIELDS.filter((name) => a.get(name) !== b.get(name));
+}
+
+function successMessage(report: VerifyReport): string {
+  const range = report.firstSeq === undefined ? 'no records' : `seq ${report.firstSeq}..${report.lastSeq}`;
+  const message = `verified ${report.records} ${report.records === 1 ? 'record' : 'records'}, ${range}, ${report.checkpoints} ${report.checkpoints === 1 ? 'checkpoint' : 'checkpoints'}`;
+  const notes: string[] = [];
+  if (report.erasedFields > 0) notes.push(`${report.erasedFields} ${report.erasedFields === 1 ? 'field' : 'fields'} erased`);
+  if (report.legacyRecords > 0) notes.push(`${report.legacyRecords} earlier ${report.legacyRecords === 1 ? 'record predates' : 'records predate'} the chain`);
+  if (report.prunedRecords > 0) notes.push(`${report.prunedRecords} ${report.prunedRecords === 1 ? 'record' : 'records'} removed by retention`);
+  if (report.duplicates > 0) notes.push(`${report.duplicates} identical ${report.duplicates === 1 ? 'copy' : 'copies'} ignored`);
+  return notes.length > 0 ? `${message}; ${notes.join('; ')}` : message;
+}

@@ -1,0 +1,270 @@
+// Goal: the verifier — the product of the integrity work — passes every untouched history and
+// names the first break of every kind of tampering, in words an operator can act on.
+import { describe, expect, it } from 'vitest';
+import {
+  ChainVerifier,
+  checkpointEvent,
+  checkpointHash,
+  encodePublishedKey,
+  encodeErasureDetails,
+  erasedText,
+  ERASED_MARKER,
+  fieldHash,
+  GENESIS_CHAIN_HASH as GENESIS,
+  INTEGRITY_ACTIONS,
+  publishKey,
+  signCheckpoint,
+  type ChainVerifierOptions,
+  type VerifyRecord,
+  type VerifyReport,
+} from '../src/index.js';
+import { buildLog, chained, event, newKey } from './log-builder.js';
+
+function verify(records: readonly VerifyRecord[], options: ChainVerifierOptions = {}): VerifyReport {
+  const verifier = new ChainVerifier({ startSeq: 1, ...options });
+  for (const record of [...records].sort((a, b) => a.seq - b.seq)) verifier.add(record);
+  return verifier.finish();
+}
+
+function events(n: number) {
+  return Array.from({ length: n }, () => event());
+}
+
+/** Rebuilds the chain fields of records from `from` on, as a forger who rewrites the chain would. */
+function rechain(records: VerifyRecord[], from: number): VerifyRecord[] {
+  const out = records.slice(0, from);
+  for (const record of records.slice(from)) {
+    const { recordHash: _r, chainHash: _c, fieldCheck: _f, ...values } = record;
+    out.push(chained(values, out[out.length - 1]?.chainHash as string));
+  }
+  return out;
+}
+
+describe('an untouched history', () => {
+  it('verifies, with its counts in the message', () => {
+    const log = buildLog(events(20), { checkpointEvery: 5 });
+    const report = verify(log.records);
+    expect(report.ok).toBe(true);
+    expect(report.message).toBe(`verified ${log.records.length} records, seq 1..${log.records.length}, 5 checkpoints`);
+    expect(report.keyIds).toEqual([log.key.keyId]);
+  });
+
+  it('verifies with its checkpoints also shown outside the records, and with identical copies', () => {
+    const log = buildLog(events(8), { checkpointEvery: 4 });
+    const copies = [...log.records, ...log.records.slice(2, 5)];
+    const report = verify(copies, { checkpoints: log.checkpoints.map((checkpoint) => ({ checkpoint, where: '_integrity' })) });
+    expect(report.message).toBe(`verified ${log.records.length} records, seq 1..${log.records.length}, 3 checkpoints; 3 identical copies ignored`);
+  });
+
+  it('continues a chain over records removed by retention when the node declares them', () => {
+    const log = buildLog(events(10));
+    const kept = log.records.filter((r) => r.seq < 3 || r.seq > 6);
+    const report = verify(kept, { pruned: [{ fromSeq: 3, toSeq: 6, chainHash: log.records[5]?.chainHash }] });
+    expect(report.message).toMatch(/^verified 8 records, seq 1\.\.12, 1 checkpoint; 4 records removed by retention$/);
+  });
+
+  it('verifies history from a later start when its start is not claimed', () => {
+    const log = buildLog(events(10));
+    const report = new ChainVerifier({ shownKeys: [{ text: encodePublishedKey(publishKey(log.key, 'node-1')), where: 'a listing' }] });
+    for (const record of log.records.slice(4)) report.add(record);
+    expect(report.finish().ok).toBe(true);
+  });
+
+  it('counts records from before the chain existed and verifies the chain after them', () => {
+    const log = buildLog(events(5), { final: false });
+    const legacy = [1, 2, 3].map((seq) => ({ ...event(), seq, term: 0, ingestTs: seq }));
+    const shifted = log.records.map((r) => ({ ...r, seq: r.seq + 3 }));
+    const report = verify([...legacy, ...rechainFromGenesis(shifted)]);
+    expect(report.message).toMatch(/3 earlier records predate the chain$/);
+  });
+});
+
+function rechainFromGenesis(records: VerifyRecord[]): VerifyRecord[] {
+  const out: VerifyRecord[] = [];
+  for (const record of records) {
+    const { recordHash: _r, chainHash: _c, fieldCheck: _f, ...values } = record;
+    out.push(chained(values, out[out.length - 1]?.chainHash ?? GENESIS));
+  }
+  return out;
+}
+
+describe('tampering', () => {
+  const log = buildLog(events(30), { checkpointEvery: 10 });
+  const at = (seq: number) => log.records.find((r) => r.seq === seq) as VerifyRecord;
+  const replace = (seq: number, change: Partial<VerifyRecord>) => log.records.map((r) => (r.seq === seq ? { ...r, ...change } : r));
+
+  it.each([
+    ['query', { query: 'SELECT * FROM hive.sales.orderz' }],
+    ['userId', { userId: 'mallory' }],
+    ['source', { source: 'spark' }],
+    ['action', { action: 'data:Drop' }],
+    ['resource', { resource: 'hive.sales.other' }],
+    ['decision', { decision: 'DENY' }],
+    ['tables', { tables: ['hive.sales.orders', 'x'] }],
+    ['details', { details: 'edited' }],
+    ['eventId', { eventId: 'forged-id' }],
+    ['timestamp', { timestamp: 1 }],
+    ['ingestTs', { ingestTs: 2 }],
+    ['term', { term: 9 }],
+    ['sourceId', { sourceId: 'src-x' }],
+    ['sourceSeq', { sourceSeq: 7 }],
+  ] as const)('a changed %s is an altered record naming that field', (field, change) => {
+    const report = verify(replace(12, change));
+    expect(report.ok).toBe(false);
+    expect(report.breaks[0]).toMatchObject({ kind: 'altered', seq: 12, fields: [field] });
+    expect(report.message).toBe(`altered record at seq 12 (eventId ${(change as { eventId?: string }).eventId ?? at(12).eventId}): field ${field} changed`);
+  });
+
+  it('a changed stored record_hash, chain_hash or field_check is caught', () => {
+    expect(verify(replace(7, { recordHash: 'f'.repeat(64) })).message).toBe(`altered record at seq 7 (eventId ${at(7).eventId}): its record_hash was changed`);
+    expect(verify(replace(7, { chainHash: 'f'.repeat(64) })).message).toBe(`altered record at seq 7 (eventId ${at(7).eventId}): its chain_hash was changed`);
+    expect(verify(replace(7, { fieldCheck: '0'.repeat(56) })).message).toBe(`altered record at seq 7 (eventId ${at(7).eventId}): its field_check was changed`);
+    expect(verify(replace(7, { recordHash: undefined, chainHash: undefined, fieldCheck: undefined })).message).toBe(`altered record at seq 7 (eventId ${at(7).eventId}): its chain fields were removed`);
+  });
+
+  it('a removed row is missing records, as a seq range', () => {
+    expect(verify(log.records.filter((r) => r.seq !== 9)).message).toBe('missing records: seq 9..9 (1 record)');
+    expect(verify(log.records.filter((r) => r.seq < 15 || r.seq > 21)).message).toBe('missing records: seq 15..21 (7 records)');
+    expect(verify(log.records.filter((r) => r.seq !== 1)).message).toBe('missing records: seq 1..1 (1 record)');
+  });
+
+  it('a truncated tail is caught by a checkpoint shown outside the records', () => {
+    const digests = log.checkpoints.map((checkpoint) => ({ checkpoint, where: `_integrity/checkpoints/${checkpoint.seq}.json` }));
+    const last = log.checkpoints[log.checkpoints.length - 1]!;
+    const report = verify(log.records.filter((r) => r.seq <= 25), { checkpoints: digests });
+    expect(report.breaks.some((b) => b.kind === 'truncated')).toBe(true);
+    expect(report.message).toBe(`truncated tail: the history ends at seq 25, but the checkpoint in _integrity/checkpoints/${last.seq}.json covers records up to seq ${last.seq} (${last.seq - 25} missing)`);
+    // Only the last record (the final checkpoint's own record) removed:
+    const lastRecord = log.records.length;
+    expect(verify(log.records.slice(0, -1), { checkpoints: digests }).message).toBe(
+      `records removed: the checkpoint at seq ${lastRecord - 1} (_integrity/checkpoints/${lastRecord - 1}.json) has no checkpoint record in the history after seq ${lastRecord - 1}`,
+    );
+    // …and by a node whose log goes further.
+    expect(verify(log.records.slice(0, 20), { head: { seq: lastRecord, chainHash: undefined, where: 'the node' } }).message).toBe(`truncated tail: the history ends at seq 20, but the node ends at seq ${lastRecord} (${lastRecord - 20} missing)`);
+  });
+
+  it('two records swapped (their seqs exchanged) are reordered', () => {
+    const swapped = log.records.map((r) => (r.seq === 5 ? { ...r, seq: 6 } : r.seq === 6 ? { ...r, seq: 5 } : r));
+    expect(verify(swapped).message).toBe(`reordered: the record at seq 5 (eventId ${at(6).eventId}) was chained at seq 6`);
+    // The contents swapped while the hash columns stay in place:
+    const contents = log.records.map((r) => (r.seq === 5 ? { ...at(6), seq: 5, recordHash: r.recordHash, chainHash: r.chainHash, fieldCheck: r.fieldCheck } : r.seq === 6 ? { ...at(5), seq: 6, recordHash: r.recordHash, chainHash: r.chainHash, fieldCheck: r.fieldCheck } : r));
+    expect(verify(contents).message).toBe(`reordered: the record at seq 5 (eventId ${at(6).eventId}) was chained at seq 6`);
+  });
+
+  it('a rewritten chain (every hash recomputed after an edit) contradicts the signed checkpoint', () => {
+    const edited = rechain(replace(12, { query: 'forged' }), 11);
+    const cp = log.checkpoints.find((c) => c.seq > 12)!;
+    expect(verify(edited).message).toBe(`checkpoint at seq ${cp.seq} (the checkpoint record at seq ${cp.seq + 1}) does not match the chain: it signs chain_hash ${cp.chainHash.slice(0, 12)}…, the record at seq ${cp.seq} has ${edited[cp.seq - 1]!.chainHash!.slice(0, 12)}…`);
+  });
+
+  it('a forged checkpoint (not signed by its key) is a bad signature', () => {
+    const real = log.checkpoints[1]!;
+    const forged = { ...real, chainHash: 'e'.repeat(64) };
+    expect(verify(log.records, { checkpoints: [{ checkpoint: forged, where: 'a digest' }] }).message).toBe(`bad signature on the checkpoint at seq ${real.seq} (a digest, keyId ${real.keyId}): forged or altered`);
+  });
+
+  it('a checkpoint signed by an unknown key is refused', () => {
+    const mallory = newKey();
+    const real = log.checkpoints[1]!;
+    const foreign = signCheckpoint({ ...real, keyId: mallory.keyId }, mallory.privateKey);
+    expect(verify(log.records, { checkpoints: [{ checkpoint: foreign, where: 'a digest' }] }).message).toBe(
+      `checkpoint at seq ${real.seq} (a digest) is signed by unknown key ${mallory.keyId} (neither registered in the chain nor published)`,
+    );
+    // With pinned keys, even a key registered in the chain is unknown unless pinned.
+    expect(verify(log.records, { pinnedKeys: [mallory.publicKey] }).message).toMatch(new RegExp(`is signed by unknown key ${log.key.keyId} \\(not among the --public-key files\\)$`));
+    expect(verify(log.records, { pinnedKeys: [log.key.publicKey] }).ok).toBe(true);
+  });
+
+  it('a replaced public key is named', () => {
+    const replaced = encodePublishedKey({ ...publishKey(log.key, 'node-1'), publicKey: newKey().publicKeyPem });
+    const report = verify(log.records, { shownKeys: [{ text: replaced, where: `_integrity/keys/${log.key.keyId}.json` }] });
+    expect(report.message).toMatch(new RegExp(`^replaced public key: the key in _integrity/keys/${log.key.keyId}\\.json for keyId ${log.key.keyId} has fingerprint [0-9a-f]{16}$`));
+  });
+
+  it('a chain spliced from another cluster breaks where it starts', () => {
+    const other = buildLog(events(30), { checkpointEvery: 10, chainId: 'chain-b' });
+    const spliced = [...log.records.filter((r) => r.seq <= 14), ...other.records.filter((r) => r.seq > 14)];
+    const report = verify(spliced);
+    expect(report.message).toBe(`chain broken at seq 15 (eventId ${other.records[14]!.eventId}): its chain_hash does not follow from seq 14 (records were replaced, or spliced from another chain)`);
+    expect(report.breaks.some((b) => b.kind === 'foreign-chain' || b.kind === 'unknown-key')).toBe(true);
+  });
+
+  it('two different records at one seq conflict', () => {
+    const other = { ...at(4), query: 'x' };
+    expect(verify([...log.records, other]).message).toBe(`two different records at seq 4 (eventIds ${at(4).eventId} and ${at(4).eventId})`);
+  });
+
+  it('a removed checkpoint record breaks the checkpoints chain too (besides the missing seq)', () => {
+    const cpRecordSeq = log.records.find((r) => r.action === INTEGRITY_ACTIONS.checkpoint)!.seq;
+    const report = verify(log.records.filter((r) => r.seq !== cpRecordSeq));
+    expect(report.breaks.map((b) => b.kind)).toEqual(expect.arrayContaining(['missing', 'checkpoint-chain']));
+  });
+});
+
+describe('erasure', () => {
+  const build = () => buildLog(events(10));
+
+  function erase(records: VerifyRecord[], seq: number, field: 'query' | 'userId' | 'tables'): VerifyRecord[] {
+    return records.map((r) => {
+      if (r.seq !== seq) return r;
+      const text = field === 'tables' ? JSON.stringify(r.tables.join(',')) : JSON.stringify(r[field]);
+      return { ...r, [field]: field === 'tables' ? [ERASED_MARKER] : ERASED_MARKER, erased: { ...r.erased, [field]: fieldHash(field, text) } };
+    });
+  }
+
+  function withErasureRecord(records: VerifyRecord[], refs: Array<{ eventId: string; seq: number }>, fields: Array<'query' | 'userId' | 'tables'>): VerifyRecord[] {
+    const last = records[records.length - 1]!;
+    const values = { ...event({ source: 'auditlake', action: INTEGRITY_ACTIONS.erase, details: encodeErasureDetails({ v: 1, fields, records: refs }) }), seq: last.seq + 1, term: 1, ingestTs: last.ingestTs + 1 };
+    return [...records, chained(values, last.chainHash as string)];
+  }
+
+  it('keeps the proof: an erased field verifies by its kept hash and is counted', () => {
+    const log = build();
+    const target = log.records[4]!;
+    const erased = withErasureRecord(erase(erase(log.records, target.seq, 'query'), target.seq, 'tables'), [{ eventId: target.eventId, seq: target.seq }], ['query', 'tables']);
+    const report = verify(erased);
+    expect(report.ok).toBe(true);
+    expect(report.message).toMatch(/; 2 fields erased$/);
+    expect(erasedText('tables')).toBe(JSON.stringify(ERASED_MARKER));
+  });
+
+  it('an erasure without an erasure record is an alteration', () => {
+    const log = build();
+    const target = log.records[4]!;
+    expect(verify(erase(log.records, target.seq, 'userId')).message).toBe(`altered record at seq ${target.seq} (eventId ${target.eventId}): field userId erased without an erasure record`);
+    const other = withErasureRecord(erase(log.records, target.seq, 'userId'), [{ eventId: target.eventId, seq: target.seq }], ['query']);
+    expect(verify(other).message).toBe(`altered record at seq ${target.seq} (eventId ${target.eventId}): field userId erased without an erasure record`);
+  });
+
+  it('a value put back into an erased field is an alteration', () => {
+    const log = build();
+    const target = log.records[4]!;
+    const erased = withErasureRecord(erase(log.records, target.seq, 'query'), [{ eventId: target.eventId, seq: target.seq }], ['query']);
+    const putBack = erased.map((r) => (r.seq === target.seq ? { ...r, query: 'SELECT 1' } : r));
+    expect(verify(putBack).message).toBe(`altered record at seq ${target.seq} (eventId ${target.eventId}): erased field query holds a value`);
+  });
+});
+
+describe('checkpoints across a failover', () => {
+  it('verify when a second leader continues the chain under its own key', () => {
+    const first = buildLog(events(6));
+    const key2 = newKey();
+    const records = [...first.records];
+    const append = (values: ReturnType<typeof event>, term: number) => {
+      const last = records[records.length - 1]!;
+      records.push(chained({ ...values, seq: last.seq + 1, term, ingestTs: last.ingestTs + 1 }, last.chainHash as string));
+    };
+    const { keyRegistrationEvent } = { keyRegistrationEvent: (k: typeof key2) => event({ source: 'auditlake', action: INTEGRITY_ACTIONS.registerKey, details: encodePublishedKey(publishKey(k, 'node-2')) }) };
+    append(keyRegistrationEvent(key2), 2);
+    append(event(), 2);
+    const last = records[records.length - 1]!;
+    const signed = signCheckpoint(
+      { v: 1, chainId: 'chain-a', seq: last.seq, chainHash: last.chainHash as string, timeMs: 1, term: 2, keyId: key2.keyId, nodeId: 'node-2', previousCheckpointHash: checkpointHash(first.checkpoints[0]!) },
+      key2.privateKey,
+    );
+    append(checkpointEvent('cp2', signed), 2);
+    const report = verify(records);
+    expect(report.message).toBe(`verified ${records.length} records, seq 1..${records.length}, 2 checkpoints`);
+    expect(report.keyIds).toEqual([first.key.keyId, key2.keyId].sort());
+  });
+});
