@@ -17,12 +17,18 @@ export interface AuditColumn {
   readonly required: boolean;
   /** What the column holds, for schema docs. */
   readonly doc: string;
+  /**
+   * Added by schema evolution after the first layout: files written before it lack the
+   * column, and a reader reads it there as null (absent).
+   */
+  readonly evolved?: true;
 }
 
 /**
- * The tiered columns in file order. Field ids are 1..12 in this order and never change:
+ * The tiered columns in file order. Field ids are 1..20 in this order and never change:
  * an id, once written to a data file, is what every Iceberg reader resolves the column by.
- * New columns get new ids appended; an existing id is never reused or renumbered.
+ * New columns get new ids appended; an existing id is never reused or renumbered. Ids 13..20
+ * came with the record chain (docs/integrity.md): optional, null in files written before.
  */
 export const AUDIT_COLUMNS = [
   { name: 'event_id', fieldId: 1, icebergType: 'string', required: true, doc: 'Event id, the same as the local record' },
@@ -37,6 +43,14 @@ export const AUDIT_COLUMNS = [
   { name: 'event_time', fieldId: 10, icebergType: 'timestamptz', required: true, doc: 'Event time, µs UTC; partition source' },
   { name: 'decision', fieldId: 11, icebergType: 'string', required: false, doc: "ALLOW, DENY or '' where none applies" },
   { name: 'ingest_ts', fieldId: 12, icebergType: 'long', required: true, doc: 'When the leader stored the event, epoch ms' },
+  { name: 'seq', fieldId: 13, icebergType: 'long', required: false, evolved: true, doc: 'Place in the cluster-wide log, from 1' },
+  { name: 'term', fieldId: 14, icebergType: 'long', required: false, evolved: true, doc: 'Leader term that ordered the event' },
+  { name: 'source_id', fieldId: 15, icebergType: 'string', required: false, evolved: true, doc: 'Identity of the sending source, when it numbers its events' },
+  { name: 'source_seq', fieldId: 16, icebergType: 'long', required: false, evolved: true, doc: "The source's sequence number of the event" },
+  { name: 'record_hash', fieldId: 17, icebergType: 'string', required: false, evolved: true, doc: 'SHA-256 of the canonical record (hex)' },
+  { name: 'chain_hash', fieldId: 18, icebergType: 'string', required: false, evolved: true, doc: 'SHA-256 chaining the record to all before it (hex)' },
+  { name: 'field_check', fieldId: 19, icebergType: 'string', required: false, evolved: true, doc: 'Per-field checks naming an altered field (hex)' },
+  { name: 'erased', fieldId: 20, icebergType: 'string', required: false, evolved: true, doc: 'Kept field hashes of erased fields (JSON), null when none' },
 ] as const satisfies readonly AuditColumn[];
 
 /** The name of a tiered column. */
@@ -58,10 +72,15 @@ export function isAuditColumnName(name: string): name is AuditColumnName {
 }
 
 /**
- * An event as the tiered layout keeps it: a StoredEvent without `seq` and `term`, which order
- * events inside the cluster and mean nothing once an event has left it.
+ * An event as the tiered layout keeps it: a StoredEvent whose `seq` and `term` (and chain
+ * fields) may be absent, in files written before the record chain.
  */
-export type TieredEvent = Omit<StoredEvent, 'seq' | 'term'>;
+export type TieredEvent = Omit<StoredEvent, 'seq' | 'term'> & { seq?: number; term?: number };
+
+/** The columns a search reads: the event itself, not its chain fields. */
+export const EVENT_COLUMNS: readonly AuditColumnName[] = AUDIT_COLUMNS.map((column) => column.name).filter(
+  (name) => !['seq', 'term', 'record_hash', 'chain_hash', 'field_check', 'erased'].includes(name),
+);
 
 /**
  * One tiered row, with the values as the columns hold them. `event_time` is a bigint because
@@ -81,6 +100,15 @@ export interface AuditRow {
   event_time: bigint;
   decision: Decision | '';
   ingest_ts: number;
+  seq: number | null;
+  term: number | null;
+  source_id: string | null;
+  source_seq: number | null;
+  record_hash: string | null;
+  chain_hash: string | null;
+  field_check: string | null;
+  /** JSON of the kept field hashes, by field name. */
+  erased: string | null;
 }
 
 /**
@@ -111,7 +139,7 @@ export function eventTimeMicros(timestampMs: number): bigint {
 }
 
 /**
- * The tiered row of an event. Accepts a StoredEvent (its `seq` and `term` are dropped).
+ * The tiered row of an event (a StoredEvent, or a TieredEvent read back).
  * Throws TypeError for an event the columns cannot hold exactly: a time that is not a safe
  * integer of ms, or a decision outside ALLOW/DENY/''.
  */
@@ -138,12 +166,20 @@ export function toRow(event: TieredEvent): AuditRow {
     event_time: eventTimeMicros(event.timestamp),
     decision: event.decision,
     ingest_ts: event.ingestTs,
+    seq: event.seq ?? null,
+    term: event.term ?? null,
+    source_id: event.sourceId ?? null,
+    source_seq: event.sourceSeq ?? null,
+    record_hash: event.recordHash ?? null,
+    chain_hash: event.chainHash ?? null,
+    field_check: event.fieldCheck ?? null,
+    erased: event.erased === undefined || Object.keys(event.erased).length === 0 ? null : JSON.stringify(event.erased),
   };
 }
 
 /** The event a tiered row holds: the inverse of {@link toRow}. */
 export function fromRow(row: AuditRow): TieredEvent {
-  return {
+  const event: TieredEvent = {
     eventId: row.event_id,
     userId: row.user_id,
     source: row.source,
@@ -156,6 +192,15 @@ export function fromRow(row: AuditRow): TieredEvent {
     timestamp: row.ts,
     ingestTs: row.ingest_ts,
   };
+  if (row.seq !== null) event.seq = row.seq;
+  if (row.term !== null) event.term = row.term;
+  if (row.source_id !== null) event.sourceId = row.source_id;
+  if (row.source_seq !== null) event.sourceSeq = row.source_seq;
+  if (row.record_hash !== null) event.recordHash = row.record_hash;
+  if (row.chain_hash !== null) event.chainHash = row.chain_hash;
+  if (row.field_check !== null) event.fieldCheck = row.field_check;
+  if (row.erased !== null) event.erased = JSON.parse(row.erased) as Record<string, string>;
+  return event;
 }
 
 /** True for the values the `decision` column may hold. */

@@ -58,17 +58,21 @@ export class AuditParquetFile {
    * Every row with a `ts` at or above the `count`-th newest is returned, ties included, so a
    * caller merging several groups newest first loses nothing a page of `count` could hold.
    */
-  async readNewest(index: number, options: { fromMs?: number; toMs?: number; count: number }): Promise<TieredEvent[]> {
+  async readNewest(index: number, options: { fromMs?: number; toMs?: number; count: number; columns?: readonly AuditColumnName[] }): Promise<TieredEvent[]> {
     const group = this.rowGroups[index];
     if (group === undefined) throw new RangeError(`row group ${index} of ${this.rowGroups.length}`);
     if (!Number.isSafeInteger(options.count) || options.count < 1) throw new TypeError(`count must be a positive integer, got ${options.count}`);
     const fromMs = options.fromMs ?? -Infinity;
     const toMs = options.toMs ?? Infinity;
-    const range = { ...(options.fromMs !== undefined ? { fromMs: options.fromMs } : {}), ...(options.toMs !== undefined ? { toMs: options.toMs } : {}) };
-    if (group.rows <= options.count) return this.read({ ...range, rowGroups: [index] });
+    const range = {
+      ...(options.fromMs !== undefined ? { fromMs: options.fromMs } : {}),
+      ...(options.toMs !== undefined ? { toMs: options.toMs } : {}),
+      ...(options.columns !== undefined ? { columns: options.columns } : {}),
+    };
+    if (group.rows <= options.count) return this.read({ ...range, rowGroups: [index] }) as Promise<TieredEvent[]>;
     const times = await this.read({ rowGroups: [index], columns: ['ts'] });
     const inRange = times.map((row) => row.timestamp as number).filter((ts) => ts >= fromMs && ts <= toMs);
-    if (inRange.length <= options.count) return this.read({ ...range, rowGroups: [index] });
+    if (inRange.length <= options.count) return this.read({ ...range, rowGroups: [index] }) as Promise<TieredEvent[]>;
     const threshold = inRange.sort((a, b) => b - a)[options.count - 1] as number;
     let first = -1;
     let last = -1;
@@ -79,7 +83,7 @@ export class AuditParquetFile {
         last = i;
       }
     });
-    const events = await this.read({ ...range, rowGroups: [index], rowStart: group.rowStart + first, rowEnd: group.rowStart + last + 1 });
+    const events = (await this.read({ ...range, rowGroups: [index], rowStart: group.rowStart + first, rowEnd: group.rowStart + last + 1 })) as TieredEvent[];
     return events.filter((event) => event.timestamp >= threshold);
   }
 

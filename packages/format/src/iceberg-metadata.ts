@@ -217,7 +217,7 @@ const STANDARD_SUMMARY_KEYS = new Set([
 ]);
 
 /**
- * The next table metadata after an `append` commit (docs/iceberg-layout.md §2 and §5), leaving
+ * The next table metadata after an `append` commit (docs/iceberg-layout.md §2 and §6), leaving
  * `metadata` untouched: a snapshot with sequence number `last-sequence-number` + 1, the current
  * snapshot as parent (omitted for the first), the manifest list, schema id and a summary with
  * `operation` = append, the `added-*` counters, `changed-partition-count`, the cumulative

@@ -76,7 +76,18 @@ const EVENT_FIELD = {
   event_time: 'timestamp',
   decision: 'decision',
   ingest_ts: 'ingestTs',
+  seq: 'seq',
+  term: 'term',
+  source_id: 'sourceId',
+  source_seq: 'sourceSeq',
+  record_hash: 'recordHash',
+  chain_hash: 'chainHash',
+  field_check: 'fieldCheck',
+  erased: 'erased',
 } as const satisfies Record<AuditColumnName, keyof TieredEvent>;
+
+/** Columns added by schema evolution: absent from older files, read as absent there. */
+const EVOLVED_COLUMNS: ReadonlySet<string> = new Set(AUDIT_COLUMNS.filter((column) => 'evolved' in column).map((column) => column.name));
 
 const ALL_COLUMNS: readonly AuditColumnName[] = AUDIT_COLUMNS.map((column) => column.name);
 
@@ -133,8 +144,7 @@ export async function readAuditRows(
   if (fromMs > toMs) return [];
 
   const filtered = options.fromMs !== undefined || options.toMs !== undefined;
-  const columns = filtered && !requested.includes('ts') ? [...requested, 'ts' as const] : [...requested];
-  checkColumns(metadata, columns);
+  const columns = presentColumns(metadata, filtered && !requested.includes('ts') ? [...requested, 'ts' as const] : [...requested]);
 
   const events: Partial<TieredEvent>[] = [];
   for (const run of rowGroupRuns(metadata, fromMs, toMs, options.rowGroups)) {
@@ -203,12 +213,18 @@ function checkRangeBound(name: string, value: number | undefined): void {
   }
 }
 
-/** Each column read must be in the file with our field id: never read another column by name. */
-function checkColumns(metadata: FileMetaData, columns: readonly AuditColumnName[]): void {
+/**
+ * Each column read must be in the file with our field id: never read another column by name.
+ * Returns the requested columns the file has: a column added by schema evolution may be
+ * missing from a file written before it, and is then read as absent.
+ */
+function presentColumns(metadata: FileMetaData, columns: readonly AuditColumnName[]): AuditColumnName[] {
+  const present: AuditColumnName[] = [];
   for (const name of columns) {
     const expected = AUDIT_COLUMNS.find((column) => column.name === name);
     const element = metadata.schema.find((candidate, i) => i > 0 && candidate.name === name);
     if (element === undefined) {
+      if (EVOLVED_COLUMNS.has(name)) continue;
       throw new AuditError(AuditErrorCode.TABLE_INVALID, `tiered file has no column ${name}`);
     }
     if (element.field_id !== undefined && element.field_id !== expected?.fieldId) {
@@ -217,7 +233,9 @@ function checkColumns(metadata: FileMetaData, columns: readonly AuditColumnName[
         `tiered file column ${name} has field id ${element.field_id}, expected ${expected?.fieldId}`,
       );
     }
+    present.push(name);
   }
+  return present;
 }
 
 /** Row range of consecutive row groups to read together. */
@@ -294,11 +312,40 @@ function eventOf(row: Record<string, unknown>, columns: readonly AuditColumnName
       case 'ingest_ts':
         event.ingestTs = msOf(name, value);
         break;
+      case 'seq':
+      case 'term':
+      case 'source_seq':
+        // Null where the file has the column but the event had no value (or before the chain).
+        if (value !== null && value !== undefined) event[EVENT_FIELD[name]] = msOf(name, value);
+        break;
+      case 'source_id':
+      case 'record_hash':
+      case 'chain_hash':
+      case 'field_check':
+        if (value !== null && value !== undefined) event[EVENT_FIELD[name]] = stringOf(name, value);
+        break;
+      case 'erased':
+        if (value !== null && value !== undefined) event.erased = erasedOf(stringOf(name, value));
+        break;
       default:
         event[EVENT_FIELD[name]] = stringOf(name, value);
     }
   }
   return event;
+}
+
+/** The `erased` column's JSON: field name → kept field hash. */
+function erasedOf(text: string): Record<string, string> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new AuditError(AuditErrorCode.TIER_TARGET_UNUSABLE, 'tiered file column erased holds text that is not JSON');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value) || !Object.values(value).every((v) => typeof v === 'string')) {
+    throw new AuditError(AuditErrorCode.TIER_TARGET_UNUSABLE, 'tiered file column erased must hold a JSON object of strings');
+  }
+  return value as Record<string, string>;
 }
 
 /** A string column's value; NULL (written by other writers for absent values) reads as ''. */

@@ -7,7 +7,7 @@ export const PARQUET_ROOT_NAME = 'table';
 
 /**
  * The Parquet schema element of one tiered column, per the Iceberg spec's Parquet type mapping
- * (Appendix A; docs/iceberg-layout.md §4):
+ * (Appendix A; docs/iceberg-layout.md §5):
  * - `string` → BYTE_ARRAY, logical STRING (converted UTF8);
  * - `long` → INT64, no annotation;
  * - `timestamptz` → INT64, logical TIMESTAMP(isAdjustedToUTC=true, MICROS). The legacy converted

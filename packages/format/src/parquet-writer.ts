@@ -34,7 +34,7 @@ export interface EncodeAuditParquetOptions {
   rowGroupSize?: number;
   /**
    * Footer key-value metadata, e.g. `iceberg.schema` for Iceberg data files
-   * (docs/iceberg-layout.md §4).
+   * (docs/iceberg-layout.md §5).
    */
   kvMetadata?: Readonly<Record<string, string>>;
   /**
@@ -45,8 +45,8 @@ export interface EncodeAuditParquetOptions {
 }
 
 /**
- * Encodes events (StoredEvents or TieredEvents; `seq` and `term` are not tiered) as one Parquet
- * data file of the tiered layout: the columns of {@link AUDIT_COLUMNS} with their Iceberg field
+ * Encodes events (StoredEvents, or TieredEvents read back) as one Parquet data file of the
+ * tiered layout: the columns of {@link AUDIT_COLUMNS} with their Iceberg field
  * ids, GZIP-compressed (page-codec.ts says why), with min/max/null-count statistics on every column chunk
  * and, in the footer, a sketch of each row group (users, engines, tables, decisions, action
  * kinds and free-text trigrams: row-group-sketch.ts) that lets readers skip groups without a match.
@@ -109,6 +109,11 @@ function columnData(rows: readonly AuditRow[]): ColumnSource[] {
         // by it for `user_id = …`. Our reader uses the footer's row-group sketch instead: a
         // Bloom filter lies outside the footer, one more request per file.
         return { name, data: rows.map((row) => row[name]), bloomFilter: true };
+      case 'seq':
+      case 'term':
+      case 'source_seq':
+        // Optional INT64: a plain array, where null marks a value the event does not have.
+        return { name, data: rows.map((row) => (row[name] === null ? null : BigInt(row[name]))) };
       default:
         return { name, data: rows.map((row) => row[name]) };
     }

@@ -69,6 +69,10 @@ export function buildEvents(seed: number, options: EventOptions): StoredEvent[] 
       ingestTs: timestamp + Math.floor(random() * 5000),
       seq: i + 1,
       term: 1 + Math.floor(i / 1000),
+      // Chain fields as the store keeps them (most records), and the optional source numbering.
+      ...(random() < 0.9 ? { recordHash: hex(random, 64), chainHash: hex(random, 64), fieldCheck: hex(random, 56) } : {}),
+      ...(random() < 0.3 ? { sourceId: `plugin-${Math.floor(random() * 3)}`, sourceSeq: i } : {}),
+      ...(random() < 0.05 ? { erased: { query: hex(random, 64) } } : {}),
     });
   }
   // Shuffle (Fisher–Yates) so the writer's sort is exercised.
@@ -79,9 +83,13 @@ export function buildEvents(seed: number, options: EventOptions): StoredEvent[] 
   return events;
 }
 
-/** What the tiered copy of `events` must read back as: no seq/term, sorted by time (stable). */
+function hex(random: () => number, length: number): string {
+  let text = '';
+  for (let i = 0; i < length; i++) text += Math.floor(random() * 16).toString(16);
+  return text;
+}
+
+/** What the tiered copy of `events` must read back as: every field, sorted by time (stable). */
 export function expectedTiered(events: readonly StoredEvent[]): TieredEvent[] {
-  return events
-    .map(({ seq: _seq, term: _term, ...tiered }) => tiered)
-    .sort((a, b) => a.timestamp - b.timestamp);
+  return [...events].sort((a, b) => a.timestamp - b.timestamp);
 }

@@ -1,4 +1,4 @@
-// Goal: a committed tiny Parquet file decodes to its committed JSON, and today's writer still produces those exact bytes, so any change in bytes or meaning of the format is caught and reviewed.
+// Goal: a committed tiny Parquet file decodes to its committed JSON, and today's writer still produces those exact bytes, so any change in bytes or meaning of the format is caught and reviewed; a file written before the chain columns still reads, with them absent.
 // After a deliberate writer change (or a hyparquet-writer upgrade), regenerate with
 // `FORMAT_UPDATE_GOLDEN=1 npx vitest run test/golden.test.ts`, check the JSON diff, commit both.
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -13,9 +13,16 @@ import { rowGroupSketches, sketchProbe } from '../src/row-group-sketch.js';
 
 const PARQUET = new URL('./fixtures/three-events.parquet', import.meta.url);
 const JSON_FILE = new URL('./fixtures/three-events.json', import.meta.url);
-/** The same events as written before tier files moved from SNAPPY to GZIP: buckets still hold such files. */
+/**
+ * The same events as written before tier files moved from SNAPPY to GZIP and before the chain
+ * columns (ids 13..20) existed: buckets still hold such files.
+ */
 const SNAPPY_PARQUET = new URL('./fixtures/three-events-snappy.parquet', import.meta.url);
-/** The same events as written before footers held row-group sketches: buckets still hold such files. */
+const SNAPPY_JSON = new URL('./fixtures/three-events-snappy.json', import.meta.url);
+/**
+ * The same events as written before footers held row-group sketches (GZIP, still without the
+ * chain columns): buckets still hold such files.
+ */
 const BEFORE_SKETCH_PARQUET = new URL('./fixtures/three-events-before-sketch.parquet', import.meta.url);
 
 /** The fixture's events, given out of time order (the writer sorts). */
@@ -34,6 +41,12 @@ const EVENTS: StoredEvent[] = [
     ingestTs: 1_777_777_778_000,
     seq: 2,
     term: 3,
+    sourceId: 'spark-plugin-7',
+    sourceSeq: 41,
+    recordHash: '1'.repeat(64),
+    chainHash: '2'.repeat(64),
+    fieldCheck: '3'.repeat(56),
+    erased: { userId: '4'.repeat(64) },
   },
   {
     eventId: '019a6f2e-8c00-7000-8000-000000000001',
@@ -49,6 +62,9 @@ const EVENTS: StoredEvent[] = [
     ingestTs: 1_777_777_700_001,
     seq: 1,
     term: 3,
+    recordHash: 'a'.repeat(64),
+    chainHash: 'b'.repeat(64),
+    fieldCheck: 'c'.repeat(56),
   },
   {
     eventId: '019a6f2e-8c00-7000-8000-000000000003',
@@ -94,32 +110,14 @@ describe('golden fixture three-events', () => {
     expect(await parquetFileStats(bytesSource(bytes))).toEqual({ rows: golden.rows, rowGroups: golden.rowGroups });
   });
 
-  it('the committed JSON is the fixture events in time order without seq and term', () => {
-    const tiered = [...EVENTS]
-      .sort((a, b) => a.timestamp - b.timestamp)
-      .map(({ seq: _seq, term: _term, ...event }) => event);
-    expect(golden.events).toEqual(tiered);
+  it('the committed JSON is the fixture events in time order, every field kept', () => {
+    expect(golden.events).toEqual([...EVENTS].sort((a, b) => a.timestamp - b.timestamp));
   });
 
-  it('a file written with SNAPPY, as tier files were before GZIP, decodes to the same JSON', async () => {
-    const snappy = bytesSource(new Uint8Array(readFileSync(SNAPPY_PARQUET)));
-    expect((await AuditParquetFile.open(snappy)).footer.row_groups[0]?.columns[0]?.meta_data?.codec).toBe('SNAPPY');
-    expect(await readAuditParquet(snappy)).toEqual(golden.events);
-    expect(await parquetFileStats(snappy)).toEqual({ rows: golden.rows, rowGroups: golden.rowGroups });
-  });
-
-  it('the free-text prefilter reads SNAPPY pages too: a needle in one group only', async () => {
-    const file = await AuditParquetFile.open(bytesSource(new Uint8Array(readFileSync(SNAPPY_PARQUET))));
-    // Row group 0 holds alice's and bob's events (time order), group 1 the settings change.
-    expect(await file.rowGroupMayContainText(0, 'tier.mode', ['query', 'details'])).toBe(false);
-    expect(await file.rowGroupMayContainText(0, 'region', ['query'])).toBe(true);
-    expect(await file.rowGroupMayContainText(1, 'hive.sales.secret', ['query', 'details'])).toBe(false);
-    expect(await file.rowGroupMayContainText(1, 'tier.mode', ['details'])).toBe(true);
-  });
-
-  it('a file written before row-group sketches decodes to the same JSON and has none, so no group is ever skipped by one', async () => {
+  it('a file written before row-group sketches (and the chain columns) decodes to the pre-chain JSON and has none, so no group is ever skipped by one', async () => {
     const before = await AuditParquetFile.open(bytesSource(new Uint8Array(readFileSync(BEFORE_SKETCH_PARQUET))));
-    expect(await before.read({})).toEqual(golden.events);
+    const preChain = (JSON.parse(readFileSync(SNAPPY_JSON, 'utf8')) as Golden).events;
+    expect(await before.read({})).toEqual(preChain);
     expect(rowGroupSketches(before.footer)).toEqual([undefined, undefined]);
   });
 
@@ -138,5 +136,38 @@ describe('golden fixture three-events', () => {
   it('the writer still produces exactly the committed bytes, GZIP-compressed', async () => {
     expect((await AuditParquetFile.open(bytesSource(bytes))).footer.row_groups[0]?.columns[0]?.meta_data?.codec).toBe('GZIP');
     expect(Buffer.from(encodeFixture()).equals(Buffer.from(bytes))).toBe(true);
+  });
+});
+
+describe('golden fixture three-events written with SNAPPY before the chain columns', () => {
+  const bytes = new Uint8Array(readFileSync(SNAPPY_PARQUET));
+  const golden = JSON.parse(readFileSync(SNAPPY_JSON, 'utf8')) as Golden;
+
+  it('is SNAPPY-compressed, as tier files were before GZIP, and its stats match the JSON', async () => {
+    const snappy = bytesSource(bytes);
+    expect((await AuditParquetFile.open(snappy)).footer.row_groups[0]?.columns[0]?.meta_data?.codec).toBe('SNAPPY');
+    expect(await parquetFileStats(snappy)).toEqual({ rows: golden.rows, rowGroups: golden.rowGroups });
+  });
+
+  it('the free-text prefilter reads SNAPPY pages too: a needle in one group only', async () => {
+    const file = await AuditParquetFile.open(bytesSource(bytes));
+    // Row group 0 holds alice's and bob's events (time order), group 1 the settings change.
+    expect(await file.rowGroupMayContainText(0, 'tier.mode', ['query', 'details'])).toBe(false);
+    expect(await file.rowGroupMayContainText(0, 'region', ['query'])).toBe(true);
+    expect(await file.rowGroupMayContainText(1, 'hive.sales.secret', ['query', 'details'])).toBe(false);
+    expect(await file.rowGroupMayContainText(1, 'tier.mode', ['details'])).toBe(true);
+  });
+
+  it('still decodes to its committed JSON: the evolved columns read as absent', async () => {
+    const events = await readAuditParquet(bytesSource(bytes));
+    expect(events).toEqual(golden.events);
+    for (const event of events) for (const field of ['seq', 'term', 'sourceId', 'recordHash', 'chainHash', 'fieldCheck', 'erased']) expect(event).not.toHaveProperty(field);
+  });
+
+  it('holds the same events as today\'s fixture, less the chain fields', () => {
+    const today = [...EVENTS]
+      .sort((a, b) => a.timestamp - b.timestamp)
+      .map(({ seq: _s, term: _t, sourceId: _i, sourceSeq: _q, recordHash: _r, chainHash: _c, fieldCheck: _f, erased: _e, ...event }) => event);
+    expect(golden.events).toEqual(today);
   });
 });

@@ -1,4 +1,5 @@
 // Goal: our manifests and manifest lists are standard Avro container files that avsc's own decoder reads with reader schemas written here from the Iceberg spec (v2 required fields non-null, resolved by Avro rules), with the spec's field ids, header keys and values; and our decoders read foreign (deflate, other-shaped) files.
+import type { StoredEvent } from '@auditlake/model';
 import { Readable } from 'node:stream';
 import avro from 'avsc';
 import { describe, expect, it } from 'vitest';
@@ -272,9 +273,9 @@ describe('manifest', () => {
       expect(file['file_format']).toBe('PARQUET');
       expect(file['record_count']).toBe(dayEvents.length);
       expect(file['file_size_in_bytes']).toBe(parquet.byteLength);
-      const ids = Array.from({ length: 12 }, (_, i) => i + 1);
+      const ids = Array.from({ length: 20 }, (_, i) => i + 1);
       expect(file['value_counts']).toEqual(ids.map((key) => ({ key, value: dayEvents.length })));
-      expect(file['null_value_counts']).toEqual(ids.map((key) => ({ key, value: 0 })));
+      expect(file['null_value_counts']).toEqual(ids.map((key) => ({ key, value: nullsOf(key, dayEvents) })));
       expect(file['nan_value_counts']).toBeNull();
       const columnSizes = file['column_sizes'] as { key: number; value: number }[];
       expect(columnSizes.map((c) => c.key)).toEqual(ids);
@@ -429,3 +430,17 @@ describe('encoders', () => {
     expect(encodeManifestList(list, { ...context, syncMarker })).toEqual(encodeManifestList(list, { ...context, syncMarker }));
   });
 });
+
+/** Nulls a column holds for these events: the optional chain and source columns only where an event has no value. */
+function nullsOf(fieldId: number, events: readonly StoredEvent[]): number {
+  const absent: Record<number, (e: StoredEvent) => boolean> = {
+    15: (e) => e.sourceId === undefined,
+    16: (e) => e.sourceSeq === undefined,
+    17: (e) => e.recordHash === undefined,
+    18: (e) => e.chainHash === undefined,
+    19: (e) => e.fieldCheck === undefined,
+    20: (e) => e.erased === undefined,
+  };
+  const test = absent[fieldId];
+  return test === undefined ? 0 : events.filter(test).length;
+}

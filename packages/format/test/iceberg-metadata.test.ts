@@ -30,6 +30,14 @@ const NOTES_FIELDS = [
   [10, 'event_time', true, 'timestamptz'],
   [11, 'decision', false, 'string'],
   [12, 'ingest_ts', true, 'long'],
+  [13, 'seq', false, 'long'],
+  [14, 'term', false, 'long'],
+  [15, 'source_id', false, 'string'],
+  [16, 'source_seq', false, 'long'],
+  [17, 'record_hash', false, 'string'],
+  [18, 'chain_hash', false, 'string'],
+  [19, 'field_check', false, 'string'],
+  [20, 'erased', false, 'string'],
 ] as const;
 
 function append(metadata: IcebergTableMetadata, version: number, overrides: Partial<AppendSnapshotOptions> = {}): IcebergTableMetadata {
@@ -60,7 +68,7 @@ describe('newTableMetadata', () => {
       location: LOCATION,
       'last-sequence-number': 0,
       'last-updated-ms': T0,
-      'last-column-id': 12,
+      'last-column-id': 20,
       'current-schema-id': 0,
       'default-spec-id': 0,
       'partition-specs': [{ 'spec-id': 0, fields: [{ name: 'event_time_day', transform: 'day', 'source-id': 10, 'field-id': 1000 }] }],

@@ -81,11 +81,19 @@ function eventOf(row: Record<string, unknown>): TieredEvent & { eventTimeMs: num
     eventTimeMs: (row['event_time'] as Date).getTime(),
     decision: row['decision'] as TieredEvent['decision'],
     ingestTs: Number(row['ingest_ts']),
+    ...(row['seq'] === null ? {} : { seq: Number(row['seq']) }),
+    ...(row['term'] === null ? {} : { term: Number(row['term']) }),
+    ...(row['source_id'] === null ? {} : { sourceId: row['source_id'] as string }),
+    ...(row['source_seq'] === null ? {} : { sourceSeq: Number(row['source_seq']) }),
+    ...(row['record_hash'] === null ? {} : { recordHash: row['record_hash'] as string }),
+    ...(row['chain_hash'] === null ? {} : { chainHash: row['chain_hash'] as string }),
+    ...(row['field_check'] === null ? {} : { fieldCheck: row['field_check'] as string }),
+    ...(row['erased'] === null ? {} : { erased: JSON.parse(row['erased'] as string) as Record<string, string> }),
   };
 }
 
 function expectedOf(events: readonly StoredEvent[]): (TieredEvent & { eventTimeMs: number })[] {
-  return events.map(({ seq: _seq, term: _term, ...event }) => ({ ...event, eventTimeMs: event.timestamp }));
+  return events.map((event) => ({ ...event, eventTimeMs: event.timestamp }));
 }
 
 const byId = (a: { eventId: string }, b: { eventId: string }): number => (a.eventId < b.eventId ? -1 : a.eventId > b.eventId ? 1 : 0);

@@ -1,4 +1,4 @@
-// Goal: a written file carries what Iceberg readers need: field ids 1..12 with the column names, STRING/INT64 types, event_time as TIMESTAMP(UTC, MICROS), repetition per the column list, GZIP, and min/max/null-count statistics.
+// Goal: a written file carries what Iceberg readers need: field ids 1..20 with the column names, STRING/INT64 types, event_time as TIMESTAMP(UTC, MICROS), repetition per the column list, GZIP, and min/max/null-count statistics.
 import { parquetMetadata, type FileMetaData } from 'hyparquet';
 import { describe, expect, it } from 'vitest';
 import { AUDIT_COLUMNS } from '../src/audit-columns.js';
@@ -13,15 +13,17 @@ const bytes = encodeAuditParquet(events, { rowGroupSize: 300 });
 // Raw metadata: timestamps left as their INT64 micros so bounds compare exactly.
 const metadata: FileMetaData = parquetMetadata(bytes, { parsers: { timestampFromMicroseconds: (micros: bigint) => micros } });
 
-const NAMES = ['event_id', 'source', 'user_id', 'action', 'resource', 'tables', 'query', 'details', 'ts', 'event_time', 'decision', 'ingest_ts'];
+const NAMES = ['event_id', 'source', 'user_id', 'action', 'resource', 'tables', 'query', 'details', 'ts', 'event_time', 'decision', 'ingest_ts', 'seq', 'term', 'source_id', 'source_seq', 'record_hash', 'chain_hash', 'field_check', 'erased'];
+const LONGS = ['ts', 'ingest_ts', 'seq', 'term', 'source_seq'];
+const OPTIONAL_NULLABLE = new Set(['source_id', 'source_seq', 'record_hash', 'chain_hash', 'field_check', 'erased']);
 const REQUIRED = new Set(['event_id', 'source', 'user_id', 'action', 'ts', 'event_time', 'ingest_ts']);
 
 describe('tiered Parquet schema', () => {
-  it('has the 12 columns in order with field ids 1..12', () => {
+  it('has the 20 columns in order with field ids 1..20', () => {
     const [root, ...columns] = metadata.schema;
-    expect(root?.num_children).toBe(12);
+    expect(root?.num_children).toBe(20);
     expect(columns.map((c) => c.name)).toEqual(NAMES);
-    expect(columns.map((c) => c.field_id)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+    expect(columns.map((c) => c.field_id)).toEqual(NAMES.map((_, i) => i + 1));
     expect(AUDIT_COLUMNS.map((c) => [c.name, c.fieldId])).toEqual(NAMES.map((name, i) => [name, i + 1]));
   });
 
@@ -32,12 +34,12 @@ describe('tiered Parquet schema', () => {
     expect(AUDIT_COLUMNS.filter((c) => c.required).map((c) => c.name)).toEqual([...REQUIRED]);
   });
 
-  it('stores strings as BYTE_ARRAY STRING, ts/ingest_ts as plain INT64, event_time as TIMESTAMP(UTC, MICROS)', () => {
+  it('stores strings as BYTE_ARRAY STRING, ts/ingest_ts/seq/term/source_seq as plain INT64, event_time as TIMESTAMP(UTC, MICROS)', () => {
     const byName = new Map(metadata.schema.slice(1).map((e) => [e.name, e]));
-    for (const name of NAMES.filter((n) => !['ts', 'event_time', 'ingest_ts'].includes(n))) {
+    for (const name of NAMES.filter((n) => n !== 'event_time' && !LONGS.includes(n))) {
       expect(byName.get(name)).toMatchObject({ type: 'BYTE_ARRAY', converted_type: 'UTF8', logical_type: { type: 'STRING' } });
     }
-    for (const name of ['ts', 'ingest_ts']) {
+    for (const name of LONGS) {
       const element = byName.get(name);
       expect(element?.type).toBe('INT64');
       expect(element?.logical_type).toBeUndefined();
@@ -57,9 +59,12 @@ describe('tiered Parquet schema', () => {
       for (const chunk of group.columns) {
         const meta = chunk.meta_data;
         expect(meta?.codec).toBe('GZIP');
-        expect(meta?.statistics?.null_count).toBe(0n);
-        expect(meta?.statistics?.min_value).toBeDefined();
-        expect(meta?.statistics?.max_value).toBeDefined();
+        // Only the optional source and chain columns hold nulls (events without those values).
+        if (!OPTIONAL_NULLABLE.has(meta?.path_in_schema[0] ?? '')) expect(meta?.statistics?.null_count).toBe(0n);
+        if (meta?.statistics?.null_count !== meta?.num_values) {
+          expect(meta?.statistics?.min_value).toBeDefined();
+          expect(meta?.statistics?.max_value).toBeDefined();
+        }
       }
     }
   });

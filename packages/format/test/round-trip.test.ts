@@ -83,14 +83,16 @@ describe('encodeAuditParquet → readAuditParquet', () => {
 });
 
 describe('toRow / fromRow', () => {
-  it('map an event to the tiered row and back, dropping seq and term', () => {
+  it('map an event to the tiered row and back, every field kept', () => {
     const event = storedEvent({ tables: ['cat.a.b', 'cat.c.d'], decision: 'DENY', timestamp: 1_700_000_000_123 });
     const row = toRow(event);
     expect(row.tables).toBe('cat.a.b,cat.c.d');
     expect(row.event_time).toBe(1_700_000_000_123_000n);
     expect(row.ts).toBe(1_700_000_000_123);
-    const { seq: _seq, term: _term, ...tiered } = event;
-    expect(fromRow(row)).toEqual(tiered);
+    expect(fromRow(row)).toEqual(event);
+    const chained = { ...event, sourceId: 'p1', sourceSeq: 0, recordHash: 'a'.repeat(64), chainHash: 'b'.repeat(64), fieldCheck: 'c'.repeat(56), erased: { query: 'd'.repeat(64) } };
+    expect(toRow(chained)).toMatchObject({ seq: event.seq, term: event.term, source_id: 'p1', source_seq: 0, record_hash: 'a'.repeat(64), erased: JSON.stringify({ query: 'd'.repeat(64) }) });
+    expect(fromRow(toRow(chained))).toEqual(chained);
   });
 
   it('join tables with commas; a table name containing a comma comes back split (documented limit)', () => {

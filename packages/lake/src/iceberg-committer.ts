@@ -2,6 +2,7 @@ import { randomInt, randomUUID } from 'node:crypto';
 import {
   addedEntry,
   appendSnapshot,
+  currentSchema,
   currentSnapshot,
   dataFileFromParquet,
   dayOrdinal,
@@ -10,6 +11,7 @@ import {
   encodeAuditParquet,
   encodeManifest,
   encodeManifestList,
+  evolveToAuditSchema,
   icebergParquetKvMetadata,
   manifestFileFor,
   summarizeAddedFiles,
@@ -65,6 +67,9 @@ export async function commitIcebergBatch(
   if (!first || !last) throw new TypeError('commitIcebergBatch needs at least one event');
   const snapshotId = randomInt(1, 2 ** 47);
   const attempt = randomUUID();
+  // A table made before the chain columns gets them now, in this commit (schema evolution).
+  const metadata = evolveToAuditSchema(loaded.metadata);
+  const schema = currentSchema(metadata);
   const byDay = new Map<number, StoredEvent[]>();
   for (const event of batch) {
     const day = dayOrdinal(event.timestamp);
@@ -74,25 +79,25 @@ export async function commitIcebergBatch(
   }
   const dataFiles: DataFile[] = [];
   for (const [day, events] of [...byDay.entries()].sort(([a], [b]) => a - b)) {
-    const bytes = encodeAuditParquet(events, { kvMetadata: icebergParquetKvMetadata() });
+    const bytes = encodeAuditParquet(events, { kvMetadata: icebergParquetKvMetadata(schema) });
     // Attempt-unique (term and random): no writer ever overwrites another's data file.
     const key = joinKey(table.s3.prefix, `data/${dayPartitionPath(day)}/${encodeKeyNumber(first.seq)}-t${context.term}-${attempt.slice(0, 8)}.parquet`);
     await objects.put(key, bytes, 'application/vnd.apache.parquet');
     dataFiles.push(dataFileFromParquet({ events, filePath: objects.url(key), fileSizeBytes: bytes.byteLength, parquetBytes: bytes }));
   }
-  const sequenceNumber = loaded.metadata['last-sequence-number'] + 1;
+  const sequenceNumber = metadata['last-sequence-number'] + 1;
   const entries = dataFiles.map((file) => addedEntry(file, snapshotId));
-  const manifestBytes = encodeManifest(entries);
+  const manifestBytes = encodeManifest(entries, { schema });
   const manifestKey = metadataFileKey(table, `${attempt}-m0.avro`);
   await objects.put(manifestKey, manifestBytes, 'application/octet-stream');
-  const parent = currentSnapshot(loaded.metadata);
+  const parent = currentSnapshot(metadata);
   const carried = parent ? decodeManifestList(await objects.get(s3Key(table, parent['manifest-list']))).files : [];
   const manifestFile = manifestFileFor({ manifestPath: objects.url(manifestKey), manifestLengthBytes: manifestBytes.byteLength, entries, snapshotId, sequenceNumber });
   const listBytes = encodeManifestList([manifestFile, ...carried], { snapshotId, parentSnapshotId: parent?.['snapshot-id'] ?? null, sequenceNumber });
   const listKey = metadataFileKey(table, `snap-${snapshotId}-1-${attempt}.avro`);
   await objects.put(listKey, listBytes, 'application/octet-stream');
   const watermark: Watermark = { seq: last.seq, ingestTs: last.ingestTs };
-  const next = appendSnapshot(loaded.metadata, {
+  const next = appendSnapshot(metadata, {
     snapshotId,
     manifestListPath: objects.url(listKey),
     nowMs: context.nowMs,

@@ -21,6 +21,13 @@ export interface AuditEvent {
    * Present only when some were: absent means none.
    */
   redacted?: number;
+  /**
+   * The sending source's own identity (a plugin instance, a connector), when it numbers what it
+   * sends: the completeness ledger finds gaps in `sourceSeq` per `sourceId`.
+   */
+  sourceId?: string;
+  /** The source's sequence number for this event, increasing per `sourceId`. */
+  sourceSeq?: number;
   /** Event time, epoch ms: when the access happened, as reported by the engine. */
   timestamp: number;
 }
@@ -33,6 +40,14 @@ export interface StoredEvent extends AuditEvent {
   seq: number;
   /** The leadership term of the leader that assigned `seq` (0 on a node without a coordinator). */
   term: number;
+  /** SHA-256 of the record's canonical encoding (docs/integrity.md); absent on records stored before the chain. */
+  recordHash?: string;
+  /** SHA-256 of the previous record's chainHash and this recordHash. */
+  chainHash?: string;
+  /** 4 hex digits per field, to name an altered field. */
+  fieldCheck?: string;
+  /** Field hashes kept for erased fields, by field name. */
+  erased?: Record<string, string>;
 }
 
 /** The event JSON the HTTP API returns (docs/http-api.md, "Events"). */
@@ -47,12 +62,14 @@ export const READ_ACTION = 'data:Select';
 export const SELF_SOURCE = 'auditlake';
 
 /**
- * Only the fields an event had when it was received (drops ingestTs, seq, term, extras), in
- * the order the stored JSON keeps them: `redacted`, when present, comes before `timestamp`,
- * because the stored text must end with timestamp, ingestTs, seq and term.
+ * Only the fields an event had when it was received (drops ingestTs, seq, term, chain fields,
+ * extras), in the order the stored JSON keeps them: `redacted`, `sourceId` and `sourceSeq`,
+ * when present, come before `timestamp`, because the stored text must end with timestamp,
+ * ingestTs, seq and term (and the chain fields; docs/integrity.md, "Stored layout").
  */
 export function toAuditEvent(event: AuditEvent): AuditEvent {
-  if (event.redacted !== undefined && event.redacted > 0) {
+  const redacted = event.redacted !== undefined && event.redacted > 0;
+  if (redacted || event.sourceId !== undefined || event.sourceSeq !== undefined) {
     return {
       eventId: event.eventId,
       userId: event.userId,
@@ -63,7 +80,9 @@ export function toAuditEvent(event: AuditEvent): AuditEvent {
       tables: event.tables,
       query: event.query,
       details: event.details,
-      redacted: event.redacted,
+      ...(redacted ? { redacted: event.redacted } : {}),
+      ...(event.sourceId !== undefined ? { sourceId: event.sourceId } : {}),
+      ...(event.sourceSeq !== undefined ? { sourceSeq: event.sourceSeq } : {}),
       timestamp: event.timestamp,
     };
   }
@@ -82,7 +101,7 @@ export function toAuditEvent(event: AuditEvent): AuditEvent {
   };
 }
 
-/** Strips internal fields (seq, term) so the API shape stays exactly the contract's. */
+/** Strips internal fields (seq, term, chain fields) so the API shape stays exactly the contract's. */
 export function toEventOutput(event: EventOutput): EventOutput {
   return { ...toAuditEvent(event), ingestTs: event.ingestTs };
 }

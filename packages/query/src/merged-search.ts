@@ -1,4 +1,4 @@
-import { isPrefilterNeedle, type AuditColumnName, type AuditParquetFile, type RowGroupSpan, type TieredEvent } from '@auditlake/format';
+import { EVENT_COLUMNS, isPrefilterNeedle, type AuditColumnName, type AuditParquetFile, type RowGroupSpan, type TieredEvent } from '@auditlake/format';
 import { GroupReadAhead, PREFILTER_AHEAD_GROUPS, TEXT_COLUMNS, unwrap } from './group-read-ahead.js';
 import { compileFilter, newestFirst, upperTimeMs, type SearchFilter, type StoredEvent } from '@auditlake/model';
 import type { TierFile, TierSource } from '@auditlake/lake';
@@ -83,19 +83,19 @@ async function readRowGroup(
     // never has its other columns (the large query text among them) fetched.
     const probe = await file.read({ ...range, rowGroups: [group.index], columns: [...probeColumns, 'event_id'] });
     if (!probe.some((partial) => matches(withDefaults(partial)) && !candidates.has(partial.eventId ?? ''))) return;
-    events = await file.read({ ...range, rowGroups: [group.index] });
+    events = (await file.read({ ...range, rowGroups: [group.index], columns: EVENT_COLUMNS })) as TieredEvent[];
   } else if (filter.cursor !== undefined && filter.toMs === filter.cursor.timestamp) {
     // A later page: rows at the cursor's own time are partly on earlier pages, so they cannot
     // stand for the group's newest — take all of them (the predicate keeps those after the
     // cursor), then the `want` newest of the strictly older rows.
     const atMs = filter.cursor.timestamp;
-    const at = await file.read({ fromMs: atMs, toMs: atMs, rowGroups: [group.index] });
-    const older = atMs === 0 || (filter.fromMs !== undefined && filter.fromMs > atMs - 1) ? [] : await file.readNewest(group.index, { ...range, toMs: atMs - 1, count: want });
+    const at = (await file.read({ fromMs: atMs, toMs: atMs, rowGroups: [group.index], columns: EVENT_COLUMNS })) as TieredEvent[];
+    const older = atMs === 0 || (filter.fromMs !== undefined && filter.fromMs > atMs - 1) ? [] : await file.readNewest(group.index, { ...range, toMs: atMs - 1, count: want, columns: EVENT_COLUMNS });
     events = [...at, ...older];
   } else {
     // Every row matches: a row below the group's `want` newest cannot make the page (the
     // group alone fills it with newer ones; an eventId already taken counts for the page too).
-    events = await file.readNewest(group.index, { ...range, count: want });
+    events = await file.readNewest(group.index, { ...range, count: want, columns: EVENT_COLUMNS });
   }
   for (const event of events) {
     if (!candidates.has(event.eventId) && matches(event)) candidates.set(event.eventId, event);
