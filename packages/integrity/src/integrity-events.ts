@@ -1,21 +1,14 @@
-import { SELF_SOURCE, type AuditEvent } from '@auditlake/model';
+import { INTEGRITY_ACTIONS, SELF_SOURCE, type AuditEvent } from '@auditlake/model';
 import { encodeSignedCheckpoint, type SignedCheckpoint } from './checkpoint.js';
 import { encodePublishedKey, type PublishedKey } from './node-key.js';
 import { isErasableField, stringText, type ErasableField } from './record-fields.js';
 
 /**
- * The events auditlake writes into its own log to make the chain provable. They are ordinary
- * records of source `auditlake` (so they are replicated, tiered and chained like any other);
- * clients may not send events with these actions.
+ * The events auditlake writes into its own log to make the chain provable (model's
+ * INTEGRITY_ACTIONS). They are ordinary records of source `auditlake` (so they are
+ * replicated, tiered and chained like any other); clients may not send events with them.
  */
-export const INTEGRITY_ACTIONS = {
-  /** A signed checkpoint of the chain; details is the signed checkpoint. */
-  checkpoint: 'integrity:Checkpoint',
-  /** A node's public key, registered before it signs; details is the published key. */
-  registerKey: 'integrity:RegisterKey',
-  /** Fields of earlier records were erased; details names them. */
-  erase: 'audit:EraseFields',
-} as const;
+export { INTEGRITY_ACTIONS };
 
 export type IntegrityEventKind = keyof typeof INTEGRITY_ACTIONS;
 
@@ -30,11 +23,6 @@ export function integrityKindOfTexts(sourceText: string, actionText: string): In
 /** Which integrity event a record is, from its source and action values. */
 export function integrityKindOf(source: string, action: string): IntegrityEventKind | undefined {
   return integrityKindOfTexts(stringText(source), stringText(action));
-}
-
-/** True for an action only auditlake itself may record (under source `auditlake`). */
-export function isReservedAction(source: string, action: string): boolean {
-  return integrityKindOf(source, action) !== undefined;
 }
 
 /** The event recording a signed checkpoint. */

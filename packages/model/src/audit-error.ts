@@ -42,6 +42,8 @@ export const AuditErrorCode = {
   TABLE_INVALID: 'AUDIT_TABLE_INVALID',
   /** A node could not be reached, or kept failing, through every retry (the CLI's client). */
   UNREACHABLE: 'AUDIT_UNREACHABLE',
+  /** Replicated log entries do not continue this node's record chain (docs/integrity.md): refused, nothing stored. */
+  INTEGRITY_MISMATCH: 'AUDIT_INTEGRITY_MISMATCH',
 } as const;
 
 export type AuditErrorCode = (typeof AuditErrorCode)[keyof typeof AuditErrorCode];

@@ -6,9 +6,11 @@ import {
   EVENTS_PER_REQUEST_MAX,
   EVENT_ID_LENGTH_MAX,
   FIELD_LIMIT_BYTES,
+  SOURCE_ID_LENGTH_MAX,
   TABLES_COUNT_MAX,
   truncateToBytes,
 } from './field-limits.js';
+import { isReservedAction, toAuditEvent } from './event.js';
 
 export interface ValidateOptions {
   /** Server time used when an event has no `ts`, and for assigned ids. */
@@ -20,6 +22,11 @@ export interface ValidateOptions {
    * already stored or forwarded event.
    */
   timeField?: 'ts' | 'timestamp';
+  /**
+   * Accept the actions only auditlake records (INTEGRITY_ACTIONS): true for events auditlake
+   * itself forwards between nodes, never for ingest.
+   */
+  allowReserved?: boolean;
 }
 
 function refuse(message: string): never {
@@ -137,6 +144,25 @@ function parseEventId(raw: Record<string, unknown>, at: At, nowMs: number, newId
   return value;
 }
 
+/** sourceId and sourceSeq, both optional; a sourceSeq needs the sourceId it counts for. */
+function parseSource(raw: Record<string, unknown>, at: At): { sourceId?: string; sourceSeq?: number } {
+  const id = raw['sourceId'];
+  const seq = raw['sourceSeq'];
+  const out: { sourceId?: string; sourceSeq?: number } = {};
+  if (id !== undefined && id !== null) {
+    if (typeof id !== 'string') refuse(`${label(at)}.sourceId must be a string, got ${describeType(id)}`);
+    if (id === '') refuse(`${label(at)}.sourceId must not be empty`);
+    if (id.length > SOURCE_ID_LENGTH_MAX) refuse(`${label(at)}.sourceId must be at most ${SOURCE_ID_LENGTH_MAX} characters, got ${id.length}`);
+    out.sourceId = wellFormed(id, at, 'sourceId');
+  }
+  if (seq !== undefined && seq !== null) {
+    if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 0) refuse(`${label(at)}.sourceSeq must be a non-negative integer: ${JSON.stringify(seq)}`);
+    if (out.sourceId === undefined) refuse(`${label(at)}.sourceSeq needs a sourceId (the source it counts events of)`);
+    out.sourceSeq = seq;
+  }
+  return out;
+}
+
 /** The masked-value count a stored or forwarded event carries (see AuditEvent.redacted). */
 function parseRedacted(raw: Record<string, unknown>, at: At): number {
   const value = raw['redacted'];
@@ -165,7 +191,7 @@ export function validateEvent(raw: unknown, at: number | string, options: Valida
 
 function validateFields(record: Record<string, unknown>, at: At, options: ValidateOptions): AuditEvent {
   const newId = options.newId ?? newEventId;
-  return {
+  const event: AuditEvent = {
     eventId: parseEventId(record, at, options.nowMs, newId),
     userId: requiredString(record, 'userId', at, FIELD_LIMIT_BYTES.userId),
     source: requiredString(record, 'source', at, FIELD_LIMIT_BYTES.source),
@@ -177,6 +203,15 @@ function validateFields(record: Record<string, unknown>, at: At, options: Valida
     details: optionalString(record, 'details', at, FIELD_LIMIT_BYTES.details),
     timestamp: parseTs(record, at, options.nowMs, options.timeField ?? 'ts'),
   };
+  if (options.allowReserved !== true && isReservedAction(event.source, event.action)) {
+    refuse(`${label(at)}.action ${event.action} of source ${event.source} is reserved: only auditlake itself records it`);
+  }
+  // Only when sent: most events have neither, and their object keeps the common shape.
+  if (record['sourceId'] !== undefined || record['sourceSeq'] !== undefined) {
+    const source = parseSource(record, at);
+    if (source.sourceId !== undefined || source.sourceSeq !== undefined) return toAuditEvent({ ...event, ...source });
+  }
+  return event;
 }
 
 /**

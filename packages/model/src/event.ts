@@ -62,6 +62,24 @@ export const READ_ACTION = 'data:Select';
 export const SELF_SOURCE = 'auditlake';
 
 /**
+ * Actions of source `auditlake` that make the record chain provable (docs/integrity.md): only
+ * auditlake itself records them; an ingest request carrying one is refused.
+ */
+export const INTEGRITY_ACTIONS = {
+  /** A signed checkpoint of the chain; details is the signed checkpoint. */
+  checkpoint: 'integrity:Checkpoint',
+  /** A node's public key, registered before it signs; details is the published key. */
+  registerKey: 'integrity:RegisterKey',
+  /** Fields of earlier records were erased; details names them. */
+  erase: 'audit:EraseFields',
+} as const;
+
+/** True for an action only auditlake itself may record. */
+export function isReservedAction(source: string, action: string): boolean {
+  return source === SELF_SOURCE && (action === INTEGRITY_ACTIONS.checkpoint || action === INTEGRITY_ACTIONS.registerKey || action === INTEGRITY_ACTIONS.erase);
+}
+
+/**
  * Only the fields an event had when it was received (drops ingestTs, seq, term, chain fields,
  * extras), in the order the stored JSON keeps them: `redacted`, `sourceId` and `sourceSeq`,
  * when present, come before `timestamp`, because the stored text must end with timestamp,

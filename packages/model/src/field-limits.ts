@@ -19,6 +19,9 @@ export const TABLES_COUNT_MAX = 1000;
 /** Longest accepted client-supplied eventId, in characters. */
 export const EVENT_ID_LENGTH_MAX = 128;
 
+/** Longest accepted sourceId, in characters (refused beyond, like eventId: cut ids would merge sources). */
+export const SOURCE_ID_LENGTH_MAX = 256;
+
 /** The latest event time accepted: 9999-12-31T23:59:59.999Z, the last instant with a four-digit year. */
 export const EVENT_TIME_MAX_MS = 253_402_300_799_999;
 

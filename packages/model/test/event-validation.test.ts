@@ -358,3 +358,36 @@ describe('redacted (the masked-value count)', () => {
     expect(err.message).toBe('forwarded event.redacted must be a non-negative integer: -1');
   });
 });
+
+describe('validateIngestBody: source numbering, reserved actions, well-formed text', () => {
+  it('keeps sourceId and sourceSeq, placed before the event time in the stored layout', () => {
+    const event = one(base({ sourceId: 'trino-plugin-3', sourceSeq: 41, ts: 5 }));
+    expect(event).toMatchObject({ sourceId: 'trino-plugin-3', sourceSeq: 41, timestamp: 5 });
+    expect(Object.keys(event).slice(-3)).toEqual(['sourceId', 'sourceSeq', 'timestamp']);
+    expect(one(base({ sourceId: 'p' }))).not.toHaveProperty('sourceSeq');
+    expect(one(base({ sourceId: null, sourceSeq: null }))).not.toHaveProperty('sourceId');
+  });
+
+  it('refuses a bad sourceId or sourceSeq, naming it', () => {
+    expect(badRequest([base(), base({ sourceSeq: 3 })])).toBe('events[1].sourceSeq needs a sourceId (the source it counts events of)');
+    expect(badRequest(base({ sourceId: 'p', sourceSeq: -1 }))).toBe('event.sourceSeq must be a non-negative integer: -1');
+    expect(badRequest(base({ sourceId: 'p', sourceSeq: 1.5 }))).toBe('event.sourceSeq must be a non-negative integer: 1.5');
+    expect(badRequest(base({ sourceId: 7 }))).toBe('event.sourceId must be a string, got number');
+    expect(badRequest(base({ sourceId: '' }))).toBe('event.sourceId must not be empty');
+    expect(badRequest(base({ sourceId: 'x'.repeat(257) }))).toBe('event.sourceId must be at most 256 characters, got 257');
+  });
+
+  it('refuses the actions only auditlake records, from clients but not from nodes forwarding', () => {
+    for (const action of ['integrity:Checkpoint', 'integrity:RegisterKey', 'audit:EraseFields']) {
+      expect(badRequest([base({ source: 'auditlake', action })])).toBe(`events[0].action ${action} of source auditlake is reserved: only auditlake itself records it`);
+      expect(validateEvent(base({ source: 'auditlake', action, timestamp: 1 }), 'forwarded', { nowMs: 0, timeField: 'timestamp', allowReserved: true }).action).toBe(action);
+    }
+    // The same actions under another source are ordinary events.
+    expect(one(base({ action: 'integrity:Checkpoint' })).action).toBe('integrity:Checkpoint');
+  });
+
+  it('refuses a lone surrogate in sourceId, naming the field, like every other string field', () => {
+    expect(() => one(base({ sourceId: 's\uD800' }))).toThrow(/sourceId is not well-formed Unicode: a lone surrogate \(U\+D800\) at character 1/);
+    expect(one(base({ sourceId: 'plugin 😀' })).sourceId).toBe('plugin 😀');
+  });
+});
