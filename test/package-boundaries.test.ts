@@ -10,7 +10,7 @@ const ALLOWED: Record<string, string[] | 'any'> = {
   model: [],
   // The embedded S3 endpoint stands alone: the server starts it, tests and benches start it too.
   's3-endpoint': [],
-  store: ['model'],
+  store: ['model', 'integrity'],
   cluster: ['model', 'store'],
   format: ['model'],
   integrity: ['model'],

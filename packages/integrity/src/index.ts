@@ -5,3 +5,4 @@ export * from './checkpoint.js';
 export * from './node-key.js';
 export * from './integrity-events.js';
 export * from './chain-verifier.js';
+export * from './record-erasure.js';

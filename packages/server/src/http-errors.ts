@@ -21,6 +21,7 @@ const STATUS_BY_CODE: Record<AuditErrorCode, number> = {
   [AuditErrorCode.OBJECT_EXISTS]: 409,
   [AuditErrorCode.OBJECT_STORE_FAILED]: 502,
   [AuditErrorCode.TABLE_INVALID]: 502,
+  [AuditErrorCode.INTEGRITY_MISMATCH]: 409,
 };
 
 /** Seconds a client should wait before retrying a retryable error (`Retry-After`). */

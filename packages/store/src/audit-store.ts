@@ -4,6 +4,7 @@ import { AuditError, AuditErrorCode, compileFilter, encodeEvent, toAuditEvent, u
 import { Level } from 'level';
 import {
   PREFIX,
+  checkpointKey,
   decodeUint,
   idKey,
   localKey,
@@ -27,8 +28,12 @@ import type { IndexField } from './index-keys.js';
 import { backfillIndexes } from './index-backfill.js';
 import { TextSketchWriter } from './text-sketch-writer.js';
 import { TEXT_BLOCK_SEQS, blockOfSeq, textSketchKey } from './text-sketch.js';
-import { EventWriter, LOG_END_KEY, logEndValue, putEvent, type AppendOptions, type AppendResult, type Sequencer, type WriterPosition } from './event-writer.js';
+import { CHAIN_HEAD_KEY, EventWriter, LOG_END_KEY, logEndValue, putEvent, type AppendOptions, type AppendResult, type Sequencer, type WriterPosition } from './event-writer.js';
 import { TermRuns, parseTermRun, termRunKey, termRunValue, type TermRun, type TermStart } from './term-runs.js';
+import { headOf, RecordChain, type ChainHead, type IntegrityEntry } from './record-chain.js';
+import { addIntegrityPuts, type RegisteredKey } from './integrity-index.js';
+import { PrunedRanges, type PrunedRange } from './pruned-ranges.js';
+import { integrityKindOf } from '@auditlake/integrity';
 
 /**
  * LevelDB's memtable size. Each event writes three keys in different key ranges, so every
@@ -66,6 +71,9 @@ const GAP_SEQ_MAX = 'gapSeqMax';
  */
 const BLOCK_CACHE_BYTES = 64 * 1024 * 1024;
 
+/** Local-metadata key of the seq ranges retention deleted (PrunedRanges). */
+const PRUNED_RANGES_KEY = localKey('prunedRanges');
+
 /** The LevelDB tuning every store opens with (exported so benchmarks compare like with like). */
 export const LEVELDB_TUNING = { writeBufferSize: WRITE_BUFFER_BYTES, blockSize: BLOCK_BYTES, cacheSize: BLOCK_CACHE_BYTES } as const;
 
@@ -88,6 +96,11 @@ export interface AuditStoreOptions {
    * whose log others pull from needs it: default 0, none kept.
    */
   logTailBytes?: number;
+  /**
+   * Keep the record chain (docs/integrity.md): the leader adds chain fields to each event, a
+   * standby verifies them. Default true; off only to measure what it costs.
+   */
+  chain?: boolean;
 }
 
 /** What a truncation moved to the outbox: how many entries, and how many of each term. */
@@ -152,6 +165,9 @@ export class AuditStore {
   /** The last count of entries in (afterSeq, gapSeqMax], narrowed as afterSeq grows. */
   #gapCount: { afterSeq: number; gapSeqMax: number; deleteVersion: number; count: number } | undefined;
   #runs = new TermRuns([]);
+  #chain: RecordChain | undefined;
+  /** Seqs retention deleted, with the chain hash at each range's end (verify goes on from it). */
+  #pruned = new PrunedRanges([]);
 
   private constructor(options: AuditStoreOptions) {
     this.location = options.location;
@@ -171,7 +187,10 @@ export class AuditStore {
     await backfillIndexes(store.#db, index, text);
     store.#index = index;
     store.#text = text;
-    store.#writer = new EventWriter(store.#db, await store.#readPosition(), {
+    const position = await store.#readPosition();
+    store.#chain = new RecordChain(options.chain ?? true, await store.#readChainHead(position.lastSeq));
+    store.#pruned = new PrunedRanges(JSON.parse((await store.#db.get(PRUNED_RANGES_KEY)) ?? '[]') as PrunedRange[]);
+    store.#writer = new EventWriter(store.#db, position, {
       index,
       text,
       now: options.now ?? Date.now,
@@ -179,6 +198,8 @@ export class AuditStore {
       sequencer: options.sequencer ?? (() => 0),
       tail: store.#tail,
       runs: store.#runs,
+      chain: store.#chain,
+      indexIntegrity: (batch, entries, newTables) => addIntegrityPuts(store.#db, batch, entries, { index, newTables }),
     });
     const outboxKeys = await store.#db.keys({ gte: PREFIX.outbox, lt: prefixEnd(PREFIX.outbox) }).all();
     store.#outboxCount = outboxKeys.length;
@@ -218,6 +239,16 @@ export class AuditStore {
     const event = key === undefined ? undefined : await this.getBySeq(parseSeqFromSeqKey(key));
     const lastSeq = Math.max(recorded.seq, event?.seq ?? 0);
     return { lastSeq, lastTerm: this.#runs.termAt(lastSeq), lastIngestTs: Math.max(event?.ingestTs ?? 0, recorded.ingestTs, highestIngestTs) };
+  }
+
+  /** The chain head: the one kept with the last change to the log, else the last entry's. */
+  async #readChainHead(lastSeq: number): Promise<ChainHead> {
+    const kept = await this.#db.get(CHAIN_HEAD_KEY);
+    if (kept !== undefined) {
+      const head = JSON.parse(kept) as { seq: number; hash: string };
+      if (head.seq === lastSeq) return { hash: head.hash, started: true };
+    }
+    return headOf(lastSeq === 0 ? undefined : await this.getBySeq(lastSeq));
   }
 
   /**
@@ -317,11 +348,14 @@ export class AuditStore {
    */
   async applyReplicated(entries: readonly Uint8Array[], starts: readonly TermStart[] = []): Promise<number> {
     const index = this.#openIndex();
+    const chain = this.#chain as RecordChain;
     const applied = await this.#openWriter().exclusive(async ({ db, position, setPosition, runs }) => {
       const batch = db.batch();
       let last: ReplicatedEntry | undefined;
       let count = 0;
       const newTables = new Set<string>();
+      let head = chain.head;
+      const integrity: IntegrityEntry[] = [];
       const text = this.#openText();
       const added: TermRun[] = [];
       let current = runs.runAt(position.lastSeq);
@@ -354,6 +388,13 @@ export class AuditStore {
             if (start.firstSeq > expected) startRun(start.firstSeq, start.term);
           }
           if (current === undefined || current.term !== entry.term || !current.received) startRun(entry.seq, entry.term);
+          if (chain.enabled) {
+            // Refuses (AUDIT_INTEGRITY_MISMATCH) an entry that does not continue this log's
+            // chain; after a gap (entries the leader pruned) only its own hashes are checked.
+            const verified = chain.verify(Buffer.from(entry.bytes.buffer, entry.bytes.byteOffset, entry.bytes.byteLength).toString('utf8'), entry.seq === expected + 1 ? head : undefined);
+            head = verified.chainHash === undefined ? head : { hash: verified.chainHash, started: true };
+            if (verified.integrity) integrity.push(verified.integrity);
+          }
           putEvent(batch, entry.eventId, entry.timestamp, entry.seq, entry.bytes);
           // A standby builds the same index keys as the leader, from the same bytes.
           index.put(batch, termsFromJson(entry.bytes), entry.timestamp, entry.seq, newTables);
@@ -362,6 +403,10 @@ export class AuditStore {
           count++;
         }
         text.putChanged(batch);
+        if (last !== undefined && chain.enabled) {
+          await addIntegrityPuts(db, batch, integrity, { index, newTables });
+          batch.put(CHAIN_HEAD_KEY, JSON.stringify({ seq: last.seq, hash: head.hash }));
+        }
         if (gapSeqMax > this.#gapSeqMax) {
           batch.put(localKey(GAP_SEQ_MAX), String(gapSeqMax));
           this.#gapSeqMax = gapSeqMax;
@@ -384,6 +429,7 @@ export class AuditStore {
         throw err;
       }
       for (const run of added) runs.add(run);
+      if (chain.enabled) chain.commit(head);
       // The log now ends past the tail; a standby serves no pulls, so it keeps none.
       this.#tail.clear();
       setPosition(end);
@@ -399,6 +445,7 @@ export class AuditStore {
    * forwarded to the leader again rather than lost. Returns how many moved, by term.
    */
   async divertSuffixToOutbox(seq: number): Promise<DivertResult> {
+    const chain = this.#chain as RecordChain;
     return this.#openWriter().exclusive(async ({ db, position, setPosition, runs }) => {
       const result: DivertResult = { moved: 0, terms: {} };
       if (seq > position.lastSeq) return result;
@@ -409,23 +456,51 @@ export class AuditStore {
       for (const event of suffix) {
         ops.push({ type: 'del', key: timeKey(event.timestamp, event.seq) }, { type: 'del', key: seqKey(event.seq) }, { type: 'del', key: idKey(event.eventId) });
         index.del(sink, event, event.timestamp, event.seq);
-        ops.push({ type: 'put', key: outboxKey(this.#outboxNext++), value: JSON.stringify(toAuditEvent(event)) });
         result.terms[event.term] = (result.terms[event.term] ?? 0) + 1;
+        // A checkpoint or key registration speaks of this log's chain, which ends here: it is
+        // dropped, not sent to be ordered again (the leader makes its own).
+        const kind = integrityKindOf(event.source, event.action);
+        if (kind === 'checkpoint' || kind === 'registerKey') continue;
+        ops.push({ type: 'put', key: outboxKey(this.#outboxNext++), value: JSON.stringify(toAuditEvent(event)) });
+        result.moved++;
+      }
+      for (const key of await db.keys({ gte: checkpointKey(seq), lt: prefixEnd(PREFIX.checkpoint) }).all()) ops.push({ type: 'del', key });
+      for (const [key, value] of await db.iterator({ gte: PREFIX.key, lt: prefixEnd(PREFIX.key) }).all()) {
+        if ((JSON.parse(value) as RegisteredKey).seq >= seq) ops.push({ type: 'del', key });
       }
       const dropped = runs.all.filter((run) => run.firstSeq >= seq);
       for (const run of dropped) ops.push({ type: 'del', key: termRunKey(run.firstSeq) });
       // The highest ingestTs ever assigned survives the truncation: it must never go back.
       const end = { lastSeq: seq - 1, lastTerm: 0, lastIngestTs: position.lastIngestTs };
       ops.push({ type: 'put', key: localKey('highestIngestTs'), value: String(position.lastIngestTs) }, { type: 'put', key: LOG_END_KEY, value: logEndValue(end) });
+      // The chain head goes back with the log: the next entry must chain to the one at seq - 1.
+      const head = await this.#chainHeadAt(seq - 1);
+      ops.push({ type: 'put', key: CHAIN_HEAD_KEY, value: JSON.stringify({ seq: seq - 1, hash: head.hash }) });
       await db.batch(ops, { sync: true });
       this.#deleteVersion++;
       runs.cutAfter(seq - 1);
       this.#tail.clear();
-      this.#outboxCount += suffix.length;
-      result.moved = suffix.length;
+      chain.commit(head);
+      this.#outboxCount += result.moved;
       setPosition({ ...end, lastTerm: runs.termAt(seq - 1) });
       return result;
     });
+  }
+
+  /**
+   * The chain head of a log that ends at `seq`: that entry's chain hash; when retention deleted
+   * it, the hash kept at the end of its pruned range; else the last entry before it that is
+   * still here (a log without chain fields has no hash to keep).
+   */
+  async #chainHeadAt(seq: number): Promise<ChainHead> {
+    if (seq <= 0) return headOf(undefined);
+    const entry = await this.getBySeq(seq);
+    if (entry !== undefined) return headOf(entry);
+    const range = this.#pruned.all.find((candidate) => candidate.toSeq === seq);
+    if (range?.chainHash !== undefined) return { hash: range.chainHash, started: true };
+    const keys = await this.#db.keys({ gte: PREFIX.seq, lt: seqKey(seq), reverse: true, limit: 1 }).all();
+    const key = keys[0];
+    return headOf(key === undefined ? undefined : await this.getBySeq(parseSeqFromSeqKey(key)));
   }
 
   async getByEventId(eventId: string): Promise<StoredEvent | undefined> {
@@ -592,6 +667,7 @@ export class AuditStore {
       let gapSeqMax = this.#gapSeqMax;
       let deleted = 0;
       const touchedBlocks = new Set<number>();
+      const pruned = new PrunedRanges(this.#pruned.all);
       for (const [key, value] of entries) {
         const event = JSON.parse(value) as StoredEvent;
         if (maxSeq !== undefined && event.seq > maxSeq) continue;
@@ -600,15 +676,21 @@ export class AuditStore {
         batch.del(seqKey(event.seq));
         batch.del(idKey(event.eventId));
         index.del(batch, event, event.timestamp, event.seq);
+        if (integrityKindOf(event.source, event.action) === 'checkpoint') batch.del(checkpointKey(event.seq));
+        pruned.add(event.seq, event.chainHash);
         gapSeqMax = Math.max(gapSeqMax, event.seq);
         deleted++;
       }
       // With the deletes, so a crash keeps both or neither.
       if (gapSeqMax > this.#gapSeqMax) batch.put(localKey(GAP_SEQ_MAX), String(gapSeqMax));
       if (deleted > 0) {
-        await batch.write({ sync: false });
+        batch.put(PRUNED_RANGES_KEY, JSON.stringify(pruned.all));
+        // In the writer's queue, so an erasure never rewrites an entry this batch deletes
+        // after it was read here (the rewrite would bring it back without its other keys).
+        await this.#openWriter().exclusive(() => batch.write({ sync: false }));
         this.#deleteVersion++;
         this.#gapSeqMax = gapSeqMax;
+        this.#pruned = pruned;
         // Queued behind the writer, not awaited: dropping a sketch only saves reads later, and
         // a prune must not wait for the appends ahead of it (it runs beside ingest).
         void this.#dropEmptySketches(touchedBlocks).catch(() => undefined);
@@ -711,6 +793,39 @@ export class AuditStore {
   async putLocal(name: string, value: unknown): Promise<void> {
     this.#openWriter();
     await this.#db.put(localKey(name), JSON.stringify(value), { sync: true });
+  }
+
+  /** Where the record chain stands: the last entry's seq and chain hash (docs/integrity.md). */
+  get chainHead(): { seq: number; chainHash: string; started: boolean } {
+    const head = (this.#chain as RecordChain).head;
+    return { seq: this.position.lastSeq, chainHash: head.hash, started: head.started };
+  }
+
+  /** True when this store keeps the record chain. */
+  get chainEnabled(): boolean {
+    return (this.#chain as RecordChain).enabled;
+  }
+
+  /** The seq ranges retention deleted from this store, each with the chain hash at its end. */
+  get prunedRanges(): readonly PrunedRange[] {
+    return this.#pruned.all;
+  }
+
+  /**
+   * The checkpoint records of the log (their seq and signed checkpoint text), newest last;
+   * with `limit`, only the newest that many.
+   */
+  async checkpoints(limit = Number.MAX_SAFE_INTEGER): Promise<Array<{ seq: number; checkpoint: string }>> {
+    this.#openWriter();
+    const entries = await this.#db.iterator({ gte: PREFIX.checkpoint, lt: prefixEnd(PREFIX.checkpoint), reverse: true, limit: Math.min(limit, 1_000_000) }).all();
+    return entries.reverse().map(([key, checkpoint]) => ({ seq: decodeUint(key.slice(PREFIX.checkpoint.length)), checkpoint }));
+  }
+
+  /** The public keys the log registered, by key id, with the seq of each registration. */
+  async registeredKeys(): Promise<Map<string, RegisteredKey>> {
+    this.#openWriter();
+    const entries = await this.#db.iterator({ gte: PREFIX.key, lt: prefixEnd(PREFIX.key) }).all();
+    return new Map(entries.map(([key, value]) => [key.slice(PREFIX.key.length), JSON.parse(value) as RegisteredKey]));
   }
 
   /** Bytes of the LevelDB files on disk (tables, logs, manifest). */

@@ -11,6 +11,8 @@
  *   o!<n:16>           → event JSON           outbox: received here, not yet stored by the leader
  *   x!…                → ''                   secondary indexes (index-keys.ts)
  *   r!<firstSeq:16>    → {term, received}      term runs: where each run of one term starts in this log
+ *   c!<seq:16>         → signed checkpoint    the checkpoint records of the log, by their seq (integrity)
+ *   k!<keyId>          → {seq, key}           the public keys registered in the log (integrity)
  */
 
 /** Largest value a key field can hold: Number.MAX_SAFE_INTEGER fits in 14 hex digits. */
@@ -43,6 +45,8 @@ export const PREFIX = {
   local: 'l!',
   outbox: 'o!',
   termRun: 'r!',
+  checkpoint: 'c!',
+  key: 'k!',
 } as const;
 
 /** The first key after every key with `prefix` ('!' + 1 = '"'). */
@@ -85,6 +89,14 @@ export function timeUpperBoundInclusive(timestampMs: number): string {
   // The largest event time has no successor to encode; everything in the family is below it.
   if (timestampMs >= Number.MAX_SAFE_INTEGER) return prefixEnd(PREFIX.time);
   return PREFIX.time + encodeUint(timestampMs + 1);
+}
+
+export function checkpointKey(seq: number): string {
+  return PREFIX.checkpoint + encodeUint(seq);
+}
+
+export function keyKey(keyId: string): string {
+  return PREFIX.key + keyId;
 }
 
 export function outboxKey(n: number): string {

@@ -5,6 +5,7 @@ import { LogTail } from './log-tail.js';
 import { termsFromJson, type IndexWriter } from './index-writer.js';
 import type { TextSketchWriter } from './text-sketch-writer.js';
 import { termRunKey, termRunValue, type TermRun, type TermRuns } from './term-runs.js';
+import type { IntegrityEntry, RecordChain } from './record-chain.js';
 
 type Db = Level<string, string>;
 
@@ -81,8 +82,18 @@ type PendingAppend = Extract<PendingOp, { kind: 'append' }>;
 /** Returns the term to stamp on new events; throws AUDIT_NOT_LEADER when this node may not order events. */
 export type Sequencer = () => number;
 
+/**
+ * Local-metadata key of the chain head `{seq, hash}`, written with every change to the log
+ * while the chain is kept: the last entry may later be deleted by retention, and the next one
+ * must still chain to it.
+ */
+export const CHAIN_HEAD_KEY = localKey('chainHead');
+
+/** Adds what integrity records mean for the store to a batch about to be written; true when earlier entries were rewritten. */
+export type IntegrityIndexer = (batch: PutSink & { del(key: string): unknown }, entries: readonly IntegrityEntry[], newTables: Set<string>) => Promise<boolean>;
+
 /** Anything that takes puts: a chained LevelDB batch. */
-interface PutSink {
+export interface PutSink {
   put(key: string, value: string): unknown;
   put(key: string, value: Uint8Array, options: { valueEncoding: 'view' }): unknown;
 }
@@ -118,12 +129,30 @@ export class EventWriter {
   readonly #index: IndexWriter;
   readonly #text: TextSketchWriter;
   readonly #runs: TermRuns;
+  readonly #chain: RecordChain;
+  readonly #indexIntegrity: IntegrityIndexer;
   #position: WriterPosition;
   #queue: PendingOp[] = [];
   #draining: Promise<void> | undefined;
 
-  constructor(db: Db, position: WriterPosition, options: { now: () => number; groupEventsMax: number; sequencer: Sequencer; tail: LogTail; index: IndexWriter; text: TextSketchWriter; runs: TermRuns }) {
+  constructor(
+    db: Db,
+    position: WriterPosition,
+    options: {
+      now: () => number;
+      groupEventsMax: number;
+      sequencer: Sequencer;
+      tail: LogTail;
+      index: IndexWriter;
+      text: TextSketchWriter;
+      runs: TermRuns;
+      chain: RecordChain;
+      indexIntegrity: IntegrityIndexer;
+    },
+  ) {
     this.#db = db;
+    this.#chain = options.chain;
+    this.#indexIntegrity = options.indexIntegrity;
     this.#tail = options.tail;
     this.#index = options.index;
     this.#text = options.text;
@@ -252,6 +281,10 @@ export class EventWriter {
     const results: AppendResult[] = [];
     const written: string[] = [];
     const newTables = new Set<string>();
+    const chain = this.#chain;
+    // The chain moves on in memory only once the batch is written (see below).
+    let chainHash = chain.head.hash;
+    const integrity: IntegrityEntry[] = [];
     for (const pending of group) {
       const result: AppendResult = { stored: [], duplicates: 0 };
       for (const event of pending.events) {
@@ -262,7 +295,13 @@ export class EventWriter {
         seenInGroup.add(event.eventId);
         seq++;
         // Composed from the JSON made at validation: the event is serialised once.
-        const json = storedEventJson(event, ingestTs, seq, term);
+        let json: string;
+        if (chain.enabled) {
+          const chained = chain.append(event.json, ingestTs, seq, term, chainHash);
+          json = chained.json;
+          chainHash = chained.chainHash;
+          if (chained.integrity) integrity.push(chained.integrity);
+        } else json = storedEventJson(event, ingestTs, seq, term);
         putEvent(batch, event.eventId, event.timestamp, seq, json);
         // In the same batch as the event: the indexes and the log can never disagree.
         this.#index.put(batch, termsFromJson(event.json), event.timestamp, seq, newTables);
@@ -287,8 +326,13 @@ export class EventWriter {
       }
       batch.put(LOG_END_KEY, logEndValue({ lastSeq: seq, lastTerm: term, lastIngestTs: ingestTs }));
     }
+    let rewrote = false;
+    if (grew && chain.enabled) {
+      if (integrity.length > 0) rewrote = await this.#indexIntegrity(batch, integrity, newTables);
+      batch.put(CHAIN_HEAD_KEY, JSON.stringify({ seq, hash: chainHash }));
+    }
     if (batch.length > 0) {
-      const group = this.#tail.enabled ? LogTail.encode(written) : undefined;
+      const group = this.#tail.enabled && !rewrote ? LogTail.encode(written) : undefined;
       written.length = 0;
       // Store before ack: a caller that got 200 may never retry.
       try {
@@ -297,12 +341,17 @@ export class EventWriter {
         this.#index.forget(newTables);
         throw err;
       }
+      // An erasure rewrote entries the tail may hold: it no longer holds what LevelDB does.
+      if (rewrote) this.#tail.clear();
       if (group) this.#tail.append(this.#position.lastSeq + 1, group);
     } else {
       await batch.close();
     }
     if (run) this.#runs.add(run);
-    if (grew) this.#position = { lastSeq: seq, lastTerm: term, lastIngestTs: ingestTs };
+    if (grew) {
+      this.#position = { lastSeq: seq, lastTerm: term, lastIngestTs: ingestTs };
+      if (chain.enabled) chain.commit({ hash: chainHash, started: true });
+    }
     return results;
   }
 }

@@ -44,9 +44,10 @@ function readFromEnds(buf: Buffer): ReplicatedEntry | undefined {
   // Searched backwards from the id's end, so only the id's bytes are looked at, not the entry's.
   if (buf.lastIndexOf(BACKSLASH, idEnd) >= HEAD.length) return undefined;
   if (buf[buf.length - 1] !== CLOSE_BRACE) return undefined;
-  // Backwards from the closing brace: `,"term":R`, `,"seq":S`, `,"ingestTs":I`, `,"timestamp":T`.
+  // Backwards from the closing brace, past the fixed-size chain fields when there are any
+  // (docs/integrity.md): `,"term":R`, `,"seq":S`, `,"ingestTs":I`, `,"timestamp":T`.
   const values: number[] = [];
-  let end = buf.length - 1;
+  let end = hasChainFields(buf) ? buf.length - CHAIN_FIELDS_BYTES : buf.length - 1;
   for (const key of TAIL_KEYS) {
     let start = end;
     while (start > 0 && isDigit(buf[start - 1] as number)) start--;
@@ -65,6 +66,22 @@ function readFromEnds(buf: Buffer): ReplicatedEntry | undefined {
   // The entry must close the eventId string and go on to the next member before the tail.
   if (buf[idEnd + 1] !== COMMA) return undefined;
   return { eventId: buf.toString('utf8', HEAD.length, idEnd), timestamp, seq, ingestTs, term, bytes: buf };
+}
+
+/** `,"recordHash":"<64>","chainHash":"<64>","fieldCheck":"<56>"}`: the chain fields end every chained entry. */
+const CHAIN_FIELD_KEYS = [Buffer.from(',"recordHash":"'), Buffer.from('","chainHash":"'), Buffer.from('","fieldCheck":"')] as const;
+const CHAIN_FIELD_LENGTHS = [64, 64, 56] as const;
+const CHAIN_FIELDS_BYTES = CHAIN_FIELD_KEYS.reduce((n, key, i) => n + key.length + (CHAIN_FIELD_LENGTHS[i] as number), 0) + 2;
+
+function hasChainFields(buf: Buffer): boolean {
+  let at = buf.length - CHAIN_FIELDS_BYTES;
+  if (at < HEAD.length) return false;
+  for (let i = 0; i < CHAIN_FIELD_KEYS.length; i++) {
+    const key = CHAIN_FIELD_KEYS[i] as Buffer;
+    if (!bytesAt(buf, at, key)) return false;
+    at += key.length + (CHAIN_FIELD_LENGTHS[i] as number);
+  }
+  return buf[at] === 0x22 && buf[at + 1] === CLOSE_BRACE;
 }
 
 function bytesAt(buf: Buffer, at: number, expected: Uint8Array): boolean {

@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AuditError, AuditErrorCode, encodeEvent, type AuditEvent } from '@auditlake/model';
+import { canonicalRecord, chainHash, GENESIS_CHAIN_HASH, RecordHasher } from '@auditlake/integrity';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { AuditStore, RetentionPruner } from '../src/index.js';
 
@@ -175,8 +176,9 @@ describe('AuditStore replication and outbox', () => {
     expect(await standby.readBySeq(0, 10)).toEqual(stored);
     // Stored as received, byte for byte: what the standby would hand on is what the leader has.
     expect(await standby.readEncodedBySeq(0, 10)).toEqual(entries);
-    const disordered = [{ ...stored[2]!, seq: 5 }, { ...stored[2]!, seq: 4, eventId: 'x' }].map((e) => Buffer.from(JSON.stringify(e)));
-    await expect(standby.applyReplicated(disordered)).rejects.toThrow(/out of order/);
+    await leader.append([ev('d', 30), ev('e', 40)]);
+    const [fourth, fifth] = await leader.readEncodedBySeq(3, 10);
+    await expect(standby.applyReplicated([fifth!, fourth!])).rejects.toThrow(/out of order/);
     expect(standby.position.lastSeq).toBe(3);
     // Nothing of the refused batch was written, not even the entry before the disorder.
     expect(await standby.getBySeq(5)).toBeUndefined();
@@ -188,9 +190,14 @@ describe('AuditStore replication and outbox', () => {
     const { stored } = await store.appendEncoded([encoded]);
     expect(stored).toEqual([{ eventId: 'enc', seq: 1, ingestTs: 5_000, term: 4 }]);
     const [bytes] = await store.readEncodedBySeq(0, 1);
-    // Exactly what serialising the stored event gives (the property the store relies on).
-    expect(Buffer.from(bytes!).toString('utf8')).toBe(JSON.stringify({ ...ev('enc', 7), ingestTs: 5_000, seq: 1, term: 4 }));
-    expect(await store.getByEventId('enc')).toEqual({ ...ev('enc', 7), ingestTs: 5_000, seq: 1, term: 4 });
+    // Exactly what serialising the stored event gives (the property the store relies on), with
+    // the chain fields computed as docs/integrity.md defines them.
+    const values = { ...ev('enc', 7), ingestTs: 5_000, seq: 1, term: 4 };
+    const digest = new RecordHasher().digest(canonicalRecord(values));
+    const chained = { ...values, recordHash: digest.recordHash, chainHash: chainHash(GENESIS_CHAIN_HASH, digest.recordHash), fieldCheck: digest.fieldCheck };
+    expect(Buffer.from(bytes!).toString('utf8')).toBe(JSON.stringify(chained));
+    expect(await store.getByEventId('enc')).toEqual(chained);
+    expect(store.chainHead).toEqual({ seq: 1, chainHash: chained.chainHash, started: true });
   });
 
   it('refuses a replicated entry that is not a stored event, and applies nothing of its batch', async () => {

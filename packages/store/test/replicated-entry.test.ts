@@ -57,6 +57,21 @@ describe('readReplicatedEntry', () => {
     }
   });
 
+  it('reads a chained entry from its ends too, past its fixed-size chain fields', () => {
+    const chained = (e: AuditEvent, seq: number) =>
+      Buffer.from(storedEventJson(encodeEvent(e), 5, seq, 2).slice(0, -1) + `,"recordHash":"${'a'.repeat(64)}","chainHash":"${'b'.repeat(64)}","fieldCheck":"${'c'.repeat(56)}"}`);
+    const parse = vi.spyOn(JSON, 'parse');
+    try {
+      expect(readReplicatedEntry(chained(event('chained-1'), 77))).toMatchObject({ eventId: 'chained-1', timestamp: 1_700_000_000_000, ingestTs: 5, seq: 77, term: 2 });
+      expect(parse).not.toHaveBeenCalled();
+    } finally {
+      parse.mockRestore();
+    }
+    // A chain field of another length is not the fixed layout: parsed in full, still right.
+    const odd = Buffer.from(chained(event('odd'), 78).toString('utf8').replace('"fieldCheck":"c', '"fieldCheck":"'));
+    expect(readReplicatedEntry(odd)).toMatchObject({ eventId: 'odd', seq: 78 });
+  });
+
   it('parses in full an eventId with escapes, and an entry laid out otherwise', () => {
     expect(readReplicatedEntry(stored(event('a"b\\c'), 1, 2, 3))).toMatchObject({ eventId: 'a"b\\c', seq: 2, term: 3 });
     const reordered = Buffer.from(JSON.stringify({ seq: 4, eventId: 'x', term: 1, ingestTs: 2, timestamp: 3, userId: 'u' }));

@@ -1,0 +1,88 @@
+import type { StoredEvent } from '@auditlake/model';
+import { composeStoredEvent, eraseRecordFields, parseErasureDetails, parsePublishedKey } from '@auditlake/integrity';
+import type { Level } from 'level';
+import { PREFIX, checkpointKey, decodeUint, idKey, keyKey } from './event-keys.js';
+import type { IntegrityEntry } from './record-chain.js';
+import { termsFromJson, type IndexWriter } from './index-writer.js';
+
+/** Anything that takes puts and deletes: a chained LevelDB batch. */
+interface PutSink {
+  put(key: string, value: string): unknown;
+  del(key: string): unknown;
+}
+
+/** The secondary indexes an erasure must update (an erased value must not stay in an index key). */
+export interface IndexUpdate {
+  index: IndexWriter;
+  /** Table names new to the dictionary in this batch (IndexWriter.put). */
+  newTables: Set<string>;
+}
+
+/** A public key the log registered, as the key index keeps it. */
+export interface RegisteredKey {
+  /** Seq of the registration record. */
+  seq: number;
+  /** The published key ({v, keyId, nodeId, publicKey}) as its text. */
+  key: string;
+}
+
+/**
+ * Adds to `batch` what the integrity records among entries being stored mean for this store:
+ * a checkpoint is indexed by its seq, a key registration by its key id, and an erasure rewrites
+ * the records it names that this store holds (values replaced by the marker, field hashes
+ * kept). Runs on the leader as it appends and on a standby as it applies, so every copy of the
+ * log is erased alike. Returns true when it rewrote earlier entries (their kept bytes are stale).
+ */
+export async function addIntegrityPuts(db: Level<string, string>, batch: PutSink, entries: readonly IntegrityEntry[], indexes: IndexUpdate): Promise<boolean> {
+  let rewrote = false;
+  for (const entry of entries) {
+    switch (entry.kind) {
+      case 'checkpoint':
+        batch.put(checkpointKey(entry.seq), entry.details);
+        break;
+      case 'registerKey': {
+        let keyId: string;
+        try {
+          keyId = parsePublishedKey(entry.details).keyId;
+        } catch {
+          continue; // Not a key: recorded as it is, registers nothing.
+        }
+        batch.put(keyKey(keyId), JSON.stringify({ seq: entry.seq, key: entry.details } satisfies RegisteredKey));
+        break;
+      }
+      case 'erase':
+        if (await eraseTargets(db, batch, entry, indexes)) rewrote = true;
+        break;
+    }
+  }
+  return rewrote;
+}
+
+async function eraseTargets(db: Level<string, string>, batch: PutSink, entry: IntegrityEntry, indexes: IndexUpdate): Promise<boolean> {
+  let details;
+  try {
+    details = parseErasureDetails(entry.details);
+  } catch {
+    return false;
+  }
+  let rewrote = false;
+  for (const ref of details.records) {
+    // Only earlier records, and only the one the erasure names (same eventId at the same seq).
+    if (ref.seq >= entry.seq) continue;
+    const suffix = await db.get(idKey(ref.eventId));
+    if (suffix === undefined || decodeUint(suffix.slice(16)) !== ref.seq) continue;
+    const key = PREFIX.time + suffix;
+    const value = await db.get(key);
+    if (value === undefined) continue;
+    const before = JSON.parse(value) as StoredEvent;
+    const erased = eraseRecordFields(before, details.fields);
+    if (erased === undefined) continue;
+    const json = composeStoredEvent(erased);
+    batch.put(key, json);
+    // The index keys hold the values (user, tables): the erased ones go, the marker's come.
+    indexes.index.del(batch, termsFromJson(value), before.timestamp, before.seq);
+    indexes.index.put(batch, termsFromJson(json), before.timestamp, before.seq, indexes.newTables);
+    rewrote = true;
+  }
+  return rewrote;
+}

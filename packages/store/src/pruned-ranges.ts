@@ -1,0 +1,95 @@
+/** Seqs retention deleted from this store, and the chain hash of the last one in the range. */
+export interface PrunedRange {
+  fromSeq: number;
+  toSeq: number;
+  /** chain_hash of the entry at `toSeq`; absent for entries without chain fields. */
+  chainHash?: string;
+}
+
+/**
+ * Most ranges kept. Retention deletes by event time, so late events leave islands; past this
+ * many, the two ranges closest together are joined (the seqs between are still in the log, so
+ * calling them deleted only means the verifier cannot link across that one hole).
+ */
+export const PRUNED_RANGES_MAX = 10_000;
+
+/**
+ * The seqs retention deleted, as sorted, disjoint ranges: what lets a verifier tell records
+ * retention removed from records that went missing, and go on with the chain after them.
+ */
+export class PrunedRanges {
+  #ranges: PrunedRange[];
+
+  constructor(ranges: readonly PrunedRange[]) {
+    this.#ranges = ranges.map((range) => ({ ...range })).sort((a, b) => a.fromSeq - b.fromSeq);
+  }
+
+  get all(): readonly PrunedRange[] {
+    return this.#ranges;
+  }
+
+  /** Adds one deleted entry. */
+  add(seq: number, chainHash: string | undefined): void {
+    const ranges = this.#ranges;
+    // The first range that starts after seq.
+    let low = 0;
+    let high = ranges.length;
+    while (low < high) {
+      const mid = (low + high) >> 1;
+      if ((ranges[mid] as PrunedRange).fromSeq <= seq) low = mid + 1;
+      else high = mid;
+    }
+    const before = ranges[low - 1];
+    const after = ranges[low];
+    if (before !== undefined && before.toSeq >= seq) return;
+    if (before !== undefined && before.toSeq === seq - 1) {
+      before.toSeq = seq;
+      setAnchor(before, chainHash);
+      if (after !== undefined && after.fromSeq === seq + 1) {
+        before.toSeq = after.toSeq;
+        setAnchor(before, after.chainHash);
+        ranges.splice(low, 1);
+      }
+    } else if (after !== undefined && after.fromSeq === seq + 1) {
+      after.fromSeq = seq;
+    } else {
+      const range: PrunedRange = { fromSeq: seq, toSeq: seq };
+      setAnchor(range, chainHash);
+      ranges.splice(low, 0, range);
+      if (ranges.length > PRUNED_RANGES_MAX) this.#joinClosest();
+    }
+  }
+
+  /** Forgets ranges from `seq` on (the log was cut there). */
+  cutFrom(seq: number): void {
+    this.#ranges = this.#ranges.filter((range) => range.fromSeq < seq);
+    const last = this.#ranges.at(-1);
+    if (last !== undefined && last.toSeq >= seq) {
+      last.toSeq = seq - 1;
+      delete last.chainHash;
+    }
+  }
+
+  /** The chain hash kept for `seq` when it ends a range. */
+  anchorAt(seq: number): string | undefined {
+    return this.#ranges.find((range) => range.toSeq === seq)?.chainHash;
+  }
+
+  #joinClosest(): void {
+    let best = 1;
+    for (let i = 1; i < this.#ranges.length; i++) {
+      const gap = (this.#ranges[i] as PrunedRange).fromSeq - (this.#ranges[i - 1] as PrunedRange).toSeq;
+      if (gap < (this.#ranges[best] as PrunedRange).fromSeq - (this.#ranges[best - 1] as PrunedRange).toSeq) best = i;
+    }
+    const left = this.#ranges[best - 1] as PrunedRange;
+    const right = this.#ranges[best] as PrunedRange;
+    left.toSeq = right.toSeq;
+    setAnchor(left, right.chainHash);
+    this.#ranges.splice(best, 1);
+  }
+}
+
+function setAnchor(range: PrunedRange, chainHash: string | undefined): void {
+  if (chainHash === undefined) delete range.chainHash;
+  else range.chainHash = chainHash;
+}

@@ -1,0 +1,174 @@
+import { AuditError, AuditErrorCode, type StoredEvent } from '@auditlake/model';
+import {
+  canonicalOfText,
+  canonicalRecord,
+  chainHash,
+  GENESIS_CHAIN_HASH,
+  integrityKindOfTexts,
+  readEventText,
+  RecordHasher,
+  type CanonicalRecord,
+  type EventText,
+  type IntegrityEventKind,
+} from '@auditlake/integrity';
+
+/** Where the chain stands at the end of the log. */
+export interface ChainHead {
+  /** chain_hash of the last entry; GENESIS_CHAIN_HASH before the first chained one. */
+  hash: string;
+  /** True once the log's last entry carries chain fields (an entry without them is then refused). */
+  started: boolean;
+}
+
+/** An auditlake integrity event met while appending or applying (details as a string). */
+export interface IntegrityEntry {
+  kind: IntegrityEventKind;
+  seq: number;
+  details: string;
+}
+
+/** What a leader stores for one event, and what it is. */
+export interface ChainedJson {
+  json: string;
+  integrity: IntegrityEntry | undefined;
+}
+
+/** A replicated entry's fields, read once for its keys, its verification and its kind. */
+export interface VerifiedEntry {
+  eventId: string;
+  timestamp: number;
+  seq: number;
+  ingestTs: number;
+  term: number;
+  chainHash: string | undefined;
+  integrity: IntegrityEntry | undefined;
+}
+
+/**
+ * The record chain of one store's log (docs/integrity.md): the leader appends chain fields to
+ * each event it orders; a standby recomputes them for each entry it applies and refuses entries
+ * that do not continue its chain. The head moves only when a write succeeded ({@link commit}).
+ */
+export class RecordChain {
+  readonly enabled: boolean;
+  readonly #hasher = new RecordHasher();
+  #head: ChainHead;
+
+  constructor(enabled: boolean, head: ChainHead) {
+    this.enabled = enabled;
+    this.#head = head;
+  }
+
+  get head(): ChainHead {
+    return { ...this.#head };
+  }
+
+  /** Sets the head after a write that changed the log (applied, truncated). */
+  commit(head: ChainHead): void {
+    this.#head = { ...head };
+  }
+
+  /**
+   * The stored JSON of an event the leader orders after a record whose chain hash is
+   * `previous`: the encoded event with its place in the order and its chain fields, and the
+   * new chain hash (the head once the write succeeded).
+   */
+  append(encodedJson: string, ingestTs: number, seq: number, term: number, previous: string): ChainedJson & { chainHash: string } {
+    const position = `,"ingestTs":${ingestTs},"seq":${seq},"term":${term}`;
+    const text = readEventText(encodedJson);
+    const record = text === undefined ? parsedRecord(encodedJson, ingestTs, seq, term) : { ...canonicalOf(text), seq, term, ingestTs };
+    const digest = this.#hasher.digest(record);
+    const chain = chainHash(previous, digest.recordHash);
+    const json = `${encodedJson.slice(0, -1)}${position},"recordHash":"${digest.recordHash}","chainHash":"${chain}","fieldCheck":"${digest.fieldCheck}"}`;
+    return { json, chainHash: chain, integrity: integrityOf(record, seq) };
+  }
+
+  /**
+   * Reads a replicated entry and checks it continues the chain after `previous` (undefined: the
+   * entry follows a gap, so only its own record hash is checked). Throws
+   * AUDIT_INTEGRITY_MISMATCH for an entry whose hashes do not match, or one without chain
+   * fields after the chain started.
+   */
+  verify(text: string, previous: ChainHead | undefined): VerifiedEntry {
+    const read = readEventText(text);
+    let record: CanonicalRecord;
+    let stored: { recordHash?: string | undefined; chainHash?: string | undefined; fieldCheck?: string | undefined };
+    let eventId: string;
+    if (read !== undefined && read.seq !== undefined) {
+      record = canonicalOfText(read) as CanonicalRecord;
+      stored = read;
+      eventId = read.eventIdText.includes('\\') ? (JSON.parse(read.eventIdText) as string) : read.eventIdText.slice(1, -1);
+    } else {
+      const event = parseStored(text);
+      record = canonicalRecord(event);
+      stored = event;
+      eventId = event.eventId;
+    }
+    const entry: VerifiedEntry = {
+      eventId,
+      timestamp: record.timestamp,
+      seq: record.seq,
+      ingestTs: record.ingestTs,
+      term: record.term,
+      chainHash: stored.chainHash,
+      integrity: integrityOf(record, record.seq),
+    };
+    if (!this.enabled) return entry;
+    if (stored.recordHash === undefined || stored.chainHash === undefined) {
+      if (previous?.started === true) throw mismatch(record.seq, 'it has no chain fields, but the chain has started');
+      return entry;
+    }
+    const digest = this.#hasher.digest(record);
+    if (digest.recordHash !== stored.recordHash) throw mismatch(record.seq, 'its record_hash does not match its content');
+    if (digest.fieldCheck !== stored.fieldCheck) throw mismatch(record.seq, 'its field_check does not match its content');
+    if (previous !== undefined && chainHash(previous.hash, digest.recordHash) !== stored.chainHash) {
+      throw mismatch(record.seq, 'its chain_hash does not follow this node\'s chain (the logs differ before it)');
+    }
+    return entry;
+  }
+}
+
+/** The head of a log whose last entry is `last` (undefined: an empty log). */
+export function headOf(last: StoredEvent | undefined): ChainHead {
+  if (last?.chainHash === undefined) return { hash: GENESIS_CHAIN_HASH, started: false };
+  return { hash: last.chainHash, started: true };
+}
+
+function canonicalOf(text: EventText): Omit<CanonicalRecord, 'seq' | 'term' | 'ingestTs'> {
+  return {
+    timestamp: text.timestamp,
+    eventIdText: text.eventIdText,
+    sourceIdText: text.sourceIdText,
+    sourceSeqText: text.sourceSeqText,
+    texts: text.texts,
+    erased: text.erased,
+  };
+}
+
+/** The canonical record of an event JSON in another layout (never the store's own: a safety net). */
+function parsedRecord(json: string, ingestTs: number, seq: number, term: number): CanonicalRecord {
+  const event = JSON.parse(json) as StoredEvent;
+  return canonicalRecord({ ...event, ingestTs, seq, term });
+}
+
+function parseStored(text: string): StoredEvent {
+  let event: StoredEvent;
+  try {
+    event = JSON.parse(text) as StoredEvent;
+  } catch {
+    throw new TypeError(`replicated entry is not JSON: ${text.slice(0, 200)}`);
+  }
+  if (typeof event !== 'object' || event === null || typeof event.eventId !== 'string' || !Number.isSafeInteger(event.seq)) {
+    throw new TypeError(`replicated entry is not a stored event: ${text.slice(0, 200)}`);
+  }
+  return event;
+}
+
+function integrityOf(record: CanonicalRecord, seq: number): IntegrityEntry | undefined {
+  const kind = integrityKindOfTexts(record.texts.source, record.texts.action);
+  return kind === undefined ? undefined : { kind, seq, details: JSON.parse(record.texts.details) as string };
+}
+
+function mismatch(seq: number, why: string): AuditError {
+  return new AuditError(AuditErrorCode.INTEGRITY_MISMATCH, `refused the replicated entry at seq ${seq}: ${why}; nothing was stored`);
+}
