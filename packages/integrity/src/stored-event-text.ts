@@ -7,7 +7,7 @@ import { HASHED_FIELDS, isHashedField, type CanonicalRecord, type HashedField } 
  *
  * The layout read is the one the store writes (docs/integrity.md, "Stored layout"):
  * `{"eventId":…,"userId":…,"source":…,"action":…,"resource":…,"decision":…,"tables":[…],
- * "query":…,"details":…[,"erased":{…}][,"sourceId":…][,"sourceSeq":N],"timestamp":N
+ * "query":…,"details":…[,"erased":{…}][,"redacted":N][,"sourceId":…][,"sourceSeq":N],"timestamp":N
  * [,"ingestTs":N,"seq":N,"term":N[,"recordHash":"…","chainHash":"…","fieldCheck":"…"]]}`.
  */
 export interface EventText {
@@ -70,6 +70,12 @@ export function readEventText(json: string): EventText | undefined {
     erased = parseErased(json.slice(at, end + 1));
     if (erased === undefined) return undefined;
     at = end + 1;
+  }
+  // The count of values ingest masked: not hashed (the masked text is), so it is skipped.
+  if (json.startsWith(',"redacted":', at)) {
+    const end = numberEnd(json, at + 12);
+    if (end < 0) return undefined;
+    at = end;
   }
   let sourceIdText = '';
   if (json.startsWith(',"sourceId":', at)) {
@@ -237,6 +243,7 @@ export interface StoredEventParts {
   query: string;
   details: string;
   erased?: Partial<Record<HashedField, string>> | undefined;
+  redacted?: number | undefined;
   sourceId?: string | undefined;
   sourceSeq?: number | undefined;
   timestamp: number;
@@ -265,6 +272,7 @@ export function composeStoredEvent(parts: StoredEventParts): string {
     details: parts.details,
   };
   if (parts.erased !== undefined && Object.keys(parts.erased).length > 0) object['erased'] = parts.erased;
+  if (parts.redacted !== undefined && parts.redacted > 0) object['redacted'] = parts.redacted;
   if (parts.sourceId !== undefined) object['sourceId'] = parts.sourceId;
   if (parts.sourceSeq !== undefined) object['sourceSeq'] = parts.sourceSeq;
   object['timestamp'] = parts.timestamp;

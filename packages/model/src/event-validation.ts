@@ -1,5 +1,5 @@
 import { AuditError, AuditErrorCode } from './audit-error.js';
-import { toAuditEvent, type AuditEvent, type Decision } from './event.js';
+import { isReservedAction, toAuditEvent, type AuditEvent, type Decision } from './event.js';
 import { newEventId } from './event-id.js';
 import {
   EVENT_TIME_MAX_MS,
@@ -10,7 +10,6 @@ import {
   TABLES_COUNT_MAX,
   truncateToBytes,
 } from './field-limits.js';
-import { isReservedAction, toAuditEvent } from './event.js';
 
 export interface ValidateOptions {
   /** Server time used when an event has no `ts`, and for assigned ids. */
