@@ -86,6 +86,15 @@ export const CONFIG_KEYS = {
   debugTierCrashBeforeCommit: spec('auditlake.debug.tier.crash.before.commit', 'false', boolean),
   /** Test hook: the node SIGKILLs itself when a table maintenance run reaches this step ('' = never). */
   debugMaintenanceCrashAt: spec('auditlake.debug.maintenance.crash.at', '', text),
+  /**
+   * Keep the record chain (record and chain hashes with every event, verified by standbys).
+   * On by default; off only to measure what it costs (docs/integrity.md).
+   */
+  integrityChainEnabled: spec('auditlake.audit.integrity.chain.enabled', 'true', boolean),
+  /** The leader signs a checkpoint after this many new records… */
+  integrityCheckpointEvents: spec('auditlake.audit.integrity.checkpoint.events', '10000', positiveInt),
+  /** …or this long after the last checkpoint, when records came since. */
+  integrityCheckpointIntervalMs: spec('auditlake.audit.integrity.checkpoint.interval.ms', '60000', positiveInt),
   /** How often the background retention prune runs. */
   retentionIntervalMs: spec('auditlake.audit.retention.interval.ms', '60000', positiveInt),
   /** Events deleted per prune batch; batches yield to ingest in between. */

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { ClusterNode, ClusterToken, RedisCoordinator, systemClock } from '@auditlake/cluster';
 import { AuditError, AuditErrorCode, describeChanges, encodeEvent, type CredentialConfig, type NodeConfig } from '@auditlake/model';
+import { loadOrCreateNodeKey } from '@auditlake/integrity';
 import { AuditStore, CLUSTER_LOG_TAIL_BYTES, RetentionPruner } from '@auditlake/store';
 import { S3Connections } from '@auditlake/lake';
 import type { FastifyInstance } from 'fastify';
@@ -24,6 +25,8 @@ import { registerIngestRoute } from './routes/ingest-route.js';
 import { registerInternalRoutes } from './routes/internal-routes.js';
 import { registerSearchRoute } from './routes/search-route.js';
 import { registerStatsRoute } from './routes/stats-route.js';
+import { registerIntegrityRoutes } from './routes/integrity-route.js';
+import { IntegrityService } from './integrity-service.js';
 import { AuditSearch } from './audit-search.js';
 import { registerSettingsRoutes } from './routes/settings-route.js';
 import { SettingsService } from './settings-service.js';
@@ -76,6 +79,8 @@ export interface AuditNode extends AsyncDisposable {
   readonly metrics: NodeMetrics;
   readonly membership: Membership;
   readonly tiering: TieringService;
+  /** The record chain's leader duties (key registration, checkpoints) and its listing. */
+  readonly integrity: IntegrityService;
   /** The embedded S3 endpoint, when started with one. */
   readonly embeddedS3: EmbeddedS3 | undefined;
   readonly app: FastifyInstance;
@@ -147,6 +152,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     sequencer: coordinatorUrl === undefined ? () => 0 : orderedOnlyByTheLeader,
     // A cluster node's standbys pull its log when it leads; a single node is never pulled from.
     logTailBytes: coordinatorUrl === undefined ? 0 : CLUSTER_LOG_TAIL_BYTES,
+    chain: config.integrityChainEnabled,
   });
   // Closed in reverse order of opening.
   const closers: Array<() => Promise<void>> = [...(embeddedS3 ? [() => embeddedS3.close()] : []), () => store.close()];
@@ -225,6 +231,19 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     registerStatsRoute(app, { search, viewerMaxPage: config.viewerMaxPage, membership });
     registerSettingsRoutes(app, settings, membership, tiering);
     registerMaintenanceRoutes(app, membership, tiering);
+    const integrity = new IntegrityService({
+      store,
+      membership: membership,
+      nodeId,
+      key: await loadOrCreateNodeKey(options.dataDir),
+      now: () => Date.now() + config.debugClockOffsetMs,
+      checkpointEvents: config.integrityCheckpointEvents,
+      checkpointIntervalMs: config.integrityCheckpointIntervalMs,
+      log: logger,
+    });
+    // Closed before the store (closers run in reverse): its last tick finishes first.
+    closers.push(() => integrity.close());
+    registerIntegrityRoutes(app, { integrity, store });
     registerClusterRoute(app, membership);
     registerHealthRoutes(app, metrics, () => (membership.isLeader() ? 'leader' : 'standby'));
     if (cluster) {
@@ -248,10 +267,11 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     pruner.trigger().catch(() => undefined);
     tiering.sweeper.start();
     await tiering.maintenance.refresh();
+    integrity.start();
 
     let closed: Promise<void> | undefined;
     const close = () => (closed ??= closeAll());
-    return { url, nodeId, adminToken, store, settings, metrics, membership, tiering, embeddedS3, app, close, [Symbol.asyncDispose]: close };
+    return { url, nodeId, adminToken, store, settings, metrics, membership, tiering, integrity, embeddedS3, app, close, [Symbol.asyncDispose]: close };
   } catch (err) {
     await closeAll();
     throw err;

@@ -1,0 +1,197 @@
+import { randomUUID } from 'node:crypto';
+import {
+  checkpointEvent,
+  checkpointHash,
+  encodePublishedKey,
+  keyRegistrationEvent,
+  parseSignedCheckpoint,
+  publishKey,
+  signCheckpoint,
+  type NodeKey,
+  type SignedCheckpoint,
+} from '@auditlake/integrity';
+import { AuditErrorCode, encodeEvent, isAuditError, type AuditEvent } from '@auditlake/model';
+import type { AuditStore, PrunedRange } from '@auditlake/store';
+import type { Membership } from './membership.js';
+
+/** How often the leader looks whether a checkpoint is due (cheap: two numbers compared). */
+export const CHECKPOINT_POLL_MS = 250;
+
+export interface IntegrityServiceOptions {
+  store: AuditStore;
+  membership: Membership;
+  nodeId: string;
+  key: NodeKey;
+  now: () => number;
+  /** A checkpoint after this many records since the last one… */
+  checkpointEvents: number;
+  /** …or this long after the last one, when records came since. */
+  checkpointIntervalMs: number;
+  /** Injected so a test decides when the leader looks (default: a CHECKPOINT_POLL_MS timer). */
+  pollMs?: number;
+  log: { warn(obj: object, msg: string): void };
+}
+
+/** What `GET /admin/audit/integrity` answers (docs/http-api.md, "Integrity"). */
+export interface IntegrityView {
+  nodeId: string;
+  /** This node's signing key id. */
+  keyId: string;
+  chainEnabled: boolean;
+  chainId: string | undefined;
+  /** Where this node's log ends, and its chain hash there. */
+  head: { seq: number; chainHash: string };
+  /** Public keys registered in the log (published form), this node's own included once registered. */
+  keys: Array<{ seq: number; key: string }>;
+  /** The newest checkpoints (signed, published form), oldest first. */
+  checkpoints: Array<{ seq: number; checkpoint: string }>;
+  /** Seq ranges retention deleted here, with the chain hash at each range's end. */
+  pruned: readonly PrunedRange[];
+}
+
+/** Checkpoints listed by `GET /admin/audit/integrity`. */
+export const CHECKPOINTS_LISTED = 100;
+
+/**
+ * The leader's part of the record chain (docs/integrity.md): registers this node's public key
+ * in the log once, then signs a checkpoint every `checkpointEvents` records or
+ * `checkpointIntervalMs`, whichever comes first, and records it in the log itself (so it is
+ * replicated, tiered and chained like any record). A new leader continues the chain of
+ * checkpoints it finds in its log, under its own key.
+ */
+export class IntegrityService {
+  readonly #options: IntegrityServiceOptions;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+  #lastCheckpoint: { seq: number; timeMs: number } | undefined;
+  #closed = false;
+
+  constructor(options: IntegrityServiceOptions) {
+    this.#options = options;
+  }
+
+  start(): void {
+    if (this.#closed || this.#timer !== undefined || !this.#options.store.chainEnabled) return;
+    this.#timer = setInterval(() => void this.tick(), this.#options.pollMs ?? CHECKPOINT_POLL_MS);
+    this.#timer.unref();
+  }
+
+  /**
+   * Does what is due now: registers the key, signs a checkpoint. Runs one at a time; a call
+   * while one runs waits for it. Never throws (a failure is logged and retried next tick).
+   */
+  tick(): Promise<void> {
+    this.#running ??= this.#tickOnce().finally(() => {
+      this.#running = undefined;
+    });
+    return this.#running;
+  }
+
+  /** Signs a checkpoint of the log as it is now, if records came since the last (tests, shutdown). */
+  async checkpointNow(): Promise<SignedCheckpoint | undefined> {
+    await this.#running;
+    if (!this.#options.membership.isLeader() || !this.#options.store.chainEnabled) return undefined;
+    await this.#ensureKeyRegistered();
+    return this.#checkpoint();
+  }
+
+  async #tickOnce(): Promise<void> {
+    const { store, membership } = this.#options;
+    if (this.#closed || !membership.isLeader() || !store.chainEnabled) return;
+    try {
+      await this.#ensureKeyRegistered();
+      const last = this.#lastCheckpoint ?? (await this.#latestCheckpointPlace());
+      this.#lastCheckpoint = last;
+      const head = store.chainHead;
+      const since = head.seq - last.seq;
+      if (since <= 0) return;
+      // Counted from the last checkpoint record, so that record alone never makes the next one due.
+      if (since >= this.#options.checkpointEvents || this.#options.now() - last.timeMs >= this.#options.checkpointIntervalMs) {
+        await this.#checkpoint();
+      }
+    } catch (err) {
+      if (isAuditError(err, AuditErrorCode.NOT_LEADER) || isAuditError(err, AuditErrorCode.STORE_NOT_OPEN)) return;
+      this.#options.log.warn({ err }, 'could not sign an integrity checkpoint (retried)');
+    }
+  }
+
+  async #latestCheckpointPlace(): Promise<{ seq: number; timeMs: number }> {
+    const [latest] = await this.#options.store.checkpoints(1);
+    if (latest === undefined) return { seq: 0, timeMs: this.#options.now() };
+    const signed = parseSignedCheckpoint(latest.checkpoint);
+    // From the record that holds it: the checkpoint record's own seq is already covered.
+    return { seq: latest.seq, timeMs: signed.timeMs };
+  }
+
+  async #ensureKeyRegistered(): Promise<void> {
+    const { store, key, nodeId, now } = this.#options;
+    const keys = await store.registeredKeys();
+    if (keys.has(key.keyId)) return;
+    await this.#record(keyRegistrationEvent(`integrity-key-${key.keyId}-${randomUUID()}`, publishKey(key, nodeId), now()));
+  }
+
+  async #checkpoint(): Promise<SignedCheckpoint | undefined> {
+    const { store, key, nodeId, membership, now } = this.#options;
+    const head = store.chainHead;
+    if (!head.started || head.seq === 0) return undefined;
+    const [previous] = await store.checkpoints(1);
+    const previousSigned = previous === undefined ? undefined : parseSignedCheckpoint(previous.checkpoint);
+    if (previousSigned !== undefined && previousSigned.seq >= head.seq) return undefined;
+    const timeMs = now();
+    const signed = signCheckpoint(
+      {
+        v: 1,
+        // The chain's id is chosen by its first checkpoint and kept by every later one.
+        chainId: previousSigned?.chainId ?? randomUUID(),
+        seq: head.seq,
+        chainHash: head.chainHash,
+        timeMs,
+        term: membership.term(),
+        keyId: key.keyId,
+        nodeId,
+        previousCheckpointHash: previousSigned === undefined ? '' : checkpointHash(previousSigned),
+      },
+      key.privateKey,
+    );
+    const stored = await this.#record(checkpointEvent(`integrity-checkpoint-${head.seq}-${randomUUID()}`, signed));
+    if (stored !== undefined) this.#lastCheckpoint = { seq: stored, timeMs };
+    return signed;
+  }
+
+  /** Appends one of auditlake's own integrity records to the log; its seq, or undefined. */
+  async #record(event: AuditEvent): Promise<number | undefined> {
+    const result = await this.#options.store.appendEncoded([encodeEvent(event)]);
+    return result.stored[0]?.seq;
+  }
+
+  /** What `GET /admin/audit/integrity` answers. */
+  async view(): Promise<IntegrityView> {
+    const { store, key, nodeId } = this.#options;
+    const head = store.chainHead;
+    const checkpoints = await store.checkpoints(CHECKPOINTS_LISTED);
+    const latest = checkpoints.at(-1);
+    const keys = [...(await store.registeredKeys()).values()].sort((a, b) => a.seq - b.seq);
+    return {
+      nodeId,
+      keyId: key.keyId,
+      chainEnabled: store.chainEnabled,
+      chainId: latest === undefined ? undefined : parseSignedCheckpoint(latest.checkpoint).chainId,
+      head: { seq: head.seq, chainHash: head.chainHash },
+      keys,
+      checkpoints,
+      pruned: store.prunedRanges,
+    };
+  }
+
+  /** This node's public key as published (also when not yet registered). */
+  publishedKey(): string {
+    return encodePublishedKey(publishKey(this.#options.key, this.#options.nodeId));
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#timer = undefined;
+    await this.#running;
+  }
+}

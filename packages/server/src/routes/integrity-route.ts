@@ -1,0 +1,37 @@
+import { AuditError, AuditErrorCode } from '@auditlake/model';
+import type { AuditStore } from '@auditlake/store';
+import type { FastifyInstance } from 'fastify';
+import type { IntegrityService } from '../integrity-service.js';
+import './route-access.js';
+
+/** Most records one `GET /admin/audit/integrity/records` page holds. */
+export const RECORDS_PAGE_MAX = 10_000;
+
+function nonNegativeInt(query: Record<string, unknown>, name: string, fallback: number, max: number): number {
+  const raw = query[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = typeof raw === 'string' && /^\d{1,16}$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(value) || value > max) {
+    throw new AuditError(AuditErrorCode.BAD_REQUEST, `parameter ${name} must be an integer from 0 to ${max}: ${typeof raw === 'string' ? raw : JSON.stringify(raw)}`);
+  }
+  return value;
+}
+
+/**
+ * `GET /admin/audit/integrity`: this node's key, chain head, registered keys, newest
+ * checkpoints and retention-deleted ranges. `GET /admin/audit/integrity/records?afterSeq&limit`:
+ * this node's stored records in seq order, as NDJSON (each line exactly as stored, chain
+ * fields included), for `auditlake verify --url`.
+ */
+export function registerIntegrityRoutes(app: FastifyInstance, options: { integrity: IntegrityService; store: AuditStore }): void {
+  const access = { role: 'admin', action: 'audit:ReadIntegrity' } as const;
+  app.get('/admin/audit/integrity', { config: { access } }, async () => options.integrity.view());
+  app.get('/admin/audit/integrity/records', { config: { access } }, async (request, reply) => {
+    const query = request.query as Record<string, unknown>;
+    const afterSeq = nonNegativeInt(query, 'afterSeq', 0, Number.MAX_SAFE_INTEGER);
+    const limit = nonNegativeInt(query, 'limit', 1000, RECORDS_PAGE_MAX);
+    const entries = await options.store.readEncodedBySeq(afterSeq, limit);
+    const text = entries.map((entry) => Buffer.from(entry.buffer, entry.byteOffset, entry.byteLength).toString('utf8')).join('\n');
+    return reply.type('application/x-ndjson; charset=utf-8').send(text.length === 0 ? '' : `${text}\n`);
+  });
+}

@@ -1,0 +1,112 @@
+// Goal: a node keeps its record chain provable by itself — it registers its public key in the
+// log, signs checkpoints every N records or T ms, lists them (admins only) — and refuses the
+// actions only it may record, storing nothing of such a request.
+import { ChainVerifier, parseSignedCheckpoint, type VerifyRecord } from '@auditlake/integrity';
+import { describe, expect, it } from 'vitest';
+import { event, INGEST_TOKEN, startTestNode, type TestNode } from './test-node.js';
+
+interface View {
+  nodeId: string;
+  keyId: string;
+  chainEnabled: boolean;
+  chainId: string;
+  head: { seq: number; chainHash: string };
+  keys: Array<{ seq: number; key: string }>;
+  checkpoints: Array<{ seq: number; checkpoint: string }>;
+  pruned: unknown[];
+}
+
+async function view(t: TestNode): Promise<View> {
+  const res = await t.request('/admin/audit/integrity');
+  expect(res.status).toBe(200);
+  return (await res.json()) as View;
+}
+
+async function waitFor(what: string, condition: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+async function records(t: TestNode, query = ''): Promise<VerifyRecord[]> {
+  const res = await t.request(`/admin/audit/integrity/records${query}`);
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toContain('application/x-ndjson');
+  return (await res.text())
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as VerifyRecord);
+}
+
+describe('the leader keeps the chain provable', () => {
+  it('registers its key, then signs a checkpoint every N records, each linked to the one before', async () => {
+    const t = await startTestNode({ props: { 'auditlake.audit.integrity.checkpoint.events': '5', 'auditlake.audit.integrity.checkpoint.interval.ms': '3600000' } });
+    await waitFor('the key registered', async () => (await view(t)).keys.length === 1);
+    for (let i = 0; i < 12; i++) expect((await t.ingest(event({ eventId: `e${i}` }))).status).toBe(200);
+    await waitFor('two checkpoints', async () => (await view(t)).checkpoints.length >= 2);
+    const v = await view(t);
+    expect(v.chainEnabled).toBe(true);
+    expect(JSON.parse(v.keys[0]?.key as string)).toMatchObject({ keyId: v.keyId, nodeId: v.nodeId });
+    const [first, second] = v.checkpoints.map((c) => parseSignedCheckpoint(c.checkpoint));
+    expect(first).toMatchObject({ keyId: v.keyId, chainId: v.chainId, previousCheckpointHash: '' });
+    expect(second?.previousCheckpointHash).toMatch(/^[0-9a-f]{64}$/);
+    expect((second?.seq as number) - (first?.seq as number)).toBeGreaterThanOrEqual(5);
+    // The records endpoint pages the log in seq order, and what it gives verifies.
+    const all = await records(t, '?limit=10000');
+    expect(all.map((r) => r.seq)).toEqual(Array.from({ length: all.length }, (_, i) => i + 1));
+    expect((await records(t, '?afterSeq=3&limit=2')).map((r) => r.seq)).toEqual([4, 5]);
+    const verifier = new ChainVerifier({ startSeq: 1 });
+    for (const record of all) verifier.add(record);
+    expect(verifier.finish()).toMatchObject({ ok: true, records: all.length });
+  });
+
+  it('signs a checkpoint after the interval when fewer than N records came', async () => {
+    const t = await startTestNode({ props: { 'auditlake.audit.integrity.checkpoint.events': '1000000', 'auditlake.audit.integrity.checkpoint.interval.ms': '200' } });
+    expect((await t.ingest([event({ eventId: 'a' }), event({ eventId: 'b' })])).status).toBe(200);
+    await waitFor('a checkpoint', async () => (await view(t)).checkpoints.length >= 1);
+    const checkpoint = parseSignedCheckpoint((await view(t)).checkpoints[0]?.checkpoint as string);
+    expect(checkpoint.seq).toBeGreaterThanOrEqual(3);
+  });
+
+  it('lists nothing to non-admins and refuses bad paging, naming the parameter', async () => {
+    const t = await startTestNode();
+    expect((await t.request('/admin/audit/integrity', { token: INGEST_TOKEN })).status).toBe(403);
+    expect((await t.request('/admin/audit/integrity/records', { token: null })).status).toBe(401);
+    const res = await t.request('/admin/audit/integrity/records?limit=10001');
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: string }).error).toBe('parameter limit must be an integer from 0 to 10000: 10001');
+    expect((await t.request('/admin/audit/integrity/records?afterSeq=-1')).status).toBe(400);
+  });
+
+  it('keeps no chain with auditlake.audit.integrity.chain.enabled=false (to measure its cost)', async () => {
+    const t = await startTestNode({ props: { 'auditlake.audit.integrity.chain.enabled': 'false', 'auditlake.audit.integrity.checkpoint.interval.ms': '100' } });
+    expect((await t.ingest(event({ eventId: 'plain' }))).status).toBe(200);
+    const [stored] = await t.stored();
+    expect(stored).not.toHaveProperty('chainHash');
+    const v = await view(t);
+    expect(v.chainEnabled).toBe(false);
+    expect(v.keys).toEqual([]);
+  });
+});
+
+describe('ingest', () => {
+  it('refuses the actions only auditlake records, and stores nothing of the request', async () => {
+    const t = await startTestNode();
+    const { status, json } = await t.ingest([event({ eventId: 'fine' }), event({ eventId: 'forged', source: 'auditlake', action: 'integrity:Checkpoint' })]);
+    expect(status).toBe(400);
+    expect(json['error']).toBe('events[1].action integrity:Checkpoint of source auditlake is reserved: only auditlake itself records it');
+    expect((await t.stored()).filter((e) => e.eventId === 'fine' || e.eventId === 'forged')).toEqual([]);
+  });
+
+  it('keeps sourceId and sourceSeq, hashed with the record', async () => {
+    const t = await startTestNode();
+    expect((await t.ingest(event({ eventId: 's1', sourceId: 'trino-1', sourceSeq: 7 }))).status).toBe(200);
+    const record = (await records(t)).find((r) => r.eventId === 's1');
+    expect(record).toMatchObject({ sourceId: 'trino-1', sourceSeq: 7 });
+    const verifier = new ChainVerifier();
+    verifier.add({ ...(record as VerifyRecord), sourceSeq: 8 });
+    expect(verifier.finish().message).toMatch(/field sourceSeq changed/);
+  });
+});
