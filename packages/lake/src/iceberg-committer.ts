@@ -25,6 +25,7 @@ import { metadataFileKey, s3Key, type IcebergTableRef } from './iceberg-table-re
 import type { LoadedTable } from './iceberg-table.js';
 import { commitMetadataVersion } from './iceberg-version-commit.js';
 import { joinKey } from './s3-location.js';
+import { CHECKPOINT_SUMMARY_KEY, latestCheckpointText } from './integrity-objects.js';
 import type { Watermark } from './watermark.js';
 
 export interface IcebergCommitResult {
@@ -103,7 +104,10 @@ export async function commitIcebergBatch(
     nowMs: context.nowMs,
     addedFiles: summarizeAddedFiles(dataFiles),
     previousMetadataPath: loaded.metadataPath,
-    summaryExtra: watermarkSummary({ seq: BigInt(last.seq), ingestTs: last.ingestTs, leaderTerm: context.term, writerId: context.writerId }),
+    summaryExtra: {
+      ...watermarkSummary({ seq: BigInt(last.seq), ingestTs: last.ingestTs, leaderTerm: context.term, writerId: context.writerId }),
+      ...checkpointSummary(batch, parent?.summary),
+    },
     ...(context.metadataLogEntriesMax === undefined ? {} : { metadataLogEntriesMax: context.metadataLogEntriesMax }),
   });
   const committed = await commitMetadataVersion(objects, table, loaded, next, {
@@ -112,4 +116,10 @@ export async function commitIcebergBatch(
     ...(context.beforeCommit ? { beforeCommit: context.beforeCommit } : {}),
   });
   return { version: committed.version, loaded: committed, manifests: carried.length + 1, watermark, bytes: dataFiles.reduce((s, f) => s + f.file_size_in_bytes, 0), files: dataFiles.length };
+}
+
+/** The newest signed checkpoint tiered so far: this batch's, else the one the parent snapshot carried. */
+function checkpointSummary(batch: readonly StoredEvent[], parentSummary: Readonly<Record<string, string>> | undefined): Record<string, string> {
+  const checkpoint = latestCheckpointText(batch) ?? parentSummary?.[CHECKPOINT_SUMMARY_KEY];
+  return checkpoint === undefined ? {} : { [CHECKPOINT_SUMMARY_KEY]: checkpoint };
 }

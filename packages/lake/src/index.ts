@@ -25,3 +25,5 @@ export { runIcebergMaintenance, type MaintenancePolicy, type MaintenanceRunFigur
 export { COMPACTIONS_DIR, compactionKey, compactParquetLocation, liveParquetFiles, readCompactions, readParquetLog, type CompactionMarker, type ParquetLog } from './parquet-compaction.js';
 export { REPLACED_FILE_GRACE_MS, runParquetMaintenance } from './parquet-maintenance.js';
 export type { ParquetCompactionContext, ParquetCompactionResult } from './parquet-compaction.js';
+export { CHECKPOINT_SUMMARY_KEY, INTEGRITY_DIR, latestCheckpointText, readIntegrityObjects, writeIntegrityObjects, type IntegrityObjects } from './integrity-objects.js';
+export { readTierHistory, type TierHistory } from './tier-history.js';

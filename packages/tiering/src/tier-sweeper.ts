@@ -18,6 +18,7 @@ import {
   tableWatermark,
   type IcebergTableRef,
   type LoadedTable,
+  writeIntegrityObjects,
   type S3Connections,
   type ObjectStore,
   type TieredLocation,
@@ -230,6 +231,7 @@ export class TierSweeper {
     });
     this.#succeeded();
     await this.#remember({ mode: 'parquet', path: settings.tierParquetPath, connectionId: settings.tierConnectionId }, result.marker.watermark);
+    await this.#writeProof(objects, location.prefix, batch, settings.tierParquetPath);
     this.#status.lastBatch = { count: batch.length, bytes: result.bytes, ms: this.#now() - started };
     this.#logTiered(result.marker.files.length, settings.tierParquetPath);
     this.#options.onTiered?.(batch.length, result.bytes);
@@ -279,6 +281,7 @@ export class TierSweeper {
     });
     this.#succeeded();
     await this.#remember({ mode: 'iceberg', path: table.identifier, location: table.location, connectionId: table.connectionId }, result.watermark);
+    await this.#writeProof(objects, table.s3.prefix, batch, table.identifier);
     this.#status.lastBatch = { count: batch.length, bytes: result.bytes, ms: this.#now() - started };
     this.#logTiered(result.files, table.identifier);
     this.#options.onTiered?.(batch.length, result.bytes);
@@ -328,6 +331,19 @@ export class TierSweeper {
     if (this.#probed.has(key)) return;
     await probeConditionalCreate(objects, prefix);
     this.#probed.add(key);
+  }
+
+  /**
+   * The `_integrity/` digest objects of the checkpoints and keys this committed batch holds
+   * (docs/integrity.md). The commit stands either way: a failure here is logged, and the
+   * records themselves (tiered with the batch) still carry every checkpoint.
+   */
+  async #writeProof(objects: ObjectStore, prefix: string, batch: readonly StoredEvent[], target: string): Promise<void> {
+    try {
+      await writeIntegrityObjects(objects, prefix, batch);
+    } catch (err) {
+      this.#options.log.warn({ err, target }, `Audit tiering: could not write the _integrity objects of the batch ending at seq ${batch.at(-1)?.seq ?? 0} to ${target}`);
+    }
   }
 
   /** Events after the watermark, settled, at most a batch, whole ingest-millisecond groups. */
