@@ -18,9 +18,9 @@ const ALLOWED: Record<string, string[] | 'any'> = {
   tiering: ['model', 'store', 'format', 'lake'],
   query: ['model', 'store', 'format', 'lake'],
   // The server serves the UI's built files (it resolves the package; it imports no UI code).
-  server: ['model', 'store', 'cluster', 'lake', 'tiering', 'query', 'ui', 's3-endpoint'],
+  server: ['model', 'store', 'cluster', 'lake', 'tiering', 'query', 'ui', 's3-endpoint', 'integrity'],
   ui: ['model'],
-  cli: ['model', 'server'],
+  cli: ['model', 'server', 'integrity', 'lake', 'format'],
   sim: ['model', 'store', 'cluster'],
   testkit: 'any',
   bench: 'any',

@@ -5,6 +5,7 @@ import { EXPORT_USAGE } from './export-options.js';
 import { IMPORT_USAGE } from './import-options.js';
 import { importCommand } from './import-command.js';
 import { START_USAGE } from './start-options.js';
+import { VERIFY_USAGE } from './verify-options.js';
 
 /** This package's version, as `auditlake --version` prints it. */
 export function cliVersion(): string {
@@ -20,6 +21,7 @@ commands:
   start        run a node (auditlake start --help describes every option)
   import       send other systems' audit logs to a node (auditlake import --help)
   export       write the whole matching log into one file: NDJSON, CSV, Arrow, Parquet or OCSF (auditlake export --help)
+  verify       prove a node's log or a tier unaltered and complete (auditlake verify --help)
 
 options:
   --version    print the version and exit
@@ -29,7 +31,9 @@ ${START_USAGE}
 
 ${IMPORT_USAGE}
 
-${EXPORT_USAGE}`;
+${EXPORT_USAGE}
+
+${VERIFY_USAGE}`;
 
 /** Runs the CLI; returns the process exit code for commands that finish. */
 export async function runCli(argv: string[], env: NodeJS.ProcessEnv): Promise<number | 'running'> {
@@ -56,6 +60,15 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv): Promise<nu
       return 0;
     }
     return exportCommand(args, env, { stdout: process.stdout, stderr: process.stderr });
+  }
+  if (command === 'verify') {
+    if (wantsHelp) {
+      process.stdout.write(VERIFY_USAGE + '\n');
+      return 0;
+    }
+    // Loaded only to verify: it reads Parquet and S3, which the other commands do not need.
+    const { verifyCommand } = await import('./verify-command.js');
+    return verifyCommand(args, env, { stdout: process.stdout, stderr: process.stderr });
   }
   if (command !== 'start') {
     process.stderr.write(`auditlake: unknown command: ${command}\n${USAGE}\n`);

@@ -1,0 +1,101 @@
+import { parseArgs } from 'node:util';
+import { AuditError, AuditErrorCode } from '@auditlake/model';
+
+export const VERIFY_USAGE = `usage: auditlake verify [--url URL --token T] [--path s3://bucket/prefix | --table s3://bucket/table-location]
+                        [--endpoint URL] [--region R] [--access-key-id K] [--secret-access-key S]
+                        [--public-key FILE]... [--from-seq N] [--json]
+  Recomputes every record hash and the record chain over a node's log and/or a tier, checks
+  every signed checkpoint, and prints "verified N records, seq A..B, K checkpoints" or the first
+  break (altered record, missing records, reordered, truncated tail, bad or unknown signature).
+  --url, --token       verify a node's log online (token: an admin token; default
+                       $AUDITLAKE_URL and $AUDITLAKE_ADMIN_TOKEN)
+  --path               verify a Parquet tier offline, from the bucket alone
+  --table              verify an Iceberg table offline, by its location (s3://bucket/warehouse/ns/table)
+  --endpoint, --region, --access-key-id, --secret-access-key
+                       the S3 endpoint and credentials for --path/--table (default
+                       $AWS_ENDPOINT_URL, $AWS_REGION or us-east-1, $AWS_ACCESS_KEY_ID, $AWS_SECRET_ACCESS_KEY)
+  --public-key         a PEM public key to trust (repeatable); then every checkpoint must be
+                       signed by one of these, not merely by a key the history shows
+  --from-seq           where the history is known to begin (default 1): records before it are
+                       not expected
+  --json               print the whole report as JSON
+  With both --url and a tier, the node's log and the tier are verified as one history.
+exit status: 0 verified, 1 a break was found, 2 usage error`;
+
+export interface TierLocationOption {
+  mode: 'parquet' | 'iceberg';
+  /** `s3://bucket/prefix` (Parquet) or the table location (Iceberg). */
+  location: string;
+  endpoint: string;
+  region: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+}
+
+export interface VerifyOptions {
+  node?: { url: string; token: string };
+  tier?: TierLocationOption;
+  publicKeyFiles: string[];
+  fromSeq: number;
+  json: boolean;
+}
+
+function usageError(message: string): AuditError {
+  return new AuditError(AuditErrorCode.BAD_REQUEST, `${message}\n${VERIFY_USAGE}`);
+}
+
+/** Parses `auditlake verify` arguments; throws a coded error naming the bad input (exit 2). */
+export function parseVerifyOptions(args: string[], env: NodeJS.ProcessEnv): VerifyOptions {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        url: { type: 'string' },
+        token: { type: 'string' },
+        path: { type: 'string' },
+        table: { type: 'string' },
+        endpoint: { type: 'string' },
+        region: { type: 'string' },
+        'access-key-id': { type: 'string' },
+        'secret-access-key': { type: 'string' },
+        'public-key': { type: 'string', multiple: true },
+        'from-seq': { type: 'string' },
+        json: { type: 'boolean', default: false },
+      },
+    });
+  } catch (err) {
+    throw usageError((err as Error).message);
+  }
+  const v = parsed.values;
+  if (v.path !== undefined && v.table !== undefined) throw usageError('give --path (a Parquet tier) or --table (an Iceberg table), not both');
+  const tierLocation = v.path ?? v.table;
+  const url = v.url ?? (tierLocation === undefined ? env['AUDITLAKE_URL'] : undefined);
+  if (url === undefined && tierLocation === undefined) throw usageError('name what to verify: --url (a node), --path (a Parquet tier) or --table (an Iceberg table)');
+  const options: VerifyOptions = { publicKeyFiles: v['public-key'] ?? [], fromSeq: 1, json: v.json === true };
+  if (url !== undefined) {
+    if (!/^https?:\/\/[^/]+/.test(url)) throw usageError(`--url must be an http(s) URL: ${url}`);
+    const token = v.token ?? env['AUDITLAKE_ADMIN_TOKEN'];
+    if (token === undefined || token === '') throw usageError('--token (or $AUDITLAKE_ADMIN_TOKEN) is required with --url: an admin token');
+    options.node = { url, token };
+  }
+  if (tierLocation !== undefined) {
+    if (!/^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/.*)?$/.test(tierLocation)) throw usageError(`--${v.path !== undefined ? 'path' : 'table'} must be s3://bucket[/prefix]: ${tierLocation}`);
+    options.tier = {
+      mode: v.path !== undefined ? 'parquet' : 'iceberg',
+      location: tierLocation,
+      endpoint: v.endpoint ?? env['AWS_ENDPOINT_URL'] ?? '',
+      region: v.region ?? env['AWS_REGION'] ?? 'us-east-1',
+      accessKeyId: v['access-key-id'] ?? env['AWS_ACCESS_KEY_ID'] ?? '',
+      secretAccessKey: v['secret-access-key'] ?? env['AWS_SECRET_ACCESS_KEY'] ?? '',
+    };
+  }
+  if (v['from-seq'] !== undefined) {
+    const fromSeq = /^\d{1,16}$/.test(v['from-seq']) ? Number(v['from-seq']) : NaN;
+    if (!Number.isSafeInteger(fromSeq) || fromSeq < 1) throw usageError(`--from-seq must be a positive integer: ${v['from-seq']}`);
+    options.fromSeq = fromSeq;
+  }
+  return options;
+}

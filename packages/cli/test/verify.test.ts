@@ -1,0 +1,372 @@
+// Goal: `auditlake verify` proves a real node's history — online from the node, offline from
+// the bucket alone — and names the first break for every way the tier can be tampered with:
+// a changed value, a removed row, a dropped file, a cut tail, swapped records, a forged or
+// foreign-signed checkpoint, a replaced public key, a chain spliced from another cluster.
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { encodeAuditParquet, readAuditParquet, type TieredEvent } from '@auditlake/format';
+import { checkpointHash, encodeSignedCheckpoint, loadOrCreateNodeKey, parseSignedCheckpoint, signCheckpoint, type SignedCheckpoint } from '@auditlake/integrity';
+import { COMMITS_DIR, S3Connections, type CommitMarker, type ObjectStore } from '@auditlake/lake';
+import { resolveConfig } from '@auditlake/model';
+import { startAuditNode, type AuditNode } from '@auditlake/server';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyCommand, verifyHistory } from '../src/verify-command.js';
+import { parseVerifyOptions } from '../src/verify-options.js';
+
+const ADMIN_TOKEN = 'admin-token-for-verify-tests';
+const BUCKET = 'auditlake';
+const PREFIX = 'tier';
+const TIER_PATH = `s3://${BUCKET}/${PREFIX}`;
+
+let dataDir: string;
+let node: AuditNode;
+let objects: ObjectStore;
+let connections: S3Connections;
+
+async function ingest(events: Array<Record<string, unknown>>): Promise<void> {
+  const res = await fetch(`${node.url}/v1/api/audit`, { method: 'POST', headers: { authorization: `Token ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(events) });
+  expect(res.status).toBe(200);
+}
+
+function event(i: number): Record<string, unknown> {
+  return { eventId: `ev-${i}`, userId: `user-${i % 3}`, source: 'trino', action: 'data:Select', resource: `hive.sales.t${i}`, decision: 'ALLOW', tables: [`hive.sales.t${i}`], query: `SELECT ${i}`, ts: 1_700_000_000_000 + i * 1000 };
+}
+
+async function waitFor(what: string, condition: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+function offline(extra: string[] = []) {
+  return parseVerifyOptions(['--path', TIER_PATH, '--endpoint', node.embeddedS3?.endpoint as string, '--access-key-id', 'S3RVER', '--secret-access-key', 'S3RVER', ...extra], {});
+}
+
+function online(extra: string[] = []) {
+  return parseVerifyOptions(['--url', node.url, '--token', ADMIN_TOKEN, ...extra], {});
+}
+
+async function markers(): Promise<Array<{ key: string; marker: CommitMarker }>> {
+  const keys = await objects.list(`${PREFIX}/${COMMITS_DIR}/`);
+  return Promise.all(keys.map(async (key) => ({ key, marker: JSON.parse(new TextDecoder().decode(await objects.get(key))) as CommitMarker })));
+}
+
+async function readRows(key: string): Promise<TieredEvent[]> {
+  return readAuditParquet(await objects.byteSource(key));
+}
+
+/** Every object under the tier prefix, to put back after a tamper. */
+async function snapshotTier(): Promise<Map<string, Uint8Array>> {
+  const saved = new Map<string, Uint8Array>();
+  for (const key of await objects.list(`${PREFIX}/`)) saved.set(key, await objects.get(key));
+  return saved;
+}
+
+/** Tampering only rewrites objects, so putting every saved one back restores the tier. */
+async function restoreTier(saved: Map<string, Uint8Array>): Promise<void> {
+  for (const [key, bytes] of saved) await objects.put(key, bytes);
+}
+
+/** Rewrites a data file with other rows, and the marker's recorded size with it (as a thorough tamperer would). */
+async function rewriteFile(key: string, rows: TieredEvent[]): Promise<void> {
+  const bytes = encodeAuditParquet(rows);
+  await objects.put(key, bytes);
+  for (const { key: markerKey, marker } of await markers()) {
+    const file = marker.files.find((f) => f.key === key);
+    if (file === undefined) continue;
+    file.bytes = bytes.byteLength;
+    file.rows = rows.length;
+    await objects.put(markerKey, JSON.stringify(marker));
+  }
+}
+
+/** The data file holding `seq`, and its rows. */
+async function fileWith(seq: number): Promise<{ key: string; rows: TieredEvent[] }> {
+  for (const { marker } of await markers()) {
+    for (const file of marker.files) {
+      const rows = await readRows(file.key);
+      if (rows.some((row) => row.seq === seq)) return { key: file.key, rows };
+    }
+  }
+  throw new Error(`no tiered file holds seq ${seq}`);
+}
+
+async function checkpointObjects(): Promise<Array<{ key: string; checkpoint: SignedCheckpoint }>> {
+  const keys = await objects.list(`${PREFIX}/_integrity/checkpoints/`);
+  return Promise.all(keys.map(async (key) => ({ key, checkpoint: parseSignedCheckpoint(new TextDecoder().decode(await objects.get(key))) })));
+}
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'auditlake-verify-'));
+  node = await startAuditNode({
+    dataDir,
+    host: '127.0.0.1',
+    port: 0,
+    embeddedS3Port: 0,
+    adminToken: ADMIN_TOKEN,
+    config: resolveConfig(
+      new Map(
+        Object.entries({
+          'auditlake.audit.tier.mode': 'parquet',
+          'auditlake.audit.tier.parquet.path': TIER_PATH,
+          'auditlake.audit.tier.connectionId': 'local',
+          'auditlake.audit.tier.interval.ms': '100',
+          'auditlake.audit.tier.ingest.settle.ms': '0',
+          'auditlake.audit.tier.batch.size': '7',
+          // Checkpoints come from the test (checkpointNow), not from a timer.
+          'auditlake.audit.integrity.checkpoint.events': '1000000',
+          'auditlake.audit.integrity.checkpoint.interval.ms': '3600000',
+        }),
+      ),
+    ),
+  });
+  connections = new S3Connections(
+    new Map([['t', { id: 't', endpoint: node.embeddedS3?.endpoint as string, region: 'us-east-1', accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER', forcePathStyle: true }]]),
+  );
+  objects = connections.bucket('t', BUCKET);
+  // The key registration first (seq 1), then three rounds of events, each closed by a
+  // checkpoint, then a tail after the last one.
+  await node.integrity.tick();
+  expect(node.store.chainHead.seq).toBe(1);
+  for (let round = 0; round < 3; round++) {
+    await ingest(Array.from({ length: 8 }, (_, i) => event(round * 8 + i + 1)));
+    expect(await node.integrity.checkpointNow()).toBeDefined();
+  }
+  await ingest([event(100), event(101)]);
+  const headSeq = node.store.chainHead.seq;
+  await waitFor('the whole log tiered', async () => (await node.tiering.watermark()).seq === headSeq);
+}, 120_000);
+
+afterAll(async () => {
+  connections?.close();
+  await node?.close();
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+describe('an untouched history', () => {
+  it('verifies online, offline from the bucket, and both as one', async () => {
+    const head = node.store.chainHead.seq;
+    // The key registration, 26 events and 3 checkpoint records.
+    expect(head).toBe(1 + 26 + 3);
+    for (const options of [online(), offline()]) {
+      const report = await verifyHistory(options);
+      expect(report.message).toBe(`verified ${head} records, seq 1..${head}, 3 checkpoints`);
+      expect(report.ok).toBe(true);
+    }
+    // The node's log and the tier as one history: every record is in both, and both copies agree.
+    const both = await verifyHistory(offline(['--url', node.url, '--token', ADMIN_TOKEN]));
+    expect(both.message).toBe(`verified ${head} records, seq 1..${head}, 3 checkpoints; ${head} identical copies ignored`);
+    expect((await checkpointObjects()).map((c) => c.checkpoint.seq)).toEqual([9, 18, 27]);
+  });
+
+  it('verifies under the node key pinned with --public-key, and not under another key', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'auditlake-keys-'));
+    try {
+      const view = (await (await fetch(`${node.url}/admin/audit/integrity`, { headers: { authorization: `Token ${ADMIN_TOKEN}` } })).json()) as { keyId: string; keys: Array<{ key: string }> };
+      const own = JSON.parse(view.keys[0]?.key as string) as { keyId: string; publicKey: string };
+      expect(own.keyId).toBe(view.keyId);
+      await writeFile(join(dir, 'node.pem'), own.publicKey);
+      await writeFile(join(dir, 'other.pem'), generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'pem' }).toString());
+      expect((await verifyHistory(offline(['--public-key', join(dir, 'node.pem')]))).ok).toBe(true);
+      const report = await verifyHistory(offline(['--public-key', join(dir, 'other.pem')]));
+      expect(report.ok).toBe(false);
+      expect(report.message).toMatch(/unknown key/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('prints the verdict and exits 0, or 2 for a usage error', async () => {
+    let stdout = '';
+    let stderr = '';
+    const streams = { stdout: { write: (t: string) => (stdout += t) }, stderr: { write: (t: string) => (stderr += t) } };
+    expect(await verifyCommand(['--url', node.url, '--token', ADMIN_TOKEN], {}, streams)).toBe(0);
+    expect(stdout).toMatch(/^verified 30 records, seq 1\.\.30, 3 checkpoints\n$/);
+    expect(await verifyCommand(['--path', 'not-a-location'], {}, streams)).toBe(2);
+    expect(stderr).toContain('--path must be s3://bucket[/prefix]: not-a-location');
+    expect(await verifyCommand([], {}, streams)).toBe(2);
+    expect(stderr).toContain('name what to verify');
+  });
+});
+
+describe('a tampered tier fails verify with the right words', () => {
+  let saved: Map<string, Uint8Array>;
+  beforeAll(async () => {
+    saved = await snapshotTier();
+  });
+  const restore = async () => {
+    await restoreTier(saved);
+    expect((await verifyHistory(offline())).ok).toBe(true);
+  };
+
+  it('a changed tiered value is an altered record, naming the field', async () => {
+    try {
+      const { key, rows } = await fileWith(12);
+      await rewriteFile(key, rows.map((row) => (row.seq === 12 ? { ...row, userId: `${row.userId}x` } : row)));
+      const report = await verifyHistory(offline());
+      expect(report.message).toBe('altered record at seq 12 (eventId ev-10): field userId changed');
+    } finally {
+      await restore();
+    }
+  });
+
+  it('a row removed by rewriting its data file is missing records', async () => {
+    try {
+      const { key, rows } = await fileWith(14);
+      await rewriteFile(key, rows.filter((row) => row.seq !== 14));
+      expect((await verifyHistory(offline())).message).toBe('missing records: seq 14..14 (1 record)');
+    } finally {
+      await restore();
+    }
+  });
+
+  it('a data file dropped from its commit is missing records', async () => {
+    try {
+      const [first] = await markers();
+      const { key, marker } = first as { key: string; marker: CommitMarker };
+      const dropped = marker.files.at(-1) as CommitMarker['files'][number];
+      const rows = await readRows(dropped.key);
+      marker.files = marker.files.filter((f) => f !== dropped);
+      await objects.put(key, JSON.stringify(marker));
+      const seqs = rows.map((row) => row.seq as number);
+      const report = await verifyHistory(offline());
+      expect(report.ok).toBe(false);
+      expect(report.message).toMatch(new RegExp(`^missing records: seq ${Math.min(...seqs)}\\.\\.`));
+    } finally {
+      await restore();
+    }
+  });
+
+  it('a tail cut after the last checkpoint is a truncated tail', async () => {
+    try {
+      const { key, rows } = await fileWith(30);
+      const kept = rows.filter((row) => (row.seq as number) < 29);
+      if (kept.length > 0) await rewriteFile(key, kept);
+      else {
+        // The file held only the tail: it is dropped from its commit.
+        for (const { key: markerKey, marker } of await markers()) {
+          if (marker.files.some((f) => f.key === key)) await objects.put(markerKey, JSON.stringify({ ...marker, files: marker.files.filter((f) => f.key !== key) }));
+        }
+      }
+      expect((await verifyHistory(offline())).message).toMatch(/^truncated tail: the history ends at seq 28, but the newest commit marker of s3:\/\/auditlake\/tier ends at seq 30 \(2 missing\)$/);
+    } finally {
+      await restore();
+    }
+  });
+
+  it('a tail cut before a checkpoint (markers rewritten too) is caught by the checkpoint object', async () => {
+    try {
+      // Everything from seq 20 on is removed, and the commits rewritten to end at 19.
+      for (const { key, marker } of await markers()) {
+        if (marker.firstSeq >= 20) {
+          await objects.put(key, JSON.stringify({ ...marker, files: [], watermark: { ...marker.watermark, seq: 19 } }));
+          continue;
+        }
+        for (const file of marker.files) {
+          const rows = await readRows(file.key);
+          if (rows.some((row) => (row.seq as number) >= 20)) await rewriteFile(file.key, rows.filter((row) => (row.seq as number) < 20));
+        }
+        if (marker.watermark.seq >= 20) {
+          const current = (await markers()).find((m) => m.key === key)?.marker as CommitMarker;
+          current.watermark.seq = 19;
+          await objects.put(key, JSON.stringify(current));
+        }
+      }
+      expect((await verifyHistory(offline())).message).toMatch(/^truncated tail: the history ends at seq 19, but the checkpoint in .*_integrity\/checkpoints\/0000000000000028\.json covers records up to seq 27 \(8 missing\)$/);
+    } finally {
+      await restore();
+    }
+  });
+
+  it('two records swapped are reordered', async () => {
+    try {
+      const { key, rows } = await fileWith(5);
+      const a = rows.find((row) => row.seq === 5) as TieredEvent;
+      const b = rows.find((row) => row.seq === 6) as TieredEvent;
+      expect(b).toBeDefined();
+      await rewriteFile(key, rows.map((row) => (row.seq === 5 ? { ...b, seq: 5 } : row.seq === 6 ? { ...a, seq: 6 } : row)));
+      expect((await verifyHistory(offline())).message).toMatch(/^reordered: the record at seq 5 \(eventId ev-5\) was chained at seq 6$/);
+    } finally {
+      await restore();
+    }
+  });
+
+  it('a forged checkpoint (changed after signing) is a bad signature', async () => {
+    try {
+      const [found] = await checkpointObjects();
+      const { key, checkpoint } = found as { key: string; checkpoint: SignedCheckpoint };
+      await objects.put(key, encodeSignedCheckpoint({ ...checkpoint, timeMs: checkpoint.timeMs + 1 }));
+      expect((await verifyHistory(offline())).message).toMatch(/^bad signature on the checkpoint at seq 9 \(s3:\/\/auditlake\/tier\/_integrity\/checkpoints\/0000000000000010\.json, keyId [0-9a-f]{16}\): forged or altered$/);
+    } finally {
+      await restore();
+    }
+  });
+
+  it('a checkpoint signed by an unknown key is refused', async () => {
+    try {
+      const [found] = await checkpointObjects();
+      const { key, checkpoint } = found as { key: string; checkpoint: SignedCheckpoint };
+      const stranger = generateKeyPairSync('ed25519');
+      const { signature: _old, ...unsigned } = checkpoint;
+      void _old;
+      const resigned = signCheckpoint({ ...unsigned, keyId: 'ffffffffffffffff' }, stranger.privateKey);
+      await objects.put(key, encodeSignedCheckpoint(resigned));
+      expect((await verifyHistory(offline())).message).toBe('checkpoint at seq 9 (s3://auditlake/tier/_integrity/checkpoints/0000000000000010.json) is signed by unknown key ffffffffffffffff (neither registered in the chain nor published)');
+    } finally {
+      await restore();
+    }
+  });
+
+  it('a replaced public key is named', async () => {
+    try {
+      const [keyObject] = await objects.list(`${PREFIX}/_integrity/keys/`);
+      const published = JSON.parse(new TextDecoder().decode(await objects.get(keyObject as string))) as Record<string, unknown>;
+      published['publicKey'] = generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'pem' }).toString();
+      await objects.put(keyObject as string, JSON.stringify(published));
+      expect((await verifyHistory(offline())).message).toMatch(/^replaced public key: the key in .*_integrity\/keys\/0000000000000001\.json for keyId [0-9a-f]{16} has fingerprint [0-9a-f]{16}$/);
+    } finally {
+      await restore();
+    }
+  });
+
+  it('a chain spliced from another cluster breaks where it starts', async () => {
+    const otherDir = await mkdtemp(join(tmpdir(), 'auditlake-other-'));
+    const other = await startAuditNode({ dataDir: otherDir, host: '127.0.0.1', port: 0, adminToken: ADMIN_TOKEN, config: resolveConfig(new Map()) });
+    try {
+      // Another cluster holds records with the same ids and values from seq 1 on.
+      await fetch(`${other.url}/v1/api/audit`, { method: 'POST', headers: { authorization: `Token ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify([{ ...event(999) }, ...Array.from({ length: 30 }, (_, i) => event(i + 1))]) });
+      const foreign = (await other.store.readBySeq(0, 100)) as unknown as TieredEvent[];
+      const { key, rows } = await fileWith(12);
+      const spliced = rows.map((row) => {
+        const twin = foreign.find((f) => f.seq === row.seq);
+        return (row.seq as number) >= 12 && twin !== undefined ? { ...twin } : row;
+      });
+      await rewriteFile(key, spliced);
+      expect((await verifyHistory(offline())).message).toBe('chain broken at seq 12 (eventId ev-11): its chain_hash does not follow from seq 11 (records were replaced, or spliced from another chain)');
+    } finally {
+      await other.close();
+      await rm(otherDir, { recursive: true, force: true });
+      await restore();
+    }
+  });
+
+  it('a checkpoint validly signed by the node key but linked past its predecessor breaks the checkpoint chain', async () => {
+    try {
+      const found = await checkpointObjects();
+      const { key, checkpoint } = found[2] as { key: string; checkpoint: SignedCheckpoint };
+      // The node's own private key (as an insider would have it): the signature is good, the link is not.
+      const nodeKey = await loadOrCreateNodeKey(dataDir);
+      const { signature: _old, ...unsigned } = checkpoint;
+      void _old;
+      const relinked = signCheckpoint({ ...unsigned, previousCheckpointHash: checkpointHash((found[0] as { checkpoint: SignedCheckpoint }).checkpoint) }, nodeKey.privateKey);
+      await objects.put(key, encodeSignedCheckpoint(relinked));
+      expect((await verifyHistory(offline())).message).toMatch(/^checkpoint chain broken at seq 27 \(.*0000000000000028\.json\): it does not follow the checkpoint at seq \d+ \(a checkpoint was removed or forged\)$/);
+    } finally {
+      await restore();
+    }
+  });
+});
