@@ -139,7 +139,7 @@ describe('a table evolved between two appends', () => {
     const fresh = rows.filter((row) => (row['event_id'] as string).endsWith('-new'));
     expect(old).toHaveLength(oldEvents.length);
     for (const row of old) for (const column of ['seq', 'term', 'record_hash', 'chain_hash', 'field_check', 'erased', 'source_id', 'source_seq']) expect(row[column] ?? null).toBeNull();
-    expect(fresh.map((row) => [Number(row['seq']), row['record_hash']]).sort()).toEqual(newEvents.map((e) => [e.seq, e.recordHash]).sort());
+    expect(fresh.map((row): [number, unknown] => [Number(row['seq']), row['record_hash'] as unknown]).sort()).toEqual(newEvents.map((e) => [e.seq, e.recordHash]).sort());
   });
 
   it('our reader reads the old file with the chain fields absent', async () => {

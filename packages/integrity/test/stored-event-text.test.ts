@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { canonicalOfText, canonicalRecord, composeStoredEvent, readEventText, type RecordValues } from '../src/index.js';
 
 const text = fc.string({ unit: 'binary', maxLength: 40 }).map((s) => s.toWellFormed());
-const values: fc.Arbitrary<RecordValues & { redacted?: number }> = fc.record({
+const values: fc.Arbitrary<RecordValues & { redacted?: number | undefined }> = fc.record({
   seq: fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }),
   term: fc.nat(),
   ingestTs: fc.nat({ max: 8_640_000_000_000_000 }),
