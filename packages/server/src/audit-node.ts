@@ -243,7 +243,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     });
     // Closed before the store (closers run in reverse): its last tick finishes first.
     closers.push(() => integrity.close());
-    registerIntegrityRoutes(app, { integrity, store });
+    registerIntegrityRoutes(app, { integrity, store, membership, now: () => Date.now() + config.debugClockOffsetMs });
     registerClusterRoute(app, membership);
     registerHealthRoutes(app, metrics, () => (membership.isLeader() ? 'leader' : 'standby'));
     if (cluster) {

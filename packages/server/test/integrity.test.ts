@@ -110,3 +110,41 @@ describe('ingest', () => {
     expect(verifier.finish().message).toMatch(/field sourceSeq changed/);
   });
 });
+
+describe('POST /admin/audit/erase', () => {
+  it('replaces the named fields by the marker, keeps the proof, and is itself an audit event', async () => {
+    const t = await startTestNode();
+    expect((await t.ingest([event({ eventId: 'x1', userId: 'carol', query: 'SELECT ssn FROM people' }), event({ eventId: 'x2' })])).status).toBe(200);
+    const res = await t.request('/admin/audit/erase', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ eventIds: ['x1'], fields: ['userId', 'query'] }) });
+    expect(res.status).toBe(200);
+    const answer = (await res.json()) as { erased: number; erasureSeqs: number[] };
+    expect(answer).toMatchObject({ status: 'ok', erased: 1, fields: ['userId', 'query'] });
+    const all = await records(t, '?limit=10000');
+    const erased = all.find((r) => r.eventId === 'x1');
+    expect(erased).toMatchObject({ userId: '[erased by auditlake]', query: '[erased by auditlake]' });
+    expect(JSON.stringify(all)).not.toContain('SELECT ssn');
+    const erasure = all.find((r) => r.seq === answer.erasureSeqs[0]);
+    expect(erasure).toMatchObject({ source: 'auditlake', action: 'audit:EraseFields', userId: 'admin' });
+    const verifier = new ChainVerifier({ startSeq: 1 });
+    for (const record of all) verifier.add(record);
+    const report = verifier.finish();
+    expect(report.ok).toBe(true);
+    expect(report.message).toMatch(/; 2 fields erased$/);
+  });
+
+  it('refuses an unknown event or field, naming it, and erases nothing', async () => {
+    const t = await startTestNode();
+    expect((await t.ingest(event({ eventId: 'y1' }))).status).toBe(200);
+    const post = (body: unknown) => t.request('/admin/audit/erase', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    let res = await post({ eventIds: ['y1', 'nope'], fields: ['query'] });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: string }).error).toBe("event nope is not in this node's log (erasure of tiered-only records is not supported); nothing was erased");
+    res = await post({ eventIds: ['y1'], fields: ['eventId'] });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: string }).error).toBe('fields[0] must be one of userId, resource, tables, query, details: "eventId"; nothing was erased');
+    expect((await t.request('/admin/audit/erase', { method: 'POST', token: INGEST_TOKEN, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ eventIds: ['y1'], fields: ['query'] }) })).status).toBe(403);
+    const after = await records(t, '?limit=10000');
+    expect(after.filter((r) => r.action === 'audit:EraseFields')).toEqual([]);
+    expect(after.find((r) => r.eventId === 'y1')?.query).toBe('SELECT 1');
+  });
+});

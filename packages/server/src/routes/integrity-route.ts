@@ -1,7 +1,9 @@
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import type { AuditStore } from '@auditlake/store';
 import type { FastifyInstance } from 'fastify';
+import { eraseFields, parseErasureRequest } from '../erasure-service.js';
 import type { IntegrityService } from '../integrity-service.js';
+import type { Membership } from '../membership.js';
 import './route-access.js';
 
 /** Most records one `GET /admin/audit/integrity/records` page holds. */
@@ -21,9 +23,10 @@ function nonNegativeInt(query: Record<string, unknown>, name: string, fallback: 
  * `GET /admin/audit/integrity`: this node's key, chain head, registered keys, newest
  * checkpoints and retention-deleted ranges. `GET /admin/audit/integrity/records?afterSeq&limit`:
  * this node's stored records in seq order, as NDJSON (each line exactly as stored, chain
- * fields included), for `auditlake verify --url`.
+ * fields included), for `auditlake verify --url`. `POST /admin/audit/erase` (the leader):
+ * erases fields of named records, keeping the proof.
  */
-export function registerIntegrityRoutes(app: FastifyInstance, options: { integrity: IntegrityService; store: AuditStore }): void {
+export function registerIntegrityRoutes(app: FastifyInstance, options: { integrity: IntegrityService; store: AuditStore; membership: Membership; now: () => number }): void {
   const access = { role: 'admin', action: 'audit:ReadIntegrity' } as const;
   app.get('/admin/audit/integrity', { config: { access } }, async () => options.integrity.view());
   app.get('/admin/audit/integrity/records', { config: { access } }, async (request, reply) => {
@@ -33,5 +36,13 @@ export function registerIntegrityRoutes(app: FastifyInstance, options: { integri
     const entries = await options.store.readEncodedBySeq(afterSeq, limit);
     const text = entries.map((entry) => Buffer.from(entry.buffer, entry.byteOffset, entry.byteLength).toString('utf8')).join('\n');
     return reply.type('application/x-ndjson; charset=utf-8').send(text.length === 0 ? '' : `${text}\n`);
+  });
+  app.post('/admin/audit/erase', { config: { access: { role: 'admin', action: 'audit:EraseFields' } } }, async (request) => {
+    const body = parseErasureRequest(request.body);
+    if (!options.membership.isLeader()) {
+      throw new AuditError(AuditErrorCode.NOT_LEADER, `only the leader records an erasure (send it to ${options.membership.leaderUrl() ?? 'the leader, once elected'}); nothing was erased`, { retryable: true });
+    }
+    const result = await eraseFields(options.store, body, request.principal?.name ?? 'unknown', options.now());
+    return { status: 'ok', ...result };
   });
 }
