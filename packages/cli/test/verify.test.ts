@@ -130,7 +130,7 @@ beforeAll(async () => {
   objects = connections.bucket('t', BUCKET);
   // The key registration first (seq 1), then three rounds of events, each closed by a
   // checkpoint, then a tail after the last one.
-  await node.integrity.tick();
+  await node.integrity.registerKey();
   expect(node.store.chainHead.seq).toBe(1);
   for (let round = 0; round < 3; round++) {
     await ingest(Array.from({ length: 8 }, (_, i) => event(round * 8 + i + 1)));

@@ -53,9 +53,9 @@ export interface IntegrityView {
 export const CHECKPOINTS_LISTED = 100;
 
 /**
- * The leader's part of the record chain (docs/integrity.md): registers this node's public key
- * in the log once, then signs a checkpoint every `checkpointEvents` records or
- * `checkpointIntervalMs`, whichever comes first, and records it in the log itself (so it is
+ * The leader's part of the record chain (docs/integrity.md): signs a checkpoint every
+ * `checkpointEvents` records or `checkpointIntervalMs`, whichever comes first, registering this
+ * node's public key in the log right before its first one, and records it in the log itself (so it is
  * replicated, tiered and chained like any record). A new leader continues the chain of
  * checkpoints it finds in its log, under its own key.
  */
@@ -95,11 +95,16 @@ export class IntegrityService {
     return this.#checkpoint();
   }
 
+  /** Registers this node's key in the log now, unless it already is (a test sets the log's start). */
+  async registerKey(): Promise<void> {
+    await this.#running;
+    if (this.#options.membership.isLeader() && this.#options.store.chainEnabled) await this.#ensureKeyRegistered();
+  }
+
   async #tickOnce(): Promise<void> {
     const { store, membership } = this.#options;
     if (this.#closed || !membership.isLeader() || !store.chainEnabled) return;
     try {
-      await this.#ensureKeyRegistered();
       const last = this.#lastCheckpoint ?? (await this.#latestCheckpointPlace());
       this.#lastCheckpoint = last;
       const head = store.chainHead;
@@ -107,6 +112,8 @@ export class IntegrityService {
       if (since <= 0) return;
       // Counted from the last checkpoint record, so that record alone never makes the next one due.
       if (since >= this.#options.checkpointEvents || this.#options.now() - last.timeMs >= this.#options.checkpointIntervalMs) {
+        // The key is registered right before its first checkpoint: an idle node adds nothing to the log.
+        await this.#ensureKeyRegistered();
         await this.#checkpoint();
       }
     } catch (err) {
