@@ -41,9 +41,10 @@ function lhoFile(count: number): string {
 }
 
 /** Every stored eventId, straight from the node's store (the search API answers at most a page). */
+/** The imported events' ids: the node's own records (its integrity checkpoints) are not imported ones. */
 async function storedIds(node: AuditNode): Promise<string[]> {
   const ids: string[] = [];
-  for await (const event of node.store.search({ action: 'all' })) ids.push(event.eventId);
+  for await (const event of node.store.search({ action: 'all' })) if (event.source !== 'auditlake') ids.push(event.eventId);
   return ids;
 }
 
