@@ -10,7 +10,7 @@ import { encodeAuditParquet, readAuditParquet, type TieredEvent } from '@auditla
 import { checkpointHash, encodeSignedCheckpoint, loadOrCreateNodeKey, parseSignedCheckpoint, signCheckpoint, type SignedCheckpoint } from '@auditlake/integrity';
 import { COMMITS_DIR, S3Connections, type CommitMarker, type ObjectStore } from '@auditlake/lake';
 import { resolveConfig } from '@auditlake/model';
-import { startAuditNode, type AuditNode } from '@auditlake/server';
+import { startAuditNode, type AuditNode, type EmbeddedS3 } from '@auditlake/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyCommand, verifyHistory } from '../src/verify-command.js';
 import { parseVerifyOptions } from '../src/verify-options.js';
@@ -43,7 +43,11 @@ async function waitFor(what: string, condition: () => Promise<boolean>, timeoutM
 }
 
 function offline(extra: string[] = []) {
-  return parseVerifyOptions(['--path', TIER_PATH, '--endpoint', node.embeddedS3?.endpoint as string, '--access-key-id', 'S3RVER', '--secret-access-key', 'S3RVER', ...extra], {});
+  const embedded = node.embeddedS3 as EmbeddedS3;
+  return parseVerifyOptions(
+    ['--path', TIER_PATH, '--endpoint', embedded.connectionUrl, '--access-key-id', embedded.credentials.accessKeyId, '--secret-access-key', embedded.credentials.secretAccessKey, ...extra],
+    {},
+  );
 }
 
 function online(extra: string[] = []) {
@@ -124,8 +128,11 @@ beforeAll(async () => {
       ),
     ),
   });
+  const embedded = node.embeddedS3 as EmbeddedS3;
   connections = new S3Connections(
-    new Map([['t', { id: 't', endpoint: node.embeddedS3?.endpoint as string, region: 'us-east-1', accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER', forcePathStyle: true }]]),
+    new Map([
+      ['t', { id: 't', endpoint: embedded.connectionUrl, region: 'us-east-1', accessKeyId: embedded.credentials.accessKeyId, secretAccessKey: embedded.credentials.secretAccessKey, forcePathStyle: true }],
+    ]),
   );
   objects = connections.bucket('t', BUCKET);
   // The key registration first (seq 1), then three rounds of events, each closed by a
