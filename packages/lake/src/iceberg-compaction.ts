@@ -3,6 +3,7 @@ import {
   addedEntry,
   AuditParquetFile,
   bytesSource,
+  currentSchema,
   dataFileFromParquet,
   dayPartitionPath,
   encodeAuditParquet,
@@ -14,6 +15,7 @@ import {
   replaceSnapshot,
   summarizeAddedFiles,
   type DataFile,
+  type IcebergSchema,
   type ManifestEntry,
   type ManifestFile,
   type TieredEvent,
@@ -80,14 +82,21 @@ async function readRows(context: MaintenanceContext, files: readonly DataFile[])
 }
 
 /** Writes `events` as files near the target size; returns their data_file records. */
-async function writeCompacted(context: MaintenanceContext, day: number, events: readonly TieredEvent[], inputBytes: number, targetFileSizeBytes: number): Promise<DataFile[]> {
+async function writeCompacted(
+  context: MaintenanceContext,
+  schema: IcebergSchema,
+  day: number,
+  events: readonly TieredEvent[],
+  inputBytes: number,
+  targetFileSizeBytes: number,
+): Promise<DataFile[]> {
   const bytesPerRow = Math.max(1, inputBytes / Math.max(1, events.length));
   const rowsPerFile = Math.max(1, Math.floor(targetFileSizeBytes / bytesPerRow));
   const attempt = `t${context.fence.term}-${randomUUID()}`;
   const files: DataFile[] = [];
   for (let start = 0, part = 0; start < events.length; start += rowsPerFile, part++) {
     const slice = events.slice(start, start + rowsPerFile);
-    const bytes = encodeAuditParquet(slice, { kvMetadata: icebergParquetKvMetadata() });
+    const bytes = encodeAuditParquet(slice, { kvMetadata: icebergParquetKvMetadata(schema) });
     // Attempt-unique: a compaction never overwrites another writer's file.
     const key = joinKey(context.table.s3.prefix, `data/${dayPartitionPath(day)}/compacted-${attempt}-${part}.parquet`);
     await context.objects.put(key, bytes, 'application/vnd.apache.parquet');
@@ -119,10 +128,13 @@ export async function compactIcebergTable(context: MaintenanceContext, loaded: L
   if (groups.length === 0) return { loaded, filesRewritten: 0, filesAdded: 0 };
   const removedFiles: DataFile[] = [];
   const addedFiles: DataFile[] = [];
+  // Rows keep every column they have, the record chain's included (read whole, written whole),
+  // under the table's current schema: a table that gained columns by evolution says so here too.
+  const schema = currentSchema(loaded.metadata);
   for (const group of groups) {
     const events = await readRows(context, group);
     const inputBytes = group.reduce((sum, file) => sum + file.file_size_in_bytes, 0);
-    const written = await writeCompacted(context, group[0]?.partition.event_time_day ?? 0, events, inputBytes, targetFileSizeBytes);
+    const written = await writeCompacted(context, schema, group[0]?.partition.event_time_day ?? 0, events, inputBytes, targetFileSizeBytes);
     const rowsIn = group.reduce((sum, file) => sum + file.record_count, 0);
     const rowsOut = written.reduce((sum, file) => sum + file.record_count, 0);
     if (rowsIn !== rowsOut) throw new Error(`assertion failed: compaction of ${group.length} files read ${rowsIn} rows and wrote ${rowsOut}`);
@@ -133,7 +145,7 @@ export async function compactIcebergTable(context: MaintenanceContext, loaded: L
   const snapshotId = randomInt(1, 2 ** 47);
   const attempt = randomUUID();
   const addedManifestEntries = addedFiles.map((file) => addedEntry(file, snapshotId));
-  const addedManifestBytes = encodeManifest(addedManifestEntries);
+  const addedManifestBytes = encodeManifest(addedManifestEntries, { schema });
   const addedManifestKey = metadataFileKey(context.table, `${attempt}-m0.avro`);
   await context.objects.put(addedManifestKey, addedManifestBytes, 'application/octet-stream');
   await context.onStep?.('compaction-written');
@@ -156,7 +168,7 @@ export async function compactIcebergTable(context: MaintenanceContext, loaded: L
         continue;
       }
       const entries = rewrittenEntries(manifest, removed, snapshotId);
-      const bytes = encodeManifest(entries);
+      const bytes = encodeManifest(entries, { schema: currentSchema(base.metadata) });
       const key = metadataFileKey(context.table, `${attempt}-${attemptNumber}-m${index + 1}.avro`);
       await context.objects.put(key, bytes, 'application/octet-stream');
       rows.push(manifestFileFor({ manifestPath: context.objects.url(key), manifestLengthBytes: bytes.byteLength, entries, snapshotId, sequenceNumber }));

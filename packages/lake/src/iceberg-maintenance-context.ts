@@ -2,6 +2,7 @@ import { currentSnapshot, WATERMARK_SUMMARY_KEY, type IcebergTableMetadata } fro
 import type { CommitFence } from './iceberg-version-commit.js';
 import type { IcebergTableRef } from './iceberg-table-ref.js';
 import type { ObjectStore } from './object-store.js';
+import { CHECKPOINT_SUMMARY_KEY } from './integrity-objects.js';
 
 /**
  * Points of a run a debug hook is called at (the crash tests kill the process there): after each
@@ -28,10 +29,11 @@ export const COMMIT_ATTEMPTS_MAX = 5;
 /**
  * The tiering keys (`auditlake.tiering.*`) of the current snapshot's summary, to carry into a
  * maintenance snapshot: the current snapshot always says where tiering stopped, so expiring
- * older snapshots can never lose the watermark.
+ * older snapshots can never lose the watermark (nor the newest tiered checkpoint).
  */
 export function carriedSummary(metadata: IcebergTableMetadata): Record<string, string> {
   const summary = currentSnapshot(metadata)?.summary ?? {};
   const prefix = WATERMARK_SUMMARY_KEY.slice(0, WATERMARK_SUMMARY_KEY.lastIndexOf('.') + 1);
-  return Object.fromEntries(Object.entries(summary).filter(([key]) => key.startsWith(prefix)));
+  // The newest signed checkpoint rides along too, so the current snapshot always carries it.
+  return Object.fromEntries(Object.entries(summary).filter(([key]) => key.startsWith(prefix) || key === CHECKPOINT_SUMMARY_KEY));
 }

@@ -1,5 +1,5 @@
 import { randomInt, randomUUID } from 'node:crypto';
-import { encodeManifest, encodeManifestList, ManifestEntryStatus, manifestFileFor, replaceSnapshot, type ManifestEntry, type ManifestFile } from '@auditlake/format';
+import { currentSchema, encodeManifest, encodeManifestList, ManifestEntryStatus, manifestFileFor, replaceSnapshot, type ManifestEntry, type ManifestFile } from '@auditlake/format';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { carriedSummary, COMMIT_ATTEMPTS_MAX, type MaintenanceContext } from './iceberg-maintenance-context.js';
 import { currentManifests, isLive } from './iceberg-table-files.js';
@@ -40,7 +40,7 @@ export async function rewriteIcebergManifests(context: MaintenanceContext, loade
     const rows: ManifestFile[] = [];
     for (let start = 0, part = 0; start < live.length; start += MANIFEST_ENTRIES_MAX, part++) {
       const entries = live.slice(start, start + MANIFEST_ENTRIES_MAX);
-      const bytes = encodeManifest(entries);
+      const bytes = encodeManifest(entries, { schema: currentSchema(base.metadata) });
       const key = metadataFileKey(context.table, `${attempt}-m${part}.avro`);
       await context.objects.put(key, bytes, 'application/octet-stream');
       rows.push(manifestFileFor({ manifestPath: context.objects.url(key), manifestLengthBytes: bytes.byteLength, entries, snapshotId, sequenceNumber }));
