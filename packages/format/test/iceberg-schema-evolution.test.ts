@@ -77,8 +77,8 @@ describe('evolveToAuditSchema', () => {
 describe('a table evolved between two appends', () => {
   let server: ObjectServer;
   let location: string;
-  const oldFile = new Uint8Array(readFileSync(new URL('./fixtures/three-events-before-chain.parquet', import.meta.url)));
-  const oldEvents = (JSON.parse(readFileSync(new URL('./fixtures/three-events-before-chain.json', import.meta.url), 'utf8')) as { events: StoredEvent[] }).events;
+  const oldFile = new Uint8Array(readFileSync(new URL('./fixtures/three-events-snappy.parquet', import.meta.url)));
+  const oldEvents = (JSON.parse(readFileSync(new URL('./fixtures/three-events-snappy.json', import.meta.url), 'utf8')) as { events: StoredEvent[] }).events;
   const newEvents: StoredEvent[] = oldEvents.map((event, i) => ({
     ...event,
     eventId: `${event.eventId}-new`,

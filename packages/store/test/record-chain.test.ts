@@ -136,7 +136,7 @@ describe('a standby', () => {
     expect((await b.checkpoints()).map((c) => c.seq)).toEqual([5]);
     // a leads term 2 and orders others.
     await a.append([ev(7), ev(8)]);
-    expect(await b.divertSuffixToOutbox(4)).toBe(3);
+    expect(await b.divertSuffixToOutbox(4)).toEqual({ moved: 2, terms: { 1: 3 } });
     // The checkpoint of the cut chain is dropped, not re-forwarded; its index entry is gone.
     expect((await b.readOutbox(10)).map((o) => (JSON.parse(o.json) as AuditEvent).action)).toEqual(['data:Select', 'data:Select']);
     expect(await b.checkpoints()).toEqual([]);

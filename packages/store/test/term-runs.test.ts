@@ -18,10 +18,10 @@ function ev(eventId: string, timestamp = 1_000): AuditEvent {
 }
 
 /** A store whose sequencer stamps whatever `term.value` is. */
-async function storeWithTerm(loc?: string): Promise<{ store: AuditStore; term: { value: number }; location: string }> {
+async function storeWithTerm(loc?: string, now?: () => number): Promise<{ store: AuditStore; term: { value: number }; location: string }> {
   const term = { value: 1 };
   const where = loc ?? (await location());
-  const store = await AuditStore.open({ location: where, sequencer: () => term.value });
+  const store = await AuditStore.open({ location: where, sequencer: () => term.value, ...(now ? { now } : {}) });
   onTestFinished(() => store.close());
   return { store, term, location: where };
 }
@@ -68,10 +68,13 @@ describe('term runs', () => {
   });
 
   it('start a new run where received entries follow entries this node ordered in the same term', async () => {
-    const { store, term } = await storeWithTerm();
+    // One clock for both: the two logs then hold the same first entries, record chain included
+    // (as two logs agreeing on an entry's seq and term do).
+    const now = () => 1_000;
+    const { store, term } = await storeWithTerm(undefined, now);
     term.value = 3;
     await store.append(ids(2, 'own'));
-    const { store: other, term: otherTerm } = await storeWithTerm();
+    const { store: other, term: otherTerm } = await storeWithTerm(undefined, now);
     otherTerm.value = 3;
     await other.append([...ids(2, 'own'), ...ids(2, 'more')]);
     await store.applyReplicated((await other.readEncodedBySeq(2, 10)), other.termStarts(2));
