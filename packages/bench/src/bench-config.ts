@@ -98,12 +98,16 @@ export interface BenchConfig {
   soakDrainSeconds: number;
   /** Soak: 1 writes two heap snapshots of the node (middle and end of ingest) under packages/bench/results/. */
   soakHeapSnapshots: number;
+  /** Integrity: rounds of HTTP ingest with the record chain off and on (ingest sizes above). */
+  integrityRounds: number;
+  /** Integrity: events tiered to the bucket, then verified offline. */
+  integrityVerifyEvents: number;
   /** Where the report goes; undefined picks the default for a full or a quick run. */
   outputPath: string | undefined;
 }
 
-export type BenchPart = 'ingest' | 'search' | 'cluster' | 'tiering' | 'growth' | 'soak' | 'postgres';
-export const BENCH_PARTS: readonly BenchPart[] = ['ingest', 'search', 'cluster', 'tiering', 'growth', 'soak', 'postgres'];
+export type BenchPart = 'ingest' | 'search' | 'cluster' | 'tiering' | 'growth' | 'soak' | 'postgres' | 'integrity';
+export const BENCH_PARTS: readonly BenchPart[] = ['ingest', 'search', 'cluster', 'tiering', 'growth', 'soak', 'postgres', 'integrity'];
 
 export const DEFAULTS = {
   seed: 20250101,
@@ -153,6 +157,8 @@ export const DEFAULTS = {
   soakSampleMs: 5_000,
   soakDrainSeconds: 600,
   soakHeapSnapshots: 0,
+  integrityRounds: 3,
+  integrityVerifyEvents: 1_000_000,
 } as const;
 
 function intFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number): number {
@@ -215,6 +221,8 @@ export function readBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
     soakSampleMs: intFromEnv(env, 'BENCH_SOAK_SAMPLE_MS', DEFAULTS.soakSampleMs, 1000),
     soakDrainSeconds: intFromEnv(env, 'BENCH_SOAK_DRAIN_SECONDS', DEFAULTS.soakDrainSeconds, 1),
     soakHeapSnapshots: intFromEnv(env, 'BENCH_SOAK_HEAP_SNAPSHOTS', DEFAULTS.soakHeapSnapshots, 0),
+    integrityRounds: intFromEnv(env, 'BENCH_INTEGRITY_ROUNDS', DEFAULTS.integrityRounds, 1),
+    integrityVerifyEvents: intFromEnv(env, 'BENCH_INTEGRITY_VERIFY_EVENTS', DEFAULTS.integrityVerifyEvents, 1),
     outputPath: env['BENCH_OUTPUT'] || undefined,
   };
 }
@@ -265,6 +273,13 @@ export function isFullSize(config: BenchConfig, part: BenchPart): boolean {
         config.ingestBatchSize === DEFAULTS.ingestBatchSize &&
         config.ingestConcurrency === DEFAULTS.ingestConcurrency &&
         config.searchLimit === DEFAULTS.searchLimit
+      );
+    case 'integrity':
+      return (
+        config.ingestEvents >= DEFAULTS.ingestEvents &&
+        config.ingestBatchSize === DEFAULTS.ingestBatchSize &&
+        config.integrityRounds >= DEFAULTS.integrityRounds &&
+        config.integrityVerifyEvents >= DEFAULTS.integrityVerifyEvents
       );
   }
 }

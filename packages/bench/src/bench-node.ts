@@ -12,8 +12,8 @@ export interface BenchNode {
  * rate 1.0, so every event is stored; synced writes), logging off so the log does not dominate,
  * listening on a free loopback port.
  */
-export async function startBenchNode(dataDir: string): Promise<BenchNode> {
+export async function startBenchNode(dataDir: string, props: Record<string, string> = {}): Promise<BenchNode> {
   const adminToken = randomBytes(24).toString('hex');
-  const node = await startAuditNode({ dataDir, host: '127.0.0.1', port: 0, config: resolveConfig(), adminToken, logger: false });
+  const node = await startAuditNode({ dataDir, host: '127.0.0.1', port: 0, config: resolveConfig(new Map(Object.entries(props))), adminToken, logger: false });
   return { node, adminToken };
 }

@@ -15,6 +15,8 @@ import { soakKnobRows, soakMarkdown, soakNotes, soakSummaryRows } from './soak-r
 import type { TieringFigures } from './tiering-bench.js';
 import { postgresKnobRows, postgresMarkdown, postgresSummaryRows, type PostgresFigures } from './postgres-report.js';
 import { tieringKnobRows, tieringMarkdown, tieringNotes, tieringOtherCores, tieringSummaryRows } from './tiering-report.js';
+import type { IntegrityFigures } from './integrity-bench.js';
+import { integrityKnobRows, integrityMarkdown, integrityNotes, integrityOtherCores, integritySummaryRows } from './integrity-report.js';
 
 /** The issue's targets. */
 export const TARGETS = {
@@ -63,6 +65,7 @@ export interface BenchResults {
   growth?: Measured<GrowthFigures> | undefined;
   soak?: Measured<SoakFigures> | undefined;
   postgres?: Measured<PostgresFigures> | undefined;
+  integrity?: Measured<IntegrityFigures> | undefined;
 }
 
 export interface MachineFacts {
@@ -164,6 +167,7 @@ function summaryRows(results: BenchResults): SummaryRow[] {
   if (results.growth) rows.push(...growthSummaryRows(results.growth.figures));
   if (results.soak) rows.push(...soakSummaryRows(results.soak.figures));
   if (results.postgres) rows.push(...postgresSummaryRows(results.postgres.figures));
+  if (results.integrity) rows.push(...integritySummaryRows(results.integrity.figures, results.integrity.run.config));
   return rows;
 }
 
@@ -171,7 +175,7 @@ function notes(results: BenchResults): string[] {
   const out: string[] = [];
   const ingest = results.ingest?.figures;
   const search = results.search?.figures;
-  const quick = (['ingest', 'search', 'cluster', 'tiering', 'growth', 'soak', 'postgres'] as const).filter((part) => {
+  const quick = (['ingest', 'search', 'cluster', 'tiering', 'growth', 'soak', 'postgres', 'integrity'] as const).filter((part) => {
     const section = results[part];
     return section !== undefined && !isFullSize(section.run.config, part);
   });
@@ -200,6 +204,7 @@ function notes(results: BenchResults): string[] {
   if (results.tiering) out.push(...tieringNotes(results.tiering.figures, results.tiering.run.config));
   if (results.growth) out.push(...growthNotes(results.growth.figures));
   if (results.soak) out.push(...soakNotes(results.soak.figures));
+  if (results.integrity) out.push(...integrityNotes(results.integrity.figures));
   const others = [
     ingest?.ours.cpu.otherCores,
     ingest?.rawSync.cpu.otherCores,
@@ -208,6 +213,7 @@ function notes(results: BenchResults): string[] {
     ...(results.cluster ? results.cluster.figures.throughputRounds.map((r) => r.cpu.otherCores) : []),
     results.cluster?.figures.lag.cpu.otherCores,
     ...(results.tiering ? tieringOtherCores(results.tiering.figures) : []),
+    ...(results.integrity ? integrityOtherCores(results.integrity.figures) : []),
   ].filter((n): n is number => n !== undefined);
   const busiest = Math.max(0, ...others);
   if (busiest >= 0.25) {
@@ -226,7 +232,7 @@ function notes(results: BenchResults): string[] {
 /** Which run measured which part, for the report's "Runs" table. */
 function runsTable(results: BenchResults): string {
   const runs = new Map<string, { run: RunInfo; parts: string[] }>();
-  for (const part of ['ingest', 'search', 'cluster', 'tiering', 'growth', 'soak', 'postgres'] as const) {
+  for (const part of ['ingest', 'search', 'cluster', 'tiering', 'growth', 'soak', 'postgres', 'integrity'] as const) {
     const section = results[part];
     if (!section) continue;
     const entry = runs.get(section.run.startedAt) ?? { run: section.run, parts: [] };
@@ -388,6 +394,7 @@ export function renderMarkdown(results: BenchResults, machine: MachineFacts): st
   if (results.growth) parts.push(growthMarkdown(results.growth.figures, results.growth.run.config));
   if (results.soak) parts.push(soakMarkdown(results.soak.figures, results.soak.run.config));
   if (results.postgres) parts.push(postgresMarkdown(results.postgres.figures, results.postgres.run.config));
+  if (results.integrity) parts.push(integrityMarkdown(results.integrity.figures));
 
   // Each knob as the run that measured its part used it.
   const ic = results.ingest?.run.config;
@@ -401,7 +408,7 @@ export function renderMarkdown(results: BenchResults, machine: MachineFacts): st
     table(
       ['variable', 'used', 'default'],
       [
-        [`BENCH_ONLY (all, ${(['ingest', 'search', 'cluster', 'tiering', 'growth', 'soak', 'postgres'] satisfies BenchPart[]).join(', ')})`, 'see "Runs"', 'all'],
+        [`BENCH_ONLY (all, ${(['ingest', 'search', 'cluster', 'tiering', 'growth', 'soak', 'postgres', 'integrity'] satisfies BenchPart[]).join(', ')})`, 'see "Runs"', 'all'],
         ['BENCH_SEED', String(ic?.seed ?? sc?.seed ?? results.cluster?.run.config.seed ?? DEFAULTS.seed), String(DEFAULTS.seed)],
         knobRow('BENCH_INGEST_EVENTS', ic?.ingestEvents, DEFAULTS.ingestEvents),
         knobRow('BENCH_INGEST_WARMUP_EVENTS', ic?.ingestWarmupEvents, DEFAULTS.ingestWarmupEvents),
@@ -419,6 +426,7 @@ export function renderMarkdown(results: BenchResults, machine: MachineFacts): st
         ...growthKnobRows(results.growth?.run.config),
         ...soakKnobRows(results.soak?.run.config),
         ...postgresKnobRows(results.postgres?.run.config),
+        ...integrityKnobRows(results.integrity?.run.config),
       ],
     ),
     '',

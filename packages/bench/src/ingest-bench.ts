@@ -24,9 +24,9 @@ export interface IngestResult {
  * Posts the batches to one in-process node from a client worker thread and measures events/s
  * from the first measured request to the last acknowledgement.
  */
-export async function runIngestBench(spec: IngestEventsSpec, concurrency: number): Promise<IngestResult> {
+export async function runIngestBench(spec: IngestEventsSpec, concurrency: number, props: Record<string, string> = {}): Promise<IngestResult> {
   await using dir = await scratchDir('ingest');
-  const { node, adminToken } = await startBenchNode(dir.path);
+  const { node, adminToken } = await startBenchNode(dir.path, props);
   let worker: Worker | undefined;
   try {
     const data: IngestClientData = { ...spec, urls: [node.url], token: adminToken, concurrency, gateAfterWarmup: false };

@@ -16,6 +16,7 @@ import { benchEnvPrefix, isFullRun, readBenchConfig, runsPart } from './bench-co
 import { machineFacts, renderConsole, renderMarkdown, type BenchResults, type IngestFigures, type RunInfo } from './bench-report.js';
 import { runClusterBench } from './cluster-bench.js';
 import { runIngestBench } from './ingest-bench.js';
+import { runIntegrityBench } from './integrity-bench.js';
 import type { IngestEventsSpec } from './ingest-events.js';
 import { runRawLevelBench } from './raw-level-bench.js';
 import { embedResults, readStoredResults } from './results-store.js';
@@ -163,6 +164,27 @@ async function main(): Promise<void> {
       )
     : undefined;
 
+  const integrity = runsPart(config, 'integrity')
+    ? await runIntegrityBench(
+        {
+          seed: config.seed,
+          ingest: {
+            seed: config.seed,
+            startTs: startedAt.getTime() - HOUR_MS,
+            spanMs: HOUR_MS,
+            warmupEvents: config.ingestWarmupEvents,
+            events: config.ingestEvents,
+            batchSize: config.ingestBatchSize,
+          },
+          ingestConcurrency: config.ingestConcurrency,
+          rounds: config.integrityRounds,
+          verifyEvents: config.integrityVerifyEvents,
+          loadBatchSize: config.searchLoadBatchSize,
+        },
+        log,
+      )
+    : undefined;
+
   let postgres: PostgresFigures | undefined;
   if (runsPart(config, 'postgres')) {
     const bin = findPostgres();
@@ -211,6 +233,7 @@ async function main(): Promise<void> {
     growth: growth ? { run, figures: growth } : previous?.growth,
     soak: soak ? { run, figures: soak } : previous?.soak,
     postgres: postgres ? { run, figures: postgres } : previous?.postgres,
+    integrity: integrity ? { run, figures: integrity } : previous?.integrity,
   };
   const current: BenchResults = {
     ingest: ingest ? { run, figures: ingest } : undefined,
@@ -220,6 +243,7 @@ async function main(): Promise<void> {
     growth: growth ? { run, figures: growth } : undefined,
     soak: soak ? { run, figures: soak } : undefined,
     postgres: postgres ? { run, figures: postgres } : undefined,
+    integrity: integrity ? { run, figures: integrity } : undefined,
   };
   await mkdir(dirname(outputPath), { recursive: true });
   await writeFile(outputPath, `${renderMarkdown(results, machine)}\n${embedResults(results)}`);

@@ -30,5 +30,5 @@ export async function readStoredResults(path: string): Promise<BenchResults | un
   if (end < 0) return undefined;
   const parsed = JSON.parse(text.slice(start + OPEN.length, end)) as BenchResults & { version?: number };
   if (parsed.version !== VERSION) return undefined;
-  return { ingest: parsed.ingest, search: parsed.search, cluster: parsed.cluster, tiering: parsed.tiering, growth: parsed.growth, soak: parsed.soak, postgres: parsed.postgres };
+  return { ingest: parsed.ingest, search: parsed.search, cluster: parsed.cluster, tiering: parsed.tiering, growth: parsed.growth, soak: parsed.soak, postgres: parsed.postgres, integrity: parsed.integrity };
 }
