@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ERASABLE_FIELDS, erasureDetailsChunks, isErasableField, type ErasableField, type ErasedRecordRef } from '@auditlake/integrity';
 import { AuditError, AuditErrorCode, encodeEvent, INTEGRITY_ACTIONS, SELF_SOURCE, type AuditEvent } from '@auditlake/model';
-import type { AuditStore } from '@auditlake/store';
+import type { AuditStore, Sequencer } from '@auditlake/store';
 
 /** Most eventIds one erasure request names. */
 export const ERASE_IDS_MAX = 10_000;
@@ -45,7 +45,7 @@ export function parseErasureRequest(body: unknown): ErasureRequest {
  * it to the log; every copy of the log — this store as it appends, each standby as it applies —
  * then replaces those values by the marker and keeps their field hashes, so the chain verifies.
  */
-export async function eraseFields(store: AuditStore, request: ErasureRequest, requestedBy: string, nowMs: number): Promise<ErasureResult> {
+export async function eraseFields(store: AuditStore, request: ErasureRequest, requestedBy: string, nowMs: number, sequencer: Sequencer): Promise<ErasureResult> {
   const records: ErasedRecordRef[] = [];
   for (const eventId of request.eventIds) {
     const event = await store.getByEventId(eventId);
@@ -64,6 +64,7 @@ export async function eraseFields(store: AuditStore, request: ErasureRequest, re
     details,
     timestamp: nowMs,
   }));
-  const result = await store.appendEncoded(events.map(encodeEvent));
+  // Ordered only under the leader's sequencer: a node that lost its lease meanwhile refuses.
+  const result = await store.appendEncoded(events.map(encodeEvent), { sequencer });
   return { erased: records.length, fields: request.fields, erasureSeqs: result.stored.map((s) => s.seq) };
 }

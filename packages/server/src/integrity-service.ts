@@ -167,7 +167,8 @@ export class IntegrityService {
 
   /** Appends one of auditlake's own integrity records to the log; its seq, or undefined. */
   async #record(event: AuditEvent): Promise<number | undefined> {
-    const result = await this.#options.store.appendEncoded([encodeEvent(event)]);
+    // Under the leader's sequencer: a cluster node orders only as the leader (a deposed one refuses).
+    const result = await this.#options.store.appendEncoded([encodeEvent(event)], { sequencer: this.#options.membership.sequencer });
     return result.stored[0]?.seq;
   }
 

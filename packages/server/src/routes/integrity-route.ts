@@ -42,7 +42,7 @@ export function registerIntegrityRoutes(app: FastifyInstance, options: { integri
     if (!options.membership.isLeader()) {
       throw new AuditError(AuditErrorCode.NOT_LEADER, `only the leader records an erasure (send it to ${options.membership.leaderUrl() ?? 'the leader, once elected'}); nothing was erased`, { retryable: true });
     }
-    const result = await eraseFields(options.store, body, request.principal?.name ?? 'unknown', options.now());
+    const result = await eraseFields(options.store, body, request.principal?.name ?? 'unknown', options.now(), options.membership.sequencer);
     return { status: 'ok', ...result };
   });
 }
