@@ -26,6 +26,7 @@ import { registerInternalRoutes } from './routes/internal-routes.js';
 import { registerSearchRoute } from './routes/search-route.js';
 import { registerStatsRoute } from './routes/stats-route.js';
 import { registerIntegrityRoutes } from './routes/integrity-route.js';
+import { registerLedgerGauges, registerLedgerRoute } from './routes/ledger-route.js';
 import { IntegrityService } from './integrity-service.js';
 import { AuditSearch } from './audit-search.js';
 import { registerSettingsRoutes } from './routes/settings-route.js';
@@ -214,6 +215,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
       logger,
     });
     registerNodeGauges(metrics.registry, { tierStatus: () => tiering.status(), membership });
+    registerLedgerGauges(metrics.registry, store);
     // Closed before the parser, tiering and the store: it first lets running requests finish.
     closers.push(() => app.close());
     const ingest = new IngestService({
@@ -244,6 +246,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     // Closed before the store (closers run in reverse): its last tick finishes first.
     closers.push(() => integrity.close());
     registerIntegrityRoutes(app, { integrity, store, membership, now: () => Date.now() + config.debugClockOffsetMs });
+    registerLedgerRoute(app, { store });
     registerClusterRoute(app, membership);
     registerHealthRoutes(app, metrics, () => (membership.isLeader() ? 'leader' : 'standby'));
     if (cluster) {

@@ -33,6 +33,7 @@ import { TermRuns, parseTermRun, termRunKey, termRunValue, type TermRun, type Te
 import { headOf, RecordChain, type ChainHead, type IntegrityEntry } from './record-chain.js';
 import { addIntegrityPuts, type RegisteredKey } from './integrity-index.js';
 import { PrunedRanges, type PrunedRange } from './pruned-ranges.js';
+import { SOURCE_LEDGER_PREFIX, SourceLedger, type SourceLedgerEntry } from './source-ledger.js';
 import { integrityKindOf } from '@auditlake/integrity';
 
 /**
@@ -70,6 +71,9 @@ const GAP_SEQ_MAX = 'gapSeqMax';
  * days that investigations keep returning to (a user+7-day page: ~35% faster when repeated).
  */
 const BLOCK_CACHE_BYTES = 64 * 1024 * 1024;
+
+/** How a stored event's JSON names its sourceSeq (the ledger reads only entries holding it). */
+const SOURCE_SEQ_KEY = ',"sourceSeq":';
 
 /** Local-metadata key of the seq ranges retention deleted (PrunedRanges). */
 const PRUNED_RANGES_KEY = localKey('prunedRanges');
@@ -168,6 +172,8 @@ export class AuditStore {
   #chain: RecordChain | undefined;
   /** Seqs retention deleted, with the chain hash at each range's end (verify goes on from it). */
   #pruned = new PrunedRanges([]);
+  /** Per source, the sourceSeqs received (the completeness ledger). */
+  #ledger = new SourceLedger();
 
   private constructor(options: AuditStoreOptions) {
     this.location = options.location;
@@ -190,6 +196,7 @@ export class AuditStore {
     const position = await store.#readPosition();
     store.#chain = new RecordChain(options.chain ?? true, await store.#readChainHead(position.lastSeq));
     store.#pruned = new PrunedRanges(JSON.parse((await store.#db.get(PRUNED_RANGES_KEY)) ?? '[]') as PrunedRange[]);
+    store.#ledger = new SourceLedger(await store.#db.iterator({ gte: SOURCE_LEDGER_PREFIX, lt: prefixEnd(SOURCE_LEDGER_PREFIX) }).all());
     store.#writer = new EventWriter(store.#db, position, {
       index,
       text,
@@ -199,6 +206,7 @@ export class AuditStore {
       tail: store.#tail,
       runs: store.#runs,
       chain: store.#chain,
+      ledger: store.#ledger,
       indexIntegrity: (batch, entries, newTables) => addIntegrityPuts(store.#db, batch, entries, { index, newTables }),
     });
     const outboxKeys = await store.#db.keys({ gte: PREFIX.outbox, lt: prefixEnd(PREFIX.outbox) }).all();
@@ -356,6 +364,7 @@ export class AuditStore {
       const newTables = new Set<string>();
       let head = chain.head;
       const integrity: IntegrityEntry[] = [];
+      const ledger = this.#ledger.begin();
       const text = this.#openText();
       const added: TermRun[] = [];
       let current = runs.runAt(position.lastSeq);
@@ -388,6 +397,8 @@ export class AuditStore {
             if (start.firstSeq > expected) startRun(start.firstSeq, start.term);
           }
           if (current === undefined || current.term !== entry.term || !current.received) startRun(entry.seq, entry.term);
+          // The ledger reads only entries that carry a sourceSeq (a byte search, then the text).
+          if (Buffer.from(entry.bytes.buffer, entry.bytes.byteOffset, entry.bytes.byteLength).includes(SOURCE_SEQ_KEY)) ledger.addJson(Buffer.from(entry.bytes.buffer, entry.bytes.byteOffset, entry.bytes.byteLength).toString('utf8'));
           if (chain.enabled) {
             // Refuses (AUDIT_INTEGRITY_MISMATCH) an entry that does not continue this log's
             // chain; after a gap (entries the leader pruned) only its own hashes are checked.
@@ -403,6 +414,7 @@ export class AuditStore {
           count++;
         }
         text.putChanged(batch);
+        ledger.putChanged(batch);
         if (last !== undefined && chain.enabled) {
           await addIntegrityPuts(db, batch, integrity, { index, newTables });
           batch.put(CHAIN_HEAD_KEY, JSON.stringify({ seq: last.seq, hash: head.hash }));
@@ -430,6 +442,7 @@ export class AuditStore {
       }
       for (const run of added) runs.add(run);
       if (chain.enabled) chain.commit(head);
+      ledger.commit();
       // The log now ends past the tail; a standby serves no pulls, so it keeps none.
       this.#tail.clear();
       setPosition(end);
@@ -793,6 +806,15 @@ export class AuditStore {
   async putLocal(name: string, value: unknown): Promise<void> {
     this.#openWriter();
     await this.#db.put(localKey(name), JSON.stringify(value), { sync: true });
+  }
+
+  /**
+   * The completeness ledger: per source (sourceId), the sourceSeqs this log received — the
+   * highest reached without a hole and the holes as ranges; only one source with `sourceId`.
+   */
+  sourceLedger(sourceId?: string): SourceLedgerEntry[] {
+    this.#openWriter();
+    return this.#ledger.entries(sourceId);
   }
 
   /** Where the record chain stands: the last entry's seq and chain hash (docs/integrity.md). */

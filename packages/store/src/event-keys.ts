@@ -13,6 +13,7 @@
  *   r!<firstSeq:16>    → {term, received}      term runs: where each run of one term starts in this log
  *   c!<seq:16>         → signed checkpoint    the checkpoint records of the log, by their seq (integrity)
  *   k!<keyId>          → {seq, key}           the public keys registered in the log (integrity)
+ *   g!<sourceId>       → [[from, to], …]      the sourceSeqs received from each source (source-ledger.ts)
  */
 
 /** Largest value a key field can hold: Number.MAX_SAFE_INTEGER fits in 14 hex digits. */

@@ -6,6 +6,7 @@ import { termsFromJson, type IndexWriter } from './index-writer.js';
 import type { TextSketchWriter } from './text-sketch-writer.js';
 import { termRunKey, termRunValue, type TermRun, type TermRuns } from './term-runs.js';
 import type { IntegrityEntry, RecordChain } from './record-chain.js';
+import type { SourceLedger } from './source-ledger.js';
 
 type Db = Level<string, string>;
 
@@ -131,6 +132,7 @@ export class EventWriter {
   readonly #runs: TermRuns;
   readonly #chain: RecordChain;
   readonly #indexIntegrity: IntegrityIndexer;
+  readonly #ledger: SourceLedger;
   #position: WriterPosition;
   #queue: PendingOp[] = [];
   #draining: Promise<void> | undefined;
@@ -148,9 +150,11 @@ export class EventWriter {
       runs: TermRuns;
       chain: RecordChain;
       indexIntegrity: IntegrityIndexer;
+      ledger: SourceLedger;
     },
   ) {
     this.#db = db;
+    this.#ledger = options.ledger;
     this.#chain = options.chain;
     this.#indexIntegrity = options.indexIntegrity;
     this.#tail = options.tail;
@@ -285,6 +289,7 @@ export class EventWriter {
     // The chain moves on in memory only once the batch is written (see below).
     let chainHash = chain.head.hash;
     const integrity: IntegrityEntry[] = [];
+    const ledger = this.#ledger.begin();
     for (const pending of group) {
       const result: AppendResult = { stored: [], duplicates: 0 };
       for (const event of pending.events) {
@@ -303,6 +308,7 @@ export class EventWriter {
           if (chained.integrity) integrity.push(chained.integrity);
         } else json = storedEventJson(event, ingestTs, seq, term);
         putEvent(batch, event.eventId, event.timestamp, seq, json);
+        ledger.addJson(event.json);
         // In the same batch as the event: the indexes and the log can never disagree.
         this.#index.put(batch, termsFromJson(event.json), event.timestamp, seq, newTables);
         this.#text.add(seq, event.timestamp, json);
@@ -326,6 +332,7 @@ export class EventWriter {
       }
       batch.put(LOG_END_KEY, logEndValue({ lastSeq: seq, lastTerm: term, lastIngestTs: ingestTs }));
     }
+    ledger.putChanged(batch);
     let rewrote = false;
     if (grew && chain.enabled) {
       if (integrity.length > 0) rewrote = await this.#indexIntegrity(batch, integrity, newTables);
@@ -341,6 +348,7 @@ export class EventWriter {
         this.#index.forget(newTables);
         throw err;
       }
+      ledger.commit();
       // An erasure rewrote entries the tail may hold: it no longer holds what LevelDB does.
       if (rewrote) this.#tail.clear();
       if (group) this.#tail.append(this.#position.lastSeq + 1, group);

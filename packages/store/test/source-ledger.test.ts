@@ -1,0 +1,107 @@
+// Goal: the completeness ledger knows, per source, which sourceSeqs arrived: the highest one
+// reached without a hole, and the holes as ranges — the same on the leader and on a standby,
+// after a reopen, untouched by retry and retention; and it reads a source only from the
+// event's own fields, never from text inside a value.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AuditEvent } from '@auditlake/model';
+import { afterEach, describe, expect, it } from 'vitest';
+import { AuditStore } from '../src/audit-store.js';
+import { SourceRanges, sourceOfJson } from '../src/source-ledger.js';
+
+const dirs: string[] = [];
+const stores: AuditStore[] = [];
+afterEach(async () => {
+  for (const store of stores.splice(0)) await store.close();
+  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
+});
+
+async function openStore(location?: string, now?: () => number): Promise<{ store: AuditStore; location: string }> {
+  const where = location ?? (await mkdtemp(join(tmpdir(), 'auditlake-ledger-')));
+  if (location === undefined) dirs.push(where);
+  const store = await AuditStore.open({ location: where, sequencer: () => 1, ...(now ? { now } : {}) });
+  stores.push(store);
+  return { store, location: where };
+}
+
+function ev(id: string, source?: { sourceId: string; sourceSeq?: number }, ts = 1_000): AuditEvent {
+  return { eventId: id, userId: 'u', source: 'trino', action: 'data:Select', resource: '', decision: 'ALLOW', tables: [], query: '', details: '', timestamp: ts, ...(source ?? {}) };
+}
+
+/** The ledger entry a brute force gives for a set of sourceSeqs. */
+function expected(sourceId: string, seqs: Iterable<number>) {
+  const sorted = [...new Set(seqs)].sort((a, b) => a - b);
+  const first = sorted[0] as number;
+  let contiguous = first;
+  while (sorted.includes(contiguous + 1)) contiguous++;
+  const gaps: Array<{ fromSeq: number; toSeq: number }> = [];
+  for (let i = 1; i < sorted.length; i++) {
+    const prev = sorted[i - 1] as number;
+    const cur = sorted[i] as number;
+    if (cur > prev + 1) gaps.push({ fromSeq: prev + 1, toSeq: cur - 1 });
+  }
+  const highest = sorted[sorted.length - 1] as number;
+  return { sourceId, received: sorted.length, firstSourceSeq: first, contiguousThrough: contiguous, highestSourceSeq: highest, gaps, missing: highest - first + 1 - sorted.length };
+}
+
+describe('source ranges', () => {
+  it('property: for sourceSeqs received in any order, with repeats, the entry equals a brute force', () => {
+    let state = 7;
+    const random = () => (state = (state * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
+    for (let run = 0; run < 300; run++) {
+      const ranges = new SourceRanges();
+      const seen: number[] = [];
+      const count = 1 + Math.floor(random() * 60);
+      for (let i = 0; i < count; i++) {
+        const seq = Math.floor(random() * 80);
+        const fresh = !seen.includes(seq);
+        expect(ranges.add(seq)).toBe(fresh);
+        seen.push(seq);
+      }
+      expect(ranges.entry('s')).toEqual(expected('s', seen));
+    }
+  });
+});
+
+describe('sourceOfJson', () => {
+  it('reads the fields, not look-alike text inside a value', () => {
+    const json = JSON.stringify({ eventId: 'e', query: ',"sourceId":"fake","sourceSeq":99', details: '"sourceSeq":7', sourceId: 'plug "ä" 😀', sourceSeq: 12 });
+    expect(sourceOfJson(json)).toEqual({ sourceId: 'plug "ä" 😀', sourceSeq: 12 });
+    expect(sourceOfJson(JSON.stringify({ eventId: 'e', query: ',"sourceId":"fake","sourceSeq":99' }))).toBeUndefined();
+    expect(sourceOfJson(JSON.stringify({ eventId: 'e', sourceId: 'only-an-id' }))).toBeUndefined();
+  });
+});
+
+describe('the store keeps the ledger', () => {
+  it('on the leader and a standby alike, across a reopen, untouched by retries and retention', async () => {
+    let now = 10_000;
+    const { store: leader, location } = await openStore(undefined, () => now);
+    const seqs = [1, 2, 3, 5, 6, 9, 10, 11];
+    await leader.append(seqs.map((s) => ev(`a${s}`, { sourceId: 'plugin-a', sourceSeq: s }, 100 + s)));
+    await leader.append([ev('b1', { sourceId: 'plugin-b', sourceSeq: 4 }), ev('plain'), ev('id-only', { sourceId: 'plugin-c' })]);
+    // A retry of sourceSeq 5 under a new eventId, and one filling the hole at 4.
+    await leader.append([ev('a5-again', { sourceId: 'plugin-a', sourceSeq: 5 }), ev('a4', { sourceId: 'plugin-a', sourceSeq: 4 })]);
+    const a = expected('plugin-a', [...seqs, 4, 5]);
+    expect(a).toMatchObject({ contiguousThrough: 6, highestSourceSeq: 11, gaps: [{ fromSeq: 7, toSeq: 8 }], missing: 2 });
+    const all = [a, expected('plugin-b', [4])];
+    expect(leader.sourceLedger()).toEqual(all);
+    expect(leader.sourceLedger('plugin-b')).toEqual([all[1]]);
+    expect(leader.sourceLedger('nope')).toEqual([]);
+
+    const { store: standby } = await openStore();
+    await standby.applyReplicated(await leader.readEncodedBySeq(0, 100));
+    expect(standby.sourceLedger()).toEqual(all);
+
+    // Retention deletes the events; what was received stays received.
+    now = 10_000_000;
+    const pruned = await leader.pruneBefore(1_000_000, 100, async () => true);
+    expect(pruned.deleted).toBeGreaterThan(0);
+    expect(leader.sourceLedger()).toEqual(all);
+
+    await leader.close();
+    stores.splice(stores.indexOf(leader), 1);
+    const { store: reopened } = await openStore(location);
+    expect(reopened.sourceLedger()).toEqual(all);
+  });
+});
