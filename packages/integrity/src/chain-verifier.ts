@@ -3,7 +3,7 @@ import { checkpointHash, checkpointSignatureValid, parseSignedCheckpoint, type S
 import { integrityKindOf, parseErasureDetails } from './integrity-events.js';
 import { parsePublishedKey, publicKeyId } from './node-key.js';
 import { canonicalRecord, CHECKED_FIELDS, erasedText, type CanonicalRecord, type HashedField, type RecordValues } from './record-fields.js';
-import { chainHash, GENESIS_CHAIN_HASH, RecordHasher, recordHash, splitFieldCheck, type RecordDigest } from './record-hasher.js';
+import { chainHash, GENESIS_CHAIN_HASH, RecordHasher, recordHashOf, splitFieldCheck, type RecordDigest } from './record-hasher.js';
 
 /** One record as a source gives it: its values and the chain fields stored with it. */
 export interface VerifyRecord extends RecordValues {
@@ -361,7 +361,7 @@ export class ChainVerifier {
    */
   #reorderedTo(item: Queued): number | undefined {
     const { record, canonical } = item;
-    const fieldHashes = (item.digest as RecordDigest).fieldHashes;
+    const content = (item.digest as RecordDigest).content;
     const stored = new Map<number, string | undefined>();
     for (let seq = record.seq - REORDER_WINDOW; seq < record.seq; seq++) {
       const processed = this.#recent.get(seq);
@@ -371,7 +371,7 @@ export class ChainVerifier {
     for (let delta = 1; delta <= REORDER_WINDOW; delta++) {
       for (const seq of [record.seq - delta, record.seq + delta]) {
         if (seq < 1) continue;
-        const hash = recordHash({ ...canonical, seq }, fieldHashes);
+        const hash = recordHashOf(seq, canonical.term, canonical.ingestTs, content);
         if (hash === record.recordHash || hash === stored.get(seq)) return seq;
       }
     }

@@ -1,7 +1,7 @@
 import { INTEGRITY_ACTIONS, SELF_SOURCE, type AuditEvent } from '@auditlake/model';
 import { encodeSignedCheckpoint, type SignedCheckpoint } from './checkpoint.js';
 import { encodePublishedKey, type PublishedKey } from './node-key.js';
-import { isErasableField, stringText, type ErasableField } from './record-fields.js';
+import { isErasableField, type ErasableField } from './record-fields.js';
 
 /**
  * The events auditlake writes into its own log to make the chain provable (model's
@@ -12,17 +12,11 @@ export { INTEGRITY_ACTIONS };
 
 export type IntegrityEventKind = keyof typeof INTEGRITY_ACTIONS;
 
-const KIND_BY_ACTION_TEXT = new Map<string, IntegrityEventKind>(Object.entries(INTEGRITY_ACTIONS).map(([kind, action]) => [stringText(action), kind as IntegrityEventKind]));
-const SELF_SOURCE_TEXT = stringText(SELF_SOURCE);
+const KIND_BY_ACTION = new Map<string, IntegrityEventKind>(Object.entries(INTEGRITY_ACTIONS).map(([action, value]) => [value, action as IntegrityEventKind]));
 
-/** Which integrity event a record is, from its source and action canonical texts; undefined for any other. */
-export function integrityKindOfTexts(sourceText: string, actionText: string): IntegrityEventKind | undefined {
-  return sourceText === SELF_SOURCE_TEXT ? KIND_BY_ACTION_TEXT.get(actionText) : undefined;
-}
-
-/** Which integrity event a record is, from its source and action values. */
+/** Which integrity event a record is, from its source and action values; undefined for any other. */
 export function integrityKindOf(source: string, action: string): IntegrityEventKind | undefined {
-  return integrityKindOfTexts(stringText(source), stringText(action));
+  return source === SELF_SOURCE ? KIND_BY_ACTION.get(action) : undefined;
 }
 
 /** The event recording a signed checkpoint. */

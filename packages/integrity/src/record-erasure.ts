@@ -1,4 +1,4 @@
-import { ERASED_MARKER, stringText, tablesText, type ErasableField, type HashedField } from './record-fields.js';
+import { ERASED_MARKER, tablesText, type ErasableField, type HashedField } from './record-fields.js';
 import { fieldHash } from './record-hasher.js';
 
 /** The fields erasure touches on a record, whatever copy it is (stored event, tiered row). */
@@ -23,10 +23,10 @@ export function eraseRecordFields<T extends ErasableRecord>(record: T, fields: r
   for (const field of fields) {
     if (erased[field] !== undefined) continue;
     if (field === 'tables') {
-      erased[field] = fieldHash(field, tablesText(record.tables));
+      erased[field] = fieldHash(tablesText(record.tables));
       next.tables = [ERASED_MARKER];
     } else {
-      erased[field] = fieldHash(field, stringText(record[field]));
+      erased[field] = fieldHash(record[field]);
       next[field] = ERASED_MARKER;
     }
     changed = true;

@@ -46,9 +46,11 @@ export type CheckedField = (typeof CHECKED_FIELDS)[number];
 export const ERASED_MARKER = '[erased by auditlake]';
 
 /**
- * A record as hashing sees it: each string field as its canonical text (the JSON text of the
- * value, see {@link stringText}), `tables` as the JSON text of the comma-joined list, numbers
- * as themselves. `sourceId`/`sourceSeq` are undefined when the event had none.
+ * A record as hashing sees it: each content field as its canonical text (the value itself;
+ * `tables` as the names joined with commas, see {@link tablesText}), eventId and sourceId as
+ * their JSON texts (they are written into the record preimage directly, one per line, and a JSON
+ * text holds no raw newline), numbers as themselves. `sourceId`/`sourceSeq` are empty texts
+ * when the event had none.
  */
 export interface CanonicalRecord {
   seq: number;
@@ -88,21 +90,21 @@ export interface RecordValues {
 }
 
 /**
- * The canonical text of a string value: its JSON text (`JSON.stringify`), which is exactly what
- * the stored event's JSON holds for it. Strings reach the store well-formed (validation replaces
- * lone surrogates), so the text round-trips through UTF-8 and Parquet unchanged.
+ * The JSON text of a string (`JSON.stringify`): how eventId and sourceId are written into the
+ * record preimage. Strings reach the store well-formed (validation replaces lone surrogates),
+ * so the text is the same from every copy.
  */
 export function stringText(value: string): string {
   return JSON.stringify(value);
 }
 
 /**
- * The canonical text of a table list: the JSON text of the list joined with commas, as the
- * tier's `tables` column holds it (a name containing a comma cannot be told apart there, so the
- * hash does not tell it apart either).
+ * The canonical text of a table list: the names joined with commas, as the tier's `tables`
+ * column holds them (a name containing a comma cannot be told apart there, so the hash does not
+ * tell it apart either).
  */
 export function tablesText(tables: readonly string[]): string {
-  return JSON.stringify(tables.join(','));
+  return tables.join(',');
 }
 
 /** The canonical form of record values (the verifier's path, and the tier's). */
@@ -115,18 +117,42 @@ export function canonicalRecord(values: RecordValues): CanonicalRecord {
     eventIdText: stringText(values.eventId),
     sourceIdText: values.sourceId === undefined ? '' : stringText(values.sourceId),
     sourceSeqText: values.sourceSeq === undefined ? '' : String(values.sourceSeq),
-    texts: {
-      userId: stringText(values.userId),
-      source: stringText(values.source),
-      action: stringText(values.action),
-      resource: stringText(values.resource),
-      decision: stringText(values.decision),
-      tables: tablesText(values.tables),
-      query: stringText(values.query),
-      details: stringText(values.details),
-    },
-    erased: values.erased === undefined || Object.keys(values.erased).length === 0 ? undefined : values.erased,
+    texts: textsOf(values),
+    erased: values.erased === undefined || isEmpty(values.erased) ? undefined : values.erased,
   };
+}
+
+/** The values of a record that its content part covers: all but its place in the log. */
+export type ContentValues = Omit<RecordValues, 'seq' | 'term' | 'ingestTs'>;
+
+/** The canonical form of a record's content (an event not yet ordered, as ingest has it). */
+export function canonicalContent(values: ContentValues): Omit<CanonicalRecord, 'seq' | 'term' | 'ingestTs'> {
+  return {
+    timestamp: values.timestamp,
+    eventIdText: stringText(values.eventId),
+    sourceIdText: values.sourceId === undefined ? '' : stringText(values.sourceId),
+    sourceSeqText: values.sourceSeq === undefined ? '' : String(values.sourceSeq),
+    texts: textsOf(values),
+    erased: values.erased === undefined || isEmpty(values.erased) ? undefined : values.erased,
+  };
+}
+
+function textsOf(values: ContentValues): Record<HashedField, string> {
+  return {
+    userId: values.userId,
+    source: values.source,
+    action: values.action,
+    resource: values.resource,
+    decision: values.decision,
+    tables: tablesText(values.tables),
+    query: values.query,
+    details: values.details,
+  };
+}
+
+function isEmpty(object: object): boolean {
+  for (const _ in object) return false;
+  return true;
 }
 
 /** True when `name` is a content field. */
@@ -139,7 +165,7 @@ export function isErasableField(name: string): name is ErasableField {
   return (ERASABLE_FIELDS as readonly string[]).includes(name);
 }
 
-/** The canonical text an erased field holds. */
-export function erasedText(field: HashedField): string {
-  return field === 'tables' ? tablesText([ERASED_MARKER]) : stringText(ERASED_MARKER);
+/** The canonical text an erased field holds (for `tables`, its one entry). */
+export function erasedText(_field: HashedField): string {
+  return ERASED_MARKER;
 }

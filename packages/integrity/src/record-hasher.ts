@@ -19,42 +19,66 @@ export function chainHash(previousChainHash: string, recordHash: string): string
   return sha256Hex(previousChainHash + recordHash);
 }
 
-const FIELD_PREFIX: Record<HashedField, string> = Object.fromEntries(HASHED_FIELDS.map((name) => [name, `auditlake-field/1\n${name}\n`])) as Record<HashedField, string>;
-
-/** The field hash of a content field: SHA-256 of `auditlake-field/1\n<name>\n<canonical text>`. */
-export function fieldHash(name: HashedField, text: string): string {
-  return sha256Hex(FIELD_PREFIX[name] + text);
-}
-
-/** Texts longer than this are hashed every time: long free text rarely repeats. */
-const CACHED_TEXT_LENGTH_MAX = 256;
-/** Entries per field's cache; a full cache is emptied and refilled (a bound, not an LRU). */
-const CACHE_ENTRIES_MAX = 4096;
-
-/** What a record's hashes are made of, and the record hash itself. */
-export interface RecordDigest {
-  /** The eight content field hashes, in HASHED_FIELDS order. */
-  fieldHashes: string[];
-  recordHash: string;
-  /** 14 fields × 4 hex digits (docs/integrity.md, "fieldCheck"). */
-  fieldCheck: string;
+/**
+ * The field hash of a content field: SHA-256 of its canonical text (the value's UTF-8 bytes).
+ * No name or prefix goes in: the record preimage holds the eight field hashes in a fixed order,
+ * which is what ties each to its field.
+ */
+export function fieldHash(text: string): string {
+  return sha256Hex(text);
 }
 
 /**
- * Computes record hashes. Content fields repeat a lot in audit logs (a few engines, actions,
- * users and tables), so field hashes of short texts are cached per field: a hit costs a map
- * lookup instead of a SHA-256 call. One hasher per thread of work; not shared state of value.
+ * What a record's hashes commit to besides its place in the log (seq, term, ingestTs): known as
+ * soon as the event is validated, so it is computed there (where ingest parses the event)
+ * rather than where the leader orders events, which only hashes in the place.
+ */
+export interface RecordContent {
+  /**
+   * The content hash: SHA-256 of `auditlake-content/2\n<timestamp>\n<eventId JSON>\n<sourceId
+   * JSON or empty>\n<sourceSeq or empty>\n` followed by the eight field hashes concatenated.
+   */
+  hash: string;
+  /**
+   * The field check without its ingestTs and term parts: 40 hex digits (eventId, the eight
+   * content fields, timestamp) then 8 (sourceId, sourceSeq).
+   */
+  check: string;
+}
+
+/** What a record's hashes are, with the content they were computed from. */
+export interface RecordDigest {
+  recordHash: string;
+  /** 14 fields × 4 hex digits (docs/integrity.md, "fieldCheck"). */
+  fieldCheck: string;
+  content: RecordContent;
+}
+
+/** Texts longer than this are hashed every time: long values rarely repeat. */
+const CACHED_TEXT_LENGTH_MAX = 256;
+/** Entries per field's cache; a full cache is emptied and refilled (a bound, not an LRU). */
+const CACHE_ENTRIES_MAX = 4096;
+/**
+ * The content fields whose values repeat (a few engines, actions, users, resources and table
+ * lists): their hashes are cached. `query` and `details` are nearly always new, and caching
+ * them would only churn the cache and the heap.
+ */
+const CACHED_FIELDS = new Set<HashedField>(['userId', 'source', 'action', 'resource', 'decision', 'tables']);
+
+/**
+ * Computes record hashes. Field hashes of short, repeating values are cached per field: a hit
+ * costs a map lookup instead of a SHA-256 call. One hasher per thread of work.
  */
 export class RecordHasher {
-  readonly #caches = new Map<HashedField, Map<string, string>>(HASHED_FIELDS.map((name) => [name, new Map()]));
+  readonly #caches: Array<Map<string, string> | undefined> = HASHED_FIELDS.map((name) => (CACHED_FIELDS.has(name) ? new Map() : undefined));
 
-  /** The field hash of `text` for `name`, from the cache when seen recently. */
-  fieldHash(name: HashedField, text: string): string {
-    if (text.length > CACHED_TEXT_LENGTH_MAX) return fieldHash(name, text);
-    const cache = this.#caches.get(name) as Map<string, string>;
+  /** The field hash of the content field at `index` (HASHED_FIELDS order), cached when it repeats. */
+  #fieldHash(index: number, text: string): string {
+    const cache = this.#caches[index];
+    if (cache === undefined || text.length > CACHED_TEXT_LENGTH_MAX) return sha256Hex(text);
     let digest = cache.get(text);
     if (digest === undefined) {
-      digest = fieldHash(name, text);
+      digest = sha256Hex(text);
       if (cache.size >= CACHE_ENTRIES_MAX) cache.clear();
       cache.set(text, digest);
     }
@@ -62,47 +86,56 @@ export class RecordHasher {
   }
 
   /**
-   * The record hash and its parts. An erased field's kept hash stands in for its value's (the
-   * value itself is the marker then, and is not hashed).
+   * The content part of a record (everything but seq, term and ingestTs). An erased field's
+   * kept hash stands in for its value's (the value itself is the marker then, and is not hashed).
    */
-  digest(record: CanonicalRecord): RecordDigest {
-    const fieldHashes = new Array<string>(HASHED_FIELDS.length);
+  content(record: Omit<CanonicalRecord, 'seq' | 'term' | 'ingestTs'>): RecordContent {
+    const erased = record.erased;
+    const texts = record.texts;
+    let hashes = '';
+    let check = shortCheck(record.eventIdText);
     for (let i = 0; i < HASHED_FIELDS.length; i++) {
       const name = HASHED_FIELDS[i] as HashedField;
-      const kept = record.erased?.[name];
-      fieldHashes[i] = kept ?? this.fieldHash(name, record.texts[name]);
+      const digest = erased?.[name] ?? this.#fieldHash(i, texts[name]);
+      hashes += digest;
+      check += digest.slice(0, 4);
     }
-    return { fieldHashes, recordHash: recordHash(record, fieldHashes), fieldCheck: fieldCheck(record, fieldHashes) };
+    const timestampText = String(record.timestamp);
+    check += shortCheck(timestampText) + shortCheck(record.sourceIdText) + shortCheck(record.sourceSeqText);
+    return { hash: sha256Hex(`auditlake-content/2\n${timestampText}\n${record.eventIdText}\n${record.sourceIdText}\n${record.sourceSeqText}\n${hashes}`), check };
+  }
+
+  /** The record hash and field check of a whole record. */
+  digest(record: CanonicalRecord): RecordDigest {
+    const content = this.content(record);
+    return { recordHash: recordHashOf(record.seq, record.term, record.ingestTs, content), fieldCheck: fieldCheckOf(content, record.term, record.ingestTs), content };
   }
 }
 
 /**
- * SHA-256 of the record preimage: `auditlake-record/1`, then seq, term, ingestTs, timestamp
- * (decimal), the eventId's JSON text, the sourceId's JSON text and sourceSeq (empty when
- * absent), one per line, then the eight field hashes concatenated. No line can hold a newline
- * (JSON texts escape it), so the preimage is unambiguous.
+ * The record hash: SHA-256 of `auditlake-record/2\n<seq>\n<term>\n<ingestTs>\n<content hash>`
+ * (numbers in decimal). Every line is a number or hex, so the preimage is unambiguous; so is the
+ * content hash's (its only texts are JSON texts, which hold no raw newline, and fixed-length hex).
  */
-export function recordHash(record: CanonicalRecord, fieldHashes: readonly string[]): string {
-  let preimage = `auditlake-record/1\n${record.seq}\n${record.term}\n${record.ingestTs}\n${record.timestamp}\n${record.eventIdText}\n${record.sourceIdText}\n${record.sourceSeqText}\n`;
-  for (const digest of fieldHashes) preimage += digest;
-  return sha256Hex(preimage);
+export function recordHashOf(seq: number, term: number, ingestTs: number, content: RecordContent): string {
+  return sha256Hex(`auditlake-record/2\n${seq}\n${term}\n${ingestTs}\n${content.hash}`);
 }
 
 /**
  * The field check: per CHECKED_FIELDS entry, 4 hex digits — a content field's are the first 4
- * of its field hash; the others' are FNV-1a (32-bit, low 16 bits) of their text. Not a
+ * of its field hash; the others' are FNV-1a (32-bit, folded to 16 bits) of their text. Not a
  * security measure (the record hash is): it lets a verifier say which field changed.
  */
-export function fieldCheck(record: CanonicalRecord, fieldHashes: readonly string[]): string {
-  let check = '';
-  for (const [name, index] of CHECK_PLAN) {
-    check += index >= 0 ? (fieldHashes[index] as string).slice(0, 4) : shortCheck(inlineText(record, name));
-  }
-  return check;
+export function fieldCheckOf(content: RecordContent, term: number, ingestTs: number): string {
+  return content.check.slice(0, 40) + positionCheck(term, ingestTs) + content.check.slice(40);
 }
 
-/** Each checked field with its index among the content fields (-1: checked by its text). */
-const CHECK_PLAN: ReadonlyArray<readonly [string, number]> = CHECKED_FIELDS.map((name) => [name, (HASHED_FIELDS as readonly string[]).indexOf(name)] as const);
+/** The ingestTs and term parts of the field check (8 hex): the same for a whole batch, so the last is kept. */
+let lastPosition = { term: -1, ingestTs: -1, check: '' };
+function positionCheck(term: number, ingestTs: number): string {
+  if (lastPosition.term !== term || lastPosition.ingestTs !== ingestTs) lastPosition = { term, ingestTs, check: shortCheck(String(ingestTs)) + shortCheck(String(term)) };
+  return lastPosition.check;
+}
 
 /** The 4-hex check of each checked field, by name: what a verifier compares. */
 export function splitFieldCheck(check: string): Map<string, string> {
@@ -111,27 +144,7 @@ export function splitFieldCheck(check: string): Map<string, string> {
   return parts;
 }
 
-/** The text a non-content field is checked by. */
-export function inlineText(record: CanonicalRecord, name: string): string {
-  switch (name) {
-    case 'eventId':
-      return record.eventIdText;
-    case 'timestamp':
-      return String(record.timestamp);
-    case 'ingestTs':
-      return String(record.ingestTs);
-    case 'term':
-      return String(record.term);
-    case 'sourceId':
-      return record.sourceIdText;
-    case 'sourceSeq':
-      return record.sourceSeqText;
-    default:
-      throw new TypeError(`not an inline field: ${name}`);
-  }
-}
-
-/** FNV-1a over the UTF-16 code units, low 16 bits as 4 hex digits. */
+/** FNV-1a over the UTF-16 code units, folded to 16 bits, as 4 hex digits. */
 function shortCheck(text: string): string {
   let h = 0x811c9dc5;
   for (let i = 0; i < text.length; i++) {

@@ -1,9 +1,10 @@
 import { HASHED_FIELDS, isHashedField, type CanonicalRecord, type HashedField } from './record-fields.js';
 
 /**
- * A stored event's JSON read for hashing without parsing it: the canonical text of every field
- * is a slice of the JSON itself (a string value's JSON text is its canonical text), so the
- * leader and standbys hash what they store, on the hot path, at the cost of a few `indexOf`s.
+ * A stored event's JSON read for hashing without parsing it: every field's canonical text is a
+ * slice of the JSON itself (a string without escapes is the text between its quotes; only one
+ * holding a backslash is parsed), so a standby hashes what it stores at the cost of a few
+ * `indexOf`s.
  *
  * The layout read is the one the store writes (docs/integrity.md, "Stored layout"):
  * `{"eventId":…,"userId":…,"source":…,"action":…,"resource":…,"decision":…,"tables":[…],
@@ -58,7 +59,7 @@ export function readEventText(json: string): EventText | undefined {
     } else {
       const end = stringEnd(json, at);
       if (end < 0) return undefined;
-      texts[name] = json.slice(at, end);
+      texts[name] = stringValueOf(json, at, end);
       at = end;
     }
   }
@@ -172,16 +173,26 @@ function arrayEnd(json: string, start: number): number {
 }
 
 /**
- * The canonical tables text of a JSON array of strings. Without a backslash no element holds an
- * escape, so `","` only separates elements and the joined list is a plain splice of the text.
+ * The string a JSON string text (`json[start..end)`, quotes included) stands for. Without a
+ * backslash it holds no escape, so the value is the text between the quotes.
+ */
+function stringValueOf(json: string, start: number, end: number): string {
+  const value = json.slice(start + 1, end - 1);
+  return value.includes('\\') ? (JSON.parse(json.slice(start, end)) as string) : value;
+}
+
+/**
+ * The canonical tables text (names joined with commas) of a JSON array of strings. Without a
+ * backslash no element holds an escape, so `","` only separates elements and the joined list is
+ * a plain splice of the text.
  */
 function tablesTextOf(array: string): string | undefined {
-  if (array === '[]') return '""';
-  if (!array.includes('\\')) return '"' + array.slice(2, -2).replaceAll('","', ',') + '"';
+  if (array === '[]') return '';
+  if (!array.includes('\\')) return array.slice(2, -2).replaceAll('","', ',');
   try {
     const tables = JSON.parse(array) as unknown;
     if (!Array.isArray(tables) || !tables.every((t) => typeof t === 'string')) return undefined;
-    return JSON.stringify(tables.join(','));
+    return tables.join(',');
   } catch {
     return undefined;
   }

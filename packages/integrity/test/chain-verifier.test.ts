@@ -207,8 +207,8 @@ describe('erasure', () => {
   function erase(records: VerifyRecord[], seq: number, field: 'query' | 'userId' | 'tables'): VerifyRecord[] {
     return records.map((r) => {
       if (r.seq !== seq) return r;
-      const text = field === 'tables' ? JSON.stringify(r.tables.join(',')) : JSON.stringify(r[field]);
-      return { ...r, [field]: field === 'tables' ? [ERASED_MARKER] : ERASED_MARKER, erased: { ...r.erased, [field]: fieldHash(field, text) } };
+      const text = field === 'tables' ? r.tables.join(',') : r[field];
+      return { ...r, [field]: field === 'tables' ? [ERASED_MARKER] : ERASED_MARKER, erased: { ...r.erased, [field]: fieldHash(text) } };
     });
   }
 
@@ -225,7 +225,7 @@ describe('erasure', () => {
     const report = verify(erased);
     expect(report.ok).toBe(true);
     expect(report.message).toMatch(/; 2 fields erased$/);
-    expect(erasedText('tables')).toBe(JSON.stringify(ERASED_MARKER));
+    expect(erasedText('tables')).toBe(ERASED_MARKER);
   });
 
   it('an erasure without an erasure record is an alteration', () => {

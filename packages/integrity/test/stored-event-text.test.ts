@@ -43,7 +43,7 @@ describe('readEventText', () => {
     const hashes = { recordHash: 'a'.repeat(64), chainHash: 'b'.repeat(64), fieldCheck: 'c'.repeat(56), erased: { query: 'd'.repeat(64) } };
     const read = readEventText(composeStoredEvent({ ...v, ...hashes }));
     expect(read).toMatchObject({ recordHash: 'a'.repeat(64), chainHash: 'b'.repeat(64), fieldCheck: 'c'.repeat(56), erased: { query: 'd'.repeat(64) }, seq: 3, term: 2 });
-    expect(read?.texts.tables).toBe('"a,b,c"');
+    expect(read?.texts.tables).toBe('a,b,c');
   });
 
   it('refuses (undefined) JSON in any other layout, so callers parse it instead', () => {

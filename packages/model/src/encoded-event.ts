@@ -9,6 +9,21 @@ export interface EncodedEvent {
   timestamp: number;
   /** The AuditEvent as a JSON object text, exactly its fields. */
   json: string;
+  /**
+   * The record chain's content part of this event (`RecordContent` of @auditlake/integrity),
+   * computed where the event's values were at hand so the leader only adds its place in the
+   * log. Absent: the leader computes it from `json`. Never set on an event of
+   * INTEGRITY_ACTIONS (the leader must see those).
+   */
+  chainContent?: ChainContent | undefined;
+}
+
+/** See EncodedEvent.chainContent: opaque here, defined by the record chain (docs/integrity.md). */
+export interface ChainContent {
+  /** 64 hex digits. */
+  hash: string;
+  /** 48 hex digits. */
+  check: string;
 }
 
 export function encodeEvent(event: AuditEvent): EncodedEvent {

@@ -9,6 +9,8 @@ export interface ParseRequest {
   nowMs: number;
   /** `audit.redact.keys` in force when the request arrived. */
   redactKeys: string[];
+  /** Compute each event's record chain content part (the store keeps the chain). */
+  chain: boolean;
 }
 
 export type ParseResponse =
@@ -60,12 +62,12 @@ export class IngestParsePool {
     for (let i = 0; i < threads; i++) this.#workers.push(this.#start());
   }
 
-  parse(body: Uint8Array, nowMs: number, redactKeys: readonly string[] = []): Promise<ParseOutcome> {
+  parse(body: Uint8Array, nowMs: number, redactKeys: readonly string[] = [], chain = false): Promise<ParseOutcome> {
     if (this.#closed) return Promise.reject(new Error('ingest parse pool is closed'));
-    if (this.#workers.length === 0) return Promise.resolve(parseIngestBody(body, nowMs, redactKeys));
+    if (this.#workers.length === 0) return Promise.resolve(parseIngestBody(body, nowMs, redactKeys, chain));
     const poolWorker = this.#workers.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
     const id = this.#nextId++;
-    const request: ParseRequest = { id, body: transferable(body), nowMs, redactKeys: [...redactKeys] };
+    const request: ParseRequest = { id, body: transferable(body), nowMs, redactKeys: [...redactKeys], chain };
     return new Promise<ParseOutcome>((resolve, reject) => {
       poolWorker.pending.set(id, { resolve, reject });
       poolWorker.worker.postMessage(request, [request.body]);

@@ -12,7 +12,9 @@ import {
   validateIngestBody,
   type AuditEvent,
   type EncodedEvent,
+  isReservedAction,
 } from '@auditlake/model';
+import { canonicalContent, RecordHasher } from '@auditlake/integrity';
 import { joinLines, splitLines } from './byte-lines.js';
 import { parseJsonBody } from './json-body.js';
 
@@ -55,12 +57,18 @@ function redactEvent(event: AuditEvent, redactor: Redactor): AuditEvent {
   });
 }
 
+// One per thread (the event loop's, and each parse worker's): field hashes of repeating values are cached.
+const recordHasher = new RecordHasher();
+
 /**
  * Decodes, parses and validates an ingest body, masks configured keys' values, and serialises
  * each event once: the work of an ingest request that does not need the store, so it can run
  * in a worker thread. `redactKeys` is `audit.redact.keys` as in force when the request arrived.
+ * With `chain` (the store keeps the record chain), each event's content part of its record
+ * hash is computed here too, from the values at hand (docs/integrity.md): the leader then only
+ * hashes in its place in the log.
  */
-export function parseIngestBody(bytes: Uint8Array, nowMs: number, redactKeys: readonly string[] = []): ParseOutcome {
+export function parseIngestBody(bytes: Uint8Array, nowMs: number, redactKeys: readonly string[] = [], chain = false): ParseOutcome {
   // Decoding would replace such bytes by U+FFFD and store something other than what was sent.
   const invalidAt = invalidUtf8Offset(bytes);
   if (invalidAt !== -1) return { ok: false, code: AuditErrorCode.BAD_REQUEST, message: `request body is not valid UTF-8: an invalid byte sequence at byte offset ${invalidAt}`, refused: 1 };
@@ -83,11 +91,14 @@ export function parseIngestBody(bytes: Uint8Array, nowMs: number, redactKeys: re
       // Built field by field: object spreads on this path were measured slow per event (the
       // writer used to spread its stored events; building them field by field was 14x faster).
       events: validateIngestBody(body, { nowMs, newId }).map((event): ParsedEvent => {
-        const encoded = encodeEvent(redactEvent(event, redactor));
+        const redacted = redactEvent(event, redactor);
+        const encoded = encodeEvent(redacted);
         return {
           eventId: encoded.eventId,
           timestamp: encoded.timestamp,
           json: encoded.json,
+          // Integrity actions are refused from clients; were one here, the leader must see it whole.
+          chainContent: chain && !isReservedAction(redacted.source, redacted.action) ? recordHasher.content(canonicalContent(redacted)) : undefined,
           freshId: fresh.has(event.eventId),
           subjectToSampling: subjectToReadSampling(event),
         };
@@ -110,6 +121,8 @@ interface WireHeader {
   ts: number[];
   /** Per event: bit 1 freshId, bit 2 subjectToSampling, as a digit. */
   flags: string;
+  /** Per event, when the chain's content parts were computed: each one's hash and check, joined. */
+  content?: string[];
 }
 
 export function encodeParsedEvents(events: readonly ParsedEvent[]): Uint8Array {
@@ -118,6 +131,7 @@ export function encodeParsedEvents(events: readonly ParsedEvent[]): Uint8Array {
     ts: events.map((e) => e.timestamp),
     flags: events.map((e) => String((e.freshId ? 1 : 0) | (e.subjectToSampling ? 2 : 0))).join(''),
   };
+  if (events.length > 0 && events.every((e) => e.chainContent !== undefined)) header.content = events.map((e) => `${e.chainContent?.hash}${e.chainContent?.check}`);
   return joinLines([Buffer.from(JSON.stringify(header), 'utf8'), ...events.map((event) => Buffer.from(event.json, 'utf8'))]);
 }
 
@@ -127,7 +141,15 @@ export function decodeParsedEvents(bytes: Uint8Array): ParsedEvent[] {
   if (header.ids.length !== lines.length - 1) throw new TypeError(`parsed ingest batch holds ${lines.length - 1} events but names ${header.ids.length}`);
   return header.ids.map((eventId, i) => {
     const flags = Number(header.flags[i]);
-    return { eventId, timestamp: header.ts[i] as number, json: lines[i + 1] as string, freshId: (flags & 1) !== 0, subjectToSampling: (flags & 2) !== 0 };
+    const content = header.content?.[i];
+    return {
+      eventId,
+      timestamp: header.ts[i] as number,
+      json: lines[i + 1] as string,
+      chainContent: content === undefined ? undefined : { hash: content.slice(0, 64), check: content.slice(64) },
+      freshId: (flags & 1) !== 0,
+      subjectToSampling: (flags & 2) !== 0,
+    };
   });
 }
 

@@ -51,7 +51,7 @@ export class IngestService {
   /** `body` is the request body's bytes: parsed in a worker thread when the pool has any. */
   async ingest(body: Uint8Array, options: IngestOptions = { ackReplicated: false }): Promise<IngestResponse> {
     const { metrics, settings, parser } = this.#options;
-    const parsed = await parser.parse(body, Date.now(), settings.effective.redactKeys);
+    const parsed = await parser.parse(body, Date.now(), settings.effective.redactKeys, this.#options.store.chainEnabled);
     if (!parsed.ok) {
       metrics.eventsRefused.inc(parsed.refused);
       throw new AuditError(parsed.code, parsed.message);

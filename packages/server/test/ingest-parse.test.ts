@@ -1,3 +1,4 @@
+import { readEventText, RecordHasher } from '@auditlake/integrity';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { decodeParsedEvents, encodeParsedEvents, parseIngestBody, transferable } from '../src/ingest-parse.js';
 import { IngestParsePool, WORKER_RESTART_PAUSE_MS } from '../src/ingest-parse-pool.js';
@@ -95,6 +96,20 @@ describe('ingest parsing', () => {
     await pending;
     await expect(p.parse(body(events), NOW)).rejects.toThrow(/closed/);
     expect(p.workerThreadIds).toEqual([]);
+  });
+
+  it('with the record chain, gives each event the content part the leader would read from its JSON, inline and in a worker', async () => {
+    const inline = parseIngestBody(body(events), NOW, [], true);
+    const inWorker = await pool(1).parse(body(events), NOW, [], true);
+    if (!inline.ok || !inWorker.ok) throw new Error('expected a parse');
+    const hasher = new RecordHasher();
+    for (const event of [...inline.events, ...inWorker.events]) {
+      expect(event.chainContent).toEqual(hasher.content(readEventText(event.json)!));
+    }
+    expect(decodeParsedEvents(encodeParsedEvents(inline.events))).toEqual(inline.events);
+    const without = parseIngestBody(body(events), NOW);
+    if (!without.ok) throw new Error('expected a parse');
+    expect(without.events.map((e) => e.chainContent)).toEqual([undefined, undefined, undefined]);
   });
 
   it('carries parsed events across threads unchanged', () => {

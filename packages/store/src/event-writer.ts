@@ -302,7 +302,7 @@ export class EventWriter {
         // Composed from the JSON made at validation: the event is serialised once.
         let json: string;
         if (chain.enabled) {
-          const chained = chain.append(event.json, ingestTs, seq, term, chainHash);
+          const chained = chain.append(event, ingestTs, seq, term, chainHash);
           json = chained.json;
           chainHash = chained.chainHash;
           if (chained.integrity) integrity.push(chained.integrity);
@@ -311,7 +311,9 @@ export class EventWriter {
         ledger.addJson(event.json);
         // In the same batch as the event: the indexes and the log can never disagree.
         this.#index.put(batch, termsFromJson(event.json), event.timestamp, seq, newTables);
-        this.#text.add(seq, event.timestamp, json);
+        // The event's own JSON: q matches its fields, never its place in the log or its chain
+        // hashes (whose hex trigrams would only cost time and fill the sketch).
+        this.#text.add(seq, event.timestamp, event.json);
         if (this.#tail.enabled) written.push(json);
         result.stored.push({ eventId: event.eventId, seq, ingestTs, term });
       }

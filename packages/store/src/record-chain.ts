@@ -1,15 +1,17 @@
-import { AuditError, AuditErrorCode, type StoredEvent } from '@auditlake/model';
+import { AuditError, AuditErrorCode, type EncodedEvent, type StoredEvent } from '@auditlake/model';
 import {
   canonicalOfText,
   canonicalRecord,
   chainHash,
+  fieldCheckOf,
   GENESIS_CHAIN_HASH,
-  integrityKindOfTexts,
+  integrityKindOf,
   readEventText,
   RecordHasher,
+  recordHashOf,
   type CanonicalRecord,
-  type EventText,
   type IntegrityEventKind,
+  type RecordContent,
 } from '@auditlake/integrity';
 
 /** Where the chain stands at the end of the log. */
@@ -71,16 +73,21 @@ export class RecordChain {
   /**
    * The stored JSON of an event the leader orders after a record whose chain hash is
    * `previous`: the encoded event with its place in the order and its chain fields, and the
-   * new chain hash (the head once the write succeeded).
+   * new chain hash (the head once the write succeeded). The event's content part comes with it
+   * when ingest computed it (EncodedEvent.chainContent); here only the position is hashed in.
    */
-  append(encodedJson: string, ingestTs: number, seq: number, term: number, previous: string): ChainedJson & { chainHash: string } {
-    const position = `,"ingestTs":${ingestTs},"seq":${seq},"term":${term}`;
-    const text = readEventText(encodedJson);
-    const record = text === undefined ? parsedRecord(encodedJson, ingestTs, seq, term) : { ...canonicalOf(text), seq, term, ingestTs };
-    const digest = this.#hasher.digest(record);
-    const chain = chainHash(previous, digest.recordHash);
-    const json = `${encodedJson.slice(0, -1)}${position},"recordHash":"${digest.recordHash}","chainHash":"${chain}","fieldCheck":"${digest.fieldCheck}"}`;
-    return { json, chainHash: chain, integrity: integrityOf(record, seq) };
+  append(event: EncodedEvent, ingestTs: number, seq: number, term: number, previous: string): ChainedJson & { chainHash: string } {
+    let content: RecordContent | undefined = event.chainContent;
+    let integrity: IntegrityEntry | undefined;
+    if (content === undefined) {
+      const record = readEventText(event.json) ?? parsedRecord(event.json);
+      content = this.#hasher.content(record);
+      integrity = integrityOf(record, seq);
+    }
+    const recordHash = recordHashOf(seq, term, ingestTs, content);
+    const chain = chainHash(previous, recordHash);
+    const json = `${event.json.slice(0, -1)},"ingestTs":${ingestTs},"seq":${seq},"term":${term},"recordHash":"${recordHash}","chainHash":"${chain}","fieldCheck":"${fieldCheckOf(content, term, ingestTs)}"}`;
+    return { json, chainHash: chain, integrity };
   }
 
   /**
@@ -134,21 +141,10 @@ export function headOf(last: StoredEvent | undefined): ChainHead {
   return { hash: last.chainHash, started: true };
 }
 
-function canonicalOf(text: EventText): Omit<CanonicalRecord, 'seq' | 'term' | 'ingestTs'> {
-  return {
-    timestamp: text.timestamp,
-    eventIdText: text.eventIdText,
-    sourceIdText: text.sourceIdText,
-    sourceSeqText: text.sourceSeqText,
-    texts: text.texts,
-    erased: text.erased,
-  };
-}
-
 /** The canonical record of an event JSON in another layout (never the store's own: a safety net). */
-function parsedRecord(json: string, ingestTs: number, seq: number, term: number): CanonicalRecord {
+function parsedRecord(json: string): CanonicalRecord {
   const event = JSON.parse(json) as StoredEvent;
-  return canonicalRecord({ ...event, ingestTs, seq, term });
+  return canonicalRecord({ ...event, ingestTs: 0, seq: 0, term: 0 });
 }
 
 function parseStored(text: string): StoredEvent {
@@ -164,9 +160,9 @@ function parseStored(text: string): StoredEvent {
   return event;
 }
 
-function integrityOf(record: CanonicalRecord, seq: number): IntegrityEntry | undefined {
-  const kind = integrityKindOfTexts(record.texts.source, record.texts.action);
-  return kind === undefined ? undefined : { kind, seq, details: JSON.parse(record.texts.details) as string };
+function integrityOf(record: Pick<CanonicalRecord, 'texts'>, seq: number): IntegrityEntry | undefined {
+  const kind = integrityKindOf(record.texts.source, record.texts.action);
+  return kind === undefined ? undefined : { kind, seq, details: record.texts.details };
 }
 
 function mismatch(seq: number, why: string): AuditError {

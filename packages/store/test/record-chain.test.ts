@@ -7,6 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  canonicalContent,
   ChainVerifier,
   checkpointEvent,
   checkpointHash,
@@ -16,10 +17,11 @@ import {
   keyRegistrationEvent,
   nodeKeyOf,
   publishKey,
+  RecordHasher,
   signCheckpoint,
   type VerifyReport,
 } from '@auditlake/integrity';
-import { AuditErrorCode, isAuditError, SELF_SOURCE, type AuditEvent, type StoredEvent } from '@auditlake/model';
+import { AuditErrorCode, encodeEvent, isAuditError, SELF_SOURCE, type AuditEvent, type EncodedEvent, type StoredEvent } from '@auditlake/model';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { AuditStore } from '../src/index.js';
 
@@ -88,6 +90,33 @@ describe('the leader', () => {
     expect(report.message).toBe('verified 3 records, seq 1..4, 0 checkpoints; 1 record removed by retention');
     // Without what the store declared, the hole is a break.
     expect((await verify(again)).message).toBe('missing records: seq 3..3 (1 record)');
+  });
+
+  it('stores the same bytes whether ingest computed the content part or the leader reads it from the JSON', async () => {
+    // The same clock and term for both: only the path differs.
+    const now = () => 1_800_000_000_000;
+    const plain = await AuditStore.open({ location: await location(), now });
+    const precomputed = await AuditStore.open({ location: await location(), now });
+    onTestFinished(() => plain.close());
+    onTestFinished(() => precomputed.close());
+    const hasher = new RecordHasher();
+    const events = [ev(1), ev(2, { sourceId: 'plugin-1', sourceSeq: 7, userId: 'Zoë "z" \\ \n' }), ev(3, { tables: [], query: '監査 🔒', details: '{"a":1}' })];
+    await plain.appendEncoded(events.map(encodeEvent));
+    await precomputed.appendEncoded(events.map((event): EncodedEvent => ({ ...encodeEvent(event), chainContent: hasher.content(canonicalContent(event)) })));
+    expect(await precomputed.readEncodedBySeq(0, 10)).toEqual(await plain.readEncodedBySeq(0, 10));
+    expect((await verify(precomputed)).message).toBe('verified 3 records, seq 1..3, 0 checkpoints');
+  });
+
+  it('a content part that does not belong to its event is stored as given, and a standby refuses it', async () => {
+    const leader = await openStore();
+    const hasher = new RecordHasher();
+    const wrong = hasher.content(canonicalContent(ev(9, { query: 'not what is stored' })));
+    await leader.appendEncoded([{ ...encodeEvent(ev(1)), chainContent: wrong }]);
+    const standby = await openStore();
+    const err = await standby.applyReplicated(await leader.readEncodedBySeq(0, 10)).then(() => undefined, (e: unknown) => e);
+    expect(isAuditError(err) && err.code).toBe(AuditErrorCode.INTEGRITY_MISMATCH);
+    expect(await standby.readBySeq(0, 10)).toEqual([]);
+    expect((await verify(leader)).ok).toBe(false);
   });
 
   it('stores no chain fields with the chain off', async () => {
