@@ -1,4 +1,4 @@
-import { currentSnapshot } from '@auditlake/format';
+import { currentSnapshot, type TieredEvent } from '@auditlake/format';
 import type { FoundCheckpoint, ShownKey, VerifyRecord } from '@auditlake/integrity';
 import { parseSignedCheckpoint } from '@auditlake/integrity';
 import {
@@ -70,7 +70,7 @@ export async function readTierProof(tier: TierLocationOption): Promise<TierProof
     const proof = await readIntegrityObjects(objects, location.prefix);
     for (const object of proof.checkpoints) checkpoints.push(found(object.text, objects.url(object.key)));
     return {
-      records: history.records.map((row) => ({ ...row, seq: row.seq as number, term: row.term ?? 0 })),
+      records: asVerifyRecords(history.records),
       legacyRows: history.legacyRows,
       files: history.files,
       checkpoints,
@@ -81,6 +81,15 @@ export async function readTierProof(tier: TierLocationOption): Promise<TierProof
     await source?.close();
     connections.close();
   }
+}
+
+/**
+ * The tier's rows as the verifier takes them (each has a seq; a row without a term reads as term
+ * 0), changed in place: a copy of every row was measured as a large share of verify's time.
+ */
+function asVerifyRecords(rows: TieredEvent[]): VerifyRecord[] {
+  for (const row of rows) row.term ??= 0;
+  return rows as VerifyRecord[];
 }
 
 function found(text: string, where: string): FoundCheckpoint {
