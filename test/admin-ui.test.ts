@@ -299,6 +299,7 @@ describe('Admin UI (real browser, real node)', () => {
     // Tier health from tierStatus.
     expect(await s.page.locator('.tier-health [data-field=lastError]').textContent()).toBe('none');
     expect(await s.page.locator('.tier-health [data-field=lastSuccess]').textContent()).toBe('never');
+    expect(await s.page.locator('.tier-health [data-field=completeness]').textContent()).toBe('no source counts its events (sourceSeq)');
     // The cluster: this single node leads.
     expect(await s.page.locator('section.cluster tbody tr').count()).toBe(1);
     expect(await s.page.locator('section.cluster tbody td').nth(1).textContent()).toBe('leader');

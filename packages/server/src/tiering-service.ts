@@ -14,6 +14,11 @@ export interface TierStatusView extends TierStatus {
   backlog: number;
   /** Untiered events older than audit.retention.days, kept because tiering is on (capped). */
   deferred: number;
+  /**
+   * The completeness ledger in one line (GET /admin/audit/ledger has it per source): sources
+   * that send sourceSeq, how many of them have holes, and how many sourceSeqs the holes hold.
+   */
+  ledger: { sources: number; sourcesWithGaps: number; missing: number };
 }
 
 /** Validates a tier target when settings are saved (wired into SettingsService). */
@@ -147,7 +152,9 @@ export class TieringService {
     const effective = this.#settings.effective;
     const backlog = await this.#store.countAfter(status.watermark.seq);
     const deferred = effective.tierMode === 'none' ? 0 : await this.#store.countHeldBack(Date.now() - effective.retentionDays * DAY_MS, status.watermark.seq, DEFERRED_COUNT_MAX);
-    return { ...status, backlog, deferred };
+    const sources = this.#store.sourceLedger();
+    const ledger = { sources: sources.length, sourcesWithGaps: sources.filter((source) => source.missing > 0).length, missing: sources.reduce((n, source) => n + source.missing, 0) };
+    return { ...status, backlog, deferred, ledger };
   }
 
   async close(): Promise<void> {

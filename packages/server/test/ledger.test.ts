@@ -1,6 +1,6 @@
 // Goal: GET /admin/audit/ledger tells, per source that counts its events (sourceSeq), what
 // arrived: the highest sourceSeq reached without a hole and the holes as ranges; admins only;
-// a bad parameter is a 400 naming it.
+// a bad parameter is a 400 naming it; tierStatus sums it up.
 import { describe, expect, it } from 'vitest';
 import { event, INGEST_TOKEN, startTestNode } from './test-node.js';
 
@@ -20,11 +20,14 @@ describe('GET /admin/audit/ledger', () => {
       sourcesWithGaps: 1,
       missing: 3,
     });
+    const tierStatus = async () => ((await (await t.request('/admin/audit/settings')).json()) as { tierStatus: { ledger: unknown } }).tierStatus.ledger;
+    expect(await tierStatus()).toEqual({ sources: 2, sourcesWithGaps: 1, missing: 3 });
     // The late events fill the holes.
     expect((await t.ingest([4, 7, 8].map((s) => event({ eventId: `late${s}`, sourceId: 'plugin-a', sourceSeq: s })))).status).toBe(200);
     const one = (await (await t.request('/admin/audit/ledger?sourceId=plugin-a')).json()) as { sources: unknown[]; missing: number };
     expect(one).toEqual({ sources: [{ sourceId: 'plugin-a', received: 9, firstSourceSeq: 1, contiguousThrough: 9, highestSourceSeq: 9, gaps: [], missing: 0 }], sourcesWithGaps: 0, missing: 0 });
     expect((await t.request('/admin/audit/ledger', { token: INGEST_TOKEN })).status).toBe(403);
+    expect(await tierStatus()).toEqual({ sources: 2, sourcesWithGaps: 0, missing: 0 });
     const bad = await t.request('/admin/audit/ledger?sourceId=');
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: string }).error).toMatch(/parameter sourceId must be one non-empty source id/);

@@ -31,6 +31,8 @@ export interface TierStatus {
   deferred?: number;
   nextAttemptMs?: number;
   lastBatch?: { count: number; bytes: number; ms: number } | null;
+  /** The completeness ledger summed up (GET /admin/audit/ledger has it per source). */
+  ledger?: { sources: number; sourcesWithGaps: number; missing: number };
 }
 
 /** `GET /admin/audit/settings`: every runtime key (number, boolean or string) plus tierStatus. */

@@ -1,11 +1,19 @@
 import type { TierStatus } from '../api.js';
 import { formatTime } from './event-table.js';
 
+/** The completeness ledger in words: do the sources that count their events miss any? */
+function completeness(ledger: NonNullable<TierStatus['ledger']>): string {
+  if (ledger.sources === 0) return 'no source counts its events (sourceSeq)';
+  const sources = `${ledger.sources.toLocaleString()} ${ledger.sources === 1 ? 'source' : 'sources'}`;
+  if (ledger.missing === 0) return `nothing missing from ${sources}`;
+  return `${ledger.missing.toLocaleString()} ${ledger.missing === 1 ? 'event' : 'events'} missing from ${ledger.sourcesWithGaps.toLocaleString()} of ${sources}`;
+}
+
 function when(ms: number | undefined): string {
   return ms === undefined || ms <= 0 ? 'never' : formatTime(ms);
 }
 
-/** The sweep's health from tierStatus: last success and failure, the error, backlog and watermark. */
+/** The sweep's health from tierStatus: last success and failure, the error, backlog and watermark, and the completeness ledger. */
 export function TierHealth({ status }: { status: TierStatus }) {
   const failing = status.lastError !== null && status.lastFailureMs >= status.lastSuccessMs;
   return (
@@ -32,6 +40,14 @@ export function TierHealth({ status }: { status: TierStatus }) {
         )}
         <dt>Watermark</dt>
         <dd data-field="watermark">{status.watermark === undefined || status.watermark.seq === 0 ? 'nothing tiered yet' : `seq ${status.watermark.seq}, ingested ${when(status.watermark.ingestTs)}`}</dd>
+        {status.ledger !== undefined && (
+          <>
+            <dt>Completeness</dt>
+            <dd class={status.ledger.missing > 0 ? 'error' : ''} data-field="completeness">
+              {completeness(status.ledger)}
+            </dd>
+          </>
+        )}
         {status.nextAttemptMs !== undefined && status.mode !== 'none' && (
           <>
             <dt>Next sweep</dt>
