@@ -26,6 +26,7 @@ import { planIndexedSearch } from './index-reader.js';
 import { rangeValuesNewestFirst } from './range-values.js';
 import type { IndexField } from './index-keys.js';
 import { backfillIndexes } from './index-backfill.js';
+import { backfillLedger } from './ledger-backfill.js';
 import { TextSketchWriter } from './text-sketch-writer.js';
 import { TEXT_BLOCK_SEQS, blockOfSeq, textSketchKey } from './text-sketch.js';
 import { CHAIN_HEAD_KEY, EventWriter, LOG_END_KEY, logEndValue, putEvent, type AppendOptions, type AppendResult, type Sequencer, type WriterPosition } from './event-writer.js';
@@ -197,6 +198,7 @@ export class AuditStore {
     store.#chain = new RecordChain(options.chain ?? true, await store.#readChainHead(position.lastSeq));
     store.#pruned = new PrunedRanges(JSON.parse((await store.#db.get(PRUNED_RANGES_KEY)) ?? '[]') as PrunedRange[]);
     store.#ledger = new SourceLedger(await store.#db.iterator({ gte: SOURCE_LEDGER_PREFIX, lt: prefixEnd(SOURCE_LEDGER_PREFIX) }).all());
+    await backfillLedger(store.#db, store.#ledger);
     store.#writer = new EventWriter(store.#db, position, {
       index,
       text,

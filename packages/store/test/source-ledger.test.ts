@@ -1,13 +1,16 @@
 // Goal: the completeness ledger knows, per source, which sourceSeqs arrived: the highest one
 // reached without a hole, and the holes as ranges — the same on the leader and on a standby,
 // after a reopen, untouched by retry and retention; and it reads a source only from the
-// event's own fields, never from text inside a value.
+// event's own fields, never from text inside a value; a store written before the ledger gets
+// one built from its log when it is first opened.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AuditEvent } from '@auditlake/model';
+import { Level } from 'level';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AuditStore } from '../src/audit-store.js';
+import { localKey } from '../src/event-keys.js';
 import { SourceRanges, sourceOfJson } from '../src/source-ledger.js';
 
 const dirs: string[] = [];
@@ -103,5 +106,35 @@ describe('the store keeps the ledger', () => {
     stores.splice(stores.indexOf(leader), 1);
     const { store: reopened } = await openStore(location);
     expect(reopened.sourceLedger()).toEqual(all);
+  });
+});
+
+describe('a store written before the ledger', () => {
+  it('gets its ledger built from the log, once, when it is opened', async () => {
+    const { store, location } = await openStore();
+    const seqs = [1, 2, 4, 7, 8];
+    await store.append(seqs.map((s) => ev(`o${s}`, { sourceId: 'old-plugin', sourceSeq: s }, 100 + s)));
+    await store.append([ev('plain'), ev('other', { sourceId: 'other', sourceSeq: 3 })]);
+    const built = store.sourceLedger();
+    expect(built).toEqual([expected('old-plugin', seqs), expected('other', [3])]);
+    await store.close();
+    stores.splice(stores.indexOf(store), 1);
+    // As an older version left it: events, and no ledger keys.
+    const db = new Level<string, string>(location, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
+    await db.open();
+    const batch = db.batch();
+    for (const key of await db.keys({ gte: 'g!', lt: 'g"' }).all()) batch.del(key);
+    batch.del(localKey('ledgerVersion'));
+    await batch.write({ sync: true });
+    expect(await db.keys({ gte: 'g!', lt: 'g"' }).all()).toEqual([]);
+    await db.close();
+
+    const { store: reopened } = await openStore(location);
+    expect(reopened.sourceLedger()).toEqual(built);
+    await reopened.close();
+    stores.splice(stores.indexOf(reopened), 1);
+    // Built once: the keys are stored, and a later open reads them rather than the log.
+    const { store: again } = await openStore(location);
+    expect(again.sourceLedger()).toEqual(built);
   });
 });
