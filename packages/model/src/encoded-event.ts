@@ -37,3 +37,25 @@ export function encodeEvent(event: AuditEvent): EncodedEvent {
 export function storedEventJson(encoded: EncodedEvent, ingestTs: number, seq: number, term: number): string {
   return `${encoded.json.slice(0, -1)},"ingestTs":${ingestTs},"seq":${seq},"term":${term}}`;
 }
+
+/** The tail storedEventJson appends after ingestTs: `,"seq":<n>,"term":<n>}`. */
+const STORED_TAIL = /,"seq":\d+,"term":\d+\}$/;
+/** What must come right before that tail: `,"ingestTs":<n>`, the output's last member. */
+const INGEST_TS_END = /,"ingestTs":\d+$/;
+
+/**
+ * The API's JSON for a stored event (toEventOutput's fields, in its order) cut from the stored
+ * text: storedEventJson only appended seq and term to it, so dropping them gives exactly what
+ * JSON.stringify(toEventOutput(JSON.parse(stored))) gives, without parsing or serialising.
+ * Undefined when the text does not begin and end the way storedEventJson makes it (the caller then
+ * serialises the parsed event).
+ */
+export function storedToOutputJson(stored: string): string | undefined {
+  // A quote inside a JSON string is always escaped, so `,"seq":` and `,"ingestTs":` (with
+  // their unescaped quotes) can only be members, never text inside a value.
+  const at = stored.lastIndexOf(',"seq":');
+  if (at < 0 || !stored.startsWith('{"eventId":') || !STORED_TAIL.test(stored.slice(at))) return undefined;
+  const head = stored.slice(0, at);
+  if (!INGEST_TS_END.test(head.slice(head.lastIndexOf(',"ingestTs":')))) return undefined;
+  return head + '}';
+}

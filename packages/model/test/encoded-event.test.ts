@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { encodeEvent, storedEventJson } from '../src/encoded-event.js';
-import type { AuditEvent, StoredEvent } from '../src/event.js';
+import { encodeEvent, storedEventJson, storedToOutputJson } from '../src/encoded-event.js';
+import { toEventOutput, type AuditEvent, type StoredEvent } from '../src/event.js';
 
 const event: AuditEvent = {
   eventId: 'e-1',
@@ -43,5 +43,41 @@ describe('encoded events with a masked-value count', () => {
     const json = storedEventJson(encodeEvent(redacted), 7, 8, 9);
     expect(json.endsWith(',"redacted":1,"timestamp":1700000000000,"ingestTs":7,"seq":8,"term":9}')).toBe(true);
     expect(JSON.parse(json)).toEqual({ ...redacted, ingestTs: 7, seq: 8, term: 9 });
+  });
+});
+
+describe('the API JSON of a stored event, cut from its stored text', () => {
+  const anyEvent = fc.record({
+    eventId: fc.string({ minLength: 1 }),
+    userId: fc.string(),
+    source: fc.string(),
+    action: fc.string(),
+    resource: fc.string(),
+    decision: fc.constantFrom('ALLOW' as const, 'DENY' as const, '' as const),
+    tables: fc.array(fc.string()),
+    // Text that looks like the members being cut, to tempt a search that is not anchored.
+    query: fc.oneof(fc.string(), fc.constantFrom(',"seq":1,"term":2}', ',"ingestTs":5', '"seq":', '\u0000')),
+    details: fc.string({ unit: 'binary' }),
+    redacted: fc.option(fc.nat({ max: 5 }), { nil: undefined }),
+    timestamp: fc.nat(),
+  });
+
+  it('is exactly what serialising the parsed event for the API gives, for any event', () => {
+    fc.assert(
+      fc.property(anyEvent, fc.nat(), fc.nat(), fc.nat(), (raw, ingestTs, seq, term) => {
+        const e = (raw.redacted === undefined ? { ...raw, redacted: undefined } : raw) as AuditEvent;
+        const stored = storedEventJson(encodeEvent(e), ingestTs, seq, term);
+        expect(storedToOutputJson(stored)).toBe(JSON.stringify(toEventOutput(JSON.parse(stored) as StoredEvent)));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('is refused for text that does not end as a stored event does (the caller serialises instead)', () => {
+    expect(storedToOutputJson('{"eventId":"a","timestamp":1,"ingestTs":2}')).toBeUndefined();
+    expect(storedToOutputJson('{"eventId":"a","timestamp":1,"seq":3,"term":4}')).toBeUndefined();
+    expect(storedToOutputJson('{"eventId":"a","ingestTs":2,"seq":3,"term":4,"extra":1}')).toBeUndefined();
+    expect(storedToOutputJson('{"eventId":"a","ingestTs":2,"seq":"3","term":4}')).toBeUndefined();
+    expect(storedToOutputJson('{"eventId":"a","timestamp":1,"ingestTs":2,"seq":3,"term":4}')).toBe('{"eventId":"a","timestamp":1,"ingestTs":2}');
   });
 });

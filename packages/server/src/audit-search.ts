@@ -33,7 +33,7 @@ export class AuditSearch {
 
   async page(filter: SearchFilter): Promise<SearchPage> {
     const tiers = await this.#tiering.tierSources();
-    const result = await mergedSearch({ local: this.#store.search(filter), tiers, filter, localCompleteFromMs: this.#tiering.localCompleteFromMs(Date.now()) });
+    const result = await mergedSearch({ local: this.#store.search(filter, { expectedEvents: filter.limit + 1 }), tiers, filter, localCompleteFromMs: this.#tiering.localCompleteFromMs(Date.now()) });
     const page: SearchPage = { events: result.events, truncated: result.truncated };
     const last = result.events.at(-1);
     if (result.truncated && last !== undefined) page.nextCursor = encodeCursor(last);
@@ -47,6 +47,6 @@ export class AuditSearch {
    * Streamed: only one run of equal event times is held at a time.
    */
   localStream(filter: SearchFilter): AsyncGenerator<StoredEvent> {
-    return newestFirstStream(this.#store.search(filter), filter.limit + 1);
+    return newestFirstStream(this.#store.search(filter, { expectedEvents: filter.limit + 1 }), filter.limit + 1);
   }
 }

@@ -80,6 +80,26 @@ describe('search', () => {
     }
   });
 
+  it('answers in exactly the API shape, as JSON.stringify writes it: toEventOutput fields in order, no seq or term, a masked count where one was', async () => {
+    const t = await corpusNode({ 'auditlake.audit.redact.keys': 'password' });
+    expect((await t.ingest([event({ eventId: 'r1', query: 'SET password = \'x"y\\z\'', details: 'tab\there ünï', ts: T0 + 3 * DAY })])).status).toBe(200);
+    for (const query of ['', '?user=alice', '?q=password', '?limit=2']) {
+      const res = await t.request(`/admin/audit${query}`);
+      expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+      const text = await res.text();
+      const body = JSON.parse(text) as { events: Array<Record<string, unknown>>; count: number };
+      expect(text, query).toBe(JSON.stringify(body));
+      expect(body.count).toBe(body.events.length);
+      for (const e of body.events) {
+        const keys = Object.keys(e).filter((k) => k !== 'redacted');
+        expect(keys).toEqual(['eventId', 'userId', 'source', 'action', 'resource', 'decision', 'tables', 'query', 'details', 'timestamp', 'ingestTs']);
+      }
+    }
+    const masked = (await t.search('?q=password')).json.events[0] as unknown as Record<string, unknown>;
+    expect(masked).toMatchObject({ eventId: 'r1', redacted: 1 });
+    expect(Object.keys(masked).slice(-3)).toEqual(['redacted', 'timestamp', 'ingestTs']);
+  });
+
   it('cuts to limit and says truncated when more matched', async () => {
     const t = await corpusNode();
     const { json } = await t.search('?limit=2');

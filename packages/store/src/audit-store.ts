@@ -84,6 +84,26 @@ export const LEVELDB_TUNING = { writeBufferSize: WRITE_BUFFER_BYTES, blockSize: 
 
 export type StoreStatus = 'opening' | 'open' | 'closing' | 'closed';
 
+/** Values read beyond the expected page by a time scan with no other predicate (equal event times at the page's end). */
+const TIME_SCAN_SLACK = 8;
+
+/** Whether a filter tests anything but event time (and the cursor, which is a time bound). */
+function filterBeyondTime(filter: Omit<SearchFilter, 'limit'>): boolean {
+  return filter.user !== undefined || filter.engine !== undefined || filter.table !== undefined || filter.decision !== undefined || filter.q !== undefined || filter.action !== 'all';
+}
+
+/** The stored JSON text each event `search` yielded was parsed from. */
+const storedJson = new WeakMap<StoredEvent, string>();
+
+/**
+ * The JSON text the store holds for an event `search` yielded (the event object itself, not a
+ * copy), or undefined for any other object. Lets a response reuse the text instead of
+ * serialising the event again (see storedToOutputJson).
+ */
+export function storedJsonOf(event: object): string | undefined {
+  return storedJson.get(event as StoredEvent);
+}
+
 export interface AuditStoreOptions {
   /** Directory of the LevelDB database; created when missing. */
   location: string;
@@ -567,8 +587,10 @@ export class AuditStore {
    * time this is not yet the API's newest-first order by ingestTs and eventId, which the reader
    * restores). Streams from a LevelDB iterator over the time range (up to a cursor's time), so
    * memory stays bounded however much matches; breaking out of the loop closes the iterator.
+   * `expectedEvents`: how many the caller will likely take (a page and one more), so the first
+   * read fetches about that many. Each event's stored JSON is kept for storedJsonOf.
    */
-  async *search(filter: Omit<SearchFilter, 'limit'>): AsyncGenerator<StoredEvent> {
+  async *search(filter: Omit<SearchFilter, 'limit'>, options: { expectedEvents?: number } = {}): AsyncGenerator<StoredEvent> {
     const matches = compileFilter({ ...filter, limit: 1 });
     const toMs = upperTimeMs(filter);
     const range = {
@@ -580,11 +602,16 @@ export class AuditStore {
     // The exact filter still decides on the parsed event.
     const needle = filter.q === undefined ? undefined : JSON.stringify(filter.q).slice(1, -1);
     this.#openWriter();
-    const plan = await planIndexedSearch(this.#db, filter, this.#openIndex().knownTables);
-    for await (const value of plan?.values ?? rangeValuesNewestFirst(this.#db, range)) {
+    const { expectedEvents } = options;
+    const plan = await planIndexedSearch(this.#db, filter, this.#openIndex().knownTables, expectedEvents);
+    // A time scan's first read: the page, plus room for events the rest of the filter drops.
+    const first = expectedEvents === undefined || filterBeyondTime(filter) ? undefined : expectedEvents + TIME_SCAN_SLACK;
+    for await (const value of plan?.values ?? rangeValuesNewestFirst(this.#db, range, first)) {
       if (needle !== undefined && !value.toLowerCase().includes(needle)) continue;
       const event = JSON.parse(value) as StoredEvent;
-      if (matches(event)) yield event;
+      if (!matches(event)) continue;
+      storedJson.set(event, value);
+      yield event;
     }
   }
 

@@ -210,7 +210,12 @@ export interface IndexPlan {
  * would rule out; or by the time range (undefined) when no index would read less. Every event
  * a plan yields is only a candidate: the caller still applies the whole filter.
  */
-export async function planIndexedSearch(db: Db, filter: Omit<SearchFilter, 'limit'>, knownTables: ReadonlySet<string> | undefined): Promise<IndexPlan | undefined> {
+export async function planIndexedSearch(
+  db: Db,
+  filter: Omit<SearchFilter, 'limit'>,
+  knownTables: ReadonlySet<string> | undefined,
+  expectedEvents?: number,
+): Promise<IndexPlan | undefined> {
   const toMs = upperTimeMs(filter);
   const fromMs = filter.fromMs;
   if (toMs !== undefined && fromMs !== undefined && fromMs > toMs) return emptyPlan([]);
@@ -266,7 +271,7 @@ export async function planIndexedSearch(db: Db, filter: Omit<SearchFilter, 'limi
     } else await candidate.source.close();
   }
   const chosen = source;
-  return { values: eventValues(db, chosen), fields, close: () => chosen.close() };
+  return { values: eventValues(db, chosen, firstFetch(expectedEvents)), fields, close: () => chosen.close() };
 }
 
 /**
@@ -293,10 +298,25 @@ async function* noValues(): AsyncGenerator<string> {
   // Nothing matches.
 }
 
-/** The stored events of the suffixes, fetched in growing batches, in the suffixes' order. */
-async function* eventValues(db: Db, source: SuffixSource): AsyncGenerator<string> {
+/** Events fetched by the first point read when the caller did not say how many it expects. */
+const FIRST_FETCH_DEFAULT = 32;
+/** Fetched beyond what the caller expects: a few candidates may fail the rest of the filter. */
+const FETCH_SLACK = 8;
+/** Most events one point read fetches. */
+const FETCH_MAX = 1024;
+
+function firstFetch(expectedEvents: number | undefined): number {
+  return expectedEvents === undefined ? FIRST_FETCH_DEFAULT : Math.min(FETCH_MAX, Math.max(1, expectedEvents + FETCH_SLACK));
+}
+
+/**
+ * The stored events of the suffixes, fetched in growing batches from `first`, in the suffixes'
+ * order. A page (`first` = the page and a few more) is one read: with growing batches from 32
+ * a 201-event page took three reads one after another, each waiting on the one before.
+ */
+async function* eventValues(db: Db, source: SuffixSource, first: number): AsyncGenerator<string> {
   try {
-    let batch = 32;
+    let batch = first;
     for (;;) {
       const keys: string[] = [];
       while (keys.length < batch) {
@@ -308,7 +328,7 @@ async function* eventValues(db: Db, source: SuffixSource): AsyncGenerator<string
       // An event pruned since its index key was read is gone: skipped, as a time scan would.
       for (const value of await db.getMany(keys)) if (value !== undefined) yield value;
       if (keys.length < batch) return;
-      batch = Math.min(batch * 2, 1024);
+      batch = Math.min(batch * 2, FETCH_MAX);
     }
   } finally {
     await source.close();

@@ -1,8 +1,16 @@
 import type { Level } from 'level';
 import { PREFIX, encodeUint, prefixEnd, seqKey } from './event-keys.js';
-import { TEXT_BLOCK_SEQS, TEXT_SKETCH_PREFIX, TextSketch, needleBits } from './text-sketch.js';
+import { SKETCH_VALUE_BYTES, TEXT_BLOCK_SEQS, TEXT_SKETCH_PREFIX, needleBits, sketchMayContain, sketchTimeRange } from './text-sketch.js';
 
 type Db = Level<string, string>;
+
+/**
+ * Sketches per native read. The sketches are 8 KiB each: small reads (16 sketches, 128 KiB)
+ * measured about twice as fast as `for await` (which reads ~2 per call: the iterator's 16 KiB
+ * default high-water mark) and 2-4x as fast as 64 or 256 per read, whose multi-MiB buffers
+ * cost fresh pages on every search.
+ */
+const SKETCHES_PER_READ = 16;
 
 interface Candidate {
   block: number;
@@ -25,15 +33,23 @@ export async function textCandidateBlocks(
   if (bits.length === 0) return undefined;
   const candidates: Candidate[] = [];
   let overlapping = 0;
-  const sketches = db.iterator<string, Uint8Array>({ gte: TEXT_SKETCH_PREFIX, lt: prefixEnd(TEXT_SKETCH_PREFIX), valueEncoding: 'view' });
+  const sketches = db.iterator<string, Uint8Array>({
+    gte: TEXT_SKETCH_PREFIX,
+    lt: prefixEnd(TEXT_SKETCH_PREFIX),
+    valueEncoding: 'view',
+    highWaterMarkBytes: SKETCHES_PER_READ * SKETCH_VALUE_BYTES,
+  });
   try {
-    for await (const [key, value] of sketches) {
-      const sketch = new TextSketch(value);
-      if (fromMs !== undefined && sketch.tsMaxMs < fromMs) continue;
-      if (toMs !== undefined && sketch.tsMinMs > toMs) continue;
-      overlapping++;
-      if (!sketch.mayContain(bits)) continue;
-      candidates.push({ block: parseInt(key.slice(TEXT_SKETCH_PREFIX.length), 16), tsMinMs: sketch.tsMinMs, tsMaxMs: sketch.tsMaxMs });
+    for (let entries = await sketches.nextv(SKETCHES_PER_READ); entries.length > 0; entries = await sketches.nextv(SKETCHES_PER_READ)) {
+      for (const [key, value] of entries) {
+        // Read in place: only the needle's few bits of each 8 KiB value are looked at.
+        const { tsMinMs, tsMaxMs } = sketchTimeRange(value);
+        if (fromMs !== undefined && tsMaxMs < fromMs) continue;
+        if (toMs !== undefined && tsMinMs > toMs) continue;
+        overlapping++;
+        if (!sketchMayContain(value, bits)) continue;
+        candidates.push({ block: parseInt(key.slice(TEXT_SKETCH_PREFIX.length), 16), tsMinMs, tsMaxMs });
+      }
     }
   } finally {
     await sketches.close();

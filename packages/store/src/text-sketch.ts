@@ -74,10 +74,21 @@ export class TextSketch {
 
   /** False when some trigram of the needle is missing: no event of the block contains it. */
   mayContain(needleBits: readonly number[]): boolean {
-    const bits = this.value;
-    for (const bit of needleBits) if (((bits[HEADER_BYTES + (bit >>> 3)] as number) & (1 << (bit & 7))) === 0) return false;
-    return true;
+    return sketchMayContain(this.value, needleBits);
   }
+}
+
+/** As TextSketch.mayContain, on a stored sketch value as read (not copied into a TextSketch). */
+export function sketchMayContain(value: Uint8Array, needleBits: readonly number[]): boolean {
+  for (const bit of needleBits) if (((value[HEADER_BYTES + (bit >>> 3)] as number) & (1 << (bit & 7))) === 0) return false;
+  return true;
+}
+
+/** The event-time range [tsMinMs, tsMaxMs] a stored sketch value records (read in place). */
+export function sketchTimeRange(value: Uint8Array): { tsMinMs: number; tsMaxMs: number } {
+  if (value.byteLength !== SKETCH_VALUE_BYTES) throw new TypeError(`a text sketch is ${SKETCH_VALUE_BYTES} bytes, got ${value.byteLength}`);
+  const view = new DataView(value.buffer, value.byteOffset, value.byteLength);
+  return { tsMinMs: view.getFloat64(0, true), tsMaxMs: view.getFloat64(8, true) };
 }
 
 /** The bits of a needle's trigrams (lower-cased, JSON-escaped as stored); empty when shorter than a trigram. */

@@ -6,7 +6,7 @@ import { compileFilter, inTimeRange, upperTimeMs, type AuditEvent, type SearchFi
 import fc from 'fast-check';
 import { Level } from 'level';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { AuditStore, INDEX_FIELD, indexPrefixes } from '../src/index.js';
+import { AuditStore, INDEX_FIELD, indexPrefixes, storedJsonOf } from '../src/index.js';
 import { eventKeys } from '../src/index.js';
 
 async function location(): Promise<string> {
@@ -70,10 +70,21 @@ async function fullScan(store: AuditStore, filter: Omit<SearchFilter, 'limit'>):
   return ids;
 }
 
-/** Every search answers exactly as the full scan does. */
+/**
+ * Every search answers exactly as the full scan does, also when told to expect a page of one
+ * or a few events (its first read then fetches that many and later reads grow from there); and
+ * each event keeps the stored text it was parsed from.
+ */
 async function expectExact(store: AuditStore, filters: ReadonlyArray<Omit<SearchFilter, 'limit'>>): Promise<void> {
   for (const filter of filters) {
-    expect(await collect(store.search(filter)), JSON.stringify(filter)).toEqual(await fullScan(store, filter));
+    const truth = await fullScan(store, filter);
+    expect(await collect(store.search(filter)), JSON.stringify(filter)).toEqual(truth);
+    for (const expectedEvents of [1, 3]) {
+      const events: StoredEvent[] = [];
+      for await (const event of store.search(filter, { expectedEvents })) events.push(event);
+      expect(events.map((e) => e.eventId), `${JSON.stringify(filter)} expecting ${expectedEvents}`).toEqual(truth);
+      for (const event of events) expect(storedJsonOf(event)).toBe(JSON.stringify(event));
+    }
   }
 }
 

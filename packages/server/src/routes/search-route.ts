@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { ARROW_STREAM_MEDIA_TYPE, encodeArrowStream } from '../arrow-events.js';
 import type { AuditSearch } from '../audit-search.js';
 import { proxyToLeader } from '../leader-proxy.js';
+import { eventOutputJson, searchResponseJson } from '../search-response.js';
 import type { Membership } from '../membership.js';
 import './route-access.js';
 
@@ -41,7 +42,7 @@ async function streamNdjson(reply: FastifyReply, events: AsyncGenerator<EventOut
       }
       sent++;
       last = event;
-      if (!out.write(JSON.stringify(toEventOutput(event)) + '\n')) await once(out, 'drain');
+      if (!out.write(eventOutputJson(event) + '\n')) await once(out, 'drain');
     }
   } finally {
     out.end();
@@ -81,21 +82,14 @@ export function registerSearchRoute(app: FastifyInstance, options: SearchRouteOp
     if (ndjson && !(await search.hasTiers())) return streamNdjson(reply, search.localStream(filter), filter.limit, stale);
     // History has left for S3: one merged, de-duplicated page (at most the viewer's max page).
     const page = await search.page(filter);
-    const events = page.events.map(toEventOutput);
     if (page.tierNote) reply.header('x-auditlake-tier-note', encodeURIComponent(page.tierNote));
     if (ndjson) {
       reply.header('content-type', NDJSON);
-      const lines = events.map((e) => JSON.stringify(e) + '\n');
+      const lines = page.events.map((e) => eventOutputJson(e) + '\n');
       if (page.nextCursor !== undefined) lines.push(JSON.stringify({ nextCursor: page.nextCursor }) + '\n');
       return lines.join('');
     }
-    return {
-      events,
-      count: events.length,
-      truncated: page.truncated,
-      ...(page.nextCursor !== undefined ? { nextCursor: page.nextCursor } : {}),
-      ...(page.tierNote ? { tierNote: page.tierNote } : {}),
-      ...(stale ? { stale: true } : {}),
-    };
+    // Composed as text: local events reuse the JSON the store holds (search-response.ts).
+    return reply.type('application/json; charset=utf-8').send(searchResponseJson(page, stale));
   });
 }
