@@ -38,6 +38,8 @@ export class TieringService {
   readonly #settings: SettingsService;
   readonly #membership: Membership;
   readonly #sources = new Map<string, IcebergTierSource | ParquetTierSource>();
+  /** The tiered locations as last read, with the store's metadata version they were read at. */
+  #locations: { metaVersion: number; locations: TieredLocation[] } | undefined;
 
   /** `connections` become this service's: close() closes them. */
   constructor(options: {
@@ -126,7 +128,23 @@ export class TieringService {
 
   /** Every location that ever received tiered events, as reader sources. */
   async tierSources(): Promise<TierSource[]> {
+    return this.#sourcesOf(await this.#tieredLocations());
+  }
+
+  /**
+   * The tiered locations, read again only when replicated metadata changed since the last read
+   * (every search asks; a LevelDB read each time was a native round trip before any event).
+   */
+  async #tieredLocations(): Promise<TieredLocation[]> {
+    // The version before the read: a change landing during it makes the next call read again.
+    const metaVersion = this.#store.metaVersion;
+    if (this.#locations?.metaVersion === metaVersion) return this.#locations.locations;
     const locations = (await this.#store.getMeta<TieredLocation[]>(TIERED_LOCATIONS_META)) ?? [];
+    this.#locations = { metaVersion, locations };
+    return locations;
+  }
+
+  #sourcesOf(locations: readonly TieredLocation[]): TierSource[] {
     return locations.map((location) => {
       const key = JSON.stringify(location);
       let source = this.#sources.get(key);

@@ -1,6 +1,7 @@
 import { upperTimeMs, type SearchFilter } from '@auditlake/model';
 import type { Level } from 'level';
 import { PREFIX, prefixEnd, timeLowerBound, timeUpperBoundInclusive } from './event-keys.js';
+import { getManySideBySide } from './point-reads.js';
 import { textCandidateBlocks, textCandidateValues } from './text-candidates.js';
 import { TABLE_NAME_PREFIX, UNINDEXED_DECISION, indexRange, indexValuePrefix, suffixOf, suffixTimeMs, type IndexField } from './index-keys.js';
 
@@ -326,7 +327,7 @@ async function* eventValues(db: Db, source: SuffixSource, first: number): AsyncG
       }
       if (keys.length === 0) return;
       // An event pruned since its index key was read is gone: skipped, as a time scan would.
-      for (const value of await db.getMany(keys)) if (value !== undefined) yield value;
+      for (const value of await getManySideBySide(db, keys)) if (value !== undefined) yield value;
       if (keys.length < batch) return;
       batch = Math.min(batch * 2, FETCH_MAX);
     }

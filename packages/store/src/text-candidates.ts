@@ -1,5 +1,6 @@
 import type { Level } from 'level';
 import { PREFIX, encodeUint, prefixEnd, seqKey } from './event-keys.js';
+import { getManySideBySide } from './point-reads.js';
 import { SKETCH_VALUE_BYTES, TEXT_BLOCK_SEQS, TEXT_SKETCH_PREFIX, needleBits, sketchMayContain, sketchTimeRange } from './text-sketch.js';
 
 type Db = Level<string, string>;
@@ -73,7 +74,7 @@ export async function* textCandidateValues(db: Db, blocks: readonly Candidate[],
       if ((fromMs !== undefined && timestampMs < fromMs) || (toMs !== undefined && timestampMs > toMs)) continue;
       timeKeys.push(PREFIX.time + ts + key.slice(PREFIX.seq.length));
     }
-    const values = timeKeys.length === 0 ? [] : await db.getMany(timeKeys);
+    const values = timeKeys.length === 0 ? [] : await getManySideBySide(db, timeKeys);
     values.forEach((value, j) => {
       if (value !== undefined) pending.push({ timeKey: timeKeys[j] as string, value });
     });
