@@ -35,12 +35,17 @@ class RangeSource implements SuffixSource {
   readonly #iterator;
   #buffer: string[] = [];
   #at = 0;
-  // The first read is a whole probe: choosing a plan costs one native read per range.
-  #batch = PROBE_KEYS;
+  #batch: number;
   #done = false;
 
-  constructor(db: Db, range: { gte: string; lt: string }) {
+  /**
+   * `first`: keys of the first read, at least a whole probe (choosing a plan costs one native
+   * read per range); an index range that may drive a page reads the page's keys with it, so
+   * the page's events can be fetched without another read of keys.
+   */
+  constructor(db: Db, range: { gte: string; lt: string }, first = PROBE_KEYS) {
     this.#iterator = db.keys({ ...range, reverse: true });
+    this.#batch = Math.max(PROBE_KEYS, first);
   }
 
   async next(): Promise<string | undefined> {
@@ -233,7 +238,8 @@ export async function planIndexedSearch(
   const [time, ...probed] = await Promise.all([
     ProbedSource.probe(new RangeSource(db, timeRange)),
     ...predicates.map(async (ranges) => {
-      const sources = ranges.map(({ field, value }) => new RangeSource(db, indexRange(indexValuePrefix(field, value), fromMs, toMs)));
+      const first = firstFetch(expectedEvents);
+      const sources = ranges.map(({ field, value }) => new RangeSource(db, indexRange(indexValuePrefix(field, value), fromMs, toMs), first));
       return { field: (ranges[0] as { field: IndexField }).field, source: await ProbedSource.probe(sources.length === 1 ? (sources[0] as SuffixSource) : new UnionSource(sources)) };
     }),
   ]);
