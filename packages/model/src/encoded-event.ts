@@ -38,24 +38,29 @@ export function storedEventJson(encoded: EncodedEvent, ingestTs: number, seq: nu
   return `${encoded.json.slice(0, -1)},"ingestTs":${ingestTs},"seq":${seq},"term":${term}}`;
 }
 
-/** The tail storedEventJson appends after ingestTs: `,"seq":<n>,"term":<n>}`. */
-const STORED_TAIL = /,"seq":\d+,"term":\d+\}$/;
+/**
+ * What the store keeps after ingestTs: `,"seq":<n>,"term":<n>`, then, on a store that keeps the
+ * record chain, its three hex members, and the closing brace.
+ */
+const STORED_TAIL = /^,"seq":\d+,"term":\d+(?:,"recordHash":"[0-9a-f]*","chainHash":"[0-9a-f]*","fieldCheck":"[0-9a-f]*")?\}$/;
 /** What must come right before that tail: `,"ingestTs":<n>`, the output's last member. */
 const INGEST_TS_END = /,"ingestTs":\d+$/;
+/** A member the store may keep among the event's fields that the API does not return. */
+const ERASED_MEMBER = ',"erased":{';
 
 /**
  * The API's JSON for a stored event (toEventOutput's fields, in its order) cut from the stored
- * text: storedEventJson only appended seq and term to it, so dropping them gives exactly what
- * JSON.stringify(toEventOutput(JSON.parse(stored))) gives, without parsing or serialising.
- * Undefined when the text does not begin and end the way storedEventJson makes it (the caller then
- * serialises the parsed event).
+ * text: the store keeps the API's JSON with seq and term (and the record chain's members)
+ * appended, so dropping them gives exactly what JSON.stringify(toEventOutput(JSON.parse(stored)))
+ * gives, without parsing or serialising. Undefined when the text does not begin and end that
+ * way, or holds a member the API leaves out (the caller then serialises the parsed event).
  */
 export function storedToOutputJson(stored: string): string | undefined {
-  // A quote inside a JSON string is always escaped, so `,"seq":` and `,"ingestTs":` (with
-  // their unescaped quotes) can only be members, never text inside a value.
+  // A quote inside a JSON string is always escaped, so `,"seq":`, `,"ingestTs":` and
+  // `,"erased":{` (with their unescaped quotes) can only be members, never text in a value.
   const at = stored.lastIndexOf(',"seq":');
   if (at < 0 || !stored.startsWith('{"eventId":') || !STORED_TAIL.test(stored.slice(at))) return undefined;
   const head = stored.slice(0, at);
-  if (!INGEST_TS_END.test(head.slice(head.lastIndexOf(',"ingestTs":')))) return undefined;
+  if (!INGEST_TS_END.test(head.slice(head.lastIndexOf(',"ingestTs":'))) || head.includes(ERASED_MEMBER)) return undefined;
   return head + '}';
 }

@@ -80,4 +80,14 @@ describe('the API JSON of a stored event, cut from its stored text', () => {
     expect(storedToOutputJson('{"eventId":"a","ingestTs":2,"seq":"3","term":4}')).toBeUndefined();
     expect(storedToOutputJson('{"eventId":"a","timestamp":1,"ingestTs":2,"seq":3,"term":4}')).toBe('{"eventId":"a","timestamp":1,"ingestTs":2}');
   });
+
+  it('drops the record chain members a store may keep after term, and refuses text with an erased-fields member', () => {
+    const chain = ',"recordHash":"ab01","chainHash":"cd23","fieldCheck":"0f0f"}';
+    expect(storedToOutputJson(`{"eventId":"a","timestamp":1,"ingestTs":2,"seq":3,"term":4${chain}`)).toBe('{"eventId":"a","timestamp":1,"ingestTs":2}');
+    expect(storedToOutputJson(`{"eventId":"a","timestamp":1,"ingestTs":2,"seq":3,"term":4,"recordHash":"AB","chainHash":"cd","fieldCheck":"0f"}`)).toBeUndefined();
+    expect(storedToOutputJson(`{"eventId":"a","details":"","erased":{"query":"ab"},"timestamp":1,"ingestTs":2,"seq":3,"term":4${chain}`)).toBeUndefined();
+    // Text that only looks like the member, inside a value, is escaped and does not count.
+    const looksErased = JSON.stringify({ eventId: 'a', details: ',"erased":{', timestamp: 1, ingestTs: 2, seq: 3, term: 4 });
+    expect(storedToOutputJson(looksErased)).toBe(JSON.stringify({ eventId: 'a', details: ',"erased":{', timestamp: 1, ingestTs: 2 }));
+  });
 });
