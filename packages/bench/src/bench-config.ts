@@ -102,6 +102,8 @@ export interface BenchConfig {
   integrityRounds: number;
   /** Integrity: events tiered to the bucket, then verified offline. */
   integrityVerifyEvents: number;
+  /** Soak: 1 makes the node write a CPU profile (`--cpu-prof`) under packages/bench/results/. */
+  soakCpuProfile: number;
   /** Where the report goes; undefined picks the default for a full or a quick run. */
   outputPath: string | undefined;
 }
@@ -159,6 +161,7 @@ export const DEFAULTS = {
   soakHeapSnapshots: 0,
   integrityRounds: 3,
   integrityVerifyEvents: 1_000_000,
+  soakCpuProfile: 0,
 } as const;
 
 function intFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number): number {
@@ -223,6 +226,7 @@ export function readBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
     soakHeapSnapshots: intFromEnv(env, 'BENCH_SOAK_HEAP_SNAPSHOTS', DEFAULTS.soakHeapSnapshots, 0),
     integrityRounds: intFromEnv(env, 'BENCH_INTEGRITY_ROUNDS', DEFAULTS.integrityRounds, 1),
     integrityVerifyEvents: intFromEnv(env, 'BENCH_INTEGRITY_VERIFY_EVENTS', DEFAULTS.integrityVerifyEvents, 1),
+    soakCpuProfile: intFromEnv(env, 'BENCH_SOAK_CPU_PROFILE', DEFAULTS.soakCpuProfile, 0),
     outputPath: env['BENCH_OUTPUT'] || undefined,
   };
 }
@@ -264,7 +268,7 @@ export function isFullSize(config: BenchConfig, part: BenchPart): boolean {
         config.searchLimit === DEFAULTS.searchLimit
       );
     case 'soak':
-      return config.soakSeconds >= DEFAULTS.soakSeconds && config.soakBatchSize === DEFAULTS.soakBatchSize && config.soakSweepIntervalMs === DEFAULTS.soakSweepIntervalMs && config.soakMaintenanceMinutes === DEFAULTS.soakMaintenanceMinutes && config.soakHeapSnapshots === 0;
+      return config.soakSeconds >= DEFAULTS.soakSeconds && config.soakBatchSize === DEFAULTS.soakBatchSize && config.soakSweepIntervalMs === DEFAULTS.soakSweepIntervalMs && config.soakMaintenanceMinutes === DEFAULTS.soakMaintenanceMinutes && config.soakHeapSnapshots === 0 && config.soakCpuProfile === 0;
     case 'postgres':
       return (
         config.pgEvents >= DEFAULTS.pgEvents &&

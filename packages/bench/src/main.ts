@@ -37,11 +37,11 @@ function log(message: string): void {
   process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
 }
 
-/** A directory for the soak's heap snapshots, kept after the run (git ignores results/). */
-async function heapSnapshotDir(): Promise<string> {
-  const dir = join(PACKAGE_DIR, 'results', `soak-heap-${new Date().toISOString().replaceAll(':', '-').slice(0, 19)}`);
+/** A directory for the soak's heap snapshots or CPU profile, kept after the run (git ignores results/). */
+async function soakDiagnosticDir(kind: 'heap' | 'cpu'): Promise<string> {
+  const dir = join(PACKAGE_DIR, 'results', `soak-${kind}-${new Date().toISOString().replaceAll(':', '-').slice(0, 19)}`);
   await mkdir(dir, { recursive: true });
-  log(`soak: heap snapshots go to ${dir}`);
+  log(`soak: ${kind === 'heap' ? 'heap snapshots go' : 'the node\'s CPU profile goes'} to ${dir}`);
   return dir;
 }
 
@@ -158,7 +158,8 @@ async function main(): Promise<void> {
           maintenanceMinutes: config.soakMaintenanceMinutes,
           sampleMs: config.soakSampleMs,
           drainSecondsMax: config.soakDrainSeconds,
-          ...(config.soakHeapSnapshots > 0 ? { heapSnapshotDir: await heapSnapshotDir() } : {}),
+          ...(config.soakHeapSnapshots > 0 ? { heapSnapshotDir: await soakDiagnosticDir('heap') } : {}),
+          ...(config.soakCpuProfile > 0 ? { cpuProfileDir: await soakDiagnosticDir('cpu') } : {}),
         },
         log,
       )

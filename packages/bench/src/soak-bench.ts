@@ -46,6 +46,11 @@ export interface SoakOptions {
    * for seconds, so figures of such a run are not comparable.
    */
   heapSnapshotDir?: string;
+  /**
+   * When set, the node writes a V8 CPU profile here when it stops (`--cpu-prof`), for finding
+   * what limits the sweep (open it in Chrome DevTools' Performance panel or speedscope).
+   */
+  cpuProfileDir?: string;
 }
 
 /** One reading of the node: its `tierStatus` and its memory. */
@@ -115,6 +120,8 @@ export interface SoakFigures {
   verify: { files: number; rows: number; acknowledgedFound: number; duplicates: number };
   /** Where the heap snapshots went, when asked for. */
   heapSnapshotDir?: string;
+  /** Where the node's CPU profile went, when asked for. */
+  cpuProfileDir?: string;
   elapsedMs: number;
 }
 
@@ -125,6 +132,15 @@ interface SentBatch {
   scheduledAt: number;
   sentAt: number;
   ackedAt: number;
+}
+
+/** NODE_OPTIONS for the node: heap snapshots on a signal and a CPU profile at exit, when asked for. */
+function nodeOptionsEnv(options: SoakOptions): { NODE_OPTIONS?: string } {
+  const flags = [
+    ...(options.heapSnapshotDir === undefined ? [] : ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${options.heapSnapshotDir}`]),
+    ...(options.cpuProfileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`]),
+  ];
+  return flags.length === 0 ? {} : { NODE_OPTIONS: flags.join(' ') };
 }
 
 /** VmRSS of a process, bytes. */
@@ -200,7 +216,7 @@ export async function runSoakBench(options: SoakOptions, log: Log): Promise<Soak
       `auditlake.audit.tier.maintenance.cron=${soakMaintenanceCron(options.maintenanceMinutes)}`,
     ],
     env: {
-      ...(options.heapSnapshotDir === undefined ? {} : { NODE_OPTIONS: `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${options.heapSnapshotDir}` }),
+      ...nodeOptionsEnv(options),
       AUDITLAKE_ADMIN_TOKEN: adminToken,
       AUDITLAKE_INGEST_TOKEN: ingestToken,
       AUDITLAKE_EMBEDDED_S3_ACCESS_KEY: s3Key.accessKeyId,
@@ -430,6 +446,7 @@ export async function runSoakBench(options: SoakOptions, log: Log): Promise<Soak
       maintenance: await maintenanceRuns(statusAgent, node.url, adminHeaders),
       verify,
       ...(options.heapSnapshotDir === undefined ? {} : { heapSnapshotDir: options.heapSnapshotDir }),
+      ...(options.cpuProfileDir === undefined ? {} : { cpuProfileDir: options.cpuProfileDir }),
       elapsedMs: performance.now() - started,
     };
     return figures;

@@ -135,7 +135,8 @@ export function soakMarkdown(f: SoakFigures, config: BenchConfig): string {
       `When ingest stops the bench waits for the backlog to reach zero, then reads the table as an outside reader: the current snapshot's live files, downloaded through the ` +
       `endpoint and counted by DuckDB — every acknowledged event must be there exactly once (the run fails otherwise). RSS growth is the least-squares slope over the second half ` +
       `of the ingest (the first half is warm-up), and over its third and last quarters to tell levelling off from steady growth. The whole part took ${ms(f.elapsedMs)}.` +
-      (f.heapSnapshotDir === undefined ? '' : ` Heap snapshots of the node (middle and end of ingest; each stopped it for seconds, so this run's figures are distorted) are in \`${f.heapSnapshotDir}\`.`),
+      (f.heapSnapshotDir === undefined ? '' : ` Heap snapshots of the node (middle and end of ingest; each stopped it for seconds, so this run's figures are distorted) are in \`${f.heapSnapshotDir}\`.`) +
+      (f.cpuProfileDir === undefined ? '' : ` The node's CPU profile (\`--cpu-prof\`, which slows it somewhat) is in \`${f.cpuProfileDir}\`.`),
     '',
     table(
       ['', ''],
@@ -177,5 +178,6 @@ export function soakKnobRows(config: BenchConfig | undefined): string[][] {
     knobRow('BENCH_SOAK_SAMPLE_MS', config?.soakSampleMs, DEFAULTS.soakSampleMs),
     knobRow('BENCH_SOAK_DRAIN_SECONDS', config?.soakDrainSeconds, DEFAULTS.soakDrainSeconds),
     knobRow('BENCH_SOAK_HEAP_SNAPSHOTS (1: two snapshots into packages/bench/results/)', config?.soakHeapSnapshots, DEFAULTS.soakHeapSnapshots),
+    knobRow('BENCH_SOAK_CPU_PROFILE (1: the node\'s CPU profile into packages/bench/results/)', config?.soakCpuProfile, DEFAULTS.soakCpuProfile),
   ];
 }
