@@ -4,11 +4,9 @@ import {
   appendSnapshot,
   currentSchema,
   currentSnapshot,
-  dataFileFromParquet,
   dayOrdinal,
   dayPartitionPath,
   decodeManifestList,
-  encodeAuditParquet,
   encodeManifest,
   encodeManifestList,
   evolveToAuditSchema,
@@ -18,14 +16,16 @@ import {
   watermarkSummary,
   type DataFile,
 } from '@auditlake/format';
-import type { StoredEvent } from '@auditlake/model';
+import { AuditErrorCode, isAuditError, type StoredEvent } from '@auditlake/model';
+import { COMMIT_ATTEMPTS_MAX } from './iceberg-maintenance-context.js';
 import { encodeKeyNumber } from './key-number.js';
 import type { ObjectStore } from './object-store.js';
 import { metadataFileKey, s3Key, type IcebergTableRef } from './iceberg-table-ref.js';
-import type { LoadedTable } from './iceberg-table.js';
-import { commitMetadataVersion } from './iceberg-version-commit.js';
+import { loadIcebergTable, tableWatermark, type LoadedTable } from './iceberg-table.js';
+import { commitMetadataVersion, type CommitFence } from './iceberg-version-commit.js';
 import { joinKey } from './s3-location.js';
 import { CHECKPOINT_SUMMARY_KEY, latestCheckpointText } from './integrity-objects.js';
+import { INLINE_TIER_FILE_ENCODER, type EncodedTierFile, type TierFileEncoder } from './tier-file-encoding.js';
 import type { Watermark } from './watermark.js';
 
 export interface IcebergCommitResult {
@@ -47,6 +47,13 @@ export interface IcebergCommitResult {
  * (orphan cleanup removes them); its late metadata file loses to the version already there. A crash
  * before the metadata file leaves only unreferenced files: readers never see them and the
  * successor re-reads the watermark from the table, so nothing is tiered twice.
+ *
+ * The data files are encoded by `encoder` (worker threads in a node, so the event loop keeps
+ * ingesting). When the commit loses to a maintenance commit (a compaction or expiry that took
+ * the version meanwhile), the append is re-applied on the new version — same data files and
+ * manifest, a new manifest list — as long as that version's watermark is still the one this
+ * batch continues from; a table whose watermark moved on (another leader tiered these events)
+ * fails the commit with AUDIT_OBJECT_EXISTS, and this batch's files stay unreferenced.
  */
 export async function commitIcebergBatch(
   objects: ObjectStore,
@@ -61,11 +68,18 @@ export async function commitIcebergBatch(
     beforeCommit?: () => void;
     /** metadata-log entries the new version keeps (`metadata.previous.versions.max`, applied at every commit as Java does); default 100. */
     metadataLogEntriesMax?: number;
+    /** Encodes the data files (default: on this thread). */
+    encoder?: TierFileEncoder;
+    /** See {@link CommitFence.serialize}. */
+    serialize?: CommitFence['serialize'];
+    /** Debug/test hook: after the data files and manifest are written, before the first commit attempt. */
+    afterWrite?: () => Promise<void>;
   },
 ): Promise<IcebergCommitResult> {
   const first = batch[0];
   const last = batch[batch.length - 1];
   if (!first || !last) throw new TypeError('commitIcebergBatch needs at least one event');
+  const encoder = context.encoder ?? INLINE_TIER_FILE_ENCODER;
   const snapshotId = randomInt(1, 2 ** 47);
   const attempt = randomUUID();
   // A table made before the chain columns gets them now, in this commit (schema evolution).
@@ -78,44 +92,68 @@ export async function commitIcebergBatch(
     if (list) list.push(event);
     else byDay.set(day, [event]);
   }
+  const days = [...byDay.entries()].sort(([a], [b]) => a - b);
+  const shape = { kvMetadata: icebergParquetKvMetadata(schema), icebergDataFile: true };
+  const encoded = await Promise.all(days.map(([, events]) => encoder.encode(events, shape)));
   const dataFiles: DataFile[] = [];
-  for (const [day, events] of [...byDay.entries()].sort(([a], [b]) => a - b)) {
-    const bytes = encodeAuditParquet(events, { kvMetadata: icebergParquetKvMetadata(schema) });
+  for (const [index, [day]] of days.entries()) {
+    const file = encoded[index] as EncodedTierFile;
     // Attempt-unique (term and random): no writer ever overwrites another's data file.
     const key = joinKey(table.s3.prefix, `data/${dayPartitionPath(day)}/${encodeKeyNumber(first.seq)}-t${context.term}-${attempt.slice(0, 8)}.parquet`);
-    await objects.put(key, bytes, 'application/vnd.apache.parquet');
-    dataFiles.push(dataFileFromParquet({ events, filePath: objects.url(key), fileSizeBytes: bytes.byteLength, parquetBytes: bytes }));
+    await objects.put(key, file.bytes, 'application/vnd.apache.parquet');
+    if (!file.dataFile) throw new Error('assertion failed: the encoder built no data_file record');
+    dataFiles.push({ ...file.dataFile, file_path: objects.url(key) });
   }
-  const sequenceNumber = metadata['last-sequence-number'] + 1;
   const entries = dataFiles.map((file) => addedEntry(file, snapshotId));
   const manifestBytes = encodeManifest(entries, { schema });
   const manifestKey = metadataFileKey(table, `${attempt}-m0.avro`);
   await objects.put(manifestKey, manifestBytes, 'application/octet-stream');
-  const parent = currentSnapshot(metadata);
-  const carried = parent ? decodeManifestList(await objects.get(s3Key(table, parent['manifest-list']))).files : [];
-  const manifestFile = manifestFileFor({ manifestPath: objects.url(manifestKey), manifestLengthBytes: manifestBytes.byteLength, entries, snapshotId, sequenceNumber });
-  const listBytes = encodeManifestList([manifestFile, ...carried], { snapshotId, parentSnapshotId: parent?.['snapshot-id'] ?? null, sequenceNumber });
-  const listKey = metadataFileKey(table, `snap-${snapshotId}-1-${attempt}.avro`);
-  await objects.put(listKey, listBytes, 'application/octet-stream');
+  await context.afterWrite?.();
   const watermark: Watermark = { seq: last.seq, ingestTs: last.ingestTs };
-  const next = appendSnapshot(metadata, {
-    snapshotId,
-    manifestListPath: objects.url(listKey),
-    nowMs: context.nowMs,
-    addedFiles: summarizeAddedFiles(dataFiles),
-    previousMetadataPath: loaded.metadataPath,
-    summaryExtra: {
-      ...watermarkSummary({ seq: BigInt(last.seq), ingestTs: last.ingestTs, leaderTerm: context.term, writerId: context.writerId }),
-      ...checkpointSummary(batch, parent?.summary),
-    },
-    ...(context.metadataLogEntriesMax === undefined ? {} : { metadataLogEntriesMax: context.metadataLogEntriesMax }),
-  });
-  const committed = await commitMetadataVersion(objects, table, loaded, next, {
-    term: context.term,
-    mayCommit: context.mayCommit,
-    ...(context.beforeCommit ? { beforeCommit: context.beforeCommit } : {}),
-  });
-  return { version: committed.version, loaded: committed, manifests: carried.length + 1, watermark, bytes: dataFiles.reduce((s, f) => s + f.file_size_in_bytes, 0), files: dataFiles.length };
+  const continuesFrom = tableWatermark(loaded)?.seq ?? 0;
+  let base = loaded;
+  for (let attemptNumber = 1; ; attemptNumber++) {
+    // Only what depends on the version is redone per attempt: sequence number, carried manifests, list.
+    const baseMetadata = evolveToAuditSchema(base.metadata);
+    const sequenceNumber = baseMetadata['last-sequence-number'] + 1;
+    const parent = currentSnapshot(baseMetadata);
+    const carried = parent ? decodeManifestList(await objects.get(s3Key(table, parent['manifest-list']))).files : [];
+    const manifestFile = manifestFileFor({ manifestPath: objects.url(manifestKey), manifestLengthBytes: manifestBytes.byteLength, entries, snapshotId, sequenceNumber });
+    const listBytes = encodeManifestList([manifestFile, ...carried], { snapshotId, parentSnapshotId: parent?.['snapshot-id'] ?? null, sequenceNumber });
+    const listKey = metadataFileKey(table, `snap-${snapshotId}-${attemptNumber}-${attempt}.avro`);
+    await objects.put(listKey, listBytes, 'application/octet-stream');
+    const next = appendSnapshot(baseMetadata, {
+      snapshotId,
+      manifestListPath: objects.url(listKey),
+      nowMs: context.nowMs,
+      addedFiles: summarizeAddedFiles(dataFiles),
+      previousMetadataPath: base.metadataPath,
+      summaryExtra: {
+        ...watermarkSummary({ seq: BigInt(last.seq), ingestTs: last.ingestTs, leaderTerm: context.term, writerId: context.writerId }),
+        ...checkpointSummary(batch, parent?.summary),
+      },
+      ...(context.metadataLogEntriesMax === undefined ? {} : { metadataLogEntriesMax: context.metadataLogEntriesMax }),
+    });
+    let committed: LoadedTable;
+    try {
+      const fence: CommitFence = {
+        term: context.term,
+        mayCommit: context.mayCommit,
+        ...(context.beforeCommit ? { beforeCommit: context.beforeCommit } : {}),
+        ...(context.serialize ? { serialize: context.serialize } : {}),
+      };
+      committed = await commitMetadataVersion(objects, table, base, next, fence);
+    } catch (err) {
+      if (!isAuditError(err, AuditErrorCode.OBJECT_EXISTS) || attemptNumber >= COMMIT_ATTEMPTS_MAX) throw err;
+      const reloaded = await loadIcebergTable(objects, table);
+      // Re-applied only on a version that still ends where this batch begins: a commit that
+      // tiered further (another leader's sweep) means these events are someone else's now.
+      if (!reloaded || (tableWatermark(reloaded)?.seq ?? 0) !== continuesFrom) throw err;
+      base = reloaded;
+      continue;
+    }
+    return { version: committed.version, loaded: committed, manifests: carried.length + 1, watermark, bytes: dataFiles.reduce((s, f) => s + f.file_size_in_bytes, 0), files: dataFiles.length };
+  }
 }
 
 /** The newest signed checkpoint tiered so far: this batch's, else the one the parent snapshot carried. */

@@ -1,12 +1,8 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import {
   addedEntry,
-  AuditParquetFile,
-  bytesSource,
   currentSchema,
-  dataFileFromParquet,
   dayPartitionPath,
-  encodeAuditParquet,
   encodeManifest,
   encodeManifestList,
   icebergParquetKvMetadata,
@@ -18,7 +14,6 @@ import {
   type IcebergSchema,
   type ManifestEntry,
   type ManifestFile,
-  type TieredEvent,
 } from '@auditlake/format';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
@@ -28,6 +23,7 @@ import { metadataFileKey, s3Key } from './iceberg-table-ref.js';
 import { loadIcebergTable, type LoadedTable } from './iceberg-table.js';
 import { commitMetadataVersion } from './iceberg-version-commit.js';
 import { joinKey } from './s3-location.js';
+import { INLINE_TIER_FILE_ENCODER } from './tier-file-encoding.js';
 
 /** Bytes of small files one run rewrites at most: a run's memory stays bounded; the rest waits for the next run. */
 export const COMPACTION_INPUT_BYTES_MAX = 256 * 1024 * 1024;
@@ -68,41 +64,33 @@ function pickSmallFiles(manifests: readonly ResolvedManifest[], targetFileSizeBy
   return groups;
 }
 
-/** Reads every row of `files`, checking each file holds the rows its manifest entry says. */
-async function readRows(context: MaintenanceContext, files: readonly DataFile[]): Promise<TieredEvent[]> {
-  const parts = await mapBounded(files, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (file) => {
-    const bytes = await context.objects.get(s3Key(context.table, file.file_path));
-    const events = await (await AuditParquetFile.open(bytesSource(bytes))).read({});
-    if (events.length !== file.record_count) {
-      throw new AuditError(AuditErrorCode.TABLE_INVALID, `${file.file_path} holds ${events.length} rows, its manifest entry says ${file.record_count}`);
-    }
-    return events;
-  });
-  return parts.flat();
-}
-
-/** Writes `events` as files near the target size; returns their data_file records. */
-async function writeCompacted(
-  context: MaintenanceContext,
-  schema: IcebergSchema,
-  day: number,
-  events: readonly TieredEvent[],
-  inputBytes: number,
-  targetFileSizeBytes: number,
-): Promise<DataFile[]> {
-  const bytesPerRow = Math.max(1, inputBytes / Math.max(1, events.length));
+/**
+ * Rewrites the rows of `files` (one day) as files near the target size, through the context's
+ * encoder (a worker thread in a node); returns their data_file records. Each input must hold the
+ * rows its manifest entry says.
+ */
+async function writeCompacted(context: MaintenanceContext, schema: IcebergSchema, day: number, files: readonly DataFile[], targetFileSizeBytes: number): Promise<DataFile[]> {
+  const inputs = await mapBounded(files, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (file) => ({
+    bytes: await context.objects.get(s3Key(context.table, file.file_path)),
+    name: file.file_path,
+    expectedRows: file.record_count,
+  }));
+  const rowsIn = files.reduce((sum, file) => sum + file.record_count, 0);
+  const inputBytes = files.reduce((sum, file) => sum + file.file_size_in_bytes, 0);
+  const bytesPerRow = Math.max(1, inputBytes / Math.max(1, rowsIn));
   const rowsPerFile = Math.max(1, Math.floor(targetFileSizeBytes / bytesPerRow));
+  const encoder = context.encoder ?? INLINE_TIER_FILE_ENCODER;
+  const encoded = await encoder.rewrite(inputs, rowsPerFile, { kvMetadata: icebergParquetKvMetadata(schema), icebergDataFile: true });
   const attempt = `t${context.fence.term}-${randomUUID()}`;
-  const files: DataFile[] = [];
-  for (let start = 0, part = 0; start < events.length; start += rowsPerFile, part++) {
-    const slice = events.slice(start, start + rowsPerFile);
-    const bytes = encodeAuditParquet(slice, { kvMetadata: icebergParquetKvMetadata(schema) });
+  const written: DataFile[] = [];
+  for (const [part, file] of encoded.entries()) {
     // Attempt-unique: a compaction never overwrites another writer's file.
     const key = joinKey(context.table.s3.prefix, `data/${dayPartitionPath(day)}/compacted-${attempt}-${part}.parquet`);
-    await context.objects.put(key, bytes, 'application/vnd.apache.parquet');
-    files.push(dataFileFromParquet({ events: slice, filePath: context.objects.url(key), fileSizeBytes: bytes.byteLength, parquetBytes: bytes }));
+    await context.objects.put(key, file.bytes, 'application/vnd.apache.parquet');
+    if (!file.dataFile) throw new Error('assertion failed: the encoder built no data_file record');
+    written.push({ ...file.dataFile, file_path: context.objects.url(key) });
   }
-  return files;
+  return written;
 }
 
 /** The entries of a manifest that lists a removed file: removed → DELETED, the rest EXISTING, old DELETED dropped. */
@@ -132,9 +120,7 @@ export async function compactIcebergTable(context: MaintenanceContext, loaded: L
   // under the table's current schema: a table that gained columns by evolution says so here too.
   const schema = currentSchema(loaded.metadata);
   for (const group of groups) {
-    const events = await readRows(context, group);
-    const inputBytes = group.reduce((sum, file) => sum + file.file_size_in_bytes, 0);
-    const written = await writeCompacted(context, schema, group[0]?.partition.event_time_day ?? 0, events, inputBytes, targetFileSizeBytes);
+    const written = await writeCompacted(context, schema, group[0]?.partition.event_time_day ?? 0, group, targetFileSizeBytes);
     const rowsIn = group.reduce((sum, file) => sum + file.record_count, 0);
     const rowsOut = written.reduce((sum, file) => sum + file.record_count, 0);
     if (rowsIn !== rowsOut) throw new Error(`assertion failed: compaction of ${group.length} files read ${rowsIn} rows and wrote ${rowsOut}`);

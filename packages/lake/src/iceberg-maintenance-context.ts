@@ -3,6 +3,7 @@ import type { CommitFence } from './iceberg-version-commit.js';
 import type { IcebergTableRef } from './iceberg-table-ref.js';
 import type { ObjectStore } from './object-store.js';
 import { CHECKPOINT_SUMMARY_KEY } from './integrity-objects.js';
+import type { TierFileEncoder } from './tier-file-encoding.js';
 
 /**
  * Points of a run a debug hook is called at (the crash tests kill the process there): after each
@@ -21,6 +22,8 @@ export interface MaintenanceContext {
   metadataLogEntriesMax: number;
   /** Debug/test hook, see {@link MaintenanceStep}. */
   onStep?: (step: MaintenanceStep) => void | Promise<void>;
+  /** Encodes compacted files (default: on this thread). */
+  encoder?: TierFileEncoder;
 }
 
 /** Commits that lost to another committer are re-applied on the new table this often at most. */

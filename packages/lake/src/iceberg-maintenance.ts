@@ -32,7 +32,9 @@ export interface MaintenanceRunFigures {
  * One maintenance run over an Iceberg table, each step its own commit on the version the last
  * left: compaction, manifest rewrite, snapshot expiry, metadata cleanup, then (when enabled)
  * orphan cleanup. Every step leaves a readable table holding every event once, so a run that
- * stops anywhere (a crash, a lost lease) is finished by the next one.
+ * stops anywhere (a crash, a lost lease) is finished by the next one. A sweep may commit between
+ * and during the steps (only the commits and orphan cleanup take `fence.serialize`): each step's
+ * commit that loses re-reads the table and re-applies itself when still valid.
  */
 export async function runIcebergMaintenance(context: Omit<MaintenanceContext, 'metadataLogEntriesMax'>, policy: MaintenancePolicy): Promise<MaintenanceRunFigures> {
   const steps: MaintenanceContext = { ...context, metadataLogEntriesMax: policy.metadataPreviousVersionsMax };
@@ -47,7 +49,10 @@ export async function runIcebergMaintenance(context: Omit<MaintenanceContext, 'm
   await steps.onStep?.('expiry');
   const metadata = await cleanIcebergMetadata(steps, expiry.loaded);
   await steps.onStep?.('metadata-cleanup');
-  const orphansDeleted = policy.removeOrphanFiles ? await removeIcebergOrphans(steps, metadata.loaded, policy.orphanMinAgeMs) : 0;
+  // Under the commit lock when there is one: a sweep in this process writes its data files
+  // before it commits them, and orphan cleanup must not find them in between.
+  const removeOrphans = () => removeIcebergOrphans(steps, metadata.loaded, policy.orphanMinAgeMs);
+  const orphansDeleted = !policy.removeOrphanFiles ? 0 : steps.fence.serialize ? await steps.fence.serialize(removeOrphans) : await removeOrphans();
   await steps.onStep?.('orphans');
   return {
     filesRewritten: compaction.filesRewritten,

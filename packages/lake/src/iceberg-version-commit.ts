@@ -10,6 +10,13 @@ export interface CommitFence {
   mayCommit: () => boolean;
   /** Debug/test hook run right before the commit object is written. */
   beforeCommit?: () => void;
+  /**
+   * Runs the commit itself (fence check, conditional create, read-back, hint) when this
+   * process's other tier writers are not committing: the node's commit lock. Table maintenance
+   * passes it, so only its commits — not its reading and encoding — wait for the sweep. Absent:
+   * at once (the caller already holds the lock, or has none).
+   */
+  serialize?: <T>(commit: () => Promise<T>) => Promise<T>;
 }
 
 /** The commit of `next` lost to another committer: `v<version>.metadata.json` was taken. */
@@ -24,6 +31,11 @@ export function commitLost(version: number): AuditError {
  * AUDIT_NOT_LEADER when the fence refuses and AUDIT_OBJECT_EXISTS when another commit won.
  */
 export async function commitMetadataVersion(objects: ObjectStore, table: IcebergTableRef, loaded: LoadedTable, next: IcebergTableMetadata, fence: CommitFence): Promise<LoadedTable> {
+  const commit = () => commitNow(objects, table, loaded, next, fence);
+  return fence.serialize ? fence.serialize(commit) : commit();
+}
+
+async function commitNow(objects: ObjectStore, table: IcebergTableRef, loaded: LoadedTable, next: IcebergTableMetadata, fence: CommitFence): Promise<LoadedTable> {
   fence.beforeCommit?.();
   if (!fence.mayCommit()) throw new AuditError(AuditErrorCode.NOT_LEADER, 'no longer the leader; nothing was committed (files written for it are unreferenced)');
   const version = loaded.version + 1;

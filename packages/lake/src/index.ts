@@ -27,3 +27,5 @@ export { REPLACED_FILE_GRACE_MS, runParquetMaintenance } from './parquet-mainten
 export type { ParquetCompactionContext, ParquetCompactionResult } from './parquet-compaction.js';
 export { CHECKPOINT_SUMMARY_KEY, INTEGRITY_DIR, latestCheckpointText, readIntegrityObjects, writeIntegrityObjects, type IntegrityObjects } from './integrity-objects.js';
 export { readTierHistory, type TierHistory } from './tier-history.js';
+export { encodeTierFile, INLINE_TIER_FILE_ENCODER, rewriteTierFiles, type EncodedTierFile, type RewriteInput, type TierFileEncoder, type TierFileShape } from './tier-file-encoding.js';
+export { TierEncodePool, type TierEncodePoolOptions } from './tier-encode-pool.js';

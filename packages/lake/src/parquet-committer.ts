@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { encodeAuditParquet } from '@auditlake/format';
 import { AuditError, AuditErrorCode, type StoredEvent } from '@auditlake/model';
 import { encodeKeyNumber } from './key-number.js';
 import type { ObjectStore } from './object-store.js';
 import { joinKey, type S3Location } from './s3-location.js';
+import { INLINE_TIER_FILE_ENCODER, type EncodedTierFile, type TierFileEncoder } from './tier-file-encoding.js';
 import type { TierFile } from './tier-source.js';
 import type { Watermark } from './watermark.js';
 
@@ -43,6 +43,8 @@ export interface ParquetCommitContext {
   afterSeq: number;
   mayCommit: () => boolean;
   beforeCommit?: () => void;
+  /** Encodes the data files (default: on this thread). */
+  encoder?: TierFileEncoder;
 }
 
 /**
@@ -66,12 +68,16 @@ export async function commitParquetBatch(objects: ObjectStore, location: S3Locat
     if (list) list.push(event);
     else byDate.set(date, [event]);
   }
+  const encoder = context.encoder ?? INLINE_TIER_FILE_ENCODER;
+  const dates = [...byDate.entries()].sort(([a], [b]) => a.localeCompare(b));
+  const shape = { kvMetadata: { 'auditlake.firstSeq': String(first.seq) }, icebergDataFile: false };
+  const encoded = await Promise.all(dates.map(([, events]) => encoder.encode(events, shape)));
   const files: CommittedFile[] = [];
-  for (const [date, events] of [...byDate.entries()].sort(([a], [b]) => a.localeCompare(b))) {
-    const bytes = encodeAuditParquet(events, { kvMetadata: { 'auditlake.firstSeq': String(first.seq) } });
+  for (const [index, [date]] of dates.entries()) {
+    const file = encoded[index] as EncodedTierFile;
     const key = joinKey(location.prefix, `event_date=${date}/part-${encodeKeyNumber(first.seq)}-${attempt}.parquet`);
-    await objects.put(key, bytes, 'application/vnd.apache.parquet');
-    files.push({ key, eventDate: date, ...timeBounds(events), rows: events.length, bytes: bytes.byteLength });
+    await objects.put(key, file.bytes, 'application/vnd.apache.parquet');
+    files.push({ key, eventDate: date, tsMin: file.tsMin, tsMax: file.tsMax, rows: file.rows, bytes: file.bytes.byteLength });
   }
   context.beforeCommit?.();
   if (!context.mayCommit()) throw new AuditError(AuditErrorCode.NOT_LEADER, 'no longer the leader; the batch was not committed (its files are unreferenced)');
@@ -91,16 +97,6 @@ export async function commitParquetBatch(objects: ObjectStore, location: S3Locat
   if (!(await objects.putIfAbsent(key, text, 'application/json'))) throw lost();
   if (new TextDecoder().decode(await objects.get(key)) !== text) throw lost();
   return { marker, bytes: files.reduce((sum, f) => sum + f.bytes, 0) };
-}
-
-function timeBounds(events: readonly StoredEvent[]): { tsMin: number; tsMax: number } {
-  let tsMin = Number.MAX_SAFE_INTEGER;
-  let tsMax = 0;
-  for (const e of events) {
-    tsMin = Math.min(tsMin, e.timestamp);
-    tsMax = Math.max(tsMax, e.timestamp);
-  }
-  return { tsMin, tsMax };
 }
 
 /** The marker of the commit that continues from watermark seq `afterSeq`; keys sort by it. */

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { AuditParquetFile, bytesSource, encodeAuditParquet, type TieredEvent } from '@auditlake/format';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import type { MaintenanceStep } from './iceberg-maintenance-context.js';
@@ -8,6 +7,7 @@ import { encodeKeyNumber } from './key-number.js';
 import type { ObjectStore } from './object-store.js';
 import { readMarkers, type CommitMarker, type CommittedFile } from './parquet-committer.js';
 import { joinKey, type S3Location } from './s3-location.js';
+import { INLINE_TIER_FILE_ENCODER, type TierFileEncoder } from './tier-file-encoding.js';
 
 /** Compaction markers live here, `<event_date>/<generation>.json`, beside the commit markers. */
 export const COMPACTIONS_DIR = '_auditlake/compactions';
@@ -84,6 +84,8 @@ export interface ParquetCompactionContext {
   now: () => number;
   /** Debug/test hook, see {@link MaintenanceStep}. */
   onStep?: (step: MaintenanceStep) => void | Promise<void>;
+  /** Encodes compacted files (default: on this thread). */
+  encoder?: TierFileEncoder;
 }
 
 /** Per day, the small live files worth merging (two or more), oldest first, within the run's byte limit. */
@@ -105,15 +107,6 @@ function pickSmallFiles(files: readonly CommittedFile[], targetFileSizeBytes: nu
     if (group.length >= 2) groups.push(group);
   }
   return groups;
-}
-
-async function readRows(objects: ObjectStore, files: readonly CommittedFile[]): Promise<TieredEvent[]> {
-  const parts = await mapBounded(files, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (file) => {
-    const events = await (await AuditParquetFile.open(bytesSource(await objects.get(file.key)))).read({});
-    if (events.length !== file.rows) throw new AuditError(AuditErrorCode.TABLE_INVALID, `${objects.url(file.key)} holds ${events.length} rows, its commit marker says ${file.rows}`);
-    return events;
-  });
-  return parts.flat();
 }
 
 export interface ParquetCompactionResult {
@@ -138,22 +131,16 @@ export async function compactParquetLocation(context: ParquetCompactionContext, 
   const attempt = `t${fence.term}-${randomUUID().slice(0, 8)}`;
   for (const group of groups) {
     const date = (group[0] as CommittedFile).eventDate;
-    const events = await readRows(objects, group);
+    const inputs = await mapBounded(group, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (file) => ({ bytes: await objects.get(file.key), name: objects.url(file.key), expectedRows: file.rows }));
     const inputBytes = group.reduce((sum, file) => sum + file.bytes, 0);
-    const rowsPerFile = Math.max(1, Math.floor(targetFileSizeBytes / Math.max(1, inputBytes / Math.max(1, events.length))));
+    const rowCount = group.reduce((sum, file) => sum + file.rows, 0);
+    const rowsPerFile = Math.max(1, Math.floor(targetFileSizeBytes / Math.max(1, inputBytes / Math.max(1, rowCount))));
+    const encoded = await (context.encoder ?? INLINE_TIER_FILE_ENCODER).rewrite(inputs, rowsPerFile, { kvMetadata: {}, icebergDataFile: false });
     const files: CommittedFile[] = [];
-    for (let start = 0, part = 0; start < events.length; start += rowsPerFile, part++) {
-      const slice = events.slice(start, start + rowsPerFile);
-      const bytes = encodeAuditParquet(slice);
+    for (const [part, file] of encoded.entries()) {
       const key = joinKey(location.prefix, `event_date=${date}/compacted-${attempt}-${part}.parquet`);
-      await objects.put(key, bytes, 'application/vnd.apache.parquet');
-      let tsMin = Number.MAX_SAFE_INTEGER;
-      let tsMax = 0;
-      for (const e of slice) {
-        tsMin = Math.min(tsMin, e.timestamp);
-        tsMax = Math.max(tsMax, e.timestamp);
-      }
-      files.push({ key, eventDate: date, rows: slice.length, bytes: bytes.byteLength, tsMin, tsMax });
+      await objects.put(key, file.bytes, 'application/vnd.apache.parquet');
+      files.push({ key, eventDate: date, rows: file.rows, bytes: file.bytes.byteLength, tsMin: file.tsMin, tsMax: file.tsMax });
     }
     const rowsIn = group.reduce((sum, file) => sum + file.rows, 0);
     const rowsOut = files.reduce((sum, file) => sum + file.rows, 0);
@@ -161,11 +148,14 @@ export async function compactParquetLocation(context: ParquetCompactionContext, 
     const generation = 1 + Math.max(0, ...log.compactions.filter((c) => c.eventDate === date).map((c) => c.generation));
     const marker: CompactionMarker = { format: 'auditlake-parquet-compaction/1', term: fence.term, committedAtMs: context.now(), eventDate: date, generation, replaced: group, files };
     await context.onStep?.('compaction-written');
-    fence.beforeCommit?.();
-    if (!fence.mayCommit()) throw new AuditError(AuditErrorCode.NOT_LEADER, 'no longer the leader; the compaction was not committed (its files are unreferenced)');
     const key = compactionKey(location, date, generation);
     const text = JSON.stringify(marker);
-    if (!(await objects.putIfAbsent(key, text, 'application/json')) || new TextDecoder().decode(await objects.get(key)) !== text) {
+    const create = async () => {
+      fence.beforeCommit?.();
+      if (!fence.mayCommit()) throw new AuditError(AuditErrorCode.NOT_LEADER, 'no longer the leader; the compaction was not committed (its files are unreferenced)');
+      return (await objects.putIfAbsent(key, text, 'application/json')) && new TextDecoder().decode(await objects.get(key)) === text;
+    };
+    if (!(await (fence.serialize ? fence.serialize(create) : create()))) {
       result.daysLost++;
       continue;
     }

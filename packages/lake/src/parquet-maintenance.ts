@@ -64,7 +64,9 @@ export async function runParquetMaintenance(context: ParquetCompactionContext, p
   await context.onStep?.('compaction');
   const filesDeleted = await deleteReplacedParquetFiles(context);
   await context.onStep?.('expiry');
-  const orphansDeleted = policy.removeOrphanFiles ? await removeParquetOrphans(context, policy.orphanMinAgeMs) : 0;
+  // Under the commit lock when there is one: a sweep writes its files before its marker.
+  const removeOrphans = () => removeParquetOrphans(context, policy.orphanMinAgeMs);
+  const orphansDeleted = !policy.removeOrphanFiles ? 0 : context.fence.serialize ? await context.fence.serialize(removeOrphans) : await removeOrphans();
   await context.onStep?.('orphans');
   return {
     filesRewritten: compaction.filesRewritten,

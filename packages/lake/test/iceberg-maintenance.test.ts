@@ -4,12 +4,13 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { currentSnapshot, readWatermarkFromMetadata } from '@auditlake/format';
-import type { StoredEvent } from '@auditlake/model';
+import { AuditErrorCode, type StoredEvent } from '@auditlake/model';
 import { icebergRead } from 'icebird';
 import { signedFetch, startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import {
   commitIcebergBatch,
+  compactIcebergTable,
   currentManifests,
   ensureIcebergTable,
   expireOverdueSnapshots,
@@ -21,6 +22,7 @@ import {
   resolveIcebergTable,
   runIcebergMaintenance,
   S3Connections,
+  tableWatermark,
   versionHintKey,
   type IcebergTableRef,
   type MaintenanceContext,
@@ -172,6 +174,47 @@ describe('Iceberg maintenance', () => {
     expect(again.filesRewritten).toBe(0);
     expectEveryEventOnce(await icebirdIds(table), seqMax);
   }, 180_000); // Sixty commits, a full run and two independent reads: slow on a loaded machine.
+
+  it('a sweep commit that loses its version to a compaction re-applies itself on the new version: every event once, for icebird and DuckDB, and the watermark its own', async () => {
+    const { table, objects, seqMax } = await tableWith('sweep_races_compaction', 6, 20);
+    const loaded = (await loadIcebergTable(objects, table))!;
+    let filesRewritten = 0;
+    // The compaction commits after the sweep's files are written and before its commit: the sweep's version is taken.
+    const result = await commitIcebergBatch(objects, table, loaded, events(seqMax + 1, 30), {
+      ...fence,
+      nowMs: Date.now(),
+      writerId: 'test',
+      afterWrite: async () => {
+        filesRewritten = (await compactIcebergTable(context(table, objects), loaded, 16 * 1024 * 1024)).filesRewritten;
+      },
+    });
+    expect(filesRewritten).toBe(12);
+    expect(result.version).toBe(loaded.version + 2);
+    const after = (await loadIcebergTable(objects, table))!;
+    expect(tableWatermark(after)?.seq).toBe(seqMax + 30);
+    // The compaction holds: its two files and the sweep's two, none of the twelve it replaced.
+    const live = (await currentManifests(objects, table, after.metadata)).flatMap((m) => m.entries.filter((e) => e.status !== 2));
+    expect(live.length).toBe(4);
+    expectEveryEventOnce(await icebirdIds(table), seqMax + 30);
+    expect(await duckdbIds(table, objects)).toEqual({ rows: seqMax + 30, distinct: seqMax + 30 });
+  }, 120_000);
+
+  it('a sweep commit that loses to another sweep of the same events is refused, not re-applied: nothing tiered twice', async () => {
+    const { table, objects, seqMax } = await tableWith('sweep_races_sweep', 2, 20);
+    const loaded = (await loadIcebergTable(objects, table))!;
+    const late = commitIcebergBatch(objects, table, loaded, events(seqMax + 1, 30), {
+      ...fence,
+      nowMs: Date.now(),
+      writerId: 'deposed',
+      afterWrite: async () => {
+        await commitIcebergBatch(objects, table, loaded, events(seqMax + 1, 30), { ...fence, term: 2, nowMs: Date.now(), writerId: 'successor' });
+      },
+    });
+    await expect(late).rejects.toMatchObject({ code: AuditErrorCode.OBJECT_EXISTS });
+    const after = (await loadIcebergTable(objects, table))!;
+    expect(after.version).toBe(loaded.version + 1);
+    expectEveryEventOnce(await icebirdIds(table), seqMax + 30);
+  }, 120_000);
 
   it('finds the newest version by listing past 1,000 metadata files when the hint is missing', async () => {
     const { table, objects } = await tableWith('many', 1, 5);

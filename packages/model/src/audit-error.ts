@@ -40,6 +40,8 @@ export const AuditErrorCode = {
   OBJECT_STORE_FAILED: 'AUDIT_OBJECT_STORE_FAILED',
   /** A tiered table or location holds something this node cannot read or commit on. */
   TABLE_INVALID: 'AUDIT_TABLE_INVALID',
+  /** A tier file encoder worker failed or died; the sweep or maintenance run retries later. */
+  ENCODER_FAILED: 'AUDIT_ENCODER_FAILED',
   /** A node could not be reached, or kept failing, through every retry (the CLI's client). */
   UNREACHABLE: 'AUDIT_UNREACHABLE',
   /** Replicated log entries do not continue this node's record chain (docs/integrity.md): refused, nothing stored. */

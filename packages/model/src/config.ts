@@ -46,6 +46,12 @@ export const CONFIG_KEYS = {
   tierIntervalMs: spec('auditlake.audit.tier.interval.ms', '300000', positiveInt),
   tierBatchSize: spec('auditlake.audit.tier.batch.size', '5000', positiveInt),
   tierSettleMs: spec('auditlake.audit.tier.ingest.settle.ms', '2000', nonNegativeInt),
+  /**
+   * Worker threads that encode tier files (the sweep's data files, compaction's rewrites) off
+   * the event loop; 0 encodes inline. One by default: encoding is most of a sweep's CPU, and on
+   * the event loop it competes with ingest, so the sweep could not keep up with it.
+   */
+  tierEncodeThreads: spec('auditlake.audit.tier.encode.threads', '1', nonNegativeInt),
   tierBackoffInitialMs: spec('auditlake.audit.tier.backoff.initial.ms', '30000', positiveInt),
   tierBackoffMaxMs: spec('auditlake.audit.tier.backoff.max.ms', '600000', positiveInt),
   viewerMaxPage: spec('auditlake.audit.viewer.max.page', '5000', positiveInt),

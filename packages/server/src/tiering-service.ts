@@ -1,4 +1,15 @@
-import { IcebergTierSource, ParquetTierSource, S3Connections, TIERED_LOCATIONS_META, WATERMARK_META, ZERO_WATERMARK, type TierSource, type TieredLocation, type Watermark } from '@auditlake/lake';
+import {
+  IcebergTierSource,
+  ParquetTierSource,
+  S3Connections,
+  TierEncodePool,
+  TIERED_LOCATIONS_META,
+  WATERMARK_META,
+  ZERO_WATERMARK,
+  type TierSource,
+  type TieredLocation,
+  type Watermark,
+} from '@auditlake/lake';
 import { SELF_SOURCE, encodeEvent, newEventId, type AuditEvent, type NodeConfig } from '@auditlake/model';
 import { DAY_MS, type AuditStore, type PrunePolicy } from '@auditlake/store';
 import { CommitLock, MaintenanceScheduler, TierSweeper, localCleanupPolicy, validateTierTarget, type MaintenanceRun, type TierStatus } from '@auditlake/tiering';
@@ -40,6 +51,8 @@ export class TieringService {
   readonly #sources = new Map<string, IcebergTierSource | ParquetTierSource>();
   /** The tiered locations as last read, with the store's metadata version they were read at. */
   #locations: { metaVersion: number; locations: TieredLocation[] } | undefined;
+  /** The tier file encoder threads (`auditlake.audit.tier.encode.threads`); undefined: inline. */
+  readonly #encoder: TierEncodePool | undefined;
 
   /** `connections` become this service's: close() closes them. */
   constructor(options: {
@@ -58,8 +71,12 @@ export class TieringService {
     this.connections = options.connections;
     // The sweep and table maintenance both commit to the same tables: they take turns.
     const commitLock = new CommitLock();
+    // Both encode in the same worker threads, off the event loop that ingests.
+    this.#encoder = config.tierEncodeThreads > 0 ? new TierEncodePool({ threadsMax: config.tierEncodeThreads }) : undefined;
+    const encoder = this.#encoder ? { encoder: this.#encoder } : {};
     this.sweeper = new TierSweeper({
       commitLock,
+      ...encoder,
       store,
       connections: this.connections,
       catalogs: config.icebergCatalogs,
@@ -89,6 +106,7 @@ export class TieringService {
       log: options.log,
       onRun: (run) => this.#recordRun(run),
       commitLock,
+      ...encoder,
       ...(config.debugMaintenanceCrashAt ? { onStep: (step) => step === config.debugMaintenanceCrashAt && process.kill(process.pid, 'SIGKILL') } : {}),
     });
   }
@@ -178,6 +196,7 @@ export class TieringService {
   async close(): Promise<void> {
     await this.maintenance.close();
     await this.sweeper.close();
+    await this.#encoder?.close();
     // Each reader source owns worker threads (its free-text prefilter pool).
     const sources = [...this.#sources.values()];
     this.#sources.clear();

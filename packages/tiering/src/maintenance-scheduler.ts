@@ -9,6 +9,7 @@ import {
   type MaintenanceStep,
   type S3Connections,
   type TieredLocation,
+  type TierFileEncoder,
 } from '@auditlake/lake';
 import { AuditError, AuditErrorCode, type EffectiveSettings, type IcebergCatalogConfig } from '@auditlake/model';
 import type { AuditStore } from '@auditlake/store';
@@ -63,8 +64,10 @@ export interface MaintenanceSchedulerOptions {
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
   /** Called after every run (the server records it as an audit event). */
   onRun?: (run: MaintenanceRun) => Promise<void>;
-  /** Shared with the sweep, so the two never commit at once in this process. */
+  /** Shared with the sweep: a run takes it for each commit and for orphan cleanup only, not for reading and encoding. */
   commitLock?: CommitLock;
+  /** Encodes compacted files; a node passes its worker pool (default: on this thread). */
+  encoder?: TierFileEncoder;
   /** Debug/test hook called at each step boundary of a run (and inside two steps). */
   onStep?: (step: MaintenanceStep) => void;
 }
@@ -87,7 +90,10 @@ function failure(err: unknown): string {
  * `refresh()` runs at start and after every settings save. Each registration has a node-cron
  * task on `audit.tier.maintenance.cron`; a tick on a node that is not the leader does nothing.
  * Runs are one at a time (a run holds a compaction's rows in memory), each fenced by the term
- * it started in, like the sweep.
+ * it started in, like the sweep. A run does not stop the sweep: it takes the commit lock only
+ * for each of its commits (and orphan cleanup), its reading and encoding (in the encoder's
+ * worker) overlap sweeps, and a commit that loses to a sweep's re-applies itself on the new
+ * version.
  */
 export class MaintenanceScheduler {
   readonly #options: MaintenanceSchedulerOptions;
@@ -186,7 +192,7 @@ export class MaintenanceScheduler {
 
   /** One run at a time, in the order asked. */
   #enqueue(name: string, trigger: string): Promise<MaintenanceRun> {
-    const run = this.#queue.then(() => this.#lock.run(() => this.#run(name, trigger)));
+    const run = this.#queue.then(() => this.#run(name, trigger));
     this.#queue = run.catch(() => undefined);
     return run;
   }
@@ -222,15 +228,22 @@ export class MaintenanceScheduler {
       targetFileSizeBytes: settings.maintenanceTargetFileSizeBytes,
       metadataPreviousVersionsMax: settings.maintenanceMetadataPreviousVersionsMax,
     };
-    const fence = { term, mayCommit: () => !this.#closed && this.#options.isLeader() && this.#options.term() === term };
-    const onStep = this.#options.onStep ? { onStep: this.#options.onStep } : {};
+    const fence = {
+      term,
+      mayCommit: () => !this.#closed && this.#options.isLeader() && this.#options.term() === term,
+      serialize: <T>(commit: () => Promise<T>) => this.#lock.run(commit),
+    };
+    const hooks = {
+      ...(this.#options.onStep ? { onStep: this.#options.onStep } : {}),
+      ...(this.#options.encoder ? { encoder: this.#options.encoder } : {}),
+    };
     if (location.mode === 'parquet') {
       const s3 = parseS3Location(location.path);
       if (!s3) throw new AuditError(AuditErrorCode.TABLE_INVALID, `not an s3://bucket/prefix location: ${location.path}`);
-      return runParquetMaintenance({ objects: this.#options.connections.bucket(location.connectionId, s3.bucket), location: s3, fence, now: this.#now, ...onStep }, policy);
+      return runParquetMaintenance({ objects: this.#options.connections.bucket(location.connectionId, s3.bucket), location: s3, fence, now: this.#now, ...hooks }, policy);
     }
     const table = icebergTableAt({ identifier: location.path, location: location.location, connectionId: location.connectionId });
-    return runIcebergMaintenance({ objects: this.#options.connections.bucket(table.connectionId, table.s3.bucket), table, fence, now: this.#now, ...onStep }, policy);
+    return runIcebergMaintenance({ objects: this.#options.connections.bucket(table.connectionId, table.s3.bucket), table, fence, now: this.#now, ...hooks }, policy);
   }
 
   /** Stops every cron task and waits for a running run; idempotent. */

@@ -22,6 +22,7 @@ import {
   type S3Connections,
   type ObjectStore,
   type TieredLocation,
+  type TierFileEncoder,
   type Watermark,
 } from '@auditlake/lake';
 import { pickBatch } from './batch-picker.js';
@@ -51,6 +52,8 @@ export interface TierSweeperOptions {
   commitLock?: CommitLock;
   /** Manifests a table's current snapshot may name before a sweep merges them (default MANIFESTS_BETWEEN_RUNS_MAX; tests set it low). */
   manifestsBetweenRunsMax?: number;
+  /** Encodes the data files; a node passes its worker pool, so encoding does not block ingest (default: on this thread). */
+  encoder?: TierFileEncoder;
 }
 
 /** Sweep health as `tierStatus` reports it (reference fields first, then ours). */
@@ -224,6 +227,7 @@ export class TierSweeper {
       afterSeq: watermark.seq,
       mayCommit: () => this.#options.isLeader() && this.#options.term() === term,
       ...(this.#options.beforeCommit ? { beforeCommit: this.#options.beforeCommit } : {}),
+      ...(this.#options.encoder ? { encoder: this.#options.encoder } : {}),
     }).catch((err: unknown) => {
       // Another committer continued from this watermark first: re-read the markers next time.
       if (err instanceof AuditError && err.code === AuditErrorCode.OBJECT_EXISTS) this.#recoveredFor = undefined;
@@ -278,6 +282,7 @@ export class TierSweeper {
       mayCommit: () => this.#options.isLeader() && this.#options.term() === term,
       metadataLogEntriesMax: settings.maintenanceMetadataPreviousVersionsMax,
       ...(this.#options.beforeCommit ? { beforeCommit: this.#options.beforeCommit } : {}),
+      ...(this.#options.encoder ? { encoder: this.#options.encoder } : {}),
     });
     this.#succeeded();
     await this.#remember({ mode: 'iceberg', path: table.identifier, location: table.location, connectionId: table.connectionId }, result.watermark);

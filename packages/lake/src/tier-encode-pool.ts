@@ -1,0 +1,167 @@
+import { Worker } from 'node:worker_threads';
+import type { TieredEvent } from '@auditlake/format';
+import { AuditError, AuditErrorCode } from '@auditlake/model';
+import type { EncodedTierFile, RewriteInput, TierFileEncoder, TierFileShape } from './tier-file-encoding.js';
+
+/** What a worker is asked: one job of {@link TierFileEncoder}. */
+export type TierEncodeRequest =
+  | { id: number; job: 'encode'; events: readonly TieredEvent[]; shape: TierFileShape }
+  | { id: number; job: 'rewrite'; inputs: readonly RewriteInput[]; rowsPerFile: number; shape: TierFileShape };
+
+/** A worker's answer: the files, or the failure (an AuditError keeps its code). */
+export type TierEncodeResponse = { id: number; files: EncodedTierFile[] } | { id: number; error: string; code?: string };
+
+export interface TierEncodePoolOptions {
+  /** Worker threads at most (default 1: the sweep and maintenance take turns anyway). */
+  threadsMax?: number;
+  /** A worker idle this long exits (default 30 s); the next job starts a new one. */
+  idleMs?: number;
+}
+
+interface PendingJob {
+  resolve: (files: EncodedTierFile[]) => void;
+  reject: (err: Error) => void;
+}
+
+interface PoolWorker {
+  worker: Worker;
+  pending: Map<number, PendingJob>;
+  idleTimer: NodeJS.Timeout | undefined;
+}
+
+/**
+ * The worker file next to this module. Under the test runner this module runs from `src/*.ts`,
+ * which a worker thread cannot load; the built sibling in `dist/` is the same code.
+ */
+function workerUrl(): URL {
+  const here = import.meta.url;
+  return here.endsWith('.ts') ? new URL('../dist/tier-encode-worker.js', here) : new URL('./tier-encode-worker.js', here);
+}
+
+function encoderFailed(message: string, cause?: unknown): AuditError {
+  return new AuditError(AuditErrorCode.ENCODER_FAILED, message, cause === undefined ? {} : { cause });
+}
+
+/**
+ * Encodes tier files in worker threads, so a sweep's or a compaction's Parquet encoding (the
+ * bulk of its CPU) runs on another core instead of blocking the event loop that ingests and
+ * answers. Workers start on demand and exit when idle, so a node that does not tier holds no
+ * thread; they are unref'd, so the pool never keeps a process alive. A worker that dies fails
+ * its pending jobs with AUDIT_ENCODER_FAILED (the sweep retries after its backoff) and leaves
+ * the pool; the next job starts another. `close()` terminates the workers and fails what is
+ * pending; a closed pool refuses new jobs.
+ */
+export class TierEncodePool implements TierFileEncoder {
+  readonly threadsMax: number;
+  readonly idleMs: number;
+  readonly #workers: PoolWorker[] = [];
+  #nextId = 1;
+  #closed = false;
+
+  constructor(options: TierEncodePoolOptions = {}) {
+    this.threadsMax = options.threadsMax ?? 1;
+    this.idleMs = options.idleMs ?? 30_000;
+    if (!Number.isSafeInteger(this.threadsMax) || this.threadsMax < 1) throw new TypeError(`threadsMax must be a positive integer, got ${this.threadsMax}`);
+    if (!Number.isFinite(this.idleMs) || this.idleMs < 0) throw new TypeError(`idleMs must be a non-negative number, got ${this.idleMs}`);
+  }
+
+  /** Worker threads running now. */
+  get threads(): number {
+    return this.#workers.length;
+  }
+
+  async encode(events: readonly TieredEvent[], shape: TierFileShape): Promise<EncodedTierFile> {
+    const [file] = await this.#run((id) => ({ id, job: 'encode', events, shape }), []);
+    if (!file) throw encoderFailed('tier encoder answered no file for an encode job');
+    return file;
+  }
+
+  rewrite(inputs: readonly RewriteInput[], rowsPerFile: number, shape: TierFileShape): Promise<EncodedTierFile[]> {
+    // The inputs' bytes are copied to the worker (the caller may still hold them).
+    return this.#run((id) => ({ id, job: 'rewrite', inputs, rowsPerFile, shape }), []);
+  }
+
+  /** Terminates every worker; jobs still pending fail; later jobs are refused. Idempotent. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const workers = this.#workers.splice(0);
+    await Promise.all(workers.map((w) => this.#stop(w, encoderFailed('tier encoder pool closed'))));
+  }
+
+  /** Test hook: terminates a running worker as a crash would. */
+  async crashWorkerForTest(index = 0): Promise<void> {
+    await this.#workers[index]?.worker.terminate();
+  }
+
+  #run(request: (id: number) => TierEncodeRequest, transfer: ArrayBuffer[]): Promise<EncodedTierFile[]> {
+    if (this.#closed) return Promise.reject(encoderFailed('tier encoder pool is closed'));
+    const poolWorker = this.#pick();
+    const id = this.#nextId++;
+    return new Promise<EncodedTierFile[]>((resolve, reject) => {
+      poolWorker.pending.set(id, { resolve, reject });
+      if (poolWorker.idleTimer !== undefined) clearTimeout(poolWorker.idleTimer);
+      poolWorker.idleTimer = undefined;
+      try {
+        poolWorker.worker.postMessage(request(id), transfer);
+      } catch (err) {
+        poolWorker.pending.delete(id);
+        reject(encoderFailed(`tier encoder could not be given the job: ${err instanceof Error ? err.message : String(err)}`, err));
+      }
+    });
+  }
+
+  /** An idle worker, or a new one while below the maximum, else the least loaded. */
+  #pick(): PoolWorker {
+    const idle = this.#workers.find((w) => w.pending.size === 0);
+    if (idle) return idle;
+    if (this.#workers.length < this.threadsMax) return this.#start();
+    return this.#workers.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
+  }
+
+  #start(): PoolWorker {
+    const worker = new Worker(workerUrl());
+    worker.unref();
+    const poolWorker: PoolWorker = { worker, pending: new Map(), idleTimer: undefined };
+    worker.on('message', (response: TierEncodeResponse) => {
+      const pending = poolWorker.pending.get(response.id);
+      if (!pending) return;
+      poolWorker.pending.delete(response.id);
+      if ('error' in response) {
+        const known = Object.values(AuditErrorCode).find((code) => code === response.code);
+        pending.reject(known ? new AuditError(known, response.error) : encoderFailed(`tier encoder failed: ${response.error}`));
+      } else pending.resolve(response.files);
+      if (poolWorker.pending.size === 0) this.#armIdle(poolWorker);
+    });
+    // A worker that dies fails its jobs and leaves the pool; the next job starts another.
+    const fail = (err: Error) => {
+      this.#forget(poolWorker);
+      for (const pending of poolWorker.pending.values()) pending.reject(err);
+      poolWorker.pending.clear();
+    };
+    worker.on('error', (err) => fail(encoderFailed(`tier encoder worker failed: ${err.message}`, err)));
+    worker.on('exit', (code) => fail(encoderFailed(`tier encoder worker exited (code ${code}) with a job pending; the job was not done`)));
+    this.#workers.push(poolWorker);
+    return poolWorker;
+  }
+
+  #armIdle(poolWorker: PoolWorker): void {
+    poolWorker.idleTimer = setTimeout(() => {
+      this.#forget(poolWorker);
+      void this.#stop(poolWorker, encoderFailed('tier encoder worker idle'));
+    }, this.idleMs);
+    poolWorker.idleTimer.unref();
+  }
+
+  #forget(poolWorker: PoolWorker): void {
+    const at = this.#workers.indexOf(poolWorker);
+    if (at !== -1) this.#workers.splice(at, 1);
+  }
+
+  async #stop(poolWorker: PoolWorker, reason: Error): Promise<void> {
+    if (poolWorker.idleTimer !== undefined) clearTimeout(poolWorker.idleTimer);
+    poolWorker.idleTimer = undefined;
+    for (const pending of poolWorker.pending.values()) pending.reject(reason);
+    poolWorker.pending.clear();
+    await poolWorker.worker.terminate();
+  }
+}

@@ -1,0 +1,90 @@
+// Goal: tier files encoded in a worker thread are exactly what the inline encoder writes (data-file records too); a rewrite keeps every row and refuses an input holding other than its expected rows with a coded error; a worker that dies fails its job with AUDIT_ENCODER_FAILED instead of hanging, and the next job starts a new worker; close() fails pending jobs, stops every thread and refuses later jobs.
+import { AuditParquetFile, bytesSource, icebergParquetKvMetadata } from '@auditlake/format';
+import { AuditErrorCode, type StoredEvent } from '@auditlake/model';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { encodeTierFile, rewriteTierFiles, TierEncodePool } from '../src/index.js';
+
+const T0 = Date.UTC(2026, 4, 1);
+const ICEBERG = { kvMetadata: icebergParquetKvMetadata(), icebergDataFile: true };
+const PARQUET = { kvMetadata: { 'auditlake.firstSeq': '1' }, icebergDataFile: false };
+
+/** Events firstSeq.. of one day, as the store reads them back (plain JSON objects). */
+function events(firstSeq: number, count: number): StoredEvent[] {
+  const list = Array.from({ length: count }, (_, i) => {
+    const seq = firstSeq + i;
+    return { eventId: `e${seq}`, userId: `u${seq % 7}`, source: 'trino', action: 'data:Select', resource: `r${seq % 11}`, decision: seq % 3 === 0 ? 'DENY' : 'ALLOW', tables: [`t${seq % 5}`], query: `select ${seq}`, details: '', timestamp: T0 + seq, ingestTs: T0 + 1_000 + seq, seq, term: 1 };
+  });
+  return JSON.parse(JSON.stringify(list)) as StoredEvent[];
+}
+
+function pool(options: ConstructorParameters<typeof TierEncodePool>[0] = {}): TierEncodePool {
+  const p = new TierEncodePool(options);
+  onTestFinished(() => p.close());
+  return p;
+}
+
+async function ids(bytes: Uint8Array): Promise<string[]> {
+  return (await (await AuditParquetFile.open(bytesSource(bytes))).read({})).map((e) => e.eventId);
+}
+
+describe('TierEncodePool', () => {
+  it('encodes in a worker exactly the bytes and data-file record the inline encoder makes', async () => {
+    const p = pool();
+    const batch = events(1, 2_000);
+    const [inWorker, inline] = [await p.encode(batch, ICEBERG), encodeTierFile(batch, ICEBERG)];
+    expect(p.threads).toBe(1);
+    expect(Buffer.from(inWorker.bytes).equals(Buffer.from(inline.bytes))).toBe(true);
+    expect(inWorker.dataFile).toEqual(inline.dataFile);
+    expect({ rows: inWorker.rows, tsMin: inWorker.tsMin, tsMax: inWorker.tsMax }).toEqual({ rows: 2_000, tsMin: T0 + 1, tsMax: T0 + 2_000 });
+    const parquet = await p.encode(batch, PARQUET);
+    expect(parquet.dataFile).toBeUndefined();
+    expect(await ids(parquet.bytes)).toEqual(batch.map((e) => e.eventId));
+  });
+
+  it('rewrites files in a worker keeping every row in order, and refuses an input holding other than its expected rows, naming it', async () => {
+    const p = pool();
+    const inputs = [events(1, 300), events(301, 500), events(801, 200)].map((batch, i) => ({ bytes: encodeTierFile(batch, ICEBERG).bytes, name: `in-${i}.parquet`, expectedRows: batch.length }));
+    const files = await p.rewrite(inputs, 400, ICEBERG);
+    expect(files.map((f) => f.rows)).toEqual([400, 400, 200]);
+    expect((await Promise.all(files.map((f) => ids(f.bytes)))).flat()).toEqual(events(1, 1_000).map((e) => e.eventId));
+    expect(files.every((f) => f.dataFile?.record_count === f.rows)).toBe(true);
+    // The same as inline.
+    expect((await rewriteTierFiles(inputs, 400, ICEBERG)).map((f) => f.dataFile)).toEqual(files.map((f) => f.dataFile));
+    const wrong = [inputs[0]!, { ...inputs[1]!, expectedRows: 499 }];
+    await expect(p.rewrite(wrong, 400, ICEBERG)).rejects.toMatchObject({ code: AuditErrorCode.TABLE_INVALID, message: expect.stringContaining('in-1.parquet holds 500 rows') });
+  });
+
+  it('a worker that dies fails its pending job with AUDIT_ENCODER_FAILED, and the next job starts a new worker', async () => {
+    const p = pool();
+    await p.encode(events(1, 10), ICEBERG);
+    // A job large enough to still be running when the worker is terminated.
+    const pending = p.encode(events(1, 50_000), ICEBERG);
+    const failed = expect(pending).rejects;
+    await p.crashWorkerForTest(0);
+    await failed.toMatchObject({ code: AuditErrorCode.ENCODER_FAILED, message: expect.stringContaining('exited') });
+    expect(p.threads).toBe(0);
+    const after = await p.encode(events(1, 100), ICEBERG);
+    expect(after.rows).toBe(100);
+    expect(p.threads).toBe(1);
+  }, 60_000);
+
+  it('close() fails pending jobs, stops every thread and refuses later jobs; a second close is harmless', async () => {
+    const p = pool({ threadsMax: 2 });
+    const first = p.encode(events(1, 50_000), ICEBERG);
+    const second = p.encode(events(1, 50_000), ICEBERG);
+    expect(p.threads).toBe(2);
+    const failed = Promise.allSettled([first, second]);
+    await p.close();
+    for (const outcome of await failed) expect(outcome).toMatchObject({ status: 'rejected', reason: { code: AuditErrorCode.ENCODER_FAILED } });
+    expect(p.threads).toBe(0);
+    await expect(p.encode(events(1, 10), ICEBERG)).rejects.toMatchObject({ code: AuditErrorCode.ENCODER_FAILED, message: expect.stringContaining('closed') });
+    await p.close();
+  }, 60_000);
+
+  it('an idle worker exits after idleMs; the next job starts another', async () => {
+    const p = pool({ idleMs: 50 });
+    await p.encode(events(1, 10), ICEBERG);
+    await expect.poll(() => p.threads, { timeout: 10_000 }).toBe(0);
+    expect((await p.encode(events(1, 10), ICEBERG)).rows).toBe(10);
+  });
+});
