@@ -87,6 +87,8 @@ export interface BenchConfig {
   /** Soak: paced ingest, events/s; 0 measures it first with a closed-loop probe. */
   soakEventsPerSecond: number;
   soakProbeSeconds: number;
+  /** Soak: with a probe, pace at this percent of the rate it reached. */
+  soakProbePercent: number;
   soakBatchSize: number;
   /** Soak: the node's `auditlake.audit.tier.interval.ms`. */
   soakSweepIntervalMs: number;
@@ -153,6 +155,7 @@ export const DEFAULTS = {
   soakSeconds: 300,
   soakEventsPerSecond: 0,
   soakProbeSeconds: 20,
+  soakProbePercent: 70,
   soakBatchSize: 500,
   soakSweepIntervalMs: 10_000,
   soakMaintenanceMinutes: 1,
@@ -218,6 +221,7 @@ export function readBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
     soakSeconds: intFromEnv(env, 'BENCH_SOAK_SECONDS', DEFAULTS.soakSeconds, 1),
     soakEventsPerSecond: intFromEnv(env, 'BENCH_SOAK_RATE', DEFAULTS.soakEventsPerSecond, 0),
     soakProbeSeconds: intFromEnv(env, 'BENCH_SOAK_PROBE_SECONDS', DEFAULTS.soakProbeSeconds, 1),
+    soakProbePercent: intFromEnv(env, 'BENCH_SOAK_PROBE_PERCENT', DEFAULTS.soakProbePercent, 1),
     soakBatchSize: intFromEnv(env, 'BENCH_SOAK_BATCH', DEFAULTS.soakBatchSize, 1),
     soakSweepIntervalMs: intFromEnv(env, 'BENCH_SOAK_SWEEP_INTERVAL_MS', DEFAULTS.soakSweepIntervalMs, 1),
     soakMaintenanceMinutes: intFromEnv(env, 'BENCH_SOAK_MAINTENANCE_MINUTES', DEFAULTS.soakMaintenanceMinutes, 0),
@@ -268,7 +272,7 @@ export function isFullSize(config: BenchConfig, part: BenchPart): boolean {
         config.searchLimit === DEFAULTS.searchLimit
       );
     case 'soak':
-      return config.soakSeconds >= DEFAULTS.soakSeconds && config.soakBatchSize === DEFAULTS.soakBatchSize && config.soakSweepIntervalMs === DEFAULTS.soakSweepIntervalMs && config.soakMaintenanceMinutes === DEFAULTS.soakMaintenanceMinutes && config.soakHeapSnapshots === 0 && config.soakCpuProfile === 0;
+      return config.soakSeconds >= DEFAULTS.soakSeconds && config.soakBatchSize === DEFAULTS.soakBatchSize && config.soakSweepIntervalMs === DEFAULTS.soakSweepIntervalMs && config.soakProbePercent === DEFAULTS.soakProbePercent && config.soakMaintenanceMinutes === DEFAULTS.soakMaintenanceMinutes && config.soakHeapSnapshots === 0 && config.soakCpuProfile === 0;
     case 'postgres':
       return (
         config.pgEvents >= DEFAULTS.pgEvents &&

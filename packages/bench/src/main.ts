@@ -152,6 +152,7 @@ async function main(): Promise<void> {
           seed: config.seed,
           eventsPerSecond: config.soakEventsPerSecond,
           probeSeconds: config.soakProbeSeconds,
+          probePercent: config.soakProbePercent,
           batchSize: config.soakBatchSize,
           seconds: config.soakSeconds,
           sweepIntervalMs: config.soakSweepIntervalMs,

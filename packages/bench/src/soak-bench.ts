@@ -32,6 +32,11 @@ export interface SoakOptions {
   /** Paced ingest, events/s; 0: measure it first with a closed-loop probe. */
   eventsPerSecond: number;
   probeSeconds: number;
+  /**
+   * With a probe, the paced rate is this share (percent) of what it reached. The probe saturates
+   * the node: at 100% nothing is left for the sweep, and no backlog could ever drain.
+   */
+  probePercent: number;
   batchSize: number;
   seconds: number;
   sweepIntervalMs: number;
@@ -85,7 +90,7 @@ export interface MemorySlope {
 export interface SoakFigures {
   /** The rate the paced sender aimed at, and whether it was measured by the probe. */
   offeredEventsPerSecond: number;
-  probe: { eventsPerSecond: number; seconds: number } | undefined;
+  probe: { eventsPerSecond: number; seconds: number; percent?: number } | undefined;
   achievedEventsPerSecond: number;
   ingestSeconds: number;
   eventsAcknowledged: number;
@@ -338,9 +343,10 @@ export async function runSoakBench(options: SoakOptions, log: Log): Promise<Soak
           }
         }),
       );
-      rate = Math.max(options.batchSize, Math.round(events / ((absoluteNowMs() - probeStart) / 1000)));
-      probe = { eventsPerSecond: rate, seconds: options.probeSeconds };
-      log(`  ${rate} events/s`);
+      const probed = Math.round(events / ((absoluteNowMs() - probeStart) / 1000));
+      rate = Math.max(options.batchSize, Math.round((probed * options.probePercent) / 100));
+      probe = { eventsPerSecond: probed, seconds: options.probeSeconds, percent: options.probePercent };
+      log(`  ${probed} events/s; pacing at ${options.probePercent}%: ${rate} events/s`);
     }
 
     // Paced, open loop: a slow answer does not delay the next send, up to IN_FLIGHT_MAX in flight.

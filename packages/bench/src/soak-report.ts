@@ -110,7 +110,7 @@ function sampleRows(samples: readonly SoakSample[]): SoakSample[] {
 
 export function soakMarkdown(f: SoakFigures, config: BenchConfig): string {
   const rate = f.probe
-    ? `${int(f.offeredEventsPerSecond)} events/s, what a ${f.probe.seconds} s closed-loop probe (16 requests in flight, tiering on) just before reached`
+    ? `${int(f.offeredEventsPerSecond)} events/s, ${f.probe.percent ?? 100}% of the ${int(f.probe.eventsPerSecond)} events/s a ${f.probe.seconds} s closed-loop probe (16 requests in flight, tiering on) just before reached (it saturates the node, leaving the sweep nothing)`
     : `${int(f.offeredEventsPerSecond)} events/s (\`BENCH_SOAK_RATE\`)`;
   const rows = sampleRows(f.samples).map((s) => [
     s.phase,
@@ -172,6 +172,7 @@ export function soakKnobRows(config: BenchConfig | undefined): string[][] {
     knobRow('BENCH_SOAK_SECONDS', config?.soakSeconds, DEFAULTS.soakSeconds),
     knobRow('BENCH_SOAK_RATE (0: probe)', config?.soakEventsPerSecond, DEFAULTS.soakEventsPerSecond),
     knobRow('BENCH_SOAK_PROBE_SECONDS', config?.soakProbeSeconds, DEFAULTS.soakProbeSeconds),
+    knobRow('BENCH_SOAK_PROBE_PERCENT (paced share of the probe rate)', config?.soakProbePercent, DEFAULTS.soakProbePercent),
     knobRow('BENCH_SOAK_BATCH', config?.soakBatchSize, DEFAULTS.soakBatchSize),
     knobRow('BENCH_SOAK_SWEEP_INTERVAL_MS', config?.soakSweepIntervalMs, DEFAULTS.soakSweepIntervalMs),
     knobRow('BENCH_SOAK_MAINTENANCE_MINUTES (0: hourly)', config?.soakMaintenanceMinutes, DEFAULTS.soakMaintenanceMinutes),
