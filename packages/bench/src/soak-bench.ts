@@ -139,13 +139,12 @@ interface SentBatch {
   ackedAt: number;
 }
 
-/** NODE_OPTIONS for the node: heap snapshots on a signal and a CPU profile at exit, when asked for. */
-function nodeOptionsEnv(options: SoakOptions): { NODE_OPTIONS?: string } {
-  const flags = [
+/** Node's own options for the node: heap snapshots on a signal and a CPU profile at exit, when asked for. */
+function nodeArgs(options: SoakOptions): string[] {
+  return [
     ...(options.heapSnapshotDir === undefined ? [] : ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${options.heapSnapshotDir}`]),
     ...(options.cpuProfileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`]),
   ];
-  return flags.length === 0 ? {} : { NODE_OPTIONS: flags.join(' ') };
 }
 
 /** VmRSS of a process, bytes. */
@@ -220,8 +219,8 @@ export async function runSoakBench(options: SoakOptions, log: Log): Promise<Soak
       '--set',
       `auditlake.audit.tier.maintenance.cron=${soakMaintenanceCron(options.maintenanceMinutes)}`,
     ],
+    nodeArgs: nodeArgs(options),
     env: {
-      ...nodeOptionsEnv(options),
       AUDITLAKE_ADMIN_TOKEN: adminToken,
       AUDITLAKE_INGEST_TOKEN: ingestToken,
       AUDITLAKE_EMBEDDED_S3_ACCESS_KEY: s3Key.accessKeyId,

@@ -17,6 +17,8 @@ export interface NodeProcessOptions {
   /** Extra arguments after `start`, e.g. ['--set', 'auditlake.audit.retention.interval.ms=100']. */
   args?: string[];
   env?: NodeJS.ProcessEnv;
+  /** Options for node itself, before the script, e.g. ['--cpu-prof'] (not all are allowed in NODE_OPTIONS). */
+  nodeArgs?: string[];
   /** How long to wait for `/health`; default 30 s. */
   startTimeoutMs?: number;
 }
@@ -66,7 +68,7 @@ export const RECOMMENDED_NODE_ENV: Readonly<Record<string, string>> = { MALLOC_T
 export async function startNodeProcess(options: NodeProcessOptions): Promise<NodeProcess> {
   const port = options.port ?? (await freePort());
   const args = [auditlakeBin(), 'start', '--data-dir', options.dataDir, '--host', '127.0.0.1', '--port', String(port), ...(options.args ?? [])];
-  const child = spawn(process.execPath, args, { env: { ...RECOMMENDED_NODE_ENV, ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), ...args], { env: { ...RECOMMENDED_NODE_ENV, ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let text = '';
   child.stdout?.on('data', (chunk: Buffer) => (text += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (text += chunk.toString()));
