@@ -69,7 +69,7 @@ export class TieringService {
     this.#settings = settings;
     this.#membership = membership;
     this.connections = options.connections;
-    // The sweep and table maintenance both commit to the same tables: they take turns.
+    // The sweep and table maintenance both commit to the same tables: their commits take turns.
     const commitLock = new CommitLock();
     // Both encode in the same worker threads, off the event loop that ingests.
     this.#encoder = config.tierEncodeThreads > 0 ? new TierEncodePool({ threadsMax: config.tierEncodeThreads }) : undefined;
