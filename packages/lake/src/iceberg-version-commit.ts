@@ -12,9 +12,9 @@ export interface CommitFence {
   beforeCommit?: () => void;
   /**
    * Runs the commit itself (fence check, conditional create, read-back, hint) when this
-   * process's other tier writers are not committing: the node's commit lock. Table maintenance
-   * passes it, so only its commits — not its reading and encoding — wait for the sweep. Absent:
-   * at once (the caller already holds the lock, or has none).
+   * process's other tier writers are not committing: the node's commit lock, for a caller that
+   * does not hold it for its whole work. Absent: at once (the caller already holds the lock, as
+   * the node's sweep and maintenance runs do, or has none).
    */
   serialize?: <T>(commit: () => Promise<T>) => Promise<T>;
 }

@@ -107,7 +107,13 @@ export class TieringService {
       onRun: (run) => this.#recordRun(run),
       commitLock,
       ...encoder,
-      ...(config.debugMaintenanceCrashAt ? { onStep: (step) => step === config.debugMaintenanceCrashAt && process.kill(process.pid, 'SIGKILL') } : {}),
+      ...(config.debugMaintenanceCrashAt
+        ? {
+            onStep: (step) => {
+              if (step === config.debugMaintenanceCrashAt) process.kill(process.pid, 'SIGKILL');
+            },
+          }
+        : {}),
     });
   }
 

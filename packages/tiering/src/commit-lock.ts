@@ -1,8 +1,8 @@
 /**
  * One tier commit at a time in this process. The sweep holds it for a whole batch (its files
- * are written just before its commit, and orphan cleanup must not find them in between); table
- * maintenance takes it only for each commit and for orphan cleanup, so a long run never stalls
- * the sweep. Commits also resolve a race by conditional create and re-apply, but only where the
+ * are written just before its commit, and orphan cleanup must not find them in between); a table
+ * maintenance run holds it throughout (its encoding runs in worker threads, so only the sweep
+ * waits). Commits also resolve a race by conditional create and re-apply, but only where the
  * store refuses a second create of the same key; on a store that ignores `If-None-Match` two
  * commits of one version from this process would overwrite each other, so they never overlap here.
  */

@@ -64,12 +64,12 @@ export interface MaintenanceSchedulerOptions {
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
   /** Called after every run (the server records it as an audit event). */
   onRun?: (run: MaintenanceRun) => Promise<void>;
-  /** Shared with the sweep: a run takes it for each commit and for orphan cleanup only, not for reading and encoding. */
+  /** Shared with the sweep, so the two never commit at once in this process: a run holds it throughout. */
   commitLock?: CommitLock;
   /** Encodes compacted files; a node passes its worker pool (default: on this thread). */
   encoder?: TierFileEncoder;
   /** Debug/test hook called at each step boundary of a run (and inside two steps). */
-  onStep?: (step: MaintenanceStep) => void;
+  onStep?: (step: MaintenanceStep) => void | Promise<void>;
 }
 
 interface Entry {
@@ -90,10 +90,10 @@ function failure(err: unknown): string {
  * `refresh()` runs at start and after every settings save. Each registration has a node-cron
  * task on `audit.tier.maintenance.cron`; a tick on a node that is not the leader does nothing.
  * Runs are one at a time (a run holds a compaction's rows in memory), each fenced by the term
- * it started in, like the sweep. A run does not stop the sweep: it takes the commit lock only
- * for each of its commits (and orphan cleanup), its reading and encoding (in the encoder's
- * worker) overlap sweeps, and a commit that loses to a sweep's re-applies itself on the new
- * version.
+ * it started in, like the sweep. A run holds the commit lock it shares with the sweep, so in
+ * this process the sweep waits for it; its compaction encodes in the encoder's worker threads,
+ * so the event loop keeps ingesting and answering meanwhile. A commit that loses to another
+ * process's (a deposed leader's) re-applies itself on the new version when still valid.
  */
 export class MaintenanceScheduler {
   readonly #options: MaintenanceSchedulerOptions;
@@ -192,7 +192,10 @@ export class MaintenanceScheduler {
 
   /** One run at a time, in the order asked. */
   #enqueue(name: string, trigger: string): Promise<MaintenanceRun> {
-    const run = this.#queue.then(() => this.#run(name, trigger));
+    // A run holds the commit lock throughout: its step commits rebuilt outside the lock lost
+    // every retry to a sweep committing back to back (measured under sustained ingest). Its
+    // encoding runs in the encoder's worker thread, so ingest and reads go on; the sweep waits.
+    const run = this.#queue.then(() => this.#lock.run(() => this.#run(name, trigger)));
     this.#queue = run.catch(() => undefined);
     return run;
   }
@@ -231,7 +234,6 @@ export class MaintenanceScheduler {
     const fence = {
       term,
       mayCommit: () => !this.#closed && this.#options.isLeader() && this.#options.term() === term,
-      serialize: <T>(commit: () => Promise<T>) => this.#lock.run(commit),
     };
     const hooks = {
       ...(this.#options.onStep ? { onStep: this.#options.onStep } : {}),

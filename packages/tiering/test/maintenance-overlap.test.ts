@@ -1,4 +1,4 @@
-// Goal: a maintenance run does not stop the sweep — with the run paused after its compaction's files are written (sharing the node's commit lock and encoder pool), the sweep still commits; the compaction then loses its version to the sweep, re-applies itself on the new one, and icebird reads every event exactly once with the watermark at the last tiered event.
+// Goal: a maintenance run and the sweep share the node's commit lock and encoder pool and never interleave commits — a sweep asked for while a run is paused after writing its compaction waits for the run, then appends on the run's last version; icebird reads every event exactly once with the watermark at the last tiered event.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,7 +8,7 @@ import { AuditStore } from '@auditlake/store';
 import { signedFetch, startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
 import { icebergRead } from 'icebird';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { CommitLock, MaintenanceScheduler, TierSweeper, type SweepOutcome } from '../src/index.js';
+import { CommitLock, MaintenanceScheduler, TierSweeper } from '../src/index.js';
 
 const BUCKET = 'overlap';
 const HOUR_MS = 3_600_000;
@@ -64,7 +64,7 @@ async function icebird(location: string): Promise<{ rows: number; distinct: numb
 }
 
 describe('maintenance beside the sweep', () => {
-  it('a run paused after writing its compaction does not stop the sweep; the compaction then re-applies on the sweep’s version and every event is read once', async () => {
+  it('a sweep asked for during a run waits for it, then appends on its last version; every event is read once', async () => {
     let ingestMs = Date.now() - HOUR_MS;
     const store = await AuditStore.open({ location: await mkdtemp(join(dir, 'store-')), now: () => ingestMs });
     onTestFinished(() => store.close());
@@ -104,14 +104,24 @@ describe('maintenance beside the sweep', () => {
     await expect.poll(() => paused, { timeout: 60_000 }).toBe(true);
     const before = (await loadIcebergTable(objects, ref))!.version;
 
-    // The run holds no lock while paused: a sweep commits now (it would wait for the run's end otherwise).
-    const outcome = await Promise.race([sweeper.sweep(), new Promise<SweepOutcome | 'still waiting'>((resolve) => setTimeout(() => resolve('still waiting'), 60_000))]);
-    expect(outcome).toBe('tiered-full');
-    expect((await loadIcebergTable(objects, ref))!.version).toBe(before + 1);
-
+    // The run holds the commit lock while paused: a sweep asked for now waits for the run's end.
+    let swept = false;
+    const sweep = sweeper.sweep().then((outcome) => {
+      swept = true;
+      return outcome;
+    });
     release();
     const [record] = await run;
+    expect(swept).toBe(false);
     expect(record).toMatchObject({ ok: true, error: null, filesRewritten: 5, filesAdded: 1 });
+    expect(await sweep).toBe('tiered-full');
+    const afterSweep = (await loadIcebergTable(objects, ref))!;
+    expect(afterSweep.version).toBeGreaterThan(before + 1);
+    // The sweep appended on the run's work: its snapshot's parent is a maintenance snapshot (replace).
+    const snapshot = (id: number | null | undefined) => afterSweep.metadata.snapshots.find((snap) => snap['snapshot-id'] === id);
+    const sweepSnapshot = snapshot(afterSweep.metadata['current-snapshot-id']);
+    expect(sweepSnapshot?.summary['operation']).toBe('append');
+    expect(snapshot(sweepSnapshot?.['parent-snapshot-id'])?.summary['operation']).toBe('replace');
     // The rest, then the independent read: every event once, the watermark at the last.
     while ((await sweeper.sweep()) === 'tiered-full');
     const loaded = (await loadIcebergTable(objects, ref))!;
