@@ -90,6 +90,9 @@ async function runVerify(options: IntegrityBenchOptions, log: Log): Promise<Inte
           'auditlake.audit.tier.interval.ms': '200',
           'auditlake.audit.tier.ingest.settle.ms': '0',
           'auditlake.audit.tier.batch.size': '50000',
+          // The events span the last 7 days: with the default of 7 the oldest would be pruned
+          // locally while the run goes on, and the in-memory pass below reads the local log.
+          'auditlake.audit.tier.retain.local.days': '30',
         }),
       ),
     ),
