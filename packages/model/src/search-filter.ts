@@ -46,7 +46,8 @@ const ISO_8601 = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{
  * A time bound: epoch millis, or an ISO-8601 date or date-time. A date-time must name its zone:
  * a server guessing the caller's local time would shift the window by hours.
  */
-function timeBound(name: string, value: string): number {
+/** A time parameter: epoch millis or an ISO-8601 time with a zone; AUDIT_BAD_REQUEST naming it otherwise. */
+export function timeBound(name: string, value: string): number {
   if (/^\d+$/.test(value)) {
     const n = Number(value);
     if (Number.isSafeInteger(n)) return n;

@@ -147,7 +147,10 @@ export class TieringService {
 
   /** The local cleanup policy in force now (every node applies it to its own store). */
   async prunePolicy(nowMs: number): Promise<PrunePolicy> {
-    return localCleanupPolicy(this.#settings.effective, (await this.watermark()).seq, nowMs);
+    const watermark = await this.watermark();
+    // The ledger counts tiered events before retention may delete them (day-ledger.ts).
+    await this.#store.countTieredThrough(watermark.seq);
+    return localCleanupPolicy(this.#settings.effective, watermark.seq, nowMs);
   }
 
   /** Every location that ever received tiered events, as reader sources. */

@@ -1,8 +1,13 @@
 // Goal: GET /admin/audit/ledger tells, per source that counts its events (sourceSeq), what
-// arrived: the highest sourceSeq reached without a hole and the holes as ranges; admins only;
-// a bad parameter is a 400 naming it; tierStatus sums it up.
+// arrived: the highest sourceSeq reached without a hole and the holes as ranges; and per day
+// and source how many events were received, are stored, are tiered and were pruned; admins
+// only; a bad parameter is a 400 naming it; tierStatus sums it up.
+import { dayOf } from '@auditlake/store';
 import { describe, expect, it } from 'vitest';
+import { FAST_TIERING, externalS3, postSettings, waitUntilTiered } from './tier-helpers.js';
 import { event, INGEST_TOKEN, startTestNode } from './test-node.js';
+
+const HOUR = 3_600_000;
 
 describe('GET /admin/audit/ledger', () => {
   it('answers per source the contiguous sourceSeq and the gaps, for admins only', async () => {
@@ -19,19 +24,81 @@ describe('GET /admin/audit/ledger', () => {
       ],
       sourcesWithGaps: 1,
       missing: 3,
+      days: expect.any(Array),
     });
     const tierStatus = async () => ((await (await t.request('/admin/audit/settings')).json()) as { tierStatus: { ledger: unknown } }).tierStatus.ledger;
     expect(await tierStatus()).toEqual({ sources: 2, sourcesWithGaps: 1, missing: 3 });
     // The late events fill the holes.
     expect((await t.ingest([4, 7, 8].map((s) => event({ eventId: `late${s}`, sourceId: 'plugin-a', sourceSeq: s })))).status).toBe(200);
     const one = (await (await t.request('/admin/audit/ledger?sourceId=plugin-a')).json()) as { sources: unknown[]; missing: number };
-    expect(one).toEqual({ sources: [{ sourceId: 'plugin-a', received: 9, firstSourceSeq: 1, contiguousThrough: 9, highestSourceSeq: 9, gaps: [], missing: 0 }], sourcesWithGaps: 0, missing: 0 });
+    expect(one).toMatchObject({ sources: [{ sourceId: 'plugin-a', received: 9, firstSourceSeq: 1, contiguousThrough: 9, highestSourceSeq: 9, gaps: [], missing: 0 }], sourcesWithGaps: 0, missing: 0 });
     expect((await t.request('/admin/audit/ledger', { token: INGEST_TOKEN })).status).toBe(403);
     expect(await tierStatus()).toEqual({ sources: 2, sourcesWithGaps: 0, missing: 0 });
     const bad = await t.request('/admin/audit/ledger?sourceId=');
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: string }).error).toMatch(/parameter sourceId must be one non-empty source id/);
   });
+});
+
+describe('the ledger per day', () => {
+  it('counts per day and source the events received, stored, tiered and pruned, as tiering and retention move them', async () => {
+    const s3 = await externalS3();
+    const t = await startTestNode({ props: { ...FAST_TIERING, ...s3.props('ext'), 'auditlake.audit.retention.interval.ms': '100' } });
+    const now = Date.now();
+    // Three days back from now, two sources, one of them sending its own sourceId.
+    const sent = Array.from({ length: 36 }, (_, i) => {
+      const ageHours = 1 + (i % 3) * 24;
+      return i % 2 === 0 ? { eventId: `d${i}`, ts: now - ageHours * HOUR, source: 'spark', sourceId: 'plugin-d', sourceSeq: i + 1 } : { eventId: `d${i}`, ts: now - ageHours * HOUR, source: 'trino' };
+    });
+    expect((await t.ingest(sent.map((e) => event(e)))).status).toBe(200);
+    const rowsOf = (pruned: (ts: number) => boolean, tiered: boolean) => {
+      const rows = new Map<string, { day: string; sourceId: string | null; source: string; received: number; stored: number; tiered: number; pruned: number }>();
+      for (const e of sent) {
+        const day = dayOf(e.ts);
+        const key = `${day}!${JSON.stringify([e.sourceId ?? null, e.source])}`;
+        const row = rows.get(key) ?? { day, sourceId: e.sourceId ?? null, source: e.source, received: 0, stored: 0, tiered: 0, pruned: 0 };
+        row.received++;
+        if (pruned(e.ts)) row.pruned++;
+        else row.stored++;
+        if (tiered) row.tiered++;
+        rows.set(key, row);
+      }
+      return [...rows.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([, row]) => row);
+    };
+    type Days = { days: Array<{ source: string }> };
+    // The node's own records (settings changes) count under source auditlake: left out here.
+    const ours = async (query = '') => ((await (await t.request(`/admin/audit/ledger${query}`)).json()) as Days).days.filter((row) => row.source !== 'auditlake');
+    expect(await ours()).toEqual(rowsOf(() => false, false));
+
+    // Tiered, then the local copies older than a day are deleted.
+    expect((await postSettings(t, { 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': 's3://ext/audit', 'audit.tier.connectionId': 'ext', 'audit.tier.retain.local.days': 1 })).status).toBe(200);
+    await waitUntilTiered(t);
+    const settled = rowsOf((ts) => ts < now - 24 * HOUR, true);
+    expect(settled.some((row) => row.pruned > 0) && settled.some((row) => row.stored > 0)).toBe(true);
+    await expect.poll(() => ours(), { timeout: 20_000 }).toEqual(settled);
+
+    // A window of days (as days or as times) and one source.
+    const middle = dayOf(now - 25 * HOUR);
+    expect(await ours(`?from=${middle}&to=${middle}`)).toEqual(settled.filter((row) => (row as { day: string }).day === middle));
+    expect(await ours(`?from=${now - 25 * HOUR}&to=${new Date(now - 25 * HOUR).toISOString()}`)).toEqual(settled.filter((row) => (row as { day: string }).day === middle));
+    expect(await ours('?sourceId=plugin-d')).toEqual(settled.filter((row) => (row as { sourceId: string | null }).sourceId === 'plugin-d'));
+  });
+
+  const refusals: Array<[string, RegExp]> = [
+    ['?from=2026-02-30', /^parameter from is not a calendar day: 2026-02-30$/],
+    ['?to=yesterday', /^parameter to must be epoch millis or an ISO-8601 time with a zone/],
+    ['?from=2026-11-03&to=2026-11-02', /^parameter from must not be after to: 2026-11-03 > 2026-11-02$/],
+    ['?form=2026-11-02', /^unknown parameter: form \(known: sourceId, from, to\)$/],
+    ['?from=2026-11-02&from=2026-11-03', /^parameter from must be given once/],
+  ];
+  for (const [query, message] of refusals) {
+    it(`refuses ${query} with 400 naming the problem`, async () => {
+      const t = await startTestNode();
+      const res = await t.request(`/admin/audit/ledger${query}`);
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: string }).error).toMatch(message);
+    });
+  }
 });
 
 describe('the ledger in /metrics', () => {

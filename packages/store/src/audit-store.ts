@@ -34,6 +34,7 @@ import { TermRuns, parseTermRun, termRunKey, termRunValue, type TermRun, type Te
 import { headOf, RecordChain, type ChainHead, type IntegrityEntry } from './record-chain.js';
 import { addIntegrityPuts, type RegisteredKey } from './integrity-index.js';
 import { PrunedRanges, type PrunedRange } from './pruned-ranges.js';
+import { DAY_LEDGER_PREFIX, DayLedger, type DayLedgerRow } from './day-ledger.js';
 import { SOURCE_LEDGER_PREFIX, SourceLedger, type SourceLedgerEntry } from './source-ledger.js';
 import { integrityKindOf } from '@auditlake/integrity';
 
@@ -78,6 +79,10 @@ const SOURCE_SEQ_KEY = ',"sourceSeq":';
 
 /** Local-metadata key of the seq ranges retention deleted (PrunedRanges). */
 const PRUNED_RANGES_KEY = localKey('prunedRanges');
+/** Local-metadata key of #tieredCountedThrough. */
+const TIERED_COUNTED_THROUGH_KEY = localKey('dayLedgerTieredThrough');
+/** Events read per batch while counting newly tiered events. */
+const TIERED_COUNT_BATCH_EVENTS = 5_000;
 
 /** The LevelDB tuning every store opens with (exported so benchmarks compare like with like). */
 export const LEVELDB_TUNING = { writeBufferSize: WRITE_BUFFER_BYTES, blockSize: BLOCK_BYTES, cacheSize: BLOCK_CACHE_BYTES } as const;
@@ -195,6 +200,10 @@ export class AuditStore {
   #pruned = new PrunedRanges([]);
   /** Per source, the sourceSeqs received (the completeness ledger). */
   #ledger = new SourceLedger();
+  /** Per day and source, the events received, pruned and tiered (the ledger's counts). */
+  #days = new DayLedger();
+  /** Every received event with a seq up to this is counted as tiered in #days (or was cut since). */
+  #tieredCountedThrough = 0;
 
   private constructor(options: AuditStoreOptions) {
     this.location = options.location;
@@ -218,7 +227,9 @@ export class AuditStore {
     store.#chain = new RecordChain(options.chain ?? true, await store.#readChainHead(position.lastSeq));
     store.#pruned = new PrunedRanges(JSON.parse((await store.#db.get(PRUNED_RANGES_KEY)) ?? '[]') as PrunedRange[]);
     store.#ledger = new SourceLedger(await store.#db.iterator({ gte: SOURCE_LEDGER_PREFIX, lt: prefixEnd(SOURCE_LEDGER_PREFIX) }).all());
-    await backfillLedger(store.#db, store.#ledger);
+    store.#days = new DayLedger(await store.#db.iterator({ gte: DAY_LEDGER_PREFIX, lt: prefixEnd(DAY_LEDGER_PREFIX) }).all());
+    await backfillLedger(store.#db, store.#ledger, store.#days);
+    store.#tieredCountedThrough = Number((await store.#db.get(TIERED_COUNTED_THROUGH_KEY)) ?? 0);
     store.#writer = new EventWriter(store.#db, position, {
       index,
       text,
@@ -229,6 +240,7 @@ export class AuditStore {
       runs: store.#runs,
       chain: store.#chain,
       ledger: store.#ledger,
+      days: store.#days,
       indexIntegrity: (batch, entries, newTables) => addIntegrityPuts(store.#db, batch, entries, { index, newTables }),
     });
     const outboxKeys = await store.#db.keys({ gte: PREFIX.outbox, lt: prefixEnd(PREFIX.outbox) }).all();
@@ -387,6 +399,7 @@ export class AuditStore {
       let head = chain.head;
       const integrity: IntegrityEntry[] = [];
       const ledger = this.#ledger.begin();
+      const days = this.#days.begin();
       const text = this.#openText();
       const added: TermRun[] = [];
       let current = runs.runAt(position.lastSeq);
@@ -420,7 +433,9 @@ export class AuditStore {
           }
           if (current === undefined || current.term !== entry.term || !current.received) startRun(entry.seq, entry.term);
           // The ledger reads only entries that carry a sourceSeq (a byte search, then the text).
-          if (Buffer.from(entry.bytes.buffer, entry.bytes.byteOffset, entry.bytes.byteLength).includes(SOURCE_SEQ_KEY)) ledger.addJson(Buffer.from(entry.bytes.buffer, entry.bytes.byteOffset, entry.bytes.byteLength).toString('utf8'));
+          const entryBuffer = Buffer.from(entry.bytes.buffer, entry.bytes.byteOffset, entry.bytes.byteLength);
+          if (entryBuffer.includes(SOURCE_SEQ_KEY)) ledger.addJson(entryBuffer.toString('utf8'));
+          days.countJson(entryBuffer, entry.timestamp, 'received');
           if (chain.enabled) {
             // Refuses (AUDIT_INTEGRITY_MISMATCH) an entry that does not continue this log's
             // chain; after a gap (entries the leader pruned) only its own hashes are checked.
@@ -437,6 +452,7 @@ export class AuditStore {
         }
         text.putChanged(batch);
         ledger.putChanged(batch);
+        days.putChanged(batch);
         if (last !== undefined && chain.enabled) {
           await addIntegrityPuts(db, batch, integrity, { index, newTables });
           batch.put(CHAIN_HEAD_KEY, JSON.stringify({ seq: last.seq, hash: head.hash }));
@@ -465,6 +481,7 @@ export class AuditStore {
       for (const run of added) runs.add(run);
       if (chain.enabled) chain.commit(head);
       ledger.commit();
+      days.commit();
       // The log now ends past the tail; a standby serves no pulls, so it keeps none.
       this.#tail.clear();
       setPosition(end);
@@ -488,9 +505,14 @@ export class AuditStore {
       const ops: Array<{ type: 'put'; key: string; value: string } | { type: 'del'; key: string }> = [];
       const index = this.#openIndex();
       const sink: IndexSink = { put: (key, value) => ops.push({ type: 'put', key, value }), del: (key) => ops.push({ type: 'del', key }) };
+      // What is cut was never this log's: it is received again when it comes back ordered.
+      const days = this.#days.begin();
+      const tieredCountedThrough = Math.min(this.#tieredCountedThrough, seq - 1);
       for (const event of suffix) {
         ops.push({ type: 'del', key: timeKey(event.timestamp, event.seq) }, { type: 'del', key: seqKey(event.seq) }, { type: 'del', key: idKey(event.eventId) });
         index.del(sink, event, event.timestamp, event.seq);
+        days.count(event, 'received', -1);
+        if (event.seq <= this.#tieredCountedThrough) days.count(event, 'tiered', -1);
         result.terms[event.term] = (result.terms[event.term] ?? 0) + 1;
         // A checkpoint or key registration speaks of this log's chain, which ends here: it is
         // dropped, not sent to be ordered again (the leader makes its own).
@@ -511,7 +533,11 @@ export class AuditStore {
       // The chain head goes back with the log: the next entry must chain to the one at seq - 1.
       const head = await this.#chainHeadAt(seq - 1);
       ops.push({ type: 'put', key: CHAIN_HEAD_KEY, value: JSON.stringify({ seq: seq - 1, hash: head.hash }) });
+      days.putChanged({ put: (key, value) => ops.push({ type: 'put', key, value }) });
+      ops.push({ type: 'put', key: TIERED_COUNTED_THROUGH_KEY, value: String(tieredCountedThrough) });
       await db.batch(ops, { sync: true });
+      days.commit();
+      this.#tieredCountedThrough = tieredCountedThrough;
       this.#deleteVersion++;
       runs.cutAfter(seq - 1);
       this.#tail.clear();
@@ -710,9 +736,11 @@ export class AuditStore {
       let deleted = 0;
       const touchedBlocks = new Set<number>();
       const pruned = new PrunedRanges(this.#pruned.all);
+      const days = this.#days.begin();
       for (const [key, value] of entries) {
         const event = JSON.parse(value) as StoredEvent;
         if (maxSeq !== undefined && event.seq > maxSeq) continue;
+        days.count(event, 'pruned');
         touchedBlocks.add(blockOfSeq(event.seq));
         batch.del(key);
         batch.del(seqKey(event.seq));
@@ -728,8 +756,13 @@ export class AuditStore {
       if (deleted > 0) {
         batch.put(PRUNED_RANGES_KEY, JSON.stringify(pruned.all));
         // In the writer's queue, so an erasure never rewrites an entry this batch deletes
-        // after it was read here (the rewrite would bring it back without its other keys).
-        await this.#openWriter().exclusive(() => batch.write({ sync: false }));
+        // after it was read here (the rewrite would bring it back without its other keys),
+        // and the counts are added to rows no other batch changes meanwhile.
+        await this.#openWriter().exclusive(async () => {
+          days.putChanged(batch);
+          await batch.write({ sync: false });
+          days.commit();
+        });
         this.#deleteVersion++;
         this.#gapSeqMax = gapSeqMax;
         this.#pruned = pruned;
@@ -844,6 +877,59 @@ export class AuditStore {
   sourceLedger(sourceId?: string): SourceLedgerEntry[] {
     this.#openWriter();
     return this.#ledger.entries(sourceId);
+  }
+
+  /**
+   * The completeness ledger's counts per day and source: received, stored, tiered and pruned
+   * (day-ledger.ts). `tiered` is as of the last countTieredThrough.
+   */
+  dayLedger(filter: { fromDay?: string; toDay?: string; sourceId?: string } = {}): DayLedgerRow[] {
+    this.#openWriter();
+    return this.#days.rows(filter);
+  }
+
+  /**
+   * Counts as tiered every event of this log with a seq up to `seq` (the tiering watermark this
+   * node knows) not counted yet, in batches in the writer's queue. Called before every prune
+   * (which deletes only tiered events, or untiered ones once tiering is off): an event is
+   * counted before it can be deleted. A watermark never goes back, so neither does this.
+   */
+  async countTieredThrough(seq: number): Promise<void> {
+    const writer = this.#openWriter();
+    for (;;) {
+      if (this.#status !== 'open') return;
+      const counted = await writer.exclusive(async ({ db, position }) => {
+        // Not past the log's end: a standby may know a watermark beyond what it has applied,
+        // and those entries are counted when they are here.
+        const target = Math.min(seq, position.lastSeq);
+        const from = this.#tieredCountedThrough;
+        if (from >= target) return false;
+        const entries = await this.readEncodedBySeq(from, TIERED_COUNT_BATCH_EVENTS);
+        const days = this.#days.begin();
+        let through = from;
+        // Whether the entries read reach past the target or the log's end: then every entry up
+        // to the target was seen (the seqs in between that have none were pruned or skipped).
+        let coversSeq = entries.length < TIERED_COUNT_BATCH_EVENTS;
+        for (const bytes of entries) {
+          const entry = readReplicatedEntry(bytes);
+          if (entry.seq > target) {
+            coversSeq = true;
+            break;
+          }
+          days.countJson(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), entry.timestamp, 'tiered');
+          through = entry.seq;
+        }
+        if (coversSeq) through = target;
+        const batch = db.batch();
+        days.putChanged(batch);
+        batch.put(TIERED_COUNTED_THROUGH_KEY, String(through));
+        await batch.write({ sync: false });
+        days.commit();
+        this.#tieredCountedThrough = through;
+        return true;
+      });
+      if (!counted) return;
+    }
   }
 
   /** Where the record chain stands: the last entry's seq and chain hash (docs/integrity.md). */

@@ -6,6 +6,7 @@ import { termsFromJson, type IndexWriter } from './index-writer.js';
 import type { TextSketchWriter } from './text-sketch-writer.js';
 import { termRunKey, termRunValue, type TermRun, type TermRuns } from './term-runs.js';
 import type { IntegrityEntry, RecordChain } from './record-chain.js';
+import type { DayLedger } from './day-ledger.js';
 import type { SourceLedger } from './source-ledger.js';
 
 type Db = Level<string, string>;
@@ -133,6 +134,7 @@ export class EventWriter {
   readonly #chain: RecordChain;
   readonly #indexIntegrity: IntegrityIndexer;
   readonly #ledger: SourceLedger;
+  readonly #days: DayLedger;
   #position: WriterPosition;
   #queue: PendingOp[] = [];
   #draining: Promise<void> | undefined;
@@ -151,10 +153,12 @@ export class EventWriter {
       chain: RecordChain;
       indexIntegrity: IntegrityIndexer;
       ledger: SourceLedger;
+      days: DayLedger;
     },
   ) {
     this.#db = db;
     this.#ledger = options.ledger;
+    this.#days = options.days;
     this.#chain = options.chain;
     this.#indexIntegrity = options.indexIntegrity;
     this.#tail = options.tail;
@@ -290,6 +294,7 @@ export class EventWriter {
     let chainHash = chain.head.hash;
     const integrity: IntegrityEntry[] = [];
     const ledger = this.#ledger.begin();
+    const days = this.#days.begin();
     for (const pending of group) {
       const result: AppendResult = { stored: [], duplicates: 0 };
       for (const event of pending.events) {
@@ -309,6 +314,7 @@ export class EventWriter {
         } else json = storedEventJson(event, ingestTs, seq, term);
         putEvent(batch, event.eventId, event.timestamp, seq, json);
         ledger.addJson(event.json);
+        days.countJson(event.json, event.timestamp, 'received');
         // In the same batch as the event: the indexes and the log can never disagree.
         this.#index.put(batch, termsFromJson(event.json), event.timestamp, seq, newTables);
         // The event's own JSON: q matches its fields, never its place in the log or its chain
@@ -335,6 +341,7 @@ export class EventWriter {
       batch.put(LOG_END_KEY, logEndValue({ lastSeq: seq, lastTerm: term, lastIngestTs: ingestTs }));
     }
     ledger.putChanged(batch);
+    days.putChanged(batch);
     let rewrote = false;
     if (grew && chain.enabled) {
       if (integrity.length > 0) rewrote = await this.#indexIntegrity(batch, integrity, newTables);
@@ -351,6 +358,7 @@ export class EventWriter {
         throw err;
       }
       ledger.commit();
+      days.commit();
       // An erasure rewrote entries the tail may hold: it no longer holds what LevelDB does.
       if (rewrote) this.#tail.clear();
       if (group) this.#tail.append(this.#position.lastSeq + 1, group);

@@ -7,4 +7,5 @@ export { INDEX_FIELD, indexPrefixes, type IndexField, type IndexTerms } from './
 export type { RegisteredKey } from './integrity-index.js';
 export type { PrunedRange } from './pruned-ranges.js';
 export type { ChainHead } from './record-chain.js';
+export { dayOf, type DayLedgerRow } from './day-ledger.js';
 export { SourceRanges, sourceOfJson, SOURCE_RANGES_MAX, type SourceLedgerEntry } from './source-ledger.js';

@@ -1,24 +1,53 @@
-import { AuditError, AuditErrorCode } from '@auditlake/model';
-import type { AuditStore } from '@auditlake/store';
+import { AuditError, AuditErrorCode, timeBound } from '@auditlake/model';
+import { dayOf, type AuditStore } from '@auditlake/store';
 import type { FastifyInstance } from 'fastify';
 import { Gauge, type Registry } from 'prom-client';
 import './route-access.js';
 
+const DAY = /^\d{4}-\d{2}-\d{2}$/;
+
+/** A `from`/`to` day: `YYYY-MM-DD`, or a time (epoch millis, ISO-8601) whose UTC day is meant. */
+function dayParam(name: string, value: unknown): string | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (typeof value !== 'string') throw new AuditError(AuditErrorCode.BAD_REQUEST, `parameter ${name} must be given once: ${JSON.stringify(value)}`);
+  if (DAY.test(value)) {
+    // Date.parse rolls 2026-02-30 over to March: the day must come back as written.
+    const ms = Date.parse(`${value}T00:00:00Z`);
+    if (Number.isNaN(ms) || dayOf(ms) !== value) throw new AuditError(AuditErrorCode.BAD_REQUEST, `parameter ${name} is not a calendar day: ${value}`);
+    return value;
+  }
+  return dayOf(timeBound(name, value));
+}
+
 /**
- * `GET /admin/audit/ledger[?sourceId=…]`: the completeness ledger as this node holds it — per
- * source that sends `sourceSeq`, how many distinct sourceSeqs arrived, the first, the highest
- * reached without a hole, the highest, and the holes as ranges with how many they hold.
+ * `GET /admin/audit/ledger[?sourceId=…][&from=…][&to=…]`: the completeness ledger as this node
+ * holds it — per source that sends `sourceSeq`, how many distinct sourceSeqs arrived, the
+ * first, the highest reached without a hole, the highest, and the holes as ranges with how many
+ * they hold; and per day (of the events' time, UTC) and source, how many events were received,
+ * are stored, are tiered and were pruned. `countTiered` brings the tiered counts up to the
+ * watermark this node knows before the answer.
  */
-export function registerLedgerRoute(app: FastifyInstance, options: { store: AuditStore }): void {
+export function registerLedgerRoute(app: FastifyInstance, options: { store: AuditStore; countTiered: () => Promise<void> }): void {
   app.get('/admin/audit/ledger', { config: { access: { role: 'admin', action: 'audit:ReadLedger' } } }, async (request) => {
-    const raw = (request.query as Record<string, unknown>)['sourceId'];
+    const query = request.query as Record<string, unknown>;
+    for (const name of Object.keys(query)) {
+      if (!LEDGER_PARAMS.includes(name)) throw new AuditError(AuditErrorCode.BAD_REQUEST, `unknown parameter: ${name} (known: ${LEDGER_PARAMS.join(', ')})`);
+    }
+    const raw = query['sourceId'];
     if (raw !== undefined && (typeof raw !== 'string' || raw === '')) {
       throw new AuditError(AuditErrorCode.BAD_REQUEST, `parameter sourceId must be one non-empty source id: ${JSON.stringify(raw)}`);
     }
+    const fromDay = dayParam('from', query['from']);
+    const toDay = dayParam('to', query['to']);
+    if (fromDay !== undefined && toDay !== undefined && fromDay > toDay) throw new AuditError(AuditErrorCode.BAD_REQUEST, `parameter from must not be after to: ${fromDay} > ${toDay}`);
+    await options.countTiered();
     const sources = options.store.sourceLedger(raw);
-    return { sources, sourcesWithGaps: sources.filter((s) => s.missing > 0).length, missing: sources.reduce((n, s) => n + s.missing, 0) };
+    const days = options.store.dayLedger({ ...(fromDay !== undefined ? { fromDay } : {}), ...(toDay !== undefined ? { toDay } : {}), ...(raw !== undefined ? { sourceId: raw } : {}) });
+    return { sources, sourcesWithGaps: sources.filter((s) => s.missing > 0).length, missing: sources.reduce((n, s) => n + s.missing, 0), days };
   });
 }
+
+const LEDGER_PARAMS = ['sourceId', 'from', 'to'];
 
 /** `/metrics`: how many sourceSeqs the ledger misses, over every source, and how many sources miss some. */
 export function registerLedgerGauges(registry: Registry, store: AuditStore): void {
