@@ -15,7 +15,7 @@ const ALLOWED: Record<string, string[] | 'any'> = {
   format: ['model'],
   integrity: ['model'],
   lake: ['model', 'format'],
-  tiering: ['model', 'store', 'format', 'lake'],
+  tiering: ['model', 'store', 'format', 'lake', 'integrity'],
   query: ['model', 'store', 'format', 'lake'],
   // The server serves the UI's built files (it resolves the package; it imports no UI code).
   server: ['model', 'store', 'cluster', 'lake', 'tiering', 'query', 'ui', 's3-endpoint', 'integrity'],

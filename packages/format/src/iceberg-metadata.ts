@@ -192,6 +192,11 @@ export interface ReplaceSnapshotOptions extends SnapshotCommonOptions {
   deletedFiles: Omit<AddedFilesSummary, 'partitions'>;
   /** For a manifest rewrite: `manifests-created`, `-replaced`, `-kept`, `entries-processed`. */
   manifests?: { created: number; replaced: number; kept: number; entriesProcessed: number };
+  /**
+   * `replace` (default: the same values in other files) or `overwrite` (a row-level rewrite
+   * that changes values but keeps every row, e.g. an erasure).
+   */
+  operation?: 'replace' | 'overwrite';
 }
 
 /** Summary keys the snapshot builders compute; `summaryExtra` may not set them. */
@@ -278,7 +283,7 @@ export function replaceSnapshot(metadata: IcebergTableMetadata, options: Replace
     summary['manifests-kept'] = String(options.manifests.kept);
     summary['entries-processed'] = String(options.manifests.entriesProcessed);
   }
-  return addSnapshot(metadata, options, 'replace', {
+  return addSnapshot(metadata, options, options.operation ?? 'replace', {
     summary,
     totalDeltas: { 'total-records': 0, 'total-files-size': added.sizeBytes - deleted.sizeBytes, 'total-data-files': added.files - deleted.files },
   });
@@ -312,7 +317,7 @@ function checkBase(metadata: IcebergTableMetadata): void {
 function addSnapshot(
   metadata: IcebergTableMetadata,
   options: SnapshotCommonOptions,
-  operation: 'append' | 'replace',
+  operation: 'append' | 'replace' | 'overwrite',
   change: { summary: Record<string, string>; totalDeltas: Record<'total-records' | 'total-files-size' | 'total-data-files', number> },
 ): IcebergTableMetadata {
   checkBase(metadata);
@@ -419,6 +424,33 @@ export function expireSnapshots(metadata: IcebergTableMetadata, options: ExpireS
   }
   assertValid(checkTableMetadata(next));
   return next;
+}
+
+/**
+ * The next table metadata with `set` properties written and `remove` ones dropped, and no new
+ * snapshot (a properties-only commit, as Java's `UpdateProperties`): a `metadata-log` entry for
+ * the previous file as in every commit. Returns undefined when nothing would change.
+ */
+export function updateProperties(
+  metadata: IcebergTableMetadata,
+  options: { set?: Readonly<Record<string, string>>; remove?: readonly string[]; nowMs: number; previousMetadataPath: string; metadataLogEntriesMax?: number },
+): IcebergTableMetadata | undefined {
+  checkBase(metadata);
+  checkAbsolutePath('previousMetadataPath', options.previousMetadataPath);
+  checkMs('nowMs', options.nowMs);
+  const set = options.set ?? {};
+  checkStringMap('set', set);
+  const properties: Record<string, string> = { ...metadata.properties, ...set };
+  for (const key of options.remove ?? []) delete properties[key];
+  const before = metadata.properties;
+  const keys = new Set([...Object.keys(before), ...Object.keys(properties)]);
+  if ([...keys].every((key) => before[key] === properties[key])) return undefined;
+  return {
+    ...metadata,
+    properties,
+    'last-updated-ms': Math.max(options.nowMs, metadata['last-updated-ms'] + 1),
+    'metadata-log': nextMetadataLog(metadata, options.previousMetadataPath, checkedLogMax(options.metadataLogEntriesMax)),
+  };
 }
 
 /**

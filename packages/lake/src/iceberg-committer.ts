@@ -25,6 +25,7 @@ import { loadIcebergTable, tableWatermark, type LoadedTable } from './iceberg-ta
 import { commitMetadataVersion, type CommitFence } from './iceberg-version-commit.js';
 import { joinKey } from './s3-location.js';
 import { CHECKPOINT_SUMMARY_KEY, latestCheckpointText } from './integrity-objects.js';
+import { ERASURES_APPLIED_THROUGH_PROPERTY, erasuresAppliedThrough } from './iceberg-row-rewrite.js';
 import { INLINE_TIER_FILE_ENCODER, type EncodedTierFile, type TierFileEncoder } from './tier-file-encoding.js';
 import type { Watermark } from './watermark.js';
 
@@ -74,6 +75,11 @@ export async function commitIcebergBatch(
     serialize?: CommitFence['serialize'];
     /** Debug/test hook: after the data files and manifest are written, before the first commit attempt. */
     afterWrite?: () => Promise<void>;
+    /**
+     * True when the batch holds no erasure record: a table whose erasures are applied through
+     * the batch's start then has them applied through its end (set in the same commit).
+     */
+    erasureFree?: boolean;
   },
 ): Promise<IcebergCommitResult> {
   const first = batch[0];
@@ -134,6 +140,10 @@ export async function commitIcebergBatch(
       },
       ...(context.metadataLogEntriesMax === undefined ? {} : { metadataLogEntriesMax: context.metadataLogEntriesMax }),
     });
+    // The erasure cursor follows a batch with nothing to erase, and only from where it began.
+    if (context.erasureFree === true && erasuresAppliedThrough(baseMetadata) >= continuesFrom) {
+      next.properties = { ...next.properties, [ERASURES_APPLIED_THROUGH_PROPERTY]: String(last.seq) };
+    }
     let committed: LoadedTable;
     try {
       const fence: CommitFence = {

@@ -8,9 +8,20 @@ import type { TierFileEncoder } from './tier-file-encoding.js';
 /**
  * Points of a run a debug hook is called at (the crash tests kill the process there): after each
  * step, and inside two — new files written but not yet committed, and expiry committed but
- * nothing deleted yet.
+ * nothing deleted yet; and inside a row-level rewrite.
  */
-export type MaintenanceStep = 'compaction-written' | 'compaction' | 'manifest-rewrite' | 'expiry-committed' | 'expiry' | 'metadata-cleanup' | 'orphans';
+export type MaintenanceStep =
+  | 'compaction-written'
+  | 'compaction'
+  | 'manifest-rewrite'
+  | 'expiry-committed'
+  | 'expiry'
+  | 'metadata-cleanup'
+  | 'orphans'
+  // A row-level rewrite (erasure): new files written, rewrite committed, old snapshots expired.
+  | 'rewrite-written'
+  | 'rewrite-committed'
+  | 'purge-expired';
 
 /** What every maintenance step works with. */
 export interface MaintenanceContext {

@@ -39,19 +39,36 @@ export function parseErasureRequest(body: unknown): ErasureRequest {
   return { eventIds: [...new Set(eventIds as string[])], fields: [...new Set(fields as ErasableField[])] };
 }
 
+/** How many unknown eventIds a refusal names at most (the rest are counted). */
+const UNKNOWN_NAMED_MAX = 20;
+
+/** Finds events in the tier: eventId → seq for those some tiered file holds. */
+export type TieredRecordFinder = (eventIds: ReadonlySet<string>) => Promise<Map<string, number>>;
+
 /**
  * Erasure that keeps the proof (docs/integrity.md): the leader records an `audit:EraseFields`
  * event naming the records and fields (split over several when long), who asked, and appends
  * it to the log; every copy of the log — this store as it appends, each standby as it applies —
  * then replaces those values by the marker and keeps their field hashes, so the chain verifies.
+ * Records that retention already removed from the local store are named from the tier
+ * (`findTiered`); the sweep then rewrites the tier's rows. An eventId found in neither is
+ * refused, naming it, and nothing is erased.
  */
-export async function eraseFields(store: AuditStore, request: ErasureRequest, requestedBy: string, nowMs: number, sequencer: Sequencer): Promise<ErasureResult> {
-  const records: ErasedRecordRef[] = [];
+export async function eraseFields(store: AuditStore, request: ErasureRequest, requestedBy: string, nowMs: number, sequencer: Sequencer, findTiered?: TieredRecordFinder): Promise<ErasureResult> {
+  const seqs = new Map<string, number>();
   for (const eventId of request.eventIds) {
     const event = await store.getByEventId(eventId);
-    if (event === undefined) refuse(`event ${eventId} is not in this node's log (erasure of tiered-only records is not supported)`);
-    records.push({ eventId, seq: event.seq });
+    if (event !== undefined) seqs.set(eventId, event.seq);
   }
+  const elsewhere = new Set(request.eventIds.filter((eventId) => !seqs.has(eventId)));
+  if (elsewhere.size > 0 && findTiered) for (const [eventId, seq] of await findTiered(elsewhere)) seqs.set(eventId, seq);
+  const unknown = request.eventIds.filter((eventId) => !seqs.has(eventId));
+  if (unknown.length > 0) {
+    const named = unknown.slice(0, UNKNOWN_NAMED_MAX).join(', ');
+    const more = unknown.length > UNKNOWN_NAMED_MAX ? ` and ${unknown.length - UNKNOWN_NAMED_MAX} more` : '';
+    refuse(`${unknown.length === 1 ? 'event' : `${unknown.length} events`} not in this node's log nor in the tier: ${named}${more}`);
+  }
+  const records: ErasedRecordRef[] = request.eventIds.map((eventId) => ({ eventId, seq: seqs.get(eventId) ?? 0 }));
   const events: AuditEvent[] = erasureDetailsChunks(request.fields, records).map((details) => ({
     eventId: `erase-${randomUUID()}`,
     userId: requestedBy,

@@ -1,4 +1,5 @@
 import {
+  findTieredRecords,
   IcebergTierSource,
   ParquetTierSource,
   S3Connections,
@@ -90,6 +91,14 @@ export class TieringService {
       backoffMaxMs: config.tierBackoffMaxMs,
       log: options.log,
       ...(config.debugTierCrashBeforeCommit ? { beforeCommit: () => process.kill(process.pid, 'SIGKILL') } : {}),
+      // An erasure's row rewrite runs in the sweep: the same crash points name its steps.
+      ...(config.debugMaintenanceCrashAt
+        ? {
+            onStep: (step) => {
+              if (step === config.debugMaintenanceCrashAt) process.kill(process.pid, 'SIGKILL');
+            },
+          }
+        : {}),
       onFailed: () => options.metrics.tierSweepFailures.inc(),
       onTiered: (events, bytes) => {
         options.metrics.eventsTiered.inc(events);
@@ -151,6 +160,11 @@ export class TieringService {
     // The ledger counts tiered events before retention may delete them (day-ledger.ts).
     await this.#store.countTieredThrough(watermark.seq);
     return localCleanupPolicy(this.#settings.effective, watermark.seq, nowMs);
+  }
+
+  /** Where named events are in the tier (any location that ever received tiered events): eventId → seq. */
+  async findTieredRecords(eventIds: ReadonlySet<string>): Promise<Map<string, number>> {
+    return findTieredRecords(await this.tierSources(), eventIds);
   }
 
   /** Every location that ever received tiered events, as reader sources. */

@@ -142,7 +142,10 @@ describe('POST /admin/audit/erase', () => {
     const post = (body: unknown) => t.request('/admin/audit/erase', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
     let res = await post({ eventIds: ['y1', 'nope'], fields: ['query'] });
     expect(res.status).toBe(400);
-    expect(((await res.json()) as { error: string }).error).toBe("event nope is not in this node's log (erasure of tiered-only records is not supported); nothing was erased");
+    expect(((await res.json()) as { error: string }).error).toBe("event not in this node's log nor in the tier: nope; nothing was erased");
+    res = await post({ eventIds: ['nope', 'y1', 'gone'], fields: ['query'] });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: string }).error).toBe("2 events not in this node's log nor in the tier: nope, gone; nothing was erased");
     res = await post({ eventIds: ['y1'], fields: ['eventId'] });
     expect(res.status).toBe(400);
     expect(((await res.json()) as { error: string }).error).toBe('fields[0] must be one of userId, resource, tables, query, details: "eventId"; nothing was erased');

@@ -23,9 +23,12 @@ import {
   type ObjectStore,
   type TieredLocation,
   type TierFileEncoder,
+  type MaintenanceContext,
+  type MaintenanceStep,
   type Watermark,
 } from '@auditlake/lake';
 import { pickBatch } from './batch-picker.js';
+import { applyIcebergErasures, isErasureRecord, type TierErasureResult } from './tier-erasure.js';
 import { CommitLock } from './commit-lock.js';
 
 export interface TierSweeperOptions {
@@ -54,6 +57,10 @@ export interface TierSweeperOptions {
   manifestsBetweenRunsMax?: number;
   /** Encodes the data files; a node passes its worker pool, so encoding does not block ingest (default: on this thread). */
   encoder?: TierFileEncoder;
+  /** Debug/test hook at the points of an erasure's row rewrite (the crash tests kill the process there). */
+  onStep?: (step: MaintenanceStep) => void | Promise<void>;
+  /** Called after each pass that applied erasure records to the tier. */
+  onErased?: (result: TierErasureResult) => void;
 }
 
 /** Sweep health as `tierStatus` reports it (reference fields first, then ours). */
@@ -265,7 +272,9 @@ export class TierSweeper {
     await this.#probeOnce(objects, table.connectionId, table.s3.prefix, term);
     // The sweep creates what is missing: the namespace and the table.
     await ensureNamespace(connections, table);
-    const loaded = await ensureIcebergTable(objects, table, this.#now());
+    const context = this.#tableContext(objects, table, settings, term);
+    // Erasures the table holds but has not applied yet (a pass stopped by a crash) go first.
+    const loaded = await this.#applyErasures(context, await ensureIcebergTable(objects, table, this.#now()));
     // The table's snapshot summary is the source of truth for where tiering stopped.
     const watermark = laterWatermark(await this.watermark(), tableWatermark(loaded) ?? ZERO_WATERMARK);
     const next = await this.#nextBatch(watermark);
@@ -281,6 +290,7 @@ export class TierSweeper {
       writerId: `auditlake:${table.identifier}`,
       mayCommit: () => this.#options.isLeader() && this.#options.term() === term,
       metadataLogEntriesMax: settings.maintenanceMetadataPreviousVersionsMax,
+      erasureFree: !batch.some(isErasureRecord),
       ...(this.#options.beforeCommit ? { beforeCommit: this.#options.beforeCommit } : {}),
       ...(this.#options.encoder ? { encoder: this.#options.encoder } : {}),
     });
@@ -290,8 +300,40 @@ export class TierSweeper {
     this.#status.lastBatch = { count: batch.length, bytes: result.bytes, ms: this.#now() - started };
     this.#logTiered(result.files, table.identifier);
     this.#options.onTiered?.(batch.length, result.bytes);
-    if (settings.maintenanceEnabled) await this.#boundBetweenRuns(objects, table, result, settings, term);
+    // The batch's erasure records are in the table now: apply them to its rows.
+    const erased = await this.#applyErasures(context, result.loaded);
+    if (settings.maintenanceEnabled) await this.#boundBetweenRuns(objects, table, { loaded: erased, manifests: result.manifests }, settings, term);
     return this.#tieredOutcome(next);
+  }
+
+  /** What a commit of this sweep to `table` works with (the fence: this term, while leading). */
+  #tableContext(objects: ObjectStore, table: IcebergTableRef, settings: EffectiveSettings, term: number): MaintenanceContext {
+    return {
+      objects,
+      table,
+      fence: { term, mayCommit: () => this.#options.isLeader() && this.#options.term() === term },
+      now: this.#now,
+      metadataLogEntriesMax: settings.maintenanceMetadataPreviousVersionsMax,
+      ...(this.#options.encoder ? { encoder: this.#options.encoder } : {}),
+      ...(this.#options.onStep ? { onStep: this.#options.onStep } : {}),
+    };
+  }
+
+  /**
+   * Applies the erasure records the table holds but not yet its rows (none: nothing is read but
+   * the table's properties). Under the commit lock, as the sweep runs; a failure fails the sweep,
+   * which retries it (tiering goes on only once the erasure is applied).
+   */
+  async #applyErasures(context: MaintenanceContext, loaded: LoadedTable): Promise<LoadedTable> {
+    const result = await applyIcebergErasures(context, loaded, this.#options.store);
+    if (result.erasures > 0 || result.filesDeleted > 0) {
+      this.#options.log.info(
+        { erasures: result.erasures, filesRewritten: result.filesRewritten, rowsRewritten: result.rowsRewritten, snapshotsExpired: result.snapshotsExpired, filesDeleted: result.filesDeleted, table: context.table.identifier },
+        `Audit tiering: ${result.erasures} erasure ${result.erasures === 1 ? 'record' : 'records'} applied to ${context.table.identifier} (${result.rowsRewritten} rows in ${result.filesRewritten} files rewritten; ${result.snapshotsExpired} snapshots expired, ${result.filesDeleted} files deleted)`,
+      );
+      this.#options.onErased?.(result);
+    }
+    return result.loaded;
   }
 
   /**

@@ -1,7 +1,7 @@
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import type { AuditStore } from '@auditlake/store';
 import type { FastifyInstance } from 'fastify';
-import { eraseFields, parseErasureRequest } from '../erasure-service.js';
+import { eraseFields, parseErasureRequest, type TieredRecordFinder } from '../erasure-service.js';
 import type { IntegrityService } from '../integrity-service.js';
 import type { Membership } from '../membership.js';
 import './route-access.js';
@@ -26,7 +26,7 @@ function nonNegativeInt(query: Record<string, unknown>, name: string, fallback: 
  * fields included), for `auditlake verify --url`. `POST /admin/audit/erase` (the leader):
  * erases fields of named records, keeping the proof.
  */
-export function registerIntegrityRoutes(app: FastifyInstance, options: { integrity: IntegrityService; store: AuditStore; membership: Membership; now: () => number }): void {
+export function registerIntegrityRoutes(app: FastifyInstance, options: { integrity: IntegrityService; store: AuditStore; membership: Membership; now: () => number; findTiered?: TieredRecordFinder }): void {
   const access = { role: 'admin', action: 'audit:ReadIntegrity' } as const;
   app.get('/admin/audit/integrity', { config: { access } }, async () => options.integrity.view());
   app.get('/admin/audit/integrity/records', { config: { access } }, async (request, reply) => {
@@ -42,7 +42,7 @@ export function registerIntegrityRoutes(app: FastifyInstance, options: { integri
     if (!options.membership.isLeader()) {
       throw new AuditError(AuditErrorCode.NOT_LEADER, `only the leader records an erasure (send it to ${options.membership.leaderUrl() ?? 'the leader, once elected'}); nothing was erased`, { retryable: true });
     }
-    const result = await eraseFields(options.store, body, request.principal?.name ?? 'unknown', options.now(), options.membership.sequencer);
+    const result = await eraseFields(options.store, body, request.principal?.name ?? 'unknown', options.now(), options.membership.sequencer, options.findTiered);
     return { status: 'ok', ...result };
   });
 }

@@ -1,0 +1,243 @@
+// Goal: an erasure reaches the Iceberg tier. Records tiered, compacted (so older snapshots and
+// replaced files hold the values too) and then removed from the node by retention are named
+// by POST /admin/audit/erase next to a record still local; the sweep rewrites the tier's files
+// that hold them. Afterwards verify passes offline from the bucket alone and online, reporting
+// the erased fields; DuckDB and icebird read the marker and every event once; and no object in
+// the bucket's directory holds an erased value in any byte.
+import { createHash } from 'node:crypto';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { constants as zlibConstants, inflateRawSync } from 'node:zlib';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { icebergRead } from 'icebird';
+import { ERASURES_APPLIED_THROUGH_PROPERTY, IcebergTierSource, loadIcebergTable, PURGE_FILES_PROPERTY, resolveIcebergTable } from '@auditlake/lake';
+import { resolveConfig } from '@auditlake/model';
+import { signedFetch } from '@auditlake/s3-endpoint';
+import { startAuditNode, type AuditNode, type EmbeddedS3 } from '@auditlake/server';
+import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
+import { verifyHistory } from '../src/verify-command.js';
+import { parseVerifyOptions } from '../src/verify-options.js';
+
+const ADMIN_TOKEN = 'admin-token-for-tier-erasure';
+const DAY_MS = 86_400_000;
+const TABLE = 'local.audit.events';
+const MARKER = '[erased by auditlake]';
+
+let node: AuditNode | undefined;
+let dataDir: string | undefined;
+
+afterEach(async () => {
+  await node?.close();
+  node = undefined;
+  if (dataDir !== undefined) await rm(dataDir, { recursive: true, force: true });
+  dataDir = undefined;
+});
+
+async function request(path: string, init: RequestInit = {}): Promise<Response> {
+  const target = node as AuditNode;
+  return fetch(`${target.url}${path}`, { ...init, headers: { authorization: `Token ${ADMIN_TOKEN}`, 'content-type': 'application/json', ...(init.headers ?? {}) } });
+}
+
+async function ingest(events: Array<Record<string, unknown>>): Promise<void> {
+  const res = await request('/v1/api/audit', { method: 'POST', body: JSON.stringify(events) });
+  expect(res.status).toBe(200);
+}
+
+/**
+ * A value unique to an event and field, looked for in the bucket's bytes after the erasure:
+ * random-looking hex, so the tier's page compression keeps it as a literal (a repeated prefix
+ * would be stored as a back-reference, and a search of the raw bytes could not find it).
+ */
+function token(id: string, field: string): string {
+  return createHash('sha256').update(`${field}:${id}`).digest('hex').slice(0, 24);
+}
+
+/** An event whose query and user carry values unique to it. */
+function event(id: string, ts: number): Record<string, unknown> {
+  return { eventId: id, userId: token(id, 'user'), source: 'trino', action: 'data:Select', resource: `hive.sales.${id}`, decision: 'ALLOW', tables: [`hive.sales.${id}`], query: token(id, 'query'), ts };
+}
+
+async function waitFor(what: string, condition: () => Promise<boolean>, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+async function waitUntilTiered(): Promise<void> {
+  const target = node as AuditNode;
+  const head = target.store.chainHead.seq;
+  await waitFor(`tiering up to seq ${head}`, async () => (await target.tiering.watermark()).seq >= head);
+}
+
+/** Every file under `dir`, recursively. */
+async function filesUnder(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...(await filesUnder(path)));
+    else out.push(path);
+  }
+  return out;
+}
+
+const GZIP_MAGIC = Buffer.from([0x1f, 0x8b, 0x08]);
+
+/**
+ * The bytes of a file as stored and, after them, every GZIP stream found in it inflated (the
+ * tier's Parquet pages are GZIP-compressed: a value in them is not in the raw bytes as text).
+ */
+function searchableBytes(raw: Buffer): Buffer {
+  const parts = [raw];
+  for (let at = raw.indexOf(GZIP_MAGIC); at >= 0; at = raw.indexOf(GZIP_MAGIC, at + 1)) {
+    try {
+      // The deflate stream after the 10-byte GZIP header (Node's gunzip refuses bytes after a member).
+      parts.push(inflateRawSync(raw.subarray(at + 10), { finishFlush: zlibConstants.Z_SYNC_FLUSH }));
+    } catch {
+      // Not a stream that starts here (the magic bytes by chance): nothing to add.
+    }
+  }
+  return Buffer.concat(parts);
+}
+
+/** The files under `dir` whose bytes (raw, or inflated from GZIP pages) hold `text` (UTF-8). */
+async function filesHolding(dir: string, text: string): Promise<string[]> {
+  // Without its first bytes: a string column's encoding may share a prefix with the value before.
+  const needle = Buffer.from(text.slice(4), 'utf8');
+  const holding: string[] = [];
+  for (const path of await filesUnder(dir)) if (searchableBytes(await readFile(path)).includes(needle)) holding.push(path);
+  return holding;
+}
+
+describe('erasure of tiered records, iceberg tier', () => {
+  it('rewrites the tier: verify passes and counts the erased fields, readers see the marker, no object keeps the value', async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'auditlake-tier-erasure-'));
+    node = await startAuditNode({
+      dataDir,
+      host: '127.0.0.1',
+      port: 0,
+      embeddedS3Port: 0,
+      adminToken: ADMIN_TOKEN,
+      logger: false,
+      config: resolveConfig(
+        new Map(
+          Object.entries({
+            'auditlake.audit.tier.mode': 'iceberg',
+            'auditlake.audit.tier.iceberg.table': TABLE,
+            'auditlake.audit.tier.interval.ms': '100',
+            'auditlake.audit.tier.ingest.settle.ms': '0',
+            'auditlake.audit.tier.batch.size': '5',
+            'auditlake.audit.integrity.checkpoint.events': '1000000',
+            'auditlake.audit.integrity.checkpoint.interval.ms': '3600000',
+          }),
+        ),
+      ),
+    });
+    const target = node;
+    const old = Date.now() - 3 * DAY_MS;
+    await target.integrity.registerKey();
+    for (let part = 0; part < 4; part++) {
+      await ingest(Array.from({ length: 5 }, (_, i) => event(`old-${part}-${i}`, old + part * 10 + i)));
+      await waitUntilTiered();
+    }
+    expect(await target.integrity.checkpointNow()).toBeDefined();
+    await waitUntilTiered();
+    // Compaction: the small files are replaced, and older snapshots (kept: retain.last 5) still
+    // name them — copies of the values the erasure must not leave behind.
+    const res = await request('/admin/audit/maintenance/run', { method: 'POST', body: JSON.stringify({ table: TABLE }) });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as Record<string, unknown>)['filesRewritten']).toBeGreaterThanOrEqual(2);
+    // Retention removes the tiered old events from the node.
+    expect((await request('/admin/audit/settings', { method: 'POST', body: JSON.stringify({ 'audit.tier.retain.local.days': 1 }) })).status).toBe(200);
+    await waitFor('retention to delete the tiered old events', async () => (await target.store.getByEventId('old-1-2')) === undefined && (await target.store.getByEventId('old-3-4')) === undefined);
+    await ingest([event('new-0', Date.now()), event('new-1', Date.now() - 1)]);
+    await waitUntilTiered();
+
+    // An unknown eventId is refused, named, and nothing is erased.
+    const headBefore = target.store.chainHead.seq;
+    const refused = await request('/admin/audit/erase', { method: 'POST', body: JSON.stringify({ eventIds: ['old-1-2', 'no-such-event'], fields: ['query'] }) });
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { error: string }).error).toBe("event not in this node's log nor in the tier: no-such-event; nothing was erased");
+    expect(target.store.chainHead.seq).toBe(headBefore);
+
+    // A tiered-only record (pruned here) and a local one (also tiered).
+    const erase = await request('/admin/audit/erase', { method: 'POST', body: JSON.stringify({ eventIds: ['old-1-2', 'new-0'], fields: ['query', 'userId'] }) });
+    expect(erase.status).toBe(200);
+    const erasure = (await erase.json()) as { erased: number; erasureSeqs: number[] };
+    expect(erasure.erased).toBe(2);
+    const erasureSeq = erasure.erasureSeqs.at(-1) as number;
+    expect((await target.store.getByEventId('new-0'))?.query).toBe(MARKER);
+
+    const embedded = target.embeddedS3 as EmbeddedS3;
+    const objects = target.tiering.connections.bucket('local', 'auditlake');
+    const table = resolveIcebergTable(TABLE, new Map([['local', { name: 'local', warehouse: 's3://auditlake/warehouse', connectionId: 'local' }]]));
+    await waitFor('the erasure to reach the tier and its purge to finish', async () => {
+      const loaded = await loadIcebergTable(objects, table);
+      const props = loaded?.metadata.properties ?? {};
+      return Number(props[ERASURES_APPLIED_THROUGH_PROPERTY] ?? 0) >= erasureSeq && props[PURGE_FILES_PROPERTY] === undefined;
+    });
+    const loaded = await loadIcebergTable(objects, table);
+    const current = loaded?.metadata.snapshots.find((s) => s['snapshot-id'] === loaded.metadata['current-snapshot-id']);
+    expect(loaded?.metadata.snapshots.some((s) => s.summary['operation'] === 'overwrite')).toBe(true);
+    expect(current?.summary['auditlake.tiering.watermark']).toBeDefined();
+
+    // verify, offline from the bucket alone and online.
+    const head = target.store.chainHead.seq;
+    const bucketArgs = ['--table', table.location, '--endpoint', embedded.connectionUrl, '--access-key-id', embedded.credentials.accessKeyId, '--secret-access-key', embedded.credentials.secretAccessKey];
+    const offline = await verifyHistory(parseVerifyOptions(bucketArgs, {}));
+    expect(offline.message).toMatch(new RegExp(`^verified ${head} records, seq 1\\.\\.${head}, 1 checkpoints?.*4 fields erased`));
+    expect(offline.ok).toBe(true);
+    const online = await verifyHistory(parseVerifyOptions(['--url', target.url, '--token', ADMIN_TOKEN], {}));
+    expect(online.message).toMatch(/2 fields erased/);
+    expect(online.ok).toBe(true);
+
+    // DuckDB over the current snapshot's files: every event once, the marker for the erased.
+    const source = new IcebergTierSource(target.tiering.connections, { identifier: TABLE, location: table.location, connectionId: 'local' });
+    onTestFinished(() => source.close());
+    const dir = await mkdtemp(join(tmpdir(), 'auditlake-tier-erasure-files-'));
+    onTestFinished(() => rm(dir, { recursive: true, force: true }));
+    const paths: string[] = [];
+    for (const [index, file] of (await source.listFiles()).entries()) {
+      const path = join(dir, `${index}.parquet`);
+      await mkdir(dirname(path), { recursive: true });
+      await writeFile(path, await objects.get(file.key));
+      paths.push(path);
+    }
+    const instance = await DuckDBInstance.create(':memory:');
+    const connection = await instance.connect();
+    onTestFinished(() => {
+      connection.closeSync();
+      instance.closeSync();
+    });
+    const rows = (await connection.runAndReadAll(`SELECT event_id, user_id, query FROM read_parquet([${paths.map((p) => `'${p}'`).join(',')}]) ORDER BY event_id`)).getRowObjectsJson();
+    expect(rows.length).toBe(head);
+    expect(new Set(rows.map((r) => r['event_id'])).size).toBe(head);
+    for (const id of ['old-1-2', 'new-0']) expect(rows.find((r) => r['event_id'] === id)).toMatchObject({ user_id: MARKER, query: MARKER });
+    expect(rows.find((r) => r['event_id'] === 'old-1-3')).toMatchObject({ user_id: token('old-1-3', 'user'), query: token('old-1-3', 'query') });
+
+    // icebird, through the table's metadata, pointed at the embedded endpoint.
+    const original = globalThis.fetch;
+    const signed = signedFetch({ credentials: embedded.credentials, fetch: original });
+    globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) => {
+      const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+      const match = /^https:\/\/([a-z0-9.-]+)\.s3\.amazonaws\.com(\/.*)$/.exec(url);
+      return match ? signed(`${embedded.connectionUrl}/${match[1]}${match[2]}`, init) : original(input, init);
+    });
+    onTestFinished(() => {
+      globalThis.fetch = original;
+    });
+    const iceRows = (await icebergRead({ tableUrl: table.location })) as Array<Record<string, unknown>>;
+    globalThis.fetch = original;
+    expect(iceRows.length).toBe(head);
+    expect(new Set(iceRows.map((r) => r['event_id'])).size).toBe(head);
+    for (const id of ['old-1-2', 'new-0']) expect(iceRows.find((r) => r['event_id'] === id)).toMatchObject({ user_id: MARKER, query: MARKER });
+
+    // No byte of any object in the bucket's directory holds an erased value; a kept one is there.
+    const s3Dir = join(dataDir, 's3');
+    for (const id of ['old-1-2', 'new-0']) for (const field of ['user', 'query']) expect(await filesHolding(s3Dir, token(id, field))).toEqual([]);
+    // The search finds values that are kept (in the current files and in the snapshots retained before the erasure's).
+    for (const id of ['old-1-3', 'new-1']) for (const field of ['user', 'query']) expect((await filesHolding(s3Dir, token(id, field))).length).toBeGreaterThan(0);
+  });
+});

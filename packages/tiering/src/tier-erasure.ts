@@ -1,0 +1,122 @@
+import type { TieredEvent } from '@auditlake/format';
+import { eraseRecordFields, integrityKindOf, parseErasureDetails, type ErasableField } from '@auditlake/integrity';
+import {
+  ERASURES_APPLIED_THROUGH_PROPERTY,
+  commitProperties,
+  erasuresAppliedThrough,
+  purgeReplacedFiles,
+  rewriteIcebergRows,
+  tableWatermark,
+  type LoadedTable,
+  type MaintenanceContext,
+} from '@auditlake/lake';
+import type { StoredEvent } from '@auditlake/model';
+import type { AuditStore } from '@auditlake/store';
+
+/** Records read from the log per page while looking for erasure records. */
+const LOG_PAGE_EVENTS = 5_000;
+
+/** What an erasure pass did. */
+export interface TierErasureResult {
+  loaded: LoadedTable;
+  /** Erasure records applied by this pass. */
+  erasures: number;
+  filesRewritten: number;
+  rowsRewritten: number;
+  /** Snapshots expired and files deleted to make the replaced values unreadable. */
+  snapshotsExpired: number;
+  filesDeleted: number;
+}
+
+/** One named record: its seq and every field the erasures name for it. */
+interface ErasureTarget {
+  seq: number;
+  fields: Set<ErasableField>;
+}
+
+/** True for an `audit:EraseFields` record of the log. */
+export function isErasureRecord(event: Pick<StoredEvent, 'source' | 'action'>): boolean {
+  return integrityKindOf(event.source, event.action) === 'erase';
+}
+
+/**
+ * The erasure records of the log with seq in (afterSeq, throughSeq], read page by page from
+ * the local store, merged per named record (eventId → seq and fields). Each names only records
+ * before it, as the store applies them.
+ */
+async function erasureTargets(store: AuditStore, afterSeq: number, throughSeq: number): Promise<{ targets: Map<string, ErasureTarget>; erasures: number }> {
+  const targets = new Map<string, ErasureTarget>();
+  let erasures = 0;
+  for (let after = afterSeq; after < throughSeq; ) {
+    const page = await store.readBySeq(after, LOG_PAGE_EVENTS);
+    if (page.length === 0) break;
+    for (const event of page) {
+      if (event.seq > throughSeq) break;
+      if (!isErasureRecord(event)) continue;
+      let details;
+      try {
+        details = parseErasureDetails(event.details);
+      } catch {
+        continue; // not an erasure the store applied either
+      }
+      erasures++;
+      for (const ref of details.records) {
+        if (ref.seq >= event.seq) continue;
+        const target = targets.get(ref.eventId);
+        if (target === undefined) targets.set(ref.eventId, { seq: ref.seq, fields: new Set(details.fields) });
+        else if (target.seq === ref.seq) for (const field of details.fields) target.fields.add(field);
+      }
+    }
+    after = page[page.length - 1]?.seq ?? throughSeq;
+  }
+  return { targets, erasures };
+}
+
+/** The row with the named fields erased; undefined when it is not named or already erased. */
+function eraseRow(targets: ReadonlyMap<string, ErasureTarget>, row: TieredEvent): TieredEvent | undefined {
+  const target = targets.get(row.eventId);
+  // The named event at the named seq (a row tiered before the chain has no seq: named as 0).
+  if (target === undefined || (row.seq ?? 0) !== target.seq) return undefined;
+  return eraseRecordFields(row, [...target.fields]);
+}
+
+/**
+ * Applies the log's erasure records to an Iceberg tier (docs/integrity.md "Erasure"), under
+ * the caller's commit lock and fence: first it finishes a purge an earlier pass left (a crash
+ * after its rewrite), then, when the table's erasure cursor is behind its watermark, it reads
+ * the erasure records between the two from the local store and rewrites every data file that
+ * holds a named row (one `overwrite` commit that also moves the cursor to the watermark), then
+ * expires every older snapshot and deletes the replaced files, so no object keeps an erased value.
+ *
+ * Only erasure records the table already holds are applied (seq ≤ watermark): a sweep's batch
+ * read before an erasure record was appended may hold the named rows unerased, but such a batch
+ * ends before that record, so it is committed before the pass that applies it. A record erased
+ * twice changes nothing, so a pass stopped anywhere is simply run again.
+ */
+export async function applyIcebergErasures(context: MaintenanceContext, loaded: LoadedTable, store: AuditStore): Promise<TierErasureResult> {
+  const purged = await purgeReplacedFiles(context, loaded);
+  const result: TierErasureResult = { loaded: purged.loaded, erasures: 0, filesRewritten: 0, rowsRewritten: 0, snapshotsExpired: purged.snapshotsExpired, filesDeleted: purged.filesDeleted };
+  const cursor = erasuresAppliedThrough(result.loaded.metadata);
+  const watermark = tableWatermark(result.loaded)?.seq ?? 0;
+  if (cursor >= watermark) return result;
+  const { targets, erasures } = await erasureTargets(store, cursor, watermark);
+  const properties = { [ERASURES_APPLIED_THROUGH_PROPERTY]: String(watermark) };
+  if (targets.size === 0) {
+    result.loaded = await commitProperties(context, result.loaded, properties, []);
+    return result;
+  }
+  const rewritten = await rewriteIcebergRows(context, result.loaded, {
+    seqs: [...targets.values()].map((target) => target.seq),
+    rewrite: (row) => eraseRow(targets, row),
+    properties,
+  });
+  const purge = await purgeReplacedFiles(context, rewritten.loaded);
+  return {
+    loaded: purge.loaded,
+    erasures,
+    filesRewritten: rewritten.filesRewritten,
+    rowsRewritten: rewritten.rowsRewritten,
+    snapshotsExpired: result.snapshotsExpired + purge.snapshotsExpired,
+    filesDeleted: result.filesDeleted + purge.filesDeleted,
+  };
+}
