@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path';
 import { constants as zlibConstants, inflateRawSync } from 'node:zlib';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { icebergRead } from 'icebird';
-import { ERASURES_APPLIED_THROUGH_PROPERTY, IcebergTierSource, loadIcebergTable, PURGE_FILES_PROPERTY, resolveIcebergTable } from '@auditlake/lake';
+import { erasureDoneKey, ERASURES_APPLIED_THROUGH_PROPERTY, loadIcebergTable, parseS3Location, PURGE_FILES_PROPERTY, resolveIcebergTable, type S3Location, type TierSource } from '@auditlake/lake';
 import { resolveConfig } from '@auditlake/model';
 import { signedFetch } from '@auditlake/s3-endpoint';
 import { startAuditNode, type AuditNode, type EmbeddedS3 } from '@auditlake/server';
@@ -23,6 +23,7 @@ const ADMIN_TOKEN = 'admin-token-for-tier-erasure';
 const DAY_MS = 86_400_000;
 const TABLE = 'local.audit.events';
 const MARKER = '[erased by auditlake]';
+const PARQUET_PATH = 's3://auditlake/tier';
 
 let node: AuditNode | undefined;
 let dataDir: string | undefined;
@@ -111,9 +112,22 @@ async function filesHolding(dir: string, text: string): Promise<string[]> {
   return holding;
 }
 
-describe('erasure of tiered records, iceberg tier', () => {
+interface Mode {
+  mode: 'parquet' | 'iceberg';
+  settings: Record<string, string>;
+  /** The maintenance registration's name for the target, and the verify flag naming it. */
+  table: string;
+  flag: '--path' | '--table';
+}
+
+const MODES: Mode[] = [
+  { mode: 'iceberg', settings: { 'auditlake.audit.tier.mode': 'iceberg', 'auditlake.audit.tier.iceberg.table': TABLE }, table: TABLE, flag: '--table' },
+  { mode: 'parquet', settings: { 'auditlake.audit.tier.mode': 'parquet', 'auditlake.audit.tier.parquet.path': PARQUET_PATH, 'auditlake.audit.tier.connectionId': 'local' }, table: PARQUET_PATH, flag: '--path' },
+];
+
+describe.each(MODES)('erasure of tiered records, $mode tier', (mode) => {
   it('rewrites the tier: verify passes and counts the erased fields, readers see the marker, no object keeps the value', async () => {
-    dataDir = await mkdtemp(join(tmpdir(), 'auditlake-tier-erasure-'));
+    dataDir = await mkdtemp(join(tmpdir(), `auditlake-tier-erasure-${mode.mode}-`));
     node = await startAuditNode({
       dataDir,
       host: '127.0.0.1',
@@ -124,8 +138,7 @@ describe('erasure of tiered records, iceberg tier', () => {
       config: resolveConfig(
         new Map(
           Object.entries({
-            'auditlake.audit.tier.mode': 'iceberg',
-            'auditlake.audit.tier.iceberg.table': TABLE,
+            ...mode.settings,
             'auditlake.audit.tier.interval.ms': '100',
             'auditlake.audit.tier.ingest.settle.ms': '0',
             'auditlake.audit.tier.batch.size': '5',
@@ -144,9 +157,9 @@ describe('erasure of tiered records, iceberg tier', () => {
     }
     expect(await target.integrity.checkpointNow()).toBeDefined();
     await waitUntilTiered();
-    // Compaction: the small files are replaced, and older snapshots (kept: retain.last 5) still
-    // name them — copies of the values the erasure must not leave behind.
-    const res = await request('/admin/audit/maintenance/run', { method: 'POST', body: JSON.stringify({ table: TABLE }) });
+    // Compaction: the small files are replaced, and older snapshots (Iceberg) or the replaced
+    // files in their grace period (Parquet) still hold the values the erasure must not leave behind.
+    const res = await request('/admin/audit/maintenance/run', { method: 'POST', body: JSON.stringify({ table: mode.table }) });
     expect(res.status).toBe(200);
     expect(((await res.json()) as Record<string, unknown>)['filesRewritten']).toBeGreaterThanOrEqual(2);
     // Retention removes the tiered old events from the node.
@@ -173,19 +186,24 @@ describe('erasure of tiered records, iceberg tier', () => {
     const embedded = target.embeddedS3 as EmbeddedS3;
     const objects = target.tiering.connections.bucket('local', 'auditlake');
     const table = resolveIcebergTable(TABLE, new Map([['local', { name: 'local', warehouse: 's3://auditlake/warehouse', connectionId: 'local' }]]));
-    await waitFor('the erasure to reach the tier and its purge to finish', async () => {
+    if (mode.mode === 'iceberg') {
+      await waitFor('the erasure to reach the tier and its purge to finish', async () => {
+        const loaded = await loadIcebergTable(objects, table);
+        const props = loaded?.metadata.properties ?? {};
+        return Number(props[ERASURES_APPLIED_THROUGH_PROPERTY] ?? 0) >= erasureSeq && props[PURGE_FILES_PROPERTY] === undefined;
+      });
       const loaded = await loadIcebergTable(objects, table);
-      const props = loaded?.metadata.properties ?? {};
-      return Number(props[ERASURES_APPLIED_THROUGH_PROPERTY] ?? 0) >= erasureSeq && props[PURGE_FILES_PROPERTY] === undefined;
-    });
-    const loaded = await loadIcebergTable(objects, table);
-    const current = loaded?.metadata.snapshots.find((s) => s['snapshot-id'] === loaded.metadata['current-snapshot-id']);
-    expect(loaded?.metadata.snapshots.some((s) => s.summary['operation'] === 'overwrite')).toBe(true);
-    expect(current?.summary['auditlake.tiering.watermark']).toBeDefined();
+      const current = loaded?.metadata.snapshots.find((s) => s['snapshot-id'] === loaded.metadata['current-snapshot-id']);
+      expect(loaded?.metadata.snapshots.some((s) => s.summary['operation'] === 'overwrite')).toBe(true);
+      expect(current?.summary['auditlake.tiering.watermark']).toBeDefined();
+    } else {
+      const location = parseS3Location(PARQUET_PATH) as S3Location;
+      await waitFor('the erasure to reach the tier', async () => (await objects.list(`${location.prefix}/`)).includes(erasureDoneKey(location, erasureSeq)));
+    }
 
     // verify, offline from the bucket alone and online.
     const head = target.store.chainHead.seq;
-    const bucketArgs = ['--table', table.location, '--endpoint', embedded.connectionUrl, '--access-key-id', embedded.credentials.accessKeyId, '--secret-access-key', embedded.credentials.secretAccessKey];
+    const bucketArgs = [mode.flag, mode.mode === 'iceberg' ? table.location : PARQUET_PATH, '--endpoint', embedded.connectionUrl, '--access-key-id', embedded.credentials.accessKeyId, '--secret-access-key', embedded.credentials.secretAccessKey];
     const offline = await verifyHistory(parseVerifyOptions(bucketArgs, {}));
     expect(offline.message).toMatch(new RegExp(`^verified ${head} records, seq 1\\.\\.${head}, 1 checkpoints?.*4 fields erased`));
     expect(offline.ok).toBe(true);
@@ -193,13 +211,12 @@ describe('erasure of tiered records, iceberg tier', () => {
     expect(online.message).toMatch(/2 fields erased/);
     expect(online.ok).toBe(true);
 
-    // DuckDB over the current snapshot's files: every event once, the marker for the erased.
-    const source = new IcebergTierSource(target.tiering.connections, { identifier: TABLE, location: table.location, connectionId: 'local' });
-    onTestFinished(() => source.close());
+    // DuckDB over the files readers read (the current snapshot's; the live Parquet files): every event once, the marker for the erased.
+    const [source] = await target.tiering.tierSources();
     const dir = await mkdtemp(join(tmpdir(), 'auditlake-tier-erasure-files-'));
     onTestFinished(() => rm(dir, { recursive: true, force: true }));
     const paths: string[] = [];
-    for (const [index, file] of (await source.listFiles()).entries()) {
+    for (const [index, file] of (await (source as TierSource).listFiles()).entries()) {
       const path = join(dir, `${index}.parquet`);
       await mkdir(dirname(path), { recursive: true });
       await writeFile(path, await objects.get(file.key));
@@ -217,27 +234,32 @@ describe('erasure of tiered records, iceberg tier', () => {
     for (const id of ['old-1-2', 'new-0']) expect(rows.find((r) => r['event_id'] === id)).toMatchObject({ user_id: MARKER, query: MARKER });
     expect(rows.find((r) => r['event_id'] === 'old-1-3')).toMatchObject({ user_id: token('old-1-3', 'user'), query: token('old-1-3', 'query') });
 
-    // icebird, through the table's metadata, pointed at the embedded endpoint.
-    const original = globalThis.fetch;
-    const signed = signedFetch({ credentials: embedded.credentials, fetch: original });
-    globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) => {
-      const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
-      const match = /^https:\/\/([a-z0-9.-]+)\.s3\.amazonaws\.com(\/.*)$/.exec(url);
-      return match ? signed(`${embedded.connectionUrl}/${match[1]}${match[2]}`, init) : original(input, init);
-    });
-    onTestFinished(() => {
+    if (mode.mode === 'iceberg') {
+      // icebird, through the table's metadata, pointed at the embedded endpoint.
+      const original = globalThis.fetch;
+      const signed = signedFetch({ credentials: embedded.credentials, fetch: original });
+      globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) => {
+        const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+        const match = /^https:\/\/([a-z0-9.-]+)\.s3\.amazonaws\.com(\/.*)$/.exec(url);
+        return match ? signed(`${embedded.connectionUrl}/${match[1]}${match[2]}`, init) : original(input, init);
+      });
+      onTestFinished(() => {
+        globalThis.fetch = original;
+      });
+      const iceRows = (await icebergRead({ tableUrl: table.location })) as Array<Record<string, unknown>>;
       globalThis.fetch = original;
-    });
-    const iceRows = (await icebergRead({ tableUrl: table.location })) as Array<Record<string, unknown>>;
-    globalThis.fetch = original;
-    expect(iceRows.length).toBe(head);
-    expect(new Set(iceRows.map((r) => r['event_id'])).size).toBe(head);
-    for (const id of ['old-1-2', 'new-0']) expect(iceRows.find((r) => r['event_id'] === id)).toMatchObject({ user_id: MARKER, query: MARKER });
+      expect(iceRows.length).toBe(head);
+      expect(new Set(iceRows.map((r) => r['event_id'])).size).toBe(head);
+      for (const id of ['old-1-2', 'new-0']) expect(iceRows.find((r) => r['event_id'] === id)).toMatchObject({ user_id: MARKER, query: MARKER });
+    }
 
-    // No byte of any object in the bucket's directory holds an erased value; a kept one is there.
+    // No byte of any object in the bucket's directory holds an erased value; a kept one is there
+    // (read with the node closed, so no object is being written meanwhile).
+    await target.close();
+    node = undefined;
     const s3Dir = join(dataDir, 's3');
     for (const id of ['old-1-2', 'new-0']) for (const field of ['user', 'query']) expect(await filesHolding(s3Dir, token(id, field))).toEqual([]);
-    // The search finds values that are kept (in the current files and in the snapshots retained before the erasure's).
+    // The search finds values that are kept.
     for (const id of ['old-1-3', 'new-1']) for (const field of ['user', 'query']) expect((await filesHolding(s3Dir, token(id, field))).length).toBeGreaterThan(0);
   });
 });

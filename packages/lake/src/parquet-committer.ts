@@ -18,6 +18,8 @@ export interface CommitMarker {
   /** The watermark seq this commit continues from: the marker's key (absent in markers keyed by their last seq). */
   afterSeq?: number;
   files: CommittedFile[];
+  /** Seqs of the erasure records the batch holds (absent: none): their rewrite of the tier is pending until `_auditlake/erasures/<seq>.json` exists. */
+  erasureSeqs?: number[];
 }
 
 /** A data file a marker commits: a tier file whose size is always recorded. */
@@ -45,6 +47,8 @@ export interface ParquetCommitContext {
   beforeCommit?: () => void;
   /** Encodes the data files (default: on this thread). */
   encoder?: TierFileEncoder;
+  /** Seqs of the batch's erasure records, recorded in the marker. */
+  erasureSeqs?: readonly number[];
 }
 
 /**
@@ -89,6 +93,7 @@ export async function commitParquetBatch(objects: ObjectStore, location: S3Locat
     firstSeq: first.seq,
     afterSeq: context.afterSeq,
     files,
+    ...(context.erasureSeqs && context.erasureSeqs.length > 0 ? { erasureSeqs: [...context.erasureSeqs] } : {}),
   };
   const key = markerKey(location, context.afterSeq);
   const text = JSON.stringify(marker);

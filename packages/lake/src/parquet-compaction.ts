@@ -31,6 +31,8 @@ export interface CompactionMarker {
   generation: number;
   replaced: CommittedFile[];
   files: CommittedFile[];
+  /** True for an erasure's row rewrite: its replaced files are deleted at once, not after a grace period. */
+  erasure?: boolean;
 }
 
 /** What the readers of a Parquet location agree on: its commits and compactions, in key order. */

@@ -4,4 +4,4 @@ export { validateTierTarget } from './tier-target-validator.js';
 export { TierSweeper, type SweepOutcome, type TierStatus, type TierSweeperOptions } from './tier-sweeper.js';
 export { MaintenanceScheduler, MAINTENANCE_RUNS_KEPT, type MaintenanceRegistration, type MaintenanceRun, type MaintenanceSchedulerOptions, type MaintenanceSettingsView } from './maintenance-scheduler.js';
 export { CommitLock } from './commit-lock.js';
-export { applyIcebergErasures, isErasureRecord, type TierErasureResult } from './tier-erasure.js';
+export { applyIcebergErasures, applyParquetErasures, isErasureRecord, type ParquetErasureResult, type TierErasureResult } from './tier-erasure.js';

@@ -7,8 +7,11 @@ import {
   purgeReplacedFiles,
   rewriteIcebergRows,
   tableWatermark,
+  markErasureDone,
+  rewriteParquetRows,
   type LoadedTable,
   type MaintenanceContext,
+  type ParquetCompactionContext,
 } from '@auditlake/lake';
 import type { StoredEvent } from '@auditlake/model';
 import type { AuditStore } from '@auditlake/store';
@@ -39,10 +42,27 @@ export function isErasureRecord(event: Pick<StoredEvent, 'source' | 'action'>): 
   return integrityKindOf(event.source, event.action) === 'erase';
 }
 
+/** Merges erasure records into per-record targets (eventId → seq and fields); each names only records before it, as the store applies them. */
+function addTargets(targets: Map<string, ErasureTarget>, event: StoredEvent): boolean {
+  if (!isErasureRecord(event)) return false;
+  let details;
+  try {
+    details = parseErasureDetails(event.details);
+  } catch {
+    return false; // not an erasure the store applied either
+  }
+  for (const ref of details.records) {
+    if (ref.seq >= event.seq) continue;
+    const target = targets.get(ref.eventId);
+    if (target === undefined) targets.set(ref.eventId, { seq: ref.seq, fields: new Set(details.fields) });
+    else if (target.seq === ref.seq) for (const field of details.fields) target.fields.add(field);
+  }
+  return true;
+}
+
 /**
  * The erasure records of the log with seq in (afterSeq, throughSeq], read page by page from
- * the local store, merged per named record (eventId → seq and fields). Each names only records
- * before it, as the store applies them.
+ * the local store, merged per named record.
  */
 async function erasureTargets(store: AuditStore, afterSeq: number, throughSeq: number): Promise<{ targets: Map<string, ErasureTarget>; erasures: number }> {
   const targets = new Map<string, ErasureTarget>();
@@ -52,20 +72,7 @@ async function erasureTargets(store: AuditStore, afterSeq: number, throughSeq: n
     if (page.length === 0) break;
     for (const event of page) {
       if (event.seq > throughSeq) break;
-      if (!isErasureRecord(event)) continue;
-      let details;
-      try {
-        details = parseErasureDetails(event.details);
-      } catch {
-        continue; // not an erasure the store applied either
-      }
-      erasures++;
-      for (const ref of details.records) {
-        if (ref.seq >= event.seq) continue;
-        const target = targets.get(ref.eventId);
-        if (target === undefined) targets.set(ref.eventId, { seq: ref.seq, fields: new Set(details.fields) });
-        else if (target.seq === ref.seq) for (const field of details.fields) target.fields.add(field);
-      }
+      if (addTargets(targets, event)) erasures++;
     }
     after = page[page.length - 1]?.seq ?? throughSeq;
   }
@@ -119,4 +126,33 @@ export async function applyIcebergErasures(context: MaintenanceContext, loaded: 
     snapshotsExpired: result.snapshotsExpired + purge.snapshotsExpired,
     filesDeleted: result.filesDeleted + purge.filesDeleted,
   };
+}
+
+/** What a Parquet erasure pass did. */
+export interface ParquetErasureResult {
+  erasures: number;
+  filesRewritten: number;
+  rowsRewritten: number;
+  filesDeleted: number;
+  /** Erasure records no longer in the local store (retention removed them): not applied. */
+  missing: number[];
+}
+
+/**
+ * Applies erasure records (by seq, read from the local store) to a Parquet location: a row
+ * rewrite swapped by compaction markers, the replaced files deleted, then each record marked
+ * done (`_auditlake/erasures/<seq>.json`). Idempotent, so a pass stopped anywhere runs again.
+ */
+export async function applyParquetErasures(context: ParquetCompactionContext, store: AuditStore, erasureSeqs: readonly number[]): Promise<ParquetErasureResult> {
+  const targets = new Map<string, ErasureTarget>();
+  const missing: number[] = [];
+  let erasures = 0;
+  for (const seq of erasureSeqs) {
+    const [event] = await store.readBySeq(seq - 1, 1);
+    if (event === undefined || event.seq !== seq) missing.push(seq);
+    else if (addTargets(targets, event)) erasures++;
+  }
+  const rewritten = targets.size === 0 ? { filesRewritten: 0, rowsRewritten: 0, filesDeleted: 0 } : await rewriteParquetRows(context, { seqs: [...targets.values()].map((t) => t.seq), rewrite: (row) => eraseRow(targets, row) });
+  for (const seq of erasureSeqs) await markErasureDone(context, seq);
+  return { erasures, ...rewritten, missing };
 }

@@ -23,12 +23,14 @@ import {
   type ObjectStore,
   type TieredLocation,
   type TierFileEncoder,
+  pendingParquetErasures,
   type MaintenanceContext,
   type MaintenanceStep,
+  type ParquetCompactionContext,
   type Watermark,
 } from '@auditlake/lake';
 import { pickBatch } from './batch-picker.js';
-import { applyIcebergErasures, isErasureRecord, type TierErasureResult } from './tier-erasure.js';
+import { applyIcebergErasures, applyParquetErasures, isErasureRecord, type TierErasureResult } from './tier-erasure.js';
 import { CommitLock } from './commit-lock.js';
 
 export interface TierSweeperOptions {
@@ -104,6 +106,8 @@ export class TierSweeper {
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<SweepOutcome> | undefined;
   #recoveredFor: string | undefined;
+  /** Parquet mode: seqs of committed erasure records not yet applied to the location's rows. */
+  #parquetErasuresPending: number[] = [];
   /** Targets (term, connection, location) whose store was found to honour conditional create. */
   readonly #probed = new Set<string>();
   #closed = false;
@@ -222,16 +226,29 @@ export class TierSweeper {
       const markers = await readMarkers(objects, location, watermark.seq);
       for (const marker of markers) watermark = laterWatermark(watermark, marker.watermark);
       await store.putMeta({ [WATERMARK_META]: watermark });
+      // Erasure records committed whose rewrite was not recorded done (a crash in between).
+      this.#parquetErasuresPending = await pendingParquetErasures({ objects, location });
       this.#recoveredFor = recoveryKey;
     }
+    const context: ParquetCompactionContext = {
+      objects,
+      location,
+      fence: { term, mayCommit: () => this.#options.isLeader() && this.#options.term() === term },
+      now: this.#now,
+      ...(this.#options.encoder ? { encoder: this.#options.encoder } : {}),
+      ...(this.#options.onStep ? { onStep: this.#options.onStep } : {}),
+    };
+    await this.#applyParquetErasures(context, settings.tierParquetPath);
     const next = await this.#nextBatch(watermark);
     const { batch } = next;
     if (batch.length === 0) return 'nothing-to-tier';
+    const erasureSeqs = batch.filter(isErasureRecord).map((event) => event.seq);
     const started = this.#now();
     const result = await commitParquetBatch(objects, location, batch, {
       term,
       nowMs: this.#now(),
       afterSeq: watermark.seq,
+      erasureSeqs,
       mayCommit: () => this.#options.isLeader() && this.#options.term() === term,
       ...(this.#options.beforeCommit ? { beforeCommit: this.#options.beforeCommit } : {}),
       ...(this.#options.encoder ? { encoder: this.#options.encoder } : {}),
@@ -246,7 +263,25 @@ export class TierSweeper {
     this.#status.lastBatch = { count: batch.length, bytes: result.bytes, ms: this.#now() - started };
     this.#logTiered(result.marker.files.length, settings.tierParquetPath);
     this.#options.onTiered?.(batch.length, result.bytes);
+    // The batch's erasure records are committed: apply them to the location's rows.
+    this.#parquetErasuresPending = [...this.#parquetErasuresPending, ...erasureSeqs];
+    await this.#applyParquetErasures(context, settings.tierParquetPath);
     return this.#tieredOutcome(next);
+  }
+
+  /** Applies the pending erasure records to a Parquet location (kept pending when it fails: the sweep fails and retries). */
+  async #applyParquetErasures(context: ParquetCompactionContext, target: string): Promise<void> {
+    const pending = this.#parquetErasuresPending;
+    if (pending.length === 0) return;
+    const result = await applyParquetErasures(context, this.#options.store, pending);
+    this.#parquetErasuresPending = this.#parquetErasuresPending.filter((seq) => !pending.includes(seq));
+    if (result.missing.length > 0) {
+      this.#options.log.warn({ missing: result.missing, target }, `Audit tiering: erasure records at seq ${result.missing.join(', ')} are no longer in the local store; their rows in ${target} were not rewritten`);
+    }
+    this.#options.log.info(
+      { erasures: result.erasures, filesRewritten: result.filesRewritten, rowsRewritten: result.rowsRewritten, filesDeleted: result.filesDeleted, target },
+      `Audit tiering: ${result.erasures} erasure ${result.erasures === 1 ? 'record' : 'records'} applied to ${target} (${result.rowsRewritten} rows in ${result.filesRewritten} files rewritten, ${result.filesDeleted} files deleted)`,
+    );
   }
 
   /**
