@@ -1,17 +1,11 @@
 import type { KeyObject } from 'node:crypto';
 import { checkpointHash, checkpointSignatureValid, parseSignedCheckpoint, type SignedCheckpoint } from './checkpoint.js';
-import { integrityKindOf, parseErasureDetails } from './integrity-events.js';
+import { parseErasureDetails } from './integrity-events.js';
 import { parsePublishedKey, publicKeyId } from './node-key.js';
-import { canonicalRecord, CHECKED_FIELDS, erasedText, type CanonicalRecord, type HashedField, type RecordValues } from './record-fields.js';
-import { chainHash, GENESIS_CHAIN_HASH, RecordHasher, recordHashOf, splitFieldCheck, type RecordDigest } from './record-hasher.js';
-
-/** One record as a source gives it: its values and the chain fields stored with it. */
-export interface VerifyRecord extends RecordValues {
-  /** Absent for a record stored before the chain existed. */
-  recordHash?: string | undefined;
-  chainHash?: string | undefined;
-  fieldCheck?: string | undefined;
-}
+import { checkRecord, type CheckedDigest, type CheckedRecord, type VerifyRecord } from './checked-record.js';
+import { CHECKED_FIELDS, type HashedField } from './record-fields.js';
+import { RecentBySeq } from './recent-records.js';
+import { chainHash, GENESIS_CHAIN_HASH, RecordHasher, recordHashOf, splitFieldCheck } from './record-hasher.js';
 
 /** Records a node deleted by retention without tiering them, with the chain hash at the range's end. */
 export interface PrunedRange {
@@ -112,12 +106,6 @@ interface Processed {
   chainHash: string | undefined;
 }
 
-interface Queued {
-  record: VerifyRecord;
-  canonical: CanonicalRecord;
-  digest: RecordDigest | undefined;
-}
-
 /** How many records a chained record is compared against when looking for a reordering. */
 const REORDER_WINDOW = 16;
 /** Chain hashes kept for checkpoints that arrive after the record they cover. */
@@ -134,8 +122,8 @@ export class ChainVerifier {
   readonly #options: ChainVerifierOptions;
   readonly #hasher = new RecordHasher();
   readonly #breaks: IntegrityBreak[] = [];
-  readonly #queue: Queued[] = [];
-  readonly #recent = new Map<number, Processed>();
+  readonly #queue: CheckedRecord[] = [];
+  readonly #recent = new RecentBySeq<Processed>(RECENT_MAX);
   readonly #checkpoints: Array<FoundCheckpoint & { recordSeq?: number }> = [];
   readonly #externalBySeq = new Map<number, FoundCheckpoint[]>();
   readonly #registered = new Map<string, { publicKey: KeyObject | undefined; fingerprint: string | undefined; seq: number }>();
@@ -166,20 +154,27 @@ export class ChainVerifier {
   /** Adds the next record (seq ascending). Throws TypeError when the order is broken. */
   add(record: VerifyRecord): void {
     if (this.#finished) throw new TypeError('the verifier has finished');
+    this.addChecked(checkRecord(record, this.#hasher));
+  }
+
+  /**
+   * Adds the next record with its hashes already recomputed ({@link checkRecord}, perhaps on
+   * another thread): what {@link add} does after hashing. Throws TypeError when the order is broken.
+   */
+  addChecked(record: CheckedRecord): void {
+    if (this.#finished) throw new TypeError('the verifier has finished');
     if (!Number.isSafeInteger(record.seq) || record.seq < 1) throw new TypeError(`record seq must be a positive integer, got ${record.seq}`);
     if (record.seq < this.#lastFedSeq) throw new TypeError(`records must come in seq order: ${record.seq} after ${this.#lastFedSeq}`);
     this.#lastFedSeq = record.seq;
-    const canonical = canonicalRecord(record);
-    const digest = record.recordHash === undefined ? undefined : this.#hasher.digest(canonical);
-    this.#queue.push({ record, canonical, digest });
+    this.#queue.push(record);
     // Held back a little: a reordering is recognised by comparing with the records after it.
-    if (this.#queue.length > REORDER_WINDOW) this.#process(this.#queue.shift() as Queued);
+    if (this.#queue.length > REORDER_WINDOW) this.#process(this.#queue.shift() as CheckedRecord);
   }
 
   /** Ends the input and returns the report. */
   finish(): VerifyReport {
     if (this.#finished) throw new TypeError('the verifier has finished');
-    while (this.#queue.length > 0) this.#process(this.#queue.shift() as Queued);
+    while (this.#queue.length > 0) this.#process(this.#queue.shift() as CheckedRecord);
     this.#finished = true;
     this.#checkTail();
     const { keyIds, verified, chainId } = this.#checkCheckpoints();
@@ -210,11 +205,11 @@ export class ChainVerifier {
     this.#breaks.push(entry);
   }
 
-  #process(item: Queued): void {
-    const { record, digest } = item;
+  #process(record: CheckedRecord): void {
+    const digest = record.digest;
     const last = this.#last;
     if (last !== undefined && record.seq === last.seq) {
-      this.#duplicate(item, last);
+      this.#duplicate(record, last);
       return;
     }
     this.#firstSeq ??= record.seq;
@@ -226,18 +221,19 @@ export class ChainVerifier {
     this.#records++;
     this.#firstChainedSeq ??= record.seq;
     const altered = digest.recordHash !== record.recordHash;
-    if (altered) this.#explainAltered(item);
+    if (altered) this.#explainAltered(record, digest);
     else if (record.fieldCheck !== digest.fieldCheck) {
       this.#break({ kind: 'altered', seq: record.seq, eventId: record.eventId, fields: ['field_check'], message: `altered record at seq ${record.seq} (eventId ${record.eventId}): its field_check was changed` });
     }
-    this.#checkErased(item);
+    this.#checkErased(record);
     let stored = record.chainHash;
-    if (!altered && this.#prevChain !== undefined) {
+    // linkedFrom: the link was already found to hold from this very chain hash (where the record was checked).
+    if (!altered && this.#prevChain !== undefined && (record.linkedFrom === undefined || record.linkedFrom !== this.#prevChain)) {
       const expected = chainHash(this.#prevChain, digest.recordHash);
       if (stored !== expected) {
         // The next record links to the chain_hash this one should have: only the stored value changed.
         const next = this.#queue[0];
-        if (next?.digest !== undefined && next.record.seq === record.seq + 1 && next.record.chainHash === chainHash(expected, next.digest.recordHash)) {
+        if (next?.digest !== undefined && next.seq === record.seq + 1 && next.chainHash === chainHash(expected, next.digest.recordHash)) {
           this.#break({ kind: 'altered', seq: record.seq, eventId: record.eventId, fields: ['chain_hash'], message: `altered record at seq ${record.seq} (eventId ${record.eventId}): its chain_hash was changed` });
           stored = expected;
         } else {
@@ -259,9 +255,9 @@ export class ChainVerifier {
     for (const found of this.#externalBySeq.get(record.seq) ?? []) this.#matchCheckpoint(found.checkpoint, processed);
   }
 
-  #duplicate(item: Queued, last: Processed): void {
-    const recordHash = item.digest?.recordHash;
-    if (recordHash !== undefined && recordHash === last.recordHash && item.record.chainHash === last.chainHash) {
+  #duplicate(record: CheckedRecord, last: Processed): void {
+    const recordHash = record.digest?.recordHash;
+    if (recordHash !== undefined && recordHash === last.recordHash && record.chainHash === last.chainHash) {
       this.#duplicates++;
       return;
     }
@@ -269,7 +265,7 @@ export class ChainVerifier {
       kind: 'conflict',
       seq: last.seq,
       eventId: last.eventId,
-      message: `two different records at seq ${last.seq} (eventIds ${last.eventId} and ${item.record.eventId})`,
+      message: `two different records at seq ${last.seq} (eventIds ${last.eventId} and ${record.eventId})`,
     });
   }
 
@@ -315,7 +311,7 @@ export class ChainVerifier {
     this.#prevChain = undefined;
   }
 
-  #legacyRecord(record: VerifyRecord): void {
+  #legacyRecord(record: CheckedRecord): void {
     if (this.#firstChainedSeq !== undefined) {
       this.#break({
         kind: 'altered',
@@ -331,10 +327,8 @@ export class ChainVerifier {
   }
 
   /** Names what changed in a record whose recomputed hash differs from the stored one. */
-  #explainAltered(item: Queued): void {
-    const { record } = item;
-    const recomputed = item.digest as RecordDigest;
-    const moved = this.#reorderedTo(item);
+  #explainAltered(record: CheckedRecord, recomputed: CheckedDigest): void {
+    const moved = this.#reorderedTo(record, recomputed);
     if (moved !== undefined) {
       this.#break({
         kind: 'reordered',
@@ -359,19 +353,19 @@ export class ChainVerifier {
    * The seq a record was chained at, when its values hash to the stored record_hash of a nearby
    * seq (or to its own stored hash at a nearby seq): records moved, not altered.
    */
-  #reorderedTo(item: Queued): number | undefined {
-    const { record, canonical } = item;
-    const content = (item.digest as RecordDigest).content;
+  #reorderedTo(record: CheckedRecord, recomputed: CheckedDigest): number | undefined {
+    const content = recomputed.content;
+    if (content === undefined) return undefined;
     const stored = new Map<number, string | undefined>();
     for (let seq = record.seq - REORDER_WINDOW; seq < record.seq; seq++) {
       const processed = this.#recent.get(seq);
       if (processed !== undefined) stored.set(seq, processed.storedRecordHash);
     }
-    for (const queued of this.#queue) stored.set(queued.record.seq, queued.record.recordHash);
+    for (const queued of this.#queue) stored.set(queued.seq, queued.recordHash);
     for (let delta = 1; delta <= REORDER_WINDOW; delta++) {
       for (const seq of [record.seq - delta, record.seq + delta]) {
         if (seq < 1) continue;
-        const hash = recordHashOf(seq, canonical.term, canonical.ingestTs, content);
+        const hash = recordHashOf(seq, content.term, content.ingestTs, content);
         if (hash === record.recordHash || hash === stored.get(seq)) return seq;
       }
     }
@@ -379,20 +373,16 @@ export class ChainVerifier {
   }
 
   #remember(processed: Processed): void {
-    this.#recent.set(processed.seq, processed);
-    if (this.#recent.size > RECENT_MAX) {
-      const oldest = this.#recent.keys().next().value as number;
-      this.#recent.delete(oldest);
-    }
+    this.#recent.add(processed);
   }
 
-  #checkErased(item: Queued): void {
-    const { record, canonical } = item;
-    const erased = canonical.erased;
+  #checkErased(record: CheckedRecord): void {
+    const erased = record.erased;
     if (erased === undefined) return;
-    const fields = Object.keys(erased) as HashedField[];
-    for (const field of fields) {
-      if (canonical.texts[field] !== erasedText(field)) {
+    const fields: HashedField[] = [];
+    for (const { field, holdsMarker } of erased) {
+      fields.push(field);
+      if (!holdsMarker) {
         this.#break({ kind: 'altered', seq: record.seq, eventId: record.eventId, fields: [field], message: `altered record at seq ${record.seq} (eventId ${record.eventId}): erased field ${field} holds a value` });
       }
     }
@@ -400,12 +390,13 @@ export class ChainVerifier {
     this.#erasures.push({ seq: record.seq, eventId: record.eventId, fields });
   }
 
-  #noteIntegrityEvent(record: VerifyRecord): void {
-    const kind = integrityKindOf(record.source, record.action);
-    if (kind === undefined) return;
+  #noteIntegrityEvent(record: CheckedRecord): void {
+    const integrity = record.integrity;
+    if (integrity === undefined) return;
+    const { kind, details: text } = integrity;
     try {
       if (kind === 'checkpoint') {
-        const checkpoint = parseSignedCheckpoint(record.details);
+        const checkpoint = parseSignedCheckpoint(text);
         const where = `the checkpoint record at seq ${record.seq}`;
         this.#checkpoints.push({ checkpoint, where, recordSeq: record.seq });
         if (checkpoint.seq >= record.seq) {
@@ -415,13 +406,13 @@ export class ChainVerifier {
         const covered = this.#recent.get(checkpoint.seq);
         if (covered !== undefined) this.#matchCheckpoint(checkpoint, covered);
       } else if (kind === 'registerKey') {
-        const key = parsePublishedKey(record.details);
+        const key = parsePublishedKey(text);
         this.#registered.set(key.keyId, { publicKey: key.publicKey, fingerprint: key.fingerprint, seq: record.seq });
         if (key.fingerprint !== key.keyId) {
           this.#break({ kind: 'replaced-key', seq: record.seq, message: `replaced public key: the key registered at seq ${record.seq} for keyId ${key.keyId} has fingerprint ${key.fingerprint ?? '(not an Ed25519 key)'}` });
         }
       } else {
-        const details = parseErasureDetails(record.details);
+        const details = parseErasureDetails(text);
         for (const ref of details.records) {
           const grant = this.#grants.get(ref.eventId) ?? { fields: new Set<string>(), seq: record.seq };
           for (const field of details.fields) grant.fields.add(field);
@@ -429,7 +420,7 @@ export class ChainVerifier {
         }
       }
     } catch (err) {
-      this.#break({ kind: 'altered', seq: record.seq, eventId: record.eventId, fields: ['details'], message: `altered record at seq ${record.seq} (eventId ${record.eventId}): its ${record.action} details do not parse (${(err as Error).message})` });
+      this.#break({ kind: 'altered', seq: record.seq, eventId: record.eventId, fields: ['details'], message: `altered record at seq ${record.seq} (eventId ${record.eventId}): its ${integrity.action} details do not parse (${(err as Error).message})` });
     }
   }
 

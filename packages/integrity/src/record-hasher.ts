@@ -117,7 +117,7 @@ export class RecordHasher {
  * (numbers in decimal). Every line is a number or hex, so the preimage is unambiguous; so is the
  * content hash's (its only texts are JSON texts, which hold no raw newline, and fixed-length hex).
  */
-export function recordHashOf(seq: number, term: number, ingestTs: number, content: RecordContent): string {
+export function recordHashOf(seq: number, term: number, ingestTs: number, content: Pick<RecordContent, 'hash'>): string {
   return sha256Hex(`auditlake-record/2\n${seq}\n${term}\n${ingestTs}\n${content.hash}`);
 }
 

@@ -42,6 +42,8 @@ export const AuditErrorCode = {
   TABLE_INVALID: 'AUDIT_TABLE_INVALID',
   /** A tier file encoder worker failed or died; the sweep or maintenance run retries later. */
   ENCODER_FAILED: 'AUDIT_ENCODER_FAILED',
+  /** A verifier worker thread (`auditlake verify --threads`) failed or died; the verification was not done. */
+  VERIFIER_FAILED: 'AUDIT_VERIFIER_FAILED',
   /** A node could not be reached, or kept failing, through every retry (the CLI's client). */
   UNREACHABLE: 'AUDIT_UNREACHABLE',
   /** Replicated log entries do not continue this node's record chain (docs/integrity.md): refused, nothing stored. */
