@@ -1,5 +1,5 @@
-import { currentSnapshot, type TieredEvent } from '@auditlake/format';
-import type { FoundCheckpoint, ShownKey, VerifyRecord } from '@auditlake/integrity';
+import { currentSnapshot } from '@auditlake/format';
+import type { CheckedBatch, FoundCheckpoint, ShownKey } from '@auditlake/integrity';
 import { parseSignedCheckpoint } from '@auditlake/integrity';
 import {
   CHECKPOINT_SUMMARY_KEY,
@@ -10,17 +10,19 @@ import {
   parseS3Location,
   readIntegrityObjects,
   readMarkers,
-  readTierHistory,
   S3Connections,
   tableWatermark,
+  type TierFile,
   type TierSource,
 } from '@auditlake/lake';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
+import type { VerifyChecks } from './verify-checks.js';
 import type { TierLocationOption } from './verify-options.js';
 
-/** What a tier gives the verifier: its records in seq order and the proof kept beside them. */
+/** What a tier gives the verifier: its records checked (a batch per data file) and the proof kept beside them. */
 export interface TierProof {
-  records: VerifyRecord[];
+  /** One batch per committed data file, in the order the tier lists them; merge them by seq. */
+  batches: CheckedBatch[];
   legacyRows: number;
   files: number;
   checkpoints: FoundCheckpoint[];
@@ -33,10 +35,11 @@ const CONNECTION_ID = 'verify';
 
 /**
  * Reads a tier from the bucket alone: every committed data file (through the Parquet commit
- * markers or the Iceberg table's current snapshot), the `_integrity/` objects beside it and,
- * for Iceberg, the checkpoint the current snapshot's summary carries.
+ * markers or the Iceberg table's current snapshot), checked by `checks` as it arrives, the
+ * `_integrity/` objects beside it and, for Iceberg, the checkpoint the current snapshot's
+ * summary carries.
  */
-export async function readTierProof(tier: TierLocationOption): Promise<TierProof> {
+export async function readTierProof(tier: TierLocationOption, checks: VerifyChecks): Promise<TierProof> {
   const location = parseS3Location(tier.location);
   if (!location) throw new AuditError(AuditErrorCode.BAD_REQUEST, `not an s3://bucket/prefix location: ${tier.location}`);
   const connections = new S3Connections(
@@ -66,13 +69,14 @@ export async function readTierProof(tier: TierLocationOption): Promise<TierProof
       if (watermark !== undefined) head = { seq: watermark.seq, where: `the current snapshot's watermark of ${tier.location}` };
       source = new IcebergTierSource(connections, table);
     }
-    const history = await readTierHistory(source);
+    const files = await source.listFiles();
+    const batches = await checkFiles(source, files, checks);
     const proof = await readIntegrityObjects(objects, location.prefix);
     for (const object of proof.checkpoints) checkpoints.push(found(object.text, objects.url(object.key)));
     return {
-      records: asVerifyRecords(history.records),
-      legacyRows: history.legacyRows,
-      files: history.files,
+      batches,
+      legacyRows: batches.reduce((sum, batch) => sum + batch.skipped, 0),
+      files: files.length,
       checkpoints,
       keys: proof.keys.map((object) => ({ text: object.text, where: objects.url(object.key) })),
       head,
@@ -84,12 +88,28 @@ export async function readTierProof(tier: TierLocationOption): Promise<TierProof
 }
 
 /**
- * The tier's rows as the verifier takes them (each has a seq; a row without a term reads as term
- * 0), changed in place: a copy of every row was measured as a large share of verify's time.
+ * Fetches every file whole and has it checked, a few at a time: while the checks decode and
+ * hash some files, the next ones are being fetched, and at most that many are held at once.
  */
-function asVerifyRecords(rows: TieredEvent[]): VerifyRecord[] {
-  for (const row of rows) row.term ??= 0;
-  return rows as VerifyRecord[];
+async function checkFiles(source: TierSource, files: readonly TierFile[], checks: VerifyChecks): Promise<CheckedBatch[]> {
+  const batches: CheckedBatch[] = new Array<CheckedBatch>(files.length);
+  const lanes = Math.min(files.length, Math.max(2, 2 * checks.threads));
+  let next = 0;
+  let failed = false;
+  const lane = async () => {
+    while (!failed && next < files.length) {
+      const at = next++;
+      try {
+        const bytes = await source.open(files[at] as TierFile);
+        batches[at] = await checks.check({ parquet: await bytes.slice(0, bytes.byteLength) });
+      } catch (err) {
+        failed = true;
+        throw err;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: lanes }, lane));
+  return batches;
 }
 
 function found(text: string, where: string): FoundCheckpoint {

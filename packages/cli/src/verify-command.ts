@@ -2,18 +2,22 @@ import { readFile } from 'node:fs/promises';
 import type { KeyObject } from 'node:crypto';
 import {
   ChainVerifier,
+  CheckedBatchReader,
+  mergeCheckedBatches,
   parseSignedCheckpoint,
   readPublicKeyPem,
+  type CheckedBatch,
+  type CheckedRecord,
   type ChainVerifierOptions,
   type FoundCheckpoint,
   type PrunedRange,
   type ShownKey,
-  type VerifyRecord,
   type VerifyReport,
 } from '@auditlake/integrity';
 import { AuditError, AuditErrorCode, isAuditError } from '@auditlake/model';
 import { NodeClient } from './node-client.js';
-import { readTierProof, type TierProof } from './tier-proof.js';
+import { readTierProof } from './tier-proof.js';
+import { VerifyChecks } from './verify-checks.js';
 import { parseVerifyOptions, type VerifyOptions } from './verify-options.js';
 
 /** Records asked of a node per page. */
@@ -61,8 +65,17 @@ export async function verifyCommand(args: string[], env: NodeJS.ProcessEnv, stre
 
 /** Reads what the options name and verifies it as one history. */
 export async function verifyHistory(options: VerifyOptions): Promise<VerifyReport> {
+  const checks = new VerifyChecks(options.threads);
+  try {
+    return await verifyWith(options, checks);
+  } finally {
+    await checks.close();
+  }
+}
+
+async function verifyWith(options: VerifyOptions, checks: VerifyChecks): Promise<VerifyReport> {
   const pinnedKeys = await Promise.all(options.publicKeyFiles.map(readPinnedKey));
-  const tier = options.tier === undefined ? undefined : await readTierProof(options.tier);
+  const tier = options.tier === undefined ? undefined : await readTierProof(options.tier, checks);
   const client = options.node === undefined ? undefined : new NodeClient({ url: options.node.url, token: options.node.token });
   const view = client === undefined ? undefined : await readView(client);
   const checkpoints: FoundCheckpoint[] = [...(tier?.checkpoints ?? [])];
@@ -81,7 +94,7 @@ export async function verifyHistory(options: VerifyOptions): Promise<VerifyRepor
     verifierOptions.head = { seq: tier.head.seq, chainHash: undefined, where: tier.head.where };
   }
   const verifier = new ChainVerifier(verifierOptions);
-  await feed(verifier, tier, client);
+  await feed(verifier, tier?.batches ?? [], client === undefined ? undefined : nodeRecords(client, checks));
   return verifier.finish();
 }
 
@@ -103,32 +116,53 @@ async function readView(client: NodeClient): Promise<NodeIntegrityView> {
   return (await response.json()) as NodeIntegrityView;
 }
 
-/** The node's records in seq order, a page at a time. */
-async function* nodeRecords(client: NodeClient): AsyncGenerator<VerifyRecord> {
+/**
+ * The node's records in seq order, checked a page at a time: the next page is fetched while
+ * the last one is being checked.
+ */
+async function* nodeRecords(client: NodeClient, checks: VerifyChecks): AsyncGenerator<CheckedRecord> {
   let afterSeq = 0;
+  let checking: Promise<CheckedBatch> | undefined;
   for (;;) {
     const response = await client.request(`/admin/audit/integrity/records?afterSeq=${afterSeq}&limit=${NODE_PAGE}`);
     if (!response.ok) throw new AuditError(AuditErrorCode.BAD_REQUEST, `${client.url}/admin/audit/integrity/records answered ${response.status}: ${(await response.text()).slice(0, 200)}`);
     const text = await response.text();
-    if (text === '') return;
-    for (const line of text.split('\n')) {
-      if (line === '') continue;
-      const record = JSON.parse(line) as VerifyRecord;
-      afterSeq = record.seq;
-      yield record;
-    }
+    if (text === '') break;
+    afterSeq = lastSeqOf(text);
+    const page = checks.check({ jsonLines: text });
+    // Awaited below, after the next page is fetched; a failure meanwhile is not unhandled.
+    page.catch(() => undefined);
+    if (checking !== undefined) yield* recordsOf(await checking);
+    checking = page;
   }
+  if (checking !== undefined) yield* recordsOf(await checking);
 }
 
-/** Feeds the tier's records and the node's, merged by seq (a record in both is fed twice: identical copies are fine). */
-async function feed(verifier: ChainVerifier, tier: TierProof | undefined, client: NodeClient | undefined): Promise<void> {
-  const tiered = tier?.records ?? [];
-  let next = 0;
-  if (client !== undefined) {
-    for await (const record of nodeRecords(client)) {
-      while (next < tiered.length && (tiered[next] as VerifyRecord).seq <= record.seq) verifier.add(tiered[next++] as VerifyRecord);
-      verifier.add(record);
+/** The seq of a page's last record (where the next page starts). */
+function lastSeqOf(text: string): number {
+  let end = text.length;
+  while (end > 0 && text[end - 1] === '\n') end--;
+  const record = JSON.parse(text.slice(text.lastIndexOf('\n', end - 1) + 1, end)) as { seq: number };
+  return record.seq;
+}
+
+function* recordsOf(batch: CheckedBatch): Generator<CheckedRecord> {
+  const reader = new CheckedBatchReader(batch);
+  for (let record = reader.next(); record !== undefined; record = reader.next()) yield record;
+}
+
+/** Feeds the tier's records and the node's, merged by seq (a record in both is fed twice, the tier's copy first: identical copies are fine). */
+async function feed(verifier: ChainVerifier, tier: readonly CheckedBatch[], node: AsyncGenerator<CheckedRecord> | undefined): Promise<void> {
+  const tiered = mergeCheckedBatches(tier);
+  let next = tiered.next();
+  if (node !== undefined) {
+    for await (const record of node) {
+      while (!next.done && next.value.seq <= record.seq) {
+        verifier.addChecked(next.value);
+        next = tiered.next();
+      }
+      verifier.addChecked(record);
     }
   }
-  while (next < tiered.length) verifier.add(tiered[next++] as VerifyRecord);
+  for (; !next.done; next = tiered.next()) verifier.addChecked(next.value);
 }

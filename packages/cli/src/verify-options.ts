@@ -1,9 +1,10 @@
+import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 
 export const VERIFY_USAGE = `usage: auditlake verify [--url URL --token T] [--path s3://bucket/prefix | --table s3://bucket/table-location]
                         [--endpoint URL] [--region R] [--access-key-id K] [--secret-access-key S]
-                        [--public-key FILE]... [--from-seq N] [--json]
+                        [--public-key FILE]... [--from-seq N] [--threads N] [--json]
   Recomputes every record hash and the record chain over a node's log and/or a tier, checks
   every signed checkpoint, and prints "verified N records, seq A..B, K checkpoints" or the first
   break (altered record, missing records, reordered, truncated tail, bad or unknown signature).
@@ -18,9 +19,14 @@ export const VERIFY_USAGE = `usage: auditlake verify [--url URL --token T] [--pa
                        signed by one of these, not merely by a key the history shows
   --from-seq           where the history is known to begin (default 1): records before it are
                        not expected
+  --threads            worker threads that decode and hash records (default: one per
+                       core); 0 does it all on the main thread
   --json               print the whole report as JSON
   With both --url and a tier, the node's log and the tier are verified as one history.
 exit status: 0 verified, 1 a break was found, 2 usage error`;
+
+/** More worker threads than this only cost memory. */
+const THREADS_MAX = 64;
 
 export interface TierLocationOption {
   mode: 'parquet' | 'iceberg';
@@ -37,6 +43,8 @@ export interface VerifyOptions {
   tier?: TierLocationOption;
   publicKeyFiles: string[];
   fromSeq: number;
+  /** Worker threads that decode and hash (0: none, all on the main thread). */
+  threads: number;
   json: boolean;
 }
 
@@ -63,6 +71,7 @@ export function parseVerifyOptions(args: string[], env: NodeJS.ProcessEnv): Veri
         'secret-access-key': { type: 'string' },
         'public-key': { type: 'string', multiple: true },
         'from-seq': { type: 'string' },
+        threads: { type: 'string' },
         json: { type: 'boolean', default: false },
       },
     });
@@ -74,7 +83,7 @@ export function parseVerifyOptions(args: string[], env: NodeJS.ProcessEnv): Veri
   const tierLocation = v.path ?? v.table;
   const url = v.url ?? (tierLocation === undefined ? env['AUDITLAKE_URL'] : undefined);
   if (url === undefined && tierLocation === undefined) throw usageError('name what to verify: --url (a node), --path (a Parquet tier) or --table (an Iceberg table)');
-  const options: VerifyOptions = { publicKeyFiles: v['public-key'] ?? [], fromSeq: 1, json: v.json === true };
+  const options: VerifyOptions = { publicKeyFiles: v['public-key'] ?? [], fromSeq: 1, threads: availableParallelism(), json: v.json === true };
   if (url !== undefined) {
     if (!/^https?:\/\/[^/]+/.test(url)) throw usageError(`--url must be an http(s) URL: ${url}`);
     const token = v.token ?? env['AUDITLAKE_ADMIN_TOKEN'];
@@ -96,6 +105,11 @@ export function parseVerifyOptions(args: string[], env: NodeJS.ProcessEnv): Veri
     const fromSeq = /^\d{1,16}$/.test(v['from-seq']) ? Number(v['from-seq']) : NaN;
     if (!Number.isSafeInteger(fromSeq) || fromSeq < 1) throw usageError(`--from-seq must be a positive integer: ${v['from-seq']}`);
     options.fromSeq = fromSeq;
+  }
+  if (v.threads !== undefined) {
+    const threads = /^\d{1,3}$/.test(v.threads) ? Number(v.threads) : NaN;
+    if (!(threads >= 0 && threads <= THREADS_MAX)) throw usageError(`--threads must be an integer from 0 to ${THREADS_MAX}: ${v.threads}`);
+    options.threads = threads;
   }
   return options;
 }

@@ -197,6 +197,22 @@ describe('an untouched history', () => {
     expect(stderr).toContain('--path must be s3://bucket[/prefix]: not-a-location');
     expect(await verifyCommand([], {}, streams)).toBe(2);
     expect(stderr).toContain('name what to verify');
+    for (const bad of ['-1', 'two', '65', '1.5']) {
+      stderr = '';
+      expect(await verifyCommand(['--url', node.url, '--token', ADMIN_TOKEN, `--threads=${bad}`], {}, streams)).toBe(2);
+      expect(stderr).toContain(`--threads must be an integer from 0 to 64: ${bad}`);
+    }
+  });
+
+  it('gives the same report with the decoding and hashing on no worker thread, one, or three', async () => {
+    const withThreads = (threads: string) => [
+      verifyHistory(online(['--threads', threads])),
+      verifyHistory(offline(['--threads', threads])),
+      verifyHistory(offline(['--url', node.url, '--token', ADMIN_TOKEN, '--threads', threads])),
+    ];
+    const reference = await Promise.all(withThreads('0'));
+    expect(reference.map((report) => report.ok)).toEqual([true, true, true]);
+    for (const threads of ['1', '3']) expect(await Promise.all(withThreads(threads))).toEqual(reference);
   });
 });
 
@@ -216,6 +232,45 @@ describe('a tampered tier fails verify with the right words', () => {
       await rewriteFile(key, rows.map((row) => (row.seq === 12 ? { ...row, userId: `${row.userId}x` } : row)));
       const report = await verifyHistory(offline());
       expect(report.message).toBe('altered record at seq 12 (eventId ev-10): field userId changed');
+    } finally {
+      await restore();
+    }
+  });
+
+  it('a tampered tier gives the same report on any number of worker threads', async () => {
+    try {
+      const changed = await fileWith(12);
+      await rewriteFile(changed.key, changed.rows.map((row) => (row.seq === 12 ? { ...row, query: `${row.query} ` } : row)));
+      const swapped = await fileWith(5);
+      const a = swapped.rows.find((row) => row.seq === 5) as TieredEvent;
+      const b = swapped.rows.find((row) => row.seq === 6) as TieredEvent;
+      await rewriteFile(swapped.key, swapped.rows.map((row) => (row.seq === 5 ? { ...b, seq: 5 } : row.seq === 6 ? { ...a, seq: 6 } : row)));
+      const reference = await verifyHistory(offline(['--threads', '0']));
+      expect(reference.breaks.map((b) => b.message)).toEqual([
+        'reordered: the record at seq 5 (eventId ev-5) was chained at seq 6',
+        'reordered: the record at seq 6 (eventId ev-4) was chained at seq 5',
+        'chain broken at seq 7 (eventId ev-6): its chain_hash does not follow from seq 6 (records were replaced, or spliced from another chain)',
+        'altered record at seq 12 (eventId ev-10): field query changed',
+      ]);
+      for (const threads of ['1', '3']) expect(await verifyHistory(offline(['--threads', threads]))).toEqual(reference);
+    } finally {
+      await restore();
+    }
+  });
+
+  it('a data file that does not decode is exit 1 with the reason, on worker threads or not', async () => {
+    try {
+      const { key } = await fileWith(12);
+      const bytes = await objects.get(key);
+      await objects.put(key, bytes.map((byte, i) => (i > 8 && i < bytes.length - 8 ? byte ^ 0x5a : byte)));
+      const embedded = node.embeddedS3 as EmbeddedS3;
+      const args = ['--path', TIER_PATH, '--endpoint', embedded.connectionUrl, '--access-key-id', embedded.credentials.accessKeyId, '--secret-access-key', embedded.credentials.secretAccessKey];
+      for (const threads of ['0', '2']) {
+        let stderr = '';
+        const streams = { stdout: { write: () => true }, stderr: { write: (t: string) => (stderr += t) } };
+        expect(await verifyCommand([...args, '--threads', threads], {}, streams)).toBe(1);
+        expect(stderr).toMatch(/^auditlake verify: .+/);
+      }
     } finally {
       await restore();
     }

@@ -26,7 +26,6 @@ export { COMPACTIONS_DIR, compactionKey, compactParquetLocation, liveParquetFile
 export { REPLACED_FILE_GRACE_MS, runParquetMaintenance } from './parquet-maintenance.js';
 export type { ParquetCompactionContext, ParquetCompactionResult } from './parquet-compaction.js';
 export { CHECKPOINT_SUMMARY_KEY, INTEGRITY_DIR, latestCheckpointText, readIntegrityObjects, writeIntegrityObjects, type IntegrityObjects } from './integrity-objects.js';
-export { readTierHistory, type TierHistory } from './tier-history.js';
 export { encodeTierFile, INLINE_TIER_FILE_ENCODER, rewriteTierFiles, type EncodedTierFile, type RewriteInput, type TierFileEncoder, type TierFileShape } from './tier-file-encoding.js';
 export { TierEncodePool, type TierEncodePoolOptions } from './tier-encode-pool.js';
 export { commitProperties, ERASURES_APPLIED_THROUGH_PROPERTY, erasuresAppliedThrough, PURGE_FILES_PROPERTY, purgeReplacedFiles, rewriteIcebergRows, type PurgeResult, type RowRewrite, type RowRewriteResult } from './iceberg-row-rewrite.js';
