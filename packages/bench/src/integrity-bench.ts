@@ -32,6 +32,10 @@ export interface IntegrityFigures {
     offlineMs: number;
     offlineRecordsPerSecond: number;
     offlineCpu: CpuShare;
+    /** Worker threads the offline run used (`--threads`, default one per core). */
+    threads?: number;
+    /** The same offline run with `--threads 0` (decoding and hashing on the main thread), right after. */
+    oneThread?: { ms: number; recordsPerSecond: number; cpu: CpuShare };
     /** The verifier alone over the same records in memory: what hashing and checking cost. */
     inMemoryMs: number;
     inMemoryRecordsPerSecond: number;
@@ -124,7 +128,15 @@ async function runVerify(options: IntegrityBenchOptions, log: Log): Promise<Inte
     const offlineMs = performance.now() - started;
     const offlineCpu = stopCpu();
     if (!report.ok) throw new Error(`verify failed on an untouched tier: ${report.message}`);
-    log(`  ${report.message} in ${(offlineMs / 1000).toFixed(2)} s`);
+    log(`  ${report.message} in ${(offlineMs / 1000).toFixed(2)} s (${verifyOptions.threads} worker threads)`);
+    log(`integrity: the same with --threads 0…`);
+    const stopOneCpu = startCpuMonitor();
+    const oneStarted = performance.now();
+    const oneReport = await verifyHistory({ ...verifyOptions, threads: 0 });
+    const oneMs = performance.now() - oneStarted;
+    const oneCpu = stopOneCpu();
+    if (oneReport.message !== report.message) throw new Error(`verify --threads 0 disagrees: ${oneReport.message}`);
+    log(`  ${(oneMs / 1000).toFixed(2)} s`);
     // The same records in memory, through the verifier alone.
     const records = (await node.store.readBySeq(0, head)) as unknown as VerifyRecord[];
     const inMemoryStarted = performance.now();
@@ -139,6 +151,8 @@ async function runVerify(options: IntegrityBenchOptions, log: Log): Promise<Inte
       offlineMs,
       offlineRecordsPerSecond: report.records / (offlineMs / 1000),
       offlineCpu,
+      threads: verifyOptions.threads,
+      oneThread: { ms: oneMs, recordsPerSecond: oneReport.records / (oneMs / 1000), cpu: oneCpu },
       inMemoryMs,
       inMemoryRecordsPerSecond: inMemory.records / (inMemoryMs / 1000),
       message: report.message,

@@ -29,8 +29,10 @@ export function integritySummaryRows(f: IntegrityFigures, config: BenchConfig): 
     },
     {
       figure: `\`auditlake verify --path\` offline from the bucket (embedded S3 endpoint), ${int(f.verify.records)} records, ${f.verify.checkpoints} checkpoints`,
-      measured: `${int(f.verify.offlineRecordsPerSecond)} records/s (${ms(f.verify.offlineMs)})`,
-      reference: `the verifier alone, records in memory: ${int(f.verify.inMemoryRecordsPerSecond)} records/s`,
+      measured: `${int(f.verify.offlineRecordsPerSecond)} records/s (${ms(f.verify.offlineMs)}${f.verify.threads === undefined ? '' : `, ${f.verify.threads} worker threads`})`,
+      reference:
+        (f.verify.oneThread === undefined ? '' : `\`--threads 0\` (no workers), same run: ${int(f.verify.oneThread.recordsPerSecond)} records/s; `) +
+        `the verifier alone, records in memory: ${int(f.verify.inMemoryRecordsPerSecond)} records/s`,
       target: `≥ ${int(INTEGRITY_TARGETS.verifyRecordsPerSecondMin)} records/s`,
       met: metWord(f.verify.offlineRecordsPerSecond >= INTEGRITY_TARGETS.verifyRecordsPerSecondMin),
     },
@@ -64,7 +66,9 @@ export function integrityMarkdown(f: IntegrityFigures): string {
     table(['round', 'chain off, events/s', 'chain on, events/s', 'on ÷ off', 'other CPU (off)', 'other CPU (on)'], rounds),
     '',
     `Verify: ${f.verify.message}; offline from the bucket ${ms(f.verify.offlineMs)} (${int(f.verify.offlineRecordsPerSecond)} records/s, ` +
-      `this process ${cores(f.verify.offlineCpu.ownCores)} cores, others ${cores(f.verify.offlineCpu.otherCores)}); the verifier alone over the records in memory ${ms(f.verify.inMemoryMs)}.`,
+      `this process ${cores(f.verify.offlineCpu.ownCores)} cores, others ${cores(f.verify.offlineCpu.otherCores)})` +
+      (f.verify.oneThread === undefined ? '' : `; with \`--threads 0\` ${ms(f.verify.oneThread.ms)} (${int(f.verify.oneThread.recordsPerSecond)} records/s, this process ${cores(f.verify.oneThread.cpu.ownCores)} cores)`) +
+      `; the verifier alone over the records in memory ${ms(f.verify.inMemoryMs)}.`,
   ].join('\n');
 }
 

@@ -1,4 +1,4 @@
-import { bytesSource, readAuditParquet } from '@auditlake/format';
+import { bytesSource, readWholeAuditParquet } from '@auditlake/format';
 import { checkRecordsToBatch, parseRecordLines, RecordCheckPool, RecordHasher, type CheckedBatch, type JobRecords, type VerifyRecord } from '@auditlake/integrity';
 
 /** What `auditlake verify` has checked: a tier data file (its whole bytes), or a page of a node's log. */
@@ -10,7 +10,7 @@ export type VerifyCheckJob = { parquet: ArrayBuffer } | { jsonLines: string };
  */
 export async function readVerifyJob(job: VerifyCheckJob): Promise<JobRecords> {
   if ('jsonLines' in job) return { records: parseRecordLines(job.jsonLines) };
-  const rows = await readAuditParquet(bytesSource(new Uint8Array(job.parquet)));
+  const rows = await readWholeAuditParquet(bytesSource(new Uint8Array(job.parquet)));
   const records: VerifyRecord[] = [];
   for (const row of rows) {
     if (row.seq === undefined) continue;

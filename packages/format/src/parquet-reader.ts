@@ -1,5 +1,5 @@
 import { AuditError, AuditErrorCode } from '@auditlake/model';
-import { parquetMetadataAsync, parquetReadObjects, type FileMetaData, type RowGroup } from 'hyparquet';
+import { parquetMetadataAsync, parquetRead, parquetReadObjects, type FileMetaData, type RowGroup } from 'hyparquet';
 import {
   AUDIT_COLUMNS,
   isAuditColumnName,
@@ -167,6 +167,45 @@ export async function readAuditRows(
       if (filtered && (timestamp === undefined || timestamp < fromMs || timestamp > toMs)) continue;
       events.push(event);
     }
+  }
+  return events;
+}
+
+/**
+ * Every row of a tiered file, every column: {@link readAuditParquet} with no options, decoded
+ * column by column instead of row by row. Building an object per row per column chunk was
+ * measured as more than half of decoding a whole file; the rows here are built once, from
+ * the columns' arrays. For readers that want all of a file (the verifier).
+ */
+export async function readWholeAuditParquet(source: ByteSource): Promise<TieredEvent[]> {
+  const metadata = await readAuditParquetFooter(source);
+  const columns = presentColumns(metadata, ALL_COLUMNS);
+  const rowCount = Number(metadata.num_rows);
+  const values = new Map<string, unknown[]>(columns.map((name) => [name, new Array<unknown>(rowCount)]));
+  const filled = new Map<string, number>(columns.map((name) => [name, 0]));
+  await parquetRead({
+    file: source,
+    metadata,
+    columns,
+    parsers: PARSERS,
+    compressors: PAGE_DECOMPRESSORS,
+    onChunk: ({ columnName, columnData, rowStart }) => {
+      const column = values.get(columnName);
+      if (column === undefined) return;
+      for (let i = 0; i < columnData.length; i++) column[rowStart + i] = columnData[i];
+      filled.set(columnName, (filled.get(columnName) as number) + columnData.length);
+    },
+  });
+  for (const [name, count] of filled) {
+    if (count !== rowCount) throw new AuditError(AuditErrorCode.TABLE_INVALID, `tiered file column ${name} holds ${count} values for ${rowCount} rows`);
+  }
+  const events: TieredEvent[] = new Array<TieredEvent>(rowCount);
+  // One row object, refilled for each row: eventOf reads it and keeps nothing of it.
+  const row: Record<string, unknown> = {};
+  const arrays = columns.map((name) => [name, values.get(name) as unknown[]] as const);
+  for (let i = 0; i < rowCount; i++) {
+    for (const [name, column] of arrays) row[name] = column[i];
+    events[i] = eventOf(row, columns) as TieredEvent;
   }
   return events;
 }
