@@ -20,13 +20,15 @@ export const VERIFY_USAGE = `usage: auditlake verify [--url URL --token T] [--pa
   --from-seq           where the history is known to begin (default 1): records before it are
                        not expected
   --threads            worker threads that decode and hash records (default: one per
-                       core); 0 does it all on the main thread
+                       core, at most 8); 0 does it all on the main thread
   --json               print the whole report as JSON
   With both --url and a tier, the node's log and the tier are verified as one history.
 exit status: 0 verified, 1 a break was found, 2 usage error`;
 
 /** More worker threads than this only cost memory. */
 const THREADS_MAX = 64;
+/** The default is one per core up to this: each worker holds its own decoder and a few files. */
+const THREADS_DEFAULT_MAX = 8;
 
 export interface TierLocationOption {
   mode: 'parquet' | 'iceberg';
@@ -83,7 +85,7 @@ export function parseVerifyOptions(args: string[], env: NodeJS.ProcessEnv): Veri
   const tierLocation = v.path ?? v.table;
   const url = v.url ?? (tierLocation === undefined ? env['AUDITLAKE_URL'] : undefined);
   if (url === undefined && tierLocation === undefined) throw usageError('name what to verify: --url (a node), --path (a Parquet tier) or --table (an Iceberg table)');
-  const options: VerifyOptions = { publicKeyFiles: v['public-key'] ?? [], fromSeq: 1, threads: availableParallelism(), json: v.json === true };
+  const options: VerifyOptions = { publicKeyFiles: v['public-key'] ?? [], fromSeq: 1, threads: Math.min(availableParallelism(), THREADS_DEFAULT_MAX), json: v.json === true };
   if (url !== undefined) {
     if (!/^https?:\/\/[^/]+/.test(url)) throw usageError(`--url must be an http(s) URL: ${url}`);
     const token = v.token ?? env['AUDITLAKE_ADMIN_TOKEN'];
