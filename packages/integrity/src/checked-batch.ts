@@ -59,39 +59,45 @@ export function packCheckedRecords(records: readonly CheckedRecord[], skipped = 
   const lengths = new Int32Array(count * TEXTS);
   const parts: string[] = [];
   const extras: Array<[number, CheckedExtra]> = [];
-  const put = (at: number, text: string | undefined) => {
-    if (text === undefined) lengths[at] = -1;
-    else {
-      lengths[at] = text.length;
-      parts.push(text);
-    }
-  };
+  let at = 0;
   for (let i = 0; i < count; i++) {
     const record = records[i] as CheckedRecord;
     seqs[i] = record.seq;
-    put(i * TEXTS, record.eventId);
-    put(i * TEXTS + 1, record.recordHash);
-    put(i * TEXTS + 2, record.chainHash);
-    put(i * TEXTS + 3, record.fieldCheck);
-    const extra: CheckedExtra = {};
+    const { eventId, recordHash, chainHash, fieldCheck, digest } = record;
+    lengths[at++] = eventId.length;
+    parts.push(eventId);
+    at = putText(parts, lengths, at, recordHash);
+    at = putText(parts, lengths, at, chainHash);
+    at = putText(parts, lengths, at, fieldCheck);
     let flag = 0;
-    const digest = record.digest;
+    // Most records carry nothing more: their extra is made only when needed.
+    let extra: CheckedExtra | undefined;
     if (digest !== undefined) {
       flag |= FLAG_DIGEST;
-      if (digest.recordHash === record.recordHash && digest.fieldCheck === record.fieldCheck && digest.content === undefined) flag |= FLAG_DIGEST_AS_STORED;
-      else extra.digest = digest;
+      if (digest.recordHash === recordHash && digest.fieldCheck === fieldCheck && digest.content === undefined) flag |= FLAG_DIGEST_AS_STORED;
+      else extra = { digest };
     }
     if (record.linkedFrom !== undefined) {
       const previous = records[i - 1];
       if (previous === undefined || previous.chainHash !== record.linkedFrom) throw new TypeError(`record at seq ${record.seq} links from a chain hash that is not the previous record's`);
       flag |= FLAG_LINKED;
     }
-    if (record.integrity !== undefined) extra.integrity = record.integrity;
-    if (record.erased !== undefined) extra.erased = record.erased;
+    if (record.integrity !== undefined) (extra ??= {}).integrity = record.integrity;
+    if (record.erased !== undefined) (extra ??= {}).erased = record.erased;
     flags[i] = flag;
-    if (extra.digest !== undefined || extra.integrity !== undefined || extra.erased !== undefined) extras.push([i, extra]);
+    if (extra !== undefined) extras.push([i, extra]);
   }
   return { count, skipped, seqs, flags, text: parts.join(''), lengths, extras };
+}
+
+/** Writes one text's length at `at` (-1 when absent) and queues the text; returns the next slot. */
+function putText(parts: string[], lengths: Int32Array, at: number, text: string | undefined): number {
+  if (text === undefined) lengths[at] = -1;
+  else {
+    lengths[at] = text.length;
+    parts.push(text);
+  }
+  return at + 1;
 }
 
 /** The typed arrays a batch can hand over (postMessage's transfer list). */
