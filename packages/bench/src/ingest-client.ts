@@ -4,6 +4,7 @@
  * first, then keeps `concurrency` POSTs in flight over keep-alive connections until every
  * batch is acknowledged. Batch i goes to `urls[i % urls.length]` (round robin over nodes).
  */
+import { readFileSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { absoluteNowMs } from './clock.js';
 import { httpRequest, keepAliveAgent } from './http-client.js';
@@ -24,12 +25,37 @@ export interface IngestClientData extends IngestEventsSpec {
 export type IngestClientMessage =
   | { type: 'warmed-up' }
   | { type: 'measure-start'; atMs: number }
-  | { type: 'done'; elapsedMs: number; events: number; requests: number; latenciesMs: number[]; startedAtMs: number; lastAckAtMs: number }
+  | {
+      type: 'done';
+      elapsedMs: number;
+      events: number;
+      requests: number;
+      latenciesMs: number[];
+      startedAtMs: number;
+      lastAckAtMs: number;
+      /** CPU this client thread used while measuring (undefined off Linux): the node's share of the process is the rest. */
+      clientCpuMs: number | undefined;
+    }
   | { type: 'failed'; error: string };
 
 export type IngestClientCommand = { type: 'go' };
 
 const REQUEST_TIMEOUT_MS = 60_000;
+
+/** Clock ticks per second of /proc times (USER_HZ; 100 on every common Linux). */
+const USER_HZ = 100;
+
+/** CPU (user + system, ms) this thread used so far, from /proc/thread-self; undefined off Linux. */
+function threadCpuMs(): number | undefined {
+  try {
+    const stat = readFileSync('/proc/thread-self/stat', 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return Number.isFinite(ticks) ? (ticks * 1000) / USER_HZ : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 async function sendAll(data: IngestClientData, bodies: Array<{ body: Buffer; events: number }>, latenciesMs: number[]): Promise<void> {
   const agent = keepAliveAgent(data.concurrency);
@@ -83,12 +109,15 @@ async function run(data: IngestClientData): Promise<IngestClientMessage> {
   const startedAtMs = absoluteNowMs();
   parentPort?.postMessage({ type: 'measure-start', atMs: startedAtMs } satisfies IngestClientMessage);
   const latenciesMs: number[] = [];
+  const cpuStartMs = threadCpuMs();
   const started = performance.now();
   await sendAll(data, measuredBodies, latenciesMs);
   const elapsedMs = performance.now() - started;
   const lastAckAtMs = absoluteNowMs();
+  const cpuEndMs = threadCpuMs();
   const events = measured.reduce((n, b) => n + b.length, 0);
-  return { type: 'done', elapsedMs, events, requests: measuredBodies.length, latenciesMs, startedAtMs, lastAckAtMs };
+  const clientCpuMs = cpuStartMs === undefined || cpuEndMs === undefined ? undefined : cpuEndMs - cpuStartMs;
+  return { type: 'done', elapsedMs, events, requests: measuredBodies.length, latenciesMs, startedAtMs, lastAckAtMs, clientCpuMs };
 }
 
 run(workerData as IngestClientData).then(

@@ -1,0 +1,130 @@
+import { createHash } from 'node:crypto';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { canonicalRecord, chainHash, fieldCheckOf, GENESIS_CHAIN_HASH, HASHED_FIELDS, RecordHasher, recordHashOf, type HashedField, type RecordValues } from '../src/index.js';
+
+/*
+ * The hashes written out from docs/integrity.md ("The canonical encoding") the slow, obvious
+ * way: the hasher's caches, lookup tables and string building must give exactly these.
+ */
+function sha256(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+function fnvCheck(text: string): string {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return ((h ^ (h >>> 16)) & 0xffff).toString(16).padStart(4, '0');
+}
+
+function referenceDigest(values: RecordValues): { recordHash: string; fieldCheck: string } {
+  const text: Record<HashedField, string> = {
+    userId: values.userId,
+    source: values.source,
+    action: values.action,
+    resource: values.resource,
+    decision: values.decision,
+    tables: values.tables.join(','),
+    query: values.query,
+    details: values.details,
+  };
+  const fieldHashes = HASHED_FIELDS.map((name) => values.erased?.[name] ?? sha256(text[name]));
+  const eventIdText = JSON.stringify(values.eventId);
+  const sourceIdText = values.sourceId === undefined ? '' : JSON.stringify(values.sourceId);
+  const sourceSeqText = values.sourceSeq === undefined ? '' : String(values.sourceSeq);
+  const content = sha256(`auditlake-content/2\n${values.timestamp}\n${eventIdText}\n${sourceIdText}\n${sourceSeqText}\n${fieldHashes.join('')}`);
+  const recordHash = sha256(`auditlake-record/2\n${values.seq}\n${values.term}\n${values.ingestTs}\n${content}`);
+  const fieldCheck = [
+    fnvCheck(eventIdText),
+    ...fieldHashes.map((digest) => digest.slice(0, 4)),
+    fnvCheck(String(values.timestamp)),
+    fnvCheck(String(values.ingestTs)),
+    fnvCheck(String(values.term)),
+    fnvCheck(sourceIdText),
+    fnvCheck(sourceSeqText),
+  ].join('');
+  return { recordHash, fieldCheck };
+}
+
+const BASE: RecordValues = {
+  seq: 7,
+  term: 3,
+  ingestTs: 1_735_689_600_123,
+  timestamp: 1_735_689_600_000,
+  eventId: '01941f29-7c00-7c43-9069-c43a8c3b7cf3',
+  userId: 'chen.novak',
+  source: 'trino',
+  action: 'data:Select',
+  resource: 'warehouse.risk.chargebacks',
+  decision: 'ALLOW',
+  tables: ['warehouse.risk.chargebacks', 'hive.growth.audit_trail'],
+  query: 'SELECT * FROM warehouse.risk.chargebacks',
+  details: 'queryId=20250101_abc client=cli',
+};
+
+const text = fc.string({ unit: 'binary', maxLength: 40 }).map((s) => s.toWellFormed());
+const values: fc.Arbitrary<RecordValues> = fc.record({
+  seq: fc.integer({ min: 1, max: 2 ** 40 }),
+  term: fc.integer({ min: 0, max: 1000 }),
+  ingestTs: fc.integer({ min: 0, max: 2 ** 45 }),
+  timestamp: fc.integer({ min: 0, max: 2 ** 45 }),
+  eventId: text,
+  userId: fc.oneof(fc.constantFrom('alice', 'bob'), text),
+  source: fc.constantFrom('trino', 'spark'),
+  action: fc.oneof(fc.constantFrom('data:Select', 'data:Insert'), text),
+  resource: text,
+  decision: fc.constantFrom('ALLOW', 'DENY'),
+  tables: fc.array(text, { maxLength: 3 }),
+  query: fc.oneof(text, fc.string({ minLength: 257, maxLength: 400 })),
+  details: text,
+  sourceId: fc.option(text, { nil: undefined }),
+  sourceSeq: fc.option(fc.integer({ min: 0, max: 2 ** 50 }), { nil: undefined }),
+});
+
+describe('RecordHasher', () => {
+  it('gives the hashes docs/integrity.md defines, for the same record asked again (cached) and for new ones', () => {
+    const hasher = new RecordHasher();
+    fc.assert(
+      fc.property(values, (record) => {
+        const want = referenceDigest(record);
+        for (let i = 0; i < 2; i++) {
+          const digest = hasher.digest(canonicalRecord(record));
+          expect(digest.recordHash).toBe(want.recordHash);
+          expect(digest.fieldCheck).toBe(want.fieldCheck);
+          expect(recordHashOf(record.seq, record.term, record.ingestTs, digest.content)).toBe(want.recordHash);
+          expect(fieldCheckOf(digest.content, record.term, record.ingestTs)).toBe(want.fieldCheck);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('takes an erased field from its kept hash, never from the marker it holds', () => {
+    const kept = sha256(BASE.query);
+    const erased = { ...BASE, query: '[erased by auditlake]', erased: { query: kept } };
+    expect(new RecordHasher().digest(canonicalRecord(erased))).toMatchObject(referenceDigest(BASE));
+  });
+
+  it('gives different hashes when any one value differs, cache or not', () => {
+    const hasher = new RecordHasher();
+    const base = hasher.digest(canonicalRecord(BASE));
+    for (const change of [{ userId: 'chen.novak2' }, { tables: ['warehouse.risk.chargebacks'] }, { details: 'x' }, { sourceSeq: 1 }, { ingestTs: BASE.ingestTs + 1 }]) {
+      const other = hasher.digest(canonicalRecord({ ...BASE, ...change }));
+      expect(other.recordHash).not.toBe(base.recordHash);
+      expect(other.fieldCheck).not.toBe(base.fieldCheck);
+    }
+  });
+
+  it('keeps a pinned record hash (a change to it breaks every stored chain)', () => {
+    const digest = new RecordHasher().digest(canonicalRecord({ ...BASE, sourceId: 'engine-1', sourceSeq: 42 }));
+    expect(digest).toMatchObject(referenceDigest({ ...BASE, sourceId: 'engine-1', sourceSeq: 42 }));
+    expect(digest.recordHash).toBe(PINNED_RECORD_HASH);
+    expect(chainHash(GENESIS_CHAIN_HASH, digest.recordHash)).toBe(PINNED_CHAIN_HASH);
+  });
+});
+
+const PINNED_RECORD_HASH = '97941be7393b9989ec981029f4a48bc2d6024460086f8a6acf79a13d4b1b5a52';
+const PINNED_CHAIN_HASH = 'c006387238e1894d00b5783a1246a4287a587f4553c8bf3492ff3ff63de27515';
