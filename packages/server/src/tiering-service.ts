@@ -14,17 +14,18 @@ import {
 import { SELF_SOURCE, encodeEvent, newEventId, type AuditEvent, type NodeConfig } from '@auditlake/model';
 import { DAY_MS, type AuditStore, type PrunePolicy } from '@auditlake/store';
 import { CommitLock, MaintenanceScheduler, TierSweeper, localCleanupPolicy, validateTierTarget, type MaintenanceRun, type TierStatus } from '@auditlake/tiering';
+import { DeferredCount } from './deferred-count.js';
 import type { Membership } from './membership.js';
 import type { NodeMetrics } from './metrics.js';
 import type { SettingsService, SettingsValidator } from './settings-service.js';
 
-/** Counting deferred events stops here: a status answer must stay cheap. */
-const DEFERRED_COUNT_MAX = 1_000_000;
-
 export interface TierStatusView extends TierStatus {
   /** Events not yet tiered: exact, never capped (the store counts it without a scan). */
   backlog: number;
-  /** Untiered events older than audit.retention.days, kept because tiering is on (capped). */
+  /**
+   * Untiered events older than audit.retention.days, kept because tiering is on (capped at
+   * DEFERRED_COUNT_MAX; counted in the background, up to DEFERRED_RECOUNT_MS old).
+   */
   deferred: number;
   /**
    * The completeness ledger in one line (GET /admin/audit/ledger has it per source): sources
@@ -54,6 +55,7 @@ export class TieringService {
   #locations: { metaVersion: number; locations: TieredLocation[] } | undefined;
   /** The tier file encoder threads (`auditlake.audit.tier.encode.threads`); undefined: inline. */
   readonly #encoder: TierEncodePool | undefined;
+  readonly #deferred: DeferredCount;
 
   /** `connections` become this service's: close() closes them. */
   constructor(options: {
@@ -70,6 +72,7 @@ export class TieringService {
     this.#settings = settings;
     this.#membership = membership;
     this.connections = options.connections;
+    this.#deferred = new DeferredCount((cutoffMs, afterSeq, max) => store.countHeldBack(cutoffMs, afterSeq, max));
     // The sweep and table maintenance both commit to the same tables: their commits take turns.
     const commitLock = new CommitLock();
     // Both encode in the same worker threads, off the event loop that ingests.
@@ -206,11 +209,17 @@ export class TieringService {
     return nowMs - Math.min(effective.retentionDays, effective.tierRetainLocalDays) * DAY_MS;
   }
 
+  /**
+   * tierStatus, from memory: the sweep's state and the watermark (replicated metadata the store
+   * keeps in memory), the backlog by subtraction, the last deferred count and the ledger. It
+   * waits for no LevelDB read (whose thread pool ingest keeps busy) and no scan, so the settings
+   * GET and the metrics scrape stay fast under load.
+   */
   async status(): Promise<TierStatusView> {
     const status = await this.sweeper.status();
     const effective = this.#settings.effective;
     const backlog = await this.#store.countAfter(status.watermark.seq);
-    const deferred = effective.tierMode === 'none' ? 0 : await this.#store.countHeldBack(Date.now() - effective.retentionDays * DAY_MS, status.watermark.seq, DEFERRED_COUNT_MAX);
+    const deferred = effective.tierMode === 'none' ? 0 : await this.#deferred.read({ nowMs: Date.now(), retentionMs: effective.retentionDays * DAY_MS, watermarkSeq: status.watermark.seq });
     const sources = this.#store.sourceLedger();
     const ledger = { sources: sources.length, sourcesWithGaps: sources.filter((source) => source.missing > 0).length, missing: sources.reduce((n, source) => n + source.missing, 0) };
     return { ...status, backlog, deferred, ledger };

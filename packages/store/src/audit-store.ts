@@ -183,6 +183,12 @@ export class AuditStore {
   /** The newest entries this node appended, for pulls (LogTail says why). */
   readonly #tail: LogTail;
   #metaVersion = 0;
+  /**
+   * Every replicated-metadata value as stored (its JSON), read once at open and kept with every
+   * write (putMeta and appends carrying meta are the only writers): a read of the watermark or
+   * the settings is a map lookup, not a LevelDB round trip through the busy thread pool.
+   */
+  readonly #metaText = new Map<string, string>();
   readonly #logListeners = new Set<() => void>();
   /**
    * Every seq above this, up to the log's last seq, is in the log: seqs are assigned one by
@@ -228,6 +234,7 @@ export class AuditStore {
     store.#pruned = new PrunedRanges(JSON.parse((await store.#db.get(PRUNED_RANGES_KEY)) ?? '[]') as PrunedRange[]);
     store.#ledger = new SourceLedger(await store.#db.iterator({ gte: SOURCE_LEDGER_PREFIX, lt: prefixEnd(SOURCE_LEDGER_PREFIX) }).all());
     store.#days = new DayLedger(await store.#db.iterator({ gte: DAY_LEDGER_PREFIX, lt: prefixEnd(DAY_LEDGER_PREFIX) }).all());
+    for (const [key, value] of await store.#db.iterator({ gte: PREFIX.meta, lt: prefixEnd(PREFIX.meta) }).all()) store.#metaText.set(key.slice(PREFIX.meta.length), value);
     await backfillLedger(store.#db, store.#ledger, store.#days);
     store.#tieredCountedThrough = Number((await store.#db.get(TIERED_COUNTED_THROUGH_KEY)) ?? 0);
     store.#writer = new EventWriter(store.#db, position, {
@@ -343,7 +350,10 @@ export class AuditStore {
   /** As append, for events serialised where they were validated (the ingest parse workers). */
   async appendEncoded(events: readonly EncodedEvent[], options: AppendOptions = {}): Promise<AppendResult> {
     const result = await this.#openWriter().append(events, options);
-    if (options.meta?.length) this.#metaVersion++;
+    if (options.meta?.length) {
+      for (const meta of options.meta) this.#metaText.set(meta.name, JSON.stringify(meta.value));
+      this.#metaVersion++;
+    }
     if (result.stored.length > 0) this.#logGrew();
     return result;
   }
@@ -795,11 +805,15 @@ export class AuditStore {
     });
   }
 
-  /** Counts events before `cutoffMs` with seq > `afterSeq` (held back from deletion), up to `max`. */
+  /**
+   * Counts events before `cutoffMs` with seq > `afterSeq` (held back from deletion), up to `max`.
+   * By keys only: a time key ends with the event's seq, so no event is read or parsed.
+   */
   async countHeldBack(cutoffMs: number, afterSeq: number, max: number): Promise<number> {
     let count = 0;
-    for await (const value of this.#db.values({ gte: PREFIX.time, lt: timeLowerBound(cutoffMs) })) {
-      if ((JSON.parse(value) as StoredEvent).seq > afterSeq && ++count >= max) break;
+    const seqStart = timeLowerBound(0).length;
+    for await (const key of this.#db.keys({ gte: PREFIX.time, lt: timeLowerBound(cutoffMs) })) {
+      if (decodeUint(key.slice(seqStart)) > afterSeq && ++count >= max) break;
     }
     return count;
   }
@@ -836,25 +850,34 @@ export class AuditStore {
 
   /** Reads a replicated-metadata value (settings, watermark, …). */
   async getMeta<T>(name: string): Promise<T | undefined> {
+    return this.meta<T>(name);
+  }
+
+  /**
+   * A replicated-metadata value as last written, without I/O (the store keeps them in memory);
+   * a fresh copy each call. What an answer that must stay fast under load reads.
+   */
+  meta<T>(name: string): T | undefined {
     this.#openWriter();
-    const value = await this.#db.get(metaKey(name));
-    return value === undefined ? undefined : (JSON.parse(value) as T);
+    const text = this.#metaText.get(name);
+    return text === undefined ? undefined : (JSON.parse(text) as T);
   }
 
   /** Every replicated-metadata value, for replication to standbys. */
   async getAllMeta(): Promise<Record<string, unknown>> {
     this.#openWriter();
-    const entries = await this.#db.iterator({ gte: PREFIX.meta, lt: prefixEnd(PREFIX.meta) }).all();
-    return Object.fromEntries(entries.map(([key, value]) => [key.slice(PREFIX.meta.length), JSON.parse(value) as unknown]));
+    return Object.fromEntries([...this.#metaText].map(([name, text]) => [name, JSON.parse(text) as unknown]));
   }
 
   /** Writes replicated-metadata values (synced): a leader's own writes, or a standby applying them. */
   async putMeta(values: Record<string, unknown>): Promise<void> {
     this.#openWriter();
+    const texts = Object.entries(values).map(([name, value]) => [name, JSON.stringify(value)] as const);
     await this.#db.batch(
-      Object.entries(values).map(([name, value]) => ({ type: 'put' as const, key: metaKey(name), value: JSON.stringify(value) })),
+      texts.map(([name, text]) => ({ type: 'put' as const, key: metaKey(name), value: text })),
       { sync: true },
     );
+    for (const [name, text] of texts) this.#metaText.set(name, text);
     this.#metaVersion++;
   }
 

@@ -159,6 +159,29 @@ describe('AuditStore', () => {
     await store.append([ev('s', 1)], { meta: [{ name: 'settings', value: { 'audit.retention.days': '3' } }] });
     expect(await store.getMeta('settings')).toEqual({ 'audit.retention.days': '3' });
   });
+
+  it('answers metadata from memory as last written — putMeta, an append carrying meta, a reopen — a fresh copy each read', async () => {
+    const at = await location();
+    const store = await AuditStore.open({ location: at });
+    expect(store.meta('tierWatermark')).toBeUndefined();
+    await store.putMeta({ tierWatermark: { seq: 5, ingestTs: 50 }, other: [1] });
+    expect(store.meta('tierWatermark')).toEqual({ seq: 5, ingestTs: 50 });
+    await store.append([ev('m', 1)], { meta: [{ name: 'settings', value: { a: '1' } }] });
+    expect(store.meta('settings')).toEqual({ a: '1' });
+    await store.putMeta({ tierWatermark: { seq: 9, ingestTs: 90 } });
+    const read = store.meta<{ seq: number }>('tierWatermark');
+    expect(read).toEqual({ seq: 9, ingestTs: 90 });
+    // A caller changing what it read changes nothing stored.
+    read!.seq = 1;
+    expect(store.meta('tierWatermark')).toEqual({ seq: 9, ingestTs: 90 });
+    expect(await store.getAllMeta()).toEqual({ tierWatermark: { seq: 9, ingestTs: 90 }, other: [1], settings: { a: '1' } });
+    await store.close();
+    expect(() => store.meta('settings')).toThrow(/closed/);
+    // What memory said is what LevelDB holds: a reopened store reads the same back.
+    const reopened = await openStore({ location: at });
+    expect(await reopened.getAllMeta()).toEqual({ tierWatermark: { seq: 9, ingestTs: 90 }, other: [1], settings: { a: '1' } });
+    expect(reopened.meta('tierWatermark')).toEqual({ seq: 9, ingestTs: 90 });
+  });
 });
 
 describe('AuditStore replication and outbox', () => {
