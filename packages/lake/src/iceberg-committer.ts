@@ -71,8 +71,6 @@ export async function commitIcebergBatch(
     metadataLogEntriesMax?: number;
     /** Encodes the data files (default: on this thread). */
     encoder?: TierFileEncoder;
-    /** See {@link CommitFence.serialize}. */
-    serialize?: CommitFence['serialize'];
     /** Debug/test hook: after the data files and manifest are written, before the first commit attempt. */
     afterWrite?: () => Promise<void>;
     /**
@@ -150,7 +148,6 @@ export async function commitIcebergBatch(
         term: context.term,
         mayCommit: context.mayCommit,
         ...(context.beforeCommit ? { beforeCommit: context.beforeCommit } : {}),
-        ...(context.serialize ? { serialize: context.serialize } : {}),
       };
       committed = await commitMetadataVersion(objects, table, base, next, fence);
     } catch (err) {

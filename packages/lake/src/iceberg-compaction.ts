@@ -15,12 +15,11 @@ import {
   type ManifestEntry,
   type ManifestFile,
 } from '@auditlake/format';
-import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
-import { carriedSummary, COMMIT_ATTEMPTS_MAX, type MaintenanceContext } from './iceberg-maintenance-context.js';
-import { currentManifests, isLive, type ResolvedManifest } from './iceberg-table-files.js';
+import { carriedSummary, tableTurn, type MaintenanceContext } from './iceberg-maintenance-context.js';
+import { currentManifests, isLive, ManifestCache, type ResolvedManifest } from './iceberg-table-files.js';
 import { metadataFileKey, s3Key } from './iceberg-table-ref.js';
-import { loadIcebergTable, type LoadedTable } from './iceberg-table.js';
+import type { LoadedTable } from './iceberg-table.js';
 import { commitMetadataVersion } from './iceberg-version-commit.js';
 import { joinKey } from './s3-location.js';
 import { INLINE_TIER_FILE_ENCODER } from './tier-file-encoding.js';
@@ -108,17 +107,23 @@ function rewrittenEntries(manifest: ResolvedManifest, removed: ReadonlySet<strin
  * manifest adds the new files; each manifest that listed a replaced file is rewritten with it
  * DELETED (original sequence numbers explicit) and its other files EXISTING; other manifests
  * are carried unchanged. Before the commit the rows are counted again: a rewrite that would lose
- * or duplicate a row is refused. When another commit wins meanwhile (a sweep appending), the
- * swap is re-applied on the new version as long as every replaced file is still live there.
+ * or duplicate a row is refused. Reading and encoding happen outside the step's turn (the
+ * sweep goes on meanwhile); the swap is built and committed in its turn on the table as it is
+ * then, as long as every replaced file is still live there ({@link tableTurn}).
  */
 export async function compactIcebergTable(context: MaintenanceContext, loaded: LoadedTable, targetFileSizeBytes: number): Promise<CompactionResult> {
-  const groups = pickSmallFiles(await currentManifests(context.objects, context.table, loaded.metadata), targetFileSizeBytes);
-  if (groups.length === 0) return { loaded, filesRewritten: 0, filesAdded: 0 };
+  // Planned in a turn on the table as it is then (a short one: no data is read), so the files
+  // it names are the current snapshot's; manifests never change once written, so those read
+  // here serve the swap's turn too.
+  const cache = new ManifestCache();
+  const plan = await tableTurn(context, loaded, async (base) => ({ base, groups: pickSmallFiles(await currentManifests(context.objects, context.table, base.metadata, cache), targetFileSizeBytes) }));
+  const { groups } = plan;
+  if (groups.length === 0) return { loaded: plan.base, filesRewritten: 0, filesAdded: 0 };
   const removedFiles: DataFile[] = [];
   const addedFiles: DataFile[] = [];
   // Rows keep every column they have, the record chain's included (read whole, written whole),
   // under the table's current schema: a table that gained columns by evolution says so here too.
-  const schema = currentSchema(loaded.metadata);
+  const schema = currentSchema(plan.base.metadata);
   for (const group of groups) {
     const written = await writeCompacted(context, schema, group[0]?.partition.event_time_day ?? 0, group, targetFileSizeBytes);
     const rowsIn = group.reduce((sum, file) => sum + file.record_count, 0);
@@ -136,9 +141,10 @@ export async function compactIcebergTable(context: MaintenanceContext, loaded: L
   await context.objects.put(addedManifestKey, addedManifestBytes, 'application/octet-stream');
   await context.onStep?.('compaction-written');
 
-  let base = loaded;
-  for (let attemptNumber = 1; ; attemptNumber++) {
-    const manifests = await currentManifests(context.objects, context.table, base.metadata);
+  // The swap, in the step's turn: on the table as it is then (a sweep may have appended
+  // meanwhile), as long as every replaced file is still live there.
+  return tableTurn(context, loaded, async (base, attemptNumber) => {
+    const manifests = await currentManifests(context.objects, context.table, base.metadata, cache);
     const live = new Set(manifests.flatMap((m) => m.entries.filter(isLive).map((e) => e.data_file.file_path)));
     if (![...removed].every((path) => live.has(path))) {
       // Someone else changed these files: ours are unreferenced (orphan cleanup removes them).
@@ -173,14 +179,7 @@ export async function compactIcebergTable(context: MaintenanceContext, loaded: L
       summaryExtra: carriedSummary(base.metadata),
       metadataLogEntriesMax: context.metadataLogEntriesMax,
     });
-    try {
-      const committed = await commitMetadataVersion(context.objects, context.table, base, next, context.fence);
-      return { loaded: committed, filesRewritten: removedFiles.length, filesAdded: addedFiles.length };
-    } catch (err) {
-      if (!(err instanceof AuditError && err.code === AuditErrorCode.OBJECT_EXISTS) || attemptNumber >= COMMIT_ATTEMPTS_MAX) throw err;
-      const reloaded = await loadIcebergTable(context.objects, context.table);
-      if (!reloaded) throw err;
-      base = reloaded;
-    }
-  }
+    const committed = await commitMetadataVersion(context.objects, context.table, base, next, context.fence);
+    return { loaded: committed, filesRewritten: removedFiles.length, filesAdded: addedFiles.length };
+  });
 }

@@ -1,6 +1,8 @@
 import { currentSnapshot, WATERMARK_SUMMARY_KEY, type IcebergTableMetadata } from '@auditlake/format';
+import { AuditError, AuditErrorCode, isAuditError } from '@auditlake/model';
 import type { CommitFence } from './iceberg-version-commit.js';
 import type { IcebergTableRef } from './iceberg-table-ref.js';
+import { loadIcebergTable, type LoadedTable } from './iceberg-table.js';
 import type { ObjectStore } from './object-store.js';
 import { CHECKPOINT_SUMMARY_KEY } from './integrity-objects.js';
 import type { TierFileEncoder } from './tier-file-encoding.js';
@@ -39,6 +41,38 @@ export interface MaintenanceContext {
 
 /** Commits that lost to another committer are re-applied on the new table this often at most. */
 export const COMMIT_ATTEMPTS_MAX = 5;
+
+/** The table's current version, read again (a step's turn starts from it). */
+export async function reloadTable(context: Pick<MaintenanceContext, 'objects' | 'table'>): Promise<LoadedTable> {
+  const loaded = await loadIcebergTable(context.objects, context.table);
+  if (!loaded) throw new AuditError(AuditErrorCode.TABLE_INVALID, `table ${context.table.identifier} has no metadata at ${context.table.location}`);
+  return loaded;
+}
+
+/**
+ * Runs a step's commit in its turn: `attempt` builds the step's commit from a version of the
+ * table and commits it. With `fence.serialize` (a node's commit lock, shared with the sweep)
+ * the table is read again once the turn came, so the attempt starts from what every earlier
+ * holder (a sweep) committed; a commit that still loses (a committer in another process, a
+ * deposed leader) is rebuilt on the re-read table and tried again, up to
+ * {@link COMMIT_ATTEMPTS_MAX} attempts, all in the same turn — a sweep of this process can never
+ * take the version between a rebuild and its commit. Without it (the caller holds the lock, as
+ * the sweep does between runs) the first attempt starts from `loaded`.
+ */
+export async function tableTurn<T>(context: MaintenanceContext, loaded: LoadedTable, attempt: (base: LoadedTable, attemptNumber: number) => Promise<T>): Promise<T> {
+  const attempts = async (): Promise<T> => {
+    let base = context.fence.serialize ? await reloadTable(context) : loaded;
+    for (let attemptNumber = 1; ; attemptNumber++) {
+      try {
+        return await attempt(base, attemptNumber);
+      } catch (err) {
+        if (!isAuditError(err, AuditErrorCode.OBJECT_EXISTS) || attemptNumber >= COMMIT_ATTEMPTS_MAX) throw err;
+        base = await reloadTable(context);
+      }
+    }
+  };
+  return context.fence.serialize ? context.fence.serialize(attempts) : attempts();
+}
 
 /**
  * The tiering keys (`auditlake.tiering.*`) of the current snapshot's summary, to carry into a

@@ -1,11 +1,9 @@
-import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { compactIcebergTable } from './iceberg-compaction.js';
-import type { MaintenanceContext } from './iceberg-maintenance-context.js';
+import { reloadTable, type MaintenanceContext } from './iceberg-maintenance-context.js';
 import { rewriteIcebergManifests } from './iceberg-manifest-rewrite.js';
 import { cleanIcebergMetadata } from './iceberg-metadata-cleanup.js';
 import { removeIcebergOrphans, tableBytes } from './iceberg-orphan-cleanup.js';
 import { expireIcebergSnapshots } from './iceberg-snapshot-expiry.js';
-import { loadIcebergTable } from './iceberg-table.js';
 
 /** The knobs of one maintenance run (the `audit.tier.maintenance.*` settings). */
 export interface MaintenancePolicy {
@@ -32,15 +30,17 @@ export interface MaintenanceRunFigures {
  * One maintenance run over an Iceberg table, each step its own commit on the version the last
  * left: compaction, manifest rewrite, snapshot expiry, metadata cleanup, then (when enabled)
  * orphan cleanup. Every step leaves a readable table holding every event once, so a run that
- * stops anywhere (a crash, a lost lease) is finished by the next one. A sweep may commit between
- * and during the steps (only the commits and orphan cleanup take `fence.serialize`): each step's
- * commit that loses re-reads the table and re-applies itself when still valid.
+ * stops anywhere (a crash, a lost lease) is finished by the next one. Sweeps go on between and
+ * during the steps: each step takes one turn of `fence.serialize` (the node's commit lock) in
+ * which it re-reads the table, builds its commit from it and commits (`tableTurn`), so
+ * a sweep waits for at most one step's turn — never for a compaction's reading and encoding,
+ * nor for the deletes that follow a commit — and no sweep can take a step's version between its
+ * rebuild and its commit.
  */
 export async function runIcebergMaintenance(context: Omit<MaintenanceContext, 'metadataLogEntriesMax'>, policy: MaintenancePolicy): Promise<MaintenanceRunFigures> {
   const steps: MaintenanceContext = { ...context, metadataLogEntriesMax: policy.metadataPreviousVersionsMax };
   const bytesBefore = await tableBytes(steps);
-  const loaded = await loadIcebergTable(context.objects, context.table);
-  if (!loaded) throw new AuditError(AuditErrorCode.TABLE_INVALID, `table ${context.table.identifier} has no metadata at ${context.table.location}`);
+  const loaded = await reloadTable(context);
   const compaction = await compactIcebergTable(steps, loaded, policy.targetFileSizeBytes);
   await steps.onStep?.('compaction');
   const rewrite = await rewriteIcebergManifests(steps, compaction.loaded);
@@ -49,10 +49,7 @@ export async function runIcebergMaintenance(context: Omit<MaintenanceContext, 'm
   await steps.onStep?.('expiry');
   const metadata = await cleanIcebergMetadata(steps, expiry.loaded);
   await steps.onStep?.('metadata-cleanup');
-  // Under the commit lock when there is one: a sweep in this process writes its data files
-  // before it commits them, and orphan cleanup must not find them in between.
-  const removeOrphans = () => removeIcebergOrphans(steps, metadata.loaded, policy.orphanMinAgeMs);
-  const orphansDeleted = !policy.removeOrphanFiles ? 0 : steps.fence.serialize ? await steps.fence.serialize(removeOrphans) : await removeOrphans();
+  const orphansDeleted = policy.removeOrphanFiles ? await removeIcebergOrphans(steps, metadata.loaded, policy.orphanMinAgeMs) : 0;
   await steps.onStep?.('orphans');
   return {
     filesRewritten: compaction.filesRewritten,

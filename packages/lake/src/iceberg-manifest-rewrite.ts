@@ -1,10 +1,9 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import { currentSchema, encodeManifest, encodeManifestList, ManifestEntryStatus, manifestFileFor, replaceSnapshot, type ManifestEntry, type ManifestFile } from '@auditlake/format';
-import { AuditError, AuditErrorCode } from '@auditlake/model';
-import { carriedSummary, COMMIT_ATTEMPTS_MAX, type MaintenanceContext } from './iceberg-maintenance-context.js';
-import { currentManifests, isLive } from './iceberg-table-files.js';
+import { carriedSummary, tableTurn, type MaintenanceContext } from './iceberg-maintenance-context.js';
+import { currentManifests, isLive, ManifestCache } from './iceberg-table-files.js';
 import { metadataFileKey } from './iceberg-table-ref.js';
-import { loadIcebergTable, type LoadedTable } from './iceberg-table.js';
+import type { LoadedTable } from './iceberg-table.js';
 import { commitMetadataVersion } from './iceberg-version-commit.js';
 
 /** Entries one rewritten manifest holds at most (a manifest entry is about half a KB). */
@@ -21,13 +20,16 @@ export interface ManifestRewriteResult {
  * snapshot goes into as few manifests as {@link MANIFEST_ENTRIES_MAX} allows, as EXISTING with
  * its original snapshot id and sequence numbers written out, ordered by day; DELETED entries
  * are dropped. The manifest list then names a handful of manifests instead of one per commit.
- * Skipped when the snapshot already has one manifest without DELETED entries. A lost commit is
- * recomputed on the new version (cheap: no data is read).
+ * Skipped when the snapshot already has one manifest without DELETED entries. Built and
+ * committed in the step's turn on the table as it is then ({@link tableTurn}); no data is read.
  */
 export async function rewriteIcebergManifests(context: MaintenanceContext, loaded: LoadedTable): Promise<ManifestRewriteResult> {
-  let base = loaded;
-  for (let attemptNumber = 1; ; attemptNumber++) {
-    const manifests = await currentManifests(context.objects, context.table, base.metadata);
+  // Read before the turn: in the turn only manifests a sweep added meanwhile are fetched.
+  const cache = new ManifestCache();
+  // Only a warm-up: a snapshot a sweep expired meanwhile is simply not read.
+  if (context.fence.serialize) await currentManifests(context.objects, context.table, loaded.metadata, cache).catch(() => undefined);
+  return tableTurn(context, loaded, async (base) => {
+    const manifests = await currentManifests(context.objects, context.table, base.metadata, cache);
     const hasDeleted = manifests.some((m) => m.entries.some((e) => !isLive(e)));
     if (manifests.length <= 1 && !hasDeleted) return { loaded: base, manifestsReplaced: 0, manifestsCreated: 0 };
     const live: ManifestEntry[] = manifests
@@ -59,15 +61,8 @@ export async function rewriteIcebergManifests(context: MaintenanceContext, loade
       summaryExtra: carriedSummary(base.metadata),
       metadataLogEntriesMax: context.metadataLogEntriesMax,
     });
-    try {
-      return { loaded: await commitMetadataVersion(context.objects, context.table, base, next, context.fence), manifestsReplaced: manifests.length, manifestsCreated: rows.length };
-    } catch (err) {
-      if (!(err instanceof AuditError && err.code === AuditErrorCode.OBJECT_EXISTS) || attemptNumber >= COMMIT_ATTEMPTS_MAX) throw err;
-      const reloaded = await loadIcebergTable(context.objects, context.table);
-      if (!reloaded) throw err;
-      base = reloaded;
-    }
-  }
+    return { loaded: await commitMetadataVersion(context.objects, context.table, base, next, context.fence), manifestsReplaced: manifests.length, manifestsCreated: rows.length };
+  });
 }
 
 /**

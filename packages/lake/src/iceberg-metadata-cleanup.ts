@@ -1,9 +1,8 @@
 import { trimMetadataLog } from '@auditlake/format';
-import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
-import { COMMIT_ATTEMPTS_MAX, type MaintenanceContext } from './iceberg-maintenance-context.js';
+import { tableTurn, type MaintenanceContext } from './iceberg-maintenance-context.js';
 import { metadataFileKey } from './iceberg-table-ref.js';
-import { loadIcebergTable, type LoadedTable } from './iceberg-table.js';
+import type { LoadedTable } from './iceberg-table.js';
 import { commitMetadataVersion } from './iceberg-version-commit.js';
 
 export interface MetadataCleanupResult {
@@ -23,20 +22,11 @@ export function metadataVersionOf(key: string): number | undefined {
  * still names is deleted. Never the current version, the one the hint names, or a newer one.
  */
 export async function cleanIcebergMetadata(context: MaintenanceContext, loaded: LoadedTable): Promise<MetadataCleanupResult> {
-  let base = loaded;
-  for (let attemptNumber = 1; ; attemptNumber++) {
-    const next = trimMetadataLog(base.metadata, { entriesMax: context.metadataLogEntriesMax, nowMs: context.now(), previousMetadataPath: base.metadataPath });
-    if (!next) break;
-    try {
-      base = await commitMetadataVersion(context.objects, context.table, base, next, context.fence);
-      break;
-    } catch (err) {
-      if (!(err instanceof AuditError && err.code === AuditErrorCode.OBJECT_EXISTS) || attemptNumber >= COMMIT_ATTEMPTS_MAX) throw err;
-      const reloaded = await loadIcebergTable(context.objects, context.table);
-      if (!reloaded) throw err;
-      base = reloaded;
-    }
-  }
+  const base = await tableTurn(context, loaded, async (current) => {
+    const next = trimMetadataLog(current.metadata, { entriesMax: context.metadataLogEntriesMax, nowMs: context.now(), previousMetadataPath: current.metadataPath });
+    return next ? commitMetadataVersion(context.objects, context.table, current, next, context.fence) : current;
+  });
+  // After the turn: later commits only add newer versions, so what is older stays unnamed.
   const logged = base.metadata['metadata-log'].map((entry) => metadataVersionOf(entry['metadata-file'])).filter((v): v is number => v !== undefined);
   const oldestKept = Math.min(base.version, ...logged);
   const keys = await context.objects.list(metadataFileKey(context.table, 'v'));

@@ -1,5 +1,5 @@
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
-import type { MaintenanceContext } from './iceberg-maintenance-context.js';
+import { tableTurn, type MaintenanceContext } from './iceberg-maintenance-context.js';
 import { ManifestCache, snapshotReach } from './iceberg-table-files.js';
 import { versionHintKey } from './iceberg-table-ref.js';
 import type { LoadedTable } from './iceberg-table.js';
@@ -13,18 +13,35 @@ import { joinKey } from './s3-location.js';
  * guard that spares a commit still being written (its files look unreferenced until it lands).
  * Losers of a commit race, files of a crashed commit and leftovers of an interrupted expiry end
  * here.
+ *
+ * The objects are listed first, outside the step's turn; what is referenced is read in the turn
+ * ({@link tableTurn}) from the table as it is then. A sweep of this process writes its files
+ * only while it holds the commit lock and has committed or abandoned them before it lets go, so
+ * a file listed before the turn is, at the turn, either named by the table or never will be;
+ * a file written after the listing is not considered. The deletes follow the turn.
  */
 export async function removeIcebergOrphans(context: MaintenanceContext, loaded: LoadedTable, minAgeMs: number): Promise<number> {
   const { objects, table } = context;
-  const referenced = new Set<string>([loaded.metadataPath, objects.url(versionHintKey(table))]);
-  for (const entry of loaded.metadata['metadata-log']) referenced.add(entry['metadata-file']);
-  const cache = new ManifestCache();
-  for (const snapshot of loaded.metadata.snapshots) await snapshotReach(objects, table, snapshot, cache, referenced);
   const listed: ListedObject[] = [...(await objects.listObjects(joinKey(table.s3.prefix, 'data/'))), ...(await objects.listObjects(joinKey(table.s3.prefix, 'metadata/')))];
   const cutoffMs = context.now() - minAgeMs;
-  const orphans = listed.filter((object) => !referenced.has(objects.url(object.key)) && object.lastModifiedMs <= cutoffMs);
+  const candidates = listed.filter((object) => object.lastModifiedMs <= cutoffMs);
+  if (candidates.length === 0) return 0;
+  const cache = new ManifestCache();
+  // Read before the turn: in the turn only what a sweep added meanwhile is fetched.
+  if (context.fence.serialize) await referencedBy(context, loaded, cache).catch(() => undefined);
+  const referenced = await tableTurn(context, loaded, (current) => referencedBy(context, current, cache));
+  const orphans = candidates.filter((object) => !referenced.has(objects.url(object.key)));
   await mapBounded(orphans, OBJECT_REQUESTS_IN_FLIGHT_MAX, (object) => objects.delete(object.key));
   return orphans.length;
+}
+
+/** Every object URL `loaded` refers to: metadata files it logs, the hint, and all its snapshots reach. */
+async function referencedBy(context: MaintenanceContext, loaded: LoadedTable, cache: ManifestCache): Promise<Set<string>> {
+  const { objects, table } = context;
+  const referenced = new Set<string>([loaded.metadataPath, objects.url(versionHintKey(table))]);
+  for (const entry of loaded.metadata['metadata-log']) referenced.add(entry['metadata-file']);
+  for (const snapshot of loaded.metadata.snapshots) await snapshotReach(objects, table, snapshot, cache, referenced);
+  return referenced;
 }
 
 /** Bytes stored under the table's location (data and metadata), for a run's before/after figures. */

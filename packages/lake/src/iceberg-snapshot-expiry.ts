@@ -1,10 +1,9 @@
 import { expireSnapshots, retainedSnapshotIds } from '@auditlake/format';
-import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
-import { COMMIT_ATTEMPTS_MAX, type MaintenanceContext } from './iceberg-maintenance-context.js';
+import { tableTurn, type MaintenanceContext } from './iceberg-maintenance-context.js';
 import { ManifestCache, snapshotReach } from './iceberg-table-files.js';
 import { s3Key } from './iceberg-table-ref.js';
-import { loadIcebergTable, type LoadedTable } from './iceberg-table.js';
+import type { LoadedTable } from './iceberg-table.js';
 import { commitMetadataVersion } from './iceberg-version-commit.js';
 
 export interface ExpiryResult {
@@ -17,36 +16,32 @@ export interface ExpiryResult {
  * Snapshot expiry: a commit that keeps the newest `retainLast` snapshots (and always the current
  * one and every ref's), then deletes what only expired snapshots reached — their manifest lists,
  * manifests and data files — and nothing any retained snapshot still names (in any status).
- * Deletes happen only after the commit; if the process dies among them, what is left is
- * unreferenced and orphan cleanup removes it once old enough.
+ * The commit is built in the step's turn on the table as it is then ({@link tableTurn});
+ * deletes happen only after the commit, outside the turn; if the process dies among them, what
+ * is left is unreferenced and orphan cleanup removes it once old enough.
  */
 export async function expireIcebergSnapshots(context: MaintenanceContext, loaded: LoadedTable, retainLast: number): Promise<ExpiryResult> {
-  let base = loaded;
-  for (let attemptNumber = 1; ; attemptNumber++) {
+  // Manifests read before the turn serve it (a manifest never changes once written).
+  const cache = new ManifestCache();
+  // Only a warm-up: a snapshot a sweep expired meanwhile is simply not read.
+  if (context.fence.serialize) for (const snapshot of loaded.metadata.snapshots) await snapshotReach(context.objects, context.table, snapshot, cache, new Set()).catch(() => undefined);
+  const turn = await tableTurn(context, loaded, async (base) => {
     const next = expireSnapshots(base.metadata, { retainLast, nowMs: context.now(), previousMetadataPath: base.metadataPath, metadataLogEntriesMax: context.metadataLogEntriesMax });
-    if (!next) return { loaded: base, snapshotsExpired: 0, filesDeleted: 0 };
+    if (!next) return { loaded: base, expired: 0, doomed: [] };
     const kept = retainedSnapshotIds(base.metadata, retainLast);
     const expired = base.metadata.snapshots.filter((snapshot) => !kept.has(snapshot['snapshot-id']));
-    const cache = new ManifestCache();
     const keptReach = new Set<string>();
     for (const snapshot of next.snapshots) await snapshotReach(context.objects, context.table, snapshot, cache, keptReach);
     const expiredReach = new Set<string>();
     for (const snapshot of expired) await snapshotReach(context.objects, context.table, snapshot, cache, expiredReach);
     const doomed = [...expiredReach].filter((path) => !keptReach.has(path));
-    let committed: LoadedTable;
-    try {
-      committed = await commitMetadataVersion(context.objects, context.table, base, next, context.fence);
-    } catch (err) {
-      if (!(err instanceof AuditError && err.code === AuditErrorCode.OBJECT_EXISTS) || attemptNumber >= COMMIT_ATTEMPTS_MAX) throw err;
-      const reloaded = await loadIcebergTable(context.objects, context.table);
-      if (!reloaded) throw err;
-      base = reloaded;
-      continue;
-    }
-    await context.onStep?.('expiry-committed');
-    await mapBounded(doomed, OBJECT_REQUESTS_IN_FLIGHT_MAX, (path) => context.objects.delete(s3Key(context.table, path)));
-    return { loaded: committed, snapshotsExpired: expired.length, filesDeleted: doomed.length };
-  }
+    return { loaded: await commitMetadataVersion(context.objects, context.table, base, next, context.fence), expired: expired.length, doomed };
+  });
+  if (turn.expired === 0) return { loaded: turn.loaded, snapshotsExpired: 0, filesDeleted: 0 };
+  // After the turn: nothing any later commit can name (no retained snapshot reaches them).
+  await context.onStep?.('expiry-committed');
+  await mapBounded(turn.doomed, OBJECT_REQUESTS_IN_FLIGHT_MAX, (path) => context.objects.delete(s3Key(context.table, path)));
+  return { loaded: turn.loaded, snapshotsExpired: turn.expired, filesDeleted: turn.doomed.length };
 }
 
 /**

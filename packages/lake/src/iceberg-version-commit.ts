@@ -11,12 +11,13 @@ export interface CommitFence {
   /** Debug/test hook run right before the commit object is written. */
   beforeCommit?: () => void;
   /**
-   * Runs the commit itself (fence check, conditional create, read-back, hint) when this
-   * process's other tier writers are not committing: the node's commit lock, for a caller that
-   * does not hold it for its whole work. Absent: at once (the caller already holds the lock, as
-   * the node's sweep and maintenance runs do, or has none).
+   * Gives a maintenance step its turn among this process's tier writers (the node's commit lock,
+   * which the sweep holds for each whole batch): the step's attempts — re-read the table, build
+   * the commit, commit — run inside it, so no sweep of this process commits between a rebuild
+   * and its commit (`tableTurn`). Absent: at once (the caller already holds the lock, as the
+   * sweep does when it runs a step between maintenance runs, or has none).
    */
-  serialize?: <T>(commit: () => Promise<T>) => Promise<T>;
+  serialize?: <T>(turn: () => Promise<T>) => Promise<T>;
 }
 
 /** The commit of `next` lost to another committer: `v<version>.metadata.json` was taken. */
@@ -30,12 +31,7 @@ export function commitLost(version: number): AuditError {
  * the condition would let a second writer overwrite) and the hint moved forward. Throws
  * AUDIT_NOT_LEADER when the fence refuses and AUDIT_OBJECT_EXISTS when another commit won.
  */
-export async function commitMetadataVersion(objects: ObjectStore, table: IcebergTableRef, loaded: LoadedTable, next: IcebergTableMetadata, fence: CommitFence): Promise<LoadedTable> {
-  const commit = () => commitNow(objects, table, loaded, next, fence);
-  return fence.serialize ? fence.serialize(commit) : commit();
-}
-
-async function commitNow(objects: ObjectStore, table: IcebergTableRef, loaded: LoadedTable, next: IcebergTableMetadata, fence: CommitFence): Promise<LoadedTable> {
+export async function commitMetadataVersion(objects: ObjectStore, table: IcebergTableRef, loaded: LoadedTable, next: IcebergTableMetadata, fence: Omit<CommitFence, 'serialize'>): Promise<LoadedTable> {
   fence.beforeCommit?.();
   if (!fence.mayCommit()) throw new AuditError(AuditErrorCode.NOT_LEADER, 'no longer the leader; nothing was committed (files written for it are unreferenced)');
   const version = loaded.version + 1;

@@ -36,18 +36,28 @@ async function deleteReplacedParquetFiles(context: ParquetCompactionContext): Pr
  * names — a deposed leader's losing batch, a crashed commit's files, a lost compaction's output —
  * older than `minAgeMs` (a commit still being written looks the same until its marker lands).
  * Markers themselves are never deleted: they hold the commit chain every writer checks against.
+ * The files are listed first; the markers are read in one turn of `fence.serialize` (the node's
+ * commit lock): a sweep of this process writes its files only while it holds the lock and has
+ * written their marker or given them up before it lets go, so a file listed before the turn is
+ * named by a marker read in it or never will be. The deletes follow the turn.
  */
 async function removeParquetOrphans(context: ParquetCompactionContext, minAgeMs: number): Promise<number> {
   const { objects, location } = context;
-  const log = await readParquetLog(objects, location);
-  const referenced = new Set<string>();
-  for (const marker of log.markers) for (const file of marker.files) referenced.add(file.key);
-  for (const compaction of liveParquetFiles(log).applied) for (const file of compaction.files) referenced.add(file.key);
   const own = [joinKey(location.prefix, `${COMMITS_DIR}/`), joinKey(location.prefix, `${COMPACTIONS_DIR}/`)];
   const cutoffMs = context.now() - minAgeMs;
-  const orphans = (await objects.listObjects(joinKey(location.prefix, ''))).filter(
-    (object) => object.key.endsWith('.parquet') && !own.some((prefix) => object.key.startsWith(prefix)) && !referenced.has(object.key) && object.lastModifiedMs <= cutoffMs,
+  const candidates = (await objects.listObjects(joinKey(location.prefix, ''))).filter(
+    (object) => object.key.endsWith('.parquet') && !own.some((prefix) => object.key.startsWith(prefix)) && object.lastModifiedMs <= cutoffMs,
   );
+  if (candidates.length === 0) return 0;
+  const referencedNow = async (): Promise<Set<string>> => {
+    const log = await readParquetLog(objects, location);
+    const referenced = new Set<string>();
+    for (const marker of log.markers) for (const file of marker.files) referenced.add(file.key);
+    for (const compaction of liveParquetFiles(log).applied) for (const file of compaction.files) referenced.add(file.key);
+    return referenced;
+  };
+  const referenced = await (context.fence.serialize ? context.fence.serialize(referencedNow) : referencedNow());
+  const orphans = candidates.filter((object) => !referenced.has(object.key));
   await mapBounded(orphans, OBJECT_REQUESTS_IN_FLIGHT_MAX, (object) => objects.delete(object.key));
   return orphans.length;
 }
@@ -64,9 +74,7 @@ export async function runParquetMaintenance(context: ParquetCompactionContext, p
   await context.onStep?.('compaction');
   const filesDeleted = await deleteReplacedParquetFiles(context);
   await context.onStep?.('expiry');
-  // Under the commit lock when there is one: a sweep writes its files before its marker.
-  const removeOrphans = () => removeParquetOrphans(context, policy.orphanMinAgeMs);
-  const orphansDeleted = !policy.removeOrphanFiles ? 0 : context.fence.serialize ? await context.fence.serialize(removeOrphans) : await removeOrphans();
+  const orphansDeleted = policy.removeOrphanFiles ? await removeParquetOrphans(context, policy.orphanMinAgeMs) : 0;
   await context.onStep?.('orphans');
   return {
     filesRewritten: compaction.filesRewritten,

@@ -1,10 +1,13 @@
 /**
- * One tier commit at a time in this process. The sweep holds it for a whole batch (its files
- * are written just before its commit, and orphan cleanup must not find them in between); a table
- * maintenance run holds it throughout (its encoding runs in worker threads, so only the sweep
- * waits). Commits also resolve a race by conditional create and re-apply, but only where the
- * store refuses a second create of the same key; on a store that ignores `If-None-Match` two
- * commits of one version from this process would overwrite each other, so they never overlap here.
+ * One tier commit at a time in this process, in the order asked. The sweep holds it for a whole
+ * batch (its files are written just before its commit, and orphan cleanup must not find them in
+ * between); a table maintenance step holds it for one turn — re-read the table, build the
+ * commit, commit (and orphan cleanup's read of what is referenced) — while a compaction's
+ * reading and encoding happen outside it. Being first-come first-served, it gives a step its
+ * turn between two sweeps that follow each other back to back. Commits also resolve a race by
+ * conditional create and re-apply, but only where the store refuses a second create of the same
+ * key; on a store that ignores `If-None-Match` two commits of one version from this process
+ * would overwrite each other, so they never overlap here.
  */
 export class CommitLock {
   #tail: Promise<unknown> = Promise.resolve();

@@ -64,7 +64,7 @@ export interface MaintenanceSchedulerOptions {
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
   /** Called after every run (the server records it as an audit event). */
   onRun?: (run: MaintenanceRun) => Promise<void>;
-  /** Shared with the sweep, so the two never commit at once in this process: a run holds it throughout. */
+  /** Shared with the sweep, so the two never commit at once in this process: each step of a run takes one turn. */
   commitLock?: CommitLock;
   /** Encodes compacted files; a node passes its worker pool (default: on this thread). */
   encoder?: TierFileEncoder;
@@ -90,10 +90,12 @@ function failure(err: unknown): string {
  * `refresh()` runs at start and after every settings save. Each registration has a node-cron
  * task on `audit.tier.maintenance.cron`; a tick on a node that is not the leader does nothing.
  * Runs are one at a time (a run holds a compaction's rows in memory), each fenced by the term
- * it started in, like the sweep. A run holds the commit lock it shares with the sweep, so in
- * this process the sweep waits for it; its compaction encodes in the encoder's worker threads,
- * so the event loop keeps ingesting and answering meanwhile. A commit that loses to another
- * process's (a deposed leader's) re-applies itself on the new version when still valid.
+ * it started in, like the sweep. Each step of a run takes one turn of the commit lock it shares
+ * with the sweep, and in it re-reads the table, builds its commit and commits; a sweep waits for
+ * at most that turn, never for a whole run, and the lock's order gives a step its turn between
+ * two sweeps however closely they follow each other. Its compaction reads and encodes (in the
+ * encoder's worker threads) outside the lock. A commit that loses to another process's (a
+ * deposed leader's) is rebuilt on the new version in the same turn when still valid.
  */
 export class MaintenanceScheduler {
   readonly #options: MaintenanceSchedulerOptions;
@@ -192,10 +194,7 @@ export class MaintenanceScheduler {
 
   /** One run at a time, in the order asked. */
   #enqueue(name: string, trigger: string): Promise<MaintenanceRun> {
-    // A run holds the commit lock throughout: its step commits rebuilt outside the lock lost
-    // every retry to a sweep committing back to back (measured under sustained ingest). Its
-    // encoding runs in the encoder's worker thread, so ingest and reads go on; the sweep waits.
-    const run = this.#queue.then(() => this.#lock.run(() => this.#run(name, trigger)));
+    const run = this.#queue.then(() => this.#run(name, trigger));
     this.#queue = run.catch(() => undefined);
     return run;
   }
@@ -234,6 +233,11 @@ export class MaintenanceScheduler {
     const fence = {
       term,
       mayCommit: () => !this.#closed && this.#options.isLeader() && this.#options.term() === term,
+      // Each step re-reads, rebuilds and commits in one turn of the lock the sweep holds per
+      // batch: the sweep waits for at most one step, and never takes a step's version between
+      // its rebuild and its commit (rebuilt outside the lock, steps lost every retry to a sweep
+      // committing back to back under sustained ingest).
+      serialize: <T>(turn: () => Promise<T>) => this.#lock.run(turn),
     };
     const hooks = {
       ...(this.#options.onStep ? { onStep: this.#options.onStep } : {}),

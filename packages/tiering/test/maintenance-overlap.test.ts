@@ -1,8 +1,8 @@
-// Goal: a maintenance run and the sweep share the node's commit lock and encoder pool and never interleave commits — a sweep asked for while a run is paused after writing its compaction waits for the run, then appends on the run's last version; icebird reads every event exactly once with the watermark at the last tiered event.
+// Goal: a maintenance run and the sweep share the node's commit lock and encoder pool, and each step of a run holds the lock for one turn only — a sweep asked for while a run reads and encodes its compaction commits at once (it does not wait for the run), and a run whose every turn comes right after a sweep's commit, under back-to-back sweeps, finishes with no failed step and no lost commit; icebird reads every event exactly once with the watermark at the last tiered event.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { S3Connections, TierEncodePool, currentManifests, loadIcebergTable, resolveIcebergTable, tableWatermark } from '@auditlake/lake';
+import { S3Connections, TierEncodePool, currentManifests, loadIcebergTable, resolveIcebergTable, tableWatermark, type ObjectStore } from '@auditlake/lake';
 import { defaultSettings, parseSettings, resolveConfig, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
 import { AuditStore } from '@auditlake/store';
 import { signedFetch, startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
@@ -31,7 +31,7 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function settings(): EffectiveSettings {
+function settings(overrides: Record<string, string> = {}): EffectiveSettings {
   return parseSettings({
     ...defaultSettings(resolveConfig()),
     'audit.tier.mode': 'iceberg',
@@ -39,7 +39,53 @@ function settings(): EffectiveSettings {
     'audit.tier.connectionId': 's3',
     // Never by cron during the test: runs are asked for.
     'audit.tier.maintenance.cron': '0 0 1 1 *',
+    ...overrides,
   });
+}
+
+/** S3 connections that count commits made and lost: `v<N>.metadata.json` creates, and those refused because the version was taken. */
+class LostCommitCounter extends S3Connections {
+  committed = 0;
+  lost = 0;
+
+  override bucket(id: string, bucket: string): ObjectStore {
+    const objects = super.bucket(id, bucket);
+    const putIfAbsent = objects.putIfAbsent.bind(objects);
+    objects.putIfAbsent = async (key, body, contentType) => {
+      const created = await putIfAbsent(key, body, contentType);
+      if (key.endsWith('.metadata.json')) {
+        if (created) this.committed++;
+        else this.lost++;
+      }
+      return created;
+    };
+    return objects;
+  }
+}
+
+/**
+ * The node's commit lock as maintenance sees it, with a sweep committed at the start of every
+ * turn (by a second sweeper over the same store and table, inside the turn): each step then
+ * finds the table moved since it last read it, the worst a back-to-back sweep can do.
+ */
+class SweepFirstLock extends CommitLock {
+  readonly #shared: CommitLock;
+  readonly #sweep: () => Promise<unknown>;
+  turns = 0;
+
+  constructor(shared: CommitLock, sweep: () => Promise<unknown>) {
+    super();
+    this.#shared = shared;
+    this.#sweep = sweep;
+  }
+
+  override run<T>(fn: () => Promise<T>): Promise<T> {
+    return this.#shared.run(async () => {
+      this.turns++;
+      await this.#sweep();
+      return fn();
+    });
+  }
 }
 
 function ev(i: number): AuditEvent {
@@ -64,7 +110,7 @@ async function icebird(location: string): Promise<{ rows: number; distinct: numb
 }
 
 describe('maintenance beside the sweep', () => {
-  it('a sweep asked for during a run waits for it, then appends on its last version; every event is read once', async () => {
+  it('a sweep asked for while a run reads and encodes its compaction commits without waiting for the run; the swap then lands on the sweep\'s version; every event is read once', async () => {
     let ingestMs = Date.now() - HOUR_MS;
     const store = await AuditStore.open({ location: await mkdtemp(join(dir, 'store-')), now: () => ingestMs });
     onTestFinished(() => store.close());
@@ -100,28 +146,31 @@ describe('maintenance beside the sweep', () => {
     // Five sweeps: five small files of one day.
     for (let n = 0; n < 5; n++) expect(await sweeper.sweep()).toBe('tiered-full');
     await scheduler.refresh();
-    const run = scheduler.runNow('test');
+    let finished = false;
+    const run = scheduler.runNow('test').then((records) => {
+      finished = true;
+      return records;
+    });
     await expect.poll(() => paused, { timeout: 60_000 }).toBe(true);
     const before = (await loadIcebergTable(objects, ref))!.version;
 
-    // The run holds the commit lock while paused: a sweep asked for now waits for the run's end.
-    let swept = false;
-    const sweep = sweeper.sweep().then((outcome) => {
-      swept = true;
-      return outcome;
-    });
+    // The run is paused with its compacted file written, outside the lock: a sweep commits now.
+    let swept: string | undefined;
+    void sweeper.sweep().then((outcome) => (swept = outcome));
+    await expect.poll(() => swept, { timeout: 60_000 }).toBe('tiered-full');
+    expect(finished).toBe(false);
+    const afterSweep = (await loadIcebergTable(objects, ref))!;
+    expect(afterSweep.version).toBe(before + 1);
     release();
     const [record] = await run;
-    expect(swept).toBe(false);
     expect(record).toMatchObject({ ok: true, error: null, filesRewritten: 5, filesAdded: 1 });
-    expect(await sweep).toBe('tiered-full');
-    const afterSweep = (await loadIcebergTable(objects, ref))!;
-    expect(afterSweep.version).toBeGreaterThan(before + 1);
-    // The sweep appended on the run's work: its snapshot's parent is a maintenance snapshot (replace).
-    const snapshot = (id: number | null | undefined) => afterSweep.metadata.snapshots.find((snap) => snap['snapshot-id'] === id);
-    const sweepSnapshot = snapshot(afterSweep.metadata['current-snapshot-id']);
-    expect(sweepSnapshot?.summary['operation']).toBe('append');
-    expect(snapshot(sweepSnapshot?.['parent-snapshot-id'])?.summary['operation']).toBe('replace');
+    // The swap was built on the sweep's version: the replace snapshot's parent is the sweep's append.
+    const afterRun = (await loadIcebergTable(objects, ref))!;
+    const snapshot = (id: number | null | undefined) => afterRun.metadata.snapshots.find((snap) => snap['snapshot-id'] === id);
+    const replace = afterRun.metadata.snapshots.find((snap) => snap.summary['operation'] === 'replace' && Number(snap.summary['deleted-data-files'] ?? 0) === 5);
+    expect(replace).toBeDefined();
+    expect(replace?.['parent-snapshot-id']).toBe(afterSweep.metadata['current-snapshot-id']);
+    expect(snapshot(replace?.['parent-snapshot-id'])?.summary['operation']).toBe('append');
     // The rest, then the independent read: every event once, the watermark at the last.
     while ((await sweeper.sweep()) === 'tiered-full');
     const loaded = (await loadIcebergTable(objects, ref))!;
@@ -130,4 +179,81 @@ describe('maintenance beside the sweep', () => {
     expect(live.reduce((n, e) => n + e.data_file.record_count, 0)).toBe(200);
     expect(await icebird(ref.location)).toEqual({ rows: 200, distinct: 200 });
   }, 180_000);
+
+  it('a run whose every turn comes right after a sweep commit, under back-to-back sweeps, finishes every step with no lost commit; orphan cleanup at age 0 spares every sweep file', async () => {
+    let ingestMs = Date.now() - HOUR_MS;
+    const store = await AuditStore.open({ location: await mkdtemp(join(dir, 'store-')), now: () => ingestMs });
+    onTestFinished(() => store.close());
+    let appended = 0;
+    const append = async () => {
+      // One same-millisecond group of 10 per append (ids taken before the await: two appenders run at once).
+      const first = appended;
+      appended += 10;
+      await store.append(Array.from({ length: 10 }, (_, j) => ev(first + j)));
+      ingestMs++;
+    };
+    for (let n = 0; n < 20; n++) await append();
+    const table = `${TABLE}_turns`;
+    // Every step has work: 2 snapshots kept, orphans of any age removed (a sweep's files must survive that).
+    const tableSettings = () => settings({ 'audit.tier.iceberg.table': table, 'audit.tier.maintenance.snapshot.retain.last': '2', 'audit.tier.maintenance.orphan.min.age.ms': '0' });
+    const encoder = new TierEncodePool();
+    onTestFinished(() => encoder.close());
+    const counted = new LostCommitCounter(new Map([['s3', { id: 's3', endpoint: server.url, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
+    onTestFinished(() => counted.close());
+    const shared = new CommitLock();
+    const log = { info: () => undefined, warn: () => undefined };
+    const common = { store, connections, catalogs, settings: tableSettings, isLeader: () => true, term: () => 1, log, encoder };
+    const sweeperOptions = { intervalMs: HOUR_MS, batchSizeMax: 20, settleMs: 0, backoffInitialMs: HOUR_MS, backoffMaxMs: HOUR_MS };
+    const sweeper = new TierSweeper({ ...common, ...sweeperOptions, commitLock: shared });
+    onTestFinished(() => sweeper.close());
+    // The sweep that commits at the start of every maintenance turn, inside it (its own lock, so no deadlock).
+    const inTurn = new TierSweeper({ ...common, ...sweeperOptions, commitLock: new CommitLock() });
+    onTestFinished(() => inTurn.close());
+    let turnSweeps = 0;
+    const lock = new SweepFirstLock(shared, async () => {
+      await append();
+      expect(await inTurn.sweep()).toMatch(/^tiered/);
+      turnSweeps++;
+    });
+    // Maintenance commits through the counting connections: a step that loses a version shows.
+    const scheduler = new MaintenanceScheduler({ ...common, connections: counted, commitLock: lock });
+    onTestFinished(() => scheduler.close());
+    const objects = connections.bucket('s3', BUCKET);
+    const ref = resolveIcebergTable(table, catalogs);
+
+    // Ten small files, then the run with sweeps back to back beside it (each a new batch).
+    for (let n = 0; n < 10; n++) expect(await sweeper.sweep()).toMatch(/^tiered/);
+    await scheduler.refresh();
+    let done = false;
+    let loopSweeps = 0;
+    const loop = (async () => {
+      while (!done) {
+        await append();
+        // Its events may already be tiered by the sweep at the start of a maintenance turn.
+        const outcome = await sweeper.sweep();
+        expect(outcome).not.toBe('failed');
+        if (outcome.startsWith('tiered')) loopSweeps++;
+      }
+    })();
+    const [record] = await scheduler.runNow('test');
+    done = true;
+    await loop;
+    expect(record).toMatchObject({ ok: true, error: null });
+    expect(record!.filesRewritten).toBeGreaterThanOrEqual(10);
+    // Compaction and manifest rewrite committed at least (expiry has work only if the sweeps left some).
+    expect(counted.committed).toBeGreaterThanOrEqual(2);
+    // Every turn came right after a sweep's commit, and no maintenance commit lost its version.
+    expect(lock.turns).toBeGreaterThanOrEqual(5);
+    expect(turnSweeps).toBe(lock.turns);
+    expect(counted.lost).toBe(0);
+    expect(loopSweeps).toBeGreaterThan(0);
+
+    // The rest, then the independent read: every event once, the watermark at the last.
+    while ((await sweeper.sweep()) === 'tiered-full');
+    const loaded = (await loadIcebergTable(objects, ref))!;
+    expect(tableWatermark(loaded)?.seq).toBe(appended);
+    const live = (await currentManifests(objects, ref, loaded.metadata)).flatMap((m) => m.entries.filter((e) => e.status !== 2));
+    expect(live.reduce((n, e) => n + e.data_file.record_count, 0)).toBe(appended);
+    expect(await icebird(ref.location)).toEqual({ rows: appended, distinct: appended });
+  }, 300_000);
 });
