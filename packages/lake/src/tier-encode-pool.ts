@@ -12,7 +12,7 @@ export type TierEncodeRequest =
 export type TierEncodeResponse = { id: number; files: EncodedTierFile[] } | { id: number; error: string; code?: string };
 
 export interface TierEncodePoolOptions {
-  /** Worker threads at most (default 1: the sweep and maintenance take turns anyway). */
+  /** Worker threads at most (default 1; a node gives the sweep and table maintenance a pool each). */
   threadsMax?: number;
   /** A worker idle this long exits (default 30 s); the next job starts a new one. */
   idleMs?: number;

@@ -53,8 +53,10 @@ export class TieringService {
   readonly #sources = new Map<string, IcebergTierSource | ParquetTierSource>();
   /** The tiered locations as last read, with the store's metadata version they were read at. */
   #locations: { metaVersion: number; locations: TieredLocation[] } | undefined;
-  /** The tier file encoder threads (`auditlake.audit.tier.encode.threads`); undefined: inline. */
+  /** The sweep's tier file encoder threads (`auditlake.audit.tier.encode.threads`); undefined: inline. */
   readonly #encoder: TierEncodePool | undefined;
+  /** Table maintenance's own encoder thread (one; none when encoding is inline). */
+  readonly #maintenanceEncoder: TierEncodePool | undefined;
   readonly #deferred: DeferredCount;
 
   /** `connections` become this service's: close() closes them. */
@@ -75,8 +77,11 @@ export class TieringService {
     this.#deferred = new DeferredCount((cutoffMs, afterSeq, max) => store.countHeldBack(cutoffMs, afterSeq, max));
     // The sweep and table maintenance both commit to the same tables: their commits take turns.
     const commitLock = new CommitLock();
-    // Both encode in the same worker threads, off the event loop that ingests.
+    // Both encode in worker threads, off the event loop that ingests, each in threads of its
+    // own: a compaction rewrites up to 256 MiB in one job (tens of seconds), and a sweep whose
+    // batch waited behind it stalled tiering for as long (measured in the soak: 20-37 s per run).
     this.#encoder = config.tierEncodeThreads > 0 ? new TierEncodePool({ threadsMax: config.tierEncodeThreads }) : undefined;
+    this.#maintenanceEncoder = config.tierEncodeThreads > 0 ? new TierEncodePool({ threadsMax: 1 }) : undefined;
     const encoder = this.#encoder ? { encoder: this.#encoder } : {};
     this.sweeper = new TierSweeper({
       commitLock,
@@ -118,7 +123,7 @@ export class TieringService {
       log: options.log,
       onRun: (run) => this.#recordRun(run),
       commitLock,
-      ...encoder,
+      ...(this.#maintenanceEncoder ? { encoder: this.#maintenanceEncoder } : {}),
       ...(config.debugMaintenanceCrashAt
         ? {
             onStep: (step) => {
@@ -229,6 +234,7 @@ export class TieringService {
     await this.maintenance.close();
     await this.sweeper.close();
     await this.#encoder?.close();
+    await this.#maintenanceEncoder?.close();
     // Each reader source owns worker threads (its free-text prefilter pool).
     const sources = [...this.#sources.values()];
     this.#sources.clear();
