@@ -1,3 +1,5 @@
+import { SOURCE_ID_KEY, SOURCE_KEY, stringFieldOfJson } from './json-field.js';
+
 /**
  * The completeness ledger's counts by day: for each day (UTC, of the event's own time) and
  * source, how many events this log received, how many retention pruned from it, and how many
@@ -50,38 +52,6 @@ export function dayOf(timestampMs: number): string {
   const number = Math.floor(timestampMs / DAY_MS);
   if (number !== cachedDay.number) cachedDay = { number, text: new Date(number * DAY_MS).toISOString().slice(0, 10) };
   return cachedDay.text;
-}
-
-const SOURCE_KEY = ',"source":"';
-const SOURCE_ID_KEY = ',"sourceId":"';
-const SOURCE_KEY_BYTES = Buffer.from(SOURCE_KEY);
-const SOURCE_ID_KEY_BYTES = Buffer.from(SOURCE_ID_KEY);
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-
-/**
- * A string field of a stored event's JSON, read without parsing the event: a key written as
- * `,"name":"` outside a string value can only be the key itself (inside a value every `"` is
- * escaped). Undefined when the event has no such field.
- */
-function stringField(json: string | Buffer, key: string, keyBytes: Buffer): string | undefined {
-  const text = typeof json === 'string';
-  const at = text ? json.indexOf(key) : json.indexOf(keyBytes);
-  if (at < 0) return undefined;
-  const start = at + key.length;
-  let end = start;
-  let escaped = false;
-  for (;;) {
-    const c = text ? json.charCodeAt(end) : json[end];
-    if (c === undefined || Number.isNaN(c)) return undefined;
-    if (c === BACKSLASH) {
-      escaped = true;
-      end += 2;
-    } else if (c === QUOTE) break;
-    else end++;
-  }
-  const raw = text ? json.slice(start, end) : json.toString('utf8', start, end);
-  return escaped ? (JSON.parse(`"${raw}"`) as string) : raw;
 }
 
 /** Anything that takes puts: a chained LevelDB batch. */
@@ -138,8 +108,8 @@ export class DayLedgerChange {
 
   /** Counts one event given by its stored JSON (text or UTF-8 bytes) and its time. */
   countJson(json: string | Buffer, timestampMs: number, count: DayCount, delta = 1): void {
-    const source = stringField(json, SOURCE_KEY, SOURCE_KEY_BYTES) ?? '';
-    this.count({ timestamp: timestampMs, source, sourceId: stringField(json, SOURCE_ID_KEY, SOURCE_ID_KEY_BYTES) }, count, delta);
+    const source = stringFieldOfJson(json, SOURCE_KEY) ?? '';
+    this.count({ timestamp: timestampMs, source, sourceId: stringFieldOfJson(json, SOURCE_ID_KEY) }, count, delta);
   }
 
   /** Counts one event given by its fields. */

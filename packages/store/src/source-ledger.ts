@@ -1,3 +1,5 @@
+import { SOURCE_ID_KEY, stringFieldOfJson } from './json-field.js';
+
 /**
  * The completeness ledger: per source (an event's `sourceId`), which of its per-source sequence
  * numbers (`sourceSeq`) this log has received, kept as sorted, disjoint ranges. From them come
@@ -110,16 +112,8 @@ export class SourceRanges {
 export function sourceOfJson(json: string): { sourceId: string; sourceSeq: number } | undefined {
   const seqAt = json.indexOf(',"sourceSeq":');
   if (seqAt < 0) return undefined;
-  const idAt = json.indexOf(',"sourceId":"');
-  if (idAt < 0) return undefined;
-  let end = idAt + 13;
-  while (end < json.length) {
-    const c = json.charCodeAt(end);
-    if (c === 0x5c) end += 2;
-    else if (c === 0x22) break;
-    else end++;
-  }
-  const sourceId = JSON.parse(json.slice(idAt + 12, end + 1)) as string;
+  const sourceId = stringFieldOfJson(json, SOURCE_ID_KEY);
+  if (sourceId === undefined) return undefined;
   const seqStart = seqAt + 13;
   let seqEnd = seqStart;
   while (seqEnd < json.length) {

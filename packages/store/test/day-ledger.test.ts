@@ -3,38 +3,20 @@
 // suffix leaves the log — the same on a leader and a standby, across a reopen, and built once
 // (never twice) for a store written before they existed. Each case is checked against a count
 // made from the events themselves.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { AuditEvent } from '@auditlake/model';
 import { Level } from 'level';
-import { afterEach, describe, expect, it } from 'vitest';
-import { AuditStore } from '../src/audit-store.js';
+import { describe, expect, it } from 'vitest';
 import { DayLedger, dayOf, type DayLedgerRow } from '../src/day-ledger.js';
 import { localKey } from '../src/event-keys.js';
+import { useTempStores } from './temp-stores.js';
 
 const DAY_MS = 86_400_000;
 const DAY0 = Date.UTC(2026, 10, 1);
 
-const dirs: string[] = [];
-const stores: AuditStore[] = [];
-afterEach(async () => {
-  for (const store of stores.splice(0)) await store.close();
-  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
-});
+const stores = useTempStores('auditlake-days-');
+const openStore = stores.open;
 
-async function openStore(location?: string, now?: () => number): Promise<{ store: AuditStore; location: string }> {
-  const where = location ?? (await mkdtemp(join(tmpdir(), 'auditlake-days-')));
-  if (location === undefined) dirs.push(where);
-  const store = await AuditStore.open({ location: where, sequencer: () => 1, ...(now ? { now } : {}) });
-  stores.push(store);
-  return { store, location: where };
-}
-
-async function closeStore(store: AuditStore): Promise<void> {
-  await store.close();
-  stores.splice(stores.indexOf(store), 1);
-}
+const closeStore = stores.close;
 
 /** Event i: day i % 3, source by i % 2, a sourceId on every fourth (two of them). */
 function ev(i: number): AuditEvent {

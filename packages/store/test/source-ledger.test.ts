@@ -3,30 +3,15 @@
 // after a reopen, untouched by retry and retention; and it reads a source only from the
 // event's own fields, never from text inside a value; a store written before the ledger gets
 // one built from its log when it is first opened.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { AuditEvent } from '@auditlake/model';
 import { Level } from 'level';
-import { afterEach, describe, expect, it } from 'vitest';
-import { AuditStore } from '../src/audit-store.js';
+import { describe, expect, it } from 'vitest';
 import { localKey } from '../src/event-keys.js';
+import { useTempStores } from './temp-stores.js';
 import { SourceRanges, sourceOfJson } from '../src/source-ledger.js';
 
-const dirs: string[] = [];
-const stores: AuditStore[] = [];
-afterEach(async () => {
-  for (const store of stores.splice(0)) await store.close();
-  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
-});
-
-async function openStore(location?: string, now?: () => number): Promise<{ store: AuditStore; location: string }> {
-  const where = location ?? (await mkdtemp(join(tmpdir(), 'auditlake-ledger-')));
-  if (location === undefined) dirs.push(where);
-  const store = await AuditStore.open({ location: where, sequencer: () => 1, ...(now ? { now } : {}) });
-  stores.push(store);
-  return { store, location: where };
-}
+const stores = useTempStores('auditlake-ledger-');
+const openStore = stores.open;
 
 function ev(id: string, source?: { sourceId: string; sourceSeq?: number }, ts = 1_000): AuditEvent {
   return { eventId: id, userId: 'u', source: 'trino', action: 'data:Select', resource: '', decision: 'ALLOW', tables: [], query: '', details: '', timestamp: ts, ...(source ?? {}) };
@@ -102,8 +87,7 @@ describe('the store keeps the ledger', () => {
     expect(pruned.deleted).toBeGreaterThan(0);
     expect(leader.sourceLedger()).toEqual(all);
 
-    await leader.close();
-    stores.splice(stores.indexOf(leader), 1);
+    await stores.close(leader);
     const { store: reopened } = await openStore(location);
     expect(reopened.sourceLedger()).toEqual(all);
   });
@@ -117,8 +101,7 @@ describe('a store written before the ledger', () => {
     await store.append([ev('plain'), ev('other', { sourceId: 'other', sourceSeq: 3 })]);
     const built = store.sourceLedger();
     expect(built).toEqual([expected('old-plugin', seqs), expected('other', [3])]);
-    await store.close();
-    stores.splice(stores.indexOf(store), 1);
+    await stores.close(store);
     // As an older version left it: events, and no ledger keys.
     const db = new Level<string, string>(location, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
     await db.open();
@@ -131,8 +114,7 @@ describe('a store written before the ledger', () => {
 
     const { store: reopened } = await openStore(location);
     expect(reopened.sourceLedger()).toEqual(built);
-    await reopened.close();
-    stores.splice(stores.indexOf(reopened), 1);
+    await stores.close(reopened);
     // Built once: the keys are stored, and a later open reads them rather than the log.
     const { store: again } = await openStore(location);
     expect(again.sourceLedger()).toEqual(built);
