@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { AuditError, AuditErrorCode, encodeEvent, type AuditEvent } from '@auditlake/model';
 import { canonicalRecord, chainHash, GENESIS_CHAIN_HASH, RecordHasher } from '@auditlake/integrity';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { AuditStore, RetentionPruner } from '../src/index.js';
+import { AuditStore, RetentionPruner, WRITER_YIELD_EVENTS } from '../src/index.js';
 
 async function location(): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'auditlake-store-'));
@@ -321,6 +321,41 @@ describe('AuditStore replication and outbox', () => {
     leader = false;
     await expect(store.append([ev('b', 1)])).rejects.toMatchObject({ code: 'AUDIT_NOT_LEADER' });
     expect((await all(store)).map((e) => e.eventId)).toEqual(['a']);
+  });
+
+  it('lets other work run while it orders a large group, and refuses the group when the term changed meanwhile', async () => {
+    let term = 1;
+    let armed = false;
+    const store = await openStore({
+      sequencer: () => {
+        // The first ask of the big group's write schedules a new term for the next turn of the
+        // event loop: it lands only if the writer yields before its batch (it has no other await).
+        if (armed) {
+          armed = false;
+          setImmediate(() => (term = 2));
+        }
+        return term;
+      },
+    });
+    await store.append([ev('a', 1)]);
+    const headBefore = store.chainHead;
+    const big = Array.from({ length: 2 * WRITER_YIELD_EVENTS + 500 }, (_, i) => ev(`big-${i}`, 10 + i, { userId: `user-${i % 7}`, tables: [`t.n${i % 3}`] }));
+    armed = true;
+    await expect(store.append(big)).rejects.toMatchObject({ code: 'AUDIT_NOT_LEADER', message: expect.stringMatching(/term changed from 1 to 2.*nothing of them was stored/) });
+    // Nothing of the group: not the events, their indexes, the position nor the chain head.
+    expect((await all(store)).map((e) => e.eventId)).toEqual(['a']);
+    expect(await store.getByEventId('big-0')).toBeUndefined();
+    expect(store.position.lastSeq).toBe(1);
+    expect(store.chainHead).toEqual(headBefore);
+    const byUser: string[] = [];
+    for await (const e of store.search({ action: 'all', user: 'user-0' })) byUser.push(e.eventId);
+    expect(byUser).toEqual([]);
+    // Retried under the new term, the group is stored once, from the next seq, chained on.
+    const { stored } = await store.append(big);
+    expect(stored.map((r) => [r.seq, r.term])).toEqual(big.map((_, i) => [i + 2, 2]));
+    expect(store.chainHead.seq).toBe(big.length + 1);
+    const again = await store.append(big);
+    expect(again).toMatchObject({ stored: [], duplicates: big.length });
   });
 });
 
