@@ -81,6 +81,30 @@ describe('the API JSON of a stored event, cut from its stored text', () => {
     expect(storedToOutputJson('{"eventId":"a","timestamp":1,"ingestTs":2,"seq":3,"term":4}')).toBe('{"eventId":"a","timestamp":1,"ingestTs":2}');
   });
 
+  it('refuses every tail that is not exactly seq, term, the optional chain members and the closing brace', () => {
+    const head = '{"eventId":"a","timestamp":1,"ingestTs":2';
+    const refused = [
+      ',"seq":,"term":4}',
+      ',"seq":3,"term":}',
+      ',"seq":3,"term":4',
+      ',"seq":3,"term":4}}',
+      ',"seq":3,"term":4} ',
+      ',"seq":3,"term":4,"recordHash":"ab"}',
+      ',"seq":3,"term":4,"recordHash":"ab","chainHash":"cd"}',
+      ',"seq":3,"term":4,"recordHash":"ab","chainHash":"cd","fieldCheck":"0f}',
+      ',"seq":3,"term":4,"recordHash":"ab","chainHash":"cd","fieldCheck":"0g"}',
+      ',"seq":3,"term":4,"chainHash":"cd","recordHash":"ab","fieldCheck":"0f"}',
+      ',"seq":-3,"term":4}',
+      ',"seq":3.5,"term":4}',
+    ];
+    for (const tail of refused) expect(storedToOutputJson(head + tail), tail).toBeUndefined();
+    expect(storedToOutputJson(`${head},"seq":3,"term":4,"recordHash":"","chainHash":"","fieldCheck":""}`)).toBe(`${head}}`);
+    // ingestTs must be the last member before seq, with digits only.
+    expect(storedToOutputJson('{"eventId":"a","ingestTs":2,"timestamp":1,"seq":3,"term":4}')).toBeUndefined();
+    expect(storedToOutputJson('{"eventId":"a","ingestTs":,"seq":3,"term":4}')).toBeUndefined();
+    expect(storedToOutputJson('{"eventId":"a","ingestTs":2x,"seq":3,"term":4}')).toBeUndefined();
+  });
+
   it('drops the record chain members a store may keep after term, and refuses text with an erased-fields member', () => {
     const chain = ',"recordHash":"ab01","chainHash":"cd23","fieldCheck":"0f0f"}';
     expect(storedToOutputJson(`{"eventId":"a","timestamp":1,"ingestTs":2,"seq":3,"term":4${chain}`)).toBe('{"eventId":"a","timestamp":1,"ingestTs":2}');

@@ -2,15 +2,24 @@ import { EVENT_COLUMNS, isPrefilterNeedle, type AuditColumnName, type AuditParqu
 import { GroupReadAhead, PREFILTER_AHEAD_GROUPS, TEXT_COLUMNS, unwrap } from './group-read-ahead.js';
 import { compileFilter, newestFirst, upperTimeMs, type SearchFilter, type StoredEvent } from '@auditlake/model';
 import type { TierFile, TierSource } from '@auditlake/lake';
+import { newestFirstPage } from './newest-first-page.js';
 import { newestFirstStream } from './newest-first-stream.js';
 
 
 /** An event in a merged answer: from the local store (with seq) or only from a tier. */
 export type MergedEvent = TieredEvent & { seq?: number };
 
+/**
+ * Local matches a batch at a time (the store's searchBatches): reading a page then costs one
+ * step of an async generator per native read instead of one per event at each layer.
+ */
+export interface LocalBatches {
+  batches: AsyncIterable<readonly StoredEvent[]>;
+}
+
 export interface MergedSearchOptions {
-  /** Local matches by event time descending (the store's search with the same filter). */
-  local: AsyncIterable<StoredEvent>;
+  /** Local matches by event time descending (the store's search, or searchBatches, with the same filter). */
+  local: AsyncIterable<StoredEvent> | LocalBatches;
   /** Every location that ever received tiered events. */
   tiers: readonly TierSource[];
   filter: SearchFilter;
@@ -102,6 +111,14 @@ async function readRowGroup(
   }
 }
 
+/** The newest `want` local matches, newest first. */
+async function localPage(local: AsyncIterable<StoredEvent> | LocalBatches, want: number): Promise<StoredEvent[]> {
+  if ('batches' in local) return newestFirstPage(local.batches, want);
+  const page: StoredEvent[] = [];
+  for await (const event of newestFirstStream(local, want)) page.push(event);
+  return page;
+}
+
 /**
  * One log over the local store and every tier, de-duplicated by eventId (the local copy wins:
  * it carries the seq), newest first (event time, ingest time, eventId: model's newestFirst),
@@ -123,7 +140,7 @@ export async function mergedSearch(options: MergedSearchOptions): Promise<Merged
   const filter: SearchFilter = { ...options.filter, ...(toMs !== undefined ? { toMs } : {}) };
   const want = filter.limit + 1;
   const candidates = new Map<string, MergedEvent>();
-  for await (const event of newestFirstStream(options.local, want)) candidates.set(event.eventId, event);
+  for (const event of await localPage(options.local, want)) candidates.set(event.eventId, event);
   const local = [...candidates.values()];
   const localIsEnough =
     options.tiers.length === 0 ||

@@ -33,7 +33,8 @@ export class AuditSearch {
 
   async page(filter: SearchFilter): Promise<SearchPage> {
     const tiers = await this.#tiering.tierSources();
-    const result = await mergedSearch({ local: this.#store.search(filter, { expectedEvents: filter.limit + 1 }), tiers, filter, localCompleteFromMs: this.#tiering.localCompleteFromMs(Date.now()) });
+    const local = { batches: this.#store.searchBatches(filter, { expectedEvents: filter.limit + 1 }) };
+    const result = await mergedSearch({ local, tiers, filter, localCompleteFromMs: this.#tiering.localCompleteFromMs(Date.now()) });
     const page: SearchPage = { events: result.events, truncated: result.truncated };
     const last = result.events.at(-1);
     if (result.truncated && last !== undefined) page.nextCursor = encodeCursor(last);

@@ -2,7 +2,7 @@ import { upperTimeMs, type SearchFilter } from '@auditlake/model';
 import type { Level } from 'level';
 import { PREFIX, prefixEnd, timeLowerBound, timeUpperBoundInclusive } from './event-keys.js';
 import { getManySideBySide } from './point-reads.js';
-import { textCandidateBlocks, textCandidateValues } from './text-candidates.js';
+import { textCandidateBatches, textCandidateBlocks } from './text-candidates.js';
 import { TABLE_NAME_PREFIX, UNINDEXED_DECISION, indexRange, indexValuePrefix, suffixOf, suffixTimeMs, type IndexField } from './index-keys.js';
 
 type Db = Level<string, string>;
@@ -44,7 +44,9 @@ class RangeSource implements SuffixSource {
    * the page's events can be fetched without another read of keys.
    */
   constructor(db: Db, range: { gte: string; lt: string }, first = PROBE_KEYS) {
-    this.#iterator = db.keys({ ...range, reverse: true });
+    // Cached (classic-level's iterators do not fill LevelDB's block cache by default): every
+    // indexed search probes the newest part of its ranges, and its point reads are cached too.
+    this.#iterator = db.keys({ ...range, reverse: true, fillCache: true });
     this.#batch = Math.max(PROBE_KEYS, first);
   }
 
@@ -201,8 +203,11 @@ async function readTableNames(db: Db): Promise<string[]> {
 
 /** What an indexed search reads: the chosen index ranges, or the time range (undefined). */
 export interface IndexPlan {
-  /** Stored event JSON, by event time then seq descending: the events of the time window the indexes kept. */
-  values: AsyncGenerator<string>;
+  /**
+   * Stored event JSON, by event time then seq descending: the events of the time window the
+   * indexes kept, in the batches they were read in.
+   */
+  batches: AsyncGenerator<string[]>;
   /** The indexes read, most selective first (for tests and explanations); 'text' is the free-text sketches. */
   fields: Array<IndexField | 'text'>;
   /** Closes the plan's iterators when `values` is not read to its end (idempotent). */
@@ -278,7 +283,7 @@ export async function planIndexedSearch(
     } else await candidate.source.close();
   }
   const chosen = source;
-  return { values: eventValues(db, chosen, firstFetch(expectedEvents)), fields, close: () => chosen.close() };
+  return { batches: eventBatches(db, chosen, firstFetch(expectedEvents)), fields, close: () => chosen.close() };
 }
 
 /**
@@ -293,15 +298,15 @@ async function textPlan(db: Db, q: string, fromMs: number | undefined, toMs: num
   const needle = JSON.stringify(q).slice(1, -1);
   const found = await textCandidateBlocks(db, needle, fromMs, toMs);
   if (found === undefined || found.candidates.length > TEXT_PLAN_KEPT_MAX * found.overlapping) return undefined;
-  return { values: textCandidateValues(db, found.candidates, fromMs, toMs), fields: ['text'], close: () => Promise.resolve() };
+  return { batches: textCandidateBatches(db, found.candidates, fromMs, toMs), fields: ['text'], close: () => Promise.resolve() };
 }
 
 /** A plan that knows, without reading events, that nothing matches. */
 function emptyPlan(fields: IndexField[]): IndexPlan {
-  return { values: noValues(), fields, close: () => Promise.resolve() };
+  return { batches: noBatches(), fields, close: () => Promise.resolve() };
 }
 
-async function* noValues(): AsyncGenerator<string> {
+async function* noBatches(): AsyncGenerator<string[]> {
   // Nothing matches.
 }
 
@@ -318,10 +323,11 @@ function firstFetch(expectedEvents: number | undefined): number {
 
 /**
  * The stored events of the suffixes, fetched in growing batches from `first`, in the suffixes'
- * order. A page (`first` = the page and a few more) is one read: with growing batches from 32
- * a 201-event page took three reads one after another, each waiting on the one before.
+ * order, a batch per point read. A page (`first` = the page and a few more) is one read: with
+ * growing batches from 32 a 201-event page took three reads one after another, each waiting on
+ * the one before.
  */
-async function* eventValues(db: Db, source: SuffixSource, first: number): AsyncGenerator<string> {
+async function* eventBatches(db: Db, source: SuffixSource, first: number): AsyncGenerator<string[]> {
   try {
     let batch = first;
     for (;;) {
@@ -333,7 +339,9 @@ async function* eventValues(db: Db, source: SuffixSource, first: number): AsyncG
       }
       if (keys.length === 0) return;
       // An event pruned since its index key was read is gone: skipped, as a time scan would.
-      for (const value of await getManySideBySide(db, keys)) if (value !== undefined) yield value;
+      const values: string[] = [];
+      for (const value of await getManySideBySide(db, keys)) if (value !== undefined) values.push(value);
+      if (values.length > 0) yield values;
       if (keys.length < batch) return;
       batch = Math.min(batch * 2, FETCH_MAX);
     }

@@ -60,10 +60,11 @@ export async function textCandidateBlocks(
 
 /**
  * The stored events of the candidate blocks within [fromMs, toMs], by event time then seq
- * descending, like a time scan. Blocks are read newest first; an event is passed on once no
- * block still to be read can hold a later one (its time is above the next block's latest).
+ * descending, like a time scan, a batch per block read. Blocks are read newest first; an event
+ * is passed on once no block still to be read can hold a later one (its time is above the next
+ * block's latest).
  */
-export async function* textCandidateValues(db: Db, blocks: readonly Candidate[], fromMs: number | undefined, toMs: number | undefined): AsyncGenerator<string> {
+export async function* textCandidateBatches(db: Db, blocks: readonly Candidate[], fromMs: number | undefined, toMs: number | undefined): AsyncGenerator<string[]> {
   let pending: Array<{ timeKey: string; value: string }> = [];
   for (let i = 0; i < blocks.length; i++) {
     const block = (blocks[i] as Candidate).block;
@@ -85,7 +86,7 @@ export async function* textCandidateValues(db: Db, blocks: readonly Candidate[],
     const bound = next === undefined ? '' : PREFIX.time + encodeUint(next.tsMaxMs + 1);
     let ready = 0;
     while (ready < pending.length && (pending[ready] as { timeKey: string }).timeKey >= bound) ready++;
-    for (const entry of pending.slice(0, ready)) yield entry.value;
+    if (ready > 0) yield pending.slice(0, ready).map((entry) => entry.value);
     pending = pending.slice(ready);
   }
 }

@@ -73,7 +73,7 @@ async function fullScan(store: AuditStore, filter: Omit<SearchFilter, 'limit'>):
 /**
  * Every search answers exactly as the full scan does, also when told to expect a page of one
  * or a few events (its first read then fetches that many and later reads grow from there); and
- * each event keeps the stored text it was parsed from.
+ * each event keeps the stored text it was parsed from; read in batches, the same.
  */
 async function expectExact(store: AuditStore, filters: ReadonlyArray<Omit<SearchFilter, 'limit'>>): Promise<void> {
   for (const filter of filters) {
@@ -84,6 +84,14 @@ async function expectExact(store: AuditStore, filters: ReadonlyArray<Omit<Search
       for await (const event of store.search(filter, { expectedEvents })) events.push(event);
       expect(events.map((e) => e.eventId), `${JSON.stringify(filter)} expecting ${expectedEvents}`).toEqual(truth);
       for (const event of events) expect(storedJsonOf(event)).toBe(JSON.stringify(event));
+      // The batches the search reads in (what the API's page takes): the same events, none empty.
+      const batched: string[] = [];
+      for await (const batch of store.searchBatches(filter, { expectedEvents })) {
+        expect(batch.length).toBeGreaterThan(0);
+        for (const event of batch) expect(storedJsonOf(event)).toBe(JSON.stringify(event));
+        batched.push(...batch.map((e) => e.eventId));
+      }
+      expect(batched, `${JSON.stringify(filter)} in batches, expecting ${expectedEvents}`).toEqual(truth);
     }
   }
 }
