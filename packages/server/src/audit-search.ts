@@ -33,7 +33,8 @@ export class AuditSearch {
 
   async page(filter: SearchFilter): Promise<SearchPage> {
     const tiers = await this.#tiering.tierSources();
-    const local = { batches: this.#store.searchBatches(filter, { expectedEvents: filter.limit + 1 }) };
+    // Text events: a page answered as JSON is cut from the stored text, never parsed.
+    const local = { batches: this.#store.searchBatches(filter, { expectedEvents: filter.limit + 1, textEvents: true }) };
     const result = await mergedSearch({ local, tiers, filter, localCompleteFromMs: this.#tiering.localCompleteFromMs(Date.now()) });
     const page: SearchPage = { events: result.events, truncated: result.truncated };
     const last = result.events.at(-1);

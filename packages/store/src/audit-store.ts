@@ -24,6 +24,7 @@ import { LogTail } from './log-tail.js';
 import { IndexWriter, termsFromJson, type IndexSink } from './index-writer.js';
 import { planIndexedSearch } from './index-reader.js';
 import { rangeBatchesNewestFirst } from './range-values.js';
+import { StoredEventText } from './stored-event-text.js';
 import type { IndexField } from './index-keys.js';
 import { backfillIndexes } from './index-backfill.js';
 import { backfillLedger } from './ledger-backfill.js';
@@ -106,7 +107,7 @@ const storedJson = new WeakMap<StoredEvent, string>();
  * serialising the event again (see storedToOutputJson).
  */
 export function storedJsonOf(event: object): string | undefined {
-  return storedJson.get(event as StoredEvent);
+  return event instanceof StoredEventText ? event.json : storedJson.get(event as StoredEvent);
 }
 
 export interface AuditStoreOptions {
@@ -633,9 +634,11 @@ export class AuditStore {
   /**
    * `search`, a batch of matching events per native read (none empty): a reader that takes a
    * page pays one step of the generator per read instead of one per event (for a 200-event
-   * page, about as much as parsing the events).
+   * page, about as much as parsing the events). `textEvents`: events are StoredEventText,
+   * parsed only when a field beyond their place in the order and userId is read (a page
+   * answered as JSON is cut from the stored text and never needs one).
    */
-  async *searchBatches(filter: Omit<SearchFilter, 'limit'>, options: { expectedEvents?: number } = {}): AsyncGenerator<StoredEvent[]> {
+  async *searchBatches(filter: Omit<SearchFilter, 'limit'>, options: { expectedEvents?: number; textEvents?: boolean } = {}): AsyncGenerator<StoredEvent[]> {
     const matches = compileFilter({ ...filter, limit: 1 });
     const toMs = upperTimeMs(filter);
     const range = {
@@ -657,9 +660,10 @@ export class AuditStore {
       const events: StoredEvent[] = [];
       for (const value of values) {
         if (needle !== undefined && !value.toLowerCase().includes(needle)) continue;
-        const event = JSON.parse(value) as StoredEvent;
+        const text = options.textEvents === true ? StoredEventText.of(value)?.asStoredEvent() : undefined;
+        const event = text ?? (JSON.parse(value) as StoredEvent);
         if (!matches(event)) continue;
-        storedJson.set(event, value);
+        if (text === undefined) storedJson.set(event, value);
         events.push(event);
       }
       if (events.length > 0) yield events;

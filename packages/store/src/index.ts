@@ -9,4 +9,5 @@ export type { RegisteredKey } from './integrity-index.js';
 export type { PrunedRange } from './pruned-ranges.js';
 export type { ChainHead } from './record-chain.js';
 export { dayOf, type DayLedgerRow } from './day-ledger.js';
+export { StoredEventText } from './stored-event-text.js';
 export { SourceRanges, sourceOfJson, SOURCE_RANGES_MAX, type SourceLedgerEntry } from './source-ledger.js';

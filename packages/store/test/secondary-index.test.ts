@@ -53,6 +53,9 @@ function toEvent(spec: EventSpec, eventId: string): AuditEvent {
   return { eventId, resource: '', details: '', ...spec };
 }
 
+/** Every field a stored event may have. */
+const STORED_FIELDS = ['eventId', 'userId', 'source', 'action', 'resource', 'decision', 'tables', 'query', 'details', 'redacted', 'sourceId', 'sourceSeq', 'timestamp', 'ingestTs', 'seq', 'term', 'recordHash', 'chainHash', 'fieldCheck', 'erased'] as const;
+
 async function collect(source: AsyncIterable<StoredEvent>): Promise<string[]> {
   const ids: string[] = [];
   for await (const event of source) ids.push(event.eventId);
@@ -92,6 +95,16 @@ async function expectExact(store: AuditStore, filters: ReadonlyArray<Omit<Search
         batched.push(...batch.map((e) => e.eventId));
       }
       expect(batched, `${JSON.stringify(filter)} in batches, expecting ${expectedEvents}`).toEqual(truth);
+      // As text events (a search page's): the same events, each reading as its parsed text.
+      const texts: string[] = [];
+      for await (const batch of store.searchBatches(filter, { expectedEvents, textEvents: true })) {
+        for (const event of batch) {
+          const parsed = JSON.parse(storedJsonOf(event) as string) as StoredEvent;
+          for (const field of STORED_FIELDS) expect(event[field], field).toEqual(parsed[field]);
+        }
+        texts.push(...batch.map((e) => e.eventId));
+      }
+      expect(texts, `${JSON.stringify(filter)} as text events, expecting ${expectedEvents}`).toEqual(truth);
     }
   }
 }

@@ -1,0 +1,142 @@
+import type { Decision, StoredEvent } from '@auditlake/model';
+import { jsonStringKey, stringFieldOfJson } from './json-field.js';
+
+const EVENT_ID_START = '{"eventId":"';
+/** `{"eventId":"` less its brace: what stringFieldOfJson looks for, found at index 0 + 1. */
+const EVENT_ID_KEY = { text: EVENT_ID_START.slice(1), bytes: Buffer.from(EVENT_ID_START.slice(1)) };
+const USER_ID_KEY = jsonStringKey('userId');
+const TIMESTAMP_MEMBER = ',"timestamp":';
+const INGEST_TS_MEMBER = ',"ingestTs":';
+const SEQ_MEMBER = ',"seq":';
+
+/** The non-negative integer written at `from` up to exactly `end`, or undefined. */
+function integerBetween(text: string, from: number, end: number): number | undefined {
+  if (end <= from || end - from > 16) return undefined;
+  let n = 0;
+  for (let i = from; i < end; i++) {
+    const c = text.charCodeAt(i) - 0x30;
+    if (c < 0 || c > 9) return undefined;
+    n = n * 10 + c;
+  }
+  return Number.isSafeInteger(n) ? n : undefined;
+}
+
+/** The index after the decimal digits at `from`. */
+function digitsEnd(text: string, from: number): number {
+  let i = from;
+  for (let c = text.charCodeAt(i); c >= 0x30 && c <= 0x39; c = text.charCodeAt(++i));
+  return i;
+}
+
+/**
+ * A stored event read for a page of search results, parsed only as far as a page needs. The
+ * fields that place it in the newest-first order (eventId, timestamp, ingestTs, seq) and userId
+ * (the most used filter) are read from the text when it is made; every other field parses the
+ * whole text on first use. A page answered as JSON is cut from the text (storedJsonOf), so a
+ * one-day page never parses its events: that was about a tenth of the request's CPU.
+ *
+ * The other fields are getters on the prototype: code that reads an event field by field
+ * (toAuditEvent, toEventOutput, the filter) sees them all, an absent optional field reads as
+ * undefined, and JSON.stringify gives the stored event; spreading one or listing its keys does
+ * not, so these objects stay inside the search path (searchBatches with `textEvents`).
+ */
+export class StoredEventText {
+  readonly eventId: string;
+  readonly userId: string;
+  readonly timestamp: number;
+  readonly ingestTs: number;
+  readonly seq: number;
+  /** The text the store holds. */
+  readonly json: string;
+  #parsed: StoredEvent | undefined;
+
+  private constructor(json: string, eventId: string, userId: string, timestamp: number, ingestTs: number, seq: number) {
+    this.json = json;
+    this.eventId = eventId;
+    this.userId = userId;
+    this.timestamp = timestamp;
+    this.ingestTs = ingestTs;
+    this.seq = seq;
+  }
+
+  /**
+   * The event of a stored text, or undefined when the text is not laid out as the store writes
+   * it (eventId first; timestamp, ingestTs and seq in that order before term): the caller then
+   * parses it whole.
+   */
+  static of(json: string): StoredEventText | undefined {
+    if (!json.startsWith(EVENT_ID_START)) return undefined;
+    const eventId = stringFieldOfJson(json, EVENT_ID_KEY);
+    const seqAt = json.lastIndexOf(SEQ_MEMBER);
+    const ingestAt = seqAt < 0 ? -1 : json.lastIndexOf(INGEST_TS_MEMBER, seqAt);
+    const timestampAt = ingestAt < 0 ? -1 : json.lastIndexOf(TIMESTAMP_MEMBER, ingestAt);
+    if (timestampAt < 0) return undefined;
+    const timestamp = integerBetween(json, timestampAt + TIMESTAMP_MEMBER.length, ingestAt);
+    const ingestTs = integerBetween(json, ingestAt + INGEST_TS_MEMBER.length, seqAt);
+    const seqStart = seqAt + SEQ_MEMBER.length;
+    const seq = integerBetween(json, seqStart, digitsEnd(json, seqStart));
+    const userId = stringFieldOfJson(json, USER_ID_KEY);
+    if (eventId === undefined || timestamp === undefined || ingestTs === undefined || seq === undefined || userId === undefined) return undefined;
+    return new StoredEventText(json, eventId, userId, timestamp, ingestTs, seq);
+  }
+
+  #event(): StoredEvent {
+    return (this.#parsed ??= JSON.parse(this.json) as StoredEvent);
+  }
+
+  get source(): string {
+    return this.#event().source;
+  }
+  get action(): string {
+    return this.#event().action;
+  }
+  get resource(): string {
+    return this.#event().resource;
+  }
+  get decision(): Decision | '' {
+    return this.#event().decision;
+  }
+  get tables(): string[] {
+    return this.#event().tables;
+  }
+  get query(): string {
+    return this.#event().query;
+  }
+  get details(): string {
+    return this.#event().details;
+  }
+  get redacted(): number | undefined {
+    return this.#event().redacted;
+  }
+  get sourceId(): string | undefined {
+    return this.#event().sourceId;
+  }
+  get sourceSeq(): number | undefined {
+    return this.#event().sourceSeq;
+  }
+  get term(): number {
+    return this.#event().term;
+  }
+  get recordHash(): string | undefined {
+    return this.#event().recordHash;
+  }
+  get chainHash(): string | undefined {
+    return this.#event().chainHash;
+  }
+  get fieldCheck(): string | undefined {
+    return this.#event().fieldCheck;
+  }
+  get erased(): Record<string, string> | undefined {
+    return this.#event().erased;
+  }
+
+  /** As a StoredEvent (which it reads as; see the class comment). */
+  asStoredEvent(): StoredEvent {
+    return this as unknown as StoredEvent;
+  }
+
+  /** JSON.stringify gives the stored event, as for a parsed one. */
+  toJSON(): StoredEvent {
+    return this.#event();
+  }
+}
