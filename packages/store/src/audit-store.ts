@@ -1,4 +1,5 @@
 import { mkdir, readdir, stat } from 'node:fs/promises';
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { join } from 'node:path';
 import { AuditError, AuditErrorCode, compileFilter, encodeEvent, toAuditEvent, upperTimeMs, type AuditEvent, type EncodedEvent, type SearchFilter, type StoredEvent } from '@auditlake/model';
 import { Level } from 'level';
@@ -30,7 +31,7 @@ import { backfillIndexes } from './index-backfill.js';
 import { backfillLedger } from './ledger-backfill.js';
 import { TextSketchWriter } from './text-sketch-writer.js';
 import { TEXT_BLOCK_SEQS, blockOfSeq, textSketchKey } from './text-sketch.js';
-import { CHAIN_HEAD_KEY, EventWriter, LOG_END_KEY, logEndValue, putEvent, type AppendOptions, type AppendResult, type Sequencer, type WriterPosition } from './event-writer.js';
+import { CHAIN_HEAD_KEY, EventWriter, LOG_END_KEY, logEndValue, putEvent, WRITER_YIELD_EVENTS, type AppendOptions, type AppendResult, type Sequencer, type WriterPosition } from './event-writer.js';
 import { TermRuns, parseTermRun, termRunKey, termRunValue, type TermRun, type TermStart } from './term-runs.js';
 import { headOf, RecordChain, type ChainHead, type IntegrityEntry } from './record-chain.js';
 import { addIntegrityPuts, type RegisteredKey } from './integrity-index.js';
@@ -431,7 +432,14 @@ export class AuditStore {
         // write's fsync is awaited (kept across it, 2,000 entries a batch reached the old
         // generation). Stored byte for byte as the leader stored it: never decoded or serialised again.
         let gapSeqMax = this.#gapSeqMax;
+        let sinceYield = 0;
         for (const bytes of entries) {
+          // A pull brings up to 10,000 entries, each checked against the chain: in steps, so a
+          // standby's reads and probes are not held up behind the whole batch (see the writer).
+          if (++sinceYield === WRITER_YIELD_EVENTS) {
+            sinceYield = 0;
+            await yieldToEventLoop();
+          }
           const entry = readReplicatedEntry(bytes);
           if (entry.seq <= position.lastSeq) continue;
           // Seqs may skip numbers the leader has pruned, but never go backwards.
