@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import { CHECKED_FIELDS, HASHED_FIELDS, type CanonicalRecord, type HashedField } from './record-fields.js';
+import { canonicalContent, CHECKED_FIELDS, HASHED_FIELDS, stringText, tablesText, type CanonicalRecord, type ContentValues } from './record-fields.js';
 
 /**
  * The chain value before the first record: SHA-256 of the ASCII text `auditlake-genesis/1`,
@@ -58,45 +58,126 @@ export interface RecordDigest {
 const CACHED_TEXT_LENGTH_MAX = 256;
 /** Entries per field's cache; a full cache is emptied and refilled (a bound, not an LRU). */
 const CACHE_ENTRIES_MAX = 4096;
+
+/** A content field's hash and its 4-hex part of the field check, as cached. */
+interface FieldDigest {
+  digest: string;
+  check: string;
+}
+
 /**
- * The content fields whose values repeat (a few engines, actions, users, resources and table
- * lists): their hashes are cached. `query` and `details` are nearly always new, and caching
- * them would only churn the cache and the heap.
+ * A cache of the field hashes of one content field whose values repeat (a few engines,
+ * actions, decisions, users, resources). `tables`, `query` and `details` are not cached: the
+ * last two are nearly always new, and table lists measured a 31% hit rate on the benchmark's
+ * skewed workload — too few hits to pay for a map whose refills are promoted to the old
+ * generation and collected there.
  */
-const CACHED_FIELDS = new Set<HashedField>(['userId', 'source', 'action', 'resource', 'decision', 'tables']);
+class FieldCache {
+  readonly #entries = new Map<string, FieldDigest>();
+
+  get(text: string): FieldDigest {
+    let entry = this.#entries.get(text);
+    if (entry === undefined) {
+      const digest = sha256Hex(text);
+      entry = { digest, check: digest.slice(0, 4) };
+      if (text.length <= CACHED_TEXT_LENGTH_MAX) {
+        if (this.#entries.size >= CACHE_ENTRIES_MAX) this.#entries.clear();
+        this.#entries.set(text, entry);
+      }
+    }
+    return entry;
+  }
+}
 
 /**
  * Computes record hashes. Field hashes of short, repeating values are cached per field: a hit
  * costs a map lookup instead of a SHA-256 call. One hasher per thread of work.
+ *
+ * This runs for every event ingested (on the parse path and again on each standby), so it is
+ * written for few calls and few allocations: one template for each preimage, cached check
+ * parts, no intermediate objects. The obvious form of the same definition is the reference in
+ * test/record-hasher.test.ts.
  */
 export class RecordHasher {
-  readonly #caches: Array<Map<string, string> | undefined> = HASHED_FIELDS.map((name) => (CACHED_FIELDS.has(name) ? new Map() : undefined));
-
-  /** The field hash of the content field at `index` (HASHED_FIELDS order), cached when it repeats. */
-  #fieldHash(index: number, text: string): string {
-    const cache = this.#caches[index];
-    if (cache === undefined || text.length > CACHED_TEXT_LENGTH_MAX) return sha256Hex(text);
-    let digest = cache.get(text);
-    if (digest === undefined) {
-      digest = sha256Hex(text);
-      if (cache.size >= CACHE_ENTRIES_MAX) cache.clear();
-      cache.set(text, digest);
-    }
-    return digest;
-  }
+  readonly #userId = new FieldCache();
+  readonly #source = new FieldCache();
+  readonly #action = new FieldCache();
+  readonly #resource = new FieldCache();
+  readonly #decision = new FieldCache();
 
   /**
    * The content part of a record (everything but seq, term and ingestTs). An erased field's
    * kept hash stands in for its value's (the value itself is the marker then, and is not hashed).
    */
   content(record: Omit<CanonicalRecord, 'seq' | 'term' | 'ingestTs'>): RecordContent {
+    const texts = record.texts;
+    if (record.erased !== undefined) return this.#contentErased(record);
+    return this.#content(record.timestamp, record.eventIdText, record.sourceIdText, record.sourceSeqText, texts.userId, texts.source, texts.action, texts.resource, texts.decision, texts.tables, texts.query, texts.details);
+  }
+
+  /**
+   * The content part of an event's values, as ingest has them: the same as
+   * `content(canonicalContent(values))` without building the canonical form first.
+   */
+  contentOfValues(values: ContentValues): RecordContent {
+    if (values.erased !== undefined) return this.content(canonicalContent(values));
+    return this.#content(
+      values.timestamp,
+      stringText(values.eventId),
+      values.sourceId === undefined ? '' : stringText(values.sourceId),
+      values.sourceSeq === undefined ? '' : String(values.sourceSeq),
+      values.userId,
+      values.source,
+      values.action,
+      values.resource,
+      values.decision,
+      tablesText(values.tables),
+      values.query,
+      values.details,
+    );
+  }
+
+  // Positional rather than one object: this runs once per event, and the values are at hand.
+  #content(
+    timestamp: number,
+    eventIdText: string,
+    sourceIdText: string,
+    sourceSeqText: string,
+    userId: string,
+    source: string,
+    action: string,
+    resource: string,
+    decision: string,
+    tables: string,
+    query: string,
+    details: string,
+  ): RecordContent {
+    const userHash = this.#userId.get(userId);
+    const sourceHash = this.#source.get(source);
+    const actionHash = this.#action.get(action);
+    const resourceHash = this.#resource.get(resource);
+    const decisionHash = this.#decision.get(decision);
+    const tablesHash = sha256Hex(tables);
+    const queryHash = sha256Hex(query);
+    const detailsHash = sha256Hex(details);
+    const timestampText = String(timestamp);
+    const fieldHashes = `${userHash.digest}${sourceHash.digest}${actionHash.digest}${resourceHash.digest}${decisionHash.digest}${tablesHash}${queryHash}${detailsHash}`;
+    return {
+      hash: sha256Hex(`auditlake-content/2\n${timestampText}\n${eventIdText}\n${sourceIdText}\n${sourceSeqText}\n${fieldHashes}`),
+      check:
+        `${shortCheck(eventIdText)}${userHash.check}${sourceHash.check}${actionHash.check}${resourceHash.check}${decisionHash.check}` +
+        `${tablesHash.slice(0, 4)}${queryHash.slice(0, 4)}${detailsHash.slice(0, 4)}${shortCheck(timestampText)}${shortCheck(sourceIdText)}${shortCheck(sourceSeqText)}`,
+    };
+  }
+
+  /** The content part of a record with erased fields: the general form, field by field. */
+  #contentErased(record: Omit<CanonicalRecord, 'seq' | 'term' | 'ingestTs'>): RecordContent {
     const erased = record.erased;
     const texts = record.texts;
     let hashes = '';
     let check = shortCheck(record.eventIdText);
-    for (let i = 0; i < HASHED_FIELDS.length; i++) {
-      const name = HASHED_FIELDS[i] as HashedField;
-      const digest = erased?.[name] ?? this.#fieldHash(i, texts[name]);
+    for (const name of HASHED_FIELDS) {
+      const digest = erased?.[name] ?? sha256Hex(texts[name]);
       hashes += digest;
       check += digest.slice(0, 4);
     }
@@ -151,5 +232,9 @@ function shortCheck(text: string): string {
     h ^= text.charCodeAt(i);
     h = Math.imul(h, 0x01000193);
   }
-  return ((h ^ (h >>> 16)) & 0xffff).toString(16).padStart(4, '0');
+  const check = (h ^ (h >>> 16)) & 0xffff;
+  return String.fromCharCode(HEX_DIGIT[check >>> 12] as number, HEX_DIGIT[(check >>> 8) & 15] as number, HEX_DIGIT[(check >>> 4) & 15] as number, HEX_DIGIT[check & 15] as number);
 }
+
+/** Char codes of the lower-case hex digits. */
+const HEX_DIGIT = [...'0123456789abcdef'].map((c) => c.charCodeAt(0));

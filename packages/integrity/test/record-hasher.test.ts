@@ -96,6 +96,8 @@ describe('RecordHasher', () => {
           expect(digest.fieldCheck).toBe(want.fieldCheck);
           expect(recordHashOf(record.seq, record.term, record.ingestTs, digest.content)).toBe(want.recordHash);
           expect(fieldCheckOf(digest.content, record.term, record.ingestTs)).toBe(want.fieldCheck);
+          // Ingest's path, from the values without their canonical form: the same content part.
+          expect(hasher.contentOfValues(record)).toEqual(digest.content);
         }
       }),
       { numRuns: 300 },
@@ -106,6 +108,7 @@ describe('RecordHasher', () => {
     const kept = sha256(BASE.query);
     const erased = { ...BASE, query: '[erased by auditlake]', erased: { query: kept } };
     expect(new RecordHasher().digest(canonicalRecord(erased))).toMatchObject(referenceDigest(BASE));
+    expect(new RecordHasher().contentOfValues(erased)).toEqual(new RecordHasher().digest(canonicalRecord(BASE)).content);
   });
 
   it('gives different hashes when any one value differs, cache or not', () => {

@@ -14,7 +14,7 @@ import {
   type EncodedEvent,
   isReservedAction,
 } from '@auditlake/model';
-import { canonicalContent, RecordHasher } from '@auditlake/integrity';
+import { RecordHasher } from '@auditlake/integrity';
 import { joinLines, splitLines } from './byte-lines.js';
 import { parseJsonBody } from './json-body.js';
 
@@ -98,7 +98,7 @@ export function parseIngestBody(bytes: Uint8Array, nowMs: number, redactKeys: re
           timestamp: encoded.timestamp,
           json: encoded.json,
           // Integrity actions are refused from clients; were one here, the leader must see it whole.
-          chainContent: chain && !isReservedAction(redacted.source, redacted.action) ? recordHasher.content(canonicalContent(redacted)) : undefined,
+          chainContent: chain && !isReservedAction(redacted.source, redacted.action) ? recordHasher.contentOfValues(redacted) : undefined,
           freshId: fresh.has(event.eventId),
           subjectToSampling: subjectToReadSampling(event),
         };
