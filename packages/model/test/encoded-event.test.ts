@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { encodeEvent, storedEventJson, storedToOutputJson } from '../src/encoded-event.js';
+import { encodeEvent, storedEventJson, storedTail, storedToOutputJson } from '../src/encoded-event.js';
 import { toEventOutput, type AuditEvent, type StoredEvent } from '../src/event.js';
 
 const event: AuditEvent = {
@@ -73,6 +73,52 @@ describe('the API JSON of a stored event, cut from its stored text', () => {
     );
   });
 
+  const hex = fc.string({ unit: fc.constantFrom(...'0123456789abcdef'), maxLength: 64 });
+  const digest = fc.string({ unit: fc.constantFrom(...'0123456789abcdef'), minLength: 64, maxLength: 64 });
+  // As the store writes them (two digests and a 56-digit field check) half the time, any lengths otherwise.
+  const hexMembers = fc.oneof(fc.tuple(digest, digest, digest.map((d) => d.slice(0, 56))), fc.tuple(hex, hex, hex));
+  const chainMembers = fc.option(
+    hexMembers.map(([record, chain, check]) => `,"recordHash":"${record}","chainHash":"${chain}","fieldCheck":"${check}"`),
+    { nil: '' },
+  );
+
+  it('drops any record chain members after term, for any event', () => {
+    fc.assert(
+      fc.property(anyEvent, fc.nat(), fc.nat(), fc.nat(), chainMembers, (raw, ingestTs, seq, term, chain) => {
+        const e = (raw.redacted === undefined ? { ...raw, redacted: undefined } : raw) as AuditEvent;
+        const plain = storedEventJson(encodeEvent(e), ingestTs, seq, term);
+        const stored = `${plain.slice(0, -1)}${chain}}`;
+        expect(storedToOutputJson(stored)).toBe(JSON.stringify(toEventOutput(JSON.parse(plain) as StoredEvent)));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('finds the appended members from the end where the last occurrence of each is, for any stored event', () => {
+    fc.assert(
+      fc.property(anyEvent, fc.nat(), fc.nat(), fc.nat(), chainMembers, (raw, ingestTs, seq, term, chain) => {
+        const e = (raw.redacted === undefined ? { ...raw, redacted: undefined } : raw) as AuditEvent;
+        const plain = storedEventJson(encodeEvent(e), ingestTs, seq, term);
+        const stored = `${plain.slice(0, -1)}${chain}}`;
+        const seqAt = stored.lastIndexOf(',"seq":');
+        const ingestTsAt = stored.lastIndexOf(',"ingestTs":', seqAt);
+        expect(storedTail(stored)).toEqual({
+          timestampAt: stored.lastIndexOf(',"timestamp":', ingestTsAt),
+          ingestTsAt,
+          seqAt,
+          termAt: stored.lastIndexOf(',"term":'),
+        });
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('has no timestamp position when the member before ingestTs is not a timestamp', () => {
+    const noTimestamp = '{"eventId":"a","details":"","ingestTs":2,"seq":3,"term":4}';
+    expect(storedTail(noTimestamp)).toEqual({ timestampAt: -1, ingestTsAt: noTimestamp.indexOf(',"ingestTs"'), seqAt: noTimestamp.indexOf(',"seq"'), termAt: noTimestamp.indexOf(',"term"') });
+    expect(storedTail('{"eventId":"a","timestamp":"1","ingestTs":2,"seq":3,"term":4}')?.timestampAt).toBe(-1);
+  });
+
   it('is refused for text that does not end as a stored event does (the caller serialises instead)', () => {
     expect(storedToOutputJson('{"eventId":"a","timestamp":1,"ingestTs":2}')).toBeUndefined();
     expect(storedToOutputJson('{"eventId":"a","timestamp":1,"seq":3,"term":4}')).toBeUndefined();
@@ -97,6 +143,12 @@ describe('the API JSON of a stored event, cut from its stored text', () => {
       ',"seq":-3,"term":4}',
       ',"seq":3.5,"term":4}',
     ];
+    // Members of the stored lengths (two digests, a 56-digit check) with one character that is not lower-case hex.
+    const [digest, check] = ['0'.repeat(64), '0'.repeat(56)];
+    for (const [recordHash, chainHash, fieldCheck] of [[`A${digest.slice(1)}`, digest, check], [digest, `${digest.slice(1)}g`, check], [digest, digest, `${check.slice(1)}"`]]) {
+      refused.push(`,"seq":3,"term":4,"recordHash":"${recordHash}","chainHash":"${chainHash}","fieldCheck":"${fieldCheck}"}`);
+    }
+    expect(storedToOutputJson(`${head},"seq":3,"term":4,"recordHash":"${digest}","chainHash":"${digest}","fieldCheck":"${check}"}`)).toBe(`${head}}`);
     for (const tail of refused) expect(storedToOutputJson(head + tail), tail).toBeUndefined();
     expect(storedToOutputJson(`${head},"seq":3,"term":4,"recordHash":"","chainHash":"","fieldCheck":""}`)).toBe(`${head}}`);
     // ingestTs must be the last member before seq, with digits only.

@@ -1,5 +1,5 @@
-import { storedToOutputJson, toEventOutput, type EventOutput } from '@auditlake/model';
-import { storedJsonOf } from '@auditlake/store';
+import { toEventOutput, type EventOutput } from '@auditlake/model';
+import { storedOutputJsonOf } from '@auditlake/store';
 import type { SearchPage } from './audit-search.js';
 
 /**
@@ -8,8 +8,7 @@ import type { SearchPage } from './audit-search.js';
  * toEventOutput and JSON.stringify as in reading them); for a tiered one, serialised.
  */
 export function eventOutputJson(event: EventOutput): string {
-  const stored = storedJsonOf(event);
-  return (stored === undefined ? undefined : storedToOutputJson(stored)) ?? JSON.stringify(toEventOutput(event));
+  return storedOutputJsonOf(event) ?? JSON.stringify(toEventOutput(event));
 }
 
 /**
@@ -22,4 +21,17 @@ export function searchResponseJson(page: SearchPage, stale: boolean): string {
   if (page.tierNote) text += `,"tierNote":${JSON.stringify(page.tierNote)}`;
   if (stale) text += ',"stale":true';
   return text + '}';
+}
+
+const utf8 = new TextEncoder();
+
+/**
+ * The JSON answer to a search as UTF-8 bytes, which is what the route sends: handed a string,
+ * the HTTP response encodes it inside its socket write, and for a 120 KB page that took about
+ * three times as long as encoding it here (measured, Node 20: a string body ~430 µs in
+ * `res.end`, the same bytes ~150 µs, TextEncoder ~90 µs).
+ */
+export function searchResponseBody(page: SearchPage, stale: boolean): Buffer {
+  const bytes = utf8.encode(searchResponseJson(page, stale));
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }

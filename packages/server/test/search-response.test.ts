@@ -3,7 +3,7 @@ import { toEventOutput, type StoredEvent } from '@auditlake/model';
 import { StoredEventText } from '@auditlake/store';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { eventOutputJson, searchResponseJson } from '../src/search-response.js';
+import { eventOutputJson, searchResponseBody, searchResponseJson } from '../src/search-response.js';
 
 const text = fc.oneof(fc.string(), fc.string({ unit: 'binary' }), fc.constantFrom('"', '\\', ',"seq":2,"term":3}', ',"erased":{', 'ü€😀'));
 const hex = fc.stringMatching(/^[0-9a-f]{0,8}$/);
@@ -55,5 +55,10 @@ describe('search answer JSON', () => {
     const answer = searchResponseJson({ events, truncated: true, nextCursor: 'c' }, false);
     expect(JSON.parse(answer)).toEqual({ events: jsons.map((json) => toEventOutput(JSON.parse(json) as StoredEvent)), count: 20, truncated: true, nextCursor: 'c' });
     expect(answer).toBe(JSON.stringify({ events: jsons.map((json) => toEventOutput(JSON.parse(json) as StoredEvent)), count: 20, truncated: true, nextCursor: 'c' }));
+    // What the route sends: the same text as UTF-8 (the values hold characters beyond ASCII).
+    const body = searchResponseBody({ events, truncated: true, nextCursor: 'c' }, false);
+    expect(body.toString('utf8')).toBe(answer);
+    expect(body.equals(Buffer.from(answer, 'utf8'))).toBe(true);
+    expect(body.length).toBeGreaterThan(answer.length);
   });
 });

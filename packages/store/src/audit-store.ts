@@ -1,7 +1,7 @@
 import { mkdir, readdir, stat } from 'node:fs/promises';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { join } from 'node:path';
-import { AuditError, AuditErrorCode, compileFilter, encodeEvent, toAuditEvent, upperTimeMs, type AuditEvent, type EncodedEvent, type SearchFilter, type StoredEvent } from '@auditlake/model';
+import { AuditError, AuditErrorCode, compileFilter, encodeEvent, storedToOutputJson, toAuditEvent, upperTimeMs, type AuditEvent, type EncodedEvent, type SearchFilter, type StoredEvent } from '@auditlake/model';
 import { Level } from 'level';
 import {
   PREFIX,
@@ -109,6 +109,16 @@ const storedJson = new WeakMap<StoredEvent, string>();
  */
 export function storedJsonOf(event: object): string | undefined {
   return event instanceof StoredEventText ? event.json : storedJson.get(event as StoredEvent);
+}
+
+/**
+ * The API's JSON for an event `search` yielded, cut from the text the store holds; undefined
+ * for any other object or when it cannot be cut (the caller serialises the event then).
+ */
+export function storedOutputJsonOf(event: object): string | undefined {
+  if (event instanceof StoredEventText) return event.outputJson();
+  const stored = storedJson.get(event as StoredEvent);
+  return stored === undefined ? undefined : storedToOutputJson(stored);
 }
 
 export interface AuditStoreOptions {

@@ -1,4 +1,4 @@
-import type { Decision, StoredEvent } from '@auditlake/model';
+import { storedTail, storedToOutputJson, type Decision, type StoredEvent, type StoredTail } from '@auditlake/model';
 import { jsonStringKey, stringFieldOfJson } from './json-field.js';
 
 const EVENT_ID_START = '{"eventId":"';
@@ -21,13 +21,6 @@ function integerBetween(text: string, from: number, end: number): number | undef
   return Number.isSafeInteger(n) ? n : undefined;
 }
 
-/** The index after the decimal digits at `from`. */
-function digitsEnd(text: string, from: number): number {
-  let i = from;
-  for (let c = text.charCodeAt(i); c >= 0x30 && c <= 0x39; c = text.charCodeAt(++i));
-  return i;
-}
-
 /**
  * A stored event read for a page of search results, parsed only as far as a page needs. The
  * fields that place it in the newest-first order (eventId, timestamp, ingestTs, seq) and userId
@@ -48,10 +41,13 @@ export class StoredEventText {
   readonly seq: number;
   /** The text the store holds. */
   readonly json: string;
+  /** Where the members after the event's fields are: found once, used again to cut the API's JSON. */
+  readonly #tail: StoredTail;
   #parsed: StoredEvent | undefined;
 
-  private constructor(json: string, eventId: string, userId: string, timestamp: number, ingestTs: number, seq: number) {
+  private constructor(json: string, tail: StoredTail, eventId: string, userId: string, timestamp: number, ingestTs: number, seq: number) {
     this.json = json;
+    this.#tail = tail;
     this.eventId = eventId;
     this.userId = userId;
     this.timestamp = timestamp;
@@ -61,23 +57,25 @@ export class StoredEventText {
 
   /**
    * The event of a stored text, or undefined when the text is not laid out as the store writes
-   * it (eventId first; timestamp, ingestTs and seq in that order before term): the caller then
-   * parses it whole.
+   * it (eventId first; ending with timestamp, ingestTs, seq, term and the optional record chain
+   * members, see storedTail): the caller then parses it whole.
    */
   static of(json: string): StoredEventText | undefined {
     if (!json.startsWith(EVENT_ID_START)) return undefined;
+    const tail = storedTail(json);
+    if (tail === undefined || tail.timestampAt < 0) return undefined;
+    const timestamp = integerBetween(json, tail.timestampAt + TIMESTAMP_MEMBER.length, tail.ingestTsAt);
+    const ingestTs = integerBetween(json, tail.ingestTsAt + INGEST_TS_MEMBER.length, tail.seqAt);
+    const seq = integerBetween(json, tail.seqAt + SEQ_MEMBER.length, tail.termAt);
     const eventId = stringFieldOfJson(json, EVENT_ID_KEY);
-    const seqAt = json.lastIndexOf(SEQ_MEMBER);
-    const ingestAt = seqAt < 0 ? -1 : json.lastIndexOf(INGEST_TS_MEMBER, seqAt);
-    const timestampAt = ingestAt < 0 ? -1 : json.lastIndexOf(TIMESTAMP_MEMBER, ingestAt);
-    if (timestampAt < 0) return undefined;
-    const timestamp = integerBetween(json, timestampAt + TIMESTAMP_MEMBER.length, ingestAt);
-    const ingestTs = integerBetween(json, ingestAt + INGEST_TS_MEMBER.length, seqAt);
-    const seqStart = seqAt + SEQ_MEMBER.length;
-    const seq = integerBetween(json, seqStart, digitsEnd(json, seqStart));
     const userId = stringFieldOfJson(json, USER_ID_KEY);
     if (eventId === undefined || timestamp === undefined || ingestTs === undefined || seq === undefined || userId === undefined) return undefined;
-    return new StoredEventText(json, eventId, userId, timestamp, ingestTs, seq);
+    return new StoredEventText(json, tail, eventId, userId, timestamp, ingestTs, seq);
+  }
+
+  /** The API's JSON for this event, cut from the stored text (see storedToOutputJson). */
+  outputJson(): string | undefined {
+    return storedToOutputJson(this.json, this.#tail);
   }
 
   #event(): StoredEvent {

@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { ARROW_STREAM_MEDIA_TYPE, encodeArrowStream } from '../arrow-events.js';
 import type { AuditSearch } from '../audit-search.js';
 import { proxyToLeader } from '../leader-proxy.js';
-import { eventOutputJson, searchResponseJson } from '../search-response.js';
+import { eventOutputJson, searchResponseBody } from '../search-response.js';
 import type { Membership } from '../membership.js';
 import './route-access.js';
 
@@ -90,6 +90,6 @@ export function registerSearchRoute(app: FastifyInstance, options: SearchRouteOp
       return lines.join('');
     }
     // Composed as text: local events reuse the JSON the store holds (search-response.ts).
-    return reply.type('application/json; charset=utf-8').send(searchResponseJson(page, stale));
+    return reply.type('application/json; charset=utf-8').send(searchResponseBody(page, stale));
   });
 }
