@@ -6,6 +6,7 @@ import { Level } from 'level';
 import {
   PREFIX,
   checkpointKey,
+  erasureKey,
   decodeUint,
   idKey,
   localKey,
@@ -551,6 +552,7 @@ export class AuditStore {
         result.moved++;
       }
       for (const key of await db.keys({ gte: checkpointKey(seq), lt: prefixEnd(PREFIX.checkpoint) }).all()) ops.push({ type: 'del', key });
+      for (const key of await db.keys({ gte: erasureKey(seq), lt: prefixEnd(PREFIX.erasure) }).all()) ops.push({ type: 'del', key });
       for (const [key, value] of await db.iterator({ gte: PREFIX.key, lt: prefixEnd(PREFIX.key) }).all()) {
         if ((JSON.parse(value) as RegisteredKey).seq >= seq) ops.push({ type: 'del', key });
       }
@@ -793,7 +795,9 @@ export class AuditStore {
         batch.del(seqKey(event.seq));
         batch.del(idKey(event.eventId));
         index.del(batch, event, event.timestamp, event.seq);
-        if (integrityKindOf(event.source, event.action) === 'checkpoint') batch.del(checkpointKey(event.seq));
+        const kind = integrityKindOf(event.source, event.action);
+        if (kind === 'checkpoint') batch.del(checkpointKey(event.seq));
+        else if (kind === 'erase') batch.del(erasureKey(event.seq));
         pruned.add(event.seq, event.chainHash);
         gapSeqMax = Math.max(gapSeqMax, event.seq);
         deleted++;
@@ -1006,6 +1010,17 @@ export class AuditStore {
   /** The seq ranges retention deleted from this store, each with the chain hash at its end. */
   get prunedRanges(): readonly PrunedRange[] {
     return this.#pruned.all;
+  }
+
+  /**
+   * Seqs of the erasure records (`audit:EraseFields`) this store holds with seq in
+   * (afterSeq, throughSeq], ascending: read from their index, not from the log.
+   */
+  async erasureRecordSeqs(afterSeq: number, throughSeq: number): Promise<number[]> {
+    this.#openWriter();
+    if (throughSeq <= afterSeq) return [];
+    const keys = await this.#db.keys({ gt: erasureKey(afterSeq), lte: erasureKey(throughSeq) }).all();
+    return keys.map((key) => decodeUint(key.slice(PREFIX.erasure.length)));
   }
 
   /**

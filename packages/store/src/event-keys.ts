@@ -49,6 +49,7 @@ export const PREFIX = {
   termRun: 'r!',
   checkpoint: 'c!',
   key: 'k!',
+  erasure: 'e!',
 } as const;
 
 /** The first key after every key with `prefix` ('!' + 1 = '"'). */
@@ -95,6 +96,11 @@ export function timeUpperBoundInclusive(timestampMs: number): string {
 
 export function checkpointKey(seq: number): string {
   return PREFIX.checkpoint + encodeUint(seq);
+}
+
+/** An erasure record's entry in the index of erasure records (empty value): the tier finds them by seq range. */
+export function erasureKey(seq: number): string {
+  return PREFIX.erasure + encodeUint(seq);
 }
 
 export function keyKey(keyId: string): string {

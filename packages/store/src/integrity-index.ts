@@ -1,7 +1,7 @@
 import type { StoredEvent } from '@auditlake/model';
 import { composeStoredEvent, eraseRecordFields, parseErasureDetails, parsePublishedKey } from '@auditlake/integrity';
 import type { Level } from 'level';
-import { PREFIX, checkpointKey, decodeUint, idKey, keyKey } from './event-keys.js';
+import { PREFIX, checkpointKey, decodeUint, erasureKey, idKey, keyKey } from './event-keys.js';
 import type { IntegrityEntry } from './record-chain.js';
 import { termsFromJson, type IndexWriter } from './index-writer.js';
 
@@ -28,7 +28,7 @@ export interface RegisteredKey {
 
 /**
  * Adds to `batch` what the integrity records among entries being stored mean for this store:
- * a checkpoint is indexed by its seq, a key registration by its key id, and an erasure rewrites
+ * a checkpoint is indexed by its seq, a key registration by its key id, and an erasure (indexed by its seq) rewrites
  * the records it names that this store holds (values replaced by the marker, field hashes
  * kept). Runs on the leader as it appends and on a standby as it applies, so every copy of the
  * log is erased alike. Returns true when it rewrote earlier entries (their kept bytes are stale).
@@ -51,6 +51,9 @@ export async function addIntegrityPuts(db: Level<string, string>, batch: PutSink
         break;
       }
       case 'erase':
+        // Indexed by seq so the tier finds the erasures after a point without reading the log
+        // (a table that no longer receives events still has its rows erased).
+        batch.put(erasureKey(entry.seq), '');
         if (await eraseTargets(db, batch, entry, indexes)) rewrote = true;
         break;
     }

@@ -23,6 +23,7 @@ import {
 } from '@auditlake/integrity';
 import { AuditErrorCode, encodeEvent, isAuditError, SELF_SOURCE, type AuditEvent, type EncodedEvent, type StoredEvent } from '@auditlake/model';
 import { describe, expect, it, onTestFinished } from 'vitest';
+import { Level } from 'level';
 import { AuditStore } from '../src/index.js';
 
 async function location(): Promise<string> {
@@ -223,5 +224,53 @@ describe('erasure', () => {
     const late = await openStore();
     await late.applyReplicated(await leader.readEncodedBySeq(0, 10));
     expect((await verify(late)).ok).toBe(true);
+  });
+});
+
+describe('the index of erasure records', () => {
+  function erasureOf(timestamp: number, target: StoredEvent): AuditEvent {
+    const details = encodeErasureDetails({ v: 1, fields: ['query'], records: [{ eventId: target.eventId, seq: target.seq }] });
+    return { ...ev(timestamp), source: SELF_SOURCE, action: INTEGRITY_ACTIONS.erase, details };
+  }
+
+  it('finds erasure records by seq range on every copy, loses them with their records, and is rebuilt for a store without it', async () => {
+    const at = await location();
+    const leader = await openStore({ location: at });
+    const standby = await openStore();
+    await leader.append([ev(1), ev(2), ev(3)]);
+    const [first, second] = [(await leader.getBySeq(1)) as StoredEvent, (await leader.getBySeq(2)) as StoredEvent];
+    await leader.append([erasureOf(4, first), ev(5)]);
+    await leader.append([erasureOf(6, second)]);
+    // Text that only names the action is not an erasure record.
+    await leader.append([ev(7, { query: INTEGRITY_ACTIONS.erase, details: INTEGRITY_ACTIONS.erase })]);
+    await standby.applyReplicated(await leader.readEncodedBySeq(0, 100));
+    for (const store of [leader, standby]) {
+      expect(await store.erasureRecordSeqs(0, 100)).toEqual([4, 6]);
+      expect(await store.erasureRecordSeqs(4, 6)).toEqual([6]);
+      expect(await store.erasureRecordSeqs(0, 5)).toEqual([4]);
+      expect(await store.erasureRecordSeqs(6, 100)).toEqual([]);
+      expect(await store.erasureRecordSeqs(6, 4)).toEqual([]);
+    }
+    // A copy that cuts its log from seq 6 (it diverged from a new leader's) loses that erasure's entry.
+    await standby.divertSuffixToOutbox(6);
+    expect(await standby.erasureRecordSeqs(0, 100)).toEqual([4]);
+
+    // A store written before the index: opened again, it indexes its erasure records.
+    await leader.close();
+    const db = new Level<string, string>(at, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
+    await db.open();
+    const batch = db.batch();
+    for (const key of await db.keys({ gte: 'e!', lt: 'e"' }).all()) batch.del(key);
+    batch.del('l!indexVersion');
+    await batch.write({ sync: true });
+    expect(await db.keys({ gte: 'e!', lt: 'e"' }).all()).toEqual([]);
+    await db.close();
+    const reopened = await openStore({ location: at });
+    expect(await reopened.erasureRecordSeqs(0, 100)).toEqual([4, 6]);
+
+    // Retention deletes the record and its index entry together.
+    await reopened.pruneBefore(5, 100, () => Promise.resolve(true));
+    expect(await reopened.getBySeq(4)).toBeUndefined();
+    expect(await reopened.erasureRecordSeqs(0, 100)).toEqual([6]);
   });
 });
