@@ -125,6 +125,12 @@ const MODES: Mode[] = [
   { mode: 'parquet', settings: { 'auditlake.audit.tier.mode': 'parquet', 'auditlake.audit.tier.parquet.path': PARQUET_PATH, 'auditlake.audit.tier.connectionId': 'local' }, table: PARQUET_PATH, flag: '--path' },
 ];
 
+/** A second target of each mode, for the rename below. */
+const RENAMED: Record<Mode['mode'], { setting: string; value: string }> = {
+  iceberg: { setting: 'audit.tier.iceberg.table', value: 'local.audit.renamed' },
+  parquet: { setting: 'audit.tier.parquet.path', value: 's3://auditlake/renamed' },
+};
+
 describe.each(MODES)('erasure of tiered records, $mode tier', (mode) => {
   it('rewrites the tier: verify passes and counts the erased fields, readers see the marker, no object keeps the value', async () => {
     dataDir = await mkdtemp(join(tmpdir(), `auditlake-tier-erasure-${mode.mode}-`));
@@ -261,5 +267,73 @@ describe.each(MODES)('erasure of tiered records, $mode tier', (mode) => {
     for (const id of ['old-1-2', 'new-0']) for (const field of ['user', 'query']) expect(await filesHolding(s3Dir, token(id, field))).toEqual([]);
     // The search finds values that are kept.
     for (const id of ['old-1-3', 'new-1']) for (const field of ['user', 'query']) expect((await filesHolding(s3Dir, token(id, field))).length).toBeGreaterThan(0);
+  });
+
+  it('reaches a target the tier was renamed away from: its rows are rewritten, readers see the marker, no object there keeps the value', async () => {
+    dataDir = await mkdtemp(join(tmpdir(), `auditlake-tier-erasure-renamed-${mode.mode}-`));
+    node = await startAuditNode({
+      dataDir,
+      host: '127.0.0.1',
+      port: 0,
+      embeddedS3Port: 0,
+      adminToken: ADMIN_TOKEN,
+      logger: false,
+      config: resolveConfig(new Map(Object.entries({ ...mode.settings, 'auditlake.audit.tier.interval.ms': '100', 'auditlake.audit.tier.ingest.settle.ms': '0', 'auditlake.audit.tier.batch.size': '5' }))),
+    });
+    const target = node;
+    const now = Date.now();
+    await ingest(Array.from({ length: 5 }, (_, i) => event(`first-${i}`, now - 10 + i)));
+    await waitUntilTiered();
+    // The operator points tiering elsewhere; the first target keeps its rows and is still read.
+    const renamed = RENAMED[mode.mode];
+    expect((await request('/admin/audit/settings', { method: 'POST', body: JSON.stringify({ [renamed.setting]: renamed.value }) })).status).toBe(200);
+    await ingest(Array.from({ length: 5 }, (_, i) => event(`second-${i}`, now + i)));
+    await waitUntilTiered();
+    expect((await target.tiering.tierSources()).length).toBe(2);
+
+    const erase = await request('/admin/audit/erase', { method: 'POST', body: JSON.stringify({ eventIds: ['first-2'], fields: ['query', 'userId'] }) });
+    expect(erase.status).toBe(200);
+    const erasureSeq = ((await erase.json()) as { erasureSeqs: number[] }).erasureSeqs.at(-1) as number;
+
+    const objects = target.tiering.connections.bucket('local', 'auditlake');
+    const first = resolveIcebergTable(TABLE, new Map([['local', { name: 'local', warehouse: 's3://auditlake/warehouse', connectionId: 'local' }]]));
+    const firstParquet = parseS3Location(PARQUET_PATH) as S3Location;
+    if (mode.mode === 'iceberg') {
+      await waitFor('the erasure to reach the first table and its purge to finish', async () => {
+        const props = (await loadIcebergTable(objects, first))?.metadata.properties ?? {};
+        return Number(props[ERASURES_APPLIED_THROUGH_PROPERTY] ?? 0) >= erasureSeq && props[PURGE_FILES_PROPERTY] === undefined;
+      });
+    } else {
+      await waitFor('the erasure to reach the first location', async () => (await objects.list(`${firstParquet.prefix}/`)).includes(erasureDoneKey(firstParquet, erasureSeq)));
+    }
+
+    // DuckDB over the first target's live files: its five rows once each, the marker for the erased one.
+    const source = (await target.tiering.tierSources()).find((s) => s.name === (mode.mode === 'iceberg' ? TABLE : PARQUET_PATH)) as TierSource;
+    expect(source).toBeDefined();
+    const dir = await mkdtemp(join(tmpdir(), 'auditlake-tier-erasure-renamed-files-'));
+    onTestFinished(() => rm(dir, { recursive: true, force: true }));
+    const paths: string[] = [];
+    for (const [index, file] of (await source.listFiles()).entries()) {
+      const path = join(dir, `${index}.parquet`);
+      await writeFile(path, await objects.get(file.key));
+      paths.push(path);
+    }
+    const instance = await DuckDBInstance.create(':memory:');
+    const connection = await instance.connect();
+    onTestFinished(() => {
+      connection.closeSync();
+      instance.closeSync();
+    });
+    const rows = (await connection.runAndReadAll(`SELECT event_id, user_id, query FROM read_parquet([${paths.map((p) => `'${p}'`).join(',')}]) ORDER BY event_id`)).getRowObjectsJson();
+    expect(rows.map((r) => r['event_id'])).toEqual(['first-0', 'first-1', 'first-2', 'first-3', 'first-4']);
+    expect(rows.find((r) => r['event_id'] === 'first-2')).toMatchObject({ user_id: MARKER, query: MARKER });
+    expect(rows.find((r) => r['event_id'] === 'first-3')).toMatchObject({ user_id: token('first-3', 'user'), query: token('first-3', 'query') });
+
+    // No object under the first target's directory keeps the erased values; a kept one is there.
+    await target.close();
+    node = undefined;
+    const firstDir = join(dataDir, 's3', 'auditlake', mode.mode === 'iceberg' ? (parseS3Location(first.location) as S3Location).prefix : firstParquet.prefix);
+    for (const field of ['user', 'query']) expect(await filesHolding(firstDir, token('first-2', field))).toEqual([]);
+    expect((await filesHolding(firstDir, token('first-3', 'query'))).length).toBeGreaterThan(0);
   });
 });

@@ -114,7 +114,12 @@ export async function markErasureDone(context: Pick<ParquetCompactionContext, 'o
 export async function pendingParquetErasures(context: Pick<ParquetCompactionContext, 'objects' | 'location'>): Promise<number[]> {
   const recorded = (await readMarkers(context.objects, context.location)).flatMap((marker) => marker.erasureSeqs ?? []);
   if (recorded.length === 0) return [];
+  return erasuresNotDone(context, recorded);
+}
+
+/** The seqs among `seqs` whose erasure record is not recorded done at the location, ascending and distinct. */
+export async function erasuresNotDone(context: Pick<ParquetCompactionContext, 'objects' | 'location'>, seqs: readonly number[]): Promise<number[]> {
   const prefix = joinKey(context.location.prefix, `${ERASURES_DIR}/`);
   const done = new Set((await context.objects.list(prefix)).map((key) => Number(key.slice(prefix.length).replace(/\.json$/, ''))));
-  return [...new Set(recorded)].filter((seq) => !done.has(seq)).sort((a, b) => a - b);
+  return [...new Set(seqs)].filter((seq) => !done.has(seq)).sort((a, b) => a - b);
 }

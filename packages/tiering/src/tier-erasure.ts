@@ -16,9 +16,6 @@ import {
 import type { StoredEvent } from '@auditlake/model';
 import type { AuditStore } from '@auditlake/store';
 
-/** Records read from the log per page while looking for erasure records. */
-const LOG_PAGE_EVENTS = 5_000;
-
 /** What an erasure pass did. */
 export interface TierErasureResult {
   loaded: LoadedTable;
@@ -61,22 +58,27 @@ function addTargets(targets: Map<string, ErasureTarget>, event: StoredEvent): bo
 }
 
 /**
- * The erasure records of the log with seq in (afterSeq, throughSeq], read page by page from
- * the local store, merged per named record.
+ * The erasure records with the given seqs, read from the local store and merged per named
+ * record; `missing`: those the store no longer holds (retention removed them).
+ */
+async function erasureTargetsOf(store: AuditStore, seqs: readonly number[]): Promise<{ targets: Map<string, ErasureTarget>; erasures: number; missing: number[] }> {
+  const targets = new Map<string, ErasureTarget>();
+  const missing: number[] = [];
+  let erasures = 0;
+  for (const seq of seqs) {
+    const event = await store.getBySeq(seq);
+    if (event === undefined) missing.push(seq);
+    else if (addTargets(targets, event)) erasures++;
+  }
+  return { targets, erasures, missing };
+}
+
+/**
+ * The erasure records of the log with seq in (afterSeq, throughSeq], found by the store's index
+ * of erasure records, merged per named record.
  */
 async function erasureTargets(store: AuditStore, afterSeq: number, throughSeq: number): Promise<{ targets: Map<string, ErasureTarget>; erasures: number }> {
-  const targets = new Map<string, ErasureTarget>();
-  let erasures = 0;
-  for (let after = afterSeq; after < throughSeq; ) {
-    const page = await store.readBySeq(after, LOG_PAGE_EVENTS);
-    if (page.length === 0) break;
-    for (const event of page) {
-      if (event.seq > throughSeq) break;
-      if (addTargets(targets, event)) erasures++;
-    }
-    after = page[page.length - 1]?.seq ?? throughSeq;
-  }
-  return { targets, erasures };
+  return erasureTargetsOf(store, await store.erasureRecordSeqs(afterSeq, throughSeq));
 }
 
 /** The row with the named fields erased; undefined when it is not named or already erased. */
@@ -99,16 +101,21 @@ function eraseRow(targets: ReadonlyMap<string, ErasureTarget>, row: TieredEvent)
  * read before an erasure record was appended may hold the named rows unerased, but such a batch
  * ends before that record, so it is committed before the pass that applies it. A record erased
  * twice changes nothing, so a pass stopped anywhere is simply run again.
+ *
+ * `earlierTarget`: the table is not the sweep's target (it received events before a rename), so
+ * no batch is on its way to it and every erasure record of the log up to `throughSeq` (the
+ * log's last seq) applies; with none in that range nothing is committed.
  */
-export async function applyIcebergErasures(context: MaintenanceContext, loaded: LoadedTable, store: AuditStore): Promise<TierErasureResult> {
+export async function applyIcebergErasures(context: MaintenanceContext, loaded: LoadedTable, store: AuditStore, earlierTarget?: { throughSeq: number }): Promise<TierErasureResult> {
   const purged = await purgeReplacedFiles(context, loaded);
   const result: TierErasureResult = { loaded: purged.loaded, erasures: 0, filesRewritten: 0, rowsRewritten: 0, snapshotsExpired: purged.snapshotsExpired, filesDeleted: purged.filesDeleted };
   const cursor = erasuresAppliedThrough(result.loaded.metadata);
-  const watermark = tableWatermark(result.loaded)?.seq ?? 0;
-  if (cursor >= watermark) return result;
-  const { targets, erasures } = await erasureTargets(store, cursor, watermark);
-  const properties = { [ERASURES_APPLIED_THROUGH_PROPERTY]: String(watermark) };
+  const through = earlierTarget?.throughSeq ?? tableWatermark(result.loaded)?.seq ?? 0;
+  if (cursor >= through) return result;
+  const { targets, erasures } = await erasureTargets(store, cursor, through);
+  const properties = { [ERASURES_APPLIED_THROUGH_PROPERTY]: String(through) };
   if (targets.size === 0) {
+    if (earlierTarget !== undefined) return result;
     result.loaded = await commitProperties(context, result.loaded, properties, []);
     return result;
   }
@@ -144,14 +151,7 @@ export interface ParquetErasureResult {
  * done (`_auditlake/erasures/<seq>.json`). Idempotent, so a pass stopped anywhere runs again.
  */
 export async function applyParquetErasures(context: ParquetCompactionContext, store: AuditStore, erasureSeqs: readonly number[]): Promise<ParquetErasureResult> {
-  const targets = new Map<string, ErasureTarget>();
-  const missing: number[] = [];
-  let erasures = 0;
-  for (const seq of erasureSeqs) {
-    const [event] = await store.readBySeq(seq - 1, 1);
-    if (event === undefined || event.seq !== seq) missing.push(seq);
-    else if (addTargets(targets, event)) erasures++;
-  }
+  const { targets, erasures, missing } = await erasureTargetsOf(store, erasureSeqs);
   const rewritten = targets.size === 0 ? { filesRewritten: 0, rowsRewritten: 0, filesDeleted: 0 } : await rewriteParquetRows(context, { seqs: [...targets.values()].map((t) => t.seq), rewrite: (row) => eraseRow(targets, row) });
   for (const seq of erasureSeqs) await markErasureDone(context, seq);
   return { erasures, ...rewritten, missing };

@@ -32,6 +32,7 @@ import {
 import { pickBatch } from './batch-picker.js';
 import { applyIcebergErasures, applyParquetErasures, isErasureRecord, type TierErasureResult } from './tier-erasure.js';
 import { CommitLock } from './commit-lock.js';
+import { EarlierTargetErasure } from './earlier-target-erasure.js';
 
 export interface TierSweeperOptions {
   store: AuditStore;
@@ -103,6 +104,7 @@ export class TierSweeper {
   readonly #options: TierSweeperOptions;
   readonly #now: () => number;
   readonly #lock: CommitLock;
+  readonly #earlierTargets: EarlierTargetErasure;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<SweepOutcome> | undefined;
   #recoveredFor: string | undefined;
@@ -124,6 +126,14 @@ export class TierSweeper {
     this.#options = options;
     this.#now = options.now ?? Date.now;
     this.#lock = options.commitLock ?? new CommitLock();
+    this.#earlierTargets = new EarlierTargetErasure({
+      store: options.store,
+      connections: options.connections,
+      now: this.#now,
+      log: options.log,
+      ...(options.encoder ? { encoder: options.encoder } : {}),
+      ...(options.onStep ? { onStep: options.onStep } : {}),
+    });
   }
 
   /** Schedules the first sweep, after `firstDelayMs` (an interval by default). */
@@ -178,12 +188,19 @@ export class TierSweeper {
 
   async #sweepOnce(): Promise<SweepOutcome> {
     const settings = this.#options.settings();
-    if (settings.tierMode === 'none') return 'idle';
+    if (settings.tierMode === 'none') {
+      // Tiering is off, but what was tiered is still read: erasures must still reach it.
+      if (this.#options.isLeader()) {
+        await this.#eraseInEarlierTargets(settings).catch((err: unknown) => this.#options.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'Audit tiering: applying erasures to earlier tier targets failed (the next sweep retries)'));
+      }
+      return 'idle';
+    }
     if (!this.#options.isLeader()) return 'not-leader';
     const started = this.#now();
     try {
       const outcome = settings.tierMode === 'iceberg' ? await this.#tierIceberg(settings) : await this.#tierParquet(settings);
       this.#succeeded();
+      await this.#eraseInEarlierTargets(settings);
       return outcome;
     } catch (err) {
       this.#status.lastFailureMs = this.#now();
@@ -443,6 +460,21 @@ export class TierSweeper {
       const following = events[batch.length];
       return { batch, settledLeft: following !== undefined && following.ingestTs <= rules.ingestTsMax };
     }
+  }
+
+  /** Applies erasures to the locations tiered to before the current target (earlier-target-erasure.ts), under this sweep's fence. */
+  async #eraseInEarlierTargets(settings: EffectiveSettings): Promise<void> {
+    const term = this.#options.term();
+    const fence = { term, mayCommit: () => this.#options.isLeader() && this.#options.term() === term };
+    await this.#earlierTargets.apply(this.#currentLocation(settings), fence, settings.maintenanceMetadataPreviousVersionsMax);
+  }
+
+  /** The location the settings tier to, as #remember records it; undefined with tiering off. */
+  #currentLocation(settings: EffectiveSettings): TieredLocation | undefined {
+    if (settings.tierMode === 'parquet') return { mode: 'parquet', path: settings.tierParquetPath, connectionId: settings.tierConnectionId };
+    if (settings.tierMode !== 'iceberg') return undefined;
+    const table = resolveIcebergTable(settings.tierIcebergTable, this.#options.catalogs);
+    return { mode: 'iceberg', path: table.identifier, location: table.location, connectionId: table.connectionId };
   }
 
   async #remember(location: TieredLocation, watermark: Watermark): Promise<void> {

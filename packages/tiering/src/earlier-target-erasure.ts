@@ -1,0 +1,103 @@
+import { TIERED_LOCATIONS_META, erasuresNotDone, icebergTableAt, loadIcebergTable, parseS3Location, type MaintenanceContext, type MaintenanceStep, type ParquetCompactionContext, type S3Connections, type TieredLocation, type TierFileEncoder } from '@auditlake/lake';
+import type { AuditStore } from '@auditlake/store';
+import { applyIcebergErasures, applyParquetErasures } from './tier-erasure.js';
+
+export interface EarlierTargetErasureOptions {
+  store: AuditStore;
+  connections: S3Connections;
+  now: () => number;
+  log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
+  encoder?: TierFileEncoder;
+  onStep?: (step: MaintenanceStep) => void | Promise<void>;
+}
+
+/** What a pass over the earlier targets did, per location it rewrote. */
+export interface EarlierTargetErasureResult {
+  location: TieredLocation;
+  erasures: number;
+  filesRewritten: number;
+  rowsRewritten: number;
+}
+
+/**
+ * Erasure for the locations that received events before the current target: a table or path
+ * renamed in the settings, or the other mode's. The reader still serves their rows, so an
+ * erasure must reach them as it reaches the current target. No batch goes to them any more, so
+ * every erasure record of the log up to its last seq applies at once (the current target waits
+ * until it holds the record, see applyIcebergErasures).
+ *
+ * Found through the store's index of erasure records: a pass with no new erasure record since
+ * the last one reads nothing from S3. Where each location was checked through is kept in
+ * memory, so a new leader or a restart checks each location once against every erasure record
+ * the log holds (what was applied is recorded in the location itself: an Iceberg table's
+ * erasure cursor, a Parquet location's done markers).
+ */
+export class EarlierTargetErasure {
+  readonly #options: EarlierTargetErasureOptions;
+  /** Per location (its JSON), the log seq through which its erasures are applied by this process. */
+  readonly #checkedThrough = new Map<string, number>();
+
+  constructor(options: EarlierTargetErasureOptions) {
+    this.#options = options;
+  }
+
+  /**
+   * Applies the log's erasure records to every remembered location but `current`, fenced by
+   * `fence` (the sweep's: this term, while leading). A location that fails is logged and tried
+   * again by the next pass; it never fails tiering to the current target.
+   */
+  async apply(current: TieredLocation | undefined, fence: MaintenanceContext['fence'], metadataLogEntriesMax: number): Promise<EarlierTargetErasureResult[]> {
+    const { store, log } = this.#options;
+    const known = (await store.getMeta<TieredLocation[]>(TIERED_LOCATIONS_META)) ?? [];
+    const currentKey = current === undefined ? undefined : JSON.stringify(current);
+    const head = store.position.lastSeq;
+    const results: EarlierTargetErasureResult[] = [];
+    for (const location of known) {
+      const key = JSON.stringify(location);
+      if (key === currentKey) continue;
+      const checked = this.#checkedThrough.get(key) ?? 0;
+      if (checked >= head) continue;
+      const seqs = await store.erasureRecordSeqs(checked, head);
+      try {
+        if (seqs.length > 0) {
+          const result = location.mode === 'iceberg' ? await this.#applyToTable(location, head, fence, metadataLogEntriesMax) : await this.#applyToParquet(location, seqs, fence);
+          if (result.erasures > 0) {
+            results.push({ location, ...result });
+            log.info(
+              { ...result, target: location.path },
+              `Audit tiering: ${result.erasures} erasure ${result.erasures === 1 ? 'record' : 'records'} applied to ${location.path}, an earlier tier target (${result.rowsRewritten} rows in ${result.filesRewritten} files rewritten)`,
+            );
+          }
+        }
+        this.#checkedThrough.set(key, head);
+      } catch (err) {
+        log.warn({ err: err instanceof Error ? err.message : String(err), target: location.path }, `Audit tiering: applying erasures to ${location.path}, an earlier tier target, failed (the next sweep retries)`);
+      }
+    }
+    return results;
+  }
+
+  async #applyToTable(location: Extract<TieredLocation, { mode: 'iceberg' }>, head: number, fence: MaintenanceContext['fence'], metadataLogEntriesMax: number): Promise<Omit<EarlierTargetErasureResult, 'location'>> {
+    const table = icebergTableAt({ identifier: location.path, location: location.location, connectionId: location.connectionId });
+    const objects = this.#options.connections.bucket(table.connectionId, table.s3.bucket);
+    const loaded = await loadIcebergTable(objects, table);
+    if (loaded === undefined) return { erasures: 0, filesRewritten: 0, rowsRewritten: 0 };
+    const context: MaintenanceContext = { objects, table, fence, now: this.#options.now, metadataLogEntriesMax, ...this.#hooks() };
+    const result = await applyIcebergErasures(context, loaded, this.#options.store, { throughSeq: head });
+    return { erasures: result.erasures, filesRewritten: result.filesRewritten, rowsRewritten: result.rowsRewritten };
+  }
+
+  async #applyToParquet(location: Extract<TieredLocation, { mode: 'parquet' }>, seqs: readonly number[], fence: MaintenanceContext['fence']): Promise<Omit<EarlierTargetErasureResult, 'location'>> {
+    const s3 = parseS3Location(location.path);
+    if (!s3) return { erasures: 0, filesRewritten: 0, rowsRewritten: 0 };
+    const context: ParquetCompactionContext = { objects: this.#options.connections.bucket(location.connectionId, s3.bucket), location: s3, fence, now: this.#options.now, ...this.#hooks() };
+    const pending = await erasuresNotDone(context, seqs);
+    if (pending.length === 0) return { erasures: 0, filesRewritten: 0, rowsRewritten: 0 };
+    const result = await applyParquetErasures(context, this.#options.store, pending);
+    return { erasures: result.erasures, filesRewritten: result.filesRewritten, rowsRewritten: result.rowsRewritten };
+  }
+
+  #hooks(): { encoder?: TierFileEncoder; onStep?: (step: MaintenanceStep) => void | Promise<void> } {
+    return { ...(this.#options.encoder ? { encoder: this.#options.encoder } : {}), ...(this.#options.onStep ? { onStep: this.#options.onStep } : {}) };
+  }
+}
