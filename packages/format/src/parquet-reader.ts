@@ -175,18 +175,76 @@ export async function readAuditRows(
  * Every row of a tiered file, every column: {@link readAuditParquet} with no options, decoded
  * column by column instead of row by row. Building an object per row per column chunk was
  * measured as more than half of decoding a whole file; the rows here are built once, from
- * the columns' arrays. For readers that want all of a file (the verifier).
+ * the columns' arrays.
  */
 export async function readWholeAuditParquet(source: ByteSource): Promise<TieredEvent[]> {
+  return rowsOf(await readRawColumns(source));
+}
+
+/**
+ * A tiered file's rows as columns: each value converted as {@link readAuditParquet} converts
+ * it, but no object built per row. For the verifier, which hashes straight from the columns
+ * (building and then taking apart an object per row was a large share of its time).
+ */
+export interface AuditFileColumns {
+  rowCount: number;
+  eventId: readonly string[];
+  source: readonly string[];
+  userId: readonly string[];
+  action: readonly string[];
+  resource: readonly string[];
+  /** The column's text as stored: the table names joined with commas (what `splitTables` splits). */
+  tables: readonly string[];
+  query: readonly string[];
+  details: readonly string[];
+  decision: readonly string[];
+  /** From `ts` (epoch ms). */
+  timestamp: readonly number[];
+  ingestTs: readonly number[];
+  /** undefined where a row has none (null, or a file written before the column existed). */
+  seq: ReadonlyArray<number | undefined>;
+  term: ReadonlyArray<number | undefined>;
+  sourceId: ReadonlyArray<string | undefined>;
+  sourceSeq: ReadonlyArray<number | undefined>;
+  recordHash: ReadonlyArray<string | undefined>;
+  chainHash: ReadonlyArray<string | undefined>;
+  fieldCheck: ReadonlyArray<string | undefined>;
+  erased: ReadonlyArray<Record<string, string> | undefined>;
+}
+
+/**
+ * Every row of a tiered file as columns ({@link AuditFileColumns}): what
+ * {@link readWholeAuditParquet} reads, refused where it refuses, with the same error.
+ */
+export async function readWholeAuditColumns(source: ByteSource): Promise<AuditFileColumns> {
+  const raw = await readRawColumns(source);
+  try {
+    return columnsOf(raw);
+  } catch (err) {
+    // Converted column after column, a file with several bad values would name another one
+    // first than the row reader does: row by row, it names the same one.
+    rowsOf(raw);
+    throw err;
+  }
+}
+
+/** A file's decoded columns before their values are converted. */
+interface RawColumns {
+  names: AuditColumnName[];
+  rowCount: number;
+  values: Map<string, unknown[]>;
+}
+
+async function readRawColumns(source: ByteSource): Promise<RawColumns> {
   const metadata = await readAuditParquetFooter(source);
-  const columns = presentColumns(metadata, ALL_COLUMNS);
+  const names = presentColumns(metadata, ALL_COLUMNS);
   const rowCount = Number(metadata.num_rows);
-  const values = new Map<string, unknown[]>(columns.map((name) => [name, new Array<unknown>(rowCount)]));
-  const filled = new Map<string, number>(columns.map((name) => [name, 0]));
+  const values = new Map<string, unknown[]>(names.map((name) => [name, new Array<unknown>(rowCount)]));
+  const filled = new Map<string, number>(names.map((name) => [name, 0]));
   await parquetRead({
     file: source,
     metadata,
-    columns,
+    columns: names,
     parsers: PARSERS,
     compressors: PAGE_DECOMPRESSORS,
     onChunk: ({ columnName, columnData, rowStart }) => {
@@ -199,15 +257,85 @@ export async function readWholeAuditParquet(source: ByteSource): Promise<TieredE
   for (const [name, count] of filled) {
     if (count !== rowCount) throw new AuditError(AuditErrorCode.TABLE_INVALID, `tiered file column ${name} holds ${count} values for ${rowCount} rows`);
   }
+  return { names, rowCount, values };
+}
+
+function rowsOf({ names, rowCount, values }: RawColumns): TieredEvent[] {
   const events: TieredEvent[] = new Array<TieredEvent>(rowCount);
   // One row object, refilled for each row: eventOf reads it and keeps nothing of it.
   const row: Record<string, unknown> = {};
-  const arrays = columns.map((name) => [name, values.get(name) as unknown[]] as const);
+  const arrays = names.map((name) => [name, values.get(name) as unknown[]] as const);
   for (let i = 0; i < rowCount; i++) {
     for (const [name, column] of arrays) row[name] = column[i];
-    events[i] = eventOf(row, columns) as TieredEvent;
+    events[i] = eventOf(row, names) as TieredEvent;
   }
   return events;
+}
+
+/** The columns converted value by value as {@link eventOf} converts them; throws what it throws. */
+function columnsOf({ rowCount, values }: RawColumns): AuditFileColumns {
+  const absent = (): undefined[] => new Array<undefined>(rowCount).fill(undefined);
+  const strings = (name: AuditColumnName): string[] => {
+    const column = values.get(name) as unknown[];
+    // Most columns hold only strings: the decoded array is then the column as it is.
+    let converted: string[] | undefined;
+    for (let i = 0; i < rowCount; i++) {
+      const value = column[i];
+      if (typeof value === 'string') {
+        if (converted !== undefined) converted[i] = value;
+      } else {
+        converted ??= column.slice(0, i) as string[];
+        converted[i] = stringOf(name, value);
+      }
+    }
+    return converted ?? (column as string[]);
+  };
+  const optional = <T>(name: AuditColumnName, convert: (name: AuditColumnName, value: unknown) => T): Array<T | undefined> => {
+    const column = values.get(name);
+    if (column === undefined) return absent();
+    const converted = new Array<T | undefined>(rowCount);
+    for (let i = 0; i < rowCount; i++) {
+      const value = column[i];
+      converted[i] = value === null || value === undefined ? undefined : convert(name, value);
+    }
+    return converted;
+  };
+  const numbers = (name: AuditColumnName): number[] => {
+    const column = values.get(name) as unknown[];
+    const converted = new Array<number>(rowCount);
+    for (let i = 0; i < rowCount; i++) converted[i] = msOf(name, column[i]);
+    return converted;
+  };
+  const decision = (values.get('decision') as unknown[]).map((value) => {
+    const text = value ?? '';
+    if (!isDecision(text)) {
+      const shown = typeof text === 'string' ? JSON.stringify(text) : typeof text;
+      throw new AuditError(AuditErrorCode.TABLE_INVALID, `tiered file has decision ${shown}`);
+    }
+    return text;
+  });
+  return {
+    rowCount,
+    eventId: strings('event_id'),
+    source: strings('source'),
+    userId: strings('user_id'),
+    action: strings('action'),
+    resource: strings('resource'),
+    tables: strings('tables'),
+    query: strings('query'),
+    details: strings('details'),
+    decision,
+    timestamp: numbers('ts'),
+    ingestTs: numbers('ingest_ts'),
+    seq: optional('seq', msOf),
+    term: optional('term', msOf),
+    sourceId: optional('source_id', stringOf),
+    sourceSeq: optional('source_seq', msOf),
+    recordHash: optional('record_hash', stringOf),
+    chainHash: optional('chain_hash', stringOf),
+    fieldCheck: optional('field_check', stringOf),
+    erased: optional('erased', (name, value) => erasedOf(stringOf(name, value))),
+  };
 }
 
 /**

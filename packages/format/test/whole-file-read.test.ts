@@ -1,12 +1,15 @@
 // Goal: reading a whole tiered file column by column (the verifier's read) gives exactly the
 // events the row reader gives — over several row groups and pages, with the chain and erased
 // columns, for the committed fixtures (older layouts, SNAPPY pages) — and refuses what the row
-// reader refuses.
+// reader refuses. The same holds for its columns (readWholeAuditColumns), which also name the
+// same bad value the row reader names when a file holds several.
 import { readFile } from 'node:fs/promises';
 import { AuditErrorCode } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
 import { bytesSource } from '../src/byte-source.js';
-import { readAuditParquet, readWholeAuditParquet } from '../src/parquet-reader.js';
+import { parquetWriteBuffer } from 'hyparquet-writer';
+import { joinTables, type TieredEvent } from '../src/audit-columns.js';
+import { readAuditParquet, readWholeAuditColumns, readWholeAuditParquet, type AuditFileColumns } from '../src/parquet-reader.js';
 import { encodeAuditParquet } from '../src/parquet-writer.js';
 import { buildEvents, testSeed } from './events.js';
 
@@ -39,5 +42,68 @@ describe('readWholeAuditParquet', () => {
 
   it('refuses bytes that are not Parquet with a coded error', async () => {
     await expect(readWholeAuditParquet(bytesSource(new TextEncoder().encode('not parquet at all, not even close')))).rejects.toMatchObject({ code: AuditErrorCode.TABLE_INVALID });
+  });
+});
+
+/** Row i of a file's columns as the event the row reader gives. */
+function eventAt(columns: AuditFileColumns, i: number): TieredEvent {
+  const event: Record<string, unknown> = {};
+  for (const [name, values] of Object.entries(columns)) {
+    if (name === 'rowCount') continue;
+    const value = (values as unknown[])[i];
+    if (value !== undefined) event[name] = name === 'tables' ? (value === '' ? [] : (value as string).split(',')) : value;
+  }
+  return event as unknown as TieredEvent;
+}
+
+describe('readWholeAuditColumns', () => {
+  it('holds, row by row, exactly what readWholeAuditParquet reads (tables as the stored text)', async () => {
+    const events = buildEvents(seed, { count: 1_500 }).map((event, i) => ({
+      ...event,
+      recordHash: 'a'.repeat(64),
+      chainHash: i.toString(16).padStart(64, '0'),
+      fieldCheck: 'b'.repeat(56),
+      ...(i % 7 === 0 ? { erased: { query: 'c'.repeat(64) } } : {}),
+      ...(i % 3 === 0 ? { sourceId: `plugin-${i % 5}`, sourceSeq: i } : {}),
+    }));
+    const bytes = encodeAuditParquet(events, { rowGroupSize: 400 });
+    const rows = await readWholeAuditParquet(bytesSource(bytes));
+    const columns = await readWholeAuditColumns(bytesSource(bytes));
+    expect(columns.rowCount).toBe(rows.length);
+    expect(Array.from({ length: columns.rowCount }, (_, i) => eventAt(columns, i))).toEqual(rows);
+    expect(columns.tables).toEqual(rows.map((row) => joinTables(row.tables)));
+  });
+
+  it('reads the committed fixtures (a layout without the chain columns reads them as absent)', async () => {
+    for (const name of ['three-events.parquet', 'three-events-snappy.parquet', 'three-events-before-sketch.parquet']) {
+      const bytes = new Uint8Array(await readFile(new URL(`./fixtures/${name}`, import.meta.url)));
+      const columns = await readWholeAuditColumns(bytesSource(bytes));
+      expect(Array.from({ length: columns.rowCount }, (_, i) => eventAt(columns, i)), name).toEqual(await readWholeAuditParquet(bytesSource(bytes)));
+    }
+  });
+
+  it('refuses what the row reader refuses, naming the value the row reader names first', async () => {
+    await expect(readWholeAuditColumns(bytesSource(new TextEncoder().encode('not parquet at all, not even close')))).rejects.toMatchObject({ code: AuditErrorCode.TABLE_INVALID });
+    // Row 0 holds two bad values: ts as INT32, and decision MAYBE. Row by row, ts comes first;
+    // column by column, decision would be converted first.
+    const text = (value: string) => ({ data: [value, value], type: 'STRING' as const });
+    const columnData = [
+      { name: 'event_id', ...text('e') },
+      { name: 'source', ...text('trino') },
+      { name: 'user_id', ...text('alice') },
+      { name: 'action', ...text('data:Select') },
+      { name: 'resource', ...text('r') },
+      { name: 'tables', ...text('t') },
+      { name: 'query', ...text('q') },
+      { name: 'details', ...text('') },
+      { name: 'ts', data: [1, 2], type: 'INT32' as const },
+      { name: 'event_time', data: [1000n, 2000n], type: 'INT64' as const },
+      { name: 'decision', data: ['MAYBE', 'ALLOW'], type: 'STRING' as const },
+      { name: 'ingest_ts', data: [1n, 2n], type: 'INT64' as const },
+    ];
+    const bytes = new Uint8Array(parquetWriteBuffer({ columnData }));
+    const byRows = await readWholeAuditParquet(bytesSource(bytes)).catch((err: unknown) => err);
+    expect(byRows).toMatchObject({ code: AuditErrorCode.TABLE_INVALID, message: 'tiered file column ts holds number, not INT64' });
+    await expect(readWholeAuditColumns(bytesSource(bytes))).rejects.toMatchObject({ code: AuditErrorCode.TABLE_INVALID, message: 'tiered file column ts holds number, not INT64' });
   });
 });

@@ -46,6 +46,11 @@ const TEXTS = 4;
 export function checkRecordsToBatch(records: Iterable<VerifyRecord>, hasher: RecordHasher, skipped = 0): CheckedBatch {
   const checked: CheckedRecord[] = [];
   for (const record of records) checked.push(checkRecord(record, hasher));
+  return batchOfChecked(checked, skipped);
+}
+
+/** Checked records (any order; sorted here, in place) as a batch: stably sorted by seq, links within the batch tested, packed. */
+export function batchOfChecked(checked: CheckedRecord[], skipped = 0): CheckedBatch {
   checked.sort((a, b) => a.seq - b.seq);
   linkCheckedRecords(checked);
   return packCheckedRecords(checked, skipped);

@@ -57,19 +57,21 @@ export interface CheckedRecord {
 /** Recomputes one record's hashes (no chain link). */
 export function checkRecord(record: VerifyRecord, hasher: RecordHasher): CheckedRecord {
   if (!Number.isSafeInteger(record.seq) || record.seq < 1) throw new TypeError(`record seq must be a positive integer, got ${record.seq}`);
-  const canonical = canonicalRecord(record);
+  // The canonical form is built only for a record with erased fields (rare), whose texts the
+  // marker check reads; any other is hashed from its values as they are.
+  const canonical = hasErasedFields(record.erased) ? canonicalRecord(record) : undefined;
   let digest: CheckedDigest | undefined;
   if (record.recordHash !== undefined) {
-    const content = hasher.content(canonical);
-    const recordHash = recordHashOf(canonical.seq, canonical.term, canonical.ingestTs, content);
+    const content = canonical === undefined ? hasher.contentOfValues(record) : hasher.content(canonical);
+    const recordHash = recordHashOf(record.seq, record.term, record.ingestTs, content);
     digest = {
       recordHash,
-      fieldCheck: fieldCheckOf(content, canonical.term, canonical.ingestTs),
-      content: recordHash === record.recordHash ? undefined : { hash: content.hash, term: canonical.term, ingestTs: canonical.ingestTs },
+      fieldCheck: fieldCheckOf(content, record.term, record.ingestTs),
+      content: recordHash === record.recordHash ? undefined : { hash: content.hash, term: record.term, ingestTs: record.ingestTs },
     };
   }
   let erased: CheckedErasure[] | undefined;
-  if (canonical.erased !== undefined) {
+  if (canonical?.erased !== undefined) {
     erased = [];
     for (const field of Object.keys(canonical.erased) as HashedField[]) erased.push({ field, holdsMarker: canonical.texts[field] === erasedText(field) });
   }
@@ -85,6 +87,13 @@ export function checkRecord(record: VerifyRecord, hasher: RecordHasher): Checked
     erased,
     linkedFrom: undefined,
   };
+}
+
+/** True when a record's `erased` names at least one field (an empty object is none). */
+export function hasErasedFields(erased: object | undefined): boolean {
+  if (erased === undefined) return false;
+  for (const _ in erased) return true;
+  return false;
 }
 
 /**

@@ -8,6 +8,7 @@ export * from './checked-record.js';
 export * from './chain-verifier.js';
 export * from './record-erasure.js';
 export * from './checked-batch.js';
+export * from './checked-columns.js';
 export * from './checked-merge.js';
 export * from './record-check-pool.js';
 export * from './record-check-service.js';

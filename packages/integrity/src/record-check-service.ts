@@ -1,14 +1,17 @@
 import { parentPort } from 'node:worker_threads';
 import { isAuditError } from '@auditlake/model';
-import { checkedBatchTransfer, checkRecordsToBatch } from './checked-batch.js';
+import { checkedBatchTransfer, checkRecordsToBatch, type CheckedBatch } from './checked-batch.js';
+import { checkColumnsToBatch, type RecordColumns } from './checked-columns.js';
 import type { VerifyRecord } from './checked-record.js';
 import type { RecordCheckRequest, RecordCheckResponse } from './record-check-pool.js';
 import { RecordHasher } from './record-hasher.js';
 
-/** The records a job holds, and how many rows it held without a seq. */
-export interface JobRecords {
-  records: Iterable<VerifyRecord>;
-  skipped?: number;
+/** The records a job holds, and how many rows it held without a seq; or its records as columns. */
+export type JobRecords = { records: Iterable<VerifyRecord>; skipped?: number } | { columns: RecordColumns };
+
+/** Checks a job's records ({@link checkRecordsToBatch} or {@link checkColumnsToBatch}). */
+export function checkJobRecords(job: JobRecords, hasher: RecordHasher): CheckedBatch {
+  return 'columns' in job ? checkColumnsToBatch(job.columns, hasher) : checkRecordsToBatch(job.records, hasher, job.skipped);
 }
 
 /**
@@ -22,10 +25,7 @@ export function serveRecordChecks(read: (job: unknown) => Promise<JobRecords> | 
   // One hasher per thread: its field-hash caches carry over from job to job.
   const hasher = new RecordHasher();
   port.on('message', (request: RecordCheckRequest) => {
-    void (async () => {
-      const { records, skipped } = await read(request.job);
-      return checkRecordsToBatch(records, hasher, skipped);
-    })().then(
+    void (async () => checkJobRecords(await read(request.job), hasher))().then(
       (batch) => {
         const response: RecordCheckResponse = { id: request.id, batch };
         port.postMessage(response, checkedBatchTransfer(batch));

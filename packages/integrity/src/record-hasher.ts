@@ -137,6 +137,28 @@ export class RecordHasher {
     );
   }
 
+  /**
+   * The content part of a record without erased fields, from its canonical texts
+   * ({@link CanonicalRecord}) given one by one: what a verifier reading columns has at hand,
+   * without an object built per record to pass them in.
+   */
+  contentOfTexts(
+    timestamp: number,
+    eventIdText: string,
+    sourceIdText: string,
+    sourceSeqText: string,
+    userId: string,
+    source: string,
+    action: string,
+    resource: string,
+    decision: string,
+    tables: string,
+    query: string,
+    details: string,
+  ): RecordContent {
+    return this.#content(timestamp, eventIdText, sourceIdText, sourceSeqText, userId, source, action, resource, decision, tables, query, details);
+  }
+
   // Positional rather than one object: this runs once per event, and the values are at hand.
   #content(
     timestamp: number,
