@@ -40,6 +40,45 @@ export interface IcebergCommitResult {
   files: number;
 }
 
+/** A batch's data files, encoded before its commit: one per event day, in day order. */
+export interface EncodedIcebergBatch {
+  firstSeq: number;
+  lastSeq: number;
+  events: number;
+  /** The footer metadata the files carry (the table schema they were encoded for). */
+  kvMetadata: Readonly<Record<string, string>>;
+  days: Array<{ day: number; file: EncodedTierFile }>;
+}
+
+/**
+ * Encodes a batch's data files for `loaded`'s schema (as evolved by the commit), one per event
+ * day. Nothing is written: a sweep encodes the next batch with this while the previous one
+ * commits, so the encoder's thread and the commit's requests overlap.
+ */
+export async function encodeIcebergBatch(loaded: LoadedTable, batch: readonly StoredEvent[], encoder: TierFileEncoder): Promise<EncodedIcebergBatch> {
+  const first = batch[0];
+  const last = batch[batch.length - 1];
+  if (!first || !last) throw new TypeError('encodeIcebergBatch needs at least one event');
+  const kvMetadata = icebergParquetKvMetadata(currentSchema(evolveToAuditSchema(loaded.metadata)));
+  const byDay = new Map<number, StoredEvent[]>();
+  for (const event of batch) {
+    const day = dayOrdinal(event.timestamp);
+    const list = byDay.get(day);
+    if (list) list.push(event);
+    else byDay.set(day, [event]);
+  }
+  const days = [...byDay.entries()].sort(([a], [b]) => a - b);
+  const shape = { kvMetadata, icebergDataFile: true };
+  const files = await Promise.all(days.map(([, events]) => encoder.encode(events, shape)));
+  return { firstSeq: first.seq, lastSeq: last.seq, events: batch.length, kvMetadata, days: days.map(([day], index) => ({ day, file: files[index] as EncodedTierFile })) };
+}
+
+/** True when `encoded` holds exactly `batch` (same seq range and count) with this footer metadata. */
+function encodedFits(encoded: EncodedIcebergBatch, batch: readonly StoredEvent[], kvMetadata: Readonly<Record<string, string>>): boolean {
+  const sameRange = encoded.firstSeq === batch[0]?.seq && encoded.lastSeq === batch[batch.length - 1]?.seq && encoded.events === batch.length;
+  return sameRange && JSON.stringify(encoded.kvMetadata) === JSON.stringify(kvMetadata);
+}
+
 /**
  * One sweep = one commit: data files per day, one manifest, a manifest list carrying the
  * previous manifests, then `v(N+1).metadata.json` with the watermark in the snapshot summary
@@ -71,6 +110,12 @@ export async function commitIcebergBatch(
     metadataLogEntriesMax?: number;
     /** Encodes the data files (default: on this thread). */
     encoder?: TierFileEncoder;
+    /**
+     * This batch's data files, encoded ahead ({@link encodeIcebergBatch}, while an earlier
+     * batch committed). Used when they hold exactly this batch in this table's schema, else
+     * the batch is encoded again here.
+     */
+    encoded?: Promise<EncodedIcebergBatch>;
     /** Debug/test hook: after the data files and manifest are written, before the first commit attempt. */
     afterWrite?: () => Promise<void>;
     /**
@@ -83,25 +128,18 @@ export async function commitIcebergBatch(
   const first = batch[0];
   const last = batch[batch.length - 1];
   if (!first || !last) throw new TypeError('commitIcebergBatch needs at least one event');
-  const encoder = context.encoder ?? INLINE_TIER_FILE_ENCODER;
   const snapshotId = randomInt(1, 2 ** 47);
   const attempt = randomUUID();
   // A table made before the chain columns gets them now, in this commit (schema evolution).
   const metadata = evolveToAuditSchema(loaded.metadata);
   const schema = currentSchema(metadata);
-  const byDay = new Map<number, StoredEvent[]>();
-  for (const event of batch) {
-    const day = dayOrdinal(event.timestamp);
-    const list = byDay.get(day);
-    if (list) list.push(event);
-    else byDay.set(day, [event]);
-  }
-  const days = [...byDay.entries()].sort(([a], [b]) => a - b);
-  const shape = { kvMetadata: icebergParquetKvMetadata(schema), icebergDataFile: true };
-  const encoded = await Promise.all(days.map(([, events]) => encoder.encode(events, shape)));
+  const kvMetadata = icebergParquetKvMetadata(schema);
+  const given = context.encoded === undefined ? undefined : await context.encoded;
+  // Files encoded ahead are used only when they are this batch's, in this table's schema.
+  const encoded = given !== undefined && encodedFits(given, batch, kvMetadata) ? given : await encodeIcebergBatch(loaded, batch, context.encoder ?? INLINE_TIER_FILE_ENCODER);
+  const days = encoded.days;
   const dataFiles: DataFile[] = [];
-  for (const [index, [day]] of days.entries()) {
-    const file = encoded[index] as EncodedTierFile;
+  for (const { day, file } of days) {
     // Attempt-unique (term and random): no writer ever overwrites another's data file.
     const key = joinKey(table.s3.prefix, `data/${dayPartitionPath(day)}/${encodeKeyNumber(first.seq)}-t${context.term}-${attempt.slice(0, 8)}.parquet`);
     await objects.put(key, file.bytes, 'application/vnd.apache.parquet');

@@ -7,7 +7,7 @@ export { TIERED_LOCATIONS_META, type TieredLocation } from './tiered-location.js
 export type { TierFile, TierSource } from './tier-source.js';
 export { icebergTableAt, metadataFileKey, metadataVersionKey, resolveIcebergTable, s3Key, versionHintKey, type IcebergTableRef } from './iceberg-table-ref.js';
 export { advanceVersionHint, ensureIcebergTable, ensureNamespace, loadIcebergTable, putVersionHint, tableWatermark, type LoadedTable } from './iceberg-table.js';
-export { commitIcebergBatch, type IcebergCommitResult } from './iceberg-committer.js';
+export { commitIcebergBatch, encodeIcebergBatch, type EncodedIcebergBatch, type IcebergCommitResult } from './iceberg-committer.js';
 export { COMMITS_DIR, commitParquetBatch, eventDate, markerKey, readMarkers, type CommitMarker, type CommittedFile, type ParquetBatchResult, type ParquetCommitContext } from './parquet-committer.js';
 export { PROBES_DIR, probeConditionalCreate } from './conditional-create-probe.js';
 export { IcebergTierSource, FOOTER_CACHE_ENTRIES_MAX } from './iceberg-tier-source.js';

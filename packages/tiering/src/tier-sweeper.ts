@@ -6,6 +6,7 @@ import {
   ZERO_WATERMARK,
   commitIcebergBatch,
   commitParquetBatch,
+  encodeIcebergBatch,
   ensureIcebergTable,
   ensureNamespace,
   expireOverdueSnapshots,
@@ -28,6 +29,8 @@ import {
   type MaintenanceStep,
   type ParquetCompactionContext,
   type Watermark,
+  type EncodedIcebergBatch,
+  INLINE_TIER_FILE_ENCODER,
 } from '@auditlake/lake';
 import { pickBatch } from './batch-picker.js';
 import { applyIcebergErasures, applyParquetErasures, isErasureRecord, type TierErasureResult } from './tier-erasure.js';
@@ -86,6 +89,18 @@ interface NextBatch {
 }
 
 /**
+ * The batch after the one committing, read and handed to the encoder before that commit ends,
+ * so a backlog's next encoding overlaps this commit's requests. Only a hint: a sweep uses it
+ * when it continues from exactly `afterSeq` at the same target in the same term, else drops it.
+ */
+interface Prefetch {
+  target: string;
+  afterSeq: number;
+  next: Promise<NextBatch>;
+  encoded: Promise<EncodedIcebergBatch | undefined>;
+}
+
+/**
  * What one `sweep()` did. `tiered-full`: it committed a batch cut by the size limit, so settled
  * events are waiting and the next commit follows at once; `tiered`: it committed all that was settled.
  */
@@ -108,6 +123,7 @@ export class TierSweeper {
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<SweepOutcome> | undefined;
   #recoveredFor: string | undefined;
+  #prefetch: Prefetch | undefined;
   /** Parquet mode: seqs of committed erasure records not yet applied to the location's rows. */
   #parquetErasuresPending: number[] = [];
   /** Targets (term, connection, location) whose store was found to honour conditional create. */
@@ -203,6 +219,8 @@ export class TierSweeper {
       await this.#eraseInEarlierTargets(settings);
       return outcome;
     } catch (err) {
+      // What was read ahead continued a commit that may not have happened: read again.
+      this.#prefetch = undefined;
       this.#status.lastFailureMs = this.#now();
       this.#status.lastError = err instanceof Error ? err.message : String(err);
       this.#status.consecutiveFailures++;
@@ -329,13 +347,20 @@ export class TierSweeper {
     const loaded = await this.#applyErasures(context, await ensureIcebergTable(objects, table, this.#now()));
     // The table's snapshot summary is the source of truth for where tiering stopped.
     const watermark = laterWatermark(await this.watermark(), tableWatermark(loaded) ?? ZERO_WATERMARK);
-    const next = await this.#nextBatch(watermark);
+    const target = `${term}|${table.identifier}|${table.location}`;
+    const prefetched = this.#takePrefetch(target, watermark.seq);
+    const next = prefetched ? await prefetched.next : await this.#nextBatch(watermark);
     const { batch } = next;
     if (batch.length === 0) {
       await this.#options.store.putMeta({ [WATERMARK_META]: watermark });
       return 'nothing-to-tier';
     }
     const started = this.#now();
+    const encoder = this.#options.encoder ?? INLINE_TIER_FILE_ENCODER;
+    const encoded = prefetched ? prefetched.encoded : encodeIcebergBatch(loaded, batch, encoder);
+    // A backlog: the next batch is read and queued for encoding now, behind this one, so the
+    // encoder works on it while this batch's files, manifests and metadata are written.
+    if (next.settledLeft) this.#startPrefetch(target, batch, loaded, encoder);
     const result = await commitIcebergBatch(objects, table, loaded, batch, {
       term,
       nowMs: this.#now(),
@@ -343,8 +368,9 @@ export class TierSweeper {
       mayCommit: () => this.#options.isLeader() && this.#options.term() === term,
       metadataLogEntriesMax: settings.maintenanceMetadataPreviousVersionsMax,
       erasureFree: !batch.some(isErasureRecord),
+      encoded: encoded.then((files) => files ?? encodeIcebergBatch(loaded, batch, encoder)),
       ...(this.#options.beforeCommit ? { beforeCommit: this.#options.beforeCommit } : {}),
-      ...(this.#options.encoder ? { encoder: this.#options.encoder } : {}),
+      encoder,
     });
     this.#succeeded();
     await this.#remember({ mode: 'iceberg', path: table.identifier, location: table.location, connectionId: table.connectionId }, result.watermark);
@@ -356,6 +382,29 @@ export class TierSweeper {
     const erased = await this.#applyErasures(context, result.loaded);
     if (settings.maintenanceEnabled) await this.#boundBetweenRuns(objects, table, { loaded: erased, manifests: result.manifests }, settings, term);
     return this.#tieredOutcome(next);
+  }
+
+  /** The read-ahead batch when it continues from `afterSeq` at `target`; any other is dropped. */
+  #takePrefetch(target: string, afterSeq: number): Prefetch | undefined {
+    const prefetch = this.#prefetch;
+    this.#prefetch = undefined;
+    return prefetch !== undefined && prefetch.target === target && prefetch.afterSeq === afterSeq ? prefetch : undefined;
+  }
+
+  /**
+   * Reads the batch after `batch` and queues its encoding. Nothing is written and nothing is
+   * committed here: the next sweep commits it (one commit at a time, under the lock, fenced as
+   * always) only if it continues from where `batch` ends. A read or encoding that fails is
+   * not an error of this sweep: the next sweep reads and encodes again.
+   */
+  #startPrefetch(target: string, batch: readonly StoredEvent[], loaded: LoadedTable, encoder: TierFileEncoder): void {
+    const last = batch[batch.length - 1] as StoredEvent;
+    const after: Watermark = { seq: last.seq, ingestTs: last.ingestTs };
+    const next = this.#nextBatch(after);
+    const encoded = next.then((n) => (n.batch.length === 0 ? undefined : encodeIcebergBatch(loaded, n.batch, encoder))).catch(() => undefined);
+    // Never left unhandled: a failed read is seen (and retried) by the sweep that awaits it.
+    next.catch(() => undefined);
+    this.#prefetch = { target, afterSeq: after.seq, next, encoded };
   }
 
   /** What a commit of this sweep to `table` works with (the fence: this term, while leading). */

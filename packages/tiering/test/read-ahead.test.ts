@@ -1,0 +1,160 @@
+// Goal: with a backlog, the sweep hands the next batch to the encoder while the previous batch commits (the encoder's thread and the commit's requests overlap), and what was read ahead is committed only when it continues exactly where the table ends — never twice, never after another writer tiered it.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { INLINE_TIER_FILE_ENCODER, S3Connections, currentManifests, loadIcebergTable, resolveIcebergTable, type TierFileEncoder } from '@auditlake/lake';
+import { defaultSettings, parseSettings, resolveConfig, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
+import { AuditStore } from '@auditlake/store';
+import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { TierSweeper, type TierSweeperOptions } from '../src/index.js';
+import { startHoldingProxy, type HoldingProxy } from './holding-proxy.js';
+
+const BUCKET = 'ahead';
+const HOUR_MS = 3_600_000;
+const CREDENTIALS = { accessKeyId: 'ALAHEADTEST000000001', secretAccessKey: 'ahead-test-secret-0123456789abcdefghijk' };
+const CATALOGS = new Map([['cat', { name: 'cat', warehouse: `s3://${BUCKET}/wh`, connectionId: 's3' }]]);
+let server: S3Endpoint;
+let proxy: HoldingProxy;
+let dir: string;
+/** Straight to the endpoint, and through the proxy that can hold a commit. */
+let direct: S3Connections;
+let held: S3Connections;
+
+function connectionsTo(url: string): S3Connections {
+  return new S3Connections(new Map([['s3', { id: 's3', endpoint: url, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'read-ahead-'));
+  server = await startS3Endpoint({ directory: join(dir, 's3'), host: '127.0.0.1', port: 0, buckets: [BUCKET], credentials: CREDENTIALS });
+  proxy = await startHoldingProxy(server.url);
+  direct = connectionsTo(server.url);
+  held = connectionsTo(proxy.endpoint);
+});
+
+afterAll(async () => {
+  direct?.close();
+  held?.close();
+  await proxy?.close();
+  await server?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+function settings(table: string): EffectiveSettings {
+  return parseSettings({ ...defaultSettings(resolveConfig()), 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': `cat.ops.${table}`, 'audit.tier.maintenance.enabled': 'false' });
+}
+
+function ev(i: number): AuditEvent {
+  return { eventId: `e${i}`, userId: 'u', source: 'trino', action: 'data:Select', resource: '', decision: '', tables: [], query: '', details: '', timestamp: Date.UTC(2026, 0, 1) + i };
+}
+
+/** A store of `events` settled events, 50 per ingest millisecond (groups that never straddle a batch of 100). */
+async function storeWith(events: number): Promise<AuditStore> {
+  let ingestMs = Date.now() - HOUR_MS;
+  const store = await AuditStore.open({ location: await mkdtemp(join(dir, 'store-')), now: () => ingestMs });
+  onTestFinished(() => store.close());
+  for (let i = 0; i < events; i += 50) {
+    await store.append(Array.from({ length: Math.min(50, events - i) }, (_, j) => ev(i + j)));
+    ingestMs++;
+  }
+  return store;
+}
+
+/** Encodes on this thread and records the first seq of every batch file it was asked for. */
+function recordingEncoder(): { encoder: TierFileEncoder; firstSeqs: number[] } {
+  const firstSeqs: number[] = [];
+  const encoder: TierFileEncoder = {
+    encode: (events, shape) => {
+      firstSeqs.push(Number(events[0]?.seq));
+      return INLINE_TIER_FILE_ENCODER.encode(events, shape);
+    },
+    rewrite: (inputs, rowsPerFile, shape) => INLINE_TIER_FILE_ENCODER.rewrite(inputs, rowsPerFile, shape),
+  };
+  return { encoder, firstSeqs };
+}
+
+function sweeper(store: AuditStore, table: string, over: Partial<TierSweeperOptions> = {}): TierSweeper {
+  const s = new TierSweeper({
+    store,
+    connections: direct,
+    catalogs: CATALOGS,
+    settings: () => settings(table),
+    isLeader: () => true,
+    term: () => 1,
+    intervalMs: HOUR_MS,
+    batchSizeMax: 100,
+    settleMs: 0,
+    backoffInitialMs: HOUR_MS,
+    backoffMaxMs: HOUR_MS,
+    log: { info: () => undefined, warn: () => undefined },
+    ...over,
+  });
+  onTestFinished(() => s.close());
+  return s;
+}
+
+/** Rows in the table's current snapshot: the rows of its live files (status 2 is DELETED). */
+async function tableRows(table: string): Promise<number> {
+  const objects = direct.bucket('s3', BUCKET);
+  const ref = resolveIcebergTable(`cat.ops.${table}`, CATALOGS);
+  const loaded = await loadIcebergTable(objects, ref);
+  if (!loaded) return 0;
+  const manifests = await currentManifests(objects, ref, loaded.metadata);
+  return manifests.flatMap((m) => m.entries.filter((e) => e.status !== 2)).reduce((n, e) => n + Number(e.data_file.record_count), 0);
+}
+
+describe('TierSweeper read-ahead (Iceberg)', () => {
+  it('hands the next batch of a backlog to the encoder while the previous batch commits', async () => {
+    const store = await storeWith(300);
+    const { encoder, firstSeqs } = recordingEncoder();
+    const s = sweeper(store, 'overlap', { connections: held, encoder });
+    // v1 is the empty table; v2 is the first batch's commit object: held until released.
+    const commit = proxy.holdNext((method, path) => method === 'PUT' && path.endsWith('/v2.metadata.json'));
+    const first = s.sweep();
+    await commit.arrived;
+    // The first batch's commit is in flight: the second batch (seq 101..200) is being encoded.
+    await expect.poll(() => firstSeqs, { timeout: 30_000 }).toEqual([1, 101]);
+    await commit.release();
+    expect(await first).toBe('tiered-full');
+    // The second sweep commits what was encoded ahead (no encoding again), and reads the third ahead.
+    expect(await s.sweep()).toBe('tiered-full');
+    expect(await s.sweep()).toBe('tiered');
+    expect(firstSeqs).toEqual([1, 101, 201]);
+    expect((await s.watermark()).seq).toBe(300);
+    expect(await tableRows('overlap')).toBe(300);
+  });
+
+  it('drops what it read ahead when another writer tiered those events first', async () => {
+    const store = await storeWith(300);
+    const a = sweeper(store, 'moved_on');
+    // A commits 1..100 and reads 101..200 ahead.
+    expect(await a.sweep()).toBe('tiered-full');
+    // Another sweeper of the same table (a recreated one) commits 101..200 meanwhile.
+    const b = sweeper(store, 'moved_on');
+    expect(await b.sweep()).toBe('tiered-full');
+    await b.close();
+    // A continues from where the table ends (200), not from its read-ahead (100).
+    expect(await a.sweep()).toBe('tiered');
+    expect((await a.watermark()).seq).toBe(300);
+    expect(await tableRows('moved_on')).toBe(300);
+  });
+
+  it('after a failed commit, tiers the batch it had read ahead exactly once', async () => {
+    const store = await storeWith(300);
+    let failures = 1;
+    const s = sweeper(store, 'after_failure', {
+      // The first commit fails right before its commit object, after the second batch was read ahead.
+      beforeCommit: () => {
+        if (failures-- > 0) throw new Error('injected failure before the commit object');
+      },
+    });
+    expect(await s.sweep()).toBe('failed');
+    expect(await tableRows('after_failure')).toBe(0);
+    expect(await s.sweep()).toBe('tiered-full');
+    expect(await s.sweep()).toBe('tiered-full');
+    expect(await s.sweep()).toBe('tiered');
+    expect((await s.watermark()).seq).toBe(300);
+    expect(await tableRows('after_failure')).toBe(300);
+  });
+});
