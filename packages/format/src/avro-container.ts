@@ -122,6 +122,40 @@ function describe(value: unknown): string {
   }
 }
 
+/** Writer schemas whose resolver is kept per reader type (a table's files share a handful). */
+const RESOLVERS_PER_READER_MAX = 32;
+
+interface KnownWriter {
+  writerSchema: unknown;
+  resolver: avsc.Resolver;
+}
+
+const resolvers = new WeakMap<avsc.Type, Map<string, KnownWriter>>();
+
+/**
+ * The resolver from the writer schema `schemaText` to `readerType`. Building the writer's type
+ * and the resolver costs more than decoding a manifest of ours, and every manifest and list of
+ * a table carries the same few schemas: each is built once per reader type and kept (at most
+ * RESOLVERS_PER_READER_MAX; the oldest goes first). The writer schema object is shared: callers
+ * only read it.
+ */
+function resolverFor(readerType: avsc.Type, schemaText: string, unusable: (message: string, cause?: unknown) => AuditError): KnownWriter {
+  let known = resolvers.get(readerType);
+  if (known === undefined) {
+    known = new Map();
+    resolvers.set(readerType, known);
+  }
+  const cached = known.get(schemaText);
+  if (cached !== undefined) return cached;
+  const writerSchema = attempt(() => JSON.parse(schemaText) as unknown, unusable, 'avro.schema is not JSON');
+  const writerType = attempt(() => avsc.Type.forSchema(writerSchema as avsc.Schema), unusable, 'bad writer schema');
+  const resolver = attempt(() => readerType.createResolver(writerType), unusable, 'writer schema does not resolve to the reader schema');
+  if (known.size >= RESOLVERS_PER_READER_MAX) known.delete(known.keys().next().value as string);
+  const writer = { writerSchema, resolver };
+  known.set(schemaText, writer);
+  return writer;
+}
+
 /** A decoded container file. */
 export interface AvroContainer {
   /** Header keys other than `avro.*`, decoded as UTF-8. */
@@ -158,9 +192,7 @@ export function decodeAvroContainer(bytes: Uint8Array, readerType: avsc.Type, wh
   if (codec !== 'null' && codec !== 'deflate') throw unusable(`unsupported codec ${codec}`);
   const schemaText = meta['avro.schema']?.toString('utf8');
   if (schemaText === undefined) throw unusable('no avro.schema in the header');
-  const writerSchema = attempt(() => JSON.parse(schemaText) as unknown, unusable, 'avro.schema is not JSON');
-  const writerType = attempt(() => avsc.Type.forSchema(writerSchema as avsc.Schema), unusable, 'bad writer schema');
-  const resolver = attempt(() => readerType.createResolver(writerType), unusable, 'writer schema does not resolve to the reader schema');
+  const { writerSchema, resolver } = resolverFor(readerType, schemaText, unusable);
 
   const metadata: Record<string, string> = {};
   for (const [key, value] of Object.entries(meta)) {
