@@ -28,7 +28,7 @@ import { planIndexedSearch } from './index-reader.js';
 import { rangeBatchesNewestFirst } from './range-values.js';
 import { StoredEventText } from './stored-event-text.js';
 import type { IndexField } from './index-keys.js';
-import { backfillIndexes } from './index-backfill.js';
+import { backfillErasureIndex, backfillIndexes } from './index-backfill.js';
 import { backfillLedger } from './ledger-backfill.js';
 import { TextSketchWriter } from './text-sketch-writer.js';
 import { TEXT_BLOCK_SEQS, blockOfSeq, textSketchKey } from './text-sketch.js';
@@ -240,6 +240,7 @@ export class AuditStore {
     const index = await IndexWriter.load(store.#db);
     const text = new TextSketchWriter(store.#db);
     await backfillIndexes(store.#db, index, text);
+    await backfillErasureIndex(store.#db);
     store.#index = index;
     store.#text = text;
     const position = await store.#readPosition();

@@ -1,21 +1,24 @@
 import type { Level } from 'level';
 import { integrityKindOf } from '@auditlake/integrity';
-import { INTEGRITY_ACTIONS, type StoredEvent } from '@auditlake/model';
+import { INTEGRITY_ACTIONS, SELF_SOURCE, type StoredEvent } from '@auditlake/model';
 import { PREFIX, decodeUint, erasureKey, localKey, prefixEnd } from './event-keys.js';
 import { termsFromJson, type IndexWriter } from './index-writer.js';
+import { indexValuePrefix, SUFFIX_LENGTH } from './index-keys.js';
 import { blockOfSeq } from './text-sketch.js';
 import type { TextSketchWriter } from './text-sketch-writer.js';
 
 /** Local-metadata name of the index layout version this store's index keys are complete for. */
 const INDEX_VERSION_NAME = 'indexVersion';
-/** 2: the free-text sketches too; 3: the index of erasure records. */
-const INDEX_VERSION = '3';
+/** 2: the free-text sketches too. */
+const INDEX_VERSION = '2';
+/** Local-metadata name set once the index of erasure records is complete (erasureKey). */
+const ERASURE_INDEX_NAME = 'erasureIndex';
 
 /** Events indexed per batch while building the indexes of an existing store. */
 const BACKFILL_BATCH_EVENTS = 10_000;
 
 /**
- * Makes the secondary indexes, the free-text sketches and the index of erasure records complete for a store opened for the first time by a version that
+ * Makes the secondary indexes and the free-text sketches complete for a store opened for the first time by a version that
  * keeps them: a store written before indexes existed has events without index keys, which an
  * indexed search would silently miss. Indexes every stored event once, in batches, then records
  * the version, so it runs once per store. Returns how many events it indexed.
@@ -50,6 +53,39 @@ export async function backfillIndexes(db: Level<string, string>, index: IndexWri
   }
   // Synced, and only after every index key: a crash before it means the backfill runs again (puts are idempotent).
   await db.put(localKey(INDEX_VERSION_NAME), INDEX_VERSION, { sync: true });
+  return indexed;
+}
+
+/** Events read per batch while indexing the erasure records of an existing store. */
+const ERASURE_BACKFILL_BATCH = 1_000;
+
+/**
+ * Makes the index of erasure records complete for a store written before it. Erasure records are
+ * auditlake's own events, so the engine index (complete by the time this runs) lists them among
+ * its other records (settings changes, checkpoints, key registrations): only those are read, not
+ * the whole log, so opening a large store after an upgrade stays quick. Runs once per store.
+ * Returns how many erasure records it indexed.
+ */
+export async function backfillErasureIndex(db: Level<string, string>): Promise<number> {
+  if ((await db.get(localKey(ERASURE_INDEX_NAME))) === '1') return 0;
+  const own = indexValuePrefix('engine', SELF_SOURCE.toLowerCase());
+  let indexed = 0;
+  for (let from = own; ; ) {
+    const keys = await db.keys({ gte: from, lt: own + '\uffff', limit: ERASURE_BACKFILL_BATCH }).all();
+    if (keys.length === 0) break;
+    const suffixes = keys.map((key) => key.slice(-SUFFIX_LENGTH));
+    const values = await db.getMany(suffixes.map((suffix) => PREFIX.time + suffix));
+    const batch = db.batch();
+    values.forEach((json, i) => {
+      if (json === undefined || !isErasureRecordJson(json)) return;
+      batch.put(erasureKey(decodeUint((suffixes[i] as string).slice(16))), '');
+      indexed++;
+    });
+    await batch.write({ sync: false });
+    from = (keys[keys.length - 1] as string) + '\u0000';
+  }
+  // Synced, and only after every key: a crash before it means the backfill runs again.
+  await db.put(localKey(ERASURE_INDEX_NAME), '1', { sync: true });
   return indexed;
 }
 
