@@ -112,7 +112,7 @@ export class RecordHasher {
   content(record: Omit<CanonicalRecord, 'seq' | 'term' | 'ingestTs'>): RecordContent {
     const texts = record.texts;
     if (record.erased !== undefined) return this.#contentErased(record);
-    return this.#content(record.timestamp, record.eventIdText, record.sourceIdText, record.sourceSeqText, texts.userId, texts.source, texts.action, texts.resource, texts.decision, texts.tables, texts.query, texts.details);
+    return this.contentOfTexts(record.timestamp, record.eventIdText, record.sourceIdText, record.sourceSeqText, texts.userId, texts.source, texts.action, texts.resource, texts.decision, texts.tables, texts.query, texts.details);
   }
 
   /**
@@ -121,7 +121,7 @@ export class RecordHasher {
    */
   contentOfValues(values: ContentValues): RecordContent {
     if (values.erased !== undefined) return this.content(canonicalContent(values));
-    return this.#content(
+    return this.contentOfTexts(
       values.timestamp,
       stringText(values.eventId),
       values.sourceId === undefined ? '' : stringText(values.sourceId),
@@ -139,28 +139,10 @@ export class RecordHasher {
 
   /**
    * The content part of a record without erased fields, from its canonical texts
-   * ({@link CanonicalRecord}) given one by one: what a verifier reading columns has at hand,
-   * without an object built per record to pass them in.
+   * ({@link CanonicalRecord}) given one by one: what a verifier reading columns has at hand.
+   * Positional rather than one object: this runs once per event, and the values are at hand.
    */
   contentOfTexts(
-    timestamp: number,
-    eventIdText: string,
-    sourceIdText: string,
-    sourceSeqText: string,
-    userId: string,
-    source: string,
-    action: string,
-    resource: string,
-    decision: string,
-    tables: string,
-    query: string,
-    details: string,
-  ): RecordContent {
-    return this.#content(timestamp, eventIdText, sourceIdText, sourceSeqText, userId, source, action, resource, decision, tables, query, details);
-  }
-
-  // Positional rather than one object: this runs once per event, and the values are at hand.
-  #content(
     timestamp: number,
     eventIdText: string,
     sourceIdText: string,
