@@ -39,7 +39,6 @@ export async function backfillIndexes(db: Level<string, string>, index: IndexWri
       const seq = decodeUint(suffix.slice(16));
       index.put(batch, termsFromJson(json), timestampMs, seq, newTables);
       text.add(seq, timestampMs, json);
-      if (isErasureRecordJson(json)) batch.put(erasureKey(seq), '');
     }
     text.putChanged(batch);
     try {
