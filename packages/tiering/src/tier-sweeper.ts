@@ -268,7 +268,7 @@ export class TierSweeper {
     const context: ParquetCompactionContext = {
       objects,
       location,
-      fence: { term, mayCommit: () => this.#options.isLeader() && this.#options.term() === term },
+      fence: this.#fence(term),
       now: this.#now,
       ...(this.#options.encoder ? { encoder: this.#options.encoder } : {}),
       ...(this.#options.onStep ? { onStep: this.#options.onStep } : {}),
@@ -284,7 +284,7 @@ export class TierSweeper {
       nowMs: this.#now(),
       afterSeq: watermark.seq,
       erasureSeqs,
-      mayCommit: () => this.#options.isLeader() && this.#options.term() === term,
+      mayCommit: this.#fence(term).mayCommit,
       ...(this.#options.beforeCommit ? { beforeCommit: this.#options.beforeCommit } : {}),
       ...(this.#options.encoder ? { encoder: this.#options.encoder } : {}),
     }).catch((err: unknown) => {
@@ -365,7 +365,7 @@ export class TierSweeper {
       term,
       nowMs: this.#now(),
       writerId: `auditlake:${table.identifier}`,
-      mayCommit: () => this.#options.isLeader() && this.#options.term() === term,
+      mayCommit: this.#fence(term).mayCommit,
       metadataLogEntriesMax: settings.maintenanceMetadataPreviousVersionsMax,
       erasureFree: !batch.some(isErasureRecord),
       encoded: encoded.then((files) => files ?? encodeIcebergBatch(loaded, batch, encoder)),
@@ -412,7 +412,7 @@ export class TierSweeper {
     return {
       objects,
       table,
-      fence: { term, mayCommit: () => this.#options.isLeader() && this.#options.term() === term },
+      fence: this.#fence(term),
       now: this.#now,
       metadataLogEntriesMax: settings.maintenanceMetadataPreviousVersionsMax,
       ...(this.#options.encoder ? { encoder: this.#options.encoder } : {}),
@@ -449,7 +449,7 @@ export class TierSweeper {
     const context = {
       objects,
       table,
-      fence: { term, mayCommit: () => this.#options.isLeader() && this.#options.term() === term },
+      fence: this.#fence(term),
       now: this.#now,
       metadataLogEntriesMax: settings.maintenanceMetadataPreviousVersionsMax,
     };
@@ -513,9 +513,12 @@ export class TierSweeper {
 
   /** Applies erasures to the locations tiered to before the current target (earlier-target-erasure.ts), under this sweep's fence. */
   async #eraseInEarlierTargets(settings: EffectiveSettings): Promise<void> {
-    const term = this.#options.term();
-    const fence = { term, mayCommit: () => this.#options.isLeader() && this.#options.term() === term };
-    await this.#earlierTargets.apply(this.#currentLocation(settings), fence, settings.maintenanceMetadataPreviousVersionsMax);
+    await this.#earlierTargets.apply(this.#currentLocation(settings), this.#fence(this.#options.term()), settings.maintenanceMetadataPreviousVersionsMax);
+  }
+
+  /** What every commit of a sweep in `term` is fenced by: this node still leads, in that term. */
+  #fence(term: number): { term: number; mayCommit: () => boolean } {
+    return { term, mayCommit: () => this.#options.isLeader() && this.#options.term() === term };
   }
 
   /** The location the settings tier to, as #remember records it; undefined with tiering off. */
