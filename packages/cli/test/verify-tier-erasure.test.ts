@@ -5,13 +5,13 @@
 // the erased fields; DuckDB and icebird read the marker and every event once; and no object in
 // the bucket's directory holds an erased value in any byte.
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { constants as zlibConstants, inflateRawSync } from 'node:zlib';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { icebergRead } from 'icebird';
-import { erasureDoneKey, ERASURES_APPLIED_THROUGH_PROPERTY, loadIcebergTable, parseS3Location, PURGE_FILES_PROPERTY, resolveIcebergTable, type S3Location, type TierSource } from '@auditlake/lake';
+import { erasureDoneKey, ERASURES_APPLIED_THROUGH_PROPERTY, loadIcebergTable, parseS3Location, PURGE_FILES_PROPERTY, resolveIcebergTable, type ObjectStore, type S3Location, type TierSource } from '@auditlake/lake';
 import { resolveConfig } from '@auditlake/model';
 import { signedFetch } from '@auditlake/s3-endpoint';
 import { startAuditNode, type AuditNode, type EmbeddedS3 } from '@auditlake/server';
@@ -110,6 +110,28 @@ async function filesHolding(dir: string, text: string): Promise<string[]> {
   const holding: string[] = [];
   for (const path of await filesUnder(dir)) if (searchableBytes(await readFile(path)).includes(needle)) holding.push(path);
   return holding;
+}
+
+/**
+ * The rows DuckDB reads from a tier's live files (copied out of the embedded endpoint), by
+ * event_id: event_id, user_id and query.
+ */
+async function duckdbRows(source: TierSource, objects: ObjectStore): Promise<Array<Record<string, unknown>>> {
+  const dir = await mkdtemp(join(tmpdir(), 'auditlake-tier-erasure-files-'));
+  onTestFinished(() => rm(dir, { recursive: true, force: true }));
+  const paths: string[] = [];
+  for (const [index, file] of (await source.listFiles()).entries()) {
+    const path = join(dir, `${index}.parquet`);
+    await writeFile(path, await objects.get(file.key));
+    paths.push(path);
+  }
+  const instance = await DuckDBInstance.create(':memory:');
+  const connection = await instance.connect();
+  onTestFinished(() => {
+    connection.closeSync();
+    instance.closeSync();
+  });
+  return (await connection.runAndReadAll(`SELECT event_id, user_id, query FROM read_parquet([${paths.map((p) => `'${p}'`).join(',')}]) ORDER BY event_id`)).getRowObjectsJson();
 }
 
 interface Mode {
@@ -219,22 +241,7 @@ describe.each(MODES)('erasure of tiered records, $mode tier', (mode) => {
 
     // DuckDB over the files readers read (the current snapshot's; the live Parquet files): every event once, the marker for the erased.
     const [source] = await target.tiering.tierSources();
-    const dir = await mkdtemp(join(tmpdir(), 'auditlake-tier-erasure-files-'));
-    onTestFinished(() => rm(dir, { recursive: true, force: true }));
-    const paths: string[] = [];
-    for (const [index, file] of (await (source as TierSource).listFiles()).entries()) {
-      const path = join(dir, `${index}.parquet`);
-      await mkdir(dirname(path), { recursive: true });
-      await writeFile(path, await objects.get(file.key));
-      paths.push(path);
-    }
-    const instance = await DuckDBInstance.create(':memory:');
-    const connection = await instance.connect();
-    onTestFinished(() => {
-      connection.closeSync();
-      instance.closeSync();
-    });
-    const rows = (await connection.runAndReadAll(`SELECT event_id, user_id, query FROM read_parquet([${paths.map((p) => `'${p}'`).join(',')}]) ORDER BY event_id`)).getRowObjectsJson();
+    const rows = await duckdbRows(source as TierSource, objects);
     expect(rows.length).toBe(head);
     expect(new Set(rows.map((r) => r['event_id'])).size).toBe(head);
     for (const id of ['old-1-2', 'new-0']) expect(rows.find((r) => r['event_id'] === id)).toMatchObject({ user_id: MARKER, query: MARKER });
@@ -310,21 +317,7 @@ describe.each(MODES)('erasure of tiered records, $mode tier', (mode) => {
     // DuckDB over the first target's live files: its five rows once each, the marker for the erased one.
     const source = (await target.tiering.tierSources()).find((s) => s.name === (mode.mode === 'iceberg' ? TABLE : PARQUET_PATH)) as TierSource;
     expect(source).toBeDefined();
-    const dir = await mkdtemp(join(tmpdir(), 'auditlake-tier-erasure-renamed-files-'));
-    onTestFinished(() => rm(dir, { recursive: true, force: true }));
-    const paths: string[] = [];
-    for (const [index, file] of (await source.listFiles()).entries()) {
-      const path = join(dir, `${index}.parquet`);
-      await writeFile(path, await objects.get(file.key));
-      paths.push(path);
-    }
-    const instance = await DuckDBInstance.create(':memory:');
-    const connection = await instance.connect();
-    onTestFinished(() => {
-      connection.closeSync();
-      instance.closeSync();
-    });
-    const rows = (await connection.runAndReadAll(`SELECT event_id, user_id, query FROM read_parquet([${paths.map((p) => `'${p}'`).join(',')}]) ORDER BY event_id`)).getRowObjectsJson();
+    const rows = await duckdbRows(source, objects);
     expect(rows.map((r) => r['event_id'])).toEqual(['first-0', 'first-1', 'first-2', 'first-3', 'first-4']);
     expect(rows.find((r) => r['event_id'] === 'first-2')).toMatchObject({ user_id: MARKER, query: MARKER });
     expect(rows.find((r) => r['event_id'] === 'first-3')).toMatchObject({ user_id: token('first-3', 'user'), query: token('first-3', 'query') });
