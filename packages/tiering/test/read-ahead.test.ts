@@ -8,6 +8,7 @@ import { AuditStore } from '@auditlake/store';
 import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { TierSweeper, type TierSweeperOptions } from '../src/index.js';
+import { testSweeper } from './test-sweeper.js';
 import { startHoldingProxy, type HoldingProxy } from './holding-proxy.js';
 
 const BUCKET = 'ahead';
@@ -75,23 +76,7 @@ function recordingEncoder(): { encoder: TierFileEncoder; firstSeqs: number[] } {
 }
 
 function sweeper(store: AuditStore, table: string, over: Partial<TierSweeperOptions> = {}): TierSweeper {
-  const s = new TierSweeper({
-    store,
-    connections: direct,
-    catalogs: CATALOGS,
-    settings: () => settings(table),
-    isLeader: () => true,
-    term: () => 1,
-    intervalMs: HOUR_MS,
-    batchSizeMax: 100,
-    settleMs: 0,
-    backoffInitialMs: HOUR_MS,
-    backoffMaxMs: HOUR_MS,
-    log: { info: () => undefined, warn: () => undefined },
-    ...over,
-  });
-  onTestFinished(() => s.close());
-  return s;
+  return testSweeper({ store, connections: direct, catalogs: CATALOGS, settings: () => settings(table), ...over });
 }
 
 /** Rows in the table's current snapshot: the rows of its live files (status 2 is DELETED). */

@@ -8,6 +8,7 @@ import { AuditStore } from '@auditlake/store';
 import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { TierSweeper, type TierStatus, type TierSweeperOptions } from '../src/index.js';
+import { testSweeper } from './test-sweeper.js';
 
 const BUCKET = 'sweep';
 const HOUR_MS = 3_600_000;
@@ -53,23 +54,7 @@ async function storeWith(events: number, perAppend = 50): Promise<AuditStore> {
 }
 
 function sweeper(store: AuditStore, path: string, over: Partial<TierSweeperOptions> = {}): TierSweeper {
-  const s = new TierSweeper({
-    store,
-    connections,
-    catalogs: new Map(),
-    settings: () => settings(path),
-    isLeader: () => true,
-    term: () => 1,
-    intervalMs: HOUR_MS,
-    batchSizeMax: 100,
-    settleMs: 0,
-    backoffInitialMs: HOUR_MS,
-    backoffMaxMs: HOUR_MS,
-    log: { info: () => undefined, warn: () => undefined },
-    ...over,
-  });
-  onTestFinished(() => s.close());
-  return s;
+  return testSweeper({ store, connections, catalogs: new Map(), settings: () => settings(path), ...over });
 }
 
 describe('TierSweeper', () => {

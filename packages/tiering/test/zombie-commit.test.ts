@@ -11,6 +11,7 @@ import { icebergRead } from 'icebird';
 import S3rver from 's3rver';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { TierSweeper, type TierSweeperOptions } from '../src/index.js';
+import { testSweeper } from './test-sweeper.js';
 import { startHoldingProxy, type HoldingProxy } from './holding-proxy.js';
 
 const BUCKET = 'zombie';
@@ -79,19 +80,8 @@ async function replica(): Promise<AuditStore> {
 }
 
 function sweeper(options: Pick<TierSweeperOptions, 'store' | 'connections' | 'settings' | 'term' | 'batchSizeMax'>): TierSweeper {
-  const s = new TierSweeper({
-    catalogs: CATALOGS,
-    // The deposed leader does not know it was deposed: its own checks pass.
-    isLeader: () => true,
-    intervalMs: HOUR_MS,
-    settleMs: 0,
-    backoffInitialMs: HOUR_MS,
-    backoffMaxMs: HOUR_MS,
-    log: { info: () => undefined, warn: () => undefined },
-    ...options,
-  });
-  onTestFinished(() => s.close());
-  return s;
+  // The deposed leader does not know it was deposed: its own checks pass (testSweeper leads).
+  return testSweeper({ catalogs: CATALOGS, ...options });
 }
 
 /** DuckDB over exactly the files the location's readers read (commit markers, compactions applied). */
