@@ -16,16 +16,21 @@ import { buildEvents, testSeed } from './events.js';
 const seed = testSeed();
 console.log(`whole-file-read seed=${seed} (replay with FORMAT_TEST_SEED=${seed})`);
 
+/** Generated events with the chain columns set, some erased, some with a source id and seq. */
+function chainedEvents(count: number) {
+  return buildEvents(seed, { count }).map((event, i) => ({
+    ...event,
+    recordHash: 'a'.repeat(64),
+    chainHash: i.toString(16).padStart(64, '0'),
+    fieldCheck: 'b'.repeat(56),
+    ...(i % 7 === 0 ? { erased: { query: 'c'.repeat(64) } } : {}),
+    ...(i % 3 === 0 ? { sourceId: `plugin-${i % 5}`, sourceSeq: i } : {}),
+  }));
+}
+
 describe('readWholeAuditParquet', () => {
   it('reads exactly what readAuditParquet reads, row group after row group', async () => {
-    const events = buildEvents(seed, { count: 2_500 }).map((event, i) => ({
-      ...event,
-      recordHash: 'a'.repeat(64),
-      chainHash: i.toString(16).padStart(64, '0'),
-      fieldCheck: 'b'.repeat(56),
-      ...(i % 7 === 0 ? { erased: { query: 'c'.repeat(64) } } : {}),
-      ...(i % 3 === 0 ? { sourceId: `plugin-${i % 5}`, sourceSeq: i } : {}),
-    }));
+    const events = chainedEvents(2_500);
     const bytes = encodeAuditParquet(events, { rowGroupSize: 700 });
     const whole = await readWholeAuditParquet(bytesSource(bytes));
     expect(whole).toHaveLength(events.length);
@@ -58,14 +63,7 @@ function eventAt(columns: AuditFileColumns, i: number): TieredEvent {
 
 describe('readWholeAuditColumns', () => {
   it('holds, row by row, exactly what readWholeAuditParquet reads (tables as the stored text)', async () => {
-    const events = buildEvents(seed, { count: 1_500 }).map((event, i) => ({
-      ...event,
-      recordHash: 'a'.repeat(64),
-      chainHash: i.toString(16).padStart(64, '0'),
-      fieldCheck: 'b'.repeat(56),
-      ...(i % 7 === 0 ? { erased: { query: 'c'.repeat(64) } } : {}),
-      ...(i % 3 === 0 ? { sourceId: `plugin-${i % 5}`, sourceSeq: i } : {}),
-    }));
+    const events = chainedEvents(1_500);
     const bytes = encodeAuditParquet(events, { rowGroupSize: 400 });
     const rows = await readWholeAuditParquet(bytesSource(bytes));
     const columns = await readWholeAuditColumns(bytesSource(bytes));
