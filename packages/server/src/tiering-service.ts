@@ -13,7 +13,7 @@ import {
 } from '@auditlake/lake';
 import { SELF_SOURCE, encodeEvent, newEventId, type AuditEvent, type NodeConfig } from '@auditlake/model';
 import { DAY_MS, type AuditStore, type PrunePolicy } from '@auditlake/store';
-import { CommitLock, MaintenanceScheduler, TierSweeper, localCleanupPolicy, validateTierTarget, type MaintenanceRun, type TierStatus } from '@auditlake/tiering';
+import { CommitLock, MaintenanceScheduler, TierSweeper, firstUnappliedErasureSeq, localCleanupPolicy, validateTierTarget, type MaintenanceRun, type TierStatus } from '@auditlake/tiering';
 import { DeferredCount } from './deferred-count.js';
 import type { Membership } from './membership.js';
 import type { NodeMetrics } from './metrics.js';
@@ -167,7 +167,7 @@ export class TieringService {
     const watermark = await this.watermark();
     // The ledger counts tiered events before retention may delete them (day-ledger.ts).
     await this.#store.countTieredThrough(watermark.seq);
-    return localCleanupPolicy(this.#settings.effective, watermark.seq, nowMs);
+    return localCleanupPolicy(this.#settings.effective, watermark.seq, nowMs, await firstUnappliedErasureSeq(this.#store));
   }
 
   /** Where named events are in the tier (any location that ever received tiered events): eventId → seq. */

@@ -1015,12 +1015,13 @@ export class AuditStore {
 
   /**
    * Seqs of the erasure records (`audit:EraseFields`) this store holds with seq in
-   * (afterSeq, throughSeq], ascending: read from their index, not from the log.
+   * (afterSeq, throughSeq], ascending: read from their index, not from the log. With `limit`,
+   * only the first that many.
    */
-  async erasureRecordSeqs(afterSeq: number, throughSeq: number): Promise<number[]> {
+  async erasureRecordSeqs(afterSeq: number, throughSeq: number, limit?: number): Promise<number[]> {
     this.#openWriter();
     if (throughSeq <= afterSeq) return [];
-    const keys = await this.#db.keys({ gt: erasureKey(afterSeq), lte: erasureKey(throughSeq) }).all();
+    const keys = await this.#db.keys({ gt: erasureKey(afterSeq), lte: erasureKey(throughSeq), ...(limit === undefined ? {} : { limit }) }).all();
     return keys.map((key) => decodeUint(key.slice(PREFIX.erasure.length)));
   }
 

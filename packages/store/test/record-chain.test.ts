@@ -249,6 +249,7 @@ describe('the index of erasure records', () => {
       expect(await store.erasureRecordSeqs(4, 6)).toEqual([6]);
       expect(await store.erasureRecordSeqs(0, 5)).toEqual([4]);
       expect(await store.erasureRecordSeqs(6, 100)).toEqual([]);
+      expect(await store.erasureRecordSeqs(0, 100, 1)).toEqual([4]);
       expect(await store.erasureRecordSeqs(6, 4)).toEqual([]);
     }
     // A copy that cuts its log from seq 6 (it diverged from a new leader's) loses that erasure's entry.

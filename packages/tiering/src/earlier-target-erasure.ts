@@ -36,9 +36,19 @@ export class EarlierTargetErasure {
   readonly #options: EarlierTargetErasureOptions;
   /** Per location (its JSON), the log seq through which its erasures are applied by this process. */
   readonly #checkedThrough = new Map<string, number>();
+  #appliedThrough = 0;
 
   constructor(options: EarlierTargetErasureOptions) {
     this.#options = options;
+  }
+
+  /**
+   * After the last pass: the log seq through which every erasure record is applied to every
+   * earlier target (the lowest of their checks; the log's last seq then when there is none).
+   * 0 before the first pass.
+   */
+  get appliedThrough(): number {
+    return this.#appliedThrough;
   }
 
   /**
@@ -52,6 +62,7 @@ export class EarlierTargetErasure {
     const currentKey = current === undefined ? undefined : JSON.stringify(current);
     const head = store.position.lastSeq;
     const results: EarlierTargetErasureResult[] = [];
+    let appliedThrough = head;
     for (const location of known) {
       const key = JSON.stringify(location);
       if (key === currentKey) continue;
@@ -73,7 +84,9 @@ export class EarlierTargetErasure {
       } catch (err) {
         log.warn({ err: err instanceof Error ? err.message : String(err), target: location.path }, `Audit tiering: applying erasures to ${location.path}, an earlier tier target, failed (the next sweep retries)`);
       }
+      appliedThrough = Math.min(appliedThrough, this.#checkedThrough.get(key) ?? 0);
     }
+    this.#appliedThrough = appliedThrough;
     return results;
   }
 

@@ -1,5 +1,6 @@
 export { pickBatch, type BatchRules } from './batch-picker.js';
 export { localCleanupPolicy } from './local-cleanup-policy.js';
+export { ERASURES_APPLIED_META, firstUnappliedErasureSeq, tierErasuresAppliedThrough } from './erasure-retention.js';
 export { validateTierTarget } from './tier-target-validator.js';
 export { TierSweeper, type SweepOutcome, type TierStatus, type TierSweeperOptions } from './tier-sweeper.js';
 export { MaintenanceScheduler, MAINTENANCE_RUNS_KEPT, type MaintenanceRegistration, type MaintenanceRun, type MaintenanceSchedulerOptions, type MaintenanceSettingsView } from './maintenance-scheduler.js';

@@ -6,8 +6,18 @@ import { DAY_MS, type PrunePolicy } from '@auditlake/store';
  * older than `audit.retention.days`. With tiering on: only tiered events (seq ≤ the
  * watermark), once older than the shorter of `audit.tier.retain.local.days` and
  * `audit.retention.days` — so an untiered event is never deleted, whatever its age.
+ *
+ * In either case, nothing from `unappliedErasureSeq` on (firstUnappliedErasureSeq): an erasure
+ * record stays in the local log until every tier location has applied it, since the sweep
+ * reads it there.
  */
-export function localCleanupPolicy(settings: EffectiveSettings, watermarkSeq: number, nowMs: number): PrunePolicy {
+export function localCleanupPolicy(settings: EffectiveSettings, watermarkSeq: number, nowMs: number, unappliedErasureSeq?: number): PrunePolicy {
+  const policy = tieringPolicy(settings, watermarkSeq, nowMs);
+  if (unappliedErasureSeq === undefined) return policy;
+  return { ...policy, maxSeq: Math.min(policy.maxSeq ?? Number.MAX_SAFE_INTEGER, unappliedErasureSeq - 1) };
+}
+
+function tieringPolicy(settings: EffectiveSettings, watermarkSeq: number, nowMs: number): PrunePolicy {
   const capCutoffMs = nowMs - settings.retentionDays * DAY_MS;
   if (settings.tierMode === 'none') return { cutoffMs: capCutoffMs };
   const windowDays = Math.min(settings.retentionDays, settings.tierRetainLocalDays);

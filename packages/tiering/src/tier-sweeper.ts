@@ -17,6 +17,7 @@ import {
   readMarkers,
   resolveIcebergTable,
   tableWatermark,
+  erasuresAppliedThrough,
   type IcebergTableRef,
   type LoadedTable,
   writeIntegrityObjects,
@@ -36,6 +37,7 @@ import { pickBatch } from './batch-picker.js';
 import { applyIcebergErasures, applyParquetErasures, isErasureRecord, type TierErasureResult } from './tier-erasure.js';
 import { CommitLock } from './commit-lock.js';
 import { EarlierTargetErasure } from './earlier-target-erasure.js';
+import { ERASURES_APPLIED_META, tierErasuresAppliedThrough } from './erasure-retention.js';
 
 export interface TierSweeperOptions {
   store: AuditStore;
@@ -126,6 +128,8 @@ export class TierSweeper {
   #prefetch: Prefetch | undefined;
   /** Parquet mode: seqs of committed erasure records not yet applied to the location's rows. */
   #parquetErasuresPending: number[] = [];
+  /** Set by each successful sweep: the log seq through which the current target has applied every erasure record. */
+  #currentErasuresApplied = 0;
   /** Targets (term, connection, location) whose store was found to honour conditional create. */
   readonly #probed = new Set<string>();
   #closed = false;
@@ -207,16 +211,23 @@ export class TierSweeper {
     if (settings.tierMode === 'none') {
       // Tiering is off, but what was tiered is still read: erasures must still reach it.
       if (this.#options.isLeader()) {
-        await this.#eraseInEarlierTargets(settings).catch((err: unknown) => this.#options.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'Audit tiering: applying erasures to earlier tier targets failed (the next sweep retries)'));
+        try {
+          await this.#eraseInEarlierTargets(settings);
+          await this.#recordErasuresApplied(Number.MAX_SAFE_INTEGER);
+        } catch (err) {
+          this.#options.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'Audit tiering: applying erasures to earlier tier targets failed (the next sweep retries)');
+        }
       }
       return 'idle';
     }
     if (!this.#options.isLeader()) return 'not-leader';
     const started = this.#now();
+    this.#currentErasuresApplied = 0;
     try {
       const outcome = settings.tierMode === 'iceberg' ? await this.#tierIceberg(settings) : await this.#tierParquet(settings);
       this.#succeeded();
       await this.#eraseInEarlierTargets(settings);
+      await this.#recordErasuresApplied(this.#currentErasuresApplied);
       return outcome;
     } catch (err) {
       // What was read ahead continued a commit that may not have happened: read again.
@@ -276,7 +287,10 @@ export class TierSweeper {
     await this.#applyParquetErasures(context, settings.tierParquetPath);
     const next = await this.#nextBatch(watermark);
     const { batch } = next;
-    if (batch.length === 0) return 'nothing-to-tier';
+    if (batch.length === 0) {
+      this.#currentErasuresApplied = this.#parquetErasuresAppliedThrough(watermark.seq);
+      return 'nothing-to-tier';
+    }
     const erasureSeqs = batch.filter(isErasureRecord).map((event) => event.seq);
     const started = this.#now();
     const result = await commitParquetBatch(objects, location, batch, {
@@ -301,7 +315,14 @@ export class TierSweeper {
     // The batch's erasure records are committed: apply them to the location's rows.
     this.#parquetErasuresPending = [...this.#parquetErasuresPending, ...erasureSeqs];
     await this.#applyParquetErasures(context, settings.tierParquetPath);
+    this.#currentErasuresApplied = this.#parquetErasuresAppliedThrough(result.marker.watermark.seq);
     return this.#tieredOutcome(next);
+  }
+
+  /** Through which seq a Parquet location tiered through `watermarkSeq` has applied every erasure record: short of the first still pending. */
+  #parquetErasuresAppliedThrough(watermarkSeq: number): number {
+    const pending = this.#parquetErasuresPending;
+    return pending.length === 0 ? watermarkSeq : Math.min(watermarkSeq, Math.min(...pending) - 1);
   }
 
   /** Applies the pending erasure records to a Parquet location (kept pending when it fails: the sweep fails and retries). */
@@ -353,6 +374,7 @@ export class TierSweeper {
     const { batch } = next;
     if (batch.length === 0) {
       await this.#options.store.putMeta({ [WATERMARK_META]: watermark });
+      this.#currentErasuresApplied = erasuresAppliedThrough(loaded.metadata);
       return 'nothing-to-tier';
     }
     const started = this.#now();
@@ -380,6 +402,7 @@ export class TierSweeper {
     this.#options.onTiered?.(batch.length, result.bytes);
     // The batch's erasure records are in the table now: apply them to its rows.
     const erased = await this.#applyErasures(context, result.loaded);
+    this.#currentErasuresApplied = erasuresAppliedThrough(erased.metadata);
     if (settings.maintenanceEnabled) await this.#boundBetweenRuns(objects, table, { loaded: erased, manifests: result.manifests }, settings, term);
     return this.#tieredOutcome(next);
   }
@@ -527,6 +550,17 @@ export class TierSweeper {
     if (settings.tierMode !== 'iceberg') return undefined;
     const table = resolveIcebergTable(settings.tierIcebergTable, this.#options.catalogs);
     return { mode: 'iceberg', path: table.identifier, location: table.location, connectionId: table.connectionId };
+  }
+
+  /**
+   * Moves ERASURES_APPLIED_META (never back) to the lowest of what the current target
+   * (`currentThrough`) and every earlier target have applied, bounded by the log's last seq.
+   * Retention keeps every erasure record above it (localCleanupPolicy).
+   */
+  async #recordErasuresApplied(currentThrough: number): Promise<void> {
+    const { store } = this.#options;
+    const through = Math.min(currentThrough, this.#earlierTargets.appliedThrough, store.position.lastSeq);
+    if (through > (await tierErasuresAppliedThrough(store))) await store.putMeta({ [ERASURES_APPLIED_META]: through });
   }
 
   async #remember(location: TieredLocation, watermark: Watermark): Promise<void> {
