@@ -7,6 +7,9 @@ export interface EarlierTargetErasureOptions {
   connections: S3Connections;
   now: () => number;
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
+  /** A location that failed is left alone this long, doubling with each failure in a row up to the max. */
+  backoffInitialMs: number;
+  backoffMaxMs: number;
   encoder?: TierFileEncoder;
   onStep?: (step: MaintenanceStep) => void | Promise<void>;
 }
@@ -37,6 +40,8 @@ export class EarlierTargetErasure {
   /** Per location (its JSON), the log seq through which its erasures are applied by this process. */
   readonly #checkedThrough = new Map<string, number>();
   #appliedThrough = 0;
+  /** Per location (its JSON) that failed last time: failures in a row, and when to try again. */
+  readonly #failing = new Map<string, { failures: number; retryAtMs: number }>();
 
   constructor(options: EarlierTargetErasureOptions) {
     this.#options = options;
@@ -53,8 +58,9 @@ export class EarlierTargetErasure {
 
   /**
    * Applies the log's erasure records to every remembered location but `current`, fenced by
-   * `fence` (the sweep's: this term, while leading). A location that fails is logged and tried
-   * again by the next pass; it never fails tiering to the current target.
+   * `fence` (the sweep's: this term, while leading). A location that fails is logged and left
+   * alone for a backoff (the sweep's, doubling per failure in a row); it never fails tiering to
+   * the current target.
    */
   async apply(current: TieredLocation | undefined, fence: MaintenanceContext['fence'], metadataLogEntriesMax: number): Promise<EarlierTargetErasureResult[]> {
     const { store, log } = this.#options;
@@ -68,6 +74,13 @@ export class EarlierTargetErasure {
       if (key === currentKey) continue;
       const checked = this.#checkedThrough.get(key) ?? 0;
       if (checked >= head) continue;
+      // An unreachable location is not asked again by every sweep (a backlog sweeps back to
+      // back, and each attempt may take the client's whole timeout): it waits out its backoff.
+      const failing = this.#failing.get(key);
+      if (failing !== undefined && this.#options.now() < failing.retryAtMs) {
+        appliedThrough = Math.min(appliedThrough, checked);
+        continue;
+      }
       const seqs = await store.erasureRecordSeqs(checked, head);
       try {
         if (seqs.length > 0) {
@@ -81,8 +94,15 @@ export class EarlierTargetErasure {
           }
         }
         this.#checkedThrough.set(key, head);
+        this.#failing.delete(key);
       } catch (err) {
-        log.warn({ err: err instanceof Error ? err.message : String(err), target: location.path }, `Audit tiering: applying erasures to ${location.path}, an earlier tier target, failed (the next sweep retries)`);
+        const failures = (failing?.failures ?? 0) + 1;
+        const retryMs = Math.min(this.#options.backoffMaxMs, this.#options.backoffInitialMs * 2 ** (failures - 1));
+        this.#failing.set(key, { failures, retryAtMs: this.#options.now() + retryMs });
+        log.warn(
+          { err: err instanceof Error ? err.message : String(err), target: location.path, failures },
+          `Audit tiering: applying erasures to ${location.path}, an earlier tier target, failed (retried in ${Math.round(retryMs / 1000)}s; until it succeeds, local retention keeps the erasure records it has not applied and everything after them)`,
+        );
       }
       appliedThrough = Math.min(appliedThrough, this.#checkedThrough.get(key) ?? 0);
     }

@@ -151,6 +151,8 @@ export class TierSweeper {
       connections: options.connections,
       now: this.#now,
       log: options.log,
+      backoffInitialMs: options.backoffInitialMs,
+      backoffMaxMs: options.backoffMaxMs,
       ...(options.encoder ? { encoder: options.encoder } : {}),
       ...(options.onStep ? { onStep: options.onStep } : {}),
     });

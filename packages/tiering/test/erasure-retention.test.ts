@@ -110,7 +110,7 @@ function sweeperOf(store: AuditStore, current: () => EffectiveSettings, over: Pa
 }
 
 describe('retention and erasure records', () => {
-  it('keeps an erasure record an earlier target could not apply, until a later pass has applied it there', async () => {
+  it('keeps an erasure record an earlier target could not apply, retried after a backoff, until a later pass has applied it there', async () => {
     const store = await openStore();
     await store.append(Array.from({ length: 10 }, (_, i) => ev(i)));
     const pathA = `s3://${BUCKET}/first`;
@@ -123,7 +123,23 @@ describe('retention and erasure records', () => {
     const erasureSeq = await erase(store, 'e3', 4);
 
     // The first location refuses every request: the current target tiers and applies, the earlier one fails.
-    expect(await sweeperOf(store, () => current, { connections: aRefused }).sweep()).toBe('tiered');
+    let nowMs = Date.now();
+    const failures: number[] = [];
+    const refused = sweeperOf(store, () => current, {
+      connections: aRefused,
+      now: () => nowMs,
+      log: { info: () => undefined, warn: (obj) => void ('failures' in obj && failures.push(obj.failures as number)) },
+    });
+    expect(await refused.sweep()).toBe('tiered');
+    expect(failures).toEqual([1]);
+    expect(await firstUnappliedErasureSeq(store)).toBe(erasureSeq);
+    // Not asked again by every sweep: only once its backoff (an hour) has passed.
+    await store.append([ev(15)]);
+    expect(await refused.sweep()).toBe('tiered');
+    expect(failures).toEqual([1]);
+    nowMs += HOUR_MS;
+    expect(await refused.sweep()).toBe('nothing-to-tier');
+    expect(failures).toEqual([1, 2]);
     expect(await firstUnappliedErasureSeq(store)).toBe(erasureSeq);
     await prune(store, current);
     expect(await store.getBySeq(1)).toBeUndefined();
@@ -135,7 +151,7 @@ describe('retention and erasure records', () => {
     expect(await sweeperOf(store, () => current, {}).sweep()).toBe('nothing-to-tier');
     const [erased] = await parquetQueryOf(pathA, 'e3');
     expect(erased).not.toBe('select 3');
-    expect(await store.getMeta<number>(ERASURES_APPLIED_META)).toBe(erasureSeq);
+    expect(await store.getMeta<number>(ERASURES_APPLIED_META)).toBe(store.position.lastSeq);
     expect(await firstUnappliedErasureSeq(store)).toBeUndefined();
     await prune(store, current);
     expect(await store.getBySeq(erasureSeq)).toBeUndefined();
