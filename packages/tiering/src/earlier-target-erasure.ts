@@ -74,6 +74,14 @@ export class EarlierTargetErasure {
       if (key === currentKey) continue;
       const checked = this.#checkedThrough.get(key) ?? 0;
       if (checked >= head) continue;
+      if (!this.#options.connections.has(location.connectionId)) {
+        // Its connection was removed from the configuration: this node can no longer reach the
+        // location (searches report it unavailable), and waiting for it would hold retention
+        // back for good. Removing the connection is how an operator detaches an old target.
+        log.warn({ target: location.path, connectionId: location.connectionId }, `Audit tiering: erasures are not applied to ${location.path}, an earlier tier target: its S3 connection '${location.connectionId}' is no longer configured`);
+        this.#checkedThrough.set(key, head);
+        continue;
+      }
       // An unreachable location is not asked again by every sweep (a backlog sweeps back to
       // back, and each attempt may take the client's whole timeout): it waits out its backoff.
       const failing = this.#failing.get(key);

@@ -189,6 +189,24 @@ describe('retention and erasure records', () => {
     expect(await store.getBySeq(erasureSeq)).toBeUndefined();
   });
 
+  it('does not wait for an earlier target whose S3 connection was removed from the configuration', async () => {
+    const store = await openStore();
+    await store.append(Array.from({ length: 10 }, (_, i) => ev(i)));
+    const withC = new S3Connections(new Map([['c', { id: 'c', endpoint: server.url, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
+    onTestFinished(() => withC.close());
+    let current = settings({ 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': `s3://${BUCKET}/detached`, 'audit.tier.connectionId': 'c' });
+    expect(await sweeperOf(store, () => current, { connections: withC }).sweep()).toBe('tiered');
+
+    // The operator moves to connection b and drops c from the configuration.
+    current = settings({ 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': `s3://${BUCKET}/kept`, 'audit.tier.connectionId': 'b' });
+    const erasureSeq = await erase(store, 'e3', 4);
+    const warnings: string[] = [];
+    expect(await sweeperOf(store, () => current, { log: { info: () => undefined, warn: (_obj, msg) => void warnings.push(msg) } }).sweep()).toBe('tiered');
+    expect(warnings).toEqual([`Audit tiering: erasures are not applied to s3://${BUCKET}/detached, an earlier tier target: its S3 connection 'c' is no longer configured`]);
+    expect(await store.getMeta<number>(ERASURES_APPLIED_META)).toBe(erasureSeq);
+    expect(await firstUnappliedErasureSeq(store)).toBeUndefined();
+  });
+
   it('keeps nothing back when no location was ever tiered to, or every erasure record is applied', async () => {
     const store = await openStore();
     await store.append([ev(0), ev(1)]);
