@@ -270,6 +270,39 @@ describe('parquet tiering sweep', () => {
     expect(json.tierNote).toMatch(/^tiered audit partly unavailable: s3:\/\/ext\/audit: /);
   });
 
+  it('keeps an erasure record locally while an earlier target is down, and applies it there once it is back', async () => {
+    // The node knows two endpoints; `old` is the first target.
+    const s3 = await externalS3();
+    const old = await externalS3('old');
+    const node = await startTestNode({ props: { ...FAST_TIERING, ...s3.props('ext'), ...old.props('old'), 'auditlake.audit.retention.interval.ms': '100' } });
+    await node.ingest(Array.from({ length: 5 }, (_, i) => event({ eventId: `o${i}`, ts: Date.now() - 2 * DAY, query: `SELECT secret_${i}` })));
+    await postSettings(node, { 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': 's3://old/audit', 'audit.tier.connectionId': 'old', 'audit.tier.retain.local.days': 5 });
+    await waitUntilTiered(node);
+    await postSettings(node, PARQUET);
+    await node.ingest([event({ eventId: 'n0', ts: Date.now() - 2 * DAY })]);
+    await waitUntilTiered(node);
+
+    // The first target goes down; o1 is erased (still local) and its record tiered to the current target.
+    await old.stop();
+    const res = await node.request('/admin/audit/erase', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ eventIds: ['o1'], fields: ['query'] }) });
+    expect(res.status).toBe(200);
+    const [erasureSeq] = ((await res.json()) as { erasureSeqs: number[] }).erasureSeqs;
+    await waitUntilTiered(node);
+
+    // Local retention at 0 days deletes every tiered event before the erasure record, never the record.
+    await postSettings(node, { 'audit.tier.retain.local.days': 0 });
+    await expect.poll(async () => (await node.stored()).filter((e) => /^[on]\d$/.test(e.eventId)).length, { timeout: 10_000 }).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, 500)); // several retention runs (every 100 ms)
+    expect((await node.stored()).some((e) => e.seq === erasureSeq)).toBe(true);
+
+    // Back up: the next pass applies it there (DuckDB reads the marker), then retention deletes the record.
+    await old.start();
+    await expect.poll(async () => (await node.stored()).some((e) => e.seq === erasureSeq), { timeout: 20_000 }).toBe(false);
+    const dir = await downloadPrefix(old.props('old'), 'old', 'old', 'audit/');
+    const rows = await duckdb(`SELECT event_id, query FROM read_parquet('${dir}/audit/**/*.parquet') WHERE event_id = 'o1'`);
+    expect(rows).toEqual([{ event_id: 'o1', query: '[erased by auditlake]' }]);
+  });
+
   it('remembers every location that received events: switching path or mode hides nothing', async () => {
     const { t } = await tieringNode({ 'auditlake.audit.retention.interval.ms': '100' });
     await t.ingest([event({ eventId: 'first-home', ts: Date.now() - 5 * DAY })]);
