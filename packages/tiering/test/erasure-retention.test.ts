@@ -2,18 +2,18 @@
 // pass that did not run — an earlier target that could not be reached, a rewrite stopped between
 // the batch's commit and its own — must still find the record in the local log afterwards, even
 // with local retention at 0 days; once every location applied it, retention deletes it too.
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { DuckDBInstance } from '@duckdb/node-api';
+import { join } from 'node:path';
 import { erasureDetailsChunks } from '@auditlake/integrity';
-import { ParquetTierSource, S3Connections, ERASURES_APPLIED_THROUGH_PROPERTY, loadIcebergTable, resolveIcebergTable } from '@auditlake/lake';
+import { S3Connections, ERASURES_APPLIED_THROUGH_PROPERTY, loadIcebergTable, resolveIcebergTable } from '@auditlake/lake';
 import { defaultSettings, encodeEvent, INTEGRITY_ACTIONS, parseSettings, resolveConfig, SELF_SOURCE, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
 import { AuditStore } from '@auditlake/store';
 import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { ERASURES_APPLIED_META, firstUnappliedErasureSeq, localCleanupPolicy, type TierErasureResult, type TierSweeperOptions } from '../src/index.js';
 import { testSweeper } from './test-sweeper.js';
+import { duckdbOverLiveParquet } from './live-parquet.js';
 
 const BUCKET = 'erasure-retention';
 const HOUR_MS = 3_600_000;
@@ -83,26 +83,8 @@ async function prune(store: AuditStore, current: EffectiveSettings): Promise<voi
 
 /** DuckDB over the live files of a Parquet location: the query column of `eventId`. */
 async function parquetQueryOf(path: string, eventId: string): Promise<string[]> {
-  const source = new ParquetTierSource(working, { mode: 'parquet', path, connectionId: 'a' });
-  onTestFinished(() => source.close());
-  const objects = working.bucket('a', BUCKET);
-  const local = await mkdtemp(join(dir, 'duck-'));
-  const paths: string[] = [];
-  for (const file of await source.listFiles()) {
-    const target = join(local, file.key);
-    await mkdir(dirname(target), { recursive: true });
-    await writeFile(target, await objects.get(file.key));
-    paths.push(target);
-  }
-  const instance = await DuckDBInstance.create(':memory:');
-  const connection = await instance.connect();
-  try {
-    const rows = (await connection.runAndReadAll(`SELECT query FROM read_parquet([${paths.map((p) => `'${p}'`).join(',')}]) WHERE event_id = '${eventId}'`)).getRowObjectsJson();
-    return rows.map((row) => row['query'] as string);
-  } finally {
-    connection.closeSync();
-    instance.closeSync();
-  }
+  const rows = await duckdbOverLiveParquet(working, { path, connectionId: 'a' }, dir, `SELECT query FROM {files} WHERE event_id = '${eventId}'`);
+  return rows.map((row) => row['query'] as string);
 }
 
 function sweeperOf(store: AuditStore, current: () => EffectiveSettings, over: Partial<TierSweeperOptions>) {

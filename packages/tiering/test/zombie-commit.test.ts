@@ -1,9 +1,8 @@
 // Goal: a deposed leader whose writes were in flight (held in a proxy until its successor committed) can never erase or replace tiered events, in either mode: every event is read exactly once afterwards (DuckDB over the committed Parquet files, icebird over the table), the zombie's commit is refused, and its files are left unreferenced.
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { DuckDBInstance } from '@duckdb/node-api';
-import { ParquetTierSource, S3Connections, type ObjectStore } from '@auditlake/lake';
+import { join } from 'node:path';
+import { S3Connections } from '@auditlake/lake';
 import { defaultSettings, parseSettings, resolveConfig, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
 import { AuditStore } from '@auditlake/store';
 import { startS3Endpoint, signedFetch, type S3Credentials, type S3Endpoint } from '@auditlake/s3-endpoint';
@@ -13,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import { TierSweeper, type TierSweeperOptions } from '../src/index.js';
 import { testSweeper } from './test-sweeper.js';
 import { startHoldingProxy, type HoldingProxy } from './holding-proxy.js';
+import { duckdbOverLiveParquet } from './live-parquet.js';
 
 const BUCKET = 'zombie';
 const HOUR_MS = 3_600_000;
@@ -85,26 +85,9 @@ function sweeper(options: Pick<TierSweeperOptions, 'store' | 'connections' | 'se
 }
 
 /** DuckDB over exactly the files the location's readers read (commit markers, compactions applied). */
-async function parquetIds(path: string, objects: ObjectStore): Promise<{ rows: number; distinct: number }> {
-  const source = new ParquetTierSource(direct, { mode: 'parquet', path, connectionId: 's3' });
-  onTestFinished(() => source.close());
-  const local = await mkdtemp(join(dir, 'duck-'));
-  const paths: string[] = [];
-  for (const file of await source.listFiles()) {
-    const target = join(local, file.key);
-    await mkdir(dirname(target), { recursive: true });
-    await writeFile(target, await objects.get(file.key));
-    paths.push(target);
-  }
-  const instance = await DuckDBInstance.create(':memory:');
-  const connection = await instance.connect();
-  try {
-    const result = (await connection.runAndReadAll(`SELECT count(*)::INTEGER AS n, count(DISTINCT event_id)::INTEGER AS d FROM read_parquet([${paths.map((p) => `'${p}'`).join(',')}])`)).getRowObjectsJson();
-    return { rows: Number(result[0]?.['n']), distinct: Number(result[0]?.['d']) };
-  } finally {
-    connection.closeSync();
-    instance.closeSync();
-  }
+async function parquetIds(path: string): Promise<{ rows: number; distinct: number }> {
+  const [result] = await duckdbOverLiveParquet(direct, { path, connectionId: 's3' }, dir, 'SELECT count(*)::INTEGER AS n, count(DISTINCT event_id)::INTEGER AS d FROM {files}');
+  return { rows: Number(result?.['n']), distinct: Number(result?.['d']) };
 }
 
 /** icebird resolves s3:// to AWS hosts and cannot sign: point those requests at the local endpoint, signed, for this read. */
@@ -136,7 +119,6 @@ describe('a deposed leader whose PUT was held until its successor committed', ()
     for (const which of ['data', 'commit'] as const) {
       it(`${mode}: holding its ${which} PUT loses nothing and duplicates nothing; its commit is refused`, async () => {
         const name = `${mode}_${which}`;
-        const objects = direct.bucket('s3', BUCKET);
         // The deposed leader (term 1) cuts a smaller batch than its successor (term 2), as in the attack.
         const zombie = sweeper({ store: await replica(), connections: held, settings: () => settings(mode, name), term: () => 1, batchSizeMax: 50 });
         const successor = sweeper({ store: await replica(), connections: direct, settings: () => settings(mode, name), term: () => 2, batchSizeMax: 100 });
@@ -149,7 +131,7 @@ describe('a deposed leader whose PUT was held until its successor committed', ()
         await hold.release();
         expect(await zombieSweep).toBe('failed');
         expect((await zombie.status()).lastError).toMatch(/commit lost/);
-        const ids = mode === 'parquet' ? await parquetIds(`s3://${BUCKET}/${name}`, objects) : await icebergIds(`s3://${BUCKET}/wh/ops/${name}`);
+        const ids = mode === 'parquet' ? await parquetIds(`s3://${BUCKET}/${name}`) : await icebergIds(`s3://${BUCKET}/wh/ops/${name}`);
         expect(ids).toEqual({ rows: 150, distinct: 150 });
       });
     }
