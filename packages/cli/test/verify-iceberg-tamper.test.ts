@@ -24,7 +24,7 @@ import { resolveConfig } from '@auditlake/model';
 import { startAuditNode, type AuditNode, type EmbeddedS3 } from '@auditlake/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyHistory } from '../src/verify-command.js';
-import { parseVerifyOptions } from '../src/verify-options.js';
+import { ingestAll, offlineVerifyOptions, waitFor } from './verify-node.js';
 
 const ADMIN_TOKEN = 'admin-token-for-iceberg-tamper';
 const TABLE_LOCATION = 's3://auditlake/warehouse/audit/events';
@@ -35,26 +35,11 @@ let objects: ObjectStore;
 let connections: S3Connections;
 let table: IcebergTableRef;
 
-async function ingest(events: Array<Record<string, unknown>>): Promise<void> {
-  const res = await fetch(`${node.url}/v1/api/audit`, { method: 'POST', headers: { authorization: `Token ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(events) });
-  expect(res.status).toBe(200);
-}
+const ingest = (events: Array<Record<string, unknown>>) => ingestAll(node, ADMIN_TOKEN, events);
+const offline = () => offlineVerifyOptions(node, ['--table', TABLE_LOCATION]);
 
 function event(i: number): Record<string, unknown> {
   return { eventId: `ev-${i}`, userId: `user-${i % 3}`, source: 'trino', action: 'data:Select', resource: `hive.sales.t${i}`, decision: 'ALLOW', tables: [`hive.sales.t${i}`], query: `SELECT ${i}`, ts: 1_700_000_000_000 + i * 1000 };
-}
-
-async function waitFor(what: string, condition: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-function offline() {
-  const embedded = node.embeddedS3 as EmbeddedS3;
-  return parseVerifyOptions(['--table', TABLE_LOCATION, '--endpoint', embedded.connectionUrl, '--access-key-id', embedded.credentials.accessKeyId, '--secret-access-key', embedded.credentials.secretAccessKey], {});
 }
 
 /** The current snapshot's manifest list and each manifest, decoded, with their keys. */

@@ -12,6 +12,7 @@ import { startAuditNode, type AuditNode, type EmbeddedS3 } from '@auditlake/serv
 import { afterEach, describe, expect, it } from 'vitest';
 import { verifyHistory } from '../src/verify-command.js';
 import { parseVerifyOptions } from '../src/verify-options.js';
+import { adminRequest, ingestAll, waitFor as waitUntil } from './verify-node.js';
 
 const ADMIN_TOKEN = 'admin-token-for-verify-maintenance';
 const DAY_MS = 86_400_000;
@@ -33,6 +34,10 @@ const MODES: Mode[] = [
 let node: AuditNode | undefined;
 let dataDir: string | undefined;
 
+const request = (path: string, init: RequestInit = {}) => adminRequest(node as AuditNode, ADMIN_TOKEN, path, init);
+const ingest = (events: Array<Record<string, unknown>>) => ingestAll(node as AuditNode, ADMIN_TOKEN, events);
+const waitFor = (what: string, condition: () => Promise<boolean>) => waitUntil(what, condition, 120_000);
+
 afterEach(async () => {
   await node?.close();
   node = undefined;
@@ -40,26 +45,8 @@ afterEach(async () => {
   dataDir = undefined;
 });
 
-async function request(path: string, init: RequestInit = {}): Promise<Response> {
-  const target = node as AuditNode;
-  return fetch(`${target.url}${path}`, { ...init, headers: { authorization: `Token ${ADMIN_TOKEN}`, 'content-type': 'application/json', ...(init.headers ?? {}) } });
-}
-
-async function ingest(events: Array<Record<string, unknown>>): Promise<void> {
-  const res = await request('/v1/api/audit', { method: 'POST', body: JSON.stringify(events) });
-  expect(res.status).toBe(200);
-}
-
 function event(id: string, ts: number): Record<string, unknown> {
   return { eventId: id, userId: 'ana', source: 'trino', action: 'data:Select', resource: `hive.sales.${id}`, decision: 'ALLOW', tables: [`hive.sales.${id}`], query: `SELECT '${id}'`, ts };
-}
-
-async function waitFor(what: string, condition: () => Promise<boolean>, timeoutMs = 120_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 /** Until the tier holds every record the node has ordered so far. */

@@ -18,6 +18,7 @@ import { startAuditNode, type AuditNode, type EmbeddedS3 } from '@auditlake/serv
 import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
 import { verifyHistory } from '../src/verify-command.js';
 import { parseVerifyOptions } from '../src/verify-options.js';
+import { adminRequest, ingestAll, waitFor as waitUntil } from './verify-node.js';
 
 const ADMIN_TOKEN = 'admin-token-for-tier-erasure';
 const DAY_MS = 86_400_000;
@@ -28,22 +29,16 @@ const PARQUET_PATH = 's3://auditlake/tier';
 let node: AuditNode | undefined;
 let dataDir: string | undefined;
 
+const request = (path: string, init: RequestInit = {}) => adminRequest(node as AuditNode, ADMIN_TOKEN, path, init);
+const ingest = (events: Array<Record<string, unknown>>) => ingestAll(node as AuditNode, ADMIN_TOKEN, events);
+const waitFor = (what: string, condition: () => Promise<boolean>) => waitUntil(what, condition, 120_000);
+
 afterEach(async () => {
   await node?.close();
   node = undefined;
   if (dataDir !== undefined) await rm(dataDir, { recursive: true, force: true });
   dataDir = undefined;
 });
-
-async function request(path: string, init: RequestInit = {}): Promise<Response> {
-  const target = node as AuditNode;
-  return fetch(`${target.url}${path}`, { ...init, headers: { authorization: `Token ${ADMIN_TOKEN}`, 'content-type': 'application/json', ...(init.headers ?? {}) } });
-}
-
-async function ingest(events: Array<Record<string, unknown>>): Promise<void> {
-  const res = await request('/v1/api/audit', { method: 'POST', body: JSON.stringify(events) });
-  expect(res.status).toBe(200);
-}
 
 /**
  * A value unique to an event and field, looked for in the bucket's bytes after the erasure:
@@ -57,14 +52,6 @@ function token(id: string, field: string): string {
 /** An event whose query and user carry values unique to it. */
 function event(id: string, ts: number): Record<string, unknown> {
   return { eventId: id, userId: token(id, 'user'), source: 'trino', action: 'data:Select', resource: `hive.sales.${id}`, decision: 'ALLOW', tables: [`hive.sales.${id}`], query: token(id, 'query'), ts };
-}
-
-async function waitFor(what: string, condition: () => Promise<boolean>, timeoutMs = 120_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 async function waitUntilTiered(): Promise<void> {

@@ -14,6 +14,7 @@ import { startAuditNode, type AuditNode, type EmbeddedS3 } from '@auditlake/serv
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyCommand, verifyHistory } from '../src/verify-command.js';
 import { parseVerifyOptions } from '../src/verify-options.js';
+import { ingestAll, offlineVerifyOptions, waitFor } from './verify-node.js';
 
 const ADMIN_TOKEN = 'admin-token-for-verify-tests';
 const BUCKET = 'auditlake';
@@ -25,29 +26,11 @@ let node: AuditNode;
 let objects: ObjectStore;
 let connections: S3Connections;
 
-async function ingest(events: Array<Record<string, unknown>>): Promise<void> {
-  const res = await fetch(`${node.url}/v1/api/audit`, { method: 'POST', headers: { authorization: `Token ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(events) });
-  expect(res.status).toBe(200);
-}
+const ingest = (events: Array<Record<string, unknown>>) => ingestAll(node, ADMIN_TOKEN, events);
+const offline = (extra: string[] = []) => offlineVerifyOptions(node, ['--path', TIER_PATH], extra);
 
 function event(i: number): Record<string, unknown> {
   return { eventId: `ev-${i}`, userId: `user-${i % 3}`, source: 'trino', action: 'data:Select', resource: `hive.sales.t${i}`, decision: 'ALLOW', tables: [`hive.sales.t${i}`], query: `SELECT ${i}`, ts: 1_700_000_000_000 + i * 1000 };
-}
-
-async function waitFor(what: string, condition: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-function offline(extra: string[] = []) {
-  const embedded = node.embeddedS3 as EmbeddedS3;
-  return parseVerifyOptions(
-    ['--path', TIER_PATH, '--endpoint', embedded.connectionUrl, '--access-key-id', embedded.credentials.accessKeyId, '--secret-access-key', embedded.credentials.secretAccessKey, ...extra],
-    {},
-  );
 }
 
 function online(extra: string[] = []) {
