@@ -81,6 +81,35 @@ function addTextTrigrams(items: Uint32Set, text: string): void {
   }
 }
 
+/** `code` lower-cased, for an ASCII code unit (below 0x80). */
+function asciiLower(code: number): number {
+  return code >= 0x41 && code <= 0x5a ? code + 0x20 : code;
+}
+
+/**
+ * Adds the trigram hashes of `text.toLowerCase()` without building that string (one more
+ * string per query and details value, for nearly all of them the same ASCII text). ASCII text is lower-cased code unit by
+ * code unit, which is what toLowerCase does to it; text with any other code unit (whose lower
+ * case may differ in length) goes through toLowerCase. Trigrams added before the switch are
+ * among the lower-cased text's too, as the ASCII prefix lower-cases the same either way.
+ */
+function addLowerTextTrigrams(items: Uint32Set, text: string): void {
+  if (text.length < 3) return;
+  let a = text.charCodeAt(0);
+  let b = text.charCodeAt(1);
+  if ((a | b) >= 0x80) return addTextTrigrams(items, text.toLowerCase());
+  a = asciiLower(a);
+  b = asciiLower(b);
+  for (let i = 2; i < text.length; i++) {
+    let c = text.charCodeAt(i);
+    if (c >= 0x80) return addTextTrigrams(items, text.toLowerCase());
+    c = asciiLower(c);
+    items.add(trigramHash(a, b, c));
+    a = b;
+    b = c;
+  }
+}
+
 /** The Bloom bits of one item's hash (double hashing). */
 function bloomBits(hash: number, bits: number, visit: (bit: number) => void): void {
   const step = mix32(hash ^ 0x9747b28c) | 1;
@@ -121,6 +150,20 @@ export function sketchProbe(filter: SketchFilter): SketchProbe | undefined {
   return { decision: filter.decision, action: filter.action, items: [...new Set(items)] };
 }
 
+/**
+ * The distinct values of a row group's short columns, each in order of first appearance (the
+ * sketch lists decisions and action kinds in that order). Each is iterated once.
+ */
+export interface DistinctValues {
+  decisions: Iterable<Decision | ''>;
+  users: Iterable<string>;
+  engines: Iterable<string>;
+  actions: Iterable<string>;
+  resources: Iterable<string>;
+  /** Values of the `tables` column (joined lists; '' for none). */
+  tableLists: Iterable<string>;
+}
+
 /** One row group's sketch. */
 export class RowGroupSketch {
   readonly rows: number;
@@ -137,31 +180,46 @@ export class RowGroupSketch {
 
   /** The sketch of these rows (one row group's). */
   static of(rows: readonly AuditRow[]): RowGroupSketch {
+    const distinct = (value: (row: AuditRow) => string) => new Set(rows.map(value));
+    return RowGroupSketch.fromDistinct(rows, {
+      decisions: new Set(rows.map((row) => row.decision)),
+      users: distinct((row) => row.user_id),
+      engines: distinct((row) => row.source),
+      actions: distinct((row) => row.action),
+      resources: distinct((row) => row.resource),
+      tableLists: distinct((row) => row.tables),
+    });
+  }
+
+  /**
+   * The sketch of these rows (one row group's), given their distinct short values: the writer
+   * finds them anyway while encoding the columns, and collecting them again here in Sets cost
+   * a Set insert per row and column. Only `query` and `details` are read from the rows.
+   */
+  static fromDistinct(rows: readonly AuditRow[], distinct: DistinctValues): RowGroupSketch {
     const items = new Uint32Set();
     const add = (hash: number) => items.add(hash);
-    const decisions = new Set<Decision | ''>();
     const actions = new Set<'read' | 'write'>();
-    // Users, engines, actions, resources and tables repeat from row to row: each distinct one
-    // is hashed once. Query and details are mostly distinct: hashed row by row.
-    const short = new Set<string>();
-    const engines = new Set<string>();
-    const tables = new Set<string>();
+    // Query and details are mostly distinct: hashed row by row. The short values (users,
+    // engines, actions, resources and tables) each once.
     for (const row of rows) {
-      decisions.add(row.decision);
-      actions.add(row.action === READ_ACTION ? 'read' : 'write');
-      short.add(row.user_id);
-      short.add(row.action);
-      short.add(row.resource);
-      engines.add(row.source);
-      if (row.tables !== '') tables.add(row.tables);
-      addTextTrigrams(items, row.query.toLowerCase());
-      addTextTrigrams(items, row.details.toLowerCase());
+      addLowerTextTrigrams(items, row.query);
+      addLowerTextTrigrams(items, row.details);
     }
-    for (const user of new Set(rows.map((row) => row.user_id))) items.add(stringHash(user, USER_SEED));
-    for (const engine of engines) items.add(stringHash(engine.toLowerCase(), ENGINE_SEED));
+    const short = new Set<string>();
+    for (const user of distinct.users) {
+      short.add(user);
+      items.add(stringHash(user, USER_SEED));
+    }
+    for (const engine of distinct.engines) items.add(stringHash(engine.toLowerCase(), ENGINE_SEED));
+    for (const action of distinct.actions) {
+      actions.add(action === READ_ACTION ? 'read' : 'write');
+      short.add(action);
+    }
+    for (const resource of distinct.resources) short.add(resource);
     // Tables one by one (the column joins them; `q` and `table` match within one name).
     const names = new Set<string>();
-    for (const list of tables) for (const name of splitTables(list)) names.add(name);
+    for (const list of distinct.tableLists) if (list !== '') for (const name of splitTables(list)) names.add(name);
     for (const name of names) {
       short.add(name);
       forEachTrigramHash(name, (hash) => items.add(tableTrigram(hash)));
@@ -170,7 +228,7 @@ export class RowGroupSketch {
     const bits = Math.max(SKETCH_BITS_MIN, Math.ceil((items.size * SKETCH_BITS_PER_ITEM) / 64) * 64);
     const bloom = new Uint8Array(bits / 8);
     items.forEach((item) => bloomBits(item, bits, (bit) => (bloom[bit >>> 3] = (bloom[bit >>> 3] as number) | (1 << (bit & 7)))));
-    return new RowGroupSketch(rows.length, decisions, actions, bloom);
+    return new RowGroupSketch(rows.length, distinct.decisions, actions, bloom);
   }
 
   /** False when no row of the group can match the probe's filter. */

@@ -122,6 +122,29 @@ describe('row-group sketches', () => {
     expect(pruned / withoutMatch, `seed ${seed}`).toBeGreaterThan(0.5);
   });
 
+  it('are written as RowGroupSketch.of builds them from each row group\'s rows (the writer sketches from the distinct values it encodes)', async () => {
+    const seed = testSeed();
+    const random = seededRandom(seed);
+    for (let round = 0; round < 4; round++) {
+      const events = randomEvents(random, 100 + Math.floor(random() * 200));
+      const rowGroupSize = 7 + Math.floor(random() * 60);
+      const bytes = encodeAuditParquet(events, { rowGroupSize });
+      const sketches = rowGroupSketches(await footerOf(bytes));
+      const rows = (await readAuditParquet(bytesSource(bytes))).map(toRow);
+      expect(sketches.length, `seed ${seed}`).toBe(Math.ceil(events.length / rowGroupSize));
+      for (const [g, sketch] of sketches.entries()) {
+        const expected = RowGroupSketch.of(rows.slice(g * rowGroupSize, (g + 1) * rowGroupSize));
+        expect(sketch, `seed ${seed}: group ${g}`).toBeDefined();
+        expect({ rows: sketch!.rows, decisions: [...sketch!.decisions], actions: [...sketch!.actions] }, `seed ${seed}: group ${g}`).toEqual({
+          rows: expected.rows,
+          decisions: [...expected.decisions],
+          actions: [...expected.actions],
+        });
+        expect(Buffer.from(sketch!.bloom).equals(Buffer.from(expected.bloom)), `seed ${seed}: group ${g} bloom`).toBe(true);
+      }
+    }
+  });
+
   it('admits every substring of every text value, in any case, and rules out needles that are nowhere', () => {
     const random = seededRandom(testSeed());
     const events = randomEvents(random, 300);
