@@ -27,7 +27,7 @@ export { REPLACED_FILE_GRACE_MS, runParquetMaintenance } from './parquet-mainten
 export type { ParquetCompactionContext, ParquetCompactionResult } from './parquet-compaction.js';
 export { CHECKPOINT_SUMMARY_KEY, INTEGRITY_DIR, latestCheckpointText, readIntegrityObjects, writeIntegrityObjects, type IntegrityObjects } from './integrity-objects.js';
 export { encodeTierFile, INLINE_TIER_FILE_ENCODER, rewriteTierFiles, type EncodedTierFile, type RewriteInput, type TierFileEncoder, type TierFileShape } from './tier-file-encoding.js';
-export { TierEncodePool, type TierEncodePoolOptions } from './tier-encode-pool.js';
+export { ENCODE_MESSAGE_EVENTS_MAX, TierEncodePool, type TierEncodePoolOptions } from './tier-encode-pool.js';
 export { commitProperties, ERASURES_APPLIED_THROUGH_PROPERTY, erasuresAppliedThrough, PURGE_FILES_PROPERTY, purgeReplacedFiles, rewriteIcebergRows, type PurgeResult, type RowRewrite, type RowRewriteResult } from './iceberg-row-rewrite.js';
 export { findTieredRecords } from './tiered-record-lookup.js';
 export { ERASURES_DIR, erasureDoneKey, erasuresNotDone, markErasureDone, pendingParquetErasures, rewriteParquetRows, type ParquetRowRewriteResult } from './parquet-row-rewrite.js';

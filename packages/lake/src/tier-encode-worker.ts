@@ -3,6 +3,7 @@
  * TierEncodePool). Every job is answered, failures included; the files' bytes are transferred.
  */
 import { parentPort } from 'node:worker_threads';
+import type { TieredEvent } from '@auditlake/format';
 import { isAuditError } from '@auditlake/model';
 import type { TierEncodeRequest, TierEncodeResponse } from './tier-encode-pool.js';
 import { encodeTierFile, rewriteTierFiles, type EncodedTierFile } from './tier-file-encoding.js';
@@ -10,12 +11,25 @@ import { encodeTierFile, rewriteTierFiles, type EncodedTierFile } from './tier-f
 const port = parentPort;
 if (port === null) throw new Error('tier-encode-worker must run in a worker thread');
 
-async function run(request: TierEncodeRequest): Promise<EncodedTierFile[]> {
-  if (request.job === 'encode') return [encodeTierFile(request.events, request.shape)];
+/** The events of encode jobs whose last message has not come yet, by job id. */
+const parts = new Map<number, TieredEvent[]>();
+
+async function run(request: Exclude<TierEncodeRequest, { job: 'encode-part' }>): Promise<EncodedTierFile[]> {
+  if (request.job === 'encode') {
+    const earlier = parts.get(request.id);
+    parts.delete(request.id);
+    return [encodeTierFile(earlier ? [...earlier, ...request.events] : request.events, request.shape)];
+  }
   return rewriteTierFiles(request.inputs, request.rowsPerFile, request.shape);
 }
 
 port.on('message', (request: TierEncodeRequest) => {
+  if (request.job === 'encode-part') {
+    const earlier = parts.get(request.id);
+    if (earlier) for (const event of request.events) earlier.push(event);
+    else parts.set(request.id, [...request.events]);
+    return;
+  }
   void run(request).then(
     (files) => {
       // Moved, not copied, where a file owns its whole buffer.

@@ -39,7 +39,8 @@ export interface TierFileEncoder {
   /**
    * The rows of `inputs`, in input order, rewritten as files of at most `rowsPerFile` rows (a
    * compaction). Each input must hold exactly `expectedRows` rows, else AUDIT_TABLE_INVALID
-   * naming it; the rows out always equal the rows in.
+   * naming it; the rows out always equal the rows in. The inputs' bytes are the encoder's
+   * from then on (a worker pool moves them to its thread): the caller must not read them again.
    */
   rewrite(inputs: readonly RewriteInput[], rowsPerFile: number, shape: TierFileShape): Promise<EncodedTierFile[]>;
 }

@@ -1,8 +1,9 @@
 // Goal: tier files encoded in a worker thread are exactly what the inline encoder writes (data-file records too); a rewrite keeps every row and refuses an input holding other than its expected rows with a coded error; a worker that dies fails its job with AUDIT_ENCODER_FAILED instead of hanging, and the next job starts a new worker; close() fails pending jobs, stops every thread and refuses later jobs.
 import { AuditParquetFile, bytesSource, icebergParquetKvMetadata } from '@auditlake/format';
 import { AuditErrorCode, type StoredEvent } from '@auditlake/model';
-import { describe, expect, it, onTestFinished } from 'vitest';
-import { encodeTierFile, rewriteTierFiles, TierEncodePool } from '../src/index.js';
+import { Worker } from 'node:worker_threads';
+import { describe, expect, it, onTestFinished, vi } from 'vitest';
+import { ENCODE_MESSAGE_EVENTS_MAX, encodeTierFile, rewriteTierFiles, TierEncodePool, type RewriteInput } from '../src/index.js';
 
 const T0 = Date.UTC(2026, 4, 1);
 const ICEBERG = { kvMetadata: icebergParquetKvMetadata(), icebergDataFile: true };
@@ -43,15 +44,48 @@ describe('TierEncodePool', () => {
 
   it('rewrites files in a worker keeping every row in order, and refuses an input holding other than its expected rows, naming it', async () => {
     const p = pool();
-    const inputs = [events(1, 300), events(301, 500), events(801, 200)].map((batch, i) => ({ bytes: encodeTierFile(batch, ICEBERG).bytes, name: `in-${i}.parquet`, expectedRows: batch.length }));
-    const files = await p.rewrite(inputs, 400, ICEBERG);
+    // Fresh inputs for each call: a rewrite takes its inputs' bytes.
+    const inputsNow = () => [events(1, 300), events(301, 500), events(801, 200)].map((batch, i) => ({ bytes: encodeTierFile(batch, ICEBERG).bytes, name: `in-${i}.parquet`, expectedRows: batch.length }));
+    const inputs = inputsNow();
+    const files = await p.rewrite(inputsNow(), 400, ICEBERG);
     expect(files.map((f) => f.rows)).toEqual([400, 400, 200]);
     expect((await Promise.all(files.map((f) => ids(f.bytes)))).flat()).toEqual(events(1, 1_000).map((e) => e.eventId));
     expect(files.every((f) => f.dataFile?.record_count === f.rows)).toBe(true);
     // The same as inline.
     expect((await rewriteTierFiles(inputs, 400, ICEBERG)).map((f) => f.dataFile)).toEqual(files.map((f) => f.dataFile));
-    const wrong = [inputs[0]!, { ...inputs[1]!, expectedRows: 499 }];
+    const fresh = inputsNow();
+    const wrong = [fresh[0]!, { ...fresh[1]!, expectedRows: 499 }];
     await expect(p.rewrite(wrong, 400, ICEBERG)).rejects.toMatchObject({ code: AuditErrorCode.TABLE_INVALID, message: expect.stringContaining('in-1.parquet holds 500 rows') });
+  });
+
+  it('moves a rewrite\'s input bytes to the worker instead of copying them (the caller\'s views are empty after); a view into a larger buffer is copied and left intact', async () => {
+    const p = pool();
+    const owned: RewriteInput = { bytes: encodeTierFile(events(1, 300), ICEBERG).bytes.slice(), name: 'owned.parquet', expectedRows: 300 };
+    const second = encodeTierFile(events(301, 200), ICEBERG).bytes;
+    const larger = new Uint8Array(second.byteLength + 16);
+    larger.set(second, 8);
+    const view: RewriteInput = { bytes: larger.subarray(8, 8 + second.byteLength), name: 'view.parquet', expectedRows: 200 };
+    const files = await p.rewrite([owned, view], 1_000, ICEBERG);
+    expect((await Promise.all(files.map((f) => ids(f.bytes)))).flat()).toEqual(events(1, 500).map((e) => e.eventId));
+    expect(owned.bytes.byteLength).toBe(0);
+    expect(Buffer.from(view.bytes).equals(Buffer.from(second))).toBe(true);
+  });
+
+  it('hands a large encode job to the worker in messages of ENCODE_MESSAGE_EVENTS_MAX events, the first at once and each later one after a turn of the event loop, and encodes exactly what the inline encoder does', async () => {
+    const p = pool();
+    await p.encode(events(1, 10), ICEBERG);
+    const posted = vi.spyOn(Worker.prototype, 'postMessage');
+    onTestFinished(() => posted.mockRestore());
+    const batch = events(1, ENCODE_MESSAGE_EVENTS_MAX * 2 + 7);
+    const file = p.encode(batch, ICEBERG);
+    // Before any turn of the loop, only the first part was copied to the worker.
+    expect(posted).toHaveBeenCalledTimes(1);
+    const inWorker = await file;
+    const sizes = posted.mock.calls.map(([message]) => (message as { events: unknown[] }).events.length);
+    expect(sizes).toEqual([ENCODE_MESSAGE_EVENTS_MAX, ENCODE_MESSAGE_EVENTS_MAX, 7]);
+    const inline = encodeTierFile(batch, ICEBERG);
+    expect(Buffer.from(inWorker.bytes).equals(Buffer.from(inline.bytes))).toBe(true);
+    expect(inWorker.dataFile).toEqual(inline.dataFile);
   });
 
   it('a worker that dies fails its pending job with AUDIT_ENCODER_FAILED, and the next job starts a new worker', async () => {
