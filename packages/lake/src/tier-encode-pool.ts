@@ -21,6 +21,12 @@ export type TierEncodeRequest =
   | { id: number; job: 'encode'; events: readonly TieredEvent[]; shape: TierFileShape }
   | { id: number; job: 'rewrite'; inputs: readonly RewriteInput[]; rowsPerFile: number; shape: TierFileShape };
 
+/** What a worker is started with. */
+export interface TierEncodeWorkerData {
+  /** How much nicer than the process the worker's thread runs (0: as nice as the process). */
+  niceness: number;
+}
+
 /** A worker's answer: the files, or the failure (an AuditError keeps its code). */
 export type TierEncodeResponse = { id: number; files: EncodedTierFile[] } | { id: number; error: string; code?: string };
 
@@ -29,6 +35,13 @@ export interface TierEncodePoolOptions {
   threadsMax?: number;
   /** A worker idle this long exits (default 30 s); the next job starts a new one. */
   idleMs?: number;
+  /**
+   * The workers' threads run this much nicer than the process (0-19, default 0; Linux, where
+   * a thread has its own priority; elsewhere ignored). Table maintenance's pool runs nicer so
+   * its compactions take only CPU the event loop and the sweep leave: on a node with few
+   * cores, a compaction re-encoding a minute of sweeps took a core from both for most of it.
+   */
+  niceness?: number;
 }
 
 interface PendingJob {
@@ -72,6 +85,7 @@ function encoderFailed(message: string, cause?: unknown): AuditError {
 export class TierEncodePool implements TierFileEncoder {
   readonly threadsMax: number;
   readonly idleMs: number;
+  readonly niceness: number;
   readonly #workers: PoolWorker[] = [];
   #nextId = 1;
   #closed = false;
@@ -79,8 +93,10 @@ export class TierEncodePool implements TierFileEncoder {
   constructor(options: TierEncodePoolOptions = {}) {
     this.threadsMax = options.threadsMax ?? 1;
     this.idleMs = options.idleMs ?? 30_000;
+    this.niceness = options.niceness ?? 0;
     if (!Number.isSafeInteger(this.threadsMax) || this.threadsMax < 1) throw new TypeError(`threadsMax must be a positive integer, got ${this.threadsMax}`);
     if (!Number.isFinite(this.idleMs) || this.idleMs < 0) throw new TypeError(`idleMs must be a non-negative number, got ${this.idleMs}`);
+    if (!Number.isSafeInteger(this.niceness) || this.niceness < 0 || this.niceness > 19) throw new TypeError(`niceness must be an integer from 0 to 19, got ${this.niceness}`);
   }
 
   /** Worker threads running now. */
@@ -168,7 +184,8 @@ export class TierEncodePool implements TierFileEncoder {
   }
 
   #start(): PoolWorker {
-    const worker = new Worker(workerUrl());
+    const workerData: TierEncodeWorkerData = { niceness: this.niceness };
+    const worker = new Worker(workerUrl(), { workerData });
     worker.unref();
     const poolWorker: PoolWorker = { worker, pending: new Map(), idleTimer: undefined };
     worker.on('message', (response: TierEncodeResponse) => {

@@ -2,14 +2,32 @@
  * A tier encoder worker: encodes and rewrites tier files off the event loop (see
  * TierEncodePool). Every job is answered, failures included; the files' bytes are transferred.
  */
-import { parentPort } from 'node:worker_threads';
+import { readlinkSync } from 'node:fs';
+import { getPriority, setPriority } from 'node:os';
+import { parentPort, workerData } from 'node:worker_threads';
 import type { TieredEvent } from '@auditlake/format';
 import { isAuditError } from '@auditlake/model';
-import type { TierEncodeRequest, TierEncodeResponse } from './tier-encode-pool.js';
+import type { TierEncodeRequest, TierEncodeResponse, TierEncodeWorkerData } from './tier-encode-pool.js';
 import { encodeTierFile, rewriteTierFiles, type EncodedTierFile } from './tier-file-encoding.js';
 
 const port = parentPort;
 if (port === null) throw new Error('tier-encode-worker must run in a worker thread');
+
+/**
+ * Lowers this thread's priority alone: on Linux a thread's id is a pid to setpriority(2), and
+ * /proc/thread-self names it. Where that does not exist the thread keeps the process's
+ * priority: the pool still works, only without the courtesy.
+ */
+function runNicer(niceness: number): void {
+  if (niceness === 0) return;
+  try {
+    const threadId = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    setPriority(threadId, Math.min(19, getPriority() + niceness));
+  } catch {
+    // Not Linux (or no /proc): as nice as the process.
+  }
+}
+runNicer((workerData as TierEncodeWorkerData | undefined)?.niceness ?? 0);
 
 /** The events of encode jobs whose last message has not come yet, by job id. */
 const parts = new Map<number, TieredEvent[]>();

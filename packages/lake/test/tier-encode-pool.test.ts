@@ -1,6 +1,8 @@
 // Goal: tier files encoded in a worker thread are exactly what the inline encoder writes (data-file records too); a rewrite keeps every row and refuses an input holding other than its expected rows with a coded error; a worker that dies fails its job with AUDIT_ENCODER_FAILED instead of hanging, and the next job starts a new worker; close() fails pending jobs, stops every thread and refuses later jobs.
 import { AuditParquetFile, bytesSource, icebergParquetKvMetadata } from '@auditlake/format';
 import { AuditErrorCode, type StoredEvent } from '@auditlake/model';
+import { readdirSync, readFileSync } from 'node:fs';
+import { getPriority } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it, onTestFinished, vi } from 'vitest';
 import { ENCODE_MESSAGE_EVENTS_MAX, encodeTierFile, rewriteTierFiles, TierEncodePool, type RewriteInput } from '../src/index.js';
@@ -86,6 +88,21 @@ describe('TierEncodePool', () => {
     const inline = encodeTierFile(batch, ICEBERG);
     expect(Buffer.from(inWorker.bytes).equals(Buffer.from(inline.bytes))).toBe(true);
     expect(inWorker.dataFile).toEqual(inline.dataFile);
+  });
+
+  it('runs its workers\' threads as much nicer as asked, and no other thread of the process', async () => {
+    // The nice value (field 19) of each thread of this process, from /proc (Linux).
+    const niceOfThreads = () =>
+      readdirSync('/proc/self/task').map((tid) => {
+        const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+      });
+    const base = getPriority();
+    expect(niceOfThreads().every((nice) => nice === base)).toBe(true);
+    const p = pool({ niceness: 7 });
+    await p.encode(events(1, 10), ICEBERG);
+    expect(niceOfThreads().filter((nice) => nice !== base)).toEqual([Math.min(19, base + 7)]);
+    expect(() => new TierEncodePool({ niceness: 20 })).toThrow(TypeError);
   });
 
   it('a worker that dies fails its pending job with AUDIT_ENCODER_FAILED, and the next job starts a new worker', async () => {

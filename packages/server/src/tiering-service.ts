@@ -39,6 +39,9 @@ export function tierTargetValidator(connections: S3Connections, config: NodeConf
   return (effective) => validateTierTarget(effective, connections, config.icebergCatalogs);
 }
 
+/** How much nicer than the node table maintenance's encoder thread runs (see TierEncodePoolOptions.niceness). */
+export const MAINTENANCE_ENCODER_NICENESS = 10;
+
 /**
  * Everything tiering needs on a node, wired once: S3 connections, the leader-only sweep, the
  * local cleanup policy, the tier sources the reader merges, and tierStatus.
@@ -81,7 +84,9 @@ export class TieringService {
     // own: a compaction rewrites up to 256 MiB in one job (tens of seconds), and a sweep whose
     // batch waited behind it stalled tiering for as long (measured in the soak: 20-37 s per run).
     this.#encoder = config.tierEncodeThreads > 0 ? new TierEncodePool({ threadsMax: config.tierEncodeThreads }) : undefined;
-    this.#maintenanceEncoder = config.tierEncodeThreads > 0 ? new TierEncodePool({ threadsMax: 1 }) : undefined;
+    // Maintenance's thread runs nicer: a compaction is never urgent, and on a node with few
+    // cores its re-encoding took a core from the event loop and the sweep for most of each run.
+    this.#maintenanceEncoder = config.tierEncodeThreads > 0 ? new TierEncodePool({ threadsMax: 1, niceness: MAINTENANCE_ENCODER_NICENESS }) : undefined;
     const encoder = this.#encoder ? { encoder: this.#encoder } : {};
     this.sweeper = new TierSweeper({
       commitLock,

@@ -1,5 +1,8 @@
 // Goal: with tiering to Iceberg the table is registered for maintenance (cron, settings, next run), a run on demand compacts and expires and is itself an audit event, a renamed target is registered beside the old one, and maintenance settings are validated (a bad cron is a 400 naming it, nothing saved) and self-audited.
+import { readdirSync, readFileSync } from 'node:fs';
+import { getPriority } from 'node:os';
 import { describe, expect, it } from 'vitest';
+import { MAINTENANCE_ENCODER_NICENESS } from '../src/tiering-service.js';
 import { FAST_TIERING, externalS3, postSettings, waitUntilTiered } from './tier-helpers.js';
 import { event, startTestNode } from './test-node.js';
 
@@ -55,6 +58,24 @@ describe('table maintenance', () => {
 
     const unknown = await t.request('/admin/audit/maintenance/run', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ table: 'ice.ops.nope' }) });
     expect(unknown.status).toBe(400);
+  });
+
+  it('compacts in a thread MAINTENANCE_ENCODER_NICENESS nicer than the node, and only that thread runs nicer', async () => {
+    const { t } = await maintenanceNode();
+    expect((await postSettings(t, { 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': TABLE })).status).toBe(200);
+    const now = Date.now();
+    for (let b = 0; b < 3; b++) await t.ingest(Array.from({ length: 10 }, (_, i) => event({ eventId: `n${b}-${i}`, ts: now - i })));
+    await waitUntilTiered(t);
+    const res = await t.request('/admin/audit/maintenance/run', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ table: TABLE }) });
+    expect(((await res.json()) as Record<string, unknown>)['filesRewritten']).toBeGreaterThanOrEqual(2);
+    // Each thread's nice value (field 19 of its stat, Linux). The maintenance encoder's worker
+    // stays for its idle time (30 s) after the run; the sweep's keeps the node's priority.
+    const base = getPriority();
+    const niced = readdirSync('/proc/self/task')
+      .map((tid) => readFileSync(`/proc/self/task/${tid}/stat`, 'utf8'))
+      .map((stat) => Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]))
+      .filter((nice) => nice !== base);
+    expect(niced).toEqual([Math.min(19, base + MAINTENANCE_ENCODER_NICENESS)]);
   });
 
   it('registers a Parquet target and compacts its day on demand', async () => {
