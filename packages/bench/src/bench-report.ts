@@ -313,7 +313,7 @@ export function renderMarkdown(results: BenchResults, machine: MachineFacts): st
         `The array form \`db.batch(ops, { sync })\`, which our store used at first, is shown for context: given an options object, abstract-level ` +
         `clones every operation with the options spread into it, which costs far more CPU per put; our store uses the chained form. ` +
         `Our store writes three keys per event (time, seq, id) with a slightly larger value (eventId, seq, ingestTs added), ` +
-        `on top of HTTP, JSON parsing, validation and serialisation (inline on the event loop: \`auditlake.ingest.parse.threads\` = 0, the default).`,
+        `on top of HTTP, JSON parsing, validation and serialisation (in a worker thread beside the event loop: \`auditlake.ingest.parse.threads\` = 1, the default).`,
       '',
       table(
         ['run', 'events', 'time', 'events/s', 'own CPU (cores)', 'other CPU (cores)'],

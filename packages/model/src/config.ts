@@ -79,7 +79,7 @@ export const CONFIG_KEYS = {
    * default: on the 2-core machine measured, the hand-off cost ~9 µs of CPU per event more in
    * total than it freed, and throughput fell; a worker pays off only where cores sit idle.
    */
-  ingestParseThreads: spec('auditlake.ingest.parse.threads', '0', nonNegativeInt),
+  ingestParseThreads: spec('auditlake.ingest.parse.threads', '1', nonNegativeInt),
   /**
    * Debug only: shifts this node's wall clock (ingestTs) by this many ms, so a test can prove
    * ingestTs never goes backwards across a failover to a node whose clock is behind.
