@@ -1,5 +1,6 @@
 import {
   icebergTableAt,
+  loadIcebergTable,
   parseS3Location,
   resolveIcebergTable,
   runIcebergMaintenance,
@@ -249,7 +250,22 @@ export class MaintenanceScheduler {
       return runParquetMaintenance({ objects: this.#options.connections.bucket(location.connectionId, s3.bucket), location: s3, fence, now: this.#now, ...hooks }, policy);
     }
     const table = icebergTableAt({ identifier: location.path, location: location.location, connectionId: location.connectionId });
-    return runIcebergMaintenance({ objects: this.#options.connections.bucket(table.connectionId, table.s3.bucket), table, fence, now: this.#now, ...hooks }, policy);
+    const objects = this.#options.connections.bucket(table.connectionId, table.s3.bucket);
+    // The target is registered as soon as it is set, and its table is created by the first
+    // sweep: a run before that has nothing to maintain. A table that received events and has
+    // no metadata is another matter, and the run fails naming it.
+    if (!(await this.#receivedEvents(location)) && (await loadIcebergTable(objects, table)) === undefined) {
+      this.#options.log.info({ table: location.path }, `table maintenance of ${location.path}: the table is not created yet (the first sweep creates it), nothing to do`);
+      return { filesRewritten: 0, filesAdded: 0, snapshotsExpired: 0, filesDeleted: 0, orphansDeleted: 0, bytesBefore: 0, bytesAfter: 0 };
+    }
+    return runIcebergMaintenance({ objects, table, fence, now: this.#now, ...hooks }, policy);
+  }
+
+  /** True once a sweep committed events to `location` (it is among the tiered locations). */
+  async #receivedEvents(location: TieredLocation): Promise<boolean> {
+    const known = (await this.#options.store.getMeta<TieredLocation[]>(TIERED_LOCATIONS_META)) ?? [];
+    const key = JSON.stringify(location);
+    return known.some((l) => JSON.stringify(l) === key);
   }
 
   /** Stops every cron task and waits for a running run; idempotent. */

@@ -2,7 +2,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { S3Connections, TierEncodePool, currentManifests, loadIcebergTable, resolveIcebergTable, tableWatermark, type ObjectStore } from '@auditlake/lake';
+import { S3Connections, TIERED_LOCATIONS_META, TierEncodePool, currentManifests, loadIcebergTable, resolveIcebergTable, tableWatermark, type ObjectStore } from '@auditlake/lake';
 import { defaultSettings, parseSettings, resolveConfig, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
 import { AuditStore } from '@auditlake/store';
 import { signedFetch, startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
@@ -256,4 +256,22 @@ describe('maintenance beside the sweep', () => {
     expect(live.reduce((n, e) => n + e.data_file.record_count, 0)).toBe(appended);
     expect(await icebird(ref.location)).toEqual({ rows: appended, distinct: appended });
   }, 300_000);
+
+  it('a run before the first sweep created the table has nothing to do; a table that received events and lost its metadata fails the run, naming it', async () => {
+    const store = await AuditStore.open({ location: await mkdtemp(join(dir, 'store-')), now: () => Date.now() - HOUR_MS });
+    onTestFinished(() => store.close());
+    const table = 'cat.ns.not_yet';
+    const log = { info: () => undefined, warn: () => undefined };
+    const scheduler = new MaintenanceScheduler({ store, connections, catalogs, settings: () => settings({ 'audit.tier.iceberg.table': table }), isLeader: () => true, term: () => 1, log });
+    onTestFinished(() => scheduler.close());
+    await scheduler.refresh();
+    const [early] = await scheduler.runNow('test');
+    expect(early).toMatchObject({ table, ok: true, error: null, filesRewritten: 0, snapshotsExpired: 0, orphansDeleted: 0 });
+
+    // Once the location received events, a missing table is an error worth a failed run.
+    const ref = resolveIcebergTable(table, catalogs);
+    await store.putMeta({ [TIERED_LOCATIONS_META]: [{ mode: 'iceberg', path: ref.identifier, location: ref.location, connectionId: ref.connectionId }] });
+    const [late] = await scheduler.runNow('test');
+    expect(late).toMatchObject({ table, ok: false, error: `table ${table} has no metadata at ${ref.location}` });
+  });
 });
