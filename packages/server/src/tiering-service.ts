@@ -32,6 +32,12 @@ export interface TierStatusView extends TierStatus {
    * that send sourceSeq, how many of them have holes, and how many sourceSeqs the holes hold.
    */
   ledger: { sources: number; sourcesWithGaps: number; missing: number };
+  /**
+   * The seq of the oldest erasure record some tier location has not applied yet: local retention
+   * keeps it and everything after it until then (null: nothing held). As of the last retention
+   * run (every auditlake.audit.retention.interval.ms).
+   */
+  erasureHoldSeq: number | null;
 }
 
 /** Validates a tier target when settings are saved (wired into SettingsService). */
@@ -61,6 +67,8 @@ export class TieringService {
   /** Table maintenance's own encoder thread (one; none when encoding is inline). */
   readonly #maintenanceEncoder: TierEncodePool | undefined;
   readonly #deferred: DeferredCount;
+  /** What the last retention policy kept back for erasure (tierStatus.erasureHoldSeq). */
+  #erasureHoldSeq: number | null = null;
 
   /** `connections` become this service's: close() closes them. */
   constructor(options: {
@@ -172,7 +180,9 @@ export class TieringService {
     const watermark = await this.watermark();
     // The ledger counts tiered events before retention may delete them (day-ledger.ts).
     await this.#store.countTieredThrough(watermark.seq);
-    return localCleanupPolicy(this.#settings.effective, watermark.seq, nowMs, await firstUnappliedErasureSeq(this.#store));
+    const unapplied = await firstUnappliedErasureSeq(this.#store);
+    this.#erasureHoldSeq = unapplied ?? null;
+    return localCleanupPolicy(this.#settings.effective, watermark.seq, nowMs, unapplied);
   }
 
   /** Where named events are in the tier (any location that ever received tiered events): eventId → seq. */
@@ -232,7 +242,7 @@ export class TieringService {
     const deferred = effective.tierMode === 'none' ? 0 : await this.#deferred.read({ nowMs: Date.now(), retentionMs: effective.retentionDays * DAY_MS, watermarkSeq: status.watermark.seq });
     const sources = this.#store.sourceLedger();
     const ledger = { sources: sources.length, sourcesWithGaps: sources.filter((source) => source.missing > 0).length, missing: sources.reduce((n, source) => n + source.missing, 0) };
-    return { ...status, backlog, deferred, ledger };
+    return { ...status, backlog, deferred, ledger, erasureHoldSeq: this.#erasureHoldSeq };
   }
 
   async close(): Promise<void> {

@@ -76,6 +76,7 @@ export interface TierStatusJson {
   watermark: { ingestTs: number; seq: number };
   backlog: number;
   deferred: number;
+  erasureHoldSeq: number | null;
   nextAttemptMs: number;
   lastBatch: { count: number; bytes: number; ms: number } | null;
 }

@@ -294,10 +294,13 @@ describe('parquet tiering sweep', () => {
     await expect.poll(async () => (await node.stored()).filter((e) => /^[on]\d$/.test(e.eventId)).length, { timeout: 10_000 }).toBe(0);
     await new Promise((resolve) => setTimeout(resolve, 500)); // several retention runs (every 100 ms)
     expect((await node.stored()).some((e) => e.seq === erasureSeq)).toBe(true);
+    // The operator sees why: tierStatus names the record retention keeps.
+    expect((await tierStatus(node)).erasureHoldSeq).toBe(erasureSeq);
 
     // Back up: the next pass applies it there (DuckDB reads the marker), then retention deletes the record.
     await old.start();
     await expect.poll(async () => (await node.stored()).some((e) => e.seq === erasureSeq), { timeout: 20_000 }).toBe(false);
+    await expect.poll(async () => (await tierStatus(node)).erasureHoldSeq, { timeout: 10_000 }).toBeNull();
     const dir = await downloadPrefix(old.props('old'), 'old', 'old', 'audit/');
     const rows = await duckdb(`SELECT event_id, query FROM read_parquet('${dir}/audit/**/*.parquet') WHERE event_id = 'o1'`);
     expect(rows).toEqual([{ event_id: 'o1', query: '[erased by auditlake]' }]);
