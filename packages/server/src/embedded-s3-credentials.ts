@@ -20,6 +20,24 @@ function accessKeyId(): string {
   return 'AL' + [...randomBytes(18)].map((b) => BASE32[b % 32]).join('');
 }
 
+const ALPHANUMERIC = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+
+/**
+ * A secret key of 40 letters and digits (about 238 bits), AWS-sized. Not base64url: a secret
+ * that begins with '-' (one in 64 of those) is taken for an option on a command line
+ * (`auditlake verify --secret-access-key -…` is refused as ambiguous).
+ */
+export function generateSecretAccessKey(): string {
+  let secret = '';
+  while (secret.length < 40) {
+    for (const byte of randomBytes(48)) {
+      // Bytes at or above 248 (= 4 × 62) are dropped, so every character is equally likely.
+      if (byte < 248 && secret.length < 40) secret += ALPHANUMERIC[byte % 62];
+    }
+  }
+  return secret;
+}
+
 function parseFile(text: string, path: string): S3Credentials {
   const values = new Map<string, string>();
   for (const line of text.split('\n')) {
@@ -43,7 +61,7 @@ export async function loadOrCreateEmbeddedS3Credentials(dataDir: string): Promis
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
-  const credentials = { accessKeyId: accessKeyId(), secretAccessKey: randomBytes(30).toString('base64url') };
+  const credentials = { accessKeyId: accessKeyId(), secretAccessKey: generateSecretAccessKey() };
   await mkdir(dataDir, { recursive: true });
   await writeFile(path, `${ACCESS_KEY_ENV}=${credentials.accessKeyId}\n${SECRET_KEY_ENV}=${credentials.secretAccessKey}\n`, { mode: 0o600, flag: 'wx' });
   return { ...credentials, origin: 'generated', path };
