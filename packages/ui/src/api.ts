@@ -31,6 +31,8 @@ export interface TierStatus {
   deferred?: number;
   nextAttemptMs?: number;
   lastBatch?: { count: number; bytes: number; ms: number } | null;
+  /** The oldest erasure record a tier location has not applied: local retention keeps it and what follows (null: none). */
+  erasureHoldSeq?: number | null;
   /** The completeness ledger summed up (GET /admin/audit/ledger has it per source). */
   ledger?: { sources: number; sourcesWithGaps: number; missing: number };
 }

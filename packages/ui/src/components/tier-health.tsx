@@ -1,5 +1,6 @@
 import type { TierStatus } from '../api.js';
 import { formatTime } from './event-table.js';
+import { erasureHoldText } from '../tier-hold.js';
 
 /** The completeness ledger in words: do the sources that count their events miss any? */
 function completeness(ledger: NonNullable<TierStatus['ledger']>): string {
@@ -16,6 +17,7 @@ function when(ms: number | undefined): string {
 /** The sweep's health from tierStatus: last success and failure, the error, backlog and watermark, and the completeness ledger. */
 export function TierHealth({ status }: { status: TierStatus }) {
   const failing = status.lastError !== null && status.lastFailureMs >= status.lastSuccessMs;
+  const hold = erasureHoldText(status.erasureHoldSeq);
   return (
     <section class="tier-health" aria-labelledby="tier-title">
       <h3 id="tier-title">Tier health</h3>
@@ -36,6 +38,14 @@ export function TierHealth({ status }: { status: TierStatus }) {
           <>
             <dt>Deferred</dt>
             <dd>{status.deferred.toLocaleString()} old events kept until tiered</dd>
+          </>
+        )}
+        {hold !== undefined && (
+          <>
+            <dt>Retention held</dt>
+            <dd class="error" data-field="erasureHold">
+              {hold}
+            </dd>
           </>
         )}
         <dt>Watermark</dt>
