@@ -3,7 +3,7 @@ export { S3Connections } from './s3-connections.js';
 export { joinKey, parseS3Location, type S3Location } from './s3-location.js';
 export { encodeKeyNumber } from './key-number.js';
 export { WATERMARK_META, ZERO_WATERMARK, laterWatermark, type Watermark } from './watermark.js';
-export { TIERED_LOCATIONS_META, type TieredLocation } from './tiered-location.js';
+export { TIERED_LOCATIONS_META, includesLocation, readTieredLocations, tieredLocationKey, type TieredLocation } from './tiered-location.js';
 export type { TierFile, TierSource } from './tier-source.js';
 export { icebergTableAt, metadataFileKey, metadataVersionKey, resolveIcebergTable, s3Key, versionHintKey, type IcebergTableRef } from './iceberg-table-ref.js';
 export { advanceVersionHint, ensureIcebergTable, ensureNamespace, loadIcebergTable, putVersionHint, tableWatermark, type LoadedTable } from './iceberg-table.js';

@@ -17,3 +17,19 @@ export type TieredLocation =
       location: string;
       connectionId: string;
     };
+
+/** What keys a location: two descriptions of the same location give the same key. */
+export function tieredLocationKey(location: TieredLocation): string {
+  return JSON.stringify(location);
+}
+
+/** The locations replicated metadata lists (none before the first tiered batch). */
+export async function readTieredLocations(meta: { getMeta<T>(name: string): Promise<T | undefined> }): Promise<TieredLocation[]> {
+  return (await meta.getMeta<TieredLocation[]>(TIERED_LOCATIONS_META)) ?? [];
+}
+
+/** Whether `location` is among `known` (it received tiered events). */
+export function includesLocation(known: readonly TieredLocation[], location: TieredLocation): boolean {
+  const key = tieredLocationKey(location);
+  return known.some((candidate) => tieredLocationKey(candidate) === key);
+}

@@ -4,8 +4,9 @@ import {
   ParquetTierSource,
   S3Connections,
   TierEncodePool,
-  TIERED_LOCATIONS_META,
   WATERMARK_META,
+  readTieredLocations,
+  tieredLocationKey,
   ZERO_WATERMARK,
   type TierSource,
   type TieredLocation,
@@ -203,14 +204,14 @@ export class TieringService {
     // The version before the read: a change landing during it makes the next call read again.
     const metaVersion = this.#store.metaVersion;
     if (this.#locations?.metaVersion === metaVersion) return this.#locations.locations;
-    const locations = (await this.#store.getMeta<TieredLocation[]>(TIERED_LOCATIONS_META)) ?? [];
+    const locations = await readTieredLocations(this.#store);
     this.#locations = { metaVersion, locations };
     return locations;
   }
 
   #sourcesOf(locations: readonly TieredLocation[]): TierSource[] {
     return locations.map((location) => {
-      const key = JSON.stringify(location);
+      const key = tieredLocationKey(location);
       let source = this.#sources.get(key);
       if (!source) {
         source =

@@ -1,4 +1,4 @@
-import { TIERED_LOCATIONS_META, erasuresNotDone, icebergTableAt, loadIcebergTable, parseS3Location, type MaintenanceContext, type MaintenanceStep, type ParquetCompactionContext, type S3Connections, type TieredLocation, type TierFileEncoder } from '@auditlake/lake';
+import { erasuresNotDone, readTieredLocations, tieredLocationKey, icebergTableAt, loadIcebergTable, parseS3Location, type MaintenanceContext, type MaintenanceStep, type ParquetCompactionContext, type S3Connections, type TieredLocation, type TierFileEncoder } from '@auditlake/lake';
 import type { AuditStore } from '@auditlake/store';
 import { applyIcebergErasures, applyParquetErasures } from './tier-erasure.js';
 
@@ -64,13 +64,13 @@ export class EarlierTargetErasure {
    */
   async apply(current: TieredLocation | undefined, fence: MaintenanceContext['fence'], metadataLogEntriesMax: number): Promise<EarlierTargetErasureResult[]> {
     const { store, log } = this.#options;
-    const known = (await store.getMeta<TieredLocation[]>(TIERED_LOCATIONS_META)) ?? [];
-    const currentKey = current === undefined ? undefined : JSON.stringify(current);
+    const known = await readTieredLocations(store);
+    const currentKey = current === undefined ? undefined : tieredLocationKey(current);
     const head = store.position.lastSeq;
     const results: EarlierTargetErasureResult[] = [];
     let appliedThrough = head;
     for (const location of known) {
-      const key = JSON.stringify(location);
+      const key = tieredLocationKey(location);
       if (key === currentKey) continue;
       const checked = this.#checkedThrough.get(key) ?? 0;
       if (checked >= head) continue;

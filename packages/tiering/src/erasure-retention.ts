@@ -1,4 +1,4 @@
-import { TIERED_LOCATIONS_META, type TieredLocation } from '@auditlake/lake';
+import { readTieredLocations } from '@auditlake/lake';
 import type { AuditStore } from '@auditlake/store';
 
 /**
@@ -21,8 +21,7 @@ export async function tierErasuresAppliedThrough(store: AuditStore): Promise<num
  * longer than the local retention — finds the record where it looks for it, in the local log.
  */
 export async function firstUnappliedErasureSeq(store: AuditStore): Promise<number | undefined> {
-  const locations = (await store.getMeta<TieredLocation[]>(TIERED_LOCATIONS_META)) ?? [];
-  if (locations.length === 0) return undefined;
+  if ((await readTieredLocations(store)).length === 0) return undefined;
   const [first] = await store.erasureRecordSeqs(await tierErasuresAppliedThrough(store), store.position.lastSeq, 1);
   return first;
 }

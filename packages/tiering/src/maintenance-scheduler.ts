@@ -1,11 +1,12 @@
 import {
   icebergTableAt,
+  includesLocation,
   loadIcebergTable,
+  readTieredLocations,
   parseS3Location,
   resolveIcebergTable,
   runIcebergMaintenance,
   runParquetMaintenance,
-  TIERED_LOCATIONS_META,
   type MaintenanceRunFigures,
   type MaintenanceStep,
   type S3Connections,
@@ -80,6 +81,9 @@ interface Entry {
   runs: MaintenanceRun[];
 }
 
+/** The figures of a run that did nothing (it failed, or found nothing to maintain). */
+const NO_WORK: MaintenanceRunFigures = { filesRewritten: 0, filesAdded: 0, snapshotsExpired: 0, filesDeleted: 0, orphansDeleted: 0, bytesBefore: 0, bytesAfter: 0 };
+
 function failure(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
@@ -116,8 +120,7 @@ export class MaintenanceScheduler {
   async #wanted(settings: EffectiveSettings): Promise<Map<string, Entry['table']>> {
     const wanted = new Map<string, Entry['table']>();
     if (!settings.maintenanceEnabled) return wanted;
-    const known = (await this.#options.store.getMeta<TieredLocation[]>(TIERED_LOCATIONS_META)) ?? [];
-    for (const location of known) wanted.set(location.path, location);
+    for (const location of await readTieredLocations(this.#options.store)) wanted.set(location.path, location);
     if (settings.tierMode === 'parquet' && parseS3Location(settings.tierParquetPath)) {
       wanted.set(settings.tierParquetPath, { mode: 'parquet', path: settings.tierParquetPath, connectionId: settings.tierConnectionId });
     }
@@ -205,14 +208,13 @@ export class MaintenanceScheduler {
     if (!entry) throw new AuditError(AuditErrorCode.BAD_REQUEST, `table ${name} is no longer registered for maintenance`);
     const startedMs = this.#now();
     const term = this.#options.term();
-    const zero = { filesRewritten: 0, filesAdded: 0, snapshotsExpired: 0, filesDeleted: 0, orphansDeleted: 0, bytesBefore: 0, bytesAfter: 0 };
     let record: MaintenanceRun;
     try {
       const figures = await this.#maintain(entry.table, term);
       record = { table: name, startedMs, finishedMs: this.#now(), ok: true, error: null, trigger, ...figures };
       this.#options.log.info({ ...record }, `table maintenance of ${name} finished`);
     } catch (err) {
-      record = { table: name, startedMs, finishedMs: this.#now(), ok: false, error: failure(err), trigger, ...zero };
+      record = { table: name, startedMs, finishedMs: this.#now(), ok: false, error: failure(err), trigger, ...NO_WORK };
       this.#options.log.warn({ ...record }, `table maintenance of ${name} failed: ${failure(err)}`);
     }
     entry.runs.unshift(record);
@@ -254,18 +256,11 @@ export class MaintenanceScheduler {
     // The target is registered as soon as it is set, and its table is created by the first
     // sweep: a run before that has nothing to maintain. A table that received events and has
     // no metadata is another matter, and the run fails naming it.
-    if (!(await this.#receivedEvents(location)) && (await loadIcebergTable(objects, table)) === undefined) {
+    if (!includesLocation(await readTieredLocations(this.#options.store), location) && (await loadIcebergTable(objects, table)) === undefined) {
       this.#options.log.info({ table: location.path }, `table maintenance of ${location.path}: the table is not created yet (the first sweep creates it), nothing to do`);
-      return { filesRewritten: 0, filesAdded: 0, snapshotsExpired: 0, filesDeleted: 0, orphansDeleted: 0, bytesBefore: 0, bytesAfter: 0 };
+      return NO_WORK;
     }
     return runIcebergMaintenance({ objects, table, fence, now: this.#now, ...hooks }, policy);
-  }
-
-  /** True once a sweep committed events to `location` (it is among the tiered locations). */
-  async #receivedEvents(location: TieredLocation): Promise<boolean> {
-    const known = (await this.#options.store.getMeta<TieredLocation[]>(TIERED_LOCATIONS_META)) ?? [];
-    const key = JSON.stringify(location);
-    return known.some((l) => JSON.stringify(l) === key);
   }
 
   /** Stops every cron task and waits for a running run; idempotent. */

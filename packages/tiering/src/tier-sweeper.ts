@@ -2,6 +2,8 @@ import { AuditError, AuditErrorCode, type EffectiveSettings, type IcebergCatalog
 import type { AuditStore } from '@auditlake/store';
 import {
   TIERED_LOCATIONS_META,
+  includesLocation,
+  readTieredLocations,
   WATERMARK_META,
   ZERO_WATERMARK,
   commitIcebergBatch,
@@ -567,9 +569,8 @@ export class TierSweeper {
 
   async #remember(location: TieredLocation, watermark: Watermark): Promise<void> {
     const { store } = this.#options;
-    const known = (await store.getMeta<TieredLocation[]>(TIERED_LOCATIONS_META)) ?? [];
-    const isKnown = known.some((l) => JSON.stringify(l) === JSON.stringify(location));
-    await store.putMeta({ [WATERMARK_META]: watermark, ...(isKnown ? {} : { [TIERED_LOCATIONS_META]: [...known, location] }) });
+    const known = await readTieredLocations(store);
+    await store.putMeta({ [WATERMARK_META]: watermark, ...(includesLocation(known, location) ? {} : { [TIERED_LOCATIONS_META]: [...known, location] }) });
   }
 
   async close(): Promise<void> {

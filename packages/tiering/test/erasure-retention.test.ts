@@ -59,10 +59,11 @@ function ev(i: number): AuditEvent {
   return { eventId: `e${i}`, userId: 'u', source: 'trino', action: 'data:Select', resource: '', decision: '', tables: [], query: `select ${i}`, details: '', timestamp: Date.UTC(2026, 0, 1) + i };
 }
 
-/** A store whose clock is an hour back, so every event is settled for the sweep at once. */
-async function openStore(): Promise<AuditStore> {
+/** A store holding events e0…e<count-1>, whose clock is an hour back, so every event is settled for the sweep at once. */
+async function openStore(count: number): Promise<AuditStore> {
   const store = await AuditStore.open({ location: await mkdtemp(join(dir, 'store-')), now: () => Date.now() - HOUR_MS });
   onTestFinished(() => store.close());
+  await store.append(Array.from({ length: count }, (_, i) => ev(i)));
   return store;
 }
 
@@ -93,8 +94,7 @@ function sweeperOf(store: AuditStore, current: () => EffectiveSettings, over: Pa
 
 describe('retention and erasure records', () => {
   it('keeps an erasure record an earlier target could not apply, retried after a backoff, until a later pass has applied it there', async () => {
-    const store = await openStore();
-    await store.append(Array.from({ length: 10 }, (_, i) => ev(i)));
+    const store = await openStore(10);
     const pathA = `s3://${BUCKET}/first`;
     let current = settings({ 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': pathA, 'audit.tier.connectionId': 'a' });
     expect(await sweeperOf(store, () => current, {}).sweep()).toBe('tiered');
@@ -140,8 +140,7 @@ describe('retention and erasure records', () => {
   });
 
   it('keeps an erasure record whose rewrite stopped after its batch was committed, until the next sweep has applied it', async () => {
-    const store = await openStore();
-    await store.append(Array.from({ length: 10 }, (_, i) => ev(i)));
+    const store = await openStore(10);
     const current = settings({ 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': 'cat.ops.stopped_rewrite' });
     expect(await sweeperOf(store, () => current, {}).sweep()).toBe('tiered');
     const erasureSeq = await erase(store, 'e3', 4);
@@ -172,8 +171,7 @@ describe('retention and erasure records', () => {
   });
 
   it('does not wait for an earlier target whose S3 connection was removed from the configuration', async () => {
-    const store = await openStore();
-    await store.append(Array.from({ length: 10 }, (_, i) => ev(i)));
+    const store = await openStore(10);
     const withC = new S3Connections(new Map([['c', { id: 'c', endpoint: server.url, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
     onTestFinished(() => withC.close());
     let current = settings({ 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': `s3://${BUCKET}/detached`, 'audit.tier.connectionId': 'c' });
@@ -190,8 +188,7 @@ describe('retention and erasure records', () => {
   });
 
   it('keeps nothing back when no location was ever tiered to, or every erasure record is applied', async () => {
-    const store = await openStore();
-    await store.append([ev(0), ev(1)]);
+    const store = await openStore(2);
     await erase(store, 'e0', 1);
     expect(await firstUnappliedErasureSeq(store)).toBeUndefined();
     const none = settings({ 'audit.tier.mode': 'none' });
