@@ -8,9 +8,12 @@ import {
   truncateLowerBound,
   truncateUpperBound,
   wellFormed,
+  STRING_BOUND_CODE_POINTS_MAX,
 } from './iceberg-bounds.js';
 import { DATA_FILE_CONTENT_DATA, FILE_FORMAT_PARQUET, type DataFile, type IcebergMapEntry } from './iceberg-manifest.js';
 import { AUDIT_SORT_ORDER_ID, dayOrdinal } from './iceberg-schema.js';
+import { bytesSource } from './byte-source.js';
+import { readAuditParquetFooter, readColumnValues, type ParquetFooter } from './parquet-reader.js';
 
 /** What {@link dataFileFromParquet} describes: one Parquet data file and the events in it. */
 export interface DataFileInput {
@@ -160,4 +163,171 @@ function splitOffsets(footer: FileMetaData): number[] | null {
     offsets.push(Number(meta.dictionary_page_offset ?? meta.data_page_offset));
   }
   return offsets;
+}
+
+/** What {@link dataFileFromParquetFooter} describes: one encoded Parquet data file. */
+export interface FooterDataFileInput {
+  /** Absolute URI the file is stored at. */
+  filePath: string;
+  /** The whole file, as stored. */
+  parquetBytes: Uint8Array;
+}
+
+/** One row group's contribution to a column's metrics. */
+interface GroupMetrics {
+  values: number;
+  nulls: number;
+  /** Iceberg bounds of the group's non-null values: longs as bigint, strings truncated (upper null: none exists). */
+  lower?: bigint | string;
+  upper?: bigint | string | null;
+}
+
+/**
+ * The `data_file` of a Parquet file of the table, with the same metrics as
+ * {@link dataFileFromParquet} gives for its events, computed from its footer instead of its
+ * rows: a compacted file's row groups are copied, never decoded (parquet-assembler.ts), and its
+ * record must be as exact as a freshly written one's.
+ *
+ * - `value_counts`: each chunk's `num_values` (flat columns: nulls included);
+ *   `null_value_counts`: each chunk's statistics' `null_count`;
+ * - `long`/`timestamptz` bounds: the least `min_value` and greatest `max_value` of the groups
+ *   (INT64 statistics are never truncated);
+ * - `string` bounds: Iceberg truncates to 16 code points, our writer's statistics to 64 bytes
+ *   (`STATISTICS_STRING_BYTES_MAX`, on a code point boundary: a prefix for a min, a prefix with
+ *   its last code point incremented for a max, flagged inexact). An exact statistic, or a
+ *   truncated min of at least 16 code points or max of more than 16, has the same first 16
+ *   code points as the value it stands for, so the Iceberg bound follows from it exactly; the
+ *   file's bound is the least (greatest) of its groups', as truncation keeps order. Where a
+ *   statistic does not say enough (a truncated value of 4-byte characters, a missing
+ *   statistic), that one column of that group is decoded and its bound computed from the values.
+ *
+ * Meant for files whose statistics our writer wrote (encodeAuditParquet, or row groups copied
+ * from its files). Throws TypeError for a file with no rows, a column missing, or rows of more
+ * than one day.
+ */
+export async function dataFileFromParquetFooter(input: FooterDataFileInput): Promise<DataFile> {
+  const { filePath, parquetBytes } = input;
+  const source = bytesSource(parquetBytes);
+  const footer = await readAuditParquetFooter(source, { exactStatistics: true });
+  const recordCount = Number(footer.num_rows);
+  if (recordCount === 0) throw new TypeError(`data file ${filePath}: no rows (0-row files must not be committed)`);
+  const valueCounts: IcebergMapEntry<number>[] = [];
+  const nullCounts: IcebergMapEntry<number>[] = [];
+  const lowerBounds: IcebergMapEntry<Uint8Array>[] = [];
+  const upperBounds: IcebergMapEntry<Uint8Array>[] = [];
+  let tsRange: { lower?: bigint; upper?: bigint } = {};
+  for (const column of AUDIT_COLUMNS) {
+    let values = 0;
+    let nulls = 0;
+    let lower: bigint | string | undefined;
+    let upper: bigint | string | null | undefined;
+    for (let group = 0; group < footer.row_groups.length; group++) {
+      const metrics = await groupMetrics(source, footer, column, group, filePath);
+      values += metrics.values;
+      nulls += metrics.nulls;
+      if (metrics.lower !== undefined && (lower === undefined || less(metrics.lower, lower))) lower = metrics.lower;
+      if (metrics.upper !== undefined && upper !== null) {
+        if (metrics.upper === null) upper = null;
+        else if (upper === undefined || less(upper, metrics.upper)) upper = metrics.upper;
+      }
+    }
+    if (values !== recordCount) throw new TypeError(`data file ${filePath}: column ${column.name} holds ${values} values for ${recordCount} rows`);
+    valueCounts.push({ key: column.fieldId, value: values });
+    nullCounts.push({ key: column.fieldId, value: nulls });
+    if (lower !== undefined) lowerBounds.push({ key: column.fieldId, value: encodeBound(column.icebergType, lower) });
+    if (upper !== undefined && upper !== null) upperBounds.push({ key: column.fieldId, value: encodeBound(column.icebergType, upper) });
+    if (column.name === 'ts') tsRange = { ...(typeof lower === 'bigint' ? { lower } : {}), ...(typeof upper === 'bigint' ? { upper } : {}) };
+  }
+  if (tsRange.lower === undefined || tsRange.upper === undefined) throw new TypeError(`data file ${filePath}: no ts bounds`);
+  const day = dayOrdinal(Number(tsRange.lower));
+  if (dayOrdinal(Number(tsRange.upper)) !== day) throw new TypeError(`data file ${filePath}: events of more than one day (partition value must be one per file)`);
+  return {
+    content: DATA_FILE_CONTENT_DATA,
+    file_path: filePath,
+    file_format: FILE_FORMAT_PARQUET,
+    partition: { event_time_day: day },
+    record_count: recordCount,
+    file_size_in_bytes: parquetBytes.byteLength,
+    column_sizes: columnSizes(footer),
+    value_counts: valueCounts,
+    null_value_counts: nullCounts,
+    nan_value_counts: null,
+    lower_bounds: lowerBounds,
+    upper_bounds: upperBounds,
+    key_metadata: null,
+    split_offsets: splitOffsets(footer),
+    equality_ids: null,
+    sort_order_id: AUDIT_SORT_ORDER_ID,
+    referenced_data_file: null,
+  };
+}
+
+function less(a: bigint | string, b: bigint | string): boolean {
+  return typeof a === 'bigint' ? a < (b as bigint) : compareCodePoints(a, b as string) < 0;
+}
+
+function encodeBound(type: 'string' | 'long' | 'timestamptz', value: bigint | string): Uint8Array {
+  if (type === 'string') return encodeStringBound(value as string);
+  return type === 'timestamptz' ? encodeTimestamptzBound(value as bigint) : encodeLongBound(value as bigint);
+}
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/** A string statistic's text, or undefined when it is not whole UTF-8. */
+function statisticText(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (!(value instanceof Uint8Array)) return undefined;
+  try {
+    return UTF8.decode(value);
+  } catch {
+    return undefined;
+  }
+}
+
+function codePoints(text: string): number {
+  let count = 0;
+  for (const _ of text) count++;
+  return count;
+}
+
+/** One column's metrics in one row group: from the footer where it says enough, else from the decoded values. */
+async function groupMetrics(source: ReturnType<typeof bytesSource>, footer: ParquetFooter, column: (typeof AUDIT_COLUMNS)[number], group: number, filePath: string): Promise<GroupMetrics> {
+  const chunk = footer.row_groups[group]?.columns.find((c) => c.meta_data?.path_in_schema[0] === column.name)?.meta_data;
+  if (chunk === undefined) throw new TypeError(`data file ${filePath}: row group ${group} has no column ${column.name}`);
+  const values = Number(chunk.num_values);
+  const stats = chunk.statistics;
+  const nullCount = stats?.null_count;
+  if (nullCount !== undefined) {
+    const nulls = Number(nullCount);
+    if (nulls === values) return { values, nulls };
+    const min = stats?.min_value;
+    const max = stats?.max_value;
+    if (column.icebergType !== 'string') {
+      if (typeof min === 'bigint' && typeof max === 'bigint') return { values, nulls, lower: min, upper: max };
+    } else {
+      const minText = statisticText(min);
+      const maxText = statisticText(max);
+      const minExact = stats?.is_min_value_exact !== false;
+      const maxExact = stats?.is_max_value_exact !== false;
+      if (minText !== undefined && maxText !== undefined && (minExact || codePoints(minText) >= STRING_BOUND_CODE_POINTS_MAX) && (maxExact || codePoints(maxText) > STRING_BOUND_CODE_POINTS_MAX)) {
+        return { values, nulls, lower: truncateLowerBound(minText), upper: truncateUpperBound(maxText) ?? null };
+      }
+    }
+  }
+  // The footer does not say enough: this column of this group, decoded.
+  const decoded = (await readColumnValues(source, footer, column.name, group)).filter((value) => value !== null && value !== undefined);
+  const metrics: GroupMetrics = { values, nulls: values - decoded.length };
+  if (decoded.length === 0) return metrics;
+  if (column.icebergType === 'string') {
+    const strings = decoded.map((value) => wellFormed(value as string));
+    let min = strings[0] as string;
+    let max = min;
+    for (const value of strings) {
+      if (compareCodePoints(value, min) < 0) min = value;
+      if (compareCodePoints(value, max) > 0) max = value;
+    }
+    return { ...metrics, lower: truncateLowerBound(min), upper: truncateUpperBound(max) ?? null };
+  }
+  const longs = decoded.map((value) => BigInt(value as bigint));
+  return { ...metrics, lower: longs.reduce((a, b) => (b < a ? b : a)), upper: longs.reduce((a, b) => (b > a ? b : a)) };
 }

@@ -361,12 +361,36 @@ export function footerStats(metadata: ParquetFooter): ParquetFileStats {
 export type ParquetFooter = FileMetaData;
 
 /**
- * Fetches and parses a file's footer. Throws AuditError AUDIT_TABLE_INVALID when the
- * bytes are not Parquet (hyparquet's plain errors turned into a coded one).
+ * Parsers that keep string statistics as their stored bytes (decoded as text, a truncated
+ * bound that is not whole UTF-8 would not come back byte for byte): for a footer whose row
+ * groups are copied into another file (parquet-assembler.ts). Only the footer's statistics are
+ * parsed with them.
  */
-export async function readAuditParquetFooter(source: ByteSource): Promise<ParquetFooter> {
+const EXACT_STATISTICS_PARSERS = { ...PARSERS, stringFromBytes: (bytes: Uint8Array): Uint8Array => bytes } as const;
+
+/**
+ * The values of one column in one row group as stored (strings as text, INT64 as bigint, null
+ * where a row has none), none converted to an event field: for metrics computed from the
+ * values themselves (iceberg-data-file.ts, where a footer statistic does not say enough).
+ */
+export async function readColumnValues(source: ByteSource, footer: ParquetFooter, column: AuditColumnName, rowGroup: number): Promise<unknown[]> {
+  let rowStart = 0;
+  for (let i = 0; i < rowGroup; i++) rowStart += Number(footer.row_groups[i]?.num_rows ?? 0);
+  const group = footer.row_groups[rowGroup];
+  if (group === undefined) throw new RangeError(`row group ${rowGroup} of ${footer.row_groups.length}`);
+  const rows = await parquetReadObjects({ file: source, metadata: footer, columns: [column], rowStart, rowEnd: rowStart + Number(group.num_rows), parsers: PARSERS, compressors: PAGE_DECOMPRESSORS });
+  return rows.map((row) => (row as Record<string, unknown>)[column]);
+}
+
+/**
+ * Fetches and parses a file's footer. Throws AuditError AUDIT_TABLE_INVALID when the
+ * bytes are not Parquet (hyparquet's plain errors turned into a coded one). With
+ * `exactStatistics`, string statistics are kept as their stored bytes (Uint8Array), for a
+ * footer whose row groups are copied; other readers want the text.
+ */
+export async function readAuditParquetFooter(source: ByteSource, options: { exactStatistics?: boolean } = {}): Promise<ParquetFooter> {
   try {
-    return await parquetMetadataAsync(source, { initialFetchSize: FOOTER_FETCH_BYTES, parsers: PARSERS });
+    return await parquetMetadataAsync(source, { initialFetchSize: FOOTER_FETCH_BYTES, parsers: options.exactStatistics === true ? EXACT_STATISTICS_PARSERS : PARSERS });
   } catch (err) {
     throw new AuditError(AuditErrorCode.TABLE_INVALID, `tiered file is not readable Parquet: ${messageOf(err)}`, {
       cause: err,

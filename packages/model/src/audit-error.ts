@@ -40,6 +40,8 @@ export const AuditErrorCode = {
   OBJECT_STORE_FAILED: 'AUDIT_OBJECT_STORE_FAILED',
   /** A tiered table or location holds something this node cannot read or commit on. */
   TABLE_INVALID: 'AUDIT_TABLE_INVALID',
+  /** Row groups of Parquet files with different schemas were to be copied into one file (table maintenance then re-encodes them). */
+  PARQUET_SCHEMA_MISMATCH: 'AUDIT_PARQUET_SCHEMA_MISMATCH',
   /** A tier file encoder worker failed or died; the sweep or maintenance run retries later. */
   ENCODER_FAILED: 'AUDIT_ENCODER_FAILED',
   /** A verifier worker thread (`auditlake verify --threads`) failed or died; the verification was not done. */

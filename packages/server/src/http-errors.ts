@@ -23,6 +23,7 @@ const STATUS_BY_CODE: Record<AuditErrorCode, number> = {
   [AuditErrorCode.TABLE_INVALID]: 502,
   [AuditErrorCode.INTEGRITY_MISMATCH]: 409,
   [AuditErrorCode.ENCODER_FAILED]: 500,
+  [AuditErrorCode.PARQUET_SCHEMA_MISMATCH]: 500,
   [AuditErrorCode.VERIFIER_FAILED]: 500,
 };
 
