@@ -43,7 +43,11 @@ export interface MergeStats {
 }
 
 export interface MergeOptions {
-  /** A file is finished before a row group would take it past this many rows (a group is never split). */
+  /**
+   * A file is finished before a row group would take it past this many rows: a file holds at
+   * most this many unless one copied group alone holds more (a group is never split).
+   * Re-encoded groups hold at most this many rows.
+   */
   rowsPerFile: number;
   /** Footer key-value metadata of every merged file (`iceberg.schema`); the row-group sketches are added. */
   kvMetadata: Readonly<Record<string, string>>;
@@ -57,7 +61,7 @@ const WRITER_SCHEMA_KEY = schemaKey(auditParquetSchema());
  * exactly the inputs' rows, in bounded memory: row groups of at least
  * {@link COPY_ROW_GROUP_ROWS_MIN} rows are copied byte for byte (parquet-assembler.ts); rows of
  * smaller groups are decoded a slice at a time into one pending group, which is encoded as soon
- * as it holds {@link ROW_GROUP_SIZE_DEFAULT} rows, so no more than that many rows are ever
+ * as it holds {@link ROW_GROUP_SIZE_DEFAULT} rows (or `rowsPerFile`, if fewer), so no more than that many rows are ever
  * decoded at once. Inputs are taken one after another from `inputs` (an iterator may hand them
  * out as it fetches them) and nothing of one is kept once its groups are taken.
  *
@@ -75,6 +79,8 @@ export async function mergeAuditParquetFiles(inputs: Iterable<MergeInput> | Asyn
   const { rowsPerFile, kvMetadata } = options;
   if (!Number.isSafeInteger(rowsPerFile) || rowsPerFile < 1) throw new TypeError(`rowsPerFile must be a positive integer, got ${rowsPerFile}`);
   const stats: MergeStats = { rowGroupsCopied: 0, rowGroupsEncoded: 0, decodedRowsHeldMax: 0 };
+  // A re-encoded group never holds more rows than a file may.
+  const groupRows = Math.min(ROW_GROUP_SIZE_DEFAULT, rowsPerFile);
   const files: MergedFile[] = [];
   let file = new FileInProgress(kvMetadata);
   let pending: TieredEvent[] = [];
@@ -115,13 +121,13 @@ export async function mergeAuditParquetFiles(inputs: Iterable<MergeInput> | Asyn
       } else {
         // Decoded a slice at a time: the pending group never holds more than one group's rows.
         for (let taken = 0; taken < rows; ) {
-          const count = Math.min(rows - taken, ROW_GROUP_SIZE_DEFAULT - pending.length);
+          const count = Math.min(rows - taken, groupRows - pending.length);
           const events = (await readAuditRows(source, footer, { rowGroups: [index], rowStart: rowStart + taken, rowEnd: rowStart + taken + count })) as TieredEvent[];
           if (events.length !== count) throw new AuditError(AuditErrorCode.TABLE_INVALID, `${input.name}: row group ${index} gave ${events.length} of ${count} rows`);
           for (const event of events) pending.push(event);
           stats.decodedRowsHeldMax = Math.max(stats.decodedRowsHeldMax, pending.length);
           taken += count;
-          if (pending.length === ROW_GROUP_SIZE_DEFAULT) await encodePending();
+          if (pending.length === groupRows) await encodePending();
         }
       }
       rowStart += rows;

@@ -38,7 +38,10 @@ async function run(request: Exclude<TierEncodeRequest, { job: 'encode-part' }>):
     parts.delete(request.id);
     return [encodeTierFile(earlier ? [...earlier, ...request.events] : request.events, request.shape)];
   }
-  return rewriteTierFiles(request.inputs, request.rowsPerFile, request.shape);
+  // Taken out of the request, so each input's bytes can be freed once it is merged.
+  const inputs = [...request.inputs];
+  (request as { inputs: unknown }).inputs = [];
+  return rewriteTierFiles(inputs, request.rowsPerFile, request.shape);
 }
 
 port.on('message', (request: TierEncodeRequest) => {

@@ -1,5 +1,4 @@
-import { AuditParquetFile, bytesSource, dataFileFromParquet, encodeAuditParquet, type DataFile, type TieredEvent } from '@auditlake/format';
-import { AuditError, AuditErrorCode } from '@auditlake/model';
+import { dataFileFromParquet, dataFileFromParquetFooter, encodeAuditParquet, mergeAuditParquetFiles, type DataFile, type MergeInput, type TieredEvent } from '@auditlake/format';
 
 /** What a data file needs beside its bytes: where it goes and what its footer says. */
 export interface TierFileShape {
@@ -29,16 +28,17 @@ export interface RewriteInput {
 
 /**
  * Encodes tier files: the CPU-heavy part of a sweep and of a compaction (about 40 µs an event
- * to encode, a tenth of that to build the data-file record, as much again to decode a file
- * being compacted). {@link INLINE_TIER_FILE_ENCODER} does it on the calling thread;
+ * to encode, a tenth of that to build the data-file record; a compaction re-encodes only the
+ * rows of small row groups and copies the rest). {@link INLINE_TIER_FILE_ENCODER} does it on the calling thread;
  * `TierEncodePool` in worker threads, so the event loop that ingests is not blocked by it.
  */
 export interface TierFileEncoder {
   /** One Parquet tier file of `events` (all of one event day when an Iceberg record is asked for). */
   encode(events: readonly TieredEvent[], shape: TierFileShape): Promise<EncodedTierFile>;
   /**
-   * The rows of `inputs`, in input order, rewritten as files of at most `rowsPerFile` rows (a
-   * compaction). Each input must hold exactly `expectedRows` rows, else AUDIT_TABLE_INVALID
+   * The rows of `inputs` merged into files of at most `rowsPerFile` rows (a compaction: row
+   * groups of the sweep's size are copied as they are, smaller ones re-encoded together; see
+   * mergeAuditParquetFiles), in input order by row group. Each input must hold exactly `expectedRows` rows, else AUDIT_TABLE_INVALID
    * naming it; the rows out always equal the rows in. The inputs' bytes are the encoder's
    * from then on (a worker pool moves them to its thread): the caller must not read them again.
    */
@@ -62,26 +62,35 @@ export function encodeTierFile(events: readonly TieredEvent[], shape: TierFileSh
   return file;
 }
 
-/** {@link TierFileEncoder.rewrite} on this thread. */
-export async function rewriteTierFiles(inputs: readonly RewriteInput[], rowsPerFile: number, shape: TierFileShape): Promise<EncodedTierFile[]> {
-  if (!Number.isSafeInteger(rowsPerFile) || rowsPerFile < 1) throw new TypeError(`rowsPerFile must be a positive integer, got ${rowsPerFile}`);
-  const rows: TieredEvent[] = [];
-  for (const input of inputs) {
-    const events = await (await AuditParquetFile.open(bytesSource(input.bytes))).read({});
-    if (events.length !== input.expectedRows) {
-      throw new AuditError(AuditErrorCode.TABLE_INVALID, `${input.name} holds ${events.length} rows, its manifest entry says ${input.expectedRows}`);
-    }
-    for (const event of events) rows.push(event);
+/**
+ * {@link TierFileEncoder.rewrite} on this thread: mergeAuditParquetFiles (row groups of the
+ * sweep's size copied byte for byte, smaller ones re-encoded together, at most one row group of
+ * rows decoded at a time), then each file's Iceberg record from its footer. `inputs` is taken
+ * over: each input is dropped from it once merged, so its bytes can be freed while the rest
+ * are merged.
+ */
+export async function rewriteTierFiles(inputs: Array<RewriteInput | undefined>, rowsPerFile: number, shape: TierFileShape): Promise<EncodedTierFile[]> {
+  const { files } = await mergeAuditParquetFiles(takeEach(inputs), { rowsPerFile, kvMetadata: shape.kvMetadata });
+  const encoded: EncodedTierFile[] = [];
+  for (const file of files) {
+    const out: EncodedTierFile = { bytes: file.bytes, rows: file.rows, tsMin: file.tsMin, tsMax: file.tsMax };
+    if (shape.icebergDataFile) out.dataFile = await dataFileFromParquetFooter({ filePath: UNNAMED, parquetBytes: file.bytes });
+    encoded.push(out);
   }
-  const files: EncodedTierFile[] = [];
-  for (let start = 0; start < rows.length; start += rowsPerFile) files.push(encodeTierFile(rows.slice(start, start + rowsPerFile), shape));
-  const rowsOut = files.reduce((sum, file) => sum + file.rows, 0);
-  if (rowsOut !== rows.length) throw new Error(`assertion failed: a rewrite read ${rows.length} rows and wrote ${rowsOut}`);
-  return files;
+  return encoded;
+}
+
+/** The inputs in order, each removed from the array as it is handed out. */
+function* takeEach(inputs: Array<RewriteInput | undefined>): Generator<MergeInput> {
+  for (let i = 0; i < inputs.length; i++) {
+    const input = inputs[i];
+    inputs[i] = undefined;
+    if (input !== undefined) yield input;
+  }
 }
 
 /** Encodes on the calling thread (tests, tools, and a node configured with no encoder threads). */
 export const INLINE_TIER_FILE_ENCODER: TierFileEncoder = {
   encode: (events, shape) => Promise.resolve().then(() => encodeTierFile(events, shape)),
-  rewrite: (inputs, rowsPerFile, shape) => rewriteTierFiles(inputs, rowsPerFile, shape),
+  rewrite: (inputs, rowsPerFile, shape) => rewriteTierFiles([...inputs], rowsPerFile, shape),
 };
