@@ -108,7 +108,8 @@ export class ParquetFileAssembler {
       compressed += meta.total_compressed_size;
       const moved: ColumnChunk = {
         ...chunk,
-        file_offset: chunk.file_offset + delta,
+        // Required by the format; a writer that leaves it 0 (not an offset) keeps 0.
+        file_offset: chunk.file_offset > 0n ? chunk.file_offset + delta : chunk.file_offset,
         meta_data: {
           ...meta,
           data_page_offset: meta.data_page_offset + delta,
