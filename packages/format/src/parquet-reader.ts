@@ -96,7 +96,8 @@ const ALL_COLUMNS: readonly AuditColumnName[] = AUDIT_COLUMNS.map((column) => co
  * as little as it can through `source`: the footer, then only the column chunks of the
  * requested columns in the row groups whose `ts` statistics overlap the range. Row groups
  * without statistics are read (never skipped on a guess). Events come back in file order,
- * which is event time ascending for files written by encodeAuditParquet.
+ * which is event time ascending for files written by encodeAuditParquet, and within each row
+ * group for a compacted file (its groups copied from several files: parquet-merge.ts).
  *
  * Throws AuditError AUDIT_TABLE_INVALID when the file is not a readable tiered file
  * (not Parquet, or a column missing or with another field id); TypeError for bad options.

@@ -64,9 +64,10 @@ function pickSmallFiles(manifests: readonly ResolvedManifest[], targetFileSizeBy
 }
 
 /**
- * Rewrites the rows of `files` (one day) as files near the target size, through the context's
- * encoder (a worker thread in a node); returns their data_file records. Each input must hold the
- * rows its manifest entry says.
+ * Merges `files` (one day) into files near the target size through the context's encoder (a
+ * worker thread in a node): sweep-size row groups copied as they are, smaller ones re-encoded
+ * together (mergeAuditParquetFiles); returns their data_file records, computed from the merged
+ * footers. Each input must hold the rows its manifest entry says.
  */
 async function writeCompacted(context: MaintenanceContext, schema: IcebergSchema, day: number, files: readonly DataFile[], targetFileSizeBytes: number): Promise<DataFile[]> {
   const inputs = await mapBounded(files, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (file) => ({
@@ -102,7 +103,7 @@ function rewrittenEntries(manifest: ResolvedManifest, removed: ReadonlySet<strin
 }
 
 /**
- * Compaction (spec operation `replace`): per day partition, the small live files are rewritten
+ * Compaction (spec operation `replace`): per day partition, the small live files are merged
  * into files near `targetFileSizeBytes` with exactly their rows, and one commit swaps them: a new
  * manifest adds the new files; each manifest that listed a replaced file is rewritten with it
  * DELETED (original sequence numbers explicit) and its other files EXISTING; other manifests
@@ -121,8 +122,9 @@ export async function compactIcebergTable(context: MaintenanceContext, loaded: L
   if (groups.length === 0) return { loaded: plan.base, filesRewritten: 0, filesAdded: 0 };
   const removedFiles: DataFile[] = [];
   const addedFiles: DataFile[] = [];
-  // Rows keep every column they have, the record chain's included (read whole, written whole),
-  // under the table's current schema: a table that gained columns by evolution says so here too.
+  // Rows keep every column they have, the record chain's included (row groups copied whole, or
+  // rows read whole and written whole under the table's current schema: a table that gained
+  // columns by evolution says so here too).
   const schema = currentSchema(plan.base.metadata);
   for (const group of groups) {
     const written = await writeCompacted(context, schema, group[0]?.partition.event_time_day ?? 0, group, targetFileSizeBytes);

@@ -119,8 +119,9 @@ export interface ParquetCompactionResult {
 }
 
 /**
- * Day-partition compaction of a Parquet location: per day, the small live files are rewritten
- * into files near `targetFileSizeBytes` (attempt-unique names) with exactly their rows, then one
+ * Day-partition compaction of a Parquet location: per day, the small live files are merged
+ * into files near `targetFileSizeBytes` (attempt-unique names) with exactly their rows (sweep-size
+ * row groups copied as they are, smaller ones re-encoded: mergeAuditParquetFiles), then one
  * compaction marker per day swaps them — created only if absent under the day's next generation,
  * read back. Until the marker exists readers see the old files, after it the new ones; never
  * both, never neither. The replaced files are deleted later ({@link deleteReplacedParquetFiles}).
