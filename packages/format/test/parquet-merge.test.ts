@@ -180,6 +180,13 @@ describe('mergeAuditParquetFiles', () => {
     for (const where of [`ts BETWEEN ${ORIGIN_MS + 90 * 60_000} AND ${ORIGIN_MS + 5 * HOUR_MS}`, `user_id = '${someUser.replace(/'/g, "''")}'`, "decision = 'DENY'", 'seq > 100 AND seq < 200']) {
       expect(await count(where, [outPath])).toBe(await count(where, inPaths));
     }
+    // The Bloom filters moved with their chunks: DuckDB finds one per group and probes it.
+    const blooms = await query(`SELECT bloom_filter_offset FROM parquet_metadata('${outPath}') WHERE path_in_schema = 'user_id'`);
+    expect(blooms).toHaveLength(4);
+    expect(blooms.every((row) => row['bloom_filter_offset'] !== null)).toBe(true);
+    const probe = async (user: string) => (await query(`SELECT bloom_filter_excludes AS x FROM parquet_bloom_probe('${outPath}', 'user_id', '${user.replace(/'/g, "''")}') ORDER BY row_group_id`)).map((row) => row['x']);
+    expect(await probe('no-such-user-7f3a9c')).toEqual([true, true, true, true]);
+    expect((await probe(someUser)).includes(false)).toBe(true);
     const [bounds] = await query(`SELECT min(ts) AS lo, max(ts) AS hi FROM read_parquet(${files(inPaths)})`);
     expect([BigInt(out.tsMin), BigInt(out.tsMax)]).toEqual([bounds!['lo'], bounds!['hi']]);
   });
