@@ -70,6 +70,10 @@ export interface SoakSample {
   lastFailureMs: number;
   lastError: string | null;
   rssBytes: number;
+  /** The anonymous part of the RSS (heaps, the allocator's arenas, buffers): where a leak shows. Absent in runs before it was read. */
+  rssAnonBytes?: number;
+  /** The file-backed part: mostly LevelDB's table files, which it maps to read them — page cache the kernel takes back under pressure. */
+  rssFileBytes?: number;
   heapUsedBytes: number | undefined;
   externalBytes: number | undefined;
   /** The node's longest event-loop delay since the previous reading (prom-client's monitor, reset at each scrape). */
@@ -82,6 +86,9 @@ export interface MemorySlope {
   fromS: number;
   toS: number;
   rssMiBPerHour: number;
+  /** The anonymous and file-backed parts' slopes (undefined in runs before they were read). */
+  anonMiBPerHour?: number | undefined;
+  fileMiBPerHour?: number | undefined;
   heapMiBPerHour: number | undefined;
   /** The least JS heap used in the window: the floor garbage collection returns to (the sawtooth's slope says little). */
   heapFloorBytes: number | undefined;
@@ -112,6 +119,9 @@ export interface SoakFigures {
   rssStartBytes: number;
   rssEndBytes: number;
   rssMaxBytes: number;
+  /** The first and last ingest readings, whole: their anonymous and file-backed parts (absent in older runs). */
+  memoryStart?: SoakSample;
+  memoryEnd?: SoakSample;
   /** Over the second half of the paced ingest (the first half is warm-up). */
   secondHalf: MemorySlope;
   thirdQuarter: MemorySlope;
@@ -147,12 +157,22 @@ function nodeArgs(options: SoakOptions): string[] {
   ];
 }
 
-/** VmRSS of a process, bytes. */
-async function rssBytes(pid: number): Promise<number> {
+/** A process's resident memory, bytes: all of it, and its anonymous and file-backed parts. */
+interface ResidentMemory {
+  rssBytes: number;
+  rssAnonBytes: number;
+  rssFileBytes: number;
+}
+
+/** VmRSS, RssAnon and RssFile of a process (`/proc/<pid>/status`). */
+async function residentMemory(pid: number): Promise<ResidentMemory> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  const match = /^VmRSS:\s+(\d+)\s+kB/m.exec(status);
-  if (!match) throw new Error(`no VmRSS in /proc/${pid}/status`);
-  return Number(match[1]) * 1024;
+  const kib = (field: string): number => {
+    const match = new RegExp(`^${field}:\\s+(\\d+)\\s+kB`, 'm').exec(status);
+    if (!match) throw new Error(`no ${field} in /proc/${pid}/status`);
+    return Number(match[1]) * 1024;
+  };
+  return { rssBytes: kib('VmRSS'), rssAnonBytes: kib('RssAnon'), rssFileBytes: kib('RssFile') };
 }
 
 /** A gauge from Prometheus text (first sample of that name), or undefined. */
@@ -179,10 +199,13 @@ function slopeMiBPerHour(points: Array<[number, number]>): number {
 export function memorySlope(samples: readonly SoakSample[], fromS: number, toS: number): MemorySlope {
   const window = samples.filter((s) => s.phase === 'ingest' && s.atS >= fromS && s.atS <= toS);
   const heap = window.filter((s) => s.heapUsedBytes !== undefined);
+  const split = window.filter((s) => s.rssAnonBytes !== undefined && s.rssFileBytes !== undefined);
   return {
     fromS,
     toS,
     rssMiBPerHour: slopeMiBPerHour(window.map((s) => [s.atS, s.rssBytes])),
+    anonMiBPerHour: split.length < 2 ? undefined : slopeMiBPerHour(split.map((s) => [s.atS, s.rssAnonBytes ?? 0])),
+    fileMiBPerHour: split.length < 2 ? undefined : slopeMiBPerHour(split.map((s) => [s.atS, s.rssFileBytes ?? 0])),
     heapMiBPerHour: heap.length < 2 ? undefined : slopeMiBPerHour(heap.map((s) => [s.atS, s.heapUsedBytes ?? 0])),
     heapFloorBytes: heap.length === 0 ? undefined : Math.min(...heap.map((s) => s.heapUsedBytes ?? 0)),
   };
@@ -274,7 +297,7 @@ export async function runSoakBench(options: SoakOptions, log: Log): Promise<Soak
       sinceSuccessS: status.lastSuccessMs > 0 ? (Date.now() - status.lastSuccessMs) / 1000 : -1,
       lastFailureMs: status.lastFailureMs,
       lastError: status.lastError,
-      rssBytes: await rssBytes(pid),
+      ...(await residentMemory(pid)),
       heapUsedBytes: gauge(metrics, 'nodejs_heap_size_used_bytes'),
       externalBytes: gauge(metrics, 'nodejs_external_memory_bytes'),
       eventLoopDelayMaxMs: ((v) => (v === undefined ? undefined : v * 1000))(gauge(metrics, 'nodejs_eventloop_lag_max_seconds')),
@@ -442,6 +465,8 @@ export async function runSoakBench(options: SoakOptions, log: Log): Promise<Soak
       drainToZeroS,
       rssStartBytes: startSample.rssBytes,
       rssEndBytes: endSample.rssBytes,
+      memoryStart: startSample,
+      memoryEnd: endSample,
       rssMaxBytes: Math.max(...samples.map((s) => s.rssBytes)),
       secondHalf: memorySlope(samples, span / 2, span),
       thirdQuarter: memorySlope(samples, span / 2, (span * 3) / 4),

@@ -38,15 +38,32 @@ function heapFloorPart(f: SoakFigures): string {
   return ` (JS heap floor ${mib(from)} → ${mib(to)}: ${grows ? 'what survives GC grows — compare heap snapshots (--heapsnapshot-signal)' : 'flat, so the growth is outside the JS heap — LevelDB, buffers, the allocator'})`;
 }
 
-/** Warm-up (levelling off or flat) or still growing, with what grows. */
+/**
+ * Warm-up (levelling off or flat) or still growing, with what grows. Judged on the anonymous
+ * part of the RSS where it was read: the file-backed part is mostly LevelDB's table files,
+ * which LevelDB maps to read them; it grows with the store and is page cache the kernel reclaims,
+ * not memory the node holds.
+ */
 export function memoryVerdict(f: SoakFigures): string {
   const { secondHalf, thirdQuarter, lastQuarter } = f;
-  const heapPart = heapFloorPart(f);
-  if (secondHalf.rssMiBPerHour < FLAT_MIB_PER_HOUR) return `flat: RSS ${perHour(secondHalf.rssMiBPerHour)} over the second half${heapPart}`;
-  if (lastQuarter.rssMiBPerHour <= thirdQuarter.rssMiBPerHour * LEVELLING_SHARE) {
-    return `warm-up: RSS growth slows from ${perHour(thirdQuarter.rssMiBPerHour)} (third quarter) to ${perHour(lastQuarter.rssMiBPerHour)} (last quarter)${heapPart}`;
+  const split = secondHalf.anonMiBPerHour !== undefined;
+  const slope = (s: MemorySlope) => (split ? (s.anonMiBPerHour ?? 0) : s.rssMiBPerHour);
+  const what = split ? 'anonymous memory' : 'RSS';
+  const filePart = split ? `; file-backed (LevelDB's mapped table files, page cache) ${perHour(secondHalf.fileMiBPerHour)}` : '';
+  const heapPart = heapFloorPart(f) + filePart;
+  if (slope(secondHalf) < FLAT_MIB_PER_HOUR) return `flat: ${what} ${perHour(slope(secondHalf))} over the second half${heapPart}`;
+  if (slope(lastQuarter) <= slope(thirdQuarter) * LEVELLING_SHARE) {
+    return `warm-up: ${what} growth slows from ${perHour(slope(thirdQuarter))} (third quarter) to ${perHour(slope(lastQuarter))} (last quarter)${heapPart}`;
   }
-  return `**still growing**: ${perHour(thirdQuarter.rssMiBPerHour)} in the third quarter, ${perHour(lastQuarter.rssMiBPerHour)} in the last — a longer run (or heap snapshots) must tell warm-up from a leak${heapPart}`;
+  return `**still growing**: ${what} ${perHour(slope(thirdQuarter))} in the third quarter, ${perHour(slope(lastQuarter))} in the last — a longer run (or heap snapshots) must tell warm-up from a leak${heapPart}`;
+}
+
+/** "anonymous A → B, file-backed C → D" over the ingest, where the split was read. */
+function residentSplit(f: SoakFigures): string {
+  const start = f.memoryStart;
+  const end = f.memoryEnd;
+  if (start?.rssAnonBytes === undefined || end?.rssAnonBytes === undefined || start.rssFileBytes === undefined || end.rssFileBytes === undefined) return '';
+  return `; anonymous ${mib(start.rssAnonBytes)} → ${mib(end.rssAnonBytes)}, file-backed ${mib(start.rssFileBytes)} → ${mib(end.rssFileBytes)}`;
 }
 
 function window(s: MemorySlope): string {
@@ -66,7 +83,7 @@ export function soakSummaryRows(f: SoakFigures): Row[] {
     {
       figure: `${at}: node RSS growth over the second half`,
       measured: perHour(f.secondHalf.rssMiBPerHour),
-      reference: `RSS ${mib(f.rssStartBytes)} → ${mib(f.rssEndBytes)} (max ${mib(f.rssMaxBytes)}); ${memoryVerdict(f).replaceAll('**', '')}`,
+      reference: `RSS ${mib(f.rssStartBytes)} → ${mib(f.rssEndBytes)} (max ${mib(f.rssMaxBytes)})${residentSplit(f)}; ${memoryVerdict(f).replaceAll('**', '')}`,
       target: 'report only',
       met: '—',
     },
@@ -119,7 +136,7 @@ export function soakMarkdown(f: SoakFigures, config: BenchConfig): string {
     int(s.watermarkSeq),
     s.sinceSuccessS < 0 ? '—' : `${s.sinceSuccessS.toFixed(0)} s`,
     s.lastError === null ? '' : s.lastError.slice(0, 60),
-    mib(s.rssBytes),
+    s.rssAnonBytes === undefined || s.rssFileBytes === undefined ? mib(s.rssBytes) : `${mib(s.rssBytes)} (${mib(s.rssAnonBytes)} / ${mib(s.rssFileBytes)})`,
     s.heapUsedBytes === undefined ? 'n/a' : mib(s.heapUsedBytes),
     ms(s.settingsMs),
     s.eventLoopDelayMaxMs === undefined ? 'n/a' : ms(s.eventLoopDelayMaxMs),
@@ -131,10 +148,10 @@ export function soakMarkdown(f: SoakFigures, config: BenchConfig): string {
       `with \`auditlake.audit.tier.interval.ms\` ${int(config.soakSweepIntervalMs)} and maintenance on \`${soakMaintenanceCron(config.soakMaintenanceMinutes)}\` (other maintenance settings default). ` +
       `Batches of ${int(config.soakBatchSize)} generated events (seed ${config.seed}, each with a known eventId) are sent open loop at ${rate}, ` +
       `for ${config.soakSeconds} s (at most 16 requests in flight; a send that finds none free slips). Throughout, every ${SOAK_SETTINGS_POLL_MS / 1000} s the bench times ` +
-      `\`GET /admin/audit/settings\` and reads its \`tierStatus\`, the node's RSS (\`/proc/<pid>/status\`) and its JS heap (\`/metrics\`); a row below every ${config.soakSampleMs / 1000} s. ` +
+      `\`GET /admin/audit/settings\` and reads its \`tierStatus\`, the node's RSS and its anonymous and file-backed parts (\`/proc/<pid>/status\`: VmRSS, RssAnon, RssFile) and its JS heap (\`/metrics\`); a row below every ${config.soakSampleMs / 1000} s. ` +
       `When ingest stops the bench waits for the backlog to reach zero, then reads the table as an outside reader: the current snapshot's live files, downloaded through the ` +
       `endpoint and counted by DuckDB — every acknowledged event must be there exactly once (the run fails otherwise). RSS growth is the least-squares slope over the second half ` +
-      `of the ingest (the first half is warm-up), and over its third and last quarters to tell levelling off from steady growth. The whole part took ${ms(f.elapsedMs)}.` +
+      `of the ingest (the first half is warm-up), and over its third and last quarters to tell levelling off from steady growth; the verdict is on the anonymous part, because the file-backed part is mostly LevelDB's table files, which LevelDB maps to read them (page cache that grows with the store and that the kernel reclaims). The whole part took ${ms(f.elapsedMs)}.` +
       (f.heapSnapshotDir === undefined ? '' : ` Heap snapshots of the node (middle and end of ingest; each stopped it for seconds, so this run's figures are distorted) are in \`${f.heapSnapshotDir}\`.`) +
       (f.cpuProfileDir === undefined ? '' : ` The node's CPU profile (\`--cpu-prof\`, which slows it somewhat) is in \`${f.cpuProfileDir}\`.`),
     '',
@@ -153,16 +170,19 @@ export function soakMarkdown(f: SoakFigures, config: BenchConfig): string {
           'maintenance runs (failed); longest, total',
           `${f.maintenance.runs} (${f.maintenance.failed}); ${ms(f.maintenance.longestMs)}, ${ms(f.maintenance.totalMs)}${f.maintenance.errors.length > 0 ? ` — ${f.maintenance.errors.join('; ').slice(0, 200)}` : ''}`,
         ],
-        ['RSS at the start / end of ingest (max)', `${mib(f.rssStartBytes)} / ${mib(f.rssEndBytes)} (${mib(f.rssMaxBytes)})`],
-        [`RSS growth, second half (${window(f.secondHalf)})`, `${perHour(f.secondHalf.rssMiBPerHour)} (JS heap ${perHour(f.secondHalf.heapMiBPerHour)}, a sawtooth)`],
-        [`… third quarter (${window(f.thirdQuarter)}) / last quarter (${window(f.lastQuarter)})`, `${perHour(f.thirdQuarter.rssMiBPerHour)} / ${perHour(f.lastQuarter.rssMiBPerHour)}`],
+        ['RSS at the start / end of ingest (max)', `${mib(f.rssStartBytes)} / ${mib(f.rssEndBytes)} (${mib(f.rssMaxBytes)})${residentSplit(f)}`],
+        [`RSS growth, second half (${window(f.secondHalf)})`, `${perHour(f.secondHalf.rssMiBPerHour)} (anonymous ${perHour(f.secondHalf.anonMiBPerHour)}, file-backed ${perHour(f.secondHalf.fileMiBPerHour)}; JS heap ${perHour(f.secondHalf.heapMiBPerHour)}, a sawtooth)`],
+        [
+          `… third quarter (${window(f.thirdQuarter)}) / last quarter (${window(f.lastQuarter)})`,
+          `${perHour(f.thirdQuarter.rssMiBPerHour)} / ${perHour(f.lastQuarter.rssMiBPerHour)} (anonymous ${perHour(f.thirdQuarter.anonMiBPerHour)} / ${perHour(f.lastQuarter.anonMiBPerHour)})`,
+        ],
         ['memory verdict', memoryVerdict(f)],
         ['node event-loop delay, longest during ingest', f.eventLoopDelayMaxMs === undefined ? 'n/a' : ms(f.eventLoopDelayMaxMs)],
         ['settings GET under load p50 / p99 / max', `${ms(f.settingsLatencyUnderLoad.p50Ms)} / ${ms(f.settingsLatencyUnderLoad.p99Ms)} / ${ms(f.settingsLatencyUnderLoad.maxMs)} (${f.settingsLatencyUnderLoad.count} reads)`],
       ],
     ),
     '',
-    table(['phase', 'time', 'backlog', 'watermark seq', 'since last sweep success', 'lastError', 'RSS', 'JS heap used', 'settings GET', 'event-loop delay max since the last reading'], rows),
+    table(['phase', 'time', 'backlog', 'watermark seq', 'since last sweep success', 'lastError', 'RSS (anonymous / file-backed)', 'JS heap used', 'settings GET', 'event-loop delay max since the last reading'], rows),
     '',
   ].join('\n');
 }
