@@ -80,9 +80,11 @@ export function logEndValue(position: WriterPosition): string {
  * Events composed between two yields to the event loop while a group is prepared. A group of
  * 20,000 chained events takes over a second of CPU to compose; without yields every other
  * request of the node (a settings read, a health probe, a search) waited for all of it. At
- * ~50–70 µs per event, 1,000 events hold the loop for well under 100 ms.
+ * ~50–70 µs per event (more on a loaded machine), 250 events hold the loop for about 15 ms: a
+ * request needs several turns of the loop to be answered, and at 1,000 events a turn (60 ms or
+ * more) put a soak's settings reads past 100 ms at p99. A yield costs microseconds.
  */
-export const WRITER_YIELD_EVENTS = 1_000;
+export const WRITER_YIELD_EVENTS = 250;
 
 type PendingOp =
   | { kind: 'append'; events: readonly EncodedEvent[]; options: AppendOptions; resolve: (r: AppendResult) => void; reject: (err: unknown) => void }
