@@ -58,23 +58,45 @@ export function batchOfChecked(checked: CheckedRecord[], skipped = 0): CheckedBa
 
 /** Packs records (seq order) for another thread; the records' `linkedFrom` must point at the previous record's chain hash. */
 export function packCheckedRecords(records: readonly CheckedRecord[], skipped = 0): CheckedBatch {
-  const count = records.length;
-  const seqs = new Float64Array(count);
-  const flags = new Uint8Array(count);
-  const lengths = new Int32Array(count * TEXTS);
-  const parts: string[] = [];
-  const extras: Array<[number, CheckedExtra]> = [];
-  let at = 0;
-  for (let i = 0; i < count; i++) {
+  const writer = new CheckedBatchWriter(records.length, skipped);
+  for (let i = 0; i < records.length; i++) {
     const record = records[i] as CheckedRecord;
-    seqs[i] = record.seq;
-    const { eventId, recordHash, chainHash, fieldCheck, digest } = record;
-    lengths[at++] = eventId.length;
-    parts.push(eventId);
-    at = putText(parts, lengths, at, recordHash);
-    at = putText(parts, lengths, at, chainHash);
-    at = putText(parts, lengths, at, fieldCheck);
-    let flag = 0;
+    if (record.linkedFrom !== undefined) {
+      const previous = records[i - 1];
+      if (previous === undefined || previous.chainHash !== record.linkedFrom) throw new TypeError(`record at seq ${record.seq} links from a chain hash that is not the previous record's`);
+    }
+    writer.add(record, record.linkedFrom !== undefined);
+  }
+  return writer.finish();
+}
+
+/**
+ * Writes checked records (seq order) straight into a batch, one at a time: what
+ * {@link packCheckedRecords} does for records already built as objects, and what checking a
+ * tier file's columns does without building an object for a record that verified as stored.
+ */
+export class CheckedBatchWriter {
+  readonly #seqs: Float64Array;
+  readonly #flags: Uint8Array;
+  readonly #lengths: Int32Array;
+  readonly #parts: string[] = [];
+  readonly #extras: Array<[number, CheckedExtra]> = [];
+  readonly #skipped: number;
+  #count = 0;
+  #at = 0;
+
+  /** `capacity`: records at most. */
+  constructor(capacity: number, skipped = 0) {
+    this.#seqs = new Float64Array(capacity);
+    this.#flags = new Uint8Array(capacity);
+    this.#lengths = new Int32Array(capacity * TEXTS);
+    this.#skipped = skipped;
+  }
+
+  /** A checked record; `linked`: its link from the previous record's stored chain hash holds. */
+  add(record: CheckedRecord, linked: boolean): void {
+    const { digest, recordHash, fieldCheck } = record;
+    let flag = linked ? FLAG_LINKED : 0;
     // Most records carry nothing more: their extra is made only when needed.
     let extra: CheckedExtra | undefined;
     if (digest !== undefined) {
@@ -82,27 +104,54 @@ export function packCheckedRecords(records: readonly CheckedRecord[], skipped = 
       if (digest.recordHash === recordHash && digest.fieldCheck === fieldCheck && digest.content === undefined) flag |= FLAG_DIGEST_AS_STORED;
       else extra = { digest };
     }
-    if (record.linkedFrom !== undefined) {
-      const previous = records[i - 1];
-      if (previous === undefined || previous.chainHash !== record.linkedFrom) throw new TypeError(`record at seq ${record.seq} links from a chain hash that is not the previous record's`);
-      flag |= FLAG_LINKED;
-    }
     if (record.integrity !== undefined) (extra ??= {}).integrity = record.integrity;
     if (record.erased !== undefined) (extra ??= {}).erased = record.erased;
-    flags[i] = flag;
-    if (extra !== undefined) extras.push([i, extra]);
+    this.#put(record.seq, flag, record.eventId, recordHash, record.chainHash, fieldCheck, extra);
   }
-  return { count, skipped, seqs, flags, text: parts.join(''), lengths, extras };
-}
 
-/** Writes one text's length at `at` (-1 when absent) and queues the text; returns the next slot. */
-function putText(parts: string[], lengths: Int32Array, at: number, text: string | undefined): number {
-  if (text === undefined) lengths[at] = -1;
-  else {
-    lengths[at] = text.length;
-    parts.push(text);
+  /**
+   * A record whose values hash to exactly its stored record hash and field check (so the
+   * recomputed digest is the stored texts), without erased fields.
+   */
+  addAsStored(seq: number, eventId: string, recordHash: string, chainHash: string | undefined, fieldCheck: string, integrity: CheckedRecord['integrity'], linked: boolean): void {
+    const flag = FLAG_DIGEST | FLAG_DIGEST_AS_STORED | (linked ? FLAG_LINKED : 0);
+    this.#put(seq, flag, eventId, recordHash, chainHash, fieldCheck, integrity === undefined ? undefined : { integrity });
   }
-  return at + 1;
+
+  /** The batch of the records added. */
+  finish(): CheckedBatch {
+    const count = this.#count;
+    return {
+      count,
+      skipped: this.#skipped,
+      seqs: count === this.#seqs.length ? this.#seqs : this.#seqs.slice(0, count),
+      flags: count === this.#flags.length ? this.#flags : this.#flags.slice(0, count),
+      text: this.#parts.join(''),
+      lengths: count * TEXTS === this.#lengths.length ? this.#lengths : this.#lengths.slice(0, count * TEXTS),
+      extras: this.#extras,
+    };
+  }
+
+  #put(seq: number, flag: number, eventId: string, recordHash: string | undefined, chainHash: string | undefined, fieldCheck: string | undefined, extra: CheckedExtra | undefined): void {
+    const i = this.#count++;
+    this.#seqs[i] = seq;
+    this.#flags[i] = flag;
+    this.#lengths[this.#at++] = eventId.length;
+    this.#parts.push(eventId);
+    this.#text(recordHash);
+    this.#text(chainHash);
+    this.#text(fieldCheck);
+    if (extra !== undefined) this.#extras.push([i, extra]);
+  }
+
+  /** Writes one text's length (-1 when absent) and queues the text. */
+  #text(text: string | undefined): void {
+    if (text === undefined) this.#lengths[this.#at++] = -1;
+    else {
+      this.#lengths[this.#at++] = text.length;
+      this.#parts.push(text);
+    }
+  }
 }
 
 /** The typed arrays a batch can hand over (postMessage's transfer list). */

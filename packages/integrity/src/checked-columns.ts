@@ -1,5 +1,5 @@
-import { batchOfChecked, type CheckedBatch } from './checked-batch.js';
-import { checkRecord, hasErasedFields, type CheckedDigest, type CheckedRecord, type VerifyRecord } from './checked-record.js';
+import { CheckedBatchWriter, type CheckedBatch } from './checked-batch.js';
+import { checkRecord, hasErasedFields, linksFrom, type CheckedDigest, type CheckedRecord, type VerifyRecord } from './checked-record.js';
 import { integrityKindOf } from './integrity-events.js';
 import { stringText, type HashedField } from './record-fields.js';
 import { fieldCheckOf, recordHashOf, type RecordHasher } from './record-hasher.js';
@@ -37,19 +37,91 @@ export interface RecordColumns {
 /**
  * Checks the records of columns into a batch: the same batch {@link checkRecordsToBatch} makes
  * of the same records as objects, with rows without a seq counted as skipped. A record is
- * hashed straight from its columns' values; only one with erased fields (rare) is built as an
- * object and checked the general way.
+ * hashed straight from its columns' values, and one that hashes to exactly its stored record
+ * hash and field check (nearly all) is written into the batch as it is, without a record
+ * object; any other (altered, without chain fields, or with erased fields) is checked the
+ * general way and written from its object.
  */
 export function checkColumnsToBatch(columns: RecordColumns, hasher: RecordHasher): CheckedBatch {
-  const checked: CheckedRecord[] = [];
+  const { count } = columns;
+  /** Rows with a seq, in row order; sorted by seq below unless they already are. */
+  const rows: number[] = [];
+  /** By row: 1 when it hashed to exactly what is stored. */
+  const asStored = new Uint8Array(count);
+  /** By row: the general check of a row that did not. */
+  const general = new Map<number, CheckedRecord>();
   let skipped = 0;
-  for (let i = 0; i < columns.count; i++) {
+  let ascending = true;
+  let lastSeq = -Infinity;
+  for (let i = 0; i < count; i++) {
     const seq = columns.seq[i];
-    if (seq === undefined) skipped++;
-    else if (hasErasedFields(columns.erased[i])) checked.push(checkRecord(recordAt(columns, i, seq), hasher));
-    else checked.push(checkRow(columns, i, seq, hasher));
+    if (seq === undefined) {
+      skipped++;
+      continue;
+    }
+    if (hasErasedFields(columns.erased[i])) general.set(i, checkRecord(recordAt(columns, i, seq), hasher));
+    else if (rowMatchesStored(columns, i, seq, hasher)) asStored[i] = 1;
+    else general.set(i, checkRow(columns, i, seq, hasher));
+    rows.push(i);
+    if (seq < lastSeq) ascending = false;
+    lastSeq = seq;
   }
-  return batchOfChecked(checked, skipped);
+  // A tier file holds its rows in event time order, which is nearly always seq order too.
+  // Array sort is stable: copies of one seq keep their row order, as the object path's sort does.
+  if (!ascending) rows.sort((a, b) => (columns.seq[a] as number) - (columns.seq[b] as number));
+  const writer = new CheckedBatchWriter(rows.length, skipped);
+  let previousSeq = -1;
+  let previousChainHash: string | undefined;
+  for (const i of rows) {
+    const seq = columns.seq[i] as number;
+    const chainHash = columns.chainHash[i];
+    if (asStored[i] === 1) {
+      const recordHash = columns.recordHash[i] as string;
+      const source = columns.source[i] as string;
+      const action = columns.action[i] as string;
+      const kind = integrityKindOf(source, action);
+      const integrity = kind === undefined ? undefined : { kind, action, details: columns.details[i] as string };
+      writer.addAsStored(seq, columns.eventId[i] as string, recordHash, chainHash, columns.fieldCheck[i] as string, integrity, linksFrom(previousSeq, previousChainHash, seq, recordHash, chainHash));
+    } else {
+      const record = general.get(i) as CheckedRecord;
+      writer.add(record, linksFrom(previousSeq, previousChainHash, seq, record.digest?.recordHash, chainHash));
+    }
+    previousSeq = seq;
+    previousChainHash = chainHash;
+  }
+  return writer.finish();
+}
+
+/**
+ * Whether a row without erased fields hashes to exactly its stored record hash and field check
+ * ({@link RecordHasher.matchesStored}); throws for a bad seq as {@link checkRecord} does.
+ */
+function rowMatchesStored(columns: RecordColumns, i: number, seq: number, hasher: RecordHasher): boolean {
+  if (!Number.isSafeInteger(seq) || seq < 1) throw new TypeError(`record seq must be a positive integer, got ${seq}`);
+  const recordHash = columns.recordHash[i];
+  const fieldCheck = columns.fieldCheck[i];
+  if (recordHash === undefined || fieldCheck === undefined) return false;
+  const sourceId = columns.sourceId[i];
+  const sourceSeq = columns.sourceSeq[i];
+  return hasher.matchesStored(
+    seq,
+    columns.term[i] as number,
+    columns.ingestTs[i] as number,
+    columns.timestamp[i] as number,
+    stringText(columns.eventId[i] as string),
+    sourceId === undefined ? '' : stringText(sourceId),
+    sourceSeq === undefined ? '' : String(sourceSeq),
+    columns.userId[i] as string,
+    columns.source[i] as string,
+    columns.action[i] as string,
+    columns.resource[i] as string,
+    columns.decision[i] as string,
+    columns.tables[i] as string,
+    columns.query[i] as string,
+    columns.details[i] as string,
+    recordHash,
+    fieldCheck,
+  );
 }
 
 /** {@link checkRecord} of a row without erased fields, from its values in place. */

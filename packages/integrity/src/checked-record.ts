@@ -104,7 +104,16 @@ export function linkCheckedRecords(records: readonly CheckedRecord[]): void {
   for (let i = 1; i < records.length; i++) {
     const record = records[i] as CheckedRecord;
     const previous = records[i - 1] as CheckedRecord;
-    if (previous.seq !== record.seq - 1 || previous.chainHash === undefined || record.digest === undefined || record.chainHash === undefined) continue;
-    if (chainHash(previous.chainHash, record.digest.recordHash) === record.chainHash) record.linkedFrom = previous.chainHash;
+    if (linksFrom(previous.seq, previous.chainHash, record.seq, record.digest?.recordHash, record.chainHash)) record.linkedFrom = previous.chainHash;
   }
+}
+
+/**
+ * Whether a record (its seq, recomputed record hash and stored chain hash) links from the
+ * record before it in a batch: that one is at seq - 1 and SHA-256 of its stored chain hash and
+ * this record hash is this stored chain hash.
+ */
+export function linksFrom(previousSeq: number, previousChainHash: string | undefined, seq: number, recordHash: string | undefined, storedChainHash: string | undefined): boolean {
+  if (previousSeq !== seq - 1 || previousChainHash === undefined || recordHash === undefined || storedChainHash === undefined) return false;
+  return chainHash(previousChainHash, recordHash) === storedChainHash;
 }

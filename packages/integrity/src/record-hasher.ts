@@ -187,6 +187,71 @@ export class RecordHasher {
     return { hash: sha256Hex(`auditlake-content/2\n${timestampText}\n${eventIdText}\n${sourceIdText}\n${sourceSeqText}\n${fieldHashes}`), check };
   }
 
+  /**
+   * Whether a record without erased fields, given as {@link contentOfTexts} takes it plus its
+   * place, hashes to exactly the stored record hash and field check: the verifier's question for
+   * nearly every record. The same hashes as {@link contentOfTexts} then {@link recordHashOf},
+   * but the field check is compared with the stored one part by part instead of being built,
+   * and no digest object is made: a record for which this is false is checked again the general
+   * way, which says what differs.
+   */
+  matchesStored(
+    seq: number,
+    term: number,
+    ingestTs: number,
+    timestamp: number,
+    eventIdText: string,
+    sourceIdText: string,
+    sourceSeqText: string,
+    userId: string,
+    source: string,
+    action: string,
+    resource: string,
+    decision: string,
+    tables: string,
+    query: string,
+    details: string,
+    storedRecordHash: string,
+    storedFieldCheck: string,
+  ): boolean {
+    const check = storedFieldCheck;
+    if (check.length !== FIELD_CHECK_LENGTH) return false;
+    const userHash = this.#userId.get(userId);
+    const sourceHash = this.#source.get(source);
+    const actionHash = this.#action.get(action);
+    const resourceHash = this.#resource.get(resource);
+    const decisionHash = this.#decision.get(decision);
+    const tablesHash = sha256Hex(tables);
+    const queryHash = sha256Hex(query);
+    const detailsHash = sha256Hex(details);
+    const timestampText = String(timestamp);
+    const termText = String(term);
+    const ingestTsText = String(ingestTs);
+    // The parts in CHECKED_FIELDS order, 4 hex digits each (see fieldCheckOf).
+    if (
+      !holdsFold(check, 0, fnvFold(eventIdText)) ||
+      !check.startsWith(userHash.check, 4) ||
+      !check.startsWith(sourceHash.check, 8) ||
+      !check.startsWith(actionHash.check, 12) ||
+      !check.startsWith(resourceHash.check, 16) ||
+      !check.startsWith(decisionHash.check, 20) ||
+      !holdsPrefix(check, 24, tablesHash) ||
+      !holdsPrefix(check, 28, queryHash) ||
+      !holdsPrefix(check, 32, detailsHash) ||
+      !holdsFold(check, 36, fnvFold(timestampText)) ||
+      !holdsFold(check, 40, fnvFold(ingestTsText)) ||
+      !holdsFold(check, 44, fnvFold(termText)) ||
+      !holdsFold(check, 48, fnvFold(sourceIdText)) ||
+      !holdsFold(check, 52, fnvFold(sourceSeqText))
+    ) {
+      return false;
+    }
+    const content = sha256Hex(
+      `auditlake-content/2\n${timestampText}\n${eventIdText}\n${sourceIdText}\n${sourceSeqText}\n${userHash.digest}${sourceHash.digest}${actionHash.digest}${resourceHash.digest}${decisionHash.digest}${tablesHash}${queryHash}${detailsHash}`,
+    );
+    return sha256Hex(`auditlake-record/2\n${seq}\n${termText}\n${ingestTsText}\n${content}`) === storedRecordHash;
+  }
+
   /** The content part of a record with erased fields: the general form, field by field. */
   #contentErased(record: Omit<CanonicalRecord, 'seq' | 'term' | 'ingestTs'>): RecordContent {
     const erased = record.erased;
@@ -244,14 +309,37 @@ export function splitFieldCheck(check: string): Map<string, string> {
 
 /** FNV-1a over the UTF-16 code units, folded to 16 bits, as 4 hex digits. */
 function shortCheck(text: string): string {
+  const check = fnvFold(text);
+  return String.fromCharCode(HEX_DIGIT[check >>> 12] as number, HEX_DIGIT[(check >>> 8) & 15] as number, HEX_DIGIT[(check >>> 4) & 15] as number, HEX_DIGIT[check & 15] as number);
+}
+
+/** FNV-1a (32-bit) over the UTF-16 code units, folded to 16 bits: a short check's value. */
+function fnvFold(text: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < text.length; i++) {
     h ^= text.charCodeAt(i);
     h = Math.imul(h, 0x01000193);
   }
-  const check = (h ^ (h >>> 16)) & 0xffff;
-  return String.fromCharCode(HEX_DIGIT[check >>> 12] as number, HEX_DIGIT[(check >>> 8) & 15] as number, HEX_DIGIT[(check >>> 4) & 15] as number, HEX_DIGIT[check & 15] as number);
+  return (h ^ (h >>> 16)) & 0xffff;
 }
+
+/** Whether `check` holds, at `at`, the 4 hex digits of `fold` (compared without building them). */
+function holdsFold(check: string, at: number, fold: number): boolean {
+  return (
+    check.charCodeAt(at) === HEX_DIGIT[fold >>> 12] &&
+    check.charCodeAt(at + 1) === HEX_DIGIT[(fold >>> 8) & 15] &&
+    check.charCodeAt(at + 2) === HEX_DIGIT[(fold >>> 4) & 15] &&
+    check.charCodeAt(at + 3) === HEX_DIGIT[fold & 15]
+  );
+}
+
+/** Whether `check` holds, at `at`, the first 4 hex digits of `digest`. */
+function holdsPrefix(check: string, at: number, digest: string): boolean {
+  return check.charCodeAt(at) === digest.charCodeAt(0) && check.charCodeAt(at + 1) === digest.charCodeAt(1) && check.charCodeAt(at + 2) === digest.charCodeAt(2) && check.charCodeAt(at + 3) === digest.charCodeAt(3);
+}
+
+/** 4 hex digits per CHECKED_FIELDS entry. */
+const FIELD_CHECK_LENGTH = 4 * CHECKED_FIELDS.length;
 
 /** Char codes of the lower-case hex digits. */
 const HEX_DIGIT = [...'0123456789abcdef'].map((c) => c.charCodeAt(0));

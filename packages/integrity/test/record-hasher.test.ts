@@ -104,6 +104,54 @@ describe('RecordHasher', () => {
     );
   });
 
+  it('says a record matches its stored hashes only when both are exactly what docs/integrity.md defines', () => {
+    const hasher = new RecordHasher();
+    const matches = (record: RecordValues, recordHash: string, fieldCheck: string) =>
+      hasher.matchesStored(
+        record.seq,
+        record.term,
+        record.ingestTs,
+        record.timestamp,
+        JSON.stringify(record.eventId),
+        record.sourceId === undefined ? '' : JSON.stringify(record.sourceId),
+        record.sourceSeq === undefined ? '' : String(record.sourceSeq),
+        record.userId,
+        record.source,
+        record.action,
+        record.resource,
+        record.decision,
+        record.tables.join(','),
+        record.query,
+        record.details,
+        recordHash,
+        fieldCheck,
+      );
+    fc.assert(
+      fc.property(values, fc.nat(), (record, at) => {
+        const want = referenceDigest(record);
+        // Twice: the second time the cached field hashes answer.
+        expect(matches(record, want.recordHash, want.fieldCheck)).toBe(true);
+        expect(matches(record, want.recordHash, want.fieldCheck)).toBe(true);
+        // Any one digit of either stored text changed, or the field check cut short: no match.
+        const flip = (text: string, i: number) => `${text.slice(0, i)}${text[i] === '0' ? '1' : '0'}${text.slice(i + 1)}`;
+        expect(matches(record, flip(want.recordHash, at % 64), want.fieldCheck)).toBe(false);
+        expect(matches(record, want.recordHash, flip(want.fieldCheck, at % 56))).toBe(false);
+        expect(matches(record, want.recordHash, want.fieldCheck.slice(0, 52))).toBe(false);
+        // Any value changed: no match (its record hash, and nearly always its field check, differ).
+        expect(matches({ ...record, details: `${record.details}.` }, want.recordHash, want.fieldCheck)).toBe(false);
+        expect(matches({ ...record, seq: record.seq + 1 }, want.recordHash, want.fieldCheck)).toBe(false);
+      }),
+      { numRuns: 300 },
+    );
+    // Every part of the field check is compared: one digit changed in each 4-digit part.
+    const want = referenceDigest(BASE);
+    for (let part = 0; part < 14; part++) {
+      const i = part * 4 + 1;
+      const edited = `${want.fieldCheck.slice(0, i)}${want.fieldCheck[i] === 'f' ? 'e' : 'f'}${want.fieldCheck.slice(i + 1)}`;
+      expect(matches(BASE, want.recordHash, edited)).toBe(false);
+    }
+  });
+
   it('takes an erased field from its kept hash, never from the marker it holds', () => {
     const kept = sha256(BASE.query);
     const erased = { ...BASE, query: '[erased by auditlake]', erased: { query: kept } };
