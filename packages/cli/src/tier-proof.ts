@@ -19,11 +19,8 @@ import { AuditError, AuditErrorCode } from '@auditlake/model';
 import type { VerifyChecks } from './verify-checks.js';
 import type { TierLocationOption } from './verify-options.js';
 
-/** What a tier gives the verifier: its records checked (a batch per data file) and the proof kept beside them. */
-export interface TierProof {
-  /** One batch per committed data file, in the order the tier lists them; merge them by seq. */
-  batches: CheckedBatch[];
-  legacyRows: number;
+/** What a tier says of itself before its records are checked: the proof kept beside them, and where it ends. */
+export interface TierProofStart {
   files: number;
   checkpoints: FoundCheckpoint[];
   keys: ShownKey[];
@@ -31,15 +28,27 @@ export interface TierProof {
   head: { seq: number; where: string } | undefined;
 }
 
+/** What a tier gives the verifier: its records checked (a batch per data file) and the proof kept beside them. */
+export interface TierProof extends TierProofStart {
+  /** One batch per committed data file, in the order the tier lists them; merge them by seq. */
+  batches: CheckedBatch[];
+  legacyRows: number;
+}
+
+/** Told of each data file's batch as soon as it is checked: its number in the tier's listing, and the batch. */
+export type TierBatchListener = (index: number, batch: CheckedBatch) => void;
+
 const CONNECTION_ID = 'verify';
 
 /**
- * Reads a tier from the bucket alone: every committed data file (through the Parquet commit
- * markers or the Iceberg table's current snapshot), checked by `checks` as it arrives, the
- * `_integrity/` objects beside it and, for Iceberg, the checkpoint the current snapshot's
- * summary carries.
+ * Reads a tier from the bucket alone: the `_integrity/` objects beside it and, for Iceberg, the
+ * checkpoint the current snapshot's summary carries, then every committed data file (through
+ * the Parquet commit markers or the Iceberg table's current snapshot), checked by `checks` as it
+ * arrives. `started`, when given, is told what the tier says of itself once that is read and
+ * before any file is checked, and may return a listener for each file's batch as it comes (so
+ * a fold can run while later files are still being checked).
  */
-export async function readTierProof(tier: TierLocationOption, checks: VerifyChecks): Promise<TierProof> {
+export async function readTierProof(tier: TierLocationOption, checks: VerifyChecks, started?: (start: TierProofStart) => TierBatchListener | undefined): Promise<TierProof> {
   const location = parseS3Location(tier.location);
   if (!location) throw new AuditError(AuditErrorCode.BAD_REQUEST, `not an s3://bucket/prefix location: ${tier.location}`);
   const connections = new S3Connections(
@@ -70,17 +79,15 @@ export async function readTierProof(tier: TierLocationOption, checks: VerifyChec
       source = new IcebergTierSource(connections, table);
     }
     const files = await source.listFiles();
-    const batches = await checkFiles(source, files, checks);
+    // The proof is read right after the listing, not after every file is checked: the fold
+    // needs its checkpoints from the start (and a tier being written meanwhile has less time
+    // to gain a checkpoint past the files listed).
     const proof = await readIntegrityObjects(objects, location.prefix);
     for (const object of proof.checkpoints) checkpoints.push(found(object.text, objects.url(object.key)));
-    return {
-      batches,
-      legacyRows: batches.reduce((sum, batch) => sum + batch.skipped, 0),
-      files: files.length,
-      checkpoints,
-      keys: proof.keys.map((object) => ({ text: object.text, where: objects.url(object.key) })),
-      head,
-    };
+    const start: TierProofStart = { files: files.length, checkpoints, keys: proof.keys.map((object) => ({ text: object.text, where: objects.url(object.key) })), head };
+    const listener = started?.(start);
+    const batches = await checkFiles(source, files, checks, listener);
+    return { ...start, batches, legacyRows: batches.reduce((sum, batch) => sum + batch.skipped, 0) };
   } finally {
     await source?.close();
     connections.close();
@@ -91,7 +98,7 @@ export async function readTierProof(tier: TierLocationOption, checks: VerifyChec
  * Fetches every file whole and has it checked, a few at a time: while the checks decode and
  * hash some files, the next ones are being fetched, and at most that many are held at once.
  */
-async function checkFiles(source: TierSource, files: readonly TierFile[], checks: VerifyChecks): Promise<CheckedBatch[]> {
+async function checkFiles(source: TierSource, files: readonly TierFile[], checks: VerifyChecks, listener: TierBatchListener | undefined): Promise<CheckedBatch[]> {
   const batches: CheckedBatch[] = new Array<CheckedBatch>(files.length);
   const lanes = Math.min(files.length, Math.max(2, 2 * checks.threads));
   let next = 0;
@@ -101,7 +108,9 @@ async function checkFiles(source: TierSource, files: readonly TierFile[], checks
       const at = next++;
       try {
         const bytes = await source.open(files[at] as TierFile);
-        batches[at] = await checks.check({ parquet: await bytes.slice(0, bytes.byteLength) });
+        const batch = await checks.check({ parquet: await bytes.slice(0, bytes.byteLength) });
+        batches[at] = batch;
+        if (!failed) listener?.(at, batch);
       } catch (err) {
         failed = true;
         throw err;

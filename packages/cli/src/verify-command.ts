@@ -3,6 +3,7 @@ import type { KeyObject } from 'node:crypto';
 import {
   ChainVerifier,
   CheckedBatchReader,
+  ArrivingBatchMerge,
   mergeCheckedBatches,
   parseSignedCheckpoint,
   readPublicKeyPem,
@@ -16,9 +17,9 @@ import {
 } from '@auditlake/integrity';
 import { AuditError, AuditErrorCode, isAuditError } from '@auditlake/model';
 import { NodeClient } from './node-client.js';
-import { readTierProof } from './tier-proof.js';
+import { readTierProof, type TierProofStart } from './tier-proof.js';
 import { VerifyChecks } from './verify-checks.js';
-import { parseVerifyOptions, type VerifyOptions } from './verify-options.js';
+import { parseVerifyOptions, type TierLocationOption, type VerifyOptions } from './verify-options.js';
 
 /** Records asked of a node per page. */
 const NODE_PAGE = 10_000;
@@ -75,9 +76,39 @@ export async function verifyHistory(options: VerifyOptions): Promise<VerifyRepor
 
 async function verifyWith(options: VerifyOptions, checks: VerifyChecks): Promise<VerifyReport> {
   const pinnedKeys = await Promise.all(options.publicKeyFiles.map(readPinnedKey));
+  if (options.tier !== undefined && options.node === undefined) return verifyTierAlone(options.tier, options, pinnedKeys, checks);
   const tier = options.tier === undefined ? undefined : await readTierProof(options.tier, checks);
   const client = options.node === undefined ? undefined : new NodeClient({ url: options.node.url, token: options.node.token });
   const view = client === undefined ? undefined : await readView(client);
+  const verifier = new ChainVerifier(verifierOptionsOf(options, pinnedKeys, tier, view, client));
+  await feed(verifier, tier?.batches ?? [], client === undefined ? undefined : nodeRecords(client, checks));
+  return verifier.finish();
+}
+
+/**
+ * A tier alone: its records are folded while its files are still being checked
+ * ({@link ArrivingBatchMerge}), instead of after all of them. When the tier's listing turns out
+ * not to allow that, all its batches are folded again from the start through the merge, as
+ * {@link feed} does: the same records in the same order either way.
+ */
+async function verifyTierAlone(location: TierLocationOption, options: VerifyOptions, pinnedKeys: KeyObject[], checks: VerifyChecks): Promise<VerifyReport> {
+  let verifier: ChainVerifier | undefined;
+  let early: ArrivingBatchMerge | undefined;
+  const tier = await readTierProof(location, checks, (start) => {
+    const folding = new ChainVerifier(verifierOptionsOf(options, pinnedKeys, start, undefined, undefined));
+    verifier = folding;
+    early = new ArrivingBatchMerge((record) => folding.addChecked(record));
+    return (index, batch) => early?.arrive(index, batch);
+  });
+  early?.finish();
+  if (verifier !== undefined && early?.inOrder === true) return verifier.finish();
+  const again = new ChainVerifier(verifierOptionsOf(options, pinnedKeys, tier, undefined, undefined));
+  await feed(again, tier.batches, undefined);
+  return again.finish();
+}
+
+/** The verifier's options: what the command line pins, and what the tier and the node show. */
+function verifierOptionsOf(options: VerifyOptions, pinnedKeys: KeyObject[], tier: TierProofStart | undefined, view: NodeIntegrityView | undefined, client: NodeClient | undefined): ChainVerifierOptions {
   const checkpoints: FoundCheckpoint[] = [...(tier?.checkpoints ?? [])];
   const shownKeys: ShownKey[] = [...(tier?.keys ?? [])];
   if (view !== undefined && client !== undefined) {
@@ -93,9 +124,7 @@ async function verifyWith(options: VerifyOptions, checks: VerifyChecks): Promise
   } else if (tier?.head !== undefined) {
     verifierOptions.head = { seq: tier.head.seq, chainHash: undefined, where: tier.head.where };
   }
-  const verifier = new ChainVerifier(verifierOptions);
-  await feed(verifier, tier?.batches ?? [], client === undefined ? undefined : nodeRecords(client, checks));
-  return verifier.finish();
+  return verifierOptions;
 }
 
 async function readPinnedKey(file: string): Promise<KeyObject> {

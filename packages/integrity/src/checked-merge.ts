@@ -63,3 +63,79 @@ function down(heap: Head[], i: number): void {
     i = smallest;
   }
 }
+
+/**
+ * The merge of {@link mergeCheckedBatches}, fed to the fold while the batches are still
+ * arriving (in any order, each numbered by its place in the merge's order): a tier's data files
+ * are folded while later files are still being checked, instead of after all of them.
+ *
+ * A record is fed only once every batch that could still hold a lower seq — or an earlier copy
+ * of its own — has arrived, which only the batches themselves can tell. So this guesses, and
+ * checks the guess: when batches 0..k have all arrived, it feeds the arrived records below the
+ * first seq of batch k (a tier lists its files in commit order, and a later file starts above
+ * the commits before it); and every batch that arrives must hold only seqs above every seq fed
+ * so far. A batch that does not turns {@link inOrder} false and nothing more is fed: the caller
+ * then folds all the batches again from the start through {@link mergeCheckedBatches}. Either
+ * way the fold sees the records in the merge's order.
+ */
+export class ArrivingBatchMerge {
+  readonly #feed: (record: CheckedRecord) => void;
+  readonly #heap: Head[] = [];
+  readonly #arrived = new Map<number, number | undefined>();
+  /** Batches 0..#prefix-1 have all arrived. */
+  #prefix = 0;
+  #lastFed = -Infinity;
+  #inOrder = true;
+
+  constructor(feed: (record: CheckedRecord) => void) {
+    this.#feed = feed;
+  }
+
+  /** False once a batch arrived holding a seq at or below one already fed (what was fed must then be discarded). */
+  get inOrder(): boolean {
+    return this.#inOrder;
+  }
+
+  /** Batch number `index` (each number once) has arrived; feeds what is then known to come next. */
+  arrive(index: number, batch: CheckedBatch): void {
+    if (!this.#inOrder) return;
+    const reader = new CheckedBatchReader(batch);
+    const first = reader.peekSeq();
+    if (first !== undefined && first <= this.#lastFed) {
+      this.#inOrder = false;
+      this.#heap.length = 0;
+      return;
+    }
+    if (first !== undefined) push(this.#heap, { seq: first, order: index, reader });
+    this.#arrived.set(index, first);
+    let bound: number | undefined;
+    while (this.#arrived.has(this.#prefix)) bound = this.#arrived.get(this.#prefix++) ?? bound;
+    if (bound !== undefined) this.#feedBelow(bound);
+  }
+
+  /** Every batch has arrived: feeds the rest. */
+  finish(): void {
+    if (this.#inOrder) this.#feedBelow(Infinity);
+  }
+
+  #feedBelow(bound: number): void {
+    const heap = this.#heap;
+    while (heap.length > 0 && (heap[0] as Head).seq < bound) {
+      const head = heap[0] as Head;
+      const record = head.reader.next() as CheckedRecord;
+      this.#lastFed = record.seq;
+      this.#feed(record);
+      const seq = head.reader.peekSeq();
+      if (seq === undefined) {
+        const last = heap.pop() as Head;
+        if (heap.length > 0) {
+          heap[0] = last;
+          down(heap, 0);
+        }
+      } else {
+        head.seq = seq;
+        down(heap, 0);
+      }
+    }
+  }
+}

@@ -8,6 +8,7 @@ import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AuditErrorCode } from '@auditlake/model';
 import {
+  ArrivingBatchMerge,
   ChainVerifier,
   CheckedBatchReader,
   checkRecord,
@@ -145,6 +146,68 @@ describe('checked batches', () => {
     const merged = [...mergeCheckedBatches([batchOf(odd), batchOf(even), batchOf([copy])])];
     expect(merged.map((r) => r.seq)).toEqual([...log.records.map((r) => r.seq), 3].sort((a, b) => a - b));
     expect(merged.filter((r) => r.seq === 3).map((r) => r.eventId)).toEqual([log.records[2]!.eventId, 'the-copy']);
+  });
+});
+
+describe('the merge of batches still arriving', () => {
+  const log = makeLog({ count: 40, every: 50, withSource: false });
+  const hasher = new RecordHasher();
+  const batchOf = (records: VerifyRecord[]) => packCheckedRecords(sorted(records).map((r) => checkRecord(r, hasher)));
+
+  /** Feeds the batches in the arrival order given; what was fed, or undefined when the merge gave up. */
+  function arriving(batches: ReturnType<typeof batchOf>[], arrival: number[]): CheckedRecord[] | undefined {
+    const fed: CheckedRecord[] = [];
+    const merge = new ArrivingBatchMerge((record) => fed.push(record));
+    for (const index of arrival) merge.arrive(index, batches[index]!);
+    merge.finish();
+    return merge.inOrder ? fed : undefined;
+  }
+
+  it('feeds exactly the merge, whatever the batches and the order they arrive in, or gives up', () => {
+    let gaveUp = 0;
+    let fedAll = 0;
+    fc.assert(
+      fc.property(
+        fc.array(fc.array(fc.integer({ min: 0, max: 39 }), { maxLength: 12 }), { minLength: 1, maxLength: 6 }),
+        fc.nat(),
+        (picks, seed) => {
+          const batches = picks.map((pick) => batchOf(pick.map((i) => ({ ...log.records[i]!, eventId: `${log.records[i]!.eventId}-${pick.length}` }))));
+          const arrival = batches.map((_, i) => i).sort((a, b) => ((a * 7919 + seed) % 13) - ((b * 7919 + seed) % 13) || a - b);
+          const fed = arriving(batches, arrival);
+          if (fed === undefined) gaveUp++;
+          else {
+            fedAll++;
+            expect(fed).toEqual([...mergeCheckedBatches(batches)]);
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+    expect(gaveUp).toBeGreaterThan(0);
+    expect(fedAll).toBeGreaterThan(0);
+  });
+
+  it('does not give up on files listed in commit order, one per day, whose seq ranges overlap at each day boundary', () => {
+    // Commits of 10 records; each split into the days of their event times, which cross a day
+    // boundary slightly out of seq order (as events arrive).
+    const byFile: VerifyRecord[][] = [
+      log.records.slice(0, 6),
+      log.records.slice(6, 10),
+      log.records.slice(10, 20),
+      [...log.records.slice(20, 25), log.records[26]!],
+      [log.records[25]!, ...log.records.slice(27, 30)],
+      log.records.slice(30, 40),
+    ];
+    byFile[0]!.push(byFile[1]!.shift()!);
+    const batches = byFile.map(batchOf);
+    for (const arrival of [
+      [0, 1, 2, 3, 4, 5],
+      [1, 0, 3, 2, 5, 4],
+      [5, 4, 3, 2, 1, 0],
+      [2, 0, 4, 1, 5, 3],
+    ]) {
+      expect(arriving(batches, arrival)).toEqual([...mergeCheckedBatches(batches)]);
+    }
   });
 });
 
