@@ -1,6 +1,9 @@
 import { CheckedBatchReader, type CheckedBatch } from './checked-batch.js';
 import type { CheckedRecord } from './checked-record.js';
 
+/** How many of the last batches of the arrived prefix bound what is fed (see ArrivingBatchMerge). */
+const PREFIX_WINDOW = 4;
+
 interface Head {
   seq: number;
   order: number;
@@ -72,9 +75,9 @@ function down(heap: Head[], i: number): void {
  * A record is fed only once every batch that could still hold a lower seq — or an earlier copy
  * of its own — has arrived, which only the batches themselves can tell. So this guesses, and
  * checks the guess: when batches 0..k have all arrived, it feeds the arrived records below the
- * first seq of batch k (a tier lists its files in commit order, and a later file starts above
- * the commits before it); and every batch that arrives must hold only seqs above every seq fed
- * so far. A batch that does not turns {@link inOrder} false and nothing more is fed: the caller
+ * lowest first seq of the last few of them (a tier lists its files by day partition and commit,
+ * so a file starts above all but the last few files listed before it, measured on the
+ * benchmark's tier); and every batch that arrives must hold only seqs above every seq fed so far. A batch that does not turns {@link inOrder} false and nothing more is fed: the caller
  * then folds all the batches again from the start through {@link mergeCheckedBatches}. Either
  * way the fold sees the records in the merge's order.
  */
@@ -84,6 +87,8 @@ export class ArrivingBatchMerge {
   readonly #arrived = new Map<number, number | undefined>();
   /** Batches 0..#prefix-1 have all arrived. */
   #prefix = 0;
+  /** The first seqs of the last (non-empty) batches of that prefix, PREFIX_WINDOW at most. */
+  readonly #recentFirsts: number[] = [];
   #lastFed = -Infinity;
   #inOrder = true;
 
@@ -108,9 +113,14 @@ export class ArrivingBatchMerge {
     }
     if (first !== undefined) push(this.#heap, { seq: first, order: index, reader });
     this.#arrived.set(index, first);
-    let bound: number | undefined;
-    while (this.#arrived.has(this.#prefix)) bound = this.#arrived.get(this.#prefix++) ?? bound;
-    if (bound !== undefined) this.#feedBelow(bound);
+    const before = this.#prefix;
+    while (this.#arrived.has(this.#prefix)) {
+      const seq = this.#arrived.get(this.#prefix++);
+      if (seq !== undefined) this.#recentFirsts.push(seq);
+    }
+    if (this.#prefix === before) return;
+    if (this.#recentFirsts.length > PREFIX_WINDOW) this.#recentFirsts.splice(0, this.#recentFirsts.length - PREFIX_WINDOW);
+    if (this.#recentFirsts.length > 0) this.#feedBelow(Math.min(...this.#recentFirsts));
   }
 
   /** Every batch has arrived: feeds the rest. */
