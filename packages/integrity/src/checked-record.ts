@@ -1,5 +1,5 @@
 import { integrityKindOf, type IntegrityEventKind } from './integrity-events.js';
-import { canonicalRecord, erasedText, type HashedField, type RecordValues } from './record-fields.js';
+import { canonicalRecord, erasedText, stringText, tablesText, type HashedField, type RecordValues } from './record-fields.js';
 import { chainHash, fieldCheckOf, recordHashOf, type RecordHasher } from './record-hasher.js';
 
 /** One record as a source gives it: its values and the chain fields stored with it. */
@@ -61,7 +61,10 @@ export function checkRecord(record: VerifyRecord, hasher: RecordHasher): Checked
   // marker check reads; any other is hashed from its values as they are.
   const canonical = hasErasedFields(record.erased) ? canonicalRecord(record) : undefined;
   let digest: CheckedDigest | undefined;
-  if (record.recordHash !== undefined) {
+  if (canonical === undefined && record.recordHash !== undefined && record.fieldCheck !== undefined && matchesStored(record, record.recordHash, record.fieldCheck, hasher)) {
+    // Nearly every record: what was recomputed is exactly what is stored.
+    digest = { recordHash: record.recordHash, fieldCheck: record.fieldCheck, content: undefined };
+  } else if (record.recordHash !== undefined) {
     const content = canonical === undefined ? hasher.contentOfValues(record) : hasher.content(canonical);
     const recordHash = recordHashOf(record.seq, record.term, record.ingestTs, content);
     digest = {
@@ -87,6 +90,29 @@ export function checkRecord(record: VerifyRecord, hasher: RecordHasher): Checked
     erased,
     linkedFrom: undefined,
   };
+}
+
+/** {@link RecordHasher.matchesStored} of a record without erased fields, from its values. */
+function matchesStored(record: VerifyRecord, recordHash: string, fieldCheck: string, hasher: RecordHasher): boolean {
+  return hasher.matchesStored(
+    record.seq,
+    record.term,
+    record.ingestTs,
+    record.timestamp,
+    stringText(record.eventId),
+    record.sourceId === undefined ? '' : stringText(record.sourceId),
+    record.sourceSeq === undefined ? '' : String(record.sourceSeq),
+    record.userId,
+    record.source,
+    record.action,
+    record.resource,
+    record.decision,
+    tablesText(record.tables),
+    record.query,
+    record.details,
+    recordHash,
+    fieldCheck,
+  );
 }
 
 /** True when a record's `erased` names at least one field (an empty object is none). */
