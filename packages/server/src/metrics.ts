@@ -1,6 +1,36 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /**
+ * How long a measured store size is reported before the store is measured again. Measuring
+ * stats every LevelDB file of the store — tens of thousands after a year of history — on the
+ * thread pool LevelDB's reads and synced writes also wait on; a scraper every second (a soak's,
+ * a dashboard's) kept it busy for nothing, as the size moves slowly.
+ */
+export const STORE_SIZE_MAX_AGE_MS = 15_000;
+
+/**
+ * `measure`, called at most once per `maxAgeMs`: a call within that time of the last
+ * measurement answers it again, and calls while one is under way share it. A failed
+ * measurement is not kept.
+ */
+export function measuredAtMostEvery<T>(maxAgeMs: number, measure: () => Promise<T>, now: () => number = () => performance.now()): () => Promise<T> {
+  let last: { value: T; atMs: number } | undefined;
+  let running: Promise<T> | undefined;
+  return () => {
+    if (last !== undefined && now() - last.atMs < maxAgeMs) return Promise.resolve(last.value);
+    running ??= measure()
+      .then((value) => {
+        last = { value, atMs: now() };
+        return value;
+      })
+      .finally(() => {
+        running = undefined;
+      });
+    return running;
+  };
+}
+
+/**
  * The node's Prometheus metrics, in a registry of its own so several nodes in one process
  * (tests, benchmarks) never share counters.
  */
@@ -36,6 +66,7 @@ export class NodeMetrics {
   });
 
   constructor(storeSizeBytes: () => Promise<number>, outboxCount: () => number) {
+    const storeSize = measuredAtMostEvery(STORE_SIZE_MAX_AGE_MS, storeSizeBytes);
     // The standard process and Node.js metrics (CPU, memory, event loop lag, GC, handles).
     collectDefaultMetrics({ register: this.registry });
     new Gauge({
@@ -48,10 +79,10 @@ export class NodeMetrics {
     });
     new Gauge({
       name: 'auditlake_store_size_bytes',
-      help: 'Bytes of the local LevelDB store on disk',
+      help: `Bytes of the local LevelDB store on disk (measured at most every ${STORE_SIZE_MAX_AGE_MS / 1000} s)`,
       registers: [this.registry],
       async collect() {
-        this.set(await storeSizeBytes());
+        this.set(await storeSize());
       },
     });
   }

@@ -1,46 +1,46 @@
-// Goal: /metrics carries what an operator alerts on — tiering health, leadership, replication lag — and the standard process metrics.
 import { describe, expect, it } from 'vitest';
-import { FAST_TIERING, externalS3, postSettings, waitUntilTiered } from './tier-helpers.js';
-import { event, startTestNode } from './test-node.js';
+import { measuredAtMostEvery, NodeMetrics } from '../src/metrics.js';
 
-async function metrics(t: Awaited<ReturnType<typeof startTestNode>>): Promise<string> {
-  const res = await t.request('/metrics', { token: null });
-  expect(res.status).toBe(200);
-  return res.text();
-}
+describe('measuredAtMostEvery', () => {
+  it('measures again only once the last measurement is maxAgeMs old', async () => {
+    let nowMs = 1_000;
+    let calls = 0;
+    const size = measuredAtMostEvery(15_000, async () => ++calls * 100, () => nowMs);
+    expect(await size()).toBe(100);
+    nowMs += 14_999;
+    expect(await size()).toBe(100);
+    expect(calls).toBe(1);
+    nowMs += 1;
+    expect(await size()).toBe(200);
+    expect(calls).toBe(2);
+  });
 
-const value = (text: string, name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1]);
+  it('shares a measurement under way, and does not keep a failed one', async () => {
+    let calls = 0;
+    let fail = true;
+    const size = measuredAtMostEvery(15_000, async () => {
+      calls++;
+      if (fail) throw new Error('readdir failed');
+      return 42;
+    }, () => 0);
+    const [a, b] = await Promise.allSettled([size(), size()]);
+    expect(a.status).toBe('rejected');
+    expect(b.status).toBe('rejected');
+    expect(calls).toBe(1);
+    fail = false;
+    expect(await size()).toBe(42);
+    expect(calls).toBe(2);
+  });
+});
 
-describe('/metrics', () => {
-  it('reports tier backlog, watermark, last success and failure, sweep failures, leader and term, lag, and process metrics', async () => {
-    const s3 = await externalS3();
-    const t = await startTestNode({ props: { ...FAST_TIERING, ...s3.props('ext') } });
-    await t.ingest([event(), event()]);
-    let text = await metrics(t);
-    expect(value(text, 'auditlake_tier_backlog_events')).toBe(2);
-    expect(value(text, 'auditlake_tier_watermark_seq')).toBe(0);
-    expect(value(text, 'auditlake_tier_last_success_timestamp_seconds')).toBe(0);
-    expect(value(text, 'auditlake_cluster_leader')).toBe(1);
-    expect(value(text, 'auditlake_cluster_term')).toBe(0);
-    expect(text).toMatch(/^auditlake_replication_lag_seconds\{node="[^"]+"\} 0$/m);
-    // prom-client's default process and Node.js metrics.
-    for (const name of ['process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds', 'nodejs_heap_size_used_bytes']) expect(text).toMatch(new RegExp(`^${name}`, 'm'));
-
-    expect((await postSettings(t, { 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': 's3://ext/audit', 'audit.tier.connectionId': 'ext' })).status).toBe(200);
-    const status = await waitUntilTiered(t);
-    text = await metrics(t);
-    expect(value(text, 'auditlake_tier_backlog_events')).toBe(0);
-    expect(value(text, 'auditlake_tier_watermark_seq')).toBe(status.watermark.seq);
-    expect(value(text, 'auditlake_tier_watermark_ingest_timestamp_seconds')).toBe(status.watermark.ingestTs / 1000);
-    expect(value(text, 'auditlake_tier_last_success_timestamp_seconds')).toBeGreaterThan(0);
-    expect(value(text, 'auditlake_tier_sweep_failures_total')).toBe(0);
-
-    // S3 down: sweeps fail, are counted, and the last failure time is set.
-    await s3.stop();
-    await t.ingest([event()]);
-    await expect.poll(async () => value(await metrics(t), 'auditlake_tier_sweep_failures_total'), { timeout: 20_000 }).toBeGreaterThan(0);
-    text = await metrics(t);
-    expect(value(text, 'auditlake_tier_last_failure_timestamp_seconds')).toBeGreaterThan(0);
-    expect(value(text, 'auditlake_tier_backlog_events')).toBe(1);
+describe('NodeMetrics', () => {
+  it('reports the store size without measuring the store at every scrape', async () => {
+    let measured = 0;
+    const metrics = new NodeMetrics(async () => {
+      measured++;
+      return 12_345;
+    }, () => 0);
+    for (let i = 0; i < 3; i++) expect(await metrics.registry.metrics()).toMatch(/^auditlake_store_size_bytes 12345$/m);
+    expect(measured).toBe(1);
   });
 });
