@@ -164,6 +164,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     const metrics = new NodeMetrics(
       () => store.sizeOnDiskBytes(),
       () => store.outboxCount,
+      () => store.leveldbMemoryBytes(),
     );
     // Built before the HTTP app, so routes are registered with plain objects; it joins the
     // cluster (start) once the app listens and its URL is known.

@@ -65,7 +65,7 @@ export class NodeMetrics {
     registers: [this.registry],
   });
 
-  constructor(storeSizeBytes: () => Promise<number>, outboxCount: () => number) {
+  constructor(storeSizeBytes: () => Promise<number>, outboxCount: () => number, leveldbMemoryBytes: () => number = () => 0) {
     const storeSize = measuredAtMostEvery(STORE_SIZE_MAX_AGE_MS, storeSizeBytes);
     // The standard process and Node.js metrics (CPU, memory, event loop lag, GC, handles).
     collectDefaultMetrics({ register: this.registry });
@@ -75,6 +75,14 @@ export class NodeMetrics {
       registers: [this.registry],
       collect() {
         this.set(outboxCount());
+      },
+    });
+    new Gauge({
+      name: 'auditlake_leveldb_memory_bytes',
+      help: 'Memory LevelDB holds by its own estimate: memtables (also older ones an open iterator pins) and its block cache',
+      registers: [this.registry],
+      collect() {
+        this.set(leveldbMemoryBytes());
       },
     });
     new Gauge({

@@ -43,4 +43,12 @@ describe('NodeMetrics', () => {
     for (let i = 0; i < 3; i++) expect(await metrics.registry.metrics()).toMatch(/^auditlake_store_size_bytes 12345$/m);
     expect(measured).toBe(1);
   });
+
+  it("reports LevelDB's memory estimate as read at each scrape", async () => {
+    let bytes = 1_000;
+    const metrics = new NodeMetrics(async () => 0, () => 0, () => bytes);
+    expect(await metrics.registry.metrics()).toMatch(/^auditlake_leveldb_memory_bytes 1000$/m);
+    bytes = 2_000;
+    expect(await metrics.registry.metrics()).toMatch(/^auditlake_leveldb_memory_bytes 2000$/m);
+  });
 });

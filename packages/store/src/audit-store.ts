@@ -1048,6 +1048,16 @@ export class AuditStore {
     return new Map(entries.map(([key, value]) => [key.slice(PREFIX.key.length), JSON.parse(value) as RegisteredKey]));
   }
 
+  /**
+   * LevelDB's own estimate of the memory it holds (`leveldb.approximate-memory-usage`): its
+   * memtables, including older ones an open iterator or snapshot still pins, and its block cache.
+   */
+  leveldbMemoryBytes(): number {
+    this.#openWriter();
+    // `level` is classic-level on Node, which has getProperty; its type is declared for browsers too.
+    return Number((this.#db as unknown as { getProperty(property: string): string }).getProperty('leveldb.approximate-memory-usage'));
+  }
+
   /** Bytes of the LevelDB files on disk (tables, logs, manifest). */
   async sizeOnDiskBytes(): Promise<number> {
     const names = await readdir(this.location);

@@ -144,6 +144,14 @@ describe('AuditStore', () => {
     expect(result).toEqual({ deleted: 10, batches: 1 });
   });
 
+  it("reports LevelDB's own memory estimate, which grows with the memtable as events are written", async () => {
+    const store = await openStore();
+    const before = store.leveldbMemoryBytes();
+    expect(Number.isSafeInteger(before)).toBe(true);
+    await store.append(Array.from({ length: 2_000 }, (_, i) => ev(`mem-${i}`, 1_000 + i, { query: `SELECT ${'x'.repeat(200)} FROM t${i}` })));
+    expect(store.leveldbMemoryBytes()).toBeGreaterThan(before + 2_000 * 200);
+  });
+
   it('refuses appends once closing, finishes queued ones, and closes idempotently', async () => {
     const store = await AuditStore.open({ location: await location() });
     const queued = store.append([ev('q', 1)]);
