@@ -4,7 +4,7 @@ import { ByteWriter } from 'hyparquet-writer/src/bytewriter.js';
 import { writeMetadata } from 'hyparquet-writer/src/metadata.js';
 import { serializeTCompactProtocol } from 'hyparquet-writer/src/thrift.js';
 import type { ParquetFooter } from './parquet-reader.js';
-import { PARQUET_CREATED_BY } from './parquet-writer.js';
+import { PARQUET_CREATED_BY } from './parquet-write-settings.js';
 import { encodeRowGroupSketches, ROW_GROUP_SKETCH_KEY, type RowGroupSketch } from './row-group-sketch.js';
 
 /** `PAR1`, little-endian: a Parquet file begins and ends with it. */

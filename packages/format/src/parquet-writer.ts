@@ -1,33 +1,13 @@
-import { parquetWriteBuffer, type ColumnSource, type KeyValue } from 'hyparquet-writer';
+import type { ColumnSource, KeyValue } from 'hyparquet-writer';
+import { assembleColumnChunks, encodeColumnChunks } from './column-chunk-writer.js';
 import type { Decision } from '@auditlake/model';
 import { AUDIT_COLUMNS, toRow, type AuditRow, type TieredEvent } from './audit-columns.js';
-import { compressTierPage, TIER_PAGE_CODEC } from './page-codec.js';
-import { auditParquetSchema } from './parquet-schema.js';
 import { encodeRowGroupSketches, ROW_GROUP_SKETCH_KEY, RowGroupSketch } from './row-group-sketch.js';
 
 /** Rows per row group unless the caller says otherwise. */
 export const ROW_GROUP_SIZE_DEFAULT = 10_000;
 
-/**
- * Target uncompressed size of a data page (hyparquet-writer's default is 1 MiB). A reader
- * that wants a group's newest rows (a one-day window, newest first) decompresses and decodes
- * only the pages holding them, so smaller pages mean less work: at 128 KiB the query column of
- * a 10,000-row group is about 14 pages, not 2. Pages this size compress within a few per cent of
- * 1 MiB ones.
- */
-export const PAGE_SIZE_BYTES = 128 * 1024;
-
-/**
- * Longest string min/max kept in column statistics, in UTF-8 bytes. Long enough that the
- * short columns (a UUID event_id is 36 bytes; source, user_id, action) keep exact bounds;
- * long free text (query, details) gets truncated bounds, which hyparquet-writer rounds
- * correctly (a prefix for min, a successor for max) and flags as inexact. Integer and
- * timestamp statistics are never truncated.
- */
-export const STATISTICS_STRING_BYTES_MAX = 64;
-
-/** `created_by` in the file footer, so a file found in a bucket says what wrote it. */
-export const PARQUET_CREATED_BY = 'auditlake @auditlake/format (hyparquet-writer)';
+export { PAGE_SIZE_BYTES, PARQUET_CREATED_BY, STATISTICS_STRING_BYTES_MAX } from './parquet-write-settings.js';
 
 /** Options of {@link encodeAuditParquet}. */
 export interface EncodeAuditParquetOptions {
@@ -68,25 +48,25 @@ export function encodeAuditParquet(
   }
   if (events.length === 0) throw new TypeError('encodeAuditParquet needs at least one event');
 
-  // Array.prototype.sort is stable, so events with equal ts keep their (seq) order.
-  const rows = events.map(toRow).sort((a, b) => a.ts - b.ts);
-  const kvMetadata: KeyValue[] = Object.entries(options.kvMetadata ?? {}).map(([key, value]) => ({ key, value }));
-  const { columns, sketches } = columnData(rows, rowGroupSize, options.rowGroupSketches !== false);
-  if (sketches !== undefined) kvMetadata.push({ key: ROW_GROUP_SKETCH_KEY, value: encodeRowGroupSketches(sketches) });
+  const rows = auditRows(events);
+  const { columns, sketches } = auditColumnSources(rows, rowGroupSize, options.rowGroupSketches !== false);
+  return assembleColumnChunks([encodeColumnChunks(columns, rowGroupSize)], tierFileKvMetadata(options.kvMetadata, sketches));
+}
 
-  const buffer = parquetWriteBuffer({
-    schema: auditParquetSchema(),
-    columnData: columns,
-    codec: TIER_PAGE_CODEC,
-    compressors: { [TIER_PAGE_CODEC]: compressTierPage },
-    statistics: true,
-    statisticsTruncateLength: STATISTICS_STRING_BYTES_MAX,
-    rowGroupSize,
-    pageSize: PAGE_SIZE_BYTES,
-    createdBy: PARQUET_CREATED_BY,
-    ...(kvMetadata.length > 0 ? { kvMetadata } : {}),
-  });
-  return new Uint8Array(buffer);
+/**
+ * The rows of `events` in the order a tier file holds them: by event time (`ts`) ascending,
+ * ties in input order (Array.prototype.sort is stable, so events with equal ts keep their seq
+ * order). Throws TypeError for an event the columns cannot hold exactly (see {@link toRow}).
+ */
+export function auditRows(events: readonly TieredEvent[]): AuditRow[] {
+  return events.map(toRow).sort((a, b) => a.ts - b.ts);
+}
+
+/** A tier file's footer key-value metadata: the caller's, then the row-group sketches if any. */
+export function tierFileKvMetadata(kvMetadata: Readonly<Record<string, string>> | undefined, sketches: readonly RowGroupSketch[] | undefined): KeyValue[] | undefined {
+  const kv: KeyValue[] = Object.entries(kvMetadata ?? {}).map(([key, value]) => ({ key, value }));
+  if (sketches !== undefined) kv.push({ key: ROW_GROUP_SKETCH_KEY, value: encodeRowGroupSketches(sketches) });
+  return kv.length > 0 ? kv : undefined;
 }
 
 /** The name of a tiered column of strings. */
@@ -122,7 +102,7 @@ const STRING_VALUE: { readonly [Name in StringColumnName]: (row: AuditRow) => Au
 const REPEATING_STRING_COLUMNS: ReadonlySet<StringColumnName> = new Set<StringColumnName>(['source', 'user_id', 'action', 'resource', 'tables', 'decision', 'source_id']);
 
 /** The tiered columns, and the sketch of each row group when asked for. */
-interface FileColumns {
+export interface FileColumns {
   columns: ColumnSource[];
   sketches: RowGroupSketch[] | undefined;
 }
@@ -140,7 +120,7 @@ interface FileColumns {
  * it orders byte arrays for statistics by their bytes, which is the UTF-8 (code point) order it
  * gives strings, and Buffer.from writes a lone surrogate as U+FFFD just as TextEncoder does.
  */
-function columnData(rows: readonly AuditRow[], rowGroupSize: number, withSketches: boolean): FileColumns {
+export function auditColumnSources(rows: readonly AuditRow[], rowGroupSize: number, withSketches: boolean): FileColumns {
   const strings = new Map<StringColumnName, Array<Uint8Array | null>>();
   for (const name of Object.keys(STRING_VALUE) as StringColumnName[]) strings.set(name, new Array<Uint8Array | null>(rows.length));
   const sketches: RowGroupSketch[] | undefined = withSketches ? [] : undefined;
