@@ -66,7 +66,7 @@ export function encodeColumnChunks(columns: readonly ColumnSource[], rowGroupSiz
     createdBy: PARQUET_CREATED_BY,
   });
   void parquet.write({ columnData: columns.map((c) => ({ ...c, bloomFilter: false })), rowGroupSize, pageSize: PAGE_SIZE_BYTES });
-  const written = parquet.pendingIndexes as EncodedColumnChunk[];
+  const written = parquet.pendingIndexes;
   const groups: EncodedColumnChunks['groups'] = [];
   let start = 0;
   for (const [g, group] of parquet.row_groups.entries()) {
@@ -148,23 +148,25 @@ function moveOffsetIndex(index: OffsetIndex | undefined, delta: bigint): void {
 }
 
 /**
- * A column of byte arrays packed into two transferable arrays, so that a column of thousands of
- * values crosses to another thread without a structured clone of each: the values' bytes one
- * after another, and where each ends (-1 for a null; the next value starts where the last
- * non-null one ended).
+ * A column packed into transferable arrays, so that a column of thousands of values crosses to
+ * another thread without a structured clone of each value. Byte arrays: the values' bytes one
+ * after another, and where each ends (-1 for a null; a value starts where the last non-null one
+ * before it ended). INT64 columns given as a BigInt64Array travel as that array.
  */
-export interface PackedByteArrayColumn {
-  name: string;
-  bytes: Uint8Array;
-  ends: Int32Array;
-  bloomFilter: boolean;
-}
+export type PackedColumn =
+  | { name: string; kind: 'bytes'; bytes: Uint8Array; ends: Int32Array; bloomFilter: boolean }
+  | { name: string; kind: 'longs'; data: BigInt64Array };
 
-/** Packs a column of byte arrays (see {@link PackedByteArrayColumn}). */
-export function packByteArrayColumn(column: ColumnSource): PackedByteArrayColumn {
+/** Packs a column of byte arrays or of a BigInt64Array (see {@link PackedColumn}). */
+export function packColumn(column: ColumnSource): PackedColumn {
+  if (column.data instanceof BigInt64Array) return { name: column.name, kind: 'longs', data: column.data };
   const data = column.data as ArrayLike<Uint8Array | null>;
   let length = 0;
-  for (let i = 0; i < data.length; i++) length += data[i]?.byteLength ?? 0;
+  for (let i = 0; i < data.length; i++) {
+    const value = data[i];
+    if (value !== null && !(value instanceof Uint8Array)) throw new TypeError(`column ${column.name} holds neither byte arrays nor a BigInt64Array and cannot be packed`);
+    length += value?.byteLength ?? 0;
+  }
   const bytes = new Uint8Array(length);
   const ends = new Int32Array(data.length);
   let at = 0;
@@ -178,16 +180,23 @@ export function packByteArrayColumn(column: ColumnSource): PackedByteArrayColumn
     at += value.byteLength;
     ends[i] = at;
   }
-  return { name: column.name, bytes, ends, bloomFilter: column.bloomFilter === true };
+  return { name: column.name, kind: 'bytes', bytes, ends, bloomFilter: column.bloomFilter === true };
+}
+
+/** The arrays to transfer (not copy) with packed columns. */
+export function packedColumnBuffers(columns: readonly PackedColumn[]): ArrayBuffer[] {
+  const buffers = columns.flatMap((c) => (c.kind === 'bytes' ? [c.bytes.buffer, c.ends.buffer] : [c.data.buffer]));
+  return [...new Set(buffers)] as ArrayBuffer[];
 }
 
 /**
- * The column of a {@link PackedByteArrayColumn}: each value a view of the packed bytes, no copy.
+ * The column of a {@link PackedColumn}: each byte array a view of the packed bytes, no copy.
  * Repeated values are no longer one shared array; the pages do not depend on that, only the
- * speed of the dictionary builder and of the Bloom filter (which columns meant for packing,
- * the mostly distinct ones, do not have).
+ * speed of the dictionary builder and of a Bloom filter (so the columns worth packing are the
+ * mostly distinct ones).
  */
-export function unpackByteArrayColumn(packed: PackedByteArrayColumn): ColumnSource {
+export function unpackColumn(packed: PackedColumn): ColumnSource {
+  if (packed.kind === 'longs') return { name: packed.name, data: packed.data };
   const data = new Array<Uint8Array | null>(packed.ends.length);
   let start = 0;
   for (let i = 0; i < packed.ends.length; i++) {

@@ -19,3 +19,5 @@ export { ROW_GROUP_SKETCH_KEY, ROW_GROUP_SKETCH_VERSION, RowGroupSketch, rowGrou
 export * from './iceberg-schema-evolution.js';
 export { ParquetFileAssembler, schemaKey, type EncodedRowGroup } from './parquet-assembler.js';
 export * from './parquet-merge.js';
+export { assembleColumnChunks, encodeColumnChunks, packColumn, packedColumnBuffers, unpackColumn, type EncodedColumnChunk, type EncodedColumnChunks, type PackedColumn } from './column-chunk-writer.js';
+export * from './split-parquet-encode.js';

@@ -42,15 +42,20 @@ export function encodeAuditParquet(
   events: readonly TieredEvent[],
   options: EncodeAuditParquetOptions = {},
 ): Uint8Array {
+  const rowGroupSize = checkedRowGroupSize(events, options);
+  const rows = auditRows(events);
+  const { columns, sketches } = auditColumnSources(rows, rowGroupSize, options.rowGroupSketches !== false);
+  return assembleColumnChunks([encodeColumnChunks(columns, rowGroupSize)], tierFileKvMetadata(options.kvMetadata, sketches));
+}
+
+/** The options' row group size; TypeError for an invalid one or for no events. */
+export function checkedRowGroupSize(events: readonly TieredEvent[], options: EncodeAuditParquetOptions): number {
   const rowGroupSize = options.rowGroupSize ?? ROW_GROUP_SIZE_DEFAULT;
   if (!Number.isSafeInteger(rowGroupSize) || rowGroupSize < 1) {
     throw new TypeError(`rowGroupSize must be a positive integer, got ${rowGroupSize}`);
   }
   if (events.length === 0) throw new TypeError('encodeAuditParquet needs at least one event');
-
-  const rows = auditRows(events);
-  const { columns, sketches } = auditColumnSources(rows, rowGroupSize, options.rowGroupSketches !== false);
-  return assembleColumnChunks([encodeColumnChunks(columns, rowGroupSize)], tierFileKvMetadata(options.kvMetadata, sketches));
+  return rowGroupSize;
 }
 
 /**
@@ -101,6 +106,9 @@ const STRING_VALUE: { readonly [Name in StringColumnName]: (row: AuditRow) => Au
  */
 const REPEATING_STRING_COLUMNS: ReadonlySet<StringColumnName> = new Set<StringColumnName>(['source', 'user_id', 'action', 'resource', 'tables', 'decision', 'source_id']);
 
+/** The columns whose distinct values a row-group sketch is built from (with query and details, read from the rows). */
+export const SKETCHED_COLUMNS: readonly string[] = ['decision', 'user_id', 'source', 'action', 'resource', 'tables'];
+
 /** The tiered columns, and the sketch of each row group when asked for. */
 export interface FileColumns {
   columns: ColumnSource[];
@@ -108,7 +116,8 @@ export interface FileColumns {
 }
 
 /**
- * Transposes rows into one column array per tiered column, in schema order, and sketches each
+ * Transposes rows into one column array per tiered column (or only those named in `only`; the
+ * sketches need the columns they sketch), in schema order, and sketches each
  * row group of `rowGroupSize` rows (hyparquet-writer cuts row groups of exactly that many rows,
  * the last one shorter) from the distinct values found while transposing it.
  *
@@ -120,9 +129,11 @@ export interface FileColumns {
  * it orders byte arrays for statistics by their bytes, which is the UTF-8 (code point) order it
  * gives strings, and Buffer.from writes a lone surrogate as U+FFFD just as TextEncoder does.
  */
-export function auditColumnSources(rows: readonly AuditRow[], rowGroupSize: number, withSketches: boolean): FileColumns {
+export function auditColumnSources(rows: readonly AuditRow[], rowGroupSize: number, withSketches: boolean, only?: ReadonlySet<string>): FileColumns {
+  const wanted = (name: string) => only === undefined || only.has(name);
+  if (withSketches && !SKETCHED_COLUMNS.every(wanted)) throw new Error('assertion failed: row-group sketches need the columns they sketch');
   const strings = new Map<StringColumnName, Array<Uint8Array | null>>();
-  for (const name of Object.keys(STRING_VALUE) as StringColumnName[]) strings.set(name, new Array<Uint8Array | null>(rows.length));
+  for (const name of Object.keys(STRING_VALUE) as StringColumnName[]) if (wanted(name)) strings.set(name, new Array<Uint8Array | null>(rows.length));
   const sketches: RowGroupSketch[] | undefined = withSketches ? [] : undefined;
   for (let start = 0; start < rows.length; start += rowGroupSize) {
     const end = Math.min(rows.length, start + rowGroupSize);
@@ -158,7 +169,7 @@ export function auditColumnSources(rows: readonly AuditRow[], rowGroupSize: numb
       const v = value(row);
       return v === null ? null : BigInt(v);
     });
-  const columns = AUDIT_COLUMNS.map((column): ColumnSource => {
+  const columns = AUDIT_COLUMNS.filter((column) => wanted(column.name)).map((column): ColumnSource => {
     const name = column.name;
     switch (name) {
       case 'ts':
