@@ -2,6 +2,7 @@ import { stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { encodeAuditParquet, TIER_PAGE_CODEC } from '@auditlake/format';
+import { TierEncodePool } from '@auditlake/lake';
 import { validateEvent, type StoredEvent } from '@auditlake/model';
 import { createEventGenerator } from '@auditlake/testkit';
 import { latencyStats, type LatencyStats } from './latency-stats.js';
@@ -20,7 +21,16 @@ export interface TierFileFigures {
   bytes: number;
   /** The same file without its row-group sketches (absent in results stored before them). */
   bytesWithoutSketches?: number;
+  /**
+   * The node's path: a TierEncodePool of {@link poolThreads} worker threads, the events handed
+   * over as the sweep hands them. Results stored before it measured `encodeAuditParquet` on
+   * one thread here (and have no `poolThreads`).
+   */
   write: LatencyStats;
+  /** Worker threads of the pool measured in `write`. */
+  poolThreads?: number;
+  /** `encodeAuditParquet` on the calling thread, for context. */
+  writeOneThread?: LatencyStats;
   duckBytes: number;
   duckWrite: LatencyStats;
   duckThreads: number;
@@ -28,8 +38,13 @@ export interface TierFileFigures {
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
+/** Worker threads of the measured pool: the node's default (`auditlake.audit.tier.encode.threads`). */
+const POOL_THREADS = 2;
+
 /**
- * One sweep batch's data file, written by the node's encoder and, as the reference, by DuckDB
+ * One sweep batch's data file, written by the node's encoder (its pool of two worker threads,
+ * which encode each file on both, and, for context, `encodeAuditParquet` on one thread) and,
+ * as the reference, by DuckDB
  * (`COPY … (FORMAT parquet, COMPRESSION zstd)`) from the very same rows (loaded from our
  * file into a DuckDB table before timing). Both write to bytes in memory or a local file, no
  * S3: what is compared is the encoding. Repetitions alternate between the two.
@@ -56,18 +71,27 @@ export async function runTierFileBench(options: TierFileBenchOptions, log: (mess
     const threads = Number((await duck.runAndReadAll(`SELECT current_setting('threads')`)).getRows()[0]?.[0]);
     const theirs = join(dir.path, 'duckdb.parquet');
     const writeMs: number[] = [];
+    const oneThreadMs: number[] = [];
     const duckMs: number[] = [];
+    await using pool = Object.assign(new TierEncodePool({ threadsMax: POOL_THREADS }), { [Symbol.asyncDispose]: () => pool.close() });
+    // No Iceberg data-file record: what is compared is the file's encoding, as DuckDB's COPY.
+    const shape = { kvMetadata: {}, icebergDataFile: false };
     log(`tiering: one ${options.events}-event data file, ${options.repetitions} rounds (ours ${TIER_PAGE_CODEC}, DuckDB zstd)…`);
     for (let round = 0; round < options.repetitions + 1; round++) {
       let t = performance.now();
-      bytes = encodeAuditParquet(events);
+      const pooled = (await pool.encode(events, shape)).bytes;
       const ourMs = performance.now() - t;
+      t = performance.now();
+      bytes = encodeAuditParquet(events);
+      const oneMs = performance.now() - t;
+      if (!Buffer.from(pooled).equals(Buffer.from(bytes))) throw new Error('the pool encoded other bytes than encodeAuditParquet');
       t = performance.now();
       await duck.run(`COPY batch TO '${theirs}' (FORMAT parquet, COMPRESSION zstd)`);
       const theirMs = performance.now() - t;
       // Round 0 warms both up (JIT, DuckDB's first COPY).
       if (round > 0) {
         writeMs.push(ourMs);
+        oneThreadMs.push(oneMs);
         duckMs.push(theirMs);
       }
     }
@@ -77,6 +101,8 @@ export async function runTierFileBench(options: TierFileBenchOptions, log: (mess
       bytes: bytes.byteLength,
       bytesWithoutSketches: encodeAuditParquet(events, { rowGroupSketches: false }).byteLength,
       write: latencyStats(writeMs),
+      poolThreads: POOL_THREADS,
+      writeOneThread: latencyStats(oneThreadMs),
       duckBytes: (await stat(theirs)).size,
       duckWrite: latencyStats(duckMs),
       duckThreads: threads,

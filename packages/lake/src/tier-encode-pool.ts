@@ -1,6 +1,6 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
-import type { TieredEvent } from '@auditlake/format';
+import { packedColumnBuffers, type EncodedColumnChunks, type PackedColumn, type TieredEvent } from '@auditlake/format';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import type { EncodedTierFile, RewriteInput, TierFileEncoder, TierFileShape } from './tier-file-encoding.js';
 
@@ -15,10 +15,18 @@ export const ENCODE_MESSAGE_EVENTS_MAX = 500;
 /**
  * What a worker is asked: one job of {@link TierFileEncoder}. An encode job's events may come
  * in parts first (`encode-part`, same id, in order); the `encode` message carries the last.
+ *
+ * A `split` encode job is one file on two threads (splitAuditParquet): its worker answers
+ * first with the columns another worker is to encode (`columns`), goes on with the rest, and
+ * waits for those columns' chunks (`columns-encoded`, same id) or their failure
+ * (`columns-failed`) before answering the file. `encode-columns` is that other worker's job.
  */
 export type TierEncodeRequest =
   | { id: number; job: 'encode-part'; events: readonly TieredEvent[] }
-  | { id: number; job: 'encode'; events: readonly TieredEvent[]; shape: TierFileShape }
+  | { id: number; job: 'encode'; events: readonly TieredEvent[]; shape: TierFileShape; split: boolean }
+  | { id: number; job: 'encode-columns'; columns: PackedColumn[]; rowGroupSize: number }
+  | { id: number; job: 'columns-encoded'; chunks: EncodedColumnChunks }
+  | { id: number; job: 'columns-failed'; error: string }
   | { id: number; job: 'rewrite'; inputs: readonly RewriteInput[]; rowsPerFile: number; shape: TierFileShape };
 
 /** What a worker is started with. */
@@ -27,11 +35,24 @@ export interface TierEncodeWorkerData {
   niceness: number;
 }
 
-/** A worker's answer: the files, or the failure (an AuditError keeps its code). */
-export type TierEncodeResponse = { id: number; files: EncodedTierFile[] } | { id: number; error: string; code?: string };
+/**
+ * A worker's answer: the files (`encode`, `rewrite`), the chunks (`encode-columns`), or the
+ * failure (an AuditError keeps its code); and, before a split encode job's answer, the columns
+ * for another worker.
+ */
+export type TierEncodeResponse =
+  | { id: number; files: EncodedTierFile[] }
+  | { id: number; chunks: EncodedColumnChunks }
+  | { id: number; columns: PackedColumn[]; rowGroupSize: number }
+  | { id: number; error: string; code?: string };
 
 export interface TierEncodePoolOptions {
-  /** Worker threads at most (default 1; a node gives the sweep and table maintenance a pool each). */
+  /**
+   * Worker threads at most (default 1; a node gives the sweep and table maintenance a pool
+   * each). From 2, each file of an encode job is encoded on two workers: one builds the rows,
+   * the row-group sketches and half the columns, another the other half (the costliest text
+   * columns), and the first assembles the file, the same bytes as on one thread.
+   */
   threadsMax?: number;
   /** A worker idle this long exits (default 30 s); the next job starts a new one. */
   idleMs?: number;
@@ -45,8 +66,10 @@ export interface TierEncodePoolOptions {
 }
 
 interface PendingJob {
-  resolve: (files: EncodedTierFile[]) => void;
+  resolve: (answer: EncodedTierFile[] | EncodedColumnChunks) => void;
   reject: (err: Error) => void;
+  /** A split encode job's columns for another worker. */
+  onColumns?: (columns: PackedColumn[], rowGroupSize: number) => void;
 }
 
 interface PoolWorker {
@@ -104,14 +127,58 @@ export class TierEncodePool implements TierFileEncoder {
     return this.#workers.length;
   }
 
+  /**
+   * With {@link threadsMax} of 2 or more, the file is encoded on two workers (see the option);
+   * a failure of either fails the job.
+   */
   async encode(events: readonly TieredEvent[], shape: TierFileShape): Promise<EncodedTierFile> {
     const partsEnd = Math.max(0, Math.ceil(events.length / ENCODE_MESSAGE_EVENTS_MAX) - 1) * ENCODE_MESSAGE_EVENTS_MAX;
     const last = events.slice(partsEnd);
     const parts: Array<readonly TieredEvent[]> = [];
     for (let start = 0; start < partsEnd; start += ENCODE_MESSAGE_EVENTS_MAX) parts.push(events.slice(start, start + ENCODE_MESSAGE_EVENTS_MAX));
-    const [file] = await this.#run((id) => ({ id, job: 'encode', events: last, shape }), [], (id) => parts.map((part) => ({ id, job: 'encode-part', events: part })));
+    const split = this.threadsMax >= 2;
+    const answer = await this.#run(
+      (id) => ({ id, job: 'encode', events: last, shape, split }),
+      [],
+      (id) => parts.map((part) => ({ id, job: 'encode-part', events: part })),
+      split ? (worker, id) => (columns, rowGroupSize) => this.#encodeColumnsFor(worker, id, columns, rowGroupSize) : undefined,
+    );
+    const file = Array.isArray(answer) ? answer[0] : undefined;
     if (!file) throw encoderFailed('tier encoder answered no file for an encode job');
     return file;
+  }
+
+  /**
+   * A split encode job's other half: `columns` encoded on a worker other than the job's
+   * (`owner`), their chunks then moved to the job's worker. If that fails (the worker dies,
+   * the pool closes), the job fails with its error, and its worker is told to drop it.
+   */
+  #encodeColumnsFor(owner: PoolWorker, id: number, columns: PackedColumn[], rowGroupSize: number): void {
+    const job = owner.pending.get(id);
+    if (job === undefined) return; // failed meanwhile
+    const chunks = this.#run((columnsId) => ({ id: columnsId, job: 'encode-columns', columns, rowGroupSize }), packedColumnBuffers(columns), undefined, undefined, owner);
+    const tell = (message: TierEncodeRequest, transfer: ArrayBuffer[]) => {
+      if (owner.pending.get(id) !== job) return;
+      try {
+        owner.worker.postMessage(message, transfer);
+      } catch (err) {
+        owner.pending.delete(id);
+        job.reject(encoderFailed(`tier encoder could not be given the columns: ${err instanceof Error ? err.message : String(err)}`, err));
+      }
+    };
+    chunks.then(
+      (answer) => {
+        if (Array.isArray(answer)) throw new Error('assertion failed: an encode-columns job answered files');
+        tell({ id, job: 'columns-encoded', chunks: answer }, [answer.bytes.buffer as ArrayBuffer]);
+      },
+      (err: Error) => {
+        tell({ id, job: 'columns-failed', error: err.message }, []);
+        if (owner.pending.get(id) !== job) return;
+        owner.pending.delete(id);
+        job.reject(err);
+        if (owner.pending.size === 0) this.#armIdle(owner);
+      },
+    );
   }
 
   /**
@@ -122,7 +189,10 @@ export class TierEncodePool implements TierFileEncoder {
   rewrite(inputs: readonly RewriteInput[], rowsPerFile: number, shape: TierFileShape): Promise<EncodedTierFile[]> {
     const owned = inputs.map((input) => (ownsItsBuffer(input.bytes) ? input : { ...input, bytes: input.bytes.slice() }));
     const transfer = [...new Set(owned.map((input) => input.bytes.buffer as ArrayBuffer))];
-    return this.#run((id) => ({ id, job: 'rewrite', inputs: owned, rowsPerFile, shape }), transfer);
+    return this.#run((id) => ({ id, job: 'rewrite', inputs: owned, rowsPerFile, shape }), transfer).then((answer) => {
+      if (!Array.isArray(answer)) throw encoderFailed('tier encoder answered no files for a rewrite job');
+      return answer;
+    });
   }
 
   /** Terminates every worker; jobs still pending fail; later jobs are refused. Idempotent. */
@@ -141,14 +211,21 @@ export class TierEncodePool implements TierFileEncoder {
    * Sends `parts` (if any), each after a turn of the event loop, then `request`; resolves with
    * the worker's answer. The job is pending from its first message, so a worker that dies
    * meanwhile fails it; a message that cannot be sent fails it too (parts the worker holds of
-   * it go when that worker exits idle).
+   * it go when that worker exits idle). `onColumns` handles a split encode job's columns;
+   * `avoid` is a worker not to give the job to while another can take it.
    */
-  #run(request: (id: number) => TierEncodeRequest, transfer: ArrayBuffer[], parts: (id: number) => TierEncodeRequest[] = () => []): Promise<EncodedTierFile[]> {
+  #run(
+    request: (id: number) => TierEncodeRequest,
+    transfer: ArrayBuffer[],
+    parts: (id: number) => TierEncodeRequest[] = () => [],
+    onColumns?: (worker: PoolWorker, id: number) => NonNullable<PendingJob['onColumns']>,
+    avoid?: PoolWorker,
+  ): Promise<EncodedTierFile[] | EncodedColumnChunks> {
     if (this.#closed) return Promise.reject(encoderFailed('tier encoder pool is closed'));
-    const poolWorker = this.#pick();
+    const poolWorker = this.#pick(avoid);
     const id = this.#nextId++;
-    const answered = new Promise<EncodedTierFile[]>((resolve, reject) => {
-      poolWorker.pending.set(id, { resolve, reject });
+    const answered = new Promise<EncodedTierFile[] | EncodedColumnChunks>((resolve, reject) => {
+      poolWorker.pending.set(id, { resolve, reject, ...(onColumns !== undefined ? { onColumns: onColumns(poolWorker, id) } : {}) });
       if (poolWorker.idleTimer !== undefined) clearTimeout(poolWorker.idleTimer);
       poolWorker.idleTimer = undefined;
     });
@@ -175,12 +252,17 @@ export class TierEncodePool implements TierFileEncoder {
     return answered;
   }
 
-  /** An idle worker, or a new one while below the maximum, else the least loaded. */
-  #pick(): PoolWorker {
-    const idle = this.#workers.find((w) => w.pending.size === 0);
+  /**
+   * An idle worker, or a new one while below the maximum, else the least loaded; other than
+   * `avoid` while there can be another.
+   */
+  #pick(avoid?: PoolWorker): PoolWorker {
+    const others = this.#workers.filter((w) => w !== avoid);
+    const idle = others.find((w) => w.pending.size === 0);
     if (idle) return idle;
     if (this.#workers.length < this.threadsMax) return this.#start();
-    return this.#workers.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
+    if (others.length === 0) return avoid ?? this.#start();
+    return others.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
   }
 
   #start(): PoolWorker {
@@ -191,11 +273,15 @@ export class TierEncodePool implements TierFileEncoder {
     worker.on('message', (response: TierEncodeResponse) => {
       const pending = poolWorker.pending.get(response.id);
       if (!pending) return;
+      if ('columns' in response) {
+        pending.onColumns?.(response.columns, response.rowGroupSize);
+        return;
+      }
       poolWorker.pending.delete(response.id);
       if ('error' in response) {
         const known = Object.values(AuditErrorCode).find((code) => code === response.code);
         pending.reject(known ? new AuditError(known, response.error) : encoderFailed(`tier encoder failed: ${response.error}`));
-      } else pending.resolve(response.files);
+      } else pending.resolve('files' in response ? response.files : response.chunks);
       if (poolWorker.pending.size === 0) this.#armIdle(poolWorker);
     });
     // A worker that dies fails its jobs and leaves the pool; the next job starts another.

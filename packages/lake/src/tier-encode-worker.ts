@@ -4,11 +4,11 @@
  */
 import { readlinkSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
-import { parentPort, workerData } from 'node:worker_threads';
-import type { TieredEvent } from '@auditlake/format';
+import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
+import { encodePackedColumns, packedColumnBuffers, splitAuditParquet, type EncodedColumnChunks, type TieredEvent } from '@auditlake/format';
 import { isAuditError } from '@auditlake/model';
 import type { TierEncodeRequest, TierEncodeResponse, TierEncodeWorkerData } from './tier-encode-pool.js';
-import { encodeTierFile, rewriteTierFiles, type EncodedTierFile } from './tier-file-encoding.js';
+import { encodeTierFile, rewriteTierFiles, tierFileOf, type EncodedTierFile } from './tier-file-encoding.js';
 
 const port = parentPort;
 if (port === null) throw new Error('tier-encode-worker must run in a worker thread');
@@ -32,12 +32,36 @@ runNicer((workerData as TierEncodeWorkerData | undefined)?.niceness ?? 0);
 /** The events of encode jobs whose last message has not come yet, by job id. */
 const parts = new Map<number, TieredEvent[]>();
 
-async function run(request: Exclude<TierEncodeRequest, { job: 'encode-part' }>): Promise<EncodedTierFile[]> {
+/** Split encode jobs waiting for the chunks of the columns another worker encodes, by job id. */
+const awaitingColumns = new Map<number, { resolve: (chunks: EncodedColumnChunks) => void; reject: (err: Error) => void }>();
+
+/**
+ * A split encode job: the other worker's columns go out (through the pool) before this thread
+ * encodes its own and the sketches, so both work at once; then the file is assembled.
+ */
+async function encodeSplit(id: number, events: readonly TieredEvent[], shape: Extract<TierEncodeRequest, { job: 'encode' }>['shape']): Promise<EncodedTierFile> {
+  const split = splitAuditParquet(events, { kvMetadata: shape.kvMetadata });
+  const theirs = new Promise<EncodedColumnChunks>((resolve, reject) => awaitingColumns.set(id, { resolve, reject }));
+  try {
+    const response: TierEncodeResponse = { id, columns: split.second, rowGroupSize: split.rowGroupSize };
+    (port as MessagePort).postMessage(response, packedColumnBuffers(split.second));
+    split.encodeFirst();
+    return tierFileOf(events, split.assemble(await theirs), shape);
+  } finally {
+    awaitingColumns.delete(id);
+  }
+}
+
+type Job = Exclude<TierEncodeRequest, { job: 'encode-part' | 'columns-encoded' | 'columns-failed' }>;
+
+async function run(request: Job): Promise<EncodedTierFile[] | EncodedColumnChunks> {
   if (request.job === 'encode') {
     const earlier = parts.get(request.id);
     parts.delete(request.id);
-    return [encodeTierFile(earlier ? [...earlier, ...request.events] : request.events, request.shape)];
+    const events = earlier ? [...earlier, ...request.events] : request.events;
+    return [request.split ? await encodeSplit(request.id, events, request.shape) : encodeTierFile(events, request.shape)];
   }
+  if (request.job === 'encode-columns') return encodePackedColumns(request.columns, request.rowGroupSize);
   // Taken out of the request, so each input's bytes can be freed once it is merged.
   const inputs = [...request.inputs];
   (request as { inputs: unknown }).inputs = [];
@@ -45,6 +69,12 @@ async function run(request: Exclude<TierEncodeRequest, { job: 'encode-part' }>):
 }
 
 port.on('message', (request: TierEncodeRequest) => {
+  if (request.job === 'columns-encoded' || request.job === 'columns-failed') {
+    const waiting = awaitingColumns.get(request.id);
+    if (request.job === 'columns-encoded') waiting?.resolve(request.chunks);
+    else waiting?.reject(new Error(`the other encoder thread failed: ${request.error}`));
+    return;
+  }
   if (request.job === 'encode-part') {
     const earlier = parts.get(request.id);
     if (earlier) for (const event of request.events) earlier.push(event);
@@ -52,10 +82,16 @@ port.on('message', (request: TierEncodeRequest) => {
     return;
   }
   void run(request).then(
-    (files) => {
+    (answer) => {
+      if (!Array.isArray(answer)) {
+        // Chunks: their bytes' whole buffer is moved (the view keeps its range).
+        const response: TierEncodeResponse = { id: request.id, chunks: answer };
+        port.postMessage(response, [answer.bytes.buffer as ArrayBuffer]);
+        return;
+      }
       // Moved, not copied, where a file owns its whole buffer.
       const owned = (bytes: Uint8Array) => bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
-      const sent = files.map((file) => (owned(file.bytes) ? file : { ...file, bytes: file.bytes.slice() }));
+      const sent = answer.map((file) => (owned(file.bytes) ? file : { ...file, bytes: file.bytes.slice() }));
       const response: TierEncodeResponse = { id: request.id, files: sent };
       port.postMessage(response, [...new Set(sent.map((file) => file.bytes.buffer as ArrayBuffer))]);
     },

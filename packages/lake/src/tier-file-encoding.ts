@@ -50,7 +50,11 @@ const UNNAMED = '';
 
 /** {@link TierFileEncoder.encode} on this thread. */
 export function encodeTierFile(events: readonly TieredEvent[], shape: TierFileShape): EncodedTierFile {
-  const bytes = encodeAuditParquet(events, { kvMetadata: shape.kvMetadata });
+  return tierFileOf(events, encodeAuditParquet(events, { kvMetadata: shape.kvMetadata }), shape);
+}
+
+/** The encoded tier file of `events`, given the Parquet bytes encoded from them. */
+export function tierFileOf(events: readonly TieredEvent[], bytes: Uint8Array, shape: TierFileShape): EncodedTierFile {
   let tsMin = Number.MAX_SAFE_INTEGER;
   let tsMax = 0;
   for (const event of events) {

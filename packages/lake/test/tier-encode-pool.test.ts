@@ -1,9 +1,9 @@
-// Goal: tier files encoded in a worker thread are exactly what the inline encoder writes (data-file records too); a rewrite keeps every row and refuses an input holding other than its expected rows with a coded error; a worker that dies fails its job with AUDIT_ENCODER_FAILED instead of hanging, and the next job starts a new worker; close() fails pending jobs, stops every thread and refuses later jobs.
+// Goal: tier files encoded in a worker thread are exactly what the inline encoder writes (data-file records too); a rewrite keeps every row and refuses an input holding other than its expected rows with a coded error; a worker that dies fails its job with AUDIT_ENCODER_FAILED instead of hanging, and the next job starts a new worker; close() fails pending jobs, stops every thread and refuses later jobs. With two threads each file is encoded on both (one file split by columns) and comes out byte for byte the same; a crash of either worker fails the job with AUDIT_ENCODER_FAILED and the next job succeeds.
 import { AuditParquetFile, bytesSource, icebergParquetKvMetadata } from '@auditlake/format';
 import { AuditErrorCode, type StoredEvent } from '@auditlake/model';
 import { readdirSync, readFileSync } from 'node:fs';
 import { getPriority } from 'node:os';
-import { Worker } from 'node:worker_threads';
+import { Worker, type TransferListItem } from 'node:worker_threads';
 import { describe, expect, it, onTestFinished, vi } from 'vitest';
 import { ENCODE_MESSAGE_EVENTS_MAX, encodeTierFile, rewriteTierFiles, TierEncodePool, type RewriteInput } from '../src/index.js';
 
@@ -130,6 +130,48 @@ describe('TierEncodePool', () => {
     expect(p.threads).toBe(0);
     await expect(p.encode(events(1, 10), ICEBERG)).rejects.toMatchObject({ code: AuditErrorCode.ENCODER_FAILED, message: expect.stringContaining('closed') });
     await p.close();
+  }, 60_000);
+
+  it('with two threads, encodes each file on both workers: exactly the inline bytes and data-file record, several row groups and non-ASCII text included, several files at once', async () => {
+    const p = pool({ threadsMax: 2 });
+    const text = (seq: number) => ['监查 ログ', 'émoji 😀🔒 \u{1F600}', 'مرحبا', "it's", ''][seq % 5] ?? '';
+    const batch = events(1, 12_345).map((e) => ({ ...e, query: `select '${text(e.seq)}' ${e.seq}`, details: text(e.seq + 1) }));
+    const inWorkers = await p.encode(batch, ICEBERG);
+    expect(p.threads).toBe(2);
+    const inline = encodeTierFile(batch, ICEBERG);
+    expect(inline.dataFile?.split_offsets).toHaveLength(2); // two row groups
+    expect(Buffer.from(inWorkers.bytes).equals(Buffer.from(inline.bytes))).toBe(true);
+    expect(inWorkers.dataFile).toEqual(inline.dataFile);
+    const several = [events(1, 3_000), events(5_000, 1), events(9_000, 777)];
+    const files = await Promise.all(several.map((b) => p.encode(b, PARQUET)));
+    for (const [i, b] of several.entries()) expect(Buffer.from(files[i]!.bytes).equals(Buffer.from(encodeTierFile(b, PARQUET).bytes))).toBe(true);
+    expect(p.threads).toBe(2);
+  }, 60_000);
+
+  it('with two threads, a crash of the worker encoding the other half of a file fails the job with AUDIT_ENCODER_FAILED; the next job succeeds', async () => {
+    const p = pool({ threadsMax: 2 });
+    const post = Object.getOwnPropertyDescriptor(Worker.prototype, 'postMessage')?.value as (this: Worker, message: unknown, transfer?: readonly TransferListItem[]) => void;
+    // The worker given a file's other columns dies as soon as it has them.
+    const crashing = vi.spyOn(Worker.prototype, 'postMessage').mockImplementation(function (this: Worker, message: unknown, transfer?: readonly TransferListItem[]) {
+      post.call(this, message, transfer);
+      if ((message as { job?: string }).job === 'encode-columns') void this.terminate();
+    });
+    onTestFinished(() => crashing.mockRestore());
+    await expect(p.encode(events(1, 20_000), ICEBERG)).rejects.toMatchObject({ code: AuditErrorCode.ENCODER_FAILED, message: expect.stringContaining('exited') });
+    crashing.mockRestore();
+    const batch = events(1, 2_000);
+    const after = await p.encode(batch, ICEBERG);
+    expect(Buffer.from(after.bytes).equals(Buffer.from(encodeTierFile(batch, ICEBERG).bytes))).toBe(true);
+  }, 60_000);
+
+  it('with two threads, a crash of the worker that assembles a file fails the job with AUDIT_ENCODER_FAILED; the next job succeeds', async () => {
+    const p = pool({ threadsMax: 2 });
+    await p.encode(events(1, 10), ICEBERG);
+    const pending = p.encode(events(1, 50_000), ICEBERG);
+    const failed = expect(pending).rejects;
+    await p.crashWorkerForTest(0);
+    await failed.toMatchObject({ code: AuditErrorCode.ENCODER_FAILED, message: expect.stringContaining('exited') });
+    expect((await p.encode(events(1, 100), ICEBERG)).rows).toBe(100);
   }, 60_000);
 
   it('an idle worker exits after idleMs; the next job starts another', async () => {

@@ -48,10 +48,12 @@ export const CONFIG_KEYS = {
   tierSettleMs: spec('auditlake.audit.tier.ingest.settle.ms', '2000', nonNegativeInt),
   /**
    * Worker threads that encode tier files (the sweep's data files, compaction's rewrites) off
-   * the event loop; 0 encodes inline. One by default: encoding is most of a sweep's CPU, and on
-   * the event loop it competes with ingest, so the sweep could not keep up with it.
+   * the event loop; 0 encodes inline. Encoding is most of a sweep's CPU, and on the event loop
+   * it competes with ingest, so the sweep could not keep up with it. Two by default: from two,
+   * each file is encoded on two threads at once (split by columns, the same bytes), which cuts
+   * a 5,000-event file's encoding time by about a third (issue #13; DuckDB writes with 2 too).
    */
-  tierEncodeThreads: spec('auditlake.audit.tier.encode.threads', '1', nonNegativeInt),
+  tierEncodeThreads: spec('auditlake.audit.tier.encode.threads', '2', nonNegativeInt),
   tierBackoffInitialMs: spec('auditlake.audit.tier.backoff.initial.ms', '30000', positiveInt),
   tierBackoffMaxMs: spec('auditlake.audit.tier.backoff.max.ms', '600000', positiveInt),
   viewerMaxPage: spec('auditlake.audit.viewer.max.page', '5000', positiveInt),
