@@ -141,7 +141,7 @@ export function auditColumnSources(rows: readonly AuditRow[], rowGroupSize: numb
     for (const [name, out] of strings) {
       const value = STRING_VALUE[name];
       if (REPEATING_STRING_COLUMNS.has(name)) distinct.set(name, repeatedUtf8(rows, value, start, end, out));
-      else for (let i = start; i < end; i++) out[i] = utf8(value(rows[i] as AuditRow));
+      else distinctUtf8(rows, value, start, end, out);
     }
     if (sketches !== undefined) {
       const keys = (name: StringColumnName) => [...(distinct.get(name) as ReadonlyMap<string, Uint8Array>).keys()];
@@ -195,6 +195,35 @@ export function auditColumnSources(rows: readonly AuditRow[], rowGroupSize: numb
     }
   });
   return { columns, sketches };
+}
+
+/**
+ * Fills `out[start..end)` with the UTF-8 bytes of those rows' `value` (mostly distinct values).
+ * When every value is ASCII, which the UTF-8 of all of them joined tells at once (it is as many
+ * bytes as the joined text has code units exactly then), each value is a view of that one
+ * array: one conversion instead of one per value, which allocates an array each. Otherwise
+ * each value is converted on its own (joined, a lone surrogate at the end of one value could
+ * pair with one at the start of the next).
+ */
+function distinctUtf8(rows: readonly AuditRow[], value: (row: AuditRow) => string | null, start: number, end: number, out: Array<Uint8Array | null>): void {
+  const texts = new Array<string | null>(end - start);
+  for (let i = start; i < end; i++) texts[i - start] = value(rows[i] as AuditRow);
+  const joined = texts.join('');
+  const bytes = Buffer.from(joined, 'utf8');
+  if (bytes.byteLength !== joined.length) {
+    for (let i = start; i < end; i++) out[i] = utf8(texts[i - start] as string | null);
+    return;
+  }
+  let at = 0;
+  for (let i = start; i < end; i++) {
+    const text = texts[i - start] as string | null;
+    if (text === null) {
+      out[i] = null;
+      continue;
+    }
+    out[i] = bytes.subarray(at, at + text.length);
+    at += text.length;
+  }
 }
 
 /** The UTF-8 bytes of a string value, or null for a null one. */
