@@ -19,6 +19,11 @@ export interface SplitAuditParquetOptions extends EncodeAuditParquetOptions {
    * here, from the distinct values found while transposing those).
    */
   secondColumns?: readonly string[];
+  /**
+   * `events.map(toRow)`, when the caller built it already (a worker does, part by part, while
+   * the rest of the events are still being handed over); sorted here.
+   */
+  rows?: AuditRow[];
 }
 
 /**
@@ -46,7 +51,9 @@ export function splitAuditParquet(events: readonly TieredEvent[], options: Split
   const sketched = SKETCHED_COLUMNS.filter((name) => secondNames.has(name));
   if (sketched.length > 0) throw new TypeError(`the row-group sketches are built on the first thread, so ${sketched.join(', ')} cannot be encoded on the second`);
   const firstNames = new Set<string>(AUDIT_COLUMNS.map((c) => c.name).filter((name) => !secondNames.has(name)));
-  const rows: AuditRow[] = auditRows(events);
+  if (options.rows !== undefined && options.rows.length !== events.length) throw new Error('assertion failed: a row per event');
+  // Array.prototype.sort is stable: as auditRows orders them.
+  const rows: AuditRow[] = options.rows !== undefined ? options.rows.sort((a, b) => a.ts - b.ts) : auditRows(events);
   const second = auditColumnSources(rows, rowGroupSize, false, secondNames).columns.map(packColumn);
   let first: { chunks: EncodedColumnChunks; kv: ReturnType<typeof tierFileKvMetadata> } | undefined;
   return {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { parquetWriteBuffer } from 'hyparquet-writer';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { AUDIT_COLUMNS } from '../src/audit-columns.js';
+import { AUDIT_COLUMNS, toRow } from '../src/audit-columns.js';
 import { compressTierPage, TIER_PAGE_CODEC } from '../src/page-codec.js';
 import { auditParquetSchema } from '../src/parquet-schema.js';
 import { auditColumnSources, auditRows, encodeAuditParquet, PAGE_SIZE_BYTES, PARQUET_CREATED_BY, SKETCHED_COLUMNS, STATISTICS_STRING_BYTES_MAX, tierFileKvMetadata } from '../src/parquet-writer.js';
@@ -39,6 +39,8 @@ describe('a tier file encoded on two threads', () => {
         const twoThreads = encodeSplit(events, { rowGroupSize, kvMetadata, secondColumns });
         expect(same(twoThreads, whole), `${count} events, groups of ${rowGroupSize}, second thread ${secondColumns.join(',')}`).toBe(true);
       }
+      // Rows the caller built already (a worker builds them part by part) give the same file.
+      expect(same(encodeSplit(events, { rowGroupSize, kvMetadata, rows: events.map(toRow) }), whole)).toBe(true);
       // Without sketches too (files as writers before them wrote).
       expect(same(encodeSplit(events, { rowGroupSize, rowGroupSketches: false }), encodeAuditParquet(events, { rowGroupSize, rowGroupSketches: false }))).toBe(true);
     }

@@ -22,7 +22,7 @@ export const ENCODE_MESSAGE_EVENTS_MAX = 500;
  * (`columns-failed`) before answering the file. `encode-columns` is that other worker's job.
  */
 export type TierEncodeRequest =
-  | { id: number; job: 'encode-part'; events: readonly TieredEvent[] }
+  | { id: number; job: 'encode-part'; events: readonly TieredEvent[]; split: boolean }
   | { id: number; job: 'encode'; events: readonly TieredEvent[]; shape: TierFileShape; split: boolean }
   | { id: number; job: 'encode-columns'; columns: PackedColumn[]; rowGroupSize: number }
   | { id: number; job: 'columns-encoded'; chunks: EncodedColumnChunks }
@@ -140,7 +140,7 @@ export class TierEncodePool implements TierFileEncoder {
     const answer = await this.#run(
       (id) => ({ id, job: 'encode', events: last, shape, split }),
       [],
-      (id) => parts.map((part) => ({ id, job: 'encode-part', events: part })),
+      (id) => parts.map((part) => ({ id, job: 'encode-part', events: part, split })),
       split ? (worker, id) => (columns, rowGroupSize) => this.#encodeColumnsFor(worker, id, columns, rowGroupSize) : undefined,
     );
     const file = Array.isArray(answer) ? answer[0] : undefined;

@@ -5,7 +5,7 @@
 import { readlinkSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
-import { encodePackedColumns, packedColumnBuffers, splitAuditParquet, type EncodedColumnChunks, type TieredEvent } from '@auditlake/format';
+import { encodePackedColumns, packedColumnBuffers, splitAuditParquet, toRow, type AuditRow, type EncodedColumnChunks, type TieredEvent } from '@auditlake/format';
 import { isAuditError } from '@auditlake/model';
 import type { TierEncodeRequest, TierEncodeResponse, TierEncodeWorkerData } from './tier-encode-pool.js';
 import { encodeTierFile, rewriteTierFiles, tierFileOf, type EncodedTierFile } from './tier-file-encoding.js';
@@ -30,7 +30,21 @@ function runNicer(niceness: number): void {
 runNicer((workerData as TierEncodeWorkerData | undefined)?.niceness ?? 0);
 
 /** The events of encode jobs whose last message has not come yet, by job id. */
-const parts = new Map<number, TieredEvent[]>();
+const parts = new Map<number, { events: TieredEvent[]; rows: AuditRow[] | Error }>();
+
+/**
+ * The rows of a part's events, built as the part comes (the thread would otherwise wait for the
+ * next part), or the error a row could not be built with, thrown when the job runs.
+ */
+function partRows(events: readonly TieredEvent[], into: AuditRow[] | Error): AuditRow[] | Error {
+  if (into instanceof Error) return into;
+  try {
+    for (const event of events) into.push(toRow(event));
+    return into;
+  } catch (err) {
+    return err instanceof Error ? err : new Error(String(err));
+  }
+}
 
 /** Split encode jobs waiting for the chunks of the columns another worker encodes, by job id. */
 const awaitingColumns = new Map<number, { resolve: (chunks: EncodedColumnChunks) => void; reject: (err: Error) => void }>();
@@ -39,8 +53,9 @@ const awaitingColumns = new Map<number, { resolve: (chunks: EncodedColumnChunks)
  * A split encode job: the other worker's columns go out (through the pool) before this thread
  * encodes its own and the sketches, so both work at once; then the file is assembled.
  */
-async function encodeSplit(id: number, events: readonly TieredEvent[], shape: Extract<TierEncodeRequest, { job: 'encode' }>['shape']): Promise<EncodedTierFile> {
-  const split = splitAuditParquet(events, { kvMetadata: shape.kvMetadata });
+async function encodeSplit(id: number, events: readonly TieredEvent[], rows: AuditRow[] | Error, shape: Extract<TierEncodeRequest, { job: 'encode' }>['shape']): Promise<EncodedTierFile> {
+  if (rows instanceof Error) throw rows;
+  const split = splitAuditParquet(events, { kvMetadata: shape.kvMetadata, rows });
   const theirs = new Promise<EncodedColumnChunks>((resolve, reject) => awaitingColumns.set(id, { resolve, reject }));
   try {
     const response: TierEncodeResponse = { id, columns: split.second, rowGroupSize: split.rowGroupSize };
@@ -58,8 +73,9 @@ async function run(request: Job): Promise<EncodedTierFile[] | EncodedColumnChunk
   if (request.job === 'encode') {
     const earlier = parts.get(request.id);
     parts.delete(request.id);
-    const events = earlier ? [...earlier, ...request.events] : request.events;
-    return [request.split ? await encodeSplit(request.id, events, request.shape) : encodeTierFile(events, request.shape)];
+    const events = earlier ? [...earlier.events, ...request.events] : request.events;
+    if (!request.split) return [encodeTierFile(events, request.shape)];
+    return [await encodeSplit(request.id, events, partRows(request.events, earlier?.rows ?? []), request.shape)];
   }
   if (request.job === 'encode-columns') return encodePackedColumns(request.columns, request.rowGroupSize);
   // Taken out of the request, so each input's bytes can be freed once it is merged.
@@ -76,9 +92,10 @@ port.on('message', (request: TierEncodeRequest) => {
     return;
   }
   if (request.job === 'encode-part') {
-    const earlier = parts.get(request.id);
-    if (earlier) for (const event of request.events) earlier.push(event);
-    else parts.set(request.id, [...request.events]);
+    const earlier = parts.get(request.id) ?? { events: [], rows: [] };
+    for (const event of request.events) earlier.events.push(event);
+    if (request.split) earlier.rows = partRows(request.events, earlier.rows);
+    parts.set(request.id, earlier);
     return;
   }
   void run(request).then(

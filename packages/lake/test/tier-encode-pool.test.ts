@@ -148,6 +148,17 @@ describe('TierEncodePool', () => {
     expect(p.threads).toBe(2);
   }, 60_000);
 
+  it('with two threads, an event the columns cannot hold fails its job with the encoder\'s message, wherever its part came (rows are built part by part), and the next job succeeds', async () => {
+    const p = pool({ threadsMax: 2 });
+    for (const at of [3, ENCODE_MESSAGE_EVENTS_MAX * 2 + 3]) {
+      const batch = events(1, ENCODE_MESSAGE_EVENTS_MAX * 2 + 7);
+      batch[at] = { ...batch[at]!, decision: 'MAYBE' as never };
+      await expect(p.encode(batch, ICEBERG)).rejects.toThrow(/decision must be ALLOW, DENY or ''/);
+    }
+    const batch = events(1, ENCODE_MESSAGE_EVENTS_MAX * 2 + 7);
+    expect(Buffer.from((await p.encode(batch, ICEBERG)).bytes).equals(Buffer.from(encodeTierFile(batch, ICEBERG).bytes))).toBe(true);
+  }, 60_000);
+
   it('with two threads, a crash of the worker encoding the other half of a file fails the job with AUDIT_ENCODER_FAILED; the next job succeeds', async () => {
     const p = pool({ threadsMax: 2 });
     const post = Object.getOwnPropertyDescriptor(Worker.prototype, 'postMessage')?.value as (this: Worker, message: unknown, transfer?: readonly TransferListItem[]) => void;
