@@ -22,7 +22,7 @@ export interface TierFileFigures {
   /** The same file without its row-group sketches (absent in results stored before them). */
   bytesWithoutSketches?: number;
   /**
-   * The node's path: a TierEncodePool of {@link poolThreads} worker threads, the events handed
+   * The split encoder: a TierEncodePool of {@link poolThreads} worker threads, the events handed
    * over as the sweep hands them. Results stored before it measured `encodeAuditParquet` on
    * one thread here (and have no `poolThreads`).
    */
@@ -38,7 +38,11 @@ export interface TierFileFigures {
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-/** Worker threads of the measured pool: the node's default (`auditlake.audit.tier.encode.threads`). */
+/**
+ * Worker threads of the measured pool: two, the split encoder a node uses with
+ * `auditlake.audit.tier.encode.threads` ≥ 2 (DuckDB writes with two as well). The node's
+ * default is one thread, which encodes as `encodeAuditParquet` does, off the event loop.
+ */
 const POOL_THREADS = 2;
 
 /**

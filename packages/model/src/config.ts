@@ -49,12 +49,12 @@ export const CONFIG_KEYS = {
   /**
    * Worker threads that encode tier files (the sweep's data files, compaction's rewrites) off
    * the event loop; 0 encodes inline. Encoding is most of a sweep's CPU, and on the event loop
-   * it competes with ingest, so the sweep could not keep up with it. Two by default: from two,
-   * each file is encoded on two threads at once (split by columns, the same bytes), so a sweep
-   * batch's file is ready sooner (issue #13 compares its write time with DuckDB's, which writes
-   * with 2 threads too; the bench's tiering part measures both).
+   * it competes with ingest, so the sweep could not keep up with it. From two, each file is
+   * encoded on two threads at once (split by columns, the same bytes). One by default: on a
+   * 2-core machine the split was no faster per 5,000-event file (53–57 ms against 51–55 ms on
+   * one thread, quiet machine): handing the columns over costs what the second thread saves.
    */
-  tierEncodeThreads: spec('auditlake.audit.tier.encode.threads', '2', nonNegativeInt),
+  tierEncodeThreads: spec('auditlake.audit.tier.encode.threads', '1', nonNegativeInt),
   tierBackoffInitialMs: spec('auditlake.audit.tier.backoff.initial.ms', '30000', positiveInt),
   tierBackoffMaxMs: spec('auditlake.audit.tier.backoff.max.ms', '600000', positiveInt),
   viewerMaxPage: spec('auditlake.audit.viewer.max.page', '5000', positiveInt),
