@@ -1,5 +1,6 @@
 // Goal: the data_file of a Parquet file has exact counts, a one-day partition value and bounds that are true bounds of every value in the file (awkward and long strings included); the day transform floors toward -∞.
 import type { StoredEvent } from '@auditlake/model';
+import fc from 'fast-check';
 import { parquetMetadata } from 'hyparquet';
 import { describe, expect, it } from 'vitest';
 import {
@@ -7,6 +8,7 @@ import {
   auditIcebergSchema,
   compareCodePoints,
   dataFileFromParquet,
+  dataFileFromParquetFooter,
   dayOrdinal,
   dayPartitionPath,
   decodeLongBound,
@@ -113,6 +115,27 @@ describe('dataFileFromParquet', () => {
     expect(upper.has(8)).toBe(false);
     // query's largest value is U+10FFFF ×15 + 'a' + …: the truncated upper bound increments 'a'.
     expect(decodeStringBound(upper.get(7) as Uint8Array)).toBe('\u{10FFFF}'.repeat(15) + 'b');
+  });
+
+  // The sweep builds its files' records from the footer (dataFileFromParquetFooter) rather than
+  // from the events: it must be the very record the events give, awkward strings included.
+  it('is the same record when built from the file footer instead of the events', async () => {
+    expect(await dataFileFromParquetFooter({ filePath: path, parquetBytes: bytes })).toEqual(file);
+  });
+
+  it('is the same record from the footer for random strings (4-byte characters, lone surrogates, past the statistics limit) and row groups', async () => {
+    const unit = fc.constantFrom('a', 'z', 'é', '監', '\u{1F600}', '\u{10FFFF}', '\uFFFF', '\uD800', '\uDC00', '\u0000', ' ');
+    const text = fc.string({ unit, maxLength: 90 });
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.record({ user: text, query: text, details: text, resource: text }), { minLength: 1, maxLength: 40 }), fc.integer({ min: 1, max: 50 }), async (values, rowGroupSize) => {
+        const base = buildEvents(seed + 2, { count: values.length, spanMs: DAY_MS - 10 });
+        const some = values.map((v, i) => ({ ...(base[i] as StoredEvent), userId: v.user, query: v.query, details: v.details, resource: v.resource }));
+        const encoded = encodeAuditParquet(some, { rowGroupSize });
+        const fromEvents = dataFileFromParquet({ events: some, filePath: path, fileSizeBytes: encoded.byteLength, parquetBytes: encoded });
+        expect(await dataFileFromParquetFooter({ filePath: path, parquetBytes: encoded })).toEqual(fromEvents);
+      }),
+      { seed, numRuns: 150 },
+    );
   });
 
   it('refuses no events, several days, and bytes that disagree with the size or the events, with TypeError', () => {

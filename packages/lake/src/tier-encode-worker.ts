@@ -61,7 +61,7 @@ async function encodeSplit(id: number, events: readonly TieredEvent[], rows: Aud
     const response: TierEncodeResponse = { id, columns: split.second, rowGroupSize: split.rowGroupSize };
     (port as MessagePort).postMessage(response, packedColumnBuffers(split.second));
     split.encodeFirst();
-    return tierFileOf(events, split.assemble(await theirs), shape);
+    return await tierFileOf(events, split.assemble(await theirs), shape);
   } finally {
     awaitingColumns.delete(id);
   }
@@ -74,7 +74,7 @@ async function run(request: Job): Promise<EncodedTierFile[] | EncodedColumnChunk
     const earlier = parts.get(request.id);
     parts.delete(request.id);
     const events = earlier ? [...earlier.events, ...request.events] : request.events;
-    if (!request.split) return [encodeTierFile(events, request.shape)];
+    if (!request.split) return [await encodeTierFile(events, request.shape)];
     return [await encodeSplit(request.id, events, partRows(request.events, earlier?.rows ?? []), request.shape)];
   }
   if (request.job === 'encode-columns') return encodePackedColumns(request.columns, request.rowGroupSize);

@@ -1,4 +1,4 @@
-import { dataFileFromParquet, dataFileFromParquetFooter, encodeAuditParquet, mergeAuditParquetFiles, type DataFile, type MergeInput, type TieredEvent } from '@auditlake/format';
+import { dataFileFromParquetFooter, encodeAuditParquet, mergeAuditParquetFiles, type DataFile, type MergeInput, type TieredEvent } from '@auditlake/format';
 
 /** What a data file needs beside its bytes: where it goes and what its footer says. */
 export interface TierFileShape {
@@ -27,8 +27,8 @@ export interface RewriteInput {
 }
 
 /**
- * Encodes tier files: the CPU-heavy part of a sweep and of a compaction (about 40 µs an event
- * to encode, a tenth of that to build the data-file record; a compaction re-encodes only the
+ * Encodes tier files: the CPU-heavy part of a sweep and of a compaction (about 12 µs an event
+ * to encode on one thread, and the data-file record from the footer; a compaction re-encodes only the
  * rows of small row groups and copies the rest). {@link INLINE_TIER_FILE_ENCODER} does it on the calling thread;
  * `TierEncodePool` in worker threads, so the event loop that ingests is not blocked by it.
  */
@@ -49,12 +49,17 @@ export interface TierFileEncoder {
 const UNNAMED = '';
 
 /** {@link TierFileEncoder.encode} on this thread. */
-export function encodeTierFile(events: readonly TieredEvent[], shape: TierFileShape): EncodedTierFile {
+export function encodeTierFile(events: readonly TieredEvent[], shape: TierFileShape): Promise<EncodedTierFile> {
   return tierFileOf(events, encodeAuditParquet(events, { kvMetadata: shape.kvMetadata }), shape);
 }
 
-/** The encoded tier file of `events`, given the Parquet bytes encoded from them. */
-export function tierFileOf(events: readonly TieredEvent[], bytes: Uint8Array, shape: TierFileShape): EncodedTierFile {
+/**
+ * The encoded tier file of `events`, given the Parquet bytes encoded from them. The Iceberg
+ * record is built from the file's footer (its statistics), as for a compacted file: the same
+ * record as from the events (dataFileFromParquet; a test holds them equal), for a fortieth of
+ * the time (0.55 ms against 22 ms for 5,000 events), which was a fifth of a sweep's encoding.
+ */
+export async function tierFileOf(events: readonly TieredEvent[], bytes: Uint8Array, shape: TierFileShape): Promise<EncodedTierFile> {
   let tsMin = Number.MAX_SAFE_INTEGER;
   let tsMax = 0;
   for (const event of events) {
@@ -62,7 +67,11 @@ export function tierFileOf(events: readonly TieredEvent[], bytes: Uint8Array, sh
     if (event.timestamp > tsMax) tsMax = event.timestamp;
   }
   const file: EncodedTierFile = { bytes, rows: events.length, tsMin, tsMax };
-  if (shape.icebergDataFile) file.dataFile = dataFileFromParquet({ events, filePath: UNNAMED, fileSizeBytes: bytes.byteLength, parquetBytes: bytes });
+  if (shape.icebergDataFile) {
+    const dataFile = await dataFileFromParquetFooter({ filePath: UNNAMED, parquetBytes: bytes });
+    if (dataFile.record_count !== events.length) throw new Error(`assertion failed: a tier file of ${events.length} events holds ${dataFile.record_count} rows`);
+    file.dataFile = dataFile;
+  }
   return file;
 }
 

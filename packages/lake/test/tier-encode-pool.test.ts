@@ -34,7 +34,7 @@ describe('TierEncodePool', () => {
   it('encodes in a worker exactly the bytes and data-file record the inline encoder makes', async () => {
     const p = pool();
     const batch = events(1, 2_000);
-    const [inWorker, inline] = [await p.encode(batch, ICEBERG), encodeTierFile(batch, ICEBERG)];
+    const [inWorker, inline] = [await p.encode(batch, ICEBERG), await encodeTierFile(batch, ICEBERG)];
     expect(p.threads).toBe(1);
     expect(Buffer.from(inWorker.bytes).equals(Buffer.from(inline.bytes))).toBe(true);
     expect(inWorker.dataFile).toEqual(inline.dataFile);
@@ -47,23 +47,23 @@ describe('TierEncodePool', () => {
   it('rewrites files in a worker keeping every row in order, and refuses an input holding other than its expected rows, naming it', async () => {
     const p = pool();
     // Fresh inputs for each call: a rewrite takes its inputs' bytes.
-    const inputsNow = () => [events(1, 300), events(301, 500), events(801, 200)].map((batch, i) => ({ bytes: encodeTierFile(batch, ICEBERG).bytes, name: `in-${i}.parquet`, expectedRows: batch.length }));
-    const inputs = inputsNow();
-    const files = await p.rewrite(inputsNow(), 400, ICEBERG);
+    const inputsNow = () => Promise.all([events(1, 300), events(301, 500), events(801, 200)].map(async (batch, i) => ({ bytes: (await encodeTierFile(batch, ICEBERG)).bytes, name: `in-${i}.parquet`, expectedRows: batch.length })));
+    const inputs = await inputsNow();
+    const files = await p.rewrite(await inputsNow(), 400, ICEBERG);
     expect(files.map((f) => f.rows)).toEqual([400, 400, 200]);
     expect((await Promise.all(files.map((f) => ids(f.bytes)))).flat()).toEqual(events(1, 1_000).map((e) => e.eventId));
     expect(files.every((f) => f.dataFile?.record_count === f.rows)).toBe(true);
     // The same as inline.
     expect((await rewriteTierFiles(inputs, 400, ICEBERG)).map((f) => f.dataFile)).toEqual(files.map((f) => f.dataFile));
-    const fresh = inputsNow();
+    const fresh = await inputsNow();
     const wrong = [fresh[0]!, { ...fresh[1]!, expectedRows: 499 }];
     await expect(p.rewrite(wrong, 400, ICEBERG)).rejects.toMatchObject({ code: AuditErrorCode.TABLE_INVALID, message: expect.stringContaining('in-1.parquet holds 500 rows') });
   });
 
   it('moves a rewrite\'s input bytes to the worker instead of copying them (the caller\'s views are empty after); a view into a larger buffer is copied and left intact', async () => {
     const p = pool();
-    const owned: RewriteInput = { bytes: encodeTierFile(events(1, 300), ICEBERG).bytes.slice(), name: 'owned.parquet', expectedRows: 300 };
-    const second = encodeTierFile(events(301, 200), ICEBERG).bytes;
+    const owned: RewriteInput = { bytes: (await encodeTierFile(events(1, 300), ICEBERG)).bytes.slice(), name: 'owned.parquet', expectedRows: 300 };
+    const second = (await encodeTierFile(events(301, 200), ICEBERG)).bytes;
     const larger = new Uint8Array(second.byteLength + 16);
     larger.set(second, 8);
     const view: RewriteInput = { bytes: larger.subarray(8, 8 + second.byteLength), name: 'view.parquet', expectedRows: 200 };
@@ -85,7 +85,7 @@ describe('TierEncodePool', () => {
     const inWorker = await file;
     const sizes = posted.mock.calls.map(([message]) => (message as { events: unknown[] }).events.length);
     expect(sizes).toEqual([ENCODE_MESSAGE_EVENTS_MAX, ENCODE_MESSAGE_EVENTS_MAX, 7]);
-    const inline = encodeTierFile(batch, ICEBERG);
+    const inline = await encodeTierFile(batch, ICEBERG);
     expect(Buffer.from(inWorker.bytes).equals(Buffer.from(inline.bytes))).toBe(true);
     expect(inWorker.dataFile).toEqual(inline.dataFile);
   });
@@ -138,13 +138,13 @@ describe('TierEncodePool', () => {
     const batch = events(1, 12_345).map((e) => ({ ...e, query: `select '${text(e.seq)}' ${e.seq}`, details: text(e.seq + 1) }));
     const inWorkers = await p.encode(batch, ICEBERG);
     expect(p.threads).toBe(2);
-    const inline = encodeTierFile(batch, ICEBERG);
+    const inline = await encodeTierFile(batch, ICEBERG);
     expect(inline.dataFile?.split_offsets).toHaveLength(2); // two row groups
     expect(Buffer.from(inWorkers.bytes).equals(Buffer.from(inline.bytes))).toBe(true);
     expect(inWorkers.dataFile).toEqual(inline.dataFile);
     const several = [events(1, 3_000), events(5_000, 1), events(9_000, 777)];
     const files = await Promise.all(several.map((b) => p.encode(b, PARQUET)));
-    for (const [i, b] of several.entries()) expect(Buffer.from(files[i]!.bytes).equals(Buffer.from(encodeTierFile(b, PARQUET).bytes))).toBe(true);
+    for (const [i, b] of several.entries()) expect(Buffer.from(files[i]!.bytes).equals(Buffer.from((await encodeTierFile(b, PARQUET)).bytes))).toBe(true);
     expect(p.threads).toBe(2);
   }, 60_000);
 
@@ -156,7 +156,7 @@ describe('TierEncodePool', () => {
       await expect(p.encode(batch, ICEBERG)).rejects.toThrow(/decision must be ALLOW, DENY or ''/);
     }
     const batch = events(1, ENCODE_MESSAGE_EVENTS_MAX * 2 + 7);
-    expect(Buffer.from((await p.encode(batch, ICEBERG)).bytes).equals(Buffer.from(encodeTierFile(batch, ICEBERG).bytes))).toBe(true);
+    expect(Buffer.from((await p.encode(batch, ICEBERG)).bytes).equals(Buffer.from((await encodeTierFile(batch, ICEBERG)).bytes))).toBe(true);
   }, 60_000);
 
   it('with two threads, a crash of the worker encoding the other half of a file fails the job with AUDIT_ENCODER_FAILED; the next job succeeds', async () => {
@@ -172,7 +172,7 @@ describe('TierEncodePool', () => {
     crashing.mockRestore();
     const batch = events(1, 2_000);
     const after = await p.encode(batch, ICEBERG);
-    expect(Buffer.from(after.bytes).equals(Buffer.from(encodeTierFile(batch, ICEBERG).bytes))).toBe(true);
+    expect(Buffer.from(after.bytes).equals(Buffer.from((await encodeTierFile(batch, ICEBERG)).bytes))).toBe(true);
   }, 60_000);
 
   it('with two threads, a crash of the worker that assembles a file fails the job with AUDIT_ENCODER_FAILED; the next job succeeds', async () => {
