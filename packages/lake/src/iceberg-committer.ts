@@ -15,8 +15,10 @@ import {
   summarizeAddedFiles,
   watermarkSummary,
   type DataFile,
+  type ManifestFile,
 } from '@auditlake/format';
-import { AuditErrorCode, isAuditError, type StoredEvent } from '@auditlake/model';
+import { AuditError, AuditErrorCode, isAuditError, type StoredEvent } from '@auditlake/model';
+import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import { COMMIT_ATTEMPTS_MAX } from './iceberg-maintenance-context.js';
 import { encodeKeyNumber } from './key-number.js';
 import type { ObjectStore } from './object-store.js';
@@ -119,6 +121,11 @@ export async function commitIcebergBatch(
     /** Debug/test hook: after the data files and manifest are written, before the first commit attempt. */
     afterWrite?: () => Promise<void>;
     /**
+     * The seq the batch continues from (the sweep's watermark; default the loaded table's). A
+     * commit that loses its version is re-applied on the new one only if that ends here.
+     */
+    afterSeq?: number;
+    /**
      * True when the batch holds no erasure record: a table whose erasures are applied through
      * the batch's start then has them applied through its end (set in the same commit).
      */
@@ -138,56 +145,69 @@ export async function commitIcebergBatch(
   // Files encoded ahead are used only when they are this batch's, in this table's schema.
   const encoded = given !== undefined && encodedFits(given, batch, kvMetadata) ? given : await encodeIcebergBatch(loaded, batch, context.encoder ?? INLINE_TIER_FILE_ENCODER);
   const days = encoded.days;
-  const dataFiles: DataFile[] = [];
-  for (const { day, file } of days) {
-    // Attempt-unique (term and random): no writer ever overwrites another's data file.
-    const key = joinKey(table.s3.prefix, `data/${dayPartitionPath(day)}/${encodeKeyNumber(first.seq)}-t${context.term}-${attempt.slice(0, 8)}.parquet`);
-    await objects.put(key, file.bytes, 'application/vnd.apache.parquet');
+  // Every object before the commit object has an attempt-unique name and depends on no other's
+  // bytes, so they are written at once: one round trip of the store instead of one each (the
+  // sweep's commits are bound by round trips, not CPU). Should any fail, the others are orphans.
+  const dataKeys = days.map(({ day }) => joinKey(table.s3.prefix, `data/${dayPartitionPath(day)}/${encodeKeyNumber(first.seq)}-t${context.term}-${attempt.slice(0, 8)}.parquet`));
+  const dataFiles: DataFile[] = days.map(({ file }, i) => {
     if (!file.dataFile) throw new Error('assertion failed: the encoder built no data_file record');
-    dataFiles.push({ ...file.dataFile, file_path: objects.url(key) });
-  }
+    return { ...file.dataFile, file_path: objects.url(dataKeys[i]) };
+  });
   const entries = dataFiles.map((file) => addedEntry(file, snapshotId));
   const manifestBytes = encodeManifest(entries, { schema });
   const manifestKey = metadataFileKey(table, `${attempt}-m0.avro`);
-  await objects.put(manifestKey, manifestBytes, 'application/octet-stream');
-  await context.afterWrite?.();
+  const written = Promise.all([
+    mapBounded(days, OBJECT_REQUESTS_IN_FLIGHT_MAX, ({ file }, i) => objects.put(dataKeys[i] as string, file.bytes, 'application/vnd.apache.parquet')),
+    objects.put(manifestKey, manifestBytes, 'application/octet-stream'),
+  ]);
+  // Never unhandled: the first attempt awaits it, or the failure before that is thrown.
+  written.catch(() => undefined);
   const watermark: Watermark = { seq: last.seq, ingestTs: last.ingestTs };
-  const continuesFrom = tableWatermark(loaded)?.seq ?? 0;
+  // Not the loaded table's own word alone: a sweep may commit on the table as its last commit
+  // left it while its watermark (shared with every sweeper of the store) knows of later ones.
+  const continuesFrom = context.afterSeq ?? tableWatermark(loaded)?.seq ?? 0;
   let base = loaded;
   for (let attemptNumber = 1; ; attemptNumber++) {
     // Only what depends on the version is redone per attempt: sequence number, carried manifests, list.
-    const baseMetadata = evolveToAuditSchema(base.metadata);
-    const sequenceNumber = baseMetadata['last-sequence-number'] + 1;
-    const parent = currentSnapshot(baseMetadata);
-    const carried = parent ? decodeManifestList(await objects.get(s3Key(table, parent['manifest-list']))).files : [];
-    const manifestFile = manifestFileFor({ manifestPath: objects.url(manifestKey), manifestLengthBytes: manifestBytes.byteLength, entries, snapshotId, sequenceNumber });
-    const listBytes = encodeManifestList([manifestFile, ...carried], { snapshotId, parentSnapshotId: parent?.['snapshot-id'] ?? null, sequenceNumber });
-    const listKey = metadataFileKey(table, `snap-${snapshotId}-${attemptNumber}-${attempt}.avro`);
-    await objects.put(listKey, listBytes, 'application/octet-stream');
-    const next = appendSnapshot(baseMetadata, {
-      snapshotId,
-      manifestListPath: objects.url(listKey),
-      nowMs: context.nowMs,
-      addedFiles: summarizeAddedFiles(dataFiles),
-      previousMetadataPath: base.metadataPath,
-      summaryExtra: {
-        ...watermarkSummary({ seq: BigInt(last.seq), ingestTs: last.ingestTs, leaderTerm: context.term, writerId: context.writerId }),
-        ...checkpointSummary(batch, parent?.summary),
-      },
-      ...(context.metadataLogEntriesMax === undefined ? {} : { metadataLogEntriesMax: context.metadataLogEntriesMax }),
-    });
-    // The erasure cursor follows a batch with nothing to erase, and only from where it began.
-    if (context.erasureFree === true && erasuresAppliedThrough(baseMetadata) >= continuesFrom) {
-      next.properties = { ...next.properties, [ERASURES_APPLIED_THROUGH_PROPERTY]: String(last.seq) };
-    }
-    let committed: LoadedTable;
-    try {
+    const commitOnBase = async () => {
+      const baseMetadata = evolveToAuditSchema(base.metadata);
+      const sequenceNumber = baseMetadata['last-sequence-number'] + 1;
+      const parent = currentSnapshot(baseMetadata);
+      const carried = parent ? await manifestListFiles(objects, table, base, parent['manifest-list']) : [];
+      const manifestFile = manifestFileFor({ manifestPath: objects.url(manifestKey), manifestLengthBytes: manifestBytes.byteLength, entries, snapshotId, sequenceNumber });
+      const listFiles = [manifestFile, ...carried];
+      const listBytes = encodeManifestList(listFiles, { snapshotId, parentSnapshotId: parent?.['snapshot-id'] ?? null, sequenceNumber });
+      const listKey = metadataFileKey(table, `snap-${snapshotId}-${attemptNumber}-${attempt}.avro`);
+      await Promise.all([written, objects.put(listKey, listBytes, 'application/octet-stream')]);
+      if (attemptNumber === 1) await context.afterWrite?.();
+      const next = appendSnapshot(baseMetadata, {
+        snapshotId,
+        manifestListPath: objects.url(listKey),
+        nowMs: context.nowMs,
+        addedFiles: summarizeAddedFiles(dataFiles),
+        previousMetadataPath: base.metadataPath,
+        summaryExtra: {
+          ...watermarkSummary({ seq: BigInt(last.seq), ingestTs: last.ingestTs, leaderTerm: context.term, writerId: context.writerId }),
+          ...checkpointSummary(batch, parent?.summary),
+        },
+        ...(context.metadataLogEntriesMax === undefined ? {} : { metadataLogEntriesMax: context.metadataLogEntriesMax }),
+      });
+      // The erasure cursor follows a batch with nothing to erase, and only from where it began.
+      if (context.erasureFree === true && erasuresAppliedThrough(baseMetadata) >= continuesFrom) {
+        next.properties = { ...next.properties, [ERASURES_APPLIED_THROUGH_PROPERTY]: String(last.seq) };
+      }
       const fence: CommitFence = {
         term: context.term,
         mayCommit: context.mayCommit,
         ...(context.beforeCommit ? { beforeCommit: context.beforeCommit } : {}),
       };
-      committed = await commitMetadataVersion(objects, table, base, next, fence);
+      const committed = await commitMetadataVersion(objects, table, base, next, fence);
+      committed.knownManifestList = { path: objects.url(listKey), files: listFiles };
+      return { committed, manifests: listFiles.length };
+    };
+    try {
+      const { committed, manifests } = await commitOnBase();
+      return { version: committed.version, loaded: committed, manifests, watermark, bytes: dataFiles.reduce((s, f) => s + f.file_size_in_bytes, 0), files: dataFiles.length };
     } catch (err) {
       if (!isAuditError(err, AuditErrorCode.OBJECT_EXISTS) || attemptNumber >= COMMIT_ATTEMPTS_MAX) throw err;
       const reloaded = await loadIcebergTable(objects, table);
@@ -195,10 +215,19 @@ export async function commitIcebergBatch(
       // tiered further (another leader's sweep) means these events are someone else's now.
       if (!reloaded || (tableWatermark(reloaded)?.seq ?? 0) !== continuesFrom) throw err;
       base = reloaded;
-      continue;
     }
-    return { version: committed.version, loaded: committed, manifests: carried.length + 1, watermark, bytes: dataFiles.reduce((s, f) => s + f.file_size_in_bytes, 0), files: dataFiles.length };
   }
+}
+
+/** The manifests of the list at `path` (the base's parent snapshot's): as this process wrote it, or fetched. */
+async function manifestListFiles(objects: ObjectStore, table: IcebergTableRef, base: LoadedTable, path: string): Promise<ManifestFile[]> {
+  const known = base.knownManifestList;
+  if (known !== undefined && known.path === path) return known.files;
+  const bytes = await objects.find(s3Key(table, path));
+  // Gone: snapshot expiry removed it, so the table has moved past this version since it was
+  // read. The commit on it would lose; it is re-applied on the table as it is now.
+  if (bytes === undefined) throw new AuditError(AuditErrorCode.OBJECT_EXISTS, `commit lost: v${base.version} is no longer current (its snapshot's manifest list ${path} was expired)`);
+  return decodeManifestList(bytes).files;
 }
 
 /** The newest signed checkpoint tiered so far: this batch's, else the one the parent snapshot carried. */

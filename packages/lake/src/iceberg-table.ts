@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { newTableMetadata, parseTableMetadata, readWatermarkFromMetadata, type IcebergTableMetadata } from '@auditlake/format';
+import { newTableMetadata, parseTableMetadata, readWatermarkFromMetadata, type IcebergTableMetadata, type ManifestFile } from '@auditlake/format';
 import type { ObjectStore } from './object-store.js';
 import { metadataFileKey, metadataVersionKey, versionHintKey, type IcebergTableRef } from './iceberg-table-ref.js';
 import type { S3Connections } from './s3-connections.js';
@@ -10,6 +10,13 @@ export interface LoadedTable {
   version: number;
   metadata: IcebergTableMetadata;
   metadataPath: string;
+  /**
+   * The manifests a manifest list names, when the process that holds this table wrote that list
+   * itself (a sweep commit): the next commit then need not fetch it again. Keyed by the list's
+   * path, which is attempt-unique and never rewritten, so it is right for whichever version
+   * names that list and is only ever used for it.
+   */
+  knownManifestList?: { path: string; files: ManifestFile[] };
 }
 
 /**

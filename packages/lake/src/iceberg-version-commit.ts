@@ -27,8 +27,8 @@ export function commitLost(version: number): AuditError {
 
 /**
  * Commits `next` as version `loaded.version + 1`: the fence is asked first, then
- * `v<N+1>.metadata.json` is created only if absent (first wins), read back (a store that ignores
- * the condition would let a second writer overwrite) and the hint moved forward. Throws
+ * `v<N+1>.metadata.json` is created only if absent (first wins), then read back (a store that
+ * ignores the condition would let a second writer overwrite) while the hint is moved forward. Throws
  * AUDIT_NOT_LEADER when the fence refuses and AUDIT_OBJECT_EXISTS when another commit won.
  */
 export async function commitMetadataVersion(objects: ObjectStore, table: IcebergTableRef, loaded: LoadedTable, next: IcebergTableMetadata, fence: Omit<CommitFence, 'serialize'>): Promise<LoadedTable> {
@@ -38,8 +38,9 @@ export async function commitMetadataVersion(objects: ObjectStore, table: Iceberg
   const key = metadataVersionKey(table, version);
   const text = JSON.stringify(next);
   if (!(await objects.putIfAbsent(key, text, 'application/json'))) throw commitLost(version);
-  const written = await objects.get(key);
+  // The hint is moved while the version is read back: it names a version that exists whoever
+  // wrote it, so a read-back that finds another writer's bytes leaves it right.
+  const [written] = await Promise.all([objects.get(key), advanceVersionHint(objects, table, version)]);
   if (new TextDecoder().decode(written) !== text) throw commitLost(version);
-  await advanceVersionHint(objects, table, version);
   return { version, metadata: parseTableMetadata(text), metadataPath: objects.url(key) };
 }

@@ -11,10 +11,23 @@
  */
 export class CommitLock {
   #tail: Promise<unknown> = Promise.resolve();
+  #turns = 0;
+
+  /**
+   * Turns begun so far; inside a turn, its own number. A holder that finds it one more than at
+   * its last turn knows nobody else held the lock in between (the sweep reuses the table it
+   * committed then).
+   */
+  get turns(): number {
+    return this.#turns;
+  }
 
   /** Runs `fn` after every earlier holder finished; the next waits for it. */
   run<T>(fn: () => Promise<T>): Promise<T> {
-    const result = this.#tail.then(fn);
+    const result = this.#tail.then(() => {
+      this.#turns++;
+      return fn();
+    });
     this.#tail = result.catch(() => undefined);
     return result;
   }

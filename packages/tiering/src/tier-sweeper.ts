@@ -134,6 +134,14 @@ export class TierSweeper {
   #currentErasuresApplied = 0;
   /** Targets (term, connection, location) whose store was found to honour conditional create. */
   readonly #probed = new Set<string>();
+  /** Iceberg targets (term, table, location) whose namespace marker this sweeper has seen or made. */
+  readonly #namespaces = new Set<string>();
+  /**
+   * The Iceberg table as this sweeper's last successful sweep left it, with that sweep's turn of
+   * the commit lock: reused by the next sweep when nobody else took the lock in between (see
+   * #currentTable). Dropped by any failure.
+   */
+  #lastTable: { target: string; turn: number; loaded: LoadedTable } | undefined;
   #closed = false;
   #status = {
     lastSuccessMs: 0,
@@ -236,6 +244,7 @@ export class TierSweeper {
     } catch (err) {
       // What was read ahead continued a commit that may not have happened: read again.
       this.#prefetch = undefined;
+      this.#lastTable = undefined;
       this.#status.lastFailureMs = this.#now();
       this.#status.lastError = err instanceof Error ? err.message : String(err);
       this.#status.consecutiveFailures++;
@@ -365,20 +374,24 @@ export class TierSweeper {
     const objects = connections.bucket(table.connectionId, table.s3.bucket);
     const term = this.#options.term();
     await this.#probeOnce(objects, table.connectionId, table.s3.prefix, term);
-    // The sweep creates what is missing: the namespace and the table.
-    await ensureNamespace(connections, table);
+    const target = `${term}|${table.identifier}|${table.location}`;
+    // The sweep creates what is missing: the namespace (once per term) and the table.
+    if (!this.#namespaces.has(target)) {
+      await ensureNamespace(connections, table);
+      this.#namespaces.add(target);
+    }
     const context = this.#tableContext(objects, table, settings, term);
     // Erasures the table holds but has not applied yet (a pass stopped by a crash) go first.
-    const loaded = await this.#applyErasures(context, await ensureIcebergTable(objects, table, this.#now()));
+    const loaded = await this.#applyErasures(context, await this.#currentTable(target, objects, table));
     // The table's snapshot summary is the source of truth for where tiering stopped.
     const watermark = laterWatermark(await this.watermark(), tableWatermark(loaded) ?? ZERO_WATERMARK);
-    const target = `${term}|${table.identifier}|${table.location}`;
     const prefetched = this.#takePrefetch(target, watermark.seq);
     const next = prefetched ? await prefetched.next : await this.#nextBatch(watermark);
     const { batch } = next;
     if (batch.length === 0) {
       await this.#options.store.putMeta({ [WATERMARK_META]: watermark });
       this.#currentErasuresApplied = erasuresAppliedThrough(loaded.metadata);
+      this.#lastTable = { target, turn: this.#lock.turns, loaded };
       return 'nothing-to-tier';
     }
     const started = this.#now();
@@ -391,6 +404,7 @@ export class TierSweeper {
       term,
       nowMs: this.#now(),
       writerId: `auditlake:${table.identifier}`,
+      afterSeq: watermark.seq,
       mayCommit: this.#fence(term).mayCommit,
       metadataLogEntriesMax: settings.maintenanceMetadataPreviousVersionsMax,
       erasureFree: !batch.some(isErasureRecord),
@@ -407,8 +421,27 @@ export class TierSweeper {
     // The batch's erasure records are in the table now: apply them to its rows.
     const erased = await this.#applyErasures(context, result.loaded);
     this.#currentErasuresApplied = erasuresAppliedThrough(erased.metadata);
-    if (settings.maintenanceEnabled) await this.#boundBetweenRuns(objects, table, { loaded: erased, manifests: result.manifests }, settings, term);
+    const bounded = settings.maintenanceEnabled ? await this.#boundBetweenRuns(objects, table, { loaded: erased, manifests: result.manifests }, settings, term) : erased;
+    // Where a failed step between runs left the table is not known: the next sweep loads it.
+    this.#lastTable = bounded === undefined ? undefined : { target, turn: this.#lock.turns, loaded: bounded };
     return this.#tieredOutcome(next);
+  }
+
+  /**
+   * The table's current version. When this sweep's turn of the commit lock directly follows the
+   * last sweep's, which succeeded at the same target in the same term, that sweep's table is
+   * still current as far as this process knows (every commit of this process to a table takes
+   * the lock), and it is used as it is: loading it again cost three requests per commit (hint,
+   * version probe, metadata), most of a sweep's time during a catch-up. A commit by another
+   * process meanwhile (a deposed leader's late write) makes the commit's conditional create
+   * lose; it then reloads and re-applies or fails as always. Otherwise the table is loaded
+   * (and created if missing).
+   */
+  async #currentTable(target: string, objects: ObjectStore, table: IcebergTableRef): Promise<LoadedTable> {
+    const last = this.#lastTable;
+    this.#lastTable = undefined;
+    if (last !== undefined && last.target === target && last.turn + 1 === this.#lock.turns) return last.loaded;
+    return ensureIcebergTable(objects, table, this.#now());
   }
 
   /** The read-ahead batch when it continues from `afterSeq` at `target`; any other is dropped. */
@@ -472,7 +505,7 @@ export class TierSweeper {
    * maintenance steps themselves. The batch is committed already: a failure here is a warning,
    * not a failed sweep, and the next sweep or run does it.
    */
-  async #boundBetweenRuns(objects: ObjectStore, table: IcebergTableRef, committed: { loaded: LoadedTable; manifests: number }, settings: EffectiveSettings, term: number): Promise<void> {
+  async #boundBetweenRuns(objects: ObjectStore, table: IcebergTableRef, committed: { loaded: LoadedTable; manifests: number }, settings: EffectiveSettings, term: number): Promise<LoadedTable | undefined> {
     const context = {
       objects,
       table,
@@ -489,9 +522,11 @@ export class TierSweeper {
           `Audit tiering: between maintenance runs ${merged ? `${merged.manifestsReplaced} manifests of ${table.identifier} merged` : ''}${merged && expired ? ', ' : ''}${expired ? `${expired.snapshotsExpired} snapshots expired (${expired.filesDeleted} files deleted)` : ''}`,
         );
       }
+      return expired?.loaded ?? merged?.loaded ?? committed.loaded;
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       this.#options.log.warn({ err: message, table: table.identifier }, `Audit tiering: keeping ${table.identifier} small between maintenance runs failed: ${message}`);
+      return undefined;
     }
   }
 

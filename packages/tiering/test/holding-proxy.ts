@@ -12,6 +12,8 @@ export interface HeldRequest {
 
 export interface HoldingProxy {
   endpoint: string;
+  /** Every request passed on so far, in order of arrival (method and decoded path). */
+  readonly requests: Array<{ method: string; path: string }>;
   /** Holds the next request for which `matches(method, decodedPath)` is true (once). */
   holdNext(matches: (method: string, path: string) => boolean): HeldRequest;
   close(): Promise<void>;
@@ -37,10 +39,12 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
 export async function startHoldingProxy(target: string): Promise<HoldingProxy> {
   const upstream = new URL(target);
   const holds: Hold[] = [];
+  const requests: Array<{ method: string; path: string }> = [];
   const server = createServer((req, res) => {
     void (async () => {
       const body = await readBody(req);
       const path = decodeURIComponent((req.url ?? '/').split('?')[0] ?? '/');
+      requests.push({ method: req.method ?? 'GET', path });
       const index = holds.findIndex((h) => h.matches(req.method ?? 'GET', path));
       const hold = index >= 0 ? holds.splice(index, 1)[0] : undefined;
       if (hold) {
@@ -63,6 +67,7 @@ export async function startHoldingProxy(target: string): Promise<HoldingProxy> {
   const { port } = server.address() as AddressInfo;
   return {
     endpoint: `http://127.0.0.1:${port}`,
+    requests,
     holdNext(matches) {
       let arrive!: () => void;
       let open!: () => void;

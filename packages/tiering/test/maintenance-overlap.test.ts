@@ -71,7 +71,8 @@ class LostCommitCounter extends S3Connections {
 class SweepFirstLock extends CommitLock {
   readonly #shared: CommitLock;
   readonly #sweep: () => Promise<unknown>;
-  turns = 0;
+  /** Turns this lock gave maintenance (each after a sweep). */
+  sweptTurns = 0;
 
   constructor(shared: CommitLock, sweep: () => Promise<unknown>) {
     super();
@@ -81,7 +82,7 @@ class SweepFirstLock extends CommitLock {
 
   override run<T>(fn: () => Promise<T>): Promise<T> {
     return this.#shared.run(async () => {
-      this.turns++;
+      this.sweptTurns++;
       await this.#sweep();
       return fn();
     });
@@ -243,8 +244,8 @@ describe('maintenance beside the sweep', () => {
     // Compaction and manifest rewrite committed at least (expiry has work only if the sweeps left some).
     expect(counted.committed).toBeGreaterThanOrEqual(2);
     // Every turn came right after a sweep's commit, and no maintenance commit lost its version.
-    expect(lock.turns).toBeGreaterThanOrEqual(5);
-    expect(turnSweeps).toBe(lock.turns);
+    expect(lock.sweptTurns).toBeGreaterThanOrEqual(5);
+    expect(turnSweeps).toBe(lock.sweptTurns);
     expect(counted.lost).toBe(0);
     expect(loopSweeps).toBeGreaterThan(0);
 

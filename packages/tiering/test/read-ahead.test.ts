@@ -110,6 +110,24 @@ describe('TierSweeper read-ahead (Iceberg)', () => {
     expect(await tableRows('overlap')).toBe(300);
   });
 
+  it('commits a backlog back to back on the table as its last commit left it, without reading the table or its manifest list again', async () => {
+    const store = await storeWith(300);
+    const s = sweeper(store, 'reused', { connections: held });
+    expect(await s.sweep()).toBe('tiered-full');
+    const from = proxy.requests.length;
+    expect(await s.sweep()).toBe('tiered-full');
+    const second = proxy.requests.slice(from).filter((r) => r.path.includes('/reused/'));
+    const gets = (pattern: RegExp) => second.filter((r) => r.method === 'GET' && pattern.test(r.path)).length;
+    // Loading reads the hint and the current metadata; the commit reads the hint once (to move it
+    // forward) and its own new version back. Nothing else: no listing, no parent manifest list.
+    expect(gets(/version-hint\.text$/)).toBe(1);
+    expect(gets(/\/v\d+\.metadata\.json$/)).toBe(1);
+    expect(gets(/snap-.*\.avro$/)).toBe(0);
+    expect(second.filter((r) => r.method === 'HEAD')).toEqual([]);
+    expect(await s.sweep()).toBe('tiered');
+    expect(await tableRows('reused')).toBe(300);
+  });
+
   it('drops what it read ahead when another writer tiered those events first', async () => {
     const store = await storeWith(300);
     const a = sweeper(store, 'moved_on');
