@@ -121,7 +121,9 @@ async function main(): Promise<void> {
           sweepEvents: config.tierSweepEvents,
           sweepDays: config.tierSweepDays,
           sweepBatchSize: config.tierSweepBatch,
-          sweepLoadBatchSize: config.searchLoadBatchSize,
+          // One ingest request's batch per append: an append is one ingest millisecond, and a sweep
+          // never splits one, so appends larger than the sweep batch would make larger commits.
+          sweepLoadBatchSize: config.ingestBatchSize,
           tableEvents: config.tierTableEvents,
           tableDays: config.tierTableDays,
           requests: config.tierRequests,

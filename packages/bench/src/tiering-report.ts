@@ -145,7 +145,7 @@ export function tieringMarkdown(t: TieringFigures, config: BenchConfig): string 
     '### Sweep throughput',
     '',
     `${int(config.tierSweepEvents)} generated events (seed ${config.seed}) over the last ${config.tierSweepDays} days are appended to a real ` +
-      `LevelDB \`AuditStore\` (\`AuditStore.open\`, batches of ${int(config.searchLoadBatchSize)}, validated) before timing. A \`TierSweeper\` ` +
+      `LevelDB \`AuditStore\` (\`AuditStore.open\`, validated) before timing, in appends of ${int(config.ingestBatchSize)} (one ingest request's batch; each append shares one ingest millisecond, which a sweep never splits, so a commit holds at most the batch size). A \`TierSweeper\` ` +
       `(batchSizeMax ${int(config.tierSweepBatch)}, settle 0, always leader) then calls \`sweep()\` in a loop until it answers \`nothing-to-tier\`: ` +
       `first in parquet mode (\`${'s3://bench/parquet/audit'}\`: day files plus a commit marker per batch), then — the watermark reset — ` +
       `in iceberg mode (catalog warehouse \`s3://bench/warehouse\`, one Iceberg commit per batch: data files per day, manifest, manifest list, ` +
