@@ -80,7 +80,7 @@ export function postgresMarkdown(figures: PostgresFigures, config: BenchConfig):
       `(default settings) over HTTP and into a throwaway ${r.postgresVersion} (\`fsync=on\`, \`synchronous_commit=on\`; one table with a ` +
       `primary key on event_id and indexes on ts and (user_id, ts); a batch is one \`INSERT … ON CONFLICT DO NOTHING\`), ` +
       `${config.pgRounds} alternating ingest rounds of ${config.ingestBatchSize}-event batches, ${config.ingestConcurrency} in flight, each into a fresh ` +
-      `store and table. The searches then alternate request by request on the last round's data, newest first, limit ${config.searchLimit}. ` +
+      `store and table. The searches then alternate request by request on the last round's data, newest first, limit ${config.searchLimit}; before the one-day and the user searches are measured, each system answers as many unmeasured requests of that kind (${int(config.pgRequests)}, warm-up: JIT, caches, connections). ` +
       `PostgreSQL's \`q\` is \`lower(user_id, action, resource, tables, query, details joined by newlines) LIKE '%…%'\`, without and then with a ` +
       `pg_trgm GIN index on that expression (built in ${ms(t.indexBuildMs)}). The rare needle is "${r.qRareNeedle}" (${int(r.qRareMatches)} events). ` +
       `Disk: auditlake's whole data directory; PostgreSQL's \`pg_total_relation_size\` of the table (heap, TOAST and indexes, not WAL). ` +
