@@ -137,9 +137,9 @@ export class TierSweeper {
   /** Iceberg targets (term, table, location) whose namespace marker this sweeper has seen or made. */
   readonly #namespaces = new Set<string>();
   /**
-   * The Iceberg table as this sweeper's last successful sweep left it, with that sweep's turn of
-   * the commit lock: reused by the next sweep when nobody else took the lock in between (see
-   * #currentTable). Dropped by any failure.
+   * The Iceberg table as this sweeper's last sweep left it when that sweep committed a batch and
+   * left more, with that sweep's turn of the commit lock: reused by the next sweep when nobody
+   * else took the lock in between (see #currentTable). Dropped by any failure.
    */
   #lastTable: { target: string; turn: number; loaded: LoadedTable } | undefined;
   #closed = false;
@@ -391,7 +391,6 @@ export class TierSweeper {
     if (batch.length === 0) {
       await this.#options.store.putMeta({ [WATERMARK_META]: watermark });
       this.#currentErasuresApplied = erasuresAppliedThrough(loaded.metadata);
-      this.#lastTable = { target, turn: this.#lock.turns, loaded };
       return 'nothing-to-tier';
     }
     const started = this.#now();
@@ -422,20 +421,23 @@ export class TierSweeper {
     const erased = await this.#applyErasures(context, result.loaded);
     this.#currentErasuresApplied = erasuresAppliedThrough(erased.metadata);
     const bounded = settings.maintenanceEnabled ? await this.#boundBetweenRuns(objects, table, { loaded: erased, manifests: result.manifests }, settings, term) : erased;
-    // Where a failed step between runs left the table is not known: the next sweep loads it.
-    this.#lastTable = bounded === undefined ? undefined : { target, turn: this.#lock.turns, loaded: bounded };
+    // Kept only for the commit that follows at once (a backlog), and only when known: where a
+    // failed step between runs left the table is not, and the next sweep then loads it.
+    this.#lastTable = bounded === undefined || !next.settledLeft ? undefined : { target, turn: this.#lock.turns, loaded: bounded };
     return this.#tieredOutcome(next);
   }
 
   /**
-   * The table's current version. When this sweep's turn of the commit lock directly follows the
-   * last sweep's, which succeeded at the same target in the same term, that sweep's table is
-   * still current as far as this process knows (every commit of this process to a table takes
-   * the lock), and it is used as it is: loading it again cost three requests per commit (hint,
-   * version probe, metadata), most of a sweep's time during a catch-up. A commit by another
-   * process meanwhile (a deposed leader's late write) makes the commit's conditional create
-   * lose; it then reloads and re-applies or fails as always. Otherwise the table is loaded
-   * (and created if missing).
+   * The table's current version. During a catch-up (the last sweep committed a batch and left
+   * more, so this one follows at once), when this sweep's turn of the commit lock directly
+   * follows that sweep's at the same target in the same term, its table is still current as far
+   * as this process knows (every commit of this process to a table takes the lock), and it is
+   * used as it is: loading it again cost three requests per commit (hint, version probe,
+   * metadata), most of a sweep's time during a catch-up. A commit by another process meanwhile
+   * (a deposed leader's late write, an outside engine's) makes the commit's conditional create
+   * lose; it then reloads and re-applies or fails as always. Only back to back, so that window
+   * is as short as the one between a load and its commit; after an interval the table is loaded
+   * (and created if missing), as another engine may have committed and cleaned up meanwhile.
    */
   async #currentTable(target: string, objects: ObjectStore, table: IcebergTableRef): Promise<LoadedTable> {
     const last = this.#lastTable;

@@ -2,7 +2,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { INLINE_TIER_FILE_ENCODER, S3Connections, currentManifests, loadIcebergTable, resolveIcebergTable, type TierFileEncoder } from '@auditlake/lake';
+import { INLINE_TIER_FILE_ENCODER, S3Connections, cleanIcebergMetadata, currentManifests, loadIcebergTable, metadataVersionKey, resolveIcebergTable, type TierFileEncoder } from '@auditlake/lake';
 import { defaultSettings, parseSettings, resolveConfig, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
 import { AuditStore } from '@auditlake/store';
 import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
@@ -126,6 +126,38 @@ describe('TierSweeper read-ahead (Iceberg)', () => {
     expect(second.filter((r) => r.method === 'HEAD')).toEqual([]);
     expect(await s.sweep()).toBe('tiered');
     expect(await tableRows('reused')).toBe(300);
+  });
+
+  it('loads the table again after an interval: an outside engine that committed and deleted old versions meanwhile is built on, never forked', async () => {
+    let ingestMs = Date.now() - HOUR_MS;
+    const store = await AuditStore.open({ location: await mkdtemp(join(dir, 'store-')), now: () => ingestMs });
+    onTestFinished(() => store.close());
+    const append = async (from: number) => {
+      for (let i = from; i < from + 100; i += 50) {
+        await store.append(Array.from({ length: 50 }, (_, j) => ev(i + j)));
+        ingestMs++;
+      }
+    };
+    await append(0);
+    await append(100);
+    const s = sweeper(store, 'outside');
+    expect(await s.sweep()).toBe('tiered-full');
+    expect(await s.sweep()).toBe('tiered');
+    // An outside engine: metadata cleanups keeping one previous version, each a commit that
+    // deletes what it no longer names, so the version after the sweeper's last is gone.
+    const objects = direct.bucket('s3', BUCKET);
+    const ref = resolveIcebergTable('cat.ops.outside', CATALOGS);
+    const sweptTo = (await loadIcebergTable(objects, ref))!;
+    let outside = sweptTo;
+    const context = { objects, table: ref, fence: { term: 1, mayCommit: () => true }, now: Date.now, metadataLogEntriesMax: 1 };
+    for (let i = 0; i < 3; i++) outside = (await cleanIcebergMetadata(context, outside)).loaded;
+    expect(outside.version).toBeGreaterThan(sweptTo.version + 1);
+    expect(await objects.exists(metadataVersionKey(ref, sweptTo.version + 1))).toBe(false);
+    // The next sweep, an interval later, commits after the outside engine's last version.
+    await append(200);
+    expect(await s.sweep()).toBe('tiered');
+    expect((await loadIcebergTable(objects, ref))!.version).toBe(outside.version + 1);
+    expect(await tableRows('outside')).toBe(300);
   });
 
   it('drops what it read ahead when another writer tiered those events first', async () => {
