@@ -213,7 +213,8 @@ export async function commitIcebergBatch(
       const reloaded = await loadIcebergTable(objects, table);
       // Re-applied only on a version that still ends where this batch begins: a commit that
       // tiered further (another leader's sweep) means these events are someone else's now.
-      if (!reloaded || (tableWatermark(reloaded)?.seq ?? 0) !== continuesFrom) throw err;
+      // A table that has not moved (a list removed by hand) is not retried into the same loss.
+      if (!reloaded || reloaded.version === base.version || (tableWatermark(reloaded)?.seq ?? 0) !== continuesFrom) throw err;
       base = reloaded;
     }
   }
@@ -225,8 +226,9 @@ async function manifestListFiles(objects: ObjectStore, table: IcebergTableRef, b
   if (known !== undefined && known.path === path) return known.files;
   const bytes = await objects.find(s3Key(table, path));
   // Gone: snapshot expiry removed it, so the table has moved past this version since it was
-  // read. The commit on it would lose; it is re-applied on the table as it is now.
-  if (bytes === undefined) throw new AuditError(AuditErrorCode.OBJECT_EXISTS, `commit lost: v${base.version} is no longer current (its snapshot's manifest list ${path} was expired)`);
+  // read. The commit on it would lose; it is re-applied on the table as it is now (and fails
+  // with this error if the table has not moved: then the list was removed by hand).
+  if (bytes === undefined) throw new AuditError(AuditErrorCode.OBJECT_EXISTS, `commit lost: the manifest list ${path} of v${base.version}'s current snapshot is gone (expired by a later commit, or removed)`);
   return decodeManifestList(bytes).files;
 }
 

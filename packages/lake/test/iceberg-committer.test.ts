@@ -1,0 +1,75 @@
+// Goal: a sweep commit on a table version whose manifest list is gone re-applies on the table as it now is when the table moved on (snapshot expiry), and fails naming the list when it did not (a list removed by hand), committing nothing.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { currentSnapshot } from '@auditlake/format';
+import type { StoredEvent } from '@auditlake/model';
+import S3rver from 's3rver';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { commitIcebergBatch, currentManifests, ensureIcebergTable, ensureNamespace, expireIcebergSnapshots, loadIcebergTable, resolveIcebergTable, s3Key, S3Connections, tableWatermark } from '../src/index.js';
+
+const BUCKET = 'lake';
+const T0 = Date.UTC(2026, 4, 1);
+
+let server: S3rver;
+let dir: string;
+let connections: S3Connections;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'iceberg-committer-'));
+  server = new S3rver({ address: '127.0.0.1', port: 0, directory: dir, silent: true, configureBuckets: [{ name: BUCKET }], vhostBuckets: false });
+  const { port } = await server.run();
+  connections = new S3Connections(new Map([['s3', { id: 's3', endpoint: `http://127.0.0.1:${port}`, region: 'us-east-1', accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER', forcePathStyle: true }]]));
+});
+
+afterAll(async () => {
+  connections?.close();
+  server?.httpServer?.closeAllConnections();
+  await server?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+function batch(from: number, to: number): StoredEvent[] {
+  return Array.from({ length: to - from + 1 }, (_, i) => {
+    const seq = from + i;
+    return { eventId: `e${seq}`, userId: 'alice', source: 'trino', action: 'data:Select', resource: '', decision: 'ALLOW', tables: [], query: 'q', details: '', timestamp: T0 + seq, ingestTs: T0 + seq, seq, term: 1 };
+  });
+}
+
+async function table(name: string) {
+  const ref = resolveIcebergTable(`cat.ops.${name}`, new Map([['cat', { name: 'cat', warehouse: `s3://${BUCKET}/wh`, connectionId: 's3' }]]));
+  const objects = connections.bucket('s3', BUCKET);
+  await ensureNamespace(connections, ref);
+  await ensureIcebergTable(objects, ref, T0);
+  const rows = async () => (await currentManifests(objects, ref, (await loadIcebergTable(objects, ref))!.metadata)).flatMap((m) => m.entries.filter((e) => e.status !== 2)).reduce((n, e) => n + e.data_file.record_count, 0);
+  return { ref, objects, rows };
+}
+
+const context = { term: 1, nowMs: T0, writerId: 'test', mayCommit: () => true };
+
+describe('commitIcebergBatch on a version whose manifest list is gone', () => {
+  it('re-applies the batch on the current table when snapshot expiry removed the list since the version was read', async () => {
+    const { ref, objects, rows } = await table('expired');
+    await commitIcebergBatch(objects, ref, (await loadIcebergTable(objects, ref))!, batch(1, 3), context);
+    const stale = (await loadIcebergTable(objects, ref))!;
+    await commitIcebergBatch(objects, ref, stale, batch(4, 6), context);
+    const expired = await expireIcebergSnapshots({ objects, table: ref, fence: { term: 1, mayCommit: () => true }, now: () => T0, metadataLogEntriesMax: 100 }, (await loadIcebergTable(objects, ref))!, 1);
+    expect(expired.snapshotsExpired).toBe(1);
+    expect(await objects.exists(s3Key(ref, currentSnapshot(stale.metadata)!['manifest-list']))).toBe(false);
+    // Built on the stale version (read before the batch of 4..6), continuing from seq 6.
+    const result = await commitIcebergBatch(objects, ref, stale, batch(7, 9), { ...context, afterSeq: 6 });
+    expect(result.version).toBe(expired.loaded.version + 1);
+    expect(tableWatermark(await loadIcebergTable(objects, ref))?.seq).toBe(9);
+    expect(await rows()).toBe(9);
+  });
+
+  it('fails naming the list, and commits nothing, when the table has not moved (the list was removed by hand)', async () => {
+    const { ref, objects } = await table('removed');
+    await commitIcebergBatch(objects, ref, (await loadIcebergTable(objects, ref))!, batch(1, 3), context);
+    const loaded = (await loadIcebergTable(objects, ref))!;
+    const list = currentSnapshot(loaded.metadata)!['manifest-list'];
+    await objects.delete(s3Key(ref, list));
+    await expect(commitIcebergBatch(objects, ref, loaded, batch(4, 6), context)).rejects.toThrow(`the manifest list ${list} of v${loaded.version}'s current snapshot is gone`);
+    expect((await loadIcebergTable(objects, ref))!.version).toBe(loaded.version);
+  });
+});
