@@ -168,8 +168,8 @@ export async function commitIcebergBatch(
   const continuesFrom = context.afterSeq ?? tableWatermark(loaded)?.seq ?? 0;
   let base = loaded;
   for (let attemptNumber = 1; ; attemptNumber++) {
-    // Only what depends on the version is redone per attempt: sequence number, carried manifests, list.
-    const commitOnBase = async () => {
+    try {
+      // Only what depends on the version is redone per attempt: sequence number, carried manifests, list.
       const baseMetadata = evolveToAuditSchema(base.metadata);
       const sequenceNumber = baseMetadata['last-sequence-number'] + 1;
       const parent = currentSnapshot(baseMetadata);
@@ -203,11 +203,7 @@ export async function commitIcebergBatch(
       };
       const committed = await commitMetadataVersion(objects, table, base, next, fence);
       committed.knownManifestList = { path: objects.url(listKey), files: listFiles };
-      return { committed, manifests: listFiles.length };
-    };
-    try {
-      const { committed, manifests } = await commitOnBase();
-      return { version: committed.version, loaded: committed, manifests, watermark, bytes: dataFiles.reduce((s, f) => s + f.file_size_in_bytes, 0), files: dataFiles.length };
+      return { version: committed.version, loaded: committed, manifests: listFiles.length, watermark, bytes: dataFiles.reduce((s, f) => s + f.file_size_in_bytes, 0), files: dataFiles.length };
     } catch (err) {
       if (!isAuditError(err, AuditErrorCode.OBJECT_EXISTS) || attemptNumber >= COMMIT_ATTEMPTS_MAX) throw err;
       const reloaded = await loadIcebergTable(objects, table);

@@ -2,11 +2,25 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { currentSnapshot } from '@auditlake/format';
+import { AuditParquetFile, currentSchema, currentSnapshot, newTableMetadata } from '@auditlake/format';
 import type { StoredEvent } from '@auditlake/model';
 import S3rver from 's3rver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { commitIcebergBatch, currentManifests, ensureIcebergTable, ensureNamespace, expireIcebergSnapshots, loadIcebergTable, resolveIcebergTable, s3Key, S3Connections, tableWatermark } from '../src/index.js';
+import {
+  commitIcebergBatch,
+  currentManifests,
+  ensureIcebergTable,
+  ensureNamespace,
+  expireIcebergSnapshots,
+  IcebergTierSource,
+  loadIcebergTable,
+  metadataVersionKey,
+  putVersionHint,
+  resolveIcebergTable,
+  s3Key,
+  S3Connections,
+  tableWatermark,
+} from '../src/index.js';
 
 const BUCKET = 'lake';
 const T0 = Date.UTC(2026, 4, 1);
@@ -71,5 +85,38 @@ describe('commitIcebergBatch on a version whose manifest list is gone', () => {
     await objects.delete(s3Key(ref, list));
     await expect(commitIcebergBatch(objects, ref, loaded, batch(4, 6), context)).rejects.toThrow(`the manifest list ${list} of v${loaded.version}'s current snapshot is gone`);
     expect((await loadIcebergTable(objects, ref))!.version).toBe(loaded.version);
+  });
+});
+
+describe('commitIcebergBatch on a table made before the chain columns', () => {
+  it('evolves the schema in the commit and writes the chain columns', async () => {
+    const table = resolveIcebergTable('cat.ops.audit', new Map([['cat', { name: 'cat', warehouse: `s3://${BUCKET}/wh`, connectionId: 's3' }]]));
+    const objects = connections.bucket('s3', BUCKET);
+    await ensureNamespace(connections, table);
+    const fresh = newTableMetadata({ location: table.location, tableUuid: '9c6f2b1e-4f0a-4c57-9a1e-2b7d3f1a8c40', nowMs: T0 });
+    const oldFields = fresh.schemas[0]!.fields.filter((field) => field.id <= 12);
+    const old = { ...fresh, 'last-column-id': 12, schemas: [{ ...fresh.schemas[0]!, fields: oldFields }] };
+    await objects.put(metadataVersionKey(table, 1), JSON.stringify(old), 'application/json');
+    await putVersionHint(objects, table, 1);
+
+    const batch: StoredEvent[] = [1, 2, 3].map((seq) => ({
+      eventId: `e${seq}`, userId: 'alice', source: 'trino', action: 'data:Select', resource: 'r', decision: 'ALLOW', tables: ['t'], query: 'q', details: '',
+      timestamp: T0 + seq, ingestTs: T0 + seq, seq, term: 2, recordHash: 'a'.repeat(64), chainHash: 'b'.repeat(64), fieldCheck: 'c'.repeat(56),
+    }));
+    await commitIcebergBatch(objects, table, (await loadIcebergTable(objects, table))!, batch, { term: 2, nowMs: T0, writerId: 'test', mayCommit: () => true });
+
+    const loaded = (await loadIcebergTable(objects, table))!;
+    expect(loaded.version).toBe(2);
+    expect(loaded.metadata['current-schema-id']).toBe(1);
+    expect(loaded.metadata['last-column-id']).toBe(20);
+    expect(loaded.metadata.schemas.map((s) => s.fields.length)).toEqual([12, 20]);
+    expect(loaded.metadata.snapshots[0]?.['schema-id']).toBe(1);
+    expect(currentSchema(loaded.metadata).fields.find((f) => f.name === 'chain_hash')).toMatchObject({ id: 18, required: false, type: 'string' });
+
+    const source = new IcebergTierSource(connections, { identifier: table.identifier, location: table.location, connectionId: 's3' });
+    const [file] = await source.listFiles();
+    const rows = await (await AuditParquetFile.open(await source.open(file!))).read({});
+    expect(rows.map((r) => [r.seq, r.term, r.chainHash])).toEqual(batch.map((e) => [e.seq, 2, 'b'.repeat(64)]));
+    await source.close();
   });
 });
