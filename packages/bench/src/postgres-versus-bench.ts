@@ -289,7 +289,8 @@ export async function runVersusPostgresBench(options: VersusOptions, log: (messa
     const theirsDay = () => theirs.search('ts BETWEEN $1 AND $2', [window.from, window.to], options.limit);
     // Warm-up, not measured: as many requests of each kind as are measured, both systems alike
     // (JIT, caches, connections), so what is compared is a running server's answer. Ten were
-    // too few: our p50 over the next 200 still fell by a fifth after a thousand more.
+    // too few on a scratch node: our p50 over the next 200 still fell by a fifth after a
+    // thousand more (in this part the longer warm-up did not move the ratios).
     await alternate(options.requests, nextDay, oursDay, theirsDay);
     const dayWindow = await alternate(options.requests, nextDay, oursDay, theirsDay);
 
