@@ -104,6 +104,12 @@ export const CONFIG_KEYS = {
   integrityCheckpointEvents: spec('auditlake.audit.integrity.checkpoint.events', '10000', positiveInt),
   /** …or this long after the last checkpoint, when records came since. */
   integrityCheckpointIntervalMs: spec('auditlake.audit.integrity.checkpoint.interval.ms', '60000', positiveInt),
+  /**
+   * LevelDB's block cache of the node's store, in bytes (256 MiB): the uncompressed blocks that
+   * searches read, so repeated investigations of recent days are served from memory. It fills
+   * only as blocks are read.
+   */
+  storeCacheBytes: spec('auditlake.store.cache.bytes', String(256 * 1024 * 1024), positiveInt),
   /** How often the background retention prune runs. */
   retentionIntervalMs: spec('auditlake.audit.retention.interval.ms', '60000', positiveInt),
   /** Events deleted per prune batch; batches yield to ingest in between. */

@@ -44,6 +44,7 @@ describe('resolveConfig defaults', () => {
       jwtSecret: '',
       embeddedS3AccessKey: '',
       embeddedS3SecretKey: '',
+      storeCacheBytes: 256 * 1024 * 1024,
     });
     expect(config.redactKeys).toEqual(['password', 'passwd', 'secret', 'token', 'credential', 'access-key', 'secret-key', 'session-token', 'api-key', 'private-key', 'authorization', 'cookie']);
     expect(config.tokens).toEqual([]);
@@ -79,6 +80,7 @@ describe('resolveConfig values', () => {
         ['auditlake.cluster.lease.ttl.ms', '500'],
         ['auditlake.audit.tier.backoff.initial.ms', '10'],
         ['auditlake.audit.tier.backoff.max.ms', '10'],
+        ['auditlake.store.cache.bytes', '1048576'],
       ]),
     );
     expect(config).toMatchObject({
@@ -94,6 +96,7 @@ describe('resolveConfig values', () => {
       leaseTtlMs: 500,
       tierBackoffInitialMs: 10,
       tierBackoffMaxMs: 10,
+      storeCacheBytes: 1_048_576,
     });
   });
 
@@ -129,6 +132,8 @@ describe('resolveConfig values', () => {
     ['auditlake.audit.tier.maintenance.enabled', 'on'],
     ['auditlake.audit.redact.keys', 'pass word'],
     ['auditlake.audit.redact.keys', 'a,,b'],
+    ['auditlake.store.cache.bytes', '0'],
+    ['auditlake.store.cache.bytes', '256MiB'],
   ])('refuses %s=%j, naming key and value', (key, value) => {
     const message = configRefusal([[key, value]]).message;
     expect(message.startsWith(`${key} `)).toBe(true);

@@ -154,6 +154,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     // A cluster node's standbys pull its log when it leads; a single node is never pulled from.
     logTailBytes: coordinatorUrl === undefined ? 0 : CLUSTER_LOG_TAIL_BYTES,
     chain: config.integrityChainEnabled,
+    cacheBytes: config.storeCacheBytes,
   });
   // Closed in reverse order of opening.
   const closers: Array<() => Promise<void>> = [...(embeddedS3 ? [() => embeddedS3.close()] : []), () => store.close()];

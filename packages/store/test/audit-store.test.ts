@@ -152,6 +152,28 @@ describe('AuditStore', () => {
     expect(store.leveldbMemoryBytes()).toBeGreaterThan(before + 2_000 * 200);
   });
 
+  it('keeps the blocks it reads in a block cache of the size it was opened with', async () => {
+    // ~16 MB of events, flushed to table files by a reopen, then read back in full: the default
+    // cache keeps what was read, a 1 MiB cache no more than its size.
+    const where = await location();
+    const writer = await AuditStore.open({ location: where });
+    const events = Array.from({ length: 8_000 }, (_, i) => ev(`cache-${i}`, 1_000 + i, { query: `SELECT ${String(i).repeat(400).slice(0, 2_000)} FROM t${i}` }));
+    for (let i = 0; i < events.length; i += 1_000) await writer.append(events.slice(i, i + 1_000));
+    await writer.close();
+    const growth = async (cacheBytes: number | undefined) => {
+      const store = await AuditStore.open({ location: where, ...(cacheBytes === undefined ? {} : { cacheBytes }) });
+      try {
+        const before = store.leveldbMemoryBytes();
+        expect(await store.readBySeq(0, events.length)).toHaveLength(events.length);
+        return store.leveldbMemoryBytes() - before;
+      } finally {
+        await store.close();
+      }
+    };
+    expect(await growth(1024 * 1024)).toBeLessThan(2 * 1024 * 1024);
+    expect(await growth(undefined)).toBeGreaterThan(10 * 1024 * 1024);
+  });
+
   it('refuses appends once closing, finishes queued ones, and closes idempotently', async () => {
     const store = await AuditStore.open({ location: await location() });
     const queued = store.append([ev('q', 1)]);
