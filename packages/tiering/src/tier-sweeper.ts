@@ -40,6 +40,7 @@ import { applyIcebergErasures, applyParquetErasures, isErasureRecord, type TierE
 import { CommitLock } from './commit-lock.js';
 import { EarlierTargetErasure } from './earlier-target-erasure.js';
 import { ERASURES_APPLIED_META, tierErasuresAppliedThrough } from './erasure-retention.js';
+import { TermScopedSet } from './term-scoped-set.js';
 
 export interface TierSweeperOptions {
   store: AuditStore;
@@ -132,10 +133,10 @@ export class TierSweeper {
   #parquetErasuresPending: number[] = [];
   /** Set by each successful sweep: the log seq through which the current target has applied every erasure record. */
   #currentErasuresApplied = 0;
-  /** Targets (term, connection, location) whose store was found to honour conditional create. */
-  readonly #probed = new Set<string>();
-  /** Iceberg targets (term, table, location) whose namespace marker this sweeper has seen or made. */
-  readonly #namespaces = new Set<string>();
+  /** Targets (connection, location) whose store was found to honour conditional create in this term. */
+  readonly #probed = new TermScopedSet();
+  /** Iceberg targets (table, location) whose namespace marker this sweeper has seen or made in this term. */
+  readonly #namespaces = new TermScopedSet();
   /**
    * The Iceberg table as this sweeper's last sweep left it when that sweep committed a batch and
    * left more, with that sweep's turn of the commit lock: reused by the next sweep when nobody
@@ -376,9 +377,10 @@ export class TierSweeper {
     await this.#probeOnce(objects, table.connectionId, table.s3.prefix, term);
     const target = `${term}|${table.identifier}|${table.location}`;
     // The sweep creates what is missing: the namespace (once per term) and the table.
-    if (!this.#namespaces.has(target)) {
+    const namespaceKey = `${table.identifier}|${table.location}`;
+    if (!this.#namespaces.has(term, namespaceKey)) {
       await ensureNamespace(connections, table);
-      this.#namespaces.add(target);
+      this.#namespaces.add(term, namespaceKey);
     }
     const context = this.#tableContext(objects, table, settings, term);
     // Erasures the table holds but has not applied yet (a pass stopped by a crash) go first.
@@ -435,9 +437,10 @@ export class TierSweeper {
    * used as it is: loading it again cost three requests per commit (hint, version probe,
    * metadata), most of a sweep's time during a catch-up. A commit by another process meanwhile
    * (a deposed leader's late write, an outside engine's) makes the commit's conditional create
-   * lose; it then reloads and re-applies or fails as always. Only back to back, so that window
-   * is as short as the one between a load and its commit; after an interval the table is loaded
-   * (and created if missing), as another engine may have committed and cleaned up meanwhile.
+   * lose, or, when that engine's cleanup deleted the version the commit creates, its fork check
+   * (`commitMetadataVersion`); it then reloads and re-applies or fails as always. Only back to
+   * back, which keeps that window short (the rest of the last sweep and this one's batch); after
+   * an interval the table is loaded (and created if missing).
    */
   async #currentTable(target: string, objects: ObjectStore, table: IcebergTableRef): Promise<LoadedTable> {
     const last = this.#lastTable;
@@ -539,10 +542,10 @@ export class TierSweeper {
    * says so, and nothing is tiered there until it is fixed (each retry probes again).
    */
   async #probeOnce(objects: ObjectStore, connectionId: string, prefix: string, term: number): Promise<void> {
-    const key = `${term}|${connectionId}|${objects.bucket}|${prefix}`;
-    if (this.#probed.has(key)) return;
+    const key = `${connectionId}|${objects.bucket}|${prefix}`;
+    if (this.#probed.has(term, key)) return;
     await probeConditionalCreate(objects, prefix);
-    this.#probed.add(key);
+    this.#probed.add(term, key);
   }
 
   /**
