@@ -54,13 +54,15 @@ export async function putVersionHint(objects: ObjectStore, table: IcebergTableRe
  * Moves the hint forward to `version`, never back: a late hint write of an older commit (a
  * deposed leader's, still in flight) must not point readers that trust the hint at an old
  * version. Not atomic — a write can still land between the read and the put — but the hint is
- * only a hint: readers here probe forward from it, so a stale one hides nothing.
+ * only a hint: readers here probe forward from it, so a stale one hides nothing. Answers the
+ * version the hint named before (0: none, or not a number).
  */
-export async function advanceVersionHint(objects: ObjectStore, table: IcebergTableRef, version: number): Promise<void> {
+export async function advanceVersionHint(objects: ObjectStore, table: IcebergTableRef, version: number): Promise<number> {
   const current = await objects.find(versionHintKey(table));
   const known = current ? Number(new TextDecoder().decode(current).trim()) : 0;
-  if (Number.isSafeInteger(known) && known >= version) return;
+  if (Number.isSafeInteger(known) && known >= version) return known;
   await putVersionHint(objects, table, version);
+  return Number.isSafeInteger(known) ? known : 0;
 }
 
 /** Creates the namespace marker (the file-system catalog's directory) if missing. */

@@ -1,4 +1,4 @@
-import { parseTableMetadata, type IcebergTableMetadata } from '@auditlake/format';
+import { currentSnapshot, parseTableMetadata, type IcebergTableMetadata } from '@auditlake/format';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { metadataVersionKey, type IcebergTableRef } from './iceberg-table-ref.js';
 import { advanceVersionHint, type LoadedTable } from './iceberg-table.js';
@@ -26,10 +26,30 @@ export function commitLost(version: number): AuditError {
 }
 
 /**
+ * The commit of `next` as `v<version>` succeeded only because that version had been written
+ * before and deleted since: the table had moved past it.
+ */
+function commitForked(version: number, why: string): AuditError {
+  return new AuditError(AuditErrorCode.OBJECT_EXISTS, `commit lost: v${version}.metadata.json was created again after the table had moved past it and deleted it (${why}); the table is not built on it`);
+}
+
+/**
  * Commits `next` as version `loaded.version + 1`: the fence is asked first, then
  * `v<N+1>.metadata.json` is created only if absent (first wins), then read back (a store that
- * ignores the condition would let a second writer overwrite) while the hint is moved forward. Throws
- * AUDIT_NOT_LEADER when the fence refuses and AUDIT_OBJECT_EXISTS when another commit won.
+ * ignores the condition would let a second writer overwrite) while the hint is moved forward
+ * and the version after it is looked for. Throws AUDIT_NOT_LEADER when the fence refuses and
+ * AUDIT_OBJECT_EXISTS when another commit won.
+ *
+ * The create is a fence only while the version's file exists. Another engine's metadata
+ * cleanup deletes old versions, so a commit built on a version read before that engine
+ * committed several times and cleaned up (a stale load, a sweep reusing its last table)
+ * creates a deleted version number anew and succeeds beside the table, not on it: the table's
+ * readers follow the hint to its newest version, and the batch would be lost while its
+ * watermark moved on. So a create is also lost when the hint already named this version or a
+ * later one, or when the next version exists without being built on this file (its
+ * metadata-log names our file with our last-updated-ms and it holds our current snapshot).
+ * A table whose other writer neither moves the hint nor leaves the next version cannot be
+ * told apart from one that never moved; our own writers always move the hint.
  */
 export async function commitMetadataVersion(objects: ObjectStore, table: IcebergTableRef, loaded: LoadedTable, next: IcebergTableMetadata, fence: Omit<CommitFence, 'serialize'>): Promise<LoadedTable> {
   fence.beforeCommit?.();
@@ -39,8 +59,22 @@ export async function commitMetadataVersion(objects: ObjectStore, table: Iceberg
   const text = JSON.stringify(next);
   if (!(await objects.putIfAbsent(key, text, 'application/json'))) throw commitLost(version);
   // The hint is moved while the version is read back: it names a version that exists whoever
-  // wrote it, so a read-back that finds another writer's bytes leaves it right.
-  const [written] = await Promise.all([objects.get(key), advanceVersionHint(objects, table, version)]);
+  // wrote it, so a read-back that finds another writer's bytes leaves it right. The version
+  // after it is looked for meanwhile (not found, as a rule), so the checks add no round trip.
+  const [written, hintBefore, successor] = await Promise.all([objects.get(key), advanceVersionHint(objects, table, version), objects.find(metadataVersionKey(table, version + 1))]);
   if (new TextDecoder().decode(written) !== text) throw commitLost(version);
-  return { version, metadata: parseTableMetadata(text), metadataPath: objects.url(key) };
+  const metadataPath = objects.url(key);
+  if (successor !== undefined) {
+    if (!builtOn(parseTableMetadata(new TextDecoder().decode(successor)), next, metadataPath)) throw commitForked(version, `v${version + 1} is not built on it`);
+  } else if (hintBefore >= version) {
+    throw commitForked(version, `the version hint already named v${hintBefore}`);
+  }
+  return { version, metadata: parseTableMetadata(text), metadataPath };
+}
+
+/** Whether `successor` was committed on `ours` (written at `path`). */
+function builtOn(successor: IcebergTableMetadata, ours: IcebergTableMetadata, path: string): boolean {
+  if (!successor['metadata-log'].some((entry) => entry['metadata-file'] === path && entry['timestamp-ms'] === ours['last-updated-ms'])) return false;
+  const current = currentSnapshot(ours);
+  return current === undefined || successor.snapshots.some((snapshot) => snapshot['snapshot-id'] === current['snapshot-id']);
 }

@@ -2,7 +2,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AuditParquetFile, currentSchema, currentSnapshot, newTableMetadata } from '@auditlake/format';
+import { AuditParquetFile, currentSchema, currentSnapshot, newTableMetadata, parseTableMetadata, updateProperties } from '@auditlake/format';
 import type { StoredEvent } from '@auditlake/model';
 import S3rver from 's3rver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,6 +20,9 @@ import {
   s3Key,
   S3Connections,
   tableWatermark,
+  type IcebergTableRef,
+  type LoadedTable,
+  type ObjectStore,
 } from '../src/index.js';
 
 const BUCKET = 'lake';
@@ -85,6 +88,75 @@ describe('commitIcebergBatch on a version whose manifest list is gone', () => {
     await objects.delete(s3Key(ref, list));
     await expect(commitIcebergBatch(objects, ref, loaded, batch(4, 6), context)).rejects.toThrow(`the manifest list ${list} of v${loaded.version}'s current snapshot is gone`);
     expect((await loadIcebergTable(objects, ref))!.version).toBe(loaded.version);
+  });
+});
+
+/**
+ * Another engine's commits on `base`, each a properties-only change as its UpdateProperties
+ * writes, then its metadata cleanup: versions up to `deleteThrough` deleted, the hint at its
+ * newest unless `moveHint` is false.
+ */
+async function outsideCommits(objects: ObjectStore, ref: IcebergTableRef, base: LoadedTable, count: number, deleteThrough: number, moveHint = true): Promise<number> {
+  let current = base;
+  for (let i = 1; i <= count; i++) {
+    const next = updateProperties(current.metadata, { set: { 'outside.commit': String(i) }, nowMs: current.metadata['last-updated-ms'] + 1, previousMetadataPath: current.metadataPath })!;
+    const version = current.version + 1;
+    await objects.put(metadataVersionKey(ref, version), JSON.stringify(next), 'application/json');
+    current = { version, metadata: next, metadataPath: objects.url(metadataVersionKey(ref, version)) };
+  }
+  for (let version = base.version + 1; version <= deleteThrough; version++) await objects.delete(metadataVersionKey(ref, version));
+  if (moveHint) await putVersionHint(objects, ref, current.version);
+  return current.version;
+}
+
+describe('commitIcebergBatch on a version read before another engine committed and deleted old versions', () => {
+  it.each([
+    ['the hint moved on', true],
+    ['the hint left behind, the next version still there', false],
+  ])('does not commit beside the table but re-applies the batch on it (%s)', async (_, moveHint) => {
+    const { ref, objects, rows } = await table(`forked-${moveHint}`);
+    // As a sweep reuses it for its next, back-to-back commit: the table its commit left.
+    const { loaded: kept } = await commitIcebergBatch(objects, ref, (await loadIcebergTable(objects, ref))!, batch(1, 3), context);
+    // The other engine commits three times and its cleanup deletes the first of them: the
+    // version number a commit on `kept` would create.
+    const newest = await outsideCommits(objects, ref, kept, 3, kept.version + 1, moveHint);
+    expect(await objects.exists(metadataVersionKey(ref, kept.version + 1))).toBe(false);
+
+    const result = await commitIcebergBatch(objects, ref, kept, batch(4, 6), { ...context, afterSeq: 3 });
+    expect(result.version).toBe(newest + 1);
+    const now = (await loadIcebergTable(objects, ref))!;
+    expect(now.version).toBe(newest + 1);
+    expect(now.metadata.properties['outside.commit']).toBe('3');
+    expect(tableWatermark(now)?.seq).toBe(6);
+    expect(await rows()).toBe(6);
+  });
+
+  it('commits on a version whose successor is built on it', async () => {
+    const { ref, objects } = await table('successor');
+    const first = await commitIcebergBatch(objects, ref, (await loadIcebergTable(objects, ref))!, batch(1, 3), context);
+    // A commit lands on ours between its create and its checks: simulated by answering the
+    // check of the next version with a successor built on ours.
+    const plain = connections.bucket('s3', BUCKET);
+    let successorWritten = false;
+    const putIfAbsent = async (key: string, body: string, type: string) => {
+      const created = await plain.putIfAbsent(key, body, type);
+      if (created && !successorWritten && key === metadataVersionKey(ref, first.version + 1)) {
+        successorWritten = true;
+        await outsideCommits(plain, ref, { version: first.version + 1, metadata: parseTableMetadata(body), metadataPath: plain.url(key) }, 1, 0);
+      }
+      return created;
+    };
+    const racing = new Proxy(plain, {
+      get: (target, name) => {
+        if (name === 'putIfAbsent') return putIfAbsent;
+        const value: unknown = Reflect.get(target, name, target);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const result = await commitIcebergBatch(racing, ref, first.loaded, batch(4, 6), { ...context, afterSeq: 3 });
+    expect(successorWritten).toBe(true);
+    expect(result.version).toBe(first.version + 1);
+    expect(tableWatermark(await loadIcebergTable(objects, ref))?.seq).toBe(6);
   });
 });
 
