@@ -109,3 +109,35 @@ export function startProcessCpuMonitor(processes: Record<string, number>): () =>
     return { ownCores: own.ownCores, otherCores: own.otherCores === undefined ? undefined : Math.max(0, own.otherCores - sum), processes: used };
   };
 }
+
+export interface QuietWait {
+  /** How long the wait took. */
+  waitedMs: number;
+  /** False when the machine was still busy at the timeout (then the figures after it say so). */
+  quiet: boolean;
+  /** The machine's busy cores over the last window looked at. */
+  busyCores: number | undefined;
+}
+
+/**
+ * Waits until the whole machine (Linux, /proc/stat) is quiet: at most `busyCoresMax` cores
+ * busy over a window of `windowMs`, or `timeoutMs` has passed. For figures that compare two
+ * systems at rest: after a bulk load both still work in the background (LevelDB compacts,
+ * PostgreSQL's autovacuum and checkpointer run), and what runs then slows whichever system is
+ * measured beside it. The caller must itself be idle meanwhile. Elsewhere it returns at once.
+ */
+export async function waitForQuietMachine(options: { busyCoresMax: number; windowMs: number; timeoutMs: number }): Promise<QuietWait> {
+  const started = performance.now();
+  let busyCores: number | undefined;
+  for (;;) {
+    const before = machineJiffies();
+    if (before === undefined) return { waitedMs: 0, quiet: true, busyCores: undefined };
+    await new Promise((resolve) => setTimeout(resolve, options.windowMs));
+    const after = machineJiffies();
+    if (after === undefined || after.total <= before.total) return { waitedMs: performance.now() - started, quiet: true, busyCores: undefined };
+    busyCores = ((after.busy - before.busy) / (after.total - before.total)) * cpus().length;
+    const waitedMs = performance.now() - started;
+    if (busyCores <= options.busyCoresMax) return { waitedMs, quiet: true, busyCores };
+    if (waitedMs >= options.timeoutMs) return { waitedMs, quiet: false, busyCores };
+  }
+}

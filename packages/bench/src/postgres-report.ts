@@ -1,6 +1,6 @@
 import { DEFAULTS, type BenchConfig } from './bench-config.js';
 import type { LatencyStats } from './latency-stats.js';
-import type { VersusResult } from './postgres-versus-bench.js';
+import { QUIET_BUSY_CORES, QUIET_WINDOW_MS, type VersusResult } from './postgres-versus-bench.js';
 import { int, knobRow, metWord, ms, table } from './report-format.js';
 
 /** The figures of the `postgres` part: measured, or why they could not be. */
@@ -67,6 +67,15 @@ export function postgresSummaryRows(figures: PostgresFigures): Array<{ figure: s
 }
 
 /** The report's section: the issue's side-by-side table, then how it was measured. */
+/** When the searches began: after a wait for both systems to finish their background work, if the run had one. */
+function quietText(wait: VersusResult['searchQuietWait']): string {
+  if (wait === undefined) return 'right after the last ingest round';
+  const busy = wait.busyCores === undefined ? '' : ` (${wait.busyCores.toFixed(2)} cores busy)`;
+  return wait.quiet
+    ? `once the machine was quiet after the last ingest round (${(wait.waitedMs / 1000).toFixed(1)} s later, at most ${QUIET_BUSY_CORES} cores busy over ${QUIET_WINDOW_MS / 1000} s${busy}: both systems' background work after a load, LevelDB's compactions and PostgreSQL's autovacuum and checkpoints, done)`
+    : `after waiting ${(wait.waitedMs / 1000).toFixed(1)} s for a quiet machine in vain${busy}`;
+}
+
 export function postgresMarkdown(figures: PostgresFigures, config: BenchConfig): string {
   const lines = ['## Search and ingest against PostgreSQL', ''];
   if ('skipped' in figures) {
@@ -80,7 +89,8 @@ export function postgresMarkdown(figures: PostgresFigures, config: BenchConfig):
       `(default settings) over HTTP and into a throwaway ${r.postgresVersion} (\`fsync=on\`, \`synchronous_commit=on\`; one table with a ` +
       `primary key on event_id and indexes on ts and (user_id, ts); a batch is one \`INSERT … ON CONFLICT DO NOTHING\`), ` +
       `${config.pgRounds} alternating ingest rounds of ${config.ingestBatchSize}-event batches, ${config.ingestConcurrency} in flight, each into a fresh ` +
-      `store and table. The searches then alternate request by request on the last round's data, newest first, limit ${config.searchLimit}; before the one-day and the user searches are measured, each system answers as many unmeasured requests of that kind (${int(config.pgRequests)}, warm-up: JIT, caches, connections). ` +
+      `store and table. The searches then alternate request by request on the last round's data, newest first, limit ${config.searchLimit}, ` +
+      `${quietText(r.searchQuietWait)}; before the one-day and the user searches are measured, each system answers as many unmeasured requests of that kind (${int(config.pgRequests)}, warm-up: JIT, caches, connections). ` +
       `PostgreSQL's \`q\` is \`lower(user_id, action, resource, tables, query, details joined by newlines) LIKE '%…%'\`, without and then with a ` +
       `pg_trgm GIN index on that expression (built in ${ms(t.indexBuildMs)}). The rare needle is "${r.qRareNeedle}" (${int(r.qRareMatches)} events). ` +
       `Disk: auditlake's whole data directory; PostgreSQL's \`pg_total_relation_size\` of the table (heap, TOAST and indexes, not WAL). ` +

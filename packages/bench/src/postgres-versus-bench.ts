@@ -3,7 +3,7 @@ import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createEventGenerator, mulberry32, startNodeProcess, type GeneratedEvent, type NodeProcess } from '@auditlake/testkit';
 import type pg from 'pg';
-import { processCpuSeconds } from './cpu-monitor.js';
+import { processCpuSeconds, waitForQuietMachine, type QuietWait } from './cpu-monitor.js';
 import { httpRequest, keepAliveAgent } from './http-client.js';
 import { latencyStats, type LatencyStats } from './latency-stats.js';
 import { startPostgres, type PostgresServer } from './postgres-server.js';
@@ -55,7 +55,14 @@ export interface VersusResult {
   postgresTrigram: { qNoMatch: LatencyStats; qRare: LatencyStats; diskBytes: number; indexBuildMs: number };
   qRareNeedle: string;
   qRareMatches: number;
+  /** The wait for a quiet machine between the last ingest round and the searches (absent in results stored before it). */
+  searchQuietWait?: QuietWait;
 }
+
+/** Busy cores of the whole machine below which both systems count as at rest. */
+export const QUIET_BUSY_CORES = 0.1;
+export const QUIET_WINDOW_MS = 2_000;
+const QUIET_TIMEOUT_MS = 5 * 60_000;
 
 /** The generated events of the run, in batches, the same for both systems in every round. */
 function* batches(options: VersusOptions, endTs: number): Generator<GeneratedEvent[]> {
@@ -255,6 +262,11 @@ export async function runVersusPostgresBench(options: VersusOptions, log: (messa
       }
     }
     await theirs.pool.query('ANALYZE audit_events');
+    // Both systems searched at rest, not while either still works off the last load: LevelDB
+    // compacting, PostgreSQL's autovacuum or checkpoint. Whatever ran then took the CPU from
+    // the system measured beside it.
+    const searchQuietWait = await waitForQuietMachine({ busyCoresMax: QUIET_BUSY_CORES, windowMs: QUIET_WINDOW_MS, timeoutMs: QUIET_TIMEOUT_MS });
+    log(`versus: ${searchQuietWait.quiet ? 'machine quiet' : 'machine still busy'} after ${(searchQuietWait.waitedMs / 1000).toFixed(1)} s (${searchQuietWait.busyCores?.toFixed(2) ?? '?'} cores busy)`);
 
     const random = mulberry32(options.seed);
     const generator = createEventGenerator({ seed: options.seed });
@@ -353,6 +365,7 @@ export async function runVersusPostgresBench(options: VersusOptions, log: (messa
       postgresTrigram: { qNoMatch: trigramNoMatch[0], qRare: qRare[1], diskBytes: trigramDiskBytes, indexBuildMs },
       qRareNeedle: best.needle,
       qRareMatches: best.matches,
+      searchQuietWait,
     };
   } finally {
     ours.agent.destroy();
