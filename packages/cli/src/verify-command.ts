@@ -82,6 +82,7 @@ async function verifyWith(options: VerifyOptions, checks: VerifyChecks): Promise
   const view = client === undefined ? undefined : await readView(client);
   const verifier = new ChainVerifier(verifierOptionsOf(options, pinnedKeys, tier, view, client));
   await feed(verifier, tier?.batches ?? [], client === undefined ? undefined : nodeRecords(client, checks));
+  verifier.addRowsWithoutSeq(tier?.legacyRows ?? 0);
   return verifier.finish();
 }
 
@@ -101,9 +102,13 @@ async function verifyTierAlone(location: TierLocationOption, options: VerifyOpti
     return (index, batch) => early?.arrive(index, batch);
   });
   early?.finish();
-  if (verifier !== undefined && early?.inOrder === true) return verifier.finish();
+  if (verifier !== undefined && early?.inOrder === true) {
+    verifier.addRowsWithoutSeq(tier.legacyRows);
+    return verifier.finish();
+  }
   const again = new ChainVerifier(verifierOptionsOf(options, pinnedKeys, tier, undefined, undefined));
   await feed(again, tier.batches, undefined);
+  again.addRowsWithoutSeq(tier.legacyRows);
   return again.finish();
 }
 

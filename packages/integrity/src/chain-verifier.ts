@@ -60,7 +60,8 @@ export type BreakKind =
   | 'replaced-key'
   | 'checkpoint-mismatch'
   | 'checkpoint-chain'
-  | 'foreign-chain';
+  | 'foreign-chain'
+  | 'unsigned';
 
 /** The first way the history fails to verify, in words and in parts. */
 export interface IntegrityBreak {
@@ -87,6 +88,8 @@ export interface VerifyReport {
   prunedRecords: number;
   /** The same record seen twice (identical copies). */
   duplicates: number;
+  /** Rows a tier holds without a seq (written before the chain existed): counted, not verifiable. */
+  rowsWithoutSeq: number;
   chainId: string | undefined;
   /** Key ids that signed the verified checkpoints. */
   keyIds: string[];
@@ -130,6 +133,9 @@ export class ChainVerifier {
   readonly #grants = new Map<string, { fields: Set<string>; seq: number }>();
   readonly #erasures: Array<{ seq: number; eventId: string; fields: HashedField[] }> = [];
   readonly #mismatches = new Map<string, { chainHash: string | undefined }>();
+  /** Checkpoints (by hash) compared with the chained record at their seq. */
+  readonly #matched = new Set<string>();
+  #rowsWithoutSeq = 0;
   #lastFedSeq = -Infinity;
   #last: Processed | undefined;
   #prevChain: string | undefined;
@@ -171,6 +177,15 @@ export class ChainVerifier {
     if (this.#queue.length > REORDER_WINDOW) this.#process(this.#queue.shift() as CheckedRecord);
   }
 
+  /**
+   * Counts rows a tier holds without a seq: from before the chain existed, they cannot be
+   * verified, and rows added to a tier look the same, so the report names how many there are.
+   */
+  addRowsWithoutSeq(count: number): void {
+    if (!Number.isSafeInteger(count) || count < 0) throw new TypeError(`rows without a seq must be a non-negative integer, got ${count}`);
+    this.#rowsWithoutSeq += count;
+  }
+
   /** Ends the input and returns the report. */
   finish(): VerifyReport {
     if (this.#finished) throw new TypeError('the verifier has finished');
@@ -192,6 +207,7 @@ export class ChainVerifier {
       legacyRecords: this.#legacy,
       prunedRecords: this.#pruned,
       duplicates: this.#duplicates,
+      rowsWithoutSeq: this.#rowsWithoutSeq,
       chainId,
       keyIds,
       breaks: this.#breaks,
@@ -259,6 +275,9 @@ export class ChainVerifier {
     const recordHash = record.digest?.recordHash;
     if (recordHash !== undefined && recordHash === last.recordHash && record.chainHash === last.chainHash) {
       this.#duplicates++;
+      // The same hashes do not make the same values: an erased field hashes as its kept hash,
+      // whatever the copy holds there. So a copy's erased fields are checked as the first's are.
+      this.#checkErased(record, false);
       return;
     }
     this.#break({
@@ -376,7 +395,8 @@ export class ChainVerifier {
     this.#recent.add(processed);
   }
 
-  #checkErased(record: CheckedRecord): void {
+  /** `counted`: the record's erased fields count in the report (not for a copy of one already counted). */
+  #checkErased(record: CheckedRecord, counted = true): void {
     const erased = record.erased;
     if (erased === undefined) return;
     const fields: HashedField[] = [];
@@ -386,7 +406,7 @@ export class ChainVerifier {
         this.#break({ kind: 'altered', seq: record.seq, eventId: record.eventId, fields: [field], message: `altered record at seq ${record.seq} (eventId ${record.eventId}): erased field ${field} holds a value` });
       }
     }
-    this.#erasedFields += fields.length;
+    if (counted) this.#erasedFields += fields.length;
     this.#erasures.push({ seq: record.seq, eventId: record.eventId, fields });
   }
 
@@ -426,7 +446,22 @@ export class ChainVerifier {
 
   /** Noted now (the covered record is at hand), reported only for a checkpoint whose signature holds. */
   #matchCheckpoint(checkpoint: SignedCheckpoint, covered: Processed): void {
-    if (covered.chainHash !== checkpoint.chainHash) this.#mismatches.set(checkpointHash(checkpoint), { chainHash: covered.chainHash });
+    const hash = checkpointHash(checkpoint);
+    this.#matched.add(hash);
+    if (covered.chainHash !== checkpoint.chainHash) this.#mismatches.set(hash, { chainHash: covered.chainHash });
+  }
+
+  /**
+   * Whether the history was to hold the chained record a checkpoint covers: the seq lies within
+   * it, was not declared deleted by retention, and is not past its end (a truncated tail, said
+   * by #checkTail). A checkpoint within the history that was never compared with a chained
+   * record proves nothing about it: its record's chain fields were removed (so it reads as a
+   * record from before the chain), or its checkpoint record was moved far from the record.
+   */
+  #mustHaveMatched(seq: number): boolean {
+    const first = this.#firstSeq;
+    const last = this.#last?.seq;
+    return first !== undefined && last !== undefined && seq >= first && seq <= last && !this.#isPruned(seq);
   }
 
   #checkTail(): void {
@@ -513,7 +548,13 @@ export class ChainVerifier {
         continue;
       }
       const mismatch = this.#mismatches.get(hash);
-      if (mismatch !== undefined) {
+      if (!this.#matched.has(hash) && this.#mustHaveMatched(checkpoint.seq)) {
+        this.#break({
+          kind: 'checkpoint-mismatch',
+          seq: checkpoint.seq,
+          message: `checkpoint at seq ${checkpoint.seq} (${where}) covers no chained record in the history: the record at seq ${checkpoint.seq} has no chain fields, or the checkpoint record was moved away from it`,
+        });
+      } else if (mismatch !== undefined) {
         this.#break({
           kind: 'checkpoint-mismatch',
           seq: checkpoint.seq,
@@ -536,6 +577,14 @@ export class ChainVerifier {
       previous = { hash, seq: checkpoint.seq };
       keyIds.add(checkpoint.keyId);
       verified++;
+    }
+    // Checkpoints found but refused have said why; none found at all must be said too.
+    if (pinned !== undefined && all.length === 0 && this.#records > 0) {
+      this.#break({
+        kind: 'unsigned',
+        seq: this.#last?.seq ?? 0,
+        message: `no checkpoint signed by a --public-key key covers this history: nothing proves who wrote its ${this.#records} ${this.#records === 1 ? 'record' : 'records'} (checkpoints removed, or not yet made)`,
+      });
     }
     return { keyIds: [...keyIds].sort(), verified, chainId };
   }
@@ -589,5 +638,6 @@ function successMessage(report: VerifyReport): string {
   if (report.legacyRecords > 0) notes.push(`${report.legacyRecords} earlier ${report.legacyRecords === 1 ? 'record predates' : 'records predate'} the chain`);
   if (report.prunedRecords > 0) notes.push(`${report.prunedRecords} ${report.prunedRecords === 1 ? 'record' : 'records'} removed by retention`);
   if (report.duplicates > 0) notes.push(`${report.duplicates} identical ${report.duplicates === 1 ? 'copy' : 'copies'} ignored`);
+  if (report.rowsWithoutSeq > 0) notes.push(`${report.rowsWithoutSeq} tier ${report.rowsWithoutSeq === 1 ? 'row' : 'rows'} without a seq not verifiable (written before the chain, or added)`);
   return notes.length > 0 ? `${message}; ${notes.join('; ')}` : message;
 }

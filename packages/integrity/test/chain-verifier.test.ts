@@ -201,6 +201,55 @@ describe('tampering', () => {
   });
 });
 
+describe('attacks by whoever holds the bucket', () => {
+  const isCheckpointRecord = (r: VerifyRecord) => r.source === 'auditlake' && r.action === INTEGRITY_ACTIONS.checkpoint;
+
+  it('records disguised as predating the chain, followed by the genuine checkpoint records re-chained, contradict the checkpoints', () => {
+    const log = buildLog(events(20), { checkpointEvery: 10 });
+    // Every record up to the last checkpoint loses its chain fields (and may then say anything);
+    // the genuine signed checkpoint records are chained again from genesis after them.
+    const cut = Math.max(...log.checkpoints.map((c) => c.seq));
+    const disguised = log.records
+      .filter((r) => r.seq <= cut)
+      .map(({ recordHash: _r, chainHash: _c, fieldCheck: _f, ...values }) => (values.seq === 5 ? { ...values, userId: 'mallory' } : values));
+    const copies = log.records.filter(isCheckpointRecord).map((r, i) => ({ ...r, seq: cut + 1 + i }));
+    const forged = [...disguised, ...rechainFromGenesis(copies)];
+    const report = verify(forged, { pinnedKeys: [log.key.publicKey] });
+    expect(report.ok).toBe(false);
+    expect(report.breaks[0]).toMatchObject({ kind: 'checkpoint-mismatch' });
+    expect(report.message).toMatch(/covers no chained record in the history: the record at seq \d+ has no chain fields/);
+  });
+
+  it('a history with no checkpoint at all fails when keys are pinned', () => {
+    const log = buildLog(events(6), { final: false });
+    expect(verify(log.records).ok).toBe(true);
+    const report = verify(log.records, { pinnedKeys: [log.key.publicKey] });
+    expect(report.breaks[0]).toMatchObject({ kind: 'unsigned' });
+    expect(report.message).toBe(`no checkpoint signed by a --public-key key covers this history: nothing proves who wrote its ${log.records.length} records (checkpoints removed, or not yet made)`);
+  });
+
+  it('a second copy of a record that hides a changed value behind an erasure mark is caught', () => {
+    const log = buildLog(events(10));
+    const target = log.records[4]!;
+    const mark = { query: fieldHash(target.query) };
+    const withValue = verify([...log.records, { ...target, query: 'SELECT 1 -- forged', erased: mark }]);
+    expect(withValue.message).toBe(`altered record at seq ${target.seq} (eventId ${target.eventId}): erased field query holds a value`);
+    const withMarker = verify([...log.records, { ...target, query: ERASED_MARKER, erased: mark }]);
+    expect(withMarker.message).toBe(`altered record at seq ${target.seq} (eventId ${target.eventId}): field query erased without an erasure record`);
+  });
+
+  it('names the tier rows it could not verify for want of a seq', () => {
+    const log = buildLog(events(4));
+    const verifier = new ChainVerifier({ startSeq: 1 });
+    for (const record of log.records) verifier.add(record);
+    verifier.addRowsWithoutSeq(3);
+    const report = verifier.finish();
+    expect(report.ok).toBe(true);
+    expect(report.rowsWithoutSeq).toBe(3);
+    expect(report.message).toMatch(/; 3 tier rows without a seq not verifiable \(written before the chain, or added\)$/);
+  });
+});
+
 describe('erasure', () => {
   const build = () => buildLog(events(10));
 
