@@ -125,6 +125,11 @@ export async function startPostgres(bin: string): Promise<PostgresServer> {
     version,
     pool: (size) => {
       const pool = new pg.Pool({ ...connection, max: size });
+      // An idle client whose backend ends (the server's shutdown in close(), which can come
+      // before the pool has let go of every socket) is reported as the pool's 'error' event,
+      // which unhandled ends the process: a run crashed so after its last search. A query on a
+      // dead server still fails on its own.
+      pool.on('error', () => undefined);
       pools.push(pool);
       return pool;
     },
