@@ -299,6 +299,7 @@ export class TierSweeper {
       ...(this.#options.onStep ? { onStep: this.#options.onStep } : {}),
     };
     await this.#applyParquetErasures(context, settings.tierParquetPath);
+    await this.#checkWatermarkInLog(watermark, settings.tierParquetPath);
     const next = await this.#nextBatch(watermark);
     const { batch } = next;
     if (batch.length === 0) {
@@ -387,6 +388,7 @@ export class TierSweeper {
     const loaded = await this.#applyErasures(context, await this.#currentTable(target, objects, table));
     // The table's snapshot summary is the source of truth for where tiering stopped.
     const watermark = laterWatermark(await this.watermark(), tableWatermark(loaded) ?? ZERO_WATERMARK);
+    await this.#checkWatermarkInLog(watermark, table.identifier);
     const prefetched = this.#takePrefetch(target, watermark.seq);
     const next = prefetched ? await prefetched.next : await this.#nextBatch(watermark);
     const { batch } = next;
@@ -427,6 +429,32 @@ export class TierSweeper {
     // failed step between runs left the table is not, and the next sweep then loads it.
     this.#lastTable = bounded === undefined || !next.settledLeft ? undefined : { target, turn: this.#lock.turns, loaded: bounded };
     return this.#tieredOutcome(next);
+  }
+
+  /**
+   * The watermark must name an entry of this node's log, the one that was tiered: seqs are the
+   * tier's identity for events, so a sweep that went on from a watermark its log does not hold
+   * would skip this log's own entries up to it (never tiered, then pruned) while the entries
+   * tiered under those seqs came back under new ones (tiered twice). That happens when a leader
+   * tiered entries no surviving node received before it died, and when a node whose log was
+   * lost is pointed at a tier that goes on. Refused, loudly (tierStatus.lastError), rather
+   * than tiered wrong: past the log's end, or where the entry at the watermark's seq was
+   * ingested at another time than the one tiered (an entry since deleted by retention cannot
+   * be compared).
+   */
+  async #checkWatermarkInLog(watermark: Watermark, target: string): Promise<void> {
+    if (watermark.seq === 0) return;
+    const { store } = this.#options;
+    const end = store.position.lastSeq;
+    const unusable = (why: string) =>
+      new AuditError(
+        AuditErrorCode.TIER_TARGET_UNUSABLE,
+        `${target} is tiered through seq ${watermark.seq}, ${why}: those seqs were tiered from a log this node does not hold (a leader that died before any survivor received them, or a node whose data was lost), and going on would skip this log's own entries there and tier the others twice; tiering stops here until the logs are reconciled`,
+      );
+    if (watermark.seq > end) throw unusable(`past the end of this node's log (seq ${end})`);
+    if (!watermark.ingestTs) return;
+    const entry = await store.getBySeq(watermark.seq);
+    if (entry !== undefined && entry.ingestTs !== watermark.ingestTs) throw unusable(`but this node's entry at that seq was ingested at ${entry.ingestTs}, not ${watermark.ingestTs}`);
   }
 
   /**

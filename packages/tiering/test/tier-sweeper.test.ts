@@ -188,3 +188,59 @@ describe('TierSweeper', () => {
     expect(unmaintained.manifests).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
   }, 120_000);
 });
+
+describe('TierSweeper on a tier ahead of or apart from its log', () => {
+  const catalogs = new Map([['cat', { name: 'cat', warehouse: `s3://${BUCKET}/warehouse`, connectionId: 's3' }]]);
+  const modes = {
+    parquet: (name: string) => settings(`apart/${name}`),
+    iceberg: (name: string) => parseSettings({ ...defaultSettings(resolveConfig()), 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': `cat.apart.${name}`, 'audit.tier.connectionId': 's3' }),
+  };
+
+  /** A store of `events` events ingested from `ingestMs` on, one millisecond per append of 10. */
+  async function logOf(events: number, ingestMs: number): Promise<AuditStore> {
+    let now = ingestMs;
+    const store = await AuditStore.open({ location: await mkdtemp(join(dir, 'apart-')), now: () => now });
+    onTestFinished(() => store.close());
+    for (let i = 0; i < events; i += 10) {
+      await store.append(Array.from({ length: Math.min(10, events - i) }, (_, j) => ev(i + j)));
+      now++;
+    }
+    return store;
+  }
+
+  it.each([
+    ['parquet', 'shorter', 5, `past the end of this node's log (seq 5)`],
+    ['parquet', 'different', 30, 'but this node\'s entry at that seq was ingested at'],
+    ['iceberg', 'shorter', 5, `past the end of this node's log (seq 5)`],
+    ['iceberg', 'different', 30, 'but this node\'s entry at that seq was ingested at'],
+  ] as const)('%s: refuses to go on from a watermark its log does not hold (a %s log), and tiers nothing', async (mode, name, events, why) => {
+    const target = modes[mode](`${name}_${mode}`);
+    // The first log tiers its 20 events; a second log, not a copy of it, is then pointed at the
+    // same target (a leader whose log lacks what a dead leader tiered, or a node whose data was lost).
+    const first = await logOf(20, Date.now() - 2 * HOUR_MS);
+    const a = testSweeper({ store: first, connections, catalogs, settings: () => target });
+    expect(await a.sweep()).toBe('tiered');
+    expect((await a.watermark()).seq).toBe(20);
+    await a.close();
+    const second = await logOf(events, Date.now() - HOUR_MS);
+    const b = testSweeper({ store: second, connections, catalogs, settings: () => target });
+    expect(await b.sweep()).toBe('failed');
+    const { lastError } = await b.status();
+    expect(lastError).toContain(`is tiered through seq 20, ${why}`);
+    expect(lastError).toContain('tiering stops here until the logs are reconciled');
+    // The first log's 20 events are all the tier holds.
+    const again = testSweeper({ store: first, connections, catalogs, settings: () => target });
+    expect(await again.sweep()).toBe('nothing-to-tier');
+  });
+
+  it('goes on from a watermark whose entry retention has since deleted', async () => {
+    const store = await logOf(30, Date.now() - 2 * HOUR_MS);
+    const target = settings('apart/pruned');
+    const s = testSweeper({ store, connections, catalogs, settings: () => target, batchSizeMax: 20 });
+    expect(await s.sweep()).toBe('tiered-full');
+    await store.pruneBefore(Date.UTC(2026, 0, 1) + 20, 100, async () => true);
+    expect(await store.getBySeq(20)).toBeUndefined();
+    expect(await s.sweep()).toBe('tiered');
+    expect((await s.watermark()).seq).toBe(30);
+  });
+});
