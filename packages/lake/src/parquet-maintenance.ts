@@ -1,8 +1,7 @@
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import type { MaintenancePolicy, MaintenanceRunFigures } from './iceberg-maintenance.js';
 import type { ObjectStore } from './object-store.js';
-import { COMMITS_DIR } from './parquet-committer.js';
-import { COMPACTIONS_DIR, compactParquetLocation, liveParquetFiles, readParquetLog, type ParquetCompactionContext } from './parquet-compaction.js';
+import { compactParquetLocation, liveParquetFiles, readParquetLog, type ParquetCompactionContext } from './parquet-compaction.js';
 import { joinKey, type S3Location } from './s3-location.js';
 
 /**
@@ -32,6 +31,15 @@ async function deleteReplacedParquetFiles(context: ParquetCompactionContext): Pr
 }
 
 /**
+ * The names this location's writers give data files, relative to the location: a day's
+ * directory right under it, and a batch's, a compaction's or a row rewrite's file name. Orphan
+ * cleanup considers nothing else: a location may hold other locations below it (an earlier
+ * Parquet path, an Iceberg warehouse, a bucket-root path above them all), whose files no marker
+ * of this one names, and they are not its to delete.
+ */
+const DATA_FILE_NAME = /^event_date=\d{4}-\d{2}-\d{2}\/(?:part|compacted|rewritten)-[^/]+\.parquet$/;
+
+/**
  * Orphan cleanup of a Parquet location: data files no commit marker and no applied compaction
  * names — a deposed leader's losing batch, a crashed commit's files, a lost compaction's output —
  * older than `minAgeMs` (a commit still being written looks the same until its marker lands).
@@ -43,11 +51,9 @@ async function deleteReplacedParquetFiles(context: ParquetCompactionContext): Pr
  */
 async function removeParquetOrphans(context: ParquetCompactionContext, minAgeMs: number): Promise<number> {
   const { objects, location } = context;
-  const own = [joinKey(location.prefix, `${COMMITS_DIR}/`), joinKey(location.prefix, `${COMPACTIONS_DIR}/`)];
+  const base = joinKey(location.prefix, '');
   const cutoffMs = context.now() - minAgeMs;
-  const candidates = (await objects.listObjects(joinKey(location.prefix, ''))).filter(
-    (object) => object.key.endsWith('.parquet') && !own.some((prefix) => object.key.startsWith(prefix)) && object.lastModifiedMs <= cutoffMs,
-  );
+  const candidates = (await objects.listObjects(base)).filter((object) => DATA_FILE_NAME.test(object.key.slice(base.length)) && object.lastModifiedMs <= cutoffMs);
   if (candidates.length === 0) return 0;
   const referencedNow = async (): Promise<Set<string>> => {
     const log = await readParquetLog(objects, location);

@@ -159,4 +159,17 @@ describe('Parquet maintenance', () => {
     expect(await objects.exists('orphans/event_date=2026-05-01/part-0000000000000001-t0-stray.parquet')).toBe(false);
     expect(await readerCounts(location, objects)).toEqual({ files: 2, rows: seqMax, distinct: seqMax });
   });
+
+  it("orphan cleanup never deletes another location's files below this one (an earlier path, a warehouse)", async () => {
+    const { location, objects } = await locationWith('outer', 1, 10);
+    const others = [
+      'outer/earlier/event_date=2026-05-01/part-0000000000000001-t0-abc.parquet',
+      'outer/warehouse/ops/audit/data/event_time_day=2026-05-01/00001-t1-abc.parquet',
+      'outer/notes/file.parquet',
+    ];
+    for (const key of others) await objects.put(key, new Uint8Array([1, 2, 3]), 'application/vnd.apache.parquet');
+    const run = await runParquetMaintenance({ objects, location, fence, now: () => Date.now() + 2 * 60 * 60 * 1000 }, { ...POLICY, orphanMinAgeMs: 60 * 60 * 1000, targetFileSizeBytes: 1 });
+    expect(run.orphansDeleted).toBe(0);
+    for (const key of others) expect(await objects.exists(key)).toBe(true);
+  });
 });
