@@ -215,17 +215,37 @@ export interface AuditFileColumns {
 
 /**
  * Every row of a tiered file as columns ({@link AuditFileColumns}): what
- * {@link readWholeAuditParquet} reads, refused where it refuses, with the same error.
+ * {@link readWholeAuditParquet} reads, refused where it refuses, with the same error. What the
+ * verifier reads: a row whose `event_time` is not its `ts` is refused as well (TABLE_INVALID),
+ * since the record hash covers `ts` only, while engines partition and filter by `event_time`.
  */
 export async function readWholeAuditColumns(source: ByteSource): Promise<AuditFileColumns> {
   const raw = await readRawColumns(source);
+  let columns: AuditFileColumns;
   try {
-    return columnsOf(raw);
+    columns = columnsOf(raw);
   } catch (err) {
     // Converted column after column, a file with several bad values would name another one
     // first than the row reader does: row by row, it names the same one.
     rowsOf(raw);
     throw err;
+  }
+  checkEventTimes(raw.values.get('event_time'), columns);
+  return columns;
+}
+
+/** Refuses the first row whose `event_time` (µs) is not its `ts` (ms) in microseconds. */
+function checkEventTimes(eventTimes: unknown[] | undefined, columns: AuditFileColumns): void {
+  if (eventTimes === undefined) return;
+  const { timestamp, seq } = columns;
+  for (let i = 0; i < columns.rowCount; i++) {
+    const micros = eventTimes[i];
+    // Null only in a file an outside engine wrote that way; ts still holds the time.
+    if (micros === null || micros === undefined) continue;
+    if (typeof micros !== 'bigint' || Number(micros) !== (timestamp[i] as number) * 1000) {
+      const where = seq[i] === undefined ? `row ${i}` : `row ${i} (seq ${seq[i]})`;
+      throw new AuditError(AuditErrorCode.TABLE_INVALID, `tiered file ${where} has event_time ${typeof micros === 'bigint' ? `${micros} µs` : typeof micros}, not its ts ${timestamp[i]} ms: altered (the record hash covers ts, engines read event_time)`);
+    }
   }
 }
 

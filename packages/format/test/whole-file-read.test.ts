@@ -104,4 +104,32 @@ describe('readWholeAuditColumns', () => {
     expect(byRows).toMatchObject({ code: AuditErrorCode.TABLE_INVALID, message: 'tiered file column ts holds number, not INT64' });
     await expect(readWholeAuditColumns(bytesSource(bytes))).rejects.toMatchObject({ code: AuditErrorCode.TABLE_INVALID, message: 'tiered file column ts holds number, not INT64' });
   });
+
+  it('refuses a row whose event_time is not its ts (the record hash covers ts; engines partition and filter by event_time)', async () => {
+    const events = chainedEvents(3);
+    const text = (name: string, pick: (e: TieredEvent) => string) => ({ name, data: events.map(pick), type: 'STRING' as const });
+    const columnData = (eventTimes: bigint[]) => [
+      text('event_id', (e) => e.eventId),
+      text('source', (e) => e.source),
+      text('user_id', (e) => e.userId),
+      text('action', (e) => e.action),
+      text('resource', (e) => e.resource),
+      text('tables', (e) => joinTables(e.tables)),
+      text('query', (e) => e.query),
+      text('details', (e) => e.details),
+      { name: 'ts', data: events.map((e) => BigInt(e.timestamp)), type: 'INT64' as const },
+      { name: 'event_time', data: eventTimes, type: 'INT64' as const },
+      text('decision', (e) => e.decision),
+      { name: 'ingest_ts', data: events.map((e) => BigInt(e.ingestTs)), type: 'INT64' as const },
+      { name: 'seq', data: events.map((e) => BigInt(e.seq)), type: 'INT64' as const },
+    ];
+    const right = events.map((e) => BigInt(e.timestamp) * 1000n);
+    expect((await readWholeAuditColumns(bytesSource(new Uint8Array(parquetWriteBuffer({ columnData: columnData(right) }))))).rowCount).toBe(3);
+    // Row 1 moved a day later for every engine that reads event_time (its partition and filters).
+    const moved = right.map((micros, i) => (i === 1 ? micros + 86_400_000_000n : micros));
+    await expect(readWholeAuditColumns(bytesSource(new Uint8Array(parquetWriteBuffer({ columnData: columnData(moved) }))))).rejects.toMatchObject({
+      code: AuditErrorCode.TABLE_INVALID,
+      message: `tiered file row 1 (seq ${events[1]!.seq}) has event_time ${right[1]! + 86_400_000_000n} µs, not its ts ${events[1]!.timestamp} ms: altered (the record hash covers ts, engines read event_time)`,
+    });
+  });
 });
