@@ -67,6 +67,42 @@ describe('tiering across a failover (real processes, real redis-server and S3 en
     expect(logged).toBeGreaterThanOrEqual(121); // 120 events and the settings change
   }, 90_000);
 
+  it('the leader tiers only what its standby holds: a standby that stops pulling holds tiering back until it catches up', async () => {
+    const s3 = await s3Endpoint();
+    // A lease long enough that the paused standby still counts as reachable.
+    const tiering = ['auditlake.cluster.lease.ttl.ms=5000', 'auditlake.audit.tier.interval.ms=100', 'auditlake.audit.tier.ingest.settle.ms=0', ...s3.props];
+    const cluster = await startCluster({ size: 2, sets: () => tiering });
+    const leader = await cluster.waitForLeader();
+    const standby = 1 - leader;
+    await cluster.waitForLeaderKnownBy(standby);
+    const leaderUrl = cluster.node(leader).url;
+    const saved = await fetch(`${leaderUrl}/admin/audit/settings`, {
+      method: 'POST',
+      headers: { authorization: `Token ${ADMIN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': 's3://ext/held', 'audit.tier.connectionId': 'ext' }),
+    });
+    expect(saved.status).toBe(200);
+    const batch = (prefix: string) => Array.from({ length: 40 }, (_, i) => ({ source: 'trino', userId: 'u', action: 'data:Insert', eventId: `${prefix}${i}` }));
+    expect((await postEvents(leaderUrl, batch('first-'))).status).toBe(200);
+    await expect.poll(async () => (await tierStatus(leaderUrl)).backlog, { timeout: 20_000 }).toBe(0);
+    await expect.poll(async () => (await cluster.log(standby)).length, { timeout: 20_000 }).toBe((await cluster.log(leader)).length);
+    const held = (await cluster.log(leader)).at(-1)!.seq;
+
+    cluster.node(standby).pause();
+    try {
+      expect((await postEvents(leaderUrl, batch('second-'))).status).toBe(200);
+      // Ten sweep intervals: without the bound every event would be tiered by now.
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      const status = await tierStatus(leaderUrl);
+      expect(status.watermark.seq).toBe(held);
+      expect(status.backlog).toBe(40);
+    } finally {
+      cluster.node(standby).resume();
+    }
+    const end = (await cluster.log(leader)).at(-1)!.seq;
+    await expect.poll(async () => (await tierStatus(leaderUrl)).watermark.seq, { timeout: 20_000 }).toBe(end);
+  }, 90_000);
+
   it('maintenance asked of a standby runs on the leader, and its audit event is replicated to the standby', async () => {
     const s3 = await s3Endpoint();
     const props = [

@@ -327,6 +327,28 @@ export class ClusterNode {
     return { nodeId, role, term: this.elector.knownTerm, leader: leader ? { nodeId: leader.nodeId, url: leader.url } : null, nodes };
   }
 
+  /**
+   * The highest seq every standby this leader hears from (within a lease TTL, as `status()`
+   * judges reachability) holds of its log in the term it leads, by their matched pulls; 0 for
+   * one that has not pulled in this term yet. Undefined when no standby is heard from (the
+   * entries cannot be held anywhere else) or this node does not lead.
+   */
+  heldByStandbys(): number | undefined {
+    const term = this.elector.leadingTerm;
+    if (term === undefined) return undefined;
+    const pulled = new Map(this.tracker.term === term ? this.tracker.progress.map((p) => [p.nodeId, p]) : []);
+    const nowWallMs = this.#clock.wallMs();
+    let held: number | undefined;
+    for (const { member, lastHeardMs: publishedMs } of this.elector.heard()) {
+      if (member.nodeId === this.#options.nodeId) continue;
+      const pull = pulled.get(member.nodeId);
+      const lastHeardMs = Math.min(publishedMs, pull === undefined ? Infinity : Math.max(0, nowWallMs - pull.heardAtMs));
+      if (lastHeardMs >= this.#options.leaseTtlMs) continue;
+      held = Math.min(held ?? Infinity, pull?.appliedSeq ?? 0);
+    }
+    return held;
+  }
+
   /** How long ago the oldest entry a node lacks was ingested (0 when it lacks none). */
   async #lagMs(appliedSeq: number, lastSeq: number): Promise<number> {
     if (appliedSeq >= lastSeq) return 0;

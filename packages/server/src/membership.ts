@@ -20,6 +20,8 @@ export interface Membership {
   receive(events: readonly EncodedEvent[], freshIds?: ReadonlySet<string>): Promise<Received>;
   /** `ack=replicated`: true once the events are confirmed on another node, false after `timeoutMs`. */
   confirmReplicated(events: readonly EncodedEvent[], timeoutMs: number): Promise<boolean>;
+  /** The highest seq every reachable standby holds (what the leader may tier); undefined: no bound. */
+  heldByStandbys(): number | undefined;
 }
 
 /** A node without a coordinator: always its own leader, term 0, no standbys. */
@@ -37,6 +39,7 @@ export function singleNodeMembership(nodeId: string, url: () => string, store: A
     receive: async (events, freshIds) => ({ path: 'log', result: await store.appendEncoded(events, freshIds ? { freshIds } : {}) }),
     // Ingest refuses ack=replicated on a single node before storing anything.
     confirmReplicated: () => Promise.reject(new AuditError(AuditErrorCode.BAD_REQUEST, 'ack=replicated needs a standby, and this node runs without a cluster (--coordinator)')),
+    heldByStandbys: () => undefined,
   };
 }
 
@@ -50,5 +53,6 @@ export function clusterMembership(cluster: ClusterNode): Membership {
     sequencer: cluster.elector.sequencer,
     receive: (events, freshIds) => cluster.receive(events, freshIds),
     confirmReplicated: (events, timeoutMs) => cluster.confirmReplicated(events, timeoutMs),
+    heldByStandbys: () => cluster.heldByStandbys(),
   };
 }

@@ -109,6 +109,7 @@ export class TieringService {
       intervalMs: config.tierIntervalMs,
       batchSizeMax: config.tierBatchSize,
       settleMs: config.tierSettleMs,
+      heldThrough: () => membership.heldByStandbys(),
       backoffInitialMs: config.tierBackoffInitialMs,
       backoffMaxMs: config.tierBackoffMaxMs,
       log: options.log,

@@ -5,11 +5,16 @@ export interface BatchRules {
   batchSizeMax: number;
   /** Events with ingestTs > this wait for a later sweep (the settle window). */
   ingestTsMax: number;
+  /**
+   * Events with seq > this wait too (absent: none): a cluster leader tiers only what every
+   * standby it hears from holds, so any successor holds every tiered entry.
+   */
+  seqMax?: number;
 }
 
 /**
  * Picks the next batch from events after the watermark, in seq order (which is ingestTs
- * order): stops before the settle window, takes at most `batchSizeMax`, and never splits a
+ * order): stops before the settle window and after `seqMax`, takes at most `batchSizeMax`, and never splits a
  * group sharing one ingest millisecond — a group that does not fit waits for the next batch,
  * except a first group larger than the limit, which goes whole (else tiering would stall).
  * `events` must hold at least `batchSizeMax + 1` entries when that many exist, so the picker
@@ -18,6 +23,16 @@ export interface BatchRules {
 export function pickBatch(events: readonly StoredEvent[], rules: BatchRules): StoredEvent[] {
   let settled = events.findIndex((e) => e.ingestTs > rules.ingestTsMax);
   if (settled < 0) settled = events.length;
+  const { seqMax } = rules;
+  if (seqMax !== undefined) {
+    let held = events.findIndex((e) => e.seq > seqMax);
+    if (held >= 0 && held < settled) {
+      // Not into a millisecond group the bound cuts: the whole group waits.
+      const cutTs = (events[held] as StoredEvent).ingestTs;
+      while (held > 0 && (events[held - 1] as StoredEvent).ingestTs === cutTs) held--;
+      settled = held;
+    }
+  }
   if (settled <= rules.batchSizeMax) return events.slice(0, settled);
   // More settled events than fit: cut at the last group boundary at or before the limit.
   let cut = rules.batchSizeMax;

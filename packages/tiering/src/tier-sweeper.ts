@@ -53,6 +53,12 @@ export interface TierSweeperOptions {
   intervalMs: number;
   batchSizeMax: number;
   settleMs: number;
+  /**
+   * The highest seq every standby this leader hears from holds (undefined: no bound, a node
+   * without standbys). Entries past it wait: a successor must hold every entry the tier holds,
+   * else it would number its own entries with seqs already tiered (see #checkWatermarkInLog).
+   */
+  heldThrough?: () => number | undefined;
   backoffInitialMs: number;
   backoffMaxMs: number;
   now?: () => number;
@@ -591,7 +597,8 @@ export class TierSweeper {
 
   /** Events after the watermark, settled, at most a batch, whole ingest-millisecond groups. */
   async #nextBatch(watermark: Watermark): Promise<NextBatch> {
-    const rules = { batchSizeMax: this.#options.batchSizeMax, ingestTsMax: this.#now() - this.#options.settleMs };
+    const heldThrough = this.#options.heldThrough?.();
+    const rules = { batchSizeMax: this.#options.batchSizeMax, ingestTsMax: this.#now() - this.#options.settleMs, ...(heldThrough === undefined ? {} : { seqMax: heldThrough }) };
     let limit = rules.batchSizeMax + 1;
     for (;;) {
       const events = await this.#options.store.readBySeq(watermark.seq, limit);
@@ -602,7 +609,7 @@ export class TierSweeper {
         continue;
       }
       const following = events[batch.length];
-      return { batch, settledLeft: following !== undefined && following.ingestTs <= rules.ingestTsMax };
+      return { batch, settledLeft: following !== undefined && following.ingestTs <= rules.ingestTsMax && groupHeld(events, batch.length, heldThrough) };
     }
   }
 
@@ -646,4 +653,16 @@ export class TierSweeper {
     if (this.#timer) clearTimeout(this.#timer);
     await this.#running?.catch(() => undefined);
   }
+}
+
+/**
+ * Whether the standbys hold the whole millisecond group that begins at `events[from]` (as far
+ * as `events` reaches): the next batch can take it. Always, without a bound.
+ */
+function groupHeld(events: readonly StoredEvent[], from: number, heldThrough: number | undefined): boolean {
+  if (heldThrough === undefined) return true;
+  const groupTs = (events[from] as StoredEvent).ingestTs;
+  let end = from;
+  while (end < events.length && (events[end] as StoredEvent).ingestTs === groupTs) end++;
+  return (events[end - 1] as StoredEvent).seq <= heldThrough;
 }

@@ -25,21 +25,29 @@ describe('pickBatch', () => {
     expect(pickBatch(events([1, 2, 3, 9, 10]), { batchSizeMax: 10, ingestTsMax: 8 }).map((e) => e.seq)).toEqual([1, 2, 3]);
   });
 
-  it('property: a prefix, settled, within the limit unless one group, never splitting a group', () => {
+  it('stops after the seq every standby holds, before the whole millisecond group it cuts', () => {
+    expect(pickBatch(events([1, 2, 3, 4, 5]), { batchSizeMax: 10, ingestTsMax: 100, seqMax: 3 }).map((e) => e.seq)).toEqual([1, 2, 3]);
+    expect(pickBatch(events([1, 2, 2, 2, 5]), { batchSizeMax: 10, ingestTsMax: 100, seqMax: 3 }).map((e) => e.seq)).toEqual([1]);
+    expect(pickBatch(events([2, 2, 2, 5]), { batchSizeMax: 1, ingestTsMax: 100, seqMax: 2 }).map((e) => e.seq)).toEqual([]);
+    expect(pickBatch(events([1, 2, 3]), { batchSizeMax: 10, ingestTsMax: 100, seqMax: 0 })).toEqual([]);
+  });
+
+  it('property: a prefix, settled, held by the standbys, within the limit unless one group, never splitting a group', () => {
     fc.assert(
-      fc.property(fc.array(fc.integer({ min: 0, max: 4 }), { maxLength: 60 }), fc.integer({ min: 1, max: 10 }), fc.integer({ min: 0, max: 200 }), (steps, limit, settle) => {
+      fc.property(fc.array(fc.integer({ min: 0, max: 4 }), { maxLength: 60 }), fc.integer({ min: 1, max: 10 }), fc.integer({ min: 0, max: 200 }), fc.option(fc.integer({ min: 0, max: 70 }), { nil: undefined }), (steps, limit, settle, seqMax) => {
         let ts = 0;
         const all = events(steps.map((s) => (ts += s)));
-        const picked = pickBatch(all, { batchSizeMax: limit, ingestTsMax: settle });
+        const picked = pickBatch(all, { batchSizeMax: limit, ingestTsMax: settle, ...(seqMax === undefined ? {} : { seqMax }) });
         expect(picked).toEqual(all.slice(0, picked.length));
-        expect(picked.every((e) => e.ingestTs <= settle)).toBe(true);
+        expect(picked.every((e) => e.ingestTs <= settle && (seqMax === undefined || e.seq <= seqMax))).toBe(true);
         const groups = new Set(picked.map((e) => e.ingestTs));
         expect(picked.length <= limit || groups.size === 1).toBe(true);
         const next = all[picked.length];
         const last = picked[picked.length - 1];
         if (next && last) expect(next.ingestTs).not.toBe(last.ingestTs);
-        // Progress: something settled is always picked.
-        if (all.length > 0 && all[0]!.ingestTs <= settle) expect(picked.length).toBeGreaterThan(0);
+        // Progress: something settled is always picked, when the standbys hold its whole first group.
+        const firstGroup = all.filter((e) => e.ingestTs === all[0]?.ingestTs);
+        if (all.length > 0 && all[0]!.ingestTs <= settle && (seqMax === undefined || firstGroup.every((e) => e.seq <= seqMax))) expect(picked.length).toBeGreaterThan(0);
       }),
       { numRuns: 300 },
     );

@@ -189,6 +189,26 @@ describe('TierSweeper', () => {
   }, 120_000);
 });
 
+describe('TierSweeper in a cluster', () => {
+  it('tiers only what every standby holds, so any successor holds every tiered entry', async () => {
+    const store = await storeWith(300);
+    let held: number | undefined = 120;
+    const s = sweeper(store, 'held', { heldThrough: () => held, batchSizeMax: 500 });
+    // Appends of 50 share one ingest millisecond: the group 101..150 is cut by the bound and waits whole.
+    expect(await s.sweep()).toBe('tiered');
+    expect((await s.watermark()).seq).toBe(100);
+    expect(await s.sweep()).toBe('nothing-to-tier');
+    held = 300;
+    expect(await s.sweep()).toBe('tiered');
+    expect((await s.watermark()).seq).toBe(300);
+    // Without a standby heard from there is no bound.
+    await store.append([ev(300)]);
+    held = undefined;
+    expect(await s.sweep()).toBe('tiered');
+    expect((await s.watermark()).seq).toBe(301);
+  });
+});
+
 describe('TierSweeper on a tier ahead of or apart from its log', () => {
   const catalogs = new Map([['cat', { name: 'cat', warehouse: `s3://${BUCKET}/warehouse`, connectionId: 's3' }]]);
   const modes = {
