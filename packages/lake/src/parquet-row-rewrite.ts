@@ -110,9 +110,14 @@ export async function markErasureDone(context: Pick<ParquetCompactionContext, 'o
   await context.objects.put(erasureDoneKey(context.location, seq), JSON.stringify({ seq, doneAtMs: context.now() }), 'application/json');
 }
 
-/** Seqs of the erasure records the location's commits hold whose rewrite is not recorded done, ascending. */
-export async function pendingParquetErasures(context: Pick<ParquetCompactionContext, 'objects' | 'location'>): Promise<number[]> {
-  const recorded = (await readMarkers(context.objects, context.location)).flatMap((marker) => marker.erasureSeqs ?? []);
+/**
+ * Seqs of the erasure records whose rewrite is not recorded done at the location, ascending:
+ * those its commits hold, and `tieredElsewhere` (erasure records the log tiered before, to
+ * this location or another: one committed while this location was an earlier target whose
+ * pass did not run must still reach it when it becomes the target again).
+ */
+export async function pendingParquetErasures(context: Pick<ParquetCompactionContext, 'objects' | 'location'>, tieredElsewhere: readonly number[] = []): Promise<number[]> {
+  const recorded = [...(await readMarkers(context.objects, context.location)).flatMap((marker) => marker.erasureSeqs ?? []), ...tieredElsewhere];
   if (recorded.length === 0) return [];
   return erasuresNotDone(context, recorded);
 }

@@ -292,8 +292,9 @@ export class TierSweeper {
       const markers = await readMarkers(objects, location, watermark.seq);
       for (const marker of markers) watermark = laterWatermark(watermark, marker.watermark);
       await store.putMeta({ [WATERMARK_META]: watermark });
-      // Erasure records committed whose rewrite was not recorded done (a crash in between).
-      this.#parquetErasuresPending = await pendingParquetErasures({ objects, location });
+      // Erasure records committed whose rewrite was not recorded done (a crash in between), and
+      // those tiered while this location was an earlier target that a pass could not reach.
+      this.#parquetErasuresPending = await pendingParquetErasures({ objects, location }, await store.erasureRecordSeqs(0, watermark.seq));
       this.#recoveredFor = recoveryKey;
     }
     const context: ParquetCompactionContext = {

@@ -139,6 +139,26 @@ describe('retention and erasure records', () => {
     expect(await store.getBySeq(erasureSeq)).toBeUndefined();
   });
 
+  it('applies an erasure record an earlier target missed when that target becomes the current one again', async () => {
+    const store = await openStore(10);
+    const pathA = `s3://${BUCKET}/back-a`;
+    const atA = settings({ 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': pathA, 'audit.tier.connectionId': 'a' });
+    const atB = settings({ 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': `s3://${BUCKET}/back-b`, 'audit.tier.connectionId': 'b' });
+    expect(await sweeperOf(store, () => atA, {}).sweep()).toBe('tiered');
+    // Tiering moves to B; e3's erasure is tiered there while A refuses every request.
+    await store.append([ev(10)]);
+    await erase(store, 'e3', 4);
+    expect(await sweeperOf(store, () => atB, { connections: aRefused }).sweep()).toBe('tiered');
+    expect(await parquetQueryOf(pathA, 'e3')).toEqual(['select 3']);
+    // Back to A, now reachable: A is no earlier target any more, and its own commits do not hold
+    // the erasure record, yet its rows are rewritten.
+    await store.append([ev(11)]);
+    expect(await sweeperOf(store, () => atA, {}).sweep()).toBe('tiered');
+    const [erased] = await parquetQueryOf(pathA, 'e3');
+    expect(erased).not.toBe('select 3');
+    expect(await firstUnappliedErasureSeq(store)).toBeUndefined();
+  });
+
   it('keeps an erasure record whose rewrite stopped after its batch was committed, until the next sweep has applied it', async () => {
     const store = await openStore(10);
     const current = settings({ 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': 'cat.ops.stopped_rewrite' });
