@@ -21,24 +21,13 @@ export interface BatchRules {
  * can see whether the last group continues.
  */
 export function pickBatch(events: readonly StoredEvent[], rules: BatchRules): StoredEvent[] {
-  let settled = events.findIndex((e) => e.ingestTs > rules.ingestTsMax);
-  if (settled < 0) settled = events.length;
-  const { seqMax } = rules;
-  if (seqMax !== undefined) {
-    let held = events.findIndex((e) => e.seq > seqMax);
-    if (held >= 0 && held < settled) {
-      // Not into a millisecond group the bound cuts: the whole group waits.
-      const cutTs = (events[held] as StoredEvent).ingestTs;
-      while (held > 0 && (events[held - 1] as StoredEvent).ingestTs === cutTs) held--;
-      settled = held;
-    }
-  }
+  const settled = eligibleCount(events, rules);
   if (settled <= rules.batchSizeMax) return events.slice(0, settled);
   // More settled events than fit: cut at the last group boundary at or before the limit.
   let cut = rules.batchSizeMax;
   const boundaryTs = (events[cut - 1] as StoredEvent).ingestTs;
   if ((events[cut] as StoredEvent).ingestTs === boundaryTs) {
-    while (cut > 0 && (events[cut - 1] as StoredEvent).ingestTs === boundaryTs) cut--;
+    cut = groupStart(events, cut);
     if (cut === 0) {
       // The first group alone exceeds the limit: take it whole.
       cut = rules.batchSizeMax;
@@ -46,4 +35,26 @@ export function pickBatch(events: readonly StoredEvent[], rules: BatchRules): St
     }
   }
   return events.slice(0, cut);
+}
+
+/**
+ * How many of `events` (from the first) a batch may take, the size limit aside: those before
+ * the settle window and, with `seqMax`, before the first millisecond group holding a seq past
+ * it (the whole group waits). A batch shorter than this was cut by the size limit.
+ */
+export function eligibleCount(events: readonly StoredEvent[], rules: BatchRules): number {
+  let settled = events.findIndex((e) => e.ingestTs > rules.ingestTsMax);
+  if (settled < 0) settled = events.length;
+  const { seqMax } = rules;
+  if (seqMax === undefined) return settled;
+  const held = events.findIndex((e) => e.seq > seqMax);
+  return held < 0 ? settled : Math.min(settled, groupStart(events, held));
+}
+
+/** The index of the first event of the millisecond group `events[at]` belongs to. */
+function groupStart(events: readonly StoredEvent[], at: number): number {
+  const ts = (events[at] as StoredEvent).ingestTs;
+  let start = at;
+  while (start > 0 && (events[start - 1] as StoredEvent).ingestTs === ts) start--;
+  return start;
 }

@@ -35,7 +35,7 @@ import {
   type EncodedIcebergBatch,
   INLINE_TIER_FILE_ENCODER,
 } from '@auditlake/lake';
-import { pickBatch } from './batch-picker.js';
+import { eligibleCount, pickBatch } from './batch-picker.js';
 import { applyIcebergErasures, applyParquetErasures, isErasureRecord, type TierErasureResult } from './tier-erasure.js';
 import { CommitLock } from './commit-lock.js';
 import { EarlierTargetErasure } from './earlier-target-erasure.js';
@@ -609,8 +609,8 @@ export class TierSweeper {
         limit *= 2;
         continue;
       }
-      const following = events[batch.length];
-      return { batch, settledLeft: following !== undefined && following.ingestTs <= rules.ingestTsMax && groupHeld(events, batch.length, heldThrough) };
+      // Cut by the size limit: events the next batch may take are left.
+      return { batch, settledLeft: batch.length < eligibleCount(events, rules) };
     }
   }
 
@@ -654,16 +654,4 @@ export class TierSweeper {
     if (this.#timer) clearTimeout(this.#timer);
     await this.#running?.catch(() => undefined);
   }
-}
-
-/**
- * Whether the standbys hold the whole millisecond group that begins at `events[from]` (as far
- * as `events` reaches): the next batch can take it. Always, without a bound.
- */
-function groupHeld(events: readonly StoredEvent[], from: number, heldThrough: number | undefined): boolean {
-  if (heldThrough === undefined) return true;
-  const groupTs = (events[from] as StoredEvent).ingestTs;
-  let end = from;
-  while (end < events.length && (events[end] as StoredEvent).ingestTs === groupTs) end++;
-  return (events[end - 1] as StoredEvent).seq <= heldThrough;
 }
