@@ -2,14 +2,14 @@ import { AuditError, AuditErrorCode, isAuditError, type EncodedEvent } from '@au
 import type { AppendResult, AuditStore } from '@auditlake/store';
 import type { Clock } from './clock.js';
 import type { ClusterToken } from './cluster-token.js';
-import type { Coordinator } from './coordinator.js';
+import type { Coordinator, MemberInfo } from './coordinator.js';
 import { LeaderElector, type ClusterLog, type LeaderView, type NodeRole } from './leader-elector.js';
 import { LogSource } from './log-source.js';
 import { MetaHash } from './meta-hash.js';
 import { OutboxForwarder } from './outbox-forwarder.js';
 import { newIdsOf, parseForwardedEvent, type ForwardRequest, type ForwardResponse, type PeerTransport, type PullRequest, type PullResponse } from './protocol.js';
 import { ReplicationFollower } from './replication-follower.js';
-import { ReplicationTracker } from './replication-tracker.js';
+import { ReplicationTracker, type StandbyProgress } from './replication-tracker.js';
 
 /** What a cluster node is built from: its store and its ports to the world. */
 export interface ClusterNodeOptions {
@@ -305,15 +305,9 @@ export class ClusterNode {
     const leader = this.elector.leader;
     const role: NodeRole = this.elector.isLeader() ? 'leader' : 'standby';
     const lastSeq = store.position.lastSeq;
-    const pulled = new Map(this.tracker.progress.map((p) => [p.nodeId, p]));
-    const nowWallMs = this.#clock.wallMs();
     const nodes: ClusterMemberStatus[] = [{ nodeId, url: this.elector.url, role, appliedSeq: lastSeq, lagMs: 0, lastHeardMs: 0 }];
-    for (const { member, lastHeardMs: publishedMs } of this.elector.heard()) {
-      if (member.nodeId === nodeId) continue;
-      const pull = pulled.get(member.nodeId);
-      const lastHeardMs = Math.min(publishedMs, pull === undefined ? Infinity : Math.max(0, nowWallMs - pull.heardAtMs));
+    for (const { member, pull, lastHeardMs, reachable } of this.#peersHeard(this.tracker.progress)) {
       const appliedSeq = Math.max(member.lastSeq, pull?.appliedSeq ?? 0);
-      const reachable = lastHeardMs < this.#options.leaseTtlMs;
       nodes.push({
         nodeId: member.nodeId,
         url: member.url,
@@ -336,17 +330,27 @@ export class ClusterNode {
   heldByStandbys(): number | undefined {
     const term = this.elector.leadingTerm;
     if (term === undefined) return undefined;
-    const pulled = new Map(this.tracker.term === term ? this.tracker.progress.map((p) => [p.nodeId, p]) : []);
-    const nowWallMs = this.#clock.wallMs();
     let held: number | undefined;
+    for (const { pull, reachable } of this.#peersHeard(this.tracker.term === term ? this.tracker.progress : [])) {
+      if (reachable) held = Math.min(held ?? Infinity, pull?.appliedSeq ?? 0);
+    }
+    return held;
+  }
+
+  /**
+   * Every other node heard from, with its last matched pull among `progress` and how long ago
+   * it was last heard from (its published record or that pull, whichever is newer); reachable
+   * when that was within a lease TTL.
+   */
+  *#peersHeard(progress: readonly StandbyProgress[]): Generator<{ member: MemberInfo; pull: StandbyProgress | undefined; lastHeardMs: number; reachable: boolean }> {
+    const pulled = new Map(progress.map((p) => [p.nodeId, p]));
+    const nowWallMs = this.#clock.wallMs();
     for (const { member, lastHeardMs: publishedMs } of this.elector.heard()) {
       if (member.nodeId === this.#options.nodeId) continue;
       const pull = pulled.get(member.nodeId);
       const lastHeardMs = Math.min(publishedMs, pull === undefined ? Infinity : Math.max(0, nowWallMs - pull.heardAtMs));
-      if (lastHeardMs >= this.#options.leaseTtlMs) continue;
-      held = Math.min(held ?? Infinity, pull?.appliedSeq ?? 0);
+      yield { member, pull, lastHeardMs, reachable: lastHeardMs < this.#options.leaseTtlMs };
     }
-    return held;
   }
 
   /** How long ago the oldest entry a node lacks was ingested (0 when it lacks none). */
