@@ -66,7 +66,6 @@ export function postgresSummaryRows(figures: PostgresFigures): Array<{ figure: s
   ];
 }
 
-/** The report's section: the issue's side-by-side table, then how it was measured. */
 /** When the searches began: after a wait for both systems to finish their background work, if the run had one. */
 function quietText(wait: VersusResult['searchQuietWait']): string {
   if (wait === undefined) return 'right after the last ingest round';
@@ -76,6 +75,7 @@ function quietText(wait: VersusResult['searchQuietWait']): string {
     : `after waiting ${(wait.waitedMs / 1000).toFixed(1)} s for a quiet machine in vain${busy}`;
 }
 
+/** The report's section: the issue's side-by-side table, then how it was measured. */
 export function postgresMarkdown(figures: PostgresFigures, config: BenchConfig): string {
   const lines = ['## Search and ingest against PostgreSQL', ''];
   if ('skipped' in figures) {
