@@ -29,6 +29,18 @@ async function tierStatus(url: string) {
   return ((await res.json()) as { tierStatus: { backlog: number; watermark: { seq: number }; lastError: string | null } }).tierStatus;
 }
 
+/** Saves settings through the node at `url`; answers the HTTP status. */
+async function saveSettings(url: string, settings: Record<string, string>): Promise<number> {
+  const res = await fetch(`${url}/admin/audit/settings`, { method: 'POST', headers: { authorization: `Token ${ADMIN}`, 'content-type': 'application/json' }, body: JSON.stringify(settings) });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+/** Tiering to a Parquet path over the `ext` connection. */
+function parquetAt(path: string): Record<string, string> {
+  return { 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': path, 'audit.tier.connectionId': 'ext' };
+}
+
 describe('tiering across a failover (real processes, real redis-server and S3 endpoint)', () => {
   it('the new leader continues from the replicated watermark; DuckDB counts every event once', async () => {
     const s3 = await s3Endpoint();
@@ -37,12 +49,7 @@ describe('tiering across a failover (real processes, real redis-server and S3 en
     const leader = await cluster.waitForLeader();
     const standby = 1 - leader;
     await cluster.waitForLeaderKnownBy(standby);
-    const saved = await fetch(`${cluster.node(standby).url}/admin/audit/settings`, {
-      method: 'POST',
-      headers: { authorization: `Token ${ADMIN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': 's3://ext/audit', 'audit.tier.connectionId': 'ext' }),
-    });
-    expect(saved.status).toBe(200);
+    expect(await saveSettings(cluster.node(standby).url, parquetAt('s3://ext/audit'))).toBe(200);
     const batch = (prefix: string) => Array.from({ length: 40 }, (_, i) => ({ source: 'trino', userId: 'u', action: 'data:Insert', eventId: `${prefix}${i}`, ts: Date.now() - (i % 3) * 86_400_000 }));
     for (const i of [leader, standby]) expect((await postEvents(cluster.node(i).url, batch(`before${i}-`))).status).toBe(200);
     // Tiered by the leader, and its watermark replicated to the standby.
@@ -76,12 +83,7 @@ describe('tiering across a failover (real processes, real redis-server and S3 en
     const standby = 1 - leader;
     await cluster.waitForLeaderKnownBy(standby);
     const leaderUrl = cluster.node(leader).url;
-    const saved = await fetch(`${leaderUrl}/admin/audit/settings`, {
-      method: 'POST',
-      headers: { authorization: `Token ${ADMIN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': 's3://ext/held', 'audit.tier.connectionId': 'ext' }),
-    });
-    expect(saved.status).toBe(200);
+    expect(await saveSettings(leaderUrl, parquetAt('s3://ext/held'))).toBe(200);
     const batch = (prefix: string) => Array.from({ length: 40 }, (_, i) => ({ source: 'trino', userId: 'u', action: 'data:Insert', eventId: `${prefix}${i}` }));
     expect((await postEvents(leaderUrl, batch('first-'))).status).toBe(200);
     await expect.poll(async () => (await tierStatus(leaderUrl)).backlog, { timeout: 20_000 }).toBe(0);
@@ -119,8 +121,7 @@ describe('tiering across a failover (real processes, real redis-server and S3 en
     await cluster.waitForLeaderKnownBy(standby);
     const admin = { authorization: `Token ${ADMIN}`, 'content-type': 'application/json' };
     const table = 'ice.ops.audit_events';
-    const saved = await fetch(`${cluster.node(leader).url}/admin/audit/settings`, { method: 'POST', headers: admin, body: JSON.stringify({ 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': table }) });
-    expect(saved.status).toBe(200);
+    expect(await saveSettings(cluster.node(leader).url, { 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': table })).toBe(200);
     for (let b = 0; b < 2; b++) {
       const events = Array.from({ length: 10 }, (_, i) => ({ source: 'trino', userId: 'u', action: 'data:Insert', eventId: `m${b}-${i}`, ts: Date.now() - i }));
       expect((await postEvents(cluster.node(leader).url, events)).status).toBe(200);

@@ -39,11 +39,11 @@ function ev(i: number): AuditEvent {
 
 /**
  * A store holding `events` events appended `perAppend` at a time, each append in its own ingest
- * millisecond (an injected clock, in the past so everything is settled): one same-millisecond
- * group per append, whatever the machine's speed.
+ * millisecond (an injected clock from `ingestFromMs`, in the past so everything is settled):
+ * one same-millisecond group per append, whatever the machine's speed.
  */
-async function storeWith(events: number, perAppend = 50): Promise<AuditStore> {
-  let ingestMs = Date.now() - HOUR_MS;
+async function storeWith(events: number, perAppend = 50, ingestFromMs = Date.now() - HOUR_MS): Promise<AuditStore> {
+  let ingestMs = ingestFromMs;
   const store = await AuditStore.open({ location: await mkdtemp(join(dir, 'store-')), now: () => ingestMs });
   onTestFinished(() => store.close());
   for (let i = 0; i < events; i += perAppend) {
@@ -216,18 +216,6 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     iceberg: (name: string) => parseSettings({ ...defaultSettings(resolveConfig()), 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': `cat.apart.${name}`, 'audit.tier.connectionId': 's3' }),
   };
 
-  /** A store of `events` events ingested from `ingestMs` on, one millisecond per append of 10. */
-  async function logOf(events: number, ingestMs: number): Promise<AuditStore> {
-    let now = ingestMs;
-    const store = await AuditStore.open({ location: await mkdtemp(join(dir, 'apart-')), now: () => now });
-    onTestFinished(() => store.close());
-    for (let i = 0; i < events; i += 10) {
-      await store.append(Array.from({ length: Math.min(10, events - i) }, (_, j) => ev(i + j)));
-      now++;
-    }
-    return store;
-  }
-
   it.each([
     ['parquet', 'shorter', 5, `past the end of this node's log (seq 5)`],
     ['parquet', 'different', 30, 'but this node\'s entry at that seq was ingested at'],
@@ -237,12 +225,12 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     const target = modes[mode](`${name}_${mode}`);
     // The first log tiers its 20 events; a second log, not a copy of it, is then pointed at the
     // same target (a leader whose log lacks what a dead leader tiered, or a node whose data was lost).
-    const first = await logOf(20, Date.now() - 2 * HOUR_MS);
+    const first = await storeWith(20, 10, Date.now() - 2 * HOUR_MS);
     const a = testSweeper({ store: first, connections, catalogs, settings: () => target });
     expect(await a.sweep()).toBe('tiered');
     expect((await a.watermark()).seq).toBe(20);
     await a.close();
-    const second = await logOf(events, Date.now() - HOUR_MS);
+    const second = await storeWith(events, 10);
     const b = testSweeper({ store: second, connections, catalogs, settings: () => target });
     expect(await b.sweep()).toBe('failed');
     const { lastError } = await b.status();
@@ -254,7 +242,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
   });
 
   it('goes on from a watermark whose entry retention has since deleted', async () => {
-    const store = await logOf(30, Date.now() - 2 * HOUR_MS);
+    const store = await storeWith(30, 10, Date.now() - 2 * HOUR_MS);
     const target = settings('apart/pruned');
     const s = testSweeper({ store, connections, catalogs, settings: () => target, batchSizeMax: 20 });
     expect(await s.sweep()).toBe('tiered-full');
