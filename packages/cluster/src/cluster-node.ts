@@ -78,6 +78,7 @@ export class ClusterNode {
   readonly #logSource: LogSource;
   readonly #follower: ReplicationFollower;
   readonly #forwarder: OutboxForwarder;
+  readonly #unsubscribeCut: () => void;
   #started = false;
   readonly #metaListeners = new Set<(meta: Record<string, unknown>) => void>();
 
@@ -144,6 +145,13 @@ export class ClusterNode {
         this.#forwarder.kick();
       },
       log,
+    });
+    // A cut of this log (a standby's diverged suffix, or a leader taking a tier's entries it
+    // lacked) moves entries to the outbox: forward or order them now, and count no standby
+    // as holding what is gone.
+    this.#unsubscribeCut = store.onLogCut((lastSeq) => {
+      this.tracker.cutAfter(lastSeq);
+      this.#forwarder.kick();
     });
   }
 
@@ -361,6 +369,7 @@ export class ClusterNode {
   }
 
   async close(): Promise<void> {
+    this.#unsubscribeCut();
     this.#logSource.close();
     await this.#forwarder.close();
     await this.#follower.close();

@@ -42,6 +42,15 @@ export class ReplicationTracker {
     for (const listener of [...this.#listeners]) listener();
   }
 
+  /**
+   * This leader's log was cut after `seq` (it took a tier's record of entries it lacked in
+   * place of its own): what a standby held past it is no longer this log, whatever its pulls
+   * matched before. Its progress counts again from its next matched pull.
+   */
+  cutAfter(seq: number): void {
+    for (const [nodeId, p] of this.#progress) if (p.appliedSeq > seq) this.#progress.set(nodeId, { ...p, appliedSeq: seq });
+  }
+
   /** True once a standby holds this leader's log up to `seq` in `term`. */
   confirmed(term: number, seq: number): boolean {
     if (term !== this.#term) return false;

@@ -33,4 +33,16 @@ describe('ReplicationTracker', () => {
     tracker.record(1, 's1', 11);
     expect(heard).toBe(2);
   });
+
+  it('counts no standby as holding what a cut of the log removed, until its next matched pull', () => {
+    const tracker = new ReplicationTracker(new ManualClock());
+    tracker.record(2, 's1', 30);
+    tracker.record(2, 's2', 12);
+    tracker.cutAfter(20);
+    expect(tracker.progress.map((p) => [p.nodeId, p.appliedSeq])).toEqual([['s1', 20], ['s2', 12]]);
+    expect(tracker.confirmed(2, 21)).toBe(false);
+    expect(tracker.confirmed(2, 20)).toBe(true);
+    tracker.record(2, 's1', 25);
+    expect(tracker.confirmed(2, 25)).toBe(true);
+  });
 });

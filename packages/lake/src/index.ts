@@ -30,4 +30,5 @@ export { encodeTierFile, INLINE_TIER_FILE_ENCODER, rewriteTierFiles, type Encode
 export { ENCODE_MESSAGE_EVENTS_MAX, TierEncodePool, type TierEncodePoolOptions } from './tier-encode-pool.js';
 export { commitProperties, ERASURES_APPLIED_THROUGH_PROPERTY, erasuresAppliedThrough, PURGE_FILES_PROPERTY, purgeReplacedFiles, rewriteIcebergRows, type PurgeResult, type RowRewrite, type RowRewriteResult } from './iceberg-row-rewrite.js';
 export { findTieredRecords } from './tiered-record-lookup.js';
+export { readTieredSuffix } from './tiered-suffix.js';
 export { ERASURES_DIR, erasureDoneKey, erasuresNotDone, markErasureDone, pendingParquetErasures, rewriteParquetRows, type ParquetRowRewriteResult } from './parquet-row-rewrite.js';

@@ -64,6 +64,7 @@ export class IntegrityService {
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
   #lastCheckpoint: { seq: number; timeMs: number } | undefined;
+  #unsubscribeCut: (() => void) | undefined;
   #closed = false;
 
   constructor(options: IntegrityServiceOptions) {
@@ -74,6 +75,10 @@ export class IntegrityService {
     if (this.#closed || this.#timer !== undefined || !this.#options.store.chainEnabled) return;
     this.#timer = setInterval(() => void this.tick(), this.#options.pollMs ?? CHECKPOINT_POLL_MS);
     this.#timer.unref();
+    // A cut log may have lost the checkpoint last signed: the next is due from the one it holds.
+    this.#unsubscribeCut = this.#options.store.onLogCut(() => {
+      this.#lastCheckpoint = undefined;
+    });
   }
 
   /**
@@ -198,6 +203,7 @@ export class IntegrityService {
 
   async close(): Promise<void> {
     this.#closed = true;
+    this.#unsubscribeCut?.();
     if (this.#timer !== undefined) clearInterval(this.#timer);
     this.#timer = undefined;
     await this.#running;

@@ -33,7 +33,7 @@ import { backfillErasureIndex, backfillIndexes } from './index-backfill.js';
 import { backfillLedger } from './ledger-backfill.js';
 import { TextSketchWriter } from './text-sketch-writer.js';
 import { TEXT_BLOCK_SEQS, blockOfSeq, textSketchKey } from './text-sketch.js';
-import { CHAIN_HEAD_KEY, EventWriter, LOG_END_KEY, logEndValue, putEvent, WRITER_YIELD_EVENTS, type AppendOptions, type AppendResult, type Sequencer, type WriterPosition } from './event-writer.js';
+import { CHAIN_HEAD_KEY, EventWriter, LOG_END_KEY, logEndValue, putEvent, WRITER_YIELD_EVENTS, type AppendOptions, type AppendResult, type ExclusiveContext, type Sequencer, type WriterPosition } from './event-writer.js';
 import { TermRuns, parseTermRun, termRunKey, termRunValue, type TermRun, type TermStart } from './term-runs.js';
 import { headOf, RecordChain, type ChainHead, type IntegrityEntry } from './record-chain.js';
 import { addIntegrityPuts, type RegisteredKey } from './integrity-index.js';
@@ -215,6 +215,7 @@ export class AuditStore {
    */
   readonly #metaText = new Map<string, string>();
   readonly #logListeners = new Set<() => void>();
+  readonly #cutListeners = new Set<(lastSeq: number) => void>();
   /**
    * Every seq above this, up to the log's last seq, is in the log: seqs are assigned one by
    * one, and only a prune (or a replicated log the leader had pruned) leaves holes. The highest
@@ -390,6 +391,15 @@ export class AuditStore {
     return () => this.#logListeners.delete(listener);
   }
 
+  /**
+   * Calls `listener` with where the log ends whenever it is cut (a diverged suffix moved to the
+   * outbox): whatever counted entries past that seq counted entries that are gone. Returns an unsubscribe.
+   */
+  onLogCut(listener: (lastSeq: number) => void): () => void {
+    this.#cutListeners.add(listener);
+    return () => this.#cutListeners.delete(listener);
+  }
+
   #logGrew(): void {
     for (const listener of this.#logListeners) listener();
   }
@@ -425,113 +435,116 @@ export class AuditStore {
    * the sender pruned are not.
    */
   async applyReplicated(entries: readonly Uint8Array[], starts: readonly TermStart[] = []): Promise<number> {
-    const index = this.#openIndex();
-    const chain = this.#chain as RecordChain;
-    const applied = await this.#openWriter().exclusive(async ({ db, position, setPosition, runs }) => {
-      const batch = db.batch();
-      let last: ReplicatedEntry | undefined;
-      let count = 0;
-      const newTables = new Set<string>();
-      let head = chain.head;
-      const integrity: IntegrityEntry[] = [];
-      const ledger = this.#ledger.begin();
-      const days = this.#days.begin();
-      const text = this.#openText();
-      const added: TermRun[] = [];
-      let current = runs.runAt(position.lastSeq);
-      const startRun = (firstSeq: number, term: number) => {
-        if (current !== undefined && current.term === term && current.received) return;
-        current = { firstSeq, term, received: true };
-        added.push(current);
-        batch.put(termRunKey(firstSeq), termRunValue(current));
-      };
-      const pending = [...starts].sort((x, y) => x.firstSeq - y.firstSeq);
-      try {
-        const firstEntry = entries[0];
-        const lastEntry = entries[entries.length - 1];
-        if (firstEntry !== undefined && lastEntry !== undefined) {
-          await text.prepare(Math.max(readReplicatedEntry(firstEntry).seq, position.lastSeq + 1), readReplicatedEntry(lastEntry).seq);
-        }
-        // Each entry is read while its puts are added, so what is read from it dies before the
-        // write's fsync is awaited (kept across it, 2,000 entries a batch reached the old
-        // generation). Stored byte for byte as the leader stored it: never decoded or serialised again.
-        let gapSeqMax = this.#gapSeqMax;
-        let sinceYield = 0;
-        for (const bytes of entries) {
-          // A pull brings up to 10,000 entries, each checked against the chain: in steps, so a
-          // standby's reads and probes are not held up behind the whole batch (see the writer).
-          if (++sinceYield === WRITER_YIELD_EVENTS) {
-            sinceYield = 0;
-            await yieldToEventLoop();
-          }
-          const entry = readReplicatedEntry(bytes);
-          if (entry.seq <= position.lastSeq) continue;
-          // Seqs may skip numbers the leader has pruned, but never go backwards.
-          const expected = last?.seq ?? position.lastSeq;
-          if (entry.seq <= expected) throw new TypeError(`replicated entries out of order: seq ${entry.seq} after ${expected}`);
-          if (entry.seq > expected + 1) gapSeqMax = entry.seq - 1;
-          while (pending.length > 0 && (pending[0] as TermStart).firstSeq <= entry.seq) {
-            const start = pending.shift() as TermStart;
-            if (start.firstSeq > expected) startRun(start.firstSeq, start.term);
-          }
-          if (current === undefined || current.term !== entry.term || !current.received) startRun(entry.seq, entry.term);
-          // The ledger reads only entries that carry a sourceSeq (a byte search, then the text).
-          const entryBuffer = Buffer.from(entry.bytes.buffer, entry.bytes.byteOffset, entry.bytes.byteLength);
-          if (entryBuffer.includes(SOURCE_SEQ_KEY)) ledger.addJson(entryBuffer.toString('utf8'));
-          days.countJson(entryBuffer, entry.timestamp, 'received');
-          if (chain.enabled) {
-            // Refuses (AUDIT_INTEGRITY_MISMATCH) an entry that does not continue this log's
-            // chain; after a gap (entries the leader pruned) only its own hashes are checked.
-            const verified = chain.verify(Buffer.from(entry.bytes.buffer, entry.bytes.byteOffset, entry.bytes.byteLength).toString('utf8'), entry.seq === expected + 1 ? head : undefined);
-            head = verified.chainHash === undefined ? head : { hash: verified.chainHash, started: true };
-            if (verified.integrity) integrity.push(verified.integrity);
-          }
-          putEvent(batch, entry.eventId, entry.timestamp, entry.seq, entry.bytes);
-          // A standby builds the same index keys as the leader, from the same bytes.
-          index.put(batch, termsFromJson(entry.bytes), entry.timestamp, entry.seq, newTables);
-          text.add(entry.seq, entry.timestamp, entry.bytes);
-          last = entry;
-          count++;
-        }
-        text.putChanged(batch);
-        ledger.putChanged(batch);
-        days.putChanged(batch);
-        if (last !== undefined && chain.enabled) {
-          await addIntegrityPuts(db, batch, integrity, { index, newTables });
-          batch.put(CHAIN_HEAD_KEY, JSON.stringify({ seq: last.seq, hash: head.hash }));
-        }
-        if (gapSeqMax > this.#gapSeqMax) {
-          batch.put(localKey(GAP_SEQ_MAX), String(gapSeqMax));
-          this.#gapSeqMax = gapSeqMax;
-        }
-      } catch (err) {
-        index.forget(newTables);
-        await batch.close();
-        throw err;
-      }
-      if (last === undefined) {
-        await batch.close();
-        return 0;
-      }
-      const end = { lastSeq: last.seq, lastTerm: last.term, lastIngestTs: Math.max(position.lastIngestTs, last.ingestTs) };
-      batch.put(LOG_END_KEY, logEndValue(end));
-      try {
-        await batch.write({ sync: true });
-      } catch (err) {
-        index.forget(newTables);
-        throw err;
-      }
-      for (const run of added) runs.add(run);
-      if (chain.enabled) chain.commit(head);
-      ledger.commit();
-      days.commit();
-      // The log now ends past the tail; a standby serves no pulls, so it keeps none.
-      this.#tail.clear();
-      setPosition(end);
-      return count;
-    });
+    const applied = await this.#openWriter().exclusive((context) => this.#applyWithin(context, entries, starts));
     if (applied > 0) this.#logGrew();
     return applied;
+  }
+
+  /** applyReplicated's write, within an exclusive operation. */
+  async #applyWithin({ db, position, setPosition, runs }: ExclusiveContext, entries: readonly Uint8Array[], starts: readonly TermStart[]): Promise<number> {
+    const index = this.#openIndex();
+    const chain = this.#chain as RecordChain;
+    const batch = db.batch();
+    let last: ReplicatedEntry | undefined;
+    let count = 0;
+    const newTables = new Set<string>();
+    let head = chain.head;
+    const integrity: IntegrityEntry[] = [];
+    const ledger = this.#ledger.begin();
+    const days = this.#days.begin();
+    const text = this.#openText();
+    const added: TermRun[] = [];
+    let current = runs.runAt(position.lastSeq);
+    const startRun = (firstSeq: number, term: number) => {
+      if (current !== undefined && current.term === term && current.received) return;
+      current = { firstSeq, term, received: true };
+      added.push(current);
+      batch.put(termRunKey(firstSeq), termRunValue(current));
+    };
+    const pending = [...starts].sort((x, y) => x.firstSeq - y.firstSeq);
+    try {
+      const firstEntry = entries[0];
+      const lastEntry = entries[entries.length - 1];
+      if (firstEntry !== undefined && lastEntry !== undefined) {
+        await text.prepare(Math.max(readReplicatedEntry(firstEntry).seq, position.lastSeq + 1), readReplicatedEntry(lastEntry).seq);
+      }
+      // Each entry is read while its puts are added, so what is read from it dies before the
+      // write's fsync is awaited (kept across it, 2,000 entries a batch reached the old
+      // generation). Stored byte for byte as the leader stored it: never decoded or serialised again.
+      let gapSeqMax = this.#gapSeqMax;
+      let sinceYield = 0;
+      for (const bytes of entries) {
+        // A pull brings up to 10,000 entries, each checked against the chain: in steps, so a
+        // standby's reads and probes are not held up behind the whole batch (see the writer).
+        if (++sinceYield === WRITER_YIELD_EVENTS) {
+          sinceYield = 0;
+          await yieldToEventLoop();
+        }
+        const entry = readReplicatedEntry(bytes);
+        if (entry.seq <= position.lastSeq) continue;
+        // Seqs may skip numbers the leader has pruned, but never go backwards.
+        const expected = last?.seq ?? position.lastSeq;
+        if (entry.seq <= expected) throw new TypeError(`replicated entries out of order: seq ${entry.seq} after ${expected}`);
+        if (entry.seq > expected + 1) gapSeqMax = entry.seq - 1;
+        while (pending.length > 0 && (pending[0] as TermStart).firstSeq <= entry.seq) {
+          const start = pending.shift() as TermStart;
+          if (start.firstSeq > expected) startRun(start.firstSeq, start.term);
+        }
+        if (current === undefined || current.term !== entry.term || !current.received) startRun(entry.seq, entry.term);
+        // The ledger reads only entries that carry a sourceSeq (a byte search, then the text).
+        const entryBuffer = Buffer.from(entry.bytes.buffer, entry.bytes.byteOffset, entry.bytes.byteLength);
+        if (entryBuffer.includes(SOURCE_SEQ_KEY)) ledger.addJson(entryBuffer.toString('utf8'));
+        days.countJson(entryBuffer, entry.timestamp, 'received');
+        if (chain.enabled) {
+          // Refuses (AUDIT_INTEGRITY_MISMATCH) an entry that does not continue this log's
+          // chain; after a gap (entries the leader pruned) only its own hashes are checked.
+          const verified = chain.verify(Buffer.from(entry.bytes.buffer, entry.bytes.byteOffset, entry.bytes.byteLength).toString('utf8'), entry.seq === expected + 1 ? head : undefined);
+          head = verified.chainHash === undefined ? head : { hash: verified.chainHash, started: true };
+          if (verified.integrity) integrity.push(verified.integrity);
+        }
+        putEvent(batch, entry.eventId, entry.timestamp, entry.seq, entry.bytes);
+        // A standby builds the same index keys as the leader, from the same bytes.
+        index.put(batch, termsFromJson(entry.bytes), entry.timestamp, entry.seq, newTables);
+        text.add(entry.seq, entry.timestamp, entry.bytes);
+        last = entry;
+        count++;
+      }
+      text.putChanged(batch);
+      ledger.putChanged(batch);
+      days.putChanged(batch);
+      if (last !== undefined && chain.enabled) {
+        await addIntegrityPuts(db, batch, integrity, { index, newTables });
+        batch.put(CHAIN_HEAD_KEY, JSON.stringify({ seq: last.seq, hash: head.hash }));
+      }
+      if (gapSeqMax > this.#gapSeqMax) {
+        batch.put(localKey(GAP_SEQ_MAX), String(gapSeqMax));
+        this.#gapSeqMax = gapSeqMax;
+      }
+    } catch (err) {
+      index.forget(newTables);
+      await batch.close();
+      throw err;
+    }
+    if (last === undefined) {
+      await batch.close();
+      return 0;
+    }
+    const end = { lastSeq: last.seq, lastTerm: last.term, lastIngestTs: Math.max(position.lastIngestTs, last.ingestTs) };
+    batch.put(LOG_END_KEY, logEndValue(end));
+    try {
+      await batch.write({ sync: true });
+    } catch (err) {
+      index.forget(newTables);
+      throw err;
+    }
+    for (const run of added) runs.add(run);
+    if (chain.enabled) chain.commit(head);
+    ledger.commit();
+    days.commit();
+    // The log now ends past the tail; a standby serves no pulls, so it keeps none.
+    this.#tail.clear();
+    setPosition(end);
+    return count;
   }
 
   /**
@@ -540,56 +553,98 @@ export class AuditStore {
    * forwarded to the leader again rather than lost. Returns how many moved, by term.
    */
   async divertSuffixToOutbox(seq: number): Promise<DivertResult> {
-    const chain = this.#chain as RecordChain;
-    return this.#openWriter().exclusive(async ({ db, position, setPosition, runs }) => {
-      const result: DivertResult = { moved: 0, terms: {} };
-      if (seq > position.lastSeq) return result;
-      const suffix = await this.#readSeqRange(seq - 1, Number.MAX_SAFE_INTEGER);
-      const ops: Array<{ type: 'put'; key: string; value: string } | { type: 'del'; key: string }> = [];
-      const index = this.#openIndex();
-      const sink: IndexSink = { put: (key, value) => ops.push({ type: 'put', key, value }), del: (key) => ops.push({ type: 'del', key }) };
-      // What is cut was never this log's: it is received again when it comes back ordered.
-      const days = this.#days.begin();
-      const tieredCountedThrough = Math.min(this.#tieredCountedThrough, seq - 1);
-      for (const event of suffix) {
-        ops.push({ type: 'del', key: timeKey(event.timestamp, event.seq) }, { type: 'del', key: seqKey(event.seq) }, { type: 'del', key: idKey(event.eventId) });
-        index.del(sink, event, event.timestamp, event.seq);
-        days.count(event, 'received', -1);
-        if (event.seq <= this.#tieredCountedThrough) days.count(event, 'tiered', -1);
-        result.terms[event.term] = (result.terms[event.term] ?? 0) + 1;
-        // A checkpoint or key registration speaks of this log's chain, which ends here: it is
-        // dropped, not sent to be ordered again (the leader makes its own).
-        const kind = integrityKindOf(event.source, event.action);
-        if (kind === 'checkpoint' || kind === 'registerKey') continue;
-        ops.push({ type: 'put', key: outboxKey(this.#outboxNext++), value: JSON.stringify(toAuditEvent(event)) });
-        result.moved++;
-      }
-      for (const key of await db.keys({ gte: checkpointKey(seq), lt: prefixEnd(PREFIX.checkpoint) }).all()) ops.push({ type: 'del', key });
-      for (const key of await db.keys({ gte: erasureKey(seq), lt: prefixEnd(PREFIX.erasure) }).all()) ops.push({ type: 'del', key });
-      for (const [key, value] of await db.iterator({ gte: PREFIX.key, lt: prefixEnd(PREFIX.key) }).all()) {
-        if ((JSON.parse(value) as RegisteredKey).seq >= seq) ops.push({ type: 'del', key });
-      }
-      const dropped = runs.all.filter((run) => run.firstSeq >= seq);
-      for (const run of dropped) ops.push({ type: 'del', key: termRunKey(run.firstSeq) });
-      // The highest ingestTs ever assigned survives the truncation: it must never go back.
-      const end = { lastSeq: seq - 1, lastTerm: 0, lastIngestTs: position.lastIngestTs };
-      ops.push({ type: 'put', key: localKey('highestIngestTs'), value: String(position.lastIngestTs) }, { type: 'put', key: LOG_END_KEY, value: logEndValue(end) });
-      // The chain head goes back with the log: the next entry must chain to the one at seq - 1.
-      const head = await this.#chainHeadAt(seq - 1);
-      ops.push({ type: 'put', key: CHAIN_HEAD_KEY, value: JSON.stringify({ seq: seq - 1, hash: head.hash }) });
-      days.putChanged({ put: (key, value) => ops.push({ type: 'put', key, value }) });
-      ops.push({ type: 'put', key: TIERED_COUNTED_THROUGH_KEY, value: String(tieredCountedThrough) });
-      await db.batch(ops, { sync: true });
-      days.commit();
-      this.#tieredCountedThrough = tieredCountedThrough;
-      this.#deleteVersion++;
-      runs.cutAfter(seq - 1);
-      this.#tail.clear();
-      chain.commit(head);
-      this.#outboxCount += result.moved;
-      setPosition({ ...end, lastTerm: runs.termAt(seq - 1) });
-      return result;
+    return this.#openWriter().exclusive(async (context) => (await this.#divertWithin(context, seq)).result);
+  }
+
+  /**
+   * Makes this log hold the tier's entries from `seq` on (`entries`, the tier's own record of
+   * them with their term boundaries `starts`), in place of its own: the tier holds entries this
+   * log lacks (a leader tiered them and died before any survivor received them) and this log
+   * numbered its own entries with the same seqs since. Its own entries from `seq` on move to
+   * the outbox, so they are ordered again after the adopted ones rather than lost (as a standby
+   * whose log diverged does). Nothing changes unless every entry is in order from `seq` and,
+   * with the chain on, continues this log's chain at `seq - 1`: an entry that does not is
+   * refused (AUDIT_INTEGRITY_MISMATCH) before anything is cut. Appends wait meanwhile.
+   */
+  async adoptSuffix(seq: number, entries: readonly Uint8Array[], starts: readonly TermStart[]): Promise<DivertResult & { adopted: number }> {
+    const adopted = await this.#openWriter().exclusive(async (context) => {
+      await this.#checkContinues(seq, entries);
+      const diverted = await this.#divertWithin(context, seq);
+      const count = await this.#applyWithin({ ...context, position: diverted.position }, entries, starts);
+      return { ...diverted.result, adopted: count };
     });
+    if (adopted.adopted > 0) this.#logGrew();
+    return adopted;
+  }
+
+  /** Throws unless `entries` run from `seq` in order and (chain on) continue the chain at `seq - 1`. */
+  async #checkContinues(seq: number, entries: readonly Uint8Array[]): Promise<void> {
+    const chain = this.#chain as RecordChain;
+    let head: ChainHead | undefined = chain.enabled ? await this.#chainHeadAt(seq - 1) : undefined;
+    let expected = seq;
+    for (const bytes of entries) {
+      const entry = readReplicatedEntry(bytes);
+      if (entry.seq !== expected) throw new TypeError(`adopted entries must run from seq ${seq} without a gap: seq ${entry.seq} where ${expected} was due`);
+      expected++;
+      if (head === undefined) continue;
+      const verified = chain.verify(Buffer.from(entry.bytes.buffer, entry.bytes.byteOffset, entry.bytes.byteLength).toString('utf8'), head);
+      head = verified.chainHash === undefined ? head : { hash: verified.chainHash, started: true };
+    }
+  }
+
+  /** divertSuffixToOutbox's write, within an exclusive operation; also where the log ends after it. */
+  async #divertWithin({ db, position, setPosition, runs }: ExclusiveContext, seq: number): Promise<{ result: DivertResult; position: WriterPosition }> {
+    const chain = this.#chain as RecordChain;
+    const result: DivertResult = { moved: 0, terms: {} };
+    if (seq > position.lastSeq) return { result, position };
+    const suffix = await this.#readSeqRange(seq - 1, Number.MAX_SAFE_INTEGER);
+    const ops: Array<{ type: 'put'; key: string; value: string } | { type: 'del'; key: string }> = [];
+    const index = this.#openIndex();
+    const sink: IndexSink = { put: (key, value) => ops.push({ type: 'put', key, value }), del: (key) => ops.push({ type: 'del', key }) };
+    // What is cut was never this log's: it is received again when it comes back ordered.
+    const days = this.#days.begin();
+    const tieredCountedThrough = Math.min(this.#tieredCountedThrough, seq - 1);
+    for (const event of suffix) {
+      ops.push({ type: 'del', key: timeKey(event.timestamp, event.seq) }, { type: 'del', key: seqKey(event.seq) }, { type: 'del', key: idKey(event.eventId) });
+      index.del(sink, event, event.timestamp, event.seq);
+      days.count(event, 'received', -1);
+      if (event.seq <= this.#tieredCountedThrough) days.count(event, 'tiered', -1);
+      result.terms[event.term] = (result.terms[event.term] ?? 0) + 1;
+      // A checkpoint or key registration speaks of this log's chain, which ends here: it is
+      // dropped, not sent to be ordered again (the leader makes its own).
+      const kind = integrityKindOf(event.source, event.action);
+      if (kind === 'checkpoint' || kind === 'registerKey') continue;
+      ops.push({ type: 'put', key: outboxKey(this.#outboxNext++), value: JSON.stringify(toAuditEvent(event)) });
+      result.moved++;
+    }
+    for (const key of await db.keys({ gte: checkpointKey(seq), lt: prefixEnd(PREFIX.checkpoint) }).all()) ops.push({ type: 'del', key });
+    for (const key of await db.keys({ gte: erasureKey(seq), lt: prefixEnd(PREFIX.erasure) }).all()) ops.push({ type: 'del', key });
+    for (const [key, value] of await db.iterator({ gte: PREFIX.key, lt: prefixEnd(PREFIX.key) }).all()) {
+      if ((JSON.parse(value) as RegisteredKey).seq >= seq) ops.push({ type: 'del', key });
+    }
+    const dropped = runs.all.filter((run) => run.firstSeq >= seq);
+    for (const run of dropped) ops.push({ type: 'del', key: termRunKey(run.firstSeq) });
+    // The highest ingestTs ever assigned survives the truncation: it must never go back.
+    const end = { lastSeq: seq - 1, lastTerm: 0, lastIngestTs: position.lastIngestTs };
+    ops.push({ type: 'put', key: localKey('highestIngestTs'), value: String(position.lastIngestTs) }, { type: 'put', key: LOG_END_KEY, value: logEndValue(end) });
+    // The chain head goes back with the log: the next entry must chain to the one at seq - 1.
+    const head = await this.#chainHeadAt(seq - 1);
+    ops.push({ type: 'put', key: CHAIN_HEAD_KEY, value: JSON.stringify({ seq: seq - 1, hash: head.hash }) });
+    days.putChanged({ put: (key, value) => ops.push({ type: 'put', key, value }) });
+    ops.push({ type: 'put', key: TIERED_COUNTED_THROUGH_KEY, value: String(tieredCountedThrough) });
+    await db.batch(ops, { sync: true });
+    days.commit();
+    this.#tieredCountedThrough = tieredCountedThrough;
+    this.#deleteVersion++;
+    runs.cutAfter(seq - 1);
+    this.#tail.clear();
+    chain.commit(head);
+    this.#outboxCount += result.moved;
+    const cut = { ...end, lastTerm: runs.termAt(seq - 1) };
+    setPosition(cut);
+    // Synchronously with the cut, so no one counts progress past it in between (a leader's standbys).
+    for (const listener of this.#cutListeners) listener(seq - 1);
+    return { result, position: cut };
   }
 
   /**

@@ -316,6 +316,42 @@ describe('AuditStore replication and outbox', () => {
     expect((await store.append([ev('next', 5)])).stored[0]).toMatchObject({ seq: 3, ingestTs: 2_000 });
   });
 
+  it("adopts another log's suffix in place of its own at once: its own entries go to the outbox, the chain is checked first, and a refused adoption changes nothing", async () => {
+    // The dead leader ordered 10 in term 1; the successor received 6 of them, then ordered 3 of its own in term 2.
+    const dead = await openStore({ sequencer: () => 1 });
+    await dead.append(Array.from({ length: 10 }, (_, i) => ev(`d${i + 1}`, i + 1)));
+    const successor = await openStore({ sequencer: () => 2 });
+    await successor.applyReplicated(await dead.readEncodedBySeq(0, 6), dead.termStarts());
+    await successor.append([ev('own1', 7), ev('own2', 8), ev('d9', 9)]);
+    const cuts: number[] = [];
+    successor.onLogCut((lastSeq) => cuts.push(lastSeq));
+    const suffix = await dead.readEncodedBySeq(6, 10);
+    const before = { position: successor.position, head: successor.chainHead };
+
+    // Refused before anything is cut: a gap, and an entry whose content no longer matches its hashes.
+    await expect(successor.adoptSuffix(7, suffix.slice(1), dead.termStarts(6))).rejects.toThrow('adopted entries must run from seq 7 without a gap: seq 8 where 7 was due');
+    const altered = suffix.map((bytes, i) => (i === 2 ? Buffer.from(Buffer.from(bytes).toString('utf8').replace('"d9"', '"dX"')) : bytes));
+    await expect(successor.adoptSuffix(7, altered, dead.termStarts(6))).rejects.toMatchObject({ code: AuditErrorCode.INTEGRITY_MISMATCH });
+    expect({ position: successor.position, head: successor.chainHead }).toEqual(before);
+    expect(successor.outboxCount).toBe(0);
+    expect(cuts).toEqual([]);
+
+    expect(await successor.adoptSuffix(7, suffix, dead.termStarts(6))).toEqual({ moved: 3, terms: { 2: 3 }, adopted: 4 });
+    expect(cuts).toEqual([6]);
+    // The two logs are one now, byte for byte, with the dead leader's term boundaries and chain head.
+    expect(Buffer.concat(await successor.readEncodedBySeq(0, 20)).equals(Buffer.concat(await dead.readEncodedBySeq(0, 20)))).toBe(true);
+    expect(successor.termStarts()).toEqual(dead.termStarts());
+    expect(successor.chainHead).toEqual(dead.chainHead);
+    expect(successor.position).toMatchObject({ lastSeq: 10, lastTerm: 1 });
+    const outbox = await successor.readOutbox(10);
+    expect(outbox.map((o) => (JSON.parse(o.json) as AuditEvent).eventId)).toEqual(['own1', 'own2', 'd9']);
+    // Ordered again: d9 is held already (the adopted entry), the two others follow the adopted ones, chained to them.
+    const again = await successor.append(outbox.map((o) => JSON.parse(o.json) as AuditEvent));
+    expect(again).toMatchObject({ stored: [{ eventId: 'own1', seq: 11, term: 2 }, { eventId: 'own2', seq: 12, term: 2 }], duplicates: 1 });
+    const [tenth, eleventh] = [await successor.getBySeq(10), await successor.getBySeq(11)];
+    expect(eleventh?.chainHash).toBe(chainHash(tenth?.chainHash as string, eleventh?.recordHash as string));
+  });
+
   it('keeps the outbox in arrival order across a reopen and deletes what was forwarded', async () => {
     const loc = await location();
     const first = await AuditStore.open({ location: loc });
