@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startS3Endpoint } from '@auditlake/s3-endpoint';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { ADMIN, postEvents, startCluster } from './cluster-harness.js';
+import { ADMIN, INGEST, postEvents, startCluster } from './cluster-harness.js';
 import { downloadCommittedParquet, duckdb } from './s3-readers.js';
 
 const CREDENTIALS = { accessKeyId: 'ALCLUSTERTEST0000001', secretAccessKey: 'cluster-test-secret-0123456789abcdefgh' };
@@ -103,6 +103,81 @@ describe('tiering across a failover (real processes, real redis-server and S3 en
     }
     const end = (await cluster.log(leader)).at(-1)!.seq;
     await expect.poll(async () => (await tierStatus(leaderUrl)).watermark.seq, { timeout: 20_000 }).toBe(end);
+  }, 90_000);
+
+  it('a successor that missed what its dead leader tiered stops tiering; an admin has it take what the tier holds and order its own events after it; DuckDB counts every event once', async () => {
+    const s3 = await s3Endpoint();
+    // A short lease: the paused standby is soon unreachable, and the leader tiers without it.
+    const tiering = ['auditlake.cluster.lease.ttl.ms=1000', 'auditlake.audit.tier.interval.ms=100', 'auditlake.audit.tier.ingest.settle.ms=0', ...s3.props];
+    const cluster = await startCluster({ size: 2, sets: () => tiering });
+    const leader = await cluster.waitForLeader();
+    const standby = 1 - leader;
+    await cluster.waitForLeaderKnownBy(standby);
+    const leaderUrl = cluster.node(leader).url;
+    expect(await saveSettings(leaderUrl, parquetAt('s3://ext/missed'))).toBe(200);
+    const batch = (prefix: string) => Array.from({ length: 40 }, (_, i) => ({ source: 'trino', userId: 'u', action: 'data:Insert', eventId: `${prefix}${i}` }));
+    expect((await postEvents(leaderUrl, batch('first-'))).status).toBe(200);
+    await expect.poll(async () => (await tierStatus(leaderUrl)).backlog, { timeout: 20_000 }).toBe(0);
+    await expect.poll(async () => (await cluster.log(standby)).length, { timeout: 20_000 }).toBe((await cluster.log(leader)).length);
+
+    const held = (await cluster.log(leader)).at(-1)!.seq;
+
+    let tieredEnd = 0;
+    cluster.node(standby).pause();
+    try {
+      // Past a lease TTL the paused standby no longer holds tiering back: the leader tiers what only it holds, then dies.
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect((await postEvents(leaderUrl, batch('second-'))).status).toBe(200);
+      tieredEnd = (await cluster.log(leader)).at(-1)!.seq;
+      await expect.poll(async () => (await tierStatus(leaderUrl)).watermark.seq, { timeout: 20_000 }).toBe(tieredEnd);
+      await cluster.node(leader).kill();
+    } finally {
+      cluster.node(standby).resume();
+    }
+    await expect.poll(() => cluster.leaderIndex(), { timeout: 20_000 }).toBe(standby);
+    const survivor = cluster.node(standby).url;
+    expect((await postEvents(survivor, batch('third-'))).status).toBe(200);
+    // The survivor's log lacks the second batch the tier holds: it stops tiering, and says how to go on.
+    const adoptHint = `POST /admin/audit/tier/adopt {"throughSeq": ${tieredEnd}}`;
+    await expect.poll(async () => (await tierStatus(survivor)).lastError ?? '', { timeout: 20_000 }).toContain(adoptHint);
+    const adopt = (token: string, body: unknown) =>
+      fetch(`${survivor}/admin/audit/tier/adopt`, { method: 'POST', headers: { authorization: `Token ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    expect((await adopt(INGEST, { throughSeq: tieredEnd })).status).toBe(403);
+    const malformed = await adopt(ADMIN, { throughSeq: 'all' });
+    expect(malformed.status).toBe(400);
+    expect(await malformed.json()).toMatchObject({ code: 'AUDIT_BAD_REQUEST', error: expect.stringContaining('throughSeq was string') as unknown });
+    const otherSeq = await adopt(ADMIN, { throughSeq: tieredEnd + 1 });
+    expect(otherSeq.status).toBe(400);
+    expect(await otherSeq.json()).toMatchObject({ code: 'AUDIT_TIER_TARGET_UNUSABLE', error: expect.stringContaining(adoptHint) as unknown });
+    // Refused: nothing was taken from the tier.
+    expect((await cluster.log(standby)).some((e) => e.eventId.startsWith('second-'))).toBe(false);
+    const adopted = await adopt(ADMIN, { throughSeq: tieredEnd });
+    expect(adopted.status).toBe(200);
+    expect(await adopted.json()).toMatchObject({ target: 's3://ext/missed', throughSeq: tieredEnd, commonSeq: held, adopted: tieredEnd - held });
+    await expect
+      .poll(
+        async () => {
+          const status = await tierStatus(survivor);
+          const log = await cluster.log(standby);
+          // Every event of the three batches in the log (the second only the tier had), and all of it tiered.
+          return status.lastError === null && status.backlog === 0 && log.length >= 122 && status.watermark.seq === log.at(-1)!.seq;
+        },
+        { timeout: 30_000 },
+      )
+      .toBe(true);
+    // The adoption is an audit event, and so is the refused (403) attempt.
+    const adoptions = (await cluster.log(standby)).filter((e) => (e as unknown as { action: string }).action === 'audit:AdoptTier') as unknown as Array<{ decision: string; details: string }>;
+    expect(adoptions.map((e) => e.decision).sort()).toEqual(['', 'DENY']);
+    // Moved: the third batch and the survivor's own audit of the refused attempts.
+    expect(adoptions.find((e) => e.decision === '')?.details).toMatch(new RegExp(`^throughSeq=${tieredEnd}, commonSeq=${held}, adopted=${tieredEnd - held}, moved=4\\d$`));
+
+    const log = await cluster.log(standby);
+    const ids = new Set(log.map((e) => e.eventId));
+    for (const prefix of ['first-', 'second-', 'third-']) for (let i = 0; i < 40; i++) expect(ids.has(`${prefix}${i}`)).toBe(true);
+    expect(ids.size).toBe(log.length);
+    const dir = await downloadCommittedParquet(`http://127.0.0.1:${s3.port}`, 's3://ext/missed', CREDENTIALS);
+    const rows = await duckdb(`SELECT count(*)::INTEGER AS n, count(DISTINCT event_id)::INTEGER AS d, count(DISTINCT seq)::INTEGER AS s, max(seq)::INTEGER AS m FROM read_parquet('${dir}/missed/event_date=*/*.parquet')`);
+    expect(rows).toEqual([{ n: log.length, d: log.length, s: log.length, m: log.at(-1)!.seq }]);
   }, 90_000);
 
   it('maintenance asked of a standby runs on the leader, and its audit event is replicated to the standby', async () => {

@@ -12,7 +12,7 @@ import {
   type TieredLocation,
   type Watermark,
 } from '@auditlake/lake';
-import { SELF_SOURCE, encodeEvent, newEventId, type AuditEvent, type NodeConfig } from '@auditlake/model';
+import { AuditError, AuditErrorCode, SELF_SOURCE, encodeEvent, newEventId, type AuditEvent, type NodeConfig } from '@auditlake/model';
 import { DAY_MS, type AuditStore, type PrunePolicy } from '@auditlake/store';
 import { CommitLock, MaintenanceScheduler, TierSweeper, firstUnappliedErasureSeq, localCleanupPolicy, validateTierTarget, type MaintenanceRun, type TierStatus } from '@auditlake/tiering';
 import { DeferredCount } from './deferred-count.js';
@@ -173,6 +173,41 @@ export class TieringService {
     await this.#membership.receive([encodeEvent(event)], new Set([eventId]));
   }
 
+  /**
+   * An admin's leave to have this (leading) node's log take the tier's entries through
+   * watermark seq `throughSeq` (see TierSweeper.adoptTier): runs that sweep, records what it
+   * adopted as an audit event (`audit:AdoptTier`, by `by`), and answers it. Refused (nothing
+   * changed) when the sweep adopted nothing: the log already holds the tier, the tier's
+   * watermark is not `throughSeq`, or taking its entries failed — the message says which.
+   */
+  async adoptTier(throughSeq: number, by: string): Promise<{ target: string; throughSeq: number; commonSeq: number; adopted: number; moved: number; outcome: string }> {
+    const result = await this.sweeper.adoptTier(throughSeq);
+    if (result.adopted === undefined) {
+      throw new AuditError(AuditErrorCode.TIER_TARGET_UNUSABLE, result.error ?? `nothing to adopt: this node's log holds the tier through its watermark (the sweep ended ${result.outcome})`);
+    }
+    const { target, commonSeq, adopted, moved } = result.adopted;
+    const nowMs = Date.now();
+    const eventId = newEventId(nowMs);
+    await this.#membership.receive(
+      [
+        encodeEvent({
+          eventId,
+          userId: by,
+          source: SELF_SOURCE,
+          action: 'audit:AdoptTier',
+          resource: target,
+          decision: '',
+          tables: [],
+          query: '',
+          details: `throughSeq=${throughSeq}, commonSeq=${commonSeq}, adopted=${adopted}, moved=${moved}`,
+          timestamp: nowMs,
+        }),
+      ],
+      new Set([eventId]),
+    );
+    return { target, throughSeq, commonSeq, adopted, moved, outcome: result.outcome };
+  }
+
   async watermark(): Promise<Watermark> {
     return (await this.#store.getMeta<Watermark>(WATERMARK_META)) ?? ZERO_WATERMARK;
   }
@@ -187,8 +222,8 @@ export class TieringService {
     return localCleanupPolicy(this.#settings.effective, watermark.seq, nowMs, unapplied);
   }
 
-  /** Where named events are in the tier (any location that ever received tiered events): eventId → seq. */
-  async findTieredRecords(eventIds: ReadonlySet<string>): Promise<Map<string, number>> {
+  /** Where named events are in the tier (any location that ever received tiered events): eventId → seq, source and action. */
+  async findTieredRecords(eventIds: ReadonlySet<string>): Promise<Map<string, { seq: number; source: string; action: string }>> {
     return findTieredRecords(await this.tierSources(), eventIds);
   }
 

@@ -3,6 +3,7 @@ export { localCleanupPolicy } from './local-cleanup-policy.js';
 export { ERASURES_APPLIED_META, firstUnappliedErasureSeq, tierErasuresAppliedThrough } from './erasure-retention.js';
 export { validateTierTarget } from './tier-target-validator.js';
 export { TierSweeper, type SweepOutcome, type TierStatus, type TierSweeperOptions } from './tier-sweeper.js';
+export { TIER_ADOPTION_ENTRIES_MAX, type TierAdoption } from './tier-log-adoption.js';
 export { MaintenanceScheduler, MAINTENANCE_RUNS_KEPT, type MaintenanceRegistration, type MaintenanceRun, type MaintenanceSchedulerOptions, type MaintenanceSettingsView } from './maintenance-scheduler.js';
 export { CommitLock } from './commit-lock.js';
 export { applyIcebergErasures, applyParquetErasures, isErasureRecord, type ParquetErasureResult, type TierErasureResult } from './tier-erasure.js';

@@ -34,7 +34,11 @@ import {
   type Watermark,
   type EncodedIcebergBatch,
   INLINE_TIER_FILE_ENCODER,
+  IcebergTierSource,
+  ParquetTierSource,
+  type TierSource,
 } from '@auditlake/lake';
+import { adoptTierSuffix, TIER_ADOPTION_ENTRIES_MAX, type TierAdoption } from './tier-log-adoption.js';
 import { eligibleCount, pickBatch } from './batch-picker.js';
 import { applyIcebergErasures, applyParquetErasures, isErasureRecord, type TierErasureResult } from './tier-erasure.js';
 import { CommitLock } from './commit-lock.js';
@@ -59,6 +63,8 @@ export interface TierSweeperOptions {
    * else it would number its own entries with seqs already tiered (see #checkWatermarkInLog).
    */
   heldThrough?: () => number | undefined;
+  /** The most entries one adoption of the tier's suffix may read (default TIER_ADOPTION_ENTRIES_MAX; tests set it low). */
+  adoptEntriesMax?: number;
   backoffInitialMs: number;
   backoffMaxMs: number;
   now?: () => number;
@@ -149,6 +155,12 @@ export class TierSweeper {
    * else took the lock in between (see #currentTable). Dropped by any failure.
    */
   #lastTable: { target: string; turn: number; loaded: LoadedTable } | undefined;
+  /** Set by adoptTier for the sweep it runs: the watermark seq through which an admin allowed the log to take the tier's entries. */
+  #adoptThrough: number | undefined;
+  /** What that sweep adopted. */
+  #adopted: (TierAdoption & { target: string; throughSeq: number }) | undefined;
+  /** Counts replacements of the sweep schedule, so a replaced one does not go on beside its replacement. */
+  #generation = 0;
   #closed = false;
   #status = {
     lastSuccessMs: 0,
@@ -182,11 +194,24 @@ export class TierSweeper {
 
   #schedule(delayMs: number): void {
     if (this.#closed) return;
+    const generation = this.#generation;
     this.#status.nextAttemptMs = Math.max(this.#status.nextAttemptMs, this.#now() + delayMs);
     this.#timer = setTimeout(() => {
-      void this.sweep().then((outcome) => this.#schedule(outcome === 'failed' ? this.#backoffMs() : outcome === 'tiered-full' ? 0 : this.#options.intervalMs));
+      void this.sweep().then((outcome) => {
+        // Replaced by #sweepSoon meanwhile: that schedule goes on, not this one.
+        if (generation === this.#generation) this.#schedule(outcome === 'failed' ? this.#backoffMs() : outcome === 'tiered-full' ? 0 : this.#options.intervalMs);
+      });
     }, delayMs);
     this.#timer.unref();
+  }
+
+  /** Brings the next scheduled sweep forward to now (a sweeper never started is left alone: its caller sweeps). */
+  #sweepSoon(): void {
+    if (this.#timer === undefined || this.#closed) return;
+    clearTimeout(this.#timer);
+    this.#generation++;
+    this.#status.nextAttemptMs = 0;
+    this.#schedule(0);
   }
 
   #backoffMs(): number {
@@ -223,6 +248,28 @@ export class TierSweeper {
       this.#running = undefined;
     });
     return this.#running;
+  }
+
+  /**
+   * Runs a sweep that, where the tier is found to hold entries this log does not (see
+   * #checkWatermarkInLog), has the log take them — only when the tier's watermark is
+   * `throughSeq`, the seq the admin saw named in tierStatus.lastError. Answers what was adopted
+   * (undefined: nothing was; `error` says why when the sweep failed) and how the sweep ended.
+   */
+  async adoptTier(throughSeq: number): Promise<{ adopted: (TierAdoption & { target: string; throughSeq: number }) | undefined; outcome: SweepOutcome; error: string | null }> {
+    // A sweep under way ends first: the one this starts is the one allowed to adopt.
+    await this.#running;
+    this.#adoptThrough = throughSeq;
+    this.#adopted = undefined;
+    try {
+      const outcome = await this.sweep();
+      // The entries the adoption moved are ordered again now: tier them at the next sweep, not after a failure's backoff.
+      if (this.#adopted !== undefined) this.#sweepSoon();
+      return { adopted: this.#adopted, outcome, error: outcome === 'failed' ? this.#status.lastError : null };
+    } finally {
+      this.#adoptThrough = undefined;
+      this.#adopted = undefined;
+    }
   }
 
   async #sweepOnce(): Promise<SweepOutcome> {
@@ -306,7 +353,7 @@ export class TierSweeper {
       ...(this.#options.onStep ? { onStep: this.#options.onStep } : {}),
     };
     await this.#applyParquetErasures(context, settings.tierParquetPath);
-    await this.#checkWatermarkInLog(watermark, settings.tierParquetPath);
+    await this.#checkWatermarkInLog(watermark, settings.tierParquetPath, () => new ParquetTierSource(connections, { mode: 'parquet', path: settings.tierParquetPath, connectionId: settings.tierConnectionId }));
     const next = await this.#nextBatch(watermark);
     const { batch } = next;
     if (batch.length === 0) {
@@ -395,7 +442,7 @@ export class TierSweeper {
     const loaded = await this.#applyErasures(context, await this.#currentTable(target, objects, table));
     // The table's snapshot summary is the source of truth for where tiering stopped.
     const watermark = laterWatermark(await this.watermark(), tableWatermark(loaded) ?? ZERO_WATERMARK);
-    await this.#checkWatermarkInLog(watermark, table.identifier);
+    await this.#checkWatermarkInLog(watermark, table.identifier, () => new IcebergTierSource(connections, table));
     const prefetched = this.#takePrefetch(target, watermark.seq);
     const next = prefetched ? await prefetched.next : await this.#nextBatch(watermark);
     const { batch } = next;
@@ -444,24 +491,50 @@ export class TierSweeper {
    * would skip this log's own entries up to it (never tiered, then pruned) while the entries
    * tiered under those seqs came back under new ones (tiered twice). That happens when a leader
    * tiered entries no surviving node received before it died, and when a node whose log was
-   * lost is pointed at a tier that goes on. Refused, loudly (tierStatus.lastError), rather
-   * than tiered wrong: past the log's end, or where the entry at the watermark's seq was
-   * ingested at another time than the one tiered (an entry since deleted by retention cannot
-   * be compared).
+   * lost is pointed at a tier that goes on. Then (past the log's end, or where the entry at the
+   * watermark's seq was ingested at another time than the one tiered; an entry since deleted by
+   * retention cannot be compared) the sweep is refused, loudly (tierStatus.lastError), naming
+   * the way out: an admin's `adoptTier(seq)` lets the next sweep have the log take the tier's
+   * entries after the last seq where the two agree, its own from there ordered again after them
+   * (`adoptTierSuffix`). Not done unasked: the rows come from the bucket, and whoever can write
+   * the bucket could otherwise put events into the log that the next checkpoint would sign.
    */
-  async #checkWatermarkInLog(watermark: Watermark, target: string): Promise<void> {
+  async #checkWatermarkInLog(watermark: Watermark, target: string, tier: () => TierSource & { close(): Promise<void> }): Promise<void> {
     if (watermark.seq === 0) return;
     const { store } = this.#options;
     const end = store.position.lastSeq;
-    const unusable = (why: string) =>
+    let why: string | undefined;
+    if (watermark.seq > end) why = `past the end of this node's log (seq ${end})`;
+    else if (watermark.ingestTs) {
+      const entry = await store.getBySeq(watermark.seq);
+      if (entry !== undefined && entry.ingestTs !== watermark.ingestTs) why = `but this node's entry at that seq was ingested at ${entry.ingestTs}, not ${watermark.ingestTs}`;
+    }
+    if (why === undefined) return;
+    const unusable = (detail: string) =>
       new AuditError(
         AuditErrorCode.TIER_TARGET_UNUSABLE,
-        `${target} is tiered through seq ${watermark.seq}, ${why}: those seqs were tiered from a log this node does not hold (a leader that died before any survivor received them, or a node whose data was lost), and going on would skip this log's own entries there and tier the others twice; tiering stops here until the logs are reconciled`,
+        `${target} is tiered through seq ${watermark.seq}, ${why}: those seqs were tiered from a log this node does not hold (a leader that died before any survivor received them, or a node whose data was lost); going on would skip this log's own entries there and tier the others twice, so tiering stops here until the logs are reconciled: ${detail}`,
       );
-    if (watermark.seq > end) throw unusable(`past the end of this node's log (seq ${end})`);
-    if (!watermark.ingestTs) return;
-    const entry = await store.getBySeq(watermark.seq);
-    if (entry !== undefined && entry.ingestTs !== watermark.ingestTs) throw unusable(`but this node's entry at that seq was ingested at ${entry.ingestTs}, not ${watermark.ingestTs}`);
+    if (this.#adoptThrough !== watermark.seq) {
+      throw unusable(
+        `once the tier is checked to hold what that log tiered, POST /admin/audit/tier/adopt {"throughSeq": ${watermark.seq}} has this node's log take the tier's entries and order its own again after them`,
+      );
+    }
+    if (!this.#options.isLeader()) throw unusable('this node no longer leads, so it does not take the tier\'s entries into its log');
+    const source = tier();
+    try {
+      const adoption = await adoptTierSuffix(store, source, watermark, this.#options.adoptEntriesMax ?? TIER_ADOPTION_ENTRIES_MAX);
+      this.#adopted = { ...adoption, target, throughSeq: watermark.seq };
+      this.#prefetch = undefined;
+      this.#options.log.warn(
+        { target, watermarkSeq: watermark.seq, ...adoption },
+        `Audit tiering: ${target} is tiered through seq ${watermark.seq}, ${why}; as an admin asked, this node's log now holds the tier's ${adoption.adopted} entries after seq ${adoption.commonSeq}, and its own ${adoption.moved} from there are ordered again after them`,
+      );
+    } catch (err) {
+      throw unusable(`taking them into this log failed: ${err instanceof Error ? err.message : String(err)}`);
+    } finally {
+      await source.close();
+    }
   }
 
   /**

@@ -2,7 +2,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { S3Connections, currentManifests, loadIcebergTable, resolveIcebergTable } from '@auditlake/lake';
+import { IcebergTierSource, ParquetTierSource, S3Connections, currentManifests, loadIcebergTable, readTieredSuffix, resolveIcebergTable } from '@auditlake/lake';
+import { chainHash } from '@auditlake/integrity';
 import { defaultSettings, parseSettings, resolveConfig, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
 import { AuditStore } from '@auditlake/store';
 import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
@@ -216,29 +217,119 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     iceberg: (name: string) => parseSettings({ ...defaultSettings(resolveConfig()), 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': `cat.apart.${name}`, 'audit.tier.connectionId': 's3' }),
   };
 
+  /** What the tier holds, one row per seq from 1 (read through the reader's own view of it). */
+  async function tieredIds(mode: keyof typeof modes, target: EffectiveSettings, throughSeq: number): Promise<string[]> {
+    const source =
+      mode === 'parquet'
+        ? new ParquetTierSource(connections, { mode: 'parquet', path: target.tierParquetPath, connectionId: 's3' })
+        : new IcebergTierSource(connections, resolveIcebergTable(target.tierIcebergTable, catalogs));
+    onTestFinished(() => source.close());
+    return (await readTieredSuffix(source, 0, throughSeq)).map((row) => row.eventId);
+  }
+
+  /** Orders the outbox's events in `term` and empties it, as a leader's forwarder does. */
+  async function orderOutbox(store: AuditStore, term: number): Promise<number> {
+    const entries = await store.readOutbox(1000);
+    const { stored } = await store.append(entries.map((entry) => JSON.parse(entry.json) as AuditEvent), { sequencer: () => term });
+    await store.deleteOutbox(entries.map((entry) => entry.key));
+    return stored.length;
+  }
+
+  it.each(['parquet', 'iceberg'] as const)(
+    '%s: a successor whose log lacks what a dead leader tiered stops tiering, and once an admin allows it takes what the tier holds, orders its own entries again after it, and every event is tiered once',
+    async (mode) => {
+      const target = modes[mode](`successor_${mode}`);
+      const dead = await storeWith(20, 10, Date.now() - 2 * HOUR_MS);
+      const a = testSweeper({ store: dead, connections, catalogs, settings: () => target });
+      expect(await a.sweep()).toBe('tiered');
+      await a.close();
+      // The successor received the dead leader's log through seq 12 only, then ordered three of
+      // its own in term 2 under seqs the tier holds — one of them e15, which a client re-sent to it.
+      const successor = await storeWith(0);
+      await successor.applyReplicated(await dead.readEncodedBySeq(0, 12), dead.termStarts());
+      await successor.append([ev(100), ev(101), ev(15)], { sequencer: () => 2 });
+      const b = testSweeper({ store: successor, connections, catalogs, settings: () => target, term: () => 2 });
+      // Not unasked: the sweep stops and names the way out; the log is as it was.
+      expect(await b.sweep()).toBe('failed');
+      expect((await b.status()).lastError).toContain("is tiered through seq 20, past the end of this node's log (seq 15)");
+      expect((await b.status()).lastError).toContain('tiering stops here until the logs are reconciled: once the tier is checked to hold what that log tiered, POST /admin/audit/tier/adopt {"throughSeq": 20}');
+      // Leave for another watermark than the tier's adopts nothing.
+      expect(await b.adoptTier(21)).toMatchObject({ adopted: undefined, outcome: 'failed', error: expect.stringContaining('{"throughSeq": 20}') as unknown });
+      expect(successor.position).toMatchObject({ lastSeq: 15, lastTerm: 2 });
+      expect(successor.outboxCount).toBe(0);
+      expect(await b.adoptTier(20)).toEqual({ adopted: { target: target.tierMode === 'parquet' ? target.tierParquetPath : target.tierIcebergTable, throughSeq: 20, commonSeq: 12, adopted: 8, moved: 3 }, outcome: 'nothing-to-tier', error: null });
+      expect((await b.status()).lastError).toBeNull();
+      expect(successor.position).toMatchObject({ lastSeq: 20 });
+      expect(Buffer.concat(await successor.readEncodedBySeq(0, 20)).equals(Buffer.concat(await dead.readEncodedBySeq(0, 20)))).toBe(true);
+      expect(successor.outboxCount).toBe(3);
+      expect(await orderOutbox(successor, 2)).toBe(2);
+      expect(await b.sweep()).toBe('tiered');
+      expect((await b.watermark()).seq).toBe(22);
+      const ids = await tieredIds(mode, target, 22);
+      expect(ids).toEqual([...Array.from({ length: 20 }, (_, i) => `e${i}`), 'e100', 'e101']);
+      // The successor's log goes on the tier's chain.
+      const [twentieth, next] = [await successor.getBySeq(20), await successor.getBySeq(21)];
+      expect(next?.chainHash).toBe(chainHash(twentieth?.chainHash as string, next?.recordHash as string));
+    },
+  );
+
   it.each([
-    ['parquet', 'shorter', 5, `past the end of this node's log (seq 5)`],
-    ['parquet', 'different', 30, 'but this node\'s entry at that seq was ingested at'],
-    ['iceberg', 'shorter', 5, `past the end of this node's log (seq 5)`],
-    ['iceberg', 'different', 30, 'but this node\'s entry at that seq was ingested at'],
-  ] as const)('%s: refuses to go on from a watermark its log does not hold (a %s log), and tiers nothing', async (mode, name, events, why) => {
+    ['parquet', 'shorter', 5, 20],
+    ['parquet', 'different', 30, 30],
+    ['iceberg', 'shorter', 5, 20],
+    ['iceberg', 'different', 30, 30],
+  ] as const)('%s: a log that shares nothing with the tier (a %s one: a node whose data was lost) takes all of it when an admin allows, and orders its own again after it', async (mode, name, events, tieredAfter) => {
     const target = modes[mode](`${name}_${mode}`);
-    // The first log tiers its 20 events; a second log, not a copy of it, is then pointed at the
-    // same target (a leader whose log lacks what a dead leader tiered, or a node whose data was lost).
+    // The first log tiers its 20 events; a second log, not a copy of it (the same ids, other
+    // ingest times), is then pointed at the same target.
     const first = await storeWith(20, 10, Date.now() - 2 * HOUR_MS);
     const a = testSweeper({ store: first, connections, catalogs, settings: () => target });
     expect(await a.sweep()).toBe('tiered');
-    expect((await a.watermark()).seq).toBe(20);
     await a.close();
     const second = await storeWith(events, 10);
     const b = testSweeper({ store: second, connections, catalogs, settings: () => target });
     expect(await b.sweep()).toBe('failed');
+    expect(await b.adoptTier(20)).toMatchObject({ adopted: { commonSeq: 0, adopted: 20, moved: events }, outcome: 'nothing-to-tier' });
+    expect(second.position.lastSeq).toBe(20);
+    expect(second.outboxCount).toBe(events);
+    // Its ids the tier holds are already stored; the rest follow the adopted entries.
+    expect(await orderOutbox(second, 1)).toBe(tieredAfter - 20);
+    expect(await b.sweep()).toBe(tieredAfter > 20 ? 'tiered' : 'nothing-to-tier');
+    expect(await tieredIds(mode, target, tieredAfter)).toEqual(Array.from({ length: tieredAfter }, (_, i) => `e${i}`));
+  });
+
+  it.each(['parquet', 'iceberg'] as const)('%s: refuses, and changes nothing, when adopting the tier would take more entries than allowed', async (mode) => {
+    const target = modes[mode](`toofar_${mode}`);
+    const first = await storeWith(20, 10, Date.now() - 2 * HOUR_MS);
+    const a = testSweeper({ store: first, connections, catalogs, settings: () => target });
+    expect(await a.sweep()).toBe('tiered');
+    await a.close();
+    const second = await storeWith(30, 10);
+    const b = testSweeper({ store: second, connections, catalogs, settings: () => target, adoptEntriesMax: 5 });
+    expect(await b.adoptTier(20)).toMatchObject({ adopted: undefined, outcome: 'failed' });
     const { lastError } = await b.status();
-    expect(lastError).toContain(`is tiered through seq 20, ${why}`);
+    expect(lastError).toContain(`is tiered through seq 20, but this node's entry at that seq was ingested at`);
+    expect(lastError).toContain('adopting the tier\'s entries would take more than 5');
     expect(lastError).toContain('tiering stops here until the logs are reconciled');
+    expect(second.position.lastSeq).toBe(30);
+    expect(second.outboxCount).toBe(0);
     // The first log's 20 events are all the tier holds.
     const again = testSweeper({ store: first, connections, catalogs, settings: () => target });
     expect(await again.sweep()).toBe('nothing-to-tier');
+  });
+
+  it('after an adoption the next scheduled sweep is due at once, not after the failed sweeps\' backoff', async () => {
+    const target = modes.parquet('soon_parquet');
+    const first = await storeWith(20, 10, Date.now() - 2 * HOUR_MS);
+    const a = testSweeper({ store: first, connections, catalogs, settings: () => target });
+    expect(await a.sweep()).toBe('tiered');
+    await a.close();
+    const b = testSweeper({ store: await storeWith(5, 10), connections, catalogs, settings: () => target });
+    b.start();
+    expect(await b.sweep()).toBe('failed');
+    expect((await b.status()).nextAttemptMs).toBeGreaterThan(Date.now() + HOUR_MS / 2);
+    expect((await b.adoptTier(20)).adopted).toBeDefined();
+    expect((await b.status()).nextAttemptMs).toBeLessThanOrEqual(Date.now());
   });
 
   it('goes on from a watermark whose entry retention has since deleted', async () => {

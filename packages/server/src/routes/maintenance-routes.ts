@@ -5,7 +5,10 @@ import type { Membership } from '../membership.js';
 import type { TieringService } from '../tiering-service.js';
 import './route-access.js';
 
-/** The table maintenance API: registrations with their last runs, and a run on demand. */
+/**
+ * The table maintenance API: registrations with their last runs, and a run on demand; and the
+ * way out of a tier that holds entries the leader's log lacks (adopt).
+ */
 export function registerMaintenanceRoutes(app: FastifyInstance, membership: Membership, tiering: TieringService): void {
   app.get('/admin/audit/maintenance', { config: { access: { role: 'admin', action: 'audit:ReadMaintenance' } } }, async (request, reply) => {
     if (await proxyToLeader(membership.leaderUrl(), request, reply)) return reply;
@@ -20,5 +23,14 @@ export function registerMaintenanceRoutes(app: FastifyInstance, membership: Memb
     if (table !== undefined && typeof table !== 'string') throw new AuditError(AuditErrorCode.BAD_REQUEST, `table must be a string: ${JSON.stringify(table)}`);
     const runs = await tiering.maintenance.runNow(request.principal?.name ?? 'unknown', table);
     return table === undefined ? { runs } : runs[0];
+  });
+  app.post('/admin/audit/tier/adopt', { config: { access: { role: 'admin', action: 'audit:AdoptTier' } } }, async (request, reply) => {
+    if (await proxyToLeader(membership.leaderUrl(), request, reply)) return reply;
+    const body = (request.body ?? {}) as unknown;
+    const throughSeq = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>)['throughSeq'] : undefined;
+    if (typeof throughSeq !== 'number' || !Number.isSafeInteger(throughSeq) || throughSeq < 1) {
+      throw new AuditError(AuditErrorCode.BAD_REQUEST, `adopt request must be {"throughSeq": N}, N the tier's watermark seq named in tierStatus.lastError; throughSeq was ${typeof throughSeq === 'number' ? throughSeq : typeof throughSeq}`);
+    }
+    return tiering.adoptTier(throughSeq, request.principal?.name ?? 'unknown');
   });
 }

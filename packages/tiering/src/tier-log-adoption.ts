@@ -1,0 +1,80 @@
+import type { TieredEvent } from '@auditlake/format';
+import { composeStoredEvent } from '@auditlake/integrity';
+import { readTieredSuffix, type TierSource, type Watermark } from '@auditlake/lake';
+import { AuditError, AuditErrorCode } from '@auditlake/model';
+import type { AuditStore, TermStart } from '@auditlake/store';
+
+/** The most entries a sweep adopts from the tier at once (they are read into memory first). */
+export const TIER_ADOPTION_ENTRIES_MAX = 200_000;
+
+/** How far below the end of the shorter history the first look for the common prefix reaches; it doubles until found. */
+const FIRST_LOOK_ENTRIES = 1024;
+
+/** What adopting the tier's suffix did. */
+export interface TierAdoption {
+  /** The last seq where this log and the tier agreed: everything after it is the tier's now. */
+  commonSeq: number;
+  /** Entries taken from the tier into the log. */
+  adopted: number;
+  /** This log's own entries after `commonSeq`, moved to the outbox to be ordered again. */
+  moved: number;
+}
+
+/**
+ * Makes the log hold what the tier holds through `watermark`, as a standby takes its leader's
+ * log: the tier is the record of a log that tiered entries this log lacks (a leader that died
+ * before any survivor received them, or this node's own log lost). Finds the last seq where
+ * the two agree — the same chain hash there (which commits to everything before it), or, with
+ * no chain, the same term (log matching: a term orders each seq once) and event — then has the
+ * store replace what follows with the tier's rows, checked against this log's chain, and move
+ * its own entries from there to the outbox so they are ordered again after them. Seqs then
+ * mean the same events in the log and the tier again, and the sweep goes on from the watermark.
+ * Throws AUDIT_TIER_TARGET_UNUSABLE when more than `entriesMax` entries would have to be read.
+ */
+export async function adoptTierSuffix(store: AuditStore, source: TierSource, watermark: Watermark, entriesMax: number): Promise<TierAdoption> {
+  const top = watermark.seq;
+  const shorter = Math.min(store.position.lastSeq, top);
+  let from = Math.max(0, shorter - FIRST_LOOK_ENTRIES);
+  for (;;) {
+    if (top - from > entriesMax) {
+      throw new AuditError(
+        AuditErrorCode.TIER_TARGET_UNUSABLE,
+        `${source.name} is tiered through seq ${top} and this node's log differs from it before seq ${from + 1}: adopting the tier's entries would take more than ${entriesMax}`,
+      );
+    }
+    const rows = await readTieredSuffix(source, from, top);
+    const common = await lastAgreeing(store, rows, from, shorter);
+    if (common !== undefined || from === 0) return adopt(store, rows.slice((common ?? 0) - from), common ?? 0);
+    from = Math.max(0, shorter - 2 * (shorter - from));
+  }
+}
+
+/** The last seq in (from, through] where the log's entry and the tier's row (rows[0] is seq from + 1) agree; undefined when none does. */
+async function lastAgreeing(store: AuditStore, rows: readonly TieredEvent[], from: number, through: number): Promise<number | undefined> {
+  for (let seq = through; seq > from; seq--) {
+    const row = rows[seq - from - 1] as TieredEvent;
+    const entry = await store.getBySeq(seq);
+    // An entry retention deleted was tiered from this log: its term is still known, and log matching holds for it.
+    if (entry === undefined ? store.termAt(seq) === row.term : agrees(entry, row)) return seq;
+  }
+  return undefined;
+}
+
+function agrees(entry: { eventId: string; term: number; chainHash?: string | undefined }, row: TieredEvent): boolean {
+  if (entry.chainHash !== undefined && row.chainHash !== undefined) return entry.chainHash === row.chainHash;
+  return entry.term === row.term && entry.eventId === row.eventId;
+}
+
+async function adopt(store: AuditStore, rows: readonly TieredEvent[], commonSeq: number): Promise<TierAdoption> {
+  // The log holds the tier's record through its watermark already: nothing of its own is moved.
+  if (rows.length === 0) return { commonSeq, adopted: 0, moved: 0 };
+  const starts: TermStart[] = [];
+  const entries = rows.map((row) => {
+    const seq = row.seq as number;
+    const term = row.term as number;
+    if (starts.at(-1)?.term !== term) starts.push({ firstSeq: seq, term });
+    return Buffer.from(composeStoredEvent({ ...row, seq, term }), 'utf8');
+  });
+  const result = await store.adoptSuffix(commonSeq + 1, entries, starts);
+  return { commonSeq, adopted: result.adopted, moved: result.moved };
+}
