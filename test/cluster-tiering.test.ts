@@ -26,7 +26,7 @@ async function s3Endpoint(): Promise<{ port: number; props: string[] }> {
 
 async function tierStatus(url: string) {
   const res = await fetch(`${url}/admin/audit/settings`, { headers: { authorization: `Token ${ADMIN}` } });
-  return ((await res.json()) as { tierStatus: { backlog: number; watermark: { seq: number }; lastError: string | null } }).tierStatus;
+  return ((await res.json()) as { tierStatus: { backlog: number; watermark: { seq: number }; lastError: string | null; heldByStandbys: { throughSeq: number; nodes: string[] } | null } }).tierStatus;
 }
 
 /** Saves settings through the node at `url`; answers the HTTP status. */
@@ -98,11 +98,14 @@ describe('tiering across a failover (real processes, real redis-server and S3 en
       const status = await tierStatus(leaderUrl);
       expect(status.watermark.seq).toBe(held);
       expect(status.backlog).toBe(40);
+      // And it says who holds it back.
+      expect(status.heldByStandbys).toEqual({ throughSeq: held, nodes: [`node${standby}`] });
     } finally {
       cluster.node(standby).resume();
     }
     const end = (await cluster.log(leader)).at(-1)!.seq;
     await expect.poll(async () => (await tierStatus(leaderUrl)).watermark.seq, { timeout: 20_000 }).toBe(end);
+    await expect.poll(async () => (await tierStatus(leaderUrl)).heldByStandbys, { timeout: 20_000 }).toBeNull();
   }, 90_000);
 
   it('a successor that missed what its dead leader tiered stops tiering; an admin has it take what the tier holds and order its own events after it; DuckDB counts every event once', async () => {

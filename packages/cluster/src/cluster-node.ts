@@ -12,6 +12,12 @@ import { ReplicationFollower } from './replication-follower.js';
 import { ReplicationTracker, type StandbyProgress } from './replication-tracker.js';
 
 /** What a cluster node is built from: its store and its ports to the world. */
+/** Where the leader's standbys hold its log up to: the lowest seq, and which standbys are there. */
+export interface HeldByStandbys {
+  throughSeq: number;
+  nodes: string[];
+}
+
 export interface ClusterNodeOptions {
   store: AuditStore;
   /** Leadership and membership (Redis in production). Owned by the caller, who closes it. */
@@ -331,17 +337,22 @@ export class ClusterNode {
 
   /**
    * The highest seq every standby this leader hears from (within a lease TTL, as `status()`
-   * judges reachability) holds of its log in the term it leads, by their matched pulls; 0 for
-   * one that has not pulled in this term yet. Undefined when no standby is heard from (the
-   * entries cannot be held anywhere else) or this node does not lead.
+   * judges reachability) holds of its log in the term it leads, by their matched pulls (0 for
+   * one that has not pulled in this term yet), with the standbys that hold no more than that.
+   * Undefined when no standby is heard from (the entries cannot be held anywhere else) or this
+   * node does not lead.
    */
-  heldByStandbys(): number | undefined {
+  heldByStandbys(): HeldByStandbys | undefined {
     const term = this.elector.leadingTerm;
     if (term === undefined) return undefined;
-    let held: number | undefined;
-    for (const { pull, reachable } of this.#peersHeard(this.tracker.term === term ? this.tracker.progress : [])) {
-      if (reachable) held = Math.min(held ?? Infinity, pull?.appliedSeq ?? 0);
+    let held: HeldByStandbys | undefined;
+    for (const { member, pull, reachable } of this.#peersHeard(this.tracker.term === term ? this.tracker.progress : [])) {
+      if (!reachable) continue;
+      const seq = pull?.appliedSeq ?? 0;
+      if (held === undefined || seq < held.throughSeq) held = { throughSeq: seq, nodes: [member.nodeId] };
+      else if (seq === held.throughSeq) held.nodes.push(member.nodeId);
     }
+    held?.nodes.sort();
     return held;
   }
 

@@ -1,4 +1,4 @@
-export { ClusterNode, type ClusterHooks, type ClusterMemberStatus, type ClusterNodeOptions, type ClusterNodeStatus, type Received } from './cluster-node.js';
+export { ClusterNode, type ClusterHooks, type ClusterMemberStatus, type ClusterNodeOptions, type ClusterNodeStatus, type HeldByStandbys, type Received } from './cluster-node.js';
 export { ClusterToken } from './cluster-token.js';
 export { systemClock, type Clock, type Timer } from './clock.js';
 export type { ClusterLog, LeaderView, LogEnd, NodeRole } from './leader-elector.js';

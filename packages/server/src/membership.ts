@@ -1,4 +1,4 @@
-import type { ClusterNode, ClusterNodeStatus, Received } from '@auditlake/cluster';
+import type { ClusterNode, ClusterNodeStatus, HeldByStandbys, Received } from '@auditlake/cluster';
 import { AuditError, AuditErrorCode, type EncodedEvent } from '@auditlake/model';
 import type { AuditStore, Sequencer } from '@auditlake/store';
 
@@ -21,7 +21,7 @@ export interface Membership {
   /** `ack=replicated`: true once the events are confirmed on another node, false after `timeoutMs`. */
   confirmReplicated(events: readonly EncodedEvent[], timeoutMs: number): Promise<boolean>;
   /** The highest seq every reachable standby holds (what the leader may tier); undefined: no bound. */
-  heldByStandbys(): number | undefined;
+  heldByStandbys(): HeldByStandbys | undefined;
 }
 
 /** A node without a coordinator: always its own leader, term 0, no standbys. */

@@ -34,6 +34,12 @@ export interface TierStatusView extends TierStatus {
    */
   ledger: { sources: number; sourcesWithGaps: number; missing: number };
   /**
+   * On a cluster leader whose standbys do not hold its whole log: the seq they all hold through
+   * and the standbys that hold no more (the sweep tiers no further; one that stays reachable but
+   * does not catch up holds tiering back until it does). Null when nothing is held back.
+   */
+  heldByStandbys: { throughSeq: number; nodes: string[] } | null;
+  /**
    * The seq of the oldest erasure record some tier location has not applied yet: local retention
    * keeps it and everything after it until then (null: nothing held). As of the last retention
    * run (every auditlake.audit.retention.interval.ms).
@@ -109,7 +115,7 @@ export class TieringService {
       intervalMs: config.tierIntervalMs,
       batchSizeMax: config.tierBatchSize,
       settleMs: config.tierSettleMs,
-      heldThrough: () => membership.heldByStandbys(),
+      heldThrough: () => membership.heldByStandbys()?.throughSeq,
       backoffInitialMs: config.tierBackoffInitialMs,
       backoffMaxMs: config.tierBackoffMaxMs,
       log: options.log,
@@ -279,7 +285,10 @@ export class TieringService {
     const deferred = effective.tierMode === 'none' ? 0 : await this.#deferred.read({ nowMs: Date.now(), retentionMs: effective.retentionDays * DAY_MS, watermarkSeq: status.watermark.seq });
     const sources = this.#store.sourceLedger();
     const ledger = { sources: sources.length, sourcesWithGaps: sources.filter((source) => source.missing > 0).length, missing: sources.reduce((n, source) => n + source.missing, 0) };
-    return { ...status, backlog, deferred, ledger, erasureHoldSeq: this.#erasureHoldSeq };
+    // Standbys holding tiering back: those the lowest of them holds no more than, while the log goes further.
+    const held = this.#membership.heldByStandbys();
+    const heldByStandbys = held !== undefined && held.throughSeq < this.#store.position.lastSeq ? held : null;
+    return { ...status, backlog, deferred, ledger, erasureHoldSeq: this.#erasureHoldSeq, heldByStandbys };
   }
 
   async close(): Promise<void> {

@@ -7,3 +7,14 @@ export function erasureHoldText(seq: number | null | undefined): string | undefi
   if (seq === null || seq === undefined) return undefined;
   return `from seq ${seq}: an erasure not yet applied to every tier location (retention keeps it and what follows)`;
 }
+
+/**
+ * Why the sweep tiers no further than a seq, in words: `tierStatus.heldByStandbys`, the
+ * standbys of a cluster leader that hold its log only that far (a leader tiers only what every
+ * reachable standby holds). Undefined when nothing is held back (null, or a node too old to say).
+ */
+export function standbyHoldText(held: { throughSeq: number; nodes: string[] } | null | undefined): string | undefined {
+  if (held === null || held === undefined) return undefined;
+  const who = held.nodes.length === 1 ? `standby ${held.nodes[0] ?? ''}` : `standbys ${held.nodes.join(', ')}`;
+  return `through seq ${held.throughSeq}: ${who} ${held.nodes.length === 1 ? 'holds' : 'hold'} no more of the log yet (the leader tiers only what every reachable standby holds)`;
+}

@@ -1,6 +1,6 @@
 import type { TierStatus } from '../api.js';
 import { formatTime } from './event-table.js';
-import { erasureHoldText } from '../tier-hold.js';
+import { erasureHoldText, standbyHoldText } from '../tier-hold.js';
 
 /** The completeness ledger in words: do the sources that count their events miss any? */
 function completeness(ledger: NonNullable<TierStatus['ledger']>): string {
@@ -18,6 +18,7 @@ function when(ms: number | undefined): string {
 export function TierHealth({ status }: { status: TierStatus }) {
   const failing = status.lastError !== null && status.lastFailureMs >= status.lastSuccessMs;
   const hold = erasureHoldText(status.erasureHoldSeq);
+  const standbyHold = standbyHoldText(status.heldByStandbys);
   return (
     <section class="tier-health" aria-labelledby="tier-title">
       <h3 id="tier-title">Tier health</h3>
@@ -46,6 +47,12 @@ export function TierHealth({ status }: { status: TierStatus }) {
             <dd class="error" data-field="erasureHold">
               {hold}
             </dd>
+          </>
+        )}
+        {standbyHold !== undefined && (
+          <>
+            <dt>Tiering held</dt>
+            <dd data-field="standbyHold">{standbyHold}</dd>
           </>
         )}
         <dt>Watermark</dt>
