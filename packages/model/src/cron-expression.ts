@@ -34,15 +34,56 @@ function validItem(field: Field, item: string): boolean {
   return high !== undefined && low <= high;
 }
 
+/** The values a valid item stands for. */
+function itemValues(field: Field, item: string): number[] {
+  const [range = '', step] = item.split('/');
+  const [from = '', to] = range.split('-');
+  const low = range === '*' ? field.min : (value(field, from) as number);
+  const high = range === '*' ? field.max : to === undefined ? low : (value(field, to) as number);
+  const values: number[] = [];
+  for (let n = low; n <= high; n += step === undefined ? 1 : Number(step)) values.push(n);
+  return values;
+}
+
+/** The most days each month (1-12) can have; node-cron's table (February 29). */
+const MAX_DAYS_IN_MONTH = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
 /**
- * A cron expression as the maintenance schedule takes it: 5 fields (minute hour day-of-month
- * month day-of-week) or 6 (seconds first), each `*`, a value, a range `a-b`, a step `*\/n` or
- * `a-b/n`, or a comma list of these; month and weekday names allowed.
+ * node-cron refuses to schedule an expression none of whose days of month occurs in any of its
+ * months (`31 2`, `30 2`, `31 4,6,9,11`), whatever the weekday field says; so does this.
  */
-export const cronExpression: ValueParser<string> = (v) => {
+function neverRuns(dayField: string, monthField: string): boolean {
+  const days = dayField.split(',').flatMap((item) => itemValues(FIELDS[2], item));
+  const months = monthField.split(',').flatMap((item) => itemValues(FIELDS[3], item));
+  return !months.some((month) => days.some((day) => day <= (MAX_DAYS_IN_MONTH[month - 1] as number)));
+}
+
+/** The fields of a well-formed expression, or a failure. */
+function cronParts(v: string): string[] {
   const parts = v.trim().split(/\s+/);
   const fields: readonly Field[] = parts.length === 6 ? [SECONDS, ...FIELDS] : FIELDS;
   const ok = (parts.length === 5 || parts.length === 6) && parts.every((part, i) => part.split(',').every((item) => validItem(fields[i] as Field, item)));
   if (!ok) parseFailure('must be a cron expression of 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first');
+  return parts;
+}
+
+/**
+ * A cron expression as the maintenance schedule takes it: 5 fields (minute hour day-of-month
+ * month day-of-week) or 6 (seconds first), each `*`, a value, a range `a-b`, a step `*\/n` or
+ * `a-b/n`, or a comma list of these; month and weekday names allowed. Refused too, as node-cron
+ * refuses it: a day of month that never occurs in the months named (`0 0 31 2 *`).
+ */
+export const cronExpression: ValueParser<string> = (v) => {
+  const parts = cronParts(v);
+  const [day = '', month = ''] = parts.slice(-3, -1);
+  if (neverRuns(day, month)) parseFailure(`must be a cron expression whose day of month occurs in its months (day ${day} never occurs in month ${month}, and node-cron refuses it)`);
   return parts.join(' ');
 };
+
+/**
+ * The cron as a stored settings record may hold it: well-formed, though perhaps refused by
+ * {@link cronExpression} (a record written by an older version, before it refused days that
+ * never occur). It still loads, so the node starts; table maintenance then fails to register
+ * it, and says so, until the setting is changed.
+ */
+export const storedCronExpression: ValueParser<string> = (v) => cronParts(v).join(' ');

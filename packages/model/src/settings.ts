@@ -2,7 +2,7 @@ import { AuditError, AuditErrorCode } from './audit-error.js';
 import type { NodeConfig } from './config.js';
 import { boolean, fraction, nonNegativeInt, parseNamed, positiveInt, text, type ValueParser } from './config-values.js';
 import { redactKeyList } from './redaction.js';
-import { cronExpression } from './cron-expression.js';
+import { cronExpression, storedCronExpression } from './cron-expression.js';
 import { checkS3Location, icebergTableProblem } from './tier-location.js';
 import { tierMode, type TierMode } from './tier-mode.js';
 
@@ -150,7 +150,10 @@ function invalid(message: string): AuditError {
   return new AuditError(AuditErrorCode.SETTINGS_INVALID, message);
 }
 
-/** Parses a complete settings record; every key is checked, so a stored record is always usable. */
+/**
+ * Parses a complete settings record; every key is checked, so a stored record is always usable
+ * (the cron only as far as its form: see storedCronExpression).
+ */
 export function parseSettings(settings: Settings): EffectiveSettings {
   const get = <T>(key: SettingKey) => parseNamed(key, settings[key], PARSERS[key], AuditErrorCode.SETTINGS_INVALID) as T;
   const effective: EffectiveSettings = {
@@ -164,7 +167,9 @@ export function parseSettings(settings: Settings): EffectiveSettings {
     tierRetainLocalDays: get('audit.tier.retain.local.days'),
     redactKeys: get('audit.redact.keys'),
     maintenanceEnabled: get('audit.tier.maintenance.enabled'),
-    maintenanceCron: get('audit.tier.maintenance.cron'),
+    // A new cron is checked in full as the request is merged (mergeSettings); a stored one only
+    // as far as its form, so one an older version accepted and node-cron refuses still loads.
+    maintenanceCron: parseNamed('audit.tier.maintenance.cron', settings['audit.tier.maintenance.cron'], storedCronExpression, AuditErrorCode.SETTINGS_INVALID),
     maintenanceSnapshotRetainLast: get('audit.tier.maintenance.snapshot.retain.last'),
     maintenanceRemoveOrphanFiles: get('audit.tier.maintenance.remove.orphan.files'),
     maintenanceOrphanMinAgeMs: get('audit.tier.maintenance.orphan.min.age.ms'),

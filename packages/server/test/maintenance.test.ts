@@ -1,14 +1,17 @@
-// Goal: with tiering to Iceberg the table is registered for maintenance (cron, settings, next run), a run on demand compacts and expires and is itself an audit event, a renamed target is registered beside the old one, and maintenance settings are validated (a bad cron is a 400 naming it, nothing saved) and self-audited.
+// Goal: with tiering to Iceberg the table is registered for maintenance (cron, settings, next run), a run on demand compacts and expires and is itself an audit event, a renamed target is registered beside the old one, and maintenance settings are validated (a bad cron, node-cron's impossible days too, is a 400 naming it, nothing saved) and self-audited; a stored cron node-cron refuses does not stop the node from starting.
 import { readdirSync, readFileSync } from 'node:fs';
-import { getPriority } from 'node:os';
-import { describe, expect, it } from 'vitest';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { getPriority, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { SETTINGS_META } from '../src/settings-service.js';
 import { MAINTENANCE_ENCODER_NICENESS } from '../src/tiering-service.js';
 import { FAST_TIERING, externalS3, postSettings, waitUntilTiered } from './tier-helpers.js';
 import { event, startTestNode } from './test-node.js';
 
 const TABLE = 'ice.ops.audit_events';
 
-async function maintenanceNode(extra: Record<string, string> = {}) {
+async function maintenanceNode(extra: Record<string, string> = {}, dataDir?: string) {
   const s3 = await externalS3();
   const props = {
     ...FAST_TIERING,
@@ -18,7 +21,7 @@ async function maintenanceNode(extra: Record<string, string> = {}) {
     'auditlake.audit.tier.batch.size': '10',
     ...extra,
   };
-  return { s3, t: await startTestNode({ props }) };
+  return { s3, props, t: await startTestNode({ props, ...(dataDir === undefined ? {} : { dataDir }) }) };
 }
 
 interface Registration {
@@ -122,5 +125,40 @@ describe('table maintenance', () => {
     expect((await postSettings(t, { 'audit.tier.maintenance.snapshot.retain.last': 5 })).status).toBe(200);
     const audit = (await (await t.request('/admin/audit?q=UpdateSettings')).json()) as { events: Array<Record<string, unknown>> };
     expect(audit.events.map((e) => e['details'])).toContain('audit.tier.maintenance.snapshot.retain.last: 24 → 5');
+  });
+
+  it('refuses a cron node-cron would refuse (a day of month that never occurs) with a 400 naming it, saving nothing', async () => {
+    const { t } = await maintenanceNode();
+    for (const cron of ['0 0 31 2 *', '0 0 30 2 *', '0 0 31 4 *', '0 0 31 4,6,9,11 *']) {
+      const bad = await postSettings(t, { 'audit.tier.maintenance.cron': cron });
+      expect(bad.status).toBe(400);
+      expect(bad.json).toMatchObject({ code: 'AUDIT_SETTINGS_INVALID', error: expect.stringMatching(new RegExp(`^audit\\.tier\\.maintenance\\.cron must be a cron expression .*: ${cron.replace(/\*/g, '\\*')}$`)) as unknown });
+    }
+    expect((await (await t.request('/admin/audit/settings')).json()) as Record<string, string>).toMatchObject({ 'audit.tier.maintenance.cron': '0 * * * *' });
+    expect(await t.stored()).toEqual([]);
+  });
+
+  it('starts on a stored cron node-cron refuses (saved by an older version): warns, registers nothing, until a good cron is saved', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'auditlake-maintenance-'));
+    onTestFinished(() => rm(root, { recursive: true, force: true }));
+    const dataDir = join(root, 'data');
+    const { t, props } = await maintenanceNode({}, dataDir);
+    expect((await postSettings(t, { 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': TABLE })).status).toBe(200);
+    await expect.poll(async () => ((await (await t.request('/admin/audit/maintenance')).json()) as { registrations: Registration[] }).registrations.length).toBe(1);
+    // What an older version, which took this cron, left in the data dir.
+    const stored = await t.node.store.getMeta<Record<string, string>>(SETTINGS_META);
+    await t.node.store.putMeta({ [SETTINGS_META]: { ...stored, 'audit.tier.maintenance.cron': '0 0 31 2 *' } });
+    await t.node.close();
+
+    const lines: string[] = [];
+    const again = await startTestNode({ dataDir, props, node: { logger: { level: 'warn', stream: { write: (line: string) => lines.push(line) } } } });
+    expect((await (await again.request('/admin/audit/settings')).json()) as Record<string, unknown>).toMatchObject({ 'audit.tier.mode': 'iceberg', 'audit.tier.maintenance.cron': '0 0 31 2 *' });
+    expect(((await (await again.request('/admin/audit/maintenance')).json()) as { registrations: Registration[] }).registrations).toEqual([]);
+    expect(lines.map((line) => (JSON.parse(line) as { msg: string }).msg)).toContainEqual(
+      `table maintenance is not registered: table maintenance cannot register ${TABLE}: node-cron refuses audit.tier.maintenance.cron 0 0 31 2 * (31 2 is an impossible day of month for the given month); set another cron`,
+    );
+    // Fixing the setting registers the table again.
+    expect((await postSettings(again, { 'audit.tier.maintenance.cron': '0 3 * * *' })).status).toBe(200);
+    await expect.poll(async () => ((await (await again.request('/admin/audit/maintenance')).json()) as { registrations: Registration[] }).registrations.map((r) => [r.table, r.cron])).toEqual([[TABLE, '0 3 * * *']]);
   });
 });

@@ -151,14 +151,20 @@ export class MaintenanceScheduler {
   }
 
   #register(name: string, table: Entry['table'], expression: string, runs: MaintenanceRun[]): void {
-    const task = cron.schedule(
-      expression,
-      async () => {
-        if (!this.#options.isLeader()) return;
-        await this.#enqueue(name, 'cron').catch(() => undefined);
-      },
-      { name: `auditlake-maintenance:${name}`, noOverlap: true },
-    );
+    let task: ScheduledTask;
+    try {
+      task = cron.schedule(
+        expression,
+        async () => {
+          if (!this.#options.isLeader()) return;
+          await this.#enqueue(name, 'cron').catch(() => undefined);
+        },
+        { name: `auditlake-maintenance:${name}`, noOverlap: true },
+      );
+    } catch (err) {
+      // Settings refuse such a cron now; a stored one an older version accepted reaches here.
+      throw new AuditError(AuditErrorCode.SETTINGS_INVALID, `table maintenance cannot register ${name}: node-cron refuses audit.tier.maintenance.cron ${expression} (${failure(err)}); set another cron`, { cause: err });
+    }
     this.#entries.set(name, { table, cron: expression, task, runs });
   }
 
