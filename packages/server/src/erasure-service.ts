@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ERASABLE_FIELDS, erasureDetailsChunks, isErasableField, type ErasableField, type ErasedRecordRef } from '@auditlake/integrity';
+import { ERASABLE_FIELDS, erasureDetailsChunks, integrityKindOf, isErasableField, type ErasableField, type ErasedRecordRef } from '@auditlake/integrity';
 import { AuditError, AuditErrorCode, encodeEvent, INTEGRITY_ACTIONS, SELF_SOURCE, type AuditEvent } from '@auditlake/model';
 import type { AuditStore, Sequencer } from '@auditlake/store';
 
@@ -42,8 +42,14 @@ export function parseErasureRequest(body: unknown): ErasureRequest {
 /** How many unknown eventIds a refusal names at most (the rest are counted). */
 const UNKNOWN_NAMED_MAX = 20;
 
-/** Finds events in the tier: eventId → seq for those some tiered file holds. */
-export type TieredRecordFinder = (eventIds: ReadonlySet<string>) => Promise<Map<string, number>>;
+/** Finds events in the tier: eventId → seq, source and action for those some tiered file holds. */
+export type TieredRecordFinder = (eventIds: ReadonlySet<string>) => Promise<Map<string, { seq: number; source: string; action: string }>>;
+
+/** `a, b, c and 4 more`: at most UNKNOWN_NAMED_MAX named. */
+function someNamed(names: readonly string[]): string {
+  const more = names.length > UNKNOWN_NAMED_MAX ? ` and ${names.length - UNKNOWN_NAMED_MAX} more` : '';
+  return `${names.slice(0, UNKNOWN_NAMED_MAX).join(', ')}${more}`;
+}
 
 /**
  * Erasure that keeps the proof (docs/integrity.md): the leader records an `audit:EraseFields`
@@ -52,21 +58,31 @@ export type TieredRecordFinder = (eventIds: ReadonlySet<string>) => Promise<Map<
  * then replaces those values by the marker and keeps their field hashes, so the chain verifies.
  * Records that retention already removed from the local store are named from the tier
  * (`findTiered`); the sweep then rewrites the tier's rows. An eventId found in neither is
- * refused, naming it, and nothing is erased.
+ * refused, naming it, and nothing is erased. So is one of auditlake's own integrity records
+ * (an erasure record, a checkpoint, a key registration): the proof rests on them whole, and an
+ * erasure record erased would no longer be applied (the tier would show what it erased).
  */
 export async function eraseFields(store: AuditStore, request: ErasureRequest, requestedBy: string, nowMs: number, sequencer: Sequencer, findTiered?: TieredRecordFinder): Promise<ErasureResult> {
   const seqs = new Map<string, number>();
+  const integrity: string[] = [];
+  const found = (eventId: string, record: { seq: number; source: string; action: string }) => {
+    seqs.set(eventId, record.seq);
+    if (integrityKindOf(record.source, record.action) !== undefined) integrity.push(`${eventId} (${record.action})`);
+  };
   for (const eventId of request.eventIds) {
     const event = await store.getByEventId(eventId);
-    if (event !== undefined) seqs.set(eventId, event.seq);
+    if (event !== undefined) found(eventId, event);
   }
   const elsewhere = new Set(request.eventIds.filter((eventId) => !seqs.has(eventId)));
-  if (elsewhere.size > 0 && findTiered) for (const [eventId, seq] of await findTiered(elsewhere)) seqs.set(eventId, seq);
+  if (elsewhere.size > 0 && findTiered) for (const [eventId, record] of await findTiered(elsewhere)) found(eventId, record);
   const unknown = request.eventIds.filter((eventId) => !seqs.has(eventId));
   if (unknown.length > 0) {
-    const named = unknown.slice(0, UNKNOWN_NAMED_MAX).join(', ');
-    const more = unknown.length > UNKNOWN_NAMED_MAX ? ` and ${unknown.length - UNKNOWN_NAMED_MAX} more` : '';
-    refuse(`${unknown.length === 1 ? 'event' : `${unknown.length} events`} not in this node's log nor in the tier: ${named}${more}`);
+    refuse(`${unknown.length === 1 ? 'event' : `${unknown.length} events`} not in this node's log nor in the tier: ${someNamed(unknown)}`);
+  }
+  if (integrity.length > 0) {
+    refuse(
+      `${integrity.length === 1 ? 'event' : `${integrity.length} events`} ${someNamed(integrity)} ${integrity.length === 1 ? 'is one' : 'are'} of auditlake's own integrity records (erasures, checkpoints, key registrations), which the chain's proof needs whole and which cannot be erased`,
+    );
   }
   const records: ErasedRecordRef[] = request.eventIds.map((eventId) => ({ eventId, seq: seqs.get(eventId) ?? 0 }));
   const events: AuditEvent[] = erasureDetailsChunks(request.fields, records).map((details) => ({

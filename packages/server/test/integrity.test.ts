@@ -1,6 +1,7 @@
 // Goal: a node keeps its record chain provable by itself — it registers its public key in the
 // log, signs checkpoints every N records or T ms, lists them (admins only) — and refuses the
-// actions only it may record, storing nothing of such a request.
+// actions only it may record, storing nothing of such a request, and refuses to erase any of
+// its own integrity records, erasing nothing of such a request.
 import { ChainVerifier, parseSignedCheckpoint, type VerifyRecord } from '@auditlake/integrity';
 import { describe, expect, it } from 'vitest';
 import { event, INGEST_TOKEN, startTestNode, type TestNode } from './test-node.js';
@@ -154,5 +155,35 @@ describe('POST /admin/audit/erase', () => {
     // No erasure record (the refused request's DENY record, written beside it when it is, names the action too).
     expect(after.filter((r) => r.action === 'audit:EraseFields' && r.decision !== 'DENY')).toEqual([]);
     expect(after.find((r) => r.eventId === 'y1')?.query).toBe('SELECT 1');
+  });
+
+  it('refuses to erase its own integrity records (an erasure, a checkpoint, a key registration), naming each, and erases nothing', async () => {
+    const t = await startTestNode({ props: { 'auditlake.audit.integrity.checkpoint.events': '2', 'auditlake.audit.integrity.checkpoint.interval.ms': '3600000' } });
+    expect((await t.ingest([event({ eventId: 'z1', query: 'SELECT card FROM payments' }), event({ eventId: 'z2' }), event({ eventId: 'z3' })])).status).toBe(200);
+    const post = (body: unknown) => t.request('/admin/audit/erase', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    expect((await post({ eventIds: ['z1'], fields: ['query'] })).status).toBe(200);
+    await waitFor('a checkpoint', async () => (await view(t)).checkpoints.length > 0);
+    const before = await records(t, '?limit=10000');
+    const erasure = before.find((r) => r.action === 'audit:EraseFields')!;
+    const checkpoint = before.find((r) => r.action === 'integrity:Checkpoint')!;
+    const key = before.find((r) => r.action === 'integrity:RegisterKey')!;
+    const why = "of auditlake's own integrity records (erasures, checkpoints, key registrations), which the chain's proof needs whole and which cannot be erased; nothing was erased";
+    for (const record of [erasure, checkpoint, key]) {
+      // Named beside an ordinary event: the whole request is refused.
+      const res = await post({ eventIds: ['z2', record.eventId], fields: ['details', 'query'] });
+      expect(res.status).toBe(400);
+      expect(await res.json()).toEqual({ status: 'error', code: 'AUDIT_BAD_REQUEST', error: `event ${record.eventId} (${record.action}) is one ${why}` });
+    }
+    const res = await post({ eventIds: [erasure.eventId, 'z3', checkpoint.eventId], fields: ['details'] });
+    expect(((await res.json()) as { error: string }).error).toBe(`2 events ${erasure.eventId} (audit:EraseFields), ${checkpoint.eventId} (integrity:Checkpoint) are ${why}`);
+
+    const after = await records(t, '?limit=10000');
+    // Still the one erasure, its details whole, and nothing of z2, z3 or the records erased.
+    expect(after.filter((r) => r.action === 'audit:EraseFields' && r.decision !== 'DENY')).toEqual([erasure]);
+    for (const record of [checkpoint, key]) expect(after.find((r) => r.seq === record.seq)).toEqual(record);
+    expect(after.filter((r) => r.eventId === 'z2' || r.eventId === 'z3').map((r) => r.query)).toEqual(['SELECT 1', 'SELECT 1']);
+    const verifier = new ChainVerifier({ startSeq: 1 });
+    for (const record of after) verifier.add(record);
+    expect(verifier.finish()).toMatchObject({ ok: true, message: expect.stringMatching(/; 1 field erased$/) as unknown });
   });
 });

@@ -1,4 +1,4 @@
-// Goal: the leader's watermarked sweep tiers every event to day-partitioned Parquet on S3 exactly once, reports its health, never loses local data, and the viewer reads the full history back.
+// Goal: the leader's watermarked sweep tiers every event to day-partitioned Parquet on S3 exactly once, reports its health, never loses local data, and the viewer reads the full history back; an erasure record only the tier holds cannot itself be erased.
 import { describe, expect, it } from 'vitest';
 import { FAST_TIERING, downloadPrefix, duckdb, externalS3, postSettings, tierStatus, waitUntilTiered } from './tier-helpers.js';
 import { event, startTestNode } from './test-node.js';
@@ -304,6 +304,33 @@ describe('parquet tiering sweep', () => {
     const dir = await downloadPrefix(old.props('old'), 'old', 'old', 'audit/');
     const rows = await duckdb(`SELECT event_id, query FROM read_parquet('${dir}/audit/**/*.parquet') WHERE event_id = 'o1'`);
     expect(rows).toEqual([{ event_id: 'o1', query: '[erased by auditlake]' }]);
+  });
+
+  it('refuses to erase an erasure record that only the tier holds now, naming it, and erases nothing', async () => {
+    const { t } = await tieringNode({ 'auditlake.audit.retention.interval.ms': '100' });
+    const erase = (body: unknown) => t.request('/admin/audit/erase', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    await t.ingest([event({ eventId: 'q1', query: 'SELECT secret' }), event({ eventId: 'q2' })]);
+    await postSettings(t, { ...PARQUET, 'audit.tier.retain.local.days': 0 });
+    const res = await erase({ eventIds: ['q1'], fields: ['query'] });
+    expect(res.status).toBe(200);
+    const [erasureSeq] = ((await res.json()) as { erasureSeqs: number[] }).erasureSeqs;
+    const erasureId = (await t.stored()).find((e) => e.seq === erasureSeq)!.eventId;
+    // Applied to the tier, the erasure record leaves the local store with everything else.
+    await waitUntilTiered(t);
+    await expect.poll(async () => (await t.stored()).filter((e) => e.source === 'trino' || e.seq === erasureSeq).length, { timeout: 20_000 }).toBe(0);
+
+    const refused = await erase({ eventIds: [erasureId, 'q2'], fields: ['details', 'query'] });
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toEqual({
+      status: 'error',
+      code: 'AUDIT_BAD_REQUEST',
+      error: `event ${erasureId} (audit:EraseFields) is one of auditlake's own integrity records (erasures, checkpoints, key registrations), which the chain's proof needs whole and which cannot be erased; nothing was erased`,
+    });
+    // Nothing was recorded, so the tier keeps q1 erased and q2 whole.
+    await waitUntilTiered(t);
+    const { json } = await t.search('?limit=100');
+    expect(json.events.filter((e) => e.action === 'audit:EraseFields' && e.decision !== 'DENY')).toHaveLength(1);
+    expect(Object.fromEntries(json.events.filter((e) => e.source === 'trino').map((e) => [e.eventId, e.query]))).toEqual({ q1: '[erased by auditlake]', q2: 'SELECT 1' });
   });
 
   it('remembers every location that received events: switching path or mode hides nothing', async () => {
