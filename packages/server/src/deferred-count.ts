@@ -55,7 +55,8 @@ export class DeferredCount {
 
   /** One recount at a time; a read during one shares it. */
   #recount(inputs: DeferredInputs): Promise<void> {
-    this.#recounting ??= this.#count(inputs.nowMs - inputs.retentionMs, inputs.watermarkSeq, DEFERRED_COUNT_MAX)
+    // Never before the epoch: a retention longer than the time since 1970 holds nothing back.
+    this.#recounting ??= this.#count(Math.max(0, inputs.nowMs - inputs.retentionMs), inputs.watermarkSeq, DEFERRED_COUNT_MAX)
       .then((count) => {
         this.#counted = { count, countedMs: inputs.nowMs, retentionMs: inputs.retentionMs, watermarkSeq: inputs.watermarkSeq };
       })

@@ -1,4 +1,4 @@
-// Goal: tierStatus's deferred figure never makes a read wait for a scan (only the first read counts), is recounted in the background once the bounded staleness is reached, and then answers the new count — with the clock and the count injected.
+// Goal: tierStatus's deferred figure never makes a read wait for a scan (only the first read counts), is recounted in the background once the bounded staleness is reached, and then answers the new count, counting from a cutoff never before the epoch — with the clock and the count injected.
 import { describe, expect, it } from 'vitest';
 import { DEFERRED_COUNT_MAX, DEFERRED_RECOUNT_CHANGED_MS, DEFERRED_RECOUNT_MS, DeferredCount } from '../src/deferred-count.js';
 
@@ -10,16 +10,18 @@ function manualCount() {
 }
 
 const DAY_MS = 86_400_000;
+/** A clock reading of these days (cutoffs a few days back stay after the epoch). */
+const NOW = Date.UTC(2026, 0, 1);
 
 describe('DeferredCount', () => {
   it('the first read waits for a count; later reads answer the last count and recount in the background once stale', async () => {
     const { calls, count } = manualCount();
     const deferred = new DeferredCount(count);
-    const inputs = { nowMs: 1_000_000, retentionMs: DAY_MS, watermarkSeq: 10 };
+    const inputs = { nowMs: NOW, retentionMs: DAY_MS, watermarkSeq: 10 };
 
     const first = deferred.read(inputs);
     expect(calls).toHaveLength(1);
-    expect(calls[0]).toMatchObject({ cutoffMs: 1_000_000 - DAY_MS, afterSeq: 10, max: DEFERRED_COUNT_MAX });
+    expect(calls[0]).toMatchObject({ cutoffMs: NOW - DAY_MS, afterSeq: 10, max: DEFERRED_COUNT_MAX });
     calls[0]!.answer(12);
     expect(await first).toBe(12);
 
@@ -39,7 +41,7 @@ describe('DeferredCount', () => {
   it('a moved watermark or a new retention is counted again after the shorter bound', async () => {
     const { calls, count } = manualCount();
     const deferred = new DeferredCount(count);
-    const inputs = { nowMs: 5_000_000, retentionMs: DAY_MS, watermarkSeq: 10 };
+    const inputs = { nowMs: NOW, retentionMs: DAY_MS, watermarkSeq: 10 };
     const first = deferred.read(inputs);
     calls[0]!.answer(7);
     await first;
@@ -57,6 +59,15 @@ describe('DeferredCount', () => {
     const later = inputs.nowMs + 2 * DEFERRED_RECOUNT_CHANGED_MS;
     expect(await deferred.read({ nowMs: later, retentionMs: 2 * DAY_MS, watermarkSeq: 20 })).toBe(0);
     expect(calls[2]).toMatchObject({ cutoffMs: later - 2 * DAY_MS, afterSeq: 20 });
+  });
+
+  it('counts from the epoch when the retention reaches further back (36500 days, "keep 100 years")', async () => {
+    const { calls, count } = manualCount();
+    const deferred = new DeferredCount(count);
+    const first = deferred.read({ nowMs: NOW, retentionMs: 36_500 * DAY_MS, watermarkSeq: 3 });
+    expect(calls[0]).toMatchObject({ cutoffMs: 0, afterSeq: 3 });
+    calls[0]!.answer(0);
+    expect(await first).toBe(0);
   });
 
   it('a failed recount keeps the last count and is tried again by the next stale read', async () => {

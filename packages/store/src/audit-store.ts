@@ -834,14 +834,16 @@ export class AuditStore {
    * those with seq ≤ `maxSeq` (tiered ones: an untiered event is never deleted while tiering
    * is on) — oldest first, `batchSize` at a time, calling `between()` after each batch so a
    * large prune can yield to ingest and stop early. Deletes are not synced: a prune lost in a
-   * crash is simply redone.
+   * crash is simply redone. A cutoff before the epoch (a retention longer than the time since
+   * 1970) deletes nothing: no event time is before 0.
    */
   async pruneBefore(cutoffMs: number, batchSize: number, between: () => Promise<boolean>, maxSeq?: number): Promise<PruneResult> {
     const result: PruneResult = { deleted: 0, batches: 0 };
+    const before = timeLowerBound(Math.max(0, cutoffMs));
     let from: string = PREFIX.time;
     for (;;) {
       if (this.#status !== 'open') return result;
-      const entries = await this.#db.iterator({ gte: from, lt: timeLowerBound(cutoffMs), limit: batchSize }).all();
+      const entries = await this.#db.iterator({ gte: from, lt: before, limit: batchSize }).all();
       if (entries.length === 0) return result;
       const last = entries[entries.length - 1] as [string, string];
       from = last[0] + '\u0000';
@@ -917,12 +919,13 @@ export class AuditStore {
 
   /**
    * Counts events before `cutoffMs` with seq > `afterSeq` (held back from deletion), up to `max`.
-   * By keys only: a time key ends with the event's seq, so no event is read or parsed.
+   * By keys only: a time key ends with the event's seq, so no event is read or parsed. A cutoff
+   * before the epoch counts nothing.
    */
   async countHeldBack(cutoffMs: number, afterSeq: number, max: number): Promise<number> {
     let count = 0;
     const seqStart = timeLowerBound(0).length;
-    for await (const key of this.#db.keys({ gte: PREFIX.time, lt: timeLowerBound(cutoffMs) })) {
+    for await (const key of this.#db.keys({ gte: PREFIX.time, lt: timeLowerBound(Math.max(0, cutoffMs)) })) {
       if (decodeUint(key.slice(seqStart)) > afterSeq && ++count >= max) break;
     }
     return count;

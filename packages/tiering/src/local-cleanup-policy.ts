@@ -18,8 +18,15 @@ export function localCleanupPolicy(settings: EffectiveSettings, watermarkSeq: nu
 }
 
 function tieringPolicy(settings: EffectiveSettings, watermarkSeq: number, nowMs: number): PrunePolicy {
-  const capCutoffMs = nowMs - settings.retentionDays * DAY_MS;
-  if (settings.tierMode === 'none') return { cutoffMs: capCutoffMs };
+  if (settings.tierMode === 'none') return { cutoffMs: cutoffBefore(nowMs, settings.retentionDays) };
   const windowDays = Math.min(settings.retentionDays, settings.tierRetainLocalDays);
-  return { cutoffMs: nowMs - windowDays * DAY_MS, maxSeq: watermarkSeq };
+  return { cutoffMs: cutoffBefore(nowMs, windowDays), maxSeq: watermarkSeq };
+}
+
+/**
+ * `days` before `nowMs`, but never before the epoch: a window longer than the time since 1970
+ * (`audit.retention.days` 36500, "keep 100 years") means nothing is old enough.
+ */
+function cutoffBefore(nowMs: number, days: number): number {
+  return Math.max(0, nowMs - days * DAY_MS);
 }
