@@ -17,6 +17,8 @@ export interface ErasureResult {
   fields: ErasableField[];
   /** Seqs of the `audit:EraseFields` records that carry it. */
   erasureSeqs: number[];
+  /** Set when the tier could not be searched for further copies of events held here (those were erased). */
+  warning?: string;
 }
 
 function refuse(message: string): never {
@@ -42,8 +44,11 @@ export function parseErasureRequest(body: unknown): ErasureRequest {
 /** How many unknown eventIds a refusal names at most (the rest are counted). */
 const UNKNOWN_NAMED_MAX = 20;
 
-/** Finds events in the tier: eventId → seq, source and action for those some tiered file holds. */
-export type TieredRecordFinder = (eventIds: ReadonlySet<string>) => Promise<Map<string, { seq: number; source: string; action: string }>>;
+/**
+ * Finds events in the tier: eventId → every copy some tiered file holds (seq, source, action).
+ * `timestamps` gives the event time of those the caller holds a copy of (their copies share it).
+ */
+export type TieredRecordFinder = (eventIds: ReadonlySet<string>, timestamps: ReadonlyMap<string, number>) => Promise<Map<string, Array<{ seq: number; source: string; action: string }>>>;
 
 /** `a, b, c and 4 more`: at most UNKNOWN_NAMED_MAX named. */
 function someNamed(names: readonly string[]): string {
@@ -63,18 +68,35 @@ function someNamed(names: readonly string[]): string {
  * erasure record erased would no longer be applied (the tier would show what it erased).
  */
 export async function eraseFields(store: AuditStore, request: ErasureRequest, requestedBy: string, nowMs: number, sequencer: Sequencer, findTiered?: TieredRecordFinder): Promise<ErasureResult> {
-  const seqs = new Map<string, number>();
+  // Every copy of each event, by seq: the local one, and each the tier holds — an event re-sent
+  // after retention deleted its local copy was stored and tiered again under a new seq.
+  const seqs = new Map<string, Set<number>>();
   const integrity: string[] = [];
   const found = (eventId: string, record: { seq: number; source: string; action: string }) => {
-    seqs.set(eventId, record.seq);
-    if (integrityKindOf(record.source, record.action) !== undefined) integrity.push(`${eventId} (${record.action})`);
+    const copies = seqs.get(eventId) ?? new Set<number>();
+    seqs.set(eventId, copies.add(record.seq));
+    if (integrityKindOf(record.source, record.action) !== undefined && !integrity.some((named) => named.startsWith(`${eventId} (`))) integrity.push(`${eventId} (${record.action})`);
   };
+  const timestamps = new Map<string, number>();
   for (const eventId of request.eventIds) {
     const event = await store.getByEventId(eventId);
-    if (event !== undefined) found(eventId, event);
+    if (event === undefined) continue;
+    found(eventId, event);
+    timestamps.set(eventId, event.timestamp);
   }
-  const elsewhere = new Set(request.eventIds.filter((eventId) => !seqs.has(eventId)));
-  if (elsewhere.size > 0 && findTiered) for (const [eventId, record] of await findTiered(elsewhere)) found(eventId, record);
+  let warning: string | undefined;
+  if (findTiered) {
+    const held = new Set(timestamps.keys());
+    const elsewhere = new Set(request.eventIds.filter((eventId) => !held.has(eventId)));
+    // Events held nowhere else must be found in the tier: a tier that cannot be read fails the request.
+    const tiered = elsewhere.size === 0 ? new Map() : await findTiered(elsewhere, new Map());
+    // Events held here are erased here whatever the tier answers; copies it may hold too are looked for.
+    const copies = held.size === 0 ? new Map() : await findTiered(held, timestamps).catch((err: unknown) => {
+      warning = `the tier could not be read (${err instanceof Error ? err.message : String(err)}), so copies of these events it may hold under other seqs (an event re-sent after retention deleted its local copy) were not looked for`;
+      return new Map();
+    });
+    for (const [eventId, refs] of [...tiered, ...copies] as Array<[string, Array<{ seq: number; source: string; action: string }>]>) for (const ref of refs) found(eventId, ref);
+  }
   const unknown = request.eventIds.filter((eventId) => !seqs.has(eventId));
   if (unknown.length > 0) {
     refuse(`${unknown.length === 1 ? 'event' : `${unknown.length} events`} not in this node's log nor in the tier: ${someNamed(unknown)}`);
@@ -84,7 +106,7 @@ export async function eraseFields(store: AuditStore, request: ErasureRequest, re
       `${integrity.length === 1 ? 'event' : `${integrity.length} events`} ${someNamed(integrity)} ${integrity.length === 1 ? 'is one' : 'are'} of auditlake's own integrity records (erasures, checkpoints, key registrations), which the chain's proof needs whole and which cannot be erased`,
     );
   }
-  const records: ErasedRecordRef[] = request.eventIds.map((eventId) => ({ eventId, seq: seqs.get(eventId) ?? 0 }));
+  const records: ErasedRecordRef[] = request.eventIds.flatMap((eventId) => [...(seqs.get(eventId) ?? [])].sort((a, b) => a - b).map((seq) => ({ eventId, seq })));
   const events: AuditEvent[] = erasureDetailsChunks(request.fields, records).map((details) => ({
     eventId: `erase-${randomUUID()}`,
     userId: requestedBy,
@@ -99,5 +121,5 @@ export async function eraseFields(store: AuditStore, request: ErasureRequest, re
   }));
   // Ordered only under the leader's sequencer: a node that lost its lease meanwhile refuses.
   const result = await store.appendEncoded(events.map(encodeEvent), { sequencer });
-  return { erased: records.length, fields: request.fields, erasureSeqs: result.stored.map((s) => s.seq) };
+  return { erased: records.length, fields: request.fields, erasureSeqs: result.stored.map((s) => s.seq), ...(warning === undefined ? {} : { warning }) };
 }

@@ -9,6 +9,7 @@ import {
   tieredLocationKey,
   ZERO_WATERMARK,
   type TierSource,
+  type TieredRecordRef,
   type TieredLocation,
   type Watermark,
 } from '@auditlake/lake';
@@ -229,8 +230,8 @@ export class TieringService {
   }
 
   /** Where named events are in the tier (any location that ever received tiered events): eventId → seq, source and action. */
-  async findTieredRecords(eventIds: ReadonlySet<string>): Promise<Map<string, { seq: number; source: string; action: string }>> {
-    return findTieredRecords(await this.tierSources(), eventIds);
+  async findTieredRecords(eventIds: ReadonlySet<string>, timestamps?: ReadonlyMap<string, number>): Promise<Map<string, TieredRecordRef[]>> {
+    return findTieredRecords(await this.tierSources(), eventIds, timestamps);
   }
 
   /** Every location that ever received tiered events, as reader sources. */

@@ -39,7 +39,15 @@ export function isErasureRecord(event: Pick<StoredEvent, 'source' | 'action'>): 
   return integrityKindOf(event.source, event.action) === 'erase';
 }
 
-/** Merges erasure records into per-record targets (eventId → seq and fields); each names only records before it, as the store applies them. */
+/**
+ * Where a named record's target is kept: by eventId and seq, since one event can be tiered
+ * twice (re-sent after retention deleted its local copy) and an erasure names every copy.
+ */
+function targetKey(eventId: string, seq: number): string {
+  return `${seq} ${eventId}`;
+}
+
+/** Merges erasure records into per-record targets (eventId and seq → fields); each names only records before it, as the store applies them. */
 function addTargets(targets: Map<string, ErasureTarget>, event: StoredEvent): boolean {
   if (!isErasureRecord(event)) return false;
   let details;
@@ -50,9 +58,9 @@ function addTargets(targets: Map<string, ErasureTarget>, event: StoredEvent): bo
   }
   for (const ref of details.records) {
     if (ref.seq >= event.seq) continue;
-    const target = targets.get(ref.eventId);
-    if (target === undefined) targets.set(ref.eventId, { seq: ref.seq, fields: new Set(details.fields) });
-    else if (target.seq === ref.seq) for (const field of details.fields) target.fields.add(field);
+    const target = targets.get(targetKey(ref.eventId, ref.seq));
+    if (target === undefined) targets.set(targetKey(ref.eventId, ref.seq), { seq: ref.seq, fields: new Set(details.fields) });
+    else for (const field of details.fields) target.fields.add(field);
   }
   return true;
 }
@@ -83,9 +91,9 @@ async function erasureTargets(store: AuditStore, afterSeq: number, throughSeq: n
 
 /** The row with the named fields erased; undefined when it is not named or already erased. */
 function eraseRow(targets: ReadonlyMap<string, ErasureTarget>, row: TieredEvent): TieredEvent | undefined {
-  const target = targets.get(row.eventId);
   // The named event at the named seq (a row tiered before the chain has no seq: named as 0).
-  if (target === undefined || (row.seq ?? 0) !== target.seq) return undefined;
+  const target = targets.get(targetKey(row.eventId, row.seq ?? 0));
+  if (target === undefined) return undefined;
   return eraseRecordFields(row, [...target.fields]);
 }
 
