@@ -19,3 +19,4 @@ export * from './export-columns.js';
 export * from './tier-location.js';
 export * from './utf8-bytes.js';
 export * from './trigram-hash.js';
+export * from './json-for-message.js';

@@ -2,6 +2,7 @@ import { AuditError, AuditErrorCode } from './audit-error.js';
 import type { NodeConfig } from './config.js';
 import { boolean, fraction, nonNegativeInt, parseNamed, positiveInt, text, type ValueParser } from './config-values.js';
 import { redactKeyList } from './redaction.js';
+import { jsonForMessage } from './json-for-message.js';
 import { cronExpression, storedCronExpression } from './cron-expression.js';
 import { checkS3Location, icebergTableProblem } from './tier-location.js';
 import { tierMode, type TierMode } from './tier-mode.js';
@@ -219,7 +220,7 @@ function asSettingString(key: string, value: unknown): string {
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
   // A list setting may also be sent as a JSON array of names.
   if (key === 'audit.redact.keys' && Array.isArray(value) && value.every((v) => typeof v === 'string')) return value.join(',');
-  throw invalid(`${key} must be a string, number or boolean: ${JSON.stringify(value)}`);
+  throw invalid(`${key} must be a string, number or boolean: ${jsonForMessage(value)}`);
 }
 
 /**

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ERASABLE_FIELDS, erasureDetailsChunks, integrityKindOf, isErasableField, type ErasableField, type ErasedRecordRef } from '@auditlake/integrity';
-import { AuditError, AuditErrorCode, encodeEvent, INTEGRITY_ACTIONS, SELF_SOURCE, type AuditEvent } from '@auditlake/model';
+import { AuditError, AuditErrorCode, encodeEvent, INTEGRITY_ACTIONS, jsonForMessage, SELF_SOURCE, type AuditEvent } from '@auditlake/model';
 import type { AuditStore, Sequencer } from '@auditlake/store';
 
 /** Most eventIds one erasure request names. */
@@ -36,7 +36,7 @@ export function parseErasureRequest(body: unknown): ErasureRequest {
   });
   if (!Array.isArray(fields) || fields.length === 0) refuse(`fields must be a non-empty array of field names (${ERASABLE_FIELDS.join(', ')})`);
   fields.forEach((field, i) => {
-    if (typeof field !== 'string' || !isErasableField(field)) refuse(`fields[${i}] must be one of ${ERASABLE_FIELDS.join(', ')}: ${JSON.stringify(field)}`);
+    if (typeof field !== 'string' || !isErasableField(field)) refuse(`fields[${i}] must be one of ${ERASABLE_FIELDS.join(', ')}: ${jsonForMessage(field)}`);
   });
   return { eventIds: [...new Set(eventIds as string[])], fields: [...new Set(fields as ErasableField[])] };
 }

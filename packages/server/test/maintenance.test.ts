@@ -61,6 +61,11 @@ describe('table maintenance', () => {
 
     const unknown = await t.request('/admin/audit/maintenance/run', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ table: 'ice.ops.nope' }) });
     expect(unknown.status).toBe(400);
+    // A value nested too deep to print is refused like any other (it once made the refusal a 500).
+    const depth = 1_000_000;
+    const deep = await t.request('/admin/audit/maintenance/run', { method: 'POST', headers: { 'content-type': 'application/json' }, body: `{"table":${'['.repeat(depth)}${']'.repeat(depth)}}` });
+    expect(deep.status).toBe(400);
+    expect(await deep.json()).toMatchObject({ code: 'AUDIT_BAD_REQUEST', error: 'table must be a string: an array nested too deep to quote' });
   });
 
   it('compacts in a thread MAINTENANCE_ENCODER_NICENESS nicer than the node, and only that thread runs nicer', async () => {

@@ -1,4 +1,4 @@
-import { AuditError, AuditErrorCode } from '@auditlake/model';
+import { AuditError, AuditErrorCode, jsonForMessage } from '@auditlake/model';
 import type { FastifyInstance } from 'fastify';
 import { proxyToLeader } from '../leader-proxy.js';
 import type { Membership } from '../membership.js';
@@ -20,7 +20,7 @@ export function registerMaintenanceRoutes(app: FastifyInstance, membership: Memb
     const body = (request.body ?? {}) as unknown;
     if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new AuditError(AuditErrorCode.BAD_REQUEST, 'maintenance run request must be a JSON object, optionally {"table": "catalog.schema.table"}');
     const table = (body as Record<string, unknown>)['table'];
-    if (table !== undefined && typeof table !== 'string') throw new AuditError(AuditErrorCode.BAD_REQUEST, `table must be a string: ${JSON.stringify(table)}`);
+    if (table !== undefined && typeof table !== 'string') throw new AuditError(AuditErrorCode.BAD_REQUEST, `table must be a string: ${jsonForMessage(table)}`);
     const runs = await tiering.maintenance.runNow(request.principal?.name ?? 'unknown', table);
     return table === undefined ? { runs } : runs[0];
   });
