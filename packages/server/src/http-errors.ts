@@ -27,6 +27,15 @@ const STATUS_BY_CODE: Record<AuditErrorCode, number> = {
   [AuditErrorCode.VERIFIER_FAILED]: 500,
 };
 
+/** The contract's code for a client error the framework raised (a missing or unknown content type, a malformed body). */
+const CODE_BY_CLIENT_STATUS: Partial<Record<number, AuditErrorCode>> = {
+  401: AuditErrorCode.UNAUTHENTICATED,
+  403: AuditErrorCode.FORBIDDEN,
+  413: AuditErrorCode.BODY_TOO_LARGE,
+  415: AuditErrorCode.UNSUPPORTED_MEDIA_TYPE,
+  429: AuditErrorCode.LIMIT_EXCEEDED,
+};
+
 /** Seconds a client should wait before retrying a retryable error (`Retry-After`). */
 export const RETRY_AFTER_SECONDS = 1;
 
@@ -57,7 +66,8 @@ export function toHttpError(err: unknown): HttpError {
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
     const invalidJson = e instanceof SyntaxError || e.code === 'FST_ERR_CTP_INVALID_JSON_BODY';
     const message = invalidJson ? `request body is not valid JSON: ${e.message}` : e.message;
-    return { statusCode: e.statusCode, body: { status: 'error', error: message, code: e.code ?? AuditErrorCode.BAD_REQUEST } };
+    // The contract's codes only: a framework's own code (FST_…) means nothing to a client.
+    return { statusCode: e.statusCode, body: { status: 'error', error: message, code: CODE_BY_CLIENT_STATUS[e.statusCode] ?? AuditErrorCode.BAD_REQUEST } };
   }
   return { statusCode: 500, body: { status: 'error', error: 'internal error; see the node log', code: 'AUDIT_INTERNAL' } };
 }

@@ -18,6 +18,16 @@ describe('error mapping', () => {
     });
     expect(toHttpError(new AuditError(AuditErrorCode.BAD_REQUEST, 'bad')).retryAfterSeconds).toBeUndefined();
   });
+
+  it("never answers a framework's own error code: a request without a content type is AUDIT_UNSUPPORTED_MEDIA_TYPE", async () => {
+    const t = await startTestNode();
+    // A byte body: fetch sets no content type for it.
+    const res = await t.request('/v1/api/audit', { method: 'POST', token: 'ingest-secret-for-tests', body: new TextEncoder().encode(JSON.stringify([event({ eventId: 'untyped' })])) });
+    expect(res.status).toBe(415);
+    expect(await res.json()).toMatchObject({ status: 'error', code: 'AUDIT_UNSUPPORTED_MEDIA_TYPE' });
+    expect(await t.stored()).toEqual([]);
+    expect(toHttpError(Object.assign(new Error('odd'), { statusCode: 400, code: 'FST_SOMETHING' })).body.code).toBe('AUDIT_BAD_REQUEST');
+  });
 });
 
 describe('a single node (no --coordinator)', () => {
