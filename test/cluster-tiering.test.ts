@@ -154,8 +154,12 @@ describe('tiering across a failover (real processes, real redis-server and S3 en
     expect(await otherSeq.json()).toMatchObject({ code: 'AUDIT_TIER_TARGET_UNUSABLE', error: expect.stringContaining(adoptHint) as unknown });
     // Refused: nothing was taken from the tier.
     expect((await cluster.log(standby)).some((e) => e.eventId.startsWith('second-'))).toBe(false);
+    const clusterView = async () => (await (await fetch(`${survivor}/admin/cluster`, { headers: { authorization: `Token ${ADMIN}` } })).json()) as { role: string; term: number };
+    const termBefore = (await clusterView()).term;
     const adopted = await adopt(ADMIN, { throughSeq: tieredEnd });
     expect(adopted.status).toBe(200);
+    // Its log was cut: it stepped down, and what it orders next carries a new term.
+    await expect.poll(async () => { const view = await clusterView(); return view.role === 'leader' && view.term > termBefore; }, { timeout: 20_000 }).toBe(true);
     expect(await adopted.json()).toMatchObject({ target: 's3://ext/missed', throughSeq: tieredEnd, commonSeq: held, adopted: tieredEnd - held });
     await expect
       .poll(

@@ -154,9 +154,12 @@ export class ClusterNode {
     });
     // A cut of this log (a standby's diverged suffix, or a leader taking a tier's entries it
     // lacked) moves entries to the outbox: forward or order them now, and count no standby
-    // as holding what is gone.
+    // as holding what is gone. A leader whose log is cut also steps down: what it orders next
+    // must carry a new term, else a standby that still holds the cut entries under this term
+    // would find its log matching this one at their seqs and keep them.
     this.#unsubscribeCut = store.onLogCut((lastSeq) => {
       this.tracker.cutAfter(lastSeq);
+      if (this.elector.role === 'leader') this.elector.stepDown(`its log was cut after seq ${lastSeq} (it took a tier's entries it lacked): a new term orders what follows`);
       this.#forwarder.kick();
     });
   }

@@ -251,6 +251,11 @@ export class LeaderElector {
     }
   }
 
+  /** Gives up leadership now (resigning the lease), so the next leader orders under a new term. */
+  stepDown(reason: string): void {
+    this.#stepDown(reason);
+  }
+
   #stepDown(reason: string): void {
     if (this.#role !== 'leader') return;
     const term = this.#term;

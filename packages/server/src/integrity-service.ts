@@ -10,7 +10,7 @@ import {
   type NodeKey,
   type SignedCheckpoint,
 } from '@auditlake/integrity';
-import { AuditErrorCode, encodeEvent, isAuditError, type AuditEvent } from '@auditlake/model';
+import { AuditError, AuditErrorCode, encodeEvent, isAuditError, type AuditEvent } from '@auditlake/model';
 import type { AuditStore, PrunedRange } from '@auditlake/store';
 import type { Membership } from './membership.js';
 
@@ -144,6 +144,9 @@ export class IntegrityService {
 
   async #checkpoint(): Promise<SignedCheckpoint | undefined> {
     const { store, key, nodeId, membership, now } = this.#options;
+    // The head is read here and the record appended later: a cut of the log in between (a
+    // leader adopting a tier's entries) would leave it covering a head the log no longer has.
+    const cuts = store.cutCount;
     const head = store.chainHead;
     if (!head.started || head.seq === 0) return undefined;
     const [previous] = await store.checkpoints(1);
@@ -165,15 +168,24 @@ export class IntegrityService {
       },
       key.privateKey,
     );
-    const stored = await this.#record(checkpointEvent(`integrity-checkpoint-${head.seq}-${randomUUID()}`, signed));
+    const stored = await this.#record(checkpointEvent(`integrity-checkpoint-${head.seq}-${randomUUID()}`, signed), cuts);
     if (stored !== undefined) this.#lastCheckpoint = { seq: stored, timeMs };
     return signed;
   }
 
-  /** Appends one of auditlake's own integrity records to the log; its seq, or undefined. */
-  async #record(event: AuditEvent): Promise<number | undefined> {
+  /**
+   * Appends one of auditlake's own integrity records to the log; its seq, or undefined. With
+   * `cuts`, refused unless the log has not been cut since the caller read it (asked right
+   * before the record's batch is written, in the store's writer, so no cut slips in between).
+   */
+  async #record(event: AuditEvent, cuts?: number): Promise<number | undefined> {
+    const { store, membership } = this.#options;
     // Under the leader's sequencer: a cluster node orders only as the leader (a deposed one refuses).
-    const result = await this.#options.store.appendEncoded([encodeEvent(event)], { sequencer: this.#options.membership.sequencer });
+    const sequencer = (): number => {
+      if (cuts !== undefined && store.cutCount !== cuts) throw new AuditError(AuditErrorCode.INTEGRITY_MISMATCH, 'the log was cut while a checkpoint was being signed; it is signed again at the next tick');
+      return membership.sequencer();
+    };
+    const result = await store.appendEncoded([encodeEvent(event)], { sequencer });
     return result.stored[0]?.seq;
   }
 

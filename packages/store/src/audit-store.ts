@@ -159,6 +159,9 @@ export interface AuditStoreOptions {
 }
 
 /** What a truncation moved to the outbox: how many entries, and how many of each term. */
+/** The most entries one cut of the log moves to the outbox (read into memory at once). */
+export const DIVERT_ENTRIES_MAX = 1_000_000;
+
 export interface DivertResult {
   moved: number;
   terms: Record<number, number>;
@@ -216,6 +219,8 @@ export class AuditStore {
   readonly #metaText = new Map<string, string>();
   readonly #logListeners = new Set<() => void>();
   readonly #cutListeners = new Set<(lastSeq: number) => void>();
+  /** How many times the log was cut (see cutCount). */
+  #cuts = 0;
   /**
    * Every seq above this, up to the log's last seq, is in the log: seqs are assigned one by
    * one, and only a prune (or a replicated log the leader had pruned) leaves holes. The highest
@@ -400,6 +405,15 @@ export class AuditStore {
     return () => this.#cutListeners.delete(listener);
   }
 
+  /**
+   * How many times this log was cut since the store opened: a writer that read the chain head
+   * before an append compares it right before the append is written (a checkpoint must not
+   * cover a head a cut removed meanwhile).
+   */
+  get cutCount(): number {
+    return this.#cuts;
+  }
+
   #logGrew(): void {
     for (const listener of this.#logListeners) listener();
   }
@@ -566,9 +580,11 @@ export class AuditStore {
    * with the chain on, continues this log's chain at `seq - 1`: an entry that does not is
    * refused (AUDIT_INTEGRITY_MISMATCH) before anything is cut. Appends wait meanwhile.
    */
-  async adoptSuffix(seq: number, entries: readonly Uint8Array[], starts: readonly TermStart[]): Promise<DivertResult & { adopted: number }> {
+  async adoptSuffix(seq: number, entries: readonly Uint8Array[], starts: readonly TermStart[], mayAdopt: () => boolean = () => true): Promise<DivertResult & { adopted: number }> {
     const adopted = await this.#openWriter().exclusive(async (context) => {
       await this.#checkContinues(seq, entries);
+      // Asked last, inside the writer's step: a leader deposed while the entries were checked cuts nothing.
+      if (!mayAdopt()) throw new AuditError(AuditErrorCode.NOT_LEADER, 'this node no longer leads: the tier\'s entries were not adopted', { retryable: true });
       const diverted = await this.#divertWithin(context, seq);
       const count = await this.#applyWithin({ ...context, position: diverted.position }, entries, starts);
       return { ...diverted.result, adopted: count };
@@ -582,7 +598,13 @@ export class AuditStore {
     const chain = this.#chain as RecordChain;
     let head: ChainHead | undefined = chain.enabled ? await this.#chainHeadAt(seq - 1) : undefined;
     let expected = seq;
+    let sinceYield = 0;
     for (const bytes of entries) {
+      // Hashing up to 200,000 entries in one go would hold the event loop for seconds (lease renewals among what waits).
+      if (++sinceYield === WRITER_YIELD_EVENTS) {
+        sinceYield = 0;
+        await yieldToEventLoop();
+      }
       const entry = readReplicatedEntry(bytes);
       if (entry.seq !== expected) throw new TypeError(`adopted entries must run from seq ${seq} without a gap: seq ${entry.seq} where ${expected} was due`);
       expected++;
@@ -597,7 +619,11 @@ export class AuditStore {
     const chain = this.#chain as RecordChain;
     const result: DivertResult = { moved: 0, terms: {} };
     if (seq > position.lastSeq) return { result, position };
-    const suffix = await this.#readSeqRange(seq - 1, Number.MAX_SAFE_INTEGER);
+    // Read whole or not at all: a suffix cut short would leave entries behind that the log end no longer counts.
+    if (position.lastSeq - seq + 1 > DIVERT_ENTRIES_MAX) {
+      throw new AuditError(AuditErrorCode.STORE_WRITE_FAILED, `cutting the log at seq ${seq} would move ${position.lastSeq - seq + 1} entries to the outbox, more than ${DIVERT_ENTRIES_MAX} at once; nothing was cut`);
+    }
+    const suffix = await this.#readSeqRange(seq - 1, DIVERT_ENTRIES_MAX);
     const ops: Array<{ type: 'put'; key: string; value: string } | { type: 'del'; key: string }> = [];
     const index = this.#openIndex();
     const sink: IndexSink = { put: (key, value) => ops.push({ type: 'put', key, value }), del: (key) => ops.push({ type: 'del', key }) };
@@ -636,6 +662,7 @@ export class AuditStore {
     days.commit();
     this.#tieredCountedThrough = tieredCountedThrough;
     this.#deleteVersion++;
+    this.#cuts++;
     runs.cutAfter(seq - 1);
     this.#tail.clear();
     chain.commit(head);

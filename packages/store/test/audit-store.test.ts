@@ -332,6 +332,8 @@ describe('AuditStore replication and outbox', () => {
     await expect(successor.adoptSuffix(7, suffix.slice(1), dead.termStarts(6))).rejects.toThrow('adopted entries must run from seq 7 without a gap: seq 8 where 7 was due');
     const altered = suffix.map((bytes, i) => (i === 2 ? Buffer.from(Buffer.from(bytes).toString('utf8').replace('"d9"', '"dX"')) : bytes));
     await expect(successor.adoptSuffix(7, altered, dead.termStarts(6))).rejects.toMatchObject({ code: AuditErrorCode.INTEGRITY_MISMATCH });
+    // A leader deposed while the entries were checked cuts nothing either.
+    await expect(successor.adoptSuffix(7, suffix, dead.termStarts(6), () => false)).rejects.toMatchObject({ code: AuditErrorCode.NOT_LEADER });
     expect({ position: successor.position, head: successor.chainHead }).toEqual(before);
     expect(successor.outboxCount).toBe(0);
     expect(cuts).toEqual([]);

@@ -1,5 +1,5 @@
 import type { TieredEvent } from '@auditlake/format';
-import { composeStoredEvent } from '@auditlake/integrity';
+import { composeStoredEvent, eraseRecordFields, integrityKindOf, parseErasureDetails, type ErasableField } from '@auditlake/integrity';
 import { readTieredSuffix, type TierSource, type Watermark } from '@auditlake/lake';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import type { AuditStore, TermStart } from '@auditlake/store';
@@ -20,6 +20,16 @@ export interface TierAdoption {
   moved: number;
 }
 
+/** What an adoption must know of the leader doing it. */
+export interface AdoptOptions {
+  /** The most entries it may read from the tier. */
+  entriesMax: number;
+  /** The term this leader leads: every adopted row must come from an earlier one. */
+  termNow: number;
+  /** Asked inside the store's exclusive step, right before anything is cut: false (no longer leading) refuses. */
+  mayAdopt: () => boolean;
+}
+
 /**
  * Makes the log hold what the tier holds through `watermark`, as a standby takes its leader's
  * log: the tier is the record of a log that tiered entries this log lacks (a leader that died
@@ -29,9 +39,11 @@ export interface TierAdoption {
  * store replace what follows with the tier's rows, checked against this log's chain, and move
  * its own entries from there to the outbox so they are ordered again after them. Seqs then
  * mean the same events in the log and the tier again, and the sweep goes on from the watermark.
- * Throws AUDIT_TIER_TARGET_UNUSABLE when more than `entriesMax` entries would have to be read.
+ * Throws AUDIT_TIER_TARGET_UNUSABLE when more than `entriesMax` entries would have to be read,
+ * or a row comes from a term not before this leader's (no honest tier holds one).
  */
-export async function adoptTierSuffix(store: AuditStore, source: TierSource, watermark: Watermark, entriesMax: number): Promise<TierAdoption> {
+export async function adoptTierSuffix(store: AuditStore, source: TierSource, watermark: Watermark, options: AdoptOptions): Promise<TierAdoption> {
+  const entriesMax = options.entriesMax;
   const top = watermark.seq;
   const shorter = Math.min(store.position.lastSeq, top);
   let from = Math.max(0, shorter - FIRST_LOOK_ENTRIES);
@@ -44,7 +56,7 @@ export async function adoptTierSuffix(store: AuditStore, source: TierSource, wat
     }
     const rows = await readTieredSuffix(source, from, top);
     const common = await lastAgreeing(store, rows, from, shorter);
-    if (common !== undefined || from === 0) return adopt(store, rows.slice((common ?? 0) - from), common ?? 0);
+    if (common !== undefined || from === 0) return adopt(store, rows.slice((common ?? 0) - from), common ?? 0, options);
     from = Math.max(0, shorter - 2 * (shorter - from));
   }
 }
@@ -65,16 +77,49 @@ function agrees(entry: { eventId: string; term: number; chainHash?: string | und
   return entry.term === row.term && entry.eventId === row.eventId;
 }
 
-async function adopt(store: AuditStore, rows: readonly TieredEvent[], commonSeq: number): Promise<TierAdoption> {
+async function adopt(store: AuditStore, rows: readonly TieredEvent[], commonSeq: number, options: AdoptOptions): Promise<TierAdoption> {
   // The log holds the tier's record through its watermark already: nothing of its own is moved.
   if (rows.length === 0) return { commonSeq, adopted: 0, moved: 0 };
+  const erased = erasedByAdoptedRecords(rows);
   const starts: TermStart[] = [];
-  const entries = rows.map((row) => {
+  const entries: Buffer[] = [];
+  for (const [i, row] of rows.entries()) {
+    if (i % ADOPT_YIELD_ROWS === ADOPT_YIELD_ROWS - 1) await new Promise<void>((resolve) => setImmediate(resolve));
     const seq = row.seq as number;
     const term = row.term as number;
+    // A row from a term not before this leader's is no record of a log this one succeeded.
+    if (term >= options.termNow) throw new AuditError(AuditErrorCode.TIER_TARGET_UNUSABLE, `the tier's row at seq ${seq} has term ${term}, not before this leader's term ${options.termNow}`);
     if (starts.at(-1)?.term !== term) starts.push({ firstSeq: seq, term });
-    return Buffer.from(composeStoredEvent({ ...row, seq, term }), 'utf8');
-  });
-  const result = await store.adoptSuffix(commonSeq + 1, entries, starts);
+    // The tier's rows may still hold values an adopted erasure record names (its leader died before rewriting them).
+    const fields = erased.get(`${seq} ${row.eventId}`);
+    const stored = fields === undefined ? row : (eraseRecordFields(row, [...fields]) ?? row);
+    entries.push(Buffer.from(composeStoredEvent({ ...stored, seq, term }), 'utf8'));
+  }
+  const result = await store.adoptSuffix(commonSeq + 1, entries, starts, options.mayAdopt);
   return { commonSeq, adopted: result.adopted, moved: result.moved };
+}
+
+/** Rows composed between turns of the event loop (an adoption may compose 200,000). */
+const ADOPT_YIELD_ROWS = 2_000;
+
+/** The fields each adopted erasure record names among the rows before it: `${seq} ${eventId}` → fields. */
+function erasedByAdoptedRecords(rows: readonly TieredEvent[]): Map<string, Set<ErasableField>> {
+  const erased = new Map<string, Set<ErasableField>>();
+  for (const row of rows) {
+    if (integrityKindOf(row.source, row.action) !== 'erase') continue;
+    let details;
+    try {
+      details = parseErasureDetails(row.details);
+    } catch {
+      continue; // not an erasure the store applies either
+    }
+    for (const ref of details.records) {
+      if (ref.seq >= (row.seq as number)) continue;
+      const key = `${ref.seq} ${ref.eventId}`;
+      const fields = erased.get(key) ?? new Set<ErasableField>();
+      for (const field of details.fields) fields.add(field);
+      erased.set(key, fields);
+    }
+  }
+  return erased;
 }

@@ -352,8 +352,11 @@ export class TierSweeper {
       ...(this.#options.encoder ? { encoder: this.#options.encoder } : {}),
       ...(this.#options.onStep ? { onStep: this.#options.onStep } : {}),
     };
-    await this.#applyParquetErasures(context, settings.tierParquetPath);
+    // Before any erasure pass: the pending records come from this log, which must hold the location's entries.
     await this.#checkWatermarkInLog(watermark, settings.tierParquetPath, () => new ParquetTierSource(connections, { mode: 'parquet', path: settings.tierParquetPath, connectionId: settings.tierConnectionId }));
+    // An adoption just brought erasure records the location committed and may not have applied.
+    if (this.#adopted !== undefined) this.#parquetErasuresPending = await pendingParquetErasures({ objects, location }, await store.erasureRecordSeqs(0, watermark.seq));
+    await this.#applyParquetErasures(context, settings.tierParquetPath);
     const next = await this.#nextBatch(watermark);
     const { batch } = next;
     if (batch.length === 0) {
@@ -438,11 +441,14 @@ export class TierSweeper {
       this.#namespaces.add(term, namespaceKey);
     }
     const context = this.#tableContext(objects, table, settings, term);
-    // Erasures the table holds but has not applied yet (a pass stopped by a crash) go first.
-    const loaded = await this.#applyErasures(context, await this.#currentTable(target, objects, table));
+    const current = await this.#currentTable(target, objects, table);
     // The table's snapshot summary is the source of truth for where tiering stopped.
-    const watermark = laterWatermark(await this.watermark(), tableWatermark(loaded) ?? ZERO_WATERMARK);
+    const watermark = laterWatermark(await this.watermark(), tableWatermark(current) ?? ZERO_WATERMARK);
+    // Before any erasure pass: one run on a log that lacks the table's entries would find none
+    // of their erasure records and still move the table's erasure cursor past them.
     await this.#checkWatermarkInLog(watermark, table.identifier, () => new IcebergTierSource(connections, table));
+    // Erasures the table holds but has not applied yet (a pass stopped by a crash, or records an adoption just brought) go first.
+    const loaded = await this.#applyErasures(context, current);
     const prefetched = this.#takePrefetch(target, watermark.seq);
     const next = prefetched ? await prefetched.next : await this.#nextBatch(watermark);
     const { batch } = next;
@@ -523,7 +529,12 @@ export class TierSweeper {
     if (!this.#options.isLeader()) throw unusable('this node no longer leads, so it does not take the tier\'s entries into its log');
     const source = tier();
     try {
-      const adoption = await adoptTierSuffix(store, source, watermark, this.#options.adoptEntriesMax ?? TIER_ADOPTION_ENTRIES_MAX);
+      const term = this.#options.term();
+      const adoption = await adoptTierSuffix(store, source, watermark, {
+        entriesMax: this.#options.adoptEntriesMax ?? TIER_ADOPTION_ENTRIES_MAX,
+        termNow: term,
+        mayAdopt: () => this.#options.isLeader() && this.#options.term() === term,
+      });
       this.#adopted = { ...adoption, target, throughSeq: watermark.seq };
       this.#prefetch = undefined;
       this.#options.log.warn(

@@ -3,8 +3,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { IcebergTierSource, ParquetTierSource, S3Connections, currentManifests, loadIcebergTable, readTieredSuffix, resolveIcebergTable } from '@auditlake/lake';
-import { chainHash } from '@auditlake/integrity';
-import { defaultSettings, parseSettings, resolveConfig, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
+import { chainHash, erasureDetailsChunks } from '@auditlake/integrity';
+import { readWholeAuditParquet } from '@auditlake/format';
+import { defaultSettings, encodeEvent, INTEGRITY_ACTIONS, parseSettings, resolveConfig, SELF_SOURCE, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
 import { AuditStore } from '@auditlake/store';
 import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
@@ -227,6 +228,18 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     return (await readTieredSuffix(source, 0, throughSeq)).map((row) => row.eventId);
   }
 
+  /** The `query` of every tiered row, in seq order. */
+  async function tieredQueries(mode: keyof typeof modes, target: EffectiveSettings): Promise<string[]> {
+    const source =
+      mode === 'parquet'
+        ? new ParquetTierSource(connections, { mode: 'parquet', path: target.tierParquetPath, connectionId: 's3' })
+        : new IcebergTierSource(connections, resolveIcebergTable(target.tierIcebergTable, catalogs));
+    onTestFinished(() => source.close());
+    const rows = [];
+    for (const file of await source.listFiles()) rows.push(...(await readWholeAuditParquet(await source.open(file))));
+    return rows.sort((x, y) => (x.seq ?? 0) - (y.seq ?? 0)).map((row) => row.query);
+  }
+
   /** Orders the outbox's events in `term` and empties it, as a leader's forwarder does. */
   async function orderOutbox(store: AuditStore, term: number): Promise<number> {
     const entries = await store.readOutbox(1000);
@@ -316,6 +329,54 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     // The first log's 20 events are all the tier holds.
     const again = testSweeper({ store: first, connections, catalogs, settings: () => target });
     expect(await again.sweep()).toBe('nothing-to-tier');
+  });
+
+  it.each(['parquet', 'iceberg'] as const)('%s: an erasure the dead leader committed but never applied to the tier is applied to the adopted rows and then to the tier', async (mode) => {
+    const target = modes[mode](`erased_${mode}`);
+    const dead = await storeWith(0, 10, Date.now() - 2 * HOUR_MS);
+    await dead.append([{ ...ev(1), query: 'SELECT secret' }, ev(2)]);
+    const a = testSweeper({ store: dead, connections, catalogs, settings: () => target });
+    expect(await a.sweep()).toBe('tiered');
+    // The dead leader records the erasure of e1's query, commits it to the tier, and dies before rewriting the row.
+    const [details] = erasureDetailsChunks(['query'], [{ eventId: 'e1', seq: 1 }]);
+    await dead.appendEncoded([encodeEvent({ eventId: 'erase-e1', userId: 'admin', source: SELF_SOURCE, action: INTEGRITY_ACTIONS.erase, resource: 'events:1', decision: '', tables: [], query: '', details: details as string, timestamp: Date.UTC(2026, 0, 2) })]);
+    await a.close();
+    const dies = testSweeper({
+      store: dead,
+      connections,
+      catalogs,
+      settings: () => target,
+      onStep: () => {
+        throw new Error('the leader died here');
+      },
+    });
+    expect(await dies.sweep()).toBe('failed');
+    expect(await tieredQueries(mode, target)).toEqual(['SELECT secret', '', '']);
+    await dies.close();
+
+    // A successor that holds nothing (its data was lost) adopts the tier.
+    const successor = await storeWith(0);
+    const b = testSweeper({ store: successor, connections, catalogs, settings: () => target, term: () => 2 });
+    expect(await b.sweep()).toBe('failed');
+    expect((await b.adoptTier(3)).adopted).toMatchObject({ commonSeq: 0, adopted: 3 });
+    // The adopted row holds the marker, not the value, and the next sweep rewrites the tier's row.
+    expect((await successor.getByEventId('e1'))?.query).toBe('[erased by auditlake]');
+    expect(await b.sweep()).toBe('nothing-to-tier');
+    expect(await tieredQueries(mode, target)).toEqual(['[erased by auditlake]', '', '']);
+  });
+
+  it('refuses, and changes nothing, to adopt rows of a term not before its own (no honest tier holds them)', async () => {
+    const target = modes.parquet('ownterm_parquet');
+    const first = await storeWith(20, 10, Date.now() - 2 * HOUR_MS);
+    const a = testSweeper({ store: first, connections, catalogs, settings: () => target });
+    expect(await a.sweep()).toBe('tiered');
+    await a.close();
+    const second = await storeWith(5, 10);
+    const term = first.termAt(20);
+    const b = testSweeper({ store: second, connections, catalogs, settings: () => target, term: () => term });
+    expect(await b.adoptTier(20)).toMatchObject({ adopted: undefined, outcome: 'failed', error: expect.stringContaining(`has term ${term}, not before this leader's term ${term}`) as unknown });
+    expect(second.position.lastSeq).toBe(5);
+    expect(second.outboxCount).toBe(0);
   });
 
   it('after an adoption the next scheduled sweep is due at once, not after the failed sweeps\' backoff', async () => {
