@@ -284,8 +284,9 @@ export class TieringService {
     const effective = this.#settings.effective;
     const backlog = await this.#store.countAfter(status.watermark.seq);
     const deferred = effective.tierMode === 'none' ? 0 : await this.#deferred.read({ nowMs: Date.now(), retentionMs: effective.retentionDays * DAY_MS, watermarkSeq: status.watermark.seq });
-    const sources = this.#store.sourceLedger();
-    const ledger = { sources: sources.length, sourcesWithGaps: sources.filter((source) => source.missing > 0).length, missing: sources.reduce((n, source) => n + source.missing, 0) };
+    // Totals the ledger keeps as events arrive: no entry is built.
+    const { sources, sourcesWithGaps, missing } = this.#store.sourceLedgerSummary();
+    const ledger = { sources, sourcesWithGaps, missing };
     // Standbys holding tiering back: those the lowest of them holds no more than, while the log goes further.
     const held = this.#membership.heldByStandbys();
     const heldByStandbys = held !== undefined && held.throughSeq < this.#store.position.lastSeq ? held : null;

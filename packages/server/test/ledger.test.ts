@@ -1,8 +1,10 @@
 // Goal: GET /admin/audit/ledger tells, per source that counts its events (sourceSeq), what
 // arrived: the highest sourceSeq reached without a hole and the holes as ranges; and per day
 // and source how many events were received, are stored, are tiered and were pruned; admins
-// only; a bad parameter is a 400 naming it; tierStatus sums it up.
-import { dayOf } from '@auditlake/store';
+// only; a bad parameter is a 400 naming it; tierStatus sums it up. A flood of new sources is
+// tracked up to the ledger's bound and counted together past it, in the answer, tierStatus
+// and /metrics alike.
+import { DAY_LEDGER_SOURCES_MAX, LEDGER_SOURCES_MAX, OTHER_SOURCES, dayOf } from '@auditlake/store';
 import { describe, expect, it } from 'vitest';
 import { FAST_TIERING, externalS3, postSettings, waitUntilTiered } from './tier-helpers.js';
 import { event, INGEST_TOKEN, startTestNode } from './test-node.js';
@@ -24,6 +26,7 @@ describe('GET /admin/audit/ledger', () => {
       ],
       sourcesWithGaps: 1,
       missing: 3,
+      otherSourceEvents: 0,
       days: expect.any(Array),
     });
     const tierStatus = async () => ((await (await t.request('/admin/audit/settings')).json()) as { tierStatus: { ledger: unknown } }).tierStatus.ledger;
@@ -90,6 +93,9 @@ describe('the ledger per day', () => {
     ['?from=2026-11-03&to=2026-11-02', /^parameter from must not be after to: 2026-11-03 > 2026-11-02$/],
     ['?form=2026-11-02', /^unknown parameter: form \(known: sourceId, from, to\)$/],
     ['?from=2026-11-02&from=2026-11-03', /^parameter from must be given once/],
+    // A time past the last an event may have names no day (it was a 500).
+    ['?from=9007199254740991', /^parameter from must be a time from 0 to 253402300799999 \(9999-12-31T23:59:59\.999Z\): 9007199254740991$/],
+    ['?to=253402300800000', /^parameter to must be a time from 0 to 253402300799999 \(9999-12-31T23:59:59\.999Z\): 253402300800000$/],
   ];
   for (const [query, message] of refusals) {
     it(`refuses ${query} with 400 naming the problem`, async () => {
@@ -107,6 +113,36 @@ describe('the ledger in /metrics', () => {
     expect((await t.ingest([1, 2, 5].map((s) => event({ eventId: `m${s}`, sourceId: 'plugin-m', sourceSeq: s })))).status).toBe(200);
     const text = await (await t.request('/metrics', { token: null })).text();
     expect(text).toMatch(/^auditlake_ledger_missing_source_seqs 2$/m);
+    expect(text).toMatch(/^auditlake_ledger_sources_with_gaps 1$/m);
+  });
+});
+
+describe('the ledger under a flood of sources', () => {
+  it('tracks sources up to its bound and counts the rest together, in the answer, tierStatus and /metrics', async () => {
+    expect(DAY_LEDGER_SOURCES_MAX).toBe(LEDGER_SOURCES_MAX);
+    const t = await startTestNode();
+    const ts = Date.now();
+    // A source with a hole, then one new source per event, 20 past the bound.
+    expect((await t.ingest([1, 3].map((s) => event({ eventId: `h${s}`, ts, sourceId: 'honest', sourceSeq: s })))).status).toBe(200);
+    const flood = Array.from({ length: LEDGER_SOURCES_MAX + 19 }, (_, i) => event({ eventId: `f${i}`, ts, sourceId: `flood-${String(i).padStart(6, '0')}`, sourceSeq: 1 }));
+    for (let i = 0; i < flood.length; i += 5_000) expect((await t.ingest(flood.slice(i, i + 5_000))).status).toBe(200);
+    type Ledger = { sources: unknown[]; sourcesWithGaps: number; missing: number; otherSourceEvents: number; days: Array<{ day: string; sourceId: string | null; source: string | null; received: number }> };
+    const ledger = (await (await t.request('/admin/audit/ledger')).json()) as Ledger;
+    expect(ledger.sources).toHaveLength(LEDGER_SOURCES_MAX);
+    expect(ledger).toMatchObject({ sourcesWithGaps: 1, missing: 1, otherSourceEvents: 20 });
+    // The day's rows: as many sources as the bound (the node's own records may be one of them),
+    // the rest in its overflow row; their events all counted.
+    const day = ledger.days.filter((row) => row.day === dayOf(ts));
+    const sourceRows = day.filter((row) => row.source !== null);
+    expect(sourceRows).toHaveLength(DAY_LEDGER_SOURCES_MAX);
+    const folded = 1 + flood.length - sourceRows.filter((row) => row.source !== 'auditlake').length;
+    expect(folded).toBeGreaterThanOrEqual(20);
+    expect(day.filter((row) => row.source === null)).toEqual([{ day: dayOf(ts), sourceId: OTHER_SOURCES, source: null, received: folded, stored: folded, tiered: 0, pruned: 0 }]);
+    expect(day.filter((row) => row.source !== 'auditlake').reduce((n, row) => n + row.received, 0)).toBe(flood.length + 2);
+    const tierStatus = ((await (await t.request('/admin/audit/settings')).json()) as { tierStatus: { ledger: unknown } }).tierStatus.ledger;
+    expect(tierStatus).toEqual({ sources: LEDGER_SOURCES_MAX, sourcesWithGaps: 1, missing: 1 });
+    const text = await (await t.request('/metrics', { token: null })).text();
+    expect(text).toMatch(/^auditlake_ledger_missing_source_seqs 1$/m);
     expect(text).toMatch(/^auditlake_ledger_sources_with_gaps 1$/m);
   });
 });

@@ -38,8 +38,8 @@ import { TermRuns, parseTermRun, termRunKey, termRunValue, type TermRun, type Te
 import { headOf, RecordChain, type ChainHead, type IntegrityEntry } from './record-chain.js';
 import { addIntegrityPuts, type RegisteredKey } from './integrity-index.js';
 import { PrunedRanges, type PrunedRange } from './pruned-ranges.js';
-import { DAY_LEDGER_PREFIX, DayLedger, type DayLedgerRow } from './day-ledger.js';
-import { SOURCE_LEDGER_PREFIX, SourceLedger, type SourceLedgerEntry } from './source-ledger.js';
+import { DayLedger, type DayLedgerRow } from './day-ledger.js';
+import { SourceLedger, type SourceLedgerEntry, type SourceLedgerSummary } from './source-ledger.js';
 import { integrityKindOf } from '@auditlake/integrity';
 
 /**
@@ -238,7 +238,7 @@ export class AuditStore {
   /** Per source, the sourceSeqs received (the completeness ledger). */
   #ledger = new SourceLedger();
   /** Per day and source, the events received, pruned and tiered (the ledger's counts). */
-  #days = new DayLedger();
+  readonly #days: DayLedger;
   /** Every received event with a seq up to this is counted as tiered in #days (or was cut since). */
   #tieredCountedThrough = 0;
 
@@ -247,6 +247,8 @@ export class AuditStore {
     this.#options = options;
     this.#tail = new LogTail(options.logTailBytes ?? 0);
     this.#db = new Level<string, string>(options.location, { keyEncoding: 'utf8', valueEncoding: 'utf8', ...LEVELDB_TUNING, cacheSize: options.cacheBytes ?? BLOCK_CACHE_BYTES });
+    // Read from LevelDB as needed: nothing of it is loaded at open.
+    this.#days = new DayLedger(this.#db);
   }
 
   /** Opens (creating if needed) the store at `options.location`. */
@@ -264,8 +266,7 @@ export class AuditStore {
     const position = await store.#readPosition();
     store.#chain = new RecordChain(options.chain ?? true, await store.#readChainHead(position.lastSeq));
     store.#pruned = new PrunedRanges(JSON.parse((await store.#db.get(PRUNED_RANGES_KEY)) ?? '[]') as PrunedRange[]);
-    store.#ledger = new SourceLedger(await store.#db.iterator({ gte: SOURCE_LEDGER_PREFIX, lt: prefixEnd(SOURCE_LEDGER_PREFIX) }).all());
-    store.#days = new DayLedger(await store.#db.iterator({ gte: DAY_LEDGER_PREFIX, lt: prefixEnd(DAY_LEDGER_PREFIX) }).all());
+    store.#ledger = await SourceLedger.load(store.#db);
     for (const [key, value] of await store.#db.iterator({ gte: PREFIX.meta, lt: prefixEnd(PREFIX.meta) }).all()) store.#metaText.set(key.slice(PREFIX.meta.length), value);
     await backfillLedger(store.#db, store.#ledger, store.#days);
     store.#tieredCountedThrough = Number((await store.#db.get(TIERED_COUNTED_THROUGH_KEY)) ?? 0);
@@ -525,6 +526,7 @@ export class AuditStore {
       }
       text.putChanged(batch);
       ledger.putChanged(batch);
+      await days.prepare();
       days.putChanged(batch);
       if (last !== undefined && chain.enabled) {
         await addIntegrityPuts(db, batch, integrity, { index, newTables });
@@ -656,6 +658,7 @@ export class AuditStore {
     // The chain head goes back with the log: the next entry must chain to the one at seq - 1.
     const head = await this.#chainHeadAt(seq - 1);
     ops.push({ type: 'put', key: CHAIN_HEAD_KEY, value: JSON.stringify({ seq: seq - 1, hash: head.hash }) });
+    await days.prepare();
     days.putChanged({ put: (key, value) => ops.push({ type: 'put', key, value }) });
     ops.push({ type: 'put', key: TIERED_COUNTED_THROUGH_KEY, value: String(tieredCountedThrough) });
     await db.batch(ops, { sync: true });
@@ -908,6 +911,7 @@ export class AuditStore {
         // after it was read here (the rewrite would bring it back without its other keys),
         // and the counts are added to rows no other batch changes meanwhile.
         await this.#openWriter().exclusive(async () => {
+          await days.prepare();
           days.putChanged(batch);
           await batch.write({ sync: false });
           days.commit();
@@ -1043,10 +1047,20 @@ export class AuditStore {
   }
 
   /**
+   * The completeness ledger summed up — sources tracked, those with holes, sourceSeqs missing,
+   * events of the sources past the tracked ones — kept as events arrive, so reading it builds
+   * no entry (a /metrics scrape reads it).
+   */
+  sourceLedgerSummary(): SourceLedgerSummary {
+    this.#openWriter();
+    return this.#ledger.summary();
+  }
+
+  /**
    * The completeness ledger's counts per day and source: received, stored, tiered and pruned
    * (day-ledger.ts). `tiered` is as of the last countTieredThrough.
    */
-  dayLedger(filter: { fromDay?: string; toDay?: string; sourceId?: string } = {}): DayLedgerRow[] {
+  async dayLedger(filter: { fromDay?: string; toDay?: string; sourceId?: string } = {}): Promise<DayLedgerRow[]> {
     this.#openWriter();
     return this.#days.rows(filter);
   }
@@ -1084,6 +1098,7 @@ export class AuditStore {
         }
         if (coversSeq) through = target;
         const batch = db.batch();
+        await days.prepare();
         days.putChanged(batch);
         batch.put(TIERED_COUNTED_THROUGH_KEY, String(through));
         await batch.write({ sync: false });

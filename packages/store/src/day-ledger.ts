@@ -1,3 +1,4 @@
+import type { Level } from 'level';
 import { SOURCE_ID_KEY, SOURCE_KEY, stringFieldOfJson } from './json-field.js';
 
 /**
@@ -7,15 +8,22 @@ import { SOURCE_ID_KEY, SOURCE_KEY, stringFieldOfJson } from './json-field.js';
  * events without a sourceId count under their `source` alone. The counts change in the same
  * LevelDB batch as what they count (an append, an apply, a prune, a cut suffix, a tiering
  * count), so a crash keeps both or neither.
+ *
+ * Bounded: a day keeps at most DAY_LEDGER_SOURCES_MAX sources' rows; the events of further
+ * sources of that day count together in the day's overflow row (sourceId `*`, source null), so
+ * the day's totals stay exact. The rows live in LevelDB; memory holds only the rows changed
+ * last (DAY_LEDGER_CACHED_ROWS) and how many rows the days changed last have, whatever the
+ * number of days the events' times name.
  */
 
 /** One day of one source, as GET /admin/audit/ledger answers it. */
 export interface DayLedgerRow {
   /** `YYYY-MM-DD`, UTC, of the events' time. */
   day: string;
-  /** The events' sourceId; null for events sent without one. */
+  /** The events' sourceId; null for events sent without one; `*` in the day's overflow row. */
   sourceId: string | null;
-  source: string;
+  /** The events' source; null only in the day's overflow row (every event has a source). */
+  source: string | null;
   /** Events this log received and ordered (a duplicate eventId is not received twice). */
   received: number;
   /** Received and still in the local store: received − pruned. */
@@ -31,17 +39,53 @@ export type DayCount = 'received' | 'pruned' | 'tiered';
 interface Row {
   day: string;
   sourceId: string | null;
-  source: string;
+  source: string | null;
   received: number;
   pruned: number;
   tiered: number;
 }
 
+/**
+ * Most sources (sourceId with source) one day keeps a row for. Past it, that day's events of
+ * further sources are counted in its overflow row: a holder of an ingest token varying
+ * `source` or `sourceId` with every event would otherwise add a row per event.
+ */
+export const DAY_LEDGER_SOURCES_MAX = 10_000;
+
+/** The sourceId of a day's overflow row (its source is null, which no event's is). */
+export const OTHER_SOURCES = '*';
+
+/**
+ * Rows kept in memory, the ones changed or read for a change last; any other is read from
+ * LevelDB when a batch changes it. Varying the event time adds a day (and a row) per event:
+ * memory must not hold them all.
+ */
+export const DAY_LEDGER_CACHED_ROWS = 20_000;
+
+/** Days whose number of rows is kept in memory; another day's is counted from LevelDB when it gets a new row. */
+const CACHED_DAYS = 2_000;
+
 /** Key of one day's counts of one source: the day first, so a window is a key range. */
 export const DAY_LEDGER_PREFIX = 'y!';
 
-function rowKey(day: string, sourceId: string | null, source: string): string {
+function rowKey(day: string, sourceId: string | null, source: string | null): string {
   return `${DAY_LEDGER_PREFIX}${day}!${JSON.stringify([sourceId, source])}`;
+}
+
+function otherKey(day: string): string {
+  return rowKey(day, OTHER_SOURCES, null);
+}
+
+/** The first key of a day's rows, and the first key after them ('!' + 1 = '"'). */
+function dayRange(day: string): { gte: string; lt: string } {
+  return { gte: `${DAY_LEDGER_PREFIX}${day}!`, lt: `${DAY_LEDGER_PREFIX}${day}"` };
+}
+
+function parseRow(key: string, value: string): Row {
+  const dayEnd = key.indexOf('!', DAY_LEDGER_PREFIX.length);
+  const [sourceId, source] = JSON.parse(key.slice(dayEnd + 1)) as [string | null, string | null];
+  const [received, pruned, tiered] = JSON.parse(value) as [number, number, number];
+  return { day: key.slice(DAY_LEDGER_PREFIX.length, dayEnd), sourceId, source, received, pruned, tiered };
 }
 
 const DAY_MS = 86_400_000;
@@ -59,51 +103,108 @@ interface PutSink {
   put(key: string, value: string): unknown;
 }
 
-/** Every day's counts of every source, as this log holds them. */
-export class DayLedger {
-  readonly #rows = new Map<string, Row>();
+type Db = Level<string, string>;
 
-  constructor(stored: Iterable<[key: string, value: string]> = []) {
-    for (const [key, value] of stored) {
-      const [sourceId, source] = JSON.parse(key.slice(key.indexOf('!', DAY_LEDGER_PREFIX.length) + 1)) as [string | null, string];
-      const [received, pruned, tiered] = JSON.parse(value) as [number, number, number];
-      this.#rows.set(key, { day: key.slice(DAY_LEDGER_PREFIX.length, key.indexOf('!', DAY_LEDGER_PREFIX.length)), sourceId, source, received, pruned, tiered });
-    }
+/** A bounded map that forgets the entry used longest ago. */
+class Recent<V> {
+  readonly #map = new Map<string, V>();
+  readonly #max: number;
+
+  constructor(max: number) {
+    this.#max = max;
   }
 
-  /** Changes of one batch: put into it, and made visible by commit() once it is written. */
+  get(key: string): V | undefined {
+    const value = this.#map.get(key);
+    if (value !== undefined) {
+      this.#map.delete(key);
+      this.#map.set(key, value);
+    }
+    return value;
+  }
+
+  set(key: string, value: V): void {
+    this.#map.delete(key);
+    this.#map.set(key, value);
+    if (this.#map.size > this.#max) this.#map.delete(this.#map.keys().next().value as string);
+  }
+
+  get size(): number {
+    return this.#map.size;
+  }
+}
+
+/** What a change reads from and gives back to its ledger. */
+interface LedgerState {
+  db: Db;
+  rows: Recent<Row>;
+  dayRows: Recent<number>;
+}
+
+/** Every day's counts of every source, as this log holds them (in LevelDB, the rows changed last also in memory). */
+export class DayLedger {
+  readonly #state: LedgerState;
+
+  constructor(db: Db) {
+    this.#state = { db, rows: new Recent(DAY_LEDGER_CACHED_ROWS), dayRows: new Recent(CACHED_DAYS) };
+  }
+
+  /** Changes of one batch: prepared and put into it, and made visible by commit() once it is written. */
   begin(): DayLedgerChange {
-    return new DayLedgerChange(this.#rows);
+    return new DayLedgerChange(this.#state);
+  }
+
+  /** Rows held in memory (for tests of the bound). */
+  get cachedRows(): number {
+    return this.#state.rows.size;
   }
 
   /** The rows of days from `fromDay` to `toDay` (both included), optionally of one sourceId, by day then source. */
-  rows(filter: { fromDay?: string; toDay?: string; sourceId?: string } = {}): DayLedgerRow[] {
+  async rows(filter: { fromDay?: string; toDay?: string; sourceId?: string } = {}): Promise<DayLedgerRow[]> {
+    const range = {
+      gte: filter.fromDay === undefined ? DAY_LEDGER_PREFIX : dayRange(filter.fromDay).gte,
+      lt: filter.toDay === undefined ? `${DAY_LEDGER_PREFIX.slice(0, -1)}"` : dayRange(filter.toDay).lt,
+    };
     const picked: Array<[key: string, row: Row]> = [];
-    for (const [key, row] of this.#rows) {
-      if (filter.fromDay !== undefined && row.day < filter.fromDay) continue;
-      if (filter.toDay !== undefined && row.day > filter.toDay) continue;
+    for await (const [key, value] of this.#state.db.iterator(range)) {
+      const row = parseRow(key, value);
       if (filter.sourceId !== undefined && row.sourceId !== filter.sourceId) continue;
       if (row.received === 0 && row.pruned === 0 && row.tiered === 0) continue;
       picked.push([key, row]);
     }
-    // Key order: day first, then source.
+    // Key order as JavaScript compares strings: day first, then source.
     picked.sort((a, b) => (a[0] < b[0] ? -1 : 1));
     return picked.map(([, row]) => ({ day: row.day, sourceId: row.sourceId, source: row.source, received: row.received, stored: row.received - row.pruned, tiered: row.tiered, pruned: row.pruned }));
   }
 }
 
+/** Days whose rows prepare() counts at once (side by side on LevelDB's threads). */
+const COUNT_DAYS_AT_ONCE = 64;
+
+/** How many rows of sources a day stores (its overflow row not counted), up to the bound. */
+async function countDayRows(db: Db, day: string): Promise<number> {
+  const other = otherKey(day);
+  const keys = await db.keys({ ...dayRange(day), limit: DAY_LEDGER_SOURCES_MAX + 1 }).all();
+  return Math.min(DAY_LEDGER_SOURCES_MAX, keys.filter((key) => key !== other).length);
+}
+
 /**
  * The counts one batch changes, kept as differences: they are added to the rows as they are
- * when the batch is put together (inside the writer's queue), so a change counted while other
- * batches were written never writes back a stale row.
+ * when the batch is put together (prepare() and putChanged(), both inside the writer's queue),
+ * so a change counted while other batches were written never writes back a stale row.
  */
 export class DayLedgerChange {
-  readonly #rows: Map<string, Row>;
+  readonly #state: LedgerState;
+  /** The differences, by the row the events name. */
   readonly #deltas = new Map<string, Row>();
+  /** By the row they go to (the day's overflow row past its bound), with that row as stored. */
+  #targets: Map<string, { delta: Row; current: Row | undefined }> | undefined;
+  /** Rows per day after this change, for the days it reads or adds rows of. */
+  #dayRows = new Map<string, number>();
   readonly #written = new Map<string, Row>();
 
-  constructor(rows: Map<string, Row>) {
-    this.#rows = rows;
+  constructor(state: LedgerState) {
+    this.#state = state;
   }
 
   /** Counts one event given by its stored JSON (text or UTF-8 bytes) and its time. */
@@ -125,10 +226,83 @@ export class DayLedgerChange {
     row[count] += delta;
   }
 
-  /** Puts every changed row, as it is now plus this change, into the batch. */
-  putChanged(batch: PutSink): void {
+  /** The rows as stored (from memory, else LevelDB), undefined for those not stored. */
+  async #stored(keys: Iterable<string>): Promise<Map<string, Row | undefined>> {
+    const found = new Map<string, Row | undefined>();
+    const missing: string[] = [];
+    for (const key of keys) {
+      const row = this.#state.rows.get(key);
+      if (row === undefined) missing.push(key);
+      else found.set(key, row);
+    }
+    if (missing.length > 0) {
+      const values = await this.#state.db.getMany(missing);
+      missing.forEach((key, i) => {
+        const value = values[i];
+        found.set(key, value === undefined ? undefined : parseRow(key, value));
+      });
+    }
+    return found;
+  }
+
+  /**
+   * Reads the rows this change adds to, and sends the events of a source new to a day that has
+   * DAY_LEDGER_SOURCES_MAX rows already to that day's overflow row. Called right before
+   * putChanged, in the same turn of the writer's queue.
+   */
+  async prepare(): Promise<void> {
+    const stored = await this.#stored(this.#deltas.keys());
+    // How many rows each day that gets a new one has.
+    const newDays = new Set<string>();
+    for (const [key, delta] of this.#deltas) if (stored.get(key) === undefined) newDays.add(delta.day);
+    const dayRows = new Map<string, number>();
+    const uncounted: string[] = [];
+    for (const day of newDays) {
+      const rows = this.#state.dayRows.get(day);
+      if (rows === undefined) uncounted.push(day);
+      else dayRows.set(day, rows);
+    }
+    // A batch may name thousands of days (~45 µs each to count): a few dozen at a time.
+    for (let i = 0; i < uncounted.length; i += COUNT_DAYS_AT_ONCE) {
+      await Promise.all(uncounted.slice(i, i + COUNT_DAYS_AT_ONCE).map(async (day) => dayRows.set(day, await countDayRows(this.#state.db, day))));
+    }
+    const targets = new Map<string, { delta: Row; current: Row | undefined }>();
+    const overflowing: Row[] = [];
     for (const [key, delta] of this.#deltas) {
-      const current = this.#rows.get(key);
+      if (stored.get(key) === undefined) {
+        const rows = dayRows.get(delta.day) as number;
+        if (rows >= DAY_LEDGER_SOURCES_MAX) {
+          overflowing.push(delta);
+          continue;
+        }
+        dayRows.set(delta.day, rows + 1);
+      }
+      targets.set(key, { delta, current: stored.get(key) });
+    }
+    if (overflowing.length > 0) {
+      const others = await this.#stored(new Set(overflowing.map((delta) => otherKey(delta.day))));
+      for (const delta of overflowing) {
+        const key = otherKey(delta.day);
+        let target = targets.get(key);
+        if (target === undefined) {
+          target = { delta: { day: delta.day, sourceId: OTHER_SOURCES, source: null, received: 0, pruned: 0, tiered: 0 }, current: others.get(key) };
+          targets.set(key, target);
+        }
+        target.delta.received += delta.received;
+        target.delta.pruned += delta.pruned;
+        target.delta.tiered += delta.tiered;
+      }
+    }
+    this.#targets = targets;
+    this.#dayRows = dayRows;
+  }
+
+  /** Puts every changed row, as it is now plus this change, into the batch (after prepare()). */
+  putChanged(batch: PutSink): void {
+    if (this.#deltas.size === 0) return;
+    const targets = this.#targets;
+    if (targets === undefined) throw new TypeError('DayLedgerChange.putChanged before prepare()');
+    for (const [key, { delta, current }] of targets) {
       const row = { ...delta, received: delta.received + (current?.received ?? 0), pruned: delta.pruned + (current?.pruned ?? 0), tiered: delta.tiered + (current?.tiered ?? 0) };
       this.#written.set(key, row);
       batch.put(key, JSON.stringify([row.received, row.pruned, row.tiered]));
@@ -137,8 +311,11 @@ export class DayLedgerChange {
 
   /** After the batch was written: what it put becomes the ledger. */
   commit(): void {
-    for (const [key, row] of this.#written) this.#rows.set(key, row);
+    for (const [key, row] of this.#written) this.#state.rows.set(key, row);
+    for (const [day, rows] of this.#dayRows) this.#state.dayRows.set(day, rows);
     this.#written.clear();
     this.#deltas.clear();
+    this.#dayRows = new Map();
+    this.#targets = undefined;
   }
 }

@@ -14,7 +14,8 @@
  *   c!<seq:16>         → signed checkpoint    the checkpoint records of the log, by their seq (integrity)
  *   k!<keyId>          → {seq, key}           the public keys registered in the log (integrity)
  *   g!<sourceId>       → [[from, to], …]      the sourceSeqs received from each source (source-ledger.ts)
- *   y!<day>!<[sourceId, source]> → [received, pruned, tiered]   events per day and source (day-ledger.ts)
+ *   y!<day>!<[sourceId, source]> → [received, pruned, tiered]   events per day and source (day-ledger.ts);
+ *                                    `["*", null]` is the day's overflow row, past its source bound
  */
 
 /** Largest value a key field can hold: Number.MAX_SAFE_INTEGER fits in 14 hex digits. */

@@ -351,6 +351,8 @@ export class EventWriter {
       }
       this.#text.putChanged(batch);
       if (seq > this.#position.lastSeq && chain.enabled && integrity.length > 0) rewrote = await this.#indexIntegrity(batch, integrity, newTables);
+      // Reads the day rows the group adds to: before the term is asked again, so no wait follows it.
+      await days.prepare();
       // The group took its time and yielded: a node that lost its lease meanwhile, or won a
       // later term, must not write events stamped with the term it had when it began.
       const termNow = sequencer();

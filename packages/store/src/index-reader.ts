@@ -173,32 +173,59 @@ class ProbedSource implements SuffixSource {
   }
 }
 
-/** The (field, value) ranges a filter restricts to, besides time; a table substring is a union of ranges. */
-function indexedPredicates(filter: Omit<SearchFilter, 'limit'>, tableNames: Iterable<string>): Array<Array<{ field: IndexField; value: string }>> | 'none' {
+/**
+ * The (field, value) ranges a filter restricts to, besides time; a table substring is a union
+ * of ranges. `tableNames`: the dictionary's names containing the filter's table, at most
+ * TABLE_UNION_MAX + 1 of them (more than TABLE_UNION_MAX: the table index is not used).
+ */
+function indexedPredicates(filter: Omit<SearchFilter, 'limit'>, tableNames: readonly string[]): Array<Array<{ field: IndexField; value: string }>> | 'none' {
   const predicates: Array<Array<{ field: IndexField; value: string }>> = [];
   if (filter.user !== undefined) predicates.push([{ field: 'user', value: filter.user }]);
   if (filter.engine !== undefined) predicates.push([{ field: 'engine', value: filter.engine }]);
   if (filter.decision !== undefined && filter.decision !== UNINDEXED_DECISION) predicates.push([{ field: 'decision', value: filter.decision }]);
   if (filter.action === 'write') predicates.push([{ field: 'kind', value: 'w' }]);
   if (filter.table !== undefined) {
-    const table = filter.table;
-    const names: string[] = [];
-    for (const name of tableNames) {
-      if (!name.includes(table)) continue;
-      names.push(name);
-      if (names.length > TABLE_UNION_MAX) break;
-    }
     // No table by that name was ever indexed: nothing can match.
-    if (names.length === 0) return 'none';
-    if (names.length <= TABLE_UNION_MAX) predicates.push(names.map((value) => ({ field: 'table', value })));
+    if (tableNames.length === 0) return 'none';
+    if (tableNames.length <= TABLE_UNION_MAX) predicates.push(tableNames.map((value) => ({ field: 'table', value })));
   }
   return predicates;
 }
 
-/** Reads every name of the table dictionary (when the writer does not hold them all). */
-async function readTableNames(db: Db): Promise<string[]> {
-  const keys = await db.keys({ gte: TABLE_NAME_PREFIX, lt: prefixEnd(TABLE_NAME_PREFIX) }).all();
-  return keys.map((key) => key.slice(TABLE_NAME_PREFIX.length));
+/** Dictionary keys read from LevelDB at a time, when the writer does not hold every name. */
+const TABLE_NAMES_BATCH = 1024;
+
+/**
+ * The dictionary's names containing `table`, up to one more than TABLE_UNION_MAX: from the
+ * names the writer holds when they are all of them, else read from LevelDB in batches and
+ * dropped as they go (the dictionary past the writer's bounds may be far larger than memory
+ * should hold), stopping at the first name too many.
+ */
+async function tableNamesContaining(db: Db, knownTables: ReadonlySet<string> | undefined, table: string): Promise<string[]> {
+  const names: string[] = [];
+  if (knownTables !== undefined) {
+    for (const name of knownTables) {
+      if (!name.includes(table)) continue;
+      names.push(name);
+      if (names.length > TABLE_UNION_MAX) break;
+    }
+    return names;
+  }
+  const iterator = db.keys({ gte: TABLE_NAME_PREFIX, lt: prefixEnd(TABLE_NAME_PREFIX) });
+  try {
+    for (;;) {
+      const keys = await iterator.nextv(TABLE_NAMES_BATCH);
+      if (keys.length === 0) return names;
+      for (const key of keys) {
+        const name = key.slice(TABLE_NAME_PREFIX.length);
+        if (!name.includes(table)) continue;
+        names.push(name);
+        if (names.length > TABLE_UNION_MAX) return names;
+      }
+    }
+  } finally {
+    await iterator.close();
+  }
 }
 
 /** What an indexed search reads: the chosen index ranges, or the time range (undefined). */
@@ -230,7 +257,7 @@ export async function planIndexedSearch(
   const toMs = upperTimeMs(filter);
   const fromMs = filter.fromMs;
   if (toMs !== undefined && fromMs !== undefined && fromMs > toMs) return emptyPlan([]);
-  const predicates = indexedPredicates(filter, knownTables ?? (filter.table !== undefined ? await readTableNames(db) : []));
+  const predicates = indexedPredicates(filter, filter.table !== undefined ? await tableNamesContaining(db, knownTables, filter.table) : []);
   if (predicates === 'none') return emptyPlan(['table']);
   const text = filter.q === undefined ? undefined : await textPlan(db, filter.q, fromMs, toMs);
   if (predicates.length === 0) return text;

@@ -9,10 +9,13 @@ export interface IndexSink {
 }
 
 /**
- * Table names kept in memory, at most; past this every event naming a table writes its
- * dictionary key again (harmless, a little slower) rather than memory growing without end.
+ * Table names kept in memory, at most, by count and by their UTF-8 bytes (a name may be 4 KiB:
+ * the count alone would let ~800 MB of names in). Past either, every event naming a table not
+ * held writes its dictionary key again (harmless, a little slower), and a `table` search reads
+ * the dictionary from LevelDB (index-reader.ts), rather than memory growing without end.
  */
-const KNOWN_TABLES_MAX = 200_000;
+export const KNOWN_TABLES_MAX = 200_000;
+export const KNOWN_TABLES_BYTES_MAX = 16 * 1024 * 1024;
 
 /** The stored JSON's member after the indexed ones (toAuditEvent's order: … tables, query, …). */
 const QUERY_MEMBER = ',"query":';
@@ -115,26 +118,32 @@ function parseWhole(json: string | Uint8Array): IndexTerms {
  */
 export class IndexWriter {
   /** Names whose dictionary key is durably written. */
-  readonly #knownTables: Set<string>;
-  #knownTablesComplete: boolean;
+  readonly #knownTables = new Set<string>();
+  /** UTF-8 bytes of the names in #knownTables. */
+  #knownTablesBytes = 0;
+  #knownTablesComplete = true;
 
-  private constructor(knownTables: Set<string>, complete: boolean) {
-    this.#knownTables = knownTables;
-    this.#knownTablesComplete = complete;
+  private constructor() {}
+
+  /** Reads the table-name dictionary, as much of it as the bounds allow. */
+  static async load(db: Level<string, string>): Promise<IndexWriter> {
+    const writer = new IndexWriter();
+    for await (const key of db.keys({ gte: TABLE_NAME_PREFIX, lt: prefixEnd(TABLE_NAME_PREFIX) })) {
+      if (!writer.#remember(key.slice(TABLE_NAME_PREFIX.length))) break;
+    }
+    return writer;
   }
 
-  /** Reads the table-name dictionary. */
-  static async load(db: Level<string, string>): Promise<IndexWriter> {
-    const names = new Set<string>();
-    let complete = true;
-    for await (const key of db.keys({ gte: TABLE_NAME_PREFIX, lt: prefixEnd(TABLE_NAME_PREFIX) })) {
-      if (names.size >= KNOWN_TABLES_MAX) {
-        complete = false;
-        break;
-      }
-      names.add(key.slice(TABLE_NAME_PREFIX.length));
+  /** Holds a name in memory if the bounds allow; else the names held are no longer all of them. */
+  #remember(table: string): boolean {
+    const bytes = Buffer.byteLength(table, 'utf8');
+    if (this.#knownTables.size >= KNOWN_TABLES_MAX || this.#knownTablesBytes + bytes > KNOWN_TABLES_BYTES_MAX) {
+      this.#knownTablesComplete = false;
+      return false;
     }
-    return new IndexWriter(names, complete);
+    this.#knownTables.add(table);
+    this.#knownTablesBytes += bytes;
+    return true;
   }
 
   /**
@@ -149,8 +158,7 @@ export class IndexWriter {
       if (this.#knownTables.has(table)) continue;
       sink.put(tableNameKey(table), '');
       newTables.add(table);
-      if (this.#knownTables.size < KNOWN_TABLES_MAX) this.#knownTables.add(table);
-      else this.#knownTablesComplete = false;
+      this.#remember(table);
     }
   }
 
@@ -162,7 +170,7 @@ export class IndexWriter {
 
   /** The batch that would have written these dictionary names failed: they are not known after all. */
   forget(newTables: ReadonlySet<string>): void {
-    for (const table of newTables) this.#knownTables.delete(table);
+    for (const table of newTables) if (this.#knownTables.delete(table)) this.#knownTablesBytes -= Buffer.byteLength(table, 'utf8');
   }
 
   /** Every table name indexed, when all of them are held in memory; else undefined (read the dictionary). */

@@ -8,6 +8,6 @@ export { INDEX_FIELD, indexPrefixes, type IndexField, type IndexTerms } from './
 export type { RegisteredKey } from './integrity-index.js';
 export type { PrunedRange } from './pruned-ranges.js';
 export type { ChainHead } from './record-chain.js';
-export { dayOf, type DayLedgerRow } from './day-ledger.js';
+export { dayOf, DAY_LEDGER_SOURCES_MAX, OTHER_SOURCES, type DayLedgerRow } from './day-ledger.js';
 export { StoredEventText } from './stored-event-text.js';
-export { SourceRanges, sourceOfJson, SOURCE_RANGES_MAX, type SourceLedgerEntry } from './source-ledger.js';
+export { SourceRanges, sourceOfJson, LEDGER_SOURCES_MAX, SOURCE_RANGES_MAX, type SourceLedgerEntry, type SourceLedgerSummary } from './source-ledger.js';

@@ -26,6 +26,8 @@ const BACKFILL_BATCH_EVENTS = 10_000;
  */
 export async function backfillLedger(db: Level<string, string>, ledger: SourceLedger, days: DayLedger): Promise<number> {
   if ((await db.get(localKey(LEDGER_VERSION_NAME))) === LEDGER_VERSION) return 0;
+  // Every stored event is read again, those of sources the ledger does not track included.
+  await ledger.restartOtherCount(db);
   let read = 0;
   let from: string = PREFIX.time;
   const counts = days.begin();
@@ -47,6 +49,7 @@ export async function backfillLedger(db: Level<string, string>, ledger: SourceLe
   // Synced, and only after every range: a crash before it means the backfill runs again (adding
   // a sourceSeq is idempotent; the counts were not written yet).
   const batch = db.batch();
+  await counts.prepare();
   counts.putChanged(batch);
   batch.put(localKey(LEDGER_VERSION_NAME), LEDGER_VERSION);
   await batch.write({ sync: true });

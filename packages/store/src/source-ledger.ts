@@ -1,3 +1,5 @@
+import type { Level } from 'level';
+import { localKey, prefixEnd } from './event-keys.js';
 import { SOURCE_ID_KEY, stringFieldOfJson } from './json-field.js';
 
 /**
@@ -31,18 +33,43 @@ export interface SourceLedgerEntry {
  */
 export const SOURCE_RANGES_MAX = 10_000;
 
+/**
+ * Most sources the ledger tracks one by one, each with its ranges. Past it, the events with a
+ * sourceSeq of any further source are counted together (`otherSources`), without ranges: a
+ * holder of an ingest token sending a new sourceId with every event would otherwise grow the
+ * ledger (kept in memory, answered whole, summed by every /metrics scrape) without bound. The
+ * first sources seen keep their place; a source's place is never given to another.
+ */
+export const LEDGER_SOURCES_MAX = 10_000;
+
 type Range = [from: number, to: number];
 
 /** The received sourceSeqs of one source. */
 export class SourceRanges {
   readonly #ranges: Range[];
+  /** How many sourceSeqs the ranges hold, kept with every change (the totals need it per batch). */
+  #received = 0;
 
   constructor(ranges: readonly (readonly [number, number])[] = []) {
     this.#ranges = ranges.map(([from, to]) => [from, to] as Range).sort((a, b) => a[0] - b[0]);
+    for (const [from, to] of this.#ranges) this.#received += to - from + 1;
   }
 
   get ranges(): readonly (readonly [number, number])[] {
     return this.#ranges;
+  }
+
+  /** How many sourceSeqs the ranges hold. */
+  get received(): number {
+    return this.#received;
+  }
+
+  /** How many sourceSeqs between the first and the highest are not received. */
+  get missing(): number {
+    const ranges = this.#ranges;
+    const first = ranges[0];
+    const last = ranges[ranges.length - 1];
+    return first === undefined || last === undefined ? 0 : last[1] - first[0] + 1 - this.#received;
   }
 
   /** Records one received sourceSeq; true when it was not there yet. */
@@ -52,6 +79,7 @@ export class SourceRanges {
     const last = ranges[ranges.length - 1];
     if (last !== undefined && seq === last[1] + 1) {
       last[1] = seq;
+      this.#received++;
       return true;
     }
     if (last !== undefined && seq >= last[0] && seq <= last[1]) return false;
@@ -66,6 +94,7 @@ export class SourceRanges {
     const before = ranges[low - 1];
     const after = ranges[low];
     if (before !== undefined && before[1] >= seq) return false;
+    this.#received++;
     if (before !== undefined && before[1] === seq - 1) {
       before[1] = seq;
       if (after !== undefined && after[0] === seq + 1) {
@@ -78,6 +107,8 @@ export class SourceRanges {
       ranges.splice(low, 0, [seq, seq]);
       if (ranges.length > SOURCE_RANGES_MAX) {
         const [first, second] = ranges as [Range, Range];
+        // The hole between them now reads as received.
+        this.#received += second[0] - first[1] - 1;
         ranges.splice(0, 2, [first[0], second[1]]);
       }
     }
@@ -136,13 +167,78 @@ export function sourceLedgerKey(sourceId: string): string {
   return SOURCE_LEDGER_PREFIX + sourceId;
 }
 
+/**
+ * Where the events of the sources past LEDGER_SOURCES_MAX are counted: in this node's own
+ * metadata, not under `g!` (every string is a possible sourceId).
+ */
+export const OTHER_SOURCES_KEY = localKey('ledgerOtherSources');
+
+/** The ledger summed up, kept as it changes (a /metrics scrape reads it without building entries). */
+export interface SourceLedgerSummary {
+  /** Sources tracked one by one (at most LEDGER_SOURCES_MAX). */
+  sources: number;
+  /** Of those, the ones with a hole. */
+  sourcesWithGaps: number;
+  /** sourceSeqs the tracked sources miss, over all of them. */
+  missing: number;
+  /** Events with a sourceSeq of sources past LEDGER_SOURCES_MAX, counted together (no ranges, no holes). */
+  otherSourceEvents: number;
+}
+
 /** Every source's received sourceSeqs, as this log holds them. */
 export class SourceLedger {
-  readonly #sources: Map<string, SourceRanges>;
+  readonly #sources = new Map<string, SourceRanges>();
+  /** Events with a sourceSeq of sources the ledger does not track one by one. */
+  #other = 0;
+  #missing = 0;
+  #withGaps = 0;
 
-  constructor(stored: Iterable<[key: string, value: string]> = []) {
-    this.#sources = new Map();
-    for (const [key, value] of stored) this.#sources.set(key.slice(SOURCE_LEDGER_PREFIX.length), new SourceRanges(JSON.parse(value) as Range[]));
+  /**
+   * Reads a store's ledger. Sources stored past LEDGER_SOURCES_MAX (by a version without the
+   * bound) are folded into the other sources' count, their sourceSeqs counted as events, and
+   * their keys deleted with the new count in one batch, so they are folded once.
+   */
+  static async load(db: Level<string, string>): Promise<SourceLedger> {
+    const ledger = new SourceLedger();
+    let other = Number((await db.get(OTHER_SOURCES_KEY)) ?? 0);
+    const folded: string[] = [];
+    for await (const [key, value] of db.iterator({ gte: SOURCE_LEDGER_PREFIX, lt: prefixEnd(SOURCE_LEDGER_PREFIX) })) {
+      const ranges = new SourceRanges(JSON.parse(value) as Range[]);
+      if (ledger.#sources.size < LEDGER_SOURCES_MAX) ledger.#set(key.slice(SOURCE_LEDGER_PREFIX.length), ranges);
+      else {
+        other += ranges.received;
+        folded.push(key);
+      }
+    }
+    if (folded.length > 0) {
+      const batch = db.batch();
+      for (const key of folded) batch.del(key);
+      batch.put(OTHER_SOURCES_KEY, String(other));
+      await batch.write({ sync: true });
+    }
+    ledger.#other = other;
+    return ledger;
+  }
+
+  /**
+   * Counts the other sources' events from zero again (durably): for a backfill, which reads
+   * every stored event and counts those of untracked sources once more.
+   */
+  async restartOtherCount(db: Level<string, string>): Promise<void> {
+    await db.del(OTHER_SOURCES_KEY, { sync: true });
+    this.#other = 0;
+  }
+
+  /** Puts one source's ranges in place, keeping the totals. */
+  #set(sourceId: string, ranges: SourceRanges): void {
+    const before = this.#sources.get(sourceId);
+    if (before !== undefined) {
+      this.#missing -= before.missing;
+      if (before.missing > 0) this.#withGaps--;
+    }
+    this.#sources.set(sourceId, ranges);
+    this.#missing += ranges.missing;
+    if (ranges.missing > 0) this.#withGaps++;
   }
 
   /**
@@ -150,46 +246,80 @@ export class SourceLedger {
    * {@link LedgerChange.commit} once the batch is written (a failed write changes nothing).
    */
   begin(): LedgerChange {
-    return new LedgerChange(this.#sources);
+    return new LedgerChange(this.#sources, () => this.#other, (changed, other) => {
+      for (const [sourceId, ranges] of changed) this.#set(sourceId, ranges);
+      this.#other = other;
+    });
   }
 
-  /** Every source, by sourceId, optionally only one. */
+  /** Every tracked source, by sourceId, optionally only one. */
   entries(sourceId?: string): SourceLedgerEntry[] {
     const ids = sourceId === undefined ? [...this.#sources.keys()].sort() : this.#sources.has(sourceId) ? [sourceId] : [];
     return ids.map((id) => (this.#sources.get(id) as SourceRanges).entry(id));
   }
+
+  /** The totals, without building any entry. */
+  summary(): SourceLedgerSummary {
+    return { sources: this.#sources.size, sourcesWithGaps: this.#withGaps, missing: this.#missing, otherSourceEvents: this.#other };
+  }
 }
 
 export class LedgerChange {
-  readonly #sources: Map<string, SourceRanges>;
+  readonly #sources: ReadonlyMap<string, SourceRanges>;
+  readonly #other: () => number;
+  readonly #apply: (changed: ReadonlyMap<string, SourceRanges>, other: number) => void;
   readonly #changed = new Map<string, SourceRanges>();
+  /** Sources this change adds that the ledger does not track yet. */
+  #added = 0;
+  /** Events of untracked sources this change counts. */
+  #otherEvents = 0;
+  #otherWritten: number | undefined;
 
-  constructor(sources: Map<string, SourceRanges>) {
+  constructor(sources: ReadonlyMap<string, SourceRanges>, other: () => number, apply: (changed: ReadonlyMap<string, SourceRanges>, other: number) => void) {
     this.#sources = sources;
+    this.#other = other;
+    this.#apply = apply;
   }
 
-  /** Reads the source of one stored event's JSON and records it; events without a sourceSeq change nothing. */
+  /**
+   * Reads the source of one stored event's JSON and records it; events without a sourceSeq
+   * change nothing. A source new to a ledger that tracks LEDGER_SOURCES_MAX already is counted
+   * with the other sources.
+   */
   addJson(json: string): void {
     const source = sourceOfJson(json);
     if (source === undefined) return;
     let ranges = this.#changed.get(source.sourceId);
     if (ranges === undefined) {
-      ranges = new SourceRanges(this.#sources.get(source.sourceId)?.ranges ?? []);
+      const stored = this.#sources.get(source.sourceId);
+      if (stored === undefined && this.#sources.size + this.#added >= LEDGER_SOURCES_MAX) {
+        this.#otherEvents++;
+        return;
+      }
+      ranges = new SourceRanges(stored?.ranges ?? []);
       if (!ranges.add(source.sourceSeq)) return;
       this.#changed.set(source.sourceId, ranges);
+      if (stored === undefined) this.#added++;
       return;
     }
     ranges.add(source.sourceSeq);
   }
 
-  /** Puts every changed source's ranges into the batch. */
+  /** Puts every changed source's ranges (and the other sources' count) into the batch. */
   putChanged(batch: PutSink): void {
     for (const [sourceId, ranges] of this.#changed) batch.put(sourceLedgerKey(sourceId), JSON.stringify(ranges.ranges));
+    if (this.#otherEvents > 0) {
+      this.#otherWritten = this.#other() + this.#otherEvents;
+      batch.put(OTHER_SOURCES_KEY, String(this.#otherWritten));
+    }
   }
 
   /** After the batch was written: the changes become the ledger. */
   commit(): void {
-    for (const [sourceId, ranges] of this.#changed) this.#sources.set(sourceId, ranges);
+    this.#apply(this.#changed, this.#otherWritten ?? this.#other());
     this.#changed.clear();
+    this.#added = 0;
+    this.#otherEvents = 0;
+    this.#otherWritten = undefined;
   }
 }

@@ -2,11 +2,13 @@
 // eventId, pruned and tiered as retention and the tiering watermark move, taken back when a cut
 // suffix leaves the log — the same on a leader and a standby, across a reopen, and built once
 // (never twice) for a store written before they existed. Each case is checked against a count
-// made from the events themselves.
+// made from the events themselves. Bounded: past DAY_LEDGER_SOURCES_MAX sources in a day the
+// rest count together in the day's overflow row, the totals still exact; and memory holds a
+// bounded number of rows however many days the events' times name, the rest read from LevelDB.
 import type { AuditEvent } from '@auditlake/model';
 import { Level } from 'level';
 import { describe, expect, it } from 'vitest';
-import { DayLedger, dayOf, type DayLedgerRow } from '../src/day-ledger.js';
+import { DAY_LEDGER_CACHED_ROWS, DAY_LEDGER_SOURCES_MAX, DayLedger, OTHER_SOURCES, dayOf, type DayLedgerRow } from '../src/day-ledger.js';
 import { localKey } from '../src/event-keys.js';
 import { useTempStores } from './temp-stores.js';
 
@@ -60,13 +62,13 @@ describe('the day counts', () => {
     await leader.append(events.slice(30));
     const rows = expectedRows(events, () => false, () => false);
     expect(rows.length).toBeGreaterThan(6);
-    expect(leader.dayLedger()).toEqual(rows);
-    expect(leader.dayLedger({ fromDay: dayOf(DAY0 + DAY_MS), toDay: dayOf(DAY0 + DAY_MS) })).toEqual(rows.filter((r) => r.day === dayOf(DAY0 + DAY_MS)));
-    expect(leader.dayLedger({ sourceId: 'plug "ä" 4' })).toEqual(rows.filter((r) => r.sourceId === 'plug "ä" 4'));
+    expect(await leader.dayLedger()).toEqual(rows);
+    expect(await leader.dayLedger({ fromDay: dayOf(DAY0 + DAY_MS), toDay: dayOf(DAY0 + DAY_MS) })).toEqual(rows.filter((r) => r.day === dayOf(DAY0 + DAY_MS)));
+    expect(await leader.dayLedger({ sourceId: 'plug "ä" 4' })).toEqual(rows.filter((r) => r.sourceId === 'plug "ä" 4'));
 
     const { store: standby } = await openStore();
     await standby.applyReplicated(await leader.readEncodedBySeq(0, 100));
-    expect(standby.dayLedger()).toEqual(rows);
+    expect(await standby.dayLedger()).toEqual(rows);
   });
 
   it('follow the watermark and retention: tiered before pruned, stored = received − pruned, the same after a reopen', async () => {
@@ -78,11 +80,11 @@ describe('the day counts', () => {
     const through = (seq: number) => (e: AuditEvent) => (seqOf.get(e.eventId) as number) <= seq;
 
     await store.countTieredThrough(25);
-    expect(store.dayLedger()).toEqual(expectedRows(events, () => false, through(25)));
+    expect(await store.dayLedger()).toEqual(expectedRows(events, () => false, through(25)));
     // Counting again, or through a lower seq, changes nothing.
     await store.countTieredThrough(25);
     await store.countTieredThrough(10);
-    expect(store.dayLedger()).toEqual(expectedRows(events, () => false, through(25)));
+    expect(await store.dayLedger()).toEqual(expectedRows(events, () => false, through(25)));
 
     // Retention deletes the tiered events of the first day only.
     now = DAY0 + 20 * DAY_MS;
@@ -91,17 +93,17 @@ describe('the day counts', () => {
     const prunedOnes = (e: AuditEvent) => e.timestamp < DAY0 + DAY_MS && through(60)(e);
     const afterPrune = expectedRows(events, prunedOnes, through(60));
     expect(afterPrune.some((row) => row.pruned > 0)).toBe(true);
-    expect(store.dayLedger()).toEqual(afterPrune);
+    expect(await store.dayLedger()).toEqual(afterPrune);
     // Tiering off: retention deletes untiered events too; they are never counted as tiered.
     await store.pruneBefore(DAY0 + DAY_MS, 7, async () => true);
     const allFirstDay = (e: AuditEvent) => e.timestamp < DAY0 + DAY_MS;
     await store.countTieredThrough(90);
     const final = expectedRows(events, allFirstDay, (e) => through(90)(e) && !(allFirstDay(e) && !through(60)(e)));
-    expect(store.dayLedger()).toEqual(final);
+    expect(await store.dayLedger()).toEqual(final);
 
     await closeStore(store);
     const { store: reopened } = await openStore(location);
-    expect(reopened.dayLedger()).toEqual(final);
+    expect(await reopened.dayLedger()).toEqual(final);
   });
 
   it('count on a lagging standby only what it holds, and the rest once it arrives', async () => {
@@ -115,10 +117,10 @@ describe('the day counts', () => {
     await standby.countTieredThrough(30);
     const seqOf = new Map((await leader.readBySeq(0, 1000)).map((e) => [e.eventId, e.seq]));
     const upTo = (seq: number) => (e: AuditEvent) => (seqOf.get(e.eventId) as number) <= seq;
-    expect(standby.dayLedger()).toEqual(expectedRows(events.filter(upTo(15)), () => false, () => true));
+    expect(await standby.dayLedger()).toEqual(expectedRows(events.filter(upTo(15)), () => false, () => true));
     await standby.applyReplicated(entries.slice(15));
     await standby.countTieredThrough(30);
-    expect(standby.dayLedger()).toEqual(expectedRows(events, () => false, upTo(30)));
+    expect(await standby.dayLedger()).toEqual(expectedRows(events, () => false, upTo(30)));
   });
 
   it('take back what a cut suffix held: it is received again when it is ordered again', async () => {
@@ -130,13 +132,13 @@ describe('the day counts', () => {
     const upTo = (seq: number) => (e: AuditEvent) => (seqOf.get(e.eventId) as number) <= seq;
     const diverted = await store.divertSuffixToOutbox(21);
     expect(diverted.moved).toBe(10);
-    expect(store.dayLedger()).toEqual(expectedRows(events.filter(upTo(20)), () => false, () => true));
+    expect(await store.dayLedger()).toEqual(expectedRows(events.filter(upTo(20)), () => false, () => true));
     // Ordered again (as a new leader would): received once more, tiered once the watermark says so.
     const outbox = await store.readOutbox(100);
     await store.append(outbox.map((entry) => JSON.parse(entry.json) as AuditEvent));
     await store.countTieredThrough(25);
     const again = new Map((await store.readBySeq(0, 1000)).map((e) => [e.eventId, e.seq]));
-    expect(store.dayLedger()).toEqual(expectedRows(events, () => false, (e) => (again.get(e.eventId) as number) <= 25));
+    expect(await store.dayLedger()).toEqual(expectedRows(events, () => false, (e) => (again.get(e.eventId) as number) <= 25));
   });
 });
 
@@ -145,7 +147,7 @@ describe('a store written before the day counts', () => {
     const { store, location } = await openStore();
     const events = Array.from({ length: 50 }, (_, i) => ev(i));
     await store.append(events);
-    const built = store.dayLedger();
+    const built = await store.dayLedger();
     expect(built).toEqual(expectedRows(events, () => false, () => false));
     await closeStore(store);
     // As the previous version left it: its ranges complete (version 1), no day counts.
@@ -158,14 +160,112 @@ describe('a store written before the day counts', () => {
     await db.close();
 
     const { store: reopened } = await openStore(location);
-    expect(reopened.dayLedger()).toEqual(built);
+    expect(await reopened.dayLedger()).toEqual(built);
     await closeStore(reopened);
     const { store: again } = await openStore(location);
-    expect(again.dayLedger()).toEqual(built);
+    expect(await again.dayLedger()).toEqual(built);
   });
 
-  it('loads stored rows as written', () => {
-    const ledger = new DayLedger([[`y!2026-11-02!${JSON.stringify(['a!b', 'trino'])}`, '[5,2,3]']]);
-    expect(ledger.rows()).toEqual([{ day: '2026-11-02', sourceId: 'a!b', source: 'trino', received: 5, stored: 3, tiered: 3, pruned: 2 }]);
+  it('reads stored rows as written', async () => {
+    const { store, location } = await openStore();
+    await closeStore(store);
+    const db = new Level<string, string>(location, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
+    await db.open();
+    try {
+      await db.put(`y!2026-11-02!${JSON.stringify(['a!b', 'trino'])}`, '[5,2,3]');
+      const ledger = new DayLedger(db);
+      expect(await ledger.rows()).toEqual([{ day: '2026-11-02', sourceId: 'a!b', source: 'trino', received: 5, stored: 3, tiered: 3, pruned: 2 }]);
+    } finally {
+      await db.close();
+    }
+  });
+});
+
+describe('the day counts are bounded', () => {
+  /** Sums of the rows of one day. */
+  const totals = (rows: readonly DayLedgerRow[], day: string) =>
+    rows.filter((row) => row.day === day).reduce((sum, row) => ({ received: sum.received + row.received, pruned: sum.pruned + row.pruned, tiered: sum.tiered + row.tiered }), { received: 0, pruned: 0, tiered: 0 });
+
+  it(`keep ${DAY_LEDGER_SOURCES_MAX} sources' rows per day and count further ones in the day's overflow row, exactly, on a leader and a standby, across a reopen`, async () => {
+    let now = DAY0 + 10 * DAY_MS;
+    const { store: leader, location } = await openStore(undefined, () => now);
+    const day = dayOf(DAY0);
+    // One new source (name) per event on the first day, 25 past the bound; then the first
+    // source again (it keeps its row) and the same flood on the next day (a bound per day).
+    const flood = (dayMs: number, prefix: string) =>
+      Array.from({ length: DAY_LEDGER_SOURCES_MAX + 25 }, (_, i) => ({ ...ev(0), eventId: `${prefix}${i}`, source: `src-${String(i).padStart(6, '0')}`, query: '', timestamp: dayMs + i }));
+    const first = flood(DAY0, 'a');
+    await leader.append(first.slice(0, 7_000));
+    await leader.append(first.slice(7_000));
+    await leader.append([{ ...ev(0), eventId: 'again', source: 'src-000000', query: '', timestamp: DAY0 + 5 }]);
+    const second = flood(DAY0 + DAY_MS, 'b').slice(0, 20);
+    await leader.append(second);
+
+    const rows = await leader.dayLedger();
+    const firstDay = rows.filter((row) => row.day === day);
+    expect(firstDay).toHaveLength(DAY_LEDGER_SOURCES_MAX + 1);
+    expect(firstDay.filter((row) => row.source === null)).toEqual([{ day, sourceId: OTHER_SOURCES, source: null, received: 25, stored: 25, tiered: 0, pruned: 0 }]);
+    expect(firstDay.find((row) => row.source === 'src-000000')).toMatchObject({ received: 2 });
+    expect(totals(rows, day)).toEqual({ received: DAY_LEDGER_SOURCES_MAX + 26, pruned: 0, tiered: 0 });
+    expect(rows.filter((row) => row.day === dayOf(DAY0 + DAY_MS))).toEqual(expectedRows(second, () => false, () => false));
+    expect(await leader.dayLedger({ sourceId: OTHER_SOURCES })).toEqual(firstDay.filter((row) => row.source === null));
+
+    const { store: standby } = await openStore();
+    await standby.applyReplicated(await leader.readEncodedBySeq(0, 20_000));
+    expect(await standby.dayLedger()).toEqual(rows);
+
+    // Tiered, then retention deletes the first day: the overflow row follows like any other.
+    await leader.countTieredThrough(leader.position.lastSeq);
+    now = DAY0 + 40 * DAY_MS;
+    await leader.pruneBefore(DAY0 + DAY_MS, 5_000, async () => true);
+    const pruned = await leader.dayLedger();
+    expect(pruned.filter((row) => row.source === null)).toEqual([{ day, sourceId: OTHER_SOURCES, source: null, received: 25, stored: 0, tiered: 25, pruned: 25 }]);
+    expect(totals(pruned, day)).toEqual({ received: DAY_LEDGER_SOURCES_MAX + 26, pruned: DAY_LEDGER_SOURCES_MAX + 26, tiered: DAY_LEDGER_SOURCES_MAX + 26 });
+
+    await closeStore(leader);
+    const { store: reopened } = await openStore(location, () => now);
+    expect(await reopened.dayLedger()).toEqual(pruned);
+    // After a reopen (nothing in memory) a new source of the full day still goes to its overflow row.
+    await reopened.append([{ ...ev(0), eventId: 'after', source: 'one-more', query: '', timestamp: DAY0 + 7 }]);
+    expect((await reopened.dayLedger({ fromDay: day, toDay: day })).filter((row) => row.source === null)).toEqual([{ day, sourceId: OTHER_SOURCES, source: null, received: 26, stored: 1, tiered: 25, pruned: 25 }]);
+  });
+
+  it('hold a bounded number of rows in memory however many days the events name, and read the others from LevelDB', async () => {
+    const { store, location } = await openStore();
+    await closeStore(store);
+    const db = new Level<string, string>(location, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
+    await db.open();
+    try {
+      const ledger = new DayLedger(db);
+      const write = async (count: (change: ReturnType<DayLedger['begin']>) => void) => {
+        const change = ledger.begin();
+        count(change);
+        await change.prepare();
+        const batch = db.batch();
+        change.putChanged(batch);
+        await batch.write();
+        change.commit();
+      };
+      // One event a day for 25,000 days (68 years), in batches as an append would.
+      const days = DAY_LEDGER_CACHED_ROWS + 5_000;
+      for (let from = 0; from < days; from += 5_000) {
+        await write((change) => {
+          for (let i = from; i < from + 5_000; i++) change.count({ timestamp: i * DAY_MS, source: 'trino' }, 'received');
+        });
+      }
+      expect(ledger.cachedRows).toBeLessThanOrEqual(DAY_LEDGER_CACHED_ROWS);
+      // The first days' rows left memory: counting them again adds to what LevelDB holds.
+      await write((change) => {
+        change.count({ timestamp: 0, source: 'trino' }, 'received');
+        change.count({ timestamp: 0, source: 'trino' }, 'pruned');
+      });
+      const rows = await ledger.rows();
+      expect(rows).toHaveLength(days);
+      expect(rows[0]).toEqual({ day: dayOf(0), sourceId: null, source: 'trino', received: 2, stored: 1, tiered: 0, pruned: 1 });
+      expect(rows.slice(1).every((row) => row.received === 1 && row.pruned === 0)).toBe(true);
+      expect(ledger.cachedRows).toBeLessThanOrEqual(DAY_LEDGER_CACHED_ROWS);
+    } finally {
+      await db.close();
+    }
   });
 });

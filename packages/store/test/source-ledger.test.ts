@@ -2,13 +2,16 @@
 // reached without a hole, and the holes as ranges — the same on the leader and on a standby,
 // after a reopen, untouched by retry and retention; and it reads a source only from the
 // event's own fields, never from text inside a value; a store written before the ledger gets
-// one built from its log when it is first opened.
+// one built from its log when it is first opened. It tracks at most LEDGER_SOURCES_MAX sources
+// one by one, counting the events of further ones together, with totals that always equal
+// the sum over its entries.
 import type { AuditEvent } from '@auditlake/model';
 import { Level } from 'level';
 import { describe, expect, it } from 'vitest';
 import { localKey } from '../src/event-keys.js';
 import { useTempStores } from './temp-stores.js';
-import { SourceRanges, sourceOfJson } from '../src/source-ledger.js';
+import { LEDGER_SOURCES_MAX, OTHER_SOURCES_KEY, SourceRanges, sourceOfJson } from '../src/source-ledger.js';
+import type { AuditStore } from '../src/audit-store.js';
 
 const stores = useTempStores('auditlake-ledger-');
 const openStore = stores.open;
@@ -47,7 +50,11 @@ describe('source ranges', () => {
         expect(ranges.add(seq)).toBe(fresh);
         seen.push(seq);
       }
-      expect(ranges.entry('s')).toEqual(expected('s', seen));
+      const entry = ranges.entry('s');
+      expect(entry).toEqual(expected('s', seen));
+      // Kept as sourceSeqs are added, not summed from the ranges.
+      expect(ranges.received).toBe(entry.received);
+      expect(ranges.missing).toBe(entry.missing);
     }
   });
 });
@@ -118,5 +125,98 @@ describe('a store written before the ledger', () => {
     // Built once: the keys are stored, and a later open reads them rather than the log.
     const { store: again } = await openStore(location);
     expect(again.sourceLedger()).toEqual(built);
+  });
+});
+
+/** The summary a sum over every entry gives. */
+function summed(store: AuditStore) {
+  const sources = store.sourceLedger();
+  return { sources: sources.length, sourcesWithGaps: sources.filter((s) => s.missing > 0).length, missing: sources.reduce((n, s) => n + s.missing, 0) };
+}
+
+describe('the ledger is bounded', () => {
+  it(`tracks ${LEDGER_SOURCES_MAX} sources one by one and counts the events of further ones together, on a leader and a standby, across a reopen`, async () => {
+    const { store: leader, location } = await openStore();
+    // A source with a hole first, then one new source per event up to the bound and 30 past it.
+    await leader.append([1, 2, 4].map((s) => ev(`h${s}`, { sourceId: 'honest', sourceSeq: s }, 100)));
+    const flood = Array.from({ length: LEDGER_SOURCES_MAX + 29 }, (_, i) => ev(`f${i}`, { sourceId: `flood-${String(i).padStart(6, '0')}`, sourceSeq: 7 }, 200 + i));
+    await leader.append(flood.slice(0, 6_000));
+    await leader.append(flood.slice(6_000));
+    // The honest source keeps its place: its later sourceSeqs are ranges as before.
+    await leader.append([ev('h3', { sourceId: 'honest', sourceSeq: 3 }), ev('h9', { sourceId: 'honest', sourceSeq: 9 })]);
+    // A source past the bound: a retry under another eventId counts again (no ranges to know it).
+    await leader.append([ev('late1', { sourceId: 'late', sourceSeq: 1 }), ev('late1-again', { sourceId: 'late', sourceSeq: 1 })]);
+    const entries = leader.sourceLedger();
+    expect(entries).toHaveLength(LEDGER_SOURCES_MAX);
+    expect(leader.sourceLedger('honest')).toEqual([expected('honest', [1, 2, 3, 4, 9])]);
+    expect(leader.sourceLedger('late')).toEqual([]);
+    expect(leader.sourceLedger(`flood-${String(LEDGER_SOURCES_MAX - 2).padStart(6, '0')}`)).toHaveLength(1);
+    expect(leader.sourceLedger(`flood-${String(LEDGER_SOURCES_MAX - 1).padStart(6, '0')}`)).toEqual([]);
+    const summary = { ...summed(leader), otherSourceEvents: 30 + 2 };
+    expect(summary).toEqual({ sources: LEDGER_SOURCES_MAX, sourcesWithGaps: 1, missing: 4, otherSourceEvents: 32 });
+    expect(leader.sourceLedgerSummary()).toEqual(summary);
+
+    const { store: standby } = await openStore();
+    await standby.applyReplicated(await leader.readEncodedBySeq(0, 20_000));
+    expect(standby.sourceLedger()).toEqual(entries);
+    expect(standby.sourceLedgerSummary()).toEqual(summary);
+
+    await stores.close(leader);
+    const { store: reopened } = await openStore(location);
+    expect(reopened.sourceLedger()).toEqual(entries);
+    expect(reopened.sourceLedgerSummary()).toEqual(summary);
+    // Filling the hole changes the totals as it changes the entries.
+    await reopened.append([5, 6, 7, 8].map((s) => ev(`h${s}`, { sourceId: 'honest', sourceSeq: s }, 100)));
+    expect(reopened.sourceLedgerSummary()).toEqual({ ...summed(reopened), otherSourceEvents: 32 });
+    expect(reopened.sourceLedgerSummary()).toMatchObject({ sourcesWithGaps: 0, missing: 0 });
+  });
+
+  it('folds the sources a store holds past the bound (written without it) into the others, once', async () => {
+    const { store, location } = await openStore();
+    await stores.close(store);
+    // As a version without the bound left it: a source per key, past the bound.
+    const db = new Level<string, string>(location, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
+    await db.open();
+    const batch = db.batch();
+    for (let i = 0; i < LEDGER_SOURCES_MAX + 40; i++) batch.put(`g!s${String(i).padStart(6, '0')}`, JSON.stringify(i % 2 === 0 ? [[1, 3]] : [[1, 1], [5, 6]]));
+    await batch.write({ sync: true });
+    await db.close();
+
+    const { store: opened } = await openStore(location);
+    expect(opened.sourceLedger()).toHaveLength(LEDGER_SOURCES_MAX);
+    // The last 40 by key, each of 3 sourceSeqs.
+    const summary = { ...summed(opened), otherSourceEvents: 40 * 3 };
+    expect(summary).toMatchObject({ sourcesWithGaps: LEDGER_SOURCES_MAX / 2, missing: (LEDGER_SOURCES_MAX / 2) * 3 });
+    expect(opened.sourceLedgerSummary()).toEqual(summary);
+    await stores.close(opened);
+    const { store: again } = await openStore(location);
+    expect(again.sourceLedgerSummary()).toEqual(summary);
+  });
+
+  it('is built for a store written before it with the same bound, and counts the other sources once however often it is opened', async () => {
+    const { store, location } = await openStore();
+    const events = Array.from({ length: LEDGER_SOURCES_MAX + 15 }, (_, i) => ev(`o${i}`, { sourceId: `old-${String(i).padStart(6, '0')}`, sourceSeq: i % 3 === 0 ? 2 : 1 }, 100 + i));
+    await store.append(events);
+    const built = store.sourceLedger();
+    const summary = store.sourceLedgerSummary();
+    expect(summary.otherSourceEvents).toBe(15);
+    await stores.close(store);
+    // As an older version left it: events, no ranges and no ledger version (the other
+    // sources' count as a crash midway through the build would leave it).
+    const db = new Level<string, string>(location, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
+    await db.open();
+    const batch = db.batch();
+    for (const key of await db.keys({ gte: 'g!', lt: 'g"' }).all()) batch.del(key);
+    batch.del(localKey('ledgerVersion'));
+    await batch.write({ sync: true });
+    expect(await db.get(OTHER_SOURCES_KEY)).toBe('15');
+    await db.close();
+
+    const { store: reopened } = await openStore(location);
+    expect(reopened.sourceLedger()).toEqual(built);
+    expect(reopened.sourceLedgerSummary()).toEqual(summary);
+    await stores.close(reopened);
+    const { store: again } = await openStore(location);
+    expect(again.sourceLedgerSummary()).toEqual(summary);
   });
 });

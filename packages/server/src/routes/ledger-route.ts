@@ -1,4 +1,4 @@
-import { AuditError, AuditErrorCode, timeBound } from '@auditlake/model';
+import { AuditError, AuditErrorCode, EVENT_TIME_MAX_MS, timeBound } from '@auditlake/model';
 import { dayOf, type AuditStore } from '@auditlake/store';
 import type { FastifyInstance } from 'fastify';
 import { Gauge, type Registry } from 'prom-client';
@@ -6,7 +6,10 @@ import './route-access.js';
 
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
 
-/** A `from`/`to` day: `YYYY-MM-DD`, or a time (epoch millis, ISO-8601) whose UTC day is meant. */
+/**
+ * A `from`/`to` day: `YYYY-MM-DD`, or a time (epoch millis, ISO-8601) whose UTC day is meant;
+ * a time up to EVENT_TIME_MAX_MS, the latest an event may have (past it there is no day to name).
+ */
 function dayParam(name: string, value: unknown): string | undefined {
   if (value === undefined || value === '') return undefined;
   if (typeof value !== 'string') throw new AuditError(AuditErrorCode.BAD_REQUEST, `parameter ${name} must be given once: ${JSON.stringify(value)}`);
@@ -16,15 +19,20 @@ function dayParam(name: string, value: unknown): string | undefined {
     if (Number.isNaN(ms) || dayOf(ms) !== value) throw new AuditError(AuditErrorCode.BAD_REQUEST, `parameter ${name} is not a calendar day: ${value}`);
     return value;
   }
-  return dayOf(timeBound(name, value));
+  const ms = timeBound(name, value);
+  if (ms > EVENT_TIME_MAX_MS) {
+    throw new AuditError(AuditErrorCode.BAD_REQUEST, `parameter ${name} must be a time from 0 to ${EVENT_TIME_MAX_MS} (${new Date(EVENT_TIME_MAX_MS).toISOString()}): ${value}`);
+  }
+  return dayOf(ms);
 }
 
 /**
  * `GET /admin/audit/ledger[?sourceId=…][&from=…][&to=…]`: the completeness ledger as this node
  * holds it — per source that sends `sourceSeq`, how many distinct sourceSeqs arrived, the
  * first, the highest reached without a hole, the highest, and the holes as ranges with how many
- * they hold; and per day (of the events' time, UTC) and source, how many events were received,
- * are stored, are tiered and were pruned. `countTiered` brings the tiered counts up to the
+ * they hold (`otherSourceEvents`: the events of sources past the LEDGER_SOURCES_MAX tracked);
+ * and per day (of the events' time, UTC) and source, how many events were received, are
+ * stored, are tiered and were pruned. `countTiered` brings the tiered counts up to the
  * watermark this node knows before the answer.
  */
 export function registerLedgerRoute(app: FastifyInstance, options: { store: AuditStore; countTiered: () => Promise<void> }): void {
@@ -42,14 +50,18 @@ export function registerLedgerRoute(app: FastifyInstance, options: { store: Audi
     if (fromDay !== undefined && toDay !== undefined && fromDay > toDay) throw new AuditError(AuditErrorCode.BAD_REQUEST, `parameter from must not be after to: ${fromDay} > ${toDay}`);
     await options.countTiered();
     const sources = options.store.sourceLedger(raw);
-    const days = options.store.dayLedger({ ...(fromDay !== undefined ? { fromDay } : {}), ...(toDay !== undefined ? { toDay } : {}), ...(raw !== undefined ? { sourceId: raw } : {}) });
-    return { sources, sourcesWithGaps: sources.filter((s) => s.missing > 0).length, missing: sources.reduce((n, s) => n + s.missing, 0), days };
+    const days = await options.store.dayLedger({ ...(fromDay !== undefined ? { fromDay } : {}), ...(toDay !== undefined ? { toDay } : {}), ...(raw !== undefined ? { sourceId: raw } : {}) });
+    const { otherSourceEvents } = options.store.sourceLedgerSummary();
+    return { sources, sourcesWithGaps: sources.filter((s) => s.missing > 0).length, missing: sources.reduce((n, s) => n + s.missing, 0), otherSourceEvents, days };
   });
 }
 
 const LEDGER_PARAMS = ['sourceId', 'from', 'to'];
 
-/** `/metrics`: how many sourceSeqs the ledger misses, over every source, and how many sources miss some. */
+/**
+ * `/metrics`: how many sourceSeqs the ledger misses, over every source, and how many sources
+ * miss some: totals the ledger keeps as events arrive, so a scrape builds no entry.
+ */
 export function registerLedgerGauges(registry: Registry, store: AuditStore): void {
   const registers = [registry];
   new Gauge({
@@ -57,7 +69,7 @@ export function registerLedgerGauges(registry: Registry, store: AuditStore): voi
     help: 'sourceSeqs a source counted that never arrived (holes in the completeness ledger), over every source',
     registers,
     collect() {
-      this.set(store.sourceLedger().reduce((n, source) => n + source.missing, 0));
+      this.set(store.sourceLedgerSummary().missing);
     },
   });
   new Gauge({
@@ -65,7 +77,7 @@ export function registerLedgerGauges(registry: Registry, store: AuditStore): voi
     help: 'Sources whose received sourceSeqs have at least one hole',
     registers,
     collect() {
-      this.set(store.sourceLedger().filter((source) => source.missing > 0).length);
+      this.set(store.sourceLedgerSummary().sourcesWithGaps);
     },
   });
 }

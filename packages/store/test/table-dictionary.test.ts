@@ -1,0 +1,92 @@
+// Goal: the table-name dictionary the index writer holds in memory is bounded by the bytes of
+// its names as well as their number (4 KiB names must not fill the heap), and past the bound a
+// `table` search still answers exactly what a scan of every event answers, also after a reopen.
+import type { AuditEvent, StoredEvent } from '@auditlake/model';
+import { Level } from 'level';
+import { describe, expect, it } from 'vitest';
+import { tableNameKey } from '../src/index-keys.js';
+import { IndexWriter, KNOWN_TABLES_BYTES_MAX, type IndexSink } from '../src/index-writer.js';
+import { useTempStores } from './temp-stores.js';
+import type { AuditStore } from '../src/audit-store.js';
+
+const stores = useTempStores('auditlake-tables-');
+
+/** A table name of 4,000 bytes, unique by `i`: `t00042.xxx…`. */
+function longName(i: number): string {
+  const head = `t${String(i).padStart(5, '0')}.`;
+  return head + 'x'.repeat(4_000 - head.length);
+}
+
+/** Names of 4,000 bytes filling the dictionary's byte bound, and 10 more. */
+const NAMES_PAST_BOUND = Math.floor(KNOWN_TABLES_BYTES_MAX / 4_000) + 10;
+
+const nowhere: IndexSink = { put: () => undefined, del: () => undefined };
+
+describe('the table-name dictionary in memory', () => {
+  it(`holds names up to ${KNOWN_TABLES_BYTES_MAX} bytes of them, added or loaded, and past that not all of them`, async () => {
+    const { store, location } = await stores.open();
+    await stores.close(store);
+    const db = new Level<string, string>(location, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
+    await db.open();
+    try {
+      const writer = await IndexWriter.load(db);
+      const within = Math.floor(KNOWN_TABLES_BYTES_MAX / 4_000);
+      const terms = (tables: string[]) => ({ userId: 'u', source: 'trino', action: 'data:Select', decision: 'ALLOW', tables });
+      for (let i = 0; i < within; i++) writer.put(nowhere, terms([longName(i)]), 1, i + 1, new Set());
+      expect(writer.knownTables?.size).toBe(within);
+      writer.put(nowhere, terms([longName(within)]), 1, within + 1, new Set());
+      expect(writer.knownTables).toBeUndefined();
+
+      // Loaded from a dictionary past the bound: not all of it is held either.
+      const batch = db.batch();
+      for (let i = 0; i < NAMES_PAST_BOUND; i++) batch.put(tableNameKey(longName(i)), '');
+      await batch.write();
+      expect((await IndexWriter.load(db)).knownTables).toBeUndefined();
+    } finally {
+      await db.close();
+    }
+  });
+});
+
+async function ids(source: AsyncIterable<StoredEvent>): Promise<string[]> {
+  const found: string[] = [];
+  for await (const event of source) found.push(event.eventId);
+  return found;
+}
+
+/** What a scan of every event finds for a table substring. */
+async function scanned(store: AuditStore, table: string): Promise<string[]> {
+  const found: string[] = [];
+  for await (const event of store.search({ action: 'all' })) if (event.tables.some((name) => name.includes(table))) found.push(event.eventId);
+  return found;
+}
+
+describe('a table search past the bound', () => {
+  it('answers exactly as a scan of every event, also after a reopen', async () => {
+    const { store, location } = await stores.open();
+    // Ten long names an event, each name in one event, past the bound; and a short common one.
+    const events: AuditEvent[] = [];
+    for (let e = 0; e * 10 < NAMES_PAST_BOUND; e++) {
+      const tables = Array.from({ length: 10 }, (_, k) => longName(e * 10 + k)).filter((_, k) => e * 10 + k < NAMES_PAST_BOUND);
+      if (e % 7 === 0) tables.push('db.common');
+      events.push({ eventId: `e${e}`, userId: 'u', source: 'trino', action: 'data:Select', resource: '', decision: 'ALLOW', tables, query: '', details: '', timestamp: 1_000 + e });
+    }
+    await store.append(events.slice(0, 200));
+    await store.append(events.slice(200));
+    const check = async (s: AuditStore) => {
+      // One name, ten names (a union of their ranges), more than a union takes, a short one, none.
+      for (const table of ['t00042.', `t${String(NAMES_PAST_BOUND - 5).padStart(5, '0')}`, 't0004', 'x', 'db.common', 'common']) {
+        const truth = await scanned(s, table);
+        expect(truth.length, table).toBeGreaterThan(0);
+        expect(await ids(s.search({ action: 'all', table })), table).toEqual(truth);
+      }
+      expect(await s.searchPlan({ action: 'all', table: 't00042.' })).toEqual(['table']);
+      expect(await s.searchPlan({ action: 'all', table: 'nope' })).toEqual(['table']);
+      expect(await ids(s.search({ action: 'all', table: 'nope' }))).toEqual([]);
+    };
+    await check(store);
+    await stores.close(store);
+    const { store: reopened } = await stores.open(location);
+    await check(reopened);
+  });
+});
