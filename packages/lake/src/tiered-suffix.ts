@@ -5,10 +5,11 @@ import type { TierSource } from './tier-source.js';
 /**
  * The tier's rows with seqs in (afterSeq, throughSeq], in seq order: the tier's own record of
  * that stretch of the log. A file whose `seq` statistics end at or before `afterSeq` is not
- * read past its footer, so reading the newest stretch of a large tier reads few files.
- * Throws AUDIT_TIER_TARGET_UNUSABLE unless the rows are exactly one per seq of the range, each
- * with its term: rows tiered before the chain have no seq, and two different rows at one seq
- * are two logs in one tier — neither is a record of one log that could be adopted.
+ * read past its footer, so reading the newest stretch of a large tier reads few files. The
+ * tier may start inside the range (it was first tiered to later); from its first row on,
+ * throws AUDIT_TIER_TARGET_UNUSABLE unless the rows are exactly one per seq, each with its
+ * term: rows tiered before the chain have no seq, and two different rows at one seq are two
+ * logs in one tier — neither is a record of one log that could be adopted.
  */
 export async function readTieredSuffix(source: TierSource, afterSeq: number, throughSeq: number): Promise<TieredEvent[]> {
   const bySeq = new Map<number, TieredEvent>();
@@ -25,7 +26,10 @@ export async function readTieredSuffix(source: TierSource, afterSeq: number, thr
     }
   }
   const rows: TieredEvent[] = [];
-  for (let seq = afterSeq + 1; seq <= throughSeq; seq++) {
+  let first = Number.POSITIVE_INFINITY;
+  for (const seq of bySeq.keys()) first = Math.min(first, seq);
+  if (first > throughSeq) throw unusable(source, `it holds no row from seq ${afterSeq + 1} to its watermark ${throughSeq}`);
+  for (let seq = Math.max(afterSeq + 1, first); seq <= throughSeq; seq++) {
     const row = bySeq.get(seq);
     if (row === undefined) throw unusable(source, `it holds no row at seq ${seq}, below its watermark ${throughSeq}`);
     if (row.term === undefined) throw unusable(source, `its row at seq ${seq} has no term`);

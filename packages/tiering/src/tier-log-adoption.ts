@@ -55,8 +55,11 @@ export async function adoptTierSuffix(store: AuditStore, source: TierSource, wat
       );
     }
     const rows = await readTieredSuffix(source, from, top);
-    const common = await lastAgreeing(store, rows, from, shorter);
-    if (common !== undefined || from === 0) return adopt(store, rows.slice((common ?? 0) - from), common ?? 0, options);
+    // A tier may start above seq 1 (tiering turned on late, or a target switched): nothing
+    // below its first row can be compared, and the store checks that row's chain link.
+    const floor = (rows[0]?.seq ?? top + 1) - 1;
+    const common = await lastAgreeing(store, rows, floor, shorter);
+    if (common !== undefined || floor > from || from === 0) return adopt(store, rows.slice((common ?? floor) - floor), common ?? floor, options);
     from = Math.max(0, shorter - 2 * (shorter - from));
   }
 }

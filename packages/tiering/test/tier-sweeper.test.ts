@@ -70,6 +70,8 @@ describe('TierSweeper', () => {
     expect(await store.countAfter((await s.watermark()).seq)).toBe(0);
     // Eleven commits (ten full, the rest); each batch held at most batch.size events.
     expect(commits).toBeGreaterThanOrEqual(11);
+    // The last commit's watermark is visible before that sweep has scheduled the next one: wait for the schedule.
+    await expect.poll(async () => (await s.status()).nextAttemptMs).toBeGreaterThan(Date.now() + HOUR_MS / 2);
     const status = await s.status();
     expect(status.lastBatch!.count).toBeLessThanOrEqual(100);
     // New events now wait for the next interval (an hour away).
@@ -377,6 +379,26 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     expect(await b.adoptTier(20)).toMatchObject({ adopted: undefined, outcome: 'failed', error: expect.stringContaining(`has term ${term}, not before this leader's term ${term}`) as unknown });
     expect(second.position.lastSeq).toBe(5);
     expect(second.outboxCount).toBe(0);
+  });
+
+  it('adopts from a target whose rows start above seq 1 (tiered to another target before)', async () => {
+    const earlier = modes.parquet('before_parquet');
+    const later = modes.parquet('later_parquet');
+    let target = earlier;
+    const dead = await storeWith(30, 10, Date.now() - 2 * HOUR_MS);
+    const a = testSweeper({ store: dead, connections, catalogs, settings: () => target, batchSizeMax: 10 });
+    expect(await a.sweep()).toBe('tiered-full');
+    target = later;
+    while ((await a.sweep()) !== 'tiered');
+    expect((await a.watermark()).seq).toBe(30);
+    await a.close();
+    // The later target holds seqs 11..30 only; the successor received 1..15 and ordered two of its own.
+    const successor = await storeWith(0);
+    await successor.applyReplicated(await dead.readEncodedBySeq(0, 15), dead.termStarts());
+    await successor.append([ev(100), ev(101)], { sequencer: () => 2 });
+    const b = testSweeper({ store: successor, connections, catalogs, settings: () => later, term: () => 2 });
+    expect(await b.adoptTier(30)).toMatchObject({ adopted: { commonSeq: 15, adopted: 15, moved: 2 }, outcome: 'nothing-to-tier' });
+    expect(Buffer.concat(await successor.readEncodedBySeq(0, 30)).equals(Buffer.concat(await dead.readEncodedBySeq(0, 30)))).toBe(true);
   });
 
   it('after an adoption the next scheduled sweep is due at once, not after the failed sweeps\' backoff', async () => {
