@@ -291,11 +291,16 @@ export class ClusterNode {
     for (const peer of peers) {
       for (let round = 0; round < 1000 && stillLeader(); round++) {
         const position = store.position;
+        const lastTerm = store.termAt(position.lastSeq);
+        // A peer whose entry here has the same term but another chain hash holds other entries
+        // (a term number handed out twice): nothing of its log extends this one.
+        const lastChainHash = await store.chainHashAt(position.lastSeq);
+        if (store.position.lastSeq !== position.lastSeq) break;
         let response: PullResponse;
         try {
           response = await transport.pull(
             peer.url,
-            { nodeId, after: position.lastSeq, lastTerm: store.termAt(position.lastSeq), term, limit: 5000, waitMs: 0, metaHash: '', catchUp: true },
+            { nodeId, after: position.lastSeq, lastTerm, ...(lastChainHash !== undefined ? { lastChainHash } : {}), term, limit: 5000, waitMs: 0, metaHash: '', catchUp: true },
             Math.max(500, this.#options.leaseTtlMs / 3),
           );
         } catch {

@@ -43,7 +43,11 @@ export class LogSource {
     if (!request.catchUp && !elector.isLeader()) {
       throw new AuditError(AuditErrorCode.NOT_LEADER, `node ${this.#options.nodeId} is not the leader`, { retryable: true });
     }
-    if (!this.#matches(request)) {
+    // Matching reads the chain hash (it may wait for LevelDB): a cut of this log meanwhile (a
+    // leader adopting a tier's entries) voids it, so the progress recorded below never counts
+    // entries the cut removed.
+    const cuts = store.cutCount;
+    if (!(await this.#matches(request)) || store.cutCount !== cuts) {
       if (!request.catchUp) this.#options.onMismatch(request.nodeId);
       return { ...(await this.#header(request, false)), entries: [], mismatch: { termStarts: store.termStarts() } };
     }
@@ -57,17 +61,24 @@ export class LogSource {
       await this.#waitForGrowth(request.waitMs);
       // Deposed meanwhile: its log may be about to change; the asker should find the new leader.
       if (!elector.isLeader()) throw new AuditError(AuditErrorCode.NOT_LEADER, `node ${this.#options.nodeId} is no longer the leader`, { retryable: true });
-      if (!this.#matches(request)) return { ...(await this.#header(request, false)), entries: [], mismatch: { termStarts: store.termStarts() } };
+      if (!(await this.#matches(request))) return { ...(await this.#header(request, false)), entries: [], mismatch: { termStarts: store.termStarts() } };
       entries = await store.readEncodedBySeq(request.after, limit);
     }
     return this.#withEntries(request, entries, true);
   }
 
-  /** Whether this log holds the asker's last entry: the same term at its last seq. */
-  #matches(request: PullRequest): boolean {
+  /**
+   * Whether this log holds the asker's last entry: the same term at its last seq, and the same
+   * chain hash there when both logs know it (equal terms alone do not prove equal entries once
+   * a term number was handed out twice; the chain hash commits to every entry up to it).
+   */
+  async #matches(request: PullRequest): Promise<boolean> {
     const { store } = this.#options;
     if (request.after === 0) return true;
-    return request.after <= store.position.lastSeq && store.termAt(request.after) === request.lastTerm;
+    if (request.after > store.position.lastSeq || store.termAt(request.after) !== request.lastTerm) return false;
+    if (request.lastChainHash === undefined) return true;
+    const mine = await store.chainHashAt(request.after);
+    return mine === undefined || mine === request.lastChainHash;
   }
 
   async #withEntries(request: PullRequest, entries: Uint8Array[], withMeta: boolean): Promise<PullResponse> {

@@ -13,6 +13,13 @@ export interface PullRequest {
    */
   after: number;
   lastTerm: number;
+  /**
+   * The chain hash of the asker's entry at `after`, when it has one. The answering node
+   * matches only if its own entry there has the same (when it knows its own): a term number
+   * can be handed out twice (the coordinator restarted empty while every node that knew the
+   * latest term was down or paused), and then equal terms do not mean equal entries.
+   */
+  lastChainHash?: string;
   /** The newest term the asker knows; a node with an older one is stale. */
   term: number;
   /** Most entries wanted. */

@@ -66,12 +66,16 @@ export class ReplicationFollower {
   async #pullOnce(leaderUrl: string): Promise<void> {
     const { store, elector, transport, metaHash } = this.#options;
     const position = store.position;
+    const lastTerm = store.termAt(position.lastSeq);
+    const lastChainHash = await store.chainHashAt(position.lastSeq);
+    if (store.position.lastSeq !== position.lastSeq) return;
     const response = await transport.pull(
       leaderUrl,
       {
         nodeId: this.#options.nodeId,
         after: position.lastSeq,
-        lastTerm: store.termAt(position.lastSeq),
+        lastTerm,
+        ...(lastChainHash !== undefined ? { lastChainHash } : {}),
         term: elector.knownTerm,
         // As the forward batch (cluster-node.ts): a standby applies each answer as one LevelDB
         // batch, and batches of a megabyte or two cost the least CPU per event.
@@ -105,7 +109,17 @@ export class ReplicationFollower {
   async #divert(response: PullResponse, leaderStarts: readonly TermStart[]): Promise<void> {
     const { store } = this.#options;
     const position = store.position;
-    const agreed = commonPrefix({ starts: store.termStarts(), lastSeq: position.lastSeq }, { starts: leaderStarts, lastSeq: response.lastSeq });
+    const starts = store.termStarts();
+    let agreed = commonPrefix({ starts, lastSeq: position.lastSeq }, { starts: leaderStarts, lastSeq: response.lastSeq });
+    if (agreed === position.lastSeq) {
+      // The leader's log reaches this log's end with the same term there, and still did not
+      // match: the chain hashes differ, so one term number was given to two leaders (the
+      // coordinator restarted empty while every node that knew it was away). The two logs agree
+      // on every term boundary up to here, so this term's run starts at the same seq in both:
+      // go back to before it (and further on the next pull, should an earlier run differ too).
+      const run = starts.filter((start) => start.firstSeq <= position.lastSeq).at(-1);
+      agreed = run === undefined ? 0 : run.firstSeq - 1;
+    }
     const diverted = await store.divertSuffixToOutbox(agreed + 1);
     this.#options.log.warn(
       { leader: response.nodeId, agreedThroughSeq: agreed, from: agreed + 1, moved: diverted.moved, terms: diverted.terms },

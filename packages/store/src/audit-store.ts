@@ -443,6 +443,21 @@ export class AuditStore {
   }
 
   /**
+   * The chain hash of the entry at `seq`, which commits to every entry up to it: two logs with
+   * the same chain hash at a seq hold the same entries up to it, whatever their terms say.
+   * Undefined when it is not known here (no chain, an entry without chain fields, or one
+   * retention deleted), so the caller falls back to comparing terms.
+   */
+  async chainHashAt(seq: number): Promise<string | undefined> {
+    const position = this.#openWriter().position;
+    const chain = this.#chain as RecordChain;
+    if (!chain.enabled || seq <= 0 || seq > position.lastSeq) return undefined;
+    // The head and the position move together (in one synchronous step after each write).
+    if (seq === position.lastSeq) return chain.head.started ? chain.head.hash : undefined;
+    return (await this.getBySeq(seq))?.chainHash;
+  }
+
+  /**
    * Applies entries ordered by another node, as they are (seq, term, ingestTs kept), with that
    * node's term boundaries among them (`starts`, so runs start where they start there, even
    * inside a gap retention made). Entries at or below the local last seq are skipped, so a
