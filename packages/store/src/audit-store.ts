@@ -471,7 +471,7 @@ export class AuditStore {
   }
 
   /** applyReplicated's write, within an exclusive operation. */
-  async #applyWithin({ db, position, setPosition, runs }: ExclusiveContext, entries: readonly Uint8Array[], starts: readonly TermStart[]): Promise<number> {
+  async #applyWithin({ db, position, setPosition, runs }: ExclusiveContext, entries: readonly Uint8Array[], starts: readonly TermStart[], received = true): Promise<number> {
     const index = this.#openIndex();
     const chain = this.#chain as RecordChain;
     const batch = db.batch();
@@ -486,8 +486,8 @@ export class AuditStore {
     const added: TermRun[] = [];
     let current = runs.runAt(position.lastSeq);
     const startRun = (firstSeq: number, term: number) => {
-      if (current !== undefined && current.term === term && current.received) return;
-      current = { firstSeq, term, received: true };
+      if (current !== undefined && current.term === term && current.received === received) return;
+      current = { firstSeq, term, received };
       added.push(current);
       batch.put(termRunKey(firstSeq), termRunValue(current));
     };
@@ -520,7 +520,7 @@ export class AuditStore {
           const start = pending.shift() as TermStart;
           if (start.firstSeq > expected) startRun(start.firstSeq, start.term);
         }
-        if (current === undefined || current.term !== entry.term || !current.received) startRun(entry.seq, entry.term);
+        if (current === undefined || current.term !== entry.term || current.received !== received) startRun(entry.seq, entry.term);
         // The ledger reads only entries that carry a sourceSeq (a byte search, then the text).
         const entryBuffer = Buffer.from(entry.bytes.buffer, entry.bytes.byteOffset, entry.bytes.byteLength);
         if (entryBuffer.includes(SOURCE_SEQ_KEY)) ledger.addJson(entryBuffer.toString('utf8'));
@@ -603,7 +603,9 @@ export class AuditStore {
       // Asked last, inside the writer's step: a leader deposed while the entries were checked cuts nothing.
       if (!mayAdopt()) throw new AuditError(AuditErrorCode.NOT_LEADER, 'this node no longer leads: the tier\'s entries were not adopted', { retryable: true });
       const diverted = await this.#divertWithin(context, seq);
-      const count = await this.#applyWithin({ ...context, position: diverted.position }, entries, starts);
+      // Counted as ordered here, not received: no other node is known to hold them (the tier
+      // does), so ack=replicated waits for a standby to confirm them like this leader's own.
+      const count = await this.#applyWithin({ ...context, position: diverted.position }, entries, starts, false);
       return { ...diverted.result, adopted: count };
     });
     if (adopted.adopted > 0) this.#logGrew();

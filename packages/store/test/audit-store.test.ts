@@ -343,6 +343,8 @@ describe('AuditStore replication and outbox', () => {
     // The two logs are one now, byte for byte, with the dead leader's term boundaries and chain head.
     expect(Buffer.concat(await successor.readEncodedBySeq(0, 20)).equals(Buffer.concat(await dead.readEncodedBySeq(0, 20)))).toBe(true);
     expect(successor.termStarts()).toEqual(dead.termStarts());
+    // Not counted as held by another node: ack=replicated waits for a standby to confirm the adopted entries.
+    expect(successor.runAt(7)).toMatchObject({ term: 1, received: false });
     expect(successor.chainHead).toEqual(dead.chainHead);
     expect(successor.position).toMatchObject({ lastSeq: 10, lastTerm: 1 });
     const outbox = await successor.readOutbox(10);
