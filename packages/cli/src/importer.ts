@@ -4,7 +4,7 @@ import type { ImportProgress } from './import-progress.js';
 import type { IngestClient } from './ingest-client.js';
 import type { InputFile } from './input-files.js';
 import { JsonFraming, quoteUnsafeIntegers } from './json-framing.js';
-import { readLines } from './line-reader.js';
+import { readLines, type Line } from './line-reader.js';
 import { RecordIds } from './record-id.js';
 import type { ResumeFile } from './resume-file.js';
 
@@ -74,16 +74,20 @@ export class Importer {
 
   async #importFile(file: InputFile): Promise<void> {
     const { format, resume } = this.#options;
-    const start = resume?.startFor(file) ?? 0;
-    if (start === 'skip') {
+    const resumed = (await resume?.startFor(file)) ?? { skip: false, line: 0 };
+    if (resumed.skip) {
       if (file.kind === 'file') this.#bytesRead += file.sizeBytes;
       return;
     }
+    if (resumed.note !== undefined) this.#options.progress.note(`auditlake import: ${resumed.note}`);
+    const start = resumed.line;
     const ids = new RecordIds(format.name);
     let batch: Pending[] = [];
     let batchBytes = 0;
     let lastLine = 0;
-    for await (const piece of this.#pieces(file)) {
+    // A plain file's last line without a newline may still be being written: left for the next run.
+    const unterminated: { line?: number } = {};
+    for await (const piece of this.#pieces(file, (line) => (unterminated.line = line.number))) {
       lastLine = piece.endLine;
       // Ids depend on every record before, so records already done are read (not sent) again.
       const eventId = piece.mapped.kind === 'event' ? ids.next(piece.canonical) : '';
@@ -109,13 +113,22 @@ export class Importer {
       this.#options.progress.update({ bytesRead: this.#bytesRead, records: this.#records, sent: this.#sent, file: file.path });
     }
     if (batch.length > 0) await this.#flush(file, batch);
-    await resume?.record(file, Math.max(lastLine, start), true);
+    if (unterminated.line !== undefined) this.#options.progress.note(`auditlake import: last line of ${file.path} (line ${unterminated.line}) has no newline yet: left for the next run`);
+    await resume?.record(file, Math.max(lastLine, start), unterminated.line === undefined);
   }
 
   /** The records of a file in order, each mapped, with the lines it spans. */
-  async *#pieces(file: InputFile): AsyncGenerator<Piece> {
+  async *#pieces(file: InputFile, onUnterminated: (line: Line) => void): AsyncGenerator<Piece> {
     const { format, context } = this.#options;
-    const lines = readLines(file, (bytes) => (this.#bytesRead += bytes));
+    let unterminated = false;
+    const lines = readLines(
+      file,
+      (bytes) => (this.#bytesRead += bytes),
+      (line) => {
+        unterminated = true;
+        onUnterminated(line);
+      },
+    );
     if (format.framing === 'lines') {
       for await (const line of lines) {
         if (line.text.trim() === '') continue;
@@ -141,6 +154,8 @@ export class Importer {
       return { line: piece.line, endLine: piece.endLine, mapped: format.mapRecord(record, context), canonical: JSON.stringify(record) };
     };
     for await (const line of lines) for (const piece of framing.push(line.text, line.number)) yield toPiece(piece);
+    // A record still open when the last line is held back is not cut short, only not written yet.
+    if (unterminated) return;
     for (const piece of framing.end()) yield toPiece(piece);
   }
 
@@ -170,12 +185,7 @@ export class Importer {
         remaining = remaining.slice(half);
         continue;
       }
-      const refused = answer.index === undefined ? undefined : remaining[answer.index];
-      if (refused === undefined) {
-        // The node named no event: the whole batch is refused.
-        for (const p of remaining) this.#refuse(`${file.path}:${p.line}`, `refused by the node: ${answer.message}`);
-        return;
-      }
+      const refused = remaining[answer.index]!;
       this.#refuse(`${file.path}:${refused.line}`, `refused by the node: ${answer.message}`);
       remaining = remaining.filter((p) => p !== refused);
     }

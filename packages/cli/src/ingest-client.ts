@@ -1,11 +1,18 @@
+import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { errorText, type NodeClient } from './node-client.js';
 
 /** What the node made of one batch. */
 export type IngestAnswer =
   | { kind: 'stored'; ingested: number; duplicates: number }
-  /** Nothing of the batch was stored; `index` is the refused event's place in it, when the node named one. */
-  | { kind: 'refused'; index: number | undefined; message: string }
+  /** Nothing of the batch was stored; `index` is the refused event's place in it (a 400 naming `events[i]`). */
+  | { kind: 'refused'; index: number; message: string }
   | { kind: 'too-large' };
+
+/** Attempts of one batch while the node answers 429 (too many requests). */
+export const RATE_LIMITED_ATTEMPTS_MAX = 8;
+/** The pause after a 429 without a usable `Retry-After`, and the longest one honoured. */
+const RETRY_AFTER_MS_DEFAULT = 1000;
+const RETRY_AFTER_MS_MAX = 60_000;
 
 /** Sends batches of events to `POST /v1/api/audit` (the ingest token's endpoint). */
 export class IngestClient {
@@ -15,18 +22,45 @@ export class IngestClient {
     this.#node = node;
   }
 
+  /**
+   * Sends one batch. Only a 400 naming a refused event is an answer about records; a 429 is
+   * retried after its `Retry-After` (bounded), and any other answer that is not 2xx is an
+   * error: nothing of the batch may be counted as done.
+   */
   async send(events: readonly object[]): Promise<IngestAnswer> {
-    const response = await this.#node.request('/v1/api/audit', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(events) });
-    const body = await response.text();
-    if (response.status === 413) return { kind: 'too-large' };
-    if (response.status === 200) {
-      // `ingested` counts what was accepted, duplicates included; sampled-out reads are not in it.
-      const answer = JSON.parse(body) as { ingested?: number; duplicates?: number };
-      return { kind: 'stored', ingested: answer.ingested ?? 0, duplicates: answer.duplicates ?? 0 };
+    const path = '/v1/api/audit';
+    for (let attempt = 1; ; attempt++) {
+      const response = await this.#node.request(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(events) });
+      const body = await response.text();
+      if (response.status === 413) return { kind: 'too-large' };
+      if (response.status >= 200 && response.status < 300) {
+        // `ingested` counts what was accepted, duplicates included; sampled-out reads are not in it.
+        const answer = JSON.parse(body) as { ingested?: number; duplicates?: number };
+        return { kind: 'stored', ingested: answer.ingested ?? 0, duplicates: answer.duplicates ?? 0 };
+      }
+      const message = errorText(body);
+      if (response.status === 429) {
+        if (attempt >= RATE_LIMITED_ATTEMPTS_MAX) {
+          throw new AuditError(AuditErrorCode.UNREACHABLE, `${this.#node.url}${path} answered 429 (too many requests) ${attempt} times: ${message}`, { retryable: true });
+        }
+        await this.#node.pause(retryAfterMs(response.headers.get('retry-after')), `429 ${message}`);
+        continue;
+      }
+      // The node names the first bad event as events[i]; the batch is all or nothing.
+      const index = /^events\[(\d+)\]/.exec(message)?.[1];
+      if (response.status === 400 && index !== undefined && Number(index) < events.length) {
+        return { kind: 'refused', index: Number(index), message: `${response.status} ${message}` };
+      }
+      throw new AuditError(AuditErrorCode.UNREACHABLE, `${this.#node.url}${path} answered ${response.status}: ${message}`);
     }
-    const message = errorText(body);
-    // The node names the first bad event as events[i]; the batch is all or nothing.
-    const index = /^events\[(\d+)\]/.exec(message)?.[1];
-    return { kind: 'refused', index: index === undefined ? undefined : Number(index), message: `${response.status} ${message}` };
   }
+}
+
+/** `Retry-After` in seconds or as an HTTP date, in ms (a default when missing or unreadable, capped). */
+function retryAfterMs(header: string | null, now = Date.now()): number {
+  if (header === null || header.trim() === '') return RETRY_AFTER_MS_DEFAULT;
+  const seconds = Number(header);
+  const ms = Number.isFinite(seconds) ? seconds * 1000 : Date.parse(header) - now;
+  if (!Number.isFinite(ms)) return RETRY_AFTER_MS_DEFAULT;
+  return Math.min(Math.max(ms, 0), RETRY_AFTER_MS_MAX);
 }

@@ -15,10 +15,12 @@ export interface Line {
 /**
  * The lines of a file or of standard input, gzip-compressed or not (told by the first two
  * bytes, not the name). `onBytes` hears how many bytes of the input itself (compressed, when
- * it is) have been read, for progress. `\n` and `\r\n` end lines; a last line without a
- * break still counts.
+ * it is) have been read, for progress. `\n` and `\r\n` end lines; a leading byte-order mark
+ * (U+FEFF) is not part of the first line. A last line without a break counts on standard input
+ * and in a gzip file (both complete when they end); in a plain file it may be a line its writer
+ * is still writing, so it is not yielded but handed to `onUnterminated`.
  */
-export async function* readLines(file: InputFile, onBytes: (bytes: number) => void = () => undefined): AsyncGenerator<Line> {
+export async function* readLines(file: InputFile, onBytes: (bytes: number) => void = () => undefined, onUnterminated: (line: Line) => void = () => undefined): AsyncGenerator<Line> {
   const raw: Readable = file.kind === 'stdin' ? process.stdin : createReadStream(file.path);
   raw.on('data', (chunk: Buffer) => onBytes(chunk.length));
   const chunks = raw[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
@@ -33,14 +35,26 @@ export async function* readLines(file: InputFile, onBytes: (bytes: number) => vo
   const decoder = new StringDecoder('utf8');
   let pending = '';
   let number = 0;
+  let atStart = true;
+  const decoded = (text: string): string => {
+    if (atStart && text !== '') {
+      atStart = false;
+      if (text.startsWith('\uFEFF')) return text.slice(1);
+    }
+    return text;
+  };
   try {
     for await (const chunk of content) {
-      const parts = (pending + decoder.write(chunk)).split('\n');
+      const parts = (pending + decoded(decoder.write(chunk))).split('\n');
       pending = parts.pop() ?? '';
       for (const text of parts) yield { number: ++number, text: text.endsWith('\r') ? text.slice(0, -1) : text };
     }
-    pending += decoder.end();
-    if (pending !== '') yield { number: ++number, text: pending.endsWith('\r') ? pending.slice(0, -1) : pending };
+    pending += decoded(decoder.end());
+    if (pending !== '') {
+      const last = { number: ++number, text: pending.endsWith('\r') ? pending.slice(0, -1) : pending };
+      if (file.kind === 'file' && !isGzip) onUnterminated(last);
+      else yield last;
+    }
   } finally {
     if (file.kind === 'file') raw.destroy();
   }

@@ -51,6 +51,12 @@ export class NodeClient {
     this.#fetch = options.fetch ?? fetch;
   }
 
+  /** Waits `ms` (the injected sleep), telling `onRetry` why. */
+  async pause(ms: number, reason: string): Promise<void> {
+    this.#onRetry(reason, ms);
+    await this.#sleep(ms);
+  }
+
   async request(path: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Response> {
     let delayMs = this.#delayMsInitial;
     for (let attempt = 1; ; attempt++) {

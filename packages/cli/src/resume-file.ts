@@ -1,4 +1,5 @@
-import { readFile, rename, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { open, readFile, rename, writeFile } from 'node:fs/promises';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import type { FormatName } from './formats/record-format.js';
 import type { InputFile } from './input-files.js';
@@ -11,7 +12,16 @@ export interface FileProgress {
   complete: boolean;
   sizeBytes: number;
   mtimeMs: number;
+  /** SHA-256 (hex) of the file's first `headBytes` bytes, to tell a file replaced under the same name. */
+  headSha256?: string;
+  headBytes?: number;
 }
+
+/** How much of a file's beginning its fingerprint covers. */
+export const HEAD_BYTES_MAX = 64 * 1024;
+
+/** Where to pick up a file: skip it, or start after `line`; `note` says why a recorded point is not used. */
+export type ResumeStart = { skip: true } | { skip: false; line: number; note?: string };
 
 interface ResumeState {
   version: 1;
@@ -29,6 +39,8 @@ interface ResumeState {
 export class ResumeFile {
   readonly path: string;
   readonly #state: ResumeState;
+  /** The fingerprint of each file this run read, taken once (its first bytes do not change while it is appended to). */
+  readonly #heads = new Map<string, { bytes: number; sha256: string }>();
 
   private constructor(path: string, state: ResumeState) {
     this.path = path;
@@ -59,24 +71,56 @@ export class ResumeFile {
   }
 
   /**
-   * Where to pick up `file`: 'skip' when it was completed and has not changed since, else the
-   * line after which records are still to be sent (0: from the start).
+   * Where to pick up `file`: skipped when it was completed and has not changed since (same size,
+   * modification time and first bytes), else the line after which records are still to be sent
+   * (0: from the start). A file whose first bytes are not the ones recorded is a different file
+   * under the old name (a rotation): read from the start, and `note` says so.
    */
-  startFor(file: InputFile): 'skip' | number {
-    if (file.kind !== 'file') return 0;
+  async startFor(file: InputFile): Promise<ResumeStart> {
+    if (file.kind !== 'file') return { skip: false, line: 0 };
     const progress = this.#state.files[file.path];
-    if (progress === undefined) return 0;
-    if (progress.complete && progress.sizeBytes === file.sizeBytes && progress.mtimeMs === file.mtimeMs) return 'skip';
+    if (progress === undefined) return { skip: false, line: 0 };
+    // A resume file written before fingerprints were recorded cannot tell: read it all again (only duplicates).
+    if (progress.headSha256 === undefined || progress.headBytes === undefined) {
+      return { skip: false, line: 0, ...(progress.line > 0 ? { note: `${file.path}: the resume file has no fingerprint of it; importing it from the start` } : {}) };
+    }
     // A file smaller than when it was read is a new file under the old name: read it all.
-    return file.sizeBytes < progress.sizeBytes ? 0 : progress.line;
+    if (file.sizeBytes < progress.sizeBytes || (await headSha256(file.path, progress.headBytes)) !== progress.headSha256) {
+      return { skip: false, line: 0, note: `${file.path} is not the file the resume file recorded (its first bytes differ); importing it from the start` };
+    }
+    if (progress.complete && progress.sizeBytes === file.sizeBytes && progress.mtimeMs === file.mtimeMs) return { skip: true };
+    return { skip: false, line: progress.line };
   }
 
   async record(file: InputFile, line: number, complete: boolean): Promise<void> {
     if (file.kind !== 'file') return;
-    this.#state.files[file.path] = { line, complete, sizeBytes: file.sizeBytes, mtimeMs: file.mtimeMs };
+    let head = this.#heads.get(file.path);
+    if (head === undefined) {
+      const bytes = Math.min(file.sizeBytes, HEAD_BYTES_MAX);
+      head = { bytes, sha256: await headSha256(file.path, bytes) };
+      this.#heads.set(file.path, head);
+    }
+    this.#state.files[file.path] = { line, complete, sizeBytes: file.sizeBytes, mtimeMs: file.mtimeMs, headSha256: head.sha256, headBytes: head.bytes };
     const temporary = `${this.path}.tmp`;
     await writeFile(temporary, JSON.stringify(this.#state, null, 1) + '\n');
     await rename(temporary, this.path);
+  }
+}
+
+/** SHA-256 (hex) of the first `bytes` bytes of `path` (fewer when it is shorter). */
+async function headSha256(path: string, bytes: number): Promise<string> {
+  const handle = await open(path, 'r');
+  try {
+    const buffer = Buffer.alloc(bytes);
+    let filled = 0;
+    while (filled < bytes) {
+      const { bytesRead } = await handle.read(buffer, filled, bytes - filled, filled);
+      if (bytesRead === 0) break;
+      filled += bytesRead;
+    }
+    return createHash('sha256').update(buffer.subarray(0, filled)).digest('hex');
+  } finally {
+    await handle.close();
   }
 }
 

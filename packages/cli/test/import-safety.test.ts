@@ -1,0 +1,150 @@
+// Goal: through a real node, `auditlake import` loses no record to a node answer that is not about records (429, 404, …), a replaced file, a half-written last line or a byte-order mark.
+import { appendFile, readFile, utimes, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { allEvents, FIXTURES, runImport, startNode, tempDir } from './import-node.js';
+
+/** LHO records `from`..`to` (exclusive), one per line, each a distinct event. */
+function lhoLines(from: number, to: number, user = 'u'): string[] {
+  const lines: string[] = [];
+  for (let i = from; i < to; i++) lines.push(JSON.stringify({ timestamp: 1_780_300_000_000 + i, userName: `${user}${i}`, action: 'VIEW_TASK', outcome: 'SUCCESS', taskId: `task-${i}` }));
+  return lines;
+}
+
+async function progressOf(resume: string, file: string): Promise<{ line: number; complete: boolean } | undefined> {
+  const state = JSON.parse(await readFile(resume, 'utf8').catch(() => '{"files":{}}')) as { files: Record<string, { line: number; complete: boolean }> };
+  return state.files[file];
+}
+
+describe('import: node answers that are not about records', () => {
+  it('fails with exit 1 naming the status on a 404 (a wrong --url prefix), keeps the resume point, and a later run imports everything', async () => {
+    const node = await startNode();
+    const dir = await tempDir();
+    const file = join(dir, 'clo-audit.log.1');
+    await writeFile(file, lhoLines(0, 5).join('\n') + '\n');
+    const resume = join(dir, 'progress.json');
+    const wrong = await runImport(node, ['--format', 'lho', '--url', `${node.url}/auditlake`, '--resume-file', resume, file]);
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr).toMatch(/answered 404/);
+    expect(wrong.stdout).toBe('');
+    expect((await progressOf(resume, file))?.complete ?? false).toBe(false);
+
+    const right = await runImport(node, ['--format', 'lho', '--resume-file', resume, file]);
+    expect(right.stdout).toBe('imported 5, duplicates 0, refused 0\n');
+    expect(right.code).toBe(0);
+    expect(await allEvents(node, '&engine=lho')).toHaveLength(5);
+  });
+
+  it('waits out a 429 for its Retry-After and sends again; fails with exit 1 when it goes on, keeping the resume point', async () => {
+    const node = await startNode();
+    const dir = await tempDir();
+    const file = join(dir, 'clo-audit.log.2');
+    await writeFile(file, lhoLines(0, 3).join('\n') + '\n');
+    const resume = join(dir, 'progress.json');
+    const tooMany = (): Response => new Response(JSON.stringify({ status: 'error', error: 'too many requests' }), { status: 429, headers: { 'retry-after': '3' } });
+
+    let limited = 2;
+    const pauses: number[] = [];
+    const recovering = await runImport(node, ['--format', 'lho', '--resume-file', resume, file], {
+      fetch: async (input, init) => (limited-- > 0 ? tooMany() : fetch(input, init)),
+      sleep: async (ms) => void pauses.push(ms),
+    });
+    expect(recovering.stdout).toBe('imported 3, duplicates 0, refused 0\n');
+    expect(recovering.code).toBe(0);
+    expect(pauses).toEqual([3000, 3000]);
+
+    const other = join(dir, 'clo-audit.log.3');
+    await writeFile(other, lhoLines(3, 6).join('\n') + '\n');
+    const always = await runImport(node, ['--format', 'lho', '--resume-file', resume, other], { fetch: async () => tooMany(), sleep: async () => undefined });
+    expect(always.code).toBe(1);
+    expect(always.stderr).toMatch(/answered 429 \(too many requests\) 8 times/);
+    expect((await progressOf(resume, other))?.complete ?? false).toBe(false);
+    const later = await runImport(node, ['--format', 'lho', '--resume-file', resume, other]);
+    expect(later.stdout).toBe('imported 3, duplicates 0, refused 0\n');
+  });
+});
+
+describe('import --resume-file: a file replaced under the same name', () => {
+  it('imports a rotated file of the same or a larger size from its first line, saying so, and still resumes one that was appended to', async () => {
+    const node = await startNode();
+    const dir = await tempDir();
+    const file = join(dir, 'clo-audit.log');
+    const resume = join(dir, 'progress.json');
+    const args = ['--format', 'lho', '--resume-file', resume, file];
+    await writeFile(file, lhoLines(0, 5, 'a').join('\n') + '\n');
+    expect((await runImport(node, args)).stdout).toBe('imported 5, duplicates 0, refused 0\n');
+
+    // Same size, other records (and a later modification time).
+    await writeFile(file, lhoLines(0, 5, 'b').join('\n') + '\n');
+    await utimes(file, new Date(), new Date(Date.now() + 60_000));
+    const sameSize = await runImport(node, args);
+    expect(sameSize.stdout).toBe('imported 5, duplicates 0, refused 0\n');
+    expect(sameSize.stderr).toContain(`${file} is not the file the resume file recorded (its first bytes differ); importing it from the start`);
+
+    // Larger, other records.
+    await writeFile(file, lhoLines(0, 8, 'c').join('\n') + '\n');
+    const larger = await runImport(node, args);
+    expect(larger.stdout).toBe('imported 8, duplicates 0, refused 0\n');
+
+    // The same file, appended to: only the new records are sent.
+    await appendFile(file, lhoLines(8, 10, 'c').join('\n') + '\n');
+    const appended = await runImport(node, args);
+    expect(appended.stdout).toBe('imported 2, duplicates 0, refused 0\n');
+    expect(appended.stderr).not.toContain('importing it from the start');
+    expect(await allEvents(node, '&engine=lho')).toHaveLength(20);
+  });
+});
+
+describe('import: the bytes at the edges of a file', () => {
+  it('leaves a last line without a newline (its writer mid-line) for the next run, which imports it once complete', async () => {
+    const node = await startNode();
+    const dir = await tempDir();
+    const file = join(dir, 'clo-audit.log.9');
+    const resume = join(dir, 'progress.json');
+    const args = ['--format', 'lho', '--resume-file', resume, file];
+    const lines = lhoLines(0, 5);
+    const fourth = lines[3]!;
+    await writeFile(file, lines.slice(0, 3).join('\n') + '\n' + fourth.slice(0, 30));
+    const first = await runImport(node, args);
+    expect(first.stdout).toBe('imported 3, duplicates 0, refused 0\n');
+    expect(first.code).toBe(0);
+    expect(first.stderr).toContain(`last line of ${file} (line 4) has no newline yet: left for the next run`);
+    expect(await progressOf(resume, file)).toMatchObject({ line: 3, complete: false });
+
+    await appendFile(file, fourth.slice(30) + '\n' + lines[4] + '\n');
+    const second = await runImport(node, args);
+    expect(second.stdout).toBe('imported 2, duplicates 0, refused 0\n');
+    expect(second.stderr).not.toContain('no newline yet');
+    expect(await allEvents(node, '&engine=lho')).toHaveLength(5);
+  });
+
+  it('leaves a pretty-printed JSON record whose last line has no newline yet for the next run, not reporting it cut short', async () => {
+    const node = await startNode();
+    const dir = await tempDir();
+    const file = join(dir, 'lakekeeper.json');
+    const resume = join(dir, 'progress.json');
+    const args = ['--format', 'lakekeeper', '--resume-file', resume, file];
+    const line8 = (await readFile(join(FIXTURES, 'lakekeeper', 'logs', 'lakekeeper.log'), 'utf8')).split('\n')[7]!;
+    const record = JSON.stringify(JSON.parse(line8), null, 2);
+    const cut = record.length - 20;
+    await writeFile(file, record.slice(0, cut));
+    const first = await runImport(node, args);
+    expect(first.stdout).toBe('imported 0, duplicates 0, refused 0\n');
+    expect(first.stderr).toContain(`last line of ${file}`);
+
+    await appendFile(file, record.slice(cut) + '\n');
+    const second = await runImport(node, args);
+    expect(second.stdout).toBe('imported 1, duplicates 0, refused 0\n');
+    expect(second.code).toBe(0);
+  });
+
+  it('reads a file that starts with a UTF-8 byte-order mark like one without', async () => {
+    const node = await startNode();
+    const dir = await tempDir();
+    const file = join(dir, 'clo-audit.log.10');
+    await writeFile(file, '\uFEFF' + lhoLines(0, 3).join('\n') + '\n');
+    const run = await runImport(node, ['--format', 'lho', file]);
+    expect(run.stdout).toBe('imported 3, duplicates 0, refused 0\n');
+    expect(run.code).toBe(0);
+  });
+});
