@@ -36,7 +36,7 @@ export async function exportCommand(args: string[], env: NodeJS.ProcessEnv, io: 
   const node = new NodeClient({
     url: options.url,
     token: options.token,
-    onRetry: (reason, delayMs) => progress.note(`auditlake export: ${options.url} did not answer (${reason}); retrying in ${delayMs} ms`),
+    onRetry: (reason, delayMs) => progress.note(`auditlake export: ${node.shown} did not answer (${reason}); retrying in ${delayMs} ms`),
     ...clientOverrides,
   });
   const writer = exportWriter(options.format, sink);
@@ -46,7 +46,7 @@ export async function exportCommand(args: string[], env: NodeJS.ProcessEnv, io: 
     for await (const page of searchPages(node, options.filters, options.pageSize)) {
       if (page.stale && !staleNoted) {
         staleNoted = true;
-        progress.note(`auditlake export: ${options.url} is not the leader and cannot reach one; its copy may lack the newest events`);
+        progress.note(`auditlake export: ${node.shown} is not the leader and cannot reach one; its copy may lack the newest events`);
       }
       await writer.write(page.events);
       exported += page.events.length;

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { DEFAULT_NODE_URL } from './import-options.js';
+import { redactUrl } from './node-client.js';
 
 export const EXPORT_FORMATS = ['ndjson', 'csv', 'arrow', 'parquet', 'ocsf'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -64,7 +65,7 @@ export function parseExportOptions(args: string[], env: NodeJS.ProcessEnv): Expo
   if (format === undefined) throw usageError('--format is required');
   if (!isExportFormat(format)) throw usageError(`--format must be one of ${EXPORT_FORMATS.join(', ')}: ${format}`);
   const url = v['url'] ?? env['AUDITLAKE_URL'] ?? DEFAULT_NODE_URL;
-  if (!/^https?:\/\/[^/]+/.test(url)) throw usageError(`--url must be an http(s) URL: ${url}`);
+  if (!/^https?:\/\/[^/]+/.test(url)) throw usageError(`--url must be an http(s) URL: ${redactUrl(url)}`);
   const token = v['token'] ?? env['AUDITLAKE_ADMIN_TOKEN'];
   if (token === undefined || token === '') throw usageError('an admin token is needed: --token T or AUDITLAKE_ADMIN_TOKEN');
   const pageSizeText = v['page-size'] ?? String(PAGE_SIZE_DEFAULT);

@@ -42,7 +42,7 @@ export async function importCommand(args: string[], env: NodeJS.ProcessEnv, io: 
   const node = new NodeClient({
     url: options.url,
     token: options.token,
-    onRetry: (reason, delayMs) => progress.note(`auditlake import: ${options.url} could not take the batch (${reason}); retrying in ${delayMs} ms`),
+    onRetry: (reason, delayMs) => progress.note(`auditlake import: ${node.shown} could not take the batch (${reason}); retrying in ${delayMs} ms`),
     ...clientOverrides,
   });
   const importer = new Importer({

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { FORMAT_NAMES, type FormatName } from './formats/record-format.js';
+import { redactUrl } from './node-client.js';
 import { parseTimeZone, UTC, type TimeZone } from './record-time.js';
 
 export const IMPORT_USAGE = `usage: auditlake import --format <${FORMAT_NAMES.join('|')}> [--url URL] [--token T] [--resume-file F]
@@ -56,7 +57,7 @@ export function parseImportOptions(args: string[], env: NodeJS.ProcessEnv): Impo
   if (!isFormatName(v.format)) throw usageError(`--format must be one of ${FORMAT_NAMES.join(', ')}: ${v.format}`);
   if (parsed.positionals.length === 0) throw usageError('name at least one PATH (a file, a directory, or - for standard input)');
   const url = v.url ?? env['AUDITLAKE_URL'] ?? DEFAULT_NODE_URL;
-  if (!/^https?:\/\/[^/]+/.test(url)) throw usageError(`--url must be an http(s) URL: ${url}`);
+  if (!/^https?:\/\/[^/]+/.test(url)) throw usageError(`--url must be an http(s) URL: ${redactUrl(url)}`);
   const token = v.token ?? env['AUDITLAKE_INGEST_TOKEN'];
   if (token === undefined || token === '') throw usageError('an ingest token is needed: --token T or AUDITLAKE_INGEST_TOKEN');
   const timeZone = v['time-zone'] === 'UTC' ? UTC : parseTimeZone(v['time-zone']);

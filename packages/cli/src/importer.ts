@@ -87,7 +87,13 @@ export class Importer {
     let lastLine = 0;
     // A plain file's last line without a newline may still be being written: left for the next run.
     const unterminated: { line?: number } = {};
-    for await (const piece of this.#pieces(file, (line) => (unterminated.line = line.number))) {
+    // Input that cannot be read to its end (a truncated gzip file): what came before it is sent.
+    const cut: { reason?: string } = {};
+    const pieces = this.#pieces(file, {
+      onUnterminated: (line) => (unterminated.line = line.number),
+      onReadError: (reason) => (cut.reason = reason),
+    });
+    for await (const piece of pieces) {
       lastLine = piece.endLine;
       // Ids depend on every record before, so records already done are read (not sent) again.
       const eventId = piece.mapped.kind === 'event' ? ids.next(piece.canonical) : '';
@@ -113,20 +119,29 @@ export class Importer {
       this.#options.progress.update({ bytesRead: this.#bytesRead, records: this.#records, sent: this.#sent, file: file.path });
     }
     if (batch.length > 0) await this.#flush(file, batch);
+    // The rest of a file cut short is lost: one failure, so the exit status says the import is not whole.
+    if (cut.reason !== undefined) this.#refuse(file.path, cut.reason);
     if (unterminated.line !== undefined) this.#options.progress.note(`auditlake import: last line of ${file.path} (line ${unterminated.line}) has no newline yet: left for the next run`);
-    await resume?.record(file, Math.max(lastLine, start), unterminated.line === undefined);
+    await resume?.record(file, Math.max(lastLine, start), unterminated.line === undefined && cut.reason === undefined);
   }
 
   /** The records of a file in order, each mapped, with the lines it spans. */
-  async *#pieces(file: InputFile, onUnterminated: (line: Line) => void): AsyncGenerator<Piece> {
+  async *#pieces(file: InputFile, on: { onUnterminated: (line: Line) => void; onReadError: (reason: string) => void }): AsyncGenerator<Piece> {
     const { format, context } = this.#options;
     let unterminated = false;
-    const lines = readLines(
-      file,
-      (bytes) => (this.#bytesRead += bytes),
-      (line) => {
-        unterminated = true;
-        onUnterminated(line);
+    let failed = false;
+    const lines = untilReadError(
+      readLines(
+        file,
+        (bytes) => (this.#bytesRead += bytes),
+        (line) => {
+          unterminated = true;
+          on.onUnterminated(line);
+        },
+      ),
+      (reason) => {
+        failed = true;
+        on.onReadError(reason);
       },
     );
     if (format.framing === 'lines') {
@@ -154,8 +169,9 @@ export class Importer {
       return { line: piece.line, endLine: piece.endLine, mapped: format.mapRecord(record, context), canonical: JSON.stringify(record) };
     };
     for await (const line of lines) for (const piece of framing.push(line.text, line.number)) yield toPiece(piece);
-    // A record still open when the last line is held back is not cut short, only not written yet.
-    if (unterminated) return;
+    // A record still open when the last line is held back is not cut short, only not written yet;
+    // one open where the input could not be read further is lost with the rest of the file.
+    if (unterminated || failed) return;
     for (const piece of framing.end()) yield toPiece(piece);
   }
 
@@ -194,5 +210,33 @@ export class Importer {
   #refuse(where: string, reason: string): void {
     this.#summary.refused++;
     this.#options.progress.note(`${where}: ${reason}`);
+  }
+}
+
+/**
+ * The lines of `lines` until reading fails (a gzip file that ends early, a read error): then
+ * `onError` hears why, naming the last line read, and the lines end. Errors of the consumer
+ * are not caught here.
+ */
+async function* untilReadError(lines: AsyncGenerator<Line>, onError: (reason: string) => void): AsyncGenerator<Line> {
+  let last = 0;
+  try {
+    for (;;) {
+      let next: IteratorResult<Line>;
+      try {
+        next = await lines.next();
+      } catch (err) {
+        const error = err as NodeJS.ErrnoException;
+        const gzipCut = error.code === 'Z_BUF_ERROR' || error.message === 'unexpected end of file';
+        onError(gzipCut ? `gzip ends early after line ${last}` : `reading stopped after line ${last}: ${error.message}`);
+        return;
+      }
+      if (next.done === true) return;
+      last = next.value.number;
+      yield next.value;
+    }
+  } finally {
+    // A consumer that stops early (the node failed) closes the file.
+    await lines.return(undefined);
   }
 }

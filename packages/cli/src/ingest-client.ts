@@ -41,7 +41,7 @@ export class IngestClient {
       const message = errorText(body);
       if (response.status === 429) {
         if (attempt >= RATE_LIMITED_ATTEMPTS_MAX) {
-          throw new AuditError(AuditErrorCode.UNREACHABLE, `${this.#node.url}${path} answered 429 (too many requests) ${attempt} times: ${message}`, { retryable: true });
+          throw new AuditError(AuditErrorCode.UNREACHABLE, `${this.#node.shown}${path} answered 429 (too many requests) ${attempt} times: ${message}`, { retryable: true });
         }
         await this.#node.pause(retryAfterMs(response.headers.get('retry-after')), `429 ${message}`);
         continue;
@@ -51,7 +51,7 @@ export class IngestClient {
       if (response.status === 400 && index !== undefined && Number(index) < events.length) {
         return { kind: 'refused', index: Number(index), message: `${response.status} ${message}` };
       }
-      throw new AuditError(AuditErrorCode.UNREACHABLE, `${this.#node.url}${path} answered ${response.status}: ${message}`);
+      throw new AuditError(AuditErrorCode.UNREACHABLE, `${this.#node.shown}${path} answered ${response.status}: ${message}`);
     }
   }
 }

@@ -11,7 +11,7 @@ export type JsonPiece =
 /**
  * Splits a JSON log into records: one object per line (NDJSON) or objects spread over several
  * lines (pretty-printed, as documentation and some exporters show them), also inside a JSON
- * array written one object at a time. Lines outside any object come out as `text` (a banner,
+ * array, pretty-printed or compact (`[{…},{…}]` on one line: each element is a record). Lines outside any object come out as `text` (a banner,
  * a plain log line); the caller decides whether that is an error. A record cut short is
  * noticed when a new object starts at the beginning of a line while the last one is still
  * open (pretty-printed members are indented), so one truncated line costs one record only.
@@ -30,28 +30,44 @@ export class JsonFraming {
     if (this.#lines.length > 0 && text.startsWith('{')) {
       pieces.push(this.#broken('the record ends before its closing brace (the next record starts on a new line)'));
     }
+    let from = 0;
     if (this.#lines.length === 0) {
+      // Outside a record a line may open, separate or close a JSON array: `[`, `,`, `]`, `[{…`.
       const trimmed = text.trim();
-      if (trimmed === '' || trimmed === '[' || trimmed === ']' || trimmed === ',') return pieces;
-      if (!trimmed.startsWith('{')) {
+      if (trimmed === '' || trimmed === '[' || trimmed === ']' || trimmed === ',' || trimmed === '],') return pieces;
+      from = /^[\s[,]*/.exec(text)![0].length;
+      if (text[from] !== '{') {
         pieces.push({ kind: 'text', line: lineNumber, text });
         return pieces;
       }
       this.#line = lineNumber;
     }
-    const end = this.#scan(text);
-    this.#lines.push(end === -1 ? text : text.slice(0, end + 1));
-    this.#bytes += text.length + 1;
-    if (end !== -1) {
+    // One line may close a record and hold more of them: a compact array `[{…},{…}]`.
+    for (;;) {
+      const end = this.#scan(text, from);
+      const part = end === -1 ? text.slice(from) : text.slice(from, end + 1);
+      this.#lines.push(part);
+      this.#bytes += part.length + 1;
+      if (end === -1) {
+        if (this.#lines.length >= JSON_RECORD_LINES_MAX || this.#bytes > JSON_RECORD_BYTES_MAX) {
+          pieces.push(this.#broken(`the record is longer than ${JSON_RECORD_LINES_MAX} lines or ${JSON_RECORD_BYTES_MAX} bytes`));
+        }
+        return pieces;
+      }
       const record: JsonPiece = { kind: 'record', line: this.#line, endLine: lineNumber, text: this.#lines.join('\n') };
       this.#reset();
-      const rest = text.slice(end + 1).trim();
-      if (rest === '' || rest === ',' || rest === ']' || rest === '],') pieces.push(record);
-      else pieces.push({ kind: 'broken', line: record.line, reason: `unexpected text after the record's closing brace: ${rest.slice(0, 40)}` });
-    } else if (this.#lines.length >= JSON_RECORD_LINES_MAX || this.#bytes > JSON_RECORD_BYTES_MAX) {
-      pieces.push(this.#broken(`the record is longer than ${JSON_RECORD_LINES_MAX} lines or ${JSON_RECORD_BYTES_MAX} bytes`));
+      const rest = text.slice(end + 1);
+      const next = /^\s*,\s*(?=\{)/.exec(rest);
+      if (next !== null) {
+        pieces.push(record);
+        from = end + 1 + next[0].length;
+        this.#line = lineNumber;
+        continue;
+      }
+      if (/^\s*(,|\]\s*,?)?\s*$/.test(rest)) pieces.push(record);
+      else pieces.push({ kind: 'broken', line: record.line, reason: `unexpected text after the record's closing brace: ${rest.trim().slice(0, 40)}` });
+      return pieces;
     }
-    return pieces;
   }
 
   /** At the end of the input: a record still open is broken. */
@@ -60,8 +76,8 @@ export class JsonFraming {
   }
 
   /** Index in `text` of the brace closing the open record, or -1 if it stays open. */
-  #scan(text: string): number {
-    for (let i = 0; i < text.length; i++) {
+  #scan(text: string, from: number): number {
+    for (let i = from; i < text.length; i++) {
       const c = text[i];
       if (this.#inString) {
         if (this.#escaped) this.#escaped = false;

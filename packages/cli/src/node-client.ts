@@ -30,6 +30,8 @@ export const ATTEMPTS_MAX = 8;
  */
 export class NodeClient {
   readonly url: string;
+  /** `url` as messages show it: credentials in it (`http://user:password@host`) masked. */
+  readonly shown: string;
   readonly #token: string;
   readonly #timeoutMs: number;
   readonly #attemptsMax: number;
@@ -41,6 +43,7 @@ export class NodeClient {
 
   constructor(options: NodeClientOptions) {
     this.url = options.url.replace(/\/+$/, '');
+    this.shown = redactUrl(this.url);
     this.#token = options.token;
     this.#timeoutMs = options.timeoutMs ?? REQUEST_TIMEOUT_MS;
     this.#attemptsMax = options.attemptsMax ?? ATTEMPTS_MAX;
@@ -69,16 +72,17 @@ export class NodeClient {
         });
         if (response.status === 401 || response.status === 403) {
           const answer = await response.text();
-          throw new AuditError(response.status === 401 ? AuditErrorCode.UNAUTHENTICATED : AuditErrorCode.FORBIDDEN, `${this.url} refused the token (${response.status}): ${errorText(answer)}`);
+          throw new AuditError(response.status === 401 ? AuditErrorCode.UNAUTHENTICATED : AuditErrorCode.FORBIDDEN, `${this.shown} refused the token (${response.status}): ${errorText(answer)}`);
         }
         if (response.status < 500) return response;
         failure = `${response.status} ${errorText(await response.text())}`;
       } catch (err) {
         if (err instanceof AuditError) throw err;
-        failure = err instanceof Error ? ((err.cause as Error | undefined)?.message ?? err.message) : String(err);
+        // A transport error may quote the URL (fetch refuses one with credentials, naming it).
+        failure = redactUrl(err instanceof Error ? ((err.cause as Error | undefined)?.message ?? err.message) : String(err));
       }
       if (attempt >= this.#attemptsMax) {
-        throw new AuditError(AuditErrorCode.UNREACHABLE, `${this.url}${path}: no answer after ${attempt} attempts; the last: ${failure}`, { retryable: true });
+        throw new AuditError(AuditErrorCode.UNREACHABLE, `${this.shown}${path}: no answer after ${attempt} attempts; the last: ${failure}`, { retryable: true });
       }
       this.#onRetry(failure, delayMs);
       await this.#sleep(delayMs);
@@ -96,4 +100,9 @@ export function errorText(body: string): string {
     // not JSON: shown as it is
   }
   return body.slice(0, 200);
+}
+
+/** `text` with the userinfo of every URL in it (`http://bob:s3cr3t@host`) replaced by `***`, so no message shows a password. */
+export function redactUrl(text: string): string {
+  return text.replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@]*@/gi, '$1***@');
 }

@@ -117,7 +117,7 @@ function verifierOptionsOf(options: VerifyOptions, pinnedKeys: KeyObject[], tier
   const checkpoints: FoundCheckpoint[] = [...(tier?.checkpoints ?? [])];
   const shownKeys: ShownKey[] = [...(tier?.keys ?? [])];
   if (view !== undefined && client !== undefined) {
-    const where = `node ${view.nodeId} (${client.url})`;
+    const where = `node ${view.nodeId} (${client.shown})`;
     for (const { checkpoint } of view.checkpoints) checkpoints.push({ checkpoint: parseSignedCheckpoint(checkpoint), where });
     for (const { key } of view.keys) shownKeys.push({ text: key, where });
   }
@@ -146,7 +146,7 @@ async function readPinnedKey(file: string): Promise<KeyObject> {
 
 async function readView(client: NodeClient): Promise<NodeIntegrityView> {
   const response = await client.request('/admin/audit/integrity');
-  if (!response.ok) throw new AuditError(AuditErrorCode.BAD_REQUEST, `${client.url}/admin/audit/integrity answered ${response.status}: ${(await response.text()).slice(0, 200)}`);
+  if (!response.ok) throw new AuditError(AuditErrorCode.BAD_REQUEST, `${client.shown}/admin/audit/integrity answered ${response.status}: ${(await response.text()).slice(0, 200)}`);
   return (await response.json()) as NodeIntegrityView;
 }
 
@@ -159,7 +159,7 @@ async function* nodeRecords(client: NodeClient, checks: VerifyChecks): AsyncGene
   let checking: Promise<CheckedBatch> | undefined;
   for (;;) {
     const response = await client.request(`/admin/audit/integrity/records?afterSeq=${afterSeq}&limit=${NODE_PAGE}`);
-    if (!response.ok) throw new AuditError(AuditErrorCode.BAD_REQUEST, `${client.url}/admin/audit/integrity/records answered ${response.status}: ${(await response.text()).slice(0, 200)}`);
+    if (!response.ok) throw new AuditError(AuditErrorCode.BAD_REQUEST, `${client.shown}/admin/audit/integrity/records answered ${response.status}: ${(await response.text()).slice(0, 200)}`);
     const text = await response.text();
     if (text === '') break;
     afterSeq = lastSeqOf(text);

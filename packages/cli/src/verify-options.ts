@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
+import { redactUrl } from './node-client.js';
 
 export const VERIFY_USAGE = `usage: auditlake verify [--url URL --token T] [--path s3://bucket/prefix | --table s3://bucket/table-location]
                         [--endpoint URL] [--region R] [--access-key-id K] [--secret-access-key S]
@@ -87,7 +88,7 @@ export function parseVerifyOptions(args: string[], env: NodeJS.ProcessEnv): Veri
   if (url === undefined && tierLocation === undefined) throw usageError('name what to verify: --url (a node), --path (a Parquet tier) or --table (an Iceberg table)');
   const options: VerifyOptions = { publicKeyFiles: v['public-key'] ?? [], fromSeq: 1, threads: Math.min(availableParallelism(), THREADS_DEFAULT_MAX), json: v.json === true };
   if (url !== undefined) {
-    if (!/^https?:\/\/[^/]+/.test(url)) throw usageError(`--url must be an http(s) URL: ${url}`);
+    if (!/^https?:\/\/[^/]+/.test(url)) throw usageError(`--url must be an http(s) URL: ${redactUrl(url)}`);
     const token = v.token ?? env['AUDITLAKE_ADMIN_TOKEN'];
     if (token === undefined || token === '') throw usageError('--token (or $AUDITLAKE_ADMIN_TOKEN) is required with --url: an admin token');
     options.node = { url, token };

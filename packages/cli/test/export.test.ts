@@ -1,4 +1,4 @@
-// Goal: `auditlake export` writes every matching event exactly once, newest first, in each format, read back by independent readers (DuckDB for Parquet and CSV, apache-arrow for Arrow), and fails without leaving a file.
+// Goal: `auditlake export` writes every matching event exactly once, newest first, in each format, read back by independent readers (DuckDB for Parquet and CSV, apache-arrow for Arrow), and fails without leaving a file or showing a password given in --url.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readdir, readFile } from 'node:fs/promises';
@@ -251,6 +251,24 @@ describe('auditlake export', () => {
     expect(refused.stderr).toContain('refused the token (401)');
     expect((await readdir(dir)).filter((name) => name.startsWith('failed.'))).toEqual([]);
     expect(ADMIN_TOKEN).not.toBe('wrong');
+  });
+
+  it('masks the user and password of --url in retry notes and failures', async () => {
+    const out = join(dir, 'masked.ndjson');
+    const secretUrl = node.url.replace('http://', 'http://bob:s3cr3t@');
+    const masked = node.url.replace('http://', 'http://***@');
+    const busy = await runExport(node, ['--format', 'ndjson', '--url', secretUrl, '--out', out], {
+      attemptsMax: 3,
+      fetch: async () => new Response('{"error":"busy"}', { status: 503 }),
+      sleep: async () => undefined,
+    });
+    expect(busy.code).toBe(1);
+    expect(busy.stderr.split(`auditlake export: ${masked} did not answer (503 busy)`)).toHaveLength(3);
+    expect(busy.stderr).toContain(`${masked}/admin/audit`);
+    const real = await runExport(node, ['--format', 'ndjson', '--url', secretUrl, '--out', out], { attemptsMax: 2, sleep: async () => undefined });
+    expect(real.code).toBe(1);
+    expect(real.stderr).toContain(`${masked}/admin/audit`);
+    for (const output of [busy, real]) expect(output.stderr).not.toMatch(/bob|s3cr3t/);
   });
 });
 

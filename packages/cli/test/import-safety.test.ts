@@ -1,6 +1,7 @@
-// Goal: through a real node, `auditlake import` loses no record to a node answer that is not about records (429, 404, …), a replaced file, a half-written last line or a byte-order mark.
+// Goal: through a real node, `auditlake import` loses no record to a node answer that is not about records (429, 404, …), a replaced file, a half-written last line, a truncated gzip file, a byte-order mark or a JSON array of records, and shows no password given in --url.
 import { appendFile, readFile, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { constants, gunzipSync, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { allEvents, FIXTURES, runImport, startNode, tempDir } from './import-node.js';
 
@@ -138,6 +139,29 @@ describe('import: the bytes at the edges of a file', () => {
     expect(second.code).toBe(0);
   });
 
+  it('imports what a truncated gzip file holds before its cut, reports it cut short (exit 3) and goes on with the next file', async () => {
+    const node = await startNode();
+    const dir = await tempDir();
+    const cutFile = join(dir, 'clo-audit.log.12.gz');
+    const truncated = gzipSync(lhoLines(0, 2000).join('\n') + '\n').subarray(0, 9000);
+    await writeFile(cutFile, truncated);
+    const whole = (gunzipSync(truncated, { finishFlush: constants.Z_SYNC_FLUSH }).toString('utf8').match(/\n/g) ?? []).length;
+    expect(whole).toBeGreaterThan(0);
+    expect(whole).toBeLessThan(2000);
+    const next = join(dir, 'clo-audit.log.13');
+    await writeFile(next, lhoLines(5000, 5003).join('\n') + '\n');
+    const resume = join(dir, 'progress.json');
+
+    const run = await runImport(node, ['--format', 'lho', '--resume-file', resume, cutFile, next]);
+    expect(run.stderr).toContain(`${cutFile}: gzip ends early after line ${whole}\n`);
+    expect(run.stderr).not.toMatch(/at .*\.js:\d+/);
+    expect(run.stdout).toBe(`imported ${whole + 3}, duplicates 0, refused 1\n`);
+    expect(run.code).toBe(3);
+    expect(await allEvents(node, '&engine=lho')).toHaveLength(whole + 3);
+    expect(await progressOf(resume, cutFile)).toMatchObject({ line: whole, complete: false });
+    expect(await progressOf(resume, next)).toMatchObject({ line: 3, complete: true });
+  });
+
   it('reads a file that starts with a UTF-8 byte-order mark like one without', async () => {
     const node = await startNode();
     const dir = await tempDir();
@@ -146,5 +170,58 @@ describe('import: the bytes at the edges of a file', () => {
     const run = await runImport(node, ['--format', 'lho', file]);
     expect(run.stdout).toBe('imported 3, duplicates 0, refused 0\n');
     expect(run.code).toBe(0);
+  });
+});
+
+describe('import: JSON arrays of records', () => {
+  it('imports every element of an array whose first line is `[{`, pretty-printed or compact, for every JSON format', async () => {
+    const node = await startNode();
+    const dir = await tempDir();
+    const source = (await readFile(join(FIXTURES, 'lakekeeper', 'logs', 'lakekeeper.log'), 'utf8')).split('\n');
+    const [first, second, third] = [source[7]!, source[8]!, source[9]!].map((line) => JSON.parse(line) as object);
+    const pretty = join(dir, 'lakekeeper-pretty.json');
+    await writeFile(pretty, '[' + JSON.stringify(first, null, 2) + ',\n' + JSON.stringify(second, null, 2) + ']\n');
+    const prettyRun = await runImport(node, ['--format', 'lakekeeper', pretty]);
+    expect(prettyRun.stdout).toBe('imported 2, duplicates 0, refused 0\n');
+    expect(prettyRun.stderr).not.toMatch(/skipped/);
+
+    const compact = join(dir, 'lakekeeper-compact.json');
+    await writeFile(compact, JSON.stringify([first, second, third]) + '\n');
+    const compactRun = await runImport(node, ['--format', 'lakekeeper', compact]);
+    expect(compactRun.stdout).toBe('imported 1, duplicates 2, refused 0\n');
+    expect(compactRun.code).toBe(0);
+    expect(await allEvents(node, '&engine=lakekeeper')).toHaveLength(3);
+
+    const lho = join(dir, 'clo-audit.log.11');
+    await writeFile(lho, '[' + lhoLines(0, 4).join(',') + ']\n');
+    const lhoRun = await runImport(node, ['--format', 'lho', lho]);
+    expect(lhoRun.stdout).toBe('imported 4, duplicates 0, refused 0\n');
+    expect(lhoRun.code).toBe(0);
+  });
+});
+
+describe('import: credentials in --url', () => {
+  it('shows the URL with its user and password masked in every retry note and in the failure', async () => {
+    const node = await startNode();
+    const dir = await tempDir();
+    const file = join(dir, 'clo-audit.log.14');
+    await writeFile(file, lhoLines(0, 2).join('\n') + '\n');
+    const secretUrl = node.url.replace('http://', 'http://bob:s3cr3t@');
+    const refused = await runImport(node, ['--format', 'lho', '--url', secretUrl, file], { sleep: async () => undefined });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr.match(/retrying in/g)).toHaveLength(7);
+    expect(refused.stderr).toContain(`auditlake import: ${node.url.replace('http://', 'http://***@')} could not take the batch`);
+    expect(refused.stderr).toContain(`${node.url.replace('http://', 'http://***@')}/v1/api/audit: no answer after 8 attempts`);
+
+    const failing = await runImport(node, ['--format', 'lho', '--url', secretUrl, file], {
+      fetch: async () => new Response('{"error":"busy"}', { status: 503 }),
+      sleep: async () => undefined,
+    });
+    expect(failing.code).toBe(1);
+    expect(failing.stderr).toContain('(503 busy); retrying in');
+    for (const output of [refused, failing]) {
+      expect(output.stderr).not.toContain('s3cr3t');
+      expect(output.stderr).not.toContain('bob');
+    }
   });
 });

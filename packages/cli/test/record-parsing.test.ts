@@ -59,6 +59,25 @@ describe('JSON framing', () => {
     ]);
   });
 
+  it('reads every element of a JSON array whose first line opens a record, pretty-printed or compact on one line', () => {
+    const values = (text: string): unknown[] => frame(text).map((p) => (p.kind === 'record' ? [p.line, JSON.parse(p.text) as unknown] : p));
+    expect(values('[{\n  "a": 1\n},\n{\n  "b": "],[{"\n}]')).toEqual([
+      [1, { a: 1 }],
+      [4, { b: '],[{' }],
+    ]);
+    expect(values('[{"a":1}, {"b":[2]},{"c":{"d":3}}]\n[{"e":4}]')).toEqual([
+      [1, { a: 1 }],
+      [1, { b: [2] }],
+      [1, { c: { d: 3 } }],
+      [2, { e: 4 }],
+    ]);
+    expect(frame('[{"a":1},{"b":')).toEqual([
+      { kind: 'record', line: 1, endLine: 1, text: '{"a":1}' },
+      { kind: 'broken', line: 1, reason: 'the input ends before the record’s closing brace' },
+    ]);
+    expect(frame('[{"a":1} {"b":2}]')).toEqual([{ kind: 'broken', line: 1, reason: `unexpected text after the record's closing brace: {"b":2}]` }]);
+  });
+
   it('reports a record cut short once, and goes on with the next', () => {
     const pieces = frame(['{"a":1,"b":', '{"c":2}', '{', '  "d": 1', '{"e":3}', '{"f":'].join('\n'));
     expect(pieces).toEqual([

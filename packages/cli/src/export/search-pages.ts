@@ -31,11 +31,11 @@ export async function* searchPages(node: NodeClient, filters: Readonly<Record<st
     if (cursor !== undefined) params.set('cursor', cursor);
     const response = await node.request(`/admin/audit?${params.toString()}`, { headers: { accept: 'application/json' } });
     const body = await response.text();
-    if (response.status === 400) throw new AuditError(AuditErrorCode.BAD_REQUEST, `${node.url} refused the search: ${errorText(body)}`);
-    if (response.status !== 200) throw new AuditError(AuditErrorCode.UNREACHABLE, `${node.url}/admin/audit answered ${response.status}: ${errorText(body)}`);
+    if (response.status === 400) throw new AuditError(AuditErrorCode.BAD_REQUEST, `${node.shown} refused the search: ${errorText(body)}`);
+    if (response.status !== 200) throw new AuditError(AuditErrorCode.UNREACHABLE, `${node.shown}/admin/audit answered ${response.status}: ${errorText(body)}`);
     const answer = JSON.parse(body) as SearchAnswer;
     if (answer.tierNote !== undefined) {
-      throw new AuditError(AuditErrorCode.UNREACHABLE, `${node.url} could not read all of the history (${answer.tierNote}); the export would miss events, so none was written`, { retryable: true });
+      throw new AuditError(AuditErrorCode.UNREACHABLE, `${node.shown} could not read all of the history (${answer.tierNote}); the export would miss events, so none was written`, { retryable: true });
     }
     const page: SearchPage = { events: answer.events, stale: response.headers.get('x-auditlake-stale') === 'true' };
     if (answer.nextCursor !== undefined) page.nextCursor = answer.nextCursor;
