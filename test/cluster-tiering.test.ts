@@ -41,6 +41,30 @@ function parquetAt(path: string): Record<string, string> {
   return { 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': path, 'audit.tier.connectionId': 'ext' };
 }
 
+/** 40 events with ids `<prefix>0..39`. */
+function batch(prefix: string) {
+  return Array.from({ length: 40 }, (_, i) => ({ source: 'trino', userId: 'u', action: 'data:Insert', eventId: `${prefix}${i}` }));
+}
+
+/**
+ * Two nodes with the given lease, tiering at once to the Parquet `path`; a first batch of 40
+ * is tiered by the leader and held by the standby. `held`: the leader's last seq then.
+ */
+async function twoNodesFirstBatchTiered(leaseTtlMs: number, path: string) {
+  const s3 = await s3Endpoint();
+  const tiering = [`auditlake.cluster.lease.ttl.ms=${leaseTtlMs}`, 'auditlake.audit.tier.interval.ms=100', 'auditlake.audit.tier.ingest.settle.ms=0', ...s3.props];
+  const cluster = await startCluster({ size: 2, sets: () => tiering });
+  const leader = await cluster.waitForLeader();
+  const standby = 1 - leader;
+  await cluster.waitForLeaderKnownBy(standby);
+  const leaderUrl = cluster.node(leader).url;
+  expect(await saveSettings(leaderUrl, parquetAt(path))).toBe(200);
+  expect((await postEvents(leaderUrl, batch('first-'))).status).toBe(200);
+  await expect.poll(async () => (await tierStatus(leaderUrl)).backlog, { timeout: 20_000 }).toBe(0);
+  await expect.poll(async () => (await cluster.log(standby)).length, { timeout: 20_000 }).toBe((await cluster.log(leader)).length);
+  return { s3, cluster, leader, standby, leaderUrl, held: (await cluster.log(leader)).at(-1)!.seq };
+}
+
 describe('tiering across a failover (real processes, real redis-server and S3 endpoint)', () => {
   it('the new leader continues from the replicated watermark; DuckDB counts every event once', async () => {
     const s3 = await s3Endpoint();
@@ -75,20 +99,8 @@ describe('tiering across a failover (real processes, real redis-server and S3 en
   }, 90_000);
 
   it('the leader tiers only what its standby holds: a standby that stops pulling holds tiering back until it catches up', async () => {
-    const s3 = await s3Endpoint();
     // A lease long enough that the paused standby still counts as reachable.
-    const tiering = ['auditlake.cluster.lease.ttl.ms=5000', 'auditlake.audit.tier.interval.ms=100', 'auditlake.audit.tier.ingest.settle.ms=0', ...s3.props];
-    const cluster = await startCluster({ size: 2, sets: () => tiering });
-    const leader = await cluster.waitForLeader();
-    const standby = 1 - leader;
-    await cluster.waitForLeaderKnownBy(standby);
-    const leaderUrl = cluster.node(leader).url;
-    expect(await saveSettings(leaderUrl, parquetAt('s3://ext/held'))).toBe(200);
-    const batch = (prefix: string) => Array.from({ length: 40 }, (_, i) => ({ source: 'trino', userId: 'u', action: 'data:Insert', eventId: `${prefix}${i}` }));
-    expect((await postEvents(leaderUrl, batch('first-'))).status).toBe(200);
-    await expect.poll(async () => (await tierStatus(leaderUrl)).backlog, { timeout: 20_000 }).toBe(0);
-    await expect.poll(async () => (await cluster.log(standby)).length, { timeout: 20_000 }).toBe((await cluster.log(leader)).length);
-    const held = (await cluster.log(leader)).at(-1)!.seq;
+    const { cluster, leader, standby, leaderUrl, held } = await twoNodesFirstBatchTiered(5000, 's3://ext/held');
 
     cluster.node(standby).pause();
     try {
@@ -109,21 +121,8 @@ describe('tiering across a failover (real processes, real redis-server and S3 en
   }, 90_000);
 
   it('a successor that missed what its dead leader tiered stops tiering; an admin has it take what the tier holds and order its own events after it; DuckDB counts every event once', async () => {
-    const s3 = await s3Endpoint();
     // A short lease: the paused standby is soon unreachable, and the leader tiers without it.
-    const tiering = ['auditlake.cluster.lease.ttl.ms=1000', 'auditlake.audit.tier.interval.ms=100', 'auditlake.audit.tier.ingest.settle.ms=0', ...s3.props];
-    const cluster = await startCluster({ size: 2, sets: () => tiering });
-    const leader = await cluster.waitForLeader();
-    const standby = 1 - leader;
-    await cluster.waitForLeaderKnownBy(standby);
-    const leaderUrl = cluster.node(leader).url;
-    expect(await saveSettings(leaderUrl, parquetAt('s3://ext/missed'))).toBe(200);
-    const batch = (prefix: string) => Array.from({ length: 40 }, (_, i) => ({ source: 'trino', userId: 'u', action: 'data:Insert', eventId: `${prefix}${i}` }));
-    expect((await postEvents(leaderUrl, batch('first-'))).status).toBe(200);
-    await expect.poll(async () => (await tierStatus(leaderUrl)).backlog, { timeout: 20_000 }).toBe(0);
-    await expect.poll(async () => (await cluster.log(standby)).length, { timeout: 20_000 }).toBe((await cluster.log(leader)).length);
-
-    const held = (await cluster.log(leader)).at(-1)!.seq;
+    const { s3, cluster, leader, standby, leaderUrl, held } = await twoNodesFirstBatchTiered(1000, 's3://ext/missed');
 
     let tieredEnd = 0;
     cluster.node(standby).pause();

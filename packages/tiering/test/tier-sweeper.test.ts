@@ -220,6 +220,15 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     iceberg: (name: string) => parseSettings({ ...defaultSettings(resolveConfig()), 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': `cat.apart.${name}`, 'audit.tier.connectionId': 's3' }),
   };
 
+  /** A log of 20 events (ingested two hours ago) that a sweep tiered whole to `target`: the dead leader's, or a lost node's. */
+  async function tieredLog(target: EffectiveSettings): Promise<AuditStore> {
+    const log = await storeWith(20, 10, Date.now() - 2 * HOUR_MS);
+    const sweeper = testSweeper({ store: log, connections, catalogs, settings: () => target });
+    expect(await sweeper.sweep()).toBe('tiered');
+    await sweeper.close();
+    return log;
+  }
+
   /** What the tier holds, one row per seq from 1 (read through the reader's own view of it). */
   async function tieredIds(mode: keyof typeof modes, target: EffectiveSettings, throughSeq: number): Promise<string[]> {
     const source =
@@ -254,10 +263,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     '%s: a successor whose log lacks what a dead leader tiered stops tiering, and once an admin allows it takes what the tier holds, orders its own entries again after it, and every event is tiered once',
     async (mode) => {
       const target = modes[mode](`successor_${mode}`);
-      const dead = await storeWith(20, 10, Date.now() - 2 * HOUR_MS);
-      const a = testSweeper({ store: dead, connections, catalogs, settings: () => target });
-      expect(await a.sweep()).toBe('tiered');
-      await a.close();
+      const dead = await tieredLog(target);
       // The successor received the dead leader's log through seq 12 only, then ordered three of
       // its own in term 2 under seqs the tier holds — one of them e15, which a client re-sent to it.
       const successor = await storeWith(0);
@@ -297,10 +303,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     const target = modes[mode](`${name}_${mode}`);
     // The first log tiers its 20 events; a second log, not a copy of it (the same ids, other
     // ingest times), is then pointed at the same target.
-    const first = await storeWith(20, 10, Date.now() - 2 * HOUR_MS);
-    const a = testSweeper({ store: first, connections, catalogs, settings: () => target });
-    expect(await a.sweep()).toBe('tiered');
-    await a.close();
+    await tieredLog(target);
     const second = await storeWith(events, 10);
     const b = testSweeper({ store: second, connections, catalogs, settings: () => target });
     expect(await b.sweep()).toBe('failed');
@@ -315,10 +318,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
 
   it.each(['parquet', 'iceberg'] as const)('%s: refuses, and changes nothing, when adopting the tier would take more entries than allowed', async (mode) => {
     const target = modes[mode](`toofar_${mode}`);
-    const first = await storeWith(20, 10, Date.now() - 2 * HOUR_MS);
-    const a = testSweeper({ store: first, connections, catalogs, settings: () => target });
-    expect(await a.sweep()).toBe('tiered');
-    await a.close();
+    const first = await tieredLog(target);
     const second = await storeWith(30, 10);
     const b = testSweeper({ store: second, connections, catalogs, settings: () => target, adoptEntriesMax: 5 });
     expect(await b.adoptTier(20)).toMatchObject({ adopted: undefined, outcome: 'failed' });
@@ -369,10 +369,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
 
   it('refuses, and changes nothing, to adopt rows of a term not before its own (no honest tier holds them)', async () => {
     const target = modes.parquet('ownterm_parquet');
-    const first = await storeWith(20, 10, Date.now() - 2 * HOUR_MS);
-    const a = testSweeper({ store: first, connections, catalogs, settings: () => target });
-    expect(await a.sweep()).toBe('tiered');
-    await a.close();
+    const first = await tieredLog(target);
     const second = await storeWith(5, 10);
     const term = first.termAt(20);
     const b = testSweeper({ store: second, connections, catalogs, settings: () => target, term: () => term });
@@ -403,10 +400,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
 
   it('after an adoption the next scheduled sweep is due at once, not after the failed sweeps\' backoff', async () => {
     const target = modes.parquet('soon_parquet');
-    const first = await storeWith(20, 10, Date.now() - 2 * HOUR_MS);
-    const a = testSweeper({ store: first, connections, catalogs, settings: () => target });
-    expect(await a.sweep()).toBe('tiered');
-    await a.close();
+    await tieredLog(target);
     const b = testSweeper({ store: await storeWith(5, 10), connections, catalogs, settings: () => target });
     b.start();
     expect(await b.sweep()).toBe('failed');
