@@ -29,7 +29,7 @@ export interface TierErasureResult {
 }
 
 /** One named record: its seq and every field the erasures name for it. */
-interface ErasureTarget {
+export interface ErasureTarget {
   seq: number;
   fields: Set<ErasableField>;
 }
@@ -43,12 +43,12 @@ export function isErasureRecord(event: Pick<StoredEvent, 'source' | 'action'>): 
  * Where a named record's target is kept: by eventId and seq, since one event can be tiered
  * twice (re-sent after retention deleted its local copy) and an erasure names every copy.
  */
-function targetKey(eventId: string, seq: number): string {
+export function targetKey(eventId: string, seq: number): string {
   return `${seq} ${eventId}`;
 }
 
 /** Merges erasure records into per-record targets (eventId and seq → fields); each names only records before it, as the store applies them. */
-function addTargets(targets: Map<string, ErasureTarget>, event: StoredEvent): boolean {
+export function addTargets(targets: Map<string, ErasureTarget>, event: Pick<StoredEvent, 'source' | 'action' | 'details' | 'seq'>): boolean {
   if (!isErasureRecord(event)) return false;
   let details;
   try {

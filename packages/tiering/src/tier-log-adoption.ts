@@ -1,8 +1,10 @@
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { TieredEvent } from '@auditlake/format';
-import { composeStoredEvent, eraseRecordFields, integrityKindOf, parseErasureDetails, type ErasableField } from '@auditlake/integrity';
+import { composeStoredEvent, eraseRecordFields } from '@auditlake/integrity';
 import { readTieredSuffix, type TierSource, type Watermark } from '@auditlake/lake';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import type { AuditStore, TermStart } from '@auditlake/store';
+import { addTargets, isErasureRecord, targetKey, type ErasureTarget } from './tier-erasure.js';
 
 /** The most entries a sweep adopts from the tier at once (they are read into memory first). */
 export const TIER_ADOPTION_ENTRIES_MAX = 200_000;
@@ -83,19 +85,21 @@ function agrees(entry: { eventId: string; term: number; chainHash?: string | und
 async function adopt(store: AuditStore, rows: readonly TieredEvent[], commonSeq: number, options: AdoptOptions): Promise<TierAdoption> {
   // The log holds the tier's record through its watermark already: nothing of its own is moved.
   if (rows.length === 0) return { commonSeq, adopted: 0, moved: 0 };
-  const erased = erasedByAdoptedRecords(rows);
+  // The targets of the adopted erasure records, merged as the tier's erasure pass merges them.
+  const erased = new Map<string, ErasureTarget>();
+  for (const row of rows) if (isErasureRecord(row)) addTargets(erased, { ...row, seq: row.seq as number });
   const starts: TermStart[] = [];
   const entries: Buffer[] = [];
   for (const [i, row] of rows.entries()) {
-    if (i % ADOPT_YIELD_ROWS === ADOPT_YIELD_ROWS - 1) await new Promise<void>((resolve) => setImmediate(resolve));
+    if (i % ADOPT_YIELD_ROWS === ADOPT_YIELD_ROWS - 1) await yieldToEventLoop();
     const seq = row.seq as number;
     const term = row.term as number;
     // A row from a term not before this leader's is no record of a log this one succeeded.
     if (term >= options.termNow) throw new AuditError(AuditErrorCode.TIER_TARGET_UNUSABLE, `the tier's row at seq ${seq} has term ${term}, not before this leader's term ${options.termNow}`);
     if (starts.at(-1)?.term !== term) starts.push({ firstSeq: seq, term });
     // The tier's rows may still hold values an adopted erasure record names (its leader died before rewriting them).
-    const fields = erased.get(`${seq} ${row.eventId}`);
-    const stored = fields === undefined ? row : (eraseRecordFields(row, [...fields]) ?? row);
+    const target = erased.get(targetKey(row.eventId, seq));
+    const stored = target === undefined ? row : (eraseRecordFields(row, [...target.fields]) ?? row);
     entries.push(Buffer.from(composeStoredEvent({ ...stored, seq, term }), 'utf8'));
   }
   const result = await store.adoptSuffix(commonSeq + 1, entries, starts, options.mayAdopt);
@@ -105,24 +109,3 @@ async function adopt(store: AuditStore, rows: readonly TieredEvent[], commonSeq:
 /** Rows composed between turns of the event loop (an adoption may compose 200,000). */
 const ADOPT_YIELD_ROWS = 2_000;
 
-/** The fields each adopted erasure record names among the rows before it: `${seq} ${eventId}` → fields. */
-function erasedByAdoptedRecords(rows: readonly TieredEvent[]): Map<string, Set<ErasableField>> {
-  const erased = new Map<string, Set<ErasableField>>();
-  for (const row of rows) {
-    if (integrityKindOf(row.source, row.action) !== 'erase') continue;
-    let details;
-    try {
-      details = parseErasureDetails(row.details);
-    } catch {
-      continue; // not an erasure the store applies either
-    }
-    for (const ref of details.records) {
-      if (ref.seq >= (row.seq as number)) continue;
-      const key = `${ref.seq} ${ref.eventId}`;
-      const fields = erased.get(key) ?? new Set<ErasableField>();
-      for (const field of details.fields) fields.add(field);
-      erased.set(key, fields);
-    }
-  }
-  return erased;
-}
