@@ -229,23 +229,25 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     return log;
   }
 
-  /** What the tier holds, one row per seq from 1 (read through the reader's own view of it). */
-  async function tieredIds(mode: keyof typeof modes, target: EffectiveSettings, throughSeq: number): Promise<string[]> {
+  /** The reader's view of the target's committed files, closed when the test finishes. */
+  function tierSourceOf(mode: keyof typeof modes, target: EffectiveSettings): ParquetTierSource | IcebergTierSource {
     const source =
       mode === 'parquet'
         ? new ParquetTierSource(connections, { mode: 'parquet', path: target.tierParquetPath, connectionId: 's3' })
         : new IcebergTierSource(connections, resolveIcebergTable(target.tierIcebergTable, catalogs));
     onTestFinished(() => source.close());
+    return source;
+  }
+
+  /** What the tier holds, one row per seq from 1 (read through the reader's own view of it). */
+  async function tieredIds(mode: keyof typeof modes, target: EffectiveSettings, throughSeq: number): Promise<string[]> {
+    const source = tierSourceOf(mode, target);
     return (await readTieredSuffix(source, 0, throughSeq)).map((row) => row.eventId);
   }
 
   /** The `query` of every tiered row, in seq order. */
   async function tieredQueries(mode: keyof typeof modes, target: EffectiveSettings): Promise<string[]> {
-    const source =
-      mode === 'parquet'
-        ? new ParquetTierSource(connections, { mode: 'parquet', path: target.tierParquetPath, connectionId: 's3' })
-        : new IcebergTierSource(connections, resolveIcebergTable(target.tierIcebergTable, catalogs));
-    onTestFinished(() => source.close());
+    const source = tierSourceOf(mode, target);
     const rows = [];
     for (const file of await source.listFiles()) rows.push(...(await readWholeAuditParquet(await source.open(file))));
     return rows.sort((x, y) => (x.seq ?? 0) - (y.seq ?? 0)).map((row) => row.query);
