@@ -91,11 +91,19 @@ describe('TierEncodePool', () => {
   });
 
   it('runs its workers\' threads as much nicer as asked, and no other thread of the process', async () => {
-    // The nice value (field 19) of each thread of this process, from /proc (Linux).
+    // The nice value (field 19) of each thread of this process, from /proc (Linux). A thread
+    // that exits between the listing and the read (a closed pool's worker, a libuv helper) is
+    // no longer a thread of the process, so it is left out rather than failing the read.
     const niceOfThreads = () =>
-      readdirSync('/proc/self/task').map((tid) => {
-        const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+      readdirSync('/proc/self/task').flatMap((tid) => {
+        let stat: string;
+        try {
+          stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code === 'ENOENT' || (error as NodeJS.ErrnoException).code === 'ESRCH') return [];
+          throw error;
+        }
+        return [Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16])];
       });
     const base = getPriority();
     expect(niceOfThreads().every((nice) => nice === base)).toBe(true);
