@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { AuditError, AuditErrorCode, parseProperties, resolveConfig, type NodeConfig } from '@auditlake/model';
+import { AuditError, AuditErrorCode, CONFIG_KEYS, parseProperties, resolveConfig, type NodeConfig } from '@auditlake/model';
 
 export const START_USAGE = `usage: auditlake start [options]
 
@@ -62,6 +62,12 @@ function parsePort(flag: string, value: string): number {
   return port;
 }
 
+/** The known key a prefix-less one most likely means (`audit.x` or a setting's `x`), if any. */
+function prefixedKey(key: string): string | undefined {
+  const known = new Set(Object.values(CONFIG_KEYS).flatMap((spec: { key: string; aliases?: readonly string[] }) => [spec.key, ...(spec.aliases ?? [])]));
+  return [`auditlake.${key}`, `auditlake.audit.${key}`].find((candidate) => known.has(candidate));
+}
+
 /**
  * Parses `auditlake start` arguments: the properties file first, then every `--set`
  * (later wins), into a validated configuration. Throws a coded error naming the bad input.
@@ -109,7 +115,15 @@ export function parseStartOptions(args: string[]): StartOptions {
   for (const assignment of v.set) {
     const eq = assignment.indexOf('=');
     if (eq <= 0) throw usageError(`--set must be key=value: ${assignment}`);
-    props.set(assignment.slice(0, eq).trim(), assignment.slice(eq + 1).trim());
+    const key = assignment.slice(0, eq).trim();
+    // resolveConfig passes over keys outside auditlake.* (a shared properties file may hold
+    // other programs' keys), but a --set is meant for this node: a key without the prefix
+    // would otherwise be dropped without a word. The config layer has no prefix-less form.
+    if (!key.startsWith('auditlake.')) {
+      const meant = prefixedKey(key);
+      throw usageError(`--set ${key}: unknown configuration key; every key starts with auditlake.${meant === undefined ? '' : ` (did you mean ${meant}?)`}`);
+    }
+    props.set(key, assignment.slice(eq + 1).trim());
   }
   // With the embedded endpoint, the default Iceberg table is in its catalog, so switching
   // tiering to iceberg works without naming a table first.

@@ -35,6 +35,10 @@ describe('parseStartOptions', () => {
     [['--set', 'auditlake.audit.read.sample.rate=2'], /^auditlake\.audit\.read\.sample\.rate must be a number from 0\.0 to 1\.0: 2$/],
     [['extra'], /Unexpected argument 'extra'/],
     [['--embedded-s3-public-read'], /^--embedded-s3-public-read needs --embedded-s3/],
+    // A key without the auditlake. prefix was dropped without a word: the setting never applied.
+    [['--set', 'audit.retention.days=30'], /^--set audit\.retention\.days: unknown configuration key; every key starts with auditlake\. \(did you mean auditlake\.audit\.retention\.days\?\)/],
+    [['--config', '/dev/null', '--set', 'tier.batch.size=5'], /^--set tier\.batch\.size: unknown configuration key; every key starts with auditlake\. \(did you mean auditlake\.audit\.tier\.batch\.size\?\)/],
+    [['--set', 'colour=blue'], /^--set colour: unknown configuration key; every key starts with auditlake\.\n/],
     [['--embedded-s3', '--set', 'auditlake.embedded.s3.access.key=AK'], /^auditlake\.embedded\.s3\.access\.key and auditlake\.embedded\.s3\.secret\.key are set together or not at all$/],
   ];
   for (const [args, message] of refusals) {
