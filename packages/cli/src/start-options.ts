@@ -144,6 +144,9 @@ export function parseStartOptions(args: string[]): StartOptions {
   if (v['embedded-s3-public-read'] && !v['embedded-s3']) throw usageError('--embedded-s3-public-read needs --embedded-s3');
   if (v['embedded-s3']) {
     // Default: the HTTP port + 1 (any free port when the HTTP port is 0).
+    if (v['embedded-s3-port'] === undefined && options.port === 65535) {
+      throw usageError('--embedded-s3 listens on the --port + 1, and --port 65535 leaves no port after it: give --embedded-s3-port N, or a lower --port');
+    }
     options.embeddedS3Port = v['embedded-s3-port'] !== undefined ? parsePort('--embedded-s3-port', v['embedded-s3-port']) : options.port === 0 ? 0 : options.port + 1;
   }
   return options;

@@ -16,6 +16,8 @@ describe('parseStartOptions', () => {
   it('--embedded-s3 defaults to the HTTP port + 1, signed requests only', () => {
     expect(parseStartOptions(['--embedded-s3', '--port', '8000'])).toMatchObject({ embeddedS3Port: 8001, embeddedS3PublicRead: false });
     expect(parseStartOptions(['--embedded-s3', '--embedded-s3-public-read'])).toMatchObject({ embeddedS3Port: 7071, embeddedS3PublicRead: true });
+    // The last port is fine for the HTTP API when the endpoint's port is named.
+    expect(parseStartOptions(['--embedded-s3', '--port', '65535', '--embedded-s3-port', '9000'])).toMatchObject({ port: 65535, embeddedS3Port: 9000 });
   });
 
   it('reads --config, then applies every --set in order (later wins)', async () => {
@@ -39,6 +41,8 @@ describe('parseStartOptions', () => {
     [['--set', 'audit.retention.days=30'], /^--set audit\.retention\.days: unknown configuration key; every key starts with auditlake\. \(did you mean auditlake\.audit\.retention\.days\?\)/],
     [['--config', '/dev/null', '--set', 'tier.batch.size=5'], /^--set tier\.batch\.size: unknown configuration key; every key starts with auditlake\. \(did you mean auditlake\.audit\.tier\.batch\.size\?\)/],
     [['--set', 'colour=blue'], /^--set colour: unknown configuration key; every key starts with auditlake\.\n/],
+    // The embedded endpoint's default port is --port + 1: 65536 does not exist.
+    [['--port', '65535', '--embedded-s3'], /^--embedded-s3 listens on the --port \+ 1, and --port 65535 leaves no port after it: give --embedded-s3-port N, or a lower --port/],
     [['--embedded-s3', '--set', 'auditlake.embedded.s3.access.key=AK'], /^auditlake\.embedded\.s3\.access\.key and auditlake\.embedded\.s3\.secret\.key are set together or not at all$/],
   ];
   for (const [args, message] of refusals) {
