@@ -26,10 +26,17 @@ export async function exportCommand(args: string[], env: NodeJS.ProcessEnv, io: 
     options = parseExportOptions(args, env);
     // The node would refuse these too; checked here so a typo costs no request.
     fromMs = parseSearchParams(options.filters, Number.MAX_SAFE_INTEGER).fromMs;
-    sink = await openSink(options.out, io.stdout);
   } catch (err) {
     if (!isAuditError(err)) throw err;
     io.stderr.write(`auditlake export: ${err.message}${err.message.includes('\nusage:') ? '' : `\n${EXPORT_USAGE}`}\n`);
+    return EXIT_USAGE;
+  }
+  try {
+    sink = await openSink(options.out, io.stdout);
+  } catch (err) {
+    if (!isAuditError(err)) throw err;
+    // The path, not the command line, is wrong: one line saying which and why, no usage text.
+    io.stderr.write(`auditlake export: ${err.message}\n`);
     return EXIT_USAGE;
   }
   const progress = new ExportProgress({ out: io.stderr, fromMs });

@@ -1,7 +1,7 @@
 // Goal: `auditlake export` writes every matching event exactly once, newest first, in each format, read back by independent readers (DuckDB for Parquet and CSV, apache-arrow for Arrow), and fails without leaving a file or showing a password given in --url.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readdir, readFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { RecordBatchStreamReader, tableFromIPC } from 'apache-arrow';
@@ -238,6 +238,17 @@ describe('auditlake export', () => {
       expect(run.stderr).toContain(message);
     }
     expect((await readdir(dir)).filter((name) => name.startsWith('x.'))).toEqual([]);
+  });
+
+  it('refuses an --out that is an existing directory with one line naming it, exit 2, leaving nothing', async () => {
+    const out = join(dir, 'a-directory');
+    await mkdir(out);
+    for (const format of ['ndjson', 'arrow', 'parquet'] as const) {
+      const run = await runExport(node, ['--format', format, '--out', out]);
+      expect(run).toEqual({ code: 2, stdout: '', stderr: `auditlake export: --out ${out}: is a directory; name a file to write the export to\n` });
+    }
+    expect((await readdir(dir)).filter((name) => name.startsWith('a-directory'))).toEqual(['a-directory']);
+    expect(await readdir(out)).toEqual([]);
   });
 
   it('fails with exit 1 and leaves no file when the node cannot be reached or refuses the token', async () => {

@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
-import { rename, rm } from 'node:fs/promises';
+import { rename, rm, stat } from 'node:fs/promises';
 import type { Writable } from 'node:stream';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import type { ByteSink } from './event-writer.js';
@@ -13,10 +13,15 @@ export interface ExportSink extends ByteSink {
 /**
  * A sink over a file (written to `<file>.partial` and renamed when closed, so a failed export
  * never leaves a file that looks complete) or over standard output. A file that cannot be
- * created is a BAD_REQUEST naming it.
+ * created, or a path that is a directory, is a BAD_REQUEST naming it; a rename that fails at
+ * the end removes the partial copy and is an UNREACHABLE naming the path.
  */
 export async function openSink(path: string | undefined, stdout: Writable): Promise<ExportSink> {
   if (path === undefined) return streamSink(stdout, async () => undefined, async () => undefined);
+  // Checked before anything is written: the rename at the end would fail only after the whole
+  // export, and leave `<path>.partial` behind.
+  const existing = await stat(path).catch(() => undefined);
+  if (existing?.isDirectory()) throw new AuditError(AuditErrorCode.BAD_REQUEST, `--out ${path}: is a directory; name a file to write the export to`);
   const partial = `${path}.partial`;
   const stream = createWriteStream(partial);
   try {
@@ -29,7 +34,14 @@ export async function openSink(path: string | undefined, stdout: Writable): Prom
     async () => {
       stream.end();
       await once(stream, 'finish');
-      await rename(partial, path);
+      try {
+        await rename(partial, path);
+      } catch (err) {
+        // Something took the name during the export (a directory made meanwhile): no file is
+        // the export, so none of it may stay.
+        await rm(partial, { force: true });
+        throw new AuditError(AuditErrorCode.UNREACHABLE, `--out ${path}: cannot rename ${partial} to it: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
+      }
     },
     async () => {
       stream.destroy();
@@ -55,8 +67,14 @@ function streamSink(stream: Writable, finish: () => Promise<void>, abort: () => 
     async close() {
       if (closed) return;
       closed = true;
-      check();
-      await finish();
+      try {
+        check();
+        await finish();
+      } catch (err) {
+        // A sink that cannot be finished is dropped here: after close() the caller's abort() is a no-op.
+        await abort().catch(() => undefined);
+        throw err;
+      }
     },
     async abort() {
       if (closed) return;

@@ -1,0 +1,53 @@
+// Goal: the export's byte sink leaves nothing behind when its path cannot become the export.
+import { mkdir, readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { openSink } from '../src/export/byte-sink.js';
+import { tempDir } from './import-node.js';
+
+/** A stream that takes one byte before it reports backpressure and finishes each write a turn later. */
+function slowStream(): Writable & { received: Buffer[] } {
+  const received: Buffer[] = [];
+  const stream = new Writable({
+    highWaterMark: 1,
+    write(chunk: Buffer, _encoding, done) {
+      received.push(chunk);
+      setImmediate(done);
+    },
+  });
+  return Object.assign(stream, { received });
+}
+
+describe('export byte sink', () => {
+  it('refuses an --out that is a directory before writing, naming it, and leaves no partial file', async () => {
+    const dir = await tempDir();
+    const out = join(dir, 'existing');
+    await mkdir(out);
+    await expect(openSink(out, slowStream())).rejects.toMatchObject({ code: 'AUDIT_BAD_REQUEST', message: `--out ${out}: is a directory; name a file to write the export to` });
+    expect(await readdir(dir)).toEqual(['existing']);
+  });
+
+  it('removes the partial file when the name is taken by a directory during the export', async () => {
+    const dir = await tempDir();
+    const out = join(dir, 'late');
+    const sink = await openSink(out, slowStream());
+    await sink.write('some bytes\n');
+    await mkdir(out);
+    await expect(sink.close()).rejects.toMatchObject({ code: 'AUDIT_UNREACHABLE', message: expect.stringContaining(`--out ${out}: cannot rename ${out}.partial to it`) as unknown });
+    // The caller aborts after a failure too: harmless after close().
+    await sink.abort();
+    expect(await readdir(dir)).toEqual(['late']);
+  });
+
+  it('writes a file through .partial and renames it when closed', async () => {
+    const dir = await tempDir();
+    const out = join(dir, 'ok.ndjson');
+    const sink = await openSink(out, slowStream());
+    await sink.write('a\n');
+    await sink.write(new TextEncoder().encode('b\n'));
+    await sink.close();
+    expect(await readFile(out, 'utf8')).toBe('a\nb\n');
+    expect(await readdir(dir)).toEqual(['ok.ndjson']);
+  });
+});
