@@ -1,4 +1,4 @@
-// Goal: the export's byte sink leaves nothing behind when its path cannot become the export.
+// Goal: the export's byte sink leaves nothing behind when its path cannot become the export, and keeps no listener per write or per export on a stream that outlives it.
 import { mkdir, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -49,5 +49,35 @@ describe('export byte sink', () => {
     await sink.close();
     expect(await readFile(out, 'utf8')).toBe('a\nb\n');
     expect(await readdir(dir)).toEqual(['ok.ndjson']);
+  });
+
+  it('adds no error listener per write under backpressure, and takes its own off standard output when done', async () => {
+    const stdout = slowStream();
+    const before = stdout.listenerCount('error');
+    for (let run = 0; run < 3; run++) {
+      const sink = await openSink(undefined, stdout);
+      for (let i = 0; i < 50; i++) {
+        await sink.write(`line ${i}\n`);
+        expect(stdout.listenerCount('error')).toBe(before + 1);
+      }
+      if (run === 2) await sink.abort();
+      else await sink.close();
+      expect(stdout.listenerCount('error')).toBe(before);
+    }
+    expect(Buffer.concat(stdout.received).toString().split('\n')).toHaveLength(151);
+  });
+
+  it('reports a stream error to the write waiting for it, and to every write after, without an uncaught event', async () => {
+    const failing = new Writable({
+      highWaterMark: 1,
+      write(_chunk, _encoding, done) {
+        setImmediate(() => done(new Error('disk full')));
+      },
+    });
+    const sink = await openSink(undefined, failing);
+    const refused = { code: 'AUDIT_UNREACHABLE', message: 'the export could not be written: disk full' };
+    await expect(sink.write('x')).rejects.toMatchObject(refused);
+    await expect(sink.write('y')).rejects.toMatchObject(refused);
+    await sink.abort();
   });
 });

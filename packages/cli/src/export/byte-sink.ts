@@ -17,7 +17,7 @@ export interface ExportSink extends ByteSink {
  * the end removes the partial copy and is an UNREACHABLE naming the path.
  */
 export async function openSink(path: string | undefined, stdout: Writable): Promise<ExportSink> {
-  if (path === undefined) return streamSink(stdout, async () => undefined, async () => undefined);
+  if (path === undefined) return streamSink(stdout, async () => undefined, async () => undefined, { outlivesSink: true });
   // Checked before anything is written: the rename at the end would fail only after the whole
   // export, and leave `<path>.partial` behind.
   const existing = await stat(path).catch(() => undefined);
@@ -47,21 +47,33 @@ export async function openSink(path: string | undefined, stdout: Writable): Prom
       stream.destroy();
       await rm(partial, { force: true });
     },
+    { outlivesSink: false },
   );
 }
 
-function streamSink(stream: Writable, finish: () => Promise<void>, abort: () => Promise<void>): ExportSink {
+function streamSink(stream: Writable, finish: () => Promise<void>, abort: () => Promise<void>, options: { outlivesSink: boolean }): ExportSink {
   let closed = false;
   let failure: Error | undefined;
   // Kept, not thrown from an event: the next write or close reports it.
-  stream.on('error', (err) => (failure ??= err));
+  const onError = (err: Error) => (failure ??= err);
+  stream.on('error', onError);
+  // Standard output lives on after the export (and through several in one process): the
+  // listener goes with the sink. A file stream dies with the sink, and keeps it so that an
+  // error after destroy() is not an uncaught 'error' event.
+  const release = () => {
+    if (options.outlivesSink) stream.off('error', onError);
+  };
   const check = () => {
     if (failure) throw new AuditError(AuditErrorCode.UNREACHABLE, `the export could not be written: ${failure.message}`, { cause: failure });
   };
   return {
     async write(bytes) {
       check();
-      if (!stream.write(bytes)) await Promise.race([once(stream, 'drain'), once(stream, 'error')]);
+      if (!stream.write(bytes)) {
+        // once() takes its own 'error' listener off when 'drain' comes (and rejects on an
+        // error, which onError has kept for check()).
+        await once(stream, 'drain').catch(() => undefined);
+      }
       check();
     },
     async close() {
@@ -74,11 +86,14 @@ function streamSink(stream: Writable, finish: () => Promise<void>, abort: () => 
         // A sink that cannot be finished is dropped here: after close() the caller's abort() is a no-op.
         await abort().catch(() => undefined);
         throw err;
+      } finally {
+        release();
       }
     },
     async abort() {
       if (closed) return;
       closed = true;
+      release();
       await abort();
     },
   };
