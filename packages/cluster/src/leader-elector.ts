@@ -69,6 +69,8 @@ export class LeaderElector {
   readonly #heard = new Map<string, { member: MemberInfo; heardAtMs: number }>();
   /** Since when every round reached Redis (undefined while it does not answer). */
   #redisUpSince: number | undefined;
+  /** When the last round that reached Redis ended, by the monotonic clock. */
+  #lastReachedMs: number | undefined;
   #timer: Timer | undefined;
   #ticking = false;
   #closed = false;
@@ -171,10 +173,17 @@ export class LeaderElector {
     if (this.#ticking || this.#closed) return;
     this.#ticking = true;
     try {
+      // Rounds run every TTL/6. One that starts long after the last that reached Redis (this
+      // process was paused, or its event loop stalled) cannot vouch that Redis kept its data
+      // meanwhile: it may have restarted empty while this node was not looking, and this
+      // node's known term may be behind a term another node won. So it waits as after an
+      // outage it saw, for the running nodes to put their terms back before it campaigns.
+      if (this.#lastReachedMs !== undefined && this.#clock.monotonicMs() - this.#lastReachedMs > this.#options.leaseTtlMs / 2) this.#redisUpSince = undefined;
       if (this.#role === 'leader') await this.#renew();
       else await this.#watchAndCampaign();
       await this.#publish();
-      this.#redisUpSince ??= this.#clock.monotonicMs();
+      this.#lastReachedMs = this.#clock.monotonicMs();
+      this.#redisUpSince ??= this.#lastReachedMs;
     } catch (err) {
       this.#redisUpSince = undefined;
       // Redis unreachable: a leader's lease simply runs out (checked in isLeader()).

@@ -166,4 +166,48 @@ export const reusedTermScenario: Scenario = {
     ),
 };
 
-export const SCENARIOS: readonly Scenario[] = [divergentLogScenario, oldLeaderAckScenario, reusedTermScenario];
+/**
+ * A node paused through a whole coordinator outage. A leads term 1; C is paused (it knows term
+ * 1 only); A is paused until B wins term 2, then resumes and learns term 2; B orders 10 events.
+ * The coordinator goes down long enough for B's lease to run out, and comes back empty at the
+ * moment C resumes. A and B are running and know term 2, so the next term must be 3: C, whose
+ * last round that reached the coordinator was before its pause, must not take a term before
+ * the running nodes have had a lease TTL of rounds to put the term counter back.
+ */
+export const pausedThroughOutageScenario: Scenario = {
+  name: 'a node paused through a whole coordinator outage campaigns no sooner than the others',
+  run: (root) =>
+    withCluster(
+      12,
+      async (cluster) => {
+        await until(cluster, 'a leader is elected', () => cluster.leader() !== undefined);
+        const a = cluster.leader() as SimNode;
+        const [b, c] = cluster.nodes.filter((n) => n !== a) as [SimNode, SimNode];
+        if (!(await ask(cluster, a, 10, true))) throw new Error('the first events were not replicated');
+        await until(cluster, 'every node holds the first events', () => cluster.nodes.every((n) => n.store?.position.lastSeq === 10));
+        cluster.pause(c);
+        cluster.pause(a);
+        await until(cluster, `${b.name} leads`, () => leads(b));
+        const second = b.cluster?.elector.leadingTerm as number;
+        cluster.resume(a);
+        if (!(await ask(cluster, b, 10, true))) throw new Error(`${b.name} did not confirm 10 events`);
+        await until(cluster, `${a.name} knows term ${second}`, () => (a.cluster?.elector.knownTerm ?? 0) >= second);
+        cluster.note('coordinator down');
+        cluster.coordinator.down();
+        await cluster.scheduler.runFor(5000);
+        cluster.note('coordinator up empty');
+        cluster.coordinator.restart(false);
+        cluster.resume(c);
+        await until(cluster, 'a node leads again', () => cluster.nodes.some(leads));
+        const winner = cluster.nodes.find(leads) as SimNode;
+        const term = winner.cluster?.elector.leadingTerm as number;
+        cluster.note(`${winner.name} leads term ${term}; ${b.name} led term ${second}`);
+        if (term <= second) throw new Error(`${winner.name} took term ${term}, which ${b.name} already led (term ${second}): a term was handed out twice`);
+        await cluster.heal();
+        return finish(cluster, 3, 60_000);
+      },
+      root,
+    ),
+};
+
+export const SCENARIOS: readonly Scenario[] = [divergentLogScenario, oldLeaderAckScenario, reusedTermScenario, pausedThroughOutageScenario];
