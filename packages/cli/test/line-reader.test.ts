@@ -1,0 +1,50 @@
+// Goal: import reads lines in time linear in the input: a line spanning many chunks is searched once, not once per chunk, and comes out whole.
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { LineSplitter, readLines } from '../src/line-reader.js';
+import { tempDir } from './import-node.js';
+
+describe('line splitting', () => {
+  it('searches every character once, however many chunks a line spans', () => {
+    const splitter = new LineSplitter();
+    const chunk = 'x'.repeat(1000);
+    let input = 0;
+    const lines: string[] = [];
+    for (let i = 0; i < 2000; i++) {
+      lines.push(...splitter.push(chunk));
+      input += chunk.length;
+    }
+    lines.push(...splitter.push('\r\nshort\n\nlast'));
+    input += '\r\nshort\n\nlast'.length;
+    expect(lines.map((l) => l.length)).toEqual([2_000_001, 5, 0]);
+    expect(lines[0]).toBe('x'.repeat(2_000_000) + '\r');
+    expect(splitter.rest()).toBe('last');
+    // Adding each chunk to the unfinished line and splitting it again searched ~2 billion characters here.
+    expect(splitter.scanned).toBe(input);
+  });
+
+  it('splits many short lines in one chunk, and lines cut at any point between chunks', () => {
+    const text = 'a\nbb\r\n\nccc\nd';
+    for (let size = 1; size <= text.length; size++) {
+      const splitter = new LineSplitter();
+      const lines: string[] = [];
+      for (let at = 0; at < text.length; at += size) lines.push(...splitter.push(text.slice(at, at + size)));
+      expect([...lines, splitter.rest()], `chunks of ${size}`).toEqual(['a', 'bb\r', '', 'ccc', 'd']);
+      expect(splitter.scanned).toBe(text.length);
+    }
+  });
+
+  it('reads a file with a line far longer than a read chunk, whole, between short ones', async () => {
+    const dir = await tempDir();
+    const file = join(dir, 'long.log');
+    const long = JSON.stringify({ details: 'é'.repeat(3_000_000) });
+    await writeFile(file, `\uFEFFfirst\r\n${long}\nlast\n`);
+    const lines = [];
+    for await (const line of readLines({ kind: 'file', path: file, sizeBytes: 0, mtimeMs: 0 })) lines.push(line);
+    expect(lines.map((l) => l.number)).toEqual([1, 2, 3]);
+    expect(lines[0]?.text).toBe('first');
+    expect(lines[1]?.text).toBe(long);
+    expect(lines[2]?.text).toBe('last');
+  });
+});
