@@ -108,6 +108,8 @@ export class MaintenanceScheduler {
   readonly #lock: CommitLock;
   readonly #entries = new Map<string, Entry>();
   #queue: Promise<unknown> = Promise.resolve();
+  /** The refresh running now, if any: refreshes run one at a time. */
+  #refreshing: Promise<void> = Promise.resolve();
   #closed = false;
 
   constructor(options: MaintenanceSchedulerOptions) {
@@ -135,18 +137,33 @@ export class MaintenanceScheduler {
     return wanted;
   }
 
-  /** Brings the registrations in line with the settings and the tables that received events. */
-  async refresh(): Promise<void> {
+  /**
+   * Brings the registrations in line with the settings and the tables that received events.
+   * Refreshes run one at a time: two settings saves close together would otherwise both find
+   * an entry with the old cron, both destroy it and both register one, and the map would keep
+   * only the second task while the first went on firing (maintenance twice per tick, and a
+   * timer close() never stops).
+   */
+  refresh(): Promise<void> {
+    const next = this.#refreshing.then(() => this.#refreshOnce());
+    this.#refreshing = next.catch(() => undefined);
+    return next;
+  }
+
+  async #refreshOnce(): Promise<void> {
     if (this.#closed) return;
     const settings = this.#options.settings();
     const wanted = await this.#wanted(settings);
+    // close() may have run while the tiered locations were read: it registers nothing after.
+    if (this.#closed) return;
     for (const [name, entry] of [...this.#entries]) {
       if (wanted.has(name) && entry.cron === settings.maintenanceCron) continue;
-      await entry.task.destroy();
       this.#entries.delete(name);
+      await entry.task.destroy();
       // A new cron re-registers the table with its run history.
-      if (wanted.has(name)) this.#register(name, entry.table, settings.maintenanceCron, entry.runs);
+      if (wanted.has(name) && !this.#closed) this.#register(name, entry.table, settings.maintenanceCron, entry.runs);
     }
+    if (this.#closed) return;
     for (const [name, table] of wanted) if (!this.#entries.has(name)) this.#register(name, table, settings.maintenanceCron, []);
   }
 
@@ -272,6 +289,9 @@ export class MaintenanceScheduler {
   /** Stops every cron task and waits for a running run; idempotent. */
   async close(): Promise<void> {
     this.#closed = true;
+    // A refresh under way registers nothing once it sees #closed; wait for it so no task it
+    // registered before that is missed below.
+    await this.#refreshing;
     for (const entry of this.#entries.values()) await entry.task.destroy();
     this.#entries.clear();
     await this.#queue.catch(() => undefined);
