@@ -61,13 +61,25 @@ export class Importer {
   #bytesRead = 0;
   #records = 0;
   #sent = 0;
+  /**
+   * Refusals the resume file may count: those of unfinished runs before this one, and this
+   * run's whose record ends at or before its file's recorded line (a record after it is read
+   * again, and refused again, by the next run).
+   */
+  #refusalsRecorded = 0;
+  /** The end lines of the current file's refused records that no recorded line covers yet. */
+  #refusedLines: number[] = [];
 
   constructor(options: ImportOptions) {
     this.#options = options;
   }
 
   async run(): Promise<ImportSummary> {
+    const carried = this.#options.resume?.carriedRefusals ?? 0;
+    this.#summary.refused += carried;
+    this.#refusalsRecorded = carried;
     for (const file of this.#options.files) await this.#importFile(file);
+    await this.#options.resume?.finish();
     this.#options.progress.finish();
     return { ...this.#summary };
   }
@@ -81,6 +93,7 @@ export class Importer {
     }
     if (resumed.note !== undefined) this.#options.progress.note(`auditlake import: ${resumed.note}`);
     const start = resumed.line;
+    this.#refusedLines = [];
     const ids = new RecordIds(format.name);
     let batch: Pending[] = [];
     let batchBytes = 0;
@@ -103,7 +116,7 @@ export class Importer {
       if (piece.mapped.kind === 'skipped') {
         this.#summary.skipped++;
       } else if (piece.mapped.kind === 'malformed') {
-        this.#refuse(where, piece.mapped.reason);
+        this.#refuse(where, piece.mapped.reason, piece.endLine);
       } else {
         // Validity is the node's to judge (one set of rules); what it refuses is reported by line.
         const event = { eventId, ...piece.mapped.event };
@@ -122,7 +135,16 @@ export class Importer {
     // The rest of a file cut short is lost: one failure, so the exit status says the import is not whole.
     if (cut.reason !== undefined) this.#refuse(file.path, cut.reason);
     if (unterminated.line !== undefined) this.#options.progress.note(`auditlake import: last line of ${file.path} (line ${unterminated.line}) has no newline yet: left for the next run`);
-    await resume?.record(file, Math.max(lastLine, start), unterminated.line === undefined && cut.reason === undefined);
+    const doneLine = Math.max(lastLine, start);
+    await resume?.record(file, doneLine, unterminated.line === undefined && cut.reason === undefined, this.#recordedRefusals(doneLine));
+  }
+
+  /** Refusals to record with `line` as the current file's resume point. */
+  #recordedRefusals(line: number): number {
+    const covered = this.#refusedLines.filter((end) => end <= line).length;
+    this.#refusedLines = this.#refusedLines.filter((end) => end > line);
+    this.#refusalsRecorded += covered;
+    return this.#refusalsRecorded;
   }
 
   /** The records of a file in order, each mapped, with the lines it spans. */
@@ -179,7 +201,8 @@ export class Importer {
   async #flush(file: InputFile, batch: Pending[]): Promise<void> {
     await this.#send(file, batch);
     this.#sent += batch.length;
-    await this.#options.resume?.record(file, Math.max(...batch.map((p) => p.endLine)), false);
+    const line = Math.max(...batch.map((p) => p.endLine));
+    await this.#options.resume?.record(file, line, false, this.#recordedRefusals(line));
   }
 
   async #send(file: InputFile, batch: Pending[]): Promise<void> {
@@ -193,7 +216,7 @@ export class Importer {
       }
       if (answer.kind === 'too-large') {
         if (remaining.length === 1) {
-          this.#refuse(`${file.path}:${remaining[0]!.line}`, 'the event is larger than the node accepts in one request');
+          this.#refuse(`${file.path}:${remaining[0]!.line}`, 'the event is larger than the node accepts in one request', remaining[0]!.endLine);
           return;
         }
         const half = Math.ceil(remaining.length / 2);
@@ -202,13 +225,15 @@ export class Importer {
         continue;
       }
       const refused = remaining[answer.index]!;
-      this.#refuse(`${file.path}:${refused.line}`, `refused by the node: ${answer.message}`);
+      this.#refuse(`${file.path}:${refused.line}`, `refused by the node: ${answer.message}`, refused.endLine);
       remaining = remaining.filter((p) => p !== refused);
     }
   }
 
-  #refuse(where: string, reason: string): void {
+  /** `endLine`: where the refused record ends; none for a file cut short, which each run meets again. */
+  #refuse(where: string, reason: string, endLine?: number): void {
     this.#summary.refused++;
+    if (endLine !== undefined) this.#refusedLines.push(endLine);
     this.#options.progress.note(`${where}: ${reason}`);
   }
 }

@@ -27,6 +27,13 @@ interface ResumeState {
   version: 1;
   format: FormatName;
   files: Record<string, FileProgress>;
+  /**
+   * A run that stopped before it finished (a crash, a lost node): the records it refused among
+   * those the files' lines cover. The next run starts after those lines and so would not meet
+   * them again; it adds them to its summary, so the import's final report is true. Removed
+   * when a run finishes. Absent in files written before it was kept: nothing to add.
+   */
+  unfinished?: { refused: number };
 }
 
 /**
@@ -92,7 +99,17 @@ export class ResumeFile {
     return { skip: false, line: progress.line };
   }
 
-  async record(file: InputFile, line: number, complete: boolean): Promise<void> {
+  /** Records refused by an earlier run that did not finish, which this run will not read again. */
+  get carriedRefusals(): number {
+    const refused = this.#state.unfinished?.refused;
+    return typeof refused === 'number' && Number.isSafeInteger(refused) && refused > 0 ? refused : 0;
+  }
+
+  /**
+   * Records how far `file` is done, and `refused`: every record refused so far by this run and
+   * the unfinished runs before it, among the records the recorded lines cover.
+   */
+  async record(file: InputFile, line: number, complete: boolean, refused: number): Promise<void> {
     if (file.kind !== 'file') return;
     let head = this.#heads.get(file.path);
     if (head === undefined) {
@@ -101,6 +118,18 @@ export class ResumeFile {
       this.#heads.set(file.path, head);
     }
     this.#state.files[file.path] = { line, complete, sizeBytes: file.sizeBytes, mtimeMs: file.mtimeMs, headSha256: head.sha256, headBytes: head.bytes };
+    this.#state.unfinished = { refused };
+    await this.#write();
+  }
+
+  /** The run got through every file: the next run reports only its own refusals. */
+  async finish(): Promise<void> {
+    if (this.#state.unfinished === undefined) return;
+    delete this.#state.unfinished;
+    await this.#write();
+  }
+
+  async #write(): Promise<void> {
     const temporary = `${this.path}.tmp`;
     await writeFile(temporary, JSON.stringify(this.#state, null, 1) + '\n');
     await rename(temporary, this.path);

@@ -65,6 +65,49 @@ describe('import: node answers that are not about records', () => {
   });
 });
 
+describe('import --resume-file: refusals before a stop', () => {
+  it('counts the records refused before a failed run in the summary of the run that finishes the import, each once', async () => {
+    const node = await startNode();
+    const dir = await tempDir();
+    const file = join(dir, 'clo-audit.log.r');
+    const lines = lhoLines(0, 600);
+    // Malformed: one inside the first batch's lines, one after them (read again by the resumed run).
+    lines[9] = 'not json at line 10';
+    lines[549] = 'not json at line 550';
+    await writeFile(file, lines.join('\n') + '\n');
+    const resume = join(dir, 'progress.json');
+    const args = ['--format', 'lho', '--resume-file', resume, file];
+
+    // The node refuses the first batch's 4th event (line 4), takes the rest, then is gone (404).
+    let requests = 0;
+    const failing = await runImport(node, args, {
+      fetch: async (input, init) => {
+        if (init?.method !== 'POST') return fetch(input, init);
+        requests++;
+        if (requests === 1) return new Response(JSON.stringify({ status: 'error', error: 'events[3]: userId must not be empty' }), { status: 400 });
+        if (requests === 3) return new Response('{"error":"not found"}', { status: 404 });
+        return fetch(input, init);
+      },
+    });
+    expect(failing.code).toBe(1);
+    expect(failing.stderr).toContain(`${file}:4: refused by the node: 400 events[3]`);
+    expect(failing.stderr).toContain(`${file}:10: `);
+    expect((await progressOf(resume, file))?.line).toBe(501);
+
+    // Lines 4 and 10 are before the resume point: not read again, yet refused by this import.
+    const resumed = await runImport(node, args);
+    expect(resumed.stdout).toBe('imported 98, duplicates 0, refused 3\n');
+    expect(resumed.code).toBe(3);
+    expect(resumed.stderr).toContain(`${file}:550: `);
+    expect(resumed.stderr).not.toContain(`${file}:10: `);
+    expect(await allEvents(node, '&engine=lho')).toHaveLength(597);
+
+    // A finished import starts afresh: the next run reports only its own refusals.
+    const again = await runImport(node, args);
+    expect(again).toMatchObject({ code: 0, stdout: 'imported 0, duplicates 0, refused 0\n' });
+  });
+});
+
 describe('import --resume-file: a file replaced under the same name', () => {
   it('imports a rotated file of the same or a larger size from its first line, saying so, and still resumes one that was appended to', async () => {
     const node = await startNode();
