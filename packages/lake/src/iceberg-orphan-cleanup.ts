@@ -8,8 +8,9 @@ import { joinKey } from './s3-location.js';
 
 /**
  * Orphan cleanup: objects under the table's `data/` and `metadata/` that nothing retained refers
- * to — not the current metadata file, a metadata-log file, the hint, nor any manifest list,
- * manifest or data file of a retained snapshot (any status) — and older than `minAgeMs`, the
+ * to — not the current metadata file, a metadata-log file, the hint, a statistics or
+ * partition-statistics file, nor any manifest list, manifest or data file of a retained snapshot
+ * (any status) — and older than `minAgeMs`, the
  * guard that spares a commit still being written (its files look unreferenced until it lands).
  * Losers of a commit race, files of a crashed commit and leftovers of an interrupted expiry end
  * here.
@@ -35,11 +36,20 @@ export async function removeIcebergOrphans(context: MaintenanceContext, loaded: 
   return orphans.length;
 }
 
-/** Every object URL `loaded` refers to: metadata files it logs, the hint, and all its snapshots reach. */
+/** Every object URL `loaded` refers to: metadata files it logs, the hint, statistics files, and all its snapshots reach. */
 async function referencedBy(context: MaintenanceContext, loaded: LoadedTable, cache: ManifestCache): Promise<Set<string>> {
   const { objects, table } = context;
   const referenced = new Set<string>([loaded.metadataPath, objects.url(versionHintKey(table))]);
   for (const entry of loaded.metadata['metadata-log']) referenced.add(entry['metadata-file']);
+  // Statistics files another engine recorded (spec "Table Statistics", "Partition Statistics").
+  for (const field of ['statistics', 'partition-statistics']) {
+    const entries = loaded.metadata[field];
+    if (!Array.isArray(entries)) continue;
+    for (const entry of entries as unknown[]) {
+      const path = typeof entry === 'object' && entry !== null ? (entry as Record<string, unknown>)['statistics-path'] : undefined;
+      if (typeof path === 'string') referenced.add(path);
+    }
+  }
   for (const snapshot of loaded.metadata.snapshots) await snapshotReach(objects, table, snapshot, cache, referenced);
   return referenced;
 }

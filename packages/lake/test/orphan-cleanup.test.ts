@@ -1,0 +1,140 @@
+// Goal: orphan cleanup deletes only what it may: nothing retained metadata refers to (statistics files included) is deleted.
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { bytesSource, currentSnapshot, readAuditParquet } from '@auditlake/format';
+import type { StoredEvent } from '@auditlake/model';
+import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  commitIcebergBatch,
+  commitMetadataVersion,
+  currentManifests,
+  ensureIcebergTable,
+  joinKey,
+  loadIcebergTable,
+  metadataFileKey,
+  removeIcebergOrphans,
+  resolveIcebergTable,
+  s3Key,
+  S3Connections,
+  type CommitFence,
+  type IcebergTableRef,
+  type MaintenanceContext,
+  type ObjectStore,
+} from '../src/index.js';
+
+const BUCKET = 'orphans';
+const T0 = Date.UTC(2026, 4, 1);
+const DAY_MS = 86_400_000;
+const HOUR_MS = 3_600_000;
+const CREDENTIALS = { accessKeyId: 'ALORPHANCLEANUP00001', secretAccessKey: 'orphan-cleanup-secret-0123456789abcdef' };
+/** The default-like minimum age; the tests move the clock past it. */
+const MIN_AGE_MS = HOUR_MS;
+/** A clock that far on: everything written so far is old enough to be an orphan. */
+const later = (): number => Date.now() + MIN_AGE_MS + 10 * 60_000;
+let server: S3Endpoint;
+let dir: string;
+let connections: S3Connections;
+let objects: ObjectStore;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'orphan-cleanup-'));
+  server = await startS3Endpoint({ directory: join(dir, 's3'), host: '127.0.0.1', port: 0, buckets: [BUCKET], credentials: CREDENTIALS });
+  connections = new S3Connections(new Map([['s3', { id: 's3', endpoint: server.url, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
+  objects = connections.bucket('s3', BUCKET);
+});
+
+afterAll(async () => {
+  connections?.close();
+  await server?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Events firstSeq.. over two days (alternating), ingest order = seq order. */
+function events(firstSeq: number, count: number): StoredEvent[] {
+  return Array.from({ length: count }, (_, i) => {
+    const seq = firstSeq + i;
+    return { eventId: `e${seq}`, userId: `u${seq % 7}`, source: 'trino', action: 'data:Select', resource: 'r', decision: 'ALLOW', tables: ['t'], query: `q${seq}`, details: '', timestamp: T0 + (seq % 2) * DAY_MS + seq, ingestTs: T0 + 10 * DAY_MS + seq, seq, term: 1 };
+  });
+}
+
+const fence: CommitFence = { term: 1, mayCommit: () => true };
+
+function tableRef(name: string, warehouse = `s3://${BUCKET}/wh`): IcebergTableRef {
+  return resolveIcebergTable(`cat.ops.${name}`, new Map([['cat', { name: 'cat', warehouse, connectionId: 's3' }]]));
+}
+
+/** An Iceberg table with `commits` sweep commits of `perCommit` events each. */
+async function tableWith(table: IcebergTableRef, commits: number, perCommit: number): Promise<void> {
+  let loaded = await ensureIcebergTable(objects, table, T0);
+  for (let c = 0; c < commits; c++) {
+    await commitIcebergBatch(objects, table, loaded, events(1 + c * perCommit, perCommit), { ...fence, nowMs: Date.now(), writerId: 'test', afterSeq: c * perCommit });
+    loaded = (await loadIcebergTable(objects, table))!;
+  }
+}
+
+function context(table: IcebergTableRef, over: Partial<MaintenanceContext> = {}): MaintenanceContext {
+  return { objects, table, fence, now: later, metadataLogEntriesMax: 100, ...over };
+}
+
+/** seq → how often, over the current snapshot's live files (every file read). */
+async function icebergSeqCounts(table: IcebergTableRef): Promise<Map<number, number>> {
+  const loaded = (await loadIcebergTable(objects, table))!;
+  const counts = new Map<number, number>();
+  for (const manifest of await currentManifests(objects, table, loaded.metadata)) {
+    for (const entry of manifest.entries) {
+      if (entry.status === 2) continue;
+      const rows = await readAuditParquet(bytesSource(await objects.get(s3Key(table, entry.data_file.file_path))), { columns: ['seq'] });
+      for (const row of rows) counts.set(Number(row.seq), (counts.get(Number(row.seq)) ?? 0) + 1);
+    }
+  }
+  return counts;
+}
+
+function expectEachOnce(counts: Map<number, number>, seqMax: number): void {
+  expect(counts.size).toBe(seqMax);
+  for (let seq = 1; seq <= seqMax; seq++) expect(counts.get(seq), `seq ${seq}`).toBe(1);
+}
+
+/** What an abandoned sweep attempt of ours leaves under the table: a data file, a manifest and a manifest list nothing names. */
+async function abandonedIcebergAttempt(table: IcebergTableRef): Promise<string[]> {
+  const attempt = randomUUID();
+  const keys = [
+    joinKey(table.s3.prefix, `data/event_time_day=2026-05-01/0000000000000999-t1-${attempt.slice(0, 8)}.parquet`),
+    metadataFileKey(table, `${attempt}-m0.avro`),
+    metadataFileKey(table, `snap-123456789-1-${attempt}.avro`),
+  ];
+  for (const key of keys) await objects.put(key, new Uint8Array([1, 2, 3]));
+  return keys;
+}
+
+describe('orphan cleanup', () => {
+  it('statistics and partition statistics files the metadata names are kept, whatever their names', async () => {
+    const table = tableRef('with_statistics');
+    await tableWith(table, 2, 10);
+    let loaded = (await loadIcebergTable(objects, table))!;
+    const snapshotId = currentSnapshot(loaded.metadata)!['snapshot-id'];
+    // A Puffin file as Trino names it, and files whose names our own writers could have given
+    // (an engine may name its files anything): the metadata names them all, so none is an orphan.
+    const statistics = [metadataFileKey(table, `${snapshotId}-${randomUUID()}.stats`), metadataFileKey(table, `${randomUUID()}-m0.avro`)];
+    const partitionStatistics = [metadataFileKey(table, `partition-stats-${snapshotId}-${randomUUID()}.parquet`), metadataFileKey(table, `snap-${snapshotId}-1-${randomUUID()}.avro`)];
+    for (const key of [...statistics, ...partitionStatistics]) await objects.put(key, new Uint8Array([0x50, 0x46, 0x41, 0x31]));
+    const next = {
+      ...loaded.metadata,
+      'last-updated-ms': loaded.metadata['last-updated-ms'] + 1,
+      statistics: statistics.map((key) => ({ 'snapshot-id': snapshotId, 'statistics-path': objects.url(key), 'file-size-in-bytes': 4, 'file-footer-size-in-bytes': 4, 'blob-metadata': [] })),
+      'partition-statistics': partitionStatistics.map((key) => ({ 'snapshot-id': snapshotId, 'statistics-path': objects.url(key), 'file-size-in-bytes': 4 })),
+      'metadata-log': [...loaded.metadata['metadata-log'], { 'metadata-file': loaded.metadataPath, 'timestamp-ms': loaded.metadata['last-updated-ms'] }],
+    };
+    loaded = await commitMetadataVersion(objects, table, loaded, next, fence);
+    const abandoned = await abandonedIcebergAttempt(table);
+
+    const deleted = await removeIcebergOrphans(context(table), loaded, MIN_AGE_MS);
+
+    expect(deleted).toBe(abandoned.length);
+    for (const key of [...statistics, ...partitionStatistics]) expect(await objects.exists(key), key).toBe(true);
+    expectEachOnce(await icebergSeqCounts(table), 20);
+  }, 60_000);
+});
