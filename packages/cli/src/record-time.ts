@@ -49,15 +49,23 @@ function zoneOffsetMs(zone: TimeZone, instantMs: number): number {
   return wall - Math.floor(instantMs / 1000) * 1000;
 }
 
+const DAY_MS = 24 * 60 * 60 * 1000;
+
 /**
- * The instant a wall-clock time in `zone` names: the offset in force at that time, found by
- * reading the zone's offset twice (once near the time, once at the first guess). Where a
- * daylight-saving change makes a wall-clock time occur twice, the earlier instant is taken.
+ * The instant a wall-clock time in `zone` names. A zone's offset changes at most once within
+ * two days, so the offsets in force a day before and a day after are the only ones the time
+ * can have; those that give back this wall time fit. Where a daylight-saving change makes it
+ * occur twice (clocks set back), the earlier instant is taken, as docs/import.md promises;
+ * reading the offset near the time and again at the first guess found the later one in
+ * zones east of UTC (Europe/Berlin 02:30 on the last Sunday of October became 01:30Z, not
+ * 00:30Z). A time the clocks skipped is read with the offset after the change, as before.
  */
 function fromWallClock(wallMs: number, zone: TimeZone): number {
-  const first = wallMs - zoneOffsetMs(zone, wallMs);
-  const second = wallMs - zoneOffsetMs(zone, first);
-  return Math.min(first, second);
+  if (zone.kind === 'offset') return wallMs - zone.offsetMs;
+  const before = zoneOffsetMs(zone, wallMs - DAY_MS);
+  const after = zoneOffsetMs(zone, wallMs + DAY_MS);
+  const fits = [...new Set([before, after])].map((offset) => wallMs - offset).filter((instant) => zoneOffsetMs(zone, instant) === wallMs - instant);
+  return fits.length > 0 ? Math.min(...fits) : wallMs - after;
 }
 
 const ISO = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?\s*(Z|[+-]\d{2}(?::?\d{2})?)?$/i;

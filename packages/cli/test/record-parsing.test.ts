@@ -26,6 +26,20 @@ describe('record times', () => {
     expect(parseIsoTime('2026-01-01T12:00:00Z', berlin)).toBe(Date.UTC(2026, 0, 1, 12));
   });
 
+  it('reads a wall time that occurs twice (clocks set back) as the earlier instant, east and west of UTC', () => {
+    // Europe/Berlin 2026-10-25: 03:00 CEST becomes 02:00 CET; 02:30 is 00:30Z (CEST) and 01:30Z (CET).
+    expect(parseIsoTime('2026-10-25 02:30:00', parseTimeZone('Europe/Berlin')!)).toBe(Date.UTC(2026, 9, 25, 0, 30));
+    // Australia/Sydney 2026-04-05: 03:00 AEDT becomes 02:00 AEST; 02:30 is 15:30Z and 16:30Z the day before.
+    expect(parseIsoTime('2026-04-05 02:30:00.250', parseTimeZone('Australia/Sydney')!)).toBe(Date.UTC(2026, 3, 4, 15, 30, 0, 250));
+    // America/New_York 2026-11-01: 02:00 EDT becomes 01:00 EST; 01:30 is 05:30Z and 06:30Z.
+    expect(parseIsoTime('2026-11-01 01:30:00', parseTimeZone('America/New_York')!)).toBe(Date.UTC(2026, 10, 1, 5, 30));
+    // Either side of the repeated hour, one instant each.
+    expect(parseIsoTime('2026-10-25 01:59:59', parseTimeZone('Europe/Berlin')!)).toBe(Date.UTC(2026, 9, 24, 23, 59, 59));
+    expect(parseIsoTime('2026-10-25 03:00:00', parseTimeZone('Europe/Berlin')!)).toBe(Date.UTC(2026, 9, 25, 2));
+    // An hour the clocks skipped (02:30 on 2026-03-29 in Berlin) is read with the offset after the change.
+    expect(parseIsoTime('2026-03-29 02:30:00', parseTimeZone('Europe/Berlin')!)).toBe(Date.UTC(2026, 2, 29, 0, 30));
+  });
+
   it('refuses times that name no real moment, and zones that do not exist', () => {
     for (const text of ['2026-02-30T10:00:00Z', '2026-13-01T00:00:00Z', '2026-01-01T24:00:00Z', 'yesterday', '']) expect(parseIsoTime(text, UTC), text).toBeUndefined();
     expect(parseTimeZone('Mars/Olympus_Mons')).toBeUndefined();
