@@ -203,10 +203,12 @@ class GrowthTable {
 
   /**
    * What a commit that never landed leaves (a deposed leader's or a crashed sweep's data file):
-   * an object under data/ that no metadata names, for orphan cleanup to find.
+   * an object under data/ that no metadata names, named as the sweep names its files (orphan
+   * cleanup deletes nothing else), for orphan cleanup to find.
    */
   async abandonAttempt(commit: number): Promise<void> {
-    await this.#objects.put(joinKey(this.ref.s3.prefix, `data/abandoned/${commit}-${randomUUID()}.parquet`), STRAY_BYTES, 'application/vnd.apache.parquet');
+    const name = `${String(commit).padStart(16, '0')}-t0-${randomUUID().slice(0, 8)}.parquet`;
+    await this.#objects.put(joinKey(this.ref.s3.prefix, `data/event_time_day=2026-01-01/${name}`), STRAY_BYTES, 'application/vnd.apache.parquet');
   }
 
   /**

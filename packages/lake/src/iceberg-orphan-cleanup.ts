@@ -1,19 +1,53 @@
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import { tableTurn, type MaintenanceContext } from './iceberg-maintenance-context.js';
 import { ManifestCache, snapshotReach } from './iceberg-table-files.js';
-import { versionHintKey } from './iceberg-table-ref.js';
+import { versionHintKey, type IcebergTableRef } from './iceberg-table-ref.js';
 import type { LoadedTable } from './iceberg-table.js';
 import type { ListedObject } from './object-store.js';
 import { joinKey } from './s3-location.js';
 
+const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
+/** A commit attempt's id in our object names: a random UUID, prefixed by the leader term in later writers. */
+const ATTEMPT = `(?:t\\d+-)?${UUID}`;
+
 /**
- * Orphan cleanup: objects under the table's `data/` and `metadata/` that nothing retained refers
- * to — not the current metadata file, a metadata-log file, the hint, a statistics or
- * partition-statistics file, nor any manifest list, manifest or data file of a retained snapshot
- * (any status) — and older than `minAgeMs`, the
- * guard that spares a commit still being written (its files look unreferenced until it lands).
- * Losers of a commit race, files of a crashed commit and leftovers of an interrupted expiry end
- * here.
+ * The names our writers give objects under `<table>/data/`, relative to it: a day's directory
+ * (`event_time_day=YYYY-MM-DD`), then a sweep's file (`<first seq>-t<term>-<8 hex>.parquet`, or
+ * `<first seq>-<8 hex>.parquet` before terms were in the name), a compaction's
+ * (`compacted-<attempt>-<n>.parquet`) or an erasure rewrite's (`rewritten-<attempt>-<n>.parquet`).
+ */
+const DATA_FILE_NAME = new RegExp(`^event_time_day=\\d{4}-\\d{2}-\\d{2}/(?:\\d{16,}-(?:t\\d+-)?[0-9a-f]{8}|(?:compacted|rewritten)-${ATTEMPT}-\\d+)\\.parquet$`);
+
+/**
+ * The names our writers give objects under `<table>/metadata/`, relative to it: `v<N>.metadata.json`,
+ * manifest lists (`snap-<snapshot id>-<attempt number>-<attempt>.avro`) and manifests
+ * (`<attempt>-m<n>.avro`, `<attempt>-<attempt number>-m<n>.avro`). Never `version-hint.text`.
+ */
+const METADATA_FILE_NAME = new RegExp(`^(?:v\\d+\\.metadata\\.json|snap-\\d+-\\d+-${ATTEMPT}\\.avro|${ATTEMPT}(?:-\\d+)?-m\\d+\\.avro)$`);
+
+/**
+ * Whether `key` is an object this table's writers could have written (see {@link DATA_FILE_NAME},
+ * {@link METADATA_FILE_NAME}). Orphan cleanup considers nothing else: the table's folders may hold
+ * what is not the table's — another tier location nested below `data/`, an engine's statistics
+ * files — and those are not its to delete.
+ */
+export function isIcebergWriterObject(table: Pick<IcebergTableRef, 's3'>, key: string): boolean {
+  const data = joinKey(table.s3.prefix, 'data/');
+  const metadata = joinKey(table.s3.prefix, 'metadata/');
+  if (key.startsWith(data)) return DATA_FILE_NAME.test(key.slice(data.length));
+  if (key.startsWith(metadata)) return METADATA_FILE_NAME.test(key.slice(metadata.length));
+  return false;
+}
+
+/**
+ * Orphan cleanup: objects under the table's `data/` and `metadata/` named as our writers name
+ * them ({@link isIcebergWriterObject}) that nothing retained refers to — not the current metadata
+ * file, a metadata-log file, the hint, a statistics or partition-statistics file, nor any manifest
+ * list, manifest or data file of a retained snapshot (any status) — and older than `minAgeMs`,
+ * the guard that spares a commit still being written (its files look unreferenced until it
+ * lands). Losers of a commit race, files of a crashed commit and leftovers of an interrupted
+ * expiry end here. Objects of other names — another engine's, another tier location's nested
+ * below `data/` — are never deleted.
  *
  * The objects are listed first, outside the step's turn; what is referenced is read in the turn
  * ({@link tableTurn}) from the table as it is then. A sweep of this process writes its files
@@ -25,7 +59,7 @@ export async function removeIcebergOrphans(context: MaintenanceContext, loaded: 
   const { objects, table } = context;
   const listed: ListedObject[] = [...(await objects.listObjects(joinKey(table.s3.prefix, 'data/'))), ...(await objects.listObjects(joinKey(table.s3.prefix, 'metadata/')))];
   const cutoffMs = context.now() - minAgeMs;
-  const candidates = listed.filter((object) => object.lastModifiedMs <= cutoffMs);
+  const candidates = listed.filter((object) => object.lastModifiedMs <= cutoffMs && isIcebergWriterObject(table, object.key));
   if (candidates.length === 0) return 0;
   const cache = new ManifestCache();
   // Read before the turn: in the turn only what a sweep added meanwhile is fetched.

@@ -134,8 +134,8 @@ describe('Iceberg maintenance', () => {
     const { table, objects, seqMax } = await tableWith('full', 30, 20);
     const before = (await loadIcebergTable(objects, table))!;
     expect(before.metadata.snapshots).toHaveLength(30);
-    // A stray file a crashed writer left: old enough only in the second run.
-    const stray = joinKey(table.s3.prefix, 'data/event_time_day=2026-05-01/stray.parquet');
+    // A stray file a crashed sweep left (named as the sweep names its files): old enough only in the second run.
+    const stray = joinKey(table.s3.prefix, 'data/event_time_day=2026-05-01/0000000000000999-t1-0badcafe.parquet');
     await objects.put(stray, 'not parquet');
 
     const policy = { snapshotRetainLast: 3, removeOrphanFiles: true, orphanMinAgeMs: 3 * DAY_MS, targetFileSizeBytes: 16 * 1024 * 1024, metadataPreviousVersionsMax: 5 };

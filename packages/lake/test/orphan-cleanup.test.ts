@@ -1,4 +1,6 @@
-// Goal: orphan cleanup deletes only what it may: nothing retained metadata refers to (statistics files included) is deleted.
+// Goal: orphan cleanup (Iceberg and Parquet) deletes only what it may: objects its own writers name as they do, that nothing
+// retained refers to (statistics files included). A tier location nested in another (either way round) loses nothing to the
+// other's cleanup.
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -10,19 +12,24 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   commitIcebergBatch,
   commitMetadataVersion,
+  commitParquetBatch,
   currentManifests,
   ensureIcebergTable,
   joinKey,
   loadIcebergTable,
   metadataFileKey,
+  ParquetTierSource,
   removeIcebergOrphans,
   resolveIcebergTable,
+  runIcebergMaintenance,
+  runParquetMaintenance,
   s3Key,
   S3Connections,
   type CommitFence,
   type IcebergTableRef,
   type MaintenanceContext,
   type ObjectStore,
+  type S3Location,
 } from '../src/index.js';
 
 const BUCKET = 'orphans';
@@ -30,10 +37,12 @@ const T0 = Date.UTC(2026, 4, 1);
 const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
 const CREDENTIALS = { accessKeyId: 'ALORPHANCLEANUP00001', secretAccessKey: 'orphan-cleanup-secret-0123456789abcdef' };
-/** The default-like minimum age; the tests move the clock past it. */
+/** The settings floor of orphan.min.age.ms; the tests move the clock past it instead of going below it. */
 const MIN_AGE_MS = HOUR_MS;
 /** A clock that far on: everything written so far is old enough to be an orphan. */
 const later = (): number => Date.now() + MIN_AGE_MS + 10 * 60_000;
+const ICEBERG_POLICY = { snapshotRetainLast: 24, removeOrphanFiles: true, orphanMinAgeMs: MIN_AGE_MS, targetFileSizeBytes: 16 * 1024 * 1024, metadataPreviousVersionsMax: 100 };
+const PARQUET_POLICY = { removeOrphanFiles: true, orphanMinAgeMs: MIN_AGE_MS, targetFileSizeBytes: 1 };
 let server: S3Endpoint;
 let dir: string;
 let connections: S3Connections;
@@ -93,6 +102,21 @@ async function icebergSeqCounts(table: IcebergTableRef): Promise<Map<number, num
   return counts;
 }
 
+/** seq → how often, over the files the Parquet reader lists (every file read). */
+async function parquetSeqCounts(location: S3Location): Promise<Map<number, number>> {
+  const source = new ParquetTierSource(connections, { mode: 'parquet', path: `s3://${location.bucket}/${location.prefix}`, connectionId: 's3' });
+  const counts = new Map<number, number>();
+  try {
+    for (const file of await source.listFiles()) {
+      const rows = await readAuditParquet(bytesSource(await objects.get(file.key)), { columns: ['seq'] });
+      for (const row of rows) counts.set(Number(row.seq), (counts.get(Number(row.seq)) ?? 0) + 1);
+    }
+  } finally {
+    await source.close();
+  }
+  return counts;
+}
+
 function expectEachOnce(counts: Map<number, number>, seqMax: number): void {
   expect(counts.size).toBe(seqMax);
   for (let seq = 1; seq <= seqMax; seq++) expect(counts.get(seq), `seq ${seq}`).toBe(1);
@@ -110,7 +134,47 @@ async function abandonedIcebergAttempt(table: IcebergTableRef): Promise<string[]
   return keys;
 }
 
-describe('orphan cleanup', () => {
+describe('orphan cleanup deletes only its own writers’ unreferenced files', () => {
+  it('a Parquet location nested in an Iceberg table’s data folder loses nothing to the table’s maintenance, and an abandoned attempt of the table’s own goes', async () => {
+    const table = tableRef('outer_events');
+    await tableWith(table, 2, 20);
+    const pq: S3Location = { bucket: BUCKET, prefix: `${table.s3.prefix}/data/pq` };
+    for (let c = 0; c < 3; c++) await commitParquetBatch(objects, pq, events(1 + c * 30, 30), { term: 1, nowMs: Date.now(), afterSeq: c * 30, mayCommit: () => true });
+    const pqKeys = await objects.list(`${pq.prefix}/`);
+    expectEachOnce(await parquetSeqCounts(pq), 90);
+    // Not named as the table's writers name objects: another engine's, never ours to delete.
+    const foreign = [joinKey(table.s3.prefix, 'data/event_time_day=2026-05-01/00000-0-spark-00001.parquet'), metadataFileKey(table, 'notes.txt')];
+    for (const key of foreign) await objects.put(key, new Uint8Array([1]));
+    const abandoned = await abandonedIcebergAttempt(table);
+
+    const run = await runIcebergMaintenance(context(table), ICEBERG_POLICY);
+
+    expect((await objects.list(`${pq.prefix}/`)).sort()).toEqual(pqKeys.sort());
+    expectEachOnce(await parquetSeqCounts(pq), 90);
+    for (const key of foreign) expect(await objects.exists(key), key).toBe(true);
+    expect(run.orphansDeleted).toBeGreaterThanOrEqual(abandoned.length);
+    for (const key of abandoned) expect(await objects.exists(key), key).toBe(false);
+    expectEachOnce(await icebergSeqCounts(table), 40);
+  }, 60_000);
+
+  it('an Iceberg table nested in a Parquet location loses nothing to the location’s maintenance', async () => {
+    const location: S3Location = { bucket: BUCKET, prefix: 'pqouter' };
+    for (let c = 0; c < 2; c++) await commitParquetBatch(objects, location, events(1 + c * 10, 10), { term: 1, nowMs: Date.now(), afterSeq: c * 10, mayCommit: () => true });
+    const table = tableRef('inner_events', `s3://${BUCKET}/pqouter/wh`);
+    await tableWith(table, 3, 10);
+    const tableKeys = await objects.list(`${table.s3.prefix}/`);
+    const stray = `${location.prefix}/event_date=2026-05-01/part-0000000000000999-t1-stray.parquet`;
+    await objects.put(stray, new Uint8Array([1, 2, 3]));
+
+    const run = await runParquetMaintenance({ objects, location, fence, now: later }, PARQUET_POLICY);
+
+    expect(run.orphansDeleted).toBe(1);
+    expect(await objects.exists(stray)).toBe(false);
+    expect((await objects.list(`${table.s3.prefix}/`)).sort()).toEqual(tableKeys.sort());
+    expectEachOnce(await icebergSeqCounts(table), 30);
+    expectEachOnce(await parquetSeqCounts(location), 20);
+  }, 60_000);
+
   it('statistics and partition statistics files the metadata names are kept, whatever their names', async () => {
     const table = tableRef('with_statistics');
     await tableWith(table, 2, 10);
