@@ -1,5 +1,6 @@
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import type { DataFile } from './iceberg-manifest.js';
+import { WATERMARK_SUMMARY_KEY } from './iceberg-watermark.js';
 import {
   AUDIT_LAST_COLUMN_ID,
   AUDIT_PARTITION_SPEC_ID,
@@ -387,7 +388,14 @@ export interface ExpireSnapshotsOptions {
   metadataLogEntriesMax?: number;
 }
 
-/** The snapshot ids {@link expireSnapshots} keeps: the newest `retainLast`, the current one, every ref's. */
+/**
+ * The snapshot ids {@link expireSnapshots} keeps: the newest `retainLast`, the current one, every
+ * ref's — and, when the current snapshot carries no tiering watermark (another engine committed
+ * on top), every ancestor back to the newest one that does: the watermark is read by walking
+ * `parent-snapshot-id` from the current snapshot, so expiring that snapshot or one on the way
+ * would lose where tiering stopped, and the next sweep would tier everything again
+ * (docs/iceberg-layout.md §2, §7).
+ */
 export function retainedSnapshotIds(metadata: IcebergTableMetadata, retainLast: number): Set<number> {
   if (!Number.isSafeInteger(retainLast) || retainLast < 1) throw new TypeError(`retainLast must be a positive integer, got ${retainLast}`);
   const newestFirst = [...metadata.snapshots].sort((a, b) => b['sequence-number'] - a['sequence-number']);
@@ -395,7 +403,38 @@ export function retainedSnapshotIds(metadata: IcebergTableMetadata, retainLast: 
   const current = currentSnapshot(metadata);
   if (current) kept.add(current['snapshot-id']);
   for (const ref of Object.values(metadata.refs)) kept.add(ref['snapshot-id']);
+  const ancestry = snapshotAncestry(metadata);
+  const carrier = ancestry.findIndex((snapshot) => snapshot.summary[WATERMARK_SUMMARY_KEY] !== undefined);
+  for (const snapshot of ancestry.slice(0, carrier + 1)) kept.add(snapshot['snapshot-id']);
   return kept;
+}
+
+/**
+ * The current snapshot and its retained ancestors, newest first, following
+ * `parent-snapshot-id`: the walk ends at the first snapshot, or at an ancestor that expired
+ * (what it carried is gone), or at a cycle (a broken table). Empty for a table without snapshots.
+ */
+export function snapshotAncestry(metadata: IcebergTableMetadata): IcebergSnapshot[] {
+  const byId = new Map<number, IcebergSnapshot>(metadata.snapshots.map((snapshot) => [snapshot['snapshot-id'], snapshot]));
+  const ancestry: IcebergSnapshot[] = [];
+  const visited = new Set<number>();
+  let id: number | undefined = metadata['current-snapshot-id'];
+  while (id !== undefined && id !== NO_CURRENT_SNAPSHOT_ID && !visited.has(id)) {
+    visited.add(id);
+    const snapshot = byId.get(id);
+    if (snapshot === undefined) break;
+    ancestry.push(snapshot);
+    id = snapshot['parent-snapshot-id'];
+  }
+  return ancestry;
+}
+
+/**
+ * The newest snapshot of the current snapshot's {@link snapshotAncestry} whose summary has
+ * `key`; undefined when none does.
+ */
+export function newestAncestorCarrying(metadata: IcebergTableMetadata, key: string): IcebergSnapshot | undefined {
+  return snapshotAncestry(metadata).find((snapshot) => snapshot.summary[key] !== undefined);
 }
 
 /**

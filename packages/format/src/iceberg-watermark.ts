@@ -1,5 +1,5 @@
 import { AuditError, AuditErrorCode } from '@auditlake/model';
-import { NO_CURRENT_SNAPSHOT_ID, type IcebergSnapshot, type IcebergTableMetadata } from './iceberg-metadata.js';
+import { snapshotAncestry, type IcebergSnapshot, type IcebergTableMetadata } from './iceberg-metadata.js';
 
 /**
  * Summary key of the tiering watermark: the highest store `seq` whose event the table holds as
@@ -70,17 +70,10 @@ export interface ReadWatermarkOptions {
  * something other than a decimal number: guessing would re-tier or lose events.
  */
 export function readWatermarkFromMetadata(metadata: IcebergTableMetadata, options: ReadWatermarkOptions = {}): TableWatermark | undefined {
-  const byId = new Map<number, IcebergSnapshot>(metadata.snapshots.map((snapshot) => [snapshot['snapshot-id'], snapshot]));
-  const visited = new Set<number>();
-  let id: number | undefined = metadata['current-snapshot-id'];
-  while (id !== undefined && id !== NO_CURRENT_SNAPSHOT_ID && !visited.has(id)) {
-    visited.add(id);
-    const snapshot = byId.get(id);
-    // An expired ancestor ends the walk: what it carried is gone (docs/iceberg-layout.md §2).
-    if (snapshot === undefined) return undefined;
+  // An expired ancestor ends the walk: what it carried is gone (docs/iceberg-layout.md §2).
+  for (const snapshot of snapshotAncestry(metadata)) {
     const watermark = watermarkOf(snapshot);
     if (watermark !== undefined && (options.writerId === undefined || watermark.writerId === options.writerId)) return watermark;
-    id = snapshot['parent-snapshot-id'];
   }
   return undefined;
 }

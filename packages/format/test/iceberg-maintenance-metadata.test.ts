@@ -1,4 +1,4 @@
-// Goal: the metadata of maintenance commits follows the spec — a replace snapshot keeps total-records and moves the file totals, a manifest rewrite records its manifest counts, expiry keeps the newest N, the current snapshot and every ref's and trims the snapshot-log, the metadata-log is cut to its limit — and a replace that would change the rows is refused.
+// Goal: the metadata of maintenance commits follows the spec — a replace snapshot keeps total-records and moves the file totals, a manifest rewrite records its manifest counts, expiry keeps the newest N, the current snapshot, every ref's and the way back to the newest snapshot carrying the watermark, and trims the snapshot-log, the metadata-log is cut to its limit — and a replace that would change the rows is refused.
 import { describe, expect, it } from 'vitest';
 import {
   appendSnapshot,
@@ -8,6 +8,7 @@ import {
   readWatermarkFromMetadata,
   replaceSnapshot,
   retainedSnapshotIds,
+  snapshotAncestry,
   trimMetadataLog,
   watermarkSummary,
   type IcebergTableMetadata,
@@ -107,6 +108,23 @@ describe('expireSnapshots', () => {
     expect(after['metadata-log'].at(-1)!['metadata-file']).toBe(metadataPath(11));
     expect(after['last-updated-ms']).toBeGreaterThan(before['last-updated-ms']);
     expect(checkTableMetadata(JSON.parse(JSON.stringify(after)))).toEqual([]);
+  });
+
+  it('keeps, when the current snapshot has no watermark (another engine on top), every ancestor back to the newest one that has it', () => {
+    let metadata = appended(5);
+    for (const id of [3001, 3002]) {
+      metadata = appendSnapshot(metadata, { snapshotId: id, manifestListPath: listPath(id), nowMs: T0 + id, addedFiles: { records: 1, files: 1, sizeBytes: 10, partitions: 1 }, previousMetadataPath: metadataPath(id), summaryExtra: { 'spark.app.id': 'x' } });
+    }
+    expect(snapshotAncestry(metadata).map((s) => s['snapshot-id'])).toEqual([3002, 3001, 1005, 1004, 1003, 1002, 1001]);
+    expect([...retainedSnapshotIds(metadata, 1)].sort()).toEqual([1005, 3001, 3002]);
+    const after = expireSnapshots(metadata, { retainLast: 1, nowMs: T0, previousMetadataPath: metadataPath(3003) })!;
+    expect(after.snapshots.map((s) => s['snapshot-id'])).toEqual([1005, 3001, 3002]);
+    expect(readWatermarkFromMetadata(after)).toMatchObject({ snapshotId: 1005, seq: 50n });
+    // A watermark on the current snapshot needs nothing more; nor does a table none carries.
+    expect([...retainedSnapshotIds(appended(5), 1)]).toEqual([1005]);
+    const gone = { ...metadata, snapshots: metadata.snapshots.filter((s) => s['snapshot-id'] > 3000) };
+    expect(snapshotAncestry(gone).map((s) => s['snapshot-id'])).toEqual([3002, 3001]);
+    expect([...retainedSnapshotIds(gone, 1)]).toEqual([3002]);
   });
 
   it('answers undefined when nothing would expire, and refuses retainLast < 1', () => {
