@@ -15,11 +15,12 @@ import {
   summarizeAddedFiles,
   watermarkSummary,
   type DataFile,
+  type IcebergTableMetadata,
   type ManifestFile,
 } from '@auditlake/format';
 import { AuditError, AuditErrorCode, isAuditError, type StoredEvent } from '@auditlake/model';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
-import { COMMIT_ATTEMPTS_MAX } from './iceberg-maintenance-context.js';
+import { COMMIT_ATTEMPTS_MAX, newestCheckpoint } from './iceberg-maintenance-context.js';
 import { encodeKeyNumber } from './key-number.js';
 import type { ObjectStore } from './object-store.js';
 import { metadataFileKey, s3Key, type IcebergTableRef } from './iceberg-table-ref.js';
@@ -188,7 +189,7 @@ export async function commitIcebergBatch(
         previousMetadataPath: base.metadataPath,
         summaryExtra: {
           ...watermarkSummary({ seq: BigInt(last.seq), ingestTs: last.ingestTs, leaderTerm: context.term, writerId: context.writerId }),
-          ...checkpointSummary(batch, parent?.summary),
+          ...checkpointSummary(batch, baseMetadata),
         },
         ...(context.metadataLogEntriesMax === undefined ? {} : { metadataLogEntriesMax: context.metadataLogEntriesMax }),
       });
@@ -228,8 +229,12 @@ async function manifestListFiles(objects: ObjectStore, table: IcebergTableRef, b
   return decodeManifestList(bytes).files;
 }
 
-/** The newest signed checkpoint tiered so far: this batch's, else the one the parent snapshot carried. */
-function checkpointSummary(batch: readonly StoredEvent[], parentSummary: Readonly<Record<string, string>> | undefined): Record<string, string> {
-  const checkpoint = latestCheckpointText(batch) ?? parentSummary?.[CHECKPOINT_SUMMARY_KEY];
+/**
+ * The newest signed checkpoint tiered so far: this batch's, else the newest one the table's
+ * snapshots carry — the parent's, or an ancestor's when another engine committed on top without
+ * our keys (so the checkpoint is not lost once that ancestor expires).
+ */
+function checkpointSummary(batch: readonly StoredEvent[], baseMetadata: IcebergTableMetadata): Record<string, string> {
+  const checkpoint = latestCheckpointText(batch) ?? newestCheckpoint(baseMetadata);
   return checkpoint === undefined ? {} : { [CHECKPOINT_SUMMARY_KEY]: checkpoint };
 }

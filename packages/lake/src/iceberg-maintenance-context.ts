@@ -1,4 +1,4 @@
-import { currentSnapshot, WATERMARK_SUMMARY_KEY, type IcebergTableMetadata } from '@auditlake/format';
+import { newestAncestorCarrying, WATERMARK_SUMMARY_KEY, type IcebergTableMetadata } from '@auditlake/format';
 import { AuditError, AuditErrorCode, isAuditError } from '@auditlake/model';
 import type { CommitFence } from './iceberg-version-commit.js';
 import type { IcebergTableRef } from './iceberg-table-ref.js';
@@ -75,13 +75,23 @@ export async function tableTurn<T>(context: MaintenanceContext, loaded: LoadedTa
 }
 
 /**
- * The tiering keys (`auditlake.tiering.*`) of the current snapshot's summary, to carry into a
- * maintenance snapshot: the current snapshot always says where tiering stopped, so expiring
- * older snapshots can never lose the watermark (nor the newest tiered checkpoint).
+ * auditlake's own summary keys to carry into a maintenance snapshot, so that the current snapshot
+ * always says where tiering stopped and expiring older snapshots can never lose it: the tiering
+ * keys (`auditlake.tiering.*`, together, of the one snapshot that has the watermark) and the
+ * newest signed checkpoint, each from the newest snapshot in the current snapshot's ancestry
+ * that carries it — the current one, or, when another engine committed on top without our keys,
+ * an ancestor (the same walk the watermark is read with). Nothing when no retained ancestor
+ * carries them.
  */
 export function carriedSummary(metadata: IcebergTableMetadata): Record<string, string> {
-  const summary = currentSnapshot(metadata)?.summary ?? {};
   const prefix = WATERMARK_SUMMARY_KEY.slice(0, WATERMARK_SUMMARY_KEY.lastIndexOf('.') + 1);
-  // The newest signed checkpoint rides along too, so the current snapshot always carries it.
-  return Object.fromEntries(Object.entries(summary).filter(([key]) => key.startsWith(prefix) || key === CHECKPOINT_SUMMARY_KEY));
+  const tiering = newestAncestorCarrying(metadata, WATERMARK_SUMMARY_KEY)?.summary ?? {};
+  const carried = Object.fromEntries(Object.entries(tiering).filter(([key]) => key.startsWith(prefix)));
+  const checkpoint = newestCheckpoint(metadata);
+  return checkpoint === undefined ? carried : { ...carried, [CHECKPOINT_SUMMARY_KEY]: checkpoint };
+}
+
+/** The newest signed checkpoint the table's snapshots carry (`auditlake.integrity.checkpoint`), looked up as {@link carriedSummary} does. */
+export function newestCheckpoint(metadata: IcebergTableMetadata): string | undefined {
+  return newestAncestorCarrying(metadata, CHECKPOINT_SUMMARY_KEY)?.summary[CHECKPOINT_SUMMARY_KEY];
 }

@@ -3,16 +3,18 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { currentSnapshot, readWatermarkFromMetadata } from '@auditlake/format';
-import { AuditErrorCode, type StoredEvent } from '@auditlake/model';
+import { currentSnapshot, readWatermarkFromMetadata, replaceSnapshot, type IcebergSnapshot, type IcebergTableMetadata } from '@auditlake/format';
+import { AuditErrorCode, INTEGRITY_ACTIONS, SELF_SOURCE, type StoredEvent } from '@auditlake/model';
 import { icebergRead } from 'icebird';
 import { signedFetch, startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import {
   commitIcebergBatch,
+  commitMetadataVersion,
   compactIcebergTable,
   currentManifests,
   ensureIcebergTable,
+  expireIcebergSnapshots,
   expireOverdueSnapshots,
   joinKey,
   loadIcebergTable,
@@ -129,6 +131,46 @@ function expectEveryEventOnce(counts: Map<string, number>, seqMax: number): void
   for (let seq = 1; seq <= seqMax; seq++) expect(counts.get(`e${seq}`), `e${seq}`).toBe(1);
 }
 
+/** A table whose first sweep commit tiered a signed checkpoint record, with `foreign` commits of another engine (no auditlake.* keys) on top. */
+async function foreignTopped(name: string, commits: number, perCommit: number, foreign: number): Promise<{ table: IcebergTableRef; objects: ObjectStore; seqMax: number; carrierId: number }> {
+  const table = resolveIcebergTable(`cat.ops.${name}`, new Map([['cat', { name: 'cat', warehouse: `s3://${BUCKET}/wh`, connectionId: 's3' }]]));
+  const objects = connections.bucket('s3', BUCKET);
+  let loaded = await ensureIcebergTable(objects, table, T0);
+  for (let c = 0; c < commits; c++) {
+    const batch = events(1 + c * perCommit, perCommit);
+    if (c === 0) batch[perCommit - 1] = { ...batch[perCommit - 1]!, source: SELF_SOURCE, action: INTEGRITY_ACTIONS.checkpoint, details: CHECKPOINT_TEXT };
+    loaded = (await commitIcebergBatch(objects, table, loaded, batch, { ...fence, nowMs: Date.now(), writerId: 'test' })).loaded;
+  }
+  const carrierId = loaded.metadata['current-snapshot-id'];
+  for (let f = 0; f < foreign; f++) {
+    // Another engine's commit without data change (as a Spark rewrite_manifests of nothing), carrying none of our keys.
+    const parent = currentSnapshot(loaded.metadata)!;
+    const next = replaceSnapshot(loaded.metadata, {
+      snapshotId: 900_000 + f,
+      manifestListPath: parent['manifest-list'],
+      nowMs: Date.now(),
+      previousMetadataPath: loaded.metadataPath,
+      addedFiles: { records: 0, files: 0, sizeBytes: 0, partitions: 0 },
+      deletedFiles: { records: 0, files: 0, sizeBytes: 0 },
+      summaryExtra: { 'spark.app.id': 'other-engine' },
+    });
+    loaded = await commitMetadataVersion(objects, table, loaded, next, fence);
+  }
+  return { table, objects, seqMax: commits * perCommit, carrierId };
+}
+
+const CHECKPOINT_TEXT = '{"seq":20,"signed":"checkpoint-under-test"}';
+
+/** The table's current metadata as stored, parsed as plain JSON (not by the reader under test). */
+async function storedMetadata(table: IcebergTableRef, objects: ObjectStore): Promise<IcebergTableMetadata> {
+  const hint = Number(new TextDecoder().decode(await objects.get(versionHintKey(table))));
+  return JSON.parse(new TextDecoder().decode(await objects.get(metadataVersionKey(table, hint)))) as IcebergTableMetadata;
+}
+
+function storedCurrent(metadata: IcebergTableMetadata): IcebergSnapshot {
+  return metadata.snapshots.find((snapshot) => snapshot['snapshot-id'] === metadata['current-snapshot-id'])!;
+}
+
 describe('Iceberg maintenance', () => {
   it('compacts, rewrites manifests, expires snapshots, cleans metadata and orphans: every event once, for icebird and DuckDB', async () => {
     const { table, objects, seqMax } = await tableWith('full', 30, 20);
@@ -214,6 +256,64 @@ describe('Iceberg maintenance', () => {
     const after = (await loadIcebergTable(objects, table))!;
     expect(after.version).toBe(loaded.version + 1);
     expectEveryEventOnce(await icebirdIds(table), seqMax + 30);
+  }, 120_000);
+
+  it('on a table another engine committed on top of, every maintenance snapshot carries the watermark and the checkpoint of the newest ancestor that has them: nothing is lost when that ancestor expires', async () => {
+    const { table, objects, seqMax } = await foreignTopped('foreign_top_run', 6, 20, 2);
+    const before = (await loadIcebergTable(objects, table))!;
+    const mark = tableWatermark(before);
+    expect(mark?.seq).toBe(seqMax);
+    const policy = { snapshotRetainLast: 1, removeOrphanFiles: false, orphanMinAgeMs: 3 * DAY_MS, targetFileSizeBytes: 16 * 1024 * 1024, metadataPreviousVersionsMax: 100 };
+    const figures = await runIcebergMaintenance(context(table, objects), policy);
+    expect(figures.filesRewritten).toBe(12);
+    expect(figures.snapshotsExpired).toBeGreaterThanOrEqual(6);
+
+    // Read as stored: every snapshot the run made (all that is left) holds our keys itself.
+    const stored = await storedMetadata(table, objects);
+    const current = storedCurrent(stored);
+    expect(current.summary['operation']).toBe('replace');
+    expect(stored.snapshots.every((snapshot) => snapshot.summary['operation'] === 'replace')).toBe(true);
+    for (const snapshot of stored.snapshots) {
+      expect(snapshot.summary).toMatchObject({
+        'auditlake.tiering.watermark': String(seqMax),
+        'auditlake.tiering.watermark-ingest-ts': String(mark!.ingestTs),
+        'auditlake.tiering.writer-id': 'test',
+        'auditlake.tiering.leader-term': '1',
+        'auditlake.integrity.checkpoint': CHECKPOINT_TEXT,
+      });
+    }
+    expect(tableWatermark(await loadIcebergTable(objects, table))).toEqual(mark);
+    expectEveryEventOnce(await icebirdIds(table), seqMax);
+
+    // The next sweep goes on from the watermark: every event once.
+    const after = (await loadIcebergTable(objects, table))!;
+    await commitIcebergBatch(objects, table, after, events(seqMax + 1, 20), { ...fence, nowMs: Date.now(), writerId: 'test', afterSeq: Number(tableWatermark(after)!.seq) });
+    expectEveryEventOnce(await icebirdIds(table), seqMax + 20);
+  }, 120_000);
+
+  it('snapshot expiry keeps the newest snapshot carrying the watermark, and every snapshot between it and the current one, when the current one has none', async () => {
+    const { table, objects, seqMax, carrierId } = await foreignTopped('foreign_top_expiry', 4, 20, 2);
+    const loaded = (await loadIcebergTable(objects, table))!;
+    const expiry = await expireIcebergSnapshots(context(table, objects), loaded, 1);
+    expect(expiry.snapshotsExpired).toBe(3); // the three sweeps before the carrier
+    const stored = await storedMetadata(table, objects);
+    expect(stored.snapshots.map((snapshot) => snapshot['snapshot-id']).sort()).toEqual([carrierId, 900_000, 900_001].sort());
+    expect(storedCurrent(stored)['snapshot-id']).toBe(900_001);
+    expect(tableWatermark(await loadIcebergTable(objects, table))?.seq).toBe(seqMax);
+    // The sweep's own expiry between runs keeps them too.
+    expect(await expireOverdueSnapshots(context(table, objects), expiry.loaded, 1)).toMatchObject({ snapshotsExpired: 0 });
+    expectEveryEventOnce(await icebirdIds(table), seqMax);
+  }, 120_000);
+
+  it('a sweep commit on top of another engine\'s commit carries the newest signed checkpoint of the ancestors', async () => {
+    const { table, objects, seqMax } = await foreignTopped('foreign_top_sweep', 2, 20, 1);
+    const loaded = (await loadIcebergTable(objects, table))!;
+    await commitIcebergBatch(objects, table, loaded, events(seqMax + 1, 20), { ...fence, nowMs: Date.now(), writerId: 'test', afterSeq: seqMax });
+    expect(storedCurrent(await storedMetadata(table, objects)).summary).toMatchObject({
+      'auditlake.tiering.watermark': String(seqMax + 20),
+      'auditlake.integrity.checkpoint': CHECKPOINT_TEXT,
+    });
+    expectEveryEventOnce(await icebirdIds(table), seqMax + 20);
   }, 120_000);
 
   it('finds the newest version by listing past 1,000 metadata files when the hint is missing', async () => {
