@@ -2,9 +2,9 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { IcebergTierSource, ParquetTierSource, S3Connections, currentManifests, loadIcebergTable, readTieredSuffix, resolveIcebergTable } from '@auditlake/lake';
+import { IcebergTierSource, ParquetTierSource, S3Connections, commitMetadataVersion, currentManifests, loadIcebergTable, readTieredSuffix, resolveIcebergTable, runIcebergMaintenance } from '@auditlake/lake';
 import { chainHash, erasureDetailsChunks } from '@auditlake/integrity';
-import { readWholeAuditParquet } from '@auditlake/format';
+import { currentSnapshot, readWholeAuditParquet, replaceSnapshot } from '@auditlake/format';
 import { defaultSettings, encodeEvent, INTEGRITY_ACTIONS, parseSettings, resolveConfig, SELF_SOURCE, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
 import { AuditStore } from '@auditlake/store';
 import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
@@ -367,6 +367,57 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     expect((await successor.getByEventId('e1'))?.query).toBe('[erased by auditlake]');
     expect(await b.sweep()).toBe('nothing-to-tier');
     expect(await tieredQueries(mode, target)).toEqual(['[erased by auditlake]', '', '']);
+  });
+
+  it('iceberg: after another engine committed on top and a maintenance run expired every older snapshot, the table still says where tiering stopped: a log not the tier\'s is refused, a copy of the log without the watermark goes on from it, every event once', async () => {
+    const target = parseSettings({ ...defaultSettings(resolveConfig()), 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': 'cat.apart.foreign_top', 'audit.tier.connectionId': 's3' });
+    const table = resolveIcebergTable(target.tierIcebergTable, catalogs);
+    const objects = connections.bucket('s3', BUCKET);
+    const first = await tieredLog(target);
+    // A second sweep, so the run's compaction has files to merge.
+    const more = testSweeper({ store: first, connections, catalogs, settings: () => target });
+    await first.append(Array.from({ length: 10 }, (_, i) => ev(20 + i)));
+    expect(await more.sweep()).toBe('tiered');
+    await more.close();
+    // Another engine commits on top: a snapshot without auditlake's keys.
+    let loaded = (await loadIcebergTable(objects, table))!;
+    const parent = currentSnapshot(loaded.metadata)!;
+    const next = replaceSnapshot(loaded.metadata, {
+      snapshotId: 987_654_321,
+      manifestListPath: parent['manifest-list'],
+      nowMs: Date.now(),
+      previousMetadataPath: loaded.metadataPath,
+      addedFiles: { records: 0, files: 0, sizeBytes: 0, partitions: 0 },
+      deletedFiles: { records: 0, files: 0, sizeBytes: 0 },
+      summaryExtra: { 'spark.app.id': 'other-engine' },
+    });
+    loaded = await commitMetadataVersion(objects, table, loaded, next, { term: 1, mayCommit: () => true });
+    // A run that keeps one snapshot.
+    const run = await runIcebergMaintenance(
+      { objects, table, fence: { term: 1, mayCommit: () => true }, now: Date.now },
+      { snapshotRetainLast: 1, removeOrphanFiles: false, orphanMinAgeMs: HOUR_MS, targetFileSizeBytes: 16 * 1024 * 1024, metadataPreviousVersionsMax: 100 },
+    );
+    expect(run).toMatchObject({ filesRewritten: 2, filesAdded: 1 });
+    expect(run.snapshotsExpired).toBeGreaterThan(0);
+    expect((await loadIcebergTable(objects, table))!.metadata.snapshots.some((s) => s['snapshot-id'] === parent['snapshot-id'])).toBe(false);
+
+    // A log that is not the tier's (a node whose data was lost) is refused, not tiered again.
+    const other = await storeWith(40, 10);
+    const b = testSweeper({ store: other, connections, catalogs, settings: () => target });
+    expect(await b.sweep()).toBe('failed');
+    expect((await b.status()).lastError).toContain('is tiered through seq 30');
+    // A copy of the log that never learnt the watermark (no tier meta) goes on from the table's.
+    const copy = await storeWith(0);
+    await copy.applyReplicated(await first.readEncodedBySeq(0, 30), first.termStarts());
+    await copy.append(Array.from({ length: 5 }, (_, i) => ev(30 + i)));
+    const c = testSweeper({ store: copy, connections, catalogs, settings: () => target });
+    expect(await c.sweep()).toBe('tiered');
+    expect((await c.watermark()).seq).toBe(35);
+    const rows = [];
+    const source = tierSourceOf('iceberg', target);
+    for (const file of await source.listFiles()) rows.push(...(await readWholeAuditParquet(await source.open(file))));
+    expect(rows.map((row) => row.seq).sort((x, y) => (x ?? 0) - (y ?? 0))).toEqual(Array.from({ length: 35 }, (_, i) => i + 1));
+    expect(new Set(rows.map((row) => row.eventId)).size).toBe(35);
   });
 
   it('refuses, and changes nothing, to adopt rows of a term not before its own (no honest tier holds them)', async () => {
