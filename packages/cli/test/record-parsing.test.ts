@@ -1,8 +1,11 @@
 // Goal: the pieces every format parser stands on — times, JSON framing, big integers, ids — read real-world input exactly and refuse what is not.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { parseCustomInfo } from '../src/formats/gravitino-format.js';
-import { identifierType } from '../src/formats/las-format.js';
+import { gravitinoFormat, parseCustomInfo } from '../src/formats/gravitino-format.js';
+import { lakekeeperFormat } from '../src/formats/lakekeeper-format.js';
+import { identifierType, lasFormat } from '../src/formats/las-format.js';
+import { lhoFormat } from '../src/formats/lho-format.js';
+import type { Mapped } from '../src/formats/record-format.js';
 import { JsonFraming, quoteUnsafeIntegers, type JsonPiece } from '../src/json-framing.js';
 import { IDENTICAL_RECORDS_WINDOW, RecordIds } from '../src/record-id.js';
 import { parseIsoTime, parseRecordTime, parseTimeZone, UTC } from '../src/record-time.js';
@@ -38,6 +41,20 @@ describe('record times', () => {
     expect(parseIsoTime('2026-10-25 03:00:00', parseTimeZone('Europe/Berlin')!)).toBe(Date.UTC(2026, 9, 25, 2));
     // An hour the clocks skipped (02:30 on 2026-03-29 in Berlin) is read with the offset after the change.
     expect(parseIsoTime('2026-03-29 02:30:00', parseTimeZone('Europe/Berlin')!)).toBe(Date.UTC(2026, 2, 29, 0, 30));
+  });
+
+  it('applies --time-zone only to Gravitino text times; the JSON formats read a time without offset as UTC', () => {
+    const context = { timeZone: parseTimeZone('Asia/Shanghai')! };
+    const wall = '2026-10-08 03:31:27.492';
+    const utc = Date.UTC(2026, 9, 8, 3, 31, 27, 492);
+    const tsOf = (mapped: Mapped) => (mapped.kind === 'event' ? mapped.event.ts : mapped.reason);
+    expect(tsOf(gravitinoFormat.mapLine(`[${wall}]\tu\tLOAD_TABLE\tm.c.s.t\tSUCCESS\tsrc\t10.0.0.1\t{}`, context))).toBe(utc - 8 * 3_600_000);
+    expect(tsOf(gravitinoFormat.mapLine(JSON.stringify({ timestamp: wall, user: 'u', operationType: 'LOAD_TABLE' }), context))).toBe(utc);
+    expect(tsOf(lasFormat.mapRecord({ event_time: wall, user_id: '1', event_name: 'GetTable' }, context))).toBe(utc);
+    expect(tsOf(lhoFormat.mapRecord({ timestamp: wall, userName: 'u', action: 'LOGIN' }, context))).toBe(utc);
+    expect(tsOf(lakekeeperFormat.mapRecord({ event_source: 'audit', time: wall, record_type: 'operation', operation: 'x' }, context))).toBe(utc);
+    // A time with an offset is that instant whatever the zone.
+    expect(tsOf(lasFormat.mapRecord({ event_time: '2026-10-08T03:31:27.492+08:00', user_id: '1', event_name: 'GetTable' }, context))).toBe(utc - 8 * 3_600_000);
   });
 
   it('refuses times that name no real moment, and zones that do not exist', () => {

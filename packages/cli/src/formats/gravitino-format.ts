@@ -1,5 +1,5 @@
 import type { Decision } from '@auditlake/model';
-import { parseIsoTime, parseRecordTime } from '../record-time.js';
+import { parseIsoTime, parseRecordTime, UTC } from '../record-time.js';
 import { describeType, detailsJson, isObject, malformed, mappedEvent, text, type LineFormat, type MapContext, type Mapped } from './record-format.js';
 
 /**
@@ -113,7 +113,7 @@ function mapTextLine(line: string, context: MapContext): Mapped {
 }
 
 /** A line of JsonAuditFormatter: one object with named keys and a zoned timestamp. */
-function mapJsonLine(line: string, context: MapContext): Mapped {
+function mapJsonLine(line: string): Mapped {
   let record: unknown;
   try {
     record = JSON.parse(line);
@@ -127,7 +127,9 @@ function mapJsonLine(line: string, context: MapContext): Mapped {
   if (typeof operation !== 'string' || operation === '') return malformed('operationType is missing');
   const user = record['user'];
   if (typeof user !== 'string' || user === '') return malformed('user is missing');
-  const ts = parseRecordTime(record['timestamp'], context.timeZone);
+  // --time-zone is for Gravitino's text format only (docs/import.md, which is right: the other
+  // formats write an offset); a time without one here is read as UTC, not in --time-zone.
+  const ts = parseRecordTime(record['timestamp'], UTC);
   if (ts === undefined) return malformed(`timestamp must be an ISO 8601 time: ${JSON.stringify(record['timestamp'])}`);
   const customInfo = isObject(record['customInfo']) ? record['customInfo'] : {};
   const identifier = record['identifier'] === null ? undefined : text(record['identifier']);
@@ -152,6 +154,6 @@ export const gravitinoFormat: LineFormat = {
   name: 'gravitino',
   framing: 'lines',
   mapLine(line, context) {
-    return line.trimStart().startsWith('{') ? mapJsonLine(line, context) : mapTextLine(line, context);
+    return line.trimStart().startsWith('{') ? mapJsonLine(line) : mapTextLine(line, context);
   },
 };

@@ -1,5 +1,5 @@
 import type { Decision } from '@auditlake/model';
-import { parseRecordTime } from '../record-time.js';
+import { parseRecordTime, UTC } from '../record-time.js';
 import { detailsJson, isObject, malformed, mappedEvent, text, type JsonFormat, type Mapped } from './record-format.js';
 
 /**
@@ -93,10 +93,12 @@ export const lakekeeperFormat: JsonFormat = {
   name: 'lakekeeper',
   framing: 'json',
   textLines: 'skip',
-  mapRecord(record, context): Mapped {
+  mapRecord(record, _context): Mapped {
     if (record['event_source'] !== 'audit') return { kind: 'skipped', reason: 'not an audit record' };
     const timeKey = record['time'] !== undefined ? 'time' : 'timestamp';
-    const ts = parseRecordTime(record[timeKey], context.timeZone);
+    // --time-zone is for Gravitino's text format only (docs/import.md, which is right: the other
+    // formats write an offset); a time without one here is read as UTC, not in --time-zone.
+    const ts = parseRecordTime(record[timeKey], UTC);
     if (ts === undefined) return malformed(`time must be an RFC 3339 time: ${JSON.stringify(record[timeKey])}`);
     const recordType = text(record['record_type']) ?? '';
     const entities = entitiesOf(record);

@@ -1,5 +1,5 @@
 import type { Decision } from '@auditlake/model';
-import { parseRecordTime } from '../record-time.js';
+import { parseRecordTime, UTC } from '../record-time.js';
 import { detailsJson, isObject, malformed, mappedEvent, text, type JsonFormat, type Mapped } from './record-format.js';
 
 /** The log event types LAS names, used by its `identifier` field. */
@@ -57,12 +57,14 @@ export const lasFormat: JsonFormat = {
   name: 'las',
   framing: 'json',
   textLines: 'malformed',
-  mapRecord(record, context): Mapped {
+  mapRecord(record, _context): Mapped {
     const eventName = text(record['event_name']);
     if (eventName === undefined || eventName === '') return malformed('event_name is missing');
     const user = text(record['user_id']);
     if (user === undefined || user === '') return malformed('user_id is missing');
-    const ts = parseRecordTime(record['event_time'], context.timeZone);
+    // --time-zone is for Gravitino's text format only (docs/import.md, which is right: the other
+    // formats write an offset); a time without one here is read as UTC, not in --time-zone.
+    const ts = parseRecordTime(record['event_time'], UTC);
     if (ts === undefined) return malformed(`event_time must be an ISO 8601 time: ${JSON.stringify(record['event_time'])}`);
     const identifier = text(record['identifier']) ?? '';
     const type = identifierType(identifier, eventName);

@@ -1,5 +1,5 @@
 import type { Decision } from '@auditlake/model';
-import { parseRecordTime } from '../record-time.js';
+import { parseRecordTime, UTC } from '../record-time.js';
 import { detailsJson, malformed, mappedEvent, text, textList, type JsonFormat, type Mapped } from './record-format.js';
 
 /** LHO's three outcomes: only DENY is a refusal; FAILURE is a request that failed (validation, an error). */
@@ -33,10 +33,12 @@ export const lhoFormat: JsonFormat = {
   name: 'lho',
   framing: 'json',
   textLines: 'malformed',
-  mapRecord(record, context): Mapped {
+  mapRecord(record, _context): Mapped {
     const action = text(record['action']);
     if (action === undefined || action === '') return malformed('action is missing');
-    const ts = parseRecordTime(record['timestamp'], context.timeZone);
+    // --time-zone is for Gravitino's text format only (docs/import.md, which is right: the other
+    // formats write an offset); a time without one here is read as UTC, not in --time-zone.
+    const ts = parseRecordTime(record['timestamp'], UTC);
     if (ts === undefined) return malformed(`timestamp must be an ISO 8601 time or epoch number: ${JSON.stringify(record['timestamp'])}`);
     const user = text(record['userName']);
     return mappedEvent({
