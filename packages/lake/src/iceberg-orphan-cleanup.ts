@@ -1,4 +1,4 @@
-import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
+import { deleteWhileLeader } from './fenced-delete.js';
 import { tableTurn, type MaintenanceContext } from './iceberg-maintenance-context.js';
 import { ManifestCache, snapshotReach } from './iceberg-table-files.js';
 import { versionHintKey, type IcebergTableRef } from './iceberg-table-ref.js';
@@ -43,31 +43,39 @@ export function isIcebergWriterObject(table: Pick<IcebergTableRef, 's3'>, key: s
  * Orphan cleanup: objects under the table's `data/` and `metadata/` named as our writers name
  * them ({@link isIcebergWriterObject}) that nothing retained refers to — not the current metadata
  * file, a metadata-log file, the hint, a statistics or partition-statistics file, nor any manifest
- * list, manifest or data file of a retained snapshot (any status) — and older than `minAgeMs`,
- * the guard that spares a commit still being written (its files look unreferenced until it
- * lands). Losers of a commit race, files of a crashed commit and leftovers of an interrupted
- * expiry end here. Objects of other names — another engine's, another tier location's nested
- * below `data/` — are never deleted.
+ * list, manifest or data file of a retained snapshot (any status) — and whose S3 `LastModified`
+ * (as the listing gives it) is at least `minAgeMs` before `context.now()`, the guard that spares a
+ * commit still being written (its files look unreferenced until it lands). Losers of a commit
+ * race, files of a crashed commit and leftovers of an interrupted expiry end here. Objects of
+ * other names — another engine's, another tier location's nested below `data/` — are never
+ * deleted.
  *
  * The objects are listed first, outside the step's turn; what is referenced is read in the turn
  * ({@link tableTurn}) from the table as it is then. A sweep of this process writes its files
  * only while it holds the commit lock and has committed or abandoned them before it lets go, so
  * a file listed before the turn is, at the turn, either named by the table or never will be;
- * a file written after the listing is not considered. The deletes follow the turn.
+ * a file written after the listing is not considered. The deletes follow the turn, each only
+ * while `fence.mayCommit()` holds: a deposed leader stops (`AUDIT_NOT_LEADER`) rather than delete
+ * what its successor is writing.
  */
 export async function removeIcebergOrphans(context: MaintenanceContext, loaded: LoadedTable, minAgeMs: number): Promise<number> {
   const { objects, table } = context;
   const listed: ListedObject[] = [...(await objects.listObjects(joinKey(table.s3.prefix, 'data/'))), ...(await objects.listObjects(joinKey(table.s3.prefix, 'metadata/')))];
   const cutoffMs = context.now() - minAgeMs;
-  const candidates = listed.filter((object) => object.lastModifiedMs <= cutoffMs && isIcebergWriterObject(table, object.key));
+  // A listing without LastModified (0) tells no age: never a candidate.
+  const candidates = listed.filter((object) => object.lastModifiedMs > 0 && object.lastModifiedMs <= cutoffMs && isIcebergWriterObject(table, object.key));
   if (candidates.length === 0) return 0;
   const cache = new ManifestCache();
   // Read before the turn: in the turn only what a sweep added meanwhile is fetched.
   if (context.fence.serialize) await referencedBy(context, loaded, cache).catch(() => undefined);
   const referenced = await tableTurn(context, loaded, (current) => referencedBy(context, current, cache));
   const orphans = candidates.filter((object) => !referenced.has(objects.url(object.key)));
-  await mapBounded(orphans, OBJECT_REQUESTS_IN_FLIGHT_MAX, (object) => objects.delete(object.key));
-  return orphans.length;
+  return deleteWhileLeader(
+    objects,
+    orphans.map((object) => object.key),
+    context.fence,
+    `orphan cleanup of ${table.identifier}`,
+  );
 }
 
 /** Every object URL `loaded` refers to: metadata files it logs, the hint, statistics files, and all its snapshots reach. */

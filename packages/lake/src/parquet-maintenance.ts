@@ -1,4 +1,5 @@
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
+import { deleteWhileLeader } from './fenced-delete.js';
 import type { MaintenancePolicy, MaintenanceRunFigures } from './iceberg-maintenance.js';
 import type { ObjectStore } from './object-store.js';
 import { compactParquetLocation, liveParquetFiles, readParquetLog, type ParquetCompactionContext } from './parquet-compaction.js';
@@ -42,18 +43,22 @@ const DATA_FILE_NAME = /^event_date=\d{4}-\d{2}-\d{2}\/(?:part|compacted|rewritt
 /**
  * Orphan cleanup of a Parquet location: data files no commit marker and no applied compaction
  * names — a deposed leader's losing batch, a crashed commit's files, a lost compaction's output —
- * older than `minAgeMs` (a commit still being written looks the same until its marker lands).
+ * whose S3 `LastModified` (as the listing gives it) is at least `minAgeMs` before `context.now()`
+ * (a commit still being written looks the same until its marker lands).
  * Markers themselves are never deleted: they hold the commit chain every writer checks against.
  * The files are listed first; the markers are read in one turn of `fence.serialize` (the node's
  * commit lock): a sweep of this process writes its files only while it holds the lock and has
  * written their marker or given them up before it lets go, so a file listed before the turn is
- * named by a marker read in it or never will be. The deletes follow the turn.
+ * named by a marker read in it or never will be. The deletes follow the turn, each only while
+ * `fence.mayCommit()` holds: a deposed leader stops (`AUDIT_NOT_LEADER`) rather than delete what
+ * its successor is writing.
  */
 async function removeParquetOrphans(context: ParquetCompactionContext, minAgeMs: number): Promise<number> {
   const { objects, location } = context;
   const base = joinKey(location.prefix, '');
   const cutoffMs = context.now() - minAgeMs;
-  const candidates = (await objects.listObjects(base)).filter((object) => DATA_FILE_NAME.test(object.key.slice(base.length)) && object.lastModifiedMs <= cutoffMs);
+  // A listing without LastModified (0) tells no age: never a candidate.
+  const candidates = (await objects.listObjects(base)).filter((object) => DATA_FILE_NAME.test(object.key.slice(base.length)) && object.lastModifiedMs > 0 && object.lastModifiedMs <= cutoffMs);
   if (candidates.length === 0) return 0;
   const referencedNow = async (): Promise<Set<string>> => {
     const log = await readParquetLog(objects, location);
@@ -64,8 +69,12 @@ async function removeParquetOrphans(context: ParquetCompactionContext, minAgeMs:
   };
   const referenced = await (context.fence.serialize ? context.fence.serialize(referencedNow) : referencedNow());
   const orphans = candidates.filter((object) => !referenced.has(object.key));
-  await mapBounded(orphans, OBJECT_REQUESTS_IN_FLIGHT_MAX, (object) => objects.delete(object.key));
-  return orphans.length;
+  return deleteWhileLeader(
+    objects,
+    orphans.map((object) => object.key),
+    context.fence,
+    `orphan cleanup of s3://${location.bucket}/${location.prefix}`,
+  );
 }
 
 /**

@@ -1,12 +1,13 @@
 // Goal: orphan cleanup (Iceberg and Parquet) deletes only what it may: objects its own writers name as they do, that nothing
-// retained refers to (statistics files included). A tier location nested in another (either way round) loses nothing to the
-// other's cleanup.
+// retained refers to (statistics files included), old enough by their S3 LastModified against the injected clock, and only
+// while the node may still commit. A tier location nested in another (either way round) loses nothing to the other's cleanup,
+// and a deposed leader's cleanup stops before deleting what its successor is writing.
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bytesSource, currentSnapshot, readAuditParquet } from '@auditlake/format';
-import type { StoredEvent } from '@auditlake/model';
+import { AuditErrorCode, type StoredEvent } from '@auditlake/model';
 import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -200,5 +201,70 @@ describe('orphan cleanup deletes only its own writers’ unreferenced files', ()
     expect(deleted).toBe(abandoned.length);
     for (const key of [...statistics, ...partitionStatistics]) expect(await objects.exists(key), key).toBe(true);
     expectEachOnce(await icebergSeqCounts(table), 20);
+  }, 60_000);
+});
+
+describe('orphan cleanup by a deposed leader', () => {
+  it('Iceberg: deletes nothing once the fence refuses, so the successor’s commit in flight lands and the table reads every event once', async () => {
+    const table = tableRef('zombie_cleanup');
+    await tableWith(table, 2, 20);
+    const loaded = (await loadIcebergTable(objects, table))!;
+    // The successor has written its data files, manifest and manifest list and waits to create the metadata file.
+    let release!: () => void;
+    let arrived!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const atCommit = new Promise<void>((resolve) => (arrived = resolve));
+    const held = new Proxy(objects, {
+      get(target, property) {
+        const value: unknown = Reflect.get(target, property, target);
+        if (property === 'putIfAbsent') {
+          return async (key: string, body: Uint8Array | string, contentType: string) => {
+            if (key.endsWith('.metadata.json')) {
+              arrived();
+              await gate;
+            }
+            return target.putIfAbsent(key, body, contentType);
+          };
+        }
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const successor = commitIcebergBatch(held, table, loaded, events(41, 20), { term: 2, mayCommit: () => true, nowMs: Date.now(), writerId: 'test', afterSeq: 40 });
+    await atCommit;
+    const inFlight = (await objects.list(`${table.s3.prefix}/`)).length;
+
+    // The deposed leader's clock (or a small minimum age) makes the successor's files look old enough.
+    const deposed = removeIcebergOrphans(context(table, { fence: { term: 1, mayCommit: () => false } }), loaded, MIN_AGE_MS);
+    await expect(deposed).rejects.toMatchObject({ code: AuditErrorCode.NOT_LEADER });
+    expect((await objects.list(`${table.s3.prefix}/`)).length).toBe(inFlight);
+
+    release();
+    await successor;
+    expectEachOnce(await icebergSeqCounts(table), 60);
+  }, 60_000);
+
+  it('Iceberg: the fence is asked before each delete, so a leader deposed mid-cleanup stops there', async () => {
+    const table = tableRef('deposed_mid_cleanup');
+    await tableWith(table, 1, 10);
+    const loaded = (await loadIcebergTable(objects, table))!;
+    const abandoned = await abandonedIcebergAttempt(table);
+    let allowed = 1;
+    const flipping: CommitFence = { term: 1, mayCommit: () => allowed-- > 0 };
+    await expect(removeIcebergOrphans(context(table, { fence: flipping }), loaded, MIN_AGE_MS)).rejects.toMatchObject({ code: AuditErrorCode.NOT_LEADER, message: expect.stringContaining('after deleting 1 of 3') });
+    const left = await Promise.all(abandoned.map((key) => objects.exists(key)));
+    expect(left.filter(Boolean)).toHaveLength(2);
+    expectEachOnce(await icebergSeqCounts(table), 10);
+  }, 60_000);
+
+  it('Parquet: deletes nothing once the fence refuses; a file the successor has not committed yet stays', async () => {
+    const location: S3Location = { bucket: BUCKET, prefix: 'pqzombie' };
+    await commitParquetBatch(objects, location, events(1, 10), { term: 1, nowMs: Date.now(), afterSeq: 0, mayCommit: () => true });
+    // The successor's batch file, written, its marker not yet.
+    const inFlight = `${location.prefix}/event_date=2026-05-01/part-0000000000000011-t2-inflight.parquet`;
+    await objects.put(inFlight, new Uint8Array([1, 2, 3]));
+    const deposed = runParquetMaintenance({ objects, location, fence: { term: 1, mayCommit: () => false }, now: later }, PARQUET_POLICY);
+    await expect(deposed).rejects.toMatchObject({ code: AuditErrorCode.NOT_LEADER });
+    expect(await objects.exists(inFlight)).toBe(true);
+    expectEachOnce(await parquetSeqCounts(location), 10);
   }, 60_000);
 });
