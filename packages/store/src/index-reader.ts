@@ -27,7 +27,25 @@ const INDEX_KEY_COST = 0.1;
 /** A stream of time key suffixes (`<ts><seq>`), by event time then seq, descending. */
 interface SuffixSource {
   next(): Promise<string | undefined>;
+  /**
+   * The next suffixes, at most `max` (max ≥ 1) and none only at the end: the same suffixes
+   * `next()` would give one at a time. A source whose keys are already read hands them over
+   * in one step: a user page took ~460 awaited `next()` calls (probe and page), each a turn
+   * of the microtask queue, for keys that were in memory.
+   */
+  nextBatch(max: number): Promise<string[]>;
   close(): Promise<void>;
+}
+
+/** nextBatch by `next()`, one suffix at a time (sources that merge or intersect others). */
+async function nextBatchOf(source: SuffixSource, max: number): Promise<string[]> {
+  const suffixes: string[] = [];
+  while (suffixes.length < max) {
+    const next = await source.next();
+    if (next === undefined) break;
+    suffixes.push(next);
+  }
+  return suffixes;
 }
 
 /** One key range read in reverse, in growing batches (a page needs few keys, a full scan many). */
@@ -50,19 +68,30 @@ class RangeSource implements SuffixSource {
     this.#batch = Math.max(PROBE_KEYS, first);
   }
 
+  /** False at the end of the range; else the buffer holds at least one unread key. */
+  async #fill(): Promise<boolean> {
+    if (this.#at < this.#buffer.length) return true;
+    if (this.#done) return false;
+    this.#buffer = await this.#iterator.nextv(this.#batch);
+    this.#at = 0;
+    this.#batch = Math.min(this.#batch * 2, 4096);
+    if (this.#buffer.length === 0) this.#done = true;
+    return !this.#done;
+  }
+
   async next(): Promise<string | undefined> {
-    if (this.#at >= this.#buffer.length) {
-      if (this.#done) return undefined;
-      this.#buffer = await this.#iterator.nextv(this.#batch);
-      this.#at = 0;
-      this.#batch = Math.min(this.#batch * 2, 4096);
-      if (this.#buffer.length === 0) {
-        this.#done = true;
-        return undefined;
-      }
-    }
+    if (this.#at >= this.#buffer.length && !(await this.#fill())) return undefined;
     // Time keys and index keys alike end with the suffix.
     return suffixOf(this.#buffer[this.#at++] as string);
+  }
+
+  async nextBatch(max: number): Promise<string[]> {
+    if (this.#at >= this.#buffer.length && !(await this.#fill())) return [];
+    const end = Math.min(this.#buffer.length, this.#at + max);
+    const suffixes: string[] = [];
+    for (let i = this.#at; i < end; i++) suffixes.push(suffixOf(this.#buffer[i] as string));
+    this.#at = end;
+    return suffixes;
   }
 
   close(): Promise<void> {
@@ -98,6 +127,10 @@ class UnionSource implements SuffixSource {
     }
   }
 
+  nextBatch(max: number): Promise<string[]> {
+    return nextBatchOf(this, max);
+  }
+
   async close(): Promise<void> {
     await Promise.all(this.#sources.map((s) => s.close()));
   }
@@ -124,6 +157,10 @@ class IntersectionSource implements SuffixSource {
     return undefined;
   }
 
+  nextBatch(max: number): Promise<string[]> {
+    return nextBatchOf(this, max);
+  }
+
   async close(): Promise<void> {
     await Promise.all([this.#a.close(), this.#b.close()]);
   }
@@ -143,12 +180,12 @@ class ProbedSource implements SuffixSource {
   static async probe(source: SuffixSource): Promise<ProbedSource> {
     const probed = new ProbedSource(source);
     while (probed.probed.length < PROBE_KEYS) {
-      const next = await source.next();
-      if (next === undefined) {
+      const next = await source.nextBatch(PROBE_KEYS - probed.probed.length);
+      if (next.length === 0) {
         probed.exhausted = true;
         break;
       }
-      probed.probed.push(next);
+      for (const suffix of next) probed.probed.push(suffix);
     }
     return probed;
   }
@@ -156,6 +193,16 @@ class ProbedSource implements SuffixSource {
   async next(): Promise<string | undefined> {
     if (this.#at < this.probed.length) return this.probed[this.#at++];
     return this.exhausted ? undefined : this.#source.next();
+  }
+
+  async nextBatch(max: number): Promise<string[]> {
+    if (this.#at < this.probed.length) {
+      const end = Math.min(this.probed.length, this.#at + max);
+      const suffixes = this.probed.slice(this.#at, end);
+      this.#at = end;
+      return suffixes;
+    }
+    return this.exhausted ? [] : this.#source.nextBatch(max);
   }
 
   /**
@@ -360,9 +407,9 @@ async function* eventBatches(db: Db, source: SuffixSource, first: number): Async
     for (;;) {
       const keys: string[] = [];
       while (keys.length < batch) {
-        const suffix = await source.next();
-        if (suffix === undefined) break;
-        keys.push(PREFIX.time + suffix);
+        const suffixes = await source.nextBatch(batch - keys.length);
+        if (suffixes.length === 0) break;
+        for (const suffix of suffixes) keys.push(PREFIX.time + suffix);
       }
       if (keys.length === 0) return;
       // An event pruned since its index key was read is gone: skipped, as a time scan would.
