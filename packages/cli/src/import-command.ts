@@ -2,7 +2,7 @@ import { isAuditError } from '@auditlake/model';
 import { RECORD_FORMATS } from './formats/formats.js';
 import { ImportProgress } from './import-progress.js';
 import { parseImportOptions } from './import-options.js';
-import { Importer } from './importer.js';
+import { Importer, type NodeRetention, type PastRetention } from './importer.js';
 import { IngestClient } from './ingest-client.js';
 import { inputFiles } from './input-files.js';
 import { NodeClient, type NodeClientOptions } from './node-client.js';
@@ -45,6 +45,7 @@ export async function importCommand(args: string[], env: NodeJS.ProcessEnv, io: 
     onRetry: (reason, delayMs) => progress.note(`auditlake import: ${node.shown} could not take the batch (${reason}); retrying in ${delayMs} ms`),
     ...clientOverrides,
   });
+  const retention = await nodeRetention(options.url, env['AUDITLAKE_ADMIN_TOKEN'], clientOverrides);
   const importer = new Importer({
     format: RECORD_FORMATS[options.format],
     files,
@@ -52,17 +53,58 @@ export async function importCommand(args: string[], env: NodeJS.ProcessEnv, io: 
     context: { timeZone: options.timeZone },
     progress,
     ...(resume ? { resume } : {}),
+    ...(retention ? { retention } : {}),
   });
+  const warnPastRetention = () => {
+    const past = importer.pastRetention;
+    if (retention !== undefined && past !== undefined) io.stderr.write(pastRetentionWarning(retention, past));
+  };
   let summary;
   try {
     summary = await importer.run();
   } catch (err) {
     progress.finish();
+    // What was sent before the failure is pruned all the same.
+    warnPastRetention();
     if (!isAuditError(err)) throw err;
     io.stderr.write(`auditlake import: ${err.message}${resume ? `\nprogress is kept in ${resume.path}; run the same command again to continue` : ''}\n`);
     return EXIT_FAILURE;
   }
+  warnPastRetention();
   if (summary.skipped > 0) io.stderr.write(`auditlake import: skipped ${summary.skipped} lines or records that are not audit records\n`);
   io.stdout.write(`imported ${summary.imported}, duplicates ${summary.duplicates}, refused ${summary.refused}\n`);
   return summary.refused > 0 ? EXIT_SOME_REFUSED : 0;
+}
+
+/**
+ * The node's retention from GET /admin/audit/settings, read with the admin token of
+ * `$AUDITLAKE_ADMIN_TOKEN` only: the settings are the admin role's, and a node records every
+ * refused request as a DENY event, so asking with an ingest token would put a false denial
+ * into the audit log at every import. One attempt; any failure means no warning, never a
+ * failed import.
+ */
+async function nodeRetention(url: string, adminToken: string | undefined, clientOverrides: Partial<NodeClientOptions>): Promise<NodeRetention | undefined> {
+  if (adminToken === undefined || adminToken === '') return undefined;
+  try {
+    const node = new NodeClient({ ...clientOverrides, url, token: adminToken, attemptsMax: 1, onRetry: () => undefined });
+    const response = await node.request('/admin/audit/settings', { headers: { accept: 'application/json' } });
+    if (response.status !== 200) return undefined;
+    const settings = (await response.json()) as Record<string, unknown>;
+    const days = settings['audit.retention.days'];
+    const tierMode = settings['audit.tier.mode'];
+    if (typeof days !== 'number' || !Number.isFinite(days) || days <= 0) return undefined;
+    return { days, tierMode: typeof tierMode === 'string' ? tierMode : 'none' };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The one warning about events the node's retention will delete: how many, the oldest, and what to do. */
+export function pastRetentionWarning(retention: NodeRetention, past: PastRetention): string {
+  const what = `${past.events} imported events are older than the node's retention (audit.retention.days ${retention.days}; the oldest ${new Date(past.oldestMs).toISOString()})`;
+  const fate =
+    retention.tierMode === 'none'
+      ? 'the node deletes them at its next retention pass'
+      : `the node keeps them only in its tier (audit.tier.mode ${retention.tierMode}), deleting them from its own disk once tiered`;
+  return `auditlake import: warning: ${what}: ${fate}; to keep such events, raise audit.retention.days (POST /admin/audit/settings) before importing them\n`;
 }

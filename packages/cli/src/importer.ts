@@ -21,7 +21,26 @@ export interface ImportOptions {
   progress: ImportProgress;
   batchEventsMax?: number;
   batchBytesMax?: number;
+  /** The node's retention, when its settings could be read: events older are counted for a warning. */
+  retention?: NodeRetention;
+  now?: () => number;
 }
+
+/** What the node's settings say about how long it keeps events (GET /admin/audit/settings). */
+export interface NodeRetention {
+  /** `audit.retention.days`. */
+  days: number;
+  /** `audit.tier.mode`: with a tier, old events are deleted locally only once tiered. */
+  tierMode: string;
+}
+
+/** Events the node accepted that are older than its retention: how many, and the oldest time. */
+export interface PastRetention {
+  events: number;
+  oldestMs: number;
+}
+
+const DAY_MS = 24 * 60 * 60 * 1000;
 
 export interface ImportSummary {
   /** Events the node stored now. */
@@ -69,9 +88,15 @@ export class Importer {
   #refusalsRecorded = 0;
   /** The end lines of the current file's refused records that no recorded line covers yet. */
   #refusedLines: number[] = [];
+  #pastRetention: PastRetention | undefined;
 
   constructor(options: ImportOptions) {
     this.#options = options;
+  }
+
+  /** Accepted events older than the node's retention, so far (also after a failed run). */
+  get pastRetention(): PastRetention | undefined {
+    return this.#pastRetention === undefined ? undefined : { ...this.#pastRetention };
   }
 
   async run(): Promise<ImportSummary> {
@@ -212,6 +237,7 @@ export class Importer {
       if (answer.kind === 'stored') {
         this.#summary.imported += answer.ingested - answer.duplicates;
         this.#summary.duplicates += answer.duplicates;
+        this.#notePastRetention(remaining);
         return;
       }
       if (answer.kind === 'too-large') {
@@ -227,6 +253,19 @@ export class Importer {
       const refused = remaining[answer.index]!;
       this.#refuse(`${file.path}:${refused.line}`, `refused by the node: ${answer.message}`, refused.endLine);
       remaining = remaining.filter((p) => p !== refused);
+    }
+  }
+
+  /** Counts the accepted events the node's retention will prune (duplicates too: they are as old). */
+  #notePastRetention(accepted: readonly Pending[]): void {
+    const retention = this.#options.retention;
+    if (retention === undefined) return;
+    const cutoffMs = (this.#options.now ?? Date.now)() - retention.days * DAY_MS;
+    for (const { event } of accepted) {
+      if (event.ts >= cutoffMs) continue;
+      const past = (this.#pastRetention ??= { events: 0, oldestMs: event.ts });
+      past.events++;
+      past.oldestMs = Math.min(past.oldestMs, event.ts);
     }
   }
 

@@ -44,12 +44,12 @@ export interface RunResult {
 }
 
 /** `auditlake import` in this process, against `node`, with its output captured. */
-export async function runImport(node: AuditNode, args: string[], clientOverrides: Partial<NodeClientOptions> = {}): Promise<RunResult> {
+export async function runImport(node: AuditNode, args: string[], clientOverrides: Partial<NodeClientOptions> = {}, env: NodeJS.ProcessEnv = {}): Promise<RunResult> {
   let stdout = '';
   let stderr = '';
   const code = await importCommand(
     ['--url', node.url, '--token', INGEST_TOKEN, ...args],
-    {},
+    env,
     { stdout: { write: (t: string) => (stdout += t) }, stderr: { write: (t: string) => (stderr += t), isTTY: false } },
     clientOverrides,
   );
