@@ -109,6 +109,7 @@ async function checkFiles(source: TierSource, files: readonly TierFile[], checks
       try {
         const bytes = await source.open(files[at] as TierFile);
         const batch = await checks.check({ parquet: await bytes.slice(0, bytes.byteLength) });
+        checkDeclared(files[at] as TierFile, batch);
         batches[at] = batch;
         if (!failed) listener?.(at, batch);
       } catch (err) {
@@ -119,6 +120,39 @@ async function checkFiles(source: TierSource, files: readonly TierFile[], checks
   };
   await Promise.all(Array.from({ length: lanes }, lane));
   return batches;
+}
+
+const DAY_MS = 86_400_000;
+
+function isoTime(ms: number): string {
+  return Number.isFinite(ms) && Math.abs(ms) <= 8.64e15 ? new Date(ms).toISOString() : String(ms);
+}
+
+/**
+ * Throws unless a data file's rows agree with what its commit (the Iceberg manifest entry, the
+ * Parquet commit marker) declares of them: their count, their event-time bounds and their day.
+ * The chain proves the rows; readers find them by those declarations, which it does not
+ * cover: a partition value or a bound changed in a manifest would hide rows from every search
+ * that skips files by them (ours, Trino's, Spark's) while every record still verified.
+ */
+function checkDeclared(file: TierFile, batch: CheckedBatch): void {
+  const rows = batch.count + batch.skipped;
+  if (rows !== file.rows) {
+    throw new AuditError(AuditErrorCode.INTEGRITY_MISMATCH, `tier file ${file.key} holds ${rows} rows, but its commit declares ${file.rows}: the table's metadata was altered or the file replaced`);
+  }
+  const time = batch.eventTime;
+  if (time === undefined) return;
+  const declared = `${file.eventDate === '' ? '' : `day ${file.eventDate}, `}event times ${isoTime(file.tsMin)}..${isoTime(file.tsMax)}`;
+  const outside = time.min < file.tsMin ? time.min : time.max > file.tsMax ? time.max : undefined;
+  const day = (ms: number) => new Date(Math.floor(ms / DAY_MS) * DAY_MS).toISOString().slice(0, 10);
+  const offDay = file.eventDate === '' ? undefined : [time.min, time.max].find((ms) => day(ms) !== file.eventDate);
+  const stray = outside ?? offDay;
+  if (stray !== undefined) {
+    throw new AuditError(
+      AuditErrorCode.INTEGRITY_MISMATCH,
+      `tier file ${file.key} holds a row with event time ${isoTime(stray)}, outside what its commit declares (${declared}): a search that skips files by those bounds would miss it; the table's metadata was altered`,
+    );
+  }
 }
 
 function found(text: string, where: string): FoundCheckpoint {

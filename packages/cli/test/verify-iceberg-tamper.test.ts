@@ -1,7 +1,9 @@
 // Goal: offline `auditlake verify` of an Iceberg tier names the first break for every way its
 // data can be tampered with (the Parquet tier's suite is verify.test.ts): a byte changed in a
 // tiered value, a row removed by rewriting its data file, a data file dropped from its manifest,
-// two records swapped. Each tamper is thorough — the manifest's row count and file size, and the
+// two records swapped; and a data file whose manifest entry no longer tells where its rows are
+// (another day's partition, narrowed event-time bounds, another row count), which hides rows
+// from every reader that skips files by them while each record still verifies. Each tamper of the data is thorough — the manifest's row count and file size, and the
 // manifest list's manifest length, are rewritten to match — so only the chain can catch it.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,13 +11,16 @@ import { join } from 'node:path';
 import {
   currentSchema,
   currentSnapshot,
+  decodeLongBound,
   decodeManifest,
   decodeManifestList,
   encodeAuditParquet,
+  encodeLongBound,
   encodeManifest,
   encodeManifestList,
   icebergParquetKvMetadata,
   readAuditParquet,
+  TS_FIELD_ID,
   type ManifestEntry,
   type TieredEvent,
 } from '@auditlake/format';
@@ -204,6 +209,47 @@ describe('a tampered Iceberg tier fails offline verify with the right words', ()
       expect(b).toBeDefined();
       await rewriteDataFile(path, rows.map((row) => (row.seq === 5 ? { ...b, seq: 5 } : row.seq === 6 ? { ...a, seq: 6 } : row)));
       expect((await verifyHistory(offline())).message).toMatch(/^reordered: the record at seq 5 \(eventId ev-5\) was chained at seq 6$/);
+    } finally {
+      await restore();
+    }
+  });
+
+  /** Rewrites the manifest entry of the live file holding `seq` (the data file itself untouched). */
+  const editEntryOf = async (seq: number, edit: (file: ManifestEntry['data_file']) => ManifestEntry['data_file']) => {
+    const { path } = await fileWith(seq);
+    await rewriteManifests((entries) => (entries.some((e) => e.data_file.file_path === path) ? entries.map((e) => (e.data_file.file_path === path ? { ...e, data_file: edit(e.data_file) } : e)) : entries));
+    return path;
+  };
+
+  it('a data file moved to another day\'s partition in its manifest is refused, naming the file and a row outside it', async () => {
+    try {
+      const path = await editEntryOf(12, (file) => ({ ...file, partition: { ...file.partition, event_time_day: (file.partition.event_time_day as number) + 1 } }));
+      await expect(verifyHistory(offline())).rejects.toMatchObject({
+        code: 'AUDIT_INTEGRITY_MISMATCH',
+        message: expect.stringMatching(new RegExp(`^tier file \\S+${path.split('/').at(-1)} holds a row with event time 2023-11-14T\\S+, outside what its commit declares \\(day 2023-11-15, `)),
+      });
+    } finally {
+      await restore();
+    }
+  });
+
+  it('a data file whose manifest narrows its event-time bounds is refused', async () => {
+    try {
+      await editEntryOf(12, (file) => ({
+        ...file,
+        lower_bounds: (file.lower_bounds ?? []).map((b) => (b.key === TS_FIELD_ID ? { ...b, value: encodeLongBound(decodeLongBound(b.value) + 1n) } : b)),
+      }));
+      await expect(verifyHistory(offline())).rejects.toMatchObject({ code: 'AUDIT_INTEGRITY_MISMATCH', message: expect.stringContaining('a search that skips files by those bounds would miss it') });
+    } finally {
+      await restore();
+    }
+  });
+
+  it('a data file whose manifest declares another row count is refused', async () => {
+    try {
+      const { rows } = await fileWith(12);
+      await editEntryOf(12, (file) => ({ ...file, record_count: file.record_count - 1 }));
+      await expect(verifyHistory(offline())).rejects.toMatchObject({ code: 'AUDIT_INTEGRITY_MISMATCH', message: expect.stringContaining(`holds ${rows.length} rows, but its commit declares ${rows.length - 1}`) });
     } finally {
       await restore();
     }

@@ -58,7 +58,7 @@ async function restoreTier(saved: Map<string, Uint8Array>): Promise<void> {
   for (const [key, bytes] of saved) await objects.put(key, bytes);
 }
 
-/** Rewrites a data file with other rows, and the marker's recorded size with it (as a thorough tamperer would). */
+/** Rewrites a data file with other rows, and the marker's recorded size, row count and event-time bounds with it (as a thorough tamperer would). */
 async function rewriteFile(key: string, rows: TieredEvent[]): Promise<void> {
   const bytes = encodeAuditParquet(rows);
   await objects.put(key, bytes);
@@ -67,6 +67,8 @@ async function rewriteFile(key: string, rows: TieredEvent[]): Promise<void> {
     if (file === undefined) continue;
     file.bytes = bytes.byteLength;
     file.rows = rows.length;
+    file.tsMin = Math.min(...rows.map((row) => row.timestamp));
+    file.tsMax = Math.max(...rows.map((row) => row.timestamp));
     await objects.put(markerKey, JSON.stringify(marker));
   }
 }
@@ -215,6 +217,33 @@ describe('a tampered tier fails verify with the right words', () => {
       await rewriteFile(key, rows.map((row) => (row.seq === 12 ? { ...row, userId: `${row.userId}x` } : row)));
       const report = await verifyHistory(offline());
       expect(report.message).toBe('altered record at seq 12 (eventId ev-10): field userId changed');
+    } finally {
+      await restore();
+    }
+  });
+
+  it('a commit marker that declares a data file on another day, or with narrowed bounds, is refused on every thread count, naming the file (its records still verify)', async () => {
+    try {
+      const { key } = await fileWith(12);
+      for (const { key: markerKey, marker } of await markers()) {
+        const file = marker.files.find((f) => f.key === key);
+        if (file === undefined) continue;
+        // Searches skip the file for any window before its declared start: its first rows vanish from them.
+        file.tsMin += 1;
+        await objects.put(markerKey, JSON.stringify(marker));
+      }
+      for (const threads of ['0', '2']) {
+        await expect(verifyHistory(offline(['--threads', threads]))).rejects.toMatchObject({
+          code: 'AUDIT_INTEGRITY_MISMATCH',
+          message: expect.stringMatching(new RegExp(`^tier file ${key} holds a row with event time \\S+, outside what its commit declares \\(day 2023-11-14, event times `)),
+        });
+      }
+      const lines: string[] = [];
+      const embedded = node.embeddedS3 as EmbeddedS3;
+      const argv = ['--path', TIER_PATH, '--endpoint', embedded.connectionUrl, '--access-key-id', embedded.credentials.accessKeyId, '--secret-access-key', embedded.credentials.secretAccessKey];
+      const code = await verifyCommand(argv, {}, { stdout: { write: (t: string) => lines.push(t) }, stderr: { write: (t: string) => lines.push(t) } });
+      expect(code).toBe(1);
+      expect(lines.join('')).toMatch(/^auditlake verify: tier file \S+ holds a row with event time/);
     } finally {
       await restore();
     }

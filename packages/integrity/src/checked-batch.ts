@@ -21,6 +21,12 @@ export interface CheckedBatch {
   lengths: Int32Array;
   /** By index: what only some records carry. */
   extras: Array<[number, CheckedExtra]>;
+  /**
+   * The least and greatest event time (epoch ms) of every row of a data file checked from its
+   * columns, those without a seq included: what a reader skipping files by their declared
+   * bounds must agree with. Absent for a job of records (a node's log page) or of no rows.
+   */
+  eventTime?: { min: number; max: number };
 }
 
 interface CheckedExtra {

@@ -9,9 +9,28 @@ import { RecordHasher } from './record-hasher.js';
 /** The records a job holds, and how many rows it held without a seq; or its records as columns. */
 export type JobRecords = { records: Iterable<VerifyRecord>; skipped?: number } | { columns: RecordColumns };
 
-/** Checks a job's records ({@link checkRecordsToBatch} or {@link checkColumnsToBatch}). */
+/**
+ * Checks a job's records ({@link checkRecordsToBatch} or {@link checkColumnsToBatch}); a job of
+ * columns also reports its rows' event-time range (CheckedBatch.eventTime).
+ */
 export function checkJobRecords(job: JobRecords, hasher: RecordHasher): CheckedBatch {
-  return 'columns' in job ? checkColumnsToBatch(job.columns, hasher) : checkRecordsToBatch(job.records, hasher, job.skipped);
+  if (!('columns' in job)) return checkRecordsToBatch(job.records, hasher, job.skipped);
+  const batch = checkColumnsToBatch(job.columns, hasher);
+  const eventTime = eventTimeRange(job.columns.timestamp, job.columns.count);
+  return eventTime === undefined ? batch : { ...batch, eventTime };
+}
+
+/** The least and greatest of the first `count` timestamps; undefined for none. */
+function eventTimeRange(timestamps: ArrayLike<number>, count: number): { min: number; max: number } | undefined {
+  if (count === 0) return undefined;
+  let min = Infinity;
+  let max = -Infinity;
+  for (let i = 0; i < count; i++) {
+    const ts = timestamps[i] as number;
+    if (ts < min) min = ts;
+    if (ts > max) max = ts;
+  }
+  return { min, max };
 }
 
 /**
