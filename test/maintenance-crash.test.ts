@@ -8,6 +8,8 @@ const S3_CREDENTIALS = { accessKeyId: 'ALMAINTCRASH00000001', secretAccessKey: '
 const ENV = { AUDITLAKE_ADMIN_TOKEN: 'adm', AUDITLAKE_INGEST_TOKEN: 'ing', AUDITLAKE_EMBEDDED_S3_ACCESS_KEY: S3_CREDENTIALS.accessKeyId, AUDITLAKE_EMBEDDED_S3_SECRET_KEY: S3_CREDENTIALS.secretAccessKey };
 const FAST = ['auditlake.audit.tier.interval.ms=100', 'auditlake.audit.tier.ingest.settle.ms=0', 'auditlake.audit.tier.batch.size=10'];
 const TABLE_URL = 's3://auditlake/warehouse/ops/audit_events';
+/** The least orphan.min.age.ms settings accept (1 hour). */
+const ORPHAN_MIN_AGE_MS = 3_600_000;
 /** Where the run is killed, in run order: each boundary, and two points inside a step. */
 const CRASH_POINTS = ['compaction-written', 'compaction', 'manifest-rewrite', 'expiry-committed', 'expiry', 'metadata-cleanup'] as const;
 
@@ -36,8 +38,8 @@ describe('table maintenance killed with -9 (real process, embedded S3)', () => {
     onTestFinished(() => data.remove());
     const s3Port = await freePort();
     const s3Endpoint = `http://127.0.0.1:${s3Port}`;
-    const start = async (crashAt: string): Promise<NodeProcess> => {
-      const sets = [...FAST, `auditlake.debug.maintenance.crash.at=${crashAt}`];
+    const start = async (crashAt: string, extra: string[] = []): Promise<NodeProcess> => {
+      const sets = [...FAST, `auditlake.debug.maintenance.crash.at=${crashAt}`, ...extra];
       const node = await startNodeProcess({ dataDir: data.path, args: ['--embedded-s3', '--embedded-s3-port', String(s3Port), ...sets.flatMap((s) => ['--set', s])], env: ENV });
       onTestFinished(() => node.kill());
       return node;
@@ -46,7 +48,7 @@ describe('table maintenance killed with -9 (real process, embedded S3)', () => {
     for (const [round, point] of CRASH_POINTS.entries()) {
       const node = await start(point);
       if (round === 0) {
-        const saved = await post(node.url, '/admin/audit/settings', { 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': 'local.ops.audit_events', 'audit.tier.maintenance.snapshot.retain.last': 2, 'audit.tier.maintenance.orphan.min.age.ms': 0, 'audit.tier.maintenance.metadata.previous.versions.max': 2 }, 'adm');
+        const saved = await post(node.url, '/admin/audit/settings', { 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': 'local.ops.audit_events', 'audit.tier.maintenance.snapshot.retain.last': 2, 'audit.tier.maintenance.orphan.min.age.ms': ORPHAN_MIN_AGE_MS, 'audit.tier.maintenance.metadata.previous.versions.max': 2 }, 'adm');
         expect(saved.status).toBe(200);
       } else {
         // The table the last crash left: every event once.
@@ -68,7 +70,9 @@ describe('table maintenance killed with -9 (real process, embedded S3)', () => {
       expect(node.child.signalCode, point).toBe('SIGKILL');
     }
 
-    const node = await start('');
+    // The last node's maintenance clock runs two hours ahead of the store's LastModified times, so
+    // what the crashes left is past the (least) orphan minimum age, and its run removes it.
+    const node = await start('', [`auditlake.debug.maintenance.clock.offset.ms=${2 * ORPHAN_MIN_AGE_MS}`]);
     expectEachOnce(await icebirdCounts(s3Endpoint), ingested);
     const res = await post(node.url, '/admin/audit/maintenance/run', {}, 'adm');
     expect(res.status).toBe(200);

@@ -25,6 +25,21 @@ export const nonNegativeInt: ValueParser<number> = (v) => {
   return n;
 };
 
+/**
+ * The least `audit.tier.maintenance.orphan.min.age.ms` accepted (1 hour). Orphan cleanup deletes
+ * unreferenced files older than that; a commit still being written — by this leader, or by a new
+ * one while a deposed leader's cleanup runs — has unreferenced files until it lands, so a smaller
+ * value lets cleanup delete them. (Iceberg's own Spark action refuses cutoffs under 24 hours.)
+ */
+export const ORPHAN_MIN_AGE_FLOOR_MS = 60 * 60 * 1000;
+
+/** A non-negative integer of milliseconds, at least {@link ORPHAN_MIN_AGE_FLOOR_MS}. */
+export const orphanMinAge: ValueParser<number> = (v) => {
+  const n = nonNegativeInt(v);
+  if (n < ORPHAN_MIN_AGE_FLOOR_MS) parseFailure(`must be at least ${ORPHAN_MIN_AGE_FLOOR_MS} (1 hour; younger unreferenced files may belong to a commit still being written)`);
+  return n;
+};
+
 export const integer: ValueParser<number> = (v) => {
   const n = Number(v);
   if (!/^-?\d+$/.test(v) || !Number.isSafeInteger(n)) parseFailure('must be an integer');

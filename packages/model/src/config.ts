@@ -5,6 +5,7 @@ import {
   fraction,
   integer,
   nonNegativeInt,
+  orphanMinAge,
   parseNamed,
   positiveInt,
   text,
@@ -64,8 +65,8 @@ export const CONFIG_KEYS = {
   maintenanceCron: spec('auditlake.audit.tier.maintenance.cron', '0 * * * *', cronExpression),
   maintenanceSnapshotRetainLast: spec('auditlake.audit.tier.maintenance.snapshot.retain.last', '24', positiveInt),
   maintenanceRemoveOrphanFiles: spec('auditlake.audit.tier.maintenance.remove.orphan.files', 'true', boolean),
-  /** Orphan cleanup spares files younger than this: a commit may still be writing them (3 days). */
-  maintenanceOrphanMinAgeMs: spec('auditlake.audit.tier.maintenance.orphan.min.age.ms', String(3 * 24 * 60 * 60 * 1000), nonNegativeInt),
+  /** Orphan cleanup spares files younger than this: a commit may still be writing them (3 days; at least 1 hour). */
+  maintenanceOrphanMinAgeMs: spec('auditlake.audit.tier.maintenance.orphan.min.age.ms', String(3 * 24 * 60 * 60 * 1000), orphanMinAge),
   /** Compaction writes files near this size (16 MiB: a file's rows are held in memory while written). */
   maintenanceTargetFileSizeBytes: spec('auditlake.audit.tier.maintenance.target.file.size.bytes', String(16 * 1024 * 1024), positiveInt),
   /** metadata-log entries (and so old vN.metadata.json files) a table keeps, as Java's write.metadata.previous-versions-max. */
@@ -95,6 +96,11 @@ export const CONFIG_KEYS = {
   debugTierCrashBeforeCommit: spec('auditlake.debug.tier.crash.before.commit', 'false', boolean),
   /** Test hook: the node SIGKILLs itself when a table maintenance run reaches this step ('' = never). */
   debugMaintenanceCrashAt: spec('auditlake.debug.maintenance.crash.at', '', text),
+  /**
+   * Debug only: table maintenance's clock runs this many ms ahead of the node's, so a test can
+   * have orphan cleanup find files past `orphan.min.age.ms` (at least an hour) without waiting.
+   */
+  debugMaintenanceClockOffsetMs: spec('auditlake.debug.maintenance.clock.offset.ms', '0', integer),
   /**
    * Keep the record chain (record and chain hashes with every event, verified by standbys).
    * On by default; off only to measure what it costs (docs/integrity.md).

@@ -5,7 +5,7 @@ export * from './event-validation.js';
 export * from './encoded-event.js';
 export * from './field-limits.js';
 export * from './config.js';
-export { parseFailure, type ValueParser } from './config-values.js';
+export { ORPHAN_MIN_AGE_FLOOR_MS, parseFailure, type ValueParser } from './config-values.js';
 export * from './properties.js';
 export * from './tier-mode.js';
 export * from './settings.js';

@@ -1,6 +1,6 @@
 import { AuditError, AuditErrorCode } from './audit-error.js';
 import type { NodeConfig } from './config.js';
-import { boolean, fraction, nonNegativeInt, parseNamed, positiveInt, text, type ValueParser } from './config-values.js';
+import { boolean, fraction, nonNegativeInt, ORPHAN_MIN_AGE_FLOOR_MS, orphanMinAge, parseNamed, positiveInt, text, type ValueParser } from './config-values.js';
 import { redactKeyList } from './redaction.js';
 import { jsonForMessage } from './json-for-message.js';
 import { cronExpression, storedCronExpression } from './cron-expression.js';
@@ -77,7 +77,7 @@ const PARSERS: { [K in SettingKey]: ValueParser<unknown> } = {
   'audit.tier.maintenance.cron': cronExpression,
   'audit.tier.maintenance.snapshot.retain.last': positiveInt,
   'audit.tier.maintenance.remove.orphan.files': boolean,
-  'audit.tier.maintenance.orphan.min.age.ms': nonNegativeInt,
+  'audit.tier.maintenance.orphan.min.age.ms': orphanMinAge,
   'audit.tier.maintenance.target.file.size.bytes': positiveInt,
   'audit.tier.maintenance.metadata.previous.versions.max': positiveInt,
 };
@@ -173,7 +173,12 @@ export function parseSettings(settings: Settings): EffectiveSettings {
     maintenanceCron: parseNamed('audit.tier.maintenance.cron', settings['audit.tier.maintenance.cron'], storedCronExpression, AuditErrorCode.SETTINGS_INVALID),
     maintenanceSnapshotRetainLast: get('audit.tier.maintenance.snapshot.retain.last'),
     maintenanceRemoveOrphanFiles: get('audit.tier.maintenance.remove.orphan.files'),
-    maintenanceOrphanMinAgeMs: get('audit.tier.maintenance.orphan.min.age.ms'),
+    // A new value is checked against the floor as the request is merged (mergeSettings); one an
+    // older version stored below it still loads, and counts as the floor.
+    maintenanceOrphanMinAgeMs: Math.max(
+      ORPHAN_MIN_AGE_FLOOR_MS,
+      parseNamed('audit.tier.maintenance.orphan.min.age.ms', settings['audit.tier.maintenance.orphan.min.age.ms'], nonNegativeInt, AuditErrorCode.SETTINGS_INVALID),
+    ),
     maintenanceTargetFileSizeBytes: get('audit.tier.maintenance.target.file.size.bytes'),
     maintenanceMetadataPreviousVersionsMax: get('audit.tier.maintenance.metadata.previous.versions.max'),
   };

@@ -150,6 +150,13 @@ describe('resolveConfig values', () => {
     expect(configRefusal([['auditlake.embedded.s3.secret.key', 'SK']]).message).toBe('auditlake.embedded.s3.access.key and auditlake.embedded.s3.secret.key are set together or not at all');
   });
 
+  it('refuses an orphan minimum age below one hour, naming the key', () => {
+    expect(() => resolveConfig(new Map([['auditlake.audit.tier.maintenance.orphan.min.age.ms', '0']]))).toThrow(
+      'auditlake.audit.tier.maintenance.orphan.min.age.ms must be at least 3600000 (1 hour; younger unreferenced files may belong to a commit still being written): 0',
+    );
+    expect(resolveConfig(new Map([['auditlake.audit.tier.maintenance.orphan.min.age.ms', '3600000']])).maintenanceOrphanMinAgeMs).toBe(3_600_000);
+  });
+
   it('refuses a backoff maximum below the initial pause', () => {
     configRefusal([['auditlake.audit.tier.backoff.initial.ms', '1000'], ['auditlake.audit.tier.backoff.max.ms', '999']]);
   });

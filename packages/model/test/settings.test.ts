@@ -249,6 +249,14 @@ describe('mergeSettings', () => {
     );
     expect(refused({ 'audit.tier.iceberg.table': 'local.ops.../x' })).toMatch(/^audit\.tier\.iceberg\.table must be catalog\.schema\.table: "local\.ops\.\.\.\/x": it must be catalog\.schema\.table/);
   });
+
+  it('refuses an orphan minimum age below one hour, naming the key; one hour and more are accepted', () => {
+    const floor = 'audit.tier.maintenance.orphan.min.age.ms must be at least 3600000 (1 hour; younger unreferenced files may belong to a commit still being written)';
+    expect(refusedMessage(DEFAULTS(), { 'audit.tier.maintenance.orphan.min.age.ms': 0 })).toBe(`${floor}: 0`);
+    expect(refusedMessage(DEFAULTS(), { 'audit.tier.maintenance.orphan.min.age.ms': '3599999' })).toBe(`${floor}: 3599999`);
+    expect(mergeSettings(DEFAULTS(), { 'audit.tier.maintenance.orphan.min.age.ms': 3_600_000 }).effective.maintenanceOrphanMinAgeMs).toBe(3_600_000);
+    expect(mergeSettings(DEFAULTS(), { 'audit.tier.maintenance.orphan.min.age.ms': 86_400_000 }).effective.maintenanceOrphanMinAgeMs).toBe(86_400_000);
+  });
 });
 
 describe('settingsView', () => {
@@ -279,6 +287,13 @@ describe('parseSettings', () => {
     const err = refusal(() => parseSettings({ ...DEFAULTS(), 'audit.read.sample.rate': '2' }));
     expect(err.code).toBe(AuditErrorCode.SETTINGS_INVALID);
     expect(err.message).toBe('audit.read.sample.rate must be a number from 0.0 to 1.0: 2');
+  });
+
+  it('loads an orphan minimum age an older version stored below the floor, as the floor', () => {
+    const stored = { ...DEFAULTS(), 'audit.tier.maintenance.orphan.min.age.ms': '0' };
+    expect(parseSettings(stored).maintenanceOrphanMinAgeMs).toBe(3_600_000);
+    // Saving another key over it still works; the stored value keeps counting as the floor.
+    expect(mergeSettings(stored, { 'audit.read.enabled': false }).effective.maintenanceOrphanMinAgeMs).toBe(3_600_000);
   });
 });
 

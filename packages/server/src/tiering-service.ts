@@ -143,6 +143,9 @@ export class TieringService {
       isLeader: () => membership.isLeader(),
       term: () => membership.term(),
       log: options.log,
+      // The node's clock (as the store's; a test may move maintenance's further on): orphan
+      // cleanup ages files against it.
+      now: () => Date.now() + config.debugClockOffsetMs + config.debugMaintenanceClockOffsetMs,
       onRun: (run) => this.#recordRun(run),
       commitLock,
       ...(this.#maintenanceEncoder ? { encoder: this.#maintenanceEncoder } : {}),

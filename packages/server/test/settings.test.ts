@@ -102,6 +102,8 @@ describe('settings', () => {
     [{ 'audit.tier.maintenance.cron': '61 * * * *' }, 'audit.tier.maintenance.cron must be a cron expression of 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first: 61 * * * *'],
     [{ 'audit.tier.maintenance.cron': '0 0 31 2 *' }, 'audit.tier.maintenance.cron must be a cron expression whose day of month occurs in its months (day 31 never occurs in month 2, and node-cron refuses it): 0 0 31 2 *'],
     [{ 'audit.tier.maintenance.orphan.min.age.ms': -5 }, 'audit.tier.maintenance.orphan.min.age.ms must be a non-negative integer: -5'],
+    [{ 'audit.tier.maintenance.orphan.min.age.ms': 0 }, 'audit.tier.maintenance.orphan.min.age.ms must be at least 3600000 (1 hour; younger unreferenced files may belong to a commit still being written): 0'],
+    [{ 'audit.tier.maintenance.orphan.min.age.ms': 3_599_999 }, 'audit.tier.maintenance.orphan.min.age.ms must be at least 3600000 (1 hour; younger unreferenced files may belong to a commit still being written): 3599999'],
     [{ 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': 's3://auditlake/../../../../tmp/x', 'audit.tier.connectionId': 'local' }, `audit.tier.parquet.path must be s3://bucket/prefix: "s3://auditlake/../../../../tmp/x": the key prefix has a '..' segment`],
     [{ 'audit.tier.parquet.path': 's3://auditlake/./audit' }, `audit.tier.parquet.path must be s3://bucket/prefix: "s3://auditlake/./audit": the key prefix has a '.' segment`],
     [{ 'audit.tier.parquet.path': 's3://auditlake//audit' }, `audit.tier.parquet.path must be s3://bucket/prefix: "s3://auditlake//audit": the key prefix must not start with '/' (write s3://bucket/prefix)`],

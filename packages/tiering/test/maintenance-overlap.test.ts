@@ -181,7 +181,7 @@ describe('maintenance beside the sweep', () => {
     expect(await icebird(ref.location)).toEqual({ rows: 200, distinct: 200 });
   }, 180_000);
 
-  it('a run whose every turn comes right after a sweep commit, under back-to-back sweeps, finishes every step with no lost commit; orphan cleanup at age 0 spares every sweep file', async () => {
+  it('a run whose every turn comes right after a sweep commit, under back-to-back sweeps, finishes every step with no lost commit; orphan cleanup with every file past its minimum age spares every sweep file', async () => {
     let ingestMs = Date.now() - HOUR_MS;
     const store = await AuditStore.open({ location: await mkdtemp(join(dir, 'store-')), now: () => ingestMs });
     onTestFinished(() => store.close());
@@ -195,8 +195,9 @@ describe('maintenance beside the sweep', () => {
     };
     for (let n = 0; n < 20; n++) await append();
     const table = `${TABLE}_turns`;
-    // Every step has work: 2 snapshots kept, orphans of any age removed (a sweep's files must survive that).
-    const tableSettings = () => settings({ 'audit.tier.iceberg.table': table, 'audit.tier.maintenance.snapshot.retain.last': '2', 'audit.tier.maintenance.orphan.min.age.ms': '0' });
+    // Every step has work: 2 snapshots kept, and orphan cleanup's clock two hours on, so every file is past the
+    // least minimum age (one hour) and any unreferenced one is removed (a sweep's files must survive that).
+    const tableSettings = () => settings({ 'audit.tier.iceberg.table': table, 'audit.tier.maintenance.snapshot.retain.last': '2', 'audit.tier.maintenance.orphan.min.age.ms': String(HOUR_MS) });
     const encoder = new TierEncodePool();
     onTestFinished(() => encoder.close());
     const counted = new LostCommitCounter(new Map([['s3', { id: 's3', endpoint: server.url, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
@@ -217,7 +218,7 @@ describe('maintenance beside the sweep', () => {
       turnSweeps++;
     });
     // Maintenance commits through the counting connections: a step that loses a version shows.
-    const scheduler = new MaintenanceScheduler({ ...common, connections: counted, commitLock: lock });
+    const scheduler = new MaintenanceScheduler({ ...common, connections: counted, commitLock: lock, now: () => Date.now() + 2 * HOUR_MS });
     onTestFinished(() => scheduler.close());
     const objects = connections.bucket('s3', BUCKET);
     const ref = resolveIcebergTable(table, catalogs);

@@ -24,7 +24,7 @@ export const MAINTENANCE_FIELDS: readonly SettingField[] = [
   { key: 'audit.tier.maintenance.cron', label: 'Schedule (cron)', kind: 'text', help: 'Five or six cron fields, e.g. 0 * * * * for every hour on the hour.' },
   { key: 'audit.tier.maintenance.snapshot.retain.last', label: 'Snapshots kept', kind: 'number', min: 1, step: 1, help: 'The newest snapshots kept by expiry; the current one always stays. Between runs a sweep expires back to this once twice as many have gathered.' },
   { key: 'audit.tier.maintenance.remove.orphan.files', label: 'Remove orphan files', kind: 'boolean', help: 'Delete files no snapshot references once they are old enough.' },
-  { key: 'audit.tier.maintenance.orphan.min.age.ms', label: 'Orphan minimum age (ms)', kind: 'number', min: 0, step: 1, help: 'Younger files are never touched: a writer may still be committing them.' },
+  { key: 'audit.tier.maintenance.orphan.min.age.ms', label: 'Orphan minimum age (ms)', kind: 'number', min: 3600000, step: 1, help: 'Younger files are never touched: a writer may still be committing them. At least 3600000 (1 hour).' },
   { key: 'audit.tier.maintenance.target.file.size.bytes', label: 'Target file size (bytes)', kind: 'number', min: 1, step: 1, help: 'Compaction rewrites small files into files near this size.' },
   { key: 'audit.tier.maintenance.metadata.previous.versions.max', label: 'Metadata versions kept', kind: 'number', min: 1, step: 1, help: 'Earlier metadata.json versions kept; older ones are deleted.' },
 ];
