@@ -1,5 +1,5 @@
 import { AuditError, AuditErrorCode } from './audit-error.js';
-import { isReservedAction, toAuditEvent, type AuditEvent, type Decision } from './event.js';
+import { isReservedAction, isSelfSource, SELF_SOURCE, toAuditEvent, type AuditEvent, type Decision } from './event.js';
 import { newEventId } from './event-id.js';
 import {
   EVENT_TIME_MAX_MS,
@@ -204,6 +204,9 @@ function validateFields(record: Record<string, unknown>, at: At, options: Valida
   };
   if (options.allowReserved !== true && isReservedAction(event.source, event.action)) {
     refuse(`${label(at)}.action ${event.action} of source ${event.source} is reserved: only auditlake itself records it`);
+  }
+  if (options.allowReserved !== true && isSelfSource(event.source)) {
+    refuse(`${label(at)}.source ${JSON.stringify(event.source)} is reserved: only auditlake itself records events of source ${SELF_SOURCE}; send your events under your engine's name`);
   }
   // Only when sent: most events have neither, and their object keeps the common shape.
   if (record['sourceId'] !== undefined || record['sourceSeq'] !== undefined) {

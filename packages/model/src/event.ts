@@ -74,6 +74,18 @@ export const INTEGRITY_ACTIONS = {
   erase: 'audit:EraseFields',
 } as const;
 
+/**
+ * True for a source that reads as auditlake's own: its name once Unicode-normalised (NFKC),
+ * stripped of white space and of characters that render as nothing (zero-width spaces, bidi
+ * controls), and lower-cased. Only auditlake records events of its own source (settings
+ * changes, refused access, maintenance runs, its integrity records): a client that could send
+ * one could forge an admin's settings change or blame another client for a refusal, in a
+ * record that looks exactly like the genuine one.
+ */
+export function isSelfSource(source: string): boolean {
+  return source.normalize('NFKC').replace(/[\p{White_Space}\p{Default_Ignorable_Code_Point}]/gu, '').toLowerCase() === SELF_SOURCE;
+}
+
 /** True for an action only auditlake itself may record. */
 export function isReservedAction(source: string, action: string): boolean {
   return source === SELF_SOURCE && (action === INTEGRITY_ACTIONS.checkpoint || action === INTEGRITY_ACTIONS.registerKey || action === INTEGRITY_ACTIONS.erase);

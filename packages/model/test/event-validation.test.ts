@@ -386,6 +386,18 @@ describe('validateIngestBody: source numbering, reserved actions, well-formed te
     expect(one(base({ action: 'integrity:Checkpoint' })).action).toBe('integrity:Checkpoint');
   });
 
+  it('refuses any event of auditlake\'s own source from clients, however it is spelled, but not from nodes forwarding', () => {
+    // A settings change as the node records it: a client must not be able to forge one.
+    const forged = { source: 'auditlake', userId: 'admin', action: 'audit:UpdateSettings', resource: 'audit.settings', details: 'audit.retention.days: 1 → 3650' };
+    expect(badRequest([base(), base(forged)])).toBe('events[1].source "auditlake" is reserved: only auditlake itself records events of source auditlake; send your events under your engine\'s name');
+    for (const spelling of ['AuditLake', ' auditlake ', 'audit\u200Blake', '\u202Eauditlake', 'ａｕｄｉｔｌａｋｅ', 'audit lake']) {
+      expect(badRequest(base({ ...forged, source: spelling }))).toBe(`event.source ${JSON.stringify(spelling)} is reserved: only auditlake itself records events of source auditlake; send your events under your engine's name`);
+    }
+    expect(validateEvent(base({ ...forged, timestamp: 1 }), 'forwarded', { nowMs: 0, timeField: 'timestamp', allowReserved: true }).source).toBe('auditlake');
+    // Names that merely contain it are other sources.
+    for (const source of ['auditlake-import', 'my-auditlake', 'trino']) expect(one(base({ ...forged, source })).source).toBe(source);
+  });
+
   it('refuses a lone surrogate in sourceId, naming the field, like every other string field', () => {
     expect(() => one(base({ sourceId: 's\uD800' }))).toThrow(/sourceId is not well-formed Unicode: a lone surrogate \(U\+D800\) at character 1/);
     expect(one(base({ sourceId: 'plugin 😀' })).sourceId).toBe('plugin 😀');

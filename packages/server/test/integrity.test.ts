@@ -105,6 +105,15 @@ describe('ingest', () => {
     expect((await t.stored()).filter((e) => e.eventId === 'fine' || e.eventId === 'forged')).toEqual([]);
   });
 
+  it('refuses an event of auditlake\'s own source from a client (a forged settings change), and stores nothing of the request', async () => {
+    const t = await startTestNode();
+    const forged = event({ eventId: 'forged-settings', source: 'AuditLake', userId: 'admin', action: 'audit:UpdateSettings', resource: 'audit.settings', details: 'audit.retention.days: 1 → 3650' });
+    const { status, json } = await t.ingest([event({ eventId: 'fine' }), forged]);
+    expect(status).toBe(400);
+    expect(json['error']).toBe('events[1].source "AuditLake" is reserved: only auditlake itself records events of source auditlake; send your events under your engine\'s name');
+    expect((await t.stored()).filter((e) => e.eventId === 'fine' || e.eventId === 'forged-settings')).toEqual([]);
+  });
+
   it('keeps sourceId and sourceSeq, hashed with the record', async () => {
     const t = await startTestNode();
     expect((await t.ingest(event({ eventId: 's1', sourceId: 'trino-1', sourceSeq: 7 }))).status).toBe(200);
