@@ -7,14 +7,23 @@ export function toNdjson(events: readonly EventOutput[]): string {
 
 export const CSV_COLUMNS = ['eventId', 'timestamp', 'time', 'ingestTs', 'userId', 'source', 'action', 'decision', 'resource', 'tables', 'query', 'details'] as const;
 
+/** A spreadsheet reads a cell as a formula when it starts with one of these, also after leading whitespace (Excel trims it). */
+const FORMULA_START = /^(?:[\t\r]|\s*[=+\-@])/;
+/** Separators (`,`, and `;` where a locale lists with it), quotes, line breaks and tabs: the cell is quoted. */
+const NEEDS_QUOTES = /[",;\r\n\t]/;
+
 /**
  * A cell as RFC 4180 wants it, and never a formula: audit text is written by whoever is
- * audited, and a spreadsheet would run `=HYPERLINK(…)` typed into a query. Such a cell gets a
- * leading apostrophe (OWASP's advice for CSV injection).
+ * audited, and a spreadsheet would run `=HYPERLINK(…)` typed into a query. Following OWASP's
+ * advice for CSV injection, a cell whose first non-whitespace character is `=` `+` `-` `@`, or
+ * that starts with a tab or CR, gets a leading apostrophe; a cell holding `,` `;` `"` CR LF or a
+ * tab is quoted (quotes doubled), so Excel in a `;`-separated locale does not split it into
+ * cells of which one starts a formula. (The CLI's `auditlake export --format csv` is exact,
+ * for tools, and does neither: docs/export.md.)
  */
 export function csvCell(value: string): string {
-  const safe = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
-  return /[",\r\n]/.test(safe) ? `"${safe.replaceAll('"', '""')}"` : safe;
+  const safe = FORMULA_START.test(value) ? `'${value}` : value;
+  return NEEDS_QUOTES.test(safe) ? `"${safe.replaceAll('"', '""')}"` : safe;
 }
 
 /** The events as CSV with a header; `tables` joined by `;`, `time` as ISO-8601 UTC. */
