@@ -66,10 +66,12 @@ const KEY_NAME_LENGTH_MAX = 256;
  * - a quoted key (`"k"`, `'k'`, a backquoted name, or `\"k\"` inside a JSON-encoded string)
  *   followed by `:` or `=` (JSON members, `'k'='v'` SQL properties);
  * - a bare key (`k=v`, `a.b-c = v`, `k => v`), not preceded by a key character.
+ * Any whitespace, line breaks included, may surround the separator (`'k' =\n 'v'`). Each
+ * whitespace run is read at most once per site tried, so the scan stays linear.
  * Groups: 1 quote, 2 quoted key, 3 its separator, 4 bare key, 5 its separator.
  */
 const KEY_SITE = new RegExp(
-  String.raw`(?:(\\?["'\x60])([^"'\x60\\\r\n]{1,${KEY_NAME_LENGTH_MAX}})\1[ \t]*([:=])|(?<![\w.$-])([\w.$-]{1,${KEY_NAME_LENGTH_MAX}})[ \t]*(=>?))[ \t]*`,
+  String.raw`(?:(\\?["'\x60])([^"'\x60\\\r\n]{1,${KEY_NAME_LENGTH_MAX}})\1\s*([:=])|(?<![\w.$-])([\w.$-]{1,${KEY_NAME_LENGTH_MAX}})\s*(=>?))\s*`,
   'g',
 );
 

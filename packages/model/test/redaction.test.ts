@@ -175,3 +175,36 @@ function keySites(redactor: Redactor, text: string): boolean {
 it('masks exactly the value, never the key or what follows', () => {
   expect(defaults.redact(`a=1 password=${'Q'.repeat(5)} b=2`).text).toBe(`a=1 password=${REDACTION_MASK} b=2`);
 });
+
+// Shapes a security review found stored unmasked. Each expected text is also checked to be a
+// fixed point (masking twice changes nothing).
+function expectMasked(cases: Array<[string, string, number]>, redactor = defaults): void {
+  for (const [input, expected, count] of cases) {
+    expect(redactor.redact(input), input).toEqual({ text: expected, count });
+    expect(redactor.redact(expected), expected).toEqual({ text: expected, count: 0 });
+  }
+}
+
+/** Text in which nothing is a secret: it must come back as the very same string. */
+function expectUntouched(texts: string[], redactor = defaults): void {
+  for (const text of texts) expect(redactor.redact(text), text).toEqual({ text, count: 0 });
+}
+
+describe('Redactor: line breaks and other whitespace around the separator', () => {
+  it('masks a value separated from its key by line breaks, tabs or non-breaking spaces', () => {
+    expectMasked([
+      ['password=\nhunter2', 'password=\n***', 1],
+      ['password =\r\n  hunter2', 'password =\r\n  ***', 1],
+      ["WITH (\n 'password' =\n 'hunter2')", "WITH (\n 'password' =\n '***')", 1],
+      ["CREATE CATALOG pg WITH (\n  'connector' = 'jdbc',\n  'password' =\n    'hunter2'\n)", "CREATE CATALOG pg WITH (\n  'connector' = 'jdbc',\n  'password' =\n    '***'\n)", 1],
+      ['{"password":\r\n"hunter2"}', '{"password":\r\n"***"}', 1],
+      ['{\n  "user": "bob",\n  "password"\n    : "hunter2"\n}', '{\n  "user": "bob",\n  "password"\n    : "***"\n}', 1],
+      ['password\u00a0=\u00a0hunter2', 'password\u00a0=\u00a0***', 1],
+      ['password\t=>\n\thunter2', 'password\t=>\n\t***', 1],
+    ]);
+  });
+
+  it('still leaves other operators and empty values alone across lines', () => {
+    expectUntouched(['password\n== 4', 'password=\n', "kind =\n'password'", 'token\n>= 5']);
+  });
+});
