@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { Authenticator } from './auth/authenticator.js';
 import { DenyRecorder } from './auth/deny-recorder.js';
 import { createHttpApp } from './http-app.js';
+import { prepareDataDir } from './data-dir.js';
 import { httpPeerTransport } from './http-peer-transport.js';
 import { IngestParsePool } from './ingest-parse-pool.js';
 import { IngestService } from './ingest-service.js';
@@ -120,6 +121,7 @@ function embeddedS3Credentials(options: AuditNodeOptions): S3Credentials | undef
 export async function startAuditNode(options: AuditNodeOptions): Promise<AuditNode> {
   // Made first: the embedded endpoint, started before everything else, logs with it too.
   const logger = createNodeLogger(options.logger);
+  await prepareDataDir(options.dataDir, (message) => logger.warn({ dataDir: options.dataDir }, message));
   const credentials = embeddedS3Credentials(options);
   const embeddedS3 =
     options.embeddedS3Port === undefined
@@ -173,7 +175,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     // A single node's status shows its address, known once the app below listens.
     const membership = cluster ? clusterMembership(cluster.node) : singleNodeMembership(nodeId, () => advertisedUrl(app, options), store);
     const connections = new S3Connections(config.s3Connections);
-    const settings = await SettingsService.load(store, config, tierTargetValidator(connections, config), membership.sequencer);
+    const settings = await SettingsService.load(store, config, tierTargetValidator(connections, config, store), membership.sequencer);
     cluster?.node.onMetaApplied(() => void settings.reload().catch((err: unknown) => logger.warn({ err }, 'could not reload replicated settings')));
     const tiering = new TieringService({ store, config, connections, settings, membership, metrics, log: logger });
     closers.push(() => tiering.close());

@@ -63,6 +63,10 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     if (isPageView(request)) return sendAdminPage(reply, options.adminUi);
     const access = request.routeOptions.config.access;
     if (!access) return;
+    // Answers of the API hold audit records and settings: no browser or proxy cache keeps
+    // them (a shared machine's next user, a proxy's disk), and no browser second-guesses
+    // their content type. Set before authentication, so refusals carry them too.
+    reply.header('cache-control', 'no-store').header('x-content-type-options', 'nosniff');
     const resource = `${request.method} ${request.routeOptions.url ?? request.url.split('?')[0] ?? ''}`;
     const result = options.authenticator.authenticate(request.headers.authorization);
     if (!result.ok) {

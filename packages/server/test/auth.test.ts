@@ -34,6 +34,20 @@ describe('authentication and roles', () => {
     });
   });
 
+  it('marks every API answer, refusals too, as not to be cached or content-sniffed (they hold audit records and settings)', async () => {
+    const t = await startTestNode();
+    for (const [path, token, status] of [
+      ['/admin/audit', ADMIN_TOKEN, 200],
+      ['/admin/audit/settings', ADMIN_TOKEN, 200],
+      ['/admin/audit', null, 401],
+      ['/admin/audit/settings', INGEST_TOKEN, 403],
+    ] as const) {
+      const res = await t.request(path, { token });
+      expect(res.status).toBe(status);
+      expect([res.headers.get('cache-control'), res.headers.get('x-content-type-options')]).toEqual(['no-store', 'nosniff']);
+    }
+  });
+
   it('answers 401 to an unknown token, an unknown scheme and an empty credential', async () => {
     const t = await startTestNode();
     for (const [header, reason] of [
