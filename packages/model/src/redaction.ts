@@ -142,14 +142,20 @@ export class Redactor {
         site.lastIndex = Math.max(valueStart, match.index + 1);
         continue;
       }
+      // An unquoted value after a quoted key and a colon is a JSON member: mask it as a string.
+      const unquotedMask = quote !== undefined && match[3] === ':' ? `${quote}${REDACTION_MASK}${quote}` : REDACTION_MASK;
+      const opener = text[valueStart];
+      if (opener === '[' || opener === '(') {
+        // A list under a sensitive key: each of its values is masked, up to its first key.
+        site.lastIndex = maskListValues(text, valueStart, out, unquotedMask);
+        continue;
+      }
       const value = readValue(text, valueStart);
       if (value === undefined) {
         site.lastIndex = Math.max(valueStart, match.index + 1);
         continue;
       }
-      // An unquoted value after a quoted key and a colon is a JSON member: mask it as a string.
-      const jsonMember = quote !== undefined && match[3] === ':' && value.quote === '';
-      out.mask(value, jsonMember ? `${quote}${REDACTION_MASK}${quote}` : REDACTION_MASK);
+      out.mask(value, value.quote === '' ? unquotedMask : REDACTION_MASK);
       site.lastIndex = value.end;
     }
     return out.result();
@@ -221,8 +227,8 @@ interface ValueSpan {
  * Reads the value at `at`: a quoted string (`"…"` with backslash escapes, `'…'` with `''` or
  * backslash escapes, `\"…\"` inside a JSON-encoded string) or an unquoted run up to a
  * delimiter. An unterminated quote runs to the end of the text: better to mask too much.
- * Undefined where there is nothing to mask: an object or array (its members are keys of
- * their own), `null`, an empty unquoted value, or another operator (`==`).
+ * Undefined where there is nothing to mask: an object, array or parenthesized list (what is
+ * inside is looked at on its own), `null`, an empty unquoted value, or another operator (`==`).
  */
 function readValue(text: string, at: number): ValueSpan | undefined {
   const first = text[at];
@@ -235,12 +241,52 @@ function readValue(text: string, at: number): ValueSpan | undefined {
     const close = closingEscapedQuote(text, at + 2);
     return { quote: '\\"', content: text.slice(at + 2, close), contentStart: at + 2, contentEnd: close, end: Math.min(text.length, close + 2) };
   }
-  if (first === '{' || first === '[' || first === '=' || first === '>') return undefined;
+  if (first === '{' || first === '[' || first === '(' || first === '=' || first === '>') return undefined;
   let end = at;
   while (end < text.length && !BARE_VALUE_END.test(text[end] as string)) end++;
   const content = text.slice(at, end);
   if (content === '' || content === 'null') return undefined;
   return { quote: '', content, contentStart: at, contentEnd: end, end };
+}
+
+/** A key at the start of a list item: a bare or quoted name followed by `=`, `:` or a quoted SQL literal. */
+const LIST_ITEM_KEY = /(?:[\w.$-]{1,256}|"[^"\\\r\n]{0,256}"|'[^'\\\r\n]{0,256}')(?:\s*[=:]|\s+')/y;
+
+/**
+ * Masks the values of the list (`[…]` or `(…)`) opening at `at`, the value of a sensitive key:
+ * `"Authorization": ["Bearer …"]`, `password=(pw1, pw2)`. Nested lists are walked too. At an
+ * object, or at an item that is itself a key (`CREDENTIALS=(AWS_SECRET_KEY='…')`), the walk
+ * stops and the index of that item is returned: what follows is scanned for keys as any text
+ * is. Otherwise the index after the list. Each character is read once.
+ */
+function maskListValues(text: string, at: number, out: Splicer, unquotedMask: string): number {
+  let depth = 0;
+  let i = at;
+  while (i < text.length) {
+    const c = text[i] as string;
+    if (c === '[' || c === '(') {
+      depth++;
+      i++;
+    } else if (c === ']' || c === ')') {
+      depth--;
+      i++;
+      if (depth === 0) return i;
+    } else if (c === ',' || /\s/.test(c)) {
+      i++;
+    } else {
+      LIST_ITEM_KEY.lastIndex = i;
+      if (c === '{' || LIST_ITEM_KEY.test(text)) return i;
+      if (text.startsWith('null', i) && !/[\w.$-]/.test(text[i + 4] ?? '')) {
+        i += 4;
+        continue;
+      }
+      const value = readValue(text, i);
+      if (value === undefined) return i;
+      out.mask(value, value.quote === '' ? unquotedMask : REDACTION_MASK);
+      i = value.end;
+    }
+  }
+  return i;
 }
 
 /** Index of the quote closing a string opened before `from` (text.length when none does). */

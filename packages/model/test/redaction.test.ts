@@ -208,3 +208,36 @@ describe('Redactor: line breaks and other whitespace around the separator', () =
     expectUntouched(['password\n== 4', 'password=\n', "kind =\n'password'", 'token\n>= 5']);
   });
 });
+
+describe('Redactor: lists under a sensitive key', () => {
+  it('masks every value of an array under a sensitive key (a Go http.Header, a Java list)', () => {
+    const header = JSON.stringify({ method: 'GET', headers: { Authorization: ['Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln'], Cookie: ['session=abc123sess'], 'X-Api-Key': ['abcdef123456'], Accept: ['application/json'] } });
+    expectMasked([
+      [header, '{"method":"GET","headers":{"Authorization":["***"],"Cookie":["***"],"X-Api-Key":["***"],"Accept":["application/json"]}}', 3],
+      ['{"password": ["hunter2"]}', '{"password": ["***"]}', 1],
+      ['{"token": [123, null, true, ["nested", "x"]], "tags": ["a"]}', '{"token": ["***", null, "***", ["***", "***"]], "tags": ["a"]}', 4],
+      ['{"detail":"{\\"password\\":[\\"pw1\\",\\"pw2\\"]}"}', '{"detail":"{\\"password\\":[\\"***\\",\\"***\\"]}"}', 2],
+      ['{user=bob, passwords=[pw1, pw2], roles=[admin]}', '{user=bob, passwords=[***, ***], roles=[admin]}', 2],
+      ['password=(hunter2)', 'password=(***)', 1],
+    ]);
+  });
+
+  it('looks at the members of objects in such an array instead of masking them whole', () => {
+    expectMasked([['{"credentials": [{"user": "bob", "password": "pw"}], "n": 1}', '{"credentials": [{"user": "bob", "password": "***"}], "n": 1}', 1]]);
+  });
+
+  it('scans a parenthesized list of keys after a sensitive key, as it does an object (Snowflake CREDENTIALS)', () => {
+    expectMasked([
+      [
+        "CREATE STAGE s URL='s3://b' CREDENTIALS=(AWS_KEY_ID='AKIAEXAMPLE' AWS_SECRET_KEY='wJalrXUtnFEMIK7MDENG')",
+        "CREATE STAGE s URL='s3://b' CREDENTIALS=(AWS_KEY_ID='AKIAEXAMPLE' AWS_SECRET_KEY='***')",
+        1,
+      ],
+      ["COPY INTO t FROM @s CREDENTIALS = ( AWS_ROLE = 'arn:aws:iam::1:role/r' ) password=(x, 'y')", "COPY INTO t FROM @s CREDENTIALS = ( AWS_ROLE = 'arn:aws:iam::1:role/r' ) password=(***, '***')", 2],
+    ]);
+  });
+
+  it('leaves arrays under other keys alone', () => {
+    expectUntouched(['{"headers":{"Accept":["application/json"],"X-Trace":["t1"]}}', '{"kind":"password","list":["secret","token"]}', 'roles=[admin, password_reset]']);
+  });
+});
