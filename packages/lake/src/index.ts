@@ -8,7 +8,7 @@ export type { TierFile, TierSource } from './tier-source.js';
 export { icebergTableAt, metadataFileKey, metadataVersionKey, resolveIcebergTable, s3Key, versionHintKey, type IcebergTableRef } from './iceberg-table-ref.js';
 export { advanceVersionHint, ensureIcebergTable, ensureNamespace, loadIcebergTable, putVersionHint, tableWatermark, type LoadedTable } from './iceberg-table.js';
 export { commitIcebergBatch, encodeIcebergBatch, type EncodedIcebergBatch, type IcebergCommitResult } from './iceberg-committer.js';
-export { COMMITS_DIR, commitParquetBatch, eventDate, markerKey, readMarkers, type CommitMarker, type CommittedFile, type ParquetBatchResult, type ParquetCommitContext } from './parquet-committer.js';
+export { COMMITS_DIR, commitParquetBatch, eventDate, markerKey, readMarkers, readMarkersByKey, type CommitMarker, type CommittedFile, type ParquetBatchResult, type ParquetCommitContext } from './parquet-committer.js';
 export { PROBES_DIR, probeConditionalCreate } from './conditional-create-probe.js';
 export { IcebergTierSource, FOOTER_CACHE_ENTRIES_MAX } from './iceberg-tier-source.js';
 export { ParquetTierSource } from './parquet-tier-source.js';
@@ -22,7 +22,7 @@ export { expireIcebergSnapshots, expireOverdueSnapshots, SNAPSHOTS_BETWEEN_RUNS_
 export { cleanIcebergMetadata } from './iceberg-metadata-cleanup.js';
 export { removeIcebergOrphans } from './iceberg-orphan-cleanup.js';
 export { runIcebergMaintenance, type MaintenancePolicy, type MaintenanceRunFigures } from './iceberg-maintenance.js';
-export { COMPACTIONS_DIR, compactionKey, compactParquetLocation, liveParquetFiles, readCompactions, readParquetLog, type CompactionMarker, type ParquetLog } from './parquet-compaction.js';
+export { COMPACTIONS_DIR, compactionKey, compactParquetLocation, liveParquetFiles, ParquetLogCache, readCompactions, readContextLog, readParquetLog, type CompactionMarker, type ParquetLog } from './parquet-compaction.js';
 export { REPLACED_FILE_GRACE_MS, runParquetMaintenance } from './parquet-maintenance.js';
 export type { ParquetCompactionContext, ParquetCompactionResult } from './parquet-compaction.js';
 export { CHECKPOINT_SUMMARY_KEY, INTEGRITY_DIR, latestCheckpointText, readIntegrityObjects, writeIntegrityObjects, type IntegrityObjects } from './integrity-objects.js';

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AuditError, AuditErrorCode, type StoredEvent } from '@auditlake/model';
+import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import { encodeKeyNumber } from './key-number.js';
 import type { ObjectStore } from './object-store.js';
 import { joinKey, type S3Location } from './s3-location.js';
@@ -114,9 +115,25 @@ export async function readMarkers(objects: ObjectStore, location: S3Location, fr
   const prefix = joinKey(location.prefix, `${COMMITS_DIR}/`);
   // `<n>` sorts right before `<n>.json`: the listing starts at the marker keyed `fromSeq`.
   const keys = await objects.list(prefix, { startAfter: `${prefix}${encodeKeyNumber(fromSeq)}` });
-  const markers: CommitMarker[] = [];
-  for (const key of keys) {
-    markers.push(JSON.parse(new TextDecoder().decode(await objects.get(key))) as CommitMarker);
-  }
-  return markers;
+  return mapBounded(keys, OBJECT_REQUESTS_IN_FLIGHT_MAX, (key) => readMarker(objects, key));
+}
+
+/**
+ * Every commit marker at `location` by key, in key order (oldest first), given those read before
+ * (`known`, by key, as this function returned them): only the markers after the last known key
+ * are listed and fetched. Markers are created in key order and never change: a marker is keyed by
+ * the watermark seq its batch continues from (zero-padded, so key order is seq order), which is
+ * the previous marker's watermark, past its key; a writer continuing from an older watermark finds
+ * that key taken (created only if absent), and nothing rewrites or deletes a marker. The reader
+ * ({@link readMarkers} from a seq) relies on the same order.
+ */
+export async function readMarkersByKey(objects: ObjectStore, location: S3Location, known: ReadonlyMap<string, CommitMarker> = new Map()): Promise<Map<string, CommitMarker>> {
+  const lastKnown = [...known.keys()].at(-1);
+  const keys = await objects.list(joinKey(location.prefix, `${COMMITS_DIR}/`), lastKnown === undefined ? {} : { startAfter: lastKnown });
+  const read = await mapBounded(keys, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (key) => [key, await readMarker(objects, key)] as const);
+  return new Map([...known, ...read]);
+}
+
+async function readMarker(objects: ObjectStore, key: string): Promise<CommitMarker> {
+  return JSON.parse(new TextDecoder().decode(await objects.get(key))) as CommitMarker;
 }

@@ -5,7 +5,7 @@ import type { MaintenanceStep } from './iceberg-maintenance-context.js';
 import type { CommitFence } from './iceberg-version-commit.js';
 import { encodeKeyNumber } from './key-number.js';
 import type { ObjectStore } from './object-store.js';
-import { readMarkers, type CommitMarker, type CommittedFile } from './parquet-committer.js';
+import { readMarkersByKey, type CommitMarker, type CommittedFile } from './parquet-committer.js';
 import { joinKey, type S3Location } from './s3-location.js';
 import { INLINE_TIER_FILE_ENCODER, type TierFileEncoder } from './tier-file-encoding.js';
 
@@ -39,6 +39,8 @@ export interface CompactionMarker {
 export interface ParquetLog {
   markers: CommitMarker[];
   compactions: CompactionMarker[];
+  /** Both by key, as {@link readParquetLog} read them: a later read fetches only what is new. */
+  byKey?: { markers: ReadonlyMap<string, CommitMarker>; compactions: ReadonlyMap<string, CompactionMarker> };
 }
 
 export function compactionKey(location: S3Location, eventDate: string, generation: number): string {
@@ -73,10 +75,35 @@ export function liveParquetFiles(log: ParquetLog): { files: CommittedFile[]; app
   return { files: [...live.values()], applied };
 }
 
-/** Reads a location's whole log (the maintenance view; the reader keeps its own incrementally). */
-export async function readParquetLog(objects: ObjectStore, location: S3Location): Promise<ParquetLog> {
-  const [markers, compactions] = await Promise.all([readMarkers(objects, location), readCompactions(objects, location)]);
-  return { markers, compactions: [...compactions.values()] };
+/**
+ * Reads a location's whole log (the maintenance view; the reader keeps its own incrementally).
+ * Given a log read earlier (`known`), only the commit markers written since are listed and
+ * fetched ({@link readMarkersByKey}: they are created in key order and never change), and the
+ * compaction markers not read before. So a read that must see the log as it is at one moment —
+ * in a turn of the commit lock — costs a short listing and the few new markers, when the bulk
+ * was read before the turn.
+ */
+export async function readParquetLog(objects: ObjectStore, location: S3Location, known?: ParquetLog): Promise<ParquetLog> {
+  const [markers, compactions] = await Promise.all([readMarkersByKey(objects, location, known?.byKey?.markers), readCompactions(objects, location, known?.byKey?.compactions)]);
+  return { markers: [...markers.values()], compactions: [...compactions.values()], byKey: { markers, compactions } };
+}
+
+/**
+ * A location's log read again and again by one user (a maintenance run, a sweeper), each marker
+ * fetched once ({@link readParquetLog} with the last read as `known`).
+ */
+export class ParquetLogCache {
+  #log: ParquetLog | undefined;
+
+  async read(objects: ObjectStore, location: S3Location): Promise<ParquetLog> {
+    this.#log = await readParquetLog(objects, location, this.#log);
+    return this.#log;
+  }
+}
+
+/** The log as `context` reads it: through its cache when it has one. */
+export function readContextLog(context: Pick<ParquetCompactionContext, 'objects' | 'location' | 'log'>): Promise<ParquetLog> {
+  return context.log ? context.log.read(context.objects, context.location) : readParquetLog(context.objects, context.location);
 }
 
 export interface ParquetCompactionContext {
@@ -88,6 +115,11 @@ export interface ParquetCompactionContext {
   onStep?: (step: MaintenanceStep) => void | Promise<void>;
   /** Encodes compacted files (default: on this thread). */
   encoder?: TierFileEncoder;
+  /**
+   * Keeps the markers read so far, so each read of the log fetches only new ones (a maintenance
+   * run makes one for its steps; a sweeper keeps one per target). Default: each read fetches all.
+   */
+  log?: ParquetLogCache;
 }
 
 /** Per day, the small live files worth merging (two or more), oldest first, within the run's byte limit. */
@@ -128,7 +160,7 @@ export interface ParquetCompactionResult {
  */
 export async function compactParquetLocation(context: ParquetCompactionContext, targetFileSizeBytes: number): Promise<ParquetCompactionResult> {
   const { objects, location, fence } = context;
-  const log = await readParquetLog(objects, location);
+  const log = await readContextLog(context);
   const groups = pickSmallFiles(liveParquetFiles(log).files, targetFileSizeBytes);
   const result: ParquetCompactionResult = { filesRewritten: 0, filesAdded: 0, daysLost: 0 };
   const attempt = `t${fence.term}-${randomUUID().slice(0, 8)}`;

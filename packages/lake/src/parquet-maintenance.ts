@@ -2,7 +2,7 @@ import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js
 import { deleteWhileLeader } from './fenced-delete.js';
 import type { MaintenancePolicy, MaintenanceRunFigures } from './iceberg-maintenance.js';
 import type { ObjectStore } from './object-store.js';
-import { compactParquetLocation, liveParquetFiles, readParquetLog, type ParquetCompactionContext } from './parquet-compaction.js';
+import { compactParquetLocation, liveParquetFiles, ParquetLogCache, readContextLog, type ParquetCompactionContext } from './parquet-compaction.js';
 import { joinKey, type S3Location } from './s3-location.js';
 
 /**
@@ -22,7 +22,7 @@ async function locationBytes(objects: ObjectStore, location: S3Location): Promis
  * so a run stopped among these deletes is finished by the next.
  */
 async function deleteReplacedParquetFiles(context: ParquetCompactionContext): Promise<number> {
-  const { applied } = liveParquetFiles(await readParquetLog(context.objects, context.location));
+  const { applied } = liveParquetFiles(await readContextLog(context));
   const cutoffMs = context.now() - REPLACED_FILE_GRACE_MS;
   const doomed = applied.filter((c) => c.committedAtMs <= cutoffMs).flatMap((c) => c.replaced.map((file) => file.key));
   const present = new Set((await context.objects.list(joinKey(context.location.prefix, ''))).filter((key) => key.endsWith('.parquet')));
@@ -47,7 +47,8 @@ const DATA_FILE_NAME = /^event_date=\d{4}-\d{2}-\d{2}\/(?:part|compacted|rewritt
  * (a commit still being written looks the same until its marker lands).
  * Markers themselves are never deleted: they hold the commit chain every writer checks against.
  * The files are listed first; the markers are read in one turn of `fence.serialize` (the node's
- * commit lock): a sweep of this process writes its files only while it holds the lock and has
+ * commit lock) — all of them read before it, so the turn fetches only those written since — : a
+ * sweep of this process writes its files only while it holds the lock and has
  * written their marker or given them up before it lets go, so a file listed before the turn is
  * named by a marker read in it or never will be. The deletes follow the turn, each only while
  * `fence.mayCommit()` holds: a deposed leader stops (`AUDIT_NOT_LEADER`) rather than delete what
@@ -60,8 +61,11 @@ async function removeParquetOrphans(context: ParquetCompactionContext, minAgeMs:
   // A listing without LastModified (0) tells no age: never a candidate.
   const candidates = (await objects.listObjects(base)).filter((object) => DATA_FILE_NAME.test(object.key.slice(base.length)) && object.lastModifiedMs > 0 && object.lastModifiedMs <= cutoffMs);
   if (candidates.length === 0) return 0;
+  // The bulk of the log is read before the turn; in it, only the markers written since.
+  const cache = context.log ?? new ParquetLogCache();
+  await cache.read(objects, location);
   const referencedNow = async (): Promise<Set<string>> => {
-    const log = await readParquetLog(objects, location);
+    const log = await cache.read(objects, location);
     const referenced = new Set<string>();
     for (const marker of log.markers) for (const file of marker.files) referenced.add(file.key);
     for (const compaction of liveParquetFiles(log).applied) for (const file of compaction.files) referenced.add(file.key);
@@ -84,6 +88,8 @@ async function removeParquetOrphans(context: ParquetCompactionContext, minAgeMs:
  * stopped anywhere is finished by the next.
  */
 export async function runParquetMaintenance(context: ParquetCompactionContext, policy: Pick<MaintenancePolicy, 'removeOrphanFiles' | 'orphanMinAgeMs' | 'targetFileSizeBytes'>): Promise<MaintenanceRunFigures> {
+  // Each step reads the log again (it may have moved), fetching only the markers new since the last read.
+  context = { ...context, log: context.log ?? new ParquetLogCache() };
   const bytesBefore = await locationBytes(context.objects, context.location);
   const compaction = await compactParquetLocation(context, policy.targetFileSizeBytes);
   await context.onStep?.('compaction');

@@ -4,8 +4,8 @@ import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import type { RowRewrite } from './iceberg-row-rewrite.js';
 import { encodeKeyNumber } from './key-number.js';
-import { readMarkers, type CommittedFile } from './parquet-committer.js';
-import { compactionKey, liveParquetFiles, readParquetLog, type CompactionMarker, type ParquetCompactionContext } from './parquet-compaction.js';
+import type { CommittedFile } from './parquet-committer.js';
+import { compactionKey, liveParquetFiles, readContextLog, type CompactionMarker, type ParquetCompactionContext } from './parquet-compaction.js';
 import { joinKey, type S3Location } from './s3-location.js';
 import { INLINE_TIER_FILE_ENCODER } from './tier-file-encoding.js';
 
@@ -48,7 +48,7 @@ async function rewriteFile(context: ParquetCompactionContext, file: CommittedFil
  */
 export async function rewriteParquetRows(context: ParquetCompactionContext, change: Pick<RowRewrite, 'seqs' | 'rewrite'>): Promise<ParquetRowRewriteResult> {
   const { objects, location, fence } = context;
-  const log = await readParquetLog(objects, location);
+  const log = await readContextLog(context);
   const live = liveParquetFiles(log).files;
   const encoder = context.encoder ?? INLINE_TIER_FILE_ENCODER;
   const attempt = `t${fence.term}-${randomUUID().slice(0, 8)}`;
@@ -93,7 +93,7 @@ export async function rewriteParquetRows(context: ParquetCompactionContext, chan
  * before, erased values included, and no reader is directed to them any more.
  */
 async function deleteErasedFiles(context: ParquetCompactionContext): Promise<number> {
-  const { applied } = liveParquetFiles(await readParquetLog(context.objects, context.location));
+  const { applied } = liveParquetFiles(await readContextLog(context));
   const doomed = new Set(applied.flatMap((c) => c.replaced.map((file) => file.key)));
   const present = (await context.objects.list(joinKey(context.location.prefix, ''))).filter((key) => doomed.has(key));
   await mapBounded(present, OBJECT_REQUESTS_IN_FLIGHT_MAX, (key) => context.objects.delete(key));
@@ -116,8 +116,8 @@ export async function markErasureDone(context: Pick<ParquetCompactionContext, 'o
  * this location or another: one committed while this location was an earlier target whose
  * pass did not run must still reach it when it becomes the target again).
  */
-export async function pendingParquetErasures(context: Pick<ParquetCompactionContext, 'objects' | 'location'>, tieredElsewhere: readonly number[] = []): Promise<number[]> {
-  const recorded = [...(await readMarkers(context.objects, context.location)).flatMap((marker) => marker.erasureSeqs ?? []), ...tieredElsewhere];
+export async function pendingParquetErasures(context: Pick<ParquetCompactionContext, 'objects' | 'location' | 'log'>, tieredElsewhere: readonly number[] = []): Promise<number[]> {
+  const recorded = [...(await readContextLog(context)).markers.flatMap((marker) => marker.erasureSeqs ?? []), ...tieredElsewhere];
   if (recorded.length === 0) return [];
   return erasuresNotDone(context, recorded);
 }

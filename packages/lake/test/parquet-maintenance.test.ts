@@ -1,4 +1,4 @@
-// Goal: Parquet-mode maintenance compacts each day's small committed files into one and swaps them by a compaction marker — readers (ParquetTierSource, DuckDB over the files it lists) see every event exactly once before, at and after the swap — a compaction that lost its day's generation to another writer adds nothing, a sweep committing meanwhile loses nothing, replaced files are deleted only after the grace period, and orphan cleanup removes an old unreferenced file but spares a young one.
+// Goal: Parquet-mode maintenance compacts each day's small committed files into one and swaps them by a compaction marker — readers (ParquetTierSource, DuckDB over the files it lists) see every event exactly once before, at and after the swap — a compaction that lost its day's generation to another writer adds nothing, a sweep committing meanwhile loses nothing, replaced files are deleted only after the grace period, and orphan cleanup removes an old unreferenced file but spares a young one, reading the commit markers a few at a time and, inside the commit lock, only those written since it read them before.
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -10,6 +10,8 @@ import {
   commitParquetBatch,
   compactionKey,
   compactParquetLocation,
+  COMMITS_DIR,
+  OBJECT_REQUESTS_IN_FLIGHT_MAX,
   ParquetTierSource,
   readCompactions,
   REPLACED_FILE_GRACE_MS,
@@ -158,6 +160,46 @@ describe('Parquet maintenance', () => {
     expect(old.orphansDeleted).toBe(1);
     expect(await objects.exists('orphans/event_date=2026-05-01/part-0000000000000001-t0-stray.parquet')).toBe(false);
     expect(await readerCounts(location, objects)).toEqual({ files: 2, rows: seqMax, distinct: seqMax });
+  });
+
+  it('reads the commit markers before the orphan turn, a few at a time: in the turn only the marker a sweep committed meanwhile is fetched, and its files are spared', async () => {
+    const { location, objects, seqMax } = await locationWith('marker_reads', 12, 10);
+    const stray = 'marker_reads/event_date=2026-05-01/part-0000000000000001-t0-stray.parquet';
+    await objects.put(stray, new Uint8Array([1, 2, 3]), 'application/vnd.apache.parquet');
+    // Every GET of a commit marker: how many at once, and how many inside the commit lock.
+    let inTurn = false;
+    let inFlight = 0;
+    let inFlightMax = 0;
+    let fetchedInTurn = 0;
+    const get = objects.get.bind(objects);
+    objects.get = async (key) => {
+      if (!key.includes(`/${COMMITS_DIR}/`)) return get(key);
+      if (inTurn) fetchedInTurn++;
+      inFlightMax = Math.max(inFlightMax, ++inFlight);
+      try {
+        return await get(key);
+      } finally {
+        inFlight--;
+      }
+    };
+    // The node's commit lock: a sweep asked first, so it commits one more batch before the run's turn.
+    const serialize = async <T>(turn: () => Promise<T>): Promise<T> => {
+      await commitParquetBatch(objects, location, events(seqMax + 1, 10), { term: 1, nowMs: T0, afterSeq: seqMax, mayCommit: () => true });
+      inTurn = true;
+      try {
+        return await turn();
+      } finally {
+        inTurn = false;
+      }
+    };
+    // No file is small enough to compact (target 1 byte): the orphan cleanup's is the run's only turn.
+    const run = await runParquetMaintenance({ objects, location, fence: { ...fence, serialize }, now: () => Date.now() + 2 * 60 * 60 * 1000 }, { ...POLICY, orphanMinAgeMs: 60 * 60 * 1000, targetFileSizeBytes: 1 });
+    expect(run.orphansDeleted).toBe(1);
+    expect(await objects.exists(stray)).toBe(false);
+    expect(fetchedInTurn).toBe(1);
+    expect(inFlightMax).toBeGreaterThan(1);
+    expect(inFlightMax).toBeLessThanOrEqual(OBJECT_REQUESTS_IN_FLIGHT_MAX);
+    expect(await readerCounts(location, objects)).toEqual({ files: 26, rows: seqMax + 10, distinct: seqMax + 10 });
   });
 
   it("orphan cleanup never deletes another location's files below this one (an earlier path, a warehouse)", async () => {
