@@ -28,6 +28,7 @@ import {
   type TieredLocation,
   type TierFileEncoder,
   pendingParquetErasures,
+  ParquetLogCache,
   type MaintenanceContext,
   type MaintenanceStep,
   type ParquetCompactionContext,
@@ -143,6 +144,11 @@ export class TierSweeper {
   #prefetch: Prefetch | undefined;
   /** Parquet mode: seqs of committed erasure records not yet applied to the location's rows. */
   #parquetErasuresPending: number[] = [];
+  /**
+   * Parquet mode: the target's commit markers read so far (by connection and path), so a term's
+   * first sweep and the erasure passes fetch only the markers new since (markers never change).
+   */
+  #parquetLog: { target: string; cache: ParquetLogCache } | undefined;
   /** Set by each successful sweep: the log seq through which the current target has applied every erasure record. */
   #currentErasuresApplied = 0;
   /** Targets (connection, location) whose store was found to honour conditional create in this term. */
@@ -332,6 +338,9 @@ export class TierSweeper {
     const term = this.#options.term();
     await this.#probeOnce(objects, settings.tierConnectionId, location.prefix, term);
     let watermark = await this.watermark();
+    const logTarget = `${settings.tierConnectionId}|${settings.tierParquetPath}`;
+    if (this.#parquetLog?.target !== logTarget) this.#parquetLog = { target: logTarget, cache: new ParquetLogCache() };
+    const log = this.#parquetLog.cache;
     // First sweep of this term at this target: the commits themselves may be ahead of the
     // replicated watermark (the old leader crashed after a commit, before replicating it).
     const recoveryKey = `${term}|${settings.tierParquetPath}`;
@@ -341,7 +350,7 @@ export class TierSweeper {
       await store.putMeta({ [WATERMARK_META]: watermark });
       // Erasure records committed whose rewrite was not recorded done (a crash in between), and
       // those tiered while this location was an earlier target that a pass could not reach.
-      this.#parquetErasuresPending = await pendingParquetErasures({ objects, location }, await store.erasureRecordSeqs(0, watermark.seq));
+      this.#parquetErasuresPending = await pendingParquetErasures({ objects, location, log }, await store.erasureRecordSeqs(0, watermark.seq));
       this.#recoveredFor = recoveryKey;
     }
     const context: ParquetCompactionContext = {
@@ -349,13 +358,14 @@ export class TierSweeper {
       location,
       fence: this.#fence(term),
       now: this.#now,
+      log,
       ...(this.#options.encoder ? { encoder: this.#options.encoder } : {}),
       ...(this.#options.onStep ? { onStep: this.#options.onStep } : {}),
     };
     // Before any erasure pass: the pending records come from this log, which must hold the location's entries.
     await this.#checkWatermarkInLog(watermark, settings.tierParquetPath, () => new ParquetTierSource(connections, { mode: 'parquet', path: settings.tierParquetPath, connectionId: settings.tierConnectionId }));
     // An adoption just brought erasure records the location committed and may not have applied.
-    if (this.#adopted !== undefined) this.#parquetErasuresPending = await pendingParquetErasures({ objects, location }, await store.erasureRecordSeqs(0, watermark.seq));
+    if (this.#adopted !== undefined) this.#parquetErasuresPending = await pendingParquetErasures({ objects, location, log }, await store.erasureRecordSeqs(0, watermark.seq));
     await this.#applyParquetErasures(context, settings.tierParquetPath);
     const next = await this.#nextBatch(watermark);
     const { batch } = next;

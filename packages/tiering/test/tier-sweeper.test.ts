@@ -2,7 +2,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { IcebergTierSource, ParquetTierSource, S3Connections, commitMetadataVersion, currentManifests, loadIcebergTable, readTieredSuffix, resolveIcebergTable, runIcebergMaintenance } from '@auditlake/lake';
+import { IcebergTierSource, ParquetTierSource, S3Connections, commitMetadataVersion, type ObjectStore, currentManifests, loadIcebergTable, readTieredSuffix, resolveIcebergTable, runIcebergMaintenance } from '@auditlake/lake';
 import { chainHash, erasureDetailsChunks } from '@auditlake/integrity';
 import { currentSnapshot, readWholeAuditParquet, replaceSnapshot } from '@auditlake/format';
 import { defaultSettings, encodeEvent, INTEGRITY_ACTIONS, parseSettings, resolveConfig, SELF_SOURCE, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
@@ -145,6 +145,40 @@ describe('TierSweeper', () => {
     expect(atClose).toBeLessThan(20);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(commits2).toBe(atClose);
+  });
+
+  it('a term\'s first sweep fetches only the commit markers written since the sweeper last read them (each marker once, not the whole log each term)', async () => {
+    // Counts GETs of commit markers through every bucket the sweeper opens.
+    class MarkerGets extends S3Connections {
+      gets = 0;
+      override bucket(id: string, bucket: string): ObjectStore {
+        const objects = super.bucket(id, bucket);
+        const get = objects.get.bind(objects);
+        objects.get = (key) => {
+          if (key.includes('/_auditlake/commits/')) this.gets++;
+          return get(key);
+        };
+        return objects;
+      }
+    }
+    const counting = new MarkerGets(new Map([['s3', { id: 's3', endpoint: server.url, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
+    onTestFinished(() => counting.close());
+    const store = await storeWith(80, 10);
+    let term = 1;
+    const s = sweeper(store, 'marker-reads', { connections: counting, term: () => term, batchSizeMax: 10 });
+    /** `commits` sweeps of one batch (ten events, one commit) each. */
+    const tierMore = async (commits: number): Promise<void> => {
+      for (let i = 0; i < commits; i++) expect(await s.sweep()).toMatch(/^tiered/);
+    };
+    await tierMore(5);
+    term = 2;
+    await tierMore(3);
+    // Term 3's first sweep reads what term 2's first sweep had not seen: the three commits made since.
+    term = 3;
+    counting.gets = 0;
+    expect(await s.sweep()).toBe('nothing-to-tier');
+    expect(counting.gets).toBe(3);
+    expect((await s.watermark()).seq).toBe(80);
   });
 
   it('with maintenance on, expires snapshots between runs once twice snapshot.retain.last have gathered, merges manifests once they reach the bound, and bounds the metadata-log at every commit', async () => {
