@@ -256,5 +256,19 @@ export function mergeSettings(stored: Settings, request: unknown): SettingsUpdat
 
 /** The `details` of an `audit:UpdateSettings` event: old → new per changed key. */
 export function describeChanges(changes: readonly SettingChange[]): string {
-  return changes.map((c) => `${c.key}: ${c.from === '' ? '(empty)' : c.from} → ${c.to === '' ? '(empty)' : c.to}`).join('; ');
+  return changes.map((c) => `${c.key}: ${shownValue(c.from)} → ${shownValue(c.to)}`).join('; ');
+}
+
+/**
+ * Characters a value must not carry as they are into a one-line description: line breaks and
+ * other control characters (a value such as a connection id could otherwise end the log line
+ * and start a forged one on a terminal), line and paragraph separators, and the bidi controls
+ * that make text display as other text.
+ */
+const UNSHOWN_CHARACTER = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/** A setting's value as a description shows it: `(empty)`, or the text with those characters as `\uXXXX`. */
+function shownValue(value: string): string {
+  if (value === '') return '(empty)';
+  return value.replace(UNSHOWN_CHARACTER, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }

@@ -309,6 +309,12 @@ describe('describeChanges', () => {
     expect(describeChanges([])).toBe('');
   });
 
+  it('shows line breaks, other control characters and bidi controls of a value escaped, so a description stays one honest line', () => {
+    const forged = 'x\n[16:10:00.000] ERROR: integrity check FAILED';
+    expect(describeChanges([{ key: 'audit.tier.connectionId', from: '', to: forged }])).toBe('audit.tier.connectionId: (empty) → x\\u000a[16:10:00.000] ERROR: integrity check FAILED');
+    expect(describeChanges([{ key: 'audit.tier.connectionId', from: 'a\rb\u0007', to: 'nimda\u202e' }])).toBe('audit.tier.connectionId: a\\u000db\\u0007 → nimda\\u202e');
+  });
+
   it('describes what mergeSettings reports', () => {
     const update = mergeSettings(DEFAULTS(), { 'audit.tier.retain.local.days': '3' });
     expect(describeChanges(update.changes)).toBe('audit.tier.retain.local.days: 7 → 3');
