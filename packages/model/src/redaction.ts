@@ -65,15 +65,29 @@ const KEY_NAME_LENGTH_MAX = 256;
  * A key followed by its separator, in the two shapes that carry a value:
  * - a quoted key (`"k"`, `'k'`, a backquoted name, or `\"k\"` inside a JSON-encoded string)
  *   followed by `:` or `=` (JSON members, `'k'='v'` SQL properties);
- * - a bare key (`k=v`, `a.b-c = v`, `k => v`), not preceded by a key character.
+ * - a bare key (`k=v`, `a.b-c = v`, `k => v`), not preceded by a key character, or a bare key
+ *   followed by whitespace and a SQL string literal, with no separator at all
+ *   (`PASSWORD 'v'`, `SECRET_ACCESS_KEY 'v'`).
  * Any whitespace, line breaks included, may surround the separator (`'k' =\n 'v'`). Each
  * whitespace run is read at most once per site tried, so the scan stays linear.
- * Groups: 1 quote, 2 quoted key, 3 its separator, 4 bare key, 5 its separator.
+ * Groups: 1 quote, 2 quoted key, 3 its separator, 4 bare key, 5 its separator (none for
+ * `k 'v'`).
  */
 const KEY_SITE = new RegExp(
-  String.raw`(?:(\\?["'\x60])([^"'\x60\\\r\n]{1,${KEY_NAME_LENGTH_MAX}})\1\s*([:=])|(?<![\w.$-])([\w.$-]{1,${KEY_NAME_LENGTH_MAX}})\s*(=>?))\s*`,
+  String.raw`(?:(\\?["'\x60])([^"'\x60\\\r\n]{1,${KEY_NAME_LENGTH_MAX}})\1\s*([:=])|(?<![\w.$-])([\w.$-]{1,${KEY_NAME_LENGTH_MAX}})(?:\s*(=>?)|\s+(?=')))\s*`,
   'g',
 );
+
+/**
+ * The words parsers put before a quoted piece of the text they failed on: in
+ * `Unexpected token 'o', "x" is not valid JSON` the quoted text is no token's value.
+ */
+const PARSER_MESSAGE = /\b(?:unexpected|unrecognized)\s+$/i;
+
+/** Whether the key of a `k 'v'` site at `keyStart` is a word of a parser's error message. */
+function isParserMessage(text: string, keyStart: number): boolean {
+  return PARSER_MESSAGE.test(text.slice(Math.max(0, keyStart - 24), keyStart));
+}
 
 /** A property list where a key may precede its value without a separator: `OPTIONS (k 'v')`. */
 const PROPERTY_LIST = /\b(?:WITH|OPTIONS|TBLPROPERTIES|SERDEPROPERTIES|PROPERTIES)[ \t\r\n]*\(/gi;
@@ -137,7 +151,8 @@ export class Redactor {
           continue;
         }
       }
-      if (!this.isSensitiveKey(key)) {
+      const unseparated = match[4] !== undefined && match[5] === undefined;
+      if (!this.isSensitiveKey(key) || (unseparated && isParserMessage(text, match.index))) {
         // Values are scanned too: `uri=/x?token=abc` holds a site inside a value.
         site.lastIndex = Math.max(valueStart, match.index + 1);
         continue;
@@ -170,7 +185,7 @@ export class Redactor {
     while ((match = site.exec(span)) !== null) {
       const key = match[4];
       const valueStart = match.index + match[0].length;
-      const value = key !== undefined && this.isSensitiveKey(key) ? readValue(span, valueStart) : undefined;
+      const value = key !== undefined && match[5] !== undefined && this.isSensitiveKey(key) ? readValue(span, valueStart) : undefined;
       if (value === undefined) {
         site.lastIndex = Math.max(valueStart, match.index + 1);
         continue;

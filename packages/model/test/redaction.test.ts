@@ -153,7 +153,7 @@ describe('Redactor: properties', () => {
         const text = pieces.join(' ');
         // Only texts where no configured key is a key name: bare keys before = are short words.
         fc.pre(!pieces.some((p) => /^[a-z]{1,6}=/.test(p) && redactor.isSensitiveKey(p.slice(0, p.indexOf('=')))));
-        fc.pre(!/[\w.$-]+\s*=>?|["'`][^"'`]*["']\s*[:=]/.test(text) || !keySites(redactor, text));
+        fc.pre(!/[\w.$-]+\s*=>?|["'`][^"'`]*["']\s*[:=]|[\w.$-]\s+'/.test(text) || !keySites(redactor, text));
         const result = redactor.redact(text);
         expect(result.count).toBe(0);
         expect(result.text).toBe(text);
@@ -163,10 +163,10 @@ describe('Redactor: properties', () => {
   });
 });
 
-/** Whether any key=value or quoted-key site in `text` names a configured key (then masking may apply). */
+/** Whether any key=value, quoted-key or `key 'literal'` site in `text` names a configured key (then masking may apply). */
 function keySites(redactor: Redactor, text: string): boolean {
-  for (const m of text.matchAll(/(?:(["'`])([^"'`\r\n]*)\1\s*[:=]|([\w.$-]+)\s*=)/g)) {
-    if (redactor.isSensitiveKey(m[2] ?? m[3] ?? '')) return true;
+  for (const m of text.matchAll(/(?:(["'`])([^"'`\r\n]*)\1\s*[:=]|([\w.$-]+)\s*=|([\w.$-]+)\s+')/g)) {
+    if (redactor.isSensitiveKey(m[2] ?? m[3] ?? m[4] ?? '')) return true;
   }
   for (const m of text.matchAll(/(?:WITH|OPTIONS|TBLPROPERTIES|SERDEPROPERTIES|PROPERTIES)\s*\(/gi)) if (m) return true;
   return false;
@@ -239,5 +239,43 @@ describe('Redactor: lists under a sensitive key', () => {
 
   it('leaves arrays under other keys alone', () => {
     expectUntouched(['{"headers":{"Accept":["application/json"],"X-Trace":["t1"]}}', '{"kind":"password","list":["secret","token"]}', 'roles=[admin, password_reset]']);
+  });
+});
+
+describe('Redactor: SQL that gives a secret as a literal after its key, with no separator', () => {
+  it('masks a quoted literal right after a sensitive key word', () => {
+    expectMasked([
+      ["CREATE USER alice WITH PASSWORD 'hunter2'", "CREATE USER alice WITH PASSWORD '***'", 1],
+      ["create user alice with encrypted password 'hunter2' valid until '2027-01-01'", "create user alice with encrypted password '***' valid until '2027-01-01'", 1],
+      ["ALTER ROLE alice PASSWORD 'hunter2'", "ALTER ROLE alice PASSWORD '***'", 1],
+      ["ALTER ROLE alice PASSWORD\n  'it''s'", "ALTER ROLE alice PASSWORD\n  '***'", 1],
+      [
+        "COPY t FROM 's3://b/k' ACCESS_KEY_ID 'AKIAEXAMPLE' SECRET_ACCESS_KEY 'wJalrXUtnFEMIK7MDENG' SESSION_TOKEN 'FQoG' REGION 'us-east-1'",
+        "COPY t FROM 's3://b/k' ACCESS_KEY_ID '***' SECRET_ACCESS_KEY '***' SESSION_TOKEN '***' REGION 'us-east-1'",
+        3,
+      ],
+      [
+        "CREATE SECRET my_s3 (TYPE S3, KEY_ID 'AKIAEXAMPLE', SECRET 'wJalrXUtnFEMIK7MDENG', REGION 'us-east-1')",
+        "CREATE SECRET my_s3 (TYPE S3, KEY_ID 'AKIAEXAMPLE', SECRET '***', REGION 'us-east-1')",
+        1,
+      ],
+      ["CREATE SECRET hf (TYPE HUGGINGFACE, TOKEN 'hf_abc')", "CREATE SECRET hf (TYPE HUGGINGFACE, TOKEN '***')", 1],
+      ["CREATE TABLE t USING jdbc OPTIONS (url 'jdbc:x', password 'p''w', user 'bob')", "CREATE TABLE t USING jdbc OPTIONS (url 'jdbc:x', password '***', user 'bob')", 1],
+    ]);
+  });
+
+  it('leaves columns, options without a literal and parser messages alone', () => {
+    expectUntouched([
+      'SELECT password_hint FROM users',
+      'SELECT token, secret FROM t WHERE x = 1',
+      "SELECT secret_name FROM vault WHERE owner IN ('bob')",
+      'ALTER USER bob PASSWORD_REUSE_MAX 5 PASSWORD EXPIRE',
+      'CREATE USER bob WITH PASSWORD NULL',
+      "COMMENT ON COLUMN users.password IS 'bcrypt hash'",
+      "SELECT * FROM users WHERE password LIKE 'x%' OR level = 'top'",
+      "SyntaxError: Unexpected token 'o', \"not json\" is not valid JSON",
+      "unrecognized token 'FROM' at line 1",
+      "CREATE SECRET my_s3 (TYPE S3, KEY_ID 'AKIAEXAMPLE', REGION 'us-east-1')",
+    ]);
   });
 });
