@@ -48,9 +48,12 @@ export interface TierStatusView extends TierStatus {
   erasureHoldSeq: number | null;
 }
 
-/** Validates a tier target when settings are saved (wired into SettingsService). */
-export function tierTargetValidator(connections: S3Connections, config: NodeConfig): SettingsValidator {
-  return (effective) => validateTierTarget(effective, connections, config.icebergCatalogs);
+/**
+ * Validates a tier target when settings are saved (wired into SettingsService), against the
+ * locations that received tiered events as replicated metadata lists them.
+ */
+export function tierTargetValidator(connections: S3Connections, config: NodeConfig, store: AuditStore): SettingsValidator {
+  return async (effective) => validateTierTarget(effective, connections, config.icebergCatalogs, await readTieredLocations(store));
 }
 
 /** How much nicer than the node table maintenance's encoder thread runs (see TierEncodePoolOptions.niceness). */
