@@ -110,11 +110,15 @@ export class Redactor {
   /** Necessary for any match: some key's characters in order, with only non-alphanumerics between. */
   readonly #probe: RegExp | undefined;
 
+  /** Whether passwords given without the word (a URL's `user:password@`, `IDENTIFIED BY '…'`) are masked. */
+  readonly #passwordSyntax: boolean;
+
   constructor(keys: readonly string[]) {
     this.keys = [...keys];
     this.#normalized = keys.map(normalizeKeyName).filter((k) => k !== '');
     // One pass over the text rejects almost every event; only texts that pass are scanned.
     this.#probe = this.#normalized.length === 0 ? undefined : new RegExp(this.#normalized.map((k) => [...k].join('[^a-z0-9]*')).join('|'), 'i');
+    this.#passwordSyntax = this.isSensitiveKey('password');
   }
 
   /** Whether a key name names a masked value. */
@@ -124,7 +128,20 @@ export class Redactor {
   }
 
   redact(text: string): Redaction {
-    if (this.#probe === undefined || text === '' || !this.#probe.test(text)) return { text, count: 0 };
+    let result: Redaction = { text, count: 0 };
+    if (text === '') return result;
+    if (this.#probe?.test(text) === true) result = this.#maskKeyed(text);
+    if (!this.#passwordSyntax) return result;
+    // A password named by the syntax rather than by a key: the value of the key `password`.
+    for (const pass of [maskIdentifiedBy, maskUrlPasswords]) {
+      const masked = pass(result.text);
+      if (masked.count > 0) result = { text: masked.text, count: result.count + masked.count };
+    }
+    return result;
+  }
+
+  /** Values named by a configured key. */
+  #maskKeyed(text: string): Redaction {
     const listed = this.#maskPropertyLists(text);
     const sited = this.#maskKeySites(listed.text);
     return { text: sited.text, count: listed.count + sited.count };
@@ -227,6 +244,54 @@ export class Redactor {
     }
     return out.result();
   }
+}
+
+/** SQL's `IDENTIFIED BY 'pw'` (also MySQL's `IDENTIFIED WITH plugin BY 'pw'`, Oracle's `"pw"`). */
+const IDENTIFIED_BY = /\bIDENTIFIED\s+(?:WITH\s+[\w'"-]{1,64}\s+)?BY\s+(?=['"])/gi;
+
+function maskIdentifiedBy(text: string): Redaction {
+  const out = new Splicer(text);
+  for (const match of text.matchAll(IDENTIFIED_BY)) {
+    const value = readValue(text, match.index + match[0].length);
+    if (value !== undefined) out.mask(value, REDACTION_MASK);
+  }
+  return out.result();
+}
+
+/**
+ * Where the authority of a URL (`user:password@host:port`) ends: its path, query or fragment,
+ * whitespace, a quote or backslash (the end of the string it is in), `;` (JDBC/ODBC
+ * properties, as in `sqlserver://h:1433;user=bob@corp`), `<` or `>`.
+ */
+const AUTHORITY_END = /[\s/?#;'"`<>\\]/;
+
+/**
+ * Masks the password of every `scheme://user:password@host`: the text between the first `:`
+ * after `://` and the last `@` of the authority (a password may hold an unencoded `@`).
+ * A URL without a password (`s3://bucket/k`, `ssh://git@host:22`) is left as it is.
+ */
+function maskUrlPasswords(text: string): Redaction {
+  const out = new Splicer(text);
+  let from = 0;
+  for (;;) {
+    const sep = text.indexOf('://', from);
+    if (sep === -1) break;
+    let end = sep + 3;
+    let colon = -1;
+    let at = -1;
+    for (; end < text.length; end++) {
+      const c = text[end] as string;
+      if (AUTHORITY_END.test(c)) break;
+      if (c === ':' && colon === -1) colon = end;
+      else if (c === '@') at = end;
+    }
+    if (sep > 0 && /[A-Za-z0-9+.-]/.test(text[sep - 1] as string) && colon !== -1 && at > colon) {
+      out.mask({ quote: '', content: text.slice(colon + 1, at), contentStart: colon + 1, contentEnd: at, end: at }, REDACTION_MASK);
+    }
+    // The authority may end at the `:` of a next `://`; nothing before it is read again.
+    from = Math.max(sep + 3, end - 1);
+  }
+  return out.result();
 }
 
 /** A value's extent: its content (what is masked) and where the value ends, quotes included. */

@@ -153,7 +153,7 @@ describe('Redactor: properties', () => {
         const text = pieces.join(' ');
         // Only texts where no configured key is a key name: bare keys before = are short words.
         fc.pre(!pieces.some((p) => /^[a-z]{1,6}=/.test(p) && redactor.isSensitiveKey(p.slice(0, p.indexOf('=')))));
-        fc.pre(!/[\w.$-]+\s*=>?|["'`][^"'`]*["']\s*[:=]|[\w.$-]\s+'/.test(text) || !keySites(redactor, text));
+        fc.pre(!/[\w.$-]+\s*=>?|["'`][^"'`]*["']\s*[:=]|[\w.$-]\s+'|:\/\/|identified/i.test(text) || !keySites(redactor, text));
         const result = redactor.redact(text);
         expect(result.count).toBe(0);
         expect(result.text).toBe(text);
@@ -163,12 +163,14 @@ describe('Redactor: properties', () => {
   });
 });
 
-/** Whether any key=value, quoted-key or `key 'literal'` site in `text` names a configured key (then masking may apply). */
+/** Whether any key=value, quoted-key, `key 'literal'` or password site in `text` names a configured key (then masking may apply). */
 function keySites(redactor: Redactor, text: string): boolean {
   for (const m of text.matchAll(/(?:(["'`])([^"'`\r\n]*)\1\s*[:=]|([\w.$-]+)\s*=|([\w.$-]+)\s+')/g)) {
     if (redactor.isSensitiveKey(m[2] ?? m[3] ?? m[4] ?? '')) return true;
   }
   for (const m of text.matchAll(/(?:WITH|OPTIONS|TBLPROPERTIES|SERDEPROPERTIES|PROPERTIES)\s*\(/gi)) if (m) return true;
+  // Passwords named by their syntax: a URL's user:password@, IDENTIFIED BY '…'.
+  if (redactor.isSensitiveKey('password') && (/:\/\/[^\s/?#;'"`<>\\]*:[^\s/?#;'"`<>\\]*@/.test(text) || /identified\s/i.test(text))) return true;
   return false;
 }
 
@@ -277,5 +279,46 @@ describe('Redactor: SQL that gives a secret as a literal after its key, with no 
       "unrecognized token 'FROM' at line 1",
       "CREATE SECRET my_s3 (TYPE S3, KEY_ID 'AKIAEXAMPLE', REGION 'us-east-1')",
     ]);
+  });
+});
+
+describe('Redactor: passwords given without the word password', () => {
+  it('masks the password of a URL (scheme://user:password@host), wherever the URL is', () => {
+    expectMasked([
+      ['postgresql://bob:hunter2@db.internal:5432/prod', 'postgresql://bob:***@db.internal:5432/prod', 1],
+      [
+        "CREATE TABLE t WITH (location='s3a://AKIAEXAMPLE:wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY@bucket/p')",
+        "CREATE TABLE t WITH (location='s3a://AKIAEXAMPLE:***@bucket/p')",
+        1,
+      ],
+      ['jdbc:postgresql://bob:hunter2@db/x?ssl=true&password=other', 'jdbc:postgresql://bob:***@db/x?ssl=true&password=***', 2],
+      ['redis://:hunter2@cache:6379/0 and mongodb://u:p@ss@h1:27017,h2:27017/db', 'redis://:***@cache:6379/0 and mongodb://u:***@h1:27017,h2:27017/db', 2],
+      ['{"uri":"amqp://guest:gu3st@mq/vhost"}', '{"uri":"amqp://guest:***@mq/vhost"}', 1],
+      ['a://b://u:pw@h', 'a://b://u:***@h', 1],
+    ]);
+  });
+
+  it('masks IDENTIFIED BY literals', () => {
+    expectMasked([
+      ["CREATE USER bob IDENTIFIED BY 'hunter2'", "CREATE USER bob IDENTIFIED BY '***'", 1],
+      ["ALTER USER 'bob'@'%' IDENTIFIED WITH caching_sha2_password BY 'hunter2'", "ALTER USER 'bob'@'%' IDENTIFIED WITH caching_sha2_password BY '***'", 1],
+      ['CREATE USER app identified by "Hunter2"', 'CREATE USER app identified by "***"', 1],
+    ]);
+  });
+
+  it('leaves URLs without a password, and such passwords when password is not a configured key, alone', () => {
+    expectUntouched([
+      'https://b.s3.amazonaws.com/k?x=1',
+      's3://bucket/p/q.parquet',
+      'ssh://git@github.com:22/org/repo.git',
+      'https://medium.com/@bob/post:1',
+      "SELECT * FROM read_parquet('https://host:8443/x@y/z.parquet')",
+      'jdbc:sqlserver://srv.database.windows.net:1433;database=db;user=bob@srv;encrypt=true',
+      'http://host:8080 mail bob@example.com',
+      'CREATE USER bob IDENTIFIED BY RANDOM PASSWORD',
+      'users identified by email',
+    ]);
+    expectUntouched(['postgresql://bob:hunter2@db/x', "IDENTIFIED BY 'x'"], new Redactor(['secret', 'ssn']));
+    expect(new Redactor([]).redact('postgresql://bob:hunter2@db/x').count).toBe(0);
   });
 });
