@@ -3,11 +3,18 @@ import { parseFailure, type ValueParser } from './config-values.js';
 /**
  * Key names whose values are masked by default (`audit.redact.keys`). A key matches every key
  * name that contains it once both are lower-cased and stripped of everything but letters and
- * digits, so `secret` also covers `s3.secret-key`, `client_secret` and `dbSecret`.
+ * digits, so `secret` also covers `s3.secret-key`, `client_secret` and `dbSecret`. A short key
+ * (SHORT_KEY_LENGTH_MAX letters and digits or fewer) matches only a name that has it as a word
+ * (see keyWords): `sig` covers Azure SAS `sig` but not `signal` or `design`, `pwd` covers ODBC
+ * `Pwd` and `db_pwd`. `signature` is not a default: it would also mask `signature_id = 5` and
+ * `SignatureVersion`; the signatures of presigned URLs are covered by `amz-signature`,
+ * `goog-signature` and `sig`.
  */
 export const DEFAULT_REDACT_KEYS = [
   'password',
   'passwd',
+  'pwd',
+  'passphrase',
   'secret',
   'token',
   'credential',
@@ -18,7 +25,13 @@ export const DEFAULT_REDACT_KEYS = [
   'private-key',
   'authorization',
   'cookie',
+  'amz-signature',
+  'goog-signature',
+  'sig',
 ] as const;
+
+/** Keys this short (in letters and digits) match only a whole word of a key name: see keyWords. */
+export const SHORT_KEY_LENGTH_MAX = 3;
 
 /** What a masked value becomes. */
 export const REDACTION_MASK = '***';
@@ -32,6 +45,19 @@ const KEY_SPELLING = /^[A-Za-z0-9._-]+$/;
 /** Lower-cased letters and digits only: the form key names are compared in. */
 export function normalizeKeyName(name: string): string {
   return name.toLowerCase().replace(/[^a-z0-9]/g, '');
+}
+
+/**
+ * The words of a key name, lower-cased: runs of letters and digits, split where a lower-case
+ * letter or digit meets an upper-case one (`dbPwd`, `PWDHash`): `X-Amz-Sig` → x, amz, sig.
+ */
+export function keyWords(name: string): string[] {
+  return name
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .replace(/([A-Z])([A-Z][a-z])/g, '$1 $2')
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter((w) => w !== '');
 }
 
 /**
@@ -107,6 +133,9 @@ const BARE_VALUE_END = /[\s,;&)}\]"'<>\\]/;
 export class Redactor {
   readonly keys: readonly string[];
   readonly #normalized: string[];
+  /** Normalized keys matched by containment, and short ones matched as a whole word. */
+  readonly #contained: string[];
+  readonly #words: string[];
   /** Necessary for any match: some key's characters in order, with only non-alphanumerics between. */
   readonly #probe: RegExp | undefined;
 
@@ -116,6 +145,8 @@ export class Redactor {
   constructor(keys: readonly string[]) {
     this.keys = [...keys];
     this.#normalized = keys.map(normalizeKeyName).filter((k) => k !== '');
+    this.#contained = this.#normalized.filter((k) => k.length > SHORT_KEY_LENGTH_MAX);
+    this.#words = this.#normalized.filter((k) => k.length <= SHORT_KEY_LENGTH_MAX);
     // One pass over the text rejects almost every event; only texts that pass are scanned.
     this.#probe = this.#normalized.length === 0 ? undefined : new RegExp(this.#normalized.map((k) => [...k].join('[^a-z0-9]*')).join('|'), 'i');
     this.#passwordSyntax = this.isSensitiveKey('password');
@@ -124,7 +155,10 @@ export class Redactor {
   /** Whether a key name names a masked value. */
   isSensitiveKey(name: string): boolean {
     const normalized = normalizeKeyName(name);
-    return this.#normalized.some((key) => normalized.includes(key));
+    if (this.#contained.some((key) => normalized.includes(key))) return true;
+    if (this.#words.length === 0 || !this.#words.some((key) => normalized.includes(key))) return false;
+    const words = keyWords(name);
+    return this.#words.some((key) => words.includes(key));
   }
 
   redact(text: string): Redaction {

@@ -322,3 +322,37 @@ describe('Redactor: passwords given without the word password', () => {
     expect(new Redactor([]).redact('postgresql://bob:hunter2@db/x').count).toBe(0);
   });
 });
+
+describe('Redactor: default keys for ODBC, passphrases and signed URLs', () => {
+  it('masks Pwd, passphrases, Azure SAS sig and S3/GCS presigned signatures', () => {
+    expectMasked([
+      ['Driver={PostgreSQL};Server=db;Uid=bob;Pwd=hunter2;', 'Driver={PostgreSQL};Server=db;Uid=bob;Pwd=***;', 1],
+      ['DB_PWD=hunter2 dbPwd=x2', 'DB_PWD=*** dbPwd=***', 2],
+      ['sslpassphrase=hunter2 ssl.key.passphrase=h2', 'sslpassphrase=*** ssl.key.passphrase=***', 2],
+      [
+        'abfss://c@acct.dfs.core.windows.net/p?sv=2022-11-02&ss=b&sig=Zm9vYmFyc2lnbmF0dXJl&se=2026',
+        'abfss://c@acct.dfs.core.windows.net/p?sv=2022-11-02&ss=b&sig=***&se=2026',
+        1,
+      ],
+      [
+        'https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-SignedHeaders=host&X-Amz-Signature=deadbeef',
+        'https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-SignedHeaders=host&X-Amz-Signature=***',
+        1,
+      ],
+      ['https://storage.googleapis.com/b/o?X-Goog-Signature=0a1b&X-Goog-Expires=900', 'https://storage.googleapis.com/b/o?X-Goog-Signature=***&X-Goog-Expires=900', 1],
+    ]);
+  });
+
+  it('matches a short key only as a word of a key name, so it does not mask names that merely contain its letters', () => {
+    expectUntouched([
+      'SELECT * FROM t WHERE signature_id = 5',
+      'signal=5 design=flat sigma=0.5 config=x cwd=/tmp stepwd=3',
+      "UPDATE docs SET signature_valid = true, SignatureVersion = '4' WHERE id = 1",
+    ]);
+    expect(defaults.isSensitiveKey('X-Sig')).toBe(true);
+    expect(defaults.isSensitiveKey('PWDHash')).toBe(true);
+    expect(defaults.isSensitiveKey('signature')).toBe(false);
+    const custom = new Redactor(['ssn', 'key']);
+    expect(custom.redact('ssn=1 user_ssn=2 ssnumber=3 monkey=4 s3.access-key=5 apikey=6').text).toBe('ssn=*** user_ssn=*** ssnumber=3 monkey=4 s3.access-key=*** apikey=6');
+  });
+});

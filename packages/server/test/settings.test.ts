@@ -26,7 +26,7 @@ describe('settings', () => {
       'audit.tier.parquet.path': '',
       'audit.tier.connectionId': '',
       'audit.tier.retain.local.days': 7,
-      'audit.redact.keys': 'password,passwd,secret,token,credential,access-key,secret-key,session-token,api-key,private-key,authorization,cookie',
+      'audit.redact.keys': 'password,passwd,pwd,passphrase,secret,token,credential,access-key,secret-key,session-token,api-key,private-key,authorization,cookie,amz-signature,goog-signature,sig',
       'audit.tier.maintenance.enabled': true,
       'audit.tier.maintenance.cron': '0 * * * *',
       'audit.tier.maintenance.snapshot.retain.last': 24,
