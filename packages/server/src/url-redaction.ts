@@ -1,11 +1,17 @@
+import { DEFAULT_REDACT_KEYS, Redactor } from '@auditlake/model';
+
 /**
- * Query parameters whose values are credentials, by lower-case name with `-` and `_` removed;
- * names containing one of CREDENTIAL_WORDS are credentials too. Such values never reach a log
- * line: a token in a URL (which clients should never send, but some do) would otherwise be
- * kept in every log collector the node feeds.
+ * Query parameters whose values are credentials. Such values never reach a log line: a token in
+ * a URL (which clients should never send, but some do) would otherwise be kept in every log
+ * collector the node feeds. The key names ingest masks in audit text by default
+ * (`audit.redact.keys`: `token`, `password`, `pwd`, `sig`, `X-Amz-Signature`, …, matched as
+ * there) are credentials here too, so the two lists cannot drift apart. A log line can also
+ * afford names that the audit text cannot, where masking a non-secret would destroy evidence:
+ * these, by lower-case name with `-` and `_` removed, and names containing LOG_ONLY_WORDS.
  */
-const CREDENTIAL_NAMES = new Set(['token', 'accesstoken', 'idtoken', 'refreshtoken', 'auth', 'authorization', 'apikey', 'key', 'secret', 'password', 'passwd', 'pwd', 'jwt', 'sig', 'signature', 'credential', 'credentials', 'session', 'sessionid', 'code']);
-const CREDENTIAL_WORDS = ['token', 'secret', 'password', 'signature', 'credential', 'apikey', 'accesskey'];
+const AUDIT_KEYS = new Redactor(DEFAULT_REDACT_KEYS);
+const LOG_ONLY_NAMES = new Set(['auth', 'key', 'jwt', 'session', 'sessionid', 'code']);
+const LOG_ONLY_WORDS = ['signature'];
 
 export const REDACTED = '[REDACTED]';
 
@@ -17,7 +23,7 @@ function isCredentialName(rawName: string): boolean {
     name = rawName;
   }
   const plain = name.toLowerCase().replace(/[-_\s]/g, '');
-  return CREDENTIAL_NAMES.has(plain) || CREDENTIAL_WORDS.some((word) => plain.includes(word));
+  return AUDIT_KEYS.isSensitiveKey(name) || LOG_ONLY_NAMES.has(plain) || LOG_ONLY_WORDS.some((word) => plain.includes(word));
 }
 
 /**
