@@ -1,5 +1,6 @@
 // Goal: the Admin UI works in a real browser (Debian chromium via playwright-core) against a real `auditlake start`:
 // every page and interaction an operator uses, at desktop and 420 px widths, light and dark, with screenshots kept.
+import { createHmac } from 'node:crypto';
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startNodeProcess, tempDir, type NodeProcess } from '@auditlake/testkit';
@@ -365,6 +366,46 @@ describe('Admin UI (real browser, real node)', () => {
     await expect.poll(() => card.locator('dd code').textContent()).toBe('*/5 * * * *');
     expect(await call('/admin/audit/settings')).toMatchObject({ 'audit.tier.maintenance.cron': '*/5 * * * *' });
     clean(s, [400]);
+  });
+
+  it('Maintenance: a run triggered by a principal whose name holds direction controls shows them as marks', async () => {
+    const JWT_SECRET = 'ui-jwt-secret-for-tests';
+    const dir = await tempDir();
+    const lake = await startNodeProcess({
+      dataDir: dir.path,
+      args: ['--embedded-s3', '--embedded-s3-port', '0', ...[`auditlake.auth.jwt.secret=${JWT_SECRET}`].flatMap((kv) => ['--set', kv])],
+      env: { AUDITLAKE_ADMIN_TOKEN: TOKEN },
+    });
+    onTestFinished(async () => {
+      await lake.kill();
+      await dir.remove();
+    });
+    const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
+    const sub = 'ops\u202Enimda';
+    const head = b64({ alg: 'HS256', typ: 'JWT' });
+    const body = b64({ sub, role: 'admin', exp: Math.floor(Date.now() / 1000) + 3600 });
+    const jwt = `${head}.${body}.${createHmac('sha256', JWT_SECRET).update(`${head}.${body}`).digest('base64url')}`;
+    const call = async (auth: string, path: string, payload?: unknown) => {
+      const res = await fetch(lake.url + path, { method: payload === undefined ? 'GET' : 'POST', headers: { authorization: auth, 'content-type': 'application/json' }, ...(payload === undefined ? {} : { body: JSON.stringify(payload) }) });
+      expect(res.status).toBe(200);
+      return (await res.json()) as Record<string, unknown>;
+    };
+    await call(`Token ${TOKEN}`, '/admin/audit/settings', { 'audit.tier.mode': 'iceberg' });
+    const run = await call(`Bearer ${jwt}`, '/admin/audit/maintenance/run', { table: 'local.ops.audit_events' });
+    expect(run).toMatchObject({ trigger: sub });
+
+    const s = await session();
+    await s.page.goto(lake.url + '/admin/audit/maintenance');
+    await s.page.fill('#token', TOKEN);
+    await s.page.click('form.sign-in button[type=submit]');
+    const card = s.page.locator('section.maintenance-table[data-table="local.ops.audit_events"]');
+    await expect.poll(() => card.locator('table.runs tbody tr').count()).toBe(1);
+    const trigger = card.locator('table.runs tbody tr td').nth(3);
+    expect(await trigger.textContent()).toBe('ops⟨U+202E⟩nimda');
+    expect(await trigger.locator('bdi').evaluate((el) => getComputedStyle(el).unicodeBidi)).toBe('isolate');
+    expect(await s.page.evaluate(() => document.body.innerText.includes('\u202E'))).toBe(false);
+    await shot(s.page, 'maintenance-bidi');
+    clean(s);
   });
 
   it('is usable at 420 px and in dark mode, on every page', async () => {

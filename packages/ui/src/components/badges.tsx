@@ -1,4 +1,6 @@
+import { revealBidi } from '../display-text.js';
 import { DECISION_COLORS, engineColor } from '../engine-colors.js';
+import { ShownText } from './shown-text.js';
 
 /** A red DENY or green ALLOW badge; an event without a decision shows a muted dash. */
 export function DecisionBadge({ decision }: { decision: string }) {
@@ -19,8 +21,8 @@ export function DecisionBadge({ decision }: { decision: string }) {
 /** The engine's name on its colour (auditlake, trino, spark, flink fixed; others from a palette). */
 export function EngineBadge({ engine }: { engine: string }) {
   return (
-    <span class="badge engine" style={{ backgroundColor: engineColor(engine) }}>
-      {engine}
+    <span class="badge engine" style={{ backgroundColor: engineColor(engine) }} title={revealBidi(engine)}>
+      <ShownText text={engine} />
     </span>
   );
 }

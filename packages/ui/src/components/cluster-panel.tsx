@@ -1,5 +1,6 @@
 import type { ClusterAnswer, ClusterNodeView } from '../api.js';
 import { formatTime } from './event-table.js';
+import { ShownText } from './shown-text.js';
 
 function lag(node: ClusterNodeView): string {
   if (node.lagMs === undefined || node.lagMs === null) return '–';
@@ -14,7 +15,11 @@ export function ClusterPanel({ cluster }: { cluster: ClusterAnswer }) {
     <section class="cluster" aria-labelledby="cluster-title">
       <h3 id="cluster-title">Cluster</h3>
       <p>
-        Term <strong>{cluster.term}</strong>, leader <strong>{cluster.leader?.nodeId ?? 'none reachable'}</strong>; this answer is from {cluster.nodeId} ({cluster.role}).
+        Term <strong>{cluster.term}</strong>, leader{' '}
+        <strong>
+          <ShownText text={cluster.leader?.nodeId ?? 'none reachable'} />
+        </strong>
+        ; this answer is from <ShownText text={cluster.nodeId} /> (<ShownText text={cluster.role} />).
       </p>
       <div class="table-scroll">
         <table class="nodes">
@@ -29,15 +34,21 @@ export function ClusterPanel({ cluster }: { cluster: ClusterAnswer }) {
           <tbody>
             {reachable.map((n) => (
               <tr key={n.nodeId}>
-                <td title={n.url}>{n.nodeId}</td>
-                <td>{n.role}</td>
+                <td>
+                  <ShownText text={n.nodeId} title={n.url} />
+                </td>
+                <td>
+                  <ShownText text={n.role} />
+                </td>
                 <td>{n.appliedSeq ?? '–'}</td>
                 <td>{lag(n)}</td>
               </tr>
             ))}
             {unreachable.map((n) => (
               <tr key={`unreachable-${n.nodeId}`} class="unreachable">
-                <td title={n.url}>{n.nodeId}</td>
+                <td>
+                  <ShownText text={n.nodeId} title={n.url} />
+                </td>
                 <td>unreachable</td>
                 <td>{n.appliedSeq ?? '–'}</td>
                 <td>{n.lastHeardMs === undefined ? 'not heard from' : `last heard ${formatTime(n.lastHeardMs)}`}</td>

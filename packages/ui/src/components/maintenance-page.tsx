@@ -7,6 +7,7 @@ import { useLoad } from '../use-load.js';
 import { formatTime } from './event-table.js';
 import { SettingsPanel } from './settings-panel.js';
 import { ErrorNote } from './error-note.js';
+import { ShownText } from './shown-text.js';
 
 function RunRow({ run }: { run: MaintenanceRunView }) {
   return (
@@ -23,11 +24,13 @@ function RunRow({ run }: { run: MaintenanceRunView }) {
             <span class="badge" style={{ backgroundColor: DECISION_COLORS.DENY }}>
               FAILED
             </span>{' '}
-            <span class="run-error">{run.error}</span>
+            <ShownText class="run-error" text={run.error ?? ''} />
           </>
         )}
       </td>
-      <td>{run.trigger}</td>
+      <td class="trigger">
+        <ShownText text={run.trigger} />
+      </td>
       <td>{run.filesRewritten.toLocaleString()}</td>
       <td>{run.filesAdded.toLocaleString()}</td>
       <td>{run.snapshotsExpired.toLocaleString()}</td>
@@ -60,13 +63,19 @@ function TableCard({ api, registration, onRan }: { api: AdminApi; registration: 
   const id = `table-${registration.table.replaceAll('.', '-')}`;
   return (
     <section class="maintenance-table" data-table={registration.table} aria-labelledby={id}>
-      <h3 id={id}>{registration.table}</h3>
+      <h3 id={id}>
+        <ShownText text={registration.table} />
+      </h3>
       <dl>
         <dt>Location</dt>
-        <dd>{registration.location}</dd>
+        <dd>
+          <ShownText text={registration.location} />
+        </dd>
         <dt>Schedule</dt>
         <dd>
-          <code>{registration.cron}</code>
+          <code>
+            <ShownText text={registration.cron} />
+          </code>
         </dd>
         <dt>Next run</dt>
         <dd data-field="nextRun">{registration.nextRunMs === null ? 'not scheduled on this node' : formatTime(registration.nextRunMs)}</dd>
@@ -76,7 +85,7 @@ function TableCard({ api, registration, onRan }: { api: AdminApi; registration: 
           {running ? 'Running…' : 'Run now'}
         </button>
         <span role="status" class={message?.failed === true ? 'error' : ''}>
-          {message?.text ?? ''}
+          <ShownText text={message?.text ?? ''} />
         </span>
       </div>
       {registration.runs.length === 0 ? (
@@ -84,7 +93,9 @@ function TableCard({ api, registration, onRan }: { api: AdminApi; registration: 
       ) : (
         <div class="table-scroll">
           <table class="runs">
-            <caption>Last runs of {registration.table}, newest first</caption>
+            <caption>
+              Last runs of <ShownText text={registration.table} />, newest first
+            </caption>
             <thead>
               <tr>
                 <th scope="col">Started</th>

@@ -14,6 +14,7 @@ import { SettingsPanel } from './settings-panel.js';
 import { TierHealth } from './tier-health.js';
 import { TruncationNote, WindowControls } from './toolbar.js';
 import { ErrorNote } from './error-note.js';
+import { ShownText } from './shown-text.js';
 
 const COUNTERS = [
   ['events', 'Events'],
@@ -95,7 +96,11 @@ export function OverviewPage({ api, params }: { api: AdminApi; params: URLSearch
       {s && (
         <>
           {s.stale === true && <p class="note">No leader is reachable: this is this node's own copy, which may lag behind.</p>}
-          {s.tierNote !== undefined && <p class="note">{s.tierNote}</p>}
+          {s.tierNote !== undefined && (
+            <p class="note">
+              <ShownText text={s.tierNote} />
+            </p>
+          )}
           {s.truncated && <TruncationNote shown={s.counts.events} />}
           <ul class="counters" aria-label="Summary of the window">
             {COUNTERS.map(([k, label]) => (
@@ -110,7 +115,11 @@ export function OverviewPage({ api, params }: { api: AdminApi; params: URLSearch
             {focus ? (
               <>
                 <h3 id="drill-title">
-                  {focus.kind} <q>{focus.name}</q>: read and write events
+                  {focus.kind}{' '}
+                  <q>
+                    <ShownText text={focus.name} />
+                  </q>
+                  : read and write events
                   <button type="button" class="link" onClick={() => select({ id: `${focus.kind}:${focus.name}` } as GraphNode)}>
                     Clear
                   </button>

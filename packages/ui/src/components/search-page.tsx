@@ -7,6 +7,7 @@ import { windowBounds } from '../time-range.js';
 import { EventTable } from './event-table.js';
 import { TruncationNote, WindowControls } from './toolbar.js';
 import { ErrorNote } from './error-note.js';
+import { ShownText } from './shown-text.js';
 
 /** The search form's fields, as kept in the URL. */
 const FILTER_FIELDS = ['q', 'user', 'engine', 'table', 'action', 'decision'] as const;
@@ -147,7 +148,11 @@ export function SearchPage({ api, params }: { api: AdminApi; params: URLSearchPa
       {result && (
         <>
           {result.stale && <p class="note">No leader is reachable: this is this node's own copy, which may lag behind.</p>}
-          {result.tierNote !== undefined && <p class="note">{result.tierNote}</p>}
+          {result.tierNote !== undefined && (
+            <p class="note">
+              <ShownText text={result.tierNote} />
+            </p>
+          )}
           {result.truncated && <TruncationNote shown={result.events.length} />}
           <div class="result-actions">
             <button type="button" disabled={result.events.length === 0} onClick={() => download(`auditlake-events-${stamp}.ndjson`, 'application/x-ndjson', toNdjson(result.events))}>

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { AdminApi, SettingsAnswer } from '../api.js';
 import { changedSettings, fieldOfError, formValues, type SettingField, type SettingValues } from '../settings-form.js';
+import { ShownText } from './shown-text.js';
 
 export interface SettingsPanelProps {
   api: AdminApi;
@@ -103,7 +104,7 @@ export function SettingsPanel({ api, settings, onSaved, fields, title, name }: S
             </small>
             {errorHere && (
               <p id={`${id}-error`} class="field-error" role="alert">
-                {error.message}
+                <ShownText text={error.message} />
               </p>
             )}
           </div>
@@ -120,7 +121,7 @@ export function SettingsPanel({ api, settings, onSaved, fields, title, name }: S
       </div>
       {error !== undefined && error.key === undefined && (
         <p class="field-error" role="alert">
-          {error.message}
+          <ShownText text={error.message} />
         </p>
       )}
     </form>

@@ -1,6 +1,7 @@
 import type { TierStatus } from '../api.js';
 import { formatTime } from './event-table.js';
 import { erasureHoldText, standbyHoldText } from '../tier-hold.js';
+import { ShownText } from './shown-text.js';
 
 /** The completeness ledger in words: do the sources that count their events miss any? */
 function completeness(ledger: NonNullable<TierStatus['ledger']>): string {
@@ -24,14 +25,16 @@ export function TierHealth({ status }: { status: TierStatus }) {
       <h3 id="tier-title">Tier health</h3>
       <dl>
         <dt>Mode</dt>
-        <dd>{status.mode}</dd>
+        <dd>
+          <ShownText text={status.mode} />
+        </dd>
         <dt>Last success</dt>
         <dd data-field="lastSuccess">{when(status.lastSuccessMs)}</dd>
         <dt>Last failure</dt>
         <dd data-field="lastFailure">{when(status.lastFailureMs)}</dd>
         <dt>Last error</dt>
         <dd class={failing ? 'error' : ''} data-field="lastError">
-          {status.lastError ?? 'none'}
+          <ShownText text={status.lastError ?? 'none'} />
         </dd>
         <dt>Backlog</dt>
         <dd data-field="backlog">{status.backlog === undefined ? '–' : `${status.backlog.toLocaleString()} events not yet tiered`}</dd>
@@ -52,7 +55,9 @@ export function TierHealth({ status }: { status: TierStatus }) {
         {standbyHold !== undefined && (
           <>
             <dt>Tiering held</dt>
-            <dd data-field="standbyHold">{standbyHold}</dd>
+            <dd data-field="standbyHold">
+              <ShownText text={standbyHold} />
+            </dd>
           </>
         )}
         <dt>Watermark</dt>
