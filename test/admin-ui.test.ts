@@ -368,6 +368,123 @@ describe('Admin UI (real browser, real node)', () => {
     clean(s, [400]);
   });
 
+  it('Search: a hostile event (1,000-character user, 50 tables of 300 characters) keeps every column in place and its row bounded; the full values stay reachable', async () => {
+    const now = Date.now();
+    const longUser = `u${'W'.repeat(999)}`;
+    const longTables = Array.from({ length: 50 }, (_, i) => `hive.lay.t${String(i).padStart(2, '0')}_${'x'.repeat(287)}`);
+    expect(longTables.every((t) => t.length === 300)).toBe(true);
+    await ingest([
+      { eventId: 'lay-normal', source: 'trino', userId: 'lena', action: 'data:Select', decision: 'DENY', tables: ['hive.lay.orders'], query: 'SELECT * FROM hive.lay.orders', ts: now - 2 * DAY - MIN },
+      { eventId: 'lay-hostile', source: 'spark', userId: longUser, action: 'data:Select', decision: 'ALLOW', resource: 'r'.repeat(4000), tables: longTables, query: `SELECT ${'y'.repeat(20_000)}`, ts: now - 2 * DAY },
+    ]);
+    const s = await session();
+    const columns = () =>
+      s.page.locator('table.events thead th').evaluateAll((ths) => ths.map((th) => ({ left: Math.round(th.getBoundingClientRect().left), width: Math.round(th.getBoundingClientRect().width) })));
+    // The columns with the normal event alone...
+    await signIn(s.page, '/admin/audit/search?table=hive.lay.orders&range=7d');
+    await expect.poll(() => s.page.locator('table.events tbody tr.event-row').count()).toBe(1);
+    const alone = await columns();
+    const normalAlone = (await s.page.locator('tr.event-row[data-event-id="lay-normal"]').boundingBox())!;
+    // ...and next to the hostile one: the same columns, at the same places.
+    await s.page.goto(`${node.url}/admin/audit/search?table=hive.lay.&range=7d`);
+    await expect.poll(() => s.page.locator('table.events tbody tr.event-row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-event-id')))).toEqual(['lay-hostile', 'lay-normal']);
+    expect(await columns()).toEqual(alone);
+    // Nothing runs off sideways: the page and the table's own box are no wider than the window.
+    expect(await s.page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(1280);
+    const scroller = await s.page.locator('.table-scroll').evaluate((el) => ({ scrollWidth: el.scrollWidth, clientWidth: el.clientWidth, right: el.getBoundingClientRect().right }));
+    expect(scroller.scrollWidth).toBeLessThanOrEqual(scroller.clientWidth);
+    for (const th of alone) expect(th.left + th.width).toBeLessThanOrEqual(scroller.right);
+    // Every cell of the hostile row stays inside its column.
+    const cells = await s.page.locator('tr.event-row[data-event-id="lay-hostile"] > td').evaluateAll((tds) => tds.map((td) => ({ left: Math.round(td.getBoundingClientRect().left), width: Math.round(td.getBoundingClientRect().width) })));
+    expect(cells).toEqual(alone);
+    // The hostile row is a few lines tall, like its neighbour, and the older event below it is in view.
+    const hostile = (await s.page.locator('tr.event-row[data-event-id="lay-hostile"]').boundingBox())!;
+    const normal = (await s.page.locator('tr.event-row[data-event-id="lay-normal"]').boundingBox())!;
+    expect(Math.abs(normal.height - normalAlone.height)).toBeLessThan(1);
+    expect(hostile.height).toBeLessThanOrEqual(6 * normal.height);
+    expect(normal.y + normal.height).toBeLessThanOrEqual(900);
+    await shot(s.page, 'search-hostile-layout');
+    // Bounded, not lost: three tables shown, each whole in its title, then "+47 more"; the user and query whole in theirs.
+    const row = s.page.locator('tr.event-row[data-event-id="lay-hostile"]');
+    expect(await row.locator('td.tables .table-name').evaluateAll((els) => els.map((el) => el.getAttribute('title')))).toEqual(longTables.slice(0, 3));
+    expect(await row.locator('td.tables .more-tables').textContent()).toBe('+47 more');
+    expect(await row.locator('td.user').getAttribute('title')).toBe(longUser);
+    expect(await row.locator('td.query').getAttribute('title')).toBe(`SELECT ${'y'.repeat(20_000)}`);
+    // "+47 more" opens the full event, which holds every value whole.
+    await row.locator('td.tables .more-tables').click();
+    const json = JSON.parse((await s.page.locator('tr.event-details pre.event-json').textContent())!) as { userId: string; tables: string[]; resource: string };
+    expect(json.userId).toBe(longUser);
+    expect(json.tables).toEqual(longTables);
+    expect(json.resource).toBe('r'.repeat(4000));
+    // Open, the detail stays within the table's width too.
+    expect(await columns()).toEqual(alone);
+    expect(await s.page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(1280);
+    await shot(s.page, 'search-hostile-layout-open');
+    clean(s);
+  });
+
+  it('shows Unicode direction controls as visible marks, each value isolated, and exports and copies them unchanged', async () => {
+    const RLO = '\u202E';
+    const CONTROLS = ['\u202A', '\u202B', '\u202C', '\u202D', '\u202E', '\u2066', '\u2067', '\u2068', '\u2069', '\u200E', '\u200F', '\u061C'];
+    const MARKS = ['202A', '202B', '202C', '202D', '202E', '2066', '2067', '2068', '2069', '200E', '200F', '061C'].map((c) => `⟨U+${c}⟩`);
+    const spoofed = `hive.sales.${RLO}sredro`;
+    await ingest([
+      { eventId: 'bidi-1', source: 'trino', userId: 'bidi-mallory', action: 'data:Select', decision: 'ALLOW', resource: spoofed, tables: [spoofed, 'hive.sales.orders'], query: `SELECT * FROM hive.sales."${RLO}sredro"`, details: CONTROLS.join('x'), ts: Date.now() - 2 * HOUR },
+      { eventId: 'bidi-2', source: `trino${RLO}`, userId: 'bidi-mallory', action: `data:Drop${'\u2067'}`, decision: 'DENY', resource: '', tables: [], query: '', ts: Date.now() - 2 * HOUR - MIN },
+    ]);
+    const s = await session();
+    await signIn(s.page, '/admin/audit/search?user=bidi-mallory');
+    const first = s.page.locator('tr.event-row[data-event-id="bidi-1"]');
+    await first.waitFor();
+    // hive.sales.‮sredro does not pass for hive.sales.orders: the control is a visible mark.
+    expect(await first.locator('td.query').textContent()).toBe('SELECT * FROM hive.sales."⟨U+202E⟩sredro"');
+    expect(await first.locator('td.tables').textContent()).toContain('hive.sales.⟨U+202E⟩sredro');
+    expect(await first.locator('td.tables .table-name').allTextContents()).toEqual(['hive.sales.⟨U+202E⟩sredro', 'hive.sales.orders']);
+    expect(await first.locator('td.query').getAttribute('title')).toBe('SELECT * FROM hive.sales."⟨U+202E⟩sredro"');
+    const second = s.page.locator('tr.event-row[data-event-id="bidi-2"]');
+    expect(await second.locator('td.action').textContent()).toBe('data:Drop⟨U+2067⟩');
+    expect(await second.locator('.badge.engine').textContent()).toBe('trino⟨U+202E⟩');
+    // Each value is isolated from its neighbours.
+    for (const value of [first.locator('td.tables bdi.table-name').first(), first.locator('td.query bdi'), first.locator('td.user bdi'), second.locator('td.action bdi'), second.locator('.badge.engine bdi')]) {
+      expect(await value.evaluate((el) => getComputedStyle(el).unicodeBidi)).toBe('isolate');
+    }
+    // The full event shows every control as its mark.
+    await first.locator('button[aria-expanded=false]').click();
+    expect(await s.page.locator('pre.event-json').textContent()).toContain(`"details": "${MARKS.join('x')}"`);
+    const noControls = () => s.page.evaluate((controls) => controls.filter((c) => document.body.innerText.includes(c) || Array.from(document.querySelectorAll('[title], [aria-label]')).some((el) => (el.getAttribute('title') ?? '').includes(c) || (el.getAttribute('aria-label') ?? '').includes(c))), CONTROLS);
+    expect(await noControls()).toEqual([]);
+    await shot(s.page, 'search-bidi');
+    // Display only: the copied JSON and both exports carry the values exactly.
+    await s.page.click('button:has-text("Copy JSON")');
+    await expect.poll(() => s.page.locator('.details-actions [role=status]').textContent()).toBe('Copied');
+    expect(JSON.parse(await s.page.evaluate(() => navigator.clipboard.readText())) as unknown).toMatchObject({ eventId: 'bidi-1', tables: [spoofed, 'hive.sales.orders'], details: CONTROLS.join('x') });
+    const [csv] = await Promise.all([s.page.waitForEvent('download'), s.page.click('button:has-text("Export CSV")')]);
+    expect(await readFile(await csv.path(), 'utf8')).toContain(`"${spoofed};hive.sales.orders"`);
+    const [ndjson] = await Promise.all([s.page.waitForEvent('download'), s.page.click('button:has-text("Export NDJSON")')]);
+    expect(await readFile(await ndjson.path(), 'utf8')).toContain(JSON.stringify(CONTROLS.join('x')));
+
+    // The Overview: the graph's label and name, the drill-down's heading and rows.
+    await s.page.goto(`${node.url}/admin/audit?range=24h&focus=${encodeURIComponent(`table:${spoofed}`)}`);
+    const graphNode = s.page.locator(`[data-node="table:${spoofed}"]`);
+    await graphNode.waitFor();
+    expect(await graphNode.locator('text').textContent()).toContain('⟨U+202E⟩');
+    expect(await graphNode.getAttribute('aria-label')).toBe('table hive.sales.⟨U+202E⟩sredro: 1 events');
+    await expect.poll(() => s.page.locator('#drill-title q').textContent()).toBe('hive.sales.⟨U+202E⟩sredro');
+    await expect.poll(() => s.page.locator('.drill-down td.tables .table-name').first().textContent()).toBe('hive.sales.⟨U+202E⟩sredro');
+    expect(await noControls()).toEqual([]);
+    await shot(s.page, 'overview-bidi');
+
+    // Maintenance: a refusal that quotes the operator's value shows its control as a mark, and the field keeps the value as typed.
+    await s.page.goto(`${node.url}/admin/audit/maintenance`);
+    await s.page.fill('#setting-audit-tier-maintenance-cron', `every ${RLO}ruoh`);
+    await s.page.click('form.maintenance-settings button[type=submit]');
+    const refusal = s.page.locator('[data-setting="audit.tier.maintenance.cron"] .field-error');
+    await expect.poll(() => refusal.textContent()).toMatch(/: every ⟨U\+202E⟩ruoh$/);
+    expect(await s.page.inputValue('#setting-audit-tier-maintenance-cron')).toBe(`every ${RLO}ruoh`);
+    expect(await noControls()).toEqual([]);
+    clean(s, [400]);
+  });
+
   it('Maintenance: a run triggered by a principal whose name holds direction controls shows them as marks', async () => {
     const JWT_SECRET = 'ui-jwt-secret-for-tests';
     const dir = await tempDir();

@@ -1,6 +1,11 @@
 import type { EventOutput } from '@auditlake/model';
 import { useState } from 'preact/hooks';
+import { revealBidi } from '../display-text.js';
 import { DecisionBadge, EngineBadge } from './badges.js';
+import { ShownText } from './shown-text.js';
+
+/** Tables a row lists at most; "+k more" opens the full event with all of them. */
+export const ROW_TABLES_MAX = 3;
 
 export function formatTime(ms: number): string {
   return new Date(ms).toLocaleString(undefined, { year: 'numeric', month: 'short', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' });
@@ -27,18 +32,33 @@ function EventRow({ event }: { event: EventOutput }) {
             {open ? '▾' : '▸'}
           </button>
         </td>
-        <td class="time">{formatTime(event.timestamp)}</td>
-        <td class="user">{event.userId}</td>
-        <td>
+        <td class="time" title={formatTime(event.timestamp)}>
+          {formatTime(event.timestamp)}
+        </td>
+        <td class="user" title={revealBidi(event.userId)}>
+          <ShownText text={event.userId} />
+        </td>
+        <td class="engine">
           <EngineBadge engine={event.source} />
         </td>
-        <td class="action">{event.action}</td>
-        <td>
+        <td class="action" title={revealBidi(event.action)}>
+          <ShownText text={event.action} />
+        </td>
+        <td class="decision">
           <DecisionBadge decision={event.decision} />
         </td>
-        <td class="tables">{event.tables.join(', ')}</td>
-        <td class="query" title={event.query}>
-          {event.query === '' ? event.resource : event.query}
+        <td class="tables">
+          {event.tables.slice(0, ROW_TABLES_MAX).map((t, i) => (
+            <ShownText key={i} class="table-name" text={t} title={t} />
+          ))}
+          {event.tables.length > ROW_TABLES_MAX && (
+            <button type="button" class="link more-tables" aria-controls={detailsId} aria-label={`${event.tables.length - ROW_TABLES_MAX} more tables: show the full event`} onClick={() => setOpen(true)}>
+              +{event.tables.length - ROW_TABLES_MAX} more
+            </button>
+          )}
+        </td>
+        <td class="query" title={revealBidi(event.query === '' ? event.resource : event.query)}>
+          <ShownText text={event.query === '' ? event.resource : event.query} />
         </td>
       </tr>
       {open && (
@@ -50,7 +70,8 @@ function EventRow({ event }: { event: EventOutput }) {
               </button>
               <span role="status">{copied}</span>
             </div>
-            <pre class="event-json">{json}</pre>
+            {/* Shown with its bidi controls as marks; "Copy JSON" copies the exact JSON. */}
+            <pre class="event-json">{revealBidi(json)}</pre>
           </td>
         </tr>
       )}
@@ -58,12 +79,28 @@ function EventRow({ event }: { event: EventOutput }) {
   );
 }
 
-/** Events newest first; each row opens to the event's full JSON with a copy button. Text only, never HTML. */
+/**
+ * Events newest first; each row opens to the event's full JSON with a copy button. Text only,
+ * never HTML, with bidi controls shown as marks. Columns keep their widths whatever an event
+ * holds: a long value is cut with an ellipsis (whole in its title), a row lists at most
+ * ROW_TABLES_MAX tables and "+k more"; the opened row shows everything.
+ */
 export function EventTable({ events, caption }: { events: readonly EventOutput[]; caption: string }) {
   return (
     <div class="table-scroll">
       <table class="events">
-        <caption class="visually-hidden">{caption}</caption>
+        <caption class="visually-hidden">{revealBidi(caption)}</caption>
+        {/* Fixed column widths (table-layout: fixed): no value, however long, moves a column. */}
+        <colgroup>
+          <col class="col-expand" />
+          <col class="col-time" />
+          <col class="col-user" />
+          <col class="col-engine" />
+          <col class="col-action" />
+          <col class="col-decision" />
+          <col class="col-tables" />
+          <col class="col-query" />
+        </colgroup>
         <thead>
           <tr>
             <th scope="col">
