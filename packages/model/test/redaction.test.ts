@@ -356,3 +356,43 @@ describe('Redactor: default keys for ODBC, passphrases and signed URLs', () => {
     expect(custom.redact('ssn=1 user_ssn=2 ssnumber=3 monkey=4 s3.access-key=5 apikey=6').text).toBe('ssn=*** user_ssn=*** ssnumber=3 monkey=4 s3.access-key=*** apikey=6');
   });
 });
+
+describe('Redactor: adversarial input', () => {
+  // Every scan reads each character a bounded number of times (no regex here backtracks over
+  // more than a key name's 256 characters), so 64 KiB of any of these is masked in a few
+  // milliseconds; a super-linear construct would take far longer than the test timeout.
+  const N = 64 * 1024;
+  const fill = (unit: string): string => unit.repeat(Math.ceil(N / unit.length)).slice(0, N);
+  const inputs: Record<string, string> = {
+    quotedKeys: fill("'password   "),
+    separatedLetters: fill('p_a_s_s_w_o_r_'),
+    longQuotedRuns: fill(`'${'x'.repeat(250)}'=`),
+    keyChain: fill('password='),
+    propertyLists: fill(`WITH (${"password 'x', ".repeat(3)}`),
+    escapedQuotes: fill('\\"password\\":\\"'),
+    unclosedOptions: fill(`OPTIONS (${'k '.repeat(20)}`),
+    keyThenWhitespace: `password${' \r\n\t'.repeat(N / 4)}x`,
+    keyWordsAndLineBreaks: fill('token \r\n  '),
+    literalAfterKeyUnclosed: fill("password '"),
+    parserMessages: fill("unexpected token 'x' "),
+    schemes: fill('a://b:c'),
+    schemeColons: `a://${':'.repeat(N)}`,
+    userinfo: fill('x://u:p@'),
+    identifiedWith: fill('IDENTIFIED WITH x '),
+    arraysOfKeys: fill('"password":['),
+    deepArray: `"password":${'['.repeat(N)}`,
+    deepParens: `password=${'('.repeat(N)}`,
+    longElements: `"password":[${fill(`"${'x'.repeat(300)}",`)}`,
+    unterminatedElements: fill(`"password":["${'x'.repeat(200)}`),
+    listOfKeys: `password=(${fill("k 'v' ")}`,
+    camelCase: `pwd${fill('aB')}=x`,
+  };
+  for (const [name, text] of Object.entries(inputs)) {
+    it(`masks 64 KiB of ${name} in one pass, and the result is a fixed point`, () => {
+      expect(text.length).toBeGreaterThanOrEqual(N);
+      const result = defaults.redact(text);
+      expect(result.text.length).toBeLessThanOrEqual(text.length + 4 * result.count);
+      expect(defaults.redact(result.text)).toEqual({ text: result.text, count: 0 });
+    });
+  }
+});
