@@ -165,7 +165,7 @@ describe('Redactor: properties', () => {
 
 /** Whether any key=value, quoted-key, `key 'literal'` or password site in `text` names a configured key (then masking may apply). */
 function keySites(redactor: Redactor, text: string): boolean {
-  for (const m of text.matchAll(/(?:(["'`])([^"'`\r\n]*)\1\s*[:=]|([\w.$-]+)\s*=|([\w.$-]+)\s+')/g)) {
+  for (const m of text.matchAll(/(?:(["'`])([^"'`\r\n]*)\1\s*[:=]|([\w.$-]+)\s*=|([\w.$-]+)\s+(?='))/g)) {
     if (redactor.isSensitiveKey(m[2] ?? m[3] ?? m[4] ?? '')) return true;
   }
   for (const m of text.matchAll(/(?:WITH|OPTIONS|TBLPROPERTIES|SERDEPROPERTIES|PROPERTIES)\s*\(/gi)) if (m) return true;
