@@ -211,9 +211,12 @@ export class Redactor {
       // An unquoted value after a quoted key and a colon is a JSON member: mask it as a string.
       const unquotedMask = quote !== undefined && match[3] === ':' ? `${quote}${REDACTION_MASK}${quote}` : REDACTION_MASK;
       const opener = text[valueStart];
-      if (opener === '[' || opener === '(') {
-        // A list under a sensitive key: each of its values is masked, up to its first key.
-        site.lastIndex = maskListValues(text, valueStart, out, unquotedMask);
+      FUNCTION_CALL.lastIndex = valueStart;
+      const call = FUNCTION_CALL.exec(text);
+      if (opener === '[' || opener === '(' || call !== null) {
+        // A list under a sensitive key (or a call's arguments, `crypt('pw', gen_salt('bf'))`):
+        // each of its values is masked, up to its first key.
+        site.lastIndex = maskListValues(text, valueStart + (call?.[0].length ?? 1) - 1, out, unquotedMask);
         continue;
       }
       const value = readValue(text, valueStart);
@@ -363,12 +366,20 @@ function readValue(text: string, at: number): ValueSpan | undefined {
   return { quote: '', content, contentStart: at, contentEnd: end, end };
 }
 
+/**
+ * A function's name and the parenthesis right after it opening its arguments, the first of them
+ * a string or another call: `crypt('`, `encode(digest(`. (`Pa(ss)word` is no call, and in
+ * `pwd=Q ('…` the value is `Q`.)
+ */
+const FUNCTION_CALL = /[A-Za-z_][\w.$]{0,255}\((?=[ \t]*(?:['"]|[A-Za-z_][\w.$]{0,255}\())/y;
+
 /** A key at the start of a list item: a bare or quoted name followed by `=`, `:` or a quoted SQL literal. */
 const LIST_ITEM_KEY = /(?:[\w.$-]{1,256}|"[^"\\\r\n]{0,256}"|'[^'\\\r\n]{0,256}')(?:\s*[=:]|\s+')/y;
 
 /**
  * Masks the values of the list (`[…]` or `(…)`) opening at `at`, the value of a sensitive key:
- * `"Authorization": ["Bearer …"]`, `password=(pw1, pw2)`. Nested lists are walked too. At an
+ * `"Authorization": ["Bearer …"]`, `password=(pw1, pw2)`, or the arguments of a call
+ * (`password = crypt('pw', gen_salt('bf'))`). Nested lists and calls are walked too. At an
  * object, or at an item that is itself a key (`CREDENTIALS=(AWS_SECRET_KEY='…')`), the walk
  * stops and the index of that item is returned: what follows is scanned for keys as any text
  * is. Otherwise the index after the list. Each character is read once.
@@ -390,6 +401,12 @@ function maskListValues(text: string, at: number, out: Splicer, unquotedMask: st
     } else {
       LIST_ITEM_KEY.lastIndex = i;
       if (c === '{' || LIST_ITEM_KEY.test(text)) return i;
+      FUNCTION_CALL.lastIndex = i;
+      if (FUNCTION_CALL.test(text)) {
+        // A call among the values: its arguments are values too.
+        i = FUNCTION_CALL.lastIndex - 1;
+        continue;
+      }
       if (text.startsWith('null', i) && !/[\w.$-]/.test(text[i + 4] ?? '')) {
         i += 4;
         continue;

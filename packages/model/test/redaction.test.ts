@@ -386,6 +386,8 @@ describe('Redactor: adversarial input', () => {
     unterminatedElements: fill(`"password":["${'x'.repeat(200)}`),
     listOfKeys: `password=(${fill("k 'v' ")}`,
     camelCase: `pwd${fill('aB')}=x`,
+    nestedCalls: `password=${fill("f(g('x', ")}`,
+    callNames: fill("password=crypt('"),
   };
   for (const [name, text] of Object.entries(inputs)) {
     it(`masks 64 KiB of ${name} in one pass, and the result is a fixed point`, () => {
@@ -395,4 +397,14 @@ describe('Redactor: adversarial input', () => {
       expect(defaults.redact(result.text)).toEqual({ text: result.text, count: 0 });
     });
   }
+});
+
+describe('Redactor: a call as the value of a sensitive key', () => {
+  it('masks the arguments of the call rather than its name, so the password inside is not left behind', () => {
+    expectMasked([
+      ["UPDATE users SET password = crypt('hunter2', gen_salt('bf')) WHERE id = 1", "UPDATE users SET password = crypt('***', gen_salt('***')) WHERE id = 1", 2],
+      ["SET PASSWORD = PASSWORD('hunter2')", "SET PASSWORD = PASSWORD('***')", 1],
+      ["password = encode(digest('hunter2', 'sha256'), 'hex')", "password = encode(digest('***', '***'), '***')", 3],
+    ]);
+  });
 });
