@@ -46,7 +46,7 @@ describe('resolveConfig defaults', () => {
       embeddedS3SecretKey: '',
       storeCacheBytes: 256 * 1024 * 1024,
     });
-    expect(config.redactKeys).toEqual(['password', 'passwd', 'secret', 'token', 'credential', 'access-key', 'secret-key', 'session-token', 'api-key', 'private-key', 'authorization', 'cookie']);
+    expect(config.redactKeys).toEqual(['password', 'passwd', 'pwd', 'passphrase', 'secret', 'token', 'credential', 'access-key', 'secret-key', 'session-token', 'api-key', 'private-key', 'authorization', 'cookie', 'amz-signature', 'goog-signature', 'sig']);
     expect(config.tokens).toEqual([]);
     expect(config.accessKeys).toEqual([]);
     expect(config.s3Connections.size).toBe(0);
