@@ -116,6 +116,9 @@ describe('Redactor: properties', () => {
             fc.tuple(key, quotedSecret).map(([k, v]) => JSON.stringify(JSON.stringify({ [k]: v }))),
             fc.tuple(key, quotedSecret).map(([k, v]) => `OPTIONS (path '/x', ${k} '${v}')`),
             fc.tuple(key, quotedSecret).map(([k, v]) => `WITH ("${k}" = '${v}')`),
+            fc.tuple(key, quotedSecret).map(([k, v]) => `${k} '${v}'`),
+            fc.tuple(key, quotedSecret).map(([k, v]) => `${JSON.stringify(k)}: [${JSON.stringify(v)}]`),
+            fc.tuple(key, bareSecret, fc.constantFrom('\n', '\r\n', ' \t ')).map(([k, v, ws]) => `${k}${ws}=${ws}${v}`),
           );
           return fc.record({
             keys: fc.constant(keys),
