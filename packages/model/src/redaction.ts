@@ -373,6 +373,9 @@ function readValue(text: string, at: number): ValueSpan | undefined {
  */
 const FUNCTION_CALL = /[A-Za-z_][\w.$]{0,255}\((?=[ \t]*(?:['"]|[A-Za-z_][\w.$]{0,255}\())/y;
 
+/** A SQL subquery's first word: `password_hash = (SELECT …)` holds an expression, not values. */
+const SUBQUERY = /(?:SELECT|WITH|VALUES|TABLE|FROM)\b/iy;
+
 /** A key at the start of a list item: a bare or quoted name followed by `=`, `:` or a quoted SQL literal. */
 const LIST_ITEM_KEY = /(?:[\w.$-]{1,256}|"[^"\\\r\n]{0,256}"|'[^'\\\r\n]{0,256}')(?:\s*[=:]|\s+')/y;
 
@@ -380,8 +383,8 @@ const LIST_ITEM_KEY = /(?:[\w.$-]{1,256}|"[^"\\\r\n]{0,256}"|'[^'\\\r\n]{0,256}'
  * Masks the values of the list (`[…]` or `(…)`) opening at `at`, the value of a sensitive key:
  * `"Authorization": ["Bearer …"]`, `password=(pw1, pw2)`, or the arguments of a call
  * (`password = crypt('pw', gen_salt('bf'))`). Nested lists and calls are walked too. At an
- * object, or at an item that is itself a key (`CREDENTIALS=(AWS_SECRET_KEY='…')`), the walk
- * stops and the index of that item is returned: what follows is scanned for keys as any text
+ * object, a subquery, or an item that is itself a key (`CREDENTIALS=(AWS_SECRET_KEY='…')`), the
+ * walk stops and the index of that item is returned: what follows is scanned for keys as any text
  * is. Otherwise the index after the list. Each character is read once.
  */
 function maskListValues(text: string, at: number, out: Splicer, unquotedMask: string): number {
@@ -400,7 +403,8 @@ function maskListValues(text: string, at: number, out: Splicer, unquotedMask: st
       i++;
     } else {
       LIST_ITEM_KEY.lastIndex = i;
-      if (c === '{' || LIST_ITEM_KEY.test(text)) return i;
+      SUBQUERY.lastIndex = i;
+      if (c === '{' || LIST_ITEM_KEY.test(text) || SUBQUERY.test(text)) return i;
       FUNCTION_CALL.lastIndex = i;
       if (FUNCTION_CALL.test(text)) {
         // A call among the values: its arguments are values too.

@@ -242,6 +242,13 @@ describe('Redactor: lists under a sensitive key', () => {
     ]);
   });
 
+  it('does not take a subquery after a sensitive-looking column for a list of values', () => {
+    expectUntouched([
+      'UPDATE users SET password_changed = (SELECT max(ts) FROM audit WHERE kind = 1)',
+      'SELECT * FROM t WHERE token_count IN (SELECT n FROM limits) OR secret_level = (WITH x AS (SELECT 1) SELECT * FROM x)',
+    ]);
+  });
+
   it('leaves arrays under other keys alone', () => {
     expectUntouched(['{"headers":{"Accept":["application/json"],"X-Trace":["t1"]}}', '{"kind":"password","list":["secret","token"]}', 'roles=[admin, password_reset]']);
   });
