@@ -89,8 +89,9 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
 
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url ?? 'unmatched';
-    // The URL as sent may carry a credential a client put in the query string: masked.
-    request.log.debug({ method: request.method, url: redactUrl(request.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+    // The URL as sent may carry a credential a client put in the query string: masked. Built
+    // only when the line is logged: masking every request's URL cost ~1% of a search's CPU.
+    if (request.log.level === 'debug' || request.log.level === 'trace') request.log.debug({ method: request.method, url: redactUrl(request.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
     options.metrics.httpDuration.observe({ method: request.method, route, status_code: String(reply.statusCode) }, reply.elapsedTime / 1000);
   });
 
