@@ -97,6 +97,9 @@ export async function readTierProof(tier: TierLocationOption, checks: VerifyChec
 /**
  * Fetches every file whole and has it checked, a few at a time: while the checks decode and
  * hash some files, the next ones are being fetched, and at most that many are held at once.
+ * A failure stops every lane after its current file, and is thrown only once no check is
+ * running: the caller then closes the worker threads, and terminating one in the middle of a
+ * job (inflating a page) crashed the whole process in Node's zlib ("close before init").
  */
 async function checkFiles(source: TierSource, files: readonly TierFile[], checks: VerifyChecks, listener: TierBatchListener | undefined): Promise<CheckedBatch[]> {
   const batches: CheckedBatch[] = new Array<CheckedBatch>(files.length);
@@ -118,7 +121,9 @@ async function checkFiles(source: TierSource, files: readonly TierFile[], checks
       }
     }
   };
-  await Promise.all(Array.from({ length: lanes }, lane));
+  const outcomes = await Promise.allSettled(Array.from({ length: lanes }, lane));
+  const failure = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
+  if (failure !== undefined) throw failure.reason;
   return batches;
 }
 

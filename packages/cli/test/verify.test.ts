@@ -7,13 +7,15 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encodeAuditParquet, readAuditParquet, type TieredEvent } from '@auditlake/format';
-import { checkpointHash, encodeSignedCheckpoint, loadOrCreateNodeKey, parseSignedCheckpoint, signCheckpoint, type SignedCheckpoint } from '@auditlake/integrity';
+import { checkpointHash, encodeSignedCheckpoint, loadOrCreateNodeKey, parseSignedCheckpoint, signCheckpoint, type CheckedBatch, type SignedCheckpoint } from '@auditlake/integrity';
 import { COMMITS_DIR, S3Connections, type CommitMarker, type ObjectStore } from '@auditlake/lake';
 import { resolveConfig } from '@auditlake/model';
 import { startAuditNode, type AuditNode, type EmbeddedS3 } from '@auditlake/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyCommand, verifyHistory } from '../src/verify-command.js';
-import { parseVerifyOptions } from '../src/verify-options.js';
+import { parseVerifyOptions, type TierLocationOption } from '../src/verify-options.js';
+import { readTierProof } from '../src/tier-proof.js';
+import { VerifyChecks, type VerifyCheckJob } from '../src/verify-checks.js';
 import { ingestAll, offlineVerifyOptions, waitFor } from './verify-node.js';
 
 const ADMIN_TOKEN = 'admin-token-for-verify-tests';
@@ -244,6 +246,51 @@ describe('a tampered tier fails verify with the right words', () => {
       const code = await verifyCommand(argv, {}, { stdout: { write: (t: string) => lines.push(t) }, stderr: { write: (t: string) => lines.push(t) } });
       expect(code).toBe(1);
       expect(lines.join('')).toMatch(/^auditlake verify: tier file \S+ holds a row with event time/);
+    } finally {
+      await restore();
+    }
+  });
+
+  it('a file refused while others are being checked fails verify only once no check job is running (the workers are closed idle)', async () => {
+    try {
+      const { key } = await fileWith(12);
+      for (const { key: markerKey, marker } of await markers()) {
+        const file = marker.files.find((f) => f.key === key);
+        if (file === undefined) continue;
+        file.rows += 1;
+        await objects.put(markerKey, JSON.stringify(marker));
+      }
+      // Checks of other files are held until the refused one has failed: they are in flight then.
+      let running = 0;
+      let runningAtFailure: number | undefined;
+      let refused!: () => void;
+      const refusedYet = new Promise<void>((resolve) => (refused = resolve));
+      class WatchedChecks extends VerifyChecks {
+        override async check(job: VerifyCheckJob): Promise<CheckedBatch> {
+          running++;
+          try {
+            const batch = await super.check(job);
+            if (batch.seqs.includes(12)) setImmediate(refused);
+            else await refusedYet;
+            return batch;
+          } finally {
+            running--;
+          }
+        }
+      }
+      const checks = new WatchedChecks(2);
+      try {
+        const tier = offline().tier as TierLocationOption;
+        await expect(
+          readTierProof(tier, checks).catch((err: unknown) => {
+            runningAtFailure = running;
+            throw err;
+          }),
+        ).rejects.toMatchObject({ code: 'AUDIT_INTEGRITY_MISMATCH' });
+      } finally {
+        await checks.close();
+      }
+      expect(runningAtFailure).toBe(0);
     } finally {
       await restore();
     }
