@@ -10,8 +10,9 @@ import { DEFAULT_REDACT_KEYS, Redactor } from '@auditlake/model';
  * these, by lower-case name with `-` and `_` removed, and names containing LOG_ONLY_WORDS.
  */
 const AUDIT_KEYS = new Redactor(DEFAULT_REDACT_KEYS);
-const LOG_ONLY_NAMES = new Set(['auth', 'key', 'jwt', 'session', 'sessionid', 'code']);
-const LOG_ONLY_WORDS = ['signature'];
+const LOG_ONLY_NAMES = new Set(['auth', 'key', 'jwt', 'session', 'sessionid', 'code', 'bearer', 'pass', 'pw', 'otp', 'totp']);
+/** `client_assertion` (OAuth's signed client credential) and the like. */
+const LOG_ONLY_WORDS = ['signature', 'assertion'];
 
 export const REDACTED = '[REDACTED]';
 

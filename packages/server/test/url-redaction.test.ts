@@ -5,7 +5,7 @@ import { REDACTED, redactUrl } from '../src/url-redaction.js';
 
 describe('redactUrl', () => {
   it('masks the values of credential parameters, named as before', () => {
-    const names = ['token', 'access_token', 'id-token', 'refresh_token', 'auth', 'Authorization', 'api_key', 'key', 'secret', 'password', 'passwd', 'pwd', 'jwt', 'sig', 'signature', 'X-Amz-Signature', 'credential', 'credentials', 'session', 'sessionid', 'code', 'client_secret', 'X-Amz-Security-Token', 'accessKey'];
+    const names = ['token', 'access_token', 'id-token', 'refresh_token', 'auth', 'Authorization', 'api_key', 'key', 'secret', 'password', 'passwd', 'pwd', 'jwt', 'sig', 'signature', 'X-Amz-Signature', 'credential', 'credentials', 'session', 'sessionid', 'code', 'client_secret', 'X-Amz-Security-Token', 'accessKey', 'bearer', 'pass', 'pw', 'otp', 'totp', 'client_assertion'];
     for (const name of names) expect(redactUrl(`/admin/audit?q=x&${name}=v1&limit=5`), name).toBe(`/admin/audit?q=x&${name}=${REDACTED}&limit=5`);
   });
 
