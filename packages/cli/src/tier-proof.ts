@@ -3,6 +3,7 @@ import type { CheckedBatch, FoundCheckpoint, ShownKey } from '@auditlake/integri
 import { parseSignedCheckpoint } from '@auditlake/integrity';
 import {
   CHECKPOINT_SUMMARY_KEY,
+  eventDate,
   IcebergTierSource,
   icebergTableAt,
   loadIcebergTable,
@@ -127,10 +128,11 @@ async function checkFiles(source: TierSource, files: readonly TierFile[], checks
   return batches;
 }
 
-const DAY_MS = 86_400_000;
+/** The largest epoch-ms magnitude a Date holds. */
+const DATE_MS_MAX = 8.64e15;
 
 function isoTime(ms: number): string {
-  return Number.isFinite(ms) && Math.abs(ms) <= 8.64e15 ? new Date(ms).toISOString() : String(ms);
+  return Math.abs(ms) <= DATE_MS_MAX ? new Date(ms).toISOString() : String(ms);
 }
 
 /**
@@ -149,8 +151,8 @@ function checkDeclared(file: TierFile, batch: CheckedBatch): void {
   if (time === undefined) return;
   const declared = `${file.eventDate === '' ? '' : `day ${file.eventDate}, `}event times ${isoTime(file.tsMin)}..${isoTime(file.tsMax)}`;
   const outside = time.min < file.tsMin ? time.min : time.max > file.tsMax ? time.max : undefined;
-  const day = (ms: number) => new Date(Math.floor(ms / DAY_MS) * DAY_MS).toISOString().slice(0, 10);
-  const offDay = file.eventDate === '' ? undefined : [time.min, time.max].find((ms) => day(ms) !== file.eventDate);
+  // A time past what a Date holds (a file without bounds may hold anything) is on no day.
+  const offDay = outside !== undefined || file.eventDate === '' ? undefined : [time.min, time.max].find((ms) => !(Math.abs(ms) <= DATE_MS_MAX) || eventDate(ms) !== file.eventDate);
   const stray = outside ?? offDay;
   if (stray !== undefined) {
     throw new AuditError(
