@@ -31,6 +31,20 @@ function leads(node: SimNode): boolean {
   return node.state === 'up' && node.cluster?.isLeader() === true;
 }
 
+/**
+ * The opening every scenario shares: a leader is elected and `count` events are stored on
+ * every node with ack=replicated. Answers the leader (a) and the two others (b, c).
+ */
+async function leaderWithFirstEvents(cluster: SimCluster, count: number): Promise<{ a: SimNode; b: SimNode; c: SimNode }> {
+  const what = count === 1 ? 'event' : 'events';
+  await until(cluster, 'a leader is elected', () => cluster.leader() !== undefined);
+  const a = cluster.leader() as SimNode;
+  const [b, c] = cluster.nodes.filter((n) => n !== a) as [SimNode, SimNode];
+  if (!(await ask(cluster, a, count, true))) throw new Error(`the first ${what} ${count === 1 ? 'was' : 'were'} not replicated`);
+  await until(cluster, `every node holds the first ${what}`, () => cluster.nodes.every((n) => n.store?.position.lastSeq === count));
+  return { a, b, c };
+}
+
 async function withCluster(seed: number, run: (cluster: SimCluster) => Promise<RunResult>, root?: string): Promise<RunResult> {
   const cluster = await SimCluster.create({ seed, size: 3, ...(root ? { root } : {}) });
   try {
@@ -53,11 +67,7 @@ export const divergentLogScenario: Scenario = {
     withCluster(
       1,
       async (cluster) => {
-        await until(cluster, 'a leader is elected', () => cluster.leader() !== undefined);
-        const a = cluster.leader() as SimNode;
-        const [b, c] = cluster.nodes.filter((n) => n !== a) as [SimNode, SimNode];
-        if (!(await ask(cluster, a, 1, true))) throw new Error('the first event was not replicated');
-        await until(cluster, 'every node holds the first event', () => cluster.nodes.every((n) => n.store?.position.lastSeq === 1));
+        const { a, b, c } = await leaderWithFirstEvents(cluster, 1);
         cluster.pause(c);
         // Past the long poll C had open: A answers it empty, and C (paused) asks nothing more,
         // so none of the next 20 events reaches C.
@@ -92,11 +102,7 @@ export const oldLeaderAckScenario: Scenario = {
     withCluster(
       2,
       async (cluster) => {
-        await until(cluster, 'a leader is elected', () => cluster.leader() !== undefined);
-        const a = cluster.leader() as SimNode;
-        const [b, c] = cluster.nodes.filter((n) => n !== a) as [SimNode, SimNode];
-        if (!(await ask(cluster, a, 10, true))) throw new Error('the first events were not replicated');
-        await until(cluster, 'every node holds the first events', () => cluster.nodes.every((n) => n.store?.position.lastSeq === 10));
+        const { a, b, c } = await leaderWithFirstEvents(cluster, 10);
         cluster.pause(b);
         cluster.pause(c);
         for (let i = 0; i < 30; i++) if (!(await ask(cluster, a, 100, false))) throw new Error(`${a.name} did not take 100 events`);
@@ -132,11 +138,7 @@ export const reusedTermScenario: Scenario = {
     withCluster(
       11,
       async (cluster) => {
-        await until(cluster, 'a leader is elected', () => cluster.leader() !== undefined);
-        const a = cluster.leader() as SimNode;
-        const [b, c] = cluster.nodes.filter((n) => n !== a) as [SimNode, SimNode];
-        if (!(await ask(cluster, a, 10, true))) throw new Error('the first events were not replicated');
-        await until(cluster, 'every node holds the first events', () => cluster.nodes.every((n) => n.store?.position.lastSeq === 10));
+        const { a, b, c } = await leaderWithFirstEvents(cluster, 10);
         await cluster.crash(c);
         cluster.pause(a);
         await until(cluster, `${b.name} leads`, () => leads(b));
@@ -180,11 +182,7 @@ export const pausedThroughOutageScenario: Scenario = {
     withCluster(
       12,
       async (cluster) => {
-        await until(cluster, 'a leader is elected', () => cluster.leader() !== undefined);
-        const a = cluster.leader() as SimNode;
-        const [b, c] = cluster.nodes.filter((n) => n !== a) as [SimNode, SimNode];
-        if (!(await ask(cluster, a, 10, true))) throw new Error('the first events were not replicated');
-        await until(cluster, 'every node holds the first events', () => cluster.nodes.every((n) => n.store?.position.lastSeq === 10));
+        const { a, b, c } = await leaderWithFirstEvents(cluster, 10);
         cluster.pause(c);
         cluster.pause(a);
         await until(cluster, `${b.name} leads`, () => leads(b));
