@@ -33,9 +33,9 @@ import { backfillErasureIndex, backfillIndexes } from './index-backfill.js';
 import { backfillLedger } from './ledger-backfill.js';
 import { TextSketchWriter } from './text-sketch-writer.js';
 import { TEXT_BLOCK_SEQS, blockOfSeq, textSketchKey } from './text-sketch.js';
-import { CHAIN_HEAD_KEY, EventWriter, LOG_END_KEY, logEndValue, putEvent, WRITER_YIELD_EVENTS, type AppendOptions, type AppendResult, type ExclusiveContext, type Sequencer, type WriterPosition } from './event-writer.js';
+import { CHAIN_HEAD_KEY, EventWriter, LOG_END_KEY, logEndValue, putEvent, WRITER_YIELD_EVENTS, type AppendOptions, type AppendResult, type EventIdConflict, type ExclusiveContext, type Sequencer, type WriterPosition } from './event-writer.js';
 import { TermRuns, parseTermRun, termRunKey, termRunValue, type TermRun, type TermStart } from './term-runs.js';
-import { headOf, RecordChain, type ChainHead, type IntegrityEntry } from './record-chain.js';
+import { contentHashOfJson, headOf, RecordChain, type ChainHead, type IntegrityEntry } from './record-chain.js';
 import { addIntegrityPuts, type RegisteredKey } from './integrity-index.js';
 import { PrunedRanges, type PrunedRange } from './pruned-ranges.js';
 import { DayLedger, type DayLedgerRow } from './day-ledger.js';
@@ -382,13 +382,55 @@ export class AuditStore {
 
   /** As append, for events serialised where they were validated (the ingest parse workers). */
   async appendEncoded(events: readonly EncodedEvent[], options: AppendOptions = {}): Promise<AppendResult> {
-    const result = await this.#openWriter().append(events, options);
+    const written = await this.#openWriter().append(events, options);
     if (options.meta?.length) {
       for (const meta of options.meta) this.#metaText.set(meta.name, JSON.stringify(meta.value));
       this.#metaVersion++;
     }
-    if (result.stored.length > 0) this.#logGrew();
-    return result;
+    if (written.stored.length > 0) this.#logGrew();
+    if (written.repeated === undefined) return { stored: written.stored, duplicates: 0, conflicts: [] };
+    return { stored: written.stored, ...(await this.#sortRepeated(written.repeated)) };
+  }
+
+  /**
+   * Tells the events an append did not store because their eventId was taken into retries
+   * (the same content hash as the event stored under the id) and conflicts (another content):
+   * after the write, so the writer never waits for it, and only for those events, so an append
+   * without repeated ids pays nothing. The event stored under each id is read once; one that is
+   * gone meanwhile (retention) cannot be compared and counts as a retry, as it did at the write.
+   */
+  async #sortRepeated(repeated: readonly EncodedEvent[]): Promise<Pick<AppendResult, 'duplicates' | 'conflicts'>> {
+    const ids = [...new Set(repeated.map((event) => event.eventId))];
+    const places = await this.#db.getMany(ids.map(idKey));
+    const keys = places.map((place) => (place === undefined ? undefined : PREFIX.time + place));
+    const present = keys.filter((key): key is string => key !== undefined);
+    const values = present.length === 0 ? [] : await this.#db.getMany(present);
+    const storedJson = new Map<string, string>();
+    let at = 0;
+    ids.forEach((eventId, i) => {
+      if (keys[i] === undefined) return;
+      const value = values[at++];
+      if (value !== undefined) storedJson.set(eventId, value);
+    });
+    const storedHashes = new Map<string, string>();
+    const conflicts: EventIdConflict[] = [];
+    let duplicates = 0;
+    for (const event of repeated) {
+      const json = storedJson.get(event.eventId);
+      if (json === undefined) {
+        duplicates++;
+        continue;
+      }
+      let storedHash = storedHashes.get(event.eventId);
+      if (storedHash === undefined) {
+        storedHash = contentHashOfJson(json);
+        storedHashes.set(event.eventId, storedHash);
+      }
+      const refusedHash = event.chainContent?.hash ?? contentHashOfJson(event.json);
+      if (refusedHash === storedHash) duplicates++;
+      else conflicts.push({ eventId: event.eventId, storedHash, refusedHash });
+    }
+    return { duplicates, conflicts };
   }
 
   /** Calls `listener` whenever the log gains entries (append or replication). Returns an unsubscribe. */

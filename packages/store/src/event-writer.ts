@@ -45,8 +45,36 @@ export interface StoredRef {
 export interface AppendResult {
   /** Newly stored events, in the order they were given, with their seq and ingestTs. */
   stored: StoredRef[];
-  /** Events whose eventId was already stored (or repeated within the append): kept once. */
+  /**
+   * Events whose eventId was already stored (or repeated within the append) with the same
+   * content (the same content hash, docs/integrity.md): a retry, kept once.
+   */
   duplicates: number;
+  /**
+   * Events whose eventId was already stored (or taken earlier in the append) with other
+   * content: refused, and the event stored first under the id is kept (the log is append-only).
+   * In the order they were given.
+   */
+  conflicts: EventIdConflict[];
+}
+
+/** An event refused because another event with other content holds its eventId. */
+export interface EventIdConflict {
+  eventId: string;
+  /** The content hash of the event stored under the id (the one kept); erased fields count by their kept hashes. */
+  storedHash: string;
+  /** The content hash of the refused event. */
+  refusedHash: string;
+}
+
+/**
+ * What the writer answers per append: every event it did not store because its id was taken,
+ * still to be told apart (a retry or a conflict) once the batch is written, off the writer.
+ */
+export interface WrittenAppend {
+  stored: StoredRef[];
+  /** Events whose id was already stored or taken earlier in the group; undefined when none. */
+  repeated: EncodedEvent[] | undefined;
 }
 
 /** Where the log ends: the last seq, its term, and the highest ingestTs assigned so far. */
@@ -87,7 +115,7 @@ export function logEndValue(position: WriterPosition): string {
 export const WRITER_YIELD_EVENTS = 250;
 
 type PendingOp =
-  | { kind: 'append'; events: readonly EncodedEvent[]; options: AppendOptions; resolve: (r: AppendResult) => void; reject: (err: unknown) => void }
+  | { kind: 'append'; events: readonly EncodedEvent[]; options: AppendOptions; resolve: (r: WrittenAppend) => void; reject: (err: unknown) => void }
   | { kind: 'exclusive'; run: (ctx: ExclusiveContext) => Promise<unknown>; resolve: (r: unknown) => void; reject: (err: unknown) => void };
 
 type PendingAppend = Extract<PendingOp, { kind: 'append' }>;
@@ -187,7 +215,7 @@ export class EventWriter {
   }
 
   /** Resolves once the events are on disk (`sync: true`): acknowledged means durable. */
-  append(events: readonly EncodedEvent[], options: AppendOptions = {}): Promise<AppendResult> {
+  append(events: readonly EncodedEvent[], options: AppendOptions = {}): Promise<WrittenAppend> {
     return new Promise((resolve, reject) => this.#enqueue({ kind: 'append', events, options, resolve, reject }));
   }
 
@@ -225,7 +253,7 @@ export class EventWriter {
       const group = this.#takeAppendGroup();
       try {
         const results = await this.#write(group);
-        group.forEach((pending, i) => pending.resolve(results[i] as AppendResult));
+        group.forEach((pending, i) => pending.resolve(results[i] as WrittenAppend));
       } catch (err) {
         const error =
           err instanceof AuditError
@@ -273,7 +301,7 @@ export class EventWriter {
     return pending.options.sequencer ?? this.#sequencer;
   }
 
-  async #write(group: PendingAppend[]): Promise<AppendResult[]> {
+  async #write(group: PendingAppend[]): Promise<WrittenAppend[]> {
     const lookupIds: string[] = [];
     for (const pending of group) {
       for (const event of pending.events) {
@@ -298,7 +326,7 @@ export class EventWriter {
     // The chained form: the array form with an options object clones every operation, which
     // measured as the largest single cost of ingest (BENCHMARKS.md).
     const batch = this.#db.batch();
-    const results: AppendResult[] = [];
+    const results: WrittenAppend[] = [];
     const written: string[] = [];
     const newTables = new Set<string>();
     const chain = this.#chain;
@@ -311,7 +339,7 @@ export class EventWriter {
     try {
       let sinceYield = 0;
       for (const pending of group) {
-        const result: AppendResult = { stored: [], duplicates: 0 };
+        const result: WrittenAppend = { stored: [], repeated: undefined };
         for (const event of pending.events) {
           // Nothing else can write meanwhile (this is the only writer, and exclusive operations
           // wait in its queue); reads and other requests get their turn.
@@ -320,7 +348,9 @@ export class EventWriter {
             await yieldToEventLoop();
           }
           if (alreadyStored.has(event.eventId) || seenInGroup.has(event.eventId)) {
-            result.duplicates++;
+            // Told apart from a conflict after the write (AuditStore.appendEncoded), not here:
+            // the writer holds every other append while it works.
+            (result.repeated ??= []).push(event);
             continue;
           }
           seenInGroup.add(event.eventId);

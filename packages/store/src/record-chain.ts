@@ -135,6 +135,18 @@ export class RecordChain {
   }
 }
 
+const conflictHasher = new RecordHasher();
+
+/**
+ * The content hash (docs/integrity.md: everything but the place in the log) of an event's JSON,
+ * stored or as received: what tells a retry of a stored event from another event under its id.
+ * An erased field counts by its kept field hash, so an erased event and its retry still match.
+ * Computed only where an id turned out to be taken (rare), never for every event.
+ */
+export function contentHashOfJson(json: string): string {
+  return conflictHasher.content(readEventText(json) ?? parsedRecord(json)).hash;
+}
+
 /** The head of a log whose last entry is `last` (undefined: an empty log). */
 export function headOf(last: StoredEvent | undefined): ChainHead {
   if (last?.chainHash === undefined) return { hash: GENESIS_CHAIN_HASH, started: false };

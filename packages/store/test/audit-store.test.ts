@@ -98,7 +98,7 @@ describe('AuditStore', () => {
       expect(stored[0]!.seq).toBe(i + 1);
     }
     // An empty append resolves too (no write, so no await inside the writer).
-    await expect(store.append([])).resolves.toEqual({ stored: [], duplicates: 0 });
+    await expect(store.append([])).resolves.toEqual({ stored: [], duplicates: 0, conflicts: [] });
     await expect(store.append([ev('after-empty', 1)])).resolves.toMatchObject({ stored: [{ seq: 301 }] });
   });
 

@@ -1,0 +1,94 @@
+// Goal: an event whose eventId is already stored is a retry (a duplicate) only when its content
+// is the stored event's; with other content it is a conflict, refused and reported with both
+// content hashes, and the event stored first stays. Erased fields count by their kept hashes.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { canonicalContent, encodeErasureDetails, ERASED_MARKER, INTEGRITY_ACTIONS, RecordHasher } from '@auditlake/integrity';
+import { encodeEvent, SELF_SOURCE, type AuditEvent, type EncodedEvent } from '@auditlake/model';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { AuditStore } from '../src/index.js';
+
+async function openStore(chain: boolean): Promise<AuditStore> {
+  const dir = await mkdtemp(join(tmpdir(), 'auditlake-conflict-'));
+  onTestFinished(() => rm(dir, { recursive: true, force: true }));
+  const store = await AuditStore.open({ location: join(dir, 'store'), chain });
+  onTestFinished(() => store.close());
+  return store;
+}
+
+function ev(eventId: string, overrides: Partial<AuditEvent> = {}): AuditEvent {
+  return { eventId, userId: 'alice', source: 'trino', action: 'data:Select', resource: 'r', decision: 'ALLOW', tables: ['t1'], query: 'SELECT 1', details: '', timestamp: 1_700_000_000_000, ...overrides };
+}
+
+const hasher = new RecordHasher();
+const contentHash = (event: AuditEvent) => hasher.content(canonicalContent(event)).hash;
+
+/** As ingest encodes it when the store keeps the chain: with its content part computed. */
+function ingested(event: AuditEvent): EncodedEvent {
+  return { ...encodeEvent(event), chainContent: hasher.contentOfValues(event) };
+}
+
+describe.each([
+  ['with the record chain', true],
+  ['without the record chain', false],
+])('eventId conflicts %s', (_name, chain) => {
+  it('counts a retry of a stored event as a duplicate, and another event under its id as a conflict', async () => {
+    const store = await openStore(chain);
+    const original = ev('x');
+    const forged = ev('x', { userId: 'mallory', query: 'SELECT nothing' });
+    expect(await store.append([forged])).toMatchObject({ duplicates: 0, conflicts: [] });
+    const retry = await store.append([forged]);
+    expect(retry).toEqual({ stored: [], duplicates: 1, conflicts: [] });
+    const real = await store.append([original, ev('y')]);
+    expect(real.stored.map((s) => s.eventId)).toEqual(['y']);
+    expect(real.duplicates).toBe(0);
+    expect(real.conflicts).toEqual([{ eventId: 'x', storedHash: contentHash(forged), refusedHash: contentHash(original) }]);
+    // First writer wins: the log holds the event stored first, once.
+    expect(await store.getByEventId('x')).toMatchObject({ userId: 'mallory', seq: 1 });
+  });
+
+  it('keeps the first of two events with one id in one append and refuses the other as a conflict', async () => {
+    const store = await openStore(chain);
+    const first = ev('d');
+    const second = ev('d', { decision: 'DENY' });
+    const result = await store.appendEncoded([first, second, first].map(encodeEvent));
+    expect(result.stored.map((s) => [s.eventId, s.seq])).toEqual([['d', 1]]);
+    expect(result.duplicates).toBe(1);
+    expect(result.conflicts).toEqual([{ eventId: 'd', storedHash: contentHash(first), refusedHash: contentHash(second) }]);
+    expect(await store.getByEventId('d')).toMatchObject({ decision: 'ALLOW' });
+  });
+
+  it('tells apart events of concurrent appends written in one group', async () => {
+    const store = await openStore(chain);
+    const results = await Promise.all([store.append([ev('g', { details: 'one' })]), store.append([ev('g', { details: 'two' })]), store.append([ev('g', { details: 'one' })])]);
+    expect(results.map((r) => [r.stored.length, r.duplicates, r.conflicts.length])).toEqual([
+      [1, 0, 0],
+      [0, 0, 1],
+      [0, 1, 0],
+    ]);
+  });
+
+  it('compares an event time and sourceSeq too: each is part of the content', async () => {
+    const store = await openStore(chain);
+    await store.append([ev('t', { sourceId: 's', sourceSeq: 1 })]);
+    const result = await store.append([ev('t', { timestamp: 1_700_000_000_001, sourceId: 's', sourceSeq: 1 }), ev('t', { sourceId: 's', sourceSeq: 2 })]);
+    expect(result.conflicts.map((c) => c.eventId)).toEqual(['t', 't']);
+  });
+});
+
+describe('eventId conflicts against an erased event', () => {
+  it('takes a retry of an erased event as a duplicate (its field hashes are kept) and other content as a conflict', async () => {
+    const store = await openStore(true);
+    const original = ev('secret', { userId: 'bob', query: 'SELECT ssn FROM people' });
+    await store.appendEncoded([ingested(original)]);
+    const details = encodeErasureDetails({ v: 1, fields: ['userId', 'query'], records: [{ eventId: 'secret', seq: 1 }] });
+    await store.append([{ ...ev('erase-1'), source: SELF_SOURCE, action: INTEGRITY_ACTIONS.erase, details }]);
+    expect(await store.getByEventId('secret')).toMatchObject({ userId: ERASED_MARKER, query: ERASED_MARKER });
+    // A retry, as ingest encodes it (content part computed at parse) and as a forward carries it (JSON only).
+    expect(await store.appendEncoded([ingested(original)])).toEqual({ stored: [], duplicates: 1, conflicts: [] });
+    expect(await store.appendEncoded([encodeEvent(original)])).toEqual({ stored: [], duplicates: 1, conflicts: [] });
+    const other = ev('secret', { userId: 'bob', query: 'SELECT 2' });
+    expect(await store.appendEncoded([ingested(other)])).toEqual({ stored: [], duplicates: 0, conflicts: [{ eventId: 'secret', storedHash: contentHash(original), refusedHash: contentHash(other) }] });
+  });
+});
