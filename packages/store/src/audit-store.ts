@@ -400,37 +400,44 @@ export class AuditStore {
    * gone meanwhile (retention) cannot be compared and counts as a retry, as it did at the write.
    */
   async #sortRepeated(repeated: readonly EncodedEvent[]): Promise<Pick<AppendResult, 'duplicates' | 'conflicts'>> {
-    const ids = [...new Set(repeated.map((event) => event.eventId))];
-    const places = await this.#db.getMany(ids.map(idKey));
-    const keys = places.map((place) => (place === undefined ? undefined : PREFIX.time + place));
-    const present = keys.filter((key): key is string => key !== undefined);
-    const values = present.length === 0 ? [] : await this.#db.getMany(present);
-    const storedJson = new Map<string, string>();
-    let at = 0;
-    ids.forEach((eventId, i) => {
-      if (keys[i] === undefined) return;
-      const value = values[at++];
-      if (value !== undefined) storedJson.set(eventId, value);
-    });
-    const storedHashes = new Map<string, string>();
-    const conflicts: EventIdConflict[] = [];
-    let duplicates = 0;
-    for (const event of repeated) {
-      const json = storedJson.get(event.eventId);
-      if (json === undefined) {
-        duplicates++;
-        continue;
-      }
-      let storedHash = storedHashes.get(event.eventId);
-      if (storedHash === undefined) {
-        storedHash = contentHashOfJson(json);
-        storedHashes.set(event.eventId, storedHash);
-      }
-      const refusedHash = event.chainContent?.hash ?? contentHashOfJson(event.json);
-      if (refusedHash === storedHash) duplicates++;
-      else conflicts.push({ eventId: event.eventId, storedHash, refusedHash });
+    return judgeRepeats(repeated, await this.#storedJsonOf(new Set(repeated.map((event) => event.eventId))), undefined);
+  }
+
+  /**
+   * What an append of `events` would find on a node that does not order them (a standby, whose
+   * outbox the leader orders later): which repeat an event this store's log holds, or one
+   * earlier in `events`, with the same content (duplicates) or another (conflicts). Give only
+   * events whose ids the client chose: an id this node just made cannot be stored already.
+   */
+  async knownRepeats(events: readonly EncodedEvent[]): Promise<Pick<AppendResult, 'duplicates' | 'conflicts'>> {
+    if (events.length === 0) return { duplicates: 0, conflicts: [] };
+    const stored = await this.#storedJsonOf(new Set(events.map((event) => event.eventId)));
+    const firsts = new Map<string, EncodedEvent>();
+    const repeated: EncodedEvent[] = [];
+    for (const event of events) {
+      if (stored.has(event.eventId) || firsts.has(event.eventId)) repeated.push(event);
+      else firsts.set(event.eventId, event);
     }
-    return { duplicates, conflicts };
+    return repeated.length === 0 ? { duplicates: 0, conflicts: [] } : judgeRepeats(repeated, stored, firsts);
+  }
+
+  /** The stored JSON of those of `eventIds` this log holds, by eventId. */
+  async #storedJsonOf(eventIds: ReadonlySet<string>): Promise<Map<string, string>> {
+    const ids = [...eventIds];
+    const places = await this.#db.getMany(ids.map(idKey));
+    const found: string[] = [];
+    const keys: string[] = [];
+    places.forEach((place, i) => {
+      if (place === undefined) return;
+      found.push(ids[i] as string);
+      keys.push(PREFIX.time + place);
+    });
+    const values = keys.length === 0 ? [] : await this.#db.getMany(keys);
+    const json = new Map<string, string>();
+    values.forEach((value, i) => {
+      if (value !== undefined) json.set(found[i] as string, value);
+    });
+    return json;
   }
 
   /** Calls `listener` whenever the log gains entries (append or replication). Returns an unsubscribe. */
@@ -1245,4 +1252,33 @@ export class AuditStore {
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
   }
+}
+
+/**
+ * Sorts events whose eventId was taken into retries and conflicts by content hash, against the
+ * event stored under the id (`storedJson`) or else the first one of the request with it
+ * (`firsts`); an id with neither (deleted meanwhile) counts as a retry.
+ */
+function judgeRepeats(repeated: readonly EncodedEvent[], storedJson: ReadonlyMap<string, string>, firsts: ReadonlyMap<string, EncodedEvent> | undefined): Pick<AppendResult, 'duplicates' | 'conflicts'> {
+  const kept = new Map<string, string | undefined>();
+  const conflicts: EventIdConflict[] = [];
+  let duplicates = 0;
+  for (const event of repeated) {
+    let storedHash = kept.get(event.eventId);
+    if (storedHash === undefined && !kept.has(event.eventId)) {
+      const json = storedJson.get(event.eventId);
+      const first = firsts?.get(event.eventId);
+      storedHash = json !== undefined ? contentHashOfJson(json) : first !== undefined ? contentHashOf(first) : undefined;
+      kept.set(event.eventId, storedHash);
+    }
+    const refusedHash = storedHash === undefined ? undefined : contentHashOf(event);
+    if (refusedHash === storedHash) duplicates++;
+    else conflicts.push({ eventId: event.eventId, storedHash: storedHash as string, refusedHash: refusedHash as string });
+  }
+  return { duplicates, conflicts };
+}
+
+/** An event's content hash: computed at ingest when the store keeps the chain, else now. */
+function contentHashOf(event: EncodedEvent): string {
+  return event.chainContent?.hash ?? contentHashOfJson(event.json);
 }

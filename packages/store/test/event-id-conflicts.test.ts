@@ -92,3 +92,23 @@ describe('eventId conflicts against an erased event', () => {
     expect(await store.appendEncoded([ingested(other)])).toEqual({ stored: [], duplicates: 0, conflicts: [{ eventId: 'secret', storedHash: contentHash(original), refusedHash: contentHash(other) }] });
   });
 });
+
+describe('knownRepeats (a node that does not order: what its replica and the request show)', () => {
+  it('compares with the event its log holds, else with the first of the request under the id', async () => {
+    const store = await openStore(true);
+    const stored = ev('x');
+    await store.append([stored]);
+    const forgedX = ev('x', { action: 'data:Drop' });
+    const first = ev('n', { details: 'first' });
+    const second = ev('n', { details: 'second' });
+    const result = await store.knownRepeats([ingested(stored), ingested(forgedX), ingested(first), ingested(second), encodeEvent(first), ingested(ev('m'))]);
+    expect(result).toEqual({
+      duplicates: 2,
+      conflicts: [
+        { eventId: 'x', storedHash: contentHash(stored), refusedHash: contentHash(forgedX) },
+        { eventId: 'n', storedHash: contentHash(first), refusedHash: contentHash(second) },
+      ],
+    });
+    expect(await store.knownRepeats([ingested(ev('new'))])).toEqual({ duplicates: 0, conflicts: [] });
+  });
+});
