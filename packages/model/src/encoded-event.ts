@@ -16,6 +16,12 @@ export interface EncodedEvent {
    * INTEGRITY_ACTIONS (the leader must see those).
    */
   chainContent?: ChainContent | undefined;
+  /**
+   * The receiving node set `timestamp` (the sender sent no `ts`): a retry of the event gets
+   * another time, so telling a retry from an eventId conflict compares all but the time.
+   * Absent: the sender chose the time (or nobody knows any more, e.g. after a forward).
+   */
+  timeAssigned?: boolean | undefined;
 }
 
 /** See EncodedEvent.chainContent: opaque here, defined by the record chain (docs/integrity.md). */

@@ -35,7 +35,7 @@ import { TextSketchWriter } from './text-sketch-writer.js';
 import { TEXT_BLOCK_SEQS, blockOfSeq, textSketchKey } from './text-sketch.js';
 import { CHAIN_HEAD_KEY, EventWriter, LOG_END_KEY, logEndValue, putEvent, WRITER_YIELD_EVENTS, type AppendOptions, type AppendResult, type EventIdConflict, type ExclusiveContext, type Sequencer, type WriterPosition } from './event-writer.js';
 import { TermRuns, parseTermRun, termRunKey, termRunValue, type TermRun, type TermStart } from './term-runs.js';
-import { contentHashOfJson, headOf, RecordChain, type ChainHead, type IntegrityEntry } from './record-chain.js';
+import { contentHashOfJson, headOf, timestampOfJson, RecordChain, type ChainHead, type IntegrityEntry } from './record-chain.js';
 import { addIntegrityPuts, type RegisteredKey } from './integrity-index.js';
 import { PrunedRanges, type PrunedRange } from './pruned-ranges.js';
 import { DayLedger, type DayLedgerRow } from './day-ledger.js';
@@ -1257,23 +1257,31 @@ export class AuditStore {
 /**
  * Sorts events whose eventId was taken into retries and conflicts by content hash, against the
  * event stored under the id (`storedJson`) or else the first one of the request with it
- * (`firsts`); an id with neither (deleted meanwhile) counts as a retry.
+ * (`firsts`); an id with neither (deleted meanwhile) counts as a retry. An event whose time the
+ * receiving node set (EncodedEvent.timeAssigned) is compared with the kept event's time in
+ * place of its own: a retry of an event sent without `ts` is given another time.
  */
 function judgeRepeats(repeated: readonly EncodedEvent[], storedJson: ReadonlyMap<string, string>, firsts: ReadonlyMap<string, EncodedEvent> | undefined): Pick<AppendResult, 'duplicates' | 'conflicts'> {
-  const kept = new Map<string, string | undefined>();
+  const kept = new Map<string, { hash: string; timestamp: number } | undefined>();
   const conflicts: EventIdConflict[] = [];
   let duplicates = 0;
   for (const event of repeated) {
-    let storedHash = kept.get(event.eventId);
-    if (storedHash === undefined && !kept.has(event.eventId)) {
+    let reference = kept.get(event.eventId);
+    if (reference === undefined && !kept.has(event.eventId)) {
       const json = storedJson.get(event.eventId);
       const first = firsts?.get(event.eventId);
-      storedHash = json !== undefined ? contentHashOfJson(json) : first !== undefined ? contentHashOf(first) : undefined;
-      kept.set(event.eventId, storedHash);
+      if (json !== undefined) reference = { hash: contentHashOfJson(json), timestamp: timestampOfJson(json) };
+      else if (first !== undefined) reference = { hash: contentHashOf(first), timestamp: first.timestamp };
+      kept.set(event.eventId, reference);
     }
-    const refusedHash = storedHash === undefined ? undefined : contentHashOf(event);
-    if (refusedHash === storedHash) duplicates++;
-    else conflicts.push({ eventId: event.eventId, storedHash: storedHash as string, refusedHash: refusedHash as string });
+    if (reference === undefined) {
+      duplicates++;
+      continue;
+    }
+    const refusedHash = contentHashOf(event);
+    if (refusedHash === reference.hash) duplicates++;
+    else if (event.timeAssigned === true && event.timestamp !== reference.timestamp && contentHashOfJson(event.json, reference.timestamp) === reference.hash) duplicates++;
+    else conflicts.push({ eventId: event.eventId, storedHash: reference.hash, refusedHash });
   }
   return { duplicates, conflicts };
 }

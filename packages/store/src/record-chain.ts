@@ -143,8 +143,14 @@ const conflictHasher = new RecordHasher();
  * An erased field counts by its kept field hash, so an erased event and its retry still match.
  * Computed only where an id turned out to be taken (rare), never for every event.
  */
-export function contentHashOfJson(json: string): string {
-  return conflictHasher.content(readEventText(json) ?? parsedRecord(json)).hash;
+export function contentHashOfJson(json: string, timestamp?: number): string {
+  const text = readEventText(json) ?? parsedRecord(json);
+  return conflictHasher.content(timestamp === undefined ? text : { ...text, timestamp }).hash;
+}
+
+/** The event time of an event's JSON (stored or as received). */
+export function timestampOfJson(json: string): number {
+  return (readEventText(json) ?? parsedRecord(json)).timestamp;
 }
 
 /** The head of a log whose last entry is `last` (undefined: an empty log). */

@@ -112,3 +112,18 @@ describe('knownRepeats (a node that does not order: what its replica and the req
     expect(await store.knownRepeats([ingested(ev('new'))])).toEqual({ duplicates: 0, conflicts: [] });
   });
 });
+
+describe('an event whose time the receiving node set (sent without ts)', () => {
+  it('is a retry of the stored event when all but its time match, and a conflict otherwise', async () => {
+    const store = await openStore(true);
+    const untimed = (overrides: Partial<AuditEvent>): EncodedEvent => ({ ...ingested(ev('u', overrides)), timeAssigned: true });
+    await store.appendEncoded([untimed({ timestamp: 1000 })]);
+    expect(await store.appendEncoded([untimed({ timestamp: 2000 })])).toEqual({ stored: [], duplicates: 1, conflicts: [] });
+    // Within one request too, and through a standby's count.
+    expect(await store.knownRepeats([untimed({ timestamp: 3000 }), untimed({ timestamp: 4000 })])).toEqual({ duplicates: 2, conflicts: [] });
+    const other = untimed({ timestamp: 2000, userId: 'mallory' });
+    expect((await store.appendEncoded([other])).conflicts).toHaveLength(1);
+    // A sender that chose the time: another time is another event.
+    expect((await store.appendEncoded([ingested(ev('u', { timestamp: 2000 }))])).conflicts).toHaveLength(1);
+  });
+});
