@@ -1,5 +1,5 @@
 import { AuditError, AuditErrorCode, isAuditError, type EncodedEvent } from '@auditlake/model';
-import type { AppendResult, AuditStore } from '@auditlake/store';
+import type { AppendResult, AuditStore, EventIdConflict } from '@auditlake/store';
 import type { Clock } from './clock.js';
 import type { ClusterToken } from './cluster-token.js';
 import type { Coordinator, MemberInfo } from './coordinator.js';
@@ -42,6 +42,13 @@ export interface ClusterHooks {
   onDiverted(count: number): void;
   /** As leader, this node answered a standby whose log diverged from its own. */
   onDivergenceFound(): void;
+  /**
+   * As leader, this node refused events another node forwarded (or its own outbox held) because
+   * their eventId holds an event with other content; `receivedBy` is the node a client sent them
+   * to. Called once per forward that had any, and awaited before the forward is answered: the
+   * node records them (a self-audit event). It must not throw.
+   */
+  onConflicts(conflicts: readonly EventIdConflict[], receivedBy: string): Promise<void>;
 }
 
 /** One node as another sees it (GET /admin/cluster). */
@@ -134,6 +141,7 @@ export class ClusterNode {
       onForwarded: (n) => options.hooks.onForwarded(n),
       onAttemptsExhausted: () => options.hooks.onForwardAttemptsExhausted(),
       onOverCapacity: () => options.hooks.onOutboxOverCapacity(),
+      onConflicts: (conflicts) => options.hooks.onConflicts(conflicts, nodeId),
     });
     this.#follower = new ReplicationFollower({
       store,
@@ -271,13 +279,19 @@ export class ClusterNode {
     return this.#logSource.pull(request);
   }
 
-  /** The leader's side of forwarding: de-duplicate by eventId and store in order. */
+  /**
+   * The leader's side of forwarding: de-duplicate by eventId and store in order. Events whose
+   * id holds another content are refused as conflicts, recorded here and named in the answer.
+   */
   async receiveForward(request: ForwardRequest): Promise<ForwardResponse> {
     this.elector.observeTerm(request.term);
     if (!this.elector.isLeader()) throw new AuditError(AuditErrorCode.NOT_LEADER, `node ${this.#options.nodeId} is not the leader`, { retryable: true });
     const events = request.events.map(parseForwardedEvent);
     const result = await this.#options.store.appendEncoded(events, { freshIds: newIdsOf(events, request.newIdFlags), sequencer: this.elector.sequencer });
-    return { term: this.elector.knownTerm, stored: result.stored.length, duplicates: result.duplicates };
+    if (result.conflicts.length > 0) await this.#options.hooks.onConflicts(result.conflicts, request.nodeId);
+    const response: ForwardResponse = { term: this.elector.knownTerm, stored: result.stored.length, duplicates: result.duplicates };
+    if (result.conflicts.length > 0) response.conflicts = result.conflicts;
+    return response;
   }
 
   /**

@@ -1,4 +1,4 @@
-import type { AuditStore } from '@auditlake/store';
+import type { AuditStore, EventIdConflict } from '@auditlake/store';
 import type { Clock } from './clock.js';
 import type { ClusterLog, LeaderElector } from './leader-elector.js';
 import { newIdFlagsOf, newIdsOf, parseForwardedEvent, type PeerTransport } from './protocol.js';
@@ -19,7 +19,12 @@ export interface OutboxForwarderOptions {
   onForwarded: (count: number) => void;
   onAttemptsExhausted: () => void;
   onOverCapacity: () => void;
+  /** This node, leading, ordered its own outbox and refused events of it as eventId conflicts. */
+  onConflicts: (conflicts: readonly EventIdConflict[]) => Promise<void>;
 }
+
+/** Conflicting eventIds named in a warning about a forward; the leader's record names them all. */
+const CONFLICTS_LOGGED_MAX = 20;
 
 /**
  * Most JSON characters one forward carries: at most 3 UTF-8 bytes each, so a forward stays
@@ -150,12 +155,22 @@ export class OutboxForwarder {
     if (elector.isLeader()) {
       // This node leads now (e.g. events diverted on rejoin, or received before it won): order them here.
       const encoded = events.map(parseForwardedEvent);
-      await store.appendEncoded(encoded, { freshIds: newIdsOf(encoded, newIdFlags), sequencer: elector.sequencer });
+      const result = await store.appendEncoded(encoded, { freshIds: newIdsOf(encoded, newIdFlags), sequencer: elector.sequencer });
+      if (result.conflicts.length > 0) await this.#options.onConflicts(result.conflicts);
     } else {
       const leader = elector.leader;
       if (leader === undefined) throw new Error('no leader is known');
       const request = { nodeId: this.#options.nodeId, term: elector.knownTerm, events };
-      await transport.forward(leader.url, newIdFlags === undefined ? request : { ...request, newIdFlags }, 10_000);
+      const response = await transport.forward(leader.url, newIdFlags === undefined ? request : { ...request, newIdFlags }, 10_000);
+      const conflicts = response.conflicts ?? [];
+      // Refused for good (the first event under each id stays), and recorded on the leader:
+      // they leave the outbox with the rest, and this node's log says so too.
+      if (conflicts.length > 0) {
+        this.#options.log.warn(
+          { leader: leader.nodeId, conflicts: conflicts.length, eventIds: conflicts.slice(0, CONFLICTS_LOGGED_MAX).map((c) => c.eventId) },
+          'the leader refused forwarded events whose eventId holds an event with other content (the first stored is kept); it recorded them as an audit:EventIdConflict event',
+        );
+      }
     }
     await store.deleteOutbox(batch.map((entry) => entry.key));
     this.#options.onForwarded(events.length);

@@ -1,5 +1,5 @@
 import { encodeEvent, validateEvent, type AuditEvent, type EncodedEvent } from '@auditlake/model';
-import type { TermStart } from '@auditlake/store';
+import type { EventIdConflict, TermStart } from '@auditlake/store';
 
 export type { TermStart };
 
@@ -91,7 +91,14 @@ export function newIdFlagsOf(entries: ReadonlyArray<{ unsentNewId: boolean }>): 
 export interface ForwardResponse {
   term: number;
   stored: number;
+  /** Events the leader holds already with the same content (retries): kept once. */
   duplicates: number;
+  /**
+   * Events the leader refused because their eventId holds an event with other content (the
+   * first stored is kept), with both content hashes; absent when none. The leader has recorded
+   * them (an `audit:EventIdConflict` event); the forwarding node must not send them again.
+   */
+  conflicts?: EventIdConflict[];
 }
 
 /**

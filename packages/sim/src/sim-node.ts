@@ -117,7 +117,7 @@ export class SimNode implements EventOwner, NetworkPeer {
       forwardMaxAttempts: 5,
       forwardQueueCapacity: 10_000,
       log: { info: (obj, msg) => this.note('info', obj, msg), warn: (obj, msg) => this.note('warn', obj, msg) },
-      hooks: { onForwarded: () => undefined, onForwardAttemptsExhausted: () => undefined, onOutboxOverCapacity: () => undefined, onDiverted: () => undefined, onDivergenceFound: () => undefined },
+      hooks: { onForwarded: () => undefined, onForwardAttemptsExhausted: () => undefined, onOutboxOverCapacity: () => undefined, onDiverted: () => undefined, onDivergenceFound: () => undefined, onConflicts: () => Promise.resolve() },
     });
     this.#store = store;
     this.#cluster = cluster;
