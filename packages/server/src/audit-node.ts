@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { ClusterNode, ClusterToken, RedisCoordinator, systemClock } from '@auditlake/cluster';
 import { AuditError, AuditErrorCode, describeChanges, encodeEvent, type CredentialConfig, type NodeConfig } from '@auditlake/model';
 import { loadOrCreateNodeKey } from '@auditlake/integrity';
-import { AuditStore, CLUSTER_LOG_TAIL_BYTES, RetentionPruner } from '@auditlake/store';
+import { AuditStore, CLUSTER_LOG_TAIL_BYTES, RetentionPruner, type EventIdConflict } from '@auditlake/store';
 import { S3Connections } from '@auditlake/lake';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -13,6 +13,7 @@ import { prepareDataDir } from './data-dir.js';
 import { httpPeerTransport } from './http-peer-transport.js';
 import { IngestParsePool } from './ingest-parse-pool.js';
 import { IngestService } from './ingest-service.js';
+import { ConflictRecorder } from './conflict-recorder.js';
 import { clusterMembership, singleNodeMembership, type Membership } from './membership.js';
 import { NodeMetrics } from './metrics.js';
 import { registerNodeGauges } from './node-gauges.js';
@@ -171,9 +172,14 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     );
     // Built before the HTTP app, so routes are registered with plain objects; it joins the
     // cluster (start) once the app listens and its URL is known.
-    const cluster = coordinatorUrl === undefined ? undefined : await openClusterNode(coordinatorUrl, nodeId, config, store, metrics, logger, closers);
+    // The recorder is made once membership is known (below); the cluster node calls it only after it started.
+    const forwarded: { conflicts?: ConflictRecorder } = {};
+    const recordForwardConflicts = (refused: readonly EventIdConflict[], receivedBy: string) => forwarded.conflicts?.record(refused, { receivedBy }) ?? Promise.resolve();
+    const cluster = coordinatorUrl === undefined ? undefined : await openClusterNode(coordinatorUrl, nodeId, config, store, metrics, logger, closers, recordForwardConflicts);
     // A single node's status shows its address, known once the app below listens.
     const membership = cluster ? clusterMembership(cluster.node) : singleNodeMembership(nodeId, () => advertisedUrl(app, options), store);
+    const conflicts = new ConflictRecorder({ membership, metrics, log: logger });
+    forwarded.conflicts = conflicts;
     const connections = new S3Connections(config.s3Connections);
     const settings = await SettingsService.load(store, config, tierTargetValidator(connections, config, store), membership.sequencer);
     cluster?.node.onMetaApplied(() => void settings.reload().catch((err: unknown) => logger.warn({ err }, 'could not reload replicated settings')));
@@ -228,6 +234,9 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
       settings,
       metrics,
       membership,
+      conflicts,
+      nodeId,
+      log: logger,
       random: options.random ?? Math.random,
       ackReplicatedTimeoutMs: config.ackReplicatedTimeoutMs,
     });
@@ -305,6 +314,7 @@ async function openClusterNode(
   metrics: NodeMetrics,
   logger: Logger,
   closers: Array<() => Promise<void>>,
+  onConflicts: (conflicts: readonly EventIdConflict[], receivedBy: string) => Promise<void>,
 ): Promise<{ node: ClusterNode; token: ClusterToken }> {
   const coordinator = new RedisCoordinator({ url: coordinatorUrl, clusterName: config.clusterName, nodeId, leaseTtlMs: config.leaseTtlMs });
   closers.push(() => coordinator.close());
@@ -329,6 +339,7 @@ async function openClusterNode(
       onOutboxOverCapacity: () => metrics.outboxOverCapacity.inc(),
       onDiverted: (n) => metrics.eventsDiverted.inc(n),
       onDivergenceFound: () => metrics.divergencesFound.inc(),
+      onConflicts,
     },
   });
   return { node, token };

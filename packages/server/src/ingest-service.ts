@@ -1,6 +1,6 @@
 import { AuditError, AuditErrorCode, keepSampledRead, type EncodedEvent } from '@auditlake/model';
-import type { AuditStore } from '@auditlake/store';
-import type { ParsedEvent } from './ingest-parse.js';
+import type { AuditStore, EventIdConflict } from '@auditlake/store';
+import type { ConflictRecorder } from './conflict-recorder.js';
 import type { IngestParsePool } from './ingest-parse-pool.js';
 import type { Membership } from './membership.js';
 import type { NodeMetrics } from './metrics.js';
@@ -8,21 +8,44 @@ import type { SettingsService } from './settings-service.js';
 
 export interface IngestResponse {
   status: 'ok';
-  /** Events accepted: newly stored plus those already stored under the same eventId. */
+  /**
+   * Events accepted (none of them is to be sent again): newly stored, plus duplicates, plus
+   * conflicts.
+   */
   ingested: number;
   /**
-   * Present when some of the accepted events were already stored under the same eventId, or
-   * repeated one in the request: they are kept once. A standby counts those its replica of the
-   * log already holds; one still on its way to the leader from another request counts as new.
+   * Present when some of the accepted events were already stored under the same eventId with
+   * the same content, or repeated one in the request: retries, kept once. A standby counts
+   * those its replica of the log already holds; one still on its way to the leader from another
+   * request counts as new.
    */
   duplicates?: number;
+  /**
+   * Present when some of the accepted events were refused because their eventId holds an event
+   * with other content (stored before, or earlier in the request): the event stored first is
+   * kept, and the refusal is recorded (an `audit:EventIdConflict` event). Not in `duplicates`.
+   * A standby counts them as it counts duplicates.
+   */
+  conflicts?: number;
+  /** With `conflicts`: the eventIds refused, in request order, at most CONFLICT_IDS_ANSWERED_MAX. */
+  conflictEventIds?: string[];
   /** Present when read sampling dropped some events. */
   sampledOut?: number;
+}
+
+/** Refused eventIds an ingest answer names (it counts them all in `conflicts`). */
+export const CONFLICT_IDS_ANSWERED_MAX = 100;
+
+/** Who sent a request, for the record of what it had refused. */
+export interface IngestSender {
+  principal: string;
+  clientAddress: string;
 }
 
 export interface IngestOptions {
   /** `?ack=replicated`: answer only once the leader stored the events and a standby applied them. */
   ackReplicated: boolean;
+  sender?: IngestSender;
 }
 
 export interface IngestServiceOptions {
@@ -32,6 +55,10 @@ export interface IngestServiceOptions {
   settings: SettingsService;
   metrics: NodeMetrics;
   membership: Membership;
+  /** Records eventId conflicts this node refused (leading). */
+  conflicts: ConflictRecorder;
+  nodeId: string;
+  log: { warn(obj: object, msg: string): void };
   random: () => number;
   ackReplicatedTimeoutMs: number;
 }
@@ -65,21 +92,38 @@ export class IngestService {
       throw new AuditError(AuditErrorCode.BAD_REQUEST, 'ack=replicated needs a standby, and this node runs without a cluster (--coordinator); nothing was stored — send without ack=replicated');
     }
     let duplicates = 0;
+    let conflicts: readonly EventIdConflict[] = [];
     if (kept.length > 0) {
       const freshIds = new Set(kept.filter((event) => event.freshId).map((event) => event.eventId));
       const received = await this.#options.membership.receive(kept, freshIds);
       if (received.path === 'log') {
         metrics.eventsIngested.inc(received.result.stored.length);
         duplicates = received.result.duplicates;
+        conflicts = received.result.conflicts;
         if (duplicates > 0) metrics.eventsDuplicate.inc(duplicates);
+        // Refused here, so recorded here (awaited: the answer names what the log records).
+        if (conflicts.length > 0) await this.#options.conflicts.record(conflicts, { ...options.sender, receivedBy: this.#options.nodeId });
       } else {
         metrics.eventsQueued.inc(kept.length);
-        duplicates = await knownDuplicates(this.#options.store, kept);
+        // Only ids the client chose are looked up (an id this node just made is new), so ingest
+        // without eventIds pays nothing for this. The leader refuses and records the conflicts
+        // when the outbox reaches it; the client's identity is known only here, so it is logged.
+        ({ duplicates, conflicts } = await this.#options.store.knownRepeats(kept.filter((event) => !event.freshId)));
+        if (conflicts.length > 0) {
+          this.#options.log.warn(
+            { ...options.sender, conflicts: conflicts.length, eventIds: conflicts.slice(0, CONFLICT_IDS_ANSWERED_MAX).map((c) => c.eventId) },
+            'received events whose eventId holds an event with other content; the leader will refuse them (the first stored is kept) and record them',
+          );
+        }
       }
       if (options.ackReplicated) await this.#awaitReplicated(kept);
     }
     const response: IngestResponse = { status: 'ok', ingested: kept.length };
     if (duplicates > 0) response.duplicates = duplicates;
+    if (conflicts.length > 0) {
+      response.conflicts = conflicts.length;
+      response.conflictEventIds = conflicts.slice(0, CONFLICT_IDS_ANSWERED_MAX).map((c) => c.eventId);
+    }
     if (sampledOut > 0) response.sampledOut = sampledOut;
     return response;
   }
@@ -99,26 +143,4 @@ export class IngestService {
       );
     }
   }
-}
-
-/**
- * On a node that is not leading: how many of the events repeat one earlier in the request or
- * are in this node's replica of the log already. Only ids the client chose are looked up (an id
- * this node just assigned is new), so ingest without eventIds pays nothing for this.
- */
-async function knownDuplicates(store: AuditStore, events: readonly ParsedEvent[]): Promise<number> {
-  const seen = new Set<string>();
-  const lookups: Array<Promise<unknown>> = [];
-  let repeats = 0;
-  for (const event of events) {
-    if (event.freshId) continue;
-    if (seen.has(event.eventId)) {
-      repeats++;
-      continue;
-    }
-    seen.add(event.eventId);
-    lookups.push(store.getByEventId(event.eventId));
-  }
-  const found = await Promise.all(lookups);
-  return repeats + found.filter((stored) => stored !== undefined).length;
 }

@@ -49,7 +49,12 @@ export class NodeMetrics {
   });
   readonly eventsTiered = new Counter({ name: 'auditlake_events_tiered_total', help: 'Events committed to S3 by the tiering sweep', registers: [this.registry] });
   readonly bytesTiered = new Counter({ name: 'auditlake_tiered_bytes_total', help: 'Bytes of data files committed to S3 by the tiering sweep', registers: [this.registry] });
-  readonly eventsDuplicate = new Counter({ name: 'auditlake_events_duplicate_total', help: 'Ingested events whose eventId was already stored (kept once)', registers: [this.registry] });
+  readonly eventsDuplicate = new Counter({ name: 'auditlake_events_duplicate_total', help: 'Ingested events whose eventId was already stored with the same content (retries, kept once)', registers: [this.registry] });
+  readonly eventIdConflicts = new Counter({
+    name: 'auditlake_event_id_conflicts_total',
+    help: 'Events this node refused, leading, because their eventId holds an event with other content (the first stored is kept; each is recorded in an audit:EventIdConflict event)',
+    registers: [this.registry],
+  });
   readonly eventsRefused = new Counter({ name: 'auditlake_events_refused_total', help: 'Events in ingest requests refused as invalid or too large', registers: [this.registry] });
   readonly eventsSampledOut = new Counter({ name: 'auditlake_events_sampled_out_total', help: 'data:Select events dropped by read sampling', registers: [this.registry] });
   readonly tierSweepFailures = new Counter({ name: 'auditlake_tier_sweep_failures_total', help: 'Tiering sweeps that failed (each is retried with backoff)', registers: [this.registry] });

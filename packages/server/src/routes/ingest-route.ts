@@ -21,7 +21,8 @@ export function registerIngestRoute(app: FastifyInstance, ingest: IngestService)
       if (!(body instanceof Uint8Array)) {
         throw new AuditError(AuditErrorCode.BAD_REQUEST, 'request body must be an audit event object or an array of them, sent as JSON (Content-Type: application/json)');
       }
-      return ingest.ingest(body, { ackReplicated: ackReplicated(request.query) });
+      const sender = request.principal === undefined ? {} : { sender: { principal: request.principal.name, clientAddress: request.ip } };
+      return ingest.ingest(body, { ackReplicated: ackReplicated(request.query), ...sender });
     });
   });
 }
