@@ -99,7 +99,8 @@ export function parseIngestBody(bytes: Uint8Array, nowMs: number, redactKeys: re
           json: encoded.json,
           // Integrity actions are refused from clients; were one here, the leader must see it whole.
           chainContent: chain && !isReservedAction(redacted.source, redacted.action) ? recordHasher.contentOfValues(redacted) : undefined,
-          timeAssigned: timeAssigned(body, i),
+          // Only an event at exactly the parse time can have been given it: one compare for the rest.
+          timeAssigned: event.timestamp === nowMs && timeAssigned(body, i),
           freshId: fresh.has(event.eventId),
           subjectToSampling: subjectToReadSampling(event),
         };

@@ -46,6 +46,9 @@ describe('eventId conflicts on a single node', () => {
       `refused 1 event whose eventId holds an event with other content (the event stored first is kept); eventId "pay-42": stored content ${contentHash(forged)}, refused content ${contentHash(real)}; sent by "ingest" from 127.0.0.1, received by node ${t.node.nodeId}`,
     );
     expect(await conflictsCounted(t)).toBe(1);
+    // An investigator finds the record by searching for the id (free text covers details).
+    const found = (await t.search('?q=pay-42')).json.events;
+    expect(found.map((e) => e.action)).toEqual(['audit:EventIdConflict']);
   });
 
   it('takes a true retry as a duplicate: with and without ts, and not recorded as a conflict', async () => {
