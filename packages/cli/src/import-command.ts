@@ -20,7 +20,8 @@ export interface CommandIo {
 
 /**
  * `auditlake import`: reads other systems' audit logs and sends them to a node's ingest API.
- * Ends with `imported N, duplicates D, refused R` on standard output.
+ * Ends with `imported N, duplicates D, refused R` on standard output (`, conflicts C` after D when
+ * the node refused some as eventId conflicts).
  */
 export async function importCommand(args: string[], env: NodeJS.ProcessEnv, io: CommandIo, clientOverrides: Partial<NodeClientOptions> = {}): Promise<number> {
   let options;
@@ -72,7 +73,11 @@ export async function importCommand(args: string[], env: NodeJS.ProcessEnv, io: 
   }
   warnPastRetention();
   if (summary.skipped > 0) io.stderr.write(`auditlake import: skipped ${summary.skipped} lines or records that are not audit records\n`);
-  io.stdout.write(`imported ${summary.imported}, duplicates ${summary.duplicates}, refused ${summary.refused}\n`);
+  if (summary.conflicts > 0) {
+    io.stderr.write(`auditlake import: ${summary.conflicts === 1 ? '1 record was' : `${summary.conflicts} records were`} refused as eventId conflicts: the node holds other events under their eventIds, kept those and recorded the refusals (audit:EventIdConflict events)\n`);
+  }
+  const conflicts = summary.conflicts > 0 ? `, conflicts ${summary.conflicts}` : '';
+  io.stdout.write(`imported ${summary.imported}, duplicates ${summary.duplicates}${conflicts}, refused ${summary.refused}\n`);
   return summary.refused > 0 ? EXIT_SOME_REFUSED : 0;
 }
 

@@ -47,6 +47,11 @@ export interface ImportSummary {
   imported: number;
   /** Events the node already held (an earlier import of the same records). */
   duplicates: number;
+  /**
+   * Events the node refused because their eventId holds an event with other content there
+   * (an eventId conflict: the node kept its event and recorded the refusal).
+   */
+  conflicts: number;
   /** Records that could not be imported: malformed, or refused by the node. */
   refused: number;
   /** Lines or records that are not audit records (Lakekeeper's other log lines). */
@@ -76,7 +81,7 @@ interface Pending {
  */
 export class Importer {
   readonly #options: ImportOptions;
-  readonly #summary: ImportSummary = { imported: 0, duplicates: 0, refused: 0, skipped: 0 };
+  readonly #summary: ImportSummary = { imported: 0, duplicates: 0, conflicts: 0, refused: 0, skipped: 0 };
   #bytesRead = 0;
   #records = 0;
   #sent = 0;
@@ -235,8 +240,9 @@ export class Importer {
     while (remaining.length > 0) {
       const answer = await this.#options.ingest.send(remaining.map((p) => p.event));
       if (answer.kind === 'stored') {
-        this.#summary.imported += answer.ingested - answer.duplicates;
+        this.#summary.imported += answer.ingested - answer.duplicates - answer.conflicts;
         this.#summary.duplicates += answer.duplicates;
+        this.#summary.conflicts += answer.conflicts;
         this.#notePastRetention(remaining);
         return;
       }

@@ -3,7 +3,7 @@ import { errorText, type NodeClient } from './node-client.js';
 
 /** What the node made of one batch. */
 export type IngestAnswer =
-  | { kind: 'stored'; ingested: number; duplicates: number }
+  | { kind: 'stored'; ingested: number; duplicates: number; conflicts: number }
   /** Nothing of the batch was stored; `index` is the refused event's place in it (a 400 naming `events[i]`). */
   | { kind: 'refused'; index: number; message: string }
   | { kind: 'too-large' };
@@ -34,9 +34,9 @@ export class IngestClient {
       const body = await response.text();
       if (response.status === 413) return { kind: 'too-large' };
       if (response.status >= 200 && response.status < 300) {
-        // `ingested` counts what was accepted, duplicates included; sampled-out reads are not in it.
-        const answer = JSON.parse(body) as { ingested?: number; duplicates?: number };
-        return { kind: 'stored', ingested: answer.ingested ?? 0, duplicates: answer.duplicates ?? 0 };
+        // `ingested` counts what was accepted, duplicates and conflicts included; sampled-out reads are not in it.
+        const answer = JSON.parse(body) as { ingested?: number; duplicates?: number; conflicts?: number };
+        return { kind: 'stored', ingested: answer.ingested ?? 0, duplicates: answer.duplicates ?? 0, conflicts: answer.conflicts ?? 0 };
       }
       const message = errorText(body);
       if (response.status === 429) {

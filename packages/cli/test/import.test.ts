@@ -5,7 +5,7 @@ import { gunzipSync } from 'node:zlib';
 import type { EventOutput } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
 import { JsonFraming, quoteUnsafeIntegers } from '../src/json-framing.js';
-import { allEvents, FIXTURES, runImport, startNode } from './import-node.js';
+import { allEvents, FIXTURES, ingest, runImport, startNode } from './import-node.js';
 
 interface Expected {
   events: Array<{
@@ -128,5 +128,22 @@ describe.each([
     expect(again.stdout).toBe(`imported 0, duplicates ${want.events.length + want.duplicates}, refused ${want.refused.length}\n`);
     const after = await allEvents(node);
     expect(after.map((e) => e.eventId).sort()).toEqual(before.map((e) => e.eventId).sort());
+  });
+});
+
+describe('an import whose eventIds hold other events on the node', () => {
+  it('counts them as conflicts, not as imported or duplicates, and says so', async () => {
+    const format = 'las';
+    const want = await expected(format);
+    const first = await startNode();
+    await runImport(first, ['--format', format, join(FIXTURES, format, 'logs')]);
+    const [taken] = await allEvents(first);
+    // Another node where someone sent an event under one of the ids the import will use.
+    const node = await startNode();
+    await ingest(node, [{ eventId: taken!.eventId, source: 'squatter', userId: 'mallory', action: 'data:Select', ts: 1_700_000_000_000 }]);
+    const run = await runImport(node, ['--format', format, join(FIXTURES, format, 'logs')]);
+    expect(run.stdout).toBe(`imported ${want.events.length - 1}, duplicates ${want.duplicates}, conflicts 1, refused ${want.refused.length}\n`);
+    expect(run.stderr).toContain('1 record was refused as eventId conflicts');
+    expect((await allEvents(node)).filter((e) => e.eventId === taken!.eventId)).toMatchObject([{ userId: 'mallory' }]);
   });
 });
