@@ -4,7 +4,8 @@
 // the leader, which refuses the event when the standby forwards it, records it (an
 // audit:EventIdConflict event naming the standby, replicated to every node) and counts it;
 // the forward's answer carries the conflicts back, and the standby logs them. The event stored
-// first stays on every node; a true retry through the standby stays a duplicate.
+// first stays on every node; a true retry through the standby stays a duplicate (also one sent
+// without ts, which each node gives its own time: the forward says so).
 import { describe, expect, it } from 'vitest';
 import { postEvents, startCluster, type Cluster } from './cluster-harness.js';
 
@@ -66,9 +67,14 @@ describe('eventId conflicts on a cluster (2 real nodes, real redis-server)', () 
     expect(await conflictsCounted(leaderUrl)).toBe(2);
     expect(await conflictsCounted(standbyUrl)).toBe(0);
 
-    // A true retry through the standby is a duplicate, and nothing more is recorded.
+    // A true retry through the standby is a duplicate, and nothing more is recorded: also of an
+    // event sent without ts, which the standby gives another time than the leader gave it.
     res = await postEvents(standbyUrl, [forged]);
     expect(await res.json()).toEqual({ status: 'ok', ingested: 1, duplicates: 1 });
+    const untimed = { eventId: 'no-ts', source: 'trino', userId: 'bob', action: 'data:Insert' };
+    expect(await (await postEvents(leaderUrl, [untimed])).json()).toEqual({ status: 'ok', ingested: 1 });
+    await expect.poll(async () => (await logOf(cluster, standby)).some((e) => e.eventId === 'no-ts'), { timeout: 15_000, interval: 50 }).toBe(true);
+    expect(await (await postEvents(standbyUrl, [untimed])).json()).toEqual({ status: 'ok', ingested: 1, duplicates: 1 });
     await expect.poll(async () => (await fetch(`${standbyUrl}/metrics`).then((r) => r.text())).match(/^auditlake_outbox_events (\d+)$/m)?.[1], { timeout: 15_000, interval: 100 }).toBe('0');
 
     // Every node holds the first event under each id, once, and the leader's records.

@@ -7,7 +7,7 @@ import { LeaderElector, type ClusterLog, type LeaderView, type NodeRole } from '
 import { LogSource } from './log-source.js';
 import { MetaHash } from './meta-hash.js';
 import { OutboxForwarder } from './outbox-forwarder.js';
-import { newIdsOf, parseForwardedEvent, type ForwardRequest, type ForwardResponse, type PeerTransport, type PullRequest, type PullResponse } from './protocol.js';
+import { markTimeAssigned, newIdsOf, parseForwardedEvent, type ForwardRequest, type ForwardResponse, type PeerTransport, type PullRequest, type PullResponse } from './protocol.js';
 import { ReplicationFollower } from './replication-follower.js';
 import { ReplicationTracker, type StandbyProgress } from './replication-tracker.js';
 
@@ -286,7 +286,7 @@ export class ClusterNode {
   async receiveForward(request: ForwardRequest): Promise<ForwardResponse> {
     this.elector.observeTerm(request.term);
     if (!this.elector.isLeader()) throw new AuditError(AuditErrorCode.NOT_LEADER, `node ${this.#options.nodeId} is not the leader`, { retryable: true });
-    const events = request.events.map(parseForwardedEvent);
+    const events = markTimeAssigned(request.events.map(parseForwardedEvent), request.newIdFlags);
     const result = await this.#options.store.appendEncoded(events, { freshIds: newIdsOf(events, request.newIdFlags), sequencer: this.elector.sequencer });
     if (result.conflicts.length > 0) await this.#options.hooks.onConflicts(result.conflicts, request.nodeId);
     const response: ForwardResponse = { term: this.elector.knownTerm, stored: result.stored.length, duplicates: result.duplicates };

@@ -1,7 +1,7 @@
 import type { AuditStore, EventIdConflict } from '@auditlake/store';
 import type { Clock } from './clock.js';
 import type { ClusterLog, LeaderElector } from './leader-elector.js';
-import { newIdFlagsOf, newIdsOf, parseForwardedEvent, type PeerTransport } from './protocol.js';
+import { markTimeAssigned, newIdFlagsOf, newIdsOf, parseForwardedEvent, type PeerTransport } from './protocol.js';
 
 export interface OutboxForwarderOptions {
   store: AuditStore;
@@ -154,7 +154,7 @@ export class OutboxForwarder {
     const newIdFlags = newIdFlagsOf(batch);
     if (elector.isLeader()) {
       // This node leads now (e.g. events diverted on rejoin, or received before it won): order them here.
-      const encoded = events.map(parseForwardedEvent);
+      const encoded = markTimeAssigned(events.map(parseForwardedEvent), newIdFlags);
       const result = await store.appendEncoded(encoded, { freshIds: newIdsOf(encoded, newIdFlags), sequencer: elector.sequencer });
       if (result.conflicts.length > 0) await this.#options.onConflicts(result.conflicts);
     } else {

@@ -64,11 +64,19 @@ export interface ForwardRequest {
   /** Each a received event (AuditEvent) as JSON text, as the follower's outbox holds it. */
   events: string[];
   /**
-   * One character per event: '1' when the follower assigned the event's eventId on receipt and
-   * no forward carried it before, so no node can hold it and the leader skips its idempotency
-   * lookup. Any other character, or no flags at all, means the leader looks the id up.
+   * One digit per event, bit 1 set when the follower assigned the event's eventId on receipt
+   * and no forward carried it before, so no node can hold it and the leader skips its
+   * idempotency lookup; bit 2 set when the follower set the event's time on receipt (it came
+   * without `ts`), so the leader tells a retry of it from an eventId conflict by all but its time
+   * (EncodedEvent.timeAssigned). Any other character, or no flags at all, means neither.
    */
   newIdFlags?: string;
+}
+
+/** The digit of event `i` in `flags` ('0'..'3'), or 0. */
+function flagBits(flags: string, i: number): number {
+  const bits = flags.charCodeAt(i) - 0x30;
+  return bits >= 0 && bits <= 3 ? bits : 0;
 }
 
 /** The ids of `events` that `flags` marks as new (ForwardRequest.newIdFlags). */
@@ -76,16 +84,22 @@ export function newIdsOf(events: readonly EncodedEvent[], flags: string | undefi
   const ids = new Set<string>();
   if (flags === undefined) return ids;
   events.forEach((event, i) => {
-    if (flags.charCodeAt(i) === NEW_ID_FLAG) ids.add(event.eventId);
+    if ((flagBits(flags, i) & 1) !== 0) ids.add(event.eventId);
   });
   return ids;
 }
 
-const NEW_ID_FLAG = 0x31; // '1'
+/** Marks the events whose time the follower set (ForwardRequest.newIdFlags, bit 2); returns them. */
+export function markTimeAssigned(events: EncodedEvent[], flags: string | undefined): EncodedEvent[] {
+  if (flags !== undefined) events.forEach((event, i) => {
+    if ((flagBits(flags, i) & 2) !== 0) event.timeAssigned = true;
+  });
+  return events;
+}
 
-/** The flags for a forward of outbox entries, or undefined when none is new. */
-export function newIdFlagsOf(entries: ReadonlyArray<{ unsentNewId: boolean }>): string | undefined {
-  return entries.some((entry) => entry.unsentNewId) ? entries.map((entry) => (entry.unsentNewId ? '1' : '0')).join('') : undefined;
+/** The flags for a forward of outbox entries, or undefined when none has one. */
+export function newIdFlagsOf(entries: ReadonlyArray<{ unsentNewId: boolean; timeAssigned?: boolean }>): string | undefined {
+  return entries.some((entry) => entry.unsentNewId || entry.timeAssigned === true) ? entries.map((entry) => String((entry.unsentNewId ? 1 : 0) | (entry.timeAssigned === true ? 2 : 0))).join('') : undefined;
 }
 
 export interface ForwardResponse {

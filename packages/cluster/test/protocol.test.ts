@@ -1,7 +1,7 @@
 import { encodeEvent, type AuditEvent } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
 import { FORWARD_CHARS_MAX, limitForwardBatch } from '../src/outbox-forwarder.js';
-import { newIdFlagsOf, newIdsOf, parseForwardedEvent } from '../src/protocol.js';
+import { markTimeAssigned, newIdFlagsOf, newIdsOf, parseForwardedEvent } from '../src/protocol.js';
 
 const event: AuditEvent = {
   eventId: 'e1',
@@ -87,5 +87,16 @@ describe('new-id flags of a forward', () => {
     // No flags, or anything but '1', means every id is looked up.
     expect(newIdsOf(events, undefined).size).toBe(0);
     expect(newIdsOf(events, '0x?').size).toBe(0);
+  });
+
+  it('carry which events the follower gave its own time (bit 2), with or without a new id', () => {
+    const entries = [{ unsentNewId: false, timeAssigned: true }, { unsentNewId: false, timeAssigned: false }, { unsentNewId: true, timeAssigned: true }];
+    expect(newIdFlagsOf(entries)).toBe('203');
+    const events = ['a', 'b', 'c'].map((eventId) => encodeEvent({ ...event, eventId }));
+    expect([...newIdsOf(events, '203')]).toEqual(['c']);
+    expect(markTimeAssigned(events, '203').map((e) => e.timeAssigned === true)).toEqual([true, false, true]);
+    const unflagged = ['a', 'b'].map((eventId) => encodeEvent({ ...event, eventId }));
+    expect(markTimeAssigned(unflagged, '4x').some((e) => e.timeAssigned === true)).toBe(false);
+    expect(markTimeAssigned(unflagged, undefined).some((e) => e.timeAssigned === true)).toBe(false);
   });
 });

@@ -22,6 +22,7 @@ import {
 } from './event-keys.js';
 import { readReplicatedEntry, type ReplicatedEntry } from './replicated-entry.js';
 import { UnsentNewIds } from './unsent-new-ids.js';
+import { TimeAssignedEntries } from './time-assigned-entries.js';
 import { parseInTurns } from './parse-in-turns.js';
 import { LogTail } from './log-tail.js';
 import { IndexWriter, termsFromJson, type IndexSink } from './index-writer.js';
@@ -181,6 +182,8 @@ export interface OutboxEntry {
    * returned the entry: no node can hold the event yet (UnsentNewIds says why that matters).
    */
   unsentNewId: boolean;
+  /** This node set the event's time on receipt (EncodedEvent.timeAssigned), as far as this process knows. */
+  timeAssigned: boolean;
 }
 
 /**
@@ -208,6 +211,7 @@ export class AuditStore {
   #outboxHead = 1;
   #outboxCount = 0;
   readonly #unsentNewIds = new UnsentNewIds();
+  readonly #timeAssigned = new TimeAssignedEntries();
   /** The newest entries this node appended, for pulls (LogTail says why). */
   readonly #tail: LogTail;
   #metaVersion = 0;
@@ -879,6 +883,7 @@ export class AuditStore {
       const n = this.#outboxNext++;
       batch.put(outboxKey(n), event.json);
       if (options.freshIds?.has(event.eventId)) this.#unsentNewIds.add(n);
+      if (event.timeAssigned === true) this.#timeAssigned.add(n);
     }
     // Store before ack: the 200 promises the events survive this process.
     await batch.write({ sync: true });
@@ -892,7 +897,10 @@ export class AuditStore {
   async readOutbox(limit: number): Promise<OutboxEntry[]> {
     this.#openWriter();
     const entries = await this.#db.iterator({ gte: outboxKey(this.#outboxHead), lt: prefixEnd(PREFIX.outbox), limit }).all();
-    return entries.map(([key, json]) => ({ key, json, unsentNewId: this.#unsentNewIds.take(parseOutboxNumber(key)) }));
+    return entries.map(([key, json]) => {
+      const n = parseOutboxNumber(key);
+      return { key, json, unsentNewId: this.#unsentNewIds.take(n), timeAssigned: this.#timeAssigned.has(n) };
+    });
   }
 
   /**
@@ -908,6 +916,7 @@ export class AuditStore {
     // Entries leave from the front: the head moves past a deleted run that starts at it.
     const deleted = new Set(keys.map(parseOutboxNumber));
     while (deleted.has(this.#outboxHead)) this.#outboxHead++;
+    this.#timeAssigned.forgetBelow(this.#outboxHead);
   }
 
   /**

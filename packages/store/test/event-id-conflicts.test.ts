@@ -127,3 +127,16 @@ describe('an event whose time the receiving node set (sent without ts)', () => {
     expect((await store.appendEncoded([ingested(ev('u', { timestamp: 2000 }))])).conflicts).toHaveLength(1);
   });
 });
+
+describe('the outbox', () => {
+  it('hands out which entries hold an event whose time this node set, until they leave it', async () => {
+    const store = await openStore(true);
+    await store.enqueueOutbox([{ ...encodeEvent(ev('o1')), timeAssigned: true }, encodeEvent(ev('o2')), { ...encodeEvent(ev('o3')), timeAssigned: true }]);
+    const entries = await store.readOutbox(10);
+    expect(entries.map((e) => e.timeAssigned)).toEqual([true, false, true]);
+    // Read again (a forward that failed is sent again): still flagged.
+    expect((await store.readOutbox(10)).map((e) => e.timeAssigned)).toEqual([true, false, true]);
+    await store.deleteOutbox(entries.slice(0, 2).map((e) => e.key));
+    expect((await store.readOutbox(10)).map((e) => e.timeAssigned)).toEqual([true]);
+  });
+});
