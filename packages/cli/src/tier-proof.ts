@@ -1,4 +1,4 @@
-import { currentSnapshot } from '@auditlake/format';
+import { newestAncestorCarrying } from '@auditlake/format';
 import type { CheckedBatch, FoundCheckpoint, ShownKey } from '@auditlake/integrity';
 import { parseSignedCheckpoint } from '@auditlake/integrity';
 import {
@@ -43,7 +43,7 @@ const CONNECTION_ID = 'verify';
 
 /**
  * Reads a tier from the bucket alone: the `_integrity/` objects beside it and, for Iceberg, the
- * checkpoint the current snapshot's summary carries, then every committed data file (through
+ * newest checkpoint a snapshot summary in the current snapshot's ancestry carries, then every committed data file (through
  * the Parquet commit markers or the Iceberg table's current snapshot), checked by `checks` as it
  * arrives. `started`, when given, is told what the tier says of itself once that is read and
  * before any file is checked, and may return a listener for each file's batch as it comes (so
@@ -73,8 +73,12 @@ export async function readTierProof(tier: TierLocationOption, checks: VerifyChec
       const table = { identifier: tier.location, location: tier.location, connectionId: CONNECTION_ID };
       const loaded = await loadIcebergTable(objects, icebergTableAt(table));
       if (!loaded) throw new AuditError(AuditErrorCode.TABLE_INVALID, `no Iceberg table at ${tier.location} (no metadata/version-hint.text or v1.metadata.json)`);
-      const summary = currentSnapshot(loaded.metadata)?.summary[CHECKPOINT_SUMMARY_KEY];
-      if (summary !== undefined) checkpoints.push(found(summary, `the current snapshot's summary of ${tier.location}`));
+      // From the newest snapshot of the current one's ancestry that carries it, as the watermark
+      // is read: another engine's commit on top (a compaction, a rewrite of manifests) carries
+      // none of our keys, and the checkpoint beneath it must still be checked.
+      const carrier = newestAncestorCarrying(loaded.metadata, CHECKPOINT_SUMMARY_KEY);
+      const summary = carrier?.summary[CHECKPOINT_SUMMARY_KEY];
+      if (carrier !== undefined && summary !== undefined) checkpoints.push(found(summary, `the summary of snapshot ${carrier['snapshot-id']} of ${tier.location}`));
       const watermark = tableWatermark(loaded);
       if (watermark !== undefined) head = { seq: watermark.seq, where: `the current snapshot's watermark of ${tier.location}` };
       source = new IcebergTierSource(connections, table);

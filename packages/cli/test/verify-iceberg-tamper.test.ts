@@ -20,11 +20,12 @@ import {
   encodeManifestList,
   icebergParquetKvMetadata,
   readAuditParquet,
+  replaceSnapshot,
   TS_FIELD_ID,
   type ManifestEntry,
   type TieredEvent,
 } from '@auditlake/format';
-import { icebergTableAt, loadIcebergTable, S3Connections, s3Key, type IcebergTableRef, type ObjectStore } from '@auditlake/lake';
+import { CHECKPOINT_SUMMARY_KEY, commitMetadataVersion, icebergTableAt, loadIcebergTable, S3Connections, s3Key, type IcebergTableRef, type ObjectStore } from '@auditlake/lake';
 import { resolveConfig } from '@auditlake/model';
 import { startAuditNode, type AuditNode, type EmbeddedS3 } from '@auditlake/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -252,6 +253,36 @@ describe('a tampered Iceberg tier fails offline verify with the right words', ()
       await expect(verifyHistory(offline())).rejects.toMatchObject({ code: 'AUDIT_INTEGRITY_MISMATCH', message: expect.stringContaining(`holds ${rows.length} rows, but its commit declares ${rows.length - 1}`) });
     } finally {
       await restore();
+    }
+  });
+});
+
+describe('the checkpoint in a snapshot summary', () => {
+  it('is read from the newest ancestor that carries it when another engine committed on top', async () => {
+    const saved = await snapshotTable();
+    try {
+      const loaded = (await loadIcebergTable(objects, table))!;
+      const parent = currentSnapshot(loaded.metadata)!;
+      const text = parent.summary[CHECKPOINT_SUMMARY_KEY]!;
+      const chainHash = (JSON.parse(text) as { chainHash: string }).chainHash;
+      // A forged checkpoint in the summary (its chain hash altered, the signature kept) …
+      parent.summary[CHECKPOINT_SUMMARY_KEY] = text.replace(chainHash, `${chainHash[0] === '0' ? '1' : '0'}${chainHash.slice(1)}`);
+      // … under another engine's commit without data change (as a Spark rewrite_manifests of nothing), carrying no auditlake.* keys.
+      const next = replaceSnapshot(loaded.metadata, {
+        snapshotId: 900_001,
+        manifestListPath: parent['manifest-list'],
+        nowMs: Date.now(),
+        previousMetadataPath: loaded.metadataPath,
+        addedFiles: { records: 0, files: 0, sizeBytes: 0, partitions: 0 },
+        deletedFiles: { records: 0, files: 0, sizeBytes: 0 },
+        summaryExtra: { 'spark.app.id': 'other-engine' },
+      });
+      await commitMetadataVersion(objects, table, loaded, next, { term: 1, mayCommit: () => true });
+      const report = await verifyHistory(offline());
+      expect(report.ok).toBe(false);
+      expect(report.message).toContain(`the summary of snapshot ${parent['snapshot-id']}`);
+    } finally {
+      for (const [key, bytes] of saved) await objects.put(key, bytes);
     }
   });
 });
