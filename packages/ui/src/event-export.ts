@@ -7,15 +7,20 @@ export function toNdjson(events: readonly EventOutput[]): string {
 
 export const CSV_COLUMNS = ['eventId', 'timestamp', 'time', 'ingestTs', 'userId', 'source', 'action', 'decision', 'resource', 'tables', 'query', 'details'] as const;
 
-/** A spreadsheet reads a cell as a formula when it starts with one of these, also after leading whitespace (Excel trims it). */
-const FORMULA_START = /^(?:[\t\r]|\s*[=+\-@])/;
+/**
+ * A spreadsheet reads a cell as a formula when it starts with one of these, also after leading
+ * whitespace (Excel trims it); the full-width forms (U+FF1D ＝, U+FF0B ＋, U+FF0D －, U+FF20 ＠)
+ * too, which spreadsheets used with East Asian input methods convert to their ASCII forms.
+ */
+const FORMULA_START = /^(?:[\t\r]|\s*[=+\-@\uff1d\uff0b\uff0d\uff20])/;
 /** Separators (`,`, and `;` where a locale lists with it), quotes, line breaks and tabs: the cell is quoted. */
 const NEEDS_QUOTES = /[",;\r\n\t]/;
 
 /**
  * A cell as RFC 4180 wants it, and never a formula: audit text is written by whoever is
  * audited, and a spreadsheet would run `=HYPERLINK(…)` typed into a query. Following OWASP's
- * advice for CSV injection, a cell whose first non-whitespace character is `=` `+` `-` `@`, or
+ * advice for CSV injection, a cell whose first non-whitespace character is `=` `+` `-` `@` (or
+ * their full-width forms), or
  * that starts with a tab or CR, gets a leading apostrophe; a cell holding `,` `;` `"` CR LF or a
  * tab is quoted (quotes doubled), so Excel in a `;`-separated locale does not split it into
  * cells of which one starts a formula. (The CLI's `auditlake export --format csv` is exact,

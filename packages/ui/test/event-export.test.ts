@@ -24,6 +24,12 @@ describe('event export', () => {
     expect(csvCell('plain')).toBe('plain');
   });
 
+  it('CSV defuses the full-width formula signs, which spreadsheets with East Asian input read as formulas too', () => {
+    expect(['\uff1d1+1', '\uff0b1', '\uff0d1', '\uff20SUM(A1)', '\u3000\uff1d1'].map(csvCell)).toEqual(["'\uff1d1+1", "'\uff0b1", "'\uff0d1", "'\uff20SUM(A1)", "'\u3000\uff1d1"]);
+    // Not at the start, no formula.
+    expect(csvCell('a\uff1d1')).toBe('a\uff1d1');
+  });
+
   it('CSV quotes a cell holding ; or a tab, so a ; locale (Excel) does not split it into a formula cell', () => {
     expect(csvCell('a;=1+1')).toBe('"a;=1+1"');
     expect(csvCell(';=1+1')).toBe('";=1+1"');
