@@ -481,7 +481,16 @@ describe('Admin UI (real browser, real node)', () => {
     const refusal = s.page.locator('[data-setting="audit.tier.maintenance.cron"] .field-error');
     await expect.poll(() => refusal.textContent()).toMatch(/: every ⟨U\+202E⟩ruoh$/);
     expect(await s.page.inputValue('#setting-audit-tier-maintenance-cron')).toBe(`every ${RLO}ruoh`);
+    // The field shows the value reordered, so a note under it shows the control as a mark.
+    expect(await s.page.locator('[data-setting="audit.tier.maintenance.cron"] .bidi-note').textContent()).toBe('holds direction controls: every ⟨U+202E⟩ruoh');
     expect(await noControls()).toEqual([]);
+
+    // A search opened with a spoofed table name: the filter field keeps it exactly, and says what it holds.
+    await s.page.goto(`${node.url}/admin/audit/search?table=${encodeURIComponent(spoofed)}`);
+    await s.page.locator('tr.event-row[data-event-id="bidi-1"]').waitFor();
+    expect(await s.page.inputValue('input[name=table]')).toBe(spoofed);
+    expect(await s.page.locator('input[name=table] + .bidi-note').textContent()).toBe('holds direction controls: hive.sales.⟨U+202E⟩sredro');
+    expect(await s.page.locator('.bidi-note').count()).toBe(1);
     clean(s, [400]);
   });
 

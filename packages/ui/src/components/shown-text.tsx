@@ -1,4 +1,4 @@
-import { revealBidi } from '../display-text.js';
+import { hasBidiControls, revealBidi } from '../display-text.js';
 
 /**
  * Text that came from an event or an operator (user, engine, table, query, a server message
@@ -11,5 +11,20 @@ export function ShownText({ text, class: className, title }: { text: string; cla
     <bdi class={className} title={title === undefined ? undefined : revealBidi(title)}>
       {revealBidi(text)}
     </bdi>
+  );
+}
+
+/**
+ * Under a form field whose value holds bidi controls, the value with each control as a visible
+ * mark. The field itself keeps the value as it is (a search must ask for exactly it), so its
+ * box shows it reordered: `hive.sales.\u202Esredro`, opened from a drill-down link, would read
+ * as "hive.sales.orders" there. Nothing when the value has none.
+ */
+export function BidiNote({ value, id }: { value: string; id?: string }) {
+  if (!hasBidiControls(value)) return null;
+  return (
+    <small class="bidi-note" id={id} role="note">
+      holds direction controls: <ShownText text={value} />
+    </small>
   );
 }
