@@ -148,6 +148,9 @@ export function parseStartOptions(args: string[]): StartOptions {
       throw usageError('--embedded-s3 listens on the --port + 1, and --port 65535 leaves no port after it: give --embedded-s3-port N, or a lower --port');
     }
     options.embeddedS3Port = v['embedded-s3-port'] !== undefined ? parsePort('--embedded-s3-port', v['embedded-s3-port']) : options.port === 0 ? 0 : options.port + 1;
+    if (options.embeddedS3Port !== 0 && options.embeddedS3Port === options.port) {
+      throw usageError(`--embedded-s3-port ${options.embeddedS3Port} is also --port: the HTTP API and the embedded S3 endpoint need a port each`);
+    }
   }
   return options;
 }

@@ -43,6 +43,8 @@ describe('parseStartOptions', () => {
     [['--set', 'colour=blue'], /^--set colour: unknown configuration key; every key starts with auditlake\.\n/],
     // The embedded endpoint's default port is --port + 1: 65536 does not exist.
     [['--port', '65535', '--embedded-s3'], /^--embedded-s3 listens on the --port \+ 1, and --port 65535 leaves no port after it: give --embedded-s3-port N, or a lower --port/],
+    // Both on one port: the second listener would fail at start with an address-in-use error that names neither option.
+    [['--port', '9100', '--embedded-s3', '--embedded-s3-port', '9100'], /^--embedded-s3-port 9100 is also --port: the HTTP API and the embedded S3 endpoint need a port each/],
     [['--embedded-s3', '--set', 'auditlake.embedded.s3.access.key=AK'], /^auditlake\.embedded\.s3\.access\.key and auditlake\.embedded\.s3\.secret\.key are set together or not at all$/],
   ];
   for (const [args, message] of refusals) {
