@@ -110,7 +110,13 @@ export function parseStartOptions(args: string[]): StartOptions {
     } catch (err) {
       throw usageError(`--config ${v.config}: ${(err as Error).message}`);
     }
-    for (const [key, value] of parseProperties(text)) props.set(key, value);
+    for (const [key, value] of parseProperties(text)) {
+      // A shared file may hold other programs' keys, passed over; but one of ours without its
+      // prefix (`audit.retention.days`) is a mistake that would leave the setting unapplied.
+      const meant = key.startsWith('auditlake.') ? undefined : prefixedKey(key);
+      if (meant !== undefined) throw usageError(`--config ${v.config}: ${key}: unknown configuration key; every key starts with auditlake. (did you mean ${meant}?)`);
+      props.set(key, value);
+    }
   }
   for (const assignment of v.set) {
     const eq = assignment.indexOf('=');

@@ -31,6 +31,19 @@ describe('parseStartOptions', () => {
     expect(options).toMatchObject({ nodeId: 'n1', advertiseUrl: 'http://lb:7070', port: 0 });
   });
 
+  it('refuses a --config file holding an auditlake key without its prefix, and passes over other programs\' keys', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'auditlake-cli-'));
+    onTestFinished(() => rm(dir, { recursive: true, force: true }));
+    const shared = join(dir, 'shared.properties');
+    await writeFile(shared, 'spark.sql.shuffle.partitions=8\nauditlake.audit.tier.batch.size=100\n');
+    expect(parseStartOptions(['--config', shared]).config.tierBatchSize).toBe(100);
+    const typo = join(dir, 'typo.properties');
+    await writeFile(typo, 'spark.sql.shuffle.partitions=8\naudit.retention.days=30\n');
+    expect(() => parseStartOptions(['--config', typo])).toThrow(
+      new RegExp(`^--config ${typo.replaceAll('.', '\\.')}: audit\\.retention\\.days: unknown configuration key; every key starts with auditlake\\. \\(did you mean auditlake\\.audit\\.retention\\.days\\?\\)`),
+    );
+  });
+
   const refusals: Array<[string[], RegExp]> = [
     [['--set', 'novalue'], /^--set must be key=value: novalue/],
     [['--port', '70000'], /^--port must be a port number from 0 to 65535: 70000/],
