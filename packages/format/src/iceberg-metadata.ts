@@ -458,8 +458,12 @@ export function expireSnapshots(metadata: IcebergTableMetadata, options: ExpireS
     'snapshot-log': metadata['snapshot-log'].filter((entry) => kept.has(entry['snapshot-id'])),
     'metadata-log': nextMetadataLog(metadata, options.previousMetadataPath, logMax),
   };
-  if (Array.isArray(metadata['statistics'])) {
-    next['statistics'] = (metadata['statistics'] as Array<{ 'snapshot-id'?: number }>).filter((entry) => entry['snapshot-id'] === undefined || kept.has(entry['snapshot-id']));
+  // Both lists name their snapshot (spec "Table Statistics" and "Partition Statistics"): an
+  // entry for an expired one would point readers at a snapshot that no longer exists.
+  for (const field of ['statistics', 'partition-statistics']) {
+    if (Array.isArray(metadata[field])) {
+      next[field] = (metadata[field] as Array<{ 'snapshot-id'?: number }>).filter((entry) => entry['snapshot-id'] === undefined || kept.has(entry['snapshot-id']));
+    }
   }
   assertValid(checkTableMetadata(next));
   return next;

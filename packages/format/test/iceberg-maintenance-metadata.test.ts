@@ -127,6 +127,15 @@ describe('expireSnapshots', () => {
     expect([...retainedSnapshotIds(gone, 1)]).toEqual([3002]);
   });
 
+  it("drops the statistics and partition-statistics entries of expired snapshots, and keeps the retained ones", () => {
+    const before = appended(4);
+    const entries = (field: string) => [1001, 1004].map((id) => ({ 'snapshot-id': id, 'statistics-path': `${LOCATION}/metadata/${field}-${id}.puffin`, 'file-size-in-bytes': 10 }));
+    const withStats = { ...before, statistics: entries('stats'), 'partition-statistics': entries('partition-stats') } as IcebergTableMetadata;
+    const after = expireSnapshots(withStats, { retainLast: 2, nowMs: T0, previousMetadataPath: metadataPath(5) })! as Record<string, unknown>;
+    expect((after['statistics'] as Array<{ 'snapshot-id': number }>).map((e) => e['snapshot-id'])).toEqual([1004]);
+    expect((after['partition-statistics'] as Array<{ 'snapshot-id': number }>).map((e) => e['snapshot-id'])).toEqual([1004]);
+  });
+
   it('answers undefined when nothing would expire, and refuses retainLast < 1', () => {
     expect(expireSnapshots(appended(3), { retainLast: 3, nowMs: T0, previousMetadataPath: metadataPath(4) })).toBeUndefined();
     expect(() => retainedSnapshotIds(appended(3), 0)).toThrow(TypeError);
