@@ -29,7 +29,7 @@ import { IndexWriter, termsFromJson, type IndexSink } from './index-writer.js';
 import { planIndexedSearch } from './index-reader.js';
 import { rangeBatchesNewestFirst } from './range-values.js';
 import { StoredEventText } from './stored-event-text.js';
-import type { IndexField } from './index-keys.js';
+import { indexValuePrefix, tableNameKey, type IndexField } from './index-keys.js';
 import { backfillErasureIndex, backfillIndexes } from './index-backfill.js';
 import { backfillLedger } from './ledger-backfill.js';
 import { TextSketchWriter } from './text-sketch-writer.js';
@@ -212,6 +212,8 @@ export class AuditStore {
   #outboxCount = 0;
   readonly #unsentNewIds = new UnsentNewIds();
   readonly #timeAssigned = new TimeAssignedEntries();
+  /** Table names an erasure took out of events (IndexUpdate.erasedTables), to drop from the dictionary once none names them. */
+  readonly #erasedTables = new Set<string>();
   /** The newest entries this node appended, for pulls (LogTail says why). */
   readonly #tail: LogTail;
   #metaVersion = 0;
@@ -285,7 +287,7 @@ export class AuditStore {
       chain: store.#chain,
       ledger: store.#ledger,
       days: store.#days,
-      indexIntegrity: (batch, entries, newTables) => addIntegrityPuts(store.#db, batch, entries, { index, newTables }),
+      indexIntegrity: (batch, entries, newTables) => addIntegrityPuts(store.#db, batch, entries, { index, newTables, erasedTables: store.#erasedTables }),
     });
     const outboxKeys = await store.#db.keys({ gte: PREFIX.outbox, lt: prefixEnd(PREFIX.outbox) }).all();
     store.#outboxCount = outboxKeys.length;
@@ -392,6 +394,7 @@ export class AuditStore {
       this.#metaVersion++;
     }
     if (written.stored.length > 0) this.#logGrew();
+    if (this.#erasedTables.size > 0) await this.#openWriter().exclusive(({ db }) => this.#dropUnusedTableNames(db));
     if (written.repeated === undefined) return { stored: written.stored, duplicates: 0, conflicts: [] };
     return { stored: written.stored, ...(await this.#sortRepeated(written.repeated)) };
   }
@@ -523,6 +526,33 @@ export class AuditStore {
     return applied;
   }
 
+  /**
+   * Deletes the dictionary key of each table name an erasure took out of events (#erasedTables)
+   * that no event's index key names any more: the name is a value the erasure removes, and the
+   * dictionary is kept on every copy and read back at start. Within an exclusive operation, so
+   * no batch in flight names one meanwhile. A name whose check or delete fails stays (as before).
+   */
+  async #dropUnusedTableNames(db: ExclusiveContext['db']): Promise<void> {
+    if (this.#erasedTables.size === 0) return;
+    const names = [...this.#erasedTables];
+    this.#erasedTables.clear();
+    try {
+      const unused: string[] = [];
+      for (const name of names) {
+        const prefix = indexValuePrefix('table', name);
+        const [first] = await db.keys({ gte: prefix, lt: prefixEnd(prefix), limit: 1 }).all();
+        if (first === undefined) unused.push(name);
+      }
+      if (unused.length === 0) return;
+      const batch = db.batch();
+      for (const name of unused) batch.del(tableNameKey(name));
+      await batch.write({ sync: true });
+      this.#openIndex().dropped(unused);
+    } catch {
+      // The erasure itself is written; only the names stay in the dictionary (as they did).
+    }
+  }
+
   /** applyReplicated's write, within an exclusive operation. */
   async #applyWithin({ db, position, setPosition, runs }: ExclusiveContext, entries: readonly Uint8Array[], starts: readonly TermStart[], received = true): Promise<number> {
     const index = this.#openIndex();
@@ -597,7 +627,7 @@ export class AuditStore {
       await days.prepare();
       days.putChanged(batch);
       if (last !== undefined && chain.enabled) {
-        await addIntegrityPuts(db, batch, integrity, { index, newTables });
+        await addIntegrityPuts(db, batch, integrity, { index, newTables, erasedTables: this.#erasedTables });
         batch.put(CHAIN_HEAD_KEY, JSON.stringify({ seq: last.seq, hash: head.hash }));
       }
       if (gapSeqMax > this.#gapSeqMax) {
@@ -623,6 +653,7 @@ export class AuditStore {
     }
     for (const run of added) runs.add(run);
     if (chain.enabled) chain.commit(head);
+    await this.#dropUnusedTableNames(db);
     ledger.commit();
     days.commit();
     // The log now ends past the tail; a standby serves no pulls, so it keeps none.

@@ -162,10 +162,22 @@ export class IndexWriter {
     }
   }
 
-  /** Adds the index deletes of one event (its dictionary names stay: a name without events is an empty range). */
+  /**
+   * Adds the index deletes of one event. Its dictionary names stay (a name without events is an
+   * empty range), but for an erasure's: AuditStore drops those once no event names them.
+   */
   del(sink: IndexSink, terms: IndexTerms, timestampMs: number, seq: number): void {
     const suffix = encodeUint(timestampMs) + encodeUint(seq);
     for (const prefix of indexPrefixes(terms)) sink.del(prefix + suffix);
+  }
+
+  /**
+   * These names' dictionary keys were deleted (written): no event names them any more. Called
+   * only with every write held (an exclusive step of the writer), so no batch in flight can
+   * hold an event naming one while it leaves memory.
+   */
+  dropped(tables: readonly string[]): void {
+    this.forget(new Set(tables));
   }
 
   /** The batch that would have written these dictionary names failed: they are not known after all. */

@@ -16,6 +16,11 @@ export interface IndexUpdate {
   index: IndexWriter;
   /** Table names new to the dictionary in this batch (IndexWriter.put). */
   newTables: Set<string>;
+  /**
+   * Collects the table names an erasure took out of events: once the batch is written, each
+   * that no event names any more leaves the dictionary (a name is a value the erasure removes).
+   */
+  erasedTables?: Set<string>;
 }
 
 /** A public key the log registered, as the key index keeps it. */
@@ -85,6 +90,7 @@ async function eraseTargets(db: Level<string, string>, batch: PutSink, entry: In
     // The index keys hold the values (user, tables): the erased ones go, the marker's come.
     indexes.index.del(batch, termsFromJson(value), before.timestamp, before.seq);
     indexes.index.put(batch, termsFromJson(json), before.timestamp, before.seq, indexes.newTables);
+    if (details.fields.includes('tables')) for (const table of before.tables) indexes.erasedTables?.add(table);
     rewrote = true;
   }
   return rewrote;

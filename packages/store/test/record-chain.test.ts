@@ -227,6 +227,52 @@ describe('erasure', () => {
   });
 });
 
+describe('erasing tables', () => {
+  /** The table-name dictionary as LevelDB holds it (the store closed to read it, then opened again). */
+  async function dictionaryOf(store: AuditStore): Promise<string[]> {
+    const where = store.location;
+    await store.close();
+    const db = new Level<string, string>(where);
+    try {
+      return (await db.keys({ gte: 'x!T', lt: 'x!U' }).all()).map((key) => key.slice(3));
+    } finally {
+      await db.close();
+    }
+  }
+
+  it('drops a name no event names any more from the dictionary of every copy, and keeps a name still in use', async () => {
+    const leaderAt = await location();
+    const standbyAt = await location();
+    let leader = await openStore({ location: leaderAt });
+    let standby = await openStore({ location: standbyAt });
+    await leader.append([ev(1, { tables: ['hive.med.carol_results', 't2'] }), ev(2, { tables: ['t2'] })]);
+    await standby.applyReplicated(await leader.readEncodedBySeq(0, 10));
+    const target = (await leader.getBySeq(1)) as StoredEvent;
+    const details = encodeErasureDetails({ v: 1, fields: ['tables'], records: [{ eventId: target.eventId, seq: 1 }] });
+    await leader.append([{ ...ev(3, { tables: [] }), source: SELF_SOURCE, action: INTEGRITY_ACTIONS.erase, details }]);
+    await standby.applyReplicated(await leader.readEncodedBySeq(2, 10));
+    for (const store of [leader, standby]) {
+      const found: number[] = [];
+      for await (const event of store.search({ action: 'all', table: 'carol' })) found.push(event.seq);
+      expect(found).toEqual([]);
+    }
+    expect(await dictionaryOf(leader)).toEqual([ERASED_MARKER, 't2']);
+    expect(await dictionaryOf(standby)).toEqual([ERASED_MARKER, 't2']);
+    // The name comes back with a new event that names it, after a restart too.
+    leader = await openStore({ location: leaderAt });
+    await leader.append([ev(4, { tables: ['hive.med.carol_results'] })]);
+    standby = await openStore({ location: standbyAt });
+    await standby.applyReplicated(await leader.readEncodedBySeq(3, 10));
+    for (const [store, at] of [[leader, leaderAt], [standby, standbyAt]] as const) {
+      expect(await dictionaryOf(store)).toEqual([ERASED_MARKER, 'hive.med.carol_results', 't2']);
+      const reopened = await openStore({ location: at });
+      const found: number[] = [];
+      for await (const event of reopened.search({ action: 'all', table: 'carol' })) found.push(event.seq);
+      expect(found).toEqual([4]);
+    }
+  });
+});
+
 describe('the index of erasure records', () => {
   function erasureOf(timestamp: number, target: StoredEvent): AuditEvent {
     const details = encodeErasureDetails({ v: 1, fields: ['query'], records: [{ eventId: target.eventId, seq: target.seq }] });
