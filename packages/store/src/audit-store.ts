@@ -89,6 +89,11 @@ const SOURCE_SEQ_KEY = ',"sourceSeq":';
 
 /** Local-metadata key of the seq ranges retention deleted (PrunedRanges). */
 const PRUNED_RANGES_KEY = localKey('prunedRanges');
+/**
+ * Local-metadata key of the seq of the newest checkpoint record retention deleted, whose
+ * checkpoint index entry (`c!<seq>`) retention keeps: the next checkpoint links to it.
+ */
+const PRUNED_CHECKPOINT_KEY = localKey('prunedCheckpointSeq');
 /** Local-metadata key of #tieredCountedThrough. */
 const TIERED_COUNTED_THROUGH_KEY = localKey('dayLedgerTieredThrough');
 /**
@@ -241,6 +246,12 @@ export class AuditStore {
   #chain: RecordChain | undefined;
   /** Seqs retention deleted, with the chain hash at each range's end (verify goes on from it). */
   #pruned = new PrunedRanges([]);
+  /**
+   * The seq of the newest checkpoint record retention deleted: its entry in the checkpoint
+   * index is kept (the others' are deleted with their records), so the log's newest checkpoint
+   * is always known, however much retention deleted, and the next one continues its chain.
+   */
+  #prunedCheckpointSeq: number | undefined;
   /** Per source, the sourceSeqs received (the completeness ledger). */
   #ledger = new SourceLedger();
   /** Per day and source, the events received, pruned and tiered (the ledger's counts). */
@@ -272,6 +283,8 @@ export class AuditStore {
     const position = await store.#readPosition();
     store.#chain = new RecordChain(options.chain ?? true, await store.#readChainHead(position.lastSeq));
     store.#pruned = new PrunedRanges(JSON.parse((await store.#db.get(PRUNED_RANGES_KEY)) ?? '[]') as PrunedRange[]);
+    const prunedCheckpoint = await store.#db.get(PRUNED_CHECKPOINT_KEY);
+    store.#prunedCheckpointSeq = prunedCheckpoint === undefined ? undefined : Number(prunedCheckpoint);
     store.#ledger = await SourceLedger.load(store.#db);
     for (const [key, value] of await store.#db.iterator({ gte: PREFIX.meta, lt: prefixEnd(PREFIX.meta) }).all()) store.#metaText.set(key.slice(PREFIX.meta.length), value);
     await backfillLedger(store.#db, store.#ledger, store.#days);
@@ -747,6 +760,9 @@ export class AuditStore {
       result.moved++;
     }
     for (const key of await db.keys({ gte: checkpointKey(seq), lt: prefixEnd(PREFIX.checkpoint) }).all()) ops.push({ type: 'del', key });
+    // The checkpoint kept for retention goes too when the cut reaches it (its index entry just went).
+    const prunedCheckpointCut = this.#prunedCheckpointSeq !== undefined && this.#prunedCheckpointSeq >= seq;
+    if (prunedCheckpointCut) ops.push({ type: 'del', key: PRUNED_CHECKPOINT_KEY });
     for (const key of await db.keys({ gte: erasureKey(seq), lt: prefixEnd(PREFIX.erasure) }).all()) ops.push({ type: 'del', key });
     for (const [key, value] of await db.iterator({ gte: PREFIX.key, lt: prefixEnd(PREFIX.key) }).all()) {
       if ((JSON.parse(value) as RegisteredKey).seq >= seq) ops.push({ type: 'del', key });
@@ -767,6 +783,7 @@ export class AuditStore {
     this.#tieredCountedThrough = tieredCountedThrough;
     this.#deleteVersion++;
     this.#cuts++;
+    if (prunedCheckpointCut) this.#prunedCheckpointSeq = undefined;
     runs.cutAfter(seq - 1);
     this.#tail.clear();
     chain.commit(head);
@@ -993,6 +1010,7 @@ export class AuditStore {
       const touchedBlocks = new Set<number>();
       const pruned = new PrunedRanges(this.#pruned.all);
       const days = this.#days.begin();
+      const checkpointSeqs: number[] = [];
       for (const [key, value] of entries) {
         const event = JSON.parse(value) as StoredEvent;
         if (maxSeq !== undefined && event.seq > maxSeq) continue;
@@ -1003,7 +1021,7 @@ export class AuditStore {
         batch.del(idKey(event.eventId));
         index.del(batch, event, event.timestamp, event.seq);
         const kind = integrityKindOf(event.source, event.action);
-        if (kind === 'checkpoint') batch.del(checkpointKey(event.seq));
+        if (kind === 'checkpoint') checkpointSeqs.push(event.seq);
         else if (kind === 'erase') batch.del(erasureKey(event.seq));
         pruned.add(event.seq, event.chainHash);
         gapSeqMax = Math.max(gapSeqMax, event.seq);
@@ -1017,10 +1035,21 @@ export class AuditStore {
         // after it was read here (the rewrite would bring it back without its other keys),
         // and the counts are added to rows no other batch changes meanwhile.
         await this.#openWriter().exclusive(async () => {
+          // The newest checkpoint deleted so far keeps its index entry; the others' go. Decided
+          // here, in the writer's queue, where no cut of the log can come in between.
+          let prunedCheckpointSeq = this.#prunedCheckpointSeq;
+          for (const seq of checkpointSeqs) {
+            if (prunedCheckpointSeq === undefined || seq > prunedCheckpointSeq) {
+              if (prunedCheckpointSeq !== undefined) batch.del(checkpointKey(prunedCheckpointSeq));
+              prunedCheckpointSeq = seq;
+            } else batch.del(checkpointKey(seq));
+          }
+          if (prunedCheckpointSeq !== this.#prunedCheckpointSeq) batch.put(PRUNED_CHECKPOINT_KEY, String(prunedCheckpointSeq));
           await days.prepare();
           days.putChanged(batch);
           await batch.write({ sync: false });
           days.commit();
+          this.#prunedCheckpointSeq = prunedCheckpointSeq;
         });
         this.#deleteVersion++;
         this.#gapSeqMax = gapSeqMax;
@@ -1246,7 +1275,9 @@ export class AuditStore {
 
   /**
    * The checkpoint records of the log (their seq and signed checkpoint text), newest last;
-   * with `limit`, only the newest that many.
+   * with `limit`, only the newest that many. Those retention deleted are not listed, but for
+   * the newest of them: the log's newest checkpoint is listed however much retention deleted,
+   * so the next one continues its chain.
    */
   async checkpoints(limit = Number.MAX_SAFE_INTEGER): Promise<Array<{ seq: number; checkpoint: string }>> {
     this.#openWriter();
