@@ -464,8 +464,27 @@ export class ChainVerifier {
     return first !== undefined && last !== undefined && seq >= first && seq <= last && !this.#isPruned(seq);
   }
 
+  /**
+   * Where the history ends: at its last record, or — when ranges the source declared deleted by
+   * retention follow that record without a hole — at the end of the last of them (a node whose
+   * newest records retention deleted, after they were tiered), with the chain hash kept there.
+   * Seqs past that which are neither present nor declared deleted are a truncated tail.
+   */
+  #historyEnd(): { seq: number; chainHash: string | undefined } {
+    let seq = this.#last?.seq ?? 0;
+    let chainHash = this.#last?.chainHash;
+    for (const range of [...(this.#options.pruned ?? [])].sort((a, b) => a.fromSeq - b.fromSeq)) {
+      if (range.fromSeq > seq + 1 || range.toSeq <= seq) continue;
+      this.#pruned += range.toSeq - seq;
+      seq = range.toSeq;
+      chainHash = range.chainHash;
+    }
+    return { seq, chainHash };
+  }
+
   #checkTail(): void {
-    const lastSeq = this.#last?.seq ?? 0;
+    const end = this.#historyEnd();
+    const lastSeq = end.seq;
     const covered = Math.max(0, ...this.#checkpoints.map((c) => c.checkpoint.seq), ...(this.#options.checkpoints ?? []).map((c) => c.checkpoint.seq));
     if (covered > lastSeq) {
       const found = [...this.#checkpoints, ...(this.#options.checkpoints ?? [])].find((c) => c.checkpoint.seq === covered) as FoundCheckpoint;
@@ -492,7 +511,7 @@ export class ChainVerifier {
     const head = this.#options.head;
     if (head !== undefined && head.seq > lastSeq) {
       this.#break({ kind: 'truncated', seq: lastSeq + 1, toSeq: head.seq, message: `truncated tail: the history ends at seq ${lastSeq}, but ${head.where} ends at seq ${head.seq} (${head.seq - lastSeq} missing)` });
-    } else if (head !== undefined && head.seq === lastSeq && head.chainHash !== undefined && this.#last?.chainHash !== undefined && head.chainHash !== this.#last.chainHash) {
+    } else if (head !== undefined && head.seq === lastSeq && head.chainHash !== undefined && end.chainHash !== undefined && head.chainHash !== end.chainHash) {
       this.#break({ kind: 'chain', seq: lastSeq, message: `chain broken at seq ${lastSeq}: ${head.where} ends with another chain_hash` });
     }
   }

@@ -63,6 +63,23 @@ describe('an untouched history', () => {
     expect(report.message).toMatch(/^verified 8 records, seq 1\.\.12, 1 checkpoint; 4 records removed by retention$/);
   });
 
+  it('ends where the declared retention ranges after its last record end (a node whose newest records retention deleted)', () => {
+    const log = buildLog(events(10), { checkpointEvery: 5 });
+    const n = log.records.length;
+    const where = 'node n1';
+    const head = { seq: n, chainHash: log.records[n - 1]?.chainHash, where };
+    const shownKeys = [{ text: encodePublishedKey(publishKey(log.key, 'node-1')), where }];
+    const checkpoints = log.checkpoints.map((checkpoint) => ({ checkpoint, where }));
+    // The newest records deleted, the older ones still held.
+    const tail = verify(log.records.filter((r) => r.seq <= 6), { pruned: [{ fromSeq: 7, toSeq: n, chainHash: head.chainHash }], head, checkpoints, shownKeys });
+    expect(tail.message).toBe(`verified 6 records, seq 1..6, 3 checkpoints; ${n - 6} records removed by retention`);
+    expect(tail.ok).toBe(true);
+    // Every record deleted, in two ranges; the node still shows its newest checkpoint.
+    const none = verify([], { pruned: [{ fromSeq: 1, toSeq: 4, chainHash: log.records[3]?.chainHash }, { fromSeq: 5, toSeq: n, chainHash: head.chainHash }], head, checkpoints: checkpoints.slice(-1), shownKeys });
+    expect(none.message).toBe(`verified 0 records, no records, 1 checkpoint; ${n} records removed by retention`);
+    expect(none.ok).toBe(true);
+  });
+
   it('verifies history from a later start when its start is not claimed', () => {
     const log = buildLog(events(10));
     const report = new ChainVerifier({ shownKeys: [{ text: encodePublishedKey(publishKey(log.key, 'node-1')), where: 'a listing' }] });
@@ -141,6 +158,24 @@ describe('tampering', () => {
     );
     // …and by a node whose log goes further.
     expect(verify(log.records.slice(0, 20), { head: { seq: lastRecord, chainHash: undefined, where: 'the node' } }).message).toBe(`truncated tail: the history ends at seq 20, but the node ends at seq ${lastRecord} (${lastRecord - 20} missing)`);
+  });
+
+  it('a truncated tail is caught past the declared retention ranges that follow the last record', () => {
+    const lastRecord = log.records.length;
+    const head = { seq: lastRecord, chainHash: log.records[lastRecord - 1]?.chainHash, where: 'the node' };
+    const held = log.records.filter((r) => r.seq <= 20);
+    // The node's log goes further than what it declares deleted…
+    expect(verify(held, { head, pruned: [{ fromSeq: 21, toSeq: 25, chainHash: at(25).chainHash }] }).message).toBe(`truncated tail: the history ends at seq 25, but the node ends at seq ${lastRecord} (${lastRecord - 25} missing)`);
+    // …a declared range after a hole does not carry the history across the hole…
+    expect(verify(held, { head, pruned: [{ fromSeq: 23, toSeq: lastRecord, chainHash: head.chainHash }] }).message).toBe(`truncated tail: the history ends at seq 20, but the node ends at seq ${lastRecord} (${lastRecord - 20} missing)`);
+    // …a checkpoint covers records past the declared range…
+    const digests = log.checkpoints.map((checkpoint) => ({ checkpoint, where: `_integrity/checkpoints/${checkpoint.seq}.json` }));
+    const last = log.checkpoints[log.checkpoints.length - 1]!;
+    expect(verify(held, { checkpoints: digests, pruned: [{ fromSeq: 21, toSeq: 25, chainHash: at(25).chainHash }] }).message).toBe(
+      `truncated tail: the history ends at seq 25, but the checkpoint in _integrity/checkpoints/${last.seq}.json covers records up to seq ${last.seq} (${last.seq - 25} missing)`,
+    );
+    // …and a declared range that ends with another chain hash than the node's end is a break.
+    expect(verify(held, { head, pruned: [{ fromSeq: 21, toSeq: lastRecord, chainHash: 'f'.repeat(64) }] }).message).toBe(`chain broken at seq ${lastRecord}: the node ends with another chain_hash`);
   });
 
   it('two records swapped (their seqs exchanged) are reordered', () => {
