@@ -1,0 +1,106 @@
+// Goal: a healthy node whose tiered records retention deleted, every one of them, verifies — from
+// the bucket alone, online and as one. Two ways this failed: the next checkpoint after retention
+// deleted every checkpoint record started a new chain of checkpoints (offline: "belongs to another
+// chain"), and online the history was taken to end at its last record held, not at the end of the
+// ranges the node declares deleted after it ("truncated tail").
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { checkpointHash } from '@auditlake/integrity';
+import { resolveConfig } from '@auditlake/model';
+import { startAuditNode, type AuditNode } from '@auditlake/server';
+import { afterEach, describe, expect, it } from 'vitest';
+import { verifyHistory } from '../src/verify-command.js';
+import { parseVerifyOptions } from '../src/verify-options.js';
+import { adminRequest, ingestAll, offlineVerifyOptions, waitFor } from './verify-node.js';
+
+const ADMIN_TOKEN = 'admin-token-for-verify-retention-tail';
+const TIER = 's3://auditlake/audit';
+
+let node: AuditNode | undefined;
+let dataDir: string | undefined;
+
+afterEach(async () => {
+  await node?.close();
+  node = undefined;
+  if (dataDir !== undefined) await rm(dataDir, { recursive: true, force: true });
+  dataDir = undefined;
+});
+
+function event(id: string): Record<string, unknown> {
+  return { eventId: id, userId: 'ana', source: 'trino', action: 'data:Select', resource: `hive.sales.${id}`, ts: Date.now() - 1000 };
+}
+
+/** Until the tier holds the whole log and retention deleted all of it here. */
+async function waitUntilTieredAndPruned(target: AuditNode): Promise<void> {
+  const head = target.store.chainHead.seq;
+  await waitFor(`tiering and retention through seq ${head}`, async () => (await target.tiering.watermark()).seq >= head && (await target.store.readBySeq(0, 1)).length === 0 && target.store.prunedRanges.some((r) => r.toSeq === head), 60_000);
+}
+
+describe('verify after retention deleted every record of a tiered node', () => {
+  it('passes offline, online and as one, with one chain of checkpoints', async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'auditlake-verify-retention-tail-'));
+    node = await startAuditNode({
+      dataDir,
+      host: '127.0.0.1',
+      port: 0,
+      embeddedS3Port: 0,
+      adminToken: ADMIN_TOKEN,
+      logger: false,
+      config: resolveConfig(
+        new Map(
+          Object.entries({
+            'auditlake.audit.tier.mode': 'parquet',
+            'auditlake.audit.tier.parquet.path': TIER,
+            'auditlake.audit.tier.connectionId': 'local',
+            'auditlake.audit.tier.interval.ms': '100',
+            'auditlake.audit.tier.ingest.settle.ms': '0',
+            'auditlake.audit.tier.retain.local.days': '0',
+            'auditlake.audit.retention.interval.ms': '100',
+            // Checkpoints come from the test (checkpointNow), not from a timer.
+            'auditlake.audit.integrity.checkpoint.events': '1000000',
+            'auditlake.audit.integrity.checkpoint.interval.ms': '3600000',
+          }),
+        ),
+      ),
+    });
+    const target = node;
+    const offline = () => verifyHistory(offlineVerifyOptions(target, ['--path', TIER], ['--threads', '0']));
+    const nodeArgs = ['--url', target.url, '--token', ADMIN_TOKEN, '--threads', '0'];
+    const online = () => verifyHistory(parseVerifyOptions(nodeArgs, {}));
+    const both = () => verifyHistory(offlineVerifyOptions(target, ['--path', TIER], nodeArgs));
+
+    await ingestAll(target, ADMIN_TOKEN, [event('a1'), event('a2')]);
+    const first = await target.integrity.checkpointNow();
+    expect(first).toBeDefined();
+    await waitUntilTieredAndPruned(target);
+    // Online with nothing held: the node declares 1..head deleted and still shows its newest checkpoint.
+    let head = target.store.chainHead.seq;
+    const emptied = await online();
+    expect(emptied.message).toBe(`verified 0 records, no records, 1 checkpoint; ${head} records removed by retention`);
+    expect(emptied.ok).toBe(true);
+
+    await ingestAll(target, ADMIN_TOKEN, [event('b1')]);
+    const second = await target.integrity.checkpointNow();
+    // The same chain of checkpoints, linked to the one whose record retention deleted.
+    expect(second?.chainId).toBe(first?.chainId);
+    expect(second?.previousCheckpointHash).toBe(checkpointHash(first!));
+    await waitUntilTieredAndPruned(target);
+    head = target.store.chainHead.seq;
+
+    const fromBucket = await offline();
+    expect(fromBucket.message).toBe(`verified ${head} records, seq 1..${head}, 2 checkpoints`);
+    expect(fromBucket.ok).toBe(true);
+    const fromNode = await online();
+    expect(fromNode.message).toBe(`verified 0 records, no records, 1 checkpoint; ${head} records removed by retention`);
+    expect(fromNode.ok).toBe(true);
+    const asOne = await both();
+    expect(asOne.message).toBe(`verified ${head} records, seq 1..${head}, 2 checkpoints`);
+    expect(asOne.ok).toBe(true);
+
+    // The integrity listing agrees: one chainId, the newest checkpoint kept though its record is gone.
+    const view = (await (await adminRequest(target, ADMIN_TOKEN, '/admin/audit/integrity')).json()) as { chainId: string; checkpoints: unknown[] };
+    expect(view.chainId).toBe(first?.chainId);
+    expect(view.checkpoints).toHaveLength(1);
+  });
+});
