@@ -118,7 +118,7 @@ function verifierOptionsOf(options: VerifyOptions, pinnedKeys: KeyObject[], tier
   const shownKeys: ShownKey[] = [...(tier?.keys ?? [])];
   if (view !== undefined && client !== undefined) {
     const where = `node ${view.nodeId} (${client.shown})`;
-    for (const { checkpoint } of view.checkpoints) checkpoints.push({ checkpoint: parseSignedCheckpoint(checkpoint), where });
+    for (const { seq, checkpoint } of view.checkpoints) checkpoints.push({ checkpoint: parseSignedCheckpoint(checkpoint), where, recordSeq: seq });
     for (const { key } of view.keys) shownKeys.push({ text: key, where });
   }
   const verifierOptions: ChainVerifierOptions = { checkpoints, shownKeys, startSeq: options.fromSeq };

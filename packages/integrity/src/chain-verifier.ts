@@ -20,6 +20,11 @@ export interface FoundCheckpoint {
   checkpoint: SignedCheckpoint;
   /** Where it was found, for messages. */
   where: string;
+  /**
+   * The seq of the checkpoint record holding it, when the source names it (a node's listing).
+   * Otherwise taken to be right after the seq it covers, where the leader nearly always appends it.
+   */
+  recordSeq?: number;
 }
 
 /** A public key shown outside the chain (a node's listing, a `_integrity/keys/` object). */
@@ -496,12 +501,12 @@ export class ChainVerifier {
       });
     }
     // A checkpoint shown outside the records was made by a checkpoint record after the seq it
-    // covers: within this history, that record must be there.
+    // covers: within this history, that record must be there, unless declared deleted by retention.
     const recorded = new Set(this.#checkpoints.map((found) => checkpointHash(found.checkpoint)));
     const start = this.#firstSeq ?? Infinity;
     for (const found of this.#options.checkpoints ?? []) {
       const seq = found.checkpoint.seq;
-      if (seq < start || recorded.has(checkpointHash(found.checkpoint)) || this.#isPruned(seq + 1)) continue;
+      if (seq < start || recorded.has(checkpointHash(found.checkpoint)) || this.#isPruned(found.recordSeq ?? seq + 1)) continue;
       this.#break({
         kind: 'truncated',
         seq: Math.min(seq + 1, lastSeq + 1),

@@ -12,6 +12,7 @@ import {
   fieldHash,
   GENESIS_CHAIN_HASH as GENESIS,
   INTEGRITY_ACTIONS,
+  keyRegistrationEvent,
   publishKey,
   signCheckpoint,
   type ChainVerifierOptions,
@@ -78,6 +79,32 @@ describe('an untouched history', () => {
     const none = verify([], { pruned: [{ fromSeq: 1, toSeq: 4, chainHash: log.records[3]?.chainHash }, { fromSeq: 5, toSeq: n, chainHash: head.chainHash }], head, checkpoints: checkpoints.slice(-1), shownKeys });
     expect(none.message).toBe(`verified 0 records, no records, 1 checkpoint; ${n} records removed by retention`);
     expect(none.ok).toBe(true);
+  });
+
+  it('takes a shown checkpoint whose record retention deleted as declared, also when records came between it and the seq it covers', () => {
+    const key = newKey();
+    const records: VerifyRecord[] = [];
+    const push = (values: Parameters<typeof event>[0] & object) => {
+      const seq = records.length + 1;
+      records.push(chained({ ...event(), ...values, seq, term: 1, ingestTs: 1_700_000_000_000 + seq }, records.at(-1)?.chainHash ?? GENESIS));
+    };
+    push(keyRegistrationEvent(`key-${key.keyId}`, publishKey(key, 'node-1'), 1_700_000_000_000));
+    push({});
+    push({});
+    const signed = signCheckpoint({ v: 1, chainId: 'chain-a', seq: 3, chainHash: records[2]?.chainHash as string, timeMs: 1, term: 1, keyId: key.keyId, nodeId: 'node-1', previousCheckpointHash: '' }, key.privateKey);
+    // An event ordered after the head was read, then the checkpoint's record (seq 5), then another.
+    push({});
+    push(checkpointEvent('cp-3', signed));
+    push({});
+    const held = records.filter((r) => r.seq !== 5);
+    const options = { pruned: [{ fromSeq: 5, toSeq: 5, chainHash: records[4]?.chainHash }], head: { seq: 6, chainHash: records[5]?.chainHash, where: 'node n1' } };
+    const shown = { checkpoint: signed, where: 'node n1' };
+    expect(verify(held, { ...options, checkpoints: [{ ...shown, recordSeq: 5 }] }).message).toBe('verified 5 records, seq 1..6, 1 checkpoint; 1 record removed by retention');
+    // Its record not deleted but gone: still records removed.
+    const undeclared = verify(held, { ...options, pruned: [], checkpoints: [{ ...shown, recordSeq: 5 }] });
+    expect(undeclared.message).toBe('records removed: the checkpoint at seq 3 (node n1) has no checkpoint record in the history after seq 3');
+    expect(undeclared.breaks.map((b) => b.message)).toContain('missing records: seq 5..5 (1 record)');
+    expect(verify(held.filter((r) => r.seq !== 6), { checkpoints: [{ ...shown, recordSeq: 5 }] }).message).toBe('records removed: the checkpoint at seq 3 (node n1) has no checkpoint record in the history after seq 3');
   });
 
   it('verifies history from a later start when its start is not claimed', () => {
