@@ -6,6 +6,11 @@
 export const AuditErrorCode = {
   /** A request (event, parameter, setting) was refused as invalid; nothing was stored. */
   BAD_REQUEST: 'AUDIT_BAD_REQUEST',
+  /**
+   * An erasure named one of auditlake's own records (source `auditlake`: settings changes,
+   * refusals, tier adoptions, maintenance runs, integrity records); nothing was erased.
+   */
+  SELF_RECORD_NOT_ERASABLE: 'AUDIT_SELF_RECORD_NOT_ERASABLE',
   /** The request body declared a media type or charset the node does not read (only UTF-8 JSON). */
   UNSUPPORTED_MEDIA_TYPE: 'AUDIT_UNSUPPORTED_MEDIA_TYPE',
   /** The request body was larger than the configured limit. */

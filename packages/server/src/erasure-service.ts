@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { ERASABLE_FIELDS, erasureDetailsChunks, integrityKindOf, isErasableField, type ErasableField, type ErasedRecordRef } from '@auditlake/integrity';
-import { AuditError, AuditErrorCode, encodeEvent, INTEGRITY_ACTIONS, jsonForMessage, SELF_SOURCE, type AuditEvent } from '@auditlake/model';
+import { ERASABLE_FIELDS, erasureDetailsChunks, isErasableField, type ErasableField, type ErasedRecordRef } from '@auditlake/integrity';
+import { AuditError, AuditErrorCode, encodeEvent, INTEGRITY_ACTIONS, isSelfSource, jsonForMessage, SELF_SOURCE, type AuditEvent } from '@auditlake/model';
 import type { AuditStore, Sequencer } from '@auditlake/store';
 
 /** Most eventIds one erasure request names. */
@@ -63,19 +63,22 @@ function someNamed(names: readonly string[]): string {
  * then replaces those values by the marker and keeps their field hashes, so the chain verifies.
  * Records that retention already removed from the local store are named from the tier
  * (`findTiered`); the sweep then rewrites the tier's rows. An eventId found in neither is
- * refused, naming it, and nothing is erased. So is one of auditlake's own integrity records
- * (an erasure record, a checkpoint, a key registration): the proof rests on them whole, and an
- * erasure record erased would no longer be applied (the tier would show what it erased).
+ * refused, naming it, and nothing is erased. So is any of auditlake's own records (source
+ * `auditlake`), with AUDIT_SELF_RECORD_NOT_ERASABLE: its integrity records (an erasure record, a
+ * checkpoint, a key registration), since the proof rests on them whole and an erasure record
+ * erased would no longer be applied (the tier would show what it erased); and its control-plane
+ * records (settings changes, refused access, tier adoptions, maintenance runs), which say who
+ * changed or tried what on the node — an admin who could blank them could hide their own changes.
  */
 export async function eraseFields(store: AuditStore, request: ErasureRequest, requestedBy: string, nowMs: number, sequencer: Sequencer, findTiered?: TieredRecordFinder): Promise<ErasureResult> {
   // Every copy of each event, by seq: the local one, and each the tier holds — an event re-sent
   // after retention deleted its local copy was stored and tiered again under a new seq.
   const seqs = new Map<string, Set<number>>();
-  const integrity: string[] = [];
+  const own: string[] = [];
   const found = (eventId: string, record: { seq: number; source: string; action: string }) => {
     const copies = seqs.get(eventId) ?? new Set<number>();
     seqs.set(eventId, copies.add(record.seq));
-    if (integrityKindOf(record.source, record.action) !== undefined && !integrity.some((named) => named.startsWith(`${eventId} (`))) integrity.push(`${eventId} (${record.action})`);
+    if (isSelfSource(record.source) && !own.some((named) => named.startsWith(`${eventId} (`))) own.push(`${eventId} (${record.action})`);
   };
   const timestamps = new Map<string, number>();
   for (const eventId of request.eventIds) {
@@ -101,9 +104,10 @@ export async function eraseFields(store: AuditStore, request: ErasureRequest, re
   if (unknown.length > 0) {
     refuse(`${unknown.length === 1 ? 'event' : `${unknown.length} events`} not in this node's log nor in the tier: ${someNamed(unknown)}`);
   }
-  if (integrity.length > 0) {
-    refuse(
-      `${integrity.length === 1 ? 'event' : `${integrity.length} events`} ${someNamed(integrity)} ${integrity.length === 1 ? 'is one' : 'are'} of auditlake's own integrity records (erasures, checkpoints, key registrations), which the chain's proof needs whole and which cannot be erased`,
+  if (own.length > 0) {
+    throw new AuditError(
+      AuditErrorCode.SELF_RECORD_NOT_ERASABLE,
+      `${own.length === 1 ? 'event' : `${own.length} events`} ${someNamed(own)} ${own.length === 1 ? 'is one' : 'are'} of auditlake's own records (source auditlake: settings changes, refused access, tier adoptions, maintenance runs, erasures, checkpoints, key registrations), which cannot be erased; nothing was erased`,
     );
   }
   const records: ErasedRecordRef[] = request.eventIds.flatMap((eventId) => [...(seqs.get(eventId) ?? [])].sort((a, b) => a - b).map((seq) => ({ eventId, seq })));

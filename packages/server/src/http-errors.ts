@@ -3,6 +3,7 @@ import { AuditErrorCode, isAuditError } from '@auditlake/model';
 /** The one place error codes become HTTP statuses (docs/architecture.md: only the server knows HTTP). */
 const STATUS_BY_CODE: Record<AuditErrorCode, number> = {
   [AuditErrorCode.BAD_REQUEST]: 400,
+  [AuditErrorCode.SELF_RECORD_NOT_ERASABLE]: 400,
   [AuditErrorCode.SETTINGS_INVALID]: 400,
   [AuditErrorCode.TIER_TARGET_UNUSABLE]: 400,
   [AuditErrorCode.BODY_TOO_LARGE]: 413,

@@ -1,7 +1,8 @@
 // Goal: a node keeps its record chain provable by itself — it registers its public key in the
 // log, signs checkpoints every N records or T ms, lists them (admins only) — and refuses the
 // actions only it may record, storing nothing of such a request, and refuses to erase any of
-// its own integrity records, erasing nothing of such a request.
+// its own records (integrity records and control-plane records alike), erasing nothing of such
+// a request.
 import { ChainVerifier, parseSignedCheckpoint, type VerifyRecord } from '@auditlake/integrity';
 import { describe, expect, it } from 'vitest';
 import { event, INGEST_TOKEN, startTestNode, type TestNode } from './test-node.js';
@@ -176,12 +177,12 @@ describe('POST /admin/audit/erase', () => {
     const erasure = before.find((r) => r.action === 'audit:EraseFields')!;
     const checkpoint = before.find((r) => r.action === 'integrity:Checkpoint')!;
     const key = before.find((r) => r.action === 'integrity:RegisterKey')!;
-    const why = "of auditlake's own integrity records (erasures, checkpoints, key registrations), which the chain's proof needs whole and which cannot be erased; nothing was erased";
+    const why = "of auditlake's own records (source auditlake: settings changes, refused access, tier adoptions, maintenance runs, erasures, checkpoints, key registrations), which cannot be erased; nothing was erased";
     for (const record of [erasure, checkpoint, key]) {
       // Named beside an ordinary event: the whole request is refused.
       const res = await post({ eventIds: ['z2', record.eventId], fields: ['details', 'query'] });
       expect(res.status).toBe(400);
-      expect(await res.json()).toEqual({ status: 'error', code: 'AUDIT_BAD_REQUEST', error: `event ${record.eventId} (${record.action}) is one ${why}` });
+      expect(await res.json()).toEqual({ status: 'error', code: 'AUDIT_SELF_RECORD_NOT_ERASABLE', error: `event ${record.eventId} (${record.action}) is one ${why}` });
     }
     const res = await post({ eventIds: [erasure.eventId, 'z3', checkpoint.eventId], fields: ['details'] });
     expect(((await res.json()) as { error: string }).error).toBe(`2 events ${erasure.eventId} (audit:EraseFields), ${checkpoint.eventId} (integrity:Checkpoint) are ${why}`);
@@ -194,5 +195,33 @@ describe('POST /admin/audit/erase', () => {
     const verifier = new ChainVerifier({ startSeq: 1 });
     for (const record of after) verifier.add(record);
     expect(verifier.finish()).toMatchObject({ ok: true, message: expect.stringMatching(/; 1 field erased$/) as unknown });
+  });
+
+  it("refuses to erase its control-plane records (a settings change, a refusal): who changed retention stays on record", async () => {
+    const t = await startTestNode();
+    expect((await t.ingest([event({ eventId: 'c1' })])).status).toBe(200);
+    const saved = await t.request('/admin/audit/settings', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ 'audit.retention.days': 1 }) });
+    expect(saved.status).toBe(200);
+    expect((await t.request('/admin/audit', { token: 'not-a-token' })).status).toBe(401);
+    let denial: Awaited<ReturnType<TestNode['stored']>>[number] | undefined;
+    await waitFor('the refusal recorded', async () => (denial = (await t.stored()).find((e) => e.source === 'auditlake' && e.decision === 'DENY')) !== undefined);
+    const before = await t.stored();
+    const settings = before.find((e) => e.action === 'audit:UpdateSettings')!;
+    expect(settings.details).toContain('audit.retention.days');
+    const post = (body: unknown) => t.request('/admin/audit/erase', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    for (const record of [settings, denial!]) {
+      const res = await post({ eventIds: ['c1', record.eventId], fields: ['userId', 'details'] });
+      expect(res.status).toBe(400);
+      expect(await res.json()).toEqual({
+        status: 'error',
+        code: 'AUDIT_SELF_RECORD_NOT_ERASABLE',
+        error: `event ${record.eventId} (${record.action}) is one of auditlake's own records (source auditlake: settings changes, refused access, tier adoptions, maintenance runs, erasures, checkpoints, key registrations), which cannot be erased; nothing was erased`,
+      });
+    }
+    const after = await t.stored();
+    // Nothing erased: no erasure record, the settings change and the refusal whole, c1 whole.
+    expect(after.filter((e) => e.action === 'audit:EraseFields')).toEqual([]);
+    for (const record of [settings, denial!]) expect(after.find((e) => e.eventId === record.eventId)).toEqual(record);
+    expect(after.find((e) => e.eventId === 'c1')).toMatchObject({ userId: 'alice', details: before.find((e) => e.eventId === 'c1')!.details });
   });
 });

@@ -326,8 +326,8 @@ describe('parquet tiering sweep', () => {
     expect(refused.status).toBe(400);
     expect(await refused.json()).toEqual({
       status: 'error',
-      code: 'AUDIT_BAD_REQUEST',
-      error: `event ${erasureId} (audit:EraseFields) is one of auditlake's own integrity records (erasures, checkpoints, key registrations), which the chain's proof needs whole and which cannot be erased; nothing was erased`,
+      code: 'AUDIT_SELF_RECORD_NOT_ERASABLE',
+      error: `event ${erasureId} (audit:EraseFields) is one of auditlake's own records (source auditlake: settings changes, refused access, tier adoptions, maintenance runs, erasures, checkpoints, key registrations), which cannot be erased; nothing was erased`,
     });
     // Nothing was recorded, so the tier keeps q1 erased and q2 whole.
     await waitUntilTiered(t);
