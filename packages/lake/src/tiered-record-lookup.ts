@@ -1,4 +1,5 @@
-import { readAuditParquet } from '@auditlake/format';
+import { AuditParquetFile, type ParquetFooter } from '@auditlake/format';
+import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import type { TierFile, TierSource } from './tier-source.js';
 
 /** A named event as the tier holds it: its seq, and what it is (an integrity record is told by these). */
@@ -9,45 +10,88 @@ export interface TieredRecordRef {
   action: string;
 }
 
-const LOOKUP_COLUMNS = ['event_id', 'seq', 'source', 'action', 'ts'] as const;
+/** What one lookup read, for measuring it (and for tests: which files the ids' statistics ruled out). */
+export interface TieredLookupStats {
+  /** Data files listed over every source. */
+  files: number;
+  /** Row groups in those files. */
+  rowGroups: number;
+  /** Row groups whose `event_id` statistics prove none of the ids is there: not read. */
+  rowGroupsSkipped: number;
+  /** Row groups whose `event_id` column was read. */
+  rowGroupsRead: number;
+}
 
 /**
  * Every copy the tier holds of the named events: eventId → each row's seq, source and action
  * (one per seq). An event is tiered twice when a client re-sent it after local retention had
  * deleted the first copy (the leader's de-duplication looks only at its own log); an erasure
- * must reach both. A re-sent event keeps its event time, so its copies share a day: the files
- * read for copies are those whose time range covers a copy's time — `timestamps` gives it for
- * events the caller already holds (a local copy); the others are first found by reading every
- * file until each has been seen once. Reads only the event id, seq, source, action and time columns.
+ * must reach both. The copies need not share an event time (an event sent without `ts` gets the
+ * server's time each time it is stored), so no file is skipped by its time range: every data
+ * file of every source is looked at, and a row group is skipped only when its `event_id` min/max
+ * statistics prove none of the ids is in it. Otherwise only its `event_id` column is read, and
+ * the `seq`, `source` and `action` of the matching rows. At most OBJECT_REQUESTS_IN_FLIGHT_MAX
+ * files are read at once; footers come from the source's cache when it has one.
  */
-export async function findTieredRecords(sources: readonly TierSource[], eventIds: ReadonlySet<string>, timestamps: ReadonlyMap<string, number> = new Map()): Promise<Map<string, TieredRecordRef[]>> {
+export async function findTieredRecords(sources: readonly TierSource[], eventIds: ReadonlySet<string>, stats?: TieredLookupStats): Promise<Map<string, TieredRecordRef[]>> {
   const found = new Map<string, TieredRecordRef[]>();
   if (eventIds.size === 0) return found;
-  const times = new Map([...timestamps].filter(([eventId]) => eventIds.has(eventId)));
   const files: Array<{ source: TierSource; file: TierFile }> = [];
   for (const source of sources) for (const file of await source.listFiles()) files.push({ source, file });
-  const read = async ({ source, file }: { source: TierSource; file: TierFile }) => readAuditParquet(await source.open(file), { columns: [...LOOKUP_COLUMNS] });
-  // Events with no time known yet: the first copy of each gives it.
-  const unplaced = new Set([...eventIds].filter((eventId) => !times.has(eventId)));
-  for (const entry of files) {
-    if (unplaced.size === 0) break;
-    for (const row of await read(entry)) {
-      if (row.eventId !== undefined && row.timestamp !== undefined && unplaced.delete(row.eventId)) times.set(row.eventId, row.timestamp);
+  if (stats) stats.files += files.length;
+  const wanted = [...eventIds].map((id) => ({ id, bytes: Buffer.from(id, 'utf8') }));
+  const perFile = await mapBounded(files, OBJECT_REQUESTS_IN_FLIGHT_MAX, async ({ source, file }) => {
+    const parquet = await AuditParquetFile.open(await source.open(file), source.footers?.get(file.key));
+    source.footers?.set(file.key, parquet.footer);
+    const rows: Array<{ eventId: string; ref: TieredRecordRef }> = [];
+    for (const group of parquet.rowGroups) {
+      if (stats) stats.rowGroups++;
+      const candidates = wanted.filter((w) => mayHoldEventId(parquet.footer, group.index, w.bytes));
+      if (candidates.length === 0) {
+        if (stats) stats.rowGroupsSkipped++;
+        continue;
+      }
+      if (stats) stats.rowGroupsRead++;
+      const ids = new Set(candidates.map((w) => w.id));
+      const column = await parquet.read({ columns: ['event_id'], rowGroups: [group.index], rowStart: group.rowStart, rowEnd: group.rowEnd });
+      for (const [i, row] of column.entries()) {
+        if (row.eventId === undefined || !ids.has(row.eventId)) continue;
+        const rowStart = group.rowStart + i;
+        const [match] = await parquet.read({ columns: ['event_id', 'seq', 'source', 'action'], rowGroups: [group.index], rowStart, rowEnd: rowStart + 1 });
+        if (match?.eventId !== row.eventId) continue;
+        rows.push({ eventId: row.eventId, ref: { seq: match.seq ?? 0, source: match.source ?? '', action: match.action ?? '' } });
+      }
     }
-  }
-  const wantedTimes = [...new Set(times.values())];
-  for (const entry of files) {
-    const { tsMin, tsMax } = entry.file;
-    // A file without usable bounds is read.
-    if (tsMin <= tsMax && !wantedTimes.some((ts) => ts >= tsMin && ts <= tsMax)) continue;
-    for (const row of await read(entry)) {
-      const eventId = row.eventId;
-      if (eventId === undefined || !times.has(eventId)) continue;
-      const copies = found.get(eventId) ?? [];
-      const seq = row.seq ?? 0;
-      if (!copies.some((copy) => copy.seq === seq)) copies.push({ seq, source: row.source ?? '', action: row.action ?? '' });
-      found.set(eventId, copies);
-    }
+    return rows;
+  });
+  for (const { eventId, ref } of perFile.flat()) {
+    const copies = found.get(eventId) ?? [];
+    if (!copies.some((copy) => copy.seq === ref.seq)) copies.push(ref);
+    found.set(eventId, copies);
   }
   return found;
+}
+
+/**
+ * False only when the row group's `event_id` statistics prove `id` (UTF-8 bytes) is not in it.
+ * Parquet orders byte arrays by their unsigned bytes, so they are compared as bytes. A writer may
+ * truncate a bound: a truncated min is a prefix of the true min, so below it is below the true
+ * min; a truncated max is a prefix of the true max, so an id above it proves nothing when the
+ * max is a prefix of the id. A bound that is missing, not text, or not whole UTF-8 (decoded
+ * with a replacement character) rules nothing out.
+ */
+function mayHoldEventId(footer: ParquetFooter, rowGroup: number, id: Buffer): boolean {
+  const chunk = footer.row_groups[rowGroup]?.columns.find((column) => column.meta_data?.path_in_schema[0] === 'event_id');
+  const statistics = chunk?.meta_data?.statistics;
+  const min = boundBytes(statistics?.min_value ?? statistics?.min);
+  const max = boundBytes(statistics?.max_value ?? statistics?.max);
+  if (min !== undefined && Buffer.compare(id, min) < 0) return false;
+  if (max !== undefined && Buffer.compare(id, max) > 0 && !id.subarray(0, max.length).equals(max)) return false;
+  return true;
+}
+
+function boundBytes(value: unknown): Buffer | undefined {
+  if (value instanceof Uint8Array) return Buffer.from(value);
+  if (typeof value !== 'string' || value.includes('\uFFFD')) return undefined;
+  return Buffer.from(value, 'utf8');
 }

@@ -45,10 +45,10 @@ export function parseErasureRequest(body: unknown): ErasureRequest {
 const UNKNOWN_NAMED_MAX = 20;
 
 /**
- * Finds events in the tier: eventId → every copy some tiered file holds (seq, source, action).
- * `timestamps` gives the event time of those the caller holds a copy of (their copies share it).
+ * Finds events in the tier by eventId alone: eventId → every copy some tiered file holds (seq,
+ * source, action), whatever its event time (an event re-sent without `ts` got a new one).
  */
-export type TieredRecordFinder = (eventIds: ReadonlySet<string>, timestamps: ReadonlyMap<string, number>) => Promise<Map<string, Array<{ seq: number; source: string; action: string }>>>;
+export type TieredRecordFinder = (eventIds: ReadonlySet<string>) => Promise<Map<string, Array<{ seq: number; source: string; action: string }>>>;
 
 /** `a, b, c and 4 more`: at most UNKNOWN_NAMED_MAX named. */
 function someNamed(names: readonly string[]): string {
@@ -80,25 +80,26 @@ export async function eraseFields(store: AuditStore, request: ErasureRequest, re
     seqs.set(eventId, copies.add(record.seq));
     if (isSelfSource(record.source) && !own.some((named) => named.startsWith(`${eventId} (`))) own.push(`${eventId} (${record.action})`);
   };
-  const timestamps = new Map<string, number>();
+  let heldAll = true;
   for (const eventId of request.eventIds) {
     const event = await store.getByEventId(eventId);
-    if (event === undefined) continue;
+    if (event === undefined) {
+      heldAll = false;
+      continue;
+    }
     found(eventId, event);
-    timestamps.set(eventId, event.timestamp);
   }
   let warning: string | undefined;
   if (findTiered) {
-    const held = new Set(timestamps.keys());
-    const elsewhere = new Set(request.eventIds.filter((eventId) => !held.has(eventId)));
-    // Events held nowhere else must be found in the tier: a tier that cannot be read fails the request.
-    const tiered = elsewhere.size === 0 ? new Map() : await findTiered(elsewhere, new Map());
-    // Events held here are erased here whatever the tier answers; copies it may hold too are looked for.
-    const copies = held.size === 0 ? new Map() : await findTiered(held, timestamps).catch((err: unknown) => {
+    // One pass over the tier for every id, held here or not: copies are found by eventId alone.
+    const tiered = await findTiered(new Set(request.eventIds)).catch((err: unknown) => {
+      // Events held nowhere else must be found in the tier: a tier that cannot be read fails the request.
+      if (!heldAll) throw err;
+      // Events held here are erased here whatever the tier answers.
       warning = `the tier could not be read (${err instanceof Error ? err.message : String(err)}), so copies of these events it may hold under other seqs (an event re-sent after retention deleted its local copy) were not looked for`;
-      return new Map();
+      return new Map<string, Array<{ seq: number; source: string; action: string }>>();
     });
-    for (const [eventId, refs] of [...tiered, ...copies] as Array<[string, Array<{ seq: number; source: string; action: string }>]>) for (const ref of refs) found(eventId, ref);
+    for (const [eventId, refs] of tiered) for (const ref of refs) found(eventId, ref);
   }
   const unknown = request.eventIds.filter((eventId) => !seqs.has(eventId));
   if (unknown.length > 0) {

@@ -236,8 +236,8 @@ export class TieringService {
   }
 
   /** Where named events are in the tier (any location that ever received tiered events): eventId → seq, source and action. */
-  async findTieredRecords(eventIds: ReadonlySet<string>, timestamps?: ReadonlyMap<string, number>): Promise<Map<string, TieredRecordRef[]>> {
-    return findTieredRecords(await this.tierSources(), eventIds, timestamps);
+  async findTieredRecords(eventIds: ReadonlySet<string>): Promise<Map<string, TieredRecordRef[]>> {
+    return findTieredRecords(await this.tierSources(), eventIds);
   }
 
   /** Every location that ever received tiered events, as reader sources. */

@@ -1,4 +1,4 @@
-// Goal: the leader's watermarked sweep tiers every event to day-partitioned Parquet on S3 exactly once, reports its health, never loses local data, and the viewer reads the full history back; an erasure record only the tier holds cannot itself be erased, and an erasure reaches every tiered copy of an event.
+// Goal: the leader's watermarked sweep tiers every event to day-partitioned Parquet on S3 exactly once, reports its health, never loses local data, and the viewer reads the full history back; an erasure record only the tier holds cannot itself be erased, and an erasure reaches every tiered copy of an event, whatever time each copy has.
 import { describe, expect, it } from 'vitest';
 import { FAST_TIERING, downloadPrefix, duckdb, externalS3, postSettings, tierStatus, waitUntilTiered } from './tier-helpers.js';
 import { event, startTestNode } from './test-node.js';
@@ -357,6 +357,37 @@ describe('parquet tiering sweep', () => {
     expect(await res.json()).toMatchObject({ erased: 2 });
     await expect.poll(copies, { timeout: 20_000 }).toEqual([{ user_id: '[erased by auditlake]' }, { user_id: '[erased by auditlake]' }]);
     expect((await t.search('?user=erin-secret&limit=10')).json.events).toEqual([]);
+  });
+
+  it('erases every tiered copy of an event sent without ts and re-sent after retention deleted it: the copies have different times', async () => {
+    const { s3, t } = await tieringNode({ 'auditlake.audit.retention.interval.ms': '100' });
+    await postSettings(t, { ...PARQUET, 'audit.tier.retain.local.days': 0 });
+    const dup = event({ eventId: 'nots1', userId: 'nora-secret' });
+    delete dup.ts;
+    const tieredAndPruned = async () => {
+      await waitUntilTiered(t);
+      await expect.poll(async () => (await t.stored()).some((e) => e.eventId === 'nots1'), { timeout: 10_000 }).toBe(false);
+    };
+    expect((await t.ingest([dup, event({ eventId: 'other1' })])).status).toBe(200);
+    await tieredAndPruned();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The same request retried: the node holds no copy, so it stores it again, with the server's time now.
+    expect((await t.ingest([dup])).status).toBe(200);
+    await tieredAndPruned();
+    const copies = async () => {
+      const dir = await downloadPrefix(s3.props('ext'), 'ext', 'ext', 'audit/');
+      return duckdb(`SELECT user_id, ts FROM read_parquet('${dir}/audit/**/*.parquet') WHERE event_id = 'nots1' ORDER BY seq`);
+    };
+    const before = (await copies()) as Array<{ user_id: string; ts: unknown }>;
+    expect(before.map((c) => c.user_id)).toEqual(['nora-secret', 'nora-secret']);
+    // Two files whose time ranges do not overlap: the second copy is not where the first one is.
+    expect(before[0]!.ts).not.toEqual(before[1]!.ts);
+
+    const res = await t.request('/admin/audit/erase', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ eventIds: ['nots1'], fields: ['userId'] }) });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ erased: 2 });
+    await expect.poll(async () => ((await copies()) as Array<{ user_id: string }>).map((c) => c.user_id), { timeout: 20_000 }).toEqual(['[erased by auditlake]', '[erased by auditlake]']);
+    expect((await t.search('?user=nora-secret&limit=10')).json.events).toEqual([]);
   });
 
   it('remembers every location that received events: switching path or mode hides nothing', async () => {
