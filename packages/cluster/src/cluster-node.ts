@@ -1,5 +1,5 @@
 import { AuditError, AuditErrorCode, isAuditError, type EncodedEvent } from '@auditlake/model';
-import type { AppendResult, AuditStore, EventIdConflict } from '@auditlake/store';
+import { appendForwarded, type AppendResult, type AuditStore, type EventIdConflict } from '@auditlake/store';
 import type { Clock } from './clock.js';
 import type { ClusterToken } from './cluster-token.js';
 import type { Coordinator, MemberInfo } from './coordinator.js';
@@ -287,7 +287,8 @@ export class ClusterNode {
     this.elector.observeTerm(request.term);
     if (!this.elector.isLeader()) throw new AuditError(AuditErrorCode.NOT_LEADER, `node ${this.#options.nodeId} is not the leader`, { retryable: true });
     const events = markTimeAssigned(request.events.map(parseForwardedEvent), request.newIdFlags);
-    const result = await this.#options.store.appendEncoded(events, { freshIds: newIdsOf(events, request.newIdFlags), sequencer: this.elector.sequencer });
+    // An erasure record among them is re-applied by eventId (appendForwarded), not stored with the seqs of the log it was cut from.
+    const result = await appendForwarded(this.#options.store, events, { freshIds: newIdsOf(events, request.newIdFlags), sequencer: this.elector.sequencer });
     if (result.conflicts.length > 0) await this.#options.hooks.onConflicts(result.conflicts, request.nodeId);
     const response: ForwardResponse = { term: this.elector.knownTerm, stored: result.stored.length, duplicates: result.duplicates };
     if (result.conflicts.length > 0) response.conflicts = result.conflicts;

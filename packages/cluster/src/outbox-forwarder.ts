@@ -1,4 +1,4 @@
-import type { AuditStore, EventIdConflict } from '@auditlake/store';
+import { appendForwarded, type AuditStore, type EventIdConflict } from '@auditlake/store';
 import type { Clock } from './clock.js';
 import type { ClusterLog, LeaderElector } from './leader-elector.js';
 import { markTimeAssigned, newIdFlagsOf, newIdsOf, parseForwardedEvent, type PeerTransport } from './protocol.js';
@@ -155,7 +155,7 @@ export class OutboxForwarder {
     if (elector.isLeader()) {
       // This node leads now (e.g. events diverted on rejoin, or received before it won): order them here.
       const encoded = markTimeAssigned(events.map(parseForwardedEvent), newIdFlags);
-      const result = await store.appendEncoded(encoded, { freshIds: newIdsOf(encoded, newIdFlags), sequencer: elector.sequencer });
+      const result = await appendForwarded(store, encoded, { freshIds: newIdsOf(encoded, newIdFlags), sequencer: elector.sequencer });
       if (result.conflicts.length > 0) await this.#options.onConflicts(result.conflicts);
     } else {
       const leader = elector.leader;

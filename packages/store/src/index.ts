@@ -11,3 +11,4 @@ export type { ChainHead } from './record-chain.js';
 export { dayOf, DAY_LEDGER_SOURCES_MAX, OTHER_SOURCES, type DayLedgerRow } from './day-ledger.js';
 export { StoredEventText } from './stored-event-text.js';
 export { SourceRanges, sourceOfJson, LEDGER_SOURCES_MAX, SOURCE_RANGES_MAX, type SourceLedgerEntry, type SourceLedgerSummary } from './source-ledger.js';
+export { appendForwarded, type ForwardTarget } from './forwarded-erasures.js';
