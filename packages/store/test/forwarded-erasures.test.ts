@@ -1,0 +1,52 @@
+// Goal: on the leader, an erasure record forwarded from a log that diverged (it names that log's
+// seqs) is re-applied by eventId: it erases the event where this log holds it, never the
+// unrelated event now at the named seq; a retried forward repeats it as a duplicate; one naming
+// nothing held here is dropped. Real LevelDB in a temp dir.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { encodeErasureDetails, ERASED_MARKER, INTEGRITY_ACTIONS } from '@auditlake/integrity';
+import { encodeEvent, SELF_SOURCE, type AuditEvent } from '@auditlake/model';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { appendForwarded, AuditStore } from '../src/index.js';
+
+async function openStore(): Promise<AuditStore> {
+  const dir = await mkdtemp(join(tmpdir(), 'auditlake-forwarded-'));
+  onTestFinished(() => rm(dir, { recursive: true, force: true }));
+  const store = await AuditStore.open({ location: join(dir, 'store'), chain: true });
+  onTestFinished(() => store.close());
+  return store;
+}
+
+function ev(eventId: string, overrides: Partial<AuditEvent> = {}): AuditEvent {
+  return { eventId, userId: 'x', source: 'trino', action: 'data:Select', resource: 'r', decision: 'ALLOW', tables: ['t1'], query: 'SELECT 1', details: '', timestamp: 1_700_000_000_000, ...overrides };
+}
+
+function erasure(eventId: string, records: Array<{ eventId: string; seq: number }>): AuditEvent {
+  return { ...ev(eventId, { userId: 'admin', resource: `events:${records.length}`, tables: [], query: '' }), source: SELF_SOURCE, action: INTEGRITY_ACTIONS.erase, details: encodeErasureDetails({ v: 1, fields: ['userId'], records }) };
+}
+
+describe('appendForwarded', () => {
+  it('re-aims a forwarded erasure at the eventId where this log holds it, and a retry is a duplicate', async () => {
+    const store = await openStore();
+    await store.append([ev('x1'), ev('x2'), ev('x3')]);
+    // The cut log held E at seq 2 and its erasure at 3; here seq 2 is x2.
+    const forward = [encodeEvent(ev('div-E', { userId: 'victim' })), encodeEvent(erasure('erase-1', [{ eventId: 'div-E', seq: 2 }]))];
+    const result = await appendForwarded(store, forward, {});
+    expect(result).toMatchObject({ duplicates: 0, conflicts: [] });
+    expect(result.stored.map((s) => [s.eventId, s.seq])).toEqual([['div-E', 4], ['erase-1', 5]]);
+    expect(await store.getByEventId('div-E')).toMatchObject({ seq: 4, userId: ERASED_MARKER, erased: { userId: expect.any(String) as unknown } });
+    expect((await store.getBySeq(2))?.userId).toBe('x');
+    expect(JSON.parse((await store.getBySeq(5))!.details)).toEqual({ v: 1, fields: ['userId'], records: [{ eventId: 'div-E', seq: 4 }] });
+    // The same batch again (the forward's answer was lost): nothing new.
+    expect(await appendForwarded(store, forward, {})).toEqual({ stored: [], duplicates: 2, conflicts: [] });
+  });
+
+  it('drops a forwarded erasure that names nothing this log holds', async () => {
+    const store = await openStore();
+    await store.append([ev('x1')]);
+    const result = await appendForwarded(store, [encodeEvent(erasure('erase-2', [{ eventId: 'gone', seq: 1 }]))], {});
+    expect(result).toEqual({ stored: [], duplicates: 0, conflicts: [] });
+    expect((await store.getBySeq(1))?.userId).toBe('x');
+  });
+});
