@@ -30,7 +30,7 @@ export interface TieredLookupStats {
  * server's time each time it is stored), so no file is skipped by its time range: every data
  * file of every source is looked at, and a row group is skipped only when its `event_id` min/max
  * statistics prove none of the ids is in it. Otherwise only its `event_id` column is read, and
- * the `seq`, `source` and `action` of the matching rows. At most OBJECT_REQUESTS_IN_FLIGHT_MAX
+ * where it matches, the `seq`, `source` and `action` of the rows from the first match to the last. At most OBJECT_REQUESTS_IN_FLIGHT_MAX
  * files are read at once; footers come from the source's cache when it has one.
  */
 export async function findTieredRecords(sources: readonly TierSource[], eventIds: ReadonlySet<string>, stats?: TieredLookupStats): Promise<Map<string, TieredRecordRef[]>> {
@@ -53,13 +53,17 @@ export async function findTieredRecords(sources: readonly TierSource[], eventIds
       }
       if (stats) stats.rowGroupsRead++;
       const ids = new Set(candidates.map((w) => w.id));
-      const column = await parquet.read({ columns: ['event_id'], rowGroups: [group.index], rowStart: group.rowStart, rowEnd: group.rowEnd });
-      for (const [i, row] of column.entries()) {
-        if (row.eventId === undefined || !ids.has(row.eventId)) continue;
-        const rowStart = group.rowStart + i;
-        const [match] = await parquet.read({ columns: ['event_id', 'seq', 'source', 'action'], rowGroups: [group.index], rowStart, rowEnd: rowStart + 1 });
-        if (match?.eventId !== row.eventId) continue;
-        rows.push({ eventId: row.eventId, ref: { seq: match.seq ?? 0, source: match.source ?? '', action: match.action ?? '' } });
+      const column = await parquet.read({ columns: ['event_id'], rowGroups: [group.index] });
+      const matches = column.flatMap((row, i) => (row.eventId !== undefined && ids.has(row.eventId) ? [i] : []));
+      if (matches.length === 0) continue;
+      // Rows of the group from the first match to the last, their other columns read once.
+      const rowStart = group.rowStart + matches[0]!;
+      const span = await parquet.read({ columns: ['event_id', 'seq', 'source', 'action'], rowGroups: [group.index], rowStart, rowEnd: group.rowStart + matches.at(-1)! + 1 });
+      for (const i of matches) {
+        const match = span[i - matches[0]!];
+        const eventId = column[i]?.eventId;
+        if (match === undefined || eventId === undefined || match.eventId !== eventId) continue;
+        rows.push({ eventId, ref: { seq: match.seq ?? 0, source: match.source ?? '', action: match.action ?? '' } });
       }
     }
     return rows;
