@@ -12,7 +12,8 @@ export const EXPORT_FILTERS = ['user', 'engine', 'table', 'action', 'decision', 
 export const EXPORT_USAGE = `usage: auditlake export --format <${EXPORT_FORMATS.join('|')}> [--out FILE] [--url URL] [--token T]
                         [--user U] [--engine E] [--table T] [--action read|write|all]
                         [--decision ALLOW|DENY|none] [--q TEXT] [--from TIME] [--to TIME] [--page-size N]
-  every event matching the filters (the search API's, same meaning; TIME is epoch ms or ISO 8601),
+  every event matching the filters (the search API's, same meaning; TIME is epoch ms or ISO 8601;
+  both included, a bare date --to 2026-11-30 is the whole of that UTC day),
   newest first, paged through with the cursor into one file
   --out           the file to write (default: standard output); written as FILE.partial, renamed when complete
   --url           the node (default: $AUDITLAKE_URL, else http://127.0.0.1:7070)

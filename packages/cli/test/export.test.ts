@@ -281,6 +281,25 @@ describe('auditlake export', () => {
     expect(real.stderr).toContain(`${masked}/admin/audit`);
     for (const output of [busy, real]) expect(output.stderr).not.toMatch(/bob|s3cr3t/);
   });
+
+  it('--to with a bare date exports the whole of that UTC day, its last millisecond included, the next day not', async () => {
+    const at = {
+      beforeFrom: Date.UTC(2026, 9, 31, 23, 59, 59, 999),
+      fromDay: Date.UTC(2026, 10, 1),
+      afternoon: Date.UTC(2026, 10, 30, 15),
+      lastMs: Date.UTC(2026, 10, 30, 23, 59, 59, 999),
+      nextDay: Date.UTC(2026, 11, 1),
+    };
+    await ingest(node, Object.entries(at).map(([name, ts]) => ({ eventId: `day-edge-${name}`, source: 'trino', userId: 'day-edge', action: 'data:Select', ts })));
+    const run = await runExport(node, ['--format', 'ndjson', '--user', 'day-edge', '--from', '2026-11-01', '--to', '2026-11-30']);
+    expect(run.stderr).toBe('exported 3 events\n');
+    expect(run.code).toBe(0);
+    const ids = run.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as EventOutput).eventId);
+    expect(ids).toEqual(['day-edge-lastMs', 'day-edge-afternoon', 'day-edge-fromDay']);
+  });
 });
 
 describe('auditlake export (real process)', () => {

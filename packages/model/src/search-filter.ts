@@ -17,7 +17,7 @@ export interface SearchFilter {
   q?: string;
   /** The authorization outcome; '' selects events without one (`decision=none`). */
   decision?: Decision | '';
-  /** Inclusive bounds on event time, epoch ms. */
+  /** Inclusive bounds on event time, epoch ms; a bare-date `to` is the end of that UTC day. */
   fromMs?: number;
   toMs?: number;
   /** Only events strictly after this position in the newest-first order (the next page). */
@@ -42,18 +42,23 @@ function single(params: Record<string, unknown>, name: string): string | undefin
 /** `2026-11-01`, or a date-time with seconds optional and a zone (`Z` or `±hh:mm`) required. */
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/;
 
+const BARE_DATE = /^\d{4}-\d{2}-\d{2}$/;
+const DAY_MS = 86_400_000;
+
 /**
  * A time bound: epoch millis, or an ISO-8601 date or date-time. A date-time must name its zone:
- * a server guessing the caller's local time would shift the window by hours.
+ * a server guessing the caller's local time would shift the window by hours. A bare date
+ * (`2026-11-30`, a UTC day) is that day's first millisecond, or with `end` (an inclusive upper
+ * bound, `to`) its last: `to=2026-11-30` takes in the whole 30th, as the completeness ledger's
+ * `to` does. AUDIT_BAD_REQUEST naming the parameter otherwise.
  */
-/** A time parameter: epoch millis or an ISO-8601 time with a zone; AUDIT_BAD_REQUEST naming it otherwise. */
-export function timeBound(name: string, value: string): number {
+export function timeBound(name: string, value: string, end = false): number {
   if (/^\d+$/.test(value)) {
     const n = Number(value);
     if (Number.isSafeInteger(n)) return n;
   } else if (ISO_8601.test(value)) {
     const n = Date.parse(value);
-    if (Number.isSafeInteger(n) && n >= 0) return n;
+    if (Number.isSafeInteger(n) && n >= 0) return end && BARE_DATE.test(value) ? n + DAY_MS - 1 : n;
   }
   return bad(`parameter ${name} must be epoch millis or an ISO-8601 time with a zone (e.g. 2026-11-01T09:30:00Z): ${value}`);
 }
@@ -94,7 +99,7 @@ export function parseSearchParams(params: Record<string, unknown>, maxPage: numb
   const from = single(params, 'from');
   if (from !== undefined && from !== '') filter.fromMs = timeBound('from', from);
   const to = single(params, 'to');
-  if (to !== undefined && to !== '') filter.toMs = timeBound('to', to);
+  if (to !== undefined && to !== '') filter.toMs = timeBound('to', to, true);
   if (filter.fromMs !== undefined && filter.toMs !== undefined && filter.fromMs > filter.toMs) {
     bad(`parameter from must not be after to: ${filter.fromMs} > ${filter.toMs}`);
   }

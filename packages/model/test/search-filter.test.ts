@@ -89,6 +89,22 @@ describe('parseSearchParams', () => {
     expect(badParam({ from: '2026-11-02', to: '2026-11-01' })).toMatch(/^parameter from must not be after to/);
   });
 
+  it('takes a bare date as to for the whole of that UTC day, as the ledger does', () => {
+    const filter = parseSearchParams({ from: '2026-11-01', to: '2026-11-30' }, MAX_PAGE);
+    expect(filter).toMatchObject({ fromMs: Date.UTC(2026, 10, 1), toMs: Date.UTC(2026, 10, 30, 23, 59, 59, 999) });
+    expect(inTimeRange(filter, Date.UTC(2026, 10, 30, 15))).toBe(true);
+    // The last millisecond of the 30th is in; the 1st of December's first is not.
+    expect(inTimeRange(filter, Date.UTC(2026, 10, 30, 23, 59, 59, 999))).toBe(true);
+    expect(inTimeRange(filter, Date.UTC(2026, 11, 1))).toBe(false);
+    expect(inTimeRange(filter, Date.UTC(2026, 10, 1))).toBe(true);
+    expect(inTimeRange(filter, Date.UTC(2026, 10, 1) - 1)).toBe(false);
+    // One day as both bounds is that whole day.
+    expect(parseSearchParams({ from: '2026-11-30', to: '2026-11-30' }, MAX_PAGE)).toMatchObject({ fromMs: Date.UTC(2026, 10, 30), toMs: Date.UTC(2026, 10, 31) - 1 });
+    // A date-time or epoch millis as to is taken as written.
+    expect(parseSearchParams({ to: '2026-11-30T00:00Z' }, MAX_PAGE).toMs).toBe(Date.UTC(2026, 10, 30));
+    expect(parseSearchParams({ to: String(Date.UTC(2026, 10, 30)) }, MAX_PAGE).toMs).toBe(Date.UTC(2026, 10, 30));
+  });
+
   it('reads back a cursor it handed out and refuses anything else', () => {
     const cursor = { timestamp: 1_790_000_000_123, ingestTs: 1_790_000_000_456, eventId: 'ev/"1"' };
     expect(parseSearchParams({ cursor: encodeCursor(cursor) }, MAX_PAGE).cursor).toEqual(cursor);
