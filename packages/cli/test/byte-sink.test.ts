@@ -1,10 +1,32 @@
-// Goal: the export's byte sink leaves nothing behind when its path cannot become the export, and keeps no listener per write or per export on a stream that outlives it.
-import { mkdir, readdir, readFile } from 'node:fs/promises';
+// Goal: the export's byte sink leaves nothing behind when its path cannot become the export, keeps no listener per write or per export on a stream that outlives it, and makes its file owner-only and on disk (file, then name) before it counts as written.
+import { chmod, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { openSink } from '../src/export/byte-sink.js';
 import { tempDir } from './import-node.js';
+
+/** What the sink asks of the file system, in order: every fsync (by path) and rename. */
+const fsCalls = vi.hoisted(() => [] as string[]);
+vi.mock('node:fs/promises', async (importOriginal) => {
+  const fs = await importOriginal<typeof import('node:fs/promises')>();
+  return {
+    ...fs,
+    open: async (...args: Parameters<typeof fs.open>) => {
+      const handle = await fs.open(...args);
+      const sync = handle.sync.bind(handle);
+      handle.sync = async () => {
+        fsCalls.push(`sync ${String(args[0])}`);
+        await sync();
+      };
+      return handle;
+    },
+    rename: async (from: string, to: string) => {
+      fsCalls.push(`rename ${from} ${to}`);
+      await fs.rename(from, to);
+    },
+  };
+});
 
 /** A stream that takes one byte before it reports backpressure and finishes each write a turn later. */
 function slowStream(): Writable & { received: Buffer[] } {
@@ -49,6 +71,32 @@ describe('export byte sink', () => {
     await sink.close();
     expect(await readFile(out, 'utf8')).toBe('a\nb\n');
     expect(await readdir(dir)).toEqual(['ok.ndjson']);
+  });
+
+  it('creates the file readable by its owner only, replacing a stale .partial and an earlier export readable by others', async () => {
+    const dir = await tempDir();
+    const out = join(dir, 'private.ndjson');
+    await writeFile(`${out}.partial`, 'stale');
+    await chmod(`${out}.partial`, 0o644);
+    await writeFile(out, 'earlier');
+    await chmod(out, 0o644);
+    const sink = await openSink(out, slowStream());
+    expect((await stat(`${out}.partial`)).mode & 0o777).toBe(0o600);
+    await sink.write('secret\n');
+    await sink.close();
+    expect((await stat(out)).mode & 0o777).toBe(0o600);
+    expect(await readFile(out, 'utf8')).toBe('secret\n');
+    expect(await readdir(dir)).toEqual(['private.ndjson']);
+  });
+
+  it('syncs the file before the rename and the directory after it', async () => {
+    const dir = await tempDir();
+    const out = join(dir, 'synced.ndjson');
+    const sink = await openSink(out, slowStream());
+    await sink.write('a\n');
+    fsCalls.length = 0;
+    await sink.close();
+    expect(fsCalls).toEqual([`sync ${out}.partial`, `rename ${out}.partial ${out}`, `sync ${dir}`]);
   });
 
   it('adds no error listener per write under backpressure, and takes its own off standard output when done', async () => {

@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
-import { rename, rm, stat } from 'node:fs/promises';
+import { open, rename, rm, stat } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import type { Writable } from 'node:stream';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import type { ByteSink } from './event-writer.js';
@@ -23,18 +24,27 @@ export async function openSink(path: string | undefined, stdout: Writable): Prom
   const existing = await stat(path).catch(() => undefined);
   if (existing?.isDirectory()) throw new AuditError(AuditErrorCode.BAD_REQUEST, `--out ${path}: is a directory; name a file to write the export to`);
   const partial = `${path}.partial`;
-  const stream = createWriteStream(partial);
+  // Made new (a stale `.partial` of an earlier run is removed first; O_EXCL does not follow a
+  // link put in its place) and readable by its owner only: an audit export holds who did what.
+  let stream;
   try {
+    await rm(partial, { force: true });
+    stream = createWriteStream(partial, { flags: 'wx', mode: EXPORT_FILE_MODE });
     await once(stream, 'open');
   } catch (err) {
+    stream?.destroy();
     throw new AuditError(AuditErrorCode.BAD_REQUEST, `--out ${path}: cannot write ${partial}: ${(err as Error).message}`, { cause: err });
   }
+  const file = stream;
   return streamSink(
-    stream,
+    file,
     async () => {
-      stream.end();
-      await once(stream, 'finish');
+      file.end();
+      await once(file, 'close');
       try {
+        // On disk before it takes the name, and the name on disk after: a crash never leaves
+        // a complete-looking file with missing bytes.
+        await syncFile(partial);
         await rename(partial, path);
       } catch (err) {
         // Something took the name during the export (a directory made meanwhile): no file is
@@ -42,13 +52,42 @@ export async function openSink(path: string | undefined, stdout: Writable): Prom
         await rm(partial, { force: true });
         throw new AuditError(AuditErrorCode.UNREACHABLE, `--out ${path}: cannot rename ${partial} to it: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
       }
+      await syncDirectory(dirname(path));
     },
     async () => {
-      stream.destroy();
+      file.destroy();
       await rm(partial, { force: true });
     },
     { outlivesSink: false },
   );
+}
+
+/** The mode an export file is created with: its owner reads and writes it, nobody else. */
+export const EXPORT_FILE_MODE = 0o600;
+
+async function syncFile(path: string): Promise<void> {
+  const handle = await open(path, 'r+');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Makes a rename in `dir` durable; a platform that cannot fsync a directory (Windows) skips it. */
+async function syncDirectory(dir: string): Promise<void> {
+  let handle;
+  try {
+    handle = await open(dir, 'r');
+    await handle.sync();
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'EISDIR' && code !== 'EPERM' && code !== 'EINVAL' && code !== 'EBADF') {
+      throw new AuditError(AuditErrorCode.UNREACHABLE, `the export's directory ${dir} could not be synced: ${code ?? (err as Error).message}`, { cause: err });
+    }
+  } finally {
+    await handle?.close();
+  }
 }
 
 function streamSink(stream: Writable, finish: () => Promise<void>, abort: () => Promise<void>, options: { outlivesSink: boolean }): ExportSink {
