@@ -30,12 +30,21 @@ export interface AdminToken {
   path: string;
 }
 
+/**
+ * A new admin token: 256 random bits as 64 lower-case hex digits. Never starts with `-` (a
+ * base64url token did, 1 time in 64, and then `--token "$TOKEN"` read it as an option) and
+ * needs no quoting in a shell, a URL or a header.
+ */
+export function newAdminToken(): string {
+  return randomBytes(32).toString('hex');
+}
+
 /** The generated admin token, kept in `<dataDir>/admin-token` readable only by its owner. */
 export async function loadOrCreateAdminToken(dataDir: string): Promise<AdminToken> {
   const path = join(dataDir, 'admin-token');
   const existing = await readTrimmed(path);
   if (existing) return { token: existing, generated: false, path };
-  const token = randomBytes(24).toString('base64url');
+  const token = newAdminToken();
   await mkdir(dataDir, { recursive: true });
   await writeFile(path, token + '\n', { mode: 0o600, flag: 'wx' });
   return { token, generated: true, path };
