@@ -84,12 +84,19 @@ export class IngestService {
       throw new AuditError(parsed.code, parsed.message);
     }
     const sampling = settings.effective;
-    const kept = parsed.events.filter((event) => !event.subjectToSampling || keepSampledRead(sampling, this.#options.random));
-    const sampledOut = parsed.events.length - kept.length;
-    if (sampledOut > 0) metrics.eventsSampledOut.inc(sampledOut);
+    const kept: typeof parsed.events = [];
+    const dropped: typeof parsed.events = [];
+    for (const event of parsed.events) (!event.subjectToSampling || keepSampledRead(sampling, this.#options.random) ? kept : dropped).push(event);
+    const sampledOut = dropped.length;
     // Refused before anything is stored: without a cluster nothing can ever confirm it.
     if (options.ackReplicated && !this.#options.membership.coordinated) {
       throw new AuditError(AuditErrorCode.BAD_REQUEST, 'ack=replicated needs a standby, and this node runs without a cluster (--coordinator); nothing was stored — send without ack=replicated');
+    }
+    if (sampledOut > 0) {
+      metrics.eventsSampledOut.inc(sampledOut);
+      // Dropped on purpose, not lost: their sourceSeqs go into the completeness ledger as
+      // received first, or the ledger would report them as holes (events that never arrived).
+      await this.#options.store.recordReceivedNotStored(dropped);
     }
     let duplicates = 0;
     let conflicts: readonly EventIdConflict[] = [];

@@ -1173,6 +1173,26 @@ export class AuditStore {
   }
 
   /**
+   * Records in the completeness ledger the sourceSeqs of events this node received and chose
+   * not to store (read sampling dropped them): they arrived, so they are no hole. Durable (one
+   * synced batch, in the writer's queue) before it resolves; events without a sourceSeq change
+   * nothing. The day ledger is not changed (its `received` counts stored events). Only this
+   * node's ledger: the log does not carry them to other nodes.
+   */
+  async recordReceivedNotStored(events: readonly Pick<EncodedEvent, 'json'>[]): Promise<void> {
+    const withSeq = events.filter((event) => event.json.includes(SOURCE_SEQ_KEY));
+    if (withSeq.length === 0) return;
+    await this.#openWriter().exclusive(async ({ db }) => {
+      const ledger = this.#ledger.begin();
+      for (const event of withSeq) ledger.addJson(event.json);
+      const batch = db.batch();
+      ledger.putChanged(batch);
+      await batch.write({ sync: true });
+      ledger.commit();
+    });
+  }
+
+  /**
    * The completeness ledger: per source (sourceId), the sourceSeqs this log received — the
    * highest reached without a hole and the holes as ranges; only one source with `sourceId`.
    */
