@@ -7,6 +7,7 @@ import {
   EVENT_ID_LENGTH_MAX,
   FIELD_LIMIT_BYTES,
   SOURCE_ID_LENGTH_MAX,
+  SOURCE_SEQ_MAX,
   TABLES_COUNT_MAX,
   truncateToBytes,
 } from './field-limits.js';
@@ -143,8 +144,12 @@ function parseEventId(raw: Record<string, unknown>, at: At, nowMs: number, newId
   return value;
 }
 
-/** sourceId and sourceSeq, both optional; a sourceSeq needs the sourceId it counts for. */
-function parseSource(raw: Record<string, unknown>, at: At): { sourceId?: string; sourceSeq?: number } {
+/**
+ * sourceId and sourceSeq, both optional; a sourceSeq needs the sourceId it counts for, and from
+ * a client is at most SOURCE_SEQ_MAX (`fromNode`: a node forwarding what it accepted, perhaps a
+ * version without the bound, is not refused after the fact).
+ */
+function parseSource(raw: Record<string, unknown>, at: At, fromNode: boolean): { sourceId?: string; sourceSeq?: number } {
   const id = raw['sourceId'];
   const seq = raw['sourceSeq'];
   const out: { sourceId?: string; sourceSeq?: number } = {};
@@ -156,6 +161,7 @@ function parseSource(raw: Record<string, unknown>, at: At): { sourceId?: string;
   }
   if (seq !== undefined && seq !== null) {
     if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 0) refuse(`${label(at)}.sourceSeq must be a non-negative integer: ${JSON.stringify(seq)}`);
+    if (!fromNode && seq > SOURCE_SEQ_MAX) refuse(`${label(at)}.sourceSeq must be at most ${SOURCE_SEQ_MAX} (a source's own count of its events): ${seq}`);
     if (out.sourceId === undefined) refuse(`${label(at)}.sourceSeq needs a sourceId (the source it counts events of)`);
     out.sourceSeq = seq;
   }
@@ -210,7 +216,7 @@ function validateFields(record: Record<string, unknown>, at: At, options: Valida
   }
   // Only when sent: most events have neither, and their object keeps the common shape.
   if (record['sourceId'] !== undefined || record['sourceSeq'] !== undefined) {
-    const source = parseSource(record, at);
+    const source = parseSource(record, at, options.allowReserved === true);
     if (source.sourceId !== undefined || source.sourceSeq !== undefined) return toAuditEvent({ ...event, ...source });
   }
   return event;

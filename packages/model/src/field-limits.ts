@@ -22,6 +22,14 @@ export const EVENT_ID_LENGTH_MAX = 128;
 /** Longest accepted sourceId, in characters (refused beyond, like eventId: cut ids would merge sources). */
 export const SOURCE_ID_LENGTH_MAX = 256;
 
+/**
+ * Highest accepted sourceSeq (10^11 − 1; refused beyond). A source's count starts near 0 and
+ * goes up by one an event: 10^11 is three years at a million events a second. One wild value
+ * (2^53 − 1) would read as ~9·10^15 missing sourceSeqs for that source for ever, and with this
+ * bound the ledger's totals over its 10,000 tracked sources stay below 2^53, exact.
+ */
+export const SOURCE_SEQ_MAX = 99_999_999_999;
+
 /** The latest event time accepted: 9999-12-31T23:59:59.999Z, the last instant with a four-digit year. */
 export const EVENT_TIME_MAX_MS = 253_402_300_799_999;
 

@@ -372,6 +372,12 @@ describe('validateIngestBody: source numbering, reserved actions, well-formed te
     expect(badRequest([base(), base({ sourceSeq: 3 })])).toBe('events[1].sourceSeq needs a sourceId (the source it counts events of)');
     expect(badRequest(base({ sourceId: 'p', sourceSeq: -1 }))).toBe('event.sourceSeq must be a non-negative integer: -1');
     expect(badRequest(base({ sourceId: 'p', sourceSeq: 1.5 }))).toBe('event.sourceSeq must be a non-negative integer: 1.5');
+    // A wild sourceSeq would read as ~9e15 missing for ever: refused past SOURCE_SEQ_MAX (10^11 − 1).
+    expect(one(base({ sourceId: 'p', sourceSeq: 99_999_999_999 })).sourceSeq).toBe(99_999_999_999);
+    expect(badRequest([base({ sourceId: 'p', sourceSeq: 1 }), base({ sourceId: 'p', sourceSeq: 100_000_000_000 })])).toBe('events[1].sourceSeq must be at most 99999999999 (a source\'s own count of its events): 100000000000');
+    expect(badRequest(base({ sourceId: 'p', sourceSeq: 2 ** 53 - 1 }))).toBe('event.sourceSeq must be at most 99999999999 (a source\'s own count of its events): 9007199254740991');
+    // A node forwarding what it accepted (a version without the bound) is not refused after the fact.
+    expect(validateEvent(base({ sourceId: 'p', sourceSeq: 2 ** 53 - 1, timestamp: 1 }), 'forwarded', { nowMs: 0, timeField: 'timestamp', allowReserved: true }).sourceSeq).toBe(2 ** 53 - 1);
     expect(badRequest(base({ sourceId: 7 }))).toBe('event.sourceId must be a string, got number');
     expect(badRequest(base({ sourceId: '' }))).toBe('event.sourceId must not be empty');
     expect(badRequest(base({ sourceId: 'x'.repeat(257) }))).toBe('event.sourceId must be at most 256 characters, got 257');

@@ -108,6 +108,17 @@ describe('the ledger per day', () => {
 });
 
 describe('the ledger in /metrics', () => {
+  it('refuses a sourceSeq past SOURCE_SEQ_MAX with a 400 naming it, storing nothing of the request', async () => {
+    const t = await startTestNode();
+    expect((await t.ingest([event({ eventId: 'w1', sourceId: 'wild', sourceSeq: 0 })])).status).toBe(200);
+    const res = await t.ingest([event({ eventId: 'w2', sourceId: 'wild', sourceSeq: 1 }), event({ eventId: 'w3', sourceId: 'wild', sourceSeq: 2 ** 53 - 1 })]);
+    expect(res.status).toBe(400);
+    expect(res.json['error']).toBe("events[1].sourceSeq must be at most 99999999999 (a source's own count of its events): 9007199254740991");
+    expect((await t.stored()).map((e) => e.eventId)).toEqual(['w1']);
+    const ledger = (await (await t.request('/admin/audit/ledger?sourceId=wild')).json()) as { sources: unknown[]; missing: number };
+    expect(ledger).toMatchObject({ sources: [{ sourceId: 'wild', received: 1, highestSourceSeq: 0, missing: 0 }], missing: 0 });
+  });
+
   it('counts the missing sourceSeqs and the sources with holes', async () => {
     const t = await startTestNode();
     expect((await t.ingest([1, 2, 5].map((s) => event({ eventId: `m${s}`, sourceId: 'plugin-m', sourceSeq: s })))).status).toBe(200);
