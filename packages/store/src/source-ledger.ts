@@ -29,7 +29,8 @@ export interface SourceLedgerEntry {
 /**
  * Most ranges kept per source. A source that skips a sourceSeq after every event would grow
  * its list without bound; past this many, the two oldest ranges are joined (the holes between
- * them are then no longer reported, the newest holes always are).
+ * them are then no longer reported, the newest holes always are; `received` still counts only
+ * the sourceSeqs that arrived).
  */
 export const SOURCE_RANGES_MAX = 10_000;
 
@@ -44,32 +45,54 @@ export const LEDGER_SOURCES_MAX = 10_000;
 
 type Range = [from: number, to: number];
 
+/**
+ * One source's ranges as stored under `g!`: a JSON array of `[from, to]` ranges, or, once the
+ * two oldest were joined (SOURCE_RANGES_MAX) and the ranges hold sourceSeqs that never arrived,
+ * `{"ranges": [...], "received": N}` with the distinct sourceSeqs received.
+ */
+export type StoredSourceRanges = Array<[number, number]> | { ranges: Array<[number, number]>; received: number };
+
 /** The received sourceSeqs of one source. */
 export class SourceRanges {
   readonly #ranges: Range[];
-  /** How many sourceSeqs the ranges hold, kept with every change (the totals need it per batch). */
+  /** How many sourceSeqs the ranges span (holes joined in included), kept with every change. */
+  #spanned = 0;
+  /** How many distinct sourceSeqs were received: the spans less the holes joined in. */
   #received = 0;
 
-  constructor(ranges: readonly (readonly [number, number])[] = []) {
+  /** `received` defaults to what the ranges span (no hole joined in). */
+  constructor(ranges: readonly (readonly [number, number])[] = [], received?: number) {
     this.#ranges = ranges.map(([from, to]) => [from, to] as Range).sort((a, b) => a[0] - b[0]);
-    for (const [from, to] of this.#ranges) this.#received += to - from + 1;
+    for (const [from, to] of this.#ranges) this.#spanned += to - from + 1;
+    this.#received = received ?? this.#spanned;
+  }
+
+  /** Reads the `g!` value (StoredSourceRanges). */
+  static parse(json: string): SourceRanges {
+    const stored = JSON.parse(json) as StoredSourceRanges;
+    return Array.isArray(stored) ? new SourceRanges(stored) : new SourceRanges(stored.ranges, stored.received);
+  }
+
+  /** The `g!` value: the plain array while no hole was joined in (as versions before wrote it). */
+  serialize(): string {
+    return this.#received === this.#spanned ? JSON.stringify(this.#ranges) : JSON.stringify({ ranges: this.#ranges, received: this.#received });
   }
 
   get ranges(): readonly (readonly [number, number])[] {
     return this.#ranges;
   }
 
-  /** How many sourceSeqs the ranges hold. */
+  /** How many distinct sourceSeqs were received. */
   get received(): number {
     return this.#received;
   }
 
-  /** How many sourceSeqs between the first and the highest are not received. */
+  /** How many sourceSeqs the listed holes (between the ranges) hold. */
   get missing(): number {
     const ranges = this.#ranges;
     const first = ranges[0];
     const last = ranges[ranges.length - 1];
-    return first === undefined || last === undefined ? 0 : last[1] - first[0] + 1 - this.#received;
+    return first === undefined || last === undefined ? 0 : last[1] - first[0] + 1 - this.#spanned;
   }
 
   /** Records one received sourceSeq; true when it was not there yet. */
@@ -79,6 +102,7 @@ export class SourceRanges {
     const last = ranges[ranges.length - 1];
     if (last !== undefined && seq === last[1] + 1) {
       last[1] = seq;
+      this.#spanned++;
       this.#received++;
       return true;
     }
@@ -94,6 +118,7 @@ export class SourceRanges {
     const before = ranges[low - 1];
     const after = ranges[low];
     if (before !== undefined && before[1] >= seq) return false;
+    this.#spanned++;
     this.#received++;
     if (before !== undefined && before[1] === seq - 1) {
       before[1] = seq;
@@ -107,30 +132,33 @@ export class SourceRanges {
       ranges.splice(low, 0, [seq, seq]);
       if (ranges.length > SOURCE_RANGES_MAX) {
         const [first, second] = ranges as [Range, Range];
-        // The hole between them now reads as received.
-        this.#received += second[0] - first[1] - 1;
+        // The hole between them is no longer listed (nor in `missing`), but was not received.
+        this.#spanned += second[0] - first[1] - 1;
         ranges.splice(0, 2, [first[0], second[1]]);
       }
     }
     return true;
   }
 
+  /** An independent copy (a batch changes copies, made the ledger once written). */
+  copy(): SourceRanges {
+    return new SourceRanges(this.#ranges, this.#received);
+  }
+
   entry(sourceId: string): SourceLedgerEntry {
     const ranges = this.#ranges;
     const first = ranges[0] as Range;
     const gaps: Array<{ fromSeq: number; toSeq: number }> = [];
-    let received = 0;
     let missing = 0;
     for (let i = 0; i < ranges.length; i++) {
-      const [from, to] = ranges[i] as Range;
-      received += to - from + 1;
+      const [, to] = ranges[i] as Range;
       const next = ranges[i + 1];
       if (next !== undefined) {
         gaps.push({ fromSeq: to + 1, toSeq: next[0] - 1 });
         missing += next[0] - 1 - to;
       }
     }
-    return { sourceId, received, firstSourceSeq: first[0], contiguousThrough: first[1], highestSourceSeq: (ranges[ranges.length - 1] as Range)[1], gaps, missing };
+    return { sourceId, received: this.#received, firstSourceSeq: first[0], contiguousThrough: first[1], highestSourceSeq: (ranges[ranges.length - 1] as Range)[1], gaps, missing };
   }
 }
 
@@ -203,7 +231,7 @@ export class SourceLedger {
     let other = Number((await db.get(OTHER_SOURCES_KEY)) ?? 0);
     const folded: string[] = [];
     for await (const [key, value] of db.iterator({ gte: SOURCE_LEDGER_PREFIX, lt: prefixEnd(SOURCE_LEDGER_PREFIX) })) {
-      const ranges = new SourceRanges(JSON.parse(value) as Range[]);
+      const ranges = SourceRanges.parse(value);
       if (ledger.#sources.size < LEDGER_SOURCES_MAX) ledger.#set(key.slice(SOURCE_LEDGER_PREFIX.length), ranges);
       else {
         other += ranges.received;
@@ -296,7 +324,7 @@ export class LedgerChange {
         this.#otherEvents++;
         return;
       }
-      ranges = new SourceRanges(stored?.ranges ?? []);
+      ranges = stored === undefined ? new SourceRanges() : stored.copy();
       if (!ranges.add(source.sourceSeq)) return;
       this.#changed.set(source.sourceId, ranges);
       if (stored === undefined) this.#added++;
@@ -307,7 +335,7 @@ export class LedgerChange {
 
   /** Puts every changed source's ranges (and the other sources' count) into the batch. */
   putChanged(batch: PutSink): void {
-    for (const [sourceId, ranges] of this.#changed) batch.put(sourceLedgerKey(sourceId), JSON.stringify(ranges.ranges));
+    for (const [sourceId, ranges] of this.#changed) batch.put(sourceLedgerKey(sourceId), ranges.serialize());
     if (this.#otherEvents > 0) {
       this.#otherWritten = this.#other() + this.#otherEvents;
       batch.put(OTHER_SOURCES_KEY, String(this.#otherWritten));

@@ -10,7 +10,7 @@ import { Level } from 'level';
 import { describe, expect, it } from 'vitest';
 import { localKey } from '../src/event-keys.js';
 import { useTempStores } from './temp-stores.js';
-import { LEDGER_SOURCES_MAX, OTHER_SOURCES_KEY, SourceRanges, sourceOfJson } from '../src/source-ledger.js';
+import { LEDGER_SOURCES_MAX, OTHER_SOURCES_KEY, SOURCE_RANGES_MAX, SourceRanges, sourceOfJson } from '../src/source-ledger.js';
 import type { AuditStore } from '../src/audit-store.js';
 
 const stores = useTempStores('auditlake-ledger-');
@@ -56,6 +56,49 @@ describe('source ranges', () => {
       expect(ranges.received).toBe(entry.received);
       expect(ranges.missing).toBe(entry.missing);
     }
+  });
+});
+
+describe('source ranges past SOURCE_RANGES_MAX', () => {
+  it('counts received exactly when the two oldest ranges are joined, the joined hole neither received nor listed', () => {
+    const ranges = new SourceRanges();
+    // 0, 2, 4, …: every sourceSeq a range of its own, a hole after each.
+    const count = SOURCE_RANGES_MAX + 2;
+    for (let i = 0; i < count; i++) expect(ranges.add(2 * i)).toBe(true);
+    const entry = ranges.entry('holes');
+    expect(entry.received).toBe(count);
+    expect(ranges.received).toBe(count);
+    // Two joins: the two oldest holes (1 and 3) are no longer listed; the rest are.
+    expect(ranges.ranges).toHaveLength(SOURCE_RANGES_MAX);
+    expect(entry.gaps).toHaveLength(SOURCE_RANGES_MAX - 1);
+    expect(entry.gaps[0]).toEqual({ fromSeq: 5, toSeq: 5 });
+    expect(entry.missing).toBe(SOURCE_RANGES_MAX - 1);
+    expect(ranges.missing).toBe(entry.missing);
+    // A sourceSeq inside a joined hole is not new to the ranges (it cannot be told apart).
+    expect(ranges.add(1)).toBe(false);
+    expect(ranges.received).toBe(count);
+    // Stored and read back (and copied) with the exact count.
+    expect(ranges.serialize()).toMatch(/^\{"ranges":\[\[0,4\],/);
+    expect(SourceRanges.parse(ranges.serialize()).entry('holes')).toEqual(entry);
+    expect(ranges.copy().entry('holes')).toEqual(entry);
+    // Without a join the value stays the plain array versions before wrote, and reads either way.
+    const plain = new SourceRanges([[1, 3], [7, 7]]);
+    expect(plain.serialize()).toBe('[[1,3],[7,7]]');
+    expect(SourceRanges.parse('[[1,3],[7,7]]').entry('p')).toEqual(plain.entry('p'));
+  });
+
+  it('keeps the exact count in the store, across a reopen', async () => {
+    const { store, location } = await openStore();
+    const count = SOURCE_RANGES_MAX + 5;
+    const events = Array.from({ length: count }, (_, i) => ev(`h${i}`, { sourceId: 'holes', sourceSeq: 2 * i }));
+    for (let i = 0; i < events.length; i += 2_000) await store.append(events.slice(i, i + 2_000));
+    const [entry] = store.sourceLedger('holes');
+    expect(entry).toMatchObject({ received: count, firstSourceSeq: 0, highestSourceSeq: 2 * (count - 1), missing: SOURCE_RANGES_MAX - 1 });
+    expect(store.sourceLedgerSummary().missing).toBe(SOURCE_RANGES_MAX - 1);
+    await stores.close(store);
+    const { store: reopened } = await openStore(location);
+    expect(reopened.sourceLedger('holes')).toEqual([entry]);
+    expect(reopened.sourceLedgerSummary().missing).toBe(SOURCE_RANGES_MAX - 1);
   });
 });
 
