@@ -236,7 +236,7 @@ export class ClusterNode {
    * or was ordered here and a standby's pull in the term this node leads now has matched this
    * log at or past its seq. Progress of another term, or a pull that did not match, never counts.
    */
-  async confirmReplicated(events: readonly EncodedEvent[], timeoutMs: number): Promise<boolean> {
+  async confirmReplicated(events: ReadonlyArray<Pick<EncodedEvent, 'eventId'>>, timeoutMs: number): Promise<boolean> {
     const deadline = this.#clock.monotonicMs() + timeoutMs;
     const pending = new Set(events.map((e) => e.eventId));
     for (;;) {

@@ -258,7 +258,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     });
     // Closed before the store (closers run in reverse): its last tick finishes first.
     closers.push(() => integrity.close());
-    registerIntegrityRoutes(app, { integrity, store, membership, now: () => Date.now() + config.debugClockOffsetMs, findTiered: (eventIds) => tiering.findTieredRecords(eventIds) });
+    registerIntegrityRoutes(app, { integrity, store, membership, now: () => Date.now() + config.debugClockOffsetMs, findTiered: (eventIds) => tiering.findTieredRecords(eventIds), ackReplicatedTimeoutMs: config.ackReplicatedTimeoutMs });
     registerLedgerRoute(app, { store, countTiered: async () => store.countTieredThrough((await tiering.watermark()).seq) });
     registerClusterRoute(app, membership);
     registerHealthRoutes(app, metrics, () => (membership.isLeader() ? 'leader' : 'standby'));

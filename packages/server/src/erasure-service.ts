@@ -19,6 +19,8 @@ export interface ErasureResult {
   erasureSeqs: number[];
   /** Set when the tier could not be searched for further copies of events held here (those were erased). */
   warning?: string;
+  /** The eventIds of the `audit:EraseFields` records (what `ack=replicated` waits for); not part of the answer. */
+  erasureEventIds: string[];
 }
 
 function refuse(message: string): never {
@@ -126,5 +128,5 @@ export async function eraseFields(store: AuditStore, request: ErasureRequest, re
   }));
   // Ordered only under the leader's sequencer: a node that lost its lease meanwhile refuses.
   const result = await store.appendEncoded(events.map(encodeEvent), { sequencer });
-  return { erased: records.length, fields: request.fields, erasureSeqs: result.stored.map((s) => s.seq), ...(warning === undefined ? {} : { warning }) };
+  return { erased: records.length, fields: request.fields, erasureSeqs: result.stored.map((s) => s.seq), ...(warning === undefined ? {} : { warning }), erasureEventIds: events.map((event) => event.eventId) };
 }

@@ -19,7 +19,7 @@ export interface Membership {
   /** Stores received events durably: in the log when this node orders, else in the outbox. */
   receive(events: readonly EncodedEvent[], freshIds?: ReadonlySet<string>): Promise<Received>;
   /** `ack=replicated`: true once the events are confirmed on another node, false after `timeoutMs`. */
-  confirmReplicated(events: readonly EncodedEvent[], timeoutMs: number): Promise<boolean>;
+  confirmReplicated(events: ReadonlyArray<Pick<EncodedEvent, 'eventId'>>, timeoutMs: number): Promise<boolean>;
   /** The highest seq every reachable standby holds (what the leader may tier); undefined: no bound. */
   heldByStandbys(): HeldByStandbys | undefined;
 }

@@ -161,6 +161,13 @@ describe('POST /admin/audit/erase', () => {
     expect(res.status).toBe(400);
     expect(((await res.json()) as { error: string }).error).toBe('fields[0] must be one of userId, resource, tables, query, details: "eventId"; nothing was erased');
     expect((await t.request('/admin/audit/erase', { method: 'POST', token: INGEST_TOKEN, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ eventIds: ['y1'], fields: ['query'] }) })).status).toBe(403);
+    // ack=replicated needs a standby; an ack that is neither is named.
+    res = await t.request('/admin/audit/erase?ack=replicated', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ eventIds: ['y1'], fields: ['query'] }) });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: string }).error).toBe('ack=replicated needs a standby, and this node runs without a cluster (--coordinator); nothing was erased');
+    res = await t.request('/admin/audit/erase?ack=all', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ eventIds: ['y1'], fields: ['query'] }) });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: string }).error).toBe('parameter ack must be local or replicated: all; nothing was erased');
     const after = await records(t, '?limit=10000');
     // No erasure record (the refused request's DENY record, written beside it when it is, names the action too).
     expect(after.filter((r) => r.action === 'audit:EraseFields' && r.decision !== 'DENY')).toEqual([]);

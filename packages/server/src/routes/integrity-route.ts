@@ -19,6 +19,14 @@ function nonNegativeInt(query: Record<string, unknown>, name: string, fallback: 
   return value;
 }
 
+/** `?ack=local` (the default) or `?ack=replicated`, as ingest takes it. */
+function ackReplicatedOf(query: unknown): boolean {
+  const ack = (query as Record<string, unknown>)['ack'];
+  if (ack === undefined || ack === 'local') return false;
+  if (ack === 'replicated') return true;
+  throw new AuditError(AuditErrorCode.BAD_REQUEST, `parameter ack must be local or replicated: ${typeof ack === 'string' ? ack : JSON.stringify(ack)}; nothing was erased`);
+}
+
 /**
  * `GET /admin/audit/integrity`: this node's key, chain head, registered keys, newest
  * checkpoints and retention-deleted ranges. `GET /admin/audit/integrity/records?afterSeq&limit`:
@@ -26,7 +34,10 @@ function nonNegativeInt(query: Record<string, unknown>, name: string, fallback: 
  * fields included), for `auditlake verify --url`. `POST /admin/audit/erase` (the leader):
  * erases fields of named records, keeping the proof.
  */
-export function registerIntegrityRoutes(app: FastifyInstance, options: { integrity: IntegrityService; store: AuditStore; membership: Membership; now: () => number; findTiered?: TieredRecordFinder }): void {
+export function registerIntegrityRoutes(
+  app: FastifyInstance,
+  options: { integrity: IntegrityService; store: AuditStore; membership: Membership; now: () => number; findTiered?: TieredRecordFinder; ackReplicatedTimeoutMs: number },
+): void {
   const access = { role: 'admin', action: 'audit:ReadIntegrity' } as const;
   app.get('/admin/audit/integrity', { config: { access } }, async () => options.integrity.view());
   app.get('/admin/audit/integrity/records', { config: { access } }, async (request, reply) => {
@@ -42,7 +53,20 @@ export function registerIntegrityRoutes(app: FastifyInstance, options: { integri
     if (!options.membership.isLeader()) {
       throw new AuditError(AuditErrorCode.NOT_LEADER, `only the leader records an erasure (send it to ${options.membership.leaderUrl() ?? 'the leader, once elected'}); nothing was erased`, { retryable: true });
     }
-    const result = await eraseFields(options.store, body, request.principal?.name ?? 'unknown', options.now(), options.membership.sequencer, options.findTiered);
+    const ackReplicated = ackReplicatedOf(request.query);
+    if (ackReplicated && !options.membership.coordinated) {
+      throw new AuditError(AuditErrorCode.BAD_REQUEST, 'ack=replicated needs a standby, and this node runs without a cluster (--coordinator); nothing was erased');
+    }
+    const { erasureEventIds, ...result } = await eraseFields(options.store, body, request.principal?.name ?? 'unknown', options.now(), options.membership.sequencer, options.findTiered);
+    // As for ingest: the erasure is durable here once appended; `ack=replicated` also waits for
+    // a standby to hold it, so losing this node's disk before the next pull cannot undo it.
+    if (ackReplicated && !(await options.membership.confirmReplicated(erasureEventIds.map((eventId) => ({ eventId })), options.ackReplicatedTimeoutMs))) {
+      throw new AuditError(
+        AuditErrorCode.REPLICATION_TIMEOUT,
+        `the erasure (records at seq ${result.erasureSeqs.join(', ')}) is stored on this node, but no standby confirmed it within ${options.ackReplicatedTimeoutMs} ms; it will be replicated — see GET /admin/audit/integrity/records on a standby, or send the request again (a repeated erasure changes nothing more)`,
+        { retryable: true },
+      );
+    }
     return { status: 'ok', ...result };
   });
 }
