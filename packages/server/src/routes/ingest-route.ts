@@ -1,14 +1,8 @@
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import type { FastifyInstance } from 'fastify';
 import type { IngestService } from '../ingest-service.js';
+import { ackReplicatedOf } from './ack-param.js';
 import './route-access.js';
-
-function ackReplicated(query: unknown): boolean {
-  const ack = (query as Record<string, unknown>)['ack'];
-  if (ack === undefined || ack === 'local') return false;
-  if (ack === 'replicated') return true;
-  throw new AuditError(AuditErrorCode.BAD_REQUEST, `parameter ack must be local or replicated: ${typeof ack === 'string' ? ack : JSON.stringify(ack)}`);
-}
 
 export function registerIngestRoute(app: FastifyInstance, ingest: IngestService): void {
   app.register(async (scope) => {
@@ -22,7 +16,7 @@ export function registerIngestRoute(app: FastifyInstance, ingest: IngestService)
         throw new AuditError(AuditErrorCode.BAD_REQUEST, 'request body must be an audit event object or an array of them, sent as JSON (Content-Type: application/json)');
       }
       const sender = request.principal === undefined ? {} : { sender: { principal: request.principal.name, clientAddress: request.ip } };
-      return ingest.ingest(body, { ackReplicated: ackReplicated(request.query), ...sender });
+      return ingest.ingest(body, { ackReplicated: ackReplicatedOf(request.query), ...sender });
     });
   });
 }

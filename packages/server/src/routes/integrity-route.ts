@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { eraseFields, parseErasureRequest, type TieredRecordFinder } from '../erasure-service.js';
 import type { IntegrityService } from '../integrity-service.js';
 import type { Membership } from '../membership.js';
+import { ackReplicatedOf } from './ack-param.js';
 import './route-access.js';
 
 /** Most records one `GET /admin/audit/integrity/records` page holds. */
@@ -17,14 +18,6 @@ function nonNegativeInt(query: Record<string, unknown>, name: string, fallback: 
     throw new AuditError(AuditErrorCode.BAD_REQUEST, `parameter ${name} must be an integer from 0 to ${max}: ${typeof raw === 'string' ? raw : JSON.stringify(raw)}`);
   }
   return value;
-}
-
-/** `?ack=local` (the default) or `?ack=replicated`, as ingest takes it. */
-function ackReplicatedOf(query: unknown): boolean {
-  const ack = (query as Record<string, unknown>)['ack'];
-  if (ack === undefined || ack === 'local') return false;
-  if (ack === 'replicated') return true;
-  throw new AuditError(AuditErrorCode.BAD_REQUEST, `parameter ack must be local or replicated: ${typeof ack === 'string' ? ack : JSON.stringify(ack)}; nothing was erased`);
 }
 
 /**
@@ -53,7 +46,7 @@ export function registerIntegrityRoutes(
     if (!options.membership.isLeader()) {
       throw new AuditError(AuditErrorCode.NOT_LEADER, `only the leader records an erasure (send it to ${options.membership.leaderUrl() ?? 'the leader, once elected'}); nothing was erased`, { retryable: true });
     }
-    const ackReplicated = ackReplicatedOf(request.query);
+    const ackReplicated = ackReplicatedOf(request.query, '; nothing was erased');
     if (ackReplicated && !options.membership.coordinated) {
       throw new AuditError(AuditErrorCode.BAD_REQUEST, 'ack=replicated needs a standby, and this node runs without a cluster (--coordinator); nothing was erased');
     }
