@@ -2,6 +2,7 @@ import { stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { encodeAuditParquet, TIER_PAGE_CODEC } from '@auditlake/format';
+import { canonicalRecord, chainHash, GENESIS_CHAIN_HASH, RecordHasher } from '@auditlake/integrity';
 import { TierEncodePool } from '@auditlake/lake';
 import { validateEvent, type StoredEvent } from '@auditlake/model';
 import { createEventGenerator } from '@auditlake/testkit';
@@ -31,12 +32,30 @@ export interface TierFileFigures {
   poolThreads?: number;
   /** `encodeAuditParquet` on the calling thread, for context. */
   writeOneThread?: LatencyStats;
+  /** True when the rows carried the record chain's columns (absent in results stored before: they did not). */
+  chainColumns?: boolean;
   duckBytes: number;
   duckWrite: LatencyStats;
   duckThreads: number;
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * The events with the record chain's fields (record hash, chain hash, field check), as a node
+ * stores and tiers them by default (`auditlake.audit.integrity.chain.enabled`): the hashes are
+ * three incompressible columns, about half the file's bytes, and a file measured without them
+ * is not the file a sweep writes.
+ */
+function chained(events: StoredEvent[]): StoredEvent[] {
+  const hasher = new RecordHasher();
+  let previous = GENESIS_CHAIN_HASH;
+  return events.map((event) => {
+    const digest = hasher.digest(canonicalRecord(event));
+    previous = chainHash(previous, digest.recordHash);
+    return { ...event, recordHash: digest.recordHash, chainHash: previous, fieldCheck: digest.fieldCheck };
+  });
+}
 
 /**
  * Worker threads of the measured pool: two, the split encoder a node uses with
@@ -57,10 +76,12 @@ export async function runTierFileBench(options: TierFileBenchOptions, log: (mess
   await using dir = await scratchDir('tier-file');
   const startTs = Date.UTC(2026, 0, 1);
   const generator = createEventGenerator({ seed: options.seed, startTs, spanMs: DAY_MS, count: options.events });
-  const stored: StoredEvent[] = generator.batch(options.events).map((raw, i) => {
-    const event = validateEvent(raw, 'event', { nowMs: startTs + 2 * DAY_MS });
-    return { ...event, ingestTs: event.timestamp + 500, seq: i + 1, term: 1 };
-  });
+  const stored = chained(
+    generator.batch(options.events).map((raw, i) => {
+      const event = validateEvent(raw, 'event', { nowMs: startTs + 2 * DAY_MS });
+      return { ...event, ingestTs: event.timestamp + 500, seq: i + 1, term: 1 };
+    }),
+  );
   // The sweep encodes events as the store reads them back (JSON.parse of the stored value), not
   // as validation built them: plain objects of one shape, which V8 reads several times faster.
   const events = JSON.parse(JSON.stringify(stored)) as StoredEvent[];
@@ -102,6 +123,7 @@ export async function runTierFileBench(options: TierFileBenchOptions, log: (mess
     return {
       events: options.events,
       codec: TIER_PAGE_CODEC,
+      chainColumns: true,
       bytes: bytes.byteLength,
       bytesWithoutSketches: encodeAuditParquet(events, { rowGroupSketches: false }).byteLength,
       write: latencyStats(writeMs),

@@ -264,7 +264,7 @@ export function tieringMarkdown(t: TieringFigures, config: BenchConfig): string 
     parts.push(
       '### Data file encoding',
       '',
-      `One sweep batch, ${int(f.events)} generated events (seed ${config.seed + 2}, one day), encoded ` +
+      `One sweep batch, ${int(f.events)} generated events (seed ${config.seed + 2}, one day)${f.chainColumns ? ', with the record chain\'s columns (record hash, chain hash, field check) as a node tiers them by default' : ''}, encoded ` +
         (f.poolThreads === undefined
           ? `by \`encodeAuditParquet\` (${f.codec}, the tier's codec) `
           : `by the tier encoder pool of ${f.poolThreads} worker threads (\`TierEncodePool.encode\`, what a node with \`auditlake.audit.tier.encode.threads\` ≥ 2 uses — the default is one: the events handed to a worker, the file's columns split between two threads and assembled; the time includes handing over the events and the file back), and on one thread by \`encodeAuditParquet\` for context, the same bytes (${f.codec}, the tier's codec), `) +
