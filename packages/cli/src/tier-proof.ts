@@ -16,7 +16,7 @@ import {
   type TierFile,
   type TierSource,
 } from '@auditlake/lake';
-import { AuditError, AuditErrorCode } from '@auditlake/model';
+import { AuditError, AuditErrorCode, isAuditError } from '@auditlake/model';
 import type { VerifyChecks } from './verify-checks.js';
 import type { TierLocationOption } from './verify-options.js';
 
@@ -115,8 +115,11 @@ async function checkFiles(source: TierSource, files: readonly TierFile[], checks
     while (!failed && next < files.length) {
       const at = next++;
       try {
-        const bytes = await source.open(files[at] as TierFile);
-        const batch = await checks.check({ parquet: await bytes.slice(0, bytes.byteLength) });
+        const file = files[at] as TierFile;
+        const bytes = await source.open(file);
+        const batch = await checks.check({ parquet: await bytes.slice(0, bytes.byteLength) }).catch((err: unknown) => {
+          throw namingFile(file, err);
+        });
         checkDeclared(files[at] as TierFile, batch);
         batches[at] = batch;
         if (!failed) listener?.(at, batch);
@@ -130,6 +133,15 @@ async function checkFiles(source: TierSource, files: readonly TierFile[], checks
   const failure = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
   if (failure !== undefined) throw failure.reason;
   return batches;
+}
+
+/**
+ * A file's check failed on what the file itself holds (a value, a footer declaration): the
+ * error with the file named first, so the report says where to look.
+ */
+function namingFile(file: TierFile, err: unknown): unknown {
+  if (!isAuditError(err) || (err.code !== AuditErrorCode.INTEGRITY_MISMATCH && err.code !== AuditErrorCode.TABLE_INVALID)) return err;
+  return new AuditError(err.code, `tier file ${file.key}: ${err.message}`, { cause: err });
 }
 
 /** The largest epoch-ms magnitude a Date holds. */

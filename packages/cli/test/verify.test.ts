@@ -6,7 +6,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { encodeAuditParquet, readAuditParquet, type TieredEvent } from '@auditlake/format';
+import { bytesSource, encodeAuditParquet, ParquetFileAssembler, readAuditParquet, readAuditParquetFooter, RowGroupSketch, rowGroupSketches, type TieredEvent } from '@auditlake/format';
 import { checkpointHash, encodeSignedCheckpoint, loadOrCreateNodeKey, parseSignedCheckpoint, signCheckpoint, type CheckedBatch, type SignedCheckpoint } from '@auditlake/integrity';
 import { COMMITS_DIR, S3Connections, type CommitMarker, type ObjectStore } from '@auditlake/lake';
 import { resolveConfig } from '@auditlake/model';
@@ -246,6 +246,51 @@ describe('a tampered tier fails verify with the right words', () => {
       const code = await verifyCommand(argv, {}, { stdout: { write: (t: string) => lines.push(t) }, stderr: { write: (t: string) => lines.push(t) } });
       expect(code).toBe(1);
       expect(lines.join('')).toMatch(/^auditlake verify: tier file \S+ holds a row with event time/);
+    } finally {
+      await restore();
+    }
+  });
+
+  it('a data file whose footer hides rows from searches (narrower ts statistics, a sketch without a user) is refused on every thread count, naming the file and row group (its records still verify)', async () => {
+    try {
+      const { key, rows } = await fileWith(12);
+      const bytes = await objects.get(key);
+      const footer = await readAuditParquetFooter(bytesSource(bytes), { exactStatistics: true });
+      const sketches = rowGroupSketches(footer) as RowGroupSketch[];
+      /** The file's data pages copied byte for byte under the footer as `alter` left it. */
+      const reassembled = (sketch: (index: number) => RowGroupSketch) => {
+        const assembler = new ParquetFileAssembler();
+        footer.row_groups.forEach((_, index) => assembler.addRowGroup({ bytes, footer, index, sketch: sketch(index) }));
+        return assembler.finish();
+      };
+      const latest = rows.reduce((a, b) => (b.timestamp > a.timestamp ? b : a));
+      const ts = footer.row_groups[0]?.columns.find((c) => c.meta_data?.path_in_schema[0] === 'ts')?.meta_data?.statistics;
+      if (ts === undefined) throw new Error('the file has no ts statistics');
+      const trueMax = ts.max_value;
+      if (trueMax === undefined) throw new Error('the file has no ts max_value');
+      // A search for the newest event's time skips the group: that event vanishes from it.
+      ts.max_value = BigInt(latest.timestamp - 1);
+      await objects.put(key, reassembled((index) => sketches[index] as RowGroupSketch));
+      for (const threads of ['0', '2']) {
+        await expect(verifyHistory(offline(['--threads', threads]))).rejects.toMatchObject({
+          code: 'AUDIT_INTEGRITY_MISMATCH',
+          message: `tier file ${key}: row group 0: column ts: its statistics declare a greatest value of ${latest.timestamp - 1}; the row with seq ${latest.seq} is outside it: a search that skips row groups by their footer statistics would miss it; the file's footer was altered`,
+        });
+      }
+      ts.max_value = trueMax;
+      // The same rows under a sketch made without the rows of one user: `user=…` skips the group.
+      const victim = rows.find((row) => row.seq === 12) as TieredEvent;
+      const forged = RowGroupSketch.of(encodeRowsWithout(rows, victim.userId));
+      await objects.put(key, reassembled(() => new RowGroupSketch(rows.length, forged.decisions, forged.actions, forged.bloom)));
+      for (const threads of ['0', '2']) {
+        await expect(verifyHistory(offline(['--threads', threads]))).rejects.toMatchObject({
+          code: 'AUDIT_INTEGRITY_MISMATCH',
+          message: expect.stringMatching(new RegExp(`^tier file ${key}: row group 0: its row-group sketch leaves out a value, which the row with seq \\d+ holds`)),
+        });
+      }
+      // Put back under its true footer (copied the same way), it verifies.
+      await objects.put(key, reassembled((index) => sketches[index] as RowGroupSketch));
+      expect((await verifyHistory(offline())).ok).toBe(true);
     } finally {
       await restore();
     }
@@ -491,3 +536,8 @@ describe('a tampered tier fails verify with the right words', () => {
     }
   });
 });
+
+/** The tiered rows of a file's events other than `user`'s, for a sketch that leaves that user out. */
+function encodeRowsWithout(rows: TieredEvent[], user: string) {
+  return rows.filter((row) => row.userId !== user).map((row) => ({ decision: row.decision, user_id: row.userId, source: row.source, action: row.action, resource: row.resource, tables: row.tables.join(','), query: row.query, details: row.details })) as unknown as Parameters<typeof RowGroupSketch.of>[0];
+}

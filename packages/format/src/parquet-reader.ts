@@ -10,6 +10,7 @@ import {
 } from './audit-columns.js';
 import type { ByteSource } from './byte-source.js';
 import { PAGE_DECOMPRESSORS } from './page-codec.js';
+import { checkRowGroupDeclarations } from './row-group-declarations.js';
 
 /**
  * Bytes fetched from the end of a file for its footer. Our footers are a few KB per row group
@@ -231,6 +232,7 @@ export async function readWholeAuditColumns(source: ByteSource): Promise<AuditFi
     throw err;
   }
   checkEventTimes(raw.values.get('event_time'), columns);
+  checkRowGroupDeclarations(raw.footer, raw.values);
   return columns;
 }
 
@@ -251,13 +253,17 @@ function checkEventTimes(eventTimes: unknown[] | undefined, columns: AuditFileCo
 
 /** A file's decoded columns before their values are converted. */
 interface RawColumns {
+  /** Read with exact statistics (string bounds as their stored bytes). */
+  footer: ParquetFooter;
   names: AuditColumnName[];
   rowCount: number;
   values: Map<string, unknown[]>;
 }
 
 async function readRawColumns(source: ByteSource): Promise<RawColumns> {
-  const metadata = await readAuditParquetFooter(source);
+  // Exact statistics: the verifier compares string bounds with the values byte for byte
+  // (checkRowGroupDeclarations); reading the pages does not look at them.
+  const metadata = await readAuditParquetFooter(source, { exactStatistics: true });
   const names = presentColumns(metadata, ALL_COLUMNS);
   const rowCount = Number(metadata.num_rows);
   const values = new Map<string, unknown[]>(names.map((name) => [name, new Array<unknown>(rowCount)]));
@@ -278,7 +284,7 @@ async function readRawColumns(source: ByteSource): Promise<RawColumns> {
   for (const [name, count] of filled) {
     if (count !== rowCount) throw new AuditError(AuditErrorCode.TABLE_INVALID, `tiered file column ${name} holds ${count} values for ${rowCount} rows`);
   }
-  return { names, rowCount, values };
+  return { footer: metadata, names, rowCount, values };
 }
 
 function rowsOf({ names, rowCount, values }: RawColumns): TieredEvent[] {

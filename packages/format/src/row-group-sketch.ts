@@ -158,9 +158,9 @@ export interface SketchFilter {
  */
 export function sketchProbe(filter: SketchFilter): SketchProbe | undefined {
   const items: number[] = [];
-  if (filter.user !== undefined) items.push(stringHash(filter.user, USER_SEED));
-  if (filter.engine !== undefined) items.push(stringHash(filter.engine.toLowerCase(), ENGINE_SEED));
-  if (filter.table !== undefined) items.push(...trigramHashes(filter.table).map(tableTrigram));
+  if (filter.user !== undefined) items.push(userItem(filter.user));
+  if (filter.engine !== undefined) items.push(engineItem(filter.engine));
+  if (filter.table !== undefined) items.push(...tableItems(filter.table));
   // q is lower-cased by the search parser; a q that is not would match no lower-cased value,
   // and its trigrams then rule out groups just as rightly.
   if (filter.q !== undefined) items.push(...trigramHashes(filter.q));
@@ -180,6 +180,67 @@ export interface DistinctValues {
   resources: Iterable<string>;
   /** Values of the `tables` column (joined lists; '' for none). */
   tableLists: Iterable<string>;
+}
+
+/** What a row group's sketch must admit: its decisions, action kinds and item hashes. */
+export interface SketchContent {
+  decisions: ReadonlySet<Decision | ''>;
+  actions: ReadonlySet<'read' | 'write'>;
+  items: Uint32Set;
+}
+
+/** What a sketch leaves out of a row group: a decision, an action kind, or an item hash. */
+export type SketchGap = { decision: Decision | '' } | { action: 'read' | 'write' } | { item: number };
+
+/**
+ * The items of a row group: the trigrams of the lower-cased text of every row's query and
+ * details (each handed to `add` by `texts`), and, from the distinct short values, each user,
+ * each engine (lower-cased), the trigrams of each table name as written, and the lower-cased
+ * trigrams of every user, action, resource and table name; with the decisions and action kinds.
+ */
+export function sketchContent(texts: (add: (text: string) => void) => void, distinct: DistinctValues): SketchContent {
+  const items = new Uint32Set();
+  const add = (hash: number) => items.add(hash);
+  const actions = new Set<'read' | 'write'>();
+  // Query and details are mostly distinct: hashed row by row. The short values (users,
+  // engines, actions, resources and tables) each once.
+  seenAsciiTrigrams.fill(0);
+  texts((text) => addLowerTextTrigrams(items, text));
+  const short = new Set<string>();
+  for (const user of distinct.users) {
+    short.add(user);
+    items.add(userItem(user));
+  }
+  for (const engine of distinct.engines) items.add(engineItem(engine));
+  for (const action of distinct.actions) {
+    actions.add(action === READ_ACTION ? 'read' : 'write');
+    short.add(action);
+  }
+  for (const resource of distinct.resources) short.add(resource);
+  // Tables one by one (the column joins them; `q` and `table` match within one name).
+  const names = new Set<string>();
+  for (const list of distinct.tableLists) if (list !== '') for (const name of splitTables(list)) names.add(name);
+  for (const name of names) {
+    short.add(name);
+    forEachTrigramHash(name, (hash) => items.add(tableTrigram(hash)));
+  }
+  for (const text of short) forEachTrigramHash(text.toLowerCase(), add);
+  return { decisions: new Set(distinct.decisions), actions, items };
+}
+
+/** The item of a user id in a sketch. */
+export function userItem(user: string): number {
+  return stringHash(user, USER_SEED);
+}
+
+/** The item of an engine in a sketch (compared case-insensitively). */
+export function engineItem(engine: string): number {
+  return stringHash(engine.toLowerCase(), ENGINE_SEED);
+}
+
+/** The items of a table name in a sketch: its trigrams as written. */
+export function tableItems(name: string): number[] {
+  return trigramHashes(name).map(tableTrigram);
 }
 
 /** One row group's sketch. */
@@ -215,54 +276,56 @@ export class RowGroupSketch {
    * a Set insert per row and column. Only `query` and `details` are read from the rows.
    */
   static fromDistinct(rows: readonly AuditRow[], distinct: DistinctValues): RowGroupSketch {
-    const items = new Uint32Set();
-    const add = (hash: number) => items.add(hash);
-    const actions = new Set<'read' | 'write'>();
-    // Query and details are mostly distinct: hashed row by row. The short values (users,
-    // engines, actions, resources and tables) each once.
-    seenAsciiTrigrams.fill(0);
-    for (const row of rows) {
-      addLowerTextTrigrams(items, row.query);
-      addLowerTextTrigrams(items, row.details);
-    }
-    const short = new Set<string>();
-    for (const user of distinct.users) {
-      short.add(user);
-      items.add(stringHash(user, USER_SEED));
-    }
-    for (const engine of distinct.engines) items.add(stringHash(engine.toLowerCase(), ENGINE_SEED));
-    for (const action of distinct.actions) {
-      actions.add(action === READ_ACTION ? 'read' : 'write');
-      short.add(action);
-    }
-    for (const resource of distinct.resources) short.add(resource);
-    // Tables one by one (the column joins them; `q` and `table` match within one name).
-    const names = new Set<string>();
-    for (const list of distinct.tableLists) if (list !== '') for (const name of splitTables(list)) names.add(name);
-    for (const name of names) {
-      short.add(name);
-      forEachTrigramHash(name, (hash) => items.add(tableTrigram(hash)));
-    }
-    for (const text of short) forEachTrigramHash(text.toLowerCase(), add);
-    const bits = Math.max(SKETCH_BITS_MIN, Math.ceil((items.size * SKETCH_BITS_PER_ITEM) / 64) * 64);
+    const content = sketchContent((add) => {
+      for (const row of rows) {
+        add(row.query);
+        add(row.details);
+      }
+    }, distinct);
+    const bits = Math.max(SKETCH_BITS_MIN, Math.ceil((content.items.size * SKETCH_BITS_PER_ITEM) / 64) * 64);
     const bloom = new Uint8Array(bits / 8);
-    items.forEach((item) => bloomBits(item, bits, (bit) => (bloom[bit >>> 3] = (bloom[bit >>> 3] as number) | (1 << (bit & 7)))));
-    return new RowGroupSketch(rows.length, distinct.decisions, actions, bloom);
+    content.items.forEach((item) => bloomBits(item, bits, (bit) => (bloom[bit >>> 3] = (bloom[bit >>> 3] as number) | (1 << (bit & 7)))));
+    return new RowGroupSketch(rows.length, content.decisions, content.actions, bloom);
+  }
+
+  /**
+   * Whether this sketch admits every value of a row group (its {@link sketchContent}): what a
+   * verifier asks of a sketch it did not write. A search skips a row group whose sketch does
+   * not pass its probe, so a sketch that leaves out one of the group's decisions, action kinds
+   * or items hides the rows that hold it. Undefined when it admits them all, else what it
+   * leaves out. Its size may be any: only membership counts.
+   */
+  missingOf(content: SketchContent): SketchGap | undefined {
+    for (const decision of content.decisions) if (!this.decisions.has(decision)) return { decision };
+    for (const action of content.actions) if (!this.actions.has(action)) return { action };
+    const bloom = this.bloom;
+    const bits = bloom.byteLength * 8;
+    let missing: number | undefined;
+    content.items.forEach((item) => {
+      if (missing !== undefined) return;
+      bloomBits(item, bits, (bit) => {
+        if (((bloom[bit >>> 3] as number) & (1 << (bit & 7))) === 0) missing = item;
+      });
+    });
+    return missing === undefined ? undefined : { item: missing };
+  }
+
+  /** Whether the sketch holds one item hash (all its Bloom bits are set). */
+  holds(item: number): boolean {
+    const bloom = this.bloom;
+    const bits = bloom.byteLength * 8;
+    let present = true;
+    bloomBits(item, bits, (bit) => {
+      if (((bloom[bit >>> 3] as number) & (1 << (bit & 7))) === 0) present = false;
+    });
+    return present;
   }
 
   /** False when no row of the group can match the probe's filter. */
   mayMatch(probe: SketchProbe): boolean {
     if (probe.decision !== undefined && !this.decisions.has(probe.decision)) return false;
     if (probe.action !== 'all' && !this.actions.has(probe.action)) return false;
-    const bloom = this.bloom;
-    const bits = bloom.byteLength * 8;
-    for (const item of probe.items) {
-      let present = true;
-      bloomBits(item, bits, (bit) => {
-        if (((bloom[bit >>> 3] as number) & (1 << (bit & 7))) === 0) present = false;
-      });
-      if (!present) return false;
-    }
+    for (const item of probe.items) if (!this.holds(item)) return false;
     return true;
   }
 }

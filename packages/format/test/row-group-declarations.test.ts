@@ -1,0 +1,141 @@
+// Goal: the verifier's read of a whole file refuses a footer whose row-group statistics or
+// row-group sketch do not admit the group's own rows — the declarations readers skip row groups
+// by, which the record chain does not cover — naming the group, the column or what the sketch
+// leaves out, and a hidden row; and accepts every file our writer makes, whatever its values.
+import { AuditErrorCode, type AuditError } from '@auditlake/model';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { toRow, type TieredEvent } from '../src/audit-columns.js';
+import { bytesSource } from '../src/byte-source.js';
+import { ParquetFileAssembler } from '../src/parquet-assembler.js';
+import { readAuditParquetFooter, readWholeAuditColumns, type ParquetFooter } from '../src/parquet-reader.js';
+import { encodeAuditParquet } from '../src/parquet-writer.js';
+import { RowGroupSketch, rowGroupSketches } from '../src/row-group-sketch.js';
+import { buildEvents, testSeed } from './events.js';
+
+const seed = testSeed();
+console.log(`row-group-declarations seed=${seed} (replay with FORMAT_TEST_SEED=${seed})`);
+
+function events(count: number): TieredEvent[] {
+  return buildEvents(seed, { count }).map((event, i) => ({ ...event, seq: i + 1, term: 1, decision: i % 5 === 0 ? 'DENY' : 'ALLOW' }));
+}
+
+async function exactFooter(bytes: Uint8Array): Promise<ParquetFooter> {
+  return readAuditParquetFooter(bytesSource(bytes), { exactStatistics: true });
+}
+
+/**
+ * The file with its row groups copied byte for byte (data pages untouched) under a footer that
+ * `alter` changed, and with `sketch` in place of a group's sketch where it gives one.
+ */
+async function withFooter(bytes: Uint8Array, alter: (footer: ParquetFooter) => void, sketch?: (index: number) => RowGroupSketch | undefined): Promise<Uint8Array> {
+  const footer = await exactFooter(bytes);
+  const sketches = rowGroupSketches(footer);
+  alter(footer);
+  const assembler = new ParquetFileAssembler();
+  footer.row_groups.forEach((_, index) => assembler.addRowGroup({ bytes, footer, index, sketch: sketch?.(index) ?? (sketches[index] as RowGroupSketch) }));
+  return assembler.finish();
+}
+
+function statisticsOf(footer: ParquetFooter, group: number, column: string) {
+  const chunk = footer.row_groups[group]?.columns.find((c) => c.meta_data?.path_in_schema[0] === column);
+  const statistics = chunk?.meta_data?.statistics;
+  if (statistics === undefined) throw new Error(`no statistics for ${column} in row group ${group}`);
+  return statistics;
+}
+
+async function refusal(bytes: Uint8Array): Promise<AuditError> {
+  try {
+    await readWholeAuditColumns(bytesSource(bytes));
+  } catch (err) {
+    return err as AuditError;
+  }
+  throw new Error('the file was accepted');
+}
+
+describe('checkRowGroupDeclarations (through readWholeAuditColumns)', () => {
+  const all = events(1_200);
+  const file = encodeAuditParquet(all, { rowGroupSize: 500 });
+  /** The events of row group `index` as the file holds them (the writer orders rows by time). */
+  const groupOf = async (index: number): Promise<TieredEvent[]> => {
+    const { seq } = await readWholeAuditColumns(bytesSource(file));
+    const bySeq = new Map(all.map((e) => [e.seq, e]));
+    return seq.slice(index * 500, index * 500 + 500).map((s) => bySeq.get(s) as TieredEvent);
+  };
+
+  it('accepts the files our writer makes, copied as they are', async () => {
+    await expect(readWholeAuditColumns(bytesSource(file))).resolves.toMatchObject({ rowCount: 1_200 });
+    await expect(readWholeAuditColumns(bytesSource(await withFooter(file, () => undefined)))).resolves.toMatchObject({ rowCount: 1_200 });
+  });
+
+  it('refuses a row group whose ts statistics were narrowed, naming the column and a hidden row', async () => {
+    const group = await groupOf(1);
+    const latest = group.reduce((a, b) => (b.timestamp > a.timestamp ? b : a));
+    const altered = await withFooter(file, (footer) => {
+      statisticsOf(footer, 1, 'ts').max_value = BigInt(latest.timestamp - 1);
+    });
+    const err = await refusal(altered);
+    expect(err.code).toBe(AuditErrorCode.INTEGRITY_MISMATCH);
+    expect(err.message).toContain('row group 1: column ts: its statistics declare a greatest value of');
+    expect(err.message).toContain(`the row with seq ${latest.seq} is outside it`);
+    expect(err.message).toContain('footer statistics');
+  });
+
+  it('refuses a string column whose least value was raised past a row (user_id)', async () => {
+    const group = await groupOf(0);
+    const least = [...group].sort((a, b) => Buffer.compare(Buffer.from(a.userId), Buffer.from(b.userId)))[0] as TieredEvent;
+    const altered = await withFooter(file, (footer) => {
+      statisticsOf(footer, 0, 'user_id').min_value = Buffer.from(`${least.userId}\u0000`);
+    });
+    const err = await refusal(altered);
+    expect(err.code).toBe(AuditErrorCode.INTEGRITY_MISMATCH);
+    expect(err.message).toMatch(/^row group 0: column user_id: its statistics declare a least value of /);
+    expect(err.message).toContain(`the row with seq ${group.find((e) => e.userId === least.userId)?.seq} is outside it`);
+  });
+
+  it('refuses a null count that hides rows from IS NULL / IS NOT NULL', async () => {
+    const altered = await withFooter(file, (footer) => {
+      statisticsOf(footer, 2, 'decision').null_count = 5n;
+    });
+    const err = await refusal(altered);
+    expect(err.message).toContain('row group 2: column decision: its statistics declare 5 nulls, it holds 0');
+  });
+
+  it('refuses a sketch that leaves out a user of its group, naming a row that holds it', async () => {
+    const group = await groupOf(1);
+    const victim = group[137] as TieredEvent;
+    const others = group.filter((e) => e.userId !== victim.userId);
+    const forged = RowGroupSketch.of(others.map(toRow));
+    const err = await refusal(await withFooter(file, () => undefined, (index) => (index === 1 ? new RowGroupSketch(group.length, forged.decisions, forged.actions, forged.bloom) : undefined)));
+    expect(err.code).toBe(AuditErrorCode.INTEGRITY_MISMATCH);
+    expect(err.message).toMatch(/^row group 1: its row-group sketch leaves out a value, which the row with seq \d+ holds/);
+    const seq = Number(/seq (\d+)/.exec(err.message)?.[1]);
+    // The row named holds something the forged sketch lacks: the victim's user, or a trigram only its rows had.
+    expect(group.some((e) => e.seq === seq)).toBe(true);
+  });
+
+  it('refuses a sketch without a decision its group holds', async () => {
+    const group = await groupOf(0);
+    const real = rowGroupSketches(await exactFooter(file))[0] as RowGroupSketch;
+    const forged = new RowGroupSketch(real.rows, ['ALLOW'], real.actions, real.bloom);
+    const err = await refusal(await withFooter(file, () => undefined, (index) => (index === 0 ? forged : undefined)));
+    expect(err.message).toContain(`row group 0: its row-group sketch leaves out the decision "DENY", which the row with seq ${group.find((e) => e.decision === 'DENY')?.seq} holds`);
+  });
+
+  it('accepts every file our writer makes from arbitrary text (astral characters, lone surrogates, empty values)', async () => {
+    const text = fc.string({ unit: 'binary', maxLength: 12 });
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.record({ user: text, resource: text, query: text, table: text }), { minLength: 1, maxLength: 40 }), fc.integer({ min: 1, max: 15 }), async (values, rowGroupSize) => {
+        const base = events(values.length);
+        const rows = base.map((event, i) => {
+          const v = values[i] as (typeof values)[number];
+          return { ...event, userId: v.user, resource: v.resource, query: v.query, tables: v.table === '' ? [] : [v.table.replaceAll(',', ';')] };
+        });
+        const bytes = encodeAuditParquet(rows, { rowGroupSize });
+        const columns = await readWholeAuditColumns(bytesSource(bytes));
+        expect(columns.rowCount).toBe(rows.length);
+      }),
+      { seed, numRuns: 60 },
+    );
+  });
+});
