@@ -1,4 +1,7 @@
 import { AuditError, AuditErrorCode, forEachTrigramHash, READ_ACTION, type Decision } from '@auditlake/model';
+import type { SchemaElement } from 'hyparquet';
+import { hashParquetValue, readBloomFilter, sbbfContains } from 'hyparquet/src/bloom.js';
+import type { ByteSource } from './byte-source.js';
 import { splitTables } from './audit-columns.js';
 import { compareCodePoints } from './iceberg-bounds.js';
 import type { ParquetFooter } from './parquet-reader.js';
@@ -52,11 +55,54 @@ export function checkRowGroupDeclarations(footer: ParquetFooter, values: Readonl
   });
 }
 
-function altered(group: number, detail: string, what: 'statistics' | 'sketch'): AuditError {
+const SKIPPED_BY = { statistics: 'footer statistics', sketch: 'sketch', bloom: 'Bloom filters' } as const;
+
+function altered(group: number, detail: string, what: keyof typeof SKIPPED_BY): AuditError {
   return new AuditError(
     AuditErrorCode.INTEGRITY_MISMATCH,
-    `row group ${group}: ${detail}: a search that skips row groups by their ${what === 'statistics' ? 'footer statistics' : 'sketch'} would miss it; the file's footer was altered`,
+    `row group ${group}: ${detail}: a search that skips row groups by their ${SKIPPED_BY[what]} would miss it; the file's ${what === 'bloom' ? 'Bloom filter' : 'footer'} was altered`,
   );
+}
+
+/**
+ * The Parquet Bloom filters of a file (ours has one on `user_id`: Trino, Spark and DuckDB skip
+ * a row group whose filter lacks the value of an `=` or `IN` predicate) checked against the
+ * rows, like {@link checkRowGroupDeclarations}: each must hold every distinct value of its
+ * column chunk. A filter in a form this code cannot read (another algorithm, hash or
+ * compression, no recorded length) or on a column whose values cannot be hashed as stored
+ * (hashParquetValue) is not checked. Throws AUDIT_INTEGRITY_MISMATCH naming the row group, the
+ * column, the value left out and a row holding it.
+ */
+export async function checkBloomFilters(source: ByteSource, footer: ParquetFooter, values: ReadonlyMap<string, readonly unknown[]>): Promise<void> {
+  const seqs = values.get('seq');
+  let start = 0;
+  for (const [index, group] of footer.row_groups.entries()) {
+    const end = start + Number(group.num_rows);
+    for (const chunk of group.columns) {
+      const meta = chunk.meta_data;
+      const name = meta?.path_in_schema[0];
+      const column = name === undefined ? undefined : values.get(name);
+      const element = footer.schema.find((e: SchemaElement) => e.name === name && e.num_children === undefined);
+      if (meta?.bloom_filter_offset === undefined || meta.bloom_filter_length === undefined || column === undefined || element === undefined || meta.path_in_schema.length !== 1) continue;
+      const from = Number(meta.bloom_filter_offset);
+      const bytes = await source.slice(from, from + meta.bloom_filter_length);
+      const filter = readBloomFilter({ view: new DataView(bytes), offset: 0 });
+      if (filter === undefined) continue;
+      const seen = new Set<unknown>();
+      for (let i = start; i < end; i++) {
+        const value = column[i];
+        if (value === null || value === undefined || seen.has(value)) continue;
+        seen.add(value);
+        const hash = hashParquetValue(value, element);
+        if (hash !== undefined && !sbbfContains(filter.blocks, hash)) {
+          const seq = seqs?.[i];
+          const row = typeof seq === 'bigint' || typeof seq === 'number' ? `the row with seq ${seq}` : `row ${i}`;
+          throw altered(index, `column ${name}: its Bloom filter leaves out ${shown(value)}, which ${row} holds`, 'bloom');
+        }
+      }
+    }
+    start = end;
+  }
 }
 
 interface Statistics {

@@ -1,5 +1,5 @@
 // Goal: the verifier's read of a whole file refuses a footer whose row-group statistics or
-// row-group sketch do not admit the group's own rows — the declarations readers skip row groups
+// row-group sketch, or a Bloom filter, do not admit the group's own rows — the declarations readers skip row groups
 // by, which the record chain does not cover — naming the group, the column or what the sketch
 // leaves out, and a hidden row; and accepts every file our writer makes, whatever its values.
 import { AuditErrorCode, type AuditError } from '@auditlake/model';
@@ -11,6 +11,7 @@ import { ParquetFileAssembler } from '../src/parquet-assembler.js';
 import { readAuditParquetFooter, readWholeAuditColumns, type ParquetFooter } from '../src/parquet-reader.js';
 import { encodeAuditParquet } from '../src/parquet-writer.js';
 import { RowGroupSketch, rowGroupSketches } from '../src/row-group-sketch.js';
+import { readBloomFilter } from 'hyparquet/src/bloom.js';
 import { buildEvents, testSeed } from './events.js';
 
 const seed = testSeed();
@@ -120,6 +121,25 @@ describe('checkRowGroupDeclarations (through readWholeAuditColumns)', () => {
     const forged = new RowGroupSketch(real.rows, ['ALLOW'], real.actions, real.bloom);
     const err = await refusal(await withFooter(file, () => undefined, (index) => (index === 0 ? forged : undefined)));
     expect(err.message).toContain(`row group 0: its row-group sketch leaves out the decision "DENY", which the row with seq ${group.find((e) => e.decision === 'DENY')?.seq} holds`);
+  });
+
+  it('refuses a user_id Bloom filter that leaves out a user of its group (other engines skip the group for user_id = it)', async () => {
+    const footer = await exactFooter(file);
+    const meta = footer.row_groups[1]?.columns.find((c) => c.meta_data?.path_in_schema[0] === 'user_id')?.meta_data;
+    if (meta?.bloom_filter_offset === undefined || meta.bloom_filter_length === undefined) throw new Error('the file has no user_id Bloom filter');
+    const from = Number(meta.bloom_filter_offset);
+    const to = from + meta.bloom_filter_length;
+    const filter = readBloomFilter({ view: new DataView(file.buffer, file.byteOffset + from, to - from), offset: 0 });
+    if (filter === undefined) throw new Error('the Bloom filter is unreadable');
+    // Every bit cleared: the filter says no user is in the group.
+    const altered = file.slice();
+    altered.fill(0, to - filter.numBytes, to);
+    const group = await groupOf(1);
+    const err = await refusal(altered);
+    expect(err.code).toBe(AuditErrorCode.INTEGRITY_MISMATCH);
+    expect(err.message).toBe(
+      `row group 1: column user_id: its Bloom filter leaves out ${JSON.stringify(group[0]?.userId)}, which the row with seq ${group[0]?.seq} holds: a search that skips row groups by their Bloom filters would miss it; the file's Bloom filter was altered`,
+    );
   });
 
   it('accepts every file our writer makes from arbitrary text (astral characters, lone surrogates, empty values)', async () => {
