@@ -16,7 +16,7 @@ export { columnChunkMayContain, isPrefilterNeedle, LOWERS_TO_ASCII_UTF8 } from '
 export { TextProbePool, type TextProbePoolOptions } from './text-probe-pool.js';
 export { TIER_PAGE_CODEC } from './page-codec.js';
 export { ROW_GROUP_SKETCH_KEY, ROW_GROUP_SKETCH_VERSION, RowGroupSketch, rowGroupSketches, sketchProbe, type SketchFilter, type SketchProbe } from './row-group-sketch.js';
-export { checkBloomFilters, checkRowGroupDeclarations } from './row-group-declarations.js';
+export { checkFileIndexes, checkRowGroupDeclarations } from './row-group-declarations.js';
 export * from './iceberg-schema-evolution.js';
 export { ParquetFileAssembler, schemaKey, type EncodedRowGroup } from './parquet-assembler.js';
 export * from './parquet-merge.js';

@@ -10,7 +10,7 @@ import {
 } from './audit-columns.js';
 import type { ByteSource } from './byte-source.js';
 import { PAGE_DECOMPRESSORS } from './page-codec.js';
-import { checkBloomFilters, checkRowGroupDeclarations } from './row-group-declarations.js';
+import { checkFileIndexes, checkRowGroupDeclarations } from './row-group-declarations.js';
 
 /**
  * Bytes fetched from the end of a file for its footer. Our footers are a few KB per row group
@@ -233,7 +233,7 @@ export async function readWholeAuditColumns(source: ByteSource): Promise<AuditFi
   }
   checkEventTimes(raw.values.get('event_time'), columns);
   checkRowGroupDeclarations(raw.footer, raw.values);
-  await checkBloomFilters(source, raw.footer, raw.values);
+  await checkFileIndexes(source, raw.footer, raw.values);
   return columns;
 }
 

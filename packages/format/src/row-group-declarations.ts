@@ -1,6 +1,7 @@
 import { AuditError, AuditErrorCode, forEachTrigramHash, READ_ACTION, type Decision } from '@auditlake/model';
 import type { SchemaElement } from 'hyparquet';
 import { hashParquetValue, readBloomFilter, sbbfContains } from 'hyparquet/src/bloom.js';
+import { readColumnIndex, readOffsetIndex } from 'hyparquet/src/indexes.js';
 import type { ByteSource } from './byte-source.js';
 import { splitTables } from './audit-columns.js';
 import { compareCodePoints } from './iceberg-bounds.js';
@@ -44,7 +45,7 @@ export function checkRowGroupDeclarations(footer: ParquetFooter, values: Readonl
       const column = name === undefined ? undefined : values.get(name);
       if (meta === undefined || meta.statistics === undefined || column === undefined || meta.path_in_schema.length !== 1) continue;
       const hidden = statisticsMiss(meta.statistics, column, start, end);
-      if (hidden !== undefined) throw altered(index, `column ${name}: ${hidden.why}; ${rowName(hidden.row)} is outside it`, 'statistics');
+      if (hidden !== undefined) throw altered(index, `column ${name}: its statistics declare ${hidden.why}; ${rowName(hidden.row)} is outside it`, 'statistics');
     }
     const sketch = sketches[index];
     if (sketch !== undefined) {
@@ -55,26 +56,41 @@ export function checkRowGroupDeclarations(footer: ParquetFooter, values: Readonl
   });
 }
 
-const SKIPPED_BY = { statistics: 'footer statistics', sketch: 'sketch', bloom: 'Bloom filters' } as const;
+const SKIPPED_BY = { statistics: 'footer statistics', sketch: 'sketch', bloom: 'Bloom filters', pages: 'page indexes' } as const;
 
 function altered(group: number, detail: string, what: keyof typeof SKIPPED_BY): AuditError {
   return new AuditError(
     AuditErrorCode.INTEGRITY_MISMATCH,
-    `row group ${group}: ${detail}: a search that skips row groups by their ${SKIPPED_BY[what]} would miss it; the file's ${what === 'bloom' ? 'Bloom filter' : 'footer'} was altered`,
+    `row group ${group}: ${detail}: a search that skips ${what === 'pages' ? 'pages' : 'row groups'} by their ${SKIPPED_BY[what]} would miss it; the file's ${what === 'bloom' ? 'Bloom filter' : what === 'pages' ? 'column index' : 'footer'} was altered`,
   );
 }
 
 /**
- * The Parquet Bloom filters of a file (ours has one on `user_id`: Trino, Spark and DuckDB skip
- * a row group whose filter lacks the value of an `=` or `IN` predicate) checked against the
- * rows, like {@link checkRowGroupDeclarations}: each must hold every distinct value of its
- * column chunk. A filter in a form this code cannot read (another algorithm, hash or
- * compression, no recorded length) or on a column whose values cannot be hashed as stored
- * (hashParquetValue) is not checked. Throws AUDIT_INTEGRITY_MISMATCH naming the row group, the
- * column, the value left out and a row holding it.
+ * What a file declares of its rows outside the footer, checked against them like
+ * {@link checkRowGroupDeclarations}:
+ *
+ * - every Parquet Bloom filter (ours has one on `user_id`: Trino, Spark and DuckDB skip a row
+ *   group whose filter lacks the value of an `=` or `IN` predicate) must hold every distinct
+ *   value of its column chunk. A filter in a form this code cannot read (another algorithm,
+ *   hash or compression, no recorded length) or on a column whose values cannot be hashed as
+ *   stored (hashParquetValue) is not checked;
+ * - every column index (per page: least and greatest value, null count, whether all null; the
+ *   same engines skip pages by it), with the offset index saying which rows each page holds,
+ *   must bound the page's values as a chunk's statistics must bound the chunk's.
+ *
+ * Throws AUDIT_INTEGRITY_MISMATCH naming the row group, the column (and page), what is left out
+ * and a row holding it.
  */
-export async function checkBloomFilters(source: ByteSource, footer: ParquetFooter, values: ReadonlyMap<string, readonly unknown[]>): Promise<void> {
+export async function checkFileIndexes(source: ByteSource, footer: ParquetFooter, values: ReadonlyMap<string, readonly unknown[]>): Promise<void> {
   const seqs = values.get('seq');
+  const rowName = (i: number) => {
+    const seq = seqs?.[i];
+    return typeof seq === 'bigint' || typeof seq === 'number' ? `the row with seq ${seq}` : `row ${i}`;
+  };
+  const bytesAt = async (offset: bigint | number, length: number) => {
+    const from = Number(offset);
+    return { view: new DataView(await source.slice(from, from + length)), offset: 0 };
+  };
   let start = 0;
   for (const [index, group] of footer.row_groups.entries()) {
     const end = start + Number(group.num_rows);
@@ -83,26 +99,46 @@ export async function checkBloomFilters(source: ByteSource, footer: ParquetFoote
       const name = meta?.path_in_schema[0];
       const column = name === undefined ? undefined : values.get(name);
       const element = footer.schema.find((e: SchemaElement) => e.name === name && e.num_children === undefined);
-      if (meta?.bloom_filter_offset === undefined || meta.bloom_filter_length === undefined || column === undefined || element === undefined || meta.path_in_schema.length !== 1) continue;
-      const from = Number(meta.bloom_filter_offset);
-      const bytes = await source.slice(from, from + meta.bloom_filter_length);
-      const filter = readBloomFilter({ view: new DataView(bytes), offset: 0 });
-      if (filter === undefined) continue;
-      const seen = new Set<unknown>();
-      for (let i = start; i < end; i++) {
-        const value = column[i];
-        if (value === null || value === undefined || seen.has(value)) continue;
-        seen.add(value);
-        const hash = hashParquetValue(value, element);
-        if (hash !== undefined && !sbbfContains(filter.blocks, hash)) {
-          const seq = seqs?.[i];
-          const row = typeof seq === 'bigint' || typeof seq === 'number' ? `the row with seq ${seq}` : `row ${i}`;
-          throw altered(index, `column ${name}: its Bloom filter leaves out ${shown(value)}, which ${row} holds`, 'bloom');
+      if (meta === undefined || column === undefined || element === undefined || meta.path_in_schema.length !== 1) continue;
+      if (meta.bloom_filter_offset !== undefined && meta.bloom_filter_length !== undefined) {
+        const filter = readBloomFilter(await bytesAt(meta.bloom_filter_offset, meta.bloom_filter_length));
+        const missing = filter === undefined ? undefined : bloomMiss(filter.blocks, element, column, start, end);
+        if (missing !== undefined) throw altered(index, `column ${name}: its Bloom filter leaves out ${shown(column[missing])}, which ${rowName(missing)} holds`, 'bloom');
+      }
+      if (chunk.column_index_offset !== undefined && chunk.column_index_length !== undefined && chunk.offset_index_offset !== undefined && chunk.offset_index_length !== undefined) {
+        const pages = readColumnIndex(await bytesAt(chunk.column_index_offset, chunk.column_index_length), element, EXACT_PARSERS);
+        const locations = readOffsetIndex(await bytesAt(chunk.offset_index_offset, chunk.offset_index_length)).page_locations;
+        for (const [page, location] of locations.entries()) {
+          const from = start + Number(location.first_row_index);
+          const to = page + 1 < locations.length ? start + Number(locations[page + 1]?.first_row_index) : end;
+          const allNull = pages.null_pages[page] === true;
+          const declared: Statistics = {
+            ...(pages.null_counts?.[page] !== undefined ? { null_count: pages.null_counts[page] } : allNull ? { null_count: to - from } : {}),
+            ...(allNull ? {} : { min_value: pages.min_values[page], max_value: pages.max_values[page] }),
+          };
+          const hidden = statisticsMiss(declared, column, from, to);
+          if (hidden !== undefined) throw altered(index, `column ${name}, page ${page}: its column index declares ${hidden.why}; ${rowName(hidden.row)} is outside it`, 'pages');
         }
       }
     }
     start = end;
   }
+}
+
+/** Column index values as stored: strings as their bytes, timestamps as their bigint. */
+const EXACT_PARSERS = { stringFromBytes: (bytes: Uint8Array): Uint8Array => bytes, timestampFromMicroseconds: (micros: bigint): bigint => micros } as unknown as Parameters<typeof readColumnIndex>[2];
+
+/** The first row of [start, end) whose value the Bloom filter does not hold. */
+function bloomMiss(blocks: Uint32Array, element: SchemaElement, column: readonly unknown[], start: number, end: number): number | undefined {
+  const seen = new Set<unknown>();
+  for (let i = start; i < end; i++) {
+    const value = column[i];
+    if (value === null || value === undefined || seen.has(value)) continue;
+    seen.add(value);
+    const hash = hashParquetValue(value, element);
+    if (hash !== undefined && !sbbfContains(blocks, hash)) return i;
+  }
+  return undefined;
 }
 
 interface Statistics {
@@ -113,7 +149,7 @@ interface Statistics {
   null_count?: bigint | number;
 }
 
-/** The first row of [start, end) that the chunk's statistics exclude, with why. */
+/** The first row of [start, end) that the chunk's statistics exclude, with what they declare. */
 function statisticsMiss(statistics: Statistics, column: readonly unknown[], start: number, end: number): { row: number; why: string } | undefined {
   if (statistics.null_count !== undefined) {
     let nulls = 0;
@@ -128,7 +164,7 @@ function statisticsMiss(statistics: Statistics, column: readonly unknown[], star
     const declared = Number(statistics.null_count);
     if (declared !== nulls) {
       const row = nulls > declared ? firstNull : firstValue;
-      return { row: row < 0 ? start : row, why: `its statistics declare ${declared} nulls, it holds ${nulls}` };
+      return { row: row < 0 ? start : row, why: `${declared} nulls, it holds ${nulls}` };
     }
   }
   // min_value/max_value are what readers use; min/max are the deprecated fields, kept by a
@@ -137,11 +173,11 @@ function statisticsMiss(statistics: Statistics, column: readonly unknown[], star
   const max = statistics.max_value ?? (statistics.max instanceof Uint8Array ? undefined : statistics.max);
   if (min !== undefined) {
     const row = firstBelow(column, start, end, min, 1);
-    if (row !== undefined) return { row, why: `its statistics declare a least value of ${shown(min)}` };
+    if (row !== undefined) return { row, why: `a least value of ${shown(min)}` };
   }
   if (max !== undefined) {
     const row = firstBelow(column, start, end, max, -1);
-    if (row !== undefined) return { row, why: `its statistics declare a greatest value of ${shown(max)}` };
+    if (row !== undefined) return { row, why: `a greatest value of ${shown(max)}` };
   }
   return undefined;
 }

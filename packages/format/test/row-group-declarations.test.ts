@@ -1,5 +1,5 @@
 // Goal: the verifier's read of a whole file refuses a footer whose row-group statistics or
-// row-group sketch, or a Bloom filter, do not admit the group's own rows — the declarations readers skip row groups
+// row-group sketch, a Bloom filter or a column index, do not admit the group's own rows — the declarations readers skip row groups
 // by, which the record chain does not cover — naming the group, the column or what the sketch
 // leaves out, and a hidden row; and accepts every file our writer makes, whatever its values.
 import { AuditErrorCode, type AuditError } from '@auditlake/model';
@@ -12,6 +12,8 @@ import { readAuditParquetFooter, readWholeAuditColumns, type ParquetFooter } fro
 import { encodeAuditParquet } from '../src/parquet-writer.js';
 import { RowGroupSketch, rowGroupSketches } from '../src/row-group-sketch.js';
 import { readBloomFilter } from 'hyparquet/src/bloom.js';
+import { readColumnIndex } from 'hyparquet/src/indexes.js';
+import { parquetWriteBuffer } from 'hyparquet-writer';
 import { buildEvents, testSeed } from './events.js';
 
 const seed = testSeed();
@@ -139,6 +141,54 @@ describe('checkRowGroupDeclarations (through readWholeAuditColumns)', () => {
     expect(err.code).toBe(AuditErrorCode.INTEGRITY_MISMATCH);
     expect(err.message).toBe(
       `row group 1: column user_id: its Bloom filter leaves out ${JSON.stringify(group[0]?.userId)}, which the row with seq ${group[0]?.seq} holds: a search that skips row groups by their Bloom filters would miss it; the file's Bloom filter was altered`,
+    );
+  });
+
+  it('refuses a column index whose page bound was narrowed (engines skip that page by it)', async () => {
+    // Our writer writes no column index, but a file another engine rewrote (a compaction) may
+    // carry one: a file of our columns written with one on ts, in pages of a few rows.
+    const rows = all.slice(0, 300);
+    const text = (name: string, pick: (e: TieredEvent) => string) => ({ name, data: rows.map(pick), type: 'STRING' as const });
+    const columnData = [
+      text('event_id', (e) => e.eventId),
+      text('source', (e) => e.source),
+      text('user_id', (e) => e.userId),
+      text('action', (e) => e.action),
+      text('resource', (e) => e.resource),
+      text('tables', (e) => e.tables.join(',')),
+      text('query', (e) => e.query),
+      text('details', (e) => e.details),
+      { name: 'ts', data: rows.map((e) => BigInt(e.timestamp)), type: 'INT64' as const, columnIndex: true },
+      { name: 'event_time', data: rows.map((e) => BigInt(e.timestamp) * 1000n), type: 'INT64' as const },
+      text('decision', (e) => e.decision),
+      { name: 'ingest_ts', data: rows.map((e) => BigInt(e.ingestTs)), type: 'INT64' as const },
+      { name: 'seq', data: rows.map((e) => BigInt(e.seq as number)), type: 'INT64' as const },
+    ];
+    const written = new Uint8Array(parquetWriteBuffer({ columnData, pageSize: 400 }));
+    await expect(readWholeAuditColumns(bytesSource(written))).resolves.toMatchObject({ rowCount: 300 });
+    const footer = await exactFooter(written);
+    const chunk = footer.row_groups[0]?.columns.find((c) => c.meta_data?.path_in_schema[0] === 'ts');
+    if (chunk?.column_index_offset === undefined || chunk.column_index_length === undefined) throw new Error('the file has no ts column index');
+    const from = Number(chunk.column_index_offset);
+    const region = written.subarray(from, from + chunk.column_index_length);
+    const element = footer.schema.find((e) => e.name === 'ts');
+    if (element === undefined) throw new Error('no ts in the schema');
+    const index = readColumnIndex({ view: new DataView(region.buffer, region.byteOffset, region.byteLength), offset: 0 }, element);
+    expect(index.max_values.length).toBeGreaterThan(2);
+    const page = 1;
+    const max = index.max_values[page] as unknown as bigint;
+    // Page 1's greatest ts, as stored (8 bytes, little-endian), one less.
+    const stored = Buffer.alloc(8);
+    stored.writeBigInt64LE(max);
+    const at = Buffer.from(region).indexOf(stored);
+    expect(at).toBeGreaterThanOrEqual(0);
+    const altered = written.slice();
+    Buffer.from(altered.buffer, altered.byteOffset + from + at, 8).writeBigInt64LE(max - 1n);
+    const holder = rows.find((e) => BigInt(e.timestamp) === max);
+    const err = await refusal(altered);
+    expect(err.code).toBe(AuditErrorCode.INTEGRITY_MISMATCH);
+    expect(err.message).toBe(
+      `row group 0: column ts, page ${page}: its column index declares a greatest value of ${max - 1n}; the row with seq ${holder?.seq} is outside it: a search that skips pages by their page indexes would miss it; the file's column index was altered`,
     );
   });
 
