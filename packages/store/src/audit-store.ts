@@ -40,7 +40,7 @@ import { contentHashOfJson, headOf, timestampOfJson, RecordChain, type ChainHead
 import { addIntegrityPuts, type RegisteredKey } from './integrity-index.js';
 import { PrunedRanges, type PrunedRange } from './pruned-ranges.js';
 import { DayLedger, type DayLedgerRow } from './day-ledger.js';
-import { SourceLedger, type SourceLedgerEntry, type SourceLedgerSummary } from './source-ledger.js';
+import { SourceLedger, type SourceLedgerEntry, type SourceLedgerPage, type SourceLedgerSummary } from './source-ledger.js';
 import { integrityKindOf } from '@auditlake/integrity';
 
 /**
@@ -1194,11 +1194,28 @@ export class AuditStore {
 
   /**
    * The completeness ledger: per source (sourceId), the sourceSeqs this log received — the
-   * highest reached without a hole and the holes as ranges; only one source with `sourceId`.
+   * highest reached without a hole and the holes as ranges; only one source with `sourceId`,
+   * only each source's newest `gapsMax` holes with it.
    */
-  sourceLedger(sourceId?: string): SourceLedgerEntry[] {
+  sourceLedger(sourceId?: string, gapsMax?: number): SourceLedgerEntry[] {
     this.#openWriter();
-    return this.#ledger.entries(sourceId);
+    return this.#ledger.entries(sourceId, gapsMax);
+  }
+
+  /**
+   * One page of the completeness ledger: up to `limit` sources by sourceId, after `after` (from
+   * the first without it), each with its newest `gapsMax` holes; `next` is the `after` of the
+   * following page, null on the last.
+   */
+  sourceLedgerPage(options: { after?: string; limit: number; gapsMax: number }): SourceLedgerPage {
+    this.#openWriter();
+    return this.#ledger.page(options);
+  }
+
+  /** Ranges the completeness ledger holds in memory over all sources (at most LEDGER_RANGES_MAX). */
+  sourceLedgerRanges(): number {
+    this.#openWriter();
+    return this.#ledger.rangeCount;
   }
 
   /**

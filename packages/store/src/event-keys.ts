@@ -13,7 +13,9 @@
  *   r!<firstSeq:16>    → {term, received}      term runs: where each run of one term starts in this log
  *   c!<seq:16>         → signed checkpoint    the checkpoint records of the log, by their seq (integrity)
  *   k!<keyId>          → {seq, key}           the public keys registered in the log (integrity)
- *   g!<sourceId>       → [[from, to], …]      the sourceSeqs received from each source (source-ledger.ts)
+ *   h!<sourceId>!<from:16> → <to>             one range of sourceSeqs received from a source (source-ledger-keys.ts);
+ *   h!<sourceId>!j     → <joined>             its sourceSeqs joined into its ranges that never arrived
+ *   g!<sourceId>       → [[from, to], …]      a source's ranges as versions before stored them, moved to h! when opened
  *   y!<day>!<[sourceId, source]> → [received, pruned, tiered]   events per day and source (day-ledger.ts);
  *                                    `["*", null]` is the day's overflow row, past its source bound
  */

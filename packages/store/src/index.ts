@@ -10,5 +10,5 @@ export type { PrunedRange } from './pruned-ranges.js';
 export type { ChainHead } from './record-chain.js';
 export { dayOf, DAY_LEDGER_SOURCES_MAX, OTHER_SOURCES, type DayLedgerRow } from './day-ledger.js';
 export { StoredEventText } from './stored-event-text.js';
-export { SourceRanges, sourceOfJson, LEDGER_SOURCES_MAX, SOURCE_RANGES_MAX, type SourceLedgerEntry, type SourceLedgerSummary } from './source-ledger.js';
+export { SourceRanges, sourceOfJson, LEDGER_RANGES_MAX, LEDGER_SOURCES_MAX, SOURCE_RANGES_MAX, SOURCE_RANGES_RESERVED, type SourceLedgerEntry, type SourceLedgerPage, type SourceLedgerSummary } from './source-ledger.js';
 export { appendForwarded, type ForwardTarget } from './forwarded-erasures.js';

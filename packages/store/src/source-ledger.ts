@@ -1,6 +1,11 @@
 import type { Level } from 'level';
-import { localKey, prefixEnd } from './event-keys.js';
+import { localKey } from './event-keys.js';
 import { SOURCE_ID_KEY, stringFieldOfJson } from './json-field.js';
+import { loadSourceLedger, type LedgerAdmission } from './source-ledger-load.js';
+import { sourceJoinedKey, sourceRangeKey } from './source-ledger-keys.js';
+import { SOURCE_RANGES_MAX, SourceRanges, type RangeWrites, type SourceLedgerEntry } from './source-ranges.js';
+
+export { SOURCE_RANGES_MAX, SourceRanges, type SourceLedgerEntry } from './source-ranges.js';
 
 /**
  * The completeness ledger: per source (an event's `sourceId`), which of its per-source sequence
@@ -9,30 +14,13 @@ import { SOURCE_ID_KEY, stringFieldOfJson } from './json-field.js';
  * events a source sent (it counted them) that never arrived. Receiving a sourceSeq twice (a
  * retry, a truncated suffix ordered again) changes nothing; retention does not take a
  * sourceSeq back (it was received).
+ *
+ * Every copy of the log keeps it in memory, so it is bounded however a holder of an ingest token
+ * chooses sourceIds and sourceSeqs: in sources (LEDGER_SOURCES_MAX), in ranges per source
+ * (SOURCE_RANGES_MAX) and in ranges over all sources (LEDGER_RANGES_MAX). Each bound depends
+ * only on the ledger and the order events arrive in, so every copy that received the same
+ * events in the same order holds the same ledger.
  */
-
-/** One source's view in the ledger. */
-export interface SourceLedgerEntry {
-  sourceId: string;
-  /** How many distinct sourceSeqs were received. */
-  received: number;
-  firstSourceSeq: number;
-  /** The highest sourceSeq with every one from firstSourceSeq up to it received. */
-  contiguousThrough: number;
-  highestSourceSeq: number;
-  /** The sourceSeqs between the first and the highest that were not received, as ranges. */
-  gaps: Array<{ fromSeq: number; toSeq: number }>;
-  /** How many sourceSeqs the gaps hold. */
-  missing: number;
-}
-
-/**
- * Most ranges kept per source. A source that skips a sourceSeq after every event would grow
- * its list without bound; past this many, the two oldest ranges are joined (the holes between
- * them are then no longer reported, the newest holes always are; `received` still counts only
- * the sourceSeqs that arrived).
- */
-export const SOURCE_RANGES_MAX = 10_000;
 
 /**
  * Most sources the ledger tracks one by one, each with its ranges. Past it, the events with a
@@ -43,123 +31,33 @@ export const SOURCE_RANGES_MAX = 10_000;
  */
 export const LEDGER_SOURCES_MAX = 10_000;
 
-type Range = [from: number, to: number];
+/**
+ * Ranges every tracked source may hold whatever the others hold (its first range and up to
+ * 9 holes): sources that fill the shared budget cannot hide a later hole of another source.
+ */
+export const SOURCE_RANGES_RESERVED = 10;
 
 /**
- * One source's ranges as stored under `g!`: a JSON array of `[from, to]` ranges, or, once the
- * two oldest were joined (SOURCE_RANGES_MAX) and the ranges hold sourceSeqs that never arrived,
- * `{"ranges": [...], "received": N}` with the distinct sourceSeqs received.
+ * Most ranges the ledger holds over all sources: each tracked source's reserve
+ * (LEDGER_SOURCES_MAX × SOURCE_RANGES_RESERVED = 100,000) and 100,000 shared by the sources
+ * that hold more. A source that needs a new range past its reserve while the shared ones are
+ * taken (or past SOURCE_RANGES_MAX) joins its own two oldest ranges instead, as the per-source
+ * bound does: its newest holes stay listed and `received` stays exact. About 70 bytes of
+ * memory a range: some 14 MB at the bound, on every copy of the log.
  */
-export type StoredSourceRanges = Array<[number, number]> | { ranges: Array<[number, number]>; received: number };
+export const LEDGER_RANGES_MAX = 200_000;
 
-/** The received sourceSeqs of one source. */
-export class SourceRanges {
-  readonly #ranges: Range[];
-  /** How many sourceSeqs the ranges span (holes joined in included), kept with every change. */
-  #spanned = 0;
-  /** How many distinct sourceSeqs were received: the spans less the holes joined in. */
-  #received = 0;
+/** The ranges beyond the reserves, over all sources. */
+const SHARED_RANGES_MAX = LEDGER_RANGES_MAX - LEDGER_SOURCES_MAX * SOURCE_RANGES_RESERVED;
 
-  /** `received` defaults to what the ranges span (no hole joined in). */
-  constructor(ranges: readonly (readonly [number, number])[] = [], received?: number) {
-    this.#ranges = ranges.map(([from, to]) => [from, to] as Range).sort((a, b) => a[0] - b[0]);
-    for (const [from, to] of this.#ranges) this.#spanned += to - from + 1;
-    this.#received = received ?? this.#spanned;
-  }
+/** How many of a source's ranges count against the shared ones. */
+function beyondReserve(ranges: number): number {
+  return ranges > SOURCE_RANGES_RESERVED ? ranges - SOURCE_RANGES_RESERVED : 0;
+}
 
-  /** Reads the `g!` value (StoredSourceRanges). */
-  static parse(json: string): SourceRanges {
-    const stored = JSON.parse(json) as StoredSourceRanges;
-    return Array.isArray(stored) ? new SourceRanges(stored) : new SourceRanges(stored.ranges, stored.received);
-  }
-
-  /** The `g!` value: the plain array while no hole was joined in (as versions before wrote it). */
-  serialize(): string {
-    return this.#received === this.#spanned ? JSON.stringify(this.#ranges) : JSON.stringify({ ranges: this.#ranges, received: this.#received });
-  }
-
-  get ranges(): readonly (readonly [number, number])[] {
-    return this.#ranges;
-  }
-
-  /** How many distinct sourceSeqs were received. */
-  get received(): number {
-    return this.#received;
-  }
-
-  /** How many sourceSeqs the listed holes (between the ranges) hold. */
-  get missing(): number {
-    const ranges = this.#ranges;
-    const first = ranges[0];
-    const last = ranges[ranges.length - 1];
-    return first === undefined || last === undefined ? 0 : last[1] - first[0] + 1 - this.#spanned;
-  }
-
-  /** Records one received sourceSeq; true when it was not there yet. */
-  add(seq: number): boolean {
-    const ranges = this.#ranges;
-    // Fast path: a source counting up by one.
-    const last = ranges[ranges.length - 1];
-    if (last !== undefined && seq === last[1] + 1) {
-      last[1] = seq;
-      this.#spanned++;
-      this.#received++;
-      return true;
-    }
-    if (last !== undefined && seq >= last[0] && seq <= last[1]) return false;
-    // The first range that starts after seq.
-    let low = 0;
-    let high = ranges.length;
-    while (low < high) {
-      const mid = (low + high) >> 1;
-      if ((ranges[mid] as Range)[0] <= seq) low = mid + 1;
-      else high = mid;
-    }
-    const before = ranges[low - 1];
-    const after = ranges[low];
-    if (before !== undefined && before[1] >= seq) return false;
-    this.#spanned++;
-    this.#received++;
-    if (before !== undefined && before[1] === seq - 1) {
-      before[1] = seq;
-      if (after !== undefined && after[0] === seq + 1) {
-        before[1] = after[1];
-        ranges.splice(low, 1);
-      }
-    } else if (after !== undefined && after[0] === seq + 1) {
-      after[0] = seq;
-    } else {
-      ranges.splice(low, 0, [seq, seq]);
-      if (ranges.length > SOURCE_RANGES_MAX) {
-        const [first, second] = ranges as [Range, Range];
-        // The hole between them is no longer listed (nor in `missing`), but was not received.
-        this.#spanned += second[0] - first[1] - 1;
-        ranges.splice(0, 2, [first[0], second[1]]);
-      }
-    }
-    return true;
-  }
-
-  /** An independent copy (a batch changes copies, made the ledger once written). */
-  copy(): SourceRanges {
-    return new SourceRanges(this.#ranges, this.#received);
-  }
-
-  entry(sourceId: string): SourceLedgerEntry {
-    const ranges = this.#ranges;
-    const first = ranges[0] as Range;
-    const gaps: Array<{ fromSeq: number; toSeq: number }> = [];
-    let missing = 0;
-    for (let i = 0; i < ranges.length; i++) {
-      const [, to] = ranges[i] as Range;
-      const next = ranges[i + 1];
-      if (next !== undefined) {
-        gaps.push({ fromSeq: to + 1, toSeq: next[0] - 1 });
-        missing += next[0] - 1 - to;
-      }
-    }
-    return { sourceId, received: this.#received, firstSourceSeq: first[0], contiguousThrough: first[1], highestSourceSeq: (ranges[ranges.length - 1] as Range)[1], gaps, missing };
-  }
+/** Whether a source holding `ranges` may add one, `sharedInUse` of the shared ones being taken. */
+function mayAddRange(ranges: number, sharedInUse: number): boolean {
+  return ranges < SOURCE_RANGES_RESERVED || (ranges < SOURCE_RANGES_MAX && sharedInUse < SHARED_RANGES_MAX);
 }
 
 /**
@@ -183,21 +81,24 @@ export function sourceOfJson(json: string): { sourceId: string; sourceSeq: numbe
   return { sourceId, sourceSeq: Number(json.slice(seqStart, seqEnd)) };
 }
 
-/** Anything that takes puts: a chained LevelDB batch. */
-interface PutSink {
+/** Anything that takes puts and deletes: a chained LevelDB batch. */
+export interface WriteSink {
   put(key: string, value: string): unknown;
+  del(key: string): unknown;
 }
 
-/** Key of one source's received ranges. */
-export const SOURCE_LEDGER_PREFIX = 'g!';
-
-export function sourceLedgerKey(sourceId: string): string {
-  return SOURCE_LEDGER_PREFIX + sourceId;
+/** Puts what changed of one source's ranges into a batch. */
+export function putSourceWrites(batch: WriteSink, sourceId: string, writes: RangeWrites, joined: number | undefined): void {
+  for (const [from, to] of writes) {
+    if (to === null) batch.del(sourceRangeKey(sourceId, from));
+    else batch.put(sourceRangeKey(sourceId, from), String(to));
+  }
+  if (joined !== undefined) batch.put(sourceJoinedKey(sourceId), String(joined));
 }
 
 /**
  * Where the events of the sources past LEDGER_SOURCES_MAX are counted: in this node's own
- * metadata, not under `g!` (every string is a possible sourceId).
+ * metadata, not with the ranges (every string is a possible sourceId).
  */
 export const OTHER_SOURCES_KEY = localKey('ledgerOtherSources');
 
@@ -213,38 +114,39 @@ export interface SourceLedgerSummary {
   otherSourceEvents: number;
 }
 
+/** One page of the ledger's sources, by sourceId. */
+export interface SourceLedgerPage {
+  sources: SourceLedgerEntry[];
+  /** The last sourceId of this page when more follow (ask again with it as `after`), else null. */
+  next: string | null;
+}
+
 /** Every source's received sourceSeqs, as this log holds them. */
 export class SourceLedger {
   readonly #sources = new Map<string, SourceRanges>();
+  /** The tracked sourceIds, sorted (pages are answered from it). */
+  readonly #ids: string[] = [];
   /** Events with a sourceSeq of sources the ledger does not track one by one. */
   #other = 0;
   #missing = 0;
   #withGaps = 0;
+  /** Ranges held over all sources, and those of them beyond the sources' reserves. */
+  #ranges = 0;
+  #shared = 0;
 
   /**
-   * Reads a store's ledger. Sources stored past LEDGER_SOURCES_MAX (by a version without the
-   * bound) are folded into the other sources' count, their sourceSeqs counted as events, and
-   * their keys deleted with the new count in one batch, so they are folded once.
+   * Reads a store's ledger (source-ledger-load.ts), moving the ranges a version before stored
+   * in one value per source to a key per range, and fitting what it reads into the bounds.
    */
   static async load(db: Level<string, string>): Promise<SourceLedger> {
     const ledger = new SourceLedger();
-    let other = Number((await db.get(OTHER_SOURCES_KEY)) ?? 0);
-    const folded: string[] = [];
-    for await (const [key, value] of db.iterator({ gte: SOURCE_LEDGER_PREFIX, lt: prefixEnd(SOURCE_LEDGER_PREFIX) })) {
-      const ranges = SourceRanges.parse(value);
-      if (ledger.#sources.size < LEDGER_SOURCES_MAX) ledger.#set(key.slice(SOURCE_LEDGER_PREFIX.length), ranges);
-      else {
-        other += ranges.received;
-        folded.push(key);
-      }
-    }
-    if (folded.length > 0) {
-      const batch = db.batch();
-      for (const key of folded) batch.del(key);
-      batch.put(OTHER_SOURCES_KEY, String(other));
-      await batch.write({ sync: true });
-    }
-    ledger.#other = other;
+    const admission: LedgerAdmission = {
+      tracked: () => ledger.#sources.size,
+      sourcesMax: LEDGER_SOURCES_MAX,
+      rangesAllowed: () => Math.min(SOURCE_RANGES_MAX, SOURCE_RANGES_RESERVED + Math.max(0, SHARED_RANGES_MAX - ledger.#shared)),
+      admit: (sourceId, ranges) => ledger.#set(sourceId, ranges),
+    };
+    ledger.#other = await loadSourceLedger(db, OTHER_SOURCES_KEY, admission);
     return ledger;
   }
 
@@ -263,10 +165,14 @@ export class SourceLedger {
     if (before !== undefined) {
       this.#missing -= before.missing;
       if (before.missing > 0) this.#withGaps--;
-    }
+      this.#ranges -= before.ranges.length;
+      this.#shared -= beyondReserve(before.ranges.length);
+    } else this.#ids.splice(sortedPosition(this.#ids, sourceId), 0, sourceId);
     this.#sources.set(sourceId, ranges);
     this.#missing += ranges.missing;
     if (ranges.missing > 0) this.#withGaps++;
+    this.#ranges += ranges.ranges.length;
+    this.#shared += beyondReserve(ranges.ranges.length);
   }
 
   /**
@@ -274,39 +180,84 @@ export class SourceLedger {
    * {@link LedgerChange.commit} once the batch is written (a failed write changes nothing).
    */
   begin(): LedgerChange {
-    return new LedgerChange(this.#sources, () => this.#other, (changed, other) => {
-      for (const [sourceId, ranges] of changed) this.#set(sourceId, ranges);
-      this.#other = other;
+    return new LedgerChange(this.#sources, {
+      other: () => this.#other,
+      shared: () => this.#shared,
+      apply: (changed, other) => {
+        for (const [sourceId, ranges] of changed) this.#set(sourceId, ranges);
+        this.#other = other;
+      },
     });
   }
 
-  /** Every tracked source, by sourceId, optionally only one. */
-  entries(sourceId?: string): SourceLedgerEntry[] {
-    const ids = sourceId === undefined ? [...this.#sources.keys()].sort() : this.#sources.has(sourceId) ? [sourceId] : [];
-    return ids.map((id) => (this.#sources.get(id) as SourceRanges).entry(id));
+  /** Every tracked source, by sourceId, optionally only one; with `gapsMax`, each with its newest that many holes. */
+  entries(sourceId?: string, gapsMax?: number): SourceLedgerEntry[] {
+    const ids = sourceId === undefined ? this.#ids : this.#sources.has(sourceId) ? [sourceId] : [];
+    return ids.map((id) => (this.#sources.get(id) as SourceRanges).entry(id, gapsMax));
+  }
+
+  /** Up to `limit` sources after the sourceId `after` (from the first without it), each with its newest `gapsMax` holes. */
+  page(options: { after?: string; limit: number; gapsMax: number }): SourceLedgerPage {
+    const start = options.after === undefined ? 0 : sortedPosition(this.#ids, options.after);
+    const ids = this.#ids.slice(start, start + options.limit);
+    const sources = ids.map((id) => (this.#sources.get(id) as SourceRanges).entry(id, options.gapsMax));
+    const more = start + ids.length < this.#ids.length;
+    return { sources, next: more && ids.length > 0 ? (ids[ids.length - 1] as string) : null };
   }
 
   /** The totals, without building any entry. */
   summary(): SourceLedgerSummary {
     return { sources: this.#sources.size, sourcesWithGaps: this.#withGaps, missing: this.#missing, otherSourceEvents: this.#other };
   }
+
+  /** Ranges held over all sources (at most LEDGER_RANGES_MAX). */
+  get rangeCount(): number {
+    return this.#ranges;
+  }
+}
+
+/** Where `id` goes in sorted `ids`: after every id up to and including it. */
+function sortedPosition(ids: readonly string[], id: string): number {
+  let low = 0;
+  let high = ids.length;
+  while (low < high) {
+    const mid = (low + high) >> 1;
+    if ((ids[mid] as string) <= id) low = mid + 1;
+    else high = mid;
+  }
+  return low;
+}
+
+/** What a change reads of the ledger it changes, and how it changes it once written. */
+interface LedgerState {
+  other(): number;
+  /** The shared ranges in use (beyond the sources' reserves). */
+  shared(): number;
+  apply(changed: ReadonlyMap<string, SourceRanges>, other: number): void;
+}
+
+/** One source a change touched: its changed copy, and what of it the batch must store. */
+interface ChangedSource {
+  ranges: SourceRanges;
+  writes: RangeWrites;
+  joinedBefore: number;
 }
 
 export class LedgerChange {
   readonly #sources: ReadonlyMap<string, SourceRanges>;
-  readonly #other: () => number;
-  readonly #apply: (changed: ReadonlyMap<string, SourceRanges>, other: number) => void;
-  readonly #changed = new Map<string, SourceRanges>();
+  readonly #ledger: LedgerState;
+  readonly #changed = new Map<string, ChangedSource>();
   /** Sources this change adds that the ledger does not track yet. */
   #added = 0;
+  /** How the shared ranges in use change with this change. */
+  #sharedDelta = 0;
   /** Events of untracked sources this change counts. */
   #otherEvents = 0;
   #otherWritten: number | undefined;
 
-  constructor(sources: ReadonlyMap<string, SourceRanges>, other: () => number, apply: (changed: ReadonlyMap<string, SourceRanges>, other: number) => void) {
+  constructor(sources: ReadonlyMap<string, SourceRanges>, ledger: LedgerState) {
     this.#sources = sources;
-    this.#other = other;
-    this.#apply = apply;
+    this.#ledger = ledger;
   }
 
   /**
@@ -317,36 +268,49 @@ export class LedgerChange {
   addJson(json: string): void {
     const source = sourceOfJson(json);
     if (source === undefined) return;
-    let ranges = this.#changed.get(source.sourceId);
-    if (ranges === undefined) {
-      const stored = this.#sources.get(source.sourceId);
-      if (stored === undefined && this.#sources.size + this.#added >= LEDGER_SOURCES_MAX) {
-        this.#otherEvents++;
-        return;
-      }
-      ranges = stored === undefined ? new SourceRanges() : stored.copy();
-      if (!ranges.add(source.sourceSeq)) return;
-      this.#changed.set(source.sourceId, ranges);
-      if (stored === undefined) this.#added++;
+    const changed = this.#changed.get(source.sourceId);
+    if (changed !== undefined) {
+      this.#add(changed.ranges, source.sourceSeq, changed.writes);
       return;
     }
-    ranges.add(source.sourceSeq);
+    const stored = this.#sources.get(source.sourceId);
+    if (stored === undefined && this.#sources.size + this.#added >= LEDGER_SOURCES_MAX) {
+      this.#otherEvents++;
+      return;
+    }
+    const ranges = stored === undefined ? new SourceRanges() : stored.copy();
+    const writes: RangeWrites = new Map();
+    // A sourceSeq received before writes nothing.
+    if (!this.#add(ranges, source.sourceSeq, writes)) return;
+    this.#changed.set(source.sourceId, { ranges, writes, joinedBefore: stored?.joined ?? 0 });
+    if (stored === undefined) this.#added++;
   }
 
-  /** Puts every changed source's ranges (and the other sources' count) into the batch. */
-  putChanged(batch: PutSink): void {
-    for (const [sourceId, ranges] of this.#changed) batch.put(sourceLedgerKey(sourceId), ranges.serialize());
+  /** Adds one sourceSeq to a source's copy, within the ledger's budgets. */
+  #add(ranges: SourceRanges, seq: number, writes: RangeWrites): boolean {
+    const held = ranges.ranges.length;
+    const added = ranges.add(seq, mayAddRange(held, this.#ledger.shared() + this.#sharedDelta), writes);
+    this.#sharedDelta += beyondReserve(ranges.ranges.length) - beyondReserve(held);
+    return added;
+  }
+
+  /** Puts what changed of every changed source's ranges (and the other sources' count) into the batch. */
+  putChanged(batch: WriteSink): void {
+    for (const [sourceId, { ranges, writes, joinedBefore }] of this.#changed) {
+      putSourceWrites(batch, sourceId, writes, ranges.joined !== joinedBefore ? ranges.joined : undefined);
+    }
     if (this.#otherEvents > 0) {
-      this.#otherWritten = this.#other() + this.#otherEvents;
+      this.#otherWritten = this.#ledger.other() + this.#otherEvents;
       batch.put(OTHER_SOURCES_KEY, String(this.#otherWritten));
     }
   }
 
   /** After the batch was written: the changes become the ledger. */
   commit(): void {
-    this.#apply(this.#changed, this.#otherWritten ?? this.#other());
+    this.#ledger.apply(new Map([...this.#changed].map(([sourceId, { ranges }]) => [sourceId, ranges])), this.#otherWritten ?? this.#ledger.other());
     this.#changed.clear();
     this.#added = 0;
+    this.#sharedDelta = 0;
     this.#otherEvents = 0;
     this.#otherWritten = undefined;
   }
