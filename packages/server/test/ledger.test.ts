@@ -1,9 +1,10 @@
 // Goal: GET /admin/audit/ledger tells, per source that counts its events (sourceSeq), what
 // arrived: the highest sourceSeq reached without a hole and the holes as ranges; and per day
 // and source how many events were received, are stored, are tiered and were pruned; admins
-// only; a bad parameter is a 400 naming it; tierStatus sums it up. A flood of new sources is
-// tracked up to the ledger's bound and counted together past it, in the answer, tierStatus
-// and /metrics alike.
+// only; a bad parameter is a 400 naming it; tierStatus sums it up. The sources are answered in
+// pages (limit, after), each source's newest holes up to gapsLimit, the totals over all of
+// them. A flood of new sources is tracked up to the ledger's bound and counted together past
+// it, in the answer, tierStatus and /metrics alike.
 import { DAY_LEDGER_SOURCES_MAX, LEDGER_SOURCES_MAX, OTHER_SOURCES, dayOf } from '@auditlake/store';
 import { describe, expect, it } from 'vitest';
 import { FAST_TIERING, externalS3, postSettings, waitUntilTiered } from './tier-helpers.js';
@@ -21,9 +22,11 @@ describe('GET /admin/audit/ledger', () => {
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({
       sources: [
-        { sourceId: 'plugin-a', received: 6, firstSourceSeq: 1, contiguousThrough: 3, highestSourceSeq: 9, gaps: [{ fromSeq: 4, toSeq: 4 }, { fromSeq: 7, toSeq: 8 }], missing: 3 },
-        { sourceId: 'plugin-b', received: 1, firstSourceSeq: 7, contiguousThrough: 7, highestSourceSeq: 7, gaps: [], missing: 0 },
+        { sourceId: 'plugin-a', received: 6, firstSourceSeq: 1, contiguousThrough: 3, highestSourceSeq: 9, gaps: [{ fromSeq: 4, toSeq: 4 }, { fromSeq: 7, toSeq: 8 }], gapCount: 2, gapsTruncated: false, missing: 3 },
+        { sourceId: 'plugin-b', received: 1, firstSourceSeq: 7, contiguousThrough: 7, highestSourceSeq: 7, gaps: [], gapCount: 0, gapsTruncated: false, missing: 0 },
       ],
+      next: null,
+      sourcesTracked: 2,
       sourcesWithGaps: 1,
       missing: 3,
       otherSourceEvents: 0,
@@ -40,6 +43,45 @@ describe('GET /admin/audit/ledger', () => {
     const bad = await t.request('/admin/audit/ledger?sourceId=');
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: string }).error).toMatch(/parameter sourceId must be one non-empty source id/);
+  });
+});
+
+describe('GET /admin/audit/ledger in pages', () => {
+  it('walks every source once with limit and after, each with its newest gapsLimit holes, the totals over all sources on every page', async () => {
+    const t = await startTestNode();
+    // 250 sources, each with sourceSeqs 0, 2, 4, 6: three holes of one.
+    const ids = Array.from({ length: 250 }, (_, i) => `src-${String((i * 7) % 250).padStart(3, '0')}`);
+    expect((await t.ingest(ids.flatMap((id) => [0, 2, 4, 6].map((s) => event({ eventId: `${id}-${s}`, sourceId: id, sourceSeq: s }))))).status).toBe(200);
+    type Page = { sources: Array<{ sourceId: string; gaps: unknown[]; gapCount: number; gapsTruncated: boolean; missing: number }>; next: string | null; sourcesTracked: number; sourcesWithGaps: number; missing: number };
+    const ask = async (query: string) => {
+      const res = await t.request(`/admin/audit/ledger?${query}`);
+      expect(res.status).toBe(200);
+      return (await res.json()) as Page;
+    };
+    const seen: string[] = [];
+    let pages = 0;
+    for (let after: string | null = null; ; pages++) {
+      const page = await ask(`limit=100&gapsLimit=2${after === null ? '' : `&after=${encodeURIComponent(after)}`}`);
+      expect(page).toMatchObject({ sourcesTracked: 250, sourcesWithGaps: 250, missing: 750 });
+      expect(page.sources.length).toBeLessThanOrEqual(100);
+      for (const source of page.sources) {
+        seen.push(source.sourceId);
+        expect(source).toMatchObject({ gaps: [{ fromSeq: 3, toSeq: 3 }, { fromSeq: 5, toSeq: 5 }], gapCount: 3, gapsTruncated: true, missing: 3 });
+      }
+      if (page.next === null) break;
+      expect(page.next).toBe(page.sources[page.sources.length - 1]?.sourceId);
+      after = page.next;
+    }
+    expect(pages + 1).toBe(3);
+    expect(seen).toEqual([...ids].sort());
+    // The defaults: 100 sources, every hole (fewer than 100).
+    const first = await ask('');
+    expect(first.sources.map((s) => s.sourceId)).toEqual(seen.slice(0, 100));
+    expect(first).toMatchObject({ next: 'src-099' });
+    expect(first.sources[0]).toMatchObject({ gapCount: 3, gapsTruncated: false });
+    // One source, and only the counts of holes.
+    expect(await ask('sourceId=src-007&gapsLimit=1')).toMatchObject({ sources: [{ sourceId: 'src-007', gaps: [{ fromSeq: 5, toSeq: 5 }], gapCount: 3, gapsTruncated: true, missing: 3 }], next: null, sourcesWithGaps: 1, missing: 3 });
+    expect((await ask('limit=1&gapsLimit=0')).sources).toEqual([expect.objectContaining({ sourceId: 'src-000', gaps: [], gapCount: 3, gapsTruncated: true })]);
   });
 });
 
@@ -91,11 +133,21 @@ describe('the ledger per day', () => {
     ['?from=2026-02-30', /^parameter from is not a calendar day: 2026-02-30$/],
     ['?to=yesterday', /^parameter to must be epoch millis or an ISO-8601 time with a zone/],
     ['?from=2026-11-03&to=2026-11-02', /^parameter from must not be after to: 2026-11-03 > 2026-11-02$/],
-    ['?form=2026-11-02', /^unknown parameter: form \(known: sourceId, from, to\)$/],
+    ['?form=2026-11-02', /^unknown parameter: form \(known: sourceId, after, limit, gapsLimit, from, to\)$/],
     ['?from=2026-11-02&from=2026-11-03', /^parameter from must be given once/],
     // A time past the last an event may have names no day (it was a 500).
     ['?from=9007199254740991', /^parameter from must be a time from 0 to 253402300799999 \(9999-12-31T23:59:59\.999Z\): 9007199254740991$/],
     ['?to=253402300800000', /^parameter to must be a time from 0 to 253402300799999 \(9999-12-31T23:59:59\.999Z\): 253402300800000$/],
+    // Pages: a bounded number of sources and of holes per source.
+    ['?limit=0', /^parameter limit must be an integer from 1 to 1000: 0$/],
+    ['?limit=1001', /^parameter limit must be an integer from 1 to 1000: 1001$/],
+    ['?limit=ten', /^parameter limit must be an integer from 1 to 1000: ten$/],
+    ['?limit=10&limit=20', /^parameter limit must be an integer from 1 to 1000: \["10","20"\]$/],
+    ['?gapsLimit=-1', /^parameter gapsLimit must be an integer from 0 to 1000: -1$/],
+    ['?gapsLimit=1001', /^parameter gapsLimit must be an integer from 0 to 1000: 1001$/],
+    ['?after=', /^parameter after must be one non-empty sourceId/],
+    ['?after=a&after=b', /^parameter after must be one non-empty sourceId/],
+    ['?after=a&sourceId=b', /^parameter after pages through all sources: it cannot be combined with sourceId$/],
   ];
   for (const [query, message] of refusals) {
     it(`refuses ${query} with 400 naming the problem`, async () => {
@@ -139,8 +191,16 @@ describe('the ledger under a flood of sources', () => {
     for (let i = 0; i < flood.length; i += 5_000) expect((await t.ingest(flood.slice(i, i + 5_000))).status).toBe(200);
     type Ledger = { sources: unknown[]; sourcesWithGaps: number; missing: number; otherSourceEvents: number; days: Array<{ day: string; sourceId: string | null; source: string | null; received: number }> };
     const ledger = (await (await t.request('/admin/audit/ledger')).json()) as Ledger;
-    expect(ledger.sources).toHaveLength(LEDGER_SOURCES_MAX);
-    expect(ledger).toMatchObject({ sourcesWithGaps: 1, missing: 1, otherSourceEvents: 20 });
+    // A page of the default 100 sources, the totals over all of them.
+    expect(ledger.sources).toHaveLength(100);
+    expect(ledger).toMatchObject({ sourcesTracked: LEDGER_SOURCES_MAX, sourcesWithGaps: 1, missing: 1, otherSourceEvents: 20 });
+    let tracked = 0;
+    for (let after: string | null = ''; after !== null; ) {
+      const page = (await (await t.request(`/admin/audit/ledger?limit=1000&from=2000-01-01&to=2000-01-01${after === '' ? '' : `&after=${encodeURIComponent(after)}`}`)).json()) as Ledger & { next: string | null };
+      tracked += page.sources.length;
+      after = page.next;
+    }
+    expect(tracked).toBe(LEDGER_SOURCES_MAX);
     // The day's rows: as many sources as the bound (the node's own records may be one of them),
     // the rest in its overflow row; their events all counted.
     const day = ledger.days.filter((row) => row.day === dayOf(ts));
