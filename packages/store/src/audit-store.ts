@@ -39,7 +39,7 @@ import { TermRuns, parseTermRun, termRunKey, termRunValue, type TermRun, type Te
 import { contentHashOfJson, headOf, timestampOfJson, RecordChain, type ChainHead, type IntegrityEntry } from './record-chain.js';
 import { addIntegrityPuts, type RegisteredKey } from './integrity-index.js';
 import { PrunedRanges, type PrunedRange } from './pruned-ranges.js';
-import { DayLedger, type DayLedgerRow } from './day-ledger.js';
+import { DayLedger, type DayLedgerFilter, type DayLedgerPage, type DayLedgerRow } from './day-ledger.js';
 import { SourceLedger, type SourceLedgerEntry, type SourceLedgerPage, type SourceLedgerSummary } from './source-ledger.js';
 import { integrityKindOf } from '@auditlake/integrity';
 
@@ -1232,9 +1232,15 @@ export class AuditStore {
    * The completeness ledger's counts per day and source: received, stored, tiered and pruned
    * (day-ledger.ts). `tiered` is as of the last countTieredThrough.
    */
-  async dayLedger(filter: { fromDay?: string; toDay?: string; sourceId?: string } = {}): Promise<DayLedgerRow[]> {
+  async dayLedger(filter: DayLedgerFilter = {}): Promise<DayLedgerRow[]> {
     this.#openWriter();
     return this.#days.rows(filter);
+  }
+
+  /** Up to `limit` of those rows after the position `after` (the `next` of the page before). */
+  async dayLedgerPage(filter: DayLedgerFilter, page: { after?: string; limit: number }): Promise<DayLedgerPage> {
+    this.#openWriter();
+    return this.#days.page(filter, page);
   }
 
   /**

@@ -36,6 +36,20 @@ export interface DayLedgerRow {
 
 export type DayCount = 'received' | 'pruned' | 'tiered';
 
+/** Which rows to answer: the days from `fromDay` to `toDay` (both included), optionally of one sourceId. */
+export interface DayLedgerFilter {
+  fromDay?: string;
+  toDay?: string;
+  sourceId?: string;
+}
+
+/** One page of day rows. */
+export interface DayLedgerPage {
+  rows: DayLedgerRow[];
+  /** Where the following page starts (give it as `after`), null after the last row. */
+  next: string | null;
+}
+
 interface Row {
   day: string;
   sourceId: string | null;
@@ -160,21 +174,38 @@ export class DayLedger {
   }
 
   /** The rows of days from `fromDay` to `toDay` (both included), optionally of one sourceId, by day then source. */
-  async rows(filter: { fromDay?: string; toDay?: string; sourceId?: string } = {}): Promise<DayLedgerRow[]> {
+  async rows(filter: DayLedgerFilter = {}): Promise<DayLedgerRow[]> {
+    return (await this.page(filter, { limit: Infinity })).rows;
+  }
+
+  /**
+   * Up to `limit` of those rows, from the first after the position `after` (the `next` of the
+   * page before; from the first row without it). `next` is where the following page starts, null
+   * after the last row. Pages follow LevelDB's key order; within one, rows are by day then source.
+   */
+  async page(filter: DayLedgerFilter, page: { after?: string; limit: number }): Promise<DayLedgerPage> {
+    const from = filter.fromDay === undefined ? DAY_LEDGER_PREFIX : dayRange(filter.fromDay).gte;
+    const after = page.after === undefined ? undefined : DAY_LEDGER_PREFIX + page.after;
     const range = {
-      gte: filter.fromDay === undefined ? DAY_LEDGER_PREFIX : dayRange(filter.fromDay).gte,
+      ...(after !== undefined && after >= from ? { gt: after } : { gte: from }),
       lt: filter.toDay === undefined ? `${DAY_LEDGER_PREFIX.slice(0, -1)}"` : dayRange(filter.toDay).lt,
     };
     const picked: Array<[key: string, row: Row]> = [];
+    let next: string | null = null;
     for await (const [key, value] of this.#state.db.iterator(range)) {
       const row = parseRow(key, value);
       if (filter.sourceId !== undefined && row.sourceId !== filter.sourceId) continue;
       if (row.received === 0 && row.pruned === 0 && row.tiered === 0) continue;
+      if (picked.length === page.limit) {
+        next = (picked[picked.length - 1] as [string, Row])[0].slice(DAY_LEDGER_PREFIX.length);
+        break;
+      }
       picked.push([key, row]);
     }
     // Key order as JavaScript compares strings: day first, then source.
     picked.sort((a, b) => (a[0] < b[0] ? -1 : 1));
-    return picked.map(([, row]) => ({ day: row.day, sourceId: row.sourceId, source: row.source, received: row.received, stored: row.received - row.pruned, tiered: row.tiered, pruned: row.pruned }));
+    const rows = picked.map(([, row]) => ({ day: row.day, sourceId: row.sourceId, source: row.source, received: row.received, stored: row.received - row.pruned, tiered: row.tiered, pruned: row.pruned }));
+    return { rows, next };
   }
 }
 

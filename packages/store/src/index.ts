@@ -8,7 +8,7 @@ export { INDEX_FIELD, indexPrefixes, type IndexField, type IndexTerms } from './
 export type { RegisteredKey } from './integrity-index.js';
 export type { PrunedRange } from './pruned-ranges.js';
 export type { ChainHead } from './record-chain.js';
-export { dayOf, DAY_LEDGER_SOURCES_MAX, OTHER_SOURCES, type DayLedgerRow } from './day-ledger.js';
+export { dayOf, DAY_LEDGER_SOURCES_MAX, OTHER_SOURCES, type DayLedgerFilter, type DayLedgerPage, type DayLedgerRow } from './day-ledger.js';
 export { StoredEventText } from './stored-event-text.js';
 export { SourceRanges, sourceOfJson, LEDGER_RANGES_MAX, LEDGER_SOURCES_MAX, SOURCE_RANGES_MAX, SOURCE_RANGES_RESERVED, type SourceLedgerEntry, type SourceLedgerPage, type SourceLedgerSummary } from './source-ledger.js';
 export { appendForwarded, type ForwardTarget } from './forwarded-erasures.js';

@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { DAY_LEDGER_CACHED_ROWS, DAY_LEDGER_SOURCES_MAX, DayLedger, OTHER_SOURCES, dayOf, type DayLedgerRow } from '../src/day-ledger.js';
 import { localKey } from '../src/event-keys.js';
 import { useTempStores } from './temp-stores.js';
+import type { AuditStore } from '../src/audit-store.js';
 
 const DAY_MS = 86_400_000;
 const DAY0 = Date.UTC(2026, 10, 1);
@@ -267,5 +268,38 @@ describe('the day counts are bounded', () => {
     } finally {
       await db.close();
     }
+  });
+});
+
+describe('pages of day rows', () => {
+  it('walk every row once, in the order of the whole answer, within a window of days and for one sourceId', async () => {
+    const { store } = await openStore();
+    // 40 days, 3 sources a day, one of them without a sourceId.
+    const events: AuditEvent[] = [];
+    for (let d = 0; d < 40; d++) {
+      const day = { ...ev(1), query: '', timestamp: DAY0 + d * DAY_MS };
+      events.push({ ...day, eventId: `p${d}a`, source: 'trino', sourceId: 'a' }, { ...day, eventId: `p${d}b`, source: 'spark', sourceId: 'b' }, { ...day, eventId: `p${d}`, source: 'trino' });
+    }
+    await store.append(events);
+    const walk = async (filter: Parameters<AuditStore['dayLedger']>[0], limit: number) => {
+      const rows: DayLedgerRow[] = [];
+      let after: string | undefined;
+      for (let pages = 0; pages < 1_000; pages++) {
+        const page = await store.dayLedgerPage(filter ?? {}, { ...(after === undefined ? {} : { after }), limit });
+        expect(page.rows.length).toBeLessThanOrEqual(limit);
+        rows.push(...page.rows);
+        if (page.next === null) return rows;
+        after = page.next;
+      }
+      throw new Error('the pages did not end');
+    };
+    const whole = await store.dayLedger();
+    expect(whole).toHaveLength(120);
+    expect(await walk({}, 7)).toEqual(whole);
+    expect(await walk({}, 120)).toEqual(whole);
+    const window = { fromDay: dayOf(DAY0 + 10 * DAY_MS), toDay: dayOf(DAY0 + 19 * DAY_MS) };
+    expect(await walk(window, 4)).toEqual(await store.dayLedger(window));
+    expect(await walk({ ...window, sourceId: 'b' }, 3)).toEqual(await store.dayLedger({ ...window, sourceId: 'b' }));
+    expect(await walk({ ...window, sourceId: 'b' }, 3)).toHaveLength(10);
   });
 });
