@@ -3,7 +3,7 @@
 // and source how many events were received, are stored, are tiered and were pruned; admins
 // only; a bad parameter is a 400 naming it; tierStatus sums it up. The sources are answered in
 // pages (limit, after), each source's newest holes up to gapsLimit, the totals over all of
-// them. A flood of new sources is tracked up to the ledger's bound and counted together past
+// them; the day rows in pages of their own (daysLimit, daysAfter). A flood of new sources is tracked up to the ledger's bound and counted together past
 // it, in the answer, tierStatus and /metrics alike.
 import { DAY_LEDGER_SOURCES_MAX, LEDGER_SOURCES_MAX, OTHER_SOURCES, dayOf } from '@auditlake/store';
 import { describe, expect, it } from 'vitest';
@@ -31,6 +31,7 @@ describe('GET /admin/audit/ledger', () => {
       missing: 3,
       otherSourceEvents: 0,
       days: expect.any(Array),
+      daysNext: null,
     });
     const tierStatus = async () => ((await (await t.request('/admin/audit/settings')).json()) as { tierStatus: { ledger: unknown } }).tierStatus.ledger;
     expect(await tierStatus()).toEqual({ sources: 2, sourcesWithGaps: 1, missing: 3 });
@@ -127,13 +128,22 @@ describe('the ledger per day', () => {
     expect(await ours(`?from=${middle}&to=${middle}`)).toEqual(settled.filter((row) => (row as { day: string }).day === middle));
     expect(await ours(`?from=${now - 25 * HOUR}&to=${new Date(now - 25 * HOUR).toISOString()}`)).toEqual(settled.filter((row) => (row as { day: string }).day === middle));
     expect(await ours('?sourceId=plugin-d')).toEqual(settled.filter((row) => (row as { sourceId: string | null }).sourceId === 'plugin-d'));
+    // Two rows at a time: the same rows, each once.
+    const paged: unknown[] = [];
+    for (let after: string | null = ''; after !== null; ) {
+      const page = (await (await t.request(`/admin/audit/ledger?daysLimit=2${after === '' ? '' : `&daysAfter=${after}`}`)).json()) as Days & { daysNext: string | null };
+      expect(page.days.length).toBeLessThanOrEqual(2);
+      paged.push(...page.days.filter((row) => row.source !== 'auditlake'));
+      after = page.daysNext;
+    }
+    expect(paged).toEqual(settled);
   });
 
   const refusals: Array<[string, RegExp]> = [
     ['?from=2026-02-30', /^parameter from is not a calendar day: 2026-02-30$/],
     ['?to=yesterday', /^parameter to must be epoch millis or an ISO-8601 time with a zone/],
     ['?from=2026-11-03&to=2026-11-02', /^parameter from must not be after to: 2026-11-03 > 2026-11-02$/],
-    ['?form=2026-11-02', /^unknown parameter: form \(known: sourceId, after, limit, gapsLimit, from, to\)$/],
+    ['?form=2026-11-02', /^unknown parameter: form \(known: sourceId, after, limit, gapsLimit, from, to, daysAfter, daysLimit\)$/],
     ['?from=2026-11-02&from=2026-11-03', /^parameter from must be given once/],
     // A time past the last an event may have names no day (it was a 500).
     ['?from=9007199254740991', /^parameter from must be a time from 0 to 253402300799999 \(9999-12-31T23:59:59\.999Z\): 9007199254740991$/],
@@ -148,6 +158,10 @@ describe('the ledger per day', () => {
     ['?after=', /^parameter after must be one non-empty sourceId/],
     ['?after=a&after=b', /^parameter after must be one non-empty sourceId/],
     ['?after=a&sourceId=b', /^parameter after pages through all sources: it cannot be combined with sourceId$/],
+    ['?daysLimit=0', /^parameter daysLimit must be an integer from 1 to 10000: 0$/],
+    ['?daysLimit=10001', /^parameter daysLimit must be an integer from 1 to 10000: 10001$/],
+    ['?daysAfter=not%20a%20cursor', /^parameter daysAfter must be the daysNext of an answer before: not a cursor$/],
+    ['?daysAfter=eHl6', /^parameter daysAfter must be the daysNext of an answer before: eHl6$/],
   ];
   for (const [query, message] of refusals) {
     it(`refuses ${query} with 400 naming the problem`, async () => {
@@ -203,13 +217,28 @@ describe('the ledger under a flood of sources', () => {
     expect(tracked).toBe(LEDGER_SOURCES_MAX);
     // The day's rows: as many sources as the bound (the node's own records may be one of them),
     // the rest in its overflow row; their events all counted.
-    const day = ledger.days.filter((row) => row.day === dayOf(ts));
+    // More rows than a page holds (at most 10,000): walked with daysAfter.
+    expect(ledger.days).toHaveLength(1_000);
+    const rows: Ledger['days'] = [];
+    for (let after: string | null = ''; after !== null; ) {
+      const page = (await (await t.request(`/admin/audit/ledger?limit=1&daysLimit=10000${after === '' ? '' : `&daysAfter=${after}`}`)).json()) as Ledger & { daysNext: string | null };
+      expect(page.days.length).toBeLessThanOrEqual(10_000);
+      rows.push(...page.days);
+      after = page.daysNext;
+    }
+    const day = rows.filter((row) => row.day === dayOf(ts));
     const sourceRows = day.filter((row) => row.source !== null);
     expect(sourceRows).toHaveLength(DAY_LEDGER_SOURCES_MAX);
     const folded = 1 + flood.length - sourceRows.filter((row) => row.source !== 'auditlake').length;
     expect(folded).toBeGreaterThanOrEqual(20);
-    expect(day.filter((row) => row.source === null)).toEqual([{ day: dayOf(ts), sourceId: OTHER_SOURCES, source: null, received: folded, stored: folded, tiered: 0, pruned: 0 }]);
-    expect(day.filter((row) => row.source !== 'auditlake').reduce((n, row) => n + row.received, 0)).toBe(flood.length + 2);
+    // The node's own records (integrity checkpoints, written when their timer says) count in the
+    // overflow row too when the first of them found the day full: none there once they have a row.
+    const overflow = day.filter((row) => row.source === null);
+    const ownFolded = (overflow[0]?.received ?? 0) - folded;
+    expect(ownFolded).toBeGreaterThanOrEqual(0);
+    if (sourceRows.some((row) => row.source === 'auditlake')) expect(ownFolded).toBe(0);
+    expect(overflow).toEqual([{ day: dayOf(ts), sourceId: OTHER_SOURCES, source: null, received: folded + ownFolded, stored: folded + ownFolded, tiered: 0, pruned: 0 }]);
+    expect(day.filter((row) => row.source !== 'auditlake').reduce((n, row) => n + row.received, 0)).toBe(flood.length + 2 + ownFolded);
     const tierStatus = ((await (await t.request('/admin/audit/settings')).json()) as { tierStatus: { ledger: unknown } }).tierStatus.ledger;
     expect(tierStatus).toEqual({ sources: LEDGER_SOURCES_MAX, sourcesWithGaps: 1, missing: 1 });
     const text = await (await t.request('/metrics', { token: null })).text();

@@ -26,7 +26,7 @@ export { SOURCE_RANGES_MAX, SourceRanges, type SourceLedgerEntry } from './sourc
  * Most sources the ledger tracks one by one, each with its ranges. Past it, the events with a
  * sourceSeq of any further source are counted together (`otherSources`), without ranges: a
  * holder of an ingest token sending a new sourceId with every event would otherwise grow the
- * ledger (kept in memory, answered whole, summed by every /metrics scrape) without bound. The
+ * ledger (kept in memory on every copy, answered in pages) without bound. The
  * first sources seen keep their place; a source's place is never given to another.
  */
 export const LEDGER_SOURCES_MAX = 10_000;

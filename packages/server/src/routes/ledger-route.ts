@@ -2,7 +2,7 @@ import { AuditError, AuditErrorCode, EVENT_TIME_MAX_MS, timeBound } from '@audit
 import { dayOf, type AuditStore } from '@auditlake/store';
 import type { FastifyInstance } from 'fastify';
 import { Gauge, type Registry } from 'prom-client';
-import { ledgerPageParams } from './ledger-page-params.js';
+import { dayCursor, ledgerPageParams } from './ledger-page-params.js';
 import './route-access.js';
 
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
@@ -28,17 +28,19 @@ function dayParam(name: string, value: unknown): string | undefined {
 }
 
 /**
- * `GET /admin/audit/ledger[?sourceId=…|?after=…][&limit=…][&gapsLimit=…][&from=…][&to=…]`: the
+ * `GET /admin/audit/ledger[?sourceId=…|?after=…][&limit=…][&gapsLimit=…][&from=…][&to=…][&daysAfter=…][&daysLimit=…]`: the
  * completeness ledger as this node holds it — per source that sends `sourceSeq`, how many
  * distinct sourceSeqs arrived, the first, the highest reached without a hole, the highest, and
  * the newest holes as ranges (`gapsLimit` of them; `gapCount` and `missing` count all), a page
  * of `limit` sources by sourceId at a time (`next` is the `after` of the following page), or
  * the one `sourceId`; totals over every tracked source (`otherSourceEvents`: the events of
  * sources past the LEDGER_SOURCES_MAX tracked); and per day (of the events' time, UTC) and
- * source, how many events were received, are stored, are tiered and were pruned.
+ * source, how many events were received, are stored, are tiered and were pruned, `daysLimit`
+ * rows at a time (`daysNext` is the `daysAfter` of the following rows).
  * `countTiered` brings the tiered counts up to the watermark this node knows before the answer.
  * Bounded: the ledger holds at most LEDGER_RANGES_MAX ranges, and a page at most
- * LEDGER_PAGE_SOURCES_MAX sources with LEDGER_PAGE_GAPS_MAX holes each.
+ * LEDGER_PAGE_SOURCES_MAX sources with LEDGER_PAGE_GAPS_MAX holes each and
+ * LEDGER_PAGE_DAY_ROWS_MAX day rows.
  */
 export function registerLedgerRoute(app: FastifyInstance, options: { store: AuditStore; countTiered: () => Promise<void> }): void {
   app.get('/admin/audit/ledger', { config: { access: { role: 'admin', action: 'audit:ReadLedger' } } }, async (request) => {
@@ -55,20 +57,23 @@ export function registerLedgerRoute(app: FastifyInstance, options: { store: Audi
     const toDay = dayParam('to', query['to']);
     if (fromDay !== undefined && toDay !== undefined && fromDay > toDay) throw new AuditError(AuditErrorCode.BAD_REQUEST, `parameter from must not be after to: ${fromDay} > ${toDay}`);
     await options.countTiered();
-    const days = await options.store.dayLedger({ ...(fromDay !== undefined ? { fromDay } : {}), ...(toDay !== undefined ? { toDay } : {}), ...(raw !== undefined ? { sourceId: raw } : {}) });
+    const dayFilter = { ...(fromDay !== undefined ? { fromDay } : {}), ...(toDay !== undefined ? { toDay } : {}), ...(raw !== undefined ? { sourceId: raw } : {}) };
+    const dayPage = await options.store.dayLedgerPage(dayFilter, { ...(page.daysAfter !== undefined ? { after: page.daysAfter } : {}), limit: page.daysLimit });
+    const days = dayPage.rows;
+    const daysNext = dayCursor(dayPage.next);
     const summary = options.store.sourceLedgerSummary();
     if (raw !== undefined) {
       // One source: the totals are its own.
       const sources = options.store.sourceLedger(raw, page.gapsLimit);
       const missing = sources.reduce((n, s) => n + s.missing, 0);
-      return { sources, next: null, sourcesTracked: sources.length, sourcesWithGaps: missing > 0 ? 1 : 0, missing, otherSourceEvents: summary.otherSourceEvents, days };
+      return { sources, next: null, sourcesTracked: sources.length, sourcesWithGaps: missing > 0 ? 1 : 0, missing, otherSourceEvents: summary.otherSourceEvents, days, daysNext };
     }
     const { sources, next } = options.store.sourceLedgerPage({ ...(page.after !== undefined ? { after: page.after } : {}), limit: page.limit, gapsMax: page.gapsLimit });
-    return { sources, next, sourcesTracked: summary.sources, sourcesWithGaps: summary.sourcesWithGaps, missing: summary.missing, otherSourceEvents: summary.otherSourceEvents, days };
+    return { sources, next, sourcesTracked: summary.sources, sourcesWithGaps: summary.sourcesWithGaps, missing: summary.missing, otherSourceEvents: summary.otherSourceEvents, days, daysNext };
   });
 }
 
-const LEDGER_PARAMS = ['sourceId', 'after', 'limit', 'gapsLimit', 'from', 'to'];
+const LEDGER_PARAMS = ['sourceId', 'after', 'limit', 'gapsLimit', 'from', 'to', 'daysAfter', 'daysLimit'];
 
 /**
  * `/metrics`: how many sourceSeqs the ledger misses, over every source, and how many sources
