@@ -156,6 +156,21 @@ describe('an event of a source holding many ranges', () => {
   });
 });
 
+describe('the key of a range', () => {
+  it('tells sources apart whose ids hold ! and what looks like a range start, across a reopen', async () => {
+    const { store, location } = await openStore();
+    // "x!0000000000000001" ends like a range key of source "x"; "x!j" like its joined count.
+    const ids = ['x', 'x!0000000000000001', 'x!j', 'x!', '!', 'plug "ä" 😀'];
+    await store.append(ids.flatMap((id, n) => [1, 3, 4].map((s) => ev(`${n}-${s}`, id, s + n))));
+    const entries = store.sourceLedger();
+    expect(entries.map((e) => e.sourceId)).toEqual([...ids].sort());
+    for (const entry of entries) expect(entry).toMatchObject({ received: 3, gapCount: 1, missing: 1 });
+    await stores.close(store);
+    const { store: reopened } = await openStore(location);
+    expect(reopened.sourceLedger()).toEqual(entries);
+  });
+});
+
 describe('a store whose ranges a version before kept in one value per source', () => {
   it('is moved to a key per range when opened, fitted into the bounds, the old values gone; a second open changes nothing', async () => {
     const { store, location } = await openStore();
