@@ -191,6 +191,9 @@ describe('the ledger in /metrics', () => {
     const text = await (await t.request('/metrics', { token: null })).text();
     expect(text).toMatch(/^auditlake_ledger_missing_source_seqs 2$/m);
     expect(text).toMatch(/^auditlake_ledger_sources_with_gaps 1$/m);
+    // [1, 2] and [5]: two ranges held, against the bound the help text names.
+    expect(text).toMatch(/^auditlake_ledger_ranges 2$/m);
+    expect(text).toContain('# HELP auditlake_ledger_ranges Ranges of received sourceSeqs the completeness ledger holds over all sources (at most 200000;');
   });
 });
 

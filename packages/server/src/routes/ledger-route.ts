@@ -1,5 +1,5 @@
 import { AuditError, AuditErrorCode, EVENT_TIME_MAX_MS, timeBound } from '@auditlake/model';
-import { dayOf, type AuditStore } from '@auditlake/store';
+import { dayOf, LEDGER_RANGES_MAX, type AuditStore } from '@auditlake/store';
 import type { FastifyInstance } from 'fastify';
 import { Gauge, type Registry } from 'prom-client';
 import { dayCursor, ledgerPageParams } from './ledger-page-params.js';
@@ -76,8 +76,9 @@ export function registerLedgerRoute(app: FastifyInstance, options: { store: Audi
 const LEDGER_PARAMS = ['sourceId', 'after', 'limit', 'gapsLimit', 'from', 'to', 'daysAfter', 'daysLimit'];
 
 /**
- * `/metrics`: how many sourceSeqs the ledger misses, over every source, and how many sources
- * miss some: totals the ledger keeps as events arrive, so a scrape builds no entry.
+ * `/metrics`: how many sourceSeqs the ledger misses, over every source, how many sources miss
+ * some, and how many ranges it holds: totals the ledger keeps as events arrive, so a scrape
+ * builds no entry.
  */
 export function registerLedgerGauges(registry: Registry, store: AuditStore): void {
   const registers = [registry];
@@ -95,6 +96,16 @@ export function registerLedgerGauges(registry: Registry, store: AuditStore): voi
     registers,
     collect() {
       this.set(store.sourceLedgerSummary().sourcesWithGaps);
+    },
+  });
+  // How close the ledger is to its bound: past it, the oldest holes of a source are joined and
+  // no longer reported, so an operator alerting on holes wants to see it coming.
+  new Gauge({
+    name: 'auditlake_ledger_ranges',
+    help: `Ranges of received sourceSeqs the completeness ledger holds over all sources (at most ${LEDGER_RANGES_MAX}; past that, a source's oldest holes are joined)`,
+    registers,
+    collect() {
+      this.set(store.sourceLedgerRanges());
     },
   });
 }
