@@ -186,6 +186,74 @@ describe('tiering across a failover (real processes, real redis-server and S3 en
     expect(rows).toEqual([{ n: log.length, d: log.length, s: log.length, m: log.at(-1)!.seq }]);
   }, 90_000);
 
+  it('three nodes, both survivors missed what the dead leader tiered: the adoption holds through the election that follows; DuckDB counts every event once', async () => {
+    // The standby that did not adopt keeps the cut entries, in a later term than the tier's
+    // rows: had the adopter's log ended with those rows, that standby would win the next
+    // election and divert the adopted entries again, and tiering would stay stopped.
+    const s3 = await s3Endpoint();
+    const sets = ['auditlake.cluster.lease.ttl.ms=1000', 'auditlake.audit.tier.interval.ms=100', 'auditlake.audit.tier.ingest.settle.ms=0', ...s3.props];
+    const cluster = await startCluster({ size: 3, sets: () => sets });
+    const leader = await cluster.waitForLeader();
+    const survivors = [0, 1, 2].filter((i) => i !== leader);
+    for (const i of survivors) await cluster.waitForLeaderKnownBy(i);
+    const leaderUrl = cluster.node(leader).url;
+    expect(await saveSettings(leaderUrl, parquetAt('s3://ext/missed3'))).toBe(200);
+    expect((await postEvents(leaderUrl, batch('first-'))).status).toBe(200);
+    await expect.poll(async () => (await tierStatus(leaderUrl)).backlog, { timeout: 20_000 }).toBe(0);
+    for (const i of survivors) await expect.poll(async () => (await cluster.log(i)).length, { timeout: 20_000 }).toBe((await cluster.log(leader)).length);
+
+    let tieredEnd = 0;
+    for (const i of survivors) cluster.node(i).pause();
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect((await postEvents(leaderUrl, batch('second-'))).status).toBe(200);
+      tieredEnd = (await cluster.log(leader)).at(-1)!.seq;
+      await expect.poll(async () => (await tierStatus(leaderUrl)).watermark.seq, { timeout: 20_000 }).toBe(tieredEnd);
+      await cluster.node(leader).kill();
+    } finally {
+      for (const i of survivors) cluster.node(i).resume();
+    }
+    const adopter = await cluster.waitForLeader(20_000);
+    const other = survivors.find((i) => i !== adopter)!;
+    const adopterUrl = cluster.node(adopter).url;
+    expect((await postEvents(adopterUrl, batch('third-'))).status).toBe(200);
+    await expect.poll(async () => (await cluster.log(other)).length, { timeout: 20_000 }).toBe((await cluster.log(adopter)).length);
+    await expect.poll(async () => (await tierStatus(adopterUrl)).lastError ?? '', { timeout: 20_000 }).toContain(`{"throughSeq": ${tieredEnd}}`);
+
+    const adopted = await fetch(`${adopterUrl}/admin/audit/tier/adopt`, { method: 'POST', headers: { authorization: `Token ${ADMIN}`, 'content-type': 'application/json' }, body: JSON.stringify({ throughSeq: tieredEnd }) });
+    expect(adopted.status).toBe(200);
+    const answer = (await adopted.json()) as { commonSeq: number; adopted: number };
+    // Both survivors converge on the adopter's log, and the leader tiers all of it.
+    await expect
+      .poll(
+        async () => {
+          const lead = await cluster.leaderIndex();
+          if (lead < 0) return false;
+          const status = await tierStatus(cluster.node(lead).url);
+          const [a, b] = await Promise.all(survivors.map((i) => cluster.log(i)));
+          return status.lastError === null && status.backlog === 0 && a!.length >= 122 && a!.length === b!.length && status.watermark.seq === a!.at(-1)!.seq;
+        },
+        { timeout: 30_000 },
+      )
+      .toBe(true);
+    // Still so a few lease TTLs later: no election undid it.
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const lead = await cluster.leaderIndex();
+    expect((await tierStatus(cluster.node(lead).url)).lastError).toBeNull();
+    const log = await cluster.log(lead);
+    for (const i of survivors) expect((await cluster.log(i)).map((e) => `${e.seq}/${e.term}/${e.eventId}`)).toEqual(log.map((e) => `${e.seq}/${e.term}/${e.eventId}`));
+    const ids = new Set(log.map((e) => e.eventId));
+    for (const prefix of ['first-', 'second-', 'third-']) for (let i = 0; i < 40; i++) expect(ids.has(`${prefix}${i}`)).toBe(true);
+    expect(ids.size).toBe(log.length);
+    // The adoption's record is ordered right after the adopted entries, in the term above theirs.
+    const records = log.filter((e) => (e as unknown as { action: string }).action === 'audit:AdoptTier');
+    expect(records.map((e) => e.seq)).toEqual([answer.commonSeq + answer.adopted + 1]);
+    expect(records[0]!.term).toBeGreaterThan(log.find((e) => e.seq === tieredEnd)!.term);
+    const dir = await downloadCommittedParquet(`http://127.0.0.1:${s3.port}`, 's3://ext/missed3', CREDENTIALS);
+    const rows = await duckdb(`SELECT count(*)::INTEGER AS n, count(DISTINCT event_id)::INTEGER AS d, count(DISTINCT seq)::INTEGER AS s FROM read_parquet('${dir}/missed3/event_date=*/*.parquet')`);
+    expect(rows).toEqual([{ n: log.length, d: log.length, s: log.length }]);
+  }, 120_000);
+
   it('maintenance asked of a standby runs on the leader, and its audit event is replicated to the standby', async () => {
     const s3 = await s3Endpoint();
     const props = [

@@ -165,9 +165,13 @@ export class ClusterNode {
     // as holding what is gone. A leader whose log is cut also steps down: what it orders next
     // must carry a new term, else a standby that still holds the cut entries under this term
     // would find its log matching this one at their seqs and keep them.
+    // The lease is kept until it runs out rather than resigned: the adoption then writes its
+    // record under a reserved term, and this node publishes that log end before anyone may
+    // campaign, so a standby that still holds the cut entries (a log of an older last term now)
+    // does not win the election and undo the adoption.
     this.#unsubscribeCut = store.onLogCut((lastSeq) => {
       this.tracker.cutAfter(lastSeq);
-      if (this.elector.role === 'leader') this.elector.stepDown(`its log was cut after seq ${lastSeq} (it took a tier's entries it lacked): a new term orders what follows`);
+      if (this.elector.role === 'leader') this.elector.stepDown(`its log was cut after seq ${lastSeq} (it took a tier's entries it lacked): a new term orders what follows`, { resign: false });
       this.#forwarder.kick();
     });
   }
@@ -199,6 +203,21 @@ export class ClusterNode {
 
   isLeader(): boolean {
     return this.elector.isLeader();
+  }
+
+  /**
+   * A term above every term the coordinator handed out, taken for the leader's own use (the
+   * record of a tier adoption, AuditStore.adoptSuffix): no election ever hands it out after
+   * this. Asked by the leader only: while its lease holds nobody campaigns, so the counter read
+   * is the one raised. Should the lease be lost in between, a campaign may take the same number,
+   * but the adoption then finds this node no longer leads and writes nothing.
+   */
+  async reserveTerm(): Promise<number> {
+    if (!this.elector.isLeader()) throw new AuditError(AuditErrorCode.NOT_LEADER, 'only the leader takes a term for its own records', { retryable: true });
+    const coordinator = this.#options.coordinator;
+    const term = Math.max(await coordinator.latestTerm(), this.elector.knownTerm) + 1;
+    await coordinator.raiseTermFloor(term);
+    return term;
   }
 
   get leader(): LeaderView | undefined {

@@ -260,19 +260,24 @@ export class LeaderElector {
     }
   }
 
-  /** Gives up leadership now (resigning the lease), so the next leader orders under a new term. */
-  stepDown(reason: string): void {
-    this.#stepDown(reason);
+  /**
+   * Gives up leadership now, so the next leader orders under a new term. The lease is resigned
+   * unless `resign` is false: then it runs out (one lease TTL at most) while this node publishes
+   * where its log ends, so the election that follows compares that log end, not the last one
+   * published.
+   */
+  stepDown(reason: string, options: { resign?: boolean } = {}): void {
+    this.#stepDown(reason, options.resign ?? true);
   }
 
-  #stepDown(reason: string): void {
+  #stepDown(reason: string, resign = true): void {
     if (this.#role !== 'leader') return;
     const term = this.#term;
     this.#role = 'standby';
     this.#ready = false;
     this.#leaseValidUntil = 0;
     this.#options.log.warn({ term, reason }, 'stepped down as leader');
-    this.#options.coordinator.resign(term).catch(() => undefined);
+    if (resign) this.#options.coordinator.resign(term).catch(() => undefined);
   }
 
   async #publish(): Promise<void> {

@@ -22,6 +22,8 @@ export interface Membership {
   confirmReplicated(events: ReadonlyArray<Pick<EncodedEvent, 'eventId'>>, timeoutMs: number): Promise<boolean>;
   /** The highest seq every reachable standby holds (what the leader may tier); undefined: no bound. */
   heldByStandbys(): HeldByStandbys | undefined;
+  /** A cluster's: a term above every one handed out, for the leader's own records (a tier adoption's). */
+  reserveTerm?: () => Promise<number>;
 }
 
 /** A node without a coordinator: always its own leader, term 0, no standbys. */
@@ -54,5 +56,6 @@ export function clusterMembership(cluster: ClusterNode): Membership {
     receive: (events, freshIds) => cluster.receive(events, freshIds),
     confirmReplicated: (events, timeoutMs) => cluster.confirmReplicated(events, timeoutMs),
     heldByStandbys: () => cluster.heldByStandbys(),
+    reserveTerm: () => cluster.reserveTerm(),
   };
 }

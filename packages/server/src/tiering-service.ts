@@ -13,9 +13,9 @@ import {
   type TieredLocation,
   type Watermark,
 } from '@auditlake/lake';
-import { AuditError, AuditErrorCode, SELF_SOURCE, encodeEvent, newEventId, type AuditEvent, type NodeConfig } from '@auditlake/model';
+import { AuditError, AuditErrorCode, SELF_SOURCE, encodeEvent, newEventId, type AuditEvent, type EncodedEvent, type NodeConfig } from '@auditlake/model';
 import { DAY_MS, type AuditStore, type PrunePolicy } from '@auditlake/store';
-import { CommitLock, MaintenanceScheduler, TierSweeper, firstUnappliedErasureSeq, localCleanupPolicy, validateTierTarget, type MaintenanceRun, type TierStatus } from '@auditlake/tiering';
+import { CommitLock, MaintenanceScheduler, TierSweeper, firstUnappliedErasureSeq, localCleanupPolicy, validateTierTarget, type AdoptedTier, type MaintenanceRun, type TierStatus } from '@auditlake/tiering';
 import { DeferredCount } from './deferred-count.js';
 import type { Membership } from './membership.js';
 import type { NodeMetrics } from './metrics.js';
@@ -120,6 +120,7 @@ export class TieringService {
       batchSizeMax: config.tierBatchSize,
       settleMs: config.tierSettleMs,
       heldThrough: () => membership.heldByStandbys()?.throughSeq,
+      ...(membership.reserveTerm ? { reserveTerm: membership.reserveTerm } : {}),
       backoffInitialMs: config.tierBackoffInitialMs,
       backoffMaxMs: config.tierBackoffMaxMs,
       log: options.log,
@@ -188,36 +189,19 @@ export class TieringService {
 
   /**
    * An admin's leave to have this (leading) node's log take the tier's entries through
-   * watermark seq `throughSeq` (see TierSweeper.adoptTier): runs that sweep, records what it
-   * adopted as an audit event (`audit:AdoptTier`, by `by`), and answers it. Refused (nothing
+   * watermark seq `throughSeq` (see TierSweeper.adoptTier): runs that sweep and answers what it
+   * adopted. The adoption's record (`audit:AdoptTier`, by `by`) is ordered in the same write as
+   * the adopted entries, so no crash leaves an adoption unrecorded, and in a term reserved
+   * above every other so the next election keeps it (AuditStore.adoptSuffix). Refused (nothing
    * changed) when the sweep adopted nothing: the log already holds the tier, the tier's
    * watermark is not `throughSeq`, or taking its entries failed — the message says which.
    */
   async adoptTier(throughSeq: number, by: string): Promise<{ target: string; throughSeq: number; commonSeq: number; adopted: number; moved: number; outcome: string }> {
-    const result = await this.sweeper.adoptTier(throughSeq);
+    const result = await this.sweeper.adoptTier(throughSeq, (adoption) => adoptionRecord(adoption, by, Date.now()));
     if (result.adopted === undefined) {
       throw new AuditError(AuditErrorCode.TIER_TARGET_UNUSABLE, result.error ?? `nothing to adopt: this node's log holds the tier through its watermark (the sweep ended ${result.outcome})`);
     }
     const { target, commonSeq, adopted, moved } = result.adopted;
-    const nowMs = Date.now();
-    const eventId = newEventId(nowMs);
-    await this.#membership.receive(
-      [
-        encodeEvent({
-          eventId,
-          userId: by,
-          source: SELF_SOURCE,
-          action: 'audit:AdoptTier',
-          resource: target,
-          decision: '',
-          tables: [],
-          query: '',
-          details: `throughSeq=${throughSeq}, commonSeq=${commonSeq}, adopted=${adopted}, moved=${moved}`,
-          timestamp: nowMs,
-        }),
-      ],
-      new Set([eventId]),
-    );
     return { target, throughSeq, commonSeq, adopted, moved, outcome: result.outcome };
   }
 
@@ -310,4 +294,20 @@ export class TieringService {
     await Promise.all(sources.map((source) => source.close()));
     this.connections.close();
   }
+}
+
+/** The `audit:AdoptTier` event recording an admin's adoption of a tier's entries. */
+function adoptionRecord(adoption: AdoptedTier, by: string, nowMs: number): EncodedEvent {
+  return encodeEvent({
+    eventId: newEventId(nowMs),
+    userId: by,
+    source: SELF_SOURCE,
+    action: 'audit:AdoptTier',
+    resource: adoption.target,
+    decision: '',
+    tables: [],
+    query: '',
+    details: `throughSeq=${adoption.throughSeq}, commonSeq=${adoption.commonSeq}, adopted=${adoption.adopted}, moved=${adoption.moved}`,
+    timestamp: nowMs,
+  });
 }

@@ -1,7 +1,7 @@
 import { mkdir, readdir, stat } from 'node:fs/promises';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { join } from 'node:path';
-import { AuditError, AuditErrorCode, compileFilter, encodeEvent, storedToOutputJson, toAuditEvent, upperTimeMs, type AuditEvent, type EncodedEvent, type SearchFilter, type StoredEvent } from '@auditlake/model';
+import { AuditError, AuditErrorCode, compileFilter, encodeEvent, storedEventJson, storedToOutputJson, toAuditEvent, upperTimeMs, type AuditEvent, type EncodedEvent, type SearchFilter, type StoredEvent } from '@auditlake/model';
 import { Level } from 'level';
 import {
   PREFIX,
@@ -171,6 +171,16 @@ export const DIVERT_ENTRIES_MAX = 1_000_000;
 export interface DivertResult {
   moved: number;
   terms: Record<number, number>;
+}
+
+/** The record an adoption orders after the tier's entries, in the same write (see AuditStore.adoptSuffix). */
+export interface AdoptionClosing {
+  /** Its term: above every term the cluster handed out, so this log is the most up to date. */
+  term: number;
+  /** The leader's clock; its ingestTs is never below the log's highest. */
+  nowMs: number;
+  /** The event, given how many of the log's own entries the cut moved to the outbox. */
+  event: (moved: number) => EncodedEvent;
 }
 
 export interface PruneResult {
@@ -693,26 +703,56 @@ export class AuditStore {
    * whose log diverged does). Nothing changes unless every entry is in order from `seq` and,
    * with the chain on, continues this log's chain at `seq - 1`: an entry that does not is
    * refused (AUDIT_INTEGRITY_MISMATCH) before anything is cut. Appends wait meanwhile.
+   *
+   * `closing` (a cluster's adoption) is ordered right after the adopted entries, in the same
+   * write as them, under `closing.term`: the record of the adoption, in a term above every
+   * term the cluster handed out. Without it the log would end with the tier's entries, of an
+   * older term than the cut entries standbys still hold, and the next election would go to a
+   * standby, which undoes the adoption (its log wins, this one diverts the adopted entries).
+   * Its event is built once the cut is known (`moved`); its seq is answered as `closingSeq`.
    */
-  async adoptSuffix(seq: number, entries: readonly Uint8Array[], starts: readonly TermStart[], mayAdopt: () => boolean = () => true): Promise<DivertResult & { adopted: number }> {
+  async adoptSuffix(
+    seq: number,
+    entries: readonly Uint8Array[],
+    starts: readonly TermStart[],
+    mayAdopt: () => boolean = () => true,
+    closing?: AdoptionClosing,
+  ): Promise<DivertResult & { adopted: number; closingSeq?: number }> {
     const adopted = await this.#openWriter().exclusive(async (context) => {
-      await this.#checkContinues(seq, entries);
+      const end = await this.#checkContinues(seq, entries);
       // Asked last, inside the writer's step: a leader deposed while the entries were checked cuts nothing.
       if (!mayAdopt()) throw new AuditError(AuditErrorCode.NOT_LEADER, 'this node no longer leads: the tier\'s entries were not adopted', { retryable: true });
       const diverted = await this.#divertWithin(context, seq);
+      let applied = entries;
+      let appliedStarts = starts;
+      let closingSeq: number | undefined;
+      if (closing !== undefined && entries.length > 0) {
+        closingSeq = seq + entries.length;
+        const ingestTs = Math.max(closing.nowMs, diverted.position.lastIngestTs, end.lastIngestTs);
+        const event = closing.event(diverted.result.moved);
+        const chain = this.#chain as RecordChain;
+        const json = chain.enabled && end.head !== undefined ? chain.append(event, ingestTs, closingSeq, closing.term, end.head.hash).json : storedEventJson(event, ingestTs, closingSeq, closing.term);
+        applied = [...entries, Buffer.from(json, 'utf8')];
+        appliedStarts = [...starts, { firstSeq: closingSeq, term: closing.term }];
+      }
       // Counted as ordered here, not received: no other node is known to hold them (the tier
       // does), so ack=replicated waits for a standby to confirm them like this leader's own.
-      const count = await this.#applyWithin({ ...context, position: diverted.position }, entries, starts, false);
-      return { ...diverted.result, adopted: count };
+      const count = await this.#applyWithin({ ...context, position: diverted.position }, applied, appliedStarts, false);
+      return { ...diverted.result, adopted: closingSeq === undefined ? count : count - 1, ...(closingSeq === undefined ? {} : { closingSeq }) };
     });
     if (adopted.adopted > 0) this.#logGrew();
     return adopted;
   }
 
-  /** Throws unless `entries` run from `seq` in order and (chain on) continue the chain at `seq - 1`. */
-  async #checkContinues(seq: number, entries: readonly Uint8Array[]): Promise<void> {
+  /**
+   * Throws unless `entries` run from `seq` in order and (chain on) continue the chain at
+   * `seq - 1`. Answers the chain head after the last entry (chain on) and the highest ingestTs
+   * among them.
+   */
+  async #checkContinues(seq: number, entries: readonly Uint8Array[]): Promise<{ head: ChainHead | undefined; lastIngestTs: number }> {
     const chain = this.#chain as RecordChain;
     let head: ChainHead | undefined = chain.enabled ? await this.#chainHeadAt(seq - 1) : undefined;
+    let lastIngestTs = 0;
     let expected = seq;
     let sinceYield = 0;
     for (const bytes of entries) {
@@ -724,10 +764,12 @@ export class AuditStore {
       const entry = readReplicatedEntry(bytes);
       if (entry.seq !== expected) throw new TypeError(`adopted entries must run from seq ${seq} without a gap: seq ${entry.seq} where ${expected} was due`);
       expected++;
+      lastIngestTs = Math.max(lastIngestTs, entry.ingestTs);
       if (head === undefined) continue;
       const verified = chain.verify(Buffer.from(entry.bytes.buffer, entry.bytes.byteOffset, entry.bytes.byteLength).toString('utf8'), head);
       head = verified.chainHash === undefined ? head : { hash: verified.chainHash, started: true };
     }
+    return { head, lastIngestTs };
   }
 
   /** divertSuffixToOutbox's write, within an exclusive operation; also where the log ends after it. */

@@ -356,6 +356,27 @@ describe('AuditStore replication and outbox', () => {
     expect(eleventh?.chainHash).toBe(chainHash(tenth?.chainHash as string, eleventh?.recordHash as string));
   });
 
+  it("orders an adoption's closing record right after the adopted entries, in the same write, under the term given and chained to them", async () => {
+    const dead = await openStore({ sequencer: () => 1 });
+    await dead.append(Array.from({ length: 10 }, (_, i) => ev(`d${i + 1}`, i + 1)));
+    const successor = await openStore({ sequencer: () => 2, now: () => 5_000 });
+    await successor.applyReplicated(await dead.readEncodedBySeq(0, 6), dead.termStarts());
+    await successor.append([ev('own1', 7), ev('own2', 8)]);
+    const suffix = await dead.readEncodedBySeq(6, 10);
+    const closing = { term: 7, nowMs: 4_000, event: (moved: number) => encodeEvent({ ...ev('adoption', 11), details: `moved=${moved}` }) };
+    expect(await successor.adoptSuffix(7, suffix, dead.termStarts(6), () => true, closing)).toEqual({ moved: 2, terms: { 2: 2 }, adopted: 4, closingSeq: 11 });
+    // The log ends with the record, in the reserved term: it is the most up to date of any log that held the cut entries.
+    expect(successor.position).toMatchObject({ lastSeq: 11, lastTerm: 7 });
+    const [tenth, record] = [await successor.getBySeq(10), await successor.getBySeq(11)];
+    expect(record).toMatchObject({ eventId: 'adoption', term: 7, details: 'moved=2' });
+    expect(record?.ingestTs).toBeGreaterThanOrEqual(5_000);
+    expect(record?.chainHash).toBe(chainHash(tenth?.chainHash as string, record?.recordHash as string));
+    expect(successor.termStarts().at(-1)).toEqual({ firstSeq: 11, term: 7 });
+    // A standby verifies it as any entry: it continues the chain.
+    const standby = await openStore({ sequencer: () => 2 });
+    expect(await standby.applyReplicated(await successor.readEncodedBySeq(0, 20), successor.termStarts())).toBe(11);
+  });
+
   it('keeps the outbox in arrival order across a reopen and deletes what was forwarded', async () => {
     const loc = await location();
     const first = await AuditStore.open({ location: loc });

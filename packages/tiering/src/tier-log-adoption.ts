@@ -2,7 +2,7 @@ import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { TieredEvent } from '@auditlake/format';
 import { composeStoredEvent, eraseRecordFields } from '@auditlake/integrity';
 import { readTieredSuffix, type TierSource, type Watermark } from '@auditlake/lake';
-import { AuditError, AuditErrorCode } from '@auditlake/model';
+import { AuditError, AuditErrorCode, type EncodedEvent } from '@auditlake/model';
 import type { AuditStore, TermStart } from '@auditlake/store';
 import { addTargets, isErasureRecord, targetKey, type ErasureTarget } from './tier-erasure.js';
 
@@ -20,6 +20,19 @@ export interface TierAdoption {
   adopted: number;
   /** This log's own entries after `commonSeq`, moved to the outbox to be ordered again. */
   moved: number;
+  /** Where the adoption's own record went, when it was given one (AdoptOptions.record). */
+  recordSeq?: number;
+}
+
+/**
+ * The record of an adoption, ordered after the adopted entries in the same write, under
+ * `term` (see AuditStore.adoptSuffix): a cluster reserves a term above every one handed out,
+ * so the adopter's log is the most up to date and the next election cannot undo the adoption.
+ */
+export interface AdoptionRecord {
+  term: number;
+  /** Built once the cut is known. */
+  event: (adoption: Omit<TierAdoption, 'recordSeq'>) => EncodedEvent;
 }
 
 /** What an adoption must know of the leader doing it. */
@@ -30,6 +43,10 @@ export interface AdoptOptions {
   termNow: number;
   /** Asked inside the store's exclusive step, right before anything is cut: false (no longer leading) refuses. */
   mayAdopt: () => boolean;
+  /** Ordered after the adopted entries, in the same write. */
+  record?: AdoptionRecord;
+  /** The leader's clock (for the record's ingestTs). */
+  now?: () => number;
 }
 
 /**
@@ -102,8 +119,11 @@ async function adopt(store: AuditStore, rows: readonly TieredEvent[], commonSeq:
     const stored = target === undefined ? row : (eraseRecordFields(row, [...target.fields]) ?? row);
     entries.push(Buffer.from(composeStoredEvent({ ...stored, seq, term }), 'utf8'));
   }
-  const result = await store.adoptSuffix(commonSeq + 1, entries, starts, options.mayAdopt);
-  return { commonSeq, adopted: result.adopted, moved: result.moved };
+  const record = options.record;
+  const closing =
+    record === undefined ? undefined : { term: record.term, nowMs: (options.now ?? Date.now)(), event: (moved: number) => record.event({ commonSeq, adopted: entries.length, moved }) };
+  const result = await store.adoptSuffix(commonSeq + 1, entries, starts, options.mayAdopt, closing);
+  return { commonSeq, adopted: result.adopted, moved: result.moved, ...(result.closingSeq === undefined ? {} : { recordSeq: result.closingSeq }) };
 }
 
 /** Rows composed between turns of the event loop (an adoption may compose 200,000). */

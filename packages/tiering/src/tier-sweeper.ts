@@ -1,4 +1,4 @@
-import { AuditError, AuditErrorCode, type EffectiveSettings, type IcebergCatalogConfig, type StoredEvent } from '@auditlake/model';
+import { AuditError, AuditErrorCode, type EffectiveSettings, type EncodedEvent, type IcebergCatalogConfig, type StoredEvent } from '@auditlake/model';
 import type { AuditStore } from '@auditlake/store';
 import {
   TIERED_LOCATIONS_META,
@@ -40,6 +40,9 @@ import {
   type TierSource,
 } from '@auditlake/lake';
 import { adoptTierSuffix, TIER_ADOPTION_ENTRIES_MAX, type TierAdoption } from './tier-log-adoption.js';
+
+/** What an admin's adoption took into the log, and from which target through which watermark seq. */
+export type AdoptedTier = TierAdoption & { target: string; throughSeq: number };
 import { eligibleCount, pickBatch } from './batch-picker.js';
 import { applyIcebergErasures, applyParquetErasures, isErasureRecord, type TierErasureResult } from './tier-erasure.js';
 import { CommitLock } from './commit-lock.js';
@@ -66,6 +69,12 @@ export interface TierSweeperOptions {
   heldThrough?: () => number | undefined;
   /** The most entries one adoption of the tier's suffix may read (default TIER_ADOPTION_ENTRIES_MAX; tests set it low). */
   adoptEntriesMax?: number;
+  /**
+   * A cluster's: takes a term above every term handed out, for the record an adoption orders
+   * after the tier's entries (AdoptionRecord), asked only while this node leads. Without it (a
+   * node without standbys) the record carries the leader's term.
+   */
+  reserveTerm?: () => Promise<number>;
   backoffInitialMs: number;
   backoffMaxMs: number;
   now?: () => number;
@@ -163,8 +172,10 @@ export class TierSweeper {
   #lastTable: { target: string; turn: number; loaded: LoadedTable } | undefined;
   /** Set by adoptTier for the sweep it runs: the watermark seq through which an admin allowed the log to take the tier's entries. */
   #adoptThrough: number | undefined;
+  /** Set by adoptTier with #adoptThrough: builds the adoption's record, ordered in the same write. */
+  #adoptRecord: ((adoption: AdoptedTier) => EncodedEvent) | undefined;
   /** What that sweep adopted. */
-  #adopted: (TierAdoption & { target: string; throughSeq: number }) | undefined;
+  #adopted: AdoptedTier | undefined;
   /** Counts replacements of the sweep schedule, so a replaced one does not go on beside its replacement. */
   #generation = 0;
   #closed = false;
@@ -262,10 +273,11 @@ export class TierSweeper {
    * `throughSeq`, the seq the admin saw named in tierStatus.lastError. Answers what was adopted
    * (undefined: nothing was; `error` says why when the sweep failed) and how the sweep ended.
    */
-  async adoptTier(throughSeq: number): Promise<{ adopted: (TierAdoption & { target: string; throughSeq: number }) | undefined; outcome: SweepOutcome; error: string | null }> {
+  async adoptTier(throughSeq: number, record?: (adoption: AdoptedTier) => EncodedEvent): Promise<{ adopted: AdoptedTier | undefined; outcome: SweepOutcome; error: string | null }> {
     // A sweep under way ends first: the one this starts is the one allowed to adopt.
     await this.#running;
     this.#adoptThrough = throughSeq;
+    this.#adoptRecord = record;
     this.#adopted = undefined;
     try {
       const outcome = await this.sweep();
@@ -274,6 +286,7 @@ export class TierSweeper {
       return { adopted: this.#adopted, outcome, error: outcome === 'failed' ? this.#status.lastError : null };
     } finally {
       this.#adoptThrough = undefined;
+      this.#adoptRecord = undefined;
       this.#adopted = undefined;
     }
   }
@@ -540,10 +553,18 @@ export class TierSweeper {
     const source = tier();
     try {
       const term = this.#options.term();
+      const recordEvent = this.#adoptRecord;
+      // The record's term is taken while this node leads: its lease keeps anyone else from taking one meanwhile.
+      const record =
+        recordEvent === undefined
+          ? undefined
+          : { term: this.#options.reserveTerm ? await this.#options.reserveTerm() : term, event: (adoption: TierAdoption) => recordEvent({ ...adoption, target, throughSeq: watermark.seq }) };
       const adoption = await adoptTierSuffix(store, source, watermark, {
         entriesMax: this.#options.adoptEntriesMax ?? TIER_ADOPTION_ENTRIES_MAX,
         termNow: term,
         mayAdopt: () => this.#options.isLeader() && this.#options.term() === term,
+        now: this.#now,
+        ...(record === undefined ? {} : { record }),
       });
       this.#adopted = { ...adoption, target, throughSeq: watermark.seq };
       this.#prefetch = undefined;
