@@ -386,6 +386,8 @@ export interface ExpireSnapshotsOptions {
   nowMs: number;
   previousMetadataPath: string;
   metadataLogEntriesMax?: number;
+  /** See {@link retainedSnapshotIds}: the parents of file-removing snapshots committed since then are kept too. */
+  keepRemovedSinceMs?: number;
 }
 
 /**
@@ -394,12 +396,24 @@ export interface ExpireSnapshotsOptions {
  * on top), every ancestor back to the newest one that does: the watermark is read by walking
  * `parent-snapshot-id` from the current snapshot, so expiring that snapshot or one on the way
  * would lose where tiering stopped, and the next sweep would tier everything again
- * (docs/iceberg-layout.md §2, §7).
+ * (docs/iceberg-layout.md §2, §7). Given `keepRemovedSinceMs`, also the parent of every snapshot
+ * committed since then that took data files out.
  */
-export function retainedSnapshotIds(metadata: IcebergTableMetadata, retainLast: number): Set<number> {
+export function retainedSnapshotIds(metadata: IcebergTableMetadata, retainLast: number, keepRemovedSinceMs?: number): Set<number> {
   if (!Number.isSafeInteger(retainLast) || retainLast < 1) throw new TypeError(`retainLast must be a positive integer, got ${retainLast}`);
   const newestFirst = [...metadata.snapshots].sort((a, b) => b['sequence-number'] - a['sequence-number']);
   const kept = new Set(newestFirst.slice(0, retainLast).map((snapshot) => snapshot['snapshot-id']));
+  if (keepRemovedSinceMs !== undefined) {
+    // A reader lists a table's files and then reads them, a search over many files for minutes:
+    // the files a snapshot took out (a compaction, a rewrite) stay readable until it is that old,
+    // as its parent (which names every one of them) is kept. Appends and manifest rewrites remove
+    // no data file, so under a busy sweep this keeps a snapshot per compaction, not every commit
+    // of the grace period.
+    for (const snapshot of metadata.snapshots) {
+      const parent = snapshot['parent-snapshot-id'];
+      if (parent !== undefined && removesDataFiles(snapshot) && snapshot['timestamp-ms'] >= keepRemovedSinceMs) kept.add(parent);
+    }
+  }
   const current = currentSnapshot(metadata);
   if (current) kept.add(current['snapshot-id']);
   for (const ref of Object.values(metadata.refs)) kept.add(ref['snapshot-id']);
@@ -407,6 +421,14 @@ export function retainedSnapshotIds(metadata: IcebergTableMetadata, retainLast: 
   const carrier = ancestry.findIndex((snapshot) => snapshot.summary[WATERMARK_SUMMARY_KEY] !== undefined);
   for (const snapshot of ancestry.slice(0, carrier + 1)) kept.add(snapshot['snapshot-id']);
   return kept;
+}
+
+/** Whether a snapshot took data files out: its summary counts some, or (another engine's, without the count) it is an overwrite or delete. */
+function removesDataFiles(snapshot: IcebergSnapshot): boolean {
+  const deleted = snapshot.summary['deleted-data-files'];
+  if (deleted !== undefined) return Number(deleted) > 0;
+  const operation = snapshot.summary['operation'];
+  return operation === 'overwrite' || operation === 'delete';
 }
 
 /**
@@ -449,7 +471,7 @@ export function expireSnapshots(metadata: IcebergTableMetadata, options: ExpireS
   checkAbsolutePath('previousMetadataPath', options.previousMetadataPath);
   checkMs('nowMs', options.nowMs);
   const logMax = checkedLogMax(options.metadataLogEntriesMax);
-  const kept = retainedSnapshotIds(metadata, options.retainLast);
+  const kept = retainedSnapshotIds(metadata, options.retainLast, options.keepRemovedSinceMs);
   if (metadata.snapshots.every((snapshot) => kept.has(snapshot['snapshot-id']))) return undefined;
   const next: IcebergTableMetadata = {
     ...metadata,

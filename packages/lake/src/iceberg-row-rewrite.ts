@@ -258,7 +258,8 @@ export interface PurgeResult {
 export async function purgeReplacedFiles(context: MaintenanceContext, loaded: LoadedTable): Promise<PurgeResult> {
   if (loaded.metadata.properties[PURGE_FILES_PROPERTY] === undefined) return { loaded, snapshotsExpired: 0, filesDeleted: 0 };
   const paths = [...new Set(purgeList(loaded))];
-  const expired = await expireIcebergSnapshots(context, loaded, 1);
+  // No grace: the replaced files hold the erased values, which must leave the bucket now.
+  const expired = await expireIcebergSnapshots(context, loaded, 1, 0);
   const live = new Set((await currentManifests(context.objects, context.table, expired.loaded.metadata)).flatMap((m) => m.entries.filter(isLive).map((e) => e.data_file.file_path)));
   const doomed = paths.filter((path) => !live.has(path));
   if (doomed.length !== paths.length) throw new Error(`assertion failed: a replaced file is live again in ${context.table.identifier}`);

@@ -5,6 +5,7 @@ import { ManifestCache, snapshotReach } from './iceberg-table-files.js';
 import { s3Key } from './iceberg-table-ref.js';
 import type { LoadedTable } from './iceberg-table.js';
 import { commitMetadataVersion } from './iceberg-version-commit.js';
+import { REPLACED_FILE_GRACE_MS } from './replaced-file-grace.js';
 
 export interface ExpiryResult {
   loaded: LoadedTable;
@@ -14,21 +15,32 @@ export interface ExpiryResult {
 
 /**
  * Snapshot expiry: a commit that keeps the newest `retainLast` snapshots (and always the current
- * one and every ref's), then deletes what only expired snapshots reached — their manifest lists,
+ * one and every ref's, and the parent of every snapshot that took files out — a compaction, a
+ * rewrite — within the last `removedGraceMs`, so a search that listed those files just before
+ * can still read them), then deletes what only expired snapshots reached — their manifest lists,
  * manifests and data files — and nothing any retained snapshot still names (in any status).
+ * An erasure's rewrite passes a grace of 0: the old values must go at once.
  * The commit is built in the step's turn on the table as it is then ({@link tableTurn});
  * deletes happen only after the commit, outside the turn; if the process dies among them, what
  * is left is unreferenced and orphan cleanup removes it once old enough.
  */
-export async function expireIcebergSnapshots(context: MaintenanceContext, loaded: LoadedTable, retainLast: number): Promise<ExpiryResult> {
+export async function expireIcebergSnapshots(context: MaintenanceContext, loaded: LoadedTable, retainLast: number, removedGraceMs = REPLACED_FILE_GRACE_MS): Promise<ExpiryResult> {
   // Manifests read before the turn serve it (a manifest never changes once written).
   const cache = new ManifestCache();
   // Only a warm-up: a snapshot a sweep expired meanwhile is simply not read.
   if (context.fence.serialize) for (const snapshot of loaded.metadata.snapshots) await snapshotReach(context.objects, context.table, snapshot, cache, new Set()).catch(() => undefined);
   const turn = await tableTurn(context, loaded, async (base) => {
-    const next = expireSnapshots(base.metadata, { retainLast, nowMs: context.now(), previousMetadataPath: base.metadataPath, metadataLogEntriesMax: context.metadataLogEntriesMax });
+    const nowMs = context.now();
+    const keepRemovedSinceMs = removedGraceMs > 0 ? nowMs - removedGraceMs : undefined;
+    const next = expireSnapshots(base.metadata, {
+      retainLast,
+      nowMs,
+      previousMetadataPath: base.metadataPath,
+      metadataLogEntriesMax: context.metadataLogEntriesMax,
+      ...(keepRemovedSinceMs === undefined ? {} : { keepRemovedSinceMs }),
+    });
     if (!next) return { loaded: base, expired: 0, doomed: [] };
-    const kept = retainedSnapshotIds(base.metadata, retainLast);
+    const kept = retainedSnapshotIds(base.metadata, retainLast, keepRemovedSinceMs);
     const expired = base.metadata.snapshots.filter((snapshot) => !kept.has(snapshot['snapshot-id']));
     const keptReach = new Set<string>();
     for (const snapshot of next.snapshots) await snapshotReach(context.objects, context.table, snapshot, cache, keptReach);

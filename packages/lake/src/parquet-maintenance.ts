@@ -3,13 +3,10 @@ import { deleteWhileLeader } from './fenced-delete.js';
 import type { MaintenancePolicy, MaintenanceRunFigures } from './iceberg-maintenance.js';
 import type { ObjectStore } from './object-store.js';
 import { compactParquetLocation, liveParquetFiles, ParquetLogCache, readContextLog, type ParquetCompactionContext } from './parquet-compaction.js';
+import { REPLACED_FILE_GRACE_MS } from './replaced-file-grace.js';
 import { joinKey, type S3Location } from './s3-location.js';
 
-/**
- * A replaced file is deleted once its compaction is this old: a search that listed the files
- * before the swap has long finished reading them by then.
- */
-export const REPLACED_FILE_GRACE_MS = 15 * 60 * 1000;
+export { REPLACED_FILE_GRACE_MS };
 
 async function locationBytes(objects: ObjectStore, location: S3Location): Promise<number> {
   return (await objects.listObjects(joinKey(location.prefix, ''))).reduce((sum, object) => sum + object.bytes, 0);

@@ -14,6 +14,7 @@ import {
   compactIcebergTable,
   currentManifests,
   ensureIcebergTable,
+  IcebergTierSource,
   expireIcebergSnapshots,
   expireOverdueSnapshots,
   joinKey,
@@ -21,6 +22,7 @@ import {
   metadataFileKey,
   metadataVersionKey,
   removeIcebergOrphans,
+  REPLACED_FILE_GRACE_MS,
   resolveIcebergTable,
   runIcebergMaintenance,
   S3Connections,
@@ -172,6 +174,26 @@ function storedCurrent(metadata: IcebergTableMetadata): IcebergSnapshot {
 }
 
 describe('Iceberg maintenance', () => {
+  it('files a compaction took out stay readable for REPLACED_FILE_GRACE_MS, even at snapshot.retain.last=1: a search that listed them just before the run reads them after it', async () => {
+    const { table, objects } = await tableWith('grace', 4, 10);
+    const source = new IcebergTierSource(connections, { identifier: table.identifier, location: table.location, connectionId: 's3' });
+    const listed = await source.listFiles();
+    let clock = Date.now();
+    const policy = { snapshotRetainLast: 1, removeOrphanFiles: true, orphanMinAgeMs: 3 * DAY_MS, targetFileSizeBytes: 16 * 1024 * 1024, metadataPreviousVersionsMax: 5 };
+    const figures = await runIcebergMaintenance(context(table, objects, { now: () => clock }), policy);
+    expect(figures.filesRewritten).toBe(listed.length);
+    for (const file of listed) expect(await objects.exists(file.key)).toBe(true);
+    // What the search listed is still read, though the table moved on.
+    for (const file of listed) {
+      const bytes = await source.open(file);
+      expect(new TextDecoder().decode(await bytes.slice(bytes.byteLength - 4))).toBe('PAR1');
+    }
+    // Past the grace, the next run's expiry deletes them.
+    clock += REPLACED_FILE_GRACE_MS + 1;
+    await runIcebergMaintenance(context(table, objects, { now: () => clock }), policy);
+    for (const file of listed) expect(await objects.exists(file.key)).toBe(false);
+  });
+
   it('compacts, rewrites manifests, expires snapshots, cleans metadata and orphans: every event once, for icebird and DuckDB', async () => {
     const { table, objects, seqMax } = await tableWith('full', 30, 20);
     const before = (await loadIcebergTable(objects, table))!;
@@ -268,12 +290,16 @@ describe('Iceberg maintenance', () => {
     expect(figures.filesRewritten).toBe(12);
     expect(figures.snapshotsExpired).toBeGreaterThanOrEqual(6);
 
-    // Read as stored: every snapshot the run made (all that is left) holds our keys itself.
+    // Read as stored: every snapshot the run made holds our keys itself. Besides them only the
+    // compaction's parent is left, kept for REPLACED_FILE_GRACE_MS (a search may still read the
+    // files it names).
     const stored = await storedMetadata(table, objects);
     const current = storedCurrent(stored);
     expect(current.summary['operation']).toBe('replace');
     expect(stored.snapshots.every((snapshot) => snapshot.summary['operation'] === 'replace')).toBe(true);
-    for (const snapshot of stored.snapshots) {
+    const made = stored.snapshots.filter((snapshot) => snapshot.summary['spark.app.id'] === undefined);
+    expect(stored.snapshots.filter((snapshot) => !made.includes(snapshot)).map((snapshot) => snapshot['snapshot-id'])).toEqual([900_001]);
+    for (const snapshot of made) {
       expect(snapshot.summary).toMatchObject({
         'auditlake.tiering.watermark': String(seqMax),
         'auditlake.tiering.watermark-ingest-ts': String(mark!.ingestTs),
