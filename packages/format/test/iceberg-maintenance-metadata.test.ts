@@ -127,6 +127,33 @@ describe('expireSnapshots', () => {
     expect([...retainedSnapshotIds(gone, 1)]).toEqual([3002]);
   });
 
+  it('keeps, given keepRemovedSinceMs, the parent of every snapshot since then that took data files out, and no other', () => {
+    const compacted = replaceSnapshot(appended(5), {
+      snapshotId: 2000,
+      manifestListPath: listPath(2000),
+      nowMs: T0 + 100,
+      previousMetadataPath: metadataPath(6),
+      addedFiles: { records: 50, files: 1, sizeBytes: 4000, partitions: 1 },
+      deletedFiles: { records: 50, files: 5, sizeBytes: 5000 },
+      summaryExtra: watermarkSummary({ seq: 50n, writerId: 'w', leaderTerm: 1 }),
+    });
+    const rewritten = replaceSnapshot(compacted, {
+      snapshotId: 2001,
+      manifestListPath: listPath(2001),
+      nowMs: T0 + 200,
+      previousMetadataPath: metadataPath(7),
+      addedFiles: { records: 0, files: 0, sizeBytes: 0, partitions: 0 },
+      deletedFiles: { records: 0, files: 0, sizeBytes: 0 },
+      manifests: { created: 1, replaced: 2, kept: 0, entriesProcessed: 1 },
+      summaryExtra: watermarkSummary({ seq: 50n, writerId: 'w', leaderTerm: 1 }),
+    });
+    // The compaction (T0 + 100) is within the grace: the snapshot before it, which names the files it replaced, stays.
+    expect([...retainedSnapshotIds(rewritten, 1, T0 + 100)].sort()).toEqual([1005, 2001]);
+    // The manifest rewrite removed no data file: its parent, the compaction, is not kept for it.
+    expect([...retainedSnapshotIds(rewritten, 1, T0 + 101)].sort()).toEqual([2001]);
+    expect(expireSnapshots(rewritten, { retainLast: 1, nowMs: T0 + 300, previousMetadataPath: metadataPath(8), keepRemovedSinceMs: T0 + 100 })!.snapshots.map((s) => s['snapshot-id'])).toEqual([1005, 2001]);
+  });
+
   it("drops the statistics and partition-statistics entries of expired snapshots, and keeps the retained ones", () => {
     const before = appended(4);
     const entries = (field: string) => [1001, 1004].map((id) => ({ 'snapshot-id': id, 'statistics-path': `${LOCATION}/metadata/${field}-${id}.puffin`, 'file-size-in-bytes': 10 }));
