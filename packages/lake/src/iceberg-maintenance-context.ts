@@ -31,6 +31,12 @@ export interface MaintenanceContext {
   table: IcebergTableRef;
   fence: CommitFence;
   now: () => number;
+  /**
+   * The object store's clock (storeClockMs), which stamps the `LastModified` orphan cleanup ages
+   * files by: it counts from the earlier of this and `now()`. A node passes it; without it the
+   * node's clock alone counts.
+   */
+  storeNow?: () => Promise<number>;
   /** metadata-log entries each commit keeps (`metadata.previous.versions.max`). */
   metadataLogEntriesMax: number;
   /** Debug/test hook, see {@link MaintenanceStep}. */

@@ -5,6 +5,7 @@ import { versionHintKey, type IcebergTableRef } from './iceberg-table-ref.js';
 import type { LoadedTable } from './iceberg-table.js';
 import type { ListedObject } from './object-store.js';
 import { joinKey } from './s3-location.js';
+import { orphanCutoffMs } from './store-clock.js';
 
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 /** A commit attempt's id in our object names: a random UUID, prefixed by the leader term in later writers. */
@@ -44,11 +45,11 @@ export function isIcebergWriterObject(table: Pick<IcebergTableRef, 's3'>, key: s
  * them ({@link isIcebergWriterObject}) that nothing retained refers to — not the current metadata
  * file, a metadata-log file, the hint, a statistics or partition-statistics file, nor any manifest
  * list, manifest or data file of a retained snapshot (any status) — and whose S3 `LastModified`
- * (as the listing gives it) is at least `minAgeMs` before `context.now()`, the guard that spares a
- * commit still being written (its files look unreferenced until it lands). Losers of a commit
- * race, files of a crashed commit and leftovers of an interrupted expiry end here. Objects of
- * other names — another engine's, another tier location's nested below `data/` — are never
- * deleted.
+ * (as the listing gives it) is at least `minAgeMs` before the earlier of `context.now()` and the
+ * store's clock (`context.storeNow`), the guard that spares a commit still being written (its
+ * files look unreferenced until it lands). Losers of a commit race, files of a crashed commit and
+ * leftovers of an interrupted expiry end here. Objects of other names — another engine's, another
+ * tier location's nested below `data/` — are never deleted.
  *
  * The objects are listed first, outside the step's turn; what is referenced is read in the turn
  * ({@link tableTurn}) from the table as it is then. A sweep of this process writes its files
@@ -61,7 +62,7 @@ export function isIcebergWriterObject(table: Pick<IcebergTableRef, 's3'>, key: s
 export async function removeIcebergOrphans(context: MaintenanceContext, loaded: LoadedTable, minAgeMs: number): Promise<number> {
   const { objects, table } = context;
   const listed: ListedObject[] = [...(await objects.listObjects(joinKey(table.s3.prefix, 'data/'))), ...(await objects.listObjects(joinKey(table.s3.prefix, 'metadata/')))];
-  const cutoffMs = context.now() - minAgeMs;
+  const cutoffMs = await orphanCutoffMs(context.now(), minAgeMs, context.storeNow);
   // A listing without LastModified (0) tells no age: never a candidate.
   const candidates = listed.filter((object) => object.lastModifiedMs > 0 && object.lastModifiedMs <= cutoffMs && isIcebergWriterObject(table, object.key));
   if (candidates.length === 0) return 0;

@@ -32,3 +32,4 @@ export { commitProperties, ERASURES_APPLIED_THROUGH_PROPERTY, erasuresAppliedThr
 export { findTieredRecords, type TieredLookupStats, type TieredRecordRef } from './tiered-record-lookup.js';
 export { readTieredSuffix } from './tiered-suffix.js';
 export { ERASURES_DIR, erasureDoneKey, erasuresNotDone, markErasureDone, pendingParquetErasures, rewriteParquetRows, type ParquetRowRewriteResult } from './parquet-row-rewrite.js';
+export { orphanCutoffMs, storeClockMs } from './store-clock.js';

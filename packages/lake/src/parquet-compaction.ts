@@ -111,6 +111,8 @@ export interface ParquetCompactionContext {
   location: S3Location;
   fence: CommitFence;
   now: () => number;
+  /** The object store's clock, as MaintenanceContext.storeNow: orphan cleanup ages files by the earlier of it and `now()`. */
+  storeNow?: () => Promise<number>;
   /** Debug/test hook, see {@link MaintenanceStep}. */
   onStep?: (step: MaintenanceStep) => void | Promise<void>;
   /** Encodes compacted files (default: on this thread). */

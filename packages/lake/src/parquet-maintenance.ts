@@ -5,6 +5,7 @@ import type { ObjectStore } from './object-store.js';
 import { compactParquetLocation, liveParquetFiles, ParquetLogCache, readContextLog, type ParquetCompactionContext } from './parquet-compaction.js';
 import { REPLACED_FILE_GRACE_MS } from './replaced-file-grace.js';
 import { joinKey, type S3Location } from './s3-location.js';
+import { orphanCutoffMs } from './store-clock.js';
 
 export { REPLACED_FILE_GRACE_MS };
 
@@ -40,8 +41,9 @@ const DATA_FILE_NAME = /^event_date=\d{4}-\d{2}-\d{2}\/(?:part|compacted|rewritt
 /**
  * Orphan cleanup of a Parquet location: data files no commit marker and no applied compaction
  * names — a deposed leader's losing batch, a crashed commit's files, a lost compaction's output —
- * whose S3 `LastModified` (as the listing gives it) is at least `minAgeMs` before `context.now()`
- * (a commit still being written looks the same until its marker lands).
+ * whose S3 `LastModified` (as the listing gives it) is at least `minAgeMs` before the earlier of
+ * `context.now()` and the store's clock (`context.storeNow`; a commit still being written looks
+ * the same until its marker lands).
  * Markers themselves are never deleted: they hold the commit chain every writer checks against.
  * The files are listed first; the markers are read in one turn of `fence.serialize` (the node's
  * commit lock) — all of them read before it, so the turn fetches only those written since — : a
@@ -54,7 +56,7 @@ const DATA_FILE_NAME = /^event_date=\d{4}-\d{2}-\d{2}\/(?:part|compacted|rewritt
 async function removeParquetOrphans(context: ParquetCompactionContext, minAgeMs: number): Promise<number> {
   const { objects, location } = context;
   const base = joinKey(location.prefix, '');
-  const cutoffMs = context.now() - minAgeMs;
+  const cutoffMs = await orphanCutoffMs(context.now(), minAgeMs, context.storeNow);
   // A listing without LastModified (0) tells no age: never a candidate.
   const candidates = (await objects.listObjects(base)).filter((object) => DATA_FILE_NAME.test(object.key.slice(base.length)) && object.lastModifiedMs > 0 && object.lastModifiedMs <= cutoffMs);
   if (candidates.length === 0) return 0;

@@ -17,6 +17,7 @@ import {
   REPLACED_FILE_GRACE_MS,
   runParquetMaintenance,
   S3Connections,
+  storeClockMs,
   type ObjectStore,
   type S3Location,
 } from '../src/index.js';
@@ -159,6 +160,34 @@ describe('Parquet maintenance', () => {
     const old = await runParquetMaintenance({ objects, location, fence, now: () => Date.now() + 2 * 60 * 60 * 1000 }, { ...POLICY, orphanMinAgeMs: 60 * 60 * 1000, targetFileSizeBytes: 1 });
     expect(old.orphansDeleted).toBe(1);
     expect(await objects.exists('orphans/event_date=2026-05-01/part-0000000000000001-t0-stray.parquet')).toBe(false);
+    expect(await readerCounts(location, objects)).toEqual({ files: 2, rows: seqMax, distinct: seqMax });
+  });
+
+  it("orphan cleanup ages files by the store's clock too: a node whose clock runs orphan.min.age.ms ahead spares the files of a batch whose marker is still to come, and an old orphan still goes", async () => {
+    const { location, objects, seqMax } = await locationWith('skewed', 1, 10);
+    const old = 'skewed/event_date=2026-05-01/part-0000000000000001-t0-stray.parquet';
+    await objects.put(old, new Uint8Array([1, 2, 3]), 'application/vnd.apache.parquet');
+    // Another leader's batch: its data file written a moment ago, its marker not yet.
+    const inFlight = 'skewed/event_date=2026-05-01/part-0000000000000011-t1-0badcafe.parquet';
+    await objects.put(inFlight, new Uint8Array([4, 5, 6]), 'application/vnd.apache.parquet');
+    const hourMs = 60 * 60 * 1000;
+    const aheadMs = hourMs + 60_000;
+    // This node's clock is 61 minutes ahead; the store's is not. Measured from the store, the file is young.
+    const skewed = await runParquetMaintenance(
+      { objects, location, fence, now: () => Date.now() + aheadMs, storeNow: () => storeClockMs(objects, location.prefix) },
+      { ...POLICY, orphanMinAgeMs: hourMs, targetFileSizeBytes: 1 },
+    );
+    expect(skewed.orphansDeleted).toBe(0);
+    expect(await objects.exists(inFlight)).toBe(true);
+    // Both clocks past the age (the store's moved on as well): both files go, as orphans should.
+    const later = await runParquetMaintenance(
+      { objects, location, fence, now: () => Date.now() + 2 * aheadMs, storeNow: async () => (await storeClockMs(objects, location.prefix)) + aheadMs },
+      { ...POLICY, orphanMinAgeMs: hourMs, targetFileSizeBytes: 1 },
+    );
+    expect(later.orphansDeleted).toBe(2);
+    expect(await objects.exists(old)).toBe(false);
+    // The probe objects that read the store's clock are gone again.
+    expect((await objects.list('skewed/_auditlake/probes/')).length).toBe(0);
     expect(await readerCounts(location, objects)).toEqual({ files: 2, rows: seqMax, distinct: seqMax });
   });
 

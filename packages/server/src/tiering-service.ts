@@ -150,6 +150,9 @@ export class TieringService {
       // The node's clock (as the store's; a test may move maintenance's further on): orphan
       // cleanup ages files against it.
       now: () => Date.now() + config.debugClockOffsetMs + config.debugMaintenanceClockOffsetMs,
+      // ...and by the store's clock, which stamped the files: a node clock ahead by the minimum
+      // age (debugClockOffsetMs, or a real one) must not make a file being committed look old.
+      storeClock: { offsetMs: config.debugMaintenanceClockOffsetMs },
       onRun: (run) => this.#recordRun(run),
       commitLock,
       ...(this.#maintenanceEncoder ? { encoder: this.#maintenanceEncoder } : {}),

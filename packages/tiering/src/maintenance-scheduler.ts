@@ -7,8 +7,10 @@ import {
   resolveIcebergTable,
   runIcebergMaintenance,
   runParquetMaintenance,
+  storeClockMs,
   type MaintenanceRunFigures,
   type MaintenanceStep,
+  type ObjectStore,
   type S3Connections,
   type TieredLocation,
   type TierFileEncoder,
@@ -63,6 +65,13 @@ export interface MaintenanceSchedulerOptions {
   isLeader: () => boolean;
   term: () => number;
   now?: () => number;
+  /**
+   * Orphan cleanup ages files by the object store's clock too (storeClockMs, one probe object per
+   * cleanup), `offsetMs` added (a debug offset that moves maintenance's clock moves this one
+   * alike). Without it the node's clock alone counts, and a node whose clock runs
+   * `orphan.min.age.ms` ahead deletes the files of a commit another leader is still writing.
+   */
+  storeClock?: { offsetMs: number };
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
   /** Called after every run (the server records it as an audit event). */
   onRun?: (run: MaintenanceRun) => Promise<void>;
@@ -272,7 +281,8 @@ export class MaintenanceScheduler {
     if (location.mode === 'parquet') {
       const s3 = parseS3Location(location.path);
       if (!s3) throw new AuditError(AuditErrorCode.TABLE_INVALID, `not an s3://bucket/prefix location: ${location.path}`);
-      return runParquetMaintenance({ objects: this.#options.connections.bucket(location.connectionId, s3.bucket), location: s3, fence, now: this.#now, ...hooks }, policy);
+      const objects = this.#options.connections.bucket(location.connectionId, s3.bucket);
+      return runParquetMaintenance({ objects, location: s3, fence, now: this.#now, ...this.#storeNow(objects, s3.prefix), ...hooks }, policy);
     }
     const table = icebergTableAt({ identifier: location.path, location: location.location, connectionId: location.connectionId });
     const objects = this.#options.connections.bucket(table.connectionId, table.s3.bucket);
@@ -283,7 +293,14 @@ export class MaintenanceScheduler {
       this.#options.log.info({ table: location.path }, `table maintenance of ${location.path}: the table is not created yet (the first sweep creates it), nothing to do`);
       return NO_WORK;
     }
-    return runIcebergMaintenance({ objects, table, fence, now: this.#now, ...hooks }, policy);
+    return runIcebergMaintenance({ objects, table, fence, now: this.#now, ...this.#storeNow(objects, table.s3.prefix), ...hooks }, policy);
+  }
+
+  /** The store's clock for orphan cleanup at `prefix`, when asked for (see MaintenanceSchedulerOptions.storeClock). */
+  #storeNow(objects: ObjectStore, prefix: string): { storeNow?: () => Promise<number> } {
+    const clock = this.#options.storeClock;
+    if (clock === undefined) return {};
+    return { storeNow: async () => (await storeClockMs(objects, prefix)) + clock.offsetMs };
   }
 
   /** Stops every cron task and waits for a running run; idempotent. */
