@@ -311,6 +311,8 @@ export class TierSweeper {
     try {
       const outcome = settings.tierMode === 'iceberg' ? await this.#tierIceberg(settings) : await this.#tierParquet(settings);
       this.#succeeded();
+      // An adoption's cut stepped this node down: the next term's first sweep goes on.
+      if (outcome === 'not-leader') return outcome;
       await this.#eraseInEarlierTargets(settings);
       await this.#recordErasuresApplied(this.#currentErasuresApplied);
       return outcome;
@@ -377,6 +379,7 @@ export class TierSweeper {
     };
     // Before any erasure pass: the pending records come from this log, which must hold the location's entries.
     await this.#checkWatermarkInLog(watermark, settings.tierParquetPath, () => new ParquetTierSource(connections, { mode: 'parquet', path: settings.tierParquetPath, connectionId: settings.tierConnectionId }));
+    if (this.#steppedDownByAdoption()) return 'not-leader';
     // An adoption just brought erasure records the location committed and may not have applied.
     if (this.#adopted !== undefined) this.#parquetErasuresPending = await pendingParquetErasures({ objects, location, log }, await store.erasureRecordSeqs(0, watermark.seq));
     await this.#applyParquetErasures(context, settings.tierParquetPath);
@@ -470,6 +473,7 @@ export class TierSweeper {
     // Before any erasure pass: one run on a log that lacks the table's entries would find none
     // of their erasure records and still move the table's erasure cursor past them.
     await this.#checkWatermarkInLog(watermark, table.identifier, () => new IcebergTierSource(connections, table));
+    if (this.#steppedDownByAdoption()) return 'not-leader';
     // Erasures the table holds but has not applied yet (a pass stopped by a crash, or records an adoption just brought) go first.
     const loaded = await this.#applyErasures(context, current);
     const prefetched = this.#takePrefetch(target, watermark.seq);
@@ -512,6 +516,16 @@ export class TierSweeper {
     // failed step between runs left the table is not, and the next sweep then loads it.
     this.#lastTable = bounded === undefined || !next.settledLeft ? undefined : { target, turn: this.#lock.turns, loaded: bounded };
     return this.#tieredOutcome(next);
+  }
+
+  /**
+   * True when this sweep's adoption cut the log and so stepped this node down (ClusterNode):
+   * nothing more is committed in this term. The log now ends with the adoption's record, which
+   * the next leader's sweep tiers; going on here would only fail at the commit. Erasures the
+   * adopted rows bring are found again by the next term's first sweep.
+   */
+  #steppedDownByAdoption(): boolean {
+    return this.#adopted !== undefined && !this.#options.isLeader();
   }
 
   /**
