@@ -6,7 +6,7 @@ import type { ByteSource } from './byte-source.js';
 import { splitTables } from './audit-columns.js';
 import { compareCodePoints } from './iceberg-bounds.js';
 import type { ParquetFooter } from './parquet-reader.js';
-import { engineItem, rowGroupSketches, sketchContent, tableItems, userItem, type RowGroupSketch, type SketchGap } from './row-group-sketch.js';
+import { engineItem, rowGroupSketches, sketchContent, SketchMembership, tableItems, userItem, type RowGroupSketch, type SketchGap } from './row-group-sketch.js';
 
 /**
  * What a tiered file's footer declares of each row group, checked against the group's rows:
@@ -184,6 +184,9 @@ function statisticsMiss(statistics: Statistics, column: readonly unknown[], star
 
 const utf8 = new TextDecoder();
 
+/** Any UTF-16 code unit from U+D800 up (surrogates, U+E000–U+FFFF). */
+const ABOVE_D7FF = /[\uD800-\uFFFF]/;
+
 /**
  * The first row whose value lies below `bound` (`sign` 1: a lower bound) or above it (`sign`
  * -1: an upper bound). Values of another type than the bound (a nested column) are not compared.
@@ -198,12 +201,18 @@ function firstBelow(column: readonly unknown[], start: number, end: number, boun
   }
   if (!(bound instanceof Uint8Array)) return undefined;
   const text = utf8.decode(bound);
+  // JS compares strings by UTF-16 code unit, which is code point order (UTF-8 byte order)
+  // except where one string has a surrogate and the other U+E000–U+FFFF at the first
+  // difference. A bound with no code unit from U+D800 up cannot be either there, so against
+  // such a bound (nearly every one) the native comparison is exact, and much cheaper.
+  const native = !ABOVE_D7FF.test(text);
   for (let i = start; i < end; i++) {
     const value = column[i];
     if (typeof value !== 'string') continue;
-    // Compared as text first (code point order is UTF-8 byte order); a value that seems out of
-    // bounds is compared byte for byte, since a bound cut inside a character decodes inexactly.
-    if (sign * compareCodePoints(value, text) < 0 && sign * Buffer.compare(Buffer.from(value, 'utf8'), bound) < 0) return i;
+    const outside = native ? (sign > 0 ? value < text : value > text) : sign * compareCodePoints(value, text) < 0;
+    // A value that seems out of bounds is compared byte for byte: a bound cut inside a
+    // character decodes inexactly.
+    if (outside && sign * Buffer.compare(Buffer.from(value, 'utf8'), bound) < 0) return i;
   }
   return undefined;
 }
@@ -253,6 +262,7 @@ function sketchGap(sketch: RowGroupSketch, values: ReadonlyMap<string, readonly 
       resources: distinct(resources),
       tableLists: distinct(tables),
     },
+    new SketchMembership(sketch),
   );
   const gap = sketch.missingOf(content);
   if (gap === undefined) return undefined;

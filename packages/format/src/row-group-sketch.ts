@@ -69,7 +69,7 @@ function tableTrigram(hash: number): number {
 }
 
 /** Adds the trigram hashes of `text`: forEachTrigramHash's loop, inlined for the long columns. */
-function addTextTrigrams(items: Uint32Set, text: string): void {
+function addTextTrigrams(items: ItemSink, text: string): void {
   if (text.length < 3) return;
   let a = text.charCodeAt(0);
   let b = text.charCodeAt(1);
@@ -104,7 +104,7 @@ const seenAsciiTrigrams = new Uint32Array(1 << 16);
  * among the lower-cased text's too, as the ASCII prefix lower-cases the same either way.
  * ASCII trigrams already in {@link seenAsciiTrigrams} are skipped.
  */
-function addLowerTextTrigrams(items: Uint32Set, text: string): void {
+function addLowerTextTrigrams(items: ItemSink, text: string): void {
   if (text.length < 3) return;
   let a = text.charCodeAt(0);
   let b = text.charCodeAt(1);
@@ -128,9 +128,12 @@ function addLowerTextTrigrams(items: Uint32Set, text: string): void {
   }
 }
 
+/** Seeds the step of an item's second Bloom bit (double hashing). */
+const BLOOM_STEP_SEED = 0x9747b28c;
+
 /** The Bloom bits of one item's hash (double hashing). */
 function bloomBits(hash: number, bits: number, visit: (bit: number) => void): void {
-  const step = mix32(hash ^ 0x9747b28c) | 1;
+  const step = mix32(hash ^ BLOOM_STEP_SEED) | 1;
   for (let i = 0; i < HASHES_PER_ITEM; i++) visit(((hash + Math.imul(i, step)) >>> 0) % bits);
 }
 
@@ -183,10 +186,15 @@ export interface DistinctValues {
 }
 
 /** What a row group's sketch must admit: its decisions, action kinds and item hashes. */
-export interface SketchContent {
+export interface SketchContent<Items extends ItemSink = Uint32Set> {
   decisions: ReadonlySet<Decision | ''>;
   actions: ReadonlySet<'read' | 'write'>;
-  items: Uint32Set;
+  items: Items;
+}
+
+/** Where a row group's item hashes go: a set (the writer's), or a check of each against a sketch. */
+export interface ItemSink {
+  add(item: number): void;
 }
 
 /** What a sketch leaves out of a row group: a decision, an action kind, or an item hash. */
@@ -198,8 +206,9 @@ export type SketchGap = { decision: Decision | '' } | { action: 'read' | 'write'
  * each engine (lower-cased), the trigrams of each table name as written, and the lower-cased
  * trigrams of every user, action, resource and table name; with the decisions and action kinds.
  */
-export function sketchContent(texts: (add: (text: string) => void) => void, distinct: DistinctValues): SketchContent {
-  const items = new Uint32Set();
+export function sketchContent(texts: (add: (text: string) => void) => void, distinct: DistinctValues): SketchContent;
+export function sketchContent<Items extends ItemSink>(texts: (add: (text: string) => void) => void, distinct: DistinctValues, items: Items): SketchContent<Items>;
+export function sketchContent(texts: (add: (text: string) => void) => void, distinct: DistinctValues, items: ItemSink = new Uint32Set()): SketchContent<ItemSink> {
   const add = (hash: number) => items.add(hash);
   const actions = new Set<'read' | 'write'>();
   // Query and details are mostly distinct: hashed row by row. The short values (users,
@@ -295,30 +304,29 @@ export class RowGroupSketch {
    * or items hides the rows that hold it. Undefined when it admits them all, else what it
    * leaves out. Its size may be any: only membership counts.
    */
-  missingOf(content: SketchContent): SketchGap | undefined {
+  missingOf(content: SketchContent<ItemSink>): SketchGap | undefined {
     for (const decision of content.decisions) if (!this.decisions.has(decision)) return { decision };
     for (const action of content.actions) if (!this.actions.has(action)) return { action };
-    const bloom = this.bloom;
-    const bits = bloom.byteLength * 8;
+    if (content.items instanceof SketchMembership && content.items.sketch === this) return content.items.missing === undefined ? undefined : { item: content.items.missing };
     let missing: number | undefined;
-    content.items.forEach((item) => {
-      if (missing !== undefined) return;
-      bloomBits(item, bits, (bit) => {
-        if (((bloom[bit >>> 3] as number) & (1 << (bit & 7))) === 0) missing = item;
-      });
+    const items = content.items as Uint32Set;
+    items.forEach((item) => {
+      if (missing === undefined && !this.holds(item)) missing = item;
     });
     return missing === undefined ? undefined : { item: missing };
   }
 
   /** Whether the sketch holds one item hash (all its Bloom bits are set). */
   holds(item: number): boolean {
+    // bloomBits without its callback: a verifier asks this for every item of every row group.
     const bloom = this.bloom;
     const bits = bloom.byteLength * 8;
-    let present = true;
-    bloomBits(item, bits, (bit) => {
-      if (((bloom[bit >>> 3] as number) & (1 << (bit & 7))) === 0) present = false;
-    });
-    return present;
+    const step = mix32(item ^ BLOOM_STEP_SEED) | 1;
+    for (let i = 0; i < HASHES_PER_ITEM; i++) {
+      const bit = ((item + Math.imul(i, step)) >>> 0) % bits;
+      if (((bloom[bit >>> 3] as number) & (1 << (bit & 7))) === 0) return false;
+    }
+    return true;
   }
 
   /** False when no row of the group can match the probe's filter. */
@@ -327,6 +335,24 @@ export class RowGroupSketch {
     if (probe.action !== 'all' && !this.actions.has(probe.action)) return false;
     for (const item of probe.items) if (!this.holds(item)) return false;
     return true;
+  }
+}
+
+/**
+ * An {@link ItemSink} that checks each item against a sketch as it comes instead of keeping it:
+ * what a verifier passes to {@link sketchContent} (no set of thousands of items built only to be
+ * probed afterwards). `missing` is the first item the sketch does not hold.
+ */
+export class SketchMembership implements ItemSink {
+  readonly sketch: RowGroupSketch;
+  missing: number | undefined;
+
+  constructor(sketch: RowGroupSketch) {
+    this.sketch = sketch;
+  }
+
+  add(item: number): void {
+    if (this.missing === undefined && !this.sketch.holds(item)) this.missing = item;
   }
 }
 
