@@ -50,6 +50,26 @@ function batch(prefix: string) {
  * Two nodes with the given lease, tiering at once to the Parquet `path`; a first batch of 40
  * is tiered by the leader and held by the standby. `held`: the leader's last seq then.
  */
+/**
+ * With `paused` standbys paused past a lease TTL (they then no longer hold tiering back), the
+ * leader takes a second batch, tiers what only it holds, and is killed; the standbys resume.
+ * Answers the seq the tier holds through.
+ */
+async function tierOnlyOnLeaderThenKill(cluster: Awaited<ReturnType<typeof startCluster>>, leader: number, paused: readonly number[]): Promise<number> {
+  const leaderUrl = cluster.node(leader).url;
+  for (const i of paused) cluster.node(i).pause();
+  try {
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect((await postEvents(leaderUrl, batch('second-'))).status).toBe(200);
+    const tieredEnd = (await cluster.log(leader)).at(-1)!.seq;
+    await expect.poll(async () => (await tierStatus(leaderUrl)).watermark.seq, { timeout: 20_000 }).toBe(tieredEnd);
+    await cluster.node(leader).kill();
+    return tieredEnd;
+  } finally {
+    for (const i of paused) cluster.node(i).resume();
+  }
+}
+
 async function twoNodesFirstBatchTiered(leaseTtlMs: number, path: string) {
   const s3 = await s3Endpoint();
   const tiering = [`auditlake.cluster.lease.ttl.ms=${leaseTtlMs}`, 'auditlake.audit.tier.interval.ms=100', 'auditlake.audit.tier.ingest.settle.ms=0', ...s3.props];
@@ -122,20 +142,9 @@ describe('tiering across a failover (real processes, real redis-server and S3 en
 
   it('a successor that missed what its dead leader tiered stops tiering; an admin has it take what the tier holds and order its own events after it; DuckDB counts every event once', async () => {
     // A short lease: the paused standby is soon unreachable, and the leader tiers without it.
-    const { s3, cluster, leader, standby, leaderUrl, held } = await twoNodesFirstBatchTiered(1000, 's3://ext/missed');
+    const { s3, cluster, leader, standby, held } = await twoNodesFirstBatchTiered(1000, 's3://ext/missed');
 
-    let tieredEnd = 0;
-    cluster.node(standby).pause();
-    try {
-      // Past a lease TTL the paused standby no longer holds tiering back: the leader tiers what only it holds, then dies.
-      await new Promise((resolve) => setTimeout(resolve, 1_500));
-      expect((await postEvents(leaderUrl, batch('second-'))).status).toBe(200);
-      tieredEnd = (await cluster.log(leader)).at(-1)!.seq;
-      await expect.poll(async () => (await tierStatus(leaderUrl)).watermark.seq, { timeout: 20_000 }).toBe(tieredEnd);
-      await cluster.node(leader).kill();
-    } finally {
-      cluster.node(standby).resume();
-    }
+    const tieredEnd = await tierOnlyOnLeaderThenKill(cluster, leader, [standby]);
     await expect.poll(() => cluster.leaderIndex(), { timeout: 20_000 }).toBe(standby);
     const survivor = cluster.node(standby).url;
     expect((await postEvents(survivor, batch('third-'))).status).toBe(200);
@@ -202,17 +211,7 @@ describe('tiering across a failover (real processes, real redis-server and S3 en
     await expect.poll(async () => (await tierStatus(leaderUrl)).backlog, { timeout: 20_000 }).toBe(0);
     for (const i of survivors) await expect.poll(async () => (await cluster.log(i)).length, { timeout: 20_000 }).toBe((await cluster.log(leader)).length);
 
-    let tieredEnd = 0;
-    for (const i of survivors) cluster.node(i).pause();
-    try {
-      await new Promise((resolve) => setTimeout(resolve, 1_500));
-      expect((await postEvents(leaderUrl, batch('second-'))).status).toBe(200);
-      tieredEnd = (await cluster.log(leader)).at(-1)!.seq;
-      await expect.poll(async () => (await tierStatus(leaderUrl)).watermark.seq, { timeout: 20_000 }).toBe(tieredEnd);
-      await cluster.node(leader).kill();
-    } finally {
-      for (const i of survivors) cluster.node(i).resume();
-    }
+    const tieredEnd = await tierOnlyOnLeaderThenKill(cluster, leader, survivors);
     const adopter = await cluster.waitForLeader(20_000);
     const other = survivors.find((i) => i !== adopter)!;
     const adopterUrl = cluster.node(adopter).url;

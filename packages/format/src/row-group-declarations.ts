@@ -30,11 +30,7 @@ import { engineItem, rowGroupSketches, sketchContent, SketchMembership, tableIte
  * string bounds are their stored bytes.
  */
 export function checkRowGroupDeclarations(footer: ParquetFooter, values: ReadonlyMap<string, readonly unknown[]>): void {
-  const seqs = values.get('seq');
-  const rowName = (i: number) => {
-    const seq = seqs?.[i];
-    return typeof seq === 'bigint' || typeof seq === 'number' ? `the row with seq ${seq}` : `row ${i}`;
-  };
+  const rowName = rowNamer(values);
   const sketches = rowGroupSketches(footer);
   let start = 0;
   footer.row_groups.forEach((group, index) => {
@@ -54,6 +50,15 @@ export function checkRowGroupDeclarations(footer: ParquetFooter, values: Readonl
     }
     start = end;
   });
+}
+
+/** How a message names row `i` of the file: by its seq, where it has one. */
+function rowNamer(values: ReadonlyMap<string, readonly unknown[]>): (i: number) => string {
+  const seqs = values.get('seq');
+  return (i) => {
+    const seq = seqs?.[i];
+    return typeof seq === 'bigint' || typeof seq === 'number' ? `the row with seq ${seq}` : `row ${i}`;
+  };
 }
 
 const SKIPPED_BY = { statistics: 'footer statistics', sketch: 'sketch', bloom: 'Bloom filters', pages: 'page indexes' } as const;
@@ -82,11 +87,7 @@ function altered(group: number, detail: string, what: keyof typeof SKIPPED_BY): 
  * and a row holding it.
  */
 export async function checkFileIndexes(source: ByteSource, footer: ParquetFooter, values: ReadonlyMap<string, readonly unknown[]>): Promise<void> {
-  const seqs = values.get('seq');
-  const rowName = (i: number) => {
-    const seq = seqs?.[i];
-    return typeof seq === 'bigint' || typeof seq === 'number' ? `the row with seq ${seq}` : `row ${i}`;
-  };
+  const rowName = rowNamer(values);
   const bytesAt = async (offset: bigint | number, length: number) => {
     const from = Number(offset);
     return { view: new DataView(await source.slice(from, from + length)), offset: 0 };
