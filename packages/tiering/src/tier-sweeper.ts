@@ -19,6 +19,7 @@ import {
   readMarkers,
   resolveIcebergTable,
   tableWatermark,
+  watermarkFromLiveFiles,
   erasuresAppliedThrough,
   type IcebergTableRef,
   type LoadedTable,
@@ -468,8 +469,10 @@ export class TierSweeper {
     }
     const context = this.#tableContext(objects, table, settings, term);
     const current = await this.#currentTable(target, objects, table);
-    // The table's snapshot summary is the source of truth for where tiering stopped.
-    const watermark = laterWatermark(await this.watermark(), tableWatermark(current) ?? ZERO_WATERMARK);
+    // The table's snapshot summary is the source of truth for where tiering stopped; when
+    // another engine expired every snapshot that carried it, the live files' seq bounds are.
+    const tableMark = tableWatermark(current) ?? (await watermarkFromLiveFiles(objects, table, current.metadata));
+    const watermark = laterWatermark(await this.watermark(), tableMark ?? ZERO_WATERMARK);
     // Before any erasure pass: one run on a log that lacks the table's entries would find none
     // of their erasure records and still move the table's erasure cursor past them.
     await this.#checkWatermarkInLog(watermark, table.identifier, () => new IcebergTierSource(connections, table));
