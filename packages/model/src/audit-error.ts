@@ -23,6 +23,11 @@ export const AuditErrorCode = {
   UNAUTHENTICATED: 'AUDIT_UNAUTHENTICATED',
   /** Valid credentials without the role the operation needs. */
   FORBIDDEN: 'AUDIT_FORBIDDEN',
+  /**
+   * An event carried a sourceId that is not bound to the sending principal
+   * (`auditlake.ingest.sources.<principal>`); nothing of the request was stored.
+   */
+  SOURCE_NOT_BOUND: 'AUDIT_SOURCE_NOT_BOUND',
   /** The store is not open (opening, closing or closed). */
   STORE_NOT_OPEN: 'AUDIT_STORE_NOT_OPEN',
   /** The local store could not write (disk full, I/O error); nothing of the request was stored. */

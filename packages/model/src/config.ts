@@ -11,6 +11,7 @@ import {
   text,
   type ValueParser,
 } from './config-values.js';
+import { SOURCE_ID_LENGTH_MAX } from './field-limits.js';
 import { checkS3Location, icebergNameProblem } from './tier-location.js';
 import { DEFAULT_REDACT_KEYS, redactKeyList } from './redaction.js';
 import { cronExpression } from './cron-expression.js';
@@ -174,10 +175,58 @@ export interface NodeConfig extends ScalarConfig {
   readonly accessKeys: readonly CredentialConfig[];
   readonly s3Connections: ReadonlyMap<string, S3ConnectionConfig>;
   readonly icebergCatalogs: ReadonlyMap<string, IcebergCatalogConfig>;
+  /**
+   * `auditlake.ingest.sources.<principal>=<sourceId>[,…]`: the sourceIds each principal may send
+   * (docs/integrity.md, "Who may send a sourceId"). Empty: sourceIds are not bound, any
+   * principal may send any. Once one binding is configured, an event's sourceId must be bound
+   * to the principal that sends it, whatever its role.
+   */
+  readonly sourceBindings: ReadonlyMap<string, readonly string[]>;
 }
 
 const MAP_PREFIXES = ['auditlake.s3.connections.', 'auditlake.iceberg.catalogs.'];
 const LIST_KEYS = ['auditlake.auth.tokens', 'auditlake.auth.access.keys'];
+export const SOURCE_BINDING_PREFIX = 'auditlake.ingest.sources.';
+
+/**
+ * What a sourceId reads as to a person: NFKC-folded, without white space or invisible
+ * characters, lower-cased (as `isSelfSource` compares sources).
+ */
+function sourceIdReading(id: string): string {
+  return id.normalize('NFKC').replace(/[\p{White_Space}\p{Default_Ignorable_Code_Point}]/gu, '').toLowerCase();
+}
+
+/**
+ * `auditlake.ingest.sources.<principal>` keys. Each names a principal (a token's or access
+ * key's name, a JWT's `sub`) and the sourceIds it alone may send, comma-separated. Refused: an
+ * empty principal or list, an empty, over-long or not well-formed id, one holding a control or
+ * invisible character, and two different ids that read alike (case, width, white space,
+ * invisible characters): an operator reading the ledger could not tell their sources apart.
+ * One id may be bound to several principals (a source moving to a new credential).
+ */
+function parseSourceBindings(props: ReadonlyMap<string, string>): Map<string, string[]> {
+  const bindings = new Map<string, string[]>();
+  const readings = new Map<string, string>();
+  for (const [key, value] of props) {
+    if (!key.startsWith(SOURCE_BINDING_PREFIX)) continue;
+    const principal = key.slice(SOURCE_BINDING_PREFIX.length);
+    if (principal === '') throw configError(`configuration key ${key} must be ${SOURCE_BINDING_PREFIX}<principal> (a token's or access key's name, or a JWT sub)`);
+    const ids = value.split(',').map((id) => id.trim());
+    if (value.trim() === '' || ids.some((id) => id === '')) throw configError(`${key} must be a comma-separated list of non-empty sourceIds, got ${JSON.stringify(value)}`);
+    for (const id of ids) {
+      if (id.length > SOURCE_ID_LENGTH_MAX) throw configError(`${key}: sourceId must be at most ${SOURCE_ID_LENGTH_MAX} characters, got ${id.length}`);
+      if (!id.isWellFormed() || /[\p{Cc}\p{Default_Ignorable_Code_Point}]/u.test(id)) {
+        throw configError(`${key}: sourceId ${JSON.stringify(id)} holds a control or invisible character or a lone surrogate`);
+      }
+      const reading = sourceIdReading(id);
+      const other = readings.get(reading);
+      if (other !== undefined && other !== id) throw configError(`${key}: sourceIds ${JSON.stringify(other)} and ${JSON.stringify(id)} read alike (case, width or white space); bind one spelling`);
+      readings.set(reading, id);
+    }
+    bindings.set(principal, [...new Set(ids)]);
+  }
+  return bindings;
+}
 
 function parseCredentials(key: string, value: string): CredentialConfig[] {
   if (value.trim() === '') return [];
@@ -253,7 +302,7 @@ export function resolveConfig(props: ReadonlyMap<string, string> = new Map()): N
   const known = new Set<string>(specs.flatMap((s) => [s.key, ...(s.aliases ?? [])]));
   for (const key of props.keys()) {
     if (!key.startsWith('auditlake.')) continue;
-    if (known.has(key) || LIST_KEYS.includes(key) || MAP_PREFIXES.some((p) => key.startsWith(p))) continue;
+    if (known.has(key) || LIST_KEYS.includes(key) || MAP_PREFIXES.some((p) => key.startsWith(p)) || key.startsWith(SOURCE_BINDING_PREFIX)) continue;
     throw configError(`unknown configuration key: ${key}`);
   }
   const scalars: Record<string, unknown> = {};
@@ -269,6 +318,7 @@ export function resolveConfig(props: ReadonlyMap<string, string> = new Map()): N
     accessKeys: parseCredentials('auditlake.auth.access.keys', props.get('auditlake.auth.access.keys') ?? ''),
     s3Connections: parseS3Connections(props),
     icebergCatalogs: parseIcebergCatalogs(props),
+    sourceBindings: parseSourceBindings(props),
   };
   if ((config.embeddedS3AccessKey === '') !== (config.embeddedS3SecretKey === '')) {
     throw configError(`${CONFIG_KEYS.embeddedS3AccessKey.key} and ${CONFIG_KEYS.embeddedS3SecretKey.key} are set together or not at all`);

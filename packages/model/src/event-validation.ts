@@ -27,6 +27,18 @@ export interface ValidateOptions {
    * itself forwards between nodes, never for ingest.
    */
   allowReserved?: boolean;
+  /**
+   * The sourceIds the sending principal may send (`auditlake.ingest.sources.<principal>`):
+   * an event with any other sourceId is refused with AUDIT_SOURCE_NOT_BOUND. Absent: sourceIds
+   * are not bound (no binding is configured, or the event comes from a node that checked it).
+   */
+  sourceBinding?: SourceBinding;
+}
+
+/** Who sends a request and the sourceIds bound to them (empty: none). */
+export interface SourceBinding {
+  principal: string;
+  sourceIds: ReadonlySet<string>;
 }
 
 function refuse(message: string): never {
@@ -168,6 +180,21 @@ function parseSource(raw: Record<string, unknown>, at: At, fromNode: boolean): {
   return out;
 }
 
+/**
+ * Refuses an event whose sourceId the sender may not send: the completeness ledger counts a
+ * source's sourceSeqs, so an event sent under another source's id could fill that source's
+ * holes (hiding lost events) or make false ones.
+ */
+function refuseUnbound(sourceId: string, at: At, binding: SourceBinding): never {
+  const { principal, sourceIds } = binding;
+  const key = `auditlake.ingest.sources.${principal}`;
+  const may = sourceIds.size === 0 ? `it is bound to no sourceId (${key} is not set)` : `it may send only ${[...sourceIds].map((id) => JSON.stringify(id)).join(', ')} (${key})`;
+  throw new AuditError(
+    AuditErrorCode.SOURCE_NOT_BOUND,
+    `${label(at)}.sourceId ${JSON.stringify(sourceId)} is not bound to principal ${JSON.stringify(principal)}: ${may}; nothing of the request was stored — send events under your own sourceId, or bind this one to ${JSON.stringify(principal)} in the configuration of every node`,
+  );
+}
+
 /** The masked-value count a stored or forwarded event carries (see AuditEvent.redacted). */
 function parseRedacted(raw: Record<string, unknown>, at: At): number {
   const value = raw['redacted'];
@@ -217,6 +244,9 @@ function validateFields(record: Record<string, unknown>, at: At, options: Valida
   // Only when sent: most events have neither, and their object keeps the common shape.
   if (record['sourceId'] !== undefined || record['sourceSeq'] !== undefined) {
     const source = parseSource(record, at, options.allowReserved === true);
+    if (source.sourceId !== undefined && options.sourceBinding !== undefined && !options.sourceBinding.sourceIds.has(source.sourceId)) {
+      refuseUnbound(source.sourceId, at, options.sourceBinding);
+    }
     if (source.sourceId !== undefined || source.sourceSeq !== undefined) return toAuditEvent({ ...event, ...source });
   }
   return event;

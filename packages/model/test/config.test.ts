@@ -184,6 +184,31 @@ describe('auth credentials', () => {
   });
 });
 
+describe('sourceIds bound to principals', () => {
+  it('parses auditlake.ingest.sources.<principal> as a list of sourceIds; none configured: unbound', () => {
+    expect(resolveConfig(new Map()).sourceBindings.size).toBe(0);
+    const config = resolveConfig(new Map([['auditlake.ingest.sources.trino-writer', ' plugin-a , plugin-b,plugin-a'], ['auditlake.ingest.sources.ops.team', 'Ops']]));
+    expect([...config.sourceBindings]).toEqual([['trino-writer', ['plugin-a', 'plugin-b']], ['ops.team', ['Ops']]]);
+    // One source may be bound to two principals (a credential being replaced).
+    expect(resolveConfig(new Map([['auditlake.ingest.sources.old', 'a'], ['auditlake.ingest.sources.new', 'a']])).sourceBindings.get('new')).toEqual(['a']);
+  });
+
+  it.each<[Array<[string, string]>, RegExp]>([
+    [[['auditlake.ingest.sources.', 'a']], /must be auditlake\.ingest\.sources\.<principal>/],
+    [[['auditlake.ingest.sources.p', '']], /auditlake\.ingest\.sources\.p must be a comma-separated list of non-empty sourceIds, got ""/],
+    [[['auditlake.ingest.sources.p', 'a,,b']], /non-empty sourceIds, got "a,,b"/],
+    [[['auditlake.ingest.sources.p', 'x'.repeat(257)]], /at most 256 characters, got 257/],
+    [[['auditlake.ingest.sources.p', 'a\u200bb']], /holds a control or invisible character/],
+    [[['auditlake.ingest.sources.p', 'a\u0007']], /holds a control or invisible character/],
+    [[['auditlake.ingest.sources.p', 'a\ud800']], /lone surrogate/],
+    [[['auditlake.ingest.sources.p', 'Plugin'], ['auditlake.ingest.sources.q', 'plugin']], /sourceIds "Plugin" and "plugin" read alike/],
+    [[['auditlake.ingest.sources.p', 'plugin a,plugina']], /sourceIds "plugin a" and "plugina" read alike/],
+    [[['auditlake.ingest.sources.p', '\uff50lugin,plugin']], /read alike/],
+  ])('refuses %j', (entries, message) => {
+    expect(configRefusal(entries).message).toMatch(message);
+  });
+});
+
 describe('S3 connections and Iceberg catalogs', () => {
   it('groups s3.connections.<id>.* by id, with defaults for region and path style', () => {
     const config = resolveConfig(

@@ -239,6 +239,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
       log: logger,
       random: options.random ?? Math.random,
       ackReplicatedTimeoutMs: config.ackReplicatedTimeoutMs,
+      sourceBindings: config.sourceBindings,
     });
     registerIngestRoute(app, ingest);
     const search = new AuditSearch(store, tiering);

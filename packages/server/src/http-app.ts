@@ -1,5 +1,5 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
-import { isAuditError } from '@auditlake/model';
+import { AuditErrorCode, isAuditError } from '@auditlake/model';
 import { roleAllows, type Authenticator } from './auth/authenticator.js';
 import type { DenyRecorder, RefusedAccess } from './auth/deny-recorder.js';
 import { assertUtf8Charset } from './body-charset.js';
@@ -97,6 +97,12 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
 
   app.setErrorHandler(async (err, request, reply) => {
     const { statusCode, body, retryAfterSeconds } = toHttpError(err);
+    // An event sent under a sourceId its sender may not use: refused access like a 403, so
+    // recorded (who, from where, which sourceId) and counted against the client's threshold.
+    if (isAuditError(err, AuditErrorCode.SOURCE_NOT_BOUND)) {
+      const resource = `${request.method} ${request.routeOptions.url ?? ''}`;
+      return refuse(reply, { status: 403, userId: request.principal?.name ?? 'unknown', action: 'audit:Ingest', resource, reason: err.message, clientAddress: request.ip }, body);
+    }
     if (statusCode >= 500) {
       // An operating error (no leader, no standby, store closing) is an answer, not a bug: one
       // line with its code and message. Anything else is unexpected and logged with its stack.

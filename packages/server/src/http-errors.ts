@@ -10,6 +10,7 @@ const STATUS_BY_CODE: Record<AuditErrorCode, number> = {
   [AuditErrorCode.UNSUPPORTED_MEDIA_TYPE]: 415,
   [AuditErrorCode.UNAUTHENTICATED]: 401,
   [AuditErrorCode.FORBIDDEN]: 403,
+  [AuditErrorCode.SOURCE_NOT_BOUND]: 403,
   [AuditErrorCode.LIMIT_EXCEEDED]: 429,
   [AuditErrorCode.NOT_LEADER]: 503,
   [AuditErrorCode.STALE_TERM]: 503,

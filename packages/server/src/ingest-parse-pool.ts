@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads';
-import { decodeParsedEvents, parseIngestBody, transferable, type ParseOutcome } from './ingest-parse.js';
+import { decodeParsedEvents, parseIngestBody, transferable, type ParseOutcome, type SenderSources } from './ingest-parse.js';
 import type { AuditErrorCode } from '@auditlake/model';
 
 export interface ParseRequest {
@@ -11,6 +11,8 @@ export interface ParseRequest {
   redactKeys: string[];
   /** Compute each event's record chain content part (the store keeps the chain). */
   chain: boolean;
+  /** The sender and its bound sourceIds, when sourceIds are bound. */
+  sourceBinding?: SenderSources;
 }
 
 export type ParseResponse =
@@ -64,12 +66,13 @@ export class IngestParsePool {
     for (let i = 0; i < threads; i++) this.#workers.push(this.#start());
   }
 
-  parse(body: Uint8Array, nowMs: number, redactKeys: readonly string[] = [], chain = false): Promise<ParseOutcome> {
+  parse(body: Uint8Array, nowMs: number, redactKeys: readonly string[] = [], chain = false, sourceBinding?: SenderSources): Promise<ParseOutcome> {
     if (this.#closed) return Promise.reject(new Error('ingest parse pool is closed'));
-    if (this.#workers.length === 0) return Promise.resolve(parseIngestBody(body, nowMs, redactKeys, chain));
+    if (this.#workers.length === 0) return Promise.resolve(parseIngestBody(body, nowMs, redactKeys, chain, sourceBinding));
     const poolWorker = this.#workers.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
     const id = this.#nextId++;
     const request: ParseRequest = { id, body: transferable(body), nowMs, redactKeys: [...redactKeys], chain };
+    if (sourceBinding !== undefined) request.sourceBinding = { principal: sourceBinding.principal, sourceIds: [...sourceBinding.sourceIds] };
     return new Promise<ParseOutcome>((resolve, reject) => {
       poolWorker.pending.set(id, { resolve, reject });
       poolWorker.worker.postMessage(request, [request.body]);

@@ -26,6 +26,15 @@ export interface ParsedEvent extends EncodedEvent {
   subjectToSampling: boolean;
 }
 
+/**
+ * The sender and the sourceIds bound to it, when sourceIds are bound (`auditlake.ingest.sources.*`):
+ * an event with another sourceId refuses the whole body (AUDIT_SOURCE_NOT_BOUND).
+ */
+export interface SenderSources {
+  principal: string;
+  sourceIds: readonly string[];
+}
+
 /** A parsed body, or why it was refused (then nothing of it may be stored). */
 export type ParseOutcome = { ok: true; events: ParsedEvent[] } | { ok: false; code: AuditErrorCode; message: string; refused: number };
 
@@ -66,9 +75,9 @@ const recordHasher = new RecordHasher();
  * in a worker thread. `redactKeys` is `audit.redact.keys` as in force when the request arrived.
  * With `chain` (the store keeps the record chain), each event's content part of its record
  * hash is computed here too, from the values at hand (docs/integrity.md): the leader then only
- * hashes in its place in the log.
+ * hashes in its place in the log. With `sourceBinding`, every sourceId must be bound to the sender.
  */
-export function parseIngestBody(bytes: Uint8Array, nowMs: number, redactKeys: readonly string[] = [], chain = false): ParseOutcome {
+export function parseIngestBody(bytes: Uint8Array, nowMs: number, redactKeys: readonly string[] = [], chain = false, sourceBinding?: SenderSources): ParseOutcome {
   // Decoding would replace such bytes by U+FFFD and store something other than what was sent.
   const invalidAt = invalidUtf8Offset(bytes);
   if (invalidAt !== -1) return { ok: false, code: AuditErrorCode.BAD_REQUEST, message: `request body is not valid UTF-8: an invalid byte sequence at byte offset ${invalidAt}`, refused: 1 };
@@ -90,7 +99,7 @@ export function parseIngestBody(bytes: Uint8Array, nowMs: number, redactKeys: re
       ok: true,
       // Built field by field: object spreads on this path were measured slow per event (the
       // writer used to spread its stored events; building them field by field was 14x faster).
-      events: validateIngestBody(body, { nowMs, newId }).map((event, i): ParsedEvent => {
+      events: validateIngestBody(body, sourceBinding === undefined ? { nowMs, newId } : { nowMs, newId, sourceBinding: { principal: sourceBinding.principal, sourceIds: new Set(sourceBinding.sourceIds) } }).map((event, i): ParsedEvent => {
         const redacted = redactEvent(event, redactor);
         const encoded = encodeEvent(redacted);
         return {

@@ -61,6 +61,13 @@ export interface IngestServiceOptions {
   log: { warn(obj: object, msg: string): void };
   random: () => number;
   ackReplicatedTimeoutMs: number;
+  /**
+   * `auditlake.ingest.sources.*`: the sourceIds each principal may send. Empty: sourceIds are
+   * not bound. Checked here, on the node that received the request and knows its sender,
+   * before anything of it is stored or sampled; a forwarded or replicated event was checked
+   * where it was received.
+   */
+  sourceBindings: ReadonlyMap<string, readonly string[]>;
 }
 
 /**
@@ -77,8 +84,10 @@ export class IngestService {
 
   /** `body` is the request body's bytes: parsed in a worker thread when the pool has any. */
   async ingest(body: Uint8Array, options: IngestOptions = { ackReplicated: false }): Promise<IngestResponse> {
-    const { metrics, settings, parser } = this.#options;
-    const parsed = await parser.parse(body, Date.now(), settings.effective.redactKeys, this.#options.store.chainEnabled);
+    const { metrics, settings, parser, sourceBindings } = this.#options;
+    // Bound sourceIds: a request without a known sender (none reaches here through HTTP) may send none.
+    const sender = sourceBindings.size === 0 ? undefined : { principal: options.sender?.principal ?? 'unknown', sourceIds: sourceBindings.get(options.sender?.principal ?? '') ?? [] };
+    const parsed = await parser.parse(body, Date.now(), settings.effective.redactKeys, this.#options.store.chainEnabled, sender);
     if (!parsed.ok) {
       metrics.eventsRefused.inc(parsed.refused);
       throw new AuditError(parsed.code, parsed.message);
