@@ -28,6 +28,11 @@ export const AuditErrorCode = {
    * (`auditlake.ingest.sources.<principal>`); nothing of the request was stored.
    */
   SOURCE_NOT_BOUND: 'AUDIT_SOURCE_NOT_BOUND',
+  /**
+   * An open endpoint (`/health`, `/metrics`) was asked for under a Host name the node does not
+   * answer to: what a web page reaching the node through DNS rebinding sends.
+   */
+  HOST_NOT_ALLOWED: 'AUDIT_HOST_NOT_ALLOWED',
   /** The store is not open (opening, closing or closed). */
   STORE_NOT_OPEN: 'AUDIT_STORE_NOT_OPEN',
   /** The local store could not write (disk full, I/O error); nothing of the request was stored. */

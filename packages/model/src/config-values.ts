@@ -61,6 +61,22 @@ export const fraction: ValueParser<number> = (v) => {
 
 export const text: ValueParser<string> = (v) => v.trim();
 
+/**
+ * A comma-separated list of host names (`auditlake.http.allowed.hosts`), lower-cased, without a
+ * trailing dot: names only, no port, scheme, path or wildcard, each a valid DNS name.
+ */
+export const hostNames: ValueParser<readonly string[]> = (v) => {
+  if (v.trim() === '') return [];
+  return v.split(',').map((entry) => {
+    const name = entry.trim().toLowerCase().replace(/\.$/, '');
+    if (name === '') parseFailure('must be a comma-separated list of host names, with no empty entry');
+    if (name.length > 253 || !/^[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?)*$/.test(name)) {
+      parseFailure(`must list host names only (letters, digits, '-', '_' and dots; no port, scheme, path or wildcard), got ${JSON.stringify(entry.trim())}`);
+    }
+    return name;
+  });
+};
+
 /** Runs `parse`, turning its failure into a coded error naming `key` and the raw value. */
 export function parseNamed<T>(key: string, value: string, parse: ValueParser<T>, code: AuditErrorCode): T {
   try {

@@ -3,6 +3,7 @@ import {
   boolean,
   configError,
   fraction,
+  hostNames,
   integer,
   nonNegativeInt,
   orphanMinAge,
@@ -121,6 +122,12 @@ export const CONFIG_KEYS = {
   retentionIntervalMs: spec('auditlake.audit.retention.interval.ms', '60000', positiveInt),
   /** Events deleted per prune batch; batches yield to ingest in between. */
   pruneBatchSize: spec('auditlake.audit.retention.prune.batch.size', '1000', positiveInt),
+  /**
+   * Host names `/health` and `/metrics` answer to besides IP addresses, `localhost` and the
+   * node's own `--host` and advertised names: a request naming any other Host is refused, so a
+   * web page cannot read them through DNS rebinding (docs/http-api.md, "Host names").
+   */
+  allowedHosts: spec('auditlake.http.allowed.hosts', '', hostNames),
   /** Largest accepted ingest body. */
   bodyLimitBytes: spec('auditlake.http.body.limit.bytes', String(8 * 1024 * 1024), positiveInt),
   /** Refused-access events recorded per second at most (the rest are counted, not stored). */

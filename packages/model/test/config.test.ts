@@ -184,6 +184,17 @@ describe('auth credentials', () => {
   });
 });
 
+describe('host names', () => {
+  it('parses auditlake.http.allowed.hosts as lower-case names without a trailing dot; none by default', () => {
+    expect(resolveConfig(new Map()).allowedHosts).toEqual([]);
+    expect(resolveConfig(new Map([['auditlake.http.allowed.hosts', ' Metrics.Example.com., prom_1,auditlake-2 ']])).allowedHosts).toEqual(['metrics.example.com', 'prom_1', 'auditlake-2']);
+  });
+
+  it.each([['a,,b'], ['host:9090'], ['http://host'], ['*.example.com'], ['host/path'], ['-bad.example'], ['a..b']])('refuses %j, naming the key', (value) => {
+    expect(configRefusal([['auditlake.http.allowed.hosts', value]]).message).toMatch(/^auditlake\.http\.allowed\.hosts must (be a comma-separated list of host names|list host names only)/);
+  });
+});
+
 describe('sourceIds bound to principals', () => {
   it('parses auditlake.ingest.sources.<principal> as a list of sourceIds; none configured: unbound', () => {
     expect(resolveConfig(new Map()).sourceBindings.size).toBe(0);

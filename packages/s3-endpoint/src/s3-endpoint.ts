@@ -37,6 +37,13 @@ export interface S3EndpointOptions {
   credentials: S3Credentials;
   /** Also serve unsigned GET and HEAD of objects (never listings, writes or deletes). */
   publicRead?: boolean;
+  /**
+   * With `publicRead`: whether an unsigned read is answered under the request's `Host` (absent:
+   * under any). A web page reaching the endpoint through DNS rebinding sends its own site's
+   * name, so a caller that passes only the names it is reached by keeps such pages from reading
+   * objects; a signed request covers its Host in the signature, so it is never asked.
+   */
+  publicReadHost?: (host: string | undefined) => boolean;
   /** Largest object accepted by a PUT; default S3's 5 GiB. */
   objectBytesMax?: number;
   now?: () => number;
@@ -170,6 +177,9 @@ class EndpointHandler {
       const objectRead = (method === 'GET' || method === 'HEAD') && target.bucket !== undefined && target.key !== undefined;
       if (!this.#options.publicRead) throw new S3Failure(403, 'AccessDenied', 'this endpoint accepts only requests signed (AWS Signature Version 4) with its access key');
       if (!objectRead) throw new S3Failure(403, 'AccessDenied', "unsigned requests may only GET or HEAD an object here; sign every other request (AWS Signature Version 4) with the endpoint's access key");
+      if (this.#options.publicReadHost !== undefined && !this.#options.publicReadHost(req.headers.host)) {
+        throw new S3Failure(403, 'AccessDenied', 'unsigned reads are answered only under a Host this endpoint is reached by (an IP address, localhost, the node\'s --host or advertised name, or auditlake.http.allowed.hosts); a web page may be reaching it through DNS rebinding — sign the request, or add the name to auditlake.http.allowed.hosts');
+      }
     }
     const operation = classifyOperation(method, target, req.headers, signature?.signatureParams ?? new Set());
     if (operation.bucket !== undefined && !this.#buckets.has(operation.bucket)) {

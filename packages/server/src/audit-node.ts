@@ -21,6 +21,7 @@ import { createNodeLogger, type NodeLoggerOptions } from './node-logger.js';
 import { loadNodeId, loadOrCreateAdminToken, type AdminToken } from './node-identity.js';
 import { registerClusterRoute } from './routes/cluster-route.js';
 import { registerHealthRoutes } from './routes/health-routes.js';
+import { HostNames } from './host-names.js';
 import { registerAdminUiRoutes } from './routes/admin-ui-routes.js';
 import { loadAdminUiFiles } from './admin-ui/admin-ui-files.js';
 import { registerIngestRoute } from './routes/ingest-route.js';
@@ -124,6 +125,7 @@ export async function startAuditNode(options: AuditNodeOptions): Promise<AuditNo
   const logger = createNodeLogger(options.logger);
   await prepareDataDir(options.dataDir, (message) => logger.warn({ dataDir: options.dataDir }, message));
   const credentials = embeddedS3Credentials(options);
+  const hosts = hostNames(options);
   const embeddedS3 =
     options.embeddedS3Port === undefined
       ? undefined
@@ -133,6 +135,7 @@ export async function startAuditNode(options: AuditNodeOptions): Promise<AuditNo
           port: options.embeddedS3Port,
           ...(credentials ? { credentials } : {}),
           publicRead: options.embeddedS3PublicRead ?? false,
+          publicReadHost: (host) => hosts.allows(host),
           onInternalError: (err) => logger.error({ err }, 'the embedded S3 endpoint failed a request'),
         });
   try {
@@ -262,7 +265,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     registerIntegrityRoutes(app, { integrity, store, membership, now: () => Date.now() + config.debugClockOffsetMs, findTiered: (eventIds) => tiering.findTieredRecords(eventIds), ackReplicatedTimeoutMs: config.ackReplicatedTimeoutMs });
     registerLedgerRoute(app, { store, countTiered: async () => store.countTieredThrough((await tiering.watermark()).seq) });
     registerClusterRoute(app, membership);
-    registerHealthRoutes(app, metrics, () => (membership.isLeader() ? 'leader' : 'standby'));
+    registerHealthRoutes(app, metrics, () => (membership.isLeader() ? 'leader' : 'standby'), hostNames(options));
     if (cluster) {
       registerInternalRoutes(app, {
         clusterToken: () => cluster.token.current(),
@@ -344,6 +347,17 @@ async function openClusterNode(
     },
   });
   return { node, token };
+}
+
+/**
+ * The Host names the open endpoints (and the embedded endpoint's unsigned reads) answer under:
+ * the configured ones, and the names this node is reached by without configuration, its
+ * `--host` and its advertised URL's host.
+ */
+function hostNames(options: AuditNodeOptions): HostNames {
+  const own = [options.host];
+  if (options.advertiseUrl !== undefined && URL.canParse(options.advertiseUrl)) own.push(new URL(options.advertiseUrl).hostname);
+  return new HostNames(options.config.allowedHosts, own);
 }
 
 function advertisedUrl(app: FastifyInstance, options: AuditNodeOptions): string {

@@ -17,6 +17,8 @@ export interface EmbeddedS3Options {
   credentials?: S3Credentials;
   /** `--embedded-s3-public-read`: unsigned GET/HEAD of objects, nothing else. */
   publicRead: boolean;
+  /** The Host names unsigned reads are answered under (the node's HostNames rule). */
+  publicReadHost?: (host: string | undefined) => boolean;
   onInternalError: (err: unknown) => void;
 }
 
@@ -49,6 +51,7 @@ export async function startEmbeddedS3(options: EmbeddedS3Options): Promise<Embed
     buckets: [EMBEDDED_BUCKET],
     credentials,
     publicRead: options.publicRead,
+    ...(options.publicReadHost ? { publicReadHost: options.publicReadHost } : {}),
     onInternalError: options.onInternalError,
   });
   const close = () => endpoint.close();

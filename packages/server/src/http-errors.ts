@@ -11,6 +11,7 @@ const STATUS_BY_CODE: Record<AuditErrorCode, number> = {
   [AuditErrorCode.UNAUTHENTICATED]: 401,
   [AuditErrorCode.FORBIDDEN]: 403,
   [AuditErrorCode.SOURCE_NOT_BOUND]: 403,
+  [AuditErrorCode.HOST_NOT_ALLOWED]: 403,
   [AuditErrorCode.LIMIT_EXCEEDED]: 429,
   [AuditErrorCode.NOT_LEADER]: 503,
   [AuditErrorCode.STALE_TERM]: 503,

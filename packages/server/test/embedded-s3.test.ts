@@ -1,5 +1,6 @@
-// Goal: a node's embedded S3 endpoint serves tiered history only to requests signed with the node's own key pair (kept 0600 in the data dir), public read opens object GETs and nothing else, and no request writes outside the data dir.
+// Goal: a node's embedded S3 endpoint serves tiered history only to requests signed with the node's own key pair (kept 0600 in the data dir), public read opens object GETs and nothing else (and only under a Host the node is reached by, not to a page through DNS rebinding), and no request writes outside the data dir.
 import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
@@ -147,5 +148,37 @@ describe('the embedded S3 endpoint of a node', () => {
       expect((await fetch(url + path, { method, ...(method === 'PUT' ? { body: 'x' } : {}) })).status, `${method} ${path}`).toBe(403);
     }
     expect(await files(root)).toEqual(before);
+
+    // A web page reaching the endpoint through DNS rebinding sends its own name as Host: its
+    // unsigned reads are refused; a name configured in auditlake.http.allowed.hosts is answered.
+    const port = t.node.embeddedS3!.endpoint.port;
+    const rebound = await unsignedGet(port, `/auditlake/${parquet}`, `rebind.attacker.example:${port}`);
+    expect(rebound.status).toBe(403);
+    expect(rebound.body).toContain('<Code>AccessDenied</Code>');
+    expect(rebound.body).toContain('DNS rebinding');
+    expect(rebound.body).not.toContain('PAR1');
+    expect((await unsignedGet(port, `/auditlake/${parquet}`, `localhost:${port}`)).status).toBe(200);
+  });
+
+  it('answers unsigned reads under a name in auditlake.http.allowed.hosts', async () => {
+    const { t } = await embeddedNode({ publicRead: true, props: { 'auditlake.http.allowed.hosts': 's3.example.internal' } });
+    const parquet = (await tierSomething(t)).find((k) => k.endsWith('.parquet'))!;
+    const port = t.node.embeddedS3!.endpoint.port;
+    expect((await unsignedGet(port, `/auditlake/${parquet}`, `s3.example.internal:${port}`)).status).toBe(200);
+    expect((await unsignedGet(port, `/auditlake/${parquet}`, `s3.example.internal.attacker.example:${port}`)).status).toBe(403);
   });
 });
+
+/** An unsigned GET to 127.0.0.1:port carrying the given Host header (fetch sets Host itself). */
+function unsignedGet(port: number, path: string, host: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, method: 'GET', headers: { host } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('latin1') }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
