@@ -20,8 +20,11 @@ export const SETTINGS_META = 'settings';
 type Overrides = Partial<Settings>;
 export type SettingsListener = (effective: EffectiveSettings, changes: readonly SettingChange[]) => void;
 
-/** Checks what cannot be checked without I/O (a tier target's connection, bucket, catalog). */
-export type SettingsValidator = (effective: EffectiveSettings) => Promise<void>;
+/**
+ * Checks what cannot be checked without I/O or the node's configuration (a tier target's
+ * connection, bucket, catalog); `changed` holds the keys the save changes.
+ */
+export type SettingsValidator = (effective: EffectiveSettings, changed: ReadonlySet<SettingKey>) => Promise<void>;
 
 /**
  * Runtime settings: configuration defaults with the keys an operator has set stored over them
@@ -96,7 +99,7 @@ export class SettingsService {
     const update = mergeSettings(this.current, request);
     if (update.changes.length === 0) return this.current;
     // A tier target is checked when a tier key changes, merged over what is stored.
-    if (this.#validate && update.changes.some((c) => c.key.startsWith('audit.tier.'))) await this.#validate(update.effective);
+    if (this.#validate && update.changes.some((c) => c.key.startsWith('audit.tier.'))) await this.#validate(update.effective, new Set(update.changes.map((c) => c.key)));
     const overrides: Overrides = { ...this.#overrides };
     // Only the settings keys the request named (read-only keys such as tierStatus are not settings).
     for (const key of SETTING_KEYS) if (Object.hasOwn(request as object, key)) overrides[key] = update.merged[key];

@@ -53,7 +53,7 @@ export interface TierStatusView extends TierStatus {
  * locations that received tiered events as replicated metadata lists them.
  */
 export function tierTargetValidator(connections: S3Connections, config: NodeConfig, store: AuditStore): SettingsValidator {
-  return async (effective) => validateTierTarget(effective, connections, config.icebergCatalogs, await readTieredLocations(store));
+  return async (effective, changed) => validateTierTarget(effective, connections, config.icebergCatalogs, await readTieredLocations(store), changed);
 }
 
 /** How much nicer than the node table maintenance's encoder thread runs (see TierEncodePoolOptions.niceness). */

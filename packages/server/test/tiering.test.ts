@@ -19,7 +19,13 @@ describe('parquet tiering settings', () => {
     [{ 'audit.tier.mode': 'parquet' }, /^audit\.tier\.parquet\.path is required when audit\.tier\.mode=parquet$/],
     [{ ...PARQUET, 'audit.tier.parquet.path': 'ext/audit' }, /^audit\.tier\.parquet\.path must be s3:\/\/bucket\/prefix: "ext\/audit": it must start with s3:\/\/ \(s3:\/\/bucket\/prefix\)$/],
     [{ ...PARQUET, 'audit.tier.connectionId': '' }, /^audit\.tier\.connectionId is required when audit\.tier\.mode=parquet$/],
-    [{ ...PARQUET, 'audit.tier.connectionId': 'nosuch' }, /^audit tier target s3:\/\/ext\/audit is not usable: No S3 connection config for audit tier connection 'nosuch'$/],
+    [{ ...PARQUET, 'audit.tier.connectionId': 'nosuch' }, /^audit tier target s3:\/\/ext\/audit is not usable: No S3 connection config for audit tier connection 'nosuch' \(known: ext\)$/],
+    // A key naming configuration is checked when saved, tiering on or off: a later enable must not be the first to find it unknown.
+    [{ 'audit.tier.connectionId': 'nosuch' }, /^audit\.tier\.connectionId "nosuch" names no configured S3 connection \(known: ext\); configure auditlake\.s3\.connections\.nosuch\.\* or name a known one — nothing was saved$/],
+    [{ 'audit.tier.parquet.path': 's3://ext/audit', 'audit.tier.connectionId': 'Ext' }, /^audit\.tier\.connectionId "Ext" names no configured S3 connection \(known: ext\)/],
+    [{ 'audit.tier.mode': 'none', 'audit.tier.connectionId': 'nosuch' }, /^audit\.tier\.connectionId "nosuch" names no configured S3 connection/],
+    [{ 'audit.tier.iceberg.table': 'nosuchcat.x.audit_events' }, /^audit\.tier\.iceberg\.table "nosuchcat\.x\.audit_events" names catalog 'nosuchcat', which is not configured \(known: none\); configure auditlake\.iceberg\.catalogs\.nosuchcat\.\* or name a known one — nothing was saved$/],
+    [{ 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': 's3://ext/audit', 'audit.tier.connectionId': 'ext', 'audit.tier.iceberg.table': 'nosuchcat.x.audit_events' }, /^audit\.tier\.iceberg\.table "nosuchcat\.x\.audit_events" names catalog 'nosuchcat'/],
     [{ ...PARQUET, 'audit.tier.parquet.path': 's3://missing-bucket/audit' }, /^audit tier target s3:\/\/missing-bucket\/audit is not usable: bucket missing-bucket cannot be reached through connection 'ext': /],
     [{ 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': 'nosuchcat.x.audit_events' }, /^audit tier target nosuchcat\.x\.audit_events is not usable: No catalog config for audit tier catalog 'nosuchcat'$/],
   ];
@@ -46,6 +52,13 @@ describe('parquet tiering settings', () => {
     const res = await postSettings(t, PARQUET);
     expect(res.status).toBe(400);
     expect(res.json.error).toMatch(/^audit tier target s3:\/\/ext\/audit is not usable: bucket ext cannot be reached through connection 'ext': /);
+  });
+
+  it('accepts a known connection while tiering is off, and other tier keys beside a default table whose catalog is not configured', async () => {
+    const { t } = await tieringNode();
+    expect((await postSettings(t, { 'audit.tier.connectionId': 'ext' })).status).toBe(200);
+    expect((await postSettings(t, { 'audit.tier.retain.local.days': 3 })).status).toBe(200);
+    expect((await postSettings(t, { 'audit.tier.connectionId': '' })).status).toBe(200);
   });
 
   it('accepts a valid target, merged over stored keys', async () => {

@@ -14,6 +14,41 @@ function describe(err: unknown): string {
   return String(err);
 }
 
+/** Names for a message: the known ones, or `none`. */
+function known(names: readonly string[]): string {
+  return names.length === 0 ? 'none' : names.join(', ');
+}
+
+/**
+ * The target keys that name configuration (`audit.tier.connectionId` an S3 connection,
+ * `audit.tier.iceberg.table` a catalog) are checked against it when they are saved, whether or
+ * not their mode is on: a name that is not configured would otherwise wait, stored, until a
+ * later enable refused it — or, on a node whose configuration differs, until the sweep failed
+ * on it. The mode in force checks its own keys fully below (and the catalog's connection and
+ * reachability, which need it on). `changed`: the keys this save changes (absent: all); the
+ * Iceberg table is checked only when changed, since its default names catalog `ice`, which a
+ * node that never tiers to Iceberg need not configure.
+ */
+function refuseUnknownReferences(settings: EffectiveSettings, connections: S3Connections, catalogs: ReadonlyMap<string, IcebergCatalogConfig>, changed: ReadonlySet<string> | undefined): void {
+  const id = settings.tierConnectionId;
+  if (settings.tierMode !== 'parquet' && id !== '' && (changed === undefined || changed.has('audit.tier.connectionId')) && !connections.has(id)) {
+    throw new AuditError(
+      AuditErrorCode.SETTINGS_INVALID,
+      `audit.tier.connectionId ${JSON.stringify(id)} names no configured S3 connection (known: ${known(connections.ids)}); configure auditlake.s3.connections.${id}.* or name a known one — nothing was saved`,
+    );
+  }
+  const table = settings.tierIcebergTable;
+  if (settings.tierMode !== 'iceberg' && table !== '' && changed?.has('audit.tier.iceberg.table') === true) {
+    const catalog = table.split('.')[0] ?? '';
+    if (!catalogs.has(catalog)) {
+      throw new AuditError(
+        AuditErrorCode.SETTINGS_INVALID,
+        `audit.tier.iceberg.table ${JSON.stringify(table)} names catalog '${catalog}', which is not configured (known: ${known([...catalogs.keys()])}); configure auditlake.iceberg.catalogs.${catalog}.* or name a known one — nothing was saved`,
+      );
+    }
+  }
+}
+
 /** A tier location with what to call it in a message. */
 interface NamedLocation {
   mode: 'parquet' | 'iceberg';
@@ -100,14 +135,16 @@ export async function validateTierTarget(
   connections: S3Connections,
   catalogs: ReadonlyMap<string, IcebergCatalogConfig>,
   tiered: readonly TieredLocation[] = [],
+  changed?: ReadonlySet<string>,
 ): Promise<void> {
+  refuseUnknownReferences(settings, connections, catalogs, changed);
   if (settings.tierMode === 'parquet') {
     const path = settings.tierParquetPath;
     const location = parseS3Location(path);
     if (!location) throw new AuditError(AuditErrorCode.SETTINGS_INVALID, `audit.tier.parquet.path must be s3://bucket/prefix: ${path}`);
     refuseNestedTarget('audit.tier.parquet.path', parquetLocation(path)!, otherLocations(settings, catalogs, tiered));
     if (settings.tierConnectionId === '') throw new AuditError(AuditErrorCode.SETTINGS_INVALID, 'audit.tier.connectionId is required when audit.tier.mode=parquet');
-    if (!connections.has(settings.tierConnectionId)) throw unusable(path, `No S3 connection config for audit tier connection '${settings.tierConnectionId}'`);
+    if (!connections.has(settings.tierConnectionId)) throw unusable(path, `No S3 connection config for audit tier connection '${settings.tierConnectionId}' (known: ${known(connections.ids)})`);
     try {
       await connections.bucket(settings.tierConnectionId, location.bucket).checkReachable();
     } catch (err) {
