@@ -72,6 +72,8 @@ export interface BenchConfig {
   pgRounds: number;
   /** One-day-window and user searches per system. */
   pgRequests: number;
+  /** Unmeasured one-day-window and user searches per system before those are measured. */
+  pgWarmupRequests: number;
   /** `q` searches per system and needle. */
   pgQRepetitions: number;
   /** Growth: Iceberg commits driven into each of the two tables (without and with maintenance). */
@@ -147,6 +149,7 @@ export const DEFAULTS = {
   pgEvents: 1_000_000,
   pgRounds: 3,
   pgRequests: 200,
+  pgWarmupRequests: 3_000,
   pgQRepetitions: 5,
   growthCommits: 3_000,
   growthEventsPerCommit: 50,
@@ -213,6 +216,7 @@ export function readBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
     pgEvents: intFromEnv(env, 'BENCH_PG_EVENTS', DEFAULTS.pgEvents, 1),
     pgRounds: intFromEnv(env, 'BENCH_PG_ROUNDS', DEFAULTS.pgRounds, 1),
     pgRequests: intFromEnv(env, 'BENCH_PG_REQUESTS', DEFAULTS.pgRequests, 1),
+    pgWarmupRequests: intFromEnv(env, 'BENCH_PG_WARMUP_REQUESTS', DEFAULTS.pgWarmupRequests, 0),
     pgQRepetitions: intFromEnv(env, 'BENCH_PG_QREPS', DEFAULTS.pgQRepetitions, 1),
     growthCommits: intFromEnv(env, 'BENCH_GROWTH_COMMITS', DEFAULTS.growthCommits, 1),
     growthEventsPerCommit: intFromEnv(env, 'BENCH_GROWTH_EVENTS_PER_COMMIT', DEFAULTS.growthEventsPerCommit, 1),
@@ -278,6 +282,7 @@ export function isFullSize(config: BenchConfig, part: BenchPart): boolean {
         config.pgEvents >= DEFAULTS.pgEvents &&
         config.pgRounds >= DEFAULTS.pgRounds &&
         config.pgRequests >= DEFAULTS.pgRequests &&
+        config.pgWarmupRequests >= DEFAULTS.pgWarmupRequests &&
         config.ingestBatchSize === DEFAULTS.ingestBatchSize &&
         config.ingestConcurrency === DEFAULTS.ingestConcurrency &&
         config.searchLimit === DEFAULTS.searchLimit

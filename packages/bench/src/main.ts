@@ -207,6 +207,7 @@ async function main(): Promise<void> {
             concurrency: config.ingestConcurrency,
             rounds: config.pgRounds,
             requests: config.pgRequests,
+            warmupRequests: config.pgWarmupRequests,
             qRepetitions: config.pgQRepetitions,
             limit: config.searchLimit,
           },

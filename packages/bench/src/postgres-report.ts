@@ -90,7 +90,7 @@ export function postgresMarkdown(figures: PostgresFigures, config: BenchConfig):
       `primary key on event_id and indexes on ts and (user_id, ts); a batch is one \`INSERT … ON CONFLICT DO NOTHING\`), ` +
       `${config.pgRounds} alternating ingest rounds of ${config.ingestBatchSize}-event batches, ${config.ingestConcurrency} in flight, each into a fresh ` +
       `store and table. The searches then alternate request by request on the last round's data, newest first, limit ${config.searchLimit}, ` +
-      `${quietText(r.searchQuietWait)}; before the one-day and the user searches are measured, each system answers as many unmeasured requests of that kind (${int(config.pgRequests)}, warm-up: JIT, caches, connections). ` +
+      `${quietText(r.searchQuietWait)}; before the one-day and the user searches are measured, each system answers ${int(config.pgWarmupRequests)} unmeasured requests of that kind (warm-up: JIT, caches, connections, allocator heaps; the first ${int(config.pgRequests)} of them are the "first requests after the load" rows), then ${int(config.pgRequests)} measured. ` +
       `PostgreSQL's \`q\` is \`lower(user_id, action, resource, tables, query, details joined by newlines) LIKE '%…%'\`, without and then with a ` +
       `pg_trgm GIN index on that expression (built in ${ms(t.indexBuildMs)}). The rare needle is "${r.qRareNeedle}" (${int(r.qRareMatches)} events). ` +
       `Disk: auditlake's whole data directory; PostgreSQL's \`pg_total_relation_size\` of the table (heap, TOAST and indexes, not WAL). ` +
@@ -109,6 +109,8 @@ export function postgresMarkdown(figures: PostgresFigures, config: BenchConfig):
         ['server CPU per event', `${a.serverCpuUsPerEvent.toFixed(1)} µs`, `${p.serverCpuUsPerEvent.toFixed(1)} µs`, ratio(a.serverCpuUsPerEvent, p.serverCpuUsPerEvent)],
         ['one-day window, p50 (p95)', `${p50(a.dayWindow)} (${ms(a.dayWindow.p95Ms)})`, `${p50(p.dayWindow)} (${ms(p.dayWindow.p95Ms)})`, ratio(a.dayWindow.p50Ms, p.dayWindow.p50Ms)],
         ['`user=X` within 7 days, p50 (p95)', `${p50(a.user7Days)} (${ms(a.user7Days.p95Ms)})`, `${p50(p.user7Days)} (${ms(p.user7Days.p95Ms)})`, ratio(a.user7Days.p50Ms, p.user7Days.p50Ms)],
+        ...coldRow('one-day window, first requests after the load, p50 (p95)', a.dayWindowCold, p.dayWindowCold),
+        ...coldRow('`user=X` within 7 days, first requests after the load, p50 (p95)', a.user7DaysCold, p.user7DaysCold),
         ['`q` matching nothing, p50', p50(a.qNoMatch), `${p50(t.qNoMatch)} with pg_trgm (${p50(p.qNoMatch)} without)`, ratio(a.qNoMatch.p50Ms, t.qNoMatch.p50Ms)],
         ['`q` matching the rare needle, p50', p50(a.qRare), `${p50(t.qRare)} (pg_trgm)`, ratio(a.qRare?.p50Ms ?? Number.NaN, t.qRare.p50Ms)],
         ['disk', mb(a.diskBytes), `${mb(p.diskBytes)} (${mb(t.diskBytes)} with pg_trgm)`, `${ratio(a.diskBytes, p.diskBytes)} (${ratio(a.diskBytes, t.diskBytes)})`],
@@ -119,11 +121,18 @@ export function postgresMarkdown(figures: PostgresFigures, config: BenchConfig):
   return lines.join('\n');
 }
 
+/** A warm-up figure's row, when the run measured it. */
+function coldRow(label: string, ours: LatencyStats | undefined, theirs: LatencyStats | undefined): string[][] {
+  if (ours === undefined || theirs === undefined) return [];
+  return [[label, `${ms(ours.p50Ms)} (${ms(ours.p95Ms)})`, `${ms(theirs.p50Ms)} (${ms(theirs.p95Ms)})`, ratio(ours.p50Ms, theirs.p50Ms)]];
+}
+
 export function postgresKnobRows(config: BenchConfig | undefined): string[][] {
   return [
     knobRow('BENCH_PG_EVENTS', config?.pgEvents, DEFAULTS.pgEvents),
     knobRow('BENCH_PG_ROUNDS', config?.pgRounds, DEFAULTS.pgRounds),
     knobRow('BENCH_PG_REQUESTS', config?.pgRequests, DEFAULTS.pgRequests),
+    knobRow('BENCH_PG_WARMUP_REQUESTS', config?.pgWarmupRequests, DEFAULTS.pgWarmupRequests),
     knobRow('BENCH_PG_QREPS', config?.pgQRepetitions, DEFAULTS.pgQRepetitions),
   ];
 }
