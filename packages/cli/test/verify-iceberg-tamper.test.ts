@@ -20,12 +20,12 @@ import {
   encodeManifestList,
   icebergParquetKvMetadata,
   readAuditParquet,
-  replaceSnapshot,
   TS_FIELD_ID,
   type ManifestEntry,
   type TieredEvent,
 } from '@auditlake/format';
-import { CHECKPOINT_SUMMARY_KEY, commitMetadataVersion, icebergTableAt, loadIcebergTable, S3Connections, s3Key, type IcebergTableRef, type ObjectStore } from '@auditlake/lake';
+import { CHECKPOINT_SUMMARY_KEY, icebergTableAt, loadIcebergTable, S3Connections, s3Key, type IcebergTableRef, type ObjectStore } from '@auditlake/lake';
+import { commitForeignSnapshotOnTop } from '@auditlake/lake/testing';
 import { resolveConfig } from '@auditlake/model';
 import { startAuditNode, type AuditNode, type EmbeddedS3 } from '@auditlake/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -268,16 +268,7 @@ describe('the checkpoint in a snapshot summary', () => {
       // A forged checkpoint in the summary (its chain hash altered, the signature kept) …
       parent.summary[CHECKPOINT_SUMMARY_KEY] = text.replace(chainHash, `${chainHash[0] === '0' ? '1' : '0'}${chainHash.slice(1)}`);
       // … under another engine's commit without data change (as a Spark rewrite_manifests of nothing), carrying no auditlake.* keys.
-      const next = replaceSnapshot(loaded.metadata, {
-        snapshotId: 900_001,
-        manifestListPath: parent['manifest-list'],
-        nowMs: Date.now(),
-        previousMetadataPath: loaded.metadataPath,
-        addedFiles: { records: 0, files: 0, sizeBytes: 0, partitions: 0 },
-        deletedFiles: { records: 0, files: 0, sizeBytes: 0 },
-        summaryExtra: { 'spark.app.id': 'other-engine' },
-      });
-      await commitMetadataVersion(objects, table, loaded, next, { term: 1, mayCommit: () => true });
+      await commitForeignSnapshotOnTop(objects, table, loaded, 900_001);
       const report = await verifyHistory(offline());
       expect(report.ok).toBe(false);
       expect(report.message).toContain(`the summary of snapshot ${parent['snapshot-id']}`);

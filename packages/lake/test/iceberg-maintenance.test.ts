@@ -3,14 +3,14 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { currentSnapshot, readWatermarkFromMetadata, replaceSnapshot, type IcebergSnapshot, type IcebergTableMetadata } from '@auditlake/format';
+import { currentSnapshot, readWatermarkFromMetadata, type IcebergSnapshot, type IcebergTableMetadata } from '@auditlake/format';
 import { AuditErrorCode, INTEGRITY_ACTIONS, SELF_SOURCE, type StoredEvent } from '@auditlake/model';
 import { icebergRead } from 'icebird';
 import { signedFetch, startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { commitForeignSnapshotOnTop } from '../src/testing/index.js';
 import {
   commitIcebergBatch,
-  commitMetadataVersion,
   compactIcebergTable,
   currentManifests,
   ensureIcebergTable,
@@ -144,20 +144,8 @@ async function foreignTopped(name: string, commits: number, perCommit: number, f
     loaded = (await commitIcebergBatch(objects, table, loaded, batch, { ...fence, nowMs: Date.now(), writerId: 'test' })).loaded;
   }
   const carrierId = loaded.metadata['current-snapshot-id'];
-  for (let f = 0; f < foreign; f++) {
-    // Another engine's commit without data change (as a Spark rewrite_manifests of nothing), carrying none of our keys.
-    const parent = currentSnapshot(loaded.metadata)!;
-    const next = replaceSnapshot(loaded.metadata, {
-      snapshotId: 900_000 + f,
-      manifestListPath: parent['manifest-list'],
-      nowMs: Date.now(),
-      previousMetadataPath: loaded.metadataPath,
-      addedFiles: { records: 0, files: 0, sizeBytes: 0, partitions: 0 },
-      deletedFiles: { records: 0, files: 0, sizeBytes: 0 },
-      summaryExtra: { 'spark.app.id': 'other-engine' },
-    });
-    loaded = await commitMetadataVersion(objects, table, loaded, next, fence);
-  }
+  // Another engine's commits without data change, carrying none of our keys.
+  for (let f = 0; f < foreign; f++) loaded = await commitForeignSnapshotOnTop(objects, table, loaded, 900_000 + f, fence);
   return { table, objects, seqMax: commits * perCommit, carrierId };
 }
 

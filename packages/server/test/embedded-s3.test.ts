@@ -1,11 +1,11 @@
 // Goal: a node's embedded S3 endpoint serves tiered history only to requests signed with the node's own key pair (kept 0600 in the data dir), public read opens object GETs and nothing else (and only under a Host the node is reached by, not to a page through DNS rebinding), and no request writes outside the data dir.
 import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
-import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { generateSecretAccessKey } from '../src/embedded-s3-credentials.js';
+import { rawGet } from './raw-get.js';
 import { FAST_TIERING, postSettings, waitUntilTiered } from './tier-helpers.js';
 import { event, startTestNode, type TestNode } from './test-node.js';
 
@@ -169,16 +169,8 @@ describe('the embedded S3 endpoint of a node', () => {
   });
 });
 
-/** An unsigned GET to 127.0.0.1:port carrying the given Host header (fetch sets Host itself). */
-function unsignedGet(port: number, path: string, host: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path, method: 'GET', headers: { host } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('latin1') }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
+/** An unsigned GET to 127.0.0.1:port carrying the given Host header. */
+async function unsignedGet(port: number, path: string, host: string): Promise<{ status: number; body: string }> {
+  const { status, body } = await rawGet(port, path, { host });
+  return { status, body: body.toString('latin1') };
 }

@@ -5,26 +5,18 @@
 // AUDIT_HOST_NOT_ALLOWED naming the Host and the key that allows it, and holds none of the
 // metrics. Peers, probes and scrapers by address keep working, and so do routes that need
 // credentials (a rebound page has none to send).
-import { request as httpRequest } from 'node:http';
 import { describe, expect, it } from 'vitest';
+import { rawGet } from './raw-get.js';
 import { ADMIN_TOKEN, startTestNode, type TestNode } from './test-node.js';
 
 /** GET with an explicit Host header over a real connection (fetch decides Host itself). */
-function get(t: TestNode, path: string, host: string, token?: string): Promise<{ status: number; body: string }> {
+async function get(t: TestNode, path: string, host: string, token?: string): Promise<{ status: number; body: string }> {
   const address = t.node.app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : 0;
-  return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { host };
-    if (token !== undefined) headers['authorization'] = `Token ${token}`;
-    const req = httpRequest({ host: '127.0.0.1', port, path, method: 'GET', headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
+  const headers: Record<string, string> = { host };
+  if (token !== undefined) headers['authorization'] = `Token ${token}`;
+  const { status, body } = await rawGet(port, path, headers);
+  return { status, body: body.toString('utf8') };
 }
 
 describe('Host names of the open endpoints', () => {

@@ -4,13 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { IcebergTierSource, ParquetTierSource, S3Connections, commitMetadataVersion, type IcebergTableRef, type LoadedTable, type ObjectStore, currentManifests, loadIcebergTable, readTieredSuffix, resolveIcebergTable, runIcebergMaintenance, tableWatermark } from '@auditlake/lake';
 import { chainHash, erasureDetailsChunks } from '@auditlake/integrity';
-import { currentSnapshot, readWholeAuditParquet, replaceSnapshot, type IcebergTableMetadata } from '@auditlake/format';
+import { currentSnapshot, readWholeAuditParquet, type IcebergTableMetadata } from '@auditlake/format';
 import { defaultSettings, encodeEvent, INTEGRITY_ACTIONS, parseSettings, resolveConfig, SELF_SOURCE, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
 import { AuditStore } from '@auditlake/store';
 import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { TierSweeper, type TierStatus, type TierSweeperOptions } from '../src/index.js';
 import { testSweeper } from './test-sweeper.js';
+import { commitForeignSnapshotOnTop } from '@auditlake/lake/testing';
 
 const BUCKET = 'sweep';
 const HOUR_MS = 3_600_000;
@@ -263,6 +264,39 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     return log;
   }
 
+  /** A log of 30 events tiered to `target` in two sweeps (20, then 10). */
+  async function tieredThrough30(target: EffectiveSettings): Promise<AuditStore> {
+    const first = await tieredLog(target);
+    const more = testSweeper({ store: first, connections, catalogs, settings: () => target });
+    await first.append(Array.from({ length: 10 }, (_, i) => ev(20 + i)));
+    expect(await more.sweep()).toBe('tiered');
+    await more.close();
+    return first;
+  }
+
+  /**
+   * On an Iceberg target tiered through seq 30 from `first`: a log that is not the tier's (a node
+   * whose data was lost) is refused, not tiered again; a copy of `first` that never learnt the
+   * watermark (no tier meta) goes on from seq 30, and the table holds seqs 1..35 once each.
+   */
+  async function expectOtherLogRefusedAndCopyGoesOn(first: AuditStore, target: EffectiveSettings): Promise<void> {
+    const other = await storeWith(40, 10);
+    const b = testSweeper({ store: other, connections, catalogs, settings: () => target });
+    expect(await b.sweep()).toBe('failed');
+    expect((await b.status()).lastError).toContain('is tiered through seq 30');
+    const copy = await storeWith(0);
+    await copy.applyReplicated(await first.readEncodedBySeq(0, 30), first.termStarts());
+    await copy.append(Array.from({ length: 5 }, (_, i) => ev(30 + i)));
+    const c = testSweeper({ store: copy, connections, catalogs, settings: () => target });
+    expect(await c.sweep()).toBe('tiered');
+    expect((await c.watermark()).seq).toBe(35);
+    const rows = [];
+    const source = tierSourceOf('iceberg', target);
+    for (const file of await source.listFiles()) rows.push(...(await readWholeAuditParquet(await source.open(file))));
+    expect(rows.map((row) => row.seq).sort((x, y) => (x ?? 0) - (y ?? 0))).toEqual(Array.from({ length: 35 }, (_, i) => i + 1));
+    expect(new Set(rows.map((row) => row.eventId)).size).toBe(35);
+  }
+
   /** The reader's view of the target's committed files, closed when the test finishes. */
   function tierSourceOf(mode: keyof typeof modes, target: EffectiveSettings): ParquetTierSource | IcebergTierSource {
     const source =
@@ -407,14 +441,10 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     const target = parseSettings({ ...defaultSettings(resolveConfig()), 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': 'cat.apart.foreign_top', 'audit.tier.connectionId': 's3' });
     const table = resolveIcebergTable(target.tierIcebergTable, catalogs);
     const objects = connections.bucket('s3', BUCKET);
-    const first = await tieredLog(target);
-    // A second sweep, so the run's compaction has files to merge.
-    const more = testSweeper({ store: first, connections, catalogs, settings: () => target });
-    await first.append(Array.from({ length: 10 }, (_, i) => ev(20 + i)));
-    expect(await more.sweep()).toBe('tiered');
-    await more.close();
+    // Two sweeps, so the run's compaction has files to merge.
+    const first = await tieredThrough30(target);
     const parent = currentSnapshot((await loadIcebergTable(objects, table))!.metadata)!;
-    await commitForeignSnapshotOnTop(objects, table);
+    await commitForeignSnapshotOnTopOf(objects, table);
     // A run that keeps one snapshot.
     const run = await runIcebergMaintenance(
       { objects, table, fence: { term: 1, mayCommit: () => true }, now: Date.now },
@@ -424,35 +454,15 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     expect(run.snapshotsExpired).toBeGreaterThan(0);
     expect((await loadIcebergTable(objects, table))!.metadata.snapshots.some((s) => s['snapshot-id'] === parent['snapshot-id'])).toBe(false);
 
-    // A log that is not the tier's (a node whose data was lost) is refused, not tiered again.
-    const other = await storeWith(40, 10);
-    const b = testSweeper({ store: other, connections, catalogs, settings: () => target });
-    expect(await b.sweep()).toBe('failed');
-    expect((await b.status()).lastError).toContain('is tiered through seq 30');
-    // A copy of the log that never learnt the watermark (no tier meta) goes on from the table's.
-    const copy = await storeWith(0);
-    await copy.applyReplicated(await first.readEncodedBySeq(0, 30), first.termStarts());
-    await copy.append(Array.from({ length: 5 }, (_, i) => ev(30 + i)));
-    const c = testSweeper({ store: copy, connections, catalogs, settings: () => target });
-    expect(await c.sweep()).toBe('tiered');
-    expect((await c.watermark()).seq).toBe(35);
-    const rows = [];
-    const source = tierSourceOf('iceberg', target);
-    for (const file of await source.listFiles()) rows.push(...(await readWholeAuditParquet(await source.open(file))));
-    expect(rows.map((row) => row.seq).sort((x, y) => (x ?? 0) - (y ?? 0))).toEqual(Array.from({ length: 35 }, (_, i) => i + 1));
-    expect(new Set(rows.map((row) => row.eventId)).size).toBe(35);
+    await expectOtherLogRefusedAndCopyGoesOn(first, target);
   });
 
   it("iceberg: after another engine committed on top and expired every snapshot of ours itself, the watermark comes from the live files' seq bounds: a log not the tier's is refused, a copy without the watermark goes on from it, every event once", async () => {
     const target = parseSettings({ ...defaultSettings(resolveConfig()), 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': 'cat.apart.foreign_expiry', 'audit.tier.connectionId': 's3' });
     const table = resolveIcebergTable(target.tierIcebergTable, catalogs);
     const objects = connections.bucket('s3', BUCKET);
-    const first = await tieredLog(target);
-    const more = testSweeper({ store: first, connections, catalogs, settings: () => target });
-    await first.append(Array.from({ length: 10 }, (_, i) => ev(20 + i)));
-    expect(await more.sweep()).toBe('tiered');
-    await more.close();
-    const foreign = await commitForeignSnapshotOnTop(objects, table);
+    const first = await tieredThrough30(target);
+    const foreign = await commitForeignSnapshotOnTopOf(objects, table);
     // The other engine's own expiry (as Spark's expire_snapshots with retain_last 1): only its
     // snapshot is left, and nothing in the table's metadata says where tiering stopped.
     const expired: IcebergTableMetadata = {
@@ -465,22 +475,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     await commitMetadataVersion(objects, table, foreign, expired, { term: 1, mayCommit: () => true });
     expect(tableWatermark(await loadIcebergTable(objects, table))).toBeUndefined();
 
-    // A log that is not the tier's (a node whose data was lost) is refused, not tiered again.
-    const other = await storeWith(40, 10);
-    const b = testSweeper({ store: other, connections, catalogs, settings: () => target });
-    expect(await b.sweep()).toBe('failed');
-    expect((await b.status()).lastError).toContain('is tiered through seq 30');
-    // A copy of the log that never learnt the watermark goes on from the files' bounds.
-    const copy = await storeWith(0);
-    await copy.applyReplicated(await first.readEncodedBySeq(0, 30), first.termStarts());
-    await copy.append(Array.from({ length: 5 }, (_, i) => ev(30 + i)));
-    const c = testSweeper({ store: copy, connections, catalogs, settings: () => target });
-    expect(await c.sweep()).toBe('tiered');
-    expect((await c.watermark()).seq).toBe(35);
-    const rows = [];
-    const source = tierSourceOf('iceberg', target);
-    for (const file of await source.listFiles()) rows.push(...(await readWholeAuditParquet(await source.open(file))));
-    expect(rows.map((row) => row.seq).sort((x, y) => (x ?? 0) - (y ?? 0))).toEqual(Array.from({ length: 35 }, (_, i) => i + 1));
+    await expectOtherLogRefusedAndCopyGoesOn(first, target);
     // The sweep's snapshot carries the watermark again.
     expect(tableWatermark(await loadIcebergTable(objects, table))?.seq).toBe(35);
   });
@@ -541,18 +536,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
 
 const FOREIGN_SNAPSHOT_ID = 987_654_321;
 
-/** Another engine's commit on top of the table: a snapshot without data change and without auditlake's keys. */
-async function commitForeignSnapshotOnTop(objects: ObjectStore, table: IcebergTableRef): Promise<LoadedTable> {
-  const loaded = (await loadIcebergTable(objects, table))!;
-  const parent = currentSnapshot(loaded.metadata)!;
-  const next = replaceSnapshot(loaded.metadata, {
-    snapshotId: FOREIGN_SNAPSHOT_ID,
-    manifestListPath: parent['manifest-list'],
-    nowMs: Date.now(),
-    previousMetadataPath: loaded.metadataPath,
-    addedFiles: { records: 0, files: 0, sizeBytes: 0, partitions: 0 },
-    deletedFiles: { records: 0, files: 0, sizeBytes: 0 },
-    summaryExtra: { 'spark.app.id': 'other-engine' },
-  });
-  return commitMetadataVersion(objects, table, loaded, next, { term: 1, mayCommit: () => true });
+/** Another engine's commit on top of the table's current version. */
+async function commitForeignSnapshotOnTopOf(objects: ObjectStore, table: IcebergTableRef): Promise<LoadedTable> {
+  return commitForeignSnapshotOnTop(objects, table, (await loadIcebergTable(objects, table))!, FOREIGN_SNAPSHOT_ID);
 }
