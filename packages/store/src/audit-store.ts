@@ -9,6 +9,7 @@ import {
   erasureKey,
   decodeUint,
   idKey,
+  keyKey,
   localKey,
   metaKey,
   outboxKey,
@@ -41,7 +42,8 @@ import { addIntegrityPuts, type RegisteredKey } from './integrity-index.js';
 import { PrunedRanges, type PrunedRange } from './pruned-ranges.js';
 import { DayLedger, type DayLedgerFilter, type DayLedgerPage, type DayLedgerRow } from './day-ledger.js';
 import { SourceLedger, type SourceLedgerEntry, type SourceLedgerPage, type SourceLedgerSummary } from './source-ledger.js';
-import { integrityKindOf } from '@auditlake/integrity';
+import { integrityKindOf, parsePublishedKey, parseSignedCheckpoint, type SignedCheckpoint } from '@auditlake/integrity';
+import { carriedCoveredSeq, verifyCarriedCheckpoint, type CarriedCheckpoint } from './carried-checkpoint.js';
 
 /**
  * LevelDB's memtable size. Each event writes three keys in different key ranges, so every
@@ -542,9 +544,16 @@ export class AuditStore {
    * inside a gap retention made). Entries at or below the local last seq are skipped, so a
    * re-delivered batch is harmless; seqs out of order are refused (nothing is written), gaps
    * the sender pruned are not.
+   *
+   * `carried`: the sender's newest checkpoint whose record its retention deleted, when the
+   * entries skip that record (prunedCheckpointSkipped). Kept, in the same write, as this log's
+   * newest deleted checkpoint (as retention keeps one), so the next checkpoint signed here
+   * continues the chain; checked first (verifyCarriedCheckpoint: AUDIT_INTEGRITY_MISMATCH, nothing
+   * stored). Ignored unless its seq lies in a gap of these entries and after every checkpoint
+   * this log holds.
    */
-  async applyReplicated(entries: readonly Uint8Array[], starts: readonly TermStart[] = []): Promise<number> {
-    const applied = await this.#openWriter().exclusive((context) => this.#applyWithin(context, entries, starts));
+  async applyReplicated(entries: readonly Uint8Array[], starts: readonly TermStart[] = [], carried?: CarriedCheckpoint): Promise<number> {
+    const applied = await this.#openWriter().exclusive((context) => this.#applyWithin(context, entries, starts, true, carried));
     if (applied > 0) this.#logGrew();
     return applied;
   }
@@ -577,7 +586,7 @@ export class AuditStore {
   }
 
   /** applyReplicated's write, within an exclusive operation. */
-  async #applyWithin({ db, position, setPosition, runs }: ExclusiveContext, entries: readonly Uint8Array[], starts: readonly TermStart[], received = true): Promise<number> {
+  async #applyWithin({ db, position, setPosition, runs }: ExclusiveContext, entries: readonly Uint8Array[], starts: readonly TermStart[], received = true, carried?: CarriedCheckpoint): Promise<number> {
     const index = this.#openIndex();
     const chain = this.#chain as RecordChain;
     const batch = db.batch();
@@ -598,6 +607,12 @@ export class AuditStore {
       batch.put(termRunKey(firstSeq), termRunValue(current));
     };
     const pending = [...starts].sort((x, y) => x.firstSeq - y.firstSeq);
+    // A carried checkpoint: whether its record's seq is among the entries, and the chain hash of the entry it covers.
+    const carriedCovers = carried === undefined || !chain.enabled ? undefined : carriedCoveredSeq(carried);
+    let carriedHeld = false;
+    let coveredHash: string | undefined;
+    const headBefore = chain.head;
+    let keptCheckpointSeq: number | undefined;
     try {
       const firstEntry = entries[0];
       const lastEntry = entries[entries.length - 1];
@@ -637,7 +652,9 @@ export class AuditStore {
           const verified = chain.verify(Buffer.from(entry.bytes.buffer, entry.bytes.byteOffset, entry.bytes.byteLength).toString('utf8'), entry.seq === expected + 1 ? head : undefined);
           head = verified.chainHash === undefined ? head : { hash: verified.chainHash, started: true };
           if (verified.integrity) integrity.push(verified.integrity);
+          if (entry.seq === carriedCovers) coveredHash = verified.chainHash;
         }
+        if (entry.seq === carried?.seq) carriedHeld = true;
         putEvent(batch, entry.eventId, entry.timestamp, entry.seq, entry.bytes);
         // A standby builds the same index keys as the leader, from the same bytes.
         index.put(batch, termsFromJson(entry.bytes), entry.timestamp, entry.seq, newTables);
@@ -652,6 +669,18 @@ export class AuditStore {
       if (last !== undefined && chain.enabled) {
         await addIntegrityPuts(db, batch, integrity, { index, newTables, erasedTables: this.#erasedTables });
         batch.put(CHAIN_HEAD_KEY, JSON.stringify({ seq: last.seq, hash: head.hash }));
+        if (carried !== undefined && !carriedHeld && carried.seq > position.lastSeq && carried.seq < last.seq) {
+          keptCheckpointSeq = await this.#keepCarriedCheckpoint(db, batch, carried, {
+            lastSeq: position.lastSeq,
+            integrity,
+            chainHashAt: async (seq) => {
+              if (seq === carriedCovers && seq > position.lastSeq) return coveredHash;
+              if (seq === position.lastSeq) return headBefore.started ? headBefore.hash : undefined;
+              if (seq > position.lastSeq) return undefined;
+              return (await this.getBySeq(seq))?.chainHash ?? this.#pruned.anchorAt(seq);
+            },
+          });
+        }
       }
       if (gapSeqMax > this.#gapSeqMax) {
         batch.put(localKey(GAP_SEQ_MAX), String(gapSeqMax));
@@ -676,6 +705,7 @@ export class AuditStore {
     }
     for (const run of added) runs.add(run);
     if (chain.enabled) chain.commit(head);
+    if (keptCheckpointSeq !== undefined) this.#prunedCheckpointSeq = keptCheckpointSeq;
     await this.#dropUnusedTableNames(db);
     ledger.commit();
     days.commit();
@@ -683,6 +713,75 @@ export class AuditStore {
     this.#tail.clear();
     setPosition(end);
     return count;
+  }
+
+  /**
+   * Checks a carried checkpoint (verifyCarriedCheckpoint) and adds to `batch` what keeps it as
+   * this log's newest deleted checkpoint: its index entry, its seq in local metadata (the
+   * previous one's index entry goes, as retention does), and the key that signed it when this
+   * log lacks it. Answers its seq, or undefined when it is no newer than a checkpoint this log holds.
+   */
+  async #keepCarriedCheckpoint(
+    db: ExclusiveContext['db'],
+    batch: { put(key: string, value: string): unknown; del(key: string): unknown },
+    carried: CarriedCheckpoint,
+    log: { lastSeq: number; integrity: readonly IntegrityEntry[]; chainHashAt: (seq: number) => Promise<string | undefined> },
+  ): Promise<number | undefined> {
+    const [newestEntry] = await db.iterator({ gte: PREFIX.checkpoint, lt: prefixEnd(PREFIX.checkpoint), reverse: true, limit: 1 }).all();
+    if (newestEntry !== undefined && decodeUint(newestEntry[0].slice(PREFIX.checkpoint.length)) >= carried.seq) return undefined;
+    let newest: SignedCheckpoint | undefined;
+    try {
+      newest = newestEntry === undefined ? undefined : parseSignedCheckpoint(newestEntry[1]);
+    } catch {
+      newest = undefined;
+    }
+    const { registerKey } = await verifyCarriedCheckpoint(carried, {
+      lastSeq: log.lastSeq,
+      newest,
+      chainHashAt: (seq) => log.chainHashAt(seq),
+      keyOf: async (keyId) => {
+        const kept = await db.get(keyKey(keyId));
+        if (kept !== undefined) return JSON.parse(kept) as RegisteredKey;
+        // A registration among the entries applied with it (its record survived the sender's retention).
+        for (const entry of log.integrity) {
+          if (entry.kind !== 'registerKey' || entry.seq >= carried.seq) continue;
+          try {
+            if (parsePublishedKey(entry.details).keyId === keyId) return { seq: entry.seq, key: entry.details };
+          } catch {
+            // not a key
+          }
+        }
+        return undefined;
+      },
+    });
+    batch.put(checkpointKey(carried.seq), carried.checkpoint);
+    if (this.#prunedCheckpointSeq !== undefined && this.#prunedCheckpointSeq < carried.seq) batch.del(checkpointKey(this.#prunedCheckpointSeq));
+    batch.put(PRUNED_CHECKPOINT_KEY, String(carried.seq));
+    if (registerKey !== undefined) batch.put(keyKey(parseSignedCheckpoint(carried.checkpoint).keyId), JSON.stringify(registerKey satisfies RegisteredKey));
+    return carried.seq;
+  }
+
+  /**
+   * What a pull answer carries besides `entries` (read after `afterSeq`): this log's newest
+   * checkpoint whose record retention deleted (its kept index entry, with the registration of
+   * the key that signed it), when its seq lies after `afterSeq` and before the last of
+   * `entries` — the asker gets entries past that record but never the record. See applyReplicated.
+   */
+  async prunedCheckpointSkipped(afterSeq: number, entries: readonly Uint8Array[]): Promise<CarriedCheckpoint | undefined> {
+    this.#openWriter();
+    const seq = this.#prunedCheckpointSeq;
+    const lastEntry = entries[entries.length - 1];
+    if (seq === undefined || seq <= afterSeq || lastEntry === undefined || readReplicatedEntry(lastEntry).seq <= seq) return undefined;
+    const checkpoint = await this.#db.get(checkpointKey(seq));
+    if (checkpoint === undefined) return undefined;
+    let key: RegisteredKey | undefined;
+    try {
+      const kept = await this.#db.get(keyKey(parseSignedCheckpoint(checkpoint).keyId));
+      key = kept === undefined ? undefined : (JSON.parse(kept) as RegisteredKey);
+    } catch {
+      key = undefined;
+    }
+    return { seq, checkpoint, ...(key === undefined ? {} : { key }) };
   }
 
   /**
