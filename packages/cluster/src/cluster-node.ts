@@ -346,7 +346,7 @@ export class ClusterNode {
           throw new Error(`peer ${peer.nodeId} already knows term ${response.term}; not leading term ${term}`);
         }
         if (response.mismatch !== undefined || response.entries.length === 0 || store.position.lastSeq !== position.lastSeq) break;
-        await store.applyReplicated(response.entries, response.termStarts ?? []);
+        await store.applyReplicated(response.entries, response.termStarts ?? [], response.prunedCheckpoint);
       }
     }
   }

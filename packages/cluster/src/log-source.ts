@@ -86,6 +86,10 @@ export class LogSource {
     if (entries.length > 0) {
       const starts = this.#options.store.termStarts(request.after);
       if (starts.length > 0) response.termStarts = starts;
+      // The entries skip a checkpoint record this log's retention deleted: the asker never gets
+      // the record, so it gets the checkpoint (else the chain of checkpoints forks when it leads).
+      const carried = await this.#options.store.prunedCheckpointSkipped(request.after, entries);
+      if (carried !== undefined) response.prunedCheckpoint = carried;
     }
     return response;
   }

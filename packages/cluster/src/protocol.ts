@@ -1,5 +1,5 @@
 import { encodeEvent, validateEvent, type AuditEvent, type EncodedEvent } from '@auditlake/model';
-import type { EventIdConflict, TermStart } from '@auditlake/store';
+import type { CarriedCheckpoint, EventIdConflict, TermStart } from '@auditlake/store';
 
 export type { TermStart };
 
@@ -53,6 +53,14 @@ export interface PullResponse {
    * entries after it to the outbox, and asks again from there. No entries come with it.
    */
   mismatch?: { termStarts: TermStart[] };
+  /**
+   * With entries that skip the record of the answering node's newest checkpoint its retention
+   * deleted (after `after`, before the last entry): that checkpoint as its index keeps it, with
+   * the registration of the key that signed it. The asker keeps it as its own newest deleted
+   * checkpoint (AuditStore.applyReplicated checks it first), so a checkpoint it signs as leader
+   * continues the chain of checkpoints.
+   */
+  prunedCheckpoint?: CarriedCheckpoint;
   meta?: Record<string, unknown>;
   metaHash: string;
 }

@@ -102,7 +102,7 @@ export class ReplicationFollower {
       await store.putMeta(response.meta);
       this.#options.onMetaApplied(response.meta);
     }
-    if (response.entries.length > 0) await store.applyReplicated(response.entries, response.termStarts ?? []);
+    if (response.entries.length > 0) await store.applyReplicated(response.entries, response.termStarts ?? [], response.prunedCheckpoint);
   }
 
   /** Cuts this log where it stops agreeing with the leader's; what follows goes to the outbox. */
