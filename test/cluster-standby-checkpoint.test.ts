@@ -6,7 +6,8 @@
 // checkpoint record included. The standby comes back and catches up across that gap (the entry
 // after it comes to it, the deleted ones cannot), the leader is killed with SIGKILL, and the
 // standby leads and signs a checkpoint: it must follow the checkpoint the standby never received,
-// so `auditlake verify --path` (offline, the real command) passes on the tier.
+// so `auditlake verify --path` (offline, the real command) passes on the tier, and
+// `auditlake verify --url` (online) on the new leader's own log.
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -61,7 +62,7 @@ function events(prefix: string, n: number): unknown[] {
 }
 
 describe('the chain of checkpoints after a standby caught up across a range its leader pruned (2 real nodes, real redis-server and S3 endpoint)', () => {
-  it('the standby, once leader, continues from the checkpoint it never received, and the tier verifies offline', async () => {
+  it('the standby, once leader, continues from the checkpoint it never received; the tier verifies offline, its log online', async () => {
     const directory = await mkdtemp(join(tmpdir(), 'auditlake-cluster-s3-'));
     const s3 = await startS3Endpoint({ directory, host: '127.0.0.1', port: 0, buckets: ['ext'], credentials: CREDENTIALS });
     onTestFinished(async () => {
@@ -145,6 +146,18 @@ describe('the chain of checkpoints after a standby caught up across a range its 
     }
     expect(verdict.out, verdict.err).toMatch(/^verified (\d+) records, seq 1\.\.\1, 3 checkpoints\n$/);
     expect(verdict.code).toBe(0);
+    // Online, the new leader's own log verifies too: the range it never received is declared
+    // deleted by retention (as the first leader declared it), with the checkpoint in it.
+    let online: { code: number; out: string; err: string };
+    try {
+      const { stdout, stderr } = await run(process.execPath, [auditlakeBin(), 'verify', '--url', survivor, '--token', ADMIN, '--threads', '0'], { timeout: 120_000 });
+      online = { code: 0, out: stdout, err: stderr };
+    } catch (err) {
+      const failed = err as { code?: number; stdout?: string; stderr?: string };
+      online = { code: failed.code ?? -1, out: failed.stdout ?? '', err: failed.stderr ?? '' };
+    }
+    expect(online.out, online.err).toMatch(/^verified \d+ records, .*\d+ records removed by retention\n$/);
+    expect(online.code).toBe(0);
     // The new leader's checkpoint follows the one its log never held.
     expect(third.chainId).toBe(first.chainId);
     expect(third.previousCheckpointHash).toBe(checkpointHash(second));

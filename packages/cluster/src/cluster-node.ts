@@ -7,7 +7,7 @@ import { LeaderElector, type ClusterLog, type LeaderView, type NodeRole } from '
 import { LogSource } from './log-source.js';
 import { MetaHash } from './meta-hash.js';
 import { OutboxForwarder } from './outbox-forwarder.js';
-import { markTimeAssigned, newIdsOf, parseForwardedEvent, type ForwardRequest, type ForwardResponse, type PeerTransport, type PullRequest, type PullResponse } from './protocol.js';
+import { markTimeAssigned, newIdsOf, parseForwardedEvent, skippedOf, type ForwardRequest, type ForwardResponse, type PeerTransport, type PullRequest, type PullResponse } from './protocol.js';
 import { ReplicationFollower } from './replication-follower.js';
 import { ReplicationTracker, type StandbyProgress } from './replication-tracker.js';
 
@@ -346,7 +346,7 @@ export class ClusterNode {
           throw new Error(`peer ${peer.nodeId} already knows term ${response.term}; not leading term ${term}`);
         }
         if (response.mismatch !== undefined || response.entries.length === 0 || store.position.lastSeq !== position.lastSeq) break;
-        await store.applyReplicated(response.entries, response.termStarts ?? [], response.prunedCheckpoint);
+        await store.applyReplicated(response.entries, response.termStarts ?? [], skippedOf(response));
       }
     }
   }

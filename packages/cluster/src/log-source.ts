@@ -88,8 +88,10 @@ export class LogSource {
       if (starts.length > 0) response.termStarts = starts;
       // The entries skip a checkpoint record this log's retention deleted: the asker never gets
       // the record, so it gets the checkpoint (else the chain of checkpoints forks when it leads).
-      const carried = await this.#options.store.prunedCheckpointSkipped(request.after, entries);
-      if (carried !== undefined) response.prunedCheckpoint = carried;
+      // Likewise the ranges it deleted, so the asker's log verifies across them.
+      const skipped = await this.#options.store.skippedByRetention(request.after, entries);
+      if (skipped.checkpoint !== undefined) response.prunedCheckpoint = skipped.checkpoint;
+      if (skipped.ranges !== undefined) response.prunedRanges = [...skipped.ranges];
     }
     return response;
   }

@@ -1,5 +1,5 @@
 import { encodeEvent, validateEvent, type AuditEvent, type EncodedEvent } from '@auditlake/model';
-import type { CarriedCheckpoint, EventIdConflict, TermStart } from '@auditlake/store';
+import type { CarriedCheckpoint, EventIdConflict, PrunedRange, SkippedByRetention, TermStart } from '@auditlake/store';
 
 export type { TermStart };
 
@@ -61,8 +61,20 @@ export interface PullResponse {
    * continues the chain of checkpoints.
    */
   prunedCheckpoint?: CarriedCheckpoint;
+  /**
+   * With entries that skip seqs the answering node's retention deleted: those ranges (after
+   * `after`, before the last entry), each with the chain hash at its end. The asker records them
+   * as deleted by retention (so its log verifies across them) and checks the entry after each
+   * against that hash (AuditStore.applyReplicated).
+   */
+  prunedRanges?: PrunedRange[];
   meta?: Record<string, unknown>;
   metaHash: string;
+}
+
+/** What a pull answer says its entries skip (AuditStore.applyReplicated keeps it with them). */
+export function skippedOf(response: PullResponse): SkippedByRetention {
+  return { ...(response.prunedRanges === undefined ? {} : { ranges: response.prunedRanges }), ...(response.prunedCheckpoint === undefined ? {} : { checkpoint: response.prunedCheckpoint }) };
 }
 
 /** A follower handing events from its outbox to the leader. */

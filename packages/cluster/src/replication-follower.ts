@@ -3,7 +3,7 @@ import type { Clock } from './clock.js';
 import type { ClusterLog, LeaderElector } from './leader-elector.js';
 import type { MetaHash } from './meta-hash.js';
 import { commonPrefix } from './log-matching.js';
-import type { PeerTransport, PullResponse, TermStart } from './protocol.js';
+import { skippedOf, type PeerTransport, type PullResponse, type TermStart } from './protocol.js';
 import { sleep } from './sleep.js';
 
 export interface ReplicationFollowerOptions {
@@ -102,7 +102,7 @@ export class ReplicationFollower {
       await store.putMeta(response.meta);
       this.#options.onMetaApplied(response.meta);
     }
-    if (response.entries.length > 0) await store.applyReplicated(response.entries, response.termStarts ?? [], response.prunedCheckpoint);
+    if (response.entries.length > 0) await store.applyReplicated(response.entries, response.termStarts ?? [], skippedOf(response));
   }
 
   /** Cuts this log where it stops agreeing with the leader's; what follows goes to the outbox. */

@@ -45,6 +45,14 @@ import { SourceLedger, type SourceLedgerEntry, type SourceLedgerPage, type Sourc
 import { integrityKindOf, parsePublishedKey, parseSignedCheckpoint, type SignedCheckpoint } from '@auditlake/integrity';
 import { carriedCoveredSeq, verifyCarriedCheckpoint, type CarriedCheckpoint } from './carried-checkpoint.js';
 
+/** What a sender's retention deleted where replicated entries skip seqs (AuditStore.skippedByRetention). */
+export interface SkippedByRetention {
+  /** Its ranges deleted by retention, with the chain hash at each one's end. */
+  ranges?: readonly PrunedRange[];
+  /** Its newest checkpoint whose record retention deleted. */
+  checkpoint?: CarriedCheckpoint;
+}
+
 /**
  * LevelDB's memtable size. Each event writes three keys in different key ranges, so every
  * flushed file spans the whole key space and each flush soon means a compaction that rewrites
@@ -545,15 +553,20 @@ export class AuditStore {
    * re-delivered batch is harmless; seqs out of order are refused (nothing is written), gaps
    * the sender pruned are not.
    *
-   * `carried`: the sender's newest checkpoint whose record its retention deleted, when the
-   * entries skip that record (prunedCheckpointSkipped). Kept, in the same write, as this log's
-   * newest deleted checkpoint (as retention keeps one), so the next checkpoint signed here
-   * continues the chain; checked first (verifyCarriedCheckpoint: AUDIT_INTEGRITY_MISMATCH, nothing
-   * stored). Ignored unless its seq lies in a gap of these entries and after every checkpoint
-   * this log holds.
+   * What the sender's retention deleted where the entries skip seqs (SkippedByRetention,
+   * from skippedByRetention), kept in the same write:
+   * - `ranges`: its deleted ranges, with the chain hash at each one's end. One that fills a gap
+   *   of the entries up to the entry after it (which must then link to that hash: the chain is
+   *   checked across the gap, AUDIT_INTEGRITY_MISMATCH otherwise) is added to this log's ranges
+   *   deleted by retention, so a verifier tells those seqs from missing ones; any other is ignored.
+   * - `checkpoint`: its newest checkpoint whose record its retention deleted, when the entries
+   *   skip that record. Kept as this log's newest deleted checkpoint (as retention keeps one), so
+   *   the next checkpoint signed here continues the chain; checked first
+   *   (verifyCarriedCheckpoint: AUDIT_INTEGRITY_MISMATCH, nothing stored). Ignored unless its
+   *   seq lies in a gap of these entries and after every checkpoint this log holds.
    */
-  async applyReplicated(entries: readonly Uint8Array[], starts: readonly TermStart[] = [], carried?: CarriedCheckpoint): Promise<number> {
-    const applied = await this.#openWriter().exclusive((context) => this.#applyWithin(context, entries, starts, true, carried));
+  async applyReplicated(entries: readonly Uint8Array[], starts: readonly TermStart[] = [], skipped: SkippedByRetention = {}): Promise<number> {
+    const applied = await this.#openWriter().exclusive((context) => this.#applyWithin(context, entries, starts, true, skipped));
     if (applied > 0) this.#logGrew();
     return applied;
   }
@@ -586,7 +599,7 @@ export class AuditStore {
   }
 
   /** applyReplicated's write, within an exclusive operation. */
-  async #applyWithin({ db, position, setPosition, runs }: ExclusiveContext, entries: readonly Uint8Array[], starts: readonly TermStart[], received = true, carried?: CarriedCheckpoint): Promise<number> {
+  async #applyWithin({ db, position, setPosition, runs }: ExclusiveContext, entries: readonly Uint8Array[], starts: readonly TermStart[], received = true, skipped: SkippedByRetention = {}): Promise<number> {
     const index = this.#openIndex();
     const chain = this.#chain as RecordChain;
     const batch = db.batch();
@@ -607,12 +620,20 @@ export class AuditStore {
       batch.put(termRunKey(firstSeq), termRunValue(current));
     };
     const pending = [...starts].sort((x, y) => x.firstSeq - y.firstSeq);
+    const carried = skipped.checkpoint;
+    // The sender's deleted ranges, by the seq of the entry right after each (which must link to its end).
+    const rangeBefore = new Map<number, PrunedRange>();
+    for (const range of skipped.ranges ?? []) {
+      if (Number.isSafeInteger(range.fromSeq) && Number.isSafeInteger(range.toSeq) && range.fromSeq > position.lastSeq && range.fromSeq <= range.toSeq) rangeBefore.set(range.toSeq + 1, range);
+    }
+    const rangesKept: PrunedRange[] = [];
     // A carried checkpoint: whether its record's seq is among the entries, and the chain hash of the entry it covers.
     const carriedCovers = carried === undefined || !chain.enabled ? undefined : carriedCoveredSeq(carried);
     let carriedHeld = false;
     let coveredHash: string | undefined;
     const headBefore = chain.head;
     let keptCheckpointSeq: number | undefined;
+    let prunedAfter: PrunedRanges | undefined;
     try {
       const firstEntry = entries[0];
       const lastEntry = entries[entries.length - 1];
@@ -636,7 +657,14 @@ export class AuditStore {
         // Seqs may skip numbers the leader has pruned, but never go backwards.
         const expected = last?.seq ?? position.lastSeq;
         if (entry.seq <= expected) throw new TypeError(`replicated entries out of order: seq ${entry.seq} after ${expected}`);
-        if (entry.seq > expected + 1) gapSeqMax = entry.seq - 1;
+        let range: PrunedRange | undefined;
+        if (entry.seq > expected + 1) {
+          gapSeqMax = entry.seq - 1;
+          range = rangeBefore.get(entry.seq);
+          // Only a range within this gap, reaching up to this entry.
+          if (range !== undefined && range.fromSeq > expected) rangesKept.push(range);
+          else range = undefined;
+        }
         while (pending.length > 0 && (pending[0] as TermStart).firstSeq <= entry.seq) {
           const start = pending.shift() as TermStart;
           if (start.firstSeq > expected) startRun(start.firstSeq, start.term);
@@ -648,8 +676,10 @@ export class AuditStore {
         days.countJson(entryBuffer, entry.timestamp, 'received');
         if (chain.enabled) {
           // Refuses (AUDIT_INTEGRITY_MISMATCH) an entry that does not continue this log's
-          // chain; after a gap (entries the leader pruned) only its own hashes are checked.
-          const verified = chain.verify(Buffer.from(entry.bytes.buffer, entry.bytes.byteOffset, entry.bytes.byteLength).toString('utf8'), entry.seq === expected + 1 ? head : undefined);
+          // chain. After a gap (entries the leader pruned) it must continue the chain hash the
+          // sender kept for the gap's end, when it sent that; else only its own hashes are checked.
+          const previous = entry.seq === expected + 1 ? head : range?.chainHash === undefined ? undefined : { hash: range.chainHash, started: true };
+          const verified = chain.verify(Buffer.from(entry.bytes.buffer, entry.bytes.byteOffset, entry.bytes.byteLength).toString('utf8'), previous);
           head = verified.chainHash === undefined ? head : { hash: verified.chainHash, started: true };
           if (verified.integrity) integrity.push(verified.integrity);
           if (entry.seq === carriedCovers) coveredHash = verified.chainHash;
@@ -674,13 +704,18 @@ export class AuditStore {
             lastSeq: position.lastSeq,
             integrity,
             chainHashAt: async (seq) => {
-              if (seq === carriedCovers && seq > position.lastSeq) return coveredHash;
+              if (seq === carriedCovers && seq > position.lastSeq) return coveredHash ?? rangesKept.find((kept) => kept.toSeq === seq)?.chainHash;
               if (seq === position.lastSeq) return headBefore.started ? headBefore.hash : undefined;
               if (seq > position.lastSeq) return undefined;
               return (await this.getBySeq(seq))?.chainHash ?? this.#pruned.anchorAt(seq);
             },
           });
         }
+      }
+      if (rangesKept.length > 0) {
+        prunedAfter = new PrunedRanges(this.#pruned.all);
+        for (const kept of rangesKept) prunedAfter.addAfter(kept);
+        batch.put(PRUNED_RANGES_KEY, JSON.stringify(prunedAfter.all));
       }
       if (gapSeqMax > this.#gapSeqMax) {
         batch.put(localKey(GAP_SEQ_MAX), String(gapSeqMax));
@@ -706,6 +741,7 @@ export class AuditStore {
     for (const run of added) runs.add(run);
     if (chain.enabled) chain.commit(head);
     if (keptCheckpointSeq !== undefined) this.#prunedCheckpointSeq = keptCheckpointSeq;
+    if (prunedAfter !== undefined) this.#pruned = prunedAfter;
     await this.#dropUnusedTableNames(db);
     ledger.commit();
     days.commit();
@@ -762,16 +798,27 @@ export class AuditStore {
   }
 
   /**
-   * What a pull answer carries besides `entries` (read after `afterSeq`): this log's newest
-   * checkpoint whose record retention deleted (its kept index entry, with the registration of
-   * the key that signed it), when its seq lies after `afterSeq` and before the last of
-   * `entries` — the asker gets entries past that record but never the record. See applyReplicated.
+   * What a pull answer carries besides `entries` (read after `afterSeq`) about the seqs they
+   * skip because retention deleted them here (see applyReplicated): the ranges retention deleted
+   * that end after `afterSeq` and before the last of `entries` (cut to start after `afterSeq`),
+   * with the chain hash at each one's end; and this log's newest checkpoint whose record
+   * retention deleted (its kept index entry, with the registration of the key that signed it),
+   * when that record's seq lies in between — the asker gets entries past it but never the record.
    */
-  async prunedCheckpointSkipped(afterSeq: number, entries: readonly Uint8Array[]): Promise<CarriedCheckpoint | undefined> {
+  async skippedByRetention(afterSeq: number, entries: readonly Uint8Array[]): Promise<SkippedByRetention> {
     this.#openWriter();
-    const seq = this.#prunedCheckpointSeq;
     const lastEntry = entries[entries.length - 1];
-    if (seq === undefined || seq <= afterSeq || lastEntry === undefined || readReplicatedEntry(lastEntry).seq <= seq) return undefined;
+    // Every seq above the highest ever deleted or skipped is in the log: nothing was skipped.
+    if (lastEntry === undefined || afterSeq >= this.#gapSeqMax) return {};
+    const lastSeq = readReplicatedEntry(lastEntry).seq;
+    const ranges = this.#pruned.all.filter((range) => range.toSeq > afterSeq && range.toSeq < lastSeq).map((range) => ({ ...range, fromSeq: Math.max(range.fromSeq, afterSeq + 1) }));
+    const checkpoint = await this.#prunedCheckpointBetween(afterSeq, lastSeq);
+    return { ...(ranges.length > 0 ? { ranges } : {}), ...(checkpoint === undefined ? {} : { checkpoint }) };
+  }
+
+  async #prunedCheckpointBetween(afterSeq: number, lastSeq: number): Promise<CarriedCheckpoint | undefined> {
+    const seq = this.#prunedCheckpointSeq;
+    if (seq === undefined || seq <= afterSeq || lastSeq <= seq) return undefined;
     const checkpoint = await this.#db.get(checkpointKey(seq));
     if (checkpoint === undefined) return undefined;
     let key: RegisteredKey | undefined;
@@ -905,6 +952,13 @@ export class AuditStore {
     const prunedCheckpointCut = this.#prunedCheckpointSeq !== undefined && this.#prunedCheckpointSeq >= seq;
     if (prunedCheckpointCut) ops.push({ type: 'del', key: PRUNED_CHECKPOINT_KEY });
     for (const key of await db.keys({ gte: erasureKey(seq), lt: prefixEnd(PREFIX.erasure) }).all()) ops.push({ type: 'del', key });
+    // Ranges deleted by retention from the cut on (a sender's, kept with entries it replicated) are no longer this log's.
+    let prunedCut: PrunedRanges | undefined;
+    if (this.#pruned.all.some((range) => range.toSeq >= seq)) {
+      prunedCut = new PrunedRanges(this.#pruned.all);
+      prunedCut.cutFrom(seq);
+      ops.push({ type: 'put', key: PRUNED_RANGES_KEY, value: JSON.stringify(prunedCut.all) });
+    }
     for (const [key, value] of await db.iterator({ gte: PREFIX.key, lt: prefixEnd(PREFIX.key) }).all()) {
       if ((JSON.parse(value) as RegisteredKey).seq >= seq) ops.push({ type: 'del', key });
     }
@@ -925,6 +979,7 @@ export class AuditStore {
     this.#deleteVersion++;
     this.#cuts++;
     if (prunedCheckpointCut) this.#prunedCheckpointSeq = undefined;
+    if (prunedCut !== undefined) this.#pruned = prunedCut;
     runs.cutAfter(seq - 1);
     this.#tail.clear();
     chain.commit(head);
@@ -1149,7 +1204,7 @@ export class AuditStore {
       let gapSeqMax = this.#gapSeqMax;
       let deleted = 0;
       const touchedBlocks = new Set<number>();
-      const pruned = new PrunedRanges(this.#pruned.all);
+      const prunedSeqs: Array<{ seq: number; chainHash: string | undefined }> = [];
       const days = this.#days.begin();
       const checkpointSeqs: number[] = [];
       for (const [key, value] of entries) {
@@ -1164,20 +1219,23 @@ export class AuditStore {
         const kind = integrityKindOf(event.source, event.action);
         if (kind === 'checkpoint') checkpointSeqs.push(event.seq);
         else if (kind === 'erase') batch.del(erasureKey(event.seq));
-        pruned.add(event.seq, event.chainHash);
+        prunedSeqs.push({ seq: event.seq, chainHash: event.chainHash });
         gapSeqMax = Math.max(gapSeqMax, event.seq);
         deleted++;
       }
       // With the deletes, so a crash keeps both or neither.
       if (gapSeqMax > this.#gapSeqMax) batch.put(localKey(GAP_SEQ_MAX), String(gapSeqMax));
       if (deleted > 0) {
-        batch.put(PRUNED_RANGES_KEY, JSON.stringify(pruned.all));
         // In the writer's queue, so an erasure never rewrites an entry this batch deletes
         // after it was read here (the rewrite would bring it back without its other keys),
         // and the counts are added to rows no other batch changes meanwhile.
         await this.#openWriter().exclusive(async () => {
           // The newest checkpoint deleted so far keeps its index entry; the others' go. Decided
           // here, in the writer's queue, where no cut of the log can come in between.
+          // The ranges too: an applied batch may have added ranges the sender deleted meanwhile.
+          const pruned = new PrunedRanges(this.#pruned.all);
+          for (const { seq, chainHash } of prunedSeqs) pruned.add(seq, chainHash);
+          batch.put(PRUNED_RANGES_KEY, JSON.stringify(pruned.all));
           let prunedCheckpointSeq = this.#prunedCheckpointSeq;
           for (const seq of checkpointSeqs) {
             if (prunedCheckpointSeq === undefined || seq > prunedCheckpointSeq) {
@@ -1191,10 +1249,10 @@ export class AuditStore {
           await batch.write({ sync: false });
           days.commit();
           this.#prunedCheckpointSeq = prunedCheckpointSeq;
+          this.#pruned = pruned;
         });
         this.#deleteVersion++;
         this.#gapSeqMax = gapSeqMax;
-        this.#pruned = pruned;
         // Queued behind the writer, not awaited: dropping a sketch only saves reads later, and
         // a prune must not wait for the appends ahead of it (it runs beside ingest).
         void this.#dropEmptySketches(touchedBlocks).catch(() => undefined);

@@ -7,6 +7,7 @@ export * as eventKeys from './event-keys.js';
 export { INDEX_FIELD, indexPrefixes, type IndexField, type IndexTerms } from './index-keys.js';
 export type { RegisteredKey } from './integrity-index.js';
 export type { CarriedCheckpoint } from './carried-checkpoint.js';
+export type { SkippedByRetention } from './audit-store.js';
 export type { PrunedRange } from './pruned-ranges.js';
 export type { ChainHead } from './record-chain.js';
 export { dayOf, DAY_LEDGER_SOURCES_MAX, OTHER_SOURCES, type DayLedgerFilter, type DayLedgerPage, type DayLedgerRow } from './day-ledger.js';

@@ -60,6 +60,26 @@ export class PrunedRanges {
     }
   }
 
+  /**
+   * Adds a whole range after every range held (seqs another node's retention deleted, which a
+   * replicated batch skipped), joined to the last one when it follows it without a hole. One
+   * that does not come after every range held is not added (false).
+   */
+  addAfter(range: PrunedRange): boolean {
+    const last = this.#ranges.at(-1);
+    if (range.fromSeq > range.toSeq || (last !== undefined && range.fromSeq <= last.toSeq)) return false;
+    if (last !== undefined && last.toSeq === range.fromSeq - 1) {
+      last.toSeq = range.toSeq;
+      setAnchor(last, range.chainHash);
+      return true;
+    }
+    const added: PrunedRange = { fromSeq: range.fromSeq, toSeq: range.toSeq };
+    setAnchor(added, range.chainHash);
+    this.#ranges.push(added);
+    if (this.#ranges.length > PRUNED_RANGES_MAX) this.#joinClosest();
+    return true;
+  }
+
   /** Forgets ranges from `seq` on (the log was cut there). */
   cutFrom(seq: number): void {
     this.#ranges = this.#ranges.filter((range) => range.fromSeq < seq);

@@ -20,6 +20,7 @@ import type { AuditEvent } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
 import type { AuditStore } from '../src/audit-store.js';
 import type { CarriedCheckpoint } from '../src/carried-checkpoint.js';
+import type { PrunedRange } from '../src/pruned-ranges.js';
 import { useTempStores } from './temp-stores.js';
 
 const stores = useTempStores('carried-checkpoint-');
@@ -84,20 +85,24 @@ async function leaderAndStandby() {
   return { leader, standby, first, second, c1, c2, history };
 }
 
-/** What a pull after the standby's end answers: the entries, and the checkpoint they skip. */
-async function pullFrom(leader: AuditStore, standby: AuditStore): Promise<{ entries: Uint8Array[]; carried: CarriedCheckpoint | undefined }> {
+/** What a pull after the standby's end answers: the entries, and the deleted ranges and checkpoint they skip. */
+async function pullFrom(leader: AuditStore, standby: AuditStore): Promise<{ entries: Uint8Array[]; carried: CarriedCheckpoint | undefined; ranges: readonly PrunedRange[] | undefined }> {
   const after = standby.position.lastSeq;
   const entries = await leader.readEncodedBySeq(after, 100);
-  return { entries, carried: await leader.prunedCheckpointSkipped(after, entries) };
+  const skipped = await leader.skippedByRetention(after, entries);
+  return { entries, carried: skipped.checkpoint, ranges: skipped.ranges };
 }
 
 describe('a checkpoint carried with replicated entries that skip its deleted record', () => {
   it('is kept by the standby, with the key that signed it, and its next checkpoint as leader continues the chain', async () => {
     const { leader, standby, second, c1, c2, history } = await leaderAndStandby();
     expect(parseSignedCheckpoint((await standby.checkpoints(1))[0]!.checkpoint)).toEqual(c1);
-    const { entries, carried } = await pullFrom(leader, standby);
+    const { entries, carried, ranges } = await pullFrom(leader, standby);
     expect(carried).toEqual({ seq: 8, checkpoint: encodeSignedCheckpoint(c2), key: { seq: 6, key: expect.any(String) as string } });
-    expect(await standby.applyReplicated(entries, leader.termStarts(standby.position.lastSeq), carried)).toBe(1);
+    // The leader deleted 1..8; the standby holds 1..4, so it is told of 5..8 and the chain hash at 8.
+    expect(ranges).toEqual([{ fromSeq: 5, toSeq: 8, chainHash: history[7]!.chainHash }]);
+    expect(await standby.applyReplicated(entries, leader.termStarts(standby.position.lastSeq), { checkpoint: carried!, ranges: ranges! })).toBe(1);
+    expect(standby.prunedRanges).toEqual([{ fromSeq: 5, toSeq: 8, chainHash: history[7]!.chainHash }]);
     expect((await standby.checkpoints()).map((c) => c.seq)).toEqual([4, 8]);
     expect((await standby.registeredKeys()).get(second.keyId)?.seq).toBe(6);
 
@@ -112,12 +117,24 @@ describe('a checkpoint carried with replicated entries that skip its deleted rec
     for (const record of [...history, ...(await standby.readBySeq(9, 100))]) verifier.add(record);
     const report = verifier.finish();
     expect(report.message).toBe('verified 11 records, seq 1..11, 3 checkpoints');
+
+    // The standby's own log verifies as it is (what `auditlake verify --url` reads): its records, the
+    // ranges deleted by retention, the checkpoints and keys it lists.
+    const standbyLog = new ChainVerifier({
+      startSeq: 1,
+      pruned: standby.prunedRanges,
+      shownKeys: [...(await standby.registeredKeys()).values()].map((k) => ({ text: k.key, where: 'standby' })),
+      checkpoints: (await standby.checkpoints()).map((c) => ({ recordSeq: c.seq, checkpoint: parseSignedCheckpoint(c.checkpoint), where: 'standby' })),
+      head: { seq: standby.chainHead.seq, chainHash: standby.chainHead.chainHash, where: 'standby' },
+    });
+    for (const record of await standby.readBySeq(0, 100)) standbyLog.add(record);
+    expect(standbyLog.finish().message).toMatch(/^verified 7 records, seq 1\.\.11, 3 checkpoints/);
   });
 
   it('stays the standby’s newest deleted checkpoint across its own retention and a restart', async () => {
     const { leader, standby, c2 } = await leaderAndStandby();
     const { entries, carried } = await pullFrom(leader, standby);
-    await standby.applyReplicated(entries, leader.termStarts(standby.position.lastSeq), carried);
+    await standby.applyReplicated(entries, leader.termStarts(standby.position.lastSeq), { checkpoint: carried! });
     // The standby's retention deletes its own checkpoint record (seq 4): that index entry goes, the carried one stays.
     await standby.pruneBefore(100, 100, async () => true);
     expect((await standby.checkpoints()).map((c) => c.seq)).toEqual([8]);
@@ -145,14 +162,14 @@ describe('a checkpoint carried with replicated entries that skip its deleted rec
       ['shown with its key registered before the standby’s end', { ...genuine, checkpoint: resign({ keyId: attacker.keyId }, attacker), key: { seq: 3, key: JSON.stringify(publishKey(attacker, 'x')) } }, /not after this log's end/],
     ];
     for (const [what, forged, message] of forgeries) {
-      await expect(standby.applyReplicated(entries, leader.termStarts(standby.position.lastSeq), forged), what).rejects.toMatchObject({ code: 'AUDIT_INTEGRITY_MISMATCH', message });
+      await expect(standby.applyReplicated(entries, leader.termStarts(standby.position.lastSeq), { checkpoint: forged }), what).rejects.toMatchObject({ code: 'AUDIT_INTEGRITY_MISMATCH', message });
       expect(standby.position.lastSeq, what).toBe(4);
     }
     expect((await standby.checkpoints()).map((c) => c.seq)).toEqual([4]);
     expect((await standby.registeredKeys()).has(second.keyId)).toBe(false);
     expect((await standby.registeredKeys()).has(attacker.keyId)).toBe(false);
     // The genuine one is still taken.
-    await standby.applyReplicated(entries, leader.termStarts(standby.position.lastSeq), genuine);
+    await standby.applyReplicated(entries, leader.termStarts(standby.position.lastSeq), { checkpoint: genuine });
     expect((await standby.checkpoints()).map((c) => c.seq)).toEqual([4, 8]);
   });
 
@@ -164,11 +181,41 @@ describe('a checkpoint carried with replicated entries that skip its deleted rec
     for (const seq of [9, 10, 4, 2]) {
       const { store: other } = await stores.open();
       await other.applyReplicated(await standby.readEncodedBySeq(0, 100), standby.termStarts());
-      await other.applyReplicated(entries, leader.termStarts(4), { ...genuine, seq });
+      await other.applyReplicated(entries, leader.termStarts(4), { checkpoint: { ...genuine, seq } });
       expect((await other.checkpoints()).map((c) => parseSignedCheckpoint(c.checkpoint)), String(seq)).toEqual([c1]);
     }
     // The leader carries nothing when the entries hold its newest deleted checkpoint's seq or stop before it.
-    expect(await leader.prunedCheckpointSkipped(8, entries)).toBeUndefined();
-    expect(await leader.prunedCheckpointSkipped(4, [])).toBeUndefined();
+    expect(await leader.skippedByRetention(8, entries)).toEqual({});
+    expect(await leader.skippedByRetention(4, [])).toEqual({});
+  });
+
+  it('ranges deleted by retention: kept when they fill a gap up to the next entry, which must link to their chain hash', async () => {
+    const { leader, standby, history } = await leaderAndStandby();
+    const { entries, ranges } = await pullFrom(leader, standby);
+    const genuine = ranges![0]!;
+    await expect(standby.applyReplicated(entries, leader.termStarts(4), { ranges: [{ ...genuine, chainHash: history[6]!.chainHash! }] })).rejects.toMatchObject({
+      code: 'AUDIT_INTEGRITY_MISMATCH',
+      message: /seq 9: its chain_hash does not follow/,
+    });
+    expect(standby.position.lastSeq).toBe(4);
+    expect(standby.prunedRanges).toEqual([]);
+    // Not reaching the next entry, or starting at or before the standby's end: ignored.
+    for (const range of [{ ...genuine, toSeq: 7 }, { ...genuine, fromSeq: 4 }]) {
+      const { store: other } = await stores.open();
+      await other.applyReplicated(await standby.readEncodedBySeq(0, 100), standby.termStarts());
+      await other.applyReplicated(entries, leader.termStarts(4), { ranges: [range] });
+      expect(other.prunedRanges, JSON.stringify(range)).toEqual([]);
+    }
+    // Joined to the standby's own range when it follows it, kept across a restart, and cut with the log.
+    await standby.pruneBefore(100, 100, async () => true);
+    expect(standby.prunedRanges).toEqual([{ fromSeq: 1, toSeq: 4, chainHash: history[3]!.chainHash }]);
+    await standby.applyReplicated(entries, leader.termStarts(4), { ranges: [genuine] });
+    expect(standby.prunedRanges).toEqual([{ fromSeq: 1, toSeq: 8, chainHash: history[7]!.chainHash }]);
+    const location = standby.location;
+    await stores.close(standby);
+    const { store: reopened } = await stores.open(location);
+    expect(reopened.prunedRanges).toEqual([{ fromSeq: 1, toSeq: 8, chainHash: history[7]!.chainHash }]);
+    await reopened.divertSuffixToOutbox(6);
+    expect(reopened.prunedRanges).toEqual([{ fromSeq: 1, toSeq: 5 }]);
   });
 });
