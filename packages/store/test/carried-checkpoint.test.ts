@@ -218,4 +218,15 @@ describe('a checkpoint carried with replicated entries that skip its deleted rec
     await reopened.divertSuffixToOutbox(6);
     expect(reopened.prunedRanges).toEqual([{ fromSeq: 1, toSeq: 5 }]);
   });
+
+  it('ranges deleted by retention: a prune running beside the apply keeps the ranges the apply added', async () => {
+    const { leader, standby, history } = await leaderAndStandby();
+    const { entries, ranges } = await pullFrom(leader, standby);
+    // Both start at once: the prune reads the records it deletes while the apply writes.
+    await Promise.all([standby.pruneBefore(100, 100, async () => true), standby.applyReplicated(entries, leader.termStarts(4), { ranges: ranges! })]);
+    expect(standby.prunedRanges).toEqual([{ fromSeq: 1, toSeq: 8, chainHash: history[7]!.chainHash }]);
+    const location = standby.location;
+    await stores.close(standby);
+    expect((await stores.open(location)).store.prunedRanges).toEqual([{ fromSeq: 1, toSeq: 8, chainHash: history[7]!.chainHash }]);
+  });
 });
