@@ -172,6 +172,11 @@ export interface AuditStoreOptions {
   chain?: boolean;
   /** LevelDB's block cache in bytes (default BLOCK_CACHE_BYTES). */
   cacheBytes?: number;
+  /**
+   * Runs after a retention batch has read what it deletes and before it waits for the writer:
+   * a seam for tests to put another write (a replicated apply) exactly there. Unset in a node.
+   */
+  beforePruneWrite?: () => Promise<void>;
 }
 
 /** What a truncation moved to the outbox: how many entries, and how many of each term. */
@@ -1223,13 +1228,17 @@ export class AuditStore {
         gapSeqMax = Math.max(gapSeqMax, event.seq);
         deleted++;
       }
-      // With the deletes, so a crash keeps both or neither.
-      if (gapSeqMax > this.#gapSeqMax) batch.put(localKey(GAP_SEQ_MAX), String(gapSeqMax));
       if (deleted > 0) {
+        await this.#options.beforePruneWrite?.();
         // In the writer's queue, so an erasure never rewrites an entry this batch deletes
         // after it was read here (the rewrite would bring it back without its other keys),
         // and the counts are added to rows no other batch changes meanwhile.
         await this.#openWriter().exclusive(async () => {
+          // The highest seq deleted or skipped, with the deletes (a crash keeps both or
+          // neither), taken here: an apply between the read above and now may have raised it
+          // past this batch's seqs, and lowering it would make the log above it look contiguous.
+          gapSeqMax = Math.max(gapSeqMax, this.#gapSeqMax);
+          if (gapSeqMax > this.#gapSeqMax) batch.put(localKey(GAP_SEQ_MAX), String(gapSeqMax));
           // The newest checkpoint deleted so far keeps its index entry; the others' go. Decided
           // here, in the writer's queue, where no cut of the log can come in between.
           // The ranges too: an applied batch may have added ranges the sender deleted meanwhile.
@@ -1250,9 +1259,9 @@ export class AuditStore {
           days.commit();
           this.#prunedCheckpointSeq = prunedCheckpointSeq;
           this.#pruned = pruned;
+          this.#gapSeqMax = gapSeqMax;
         });
         this.#deleteVersion++;
-        this.#gapSeqMax = gapSeqMax;
         // Queued behind the writer, not awaited: dropping a sketch only saves reads later, and
         // a prune must not wait for the appends ahead of it (it runs beside ingest).
         void this.#dropEmptySketches(touchedBlocks).catch(() => undefined);

@@ -18,7 +18,7 @@ import {
 } from '@auditlake/integrity';
 import type { AuditEvent } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
-import type { AuditStore } from '../src/audit-store.js';
+import type { AuditStore, AuditStoreOptions } from '../src/audit-store.js';
 import type { CarriedCheckpoint } from '../src/carried-checkpoint.js';
 import type { PrunedRange } from '../src/pruned-ranges.js';
 import { useTempStores } from './temp-stores.js';
@@ -63,9 +63,9 @@ async function checkpoint(store: AuditStore, key: NodeKey, nodeId: string, term:
 }
 
 /** A leader whose first checkpoint its standby received, and whose second (signed by a key registered after that) its retention deleted while the standby was away. */
-async function leaderAndStandby() {
+async function leaderAndStandby(standbyOptions: Partial<AuditStoreOptions> = {}) {
   const { store: leader } = await stores.open();
-  const { store: standby } = await stores.open();
+  const { store: standby } = await stores.open(undefined, undefined, standbyOptions);
   const first = newKey();
   const second = newKey();
   await leader.append([ev('a1', 1)]);
@@ -217,6 +217,31 @@ describe('a checkpoint carried with replicated entries that skip its deleted rec
     expect(reopened.prunedRanges).toEqual([{ fromSeq: 1, toSeq: 8, chainHash: history[7]!.chainHash }]);
     await reopened.divertSuffixToOutbox(6);
     expect(reopened.prunedRanges).toEqual([{ fromSeq: 1, toSeq: 5 }]);
+  });
+
+  it('the highest seq deleted or skipped: a prune batch that read the log before an apply raised it does not lower it', async () => {
+    let applyHere: (() => Promise<unknown>) | undefined;
+    const { leader, standby } = await leaderAndStandby({
+      // The apply (skipping 5..8) runs after the prune read the records it deletes (1..4) and
+      // before the prune takes the writer: what a standby's retention and a pull can do.
+      beforePruneWrite: async () => {
+        const apply = applyHere;
+        applyHere = undefined;
+        await apply?.();
+      },
+    });
+    const { entries, ranges } = await pullFrom(leader, standby);
+    applyHere = () => standby.applyReplicated(entries, leader.termStarts(4), { ranges: ranges! });
+    await standby.pruneBefore(100, 100, async () => true);
+    expect(applyHere).toBeUndefined();
+    // Above the highest hole the log counts as contiguous: the tiering backlog is counted by
+    // subtraction there, and a pull answer from there on carries no deleted range.
+    const held = (await standby.readBySeq(0, 1_000)).length;
+    expect(held).toBe(1);
+    expect(await standby.countAfter(0)).toBe(held);
+    const location = standby.location;
+    await stores.close(standby);
+    expect(await (await stores.open(location)).store.countAfter(0)).toBe(held);
   });
 
   it('ranges deleted by retention: a prune running beside the apply keeps the ranges the apply added', async () => {

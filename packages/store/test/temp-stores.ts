@@ -3,11 +3,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach } from 'vitest';
-import { AuditStore } from '../src/audit-store.js';
+import { AuditStore, type AuditStoreOptions } from '../src/audit-store.js';
 
 export interface TempStores {
   /** Opens a store at `location`, or in a new temp dir removed after the test. */
-  open: (location?: string, now?: () => number) => Promise<{ store: AuditStore; location: string }>;
+  open: (location?: string, now?: () => number, options?: Partial<AuditStoreOptions>) => Promise<{ store: AuditStore; location: string }>;
   /** Closes a store before the test ends (to reopen its location). */
   close: (store: AuditStore) => Promise<void>;
 }
@@ -20,10 +20,10 @@ export function useTempStores(prefix: string): TempStores {
     for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
   });
   return {
-    open: async (location, now) => {
+    open: async (location, now, options = {}) => {
       const where = location ?? (await mkdtemp(join(tmpdir(), prefix)));
       if (location === undefined) dirs.push(where);
-      const store = await AuditStore.open({ location: where, sequencer: () => 1, ...(now ? { now } : {}) });
+      const store = await AuditStore.open({ location: where, sequencer: () => 1, ...(now ? { now } : {}), ...options });
       stores.push(store);
       return { store, location: where };
     },
