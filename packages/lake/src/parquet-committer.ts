@@ -127,11 +127,15 @@ export async function readMarkers(objects: ObjectStore, location: S3Location, fr
  * that key taken (created only if absent), and nothing rewrites or deletes a marker. The reader
  * ({@link readMarkers} from a seq) relies on the same order.
  */
-export async function readMarkersByKey(objects: ObjectStore, location: S3Location, known: ReadonlyMap<string, CommitMarker> = new Map()): Promise<Map<string, CommitMarker>> {
+export async function readMarkersByKey(objects: ObjectStore, location: S3Location, known: ReadonlyMap<string, CommitMarker> = new Map(), afterSeq?: number): Promise<Map<string, CommitMarker>> {
+  const prefix = joinKey(location.prefix, `${COMMITS_DIR}/`);
   const lastKnown = [...known.keys()].at(-1);
-  const keys = await objects.list(joinKey(location.prefix, `${COMMITS_DIR}/`), lastKnown === undefined ? {} : { startAfter: lastKnown });
+  // After a checkpoint (`afterSeq`, the watermark it folds through): from the marker keyed by it
+  // (`<n>` sorts right before `<n>.json`); a legacy marker keyed by its own last seq is skipped.
+  const startAfter = lastKnown ?? (afterSeq === undefined ? undefined : `${prefix}${encodeKeyNumber(afterSeq)}`);
+  const keys = await objects.list(prefix, startAfter === undefined ? {} : { startAfter });
   const read = await mapBounded(keys, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (key) => [key, await readMarker(objects, key)] as const);
-  return new Map([...known, ...read]);
+  return new Map([...known, ...read.filter(([, marker]) => afterSeq === undefined || marker.watermark.seq > afterSeq)]);
 }
 
 async function readMarker(objects: ObjectStore, key: string): Promise<CommitMarker> {

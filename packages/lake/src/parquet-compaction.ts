@@ -5,6 +5,7 @@ import type { MaintenanceStep } from './iceberg-maintenance-context.js';
 import type { CommitFence } from './iceberg-version-commit.js';
 import { encodeKeyNumber } from './key-number.js';
 import type { ObjectStore } from './object-store.js';
+import { readNewestCheckpoint, type LoadedCheckpoint, type ReplacedFile } from './parquet-checkpoint.js';
 import { readMarkersByKey, type CommitMarker, type CommittedFile } from './parquet-committer.js';
 import { joinKey, type S3Location } from './s3-location.js';
 import { INLINE_TIER_FILE_ENCODER, type TierFileEncoder } from './tier-file-encoding.js';
@@ -35,8 +36,13 @@ export interface CompactionMarker {
   erasure?: boolean;
 }
 
-/** What the readers of a Parquet location agree on: its commits and compactions, in key order. */
+/**
+ * What the readers of a Parquet location agree on: its commits and compactions, in key order —
+ * from a checkpoint when one was read (`checkpoint`: then `markers` are those after it and
+ * `compactions` those above the generations it folded), else from the start.
+ */
 export interface ParquetLog {
+  checkpoint?: LoadedCheckpoint;
   markers: CommitMarker[];
   compactions: CompactionMarker[];
   /** Both by key, as {@link readParquetLog} read them: a later read fetches only what is new. */
@@ -47,9 +53,22 @@ export function compactionKey(location: S3Location, eventDate: string, generatio
   return joinKey(location.prefix, `${COMPACTIONS_DIR}/${eventDate}/${encodeKeyNumber(generation)}.json`);
 }
 
-/** Every compaction marker at `location` in key order (day, then generation), skipping keys in `known`. */
-export async function readCompactions(objects: ObjectStore, location: S3Location, known: ReadonlyMap<string, CompactionMarker> = new Map()): Promise<Map<string, CompactionMarker>> {
-  const keys = await objects.list(joinKey(location.prefix, `${COMPACTIONS_DIR}/`));
+/**
+ * Every compaction marker at `location` in key order (day, then generation), skipping keys in
+ * `known`, and — listed but never fetched — those at or below a day's generation in `folded` (a
+ * checkpoint's): the listing names each marker's day and generation.
+ */
+export async function readCompactions(
+  objects: ObjectStore,
+  location: S3Location,
+  known: ReadonlyMap<string, CompactionMarker> = new Map(),
+  folded: Readonly<Record<string, number>> = {},
+): Promise<Map<string, CompactionMarker>> {
+  const prefix = joinKey(location.prefix, `${COMPACTIONS_DIR}/`);
+  const keys = (await objects.list(prefix)).filter((key) => {
+    const [day, name] = key.slice(prefix.length).split('/');
+    return day === undefined || name === undefined || !(Number(name.replace(/\.json$/, '')) <= (folded[day] ?? 0));
+  });
   const fresh = keys.filter((key) => !known.has(key));
   const read = await mapBounded(fresh, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (key) => [key, JSON.parse(new TextDecoder().decode(await objects.get(key))) as CompactionMarker] as const);
   const byKey = new Map(read);
@@ -57,12 +76,15 @@ export async function readCompactions(objects: ObjectStore, location: S3Location
 }
 
 /**
- * The files a reader reads: every committed file, then each compaction applied in key order —
- * only when every file it replaces is still live, so a compaction can never drop a row twice or
- * add one that is already there. Returns the live files and the compactions that applied.
+ * The files a reader reads: the checkpoint's live files (when the log was read from one), every
+ * committed file after it, then each compaction applied in key order — only when every file it
+ * replaces is still live, so a compaction can never drop a row twice or add one that is already
+ * there. Returns the live files, the compactions that applied, and the files replaced (the
+ * checkpoint's, then those of the compactions applied) that may still be in the bucket.
  */
-export function liveParquetFiles(log: ParquetLog): { files: CommittedFile[]; applied: CompactionMarker[] } {
+export function liveParquetFiles(log: Pick<ParquetLog, 'checkpoint' | 'markers' | 'compactions'>): { files: CommittedFile[]; applied: CompactionMarker[]; replaced: ReplacedFile[] } {
   const live = new Map<string, CommittedFile>();
+  for (const file of log.checkpoint?.checkpoint.files ?? []) live.set(file.key, file);
   // A batch retried under the same names (markers from before attempt-unique names) counts once.
   for (const marker of log.markers) for (const file of marker.files) live.set(file.key, file);
   const applied: CompactionMarker[] = [];
@@ -72,20 +94,35 @@ export function liveParquetFiles(log: ParquetLog): { files: CommittedFile[]; app
     for (const file of compaction.files) live.set(file.key, file);
     applied.push(compaction);
   }
-  return { files: [...live.values()], applied };
+  const replaced = [
+    ...(log.checkpoint?.checkpoint.replaced ?? []),
+    ...applied.flatMap((c) => c.replaced.map((file): ReplacedFile => ({ key: file.key, committedAtMs: c.committedAtMs, ...(c.erasure ? { erasure: true } : {}) }))),
+  ];
+  return { files: [...live.values()], applied, replaced };
+}
+
+/** The generation a new compaction of `date` takes: one past every one the log holds or its checkpoint folded. */
+export function nextCompactionGeneration(log: Pick<ParquetLog, 'checkpoint' | 'compactions'>, date: string): number {
+  return 1 + Math.max(log.checkpoint?.checkpoint.generations[date] ?? 0, ...log.compactions.filter((c) => c.eventDate === date).map((c) => c.generation));
 }
 
 /**
- * Reads a location's whole log (the maintenance view; the reader keeps its own incrementally).
- * Given a log read earlier (`known`), only the commit markers written since are listed and
- * fetched ({@link readMarkersByKey}: they are created in key order and never change), and the
- * compaction markers not read before. So a read that must see the log as it is at one moment —
- * in a turn of the commit lock — costs a short listing and the few new markers, when the bulk
- * was read before the turn.
+ * Reads a location's log. A first read starts from the newest checkpoint (unless
+ * `fromCheckpoint` is false: `auditlake verify` folds every marker to check the checkpoint
+ * against them) and fetches only the commit markers after it and the compaction markers above
+ * its generations. Given a log read earlier (`known`, kept on its checkpoint), only the commit
+ * markers written since are listed and fetched ({@link readMarkersByKey}: they are created in
+ * key order and never change), and the compaction markers not read before. So a read that must
+ * see the log as it is at one moment — in a turn of the commit lock — costs a short listing and
+ * the few new markers, when the bulk was read before the turn.
  */
-export async function readParquetLog(objects: ObjectStore, location: S3Location, known?: ParquetLog): Promise<ParquetLog> {
-  const [markers, compactions] = await Promise.all([readMarkersByKey(objects, location, known?.byKey?.markers), readCompactions(objects, location, known?.byKey?.compactions)]);
-  return { markers: [...markers.values()], compactions: [...compactions.values()], byKey: { markers, compactions } };
+export async function readParquetLog(objects: ObjectStore, location: S3Location, known?: ParquetLog, options: { fromCheckpoint?: boolean } = {}): Promise<ParquetLog> {
+  const checkpoint = known !== undefined ? known.checkpoint : options.fromCheckpoint === false ? undefined : await readNewestCheckpoint(objects, location);
+  const [markers, compactions] = await Promise.all([
+    readMarkersByKey(objects, location, known?.byKey?.markers, checkpoint?.checkpoint.watermark.seq),
+    readCompactions(objects, location, known?.byKey?.compactions, checkpoint?.checkpoint.generations),
+  ]);
+  return { ...(checkpoint ? { checkpoint } : {}), markers: [...markers.values()], compactions: [...compactions.values()], byKey: { markers, compactions } };
 }
 
 /**
@@ -122,6 +159,8 @@ export interface ParquetCompactionContext {
    * run makes one for its steps; a sweeper keeps one per target). Default: each read fetches all.
    */
   log?: ParquetLogCache;
+  /** Commit markers after the newest checkpoint that make maintenance write one (default `PARQUET_CHECKPOINT_INTERVAL_MARKERS`; tests set fewer). */
+  checkpointIntervalMarkers?: number;
 }
 
 /** Per day, the small live files worth merging (two or more), oldest first, within the run's byte limit. */
@@ -182,7 +221,7 @@ export async function compactParquetLocation(context: ParquetCompactionContext, 
     const rowsIn = group.reduce((sum, file) => sum + file.rows, 0);
     const rowsOut = files.reduce((sum, file) => sum + file.rows, 0);
     if (rowsIn !== rowsOut) throw new Error(`assertion failed: compaction of ${group.length} files read ${rowsIn} rows and wrote ${rowsOut}`);
-    const generation = 1 + Math.max(0, ...log.compactions.filter((c) => c.eventDate === date).map((c) => c.generation));
+    const generation = nextCompactionGeneration(log, date);
     const marker: CompactionMarker = { format: 'auditlake-parquet-compaction/1', term: fence.term, committedAtMs: context.now(), eventDate: date, generation, replaced: group, files };
     await context.onStep?.('compaction-written');
     const key = compactionKey(location, date, generation);

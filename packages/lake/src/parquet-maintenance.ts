@@ -3,6 +3,7 @@ import { deleteWhileLeader } from './fenced-delete.js';
 import type { MaintenancePolicy, MaintenanceRunFigures } from './iceberg-maintenance.js';
 import type { ObjectStore } from './object-store.js';
 import { compactParquetLocation, liveParquetFiles, ParquetLogCache, readContextLog, type ParquetCompactionContext } from './parquet-compaction.js';
+import { writeParquetCheckpoint } from './parquet-checkpoint-write.js';
 import { REPLACED_FILE_GRACE_MS } from './replaced-file-grace.js';
 import { joinKey, type S3Location } from './s3-location.js';
 import { orphanCutoffMs } from './store-clock.js';
@@ -20,9 +21,9 @@ async function locationBytes(objects: ObjectStore, location: S3Location): Promis
  * so a run stopped among these deletes is finished by the next.
  */
 async function deleteReplacedParquetFiles(context: ParquetCompactionContext): Promise<number> {
-  const { applied } = liveParquetFiles(await readContextLog(context));
+  const { replaced } = liveParquetFiles(await readContextLog(context));
   const cutoffMs = context.now() - REPLACED_FILE_GRACE_MS;
-  const doomed = applied.filter((c) => c.committedAtMs <= cutoffMs).flatMap((c) => c.replaced.map((file) => file.key));
+  const doomed = replaced.filter((file) => file.committedAtMs <= cutoffMs).map((file) => file.key);
   const present = new Set((await context.objects.list(joinKey(context.location.prefix, ''))).filter((key) => key.endsWith('.parquet')));
   const deleting = doomed.filter((key) => present.has(key));
   await mapBounded(deleting, OBJECT_REQUESTS_IN_FLIGHT_MAX, (key) => context.objects.delete(key));
@@ -65,9 +66,11 @@ async function removeParquetOrphans(context: ParquetCompactionContext, minAgeMs:
   await cache.read(objects, location);
   const referencedNow = async (): Promise<Set<string>> => {
     const log = await cache.read(objects, location);
-    const referenced = new Set<string>();
+    // Every file a marker names is live, or replaced by an applied compaction (listed until its
+    // deletion, in a checkpoint too); an applied compaction's output likewise.
+    const { files, replaced } = liveParquetFiles(log);
+    const referenced = new Set<string>([...files, ...replaced].map((file) => file.key));
     for (const marker of log.markers) for (const file of marker.files) referenced.add(file.key);
-    for (const compaction of liveParquetFiles(log).applied) for (const file of compaction.files) referenced.add(file.key);
     return referenced;
   };
   const referenced = await (context.fence.serialize ? context.fence.serialize(referencedNow) : referencedNow());
@@ -82,7 +85,8 @@ async function removeParquetOrphans(context: ParquetCompactionContext, minAgeMs:
 
 /**
  * One maintenance run over a Parquet location, in order: day-partition compaction, deletion of
- * files replaced long enough ago, then (when enabled) orphan cleanup. There are no snapshots or
+ * files replaced long enough ago, (when enabled) orphan cleanup, then a checkpoint of the log
+ * when enough commit markers follow the newest ({@link writeParquetCheckpoint}). There are no snapshots or
  * metadata versions to expire. Each step leaves every event readable exactly once, so a run
  * stopped anywhere is finished by the next.
  */
@@ -96,6 +100,8 @@ export async function runParquetMaintenance(context: ParquetCompactionContext, p
   await context.onStep?.('expiry');
   const orphansDeleted = policy.removeOrphanFiles ? await removeParquetOrphans(context, policy.orphanMinAgeMs) : 0;
   await context.onStep?.('orphans');
+  // Last, once this run's replaced files are deleted: the checkpoint lists fewer of them.
+  await writeParquetCheckpoint(context, context.checkpointIntervalMarkers);
   return {
     filesRewritten: compaction.filesRewritten,
     filesAdded: compaction.filesAdded,

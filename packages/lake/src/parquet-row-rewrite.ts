@@ -5,7 +5,7 @@ import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js
 import type { RowRewrite } from './iceberg-row-rewrite.js';
 import { encodeKeyNumber } from './key-number.js';
 import type { CommittedFile } from './parquet-committer.js';
-import { compactionKey, liveParquetFiles, readContextLog, type CompactionMarker, type ParquetCompactionContext } from './parquet-compaction.js';
+import { compactionKey, liveParquetFiles, nextCompactionGeneration, readContextLog, type CompactionMarker, type ParquetCompactionContext } from './parquet-compaction.js';
 import { joinKey, type S3Location } from './s3-location.js';
 import { INLINE_TIER_FILE_ENCODER } from './tier-file-encoding.js';
 
@@ -69,7 +69,7 @@ export async function rewriteParquetRows(context: ParquetCompactionContext, chan
   }
   await context.onStep?.('rewrite-written');
   for (const [date, day] of byDate) {
-    const generation = 1 + Math.max(0, ...log.compactions.filter((c) => c.eventDate === date).map((c) => c.generation));
+    const generation = nextCompactionGeneration(log, date);
     const marker: CompactionMarker = { format: 'auditlake-parquet-compaction/1', term: fence.term, committedAtMs: context.now(), eventDate: date, generation, replaced: day.replaced, files: day.files, erasure: true };
     const key = compactionKey(location, date, generation);
     const text = JSON.stringify(marker);
@@ -93,8 +93,8 @@ export async function rewriteParquetRows(context: ParquetCompactionContext, chan
  * before, erased values included, and no reader is directed to them any more.
  */
 async function deleteErasedFiles(context: ParquetCompactionContext): Promise<number> {
-  const { applied } = liveParquetFiles(await readContextLog(context));
-  const doomed = new Set(applied.flatMap((c) => c.replaced.map((file) => file.key)));
+  const { replaced } = liveParquetFiles(await readContextLog(context));
+  const doomed = new Set(replaced.map((file) => file.key));
   const present = (await context.objects.list(joinKey(context.location.prefix, ''))).filter((key) => doomed.has(key));
   await mapBounded(present, OBJECT_REQUESTS_IN_FLIGHT_MAX, (key) => context.objects.delete(key));
   return present.length;
@@ -117,7 +117,8 @@ export async function markErasureDone(context: Pick<ParquetCompactionContext, 'o
  * pass did not run must still reach it when it becomes the target again).
  */
 export async function pendingParquetErasures(context: Pick<ParquetCompactionContext, 'objects' | 'location' | 'log'>, tieredElsewhere: readonly number[] = []): Promise<number[]> {
-  const recorded = [...(await readContextLog(context)).markers.flatMap((marker) => marker.erasureSeqs ?? []), ...tieredElsewhere];
+  const log = await readContextLog(context);
+  const recorded = [...(log.checkpoint?.checkpoint.erasureSeqs ?? []), ...log.markers.flatMap((marker) => marker.erasureSeqs ?? []), ...tieredElsewhere];
   if (recorded.length === 0) return [];
   return erasuresNotDone(context, recorded);
 }

@@ -1,7 +1,6 @@
 import { TextProbePool, type ByteSource } from '@auditlake/format';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
-import { readMarkers, type CommitMarker } from './parquet-committer.js';
-import { liveParquetFiles, readCompactions, type CompactionMarker } from './parquet-compaction.js';
+import { liveParquetFiles, readParquetLog, type ParquetLog } from './parquet-compaction.js';
 import type { S3Connections } from './s3-connections.js';
 import { parseS3Location } from './s3-location.js';
 import type { TieredLocation } from './tiered-location.js';
@@ -10,8 +9,9 @@ import type { TierFile, TierSource } from './tier-source.js';
 /**
  * A Parquet location as the reader sees it: the files its commit markers list (never an
  * uncommitted file a crashed or deposed leader left), with its compactions applied in order (a
- * compacted day's new files instead of the files they replaced), read through ranged GETs. Markers never
- * change once written, so each is fetched once per source. Footers are not cached here: data
+ * compacted day's new files instead of the files they replaced), read through ranged GETs. The
+ * first listing starts from the newest checkpoint of the log and fetches only the markers after
+ * it; markers never change once written, so each is fetched once per source. Footers are not cached here: data
  * files written before attempt-unique names could be rewritten under the same key.
  */
 export class ParquetTierSource implements TierSource {
@@ -20,8 +20,7 @@ export class ParquetTierSource implements TierSource {
   readonly textProbes = new TextProbePool();
   readonly #connections: S3Connections;
   readonly #location: TieredLocation;
-  readonly #markers: CommitMarker[] = [];
-  #compactions = new Map<string, CompactionMarker>();
+  #log: ParquetLog | undefined;
 
   constructor(connections: S3Connections, location: TieredLocation) {
     this.#connections = connections;
@@ -37,12 +36,9 @@ export class ParquetTierSource implements TierSource {
 
   async listFiles(): Promise<TierFile[]> {
     const { location, objects } = this.#objects();
-    const lastSeq = this.#markers.at(-1)?.watermark.seq ?? 0;
-    // Markers named by their last seq (before attempt-unique commits) list again from there: skip what is read.
-    this.#markers.push(...(await readMarkers(objects, location, lastSeq)).filter((marker) => marker.watermark.seq > lastSeq));
-    // Compaction markers are listed every time (one LIST); each is fetched once.
-    this.#compactions = await readCompactions(objects, location, this.#compactions);
-    return liveParquetFiles({ markers: this.#markers, compactions: [...this.#compactions.values()] }).files;
+    // Commit markers after the last one read, and compaction markers listed every time (one LIST), each fetched once.
+    this.#log = await readParquetLog(objects, location, this.#log);
+    return liveParquetFiles(this.#log).files;
   }
 
   /** Stops the prefilter's worker threads (they also exit on their own when idle). */
