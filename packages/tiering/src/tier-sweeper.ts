@@ -15,6 +15,7 @@ import {
   rewriteManifestsIfMany,
   laterWatermark,
   parseS3Location,
+  type S3Location,
   probeConditionalCreate,
   readMarkers,
   resolveIcebergTable,
@@ -30,6 +31,8 @@ import {
   type TierFileEncoder,
   pendingParquetErasures,
   ParquetLogCache,
+  PARQUET_CHECKPOINT_INTERVAL_MARKERS,
+  writeParquetCheckpoint,
   type MaintenanceContext,
   type MaintenanceStep,
   type ParquetCompactionContext,
@@ -93,6 +96,8 @@ export interface TierSweeperOptions {
   encoder?: TierFileEncoder;
   /** Debug/test hook at the points of an erasure's row rewrite (the crash tests kill the process there). */
   onStep?: (step: MaintenanceStep) => void | Promise<void>;
+  /** Parquet mode: commits between two checkpoint tries of the log (default PARQUET_CHECKPOINT_INTERVAL_MARKERS; tests set fewer). */
+  parquetCheckpointEveryCommits?: number;
   /** Called after each pass that applied erasure records to the tier. */
   onErased?: (result: TierErasureResult) => void;
 }
@@ -159,6 +164,12 @@ export class TierSweeper {
    * first sweep and the erasure passes fetch only the markers new since (markers never change).
    */
   #parquetLog: { target: string; cache: ParquetLogCache } | undefined;
+  /**
+   * Parquet mode: commits since this sweeper last tried a checkpoint of the log, and the try
+   * under way, which no sweep waits for (maintenance tries too, at each run).
+   */
+  #commitsSinceCheckpoint = 0;
+  #checkpointing: Promise<void> | undefined;
   /** Set by each successful sweep: the log seq through which the current target has applied every erasure record. */
   #currentErasuresApplied = 0;
   /** Targets (connection, location) whose store was found to honour conditional create in this term. */
@@ -410,12 +421,34 @@ export class TierSweeper {
     await this.#writeProof(objects, location.prefix, batch, settings.tierParquetPath);
     this.#status.lastBatch = { count: batch.length, bytes: result.bytes, ms: this.#now() - started };
     this.#logTiered(result.marker.files.length, settings.tierParquetPath);
+    this.#checkpointSoon(objects, location, term, settings.tierParquetPath);
     this.#options.onTiered?.(batch.length, result.bytes);
     // The batch's erasure records are committed: apply them to the location's rows.
     this.#parquetErasuresPending = [...this.#parquetErasuresPending, ...erasureSeqs];
     await this.#applyParquetErasures(context, settings.tierParquetPath);
     this.#currentErasuresApplied = this.#parquetErasuresAppliedThrough(result.marker.watermark.seq);
     return this.#tieredOutcome(next);
+  }
+
+  /**
+   * Every {@link PARQUET_CHECKPOINT_INTERVAL_MARKERS} commits (`parquetCheckpointEveryCommits`), starts a checkpoint of the Parquet
+   * log in the background (one at a time; its own read of the log, so the sweep's is untouched).
+   * No sweep waits for it, and its failure only delays the next: the checkpoint is derived data.
+   */
+  #checkpointSoon(objects: ObjectStore, location: S3Location, term: number, target: string): void {
+    const every = this.#options.parquetCheckpointEveryCommits ?? PARQUET_CHECKPOINT_INTERVAL_MARKERS;
+    if (++this.#commitsSinceCheckpoint < every || this.#checkpointing !== undefined || this.#closed) return;
+    this.#commitsSinceCheckpoint = 0;
+    this.#checkpointing = writeParquetCheckpoint({ objects, location, fence: this.#fence(term), now: this.#now }, every)
+      .then((write) => {
+        if (write?.written) this.#options.log.info({ key: write.key, markers: write.markersFolded }, `Audit tiering wrote a checkpoint of the Parquet log at ${target}`);
+      })
+      .catch((err: unknown) => {
+        this.#options.log.warn({ err }, `Audit tiering could not write a checkpoint of the Parquet log at ${target} (the next try comes after more commits): ${(err as Error).message}`);
+      })
+      .finally(() => {
+        this.#checkpointing = undefined;
+      });
   }
 
   /** Through which seq a Parquet location tiered through `watermarkSeq` has applied every erasure record: short of the first still pending. */
@@ -785,5 +818,6 @@ export class TierSweeper {
     this.#closed = true;
     if (this.#timer) clearTimeout(this.#timer);
     await this.#running?.catch(() => undefined);
+    await this.#checkpointing;
   }
 }

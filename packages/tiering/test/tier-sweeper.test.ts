@@ -540,3 +540,42 @@ const FOREIGN_SNAPSHOT_ID = 987_654_321;
 async function commitForeignSnapshotOnTopOf(objects: ObjectStore, table: IcebergTableRef): Promise<LoadedTable> {
   return commitForeignSnapshotOnTop(objects, table, (await loadIcebergTable(objects, table))!, FOREIGN_SNAPSHOT_ID);
 }
+
+describe('TierSweeper, Parquet log checkpoints', () => {
+  it('starts a checkpoint of the log every few commits in the background: a sweep never waits for it', async () => {
+    const { ObjectStore: Store, readNewestCheckpoint, readParquetLog, liveParquetFiles, checkParquetCheckpoint } = await import('@auditlake/lake');
+    const store = await storeWith(60, 10);
+    // Every checkpoint create is held until the test lets it go.
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let held = 0;
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- called back with its own `this` below
+    const original = Store.prototype.putIfAbsent;
+    Store.prototype.putIfAbsent = async function (this: ObjectStore, key: string, body: Uint8Array | string, type: string) {
+      if (key.includes('/_auditlake/checkpoints/')) {
+        held++;
+        await gate;
+      }
+      return original.call(this, key, body, type);
+    };
+    onTestFinished(() => {
+      Store.prototype.putIfAbsent = original;
+    });
+    const s = sweeper(store, 'checkpointed', { batchSizeMax: 10, parquetCheckpointEveryCommits: 2 });
+    // Six commits go through while the first checkpoint try waits to be written.
+    for (let i = 0; i < 6; i++) expect(await s.sweep()).toMatch(/^tiered/);
+    await expect.poll(() => held).toBe(1);
+    const objects = connections.bucket('s3', BUCKET);
+    const location = { bucket: BUCKET, prefix: 'checkpointed' };
+    expect(await readNewestCheckpoint(objects, location)).toBeUndefined();
+    release();
+    await expect.poll(async () => (await readNewestCheckpoint(objects, location))?.checkpoint.watermark.seq, { timeout: 10_000 }).toBeGreaterThanOrEqual(20);
+    const full = await readParquetLog(objects, location, undefined, { fromCheckpoint: false });
+    expect(await checkParquetCheckpoint(objects, location, full)).toBeDefined();
+    const tier = new ParquetTierSource(connections, { mode: 'parquet', path: `s3://${BUCKET}/checkpointed`, connectionId: 's3' });
+    onTestFinished(() => tier.close());
+    const files = await tier.listFiles();
+    expect(files.map((f) => f.key).sort()).toEqual(liveParquetFiles(full).files.map((f) => f.key).sort());
+    expect(files.reduce((n, f) => n + f.rows, 0)).toBe(60);
+  });
+});
