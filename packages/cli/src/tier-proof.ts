@@ -3,14 +3,16 @@ import type { CheckedBatch, FoundCheckpoint, ShownKey } from '@auditlake/integri
 import { parseSignedCheckpoint } from '@auditlake/integrity';
 import {
   CHECKPOINT_SUMMARY_KEY,
+  checkParquetCheckpoint,
   eventDate,
   IcebergTierSource,
   icebergTableAt,
+  liveParquetFiles,
   loadIcebergTable,
   ParquetTierSource,
   parseS3Location,
   readIntegrityObjects,
-  readMarkers,
+  readParquetLog,
   S3Connections,
   tableWatermark,
   type TierFile,
@@ -44,8 +46,8 @@ const CONNECTION_ID = 'verify';
 /**
  * Reads a tier from the bucket alone: the `_integrity/` objects beside it and, for Iceberg, the
  * newest checkpoint a snapshot summary in the current snapshot's ancestry carries, then every committed data file (through
- * the Parquet commit markers or the Iceberg table's current snapshot), checked by `checks` as it
- * arrives. `started`, when given, is told what the tier says of itself once that is read and
+ * the Parquet commit markers — every one, and the newest checkpoint of the Parquet log checked
+ * against them — or the Iceberg table's current snapshot), checked by `checks` as it arrives. `started`, when given, is told what the tier says of itself once that is read and
  * before any file is checked, and may return a listener for each file's batch as it comes (so
  * a fold can run while later files are still being checked).
  */
@@ -65,10 +67,17 @@ export async function readTierProof(tier: TierLocationOption, checks: VerifyChec
     const objects = connections.bucket(CONNECTION_ID, location.bucket);
     const checkpoints: FoundCheckpoint[] = [];
     let head: TierProof['head'];
+    let files: TierFile[];
     if (tier.mode === 'parquet') {
-      const newest = (await readMarkers(objects, location)).at(-1);
+      // Every marker, not the newest checkpoint readers start from: the files checked are those
+      // the markers declare, and the checkpoint is checked against them (a forged one that hid a
+      // file from searches fails here, naming it).
+      const log = await readParquetLog(objects, location, undefined, { fromCheckpoint: false });
+      const newest = log.markers.at(-1);
       if (newest !== undefined) head = { seq: newest.watermark.seq, where: `the newest commit marker of ${tier.location}` };
+      await checkParquetCheckpoint(objects, location, log);
       source = new ParquetTierSource(connections, { mode: 'parquet', path: tier.location, connectionId: CONNECTION_ID });
+      files = liveParquetFiles(log).files;
     } else {
       const table = { identifier: tier.location, location: tier.location, connectionId: CONNECTION_ID };
       const loaded = await loadIcebergTable(objects, icebergTableAt(table));
@@ -82,8 +91,8 @@ export async function readTierProof(tier: TierLocationOption, checks: VerifyChec
       const watermark = tableWatermark(loaded);
       if (watermark !== undefined) head = { seq: watermark.seq, where: `the current snapshot's watermark of ${tier.location}` };
       source = new IcebergTierSource(connections, table);
+      files = await source.listFiles();
     }
-    const files = await source.listFiles();
     // The proof is read right after the listing, not after every file is checked: the fold
     // needs its checkpoints from the start (and a tier being written meanwhile has less time
     // to gain a checkpoint past the files listed).

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bytesSource, encodeAuditParquet, ParquetFileAssembler, readAuditParquet, readAuditParquetFooter, RowGroupSketch, rowGroupSketches, type TieredEvent } from '@auditlake/format';
 import { checkpointHash, encodeSignedCheckpoint, loadOrCreateNodeKey, parseSignedCheckpoint, signCheckpoint, type CheckedBatch, type SignedCheckpoint } from '@auditlake/integrity';
-import { COMMITS_DIR, S3Connections, type CommitMarker, type ObjectStore } from '@auditlake/lake';
+import { COMMITS_DIR, S3Connections, writeParquetCheckpoint, type CommitMarker, type ObjectStore, type ParquetCheckpoint } from '@auditlake/lake';
 import { resolveConfig } from '@auditlake/model';
 import { startAuditNode, type AuditNode, type EmbeddedS3 } from '@auditlake/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -212,6 +212,29 @@ describe('a tampered tier fails verify with the right words', () => {
     await restoreTier(saved);
     expect((await verifyHistory(offline())).ok).toBe(true);
   };
+
+  it('a checkpoint of the Parquet log is checked against the markers it folds: an honest one verifies, one that leaves a file out (hiding its rows from searches) or is damaged is refused, naming it', async () => {
+    const location = { bucket: BUCKET, prefix: PREFIX };
+    const write = await writeParquetCheckpoint({ objects, location, fence: { term: 1, mayCommit: () => true }, now: Date.now }, 1);
+    const key = write?.key as string;
+    try {
+      expect(write?.written).toBe(true);
+      const honest = await verifyHistory(offline());
+      expect(honest.ok).toBe(true);
+      const checkpoint = JSON.parse(new TextDecoder().decode(await objects.get(key))) as ParquetCheckpoint;
+      const dropped = checkpoint.files[0] as ParquetCheckpoint['files'][number];
+      await objects.put(key, JSON.stringify({ ...checkpoint, files: checkpoint.files.slice(1) }));
+      await expect(verifyHistory(offline())).rejects.toMatchObject({
+        code: 'AUDIT_INTEGRITY_MISMATCH',
+        message: expect.stringContaining(`the Parquet log checkpoint ${objects.url(key)} does not agree with the markers it folds: it omits or alters live file ${dropped.key}`),
+      });
+      await objects.put(key, '{"format":');
+      await expect(verifyHistory(offline())).rejects.toMatchObject({ code: 'AUDIT_TABLE_INVALID', message: expect.stringContaining(`${objects.url(key)} is not a valid Parquet log checkpoint`) });
+    } finally {
+      await objects.delete(key);
+      await restore();
+    }
+  });
 
   it('a changed tiered value is an altered record, naming the field', async () => {
     try {
