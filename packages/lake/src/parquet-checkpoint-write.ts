@@ -118,6 +118,9 @@ export async function checkParquetCheckpoint(objects: ObjectStore, location: S3L
   const extra = checkpoint.files.find((file) => !want.has(fileText(file)));
   if (extra) throw forged(`it lists ${extra.key}, which is not live in the markers it folds`);
   if (checkpoint.files.length !== expected.files.length) throw forged('it lists a file twice');
+  const liveKeys = new Set(expected.files.map((file) => file.key));
+  const doomedLive = checkpoint.replaced.find((file) => liveKeys.has(file.key));
+  if (doomedLive) throw forged(`it lists live file ${doomedLive.key} as replaced (maintenance would delete it)`);
   if (JSON.stringify([...checkpoint.erasureSeqs].sort((a, b) => a - b)) !== JSON.stringify(expected.erasureSeqs)) throw forged('its erasure records differ from those of the commit markers');
   const fromCheckpoint = liveParquetFiles({
     checkpoint: loaded,

@@ -94,8 +94,9 @@ export function liveParquetFiles(log: Pick<ParquetLog, 'checkpoint' | 'markers' 
     for (const file of compaction.files) live.set(file.key, file);
     applied.push(compaction);
   }
+  // A checkpoint's entry naming a live file (forged: no honest fold has one) is never deleted.
   const replaced = [
-    ...(log.checkpoint?.checkpoint.replaced ?? []),
+    ...(log.checkpoint?.checkpoint.replaced ?? []).filter((file) => !live.has(file.key)),
     ...applied.flatMap((c) => c.replaced.map((file): ReplacedFile => ({ key: file.key, committedAtMs: c.committedAtMs, ...(c.erasure ? { erasure: true } : {}) }))),
   ];
   return { files: [...live.values()], applied, replaced };

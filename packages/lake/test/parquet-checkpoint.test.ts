@@ -215,7 +215,7 @@ describe('Parquet log checkpoints', () => {
     expect(log.compactions).toHaveLength(0);
     expect(files).toHaveLength(whole.length + after);
     console.log(`GETs of a reader's first listing at ${MARKERS} markers: ${JSON.stringify(before)} without a checkpoint; ${readerGets} with one and ${after} markers after it (${JSON.stringify(reader)})`);
-  });
+   }, 600_000);
 
   it('a writer stopped right after its checkpoint (a commit and a compaction having landed meanwhile) leaves a readable location; a second writer of the same key loses, harmlessly', async () => {
     const location = { bucket: BUCKET, prefix: 'crash' };
@@ -270,6 +270,11 @@ describe('Parquet log checkpoints', () => {
       code: 'AUDIT_INTEGRITY_MISMATCH',
       message: expect.stringMatching(new RegExp(`${objects.url(key)}.*omits or alters live file ${honest.files[0]?.key}`)),
     });
+    // A live file listed as replaced: maintenance does not delete it, and verify names it.
+    await objects.put(key, JSON.stringify({ ...honest, replaced: [{ key: honest.files[0]?.key, committedAtMs: 0 }] }), 'application/json');
+    await runParquetMaintenance({ objects, location, fence, now: Date.now }, { removeOrphanFiles: false, orphanMinAgeMs: 0, targetFileSizeBytes: 1 });
+    expect(await objects.exists(honest.files[0]?.key as string)).toBe(true);
+    await expect(checkParquetCheckpoint(objects, location, full)).rejects.toMatchObject({ code: 'AUDIT_INTEGRITY_MISMATCH', message: expect.stringContaining('as replaced') });
     // A row count altered: caught too.
     await objects.put(key, JSON.stringify({ ...honest, files: honest.files.map((f, i) => (i === 0 ? { ...f, rows: f.rows + 1 } : f)) }), 'application/json');
     await expect(checkParquetCheckpoint(objects, location, full)).rejects.toMatchObject({ code: 'AUDIT_INTEGRITY_MISMATCH' });
