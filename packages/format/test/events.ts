@@ -1,5 +1,5 @@
 // Seeded event builder for the format tests: varied, awkward events, replayable from a seed.
-import type { StoredEvent } from '@auditlake/model';
+import { seededRandom, type StoredEvent } from '@auditlake/model';
 import type { TieredEvent } from '../src/audit-columns.js';
 
 export const DAY_MS = 86_400_000;
@@ -13,17 +13,8 @@ export function testSeed(): number {
   return fromEnv === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(fromEnv);
 }
 
-/** mulberry32: a tiny seeded PRNG returning floats in [0, 1). */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
+/** The seeded PRNG the tests draw from (model's mulberry32). */
+export { seededRandom };
 
 // Awkward strings: empty, accents, CJK, emoji (supplementary code points order differently in
 // UTF-16 than in UTF-8), RTL, a quote, a newline, and U+FFFF next to U+1F600.

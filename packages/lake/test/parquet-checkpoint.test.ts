@@ -9,7 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bytesSource, readAuditParquet } from '@auditlake/format';
-import type { StoredEvent } from '@auditlake/model';
+import { seededRandom, type StoredEvent } from '@auditlake/model';
 import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import {
@@ -67,17 +67,6 @@ function events(firstSeq: number, count: number, day: (seq: number) => number = 
   });
 }
 
-/** A small PRNG (mulberry32), so a failing sequence can be replayed from its seed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function source(location: S3Location): ParquetTierSource {
   const tier = new ParquetTierSource(connections, { mode: 'parquet', path: `s3://${location.bucket}/${location.prefix}`, connectionId: 's3' });
@@ -141,7 +130,7 @@ function lagging(location: S3Location): ObjectStore {
 
 describe('Parquet log checkpoints', () => {
   it.each([1, 2, 3, 4])('random commits, compactions, erasures and checkpoints (seed %i): a reader from the newest checkpoint lists what a reader of every marker lists, each event once', async (seed) => {
-    const next = random(seed);
+    const next = seededRandom(seed);
     const location = { bucket: BUCKET, prefix: `prop${seed}` };
     const objects = connections.bucket('s3', BUCKET);
     let seq = 0;

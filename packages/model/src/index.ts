@@ -20,3 +20,4 @@ export * from './tier-location.js';
 export * from './utf8-bytes.js';
 export * from './trigram-hash.js';
 export * from './json-for-message.js';
+export { seededRandom } from './seeded-random.js';

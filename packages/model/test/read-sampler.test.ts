@@ -2,18 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import type { AuditEvent } from '../src/event.js';
 import { keepUnderSampling } from '../src/read-sampler.js';
+import { seededRandom } from '../src/seeded-random.js';
 
-/** mulberry32: a tiny seeded PRNG returning [0, 1), so a run replays from its seed. */
-function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function event(extra: Partial<AuditEvent> = {}): AuditEvent {
   return {

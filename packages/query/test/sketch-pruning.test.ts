@@ -1,6 +1,6 @@
 // Goal: pruning row groups by their footer sketch never changes an answer: for random events, filters (user, engine, table, decision, action kind, q of any length, case and script) and windows, the merged search returns exactly what a full scan returns — tiered only, local plus tiered, and over the files rewritten as compaction does — while it skips groups, and a q that matches nothing reads no data page once footers are cached.
 import { bytesSource, countingSource, encodeAuditParquet, ParquetFooterCache, type CountingSource } from '@auditlake/format';
-import { compileFilter, inTimeRange, newestFirst, type SearchFilter, type StoredEvent } from '@auditlake/model';
+import { compileFilter, inTimeRange, newestFirst, seededRandom, type SearchFilter, type StoredEvent } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
 import type { TierFile, TierSource } from '@auditlake/lake';
 import { mergedSearch, type MergedEvent } from '../src/index.js';
@@ -14,16 +14,6 @@ function testSeed(): number {
   return fromEnv === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(fromEnv);
 }
 
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
 
 // Case folding's corners (İ, the Kelvin sign, Σ, ß), CJK, a surrogate pair, plain words.
 const PIECES = ['Select', 'FROM', 'hive', 'Sales', 'orders', 'İstanbul', '\u212Aelvin', 'ΟΔΟΣ', 'straße', '監査ログ', '😀🔒', 'WHERE', 'dt', "'x'", 'Zz9', '_'];

@@ -2,7 +2,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { compileFilter, inTimeRange, upperTimeMs, type AuditEvent, type SearchFilter, type StoredEvent } from '@auditlake/model';
+import { compileFilter, inTimeRange, seededRandom, upperTimeMs, type AuditEvent, type SearchFilter, type StoredEvent } from '@auditlake/model';
 import fc from 'fast-check';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { AuditStore } from '../src/index.js';
@@ -54,15 +54,6 @@ function events(count: number, random: () => number): AuditEvent[] {
   });
 }
 
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const qArb = fc.oneof(
   fc.constantFrom(...RARE.map((w) => w.toLowerCase())),
@@ -91,7 +82,7 @@ describe('free-text sketches', () => {
     onTestFinished(() => leader.close());
     const standby = await AuditStore.open({ location: await location() });
     onTestFinished(() => standby.close());
-    const all = events(TEXT_BLOCK_SEQS * 4 + 123, seeded(seed));
+    const all = events(TEXT_BLOCK_SEQS * 4 + 123, seededRandom(seed));
     (all[9000] as AuditEvent).details = 'Only-Once-Marker';
     for (let i = 0; i < all.length; i += 5000) await leader.append(all.slice(i, i + 5000));
     for (let after = 0; after < leader.position.lastSeq; after += 3000) await standby.applyReplicated(await leader.readEncodedBySeq(after, 3000));

@@ -8,6 +8,8 @@
  * Popularity is skewed (a few users and tables carry most of the traffic), as in a real lakehouse.
  */
 
+import { seededRandom } from '@auditlake/model';
+
 /** One generated event in the ingest input shape (docs/http-api.md, "Events"). */
 export interface GeneratedEvent {
   source: string;
@@ -65,17 +67,8 @@ export interface EventGenerator {
 const DAY_MS = 24 * 60 * 60 * 1000;
 const DEFAULT_START_TS = Date.UTC(2025, 0, 1);
 
-/** mulberry32: a 32-bit PRNG, tiny and good enough for test data; returns [0, 1). Seeded, so a run can be replayed. */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** mulberry32 (model's seededRandom): a 32-bit PRNG, tiny and good enough for test data; returns [0, 1). Seeded, so a run can be replayed. */
+export const mulberry32: (seed: number) => () => number = seededRandom;
 
 /** Random helpers over one PRNG, so every draw advances the same sequence. */
 class Dice {
