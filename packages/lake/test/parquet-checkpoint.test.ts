@@ -5,13 +5,10 @@
 // fetches O(markers after it), never a folded marker; a writer stopped right after writing one
 // leaves a readable location; a damaged checkpoint is refused by readers, and a forged one (a
 // file left out) is caught by the check `auditlake verify` runs.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { bytesSource, readAuditParquet } from '@auditlake/format';
 import { seededRandom, type StoredEvent } from '@auditlake/model';
-import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { useEmbeddedS3 } from './embedded-s3-fixture.js';
 import {
   checkParquetCheckpoint,
   pendingParquetErasures,
@@ -29,7 +26,6 @@ import {
   REPLACED_FILE_GRACE_MS,
   rewriteParquetRows,
   runParquetMaintenance,
-  S3Connections,
   writeParquetCheckpoint,
   type CommittedFile,
   type S3Location,
@@ -41,21 +37,7 @@ const DAY_MS = 86_400_000;
 const CREDENTIALS = { accessKeyId: 'ALPARQUETCHECKPOINT1', secretAccessKey: 'parquet-checkpoint-secret-0123456789ab' };
 /** Markers of the GET-count test (the report's figure is measured with 2,000). */
 const MARKERS = Number(process.env['CHECKPOINT_TEST_MARKERS'] ?? 300);
-let server: S3Endpoint;
-let dir: string;
-let connections: S3Connections;
-
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'parquet-checkpoint-'));
-  server = await startS3Endpoint({ directory: join(dir, 's3'), host: '127.0.0.1', port: 0, buckets: [BUCKET], credentials: CREDENTIALS });
-  connections = new S3Connections(new Map([['s3', { id: 's3', endpoint: server.url, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
-});
-
-afterAll(async () => {
-  connections?.close();
-  await server?.close();
-  await rm(dir, { recursive: true, force: true });
-});
+const s3 = useEmbeddedS3('parquet-checkpoint-', BUCKET, CREDENTIALS);
 
 const fence = { term: 1, mayCommit: () => true };
 
@@ -69,7 +51,7 @@ function events(firstSeq: number, count: number, day: (seq: number) => number = 
 
 
 function source(location: S3Location): ParquetTierSource {
-  const tier = new ParquetTierSource(connections, { mode: 'parquet', path: `s3://${location.bucket}/${location.prefix}`, connectionId: 's3' });
+  const tier = new ParquetTierSource(s3.connections, { mode: 'parquet', path: `s3://${location.bucket}/${location.prefix}`, connectionId: 's3' });
   onTestFinished(() => tier.close());
   return tier;
 }
@@ -115,7 +97,7 @@ function countGets(): { byDir: () => Record<string, number>; total: () => number
  * not listed yet (as a writer's stale cache or a slow listing would have it).
  */
 function lagging(location: S3Location): ObjectStore {
-  const objects = connections.bucket('s3', BUCKET);
+  const objects = s3.connections.bucket('s3', BUCKET);
   const list = objects.list.bind(objects);
   const compactions = `${location.prefix}/${COMPACTIONS_DIR}/`;
   objects.list = async (prefix, options) => {
@@ -132,7 +114,7 @@ describe('Parquet log checkpoints', () => {
   it.each([1, 2, 3, 4])('random commits, compactions, erasures and checkpoints (seed %i): a reader from the newest checkpoint lists what a reader of every marker lists, each event once', async (seed) => {
     const next = seededRandom(seed);
     const location = { bucket: BUCKET, prefix: `prop${seed}` };
-    const objects = connections.bucket('s3', BUCKET);
+    const objects = s3.connections.bucket('s3', BUCKET);
     let seq = 0;
     let now = Date.now();
     const erased = new Set<number>();
@@ -176,7 +158,7 @@ describe('Parquet log checkpoints', () => {
 
   it(`a reader with a checkpoint fetches only the markers after it (${MARKERS} markers before it), never a folded compaction marker`, async () => {
     const location = { bucket: BUCKET, prefix: 'gets' };
-    const objects = connections.bucket('s3', BUCKET);
+    const objects = s3.connections.bucket('s3', BUCKET);
     for (let c = 0; c < MARKERS; c++) await commitParquetBatch(objects, location, events(c + 1, 1), { term: 1, nowMs: T0, afterSeq: c, mayCommit: () => true });
     await compactParquetLocation({ objects, location, fence, now: Date.now }, 16 * 1024 * 1024);
     const counter = countGets();
@@ -208,10 +190,10 @@ describe('Parquet log checkpoints', () => {
 
   it('a writer stopped right after its checkpoint (a commit and a compaction having landed meanwhile) leaves a readable location; a second writer of the same key loses, harmlessly', async () => {
     const location = { bucket: BUCKET, prefix: 'crash' };
-    const objects = connections.bucket('s3', BUCKET);
+    const objects = s3.connections.bucket('s3', BUCKET);
     let seq = 0;
     for (; seq < 12; seq += 2) await commitParquetBatch(objects, location, events(seq + 1, 2), { term: 1, nowMs: T0, afterSeq: seq, mayCommit: () => true });
-    const writer = connections.bucket('s3', BUCKET);
+    const writer = s3.connections.bucket('s3', BUCKET);
     const putIfAbsent = writer.putIfAbsent.bind(writer);
     writer.putIfAbsent = async (key, body, type) => {
       // Between the writer's reads and its create: another sweep commits and a compaction swaps files.
@@ -237,7 +219,7 @@ describe('Parquet log checkpoints', () => {
 
   it('a damaged checkpoint is refused by readers, naming it; a forged one that leaves a file out is caught by the check verify runs', async () => {
     const location = { bucket: BUCKET, prefix: 'forged' };
-    const objects = connections.bucket('s3', BUCKET);
+    const objects = s3.connections.bucket('s3', BUCKET);
     for (let seq = 0; seq < 8; seq += 2) await commitParquetBatch(objects, location, events(seq + 1, 2), { term: 1, nowMs: T0, afterSeq: seq, mayCommit: () => true });
     const write = await writeParquetCheckpoint({ objects, location, fence, now: Date.now }, 1);
     const key = write?.key as string;
@@ -271,12 +253,12 @@ describe('Parquet log checkpoints', () => {
 
   it('a compaction that lands while the writer lists the commit markers, naming a commit it did not list, is left for readers to fold', async () => {
     const location = { bucket: BUCKET, prefix: 'between' };
-    const objects = connections.bucket('s3', BUCKET);
+    const objects = s3.connections.bucket('s3', BUCKET);
     let seq = 0;
     for (; seq < 6; seq += 2) await commitParquetBatch(objects, location, events(seq + 1, 2, () => 0), { term: 1, nowMs: T0, afterSeq: seq, mayCommit: () => true });
     // The writer's second read: its commit listing ends before a sweep commits and a compaction
     // takes the new file in; its compaction listing, running alongside, sees that compaction.
-    const writer = connections.bucket('s3', BUCKET);
+    const writer = s3.connections.bucket('s3', BUCKET);
     const list = writer.list.bind(writer);
     let commitListings = 0;
     let landed: Promise<void> | undefined;
@@ -307,7 +289,7 @@ describe('Parquet log checkpoints', () => {
 
   it('what a checkpoint folds still drives deletion and erasure: replaced files go (at once for an erasure, after the grace period otherwise), pending erasure records stay pending', async () => {
     const location = { bucket: BUCKET, prefix: 'folded' };
-    const objects = connections.bucket('s3', BUCKET);
+    const objects = s3.connections.bucket('s3', BUCKET);
     let seq = 0;
     for (; seq < 8; seq += 2) await commitParquetBatch(objects, location, events(seq + 1, 2, () => 0), { term: 1, nowMs: T0, afterSeq: seq, mayCommit: () => true, ...(seq === 4 ? { erasureSeqs: [5] } : {}) });
     const context = { objects, location, fence, now: Date.now };

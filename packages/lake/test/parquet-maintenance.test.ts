@@ -1,11 +1,10 @@
 // Goal: Parquet-mode maintenance compacts each day's small committed files into one and swaps them by a compaction marker — readers (ParquetTierSource, DuckDB over the files it lists) see every event exactly once before, at and after the swap — a compaction that lost its day's generation to another writer adds nothing, a sweep committing meanwhile loses nothing, replaced files are deleted only after the grace period, and orphan cleanup removes an old unreferenced file but spares a young one, reading the commit markers a few at a time and, inside the commit lock, only those written since it read them before.
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import type { StoredEvent } from '@auditlake/model';
-import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { useEmbeddedS3 } from './embedded-s3-fixture.js';
 import {
   commitParquetBatch,
   compactionKey,
@@ -16,7 +15,6 @@ import {
   readCompactions,
   REPLACED_FILE_GRACE_MS,
   runParquetMaintenance,
-  S3Connections,
   storeClockMs,
   type ObjectStore,
   type S3Location,
@@ -26,21 +24,7 @@ const BUCKET = 'pqt';
 const T0 = Date.UTC(2026, 4, 1);
 const DAY_MS = 86_400_000;
 const CREDENTIALS = { accessKeyId: 'ALPARQUETMAINT000001', secretAccessKey: 'parquet-maint-secret-0123456789abcdefg' };
-let server: S3Endpoint;
-let dir: string;
-let connections: S3Connections;
-
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'parquet-maintenance-'));
-  server = await startS3Endpoint({ directory: join(dir, 's3'), host: '127.0.0.1', port: 0, buckets: [BUCKET], credentials: CREDENTIALS });
-  connections = new S3Connections(new Map([['s3', { id: 's3', endpoint: server.url, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
-});
-
-afterAll(async () => {
-  connections?.close();
-  await server?.close();
-  await rm(dir, { recursive: true, force: true });
-});
+const s3 = useEmbeddedS3('parquet-maintenance-', BUCKET, CREDENTIALS);
 
 /** Events firstSeq.. over two days (alternating), ingest order = seq order. */
 function events(firstSeq: number, count: number): StoredEvent[] {
@@ -55,7 +39,7 @@ const fence = { term: 1, mayCommit: () => true };
 /** A location with `commits` sweep commits of `perCommit` events each (two days per commit). */
 async function locationWith(name: string, commits: number, perCommit: number): Promise<{ location: S3Location; objects: ObjectStore; seqMax: number }> {
   const location = { bucket: BUCKET, prefix: name };
-  const objects = connections.bucket('s3', BUCKET);
+  const objects = s3.connections.bucket('s3', BUCKET);
   for (let c = 0; c < commits; c++) {
     await commitParquetBatch(objects, location, events(1 + c * perCommit, perCommit), { term: 1, nowMs: T0, afterSeq: c * perCommit, mayCommit: () => true });
   }
@@ -64,10 +48,10 @@ async function locationWith(name: string, commits: number, perCommit: number): P
 
 /** What a reader reads: the files ParquetTierSource lists, counted by DuckDB. */
 async function readerCounts(location: S3Location, objects: ObjectStore): Promise<{ files: number; rows: number; distinct: number }> {
-  const source = new ParquetTierSource(connections, { mode: 'parquet', path: `s3://${location.bucket}/${location.prefix}`, connectionId: 's3' });
+  const source = new ParquetTierSource(s3.connections, { mode: 'parquet', path: `s3://${location.bucket}/${location.prefix}`, connectionId: 's3' });
   onTestFinished(() => source.close());
   const files = await source.listFiles();
-  const local = await mkdtemp(join(dir, 'duck-'));
+  const local = await mkdtemp(join(s3.dir, 'duck-'));
   const paths: string[] = [];
   for (const file of files) {
     const target = join(local, file.key);

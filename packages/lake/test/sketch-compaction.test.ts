@@ -1,11 +1,8 @@
 // Goal: the files compaction writes (Iceberg and Parquet mode) carry a row-group sketch in their footer, and reading only the row groups it admits returns exactly what a full scan of every event returns, for user, engine, table, decision, action kind and q filters.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { AuditParquetFile, rowGroupSketches, sketchProbe, type TieredEvent } from '@auditlake/format';
 import { compileFilter, newestFirst, type SearchFilter, type StoredEvent } from '@auditlake/model';
-import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { useEmbeddedS3 } from './embedded-s3-fixture.js';
 import {
   commitIcebergBatch,
   commitParquetBatch,
@@ -16,7 +13,6 @@ import {
   resolveIcebergTable,
   runIcebergMaintenance,
   runParquetMaintenance,
-  S3Connections,
   type TierSource,
 } from '../src/index.js';
 
@@ -24,21 +20,7 @@ const BUCKET = 'sketch';
 const T0 = Date.UTC(2026, 4, 1);
 const DAY_MS = 86_400_000;
 const CREDENTIALS = { accessKeyId: 'ALSKETCHCOMPACTION01', secretAccessKey: 'sketch-compaction-secret-0123456789ab' };
-let server: S3Endpoint;
-let dir: string;
-let connections: S3Connections;
-
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'sketch-compaction-'));
-  server = await startS3Endpoint({ directory: join(dir, 's3'), host: '127.0.0.1', port: 0, buckets: [BUCKET], credentials: CREDENTIALS });
-  connections = new S3Connections(new Map([['s3', { id: 's3', endpoint: server.url, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
-});
-
-afterAll(async () => {
-  connections?.close();
-  await server?.close();
-  await rm(dir, { recursive: true, force: true });
-});
+const s3 = useEmbeddedS3('sketch-compaction-', BUCKET, CREDENTIALS);
 
 const USERS = ['alice', 'Bob', 'İlkay', 'svc-etl', 'rare-user'];
 const TABLES = ['hive.sales.orders', 'ice.ops.監査', 'Hive.Sales.Secret'];
@@ -127,14 +109,14 @@ const COMMITS = 6;
 describe('row-group sketches after compaction', () => {
   it('Iceberg: compacted files carry sketches; reading only the groups they admit equals a full scan', async () => {
     const table = resolveIcebergTable('cat.ops.sketched', new Map([['cat', { name: 'cat', warehouse: `s3://${BUCKET}/wh`, connectionId: 's3' }]]));
-    const objects = connections.bucket('s3', BUCKET);
+    const objects = s3.connections.bucket('s3', BUCKET);
     let loaded = await ensureIcebergTable(objects, table, T0);
     for (let c = 0; c < COMMITS; c++) {
       await commitIcebergBatch(objects, table, loaded, events(1 + c * PER_COMMIT, PER_COMMIT), { ...fence, nowMs: Date.now(), writerId: 'test' });
       loaded = (await loadIcebergTable(objects, table))!;
     }
     const all = events(1, COMMITS * PER_COMMIT);
-    const source = new IcebergTierSource(connections, { identifier: table.identifier, location: table.location, connectionId: 's3' });
+    const source = new IcebergTierSource(s3.connections, { identifier: table.identifier, location: table.location, connectionId: 's3' });
     try {
       await expectPrunedEqualsFullScan(source, all);
       const figures = await runIcebergMaintenance(
@@ -151,12 +133,12 @@ describe('row-group sketches after compaction', () => {
 
   it('Parquet: compacted files carry sketches; reading only the groups they admit equals a full scan', async () => {
     const location = { bucket: BUCKET, prefix: 'pq' };
-    const objects = connections.bucket('s3', BUCKET);
+    const objects = s3.connections.bucket('s3', BUCKET);
     for (let c = 0; c < COMMITS; c++) {
       await commitParquetBatch(objects, location, events(1 + c * PER_COMMIT, PER_COMMIT), { term: 1, nowMs: T0, afterSeq: c * PER_COMMIT, mayCommit: () => true });
     }
     const all = events(1, COMMITS * PER_COMMIT);
-    const source = new ParquetTierSource(connections, { mode: 'parquet', path: `s3://${BUCKET}/pq`, connectionId: 's3' });
+    const source = new ParquetTierSource(s3.connections, { mode: 'parquet', path: `s3://${BUCKET}/pq`, connectionId: 's3' });
     try {
       await expectPrunedEqualsFullScan(source, all);
       const run = await runParquetMaintenance({ objects, location, fence, now: Date.now }, { removeOrphanFiles: false, orphanMinAgeMs: 0, targetFileSizeBytes: 16 * 1024 * 1024 });

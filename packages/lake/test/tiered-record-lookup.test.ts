@@ -2,33 +2,16 @@
 // without `ts` was stored with a later server time, in a file whose time range does not cover the
 // first copy — reading every file's footer, skipping only row groups whose event_id statistics
 // prove the ids absent, and reading the files a few at a time.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { StoredEvent } from '@auditlake/model';
-import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { commitParquetBatch, findTieredRecords, ParquetTierSource, S3Connections, type TieredLookupStats } from '../src/index.js';
+import { describe, expect, it } from 'vitest';
+import { useEmbeddedS3 } from './embedded-s3-fixture.js';
+import { commitParquetBatch, findTieredRecords, ParquetTierSource, type TieredLookupStats } from '../src/index.js';
 
 const BUCKET = 'lookup';
 const T0 = Date.UTC(2026, 4, 1);
 const DAY_MS = 86_400_000;
 const CREDENTIALS = { accessKeyId: 'ALLOOKUPTEST00000001', secretAccessKey: 'lookup-test-secret-0123456789abcdefghi' };
-let server: S3Endpoint;
-let dir: string;
-let connections: S3Connections;
-
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'tiered-lookup-'));
-  server = await startS3Endpoint({ directory: join(dir, 's3'), host: '127.0.0.1', port: 0, buckets: [BUCKET], credentials: CREDENTIALS });
-  connections = new S3Connections(new Map([['s3', { id: 's3', endpoint: server.url, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
-});
-
-afterAll(async () => {
-  connections?.close();
-  await server?.close();
-  await rm(dir, { recursive: true, force: true });
-});
+const s3 = useEmbeddedS3('tiered-lookup-', BUCKET, CREDENTIALS);
 
 function stored(eventId: string, seq: number, timestamp: number): StoredEvent {
   return { eventId, userId: `u${seq}`, source: 'trino', action: 'data:Select', resource: 'r', decision: 'ALLOW', tables: ['t'], query: `q${seq}`, details: '', timestamp, ingestTs: timestamp, seq, term: 1 };
@@ -37,14 +20,14 @@ function stored(eventId: string, seq: number, timestamp: number): StoredEvent {
 describe('findTieredRecords', () => {
   it('finds a copy stored later with another time, in a file that does not cover the first copy', async () => {
     const location = { bucket: BUCKET, prefix: 'resent' };
-    const objects = connections.bucket('s3', BUCKET);
+    const objects = s3.connections.bucket('s3', BUCKET);
     const commit = (events: StoredEvent[], afterSeq: number) => commitParquetBatch(objects, location, events, { term: 1, nowMs: T0, afterSeq, mayCommit: () => true });
     // seq 1..3 on day 0, the first copy of `again` among them (sent without ts: the server's time then).
     await commit([stored('a1', 1, T0 + 1), stored('again', 2, T0 + 2), stored('a3', 3, T0 + 3)], 0);
     // Other files in between, then the retry two days later: a new seq and the server's time now.
     await commit([stored('b4', 4, T0 + DAY_MS + 4), stored('b5', 5, T0 + DAY_MS + 5)], 3);
     await commit([stored('c6', 6, T0 + 2 * DAY_MS + 6), stored('again', 7, T0 + 2 * DAY_MS + 7)], 5);
-    const source = new ParquetTierSource(connections, { mode: 'parquet', path: `s3://${BUCKET}/resent`, connectionId: 's3' });
+    const source = new ParquetTierSource(s3.connections, { mode: 'parquet', path: `s3://${BUCKET}/resent`, connectionId: 's3' });
     const files = await source.listFiles();
     expect(files).toHaveLength(3);
 
@@ -57,13 +40,13 @@ describe('findTieredRecords', () => {
 
   it("skips only row groups whose event_id statistics prove the ids absent", async () => {
     const location = { bucket: BUCKET, prefix: 'stats' };
-    const objects = connections.bucket('s3', BUCKET);
+    const objects = s3.connections.bucket('s3', BUCKET);
     // Ten files of ids k00..k09, k10..k19, …: each file's event_id bounds are narrow.
     for (let f = 0; f < 10; f++) {
       const events = Array.from({ length: 10 }, (_, i) => stored(`k${f}${i}`, f * 10 + i + 1, T0 + f * 10 + i));
       await commitParquetBatch(objects, location, events, { term: 1, nowMs: T0, afterSeq: f * 10, mayCommit: () => true });
     }
-    const source = new ParquetTierSource(connections, { mode: 'parquet', path: `s3://${BUCKET}/stats`, connectionId: 's3' });
+    const source = new ParquetTierSource(s3.connections, { mode: 'parquet', path: `s3://${BUCKET}/stats`, connectionId: 's3' });
     const stats: TieredLookupStats = { files: 0, rowGroups: 0, rowGroupsSkipped: 0, rowGroupsRead: 0 };
     const found = await findTieredRecords([source], new Set(['k37', 'k81', 'k3', 'k99x']), stats);
     expect([...found.keys()].sort()).toEqual(['k37', 'k81']);
