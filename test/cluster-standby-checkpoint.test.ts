@@ -8,37 +8,12 @@
 // standby leads and signs a checkpoint: it must follow the checkpoint the standby never received,
 // so `auditlake verify --path` (offline, the real command) passes on the tier, and
 // `auditlake verify --url` (online) on the new leader's own log.
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { startS3Endpoint } from '@auditlake/s3-endpoint';
-import { auditlakeBin } from '@auditlake/testkit';
-import { describe, expect, it, onTestFinished } from 'vitest';
-import { ADMIN, postEvents, startCluster, type Cluster } from './cluster-harness.js';
+import { describe, expect, it } from 'vitest';
+import { integrityOf, runVerify, startParquetTieringPair, tierWatermark, untilSignedByOwnKey, verifyTier } from './checkpoint-failover.js';
+import { ADMIN, postEvents } from './cluster-harness.js';
 
-const run = promisify(execFile);
 const CREDENTIALS = { accessKeyId: 'ALCLUSTERTEST0000003', secretAccessKey: 'cluster-test-secret-standby-checkpoint' };
-
-interface IntegrityView {
-  keyId: string;
-  chainId: string | undefined;
-  head: { seq: number };
-  checkpoints: Array<{ seq: number; checkpoint: string }>;
-}
-
-async function integrityOf(cluster: Cluster, i: number): Promise<IntegrityView> {
-  const res = await fetch(`${cluster.node(i).url}/admin/audit/integrity`, { headers: { authorization: `Token ${ADMIN}` }, signal: AbortSignal.timeout(5_000) });
-  expect(res.status).toBe(200);
-  return (await res.json()) as IntegrityView;
-}
-
-async function watermark(url: string): Promise<number> {
-  const res = await fetch(`${url}/admin/audit/settings`, { headers: { authorization: `Token ${ADMIN}` } });
-  return ((await res.json()) as { tierStatus: { watermark: { seq: number } } }).tierStatus.watermark.seq;
-}
 
 interface Checkpoint {
   chainId: string;
@@ -63,31 +38,11 @@ function events(prefix: string, n: number): unknown[] {
 
 describe('the chain of checkpoints after a standby caught up across a range its leader pruned (2 real nodes, real redis-server and S3 endpoint)', () => {
   it('the standby, once leader, continues from the checkpoint it never received; the tier verifies offline, its log online', async () => {
-    const directory = await mkdtemp(join(tmpdir(), 'auditlake-cluster-s3-'));
-    const s3 = await startS3Endpoint({ directory, host: '127.0.0.1', port: 0, buckets: ['ext'], credentials: CREDENTIALS });
-    onTestFinished(async () => {
-      await s3.close();
-      await rm(directory, { recursive: true, force: true });
-    });
-    const cluster = await startCluster({
-      size: 2,
-      sets: () => [
-        'auditlake.cluster.lease.ttl.ms=1000',
-        `auditlake.s3.connections.ext.endpoint=${s3.url}`,
-        `auditlake.s3.connections.ext.accessKeyId=${CREDENTIALS.accessKeyId}`,
-        `auditlake.s3.connections.ext.secretAccessKey=${CREDENTIALS.secretAccessKey}`,
-        'auditlake.audit.tier.mode=parquet',
-        'auditlake.audit.tier.parquet.path=s3://ext/audit',
-        'auditlake.audit.tier.connectionId=ext',
-        'auditlake.audit.tier.interval.ms=100',
-        'auditlake.audit.tier.ingest.settle.ms=0',
-        'auditlake.audit.tier.retain.local.days=0',
-        'auditlake.audit.retention.interval.ms=200',
-        // A checkpoint once two records came since the last, never by time: the test decides.
-        'auditlake.audit.integrity.checkpoint.events=2',
-        'auditlake.audit.integrity.checkpoint.interval.ms=86400000',
-      ],
-    });
+    const { cluster, s3Url } = await startParquetTieringPair(CREDENTIALS, [
+      // A checkpoint once two records came since the last, never by time: the test decides.
+      'auditlake.audit.integrity.checkpoint.events=2',
+      'auditlake.audit.integrity.checkpoint.interval.ms=86400000',
+    ]);
     const leader = await cluster.waitForLeader();
     const standby = 1 - leader;
     await cluster.waitForLeaderKnownBy(standby);
@@ -104,7 +59,7 @@ describe('the chain of checkpoints after a standby caught up across a range its 
     const second = parseSignedCheckpoint((await integrityOf(cluster, leader)).checkpoints.at(-1)!.checkpoint);
     expect(second.previousCheckpointHash).toBe(checkpointHash(first));
     const secondRecordSeq = (await integrityOf(cluster, leader)).checkpoints.at(-1)!.seq;
-    await expect.poll(() => watermark(cluster.node(leader).url), { timeout: 30_000, interval: 100 }).toBeGreaterThanOrEqual(secondRecordSeq);
+    await expect.poll(() => tierWatermark(cluster.node(leader).url), { timeout: 30_000, interval: 100 }).toBeGreaterThanOrEqual(secondRecordSeq);
     await expect.poll(async () => (await cluster.log(leader)).length, { timeout: 30_000, interval: 100 }).toBe(0);
 
     // It comes back and catches up: one record (no checkpoint due), after the deleted range.
@@ -120,42 +75,18 @@ describe('the chain of checkpoints after a standby caught up across a range its 
     await expect.poll(() => cluster.leaderIndex(), { timeout: 20_000 }).toBe(standby);
     const survivor = cluster.node(standby).url;
     expect((await postEvents(survivor, events('d', 2))).status).toBe(200);
-    const newKey = (await integrityOf(cluster, standby)).keyId;
-    let signed: IntegrityView | undefined;
-    await expect
-      .poll(
-        async () => {
-          signed = await integrityOf(cluster, standby);
-          return signed.checkpoints.some(({ checkpoint }) => (JSON.parse(checkpoint) as { keyId: string }).keyId === newKey);
-        },
-        { timeout: 30_000, interval: 200 },
-      )
-      .toBe(true);
-    const third = parseSignedCheckpoint(signed!.checkpoints.at(-1)!.checkpoint);
-    const newest = signed!.checkpoints.at(-1)!.seq;
-    await expect.poll(() => watermark(survivor), { timeout: 30_000, interval: 200 }).toBeGreaterThanOrEqual(newest);
+    const signed = await untilSignedByOwnKey(cluster, standby);
+    const third = parseSignedCheckpoint(signed.checkpoints.at(-1)!.checkpoint);
+    const newest = signed.checkpoints.at(-1)!.seq;
+    await expect.poll(() => tierWatermark(survivor), { timeout: 30_000, interval: 200 }).toBeGreaterThanOrEqual(newest);
 
     // stdout is the verdict (stderr may carry runtime warnings, shown when it fails).
-    let verdict: { code: number; out: string; err: string };
-    try {
-      const { stdout, stderr } = await run(process.execPath, [auditlakeBin(), 'verify', '--path', 's3://ext/audit', '--endpoint', s3.url, '--access-key-id', CREDENTIALS.accessKeyId, '--secret-access-key', CREDENTIALS.secretAccessKey, '--threads', '0'], { timeout: 120_000 });
-      verdict = { code: 0, out: stdout, err: stderr };
-    } catch (err) {
-      const failed = err as { code?: number; stdout?: string; stderr?: string };
-      verdict = { code: failed.code ?? -1, out: failed.stdout ?? '', err: failed.stderr ?? '' };
-    }
+    const verdict = await verifyTier(s3Url, CREDENTIALS);
     expect(verdict.out, verdict.err).toMatch(/^verified (\d+) records, seq 1\.\.\1, 3 checkpoints\n$/);
     expect(verdict.code).toBe(0);
     // Online, the new leader's own log verifies too: the range it never received is declared
     // deleted by retention (as the first leader declared it), with the checkpoint in it.
-    let online: { code: number; out: string; err: string };
-    try {
-      const { stdout, stderr } = await run(process.execPath, [auditlakeBin(), 'verify', '--url', survivor, '--token', ADMIN, '--threads', '0'], { timeout: 120_000 });
-      online = { code: 0, out: stdout, err: stderr };
-    } catch (err) {
-      const failed = err as { code?: number; stdout?: string; stderr?: string };
-      online = { code: failed.code ?? -1, out: failed.stdout ?? '', err: failed.stderr ?? '' };
-    }
+    const online = await runVerify(['--url', survivor, '--token', ADMIN]);
     expect(online.out, online.err).toMatch(/^verified \d+ records, .*\d+ records removed by retention\n$/);
     expect(online.code).toBe(0);
     // The new leader's checkpoint follows the one its log never held.
