@@ -63,6 +63,8 @@ export function auditFieldId(name: AuditColumnName): number {
 
 /** Field id of `ts` (event time, epoch ms): a data file's bounds on it let readers skip the file. */
 export const TS_FIELD_ID = auditFieldId('ts');
+export const SEQ_FIELD_ID = auditFieldId('seq');
+export const INGEST_TS_FIELD_ID = auditFieldId('ingest_ts');
 
 const COLUMN_NAMES: ReadonlySet<string> = new Set(AUDIT_COLUMNS.map((column) => column.name));
 

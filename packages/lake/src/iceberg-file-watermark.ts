@@ -1,11 +1,8 @@
-import { auditFieldId, decodeLongBound, type IcebergTableMetadata } from '@auditlake/format';
+import { decodeLongBound, INGEST_TS_FIELD_ID, SEQ_FIELD_ID, type IcebergTableMetadata } from '@auditlake/format';
 import { currentManifests, isLive } from './iceberg-table-files.js';
 import type { IcebergTableRef } from './iceberg-table-ref.js';
 import type { ObjectStore } from './object-store.js';
 import type { Watermark } from './watermark.js';
-
-const SEQ_FIELD_ID = auditFieldId('seq');
-const INGEST_TS_FIELD_ID = auditFieldId('ingest_ts');
 
 /**
  * Where tiering stopped, as the current snapshot's live data files show it: the greatest `seq`

@@ -2,7 +2,6 @@ import { randomInt, randomUUID } from 'node:crypto';
 import {
   addedEntry,
   AuditParquetFile,
-  auditFieldId,
   bytesSource,
   currentSchema,
   dayPartitionPath,
@@ -13,6 +12,7 @@ import {
   ManifestEntryStatus,
   manifestFileFor,
   replaceSnapshot,
+  SEQ_FIELD_ID,
   summarizeAddedFiles,
   updateProperties,
   type DataFile,
@@ -67,8 +67,6 @@ export interface RowRewriteResult {
   filesRewritten: number;
   rowsRewritten: number;
 }
-
-const SEQ_FIELD_ID = auditFieldId('seq');
 
 /** False only when the file's seq bounds prove it holds none of `seqs` (files without bounds are read). */
 function mayHoldSeqs(file: DataFile, seqs: readonly number[]): boolean {

@@ -139,14 +139,14 @@ export async function startAuditNode(options: AuditNodeOptions): Promise<AuditNo
           onInternalError: (err) => logger.error({ err }, 'the embedded S3 endpoint failed a request'),
         });
   try {
-    return await startWith(options, embeddedS3, logger);
+    return await startWith(options, embeddedS3, logger, hosts);
   } catch (err) {
     await embeddedS3?.close();
     throw err;
   }
 }
 
-async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | undefined, logger: Logger): Promise<AuditNode> {
+async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | undefined, logger: Logger, hosts: HostNames): Promise<AuditNode> {
   const config = embeddedS3 ? withEmbeddedS3(options.config, embeddedS3) : options.config;
   const nodeId = options.nodeId ?? (await loadNodeId(options.dataDir));
   const { tokens, adminToken } = await credentials(options);
@@ -265,7 +265,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     registerIntegrityRoutes(app, { integrity, store, membership, now: () => Date.now() + config.debugClockOffsetMs, findTiered: (eventIds) => tiering.findTieredRecords(eventIds), ackReplicatedTimeoutMs: config.ackReplicatedTimeoutMs });
     registerLedgerRoute(app, { store, countTiered: async () => store.countTieredThrough((await tiering.watermark()).seq) });
     registerClusterRoute(app, membership);
-    registerHealthRoutes(app, metrics, () => (membership.isLeader() ? 'leader' : 'standby'), hostNames(options));
+    registerHealthRoutes(app, metrics, () => (membership.isLeader() ? 'leader' : 'standby'), hosts);
     if (cluster) {
       registerInternalRoutes(app, {
         clusterToken: () => cluster.token.current(),

@@ -776,13 +776,13 @@ export class AuditStore {
     } catch {
       newest = undefined;
     }
-    const { registerKey } = await verifyCarriedCheckpoint(carried, {
+    const { signed, registerKey } = await verifyCarriedCheckpoint(carried, {
       lastSeq: log.lastSeq,
       newest,
       chainHashAt: (seq) => log.chainHashAt(seq),
       keyOf: async (keyId) => {
-        const kept = await db.get(keyKey(keyId));
-        if (kept !== undefined) return JSON.parse(kept) as RegisteredKey;
+        const kept = await registeredKey(db, keyId);
+        if (kept !== undefined) return kept;
         // A registration among the entries applied with it (its record survived the sender's retention).
         for (const entry of log.integrity) {
           if (entry.kind !== 'registerKey' || entry.seq >= carried.seq) continue;
@@ -798,7 +798,7 @@ export class AuditStore {
     batch.put(checkpointKey(carried.seq), carried.checkpoint);
     if (this.#prunedCheckpointSeq !== undefined && this.#prunedCheckpointSeq < carried.seq) batch.del(checkpointKey(this.#prunedCheckpointSeq));
     batch.put(PRUNED_CHECKPOINT_KEY, String(carried.seq));
-    if (registerKey !== undefined) batch.put(keyKey(parseSignedCheckpoint(carried.checkpoint).keyId), JSON.stringify(registerKey satisfies RegisteredKey));
+    if (registerKey !== undefined) batch.put(keyKey(signed.keyId), JSON.stringify(registerKey satisfies RegisteredKey));
     return carried.seq;
   }
 
@@ -828,8 +828,7 @@ export class AuditStore {
     if (checkpoint === undefined) return undefined;
     let key: RegisteredKey | undefined;
     try {
-      const kept = await this.#db.get(keyKey(parseSignedCheckpoint(checkpoint).keyId));
-      key = kept === undefined ? undefined : (JSON.parse(kept) as RegisteredKey);
+      key = await registeredKey(this.#db, parseSignedCheckpoint(checkpoint).keyId);
     } catch {
       key = undefined;
     }
@@ -1206,7 +1205,7 @@ export class AuditStore {
       this.#tail.clear();
       const batch = this.#db.batch();
       const index = this.#openIndex();
-      let gapSeqMax = this.#gapSeqMax;
+      let batchSeqMax = 0;
       let deleted = 0;
       const touchedBlocks = new Set<number>();
       const prunedSeqs: Array<{ seq: number; chainHash: string | undefined }> = [];
@@ -1225,7 +1224,7 @@ export class AuditStore {
         if (kind === 'checkpoint') checkpointSeqs.push(event.seq);
         else if (kind === 'erase') batch.del(erasureKey(event.seq));
         prunedSeqs.push({ seq: event.seq, chainHash: event.chainHash });
-        gapSeqMax = Math.max(gapSeqMax, event.seq);
+        batchSeqMax = Math.max(batchSeqMax, event.seq);
         deleted++;
       }
       if (deleted > 0) {
@@ -1237,7 +1236,7 @@ export class AuditStore {
           // The highest seq deleted or skipped, with the deletes (a crash keeps both or
           // neither), taken here: an apply between the read above and now may have raised it
           // past this batch's seqs, and lowering it would make the log above it look contiguous.
-          gapSeqMax = Math.max(gapSeqMax, this.#gapSeqMax);
+          const gapSeqMax = Math.max(batchSeqMax, this.#gapSeqMax);
           if (gapSeqMax > this.#gapSeqMax) batch.put(localKey(GAP_SEQ_MAX), String(gapSeqMax));
           // The newest checkpoint deleted so far keeps its index entry; the others' go. Decided
           // here, in the writer's queue, where no cut of the log can come in between.
@@ -1611,4 +1610,10 @@ function judgeRepeats(repeated: readonly EncodedEvent[], storedJson: ReadonlyMap
 /** An event's content hash: computed at ingest when the store keeps the chain, else now. */
 function contentHashOf(event: EncodedEvent): string {
   return event.chainContent?.hash ?? contentHashOfJson(event.json);
+}
+
+/** A key registration the log's key index holds (`keyKey`), or undefined. */
+async function registeredKey(db: Pick<Level<string, string>, 'get'>, keyId: string): Promise<RegisteredKey | undefined> {
+  const kept = await db.get(keyKey(keyId));
+  return kept === undefined ? undefined : (JSON.parse(kept) as RegisteredKey);
 }
