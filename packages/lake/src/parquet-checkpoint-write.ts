@@ -1,9 +1,9 @@
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import type { ObjectStore } from './object-store.js';
 import { checkpointKey, listCheckpointKeys, checkpointKeySeq, readNewestCheckpoint, type ParquetCheckpoint } from './parquet-checkpoint.js';
-import type { CommitMarker, CommittedFile } from './parquet-committer.js';
+import { parquetDataPrefix, type CommitMarker, type CommittedFile } from './parquet-committer.js';
 import { liveParquetFiles, ParquetLogCache, type CompactionMarker, type ParquetCompactionContext, type ParquetLog } from './parquet-compaction.js';
-import { joinKey, type S3Location } from './s3-location.js';
+import type { S3Location } from './s3-location.js';
 
 /**
  * A checkpoint is written once this many commit markers follow the newest one. A reader folds at
@@ -68,7 +68,7 @@ export async function writeParquetCheckpoint(
   const markersFolded = log.markers.filter((marker) => marker.watermark.seq > newestSeq).length;
   if (markersFolded < minMarkers || !context.fence.mayCommit()) return undefined;
   const state = checkpointState({ ...(log.checkpoint ? { checkpoint: log.checkpoint } : {}), markers: log.markers, compactions });
-  const present = new Set(await objects.list(joinKey(location.prefix, 'event_date=')));
+  const present = new Set(await objects.list(parquetDataPrefix(location)));
   const checkpoint: ParquetCheckpoint = {
     format: 'auditlake-parquet-checkpoint/1',
     watermark: last.watermark,

@@ -105,6 +105,16 @@ export async function commitParquetBatch(objects: ObjectStore, location: S3Locat
   return { marker, bytes: files.reduce((sum, f) => sum + f.bytes, 0) };
 }
 
+/**
+ * The prefix every data file of `location` is listed under: its day directories. Listings of
+ * data files use it, never the whole location: the commit markers beside them grow by one per
+ * sweep forever (about 3M in a year of 10-second sweeps), and a location may hold other
+ * locations below it whose objects are not its own.
+ */
+export function parquetDataPrefix(location: S3Location): string {
+  return joinKey(location.prefix, 'event_date=');
+}
+
 /** The marker of the commit that continues from watermark seq `afterSeq`; keys sort by it. */
 export function markerKey(location: S3Location, afterSeq: number): string {
   return joinKey(location.prefix, `${COMMITS_DIR}/${encodeKeyNumber(afterSeq)}.json`);

@@ -2,6 +2,7 @@ import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js
 import { deleteWhileLeader } from './fenced-delete.js';
 import type { MaintenancePolicy, MaintenanceRunFigures } from './iceberg-maintenance.js';
 import type { ObjectStore } from './object-store.js';
+import { parquetDataPrefix } from './parquet-committer.js';
 import { compactParquetLocation, liveParquetFiles, ParquetLogCache, readContextLog, type ParquetCompactionContext } from './parquet-compaction.js';
 import { writeParquetCheckpoint } from './parquet-checkpoint-write.js';
 import { REPLACED_FILE_GRACE_MS } from './replaced-file-grace.js';
@@ -10,8 +11,9 @@ import { orphanCutoffMs } from './store-clock.js';
 
 export { REPLACED_FILE_GRACE_MS };
 
-async function locationBytes(objects: ObjectStore, location: S3Location): Promise<number> {
-  return (await objects.listObjects(joinKey(location.prefix, ''))).reduce((sum, object) => sum + object.bytes, 0);
+/** Bytes of the location's data files (what compaction and cleanup change). */
+async function dataBytes(objects: ObjectStore, location: S3Location): Promise<number> {
+  return (await objects.listObjects(parquetDataPrefix(location))).reduce((sum, object) => sum + object.bytes, 0);
 }
 
 /**
@@ -24,7 +26,7 @@ async function deleteReplacedParquetFiles(context: ParquetCompactionContext): Pr
   const { replaced } = liveParquetFiles(await readContextLog(context));
   const cutoffMs = context.now() - REPLACED_FILE_GRACE_MS;
   const doomed = replaced.filter((file) => file.committedAtMs <= cutoffMs).map((file) => file.key);
-  const present = new Set((await context.objects.list(joinKey(context.location.prefix, ''))).filter((key) => key.endsWith('.parquet')));
+  const present = new Set((await context.objects.list(parquetDataPrefix(context.location))).filter((key) => key.endsWith('.parquet')));
   const deleting = doomed.filter((key) => present.has(key));
   await mapBounded(deleting, OBJECT_REQUESTS_IN_FLIGHT_MAX, (key) => context.objects.delete(key));
   return deleting.length;
@@ -59,7 +61,7 @@ async function removeParquetOrphans(context: ParquetCompactionContext, minAgeMs:
   const base = joinKey(location.prefix, '');
   const cutoffMs = await orphanCutoffMs(context.now(), minAgeMs, context.storeNow);
   // A listing without LastModified (0) tells no age: never a candidate.
-  const candidates = (await objects.listObjects(base)).filter((object) => DATA_FILE_NAME.test(object.key.slice(base.length)) && object.lastModifiedMs > 0 && object.lastModifiedMs <= cutoffMs);
+  const candidates = (await objects.listObjects(parquetDataPrefix(location))).filter((object) => DATA_FILE_NAME.test(object.key.slice(base.length)) && object.lastModifiedMs > 0 && object.lastModifiedMs <= cutoffMs);
   if (candidates.length === 0) return 0;
   // The bulk of the log is read before the turn; in it, only the markers written since.
   const cache = context.log ?? new ParquetLogCache();
@@ -93,7 +95,7 @@ async function removeParquetOrphans(context: ParquetCompactionContext, minAgeMs:
 export async function runParquetMaintenance(context: ParquetCompactionContext, policy: Pick<MaintenancePolicy, 'removeOrphanFiles' | 'orphanMinAgeMs' | 'targetFileSizeBytes'>): Promise<MaintenanceRunFigures> {
   // Each step reads the log again (it may have moved), fetching only the markers new since the last read.
   context = { ...context, log: context.log ?? new ParquetLogCache() };
-  const bytesBefore = await locationBytes(context.objects, context.location);
+  const bytesBefore = await dataBytes(context.objects, context.location);
   const compaction = await compactParquetLocation(context, policy.targetFileSizeBytes);
   await context.onStep?.('compaction');
   const filesDeleted = await deleteReplacedParquetFiles(context);
@@ -109,6 +111,6 @@ export async function runParquetMaintenance(context: ParquetCompactionContext, p
     filesDeleted,
     orphansDeleted,
     bytesBefore,
-    bytesAfter: await locationBytes(context.objects, context.location),
+    bytesAfter: await dataBytes(context.objects, context.location),
   };
 }

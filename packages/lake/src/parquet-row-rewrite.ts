@@ -4,7 +4,7 @@ import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import type { RowRewrite } from './iceberg-row-rewrite.js';
 import { encodeKeyNumber } from './key-number.js';
-import type { CommittedFile } from './parquet-committer.js';
+import { parquetDataPrefix, type CommittedFile } from './parquet-committer.js';
 import { compactionKey, liveParquetFiles, nextCompactionGeneration, readContextLog, type CompactionMarker, type ParquetCompactionContext } from './parquet-compaction.js';
 import { joinKey, type S3Location } from './s3-location.js';
 import { INLINE_TIER_FILE_ENCODER } from './tier-file-encoding.js';
@@ -95,7 +95,7 @@ export async function rewriteParquetRows(context: ParquetCompactionContext, chan
 async function deleteErasedFiles(context: ParquetCompactionContext): Promise<number> {
   const { replaced } = liveParquetFiles(await readContextLog(context));
   const doomed = new Set(replaced.map((file) => file.key));
-  const present = (await context.objects.list(joinKey(context.location.prefix, ''))).filter((key) => doomed.has(key));
+  const present = (await context.objects.list(parquetDataPrefix(context.location))).filter((key) => doomed.has(key));
   await mapBounded(present, OBJECT_REQUESTS_IN_FLIGHT_MAX, (key) => context.objects.delete(key));
   return present.length;
 }

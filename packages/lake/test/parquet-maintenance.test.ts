@@ -215,6 +215,38 @@ describe('Parquet maintenance', () => {
     expect(await readerCounts(location, objects)).toEqual({ files: 26, rows: seqMax + 10, distinct: seqMax + 10 });
   });
 
+  it("a run's listings do not grow with the history: no commit marker its checkpoint covers, no other location's objects", async () => {
+    // A year of 10-second sweeps leaves ~3M commit markers: a run that listed the whole location
+    // (four times: bytes before and after, replaced files, orphans) would page through all of them
+    // and hold every key in memory.
+    const { location, objects } = await locationWith('long', 40, 2);
+    await objects.put('long/earlier/event_date=2026-05-01/part-0000000000000001-t0-abc.parquet', new Uint8Array(1000), 'application/vnd.apache.parquet');
+    // Writes a checkpoint over the 40 markers at the end of the run.
+    await runParquetMaintenance({ objects, location, fence, now: Date.now, checkpointIntervalMarkers: 1 }, { ...POLICY, targetFileSizeBytes: 1 });
+    for (let c = 0; c < 3; c++) await commitParquetBatch(objects, location, events(81 + 2 * c, 2), { term: 1, nowMs: T0, afterSeq: 80 + 2 * c, mayCommit: () => true });
+    const listed: string[] = [];
+    const list = objects.list.bind(objects);
+    const listObjects = objects.listObjects.bind(objects);
+    objects.list = async (prefix, options) => {
+      const keys = await list(prefix, options);
+      listed.push(...keys);
+      return keys;
+    };
+    objects.listObjects = async (prefix, options) => {
+      const found = await listObjects(prefix, options);
+      listed.push(...found.map((object) => object.key));
+      return found;
+    };
+    const run = await runParquetMaintenance({ objects, location, fence, now: Date.now, checkpointIntervalMarkers: 1000 }, { ...POLICY, removeOrphanFiles: true, targetFileSizeBytes: 1 });
+    // Only the three markers after the checkpoint (read more than once: before the orphan turn and in it).
+    expect(new Set(listed.filter((key) => key.startsWith(`long/${COMMITS_DIR}/`))).size).toBe(3);
+    expect(listed.filter((key) => !key.startsWith('long/event_date=') && !key.startsWith('long/_auditlake/'))).toEqual([]);
+    // Bytes are this location's data files: 43 commits of two days each.
+    const data = (await listObjects('long/event_date=')).reduce((sum, object) => sum + object.bytes, 0);
+    expect(run.bytesBefore).toBe(data);
+    expect(run.bytesAfter).toBe(data);
+  });
+
   it("orphan cleanup never deletes another location's files below this one (an earlier path, a warehouse)", async () => {
     const { location, objects } = await locationWith('outer', 1, 10);
     const others = [
