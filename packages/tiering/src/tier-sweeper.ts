@@ -122,8 +122,8 @@ interface NextBatch {
 }
 
 /**
- * The batch after the one committing, read and handed to the encoder before that commit ends,
- * so a backlog's next encoding overlaps this commit's requests. Only a hint: a sweep uses it
+ * A batch after the one committing, read and handed to the encoder before that commit ends,
+ * so a backlog's next encodings overlap this commit's requests. Only a hint: a sweep uses it
  * when it continues from exactly `afterSeq` at the same target in the same term, else drops it.
  */
 interface Prefetch {
@@ -131,7 +131,17 @@ interface Prefetch {
   afterSeq: number;
   next: Promise<NextBatch>;
   encoded: Promise<EncodedIcebergBatch | undefined>;
+  /** The batch after this one, read as soon as this one was (see READ_AHEAD_BATCHES). */
+  following?: Prefetch;
 }
+
+/**
+ * Batches of a backlog read and queued for encoding ahead of the one committing. One was not
+ * enough: the next batch was read only when the previous commit ended, and the encoder (the
+ * busiest thread of a catch-up) waited for that read every time. With two, the encoder has the
+ * next batch in hand when it finishes one.
+ */
+const READ_AHEAD_BATCHES = 2;
 
 /**
  * What one `sweep()` did. `tiered-full`: it committed a batch cut by the size limit, so settled
@@ -157,6 +167,8 @@ export class TierSweeper {
   #running: Promise<SweepOutcome> | undefined;
   #recoveredFor: string | undefined;
   #prefetch: Prefetch | undefined;
+  /** Moves whenever what was read ahead is dropped, so a read-ahead still in flight then starts no further one. */
+  #prefetchEpoch = 0;
   /** Parquet mode: seqs of committed erasure records not yet applied to the location's rows. */
   #parquetErasuresPending: number[] = [];
   /**
@@ -330,7 +342,7 @@ export class TierSweeper {
       return outcome;
     } catch (err) {
       // What was read ahead continued a commit that may not have happened: read again.
-      this.#prefetch = undefined;
+      this.#dropPrefetch();
       this.#lastTable = undefined;
       this.#status.lastFailureMs = this.#now();
       this.#status.lastError = err instanceof Error ? err.message : String(err);
@@ -525,7 +537,7 @@ export class TierSweeper {
     const encoded = prefetched ? prefetched.encoded : encodeIcebergBatch(loaded, batch, encoder);
     // A backlog: the next batch is read and queued for encoding now, behind this one, so the
     // encoder works on it while this batch's files, manifests and metadata are written.
-    if (next.settledLeft) this.#startPrefetch(target, batch, loaded, encoder);
+    if (next.settledLeft) this.#startPrefetch(target, batch, loaded, encoder, prefetched);
     const result = await commitIcebergBatch(objects, table, loaded, batch, {
       term,
       nowMs: this.#now(),
@@ -617,7 +629,7 @@ export class TierSweeper {
         ...(record === undefined ? {} : { record }),
       });
       this.#adopted = { ...adoption, target, throughSeq: watermark.seq };
-      this.#prefetch = undefined;
+      this.#dropPrefetch();
       this.#options.log.warn(
         { target, watermarkSeq: watermark.seq, ...adoption },
         `Audit tiering: ${target} is tiered through seq ${watermark.seq}, ${why}; as an admin asked, this node's log now holds the tier's ${adoption.adopted} entries after seq ${adoption.commonSeq}, and its own ${adoption.moved} from there are ordered again after them`,
@@ -653,23 +665,62 @@ export class TierSweeper {
   #takePrefetch(target: string, afterSeq: number): Prefetch | undefined {
     const prefetch = this.#prefetch;
     this.#prefetch = undefined;
-    return prefetch !== undefined && prefetch.target === target && prefetch.afterSeq === afterSeq ? prefetch : undefined;
+    if (prefetch !== undefined && prefetch.target === target && prefetch.afterSeq === afterSeq) return prefetch;
+    if (prefetch !== undefined) this.#prefetchEpoch++;
+    return undefined;
+  }
+
+  #dropPrefetch(): void {
+    this.#prefetch = undefined;
+    this.#prefetchEpoch++;
   }
 
   /**
-   * Reads the batch after `batch` and queues its encoding. Nothing is written and nothing is
-   * committed here: the next sweep commits it (one commit at a time, under the lock, fenced as
-   * always) only if it continues from where `batch` ends. A read or encoding that fails is
-   * not an error of this sweep: the next sweep reads and encodes again.
+   * Has the READ_AHEAD_BATCHES batches after `batch` read and queued for encoding: the one
+   * `taken` (the read-ahead this sweep committed) already read after it, when there is one,
+   * else a new read. Nothing is written and nothing is committed here: the next sweep commits
+   * the first (one commit at a time, under the lock, fenced as always) only if it continues
+   * from where `batch` ends. A read or encoding that fails is not an error of this sweep: the
+   * next sweep reads and encodes again.
    */
-  #startPrefetch(target: string, batch: readonly StoredEvent[], loaded: LoadedTable, encoder: TierFileEncoder): void {
+  #startPrefetch(target: string, batch: readonly StoredEvent[], loaded: LoadedTable, encoder: TierFileEncoder, taken: Prefetch | undefined): void {
     const last = batch[batch.length - 1] as StoredEvent;
-    const after: Watermark = { seq: last.seq, ingestTs: last.ingestTs };
+    const following = taken?.following;
+    const head = following !== undefined && following.target === target && following.afterSeq === last.seq ? following : this.#readAhead(target, { seq: last.seq, ingestTs: last.ingestTs }, loaded, encoder);
+    this.#readAheadAfter(head, READ_AHEAD_BATCHES - 1, loaded, encoder);
+    this.#prefetch = head;
+  }
+
+  /** Reads the batch after `after` and queues its encoding. */
+  #readAhead(target: string, after: Watermark, loaded: LoadedTable, encoder: TierFileEncoder): Prefetch {
     const next = this.#nextBatch(after);
     const encoded = next.then((n) => (n.batch.length === 0 ? undefined : encodeIcebergBatch(loaded, n.batch, encoder))).catch(() => undefined);
     // Never left unhandled: a failed read is seen (and retried) by the sweep that awaits it.
     next.catch(() => undefined);
-    this.#prefetch = { target, afterSeq: after.seq, next, encoded };
+    return { target, afterSeq: after.seq, next, encoded };
+  }
+
+  /**
+   * Once `prefetch` is read, and only if it was cut by the size limit (more is settled after
+   * it), reads the `depth` batches after it as well, each when the one before it is read —
+   * unless what was read ahead has been dropped meanwhile.
+   */
+  #readAheadAfter(prefetch: Prefetch, depth: number, loaded: LoadedTable, encoder: TierFileEncoder): void {
+    if (depth < 1) return;
+    if (prefetch.following !== undefined) {
+      this.#readAheadAfter(prefetch.following, depth - 1, loaded, encoder);
+      return;
+    }
+    const epoch = this.#prefetchEpoch;
+    prefetch.next.then(
+      (read) => {
+        const last = read.batch.at(-1);
+        if (last === undefined || !read.settledLeft || epoch !== this.#prefetchEpoch || prefetch.following !== undefined || this.#closed) return;
+        prefetch.following = this.#readAhead(prefetch.target, { seq: last.seq, ingestTs: last.ingestTs }, loaded, encoder);
+        this.#readAheadAfter(prefetch.following, depth - 1, loaded, encoder);
+      },
+      () => undefined,
+    );
   }
 
   /** What a commit of this sweep to `table` works with (the fence: this term, while leading). */

@@ -90,24 +90,27 @@ async function tableRows(table: string): Promise<number> {
 }
 
 describe('TierSweeper read-ahead (Iceberg)', () => {
-  it('hands the next batch of a backlog to the encoder while the previous batch commits', async () => {
-    const store = await storeWith(300);
+  it('hands the next two batches of a backlog to the encoder while the previous batch commits, and encodes each batch once', async () => {
+    const store = await storeWith(500);
     const { encoder, firstSeqs } = recordingEncoder();
     const s = sweeper(store, 'overlap', { connections: held, encoder });
     // v1 is the empty table; v2 is the first batch's commit object: held until released.
     const commit = proxy.holdNext((method, path) => method === 'PUT' && path.endsWith('/v2.metadata.json'));
     const first = s.sweep();
     await commit.arrived;
-    // The first batch's commit is in flight: the second batch (seq 101..200) is being encoded.
-    await expect.poll(() => firstSeqs, { timeout: 30_000 }).toEqual([1, 101]);
+    // The first batch's commit is in flight: the second and third batches (seq 101..300) are
+    // being encoded — not only the second, for which the encoder would wait on the next read.
+    await expect.poll(() => firstSeqs, { timeout: 30_000 }).toEqual([1, 101, 201]);
     await commit.release();
     expect(await first).toBe('tiered-full');
-    // The second sweep commits what was encoded ahead (no encoding again), and reads the third ahead.
+    // Each sweep commits what was encoded ahead (no encoding again) and reads one more ahead.
+    expect(await s.sweep()).toBe('tiered-full');
+    expect(await s.sweep()).toBe('tiered-full');
     expect(await s.sweep()).toBe('tiered-full');
     expect(await s.sweep()).toBe('tiered');
-    expect(firstSeqs).toEqual([1, 101, 201]);
-    expect((await s.watermark()).seq).toBe(300);
-    expect(await tableRows('overlap')).toBe(300);
+    expect(firstSeqs).toEqual([1, 101, 201, 301, 401]);
+    expect((await s.watermark()).seq).toBe(500);
+    expect(await tableRows('overlap')).toBe(500);
   });
 
   it('commits a backlog back to back on the table as its last commit left it, without reading the table or its manifest list again', async () => {
