@@ -28,6 +28,7 @@ import { parseInTurns } from './parse-in-turns.js';
 import { LogTail } from './log-tail.js';
 import { IndexWriter, termsFromJson, type IndexSink } from './index-writer.js';
 import { planIndexedSearch } from './index-reader.js';
+import { getManyInKeyOrder } from './point-reads.js';
 import { rangeBatchesNewestFirst } from './range-values.js';
 import { StoredEventText } from './stored-event-text.js';
 import { indexValuePrefix, tableNameKey, type IndexField } from './index-keys.js';
@@ -1035,7 +1036,7 @@ export class AuditStore {
     this.#openWriter();
     const kept = this.#tail.read(afterSeq, limit);
     if (kept !== undefined) return kept;
-    const values = await this.#db.getMany<string, Uint8Array>(await this.#timeKeysAfter(afterSeq, limit), { valueEncoding: 'view' });
+    const values = await getManyInKeyOrder<Uint8Array>(this.#db, await this.#timeKeysAfter(afterSeq, limit), { valueEncoding: 'view' });
     return values.filter((v): v is Uint8Array => v !== undefined);
   }
 
@@ -1051,7 +1052,7 @@ export class AuditStore {
   }
 
   async #readSeqRange(afterSeq: number, limit: number): Promise<StoredEvent[]> {
-    const values = await this.#db.getMany(await this.#timeKeysAfter(afterSeq, limit));
+    const values = await getManyInKeyOrder<string>(this.#db, await this.#timeKeysAfter(afterSeq, limit));
     // In turns: a sweep's batch parsed in one go held every other request of the node.
     return parseInTurns<StoredEvent>(values);
   }

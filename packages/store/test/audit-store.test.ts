@@ -40,6 +40,8 @@ describe('AuditStore', () => {
     expect(stored.map((e) => [e.eventId, e.seq])).toEqual([['a', 1], ['b', 2], ['c', 3]]);
     expect((await store.readBySeq(0, 10)).map((e) => e.eventId)).toEqual(['a', 'b', 'c']);
     expect((await store.readBySeq(1, 1)).map((e) => e.eventId)).toEqual(['b']);
+    // The same in the bytes a leader hands its standbys (read in time-key order, answered in seq order).
+    expect((await store.readEncodedBySeq(0, 10)).map((bytes) => (JSON.parse(Buffer.from(bytes).toString('utf8')) as { eventId: string }).eventId)).toEqual(['a', 'b', 'c']);
     expect((await all(store)).map((e) => e.eventId)).toEqual(['a', 'c', 'b']);
     expect(await store.getByEventId('c')).toMatchObject({ eventId: 'c', seq: 3, timestamp: 200 });
     expect(store.position.lastSeq).toBe(3);
