@@ -12,6 +12,8 @@ export interface MaintenancePolicy {
   orphanMinAgeMs: number;
   targetFileSizeBytes: number;
   metadataPreviousVersionsMax: number;
+  /** False skips compaction this run (the other steps run): a scheduler defers it while the tier is behind. */
+  compact?: boolean;
 }
 
 /** What one run did: the figures `GET /admin/audit/maintenance` and the audit event report. */
@@ -28,7 +30,7 @@ export interface MaintenanceRunFigures {
 
 /**
  * One maintenance run over an Iceberg table, each step its own commit on the version the last
- * left: compaction, manifest rewrite, snapshot expiry, metadata cleanup, then (when enabled)
+ * left: compaction (unless `policy.compact` is false), manifest rewrite, snapshot expiry, metadata cleanup, then (when enabled)
  * orphan cleanup. Every step leaves a readable table holding every event once, so a run that
  * stops anywhere (a crash, a lost lease) is finished by the next one. Sweeps go on between and
  * during the steps: each step takes one turn of `fence.serialize` (the node's commit lock) in
@@ -41,7 +43,7 @@ export async function runIcebergMaintenance(context: Omit<MaintenanceContext, 'm
   const steps: MaintenanceContext = { ...context, metadataLogEntriesMax: policy.metadataPreviousVersionsMax };
   const bytesBefore = await tableBytes(steps);
   const loaded = await reloadTable(context);
-  const compaction = await compactIcebergTable(steps, loaded, policy.targetFileSizeBytes);
+  const compaction = policy.compact === false ? { loaded, filesRewritten: 0, filesAdded: 0 } : await compactIcebergTable(steps, loaded, policy.targetFileSizeBytes);
   await steps.onStep?.('compaction');
   const rewrite = await rewriteIcebergManifests(steps, compaction.loaded);
   await steps.onStep?.('manifest-rewrite');

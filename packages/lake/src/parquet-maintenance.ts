@@ -86,17 +86,17 @@ async function removeParquetOrphans(context: ParquetCompactionContext, minAgeMs:
 }
 
 /**
- * One maintenance run over a Parquet location, in order: day-partition compaction, deletion of
+ * One maintenance run over a Parquet location, in order: day-partition compaction (unless `policy.compact` is false), deletion of
  * files replaced long enough ago, (when enabled) orphan cleanup, then a checkpoint of the log
  * when enough commit markers follow the newest ({@link writeParquetCheckpoint}). There are no snapshots or
  * metadata versions to expire. Each step leaves every event readable exactly once, so a run
  * stopped anywhere is finished by the next.
  */
-export async function runParquetMaintenance(context: ParquetCompactionContext, policy: Pick<MaintenancePolicy, 'removeOrphanFiles' | 'orphanMinAgeMs' | 'targetFileSizeBytes'>): Promise<MaintenanceRunFigures> {
+export async function runParquetMaintenance(context: ParquetCompactionContext, policy: Pick<MaintenancePolicy, 'removeOrphanFiles' | 'orphanMinAgeMs' | 'targetFileSizeBytes' | 'compact'>): Promise<MaintenanceRunFigures> {
   // Each step reads the log again (it may have moved), fetching only the markers new since the last read.
   context = { ...context, log: context.log ?? new ParquetLogCache() };
   const bytesBefore = await dataBytes(context.objects, context.location);
-  const compaction = await compactParquetLocation(context, policy.targetFileSizeBytes);
+  const compaction = policy.compact === false ? { filesRewritten: 0, filesAdded: 0 } : await compactParquetLocation(context, policy.targetFileSizeBytes);
   await context.onStep?.('compaction');
   const filesDeleted = await deleteReplacedParquetFiles(context);
   await context.onStep?.('expiry');

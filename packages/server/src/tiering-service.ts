@@ -59,6 +59,9 @@ export function tierTargetValidator(connections: S3Connections, config: NodeConf
 /** How much nicer than the node table maintenance's encoder thread runs (see TierEncodePoolOptions.niceness). */
 export const MAINTENANCE_ENCODER_NICENESS = 10;
 
+/** Batches of backlog past which scheduled maintenance defers compaction (see #compactionDeferral). */
+export const COMPACTION_DEFERRAL_BATCHES = 2;
+
 /**
  * Everything tiering needs on a node, wired once: S3 connections, the leader-only sweep, the
  * local cleanup policy, the tier sources the reader merges, and tierStatus.
@@ -154,6 +157,7 @@ export class TieringService {
       // age (debugClockOffsetMs, or a real one) must not make a file being committed look old.
       storeClock: { offsetMs: config.debugMaintenanceClockOffsetMs },
       onRun: (run) => this.#recordRun(run),
+      compactionDeferral: () => this.#compactionDeferral(config.tierBatchSize),
       commitLock,
       ...(this.#maintenanceEncoder ? { encoder: this.#maintenanceEncoder } : {}),
       ...(config.debugMaintenanceCrashAt
@@ -164,6 +168,18 @@ export class TieringService {
           }
         : {}),
     });
+  }
+
+  /**
+   * While the sweep has more than COMPACTION_DEFERRAL_BATCHES batches to catch up on, scheduled
+   * maintenance leaves compaction for later: measured on a 1,000,000-event backlog, a compaction
+   * every minute made the catch-up take 76 s instead of 58 s, and it merges files the catch-up
+   * is still adding to the same days.
+   */
+  async #compactionDeferral(batchSize: number): Promise<string | undefined> {
+    if (this.#settings.effective.tierMode === 'none') return undefined;
+    const backlog = await this.#store.countAfter((await this.sweeper.watermark()).seq);
+    return backlog > COMPACTION_DEFERRAL_BATCHES * batchSize ? `the tier is ${backlog} events behind (more than ${COMPACTION_DEFERRAL_BATCHES} batches)` : undefined;
   }
 
   /**

@@ -86,6 +86,41 @@ describe('table maintenance', () => {
     expect(niced).toEqual([Math.min(19, base + MAINTENANCE_ENCODER_NICENESS)]);
   });
 
+  it('a scheduled run while the sweep is more than two batches behind leaves compaction for later and says why in its record and audit event; a run asked for never defers', async () => {
+    const { s3, t } = await maintenanceNode();
+    // Every second (six fields: seconds first).
+    expect((await postSettings(t, { 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': TABLE, 'audit.tier.maintenance.cron': '* * * * * *' })).status).toBe(200);
+    const now = Date.now();
+    for (let b = 0; b < 3; b++) await t.ingest(Array.from({ length: 10 }, (_, i) => event({ eventId: `d${b}-${i}`, ts: now - i })));
+    await waitUntilTiered(t);
+    // The bucket unreachable: sweeps fail, and what arrives now waits.
+    await s3.stop();
+    await t.ingest(Array.from({ length: 21 }, (_, i) => event({ eventId: `late-${i}`, ts: now - i })));
+    let deferred: Record<string, unknown> | undefined;
+    await expect
+      .poll(
+        async () => {
+          const [registration] = ((await (await t.request('/admin/audit/maintenance')).json()) as { registrations: Registration[] }).registrations;
+          deferred = registration?.runs.find((run) => run['trigger'] === 'cron' && run['compactionDeferred'] !== null);
+          return deferred !== undefined;
+        },
+        { timeout: 20_000, interval: 200 },
+      )
+      .toBe(true);
+    // The 21 events, and the records of the runs since the bucket went away.
+    const reason = String(deferred?.['compactionDeferred']);
+    expect(reason).toMatch(/^the tier is \d+ events behind \(more than 2 batches\)$/);
+    expect(Number(/\d+/.exec(reason)?.[0])).toBeGreaterThanOrEqual(21);
+    expect(deferred).toMatchObject({ filesRewritten: 0 });
+    const audit = (await (await t.request(`/admin/audit?q=${encodeURIComponent(`compactionDeferred=${reason}`)}`)).json()) as { events: Array<Record<string, unknown>> };
+    expect(audit.events.some((e) => e['action'] === 'audit:TableMaintenance' && e['userId'] === 'cron')).toBe(true);
+    // A run asked for never defers (one is asked for at once, the tier still behind).
+    const asked = await t.request('/admin/audit/maintenance/run', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ table: TABLE }) });
+    expect(await asked.json()).toMatchObject({ compactionDeferred: null });
+    await s3.start();
+    await waitUntilTiered(t);
+  });
+
   it('registers a Parquet target and compacts its day on demand', async () => {
     const { t } = await maintenanceNode();
     expect((await postSettings(t, { 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': 's3://ext/audit', 'audit.tier.connectionId': 'ext' })).status).toBe(200);

@@ -4,6 +4,6 @@ export { ERASURES_APPLIED_META, firstUnappliedErasureSeq, tierErasuresAppliedThr
 export { validateTierTarget } from './tier-target-validator.js';
 export { TierSweeper, type AdoptedTier, type SweepOutcome, type TierStatus, type TierSweeperOptions } from './tier-sweeper.js';
 export { TIER_ADOPTION_ENTRIES_MAX, type AdoptionRecord, type TierAdoption } from './tier-log-adoption.js';
-export { MaintenanceScheduler, MAINTENANCE_RUNS_KEPT, type MaintenanceRegistration, type MaintenanceRun, type MaintenanceSchedulerOptions, type MaintenanceSettingsView } from './maintenance-scheduler.js';
+export { COMPACTION_DEFERRAL_MAX_MS, MaintenanceScheduler, MAINTENANCE_RUNS_KEPT, type MaintenanceRegistration, type MaintenanceRun, type MaintenanceSchedulerOptions, type MaintenanceSettingsView } from './maintenance-scheduler.js';
 export { CommitLock } from './commit-lock.js';
 export { applyIcebergErasures, applyParquetErasures, isErasureRecord, type ParquetErasureResult, type TierErasureResult } from './tier-erasure.js';

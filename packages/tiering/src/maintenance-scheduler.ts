@@ -32,7 +32,16 @@ export interface MaintenanceRun extends MaintenanceRunFigures {
   error: string | null;
   /** Who asked: `cron` or the admin principal of `POST /admin/audit/maintenance/run`. */
   trigger: string;
+  /** Why this scheduled run left compaction for a later one (the tier was behind), or null. */
+  compactionDeferred: string | null;
 }
+
+/**
+ * The longest a scheduled run defers compaction while the tier is behind: a tier that never
+ * catches up still gets its files merged (once an hour, or at each run past that when the cron
+ * is slower), so the number of small files a reader lists stays bounded.
+ */
+export const COMPACTION_DEFERRAL_MAX_MS = 60 * 60 * 1000;
 
 /** The settings a registration runs with. */
 export interface MaintenanceSettingsView {
@@ -81,6 +90,13 @@ export interface MaintenanceSchedulerOptions {
   encoder?: TierFileEncoder;
   /** Debug/test hook called at each step boundary of a run (and inside two steps). */
   onStep?: (step: MaintenanceStep) => void | Promise<void>;
+  /**
+   * Asked when a scheduled run starts: why compaction should wait (the sweep is catching up:
+   * compaction would take CPU from it, and merge files the catch-up is still adding to), or
+   * undefined. A scheduled run then skips compaction — at most COMPACTION_DEFERRAL_MAX_MS since
+   * the table was last compacted — and runs its other steps; a run asked for always compacts.
+   */
+  compactionDeferral?: () => Promise<string | undefined>;
 }
 
 interface Entry {
@@ -88,6 +104,8 @@ interface Entry {
   cron: string;
   task: ScheduledTask;
   runs: MaintenanceRun[];
+  /** When a run last compacted it (or, before any did, when it was first registered here). */
+  compactedMs: number;
 }
 
 /** The figures of a run that did nothing (it failed, or found nothing to maintain). */
@@ -170,13 +188,13 @@ export class MaintenanceScheduler {
       this.#entries.delete(name);
       await entry.task.destroy();
       // A new cron re-registers the table with its run history.
-      if (wanted.has(name) && !this.#closed) this.#register(name, entry.table, settings.maintenanceCron, entry.runs);
+      if (wanted.has(name) && !this.#closed) this.#register(name, entry.table, settings.maintenanceCron, entry.runs, entry.compactedMs);
     }
     if (this.#closed) return;
     for (const [name, table] of wanted) if (!this.#entries.has(name)) this.#register(name, table, settings.maintenanceCron, []);
   }
 
-  #register(name: string, table: Entry['table'], expression: string, runs: MaintenanceRun[]): void {
+  #register(name: string, table: Entry['table'], expression: string, runs: MaintenanceRun[], compactedMs = this.#now()): void {
     let task: ScheduledTask;
     try {
       task = cron.schedule(
@@ -191,7 +209,7 @@ export class MaintenanceScheduler {
       // Settings refuse such a cron now; a stored one an older version accepted reaches here.
       throw new AuditError(AuditErrorCode.SETTINGS_INVALID, `table maintenance cannot register ${name}: node-cron refuses audit.tier.maintenance.cron ${expression} (${failure(err)}); set another cron`, { cause: err });
     }
-    this.#entries.set(name, { table, cron: expression, task, runs });
+    this.#entries.set(name, { table, cron: expression, task, runs, compactedMs });
   }
 
   registrations(): MaintenanceRegistration[] {
@@ -240,13 +258,15 @@ export class MaintenanceScheduler {
     if (!entry) throw new AuditError(AuditErrorCode.BAD_REQUEST, `table ${name} is no longer registered for maintenance`);
     const startedMs = this.#now();
     const term = this.#options.term();
+    const compactionDeferred = await this.#compactionDeferred(entry, trigger, startedMs);
     let record: MaintenanceRun;
     try {
-      const figures = await this.#maintain(entry.table, term);
-      record = { table: name, startedMs, finishedMs: this.#now(), ok: true, error: null, trigger, ...figures };
-      this.#options.log.info({ ...record }, `table maintenance of ${name} finished`);
+      const figures = await this.#maintain(entry.table, term, compactionDeferred === null);
+      if (compactionDeferred === null) entry.compactedMs = startedMs;
+      record = { table: name, startedMs, finishedMs: this.#now(), ok: true, error: null, trigger, compactionDeferred, ...figures };
+      this.#options.log.info({ ...record }, `table maintenance of ${name} finished${compactionDeferred === null ? '' : ` (compaction deferred: ${compactionDeferred})`}`);
     } catch (err) {
-      record = { table: name, startedMs, finishedMs: this.#now(), ok: false, error: failure(err), trigger, ...NO_WORK };
+      record = { table: name, startedMs, finishedMs: this.#now(), ok: false, error: failure(err), trigger, compactionDeferred, ...NO_WORK };
       this.#options.log.warn({ ...record }, `table maintenance of ${name} failed: ${failure(err)}`);
     }
     entry.runs.unshift(record);
@@ -255,8 +275,20 @@ export class MaintenanceScheduler {
     return record;
   }
 
+  /** Why a run of `entry` starting at `nowMs` leaves compaction out (see compactionDeferral), or null. */
+  async #compactionDeferred(entry: Entry, trigger: string, nowMs: number): Promise<string | null> {
+    if (trigger !== 'cron' || nowMs - entry.compactedMs >= COMPACTION_DEFERRAL_MAX_MS) return null;
+    try {
+      return (await this.#options.compactionDeferral?.()) ?? null;
+    } catch (err) {
+      // Not knowing whether the tier is behind is no reason to skip a step.
+      this.#options.log.warn({ err: failure(err) }, `table maintenance: could not tell whether to defer compaction: ${failure(err)}`);
+      return null;
+    }
+  }
+
   /** One run over a table or Parquet location with the current settings, fenced by `term`. */
-  async #maintain(location: TieredLocation, term: number): Promise<MaintenanceRunFigures> {
+  async #maintain(location: TieredLocation, term: number, compact: boolean): Promise<MaintenanceRunFigures> {
     const settings = this.#options.settings();
     const policy = {
       snapshotRetainLast: settings.maintenanceSnapshotRetainLast,
@@ -264,6 +296,7 @@ export class MaintenanceScheduler {
       orphanMinAgeMs: settings.maintenanceOrphanMinAgeMs,
       targetFileSizeBytes: settings.maintenanceTargetFileSizeBytes,
       metadataPreviousVersionsMax: settings.maintenanceMetadataPreviousVersionsMax,
+      compact,
     };
     const fence = {
       term,

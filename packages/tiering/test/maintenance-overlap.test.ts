@@ -8,7 +8,8 @@ import { AuditStore } from '@auditlake/store';
 import { signedFetch, startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
 import { icebergRead } from 'icebird';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { CommitLock, MaintenanceScheduler, TierSweeper } from '../src/index.js';
+import cron from 'node-cron';
+import { COMPACTION_DEFERRAL_MAX_MS, CommitLock, MaintenanceScheduler, TierSweeper, type MaintenanceRun } from '../src/index.js';
 
 const BUCKET = 'overlap';
 const HOUR_MS = 3_600_000;
@@ -258,6 +259,63 @@ describe('maintenance beside the sweep', () => {
     expect(live.reduce((n, e) => n + e.data_file.record_count, 0)).toBe(appended);
     expect(await icebird(ref.location)).toEqual({ rows: appended, distinct: appended });
   }, 300_000);
+
+  it('a scheduled run while the tier is behind leaves compaction for later (its other steps run), for at most an hour since the table was last compacted; a run asked for compacts', async () => {
+    let ingestMs = Date.now() - HOUR_MS;
+    const store = await AuditStore.open({ location: await mkdtemp(join(dir, 'store-')), now: () => ingestMs });
+    onTestFinished(() => store.close());
+    const append = async (from: number, count: number) => {
+      for (let i = from; i < from + count; i += 10) {
+        await store.append(Array.from({ length: 10 }, (_, j) => ev(i + j)));
+        ingestMs++;
+      }
+    };
+    const table = 'cat.ns.deferred_events';
+    const tableSettings = () => settings({ 'audit.tier.iceberg.table': table });
+    const log = { info: () => undefined, warn: () => undefined };
+    const common = { store, connections, catalogs, settings: tableSettings, isLeader: () => true, term: () => 1, log };
+    const sweeper = new TierSweeper({ ...common, intervalMs: HOUR_MS, batchSizeMax: 20, settleMs: 0, backoffInitialMs: HOUR_MS, backoffMaxMs: HOUR_MS });
+    onTestFinished(() => sweeper.close());
+    // Three small files of one day.
+    await append(0, 60);
+    while ((await sweeper.sweep()) === 'tiered-full');
+    let nowMs = Date.now();
+    let behind: string | undefined = 'the tier is 12000 events behind (more than 2 batches)';
+    const runs: MaintenanceRun[] = [];
+    const scheduler = new MaintenanceScheduler({ ...common, now: () => nowMs, compactionDeferral: () => Promise.resolve(behind), onRun: (run) => Promise.resolve(void runs.push(run)) });
+    onTestFinished(() => scheduler.close());
+    await scheduler.refresh();
+    const task = [...cron.getTasks().values()].find((candidate) => candidate.name === `auditlake-maintenance:${table}`);
+    if (task === undefined) throw new Error('no cron task registered for the table');
+    // What cron does at its time.
+    const tick = async (expected: number) => {
+      await task.execute();
+      await expect.poll(() => runs.length, { timeout: 60_000 }).toBe(expected);
+      return runs[expected - 1] as MaintenanceRun;
+    };
+
+    expect(await tick(1)).toMatchObject({ ok: true, trigger: 'cron', compactionDeferred: behind, filesRewritten: 0, filesAdded: 0 });
+    const [asked] = await scheduler.runNow('admin');
+    expect(asked).toMatchObject({ ok: true, trigger: 'admin', compactionDeferred: null, filesRewritten: 3, filesAdded: 1 });
+    // Two more small files beside the compacted one (small too).
+    await append(60, 40);
+    while ((await sweeper.sweep()) === 'tiered-full');
+    nowMs += COMPACTION_DEFERRAL_MAX_MS - 1;
+    expect(await tick(3)).toMatchObject({ ok: true, compactionDeferred: behind, filesRewritten: 0 });
+    // An hour after the last compaction, the tier still behind: compacted all the same.
+    nowMs += 1;
+    expect(await tick(4)).toMatchObject({ ok: true, compactionDeferred: null, filesRewritten: 3, filesAdded: 1 });
+    // Caught up: compacted at once.
+    await append(100, 40);
+    while ((await sweeper.sweep()) === 'tiered-full');
+    behind = undefined;
+    expect(await tick(5)).toMatchObject({ ok: true, compactionDeferred: null, filesRewritten: 3, filesAdded: 1 });
+    const objects = connections.bucket('s3', BUCKET);
+    const ref = resolveIcebergTable(table, catalogs);
+    expect(await icebird(ref.location)).toEqual({ rows: 140, distinct: 140 });
+    const loaded = await loadIcebergTable(objects, ref);
+    expect(loaded && tableWatermark(loaded)?.seq).toBe(140);
+  }, 180_000);
 
   it('a run before the first sweep created the table has nothing to do; a table that received events and lost its metadata fails the run, naming it', async () => {
     const store = await AuditStore.open({ location: await mkdtemp(join(dir, 'store-')), now: () => Date.now() - HOUR_MS });

@@ -70,6 +70,8 @@ export interface MaintenanceRunView {
   error: string | null;
   /** `cron`, or the admin who pressed "Run now". */
   trigger: string;
+  /** Why a scheduled run left compaction for a later one (the tier was behind); null or absent when it compacted. */
+  compactionDeferred?: string | null;
   filesRewritten: number;
   filesAdded: number;
   snapshotsExpired: number;

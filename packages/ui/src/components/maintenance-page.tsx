@@ -16,9 +16,17 @@ function RunRow({ run }: { run: MaintenanceRunView }) {
       <td>{formatDuration(run.finishedMs - run.startedMs)}</td>
       <td>
         {run.ok ? (
-          <span class="badge" style={{ backgroundColor: DECISION_COLORS.ALLOW }}>
-            OK
-          </span>
+          <>
+            <span class="badge" style={{ backgroundColor: DECISION_COLORS.ALLOW }}>
+              OK
+            </span>
+            {run.compactionDeferred ? (
+              <>
+                {' '}
+                <ShownText class="run-note" text={`compaction deferred: ${run.compactionDeferred}`} />
+              </>
+            ) : null}
+          </>
         ) : (
           <>
             <span class="badge" style={{ backgroundColor: DECISION_COLORS.DENY }}>
