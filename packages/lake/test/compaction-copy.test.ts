@@ -3,13 +3,12 @@
 // DuckDB over an Iceberg table, for DuckDB over the files a Parquet-mode reader lists — with
 // the copied row groups really copied, and each new file's Iceberg record exact (equal to the
 // record computed from its decoded rows).
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { bytesSource, COPY_ROW_GROUP_ROWS_MIN, dataFileFromParquet, readAuditParquetFooter, readWholeAuditParquet } from '@auditlake/format';
 import type { StoredEvent } from '@auditlake/model';
-import { signedFetch, startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
+import { signedFetch } from '@auditlake/s3-endpoint';
 import { icebergRead } from 'icebird';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import {
@@ -22,11 +21,11 @@ import {
   loadIcebergTable,
   ParquetTierSource,
   resolveIcebergTable,
-  S3Connections,
   TierEncodePool,
   type IcebergTableRef,
   type ObjectStore,
 } from '../src/index.js';
+import { useEmbeddedS3 } from '../src/testing/index.js';
 
 const BUCKET = 'copy';
 const T0 = Date.UTC(2026, 4, 1);
@@ -35,25 +34,15 @@ const CREDENTIALS = { accessKeyId: 'ALCOMPACTIONCOPY0001', secretAccessKey: 'com
 /** Sweep-size commits: 2 × this many events, alternating two days, so each day's file is one group of this many rows. */
 const BIG = COPY_ROW_GROUP_ROWS_MIN + 500;
 const SMALL = 60;
-let server: S3Endpoint;
-let dir: string;
-let endpoint: string;
-let connections: S3Connections;
+const s3 = useEmbeddedS3('compaction-copy-', BUCKET, CREDENTIALS);
 let encoder: TierEncodePool;
 
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'compaction-copy-'));
-  server = await startS3Endpoint({ directory: join(dir, 's3'), host: '127.0.0.1', port: 0, buckets: [BUCKET], credentials: CREDENTIALS });
-  endpoint = server.url;
-  connections = new S3Connections(new Map([['s3', { id: 's3', endpoint, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
+beforeAll(() => {
   encoder = new TierEncodePool();
 });
 
 afterAll(async () => {
   await encoder?.close();
-  connections?.close();
-  await server?.close();
-  await rm(dir, { recursive: true, force: true });
 });
 
 /** Events firstSeq.. over two days (alternating), with the chain columns and long text. */
@@ -90,7 +79,7 @@ function batches(): StoredEvent[][] {
 const fence = { term: 1, mayCommit: () => true };
 
 async function download(objects: ObjectStore, keys: readonly string[], tag: string): Promise<string[]> {
-  const local = await mkdtemp(join(dir, `${tag}-`));
+  const local = await mkdtemp(join(s3.dir, `${tag}-`));
   const paths: string[] = [];
   for (const [i, key] of keys.entries()) {
     const target = join(local, `${i}.parquet`);
@@ -126,7 +115,7 @@ function routeS3(): void {
   globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) => {
     const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
     const match = /^https:\/\/([a-z0-9.-]+)\.s3\.amazonaws\.com(\/.*)$/.exec(url);
-    return match ? signed(`${endpoint}/${match[1]}${match[2]}`, init) : original(input, init);
+    return match ? signed(`${s3.server.url}/${match[1]}${match[2]}`, init) : original(input, init);
   });
   onTestFinished(() => {
     globalThis.fetch = original;
@@ -152,7 +141,7 @@ async function groupRows(bytes: Uint8Array): Promise<number[]> {
 describe('compaction copying row groups', () => {
   it('Iceberg: sweep-size groups copied, small ones merged; icebird and DuckDB read every event once with every column unchanged; records exact', async () => {
     const table = resolveIcebergTable('cat.ops.copy', new Map([['cat', { name: 'cat', warehouse: `s3://${BUCKET}/wh`, connectionId: 's3' }]]));
-    const objects = connections.bucket('s3', BUCKET);
+    const objects = s3.connections.bucket('s3', BUCKET);
     let loaded = await ensureIcebergTable(objects, table, T0);
     for (const batch of batches()) {
       await commitIcebergBatch(objects, table, loaded, batch, { ...fence, nowMs: Date.now(), writerId: 'test' });
@@ -182,13 +171,13 @@ describe('compaction copying row groups', () => {
 
   it('Parquet: the same, through the compaction marker; the marker states each file exactly', async () => {
     const location = { bucket: BUCKET, prefix: 'pq' };
-    const objects = connections.bucket('s3', BUCKET);
+    const objects = s3.connections.bucket('s3', BUCKET);
     let afterSeq = 0;
     for (const batch of batches()) {
       await commitParquetBatch(objects, location, batch, { term: 1, nowMs: T0, afterSeq, mayCommit: () => true });
       afterSeq += batch.length;
     }
-    const source = new ParquetTierSource(connections, { mode: 'parquet', path: `s3://${BUCKET}/pq`, connectionId: 's3' });
+    const source = new ParquetTierSource(s3.connections, { mode: 'parquet', path: `s3://${BUCKET}/pq`, connectionId: 's3' });
     onTestFinished(() => source.close());
     const before = await source.listFiles();
     const pathsBefore = await download(objects, before.map((f) => f.key), 'pq-before');
@@ -196,7 +185,7 @@ describe('compaction copying row groups', () => {
     const result = await compactParquetLocation({ objects, location, now: Date.now, fence, encoder }, 64 * 1024 * 1024);
     expect(result).toMatchObject({ filesRewritten: before.length, filesAdded: 2, daysLost: 0 });
 
-    const after = await new ParquetTierSource(connections, { mode: 'parquet', path: `s3://${BUCKET}/pq`, connectionId: 's3' }).listFiles();
+    const after = await new ParquetTierSource(s3.connections, { mode: 'parquet', path: `s3://${BUCKET}/pq`, connectionId: 's3' }).listFiles();
     expect(after).toHaveLength(2);
     for (const file of after) {
       const bytes = await objects.get(file.key);

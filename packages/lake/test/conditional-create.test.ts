@@ -1,39 +1,33 @@
 // Goal: the node's embedded endpoint refuses a second conditional create of a key with 412 and keeps the first object — also when creates race — while plain PUTs still overwrite; the probe accepts such a store and refuses one that ignores If-None-Match (s3rver, which does), naming the problem and leaving no probe object behind.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
-import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
 import S3rver from 's3rver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { probeConditionalCreate, S3Connections, type ObjectStore } from '../src/index.js';
+import { useEmbeddedS3 } from '../src/testing/index.js';
 
 const BUCKET = 'cond';
 const CREDENTIALS = { accessKeyId: 'ALCONDTEST0000000001', secretAccessKey: 'cond-test-secret-0123456789abcdefghijk' };
 /** s3rver's fixed key pair. */
 const S3RVER_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
-let dir: string;
-/** The endpoint a node embeds: honours If-None-Match. */
-let guarded: S3Endpoint;
-/** A real S3-compatible server that ignores If-None-Match on PUT and overwrites. */
+/** The endpoint a node embeds (connection `guarded`): honours If-None-Match. */
+const s3 = useEmbeddedS3('conditional-create-', BUCKET, CREDENTIALS);
+/** A real S3-compatible server that ignores If-None-Match on PUT and overwrites, in the fixture's temp dir. */
 let plain: S3rver;
+/** `guarded` and `plain` (the fixture's own connection is `s3`, to the embedded endpoint only). */
 let connections: S3Connections;
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'conditional-create-'));
-  guarded = await startS3Endpoint({ directory: join(dir, 'guarded'), host: '127.0.0.1', port: 0, buckets: [BUCKET], credentials: CREDENTIALS });
-  plain = new S3rver({ address: '127.0.0.1', port: 0, directory: join(dir, 'plain'), silent: true, configureBuckets: [{ name: BUCKET }], vhostBuckets: false });
+  plain = new S3rver({ address: '127.0.0.1', port: 0, directory: join(s3.dir, 'plain'), silent: true, configureBuckets: [{ name: BUCKET }], vhostBuckets: false });
   const plainEndpoint = `http://127.0.0.1:${(await plain.run()).port}`;
   const connection = (id: string, endpoint: string, credentials: typeof CREDENTIALS) => [id, { id, endpoint, region: 'us-east-1', ...credentials, forcePathStyle: true }] as const;
-  connections = new S3Connections(new Map([connection('guarded', guarded.url, CREDENTIALS), connection('plain', plainEndpoint, S3RVER_CREDENTIALS)]));
+  connections = new S3Connections(new Map([connection('guarded', s3.server.url, CREDENTIALS), connection('plain', plainEndpoint, S3RVER_CREDENTIALS)]));
 });
 
 afterAll(async () => {
   connections?.close();
-  await guarded?.close();
   plain?.httpServer?.closeAllConnections();
   await plain?.close();
-  await rm(dir, { recursive: true, force: true });
 });
 
 const text = async (objects: ObjectStore, key: string) => new TextDecoder().decode(await objects.get(key));

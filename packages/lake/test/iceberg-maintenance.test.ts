@@ -1,14 +1,13 @@
 // Goal: a maintenance run (compaction, manifest rewrite, snapshot expiry, metadata cleanup, orphan cleanup) leaves a table that icebird reads with every event exactly once and DuckDB agrees over the current snapshot's files; each step is its own commit with v2 sequence numbers and the watermark kept; a stray old file is removed and a young one kept; the hint-less listing finds a version past 1,000 keys.
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { currentSnapshot, readWatermarkFromMetadata, type IcebergSnapshot, type IcebergTableMetadata } from '@auditlake/format';
 import { AuditErrorCode, INTEGRITY_ACTIONS, SELF_SOURCE, type StoredEvent } from '@auditlake/model';
 import { icebergRead } from 'icebird';
-import { signedFetch, startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { commitForeignSnapshotOnTop } from '../src/testing/index.js';
+import { signedFetch } from '@auditlake/s3-endpoint';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { commitForeignSnapshotOnTop, useEmbeddedS3 } from '../src/testing/index.js';
 import {
   commitIcebergBatch,
   compactIcebergTable,
@@ -25,7 +24,6 @@ import {
   REPLACED_FILE_GRACE_MS,
   resolveIcebergTable,
   runIcebergMaintenance,
-  S3Connections,
   tableWatermark,
   versionHintKey,
   type IcebergTableRef,
@@ -37,23 +35,7 @@ const BUCKET = 'lake';
 const T0 = Date.UTC(2026, 4, 1);
 const DAY_MS = 86_400_000;
 const CREDENTIALS = { accessKeyId: 'ALMAINTENANCETEST001', secretAccessKey: 'maintenance-test-secret-0123456789abcd' };
-let server: S3Endpoint;
-let dir: string;
-let endpoint: string;
-let connections: S3Connections;
-
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'iceberg-maintenance-'));
-  server = await startS3Endpoint({ directory: join(dir, 's3'), host: '127.0.0.1', port: 0, buckets: [BUCKET], credentials: CREDENTIALS });
-  endpoint = server.url;
-  connections = new S3Connections(new Map([['s3', { id: 's3', endpoint, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
-});
-
-afterAll(async () => {
-  connections?.close();
-  await server?.close();
-  await rm(dir, { recursive: true, force: true });
-});
+const s3 = useEmbeddedS3('iceberg-maintenance-', BUCKET, CREDENTIALS);
 
 /** Events firstSeq.. over two days (alternating), ingest order = seq order. */
 function events(firstSeq: number, count: number): StoredEvent[] {
@@ -68,7 +50,7 @@ const fence = { term: 1, mayCommit: () => true };
 /** A table with `commits` sweep commits of `perCommit` events each. */
 async function tableWith(name: string, commits: number, perCommit: number): Promise<{ table: IcebergTableRef; objects: ObjectStore; seqMax: number }> {
   const table = resolveIcebergTable(`cat.ops.${name}`, new Map([['cat', { name: 'cat', warehouse: `s3://${BUCKET}/wh`, connectionId: 's3' }]]));
-  const objects = connections.bucket('s3', BUCKET);
+  const objects = s3.connections.bucket('s3', BUCKET);
   let loaded = await ensureIcebergTable(objects, table, T0);
   for (let c = 0; c < commits; c++) {
     await commitIcebergBatch(objects, table, loaded, events(1 + c * perCommit, perCommit), { ...fence, nowMs: Date.now(), writerId: 'test' });
@@ -88,7 +70,7 @@ function routeS3(): void {
   globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) => {
     const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
     const match = /^https:\/\/([a-z0-9.-]+)\.s3\.amazonaws\.com(\/.*)$/.exec(url);
-    return match ? signed(`${endpoint}/${match[1]}${match[2]}`, init) : original(input, init);
+    return match ? signed(`${s3.server.url}/${match[1]}${match[2]}`, init) : original(input, init);
   });
   onTestFinished(() => {
     globalThis.fetch = original;
@@ -108,7 +90,7 @@ async function icebirdIds(table: IcebergTableRef): Promise<Map<string, number>> 
 async function duckdbIds(table: IcebergTableRef, objects: ObjectStore): Promise<{ rows: number; distinct: number }> {
   const loaded = (await loadIcebergTable(objects, table))!;
   const files = (await currentManifests(objects, table, loaded.metadata)).flatMap((m) => m.entries.filter((e) => e.status !== 2).map((e) => e.data_file.file_path));
-  const local = await mkdtemp(join(dir, 'duck-'));
+  const local = await mkdtemp(join(s3.dir, 'duck-'));
   const paths: string[] = [];
   for (const [i, path] of files.entries()) {
     const target = join(local, `${i}.parquet`);
@@ -136,7 +118,7 @@ function expectEveryEventOnce(counts: Map<string, number>, seqMax: number): void
 /** A table whose first sweep commit tiered a signed checkpoint record, with `foreign` commits of another engine (no auditlake.* keys) on top. */
 async function foreignTopped(name: string, commits: number, perCommit: number, foreign: number): Promise<{ table: IcebergTableRef; objects: ObjectStore; seqMax: number; carrierId: number }> {
   const table = resolveIcebergTable(`cat.ops.${name}`, new Map([['cat', { name: 'cat', warehouse: `s3://${BUCKET}/wh`, connectionId: 's3' }]]));
-  const objects = connections.bucket('s3', BUCKET);
+  const objects = s3.connections.bucket('s3', BUCKET);
   let loaded = await ensureIcebergTable(objects, table, T0);
   for (let c = 0; c < commits; c++) {
     const batch = events(1 + c * perCommit, perCommit);
@@ -164,7 +146,7 @@ function storedCurrent(metadata: IcebergTableMetadata): IcebergSnapshot {
 describe('Iceberg maintenance', () => {
   it('files a compaction took out stay readable for REPLACED_FILE_GRACE_MS, even at snapshot.retain.last=1: a search that listed them just before the run reads them after it', async () => {
     const { table, objects } = await tableWith('grace', 4, 10);
-    const source = new IcebergTierSource(connections, { identifier: table.identifier, location: table.location, connectionId: 's3' });
+    const source = new IcebergTierSource(s3.connections, { identifier: table.identifier, location: table.location, connectionId: 's3' });
     const listed = await source.listFiles();
     let clock = Date.now();
     const policy = { snapshotRetainLast: 1, removeOrphanFiles: true, orphanMinAgeMs: 3 * DAY_MS, targetFileSizeBytes: 16 * 1024 * 1024, metadataPreviousVersionsMax: 5 };
@@ -346,7 +328,7 @@ describe('Iceberg maintenance', () => {
 
   it('keeps every metadata.json within 64 KiB over 150 sweep commits with maintenance after 100, the sweep expiring overdue snapshots between runs', async () => {
     const table = resolveIcebergTable('cat.ops.bounded_metadata_events', new Map([['cat', { name: 'cat', warehouse: `s3://${BUCKET}/warehouse`, connectionId: 's3' }]]));
-    const objects = connections.bucket('s3', BUCKET);
+    const objects = s3.connections.bucket('s3', BUCKET);
     // The defaults: snapshot.retain.last 24, metadata.previous.versions.max 100.
     const policy = { snapshotRetainLast: 24, removeOrphanFiles: true, orphanMinAgeMs: 3 * DAY_MS, targetFileSizeBytes: 16 * 1024 * 1024, metadataPreviousVersionsMax: 100 };
     const steps = context(table, objects, { metadataLogEntriesMax: policy.metadataPreviousVersionsMax });

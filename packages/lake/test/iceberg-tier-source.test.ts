@@ -1,11 +1,8 @@
 // Goal: the Iceberg reader keeps the table's file list between searches only while the table version is unchanged — a new commit (also one whose hint lags) is seen by the next listing — and opens data files without asking the store for their size.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { StoredEvent } from '@auditlake/model';
-import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commitIcebergBatch, ensureIcebergTable, ensureNamespace, IcebergTierSource, joinKey, loadIcebergTable, resolveIcebergTable, S3Connections, type ObjectStore } from '../src/index.js';
+import { useEmbeddedS3 } from '../src/testing/index.js';
 
 const BUCKET = 'lake';
 const T0 = Date.UTC(2026, 4, 1);
@@ -25,21 +22,17 @@ class CountingConnections extends S3Connections {
   }
 }
 
-let server: S3Endpoint;
 const CREDENTIALS = { accessKeyId: 'ALTIERINGTEST0000001', secretAccessKey: 'tiering-test-secret-0123456789abcdefgh' };
-let dir: string;
+const s3 = useEmbeddedS3('iceberg-tier-source-', BUCKET, CREDENTIALS);
+/** Connection `s3` to the endpoint, counting (the fixture's own does not count). */
 let connections: CountingConnections;
 
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'iceberg-tier-source-'));
-  server = await startS3Endpoint({ directory: dir, host: '127.0.0.1', port: 0, buckets: [BUCKET], credentials: CREDENTIALS });
-  connections = new CountingConnections(new Map([['s3', { id: 's3', endpoint: server.url, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
+beforeAll(() => {
+  connections = new CountingConnections(new Map([['s3', { id: 's3', endpoint: s3.server.url, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
 });
 
-afterAll(async () => {
+afterAll(() => {
   connections?.close();
-  await server?.close();
-  await rm(dir, { recursive: true, force: true });
 });
 
 function events(firstSeq: number, count: number): StoredEvent[] {

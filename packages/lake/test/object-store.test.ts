@@ -1,17 +1,14 @@
 // Goal: the object store answers not-found as `undefined` or a coded AuditError, and every other failure as a coded AuditError naming the object — never an AWS SDK error shape.
-import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
-import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { S3Connections } from '../src/index.js';
+import { useEmbeddedS3 } from '../src/testing/index.js';
 
 const BUCKET = 'objects';
 const CREDENTIALS = { accessKeyId: 'ALLAKETEST0000000001', secretAccessKey: 'lake-test-secret-0123456789abcdefghijk' };
-let server: S3Endpoint;
-let dir: string;
+const s3 = useEmbeddedS3('object-store-', BUCKET, CREDENTIALS);
+/** Connection `s3` to the endpoint and `down` to a port nothing listens on (the fixture's own has only `s3`). */
 let connections: S3Connections;
 
 function connection(id: string, endpoint: string) {
@@ -28,16 +25,12 @@ async function closedPort(): Promise<number> {
 }
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'object-store-'));
-  server = await startS3Endpoint({ directory: dir, host: '127.0.0.1', port: 0, buckets: [BUCKET], credentials: CREDENTIALS });
-  connections = new S3Connections(new Map([connection('s3', server.url), connection('down', `http://127.0.0.1:${await closedPort()}`)]));
+  connections = new S3Connections(new Map([connection('s3', s3.server.url), connection('down', `http://127.0.0.1:${await closedPort()}`)]));
 });
 
-afterAll(async () => {
+afterAll(() => {
   connections?.close();
   connections?.close(); // idempotent
-  await server?.close();
-  await rm(dir, { recursive: true, force: true });
 });
 
 async function thrown(promise: Promise<unknown>): Promise<AuditError> {

@@ -3,13 +3,9 @@
 // while the node may still commit. A tier location nested in another (either way round) loses nothing to the other's cleanup,
 // and a deposed leader's cleanup stops before deleting what its successor is writing.
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { bytesSource, currentSnapshot, readAuditParquet } from '@auditlake/format';
 import { AuditErrorCode, type StoredEvent } from '@auditlake/model';
-import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   commitIcebergBatch,
   commitMetadataVersion,
@@ -25,13 +21,13 @@ import {
   runIcebergMaintenance,
   runParquetMaintenance,
   s3Key,
-  S3Connections,
   type CommitFence,
   type IcebergTableRef,
   type MaintenanceContext,
   type ObjectStore,
   type S3Location,
 } from '../src/index.js';
+import { useEmbeddedS3 } from '../src/testing/index.js';
 
 const BUCKET = 'orphans';
 const T0 = Date.UTC(2026, 4, 1);
@@ -44,22 +40,11 @@ const MIN_AGE_MS = HOUR_MS;
 const later = (): number => Date.now() + MIN_AGE_MS + 10 * 60_000;
 const ICEBERG_POLICY = { snapshotRetainLast: 24, removeOrphanFiles: true, orphanMinAgeMs: MIN_AGE_MS, targetFileSizeBytes: 16 * 1024 * 1024, metadataPreviousVersionsMax: 100 };
 const PARQUET_POLICY = { removeOrphanFiles: true, orphanMinAgeMs: MIN_AGE_MS, targetFileSizeBytes: 1 };
-let server: S3Endpoint;
-let dir: string;
-let connections: S3Connections;
+const s3 = useEmbeddedS3('orphan-cleanup-', BUCKET, CREDENTIALS);
 let objects: ObjectStore;
 
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'orphan-cleanup-'));
-  server = await startS3Endpoint({ directory: join(dir, 's3'), host: '127.0.0.1', port: 0, buckets: [BUCKET], credentials: CREDENTIALS });
-  connections = new S3Connections(new Map([['s3', { id: 's3', endpoint: server.url, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
-  objects = connections.bucket('s3', BUCKET);
-});
-
-afterAll(async () => {
-  connections?.close();
-  await server?.close();
-  await rm(dir, { recursive: true, force: true });
+beforeAll(() => {
+  objects = s3.connections.bucket('s3', BUCKET);
 });
 
 /** Events firstSeq.. over two days (alternating), ingest order = seq order. */
@@ -105,7 +90,7 @@ async function icebergSeqCounts(table: IcebergTableRef): Promise<Map<number, num
 
 /** seq → how often, over the files the Parquet reader lists (every file read). */
 async function parquetSeqCounts(location: S3Location): Promise<Map<number, number>> {
-  const source = new ParquetTierSource(connections, { mode: 'parquet', path: `s3://${location.bucket}/${location.prefix}`, connectionId: 's3' });
+  const source = new ParquetTierSource(s3.connections, { mode: 'parquet', path: `s3://${location.bucket}/${location.prefix}`, connectionId: 's3' });
   const counts = new Map<number, number>();
   try {
     for (const file of await source.listFiles()) {

@@ -8,7 +8,7 @@
 import { bytesSource, readAuditParquet } from '@auditlake/format';
 import { seededRandom, type StoredEvent } from '@auditlake/model';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { useEmbeddedS3 } from './embedded-s3-fixture.js';
+import { useEmbeddedS3 } from '../src/testing/index.js';
 import {
   checkParquetCheckpoint,
   pendingParquetErasures,

@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import type { StoredEvent } from '@auditlake/model';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { useEmbeddedS3 } from './embedded-s3-fixture.js';
+import { useEmbeddedS3 } from '../src/testing/index.js';
 import {
   commitParquetBatch,
   compactionKey,

@@ -2,7 +2,7 @@
 import { AuditParquetFile, rowGroupSketches, sketchProbe, type TieredEvent } from '@auditlake/format';
 import { compileFilter, newestFirst, type SearchFilter, type StoredEvent } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
-import { useEmbeddedS3 } from './embedded-s3-fixture.js';
+import { useEmbeddedS3 } from '../src/testing/index.js';
 import {
   commitIcebergBatch,
   commitParquetBatch,

@@ -4,7 +4,7 @@
 // prove the ids absent, and reading the files a few at a time.
 import type { StoredEvent } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
-import { useEmbeddedS3 } from './embedded-s3-fixture.js';
+import { useEmbeddedS3 } from '../src/testing/index.js';
 import { commitParquetBatch, findTieredRecords, ParquetTierSource, type TieredLookupStats } from '../src/index.js';
 
 const BUCKET = 'lookup';

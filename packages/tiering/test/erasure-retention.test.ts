@@ -2,14 +2,13 @@
 // pass that did not run — an earlier target that could not be reached, a rewrite stopped between
 // the batch's commit and its own — must still find the record in the local log afterwards, even
 // with local retention at 0 days; once every location applied it, retention deletes it too.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { erasureDetailsChunks } from '@auditlake/integrity';
 import { S3Connections, ERASURES_APPLIED_THROUGH_PROPERTY, loadIcebergTable, resolveIcebergTable } from '@auditlake/lake';
+import { useEmbeddedS3 } from '@auditlake/lake/testing';
 import { defaultSettings, encodeEvent, INTEGRITY_ACTIONS, parseSettings, resolveConfig, SELF_SOURCE, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
 import { AuditStore } from '@auditlake/store';
-import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { ERASURES_APPLIED_META, firstUnappliedErasureSeq, localCleanupPolicy, type TierErasureResult, type TierSweeperOptions } from '../src/index.js';
 import { testSweeper } from './test-sweeper.js';
@@ -19,15 +18,14 @@ const BUCKET = 'erasure-retention';
 const HOUR_MS = 3_600_000;
 const CREDENTIALS = { accessKeyId: 'ALERASERETENTION0001', secretAccessKey: 'erasure-retention-secret-0123456789abc' };
 const CATALOGS = new Map([['cat', { name: 'cat', warehouse: `s3://${BUCKET}/wh`, connectionId: 'b' }]]);
-let server: S3Endpoint;
-let dir: string;
-/** Both connections work. */
+const s3 = useEmbeddedS3('erasure-retention-', BUCKET, CREDENTIALS);
+/** Both connections work (the fixture's own has only `s3`, which these tests do not use). */
 let working: S3Connections;
 /** Connection `a` signs with a wrong secret (every request refused); `b` works. */
 let aRefused: S3Connections;
 
 function connections(aSecret: string): S3Connections {
-  const config = (id: string, secretAccessKey: string) => ({ id, endpoint: server.url, region: 'us-east-1', accessKeyId: CREDENTIALS.accessKeyId, secretAccessKey, forcePathStyle: true });
+  const config = (id: string, secretAccessKey: string) => ({ id, endpoint: s3.server.url, region: 'us-east-1', accessKeyId: CREDENTIALS.accessKeyId, secretAccessKey, forcePathStyle: true });
   return new S3Connections(
     new Map([
       ['a', config('a', aSecret)],
@@ -36,18 +34,14 @@ function connections(aSecret: string): S3Connections {
   );
 }
 
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'erasure-retention-'));
-  server = await startS3Endpoint({ directory: join(dir, 's3'), host: '127.0.0.1', port: 0, buckets: [BUCKET], credentials: CREDENTIALS });
+beforeAll(() => {
   working = connections(CREDENTIALS.secretAccessKey);
   aRefused = connections('not-the-secret-0123456789abcdefghijklmn');
 });
 
-afterAll(async () => {
+afterAll(() => {
   working?.close();
   aRefused?.close();
-  await server?.close();
-  await rm(dir, { recursive: true, force: true });
 });
 
 /** Local retention at 0 days: every tiered event may go at once, unless the policy keeps it. */
@@ -61,7 +55,7 @@ function ev(i: number): AuditEvent {
 
 /** A store holding events e0…e<count-1>, whose clock is an hour back, so every event is settled for the sweep at once. */
 async function openStore(count: number): Promise<AuditStore> {
-  const store = await AuditStore.open({ location: await mkdtemp(join(dir, 'store-')), now: () => Date.now() - HOUR_MS });
+  const store = await AuditStore.open({ location: await mkdtemp(join(s3.dir, 'store-')), now: () => Date.now() - HOUR_MS });
   onTestFinished(() => store.close());
   await store.append(Array.from({ length: count }, (_, i) => ev(i)));
   return store;
@@ -84,7 +78,7 @@ async function prune(store: AuditStore, current: EffectiveSettings): Promise<voi
 
 /** DuckDB over the live files of a Parquet location: the query column of `eventId`. */
 async function parquetQueryOf(path: string, eventId: string): Promise<string[]> {
-  const rows = await duckdbOverLiveParquet(working, { path, connectionId: 'a' }, dir, `SELECT query FROM {files} WHERE event_id = '${eventId}'`);
+  const rows = await duckdbOverLiveParquet(working, { path, connectionId: 'a' }, s3.dir, `SELECT query FROM {files} WHERE event_id = '${eventId}'`);
   return rows.map((row) => row['query'] as string);
 }
 
@@ -192,7 +186,7 @@ describe('retention and erasure records', () => {
 
   it('does not wait for an earlier target whose S3 connection was removed from the configuration', async () => {
     const store = await openStore(10);
-    const withC = new S3Connections(new Map([['c', { id: 'c', endpoint: server.url, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
+    const withC = new S3Connections(new Map([['c', { id: 'c', endpoint: s3.server.url, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
     onTestFinished(() => withC.close());
     let current = settings({ 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': `s3://${BUCKET}/detached`, 'audit.tier.connectionId': 'c' });
     expect(await sweeperOf(store, () => current, { connections: withC }).sweep()).toBe('tiered');

@@ -1,36 +1,22 @@
 // Goal: a maintenance run and the sweep share the node's commit lock and encoder pool, and each step of a run holds the lock for one turn only — a sweep asked for while a run reads and encodes its compaction commits at once (it does not wait for the run), and a run whose every turn comes right after a sweep's commit, under back-to-back sweeps, finishes with no failed step and no lost commit; icebird reads every event exactly once with the watermark at the last tiered event.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { S3Connections, TIERED_LOCATIONS_META, TierEncodePool, currentManifests, loadIcebergTable, resolveIcebergTable, tableWatermark, type ObjectStore } from '@auditlake/lake';
 import { defaultSettings, parseSettings, resolveConfig, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
 import { AuditStore } from '@auditlake/store';
-import { signedFetch, startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
+import { signedFetch } from '@auditlake/s3-endpoint';
 import { icebergRead } from 'icebird';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import cron from 'node-cron';
+import { useEmbeddedS3 } from '@auditlake/lake/testing';
 import { COMPACTION_DEFERRAL_MAX_MS, CommitLock, MaintenanceScheduler, TierSweeper, type MaintenanceRun } from '../src/index.js';
 
 const BUCKET = 'overlap';
 const HOUR_MS = 3_600_000;
 const CREDENTIALS = { accessKeyId: 'ALOVERLAPTEST0000001', secretAccessKey: 'overlap-test-secret-0123456789abcdefgh' };
 const TABLE = 'cat.ns.overlap_events';
-let server: S3Endpoint;
-let dir: string;
-let connections: S3Connections;
+const s3 = useEmbeddedS3('maintenance-overlap-', BUCKET, CREDENTIALS);
 const catalogs = new Map([['cat', { name: 'cat', warehouse: `s3://${BUCKET}/warehouse`, connectionId: 's3' }]]);
-
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'maintenance-overlap-'));
-  server = await startS3Endpoint({ directory: join(dir, 's3'), host: '127.0.0.1', port: 0, buckets: [BUCKET], credentials: CREDENTIALS });
-  connections = new S3Connections(new Map([['s3', { id: 's3', endpoint: server.url, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
-});
-
-afterAll(async () => {
-  connections?.close();
-  await server?.close();
-  await rm(dir, { recursive: true, force: true });
-});
 
 function settings(overrides: Record<string, string> = {}): EffectiveSettings {
   return parseSettings({
@@ -101,7 +87,7 @@ async function icebird(location: string): Promise<{ rows: number; distinct: numb
   globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) => {
     const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
     const match = /^https:\/\/([a-z0-9.-]+)\.s3\.amazonaws\.com(\/.*)$/.exec(url);
-    return match ? signed(`${server.url}/${match[1]}${match[2]}`, init) : original(input, init);
+    return match ? signed(`${s3.server.url}/${match[1]}${match[2]}`, init) : original(input, init);
   });
   try {
     const rows = (await icebergRead({ tableUrl: location })) as Array<Record<string, unknown>>;
@@ -114,7 +100,7 @@ async function icebird(location: string): Promise<{ rows: number; distinct: numb
 describe('maintenance beside the sweep', () => {
   it('a sweep asked for while a run reads and encodes its compaction commits without waiting for the run; the swap then lands on the sweep\'s version; every event is read once', async () => {
     let ingestMs = Date.now() - HOUR_MS;
-    const store = await AuditStore.open({ location: await mkdtemp(join(dir, 'store-')), now: () => ingestMs });
+    const store = await AuditStore.open({ location: await mkdtemp(join(s3.dir, 'store-')), now: () => ingestMs });
     onTestFinished(() => store.close());
     // One same-millisecond group of 10 per append: batches of 20 cut at group boundaries.
     for (let i = 0; i < 200; i += 10) {
@@ -125,7 +111,7 @@ describe('maintenance beside the sweep', () => {
     onTestFinished(() => encoder.close());
     const commitLock = new CommitLock();
     const log = { info: () => undefined, warn: () => undefined };
-    const common = { store, connections, catalogs, settings, isLeader: () => true, term: () => 1, log, commitLock, encoder };
+    const common = { store, connections: s3.connections, catalogs, settings, isLeader: () => true, term: () => 1, log, commitLock, encoder };
     const sweeper = new TierSweeper({ ...common, intervalMs: HOUR_MS, batchSizeMax: 20, settleMs: 0, backoffInitialMs: HOUR_MS, backoffMaxMs: HOUR_MS });
     onTestFinished(() => sweeper.close());
     let paused = false;
@@ -142,7 +128,7 @@ describe('maintenance beside the sweep', () => {
     onTestFinished(() => scheduler.close());
     // Registered last, so it runs first: a failed test must not leave the run paused (close() waits for it).
     onTestFinished(() => release());
-    const objects = connections.bucket('s3', BUCKET);
+    const objects = s3.connections.bucket('s3', BUCKET);
     const ref = resolveIcebergTable(TABLE, catalogs);
 
     // Five sweeps: five small files of one day.
@@ -184,7 +170,7 @@ describe('maintenance beside the sweep', () => {
 
   it('a run whose every turn comes right after a sweep commit, under back-to-back sweeps, finishes every step with no lost commit; orphan cleanup with every file past its minimum age spares every sweep file', async () => {
     let ingestMs = Date.now() - HOUR_MS;
-    const store = await AuditStore.open({ location: await mkdtemp(join(dir, 'store-')), now: () => ingestMs });
+    const store = await AuditStore.open({ location: await mkdtemp(join(s3.dir, 'store-')), now: () => ingestMs });
     onTestFinished(() => store.close());
     let appended = 0;
     const append = async () => {
@@ -201,11 +187,11 @@ describe('maintenance beside the sweep', () => {
     const tableSettings = () => settings({ 'audit.tier.iceberg.table': table, 'audit.tier.maintenance.snapshot.retain.last': '2', 'audit.tier.maintenance.orphan.min.age.ms': String(HOUR_MS) });
     const encoder = new TierEncodePool();
     onTestFinished(() => encoder.close());
-    const counted = new LostCommitCounter(new Map([['s3', { id: 's3', endpoint: server.url, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
+    const counted = new LostCommitCounter(new Map([['s3', { id: 's3', endpoint: s3.server.url, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
     onTestFinished(() => counted.close());
     const shared = new CommitLock();
     const log = { info: () => undefined, warn: () => undefined };
-    const common = { store, connections, catalogs, settings: tableSettings, isLeader: () => true, term: () => 1, log, encoder };
+    const common = { store, connections: s3.connections, catalogs, settings: tableSettings, isLeader: () => true, term: () => 1, log, encoder };
     const sweeperOptions = { intervalMs: HOUR_MS, batchSizeMax: 20, settleMs: 0, backoffInitialMs: HOUR_MS, backoffMaxMs: HOUR_MS };
     const sweeper = new TierSweeper({ ...common, ...sweeperOptions, commitLock: shared });
     onTestFinished(() => sweeper.close());
@@ -221,7 +207,7 @@ describe('maintenance beside the sweep', () => {
     // Maintenance commits through the counting connections: a step that loses a version shows.
     const scheduler = new MaintenanceScheduler({ ...common, connections: counted, commitLock: lock, now: () => Date.now() + 2 * HOUR_MS });
     onTestFinished(() => scheduler.close());
-    const objects = connections.bucket('s3', BUCKET);
+    const objects = s3.connections.bucket('s3', BUCKET);
     const ref = resolveIcebergTable(table, catalogs);
 
     // Ten small files, then the run with sweeps back to back beside it (each a new batch).
@@ -262,7 +248,7 @@ describe('maintenance beside the sweep', () => {
 
   it('a scheduled run while the tier is behind leaves compaction for later (its other steps run), for at most an hour since the table was last compacted; a run asked for compacts', async () => {
     let ingestMs = Date.now() - HOUR_MS;
-    const store = await AuditStore.open({ location: await mkdtemp(join(dir, 'store-')), now: () => ingestMs });
+    const store = await AuditStore.open({ location: await mkdtemp(join(s3.dir, 'store-')), now: () => ingestMs });
     onTestFinished(() => store.close());
     const append = async (from: number, count: number) => {
       for (let i = from; i < from + count; i += 10) {
@@ -273,7 +259,7 @@ describe('maintenance beside the sweep', () => {
     const table = 'cat.ns.deferred_events';
     const tableSettings = () => settings({ 'audit.tier.iceberg.table': table });
     const log = { info: () => undefined, warn: () => undefined };
-    const common = { store, connections, catalogs, settings: tableSettings, isLeader: () => true, term: () => 1, log };
+    const common = { store, connections: s3.connections, catalogs, settings: tableSettings, isLeader: () => true, term: () => 1, log };
     const sweeper = new TierSweeper({ ...common, intervalMs: HOUR_MS, batchSizeMax: 20, settleMs: 0, backoffInitialMs: HOUR_MS, backoffMaxMs: HOUR_MS });
     onTestFinished(() => sweeper.close());
     // Three small files of one day.
@@ -310,7 +296,7 @@ describe('maintenance beside the sweep', () => {
     while ((await sweeper.sweep()) === 'tiered-full');
     behind = undefined;
     expect(await tick(5)).toMatchObject({ ok: true, compactionDeferred: null, filesRewritten: 3, filesAdded: 1 });
-    const objects = connections.bucket('s3', BUCKET);
+    const objects = s3.connections.bucket('s3', BUCKET);
     const ref = resolveIcebergTable(table, catalogs);
     expect(await icebird(ref.location)).toEqual({ rows: 140, distinct: 140 });
     const loaded = await loadIcebergTable(objects, ref);
@@ -318,11 +304,11 @@ describe('maintenance beside the sweep', () => {
   }, 180_000);
 
   it('a run before the first sweep created the table has nothing to do; a table that received events and lost its metadata fails the run, naming it', async () => {
-    const store = await AuditStore.open({ location: await mkdtemp(join(dir, 'store-')), now: () => Date.now() - HOUR_MS });
+    const store = await AuditStore.open({ location: await mkdtemp(join(s3.dir, 'store-')), now: () => Date.now() - HOUR_MS });
     onTestFinished(() => store.close());
     const table = 'cat.ns.not_yet';
     const log = { info: () => undefined, warn: () => undefined };
-    const scheduler = new MaintenanceScheduler({ store, connections, catalogs, settings: () => settings({ 'audit.tier.iceberg.table': table }), isLeader: () => true, term: () => 1, log });
+    const scheduler = new MaintenanceScheduler({ store, connections: s3.connections, catalogs, settings: () => settings({ 'audit.tier.iceberg.table': table }), isLeader: () => true, term: () => 1, log });
     onTestFinished(() => scheduler.close());
     await scheduler.refresh();
     const [early] = await scheduler.runNow('test');

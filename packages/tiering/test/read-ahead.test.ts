@@ -1,11 +1,10 @@
 // Goal: with a backlog, the sweep hands the next batch to the encoder while the previous batch commits (the encoder's thread and the commit's requests overlap), and what was read ahead is committed only when it continues exactly where the table ends — never twice, never after another writer tiered it.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { INLINE_TIER_FILE_ENCODER, S3Connections, cleanIcebergMetadata, currentManifests, loadIcebergTable, metadataVersionKey, resolveIcebergTable, type TierFileEncoder } from '@auditlake/lake';
 import { defaultSettings, parseSettings, resolveConfig, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
 import { AuditStore } from '@auditlake/store';
-import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
+import { useEmbeddedS3 } from '@auditlake/lake/testing';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { TierSweeper, type TierSweeperOptions } from '../src/index.js';
 import { testSweeper } from './test-sweeper.js';
@@ -15,11 +14,10 @@ const BUCKET = 'ahead';
 const HOUR_MS = 3_600_000;
 const CREDENTIALS = { accessKeyId: 'ALAHEADTEST000000001', secretAccessKey: 'ahead-test-secret-0123456789abcdefghijk' };
 const CATALOGS = new Map([['cat', { name: 'cat', warehouse: `s3://${BUCKET}/wh`, connectionId: 's3' }]]);
-let server: S3Endpoint;
+/** Its `connections` go straight to the endpoint. */
+const s3 = useEmbeddedS3('read-ahead-', BUCKET, CREDENTIALS);
 let proxy: HoldingProxy;
-let dir: string;
-/** Straight to the endpoint, and through the proxy that can hold a commit. */
-let direct: S3Connections;
+/** Through the proxy that can hold a commit. */
 let held: S3Connections;
 
 function connectionsTo(url: string): S3Connections {
@@ -27,19 +25,13 @@ function connectionsTo(url: string): S3Connections {
 }
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'read-ahead-'));
-  server = await startS3Endpoint({ directory: join(dir, 's3'), host: '127.0.0.1', port: 0, buckets: [BUCKET], credentials: CREDENTIALS });
-  proxy = await startHoldingProxy(server.url);
-  direct = connectionsTo(server.url);
+  proxy = await startHoldingProxy(s3.server.url);
   held = connectionsTo(proxy.endpoint);
 });
 
 afterAll(async () => {
-  direct?.close();
   held?.close();
   await proxy?.close();
-  await server?.close();
-  await rm(dir, { recursive: true, force: true });
 });
 
 function settings(table: string): EffectiveSettings {
@@ -53,7 +45,7 @@ function ev(i: number): AuditEvent {
 /** A store of `events` settled events, 50 per ingest millisecond (groups that never straddle a batch of 100). */
 async function storeWith(events: number): Promise<AuditStore> {
   let ingestMs = Date.now() - HOUR_MS;
-  const store = await AuditStore.open({ location: await mkdtemp(join(dir, 'store-')), now: () => ingestMs });
+  const store = await AuditStore.open({ location: await mkdtemp(join(s3.dir, 'store-')), now: () => ingestMs });
   onTestFinished(() => store.close());
   for (let i = 0; i < events; i += 50) {
     await store.append(Array.from({ length: Math.min(50, events - i) }, (_, j) => ev(i + j)));
@@ -76,12 +68,12 @@ function recordingEncoder(): { encoder: TierFileEncoder; firstSeqs: number[] } {
 }
 
 function sweeper(store: AuditStore, table: string, over: Partial<TierSweeperOptions> = {}): TierSweeper {
-  return testSweeper({ store, connections: direct, catalogs: CATALOGS, settings: () => settings(table), ...over });
+  return testSweeper({ store, connections: s3.connections, catalogs: CATALOGS, settings: () => settings(table), ...over });
 }
 
 /** Rows in the table's current snapshot: the rows of its live files (status 2 is DELETED). */
 async function tableRows(table: string): Promise<number> {
-  const objects = direct.bucket('s3', BUCKET);
+  const objects = s3.connections.bucket('s3', BUCKET);
   const ref = resolveIcebergTable(`cat.ops.${table}`, CATALOGS);
   const loaded = await loadIcebergTable(objects, ref);
   if (!loaded) return 0;
@@ -137,7 +129,7 @@ describe('TierSweeper read-ahead (Iceberg)', () => {
     ['back to back, reusing the table its last commit left', 'tiered-full', 'outside_reused'],
   ])('builds on an outside engine that committed and deleted old versions meanwhile, never forks the table (%s)', async (_, firstOutcome, name) => {
     let ingestMs = Date.now() - HOUR_MS;
-    const store = await AuditStore.open({ location: await mkdtemp(join(dir, 'store-')), now: () => ingestMs });
+    const store = await AuditStore.open({ location: await mkdtemp(join(s3.dir, 'store-')), now: () => ingestMs });
     onTestFinished(() => store.close());
     const append = async (from: number) => {
       for (let i = from; i < from + 100; i += 50) {
@@ -153,7 +145,7 @@ describe('TierSweeper read-ahead (Iceberg)', () => {
     if (firstOutcome === 'tiered') expect(await s.sweep()).toBe('tiered');
     // An outside engine: metadata cleanups keeping one previous version, each a commit that
     // deletes what it no longer names, so the version after the sweeper's last is gone.
-    const objects = direct.bucket('s3', BUCKET);
+    const objects = s3.connections.bucket('s3', BUCKET);
     const ref = resolveIcebergTable(`cat.ops.${name}`, CATALOGS);
     const sweptTo = (await loadIcebergTable(objects, ref))!;
     let outside = sweptTo;

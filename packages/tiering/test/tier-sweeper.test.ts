@@ -1,36 +1,20 @@
 // Goal: batch.size bounds one commit, not the throughput — a sweep that fills a batch is followed at once by the next until less than a batch is settled, without waiting for the interval — while leadership, close() and status reads interleave between commits.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { IcebergTierSource, ParquetTierSource, S3Connections, commitMetadataVersion, type IcebergTableRef, type LoadedTable, type ObjectStore, currentManifests, loadIcebergTable, readTieredSuffix, resolveIcebergTable, runIcebergMaintenance, tableWatermark } from '@auditlake/lake';
 import { chainHash, erasureDetailsChunks } from '@auditlake/integrity';
 import { currentSnapshot, readWholeAuditParquet, type IcebergTableMetadata } from '@auditlake/format';
 import { defaultSettings, encodeEvent, INTEGRITY_ACTIONS, parseSettings, resolveConfig, SELF_SOURCE, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
 import { AuditStore } from '@auditlake/store';
-import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { TierSweeper, type TierStatus, type TierSweeperOptions } from '../src/index.js';
 import { testSweeper } from './test-sweeper.js';
-import { commitForeignSnapshotOnTop } from '@auditlake/lake/testing';
+import { commitForeignSnapshotOnTop, useEmbeddedS3 } from '@auditlake/lake/testing';
 
 const BUCKET = 'sweep';
 const HOUR_MS = 3_600_000;
 const CREDENTIALS = { accessKeyId: 'ALSWEEPTEST000000001', secretAccessKey: 'sweep-test-secret-0123456789abcdefghij' };
-let server: S3Endpoint;
-let dir: string;
-let connections: S3Connections;
-
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'tier-sweeper-'));
-  server = await startS3Endpoint({ directory: join(dir, 's3'), host: '127.0.0.1', port: 0, buckets: [BUCKET], credentials: CREDENTIALS });
-  connections = new S3Connections(new Map([['s3', { id: 's3', endpoint: server.url, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
-});
-
-afterAll(async () => {
-  connections?.close();
-  await server?.close();
-  await rm(dir, { recursive: true, force: true });
-});
+const s3 = useEmbeddedS3('tier-sweeper-', BUCKET, CREDENTIALS);
 
 function settings(path: string, bucket = BUCKET): EffectiveSettings {
   return parseSettings({ ...defaultSettings(resolveConfig()), 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': `s3://${bucket}/${path}`, 'audit.tier.connectionId': 's3' });
@@ -47,7 +31,7 @@ function ev(i: number): AuditEvent {
  */
 async function storeWith(events: number, perAppend = 50, ingestFromMs = Date.now() - HOUR_MS): Promise<AuditStore> {
   let ingestMs = ingestFromMs;
-  const store = await AuditStore.open({ location: await mkdtemp(join(dir, 'store-')), now: () => ingestMs });
+  const store = await AuditStore.open({ location: await mkdtemp(join(s3.dir, 'store-')), now: () => ingestMs });
   onTestFinished(() => store.close());
   for (let i = 0; i < events; i += perAppend) {
     await store.append(Array.from({ length: Math.min(perAppend, events - i) }, (_, j) => ev(i + j)));
@@ -57,7 +41,7 @@ async function storeWith(events: number, perAppend = 50, ingestFromMs = Date.now
 }
 
 function sweeper(store: AuditStore, path: string, over: Partial<TierSweeperOptions> = {}): TierSweeper {
-  return testSweeper({ store, connections, catalogs: new Map(), settings: () => settings(path), ...over });
+  return testSweeper({ store, connections: s3.connections, catalogs: new Map(), settings: () => settings(path), ...over });
 }
 
 describe('TierSweeper', () => {
@@ -162,7 +146,7 @@ describe('TierSweeper', () => {
         return objects;
       }
     }
-    const counting = new MarkerGets(new Map([['s3', { id: 's3', endpoint: server.url, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
+    const counting = new MarkerGets(new Map([['s3', { id: 's3', endpoint: s3.server.url, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
     onTestFinished(() => counting.close());
     const store = await storeWith(80, 10);
     let term = 1;
@@ -194,7 +178,7 @@ describe('TierSweeper', () => {
         'audit.tier.maintenance.snapshot.retain.last': '3',
         'audit.tier.maintenance.metadata.previous.versions.max': '4',
       });
-    const objects = connections.bucket('s3', BUCKET);
+    const objects = s3.connections.bucket('s3', BUCKET);
     const snapshotCounts = async (table: string, enabled: boolean): Promise<{ snapshots: number[]; manifests: number[] }> => {
       const store = await storeWith(200, 10);
       const ref = resolveIcebergTable(table, catalogs);
@@ -258,7 +242,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
   /** A log of 20 events (ingested two hours ago) that a sweep tiered whole to `target`: the dead leader's, or a lost node's. */
   async function tieredLog(target: EffectiveSettings): Promise<AuditStore> {
     const log = await storeWith(20, 10, Date.now() - 2 * HOUR_MS);
-    const sweeper = testSweeper({ store: log, connections, catalogs, settings: () => target });
+    const sweeper = testSweeper({ store: log, connections: s3.connections, catalogs, settings: () => target });
     expect(await sweeper.sweep()).toBe('tiered');
     await sweeper.close();
     return log;
@@ -267,7 +251,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
   /** A log of 30 events tiered to `target` in two sweeps (20, then 10). */
   async function tieredThrough30(target: EffectiveSettings): Promise<AuditStore> {
     const first = await tieredLog(target);
-    const more = testSweeper({ store: first, connections, catalogs, settings: () => target });
+    const more = testSweeper({ store: first, connections: s3.connections, catalogs, settings: () => target });
     await first.append(Array.from({ length: 10 }, (_, i) => ev(20 + i)));
     expect(await more.sweep()).toBe('tiered');
     await more.close();
@@ -281,13 +265,13 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
    */
   async function expectOtherLogRefusedAndCopyGoesOn(first: AuditStore, target: EffectiveSettings): Promise<void> {
     const other = await storeWith(40, 10);
-    const b = testSweeper({ store: other, connections, catalogs, settings: () => target });
+    const b = testSweeper({ store: other, connections: s3.connections, catalogs, settings: () => target });
     expect(await b.sweep()).toBe('failed');
     expect((await b.status()).lastError).toContain('is tiered through seq 30');
     const copy = await storeWith(0);
     await copy.applyReplicated(await first.readEncodedBySeq(0, 30), first.termStarts());
     await copy.append(Array.from({ length: 5 }, (_, i) => ev(30 + i)));
-    const c = testSweeper({ store: copy, connections, catalogs, settings: () => target });
+    const c = testSweeper({ store: copy, connections: s3.connections, catalogs, settings: () => target });
     expect(await c.sweep()).toBe('tiered');
     expect((await c.watermark()).seq).toBe(35);
     const rows = [];
@@ -301,8 +285,8 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
   function tierSourceOf(mode: keyof typeof modes, target: EffectiveSettings): ParquetTierSource | IcebergTierSource {
     const source =
       mode === 'parquet'
-        ? new ParquetTierSource(connections, { mode: 'parquet', path: target.tierParquetPath, connectionId: 's3' })
-        : new IcebergTierSource(connections, resolveIcebergTable(target.tierIcebergTable, catalogs));
+        ? new ParquetTierSource(s3.connections, { mode: 'parquet', path: target.tierParquetPath, connectionId: 's3' })
+        : new IcebergTierSource(s3.connections, resolveIcebergTable(target.tierIcebergTable, catalogs));
     onTestFinished(() => source.close());
     return source;
   }
@@ -339,7 +323,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
       const successor = await storeWith(0);
       await successor.applyReplicated(await dead.readEncodedBySeq(0, 12), dead.termStarts());
       await successor.append([ev(100), ev(101), ev(15)], { sequencer: () => 2 });
-      const b = testSweeper({ store: successor, connections, catalogs, settings: () => target, term: () => 2 });
+      const b = testSweeper({ store: successor, connections: s3.connections, catalogs, settings: () => target, term: () => 2 });
       // Not unasked: the sweep stops and names the way out; the log is as it was.
       expect(await b.sweep()).toBe('failed');
       expect((await b.status()).lastError).toContain("is tiered through seq 20, past the end of this node's log (seq 15)");
@@ -375,7 +359,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     // ingest times), is then pointed at the same target.
     await tieredLog(target);
     const second = await storeWith(events, 10);
-    const b = testSweeper({ store: second, connections, catalogs, settings: () => target });
+    const b = testSweeper({ store: second, connections: s3.connections, catalogs, settings: () => target });
     expect(await b.sweep()).toBe('failed');
     expect(await b.adoptTier(20)).toMatchObject({ adopted: { commonSeq: 0, adopted: 20, moved: events }, outcome: 'nothing-to-tier' });
     expect(second.position.lastSeq).toBe(20);
@@ -390,7 +374,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     const target = modes[mode](`toofar_${mode}`);
     const first = await tieredLog(target);
     const second = await storeWith(30, 10);
-    const b = testSweeper({ store: second, connections, catalogs, settings: () => target, adoptEntriesMax: 5 });
+    const b = testSweeper({ store: second, connections: s3.connections, catalogs, settings: () => target, adoptEntriesMax: 5 });
     expect(await b.adoptTier(20)).toMatchObject({ adopted: undefined, outcome: 'failed' });
     const { lastError } = await b.status();
     expect(lastError).toContain(`is tiered through seq 20, but this node's entry at that seq was ingested at`);
@@ -399,7 +383,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     expect(second.position.lastSeq).toBe(30);
     expect(second.outboxCount).toBe(0);
     // The first log's 20 events are all the tier holds.
-    const again = testSweeper({ store: first, connections, catalogs, settings: () => target });
+    const again = testSweeper({ store: first, connections: s3.connections, catalogs, settings: () => target });
     expect(await again.sweep()).toBe('nothing-to-tier');
   });
 
@@ -407,7 +391,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     const target = modes[mode](`erased_${mode}`);
     const dead = await storeWith(0, 10, Date.now() - 2 * HOUR_MS);
     await dead.append([{ ...ev(1), query: 'SELECT secret' }, ev(2)]);
-    const a = testSweeper({ store: dead, connections, catalogs, settings: () => target });
+    const a = testSweeper({ store: dead, connections: s3.connections, catalogs, settings: () => target });
     expect(await a.sweep()).toBe('tiered');
     // The dead leader records the erasure of e1's query, commits it to the tier, and dies before rewriting the row.
     const [details] = erasureDetailsChunks(['query'], [{ eventId: 'e1', seq: 1 }]);
@@ -415,7 +399,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     await a.close();
     const dies = testSweeper({
       store: dead,
-      connections,
+      connections: s3.connections,
       catalogs,
       settings: () => target,
       onStep: () => {
@@ -428,7 +412,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
 
     // A successor that holds nothing (its data was lost) adopts the tier.
     const successor = await storeWith(0);
-    const b = testSweeper({ store: successor, connections, catalogs, settings: () => target, term: () => 2 });
+    const b = testSweeper({ store: successor, connections: s3.connections, catalogs, settings: () => target, term: () => 2 });
     expect(await b.sweep()).toBe('failed');
     expect((await b.adoptTier(3)).adopted).toMatchObject({ commonSeq: 0, adopted: 3 });
     // The adopted row holds the marker, not the value, and the next sweep rewrites the tier's row.
@@ -440,7 +424,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
   it('iceberg: after another engine committed on top and a maintenance run expired every older snapshot, the table still says where tiering stopped: a log not the tier\'s is refused, a copy of the log without the watermark goes on from it, every event once', async () => {
     const target = parseSettings({ ...defaultSettings(resolveConfig()), 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': 'cat.apart.foreign_top', 'audit.tier.connectionId': 's3' });
     const table = resolveIcebergTable(target.tierIcebergTable, catalogs);
-    const objects = connections.bucket('s3', BUCKET);
+    const objects = s3.connections.bucket('s3', BUCKET);
     // Two sweeps, so the run's compaction has files to merge.
     const first = await tieredThrough30(target);
     const parent = currentSnapshot((await loadIcebergTable(objects, table))!.metadata)!;
@@ -460,7 +444,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
   it("iceberg: after another engine committed on top and expired every snapshot of ours itself, the watermark comes from the live files' seq bounds: a log not the tier's is refused, a copy without the watermark goes on from it, every event once", async () => {
     const target = parseSettings({ ...defaultSettings(resolveConfig()), 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': 'cat.apart.foreign_expiry', 'audit.tier.connectionId': 's3' });
     const table = resolveIcebergTable(target.tierIcebergTable, catalogs);
-    const objects = connections.bucket('s3', BUCKET);
+    const objects = s3.connections.bucket('s3', BUCKET);
     const first = await tieredThrough30(target);
     const foreign = await commitForeignSnapshotOnTopOf(objects, table);
     // The other engine's own expiry (as Spark's expire_snapshots with retain_last 1): only its
@@ -485,7 +469,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     const first = await tieredLog(target);
     const second = await storeWith(5, 10);
     const term = first.termAt(20);
-    const b = testSweeper({ store: second, connections, catalogs, settings: () => target, term: () => term });
+    const b = testSweeper({ store: second, connections: s3.connections, catalogs, settings: () => target, term: () => term });
     expect(await b.adoptTier(20)).toMatchObject({ adopted: undefined, outcome: 'failed', error: expect.stringContaining(`has term ${term}, not before this leader's term ${term}`) as unknown });
     expect(second.position.lastSeq).toBe(5);
     expect(second.outboxCount).toBe(0);
@@ -496,7 +480,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     const later = modes.parquet('later_parquet');
     let target = earlier;
     const dead = await storeWith(30, 10, Date.now() - 2 * HOUR_MS);
-    const a = testSweeper({ store: dead, connections, catalogs, settings: () => target, batchSizeMax: 10 });
+    const a = testSweeper({ store: dead, connections: s3.connections, catalogs, settings: () => target, batchSizeMax: 10 });
     expect(await a.sweep()).toBe('tiered-full');
     target = later;
     while ((await a.sweep()) !== 'tiered');
@@ -506,7 +490,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     const successor = await storeWith(0);
     await successor.applyReplicated(await dead.readEncodedBySeq(0, 15), dead.termStarts());
     await successor.append([ev(100), ev(101)], { sequencer: () => 2 });
-    const b = testSweeper({ store: successor, connections, catalogs, settings: () => later, term: () => 2 });
+    const b = testSweeper({ store: successor, connections: s3.connections, catalogs, settings: () => later, term: () => 2 });
     expect(await b.adoptTier(30)).toMatchObject({ adopted: { commonSeq: 15, adopted: 15, moved: 2 }, outcome: 'nothing-to-tier' });
     expect(Buffer.concat(await successor.readEncodedBySeq(0, 30)).equals(Buffer.concat(await dead.readEncodedBySeq(0, 30)))).toBe(true);
   });
@@ -514,7 +498,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
   it('after an adoption the next scheduled sweep is due at once, not after the failed sweeps\' backoff', async () => {
     const target = modes.parquet('soon_parquet');
     await tieredLog(target);
-    const b = testSweeper({ store: await storeWith(5, 10), connections, catalogs, settings: () => target });
+    const b = testSweeper({ store: await storeWith(5, 10), connections: s3.connections, catalogs, settings: () => target });
     b.start();
     expect(await b.sweep()).toBe('failed');
     expect((await b.status()).nextAttemptMs).toBeGreaterThan(Date.now() + HOUR_MS / 2);
@@ -525,7 +509,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
   it('goes on from a watermark whose entry retention has since deleted', async () => {
     const store = await storeWith(30, 10, Date.now() - 2 * HOUR_MS);
     const target = settings('apart/pruned');
-    const s = testSweeper({ store, connections, catalogs, settings: () => target, batchSizeMax: 20 });
+    const s = testSweeper({ store, connections: s3.connections, catalogs, settings: () => target, batchSizeMax: 20 });
     expect(await s.sweep()).toBe('tiered-full');
     await store.pruneBefore(Date.UTC(2026, 0, 1) + 20, 100, async () => true);
     expect(await store.getBySeq(20)).toBeUndefined();
@@ -565,14 +549,14 @@ describe('TierSweeper, Parquet log checkpoints', () => {
     // Six commits go through while the first checkpoint try waits to be written.
     for (let i = 0; i < 6; i++) expect(await s.sweep()).toMatch(/^tiered/);
     await expect.poll(() => held).toBe(1);
-    const objects = connections.bucket('s3', BUCKET);
+    const objects = s3.connections.bucket('s3', BUCKET);
     const location = { bucket: BUCKET, prefix: 'checkpointed' };
     expect(await readNewestCheckpoint(objects, location)).toBeUndefined();
     release();
     await expect.poll(async () => (await readNewestCheckpoint(objects, location))?.checkpoint.watermark.seq, { timeout: 10_000 }).toBeGreaterThanOrEqual(20);
     const full = await readParquetLog(objects, location, undefined, { fromCheckpoint: false });
     expect(await checkParquetCheckpoint(objects, location, full)).toBeDefined();
-    const tier = new ParquetTierSource(connections, { mode: 'parquet', path: `s3://${BUCKET}/checkpointed`, connectionId: 's3' });
+    const tier = new ParquetTierSource(s3.connections, { mode: 'parquet', path: `s3://${BUCKET}/checkpointed`, connectionId: 's3' });
     onTestFinished(() => tier.close());
     const files = await tier.listFiles();
     expect(files.map((f) => f.key).sort()).toEqual(liveParquetFiles(full).files.map((f) => f.key).sort());

@@ -1,11 +1,11 @@
 // Goal: a deposed leader whose writes were in flight (held in a proxy until its successor committed) can never erase or replace tiered events, in either mode: every event is read exactly once afterwards (DuckDB over the committed Parquet files, icebird over the table), the zombie's commit is refused, and its files are left unreferenced.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { S3Connections } from '@auditlake/lake';
+import { useEmbeddedS3 } from '@auditlake/lake/testing';
 import { defaultSettings, parseSettings, resolveConfig, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
 import { AuditStore } from '@auditlake/store';
-import { startS3Endpoint, signedFetch, type S3Credentials, type S3Endpoint } from '@auditlake/s3-endpoint';
+import { signedFetch, type S3Credentials } from '@auditlake/s3-endpoint';
 import { icebergRead } from 'icebird';
 import S3rver from 's3rver';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
@@ -19,13 +19,10 @@ const HOUR_MS = 3_600_000;
 const CREDENTIALS = { accessKeyId: 'ALZOMBIETEST00000001', secretAccessKey: 'zombie-test-secret-0123456789abcdefghi' };
 /** s3rver's fixed key pair. */
 const S3RVER_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
-/** The endpoint a node embeds (it honours If-None-Match). */
-let server: S3Endpoint;
-let dir: string;
-let endpoint: string;
+/** The endpoint a node embeds (it honours If-None-Match); its `connections` go straight to it (the successor). */
+const s3 = useEmbeddedS3('zombie-commit-', BUCKET, CREDENTIALS);
 let proxy: HoldingProxy;
-/** Straight to the endpoint (the successor) and through the proxy (the deposed leader). */
-let direct: S3Connections;
+/** Through the proxy (the deposed leader). */
 let held: S3Connections;
 
 function connectionsTo(url: string, credentials: S3Credentials = CREDENTIALS): S3Connections {
@@ -33,20 +30,13 @@ function connectionsTo(url: string, credentials: S3Credentials = CREDENTIALS): S
 }
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'zombie-commit-'));
-  server = await startS3Endpoint({ directory: join(dir, 's3'), host: '127.0.0.1', port: 0, buckets: [BUCKET], credentials: CREDENTIALS });
-  endpoint = server.url;
-  proxy = await startHoldingProxy(endpoint);
-  direct = connectionsTo(endpoint);
+  proxy = await startHoldingProxy(s3.server.url);
   held = connectionsTo(proxy.endpoint);
 });
 
 afterAll(async () => {
-  direct?.close();
   held?.close();
   await proxy?.close();
-  await server?.close();
-  await rm(dir, { recursive: true, force: true });
 });
 
 const CATALOGS = new Map([['cat', { name: 'cat', warehouse: `s3://${BUCKET}/wh`, connectionId: 's3' }]]);
@@ -70,7 +60,7 @@ function ev(i: number): AuditEvent {
  */
 async function replica(): Promise<AuditStore> {
   let ingestMs = Date.now() - HOUR_MS;
-  const store = await AuditStore.open({ location: await mkdtemp(join(dir, 'store-')), now: () => ingestMs });
+  const store = await AuditStore.open({ location: await mkdtemp(join(s3.dir, 'store-')), now: () => ingestMs });
   onTestFinished(() => store.close());
   for (let i = 0; i < 150; i += 10) {
     await store.append(Array.from({ length: 10 }, (_, j) => ev(i + j)));
@@ -86,7 +76,7 @@ function sweeper(options: Pick<TierSweeperOptions, 'store' | 'connections' | 'se
 
 /** DuckDB over exactly the files the location's readers read (commit markers, compactions applied). */
 async function parquetIds(path: string): Promise<{ rows: number; distinct: number }> {
-  const [result] = await duckdbOverLiveParquet(direct, { path, connectionId: 's3' }, dir, 'SELECT count(*)::INTEGER AS n, count(DISTINCT event_id)::INTEGER AS d FROM {files}');
+  const [result] = await duckdbOverLiveParquet(s3.connections, { path, connectionId: 's3' }, s3.dir, 'SELECT count(*)::INTEGER AS n, count(DISTINCT event_id)::INTEGER AS d FROM {files}');
   return { rows: Number(result?.['n']), distinct: Number(result?.['d']) };
 }
 
@@ -97,7 +87,7 @@ async function icebergIds(location: string): Promise<{ rows: number; distinct: n
   globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) => {
     const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
     const match = /^https:\/\/([a-z0-9.-]+)\.s3\.amazonaws\.com(\/.*)$/.exec(url);
-    return match ? signed(`${endpoint}/${match[1]}${match[2]}`, init) : original(input, init);
+    return match ? signed(`${s3.server.url}/${match[1]}${match[2]}`, init) : original(input, init);
   });
   try {
     const rows = (await icebergRead({ tableUrl: location })) as Array<Record<string, unknown>>;
@@ -121,7 +111,7 @@ describe('a deposed leader whose PUT was held until its successor committed', ()
         const name = `${mode}_${which}`;
         // The deposed leader (term 1) cuts a smaller batch than its successor (term 2), as in the attack.
         const zombie = sweeper({ store: await replica(), connections: held, settings: () => settings(mode, name), term: () => 1, batchSizeMax: 50 });
-        const successor = sweeper({ store: await replica(), connections: direct, settings: () => settings(mode, name), term: () => 2, batchSizeMax: 100 });
+        const successor = sweeper({ store: await replica(), connections: s3.connections, settings: () => settings(mode, name), term: () => 2, batchSizeMax: 100 });
         const hold = proxy.holdNext((method, path) => method === 'PUT' && path.includes(`/${name}`) && HELD[mode][which](path));
         const zombieSweep = zombie.sweep();
         await hold.arrived;
@@ -142,7 +132,7 @@ describe('a deposed leader whose PUT was held until its successor committed', ()
 describe('a store that ignores If-None-Match on PUT', () => {
   for (const mode of ['parquet', 'iceberg'] as const) {
     it(`${mode}: the leader refuses to tier there with a lastError naming the problem, and writes nothing`, async () => {
-      const plain = new S3rver({ address: '127.0.0.1', port: 0, directory: join(dir, `plain-${mode}`), silent: true, configureBuckets: [{ name: BUCKET }], vhostBuckets: false });
+      const plain = new S3rver({ address: '127.0.0.1', port: 0, directory: join(s3.dir, `plain-${mode}`), silent: true, configureBuckets: [{ name: BUCKET }], vhostBuckets: false });
       const connections = connectionsTo(`http://127.0.0.1:${(await plain.run()).port}`, S3RVER_CREDENTIALS);
       onTestFinished(async () => {
         connections.close();

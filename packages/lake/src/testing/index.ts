@@ -1,13 +1,17 @@
 /**
- * Test support for the packages that test against Iceberg tables (lake, tiering, the CLI):
- * what another engine does to a table, built from the same metadata operations our writer uses.
- * Exported as `@auditlake/lake/testing`; nothing in a node imports it.
+ * Test support for the packages that test against object storage and Iceberg tables (lake,
+ * tiering, the CLI): the embedded S3 endpoint per test file (it registers vitest hooks), and what
+ * another engine does to a table, built from the same metadata operations our writer uses.
+ * Exported as `@auditlake/lake/testing`; nothing in a node imports it, only tests do (vitest and
+ * `@auditlake/s3-endpoint` are optional peers of this package for that reason).
  */
 import { currentSnapshot, replaceSnapshot } from '@auditlake/format';
 import type { IcebergTableRef } from '../iceberg-table-ref.js';
 import type { LoadedTable } from '../iceberg-table.js';
 import { commitMetadataVersion, type CommitFence } from '../iceberg-version-commit.js';
 import type { ObjectStore } from '../object-store.js';
+
+export { useEmbeddedS3, type EmbeddedS3 } from './embedded-s3.js';
 
 const ANY_TIME: Omit<CommitFence, 'serialize'> = { term: 1, mayCommit: () => true };
 

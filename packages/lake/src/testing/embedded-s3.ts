@@ -1,10 +1,11 @@
-// The S3 endpoint a node embeds (s3rver underneath), started in a temp dir once per test file.
+// The S3 endpoint a node embeds (s3rver underneath), started in a temp dir once per test file:
+// for the lake and tiering tests alike, through `@auditlake/lake/testing`.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startS3Endpoint, type S3Endpoint } from '@auditlake/s3-endpoint';
 import { afterAll, beforeAll } from 'vitest';
-import { S3Connections } from '../src/index.js';
+import { S3Connections } from '../s3-connections.js';
 
 export interface EmbeddedS3 {
   /** The endpoint (set before the file's first test). */
