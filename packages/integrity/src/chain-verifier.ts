@@ -5,6 +5,7 @@ import { parsePublishedKey, publicKeyId } from './node-key.js';
 import { checkRecord, type CheckedDigest, type CheckedRecord, type VerifyRecord } from './checked-record.js';
 import { CHECKED_FIELDS, type HashedField } from './record-fields.js';
 import { RecentBySeq } from './recent-records.js';
+import { saltIndex, SALTED_FIELDS } from './record-salt.js';
 import { chainHash, GENESIS_CHAIN_HASH, RecordHasher, recordHashOf, splitFieldCheck } from './record-hasher.js';
 
 /** Records a node deleted by retention without tiering them, with the chain hash at the range's end. */
@@ -646,12 +647,20 @@ export class ChainVerifier {
   }
 }
 
-/** The checked fields whose 4-hex checks differ (none when a check is missing or malformed). */
+/**
+ * The checked fields whose 4-hex checks differ (none when a check is missing or malformed).
+ * A salt that could not be used (recomputed parts `xxxx`), or all five salted fields differing
+ * and nothing else, is named `salt`: one key feeds all five, while edits of the values would be
+ * five edits.
+ */
 function changedFields(stored: string | undefined, recomputed: string): string[] {
   if (stored === undefined || stored.length !== recomputed.length) return [];
   const a = splitFieldCheck(stored);
   const b = splitFieldCheck(recomputed);
-  return CHECKED_FIELDS.filter((name) => a.get(name) !== b.get(name));
+  const changed: string[] = CHECKED_FIELDS.filter((name) => a.get(name) !== b.get(name));
+  const salted = changed.filter((name) => saltIndex(name) >= 0);
+  const unusable = salted.some((name) => b.get(name) === 'xxxx');
+  return unusable || (salted.length === SALTED_FIELDS.length && salted.length === changed.length) ? ['salt'] : changed;
 }
 
 function successMessage(report: VerifyReport): string {

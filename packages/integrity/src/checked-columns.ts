@@ -32,6 +32,8 @@ export interface RecordColumns {
   chainHash: ArrayLike<string | undefined>;
   fieldCheck: ArrayLike<string | undefined>;
   erased: ArrayLike<Partial<Record<HashedField, string>> | undefined>;
+  /** The record's salt (record-salt.ts); undefined for a record of content format v2. */
+  salt: ArrayLike<string | undefined>;
 }
 
 /**
@@ -121,6 +123,7 @@ function rowMatchesStored(columns: RecordColumns, i: number, seq: number, hasher
     columns.details[i] as string,
     recordHash,
     fieldCheck,
+    columns.salt[i],
   );
 }
 
@@ -151,6 +154,7 @@ function checkRow(columns: RecordColumns, i: number, seq: number, hasher: Record
       columns.tables[i] as string,
       columns.query[i] as string,
       details,
+      columns.salt[i],
     );
     const recomputed = recordHashOf(seq, term, ingestTs, content);
     digest = {
@@ -197,5 +201,6 @@ function recordAt(columns: RecordColumns, i: number, seq: number): VerifyRecord 
     chainHash: columns.chainHash[i],
     fieldCheck: columns.fieldCheck[i],
     erased: columns.erased[i],
+    salt: columns.salt[i],
   };
 }

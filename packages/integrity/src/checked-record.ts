@@ -112,6 +112,7 @@ function matchesStored(record: VerifyRecord, recordHash: string, fieldCheck: str
     record.details,
     recordHash,
     fieldCheck,
+    record.salt,
   );
 }
 

@@ -13,3 +13,4 @@ export * from './checked-merge.js';
 export * from './record-check-pool.js';
 export * from './record-check-service.js';
 export * from './parallel-verify.js';
+export * from './record-salt.js';

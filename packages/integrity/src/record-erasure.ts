@@ -1,37 +1,67 @@
+import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { ERASED_MARKER, tablesText, type ErasableField, type HashedField } from './record-fields.js';
 import { fieldHash } from './record-hasher.js';
+import { keptSaltText, parseSalt, saltIndex } from './record-salt.js';
 
 /** The fields erasure touches on a record, whatever copy it is (stored event, tiered row). */
 export interface ErasableRecord {
   userId: string;
   resource: string;
-  tables: string[];
+  tables: readonly string[];
   query: string;
   details: string;
   erased?: Record<string, string> | Partial<Record<HashedField, string>> | undefined;
+  /** The record's salt as stored (record-salt.ts); absent on a record of content format v2. */
+  salt?: string | undefined;
 }
 
 /**
  * The record with `fields` erased: each value replaced by the marker (`tables` by a list of
  * just the marker) and its field hash kept in `erased`, so the record hash — and the chain —
  * still verify. Undefined when every field was already erased (nothing to write).
+ *
+ * A salted record (v3) keeps its field hashes salted and loses the salts of the erased fields:
+ * its key K is replaced by the salts of the fields not erased (so they still verify), and a
+ * kept hash can no longer be recomputed from a guessed value. A v2 record has no salt: its kept
+ * hash is the plain SHA-256 of the value, as before salts existed.
+ * Throws AUDIT_INTEGRITY_MISMATCH for a salt that cannot be read or lacks a field to erase.
  */
 export function eraseRecordFields<T extends ErasableRecord>(record: T, fields: readonly ErasableField[]): T | undefined {
   const erased: Record<string, string> = { ...(record.erased as Record<string, string> | undefined) };
   const next: T = { ...record };
+  const salts = record.salt === undefined ? undefined : [...saltsOf(record)];
   let changed = false;
   for (const field of fields) {
     if (erased[field] !== undefined) continue;
+    const at = saltIndex(field);
+    const salt = salts?.[at];
+    if (salts !== undefined && salt === undefined) throw unreadableSalt(record, `it keeps no salt for ${field}, which is not erased`);
     if (field === 'tables') {
-      erased[field] = fieldHash(tablesText(record.tables));
+      erased[field] = fieldHash(tablesText(record.tables), salt);
       next.tables = [ERASED_MARKER];
     } else {
-      erased[field] = fieldHash(record[field]);
+      erased[field] = fieldHash(record[field], salt);
       next[field] = ERASED_MARKER;
     }
+    if (salts !== undefined) salts[at] = undefined;
     changed = true;
   }
   if (!changed) return undefined;
   next.erased = erased;
+  if (salts !== undefined) next.salt = keptSaltText(salts);
   return next;
+}
+
+function saltsOf(record: ErasableRecord): ReadonlyArray<Buffer | undefined> {
+  const parsed = parseSalt(record.salt as string);
+  if (parsed === undefined) throw unreadableSalt(record, 'it is neither a key nor kept field salts');
+  return parsed.salts;
+}
+
+function unreadableSalt(record: ErasableRecord, why: string): AuditError {
+  const id = (record as { eventId?: unknown }).eventId;
+  return new AuditError(
+    AuditErrorCode.INTEGRITY_MISMATCH,
+    `cannot erase ${typeof id === 'string' ? `event ${id}` : 'a record'}: its salt is unusable (${why}); run auditlake verify to find what altered it`,
+  );
 }

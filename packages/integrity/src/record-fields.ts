@@ -67,6 +67,11 @@ export interface CanonicalRecord {
   texts: Record<HashedField, string>;
   /** Field hashes kept for erased fields (64 hex), by name. */
   erased: Partial<Record<HashedField, string>> | undefined;
+  /**
+   * The record's salt as stored (record-salt.ts): its key K, or the field salts an erasure
+   * kept. undefined for a record of content format v2 (written before salts), hashed unsalted.
+   */
+  salt: string | undefined;
 }
 
 /** The values of a record, as a stored event or a tiered row gives them. */
@@ -87,6 +92,8 @@ export interface RecordValues {
   sourceId?: string | undefined;
   sourceSeq?: number | undefined;
   erased?: Partial<Record<HashedField, string>> | undefined;
+  /** See CanonicalRecord.salt. */
+  salt?: string | undefined;
 }
 
 /**
@@ -125,6 +132,7 @@ export function canonicalRecord(values: RecordValues): CanonicalRecord {
     sourceSeqText: values.sourceSeq === undefined ? '' : String(values.sourceSeq),
     texts: textsOf(values),
     erased: values.erased === undefined || isEmpty(values.erased) ? undefined : values.erased,
+    salt: values.salt,
   };
 }
 
@@ -140,6 +148,7 @@ export function canonicalContent(values: ContentValues): Omit<CanonicalRecord, '
     sourceSeqText: values.sourceSeq === undefined ? '' : String(values.sourceSeq),
     texts: textsOf(values),
     erased: values.erased === undefined || isEmpty(values.erased) ? undefined : values.erased,
+    salt: values.salt,
   };
 }
 

@@ -1,5 +1,6 @@
 import { hash } from 'node:crypto';
-import { canonicalContent, CHECKED_FIELDS, HASHED_FIELDS, stringText, tablesText, type CanonicalRecord, type ContentValues } from './record-fields.js';
+import { canonicalContent, CHECKED_FIELDS, HASHED_FIELDS, stringText, tablesText, type CanonicalRecord, type ContentValues, type HashedField } from './record-fields.js';
+import { parseSalt, saltedFieldHash, saltIndex, saltsOfKey, SALTED_FIELDS, type FieldSalts } from './record-salt.js';
 
 /**
  * The chain value before the first record: SHA-256 of the ASCII text `auditlake-genesis/1`,
@@ -20,13 +21,26 @@ export function chainHash(previousChainHash: string, recordHash: string): string
 }
 
 /**
- * The field hash of a content field: SHA-256 of its canonical text (the value's UTF-8 bytes).
- * No name or prefix goes in: the record preimage holds the eight field hashes in a fixed order,
- * which is what ties each to its field.
+ * The field hash of a content field: SHA-256 of its canonical text (the value's UTF-8 bytes),
+ * preceded by the field's salt in a record of content format v3 (record-salt.ts). No name or
+ * prefix goes in: the record preimage holds the eight field hashes in a fixed order, which is
+ * what ties each to its field.
  */
-export function fieldHash(text: string): string {
-  return sha256Hex(text);
+export function fieldHash(text: string, salt?: Uint8Array): string {
+  return salt === undefined ? sha256Hex(text) : saltedFieldHash(salt, text);
 }
+
+/** The content preimage's first line, by content format: v2 unsalted, v3 salted. */
+const CONTENT_TAG_V2 = 'auditlake-content/2';
+const CONTENT_TAG_V3 = 'auditlake-content/3';
+/**
+ * The tag hashed for a record whose salt does not fit its erased fields or cannot be read: no
+ * record is written with it, so its content hash matches nothing stored and the record is
+ * reported altered.
+ */
+const CONTENT_TAG_INVALID = 'auditlake-content/invalid-salt';
+/** A field check part no hash gives (not hex): where a salt is unusable, every salted field differs. */
+const INVALID_CHECK = 'xxxx';
 
 /**
  * What a record's hashes commit to besides its place in the log (seq, term, ingestTs): known as
@@ -36,7 +50,8 @@ export function fieldHash(text: string): string {
 export interface RecordContent {
   /**
    * The content hash: SHA-256 of `auditlake-content/2\n<timestamp>\n<eventId JSON>\n<sourceId
-   * JSON or empty>\n<sourceSeq or empty>\n` followed by the eight field hashes concatenated.
+   * JSON or empty>\n<sourceSeq or empty>\n` followed by the eight field hashes concatenated
+   * (`auditlake-content/3` for a salted record).
    */
   hash: string;
   /**
@@ -111,8 +126,8 @@ export class RecordHasher {
    */
   content(record: Omit<CanonicalRecord, 'seq' | 'term' | 'ingestTs'>): RecordContent {
     const texts = record.texts;
-    if (record.erased !== undefined) return this.#contentErased(record);
-    return this.contentOfTexts(record.timestamp, record.eventIdText, record.sourceIdText, record.sourceSeqText, texts.userId, texts.source, texts.action, texts.resource, texts.decision, texts.tables, texts.query, texts.details);
+    if (record.erased !== undefined) return this.#contentGeneral(record);
+    return this.contentOfTexts(record.timestamp, record.eventIdText, record.sourceIdText, record.sourceSeqText, texts.userId, texts.source, texts.action, texts.resource, texts.decision, texts.tables, texts.query, texts.details, record.salt);
   }
 
   /**
@@ -134,6 +149,7 @@ export class RecordHasher {
       tablesText(values.tables),
       values.query,
       values.details,
+      values.salt,
     );
   }
 
@@ -141,6 +157,7 @@ export class RecordHasher {
    * The content part of a record without erased fields, from its canonical texts
    * ({@link CanonicalRecord}) given one by one: what a verifier reading columns has at hand.
    * Positional rather than one object: this runs once per event, and the values are at hand.
+   * `salt`: the record's key K as stored (content format v3); undefined for v2.
    */
   contentOfTexts(
     timestamp: number,
@@ -155,7 +172,9 @@ export class RecordHasher {
     tables: string,
     query: string,
     details: string,
+    salt?: string,
   ): RecordContent {
+    if (salt !== undefined) return this.#contentSalted(timestamp, eventIdText, sourceIdText, sourceSeqText, userId, source, action, resource, decision, tables, query, details, salt);
     const userHash = this.#userId.get(userId);
     const sourceHash = this.#source.get(source);
     const actionHash = this.#action.get(action);
@@ -184,7 +203,60 @@ export class RecordHasher {
       shortCheck(sourceIdText),
       shortCheck(sourceSeqText),
     ].join('');
-    return { hash: sha256Hex(`auditlake-content/2\n${timestampText}\n${eventIdText}\n${sourceIdText}\n${sourceSeqText}\n${fieldHashes}`), check };
+    return { hash: sha256Hex(`${CONTENT_TAG_V2}\n${timestampText}\n${eventIdText}\n${sourceIdText}\n${sourceSeqText}\n${fieldHashes}`), check };
+  }
+
+  /**
+   * {@link contentOfTexts} of a v3 record: the five erasable fields hashed with the salts of its
+   * key, which differ per record, so only source, action and decision are cached. A salt that
+   * is not a key (the salts an erasure kept, or something unreadable) takes the general path.
+   */
+  #contentSalted(
+    timestamp: number,
+    eventIdText: string,
+    sourceIdText: string,
+    sourceSeqText: string,
+    userId: string,
+    source: string,
+    action: string,
+    resource: string,
+    decision: string,
+    tables: string,
+    query: string,
+    details: string,
+    salt: string,
+  ): RecordContent {
+    const salts = saltsOfKey(salt);
+    if (salts === undefined) {
+      const texts = { userId, source, action, resource, decision, tables, query, details };
+      return this.#contentGeneral({ timestamp, eventIdText, sourceIdText, sourceSeqText, texts, erased: undefined, salt });
+    }
+    const userHash = saltedFieldHash(salts[0] as Buffer, userId);
+    const sourceHash = this.#source.get(source);
+    const actionHash = this.#action.get(action);
+    const resourceHash = saltedFieldHash(salts[1] as Buffer, resource);
+    const decisionHash = this.#decision.get(decision);
+    const tablesHash = saltedFieldHash(salts[2] as Buffer, tables);
+    const queryHash = saltedFieldHash(salts[3] as Buffer, query);
+    const detailsHash = saltedFieldHash(salts[4] as Buffer, details);
+    const timestampText = String(timestamp);
+    const fieldHashes = `${userHash}${sourceHash.digest}${actionHash.digest}${resourceHash}${decisionHash.digest}${tablesHash}${queryHash}${detailsHash}`;
+    // Joined, as in contentOfTexts.
+    const check = [
+      shortCheck(eventIdText),
+      userHash.slice(0, 4),
+      sourceHash.check,
+      actionHash.check,
+      resourceHash.slice(0, 4),
+      decisionHash.check,
+      tablesHash.slice(0, 4),
+      queryHash.slice(0, 4),
+      detailsHash.slice(0, 4),
+      shortCheck(timestampText),
+      shortCheck(sourceIdText),
+      shortCheck(sourceSeqText),
+    ].join('');
+    return { hash: sha256Hex(`${CONTENT_TAG_V3}\n${timestampText}\n${eventIdText}\n${sourceIdText}\n${sourceSeqText}\n${fieldHashes}`), check };
   }
 
   /**
@@ -193,7 +265,8 @@ export class RecordHasher {
    * nearly every record. The same hashes as {@link contentOfTexts} then {@link recordHashOf},
    * but the field check is compared with the stored one part by part instead of being built,
    * and no digest object is made: a record for which this is false is checked again the general
-   * way, which says what differs.
+   * way, which says what differs. `salt`: the record's stored salt; only a key K (a v3 record
+   * without erased fields) is taken here, any other salt answers false.
    */
   matchesStored(
     seq: number,
@@ -213,9 +286,14 @@ export class RecordHasher {
     details: string,
     storedRecordHash: string,
     storedFieldCheck: string,
+    salt?: string,
   ): boolean {
     const check = storedFieldCheck;
     if (check.length !== FIELD_CHECK_LENGTH) return false;
+    if (salt !== undefined) {
+      const salts = saltsOfKey(salt);
+      return salts !== undefined && this.#matchesStoredSalted(seq, term, ingestTs, timestamp, eventIdText, sourceIdText, sourceSeqText, userId, source, action, resource, decision, tables, query, details, storedRecordHash, check, salts);
+    }
     const userHash = this.#userId.get(userId);
     const sourceHash = this.#source.get(source);
     const actionHash = this.#action.get(action);
@@ -247,25 +325,101 @@ export class RecordHasher {
       return false;
     }
     const content = sha256Hex(
-      `auditlake-content/2\n${timestampText}\n${eventIdText}\n${sourceIdText}\n${sourceSeqText}\n${userHash.digest}${sourceHash.digest}${actionHash.digest}${resourceHash.digest}${decisionHash.digest}${tablesHash}${queryHash}${detailsHash}`,
+      `${CONTENT_TAG_V2}\n${timestampText}\n${eventIdText}\n${sourceIdText}\n${sourceSeqText}\n${userHash.digest}${sourceHash.digest}${actionHash.digest}${resourceHash.digest}${decisionHash.digest}${tablesHash}${queryHash}${detailsHash}`,
     );
     return sha256Hex(`auditlake-record/2\n${seq}\n${termText}\n${ingestTsText}\n${content}`) === storedRecordHash;
   }
 
-  /** The content part of a record with erased fields: the general form, field by field. */
-  #contentErased(record: Omit<CanonicalRecord, 'seq' | 'term' | 'ingestTs'>): RecordContent {
+  /** {@link matchesStored} of a v3 record, with the field salts of its key. */
+  #matchesStoredSalted(
+    seq: number,
+    term: number,
+    ingestTs: number,
+    timestamp: number,
+    eventIdText: string,
+    sourceIdText: string,
+    sourceSeqText: string,
+    userId: string,
+    source: string,
+    action: string,
+    resource: string,
+    decision: string,
+    tables: string,
+    query: string,
+    details: string,
+    storedRecordHash: string,
+    check: string,
+    salts: readonly Buffer[],
+  ): boolean {
+    const userHash = saltedFieldHash(salts[0] as Buffer, userId);
+    const sourceHash = this.#source.get(source);
+    const actionHash = this.#action.get(action);
+    const resourceHash = saltedFieldHash(salts[1] as Buffer, resource);
+    const decisionHash = this.#decision.get(decision);
+    const tablesHash = saltedFieldHash(salts[2] as Buffer, tables);
+    const queryHash = saltedFieldHash(salts[3] as Buffer, query);
+    const detailsHash = saltedFieldHash(salts[4] as Buffer, details);
+    const timestampText = String(timestamp);
+    const termText = String(term);
+    const ingestTsText = String(ingestTs);
+    if (
+      !holdsFold(check, 0, fnvFold(eventIdText)) ||
+      !holdsPrefix(check, 4, userHash) ||
+      !check.startsWith(sourceHash.check, 8) ||
+      !check.startsWith(actionHash.check, 12) ||
+      !holdsPrefix(check, 16, resourceHash) ||
+      !check.startsWith(decisionHash.check, 20) ||
+      !holdsPrefix(check, 24, tablesHash) ||
+      !holdsPrefix(check, 28, queryHash) ||
+      !holdsPrefix(check, 32, detailsHash) ||
+      !holdsFold(check, 36, fnvFold(timestampText)) ||
+      !holdsFold(check, 40, fnvFold(ingestTsText)) ||
+      !holdsFold(check, 44, fnvFold(termText)) ||
+      !holdsFold(check, 48, fnvFold(sourceIdText)) ||
+      !holdsFold(check, 52, fnvFold(sourceSeqText))
+    ) {
+      return false;
+    }
+    const content = sha256Hex(
+      `${CONTENT_TAG_V3}\n${timestampText}\n${eventIdText}\n${sourceIdText}\n${sourceSeqText}\n${userHash}${sourceHash.digest}${actionHash.digest}${resourceHash}${decisionHash.digest}${tablesHash}${queryHash}${detailsHash}`,
+    );
+    return sha256Hex(`auditlake-record/2\n${seq}\n${termText}\n${ingestTsText}\n${content}`) === storedRecordHash;
+  }
+
+  /**
+   * The content part of a record the fast paths do not take (erased fields, salts an erasure
+   * kept): the general form, field by field. An erased field's kept hash stands in for its
+   * value's. A salt that cannot be read, or that does not fit the erased fields — a salt kept
+   * for an erased field (or the key beside one) would confirm a guess of its value, and a salt
+   * missing for a field not erased leaves it unprovable — gives a content hash that matches
+   * nothing stored, and field check parts that differ for every salted field.
+   */
+  #contentGeneral(record: Omit<CanonicalRecord, 'seq' | 'term' | 'ingestTs'>): RecordContent {
     const erased = record.erased;
     const texts = record.texts;
+    let salts: FieldSalts | undefined;
+    let valid = true;
+    if (record.salt !== undefined) {
+      salts = parseSalt(record.salt)?.salts;
+      if (salts === undefined) valid = false;
+      else for (let i = 0; i < SALTED_FIELDS.length; i++) if ((erased?.[SALTED_FIELDS[i] as HashedField] !== undefined) === (salts[i] !== undefined)) valid = false;
+    }
     let hashes = '';
     let check = shortCheck(record.eventIdText);
     for (const name of HASHED_FIELDS) {
-      const digest = erased?.[name] ?? sha256Hex(texts[name]);
+      const at = saltIndex(name);
+      const kept = erased?.[name];
+      let digest: string;
+      if (kept !== undefined) digest = kept;
+      else if (record.salt === undefined || at < 0) digest = sha256Hex(texts[name]);
+      else digest = saltedFieldHash(salts?.[at] ?? EMPTY, texts[name]);
       hashes += digest;
-      check += digest.slice(0, 4);
+      check += !valid && at >= 0 ? INVALID_CHECK : digest.slice(0, 4);
     }
     const timestampText = String(record.timestamp);
     check += shortCheck(timestampText) + shortCheck(record.sourceIdText) + shortCheck(record.sourceSeqText);
-    return { hash: sha256Hex(`auditlake-content/2\n${timestampText}\n${record.eventIdText}\n${record.sourceIdText}\n${record.sourceSeqText}\n${hashes}`), check };
+    const tag = !valid ? CONTENT_TAG_INVALID : record.salt === undefined ? CONTENT_TAG_V2 : CONTENT_TAG_V3;
+    return { hash: sha256Hex(`${tag}\n${timestampText}\n${record.eventIdText}\n${record.sourceIdText}\n${record.sourceSeqText}\n${hashes}`), check };
   }
 
   /** The record hash and field check of a whole record. */
@@ -337,6 +491,8 @@ function holdsFold(check: string, at: number, fold: number): boolean {
 function holdsPrefix(check: string, at: number, digest: string): boolean {
   return check.charCodeAt(at) === digest.charCodeAt(0) && check.charCodeAt(at + 1) === digest.charCodeAt(1) && check.charCodeAt(at + 2) === digest.charCodeAt(2) && check.charCodeAt(at + 3) === digest.charCodeAt(3);
 }
+
+const EMPTY = new Uint8Array(0);
 
 /** 4 hex digits per CHECKED_FIELDS entry. */
 const FIELD_CHECK_LENGTH = 4 * CHECKED_FIELDS.length;

@@ -9,7 +9,7 @@ import { HASHED_FIELDS, isHashedField, type CanonicalRecord, type HashedField } 
  * The layout read is the one the store writes (docs/integrity.md, "Stored layout"):
  * `{"eventId":…,"userId":…,"source":…,"action":…,"resource":…,"decision":…,"tables":[…],
  * "query":…,"details":…[,"erased":{…}][,"redacted":N][,"sourceId":…][,"sourceSeq":N],"timestamp":N
- * [,"ingestTs":N,"seq":N,"term":N[,"recordHash":"…","chainHash":"…","fieldCheck":"…"]]}`.
+ * [,"ingestTs":N,"seq":N,"term":N[,"recordHash":"…","chainHash":"…","fieldCheck":"…"[,"salt":"…"]]]}`.
  */
 export interface EventText {
   eventIdText: string;
@@ -26,9 +26,13 @@ export interface EventText {
   recordHash?: string;
   chainHash?: string;
   fieldCheck?: string;
+  /** The record's salt (record-salt.ts), present on a record of content format v3. */
+  salt?: string;
 }
 
 const QUOTE = 34;
+const SALT_MEMBER = ',"salt":"';
+const SALT_TEXT = /^[A-Za-z0-9_.-]+$/;
 const BACKSLASH = 92;
 const HEX64 = /^[0-9a-f]{64}$/;
 const HEX56 = /^[0-9a-f]{56}$/;
@@ -119,6 +123,16 @@ export function readEventText(json: string): EventText | undefined {
       result.chainHash = chainHash;
       result.fieldCheck = fieldCheck;
       at = checkAt + 72;
+      if (json.startsWith(SALT_MEMBER, at)) {
+        const start = at + SALT_MEMBER.length;
+        const end = json.indexOf('"', start);
+        if (end < 0) return undefined;
+        const salt = json.slice(start, end);
+        // A salt's characters need no escape (base64url and dots): anything else is another layout.
+        if (!SALT_TEXT.test(salt)) return undefined;
+        result.salt = salt;
+        at = end + 1;
+      }
     }
   }
   if (at !== json.length - 1 || json.charCodeAt(at) !== 125) return undefined;
@@ -138,6 +152,7 @@ export function canonicalOfText(text: EventText): CanonicalRecord | undefined {
     sourceSeqText: text.sourceSeqText,
     texts: text.texts,
     erased: text.erased,
+    salt: text.salt,
   };
 }
 
@@ -264,6 +279,7 @@ export interface StoredEventParts {
   recordHash?: string | undefined;
   chainHash?: string | undefined;
   fieldCheck?: string | undefined;
+  salt?: string | undefined;
 }
 
 /**
@@ -294,6 +310,7 @@ export function composeStoredEvent(parts: StoredEventParts): string {
     object['recordHash'] = parts.recordHash;
     object['chainHash'] = parts.chainHash;
     object['fieldCheck'] = parts.fieldCheck;
+    if (parts.salt !== undefined) object['salt'] = parts.salt;
   }
   return JSON.stringify(object);
 }

@@ -7,6 +7,7 @@ import {
   checkpointHash,
   encodePublishedKey,
   encodeErasureDetails,
+  eraseRecordFields,
   erasedText,
   ERASED_MARKER,
   fieldHash,
@@ -16,10 +17,12 @@ import {
   publishKey,
   signCheckpoint,
   type ChainVerifierOptions,
+  type ErasableField,
   type VerifyRecord,
   type VerifyReport,
 } from '../src/index.js';
 import { buildLog, chained, event, newKey } from './log-builder.js';
+import { keyOf } from './log-edits.js';
 
 function verify(records: readonly VerifyRecord[], options: ChainVerifierOptions = {}): VerifyReport {
   const verifier = new ChainVerifier({ startSeq: 1, ...options });
@@ -353,6 +356,73 @@ describe('erasure', () => {
     const erased = withErasureRecord(erase(log.records, target.seq, 'query'), [{ eventId: target.eventId, seq: target.seq }], ['query']);
     const putBack = erased.map((r) => (r.seq === target.seq ? { ...r, query: 'SELECT 1' } : r));
     expect(verify(putBack).message).toBe(`altered record at seq ${target.seq} (eventId ${target.eventId}): erased field query holds a value`);
+  });
+});
+
+describe('salted records (content format v3)', () => {
+  // Every record salted, as a node writes them since v3, then one erased with its erasure record.
+  const build = () => buildLog(Array.from({ length: 10 }, (_, i) => event({ salt: keyOf(i + 1), details: `d${i}` })));
+
+  function eraseSalted(records: VerifyRecord[], seq: number, fields: ErasableField[]): VerifyRecord[] {
+    const erased = records.map((r) => (r.seq === seq ? (eraseRecordFields(r, fields) as VerifyRecord) : r));
+    const last = erased[erased.length - 1]!;
+    const target = erased.find((r) => r.seq === seq)!;
+    const values = { ...event({ source: 'auditlake', action: INTEGRITY_ACTIONS.erase, details: encodeErasureDetails({ v: 1, fields, records: [{ eventId: target.eventId, seq }] }) }), seq: last.seq + 1, term: 1, ingestTs: last.ingestTs + 1 };
+    return [...erased, chained(values, last.chainHash as string)];
+  }
+
+  const replaceAt = (records: VerifyRecord[], seq: number, change: Partial<VerifyRecord>) => records.map((r) => (r.seq === seq ? { ...r, ...change } : r));
+
+  it('verifies, and verifies again with fields erased one erasure after another', () => {
+    const log = build();
+    expect(verify(log.records).ok).toBe(true);
+    const once = eraseSalted(log.records, 4, ['userId']);
+    expect(verify(once)).toMatchObject({ ok: true, message: expect.stringMatching(/; 1 field erased$/) as unknown });
+    const twice = eraseSalted(once, 4, ['query', 'tables']);
+    expect(verify(twice)).toMatchObject({ ok: true, message: expect.stringMatching(/; 3 fields erased$/) as unknown });
+    expect(twice.find((r) => r.seq === 4)?.salt).toMatch(/^\.[A-Za-z0-9_-]{16}\.\.\.[A-Za-z0-9_-]{16}$/);
+  });
+
+  it.each([
+    ['userId', { userId: 'alicf' }],
+    ['resource', { resource: 'hive.sales.orderz' }],
+    ['tables', { tables: ['hive.sales.orders', 'x'] }],
+    ['query', { query: 'SELECT * FROM hive.sales.orders WHERE id = 0' }],
+    ['details', { details: 'd3 ' }],
+  ] as const)('a byte changed in the salted field %s is an altered record naming it', (field, change) => {
+    const log = build();
+    expect(verify(replaceAt(log.records, 3, change))).toMatchObject({ ok: false, breaks: [{ kind: 'altered', seq: 3, fields: [field] }] });
+  });
+
+  it('a changed, added or removed salt is an altered record naming the salt', () => {
+    const log = build();
+    const seq = 3;
+    const record = log.records.find((r) => r.seq === seq)!;
+    const eventId = record.eventId;
+    const flipped = `${record.salt![0] === 'A' ? 'B' : 'A'}${record.salt!.slice(1)}`;
+    expect(verify(replaceAt(log.records, seq, { salt: flipped })).message).toBe(`altered record at seq ${seq} (eventId ${eventId}): field salt changed`);
+    expect(verify(replaceAt(log.records, seq, { salt: 'not a salt' })).message).toBe(`altered record at seq ${seq} (eventId ${eventId}): field salt changed`);
+    expect(verify(replaceAt(log.records, seq, { salt: undefined })).message).toBe(`altered record at seq ${seq} (eventId ${eventId}): field salt changed`);
+    const v2 = buildLog(events(5));
+    const plain = v2.records.find((r) => r.seq === seq)!;
+    expect(verify(replaceAt(v2.records, seq, { salt: keyOf(9) })).message).toBe(`altered record at seq ${seq} (eventId ${plain.eventId}): field salt changed`);
+  });
+
+  it('on an erased record: a kept salt changed, a salt kept for the erased field, or the key put back, is an altered record', () => {
+    const erased = eraseSalted(build().records, 4, ['userId', 'details']);
+    const record = erased.find((r) => r.seq === 4)!;
+    const parts = record.salt!.split('.');
+    expect(parts[0]).toBe('');
+    expect(parts[4]).toBe('');
+    const at = (salt: string) => verify(replaceAt(erased, 4, { salt }));
+    const flippedResource = [parts[0], `${parts[1]![0] === 'A' ? 'B' : 'A'}${parts[1]!.slice(1)}`, parts[2], parts[3], parts[4]].join('.');
+    expect(at(flippedResource)).toMatchObject({ ok: false, breaks: [{ kind: 'altered', seq: 4, fields: ['resource'] }] });
+    // A salt for an erased field would confirm a guess of its value: not a state erasure leaves.
+    expect(at([parts[1], ...parts.slice(1)].join('.'))).toMatchObject({ ok: false, breaks: [{ kind: 'altered', seq: 4, fields: ['salt'] }] });
+    expect(at(keyOf(5))).toMatchObject({ ok: false, breaks: [{ kind: 'altered', seq: 4, fields: ['salt'] }] });
+    // The erased value put back, or its kept hash changed.
+    expect(verify(replaceAt(erased, 4, { userId: 'alice' })).message).toBe(`altered record at seq 4 (eventId ${record.eventId}): erased field userId holds a value`);
+    expect(verify(replaceAt(erased, 4, { erased: { ...record.erased, userId: 'f'.repeat(64) } })).ok).toBe(false);
   });
 });
 

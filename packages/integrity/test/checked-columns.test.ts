@@ -42,6 +42,7 @@ function columnsOf(rows: ReadonlyArray<VerifyRecord | Omit<VerifyRecord, 'seq'>>
     chainHash: pick((r) => r.chainHash),
     fieldCheck: pick((r) => r.fieldCheck),
     erased: pick((r) => r.erased),
+    salt: pick((r) => r.salt),
   };
 }
 

@@ -24,8 +24,15 @@ export const FIELD_EDITS: Array<(r: VerifyRecord) => Partial<VerifyRecord>> = [
   (r) => ({ recordHash: flip(r.recordHash) }),
   (r) => ({ chainHash: flip(r.chainHash) }),
   (r) => ({ fieldCheck: flip(r.fieldCheck) }),
+  // A v3 record's key changed, or a key given to a v2 record.
+  (r) => ({ salt: r.salt === undefined ? keyOf(0xff) : `${r.salt[0] === 'A' ? 'B' : 'A'}${r.salt.slice(1)}` }),
   () => ({ recordHash: undefined, chainHash: undefined, fieldCheck: undefined }),
 ];
+
+/** A record key K (16 bytes, base64url) made of `seed`: deterministic, unlike ingest's. */
+export function keyOf(seed: number): string {
+  return Buffer.alloc(16, seed & 0xff).toString('base64url');
+}
 
 function flip(hex: string | undefined): string {
   const value = hex as string;
@@ -101,7 +108,8 @@ export const logArb = fc.record({
 });
 
 export function makeLog(spec: { count: number; every: number; withSource: boolean }): BuiltLog {
-  const events = Array.from({ length: spec.count }, (_, i) => event(spec.withSource && i % 2 === 0 ? { sourceId: 'plugin-1', sourceSeq: i } : {}));
+  // Two of three records salted (content format v3), the rest v2: a log written across the upgrade.
+  const events = Array.from({ length: spec.count }, (_, i) => event({ ...(spec.withSource && i % 2 === 0 ? { sourceId: 'plugin-1', sourceSeq: i } : {}), ...(i % 3 === 0 ? {} : { salt: keyOf(i) }) }));
   return buildLog(events, { checkpointEvery: spec.every, key: KEY });
 }
 

@@ -1,7 +1,21 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalRecord, chainHash, fieldCheckOf, GENESIS_CHAIN_HASH, HASHED_FIELDS, RecordHasher, recordHashOf, type HashedField, type RecordValues } from '../src/index.js';
+import {
+  canonicalRecord,
+  chainHash,
+  eraseRecordFields,
+  ERASABLE_FIELDS,
+  fieldCheckOf,
+  GENESIS_CHAIN_HASH,
+  HASHED_FIELDS,
+  newSaltKey,
+  RecordHasher,
+  recordHashOf,
+  type ErasableField,
+  type HashedField,
+  type RecordValues,
+} from '../src/index.js';
 
 /*
  * The hashes written out from docs/integrity.md ("The canonical encoding") the slow, obvious
@@ -20,6 +34,24 @@ function fnvCheck(text: string): string {
   return ((h ^ (h >>> 16)) & 0xffff).toString(16).padStart(4, '0');
 }
 
+/**
+ * The field salts of a v3 record, the obvious way: its key K (22 base64url characters) through
+ * SHA-512, cut into 12-byte salts for userId, resource, tables, query, details; or, once a field
+ * was erased, the kept salts (16 base64url characters each, `.`-separated, empty when erased).
+ */
+function referenceSalts(salt: string): Partial<Record<HashedField, Buffer>> {
+  const salts: Partial<Record<HashedField, Buffer>> = {};
+  if (!salt.includes('.')) {
+    const derived = createHash('sha512').update(Buffer.from(salt, 'base64url')).digest();
+    ERASABLE_FIELDS.forEach((name, i) => (salts[name] = derived.subarray(i * 12, i * 12 + 12)));
+  } else {
+    salt.split('.').forEach((part, i) => {
+      if (part !== '') salts[ERASABLE_FIELDS[i] as ErasableField] = Buffer.from(part, 'base64url');
+    });
+  }
+  return salts;
+}
+
 function referenceDigest(values: RecordValues): { recordHash: string; fieldCheck: string } {
   const text: Record<HashedField, string> = {
     userId: values.userId,
@@ -31,11 +63,16 @@ function referenceDigest(values: RecordValues): { recordHash: string; fieldCheck
     query: values.query,
     details: values.details,
   };
-  const fieldHashes = HASHED_FIELDS.map((name) => values.erased?.[name] ?? sha256(text[name]));
+  const salts = values.salt === undefined ? {} : referenceSalts(values.salt);
+  const fieldHashes = HASHED_FIELDS.map((name) => {
+    const salt = salts[name];
+    if (values.erased?.[name] !== undefined) return values.erased[name];
+    return salt === undefined ? sha256(text[name]) : createHash('sha256').update(salt).update(text[name], 'utf8').digest('hex');
+  });
   const eventIdText = JSON.stringify(values.eventId);
   const sourceIdText = values.sourceId === undefined ? '' : JSON.stringify(values.sourceId);
   const sourceSeqText = values.sourceSeq === undefined ? '' : String(values.sourceSeq);
-  const content = sha256(`auditlake-content/2\n${values.timestamp}\n${eventIdText}\n${sourceIdText}\n${sourceSeqText}\n${fieldHashes.join('')}`);
+  const content = sha256(`auditlake-content/${values.salt === undefined ? 2 : 3}\n${values.timestamp}\n${eventIdText}\n${sourceIdText}\n${sourceSeqText}\n${fieldHashes.join('')}`);
   const recordHash = sha256(`auditlake-record/2\n${values.seq}\n${values.term}\n${values.ingestTs}\n${content}`);
   const fieldCheck = [
     fnvCheck(eventIdText),
@@ -82,6 +119,8 @@ const values: fc.Arbitrary<RecordValues> = fc.record({
   details: text,
   sourceId: fc.option(text, { nil: undefined }),
   sourceSeq: fc.option(fc.integer({ min: 0, max: 2 ** 50 }), { nil: undefined }),
+  // Content format v3 (a key K) or v2 (none).
+  salt: fc.option(fc.uint8Array({ minLength: 16, maxLength: 16 }).map((bytes) => Buffer.from(bytes).toString('base64url')), { nil: undefined }),
 });
 
 describe('RecordHasher', () => {
@@ -125,6 +164,7 @@ describe('RecordHasher', () => {
         record.details,
         recordHash,
         fieldCheck,
+        record.salt,
       );
     fc.assert(
       fc.property(values, fc.nat(), (record, at) => {
@@ -140,6 +180,9 @@ describe('RecordHasher', () => {
         // Any value changed: no match (its record hash, and nearly always its field check, differ).
         expect(matches({ ...record, details: `${record.details}.` }, want.recordHash, want.fieldCheck)).toBe(false);
         expect(matches({ ...record, seq: record.seq + 1 }, want.recordHash, want.fieldCheck)).toBe(false);
+        // The salt changed, added or removed: no match.
+        expect(matches({ ...record, salt: record.salt === undefined ? newSaltKey() : flipSalt(record.salt) }, want.recordHash, want.fieldCheck)).toBe(false);
+        if (record.salt !== undefined) expect(matches({ ...record, salt: undefined }, want.recordHash, want.fieldCheck)).toBe(false);
       }),
       { numRuns: 300 },
     );
@@ -157,6 +200,43 @@ describe('RecordHasher', () => {
     const erased = { ...BASE, query: '[erased by auditlake]', erased: { query: kept } };
     expect(new RecordHasher().digest(canonicalRecord(erased))).toMatchObject(referenceDigest(BASE));
     expect(new RecordHasher().contentOfValues(erased)).toEqual(new RecordHasher().digest(canonicalRecord(BASE)).content);
+  });
+
+  it('salts the five erasable fields of a v3 record and only those, with salts from its key', () => {
+    const salted = { ...BASE, salt: BASE_KEY };
+    const v2 = new RecordHasher().digest(canonicalRecord(BASE));
+    const v3 = new RecordHasher().digest(canonicalRecord(salted));
+    expect(v3).toMatchObject(referenceDigest(salted));
+    expect(v3.recordHash).not.toBe(v2.recordHash);
+    // The field check parts: eventId, then userId, source, action, resource, decision, tables, query, details.
+    const part = (check: string, i: number) => check.slice(i * 4, i * 4 + 4);
+    for (const i of [1, 4, 6, 7, 8]) expect(part(v3.fieldCheck, i)).not.toBe(part(v2.fieldCheck, i));
+    for (const i of [0, 2, 3, 5, 9, 10, 11, 12, 13]) expect(part(v3.fieldCheck, i)).toBe(part(v2.fieldCheck, i));
+    expect(v3.recordHash).toBe(PINNED_SALTED_RECORD_HASH);
+  });
+
+  it('verifies a v3 record after each of its fields is erased in turn, and a guess of an erased value is not its kept hash', () => {
+    const hasher = new RecordHasher();
+    let record: RecordValues = { ...BASE, salt: newSaltKey() };
+    const want = referenceDigest(record);
+    for (const field of ['userId', 'tables', 'details', 'resource', 'query'] as const) {
+      const original = field === 'tables' ? record.tables.join(',') : record[field];
+      record = eraseRecordFields(record, [field]) as RecordValues;
+      expect(record.salt?.split('.')).toHaveLength(5);
+      expect(hasher.digest(canonicalRecord(record))).toMatchObject(want);
+      expect(referenceDigest(record)).toEqual(want);
+      expect(record.erased?.[field]).not.toBe(sha256(original));
+    }
+    expect(record.salt).toBe('....');
+    // A salt kept beside an erased field (one that would confirm a guess), or the key kept beside
+    // one, or a salt missing for a field not erased: the record no longer verifies.
+    const once = eraseRecordFields({ ...BASE, salt: newSaltKey() }, ['userId']) as RecordValues;
+    const parts = (once.salt as string).split('.');
+    for (const salt of [`${parts[1]}.${parts.slice(1).join('.')}`, `..${parts.slice(2).join('.')}`, 'not a salt']) {
+      const digest = hasher.digest(canonicalRecord({ ...once, salt }));
+      expect(digest.recordHash).not.toBe(referenceDigest(once).recordHash);
+    }
+    expect(hasher.digest(canonicalRecord({ ...once, salt: BASE_KEY })).recordHash).not.toBe(referenceDigest(once).recordHash);
   });
 
   it('gives different hashes when any one value differs, cache or not', () => {
@@ -177,5 +257,14 @@ describe('RecordHasher', () => {
   });
 });
 
+/** 0x00..0x0f as a key, base64url. */
+const BASE_KEY = 'AAECAwQFBgcICQoLDA0ODw';
+
+function flipSalt(salt: string): string {
+  const at = salt.search(/[A-Za-z0-9_-]/);
+  return `${salt.slice(0, at)}${salt[at] === 'A' ? 'B' : 'A'}${salt.slice(at + 1)}`;
+}
+
+const PINNED_SALTED_RECORD_HASH = 'aab3976f49282c5e200015eba0f6203cef148683b0c7cbb4bc9be2dcfbbd9100';
 const PINNED_RECORD_HASH = '97941be7393b9989ec981029f4a48bc2d6024460086f8a6acf79a13d4b1b5a52';
 const PINNED_CHAIN_HASH = 'c006387238e1894d00b5783a1246a4287a587f4553c8bf3492ff3ff63de27515';

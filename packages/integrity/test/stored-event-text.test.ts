@@ -46,6 +46,20 @@ describe('readEventText', () => {
     expect(read?.texts.tables).toBe('a,b,c');
   });
 
+  it('reads a salt (a key, or the salts an erasure kept) after the chain fields, into the canonical record', () => {
+    const v = { seq: 3, term: 2, ingestTs: 5, timestamp: 4, eventId: 'e', userId: 'u', source: 's', action: 'a', resource: '', decision: '', tables: [], query: 'q', details: '' };
+    const hashes = { recordHash: 'a'.repeat(64), chainHash: 'b'.repeat(64), fieldCheck: 'c'.repeat(56) };
+    for (const salt of ['AAECAwQFBgcICQoLDA0ODw', `.${'A'.repeat(16)}.${'B'.repeat(16)}.${'C-'.repeat(8)}.`, '....']) {
+      const stored = composeStoredEvent({ ...v, ...hashes, salt });
+      expect(stored.endsWith(`,"fieldCheck":"${'c'.repeat(56)}","salt":"${salt}"}`)).toBe(true);
+      const read = readEventText(stored);
+      expect(read?.salt).toBe(salt);
+      expect(canonicalOfText(read!)).toEqual(canonicalRecord({ ...v, salt }));
+    }
+    const stored = composeStoredEvent({ ...v, ...hashes, salt: 'AAECAwQFBgcICQoLDA0ODw' });
+    expect(readEventText(stored.replace('"salt":"AAEC', '"salt":"A\\u0041EC'))).toBeUndefined();
+  });
+
   it('refuses (undefined) JSON in any other layout, so callers parse it instead', () => {
     const stored = composeStoredEvent({ seq: 1, term: 0, ingestTs: 1, timestamp: 1, eventId: 'e', userId: 'u', source: 's', action: 'a', resource: '', decision: '', tables: [], query: '', details: '' });
     expect(readEventText(stored)).toBeDefined();
