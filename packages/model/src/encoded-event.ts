@@ -30,6 +30,11 @@ export interface ChainContent {
   hash: string;
   /** 48 hex digits. */
   check: string;
+  /**
+   * The record's key K (22 base64url characters) its erasable fields were hashed with (content
+   * format v3): stored with the record after its chain fields. Absent: hashed unsalted (v2).
+   */
+  salt?: string | undefined;
 }
 
 export function encodeEvent(event: AuditEvent): EncodedEvent {
@@ -48,6 +53,11 @@ const TIMESTAMP_MEMBER = ',"timestamp":';
 const INGEST_TS_MEMBER = ',"ingestTs":';
 const SEQ_MEMBER = ',"seq":';
 const TERM_MEMBER = ',"term":';
+/** The record's salt, after the chain members when the record has one (docs/integrity.md). */
+const SALT_MEMBER = ',"salt":"';
+/** 1 at the code of each character a stored salt holds (base64url and `.`). */
+const IS_SALT_CHAR = new Uint8Array(0x10000);
+for (const c of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.') IS_SALT_CHAR[c.charCodeAt(0)] = 1;
 /** The record chain's members after term, each a lower-case hex string, last first. */
 const CHAIN_MEMBERS_LAST_FIRST = ['","fieldCheck":"', '","chainHash":"', ',"recordHash":"'] as const;
 /** A member the store may keep among the event's fields that the API does not return. */
@@ -106,7 +116,8 @@ export function storedTail(text: string): StoredTail | undefined {
   let end = text.length - 1;
   if (text.charCodeAt(end) !== CLOSING_BRACE) return undefined;
   if (text.charCodeAt(end - 1) === QUOTE) {
-    end = chainMembersStart(text);
+    const salt = saltMemberStart(text, end);
+    end = chainMembersStart(text, salt < 0 ? end : salt);
     if (end < 0) return undefined;
   }
   const termAt = numberMemberBefore(text, end, TERM_MEMBER);
@@ -116,8 +127,16 @@ export function storedTail(text: string): StoredTail | undefined {
   return { timestampAt: numberMemberBefore(text, ingestTsAt, TIMESTAMP_MEMBER), ingestTsAt, seqAt, termAt };
 }
 
+/** Where `,"salt":"…"` starts when it ends just before `end`, or -1. */
+function saltMemberStart(text: string, end: number): number {
+  const close = end - 1;
+  let i = close;
+  while (i > 0 && IS_SALT_CHAR[text.charCodeAt(i - 1)] === 1) i--;
+  return i === close ? -1 : memberBefore(text, i, SALT_MEMBER);
+}
+
 /** The record chain members as the store writes them, `#` for each lower-case hex digit: two SHA-256 digests and a 56-digit field check. */
-const STORED_CHAIN_TEMPLATE = `,"recordHash":"${'#'.repeat(64)}","chainHash":"${'#'.repeat(64)}","fieldCheck":"${'#'.repeat(56)}"}`;
+const STORED_CHAIN_TEMPLATE = `,"recordHash":"${'#'.repeat(64)}","chainHash":"${'#'.repeat(64)}","fieldCheck":"${'#'.repeat(56)}"`;
 const STORED_CHAIN_MEMBERS_LENGTH = STORED_CHAIN_TEMPLATE.length;
 /** Per place in the members: the character code the store writes there, or 0 where it writes a hex digit. */
 const STORED_CHAIN_EXPECTED = Uint16Array.from(STORED_CHAIN_TEMPLATE, (c) => (c === '#' ? 0 : c.charCodeAt(0)));
@@ -126,7 +145,7 @@ const IS_HEX_DIGIT = new Uint8Array(0x10000);
 for (const c of '0123456789abcdef') IS_HEX_DIGIT[c.charCodeAt(0)] = 1;
 
 /**
- * Whether the record chain members as the store writes them end `text`, starting at `at`.
+ * Whether the record chain members as the store writes them are in `text` at `at`.
  * One pass without branches on the digits: a sticky `[0-9a-f]{64}` expression (which this
  * replaced) cost ~1.5-5 µs an event on fresh digits (Node 20, this VM: a branch per digit, and
  * digits are random), the same classes written out ~0.65-1.1 µs, this ~0.4-0.55 µs. It was the
@@ -143,14 +162,14 @@ function storedChainMembersAt(text: string, at: number): boolean {
 }
 
 /**
- * Where the record chain members at the end of `text` start, or -1. The members as the store
- * writes them are checked in one pass at their fixed place (storedChainMembersAt); any other
- * lengths are read digit by digit.
+ * Where the record chain members that end just before `end` (the closing brace, or the salt
+ * member) start, or -1. The members as the store writes them are checked in one pass at their
+ * fixed place (storedChainMembersAt); any other lengths are read digit by digit.
  */
-function chainMembersStart(text: string): number {
-  const at = text.length - STORED_CHAIN_MEMBERS_LENGTH;
+function chainMembersStart(text: string, end_: number): number {
+  const at = end_ - STORED_CHAIN_MEMBERS_LENGTH;
   if (at >= 0 && storedChainMembersAt(text, at)) return at;
-  let end = text.length - 2;
+  let end = end_ - 1;
   for (const member of CHAIN_MEMBERS_LAST_FIRST) {
     end = memberBefore(text, hexStart(text, end), member);
     if (end < 0) return -1;

@@ -48,6 +48,11 @@ export interface StoredEvent extends AuditEvent {
   fieldCheck?: string;
   /** Field hashes kept for erased fields, by field name. */
   erased?: Record<string, string>;
+  /**
+   * The record's salt (docs/integrity.md, "Salted field hashes"): its key K, or after an
+   * erasure the salts of the fields not erased. Absent on records hashed unsalted (before v3).
+   */
+  salt?: string;
 }
 
 /** The event JSON the HTTP API returns (docs/http-api.md, "Events"). */

@@ -77,8 +77,11 @@ describe('the API JSON of a stored event, cut from its stored text', () => {
   const digest = fc.string({ unit: fc.constantFrom(...'0123456789abcdef'), minLength: 64, maxLength: 64 });
   // As the store writes them (two digests and a 56-digit field check) half the time, any lengths otherwise.
   const hexMembers = fc.oneof(fc.tuple(digest, digest, digest.map((d) => d.slice(0, 56))), fc.tuple(hex, hex, hex));
+  // A record's salt (docs/integrity.md): a key K, or the field salts an erasure kept, or none (v2).
+  const b64 = (length: number) => fc.string({ unit: fc.constantFrom(...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'), minLength: length, maxLength: length });
+  const salt = fc.option(fc.oneof(b64(22), fc.array(fc.oneof(fc.constant(''), b64(16)), { minLength: 5, maxLength: 5 }).map((parts) => parts.join('.'))), { nil: undefined });
   const chainMembers = fc.option(
-    hexMembers.map(([record, chain, check]) => `,"recordHash":"${record}","chainHash":"${chain}","fieldCheck":"${check}"`),
+    fc.tuple(hexMembers, salt).map(([[record, chain, check], key]) => `,"recordHash":"${record}","chainHash":"${chain}","fieldCheck":"${check}"${key === undefined ? '' : `,"salt":"${key}"`}`),
     { nil: '' },
   );
 

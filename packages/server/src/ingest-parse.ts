@@ -11,10 +11,11 @@ import {
   truncateToBytes,
   validateIngestBody,
   type AuditEvent,
+  type ChainContent,
   type EncodedEvent,
   isReservedAction,
 } from '@auditlake/model';
-import { RecordHasher } from '@auditlake/integrity';
+import { newSaltKey, RecordHasher } from '@auditlake/integrity';
 import { joinLines, splitLines } from './byte-lines.js';
 import { parseJsonBody } from './json-body.js';
 
@@ -107,7 +108,7 @@ export function parseIngestBody(bytes: Uint8Array, nowMs: number, redactKeys: re
           timestamp: encoded.timestamp,
           json: encoded.json,
           // Integrity actions are refused from clients; were one here, the leader must see it whole.
-          chainContent: chain && !isReservedAction(redacted.source, redacted.action) ? recordHasher.contentOfValues(redacted) : undefined,
+          chainContent: chain && !isReservedAction(redacted.source, redacted.action) ? saltedContent(redacted) : undefined,
           // Only an event at exactly the parse time can have been given it: one compare for the rest.
           timeAssigned: event.timestamp === nowMs && timeAssigned(body, i),
           freshId: fresh.has(event.eventId),
@@ -119,6 +120,16 @@ export function parseIngestBody(bytes: Uint8Array, nowMs: number, redactKeys: re
     if (!isAuditError(err)) throw err;
     return { ok: false, code: err.code, message: err.message, refused: Array.isArray(body) ? body.length : 1 };
   }
+}
+
+/**
+ * The content part of a new record under a key K of its own (docs/integrity.md, "Salted field
+ * hashes"): K travels with the content to the leader, which stores it after the chain fields.
+ */
+function saltedContent(event: AuditEvent): ChainContent {
+  const salt = newSaltKey();
+  const content = recordHasher.contentOfValues(event, salt);
+  return { hash: content.hash, check: content.check, salt };
 }
 
 /** Whether event `i` of a valid ingest body was sent without `ts` (its time is the node's). */
@@ -138,7 +149,7 @@ interface WireHeader {
   ts: number[];
   /** Per event: bit 1 freshId, bit 2 subjectToSampling, bit 4 timeAssigned, as a digit. */
   flags: string;
-  /** Per event, when the chain's content parts were computed: each one's hash and check, joined. */
+  /** Per event, when the chain's content parts were computed: each one's hash, check and salt, joined. */
   content?: string[];
 }
 
@@ -148,9 +159,12 @@ export function encodeParsedEvents(events: readonly ParsedEvent[]): Uint8Array {
     ts: events.map((e) => e.timestamp),
     flags: events.map((e) => String((e.freshId ? 1 : 0) | (e.subjectToSampling ? 2 : 0) | (e.timeAssigned === true ? 4 : 0))).join(''),
   };
-  if (events.length > 0 && events.every((e) => e.chainContent !== undefined)) header.content = events.map((e) => `${e.chainContent?.hash}${e.chainContent?.check}`);
+  if (events.length > 0 && events.every((e) => e.chainContent !== undefined)) header.content = events.map((e) => `${e.chainContent?.hash}${e.chainContent?.check}${e.chainContent?.salt ?? ''}`);
   return joinLines([Buffer.from(JSON.stringify(header), 'utf8'), ...events.map((event) => Buffer.from(event.json, 'utf8'))]);
 }
+
+/** Hex digits of a content part's check (RecordContent.check: the field check less ingestTs and term). */
+const CHECK_LENGTH = 48;
 
 export function decodeParsedEvents(bytes: Uint8Array): ParsedEvent[] {
   const lines = splitLines(bytes).map((line) => line.toString('utf8'));
@@ -163,7 +177,7 @@ export function decodeParsedEvents(bytes: Uint8Array): ParsedEvent[] {
       eventId,
       timestamp: header.ts[i] as number,
       json: lines[i + 1] as string,
-      chainContent: content === undefined ? undefined : { hash: content.slice(0, 64), check: content.slice(64) },
+      chainContent: content === undefined ? undefined : { hash: content.slice(0, 64), check: content.slice(64, 64 + CHECK_LENGTH), salt: content.length > 64 + CHECK_LENGTH ? content.slice(64 + CHECK_LENGTH) : undefined },
       timeAssigned: (flags & 4) !== 0,
       freshId: (flags & 1) !== 0,
       subjectToSampling: (flags & 2) !== 0,

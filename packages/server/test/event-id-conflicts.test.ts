@@ -2,7 +2,8 @@
 // content is answered 200 but reported as a conflict (not a duplicate), the first stored event
 // is kept, and the refusal is recorded: an audit:EventIdConflict self-audit event per request
 // (naming the id, both content hashes and the sender) and auditlake_event_id_conflicts_total.
-// A true retry (same content, also after an erasure, also without `ts`) stays a duplicate.
+// A true retry (same content, also after an erasure, also without `ts`) stays a duplicate. A
+// retry is hashed under a key of its own at ingest, so it is compared under the kept event's.
 import { canonicalContent, RecordHasher } from '@auditlake/integrity';
 import type { AuditEvent, StoredEvent } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
@@ -11,10 +12,16 @@ import { event, INGEST_TOKEN, startTestNode, type TestNode } from './test-node.j
 const TS = 1_790_000_000_000;
 const hasher = new RecordHasher();
 
-/** The content hash of an event as ingest stores it from `input` (every field given). */
-function contentHash(input: Record<string, unknown>): string {
+/** The content hash of an event as ingest stores it from `input` (every field given), under a stored record's salt. */
+function contentHash(input: Record<string, unknown>, salt: string | undefined): string {
   const values = { resource: '', decision: '', tables: [], query: '', details: '', ...input, timestamp: input['ts'] } as unknown as AuditEvent;
-  return hasher.content(canonicalContent(values)).hash;
+  return hasher.content({ ...canonicalContent(values), salt }).hash;
+}
+
+async function saltOf(t: TestNode, eventId: string): Promise<string | undefined> {
+  const salt = (await t.node.store.getByEventId(eventId))?.salt;
+  expect(salt).toBeDefined();
+  return salt;
 }
 
 async function conflictRecords(t: TestNode): Promise<StoredEvent[]> {
@@ -39,11 +46,12 @@ describe('eventId conflicts on a single node', () => {
     expect(answer.json).toEqual({ status: 'ok', ingested: 2, conflicts: 1, conflictEventIds: ['pay-42'] });
     // First writer wins: the log is append-only and chained.
     expect(await t.node.store.getByEventId('pay-42')).toMatchObject({ userId: 'mallory', seq: 1 });
+    const salt = await saltOf(t, 'pay-42');
     const [record, ...more] = await conflictRecords(t);
     expect(more).toEqual([]);
     expect(record).toMatchObject({ userId: 'ingest', decision: 'DENY', resource: 'POST /v1/api/audit' });
     expect(record?.details).toBe(
-      `refused 1 event whose eventId holds an event with other content (the event stored first is kept); eventId "pay-42": stored content ${contentHash(forged)}, refused content ${contentHash(real)}; sent by "ingest" from 127.0.0.1, received by node ${t.node.nodeId}`,
+      `refused 1 event whose eventId holds an event with other content (the event stored first is kept); eventId "pay-42": stored content ${contentHash(forged, salt)}, refused content ${contentHash(real, salt)}; sent by "ingest" from 127.0.0.1, received by node ${t.node.nodeId}`,
     );
     expect(await conflictsCounted(t)).toBe(1);
     // An investigator finds the record by searching for the id (free text covers details).
@@ -71,20 +79,24 @@ describe('eventId conflicts on a single node', () => {
     const second = event({ eventId: 'twice', query: 'DROP TABLE x', ts: TS });
     expect((await t.ingest([first, second, first])).json).toEqual({ status: 'ok', ingested: 3, duplicates: 1, conflicts: 1, conflictEventIds: ['twice'] });
     expect((await t.stored()).filter((e) => e.eventId === 'twice')).toMatchObject([{ query: 'SELECT 1' }]);
-    expect((await conflictRecords(t))[0]?.details).toContain(`eventId "twice": stored content ${contentHash(first)}, refused content ${contentHash(second)}`);
+    const salt = await saltOf(t, 'twice');
+    expect((await conflictRecords(t))[0]?.details).toContain(`eventId "twice": stored content ${contentHash(first, salt)}, refused content ${contentHash(second, salt)}`);
   });
 
-  it('compares an erased event by its kept field hashes: its retry is a duplicate, other content a conflict', async () => {
+  it('compares an erased event by its kept salts and field hashes: its retry is a duplicate, other content in a field not erased a conflict', async () => {
     const t = await startTestNode();
     const original = event({ eventId: 'pii', userId: 'carol', query: 'SELECT ssn FROM people', ts: TS });
     expect((await t.ingest([original])).status).toBe(200);
+    const salt = await saltOf(t, 'pii');
     const res = await t.request('/admin/audit/erase', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ eventIds: ['pii'], fields: ['userId', 'query'] }) });
     expect(res.status).toBe(200);
     expect(await t.node.store.getByEventId('pii')).toMatchObject({ userId: '[erased by auditlake]' });
     expect((await t.ingest([original])).json).toEqual({ status: 'ok', ingested: 1, duplicates: 1 });
-    const other = { ...original, query: 'SELECT 1' };
+    // Only in an erased field: no longer comparable (its salt is gone with the value), so a duplicate.
+    expect((await t.ingest([{ ...original, query: 'SELECT 1' }])).json).toEqual({ status: 'ok', ingested: 1, duplicates: 1 });
+    const other = { ...original, resource: 'hr.people' };
     expect((await t.ingest([other])).json).toEqual({ status: 'ok', ingested: 1, conflicts: 1, conflictEventIds: ['pii'] });
-    expect((await conflictRecords(t))[0]?.details).toContain(`stored content ${contentHash(original)}, refused content ${contentHash(other)}`);
+    expect((await conflictRecords(t))[0]?.details).toContain(`stored content ${contentHash(original, salt)}, refused content ${contentHash(other, salt)}`);
   });
 
   it('bounds what it answers and records: one event per request naming 20, the answer naming 100', async () => {

@@ -38,7 +38,7 @@ import { TextSketchWriter } from './text-sketch-writer.js';
 import { TEXT_BLOCK_SEQS, blockOfSeq, textSketchKey } from './text-sketch.js';
 import { CHAIN_HEAD_KEY, EventWriter, LOG_END_KEY, logEndValue, putEvent, WRITER_YIELD_EVENTS, type AppendOptions, type AppendResult, type EventIdConflict, type ExclusiveContext, type Sequencer, type WriterPosition } from './event-writer.js';
 import { TermRuns, parseTermRun, termRunKey, termRunValue, type TermRun, type TermStart } from './term-runs.js';
-import { contentHashOfJson, headOf, timestampOfJson, RecordChain, type ChainHead, type IntegrityEntry } from './record-chain.js';
+import { contentHashAgainst, encodedContentReference, headOf, RecordChain, storedContentReference, type ChainHead, type ContentReference, type IntegrityEntry } from './record-chain.js';
 import { addIntegrityPuts, type RegisteredKey } from './integrity-index.js';
 import { PrunedRanges, type PrunedRange } from './pruned-ranges.js';
 import { DayLedger, type DayLedgerFilter, type DayLedgerPage, type DayLedgerRow } from './day-ledger.js';
@@ -1584,7 +1584,7 @@ export class AuditStore {
  * place of its own: a retry of an event sent without `ts` is given another time.
  */
 function judgeRepeats(repeated: readonly EncodedEvent[], storedJson: ReadonlyMap<string, string>, firsts: ReadonlyMap<string, EncodedEvent> | undefined): Pick<AppendResult, 'duplicates' | 'conflicts'> {
-  const kept = new Map<string, { hash: string; timestamp: number } | undefined>();
+  const kept = new Map<string, ContentReference | undefined>();
   const conflicts: EventIdConflict[] = [];
   let duplicates = 0;
   for (const event of repeated) {
@@ -1592,26 +1592,22 @@ function judgeRepeats(repeated: readonly EncodedEvent[], storedJson: ReadonlyMap
     if (reference === undefined && !kept.has(event.eventId)) {
       const json = storedJson.get(event.eventId);
       const first = firsts?.get(event.eventId);
-      if (json !== undefined) reference = { hash: contentHashOfJson(json), timestamp: timestampOfJson(json) };
-      else if (first !== undefined) reference = { hash: contentHashOf(first), timestamp: first.timestamp };
+      if (json !== undefined) reference = storedContentReference(json);
+      else if (first !== undefined) reference = encodedContentReference(first);
       kept.set(event.eventId, reference);
     }
     if (reference === undefined) {
       duplicates++;
       continue;
     }
-    const refusedHash = contentHashOf(event);
+    const refusedHash = contentHashAgainst(event.json, reference);
     if (refusedHash === reference.hash) duplicates++;
-    else if (event.timeAssigned === true && event.timestamp !== reference.timestamp && contentHashOfJson(event.json, reference.timestamp) === reference.hash) duplicates++;
+    else if (event.timeAssigned === true && event.timestamp !== reference.timestamp && contentHashAgainst(event.json, reference, reference.timestamp) === reference.hash) duplicates++;
     else conflicts.push({ eventId: event.eventId, storedHash: reference.hash, refusedHash });
   }
   return { duplicates, conflicts };
 }
 
-/** An event's content hash: computed at ingest when the store keeps the chain, else now. */
-function contentHashOf(event: EncodedEvent): string {
-  return event.chainContent?.hash ?? contentHashOfJson(event.json);
-}
 
 /** A key registration the log's key index holds (`keyKey`), or undefined. */
 async function registeredKey(db: Pick<Level<string, string>, 'get'>, keyId: string): Promise<RegisteredKey | undefined> {

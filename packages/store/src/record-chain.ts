@@ -6,6 +6,7 @@ import {
   fieldCheckOf,
   GENESIS_CHAIN_HASH,
   integrityKindOf,
+  newSaltKey,
   readEventText,
   RecordHasher,
   recordHashOf,
@@ -74,19 +75,25 @@ export class RecordChain {
    * The stored JSON of an event the leader orders after a record whose chain hash is
    * `previous`: the encoded event with its place in the order and its chain fields, and the
    * new chain hash (the head once the write succeeded). The event's content part comes with it
-   * when ingest computed it (EncodedEvent.chainContent); here only the position is hashed in.
+   * when ingest computed it (EncodedEvent.chainContent, with the record's key K); here only the
+   * position is hashed in. Otherwise (auditlake's own events, forwarded ones) it is computed
+   * here, under a new key: every record ordered from now on is salted (content format v3).
    */
   append(event: EncodedEvent, ingestTs: number, seq: number, term: number, previous: string): ChainedJson & { chainHash: string } {
     let content: RecordContent | undefined = event.chainContent;
+    let salt = event.chainContent?.salt;
     let integrity: IntegrityEntry | undefined;
     if (content === undefined) {
       const record = readEventText(event.json) ?? parsedRecord(event.json);
-      content = this.#hasher.content(record);
+      // An event that comes with kept hashes already (none should) keeps the unsalted form they belong to.
+      salt = record.erased === undefined ? (record.salt ?? newSaltKey()) : record.salt;
+      content = this.#hasher.content({ ...record, salt });
       integrity = integrityOf(record, seq);
     }
     const recordHash = recordHashOf(seq, term, ingestTs, content);
     const chain = chainHash(previous, recordHash);
-    const json = `${event.json.slice(0, -1)},"ingestTs":${ingestTs},"seq":${seq},"term":${term},"recordHash":"${recordHash}","chainHash":"${chain}","fieldCheck":"${fieldCheckOf(content, term, ingestTs)}"}`;
+    const saltMember = salt === undefined ? '' : `,"salt":"${salt}"`;
+    const json = `${event.json.slice(0, -1)},"ingestTs":${ingestTs},"seq":${seq},"term":${term},"recordHash":"${recordHash}","chainHash":"${chain}","fieldCheck":"${fieldCheckOf(content, term, ingestTs)}"${saltMember}}`;
     return { json, chainHash: chain, integrity };
   }
 
@@ -138,19 +145,40 @@ export class RecordChain {
 const conflictHasher = new RecordHasher();
 
 /**
- * The content hash (docs/integrity.md: everything but the place in the log) of an event's JSON,
- * stored or as received: what tells a retry of a stored event from another event under its id.
- * An erased field counts by its kept field hash, so an erased event and its retry still match.
- * Computed only where an id turned out to be taken (rare), never for every event.
+ * The event kept under an eventId, as a repeat of the id is compared with it: its content hash
+ * (docs/integrity.md: everything but the place in the log), its time, and how its fields are
+ * hashed (its salt, its erased fields' kept hashes).
  */
-export function contentHashOfJson(json: string, timestamp?: number): string {
-  const text = readEventText(json) ?? parsedRecord(json);
-  return conflictHasher.content(timestamp === undefined ? text : { ...text, timestamp }).hash;
+export interface ContentReference {
+  hash: string;
+  timestamp: number;
+  salt: string | undefined;
+  erased: CanonicalRecord['erased'];
 }
 
-/** The event time of an event's JSON (stored or as received). */
-export function timestampOfJson(json: string): number {
-  return (readEventText(json) ?? parsedRecord(json)).timestamp;
+/** The reference of a stored event's JSON. */
+export function storedContentReference(json: string): ContentReference {
+  const text = readEventText(json) ?? parsedRecord(json);
+  return { hash: conflictHasher.content(text).hash, timestamp: text.timestamp, salt: text.salt, erased: text.erased };
+}
+
+/** The reference of an event not stored yet (the first of a batch under its id). */
+export function encodedContentReference(event: EncodedEvent): ContentReference {
+  if (event.chainContent !== undefined) return { hash: event.chainContent.hash, timestamp: event.timestamp, salt: event.chainContent.salt, erased: undefined };
+  return storedContentReference(event.json);
+}
+
+/**
+ * The content hash of an event's JSON (as received) hashed as the reference's record is: with
+ * its salt — a retry got its own key at ingest, so its own content hash never equals the kept
+ * event's — and with the reference's kept hash for each field erased there (an erased value can
+ * no longer be compared, so an erased event and its retry still match). `timestamp` replaces
+ * the event's own time. What tells a retry of a stored event from another event under its id;
+ * computed only where an id turned out to be taken (rare), never for every event.
+ */
+export function contentHashAgainst(json: string, reference: ContentReference, timestamp?: number): string {
+  const text = readEventText(json) ?? parsedRecord(json);
+  return conflictHasher.content({ ...text, timestamp: timestamp ?? text.timestamp, salt: reference.salt, erased: reference.erased }).hash;
 }
 
 /** The head of a log whose last entry is `last` (undefined: an empty log). */

@@ -44,10 +44,12 @@ function readFromEnds(buf: Buffer): ReplicatedEntry | undefined {
   // Searched backwards from the id's end, so only the id's bytes are looked at, not the entry's.
   if (buf.lastIndexOf(BACKSLASH, idEnd) >= HEAD.length) return undefined;
   if (buf[buf.length - 1] !== CLOSE_BRACE) return undefined;
-  // Backwards from the closing brace, past the fixed-size chain fields when there are any
-  // (docs/integrity.md): `,"term":R`, `,"seq":S`, `,"ingestTs":I`, `,"timestamp":T`.
+  // Backwards from the closing brace, past the record's salt and the fixed-size chain fields when
+  // there are any (docs/integrity.md): `,"term":R`, `,"seq":S`, `,"ingestTs":I`, `,"timestamp":T`.
   const values: number[] = [];
-  let end = hasChainFields(buf) ? buf.length - CHAIN_FIELDS_BYTES : buf.length - 1;
+  const salt = saltMemberStart(buf);
+  const chainEnd = salt < 0 ? buf.length - 1 : salt;
+  let end = hasChainFields(buf, chainEnd) ? chainEnd + 1 - CHAIN_FIELDS_BYTES : buf.length - 1;
   for (const key of TAIL_KEYS) {
     let start = end;
     while (start > 0 && isDigit(buf[start - 1] as number)) start--;
@@ -68,20 +70,36 @@ function readFromEnds(buf: Buffer): ReplicatedEntry | undefined {
   return { eventId: buf.toString('utf8', HEAD.length, idEnd), timestamp, seq, ingestTs, term, bytes: buf };
 }
 
-/** `,"recordHash":"<64>","chainHash":"<64>","fieldCheck":"<56>"}`: the chain fields end every chained entry. */
+/** `,"recordHash":"<64>","chainHash":"<64>","fieldCheck":"<56>"}`: the chain fields end every chained entry (before its salt, when it has one). */
 const CHAIN_FIELD_KEYS = [Buffer.from(',"recordHash":"'), Buffer.from('","chainHash":"'), Buffer.from('","fieldCheck":"')] as const;
 const CHAIN_FIELD_LENGTHS = [64, 64, 56] as const;
 const CHAIN_FIELDS_BYTES = CHAIN_FIELD_KEYS.reduce((n, key, i) => n + key.length + (CHAIN_FIELD_LENGTHS[i] as number), 0) + 2;
 
-function hasChainFields(buf: Buffer): boolean {
-  let at = buf.length - CHAIN_FIELDS_BYTES;
+/** Whether the chain fields end just before `chainEnd` (the closing brace, or the salt member). */
+function hasChainFields(buf: Buffer, chainEnd: number): boolean {
+  let at = chainEnd + 1 - CHAIN_FIELDS_BYTES;
   if (at < HEAD.length) return false;
   for (let i = 0; i < CHAIN_FIELD_KEYS.length; i++) {
     const key = CHAIN_FIELD_KEYS[i] as Buffer;
     if (!bytesAt(buf, at, key)) return false;
     at += key.length + (CHAIN_FIELD_LENGTHS[i] as number);
   }
-  return buf[at] === 0x22 && buf[at + 1] === CLOSE_BRACE;
+  return buf[at] === QUOTE && at + 1 === chainEnd;
+}
+
+const SALT_KEY = Buffer.from(',"salt":"');
+/** 1 at each byte a stored salt holds (base64url and `.`). */
+const IS_SALT_BYTE = new Uint8Array(256);
+for (const c of Buffer.from('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.')) IS_SALT_BYTE[c] = 1;
+
+/** Where `,"salt":"…"` starts when it ends just before the closing brace, or -1. */
+function saltMemberStart(buf: Buffer): number {
+  const close = buf.length - 2;
+  if (buf[close] !== QUOTE) return -1;
+  let i = close;
+  while (i > 0 && IS_SALT_BYTE[buf[i - 1] as number] === 1) i--;
+  const at = i - SALT_KEY.length;
+  return i === close || at < 0 || !bytesAt(buf, at, SALT_KEY) ? -1 : at;
 }
 
 function bytesAt(buf: Buffer, at: number, expected: Uint8Array): boolean {

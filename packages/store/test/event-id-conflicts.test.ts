@@ -1,10 +1,12 @@
 // Goal: an event whose eventId is already stored is a retry (a duplicate) only when its content
 // is the stored event's; with other content it is a conflict, refused and reported with both
-// content hashes, and the event stored first stays. Erased fields count by their kept hashes.
+// content hashes, and the event stored first stays. Each record is hashed under a key of its own
+// (a retry gets another at ingest), so a repeat is compared under the kept event's salts; an
+// erased field can no longer be compared (its salt is gone) and counts as equal.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { canonicalContent, encodeErasureDetails, ERASED_MARKER, INTEGRITY_ACTIONS, RecordHasher } from '@auditlake/integrity';
+import { canonicalContent, encodeErasureDetails, ERASED_MARKER, INTEGRITY_ACTIONS, newSaltKey, RecordHasher } from '@auditlake/integrity';
 import { encodeEvent, SELF_SOURCE, type AuditEvent, type EncodedEvent } from '@auditlake/model';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { AuditStore } from '../src/index.js';
@@ -22,11 +24,17 @@ function ev(eventId: string, overrides: Partial<AuditEvent> = {}): AuditEvent {
 }
 
 const hasher = new RecordHasher();
-const contentHash = (event: AuditEvent) => hasher.content(canonicalContent(event)).hash;
+/** An event's content hash under a record's salt (none: unsalted, a store without the chain). */
+const contentHash = (event: AuditEvent, salt: string | undefined) => hasher.content({ ...canonicalContent(event), salt }).hash;
 
-/** As ingest encodes it when the store keeps the chain: with its content part computed. */
+/** As ingest encodes it when the store keeps the chain: with its content part computed, under a new key. */
 function ingested(event: AuditEvent): EncodedEvent {
-  return { ...encodeEvent(event), chainContent: hasher.contentOfValues(event) };
+  const salt = newSaltKey();
+  return { ...encodeEvent(event), chainContent: { ...hasher.contentOfValues(event, salt), salt } };
+}
+
+async function saltOf(store: AuditStore, eventId: string): Promise<string | undefined> {
+  return (await store.getByEventId(eventId))?.salt;
 }
 
 describe.each([
@@ -43,7 +51,9 @@ describe.each([
     const real = await store.append([original, ev('y')]);
     expect(real.stored.map((s) => s.eventId)).toEqual(['y']);
     expect(real.duplicates).toBe(0);
-    expect(real.conflicts).toEqual([{ eventId: 'x', storedHash: contentHash(forged), refusedHash: contentHash(original) }]);
+    const salt = await saltOf(store, 'x');
+    expect(salt === undefined).toBe(!chain);
+    expect(real.conflicts).toEqual([{ eventId: 'x', storedHash: contentHash(forged, salt), refusedHash: contentHash(original, salt) }]);
     // First writer wins: the log holds the event stored first, once.
     expect(await store.getByEventId('x')).toMatchObject({ userId: 'mallory', seq: 1 });
   });
@@ -55,7 +65,8 @@ describe.each([
     const result = await store.appendEncoded([first, second, first].map(encodeEvent));
     expect(result.stored.map((s) => [s.eventId, s.seq])).toEqual([['d', 1]]);
     expect(result.duplicates).toBe(1);
-    expect(result.conflicts).toEqual([{ eventId: 'd', storedHash: contentHash(first), refusedHash: contentHash(second) }]);
+    const salt = await saltOf(store, 'd');
+    expect(result.conflicts).toEqual([{ eventId: 'd', storedHash: contentHash(first, salt), refusedHash: contentHash(second, salt) }]);
     expect(await store.getByEventId('d')).toMatchObject({ decision: 'ALLOW' });
   });
 
@@ -82,14 +93,19 @@ describe('eventId conflicts against an erased event', () => {
     const store = await openStore(true);
     const original = ev('secret', { userId: 'bob', query: 'SELECT ssn FROM people' });
     await store.appendEncoded([ingested(original)]);
+    const salt = await saltOf(store, 'secret');
     const details = encodeErasureDetails({ v: 1, fields: ['userId', 'query'], records: [{ eventId: 'secret', seq: 1 }] });
     await store.append([{ ...ev('erase-1'), source: SELF_SOURCE, action: INTEGRITY_ACTIONS.erase, details }]);
     expect(await store.getByEventId('secret')).toMatchObject({ userId: ERASED_MARKER, query: ERASED_MARKER });
     // A retry, as ingest encodes it (content part computed at parse) and as a forward carries it (JSON only).
     expect(await store.appendEncoded([ingested(original)])).toEqual({ stored: [], duplicates: 1, conflicts: [] });
     expect(await store.appendEncoded([encodeEvent(original)])).toEqual({ stored: [], duplicates: 1, conflicts: [] });
-    const other = ev('secret', { userId: 'bob', query: 'SELECT 2' });
-    expect(await store.appendEncoded([ingested(other)])).toEqual({ stored: [], duplicates: 0, conflicts: [{ eventId: 'secret', storedHash: contentHash(original), refusedHash: contentHash(other) }] });
+    // Other content in a field not erased: a conflict, both hashes as the record's salts give them.
+    const other = ev('secret', { userId: 'bob', query: 'SELECT ssn FROM people', resource: 'r2' });
+    expect(await store.appendEncoded([ingested(other)])).toEqual({ stored: [], duplicates: 0, conflicts: [{ eventId: 'secret', storedHash: contentHash(original, salt), refusedHash: contentHash(other, salt) }] });
+    // Other content only in an erased field cannot be told from the original: that would need the
+    // erased value's salt, and a salt kept for it would confirm a guess of the value.
+    expect(await store.appendEncoded([ingested(ev('secret', { userId: 'mallory', query: 'SELECT 2' }))])).toEqual({ stored: [], duplicates: 1, conflicts: [] });
   });
 });
 
@@ -101,12 +117,15 @@ describe('knownRepeats (a node that does not order: what its replica and the req
     const forgedX = ev('x', { action: 'data:Drop' });
     const first = ev('n', { details: 'first' });
     const second = ev('n', { details: 'second' });
-    const result = await store.knownRepeats([ingested(stored), ingested(forgedX), ingested(first), ingested(second), encodeEvent(first), ingested(ev('m'))]);
+    const firstIngested = ingested(first);
+    const result = await store.knownRepeats([ingested(stored), ingested(forgedX), firstIngested, ingested(second), encodeEvent(first), ingested(ev('m'))]);
+    const saltX = await saltOf(store, 'x');
+    const saltN = firstIngested.chainContent?.salt;
     expect(result).toEqual({
       duplicates: 2,
       conflicts: [
-        { eventId: 'x', storedHash: contentHash(stored), refusedHash: contentHash(forgedX) },
-        { eventId: 'n', storedHash: contentHash(first), refusedHash: contentHash(second) },
+        { eventId: 'x', storedHash: contentHash(stored, saltX), refusedHash: contentHash(forgedX, saltX) },
+        { eventId: 'n', storedHash: contentHash(first, saltN), refusedHash: contentHash(second, saltN) },
       ],
     });
     expect(await store.knownRepeats([ingested(ev('new'))])).toEqual({ duplicates: 0, conflicts: [] });

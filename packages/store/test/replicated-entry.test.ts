@@ -67,6 +67,17 @@ describe('readReplicatedEntry', () => {
     } finally {
       parse.mockRestore();
     }
+    // Salted (content format v3): the record's salt follows the chain fields, a key or the salts an erasure kept.
+    for (const salt of ['AAECAwQFBgcICQoLDA0ODw', `.${'A'.repeat(16)}.${'B'.repeat(16)}..${'_-'.repeat(8)}`, '....']) {
+      const salted = Buffer.from(chained(event('salted-1'), 79).toString('utf8').slice(0, -1) + `,"salt":"${salt}"}`);
+      const spy = vi.spyOn(JSON, 'parse');
+      try {
+        expect(readReplicatedEntry(salted)).toMatchObject({ eventId: 'salted-1', timestamp: 1_700_000_000_000, ingestTs: 5, seq: 79, term: 2 });
+        expect(spy).not.toHaveBeenCalled();
+      } finally {
+        spy.mockRestore();
+      }
+    }
     // A chain field of another length is not the fixed layout: parsed in full, still right.
     const odd = Buffer.from(chained(event('odd'), 78).toString('utf8').replace('"fieldCheck":"c', '"fieldCheck":"'));
     expect(readReplicatedEntry(odd)).toMatchObject({ eventId: 'odd', seq: 78 });
