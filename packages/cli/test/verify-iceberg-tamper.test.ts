@@ -179,6 +179,21 @@ describe('a tampered Iceberg tier fails offline verify with the right words', ()
     }
   });
 
+  it('a changed salt (the record key K, content format v3) is an altered record naming the salt; removing it too', async () => {
+    try {
+      const { path, rows } = await fileWith(12);
+      const salt = rows.find((row) => row.seq === 12)?.salt as string;
+      expect(salt).toMatch(/^[A-Za-z0-9_-]{22}$/);
+      await rewriteDataFile(path, rows.map((row) => (row.seq === 12 ? { ...row, salt: `${salt[0] === 'A' ? 'B' : 'A'}${salt.slice(1)}` } : row)));
+      expect((await verifyHistory(offline())).message).toBe('altered record at seq 12 (eventId ev-10): field salt changed');
+      const { salt: _removed, ...unsalted } = rows.find((row) => row.seq === 12) as (typeof rows)[number];
+      await rewriteDataFile(path, rows.map((row) => (row.seq === 12 ? unsalted : row)));
+      expect((await verifyHistory(offline())).message).toBe('altered record at seq 12 (eventId ev-10): field salt changed');
+    } finally {
+      await restore();
+    }
+  });
+
   it('a row removed by rewriting its data file is missing records', async () => {
     try {
       const { path, rows } = await fileWith(14);

@@ -118,7 +118,7 @@ async function duckdbRows(source: TierSource, objects: ObjectStore): Promise<Arr
     connection.closeSync();
     instance.closeSync();
   });
-  return (await connection.runAndReadAll(`SELECT event_id, user_id, query FROM read_parquet([${paths.map((p) => `'${p}'`).join(',')}]) ORDER BY event_id`)).getRowObjectsJson();
+  return (await connection.runAndReadAll(`SELECT event_id, user_id, query, erased, salt FROM read_parquet([${paths.map((p) => `'${p}'`).join(',')}]) ORDER BY event_id`)).getRowObjectsJson();
 }
 
 interface Mode {
@@ -233,6 +233,22 @@ describe.each(MODES)('erasure of tiered records, $mode tier', (mode) => {
     expect(new Set(rows.map((r) => r['event_id'])).size).toBe(head);
     for (const id of ['old-1-2', 'new-0']) expect(rows.find((r) => r['event_id'] === id)).toMatchObject({ user_id: MARKER, query: MARKER });
     expect(rows.find((r) => r['event_id'] === 'old-1-3')).toMatchObject({ user_id: token('old-1-3', 'user'), query: token('old-1-3', 'query') });
+    // The tier keeps no way to confirm a guess of an erased value: its key K is gone, the salts of
+    // the erased fields too, and a kept hash is neither the value's plain hash nor a salted one
+    // under any salt kept. A record not erased keeps its key.
+    expect(rows.find((r) => r['event_id'] === 'old-1-3')?.['salt']).toMatch(/^[A-Za-z0-9_-]{22}$/);
+    for (const id of ['old-1-2', 'new-0']) {
+      const row = rows.find((r) => r['event_id'] === id) as Record<string, unknown>;
+      const salts = (row['salt'] as string).split('.');
+      expect(salts.map((salt) => salt.length)).toEqual([0, 16, 16, 0, 16]);
+      const kept = Object.values(JSON.parse(row['erased'] as string) as Record<string, string>);
+      expect(kept).toHaveLength(2);
+      for (const field of ['user', 'query']) {
+        const guess = token(id, field);
+        const candidates = [createHash('sha256').update(guess).digest('hex'), ...salts.filter((s) => s !== '').map((s) => createHash('sha256').update(Buffer.from(s, 'base64url')).update(guess).digest('hex'))];
+        for (const candidate of candidates) expect(kept).not.toContain(candidate);
+      }
+    }
 
     if (mode.mode === 'iceberg') {
       // icebird, through the table's metadata, pointed at the embedded endpoint.

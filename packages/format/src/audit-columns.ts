@@ -25,10 +25,11 @@ export interface AuditColumn {
 }
 
 /**
- * The tiered columns in file order. Field ids are 1..20 in this order and never change:
+ * The tiered columns in file order. Field ids are 1..21 in this order and never change:
  * an id, once written to a data file, is what every Iceberg reader resolves the column by.
  * New columns get new ids appended; an existing id is never reused or renumbered. Ids 13..20
- * came with the record chain (docs/integrity.md): optional, null in files written before.
+ * came with the record chain (docs/integrity.md), id 21 with salted field hashes (content
+ * format v3): optional, null in files written before.
  */
 export const AUDIT_COLUMNS = [
   { name: 'event_id', fieldId: 1, icebergType: 'string', required: true, doc: 'Event id, the same as the local record' },
@@ -51,6 +52,7 @@ export const AUDIT_COLUMNS = [
   { name: 'chain_hash', fieldId: 18, icebergType: 'string', required: false, evolved: true, doc: 'SHA-256 chaining the record to all before it (hex)' },
   { name: 'field_check', fieldId: 19, icebergType: 'string', required: false, evolved: true, doc: 'Per-field checks naming an altered field (hex)' },
   { name: 'erased', fieldId: 20, icebergType: 'string', required: false, evolved: true, doc: 'Kept field hashes of erased fields (JSON), null when none' },
+  { name: 'salt', fieldId: 21, icebergType: 'string', required: false, evolved: true, doc: "The record's salt key (base64url), or the salts an erasure kept; null before v3" },
 ] as const satisfies readonly AuditColumn[];
 
 /** The name of a tiered column. */
@@ -81,7 +83,7 @@ export type TieredEvent = Omit<StoredEvent, 'seq' | 'term'> & { seq?: number; te
 
 /** The columns a search reads: the event itself, not its chain fields. */
 export const EVENT_COLUMNS: readonly AuditColumnName[] = AUDIT_COLUMNS.map((column) => column.name).filter(
-  (name) => !['seq', 'term', 'record_hash', 'chain_hash', 'field_check', 'erased'].includes(name),
+  (name) => !['seq', 'term', 'record_hash', 'chain_hash', 'field_check', 'erased', 'salt'].includes(name),
 );
 
 /**
@@ -111,6 +113,8 @@ export interface AuditRow {
   field_check: string | null;
   /** JSON of the kept field hashes, by field name. */
   erased: string | null;
+  /** The record's salt as stored (docs/integrity.md, "Salted field hashes"). */
+  salt: string | null;
 }
 
 /**
@@ -176,6 +180,7 @@ export function toRow(event: TieredEvent): AuditRow {
     chain_hash: event.chainHash ?? null,
     field_check: event.fieldCheck ?? null,
     erased: event.erased === undefined || Object.keys(event.erased).length === 0 ? null : JSON.stringify(event.erased),
+    salt: event.salt ?? null,
   };
 }
 
@@ -202,6 +207,7 @@ export function fromRow(row: AuditRow): TieredEvent {
   if (row.chain_hash !== null) event.chainHash = row.chain_hash;
   if (row.field_check !== null) event.fieldCheck = row.field_check;
   if (row.erased !== null) event.erased = JSON.parse(row.erased) as Record<string, string>;
+  if (row.salt !== null) event.salt = row.salt;
   return event;
 }
 

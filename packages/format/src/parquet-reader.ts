@@ -85,6 +85,7 @@ const EVENT_FIELD = {
   chain_hash: 'chainHash',
   field_check: 'fieldCheck',
   erased: 'erased',
+  salt: 'salt',
 } as const satisfies Record<AuditColumnName, keyof TieredEvent>;
 
 /** Columns added by schema evolution: absent from older files, read as absent there. */
@@ -212,6 +213,8 @@ export interface AuditFileColumns {
   chainHash: ReadonlyArray<string | undefined>;
   fieldCheck: ReadonlyArray<string | undefined>;
   erased: ReadonlyArray<Record<string, string> | undefined>;
+  /** undefined for a record hashed unsalted (content format v2), or a file from before the column. */
+  salt: ReadonlyArray<string | undefined>;
 }
 
 /**
@@ -363,6 +366,7 @@ function columnsOf({ rowCount, values }: RawColumns): AuditFileColumns {
     chainHash: optional('chain_hash', stringOf),
     fieldCheck: optional('field_check', stringOf),
     erased: optional('erased', (name, value) => erasedOf(stringOf(name, value))),
+    salt: optional('salt', stringOf),
   };
 }
 
@@ -541,6 +545,7 @@ function eventOf(row: Record<string, unknown>, columns: readonly AuditColumnName
       case 'record_hash':
       case 'chain_hash':
       case 'field_check':
+      case 'salt':
         if (value !== null && value !== undefined) event[EVENT_FIELD[name]] = stringOf(name, value);
         break;
       case 'erased':

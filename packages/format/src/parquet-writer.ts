@@ -96,6 +96,7 @@ const STRING_VALUE: { readonly [Name in StringColumnName]: (row: AuditRow) => Au
   chain_hash: (row) => row.chain_hash,
   field_check: (row) => row.field_check,
   erased: (row) => row.erased,
+  salt: (row) => row.salt,
 };
 
 /**

@@ -103,10 +103,10 @@ describe('DuckDB read_parquet of a tiered file', () => {
     expect(mismatch?.['n']).toBe(0n);
   });
 
-  it('reads the field ids 1..20 from the schema', async () => {
+  it('reads the field ids 1..21 from the schema', async () => {
     const schema = await query('SELECT name, field_id FROM parquet_schema($1) WHERE field_id IS NOT NULL');
     expect(schema.map((row) => [row['name'], Number(row['field_id'])])).toEqual(
-      ['event_id', 'source', 'user_id', 'action', 'resource', 'tables', 'query', 'details', 'ts', 'event_time', 'decision', 'ingest_ts', 'seq', 'term', 'source_id', 'source_seq', 'record_hash', 'chain_hash', 'field_check', 'erased'].map(
+      ['event_id', 'source', 'user_id', 'action', 'resource', 'tables', 'query', 'details', 'ts', 'event_time', 'decision', 'ingest_ts', 'seq', 'term', 'source_id', 'source_seq', 'record_hash', 'chain_hash', 'field_check', 'erased', 'salt'].map(
         (name, i) => [name, i + 1],
       ),
     );

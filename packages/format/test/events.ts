@@ -64,6 +64,8 @@ export function buildEvents(seed: number, options: EventOptions): StoredEvent[] 
       ...(random() < 0.9 ? { recordHash: hex(random, 64), chainHash: hex(random, 64), fieldCheck: hex(random, 56) } : {}),
       ...(random() < 0.3 ? { sourceId: `plugin-${Math.floor(random() * 3)}`, sourceSeq: i } : {}),
       ...(random() < 0.05 ? { erased: { query: hex(random, 64) } } : {}),
+      // A record's salt (content format v3): a key K, base64url.
+      ...(random() < 0.7 ? { salt: Buffer.from(hex(random, 32), 'hex').toString('base64url') } : {}),
     });
   }
   // Shuffle (Fisher–Yates) so the writer's sort is exercised.

@@ -273,7 +273,7 @@ describe('manifest', () => {
       expect(file['file_format']).toBe('PARQUET');
       expect(file['record_count']).toBe(dayEvents.length);
       expect(file['file_size_in_bytes']).toBe(parquet.byteLength);
-      const ids = Array.from({ length: 20 }, (_, i) => i + 1);
+      const ids = Array.from({ length: 21 }, (_, i) => i + 1);
       expect(file['value_counts']).toEqual(ids.map((key) => ({ key, value: dayEvents.length })));
       expect(file['null_value_counts']).toEqual(ids.map((key) => ({ key, value: nullsOf(key, dayEvents) })));
       expect(file['nan_value_counts']).toBeNull();
@@ -440,6 +440,7 @@ function nullsOf(fieldId: number, events: readonly StoredEvent[]): number {
     18: (e) => e.chainHash === undefined,
     19: (e) => e.fieldCheck === undefined,
     20: (e) => e.erased === undefined,
+    21: (e) => e.salt === undefined,
   };
   const test = absent[fieldId];
   return test === undefined ? 0 : events.filter(test).length;

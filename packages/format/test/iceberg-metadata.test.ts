@@ -38,6 +38,7 @@ const NOTES_FIELDS = [
   [18, 'chain_hash', false, 'string'],
   [19, 'field_check', false, 'string'],
   [20, 'erased', false, 'string'],
+  [21, 'salt', false, 'string'],
 ] as const;
 
 function append(metadata: IcebergTableMetadata, version: number, overrides: Partial<AppendSnapshotOptions> = {}): IcebergTableMetadata {
@@ -68,7 +69,7 @@ describe('newTableMetadata', () => {
       location: LOCATION,
       'last-sequence-number': 0,
       'last-updated-ms': T0,
-      'last-column-id': 20,
+      'last-column-id': 21,
       'current-schema-id': 0,
       'default-spec-id': 0,
       'partition-specs': [{ 'spec-id': 0, fields: [{ name: 'event_time_day', transform: 'day', 'source-id': 10, 'field-id': 1000 }] }],

@@ -28,31 +28,40 @@ import { startObjectServer, type ObjectServer } from './object-server.js';
 
 const OLD_IDS = 12;
 
-/** Metadata as the writer made it before the chain columns: 12 fields, last-column-id 12. */
-function oldTableMetadata(location: string): IcebergTableMetadata {
+/** Metadata as the writer made it before the chain columns: 12 fields, last-column-id 12 (or `ids` fields). */
+function oldTableMetadata(location: string, ids = OLD_IDS): IcebergTableMetadata {
   const metadata = newTableMetadata({ location, tableUuid: '9c6f2b1e-4f0a-4c57-9a1e-2b7d3f1a8c40', nowMs: 1_767_225_600_000 });
   const schema = metadata.schemas[0]!;
-  const fields = schema.fields.filter((field) => field.id <= OLD_IDS);
+  const fields = schema.fields.filter((field) => field.id <= ids);
   return {
     ...metadata,
-    'last-column-id': OLD_IDS,
+    'last-column-id': ids,
     schemas: [{ ...schema, fields }],
     properties: { ...metadata.properties, 'schema.name-mapping.default': JSON.stringify(fields.map((f) => ({ 'field-id': f.id, names: [f.name] }))) },
   };
 }
 
 describe('evolveToAuditSchema', () => {
+  it('adds the salt column (id 21) to a table of the chain layout (ids 1..20), as it added the chain columns', () => {
+    const chained = oldTableMetadata('s3://b/wh/ns/t', 20);
+    const evolved = evolveToAuditSchema(chained);
+    expect(evolved['current-schema-id']).toBe(1);
+    expect(evolved['last-column-id']).toBe(21);
+    expect(currentSchema(evolved).fields.slice(20)).toEqual([{ id: 21, name: 'salt', required: false, type: 'string', doc: expect.any(String) as unknown }]);
+    expect(currentSchema(evolved).fields.slice(0, 20)).toEqual(chained.schemas[0]?.fields);
+  });
+
   it('adds the missing columns as optional fields with their ids in a new current schema', () => {
     const old = oldTableMetadata('s3://b/wh/ns/t');
     const evolved = evolveToAuditSchema(old);
     expect(evolved.schemas).toHaveLength(2);
     expect(evolved['current-schema-id']).toBe(1);
-    expect(evolved['last-column-id']).toBe(20);
+    expect(evolved['last-column-id']).toBe(21);
     expect(evolved.schemas[0]).toEqual(old.schemas[0]);
     const schema = currentSchema(evolved);
     expect(schema.fields.map((f) => [f.id, f.name])).toEqual(AUDIT_COLUMNS.map((c) => [c.fieldId, c.name]));
     expect(schema.fields.filter((f) => f.id > OLD_IDS).every((f) => !f.required)).toBe(true);
-    expect(JSON.parse(evolved.properties['schema.name-mapping.default'] ?? '')).toHaveLength(20);
+    expect(JSON.parse(evolved.properties['schema.name-mapping.default'] ?? '')).toHaveLength(21);
     // Nothing to add: the same metadata back.
     expect(evolveToAuditSchema(evolved)).toBe(evolved);
     expect(evolveToAuditSchema(newTableMetadata({ location: 's3://b/x', tableUuid: '9c6f2b1e-4f0a-4c57-9a1e-2b7d3f1a8c41', nowMs: 1 }))['current-schema-id']).toBe(0);
@@ -119,7 +128,7 @@ describe('a table evolved between two appends', () => {
     const onlyOld = <T extends { key: number }>(list: T[] | null) => list?.filter((entry) => entry.key <= OLD_IDS) ?? null;
     const oldDataFile = { ...described, value_counts: onlyOld(described.value_counts), null_value_counts: onlyOld(described.null_value_counts), lower_bounds: onlyOld(described.lower_bounds), upper_bounds: onlyOld(described.upper_bounds) };
     const first = commit(v1, 1, [oldDataFile], [], 11);
-    // Evolved, then the new writer's file with all 20 columns.
+    // Evolved, then the new writer's file with all 21 columns.
     const evolved = evolveToAuditSchema(first.next);
     const newPath = `${location}/data/new.parquet`;
     const newBytes = encodeAuditParquet(newEvents, { kvMetadata: icebergParquetKvMetadata(currentSchema(evolved)) });
@@ -138,7 +147,7 @@ describe('a table evolved between two appends', () => {
     const old = rows.filter((row) => !(row['event_id'] as string).endsWith('-new'));
     const fresh = rows.filter((row) => (row['event_id'] as string).endsWith('-new'));
     expect(old).toHaveLength(oldEvents.length);
-    for (const row of old) for (const column of ['seq', 'term', 'record_hash', 'chain_hash', 'field_check', 'erased', 'source_id', 'source_seq']) expect(row[column] ?? null).toBeNull();
+    for (const row of old) for (const column of ['seq', 'term', 'record_hash', 'chain_hash', 'field_check', 'erased', 'salt', 'source_id', 'source_seq']) expect(row[column] ?? null).toBeNull();
     expect(fresh.map((row): [number, unknown] => [Number(row['seq']), row['record_hash'] as unknown]).sort()).toEqual(newEvents.map((e) => [e.seq, e.recordHash]).sort());
   });
 

@@ -89,6 +89,7 @@ function eventOf(row: Record<string, unknown>): TieredEvent & { eventTimeMs: num
     ...(row['chain_hash'] === null ? {} : { chainHash: row['chain_hash'] as string }),
     ...(row['field_check'] === null ? {} : { fieldCheck: row['field_check'] as string }),
     ...(row['erased'] === null ? {} : { erased: JSON.parse(row['erased'] as string) as Record<string, string> }),
+    ...(row['salt'] === null ? {} : { salt: row['salt'] as string }),
   };
 }
 

@@ -1,4 +1,4 @@
-// Goal: a written file carries what Iceberg readers need: field ids 1..20 with the column names, STRING/INT64 types, event_time as TIMESTAMP(UTC, MICROS), repetition per the column list, GZIP, and min/max/null-count statistics.
+// Goal: a written file carries what Iceberg readers need: field ids 1..21 with the column names, STRING/INT64 types, event_time as TIMESTAMP(UTC, MICROS), repetition per the column list, GZIP, and min/max/null-count statistics.
 import { parquetMetadata, type FileMetaData } from 'hyparquet';
 import { describe, expect, it } from 'vitest';
 import { AUDIT_COLUMNS } from '../src/audit-columns.js';
@@ -13,15 +13,15 @@ const bytes = encodeAuditParquet(events, { rowGroupSize: 300 });
 // Raw metadata: timestamps left as their INT64 micros so bounds compare exactly.
 const metadata: FileMetaData = parquetMetadata(bytes, { parsers: { timestampFromMicroseconds: (micros: bigint) => micros } });
 
-const NAMES = ['event_id', 'source', 'user_id', 'action', 'resource', 'tables', 'query', 'details', 'ts', 'event_time', 'decision', 'ingest_ts', 'seq', 'term', 'source_id', 'source_seq', 'record_hash', 'chain_hash', 'field_check', 'erased'];
+const NAMES = ['event_id', 'source', 'user_id', 'action', 'resource', 'tables', 'query', 'details', 'ts', 'event_time', 'decision', 'ingest_ts', 'seq', 'term', 'source_id', 'source_seq', 'record_hash', 'chain_hash', 'field_check', 'erased', 'salt'];
 const LONGS = ['ts', 'ingest_ts', 'seq', 'term', 'source_seq'];
-const OPTIONAL_NULLABLE = new Set(['source_id', 'source_seq', 'record_hash', 'chain_hash', 'field_check', 'erased']);
+const OPTIONAL_NULLABLE = new Set(['source_id', 'source_seq', 'record_hash', 'chain_hash', 'field_check', 'erased', 'salt']);
 const REQUIRED = new Set(['event_id', 'source', 'user_id', 'action', 'ts', 'event_time', 'ingest_ts']);
 
 describe('tiered Parquet schema', () => {
-  it('has the 20 columns in order with field ids 1..20', () => {
+  it('has the 21 columns in order with field ids 1..21', () => {
     const [root, ...columns] = metadata.schema;
-    expect(root?.num_children).toBe(20);
+    expect(root?.num_children).toBe(21);
     expect(columns.map((c) => c.name)).toEqual(NAMES);
     expect(columns.map((c) => c.field_id)).toEqual(NAMES.map((_, i) => i + 1));
     expect(AUDIT_COLUMNS.map((c) => [c.name, c.fieldId])).toEqual(NAMES.map((name, i) => [name, i + 1]));
