@@ -1,7 +1,6 @@
-import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { ERASED_MARKER, tablesText, type ErasableField, type HashedField } from './record-fields.js';
 import { fieldHash } from './record-hasher.js';
-import { keptSaltText, parseSalt, saltIndex } from './record-salt.js';
+import { keptSaltText, parseSalt, randomFieldSalt, saltIndex } from './record-salt.js';
 
 /** The fields erasure touches on a record, whatever copy it is (stored event, tiered row). */
 export interface ErasableRecord {
@@ -24,18 +23,21 @@ export interface ErasableRecord {
  * its key K is replaced by the salts of the fields not erased (so they still verify), and a
  * kept hash can no longer be recomputed from a guessed value. A v2 record has no salt: its kept
  * hash is the plain SHA-256 of the value, as before salts existed.
- * Throws AUDIT_INTEGRITY_MISMATCH for a salt that cannot be read or lacks a field to erase.
+ *
+ * A salt that cannot be used (altered: the record no longer verifies anyway) does not stop the
+ * erasure — this runs where every copy of the log applies an erasure record, and the value must
+ * go: such a field's kept hash is salted with a salt drawn here and dropped, so nothing confirms
+ * a guess of it.
  */
 export function eraseRecordFields<T extends ErasableRecord>(record: T, fields: readonly ErasableField[]): T | undefined {
   const erased: Record<string, string> = { ...(record.erased as Record<string, string> | undefined) };
   const next: T = { ...record };
-  const salts = record.salt === undefined ? undefined : [...saltsOf(record)];
+  const salts = record.salt === undefined ? undefined : parseSalt(record.salt)?.salts.slice();
   let changed = false;
   for (const field of fields) {
     if (erased[field] !== undefined) continue;
     const at = saltIndex(field);
-    const salt = salts?.[at];
-    if (salts !== undefined && salt === undefined) throw unreadableSalt(record, `it keeps no salt for ${field}, which is not erased`);
+    const salt = record.salt === undefined ? undefined : (salts?.[at] ?? randomFieldSalt());
     if (field === 'tables') {
       erased[field] = fieldHash(tablesText(record.tables), salt);
       next.tables = [ERASED_MARKER];
@@ -50,18 +52,4 @@ export function eraseRecordFields<T extends ErasableRecord>(record: T, fields: r
   next.erased = erased;
   if (salts !== undefined) next.salt = keptSaltText(salts);
   return next;
-}
-
-function saltsOf(record: ErasableRecord): ReadonlyArray<Buffer | undefined> {
-  const parsed = parseSalt(record.salt as string);
-  if (parsed === undefined) throw unreadableSalt(record, 'it is neither a key nor kept field salts');
-  return parsed.salts;
-}
-
-function unreadableSalt(record: ErasableRecord, why: string): AuditError {
-  const id = (record as { eventId?: unknown }).eventId;
-  return new AuditError(
-    AuditErrorCode.INTEGRITY_MISMATCH,
-    `cannot erase ${typeof id === 'string' ? `event ${id}` : 'a record'}: its salt is unusable (${why}); run auditlake verify to find what altered it`,
-  );
 }

@@ -71,7 +71,7 @@ export interface CanonicalRecord {
    * The record's salt as stored (record-salt.ts): its key K, or the field salts an erasure
    * kept. undefined for a record of content format v2 (written before salts), hashed unsalted.
    */
-  salt: string | undefined;
+  salt?: string | undefined;
 }
 
 /** The values of a record, as a stored event or a tiered row gives them. */

@@ -26,7 +26,7 @@ export function chainHash(previousChainHash: string, recordHash: string): string
  * prefix goes in: the record preimage holds the eight field hashes in a fixed order, which is
  * what ties each to its field.
  */
-export function fieldHash(text: string, salt?: Uint8Array): string {
+export function fieldHash(text: string, salt?: string): string {
   return salt === undefined ? sha256Hex(text) : saltedFieldHash(salt, text);
 }
 
@@ -132,10 +132,11 @@ export class RecordHasher {
 
   /**
    * The content part of an event's values, as ingest has them: the same as
-   * `content(canonicalContent(values))` without building the canonical form first.
+   * `content(canonicalContent(values))` without building the canonical form first. `salt`: the
+   * record's salt when not among the values (ingest draws a key for each event; no spread).
    */
-  contentOfValues(values: ContentValues): RecordContent {
-    if (values.erased !== undefined) return this.content(canonicalContent(values));
+  contentOfValues(values: ContentValues, salt: string | undefined = values.salt): RecordContent {
+    if (values.erased !== undefined) return this.content({ ...canonicalContent(values), salt });
     return this.contentOfTexts(
       values.timestamp,
       stringText(values.eventId),
@@ -149,7 +150,7 @@ export class RecordHasher {
       tablesText(values.tables),
       values.query,
       values.details,
-      values.salt,
+      salt,
     );
   }
 
@@ -231,14 +232,14 @@ export class RecordHasher {
       const texts = { userId, source, action, resource, decision, tables, query, details };
       return this.#contentGeneral({ timestamp, eventIdText, sourceIdText, sourceSeqText, texts, erased: undefined, salt });
     }
-    const userHash = saltedFieldHash(salts[0] as Buffer, userId);
+    const userHash = saltedFieldHash(salts[0] as string, userId);
     const sourceHash = this.#source.get(source);
     const actionHash = this.#action.get(action);
-    const resourceHash = saltedFieldHash(salts[1] as Buffer, resource);
+    const resourceHash = saltedFieldHash(salts[1] as string, resource);
     const decisionHash = this.#decision.get(decision);
-    const tablesHash = saltedFieldHash(salts[2] as Buffer, tables);
-    const queryHash = saltedFieldHash(salts[3] as Buffer, query);
-    const detailsHash = saltedFieldHash(salts[4] as Buffer, details);
+    const tablesHash = saltedFieldHash(salts[2] as string, tables);
+    const queryHash = saltedFieldHash(salts[3] as string, query);
+    const detailsHash = saltedFieldHash(salts[4] as string, details);
     const timestampText = String(timestamp);
     const fieldHashes = `${userHash}${sourceHash.digest}${actionHash.digest}${resourceHash}${decisionHash.digest}${tablesHash}${queryHash}${detailsHash}`;
     // Joined, as in contentOfTexts.
@@ -349,16 +350,16 @@ export class RecordHasher {
     details: string,
     storedRecordHash: string,
     check: string,
-    salts: readonly Buffer[],
+    salts: readonly string[],
   ): boolean {
-    const userHash = saltedFieldHash(salts[0] as Buffer, userId);
+    const userHash = saltedFieldHash(salts[0] as string, userId);
     const sourceHash = this.#source.get(source);
     const actionHash = this.#action.get(action);
-    const resourceHash = saltedFieldHash(salts[1] as Buffer, resource);
+    const resourceHash = saltedFieldHash(salts[1] as string, resource);
     const decisionHash = this.#decision.get(decision);
-    const tablesHash = saltedFieldHash(salts[2] as Buffer, tables);
-    const queryHash = saltedFieldHash(salts[3] as Buffer, query);
-    const detailsHash = saltedFieldHash(salts[4] as Buffer, details);
+    const tablesHash = saltedFieldHash(salts[2] as string, tables);
+    const queryHash = saltedFieldHash(salts[3] as string, query);
+    const detailsHash = saltedFieldHash(salts[4] as string, details);
     const timestampText = String(timestamp);
     const termText = String(term);
     const ingestTsText = String(ingestTs);
@@ -412,7 +413,7 @@ export class RecordHasher {
       let digest: string;
       if (kept !== undefined) digest = kept;
       else if (record.salt === undefined || at < 0) digest = sha256Hex(texts[name]);
-      else digest = saltedFieldHash(salts?.[at] ?? EMPTY, texts[name]);
+      else digest = saltedFieldHash(salts?.[at] ?? '', texts[name]);
       hashes += digest;
       check += !valid && at >= 0 ? INVALID_CHECK : digest.slice(0, 4);
     }
@@ -491,8 +492,6 @@ function holdsFold(check: string, at: number, fold: number): boolean {
 function holdsPrefix(check: string, at: number, digest: string): boolean {
   return check.charCodeAt(at) === digest.charCodeAt(0) && check.charCodeAt(at + 1) === digest.charCodeAt(1) && check.charCodeAt(at + 2) === digest.charCodeAt(2) && check.charCodeAt(at + 3) === digest.charCodeAt(3);
 }
-
-const EMPTY = new Uint8Array(0);
 
 /** 4 hex digits per CHECKED_FIELDS entry. */
 const FIELD_CHECK_LENGTH = 4 * CHECKED_FIELDS.length;

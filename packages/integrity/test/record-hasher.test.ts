@@ -35,18 +35,19 @@ function fnvCheck(text: string): string {
 }
 
 /**
- * The field salts of a v3 record, the obvious way: its key K (22 base64url characters) through
- * SHA-512, cut into 12-byte salts for userId, resource, tables, query, details; or, once a field
- * was erased, the kept salts (16 base64url characters each, `.`-separated, empty when erased).
+ * The field salts of a v3 record, the obvious way: its key K (22 base64url characters) as bytes
+ * through SHA-512, cut into 12-byte salts for userId, resource, tables, query, details, each
+ * written as base64url (16 characters); or, once a field was erased, the kept salts
+ * (`.`-separated, empty when erased).
  */
-function referenceSalts(salt: string): Partial<Record<HashedField, Buffer>> {
-  const salts: Partial<Record<HashedField, Buffer>> = {};
+function referenceSalts(salt: string): Partial<Record<HashedField, string>> {
+  const salts: Partial<Record<HashedField, string>> = {};
   if (!salt.includes('.')) {
     const derived = createHash('sha512').update(Buffer.from(salt, 'base64url')).digest();
-    ERASABLE_FIELDS.forEach((name, i) => (salts[name] = derived.subarray(i * 12, i * 12 + 12)));
+    ERASABLE_FIELDS.forEach((name, i) => (salts[name] = derived.subarray(i * 12, i * 12 + 12).toString('base64url')));
   } else {
     salt.split('.').forEach((part, i) => {
-      if (part !== '') salts[ERASABLE_FIELDS[i] as ErasableField] = Buffer.from(part, 'base64url');
+      if (part !== '') salts[ERASABLE_FIELDS[i] as ErasableField] = part;
     });
   }
   return salts;
@@ -67,7 +68,8 @@ function referenceDigest(values: RecordValues): { recordHash: string; fieldCheck
   const fieldHashes = HASHED_FIELDS.map((name) => {
     const salt = salts[name];
     if (values.erased?.[name] !== undefined) return values.erased[name];
-    return salt === undefined ? sha256(text[name]) : createHash('sha256').update(salt).update(text[name], 'utf8').digest('hex');
+    // The salt's 16 base64url characters, then the value: SHA-256 of their UTF-8 bytes.
+    return salt === undefined ? sha256(text[name]) : createHash('sha256').update(salt, 'ascii').update(text[name], 'utf8').digest('hex');
   });
   const eventIdText = JSON.stringify(values.eventId);
   const sourceIdText = values.sourceId === undefined ? '' : JSON.stringify(values.sourceId);
@@ -265,6 +267,6 @@ function flipSalt(salt: string): string {
   return `${salt.slice(0, at)}${salt[at] === 'A' ? 'B' : 'A'}${salt.slice(at + 1)}`;
 }
 
-const PINNED_SALTED_RECORD_HASH = 'aab3976f49282c5e200015eba0f6203cef148683b0c7cbb4bc9be2dcfbbd9100';
+const PINNED_SALTED_RECORD_HASH = '15d93a173e8aacc9719e8631a140f0f2a52dbc4bb237783a97c58e97a9055442';
 const PINNED_RECORD_HASH = '97941be7393b9989ec981029f4a48bc2d6024460086f8a6acf79a13d4b1b5a52';
 const PINNED_CHAIN_HASH = 'c006387238e1894d00b5783a1246a4287a587f4553c8bf3492ff3ff63de27515';
