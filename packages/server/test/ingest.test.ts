@@ -125,7 +125,7 @@ describe('ingest', () => {
     expect((await t.ingest(body)).json).toEqual({ status: 'ok', ingested: 1 });
     expect(({} as Record<string, unknown>)['polluted']).toBeUndefined();
     const stored = await t.node.store.getByEventId('proto');
-    expect(Object.keys(stored!).sort()).toEqual(['action', 'chainHash', 'decision', 'details', 'eventId', 'fieldCheck', 'ingestTs', 'query', 'recordHash', 'resource', 'seq', 'source', 'tables', 'term', 'timestamp', 'userId']);
+    expect(Object.keys(stored!).sort()).toEqual(['action', 'chainHash', 'decision', 'details', 'eventId', 'fieldCheck', 'ingestTs', 'query', 'recordHash', 'resource', 'salt', 'seq', 'source', 'tables', 'term', 'timestamp', 'userId']);
     const settings = await t.request('/admin/audit/settings', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"__proto__":{"audit.retention.days":"1"}}' });
     expect(settings.status).toBe(400);
     expect(((await settings.json()) as { error: string }).error).toMatch(/^unknown setting: __proto__/);

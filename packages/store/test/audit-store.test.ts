@@ -281,9 +281,12 @@ describe('AuditStore replication and outbox', () => {
     const [bytes] = await store.readEncodedBySeq(0, 1);
     // Exactly what serialising the stored event gives (the property the store relies on), with
     // the chain fields computed as docs/integrity.md defines them.
+    // The record's key K is drawn by the leader (the event came without its content part) and stored last.
+    const salt = (JSON.parse(Buffer.from(bytes!).toString('utf8')) as { salt: string }).salt;
+    expect(salt).toMatch(/^[A-Za-z0-9_-]{22}$/);
     const values = { ...ev('enc', 7), ingestTs: 5_000, seq: 1, term: 4 };
-    const digest = new RecordHasher().digest(canonicalRecord(values));
-    const chained = { ...values, recordHash: digest.recordHash, chainHash: chainHash(GENESIS_CHAIN_HASH, digest.recordHash), fieldCheck: digest.fieldCheck };
+    const digest = new RecordHasher().digest(canonicalRecord({ ...values, salt }));
+    const chained = { ...values, recordHash: digest.recordHash, chainHash: chainHash(GENESIS_CHAIN_HASH, digest.recordHash), fieldCheck: digest.fieldCheck, salt };
     expect(Buffer.from(bytes!).toString('utf8')).toBe(JSON.stringify(chained));
     expect(await store.getByEventId('enc')).toEqual(chained);
     expect(store.chainHead).toEqual({ seq: 1, chainHash: chained.chainHash, started: true });

@@ -2,7 +2,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AuditEvent } from '@auditlake/model';
+import { RecordHasher } from '@auditlake/integrity';
+import { encodeEvent, type AuditEvent, type EncodedEvent } from '@auditlake/model';
 import { Level } from 'level';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { AuditStore } from '../src/index.js';
@@ -68,15 +69,21 @@ describe('term runs', () => {
   });
 
   it('start a new run where received entries follow entries this node ordered in the same term', async () => {
-    // One clock for both: the two logs then hold the same first entries, record chain included
-    // (as two logs agreeing on an entry's seq and term do).
+    // One clock and the same record keys for both: the two logs then hold the same first entries,
+    // record chain included (as two logs agreeing on an entry's seq and term do).
     const now = () => 1_000;
+    const hasher = new RecordHasher();
+    const keyed = (events: AuditEvent[]): EncodedEvent[] =>
+      events.map((event) => {
+        const salt = Buffer.alloc(16, event.eventId).toString('base64url');
+        return { ...encodeEvent(event), chainContent: { ...hasher.contentOfValues(event, salt), salt } };
+      });
     const { store, term } = await storeWithTerm(undefined, now);
     term.value = 3;
-    await store.append(ids(2, 'own'));
+    await store.appendEncoded(keyed(ids(2, 'own')));
     const { store: other, term: otherTerm } = await storeWithTerm(undefined, now);
     otherTerm.value = 3;
-    await other.append([...ids(2, 'own'), ...ids(2, 'more')]);
+    await other.appendEncoded(keyed([...ids(2, 'own'), ...ids(2, 'more')]));
     await store.applyReplicated((await other.readEncodedBySeq(2, 10)), other.termStarts(2));
     expect(store.runAt(2)).toEqual({ firstSeq: 1, term: 3, received: false });
     expect(store.runAt(3)).toEqual({ firstSeq: 3, term: 3, received: true });
