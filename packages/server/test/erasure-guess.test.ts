@@ -76,6 +76,19 @@ describe('erasure leaves nothing that confirms a guess of the erased value', () 
     const verifier = new ChainVerifier({ startSeq: 1 });
     for (const record of all) verifier.add(record);
     expect(verifier.finish()).toMatchObject({ ok: true, message: expect.stringMatching(/; 1 field erased$/) as unknown });
+    // A second erasure of the same record, later: the resource's salt was kept, so its hash is
+    // computed and kept and the salt dropped; neither erased value can be confirmed, and it verifies.
+    const again = await t.request('/admin/audit/erase', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ eventIds: ['g1'], fields: ['resource'] }) });
+    expect(again.status).toBe(200);
+    const after = await records(t);
+    const twice = after.find((r) => r.eventId === 'g1') as VerifyRecord;
+    expect(twice).toMatchObject({ userId: '[erased by auditlake]', resource: '[erased by auditlake]', query: 'SELECT salary FROM hr.people' });
+    expect(twice.salt?.split('.').map((part) => part.length)).toEqual([0, 0, 16, 16, 16]);
+    for (const guess of directory) expect(confirms(guess, twice), `guess ${guess}`).toBe(false);
+    for (const guess of ['hr.people', 'hive.sales.orders']) expect(confirms(guess, twice), `guess ${guess}`).toBe(false);
+    const second = new ChainVerifier({ startSeq: 1 });
+    for (const record of after) second.add(record);
+    expect(second.finish()).toMatchObject({ ok: true, message: expect.stringMatching(/; 2 fields erased$/) as unknown });
     // The salt is an integrity field: the search API does not return it.
     const found = (await t.search()).json.events;
     expect(found.length).toBeGreaterThan(0);
