@@ -127,6 +127,9 @@ export class StoredEventText {
   get erased(): Record<string, string> | undefined {
     return this.#event().erased;
   }
+  get salt(): string | undefined {
+    return this.#event().salt;
+  }
 
   /** As a StoredEvent (which it reads as; see the class comment). */
   asStoredEvent(): StoredEvent {

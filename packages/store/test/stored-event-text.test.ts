@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { storedJsonOf, storedOutputJsonOf } from '../src/index.js';
 import { StoredEventText } from '../src/stored-event-text.js';
 
-const FIELDS = ['eventId', 'userId', 'source', 'action', 'resource', 'decision', 'tables', 'query', 'details', 'redacted', 'sourceId', 'sourceSeq', 'timestamp', 'ingestTs', 'seq', 'term', 'recordHash', 'chainHash', 'fieldCheck', 'erased'] as const;
+const FIELDS = ['eventId', 'userId', 'source', 'action', 'resource', 'decision', 'tables', 'query', 'details', 'redacted', 'sourceId', 'sourceSeq', 'timestamp', 'ingestTs', 'seq', 'term', 'recordHash', 'chainHash', 'fieldCheck', 'erased', 'salt'] as const;
 
 const text = fc.oneof(fc.string(), fc.string({ unit: 'binary' }), fc.constantFrom('"', '\\', ',"timestamp":1', ',"seq":2,"term":3}', ',"userId":"x"', 'ü€😀', '\u0000\n'));
 const hex = fc.stringMatching(/^[0-9a-f]{0,8}$/);
@@ -34,6 +34,13 @@ const storedArb = fc.record(
       fc.record({ recordHash: hex, chainHash: hex, fieldCheck: hex }),
       // As the store writes them: two SHA-256 digests and a 56-digit field check.
       fc.record({ recordHash: fc.stringMatching(/^[0-9a-f]{64}$/), chainHash: fc.stringMatching(/^[0-9a-f]{64}$/), fieldCheck: fc.stringMatching(/^[0-9a-f]{56}$/) }),
+      // With the record's salt after them (content format v3): a key, or the salts an erasure kept.
+      fc.record({
+        recordHash: fc.stringMatching(/^[0-9a-f]{64}$/),
+        chainHash: fc.stringMatching(/^[0-9a-f]{64}$/),
+        fieldCheck: fc.stringMatching(/^[0-9a-f]{56}$/),
+        salt: fc.oneof(fc.stringMatching(/^[A-Za-z0-9_-]{21}[AQgw]$/), fc.stringMatching(/^([A-Za-z0-9_-]{16})?(\.([A-Za-z0-9_-]{16})?){4}$/)),
+      }),
     ),
   },
   { requiredKeys: ['eventId', 'userId', 'source', 'action', 'resource', 'decision', 'tables', 'query', 'details', 'timestamp', 'ingestTs', 'seq', 'term'] },
