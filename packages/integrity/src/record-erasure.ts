@@ -12,6 +12,8 @@ export interface ErasableRecord {
   erased?: Record<string, string> | Partial<Record<HashedField, string>> | undefined;
   /** The record's salt as stored (record-salt.ts); absent on a record of content format v2. */
   salt?: string | undefined;
+  /** Absent on a record stored without the chain (before it, or with it turned off). */
+  recordHash?: string | undefined;
 }
 
 /**
@@ -27,7 +29,8 @@ export interface ErasableRecord {
  * A salt that cannot be used (altered: the record no longer verifies anyway) does not stop the
  * erasure — this runs where every copy of the log applies an erasure record, and the value must
  * go: such a field's kept hash is salted with a salt drawn here and dropped, so nothing confirms
- * a guess of it.
+ * a guess of it. So is the kept hash of a record without chain fields, salted or not: no record
+ * hash commits to it, so it proves nothing, and a plain hash would confirm a guess.
  */
 export function eraseRecordFields<T extends ErasableRecord>(record: T, fields: readonly ErasableField[]): T | undefined {
   const erased: Record<string, string> = { ...(record.erased as Record<string, string> | undefined) };
@@ -37,7 +40,7 @@ export function eraseRecordFields<T extends ErasableRecord>(record: T, fields: r
   for (const field of fields) {
     if (erased[field] !== undefined) continue;
     const at = saltIndex(field);
-    const salt = record.salt === undefined ? undefined : (salts?.[at] ?? randomFieldSalt());
+    const salt = record.recordHash === undefined ? randomFieldSalt() : record.salt === undefined ? undefined : (salts?.[at] ?? randomFieldSalt());
     if (field === 'tables') {
       erased[field] = fieldHash(tablesText(record.tables), salt);
       next.tables = [ERASED_MARKER];

@@ -219,11 +219,12 @@ describe('RecordHasher', () => {
 
   it('verifies a v3 record after each of its fields is erased in turn, and a guess of an erased value is not its kept hash', () => {
     const hasher = new RecordHasher();
-    let record: RecordValues = { ...BASE, salt: newSaltKey() };
+    // A record with its chain fields (the kept hashes are what its record hash commits to).
+    let record: RecordValues & { recordHash: string } = { ...BASE, salt: newSaltKey(), recordHash: 'a'.repeat(64) };
     const want = referenceDigest(record);
     for (const field of ['userId', 'tables', 'details', 'resource', 'query'] as const) {
       const original = field === 'tables' ? record.tables.join(',') : record[field];
-      record = eraseRecordFields(record, [field]) as RecordValues;
+      record = eraseRecordFields(record, [field]) as typeof record;
       expect(record.salt?.split('.')).toHaveLength(5);
       expect(hasher.digest(canonicalRecord(record))).toMatchObject(want);
       expect(referenceDigest(record)).toEqual(want);
@@ -232,7 +233,7 @@ describe('RecordHasher', () => {
     expect(record.salt).toBe('....');
     // A salt kept beside an erased field (one that would confirm a guess), or the key kept beside
     // one, or a salt missing for a field not erased: the record no longer verifies.
-    const once = eraseRecordFields({ ...BASE, salt: newSaltKey() }, ['userId']) as RecordValues;
+    const once = eraseRecordFields({ ...BASE, salt: newSaltKey(), recordHash: 'a'.repeat(64) }, ['userId']) as RecordValues;
     const parts = (once.salt as string).split('.');
     for (const salt of [`${parts[1]}.${parts.slice(1).join('.')}`, `..${parts.slice(2).join('.')}`, 'not a salt']) {
       const digest = hasher.digest(canonicalRecord({ ...once, salt }));
@@ -241,7 +242,20 @@ describe('RecordHasher', () => {
     expect(hasher.digest(canonicalRecord({ ...once, salt: BASE_KEY })).recordHash).not.toBe(referenceDigest(once).recordHash);
   });
 
-  it('gives different hashes when any one value differs, cache or not', () => {
+  it('keeps for a record without chain fields a hash nothing confirms (no record hash commits to it), and for a chained v2 record the plain hash it was chained with', () => {
+    for (const unchained of [BASE, { ...BASE, salt: newSaltKey() }]) {
+      const erased = eraseRecordFields(unchained, ['userId', 'tables']) as RecordValues;
+      expect(erased).toMatchObject({ userId: '[erased by auditlake]', tables: ['[erased by auditlake]'] });
+      expect(erased.erased?.userId).toMatch(/^[0-9a-f]{64}$/);
+      expect(erased.erased?.userId).not.toBe(sha256(BASE.userId));
+      expect(erased.erased?.tables).not.toBe(sha256(BASE.tables.join(',')));
+    }
+    const v2 = eraseRecordFields({ ...BASE, recordHash: 'a'.repeat(64) }, ['userId']) as RecordValues;
+    expect(v2.erased?.userId).toBe(sha256(BASE.userId));
+    expect(new RecordHasher().digest(canonicalRecord(v2))).toMatchObject(referenceDigest(BASE));
+  });
+
+    it('gives different hashes when any one value differs, cache or not', () => {
     const hasher = new RecordHasher();
     const base = hasher.digest(canonicalRecord(BASE));
     for (const change of [{ userId: 'chen.novak2' }, { tables: ['warehouse.risk.chargebacks'] }, { details: 'x' }, { sourceSeq: 1 }, { ingestTs: BASE.ingestTs + 1 }]) {
