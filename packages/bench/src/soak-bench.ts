@@ -130,7 +130,7 @@ export interface SoakFigures {
   /** The longest time the sweep went without a success while events waited (from the readings). */
   sweepGapMaxS: number;
   /** Maintenance runs on the table during the run (`GET /admin/audit/maintenance`, its last 10). */
-  maintenance: { runs: number; failed: number; longestMs: number; totalMs: number; errors: string[] };
+  maintenance: { runs: number; failed: number; longestMs: number; totalMs: number; errors: string[]; compactionDeferred?: number };
   /** What the independent read of the table found. */
   verify: { files: number; rows: number; acknowledgedFound: number; duplicates: number };
   /** Where the heap snapshots went, when asked for. */
@@ -495,7 +495,7 @@ export async function runSoakBench(options: SoakOptions, log: Log): Promise<Soak
 async function maintenanceRuns(agent: ReturnType<typeof keepAliveAgent>, url: string, headers: Record<string, string>): Promise<SoakFigures['maintenance']> {
   const res = await httpRequest(agent, new URL('/admin/audit/maintenance', url), { method: 'GET', headers: { ...headers, accept: 'application/json' }, timeoutMs: REQUEST_TIMEOUT_MS });
   if (res.status !== 200) throw new Error(`GET /admin/audit/maintenance answered ${res.status}: ${res.body.toString('utf8').slice(0, 300)}`);
-  const answer = JSON.parse(res.body.toString('utf8')) as { registrations: Array<{ table: string; runs: Array<{ startedMs: number; finishedMs: number; ok: boolean; error: string | null }> }> };
+  const answer = JSON.parse(res.body.toString('utf8')) as { registrations: Array<{ table: string; runs: Array<{ startedMs: number; finishedMs: number; ok: boolean; error: string | null; compactionDeferred?: string | null }> }> };
   const runs = answer.registrations.filter((r) => r.table === SOAK_TABLE).flatMap((r) => r.runs);
   const durations = runs.map((r) => r.finishedMs - r.startedMs);
   return {
@@ -504,6 +504,7 @@ async function maintenanceRuns(agent: ReturnType<typeof keepAliveAgent>, url: st
     longestMs: Math.max(0, ...durations),
     totalMs: durations.reduce((a, b) => a + b, 0),
     errors: [...new Set(runs.filter((r) => !r.ok).map((r) => String(r.error)))],
+    compactionDeferred: runs.filter((r) => typeof r.compactionDeferred === 'string').length,
   };
 }
 

@@ -167,8 +167,8 @@ export function soakMarkdown(f: SoakFigures, config: BenchConfig): string {
         ['table read back', `${int(f.verify.rows)} rows in ${int(f.verify.files)} files; ${int(f.verify.acknowledgedFound)} acknowledged events found, ${f.verify.duplicates} duplicates`],
         ['sweep failures; longest wait for a sweep success while events waited', `${f.sweepFailures}; ${f.sweepGapMaxS.toFixed(0)} s`],
         [
-          'maintenance runs (failed); longest, total',
-          `${f.maintenance.runs} (${f.maintenance.failed}); ${ms(f.maintenance.longestMs)}, ${ms(f.maintenance.totalMs)}${f.maintenance.errors.length > 0 ? ` — ${f.maintenance.errors.join('; ').slice(0, 200)}` : ''}`,
+          'maintenance runs (failed; compaction deferred while the sweep was behind); longest, total',
+          `${f.maintenance.runs} (${f.maintenance.failed}; ${f.maintenance.compactionDeferred ?? '—'}); ${ms(f.maintenance.longestMs)}, ${ms(f.maintenance.totalMs)}${f.maintenance.errors.length > 0 ? ` — ${f.maintenance.errors.join('; ').slice(0, 200)}` : ''}`,
         ],
         ['RSS at the start / end of ingest (max)', `${mib(f.rssStartBytes)} / ${mib(f.rssEndBytes)} (${mib(f.rssMaxBytes)})${residentSplit(f)}`],
         [`RSS growth, second half (${window(f.secondHalf)})`, `${perHour(f.secondHalf.rssMiBPerHour)} (anonymous ${perHour(f.secondHalf.anonMiBPerHour)}, file-backed ${perHour(f.secondHalf.fileMiBPerHour)}; JS heap ${perHour(f.secondHalf.heapMiBPerHour)}, a sawtooth)`],
