@@ -180,10 +180,12 @@ describe('commitIcebergBatch on a table made before the chain columns', () => {
     const loaded = (await loadIcebergTable(objects, table))!;
     expect(loaded.version).toBe(2);
     expect(loaded.metadata['current-schema-id']).toBe(1);
-    expect(loaded.metadata['last-column-id']).toBe(20);
-    expect(loaded.metadata.schemas.map((s) => s.fields.length)).toEqual([12, 20]);
+    // Evolved to the whole audit schema: the chain columns and the record's salt (id 21).
+    expect(loaded.metadata['last-column-id']).toBe(21);
+    expect(loaded.metadata.schemas.map((s) => s.fields.length)).toEqual([12, 21]);
     expect(loaded.metadata.snapshots[0]?.['schema-id']).toBe(1);
     expect(currentSchema(loaded.metadata).fields.find((f) => f.name === 'chain_hash')).toMatchObject({ id: 18, required: false, type: 'string' });
+    expect(currentSchema(loaded.metadata).fields.find((f) => f.name === 'salt')).toMatchObject({ id: 21, required: false, type: 'string' });
 
     const source = new IcebergTierSource(connections, { identifier: table.identifier, location: table.location, connectionId: 's3' });
     const [file] = await source.listFiles();
