@@ -293,98 +293,48 @@ export class RecordHasher {
     if (check.length !== FIELD_CHECK_LENGTH) return false;
     if (salt !== undefined) {
       const salts = saltsOfKey(salt);
-      return salts !== undefined && this.#matchesStoredSalted(seq, term, ingestTs, timestamp, eventIdText, sourceIdText, sourceSeqText, userId, source, action, resource, decision, tables, query, details, storedRecordHash, check, salts);
+      if (salts === undefined) return false;
+      return matchesDigests(
+        seq,
+        term,
+        ingestTs,
+        timestamp,
+        CONTENT_TAG_V3,
+        eventIdText,
+        sourceIdText,
+        sourceSeqText,
+        saltedFieldHash(salts[0] as string, userId),
+        this.#source.get(source).digest,
+        this.#action.get(action).digest,
+        saltedFieldHash(salts[1] as string, resource),
+        this.#decision.get(decision).digest,
+        saltedFieldHash(salts[2] as string, tables),
+        saltedFieldHash(salts[3] as string, query),
+        saltedFieldHash(salts[4] as string, details),
+        storedRecordHash,
+        check,
+      );
     }
-    const userHash = this.#userId.get(userId);
-    const sourceHash = this.#source.get(source);
-    const actionHash = this.#action.get(action);
-    const resourceHash = this.#resource.get(resource);
-    const decisionHash = this.#decision.get(decision);
-    const tablesHash = sha256Hex(tables);
-    const queryHash = sha256Hex(query);
-    const detailsHash = sha256Hex(details);
-    const timestampText = String(timestamp);
-    const termText = String(term);
-    const ingestTsText = String(ingestTs);
-    // The parts in CHECKED_FIELDS order, 4 hex digits each (see fieldCheckOf).
-    if (
-      !holdsFold(check, 0, fnvFold(eventIdText)) ||
-      !check.startsWith(userHash.check, 4) ||
-      !check.startsWith(sourceHash.check, 8) ||
-      !check.startsWith(actionHash.check, 12) ||
-      !check.startsWith(resourceHash.check, 16) ||
-      !check.startsWith(decisionHash.check, 20) ||
-      !holdsPrefix(check, 24, tablesHash) ||
-      !holdsPrefix(check, 28, queryHash) ||
-      !holdsPrefix(check, 32, detailsHash) ||
-      !holdsFold(check, 36, fnvFold(timestampText)) ||
-      !holdsFold(check, 40, fnvFold(ingestTsText)) ||
-      !holdsFold(check, 44, fnvFold(termText)) ||
-      !holdsFold(check, 48, fnvFold(sourceIdText)) ||
-      !holdsFold(check, 52, fnvFold(sourceSeqText))
-    ) {
-      return false;
-    }
-    const content = sha256Hex(
-      `${CONTENT_TAG_V2}\n${timestampText}\n${eventIdText}\n${sourceIdText}\n${sourceSeqText}\n${userHash.digest}${sourceHash.digest}${actionHash.digest}${resourceHash.digest}${decisionHash.digest}${tablesHash}${queryHash}${detailsHash}`,
+    return matchesDigests(
+      seq,
+      term,
+      ingestTs,
+      timestamp,
+      CONTENT_TAG_V2,
+      eventIdText,
+      sourceIdText,
+      sourceSeqText,
+      this.#userId.get(userId).digest,
+      this.#source.get(source).digest,
+      this.#action.get(action).digest,
+      this.#resource.get(resource).digest,
+      this.#decision.get(decision).digest,
+      sha256Hex(tables),
+      sha256Hex(query),
+      sha256Hex(details),
+      storedRecordHash,
+      check,
     );
-    return sha256Hex(`auditlake-record/2\n${seq}\n${termText}\n${ingestTsText}\n${content}`) === storedRecordHash;
-  }
-
-  /** {@link matchesStored} of a v3 record, with the field salts of its key. */
-  #matchesStoredSalted(
-    seq: number,
-    term: number,
-    ingestTs: number,
-    timestamp: number,
-    eventIdText: string,
-    sourceIdText: string,
-    sourceSeqText: string,
-    userId: string,
-    source: string,
-    action: string,
-    resource: string,
-    decision: string,
-    tables: string,
-    query: string,
-    details: string,
-    storedRecordHash: string,
-    check: string,
-    salts: readonly string[],
-  ): boolean {
-    const userHash = saltedFieldHash(salts[0] as string, userId);
-    const sourceHash = this.#source.get(source);
-    const actionHash = this.#action.get(action);
-    const resourceHash = saltedFieldHash(salts[1] as string, resource);
-    const decisionHash = this.#decision.get(decision);
-    const tablesHash = saltedFieldHash(salts[2] as string, tables);
-    const queryHash = saltedFieldHash(salts[3] as string, query);
-    const detailsHash = saltedFieldHash(salts[4] as string, details);
-    const timestampText = String(timestamp);
-    const termText = String(term);
-    const ingestTsText = String(ingestTs);
-    if (
-      !holdsFold(check, 0, fnvFold(eventIdText)) ||
-      !holdsPrefix(check, 4, userHash) ||
-      !check.startsWith(sourceHash.check, 8) ||
-      !check.startsWith(actionHash.check, 12) ||
-      !holdsPrefix(check, 16, resourceHash) ||
-      !check.startsWith(decisionHash.check, 20) ||
-      !holdsPrefix(check, 24, tablesHash) ||
-      !holdsPrefix(check, 28, queryHash) ||
-      !holdsPrefix(check, 32, detailsHash) ||
-      !holdsFold(check, 36, fnvFold(timestampText)) ||
-      !holdsFold(check, 40, fnvFold(ingestTsText)) ||
-      !holdsFold(check, 44, fnvFold(termText)) ||
-      !holdsFold(check, 48, fnvFold(sourceIdText)) ||
-      !holdsFold(check, 52, fnvFold(sourceSeqText))
-    ) {
-      return false;
-    }
-    const content = sha256Hex(
-      `${CONTENT_TAG_V3}\n${timestampText}\n${eventIdText}\n${sourceIdText}\n${sourceSeqText}\n${userHash}${sourceHash.digest}${actionHash.digest}${resourceHash}${decisionHash.digest}${tablesHash}${queryHash}${detailsHash}`,
-    );
-    return sha256Hex(`auditlake-record/2\n${seq}\n${termText}\n${ingestTsText}\n${content}`) === storedRecordHash;
   }
 
   /**
@@ -476,6 +426,57 @@ function fnvFold(text: string): number {
     h = Math.imul(h, 0x01000193);
   }
   return (h ^ (h >>> 16)) & 0xffff;
+}
+
+/**
+ * The end of {@link RecordHasher.matchesStored} for either content format, given the eight
+ * field hashes in HASHED_FIELDS order: the stored field check compared part by part (the
+ * CHECKED_FIELDS order, 4 hex digits each, see fieldCheckOf), then the content and record
+ * hashes against the stored record hash.
+ */
+function matchesDigests(
+  seq: number,
+  term: number,
+  ingestTs: number,
+  timestamp: number,
+  contentTag: string,
+  eventIdText: string,
+  sourceIdText: string,
+  sourceSeqText: string,
+  userHash: string,
+  sourceHash: string,
+  actionHash: string,
+  resourceHash: string,
+  decisionHash: string,
+  tablesHash: string,
+  queryHash: string,
+  detailsHash: string,
+  storedRecordHash: string,
+  check: string,
+): boolean {
+  const timestampText = String(timestamp);
+  const termText = String(term);
+  const ingestTsText = String(ingestTs);
+  if (
+    !holdsFold(check, 0, fnvFold(eventIdText)) ||
+    !holdsPrefix(check, 4, userHash) ||
+    !holdsPrefix(check, 8, sourceHash) ||
+    !holdsPrefix(check, 12, actionHash) ||
+    !holdsPrefix(check, 16, resourceHash) ||
+    !holdsPrefix(check, 20, decisionHash) ||
+    !holdsPrefix(check, 24, tablesHash) ||
+    !holdsPrefix(check, 28, queryHash) ||
+    !holdsPrefix(check, 32, detailsHash) ||
+    !holdsFold(check, 36, fnvFold(timestampText)) ||
+    !holdsFold(check, 40, fnvFold(ingestTsText)) ||
+    !holdsFold(check, 44, fnvFold(termText)) ||
+    !holdsFold(check, 48, fnvFold(sourceIdText)) ||
+    !holdsFold(check, 52, fnvFold(sourceSeqText))
+  ) {
+    return false;
+  }
+  const content = sha256Hex(`${contentTag}\n${timestampText}\n${eventIdText}\n${sourceIdText}\n${sourceSeqText}\n${userHash}${sourceHash}${actionHash}${resourceHash}${decisionHash}${tablesHash}${queryHash}${detailsHash}`);
+  return sha256Hex(`auditlake-record/2\n${seq}\n${termText}\n${ingestTsText}\n${content}`) === storedRecordHash;
 }
 
 /** Whether `check` holds, at `at`, the 4 hex digits of `fold` (compared without building them). */
