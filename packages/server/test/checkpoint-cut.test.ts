@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { ChainVerifier, nodeKeyOf } from '@auditlake/integrity';
 import type { AuditEvent } from '@auditlake/model';
 import { AuditStore } from '@auditlake/store';
-import { describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it, onTestFinished, vi } from 'vitest';
 import { IntegrityService } from '../src/integrity-service.js';
 import type { Membership } from '../src/membership.js';
 
@@ -49,9 +49,17 @@ describe('a checkpoint signed while the log is cut', () => {
     onTestFinished(() => integrity.close());
     await integrity.checkpointNow();
     await leader.append([ev('own10', 200)]);
-    // The checkpoint reads the head, the adoption cuts the log before the checkpoint's record is written.
-    const [signed] = await Promise.allSettled([integrity.checkpointNow(), leader.adoptSuffix(7, await dead.readEncodedBySeq(6, 10), dead.termStarts(6))]);
-    expect(signed).toMatchObject({ status: 'rejected', reason: { code: 'AUDIT_INTEGRITY_MISMATCH' } });
+    // The checkpoint reads the head, the adoption cuts the log before the checkpoint's record is
+    // written: the cut is made inside the checkpoint's read of the previous checkpoint, which
+    // comes after its read of the head, so the order does not depend on how fast either runs.
+    const adopted = await dead.readEncodedBySeq(6, 10);
+    const readCheckpoints = leader.checkpoints.bind(leader);
+    const cutBetween = vi.spyOn(leader, 'checkpoints').mockImplementationOnce(async (limit) => {
+      await leader.adoptSuffix(7, adopted, dead.termStarts(6));
+      return readCheckpoints(limit);
+    });
+    await expect(integrity.checkpointNow()).rejects.toMatchObject({ code: 'AUDIT_INTEGRITY_MISMATCH' });
+    expect(cutBetween).toHaveBeenCalledTimes(1);
     await leader.append((await leader.readOutbox(100)).map((o) => JSON.parse(o.json) as AuditEvent));
     // Signed again, now over the cut log's head (the key registered again with it).
     // Its record is the last entry; it covers the one before.
