@@ -323,11 +323,17 @@ export async function planIndexedSearch(
     }),
   ]);
   await time.close();
-  if (time.probed.length === 0) {
+  const [newestInWindow] = time.probed;
+  if (newestInWindow === undefined) {
     await Promise.all(probed.map((c) => c.source.close()));
     return emptyPlan([]);
   }
-  const topMs = toMs ?? suffixTimeMs(time.probed[0] as string);
+  // Densities are measured down from the newest event any index range holds, not from the
+  // window's end or its newest event: an empty or sparse stretch above it (a window reaching to
+  // now with ingest behind, a night of nothing but the store's own checkpoints) would be added
+  // to every range's span alike and make a sparse index look as dense as the time range.
+  const top = newestOf(probed.map((c) => c.source.probed[0])) ?? newestInWindow;
+  const topMs = suffixTimeMs(top);
   const candidates = probed.map((c) => ({ ...c, density: c.source.density(topMs) }));
   candidates.sort((a, b) => a.density - b.density);
   const driver = candidates[0] as (typeof candidates)[number];
@@ -338,7 +344,8 @@ export async function planIndexedSearch(
     return text;
   }
   await text?.close();
-  const timeDensity = time.density(topMs);
+  // An index range read to its end drives whatever the time range holds: no need to judge it.
+  const timeDensity = driver.source.exhausted ? 0 : await timeDensityBelow(db, timeRange, time, top, (density) => driver.density * EVENT_GET_COST < density);
   if (!driver.source.exhausted && driver.density * EVENT_GET_COST >= timeDensity) {
     await Promise.all(candidates.map((c) => c.source.close()));
     return undefined;
@@ -358,6 +365,42 @@ export async function planIndexedSearch(
   }
   const chosen = source;
   return { batches: eventBatches(db, chosen, firstFetch(expectedEvents)), fields, close: () => chosen.close() };
+}
+
+/** The largest (newest) of some suffixes; undefined when there are none. */
+function newestOf(suffixes: ReadonlyArray<string | undefined>): string | undefined {
+  let newest: string | undefined;
+  for (const suffix of suffixes) if (suffix !== undefined && (newest === undefined || suffix > newest)) newest = suffix;
+  return newest;
+}
+
+/** Fewest probed time keys at or below `top` that the density below it is judged from. */
+const TIME_KEYS_BELOW_MIN = 32;
+
+/**
+ * The time range's density at and below the suffix `top`: from the probe when enough of its
+ * keys lie there. Else the probe lies mostly above `top`: its own density when that already
+ * favours the index (`favoursIndex`), as it does when the probe is a few minutes of dense
+ * events; otherwise a probe of the range below `top` (one more native read, when the window's
+ * newest events are a sparse stretch above every index range's newest key).
+ */
+async function timeDensityBelow(
+  db: Db,
+  timeRange: { gte: string; lt: string },
+  time: ProbedSource,
+  top: string,
+  favoursIndex: (density: number) => boolean,
+): Promise<number> {
+  // A window read to its end: its exact count (what a scan of it reads).
+  if (time.exhausted) return time.density(0);
+  const topMs = suffixTimeMs(top);
+  const below = time.probed.filter((suffix) => suffix <= top);
+  if (below.length >= TIME_KEYS_BELOW_MIN) return below.length / Math.max(1, topMs - suffixTimeMs(below[below.length - 1] as string) + 1);
+  const whole = time.density(suffixTimeMs(time.probed[0] as string));
+  if (favoursIndex(whole)) return whole;
+  const reprobed = await ProbedSource.probe(new RangeSource(db, { gte: timeRange.gte, lt: `${PREFIX.time}${top}\u0000` }));
+  await reprobed.close();
+  return reprobed.density(topMs);
 }
 
 /**

@@ -177,6 +177,41 @@ describe('secondary indexes', () => {
     );
   });
 
+  it('judges density from the newest event, not from a window end far past it', async () => {
+    const store = await AuditStore.open({ location: await location() });
+    onTestFinished(() => store.close());
+    // 2,000 events a second apart, 10 users: a user's 128 newest keys span 1,280 s, the time
+    // range's span 128 s. A window ending a day later (the last 7 days, the newest day empty)
+    // adds the same empty day to both spans; measured from there they looked alike and the
+    // search read every event of the window to find one user's.
+    const events: AuditEvent[] = [];
+    for (let i = 0; i < 2000; i++) {
+      events.push({ eventId: `e${i}`, userId: `u${i % 10}`, source: 'trino', action: 'data:Select', resource: '', decision: 'ALLOW', tables: [], query: '', details: '', timestamp: 1_000_000 + i * 1000 });
+    }
+    await store.append(events);
+    const newest = 1_000_000 + 1999 * 1000;
+    expect(await store.searchPlan({ action: 'all', user: 'u7', toMs: newest })).toEqual(['user']);
+    expect(await store.searchPlan({ action: 'all', user: 'u7', toMs: newest + 86_400_000 })).toEqual(['user']);
+    expect(await store.searchPlan({ action: 'all', user: 'u7', fromMs: 0, toMs: newest + 86_400_000 })).toEqual(['user']);
+    // The same stretch, now holding a day of the store's own checkpoints (100, ten minutes
+    // apart): the window's newest 128 events are mostly those, sparse; below them every tenth
+    // event is u7's.
+    const night: AuditEvent[] = [];
+    for (let i = 1; i <= 100; i++) {
+      night.push({ eventId: `c${i}`, userId: 'auditlake', source: 'auditlake', action: 'integrity:Checkpoint', resource: '', decision: '', tables: [], query: '', details: '', timestamp: newest + i * 600_000 });
+    }
+    await store.append(night);
+    expect(await store.searchPlan({ action: 'all', user: 'u7', fromMs: 0, toMs: newest + 86_400_000 })).toEqual(['user']);
+    expect(await store.searchPlan({ action: 'all', user: 'u7', engine: 'trino', fromMs: 0, toMs: newest + 86_400_000 })).toEqual(['user']);
+    // The time range is chosen where it should be: most events match.
+    expect(await store.searchPlan({ action: 'all', engine: 'trino', fromMs: 0, toMs: newest + 86_400_000 })).toEqual([]);
+    await expectExact(store, [
+      { action: 'all', user: 'u7', fromMs: 0, toMs: newest + 86_400_000 },
+      { action: 'all', user: 'u7', engine: 'trino', fromMs: 0, toMs: newest + 86_400_000 },
+      { action: 'all', engine: 'trino', fromMs: 0, toMs: newest + 86_400_000 },
+    ]);
+  });
+
   it('answers from the sparsest index and intersects a second selective one', async () => {
     const store = await AuditStore.open({ location: await location() });
     onTestFinished(() => store.close());
