@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { ClusterNode, ClusterToken, RedisCoordinator, systemClock } from '@auditlake/cluster';
 import { AuditError, AuditErrorCode, describeChanges, encodeEvent, type CredentialConfig, type NodeConfig } from '@auditlake/model';
 import { loadOrCreateNodeKey } from '@auditlake/integrity';
-import { AuditStore, CLUSTER_LOG_TAIL_BYTES, RetentionPruner, type EventIdConflict } from '@auditlake/store';
+import { AuditStore, LOG_TAIL_BYTES, RetentionPruner, type EventIdConflict } from '@auditlake/store';
 import { S3Connections } from '@auditlake/lake';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -157,8 +157,9 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     // A single node orders everything itself (term 0). A cluster node orders only as the
     // cluster's leader, and every append there passes the leader's sequencer.
     sequencer: coordinatorUrl === undefined ? () => 0 : orderedOnlyByTheLeader,
-    // A cluster node's standbys pull its log when it leads; a single node is never pulled from.
-    logTailBytes: coordinatorUrl === undefined ? 0 : CLUSTER_LOG_TAIL_BYTES,
+    // A cluster node's standbys pull its log when it leads, and its sweep (or a single node's)
+    // reads the newest entries from the tail while it keeps up.
+    logTailBytes: LOG_TAIL_BYTES,
     chain: config.integrityChainEnabled,
     cacheBytes: config.storeCacheBytes,
   });

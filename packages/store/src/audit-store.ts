@@ -73,11 +73,11 @@ const WRITE_BUFFER_BYTES = 32 * 1024 * 1024;
 const BLOCK_BYTES = 16 * 1024;
 
 /**
- * The log tail a cluster node keeps for pulls (AuditStoreOptions.logTailBytes): about 100,000
- * events, several seconds of a standby lagging at full ingest. A standby further behind reads
- * from LevelDB, as before.
+ * The log tail a node keeps (AuditStoreOptions.logTailBytes): about 100,000 events, several
+ * seconds of full ingest. A standby that lags by less pulls from it, and so does a sweep that
+ * keeps up (readBySeq); one further behind reads from LevelDB.
  */
-export const CLUSTER_LOG_TAIL_BYTES = 64 * 1024 * 1024;
+export const LOG_TAIL_BYTES = 64 * 1024 * 1024;
 
 /** Local-metadata name of the highest seq ever pruned or skipped (`#gapSeqMax`). */
 const GAP_SEQ_MAX = 'gapSeqMax';
@@ -162,8 +162,8 @@ export interface AuditStoreOptions {
    */
   sequencer?: Sequencer;
   /**
-   * Bytes of the newest appended entries to keep for answering pulls (LogTail). Only a node
-   * whose log others pull from needs it: default 0, none kept.
+   * Bytes of the newest appended entries to keep for answering pulls and the sweep's reads
+   * (LogTail). Default 0, none kept.
    */
   logTailBytes?: number;
   /**
@@ -1045,9 +1045,16 @@ export class AuditStore {
     return entries.map(([key, ts]) => PREFIX.time + ts + key.slice(PREFIX.seq.length));
   }
 
-  /** Events with seq > `afterSeq` in ingest order, at most `limit` of them. */
+  /**
+   * Events with seq > `afterSeq` in ingest order, at most `limit` of them. From the log tail
+   * when it holds them (the sweep of a leader that keeps up reads what was just written): from
+   * LevelDB, a seq range is an iterator over the seq keys and then a point read per event,
+   * whose time keys are scattered when events arrive late (a block found and decompressed per event).
+   */
   async readBySeq(afterSeq: number, limit: number): Promise<StoredEvent[]> {
     this.#openWriter();
+    const kept = this.#tail.read(afterSeq, limit);
+    if (kept !== undefined) return parseInTurns<StoredEvent>(kept.map((bytes) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')));
     return this.#readSeqRange(afterSeq, limit);
   }
 

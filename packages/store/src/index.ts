@@ -1,4 +1,4 @@
-export { AuditStore, CLUSTER_LOG_TAIL_BYTES, LEVELDB_TUNING, storedJsonOf, storedOutputJsonOf, type AdoptionClosing, type AuditStoreOptions, type DivertResult, type OutboxEntry, type PruneResult, type StoreStatus } from './audit-store.js';
+export { AuditStore, LOG_TAIL_BYTES, LEVELDB_TUNING, storedJsonOf, storedOutputJsonOf, type AdoptionClosing, type AuditStoreOptions, type DivertResult, type OutboxEntry, type PruneResult, type StoreStatus } from './audit-store.js';
 export type { AppendOptions, AppendResult, EventIdConflict, MetaPut, StoredRef, Sequencer, WriterPosition } from './event-writer.js';
 export { WRITER_YIELD_EVENTS } from './event-writer.js';
 export type { TermRun, TermStart } from './term-runs.js';

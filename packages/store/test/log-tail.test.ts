@@ -4,9 +4,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import type { AuditEvent } from '@auditlake/model';
+import { encodeErasureDetails, ERASED_MARKER, INTEGRITY_ACTIONS } from '@auditlake/integrity';
+import { SELF_SOURCE, type AuditEvent, type StoredEvent } from '@auditlake/model';
 import { describe, expect, it, onTestFinished, vi } from 'vitest';
-import { AuditStore, CLUSTER_LOG_TAIL_BYTES } from '../src/index.js';
+import { AuditStore, LOG_TAIL_BYTES } from '../src/index.js';
 import { LogTail } from '../src/log-tail.js';
 
 const text = (entries: Uint8Array[] | undefined) => entries?.map((e) => Buffer.from(e).toString('utf8'));
@@ -81,7 +82,7 @@ describe('LogTail', () => {
 
 async function openStore(): Promise<AuditStore> {
   const dir = await mkdtemp(join(tmpdir(), 'auditlake-tail-'));
-  const store = await AuditStore.open({ location: join(dir, 'store'), logTailBytes: CLUSTER_LOG_TAIL_BYTES });
+  const store = await AuditStore.open({ location: join(dir, 'store'), logTailBytes: LOG_TAIL_BYTES });
   onTestFinished(async () => {
     await store.close();
     await rm(dir, { recursive: true, force: true });
@@ -141,5 +142,40 @@ describe('AuditStore pulls from the log tail', () => {
     expect(await ids(3)).toEqual(['new', 'newer']);
     expect(await ids(0)).toEqual(['keep', 'new', 'newer']);
     expect(text(await store.readEncodedBySeq(3, 10))).toEqual(await fromLevelDb(store, 3, 10));
+  });
+});
+
+describe('AuditStore serves the sweep from the log tail', () => {
+  /** readBySeq of a second store that applied the same log (no tail: LevelDB answers). */
+  async function sweepReadFromLevelDb(store: AuditStore, after: number, limit: number): Promise<StoredEvent[]> {
+    const copy = await openStore();
+    await copy.applyReplicated(await store.readEncodedBySeq(0, 1_000));
+    return copy.readBySeq(after, limit);
+  }
+
+  it('reads the events LevelDB holds, from the tail, for every position and limit, and the erased copy after an erasure', async () => {
+    const store = await openStore();
+    await store.append([ev('a', 5), ev('b', 1), ev('c', 9)]);
+    await store.append([ev('d', 2), ev('e', 7)]);
+    const read = vi.spyOn(LogTail.prototype, 'read');
+    onTestFinished(() => read.mockRestore());
+    expect((await store.readBySeq(1, 10)).map((e) => e.eventId)).toEqual(['b', 'c', 'd', 'e']);
+    // Answered from the tail, not from LevelDB.
+    expect(read.mock.results.at(-1)?.value).toHaveLength(4);
+    for (let after = 0; after <= 5; after++) {
+      for (const limit of [1, 2, 10]) expect(await store.readBySeq(after, limit), `after ${after} limit ${limit}`).toEqual(await sweepReadFromLevelDb(store, after, limit));
+    }
+    // An erasure rewrites b in LevelDB: the sweep must never be handed the old value.
+    const b = (await store.readBySeq(1, 1))[0] as StoredEvent;
+    const details = encodeErasureDetails({ v: 1, fields: ['query'], records: [{ eventId: 'b', seq: b.seq }] });
+    await store.append([{ ...ev('erase-b', 10), source: SELF_SOURCE, action: INTEGRITY_ACTIONS.erase, details }]);
+    const after = await store.readBySeq(0, 10);
+    expect(after.find((e) => e.eventId === 'b')?.query).toBe(ERASED_MARKER);
+    expect(JSON.stringify(after)).not.toContain("SELECT 'b'");
+    expect(after).toEqual(await sweepReadFromLevelDb(store, 0, 10));
+    // Appends after the erasure are served from the tail again.
+    await store.append([ev('f', 11)]);
+    expect((await store.readBySeq(6, 10)).map((e) => e.eventId)).toEqual(['f']);
+    expect(read.mock.results.at(-1)?.value).toHaveLength(1);
   });
 });
