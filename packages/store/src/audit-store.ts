@@ -73,11 +73,12 @@ const WRITE_BUFFER_BYTES = 32 * 1024 * 1024;
 const BLOCK_BYTES = 16 * 1024;
 
 /**
- * The log tail a node keeps (AuditStoreOptions.logTailBytes): about 100,000 events, several
- * seconds of full ingest. A standby that lags by less pulls from it, and so does a sweep that
- * keeps up (readBySeq); one further behind reads from LevelDB.
+ * The log tail a node keeps (AuditStoreOptions.logTailBytes): about 250,000 events of ~1 KB,
+ * some 20 s of a node's full ingest. A standby that lags by less pulls from it, and so does a
+ * sweep that keeps up (readBySeq): between two sweeps come a tiering interval (10 s in the
+ * soak) and the settle time of events, so the tail must hold more than that.
  */
-export const LOG_TAIL_BYTES = 64 * 1024 * 1024;
+export const LOG_TAIL_BYTES = 256 * 1024 * 1024;
 
 /** Local-metadata name of the highest seq ever pruned or skipped (`#gapSeqMax`). */
 const GAP_SEQ_MAX = 'gapSeqMax';
