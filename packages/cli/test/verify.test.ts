@@ -108,6 +108,10 @@ beforeAll(async () => {
           'auditlake.audit.tier.interval.ms': '100',
           'auditlake.audit.tier.ingest.settle.ms': '0',
           'auditlake.audit.tier.batch.size': '7',
+          // The tamper cases edit and put back the tier's objects: a scheduled maintenance run
+          // (hourly, at minute 0) compacting them meanwhile left a tier the restore could not
+          // put back (CI crossed 12:00 here).
+          'auditlake.audit.tier.maintenance.enabled': 'false',
           // Checkpoints come from the test (checkpointNow), not from a timer.
           'auditlake.audit.integrity.checkpoint.events': '1000000',
           'auditlake.audit.integrity.checkpoint.interval.ms': '3600000',
