@@ -1,4 +1,4 @@
-import { upperTimeMs, type SearchFilter } from '@auditlake/model';
+import { DEFAULT_SEARCH_LIMIT, upperTimeMs, type SearchFilter } from '@auditlake/model';
 import type { Level } from 'level';
 import { PREFIX, prefixEnd, timeLowerBound, timeUpperBoundInclusive } from './event-keys.js';
 import { getManySideBySide } from './point-reads.js';
@@ -345,8 +345,12 @@ export async function planIndexedSearch(
   }
   await text?.close();
   // An index range read to its end drives whatever the time range holds: no need to judge it.
-  const timeDensity = driver.source.exhausted ? 0 : await timeDensityBelow(db, timeRange, time, top, (density) => driver.density * EVENT_GET_COST < density);
-  if (!driver.source.exhausted && driver.density * EVENT_GET_COST >= timeDensity) {
+  const scan = driver.source.exhausted ? { density: 0, above: 0 } : await timeScanEstimate(db, timeRange, time, top, (density) => driver.density * EVENT_GET_COST < density);
+  const timeDensity = scan.density;
+  // Events each way for a page of matches: a point read per match from the index, against the
+  // events above its newest key and then the window's events per match below it from the time range.
+  const page = expectedEvents ?? DEFAULT_SEARCH_LIMIT;
+  if (!driver.source.exhausted && scan.above + page * (timeDensity / driver.density) <= page * EVENT_GET_COST) {
     await Promise.all(candidates.map((c) => c.source.close()));
     return undefined;
   }
@@ -377,30 +381,47 @@ function newestOf(suffixes: ReadonlyArray<string | undefined>): string | undefin
 /** Fewest probed time keys at or below `top` that the density below it is judged from. */
 const TIME_KEYS_BELOW_MIN = 32;
 
+/** What a scan of the time range would read, judged from its probe (see timeScanEstimate). */
+interface TimeScanEstimate {
+  /** Events per millisecond at and below `top` (or per the exact count, when the window was read to its end). */
+  density: number;
+  /** Events above `top`, newer than every indexed key: a scan reads them all before its first match. */
+  above: number;
+}
+
 /**
- * The time range's density at and below the suffix `top`: from the probe when enough of its
- * keys lie there. Else the probe lies mostly above `top`: its own density when that already
- * favours the index (`favoursIndex`), as it does when the probe is a few minutes of dense
- * events; otherwise a probe of the range below `top` (one more native read, when the window's
- * newest events are a sparse stretch above every index range's newest key).
+ * The time range below the suffix `top` (the newest key any index range holds): its density
+ * there, from the probe when enough of its keys lie there; and the events above `top`. When the
+ * probe lies mostly above `top`, its own density is used if it already favours the index
+ * (`favoursIndex`), as it does when the probe is a few minutes of dense events; otherwise the
+ * range below `top` is probed (one more native read: the window's newest events are a sparse
+ * stretch above every index range's newest key, or a busy one the index's value had no part in).
  */
-async function timeDensityBelow(
+async function timeScanEstimate(
   db: Db,
   timeRange: { gte: string; lt: string },
   time: ProbedSource,
   top: string,
   favoursIndex: (density: number) => boolean,
-): Promise<number> {
+): Promise<TimeScanEstimate> {
   // A window read to its end: its exact count (what a scan of it reads).
-  if (time.exhausted) return time.density(0);
+  if (time.exhausted) return { density: time.density(0), above: 0 };
   const topMs = suffixTimeMs(top);
   const below = time.probed.filter((suffix) => suffix <= top);
-  if (below.length >= TIME_KEYS_BELOW_MIN) return below.length / Math.max(1, topMs - suffixTimeMs(below[below.length - 1] as string) + 1);
-  const whole = time.density(suffixTimeMs(time.probed[0] as string));
-  if (favoursIndex(whole)) return whole;
-  const reprobed = await ProbedSource.probe(new RangeSource(db, { gte: timeRange.gte, lt: `${PREFIX.time}${top}\u0000` }));
-  await reprobed.close();
-  return reprobed.density(topMs);
+  const aboveInProbe = time.probed.length - below.length;
+  if (below.length >= TIME_KEYS_BELOW_MIN) return { density: below.length / Math.max(1, topMs - suffixTimeMs(below[below.length - 1] as string) + 1), above: aboveInProbe };
+  const newestMs = suffixTimeMs(time.probed[0] as string);
+  const whole = time.density(newestMs);
+  // The probe reached below `top`: it read every event above. Else there are more than it read,
+  // as many as its density over the stretch down to `top` says.
+  const above = below.length > 0 ? aboveInProbe : Math.max(aboveInProbe, whole * (newestMs - topMs));
+  if (favoursIndex(whole)) return { density: whole, above };
+  const range = new RangeSource(db, { gte: timeRange.gte, lt: `${PREFIX.time}${top}\u0000` });
+  try {
+    return { density: (await ProbedSource.probe(range)).density(topMs), above };
+  } finally {
+    await range.close();
+  }
 }
 
 /**

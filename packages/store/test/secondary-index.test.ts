@@ -212,6 +212,24 @@ describe('secondary indexes', () => {
     ]);
   });
 
+  it('counts the newer events a time scan reads first: a user busy alone, then quiet under others\' traffic, is read by the index', async () => {
+    const store = await AuditStore.open({ location: await location() });
+    onTestFinished(() => store.close());
+    // A nightly job's user: 200 events a second apart with nobody else, then 5,000 events of
+    // seven other users. Below u7's newest event u7 is every event; above it, none is.
+    const events: AuditEvent[] = [];
+    const of = (eventId: string, userId: string, timestamp: number): AuditEvent => ({ eventId, userId, source: 'trino', action: 'data:Select', resource: '', decision: 'ALLOW', tables: [], query: '', details: '', timestamp });
+    for (let i = 0; i < 200; i++) events.push(of(`j${i}`, 'u7', 1_000_000 + i * 1000));
+    const quiet = 1_000_000 + 200 * 1000;
+    for (let i = 0; i < 5000; i++) events.push(of(`o${i}`, `u${i % 7}`, quiet + i * 1000));
+    await store.append(events);
+    const week = { action: 'all' as const, user: 'u7', fromMs: 0, toMs: quiet + 5000 * 1000 };
+    expect(await store.searchPlan(week)).toEqual(['user']);
+    // Only u7's own stretch in the window: nothing above it, and the time range is as good.
+    expect(await store.searchPlan({ ...week, toMs: quiet - 1 })).toEqual([]);
+    await expectExact(store, [week, { ...week, toMs: quiet - 1 }]);
+  });
+
   it('answers from the sparsest index and intersects a second selective one', async () => {
     const store = await AuditStore.open({ location: await location() });
     onTestFinished(() => store.close());
