@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { ClusterNode, ClusterToken, RedisCoordinator, systemClock } from '@auditlake/cluster';
-import { AuditError, AuditErrorCode, describeChanges, encodeEvent, type CredentialConfig, type NodeConfig } from '@auditlake/model';
+import { AuditError, AuditErrorCode, describeChanges, encodeEvent, type CredentialConfig, type NodeConfig, type TierMode } from '@auditlake/model';
 import { loadOrCreateNodeKey } from '@auditlake/integrity';
 import { AuditStore, LOG_TAIL_BYTES, RetentionPruner, type EventIdConflict } from '@auditlake/store';
 import { S3Connections } from '@auditlake/lake';
@@ -158,8 +158,9 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     // cluster's leader, and every append there passes the leader's sequencer.
     sequencer: coordinatorUrl === undefined ? () => 0 : orderedOnlyByTheLeader,
     // A cluster node's standbys pull its log when it leads, and its sweep (or a single node's)
-    // reads the newest entries from the tail while it keeps up.
-    logTailBytes: LOG_TAIL_BYTES,
+    // reads the newest entries from the tail while it keeps up. A single node keeps one only
+    // while it tiers (keepLogTail, below).
+    logTailBytes: coordinatorUrl === undefined ? 0 : LOG_TAIL_BYTES,
     chain: config.integrityChainEnabled,
     cacheBytes: config.storeCacheBytes,
   });
@@ -199,7 +200,13 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
       },
     });
     closers.push(() => pruner.close());
-    settings.onChange((_effective, changes) => {
+    // Nothing but the sweep reads a single node's tail: kept only while it tiers.
+    const keepLogTail = (mode: TierMode) => {
+      if (coordinatorUrl === undefined) store.setLogTailBytes(mode === 'none' ? 0 : LOG_TAIL_BYTES);
+    };
+    keepLogTail(settings.effective.tierMode);
+    settings.onChange((effective, changes) => {
+      keepLogTail(effective.tierMode);
       logger.info({ changes }, `Settings changed: ${describeChanges(changes)}`);
       if (changes.some((c) => c.key === 'audit.retention.days' || c.key.startsWith('audit.tier.'))) pruner.trigger().catch(() => undefined);
       // Every save refreshes the maintenance registrations (a renamed target is registered).

@@ -1047,6 +1047,19 @@ export class AuditStore {
   }
 
   /**
+   * Keeps at most `bytes` of the newest entries in the log tail from now on (0: none): a single
+   * node keeps one only while it tiers, since nothing else reads it there.
+   */
+  setLogTailBytes(bytes: number): void {
+    this.#tail.resize(bytes);
+  }
+
+  /** Bytes the log tail holds now. */
+  get logTailHeldBytes(): number {
+    return this.#tail.bytes;
+  }
+
+  /**
    * Events with seq > `afterSeq` in ingest order, at most `limit` of them. From the log tail
    * when it holds them (the sweep of a leader that keeps up reads what was just written): from
    * LevelDB, a seq range is an iterator over the seq keys and then a point read per event,

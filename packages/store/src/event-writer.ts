@@ -328,6 +328,8 @@ export class EventWriter {
     const batch = this.#db.batch();
     const results: WrittenAppend[] = [];
     const written: string[] = [];
+    // Asked once per group: the tail may be switched on or off (setLogTailBytes) while it is written.
+    const keepTail = this.#tail.enabled;
     const newTables = new Set<string>();
     const chain = this.#chain;
     // The chain moves on in memory only once the batch is written (see below).
@@ -371,7 +373,7 @@ export class EventWriter {
           // The event's own JSON: q matches its fields, never its place in the log or its chain
           // hashes (whose hex trigrams would only cost time and fill the sketch).
           this.#text.add(seq, event.timestamp, event.json);
-          if (this.#tail.enabled) written.push(json);
+          if (keepTail) written.push(json);
           result.stored.push({ eventId: event.eventId, seq, ingestTs, term });
         }
         for (const meta of pending.options.meta ?? []) {
@@ -409,7 +411,7 @@ export class EventWriter {
     days.putChanged(batch);
     if (grew && chain.enabled) batch.put(CHAIN_HEAD_KEY, JSON.stringify({ seq, hash: chainHash }));
     if (batch.length > 0) {
-      const group = this.#tail.enabled && !rewrote ? LogTail.encode(written) : undefined;
+      const group = keepTail && !rewrote ? LogTail.encode(written) : undefined;
       written.length = 0;
       // Store before ack: a caller that got 200 may never retry.
       try {

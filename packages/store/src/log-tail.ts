@@ -26,7 +26,7 @@ interface Chunk extends EncodedGroup {
  * it cannot answer in full from the start goes to LevelDB.
  */
 export class LogTail {
-  readonly #maxBytes: number;
+  #maxBytes: number;
   #chunks: Chunk[] = [];
   #bytes = 0;
 
@@ -47,12 +47,20 @@ export class LogTail {
       ends[i] = total;
       total += 1;
     });
-    const bytes = Buffer.allocUnsafe(total);
+    // Not from Node's shared pool: a small group would be a slice of an 8 KiB slab and keep the
+    // whole slab alive as long as the tail holds it (a tail of one-event groups held several
+    // times its counted bytes).
+    const bytes = Buffer.allocUnsafeSlow(total);
     jsons.forEach((json, i) => {
       bytes.write(json, entryStart(ends, i), 'utf8');
       bytes[ends[i] as number] = NEWLINE;
     });
     return { bytes, ends };
+  }
+
+  /** Bytes of the entries it holds now. */
+  get bytes(): number {
+    return this.#bytes;
   }
 
   /** True when it keeps anything at all (a limit above 0): else the writer need not encode. */
@@ -87,6 +95,13 @@ export class LogTail {
       if (entries.length >= limit) break;
     }
     return entries;
+  }
+
+  /** Keeps at most `maxBytes` from now on (0: nothing, and writers stop encoding): the newest groups stay. */
+  resize(maxBytes: number): void {
+    this.#maxBytes = maxBytes;
+    if (maxBytes <= 0) this.clear();
+    while (this.#bytes > this.#maxBytes && this.#chunks.length > 0) this.#bytes -= (this.#chunks.shift() as Chunk).bytes.length;
   }
 
   clear(): void {

@@ -80,6 +80,35 @@ describe('LogTail', () => {
   });
 });
 
+describe('LogTail memory', () => {
+  it('gives each group a buffer of its own, never a slice of the shared pool that would keep a whole slab alive', () => {
+    const group = LogTail.encode(['x']);
+    expect(group.bytes.length).toBe(2);
+    expect(group.bytes.buffer.byteLength).toBe(2);
+  });
+
+  it('resizes: keeps the newest groups that fit, none at 0 (and is then off), and fills again from the next append', () => {
+    const tail = new LogTail(100);
+    tail.append(1, LogTail.encode(['a'.repeat(20), 'b'.repeat(20)]));
+    tail.append(3, LogTail.encode(['c'.repeat(20)]));
+    expect(text(tail.read(0, 10))).toHaveLength(3);
+    tail.resize(30);
+    expect(tail.read(0, 10)).toBeUndefined();
+    expect(text(tail.read(2, 10))).toEqual(['c'.repeat(20)]);
+    expect(tail.bytes).toBe(21);
+    tail.resize(0);
+    expect(tail.enabled).toBe(false);
+    expect(tail.bytes).toBe(0);
+    expect(tail.read(2, 10)).toBeUndefined();
+    tail.append(4, LogTail.encode(['d']));
+    expect(tail.bytes).toBe(0);
+    tail.resize(100);
+    tail.append(5, LogTail.encode(['e']));
+    expect(text(tail.read(4, 10))).toEqual(['e']);
+    expect(tail.read(3, 10)).toBeUndefined();
+  });
+});
+
 async function openStore(): Promise<AuditStore> {
   const dir = await mkdtemp(join(tmpdir(), 'auditlake-tail-'));
   const store = await AuditStore.open({ location: join(dir, 'store'), logTailBytes: LOG_TAIL_BYTES });
@@ -173,9 +202,16 @@ describe('AuditStore serves the sweep from the log tail', () => {
     expect(after.find((e) => e.eventId === 'b')?.query).toBe(ERASED_MARKER);
     expect(JSON.stringify(after)).not.toContain("SELECT 'b'");
     expect(after).toEqual(await sweepReadFromLevelDb(store, 0, 10));
-    // Appends after the erasure are served from the tail again.
+    // Switched off and on again: LevelDB answers meanwhile, and the tail holds only what came after.
+    store.setLogTailBytes(0);
+    expect(store.logTailHeldBytes).toBe(0);
+    await store.append([ev('g', 12)]);
+    expect(await store.readBySeq(0, 10)).toEqual(await sweepReadFromLevelDb(store, 0, 10));
+    store.setLogTailBytes(LOG_TAIL_BYTES);
+    // Appends after that are served from the tail again.
     await store.append([ev('f', 11)]);
-    expect((await store.readBySeq(6, 10)).map((e) => e.eventId)).toEqual(['f']);
+    expect((await store.readBySeq(7, 10)).map((e) => e.eventId)).toEqual(['f']);
     expect(read.mock.results.at(-1)?.value).toHaveLength(1);
+    expect(await store.readBySeq(0, 10)).toEqual(await sweepReadFromLevelDb(store, 0, 10));
   });
 });
