@@ -24,7 +24,7 @@ import {
 import { readReplicatedEntry, type ReplicatedEntry } from './replicated-entry.js';
 import { UnsentNewIds } from './unsent-new-ids.js';
 import { TimeAssignedEntries } from './time-assigned-entries.js';
-import { parseInTurns } from './parse-in-turns.js';
+import { parseBytesInTurns, parseInTurns } from './parse-in-turns.js';
 import { LogTail } from './log-tail.js';
 import { IndexWriter, termsFromJson, type IndexSink } from './index-writer.js';
 import { planIndexedSearch } from './index-reader.js';
@@ -1068,7 +1068,7 @@ export class AuditStore {
   async readBySeq(afterSeq: number, limit: number): Promise<StoredEvent[]> {
     this.#openWriter();
     const kept = this.#tail.read(afterSeq, limit);
-    if (kept !== undefined) return parseInTurns<StoredEvent>(kept.map((bytes) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')));
+    if (kept !== undefined) return parseBytesInTurns<StoredEvent>(kept);
     return this.#readSeqRange(afterSeq, limit);
   }
 

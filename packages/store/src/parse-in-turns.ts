@@ -12,7 +12,19 @@ export const PARSE_TURN_EVENTS = 1_000;
  * The stored JSON `values` parsed, in order, missing ones (undefined) left out, with a turn of
  * the event loop (`turn`) after each {@link PARSE_TURN_EVENTS} parsed.
  */
-export async function parseInTurns<T>(values: ReadonlyArray<string | undefined>, turn: () => Promise<unknown> = () => yieldToEventLoop()): Promise<T[]> {
+export function parseInTurns<T>(values: ReadonlyArray<string | undefined>, turn: () => Promise<unknown> = () => yieldToEventLoop()): Promise<T[]> {
+  return decodeInTurns<string, T>(values, (value) => value, turn);
+}
+
+/**
+ * Like parseInTurns, for stored events held as UTF-8 bytes (the log tail): each is decoded to
+ * text within its turn, so decoding a batch does not hold the event loop either.
+ */
+export function parseBytesInTurns<T>(values: readonly Uint8Array[], turn: () => Promise<unknown> = () => yieldToEventLoop()): Promise<T[]> {
+  return decodeInTurns<Uint8Array, T>(values, (bytes) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'), turn);
+}
+
+async function decodeInTurns<V, T>(values: ReadonlyArray<V | undefined>, text: (value: V) => string, turn: () => Promise<unknown>): Promise<T[]> {
   const parsed: T[] = [];
   let sinceTurn = 0;
   for (const value of values) {
@@ -21,7 +33,7 @@ export async function parseInTurns<T>(values: ReadonlyArray<string | undefined>,
       sinceTurn = 0;
       await turn();
     }
-    parsed.push(JSON.parse(value) as T);
+    parsed.push(JSON.parse(text(value)) as T);
     sinceTurn++;
   }
   return parsed;
