@@ -745,6 +745,10 @@ export class AuditStore {
       index.forget(newTables);
       throw err;
     }
+    // The log now ends past the tail, and the entries may have rewritten some it holds (an
+    // erasure); a standby serves no pulls, so it keeps none. Before any await: nothing may read
+    // the tail's old bytes once LevelDB holds the new ones.
+    this.#tail.clear();
     for (const run of added) runs.add(run);
     if (chain.enabled) chain.commit(head);
     if (keptCheckpointSeq !== undefined) this.#prunedCheckpointSeq = keptCheckpointSeq;
@@ -752,8 +756,6 @@ export class AuditStore {
     await this.#dropUnusedTableNames(db);
     ledger.commit();
     days.commit();
-    // The log now ends past the tail; a standby serves no pulls, so it keeps none.
-    this.#tail.clear();
     setPosition(end);
     return count;
   }
