@@ -106,6 +106,12 @@ interface Entry {
   runs: MaintenanceRun[];
   /** When a run last compacted it (or, before any did, when it was first registered here). */
   compactedMs: number;
+  /**
+   * False until compactedMs was read from the table (first scheduled run after registration):
+   * a node that restarted knows nothing of runs before it, and would otherwise count an hour
+   * from its start — across restarts, compaction could wait indefinitely.
+   */
+  compactedKnown: boolean;
 }
 
 /** The figures of a run that did nothing (it failed, or found nothing to maintain). */
@@ -188,13 +194,13 @@ export class MaintenanceScheduler {
       this.#entries.delete(name);
       await entry.task.destroy();
       // A new cron re-registers the table with its run history.
-      if (wanted.has(name) && !this.#closed) this.#register(name, entry.table, settings.maintenanceCron, entry.runs, entry.compactedMs);
+      if (wanted.has(name) && !this.#closed) this.#register(name, entry.table, settings.maintenanceCron, entry.runs, { compactedMs: entry.compactedMs, compactedKnown: entry.compactedKnown });
     }
     if (this.#closed) return;
     for (const [name, table] of wanted) if (!this.#entries.has(name)) this.#register(name, table, settings.maintenanceCron, []);
   }
 
-  #register(name: string, table: Entry['table'], expression: string, runs: MaintenanceRun[], compactedMs = this.#now()): void {
+  #register(name: string, table: Entry['table'], expression: string, runs: MaintenanceRun[], compacted = { compactedMs: this.#now(), compactedKnown: false }): void {
     let task: ScheduledTask;
     try {
       task = cron.schedule(
@@ -209,7 +215,7 @@ export class MaintenanceScheduler {
       // Settings refuse such a cron now; a stored one an older version accepted reaches here.
       throw new AuditError(AuditErrorCode.SETTINGS_INVALID, `table maintenance cannot register ${name}: node-cron refuses audit.tier.maintenance.cron ${expression} (${failure(err)}); set another cron`, { cause: err });
     }
-    this.#entries.set(name, { table, cron: expression, task, runs, compactedMs });
+    this.#entries.set(name, { table, cron: expression, task, runs, ...compacted });
   }
 
   registrations(): MaintenanceRegistration[] {
@@ -262,7 +268,7 @@ export class MaintenanceScheduler {
     let record: MaintenanceRun;
     try {
       const figures = await this.#maintain(entry.table, term, compactionDeferred === null);
-      if (compactionDeferred === null) entry.compactedMs = startedMs;
+      if (compactionDeferred === null) Object.assign(entry, { compactedMs: startedMs, compactedKnown: true });
       record = { table: name, startedMs, finishedMs: this.#now(), ok: true, error: null, trigger, compactionDeferred, ...figures };
       this.#options.log.info({ ...record }, `table maintenance of ${name} finished${compactionDeferred === null ? '' : ` (compaction deferred: ${compactionDeferred})`}`);
     } catch (err) {
@@ -277,14 +283,41 @@ export class MaintenanceScheduler {
 
   /** Why a run of `entry` starting at `nowMs` leaves compaction out (see compactionDeferral), or null. */
   async #compactionDeferred(entry: Entry, trigger: string, nowMs: number): Promise<string | null> {
-    if (trigger !== 'cron' || nowMs - entry.compactedMs >= COMPACTION_DEFERRAL_MAX_MS) return null;
+    if (trigger !== 'cron') return null;
     try {
+      if (!entry.compactedKnown) {
+        const compactedMs = await this.#lastCompactedMs(entry.table);
+        Object.assign(entry, { compactedMs: compactedMs ?? entry.compactedMs, compactedKnown: true });
+      }
+      if (nowMs - entry.compactedMs >= COMPACTION_DEFERRAL_MAX_MS) return null;
       return (await this.#options.compactionDeferral?.()) ?? null;
     } catch (err) {
       // Not knowing whether the tier is behind is no reason to skip a step.
       this.#options.log.warn({ err: failure(err) }, `table maintenance: could not tell whether to defer compaction: ${failure(err)}`);
       return null;
     }
+  }
+
+  /**
+   * When the Iceberg table was last compacted, from its snapshots: the newest that replaced data files;
+   * with none, the table's first snapshot when it is still retained (never compacted since it
+   * was created); otherwise 0 (compacted, if ever, before every retained snapshot: long ago).
+   * Undefined for a Parquet location or a table not created yet (the registration time stands).
+   */
+  async #lastCompactedMs(location: TieredLocation): Promise<number | undefined> {
+    if (location.mode !== 'iceberg') return undefined;
+    const table = icebergTableAt({ identifier: location.path, location: location.location, connectionId: location.connectionId });
+    const loaded = await loadIcebergTable(this.#options.connections.bucket(table.connectionId, table.s3.bucket), table);
+    const snapshots = loaded?.metadata.snapshots ?? [];
+    if (snapshots.length === 0) return undefined;
+    let replaced: number | undefined;
+    // A compaction replaces data files; a manifest rewrite is a `replace` too, with none.
+    for (const snapshot of snapshots) {
+      if (snapshot.summary['operation'] === 'replace' && Number(snapshot.summary['deleted-data-files'] ?? 0) > 0) replaced = Math.max(replaced ?? 0, snapshot['timestamp-ms']);
+    }
+    if (replaced !== undefined) return replaced;
+    const root = snapshots.find((snapshot) => snapshot['parent-snapshot-id'] === undefined);
+    return root === undefined ? 0 : root['timestamp-ms'];
   }
 
   /** One run over a table or Parquet location with the current settings, fenced by `term`. */

@@ -246,7 +246,7 @@ describe('maintenance beside the sweep', () => {
     expect(await icebird(ref.location)).toEqual({ rows: appended, distinct: appended });
   }, 300_000);
 
-  it('a scheduled run while the tier is behind leaves compaction for later (its other steps run), for at most an hour since the table was last compacted; a run asked for compacts', async () => {
+  it('a scheduled run while the tier is behind leaves compaction for later (its other steps run), for at most an hour since the table was last compacted; a run asked for compacts; a restarted node reads that time from the table', async () => {
     let ingestMs = Date.now() - HOUR_MS;
     const store = await AuditStore.open({ location: await mkdtemp(join(s3.dir, 'store-')), now: () => ingestMs });
     onTestFinished(() => store.close());
@@ -298,9 +298,36 @@ describe('maintenance beside the sweep', () => {
     expect(await tick(5)).toMatchObject({ ok: true, compactionDeferred: null, filesRewritten: 3, filesAdded: 1 });
     const objects = s3.connections.bucket('s3', BUCKET);
     const ref = resolveIcebergTable(table, catalogs);
-    expect(await icebird(ref.location)).toEqual({ rows: 140, distinct: 140 });
+
+    // A restarted node knows nothing of the runs before it: it reads the last compaction from
+    // the table's newest snapshot that replaced data files, not from its own start.
+    await scheduler.close();
+    const compactedAt = Math.max(...((await loadIcebergTable(objects, ref))?.metadata.snapshots ?? []).filter((sn) => sn.summary['operation'] === 'replace' && sn.summary['deleted-data-files'] !== '0').map((sn) => sn['timestamp-ms']));
+    await append(140, 40);
+    while ((await sweeper.sweep()) === 'tiered-full');
+    behind = 'the tier is 12000 events behind (more than 2 batches)';
+    const restartedTick = async (restartedAtMs: number) => {
+      const restartedRuns: MaintenanceRun[] = [];
+      const restarted = new MaintenanceScheduler({ ...common, now: () => restartedAtMs, compactionDeferral: () => Promise.resolve(behind), onRun: (run) => Promise.resolve(void restartedRuns.push(run)) });
+      try {
+        await restarted.refresh();
+        const restartedTask = [...cron.getTasks().values()].find((candidate) => candidate.name === `auditlake-maintenance:${table}`);
+        if (restartedTask === undefined) throw new Error('no cron task registered for the table');
+        await restartedTask.execute();
+        await expect.poll(() => restartedRuns.length, { timeout: 60_000 }).toBe(1);
+        return restartedRuns[0] as MaintenanceRun;
+      } finally {
+        await restarted.close();
+      }
+    };
+    // Restarted ten minutes after that compaction: still deferred.
+    expect(await restartedTick(compactedAt + 10 * 60_000)).toMatchObject({ ok: true, compactionDeferred: behind, filesRewritten: 0 });
+    // Restarted an hour after it: compacted, though the tier is behind (before, a restart counted the hour from itself).
+    expect(await restartedTick(compactedAt + COMPACTION_DEFERRAL_MAX_MS)).toMatchObject({ ok: true, compactionDeferred: null, filesRewritten: 3, filesAdded: 1 });
+    behind = undefined;
+    expect(await icebird(ref.location)).toEqual({ rows: 180, distinct: 180 });
     const loaded = await loadIcebergTable(objects, ref);
-    expect(loaded && tableWatermark(loaded)?.seq).toBe(140);
+    expect(loaded && tableWatermark(loaded)?.seq).toBe(180);
   }, 180_000);
 
   it('a run before the first sweep created the table has nothing to do; a table that received events and lost its metadata fails the run, naming it', async () => {
