@@ -74,12 +74,6 @@ const CACHED_TEXT_LENGTH_MAX = 256;
 /** Entries per field's cache; a full cache is emptied and refilled (a bound, not an LRU). */
 const CACHE_ENTRIES_MAX = 4096;
 
-/** A content field's hash and its 4-hex part of the field check, as cached. */
-interface FieldDigest {
-  digest: string;
-  check: string;
-}
-
 /**
  * A cache of the field hashes of one content field whose values repeat (a few engines,
  * actions, decisions, users, resources). `tables`, `query` and `details` are not cached: the
@@ -88,19 +82,19 @@ interface FieldDigest {
  * generation and collected there.
  */
 class FieldCache {
-  readonly #entries = new Map<string, FieldDigest>();
+  readonly #entries = new Map<string, string>();
 
-  get(text: string): FieldDigest {
-    let entry = this.#entries.get(text);
-    if (entry === undefined) {
-      const digest = sha256Hex(text);
-      entry = { digest, check: digest.slice(0, 4) };
+  /** The text's field hash (hex). */
+  get(text: string): string {
+    let digest = this.#entries.get(text);
+    if (digest === undefined) {
+      digest = sha256Hex(text);
       if (text.length <= CACHED_TEXT_LENGTH_MAX) {
         if (this.#entries.size >= CACHE_ENTRIES_MAX) this.#entries.clear();
-        this.#entries.set(text, entry);
+        this.#entries.set(text, digest);
       }
     }
-    return entry;
+    return digest;
   }
 }
 
@@ -176,22 +170,17 @@ export class RecordHasher {
     salt?: string,
   ): RecordContent {
     if (salt !== undefined) return this.#contentSalted(timestamp, eventIdText, sourceIdText, sourceSeqText, userId, source, action, resource, decision, tables, query, details, salt);
-    const userHash = this.#userId.get(userId);
-    const sourceHash = this.#source.get(source);
-    const actionHash = this.#action.get(action);
-    const resourceHash = this.#resource.get(resource);
-    const decisionHash = this.#decision.get(decision);
     return contentOfDigests(
       CONTENT_TAG_V2,
       timestamp,
       eventIdText,
       sourceIdText,
       sourceSeqText,
-      userHash.digest,
-      sourceHash.digest,
-      actionHash.digest,
-      resourceHash.digest,
-      decisionHash.digest,
+      this.#userId.get(userId),
+      this.#source.get(source),
+      this.#action.get(action),
+      this.#resource.get(resource),
+      this.#decision.get(decision),
       sha256Hex(tables),
       sha256Hex(query),
       sha256Hex(details),
@@ -230,10 +219,10 @@ export class RecordHasher {
       sourceIdText,
       sourceSeqText,
       saltedFieldHash(salts[0] as string, userId),
-      this.#source.get(source).digest,
-      this.#action.get(action).digest,
+      this.#source.get(source),
+      this.#action.get(action),
       saltedFieldHash(salts[1] as string, resource),
-      this.#decision.get(decision).digest,
+      this.#decision.get(decision),
       saltedFieldHash(salts[2] as string, tables),
       saltedFieldHash(salts[3] as string, query),
       saltedFieldHash(salts[4] as string, details),
@@ -284,10 +273,10 @@ export class RecordHasher {
         sourceIdText,
         sourceSeqText,
         saltedFieldHash(salts[0] as string, userId),
-        this.#source.get(source).digest,
-        this.#action.get(action).digest,
+        this.#source.get(source),
+        this.#action.get(action),
         saltedFieldHash(salts[1] as string, resource),
-        this.#decision.get(decision).digest,
+        this.#decision.get(decision),
         saltedFieldHash(salts[2] as string, tables),
         saltedFieldHash(salts[3] as string, query),
         saltedFieldHash(salts[4] as string, details),
@@ -304,11 +293,11 @@ export class RecordHasher {
       eventIdText,
       sourceIdText,
       sourceSeqText,
-      this.#userId.get(userId).digest,
-      this.#source.get(source).digest,
-      this.#action.get(action).digest,
-      this.#resource.get(resource).digest,
-      this.#decision.get(decision).digest,
+      this.#userId.get(userId),
+      this.#source.get(source),
+      this.#action.get(action),
+      this.#resource.get(resource),
+      this.#decision.get(decision),
       sha256Hex(tables),
       sha256Hex(query),
       sha256Hex(details),
