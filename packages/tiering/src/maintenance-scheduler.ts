@@ -284,11 +284,17 @@ export class MaintenanceScheduler {
   /** Why a run of `entry` starting at `nowMs` leaves compaction out (see compactionDeferral), or null. */
   async #compactionDeferred(entry: Entry, trigger: string, nowMs: number): Promise<string | null> {
     if (trigger !== 'cron') return null;
-    try {
-      if (!entry.compactedKnown) {
+    if (!entry.compactedKnown) {
+      try {
         const compactedMs = await this.#lastCompactedMs(entry.table);
         Object.assign(entry, { compactedMs: compactedMs ?? entry.compactedMs, compactedKnown: true });
+      } catch (err) {
+        // The bucket unreadable (the run itself will fail too): the hour counts from the
+        // registration meanwhile, and the next run asks the table again.
+        this.#options.log.warn({ err: failure(err) }, `table maintenance: could not read when ${entry.table.path} was last compacted; counting from its registration: ${failure(err)}`);
       }
+    }
+    try {
       if (nowMs - entry.compactedMs >= COMPACTION_DEFERRAL_MAX_MS) return null;
       return (await this.#options.compactionDeferral?.()) ?? null;
     } catch (err) {

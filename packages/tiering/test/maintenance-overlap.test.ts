@@ -306,9 +306,9 @@ describe('maintenance beside the sweep', () => {
     await append(140, 40);
     while ((await sweeper.sweep()) === 'tiered-full');
     behind = 'the tier is 12000 events behind (more than 2 batches)';
-    const restartedTick = async (restartedAtMs: number) => {
+    const restartedTick = async (restartedAtMs: number, connections = s3.connections) => {
       const restartedRuns: MaintenanceRun[] = [];
-      const restarted = new MaintenanceScheduler({ ...common, now: () => restartedAtMs, compactionDeferral: () => Promise.resolve(behind), onRun: (run) => Promise.resolve(void restartedRuns.push(run)) });
+      const restarted = new MaintenanceScheduler({ ...common, connections, now: () => restartedAtMs, compactionDeferral: () => Promise.resolve(behind), onRun: (run) => Promise.resolve(void restartedRuns.push(run)) });
       try {
         await restarted.refresh();
         const restartedTask = [...cron.getTasks().values()].find((candidate) => candidate.name === `auditlake-maintenance:${table}`);
@@ -322,6 +322,14 @@ describe('maintenance beside the sweep', () => {
     };
     // Restarted ten minutes after that compaction: still deferred.
     expect(await restartedTick(compactedAt + 10 * 60_000)).toMatchObject({ ok: true, compactionDeferred: behind, filesRewritten: 0 });
+    // Restarted an hour after it with the bucket unreachable (nothing listens on port 1): the run
+    // fails, and until the table can be read the hour counts from the registration, so the
+    // record still says compaction waits for the tier (it once said nothing while S3 was down).
+    const unreachable = new S3Connections(new Map([['s3', { id: 's3', endpoint: 'http://127.0.0.1:1', region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
+    onTestFinished(() => unreachable.close());
+    const failed = await restartedTick(compactedAt + COMPACTION_DEFERRAL_MAX_MS, unreachable);
+    expect(failed).toMatchObject({ ok: false, compactionDeferred: behind, filesRewritten: 0 });
+    expect(failed.error).toMatch(/ECONNREFUSED|connect/i);
     // Restarted an hour after it: compacted, though the tier is behind (before, a restart counted the hour from itself).
     expect(await restartedTick(compactedAt + COMPACTION_DEFERRAL_MAX_MS)).toMatchObject({ ok: true, compactionDeferred: null, filesRewritten: 3, filesAdded: 1 });
     behind = undefined;
