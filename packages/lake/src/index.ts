@@ -32,7 +32,7 @@ export { CHECKPOINT_SUMMARY_KEY, INTEGRITY_DIR, latestCheckpointText, readIntegr
 export { encodeTierFile, INLINE_TIER_FILE_ENCODER, rewriteTierFiles, type EncodedTierFile, type RewriteInput, type TierFileEncoder, type TierFileShape } from './tier-file-encoding.js';
 export { ENCODE_MESSAGE_EVENTS_MAX, TierEncodePool, type TierEncodePoolOptions } from './tier-encode-pool.js';
 export { commitProperties, ERASURES_APPLIED_THROUGH_PROPERTY, erasuresAppliedThrough, PURGE_FILES_PROPERTY, purgeReplacedFiles, rewriteIcebergRows, type PurgeResult, type RowRewrite, type RowRewriteResult } from './iceberg-row-rewrite.js';
-export { findTieredRecords, type TieredLookupStats, type TieredRecordRef } from './tiered-record-lookup.js';
+export { findTieredRecords, type TieredLookupOptions, type TieredLookupStats, type TieredRecordRef } from './tiered-record-lookup.js';
 export { readTieredSuffix } from './tiered-suffix.js';
 export { ERASURES_DIR, erasureDoneKey, erasuresNotDone, markErasureDone, pendingParquetErasures, rewriteParquetRows, type ParquetRowRewriteResult } from './parquet-row-rewrite.js';
 export { orphanCutoffMs, storeClockMs } from './store-clock.js';

@@ -1,4 +1,4 @@
-import { AuditParquetFile, type ParquetFooter } from '@auditlake/format';
+import { AuditParquetFile, type ParquetFooter, type TieredEvent } from '@auditlake/format';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import type { TierFile, TierSource } from './tier-source.js';
 
@@ -8,6 +8,20 @@ export interface TieredRecordRef {
   seq: number;
   source: string;
   action: string;
+  /** The whole row, when the lookup asked for it (TieredLookupOptions.wholeRows). */
+  event?: TieredEvent;
+}
+
+/** What a lookup narrows itself by, and how much of each match it reads. */
+export interface TieredLookupOptions {
+  /**
+   * Each id's event time, when the copies looked for have it (a client re-sending an event with
+   * its own `ts`): a file is read only for the ids whose time lies within the event-time bounds
+   * its commit recorded, and a file that holds none of those times is not opened.
+   */
+  eventTimes?: ReadonlyMap<string, number>;
+  /** Read each match's whole row (`event`), not only its seq, source and action. */
+  wholeRows?: boolean;
 }
 
 /** What one lookup read, for measuring it (and for tests: which files the ids' statistics ruled out). */
@@ -24,29 +38,37 @@ export interface TieredLookupStats {
 
 /**
  * Every copy the tier holds of the named events: eventId → each row's seq, source and action
- * (one per seq). An event is tiered twice when a client re-sent it after local retention had
- * deleted the first copy (the leader's de-duplication looks only at its own log); an erasure
- * must reach both. The copies need not share an event time (an event sent without `ts` gets the
- * server's time each time it is stored), so no file is skipped by its time range: every data
- * file of every source is looked at, and a row group is skipped only when its `event_id` min/max
+ * (one per seq). An event is tiered twice when a client re-sent it without `ts` after local
+ * retention had deleted the first copy (the leader finds a re-send in the tier only by its
+ * event time, and the server's time differs each time); an erasure must reach both. The copies need not share an event time (an event sent without `ts` gets the
+ * server's time each time it is stored), so no file is skipped by its time range unless the
+ * caller knows each copy's time (`options.eventTimes`): every data file of every source is
+ * looked at, and a row group is skipped only when its `event_id` min/max
  * statistics prove none of the ids is in it. Otherwise only its `event_id` column is read, and
  * where it matches, the `seq`, `source` and `action` of the rows from the first match to the last. At most OBJECT_REQUESTS_IN_FLIGHT_MAX
  * files are read at once; footers come from the source's cache when it has one.
  */
-export async function findTieredRecords(sources: readonly TierSource[], eventIds: ReadonlySet<string>, stats?: TieredLookupStats): Promise<Map<string, TieredRecordRef[]>> {
+export async function findTieredRecords(sources: readonly TierSource[], eventIds: ReadonlySet<string>, stats?: TieredLookupStats, options: TieredLookupOptions = {}): Promise<Map<string, TieredRecordRef[]>> {
   const found = new Map<string, TieredRecordRef[]>();
   if (eventIds.size === 0) return found;
-  const files: Array<{ source: TierSource; file: TierFile }> = [];
-  for (const source of sources) for (const file of await source.listFiles()) files.push({ source, file });
-  if (stats) stats.files += files.length;
-  const wanted = [...eventIds].map((id) => ({ id, bytes: Buffer.from(id, 'utf8') }));
-  const perFile = await mapBounded(files, OBJECT_REQUESTS_IN_FLIGHT_MAX, async ({ source, file }) => {
+  const { eventTimes } = options;
+  const wanted = [...eventIds].map((id) => ({ id, bytes: Buffer.from(id, 'utf8'), timeMs: eventTimes?.get(id) }));
+  const files: Array<{ source: TierSource; file: TierFile; wanted: typeof wanted }> = [];
+  for (const source of sources) {
+    for (const file of await source.listFiles()) {
+      if (stats) stats.files++;
+      const inFile = eventTimes === undefined ? wanted : wanted.filter((w) => w.timeMs === undefined || (file.tsMin <= w.timeMs && w.timeMs <= file.tsMax));
+      if (inFile.length > 0) files.push({ source, file, wanted: inFile });
+    }
+  }
+  const spanColumns = options.wholeRows === true ? undefined : (['event_id', 'seq', 'source', 'action'] as const);
+  const perFile = await mapBounded(files, OBJECT_REQUESTS_IN_FLIGHT_MAX, async ({ source, file, wanted: inFile }) => {
     const parquet = await AuditParquetFile.open(await source.open(file), source.footers?.get(file.key));
     source.footers?.set(file.key, parquet.footer);
     const rows: Array<{ eventId: string; ref: TieredRecordRef }> = [];
     for (const group of parquet.rowGroups) {
       if (stats) stats.rowGroups++;
-      const candidates = wanted.filter((w) => mayHoldEventId(parquet.footer, group.index, w.bytes));
+      const candidates = inFile.filter((w) => mayHoldEventId(parquet.footer, group.index, w.bytes));
       if (candidates.length === 0) {
         if (stats) stats.rowGroupsSkipped++;
         continue;
@@ -58,12 +80,14 @@ export async function findTieredRecords(sources: readonly TierSource[], eventIds
       if (matches.length === 0) continue;
       // Rows of the group from the first match to the last, their other columns read once.
       const rowStart = group.rowStart + matches[0]!;
-      const span = await parquet.read({ columns: ['event_id', 'seq', 'source', 'action'], rowGroups: [group.index], rowStart, rowEnd: group.rowStart + matches.at(-1)! + 1 });
+      const span = await parquet.read({ ...(spanColumns === undefined ? {} : { columns: spanColumns }), rowGroups: [group.index], rowStart, rowEnd: group.rowStart + matches.at(-1)! + 1 });
       for (const i of matches) {
         const match = span[i - matches[0]!];
         const eventId = column[i]?.eventId;
         if (match === undefined || eventId === undefined || match.eventId !== eventId) continue;
-        rows.push({ eventId, ref: { seq: match.seq ?? 0, source: match.source ?? '', action: match.action ?? '' } });
+        const ref: TieredRecordRef = { seq: match.seq ?? 0, source: match.source ?? '', action: match.action ?? '' };
+        if (spanColumns === undefined) ref.event = match as TieredEvent;
+        rows.push({ eventId, ref });
       }
     }
     return rows;

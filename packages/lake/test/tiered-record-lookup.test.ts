@@ -1,7 +1,8 @@
 // Goal: findTieredRecords finds every tiered copy of an event by eventId alone — a copy re-sent
 // without `ts` was stored with a later server time, in a file whose time range does not cover the
 // first copy — reading every file's footer, skipping only row groups whose event_id statistics
-// prove the ids absent, and reading the files a few at a time.
+// prove the ids absent, and reading the files a few at a time; given each copy's event time, it
+// opens only the files whose time bounds hold it.
 import type { StoredEvent } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
 import { useEmbeddedS3 } from '../src/testing/index.js';
@@ -54,5 +55,24 @@ describe('findTieredRecords', () => {
     expect(stats.files).toBe(10);
     // k3 and k37 fall in file 3's bounds, k81 in file 8's, k99x in file 9's: the other seven are not read.
     expect(stats).toMatchObject({ rowGroupsRead: 3, rowGroupsSkipped: stats.rowGroups - 3 });
+  });
+
+  it('with each id\'s event time, opens only files whose time bounds hold it, and reads whole rows when asked', async () => {
+    const location = { bucket: BUCKET, prefix: 'timed' };
+    const objects = s3.connections.bucket('s3', BUCKET);
+    // One file per day, ids that every file's event_id bounds admit (a, m, z on each day).
+    for (let day = 0; day < 5; day++) {
+      const events = ['a', 'm', 'z'].map((id, i) => stored(`${id}${day}`, day * 3 + i + 1, T0 + day * DAY_MS + i));
+      await commitParquetBatch(objects, location, events, { term: 1, nowMs: T0, afterSeq: day * 3, mayCommit: () => true });
+    }
+    const source = new ParquetTierSource(s3.connections, { mode: 'parquet', path: `s3://${BUCKET}/timed`, connectionId: 's3' });
+    const stats: TieredLookupStats = { files: 0, rowGroups: 0, rowGroupsSkipped: 0, rowGroupsRead: 0 };
+    // m2 at its own time; m3 asked at day 1's time, where it is not: not found (its day's file is not read).
+    const eventTimes = new Map([['m2', T0 + 2 * DAY_MS + 1], ['m3', T0 + DAY_MS + 1]]);
+    const found = await findTieredRecords([source], new Set(eventTimes.keys()), stats, { eventTimes, wholeRows: true });
+    expect([...found.keys()]).toEqual(['m2']);
+    expect(found.get('m2')?.[0]?.event).toMatchObject({ eventId: 'm2', seq: 8, userId: 'u8', query: 'q8', timestamp: T0 + 2 * DAY_MS + 1 });
+    // Five files listed, two opened (days 1 and 2), one row group each.
+    expect(stats).toMatchObject({ files: 5, rowGroups: 2 });
   });
 });
