@@ -7,7 +7,8 @@
 // after it comes to it, the deleted ones cannot), the leader is killed with SIGKILL, and the
 // standby leads and signs a checkpoint: it must follow the checkpoint the standby never received,
 // so `auditlake verify --path` (offline, the real command) passes on the tier, and
-// `auditlake verify --url` (online) on the new leader's own log.
+// `auditlake verify --url` (online) on the new leader's own log; and the events it never received,
+// re-sent to it, are found in the tier rather than stored again.
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { integrityOf, runVerify, startParquetTieringPair, tierWatermark, untilSignedByOwnKey, verifyTier } from './checkpoint-failover.js';
@@ -54,7 +55,9 @@ describe('the chain of checkpoints after a standby caught up across a range its 
 
     // The standby is down while the leader orders a second checkpoint, tiers it and deletes it.
     await cluster.node(standby).kill();
-    expect((await postEvents(cluster.node(leader).url, events('b', 2))).status).toBe(200);
+    // Sent with their own time, so a re-send carries the same one (see the end).
+    const deleted = events('b', 2).map((event) => ({ ...(event as object), ts: Date.now() }));
+    expect((await postEvents(cluster.node(leader).url, deleted)).status).toBe(200);
     await expect.poll(async () => (await integrityOf(cluster, leader)).checkpoints.at(-1)?.checkpoint, { timeout: 30_000, interval: 100 }).not.toBe((await integrityOf(cluster, leader)).checkpoints[0]!.checkpoint);
     const second = parseSignedCheckpoint((await integrityOf(cluster, leader)).checkpoints.at(-1)!.checkpoint);
     expect(second.previousCheckpointHash).toBe(checkpointHash(first));
@@ -92,5 +95,10 @@ describe('the chain of checkpoints after a standby caught up across a range its 
     // The new leader's checkpoint follows the one its log never held.
     expect(third.chainId).toBe(first.chainId);
     expect(third.previousCheckpointHash).toBe(checkpointHash(second));
+    // Events the first leader tiered and deleted, which the new leader never held, re-sent to
+    // it: found in the tier (it took the first leader's newest deleted time with the gap), so
+    // answered as retries and not tiered again.
+    const resent = await postEvents(survivor, deleted);
+    expect(await resent.json()).toEqual({ status: 'ok', ingested: 2, duplicates: 2 });
   }, 180_000);
 });

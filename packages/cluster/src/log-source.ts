@@ -92,6 +92,7 @@ export class LogSource {
       const skipped = await this.#options.store.skippedByRetention(request.after, entries);
       if (skipped.checkpoint !== undefined) response.prunedCheckpoint = skipped.checkpoint;
       if (skipped.ranges !== undefined) response.prunedRanges = [...skipped.ranges];
+      if (skipped.timeMax !== undefined) response.prunedTimeMax = skipped.timeMax;
     }
     return response;
   }

@@ -68,13 +68,23 @@ export interface PullResponse {
    * against that hash (AuditStore.applyReplicated).
    */
   prunedRanges?: PrunedRange[];
+  /**
+   * With entries that skip seqs: the newest event time the answering node's retention deleted.
+   * The asker takes it as its own (AuditStore.applyReplicated), so as leader it looks a re-send
+   * of an event it never held up in the tier.
+   */
+  prunedTimeMax?: number;
   meta?: Record<string, unknown>;
   metaHash: string;
 }
 
 /** What a pull answer says its entries skip (AuditStore.applyReplicated keeps it with them). */
 export function skippedOf(response: PullResponse): SkippedByRetention {
-  return { ...(response.prunedRanges === undefined ? {} : { ranges: response.prunedRanges }), ...(response.prunedCheckpoint === undefined ? {} : { checkpoint: response.prunedCheckpoint }) };
+  return {
+    ...(response.prunedRanges === undefined ? {} : { ranges: response.prunedRanges }),
+    ...(response.prunedCheckpoint === undefined ? {} : { checkpoint: response.prunedCheckpoint }),
+    ...(response.prunedTimeMax === undefined ? {} : { timeMax: response.prunedTimeMax }),
+  };
 }
 
 /** A follower handing events from its outbox to the leader. */

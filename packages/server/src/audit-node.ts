@@ -190,6 +190,9 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     cluster?.node.onMetaApplied(() => void settings.reload().catch((err: unknown) => logger.warn({ err }, 'could not reload replicated settings')));
     const tiering = new TieringService({ store, config, connections, settings, membership, metrics, log: logger });
     closers.push(() => tiering.close());
+    // An event re-sent after retention deleted its tiered copy here is found in the tier.
+    store.setTieredCopyLookup((eventTimes) => tiering.tieredCopies(eventTimes));
+    closers.push(async () => store.setTieredCopyLookup(undefined));
     const pruner = new RetentionPruner(store, {
       intervalMs: config.retentionIntervalMs,
       batchSize: config.pruneBatchSize,

@@ -74,7 +74,7 @@ function someNamed(names: readonly string[]): string {
  */
 export async function eraseFields(store: AuditStore, request: ErasureRequest, requestedBy: string, nowMs: number, sequencer: Sequencer, findTiered?: TieredRecordFinder): Promise<ErasureResult> {
   // Every copy of each event, by seq: the local one, and each the tier holds — an event re-sent
-  // after retention deleted its local copy was stored and tiered again under a new seq.
+  // without ts after retention deleted its local copy was stored and tiered again under a new seq.
   const seqs = new Map<string, Set<number>>();
   const own: string[] = [];
   const found = (eventId: string, record: { seq: number; source: string; action: string }) => {

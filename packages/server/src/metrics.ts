@@ -55,6 +55,11 @@ export class NodeMetrics {
     help: 'Events this node refused, leading, because their eventId holds an event with other content (the first stored is kept; each is recorded in an audit:EventIdConflict event)',
     registers: [this.registry],
   });
+  readonly resendsUnchecked = new Counter({
+    name: 'auditlake_events_resend_unchecked_total',
+    help: 'Ingested events that may re-send one retention deleted after tiering it, stored as new without looking in the tier because it could not be read (the tier may then hold them twice)',
+    registers: [this.registry],
+  });
   readonly eventsRefused = new Counter({ name: 'auditlake_events_refused_total', help: 'Events in ingest requests refused as invalid or too large', registers: [this.registry] });
   readonly eventsSampledOut = new Counter({ name: 'auditlake_events_sampled_out_total', help: 'data:Select events dropped by read sampling', registers: [this.registry] });
   readonly tierSweepFailures = new Counter({ name: 'auditlake_tier_sweep_failures_total', help: 'Tiering sweeps that failed (each is retried with backoff)', registers: [this.registry] });

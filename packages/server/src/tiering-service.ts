@@ -21,6 +21,25 @@ import type { Membership } from './membership.js';
 import type { NodeMetrics } from './metrics.js';
 import type { SettingsService, SettingsValidator } from './settings-service.js';
 
+/**
+ * How long ingest waits for the tier to find copies of re-sent events (tieredCopies) before it
+ * stores them as new: a bucket that drops packets must not hold ingest for TCP's timeouts.
+ */
+const RESEND_LOOKUP_TIMEOUT_MS = 2_000;
+/** Least time between two warnings that the tier could not be read for such a lookup (each is counted). */
+const RESEND_WARNING_INTERVAL_MS = 10_000;
+
+/** `work`'s answer, or a rejection with `message` once `ms` passed first (the work goes on, unawaited). */
+function answerWithin<T>(work: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), ms);
+  });
+  // A rejection after the timeout is nobody's to handle.
+  work.catch(() => undefined);
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
+
 export interface TierStatusView extends TierStatus {
   /** Events not yet tiered: exact, never capped (the store counts it without a scan). */
   backlog: number;
@@ -81,6 +100,10 @@ export class TieringService {
   /** Table maintenance's own encoder thread (one; none when encoding is inline). */
   readonly #maintenanceEncoder: TierEncodePool | undefined;
   readonly #deferred: DeferredCount;
+  readonly #metrics: NodeMetrics;
+  /** When tieredCopies last warned that the tier could not be read. */
+  #resendWarnedMs = Number.NEGATIVE_INFINITY;
+  readonly #log: { info(o: object, m: string): void; warn(o: object, m: string): void };
   /** What the last retention policy kept back for erasure (tierStatus.erasureHoldSeq). */
   #erasureHoldSeq: number | null = null;
 
@@ -98,6 +121,8 @@ export class TieringService {
     this.#store = store;
     this.#settings = settings;
     this.#membership = membership;
+    this.#metrics = options.metrics;
+    this.#log = options.log;
     this.connections = options.connections;
     this.#deferred = new DeferredCount((cutoffMs, afterSeq, max) => store.countHeldBack(cutoffMs, afterSeq, max));
     // The sweep and table maintenance both commit to the same tables: their commits take turns.
@@ -241,6 +266,38 @@ export class TieringService {
   /** Where named events are in the tier (any location that ever received tiered events): eventId → seq, source and action. */
   async findTieredRecords(eventIds: ReadonlySet<string>): Promise<Map<string, TieredRecordRef[]>> {
     return findTieredRecords(await this.tierSources(), eventIds);
+  }
+
+  /**
+   * The copies the tier holds of events a client re-sent after local retention deleted them
+   * (the store's TieredCopyLookup): each looked for only in files whose event-time bounds hold
+   * its time, and answered as the stored JSON of one copy, by eventId. When the tier cannot be
+   * read, none: an outage of the bucket never stops ingest (the log keeps collecting), so the
+   * events are stored as new, counted and logged, and the tier may then hold them twice.
+   */
+  async tieredCopies(eventTimes: ReadonlyMap<string, number>): Promise<ReadonlyMap<string, string>> {
+    let found: Map<string, TieredRecordRef[]>;
+    try {
+      const lookup = findTieredRecords(await this.tierSources(), new Set(eventTimes.keys()), undefined, { eventTimes, wholeRows: true });
+      found = await answerWithin(lookup, RESEND_LOOKUP_TIMEOUT_MS, `the tier did not answer within ${RESEND_LOOKUP_TIMEOUT_MS} ms`);
+    } catch (err) {
+      this.#metrics.resendsUnchecked.inc(eventTimes.size);
+      const nowMs = Date.now();
+      if (nowMs - this.#resendWarnedMs >= RESEND_WARNING_INTERVAL_MS) {
+        this.#resendWarnedMs = nowMs;
+        this.#log.warn(
+          { events: eventTimes.size, eventIds: [...eventTimes.keys()].slice(0, 20), err: err instanceof Error ? err.message : String(err) },
+          `events timed at or before the newest one retention deleted could not be looked for in the tier (it could not be read): stored as new, so if one re-sends an event already tiered, the tier holds it twice (counted in auditlake_events_resend_unchecked_total; this warning at most every ${RESEND_WARNING_INTERVAL_MS / 1000} s)`,
+        );
+      }
+      return new Map();
+    }
+    const copies = new Map<string, string>();
+    for (const [eventId, refs] of found) {
+      const event = refs.find((ref) => ref.event !== undefined)?.event;
+      if (event !== undefined) copies.set(eventId, JSON.stringify(event));
+    }
+    return copies;
   }
 
   /** Every location that ever received tiered events, as reader sources. */

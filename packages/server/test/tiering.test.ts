@@ -1,4 +1,5 @@
-// Goal: the leader's watermarked sweep tiers every event to day-partitioned Parquet on S3 exactly once, reports its health, never loses local data, and the viewer reads the full history back; an erasure record only the tier holds cannot itself be erased, and an erasure reaches every tiered copy of an event, whatever time each copy has.
+// Goal: the leader's watermarked sweep tiers every event to day-partitioned Parquet on S3 exactly once, reports its health, never loses local data, and the viewer reads the full history back; an erasure record only the tier holds cannot itself be erased, and an event re-sent after retention deleted its local copy is recognised in the tier (stored again only while the tier cannot be read), and an erasure reaches every tiered copy of an event, whatever time each copy has.
+import { createServer, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { FAST_TIERING, downloadPrefix, duckdb, externalS3, postSettings, tierStatus, waitUntilTiered } from './tier-helpers.js';
 import { event, startTestNode } from './test-node.js';
@@ -349,20 +350,54 @@ describe('parquet tiering sweep', () => {
     expect(Object.fromEntries(json.events.filter((e) => e.source === 'trino').map((e) => [e.eventId, e.query]))).toEqual({ q1: '[erased by auditlake]', q2: 'SELECT 1' });
   });
 
-  it('erases every tiered copy of an event re-sent after retention deleted its local copy', async () => {
-    const { s3, t } = await tieringNode({ 'auditlake.audit.retention.interval.ms': '100' });
+  it('answers an event re-sent after retention deleted its local copy as a duplicate of the tiered copy; while the tier cannot be read it stores it (counted), and an erasure reaches both copies', async () => {
+    const logLines: string[] = [];
+    const { s3, t } = await tieringNode({ 'auditlake.audit.retention.interval.ms': '100' }, logLines);
     const dup = event({ eventId: 'dup1', userId: 'erin-secret', ts: Date.now() - 2 * DAY });
-    await t.ingest([dup, event({ eventId: 'keep1' })]);
+    const dup2 = event({ eventId: 'dup2', ts: Date.now() - 2 * DAY });
+    await t.ingest([dup, dup2, event({ eventId: 'keep1' })]);
     await postSettings(t, { ...PARQUET, 'audit.tier.retain.local.days': 0 });
     await waitUntilTiered(t);
-    await expect.poll(async () => (await t.stored()).some((e) => e.eventId === 'dup1'), { timeout: 10_000 }).toBe(false);
-    // Re-sent (a replayed spool): the node no longer holds it, so it is stored and tiered again.
-    await t.ingest([dup]);
-    await waitUntilTiered(t);
+    const pruned = async () => expect.poll(async () => (await t.stored()).some((e) => e.eventId === 'dup1' || e.eventId === 'dup2'), { timeout: 10_000 }).toBe(false);
+    await pruned();
+    // Re-sent (a replayed spool): the node no longer holds it, the tier does.
+    expect(await t.ingest([dup])).toEqual({ status: 200, json: { status: 'ok', ingested: 1, duplicates: 1 } });
+    // Other content under its id: refused as a conflict, the tiered event kept.
+    const squatted = await t.ingest([{ ...dup, query: 'DROP TABLE hive.a.t1' }]);
+    expect(squatted.json).toMatchObject({ ingested: 1, conflicts: 1, conflictEventIds: ['dup1'] });
+    expect((await t.stored()).some((e) => e.eventId === 'dup1')).toBe(false);
     const copies = async () => {
       const dir = await downloadPrefix(s3.props('ext'), 'ext', 'ext', 'audit/');
       return duckdb(`SELECT user_id FROM read_parquet('${dir}/audit/**/*.parquet') WHERE event_id = 'dup1' ORDER BY seq`);
     };
+    await waitUntilTiered(t);
+    expect(await copies()).toEqual([{ user_id: 'erin-secret' }]);
+    // The bucket unreachable, worst case: a port that takes connections and never answers. Ingest
+    // goes on (the log keeps collecting): each re-send is stored as new after at most the lookup's
+    // timeout, counted, and logged (once in a while) — the one way left to tier it twice.
+    await s3.stop();
+    const held = new Set<Socket>();
+    const silent = createServer((socket) => void held.add(socket));
+    await new Promise<void>((resolve) => silent.listen(s3.port, '127.0.0.1', resolve));
+    try {
+      const started = Date.now();
+      expect(await t.ingest([dup])).toEqual({ status: 200, json: { status: 'ok', ingested: 1 } });
+      expect(Date.now() - started).toBeLessThan(10_000);
+      expect(await t.ingest([dup2])).toEqual({ status: 200, json: { status: 'ok', ingested: 1 } });
+    } finally {
+      for (const socket of held) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
+    expect((await t.stored()).filter((e) => e.eventId === 'dup1' || e.eventId === 'dup2')).toHaveLength(2);
+    expect(await (await t.request('/metrics')).text()).toMatch(/^auditlake_events_resend_unchecked_total 2$/m);
+    const warnings = logLines.filter((l) => l.includes('could not be looked for in the tier'));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain('did not answer within 2000 ms');
+    expect(warnings[0]).toContain('at most every 10 s');
+    expect(warnings[0]).toContain('dup1');
+    await s3.start();
+    await waitUntilTiered(t);
+    await pruned();
     expect(await copies()).toEqual([{ user_id: 'erin-secret' }, { user_id: 'erin-secret' }]);
 
     const res = await t.request('/admin/audit/erase', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ eventIds: ['dup1'], fields: ['userId'] }) });
@@ -370,6 +405,8 @@ describe('parquet tiering sweep', () => {
     expect(await res.json()).toMatchObject({ erased: 2 });
     await expect.poll(copies, { timeout: 20_000 }).toEqual([{ user_id: '[erased by auditlake]' }, { user_id: '[erased by auditlake]' }]);
     expect((await t.search('?user=erin-secret&limit=10')).json.events).toEqual([]);
+    // Erased in the tier, it is still recognised when re-sent (an erased field counts as equal).
+    expect((await t.ingest([dup])).json).toMatchObject({ ingested: 1, duplicates: 1 });
   });
 
   it('erases every tiered copy of an event sent without ts and re-sent after retention deleted it: the copies have different times', async () => {

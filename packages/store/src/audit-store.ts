@@ -41,6 +41,7 @@ import { TermRuns, parseTermRun, termRunKey, termRunValue, type TermRun, type Te
 import { contentHashAgainst, encodedContentReference, headOf, RecordChain, storedContentReference, type ChainHead, type ContentReference, type IntegrityEntry } from './record-chain.js';
 import { addIntegrityPuts, type RegisteredKey } from './integrity-index.js';
 import { PrunedRanges, type PrunedRange } from './pruned-ranges.js';
+import { resendCandidates, tieredCopiesOf, type TieredCopyLookup } from './resent-after-retention.js';
 import { DayLedger, type DayLedgerFilter, type DayLedgerPage, type DayLedgerRow } from './day-ledger.js';
 import { SourceLedger, type SourceLedgerEntry, type SourceLedgerPage, type SourceLedgerSummary } from './source-ledger.js';
 import { integrityKindOf, parsePublishedKey, parseSignedCheckpoint, type SignedCheckpoint } from '@auditlake/integrity';
@@ -52,6 +53,12 @@ export interface SkippedByRetention {
   ranges?: readonly PrunedRange[];
   /** Its newest checkpoint whose record retention deleted. */
   checkpoint?: CarriedCheckpoint;
+  /**
+   * The newest event time its retention deleted (AuditStore.prunedTimeMax): an asker whose log
+   * skips what it deleted takes it as its own, so it looks a re-send of one of those up in the
+   * tier once it leads (resent-after-retention.ts).
+   */
+  timeMax?: number;
 }
 
 /**
@@ -106,6 +113,9 @@ const PRUNED_RANGES_KEY = localKey('prunedRanges');
  * checkpoint index entry (`c!<seq>`) retention keeps: the next checkpoint links to it.
  */
 const PRUNED_CHECKPOINT_KEY = localKey('prunedCheckpointSeq');
+const NO_TIERED_COPIES: ReadonlyMap<string, string> = new Map();
+/** Local-metadata key of #prunedTimeMax. */
+const PRUNED_TIME_MAX_KEY = localKey('prunedTimeMax');
 /** Local-metadata key of #tieredCountedThrough. */
 const TIERED_COUNTED_THROUGH_KEY = localKey('dayLedgerTieredThrough');
 /**
@@ -265,6 +275,13 @@ export class AuditStore {
    * seq ever pruned or skipped; kept in local metadata with the deletes that raise it.
    */
   #gapSeqMax = 0;
+  /**
+   * The newest event time retention ever deleted from this log (undefined: it never deleted
+   * anything): only an event timed at or before it can be a re-send of one it deleted.
+   */
+  #prunedTimeMax: number | undefined;
+  /** Where an append looks for copies of such re-sent events (setTieredCopyLookup). */
+  #tieredCopies: TieredCopyLookup | undefined;
   /** Bumped by every batch that deletes log entries: a counted range is stale after it. */
   #deleteVersion = 0;
   /** The last count of entries in (afterSeq, gapSeqMax], narrowed as afterSeq grows. */
@@ -312,6 +329,8 @@ export class AuditStore {
     store.#pruned = new PrunedRanges(JSON.parse((await store.#db.get(PRUNED_RANGES_KEY)) ?? '[]') as PrunedRange[]);
     const prunedCheckpoint = await store.#db.get(PRUNED_CHECKPOINT_KEY);
     store.#prunedCheckpointSeq = prunedCheckpoint === undefined ? undefined : Number(prunedCheckpoint);
+    const prunedTimeMax = await store.#db.get(PRUNED_TIME_MAX_KEY);
+    store.#prunedTimeMax = prunedTimeMax === undefined ? undefined : Number(prunedTimeMax);
     store.#ledger = await SourceLedger.load(store.#db);
     for (const [key, value] of await store.#db.iterator({ gte: PREFIX.meta, lt: prefixEnd(PREFIX.meta) }).all()) store.#metaText.set(key.slice(PREFIX.meta.length), value);
     await backfillLedger(store.#db, store.#ledger, store.#days);
@@ -428,15 +447,44 @@ export class AuditStore {
 
   /** As append, for events serialised where they were validated (the ingest parse workers). */
   async appendEncoded(events: readonly EncodedEvent[], options: AppendOptions = {}): Promise<AppendResult> {
-    const written = await this.#openWriter().append(events, options);
+    const writer = this.#openWriter();
+    // Re-sent after retention deleted them here, and held by the tier: repeats, never written.
+    const lookup = this.#tieredCopies;
+    const candidates = lookup === undefined ? undefined : resendCandidates(events, options.freshIds, this.#prunedTimeMax);
+    const tiered = candidates === undefined || lookup === undefined ? NO_TIERED_COPIES : await tieredCopiesOf(this.#db, candidates, lookup);
+    const written = await writer.append(tiered.size === 0 ? events : events.filter((event) => !tiered.has(event.eventId)), options);
     if (options.meta?.length) {
       for (const meta of options.meta) this.#metaText.set(meta.name, JSON.stringify(meta.value));
       this.#metaVersion++;
     }
     if (written.stored.length > 0) this.#logGrew();
     if (this.#erasedTables.size > 0) await this.#openWriter().exclusive(({ db }) => this.#dropUnusedTableNames(db));
-    if (written.repeated === undefined) return { stored: written.stored, duplicates: 0, conflicts: [] };
-    return { stored: written.stored, ...(await this.#sortRepeated(written.repeated)) };
+    const repeats = written.repeated === undefined ? { duplicates: 0, conflicts: [] } : await this.#sortRepeated(written.repeated);
+    if (tiered.size === 0) return { stored: written.stored, ...repeats };
+    const fromTier = judgeRepeats(
+      events.filter((event) => tiered.has(event.eventId)),
+      tiered,
+      undefined,
+    );
+    // Conflicts in the order their events were given, as the writer's are.
+    const order = new Map<string, number>();
+    events.forEach((event, i) => order.set(event.eventId, order.get(event.eventId) ?? i));
+    const conflicts = [...repeats.conflicts, ...fromTier.conflicts].sort((a, b) => (order.get(a.eventId) ?? 0) - (order.get(b.eventId) ?? 0));
+    return { stored: written.stored, duplicates: repeats.duplicates + fromTier.duplicates, conflicts };
+  }
+
+  /**
+   * Where appends look for the copies a tier holds of events re-sent after this log's retention
+   * deleted them (resent-after-retention.ts); undefined: nowhere (no tier). A lookup that throws
+   * fails the append, with nothing of it stored.
+   */
+  setTieredCopyLookup(lookup: TieredCopyLookup | undefined): void {
+    this.#tieredCopies = lookup;
+  }
+
+  /** The newest event time retention deleted from this log, or undefined when it deleted nothing. */
+  get prunedTimeMax(): number | undefined {
+    return this.#prunedTimeMax;
   }
 
   /**
@@ -641,6 +689,7 @@ export class AuditStore {
     const headBefore = chain.head;
     let keptCheckpointSeq: number | undefined;
     let prunedAfter: PrunedRanges | undefined;
+    let prunedTimeMax: number | undefined;
     try {
       const firstEntry = entries[0];
       const lastEntry = entries[entries.length - 1];
@@ -667,6 +716,8 @@ export class AuditStore {
         let range: PrunedRange | undefined;
         if (entry.seq > expected + 1) {
           gapSeqMax = entry.seq - 1;
+          // Skipped here: what the sender deleted counts as deleted here too.
+          if (skipped.timeMax !== undefined && Number.isSafeInteger(skipped.timeMax) && skipped.timeMax > (this.#prunedTimeMax ?? -Infinity)) prunedTimeMax = skipped.timeMax;
           range = rangeBefore.get(entry.seq);
           // Only a range within this gap, reaching up to this entry.
           if (range !== undefined && range.fromSeq > expected) rangesKept.push(range);
@@ -728,6 +779,7 @@ export class AuditStore {
         batch.put(localKey(GAP_SEQ_MAX), String(gapSeqMax));
         this.#gapSeqMax = gapSeqMax;
       }
+      if (prunedTimeMax !== undefined) batch.put(PRUNED_TIME_MAX_KEY, String(prunedTimeMax));
     } catch (err) {
       index.forget(newTables);
       await batch.close();
@@ -753,6 +805,7 @@ export class AuditStore {
     if (chain.enabled) chain.commit(head);
     if (keptCheckpointSeq !== undefined) this.#prunedCheckpointSeq = keptCheckpointSeq;
     if (prunedAfter !== undefined) this.#pruned = prunedAfter;
+    if (prunedTimeMax !== undefined) this.#prunedTimeMax = Math.max(this.#prunedTimeMax ?? -Infinity, prunedTimeMax);
     await this.#dropUnusedTableNames(db);
     ledger.commit();
     days.commit();
@@ -822,7 +875,8 @@ export class AuditStore {
     const lastSeq = readReplicatedEntry(lastEntry).seq;
     const ranges = this.#pruned.all.filter((range) => range.toSeq > afterSeq && range.toSeq < lastSeq).map((range) => ({ ...range, fromSeq: Math.max(range.fromSeq, afterSeq + 1) }));
     const checkpoint = await this.#prunedCheckpointBetween(afterSeq, lastSeq);
-    return { ...(ranges.length > 0 ? { ranges } : {}), ...(checkpoint === undefined ? {} : { checkpoint }) };
+    const timeMax = this.#prunedTimeMax;
+    return { ...(ranges.length > 0 ? { ranges } : {}), ...(checkpoint === undefined ? {} : { checkpoint }), ...(timeMax === undefined ? {} : { timeMax }) };
   }
 
   async #prunedCheckpointBetween(afterSeq: number, lastSeq: number): Promise<CarriedCheckpoint | undefined> {
@@ -1230,6 +1284,7 @@ export class AuditStore {
       const batch = this.#db.batch();
       const index = this.#openIndex();
       let batchSeqMax = 0;
+      let batchTimeMax: number | undefined;
       let deleted = 0;
       const touchedBlocks = new Set<number>();
       const prunedSeqs: Array<{ seq: number; chainHash: string | undefined }> = [];
@@ -1249,6 +1304,7 @@ export class AuditStore {
         else if (kind === 'erase') batch.del(erasureKey(event.seq));
         prunedSeqs.push({ seq: event.seq, chainHash: event.chainHash });
         batchSeqMax = Math.max(batchSeqMax, event.seq);
+        batchTimeMax = Math.max(batchTimeMax ?? event.timestamp, event.timestamp);
         deleted++;
       }
       if (deleted > 0) {
@@ -1262,6 +1318,9 @@ export class AuditStore {
           // past this batch's seqs, and lowering it would make the log above it look contiguous.
           const gapSeqMax = Math.max(batchSeqMax, this.#gapSeqMax);
           if (gapSeqMax > this.#gapSeqMax) batch.put(localKey(GAP_SEQ_MAX), String(gapSeqMax));
+          // With the deletes, so no event is ever gone without its time counted here.
+          const prunedTimeMax = Math.max(this.#prunedTimeMax ?? -Infinity, batchTimeMax ?? -Infinity);
+          if (prunedTimeMax !== this.#prunedTimeMax && Number.isFinite(prunedTimeMax)) batch.put(PRUNED_TIME_MAX_KEY, String(prunedTimeMax));
           // The newest checkpoint deleted so far keeps its index entry; the others' go. Decided
           // here, in the writer's queue, where no cut of the log can come in between.
           // The ranges too: an applied batch may have added ranges the sender deleted meanwhile.
@@ -1283,6 +1342,7 @@ export class AuditStore {
           this.#prunedCheckpointSeq = prunedCheckpointSeq;
           this.#pruned = pruned;
           this.#gapSeqMax = gapSeqMax;
+          if (Number.isFinite(prunedTimeMax)) this.#prunedTimeMax = prunedTimeMax;
         });
         this.#deleteVersion++;
         // Queued behind the writer, not awaited: dropping a sketch only saves reads later, and

@@ -41,7 +41,7 @@ export function isErasureRecord(event: Pick<StoredEvent, 'source' | 'action'>): 
 
 /**
  * Where a named record's target is kept: by eventId and seq, since one event can be tiered
- * twice (re-sent after retention deleted its local copy) and an erasure names every copy.
+ * twice (re-sent without ts after retention deleted its local copy) and an erasure names every copy.
  */
 export function targetKey(eventId: string, seq: number): string {
   return `${seq} ${eventId}`;

@@ -1,0 +1,103 @@
+// Goal: an event re-sent after retention deleted its local copy is judged against the copy the
+// tier holds (a retry: a duplicate, nothing written; other content: a conflict), looked for only
+// when it can be such a re-send (an id the client chose, timed at or before the newest event
+// retention deleted, not in the log), and an append whose lookup fails stores nothing.
+import { newSaltKey, RecordHasher } from '@auditlake/integrity';
+import { encodeEvent, type AuditEvent, type EncodedEvent } from '@auditlake/model';
+import { describe, expect, it } from 'vitest';
+import type { TieredCopyLookup } from '../src/index.js';
+import { useTempStores } from './temp-stores.js';
+
+const stores = useTempStores('auditlake-resent-');
+const OLD_MS = 1_700_000_000_000;
+const hasher = new RecordHasher();
+
+function ev(eventId: string, overrides: Partial<AuditEvent> = {}): AuditEvent {
+  return { eventId, userId: 'alice', source: 'trino', action: 'data:Select', resource: 'r', decision: 'ALLOW', tables: ['t1'], query: 'SELECT 1', details: '', timestamp: OLD_MS, ...overrides };
+}
+
+/** As ingest encodes it: its content part computed under a key of its own. */
+function ingested(event: AuditEvent): EncodedEvent {
+  const salt = newSaltKey();
+  return { ...encodeEvent(event), chainContent: { ...hasher.contentOfValues(event, salt), salt } };
+}
+
+/** A store whose retention deleted `gone` (tiered, as far as the lookup is concerned), with `kept` still in the log. */
+async function prunedStore() {
+  const { store, location } = await stores.open();
+  await store.appendEncoded([ingested(ev('gone')), ingested(ev('kept', { timestamp: OLD_MS + 10_000 }))]);
+  // What the tier holds of it: the record as the log stored it (its salt included).
+  const tierCopy = JSON.stringify(await store.getByEventId('gone'));
+  expect((await store.pruneBefore(OLD_MS + 1, 100, async () => true)).deleted).toBe(1);
+  const asked: Array<Map<string, number>> = [];
+  let failure: Error | undefined;
+  const lookup: TieredCopyLookup = async (eventTimes) => {
+    asked.push(new Map(eventTimes));
+    if (failure) throw failure;
+    return new Map([...eventTimes.keys()].filter((id) => id === 'gone').map((id) => [id, tierCopy]));
+  };
+  store.setTieredCopyLookup(lookup);
+  return { store, location, asked, fail: (err: Error) => (failure = err) };
+}
+
+describe('events re-sent after retention deleted them', () => {
+  it('a retry of a deleted event is a duplicate of the tier\'s copy and is not written; other content under its id is a conflict', async () => {
+    const { store, asked } = await prunedStore();
+    const lastSeq = store.position.lastSeq;
+    const retry = await store.appendEncoded([ingested(ev('gone')), ingested(ev('gone'))]);
+    expect(retry).toEqual({ stored: [], duplicates: 2, conflicts: [] });
+    expect(asked).toEqual([new Map([['gone', OLD_MS]])]);
+    const other = await store.appendEncoded([ingested(ev('new1', { timestamp: OLD_MS - 5 })), ingested(ev('gone', { query: 'DROP TABLE t1' }))]);
+    expect(other.duplicates).toBe(0);
+    expect(other.conflicts.map((c) => c.eventId)).toEqual(['gone']);
+    expect(other.stored.map((s) => s.eventId)).toEqual(['new1']);
+    expect(store.position.lastSeq).toBe(lastSeq + 1);
+    expect(await store.getByEventId('gone')).toBeUndefined();
+  });
+
+  it('looks nothing up for ids this node made, events timed after the newest deleted one, or ids the log holds', async () => {
+    const { store, asked } = await prunedStore();
+    expect(store.prunedTimeMax).toBe(OLD_MS);
+    const fresh = ingested(ev('made-here'));
+    const result = await store.appendEncoded([fresh, ingested(ev('later', { timestamp: OLD_MS + 1 })), ingested(ev('kept', { timestamp: OLD_MS + 10_000 }))], { freshIds: new Set(['made-here']) });
+    expect(result.stored.map((s) => s.eventId)).toEqual(['made-here', 'later']);
+    expect(result.duplicates).toBe(1);
+    expect(asked).toEqual([]);
+    // An old event the log still holds (never deleted): found in the log, the tier not asked.
+    const { store: other, asked: otherAsked } = await prunedStore();
+    await other.appendEncoded([ingested(ev('old-held', { timestamp: OLD_MS - 1 }))]);
+    expect((await other.appendEncoded([ingested(ev('old-held', { timestamp: OLD_MS - 1 }))])).duplicates).toBe(1);
+    expect(otherAsked).toEqual([new Map([['old-held', OLD_MS - 1]])]);
+  });
+
+  it('an append whose lookup fails stores nothing of it, and the newest deleted time survives a restart', async () => {
+    const { store, location, fail } = await prunedStore();
+    const lastSeq = store.position.lastSeq;
+    fail(new Error('the bucket is unreachable'));
+    await expect(store.appendEncoded([ingested(ev('new2')), ingested(ev('gone'))])).rejects.toThrow('the bucket is unreachable');
+    expect(store.position.lastSeq).toBe(lastSeq);
+    expect(await store.getByEventId('new2')).toBeUndefined();
+    await stores.close(store);
+    const { store: reopened } = await stores.open(location);
+    expect(reopened.prunedTimeMax).toBe(OLD_MS);
+  });
+
+  it('a standby whose log skips what the leader deleted takes the leader\'s newest deleted time, and keeps it over a restart', async () => {
+    const { store: leader } = await prunedStore();
+    const entries = await leader.readEncodedBySeq(0, 10);
+    const skipped = await leader.skippedByRetention(0, entries);
+    expect(skipped.timeMax).toBe(OLD_MS);
+    const { store: standby, location } = await stores.open();
+    expect(await standby.applyReplicated(entries, [], skipped)).toBe(1);
+    expect(standby.prunedTimeMax).toBe(OLD_MS);
+    await stores.close(standby);
+    expect((await stores.open(location)).store.prunedTimeMax).toBe(OLD_MS);
+    // A log that skips nothing takes nothing: a time the sender says it deleted is not believed
+    // unless the entries show a hole (nothing would ever have been deleted here otherwise).
+    const { store: whole } = await stores.open();
+    await whole.appendEncoded([ingested(ev('w1'))]);
+    const { store: copy } = await stores.open();
+    await copy.applyReplicated(await whole.readEncodedBySeq(0, 10), [], { timeMax: OLD_MS + 99 });
+    expect(copy.prunedTimeMax).toBeUndefined();
+  });
+});
