@@ -21,11 +21,6 @@ import type { Membership } from './membership.js';
 import type { NodeMetrics } from './metrics.js';
 import type { SettingsService, SettingsValidator } from './settings-service.js';
 
-/**
- * How long ingest waits for the tier to find copies of re-sent events (tieredCopies) before it
- * stores them as new: a bucket that drops packets must not hold ingest for TCP's timeouts.
- */
-const RESEND_LOOKUP_TIMEOUT_MS = 2_000;
 /** Least time between two warnings that the tier could not be read for such a lookup (each is counted). */
 const RESEND_WARNING_INTERVAL_MS = 10_000;
 
@@ -101,6 +96,7 @@ export class TieringService {
   readonly #maintenanceEncoder: TierEncodePool | undefined;
   readonly #deferred: DeferredCount;
   readonly #metrics: NodeMetrics;
+  readonly #resendLookupTimeoutMs: number;
   /** When tieredCopies last warned that the tier could not be read. */
   #resendWarnedMs = Number.NEGATIVE_INFINITY;
   readonly #log: { info(o: object, m: string): void; warn(o: object, m: string): void };
@@ -122,6 +118,7 @@ export class TieringService {
     this.#settings = settings;
     this.#membership = membership;
     this.#metrics = options.metrics;
+    this.#resendLookupTimeoutMs = config.resendLookupTimeoutMs;
     this.#log = options.log;
     this.connections = options.connections;
     this.#deferred = new DeferredCount((cutoffMs, afterSeq, max) => store.countHeldBack(cutoffMs, afterSeq, max));
@@ -279,7 +276,8 @@ export class TieringService {
     let found: Map<string, TieredRecordRef[]>;
     try {
       const lookup = findTieredRecords(await this.tierSources(), new Set(eventTimes.keys()), undefined, { eventTimes, wholeRows: true });
-      found = await answerWithin(lookup, RESEND_LOOKUP_TIMEOUT_MS, `the tier did not answer within ${RESEND_LOOKUP_TIMEOUT_MS} ms`);
+      const timeoutMs = this.#resendLookupTimeoutMs;
+      found = await answerWithin(lookup, timeoutMs, `the tier did not answer within ${timeoutMs} ms (auditlake.ingest.resend.lookup.timeout.ms)`);
     } catch (err) {
       this.#metrics.resendsUnchecked.inc(eventTimes.size);
       const nowMs = Date.now();

@@ -352,7 +352,7 @@ describe('parquet tiering sweep', () => {
 
   it('answers an event re-sent after retention deleted its local copy as a duplicate of the tiered copy; while the tier cannot be read it stores it (counted), and an erasure reaches both copies', async () => {
     const logLines: string[] = [];
-    const { s3, t } = await tieringNode({ 'auditlake.audit.retention.interval.ms': '100' }, logLines);
+    const { s3, t } = await tieringNode({ 'auditlake.audit.retention.interval.ms': '100', 'auditlake.ingest.resend.lookup.timeout.ms': '2000' }, logLines);
     const dup = event({ eventId: 'dup1', userId: 'erin-secret', ts: Date.now() - 2 * DAY });
     const dup2 = event({ eventId: 'dup2', ts: Date.now() - 2 * DAY });
     await t.ingest([dup, dup2, event({ eventId: 'keep1' })]);
