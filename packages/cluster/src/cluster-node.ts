@@ -270,8 +270,9 @@ export class ClusterNode {
   async #confirmed(eventId: string): Promise<boolean> {
     const { store } = this.#options;
     const entry = await store.getByEventId(eventId);
-    // Not in the log (still in the outbox, or moved back to it): not confirmed yet.
-    if (entry === undefined) return false;
+    // Not in the log: held by the tier (found there as the copy of a re-send, here or by the
+    // leader it was forwarded to), or not confirmed yet (still in the outbox, or moved back).
+    if (entry === undefined) return store.heldByTier(eventId);
     const run = store.runAt(entry.seq);
     if (run === undefined) return false;
     if (run.received) return true;
@@ -311,6 +312,7 @@ export class ClusterNode {
     if (result.conflicts.length > 0) await this.#options.hooks.onConflicts(result.conflicts, request.nodeId);
     const response: ForwardResponse = { term: this.elector.knownTerm, stored: result.stored.length, duplicates: result.duplicates };
     if (result.conflicts.length > 0) response.conflicts = result.conflicts;
+    if (result.heldByTier !== undefined && result.heldByTier.length > 0) response.heldByTier = result.heldByTier;
     return response;
   }
 

@@ -162,6 +162,7 @@ export class OutboxForwarder {
       if (leader === undefined) throw new Error('no leader is known');
       const request = { nodeId: this.#options.nodeId, term: elector.knownTerm, events };
       const response = await transport.forward(leader.url, newIdFlags === undefined ? request : { ...request, newIdFlags }, 10_000);
+      if (response.heldByTier !== undefined) store.noteHeldByTier(response.heldByTier);
       const conflicts = response.conflicts ?? [];
       // Refused for good (the first event under each id stays), and recorded on the leader:
       // they leave the outbox with the rest, and this node's log says so too.

@@ -143,6 +143,12 @@ export interface ForwardResponse {
    * them (an `audit:EventIdConflict` event); the forwarding node must not send them again.
    */
   conflicts?: EventIdConflict[];
+  /**
+   * EventIds among the events that the leader found held by the tier, not by its log (re-sent
+   * after retention deleted them): absent when none. The forwarding node remembers them
+   * (AuditStore.noteHeldByTier), so its `ack=replicated` wait counts them confirmed.
+   */
+  heldByTier?: string[];
 }
 
 /**

@@ -114,6 +114,8 @@ const PRUNED_RANGES_KEY = localKey('prunedRanges');
  */
 const PRUNED_CHECKPOINT_KEY = localKey('prunedCheckpointSeq');
 const NO_TIERED_COPIES: ReadonlyMap<string, string> = new Map();
+/** EventIds AuditStore.noteHeldByTier remembers at most (~10 MB at 100 bytes each). */
+const TIER_HELD_REMEMBERED_MAX = 100_000;
 /** Local-metadata key of #prunedTimeMax. */
 const PRUNED_TIME_MAX_KEY = localKey('prunedTimeMax');
 /** Local-metadata key of #tieredCountedThrough. */
@@ -282,6 +284,8 @@ export class AuditStore {
   #prunedTimeMax: number | undefined;
   /** Where an append looks for copies of such re-sent events (setTieredCopyLookup). */
   #tieredCopies: TieredCopyLookup | undefined;
+  /** EventIds lately found held by the tier (noteHeldByTier), oldest first. */
+  readonly #heldByTier = new Set<string>();
   /** Bumped by every batch that deletes log entries: a counted range is stale after it. */
   #deleteVersion = 0;
   /** The last count of entries in (afterSeq, gapSeqMax], narrowed as afterSeq grows. */
@@ -470,7 +474,35 @@ export class AuditStore {
     const order = new Map<string, number>();
     events.forEach((event, i) => order.set(event.eventId, order.get(event.eventId) ?? i));
     const conflicts = [...repeats.conflicts, ...fromTier.conflicts].sort((a, b) => (order.get(a.eventId) ?? 0) - (order.get(b.eventId) ?? 0));
-    return { stored: written.stored, duplicates: repeats.duplicates + fromTier.duplicates, conflicts };
+    const heldByTier = [...tiered.keys()];
+    this.noteHeldByTier(heldByTier);
+    // The retries' sourceSeqs were received (a log that skipped the first copies, as a standby
+    // catching up across what its leader deleted does, lacks them): as for a sampled-out read.
+    const refused = new Set(fromTier.conflicts.map((conflict) => conflict.eventId));
+    await this.recordReceivedNotStored(events.filter((event) => tiered.has(event.eventId) && !refused.has(event.eventId)));
+    return { stored: written.stored, duplicates: repeats.duplicates + fromTier.duplicates, conflicts, heldByTier };
+  }
+
+  /**
+   * Remembers eventIds the tier holds although this log does not (an append judged them against
+   * a tiered copy, here or on the leader this node forwarded them to), so `ack=replicated`
+   * counts them confirmed (the tier holds them) instead of waiting for the log to replicate
+   * what it never will. The newest TIER_HELD_REMEMBERED_MAX are kept: long enough for any wait.
+   */
+  noteHeldByTier(eventIds: readonly string[]): void {
+    for (const eventId of eventIds) {
+      this.#heldByTier.delete(eventId);
+      this.#heldByTier.add(eventId);
+    }
+    for (const eventId of this.#heldByTier) {
+      if (this.#heldByTier.size <= TIER_HELD_REMEMBERED_MAX) break;
+      this.#heldByTier.delete(eventId);
+    }
+  }
+
+  /** Whether an append here or on the leader found `eventId` held by the tier lately (noteHeldByTier). */
+  heldByTier(eventId: string): boolean {
+    return this.#heldByTier.has(eventId);
   }
 
   /**

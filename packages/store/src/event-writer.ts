@@ -56,6 +56,12 @@ export interface AppendResult {
    * In the order they were given.
    */
   conflicts: EventIdConflict[];
+  /**
+   * EventIds of events judged against a copy the tier holds (re-sent after retention deleted
+   * the log's copy: resent-after-retention.ts), among the duplicates and conflicts; absent when
+   * none. The log does not hold them, so nothing it replicates confirms them: the tier does.
+   */
+  heldByTier?: string[];
 }
 
 /** An event refused because another event with other content holds its eventId. */

@@ -36,6 +36,7 @@ export async function appendForwarded(store: ForwardTarget, events: readonly Enc
     total.stored.push(...result.stored);
     total.duplicates += result.duplicates;
     total.conflicts.push(...result.conflicts);
+    if (result.heldByTier !== undefined) (total.heldByTier ??= []).push(...result.heldByTier);
   };
   let from = 0;
   for (let i = 0; i <= events.length; i++) {

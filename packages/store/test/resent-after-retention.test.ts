@@ -45,7 +45,10 @@ describe('events re-sent after retention deleted them', () => {
     const { store, asked } = await prunedStore();
     const lastSeq = store.position.lastSeq;
     const retry = await store.appendEncoded([ingested(ev('gone')), ingested(ev('gone'))]);
-    expect(retry).toEqual({ stored: [], duplicates: 2, conflicts: [] });
+    expect(retry).toEqual({ stored: [], duplicates: 2, conflicts: [], heldByTier: ['gone'] });
+    // Remembered, so an ack=replicated wait counts it confirmed (the log never will hold it).
+    expect(store.heldByTier('gone')).toBe(true);
+    expect(store.heldByTier('kept')).toBe(false);
     expect(asked).toEqual([new Map([['gone', OLD_MS]])]);
     const other = await store.appendEncoded([ingested(ev('new1', { timestamp: OLD_MS - 5 })), ingested(ev('gone', { query: 'DROP TABLE t1' }))]);
     expect(other.duplicates).toBe(0);
@@ -99,5 +102,23 @@ describe('events re-sent after retention deleted them', () => {
     const { store: copy } = await stores.open();
     await copy.applyReplicated(await whole.readEncodedBySeq(0, 10), [], { timeMax: OLD_MS + 99 });
     expect(copy.prunedTimeMax).toBeUndefined();
+  });
+
+  it("a re-send found in the tier counts its sourceSeq as received: a standby that skipped it, leading now, closes the ledger's hole", async () => {
+    const { store: leader } = await stores.open();
+    const e2 = ev('e2', { timestamp: OLD_MS, sourceId: 'src-A', sourceSeq: 2 });
+    await leader.appendEncoded([ingested(ev('e1', { timestamp: OLD_MS + 5_000, sourceId: 'src-A', sourceSeq: 1 })), ingested(e2), ingested(ev('e3', { timestamp: OLD_MS + 10_000, sourceId: 'src-A', sourceSeq: 3 }))]);
+    const tierCopy = JSON.stringify(await leader.getByEventId('e2'));
+    // The standby holds seq 1, then is down while the leader tiers and deletes seq 2.
+    const { store: standby } = await stores.open();
+    await standby.applyReplicated(await leader.readEncodedBySeq(0, 1), []);
+    expect((await leader.pruneBefore(OLD_MS + 1, 100, async () => true)).deleted).toBe(1);
+    const rest = await leader.readEncodedBySeq(1, 10);
+    await standby.applyReplicated(rest, [], await leader.skippedByRetention(1, rest));
+    expect(standby.sourceLedgerPage({ limit: 10, gapsMax: 10 }).sources[0]?.gaps).toEqual([{ fromSeq: 2, toSeq: 2 }]);
+    // It leads now, and the source re-sends what the ledger reports missing.
+    standby.setTieredCopyLookup(async (times) => new Map([...times.keys()].filter((id) => id === 'e2').map((id) => [id, tierCopy])));
+    expect((await standby.appendEncoded([ingested(e2)])).duplicates).toBe(1);
+    expect(standby.sourceLedgerPage({ limit: 10, gapsMax: 10 }).sources[0]?.gaps).toEqual([]);
   });
 });
