@@ -17,7 +17,8 @@ export interface TieredLookupOptions {
   /**
    * Each id's event time, when the copies looked for have it (a client re-sending an event with
    * its own `ts`): a file is read only for the ids whose time lies within the event-time bounds
-   * its commit recorded, and a file that holds none of those times is not opened.
+   * its commit recorded (and a row group only when its `ts` statistics hold it), and a file that
+   * holds none of those times is not opened.
    */
   eventTimes?: ReadonlyMap<string, number>;
   /** Read each match's whole row (`event`), not only its seq, source and action. */
@@ -68,7 +69,8 @@ export async function findTieredRecords(sources: readonly TierSource[], eventIds
     const rows: Array<{ eventId: string; ref: TieredRecordRef }> = [];
     for (const group of parquet.rowGroups) {
       if (stats) stats.rowGroups++;
-      const candidates = inFile.filter((w) => mayHoldEventId(parquet.footer, group.index, w.bytes));
+      // With times given, a group whose `ts` statistics exclude an id's time cannot hold it either.
+      const candidates = inFile.filter((w) => (w.timeMs === undefined || group.tsMin === undefined || group.tsMax === undefined || (group.tsMin <= w.timeMs && w.timeMs <= group.tsMax)) && mayHoldEventId(parquet.footer, group.index, w.bytes));
       if (candidates.length === 0) {
         if (stats) stats.rowGroupsSkipped++;
         continue;

@@ -6,7 +6,8 @@
 import type { StoredEvent } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
 import { useEmbeddedS3 } from '../src/testing/index.js';
-import { commitParquetBatch, findTieredRecords, ParquetTierSource, type TieredLookupStats } from '../src/index.js';
+import { bytesSource, encodeAuditParquet, type TieredEvent } from '@auditlake/format';
+import { commitParquetBatch, findTieredRecords, ParquetTierSource, type TierFile, type TierSource, type TieredLookupStats } from '../src/index.js';
 
 const BUCKET = 'lookup';
 const T0 = Date.UTC(2026, 4, 1);
@@ -74,5 +75,22 @@ describe('findTieredRecords', () => {
     expect(found.get('m2')?.[0]?.event).toMatchObject({ eventId: 'm2', seq: 8, userId: 'u8', query: 'q8', timestamp: T0 + 2 * DAY_MS + 1 });
     // Five files listed, two opened (days 1 and 2), one row group each.
     expect(stats).toMatchObject({ files: 5, rowGroups: 2 });
+  });
+
+  it("with an id's event time, reads only the row groups whose ts statistics hold it (a compacted day is one file)", async () => {
+    const groups = 20;
+    const perGroup = 500;
+    const events: TieredEvent[] = Array.from({ length: groups * perGroup }, (_, i) => ({
+      ...stored(`id-${(i * 7919) % (groups * perGroup)}`, i + 1, T0 + i * 1000),
+    }));
+    const bytes = encodeAuditParquet(events, { rowGroupSize: perGroup });
+    const file: TierFile = { key: 'day.parquet', eventDate: '2026-05-01', rows: events.length, tsMin: T0, tsMax: T0 + (events.length - 1) * 1000, bytes: bytes.byteLength };
+    const source: TierSource = { name: 'one day', listFiles: async () => [file], open: async () => bytesSource(bytes) };
+    const target = events[3 * perGroup + 7]!;
+    const stats: TieredLookupStats = { files: 0, rowGroups: 0, rowGroupsSkipped: 0, rowGroupsRead: 0 };
+    const found = await findTieredRecords([source], new Set([target.eventId]), stats, { eventTimes: new Map([[target.eventId, target.timestamp]]), wholeRows: true });
+    expect(found.get(target.eventId)?.[0]?.event).toMatchObject({ eventId: target.eventId, timestamp: target.timestamp });
+    // Ids are spread over every group (their event_id statistics rule nothing out): time does.
+    expect(stats).toMatchObject({ rowGroups: groups, rowGroupsRead: 1, rowGroupsSkipped: groups - 1 });
   });
 });

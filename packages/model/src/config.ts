@@ -83,9 +83,10 @@ export const CONFIG_KEYS = {
   /**
    * How long ingest waits for the tier to find the copy of an event that may re-send one
    * retention deleted, before storing it as new: a bucket that drops packets must not hold
-   * ingest for TCP's timeouts, and a slow tier must not make a lookup give up too soon.
+   * ingest for TCP's timeouts, and a slow tier must not make a lookup give up too soon. Below
+   * the 10 s a standby gives the leader to answer a forward, which waits for the lookup.
    */
-  resendLookupTimeoutMs: spec('auditlake.ingest.resend.lookup.timeout.ms', '10000', positiveInt),
+  resendLookupTimeoutMs: spec('auditlake.ingest.resend.lookup.timeout.ms', '5000', positiveInt),
   /**
    * Worker threads that parse and validate ingest bodies off the event loop. 0 (inline) by
    * default: on the 2-core machine measured, the hand-off cost ~9 µs of CPU per event more in
