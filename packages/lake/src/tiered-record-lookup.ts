@@ -58,7 +58,7 @@ export async function findTieredRecords(sources: readonly TierSource[], eventIds
   for (const source of sources) {
     for (const file of await source.listFiles()) {
       if (stats) stats.files++;
-      const inFile = eventTimes === undefined ? wanted : wanted.filter((w) => w.timeMs === undefined || (file.tsMin <= w.timeMs && w.timeMs <= file.tsMax));
+      const inFile = eventTimes === undefined ? wanted : wanted.filter((w) => mayHoldTime(file.tsMin, file.tsMax, w.timeMs));
       if (inFile.length > 0) files.push({ source, file, wanted: inFile });
     }
   }
@@ -70,7 +70,7 @@ export async function findTieredRecords(sources: readonly TierSource[], eventIds
     for (const group of parquet.rowGroups) {
       if (stats) stats.rowGroups++;
       // With times given, a group whose `ts` statistics exclude an id's time cannot hold it either.
-      const candidates = inFile.filter((w) => (w.timeMs === undefined || group.tsMin === undefined || group.tsMax === undefined || (group.tsMin <= w.timeMs && w.timeMs <= group.tsMax)) && mayHoldEventId(parquet.footer, group.index, w.bytes));
+      const candidates = inFile.filter((w) => mayHoldTime(group.tsMin, group.tsMax, w.timeMs) && mayHoldEventId(parquet.footer, group.index, w.bytes));
       if (candidates.length === 0) {
         if (stats) stats.rowGroupsSkipped++;
         continue;
@@ -100,6 +100,11 @@ export async function findTieredRecords(sources: readonly TierSource[], eventIds
     found.set(eventId, copies);
   }
   return found;
+}
+
+/** False only when known event-time bounds (a file's or a row group's) exclude a known time. */
+function mayHoldTime(tsMin: number | undefined, tsMax: number | undefined, timeMs: number | undefined): boolean {
+  return timeMs === undefined || tsMin === undefined || tsMax === undefined || (tsMin <= timeMs && timeMs <= tsMax);
 }
 
 /**

@@ -80,9 +80,7 @@ describe('findTieredRecords', () => {
   it("with an id's event time, reads only the row groups whose ts statistics hold it (a compacted day is one file)", async () => {
     const groups = 20;
     const perGroup = 500;
-    const events: TieredEvent[] = Array.from({ length: groups * perGroup }, (_, i) => ({
-      ...stored(`id-${(i * 7919) % (groups * perGroup)}`, i + 1, T0 + i * 1000),
-    }));
+    const events: TieredEvent[] = Array.from({ length: groups * perGroup }, (_, i) => stored(`id-${(i * 7919) % (groups * perGroup)}`, i + 1, T0 + i * 1000));
     const bytes = encodeAuditParquet(events, { rowGroupSize: perGroup });
     const file: TierFile = { key: 'day.parquet', eventDate: '2026-05-01', rows: events.length, tsMin: T0, tsMax: T0 + (events.length - 1) * 1000, bytes: bytes.byteLength };
     const source: TierSource = { name: 'one day', listFiles: async () => [file], open: async () => bytesSource(bytes) };

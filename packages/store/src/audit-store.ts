@@ -1316,7 +1316,7 @@ export class AuditStore {
       const batch = this.#db.batch();
       const index = this.#openIndex();
       let batchSeqMax = 0;
-      let batchTimeMax: number | undefined;
+      let batchTimeMax = Number.NEGATIVE_INFINITY;
       let deleted = 0;
       const touchedBlocks = new Set<number>();
       const prunedSeqs: Array<{ seq: number; chainHash: string | undefined }> = [];
@@ -1336,7 +1336,7 @@ export class AuditStore {
         else if (kind === 'erase') batch.del(erasureKey(event.seq));
         prunedSeqs.push({ seq: event.seq, chainHash: event.chainHash });
         batchSeqMax = Math.max(batchSeqMax, event.seq);
-        batchTimeMax = Math.max(batchTimeMax ?? event.timestamp, event.timestamp);
+        batchTimeMax = Math.max(batchTimeMax, event.timestamp);
         deleted++;
       }
       if (deleted > 0) {
@@ -1351,8 +1351,8 @@ export class AuditStore {
           const gapSeqMax = Math.max(batchSeqMax, this.#gapSeqMax);
           if (gapSeqMax > this.#gapSeqMax) batch.put(localKey(GAP_SEQ_MAX), String(gapSeqMax));
           // With the deletes, so no event is ever gone without its time counted here.
-          const prunedTimeMax = Math.max(this.#prunedTimeMax ?? -Infinity, batchTimeMax ?? -Infinity);
-          if (prunedTimeMax !== this.#prunedTimeMax && Number.isFinite(prunedTimeMax)) batch.put(PRUNED_TIME_MAX_KEY, String(prunedTimeMax));
+          const timeMaxRaised = batchTimeMax > (this.#prunedTimeMax ?? Number.NEGATIVE_INFINITY);
+          if (timeMaxRaised) batch.put(PRUNED_TIME_MAX_KEY, String(batchTimeMax));
           // The newest checkpoint deleted so far keeps its index entry; the others' go. Decided
           // here, in the writer's queue, where no cut of the log can come in between.
           // The ranges too: an applied batch may have added ranges the sender deleted meanwhile.
@@ -1374,7 +1374,7 @@ export class AuditStore {
           this.#prunedCheckpointSeq = prunedCheckpointSeq;
           this.#pruned = pruned;
           this.#gapSeqMax = gapSeqMax;
-          if (Number.isFinite(prunedTimeMax)) this.#prunedTimeMax = prunedTimeMax;
+          if (timeMaxRaised) this.#prunedTimeMax = batchTimeMax;
         });
         this.#deleteVersion++;
         // Queued behind the writer, not awaited: dropping a sketch only saves reads later, and
