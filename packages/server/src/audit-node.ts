@@ -135,7 +135,7 @@ export async function startAuditNode(options: AuditNodeOptions): Promise<AuditNo
           port: options.embeddedS3Port,
           ...(credentials ? { credentials } : {}),
           publicRead: options.embeddedS3PublicRead ?? false,
-          publicReadHost: (host) => hosts.allows(host),
+          publicReadHosts: hostNameLists(options),
           onInternalError: (err) => logger.error({ err }, 'the embedded S3 endpoint failed a request'),
         });
   try {
@@ -365,10 +365,16 @@ async function openClusterNode(
  * the configured ones, and the names this node is reached by without configuration, its
  * `--host` and its advertised URL's host.
  */
-function hostNames(options: AuditNodeOptions): HostNames {
+/** HostNames' arguments for this node: the configured names, and its own (`--host`, the advertised URL's host). */
+function hostNameLists(options: AuditNodeOptions): { configured: string[]; own: string[] } {
   const own = [options.host];
   if (options.advertiseUrl !== undefined && URL.canParse(options.advertiseUrl)) own.push(new URL(options.advertiseUrl).hostname);
-  return new HostNames(options.config.allowedHosts, own);
+  return { configured: [...options.config.allowedHosts], own };
+}
+
+function hostNames(options: AuditNodeOptions): HostNames {
+  const { configured, own } = hostNameLists(options);
+  return new HostNames(configured, own);
 }
 
 function advertisedUrl(app: FastifyInstance, options: AuditNodeOptions): string {

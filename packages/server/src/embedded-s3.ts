@@ -1,7 +1,9 @@
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import type { S3ConnectionConfig } from '@auditlake/model';
-import { startS3Endpoint, type S3Credentials, type S3Endpoint } from '@auditlake/s3-endpoint';
+import type { S3Credentials, S3Endpoint } from '@auditlake/s3-endpoint';
 import { loadOrCreateEmbeddedS3Credentials, type EmbeddedS3Credentials } from './embedded-s3-credentials.js';
+import { errorFromData, type EmbeddedS3ThreadData, type EmbeddedS3ThreadMessage, type EmbeddedS3ThreadRequest } from './embedded-s3-thread-protocol.js';
 
 export const EMBEDDED_BUCKET = 'auditlake';
 export const EMBEDDED_CONNECTION_ID = 'local';
@@ -17,8 +19,11 @@ export interface EmbeddedS3Options {
   credentials?: S3Credentials;
   /** `--embedded-s3-public-read`: unsigned GET/HEAD of objects, nothing else. */
   publicRead: boolean;
-  /** The Host names unsigned reads are answered under (the node's HostNames rule). */
-  publicReadHost?: (host: string | undefined) => boolean;
+  /**
+   * The Host names unsigned reads are answered under: the node's HostNames rule, given by its
+   * arguments (the rule is rebuilt on the endpoint's thread). Absent: under any.
+   */
+  publicReadHosts?: { configured: string[]; own: string[] };
   onInternalError: (err: unknown) => void;
 }
 
@@ -38,24 +43,85 @@ function connectHost(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
 }
 
+/** How long close() waits for the endpoint's thread to close its server before stopping the thread. */
+const THREAD_CLOSE_WAIT_MS = 10_000;
+
+/**
+ * The thread's module. Under the test runner this module runs from `src/*.ts`, which a worker
+ * thread cannot load; the built sibling in `dist/` is the same code.
+ */
+function threadUrl(): URL {
+  const here = import.meta.url;
+  return here.endsWith('.ts') ? new URL('../dist/embedded-s3-thread.js', here) : new URL('./embedded-s3-thread.js', here);
+}
+
 /**
  * The node's embedded S3 endpoint (`--embedded-s3`): bucket `auditlake` under
  * `<dataDir>/s3`, on the node's host, requiring SigV4 signatures with the node's own key pair.
+ * It runs on a worker thread of its own: a sweep's requests to it (data files, manifests,
+ * metadata) were served on the node's event loop, beside the ingest and the sweep they came
+ * from — about a tenth of that loop's time while a backlog drains.
  */
 export async function startEmbeddedS3(options: EmbeddedS3Options): Promise<EmbeddedS3> {
   const credentials: EmbeddedS3Credentials = options.credentials ? { ...options.credentials, origin: 'given' } : await loadOrCreateEmbeddedS3Credentials(options.dataDir);
-  const endpoint = await startS3Endpoint({
+  const data: EmbeddedS3ThreadData = {
     directory: join(options.dataDir, 's3'),
     host: options.host,
     port: options.port,
     buckets: [EMBEDDED_BUCKET],
-    credentials,
+    credentials: { accessKeyId: credentials.accessKeyId, secretAccessKey: credentials.secretAccessKey },
     publicRead: options.publicRead,
-    ...(options.publicReadHost ? { publicReadHost: options.publicReadHost } : {}),
-    onInternalError: options.onInternalError,
+    ...(options.publicReadHosts ? { publicReadHosts: options.publicReadHosts } : {}),
+  };
+  const worker = new Worker(threadUrl(), { workerData: data });
+  let running = true;
+  let closing: Promise<void> | undefined;
+  const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
+  void exited.then((code) => {
+    running = false;
+    if (closing === undefined) options.onInternalError(new Error(`the embedded S3 endpoint's thread stopped (exit code ${code}): the endpoint is down until the node restarts`));
   });
-  const close = () => endpoint.close();
-  return { endpoint, connectionUrl: `http://${connectHost(options.host)}:${endpoint.port}`, credentials, publicRead: options.publicRead, close, [Symbol.asyncDispose]: close };
+  worker.on('error', (err) => options.onInternalError(err));
+  const port = await new Promise<number>((resolve, reject) => {
+    const onExit = (code: number) => {
+      closing = Promise.resolve();
+      reject(new Error(`the embedded S3 endpoint's thread exited (code ${code}) before it listened`));
+    };
+    worker.once('exit', onExit);
+    worker.on('message', (message: EmbeddedS3ThreadMessage) => {
+      if (message.type === 'listening') {
+        worker.off('exit', onExit);
+        resolve(message.port);
+      } else if (message.type === 'start-failed') {
+        worker.off('exit', onExit);
+        closing = worker.terminate().then(() => undefined);
+        reject(errorFromData(message.error));
+      } else if (message.type === 'internal-error') {
+        options.onInternalError(errorFromData(message.error));
+      }
+    });
+  });
+  const close = () =>
+    (closing ??= (async () => {
+      if (!running) return;
+      const closed = new Promise<void>((resolve) => worker.on('message', (message: EmbeddedS3ThreadMessage) => message.type === 'closed' && resolve()));
+      const request: EmbeddedS3ThreadRequest = { type: 'close' };
+      worker.postMessage(request);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([closed, exited, new Promise<void>((resolve) => (timer = setTimeout(resolve, THREAD_CLOSE_WAIT_MS)))]);
+      clearTimeout(timer);
+      await worker.terminate();
+    })());
+  const endpoint: S3Endpoint = {
+    url: `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`,
+    host: options.host,
+    port,
+    credentials: data.credentials,
+    buckets: data.buckets,
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+  return { endpoint, connectionUrl: `http://${connectHost(options.host)}:${port}`, credentials, publicRead: options.publicRead, close, [Symbol.asyncDispose]: close };
 }
 
 /** S3 connection `local`: the embedded endpoint, signed with its key pair. */

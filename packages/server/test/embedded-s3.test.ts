@@ -1,10 +1,13 @@
 // Goal: a node's embedded S3 endpoint serves tiered history only to requests signed with the node's own key pair (kept 0600 in the data dir), public read opens object GETs and nothing else (and only under a Host the node is reached by, not to a page through DNS rebinding), and no request writes outside the data dir.
+import { spawn } from 'node:child_process';
 import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { generateSecretAccessKey } from '../src/embedded-s3-credentials.js';
+import { startEmbeddedS3 } from '../src/embedded-s3.js';
 import { rawGet } from './raw-get.js';
 import { FAST_TIERING, postSettings, waitUntilTiered } from './tier-helpers.js';
 import { event, startTestNode, type TestNode } from './test-node.js';
@@ -166,6 +169,65 @@ describe('the embedded S3 endpoint of a node', () => {
     const port = t.node.embeddedS3!.endpoint.port;
     expect((await unsignedGet(port, `/auditlake/${parquet}`, `s3.example.internal:${port}`)).status).toBe(200);
     expect((await unsignedGet(port, `/auditlake/${parquet}`, `s3.example.internal.attacker.example:${port}`)).status).toBe(403);
+  });
+});
+
+describe('the embedded S3 endpoint runs on a thread of its own', () => {
+  it('answers while the node\'s event loop is busy', async () => {
+    const { t } = await embeddedNode();
+    const url = `${t.node.embeddedS3!.endpoint.url}/auditlake/any-key`;
+    // A client in another process asks every 50 ms and prints when each answer came (an
+    // unsigned request is refused, 403: an answer the endpoint itself composes).
+    const client = spawn(process.execPath, ['-e', `(async () => { for (let i = 0; i < 60; i++) { const res = await fetch(${JSON.stringify(url)}); await res.arrayBuffer(); console.log(res.status + ' ' + Date.now()); await new Promise((r) => setTimeout(r, 50)); } })()`]);
+    onTestFinished(() => void client.kill());
+    let output = '';
+    client.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const exited = new Promise((resolve) => client.once('exit', resolve));
+    await expect.poll(() => output.includes('403 '), { timeout: 10_000 }).toBe(true);
+    // This thread — the node's event loop — does nothing else for 1.5 s.
+    const busyFrom = Date.now();
+    while (Date.now() - busyFrom < 1_500);
+    const busyTo = Date.now();
+    await exited;
+    const answeredAt = output.trim().split('\n').map((line) => {
+      const [status, at] = line.split(' ');
+      expect(status).toBe('403');
+      return Number(at);
+    });
+    // Answers kept coming inside the busy time (an endpoint on this loop answers none there).
+    expect(answeredAt.filter((at) => at > busyFrom + 300 && at < busyTo - 300).length).toBeGreaterThan(3);
+  });
+
+  it('closes: the port is free afterwards and close() can be called again', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'auditlake-embedded-'));
+    onTestFinished(() => rm(dataDir, { recursive: true, force: true }));
+    const errors: unknown[] = [];
+    const embedded = await startEmbeddedS3({ dataDir, host: '127.0.0.1', port: 0, publicRead: false, onInternalError: (err) => errors.push(err) });
+    const { port } = embedded.endpoint;
+    expect((await fetch(`${embedded.endpoint.url}/auditlake/x`)).status).toBe(403);
+    await embedded.close();
+    await embedded.close();
+    await expect(fetch(`${embedded.endpoint.url}/auditlake/x`)).rejects.toThrow();
+    // The port is free: this process can listen on it again.
+    const again = await startEmbeddedS3({ dataDir, host: '127.0.0.1', port, publicRead: false, onInternalError: (err) => errors.push(err) });
+    onTestFinished(() => again.close());
+    expect(again.endpoint.port).toBe(port);
+    expect((await fetch(`${again.endpoint.url}/auditlake/x`)).status).toBe(403);
+    // Closing is not a failure of the endpoint.
+    expect(errors).toEqual([]);
+  });
+
+  it('fails to start with the listen error as it was (a taken port names its code, address and port), reporting no endpoint failure', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'auditlake-embedded-'));
+    onTestFinished(() => rm(dataDir, { recursive: true, force: true }));
+    const holder: Server = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    onTestFinished(() => new Promise<void>((resolve) => holder.close(() => resolve())));
+    const port = (holder.address() as { port: number }).port;
+    const errors: unknown[] = [];
+    await expect(startEmbeddedS3({ dataDir, host: '127.0.0.1', port, publicRead: false, onInternalError: (err) => errors.push(err) })).rejects.toMatchObject({ code: 'EADDRINUSE', address: '127.0.0.1', port, syscall: 'listen' });
+    await expect(startEmbeddedS3({ dataDir, host: '127.0.0.1', port: 0, publicRead: false, credentials: { accessKeyId: '', secretAccessKey: 'x' }, onInternalError: (err) => errors.push(err) })).rejects.toThrow(new TypeError('the endpoint needs a non-empty access key id and secret key'));
+    expect(errors).toEqual([]);
   });
 });
 
