@@ -1611,6 +1611,41 @@ export class AuditStore {
     }
   }
 
+  /**
+   * Counts as tiered the events of a batch the sweep just committed, from the events it read,
+   * instead of reading them back from the log as countTieredThrough does: that read-back was a
+   * second read and parse of every tiered event on the leader's event loop (about 5% of its
+   * time while a backlog drains). Taken only when the batch continues where counting stands and
+   * is still this log's: its last entry is in the log with the same term and eventId (a log cut
+   * since the sweep read the batch orders other entries under those seqs, in a later term).
+   * Otherwise nothing is counted here and countTieredThrough reads them, as before every prune.
+   */
+  async countTieredBatch(events: readonly StoredEvent[]): Promise<void> {
+    const first = events[0];
+    const last = events.at(-1);
+    if (first === undefined || last === undefined) return;
+    // Entries before the batch not counted yet (after a restart, say) are read as always.
+    if (first.seq - 1 > this.#tieredCountedThrough) await this.countTieredThrough(first.seq - 1);
+    const writer = this.#openWriter();
+    await writer.exclusive(async ({ db, position }) => {
+      if (this.#status !== 'open') return;
+      const from = this.#tieredCountedThrough;
+      if (from >= last.seq || from < first.seq - 1 || position.lastSeq < last.seq) return;
+      const [bytes] = await this.readEncodedBySeq(last.seq - 1, 1);
+      const entry = bytes === undefined ? undefined : readReplicatedEntry(bytes);
+      if (entry === undefined || entry.seq !== last.seq || entry.term !== last.term || entry.eventId !== last.eventId) return;
+      const days = this.#days.begin();
+      for (const event of events) if (event.seq > from) days.count(event, 'tiered');
+      const batch = db.batch();
+      await days.prepare();
+      days.putChanged(batch);
+      batch.put(TIERED_COUNTED_THROUGH_KEY, String(last.seq));
+      await batch.write({ sync: false });
+      days.commit();
+      this.#tieredCountedThrough = last.seq;
+    });
+  }
+
   /** Where the record chain stands: the last entry's seq and chain hash (docs/integrity.md). */
   get chainHead(): { seq: number; chainHash: string; started: boolean } {
     const head = (this.#chain as RecordChain).head;

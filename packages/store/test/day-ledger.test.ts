@@ -124,6 +124,37 @@ describe('the day counts', () => {
     expect(await standby.dayLedger()).toEqual(expectedRows(events, () => false, upTo(30)));
   });
 
+  it('count a batch the sweep committed from its events, as reading it back would; a batch the log no longer holds is left to the read', async () => {
+    const { store } = await openStore();
+    const events = Array.from({ length: 40 }, (_, i) => ev(i));
+    await store.append(events);
+    const seqOf = new Map((await store.readBySeq(0, 1000)).map((e) => [e.eventId, e.seq]));
+    const upTo = (seq: number) => (e: AuditEvent) => (seqOf.get(e.eventId) as number) <= seq;
+    await store.countTieredBatch(await store.readBySeq(0, 25));
+    expect(await store.dayLedger()).toEqual(expectedRows(events, () => false, upTo(25)));
+    // Again, or an earlier batch: nothing more.
+    await store.countTieredBatch(await store.readBySeq(0, 25));
+    await store.countTieredBatch(await store.readBySeq(5, 10));
+    expect(await store.dayLedger()).toEqual(expectedRows(events, () => false, upTo(25)));
+    // A batch after a gap: the gap is read from the log, the batch counted.
+    await store.countTieredBatch(await store.readBySeq(30, 5));
+    expect(await store.dayLedger()).toEqual(expectedRows(events, () => false, upTo(35)));
+
+    // The sweep read seqs 36..40, then the log was cut there and other events ordered under them.
+    const stale = await store.readBySeq(35, 5);
+    expect((await store.divertSuffixToOutbox(36)).moved).toBe(5);
+    await store.countTieredBatch(stale);
+    const kept = events.filter(upTo(35));
+    expect(await store.dayLedger()).toEqual(expectedRows(kept, () => false, () => true));
+    const others = Array.from({ length: 5 }, (_, i) => ev(100 + i));
+    await store.append(others);
+    await store.countTieredBatch(stale);
+    expect(await store.dayLedger()).toEqual(expectedRows([...kept, ...others], () => false, (e) => kept.includes(e)));
+    // The log's own entries are counted when the watermark passes them.
+    await store.countTieredThrough(40);
+    expect(await store.dayLedger()).toEqual(expectedRows([...kept, ...others], () => false, () => true));
+  });
+
   it('take back what a cut suffix held: it is received again when it is ordered again', async () => {
     const { store } = await openStore();
     const events = Array.from({ length: 30 }, (_, i) => ev(i));
