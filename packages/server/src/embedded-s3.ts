@@ -4,6 +4,7 @@ import type { S3ConnectionConfig } from '@auditlake/model';
 import type { S3Credentials, S3Endpoint } from '@auditlake/s3-endpoint';
 import { loadOrCreateEmbeddedS3Credentials, type EmbeddedS3Credentials } from './embedded-s3-credentials.js';
 import { errorFromData, type EmbeddedS3ThreadData, type EmbeddedS3ThreadMessage, type EmbeddedS3ThreadRequest } from './embedded-s3-thread-protocol.js';
+import { RestartingThread, type ThreadRun } from './restarting-thread.js';
 
 export const EMBEDDED_BUCKET = 'auditlake';
 export const EMBEDDED_CONNECTION_ID = 'local';
@@ -60,7 +61,8 @@ function threadUrl(): URL {
  * `<dataDir>/s3`, on the node's host, requiring SigV4 signatures with the node's own key pair.
  * It runs on a worker thread of its own: a sweep's requests to it (data files, manifests,
  * metadata) were served on the node's event loop, beside the ingest and the sweep they came
- * from — about a tenth of that loop's time while a backlog drains.
+ * from — about a tenth of that loop's time while a backlog drains. A thread that stops without
+ * being asked to is started again on the same port (RestartingThread).
  */
 export async function startEmbeddedS3(options: EmbeddedS3Options): Promise<EmbeddedS3> {
   const credentials: EmbeddedS3Credentials = options.credentials ? { ...options.credentials, origin: 'given' } : await loadOrCreateEmbeddedS3Credentials(options.dataDir);
@@ -73,45 +75,12 @@ export async function startEmbeddedS3(options: EmbeddedS3Options): Promise<Embed
     publicRead: options.publicRead,
     ...(options.publicReadHosts ? { publicReadHosts: options.publicReadHosts } : {}),
   };
-  const worker = new Worker(threadUrl(), { workerData: data });
-  let running = true;
-  let closing: Promise<void> | undefined;
-  const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
-  void exited.then((code) => {
-    running = false;
-    if (closing === undefined) options.onInternalError(new Error(`the embedded S3 endpoint's thread stopped (exit code ${code}): the endpoint is down until the node restarts`));
+  const thread = await RestartingThread.start(options.port, {
+    launch: (port) => launchEndpointThread({ ...data, port }, options.onInternalError),
+    onProblem: (err) => options.onInternalError(new Error(`the embedded S3 endpoint: ${err.message}`)),
   });
-  worker.on('error', (err) => options.onInternalError(err));
-  const port = await new Promise<number>((resolve, reject) => {
-    const onExit = (code: number) => {
-      closing = Promise.resolve();
-      reject(new Error(`the embedded S3 endpoint's thread exited (code ${code}) before it listened`));
-    };
-    worker.once('exit', onExit);
-    worker.on('message', (message: EmbeddedS3ThreadMessage) => {
-      if (message.type === 'listening') {
-        worker.off('exit', onExit);
-        resolve(message.port);
-      } else if (message.type === 'start-failed') {
-        worker.off('exit', onExit);
-        closing = worker.terminate().then(() => undefined);
-        reject(errorFromData(message.error));
-      } else if (message.type === 'internal-error') {
-        options.onInternalError(errorFromData(message.error));
-      }
-    });
-  });
-  const close = () =>
-    (closing ??= (async () => {
-      if (!running) return;
-      const closed = new Promise<void>((resolve) => worker.on('message', (message: EmbeddedS3ThreadMessage) => message.type === 'closed' && resolve()));
-      const request: EmbeddedS3ThreadRequest = { type: 'close' };
-      worker.postMessage(request);
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([closed, exited, new Promise<void>((resolve) => (timer = setTimeout(resolve, THREAD_CLOSE_WAIT_MS)))]);
-      clearTimeout(timer);
-      await worker.terminate();
-    })());
+  const { port } = thread;
+  const close = () => thread.close();
   const endpoint: S3Endpoint = {
     url: `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`,
     host: options.host,
@@ -122,6 +91,35 @@ export async function startEmbeddedS3(options: EmbeddedS3Options): Promise<Embed
     [Symbol.asyncDispose]: close,
   };
   return { endpoint, connectionUrl: `http://${connectHost(options.host)}:${port}`, credentials, publicRead: options.publicRead, close, [Symbol.asyncDispose]: close };
+}
+
+/** One run of the endpoint's thread, once it listens; rejected with the thread's start error. */
+async function launchEndpointThread(data: EmbeddedS3ThreadData, onInternalError: (err: unknown) => void): Promise<ThreadRun> {
+  const worker = new Worker(threadUrl(), { workerData: data });
+  const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
+  worker.on('error', (err) => onInternalError(err));
+  const port = await new Promise<number>((resolve, reject) => {
+    void exited.then((code) => reject(new Error(`the embedded S3 endpoint's thread exited (code ${code}) before it listened`)));
+    worker.on('message', (message: EmbeddedS3ThreadMessage) => {
+      if (message.type === 'listening') resolve(message.port);
+      else if (message.type === 'start-failed') {
+        void worker.terminate();
+        reject(errorFromData(message.error));
+      } else if (message.type === 'internal-error') onInternalError(errorFromData(message.error));
+    });
+  });
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      const closed = new Promise<void>((resolve) => worker.on('message', (message: EmbeddedS3ThreadMessage) => message.type === 'closed' && resolve()));
+      const request: EmbeddedS3ThreadRequest = { type: 'close' };
+      worker.postMessage(request);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([closed, exited, new Promise<void>((resolve) => (timer = setTimeout(resolve, THREAD_CLOSE_WAIT_MS)))]);
+      clearTimeout(timer);
+      await worker.terminate();
+    })());
+  return { port, exited, close };
 }
 
 /** S3 connection `local`: the embedded endpoint, signed with its key pair. */
