@@ -57,8 +57,9 @@ export function newSaltKey(): string {
 
 /** The five field salts of a key K given as stored; undefined when it is not a key's text. */
 export function saltsOfKey(text: string): string[] | undefined {
-  if (!isKeyText(text)) return undefined;
-  const derived = hash('sha512', Buffer.from(text, 'base64url'), 'base64url');
+  const key = keyBytesOf(text);
+  if (key === undefined) return undefined;
+  const derived = hash('sha512', key, 'base64url');
   return [derived.slice(0, 16), derived.slice(16, 32), derived.slice(32, 48), derived.slice(48, 64), derived.slice(64, 80)];
 }
 
@@ -100,13 +101,34 @@ export function saltedFieldHash(salt: string, text: string): string {
   return hash('sha256', salt + text, 'hex');
 }
 
-/**
- * Whether `text` is a key as stored: 22 base64url characters whose last one carries no bits
- * beyond the 16 bytes (so one key has one text). Checked without decoding: this runs per record.
- */
-function isKeyText(text: string): boolean {
-  return text.length === KEY_TEXT_LENGTH && BASE64URL.test(text) && KEY_LAST_CHARACTERS.includes(text.charAt(KEY_TEXT_LENGTH - 1));
-}
+/** Base64url digit values by character code below 128; -1 for any other character. */
+const BASE64URL_VALUE = new Int8Array(128).fill(-1);
+[...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'].forEach((c, i) => (BASE64URL_VALUE[c.charCodeAt(0)] = i));
+/** Where keyBytesOf decodes (used at once by its caller, synchronously). */
+const KEY_BYTES = new Uint8Array(SALT_KEY_BYTES);
 
-/** The base64url characters whose low 4 bits are zero: the only ones a 16-byte key's 22nd character can be. */
-const KEY_LAST_CHARACTERS = 'AQgw';
+/**
+ * The 16 bytes of a key as stored, or undefined when `text` is not one: 22 base64url characters
+ * whose last carries no bits beyond the 16 bytes (so one key has one text). Decoded and checked
+ * in one pass into a reused buffer: this runs for every chained record at ingest and in verify,
+ * and a regular-expression test then `Buffer.from(text, 'base64url')` cost ~0.4 µs more.
+ */
+function keyBytesOf(text: string): Uint8Array | undefined {
+  if (text.length !== KEY_TEXT_LENGTH) return undefined;
+  let bits = 0;
+  let pending = 0;
+  let at = 0;
+  for (let i = 0; i < KEY_TEXT_LENGTH; i++) {
+    const code = text.charCodeAt(i);
+    const value = code < 128 ? (BASE64URL_VALUE[code] as number) : -1;
+    if (value < 0) return undefined;
+    pending = ((pending << 6) | value) & 0x3fff;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      KEY_BYTES[at++] = (pending >> bits) & 0xff;
+    }
+  }
+  // 22 characters hold 132 bits: the 4 left over must be zero.
+  return (pending & ((1 << bits) - 1)) === 0 ? KEY_BYTES : undefined;
+}
