@@ -235,8 +235,8 @@ async function runSweeps(options: TieringBenchOptions, connections: CountingConn
         backoffInitialMs: 1000,
         backoffMaxMs: 1000,
         log: noLog,
-        onTiered: (events, bytes) => {
-          tiered += events;
+        onTiered: (batch, bytes) => {
+          tiered += batch.length;
           dataBytes += bytes;
         },
       });

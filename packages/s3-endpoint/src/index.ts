@@ -1,4 +1,4 @@
-export { startS3Endpoint, OBJECT_BYTES_MAX, type S3Endpoint, type S3EndpointOptions } from './s3-endpoint.js';
+export { startS3Endpoint, endpointUrl, OBJECT_BYTES_MAX, type S3Endpoint, type S3EndpointOptions } from './s3-endpoint.js';
 export { verifySignature, SIGNATURE_SKEW_MS_MAX, type S3Credentials, type VerifiedSignature } from './request-signature.js';
 export { objectKeyProblem, OBJECT_KEY_BYTES_MAX, KEY_SEGMENT_BYTES_MAX } from './object-key.js';
 export { bucketNameProblem } from './bucket-name.js';

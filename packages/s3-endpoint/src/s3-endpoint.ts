@@ -62,8 +62,9 @@ export interface S3Endpoint extends AsyncDisposable {
   close(): Promise<void>;
 }
 
-function hostForUrl(host: string): string {
-  return host.includes(':') ? `[${host}]` : host;
+/** The URL of an endpoint listening on `host` and `port` (an IPv6 address in brackets). */
+export function endpointUrl(host: string, port: number): string {
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 }
 
 function resourceOf(target: RequestTarget | undefined): string {
@@ -131,7 +132,7 @@ export async function startS3Endpoint(options: S3EndpointOptions): Promise<S3End
       server.closeAllConnections();
     }));
   return {
-    url: `http://${hostForUrl(options.host)}:${port}`,
+    url: endpointUrl(options.host, port),
     host: options.host,
     port,
     credentials: options.credentials,

@@ -125,7 +125,8 @@ export async function startAuditNode(options: AuditNodeOptions): Promise<AuditNo
   const logger = createNodeLogger(options.logger);
   await prepareDataDir(options.dataDir, (message) => logger.warn({ dataDir: options.dataDir }, message));
   const credentials = embeddedS3Credentials(options);
-  const hosts = hostNames(options);
+  const hostLists = hostNameLists(options);
+  const hosts = new HostNames(hostLists.configured, hostLists.own);
   const embeddedS3 =
     options.embeddedS3Port === undefined
       ? undefined
@@ -135,7 +136,7 @@ export async function startAuditNode(options: AuditNodeOptions): Promise<AuditNo
           port: options.embeddedS3Port,
           ...(credentials ? { credentials } : {}),
           publicRead: options.embeddedS3PublicRead ?? false,
-          publicReadHosts: hostNameLists(options),
+          publicReadHosts: hostLists,
           onInternalError: (err) => logger.error({ err }, 'the embedded S3 endpoint failed a request'),
         });
   try {
@@ -361,20 +362,15 @@ async function openClusterNode(
 }
 
 /**
- * The Host names the open endpoints (and the embedded endpoint's unsigned reads) answer under:
- * the configured ones, and the names this node is reached by without configuration, its
- * `--host` and its advertised URL's host.
+ * The Host names the open endpoints (and the embedded endpoint's unsigned reads) answer under,
+ * as HostNames' arguments (the embedded endpoint's thread builds its own from them): the
+ * configured ones, and the names this node is reached by without configuration, its `--host`
+ * and its advertised URL's host.
  */
-/** HostNames' arguments for this node: the configured names, and its own (`--host`, the advertised URL's host). */
 function hostNameLists(options: AuditNodeOptions): { configured: string[]; own: string[] } {
   const own = [options.host];
   if (options.advertiseUrl !== undefined && URL.canParse(options.advertiseUrl)) own.push(new URL(options.advertiseUrl).hostname);
   return { configured: [...options.config.allowedHosts], own };
-}
-
-function hostNames(options: AuditNodeOptions): HostNames {
-  const { configured, own } = hostNameLists(options);
-  return new HostNames(configured, own);
 }
 
 function advertisedUrl(app: FastifyInstance, options: AuditNodeOptions): string {

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { S3ConnectionConfig } from '@auditlake/model';
-import type { S3Credentials, S3Endpoint } from '@auditlake/s3-endpoint';
+import { endpointUrl, type S3Credentials, type S3Endpoint } from '@auditlake/s3-endpoint';
 import { loadOrCreateEmbeddedS3Credentials, type EmbeddedS3Credentials } from './embedded-s3-credentials.js';
 import { errorFromData, type EmbeddedS3ThreadData, type EmbeddedS3ThreadMessage, type EmbeddedS3ThreadRequest } from './embedded-s3-thread-protocol.js';
 import { RestartingThread, type ThreadRun } from './restarting-thread.js';
@@ -82,7 +82,7 @@ export async function startEmbeddedS3(options: EmbeddedS3Options): Promise<Embed
   const { port } = thread;
   const close = () => thread.close();
   const endpoint: S3Endpoint = {
-    url: `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`,
+    url: endpointUrl(options.host, port),
     host: options.host,
     port,
     credentials: data.credentials,

@@ -159,8 +159,8 @@ export class TieringService {
           }
         : {}),
       onFailed: () => options.metrics.tierSweepFailures.inc(),
-      onTiered: (events, bytes, batch) => {
-        options.metrics.eventsTiered.inc(events);
+      onTiered: (batch, bytes) => {
+        options.metrics.eventsTiered.inc(batch.length);
         options.metrics.bytesTiered.inc(bytes);
         // The ledger's tiered counts, from the events the sweep holds (not awaited: it waits its
         // turn behind the store's writes, which the sweep need not). One not counted here is

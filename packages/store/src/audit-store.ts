@@ -42,7 +42,7 @@ import { contentHashAgainst, encodedContentReference, headOf, RecordChain, store
 import { addIntegrityPuts, type RegisteredKey } from './integrity-index.js';
 import { PrunedRanges, type PrunedRange } from './pruned-ranges.js';
 import { resendCandidates, tieredCopiesOf, type TieredCopyLookup } from './resent-after-retention.js';
-import { DayLedger, type DayLedgerFilter, type DayLedgerPage, type DayLedgerRow } from './day-ledger.js';
+import { DayLedger, type DayLedgerChange, type DayLedgerFilter, type DayLedgerPage, type DayLedgerRow } from './day-ledger.js';
 import { SourceLedger, type SourceLedgerEntry, type SourceLedgerPage, type SourceLedgerSummary } from './source-ledger.js';
 import { integrityKindOf, parsePublishedKey, parseSignedCheckpoint, type SignedCheckpoint } from '@auditlake/integrity';
 import { carriedCoveredSeq, verifyCarriedCheckpoint, type CarriedCheckpoint } from './carried-checkpoint.js';
@@ -1598,13 +1598,7 @@ export class AuditStore {
           through = entry.seq;
         }
         if (coversSeq) through = target;
-        const batch = db.batch();
-        await days.prepare();
-        days.putChanged(batch);
-        batch.put(TIERED_COUNTED_THROUGH_KEY, String(through));
-        await batch.write({ sync: false });
-        days.commit();
-        this.#tieredCountedThrough = through;
+        await this.#writeTieredCount(db, days, through);
         return true;
       });
       if (!counted) return;
@@ -1636,14 +1630,19 @@ export class AuditStore {
       if (entry === undefined || entry.seq !== last.seq || entry.term !== last.term || entry.eventId !== last.eventId) return;
       const days = this.#days.begin();
       for (const event of events) if (event.seq > from) days.count(event, 'tiered');
-      const batch = db.batch();
-      await days.prepare();
-      days.putChanged(batch);
-      batch.put(TIERED_COUNTED_THROUGH_KEY, String(last.seq));
-      await batch.write({ sync: false });
-      days.commit();
-      this.#tieredCountedThrough = last.seq;
+      await this.#writeTieredCount(db, days, last.seq);
     });
+  }
+
+  /** Writes tiered counts made in the writer's queue, with where counting now stands. */
+  async #writeTieredCount(db: Level<string, string>, days: DayLedgerChange, through: number): Promise<void> {
+    const batch = db.batch();
+    await days.prepare();
+    days.putChanged(batch);
+    batch.put(TIERED_COUNTED_THROUGH_KEY, String(through));
+    await batch.write({ sync: false });
+    days.commit();
+    this.#tieredCountedThrough = through;
   }
 
   /** Where the record chain stands: the last entry's seq and chain hash (docs/integrity.md). */

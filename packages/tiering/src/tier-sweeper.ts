@@ -83,8 +83,8 @@ export interface TierSweeperOptions {
   backoffMaxMs: number;
   now?: () => number;
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
-  /** Told of each committed batch: how many events, how many bytes of files, and the events themselves. */
-  onTiered?: (events: number, bytes: number, batch: readonly StoredEvent[]) => void;
+  /** Told of each committed batch: its events and the bytes of its files. */
+  onTiered?: (batch: readonly StoredEvent[], bytes: number) => void;
   /** Called once per failed sweep (a metric counts them). */
   onFailed?: () => void;
   /** Debug/test hook run after the data files are written and before the commit marker. */
@@ -435,7 +435,7 @@ export class TierSweeper {
     this.#status.lastBatch = { count: batch.length, bytes: result.bytes, ms: this.#now() - started };
     this.#logTiered(result.marker.files.length, settings.tierParquetPath);
     this.#checkpointSoon(objects, location, term, settings.tierParquetPath);
-    this.#options.onTiered?.(batch.length, result.bytes, batch);
+    this.#options.onTiered?.(batch, result.bytes);
     // The batch's erasure records are committed: apply them to the location's rows.
     this.#parquetErasuresPending = [...this.#parquetErasuresPending, ...erasureSeqs];
     await this.#applyParquetErasures(context, settings.tierParquetPath);
@@ -556,7 +556,7 @@ export class TierSweeper {
     await this.#writeProof(objects, table.s3.prefix, batch, table.identifier);
     this.#status.lastBatch = { count: batch.length, bytes: result.bytes, ms: this.#now() - started };
     this.#logTiered(result.files, table.identifier);
-    this.#options.onTiered?.(batch.length, result.bytes, batch);
+    this.#options.onTiered?.(batch, result.bytes);
     // The batch's erasure records are in the table now: apply them to its rows.
     const erased = await this.#applyErasures(context, result.loaded);
     this.#currentErasuresApplied = erasuresAppliedThrough(erased.metadata);
