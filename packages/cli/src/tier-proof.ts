@@ -97,8 +97,8 @@ export async function readTierProof(tier: TierLocationOption, checks: VerifyChec
     // needs its checkpoints from the start (and a tier being written meanwhile has less time
     // to gain a checkpoint past the files listed).
     const proof = await readIntegrityObjects(objects, location.prefix);
-    for (const object of proof.checkpoints) checkpoints.push(found(object.text, objects.url(object.key)));
-    const start: TierProofStart = { files: files.length, checkpoints, keys: proof.keys.map((object) => ({ text: object.text, where: objects.url(object.key) })), head };
+    for (const object of proof.checkpoints) checkpoints.push(found(object.text, object.where));
+    const start: TierProofStart = { files: files.length, checkpoints, keys: proof.keys, head };
     const listener = started?.(start);
     const batches = await checkFiles(source, files, checks, listener);
     return { ...start, batches, legacyRows: batches.reduce((sum, batch) => sum + batch.skipped, 0) };

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bytesSource, encodeAuditParquet, ParquetFileAssembler, readAuditParquet, readAuditParquetFooter, RowGroupSketch, rowGroupSketches, type TieredEvent } from '@auditlake/format';
 import { checkpointHash, encodeSignedCheckpoint, loadOrCreateNodeKey, parseSignedCheckpoint, signCheckpoint, type CheckedBatch, type SignedCheckpoint } from '@auditlake/integrity';
-import { COMMITS_DIR, S3Connections, writeParquetCheckpoint, type CommitMarker, type ObjectStore, type ParquetCheckpoint } from '@auditlake/lake';
+import { COMMITS_DIR, packIntegrityCheckpoints, S3Connections, writeParquetCheckpoint, type CommitMarker, type ObjectStore, type ParquetCheckpoint } from '@auditlake/lake';
 import { resolveConfig } from '@auditlake/model';
 import { startAuditNode, type AuditNode, type EmbeddedS3 } from '@auditlake/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -72,6 +72,25 @@ async function rewriteFile(key: string, rows: TieredEvent[]): Promise<void> {
     file.tsMin = Math.min(...rows.map((row) => row.timestamp));
     file.tsMax = Math.max(...rows.map((row) => row.timestamp));
     await objects.put(markerKey, JSON.stringify(marker));
+  }
+}
+
+/** Removes every record after `lastSeq` from the tier, rewriting files and commit markers to end there (as a thorough tamperer would). */
+async function cutTierAfter(lastSeq: number): Promise<void> {
+  for (const { key, marker } of await markers()) {
+    if (marker.firstSeq > lastSeq) {
+      await objects.put(key, JSON.stringify({ ...marker, files: [], watermark: { ...marker.watermark, seq: lastSeq } }));
+      continue;
+    }
+    for (const file of marker.files) {
+      const rows = await readRows(file.key);
+      if (rows.some((row) => (row.seq as number) > lastSeq)) await rewriteFile(file.key, rows.filter((row) => (row.seq as number) <= lastSeq));
+    }
+    if (marker.watermark.seq > lastSeq) {
+      const current = (await markers()).find((m) => m.key === key)?.marker as CommitMarker;
+      current.watermark.seq = lastSeq;
+      await objects.put(key, JSON.stringify(current));
+    }
   }
 }
 
@@ -453,22 +472,7 @@ describe('a tampered tier fails verify with the right words', () => {
 
   it('a tail cut before a checkpoint (markers rewritten too) is caught by the checkpoint object', async () => {
     try {
-      // Everything from seq 20 on is removed, and the commits rewritten to end at 19.
-      for (const { key, marker } of await markers()) {
-        if (marker.firstSeq >= 20) {
-          await objects.put(key, JSON.stringify({ ...marker, files: [], watermark: { ...marker.watermark, seq: 19 } }));
-          continue;
-        }
-        for (const file of marker.files) {
-          const rows = await readRows(file.key);
-          if (rows.some((row) => (row.seq as number) >= 20)) await rewriteFile(file.key, rows.filter((row) => (row.seq as number) < 20));
-        }
-        if (marker.watermark.seq >= 20) {
-          const current = (await markers()).find((m) => m.key === key)?.marker as CommitMarker;
-          current.watermark.seq = 19;
-          await objects.put(key, JSON.stringify(current));
-        }
-      }
+      await cutTierAfter(19);
       expect((await verifyHistory(offline())).message).toMatch(/^truncated tail: the history ends at seq 19, but the checkpoint in .*_integrity\/checkpoints\/0000000000000028\.json covers records up to seq 27 \(8 missing\)$/);
     } finally {
       await restore();
@@ -558,6 +562,73 @@ describe('a tampered tier fails verify with the right words', () => {
       const relinked = signCheckpoint({ ...unsigned, previousCheckpointHash: checkpointHash((found[0] as { checkpoint: SignedCheckpoint }).checkpoint) }, nodeKey.privateKey);
       await objects.put(key, encodeSignedCheckpoint(relinked));
       expect((await verifyHistory(offline())).message).toMatch(/^checkpoint chain broken at seq 27 \(.*0000000000000028\.json\): it does not follow the checkpoint at seq \d+ \(a checkpoint was removed or forged\)$/);
+    } finally {
+      await restore();
+    }
+  });
+});
+
+describe('checkpoint objects packed by maintenance', () => {
+  let unpacked: Map<string, Uint8Array>;
+  let packed: Map<string, Uint8Array>;
+  const PACKS = `${PREFIX}/_integrity/checkpoint-packs/`;
+  beforeAll(async () => {
+    unpacked = await snapshotTier();
+    // The three checkpoint objects (record seqs 10, 19 and 28) in two packs, as a maintenance
+    // run packs them (it waits for a thousand).
+    expect(await packIntegrityCheckpoints(objects, PREFIX, { mayCommit: () => true }, { looseMin: 3, packSizeMax: 2, perRunMax: 3 })).toBe(3);
+    expect(await objects.list(`${PREFIX}/_integrity/checkpoints/`)).toEqual([]);
+    expect(await objects.list(PACKS)).toEqual([`${PACKS}0000000000000010-0000000000000019.json`, `${PACKS}0000000000000028-0000000000000028.json`]);
+    packed = await snapshotTier();
+  });
+  afterAll(async () => {
+    for (const key of await objects.list(PACKS)) await objects.delete(key);
+    await restoreTier(unpacked);
+  });
+  const restore = async () => {
+    await restoreTier(packed);
+    expect((await verifyHistory(offline())).ok).toBe(true);
+  };
+
+  it('verify reads them as it read the loose objects', async () => {
+    const head = node.store.chainHead.seq;
+    expect((await verifyHistory(offline())).message).toBe(`verified ${head} records, seq 1..${head}, 3 checkpoints`);
+  });
+
+  it('a packed checkpoint changed after signing is a bad signature, naming the pack', async () => {
+    try {
+      const key = `${PACKS}0000000000000010-0000000000000019.json`;
+      const pack = JSON.parse(new TextDecoder().decode(await objects.get(key))) as { checkpoints: Array<{ seq: number; checkpoint: string }> };
+      const first = pack.checkpoints[0] as { seq: number; checkpoint: string };
+      const checkpoint = parseSignedCheckpoint(first.checkpoint);
+      first.checkpoint = encodeSignedCheckpoint({ ...checkpoint, timeMs: checkpoint.timeMs + 1 });
+      await objects.put(key, JSON.stringify(pack));
+      expect((await verifyHistory(offline())).message).toMatch(/^bad signature on the checkpoint at seq 9 \(s3:\/\/auditlake\/tier\/_integrity\/checkpoint-packs\/0000000000000010-0000000000000019\.json \(record seq 10\), keyId [0-9a-f]{16}\): forged or altered$/);
+    } finally {
+      await restore();
+    }
+  });
+
+  it('a tail cut before a checkpoint (markers rewritten too) is caught by the packed checkpoint', async () => {
+    try {
+      await cutTierAfter(19);
+      expect((await verifyHistory(offline())).message).toBe(
+        'truncated tail: the history ends at seq 19, but the checkpoint in s3://auditlake/tier/_integrity/checkpoint-packs/0000000000000028-0000000000000028.json (record seq 28) covers records up to seq 27 (8 missing)',
+      );
+    } finally {
+      await restore();
+    }
+  });
+
+  it('a damaged pack is exit 1, naming it', async () => {
+    try {
+      await objects.put(`${PACKS}0000000000000028-0000000000000028.json`, '{"format":"auditlake-checkpoint-pack/1","checkpoints":[');
+      const embedded = node.embeddedS3 as EmbeddedS3;
+      let stderr = '';
+      const streams = { stdout: { write: () => true }, stderr: { write: (t: string) => (stderr += t) } };
+      const args = ['--path', TIER_PATH, '--endpoint', embedded.connectionUrl, '--access-key-id', embedded.credentials.accessKeyId, '--secret-access-key', embedded.credentials.secretAccessKey];
+      expect(await verifyCommand(args, {}, streams)).toBe(1);
+      expect(stderr).toContain('the checkpoint pack s3://auditlake/tier/_integrity/checkpoint-packs/0000000000000028-0000000000000028.json is damaged: ');
     } finally {
       await restore();
     }

@@ -4,7 +4,7 @@ import type { CommitFence } from './iceberg-version-commit.js';
 import type { ObjectStore } from './object-store.js';
 
 /**
- * Deletes `keys` (orphans a cleanup found) while this node may still commit: `fence.mayCommit()`
+ * Deletes `keys` (orphans a cleanup found, checkpoints packed elsewhere) while this node may still commit: `fence.mayCommit()`
  * (the leader's lease and term) is asked right before each delete is sent, so a leader deposed
  * during a cleanup stops there — its successor may be writing files its own listing took for
  * orphans. Throws `AUDIT_NOT_LEADER` then, saying how many were deleted; the next leader's run
@@ -21,6 +21,6 @@ export async function deleteWhileLeader(objects: ObjectStore, keys: readonly str
     await objects.delete(key);
     deleted++;
   });
-  if (deposed) throw new AuditError(AuditErrorCode.NOT_LEADER, `no longer the leader; ${what} stopped after deleting ${deleted} of ${keys.length} orphans (the next leader's maintenance run finishes it)`);
+  if (deposed) throw new AuditError(AuditErrorCode.NOT_LEADER, `no longer the leader; ${what} stopped after deleting ${deleted} of ${keys.length} objects (the next leader's maintenance run finishes it)`);
   return deleted;
 }

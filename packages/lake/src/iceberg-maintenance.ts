@@ -4,6 +4,7 @@ import { rewriteIcebergManifests } from './iceberg-manifest-rewrite.js';
 import { cleanIcebergMetadata } from './iceberg-metadata-cleanup.js';
 import { removeIcebergOrphans, tableBytes } from './iceberg-orphan-cleanup.js';
 import { expireIcebergSnapshots } from './iceberg-snapshot-expiry.js';
+import { packIntegrityCheckpoints } from './integrity-objects.js';
 
 /** The knobs of one maintenance run (the `audit.tier.maintenance.*` settings). */
 export interface MaintenancePolicy {
@@ -24,14 +25,16 @@ export interface MaintenanceRunFigures {
   /** Files expiry and metadata cleanup deleted (manifest lists, manifests, data files, old metadata). */
   filesDeleted: number;
   orphansDeleted: number;
+  /** Loose `_integrity/` checkpoint objects moved into packs (integrity-objects.ts). */
+  checkpointsPacked: number;
   bytesBefore: number;
   bytesAfter: number;
 }
 
 /**
  * One maintenance run over an Iceberg table, each step its own commit on the version the last
- * left: compaction (unless `policy.compact` is false), manifest rewrite, snapshot expiry, metadata cleanup, then (when enabled)
- * orphan cleanup. Every step leaves a readable table holding every event once, so a run that
+ * left: compaction (unless `policy.compact` is false), manifest rewrite, snapshot expiry, metadata cleanup, (when enabled)
+ * orphan cleanup, then packing of the `_integrity/` checkpoint objects beside the table. Every step leaves a readable table holding every event once, so a run that
  * stops anywhere (a crash, a lost lease) is finished by the next one. Sweeps go on between and
  * during the steps: each step takes one turn of `fence.serialize` (the node's commit lock) in
  * which it re-reads the table, builds its commit from it and commits (`tableTurn`), so
@@ -53,12 +56,14 @@ export async function runIcebergMaintenance(context: Omit<MaintenanceContext, 'm
   await steps.onStep?.('metadata-cleanup');
   const orphansDeleted = policy.removeOrphanFiles ? await removeIcebergOrphans(steps, metadata.loaded, policy.orphanMinAgeMs) : 0;
   await steps.onStep?.('orphans');
+  const checkpointsPacked = await packIntegrityCheckpoints(context.objects, context.table.s3.prefix, context.fence);
   return {
     filesRewritten: compaction.filesRewritten,
     filesAdded: compaction.filesAdded,
     snapshotsExpired: expiry.snapshotsExpired,
     filesDeleted: expiry.filesDeleted + metadata.filesDeleted,
     orphansDeleted,
+    checkpointsPacked,
     bytesBefore,
     bytesAfter: await tableBytes(steps),
   };

@@ -28,7 +28,19 @@ export { checkParquetCheckpoint, checkpointState, PARQUET_CHECKPOINT_INTERVAL_MA
 export { COMPACTIONS_DIR, compactionKey, compactParquetLocation, liveParquetFiles, nextCompactionGeneration, ParquetLogCache, readCompactions, readContextLog, readParquetLog, type CompactionMarker, type ParquetLog } from './parquet-compaction.js';
 export { REPLACED_FILE_GRACE_MS, runParquetMaintenance } from './parquet-maintenance.js';
 export type { ParquetCompactionContext, ParquetCompactionResult } from './parquet-compaction.js';
-export { CHECKPOINT_SUMMARY_KEY, INTEGRITY_DIR, latestCheckpointText, readIntegrityObjects, writeIntegrityObjects, type IntegrityObjects } from './integrity-objects.js';
+export {
+  CHECKPOINT_PACK_FORMAT,
+  CHECKPOINT_PACK_LIMITS,
+  CHECKPOINT_SUMMARY_KEY,
+  INTEGRITY_DIR,
+  latestCheckpointText,
+  packIntegrityCheckpoints,
+  readIntegrityObjects,
+  writeIntegrityObjects,
+  type CheckpointPackLimits,
+  type FoundIntegrityText,
+  type IntegrityObjects,
+} from './integrity-objects.js';
 export { encodeTierFile, INLINE_TIER_FILE_ENCODER, rewriteTierFiles, type EncodedTierFile, type RewriteInput, type TierFileEncoder, type TierFileShape } from './tier-file-encoding.js';
 export { ENCODE_MESSAGE_EVENTS_MAX, TierEncodePool, type TierEncodePoolOptions } from './tier-encode-pool.js';
 export { commitProperties, ERASURES_APPLIED_THROUGH_PROPERTY, erasuresAppliedThrough, PURGE_FILES_PROPERTY, purgeReplacedFiles, rewriteIcebergRows, type PurgeResult, type RowRewrite, type RowRewriteResult } from './iceberg-row-rewrite.js';

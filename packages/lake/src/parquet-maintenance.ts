@@ -1,6 +1,7 @@
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import { deleteWhileLeader } from './fenced-delete.js';
 import type { MaintenancePolicy, MaintenanceRunFigures } from './iceberg-maintenance.js';
+import { packIntegrityCheckpoints } from './integrity-objects.js';
 import type { ObjectStore } from './object-store.js';
 import { parquetDataPrefix } from './parquet-committer.js';
 import { compactParquetLocation, liveParquetFiles, ParquetLogCache, readContextLog, type ParquetCompactionContext } from './parquet-compaction.js';
@@ -87,8 +88,9 @@ async function removeParquetOrphans(context: ParquetCompactionContext, minAgeMs:
 
 /**
  * One maintenance run over a Parquet location, in order: day-partition compaction (unless `policy.compact` is false), deletion of
- * files replaced long enough ago, (when enabled) orphan cleanup, then a checkpoint of the log
- * when enough commit markers follow the newest ({@link writeParquetCheckpoint}). There are no snapshots or
+ * files replaced long enough ago, (when enabled) orphan cleanup, a checkpoint of the log
+ * when enough commit markers follow the newest ({@link writeParquetCheckpoint}), then packing
+ * of the `_integrity/` checkpoint objects beside the location. There are no snapshots or
  * metadata versions to expire. Each step leaves every event readable exactly once, so a run
  * stopped anywhere is finished by the next.
  */
@@ -102,14 +104,16 @@ export async function runParquetMaintenance(context: ParquetCompactionContext, p
   await context.onStep?.('expiry');
   const orphansDeleted = policy.removeOrphanFiles ? await removeParquetOrphans(context, policy.orphanMinAgeMs) : 0;
   await context.onStep?.('orphans');
-  // Last, once this run's replaced files are deleted: the checkpoint lists fewer of them.
+  // Once this run's replaced files are deleted: the checkpoint lists fewer of them.
   await writeParquetCheckpoint(context, context.checkpointIntervalMarkers);
+  const checkpointsPacked = await packIntegrityCheckpoints(context.objects, context.location.prefix, context.fence);
   return {
     filesRewritten: compaction.filesRewritten,
     filesAdded: compaction.filesAdded,
     snapshotsExpired: 0,
     filesDeleted,
     orphansDeleted,
+    checkpointsPacked,
     bytesBefore,
     bytesAfter: await dataBytes(context.objects, context.location),
   };

@@ -115,7 +115,7 @@ interface Entry {
 }
 
 /** The figures of a run that did nothing (it failed, or found nothing to maintain). */
-const NO_WORK: MaintenanceRunFigures = { filesRewritten: 0, filesAdded: 0, snapshotsExpired: 0, filesDeleted: 0, orphansDeleted: 0, bytesBefore: 0, bytesAfter: 0 };
+const NO_WORK: MaintenanceRunFigures = { filesRewritten: 0, filesAdded: 0, snapshotsExpired: 0, filesDeleted: 0, orphansDeleted: 0, checkpointsPacked: 0, bytesBefore: 0, bytesAfter: 0 };
 
 function failure(err: unknown): string {
   return err instanceof Error ? err.message : String(err);

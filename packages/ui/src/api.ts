@@ -77,6 +77,8 @@ export interface MaintenanceRunView {
   snapshotsExpired: number;
   filesDeleted: number;
   orphansDeleted: number;
+  /** Loose `_integrity/` checkpoint objects moved into packs; absent in runs recorded before packing existed. */
+  checkpointsPacked?: number;
   bytesBefore: number;
   bytesAfter: number;
 }

@@ -44,6 +44,7 @@ function RunRow({ run }: { run: MaintenanceRunView }) {
       <td>{run.snapshotsExpired.toLocaleString()}</td>
       <td>{run.filesDeleted.toLocaleString()}</td>
       <td>{run.orphansDeleted.toLocaleString()}</td>
+      <td>{(run.checkpointsPacked ?? 0).toLocaleString()}</td>
       <td>
         {formatBytes(run.bytesBefore)} → {formatBytes(run.bytesAfter)}
       </td>
@@ -115,6 +116,7 @@ function TableCard({ api, registration, onRan }: { api: AdminApi; registration: 
                 <th scope="col">Snapshots expired</th>
                 <th scope="col">Files deleted</th>
                 <th scope="col">Orphans deleted</th>
+                <th scope="col">Checkpoints packed</th>
                 <th scope="col">Size</th>
               </tr>
             </thead>
