@@ -35,6 +35,8 @@ export interface EmbeddedS3 extends AsyncDisposable {
   readonly credentials: EmbeddedS3Credentials;
   readonly publicRead: boolean;
   close(): Promise<void>;
+  /** Test hook: stops the endpoint's thread as an uncaught error there would; it is started again on the same port. */
+  crashThreadForTest(): Promise<void>;
 }
 
 /** A wildcard listen address is not one to connect to; the node reaches itself over loopback. */
@@ -90,7 +92,15 @@ export async function startEmbeddedS3(options: EmbeddedS3Options): Promise<Embed
     close,
     [Symbol.asyncDispose]: close,
   };
-  return { endpoint, connectionUrl: `http://${connectHost(options.host)}:${port}`, credentials, publicRead: options.publicRead, close, [Symbol.asyncDispose]: close };
+  return {
+    endpoint,
+    connectionUrl: `http://${connectHost(options.host)}:${port}`,
+    credentials,
+    publicRead: options.publicRead,
+    close,
+    crashThreadForTest: () => thread.crashForTest(),
+    [Symbol.asyncDispose]: close,
+  };
 }
 
 /** One run of the endpoint's thread, once it listens; rejected with the thread's start error. */
@@ -119,7 +129,7 @@ async function launchEndpointThread(data: EmbeddedS3ThreadData, onInternalError:
       clearTimeout(timer);
       await worker.terminate();
     })());
-  return { port, exited, close };
+  return { port, exited, close, terminate: async () => void (await worker.terminate()) };
 }
 
 /** S3 connection `local`: the embedded endpoint, signed with its key pair. */

@@ -3,6 +3,8 @@ export interface ThreadRun {
   port: number;
   exited: Promise<number>;
   close(): Promise<void>;
+  /** Stops the thread at once, without telling it: what a crash does (tests). */
+  terminate(): Promise<void>;
 }
 
 export interface RestartingThreadOptions {
@@ -81,6 +83,11 @@ export class RestartingThread {
         },
       );
     }, this.#delayMs);
+  }
+
+  /** Test hook: stops the current run as a crash would (it is then started again). */
+  async crashForTest(): Promise<void> {
+    await this.#run.terminate();
   }
 
   /** Stops restarting and closes the current run. Idempotent. */

@@ -198,6 +198,23 @@ describe('the embedded S3 endpoint runs on a thread of its own', () => {
     expect(answeredAt.filter((at) => at > busyFrom + 300 && at < busyTo - 300).length).toBeGreaterThan(3);
   });
 
+  it('is started again on the same port when its thread dies, and the node goes on tiering through it', async () => {
+    const { t } = await embeddedNode();
+    const before = (await tierSomething(t)).filter((key) => key.endsWith('.parquet'));
+    const embedded = t.node.embeddedS3!;
+    const url = embedded.endpoint.url;
+    await embedded.crashThreadForTest();
+    // Down now: nothing listens there.
+    await expect(fetch(`${url}/auditlake/any-key`)).rejects.toThrow();
+    // Ingest goes on meanwhile; the sweep fails until the endpoint is back (after 1 s), then tiers.
+    expect((await t.ingest([event({ eventId: 'e3' })])).status).toBe(200);
+    await waitUntilTiered(t);
+    expect(embedded.endpoint.url).toBe(url);
+    const listed = await s3Client(t).send(new ListObjectsV2Command({ Bucket: 'auditlake', Prefix: 'audit/' }));
+    const after = (listed.Contents ?? []).map((c) => c.Key!).filter((key) => key.endsWith('.parquet'));
+    expect(after.length).toBeGreaterThan(before.length);
+  });
+
   it('closes: the port is free afterwards and close() can be called again', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'auditlake-embedded-'));
     onTestFinished(() => rm(dataDir, { recursive: true, force: true }));

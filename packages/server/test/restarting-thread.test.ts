@@ -34,6 +34,7 @@ function launcher(): { launch: (port: number) => Promise<ThreadRun>; launched: L
         worker.postMessage('exit 0');
         await exited;
       },
+      terminate: async () => void (await worker.terminate()),
     };
   };
   return { launch, launched, failNext: (n) => (failing = n) };
