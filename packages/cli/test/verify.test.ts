@@ -571,6 +571,7 @@ describe('a tampered tier fails verify with the right words', () => {
 describe('checkpoint objects packed by maintenance', () => {
   let unpacked: Map<string, Uint8Array>;
   let packed: Map<string, Uint8Array>;
+  let packKeys: string[];
   const PACKS = `${PREFIX}/_integrity/checkpoint-packs/`;
   beforeAll(async () => {
     unpacked = await snapshotTier();
@@ -578,7 +579,10 @@ describe('checkpoint objects packed by maintenance', () => {
     // run packs them (it waits for a thousand).
     expect(await packIntegrityCheckpoints(objects, PREFIX, { mayCommit: () => true }, { looseMin: 3, packSizeMax: 2, perRunMax: 3 })).toBe(3);
     expect(await objects.list(`${PREFIX}/_integrity/checkpoints/`)).toEqual([]);
-    expect(await objects.list(PACKS)).toEqual([`${PACKS}0000000000000010-0000000000000019.json`, `${PACKS}0000000000000028-0000000000000028.json`]);
+    packKeys = await objects.list(PACKS);
+    expect(packKeys).toHaveLength(2);
+    expect(packKeys[0]).toMatch(/\/0000000000000010-0000000000000019-[0-9a-f]{16}\.json$/);
+    expect(packKeys[1]).toMatch(/\/0000000000000028-0000000000000028-[0-9a-f]{16}\.json$/);
     packed = await snapshotTier();
   });
   afterAll(async () => {
@@ -597,13 +601,13 @@ describe('checkpoint objects packed by maintenance', () => {
 
   it('a packed checkpoint changed after signing is a bad signature, naming the pack', async () => {
     try {
-      const key = `${PACKS}0000000000000010-0000000000000019.json`;
+      const key = packKeys[0] as string;
       const pack = JSON.parse(new TextDecoder().decode(await objects.get(key))) as { checkpoints: Array<{ seq: number; checkpoint: string }> };
       const first = pack.checkpoints[0] as { seq: number; checkpoint: string };
       const checkpoint = parseSignedCheckpoint(first.checkpoint);
       first.checkpoint = encodeSignedCheckpoint({ ...checkpoint, timeMs: checkpoint.timeMs + 1 });
       await objects.put(key, JSON.stringify(pack));
-      expect((await verifyHistory(offline())).message).toMatch(/^bad signature on the checkpoint at seq 9 \(s3:\/\/auditlake\/tier\/_integrity\/checkpoint-packs\/0000000000000010-0000000000000019\.json \(record seq 10\), keyId [0-9a-f]{16}\): forged or altered$/);
+      expect((await verifyHistory(offline())).message).toMatch(/^bad signature on the checkpoint at seq 9 \(s3:\/\/auditlake\/tier\/_integrity\/checkpoint-packs\/0000000000000010-0000000000000019-[0-9a-f]{16}\.json \(record seq 10\), keyId [0-9a-f]{16}\): forged or altered$/);
     } finally {
       await restore();
     }
@@ -612,9 +616,7 @@ describe('checkpoint objects packed by maintenance', () => {
   it('a tail cut before a checkpoint (markers rewritten too) is caught by the packed checkpoint', async () => {
     try {
       await cutTierAfter(19);
-      expect((await verifyHistory(offline())).message).toBe(
-        'truncated tail: the history ends at seq 19, but the checkpoint in s3://auditlake/tier/_integrity/checkpoint-packs/0000000000000028-0000000000000028.json (record seq 28) covers records up to seq 27 (8 missing)',
-      );
+      expect((await verifyHistory(offline())).message).toBe(`truncated tail: the history ends at seq 19, but the checkpoint in s3://auditlake/${packKeys[1]} (record seq 28) covers records up to seq 27 (8 missing)`);
     } finally {
       await restore();
     }
@@ -622,13 +624,13 @@ describe('checkpoint objects packed by maintenance', () => {
 
   it('a damaged pack is exit 1, naming it', async () => {
     try {
-      await objects.put(`${PACKS}0000000000000028-0000000000000028.json`, '{"format":"auditlake-checkpoint-pack/1","checkpoints":[');
+      await objects.put(packKeys[1] as string, '{"format":"auditlake-checkpoint-pack/1","checkpoints":[');
       const embedded = node.embeddedS3 as EmbeddedS3;
       let stderr = '';
       const streams = { stdout: { write: () => true }, stderr: { write: (t: string) => (stderr += t) } };
       const args = ['--path', TIER_PATH, '--endpoint', embedded.connectionUrl, '--access-key-id', embedded.credentials.accessKeyId, '--secret-access-key', embedded.credentials.secretAccessKey];
       expect(await verifyCommand(args, {}, streams)).toBe(1);
-      expect(stderr).toContain('the checkpoint pack s3://auditlake/tier/_integrity/checkpoint-packs/0000000000000028-0000000000000028.json is damaged: ');
+      expect(stderr).toContain(`the checkpoint pack s3://auditlake/${packKeys[1]} is damaged: `);
     } finally {
       await restore();
     }

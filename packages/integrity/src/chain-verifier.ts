@@ -507,7 +507,10 @@ export class ChainVerifier {
     const start = this.#firstSeq ?? Infinity;
     for (const found of this.#options.checkpoints ?? []) {
       const seq = found.checkpoint.seq;
-      if (seq < start || recorded.has(checkpointHash(found.checkpoint)) || this.#isPruned(found.recordSeq ?? seq + 1)) continue;
+      const hash = checkpointHash(found.checkpoint);
+      if (seq < start || recorded.has(hash) || this.#isPruned(found.recordSeq ?? seq + 1)) continue;
+      // Reported once, where first shown (the same checkpoint may be in a summary and an object).
+      recorded.add(hash);
       this.#break({
         kind: 'truncated',
         seq: Math.min(seq + 1, lastSeq + 1),

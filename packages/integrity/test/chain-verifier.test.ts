@@ -107,6 +107,9 @@ describe('an untouched history', () => {
     const undeclared = verify(held, { ...options, pruned: [], checkpoints: [{ ...shown, recordSeq: 5 }] });
     expect(undeclared.message).toBe('records removed: the checkpoint at seq 3 (node n1) has no checkpoint record in the history after seq 3');
     expect(undeclared.breaks.map((b) => b.message)).toContain('missing records: seq 5..5 (1 record)');
+    // The same checkpoint shown in two places (a summary and an object, two packs) is one break.
+    const twice = verify(held, { ...options, pruned: [], checkpoints: [{ ...shown, recordSeq: 5 }, { checkpoint: signed, where: 'a pack', recordSeq: 5 }] });
+    expect(twice.breaks.filter((b) => b.message.startsWith('records removed')).map((b) => b.message)).toEqual(['records removed: the checkpoint at seq 3 (node n1) has no checkpoint record in the history after seq 3']);
     expect(verify(held.filter((r) => r.seq !== 6), { checkpoints: [{ ...shown, recordSeq: 5 }] }).message).toBe('records removed: the checkpoint at seq 3 (node n1) has no checkpoint record in the history after seq 3');
   });
 

@@ -1,3 +1,4 @@
+import { hash } from 'node:crypto';
 import { AuditError, AuditErrorCode, INTEGRITY_ACTIONS, SELF_SOURCE, type StoredEvent } from '@auditlake/model';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import { deleteWhileLeader } from './fenced-delete.js';
@@ -44,10 +45,13 @@ export interface FoundIntegrityText {
 
 /** The signed checkpoint texts and published key texts a tier's `_integrity/` folder holds. */
 export interface IntegrityObjects {
-  /** Packed, then loose. */
+  /** Packed, then loose; each text once. */
   checkpoints: FoundIntegrityText[];
   keys: FoundIntegrityText[];
 }
+
+/** Hex digits of a pack's content digest in its name (64 bits: no two packs of a tier share a name). */
+const PACK_DIGEST_HEX = 16;
 
 /** A checkpoint pack's content: the checkpoint records' signed texts, by record seq. */
 interface CheckpointPack {
@@ -89,28 +93,19 @@ export async function writeIntegrityObjects(objects: ObjectStore, prefix: string
   return written;
 }
 
-/** Every key under `prefix`, listed page by page. */
-async function listAll(objects: ObjectStore, prefix: string): Promise<string[]> {
-  const found: string[] = [];
-  let startAfter: string | undefined;
-  for (;;) {
-    const keys = await objects.list(prefix, startAfter === undefined ? {} : { startAfter });
-    if (keys.length === 0) return found;
-    found.push(...keys);
-    startAfter = keys.at(-1);
-  }
-}
-
-/** The objects' texts, a few GETs in flight at once (a year of loose checkpoints is ~500,000 objects). */
-async function readTexts(objects: ObjectStore, keys: readonly string[]): Promise<string[]> {
+/** The objects' texts, a few GETs in flight at once; undefined for one gone since it was listed. */
+async function readTexts(objects: ObjectStore, keys: readonly string[]): Promise<Array<string | undefined>> {
   const decoder = new TextDecoder();
-  return mapBounded(keys, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (key) => decoder.decode(await objects.get(key)));
+  return mapBounded(keys, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (key) => {
+    const bytes = await objects.find(key);
+    return bytes === undefined ? undefined : decoder.decode(bytes);
+  });
 }
 
-/** The record seq a loose checkpoint object is named by (`<16 digits>.json`), or undefined. */
-function seqOfLooseKey(key: string): number | undefined {
-  const match = /(\d{16})\.json$/.exec(key);
-  return match === null ? undefined : Number(match[1]);
+/** The record seq a loose checkpoint object directly in `folder` is named by (`<16 digits>.json`), or undefined. */
+function seqOfLooseKey(key: string, folder: string): number | undefined {
+  const name = key.startsWith(folder) ? key.slice(folder.length) : '';
+  return /^\d{16}\.json$/.test(name) ? Number(name.slice(0, 16)) : undefined;
 }
 
 /** A pack's content, or an error naming what is wrong with it: a damaged pack hides the checkpoints it held. */
@@ -134,48 +129,74 @@ function parsePack(text: string, where: string): CheckpointPack {
 
 /**
  * Every checkpoint and key beside the tier under `prefix`: loose checkpoint objects, the packs
- * maintenance made of older ones ({@link packIntegrityCheckpoints}), and key objects. A
- * checkpoint both loose and packed (a run that wrote its pack and stopped before deleting the
- * loose objects) is given twice; the verifier counts a checkpoint once by its hash.
+ * maintenance made of older ones ({@link packIntegrityCheckpoints}), and key objects; each text
+ * once (a checkpoint both loose and packed, or in two packs, after a packing run that stopped
+ * midway). The loose objects are listed and read before the packs are listed: a packing run
+ * writes a pack before deleting the objects it holds, so one found gone has its pack listed,
+ * and a verify while maintenance packs misses nothing.
  */
 export async function readIntegrityObjects(objects: ObjectStore, prefix: string): Promise<IntegrityObjects> {
   const folder = (name: string) => joinKey(prefix, `${INTEGRITY_DIR}/${name}/`);
-  const [looseKeys, packKeys, keyKeys] = await Promise.all([listAll(objects, folder(CHECKPOINTS_FOLDER)), listAll(objects, folder(PACKS_FOLDER)), listAll(objects, folder(KEYS_FOLDER))]);
-  const [looseTexts, packTexts, keyTexts] = await Promise.all([readTexts(objects, looseKeys), readTexts(objects, packKeys), readTexts(objects, keyKeys)]);
-  const found = (keys: readonly string[], texts: readonly string[]) => keys.map((key, i) => ({ text: texts[i] as string, where: objects.url(key) }));
-  const packed = packKeys.flatMap((key, i) => {
+  const found: FoundIntegrityText[] = [];
+  const looseKeys = await objects.list(folder(CHECKPOINTS_FOLDER));
+  const looseTexts = await readTexts(objects, looseKeys);
+  const packKeys = await objects.list(folder(PACKS_FOLDER));
+  const packTexts = await readTexts(objects, packKeys);
+  packKeys.forEach((key, i) => {
+    const text = packTexts[i];
     const url = objects.url(key);
-    return parsePack(packTexts[i] as string, url).checkpoints.map(({ seq, checkpoint }) => ({ text: checkpoint, where: `${url} (record seq ${seq})` }));
+    if (text === undefined) throw new AuditError(AuditErrorCode.TABLE_INVALID, `the checkpoint pack ${url} was deleted while being read (packs are never deleted)`);
+    for (const { seq, checkpoint } of parsePack(text, url).checkpoints) found.push({ text: checkpoint, where: `${url} (record seq ${seq})` });
   });
-  return { checkpoints: [...packed, ...found(looseKeys, looseTexts)], keys: found(keyKeys, keyTexts) };
+  looseKeys.forEach((key, i) => {
+    const text = looseTexts[i];
+    if (text !== undefined) found.push({ text, where: objects.url(key) });
+  });
+  const checkpoints: FoundIntegrityText[] = [];
+  const seen = new Set<string>();
+  for (const entry of found) {
+    if (seen.has(entry.text)) continue;
+    seen.add(entry.text);
+    checkpoints.push(entry);
+  }
+  const keyKeys = await objects.list(folder(KEYS_FOLDER));
+  const keyTexts = await readTexts(objects, keyKeys);
+  const keys = keyKeys.flatMap((key, i) => (keyTexts[i] === undefined ? [] : [{ text: keyTexts[i], where: objects.url(key) }]));
+  return { checkpoints, keys };
 }
 
 /**
  * Packs loose checkpoint objects beside the tier under `prefix` into pack objects
- * (`_integrity/checkpoint-packs/<first record seq>-<last record seq>.json`, at most
- * `limits.packSizeMax` each), once at least `limits.looseMin` are loose: the sweep writes one object per
- * checkpoint (one a minute under steady ingest, ~525,000 a year), and an offline verify GETs
- * every one. Each pack is written before the loose objects it holds are deleted, and deleted
- * only while this node leads (`fence`), so at every moment each checkpoint is in the bucket at
- * least once; a run stopped between the two leaves copies a verifier reads once. Returns how
- * many loose objects were packed (and deleted).
+ * (`_integrity/checkpoint-packs/<first record seq>-<last record seq>-<digest>.json`, at most
+ * `limits.packSizeMax` each), once at least `limits.looseMin` are loose: the sweep writes one
+ * object per checkpoint (one a minute under steady ingest, ~525,000 a year), and an offline
+ * verify GETs every one. Each pack is written before the loose objects it holds are deleted,
+ * and those are deleted only while this node leads (`fence`), so at every moment each
+ * checkpoint is in the bucket at least once. A pack's name ends with a digest of its content,
+ * so no pack ever replaces another: a run that stopped midway (some deletes done, some not)
+ * and the next one over what is left write different packs, and a checkpoint both hold is
+ * read once. Returns how many loose objects were packed (and deleted).
  */
 export async function packIntegrityCheckpoints(objects: ObjectStore, prefix: string, fence: Pick<CommitFence, 'mayCommit'>, limits: CheckpointPackLimits = CHECKPOINT_PACK_LIMITS): Promise<number> {
-  const loose = (await listAll(objects, joinKey(prefix, `${INTEGRITY_DIR}/${CHECKPOINTS_FOLDER}/`)))
-    .map((key) => ({ key, seq: seqOfLooseKey(key) }))
-    .filter((object): object is { key: string; seq: number } => object.seq !== undefined)
-    .slice(0, limits.perRunMax);
+  const folder = joinKey(prefix, `${INTEGRITY_DIR}/${CHECKPOINTS_FOLDER}/`);
+  const what = `checkpoint packing of s3://${objects.bucket}/${prefix}`;
+  const loose = (await objects.list(folder, { max: limits.perRunMax }))
+    .map((key) => ({ key, seq: seqOfLooseKey(key, folder) }))
+    .filter((object): object is { key: string; seq: number } => object.seq !== undefined);
   if (loose.length < limits.looseMin) return 0;
   let packed = 0;
   for (let at = 0; at < loose.length; at += limits.packSizeMax) {
-    const group = loose.slice(at, at + limits.packSizeMax);
-    const texts = await readTexts(objects, group.map((object) => object.key));
-    const pack: CheckpointPack = { format: CHECKPOINT_PACK_FORMAT, checkpoints: group.map((object, i) => ({ seq: object.seq, checkpoint: texts[i] as string })) };
-    const first = group[0] as { seq: number };
-    const last = group.at(-1) as { seq: number };
-    if (!fence.mayCommit()) throw new AuditError(AuditErrorCode.NOT_LEADER, `no longer the leader; checkpoint packing beside ${prefix} stopped after packing ${packed} checkpoints (the next leader's maintenance run finishes it)`);
-    await objects.put(joinKey(prefix, `${INTEGRITY_DIR}/${PACKS_FOLDER}/${encodeKeyNumber(first.seq)}-${encodeKeyNumber(last.seq)}.json`), JSON.stringify(pack), 'application/json');
-    packed += await deleteWhileLeader(objects, group.map((object) => object.key), fence, `checkpoint packing beside ${prefix}`);
+    const listed = loose.slice(at, at + limits.packSizeMax);
+    const texts = await readTexts(objects, listed.map((object) => object.key));
+    // One gone since the listing was packed and deleted by another run (a deposed leader's).
+    const group = listed.flatMap((object, i) => (texts[i] === undefined ? [] : [{ ...object, text: texts[i] }]));
+    if (group.length === 0) continue;
+    const pack: CheckpointPack = { format: CHECKPOINT_PACK_FORMAT, checkpoints: group.map((object) => ({ seq: object.seq, checkpoint: object.text })) };
+    const body = JSON.stringify(pack);
+    const name = `${encodeKeyNumber((group[0] as { seq: number }).seq)}-${encodeKeyNumber((group.at(-1) as { seq: number }).seq)}-${hash('sha256', body, 'hex').slice(0, PACK_DIGEST_HEX)}.json`;
+    if (!fence.mayCommit()) throw new AuditError(AuditErrorCode.NOT_LEADER, `no longer the leader; ${what} stopped after packing ${packed} checkpoints (the next leader's maintenance run finishes it)`);
+    await objects.put(joinKey(prefix, `${INTEGRITY_DIR}/${PACKS_FOLDER}/${name}`), body, 'application/json');
+    packed += await deleteWhileLeader(objects, group.map((object) => object.key), fence, what);
   }
   return packed;
 }

@@ -2,9 +2,11 @@
 // at one a minute) are packed by maintenance into a few objects without a checkpoint ever being
 // absent from the bucket: below the minimum nothing moves; a run packs at most its limit, in
 // packs of at most their size, each written before its loose objects are deleted; a leader
-// deposed before the pack or between pack and deletes stops, leaving every checkpoint readable
-// (twice at worst) and the next run finishes; a reader gives every checkpoint, loose or packed,
-// names a damaged pack, and reads a long folder past one listing page.
+// deposed before the pack or between pack and deletes stops, and a run stopped with only some
+// deletes done is followed by one whose pack never replaces the first (no checkpoint lost);
+// only objects named as the sweep names them are packed; a reader gives every checkpoint once,
+// loose or packed, also while a packing run moves them, names a damaged pack, and reads a long
+// folder past one listing page.
 import { AuditErrorCode, type StoredEvent } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
 import { useEmbeddedS3 } from '../src/testing/index.js';
@@ -46,6 +48,8 @@ async function putLoose(objects: ObjectStore, prefix: string, seqs: readonly num
 }
 
 const range = (from: number, count: number) => Array.from({ length: count }, (_, i) => from + i);
+/** A pack's key as packIntegrityCheckpoints names it: first and last record seq, then a digest of its content. */
+const packKey = (prefix: string, first: number, last: number) => new RegExp(`^${prefix}/_integrity/checkpoint-packs/${encodeKeyNumber(first)}-${encodeKeyNumber(last)}-[0-9a-f]{16}\\.json$`);
 const texts = (found: Array<{ text: string }>) => found.map((f) => f.text).sort();
 const checkpointTexts = (seqs: readonly number[]) => seqs.map((seq) => `checkpoint ${seq}`).sort();
 
@@ -65,7 +69,9 @@ describe('packing checkpoint objects', () => {
     const { objects, prefix } = await tierWith(seqs);
     expect(await packIntegrityCheckpoints(objects, prefix, leader, LIMITS)).toBe(20);
     const packs = await objects.list(`${prefix}/_integrity/checkpoint-packs/`);
-    expect(packs).toEqual([`${prefix}/_integrity/checkpoint-packs/${encodeKeyNumber(3)}-${encodeKeyNumber(30)}.json`, `${prefix}/_integrity/checkpoint-packs/${encodeKeyNumber(33)}-${encodeKeyNumber(60)}.json`]);
+    expect(packs).toHaveLength(2);
+    expect(packs[0]).toMatch(packKey(prefix, 3, 30));
+    expect(packs[1]).toMatch(packKey(prefix, 33, 60));
     const first = JSON.parse(new TextDecoder().decode(await objects.get(packs[0] as string))) as { format: string; checkpoints: Array<{ seq: number; checkpoint: string }> };
     expect(first.format).toBe(CHECKPOINT_PACK_FORMAT);
     expect(first.checkpoints).toEqual(seqs.slice(0, 10).map((seq) => ({ seq, checkpoint: `checkpoint ${seq}` })));
@@ -82,7 +88,7 @@ describe('packing checkpoint objects', () => {
     const { objects, prefix } = await tierWith(range(1, 12));
     const failed = await packIntegrityCheckpoints(objects, prefix, { mayCommit: () => false }, LIMITS).catch((err: unknown) => err);
     expect(failed).toMatchObject({ code: AuditErrorCode.NOT_LEADER });
-    expect((failed as Error).message).toContain('stopped after packing 0 checkpoints');
+    expect((failed as Error).message).toBe(`no longer the leader; checkpoint packing of s3://${BUCKET}/${prefix} stopped after packing 0 checkpoints (the next leader's maintenance run finishes it)`);
     expect(await objects.list(`${prefix}/_integrity/checkpoint-packs/`)).toEqual([]);
     expect(await objects.list(`${prefix}/_integrity/checkpoints/`)).toHaveLength(12);
   });
@@ -95,13 +101,66 @@ describe('packing checkpoint objects', () => {
     expect(failed).toMatchObject({ code: AuditErrorCode.NOT_LEADER });
     expect(await objects.list(`${prefix}/_integrity/checkpoint-packs/`)).toHaveLength(1);
     expect(await objects.list(`${prefix}/_integrity/checkpoints/`)).toHaveLength(10);
-    // Both copies are read; a verifier counts a checkpoint once by its hash.
-    expect(texts((await readIntegrityObjects(objects, prefix)).checkpoints)).toEqual([...checkpointTexts(range(1, 10)), ...checkpointTexts(range(1, 10))].sort());
+    // Loose and packed, each checkpoint is read once.
+    expect(texts((await readIntegrityObjects(objects, prefix)).checkpoints)).toEqual(checkpointTexts(range(1, 10)));
 
+    // The same content again: the same pack (its name is its content's), then the deletes.
     expect(await packIntegrityCheckpoints(objects, prefix, leader, LIMITS)).toBe(10);
     expect(await objects.list(`${prefix}/_integrity/checkpoint-packs/`)).toHaveLength(1);
     expect(await objects.list(`${prefix}/_integrity/checkpoints/`)).toEqual([]);
     expect(texts((await readIntegrityObjects(objects, prefix)).checkpoints)).toEqual(checkpointTexts(range(1, 10)));
+  });
+
+  it('a run stopped with only some deletes done, then a run over what is left: the second pack replaces nothing, no checkpoint is lost', async () => {
+    const seqs = range(1, 12);
+    const { objects, prefix } = await tierWith(seqs);
+    const folder = `${prefix}/_integrity/checkpoints/`;
+    // Pack written, then the node lost its lease: no delete went out.
+    let asked = 0;
+    await expect(packIntegrityCheckpoints(objects, prefix, { mayCommit: () => ++asked === 1 }, { ...LIMITS, packSizeMax: 20 })).rejects.toMatchObject({ code: AuditErrorCode.NOT_LEADER });
+    // Of its deletes (eight in flight), those of seqs 2..8 had gone through, seq 1's had not.
+    for (const seq of range(2, 7)) await objects.delete(`${folder}${encodeKeyNumber(seq)}.json`);
+    // The next run lists seqs 1 and 9..12: the same first and last seq, other content.
+    expect(await packIntegrityCheckpoints(objects, prefix, leader, { ...LIMITS, looseMin: 5, packSizeMax: 20 })).toBe(5);
+    const packs = await objects.list(`${prefix}/_integrity/checkpoint-packs/`);
+    expect(packs).toHaveLength(2);
+    for (const key of packs) expect(key).toMatch(packKey(prefix, 1, 12));
+    expect(await objects.list(folder)).toEqual([]);
+    expect(texts((await readIntegrityObjects(objects, prefix)).checkpoints)).toEqual(checkpointTexts(seqs));
+  });
+
+  it('packs only objects named as the sweep names them (16 digits, directly in the folder)', async () => {
+    const { objects, prefix } = await tierWith(range(1, 10));
+    const others = [`${prefix}/_integrity/checkpoints/old/${encodeKeyNumber(5)}.json`, `${prefix}/_integrity/checkpoints/0${encodeKeyNumber(11)}.json`, `${prefix}/_integrity/checkpoints/${encodeKeyNumber(12)}.txt`];
+    for (const key of others) await objects.put(key, `other ${key}`, 'application/json');
+    expect(await packIntegrityCheckpoints(objects, prefix, leader, LIMITS)).toBe(10);
+    expect((await objects.list(`${prefix}/_integrity/checkpoints/`)).sort()).toEqual([...others].sort());
+    // A verifier still reads them (and judges them).
+    expect(texts((await readIntegrityObjects(objects, prefix)).checkpoints)).toEqual([...checkpointTexts(range(1, 10)), ...others.map((key) => `other ${key}`)].sort());
+  });
+
+  it('a reader while a packing run moves the checkpoints misses none', async () => {
+    const seqs = range(1, 10);
+    const { objects, prefix } = await tierWith(seqs);
+    // The real store; the first loose checkpoint asked for is packed away (pack written, loose
+    // objects deleted) just before the GET reaches the store.
+    let packedMeanwhile = false;
+    const racing = new Proxy(objects, {
+      get(target, property, receiver) {
+        if (property === 'find')
+          return async (key: string) => {
+            if (!packedMeanwhile && key.includes('/_integrity/checkpoints/')) {
+              packedMeanwhile = true;
+              expect(await packIntegrityCheckpoints(target, prefix, leader, LIMITS)).toBe(10);
+            }
+            return target.find(key);
+          };
+        const value: unknown = Reflect.get(target, property, receiver);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    expect(texts((await readIntegrityObjects(racing, prefix)).checkpoints)).toEqual(checkpointTexts(seqs));
+    expect(packedMeanwhile).toBe(true);
   });
 
   it('a damaged pack is refused, naming it', async () => {
@@ -129,7 +188,9 @@ describe('packing checkpoint objects', () => {
     expect(texts((await readIntegrityObjects(objects, prefix)).checkpoints)).toEqual(checkpointTexts(seqs));
     // With the default limits (a pack from 1,000 loose on), one run packs them all.
     expect(await packIntegrityCheckpoints(objects, prefix, leader)).toBe(1_100);
-    expect(await objects.list(`${prefix}/_integrity/checkpoint-packs/`)).toEqual([`${prefix}/_integrity/checkpoint-packs/${encodeKeyNumber(1)}-${encodeKeyNumber(1_100)}.json`]);
+    const packs = await objects.list(`${prefix}/_integrity/checkpoint-packs/`);
+    expect(packs).toHaveLength(1);
+    expect(packs[0]).toMatch(packKey(prefix, 1, 1_100));
     expect(texts((await readIntegrityObjects(objects, prefix)).checkpoints)).toEqual(checkpointTexts(seqs));
   }, 60_000);
 });
