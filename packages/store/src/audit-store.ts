@@ -1609,29 +1609,47 @@ export class AuditStore {
    * Counts as tiered the events of a batch the sweep just committed, from the events it read,
    * instead of reading them back from the log as countTieredThrough does: that read-back was a
    * second read and parse of every tiered event on the leader's event loop (about 5% of its
-   * time while a backlog drains). Taken only when the batch continues where counting stands and
-   * is still this log's: its last entry is in the log with the same term and eventId (a log cut
-   * since the sweep read the batch orders other entries under those seqs, in a later term).
+   * time while a backlog drains). Taken only when the batch continues where counting stands, is
+   * still this log's (#stillHolds its last entry), and none of its entries can have been pruned
+   * since it was read (no seq from its first on was ever pruned or skipped: retention deletes
+   * only tiered events, below a batch in flight, unless tiering was switched off meanwhile).
    * Otherwise nothing is counted here and countTieredThrough reads them, as before every prune.
    */
   async countTieredBatch(events: readonly StoredEvent[]): Promise<void> {
     const first = events[0];
     const last = events.at(-1);
     if (first === undefined || last === undefined) return;
-    // Entries before the batch not counted yet (after a restart, say) are read as always.
-    if (first.seq - 1 > this.#tieredCountedThrough) await this.countTieredThrough(first.seq - 1);
     const writer = this.#openWriter();
+    // Entries before the batch not counted yet (after a restart, say) are read as always, once
+    // the batch is known to be this log's: a batch read before a log cut must not have the
+    // entries now under those seqs counted for it.
+    if (first.seq - 1 > this.#tieredCountedThrough) {
+      const held = await writer.exclusive(async () => this.#status === 'open' && (await this.#stillHolds(last)));
+      if (!held) return;
+      await this.countTieredThrough(first.seq - 1);
+    }
     await writer.exclusive(async ({ db, position }) => {
       if (this.#status !== 'open') return;
       const from = this.#tieredCountedThrough;
-      if (from >= last.seq || from < first.seq - 1 || position.lastSeq < last.seq) return;
-      const [bytes] = await this.readEncodedBySeq(last.seq - 1, 1);
-      const entry = bytes === undefined ? undefined : readReplicatedEntry(bytes);
-      if (entry === undefined || entry.seq !== last.seq || entry.term !== last.term || entry.eventId !== last.eventId) return;
+      if (from >= last.seq || from < first.seq - 1 || position.lastSeq < last.seq || this.#gapSeqMax >= first.seq) return;
+      if (!(await this.#stillHolds(last))) return;
       const days = this.#days.begin();
       for (const event of events) if (event.seq > from) days.count(event, 'tiered');
       await this.#writeTieredCount(db, days, last.seq);
     });
+  }
+
+  /**
+   * Whether the log holds `event` where it was read: the same seq, term, eventId, ingestTs and
+   * chain hash. A log cut since orders other entries under those seqs; the same term and even
+   * the same event can come again there (a term can be handed out twice, a single node's is
+   * always 0, a re-sent event lands again), but not with the same chain hash, which commits to
+   * every entry up to it (nor, with the chain off, with the same ingestTs unless in the same
+   * millisecond).
+   */
+  async #stillHolds(event: StoredEvent): Promise<boolean> {
+    const held = await this.getBySeq(event.seq);
+    return held !== undefined && held.term === event.term && held.eventId === event.eventId && held.ingestTs === event.ingestTs && held.chainHash === event.chainHash;
   }
 
   /** Writes tiered counts made in the writer's queue, with where counting now stands. */

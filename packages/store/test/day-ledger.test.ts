@@ -155,6 +155,58 @@ describe('the day counts', () => {
     expect(await store.dayLedger()).toEqual(expectedRows([...kept, ...others], () => false, () => true));
   });
 
+  it('a batch read before a cut is left to the read also when its last seq holds the same event again in the same term, and the entries before it are not counted for it', async () => {
+    for (const chain of [true, false]) {
+      // A clock that moves on at each reading, as time does between a cut and the next append.
+      let clock = DAY0 + 10 * DAY_MS;
+      const { store } = await openStore(undefined, () => clock++, { chain });
+      const events = Array.from({ length: 40 }, (_, i) => ev(i));
+      await store.append(events);
+      await store.countTieredThrough(35);
+      const stale = await store.readBySeq(35, 5);
+      expect(stale.map((e) => e.eventId)).toEqual(['e35', 'e36', 'e37', 'e38', 'e39']);
+      expect((await store.divertSuffixToOutbox(36)).moved).toBe(5);
+      // Other events under seqs 36..39 in the same term (one term can be handed out twice; a
+      // single node's is always the same), then e39 re-sent, landing at seq 40 again.
+      const others = [100, 101, 102, 103].map((i) => ({ ...ev(i), source: 'other' }));
+      await store.append(others);
+      await store.append([ev(39)]);
+      expect((await store.readBySeq(39, 1)).map((e) => [e.seq, e.eventId, e.term])).toEqual([[40, 'e39', stale[4]!.term]]);
+      await store.countTieredBatch(stale);
+      const kept = events.slice(0, 35);
+      const held = [...kept, ...others, ev(39)];
+      expect(await store.dayLedger(), `chain ${chain}`).toEqual(expectedRows(held, () => false, (e) => kept.includes(e)));
+      await store.countTieredThrough(40);
+      expect(await store.dayLedger(), `chain ${chain}`).toEqual(expectedRows(held, () => false, () => true));
+    }
+
+    // Counted through 20, a batch read at 31..35, then a cut at 16 and 30 other events ordered
+    // under 16..45: the stale batch counts nothing, not even "the entries before it".
+    const { store } = await openStore();
+    const events = Array.from({ length: 40 }, (_, i) => ev(i));
+    await store.append(events);
+    await store.countTieredThrough(20);
+    const stale = await store.readBySeq(30, 5);
+    await store.divertSuffixToOutbox(16);
+    const others = Array.from({ length: 30 }, (_, i) => ({ ...ev(300 + i), source: 'other' }));
+    await store.append(others);
+    await store.countTieredBatch(stale);
+    const kept = events.slice(0, 15);
+    expect(await store.dayLedger()).toEqual(expectedRows([...kept, ...others], () => false, (e) => kept.includes(e)));
+  });
+
+  it('a batch some of whose events were pruned since the sweep read them (tiering switched off meanwhile) is left to the read', async () => {
+    const { store } = await openStore(undefined, () => DAY0 + 100 * DAY_MS);
+    const events = Array.from({ length: 10 }, (_, i) => ({ ...ev(i), timestamp: DAY0 + i + (i === 9 ? 50 * DAY_MS : 0) }));
+    await store.append(events);
+    const batch = await store.readBySeq(0, 10);
+    // Retention with tiering off deletes by age alone (no watermark bound).
+    expect((await store.pruneBefore(DAY0 + 10 * DAY_MS, 100, async () => true)).deleted).toBe(9);
+    await store.countTieredBatch(batch);
+    // Pruned, never tiered: as the read (and a standby) count them.
+    expect(await store.dayLedger()).toEqual(expectedRows(events, (e) => e !== events[9], () => false));
+  });
+
   it('take back what a cut suffix held: it is received again when it is ordered again', async () => {
     const { store } = await openStore();
     const events = Array.from({ length: 30 }, (_, i) => ev(i));
