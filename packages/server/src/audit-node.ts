@@ -138,6 +138,7 @@ export async function startAuditNode(options: AuditNodeOptions): Promise<AuditNo
           publicRead: options.embeddedS3PublicRead ?? false,
           publicReadHosts: hostLists,
           onInternalError: (err) => logger.error({ err }, 'the embedded S3 endpoint failed a request'),
+          onThreadProblem: (err) => logger.error({ err }, `the embedded S3 endpoint's thread: ${err.message}`),
         });
   try {
     return await startWith(options, embeddedS3, logger, hosts);

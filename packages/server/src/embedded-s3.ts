@@ -25,7 +25,10 @@ export interface EmbeddedS3Options {
    * arguments (the rule is rebuilt on the endpoint's thread). Absent: under any.
    */
   publicReadHosts?: { configured: string[]; own: string[] };
+  /** A request the endpoint failed on (its own error, not the client's). */
   onInternalError: (err: unknown) => void;
+  /** The endpoint's thread stopped without being asked, or could not be started again (see RestartingThread). */
+  onThreadProblem: (err: Error) => void;
 }
 
 export interface EmbeddedS3 extends AsyncDisposable {
@@ -79,7 +82,7 @@ export async function startEmbeddedS3(options: EmbeddedS3Options): Promise<Embed
   };
   const thread = await RestartingThread.start(options.port, {
     launch: (port) => launchEndpointThread({ ...data, port }, options.onInternalError),
-    onProblem: (err) => options.onInternalError(new Error(`the embedded S3 endpoint: ${err.message}`)),
+    onProblem: (err) => options.onThreadProblem(portTaken(err.cause) ? new Error(`${err.message}; until it is back, requests to connection local may be answered by the process that holds the port`, { cause: err.cause }) : err),
   });
   const { port } = thread;
   const close = () => thread.close();
@@ -103,15 +106,29 @@ export async function startEmbeddedS3(options: EmbeddedS3Options): Promise<Embed
   };
 }
 
+/** Whether a restart failed because another process listens on the endpoint's port. */
+function portTaken(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 'EADDRINUSE';
+}
+
 /** One run of the endpoint's thread, once it listens; rejected with the thread's start error. */
 async function launchEndpointThread(data: EmbeddedS3ThreadData, onInternalError: (err: unknown) => void): Promise<ThreadRun> {
   const worker = new Worker(threadUrl(), { workerData: data });
   const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
-  worker.on('error', (err) => onInternalError(err));
+  let listening = false;
+  // Before it listens, an uncaught error (the module failing to load) is the start's failure.
+  let startError: Error | undefined;
+  worker.on('error', (err) => {
+    if (listening) onInternalError(err);
+    else startError = err;
+  });
   const port = await new Promise<number>((resolve, reject) => {
-    void exited.then((code) => reject(new Error(`the embedded S3 endpoint's thread exited (code ${code}) before it listened`)));
+    void exited.then((code) => reject(startError ?? new Error(`the embedded S3 endpoint's thread exited (code ${code}) before it listened`)));
     worker.on('message', (message: EmbeddedS3ThreadMessage) => {
-      if (message.type === 'listening') resolve(message.port);
+      if (message.type === 'listening') {
+        listening = true;
+        resolve(message.port);
+      }
       else if (message.type === 'start-failed') {
         void worker.terminate();
         reject(errorFromData(message.error));

@@ -10,36 +10,49 @@ export interface ThreadRun {
 export interface RestartingThreadOptions {
   /** Starts a run listening on `port` (0 on the first start: any free port). */
   launch: (port: number) => Promise<ThreadRun>;
-  /** Told when a run stopped without being asked to, and when a restart failed. */
+  /** Told when a run stopped without being asked to, and when a restart failed (the launch error as `cause`). */
   onProblem: (err: Error) => void;
-  /** First wait before a restart; it doubles after each failed restart up to the max. */
+  /** First wait before a restart that follows a short run, or a failed restart; it doubles each time up to the max. */
   restartDelayMinMs?: number;
   restartDelayMaxMs?: number;
+  /** A run up at least this long was healthy: when it stops, it is started again at once and the wait starts over. */
+  stableMs?: number;
 }
 
 const RESTART_DELAY_MIN_MS = 1_000;
 const RESTART_DELAY_MAX_MS = 30_000;
+const STABLE_MS = 10_000;
 
 /**
  * Keeps a serving thread up: a run that stops without being asked to (an uncaught error in the
- * thread) is started again on the same port after a delay, and again with a doubled delay while
- * restarts fail. What the thread serves stays reachable at one address for the node's life,
- * instead of down until the node restarts.
+ * thread) is started again on the same port, so what it serves stays at one address for the
+ * node's life instead of down until the node restarts.
+ *
+ * When a run that had been up a while stops, it is started again at once: its port was freed
+ * when it stopped, and while nothing listens there any process on the host could take it and
+ * be sent what the node meant for its own endpoint. A run that stops soon after starting (a
+ * request that crashes it every time) is started again after a wait that doubles each time, as
+ * does a restart that fails, so a crash loop costs little; the wait starts over once a run has
+ * stayed up `stableMs`.
  */
 export class RestartingThread {
   readonly port: number;
   readonly #options: RestartingThreadOptions;
   #run: ThreadRun;
+  #runStartedMs: number;
   #delayMs: number;
   #timer: NodeJS.Timeout | undefined;
+  /** A restart's launch on its way: close() waits for it and closes what it started. */
+  #launching: Promise<void> | undefined;
   #closing: Promise<void> | undefined;
   #restarts = 0;
 
   private constructor(options: RestartingThreadOptions, run: ThreadRun) {
     this.#options = options;
     this.#run = run;
+    this.#runStartedMs = performance.now();
     this.port = run.port;
-    this.#delayMs = options.restartDelayMinMs ?? RESTART_DELAY_MIN_MS;
+    this.#delayMs = this.#delayMinMs;
     this.#watch(run);
   }
 
@@ -53,36 +66,57 @@ export class RestartingThread {
     return this.#restarts;
   }
 
+  get #delayMinMs(): number {
+    return this.#options.restartDelayMinMs ?? RESTART_DELAY_MIN_MS;
+  }
+
+  /** The wait before the next attempt, and doubles the one after it. */
+  #nextDelayMs(): number {
+    const delay = this.#delayMs;
+    this.#delayMs = Math.min(this.#delayMs * 2, this.#options.restartDelayMaxMs ?? RESTART_DELAY_MAX_MS);
+    return delay;
+  }
+
+  #problem(message: string, cause?: unknown): void {
+    try {
+      this.#options.onProblem(new Error(message, cause === undefined ? undefined : { cause }));
+    } catch {
+      // A failing report must not become an unhandled rejection (which ends the process).
+    }
+  }
+
   #watch(run: ThreadRun): void {
     void run.exited.then((code) => {
       if (this.#closing !== undefined || run !== this.#run) return;
-      this.#options.onProblem(new Error(`the thread stopped (exit code ${code}); starting it again on port ${this.port} in ${this.#delayMs} ms`));
-      this.#scheduleRestart();
+      const stable = performance.now() - this.#runStartedMs >= (this.#options.stableMs ?? STABLE_MS);
+      if (stable) this.#delayMs = this.#delayMinMs;
+      const delay = stable ? 0 : this.#nextDelayMs();
+      this.#problem(`the thread stopped (exit code ${code}); starting it again on port ${this.port} ${delay === 0 ? 'now' : `in ${delay} ms`}`);
+      this.#scheduleRestart(delay);
     });
   }
 
-  #scheduleRestart(): void {
+  #scheduleRestart(delay: number): void {
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
-      this.#options.launch(this.port).then(
-        (run) => {
-          if (this.#closing !== undefined) {
-            void run.close();
-            return;
-          }
+      this.#launching = this.#options.launch(this.port).then(
+        async (run) => {
+          this.#launching = undefined;
+          if (this.#closing !== undefined) return run.close();
           this.#run = run;
+          this.#runStartedMs = performance.now();
           this.#restarts++;
-          this.#delayMs = this.#options.restartDelayMinMs ?? RESTART_DELAY_MIN_MS;
           this.#watch(run);
         },
         (err: unknown) => {
+          this.#launching = undefined;
           if (this.#closing !== undefined) return;
-          this.#delayMs = Math.min(this.#delayMs * 2, this.#options.restartDelayMaxMs ?? RESTART_DELAY_MAX_MS);
-          this.#options.onProblem(new Error(`starting the thread again on port ${this.port} failed: ${err instanceof Error ? err.message : String(err)}; trying again in ${this.#delayMs} ms`));
-          this.#scheduleRestart();
+          const next = this.#nextDelayMs();
+          this.#problem(`starting the thread again on port ${this.port} failed: ${err instanceof Error ? err.message : String(err)}; trying again in ${next} ms`, err);
+          this.#scheduleRestart(next);
         },
       );
-    }, this.#delayMs);
+    }, delay);
   }
 
   /** Test hook: stops the current run as a crash would (it is then started again). */
@@ -90,10 +124,11 @@ export class RestartingThread {
     await this.#run.terminate();
   }
 
-  /** Stops restarting and closes the current run. Idempotent. */
+  /** Stops restarting and closes the current run, and one a restart is starting. Idempotent. */
   close(): Promise<void> {
     this.#closing ??= (async () => {
       clearTimeout(this.#timer);
+      await this.#launching;
       await this.#run.close();
     })();
     return this.#closing;

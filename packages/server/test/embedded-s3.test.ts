@@ -219,19 +219,40 @@ describe('the embedded S3 endpoint runs on a thread of its own', () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'auditlake-embedded-'));
     onTestFinished(() => rm(dataDir, { recursive: true, force: true }));
     const errors: unknown[] = [];
-    const embedded = await startEmbeddedS3({ dataDir, host: '127.0.0.1', port: 0, publicRead: false, onInternalError: (err) => errors.push(err) });
+    const embedded = await startEmbeddedS3({ dataDir, host: '127.0.0.1', port: 0, publicRead: false, onInternalError: (err) => errors.push(err), onThreadProblem: (err) => errors.push(err) });
     const { port } = embedded.endpoint;
     expect((await fetch(`${embedded.endpoint.url}/auditlake/x`)).status).toBe(403);
     await embedded.close();
     await embedded.close();
     await expect(fetch(`${embedded.endpoint.url}/auditlake/x`)).rejects.toThrow();
     // The port is free: this process can listen on it again.
-    const again = await startEmbeddedS3({ dataDir, host: '127.0.0.1', port, publicRead: false, onInternalError: (err) => errors.push(err) });
+    const again = await startEmbeddedS3({ dataDir, host: '127.0.0.1', port, publicRead: false, onInternalError: (err) => errors.push(err), onThreadProblem: (err) => errors.push(err) });
     onTestFinished(() => again.close());
     expect(again.endpoint.port).toBe(port);
     expect((await fetch(`${again.endpoint.url}/auditlake/x`)).status).toBe(403);
     // Closing is not a failure of the endpoint.
     expect(errors).toEqual([]);
+  });
+
+  it('says so when another process took its port while its thread was down, and comes back once the port is free', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'auditlake-embedded-'));
+    onTestFinished(() => rm(dataDir, { recursive: true, force: true }));
+    const problems: Error[] = [];
+    const embedded = await startEmbeddedS3({ dataDir, host: '127.0.0.1', port: 0, publicRead: false, onInternalError: (err) => problems.push(err as Error), onThreadProblem: (err) => problems.push(err) });
+    onTestFinished(() => embedded.close());
+    const { port, url } = embedded.endpoint;
+    // Just started, so not yet a healthy run: the restart waits (1 s), and another process binds the port meanwhile.
+    await embedded.crashThreadForTest();
+    const squatter: Server = createServer();
+    await new Promise<void>((resolve) => squatter.listen(port, '127.0.0.1', resolve));
+    await expect.poll(() => problems.length, { timeout: 10_000 }).toBe(2);
+    expect(problems[0]!.message).toBe(`the thread stopped (exit code 1); starting it again on port ${port} in 1000 ms`);
+    expect(problems[1]!.message).toMatch(
+      new RegExp(`^starting the thread again on port ${port} failed: listen EADDRINUSE: address already in use 127\\.0\\.0\\.1:${port}; trying again in 2000 ms; until it is back, requests to connection local may be answered by the process that holds the port$`),
+    );
+    expect(problems[1]!.cause).toMatchObject({ code: 'EADDRINUSE' });
+    await new Promise<void>((resolve) => squatter.close(() => resolve()));
+    await expect.poll(async () => (await fetch(`${url}/auditlake/x`).catch(() => undefined))?.status, { timeout: 10_000, interval: 200 }).toBe(403);
   });
 
   it('fails to start with the listen error as it was (a taken port names its code, address and port), reporting no endpoint failure', async () => {
@@ -242,8 +263,8 @@ describe('the embedded S3 endpoint runs on a thread of its own', () => {
     onTestFinished(() => new Promise<void>((resolve) => holder.close(() => resolve())));
     const port = (holder.address() as { port: number }).port;
     const errors: unknown[] = [];
-    await expect(startEmbeddedS3({ dataDir, host: '127.0.0.1', port, publicRead: false, onInternalError: (err) => errors.push(err) })).rejects.toMatchObject({ code: 'EADDRINUSE', address: '127.0.0.1', port, syscall: 'listen' });
-    await expect(startEmbeddedS3({ dataDir, host: '127.0.0.1', port: 0, publicRead: false, credentials: { accessKeyId: '', secretAccessKey: 'x' }, onInternalError: (err) => errors.push(err) })).rejects.toThrow(new TypeError('the endpoint needs a non-empty access key id and secret key'));
+    await expect(startEmbeddedS3({ dataDir, host: '127.0.0.1', port, publicRead: false, onInternalError: (err) => errors.push(err), onThreadProblem: (err) => errors.push(err) })).rejects.toMatchObject({ code: 'EADDRINUSE', address: '127.0.0.1', port, syscall: 'listen' });
+    await expect(startEmbeddedS3({ dataDir, host: '127.0.0.1', port: 0, publicRead: false, credentials: { accessKeyId: '', secretAccessKey: 'x' }, onInternalError: (err) => errors.push(err), onThreadProblem: (err) => errors.push(err) })).rejects.toThrow(new TypeError('the endpoint needs a non-empty access key id and secret key'));
     expect(errors).toEqual([]);
   });
 });

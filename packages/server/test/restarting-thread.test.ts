@@ -1,6 +1,8 @@
-// Goal: a serving thread that stops without being asked to is started again on the same port,
-// with a growing delay while restarts fail, and never again once it is closed (real worker
-// threads that exit on command stand in for the endpoint's).
+// Goal: a serving thread that stops without being asked to is started again on the same port —
+// at once after a run that had been up a while (nothing else should get the port meanwhile),
+// after a wait that doubles while runs stop soon after starting or restarts fail — and never
+// again once it is closed; close() also waits for a restart already starting and closes what it
+// started (real worker threads that exit on command stand in for the endpoint's).
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { RestartingThread, type ThreadRun } from '../src/restarting-thread.js';
@@ -11,21 +13,29 @@ const THREAD = `require('node:worker_threads').parentPort.on('message', (m) => p
 interface Launched {
   port: number;
   worker: Worker;
+  exited: boolean;
 }
 
-/** A launch that starts real workers, or fails while `failing` > 0 (counting down). */
-function launcher(): { launch: (port: number) => Promise<ThreadRun>; launched: Launched[]; failNext: (n: number) => void } {
+/** A launch that starts real workers, fails while `failing` > 0 (counting down), or takes `slowMs` first. */
+function launcher(): { launch: (port: number) => Promise<ThreadRun>; launched: Launched[]; failNext: (n: number) => void; slowNext: (ms: number) => void } {
   const launched: Launched[] = [];
   let failing = 0;
+  let slowMs = 0;
   const launch = async (port: number): Promise<ThreadRun> => {
     if (failing > 0) {
       failing--;
       throw new Error('port still taken');
     }
+    if (slowMs > 0) {
+      const wait = slowMs;
+      slowMs = 0;
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
     const worker = new Worker(THREAD, { eval: true });
     onTestFinished(() => void worker.terminate());
+    const run: Launched = { port: port === 0 ? 4242 : port, worker, exited: false };
     const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
-    const run = { port: port === 0 ? 4242 : port, worker };
+    void exited.then(() => (run.exited = true));
     launched.push(run);
     return {
       port: run.port,
@@ -37,43 +47,49 @@ function launcher(): { launch: (port: number) => Promise<ThreadRun>; launched: L
       terminate: async () => void (await worker.terminate()),
     };
   };
-  return { launch, launched, failNext: (n) => (failing = n) };
+  return { launch, launched, failNext: (n) => (failing = n), slowNext: (ms) => (slowMs = ms) };
 }
 
 describe('a restarting thread', () => {
-  it('starts a run that stopped on its own again, on the same port, and says so', async () => {
+  it('starts a run that had been up a while again at once, on the same port, and says so', async () => {
     const { launch, launched } = launcher();
     const problems: string[] = [];
-    const thread = await RestartingThread.start(0, { launch, onProblem: (err) => problems.push(err.message), restartDelayMinMs: 10 });
+    const thread = await RestartingThread.start(0, { launch, onProblem: (err) => problems.push(err.message), stableMs: 0 });
     onTestFinished(() => thread.close());
     expect(thread.port).toBe(4242);
     launched[0]!.worker.postMessage('exit 3');
     await expect.poll(() => launched.length).toBe(2);
     expect(launched[1]!.port).toBe(4242);
-    expect(problems).toEqual(['the thread stopped (exit code 3); starting it again on port 4242 in 10 ms']);
+    expect(problems).toEqual(['the thread stopped (exit code 3); starting it again on port 4242 now']);
     await expect.poll(() => thread.restarts).toBe(1);
     // And again: each unasked stop is one restart.
     launched[1]!.worker.postMessage('exit 1');
     await expect.poll(() => thread.restarts).toBe(2);
   });
 
-  it('retries a failed restart with a doubled delay, up to the max, and starts from the least again once one succeeds', async () => {
+  it('waits longer each time while runs stop soon after starting or restarts fail, and at once again after a run that stayed up', async () => {
     const { launch, launched, failNext } = launcher();
     const problems: string[] = [];
-    const thread = await RestartingThread.start(7000, { launch, onProblem: (err) => problems.push(err.message), restartDelayMinMs: 10, restartDelayMaxMs: 30 });
+    const thread = await RestartingThread.start(7000, { launch, onProblem: (err) => problems.push(err.message), restartDelayMinMs: 10, restartDelayMaxMs: 40, stableMs: 300 });
     onTestFinished(() => thread.close());
-    failNext(3);
     launched[0]!.worker.postMessage('exit 9');
-    await expect.poll(() => thread.restarts, { timeout: 5_000 }).toBe(1);
+    await expect.poll(() => thread.restarts).toBe(1);
+    failNext(2);
+    launched[1]!.worker.postMessage('exit 9');
+    await expect.poll(() => thread.restarts, { timeout: 5_000 }).toBe(2);
     expect(problems).toEqual([
       'the thread stopped (exit code 9); starting it again on port 7000 in 10 ms',
-      'starting the thread again on port 7000 failed: port still taken; trying again in 20 ms',
-      'starting the thread again on port 7000 failed: port still taken; trying again in 30 ms',
-      'starting the thread again on port 7000 failed: port still taken; trying again in 30 ms',
+      'the thread stopped (exit code 9); starting it again on port 7000 in 20 ms',
+      'starting the thread again on port 7000 failed: port still taken; trying again in 40 ms',
+      'starting the thread again on port 7000 failed: port still taken; trying again in 40 ms',
     ]);
-    launched[1]!.worker.postMessage('exit 9');
-    await expect.poll(() => problems.length).toBe(5);
-    expect(problems[4]).toBe('the thread stopped (exit code 9); starting it again on port 7000 in 10 ms');
+    // Up longer than stableMs: at once, and the wait starts over for the next short run.
+    await new Promise((resolve) => setTimeout(resolve, 350));
+    launched[2]!.worker.postMessage('exit 9');
+    await expect.poll(() => thread.restarts).toBe(3);
+    launched[3]!.worker.postMessage('exit 9');
+    await expect.poll(() => thread.restarts).toBe(4);
+    expect(problems.slice(4)).toEqual(['the thread stopped (exit code 9); starting it again on port 7000 now', 'the thread stopped (exit code 9); starting it again on port 7000 in 10 ms']);
   });
 
   it('once closed, closes its run and starts none again, also when a restart was on its way', async () => {
@@ -93,5 +109,39 @@ describe('a restarting thread', () => {
     await new Promise((resolve) => setTimeout(resolve, 400));
     expect(launched).toHaveLength(2);
     expect(waiting.restarts).toBe(0);
+  });
+
+  it('close() waits for a restart already starting, and closes the run it started', async () => {
+    const { launch, launched, slowNext } = launcher();
+    const problems: string[] = [];
+    const thread = await RestartingThread.start(7003, { launch, onProblem: (err) => problems.push(err.message), stableMs: 0 });
+    slowNext(300);
+    launched[0]!.worker.postMessage('exit 4');
+    await expect.poll(() => problems.length).toBe(1);
+    // The restart is starting (300 ms): close now.
+    await thread.close();
+    expect(launched).toHaveLength(2);
+    expect(launched[1]!.exited).toBe(true);
+    expect(thread.restarts).toBe(0);
+  });
+
+  it('a report that throws is not an unhandled rejection, and restarts go on', async () => {
+    const { launch, launched } = launcher();
+    const thread = await RestartingThread.start(7004, {
+      launch,
+      onProblem: () => {
+        throw new Error('the logger failed');
+      },
+      stableMs: 0,
+    });
+    onTestFinished(() => thread.close());
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    onTestFinished(() => void process.off('unhandledRejection', onUnhandled));
+    launched[0]!.worker.postMessage('exit 2');
+    await expect.poll(() => thread.restarts).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(unhandled).toEqual([]);
   });
 });
