@@ -36,7 +36,7 @@ import { backfillErasureIndex, backfillIndexes } from './index-backfill.js';
 import { backfillLedger } from './ledger-backfill.js';
 import { TextSketchWriter } from './text-sketch-writer.js';
 import { TEXT_BLOCK_SEQS, blockOfSeq, textSketchKey } from './text-sketch.js';
-import { CHAIN_HEAD_KEY, EventWriter, LOG_END_KEY, logEndValue, putEvent, WRITER_YIELD_EVENTS, type AppendOptions, type AppendResult, type EventIdConflict, type ExclusiveContext, type Sequencer, type WriterPosition } from './event-writer.js';
+import { CHAIN_HEAD_KEY, EventWriter, LOG_END_KEY, logEndValue, putEvent, WRITER_YIELD_EVENTS, type AppendOptions, type AppendResult, type EventIdConflict, type ExclusiveContext, type Sequencer, type WriterPosition, type WrittenAppend } from './event-writer.js';
 import { TermRuns, parseTermRun, termRunKey, termRunValue, type TermRun, type TermStart } from './term-runs.js';
 import { contentHashAgainst, encodedContentReference, headOf, RecordChain, storedContentReference, type ChainHead, type ContentReference, type IntegrityEntry } from './record-chain.js';
 import { addIntegrityPuts, type RegisteredKey } from './integrity-index.js';
@@ -454,9 +454,21 @@ export class AuditStore {
     const writer = this.#openWriter();
     // Re-sent after retention deleted them here, and held by the tier: repeats, never written.
     const lookup = this.#tieredCopies;
-    const candidates = lookup === undefined ? undefined : resendCandidates(events, options.freshIds, this.#prunedTimeMax);
-    const tiered = candidates === undefined || lookup === undefined ? NO_TIERED_COPIES : await tieredCopiesOf(this.#db, candidates, lookup);
-    const written = await writer.append(tiered.size === 0 ? events : events.filter((event) => !tiered.has(event.eventId)), options);
+    let tiered: ReadonlyMap<string, string>;
+    let written: WrittenAppend;
+    for (;;) {
+      // Which events are looked for in the tier depends on what the log holds now: an event it
+      // holds is left to the writer's de-duplication. A prune between this and the write (while
+      // the tier is read, or queued before the append) may delete such an event, which the
+      // writer would then store a second time; so the append is written only if no prune ran
+      // since, and otherwise chosen again (the deleted event is then looked for in the tier).
+      const deletes = this.#deleteVersion;
+      const candidates = lookup === undefined ? undefined : resendCandidates(events, options.freshIds, this.#prunedTimeMax);
+      tiered = candidates === undefined || lookup === undefined ? NO_TIERED_COPIES : await tieredCopiesOf(this.#db, candidates, lookup);
+      const unchanged = lookup === undefined ? undefined : () => this.#deleteVersion === deletes;
+      written = await writer.append(tiered.size === 0 ? events : events.filter((event) => !tiered.has(event.eventId)), unchanged === undefined ? options : { ...options, unchanged });
+      if (written.stale !== true) break;
+    }
     if (options.meta?.length) {
       for (const meta of options.meta) this.#metaText.set(meta.name, JSON.stringify(meta.value));
       this.#metaVersion++;
@@ -1310,9 +1322,6 @@ export class AuditStore {
       if (entries.length === 0) return result;
       const last = entries[entries.length - 1] as [string, string];
       from = last[0] + '\u0000';
-      // Before the deletes: a pull must not be served an entry the log no longer has. Groups
-      // appended from here on are newer than everything this batch deletes.
-      this.#tail.clear();
       const batch = this.#db.batch();
       const index = this.#openIndex();
       let batchSeqMax = 0;
@@ -1369,6 +1378,12 @@ export class AuditStore {
           if (prunedCheckpointSeq !== this.#prunedCheckpointSeq) batch.put(PRUNED_CHECKPOINT_KEY, String(prunedCheckpointSeq));
           await days.prepare();
           days.putChanged(batch);
+          // Before the deletes: a pull or a sweep must not be served an entry the log no longer
+          // has. Only the writer adds to the tail, and it waits for this turn; entries after the
+          // newest deleted one stay (a prune of old events leaves the newest entries).
+          this.#tail.dropThrough(batchSeqMax);
+          // Counted here, in the writer's queue: an append queued after this turn sees it.
+          this.#deleteVersion++;
           await batch.write({ sync: false });
           days.commit();
           this.#prunedCheckpointSeq = prunedCheckpointSeq;
@@ -1376,7 +1391,6 @@ export class AuditStore {
           this.#gapSeqMax = gapSeqMax;
           if (timeMaxRaised) this.#prunedTimeMax = batchTimeMax;
         });
-        this.#deleteVersion++;
         // Queued behind the writer, not awaited: dropping a sketch only saves reads later, and
         // a prune must not wait for the appends ahead of it (it runs beside ingest).
         void this.#dropEmptySketches(touchedBlocks).catch(() => undefined);

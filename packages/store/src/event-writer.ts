@@ -32,6 +32,12 @@ export interface AppendOptions {
    * leader passes its own. Default: the store's sequencer (AuditStoreOptions.sequencer).
    */
   sequencer?: Sequencer;
+  /**
+   * Asked in the writer's queue right before the events' ids are looked up: false when what the
+   * caller decided before queueing them may no longer hold (an id it found in the log may have
+   * been deleted since). Nothing of the append is written then; it resolves `stale`.
+   */
+  unchanged?: () => boolean;
 }
 
 /** Where an appended event was stored. */
@@ -81,6 +87,8 @@ export interface WrittenAppend {
   stored: StoredRef[];
   /** Events whose id was already stored or taken earlier in the group; undefined when none. */
   repeated: EncodedEvent[] | undefined;
+  /** AppendOptions.unchanged said no: nothing was written. */
+  stale?: true;
 }
 
 /** Where the log ends: the last seq, its term, and the highest ingestTs assigned so far. */
@@ -256,7 +264,12 @@ export class EventWriter {
         await this.#runExclusive(next);
         continue;
       }
-      const group = this.#takeAppendGroup();
+      const group = this.#takeAppendGroup().filter((pending) => {
+        if (pending.options.unchanged === undefined || pending.options.unchanged()) return true;
+        pending.resolve({ stored: [], repeated: undefined, stale: true });
+        return false;
+      });
+      if (group.length === 0) continue;
       try {
         const results = await this.#write(group);
         group.forEach((pending, i) => pending.resolve(results[i] as WrittenAppend));

@@ -19,6 +19,7 @@ describe('LogTail', () => {
       fc.record({ kind: fc.constant('append' as const), jump: fc.boolean(), jsons: fc.array(fc.string({ unit: 'grapheme', maxLength: 12 }), { maxLength: 6 }) }),
       fc.record({ kind: fc.constant('read' as const), back: fc.nat({ max: 40 }), limit: fc.integer({ min: 1, max: 10 }) }),
       fc.constant({ kind: 'clear' as const }),
+      fc.record({ kind: fc.constant('drop' as const), back: fc.nat({ max: 40 }) }),
     );
     fc.assert(
       fc.property(fc.array(step, { maxLength: 40 }), fc.integer({ min: 1, max: 200 }), (steps, maxBytes) => {
@@ -27,6 +28,8 @@ describe('LogTail', () => {
         let run = new Map<number, string>();
         let next = 1;
         let newestGroupStart = 0;
+        // The highest seq dropped (dropThrough) in this run: no read from at or below it is answered.
+        let droppedThrough = 0;
         for (const s of steps) {
           if (s.kind === 'append') {
             // Nothing written (a metadata-only batch) leaves the log's end, and the tail, as they were.
@@ -35,21 +38,30 @@ describe('LogTail', () => {
               continue;
             }
             if (s.jump) next += 5;
-            if (s.jump || run.size === 0) run = new Map();
+            if (s.jump || run.size === 0) {
+              run = new Map();
+              droppedThrough = 0;
+            }
             newestGroupStart = next;
             tail.append(next, LogTail.encode(s.jsons));
             for (const json of s.jsons) run.set(next++, json);
           } else if (s.kind === 'clear') {
             tail.clear();
             run = new Map();
+            droppedThrough = 0;
+          } else if (s.kind === 'drop') {
+            const through = Math.max(0, next - 1 - s.back);
+            tail.dropThrough(through);
+            droppedThrough = Math.max(droppedThrough, through);
           } else {
             const after = Math.max(0, next - 1 - s.back);
             const got = text(tail.read(after, s.limit));
             const expected: string[] = [];
             for (let seq = after + 1; seq < next && expected.length < s.limit && run.has(seq); seq++) expected.push(run.get(seq) as string);
             if (got !== undefined) expect(got).toEqual(expected);
-            // The newest group is always kept, whatever the byte limit.
-            if (run.size > 0 && after + 1 >= newestGroupStart) expect(got).toEqual(expected);
+            if (after + 1 <= droppedThrough && run.has(after + 1)) expect(got).toBeUndefined();
+            // The newest group is always kept, whatever the byte limit, unless a drop reached into it.
+            if (run.size > 0 && after + 1 >= newestGroupStart && droppedThrough < newestGroupStart) expect(got).toEqual(expected);
             if (run.size === 0) expect(got).toBeUndefined();
           }
         }
@@ -155,6 +167,26 @@ describe('AuditStore pulls from the log tail', () => {
     await leader.append([ev('d', 4), ev('e', 5)]);
     expect(await former.applyReplicated(await leader.readEncodedBySeq(3, 10))).toBe(2);
     expect(text(await former.readEncodedBySeq(3, 10))).toEqual(text(await leader.readEncodedBySeq(3, 10)));
+  });
+
+  it('keeps serving the newest entries across a prune of older ones, and is untouched by a prune that deletes nothing', async () => {
+    const store = await openStore();
+    await store.append([ev('old', 1_000)]);
+    await store.append(Array.from({ length: 20 }, (_, i) => ev(`new${i}`, 50_000 + i)));
+    const held = store.logTailHeldBytes;
+    expect(held).toBeGreaterThan(0);
+    // Deletes nothing (before every event time, or nothing at or below maxSeq): the tail stays whole.
+    expect((await store.pruneBefore(500, 10, async () => true)).deleted).toBe(0);
+    expect((await store.pruneBefore(10_000, 10, async () => true, 0)).deleted).toBe(0);
+    expect(store.logTailHeldBytes).toBe(held);
+    // Deletes seq 1 only: the group holding it goes, the newest group stays and is read from the tail.
+    expect((await store.pruneBefore(10_000, 10, async () => true)).deleted).toBe(1);
+    expect(store.logTailHeldBytes).toBeGreaterThan(0);
+    const read = vi.spyOn(LogTail.prototype, 'read');
+    onTestFinished(() => read.mockRestore());
+    expect(text(await store.readEncodedBySeq(15, 10))?.map((e) => (JSON.parse(e) as AuditEvent).eventId)).toEqual(['new14', 'new15', 'new16', 'new17', 'new18', 'new19']);
+    expect(read.mock.results.at(-1)?.value).toHaveLength(6);
+    expect(text(await store.readEncodedBySeq(0, 30))).toEqual(await fromLevelDb(store, 0, 30));
   });
 
   it('does not serve entries a prune or a truncation removed, and serves what is appended after them', async () => {

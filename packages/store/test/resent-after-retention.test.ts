@@ -121,4 +121,36 @@ describe('events re-sent after retention deleted them', () => {
     expect((await standby.appendEncoded([ingested(e2)])).duplicates).toBe(1);
     expect(standby.sourceLedgerPage({ limit: 10, gapsMax: 10 }).sources[0]?.gaps).toEqual([]);
   });
+
+  it('an event the log held when its request was looked at, deleted by retention before the request was written, is judged against the tier and not stored again', async () => {
+    const { store } = await stores.open();
+    await store.appendEncoded([ingested(ev('gone')), ingested(ev('A', { timestamp: OLD_MS + 5_000 }))]);
+    expect((await store.pruneBefore(OLD_MS + 1, 100, async () => true)).deleted).toBe(1);
+    const tierCopyOfA = JSON.stringify(await store.getByEventId('A'));
+    const seqOfA = (await store.getByEventId('A'))!.seq;
+    // The tier holds A (tiered before retention deletes it); the lookup of X waits until released.
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const asked: Array<Map<string, number>> = [];
+    store.setTieredCopyLookup(async (times) => {
+      asked.push(new Map(times));
+      if (asked.length === 1) await gate;
+      return new Map([...times.keys()].filter((id) => id === 'A').map((id) => [id, tierCopyOfA]));
+    });
+    // A retried request: X (old enough to be looked for) and A (still in the log: left to the writer).
+    const pending = store.appendEncoded([ingested(ev('X', { timestamp: OLD_MS - 1 })), ingested(ev('A', { timestamp: OLD_MS + 5_000 }))]);
+    await expect.poll(() => asked.length).toBe(1);
+    expect(asked[0]).toEqual(new Map([['X', OLD_MS - 1]]));
+    // Retention deletes A while X is looked for.
+    expect((await store.pruneBefore(OLD_MS + 6_000, 100, async () => true)).deleted).toBe(1);
+    release();
+    const result = await pending;
+    // Chosen again once written would have stored A anew: A is the tier's duplicate, X is new.
+    expect(asked[1]).toEqual(new Map([['X', OLD_MS - 1], ['A', OLD_MS + 5_000]]));
+    expect(result.stored.map((s) => s.eventId)).toEqual(['X']);
+    expect(result.duplicates).toBe(1);
+    expect(result.heldByTier).toEqual(['A']);
+    expect(await store.getByEventId('A')).toBeUndefined();
+    expect(seqOfA).toBeLessThan(result.stored[0]!.seq);
+  });
 });
