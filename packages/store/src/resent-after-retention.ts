@@ -24,8 +24,8 @@ export type TieredCopyLookup = (eventTimes: ReadonlyMap<string, number>) => Prom
  * without waiting, so an append that needs no lookup is queued at once, as before.
  *
  * A retry racing the deletion of its own first copy (read as held here, deleted before the
- * write) can still be stored twice; retention deletes only events older than its cutoff, so a
- * client would have to re-send an event at the moment it leaves the log.
+ * write) is chosen again: AuditStore.appendEncoded writes an append only if no prune ran since
+ * its events were chosen here.
  */
 export function resendCandidates(events: readonly EncodedEvent[], freshIds: ReadonlySet<string> | undefined, prunedTimeMax: number | undefined): Map<string, number> | undefined {
   if (prunedTimeMax === undefined) return undefined;
