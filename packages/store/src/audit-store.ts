@@ -461,11 +461,16 @@ export class AuditStore {
       // holds is left to the writer's de-duplication. A prune between this and the write (while
       // the tier is read, or queued before the append) may delete such an event, which the
       // writer would then store a second time; so the append is written only if no prune ran
-      // since, and otherwise chosen again (the deleted event is then looked for in the tier).
+      // since that may have deleted one of its events not looked for (a prune deletes only
+      // events timed at or before the newest deleted time it leaves), and otherwise chosen
+      // again (the deleted event is then looked for in the tier). Ordinary ingest, timed after
+      // anything retention deletes, is never chosen again.
       const deletes = this.#deleteVersion;
       const candidates = lookup === undefined ? undefined : resendCandidates(events, options.freshIds, this.#prunedTimeMax);
       tiered = candidates === undefined || lookup === undefined ? NO_TIERED_COPIES : await tieredCopiesOf(this.#db, candidates, lookup);
-      const unchanged = lookup === undefined ? undefined : () => this.#deleteVersion === deletes;
+      let oldestNotLookedFor = Number.POSITIVE_INFINITY;
+      for (const event of events) if (options.freshIds?.has(event.eventId) !== true && candidates?.has(event.eventId) !== true) oldestNotLookedFor = Math.min(oldestNotLookedFor, event.timestamp);
+      const unchanged = lookup === undefined ? undefined : () => this.#deleteVersion === deletes || oldestNotLookedFor > (this.#prunedTimeMax ?? Number.NEGATIVE_INFINITY);
       written = await writer.append(tiered.size === 0 ? events : events.filter((event) => !tiered.has(event.eventId)), unchanged === undefined ? options : { ...options, unchanged });
       if (written.stale !== true) break;
     }
