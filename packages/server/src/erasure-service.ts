@@ -73,6 +73,9 @@ function someNamed(names: readonly string[]): string {
  * changed or tried what on the node — an admin who could blank them could hide their own changes.
  */
 export async function eraseFields(store: AuditStore, request: ErasureRequest, requestedBy: string, nowMs: number, sequencer: Sequencer, findTiered?: TieredRecordFinder): Promise<ErasureResult> {
+  // The copies are rewritten where the chain applies erasure records: without it the record
+  // would be stored and no copy erased (and the answer would say they were).
+  if (!store.chainEnabled) refuse('erasure keeps the erased fields\' hashes in the record chain, which is off on this node (auditlake.audit.integrity.chain.enabled=false)');
   // Every copy of each event, by seq: the local one, and each the tier holds — an event re-sent
   // without ts after retention deleted its local copy was stored and tiered again under a new seq.
   const seqs = new Map<string, Set<number>>();

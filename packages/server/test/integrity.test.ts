@@ -174,6 +174,19 @@ describe('POST /admin/audit/erase', () => {
     expect(after.find((r) => r.eventId === 'y1')?.query).toBe('SELECT 1');
   });
 
+  it('refuses to erase on a node with the record chain off, saying why, and erases nothing', async () => {
+    const t = await startTestNode({ props: { 'auditlake.audit.integrity.chain.enabled': 'false' } });
+    expect((await t.ingest(event({ eventId: 'z1', query: 'SELECT secret' }))).status).toBe(200);
+    const res = await t.request('/admin/audit/erase', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ eventIds: ['z1'], fields: ['query'] }) });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: string }).error).toBe(
+      "erasure keeps the erased fields' hashes in the record chain, which is off on this node (auditlake.audit.integrity.chain.enabled=false); nothing was erased",
+    );
+    const after = await records(t, '?limit=10000');
+    expect(after.filter((r) => r.action === 'audit:EraseFields' && r.decision !== 'DENY')).toEqual([]);
+    expect(after.find((r) => r.eventId === 'z1')?.query).toBe('SELECT secret');
+  });
+
   it('refuses to erase its own integrity records (an erasure, a checkpoint, a key registration), naming each, and erases nothing', async () => {
     const t = await startTestNode({ props: { 'auditlake.audit.integrity.checkpoint.events': '2', 'auditlake.audit.integrity.checkpoint.interval.ms': '3600000' } });
     expect((await t.ingest([event({ eventId: 'z1', query: 'SELECT card FROM payments' }), event({ eventId: 'z2' }), event({ eventId: 'z3' })])).status).toBe(200);
