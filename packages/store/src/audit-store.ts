@@ -36,6 +36,7 @@ import { backfillErasureIndex, backfillIndexes } from './index-backfill.js';
 import { backfillLedger } from './ledger-backfill.js';
 import { TextSketchWriter } from './text-sketch-writer.js';
 import { TEXT_BLOCK_SEQS, blockOfSeq, textSketchKey } from './text-sketch.js';
+import { rebuildStaleSketches } from './text-sketch-writer.js';
 import { CHAIN_HEAD_KEY, EventWriter, LOG_END_KEY, logEndValue, putEvent, WRITER_YIELD_EVENTS, type AppendOptions, type AppendResult, type EventIdConflict, type ExclusiveContext, type Sequencer, type WriterPosition, type WrittenAppend } from './event-writer.js';
 import { TermRuns, parseTermRun, termRunKey, termRunValue, type TermRun, type TermStart } from './term-runs.js';
 import { contentHashAgainst, encodedContentReference, headOf, RecordChain, storedContentReference, type ChainHead, type ContentReference, type IntegrityEntry } from './record-chain.js';
@@ -294,6 +295,8 @@ export class AuditStore {
   #chain: RecordChain | undefined;
   /** Seqs retention deleted, with the chain hash at each range's end (verify goes on from it). */
   #pruned = new PrunedRanges([]);
+  /** Blocks an erasure just marked stale (staleSketchKey): their sketches are rebuilt after its write. */
+  readonly #staleSketches = new Set<number>();
   /**
    * The seq of the newest checkpoint record retention deleted: its entry in the checkpoint
    * index is kept (the others' are deleted with their records), so the log's newest checkpoint
@@ -350,7 +353,7 @@ export class AuditStore {
       chain: store.#chain,
       ledger: store.#ledger,
       days: store.#days,
-      indexIntegrity: (batch, entries, newTables) => addIntegrityPuts(store.#db, batch, entries, { index, newTables, erasedTables: store.#erasedTables }),
+      indexIntegrity: (batch, entries, newTables) => addIntegrityPuts(store.#db, batch, entries, { index, newTables, erasedTables: store.#erasedTables, erasedBlocks: store.#staleSketches }),
     });
     const outboxKeys = await store.#db.keys({ gte: PREFIX.outbox, lt: prefixEnd(PREFIX.outbox) }).all();
     store.#outboxCount = outboxKeys.length;
@@ -365,6 +368,8 @@ export class AuditStore {
       await store.#db.put(localKey(GAP_SEQ_MAX), String(store.#gapSeqMax), { sync: true });
     } else store.#gapSeqMax = Number(gapSeqMax);
     store.#status = 'open';
+    // An erasure written before a crash may have left sketches holding its values' trigrams.
+    await store.#rebuildStaleSketches();
     return store;
   }
 
@@ -480,6 +485,7 @@ export class AuditStore {
     }
     if (written.stored.length > 0) this.#logGrew();
     if (this.#erasedTables.size > 0) await this.#openWriter().exclusive(({ db }) => this.#dropUnusedTableNames(db));
+    if (this.#staleSketches.size > 0) await this.#rebuildStaleSketches();
     const repeats = written.repeated === undefined ? { duplicates: 0, conflicts: [] } : await this.#sortRepeated(written.repeated);
     if (tiered.size === 0) return { stored: written.stored, ...repeats };
     const fromTier = judgeRepeats(
@@ -672,6 +678,7 @@ export class AuditStore {
   async applyReplicated(entries: readonly Uint8Array[], starts: readonly TermStart[] = [], skipped: SkippedByRetention = {}): Promise<number> {
     const applied = await this.#openWriter().exclusive((context) => this.#applyWithin(context, entries, starts, true, skipped));
     if (applied > 0) this.#logGrew();
+    if (this.#staleSketches.size > 0) await this.#rebuildStaleSketches();
     return applied;
   }
 
@@ -804,7 +811,7 @@ export class AuditStore {
       await days.prepare();
       days.putChanged(batch);
       if (last !== undefined && chain.enabled) {
-        await addIntegrityPuts(db, batch, integrity, { index, newTables, erasedTables: this.#erasedTables });
+        await addIntegrityPuts(db, batch, integrity, { index, newTables, erasedTables: this.#erasedTables, erasedBlocks: this.#staleSketches });
         batch.put(CHAIN_HEAD_KEY, JSON.stringify({ seq: last.seq, hash: head.hash }));
         if (carried !== undefined && !carriedHeld && carried.seq > position.lastSeq && carried.seq < last.seq) {
           keptCheckpointSeq = await this.#keepCarriedCheckpoint(db, batch, carried, {
@@ -1404,6 +1411,23 @@ export class AuditStore {
       result.batches++;
       if (!(await between())) return result;
     }
+  }
+
+  /**
+   * Rebuilds the free-text sketches an erasure left holding the erased values' trigrams (every
+   * block marked stale, also by an erasure written before a crash), in the writer's queue.
+   */
+  async #rebuildStaleSketches(): Promise<void> {
+    const text = this.#openText();
+    await this.#openWriter().exclusive(async ({ db }) => {
+      this.#staleSketches.clear();
+      const batch = db.batch();
+      const blocks = await rebuildStaleSketches(db, batch);
+      if (blocks.length === 0) return batch.close();
+      await batch.write({ sync: true });
+      // The writer's copy of a block being filled is read again from what was just written.
+      for (const block of blocks) text.drop(block);
+    });
   }
 
   /**

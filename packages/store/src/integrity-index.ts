@@ -4,6 +4,8 @@ import type { Level } from 'level';
 import { PREFIX, checkpointKey, decodeUint, erasureKey, idKey, keyKey } from './event-keys.js';
 import type { IntegrityEntry } from './record-chain.js';
 import { termsFromJson, type IndexWriter } from './index-writer.js';
+import { blockOfSeq } from './text-sketch.js';
+import { staleSketchKey } from './text-sketch-writer.js';
 
 /** Anything that takes puts and deletes: a chained LevelDB batch. */
 interface PutSink {
@@ -21,6 +23,8 @@ export interface IndexUpdate {
    * that no event names any more leaves the dictionary (a name is a value the erasure removes).
    */
   erasedTables?: Set<string>;
+  /** Collects the free-text blocks an erasure rewrote events in (their sketches are marked stale in the batch). */
+  erasedBlocks?: Set<number>;
 }
 
 /** A public key the log registered, as the key index keeps it. */
@@ -91,6 +95,10 @@ async function eraseTargets(db: Level<string, string>, batch: PutSink, entry: In
     indexes.index.del(batch, termsFromJson(value), before.timestamp, before.seq);
     indexes.index.put(batch, termsFromJson(json), before.timestamp, before.seq, indexes.newTables);
     if (details.fields.includes('tables')) for (const table of before.tables) indexes.erasedTables?.add(table);
+    // The block's sketch holds the erased value's trigrams: rebuilt once this batch is written.
+    const block = blockOfSeq(before.seq);
+    batch.put(staleSketchKey(block), '');
+    indexes.erasedBlocks?.add(block);
     rewrote = true;
   }
   return rewrote;

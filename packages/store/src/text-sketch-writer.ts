@@ -1,5 +1,6 @@
 import type { Level } from 'level';
-import { TextSketch, blockOfSeq, textSketchKey } from './text-sketch.js';
+import { decodeUint, encodeUint, localKey, prefixEnd, PREFIX, seqKey } from './event-keys.js';
+import { TEXT_BLOCK_SEQS, TextSketch, blockOfSeq, textSketchKey } from './text-sketch.js';
 
 /** Anything that takes a binary put: a chained LevelDB batch. */
 interface BinarySink {
@@ -10,6 +11,43 @@ const VIEW = { valueEncoding: 'view' } as const;
 
 /** Sketches kept in memory: the block being filled, and a few before it (late or replayed seqs). */
 const HELD_BLOCKS_MAX = 4;
+
+/**
+ * Local-metadata keys of blocks whose sketch still holds the trigrams of values an erasure
+ * removed (`l!staleSketch!<block:16>`): put in the erasure's own batch, deleted with the
+ * rebuilt sketch, so a crash in between leaves the block to be rebuilt when the store opens.
+ */
+export const STALE_SKETCH_PREFIX = localKey('staleSketch!');
+
+export function staleSketchKey(block: number): string {
+  return STALE_SKETCH_PREFIX + encodeUint(block);
+}
+
+/**
+ * Rebuilds, in `batch`, the sketch of every block marked stale: from the block's events as the
+ * log holds them now (their whole stored JSON, as a standby adds them), so no trigram of an
+ * erased value is left to confirm a guess of it (a sketch is a Bloom filter: a candidate value
+ * whose trigrams are all set stays possible, one with a bit unset is ruled out). A block left
+ * with no event loses its sketch. Returns the blocks rebuilt. To run alone in the writer's queue.
+ */
+export async function rebuildStaleSketches(db: Level<string, string>, batch: BinarySink & { del(key: string): unknown; put(key: string, value: string): unknown }): Promise<number[]> {
+  const blocks: number[] = [];
+  for (const key of await db.keys({ gte: STALE_SKETCH_PREFIX, lt: prefixEnd(STALE_SKETCH_PREFIX) }).all()) {
+    const block = decodeUint(key.slice(STALE_SKETCH_PREFIX.length));
+    const places = await db.iterator({ gte: seqKey(block * TEXT_BLOCK_SEQS), lt: seqKey((block + 1) * TEXT_BLOCK_SEQS) }).all();
+    // s!<seq> → <ts>; the event is at t!<ts><seq>.
+    const values = await db.getMany(places.map(([seq, ts]) => PREFIX.time + ts + seq.slice(PREFIX.seq.length)));
+    const sketch = new TextSketch();
+    values.forEach((json, i) => {
+      if (json !== undefined) sketch.add(decodeUint((places[i] as [string, string])[1]), json.toLowerCase());
+    });
+    if (values.some((json) => json !== undefined)) batch.put(textSketchKey(block), sketch.value, VIEW);
+    else batch.del(textSketchKey(block));
+    batch.del(key);
+    blocks.push(block);
+  }
+  return blocks;
+}
 
 /**
  * Keeps the sketches of the blocks being written and puts each changed one into the batch that
