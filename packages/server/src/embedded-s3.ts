@@ -81,7 +81,7 @@ export async function startEmbeddedS3(options: EmbeddedS3Options): Promise<Embed
     ...(options.publicReadHosts ? { publicReadHosts: options.publicReadHosts } : {}),
   };
   const thread = await RestartingThread.start(options.port, {
-    launch: (port) => launchEndpointThread({ ...data, port }, options.onInternalError),
+    launch: (port) => launchEndpointThread({ ...data, port }, options.onInternalError, (err) => options.onThreadProblem(new Error(`the thread failed: ${err.message}`, { cause: err }))),
     onProblem: (err) => options.onThreadProblem(portTaken(err.cause) ? new Error(`${err.message}; until it is back, requests to connection local may be answered by the process that holds the port`, { cause: err.cause }) : err),
   });
   const { port } = thread;
@@ -112,14 +112,15 @@ function portTaken(err: unknown): boolean {
 }
 
 /** One run of the endpoint's thread, once it listens; rejected with the thread's start error. */
-async function launchEndpointThread(data: EmbeddedS3ThreadData, onInternalError: (err: unknown) => void): Promise<ThreadRun> {
+async function launchEndpointThread(data: EmbeddedS3ThreadData, onInternalError: (err: unknown) => void, onThreadError: (err: Error) => void): Promise<ThreadRun> {
   const worker = new Worker(threadUrl(), { workerData: data });
   const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
   let listening = false;
-  // Before it listens, an uncaught error (the module failing to load) is the start's failure.
   let startError: Error | undefined;
+  // An uncaught error ends the thread (RestartingThread then starts it again); before it
+  // listens (the module failing to load), it is the start's failure.
   worker.on('error', (err) => {
-    if (listening) onInternalError(err);
+    if (listening) onThreadError(err);
     else startError = err;
   });
   const port = await new Promise<number>((resolve, reject) => {

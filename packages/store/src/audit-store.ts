@@ -297,6 +297,8 @@ export class AuditStore {
   #pruned = new PrunedRanges([]);
   /** Blocks an erasure just marked stale (staleSketchKey): their sketches are rebuilt after its write. */
   readonly #staleSketches = new Set<number>();
+  /** The rebuild running now, if any (one at a time; it reads the marks until none is left). */
+  #rebuildingSketches: Promise<void> | undefined;
   /**
    * The seq of the newest checkpoint record retention deleted: its entry in the checkpoint
    * index is kept (the others' are deleted with their records), so the log's newest checkpoint
@@ -465,17 +467,19 @@ export class AuditStore {
       // Which events are looked for in the tier depends on what the log holds now: an event it
       // holds is left to the writer's de-duplication. A prune between this and the write (while
       // the tier is read, or queued before the append) may delete such an event, which the
-      // writer would then store a second time; so the append is written only if no prune ran
-      // since that may have deleted one of its events not looked for (a prune deletes only
-      // events timed at or before the newest deleted time it leaves), and otherwise chosen
-      // again (the deleted event is then looked for in the tier). Ordinary ingest, timed after
+      // writer would then store a second time. So the writer, once it knows which events the log
+      // lacks, writes the append only if none of those was left out of the lookup while a prune
+      // since could have deleted it (timed at or before the newest time retention deleted);
+      // otherwise it is chosen again, and that event is then looked for in the tier. Each round
+      // moves such events into the lookup, so the rounds end; ordinary ingest, timed after
       // anything retention deletes, is never chosen again.
       const deletes = this.#deleteVersion;
       const candidates = lookup === undefined ? undefined : resendCandidates(events, options.freshIds, this.#prunedTimeMax);
       tiered = candidates === undefined || lookup === undefined ? NO_TIERED_COPIES : await tieredCopiesOf(this.#db, candidates, lookup);
-      let oldestNotLookedFor = Number.POSITIVE_INFINITY;
-      for (const event of events) if (options.freshIds?.has(event.eventId) !== true && candidates?.has(event.eventId) !== true) oldestNotLookedFor = Math.min(oldestNotLookedFor, event.timestamp);
-      const unchanged = lookup === undefined ? undefined : () => this.#deleteVersion === deletes || oldestNotLookedFor > (this.#prunedTimeMax ?? Number.NEGATIVE_INFINITY);
+      const unchanged =
+        lookup === undefined
+          ? undefined
+          : (absent: readonly EncodedEvent[]) => this.#deleteVersion === deletes || absent.every((event) => candidates?.has(event.eventId) === true || event.timestamp > (this.#prunedTimeMax ?? Number.NEGATIVE_INFINITY));
       written = await writer.append(tiered.size === 0 ? events : events.filter((event) => !tiered.has(event.eventId)), unchanged === undefined ? options : { ...options, unchanged });
       if (written.stale !== true) break;
     }
@@ -1394,14 +1398,15 @@ export class AuditStore {
           // has. Only the writer adds to the tail, and it waits for this turn; entries after the
           // newest deleted one stay (a prune of old events leaves the newest entries).
           this.#tail.dropThrough(batchSeqMax);
-          // Counted here, in the writer's queue: an append queued after this turn sees it.
-          this.#deleteVersion++;
           await batch.write({ sync: false });
           days.commit();
           this.#prunedCheckpointSeq = prunedCheckpointSeq;
           this.#pruned = pruned;
           this.#gapSeqMax = gapSeqMax;
           if (timeMaxRaised) this.#prunedTimeMax = batchTimeMax;
+          // Last, still in the writer's turn: an append that reads this version also reads the
+          // newest deleted time that goes with it, and one queued after this turn sees both.
+          this.#deleteVersion++;
         });
         // Queued behind the writer, not awaited: dropping a sketch only saves reads later, and
         // a prune must not wait for the appends ahead of it (it runs beside ingest).
@@ -1418,16 +1423,34 @@ export class AuditStore {
    * block marked stale, also by an erasure written before a crash), in the writer's queue.
    */
   async #rebuildStaleSketches(): Promise<void> {
-    const text = this.#openText();
-    await this.#openWriter().exclusive(async ({ db }) => {
-      this.#staleSketches.clear();
-      const batch = db.batch();
-      const blocks = await rebuildStaleSketches(db, batch);
-      if (blocks.length === 0) return batch.close();
-      await batch.write({ sync: true });
-      // The writer's copy of a block being filled is read again from what was just written.
-      for (const block of blocks) text.drop(block);
-    });
+    this.#rebuildingSketches ??= (async () => {
+      try {
+        const text = this.#openText();
+        const writer = this.#openWriter();
+        // One block per turn of the writer's queue (a block is 4,096 events to read and hash):
+        // an erasure naming thousands of records must not hold every append for minutes.
+        for (;;) {
+          const rebuilt = await writer.exclusive(async ({ db }) => {
+            const batch = db.batch();
+            const blocks = await rebuildStaleSketches(db, batch, 1);
+            if (blocks.length === 0) {
+              await batch.close();
+              return false;
+            }
+            await batch.write({ sync: true });
+            // The writer's copy of a block being filled is read again from what was just written.
+            for (const block of blocks) text.drop(block);
+            return true;
+          });
+          if (!rebuilt) break;
+        }
+        // Only once none is marked: a failure leaves the trigger for the next append or apply.
+        this.#staleSketches.clear();
+      } finally {
+        this.#rebuildingSketches = undefined;
+      }
+    })();
+    await this.#rebuildingSketches;
   }
 
   /**

@@ -33,11 +33,12 @@ export interface AppendOptions {
    */
   sequencer?: Sequencer;
   /**
-   * Asked in the writer's queue right before the events' ids are looked up: false when what the
-   * caller decided before queueing them may no longer hold (an id it found in the log may have
-   * been deleted since). Nothing of the append is written then; it resolves `stale`.
+   * Asked in the writer's queue with the events the log does not hold now (those to be stored as
+   * new; fresh ids left out): false when what the caller decided before queueing them may no
+   * longer hold for one of them (it was in the log then and may have been deleted since).
+   * Nothing of the append is written then; it resolves `stale`.
    */
-  unchanged?: () => boolean;
+  unchanged?: (absent: readonly EncodedEvent[]) => boolean;
 }
 
 /** Where an appended event was stored. */
@@ -264,12 +265,7 @@ export class EventWriter {
         await this.#runExclusive(next);
         continue;
       }
-      const group = this.#takeAppendGroup().filter((pending) => {
-        if (pending.options.unchanged === undefined || pending.options.unchanged()) return true;
-        pending.resolve({ stored: [], repeated: undefined, stale: true });
-        return false;
-      });
-      if (group.length === 0) continue;
+      const group = this.#takeAppendGroup();
       try {
         const results = await this.#write(group);
         group.forEach((pending, i) => pending.resolve(results[i] as WrittenAppend));
@@ -360,6 +356,11 @@ export class EventWriter {
     try {
       let sinceYield = 0;
       for (const pending of group) {
+        const unchanged = pending.options.unchanged;
+        if (unchanged !== undefined && !unchanged(pending.events.filter((event) => !alreadyStored.has(event.eventId) && pending.options.freshIds?.has(event.eventId) !== true))) {
+          results.push({ stored: [], repeated: undefined, stale: true });
+          continue;
+        }
         const result: WrittenAppend = { stored: [], repeated: undefined };
         for (const event of pending.events) {
           // Nothing else can write meanwhile (this is the only writer, and exclusive operations

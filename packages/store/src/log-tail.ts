@@ -22,7 +22,8 @@ interface Chunk extends EncodedGroup {
  *
  * One buffer per written group (not one per entry), so the garbage collector sees a few large
  * objects. It holds a contiguous run of seqs that always ends at the log's last seq: anything
- * else that changes the log (a replicated apply, a truncation, a prune) clears it, and a read
+ * else that changes the log (a replicated apply, a truncation, an erasure) clears it, a prune
+ * drops what it deletes and everything before, and a read
  * it cannot answer in full from the start goes to LevelDB.
  */
 export class LogTail {

@@ -28,11 +28,12 @@ export function staleSketchKey(block: number): string {
  * log holds them now (their whole stored JSON, as a standby adds them), so no trigram of an
  * erased value is left to confirm a guess of it (a sketch is a Bloom filter: a candidate value
  * whose trigrams are all set stays possible, one with a bit unset is ruled out). A block left
- * with no event loses its sketch. Returns the blocks rebuilt. To run alone in the writer's queue.
+ * with no event loses its sketch. At most `blocksMax` blocks; returns those rebuilt. To run alone
+ * in the writer's queue.
  */
-export async function rebuildStaleSketches(db: Level<string, string>, batch: BinarySink & { del(key: string): unknown; put(key: string, value: string): unknown }): Promise<number[]> {
+export async function rebuildStaleSketches(db: Level<string, string>, batch: BinarySink & { del(key: string): unknown; put(key: string, value: string): unknown }, blocksMax: number): Promise<number[]> {
   const blocks: number[] = [];
-  for (const key of await db.keys({ gte: STALE_SKETCH_PREFIX, lt: prefixEnd(STALE_SKETCH_PREFIX) }).all()) {
+  for (const key of await db.keys({ gte: STALE_SKETCH_PREFIX, lt: prefixEnd(STALE_SKETCH_PREFIX), limit: blocksMax }).all()) {
     const block = decodeUint(key.slice(STALE_SKETCH_PREFIX.length));
     const places = await db.iterator({ gte: seqKey(block * TEXT_BLOCK_SEQS), lt: seqKey((block + 1) * TEXT_BLOCK_SEQS) }).all();
     // s!<seq> → <ts>; the event is at t!<ts><seq>.

@@ -153,4 +153,31 @@ describe('events re-sent after retention deleted them', () => {
     expect(await store.getByEventId('A')).toBeUndefined();
     expect(seqOfA).toBeLessThan(result.stored[0]!.seq);
   });
+
+  it('an append holding an event the log still holds, timed before what retention deleted, is not chosen again when a prune deletes other events meanwhile', async () => {
+    const { store } = await stores.open();
+    // A late event L (an old time, stored after retention ran) stays in the log; another old one, O, will be deleted.
+    await store.appendEncoded([ingested(ev('gone', { timestamp: OLD_MS }))]);
+    expect((await store.pruneBefore(OLD_MS + 10_000, 100, async () => true)).deleted).toBe(1);
+    await store.appendEncoded([ingested(ev('O', { timestamp: OLD_MS + 5_500 })), ingested(ev('L', { timestamp: OLD_MS + 5_000 }))]);
+    const seqOfL = (await store.getByEventId('L'))!.seq;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const asked: Array<Map<string, number>> = [];
+    store.setTieredCopyLookup(async (times) => {
+      asked.push(new Map(times));
+      await gate;
+      return new Map();
+    });
+    const pending = store.appendEncoded([ingested(ev('X', { timestamp: OLD_MS - 1 })), ingested(ev('L', { timestamp: OLD_MS + 5_000 }))]);
+    await expect.poll(() => asked.length).toBe(1);
+    // Retention deletes O (not L: above maxSeq) while X is looked for, and raises the newest deleted time past L's.
+    expect((await store.pruneBefore(OLD_MS + 6_000, 100, async () => true, seqOfL - 1)).deleted).toBe(1);
+    release();
+    const result = await pending;
+    // L is still in the log: a duplicate, and no second round (no second lookup).
+    expect(asked).toHaveLength(1);
+    expect(result.stored.map((s) => s.eventId)).toEqual(['X']);
+    expect(result.duplicates).toBe(1);
+  });
 });
