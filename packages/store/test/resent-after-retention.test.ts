@@ -5,7 +5,7 @@
 import { newSaltKey, RecordHasher } from '@auditlake/integrity';
 import { encodeEvent, type AuditEvent, type EncodedEvent } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
-import type { TieredCopyLookup } from '../src/index.js';
+import type { AuditStore, TieredCopyLookup } from '../src/index.js';
 import { useTempStores } from './temp-stores.js';
 
 const stores = useTempStores('auditlake-resent-');
@@ -38,6 +38,22 @@ async function prunedStore() {
   };
   store.setTieredCopyLookup(lookup);
   return { store, location, asked, fail: (err: Error) => (failure = err) };
+}
+
+/**
+ * A tier lookup whose first call waits until `release()` (later ones answer at once), answering
+ * the copies `tier` holds of the ids asked for; `asked` records each call's ids and times.
+ */
+function gatedLookup(store: AuditStore, tier: ReadonlyMap<string, string>): { asked: Array<Map<string, number>>; release: () => void } {
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const asked: Array<Map<string, number>> = [];
+  store.setTieredCopyLookup(async (times) => {
+    asked.push(new Map(times));
+    if (asked.length === 1) await gate;
+    return new Map([...times.keys()].flatMap((id) => (tier.has(id) ? [[id, tier.get(id) as string] as const] : [])));
+  });
+  return { asked, release };
 }
 
 describe('events re-sent after retention deleted them', () => {
@@ -129,14 +145,7 @@ describe('events re-sent after retention deleted them', () => {
     const tierCopyOfA = JSON.stringify(await store.getByEventId('A'));
     const seqOfA = (await store.getByEventId('A'))!.seq;
     // The tier holds A (tiered before retention deletes it); the lookup of X waits until released.
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    const asked: Array<Map<string, number>> = [];
-    store.setTieredCopyLookup(async (times) => {
-      asked.push(new Map(times));
-      if (asked.length === 1) await gate;
-      return new Map([...times.keys()].filter((id) => id === 'A').map((id) => [id, tierCopyOfA]));
-    });
+    const { asked, release } = gatedLookup(store, new Map([['A', tierCopyOfA]]));
     // A retried request: X (old enough to be looked for) and A (still in the log: left to the writer).
     const pending = store.appendEncoded([ingested(ev('X', { timestamp: OLD_MS - 1 })), ingested(ev('A', { timestamp: OLD_MS + 5_000 }))]);
     await expect.poll(() => asked.length).toBe(1);
@@ -161,14 +170,7 @@ describe('events re-sent after retention deleted them', () => {
     expect((await store.pruneBefore(OLD_MS + 10_000, 100, async () => true)).deleted).toBe(1);
     await store.appendEncoded([ingested(ev('O', { timestamp: OLD_MS + 5_500 })), ingested(ev('L', { timestamp: OLD_MS + 5_000 }))]);
     const seqOfL = (await store.getByEventId('L'))!.seq;
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    const asked: Array<Map<string, number>> = [];
-    store.setTieredCopyLookup(async (times) => {
-      asked.push(new Map(times));
-      await gate;
-      return new Map();
-    });
+    const { asked, release } = gatedLookup(store, new Map());
     const pending = store.appendEncoded([ingested(ev('X', { timestamp: OLD_MS - 1 })), ingested(ev('L', { timestamp: OLD_MS + 5_000 }))]);
     await expect.poll(() => asked.length).toBe(1);
     // Retention deletes O (not L: above maxSeq) while X is looked for, and raises the newest deleted time past L's.
