@@ -1434,6 +1434,9 @@ export class AuditStore {
             const batch = db.batch();
             const blocks = await rebuildStaleSketches(db, batch, 1);
             if (blocks.length === 0) {
+              // Cleared in the turn that saw none marked: an erasure written after it adds its
+              // blocks again and starts the next rebuild; a failure before leaves the trigger set.
+              this.#staleSketches.clear();
               await batch.close();
               return false;
             }
@@ -1444,8 +1447,6 @@ export class AuditStore {
           });
           if (!rebuilt) break;
         }
-        // Only once none is marked: a failure leaves the trigger for the next append or apply.
-        this.#staleSketches.clear();
       } finally {
         this.#rebuildingSketches = undefined;
       }
