@@ -489,7 +489,9 @@ export class AuditStore {
     }
     if (written.stored.length > 0) this.#logGrew();
     if (this.#erasedTables.size > 0) await this.#openWriter().exclusive(({ db }) => this.#dropUnusedTableNames(db));
-    if (this.#staleSketches.size > 0) await this.#rebuildStaleSketches();
+    // The erasure's own request answers once its values are gone from the sketches too; other
+    // appends queued meanwhile do not wait for that rebuild (it may take many writer turns).
+    if (written.rewrote === true) await this.#rebuildStaleSketches();
     const repeats = written.repeated === undefined ? { duplicates: 0, conflicts: [] } : await this.#sortRepeated(written.repeated);
     if (tiered.size === 0) return { stored: written.stored, ...repeats };
     const fromTier = judgeRepeats(

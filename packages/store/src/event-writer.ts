@@ -90,6 +90,8 @@ export interface WrittenAppend {
   repeated: EncodedEvent[] | undefined;
   /** AppendOptions.unchanged said no: nothing was written. */
   stale?: true;
+  /** Its group's write applied an erasure (rewrote stored events). */
+  rewrote?: true;
 }
 
 /** Where the log ends: the last seq, its term, and the highest ingestTs assigned so far. */
@@ -453,6 +455,7 @@ export class EventWriter {
       this.#position = { lastSeq: seq, lastTerm: term, lastIngestTs: ingestTs };
       if (chain.enabled) chain.commit({ hash: chainHash, started: true });
     }
+    if (rewrote) for (const result of results) result.rewrote = true;
     return results;
   }
 }
