@@ -82,11 +82,17 @@ export const CONFIG_KEYS = {
   ackReplicatedTimeoutMs: spec('auditlake.ingest.ack.replicated.timeout.ms', '5000', positiveInt),
   /**
    * How long ingest waits for the tier to find the copy of an event that may re-send one
-   * retention deleted, before storing it as new: a bucket that drops packets must not hold
+   * retention deleted (a turn to look included), before storing it as new: a bucket that drops packets must not hold
    * ingest for TCP's timeouts, and a slow tier must not make a lookup give up too soon. Below
    * the 10 s a standby gives the leader to answer a forward, which waits for the lookup.
    */
   resendLookupTimeoutMs: spec('auditlake.ingest.resend.lookup.timeout.ms', '5000', positiveInt),
+  /**
+   * Such lookups that may run at once (one past its timeout counts until it ends); 16 times as
+   * many may wait for a turn, and a request beyond that is refused with 429 (nothing stored).
+   * Bounds what clients sending old-timed events can make the node read from the bucket.
+   */
+  resendLookupConcurrency: spec('auditlake.ingest.resend.lookup.concurrency', '4', positiveInt),
   /**
    * Worker threads that parse and validate ingest bodies off the event loop. 0 (inline) by
    * default: on the 2-core machine measured, the hand-off cost ~9 µs of CPU per event more in

@@ -17,6 +17,7 @@ import { AuditError, AuditErrorCode, SELF_SOURCE, encodeEvent, newEventId, type 
 import { DAY_MS, type AuditStore, type PrunePolicy } from '@auditlake/store';
 import { CommitLock, MaintenanceScheduler, TierSweeper, firstUnappliedErasureSeq, localCleanupPolicy, validateTierTarget, type AdoptedTier, type MaintenanceRun, type TierStatus } from '@auditlake/tiering';
 import { DeferredCount } from './deferred-count.js';
+import { ResendLookupGate, ResendLookupsBusy } from './resend-lookup-gate.js';
 import type { Membership } from './membership.js';
 import type { NodeMetrics } from './metrics.js';
 import type { SettingsService, SettingsValidator } from './settings-service.js';
@@ -24,16 +25,8 @@ import type { SettingsService, SettingsValidator } from './settings-service.js';
 /** Least time between two warnings that the tier could not be read for such a lookup (each is counted). */
 const RESEND_WARNING_INTERVAL_MS = 10_000;
 
-/** `work`'s answer, or a rejection with `message` once `ms` passed first (the work goes on, unawaited). */
-function answerWithin<T>(work: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(message)), ms);
-  });
-  // A rejection after the timeout is nobody's to handle.
-  work.catch(() => undefined);
-  return Promise.race([work, late]).finally(() => clearTimeout(timer));
-}
+/** Lookups that may wait for a turn, per lookup that may run (ResendLookupGate). */
+const RESEND_LOOKUPS_WAITING_PER_RUNNING = 16;
 
 export interface TierStatusView extends TierStatus {
   /** Events not yet tiered: exact, never capped (the store counts it without a scan). */
@@ -97,6 +90,7 @@ export class TieringService {
   readonly #deferred: DeferredCount;
   readonly #metrics: NodeMetrics;
   readonly #resendLookupTimeoutMs: number;
+  readonly #resendLookups: ResendLookupGate;
   /** When tieredCopies last warned that the tier could not be read. */
   #resendWarnedMs = Number.NEGATIVE_INFINITY;
   readonly #log: { info(o: object, m: string): void; warn(o: object, m: string): void };
@@ -119,6 +113,7 @@ export class TieringService {
     this.#membership = membership;
     this.#metrics = options.metrics;
     this.#resendLookupTimeoutMs = config.resendLookupTimeoutMs;
+    this.#resendLookups = new ResendLookupGate({ running: config.resendLookupConcurrency, waiting: config.resendLookupConcurrency * RESEND_LOOKUPS_WAITING_PER_RUNNING });
     this.#log = options.log;
     this.connections = options.connections;
     this.#deferred = new DeferredCount((cutoffMs, afterSeq, max) => store.countHeldBack(cutoffMs, afterSeq, max));
@@ -276,15 +271,19 @@ export class TieringService {
    * (the store's TieredCopyLookup): each looked for only in files whose event-time bounds hold
    * its time, and answered as the stored JSON of one copy, by eventId. When the tier cannot be
    * read, none: an outage of the bucket never stops ingest (the log keeps collecting), so the
-   * events are stored as new, counted and logged, and the tier may then hold them twice.
+   * events are stored as new, counted and logged, and the tier may then hold them twice. The
+   * lookups take turns (ResendLookupGate): when too many wait, this throws ResendLookupsBusy.
    */
   async tieredCopies(eventTimes: ReadonlyMap<string, number>): Promise<ReadonlyMap<string, string>> {
     let found: Map<string, TieredRecordRef[]>;
     try {
-      const lookup = findTieredRecords(await this.tierSources(), new Set(eventTimes.keys()), undefined, { eventTimes, wholeRows: true });
+      const sources = await this.tierSources();
       const timeoutMs = this.#resendLookupTimeoutMs;
-      found = await answerWithin(lookup, timeoutMs, `the tier did not answer within ${timeoutMs} ms (auditlake.ingest.resend.lookup.timeout.ms)`);
+      const lookup = () => findTieredRecords(sources, new Set(eventTimes.keys()), undefined, { eventTimes, wholeRows: true });
+      found = await this.#resendLookups.run(lookup, timeoutMs, `the tier did not answer within ${timeoutMs} ms (auditlake.ingest.resend.lookup.timeout.ms)`);
     } catch (err) {
+      // Every turn taken and the queue full: the request is refused (429), nothing stored.
+      if (err instanceof ResendLookupsBusy) throw err;
       this.#metrics.resendsUnchecked.inc(eventTimes.size);
       const nowMs = Date.now();
       if (nowMs - this.#resendWarnedMs >= RESEND_WARNING_INTERVAL_MS) {

@@ -409,6 +409,47 @@ describe('parquet tiering sweep', () => {
     expect((await t.ingest([dup])).json).toMatchObject({ ingested: 1, duplicates: 1 });
   });
 
+  it('bounds the tier lookups re-sends make: with every turn taken and the queue full a request is refused with 429 and nothing of it stored; the waiting ones are stored as before', async () => {
+    // One lookup at a time, 16 waiting; a timeout long enough that every request below is still waiting when the last arrives.
+    const { s3, t } = await tieringNode({ 'auditlake.audit.retention.interval.ms': '100', 'auditlake.ingest.resend.lookup.concurrency': '1', 'auditlake.ingest.resend.lookup.timeout.ms': '8000' });
+    await t.ingest([event({ eventId: 'old1', ts: Date.now() - 2 * DAY })]);
+    await postSettings(t, { ...PARQUET, 'audit.tier.retain.local.days': 0 });
+    await waitUntilTiered(t);
+    await expect.poll(async () => (await t.stored()).some((e) => e.eventId === 'old1'), { timeout: 10_000 }).toBe(false);
+    // A bucket that takes connections and never answers: every lookup runs until the S3 client gives up.
+    await s3.stop();
+    const held = new Set<Socket>();
+    const silent = createServer((socket) => void held.add(socket));
+    await new Promise<void>((resolve) => silent.listen(s3.port, '127.0.0.1', resolve));
+    try {
+      // Old-timed events under new ids (a flood, or a large replayed spool): each request needs a lookup.
+      const post = (i: number) =>
+        t.request('/v1/api/audit', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify([event({ eventId: `flood${i}`, ts: Date.now() - 3 * DAY })]) });
+      const first = post(0);
+      // The first holds the one turn before the rest arrive (its lookup is reading the silent bucket).
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const answers = await Promise.all([first, ...Array.from({ length: 19 }, (_, i) => post(i + 1))]);
+      const refused = answers.flatMap((res, i) => (res.status === 429 ? [i] : []));
+      // 1 running + 16 waiting were taken; the other 3 were refused at once.
+      expect(refused).toHaveLength(3);
+      for (const i of refused) {
+        const res = answers[i] as Response;
+        expect(res.headers.get('retry-after')).toBe('1');
+        const body = (await res.json()) as { code: string; error: string };
+        expect(body.code).toBe('AUDIT_LIMIT_EXCEEDED');
+        expect(body.error).toMatch(/^1 tier lookups for events that may re-send ones retention deleted are running and 16 waiting \(auditlake\.ingest\.resend\.lookup\.concurrency\); nothing of this request was stored, retry it$/);
+      }
+      for (const [i, res] of answers.entries()) if (!refused.includes(i)) expect(res.status).toBe(200);
+      const stored = new Set((await t.stored()).map((e) => e.eventId));
+      for (let i = 0; i < 20; i++) expect(stored.has(`flood${i}`)).toBe(!refused.includes(i));
+      // The ones that waited out their time were stored as new, as when the tier cannot be read.
+      expect(await (await t.request('/metrics')).text()).toMatch(/^auditlake_events_resend_unchecked_total 17$/m);
+    } finally {
+      for (const socket of held) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
+  });
+
   it('erases every tiered copy of an event sent without ts and re-sent after retention deleted it: the copies have different times', async () => {
     const { s3, t } = await tieringNode({ 'auditlake.audit.retention.interval.ms': '100' });
     await postSettings(t, { ...PARQUET, 'audit.tier.retain.local.days': 0 });
