@@ -29,6 +29,8 @@ export interface EmbeddedS3Options {
   onInternalError: (err: unknown) => void;
   /** The endpoint's thread stopped without being asked, or could not be started again (see RestartingThread). */
   onThreadProblem: (err: Error) => void;
+  /** How long the thread may take to listen before it is stopped and its start fails (RestartingThread's default: 30 s). */
+  threadStartTimeoutMs?: number;
 }
 
 export interface EmbeddedS3 extends AsyncDisposable {
@@ -81,7 +83,8 @@ export async function startEmbeddedS3(options: EmbeddedS3Options): Promise<Embed
     ...(options.publicReadHosts ? { publicReadHosts: options.publicReadHosts } : {}),
   };
   const thread = await RestartingThread.start(options.port, {
-    launch: (port) => launchEndpointThread({ ...data, port }, options.onInternalError, (err) => options.onThreadProblem(new Error(`the thread failed: ${err.message}`, { cause: err }))),
+    launch: (port, signal) => launchEndpointThread({ ...data, port }, signal, options.onInternalError, (err) => options.onThreadProblem(new Error(`the thread failed: ${err.message}`, { cause: err }))),
+    ...(options.threadStartTimeoutMs === undefined ? {} : { startTimeoutMs: options.threadStartTimeoutMs }),
     onProblem: (err) => options.onThreadProblem(portTaken(err.cause) ? new Error(`${err.message}; until it is back, requests to connection local may be answered by the process that holds the port`, { cause: err.cause }) : err),
   });
   const { port } = thread;
@@ -111,8 +114,12 @@ function portTaken(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 'EADDRINUSE';
 }
 
-/** One run of the endpoint's thread, once it listens; rejected with the thread's start error. */
-async function launchEndpointThread(data: EmbeddedS3ThreadData, onInternalError: (err: unknown) => void, onThreadError: (err: Error) => void): Promise<ThreadRun> {
+/**
+ * One run of the endpoint's thread, once it listens; rejected with the thread's start error, or
+ * with `signal`'s reason once it aborts before then (the thread is terminated).
+ */
+async function launchEndpointThread(data: EmbeddedS3ThreadData, signal: AbortSignal, onInternalError: (err: unknown) => void, onThreadError: (err: Error) => void): Promise<ThreadRun> {
+  signal.throwIfAborted();
   const worker = new Worker(threadUrl(), { workerData: data });
   const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
   let listening = false;
@@ -123,11 +130,17 @@ async function launchEndpointThread(data: EmbeddedS3ThreadData, onInternalError:
     if (listening) onThreadError(err);
     else startError = err;
   });
+  const stop = () => {
+    startError ??= signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason));
+    void worker.terminate();
+  };
+  signal.addEventListener('abort', stop, { once: true });
   const port = await new Promise<number>((resolve, reject) => {
     void exited.then((code) => reject(startError ?? new Error(`the embedded S3 endpoint's thread exited (code ${code}) before it listened`)));
     worker.on('message', (message: EmbeddedS3ThreadMessage) => {
       if (message.type === 'listening') {
         listening = true;
+        signal.removeEventListener('abort', stop);
         resolve(message.port);
       }
       else if (message.type === 'start-failed') {

@@ -8,8 +8,11 @@ export interface ThreadRun {
 }
 
 export interface RestartingThreadOptions {
-  /** Starts a run listening on `port` (0 on the first start: any free port). */
-  launch: (port: number) => Promise<ThreadRun>;
+  /**
+   * Starts a run listening on `port` (0 on the first start: any free port). When `signal`
+   * aborts before the run listens, the launch must stop what it started and reject.
+   */
+  launch: (port: number, signal: AbortSignal) => Promise<ThreadRun>;
   /** Told when a run stopped without being asked to, and when a restart failed (the launch error as `cause`). */
   onProblem: (err: Error) => void;
   /** First wait before a restart that follows a short run, or a failed restart; it doubles each time up to the max. */
@@ -17,11 +20,29 @@ export interface RestartingThreadOptions {
   restartDelayMaxMs?: number;
   /** A run up at least this long was healthy: when it stops, it is started again at once and the wait starts over. */
   stableMs?: number;
+  /** A launch not listening after this long is stopped and counts as failed (a start that hangs must not leave the thread down for good). */
+  startTimeoutMs?: number;
 }
 
 const RESTART_DELAY_MIN_MS = 1_000;
 const RESTART_DELAY_MAX_MS = 30_000;
 const STABLE_MS = 10_000;
+const START_TIMEOUT_MS = 30_000;
+
+/** Launches a run, stopping it (through the launch's signal) when it has not listened within the start timeout or `stop` aborts. */
+async function launchWithin(options: RestartingThreadOptions, port: number, stop?: AbortSignal): Promise<ThreadRun> {
+  const timeoutMs = options.startTimeoutMs ?? START_TIMEOUT_MS;
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new Error(`the thread did not listen within ${timeoutMs} ms; it was stopped`)), timeoutMs);
+  const onStop = () => controller.abort(stop?.reason);
+  stop?.addEventListener('abort', onStop, { once: true });
+  try {
+    return await options.launch(port, controller.signal);
+  } finally {
+    clearTimeout(timer);
+    stop?.removeEventListener('abort', onStop);
+  }
+}
 
 /**
  * Keeps a serving thread up: a run that stops without being asked to (an uncaught error in the
@@ -42,8 +63,10 @@ export class RestartingThread {
   #runStartedMs: number;
   #delayMs: number;
   #timer: NodeJS.Timeout | undefined;
-  /** A restart's launch on its way: close() waits for it and closes what it started. */
+  /** A restart's launch on its way: close() stops it, waits for it and closes what it started. */
   #launching: Promise<void> | undefined;
+  /** Aborted by close(): stops a restart's launch that has not listened yet. */
+  readonly #closed = new AbortController();
   #closing: Promise<void> | undefined;
   #restarts = 0;
 
@@ -56,9 +79,9 @@ export class RestartingThread {
     this.#watch(run);
   }
 
-  /** The first run, on `port`; a failure to start is the caller's (nothing is retried). */
+  /** The first run, on `port`; a failure to start (or no listening within the start timeout) is the caller's (nothing is retried). */
   static async start(port: number, options: RestartingThreadOptions): Promise<RestartingThread> {
-    return new RestartingThread(options, await options.launch(port));
+    return new RestartingThread(options, await launchWithin(options, port));
   }
 
   /** How many times a run was started again. */
@@ -99,7 +122,7 @@ export class RestartingThread {
   #scheduleRestart(delay: number): void {
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
-      this.#launching = this.#options.launch(this.port).then(
+      this.#launching = launchWithin(this.#options, this.port, this.#closed.signal).then(
         async (run) => {
           this.#launching = undefined;
           if (this.#closing !== undefined) return run.close();
@@ -124,10 +147,11 @@ export class RestartingThread {
     await this.#run.terminate();
   }
 
-  /** Stops restarting and closes the current run, and one a restart is starting. Idempotent. */
+  /** Stops restarting and closes the current run; a restart on its way is stopped (or, listening already, closed). Idempotent. */
   close(): Promise<void> {
     this.#closing ??= (async () => {
       clearTimeout(this.#timer);
+      this.#closed.abort(new Error('the thread is closing'));
       await this.#launching;
       await this.#run.close();
     })();

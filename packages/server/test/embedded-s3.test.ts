@@ -255,6 +255,26 @@ describe('the embedded S3 endpoint runs on a thread of its own', () => {
     await expect.poll(async () => (await fetch(`${url}/auditlake/x`).catch(() => undefined))?.status, { timeout: 10_000, interval: 200 }).toBe(403);
   });
 
+  it('stops a thread that does not listen within its start timeout: the start fails with that reason and nothing listens on the port later', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'auditlake-embedded-'));
+    onTestFinished(() => rm(dataDir, { recursive: true, force: true }));
+    // A port free now, to see whether the stopped thread listens there after all.
+    const probe: Server = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const port = (probe.address() as { port: number }).port;
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    const errors: unknown[] = [];
+    // No thread listens within 1 ms (starting one takes tens of ms).
+    await expect(startEmbeddedS3({ dataDir, host: '127.0.0.1', port, publicRead: false, threadStartTimeoutMs: 1, onInternalError: (err) => errors.push(err), onThreadProblem: (err) => errors.push(err) })).rejects.toThrow(
+      'the thread did not listen within 1 ms; it was stopped',
+    );
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const taker: Server = createServer();
+    await new Promise<void>((resolve, reject) => taker.once('error', reject).listen(port, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => taker.close(() => resolve()));
+    expect(errors).toEqual([]);
+  });
+
   it('fails to start with the listen error as it was (a taken port names its code, address and port), reporting no endpoint failure', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'auditlake-embedded-'));
     onTestFinished(() => rm(dataDir, { recursive: true, force: true }));

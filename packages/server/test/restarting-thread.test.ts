@@ -2,7 +2,8 @@
 // at once after a run that had been up a while (nothing else should get the port meanwhile),
 // after a wait that doubles while runs stop soon after starting or restarts fail — and never
 // again once it is closed; close() also waits for a restart already starting and closes what it
-// started (real worker threads that exit on command stand in for the endpoint's).
+// started, and stops one that has not listened; a start that does not listen within its timeout
+// is stopped and counts as failed (real worker threads that exit on command stand in for the endpoint's).
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { RestartingThread, type ThreadRun } from '../src/restarting-thread.js';
@@ -16,15 +17,37 @@ interface Launched {
   exited: boolean;
 }
 
-/** A launch that starts real workers, fails while `failing` > 0 (counting down), or takes `slowMs` first. */
-function launcher(): { launch: (port: number) => Promise<ThreadRun>; launched: Launched[]; failNext: (n: number) => void; slowNext: (ms: number) => void } {
+/**
+ * A launch that starts real workers, fails while `failing` > 0 (counting down), takes `slowMs`
+ * first (not stopped by its signal), or hangs `hanging` times: starts a worker and never
+ * listens, until its signal aborts (then it terminates the worker and rejects, as a launch must).
+ */
+function launcher(): {
+  launch: (port: number, signal: AbortSignal) => Promise<ThreadRun>;
+  launched: Launched[];
+  hung: Worker[];
+  failNext: (n: number) => void;
+  slowNext: (ms: number) => void;
+  hangNext: (n: number) => void;
+} {
   const launched: Launched[] = [];
+  const hung: Worker[] = [];
   let failing = 0;
   let slowMs = 0;
-  const launch = async (port: number): Promise<ThreadRun> => {
+  let hanging = 0;
+  const launch = async (port: number, signal: AbortSignal): Promise<ThreadRun> => {
     if (failing > 0) {
       failing--;
       throw new Error('port still taken');
+    }
+    if (hanging > 0) {
+      hanging--;
+      const worker = new Worker(THREAD, { eval: true });
+      onTestFinished(() => void worker.terminate());
+      hung.push(worker);
+      return new Promise<ThreadRun>((_, reject) =>
+        signal.addEventListener('abort', () => void worker.terminate().then(() => reject(signal.reason as Error)), { once: true }),
+      );
     }
     if (slowMs > 0) {
       const wait = slowMs;
@@ -47,7 +70,7 @@ function launcher(): { launch: (port: number) => Promise<ThreadRun>; launched: L
       terminate: async () => void (await worker.terminate()),
     };
   };
-  return { launch, launched, failNext: (n) => (failing = n), slowNext: (ms) => (slowMs = ms) };
+  return { launch, launched, hung, failNext: (n) => (failing = n), slowNext: (ms) => (slowMs = ms), hangNext: (n) => (hanging = n) };
 }
 
 describe('a restarting thread', () => {
@@ -123,6 +146,51 @@ describe('a restarting thread', () => {
     expect(launched).toHaveLength(2);
     expect(launched[1]!.exited).toBe(true);
     expect(thread.restarts).toBe(0);
+  });
+
+  it('stops a restart that does not listen within the start timeout, says so and tries again, so a hung start never leaves the thread down for good', async () => {
+    const { launch, launched, hung, hangNext } = launcher();
+    const problems: string[] = [];
+    const thread = await RestartingThread.start(7005, { launch, onProblem: (err) => problems.push(err.message), stableMs: 0, restartDelayMinMs: 10, startTimeoutMs: 200 });
+    onTestFinished(() => thread.close());
+    hangNext(1);
+    launched[0]!.worker.postMessage('exit 6');
+    await expect.poll(() => thread.restarts, { timeout: 5_000 }).toBe(1);
+    expect(hung).toHaveLength(1);
+    expect(problems).toEqual([
+      'the thread stopped (exit code 6); starting it again on port 7005 now',
+      'starting the thread again on port 7005 failed: the thread did not listen within 200 ms; it was stopped; trying again in 10 ms',
+    ]);
+    expect(launched).toHaveLength(2);
+    expect(launched[1]!.port).toBe(7005);
+    // The hung start's thread was terminated, not left running beside its successor.
+    expect(hung[0]!.threadId).toBe(-1);
+  });
+
+  it('close() stops a restart that has not listened yet instead of waiting for it, and starts nothing more', async () => {
+    const { launch, launched, hung, hangNext } = launcher();
+    const problems: string[] = [];
+    // A start timeout far beyond the test: close must not wait for it.
+    const thread = await RestartingThread.start(7006, { launch, onProblem: (err) => problems.push(err.message), stableMs: 0, startTimeoutMs: 600_000 });
+    hangNext(1);
+    launched[0]!.worker.postMessage('exit 7');
+    await expect.poll(() => hung.length).toBe(1);
+    const started = performance.now();
+    await thread.close();
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(hung[0]!.threadId).toBe(-1);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(launched).toHaveLength(1);
+    expect(thread.restarts).toBe(0);
+    expect(problems).toEqual(['the thread stopped (exit code 7); starting it again on port 7006 now']);
+  });
+
+  it('a first start that does not listen within the start timeout fails with that reason, its thread stopped', async () => {
+    const { launch, hung, hangNext } = launcher();
+    hangNext(1);
+    await expect(RestartingThread.start(7007, { launch, onProblem: () => undefined, startTimeoutMs: 100 })).rejects.toThrow('the thread did not listen within 100 ms; it was stopped');
+    expect(hung).toHaveLength(1);
+    expect(hung[0]!.threadId).toBe(-1);
   });
 
   it('a report that throws is not an unhandled rejection, and restarts go on', async () => {
