@@ -450,7 +450,7 @@ describe('parquet tiering sweep', () => {
     }
   });
 
-  it('erases every tiered copy of an event sent without ts and re-sent after retention deleted it: the copies have different times', async () => {
+  it('erases every tiered copy of an event sent without ts and re-sent after retention deleted it (the copies have different times), and stores it no more when re-sent again', async () => {
     const { s3, t } = await tieringNode({ 'auditlake.audit.retention.interval.ms': '100' });
     await postSettings(t, { ...PARQUET, 'audit.tier.retain.local.days': 0 });
     const dup = event({ eventId: 'nots1', userId: 'nora-secret' });
@@ -478,6 +478,12 @@ describe('parquet tiering sweep', () => {
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ erased: 2 });
     await expect.poll(async () => ((await copies()) as Array<{ user_id: string }>).map((c) => c.user_id), { timeout: 20_000 }).toEqual(['[erased by auditlake]', '[erased by auditlake]']);
+    expect((await t.search('?user=nora-secret&limit=10')).json.events).toEqual([]);
+    // Retried once more, still without ts: an erased id is never stored again, so the values do not come back.
+    expect(await t.ingest([dup])).toEqual({ status: 200, json: { status: 'ok', ingested: 1, duplicates: 1 } });
+    expect((await t.stored()).some((e) => e.eventId === 'nots1')).toBe(false);
+    await waitUntilTiered(t);
+    expect(((await copies()) as Array<{ user_id: string }>).map((c) => c.user_id)).toEqual(['[erased by auditlake]', '[erased by auditlake]']);
     expect((await t.search('?user=nora-secret&limit=10')).json.events).toEqual([]);
   });
 

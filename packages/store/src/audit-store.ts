@@ -32,7 +32,7 @@ import { getManyInKeyOrder } from './point-reads.js';
 import { rangeBatchesNewestFirst } from './range-values.js';
 import { StoredEventText } from './stored-event-text.js';
 import { indexValuePrefix, tableNameKey, type IndexField } from './index-keys.js';
-import { backfillErasureIndex, backfillIndexes } from './index-backfill.js';
+import { backfillErasedIds, backfillErasureIndex, backfillIndexes } from './index-backfill.js';
 import { backfillLedger } from './ledger-backfill.js';
 import { TextSketchWriter } from './text-sketch-writer.js';
 import { TEXT_BLOCK_SEQS, blockOfSeq, textSketchKey } from './text-sketch.js';
@@ -42,7 +42,7 @@ import { TermRuns, parseTermRun, termRunKey, termRunValue, type TermRun, type Te
 import { contentHashAgainst, encodedContentReference, headOf, RecordChain, storedContentReference, type ChainHead, type ContentReference, type IntegrityEntry } from './record-chain.js';
 import { addIntegrityPuts, type RegisteredKey } from './integrity-index.js';
 import { PrunedRanges, type PrunedRange } from './pruned-ranges.js';
-import { resendCandidates, tieredCopiesOf, type TieredCopyLookup } from './resent-after-retention.js';
+import { NONE_FOUND, resendCandidates, tieredCopiesOf, type TieredCopyLookup } from './resent-after-retention.js';
 import { DayLedger, type DayLedgerChange, type DayLedgerFilter, type DayLedgerPage, type DayLedgerRow } from './day-ledger.js';
 import { SourceLedger, type SourceLedgerEntry, type SourceLedgerPage, type SourceLedgerSummary } from './source-ledger.js';
 import { integrityKindOf, parsePublishedKey, parseSignedCheckpoint, type SignedCheckpoint } from '@auditlake/integrity';
@@ -114,7 +114,6 @@ const PRUNED_RANGES_KEY = localKey('prunedRanges');
  * checkpoint index entry (`c!<seq>`) retention keeps: the next checkpoint links to it.
  */
 const PRUNED_CHECKPOINT_KEY = localKey('prunedCheckpointSeq');
-const NO_TIERED_COPIES: ReadonlyMap<string, string> = new Map();
 /** EventIds AuditStore.noteHeldByTier remembers at most (~10 MB at 100 bytes each). */
 const TIER_HELD_REMEMBERED_MAX = 100_000;
 /** Local-metadata key of #prunedTimeMax. */
@@ -259,6 +258,11 @@ export class AuditStore {
   readonly #timeAssigned = new TimeAssignedEntries();
   /** Table names an erasure took out of events (IndexUpdate.erasedTables), to drop from the dictionary once none names them. */
   readonly #erasedTables = new Set<string>();
+  /**
+   * Every eventId an erasure named (erasedIdKey), with that erasure's seq: never stored again.
+   * Erasures are rare and name at most 10,000 records each, so the set is held in memory.
+   */
+  readonly #erasedIds = new Map<string, number>();
   /** The newest entries this node appended, for pulls (LogTail says why). */
   readonly #tail: LogTail;
   #metaVersion = 0;
@@ -331,6 +335,8 @@ export class AuditStore {
     const text = new TextSketchWriter(store.#db);
     await backfillIndexes(store.#db, index, text);
     await backfillErasureIndex(store.#db);
+    await backfillErasedIds(store.#db);
+    for (const [key, value] of await store.#db.iterator({ gte: PREFIX.erasedId, lt: prefixEnd(PREFIX.erasedId) }).all()) store.#erasedIds.set(key.slice(PREFIX.erasedId.length), decodeUint(value));
     store.#index = index;
     store.#text = text;
     const position = await store.#readPosition();
@@ -355,7 +361,7 @@ export class AuditStore {
       chain: store.#chain,
       ledger: store.#ledger,
       days: store.#days,
-      indexIntegrity: (batch, entries, newTables) => addIntegrityPuts(store.#db, batch, entries, { index, newTables, erasedTables: store.#erasedTables, erasedBlocks: store.#staleSketches }),
+      indexIntegrity: (batch, entries, newTables) => addIntegrityPuts(store.#db, batch, entries, { index, newTables, erasedTables: store.#erasedTables, erasedBlocks: store.#staleSketches, erasedIds: store.#erasedIds }),
     });
     const outboxKeys = await store.#db.keys({ gte: PREFIX.outbox, lt: prefixEnd(PREFIX.outbox) }).all();
     store.#outboxCount = outboxKeys.length;
@@ -462,6 +468,7 @@ export class AuditStore {
     // Re-sent after retention deleted them here, and held by the tier: repeats, never written.
     const lookup = this.#tieredCopies;
     let tiered: ReadonlyMap<string, string>;
+    let erasedElsewhere: ReadonlySet<string>;
     let written: WrittenAppend;
     for (;;) {
       // Which events are looked for in the tier depends on what the log holds now: an event it
@@ -472,15 +479,17 @@ export class AuditStore {
       // since could have deleted it (timed at or before the newest time retention deleted);
       // otherwise it is chosen again, and that event is then looked for in the tier. Each round
       // moves such events into the lookup, so the rounds end; ordinary ingest, timed after
-      // anything retention deletes, is never chosen again.
+      // anything retention deletes, is never chosen again. An id an erasure named is looked for
+      // whatever its time, and one held neither here nor by the tier is not written either.
       const deletes = this.#deleteVersion;
-      const candidates = lookup === undefined ? undefined : resendCandidates(events, options.freshIds, this.#prunedTimeMax);
-      tiered = candidates === undefined || lookup === undefined ? NO_TIERED_COPIES : await tieredCopiesOf(this.#db, candidates, lookup);
-      const unchanged =
-        lookup === undefined
-          ? undefined
-          : (absent: readonly EncodedEvent[]) => this.#deleteVersion === deletes || absent.every((event) => candidates?.has(event.eventId) === true || event.timestamp > (this.#prunedTimeMax ?? Number.NEGATIVE_INFINITY));
-      written = await writer.append(tiered.size === 0 ? events : events.filter((event) => !tiered.has(event.eventId)), unchanged === undefined ? options : { ...options, unchanged });
+      const erasedIds = this.#erasedIds;
+      const candidates = resendCandidates(events, options.freshIds, lookup === undefined ? undefined : this.#prunedTimeMax, erasedIds);
+      ({ copies: tiered, erasedElsewhere } = candidates === undefined ? NONE_FOUND : await tieredCopiesOf(this.#db, candidates, lookup, erasedIds));
+      // An erasure applied meanwhile (its writer turn came first) may name an absent event too.
+      const deletedSince = (event: EncodedEvent) => this.#deleteVersion !== deletes && lookup !== undefined && event.timestamp <= (this.#prunedTimeMax ?? Number.NEGATIVE_INFINITY);
+      const unchanged = (absent: readonly EncodedEvent[]) => absent.every((event) => candidates?.has(event.eventId) === true || (!erasedIds.has(event.eventId) && !deletedSince(event)));
+      const toWrite = tiered.size === 0 && erasedElsewhere.size === 0 ? events : events.filter((event) => !tiered.has(event.eventId) && !erasedElsewhere.has(event.eventId));
+      written = await writer.append(toWrite, { ...options, unchanged });
       if (written.stale !== true) break;
     }
     if (options.meta?.length) {
@@ -493,7 +502,13 @@ export class AuditStore {
     // appends queued meanwhile do not wait for that rebuild (it may take many writer turns).
     if (written.rewrote === true) await this.#rebuildStaleSketches();
     const repeats = written.repeated === undefined ? { duplicates: 0, conflicts: [] } : await this.#sortRepeated(written.repeated);
-    if (tiered.size === 0) return { stored: written.stored, ...repeats };
+    if (erasedElsewhere.size > 0) {
+      // Re-sends of erased records whose copies are gone from here and the tier (or the tier
+      // could not be read): not stored again, whatever they hold; counted as repeats, received.
+      repeats.duplicates += events.filter((event) => erasedElsewhere.has(event.eventId)).length;
+      await this.recordReceivedNotStored(events.filter((event) => erasedElsewhere.has(event.eventId)));
+    }
+    if (tiered.size === 0) return { stored: written.stored, ...repeats, ...(erasedElsewhere.size > 0 ? { heldByTier: this.#noteNotStoredAgain([...erasedElsewhere]) } : {}) };
     const fromTier = judgeRepeats(
       events.filter((event) => tiered.has(event.eventId)),
       tiered,
@@ -503,13 +518,21 @@ export class AuditStore {
     const order = new Map<string, number>();
     events.forEach((event, i) => order.set(event.eventId, order.get(event.eventId) ?? i));
     const conflicts = [...repeats.conflicts, ...fromTier.conflicts].sort((a, b) => (order.get(a.eventId) ?? 0) - (order.get(b.eventId) ?? 0));
-    const heldByTier = [...tiered.keys()];
-    this.noteHeldByTier(heldByTier);
+    const heldByTier = this.#noteNotStoredAgain([...tiered.keys(), ...erasedElsewhere]);
     // The retries' sourceSeqs were received (a log that skipped the first copies, as a standby
     // catching up across what its leader deleted does, lacks them): as for a sampled-out read.
     const refused = new Set(fromTier.conflicts.map((conflict) => conflict.eventId));
     await this.recordReceivedNotStored(events.filter((event) => tiered.has(event.eventId) && !refused.has(event.eventId)));
     return { stored: written.stored, duplicates: repeats.duplicates + fromTier.duplicates, conflicts, heldByTier };
+  }
+
+  /**
+   * Ids an append did not store because the tier holds them or an erasure named them: nothing
+   * more will be stored for them, so `ack=replicated` must not wait for them (noteHeldByTier).
+   */
+  #noteNotStoredAgain(eventIds: string[]): string[] {
+    this.noteHeldByTier(eventIds);
+    return eventIds;
   }
 
   /**
@@ -817,7 +840,7 @@ export class AuditStore {
       await days.prepare();
       days.putChanged(batch);
       if (last !== undefined && chain.enabled) {
-        await addIntegrityPuts(db, batch, integrity, { index, newTables, erasedTables: this.#erasedTables, erasedBlocks: this.#staleSketches });
+        await addIntegrityPuts(db, batch, integrity, { index, newTables, erasedTables: this.#erasedTables, erasedBlocks: this.#staleSketches, erasedIds: this.#erasedIds });
         batch.put(CHAIN_HEAD_KEY, JSON.stringify({ seq: last.seq, hash: head.hash }));
         if (carried !== undefined && !carriedHeld && carried.seq > position.lastSeq && carried.seq < last.seq) {
           keptCheckpointSeq = await this.#keepCarriedCheckpoint(db, batch, carried, {

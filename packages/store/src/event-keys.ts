@@ -13,6 +13,9 @@
  *   r!<firstSeq:16>    → {term, received}      term runs: where each run of one term starts in this log
  *   c!<seq:16>         → signed checkpoint    the checkpoint records of the log, by their seq (integrity)
  *   k!<keyId>          → {seq, key}           the public keys registered in the log (integrity)
+ *   e!<seq:16>         → ''                   the erasure records of the log, by their seq
+ *   v!<eventId>        → <seq:16>             an eventId an erasure named (that erasure's seq): never stored again;
+ *                                    kept for good (retention and log cuts leave it), so a re-send cannot bring erased values back
  *   h!<sourceId>!<from:16> → <to>             one range of sourceSeqs received from a source (source-ledger-keys.ts);
  *   h!<sourceId>!j     → <joined>             its sourceSeqs joined into its ranges that never arrived
  *   g!<sourceId>       → [[from, to], …]      a source's ranges as versions before stored them, moved to h! when opened
@@ -53,6 +56,7 @@ export const PREFIX = {
   checkpoint: 'c!',
   key: 'k!',
   erasure: 'e!',
+  erasedId: 'v!',
 } as const;
 
 /** The first key after every key with `prefix` ('!' + 1 = '"'). */
@@ -104,6 +108,11 @@ export function checkpointKey(seq: number): string {
 /** An erasure record's entry in the index of erasure records (empty value): the tier finds them by seq range. */
 export function erasureKey(seq: number): string {
   return PREFIX.erasure + encodeUint(seq);
+}
+
+/** An eventId an erasure named, with that erasure's seq as the value (see the layout above). */
+export function erasedIdKey(eventId: string): string {
+  return PREFIX.erasedId + eventId;
 }
 
 export function keyKey(keyId: string): string {

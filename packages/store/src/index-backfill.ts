@@ -1,7 +1,7 @@
 import type { Level } from 'level';
-import { integrityKindOf } from '@auditlake/integrity';
+import { integrityKindOf, parseErasureDetails } from '@auditlake/integrity';
 import { INTEGRITY_ACTIONS, SELF_SOURCE, type StoredEvent } from '@auditlake/model';
-import { PREFIX, decodeUint, erasureKey, localKey, prefixEnd } from './event-keys.js';
+import { PREFIX, decodeUint, encodeUint, erasedIdKey, erasureKey, localKey, prefixEnd, seqKey } from './event-keys.js';
 import { termsFromJson, type IndexWriter } from './index-writer.js';
 import { indexValuePrefix, SUFFIX_LENGTH } from './index-keys.js';
 import { blockOfSeq } from './text-sketch.js';
@@ -13,6 +13,8 @@ const INDEX_VERSION_NAME = 'indexVersion';
 const INDEX_VERSION = '2';
 /** Local-metadata name set once the index of erasure records is complete (erasureKey). */
 const ERASURE_INDEX_NAME = 'erasureIndex';
+/** Local-metadata name set once every erasure record the log holds has its erased ids recorded (erasedIdKey). */
+const ERASED_IDS_NAME = 'erasedIds';
 
 /** Events indexed per batch while building the indexes of an existing store. */
 const BACKFILL_BATCH_EVENTS = 10_000;
@@ -93,4 +95,38 @@ function isErasureRecordJson(json: string): boolean {
   if (!json.includes(INTEGRITY_ACTIONS.erase)) return false;
   const event = JSON.parse(json) as StoredEvent;
   return integrityKindOf(event.source, event.action) === 'erase';
+}
+
+/**
+ * Records the eventIds named by the erasure records the log holds, for a store whose erasures
+ * were applied before erased ids were kept (erasedIdKey): otherwise a re-send of such an event,
+ * once retention deleted its erased copy here, would be stored again with its values. Erasure
+ * records retention already deleted cannot be read back; their ids stay unknown here. Runs once
+ * per store, after backfillErasureIndex. Returns how many ids it recorded.
+ */
+export async function backfillErasedIds(db: Level<string, string>): Promise<number> {
+  if ((await db.get(localKey(ERASED_IDS_NAME))) === '1') return 0;
+  let recorded = 0;
+  const erasureSeqs = (await db.keys({ gte: PREFIX.erasure, lt: prefixEnd(PREFIX.erasure) }).all()).map((key) => decodeUint(key.slice(PREFIX.erasure.length)));
+  for (const seq of erasureSeqs) {
+    const suffix = await db.get(seqKey(seq));
+    const json = suffix === undefined ? undefined : await db.get(PREFIX.time + suffix + encodeUint(seq));
+    if (json === undefined) continue;
+    let records;
+    try {
+      records = parseErasureDetails((JSON.parse(json) as StoredEvent).details).records;
+    } catch {
+      continue; // Not erasure details: it erased nothing.
+    }
+    const batch = db.batch();
+    for (const ref of records) {
+      if (ref.seq >= seq) continue;
+      batch.put(erasedIdKey(ref.eventId), encodeUint(seq));
+      recorded++;
+    }
+    await batch.write({ sync: false });
+  }
+  // Synced, and only after every id: a crash before it means the backfill runs again.
+  await db.put(localKey(ERASED_IDS_NAME), '1', { sync: true });
+  return recorded;
 }

@@ -1,7 +1,7 @@
 import type { StoredEvent } from '@auditlake/model';
 import { composeStoredEvent, eraseRecordFields, parseErasureDetails, parsePublishedKey } from '@auditlake/integrity';
 import type { Level } from 'level';
-import { PREFIX, checkpointKey, decodeUint, erasureKey, idKey, keyKey } from './event-keys.js';
+import { PREFIX, checkpointKey, decodeUint, encodeUint, erasedIdKey, erasureKey, idKey, keyKey } from './event-keys.js';
 import type { IntegrityEntry } from './record-chain.js';
 import { termsFromJson, type IndexWriter } from './index-writer.js';
 import { blockOfSeq } from './text-sketch.js';
@@ -25,6 +25,8 @@ export interface IndexUpdate {
   erasedTables?: Set<string>;
   /** Collects the free-text blocks an erasure rewrote events in (their sketches are marked stale in the batch). */
   erasedBlocks?: Set<number>;
+  /** Collects each eventId an erasure names, with the erasure's seq (its erasedIdKey is put in the batch). */
+  erasedIds?: Map<string, number>;
 }
 
 /** A public key the log registered, as the key index keeps it. */
@@ -81,6 +83,10 @@ async function eraseTargets(db: Level<string, string>, batch: PutSink, entry: In
   for (const ref of details.records) {
     // Only earlier records, and only the one the erasure names (same eventId at the same seq).
     if (ref.seq >= entry.seq) continue;
+    // Held here or not (retention may have deleted it, the tier holding it): the id is never
+    // stored again, so a re-send cannot bring the erased values back (AuditStore.appendEncoded).
+    batch.put(erasedIdKey(ref.eventId), encodeUint(entry.seq));
+    indexes.erasedIds?.set(ref.eventId, entry.seq);
     const suffix = await db.get(idKey(ref.eventId));
     if (suffix === undefined || decodeUint(suffix.slice(16)) !== ref.seq) continue;
     const key = PREFIX.time + suffix;

@@ -1,9 +1,14 @@
 // Goal: an event re-sent after retention deleted its local copy is judged against the copy the
 // tier holds (a retry: a duplicate, nothing written; other content: a conflict), looked for only
 // when it can be such a re-send (an id the client chose, timed at or before the newest event
-// retention deleted, not in the log), and an append whose lookup fails stores nothing.
-import { newSaltKey, RecordHasher } from '@auditlake/integrity';
-import { encodeEvent, type AuditEvent, type EncodedEvent } from '@auditlake/model';
+// retention deleted, not in the log), and an append whose lookup fails stores nothing. An
+// eventId an erasure named is never stored again: a re-send of it (whatever its time, with a
+// tier or without one) cannot bring the erased values back, on the leader, on a standby that
+// applied the erasure, after a restart, for erasures applied before ids were kept, and when
+// the erasure lands while the re-send is being chosen.
+import { Level } from 'level';
+import { encodeErasureDetails, INTEGRITY_ACTIONS, newSaltKey, RecordHasher } from '@auditlake/integrity';
+import { encodeEvent, SELF_SOURCE, type AuditEvent, type EncodedEvent } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
 import type { AuditStore, TieredCopyLookup } from '../src/index.js';
 import { useTempStores } from './temp-stores.js';
@@ -29,7 +34,7 @@ async function prunedStore() {
   // What the tier holds of it: the record as the log stored it (its salt included).
   const tierCopy = JSON.stringify(await store.getByEventId('gone'));
   expect((await store.pruneBefore(OLD_MS + 1, 100, async () => true)).deleted).toBe(1);
-  const asked: Array<Map<string, number>> = [];
+  const asked: Array<Map<string, number | undefined>> = [];
   let failure: Error | undefined;
   const lookup: TieredCopyLookup = async (eventTimes) => {
     asked.push(new Map(eventTimes));
@@ -44,10 +49,10 @@ async function prunedStore() {
  * A tier lookup whose first call waits until `release()` (later ones answer at once), answering
  * the copies `tier` holds of the ids asked for; `asked` records each call's ids and times.
  */
-function gatedLookup(store: AuditStore, tier: ReadonlyMap<string, string>): { asked: Array<Map<string, number>>; release: () => void } {
+function gatedLookup(store: AuditStore, tier: ReadonlyMap<string, string>): { asked: Array<Map<string, number | undefined>>; release: () => void } {
   let release!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));
-  const asked: Array<Map<string, number>> = [];
+  const asked: Array<Map<string, number | undefined>> = [];
   store.setTieredCopyLookup(async (times) => {
     asked.push(new Map(times));
     if (asked.length === 1) await gate;
@@ -181,5 +186,124 @@ describe('events re-sent after retention deleted them', () => {
     expect(asked).toHaveLength(1);
     expect(result.stored.map((s) => s.eventId)).toEqual(['X']);
     expect(result.duplicates).toBe(1);
+  });
+});
+
+const SECRET = 'erin-secret-user';
+
+/** Appends an erasure of `fields` of the records named (by eventId and seq), timed after everything pruned here. */
+async function erase(store: AuditStore, records: Array<{ eventId: string; seq: number }>, fields: Array<'userId' | 'query'> = ['userId']): Promise<void> {
+  const details = encodeErasureDetails({ v: 1, fields, records });
+  await store.append([{ ...ev(`erase-${records[0]!.eventId}`, { timestamp: OLD_MS + 50_000 }), source: SELF_SOURCE, action: INTEGRITY_ACTIONS.erase, details }]);
+}
+
+/** Every stored event holding the erased value anywhere in its text. */
+async function holdingSecret(store: AuditStore): Promise<string[]> {
+  return (await store.readBySeq(0, 1_000)).filter((e) => JSON.stringify(e).includes(SECRET)).map((e) => e.eventId);
+}
+
+/** A store holding `x` (userId SECRET), erased, then deleted by retention (the erasure record kept). */
+async function erasedAndPruned() {
+  const { store, location } = await stores.open();
+  await store.appendEncoded([ingested(ev('x', { userId: SECRET }))]);
+  const seq = (await store.getByEventId('x'))!.seq;
+  await erase(store, [{ eventId: 'x', seq }]);
+  const tierCopy = JSON.stringify(await store.getByEventId('x'));
+  expect(tierCopy).not.toContain(SECRET);
+  expect((await store.pruneBefore(OLD_MS + 1, 100, async () => true)).deleted).toBe(1);
+  expect(await store.getByEventId('x')).toBeUndefined();
+  return { store, location, seq, tierCopy };
+}
+
+/** The re-send a source makes without `ts`: the original values, the server's time now (after anything deleted). */
+const resent = (overrides: Partial<AuditEvent> = {}): EncodedEvent => ({ ...ingested(ev('x', { userId: SECRET, timestamp: OLD_MS + 100_000, ...overrides })), timeAssigned: true });
+
+describe('events an erasure named', () => {
+  it('are never stored again once retention deleted the erased copy, whatever their time, with no tier at all; an id never erased still is', async () => {
+    const { store, location } = await erasedAndPruned();
+    const lastSeq = store.position.lastSeq;
+    expect(await store.appendEncoded([resent()])).toEqual({ stored: [], duplicates: 1, conflicts: [], heldByTier: ['x'] });
+    // Not even under other content: the id is spent.
+    expect((await store.appendEncoded([resent({ query: 'DROP TABLE t1' })])).stored).toEqual([]);
+    expect(store.position.lastSeq).toBe(lastSeq);
+    expect(await holdingSecret(store)).toEqual([]);
+    // Control: a deleted event no erasure named, re-sent after the newest deleted time, is stored (no tier to ask).
+    await store.appendEncoded([ingested(ev('plain'))]);
+    expect((await store.pruneBefore(OLD_MS + 1, 100, async () => true)).deleted).toBe(1);
+    expect((await store.appendEncoded([ingested(ev('plain', { timestamp: OLD_MS + 100_000 }))])).stored.map((e) => e.eventId)).toEqual(['plain']);
+    // Kept over a restart.
+    await stores.close(store);
+    const { store: reopened } = await stores.open(location);
+    expect((await reopened.appendEncoded([resent()])).duplicates).toBe(1);
+    expect(await holdingSecret(reopened)).toEqual([]);
+  });
+
+  it('are looked for in every tier file (no time) and judged against the tier\'s erased copy: the same record a duplicate, other content a conflict, neither stored', async () => {
+    const { store, tierCopy } = await erasedAndPruned();
+    const asked: Array<Map<string, number | undefined>> = [];
+    store.setTieredCopyLookup(async (times) => {
+      asked.push(new Map(times));
+      return new Map([...times.keys()].filter((id) => id === 'x').map((id) => [id, tierCopy]));
+    });
+    // The erased field counts as equal: the original values are the same record.
+    expect(await store.appendEncoded([resent()])).toMatchObject({ stored: [], duplicates: 1, conflicts: [] });
+    expect(asked).toEqual([new Map([['x', undefined]])]);
+    const other = await store.appendEncoded([resent({ query: 'DROP TABLE t1' })]);
+    expect(other.stored).toEqual([]);
+    expect(other.conflicts.map((c) => c.eventId)).toEqual(['x']);
+    // The tier cannot be read: still not stored (the lookup's own failure fails the append, as for any re-send).
+    store.setTieredCopyLookup(async () => new Map());
+    expect((await store.appendEncoded([resent()])).duplicates).toBe(1);
+    expect(await holdingSecret(store)).toEqual([]);
+  });
+
+  it('a standby that applied the erasure refuses the re-send too once it leads, also after a restart', async () => {
+    const { store: leader } = await stores.open();
+    await leader.appendEncoded([ingested(ev('x', { userId: SECRET }))]);
+    await erase(leader, [{ eventId: 'x', seq: (await leader.getByEventId('x'))!.seq }]);
+    const { store: standby, location } = await stores.open();
+    await standby.applyReplicated(await leader.readEncodedBySeq(0, 10), []);
+    expect((await standby.pruneBefore(OLD_MS + 1, 100, async () => true)).deleted).toBe(1);
+    expect((await standby.appendEncoded([resent()])).stored).toEqual([]);
+    await stores.close(standby);
+    const { store: reopened } = await stores.open(location);
+    expect((await reopened.appendEncoded([resent()])).stored).toEqual([]);
+    expect(await holdingSecret(reopened)).toEqual([]);
+  });
+
+  it('a store whose erasures were applied before erased ids were kept learns them from its erasure records when opened', async () => {
+    const { store, location } = await erasedAndPruned();
+    await stores.close(store);
+    // As a store of the version before: no erased-id keys, no mark that they were recorded.
+    const db = new Level<string, string>(location, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
+    await db.open();
+    const keys = await db.keys({ gte: 'v!', lt: 'v"' }).all();
+    expect(keys).toEqual(['v!x']);
+    await db.batch([...keys.map((key) => ({ type: 'del' as const, key })), { type: 'del', key: 'l!erasedIds' }]);
+    await db.close();
+    const { store: reopened } = await stores.open(location);
+    expect((await reopened.appendEncoded([resent()])).stored).toEqual([]);
+    expect(await holdingSecret(reopened)).toEqual([]);
+  });
+
+  it('a re-send chosen before an erasure of its deleted copy was written is chosen again, and not stored', async () => {
+    const { store } = await stores.open();
+    await store.appendEncoded([ingested(ev('x', { userId: SECRET }))]);
+    const seq = (await store.getByEventId('x'))!.seq;
+    expect((await store.pruneBefore(OLD_MS + 1, 100, async () => true)).deleted).toBe(1);
+    // X is looked up first and waits; the tier is asked for nothing it holds.
+    const { asked, release } = gatedLookup(store, new Map());
+    const pending = store.appendEncoded([ingested(ev('X', { timestamp: OLD_MS - 1 })), resent()]);
+    await expect.poll(() => asked.length).toBe(1);
+    // x was not a candidate: timed after the newest deleted time, no erasure named it yet.
+    expect(asked[0]).toEqual(new Map([['X', OLD_MS - 1]]));
+    // The erasure of x (held only by the tier now) lands while X is looked for.
+    await erase(store, [{ eventId: 'x', seq }]);
+    release();
+    const result = await pending;
+    expect(asked[1]).toEqual(new Map([['X', OLD_MS - 1], ['x', undefined]]));
+    expect(result.stored.map((e) => e.eventId)).toEqual(['X']);
+    expect(result.duplicates).toBe(1);
+    expect(await holdingSecret(store)).toEqual([]);
   });
 });
