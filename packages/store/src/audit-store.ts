@@ -1,7 +1,7 @@
 import { mkdir, readdir, stat } from 'node:fs/promises';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { join } from 'node:path';
-import { AuditError, AuditErrorCode, compileFilter, encodeEvent, storedEventJson, storedToOutputJson, toAuditEvent, upperTimeMs, type AuditEvent, type EncodedEvent, type SearchFilter, type StoredEvent } from '@auditlake/model';
+import { AuditError, AuditErrorCode, compileFilter, INTEGRITY_ACTIONS, encodeEvent, storedEventJson, storedToOutputJson, toAuditEvent, upperTimeMs, type AuditEvent, type EncodedEvent, type SearchFilter, type StoredEvent } from '@auditlake/model';
 import { Level } from 'level';
 import {
   PREFIX,
@@ -106,6 +106,8 @@ const BLOCK_CACHE_BYTES = 256 * 1024 * 1024;
 
 /** How a stored event's JSON names its sourceSeq (the ledger reads only entries holding it). */
 const SOURCE_SEQ_KEY = ',"sourceSeq":';
+/** The erasure action as its JSON member: an entry without these bytes is not an erasure record. */
+const ERASE_ACTION_TEXT = `"action":${JSON.stringify(INTEGRITY_ACTIONS.erase)}`;
 
 /** Local-metadata key of the seq ranges retention deleted (PrunedRanges). */
 const PRUNED_RANGES_KEY = localKey('prunedRanges');
@@ -826,6 +828,11 @@ export class AuditStore {
           head = verified.chainHash === undefined ? head : { hash: verified.chainHash, started: true };
           if (verified.integrity) integrity.push(verified.integrity);
           if (entry.seq === carriedCovers) coveredHash = verified.chainHash;
+        } else if (entryBuffer.includes(ERASE_ACTION_TEXT)) {
+          // Without the chain nothing here is verified, but the leader's erasure is applied all
+          // the same: a standby configured otherwise than its leader must not keep erased values.
+          const record = JSON.parse(entryBuffer.toString('utf8')) as StoredEvent;
+          if (integrityKindOf(record.source, record.action) === 'erase') integrity.push({ kind: 'erase', seq: entry.seq, details: record.details });
         }
         if (entry.seq === carried?.seq) carriedHeld = true;
         putEvent(batch, entry.eventId, entry.timestamp, entry.seq, entry.bytes);
@@ -839,6 +846,7 @@ export class AuditStore {
       ledger.putChanged(batch);
       await days.prepare();
       days.putChanged(batch);
+      if (last !== undefined && !chain.enabled && integrity.length > 0) await addIntegrityPuts(db, batch, integrity, { index, newTables, erasedTables: this.#erasedTables, erasedBlocks: this.#staleSketches, erasedIds: this.#erasedIds });
       if (last !== undefined && chain.enabled) {
         await addIntegrityPuts(db, batch, integrity, { index, newTables, erasedTables: this.#erasedTables, erasedBlocks: this.#staleSketches, erasedIds: this.#erasedIds });
         batch.put(CHAIN_HEAD_KEY, JSON.stringify({ seq: last.seq, hash: head.hash }));

@@ -271,6 +271,26 @@ describe('events an erasure named', () => {
     expect(await holdingSecret(reopened)).toEqual([]);
   });
 
+  it('a standby with the record chain off applies the leader\'s erasure all the same: no copy of the erased value stays there', async () => {
+    const { store: leader } = await stores.open();
+    await leader.appendEncoded([ingested(ev('x', { userId: SECRET })), ingested(ev('y', { timestamp: OLD_MS + 5 }))]);
+    const { store: standby } = await stores.open(undefined, undefined, { chain: false });
+    // x reaches the standby before the erasure does, as it would in a cluster.
+    await standby.applyReplicated(await leader.readEncodedBySeq(0, 10), []);
+    expect(await holdingSecret(standby)).toEqual(['x']);
+    await erase(leader, [{ eventId: 'x', seq: (await leader.getByEventId('x'))!.seq }]);
+    await standby.applyReplicated(await leader.readEncodedBySeq(2, 10), []);
+    expect(await holdingSecret(standby)).toEqual([]);
+    expect((await standby.getByEventId('x'))?.userId).toBe('[erased by auditlake]');
+    // Nor in the user index, which an indexed search reads.
+    const found: string[] = [];
+    for await (const event of standby.search({ user: SECRET, action: 'all' })) found.push(event.eventId);
+    expect(found).toEqual([]);
+    // And it keeps the id: leading later, it does not store a re-send.
+    expect((await standby.pruneBefore(OLD_MS + 1, 100, async () => true)).deleted).toBe(1);
+    expect((await standby.appendEncoded([resent()])).stored).toEqual([]);
+  });
+
   it('a store whose erasures were applied before erased ids were kept learns them from its erasure records when opened', async () => {
     const { store, location } = await erasedAndPruned();
     await stores.close(store);
