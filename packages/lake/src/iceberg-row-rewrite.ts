@@ -23,7 +23,8 @@ import {
 import { AuditError, AuditErrorCode, isAuditError } from '@auditlake/model';
 import { carriedSummary, COMMIT_ATTEMPTS_MAX, type MaintenanceContext } from './iceberg-maintenance-context.js';
 import { currentManifests, isLive, type ResolvedManifest } from './iceberg-table-files.js';
-import { expireIcebergSnapshots } from './iceberg-snapshot-expiry.js';
+import { expireIcebergSnapshots, reachedOnlyByExpiring } from './iceberg-snapshot-expiry.js';
+import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import { metadataFileKey, s3Key } from './iceberg-table-ref.js';
 import { loadIcebergTable, type LoadedTable } from './iceberg-table.js';
 import { commitMetadataVersion } from './iceberg-version-commit.js';
@@ -255,14 +256,21 @@ export interface PurgeResult {
  */
 export async function purgeReplacedFiles(context: MaintenanceContext, loaded: LoadedTable): Promise<PurgeResult> {
   if (loaded.metadata.properties[PURGE_FILES_PROPERTY] === undefined) return { loaded, snapshotsExpired: 0, filesDeleted: 0 };
-  const paths = [...new Set(purgeList(loaded))];
+  // What the expiry below will delete is added to the property first: older manifests hold
+  // column bounds (values) and older data files the values themselves, and a crash after the
+  // expiry's commit, before its deletes, would otherwise leave them named by nothing until
+  // orphan cleanup (days). Named here, the next pass deletes them.
+  const listed = purgeList(loaded);
+  const unlisted = (await reachedOnlyByExpiring(context, loaded, 1)).filter((path) => !listed.includes(path));
+  const recorded = unlisted.length === 0 ? loaded : await commitProperties(context, loaded, { [PURGE_FILES_PROPERTY]: JSON.stringify([...listed, ...unlisted]) }, []);
+  const paths = [...new Set(purgeList(recorded))];
   // No grace: the replaced files hold the erased values, which must leave the bucket now.
-  const expired = await expireIcebergSnapshots(context, loaded, 1, 0);
+  const expired = await expireIcebergSnapshots(context, recorded, 1, 0);
   const live = new Set((await currentManifests(context.objects, context.table, expired.loaded.metadata)).flatMap((m) => m.entries.filter(isLive).map((e) => e.data_file.file_path)));
   const doomed = paths.filter((path) => !live.has(path));
   if (doomed.length !== paths.length) throw new Error(`assertion failed: a replaced file is live again in ${context.table.identifier}`);
   await context.onStep?.('purge-expired');
-  for (const path of doomed) await context.objects.delete(s3Key(context.table, path));
+  await mapBounded(doomed, OBJECT_REQUESTS_IN_FLIGHT_MAX, (path) => context.objects.delete(s3Key(context.table, path)));
   const committed = await commitProperties(context, expired.loaded, {}, [PURGE_FILES_PROPERTY]);
   return { loaded: committed, snapshotsExpired: expired.snapshotsExpired, filesDeleted: expired.filesDeleted + doomed.length };
 }

@@ -57,6 +57,22 @@ export async function expireIcebergSnapshots(context: MaintenanceContext, loaded
 }
 
 /**
+ * What {@link expireIcebergSnapshots} with `retainLast` and no grace would delete from the table
+ * as `loaded` holds it: every path (manifest list, manifest, data file) that only the snapshots
+ * it would expire reach. Read before expiring, so a caller can record the list first.
+ */
+export async function reachedOnlyByExpiring(context: MaintenanceContext, loaded: LoadedTable, retainLast: number): Promise<string[]> {
+  const cache = new ManifestCache();
+  const kept = retainedSnapshotIds(loaded.metadata, retainLast);
+  const keptReach = new Set<string>();
+  const expiredReach = new Set<string>();
+  for (const snapshot of loaded.metadata.snapshots) {
+    await snapshotReach(context.objects, context.table, snapshot, cache, kept.has(snapshot['snapshot-id']) ? keptReach : expiredReach);
+  }
+  return [...expiredReach].filter((path) => !keptReach.has(path));
+}
+
+/**
  * Between maintenance runs a table may grow to this many times `snapshot.retain.last`
  * snapshots; the sweep's commit that reaches it expires back down to `retain.last`. Each
  * snapshot adds about half a KiB to every later `vN.metadata.json`, and a sweep that keeps up
