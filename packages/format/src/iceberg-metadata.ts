@@ -492,6 +492,28 @@ export function expireSnapshots(metadata: IcebergTableMetadata, options: ExpireS
 }
 
 /**
+ * The next table metadata without the branches and tags (every ref but `main`) that point at a
+ * snapshot other than the current one, and no new snapshot; undefined when there are none. An
+ * erasure's purge drops them: a snapshot they kept would keep the erased values.
+ */
+export function dropRefsOffCurrent(metadata: IcebergTableMetadata, options: { nowMs: number; previousMetadataPath: string; metadataLogEntriesMax?: number }): IcebergTableMetadata | undefined {
+  checkBase(metadata);
+  checkAbsolutePath('previousMetadataPath', options.previousMetadataPath);
+  checkMs('nowMs', options.nowMs);
+  const current = metadata['current-snapshot-id'];
+  const refs = Object.fromEntries(Object.entries(metadata.refs).filter(([name, ref]) => name === 'main' || ref['snapshot-id'] === current));
+  if (Object.keys(refs).length === Object.keys(metadata.refs).length) return undefined;
+  const next: IcebergTableMetadata = {
+    ...metadata,
+    refs,
+    'last-updated-ms': Math.max(options.nowMs, metadata['last-updated-ms'] + 1),
+    'metadata-log': nextMetadataLog(metadata, options.previousMetadataPath, checkedLogMax(options.metadataLogEntriesMax)),
+  };
+  assertValid(checkTableMetadata(next));
+  return next;
+}
+
+/**
  * The next table metadata with `set` properties written and `remove` ones dropped, and no new
  * snapshot (a properties-only commit, as Java's `UpdateProperties`): a `metadata-log` entry for
  * the previous file as in every commit. Returns undefined when nothing would change.

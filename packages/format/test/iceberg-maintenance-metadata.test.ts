@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   appendSnapshot,
   checkTableMetadata,
+  dropRefsOffCurrent,
   expireSnapshots,
   newTableMetadata,
   readWatermarkFromMetadata,
@@ -92,6 +93,23 @@ describe('replaceSnapshot', () => {
         deletedFiles: { records: 20, files: 2, sizeBytes: 2 },
       }),
     ).toThrow(/added-records 19 must equal deleted-records 20/);
+  });
+});
+
+describe('dropRefsOffCurrent', () => {
+  it('drops every branch and tag but main that points at another snapshot than the current one, so expiry no longer keeps it', () => {
+    const before = appended(5);
+    const refs = { ...before.refs, audit2025: { 'snapshot-id': 1002, type: 'tag' as const }, audit: { 'snapshot-id': 1003, type: 'branch' as const }, latest: { 'snapshot-id': 1005, type: 'tag' as const } };
+    const tagged = { ...before, refs };
+    const after = dropRefsOffCurrent(tagged, { nowMs: T0, previousMetadataPath: metadataPath(6) })!;
+    expect(Object.keys(after.refs).sort()).toEqual(['latest', 'main']);
+    expect(after['metadata-log'].at(-1)!['metadata-file']).toBe(metadataPath(6));
+    expect(after.snapshots).toEqual(before.snapshots);
+    expect([...retainedSnapshotIds(after, 1)]).toEqual([1005]);
+    expect(checkTableMetadata(JSON.parse(JSON.stringify(after)))).toEqual([]);
+    // Nothing to drop: no new version.
+    expect(dropRefsOffCurrent(after, { nowMs: T0, previousMetadataPath: metadataPath(7) })).toBeUndefined();
+    expect(dropRefsOffCurrent(before, { nowMs: T0, previousMetadataPath: metadataPath(7) })).toBeUndefined();
   });
 });
 

@@ -6,6 +6,7 @@ import {
   currentSchema,
   dayPartitionPath,
   decodeLongBound,
+  dropRefsOffCurrent,
   encodeManifest,
   encodeManifestList,
   icebergParquetKvMetadata,
@@ -16,6 +17,7 @@ import {
   summarizeAddedFiles,
   updateProperties,
   type DataFile,
+  type IcebergTableMetadata,
   type ManifestEntry,
   type ManifestFile,
   type TieredEvent,
@@ -225,9 +227,14 @@ function purgeList(loaded: LoadedTable): string[] {
 
 /** Commits `set` (and drops `remove`) as a properties-only version; the table as it is when nothing changes. Re-applied when another commit wins. */
 export async function commitProperties(context: MaintenanceContext, loaded: LoadedTable, set: Readonly<Record<string, string>>, remove: readonly string[]): Promise<LoadedTable> {
+  return commitChange(context, loaded, (base) => updateProperties(base.metadata, { set, remove, nowMs: context.now(), previousMetadataPath: base.metadataPath, metadataLogEntriesMax: context.metadataLogEntriesMax }));
+}
+
+/** Commits the version `change` makes of the table as it is (undefined: nothing to commit); made again on the table as it is then when another commit wins. */
+async function commitChange(context: MaintenanceContext, loaded: LoadedTable, change: (base: LoadedTable) => IcebergTableMetadata | undefined): Promise<LoadedTable> {
   let base = loaded;
   for (let attemptNumber = 1; ; attemptNumber++) {
-    const next = updateProperties(base.metadata, { set, remove, nowMs: context.now(), previousMetadataPath: base.metadataPath, metadataLogEntriesMax: context.metadataLogEntriesMax });
+    const next = change(base);
     if (next === undefined) return base;
     try {
       return await commitMetadataVersion(context.objects, context.table, base, next, context.fence);
@@ -260,9 +267,12 @@ export async function purgeReplacedFiles(context: MaintenanceContext, loaded: Lo
   // column bounds (values) and older data files the values themselves, and a crash after the
   // expiry's commit, before its deletes, would otherwise leave them named by nothing until
   // orphan cleanup (days). Named here, the next pass deletes them.
-  const listed = purgeList(loaded);
-  const unlisted = (await reachedOnlyByExpiring(context, loaded, 1)).filter((path) => !listed.includes(path));
-  const recorded = unlisted.length === 0 ? loaded : await commitProperties(context, loaded, { [PURGE_FILES_PROPERTY]: JSON.stringify([...listed, ...unlisted]) }, []);
+  // Branches and tags other than main go first: the expiry keeps every snapshot a ref names,
+  // and one made before the rewrite (by another engine) would keep the values readable.
+  const unpinned = await commitChange(context, loaded, (base) => dropRefsOffCurrent(base.metadata, { nowMs: context.now(), previousMetadataPath: base.metadataPath, metadataLogEntriesMax: context.metadataLogEntriesMax }));
+  const listed = purgeList(unpinned);
+  const unlisted = (await reachedOnlyByExpiring(context, unpinned, 1)).filter((path) => !listed.includes(path));
+  const recorded = unlisted.length === 0 ? unpinned : await commitProperties(context, unpinned, { [PURGE_FILES_PROPERTY]: JSON.stringify([...listed, ...unlisted]) }, []);
   const paths = [...new Set(purgeList(recorded))];
   // No grace: the replaced files hold the erased values, which must leave the bucket now.
   const expired = await expireIcebergSnapshots(context, recorded, 1, 0);
