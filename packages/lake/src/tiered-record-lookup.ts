@@ -18,10 +18,9 @@ export interface TieredLookupOptions {
    * Each id's event time, when the copies looked for have it (a client re-sending an event with
    * its own `ts`): a file is read only for the ids whose time lies within the event-time bounds
    * its commit recorded (and a row group only when its `ts` statistics hold it), and a file that
-   * holds none of those times is not opened. An id whose time is undefined (or absent) is
-   * looked for in every file.
+   * holds none of those times is not opened.
    */
-  eventTimes?: ReadonlyMap<string, number | undefined>;
+  eventTimes?: ReadonlyMap<string, number>;
   /** Read each match's whole row (`event`), not only its seq, source and action. */
   wholeRows?: boolean;
 }

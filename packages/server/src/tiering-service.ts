@@ -269,12 +269,12 @@ export class TieringService {
   /**
    * The copies the tier holds of events a client re-sent after local retention deleted them
    * (the store's TieredCopyLookup): each looked for only in files whose event-time bounds hold
-   * its time (in every file when it has none: an id an erasure named), and answered as the stored JSON of one copy, by eventId. When the tier cannot be
+   * its time, and answered as the stored JSON of one copy, by eventId. When the tier cannot be
    * read, none: an outage of the bucket never stops ingest (the log keeps collecting), so the
    * events are stored as new, counted and logged, and the tier may then hold them twice. The
    * lookups take turns (ResendLookupGate): when too many wait, this throws ResendLookupsBusy.
    */
-  async tieredCopies(eventTimes: ReadonlyMap<string, number | undefined>): Promise<ReadonlyMap<string, string>> {
+  async tieredCopies(eventTimes: ReadonlyMap<string, number>): Promise<ReadonlyMap<string, string>> {
     let found: Map<string, TieredRecordRef[]>;
     try {
       const sources = await this.tierSources();

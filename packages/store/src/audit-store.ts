@@ -33,6 +33,7 @@ import { rangeBatchesNewestFirst } from './range-values.js';
 import { StoredEventText } from './stored-event-text.js';
 import { indexValuePrefix, tableNameKey, type IndexField } from './index-keys.js';
 import { backfillErasedIds, backfillErasureIndex, backfillIndexes } from './index-backfill.js';
+import { ErasedIds } from './erased-ids.js';
 import { backfillLedger } from './ledger-backfill.js';
 import { TextSketchWriter } from './text-sketch-writer.js';
 import { TEXT_BLOCK_SEQS, blockOfSeq, textSketchKey } from './text-sketch.js';
@@ -260,11 +261,8 @@ export class AuditStore {
   readonly #timeAssigned = new TimeAssignedEntries();
   /** Table names an erasure took out of events (IndexUpdate.erasedTables), to drop from the dictionary once none names them. */
   readonly #erasedTables = new Set<string>();
-  /**
-   * Every eventId an erasure named (erasedIdKey), with that erasure's seq: never stored again.
-   * Erasures are rare and name at most 10,000 records each, so the set is held in memory.
-   */
-  readonly #erasedIds = new Map<string, number>();
+  /** Every eventId an erasure named, with the fields erased (erased-ids.ts): its values never come back. */
+  #erasedIds!: ErasedIds;
   /** The newest entries this node appended, for pulls (LogTail says why). */
   readonly #tail: LogTail;
   #metaVersion = 0;
@@ -337,8 +335,8 @@ export class AuditStore {
     const text = new TextSketchWriter(store.#db);
     await backfillIndexes(store.#db, index, text);
     await backfillErasureIndex(store.#db);
-    await backfillErasedIds(store.#db);
-    for (const [key, value] of await store.#db.iterator({ gte: PREFIX.erasedId, lt: prefixEnd(PREFIX.erasedId) }).all()) store.#erasedIds.set(key.slice(PREFIX.erasedId.length), decodeUint(value));
+    store.#erasedIds = await ErasedIds.load(store.#db);
+    await backfillErasedIds(store.#db, store.#erasedIds);
     store.#index = index;
     store.#text = text;
     const position = await store.#readPosition();
@@ -363,7 +361,11 @@ export class AuditStore {
       chain: store.#chain,
       ledger: store.#ledger,
       days: store.#days,
-      indexIntegrity: (batch, entries, newTables) => addIntegrityPuts(store.#db, batch, entries, { index, newTables, erasedTables: store.#erasedTables, erasedBlocks: store.#staleSketches, erasedIds: store.#erasedIds }),
+      indexIntegrity: async (batch, entries, newTables) => {
+        const erasedIds = store.#erasedIds.begin();
+        const rewrote = await addIntegrityPuts(store.#db, batch, entries, { index, newTables, erasedTables: store.#erasedTables, erasedBlocks: store.#staleSketches, erasedIds });
+        return { rewrote, commit: () => erasedIds.commit() };
+      },
     });
     const outboxKeys = await store.#db.keys({ gte: PREFIX.outbox, lt: prefixEnd(PREFIX.outbox) }).all();
     store.#outboxCount = outboxKeys.length;
@@ -486,10 +488,12 @@ export class AuditStore {
       const deletes = this.#deleteVersion;
       const erasedIds = this.#erasedIds;
       const candidates = resendCandidates(events, options.freshIds, lookup === undefined ? undefined : this.#prunedTimeMax, erasedIds);
-      ({ copies: tiered, erasedElsewhere } = candidates === undefined ? NONE_FOUND : await tieredCopiesOf(this.#db, candidates, lookup, erasedIds));
-      // An erasure applied meanwhile (its writer turn came first) may name an absent event too.
+      ({ copies: tiered, erasedElsewhere } = candidates === undefined ? NONE_FOUND : await tieredCopiesOf(this.#db, candidates, lookup));
       const deletedSince = (event: EncodedEvent) => this.#deleteVersion !== deletes && lookup !== undefined && event.timestamp <= (this.#prunedTimeMax ?? Number.NEGATIVE_INFINITY);
-      const unchanged = (absent: readonly EncodedEvent[]) => absent.every((event) => candidates?.has(event.eventId) === true || (!erasedIds.has(event.eventId) && !deletedSince(event)));
+      // An erasure written since (or earlier in the same write: `erasing`) may name an absent
+      // event, whose values would come back: chosen again, it is then judged as erased.
+      const unchanged = (absent: readonly EncodedEvent[], erasing: ReadonlyMap<string, readonly string[]>) =>
+        absent.every((event) => !erasedIds.bringsBack(event, erasing) && (candidates?.times.has(event.eventId) === true || !deletedSince(event)));
       const toWrite = tiered.size === 0 && erasedElsewhere.size === 0 ? events : events.filter((event) => !tiered.has(event.eventId) && !erasedElsewhere.has(event.eventId));
       written = await writer.append(toWrite, { ...options, unchanged });
       if (written.stale !== true) break;
@@ -750,6 +754,7 @@ export class AuditStore {
     const newTables = new Set<string>();
     let head = chain.head;
     const integrity: IntegrityEntry[] = [];
+    const erasedIds = this.#erasedIds.begin();
     const ledger = this.#ledger.begin();
     const days = this.#days.begin();
     const text = this.#openText();
@@ -846,9 +851,9 @@ export class AuditStore {
       ledger.putChanged(batch);
       await days.prepare();
       days.putChanged(batch);
-      if (last !== undefined && !chain.enabled && integrity.length > 0) await addIntegrityPuts(db, batch, integrity, { index, newTables, erasedTables: this.#erasedTables, erasedBlocks: this.#staleSketches, erasedIds: this.#erasedIds });
+      if (last !== undefined && !chain.enabled && integrity.length > 0) await addIntegrityPuts(db, batch, integrity, { index, newTables, erasedTables: this.#erasedTables, erasedBlocks: this.#staleSketches, erasedIds });
       if (last !== undefined && chain.enabled) {
-        await addIntegrityPuts(db, batch, integrity, { index, newTables, erasedTables: this.#erasedTables, erasedBlocks: this.#staleSketches, erasedIds: this.#erasedIds });
+        await addIntegrityPuts(db, batch, integrity, { index, newTables, erasedTables: this.#erasedTables, erasedBlocks: this.#staleSketches, erasedIds });
         batch.put(CHAIN_HEAD_KEY, JSON.stringify({ seq: last.seq, hash: head.hash }));
         if (carried !== undefined && !carriedHeld && carried.seq > position.lastSeq && carried.seq < last.seq) {
           keptCheckpointSeq = await this.#keepCarriedCheckpoint(db, batch, carried, {
@@ -894,6 +899,7 @@ export class AuditStore {
     // erasure); a standby serves no pulls, so it keeps none. Before any await: nothing may read
     // the tail's old bytes once LevelDB holds the new ones.
     this.#tail.clear();
+    erasedIds.commit();
     for (const run of added) runs.add(run);
     if (chain.enabled) chain.commit(head);
     if (keptCheckpointSeq !== undefined) this.#prunedCheckpointSeq = keptCheckpointSeq;

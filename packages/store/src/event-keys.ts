@@ -14,8 +14,8 @@
  *   c!<seq:16>         → signed checkpoint    the checkpoint records of the log, by their seq (integrity)
  *   k!<keyId>          → {seq, key}           the public keys registered in the log (integrity)
  *   e!<seq:16>         → ''                   the erasure records of the log, by their seq
- *   v!<eventId>        → <seq:16>             an eventId an erasure named (that erasure's seq): never stored again;
- *                                    kept for good (retention and log cuts leave it), so a re-send cannot bring erased values back
+ *   v!<eventId>        → ["field",…]          an eventId erasures named, with the fields they erased: a re-send holding other
+ *                                    values there is never stored (erased-ids.ts); kept for good (retention and cuts leave it)
  *   h!<sourceId>!<from:16> → <to>             one range of sourceSeqs received from a source (source-ledger-keys.ts);
  *   h!<sourceId>!j     → <joined>             its sourceSeqs joined into its ranges that never arrived
  *   g!<sourceId>       → [[from, to], …]      a source's ranges as versions before stored them, moved to h! when opened
@@ -110,7 +110,7 @@ export function erasureKey(seq: number): string {
   return PREFIX.erasure + encodeUint(seq);
 }
 
-/** An eventId an erasure named, with that erasure's seq as the value (see the layout above). */
+/** An eventId erasures named, with the fields they erased as the value (see the layout above). */
 export function erasedIdKey(eventId: string): string {
   return PREFIX.erasedId + eventId;
 }

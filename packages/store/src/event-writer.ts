@@ -6,6 +6,7 @@ import { LogTail } from './log-tail.js';
 import { termsFromJson, type IndexWriter } from './index-writer.js';
 import type { TextSketchWriter } from './text-sketch-writer.js';
 import { termRunKey, termRunValue, type TermRun, type TermRuns } from './term-runs.js';
+import { parseErasureDetails } from '@auditlake/integrity';
 import type { IntegrityEntry, RecordChain } from './record-chain.js';
 import type { DayLedger } from './day-ledger.js';
 import type { SourceLedger } from './source-ledger.js';
@@ -36,9 +37,11 @@ export interface AppendOptions {
    * Asked in the writer's queue with the events the log does not hold now (those to be stored as
    * new; fresh ids left out): false when what the caller decided before queueing them may no
    * longer hold for one of them (it was in the log then and may have been deleted since).
-   * Nothing of the append is written then; it resolves `stale`.
+   * Nothing of the append is written then; it resolves `stale`. `erasing`: the eventIds (with
+   * the fields) named by erasure records composed earlier in the same write, not yet recorded
+   * anywhere else.
    */
-  unchanged?: (absent: readonly EncodedEvent[]) => boolean;
+  unchanged?: (absent: readonly EncodedEvent[], erasing: ReadonlyMap<string, readonly string[]>) => boolean;
 }
 
 /** Where an appended event was stored. */
@@ -147,8 +150,12 @@ export type Sequencer = () => number;
  */
 export const CHAIN_HEAD_KEY = localKey('chainHead');
 
-/** Adds what integrity records mean for the store to a batch about to be written; true when earlier entries were rewritten. */
-export type IntegrityIndexer = (batch: PutSink & { del(key: string): unknown }, entries: readonly IntegrityEntry[], newTables: Set<string>) => Promise<boolean>;
+/**
+ * Adds what integrity records mean for the store to a batch about to be written: `rewrote` when
+ * earlier entries were rewritten; `commit` makes the change seen in memory, called once the batch
+ * is written (never for a batch that failed).
+ */
+export type IntegrityIndexer = (batch: PutSink & { del(key: string): unknown }, entries: readonly IntegrityEntry[], newTables: Set<string>) => Promise<{ rewrote: boolean; commit(): void }>;
 
 /** Anything that takes puts: a chained LevelDB batch. */
 export interface PutSink {
@@ -355,11 +362,15 @@ export class EventWriter {
     const ledger = this.#ledger.begin();
     const days = this.#days.begin();
     let rewrote = false;
+    let commitIntegrity: (() => void) | undefined;
+    // Ids named by erasures composed so far in this group: an append after one in the same group
+    // is asked about them (AppendOptions.unchanged) before they are recorded anywhere.
+    const erasing = new Map<string, readonly string[]>();
     try {
       let sinceYield = 0;
       for (const pending of group) {
         const unchanged = pending.options.unchanged;
-        if (unchanged !== undefined && !unchanged(pending.events.filter((event) => !alreadyStored.has(event.eventId) && pending.options.freshIds?.has(event.eventId) !== true))) {
+        if (unchanged !== undefined && !unchanged(pending.events.filter((event) => !alreadyStored.has(event.eventId) && pending.options.freshIds?.has(event.eventId) !== true), erasing)) {
           results.push({ stored: [], repeated: undefined, stale: true });
           continue;
         }
@@ -385,7 +396,10 @@ export class EventWriter {
             const chained = chain.append(event, ingestTs, seq, term, chainHash);
             json = chained.json;
             chainHash = chained.chainHash;
-            if (chained.integrity) integrity.push(chained.integrity);
+            if (chained.integrity) {
+              integrity.push(chained.integrity);
+              if (chained.integrity.kind === 'erase') noteErasing(erasing, chained.integrity);
+            }
           } else json = storedEventJson(event, ingestTs, seq, term);
           putEvent(batch, event.eventId, event.timestamp, seq, json);
           ledger.addJson(event.json);
@@ -404,7 +418,11 @@ export class EventWriter {
         results.push(result);
       }
       this.#text.putChanged(batch);
-      if (seq > this.#position.lastSeq && chain.enabled && integrity.length > 0) rewrote = await this.#indexIntegrity(batch, integrity, newTables);
+      if (seq > this.#position.lastSeq && chain.enabled && integrity.length > 0) {
+        const indexed = await this.#indexIntegrity(batch, integrity, newTables);
+        rewrote = indexed.rewrote;
+        commitIntegrity = () => indexed.commit();
+      }
       // Reads the day rows the group adds to: before the term is asked again, so no wait follows it.
       await days.prepare();
       // The group took its time and yielded: a node that lost its lease meanwhile, or won a
@@ -444,6 +462,7 @@ export class EventWriter {
       }
       ledger.commit();
       days.commit();
+      commitIntegrity?.();
       // An erasure rewrote entries the tail may hold: it no longer holds what LevelDB does.
       if (rewrote) this.#tail.clear();
       if (group) this.#tail.append(this.#position.lastSeq + 1, group);
@@ -458,4 +477,15 @@ export class EventWriter {
     if (rewrote) for (const result of results) result.rewrote = true;
     return results;
   }
+}
+
+/** Adds the eventIds an erasure record names (earlier records only), with its fields. */
+function noteErasing(erasing: Map<string, readonly string[]>, entry: IntegrityEntry): void {
+  let details;
+  try {
+    details = parseErasureDetails(entry.details);
+  } catch {
+    return; // Not erasure details: it erases nothing.
+  }
+  for (const ref of details.records) if (ref.seq < entry.seq) erasing.set(ref.eventId, [...new Set([...(erasing.get(ref.eventId) ?? []), ...details.fields])]);
 }

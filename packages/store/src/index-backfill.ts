@@ -1,7 +1,8 @@
 import type { Level } from 'level';
 import { integrityKindOf, parseErasureDetails } from '@auditlake/integrity';
 import { INTEGRITY_ACTIONS, SELF_SOURCE, type StoredEvent } from '@auditlake/model';
-import { PREFIX, decodeUint, encodeUint, erasedIdKey, erasureKey, localKey, prefixEnd, seqKey } from './event-keys.js';
+import type { ErasedIds } from './erased-ids.js';
+import { PREFIX, decodeUint, encodeUint, erasureKey, localKey, prefixEnd, seqKey } from './event-keys.js';
 import { termsFromJson, type IndexWriter } from './index-writer.js';
 import { indexValuePrefix, SUFFIX_LENGTH } from './index-keys.js';
 import { blockOfSeq } from './text-sketch.js';
@@ -104,7 +105,7 @@ function isErasureRecordJson(json: string): boolean {
  * records retention already deleted cannot be read back; their ids stay unknown here. Runs once
  * per store, after backfillErasureIndex. Returns how many ids it recorded.
  */
-export async function backfillErasedIds(db: Level<string, string>): Promise<number> {
+export async function backfillErasedIds(db: Level<string, string>, erased: ErasedIds): Promise<number> {
   if ((await db.get(localKey(ERASED_IDS_NAME))) === '1') return 0;
   let recorded = 0;
   const erasureSeqs = (await db.keys({ gte: PREFIX.erasure, lt: prefixEnd(PREFIX.erasure) }).all()).map((key) => decodeUint(key.slice(PREFIX.erasure.length)));
@@ -112,19 +113,21 @@ export async function backfillErasedIds(db: Level<string, string>): Promise<numb
     const suffix = await db.get(seqKey(seq));
     const json = suffix === undefined ? undefined : await db.get(PREFIX.time + suffix + encodeUint(seq));
     if (json === undefined) continue;
-    let records;
+    let details;
     try {
-      records = parseErasureDetails((JSON.parse(json) as StoredEvent).details).records;
+      details = parseErasureDetails((JSON.parse(json) as StoredEvent).details);
     } catch {
       continue; // Not erasure details: it erased nothing.
     }
     const batch = db.batch();
-    for (const ref of records) {
+    const change = erased.begin();
+    for (const ref of details.records) {
       if (ref.seq >= seq) continue;
-      batch.put(erasedIdKey(ref.eventId), encodeUint(seq));
+      change.add(batch, ref.eventId, details.fields);
       recorded++;
     }
     await batch.write({ sync: false });
+    change.commit();
   }
   // Synced, and only after every id: a crash before it means the backfill runs again.
   await db.put(localKey(ERASED_IDS_NAME), '1', { sync: true });

@@ -1,7 +1,8 @@
 import type { StoredEvent } from '@auditlake/model';
 import { composeStoredEvent, eraseRecordFields, parseErasureDetails, parsePublishedKey } from '@auditlake/integrity';
 import type { Level } from 'level';
-import { PREFIX, checkpointKey, decodeUint, encodeUint, erasedIdKey, erasureKey, idKey, keyKey } from './event-keys.js';
+import type { ErasedIdsChange } from './erased-ids.js';
+import { PREFIX, checkpointKey, decodeUint, erasureKey, idKey, keyKey } from './event-keys.js';
 import type { IntegrityEntry } from './record-chain.js';
 import { termsFromJson, type IndexWriter } from './index-writer.js';
 import { blockOfSeq } from './text-sketch.js';
@@ -25,8 +26,8 @@ export interface IndexUpdate {
   erasedTables?: Set<string>;
   /** Collects the free-text blocks an erasure rewrote events in (their sketches are marked stale in the batch). */
   erasedBlocks?: Set<number>;
-  /** Collects each eventId an erasure names, with the erasure's seq (its erasedIdKey is put in the batch). */
-  erasedIds?: Map<string, number>;
+  /** Records each eventId an erasure names, with the fields it erased (its erasedIdKey is put in the batch). */
+  erasedIds?: ErasedIdsChange;
 }
 
 /** A public key the log registered, as the key index keeps it. */
@@ -85,8 +86,7 @@ async function eraseTargets(db: Level<string, string>, batch: PutSink, entry: In
     if (ref.seq >= entry.seq) continue;
     // Held here or not (retention may have deleted it, the tier holding it): the id is never
     // stored again, so a re-send cannot bring the erased values back (AuditStore.appendEncoded).
-    batch.put(erasedIdKey(ref.eventId), encodeUint(entry.seq));
-    indexes.erasedIds?.set(ref.eventId, entry.seq);
+    indexes.erasedIds?.add(batch, ref.eventId, details.fields);
     const suffix = await db.get(idKey(ref.eventId));
     if (suffix === undefined || decodeUint(suffix.slice(16)) !== ref.seq) continue;
     const key = PREFIX.time + suffix;

@@ -1,18 +1,26 @@
 import type { EncodedEvent } from '@auditlake/model';
 import type { Level } from 'level';
+import type { ErasedIds } from './erased-ids.js';
 import { idKey } from './event-keys.js';
 
 /**
  * Looks for copies the tier holds of events by eventId, each at its event time: answers the
  * stored JSON of each copy found (a StoredEvent's fields, with its salt and kept hashes of
- * erased fields, as the tier holds them), by eventId; an id without a time is looked for in
- * every file. Throws when the tier cannot be read.
+ * erased fields, as the tier holds them), by eventId. Throws when the tier cannot be read.
  */
-export type TieredCopyLookup = (eventTimes: ReadonlyMap<string, number | undefined>) => Promise<ReadonlyMap<string, string>>;
+export type TieredCopyLookup = (eventTimes: ReadonlyMap<string, number>) => Promise<ReadonlyMap<string, string>>;
+
+/** The events of an append to look for before it is written (resendCandidates). */
+export interface ResendCandidates {
+  /** By eventId, the event time the tier is searched at; undefined: not looked for in the tier. */
+  times: Map<string, number | undefined>;
+  /** Those that would bring erased values back (ErasedIds.bringsBack): never written as new. */
+  erased: Set<string>;
+}
 
 /**
  * The events of an append that may be a client's re-send of one this log's retention deleted
- * (whose copy the tier then holds), by eventId with its event time; undefined when none may be.
+ * (whose copy the tier then holds), or that would bring erased values back; undefined when none.
  *
  * The log's own de-duplication finds an eventId only while the log holds it; once retention
  * deleted a tiered event, a re-send (a replayed spool, a retry of a request whose answer was
@@ -21,59 +29,60 @@ export type TieredCopyLookup = (eventTimes: ReadonlyMap<string, number | undefin
  * this node just made), with an event time at or before the newest one retention ever deleted
  * here (`prunedTimeMax`: a later time was never deleted; undefined: no lookup), and not in the
  * log now. An event sent without `ts` gets the server's time when stored, later than anything
- * deleted, so its re-send is not recognised by time — except an id an erasure named
- * (`erasedIds`), whatever its time: it is looked for in every tier file (its time undefined),
- * and never stored again (AuditStore.appendEncoded), so a re-send cannot bring erased values
- * back. Answered without waiting, so an append that needs no lookup is queued at once, as before.
+ * deleted, so its re-send is not recognised by time — except that an id an erasure named is
+ * never stored again with values other than the marker in its erased fields (`erased`,
+ * whatever its time): judged against the log's copy while it holds one, the tier's when found
+ * at the event's time, and otherwise not stored (AuditStore.appendEncoded). The tier is not
+ * searched for it beyond its time: a scan of every file would change nothing but whether it
+ * counts as a duplicate or a conflict. Answered without waiting, so an append that needs no
+ * lookup is queued at once, as before.
  *
  * A retry racing the deletion of its own first copy (read as held here, deleted before the
  * write) is chosen again: AuditStore.appendEncoded writes an append only if no prune ran since
  * its events were chosen here.
  */
-export function resendCandidates(
-  events: readonly EncodedEvent[],
-  freshIds: ReadonlySet<string> | undefined,
-  prunedTimeMax: number | undefined,
-  erasedIds: ReadonlyMap<string, unknown>,
-): Map<string, number | undefined> | undefined {
+export function resendCandidates(events: readonly EncodedEvent[], freshIds: ReadonlySet<string> | undefined, prunedTimeMax: number | undefined, erasedIds: ErasedIds): ResendCandidates | undefined {
   if (prunedTimeMax === undefined && erasedIds.size === 0) return undefined;
-  let eventTimes: Map<string, number | undefined> | undefined;
+  let found: ResendCandidates | undefined;
   for (const event of events) {
-    if (freshIds?.has(event.eventId) === true || eventTimes?.has(event.eventId) === true) continue;
-    if (erasedIds.has(event.eventId)) (eventTimes ??= new Map()).set(event.eventId, undefined);
-    else if (prunedTimeMax !== undefined && event.timestamp <= prunedTimeMax) (eventTimes ??= new Map()).set(event.eventId, event.timestamp);
+    if (freshIds?.has(event.eventId) === true || found?.times.has(event.eventId) === true) continue;
+    const timed = prunedTimeMax !== undefined && event.timestamp <= prunedTimeMax;
+    const erased = erasedIds.size > 0 && erasedIds.bringsBack(event);
+    if (!timed && !erased) continue;
+    found ??= { times: new Map(), erased: new Set() };
+    found.times.set(event.eventId, timed ? event.timestamp : undefined);
+    if (erased) found.erased.add(event.eventId);
   }
-  return eventTimes;
+  return found;
 }
 
 /** What looking for an append's possible re-sends found (tieredCopiesOf). */
 export interface ResendsFound {
   /** The tier's copies of those the log does not hold: their stored JSON, by eventId. */
   copies: ReadonlyMap<string, string>;
-  /** Ids an erasure named that neither the log nor the tier holds now: never stored again. */
+  /** Ids whose events would bring erased values back, held neither here nor found in the tier: never stored. */
   erasedElsewhere: ReadonlySet<string>;
 }
 
 /**
- * The copies the tier holds of `candidates` (resendCandidates: eventId → event time) that the
- * log does not hold now, and the erased ids found nowhere. Candidates the log holds are removed
- * from `candidates`. Throws what the lookup throws; without a lookup (no tier), no copies.
+ * The copies the tier holds of the candidates (resendCandidates) the log does not hold now,
+ * looked for at their times, and the erased ones found nowhere. Candidates the log holds are
+ * removed from `candidates`. Throws what the lookup throws; without a lookup (no tier), no copies.
  */
-export async function tieredCopiesOf(
-  db: Pick<Level<string, string>, 'getMany'>,
-  candidates: Map<string, number | undefined>,
-  lookup: TieredCopyLookup | undefined,
-  erasedIds: ReadonlyMap<string, unknown>,
-): Promise<ResendsFound> {
-  const ids = [...candidates.keys()];
+export async function tieredCopiesOf(db: Pick<Level<string, string>, 'getMany'>, candidates: ResendCandidates, lookup: TieredCopyLookup | undefined): Promise<ResendsFound> {
+  const { times, erased } = candidates;
+  const ids = [...times.keys()];
   const held = await db.getMany(ids.map(idKey));
   held.forEach((place, i) => {
-    if (place !== undefined) candidates.delete(ids[i] as string);
+    if (place === undefined) return;
+    times.delete(ids[i] as string);
+    erased.delete(ids[i] as string);
   });
-  if (candidates.size === 0) return NONE_FOUND;
-  const copies = lookup === undefined ? NO_COPIES : await lookup(candidates);
+  if (times.size === 0) return NONE_FOUND;
+  const timed = new Map([...times].filter((entry): entry is [string, number] => entry[1] !== undefined));
+  const copies = lookup === undefined || timed.size === 0 ? NO_COPIES : await lookup(timed);
   let erasedElsewhere: Set<string> | undefined;
-  for (const id of candidates.keys()) if (erasedIds.has(id) && !copies.has(id)) (erasedElsewhere ??= new Set()).add(id);
+  for (const id of erased) if (!copies.has(id)) (erasedElsewhere ??= new Set()).add(id);
   return { copies, erasedElsewhere: erasedElsewhere ?? NO_IDS };
 }
 

@@ -10,7 +10,7 @@ import { Level } from 'level';
 import { encodeErasureDetails, INTEGRITY_ACTIONS, newSaltKey, RecordHasher } from '@auditlake/integrity';
 import { encodeEvent, SELF_SOURCE, type AuditEvent, type EncodedEvent } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
-import type { AuditStore, TieredCopyLookup } from '../src/index.js';
+import { appendForwarded, type AuditStore, type TieredCopyLookup } from '../src/index.js';
 import { useTempStores } from './temp-stores.js';
 
 const stores = useTempStores('auditlake-resent-');
@@ -34,7 +34,7 @@ async function prunedStore() {
   // What the tier holds of it: the record as the log stored it (its salt included).
   const tierCopy = JSON.stringify(await store.getByEventId('gone'));
   expect((await store.pruneBefore(OLD_MS + 1, 100, async () => true)).deleted).toBe(1);
-  const asked: Array<Map<string, number | undefined>> = [];
+  const asked: Array<Map<string, number>> = [];
   let failure: Error | undefined;
   const lookup: TieredCopyLookup = async (eventTimes) => {
     asked.push(new Map(eventTimes));
@@ -49,10 +49,10 @@ async function prunedStore() {
  * A tier lookup whose first call waits until `release()` (later ones answer at once), answering
  * the copies `tier` holds of the ids asked for; `asked` records each call's ids and times.
  */
-function gatedLookup(store: AuditStore, tier: ReadonlyMap<string, string>): { asked: Array<Map<string, number | undefined>>; release: () => void } {
+function gatedLookup(store: AuditStore, tier: ReadonlyMap<string, string>): { asked: Array<Map<string, number>>; release: () => void } {
   let release!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));
-  const asked: Array<Map<string, number | undefined>> = [];
+  const asked: Array<Map<string, number>> = [];
   store.setTieredCopyLookup(async (times) => {
     asked.push(new Map(times));
     if (asked.length === 1) await gate;
@@ -238,23 +238,88 @@ describe('events an erasure named', () => {
     expect(await holdingSecret(reopened)).toEqual([]);
   });
 
-  it('are looked for in every tier file (no time) and judged against the tier\'s erased copy: the same record a duplicate, other content a conflict, neither stored', async () => {
+  it('are judged against the tier\'s erased copy when sent with their time (a duplicate, or a conflict for other content) and not looked for beyond it; neither stored', async () => {
     const { store, tierCopy } = await erasedAndPruned();
-    const asked: Array<Map<string, number | undefined>> = [];
+    const asked: Array<Map<string, number>> = [];
     store.setTieredCopyLookup(async (times) => {
       asked.push(new Map(times));
       return new Map([...times.keys()].filter((id) => id === 'x').map((id) => [id, tierCopy]));
     });
-    // The erased field counts as equal: the original values are the same record.
-    expect(await store.appendEncoded([resent()])).toMatchObject({ stored: [], duplicates: 1, conflicts: [] });
-    expect(asked).toEqual([new Map([['x', undefined]])]);
-    const other = await store.appendEncoded([resent({ query: 'DROP TABLE t1' })]);
+    // Sent with its time: found in the tier there; the erased field counts as equal.
+    const withTime = ingested(ev('x', { userId: SECRET }));
+    expect(await store.appendEncoded([withTime])).toMatchObject({ stored: [], duplicates: 1, conflicts: [] });
+    expect(asked).toEqual([new Map([['x', OLD_MS]])]);
+    const other = await store.appendEncoded([ingested(ev('x', { userId: SECRET, query: 'DROP TABLE t1' }))]);
     expect(other.stored).toEqual([]);
     expect(other.conflicts.map((c) => c.eventId)).toEqual(['x']);
-    // The tier cannot be read: still not stored (the lookup's own failure fails the append, as for any re-send).
-    store.setTieredCopyLookup(async () => new Map());
-    expect((await store.appendEncoded([resent()])).duplicates).toBe(1);
+    // Without its time (the server's, after anything deleted): not looked for (a scan of every
+    // file would only tell a duplicate from a conflict), not stored.
+    expect(await store.appendEncoded([resent()])).toMatchObject({ stored: [], duplicates: 1 });
+    expect(asked).toHaveLength(2);
     expect(await holdingSecret(store)).toEqual([]);
+  });
+
+  it('an erasure and a re-send written in the same writer turn: the re-send is chosen again and not stored', async () => {
+    const { store } = await stores.open();
+    await store.appendEncoded([ingested(ev('x', { userId: SECRET }))]);
+    const seq = (await store.getByEventId('x'))!.seq;
+    expect((await store.pruneBefore(OLD_MS + 1, 100, async () => true)).deleted).toBe(1);
+    // Queued in one tick under one sequencer (as on a cluster leader, where ingest and erasures share the elector's): one group.
+    const [erased, result] = await Promise.all([erase(store, [{ eventId: 'x', seq }]), store.appendEncoded([resent()])]);
+    expect(erased).toBeUndefined();
+    expect(result).toMatchObject({ stored: [], duplicates: 1 });
+    expect(await holdingSecret(store)).toEqual([]);
+  });
+
+  it('a re-send chosen by its time whose lookup found no copy, with an erasure written before its turn: chosen again, not stored', async () => {
+    const { store } = await stores.open();
+    await store.appendEncoded([ingested(ev('x', { userId: SECRET }))]);
+    const seq = (await store.getByEventId('x'))!.seq;
+    expect((await store.pruneBefore(OLD_MS + 1, 100, async () => true)).deleted).toBe(1);
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let lookups = 0;
+    // The tier cannot be read (the node's lookup then answers no copies).
+    store.setTieredCopyLookup(async () => {
+      if (++lookups === 1) await gate;
+      return new Map();
+    });
+    const pending = store.appendEncoded([ingested(ev('x', { userId: SECRET }))]);
+    await expect.poll(() => lookups).toBe(1);
+    // The lookup answers, and in the same tick an erasure is queued ahead of the re-send's writer turn.
+    release();
+    await Promise.all([erase(store, [{ eventId: 'x', seq }]), pending]);
+    expect((await pending).stored).toEqual([]);
+    expect(await holdingSecret(store)).toEqual([]);
+  });
+
+  it('an erased event moved to the outbox by a log cut and ordered again (its fields hold the marker) is stored again, with its erasure: nothing acknowledged is lost', async () => {
+    const { store } = await stores.open();
+    await store.appendEncoded([ingested(ev('x', { userId: SECRET, timestamp: OLD_MS + 200_000 }))]);
+    const seq = (await store.getByEventId('x'))!.seq;
+    await erase(store, [{ eventId: 'x', seq }]);
+    expect(await store.divertSuffixToOutbox(seq)).toMatchObject({ moved: 2 });
+    const outbox = await store.readOutbox(10);
+    // What the outbox forwarder does when this node leads again.
+    await appendForwarded(store, outbox.map((entry) => encodeEvent(JSON.parse(entry.json) as AuditEvent)), {});
+    await store.deleteOutbox(outbox.map((entry) => entry.key));
+    expect((await store.getByEventId('x'))?.userId).toBe('[erased by auditlake]');
+    expect(await holdingSecret(store)).toEqual([]);
+    // The values themselves still never come back.
+    expect((await store.appendEncoded([resent({ timestamp: OLD_MS + 300_000 })])).stored).toEqual([]);
+  });
+
+  it('an erasure whose write failed leaves no id refused: nothing was erased', async () => {
+    const { store } = await stores.open();
+    await store.appendEncoded([ingested(ev('x', { userId: SECRET }))]);
+    const seq = (await store.getByEventId('x'))!.seq;
+    expect((await store.pruneBefore(OLD_MS + 1, 100, async () => true)).deleted).toBe(1);
+    let calls = 0;
+    // The term changes while the erasure is prepared: its write fails, nothing stored.
+    const details = encodeErasureDetails({ v: 1, fields: ['userId'], records: [{ eventId: 'x', seq }] });
+    const failing = store.append([{ ...ev('erase-x', { timestamp: OLD_MS + 50_000 }), source: SELF_SOURCE, action: INTEGRITY_ACTIONS.erase, details }], { sequencer: () => (++calls === 1 ? 1 : 2) });
+    await expect(failing).rejects.toThrow(/term changed/);
+    expect((await store.appendEncoded([resent()])).stored.map((e) => e.eventId)).toEqual(['x']);
   });
 
   it('a standby that applied the erasure refuses the re-send too once it leads, also after a restart', async () => {
@@ -321,7 +386,8 @@ describe('events an erasure named', () => {
     await erase(store, [{ eventId: 'x', seq }]);
     release();
     const result = await pending;
-    expect(asked[1]).toEqual(new Map([['X', OLD_MS - 1], ['x', undefined]]));
+    // Chosen again: x is now judged as erased (not looked for beyond its time), X looked for again.
+    expect(asked[1]).toEqual(new Map([['X', OLD_MS - 1]]));
     expect(result.stored.map((e) => e.eventId)).toEqual(['X']);
     expect(result.duplicates).toBe(1);
     expect(await holdingSecret(store)).toEqual([]);
