@@ -139,6 +139,9 @@ async function launchEndpointThread(data: EmbeddedS3ThreadData, signal: AbortSig
     void exited.then((code) => reject(startError ?? new Error(`the embedded S3 endpoint's thread exited (code ${code}) before it listened`)));
     worker.on('message', (message: EmbeddedS3ThreadMessage) => {
       if (message.type === 'listening') {
+        // Stopped already (the start timed out or the endpoint is closing): its 'listening' may
+        // still arrive before its exit; the start fails with the abort's reason when it exits.
+        if (signal.aborted) return;
         listening = true;
         signal.removeEventListener('abort', stop);
         resolve(message.port);

@@ -37,7 +37,13 @@ async function launchWithin(options: RestartingThreadOptions, port: number, stop
   const onStop = () => controller.abort(stop?.reason);
   stop?.addEventListener('abort', onStop, { once: true });
   try {
-    return await options.launch(port, controller.signal);
+    const run = await options.launch(port, controller.signal);
+    // A launch that listened just as it was stopped must not count as started.
+    if (controller.signal.aborted) {
+      await run.close();
+      throw controller.signal.reason instanceof Error ? controller.signal.reason : new Error(String(controller.signal.reason));
+    }
+    return run;
   } finally {
     clearTimeout(timer);
     stop?.removeEventListener('abort', onStop);

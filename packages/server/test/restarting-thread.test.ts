@@ -193,6 +193,14 @@ describe('a restarting thread', () => {
     expect(hung[0]!.threadId).toBe(-1);
   });
 
+  it('a launch that listens only after its start timeout (ignoring its signal) does not count as started: its run is closed', async () => {
+    const { launch, launched, slowNext } = launcher();
+    slowNext(300);
+    await expect(RestartingThread.start(7008, { launch, onProblem: () => undefined, startTimeoutMs: 50 })).rejects.toThrow('the thread did not listen within 50 ms; it was stopped');
+    expect(launched).toHaveLength(1);
+    expect(launched[0]!.exited).toBe(true);
+  });
+
   it('a report that throws is not an unhandled rejection, and restarts go on', async () => {
     const { launch, launched } = launcher();
     const thread = await RestartingThread.start(7004, {
