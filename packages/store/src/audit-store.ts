@@ -1673,6 +1673,15 @@ export class AuditStore {
   }
 
   /**
+   * The seq through which this log's events are known to be tiered (the watermark as last
+   * counted, countTieredThrough): a seq up to it that the log no longer holds was deleted by
+   * retention after the tier took it, and the tier holds it.
+   */
+  get tieredThrough(): number {
+    return this.#tieredCountedThrough;
+  }
+
+  /**
    * Counts as tiered every event of this log with a seq up to `seq` (the tiering watermark this
    * node knows) not counted yet, in batches in the writer's queue. Called before every prune
    * (which deletes only tiered events, or untiered ones once tiering is off): an event is

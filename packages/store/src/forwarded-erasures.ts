@@ -2,11 +2,13 @@ import { erasureDetailsChunks, integrityKindOf, parseErasureDetails, type Erased
 import { encodeEvent, type AuditEvent, type EncodedEvent, type StoredEvent } from '@auditlake/model';
 import type { AppendOptions, AppendResult } from './event-writer.js';
 
-/** What appendForwarded needs of the store: append, and find an event by eventId or seq. */
+/** What appendForwarded needs of the store: append, find an event by eventId or seq, and how far the tier holds the log. */
 export interface ForwardTarget {
   appendEncoded(events: readonly EncodedEvent[], options?: AppendOptions): Promise<AppendResult>;
   getByEventId(eventId: string): Promise<StoredEvent | undefined>;
   getBySeq(seq: number): Promise<StoredEvent | undefined>;
+  /** AuditStore.tieredThrough. */
+  readonly tieredThrough: number;
 }
 
 /** Cheap test first: only a text naming the erase action is parsed. */
@@ -23,8 +25,10 @@ function erasureOf(event: EncodedEvent): AuditEvent | undefined {
  * stored as it came: it is re-applied by eventId. The events before it are appended first (the
  * event it erased usually travels in the same batch, ahead of it), then the records it names
  * are looked up here — each event's current copy by its eventId, and each named seq that
- * still holds the same eventId — and an erasure record naming those (same eventId, who asked,
- * time and fields) is appended in its place; one that names nothing held here is dropped.
+ * still holds the same eventId, or that retention deleted here after the tier took it (the
+ * tier holds that seq: the log up to the watermark is every node's) — and an erasure record
+ * naming those (same eventId, who asked, time and fields) is appended in its place, so the tier's
+ * copies are erased and the ids recorded as erased; one that names nothing is dropped.
  * Deterministic for a retried batch: the same lookup finds the same records, so the rebuilt
  * record repeats the first and counts as a duplicate.
  */
@@ -67,9 +71,11 @@ async function reapplied(store: ForwardTarget, erasure: AuditEvent): Promise<Aud
     const current = await store.getByEventId(eventId);
     if (current !== undefined && integrityKindOf(current.source, current.action) === undefined) named({ eventId, seq: current.seq });
   }
-  // A copy under another seq (an event re-sent after retention) that the leader's log holds at that same seq.
+  // A copy under another seq (an event re-sent after retention) that the leader's log holds at
+  // that same seq; or one only the tier holds now (the tier's erasure pass matches its eventId too).
   for (const ref of details.records) {
-    if ((await store.getBySeq(ref.seq))?.eventId === ref.eventId) named(ref);
+    const held = await store.getBySeq(ref.seq);
+    if (held?.eventId === ref.eventId || (held === undefined && ref.seq <= store.tieredThrough)) named(ref);
   }
   refs.sort((a, b) => a.seq - b.seq);
   if (refs.length === 0) return [];

@@ -1,7 +1,9 @@
 // Goal: on the leader, an erasure record forwarded from a log that diverged (it names that log's
 // seqs) is re-applied by eventId: it erases the event where this log holds it, never the
 // unrelated event now at the named seq; a retried forward repeats it as a duplicate; one naming
-// nothing held here is dropped. Real LevelDB in a temp dir.
+// a record retention deleted here after the tier took it still names it (the tier's copy is
+// erased, and its id recorded as erased); one naming nothing anywhere is dropped. Real LevelDB
+// in a temp dir.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -40,6 +42,20 @@ describe('appendForwarded', () => {
     expect(JSON.parse((await store.getBySeq(5))!.details)).toEqual({ v: 1, fields: ['userId'], records: [{ eventId: 'div-E', seq: 4 }] });
     // The same batch again (the forward's answer was lost): nothing new.
     expect(await appendForwarded(store, forward, {})).toEqual({ stored: [], duplicates: 2, conflicts: [] });
+  });
+
+  it('keeps a record only the tier holds now (retention deleted it here after tiering): the erasure names it, and its values are refused from then on', async () => {
+    const store = await openStore();
+    await store.append([ev('old', { userId: 'secret-user' }), ev('x2', { timestamp: 1_700_000_100_000 })]);
+    // Tiered through seq 1, then deleted here by retention.
+    await store.countTieredThrough(1);
+    expect((await store.pruneBefore(1_700_000_000_001, 100, async () => true, 1)).deleted).toBe(1);
+    const result = await appendForwarded(store, [encodeEvent(erasure('erase-3', [{ eventId: 'old', seq: 1 }, { eventId: 'gone', seq: 7 }]))], {});
+    expect(result.stored.map((s) => s.eventId)).toEqual(['erase-3']);
+    // seq 7 was never this log's (nor the tier's): not named.
+    expect(JSON.parse((await store.getByEventId('erase-3'))!.details)).toEqual({ v: 1, fields: ['userId'], records: [{ eventId: 'old', seq: 1 }] });
+    // A re-send of it without ts (a new time) is not stored again.
+    expect((await store.append([ev('old', { userId: 'secret-user', timestamp: 1_700_000_200_000 })])).stored).toEqual([]);
   });
 
   it('drops a forwarded erasure that names nothing this log holds', async () => {
