@@ -117,19 +117,42 @@ export async function eraseFields(store: AuditStore, request: ErasureRequest, re
     );
   }
   const records: ErasedRecordRef[] = request.eventIds.flatMap((eventId) => [...(seqs.get(eventId) ?? [])].sort((a, b) => a - b).map((seq) => ({ eventId, seq })));
-  const events: AuditEvent[] = erasureDetailsChunks(request.fields, records).map((details) => ({
+  const events: AuditEvent[] = erasureDetailsChunks(request.fields, records).map((details) => ({ ...erasureEvent(requestedBy, nowMs, records.length), details }));
+  // Ordered only under the leader's sequencer: a node that lost its lease meanwhile refuses.
+  const result = await store.appendEncoded(events.map(encodeEvent), { sequencer });
+  const erasureSeqs = result.stored.map((s) => s.seq);
+  const erasureEventIds = events.map((event) => event.eventId);
+  // A copy stored while the copies were gathered (the tier read takes seconds; a re-send without
+  // ts after retention deleted the first copy) is named by none of the records above. From the
+  // erasure's write on no copy holding the values can be stored (its ids are recorded as
+  // erased), so one more look finds every such copy, and a second erasure names them.
+  const firstErasureSeq = Math.min(...erasureSeqs);
+  const late: ErasedRecordRef[] = [];
+  for (const eventId of request.eventIds) {
+    const event = await store.getByEventId(eventId);
+    if (event !== undefined && event.seq < firstErasureSeq && seqs.get(eventId)?.has(event.seq) !== true) late.push({ eventId, seq: event.seq });
+  }
+  if (late.length > 0) {
+    const more: AuditEvent[] = erasureDetailsChunks(request.fields, late).map((details) => ({ ...erasureEvent(requestedBy, nowMs, late.length), details }));
+    const moreResult = await store.appendEncoded(more.map(encodeEvent), { sequencer });
+    erasureSeqs.push(...moreResult.stored.map((s) => s.seq));
+    erasureEventIds.push(...more.map((event) => event.eventId));
+  }
+  return { erased: records.length + late.length, fields: request.fields, erasureSeqs, ...(warning === undefined ? {} : { warning }), erasureEventIds };
+}
+
+/** An erasure record's event, its details to be filled in. */
+function erasureEvent(requestedBy: string, nowMs: number, records: number): AuditEvent {
+  return {
     eventId: `erase-${randomUUID()}`,
     userId: requestedBy,
     source: SELF_SOURCE,
     action: INTEGRITY_ACTIONS.erase,
-    resource: `events:${records.length}`,
+    resource: `events:${records}`,
     decision: '',
     tables: [],
     query: '',
-    details,
+    details: '',
     timestamp: nowMs,
-  }));
-  // Ordered only under the leader's sequencer: a node that lost its lease meanwhile refuses.
-  const result = await store.appendEncoded(events.map(encodeEvent), { sequencer });
-  return { erased: records.length, fields: request.fields, erasureSeqs: result.stored.map((s) => s.seq), ...(warning === undefined ? {} : { warning }), erasureEventIds: events.map((event) => event.eventId) };
+  };
 }
