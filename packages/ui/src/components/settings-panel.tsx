@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import type { AdminApi, SettingsAnswer } from '../api.js';
 import { changedSettings, fieldOfError, formValues, type SettingField, type SettingValues } from '../settings-form.js';
 import { BidiNote, ShownText } from './shown-text.js';
@@ -26,7 +26,14 @@ export function SettingsPanel({ api, settings, onSaved, fields, title, name }: S
   const [status, setStatus] = useState('');
   const [saving, setSaving] = useState(false);
 
+  // A new settings answer (a save, here or in another form) resets the form. Not on first
+  // display: the state was made from these settings already, and Preact runs the effect a frame
+  // later, so a reset then wiped whatever was typed in that first frame (the save then found
+  // "Nothing changed").
+  const shown = useRef(settings);
   useEffect(() => {
+    if (shown.current === settings) return;
+    shown.current = settings;
     const next = formValues(fields, settings);
     setStored(next);
     setValues(next);
