@@ -15,9 +15,30 @@ const MIN = 60_000;
 const HOUR = 60 * MIN;
 const DAY = 24 * HOUR;
 const TRUNCATION = (n: number) => `Showing the newest ${n} matching events — narrow the time range or filters to see older ones`;
+/**
+ * The most one browser step or request may take. Every Playwright wait in a session's context has it as
+ * its default (Playwright's own is 30 s, and an expect.poll whose callback waits that long twice outlasts
+ * the 60 s test timeout); the waits Playwright gives no deadline (page.evaluate, download.path(), count(),
+ * allTextContents(), new contexts and pages) and fetch get it through within(). So a hung step fails on its
+ * own, naming itself, well inside the test timeout.
+ */
+const STEP_MS = 15_000;
 
 let browser: Browser;
 let node: NodeProcess;
+
+/** `work`, or a failure naming `step` once `ms` have passed without an answer. */
+async function within<T>(step: string, work: Promise<T>, ms = STEP_MS): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${step}: no answer within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([work, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 beforeAll(async () => {
   await mkdir(ARTIFACTS, { recursive: true });
@@ -37,7 +58,10 @@ afterAll(async () => {
 });
 
 async function ingest(events: unknown[]): Promise<void> {
-  const res = await fetch(`${node.url}/v1/api/audit`, { method: 'POST', headers: { authorization: `Token ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(events) });
+  const res = await within(
+    'ingest: POST /v1/api/audit',
+    fetch(`${node.url}/v1/api/audit`, { method: 'POST', headers: { authorization: `Token ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(events) }),
+  );
   expect(res.status).toBe(200);
 }
 
@@ -52,15 +76,20 @@ interface Session {
 
 /** A fresh browser context (its own sessionStorage), watching for errors, CSP violations and tokens in URLs. */
 async function session(options: { width?: number; colorScheme?: 'light' | 'dark' } = {}): Promise<Session> {
-  const context = await browser.newContext({
-    viewport: { width: options.width ?? 1280, height: 900 },
-    colorScheme: options.colorScheme ?? 'light',
-    timezoneId: 'America/New_York',
-    acceptDownloads: true,
-  });
-  onTestFinished(() => context.close());
-  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: node.url });
-  const page = await context.newPage();
+  const context = await within(
+    'browser.newContext',
+    browser.newContext({
+      viewport: { width: options.width ?? 1280, height: 900 },
+      colorScheme: options.colorScheme ?? 'light',
+      timezoneId: 'America/New_York',
+      acceptDownloads: true,
+    }),
+  );
+  onTestFinished(() => within('context.close', context.close()));
+  context.setDefaultTimeout(STEP_MS);
+  context.setDefaultNavigationTimeout(STEP_MS);
+  await within('context.grantPermissions(clipboard)', context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: node.url }));
+  const page = await within('context.newPage', context.newPage());
   const problems: string[] = [];
   const urls: string[] = [];
   page.on('pageerror', (err) => problems.push(`pageerror: ${err.message}`));
@@ -440,7 +469,7 @@ describe('Admin UI (real browser, real node)', () => {
     // hive.sales.‮sredro does not pass for hive.sales.orders: the control is a visible mark.
     expect(await first.locator('td.query').textContent()).toBe('SELECT * FROM hive.sales."⟨U+202E⟩sredro"');
     expect(await first.locator('td.tables').textContent()).toContain('hive.sales.⟨U+202E⟩sredro');
-    expect(await first.locator('td.tables .table-name').allTextContents()).toEqual(['hive.sales.⟨U+202E⟩sredro', 'hive.sales.orders']);
+    expect(await within('table names: allTextContents()', first.locator('td.tables .table-name').allTextContents())).toEqual(['hive.sales.⟨U+202E⟩sredro', 'hive.sales.orders']);
     expect(await first.locator('td.query').getAttribute('title')).toBe('SELECT * FROM hive.sales."⟨U+202E⟩sredro"');
     const second = s.page.locator('tr.event-row[data-event-id="bidi-2"]');
     expect(await second.locator('td.action').textContent()).toBe('data:Drop⟨U+2067⟩');
@@ -452,17 +481,21 @@ describe('Admin UI (real browser, real node)', () => {
     // The full event shows every control as its mark.
     await first.locator('button[aria-expanded=false]').click();
     expect(await s.page.locator('pre.event-json').textContent()).toContain(`"details": "${MARKS.join('x')}"`);
-    const noControls = () => s.page.evaluate((controls) => controls.filter((c) => document.body.innerText.includes(c) || Array.from(document.querySelectorAll('[title], [aria-label]')).some((el) => (el.getAttribute('title') ?? '').includes(c) || (el.getAttribute('aria-label') ?? '').includes(c))), CONTROLS);
-    expect(await noControls()).toEqual([]);
+    const noControls = (where: string) =>
+      within(
+        `${where}: page.evaluate looking for direction controls`,
+        s.page.evaluate((controls) => controls.filter((c) => document.body.innerText.includes(c) || Array.from(document.querySelectorAll('[title], [aria-label]')).some((el) => (el.getAttribute('title') ?? '').includes(c) || (el.getAttribute('aria-label') ?? '').includes(c))), CONTROLS),
+      );
+    expect(await noControls('Search')).toEqual([]);
     await shot(s.page, 'search-bidi');
     // Display only: the copied JSON and both exports carry the values exactly.
     await s.page.click('button:has-text("Copy JSON")');
     await expect.poll(() => s.page.locator('.details-actions [role=status]').textContent()).toBe('Copied');
-    expect(JSON.parse(await s.page.evaluate(() => navigator.clipboard.readText())) as unknown).toMatchObject({ eventId: 'bidi-1', tables: [spoofed, 'hive.sales.orders'], details: CONTROLS.join('x') });
+    expect(JSON.parse(await within('Copy JSON: navigator.clipboard.readText()', s.page.evaluate(() => navigator.clipboard.readText()))) as unknown).toMatchObject({ eventId: 'bidi-1', tables: [spoofed, 'hive.sales.orders'], details: CONTROLS.join('x') });
     const [csv] = await Promise.all([s.page.waitForEvent('download'), s.page.click('button:has-text("Export CSV")')]);
-    expect(await readFile(await csv.path(), 'utf8')).toContain(`"${spoofed};hive.sales.orders"`);
+    expect(await readFile(await within('Export CSV: download.path()', csv.path()), 'utf8')).toContain(`"${spoofed};hive.sales.orders"`);
     const [ndjson] = await Promise.all([s.page.waitForEvent('download'), s.page.click('button:has-text("Export NDJSON")')]);
-    expect(await readFile(await ndjson.path(), 'utf8')).toContain(JSON.stringify(CONTROLS.join('x')));
+    expect(await readFile(await within('Export NDJSON: download.path()', ndjson.path()), 'utf8')).toContain(JSON.stringify(CONTROLS.join('x')));
 
     // The Overview: the graph's label and name, the drill-down's heading and rows.
     await s.page.goto(`${node.url}/admin/audit?range=24h&focus=${encodeURIComponent(`table:${spoofed}`)}`);
@@ -472,11 +505,12 @@ describe('Admin UI (real browser, real node)', () => {
     expect(await graphNode.getAttribute('aria-label')).toBe('table hive.sales.⟨U+202E⟩sredro: 1 events');
     await expect.poll(() => s.page.locator('#drill-title q').textContent()).toBe('hive.sales.⟨U+202E⟩sredro');
     await expect.poll(() => s.page.locator('.drill-down td.tables .table-name').first().textContent()).toBe('hive.sales.⟨U+202E⟩sredro');
-    expect(await noControls()).toEqual([]);
+    expect(await noControls('Overview')).toEqual([]);
     await shot(s.page, 'overview-bidi');
 
     // Maintenance: a refusal that quotes the operator's value shows its control as a mark, and the field keeps the value as typed.
     await s.page.goto(`${node.url}/admin/audit/maintenance`);
+    await s.page.locator('#setting-audit-tier-maintenance-cron').waitFor();
     await s.page.fill('#setting-audit-tier-maintenance-cron', `every ${RLO}ruoh`);
     await s.page.click('form.maintenance-settings button[type=submit]');
     const refusal = s.page.locator('[data-setting="audit.tier.maintenance.cron"] .field-error');
@@ -484,14 +518,14 @@ describe('Admin UI (real browser, real node)', () => {
     expect(await s.page.inputValue('#setting-audit-tier-maintenance-cron')).toBe(`every ${RLO}ruoh`);
     // The field shows the value reordered, so a note under it shows the control as a mark.
     expect(await s.page.locator('[data-setting="audit.tier.maintenance.cron"] .bidi-note').textContent()).toBe('holds direction controls: every ⟨U+202E⟩ruoh');
-    expect(await noControls()).toEqual([]);
+    expect(await noControls('Maintenance')).toEqual([]);
 
     // A search opened with a spoofed table name: the filter field keeps it exactly, and says what it holds.
     await s.page.goto(`${node.url}/admin/audit/search?table=${encodeURIComponent(spoofed)}`);
     await s.page.locator('tr.event-row[data-event-id="bidi-1"]').waitFor();
     expect(await s.page.inputValue('input[name=table]')).toBe(spoofed);
     expect(await s.page.locator('input[name=table] + .bidi-note').textContent()).toBe('holds direction controls: hive.sales.⟨U+202E⟩sredro');
-    expect(await s.page.locator('.bidi-note').count()).toBe(1);
+    expect(await within('.bidi-note: count()', s.page.locator('.bidi-note').count())).toBe(1);
     clean(s, [400]);
   });
 
