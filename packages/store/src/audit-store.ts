@@ -41,7 +41,7 @@ import { rebuildStaleSketches } from './text-sketch-writer.js';
 import { CHAIN_HEAD_KEY, EventWriter, LOG_END_KEY, logEndValue, putEvent, WRITER_YIELD_EVENTS, type AppendOptions, type AppendResult, type EventIdConflict, type ExclusiveContext, type Sequencer, type WriterPosition, type WrittenAppend } from './event-writer.js';
 import { TermRuns, parseTermRun, termRunKey, termRunValue, type TermRun, type TermStart } from './term-runs.js';
 import { contentHashAgainst, encodedContentReference, headOf, RecordChain, storedContentReference, type ChainHead, type ContentReference, type IntegrityEntry } from './record-chain.js';
-import { addIntegrityPuts, type RegisteredKey } from './integrity-index.js';
+import { addIntegrityPuts, erasureEntryOf, type RegisteredKey } from './integrity-index.js';
 import { PrunedRanges, type PrunedRange } from './pruned-ranges.js';
 import { NONE_FOUND, resendCandidates, tieredCopiesOf, type TieredCopyLookup } from './resent-after-retention.js';
 import { DayLedger, type DayLedgerChange, type DayLedgerFilter, type DayLedgerPage, type DayLedgerRow } from './day-ledger.js';
@@ -107,8 +107,8 @@ const BLOCK_CACHE_BYTES = 256 * 1024 * 1024;
 
 /** How a stored event's JSON names its sourceSeq (the ledger reads only entries holding it). */
 const SOURCE_SEQ_KEY = ',"sourceSeq":';
-/** The erasure action as its JSON member: an entry without these bytes is not an erasure record. */
-const ERASE_ACTION_TEXT = `"action":${JSON.stringify(INTEGRITY_ACTIONS.erase)}`;
+/** The erasure action, as bytes to search a replicated entry for before decoding it. */
+const ERASE_ACTION_BYTES = Buffer.from(INTEGRITY_ACTIONS.erase);
 
 /** Local-metadata key of the seq ranges retention deleted (PrunedRanges). */
 const PRUNED_RANGES_KEY = localKey('prunedRanges');
@@ -119,6 +119,9 @@ const PRUNED_RANGES_KEY = localKey('prunedRanges');
 const PRUNED_CHECKPOINT_KEY = localKey('prunedCheckpointSeq');
 /** EventIds AuditStore.noteHeldByTier remembers at most (~10 MB at 100 bytes each). */
 const TIER_HELD_REMEMBERED_MAX = 100_000;
+/** Most times one append is chosen again (appendEncoded) before it fails. */
+const APPEND_ROUNDS_MAX = 16;
+
 /** Local-metadata key of #prunedTimeMax. */
 const PRUNED_TIME_MAX_KEY = localKey('prunedTimeMax');
 /** Local-metadata key of #tieredCountedThrough. */
@@ -474,6 +477,7 @@ export class AuditStore {
     let tiered: ReadonlyMap<string, string>;
     let erasedElsewhere: ReadonlySet<string>;
     let written: WrittenAppend;
+    let rounds = 0;
     for (;;) {
       // Which events are looked for in the tier depends on what the log holds now: an event it
       // holds is left to the writer's de-duplication. A prune between this and the write (while
@@ -497,6 +501,11 @@ export class AuditStore {
       const toWrite = tiered.size === 0 && erasedElsewhere.size === 0 ? events : events.filter((event) => !tiered.has(event.eventId) && !erasedElsewhere.has(event.eventId));
       written = await writer.append(toWrite, { ...options, unchanged });
       if (written.stale !== true) break;
+      // Each round moves what changed into the choice; rounds beyond this mean the choice and
+      // the writer disagree about an event: an error to report, not a loop to spin.
+      if (++rounds === APPEND_ROUNDS_MAX) {
+        throw new AuditError(AuditErrorCode.STORE_WRITE_FAILED, `an append was chosen again ${APPEND_ROUNDS_MAX} times (the log kept changing under it); nothing of it was stored; safe to retry with the same eventIds`, { retryable: true });
+      }
     }
     if (options.meta?.length) {
       for (const meta of options.meta) this.#metaText.set(meta.name, JSON.stringify(meta.value));
@@ -833,11 +842,11 @@ export class AuditStore {
           head = verified.chainHash === undefined ? head : { hash: verified.chainHash, started: true };
           if (verified.integrity) integrity.push(verified.integrity);
           if (entry.seq === carriedCovers) coveredHash = verified.chainHash;
-        } else if (entryBuffer.includes(ERASE_ACTION_TEXT)) {
+        } else if (entryBuffer.includes(ERASE_ACTION_BYTES)) {
           // Without the chain nothing here is verified, but the leader's erasure is applied all
           // the same: a standby configured otherwise than its leader must not keep erased values.
-          const record = JSON.parse(entryBuffer.toString('utf8')) as StoredEvent;
-          if (integrityKindOf(record.source, record.action) === 'erase') integrity.push({ kind: 'erase', seq: entry.seq, details: record.details });
+          const erasure = erasureEntryOf(entryBuffer.toString('utf8'), entry.seq);
+          if (erasure) integrity.push(erasure);
         }
         if (entry.seq === carried?.seq) carriedHeld = true;
         putEvent(batch, entry.eventId, entry.timestamp, entry.seq, entry.bytes);
@@ -1670,15 +1679,6 @@ export class AuditStore {
   async dayLedgerPage(filter: DayLedgerFilter, page: { after?: string; limit: number }): Promise<DayLedgerPage> {
     this.#openWriter();
     return this.#days.page(filter, page);
-  }
-
-  /**
-   * The seq through which this log's events are known to be tiered (the watermark as last
-   * counted, countTieredThrough): a seq up to it that the log no longer holds was deleted by
-   * retention after the tier took it, and the tier holds it.
-   */
-  get tieredThrough(): number {
-    return this.#tieredCountedThrough;
   }
 
   /**

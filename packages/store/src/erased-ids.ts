@@ -1,4 +1,4 @@
-import { ERASED_MARKER } from '@auditlake/integrity';
+import { ERASABLE_FIELDS, ERASED_MARKER } from '@auditlake/integrity';
 import type { AuditEvent, EncodedEvent } from '@auditlake/model';
 import type { Level } from 'level';
 import { PREFIX, erasedIdKey, prefixEnd } from './event-keys.js';
@@ -21,7 +21,7 @@ export class ErasedIds {
 
   static async load(db: Level<string, string>): Promise<ErasedIds> {
     const ids = new ErasedIds();
-    for (const [key, value] of await db.iterator({ gte: PREFIX.erasedId, lt: prefixEnd(PREFIX.erasedId) }).all()) ids.#fields.set(key.slice(PREFIX.erasedId.length), JSON.parse(value) as string[]);
+    for (const [key, value] of await db.iterator({ gte: PREFIX.erasedId, lt: prefixEnd(PREFIX.erasedId) }).all()) ids.#fields.set(key.slice(PREFIX.erasedId.length), fieldsOf(value));
     return ids;
   }
 
@@ -35,8 +35,10 @@ export class ErasedIds {
    * something other than the marker.
    */
   bringsBack(event: EncodedEvent, erasing?: ReadonlyMap<string, readonly string[]>): boolean {
-    const fields = this.#fields.get(event.eventId) ?? erasing?.get(event.eventId);
-    if (fields === undefined) return false;
+    const committed = this.#fields.get(event.eventId);
+    const pending = erasing?.get(event.eventId);
+    if (committed === undefined && pending === undefined) return false;
+    const fields = [...(committed ?? []), ...(pending ?? [])];
     const values = JSON.parse(event.json) as AuditEvent;
     return !fields.every((field) => (field === 'tables' ? values.tables.length === 1 && values.tables[0] === ERASED_MARKER : values[field as keyof AuditEvent] === ERASED_MARKER));
   }
@@ -67,4 +69,16 @@ export class ErasedIdsChange {
     for (const [eventId, fields] of this.#staged) this.#committed.set(eventId, fields);
     this.#staged.clear();
   }
+}
+
+
+/** The fields a `v!` value names; anything but a JSON array of names counts as every erasable field (never fewer than were erased). */
+function fieldsOf(value: string): readonly string[] {
+  try {
+    const parsed = JSON.parse(value) as unknown;
+    if (Array.isArray(parsed) && parsed.every((field) => typeof field === 'string')) return parsed;
+  } catch {
+    // Not JSON: below.
+  }
+  return ERASABLE_FIELDS;
 }

@@ -7,6 +7,7 @@ import { termsFromJson, type IndexWriter } from './index-writer.js';
 import type { TextSketchWriter } from './text-sketch-writer.js';
 import { termRunKey, termRunValue, type TermRun, type TermRuns } from './term-runs.js';
 import { parseErasureDetails } from '@auditlake/integrity';
+import { erasureEntryOf } from './integrity-index.js';
 import type { IntegrityEntry, RecordChain } from './record-chain.js';
 import type { DayLedger } from './day-ledger.js';
 import type { SourceLedger } from './source-ledger.js';
@@ -400,7 +401,16 @@ export class EventWriter {
               integrity.push(chained.integrity);
               if (chained.integrity.kind === 'erase') noteErasing(erasing, chained.integrity);
             }
-          } else json = storedEventJson(event, ingestTs, seq, term);
+          } else {
+            json = storedEventJson(event, ingestTs, seq, term);
+            // Without the chain an erasure record is still applied (one forwarded from a node
+            // with the chain; a node without it refuses new erasures): no copy keeps the values.
+            const erasure = erasureEntryOf(event.json, seq);
+            if (erasure) {
+              integrity.push(erasure);
+              noteErasing(erasing, erasure);
+            }
+          }
           putEvent(batch, event.eventId, event.timestamp, seq, json);
           ledger.addJson(event.json);
           days.countJson(event.json, event.timestamp, 'received');
@@ -418,7 +428,7 @@ export class EventWriter {
         results.push(result);
       }
       this.#text.putChanged(batch);
-      if (seq > this.#position.lastSeq && chain.enabled && integrity.length > 0) {
+      if (seq > this.#position.lastSeq && integrity.length > 0) {
         const indexed = await this.#indexIntegrity(batch, integrity, newTables);
         rewrote = indexed.rewrote;
         commitIntegrity = () => indexed.commit();

@@ -7,8 +7,8 @@ export interface ForwardTarget {
   appendEncoded(events: readonly EncodedEvent[], options?: AppendOptions): Promise<AppendResult>;
   getByEventId(eventId: string): Promise<StoredEvent | undefined>;
   getBySeq(seq: number): Promise<StoredEvent | undefined>;
-  /** AuditStore.tieredThrough. */
-  readonly tieredThrough: number;
+  /** Where this log ends (AuditStore.position). */
+  readonly position: { readonly lastSeq: number };
 }
 
 /** Cheap test first: only a text naming the erase action is parsed. */
@@ -25,8 +25,9 @@ function erasureOf(event: EncodedEvent): AuditEvent | undefined {
  * stored as it came: it is re-applied by eventId. The events before it are appended first (the
  * event it erased usually travels in the same batch, ahead of it), then the records it names
  * are looked up here — each event's current copy by its eventId, and each named seq that
- * still holds the same eventId, or that retention deleted here after the tier took it (the
- * tier holds that seq: the log up to the watermark is every node's) — and an erasure record
+ * still holds the same eventId, or that this log no longer holds below its end (retention
+ * deleted it here, or the leader it caught up from had; the tier holds it, and its erasure pass
+ * matches eventId and seq, so a seq named in vain changes nothing) — and an erasure record
  * naming those (same eventId, who asked, time and fields) is appended in its place, so the tier's
  * copies are erased and the ids recorded as erased; one that names nothing is dropped.
  * Deterministic for a retried batch: the same lookup finds the same records, so the rebuilt
@@ -75,7 +76,7 @@ async function reapplied(store: ForwardTarget, erasure: AuditEvent): Promise<Aud
   // that same seq; or one only the tier holds now (the tier's erasure pass matches its eventId too).
   for (const ref of details.records) {
     const held = await store.getBySeq(ref.seq);
-    if (held?.eventId === ref.eventId || (held === undefined && ref.seq <= store.tieredThrough)) named(ref);
+    if (held?.eventId === ref.eventId || (held === undefined && ref.seq <= store.position.lastSeq)) named(ref);
   }
   refs.sort((a, b) => a.seq - b.seq);
   if (refs.length === 0) return [];

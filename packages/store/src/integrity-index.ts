@@ -1,5 +1,5 @@
-import type { StoredEvent } from '@auditlake/model';
-import { composeStoredEvent, eraseRecordFields, parseErasureDetails, parsePublishedKey } from '@auditlake/integrity';
+import { composeStoredEvent, eraseRecordFields, integrityKindOf, parseErasureDetails, parsePublishedKey } from '@auditlake/integrity';
+import { INTEGRITY_ACTIONS, type StoredEvent } from '@auditlake/model';
 import type { Level } from 'level';
 import type { ErasedIdsChange } from './erased-ids.js';
 import { PREFIX, checkpointKey, decodeUint, erasureKey, idKey, keyKey } from './event-keys.js';
@@ -28,6 +28,20 @@ export interface IndexUpdate {
   erasedBlocks?: Set<number>;
   /** Records each eventId an erasure names, with the fields it erased (its erasedIdKey is put in the batch). */
   erasedIds?: ErasedIdsChange;
+}
+
+/** The erasure action as its JSON member: a text without these bytes is not an erasure record. */
+const ERASE_ACTION_TEXT = `"action":${JSON.stringify(INTEGRITY_ACTIONS.erase)}`;
+
+/**
+ * The erasure entry of a stored or stored-to-be event text at `seq`, or undefined for any other
+ * event: what a store without the record chain (which finds integrity records as it hashes)
+ * still applies, so that no copy keeps an erased value. A byte search first; parsed only then.
+ */
+export function erasureEntryOf(text: string, seq: number): IntegrityEntry | undefined {
+  if (!text.includes(ERASE_ACTION_TEXT)) return undefined;
+  const record = JSON.parse(text) as StoredEvent;
+  return integrityKindOf(record.source, record.action) === 'erase' ? { kind: 'erase', seq, details: record.details } : undefined;
 }
 
 /** A public key the log registered, as the key index keeps it. */

@@ -45,12 +45,15 @@ export function resendCandidates(events: readonly EncodedEvent[], freshIds: Read
   if (prunedTimeMax === undefined && erasedIds.size === 0) return undefined;
   let found: ResendCandidates | undefined;
   for (const event of events) {
-    if (freshIds?.has(event.eventId) === true || found?.times.has(event.eventId) === true) continue;
+    if (freshIds?.has(event.eventId) === true) continue;
     const timed = prunedTimeMax !== undefined && event.timestamp <= prunedTimeMax;
+    // Every event of a request is asked, also one repeating an id: the writer asks each
+    // (AuditStore.appendEncoded), and an event it would refuse that was not chosen here would
+    // have the append chosen again for ever.
     const erased = erasedIds.size > 0 && erasedIds.bringsBack(event);
     if (!timed && !erased) continue;
     found ??= { times: new Map(), erased: new Set() };
-    found.times.set(event.eventId, timed ? event.timestamp : undefined);
+    if (found.times.get(event.eventId) === undefined) found.times.set(event.eventId, timed ? event.timestamp : undefined);
     if (erased) found.erased.add(event.eventId);
   }
   return found;

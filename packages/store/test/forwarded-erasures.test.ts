@@ -58,6 +58,34 @@ describe('appendForwarded', () => {
     expect((await store.append([ev('old', { userId: 'secret-user', timestamp: 1_700_000_200_000 })])).stored).toEqual([]);
   });
 
+  it('keeps a record of a gap this log skipped while catching up (its leader had deleted it), before any tiering was counted here', async () => {
+    const leader = await openStore();
+    await leader.append([ev('a'), ev('old', { userId: 'secret-user' }), ev('c', { timestamp: 1_700_000_100_000 })]);
+    const standby = await openStore();
+    await standby.applyReplicated(await leader.readEncodedBySeq(0, 1), []);
+    // The leader tiers and deletes seq 2; the standby catches up across the hole.
+    await leader.countTieredThrough(2);
+    expect((await leader.pruneBefore(1_700_000_000_001, 100, async () => true, 2)).deleted).toBe(2);
+    const rest = await leader.readEncodedBySeq(1, 10);
+    await standby.applyReplicated(rest, [], await leader.skippedByRetention(1, rest));
+    expect(await standby.getBySeq(2)).toBeUndefined();
+    const result = await appendForwarded(standby, [encodeEvent(erasure('erase-4', [{ eventId: 'old', seq: 2 }]))], {});
+    expect(result.stored.map((s) => s.eventId)).toEqual(['erase-4']);
+    expect((await standby.append([ev('old', { userId: 'secret-user', timestamp: 1_700_000_200_000 })])).stored).toEqual([]);
+  });
+
+  it('a leader without the record chain applies a forwarded erasure too: its copy is erased and the id refused', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'auditlake-forwarded-'));
+    onTestFinished(() => rm(dir, { recursive: true, force: true }));
+    const store = await AuditStore.open({ location: join(dir, 'store'), chain: false });
+    onTestFinished(() => store.close());
+    await store.append([ev('x1', { userId: 'secret-user' })]);
+    const result = await appendForwarded(store, [encodeEvent(erasure('erase-5', [{ eventId: 'x1', seq: 1 }]))], {});
+    expect(result.stored.map((s) => s.eventId)).toEqual(['erase-5']);
+    expect((await store.getByEventId('x1'))?.userId).toBe(ERASED_MARKER);
+    expect((await store.readBySeq(0, 10)).filter((e) => JSON.stringify(e).includes('secret-user'))).toEqual([]);
+  });
+
   it('drops a forwarded erasure that names nothing this log holds', async () => {
     const store = await openStore();
     await store.append([ev('x1')]);

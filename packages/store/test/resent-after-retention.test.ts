@@ -194,7 +194,7 @@ const SECRET = 'erin-secret-user';
 /** Appends an erasure of `fields` of the records named (by eventId and seq), timed after everything pruned here. */
 async function erase(store: AuditStore, records: Array<{ eventId: string; seq: number }>, fields: Array<'userId' | 'query'> = ['userId']): Promise<void> {
   const details = encodeErasureDetails({ v: 1, fields, records });
-  await store.append([{ ...ev(`erase-${records[0]!.eventId}`, { timestamp: OLD_MS + 50_000 }), source: SELF_SOURCE, action: INTEGRITY_ACTIONS.erase, details }]);
+  await store.append([{ ...ev(`erase-${records[0]!.eventId}-${fields.join('+')}`, { timestamp: OLD_MS + 50_000 }), source: SELF_SOURCE, action: INTEGRITY_ACTIONS.erase, details }]);
 }
 
 /** Every stored event holding the erased value anywhere in its text. */
@@ -307,6 +307,41 @@ describe('events an erasure named', () => {
     expect(await holdingSecret(store)).toEqual([]);
     // The values themselves still never come back.
     expect((await store.appendEncoded([resent({ timestamp: OLD_MS + 300_000 })])).stored).toEqual([]);
+  });
+
+  it('a request repeating an erased id, first with the marker and an old time, then with the values: neither stored, and the append ends', async () => {
+    const { store, tierCopy: _ } = await erasedAndPruned();
+    store.setTieredCopyLookup(async () => new Map());
+    const lastSeq = store.position.lastSeq;
+    const marked = ingested(ev('x', { userId: '[erased by auditlake]', timestamp: 0 }));
+    const result = await store.appendEncoded([marked, resent()]);
+    expect(result.stored).toEqual([]);
+    expect(store.position.lastSeq).toBe(lastSeq);
+    expect(await holdingSecret(store)).toEqual([]);
+  });
+
+  it('an event erased in one field before and in another by an erasure earlier in the same write is judged by both', async () => {
+    const { store } = await stores.open();
+    await store.appendEncoded([ingested(ev('x', { userId: SECRET, query: 'SELECT secret' }))]);
+    const seq = (await store.getByEventId('x'))!.seq;
+    await erase(store, [{ eventId: 'x', seq }], ['query']);
+    expect((await store.pruneBefore(OLD_MS + 1, 100, async () => true)).deleted).toBe(1);
+    // userId erased now, in the same write as a re-send holding the marker in query but the user id itself.
+    const [, result] = await Promise.all([erase(store, [{ eventId: 'x', seq }], ['userId']), store.appendEncoded([resent({ query: '[erased by auditlake]' })])]);
+    expect(result.stored).toEqual([]);
+    expect(await holdingSecret(store)).toEqual([]);
+  });
+
+  it('an erased id kept in the form of an earlier version (a seq, not the fields) counts as every field erased', async () => {
+    const { store, location } = await erasedAndPruned();
+    await stores.close(store);
+    const db = new Level<string, string>(location, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
+    await db.open();
+    await db.put('v!x', '000000000000007b');
+    await db.close();
+    const { store: reopened } = await stores.open(location);
+    // Only the query differs from the marker-free original: still refused (every field counts as erased).
+    expect((await reopened.appendEncoded([resent({ userId: '[erased by auditlake]' })])).stored).toEqual([]);
   });
 
   it('an erasure whose write failed leaves no id refused: nothing was erased', async () => {
