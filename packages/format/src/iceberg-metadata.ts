@@ -493,15 +493,26 @@ export function expireSnapshots(metadata: IcebergTableMetadata, options: ExpireS
 
 /**
  * The next table metadata without the branches and tags (every ref but `main`) that point at a
- * snapshot other than the current one, and no new snapshot; undefined when there are none. An
- * erasure's purge drops them: a snapshot they kept would keep the erased values.
+ * snapshot made before the current one — neither it nor a descendant of it — and no new
+ * snapshot; undefined when there are none. An erasure's purge drops them: a snapshot they kept
+ * would keep the erased values. A ref made since (on the current snapshot or after it, such as
+ * another engine's write-audit-publish branch) holds none and is kept.
  */
 export function dropRefsOffCurrent(metadata: IcebergTableMetadata, options: { nowMs: number; previousMetadataPath: string; metadataLogEntriesMax?: number }): IcebergTableMetadata | undefined {
   checkBase(metadata);
   checkAbsolutePath('previousMetadataPath', options.previousMetadataPath);
   checkMs('nowMs', options.nowMs);
   const current = metadata['current-snapshot-id'];
-  const refs = Object.fromEntries(Object.entries(metadata.refs).filter(([name, ref]) => name === 'main' || ref['snapshot-id'] === current));
+  const byId = new Map<number, IcebergSnapshot>(metadata.snapshots.map((snapshot) => [snapshot['snapshot-id'], snapshot]));
+  const fromCurrent = (id: number): boolean => {
+    const seen = new Set<number>();
+    for (let at: IcebergSnapshot | undefined = byId.get(id); at !== undefined && !seen.has(at['snapshot-id']); at = byId.get(at['parent-snapshot-id'] ?? -1)) {
+      if (at['snapshot-id'] === current) return true;
+      seen.add(at['snapshot-id']);
+    }
+    return false;
+  };
+  const refs = Object.fromEntries(Object.entries(metadata.refs).filter(([name, ref]) => name === 'main' || fromCurrent(ref['snapshot-id'])));
   if (Object.keys(refs).length === Object.keys(metadata.refs).length) return undefined;
   const next: IcebergTableMetadata = {
     ...metadata,

@@ -97,19 +97,22 @@ describe('replaceSnapshot', () => {
 });
 
 describe('dropRefsOffCurrent', () => {
-  it('drops every branch and tag but main that points at another snapshot than the current one, so expiry no longer keeps it', () => {
-    const before = appended(5);
-    const refs = { ...before.refs, audit2025: { 'snapshot-id': 1002, type: 'tag' as const }, audit: { 'snapshot-id': 1003, type: 'branch' as const }, latest: { 'snapshot-id': 1005, type: 'tag' as const } };
+  it('drops every branch and tag but main on a snapshot made before the current one, so expiry no longer keeps it; one on the current snapshot or after it stays', () => {
+    const base = appended(5);
+    // A write-audit-publish branch another engine made on top of the current snapshot (1005), not published.
+    const wap = appendSnapshot(base, { snapshotId: 2001, manifestListPath: listPath(2001), nowMs: T0 + 2001, addedFiles: { records: 1, files: 1, sizeBytes: 10, partitions: 1 }, previousMetadataPath: metadataPath(6) });
+    const before = { ...wap, 'current-snapshot-id': 1005, refs: { main: { 'snapshot-id': 1005, type: 'branch' as const } } };
+    const refs = { ...before.refs, audit2025: { 'snapshot-id': 1002, type: 'tag' as const }, audit: { 'snapshot-id': 1003, type: 'branch' as const }, latest: { 'snapshot-id': 1005, type: 'tag' as const }, wap: { 'snapshot-id': 2001, type: 'branch' as const } };
     const tagged = { ...before, refs };
     const after = dropRefsOffCurrent(tagged, { nowMs: T0, previousMetadataPath: metadataPath(6) })!;
-    expect(Object.keys(after.refs).sort()).toEqual(['latest', 'main']);
+    expect(Object.keys(after.refs).sort()).toEqual(['latest', 'main', 'wap']);
     expect(after['metadata-log'].at(-1)!['metadata-file']).toBe(metadataPath(6));
     expect(after.snapshots).toEqual(before.snapshots);
-    expect([...retainedSnapshotIds(after, 1)]).toEqual([1005]);
+    expect([...retainedSnapshotIds(after, 1)].sort()).toEqual([1005, 2001]);
     expect(checkTableMetadata(JSON.parse(JSON.stringify(after)))).toEqual([]);
     // Nothing to drop: no new version.
     expect(dropRefsOffCurrent(after, { nowMs: T0, previousMetadataPath: metadataPath(7) })).toBeUndefined();
-    expect(dropRefsOffCurrent(before, { nowMs: T0, previousMetadataPath: metadataPath(7) })).toBeUndefined();
+    expect(dropRefsOffCurrent(appended(5), { nowMs: T0, previousMetadataPath: metadataPath(7) })).toBeUndefined();
   });
 });
 

@@ -24,7 +24,7 @@ import {
 } from '@auditlake/format';
 import { AuditError, AuditErrorCode, isAuditError } from '@auditlake/model';
 import { carriedSummary, COMMIT_ATTEMPTS_MAX, type MaintenanceContext } from './iceberg-maintenance-context.js';
-import { currentManifests, isLive, type ResolvedManifest } from './iceberg-table-files.js';
+import { currentManifests, isLive, ManifestCache, snapshotManifests, type ResolvedManifest } from './iceberg-table-files.js';
 import { expireIcebergSnapshots, reachedOnlyByExpiring } from './iceberg-snapshot-expiry.js';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import { metadataFileKey, s3Key } from './iceberg-table-ref.js';
@@ -270,15 +270,33 @@ export async function purgeReplacedFiles(context: MaintenanceContext, loaded: Lo
   // Branches and tags other than main go first: the expiry keeps every snapshot a ref names,
   // and one made before the rewrite (by another engine) would keep the values readable.
   const unpinned = await commitChange(context, loaded, (base) => dropRefsOffCurrent(base.metadata, { nowMs: context.now(), previousMetadataPath: base.metadataPath, metadataLogEntriesMax: context.metadataLogEntriesMax }));
-  const listed = purgeList(unpinned);
-  const unlisted = (await reachedOnlyByExpiring(context, unpinned, 1)).filter((path) => !listed.includes(path));
-  const recorded = unlisted.length === 0 ? unpinned : await commitProperties(context, unpinned, { [PURGE_FILES_PROPERTY]: JSON.stringify([...listed, ...unlisted]) }, []);
+  const expiring = await reachedOnlyByExpiring(context, unpinned, 1);
+  // Added to the list as the table holds it when committing (a retry after another commit).
+  const recorded = await commitChange(context, unpinned, (base) => {
+    const listed = purgeList(base);
+    const unlisted = expiring.filter((path) => !listed.includes(path));
+    if (unlisted.length === 0) return undefined;
+    return updateProperties(base.metadata, { set: { [PURGE_FILES_PROPERTY]: JSON.stringify([...listed, ...unlisted]) }, nowMs: context.now(), previousMetadataPath: base.metadataPath, metadataLogEntriesMax: context.metadataLogEntriesMax });
+  });
   const paths = [...new Set(purgeList(recorded))];
   // No grace: the replaced files hold the erased values, which must leave the bucket now.
   const expired = await expireIcebergSnapshots(context, recorded, 1, 0);
   const live = new Set((await currentManifests(context.objects, context.table, expired.loaded.metadata)).flatMap((m) => m.entries.filter(isLive).map((e) => e.data_file.file_path)));
-  const doomed = paths.filter((path) => !live.has(path));
-  if (doomed.length !== paths.length) throw new Error(`assertion failed: a replaced file is live again in ${context.table.identifier}`);
+  if (paths.some((path) => live.has(path))) throw new Error(`assertion failed: a replaced file is live again in ${context.table.identifier}`);
+  // Never a file a snapshot the expiry kept still reads (a tag another engine put on an old
+  // snapshot since the refs were dropped): the table stays readable; such a file keeps its
+  // values. Its own entries (a manifest list, its manifests) and live data files count; a file
+  // a kept snapshot lists as DELETED does not (the current one lists every replaced file so).
+  const stillRead = new Set<string>();
+  const cache = new ManifestCache();
+  for (const snapshot of expired.loaded.metadata.snapshots) {
+    stillRead.add(snapshot['manifest-list']);
+    for (const manifest of await snapshotManifests(context.objects, context.table, snapshot, cache)) {
+      stillRead.add(manifest.file.manifest_path);
+      for (const entry of manifest.entries) if (isLive(entry)) stillRead.add(entry.data_file.file_path);
+    }
+  }
+  const doomed = paths.filter((path) => !stillRead.has(path));
   await context.onStep?.('purge-expired');
   await mapBounded(doomed, OBJECT_REQUESTS_IN_FLIGHT_MAX, (path) => context.objects.delete(s3Key(context.table, path)));
   const committed = await commitProperties(context, expired.loaded, {}, [PURGE_FILES_PROPERTY]);
