@@ -1,11 +1,12 @@
 import type { EventOutput } from '@auditlake/model';
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import type { AdminApi, ClusterAnswer, QueryParams, SettingsAnswer, StatsAnswer } from '../api.js';
 import type { GraphNode, GraphNodeKind } from '../graph-layout.js';
 import { navigate, readWindowState, writeWindowState, type WindowState } from '../page-location.js';
 import { STORAGE_FIELDS } from '../settings-form.js';
 import { windowBounds } from '../time-range.js';
 import { useLoad } from '../use-load.js';
+import { useChanged } from '../use-changed.js';
 import { ClusterPanel } from './cluster-panel.js';
 import { DecisionHistogram } from './decision-histogram.js';
 import { EventTable } from './event-table.js';
@@ -46,7 +47,7 @@ export function OverviewPage({ api, params }: { api: AdminApi; params: URLSearch
   const [windowState, setWindowState] = useState<WindowState>(applied);
   const focus = parseFocus(params.get('focus'));
   const key = params.toString();
-  useEffect(() => setWindowState(applied), [key]);
+  useChanged(key, () => setWindowState(applied));
 
   const windowQuery = (): QueryParams => {
     const bounds = windowBounds(applied.window, Date.now());

@@ -7,6 +7,7 @@ import { windowBounds } from '../time-range.js';
 import { EventTable } from './event-table.js';
 import { TruncationNote, WindowControls } from './toolbar.js';
 import { ErrorNote } from './error-note.js';
+import { useChanged } from '../use-changed.js';
 import { BidiNote, ShownText } from './shown-text.js';
 
 /** The search form's fields, as kept in the URL. */
@@ -45,10 +46,13 @@ export function SearchPage({ api, params }: { api: AdminApi; params: URLSearchPa
     return { params: { ...f, action: f.action === 'all' ? '' : f.action, from: bounds.fromMs, to: bounds.toMs, limit: state.max } };
   };
 
-  // The URL is the source of truth: every change of it (submit, Back, reload) runs the search.
-  useEffect(() => {
+  // The URL is the source of truth: a change of it (a submit, Back) resets the form to it…
+  useChanged(key, () => {
     setFilters(applied.filters);
     setWindowState(applied.window);
+  });
+  // …and every change of it (and the first display) runs the search.
+  useEffect(() => {
     const query = apiParams(applied.window, applied.filters);
     if ('error' in query) {
       setError(query.error);

@@ -1,7 +1,8 @@
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import type { AdminApi, SettingsAnswer } from '../api.js';
 import { changedSettings, fieldOfError, formValues, type SettingField, type SettingValues } from '../settings-form.js';
 import { BidiNote, ShownText } from './shown-text.js';
+import { useChanged } from '../use-changed.js';
 
 export interface SettingsPanelProps {
   api: AdminApi;
@@ -26,18 +27,12 @@ export function SettingsPanel({ api, settings, onSaved, fields, title, name }: S
   const [status, setStatus] = useState('');
   const [saving, setSaving] = useState(false);
 
-  // A new settings answer (a save, here or in another form) resets the form. Not on first
-  // display: the state was made from these settings already, and Preact runs the effect a frame
-  // later, so a reset then wiped whatever was typed in that first frame (the save then found
-  // "Nothing changed").
-  const shown = useRef(settings);
-  useEffect(() => {
-    if (shown.current === settings) return;
-    shown.current = settings;
+  // A new settings answer (a save, here or in another form) resets the form.
+  useChanged(settings, () => {
     const next = formValues(fields, settings);
     setStored(next);
     setValues(next);
-  }, [settings]);
+  });
 
   const save = async (e: Event) => {
     e.preventDefault();
