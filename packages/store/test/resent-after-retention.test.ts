@@ -202,6 +202,15 @@ async function holdingSecret(store: AuditStore): Promise<string[]> {
   return (await store.readBySeq(0, 1_000)).filter((e) => JSON.stringify(e).includes(SECRET)).map((e) => e.eventId);
 }
 
+/** A store that held `x` (userId SECRET, not erased) until retention deleted it. */
+async function storedAndPruned() {
+  const { store, location } = await stores.open();
+  await store.appendEncoded([ingested(ev('x', { userId: SECRET }))]);
+  const seq = (await store.getByEventId('x'))!.seq;
+  expect((await store.pruneBefore(OLD_MS + 1, 100, async () => true)).deleted).toBe(1);
+  return { store, location, seq };
+}
+
 /** A store holding `x` (userId SECRET), erased, then deleted by retention (the erasure record kept). */
 async function erasedAndPruned() {
   const { store, location } = await stores.open();
@@ -260,10 +269,7 @@ describe('events an erasure named', () => {
   });
 
   it('an erasure and a re-send written in the same writer turn: the re-send is chosen again and not stored', async () => {
-    const { store } = await stores.open();
-    await store.appendEncoded([ingested(ev('x', { userId: SECRET }))]);
-    const seq = (await store.getByEventId('x'))!.seq;
-    expect((await store.pruneBefore(OLD_MS + 1, 100, async () => true)).deleted).toBe(1);
+    const { store, seq } = await storedAndPruned();
     // Queued in one tick under one sequencer (as on a cluster leader, where ingest and erasures share the elector's): one group.
     const [erased, result] = await Promise.all([erase(store, [{ eventId: 'x', seq }]), store.appendEncoded([resent()])]);
     expect(erased).toBeUndefined();
@@ -272,10 +278,7 @@ describe('events an erasure named', () => {
   });
 
   it('a re-send chosen by its time whose lookup found no copy, with an erasure written before its turn: chosen again, not stored', async () => {
-    const { store } = await stores.open();
-    await store.appendEncoded([ingested(ev('x', { userId: SECRET }))]);
-    const seq = (await store.getByEventId('x'))!.seq;
-    expect((await store.pruneBefore(OLD_MS + 1, 100, async () => true)).deleted).toBe(1);
+    const { store, seq } = await storedAndPruned();
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
     let lookups = 0;
@@ -345,10 +348,7 @@ describe('events an erasure named', () => {
   });
 
   it('an erasure whose write failed leaves no id refused: nothing was erased', async () => {
-    const { store } = await stores.open();
-    await store.appendEncoded([ingested(ev('x', { userId: SECRET }))]);
-    const seq = (await store.getByEventId('x'))!.seq;
-    expect((await store.pruneBefore(OLD_MS + 1, 100, async () => true)).deleted).toBe(1);
+    const { store, seq } = await storedAndPruned();
     let calls = 0;
     // The term changes while the erasure is prepared: its write fails, nothing stored.
     const details = encodeErasureDetails({ v: 1, fields: ['userId'], records: [{ eventId: 'x', seq }] });
@@ -407,10 +407,7 @@ describe('events an erasure named', () => {
   });
 
   it('a re-send chosen before an erasure of its deleted copy was written is chosen again, and not stored', async () => {
-    const { store } = await stores.open();
-    await store.appendEncoded([ingested(ev('x', { userId: SECRET }))]);
-    const seq = (await store.getByEventId('x'))!.seq;
-    expect((await store.pruneBefore(OLD_MS + 1, 100, async () => true)).deleted).toBe(1);
+    const { store, seq } = await storedAndPruned();
     // X is looked up first and waits; the tier is asked for nothing it holds.
     const { asked, release } = gatedLookup(store, new Map());
     const pending = store.appendEncoded([ingested(ev('X', { timestamp: OLD_MS - 1 })), resent()]);
