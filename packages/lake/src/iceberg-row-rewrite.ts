@@ -24,7 +24,7 @@ import {
 } from '@auditlake/format';
 import { AuditError, AuditErrorCode, isAuditError } from '@auditlake/model';
 import { carriedSummary, COMMIT_ATTEMPTS_MAX, type MaintenanceContext } from './iceberg-maintenance-context.js';
-import { currentManifests, isLive, ManifestCache, snapshotManifests, type ResolvedManifest } from './iceberg-table-files.js';
+import { currentManifests, isLive, ManifestCache, snapshotReach, type ResolvedManifest } from './iceberg-table-files.js';
 import { expireIcebergSnapshots, reachedOnlyByExpiring } from './iceberg-snapshot-expiry.js';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import { metadataFileKey, s3Key } from './iceberg-table-ref.js';
@@ -289,13 +289,7 @@ export async function purgeReplacedFiles(context: MaintenanceContext, loaded: Lo
   // a kept snapshot lists as DELETED does not (the current one lists every replaced file so).
   const stillRead = new Set<string>();
   const cache = new ManifestCache();
-  for (const snapshot of expired.loaded.metadata.snapshots) {
-    stillRead.add(snapshot['manifest-list']);
-    for (const manifest of await snapshotManifests(context.objects, context.table, snapshot, cache)) {
-      stillRead.add(manifest.file.manifest_path);
-      for (const entry of manifest.entries) if (isLive(entry)) stillRead.add(entry.data_file.file_path);
-    }
-  }
+  for (const snapshot of expired.loaded.metadata.snapshots) await snapshotReach(context.objects, context.table, snapshot, cache, stillRead, true);
   const doomed = paths.filter((path) => !stillRead.has(path));
   await context.onStep?.('purge-expired');
   await mapBounded(doomed, OBJECT_REQUESTS_IN_FLIGHT_MAX, (path) => context.objects.delete(s3Key(context.table, path)));

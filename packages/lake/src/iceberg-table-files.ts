@@ -56,11 +56,14 @@ export function isLive(entry: ManifestEntry): boolean {
   return entry.status !== ManifestEntryStatus.DELETED;
 }
 
-/** Every path a snapshot reaches: its manifest list, its manifests and every file they name (any status). */
-export async function snapshotReach(objects: ObjectStore, table: IcebergTableRef, snapshot: IcebergSnapshot, cache: ManifestCache, into: Set<string>): Promise<void> {
+/**
+ * Every path a snapshot reaches: its manifest list, its manifests and every file they name (any
+ * status; with `liveOnly`, only the data files it still reads, not those it lists as DELETED).
+ */
+export async function snapshotReach(objects: ObjectStore, table: IcebergTableRef, snapshot: IcebergSnapshot, cache: ManifestCache, into: Set<string>, liveOnly = false): Promise<void> {
   into.add(snapshot['manifest-list']);
   for (const manifest of await snapshotManifests(objects, table, snapshot, cache)) {
     into.add(manifest.file.manifest_path);
-    for (const entry of manifest.entries) into.add(entry.data_file.file_path);
+    for (const entry of manifest.entries) if (!liveOnly || isLive(entry)) into.add(entry.data_file.file_path);
   }
 }

@@ -487,8 +487,9 @@ export class AuditStore {
       // since could have deleted it (timed at or before the newest time retention deleted);
       // otherwise it is chosen again, and that event is then looked for in the tier. Each round
       // moves such events into the lookup, so the rounds end; ordinary ingest, timed after
-      // anything retention deletes, is never chosen again. An id an erasure named is looked for
-      // whatever its time, and one held neither here nor by the tier is not written either.
+      // anything retention deletes, is never chosen again. An event that would bring erased
+      // values back is looked for at its time, and one held neither here nor by the tier is not
+      // written either (resendCandidates).
       const deletes = this.#deleteVersion;
       const erasedIds = this.#erasedIds;
       const candidates = resendCandidates(events, options.freshIds, lookup === undefined ? undefined : this.#prunedTimeMax, erasedIds);
@@ -860,9 +861,8 @@ export class AuditStore {
       ledger.putChanged(batch);
       await days.prepare();
       days.putChanged(batch);
-      if (last !== undefined && !chain.enabled && integrity.length > 0) await addIntegrityPuts(db, batch, integrity, { index, newTables, erasedTables: this.#erasedTables, erasedBlocks: this.#staleSketches, erasedIds });
+      if (last !== undefined && integrity.length > 0) await addIntegrityPuts(db, batch, integrity, { index, newTables, erasedTables: this.#erasedTables, erasedBlocks: this.#staleSketches, erasedIds });
       if (last !== undefined && chain.enabled) {
-        await addIntegrityPuts(db, batch, integrity, { index, newTables, erasedTables: this.#erasedTables, erasedBlocks: this.#staleSketches, erasedIds });
         batch.put(CHAIN_HEAD_KEY, JSON.stringify({ seq: last.seq, hash: head.hash }));
         if (carried !== undefined && !carriedHeld && carried.seq > position.lastSeq && carried.seq < last.seq) {
           keptCheckpointSeq = await this.#keepCarriedCheckpoint(db, batch, carried, {

@@ -1,8 +1,9 @@
 import type { Level } from 'level';
-import { integrityKindOf, parseErasureDetails } from '@auditlake/integrity';
-import { INTEGRITY_ACTIONS, SELF_SOURCE, type StoredEvent } from '@auditlake/model';
+import { parseErasureDetails } from '@auditlake/integrity';
+import { SELF_SOURCE, type StoredEvent } from '@auditlake/model';
 import type { ErasedIds } from './erased-ids.js';
-import { PREFIX, decodeUint, encodeUint, erasureKey, localKey, prefixEnd, seqKey } from './event-keys.js';
+import { PREFIX, decodeUint, erasureKey, localKey, prefixEnd, seqKey, timeKey } from './event-keys.js';
+import { erasureEntryOf } from './integrity-index.js';
 import { termsFromJson, type IndexWriter } from './index-writer.js';
 import { indexValuePrefix, SUFFIX_LENGTH } from './index-keys.js';
 import { blockOfSeq } from './text-sketch.js';
@@ -93,9 +94,7 @@ export async function backfillErasureIndex(db: Level<string, string>): Promise<n
 
 /** Whether a stored event's text is an erasure record (parsed only when it names the action at all). */
 function isErasureRecordJson(json: string): boolean {
-  if (!json.includes(INTEGRITY_ACTIONS.erase)) return false;
-  const event = JSON.parse(json) as StoredEvent;
-  return integrityKindOf(event.source, event.action) === 'erase';
+  return erasureEntryOf(json, 0) !== undefined;
 }
 
 /**
@@ -110,8 +109,8 @@ export async function backfillErasedIds(db: Level<string, string>, erased: Erase
   let recorded = 0;
   const erasureSeqs = (await db.keys({ gte: PREFIX.erasure, lt: prefixEnd(PREFIX.erasure) }).all()).map((key) => decodeUint(key.slice(PREFIX.erasure.length)));
   for (const seq of erasureSeqs) {
-    const suffix = await db.get(seqKey(seq));
-    const json = suffix === undefined ? undefined : await db.get(PREFIX.time + suffix + encodeUint(seq));
+    const ts = await db.get(seqKey(seq));
+    const json = ts === undefined ? undefined : await db.get(timeKey(decodeUint(ts), seq));
     if (json === undefined) continue;
     let details;
     try {
