@@ -23,6 +23,7 @@ import {
   type MaintenanceContext,
   type ObjectStore,
 } from '../src/index.js';
+import { ManifestCache, snapshotReach } from '../src/iceberg-table-files.js';
 
 const BUCKET = 'lake';
 const T0 = Date.UTC(2026, 4, 1);
@@ -58,6 +59,11 @@ function context(ref: IcebergTableRef, objects: ObjectStore, over: Partial<Maint
 
 /** The rewrite an erasure of seq 2's query makes. */
 const ERASE_QUERY_OF_SEQ_2 = { seqs: [2], rewrite: (row: { seq?: number | undefined; query?: string | undefined }) => (row.seq === 2 && row.query !== MARKER ? { ...row, query: MARKER } : undefined), properties: {} };
+
+/** The embedded endpoint's file for an object URL (`s3://bucket/key`). */
+function objectFile(url: string): string {
+  return join(s3.dir, 's3', `${url.replace(/^s3:\/\//, '')}._S3rver_object`);
+}
 
 /** Every file of table `name` in the embedded endpoint's directory that holds `text`. */
 async function filesHolding(name: string, text: string): Promise<string[]> {
@@ -112,5 +118,53 @@ describe('the purge after an erasure\'s row rewrite', () => {
     const purged = await purgeReplacedFiles(context(ref, objects), left);
     expect(purged.loaded.metadata.properties[PURGE_FILES_PROPERTY]).toBeUndefined();
     expect(await filesHolding(ref.identifier.split('.').at(-1)!, SECRET)).toEqual([]);
+  });
+
+  it('keeps every file a snapshot still reads when another engine tags an old snapshot while the purge expires (those files keep their values)', async () => {
+    const { table: ref, objects, loaded } = await table('raced');
+    const rewritten = await rewriteIcebergRows(context(ref, objects), loaded, ERASE_QUERY_OF_SEQ_2 as never);
+    const first = rewritten.loaded.metadata.snapshots[0]!['snapshot-id'];
+    // Another engine tags the first snapshot (its file holds the secret) just as the expiry
+    // commits: it takes that version, so the expiry reloads, keeps the tagged snapshot and
+    // deletes only what no kept snapshot reads, though the purge had listed that file and the
+    // first snapshot's manifest list and manifests before the tag existed.
+    let raced = false;
+    const racing = new Proxy(objects, {
+      get(target, name) {
+        if (name === 'putIfAbsent') {
+          return async (key: string, body: Uint8Array | string, contentType: string) => {
+            const metadata = typeof body === 'string' && key.endsWith('.metadata.json') ? (JSON.parse(body) as { snapshots: unknown[]; properties: Record<string, string> }) : undefined;
+            if (!raced && metadata !== undefined && metadata.snapshots.length === 1 && metadata.properties[PURGE_FILES_PROPERTY] !== undefined) {
+              raced = true;
+              const latest = (await loadIcebergTable(objects, ref))!;
+              const refs = { ...latest.metadata.refs, audit2025: { 'snapshot-id': first, type: 'tag' as const } };
+              await commitMetadataVersion(objects, ref, latest, { ...latest.metadata, refs, 'last-updated-ms': latest.metadata['last-updated-ms'] + 1 }, fence);
+            }
+            return target.putIfAbsent(key, body, contentType);
+          };
+        }
+        const value = Reflect.get(target, name, target) as unknown;
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const purged = await purgeReplacedFiles(context(ref, racing), rewritten.loaded);
+    expect(raced).toBe(true);
+    const metadata = purged.loaded.metadata;
+    expect(metadata.refs['audit2025']?.['snapshot-id']).toBe(first);
+    expect(metadata.snapshots.map((s) => s['snapshot-id'])).toEqual([first, metadata['current-snapshot-id']]);
+    expect(metadata.properties[PURGE_FILES_PROPERTY]).toBeUndefined();
+    // Every object either kept snapshot reads is still there: the tag still reads its table.
+    const cache = new ManifestCache();
+    const read = new Set<string>();
+    for (const snapshot of metadata.snapshots) await snapshotReach(objects, ref, snapshot, cache, read, true);
+    const present = new Set<string>();
+    for (const entry of await readdir(join(s3.dir, 's3'), { recursive: true, withFileTypes: true })) if (entry.isFile()) present.add(join(entry.parentPath, entry.name));
+    for (const url of read) expect(present.has(objectFile(url)), url).toBe(true);
+    // The secret is left only where the tagged snapshot reads it; the second and third
+    // snapshots' manifest lists, which only expired snapshots reached, are gone.
+    const holding = await filesHolding('raced', SECRET);
+    expect(holding.length).toBeGreaterThan(0);
+    for (const path of holding) expect([...read].map(objectFile)).toContain(path);
+    for (const snapshot of rewritten.loaded.metadata.snapshots.slice(1, 3)) expect(present.has(objectFile(snapshot['manifest-list']))).toBe(false);
   });
 });
