@@ -23,6 +23,12 @@ export interface TieredLookupOptions {
   eventTimes?: ReadonlyMap<string, number>;
   /** Read each match's whole row (`event`), not only its seq, source and action. */
   wholeRows?: boolean;
+  /**
+   * Given: a source that cannot be listed, or a file of it that cannot be read, is reported here
+   * and the lookup goes on with the rest (the copies it may hold are then missing from the
+   * answer, which the caller must allow for). Absent: the lookup fails with the first such error.
+   */
+  unreadable?: (source: TierSource, error: unknown) => void;
 }
 
 /** What one lookup read, for measuring it (and for tests: which files the ids' statistics ruled out). */
@@ -52,11 +58,19 @@ export interface TieredLookupStats {
 export async function findTieredRecords(sources: readonly TierSource[], eventIds: ReadonlySet<string>, stats?: TieredLookupStats, options: TieredLookupOptions = {}): Promise<Map<string, TieredRecordRef[]>> {
   const found = new Map<string, TieredRecordRef[]>();
   if (eventIds.size === 0) return found;
-  const { eventTimes } = options;
+  const { eventTimes, unreadable } = options;
   const wanted = [...eventIds].map((id) => ({ id, bytes: Buffer.from(id, 'utf8'), timeMs: eventTimes?.get(id) }));
   const files: Array<{ source: TierSource; file: TierFile; wanted: typeof wanted }> = [];
   for (const source of sources) {
-    for (const file of await source.listFiles()) {
+    let listed: TierFile[];
+    try {
+      listed = await source.listFiles();
+    } catch (err) {
+      if (unreadable === undefined) throw err;
+      unreadable(source, err);
+      continue;
+    }
+    for (const file of listed) {
       if (stats) stats.files++;
       const inFile = eventTimes === undefined ? wanted : wanted.filter((w) => mayHoldTime(file.tsMin, file.tsMax, w.timeMs));
       if (inFile.length > 0) files.push({ source, file, wanted: inFile });
@@ -64,35 +78,13 @@ export async function findTieredRecords(sources: readonly TierSource[], eventIds
   }
   const spanColumns = options.wholeRows === true ? undefined : (['event_id', 'seq', 'source', 'action'] as const);
   const perFile = await mapBounded(files, OBJECT_REQUESTS_IN_FLIGHT_MAX, async ({ source, file, wanted: inFile }) => {
-    const parquet = await AuditParquetFile.open(await source.open(file), source.footers?.get(file.key));
-    source.footers?.set(file.key, parquet.footer);
-    const rows: Array<{ eventId: string; ref: TieredRecordRef }> = [];
-    for (const group of parquet.rowGroups) {
-      if (stats) stats.rowGroups++;
-      // With times given, a group whose `ts` statistics exclude an id's time cannot hold it either.
-      const candidates = inFile.filter((w) => mayHoldTime(group.tsMin, group.tsMax, w.timeMs) && mayHoldEventId(parquet.footer, group.index, w.bytes));
-      if (candidates.length === 0) {
-        if (stats) stats.rowGroupsSkipped++;
-        continue;
-      }
-      if (stats) stats.rowGroupsRead++;
-      const ids = new Set(candidates.map((w) => w.id));
-      const column = await parquet.read({ columns: ['event_id'], rowGroups: [group.index] });
-      const matches = column.flatMap((row, i) => (row.eventId !== undefined && ids.has(row.eventId) ? [i] : []));
-      if (matches.length === 0) continue;
-      // Rows of the group from the first match to the last, their other columns read once.
-      const rowStart = group.rowStart + matches[0]!;
-      const span = await parquet.read({ ...(spanColumns === undefined ? {} : { columns: spanColumns }), rowGroups: [group.index], rowStart, rowEnd: group.rowStart + matches.at(-1)! + 1 });
-      for (const i of matches) {
-        const match = span[i - matches[0]!];
-        const eventId = column[i]?.eventId;
-        if (match === undefined || eventId === undefined || match.eventId !== eventId) continue;
-        const ref: TieredRecordRef = { seq: match.seq ?? 0, source: match.source ?? '', action: match.action ?? '' };
-        if (spanColumns === undefined) ref.event = match as TieredEvent;
-        rows.push({ eventId, ref });
-      }
+    try {
+      return await copiesInFile(source, file, inFile, spanColumns, stats);
+    } catch (err) {
+      if (unreadable === undefined) throw err;
+      unreadable(source, err);
+      return [];
     }
-    return rows;
   });
   for (const { eventId, ref } of perFile.flat()) {
     const copies = found.get(eventId) ?? [];
@@ -100,6 +92,52 @@ export async function findTieredRecords(sources: readonly TierSource[], eventIds
     found.set(eventId, copies);
   }
   return found;
+}
+
+/** An id looked for, with its UTF-8 bytes (compared with statistics) and its event time when known. */
+interface WantedId {
+  id: string;
+  bytes: Buffer;
+  timeMs: number | undefined;
+}
+
+/** The copies of the wanted ids one file holds (see findTieredRecords). */
+async function copiesInFile(
+  source: TierSource,
+  file: TierFile,
+  inFile: readonly WantedId[],
+  spanColumns: ReadonlyArray<'event_id' | 'seq' | 'source' | 'action'> | undefined,
+  stats: TieredLookupStats | undefined,
+): Promise<Array<{ eventId: string; ref: TieredRecordRef }>> {
+  const parquet = await AuditParquetFile.open(await source.open(file), source.footers?.get(file.key));
+  source.footers?.set(file.key, parquet.footer);
+  const rows: Array<{ eventId: string; ref: TieredRecordRef }> = [];
+  for (const group of parquet.rowGroups) {
+    if (stats) stats.rowGroups++;
+    // With times given, a group whose `ts` statistics exclude an id's time cannot hold it either.
+    const candidates = inFile.filter((w) => mayHoldTime(group.tsMin, group.tsMax, w.timeMs) && mayHoldEventId(parquet.footer, group.index, w.bytes));
+    if (candidates.length === 0) {
+      if (stats) stats.rowGroupsSkipped++;
+      continue;
+    }
+    if (stats) stats.rowGroupsRead++;
+    const ids = new Set(candidates.map((w) => w.id));
+    const column = await parquet.read({ columns: ['event_id'], rowGroups: [group.index] });
+    const matches = column.flatMap((row, i) => (row.eventId !== undefined && ids.has(row.eventId) ? [i] : []));
+    if (matches.length === 0) continue;
+    // Rows of the group from the first match to the last, their other columns read once.
+    const rowStart = group.rowStart + matches[0]!;
+    const span = await parquet.read({ ...(spanColumns === undefined ? {} : { columns: spanColumns }), rowGroups: [group.index], rowStart, rowEnd: group.rowStart + matches.at(-1)! + 1 });
+    for (const i of matches) {
+      const match = span[i - matches[0]!];
+      const eventId = column[i]?.eventId;
+      if (match === undefined || eventId === undefined || match.eventId !== eventId) continue;
+      const ref: TieredRecordRef = { seq: match.seq ?? 0, source: match.source ?? '', action: match.action ?? '' };
+      if (spanColumns === undefined) ref.event = match as TieredEvent;
+      rows.push({ eventId, ref });
+    }
+  }
+  return rows;
 }
 
 /** False only when known event-time bounds (a file's or a row group's) exclude a known time. */

@@ -91,4 +91,28 @@ describe('findTieredRecords', () => {
     // Ids are spread over every group (their event_id statistics rule nothing out): time does.
     expect(stats).toMatchObject({ rowGroups: groups, rowGroupsRead: 1, rowGroupsSkipped: groups - 1 });
   });
+
+  it('told to go on past what it cannot read, reports each unreadable source and answers with the copies the others hold; told nothing, it fails', async () => {
+    const objects = s3.connections.bucket('s3', BUCKET);
+    const commit = (prefix: string, events: StoredEvent[], afterSeq: number) => commitParquetBatch(objects, { bucket: BUCKET, prefix }, events, { term: 1, nowMs: T0, afterSeq, mayCommit: () => true });
+    // A readable location, one with a damaged file beside a sound one, and one whose bucket is gone.
+    await commit('sound', [stored('s1', 1, T0 + 1), stored('both', 2, T0 + 2)], 0);
+    await commit('damaged', [stored('d3', 3, T0 + 3), stored('both', 4, T0 + 4)], 2);
+    await commit('damaged', [stored('d5', 5, T0 + 5)], 4);
+    const sound = new ParquetTierSource(s3.connections, { mode: 'parquet', path: `s3://${BUCKET}/sound`, connectionId: 's3' });
+    const damaged = new ParquetTierSource(s3.connections, { mode: 'parquet', path: `s3://${BUCKET}/damaged`, connectionId: 's3' });
+    const gone = new ParquetTierSource(s3.connections, { mode: 'parquet', path: 's3://no-such-bucket/gone', connectionId: 's3' });
+    const [first] = await damaged.listFiles();
+    const size = (await objects.get(first!.key)).byteLength;
+    await objects.put(first!.key, new Uint8Array(size).fill(7));
+    const ids = new Set(['s1', 'both', 'd3', 'd5']);
+
+    await expect(findTieredRecords([sound, damaged, gone], ids)).rejects.toThrow();
+    const unreadable: string[] = [];
+    const found = await findTieredRecords([sound, damaged, gone], ids, undefined, { unreadable: (source) => unreadable.push(source.name) });
+    expect(unreadable.sort()).toEqual([damaged.name, gone.name].sort());
+    // d3 and the second copy of `both` were only in the damaged file.
+    expect([...found.keys()].sort()).toEqual(['both', 's1', 'd5'].sort());
+    expect(found.get('both')).toEqual([{ seq: 2, source: 'trino', action: 'data:Select' }]);
+  });
 });

@@ -269,31 +269,32 @@ export class TieringService {
   /**
    * The copies the tier holds of events a client re-sent after local retention deleted them
    * (the store's TieredCopyLookup): each looked for only in files whose event-time bounds hold
-   * its time, and answered as the stored JSON of one copy, by eventId. When the tier cannot be
-   * read, none: an outage of the bucket never stops ingest (the log keeps collecting), so the
-   * events are stored as new, counted and logged, and the tier may then hold them twice. The
-   * lookups take turns (ResendLookupGate): when too many wait, this throws ResendLookupsBusy.
+   * its time, and answered as the stored JSON of one copy, by eventId. What the tier cannot
+   * answer for is answered as "no copy": an outage of the bucket never stops ingest (the log
+   * keeps collecting), so those events are stored as new, counted and logged, and the tier may
+   * then hold them twice. A location that cannot be read (an old target whose bucket or
+   * credentials are gone, a damaged file) costs only the events not found elsewhere: the
+   * copies the readable ones hold are still answered. The lookups take turns
+   * (ResendLookupGate): when too many wait, this throws ResendLookupsBusy.
    */
   async tieredCopies(eventTimes: ReadonlyMap<string, number>): Promise<ReadonlyMap<string, string>> {
     let found: Map<string, TieredRecordRef[]>;
+    const unreadable = new Map<string, string>();
     try {
       const sources = await this.tierSources();
       const timeoutMs = this.#resendLookupTimeoutMs;
-      const lookup = () => findTieredRecords(sources, new Set(eventTimes.keys()), undefined, { eventTimes, wholeRows: true });
+      const noteUnreadable = (source: TierSource, err: unknown) => unreadable.set(source.name, err instanceof Error ? err.message : String(err));
+      const lookup = () => findTieredRecords(sources, new Set(eventTimes.keys()), undefined, { eventTimes, wholeRows: true, unreadable: noteUnreadable });
       found = await this.#resendLookups.run(lookup, timeoutMs, `the tier did not answer within ${timeoutMs} ms (auditlake.ingest.resend.lookup.timeout.ms)`);
     } catch (err) {
       // Every turn taken and the queue full: the request is refused (429), nothing stored.
       if (err instanceof ResendLookupsBusy) throw err;
-      this.#metrics.resendsUnchecked.inc(eventTimes.size);
-      const nowMs = Date.now();
-      if (nowMs - this.#resendWarnedMs >= RESEND_WARNING_INTERVAL_MS) {
-        this.#resendWarnedMs = nowMs;
-        this.#log.warn(
-          { events: eventTimes.size, eventIds: [...eventTimes.keys()].slice(0, 20), err: err instanceof Error ? err.message : String(err) },
-          `events timed at or before the newest one retention deleted could not be looked for in the tier (it could not be read): stored as new, so if one re-sends an event already tiered, the tier holds it twice (counted in auditlake_events_resend_unchecked_total; this warning at most every ${RESEND_WARNING_INTERVAL_MS / 1000} s)`,
-        );
-      }
+      this.#uncheckedResends([...eventTimes.keys()], err instanceof Error ? err.message : String(err));
       return new Map();
+    }
+    if (unreadable.size > 0) {
+      const notFound = [...eventTimes.keys()].filter((eventId) => !found.has(eventId));
+      if (notFound.length > 0) this.#uncheckedResends(notFound, [...unreadable].map(([name, message]) => `${name}: ${message}`).join('; '));
     }
     const copies = new Map<string, string>();
     for (const [eventId, refs] of found) {
@@ -301,6 +302,18 @@ export class TieringService {
       if (event !== undefined) copies.set(eventId, JSON.stringify(event));
     }
     return copies;
+  }
+
+  /** Counts and logs (at most every RESEND_WARNING_INTERVAL_MS) re-sends that could not be looked for in the tier. */
+  #uncheckedResends(eventIds: readonly string[], reason: string): void {
+    this.#metrics.resendsUnchecked.inc(eventIds.length);
+    const nowMs = Date.now();
+    if (nowMs - this.#resendWarnedMs < RESEND_WARNING_INTERVAL_MS) return;
+    this.#resendWarnedMs = nowMs;
+    this.#log.warn(
+      { events: eventIds.length, eventIds: eventIds.slice(0, 20), err: reason },
+      `events timed at or before the newest one retention deleted could not be looked for in the tier (it could not be read): stored as new, so if one re-sends an event already tiered, the tier holds it twice (counted in auditlake_events_resend_unchecked_total; this warning at most every ${RESEND_WARNING_INTERVAL_MS / 1000} s)`,
+    );
   }
 
   /** Every location that ever received tiered events, as reader sources. */

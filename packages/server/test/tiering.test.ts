@@ -409,6 +409,38 @@ describe('parquet tiering sweep', () => {
     expect((await t.ingest([dup])).json).toMatchObject({ ingested: 1, duplicates: 1 });
   });
 
+  it('recognises a re-send in the locations it can read while an older target cannot be read: only the events none of them holds are stored as new (counted)', async () => {
+    const logLines: string[] = [];
+    const old = await externalS3('ext');
+    const current = await externalS3('ext2');
+    const t = await startTestNode({
+      props: { ...FAST_TIERING, ...old.props('ext'), ...current.props('ext2'), 'auditlake.audit.retention.interval.ms': '100', 'auditlake.ingest.resend.lookup.timeout.ms': '20000' },
+      node: { logger: { level: 'warn', stream: { write: (line: string) => logLines.push(line) } } },
+    });
+    const inOld = event({ eventId: 'old-target', ts: Date.now() - 2 * DAY });
+    const inCurrent = event({ eventId: 'current-target', ts: Date.now() - 2 * DAY });
+    const gone = (eventId: string) => expect.poll(async () => (await t.stored()).some((e) => e.eventId === eventId), { timeout: 10_000 }).toBe(false);
+    // One event tiered to the first target, one to the second; retention deletes both locally.
+    await t.ingest([inOld]);
+    await postSettings(t, { ...PARQUET, 'audit.tier.retain.local.days': 0 });
+    await waitUntilTiered(t);
+    await gone('old-target');
+    await postSettings(t, { 'audit.tier.parquet.path': 's3://ext2/audit', 'audit.tier.connectionId': 'ext2' });
+    await t.ingest([inCurrent]);
+    await waitUntilTiered(t);
+    await gone('current-target');
+    // The first target's endpoint is gone (refused connections): that location cannot be read.
+    await old.stop();
+    expect(await t.ingest([inCurrent, inOld])).toEqual({ status: 200, json: { status: 'ok', ingested: 2, duplicates: 1 } });
+    expect((await t.stored()).map((e) => e.eventId).filter((id) => id === 'old-target' || id === 'current-target')).toEqual(['old-target']);
+    expect(await (await t.request('/metrics')).text()).toMatch(/^auditlake_events_resend_unchecked_total 1$/m);
+    const warnings = logLines.filter((l) => l.includes('could not be looked for in the tier'));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain('s3://ext/audit');
+    expect(warnings[0]).toContain('old-target');
+    expect(warnings[0]).not.toContain('"current-target"');
+  });
+
   it('bounds the tier lookups re-sends make: with every turn taken and the queue full a request is refused with 429 and nothing of it stored; the waiting ones are stored as before', async () => {
     // One lookup at a time, 16 waiting; a timeout long enough that every request below is still waiting when the last arrives.
     const { s3, t } = await tieringNode({ 'auditlake.audit.retention.interval.ms': '100', 'auditlake.ingest.resend.lookup.concurrency': '1', 'auditlake.ingest.resend.lookup.timeout.ms': '8000' });
