@@ -1686,12 +1686,16 @@ export class AuditStore {
    * node knows) not counted yet, in batches in the writer's queue. Called before every prune
    * (which deletes only tiered events, or untiered ones once tiering is off): an event is
    * counted before it can be deleted. A watermark never goes back, so neither does this.
+   * `holding`: counting goes on only while the log still holds this entry (#stillHolds), checked
+   * in each batch's own turn, so a log cut queued between two batches stops it before it counts
+   * the entries the cut put in place of the tiered ones.
    */
-  async countTieredThrough(seq: number): Promise<void> {
+  async countTieredThrough(seq: number, holding?: StoredEvent): Promise<void> {
     const writer = this.#openWriter();
     for (;;) {
       if (this.#status !== 'open') return;
       const counted = await writer.exclusive(async ({ db, position }) => {
+        if (holding !== undefined && !(await this.#stillHolds(holding))) return false;
         // Not past the log's end: a standby may know a watermark beyond what it has applied,
         // and those entries are counted when they are here.
         const target = Math.min(seq, position.lastSeq);
@@ -1735,14 +1739,10 @@ export class AuditStore {
     const last = events.at(-1);
     if (first === undefined || last === undefined) return;
     const writer = this.#openWriter();
-    // Entries before the batch not counted yet (after a restart, say) are read as always, once
+    // Entries before the batch not counted yet (after a restart, say) are read as always, while
     // the batch is known to be this log's: a batch read before a log cut must not have the
-    // entries now under those seqs counted for it.
-    if (first.seq - 1 > this.#tieredCountedThrough) {
-      const held = await writer.exclusive(async () => this.#status === 'open' && (await this.#stillHolds(last)));
-      if (!held) return;
-      await this.countTieredThrough(first.seq - 1);
-    }
+    // entries now under those seqs counted for it (checked in every turn that counts).
+    if (first.seq - 1 > this.#tieredCountedThrough) await this.countTieredThrough(first.seq - 1, last);
     await writer.exclusive(async ({ db, position }) => {
       if (this.#status !== 'open') return;
       const from = this.#tieredCountedThrough;

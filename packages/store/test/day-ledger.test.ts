@@ -195,6 +195,23 @@ describe('the day counts', () => {
     expect(await store.dayLedger()).toEqual(expectedRows([...kept, ...others], () => false, (e) => kept.includes(e)));
   });
 
+  it('a cut landing between a batch\'s check that the log still holds it and the count of the entries before it counts none of the entries the cut put there', async () => {
+    // Counted through 20, a batch read at 31..35; its count is asked for, and before its turns
+    // run, a cut at 16 and 30 other events ordered under 16..45 queue behind its first turn.
+    const { store } = await openStore();
+    const events = Array.from({ length: 40 }, (_, i) => ev(i));
+    await store.append(events);
+    await store.countTieredThrough(20);
+    const stale = await store.readBySeq(30, 5);
+    const others = Array.from({ length: 30 }, (_, i) => ({ ...ev(300 + i), source: 'other' }));
+    const counting = store.countTieredBatch(stale);
+    const cut = store.divertSuffixToOutbox(16);
+    const appended = store.append(others);
+    await Promise.all([counting, cut, appended]);
+    const kept = events.slice(0, 15);
+    expect(await store.dayLedger()).toEqual(expectedRows([...kept, ...others], () => false, (e) => kept.includes(e)));
+  });
+
   it('a batch some of whose events were pruned since the sweep read them (tiering switched off meanwhile) is left to the read', async () => {
     const { store } = await openStore(undefined, () => DAY0 + 100 * DAY_MS);
     const events = Array.from({ length: 10 }, (_, i) => ({ ...ev(i), timestamp: DAY0 + i + (i === 9 ? 50 * DAY_MS : 0) }));
