@@ -302,7 +302,12 @@ export class AuditStore {
   #chain: RecordChain | undefined;
   /** Seqs retention deleted, with the chain hash at each range's end (verify goes on from it). */
   #pruned = new PrunedRanges([]);
-  /** Blocks an erasure just marked stale (staleSketchKey): their sketches are rebuilt after its write. */
+  /**
+   * Blocks an erasure marked stale (staleSketchKey) whose sketches are not rebuilt yet: each
+   * removed in the turn that rebuilds it. A free-text search reads these blocks whatever their
+   * sketches say (the old sketch lacks the marker's trigrams). Marks left by a crash are
+   * rebuilt at open, before any search.
+   */
   readonly #staleSketches = new Set<number>();
   /** The rebuild running now, if any (one at a time; it reads the marks until none is left). */
   #rebuildingSketches: Promise<void> | undefined;
@@ -723,7 +728,11 @@ export class AuditStore {
   async applyReplicated(entries: readonly Uint8Array[], starts: readonly TermStart[] = [], skipped: SkippedByRetention = {}): Promise<number> {
     const applied = await this.#openWriter().exclusive((context) => this.#applyWithin(context, entries, starts, true, skipped));
     if (applied > 0) this.#logGrew();
-    if (this.#staleSketches.size > 0) await this.#rebuildStaleSketches();
+    // Not awaited: replication (and a leader waiting on this node's ack) must not wait for an
+    // erasure's sketches to be rebuilt, block by block; searches meanwhile read every block
+    // still marked stale (#staleSketches) as one that may hold the needle. A rebuild that
+    // fails leaves its marks, and the next erasure or open starts it again.
+    if (this.#staleSketches.size > 0) void this.#rebuildStaleSketches().catch(() => undefined);
     return applied;
   }
 
@@ -1274,7 +1283,7 @@ export class AuditStore {
     const needle = filter.q === undefined ? undefined : JSON.stringify(filter.q).slice(1, -1);
     this.#openWriter();
     const { expectedEvents } = options;
-    const plan = await planIndexedSearch(this.#db, filter, this.#openIndex().knownTables, expectedEvents);
+    const plan = await planIndexedSearch(this.#db, filter, this.#openIndex().knownTables, expectedEvents, this.#staleSketches);
     // A time scan for a page (nothing but time filtered): its first read is the page, plus room
     // for equal event times at its end, and its blocks are kept cached for the next page read.
     const pageScan = expectedEvents !== undefined && !filterBeyondTime(filter);
@@ -1477,7 +1486,7 @@ export class AuditStore {
         const writer = this.#openWriter();
         // One block per turn of the writer's queue (a block is 4,096 events to read and hash):
         // an erasure naming thousands of records must not hold every append for minutes.
-        for (;;) {
+        while (this.#status === 'open') {
           const rebuilt = await writer.exclusive(async ({ db }) => {
             const batch = db.batch();
             const blocks = await rebuildStaleSketches(db, batch, 1);
@@ -1490,7 +1499,10 @@ export class AuditStore {
             }
             await batch.write({ sync: true });
             // The writer's copy of a block being filled is read again from what was just written.
-            for (const block of blocks) text.drop(block);
+            for (const block of blocks) {
+              text.drop(block);
+              this.#staleSketches.delete(block);
+            }
             return true;
           });
           if (!rebuilt) break;
@@ -1846,6 +1858,8 @@ export class AuditStore {
   close(): Promise<void> {
     this.#closed ??= (async () => {
       this.#status = 'closing';
+      // A sketch rebuild stops after the turn it is in.
+      await this.#rebuildingSketches?.catch(() => undefined);
       await this.#writer?.flush();
       await this.#db.close();
       this.#status = 'closed';

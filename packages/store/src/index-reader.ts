@@ -300,13 +300,14 @@ export async function planIndexedSearch(
   filter: Omit<SearchFilter, 'limit'>,
   knownTables: ReadonlySet<string> | undefined,
   expectedEvents?: number,
+  staleSketchBlocks?: ReadonlySet<number>,
 ): Promise<IndexPlan | undefined> {
   const toMs = upperTimeMs(filter);
   const fromMs = filter.fromMs;
   if (toMs !== undefined && fromMs !== undefined && fromMs > toMs) return emptyPlan([]);
   const predicates = indexedPredicates(filter, filter.table !== undefined ? await tableNamesContaining(db, knownTables, filter.table) : []);
   if (predicates === 'none') return emptyPlan(['table']);
-  const text = filter.q === undefined ? undefined : await textPlan(db, filter.q, fromMs, toMs);
+  const text = filter.q === undefined ? undefined : await textPlan(db, filter.q, fromMs, toMs, staleSketchBlocks);
   if (predicates.length === 0) return text;
 
   const timeRange = {
@@ -430,11 +431,14 @@ async function timeScanEstimate(
  */
 const TEXT_PLAN_KEPT_MAX = 0.5;
 
-/** The free-text plan: the blocks whose sketch may hold the needle; undefined when it would not help. */
-async function textPlan(db: Db, q: string, fromMs: number | undefined, toMs: number | undefined): Promise<IndexPlan | undefined> {
+/**
+ * The free-text plan: the blocks whose sketch may hold the needle (and every block in
+ * `staleBlocks`, whose sketch an erasure left out of date); undefined when it would not help.
+ */
+async function textPlan(db: Db, q: string, fromMs: number | undefined, toMs: number | undefined, staleBlocks: ReadonlySet<number> | undefined): Promise<IndexPlan | undefined> {
   // The needle as the stored JSON holds it (escaped), which is what the sketches are built from.
   const needle = JSON.stringify(q).slice(1, -1);
-  const found = await textCandidateBlocks(db, needle, fromMs, toMs);
+  const found = await textCandidateBlocks(db, needle, fromMs, toMs, staleBlocks);
   if (found === undefined || found.candidates.length > TEXT_PLAN_KEPT_MAX * found.overlapping) return undefined;
   return { batches: textCandidateBatches(db, found.candidates, fromMs, toMs), fields: ['text'], close: () => Promise.resolve() };
 }

@@ -22,13 +22,16 @@ interface Candidate {
 /**
  * The blocks whose sketch may hold the needle and whose events' times overlap [fromMs, toMs],
  * newest first (by their latest event time), and how many blocks overlap the window at all;
- * undefined when the needle is too short to have a trigram (every block would pass).
+ * undefined when the needle is too short to have a trigram (every block would pass). A block in
+ * `staleBlocks` passes whatever its sketch says: an erasure changed its events (the marker's
+ * trigrams are not in the sketch) and its rebuild has not run yet.
  */
 export async function textCandidateBlocks(
   db: Db,
   needle: string,
   fromMs: number | undefined,
   toMs: number | undefined,
+  staleBlocks?: ReadonlySet<number>,
 ): Promise<{ candidates: Candidate[]; overlapping: number } | undefined> {
   const bits = needleBits(needle);
   if (bits.length === 0) return undefined;
@@ -48,8 +51,9 @@ export async function textCandidateBlocks(
         if (fromMs !== undefined && tsMaxMs < fromMs) continue;
         if (toMs !== undefined && tsMinMs > toMs) continue;
         overlapping++;
-        if (!sketchMayContain(value, bits)) continue;
-        candidates.push({ block: parseInt(key.slice(TEXT_SKETCH_PREFIX.length), 16), tsMinMs, tsMaxMs });
+        const block = parseInt(key.slice(TEXT_SKETCH_PREFIX.length), 16);
+        if (!sketchMayContain(value, bits) && staleBlocks?.has(block) !== true) continue;
+        candidates.push({ block, tsMinMs, tsMaxMs });
       }
     }
   } finally {

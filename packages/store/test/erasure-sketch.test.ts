@@ -15,6 +15,7 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { AuditStore } from '../src/index.js';
 import { TextSketch, needleBits, textSketchKey } from '../src/text-sketch.js';
 import { STALE_SKETCH_PREFIX, staleSketchKey } from '../src/text-sketch-writer.js';
+import { textCandidateBlocks } from '../src/text-candidates.js';
 
 const SECRET_USER = 'zqxvj-directory-entry';
 const OTHER_USER = 'kept-wyvern-user';
@@ -105,5 +106,21 @@ describe('an erasure and the free-text sketches', () => {
     expect(mayHold(after.sketch, SECRET_USER)).toBe(false);
     expect(mayHold(after.sketch, OTHER_USER)).toBe(true);
     expect(after.stale).toEqual([]);
+  });
+
+  it('a free-text search reads a block marked stale whatever its sketch says (a standby answers before its rebuild ran)', async () => {
+    const where = await location();
+    const store = await AuditStore.open({ location: where });
+    await store.append([ev('a', 'alice', 10), ev('b', OTHER_USER, 20)]);
+    await store.close();
+    const db = new Level<string, string>(where, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
+    await db.open();
+    onTestFinished(() => db.close());
+    // The marker is in no sketch: without the stale block, nothing to read.
+    expect((await textCandidateBlocks(db, ERASED_MARKER, undefined, undefined))?.candidates).toEqual([]);
+    expect((await textCandidateBlocks(db, ERASED_MARKER, undefined, undefined, new Set([7])))?.candidates).toEqual([]);
+    expect((await textCandidateBlocks(db, ERASED_MARKER, undefined, undefined, new Set([0])))?.candidates.map((c) => c.block)).toEqual([0]);
+    // Still within the window only.
+    expect((await textCandidateBlocks(db, ERASED_MARKER, 1000, undefined, new Set([0])))?.candidates).toEqual([]);
   });
 });
