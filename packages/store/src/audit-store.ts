@@ -773,6 +773,8 @@ export class AuditStore {
     const newTables = new Set<string>();
     let head = chain.head;
     const integrity: IntegrityEntry[] = [];
+    // The entries this batch puts, by ascending seq: an erasure among them may name one.
+    const put: ReplicatedEntry[] = [];
     const erasedIds = this.#erasedIds.begin();
     const ledger = this.#ledger.begin();
     const days = this.#days.begin();
@@ -860,6 +862,7 @@ export class AuditStore {
         }
         if (entry.seq === carried?.seq) carriedHeld = true;
         putEvent(batch, entry.eventId, entry.timestamp, entry.seq, entry.bytes);
+        put.push(entry);
         // A standby builds the same index keys as the leader, from the same bytes.
         index.put(batch, termsFromJson(entry.bytes), entry.timestamp, entry.seq, newTables);
         text.add(entry.seq, entry.timestamp, entry.bytes);
@@ -870,7 +873,13 @@ export class AuditStore {
       ledger.putChanged(batch);
       await days.prepare();
       days.putChanged(batch);
-      if (last !== undefined && integrity.length > 0) await addIntegrityPuts(db, batch, integrity, { index, newTables, erasedTables: this.#erasedTables, erasedBlocks: this.#staleSketches, erasedIds });
+      if (last !== undefined && integrity.length > 0) {
+        const pendingEntryAt = (seq: number) => {
+          const entry = entryWithSeq(put, seq);
+          return entry === undefined ? undefined : { timeKey: timeKey(entry.timestamp, entry.seq), json: Buffer.from(entry.bytes.buffer, entry.bytes.byteOffset, entry.bytes.byteLength).toString('utf8') };
+        };
+        await addIntegrityPuts(db, batch, integrity, { index, newTables, erasedTables: this.#erasedTables, erasedBlocks: this.#staleSketches, erasedIds, pendingEntryAt });
+      }
       if (last !== undefined && chain.enabled) {
         batch.put(CHAIN_HEAD_KEY, JSON.stringify({ seq: last.seq, hash: head.hash }));
         if (carried !== undefined && !carriedHeld && carried.seq > position.lastSeq && carried.seq < last.seq) {
@@ -1113,8 +1122,10 @@ export class AuditStore {
     // What is cut was never this log's: it is received again when it comes back ordered.
     const days = this.#days.begin();
     const tieredCountedThrough = Math.min(this.#tieredCountedThrough, seq - 1);
+    const idsHeld: Array<{ eventId: string; suffix: string }> = [];
     for (const event of suffix) {
-      ops.push({ type: 'del', key: timeKey(event.timestamp, event.seq) }, { type: 'del', key: seqKey(event.seq) }, { type: 'del', key: idKey(event.eventId) });
+      ops.push({ type: 'del', key: timeKey(event.timestamp, event.seq) }, { type: 'del', key: seqKey(event.seq) });
+      idsHeld.push({ eventId: event.eventId, suffix: timeKey(event.timestamp, event.seq).slice(PREFIX.time.length) });
       index.del(sink, event, event.timestamp, event.seq);
       days.count(event, 'received', -1);
       if (event.seq <= this.#tieredCountedThrough) days.count(event, 'tiered', -1);
@@ -1126,6 +1137,7 @@ export class AuditStore {
       ops.push({ type: 'put', key: outboxKey(this.#outboxNext++), value: JSON.stringify(toAuditEvent(event)) });
       result.moved++;
     }
+    await deleteIdKeysOf(db, { del: (key) => ops.push({ type: 'del', key }) }, idsHeld);
     for (const key of await db.keys({ gte: checkpointKey(seq), lt: prefixEnd(PREFIX.checkpoint) }).all()) ops.push({ type: 'del', key });
     // The checkpoint kept for retention goes too when the cut reaches it (its index entry just went).
     const prunedCheckpointCut = this.#prunedCheckpointSeq !== undefined && this.#prunedCheckpointSeq >= seq;
@@ -1404,6 +1416,8 @@ export class AuditStore {
       const prunedSeqs: Array<{ seq: number; chainHash: string | undefined }> = [];
       const days = this.#days.begin();
       const checkpointSeqs: number[] = [];
+      // Each deleted event's eventId with the entry its id key must still point at to go too.
+      const idsHeld: Array<{ eventId: string; suffix: string }> = [];
       for (const [key, value] of entries) {
         const event = JSON.parse(value) as StoredEvent;
         if (maxSeq !== undefined && event.seq > maxSeq) continue;
@@ -1411,7 +1425,7 @@ export class AuditStore {
         touchedBlocks.add(blockOfSeq(event.seq));
         batch.del(key);
         batch.del(seqKey(event.seq));
-        batch.del(idKey(event.eventId));
+        idsHeld.push({ eventId: event.eventId, suffix: key.slice(PREFIX.time.length) });
         index.del(batch, event, event.timestamp, event.seq);
         const kind = integrityKindOf(event.source, event.action);
         if (kind === 'checkpoint') checkpointSeqs.push(event.seq);
@@ -1449,6 +1463,7 @@ export class AuditStore {
             } else batch.del(checkpointKey(seq));
           }
           if (prunedCheckpointSeq !== this.#prunedCheckpointSeq) batch.put(PRUNED_CHECKPOINT_KEY, String(prunedCheckpointSeq));
+          await deleteIdKeysOf(this.#db, batch, idsHeld);
           await days.prepare();
           days.putChanged(batch);
           // Before the deletes: a pull or a sweep must not be served an entry the log no longer
@@ -1909,4 +1924,33 @@ function judgeRepeats(repeated: readonly EncodedEvent[], storedJson: ReadonlyMap
 async function registeredKey(db: Pick<Level<string, string>, 'get'>, keyId: string): Promise<RegisteredKey | undefined> {
   const kept = await db.get(keyKey(keyId));
   return kept === undefined ? undefined : (JSON.parse(kept) as RegisteredKey);
+}
+
+/** The entry with `seq` among entries in ascending seq order (a binary search), or undefined. */
+function entryWithSeq(entries: readonly ReplicatedEntry[], seq: number): ReplicatedEntry | undefined {
+  let lo = 0;
+  let hi = entries.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >>> 1;
+    const at = (entries[mid] as ReplicatedEntry).seq;
+    if (at === seq) return entries[mid];
+    if (at < seq) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return undefined;
+}
+
+/**
+ * Deletes the id key of each event a prune or a cut deletes, only where it still points at
+ * that event (`suffix`, its time key less the prefix): one eventId can be held at two seqs (a
+ * copy re-sent after the first was tiered and deleted on the leader, applied on a standby that
+ * still holds the first), and deleting the first must not lose the id key of the second. Run
+ * in the writer's turn, so no append moves a key in between.
+ */
+async function deleteIdKeysOf(db: Level<string, string>, batch: { del(key: string): unknown }, events: ReadonlyArray<{ eventId: string; suffix: string }>): Promise<void> {
+  if (events.length === 0) return;
+  const held = await db.getMany(events.map((event) => idKey(event.eventId)));
+  events.forEach((event, i) => {
+    if (held[i] === event.suffix) batch.del(idKey(event.eventId));
+  });
 }

@@ -2,7 +2,7 @@ import { composeStoredEvent, eraseRecordFields, integrityKindOf, parseErasureDet
 import { INTEGRITY_ACTIONS, type StoredEvent } from '@auditlake/model';
 import type { Level } from 'level';
 import type { ErasedIdsChange } from './erased-ids.js';
-import { PREFIX, checkpointKey, decodeUint, erasureKey, idKey, keyKey } from './event-keys.js';
+import { PREFIX, checkpointKey, encodeUint, erasureKey, keyKey, seqKey } from './event-keys.js';
 import type { IntegrityEntry } from './record-chain.js';
 import { termsFromJson, type IndexWriter } from './index-writer.js';
 import { blockOfSeq } from './text-sketch.js';
@@ -28,6 +28,11 @@ export interface IndexUpdate {
   erasedBlocks?: Set<number>;
   /** Records each eventId an erasure names, with the fields it erased (its erasedIdKey is put in the batch). */
   erasedIds?: ErasedIdsChange;
+  /**
+   * The entry at a seq put in this same batch, not yet on disk (entries applied together with
+   * an erasure that names one of them: a pull, a tier adoption). Absent: the batch puts none.
+   */
+  pendingEntryAt?: (seq: number) => { timeKey: string; json: string } | undefined;
 }
 
 /** The erasure action as its JSON member: a text without these bytes is not an erasure record. */
@@ -61,6 +66,10 @@ export interface RegisteredKey {
  */
 export async function addIntegrityPuts(db: Level<string, string>, batch: PutSink, entries: readonly IntegrityEntry[], indexes: IndexUpdate): Promise<boolean> {
   let rewrote = false;
+  // Records an erasure of this batch rewrote, by time key: a later erasure in the batch naming
+  // the same record builds on that text, not on the one on disk (which would put back the
+  // values the first erased).
+  const rewritten = new Map<string, string>();
   for (const entry of entries) {
     switch (entry.kind) {
       case 'checkpoint':
@@ -80,14 +89,30 @@ export async function addIntegrityPuts(db: Level<string, string>, batch: PutSink
         // Indexed by seq so the tier finds the erasures after a point without reading the log
         // (a table that no longer receives events still has its rows erased).
         batch.put(erasureKey(entry.seq), '');
-        if (await eraseTargets(db, batch, entry, indexes)) rewrote = true;
+        if (await eraseTargets(db, batch, entry, indexes, rewritten)) rewrote = true;
         break;
     }
   }
   return rewrote;
 }
 
-async function eraseTargets(db: Level<string, string>, batch: PutSink, entry: IntegrityEntry, indexes: IndexUpdate): Promise<boolean> {
+/**
+ * The record this log holds at `seq` (its time key and text), as this batch leaves it: rewritten
+ * by an erasure before in the batch, put by the batch, or on disk. Found by its seq, not by its
+ * eventId: one id can be held at two seqs (a copy re-sent after the first was tiered and deleted
+ * on the leader, while a standby still holds both), and an erasure names each by its seq.
+ */
+async function recordAt(db: Level<string, string>, seq: number, indexes: IndexUpdate, rewritten: ReadonlyMap<string, string>): Promise<{ timeKey: string; json: string } | undefined> {
+  const pending = indexes.pendingEntryAt?.(seq);
+  if (pending !== undefined) return { timeKey: pending.timeKey, json: rewritten.get(pending.timeKey) ?? pending.json };
+  const ts = await db.get(seqKey(seq));
+  if (ts === undefined) return undefined;
+  const timeKey = PREFIX.time + ts + encodeUint(seq);
+  const json = rewritten.get(timeKey) ?? (await db.get(timeKey));
+  return json === undefined ? undefined : { timeKey, json };
+}
+
+async function eraseTargets(db: Level<string, string>, batch: PutSink, entry: IntegrityEntry, indexes: IndexUpdate, rewritten: Map<string, string>): Promise<boolean> {
   let details;
   try {
     details = parseErasureDetails(entry.details);
@@ -101,16 +126,16 @@ async function eraseTargets(db: Level<string, string>, batch: PutSink, entry: In
     // Held here or not (retention may have deleted it, the tier holding it): the id is never
     // stored again, so a re-send cannot bring the erased values back (AuditStore.appendEncoded).
     indexes.erasedIds?.add(batch, ref.eventId, details.fields);
-    const suffix = await db.get(idKey(ref.eventId));
-    if (suffix === undefined || decodeUint(suffix.slice(16)) !== ref.seq) continue;
-    const key = PREFIX.time + suffix;
-    const value = await db.get(key);
-    if (value === undefined) continue;
+    const held = await recordAt(db, ref.seq, indexes, rewritten);
+    if (held === undefined) continue;
+    const { timeKey: key, json: value } = held;
     const before = JSON.parse(value) as StoredEvent;
+    if (before.eventId !== ref.eventId) continue;
     const erased = eraseRecordFields(before, details.fields);
     if (erased === undefined) continue;
     const json = composeStoredEvent(erased);
     batch.put(key, json);
+    rewritten.set(key, json);
     // The index keys hold the values (user, tables): the erased ones go, the marker's come.
     indexes.index.del(batch, termsFromJson(value), before.timestamp, before.seq);
     indexes.index.put(batch, termsFromJson(json), before.timestamp, before.seq, indexes.newTables);

@@ -1,0 +1,115 @@
+// Goal: an erasure reaches exactly the records it names, by eventId at seq, wherever they are:
+// on a standby holding two copies of one eventId (the first not yet deleted by its own
+// retention, the second a re-send the leader stored after deleting the first), whatever order
+// its retention and the erasure come in; in the same applied batch as the erasure (a pull or a
+// tier adoption that brings a record and the erasure naming it together); and when two
+// erasures of one batch name the same record (the second builds on the first).
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { encodeErasureDetails, ERASED_MARKER, INTEGRITY_ACTIONS, type ErasableField } from '@auditlake/integrity';
+import { SELF_SOURCE, type AuditEvent, type StoredEvent } from '@auditlake/model';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { AuditStore } from '../src/index.js';
+
+const OLD = Date.UTC(2026, 0, 1);
+const SECRET = 'SELECT secret_ssn FROM hr.people';
+
+async function open(): Promise<AuditStore> {
+  const dir = await mkdtemp(join(tmpdir(), 'auditlake-erasure-targets-'));
+  const store = await AuditStore.open({ location: join(dir, 'store'), sequencer: () => 1 });
+  onTestFinished(async () => {
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+  return store;
+}
+
+function ev(over: Partial<AuditEvent> = {}): AuditEvent {
+  return { eventId: 'X', userId: 'alice', source: 'trino', action: 'data:Select', resource: 'hr.people', decision: 'ALLOW', tables: ['hr.people'], query: SECRET, details: '', timestamp: OLD, ...over };
+}
+
+/** An erasure record naming `records`, as the erasure service composes one. */
+function erasure(eventId: string, fields: ErasableField[], records: Array<{ eventId: string; seq: number }>): AuditEvent {
+  return { ...ev({ eventId, userId: 'admin', resource: '', tables: [], query: '', timestamp: Date.now() }), source: SELF_SOURCE, action: INTEGRITY_ACTIONS.erase, details: encodeErasureDetails({ v: 1, fields, records }) };
+}
+
+/** Pulls what the standby lacks from the leader, as replication does. */
+async function pull(leader: AuditStore, standby: AuditStore): Promise<void> {
+  const after = standby.position.lastSeq;
+  const entries = await leader.readEncodedBySeq(after, 10_000);
+  if (entries.length > 0) await standby.applyReplicated(entries, leader.termStarts(after), await leader.skippedByRetention(after, entries));
+}
+
+async function searchIds(store: AuditStore, q: string): Promise<number[]> {
+  const seqs: number[] = [];
+  for await (const event of store.search({ action: 'all', q })) seqs.push(event.seq);
+  return seqs;
+}
+
+describe('an erasure and the records it names', () => {
+  for (const order of ['pruned, then erased', 'erased, then pruned'] as const) {
+    it(`reaches both copies of one eventId on a standby that held both (${order})`, async () => {
+      const leader = await open();
+      const standby = await open();
+      await leader.append([ev(), ev({ eventId: 'other', timestamp: OLD + 5, query: 'SELECT 1' })]);
+      await pull(leader, standby);
+      // The leader's retention deletes X (tiered); the client re-sends X, stored again at seq 3.
+      expect((await leader.pruneBefore(OLD + 1, 100, async () => true)).deleted).toBe(1);
+      await leader.append([ev({ timestamp: Date.now() })]);
+      await pull(leader, standby);
+      expect((await standby.getBySeq(1))?.eventId).toBe('X');
+      expect((await standby.getBySeq(3))?.eventId).toBe('X');
+      const erase = async () => {
+        // The erasure names the tier's copy (seq 1) and the leader's (seq 3).
+        await leader.append([erasure('erase-1', ['query'], [{ eventId: 'X', seq: 1 }, { eventId: 'X', seq: 3 }])]);
+        await pull(leader, standby);
+      };
+      const prune = async () => expect((await standby.pruneBefore(OLD + 1, 100, async () => true)).deleted).toBe(1);
+      if (order === 'pruned, then erased') {
+        await prune();
+        // Deleting the first copy leaves the second findable by its eventId.
+        expect((await standby.getByEventId('X'))?.seq).toBe(3);
+        await erase();
+      } else {
+        await erase();
+        expect((await standby.getBySeq(1))?.query).toBe(ERASED_MARKER);
+        await prune();
+        expect((await standby.getByEventId('X'))?.seq).toBe(3);
+      }
+      expect((await standby.getBySeq(3))?.query).toBe(ERASED_MARKER);
+      expect((await leader.getBySeq(3))?.query).toBe(ERASED_MARKER);
+      expect(await searchIds(standby, 'secret_ssn')).toEqual([]);
+    });
+  }
+
+  it('reaches a record applied in the same batch as the erasure naming it (a tier adoption, a pull)', async () => {
+    const leader = await open();
+    await leader.append([ev()]);
+    // What a tier holds when its leader died between tiering the erasure record and rewriting the row.
+    const unerased = await leader.readEncodedBySeq(0, 10);
+    await leader.append([erasure('erase-1', ['query'], [{ eventId: 'X', seq: 1 }])]);
+    const erasureEntry = await leader.readEncodedBySeq(1, 10);
+    expect((await leader.getBySeq(1))?.query).toBe(ERASED_MARKER);
+    const adopter = await open();
+    expect((await adopter.adoptSuffix(1, [...unerased, ...erasureEntry], leader.termStarts(0))).adopted).toBe(2);
+    const standby = await open();
+    await standby.applyReplicated([...unerased, ...erasureEntry], leader.termStarts(0));
+    for (const store of [adopter, standby]) {
+      expect((await store.getBySeq(1))?.query).toBe(ERASED_MARKER);
+      expect(await searchIds(store, 'secret_ssn')).toEqual([]);
+    }
+  });
+
+  it('applies two erasures of one batch that name the same record: the second builds on the first', async () => {
+    const leader = await open();
+    await leader.append([ev()]);
+    await leader.append([erasure('erase-1', ['query'], [{ eventId: 'X', seq: 1 }]), erasure('erase-2', ['userId'], [{ eventId: 'X', seq: 1 }])]);
+    const standby = await open();
+    await standby.applyReplicated(await leader.readEncodedBySeq(0, 10), leader.termStarts(0));
+    for (const store of [leader, standby]) {
+      const record = (await store.getBySeq(1)) as StoredEvent;
+      expect([record.query, record.userId]).toEqual([ERASED_MARKER, ERASED_MARKER]);
+    }
+  });
+});
