@@ -136,7 +136,13 @@ export class ChainVerifier {
   readonly #checkpoints: Array<FoundCheckpoint & { recordSeq?: number }> = [];
   readonly #externalBySeq = new Map<number, FoundCheckpoint[]>();
   readonly #registered = new Map<string, { publicKey: KeyObject | undefined; fingerprint: string | undefined; seq: number }>();
-  readonly #grants = new Map<string, { fields: Set<string>; seq: number }>();
+  /**
+   * Per eventId named by an erasure record, per field erased: the seq of the latest erasure
+   * record naming it. A record erased at seq r is covered for a field when that seq is after r
+   * (an event stored again after its first erasure — a re-send of the erased copy — and erased
+   * again by a later record is covered by the later one).
+   */
+  readonly #grants = new Map<string, Map<string, number>>();
   readonly #erasures: Array<{ seq: number; eventId: string; fields: HashedField[] }> = [];
   readonly #mismatches = new Map<string, { chainHash: string | undefined }>();
   /** Checkpoints (by hash) compared with the chained record at their seq. */
@@ -440,8 +446,8 @@ export class ChainVerifier {
       } else {
         const details = parseErasureDetails(text);
         for (const ref of details.records) {
-          const grant = this.#grants.get(ref.eventId) ?? { fields: new Set<string>(), seq: record.seq };
-          for (const field of details.fields) grant.fields.add(field);
+          const grant = this.#grants.get(ref.eventId) ?? new Map<string, number>();
+          for (const field of details.fields) grant.set(field, Math.max(grant.get(field) ?? record.seq, record.seq));
           this.#grants.set(ref.eventId, grant);
         }
       }
@@ -636,7 +642,7 @@ export class ChainVerifier {
   #checkErasures(): void {
     for (const { seq, eventId, fields } of this.#erasures) {
       const grant = this.#grants.get(eventId);
-      const unauthorised = fields.filter((field) => grant === undefined || grant.seq <= seq || !grant.fields.has(field));
+      const unauthorised = fields.filter((field) => (grant?.get(field) ?? -Infinity) <= seq);
       if (unauthorised.length > 0) {
         this.#break({
           kind: 'altered',

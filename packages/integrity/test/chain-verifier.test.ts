@@ -353,6 +353,24 @@ describe('erasure', () => {
     expect(verify(other).message).toBe(`altered record at seq ${target.seq} (eventId ${target.eventId}): field userId erased without an erasure record`);
   });
 
+  it('a copy stored again after an erasure (a re-send of the erased copy) and erased by a later erasure record verifies; erased by none after it, it is an alteration', () => {
+    const log = build();
+    const target = log.records[4]!;
+    const first = withErasureRecord(erase(log.records, target.seq, 'query'), [{ eventId: target.eventId, seq: target.seq }], ['query', 'userId']);
+    // The erased copy, as the API shows it, sent again: stored at a new seq with the marker as its query.
+    const last = first[first.length - 1]!;
+    const { recordHash: _r, chainHash: _c, fieldCheck: _f, erased: _e, ...values } = { ...target, query: ERASED_MARKER, seq: last.seq + 1, ingestTs: last.ingestTs + 1 };
+    const copy = chained(values, last.chainHash as string);
+    const withCopy = [...first, copy];
+    expect(verify(withCopy).ok).toBe(true);
+    const erasedAgain = withErasureRecord(erase(withCopy, copy.seq, 'userId'), [{ eventId: target.eventId, seq: copy.seq }], ['userId']);
+    const report = verify(erasedAgain);
+    expect(report.ok).toBe(true);
+    expect(report.message).toMatch(/; 2 fields erased$/);
+    // The first erasure named userId too, but before the copy existed: it does not cover it.
+    expect(verify(erase(withCopy, copy.seq, 'userId')).message).toBe(`altered record at seq ${copy.seq} (eventId ${target.eventId}): field userId erased without an erasure record`);
+  });
+
   it('a value put back into an erased field is an alteration', () => {
     const log = build();
     const target = log.records[4]!;
