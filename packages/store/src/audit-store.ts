@@ -343,7 +343,7 @@ export class AuditStore {
     const text = new TextSketchWriter(store.#db);
     await backfillIndexes(store.#db, index, text);
     await backfillErasureIndex(store.#db);
-    store.#erasedIds = await ErasedIds.load(store.#db);
+    store.#erasedIds = await ErasedIds.open(store.#db);
     await backfillErasedIds(store.#db, store.#erasedIds);
     store.#index = index;
     store.#text = text;
@@ -496,14 +496,15 @@ export class AuditStore {
       // values back is looked for at its time, and one held neither here nor by the tier is not
       // written either (resendCandidates).
       const deletes = this.#deleteVersion;
-      const erasedIds = this.#erasedIds;
+      const erasedIds = await this.#erasedIds.view(events.map((event) => event.eventId));
       const candidates = resendCandidates(events, options.freshIds, lookup === undefined ? undefined : this.#prunedTimeMax, erasedIds);
       ({ copies: tiered, erasedElsewhere } = candidates === undefined ? NONE_FOUND : await tieredCopiesOf(this.#db, candidates, lookup));
       const deletedSince = (event: EncodedEvent) => this.#deleteVersion !== deletes && lookup !== undefined && event.timestamp <= (this.#prunedTimeMax ?? Number.NEGATIVE_INFINITY);
       // An erasure written since (or earlier in the same write: `erasing`) may name an absent
       // event, whose values would come back: chosen again, it is then judged as erased.
+      // Ids an erasure committed since the view was read: chosen again with a new view.
       const unchanged = (absent: readonly EncodedEvent[], erasing: ReadonlyMap<string, readonly string[]>) =>
-        absent.every((event) => !erasedIds.bringsBack(event, erasing) && (candidates?.times.has(event.eventId) === true || !deletedSince(event)));
+        erasedIds.version === this.#erasedIds.version && absent.every((event) => !erasedIds.bringsBack(event, erasing) && (candidates?.times.has(event.eventId) === true || !deletedSince(event)));
       const toWrite = tiered.size === 0 && erasedElsewhere.size === 0 ? events : events.filter((event) => !tiered.has(event.eventId) && !erasedElsewhere.has(event.eventId));
       written = await writer.append(toWrite, { ...options, unchanged });
       if (written.stale !== true) break;

@@ -125,7 +125,7 @@ async function eraseTargets(db: Level<string, string>, batch: PutSink, entry: In
     if (ref.seq >= entry.seq) continue;
     // Held here or not (retention may have deleted it, the tier holding it): the id is never
     // stored again, so a re-send cannot bring the erased values back (AuditStore.appendEncoded).
-    indexes.erasedIds?.add(batch, ref.eventId, details.fields);
+    await indexes.erasedIds?.add(batch, ref.eventId, details.fields);
     const held = await recordAt(db, ref.seq, indexes, rewritten);
     if (held === undefined) continue;
     const { timeKey: key, json: value } = held;

@@ -1,6 +1,6 @@
 import type { EncodedEvent } from '@auditlake/model';
 import type { Level } from 'level';
-import type { ErasedIds } from './erased-ids.js';
+import type { ErasedIdsView } from './erased-ids.js';
 import { idKey } from './event-keys.js';
 
 /**
@@ -14,7 +14,7 @@ export type TieredCopyLookup = (eventTimes: ReadonlyMap<string, number>) => Prom
 export interface ResendCandidates {
   /** By eventId, the event time the tier is searched at; undefined: not looked for in the tier. */
   times: Map<string, number | undefined>;
-  /** Those that would bring erased values back (ErasedIds.bringsBack): never written as new. */
+  /** Those that would bring erased values back (ErasedIdsView.bringsBack): never written as new. */
   erased: Set<string>;
 }
 
@@ -41,7 +41,7 @@ export interface ResendCandidates {
  * write) is chosen again: AuditStore.appendEncoded writes an append only if no prune ran since
  * its events were chosen here.
  */
-export function resendCandidates(events: readonly EncodedEvent[], freshIds: ReadonlySet<string> | undefined, prunedTimeMax: number | undefined, erasedIds: ErasedIds): ResendCandidates | undefined {
+export function resendCandidates(events: readonly EncodedEvent[], freshIds: ReadonlySet<string> | undefined, prunedTimeMax: number | undefined, erasedIds: ErasedIdsView): ResendCandidates | undefined {
   if (prunedTimeMax === undefined && erasedIds.size === 0) return undefined;
   let found: ResendCandidates | undefined;
   for (const event of events) {

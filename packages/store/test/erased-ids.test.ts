@@ -1,0 +1,76 @@
+// Goal: the erased ids are read from LevelDB, found through an in-memory Bloom filter that never
+// rules out an erased id however many there are (it grows by adding filters) and rules out
+// nearly every other id; a view sees an erasure only once it is committed, and says so by its
+// version; a store reopened finds every id an erasure recorded before.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { encodeEvent } from '@auditlake/model';
+import { Level } from 'level';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { ErasedIds, GrowingBloomFilter } from '../src/erased-ids.js';
+
+async function db(): Promise<{ db: Level<string, string>; reopen: () => Promise<Level<string, string>> }> {
+  const dir = await mkdtemp(join(tmpdir(), 'auditlake-erased-ids-'));
+  const open = async () => {
+    const level = new Level<string, string>(join(dir, 'db'), { keyEncoding: 'utf8', valueEncoding: 'utf8' });
+    await level.open();
+    onTestFinished(() => level.close());
+    return level;
+  };
+  onTestFinished(() => rm(dir, { recursive: true, force: true }));
+  return { db: await open(), reopen: open };
+}
+
+const event = (eventId: string, query: string) => encodeEvent({ eventId, userId: 'u', source: 'trino', action: 'data:Select', resource: 'r', decision: 'ALLOW', tables: ['t'], query, details: '', timestamp: 1 });
+
+describe('GrowingBloomFilter', () => {
+  it('never rules out an id it was given, across growth, and rules out nearly every other', () => {
+    const filter = new GrowingBloomFilter();
+    // 300,000 ids: the first filter (65,536) and two grown after it.
+    const added = Array.from({ length: 300_000 }, (_, i) => `0194${i.toString(16).padStart(8, '0')}-7c00-7c43-9069-c43a8c3b7cf3`);
+    for (const id of added) filter.add(id);
+    expect(added.every((id) => filter.mayHave(id))).toBe(true);
+    const others = Array.from({ length: 100_000 }, (_, i) => `other-${i}`);
+    const falsePositives = others.filter((id) => filter.mayHave(id)).length;
+    // Under 0.5% per full filter, and a lookup asks each of the three.
+    expect(falsePositives / others.length).toBeLessThan(0.015);
+    expect(new GrowingBloomFilter().mayHave('anything')).toBe(false);
+  });
+});
+
+describe('ErasedIds', () => {
+  it('sees an erasure once committed (its version moves on), and again after a reopen', async () => {
+    const { db: level, reopen } = await db();
+    const ids = await ErasedIds.open(level);
+    const before = await ids.view(['X', 'Y']);
+    expect(before.size).toBe(0);
+    const change = ids.begin();
+    const batch = level.batch();
+    await change.add(batch, 'X', ['query']);
+    await batch.write();
+    // Written but not committed: not seen yet.
+    expect((await ids.view(['X'])).size).toBe(0);
+    change.commit();
+    expect(ids.version).toBe(before.version + 1);
+    const after = await ids.view(['X', 'Y']);
+    expect(after.size).toBe(1);
+    expect(after.bringsBack(event('X', 'SELECT secret'))).toBe(true);
+    expect(after.bringsBack(event('X', '[erased by auditlake]'))).toBe(false);
+    expect(after.bringsBack(event('Y', 'SELECT secret'))).toBe(false);
+    // A second erasure of the same id adds its fields to those before.
+    const more = ids.begin();
+    const batch2 = level.batch();
+    await more.add(batch2, 'X', ['userId']);
+    await batch2.write();
+    more.commit();
+    expect(await level.get('v!X')).toBe('["query","userId"]');
+    await level.close();
+    const reopened = await ErasedIds.open(await reopen());
+    const view = await reopened.view(['X']);
+    const markerCopy = event('X', '[erased by auditlake]');
+    // userId erased too: the marker in query alone brings userId's value back.
+    expect(view.bringsBack(markerCopy)).toBe(true);
+    expect(view.bringsBack({ ...markerCopy, json: markerCopy.json.replace('"userId":"u"', '"userId":"[erased by auditlake]"') })).toBe(false);
+  });
+});
