@@ -32,7 +32,7 @@ import { getManyInKeyOrder } from './point-reads.js';
 import { rangeBatchesNewestFirst } from './range-values.js';
 import { StoredEventText } from './stored-event-text.js';
 import { indexValuePrefix, tableNameKey, type IndexField } from './index-keys.js';
-import { backfillErasedIds, backfillErasureIndex, backfillIndexes } from './index-backfill.js';
+import { applyStoredErasures, backfillErasedIds, backfillErasureIndex, backfillIndexes } from './index-backfill.js';
 import { ErasedIds } from './erased-ids.js';
 import { backfillLedger } from './ledger-backfill.js';
 import { TextSketchWriter } from './text-sketch-writer.js';
@@ -345,6 +345,7 @@ export class AuditStore {
     await backfillErasureIndex(store.#db);
     store.#erasedIds = await ErasedIds.open(store.#db);
     await backfillErasedIds(store.#db, store.#erasedIds);
+    await applyStoredErasures(store.#db, index, { erasedIds: store.#erasedIds, erasedTables: store.#erasedTables, erasedBlocks: store.#staleSketches });
     store.#index = index;
     store.#text = text;
     const position = await store.#readPosition();

@@ -3,7 +3,7 @@ import { parseErasureDetails } from '@auditlake/integrity';
 import { SELF_SOURCE, type StoredEvent } from '@auditlake/model';
 import type { ErasedIds } from './erased-ids.js';
 import { PREFIX, decodeUint, erasureKey, localKey, prefixEnd, seqKey, timeKey } from './event-keys.js';
-import { erasureEntryOf } from './integrity-index.js';
+import { addIntegrityPuts, erasureEntryOf } from './integrity-index.js';
 import { termsFromJson, type IndexWriter } from './index-writer.js';
 import { indexValuePrefix, SUFFIX_LENGTH } from './index-keys.js';
 import { blockOfSeq } from './text-sketch.js';
@@ -17,6 +17,8 @@ const INDEX_VERSION = '2';
 const ERASURE_INDEX_NAME = 'erasureIndex';
 /** Local-metadata name set once every erasure record the log holds has its erased ids recorded (erasedIdKey). */
 const ERASED_IDS_NAME = 'erasedIds';
+/** Local-metadata name set once every erasure record the log holds has been applied to the records it names. */
+const ERASURES_APPLIED_NAME = 'erasuresApplied';
 
 /** Events indexed per batch while building the indexes of an existing store. */
 const BACKFILL_BATCH_EVENTS = 10_000;
@@ -131,4 +133,46 @@ export async function backfillErasedIds(db: Level<string, string>, erased: Erase
   // Synced, and only after every id: a crash before it means the backfill runs again.
   await db.put(localKey(ERASED_IDS_NAME), '1', { sync: true });
   return recorded;
+}
+
+/**
+ * Applies, once per store, every erasure record the log holds to the records it names. A node
+ * running without the record chain stored its leader's erasure records without applying them
+ * until a standby with the chain off learnt to apply them, and kept the erased values; nothing
+ * else applies those records later. Applying one again changes nothing (a field already erased
+ * stays as it is), so a store that applied them all only reads its own records (the engine index
+ * lists them, as backfillErasureIndex reads them) and rewrites nothing. The blocks it rewrote
+ * are marked stale in `erasedBlocks`, for the rebuild the store runs at open. Returns how many
+ * erasure records it read.
+ */
+export async function applyStoredErasures(
+  db: Level<string, string>,
+  index: IndexWriter,
+  stores: { erasedIds: ErasedIds; erasedTables: Set<string>; erasedBlocks: Set<number> },
+): Promise<number> {
+  if ((await db.get(localKey(ERASURES_APPLIED_NAME))) === '1') return 0;
+  const own = indexValuePrefix('engine', SELF_SOURCE.toLowerCase());
+  let read = 0;
+  for (let from = own; ; ) {
+    const keys = await db.keys({ gte: from, lt: own + '\uffff', limit: ERASURE_BACKFILL_BATCH }).all();
+    if (keys.length === 0) break;
+    const suffixes = keys.map((key) => key.slice(-SUFFIX_LENGTH));
+    const values = await db.getMany(suffixes.map((suffix) => PREFIX.time + suffix));
+    const entries = values.flatMap((json, i) => {
+      const entry = json === undefined ? undefined : erasureEntryOf(json, decodeUint((suffixes[i] as string).slice(16)));
+      return entry === undefined ? [] : [entry];
+    });
+    if (entries.length > 0) {
+      const batch = db.batch();
+      const erasedIds = stores.erasedIds.begin();
+      await addIntegrityPuts(db, batch, entries, { index, newTables: new Set(), erasedTables: stores.erasedTables, erasedBlocks: stores.erasedBlocks, erasedIds });
+      await batch.write({ sync: false });
+      erasedIds.commit();
+      read += entries.length;
+    }
+    from = (keys[keys.length - 1] as string) + '\u0000';
+  }
+  // Synced, and only after every record: a crash before it means the pass runs again.
+  await db.put(localKey(ERASURES_APPLIED_NAME), '1', { sync: true });
+  return read;
 }

@@ -9,8 +9,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encodeErasureDetails, ERASED_MARKER, INTEGRITY_ACTIONS, type ErasableField } from '@auditlake/integrity';
 import { SELF_SOURCE, type AuditEvent, type StoredEvent } from '@auditlake/model';
+import { Level } from 'level';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { AuditStore } from '../src/index.js';
+import { localKey, timeKey } from '../src/event-keys.js';
 
 const OLD = Date.UTC(2026, 0, 1);
 const SECRET = 'SELECT secret_ssn FROM hr.people';
@@ -111,5 +113,30 @@ describe('an erasure and the records it names', () => {
       const record = (await store.getBySeq(1)) as StoredEvent;
       expect([record.query, record.userId]).toEqual([ERASED_MARKER, ERASED_MARKER]);
     }
+  });
+
+  it('a store holding erasure records it never applied (a node with the chain off, before it applied them) applies them when it opens', async () => {
+    const leader = await open();
+    await leader.append([ev(), ev({ eventId: 'kept', timestamp: OLD + 1, query: 'SELECT 1' })]);
+    const original = await leader.readEncodedBySeq(0, 10);
+    await leader.append([erasure('erase-1', ['query'], [{ eventId: 'X', seq: 1 }])]);
+    const dir = await mkdtemp(join(tmpdir(), 'auditlake-erasure-targets-'));
+    onTestFinished(() => rm(dir, { recursive: true, force: true }));
+    const where = join(dir, 'store');
+    const standby = await AuditStore.open({ location: where, chain: false });
+    await standby.applyReplicated(await leader.readEncodedBySeq(0, 10), leader.termStarts(0));
+    expect((await standby.getBySeq(1))?.query).toBe(ERASED_MARKER);
+    await standby.close();
+    // As an older version left it: the erasure record stored, the record it names untouched.
+    const db = new Level<string, string>(where, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
+    await db.open();
+    await db.put(timeKey(OLD, 1), Buffer.from(original[0]!).toString('utf8'));
+    await db.del(localKey('erasuresApplied'));
+    await db.close();
+    const reopened = await AuditStore.open({ location: where, chain: false });
+    onTestFinished(() => reopened.close());
+    expect((await reopened.getBySeq(1))?.query).toBe(ERASED_MARKER);
+    expect((await reopened.getBySeq(2))?.query).toBe('SELECT 1');
+    expect(await searchIds(reopened, 'secret_ssn')).toEqual([]);
   });
 });
