@@ -503,9 +503,10 @@ export class AuditStore {
       const deletedSince = (event: EncodedEvent) => this.#deleteVersion !== deletes && lookup !== undefined && event.timestamp <= (this.#prunedTimeMax ?? Number.NEGATIVE_INFINITY);
       // An erasure written since (or earlier in the same write: `erasing`) may name an absent
       // event, whose values would come back: chosen again, it is then judged as erased.
-      // Ids an erasure committed since the view was read: chosen again with a new view.
+      // An id of these events an erasure committed since the view was read: chosen again with
+      // a new view (an erasure of other events does not count).
       const unchanged = (absent: readonly EncodedEvent[], erasing: ReadonlyMap<string, readonly string[]>) =>
-        erasedIds.version === this.#erasedIds.version && absent.every((event) => !erasedIds.bringsBack(event, erasing) && (candidates?.times.has(event.eventId) === true || !deletedSince(event)));
+        this.#erasedIds.unchangedFor(erasedIds, absent) && absent.every((event) => !erasedIds.bringsBack(event, erasing) && (candidates?.times.has(event.eventId) === true || !deletedSince(event)));
       const toWrite = tiered.size === 0 && erasedElsewhere.size === 0 ? events : events.filter((event) => !tiered.has(event.eventId) && !erasedElsewhere.has(event.eventId));
       written = await writer.append(toWrite, { ...options, unchanged });
       if (written.stale !== true) break;
@@ -1297,7 +1298,10 @@ export class AuditStore {
     const needle = filter.q === undefined ? undefined : JSON.stringify(filter.q).slice(1, -1);
     this.#openWriter();
     const { expectedEvents } = options;
-    const plan = await planIndexedSearch(this.#db, filter, this.#openIndex().knownTables, expectedEvents, this.#staleSketches);
+    // A copy taken before the plan opens its iterators: a block whose rebuild ends after this
+    // is read through the old sketch, as stale; one rebuilt before is read through its new one.
+    const staleSketches = this.#staleSketches.size === 0 ? undefined : new Set(this.#staleSketches);
+    const plan = await planIndexedSearch(this.#db, filter, this.#openIndex().knownTables, expectedEvents, staleSketches);
     // A time scan for a page (nothing but time filtered): its first read is the page, plus room
     // for equal event times at its end, and its blocks are kept cached for the next page read.
     const pageScan = expectedEvents !== undefined && !filterBeyondTime(filter);
@@ -1465,8 +1469,8 @@ export class AuditStore {
             } else batch.del(checkpointKey(seq));
           }
           if (prunedCheckpointSeq !== this.#prunedCheckpointSeq) batch.put(PRUNED_CHECKPOINT_KEY, String(prunedCheckpointSeq));
-          await deleteIdKeysOf(this.#db, batch, idsHeld);
-          await days.prepare();
+          // Side by side: both are reads, on LevelDB's threads, while the writer waits.
+          await Promise.all([deleteIdKeysOf(this.#db, batch, idsHeld), days.prepare()]);
           days.putChanged(batch);
           // Before the deletes: a pull or a sweep must not be served an entry the log no longer
           // has. Only the writer adds to the tail, and it waits for this turn; entries after the

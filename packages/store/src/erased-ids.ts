@@ -48,6 +48,15 @@ export class ErasedIds {
     return this.#version;
   }
 
+  /**
+   * Whether `view` still tells the truth about `events`: no erasure committed since it was read,
+   * or none that can name one of them (the filter rules each out; an id it may hold, erased
+   * before or now, is read again, since its fields may have grown).
+   */
+  unchangedFor(view: ErasedIdsView, events: ReadonlyArray<{ eventId: string }>): boolean {
+    return view.version === this.#version || events.every((event) => !this.#filter.mayHave(event.eventId));
+  }
+
   /** The erased ids among `eventIds` as the store holds them now (committed erasures only). */
   async view(eventIds: readonly string[]): Promise<ErasedIdsView> {
     const version = this.#version;

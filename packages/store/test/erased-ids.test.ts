@@ -5,10 +5,12 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { encodeEvent } from '@auditlake/model';
+import { encodeErasureDetails, INTEGRITY_ACTIONS } from '@auditlake/integrity';
+import { encodeEvent, SELF_SOURCE, type AuditEvent } from '@auditlake/model';
 import { Level } from 'level';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { ErasedIds, GrowingBloomFilter } from '../src/erased-ids.js';
+import { AuditStore } from '../src/index.js';
 
 async function db(): Promise<{ db: Level<string, string>; reopen: () => Promise<Level<string, string>> }> {
   const dir = await mkdtemp(join(tmpdir(), 'auditlake-erased-ids-'));
@@ -72,5 +74,28 @@ describe('ErasedIds', () => {
     // userId erased too: the marker in query alone brings userId's value back.
     expect(view.bringsBack(markerCopy)).toBe(true);
     expect(view.bringsBack({ ...markerCopy, json: markerCopy.json.replace('"userId":"u"', '"userId":"[erased by auditlake]"') })).toBe(false);
+  });
+
+  it('an append is not chosen again for erasures of other events committed while it was chosen', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'auditlake-erased-ids-'));
+    onTestFinished(() => rm(dir, { recursive: true, force: true }));
+    const store = await AuditStore.open({ location: join(dir, 'store'), sequencer: () => 1 });
+    onTestFinished(() => store.close());
+    const OLD = Date.UTC(2026, 0, 1);
+    const plain = (eventId: string, timestamp: number): AuditEvent => ({ eventId, userId: 'u', source: 'trino', action: 'data:Select', resource: 'r', decision: 'ALLOW', tables: ['t'], query: 'SELECT 1', details: '', timestamp });
+    await store.append([plain('resent', OLD), plain('unrelated', Date.now())]);
+    // Retention deletes `resent`: a re-send of it is looked up in the tier before it is written.
+    expect((await store.pruneBefore(OLD + 1, 100, async () => true)).deleted).toBe(1);
+    let lookups = 0;
+    store.setTieredCopyLookup(async () => {
+      lookups++;
+      // While the tier is read, an erasure of another event commits.
+      const details = encodeErasureDetails({ v: 1, fields: ['query'], records: [{ eventId: 'unrelated', seq: 2 }] });
+      if (lookups <= 20) await store.append([{ ...plain(`erase-${lookups}`, Date.now()), source: SELF_SOURCE, action: INTEGRITY_ACTIONS.erase, details }]);
+      return new Map();
+    });
+    const result = await store.append([plain('resent', OLD)]);
+    expect(result.stored).toHaveLength(1);
+    expect(lookups).toBe(1);
   });
 });
