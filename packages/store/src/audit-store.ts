@@ -8,6 +8,7 @@ import {
   checkpointKey,
   erasureKey,
   decodeUint,
+  copiesKey,
   idKey,
   keyKey,
   localKey,
@@ -874,7 +875,7 @@ export class AuditStore {
       }
       text.putChanged(batch);
       ledger.putChanged(batch);
-      await days.prepare();
+      await Promise.all([days.prepare(), recordOtherCopies(db, batch, put)]);
       days.putChanged(batch);
       if (last !== undefined && integrity.length > 0) {
         const pendingEntryAt = (seq: number) => {
@@ -1140,7 +1141,7 @@ export class AuditStore {
       ops.push({ type: 'put', key: outboxKey(this.#outboxNext++), value: JSON.stringify(toAuditEvent(event)) });
       result.moved++;
     }
-    await deleteIdKeysOf(db, { del: (key) => ops.push({ type: 'del', key }) }, idsHeld);
+    await deleteIdKeysOf(db, { put: (key, value) => ops.push({ type: 'put', key, value }), del: (key) => ops.push({ type: 'del', key }) }, idsHeld);
     for (const key of await db.keys({ gte: checkpointKey(seq), lt: prefixEnd(PREFIX.checkpoint) }).all()) ops.push({ type: 'del', key });
     // The checkpoint kept for retention goes too when the cut reaches it (its index entry just went).
     const prunedCheckpointCut = this.#prunedCheckpointSeq !== undefined && this.#prunedCheckpointSeq >= seq;
@@ -1950,13 +1951,64 @@ function entryWithSeq(entries: readonly ReplicatedEntry[], seq: number): Replica
  * Deletes the id key of each event a prune or a cut deletes, only where it still points at
  * that event (`suffix`, its time key less the prefix): one eventId can be held at two seqs (a
  * copy re-sent after the first was tiered and deleted on the leader, applied on a standby that
- * still holds the first), and deleting the first must not lose the id key of the second. Run
- * in the writer's turn, so no append moves a key in between.
+ * still holds the first, recordOtherCopies). Where the key points at a deleted copy and
+ * another is still held, the key moves to it (the one with the highest seq); the other copies'
+ * list loses the deleted ones. Run in the writer's turn, so no append moves a key in between.
  */
-async function deleteIdKeysOf(db: Level<string, string>, batch: { del(key: string): unknown }, events: ReadonlyArray<{ eventId: string; suffix: string }>): Promise<void> {
+async function deleteIdKeysOf(db: Level<string, string>, batch: { put(key: string, value: string): unknown; del(key: string): unknown }, events: ReadonlyArray<{ eventId: string; suffix: string }>): Promise<void> {
   if (events.length === 0) return;
-  const held = await db.getMany(events.map((event) => idKey(event.eventId)));
+  const values = await db.getMany(events.flatMap((event) => [idKey(event.eventId), copiesKey(event.eventId)]));
+  const byId = new Map<string, { pointer: string | undefined; copies: string[] | undefined; deleted: Set<string> }>();
   events.forEach((event, i) => {
-    if (held[i] === event.suffix) batch.del(idKey(event.eventId));
+    let held = byId.get(event.eventId);
+    if (held === undefined) {
+      const copies = values[2 * i + 1];
+      held = { pointer: values[2 * i], copies: copies === undefined ? undefined : (JSON.parse(copies) as string[]), deleted: new Set() };
+      byId.set(event.eventId, held);
+    }
+    held.deleted.add(event.suffix);
   });
+  for (const [eventId, { pointer, copies, deleted }] of byId) {
+    let others = copies?.filter((suffix) => !deleted.has(suffix)) ?? [];
+    if (pointer !== undefined && deleted.has(pointer)) {
+      const next = others.reduce<string | undefined>((best, suffix) => (best === undefined || suffix.slice(16) > best.slice(16) ? suffix : best), undefined);
+      if (next === undefined) batch.del(idKey(eventId));
+      else {
+        batch.put(idKey(eventId), next);
+        others = others.filter((suffix) => suffix !== next);
+      }
+    }
+    if (copies === undefined) continue;
+    if (others.length === 0) batch.del(copiesKey(eventId));
+    else if (others.length !== copies.length) batch.put(copiesKey(eventId), JSON.stringify(others));
+  }
 }
+
+/**
+ * Records, for each applied entry whose eventId the log already holds at another seq (the
+ * leader stored a re-send after deleting its first copy, while this node still holds the
+ * first), the copy its id key pointed at under copiesKey: the key now points at the new copy,
+ * and when a prune or a cut deletes that one, it moves back (deleteIdKeysOf). One read of the
+ * entries' id keys per applied batch, before the batch's own puts are written.
+ */
+async function recordOtherCopies(db: Level<string, string>, batch: { put(key: string, value: string): unknown }, entries: readonly ReplicatedEntry[]): Promise<void> {
+  if (entries.length === 0) return;
+  const held = await db.getMany(entries.map((entry) => idKey(entry.eventId)));
+  const latest = new Map<string, string>();
+  const others = new Map<string, string[]>();
+  entries.forEach((entry, i) => {
+    const suffix = timeKey(entry.timestamp, entry.seq).slice(PREFIX.time.length);
+    const before = latest.get(entry.eventId) ?? held[i];
+    latest.set(entry.eventId, suffix);
+    if (before === undefined || before === suffix) return;
+    const list = others.get(entry.eventId) ?? [];
+    list.push(before);
+    others.set(entry.eventId, list);
+  });
+  for (const [eventId, suffixes] of others) {
+    const recorded = await db.get(copiesKey(eventId));
+    const list = [...new Set([...(recorded === undefined ? [] : (JSON.parse(recorded) as string[])), ...suffixes])];
+    batch.put(copiesKey(eventId), JSON.stringify(list));
+  }
+}
+

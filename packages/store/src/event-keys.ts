@@ -57,6 +57,7 @@ export const PREFIX = {
   key: 'k!',
   erasure: 'e!',
   erasedId: 'v!',
+  copies: 'j!',
 } as const;
 
 /** The first key after every key with `prefix` ('!' + 1 = '"'). */
@@ -79,6 +80,16 @@ export function seqKey(seq: number): string {
 
 export function idKey(eventId: string): string {
   return PREFIX.id + eventId;
+}
+
+/**
+ * The other copies of an eventId the log holds besides the one its id key points at, as a JSON
+ * array of time key suffixes (`j!<eventId>`): only for an id held at two seqs or more, which
+ * happens where a node applies a re-send its leader stored after deleting the first copy while
+ * this node still holds the first.
+ */
+export function copiesKey(eventId: string): string {
+  return PREFIX.copies + eventId;
 }
 
 export function metaKey(name: string): string {

@@ -140,3 +140,39 @@ describe('an erasure and the records it names', () => {
     expect(await searchIds(reopened, 'secret_ssn')).toEqual([]);
   });
 });
+
+describe('an eventId held at two seqs (a re-send the leader stored after deleting the first, applied on a standby still holding it)', () => {
+  async function twoCopies(resentTs: number) {
+    const leader = await open();
+    let term = 0;
+    const dir = await mkdtemp(join(tmpdir(), 'auditlake-erasure-targets-'));
+    onTestFinished(() => rm(dir, { recursive: true, force: true }));
+    const standby = await AuditStore.open({ location: join(dir, 'store'), sequencer: () => term });
+    onTestFinished(() => standby.close());
+    await leader.append([ev(), ev({ eventId: 'other', timestamp: OLD + 5, query: 'SELECT 1' })]);
+    await pull(leader, standby);
+    expect((await leader.pruneBefore(OLD + 1, 100, async () => true)).deleted).toBe(1);
+    await leader.append([ev({ timestamp: resentTs, query: 'SELECT 2' })]);
+    await pull(leader, standby);
+    expect([(await standby.getBySeq(1))?.eventId, (await standby.getBySeq(3))?.eventId, (await standby.getByEventId('X'))?.seq]).toEqual(['X', 'X', 3]);
+    return { standby, lead: () => (term = 2) };
+  }
+
+  it('a log cut removing the copy its id key points at leaves the key on the other copy: a re-send is then a duplicate', async () => {
+    const { standby, lead } = await twoCopies(Date.now());
+    await standby.divertSuffixToOutbox(3);
+    expect((await standby.getByEventId('X'))?.seq).toBe(1);
+    lead();
+    const again = await standby.append([ev()]);
+    expect([again.stored.length, again.duplicates]).toEqual([0, 1]);
+  });
+
+  it('retention deleting the copy its id key points at first (an older time) leaves the key on the other; deleting both leaves none', async () => {
+    const { standby } = await twoCopies(OLD - 60_000);
+    expect((await standby.pruneBefore(OLD - 1, 100, async () => true)).deleted).toBe(1);
+    expect((await standby.getByEventId('X'))?.seq).toBe(1);
+    expect((await standby.pruneBefore(OLD + 1, 100, async () => true)).deleted).toBe(1);
+    expect(await standby.getByEventId('X')).toBeUndefined();
+    expect((await standby.getBySeq(2))?.eventId).toBe('other');
+  });
+});
