@@ -4,6 +4,7 @@ import { SELF_SOURCE, type StoredEvent } from '@auditlake/model';
 import type { ErasedIds } from './erased-ids.js';
 import { PREFIX, decodeUint, erasureKey, localKey, prefixEnd, seqKey, timeKey } from './event-keys.js';
 import { addIntegrityPuts, erasureEntryOf } from './integrity-index.js';
+import type { IntegrityEntry } from './record-chain.js';
 import { termsFromJson, type IndexWriter } from './index-writer.js';
 import { indexValuePrefix, SUFFIX_LENGTH } from './index-keys.js';
 import { blockOfSeq } from './text-sketch.js';
@@ -73,30 +74,36 @@ const ERASURE_BACKFILL_BATCH = 1_000;
  */
 export async function backfillErasureIndex(db: Level<string, string>): Promise<number> {
   if ((await db.get(localKey(ERASURE_INDEX_NAME))) === '1') return 0;
-  const own = indexValuePrefix('engine', SELF_SOURCE.toLowerCase());
   let indexed = 0;
-  for (let from = own; ; ) {
-    const keys = await db.keys({ gte: from, lt: own + '\uffff', limit: ERASURE_BACKFILL_BATCH }).all();
-    if (keys.length === 0) break;
-    const suffixes = keys.map((key) => key.slice(-SUFFIX_LENGTH));
-    const values = await db.getMany(suffixes.map((suffix) => PREFIX.time + suffix));
+  for await (const entries of storedErasureBatches(db)) {
     const batch = db.batch();
-    values.forEach((json, i) => {
-      if (json === undefined || !isErasureRecordJson(json)) return;
-      batch.put(erasureKey(decodeUint((suffixes[i] as string).slice(16))), '');
-      indexed++;
-    });
+    for (const entry of entries) batch.put(erasureKey(entry.seq), '');
     await batch.write({ sync: false });
-    from = (keys[keys.length - 1] as string) + '\u0000';
+    indexed += entries.length;
   }
   // Synced, and only after every key: a crash before it means the backfill runs again.
   await db.put(localKey(ERASURE_INDEX_NAME), '1', { sync: true });
   return indexed;
 }
 
-/** Whether a stored event's text is an erasure record (parsed only when it names the action at all). */
-function isErasureRecordJson(json: string): boolean {
-  return erasureEntryOf(json, 0) !== undefined;
+/**
+ * The erasure records the log holds, a batch of auditlake's own records at a time: found
+ * through the engine index, which lists those records among the others (settings changes,
+ * checkpoints, key registrations), so the whole log is not read.
+ */
+async function* storedErasureBatches(db: Level<string, string>): AsyncGenerator<IntegrityEntry[]> {
+  const own = indexValuePrefix('engine', SELF_SOURCE.toLowerCase());
+  for (let from = own; ; ) {
+    const keys = await db.keys({ gte: from, lt: own + '\uffff', limit: ERASURE_BACKFILL_BATCH }).all();
+    if (keys.length === 0) return;
+    const suffixes = keys.map((key) => key.slice(-SUFFIX_LENGTH));
+    const values = await db.getMany(suffixes.map((suffix) => PREFIX.time + suffix));
+    yield values.flatMap((json, i) => {
+      const entry = json === undefined ? undefined : erasureEntryOf(json, decodeUint((suffixes[i] as string).slice(16)));
+      return entry === undefined ? [] : [entry];
+    });
+    from = (keys[keys.length - 1] as string) + '\u0000';
+  }
 }
 
 /**
@@ -151,26 +158,15 @@ export async function applyStoredErasures(
   stores: { erasedIds: ErasedIds; erasedTables: Set<string>; erasedBlocks: Set<number> },
 ): Promise<number> {
   if ((await db.get(localKey(ERASURES_APPLIED_NAME))) === '1') return 0;
-  const own = indexValuePrefix('engine', SELF_SOURCE.toLowerCase());
   let read = 0;
-  for (let from = own; ; ) {
-    const keys = await db.keys({ gte: from, lt: own + '\uffff', limit: ERASURE_BACKFILL_BATCH }).all();
-    if (keys.length === 0) break;
-    const suffixes = keys.map((key) => key.slice(-SUFFIX_LENGTH));
-    const values = await db.getMany(suffixes.map((suffix) => PREFIX.time + suffix));
-    const entries = values.flatMap((json, i) => {
-      const entry = json === undefined ? undefined : erasureEntryOf(json, decodeUint((suffixes[i] as string).slice(16)));
-      return entry === undefined ? [] : [entry];
-    });
-    if (entries.length > 0) {
-      const batch = db.batch();
-      const erasedIds = stores.erasedIds.begin();
-      await addIntegrityPuts(db, batch, entries, { index, newTables: new Set(), erasedTables: stores.erasedTables, erasedBlocks: stores.erasedBlocks, erasedIds });
-      await batch.write({ sync: false });
-      erasedIds.commit();
-      read += entries.length;
-    }
-    from = (keys[keys.length - 1] as string) + '\u0000';
+  for await (const entries of storedErasureBatches(db)) {
+    if (entries.length === 0) continue;
+    const batch = db.batch();
+    const erasedIds = stores.erasedIds.begin();
+    await addIntegrityPuts(db, batch, entries, { index, newTables: new Set(), erasedTables: stores.erasedTables, erasedBlocks: stores.erasedBlocks, erasedIds });
+    await batch.write({ sync: false });
+    erasedIds.commit();
+    read += entries.length;
   }
   // Synced, and only after every record: a crash before it means the pass runs again.
   await db.put(localKey(ERASURES_APPLIED_NAME), '1', { sync: true });

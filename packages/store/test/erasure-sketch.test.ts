@@ -36,6 +36,17 @@ async function eraseUserOf(store: AuditStore, eventId: string): Promise<void> {
   await store.append([{ ...ev(`erase-${eventId}`, 'admin', 50), source: SELF_SOURCE, action: INTEGRITY_ACTIONS.erase, details }]);
 }
 
+/** A store holding events a (alice) and b, closed, and its LevelDB opened directly. */
+async function closedStoreFiles(): Promise<{ where: string; db: Level<string, string> }> {
+  const where = await location();
+  const store = await AuditStore.open({ location: where });
+  await store.append([ev('a', 'alice', 10), ev('b', OTHER_USER, 20)]);
+  await store.close();
+  const db = new Level<string, string>(where, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
+  await db.open();
+  return { where, db };
+}
+
 /** Block 0's sketch and the stale marks, read from the files of a closed store. */
 async function onDisk(where: string): Promise<{ sketch: TextSketch; stale: string[] }> {
   const db = new Level<string, string>(where, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
@@ -84,14 +95,9 @@ describe('an erasure and the free-text sketches', () => {
   });
 
   it('rebuilds, when the store opens, a sketch an erasure marked stale before a crash', async () => {
-    const where = await location();
-    const store = await AuditStore.open({ location: where });
-    await store.append([ev('a', 'alice', 10), ev('b', OTHER_USER, 20)]);
-    await store.close();
     // As a crash after the erasure's write and before the rebuild leaves it: the mark, and a
     // sketch with the trigrams of a value no event holds any more.
-    const db = new Level<string, string>(where, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
-    await db.open();
+    const { where, db } = await closedStoreFiles();
     const sketch = new TextSketch(await db.get<string, Uint8Array>(textSketchKey(0), { valueEncoding: 'view' }));
     sketch.add(10, SECRET_USER);
     await db.put(textSketchKey(0), sketch.value as unknown as string, { valueEncoding: 'view' } as never);
@@ -109,12 +115,7 @@ describe('an erasure and the free-text sketches', () => {
   });
 
   it('a free-text search reads a block marked stale whatever its sketch says (a standby answers before its rebuild ran)', async () => {
-    const where = await location();
-    const store = await AuditStore.open({ location: where });
-    await store.append([ev('a', 'alice', 10), ev('b', OTHER_USER, 20)]);
-    await store.close();
-    const db = new Level<string, string>(where, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
-    await db.open();
+    const { db } = await closedStoreFiles();
     onTestFinished(() => db.close());
     // The marker is in no sketch: without the stale block, nothing to read.
     expect((await textCandidateBlocks(db, ERASED_MARKER, undefined, undefined))?.candidates).toEqual([]);
