@@ -19,6 +19,7 @@ import {
   prefixEnd,
   seqKey,
   timeKey,
+  timeKeySuffix,
   timeLowerBound,
   timeUpperBoundInclusive,
 } from './event-keys.js';
@@ -29,7 +30,7 @@ import { parseBytesInTurns, parseInTurns } from './parse-in-turns.js';
 import { LogTail } from './log-tail.js';
 import { IndexWriter, termsFromJson, type IndexSink } from './index-writer.js';
 import { planIndexedSearch } from './index-reader.js';
-import { getManyInKeyOrder } from './point-reads.js';
+import { getManyInKeyOrder, storedAtSeq } from './point-reads.js';
 import { rangeBatchesNewestFirst } from './range-values.js';
 import { StoredEventText } from './stored-event-text.js';
 import { indexValuePrefix, tableNameKey, type IndexField } from './index-keys.js';
@@ -502,10 +503,9 @@ export class AuditStore {
       const candidates = resendCandidates(events, options.freshIds, lookup === undefined ? undefined : this.#prunedTimeMax, erasedIds);
       ({ copies: tiered, erasedElsewhere } = candidates === undefined ? NONE_FOUND : await tieredCopiesOf(this.#db, candidates, lookup));
       const deletedSince = (event: EncodedEvent) => this.#deleteVersion !== deletes && lookup !== undefined && event.timestamp <= (this.#prunedTimeMax ?? Number.NEGATIVE_INFINITY);
-      // An erasure written since (or earlier in the same write: `erasing`) may name an absent
-      // event, whose values would come back: chosen again, it is then judged as erased.
-      // An id of these events an erasure committed since the view was read: chosen again with
-      // a new view (an erasure of other events does not count).
+      // An erasure committed since the view was read that may name an absent event (not one of
+      // other events), or one earlier in the same write (`erasing`), would bring its values
+      // back: chosen again with a new view, the event is then judged as erased.
       const unchanged = (absent: readonly EncodedEvent[], erasing: ReadonlyMap<string, readonly string[]>) =>
         this.#erasedIds.unchangedFor(erasedIds, absent) && absent.every((event) => !erasedIds.bringsBack(event, erasing) && (candidates?.times.has(event.eventId) === true || !deletedSince(event)));
       const toWrite = tiered.size === 0 && erasedElsewhere.size === 0 ? events : events.filter((event) => !tiered.has(event.eventId) && !erasedElsewhere.has(event.eventId));
@@ -1129,7 +1129,7 @@ export class AuditStore {
     const idsHeld: Array<{ eventId: string; suffix: string }> = [];
     for (const event of suffix) {
       ops.push({ type: 'del', key: timeKey(event.timestamp, event.seq) }, { type: 'del', key: seqKey(event.seq) });
-      idsHeld.push({ eventId: event.eventId, suffix: timeKey(event.timestamp, event.seq).slice(PREFIX.time.length) });
+      idsHeld.push({ eventId: event.eventId, suffix: timeKeySuffix(event.timestamp, event.seq) });
       index.del(sink, event, event.timestamp, event.seq);
       days.count(event, 'received', -1);
       if (event.seq <= this.#tieredCountedThrough) days.count(event, 'tiered', -1);
@@ -1210,10 +1210,8 @@ export class AuditStore {
   }
 
   async getBySeq(seq: number): Promise<StoredEvent | undefined> {
-    const ts = await this.#db.get(seqKey(seq));
-    if (ts === undefined) return undefined;
-    const value = await this.#db.get(timeKey(decodeUint(ts), seq));
-    return value === undefined ? undefined : (JSON.parse(value) as StoredEvent);
+    const stored = await storedAtSeq(this.#db, seq);
+    return stored === undefined ? undefined : (JSON.parse(stored.json) as StoredEvent);
   }
 
   /**
@@ -1997,7 +1995,7 @@ async function recordOtherCopies(db: Level<string, string>, batch: { put(key: st
   const latest = new Map<string, string>();
   const others = new Map<string, string[]>();
   entries.forEach((entry, i) => {
-    const suffix = timeKey(entry.timestamp, entry.seq).slice(PREFIX.time.length);
+    const suffix = timeKeySuffix(entry.timestamp, entry.seq);
     const before = latest.get(entry.eventId) ?? held[i];
     latest.set(entry.eventId, suffix);
     if (before === undefined || before === suffix) return;

@@ -159,7 +159,7 @@ const FIRST_CAPACITY = 65_536;
 /**
  * A Bloom filter over strings that grows without being rebuilt: when its newest filter holds
  * as many ids as it was sized for, a filter twice that size is added, and an id may be held
- * when any filter says so. Never a false negative; about 1% false positives per filter.
+ * when any filter says so. Never a false negative; under 0.5% false positives per full filter.
  */
 export class GrowingBloomFilter {
   readonly #filters: Array<{ bits: Uint32Array; mask: number; count: number; capacity: number }> = [];

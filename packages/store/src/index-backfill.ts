@@ -2,8 +2,9 @@ import type { Level } from 'level';
 import { parseErasureDetails } from '@auditlake/integrity';
 import { SELF_SOURCE, type StoredEvent } from '@auditlake/model';
 import type { ErasedIds } from './erased-ids.js';
-import { PREFIX, decodeUint, erasureKey, localKey, prefixEnd, seqKey, timeKey } from './event-keys.js';
+import { PREFIX, decodeUint, erasureKey, localKey, prefixEnd } from './event-keys.js';
 import { addIntegrityPuts, erasureEntryOf } from './integrity-index.js';
+import { storedAtSeq } from './point-reads.js';
 import type { IntegrityEntry } from './record-chain.js';
 import { termsFromJson, type IndexWriter } from './index-writer.js';
 import { indexValuePrefix, SUFFIX_LENGTH } from './index-keys.js';
@@ -118,8 +119,7 @@ export async function backfillErasedIds(db: Level<string, string>, erased: Erase
   let recorded = 0;
   const erasureSeqs = (await db.keys({ gte: PREFIX.erasure, lt: prefixEnd(PREFIX.erasure) }).all()).map((key) => decodeUint(key.slice(PREFIX.erasure.length)));
   for (const seq of erasureSeqs) {
-    const ts = await db.get(seqKey(seq));
-    const json = ts === undefined ? undefined : await db.get(timeKey(decodeUint(ts), seq));
+    const json = (await storedAtSeq(db, seq))?.json;
     if (json === undefined) continue;
     let details;
     try {

@@ -2,7 +2,8 @@ import { composeStoredEvent, eraseRecordFields, integrityKindOf, parseErasureDet
 import { INTEGRITY_ACTIONS, type StoredEvent } from '@auditlake/model';
 import type { Level } from 'level';
 import type { ErasedIdsChange } from './erased-ids.js';
-import { PREFIX, checkpointKey, encodeUint, erasureKey, keyKey, seqKey } from './event-keys.js';
+import { checkpointKey, erasureKey, keyKey } from './event-keys.js';
+import { storedAtSeq } from './point-reads.js';
 import type { IntegrityEntry } from './record-chain.js';
 import { termsFromJson, type IndexWriter } from './index-writer.js';
 import { blockOfSeq } from './text-sketch.js';
@@ -105,11 +106,8 @@ export async function addIntegrityPuts(db: Level<string, string>, batch: PutSink
 async function recordAt(db: Level<string, string>, seq: number, indexes: IndexUpdate, rewritten: ReadonlyMap<string, string>): Promise<{ timeKey: string; json: string } | undefined> {
   const pending = indexes.pendingEntryAt?.(seq);
   if (pending !== undefined) return { timeKey: pending.timeKey, json: rewritten.get(pending.timeKey) ?? pending.json };
-  const ts = await db.get(seqKey(seq));
-  if (ts === undefined) return undefined;
-  const timeKey = PREFIX.time + ts + encodeUint(seq);
-  const json = rewritten.get(timeKey) ?? (await db.get(timeKey));
-  return json === undefined ? undefined : { timeKey, json };
+  const stored = await storedAtSeq(db, seq);
+  return stored === undefined ? undefined : { timeKey: stored.timeKey, json: rewritten.get(stored.timeKey) ?? stored.json };
 }
 
 async function eraseTargets(db: Level<string, string>, batch: PutSink, entry: IntegrityEntry, indexes: IndexUpdate, rewritten: Map<string, string>): Promise<boolean> {

@@ -1,4 +1,5 @@
 import type { Level } from 'level';
+import { decodeUint, seqKey, timeKey } from './event-keys.js';
 
 /** Keys below which one native read is made: splitting pays only once each part has work to do. */
 const SPLIT_KEYS_MIN = 64;
@@ -38,4 +39,13 @@ export async function getManyInKeyOrder<V>(db: Level<string, string>, keys: read
   const inKeysOrder = new Array<V | undefined>(keys.length);
   for (let j = 0; j < order.length; j++) inKeysOrder[order[j] as number] = values[j];
   return inKeysOrder;
+}
+
+/** The time key and stored text of the entry at `seq` (its seq key names its time), or undefined when the log holds none there. */
+export async function storedAtSeq(db: Level<string, string>, seq: number): Promise<{ timeKey: string; json: string } | undefined> {
+  const ts = await db.get(seqKey(seq));
+  if (ts === undefined) return undefined;
+  const key = timeKey(decodeUint(ts), seq);
+  const json = await db.get(key);
+  return json === undefined ? undefined : { timeKey: key, json };
 }
