@@ -1,6 +1,5 @@
 // Goal: read sampling applies to allowed data:Select events only; DENY is never sampled out; a sourceSeq sampled out is received in the completeness ledger, no hole.
-import { rm } from 'node:fs/promises';
-import { describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { event, startTestNode } from './test-node.js';
 
 describe('read sampling', () => {
@@ -41,9 +40,8 @@ describe('read sampling', () => {
     let i = 0;
     // Every other allowed select is dropped: sourceSeqs 2, 4, … 200 never reach the log.
     const start = (dataDir?: string) =>
-      startTestNode({ props: { 'auditlake.audit.read.sample.rate': '0.5' }, node: { random: () => (i++ % 2 === 0 ? 0.1 : 0.9) }, keepDataDir: true, ...(dataDir ? { dataDir } : {}) });
+      startTestNode({ props: { 'auditlake.audit.read.sample.rate': '0.5' }, node: { random: () => (i++ % 2 === 0 ? 0.1 : 0.9) }, ...(dataDir ? { dataDir } : {}) });
     const t = await start();
-    onTestFinished(() => rm(t.dataDir, { recursive: true, force: true }));
     const batch = Array.from({ length: 200 }, (_, n) => event({ eventId: `sampled-${n + 1}`, decision: 'ALLOW', sourceId: 'sampled-src', sourceSeq: n + 1 }));
     expect((await t.ingest(batch)).json).toEqual({ status: 'ok', ingested: 100, sampledOut: 100 });
     expect(await t.stored()).toHaveLength(100);

@@ -39,7 +39,7 @@ describe('settings', () => {
   });
 
   it('POST changes a subset, merged over what is stored, answers like GET, and survives a restart', async () => {
-    const t = await startTestNode({ keepDataDir: true });
+    const t = await startTestNode();
     const first = await post(t, { 'audit.retention.days': 30 });
     expect(first.status).toBe(200);
     expect(first.json).toMatchObject({ 'audit.retention.days': 30, 'audit.read.sample.rate': 1 });

@@ -24,14 +24,16 @@ export interface TestNodeOptions {
   props?: Record<string, string>;
   dataDir?: string;
   node?: Partial<AuditNodeOptions>;
-  /** Keep the data dir after the test (for restart tests that clean up themselves). */
-  keepDataDir?: boolean;
 }
 
-/** Starts a node for one test; it is closed and its data removed when the test finishes. */
+/**
+ * Starts a node for one test; it is closed and its data removed when the test finishes. A test
+ * that restarts passes the first node's `dataDir` to the next one: the directory is removed once,
+ * after every node of the test has closed (vitest runs finish hooks in reverse order).
+ */
 export async function startTestNode(options: TestNodeOptions = {}): Promise<TestNode> {
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'auditlake-server-')));
-  if (!options.keepDataDir && !options.dataDir) onTestFinished(() => rm(dataDir, { recursive: true, force: true }));
+  if (!options.dataDir) onTestFinished(() => rm(dataDir, { recursive: true, force: true }));
   const node = await startAuditNode({
     dataDir,
     host: '127.0.0.1',
