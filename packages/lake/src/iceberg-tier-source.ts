@@ -38,7 +38,14 @@ export class IcebergTierSource implements TierSource {
   readonly textProbes = new TextProbePool();
   readonly #connections: S3Connections;
   readonly #table: IcebergTableRef;
-  readonly #manifests = new Map<string, ManifestEntry[]>();
+  /**
+   * The decoded manifests of the version listed last, by path: a commit adds one manifest and
+   * keeps the others, so the next listing decodes only the new one. Only the manifests the
+   * current snapshot names are kept (each listing replaces the map): every sweep commit writes
+   * a manifest and maintenance replaces them all, so a map that kept every one grew by about
+   * 11 KB a commit for as long as the node ran.
+   */
+  #manifests = new Map<string, ManifestEntry[]>();
   #listed: ListedVersion | undefined;
 
   constructor(connections: S3Connections, table: { identifier: string; location: string; connectionId: string }) {
@@ -79,12 +86,10 @@ export class IcebergTierSource implements TierSource {
     if (!snapshot) return [];
     const list = decodeManifestList(await objects.get(s3Key(this.#table, snapshot['manifest-list'])));
     const files: TierFile[] = [];
+    const current = new Map<string, ManifestEntry[]>();
     for (const manifest of list.files) {
-      let entries = this.#manifests.get(manifest.manifest_path);
-      if (!entries) {
-        entries = decodeManifest(await objects.get(s3Key(this.#table, manifest.manifest_path))).entries;
-        this.#manifests.set(manifest.manifest_path, entries);
-      }
+      const entries = this.#manifests.get(manifest.manifest_path) ?? decodeManifest(await objects.get(s3Key(this.#table, manifest.manifest_path))).entries;
+      current.set(manifest.manifest_path, entries);
       for (const entry of entries) {
         if (entry.status === ManifestEntryStatus.DELETED) continue;
         const file = entry.data_file;
@@ -102,7 +107,13 @@ export class IcebergTierSource implements TierSource {
         });
       }
     }
+    this.#manifests = current;
     return files;
+  }
+
+  /** Decoded manifests held for the next listing (those of the version listed last). */
+  get manifestsHeld(): number {
+    return this.#manifests.size;
   }
 
   /** Stops the prefilter's worker threads (they also exit on their own when idle). */

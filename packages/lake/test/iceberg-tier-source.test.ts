@@ -1,7 +1,7 @@
-// Goal: the Iceberg reader keeps the table's file list between searches only while the table version is unchanged — a new commit (also one whose hint lags) is seen by the next listing — and opens data files without asking the store for their size.
+// Goal: the Iceberg reader keeps the table's file list between searches only while the table version is unchanged — a new commit (also one whose hint lags) is seen by the next listing — holds only the manifests the listed version names, and opens data files without asking the store for their size.
 import type { StoredEvent } from '@auditlake/model';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { commitIcebergBatch, ensureIcebergTable, ensureNamespace, IcebergTierSource, joinKey, loadIcebergTable, resolveIcebergTable, S3Connections, type ObjectStore } from '../src/index.js';
+import { commitIcebergBatch, ensureIcebergTable, ensureNamespace, IcebergTierSource, joinKey, loadIcebergTable, resolveIcebergTable, runIcebergMaintenance, S3Connections, type ObjectStore } from '../src/index.js';
 import { useEmbeddedS3 } from '../src/testing/index.js';
 
 const BUCKET = 'lake';
@@ -77,6 +77,38 @@ describe('IcebergTierSource', () => {
     const current = (await loadIcebergTable(objects, table))!;
     await objects.put(joinKey(table.s3.prefix, `metadata/v${current.version}.metadata.json`), '{not json', 'application/json');
     await expect(source.listFiles()).rejects.toThrow();
+  });
+
+  it('holds only the manifests of the version it listed last: commits and maintenance never grow it', async () => {
+    const table = resolveIcebergTable('cat.ops.held', new Map([['cat', { name: 'cat', warehouse: `s3://${BUCKET}/wh`, connectionId: 's3' }]]));
+    const objects = connections.bucket('s3', BUCKET);
+    await ensureNamespace(connections, table);
+    const context = { term: 1, writerId: 'test', mayCommit: () => true };
+    const ref = { identifier: table.identifier, location: table.location, connectionId: 's3' };
+    const source = new IcebergTierSource(connections, ref);
+    let seq = 1;
+    const commit = async (count: number) => {
+      await commitIcebergBatch(objects, table, (await loadIcebergTable(objects, table)) ?? (await ensureIcebergTable(objects, table, T0)), events(seq, count), { ...context, nowMs: T0 + seq });
+      seq += count;
+    };
+    for (let i = 0; i < 8; i++) {
+      await commit(2);
+      await source.listFiles();
+    }
+    // Each commit added a manifest and kept the others: all eight are current.
+    expect(source.manifestsHeld).toBe(8);
+    // Maintenance compacts the files and rewrites the manifests, so none of the eight is current.
+    const maintenance = { objects, table, fence: { term: 1, mayCommit: () => true }, now: () => T0 + 86_400_000 };
+    await runIcebergMaintenance(maintenance, { snapshotRetainLast: 1, removeOrphanFiles: false, orphanMinAgeMs: 1e9, targetFileSizeBytes: 128 << 20, metadataPreviousVersionsMax: 5 });
+    for (let i = 0; i < 3; i++) await commit(1);
+    const listed = await source.listFiles();
+    const fresh = new IcebergTierSource(connections, ref);
+    expect(await fresh.listFiles()).toEqual(listed);
+    expect(listed.reduce((n, f) => n + f.rows, 0)).toBe(19);
+    // What a source that never saw the old versions holds, and not one more.
+    expect(fresh.manifestsHeld).toBeLessThan(8);
+    expect(source.manifestsHeld).toBe(fresh.manifestsHeld);
+    await Promise.all([source.close(), fresh.close()]);
   });
 
   it('opens a data file with the size the manifest records: ranged GETs, no HEAD', async () => {
