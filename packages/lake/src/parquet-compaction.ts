@@ -47,10 +47,29 @@ export interface ParquetLog {
   compactions: CompactionMarker[];
   /** Both by key, as {@link readParquetLog} read them: a later read fetches only what is new. */
   byKey?: { markers: ReadonlyMap<string, CommitMarker>; compactions: ReadonlyMap<string, CompactionMarker> };
+  /**
+   * How many markers the log held when the newest checkpoint was last looked for; absent on a
+   * log read from the start on purpose (`fromCheckpoint: false`), which never moves to one.
+   */
+  checkpointSoughtAt?: number;
 }
+
+/**
+ * Commit markers read since the newest checkpoint was last looked for that make the next read
+ * look again: a reader kept for months (a node's tier source, a sweeper's cache) moves to each
+ * checkpoint maintenance writes, so it holds about one checkpoint interval of markers, not every
+ * marker since it was made (~600 bytes each, one per sweep). One LIST per this many commits.
+ */
+export const CHECKPOINT_RECHECK_MARKERS = 100;
 
 export function compactionKey(location: S3Location, eventDate: string, generation: number): string {
   return joinKey(location.prefix, `${COMPACTIONS_DIR}/${eventDate}/${encodeKeyNumber(generation)}.json`);
+}
+
+/** True when the compaction marker `key` (under `prefix`) is at or below its day's generation in `folded`. */
+function foldedCompaction(prefix: string, key: string, folded: Readonly<Record<string, number>>): boolean {
+  const [day, name] = key.slice(prefix.length).split('/');
+  return day !== undefined && name !== undefined && Number(name.replace(/\.json$/, '')) <= (folded[day] ?? 0);
 }
 
 /**
@@ -65,10 +84,7 @@ export async function readCompactions(
   folded: Readonly<Record<string, number>> = {},
 ): Promise<Map<string, CompactionMarker>> {
   const prefix = joinKey(location.prefix, `${COMPACTIONS_DIR}/`);
-  const keys = (await objects.list(prefix)).filter((key) => {
-    const [day, name] = key.slice(prefix.length).split('/');
-    return day === undefined || name === undefined || !(Number(name.replace(/\.json$/, '')) <= (folded[day] ?? 0));
-  });
+  const keys = (await objects.list(prefix)).filter((key) => !foldedCompaction(prefix, key, folded));
   const fresh = keys.filter((key) => !known.has(key));
   const read = await mapBounded(fresh, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (key) => [key, JSON.parse(new TextDecoder().decode(await objects.get(key))) as CompactionMarker] as const);
   const byKey = new Map(read);
@@ -115,15 +131,40 @@ export function nextCompactionGeneration(log: Pick<ParquetLog, 'checkpoint' | 'c
  * markers written since are listed and fetched ({@link readMarkersByKey}: they are created in
  * key order and never change), and the compaction markers not read before. So a read that must
  * see the log as it is at one moment — in a turn of the commit lock — costs a short listing and
- * the few new markers, when the bulk was read before the turn.
+ * the few new markers, when the bulk was read before the turn. Once CHECKPOINT_RECHECK_MARKERS
+ * markers were read since it last looked, a read looks for a newer checkpoint and moves to it.
  */
 export async function readParquetLog(objects: ObjectStore, location: S3Location, known?: ParquetLog, options: { fromCheckpoint?: boolean } = {}): Promise<ParquetLog> {
-  const checkpoint = known !== undefined ? known.checkpoint : options.fromCheckpoint === false ? undefined : await readNewestCheckpoint(objects, location);
-  const [markers, compactions] = await Promise.all([
+  const fromStart = known === undefined ? options.fromCheckpoint === false : known.checkpointSoughtAt === undefined;
+  let checkpoint = known !== undefined ? known.checkpoint : fromStart ? undefined : await readNewestCheckpoint(objects, location);
+  let [markers, compactions] = await Promise.all([
     readMarkersByKey(objects, location, known?.byKey?.markers, checkpoint?.checkpoint.watermark.seq),
     readCompactions(objects, location, known?.byKey?.compactions, checkpoint?.checkpoint.generations),
   ]);
-  return { ...(checkpoint ? { checkpoint } : {}), markers: [...markers.values()], compactions: [...compactions.values()], byKey: { markers, compactions } };
+  // A first read looked for the checkpoint just now: the markers it read all follow it.
+  let soughtAt = known?.checkpointSoughtAt ?? markers.size;
+  if (!fromStart && markers.size - soughtAt >= CHECKPOINT_RECHECK_MARKERS) {
+    const newest = await readNewestCheckpoint(objects, location);
+    soughtAt = markers.size;
+    if (newest !== undefined && newest.key !== checkpoint?.key) {
+      // What the new checkpoint folds is dropped: the markers through its watermark, the
+      // compactions at or below its generations (as a first read from it would list them).
+      const { seq } = newest.checkpoint.watermark;
+      const { generations } = newest.checkpoint;
+      const prefix = joinKey(location.prefix, `${COMPACTIONS_DIR}/`);
+      markers = new Map([...markers].filter(([, marker]) => marker.watermark.seq > seq));
+      compactions = new Map([...compactions].filter(([key]) => !foldedCompaction(prefix, key, generations)));
+      soughtAt = markers.size;
+      checkpoint = newest;
+    }
+  }
+  return {
+    ...(checkpoint ? { checkpoint } : {}),
+    markers: [...markers.values()],
+    compactions: [...compactions.values()],
+    byKey: { markers, compactions },
+    ...(fromStart ? {} : { checkpointSoughtAt: soughtAt }),
+  };
 }
 
 /**

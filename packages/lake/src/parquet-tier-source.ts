@@ -11,8 +11,10 @@ import type { TierFile, TierSource } from './tier-source.js';
  * uncommitted file a crashed or deposed leader left), with its compactions applied in order (a
  * compacted day's new files instead of the files they replaced), read through ranged GETs. The
  * first listing starts from the newest checkpoint of the log and fetches only the markers after
- * it; markers never change once written, so each is fetched once per source. Footers are not cached here: data
- * files written before attempt-unique names could be rewritten under the same key.
+ * it; markers never change once written, so each is fetched once per source, and a source kept
+ * for months moves to each newer checkpoint (readParquetLog), so it holds about one checkpoint
+ * interval of markers. Footers are not cached here: data files written before attempt-unique
+ * names could be rewritten under the same key.
  */
 export class ParquetTierSource implements TierSource {
   readonly name: string;
@@ -39,6 +41,11 @@ export class ParquetTierSource implements TierSource {
     // Commit markers after the last one read, and compaction markers listed every time (one LIST), each fetched once.
     this.#log = await readParquetLog(objects, location, this.#log);
     return liveParquetFiles(this.#log).files;
+  }
+
+  /** Commit markers held for the next listing (those after the checkpoint it reads from). */
+  get markersHeld(): number {
+    return this.#log?.markers.length ?? 0;
   }
 
   /** Stops the prefilter's worker threads (they also exit on their own when idle). */

@@ -2,7 +2,8 @@
 // only the markers after it and still list exactly the files of a reader that folds every marker —
 // under random commits, compactions, erasure rewrites, maintenance and checkpoints (some written
 // from a stale view of the compactions) — with every event read exactly once; a reader with one
-// fetches O(markers after it), never a folded marker; a writer stopped right after writing one
+// fetches O(markers after it), never a folded marker, and a reader kept for long moves to each
+// new checkpoint, holding only the markers after it; a writer stopped right after writing one
 // leaves a readable location; a damaged checkpoint is refused by readers, and a forged one (a
 // file left out) is caught by the check `auditlake verify` runs.
 import { bytesSource, readAuditParquet } from '@auditlake/format';
@@ -11,6 +12,7 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { useEmbeddedS3 } from '../src/testing/index.js';
 import {
   checkParquetCheckpoint,
+  CHECKPOINT_RECHECK_MARKERS,
   pendingParquetErasures,
   CHECKPOINTS_DIR,
   checkpointKey,
@@ -187,6 +189,32 @@ describe('Parquet log checkpoints', () => {
     expect(files).toHaveLength(whole.length + after);
     console.log(`GETs of a reader's first listing at ${MARKERS} markers: ${JSON.stringify(before)} without a checkpoint; ${readerGets} with one and ${after} markers after it (${JSON.stringify(reader)})`);
    }, 600_000);
+
+  it(`a reader kept for long moves to each new checkpoint within ${CHECKPOINT_RECHECK_MARKERS} commits, holding the markers after it only`, async () => {
+    const location = { bucket: BUCKET, prefix: 'kept' };
+    const objects = s3.connections.bucket('s3', BUCKET);
+    let seq = 0;
+    const commit = async (count: number) => {
+      for (const end = seq + count; seq < end; seq++) await commitParquetBatch(objects, location, events(seq + 1, 1), { term: 1, nowMs: T0, afterSeq: seq, mayCommit: () => true });
+    };
+    await commit(120);
+    const kept = source(location);
+    await kept.listFiles();
+    expect(kept.markersHeld).toBe(120);
+    expect(await writeParquetCheckpoint({ objects, location, fence, now: Date.now }, 100)).toMatchObject({ written: true, key: checkpointKey(location, 120) });
+    // Fewer new commits than the recheck interval: the reader has not looked for a checkpoint yet.
+    await commit(CHECKPOINT_RECHECK_MARKERS - 1);
+    await kept.listFiles();
+    expect(kept.markersHeld).toBe(120 + CHECKPOINT_RECHECK_MARKERS - 1);
+    await commit(1);
+    const files = await kept.listFiles();
+    expect(kept.markersHeld).toBe(CHECKPOINT_RECHECK_MARKERS);
+    const fresh = source(location);
+    const keys = (list: readonly { key: string }[]) => list.map((f) => f.key).sort();
+    expect(keys(files)).toEqual(keys(await fresh.listFiles()));
+    expect(files.reduce((n, f) => n + f.rows, 0)).toBe(120 + CHECKPOINT_RECHECK_MARKERS);
+    expect(fresh.markersHeld).toBe(CHECKPOINT_RECHECK_MARKERS);
+  }, 120_000);
 
   it('a writer stopped right after its checkpoint (a commit and a compaction having landed meanwhile) leaves a readable location; a second writer of the same key loses, harmlessly', async () => {
     const location = { bucket: BUCKET, prefix: 'crash' };
