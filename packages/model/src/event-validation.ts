@@ -2,6 +2,7 @@ import { AuditError, AuditErrorCode } from './audit-error.js';
 import { isReservedAction, isSelfSource, SELF_SOURCE, toAuditEvent, type AuditEvent, type Decision } from './event.js';
 import { newEventId } from './event-id.js';
 import {
+  EVENT_TIME_AHEAD_MAX_MS,
   EVENT_TIME_MAX_MS,
   EVENTS_PER_REQUEST_MAX,
   EVENT_ID_LENGTH_MAX,
@@ -140,6 +141,10 @@ function parseTs(raw: Record<string, unknown>, at: At, nowMs: number, field: 'ts
   // Past year 9999 a date has no four-digit year: day partitions (event_date=YYYY-MM-DD), ISO
   // times and most readers' timestamp types end there.
   if (value > EVENT_TIME_MAX_MS) refuse(`${label(at)}.${field} must be at most ${EVENT_TIME_MAX_MS} (${new Date(EVENT_TIME_MAX_MS).toISOString()}): ${value}`);
+  // Ingest input only: a stored or forwarded event was checked where it was received.
+  if (field === 'ts' && value > nowMs + EVENT_TIME_AHEAD_MAX_MS) {
+    refuse(`${label(at)}.${field} ${value} (${new Date(value).toISOString()}) is more than a day ahead of this node's clock (${new Date(nowMs).toISOString()}): an event cannot have happened yet`);
+  }
   return value;
 }
 

@@ -33,6 +33,14 @@ export const SOURCE_SEQ_MAX = 99_999_999_999;
 /** The latest event time accepted: 9999-12-31T23:59:59.999Z, the last instant with a four-digit year. */
 export const EVENT_TIME_MAX_MS = 253_402_300_799_999;
 
+/**
+ * How far ahead of the receiving node's clock an ingested event's time may be. Retention deletes
+ * by event time, so an event dated years ahead would stay for as long as that — and, mixed with
+ * current events, hold retention's record of deleted seqs at its bound (every one a hole) — while
+ * no event can have happened later than now: a day covers any sender's clock skew.
+ */
+export const EVENT_TIME_AHEAD_MAX_MS = 86_400_000;
+
 /** Most events one ingest request may carry. */
 export const EVENTS_PER_REQUEST_MAX = 10_000;
 

@@ -55,7 +55,7 @@ describe('validateIngestBody: accepted input', () => {
         },
         { eventId: 'e-2', source: 'trino', userId: 'bob', action: 'data:CreateTable', resource: 'hive.sales.secret', tables: ['hive.sales.secret'], decision: 'DENY', details: 'trino authz plugin (ontul: ABSTAIN)' },
       ],
-      { nowMs: 5 },
+      { nowMs: 1792288263005 },
     );
     expect(events).toEqual([
       {
@@ -80,7 +80,7 @@ describe('validateIngestBody: accepted input', () => {
         tables: ['hive.sales.secret'],
         query: '',
         details: 'trino authz plugin (ontul: ABSTAIN)',
-        timestamp: 5,
+        timestamp: 1792288263005,
       },
     ]);
   });
@@ -115,11 +115,24 @@ describe('validateIngestBody: accepted input', () => {
     expect(one(base()).timestamp).toBe(NOW_MS);
     expect(one(base({ ts: null })).timestamp).toBe(NOW_MS);
     expect(one(base({ ts: 0 })).timestamp).toBe(0);
-    expect(one(base({ ts: 253_402_300_799_999 })).timestamp).toBe(253_402_300_799_999);
+    // (On a clock within a day of it: an event may not be dated more than a day ahead.)
+    expect(one(base({ ts: 253_402_300_799_999 }), { nowMs: 253_402_300_799_999 - 86_400_000 }).timestamp).toBe(253_402_300_799_999);
     expect(new Date(253_402_300_799_999).toISOString()).toBe('9999-12-31T23:59:59.999Z');
     expect(() => one(base({ ts: 253_402_300_800_000 }))).toThrow('event.ts must be at most 253402300799999 (9999-12-31T23:59:59.999Z): 253402300800000');
     expect(() => one(base({ ts: 8_640_000_000_000_000 }))).toThrow(/ts must be at most 253402300799999/);
     expect(() => one(base({ ts: Number.MAX_SAFE_INTEGER }))).toThrow(/ts must be at most 253402300799999/);
+  });
+
+  it('refuses an event time more than a day ahead of the node clock, naming both times; a day ahead is kept; stored or forwarded events are not judged by it', () => {
+    expect(one(base({ ts: NOW_MS + 86_400_000 })).timestamp).toBe(NOW_MS + 86_400_000);
+    const ahead = NOW_MS + 86_400_001;
+    expect(() => one(base({ ts: ahead }))).toThrow(
+      `event.ts ${ahead} (${new Date(ahead).toISOString()}) is more than a day ahead of this node's clock (${new Date(NOW_MS).toISOString()}): an event cannot have happened yet`,
+    );
+    expect(() => one(base({ ts: Date.UTC(9000, 0, 1) }))).toThrow(/is more than a day ahead of this node's clock/);
+    // The time field of a stored or forwarded event was judged where the event was received.
+    const { ts: _ts, ...rest } = base();
+    expect(one({ ...rest, timestamp: ahead }, { nowMs: 0, timeField: 'timestamp' }).timestamp).toBe(ahead);
   });
 
   it('treats null optional fields exactly like absent ones', () => {

@@ -65,6 +65,7 @@ describe('ingest', () => {
     ['a fractional ts', [event({ ts: 1.5 })], /^events\[0\]\.ts must be a non-negative integer/],
     ['a string ts', [event({ ts: '1792288263000' })], /^events\[0\]\.ts must be a non-negative integer/],
     ['a ts past year 9999', [event(), event({ ts: 253_402_300_800_000 })], /^events\[1\]\.ts must be at most 253402300799999 \(9999-12-31T23:59:59\.999Z\): 253402300800000$/],
+    ['a ts more than a day ahead of the node clock', [event(), event({ ts: Date.UTC(9000, 0, 1) })], /^events\[1\]\.ts 221845392000000 \(9000-01-01T00:00:00\.000Z\) is more than a day ahead of this node's clock \(\d{4}-.*Z\): an event cannot have happened yet$/],
     ['a ts a JavaScript Date holds but no four-digit year does', [event({ ts: 8_640_000_000_000_000 })], /^events\[0\]\.ts must be at most 253402300799999/],
     ['tables that are not an array', [event({ tables: 'hive.a' })], /^events\[0\]\.tables must be an array of strings, got string$/],
     ['a non-string table', [event({ tables: ['hive.a', 7] })], /^events\[0\]\.tables\[1\] must be a string, got number$/],
