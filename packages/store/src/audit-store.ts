@@ -29,11 +29,11 @@ import { TimeAssignedEntries } from './time-assigned-entries.js';
 import { parseBytesInTurns, parseInTurns } from './parse-in-turns.js';
 import { LogTail } from './log-tail.js';
 import { IndexWriter, termsFromJson, type IndexSink } from './index-writer.js';
-import { planIndexedSearch } from './index-reader.js';
+import { planIndexedSearch, tableNamesUnused } from './index-reader.js';
 import { getManyInKeyOrder, storedAtSeq } from './point-reads.js';
 import { rangeBatchesNewestFirst } from './range-values.js';
 import { StoredEventText } from './stored-event-text.js';
-import { indexValuePrefix, tableNameKey, type IndexField } from './index-keys.js';
+import { tableNameKey, type IndexField } from './index-keys.js';
 import { applyStoredErasures, backfillErasedIds, backfillErasureIndex, backfillIndexes } from './index-backfill.js';
 import { ErasedIds } from './erased-ids.js';
 import { backfillLedger } from './ledger-backfill.js';
@@ -750,21 +750,33 @@ export class AuditStore {
     if (this.#erasedTables.size === 0) return;
     const names = [...this.#erasedTables];
     this.#erasedTables.clear();
+    await this.#dropTableNamesIfUnused(db, names);
+  }
+
+  /** Deletes the dictionary keys of those `names` no index key names; within an exclusive operation. */
+  async #dropTableNamesIfUnused(db: ExclusiveContext['db'], names: readonly string[]): Promise<void> {
     try {
-      const unused: string[] = [];
-      for (const name of names) {
-        const prefix = indexValuePrefix('table', name);
-        const [first] = await db.keys({ gte: prefix, lt: prefixEnd(prefix), limit: 1 }).all();
-        if (first === undefined) unused.push(name);
-      }
+      const unused = await tableNamesUnused(db, names);
       if (unused.length === 0) return;
       const batch = db.batch();
       for (const name of unused) batch.del(tableNameKey(name));
       await batch.write({ sync: true });
       this.#openIndex().dropped(unused);
     } catch {
-      // The erasure itself is written; only the names stay in the dictionary (as they did).
+      // The erasure or prune itself is written; only the names stay in the dictionary (as they did).
     }
+  }
+
+  /**
+   * After a prune batch: the dictionary names its events named that no event names any more
+   * leave the dictionary, as an erasure's do — else every table name ever ingested stayed for
+   * good (an ingest token could add 50 new names an event), and past the bounds the writer
+   * holds in memory every `table` search read them all. Looked up first outside the writer's
+   * turn: nearly every name a day's oldest events named is still named by newer ones.
+   */
+  async #dropPrunedTableNames(names: readonly string[]): Promise<void> {
+    const maybeUnused = await tableNamesUnused(this.#db, names).catch(() => []);
+    if (maybeUnused.length > 0) await this.#openWriter().exclusive(({ db }) => this.#dropTableNamesIfUnused(db, maybeUnused));
   }
 
   /** applyReplicated's write, within an exclusive operation. */
@@ -1403,6 +1415,18 @@ export class AuditStore {
    * 1970) deletes nothing: no event time is before 0.
    */
   async pruneBefore(cutoffMs: number, batchSize: number, between: () => Promise<boolean>, maxSeq?: number): Promise<PruneResult> {
+    // The table names the deleted events named, checked once per prune (or per
+    // PRUNED_TABLES_CHECK_NAMES of them): a day's events name the same tables batch after batch.
+    const prunedTables = new PrunedTableNames();
+    try {
+      return await this.#pruneBatches(cutoffMs, batchSize, between, maxSeq, prunedTables);
+    } finally {
+      // Once the prune returns, no name only its events named is left in the dictionary.
+      if (this.#status === 'open' && prunedTables.size > 0) await this.#dropPrunedTableNames(prunedTables.take());
+    }
+  }
+
+  async #pruneBatches(cutoffMs: number, batchSize: number, between: () => Promise<boolean>, maxSeq: number | undefined, prunedTables: PrunedTableNames): Promise<PruneResult> {
     const result: PruneResult = { deleted: 0, batches: 0 };
     const before = timeLowerBound(Math.max(0, cutoffMs));
     let from: string = PREFIX.time;
@@ -1432,6 +1456,7 @@ export class AuditStore {
         batch.del(seqKey(event.seq));
         idsHeld.push({ eventId: event.eventId, suffix: key.slice(PREFIX.time.length) });
         index.del(batch, event, event.timestamp, event.seq);
+        for (const table of event.tables) prunedTables.add(table);
         const kind = integrityKindOf(event.source, event.action);
         if (kind === 'checkpoint') checkpointSeqs.push(event.seq);
         else if (kind === 'erase') batch.del(erasureKey(event.seq));
@@ -1488,6 +1513,7 @@ export class AuditStore {
         // Queued behind the writer, not awaited: dropping a sketch only saves reads later, and
         // a prune must not wait for the appends ahead of it (it runs beside ingest).
         void this.#dropEmptySketches(touchedBlocks).catch(() => undefined);
+        if (prunedTables.full) await this.#dropPrunedTableNames(prunedTables.take());
       } else await batch.close();
       result.deleted += deleted;
       result.batches++;
@@ -2010,3 +2036,35 @@ async function recordOtherCopies(db: Level<string, string>, batch: { put(key: st
   }
 }
 
+/** Names collected before they are checked, by count and by their UTF-8 bytes (a name may be 4 KiB). */
+const PRUNED_TABLES_CHECK_NAMES = 10_000;
+const PRUNED_TABLES_CHECK_BYTES = 4 * 1024 * 1024;
+
+/** The distinct table names a prune's deleted events named, until checked. */
+class PrunedTableNames {
+  #names = new Set<string>();
+  #bytes = 0;
+
+  add(name: string): void {
+    if (this.#names.has(name)) return;
+    this.#names.add(name);
+    this.#bytes += Buffer.byteLength(name, 'utf8');
+  }
+
+  get size(): number {
+    return this.#names.size;
+  }
+
+  /** True when the names should be checked now rather than at the end of the prune. */
+  get full(): boolean {
+    return this.#names.size >= PRUNED_TABLES_CHECK_NAMES || this.#bytes >= PRUNED_TABLES_CHECK_BYTES;
+  }
+
+  /** The names collected, which are forgotten here. */
+  take(): string[] {
+    const names = [...this.#names];
+    this.#names = new Set();
+    this.#bytes = 0;
+    return names;
+  }
+}

@@ -163,8 +163,9 @@ export class IndexWriter {
   }
 
   /**
-   * Adds the index deletes of one event. Its dictionary names stay (a name without events is an
-   * empty range), but for an erasure's: AuditStore drops those once no event names them.
+   * Adds the index deletes of one event. Its dictionary names stay here (a name without events
+   * is an empty range): AuditStore drops those of erased and pruned events once no event names
+   * them.
    */
   del(sink: IndexSink, terms: IndexTerms, timestampMs: number, seq: number): void {
     const suffix = encodeUint(timestampMs) + encodeUint(seq);

@@ -90,3 +90,35 @@ describe('a table search past the bound', () => {
     await check(reopened);
   });
 });
+
+describe('retention and the dictionary', () => {
+  /** The dictionary as LevelDB holds it, the store closed to read it. */
+  async function dictionaryAt(location: string): Promise<string[]> {
+    const db = new Level<string, string>(location, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
+    await db.open();
+    try {
+      return (await db.keys({ gte: 'x!T', lt: 'x!U' }).all()).map((key) => key.slice(3));
+    } finally {
+      await db.close();
+    }
+  }
+
+  const at = (eventId: string, timestamp: number, tables: string[]): AuditEvent => ({ eventId, userId: 'u', source: 'trino', action: 'data:Select', resource: '', decision: 'ALLOW', tables, query: '', details: '', timestamp });
+
+  it('drops the names only pruned events named, keeps those newer events name, and indexes a dropped name again when it comes back', async () => {
+    const { store, location } = await stores.open();
+    // 2,500 old events over three prune batches, each naming a table of its own and db.kept.
+    const old = Array.from({ length: 2_500 }, (_, i) => at(`old${i}`, 1_000 + i, [`db.gone${i}`, 'db.kept']));
+    await store.append(old.slice(0, 1_250));
+    await store.append(old.slice(1_250));
+    await store.append([at('new', 100_000, ['db.kept', 'db.new'])]);
+    expect(await store.pruneBefore(50_000, 1_000, async () => true)).toMatchObject({ deleted: 2_500 });
+    expect(await ids(store.search({ action: 'all', table: 'gone' }))).toEqual([]);
+    expect(await ids(store.search({ action: 'all', table: 'db.kept' }))).toEqual(['new']);
+    // A name dropped is written again with its next event (the writer forgot it too).
+    await store.append([at('back', 100_001, ['db.gone7'])]);
+    expect(await ids(store.search({ action: 'all', table: 'gone7' }))).toEqual(['back']);
+    await stores.close(store);
+    expect((await dictionaryAt(location)).sort()).toEqual(['db.gone7', 'db.kept', 'db.new']);
+  });
+});
