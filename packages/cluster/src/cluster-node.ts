@@ -259,7 +259,12 @@ export class ClusterNode {
     const deadline = this.#clock.monotonicMs() + timeoutMs;
     const pending = new Set(events.map((e) => e.eventId));
     for (;;) {
-      for (const eventId of [...pending]) if (await this.#confirmed(eventId)) pending.delete(eventId);
+      // Where each is in the log, read again at every change: a cut may move one back to the outbox.
+      const eventIds = [...pending];
+      const seqs = await this.#options.store.seqsOfEventIds(eventIds);
+      eventIds.forEach((eventId, i) => {
+        if (this.#confirmed(eventId, seqs[i])) pending.delete(eventId);
+      });
       if (pending.size === 0) return true;
       const remainingMs = deadline - this.#clock.monotonicMs();
       if (remainingMs <= 0) return false;
@@ -267,17 +272,17 @@ export class ClusterNode {
     }
   }
 
-  async #confirmed(eventId: string): Promise<boolean> {
+  /** Whether the event stored at `seq` (undefined: not in the log) is confirmed, as confirmReplicated says. */
+  #confirmed(eventId: string, seq: number | undefined): boolean {
     const { store } = this.#options;
-    const entry = await store.getByEventId(eventId);
     // Not in the log: held by the tier (found there as the copy of a re-send, here or by the
     // leader it was forwarded to), or not confirmed yet (still in the outbox, or moved back).
-    if (entry === undefined) return store.heldByTier(eventId);
-    const run = store.runAt(entry.seq);
+    if (seq === undefined) return store.heldByTier(eventId);
+    const run = store.runAt(seq);
     if (run === undefined) return false;
     if (run.received) return true;
     const term = this.elector.leadingTerm;
-    return term !== undefined && this.tracker.confirmed(term, entry.seq);
+    return term !== undefined && this.tracker.confirmed(term, seq);
   }
 
   /** Waits for the log to grow, a standby's progress, or `ms`. */

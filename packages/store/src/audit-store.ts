@@ -18,6 +18,7 @@ import {
   parseSeqFromSeqKey,
   prefixEnd,
   seqKey,
+  seqOfSuffix,
   timeKey,
   timeKeySuffix,
   timeLowerBound,
@@ -1219,6 +1220,16 @@ export class AuditStore {
     if (suffix === undefined) return undefined;
     const value = await this.#db.get(PREFIX.time + suffix);
     return value === undefined ? undefined : (JSON.parse(value) as StoredEvent);
+  }
+
+  /**
+   * The seq each eventId is stored at, undefined where none is: one read of the id keys, whose
+   * values name the entry's time and seq (no event is read). What `ack=replicated` polls: it
+   * read and parsed every pending event, one after another, at each change of the log.
+   */
+  async seqsOfEventIds(eventIds: readonly string[]): Promise<Array<number | undefined>> {
+    const suffixes = await this.#db.getMany(eventIds.map(idKey));
+    return suffixes.map((suffix) => (suffix === undefined ? undefined : seqOfSuffix(suffix)));
   }
 
   async getBySeq(seq: number): Promise<StoredEvent | undefined> {

@@ -74,6 +74,11 @@ export function timeKeySuffix(timestampMs: number, seq: number): string {
   return encodeUint(timestampMs) + encodeUint(seq);
 }
 
+/** The seq of a time key suffix (`<ts><seq>`, as an id key's value holds it). */
+export function seqOfSuffix(suffix: string): number {
+  return decodeUint(suffix.slice(WIDTH));
+}
+
 export function seqKey(seq: number): string {
   return PREFIX.seq + encodeUint(seq);
 }

@@ -44,6 +44,8 @@ describe('AuditStore', () => {
     expect((await store.readEncodedBySeq(0, 10)).map((bytes) => (JSON.parse(Buffer.from(bytes).toString('utf8')) as { eventId: string }).eventId)).toEqual(['a', 'b', 'c']);
     expect((await all(store)).map((e) => e.eventId)).toEqual(['a', 'c', 'b']);
     expect(await store.getByEventId('c')).toMatchObject({ eventId: 'c', seq: 3, timestamp: 200 });
+    // By id keys alone, in the order asked, undefined for an id not stored.
+    expect(await store.seqsOfEventIds(['c', 'nope', 'a', 'b'])).toEqual([3, undefined, 1, 2]);
     expect(store.position.lastSeq).toBe(3);
   });
 
@@ -125,6 +127,7 @@ describe('AuditStore', () => {
     expect(calls).toBe(3);
     expect((await all(store)).map((e) => e.eventId)).toEqual(['keep']);
     expect(await store.getByEventId('old3')).toBeUndefined();
+    expect(await store.seqsOfEventIds(['old3', 'keep'])).toEqual([undefined, 26]);
     expect((await store.readBySeq(0, 100)).map((e) => e.eventId)).toEqual(['keep']);
   });
 
