@@ -41,6 +41,9 @@ export interface LeaderElectorOptions {
   log: ClusterLog;
 }
 
+/** Lease TTLs after it was last heard that a node whose member record is gone is forgotten. */
+export const HEARD_FORGET_TTLS = 1000;
+
 /** Whether log end `a` is more up to date than `b`: a later last term, or the same and longer. */
 export function isMoreUpToDate(a: LogEnd, b: LogEnd): boolean {
   return a.lastTerm > b.lastTerm || (a.lastTerm === b.lastTerm && a.lastSeq > b.lastSeq);
@@ -122,7 +125,13 @@ export class LeaderElector {
     return [...this.#heard.values()].map((h) => ({ member: h.member, lastHeardMs: Math.max(0, now - h.heardAtMs) }));
   }
 
-  /** Notes the members just read, and when each last published by this node's own clock. */
+  /**
+   * Notes the members just read, and when each last published by this node's own clock. A node
+   * whose record is gone (expired: it stopped publishing) stays listed as unreachable for
+   * HEARD_FORGET_TTLS lease TTLs after it was last heard (50 minutes at the default 3 s), then is
+   * forgotten: nodes replaced over a year would otherwise be listed, and kept in memory, for as
+   * long as this node runs.
+   */
   #see(members: MemberInfo[]): void {
     this.#members = members;
     const now = this.#clock.monotonicMs();
@@ -130,6 +139,10 @@ export class LeaderElector {
       const previous = this.#heard.get(member.nodeId);
       if (previous === undefined || previous.member.updatedAtMs !== member.updatedAtMs) this.#heard.set(member.nodeId, { member, heardAtMs: now });
     }
+    if (this.#heard.size === members.length) return;
+    const listed = new Set(members.map((m) => m.nodeId));
+    const forgetMs = HEARD_FORGET_TTLS * this.#options.leaseTtlMs;
+    for (const [nodeId, heard] of this.#heard) if (!listed.has(nodeId) && now - heard.heardAtMs >= forgetMs) this.#heard.delete(nodeId);
   }
 
   /** The term this node leads right now (prepared, lease valid), else undefined. */

@@ -1,7 +1,7 @@
 // Goal: only the live node with the most up-to-date log — by last term, then last seq — campaigns; a longer log of an older term never wins over a later term.
 import { describe, expect, it } from 'vitest';
 import { InMemoryCoordinator, InMemoryCoordinatorState, type LogEnd } from '../src/index.js';
-import { LeaderElector } from '../src/leader-elector.js';
+import { HEARD_FORGET_TTLS, LeaderElector } from '../src/leader-elector.js';
 import { ManualClock } from './manual-clock.js';
 
 const TTL = 600;
@@ -32,10 +32,10 @@ function cluster(ends: Record<string, LogEnd>) {
       }),
     ]),
   );
-  /** Lets `ms` pass in 10 ms steps, letting each step's promises settle. */
-  const run = async (ms: number) => {
-    for (let t = 0; t < ms; t += 10) {
-      clock.advance(10);
+  /** Lets `ms` pass in `step` ms steps, letting each step's promises settle. */
+  const run = async (ms: number, step = 10) => {
+    for (let t = 0; t < ms; t += step) {
+      clock.advance(step);
       for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
     }
   };
@@ -72,5 +72,21 @@ describe('who campaigns', () => {
     await c.run(3 * TTL);
     expect(c.won.map((w) => w.node)).toEqual(['b']);
     await c.elector('b').close();
+  });
+
+  it(`lists a node that stopped as heard until ${HEARD_FORGET_TTLS} lease TTLs after it was last heard, then forgets it`, async () => {
+    const c = cluster({ a: { lastTerm: 1, lastSeq: 1 }, b: { lastTerm: 1, lastSeq: 1 } });
+    for (const [id, e] of c.electors) e.start(`sim://${id}`);
+    await c.run(5 * TTL);
+    const heardBy = (id: string) => c.elector(id).heard().map((h) => h.member.nodeId).sort();
+    expect(heardBy('a')).toEqual(['a', 'b']);
+    await c.elector('b').close();
+    // Its record expires after three TTLs; it stays listed (as not heard for long) well after.
+    await c.run((HEARD_FORGET_TTLS - 10) * TTL, 100);
+    expect(heardBy('a')).toEqual(['a', 'b']);
+    expect(c.elector('a').heard().find((h) => h.member.nodeId === 'b')!.lastHeardMs).toBeGreaterThan((HEARD_FORGET_TTLS - 20) * TTL);
+    await c.run(20 * TTL, 100);
+    expect(heardBy('a')).toEqual(['a']);
+    await c.elector('a').close();
   });
 });
