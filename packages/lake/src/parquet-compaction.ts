@@ -146,7 +146,9 @@ export async function readParquetLog(objects: ObjectStore, location: S3Location,
   if (!fromStart && markers.size - soughtAt >= CHECKPOINT_RECHECK_MARKERS) {
     const newest = await readNewestCheckpoint(objects, location);
     soughtAt = markers.size;
-    if (newest !== undefined && newest.key !== checkpoint?.key) {
+    // Only forward: a reader on a checkpoint never moves back to an older one (which would not
+    // list the markers the one it is on folded, never read here).
+    if (newest !== undefined && newest.checkpoint.watermark.seq > (checkpoint?.checkpoint.watermark.seq ?? -1)) {
       // What the new checkpoint folds is dropped: the markers through its watermark, the
       // compactions at or below its generations (as a first read from it would list them).
       const { seq } = newest.checkpoint.watermark;
