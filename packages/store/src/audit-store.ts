@@ -1433,7 +1433,8 @@ export class AuditStore {
       return await this.#pruneBatches(cutoffMs, batchSize, between, maxSeq, prunedTables);
     } finally {
       // Once the prune returns, no name only its events named is left in the dictionary.
-      if (this.#status === 'open' && prunedTables.size > 0) await this.#dropPrunedTableNames(prunedTables.take());
+      // Never in place of the prune's own outcome: a name left stays only as it did before.
+      if (this.#status === 'open' && prunedTables.size > 0) await this.#dropPrunedTableNames(prunedTables.take()).catch(() => undefined);
     }
   }
 
