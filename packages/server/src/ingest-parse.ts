@@ -17,7 +17,7 @@ import {
 } from '@auditlake/model';
 import { newSaltKey, RecordHasher } from '@auditlake/integrity';
 import { joinLines, splitLines } from './byte-lines.js';
-import { parseJsonBody } from './json-body.js';
+import { JSON_DEPTH_MAX, nestsDeeperThan, parseJsonBody } from './json-body.js';
 
 /** One event as ingest parsing leaves it: serialised, plus what the event loop still decides. */
 export interface ParsedEvent extends EncodedEvent {
@@ -82,6 +82,9 @@ export function parseIngestBody(bytes: Uint8Array, nowMs: number, redactKeys: re
   // Decoding would replace such bytes by U+FFFD and store something other than what was sent.
   const invalidAt = invalidUtf8Offset(bytes);
   if (invalidAt !== -1) return { ok: false, code: AuditErrorCode.BAD_REQUEST, message: `request body is not valid UTF-8: an invalid byte sequence at byte offset ${invalidAt}`, refused: 1 };
+  if (nestsDeeperThan(bytes, JSON_DEPTH_MAX)) {
+    return { ok: false, code: AuditErrorCode.BAD_REQUEST, message: `request body nests arrays and objects deeper than ${JSON_DEPTH_MAX} levels: an audit event is an object of strings and numbers with one array (tables)`, refused: 1 };
+  }
   let body: unknown;
   try {
     body = parseJsonBody(bytes);

@@ -73,6 +73,8 @@ describe('ingest', () => {
     ['a single object with a bad field', event({ action: '' }), /^event\.action must not be empty$/],
     ['a JSON shape that is neither object nor array', 42, /^request body must be an audit event object or an array of them, got number$/],
     ['invalid JSON', '[{"source":', /^request body is not valid JSON/],
+    ['arrays nested 200,000 deep (seconds of parsing)', `[${'['.repeat(200_000)}${']'.repeat(200_000)}]`, /^request body nests arrays and objects deeper than 64 levels: an audit event is an object of strings and numbers with one array \(tables\)$/],
+    ['an event with a field of objects nested 100 deep', JSON.stringify(Array.from({ length: 1_500 }, () => ({ ...event(), extra: JSON.parse('{"a":'.repeat(100) + '1' + '}'.repeat(100)) as unknown }))), /^request body nests arrays and objects deeper than 64 levels/],
   ];
 
   for (const [what, body, message] of refusals) {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
-import { parseJsonBody } from '../src/json-body.js';
+import { JSON_DEPTH_MAX, nestsDeeperThan, parseJsonBody } from '../src/json-body.js';
 
 /** What JSON.parse makes of the same text: the value, or the exact error message. */
 function reference(text: string): { value: unknown } | { error: string } {
@@ -85,5 +85,25 @@ describe('parseJsonBody', () => {
     }
     const bigObject = JSON.stringify({ list: Array.from({ length: 3000 }, (_, i) => ({ i, pad: 'z'.repeat(100) })) });
     expect(ours(bigObject)).toEqual(reference(bigObject));
+  });
+
+  describe('nesting depth', () => {
+    /** `count` values nested `depth` deep each, in one top-level array (so depth + 1 in all). */
+    const nested = (depth: number, count: number, open = '[', close = ']') => `[${Array.from({ length: count }, () => open.repeat(depth) + close.repeat(depth)).join(',')}]`;
+
+    it('measures nesting outside strings only, once a body holds enough brackets to matter', () => {
+      // Deep, with brackets enough to be measured: refused past the limit, whichever brackets.
+      expect(nestsDeeperThan(Buffer.from(nested(200_000, 1)), JSON_DEPTH_MAX)).toBe(true);
+      expect(nestsDeeperThan(Buffer.from(nested(70, 2_000, '{"a":', '}')), JSON_DEPTH_MAX)).toBe(true);
+      // Many brackets, none deeper than the limit (the top-level array is one more level).
+      expect(nestsDeeperThan(Buffer.from(nested(JSON_DEPTH_MAX - 1, 2_000)), JSON_DEPTH_MAX)).toBe(false);
+      expect(nestsDeeperThan(Buffer.from(nested(JSON_DEPTH_MAX, 2_000)), JSON_DEPTH_MAX)).toBe(true);
+      // Brackets inside strings, escaped quotes included, are text: no depth.
+      const quoted = JSON.stringify(Array.from({ length: 1_000 }, () => ({ details: '\\"' + '[{'.repeat(200) + '"' })));
+      expect(nestsDeeperThan(Buffer.from(quoted), JSON_DEPTH_MAX)).toBe(false);
+      expect(JSON.parse(quoted)).toHaveLength(1_000);
+      // Too few brackets to be measured: never refused (parsing them costs what a valid body does).
+      expect(nestsDeeperThan(Buffer.from(nested(10_000, 1)), JSON_DEPTH_MAX)).toBe(false);
+    });
   });
 });
