@@ -127,6 +127,13 @@ describe('JSON framing', () => {
     ]);
   });
 
+  it('takes a record followed by blanks, a comma or the array end, and refuses other text after long blanks at once', () => {
+    for (const tail of ['', '   ', ' , ', ']', ' ] , ', '\t]\t']) expect(frame(`{"a":1}${tail}`), JSON.stringify(tail)).toEqual([{ kind: 'record', line: 1, endLine: 1, text: '{"a":1}' }]);
+    // 200,000 blanks then text: quadratic backtracking took minutes on such a line.
+    expect(frame(`{"a":1}${' '.repeat(200_000)}x`)).toEqual([{ kind: 'broken', line: 1, reason: "unexpected text after the record's closing brace: x" }]);
+    expect(frame(`{"a":1}]${' '.repeat(200_000)},x`)).toEqual([{ kind: 'broken', line: 1, reason: `unexpected text after the record's closing brace: ]${' '.repeat(39)}` }]);
+  });
+
   it('keeps every digit of integers beyond 2^53 and leaves everything else alone', () => {
     expect(JSON.parse(quoteUnsafeIntegers('{"user_id":2100012345678901234,"n":-9007199254740993,"ok":12,"f":1.5e300,"s":"12345678901234567890"}'))).toEqual({
       user_id: '2100012345678901234',
