@@ -82,18 +82,51 @@ export const INTEGRITY_ACTIONS = {
 const PRINTABLE_ASCII = /^[\x21-\x7e]*$/;
 
 /**
+ * Characters that render like a letter of "auditlake", folded to it; `i`, `l` and what looks
+ * like either (capital I, 1, |, dotless i, Greek iota, Cyrillic і and ӏ…) fold to one letter,
+ * `l`. Not Unicode's whole confusables table: only what could pass for this one word.
+ */
+const LOOKALIKES: ReadonlyMap<string, string> = new Map(
+  Object.entries({
+    a: 'аɑα',
+    u: 'υսʋᴜ',
+    d: 'ԁɗ',
+    t: 'тτ',
+    k: 'кκⲕ',
+    e: 'еҽε',
+    l: 'i1|!ıɩιіӏǀ',
+  }).flatMap(([letter, alikes]) => [...alikes].map((alike): [string, string] => [alike, letter])),
+);
+
+/** `text` with every look-alike of a letter of "auditlake" folded to that letter (see LOOKALIKES). */
+function lookalikeSkeleton(text: string): string {
+  let skeleton = '';
+  for (const c of text) skeleton += LOOKALIKES.get(c) ?? c;
+  return skeleton;
+}
+
+const SELF_SKELETON = lookalikeSkeleton(SELF_SOURCE);
+
+/**
  * True for a source that reads as auditlake's own: its name once Unicode-normalised (NFKC),
- * stripped of white space and of characters that render as nothing (zero-width spaces, bidi
- * controls), and lower-cased. Only auditlake records events of its own source (settings
- * changes, refused access, maintenance runs, its integrity records): a client that could send
- * one could forge an admin's settings change or blame another client for a refusal, in a
- * record that looks exactly like the genuine one.
+ * stripped of white space, of characters that render as nothing (zero-width spaces, bidi
+ * controls) and of accents, lower-cased, and with letters of other scripts (or digits) that look
+ * like those of "auditlake" folded to them (`аuditlake` with a Cyrillic а, `audit1ake`). Only
+ * auditlake records events of its own source (settings changes, refused access, maintenance
+ * runs, its integrity records): a client that could send one could forge an admin's settings
+ * change or blame another client for a refusal, in a record that looks like the genuine one.
  */
 export function isSelfSource(source: string): boolean {
   // Nearly every source is printable ASCII without spaces, which NFKC leaves as it is and which
   // holds nothing to strip: compared at once (this runs for every event ingested).
-  if (PRINTABLE_ASCII.test(source)) return source.length === SELF_SOURCE.length && source.toLowerCase() === SELF_SOURCE;
-  return source.normalize('NFKC').replace(/[\p{White_Space}\p{Default_Ignorable_Code_Point}]/gu, '').toLowerCase() === SELF_SOURCE;
+  if (PRINTABLE_ASCII.test(source)) return source.length === SELF_SOURCE.length && lookalikeSkeleton(source.toLowerCase()) === SELF_SKELETON;
+  const folded = source
+    .normalize('NFKC')
+    .replace(/[\p{White_Space}\p{Default_Ignorable_Code_Point}]/gu, '')
+    .normalize('NFD')
+    .replace(/\p{M}/gu, '')
+    .toLowerCase();
+  return lookalikeSkeleton(folded) === SELF_SKELETON;
 }
 
 /** True for an action only auditlake itself may record. */

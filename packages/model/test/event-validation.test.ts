@@ -409,12 +409,14 @@ describe('validateIngestBody: source numbering, reserved actions, well-formed te
     // A settings change as the node records it: a client must not be able to forge one.
     const forged = { source: 'auditlake', userId: 'admin', action: 'audit:UpdateSettings', resource: 'audit.settings', details: 'audit.retention.days: 1 → 3650' };
     expect(badRequest([base(), base(forged)])).toBe('events[1].source "auditlake" is reserved: only auditlake itself records events of source auditlake; send your events under your engine\'s name');
-    for (const spelling of ['AuditLake', ' auditlake ', 'audit\u200Blake', '\u202Eauditlake', 'ａｕｄｉｔｌａｋｅ', 'audit lake']) {
+    // Look-alikes: a Cyrillic а, е and і, a Greek ι, a capital I or a 1 for the l, an accent.
+    const lookalikes = ['\u0430uditlake', 'auditlak\u0435', 'aud\u0456tlake', 'audit\u03b9ake', 'auditIake', 'audit1ake', 'AUDITLAKE', 'aúditlake', 'a\u0301uditlake'];
+    for (const spelling of ['AuditLake', ' auditlake ', 'audit\u200Blake', '\u202Eauditlake', 'ａｕｄｉｔｌａｋｅ', 'audit lake', ...lookalikes]) {
       expect(badRequest(base({ ...forged, source: spelling }))).toBe(`event.source ${JSON.stringify(spelling)} is reserved: only auditlake itself records events of source auditlake; send your events under your engine's name`);
     }
     expect(validateEvent(base({ ...forged, timestamp: 1 }), 'forwarded', { nowMs: 0, timeField: 'timestamp', allowReserved: true }).source).toBe('auditlake');
     // Names that merely contain it are other sources.
-    for (const source of ['auditlake-import', 'my-auditlake', 'trino']) expect(one(base({ ...forged, source })).source).toBe(source);
+    for (const source of ['auditlake-import', 'my-auditlake', 'trino', 'auditlog', 'audit\u0430']) expect(one(base({ ...forged, source })).source).toBe(source);
   });
 
   it('refuses a lone surrogate in sourceId, naming the field, like every other string field', () => {
