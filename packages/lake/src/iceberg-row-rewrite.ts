@@ -27,7 +27,7 @@ import { carriedSummary, COMMIT_ATTEMPTS_MAX, type MaintenanceContext } from './
 import { currentManifests, isLive, ManifestCache, snapshotReach, type ResolvedManifest } from './iceberg-table-files.js';
 import { expireIcebergSnapshots, reachedOnlyByExpiring } from './iceberg-snapshot-expiry.js';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
-import { metadataFileKey, s3Key } from './iceberg-table-ref.js';
+import { deletableKeys, metadataFileKey, s3Key } from './iceberg-table-ref.js';
 import { loadIcebergTable, type LoadedTable } from './iceberg-table.js';
 import { commitMetadataVersion } from './iceberg-version-commit.js';
 import { joinKey } from './s3-location.js';
@@ -292,7 +292,8 @@ export async function purgeReplacedFiles(context: MaintenanceContext, loaded: Lo
   for (const snapshot of expired.loaded.metadata.snapshots) await snapshotReach(context.objects, context.table, snapshot, cache, stillRead, true);
   const doomed = paths.filter((path) => !stillRead.has(path));
   await context.onStep?.('purge-expired');
-  await mapBounded(doomed, OBJECT_REQUESTS_IN_FLIGHT_MAX, (path) => context.objects.delete(s3Key(context.table, path)));
+  const keys = deletableKeys(context.table, doomed);
+  await mapBounded(keys, OBJECT_REQUESTS_IN_FLIGHT_MAX, (key) => context.objects.delete(key));
   const committed = await commitProperties(context, expired.loaded, {}, [PURGE_FILES_PROPERTY]);
-  return { loaded: committed, snapshotsExpired: expired.snapshotsExpired, filesDeleted: expired.filesDeleted + doomed.length };
+  return { loaded: committed, snapshotsExpired: expired.snapshotsExpired, filesDeleted: expired.filesDeleted + keys.length };
 }

@@ -2,7 +2,7 @@ import { expireSnapshots, retainedSnapshotIds } from '@auditlake/format';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import { tableTurn, type MaintenanceContext } from './iceberg-maintenance-context.js';
 import { ManifestCache, snapshotReach } from './iceberg-table-files.js';
-import { s3Key } from './iceberg-table-ref.js';
+import { deletableKeys } from './iceberg-table-ref.js';
 import type { LoadedTable } from './iceberg-table.js';
 import { commitMetadataVersion } from './iceberg-version-commit.js';
 import { REPLACED_FILE_GRACE_MS } from './replaced-file-grace.js';
@@ -52,8 +52,9 @@ export async function expireIcebergSnapshots(context: MaintenanceContext, loaded
   if (turn.expired === 0) return { loaded: turn.loaded, snapshotsExpired: 0, filesDeleted: 0 };
   // After the turn: nothing any later commit can name (no retained snapshot reaches them).
   await context.onStep?.('expiry-committed');
-  await mapBounded(turn.doomed, OBJECT_REQUESTS_IN_FLIGHT_MAX, (path) => context.objects.delete(s3Key(context.table, path)));
-  return { loaded: turn.loaded, snapshotsExpired: turn.expired, filesDeleted: turn.doomed.length };
+  const keys = deletableKeys(context.table, turn.doomed);
+  await mapBounded(keys, OBJECT_REQUESTS_IN_FLIGHT_MAX, (key) => context.objects.delete(key));
+  return { loaded: turn.loaded, snapshotsExpired: turn.expired, filesDeleted: keys.length };
 }
 
 /**

@@ -35,11 +35,42 @@ export function icebergTableAt(table: { identifier: string; location: string; co
   return { identifier: table.identifier, location: table.location, s3, connectionId: table.connectionId, namespaceKey: '' };
 }
 
-/** The bucket key of an `s3://bucket/key` path inside the table's bucket. */
+/**
+ * The bucket key of an `s3://bucket/key` path inside the table's location, or undefined when the
+ * path is elsewhere: in another bucket, beside the table (`…/audit2/…` is not under `…/audit`),
+ * or reaching out of it through an empty, `.` or `..` segment. The paths come from the table's
+ * own files (metadata, manifest lists, manifests), which whoever may write the table's folder
+ * can craft: a manifest naming another team's object as a data file made snapshot expiry delete
+ * it with this node's credentials.
+ */
+export function tableKeyOf(table: IcebergTableRef, path: string): string | undefined {
+  const bucket = `s3://${table.s3.bucket}/`;
+  if (!path.startsWith(bucket)) return undefined;
+  const key = path.slice(bucket.length);
+  const own = table.s3.prefix === '' ? '' : `${table.s3.prefix}/`;
+  if (!key.startsWith(own) || key.length === own.length) return undefined;
+  return key.split('/').some((segment) => segment === '' || segment === '.' || segment === '..') ? undefined : key;
+}
+
+/** The bucket key of a path inside the table's location (tableKeyOf); any other is refused: a reader never guesses around a table it cannot trust. */
 export function s3Key(table: IcebergTableRef, path: string): string {
-  const prefix = `s3://${table.s3.bucket}/`;
-  if (!path.startsWith(prefix)) throw new AuditError(AuditErrorCode.TABLE_INVALID, `path outside the table's bucket: ${path}`);
-  return path.slice(prefix.length);
+  const key = tableKeyOf(table, path);
+  if (key === undefined) throw new AuditError(AuditErrorCode.TABLE_INVALID, `path outside the table's location ${table.location}: ${path}`);
+  return key;
+}
+
+/**
+ * The bucket keys of those `paths` inside the table's location: what a delete may touch. A path
+ * elsewhere is left alone (auditlake writes nothing outside the table, so nothing of its own is
+ * there to delete); the caller counts only what it deleted.
+ */
+export function deletableKeys(table: IcebergTableRef, paths: Iterable<string>): string[] {
+  const keys: string[] = [];
+  for (const path of paths) {
+    const key = tableKeyOf(table, path);
+    if (key !== undefined) keys.push(key);
+  }
+  return keys;
 }
 
 /** The key of the table's `metadata/<name>`. */

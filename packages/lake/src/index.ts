@@ -5,7 +5,7 @@ export { encodeKeyNumber } from './key-number.js';
 export { WATERMARK_META, ZERO_WATERMARK, laterWatermark, type Watermark } from './watermark.js';
 export { TIERED_LOCATIONS_META, includesLocation, readTieredLocations, tieredLocationKey, type TieredLocation } from './tiered-location.js';
 export type { TierFile, TierSource } from './tier-source.js';
-export { icebergTableAt, metadataFileKey, metadataVersionKey, resolveIcebergTable, s3Key, versionHintKey, type IcebergTableRef } from './iceberg-table-ref.js';
+export { icebergTableAt, metadataFileKey, metadataVersionKey, resolveIcebergTable, s3Key, tableKeyOf, versionHintKey, type IcebergTableRef } from './iceberg-table-ref.js';
 export { watermarkFromLiveFiles } from './iceberg-file-watermark.js';
 export { advanceVersionHint, ensureIcebergTable, ensureNamespace, loadIcebergTable, putVersionHint, tableWatermark, type LoadedTable } from './iceberg-table.js';
 export { commitIcebergBatch, encodeIcebergBatch, type EncodedIcebergBatch, type IcebergCommitResult } from './iceberg-committer.js';
