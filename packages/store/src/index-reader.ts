@@ -3,7 +3,7 @@ import type { Level } from 'level';
 import { PREFIX, prefixEnd, timeLowerBound, timeUpperBoundInclusive } from './event-keys.js';
 import { getManySideBySide } from './point-reads.js';
 import { textCandidateBatches, textCandidateBlocks } from './text-candidates.js';
-import { TABLE_NAME_PREFIX, UNINDEXED_DECISION, indexRange, indexValuePrefix, suffixOf, suffixTimeMs, type IndexField } from './index-keys.js';
+import { INDEX_FIELD, INDEX_PREFIX, TABLE_NAME_PREFIX, UNINDEXED_DECISION, indexRange, indexValuePrefix, suffixOf, suffixTimeMs, type IndexField } from './index-keys.js';
 
 type Db = Level<string, string>;
 
@@ -275,23 +275,33 @@ async function tableNamesContaining(db: Db, knownTables: ReadonlySet<string> | u
   }
 }
 
-/** Table names checked side by side: each check is a seek on LevelDB's threads. */
-const NAME_CHECKS_IN_FLIGHT = 16;
-
-/** Those of `names` no table index key names (no stored event names that table), in their order. */
+/**
+ * Those of `names` no table index key names (no stored event names that table). One iterator
+ * walks the names in key order: a seek to a name's prefix lands on the first live key at or
+ * after it, and every name whose prefix lies between is unused without a seek of its own. A
+ * seek per name was quadratic right after a prune: LevelDB skips deleted keys one by one until
+ * a live one, past the range asked for, so each seek crossed the deletes of every later name
+ * (20,000 names pruned: 21 s, the writer held 11 s).
+ */
 export async function tableNamesUnused(db: Db, names: readonly string[]): Promise<string[]> {
+  const candidates = names.map((name) => ({ name, prefix: indexValuePrefix('table', name) })).sort((a, b) => (a.prefix < b.prefix ? -1 : a.prefix > b.prefix ? 1 : 0));
   const unused: string[] = [];
-  for (let i = 0; i < names.length; i += NAME_CHECKS_IN_FLIGHT) {
-    const chunk = names.slice(i, i + NAME_CHECKS_IN_FLIGHT);
-    const firstKeys = await Promise.all(
-      chunk.map((name) => {
-        const prefix = indexValuePrefix('table', name);
-        return db.keys({ gte: prefix, lt: prefixEnd(prefix), limit: 1 }).all();
-      }),
-    );
-    chunk.forEach((name, j) => {
-      if (firstKeys[j]?.length === 0) unused.push(name);
-    });
+  const first = candidates[0];
+  if (first === undefined) return unused;
+  const iterator = db.keys({ gte: first.prefix, lt: prefixEnd(INDEX_PREFIX + INDEX_FIELD.table) });
+  try {
+    for (let i = 0; i < candidates.length; ) {
+      iterator.seek((candidates[i] as (typeof candidates)[number]).prefix);
+      const [live] = await iterator.nextv(1);
+      // Every candidate up to the live key found holds no key but the one that key is of.
+      for (; i < candidates.length; i++) {
+        const { name, prefix } = candidates[i] as (typeof candidates)[number];
+        if (live !== undefined && prefix > live) break;
+        if (live === undefined || !live.startsWith(prefix)) unused.push(name);
+      }
+    }
+  } finally {
+    await iterator.close();
   }
   return unused;
 }

@@ -1,10 +1,11 @@
 // Goal: the table-name dictionary the index writer holds in memory is bounded by the bytes of
 // its names as well as their number (4 KiB names must not fill the heap), and past the bound a
 // `table` search still answers exactly what a scan of every event answers, also after a reopen.
-import type { AuditEvent, StoredEvent } from '@auditlake/model';
+import { seededRandom, type AuditEvent, type StoredEvent } from '@auditlake/model';
 import { Level } from 'level';
 import { describe, expect, it } from 'vitest';
 import { tableNameKey } from '../src/index-keys.js';
+import { tableNamesUnused } from '../src/index-reader.js';
 import { IndexWriter, KNOWN_TABLES_BYTES_MAX, type IndexSink } from '../src/index-writer.js';
 import { useTempStores } from './temp-stores.js';
 import type { AuditStore } from '../src/audit-store.js';
@@ -91,6 +92,8 @@ describe('a table search past the bound', () => {
   });
 });
 
+const at = (eventId: string, timestamp: number, tables: string[]): AuditEvent => ({ eventId, userId: 'u', source: 'trino', action: 'data:Select', resource: '', decision: 'ALLOW', tables, query: '', details: '', timestamp });
+
 describe('retention and the dictionary', () => {
   /** The dictionary as LevelDB holds it, the store closed to read it. */
   async function dictionaryAt(location: string): Promise<string[]> {
@@ -103,7 +106,6 @@ describe('retention and the dictionary', () => {
     }
   }
 
-  const at = (eventId: string, timestamp: number, tables: string[]): AuditEvent => ({ eventId, userId: 'u', source: 'trino', action: 'data:Select', resource: '', decision: 'ALLOW', tables, query: '', details: '', timestamp });
 
   it('drops the names only pruned events named, keeps those newer events name, and indexes a dropped name again when it comes back', async () => {
     const { store, location } = await stores.open();
@@ -120,5 +122,33 @@ describe('retention and the dictionary', () => {
     expect(await ids(store.search({ action: 'all', table: 'gone7' }))).toEqual(['back']);
     await stores.close(store);
     expect((await dictionaryAt(location)).sort()).toEqual(['db.gone7', 'db.kept', 'db.new']);
+  });
+});
+
+describe('tableNamesUnused', () => {
+  it('finds exactly the names no stored event names, whatever their order, lengths and the deletes between them', async () => {
+    const random = seededRandom(20251205);
+    const { store, location } = await stores.open();
+    // Names of several lengths (the key orders by length first), some sharing prefixes.
+    const names = Array.from({ length: 300 }, (_, i) => `db.${'t'.repeat(1 + Math.floor(random() * 4))}${i % 150}${i >= 150 ? 'x' : ''}`);
+    const events: AuditEvent[] = Array.from({ length: 600 }, (_, i) => at(`e${i}`, 1_000 + i, names.filter(() => random() < 0.01)));
+    await store.append(events);
+    // Retention deletes the older half: names only they named are gone, the others stay.
+    await store.pruneBefore(1_300, 100, async () => true);
+    const kept = new Set<string>();
+    for await (const event of store.search({ action: 'all' })) for (const table of event.tables) kept.add(table);
+    await stores.close(store);
+    const db = new Level<string, string>(location, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
+    await db.open();
+    try {
+      const shuffled = [...new Set(names)].sort(() => random() - 0.5);
+      const unused = await tableNamesUnused(db, shuffled);
+      expect(new Set(unused)).toEqual(new Set(shuffled.filter((name) => !kept.has(name))));
+      expect(kept.size).toBeGreaterThan(0);
+      expect(unused.length).toBeGreaterThan(0);
+      expect(await tableNamesUnused(db, [])).toEqual([]);
+    } finally {
+      await db.close();
+    }
   });
 });
