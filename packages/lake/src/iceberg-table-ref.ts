@@ -38,7 +38,7 @@ export function icebergTableAt(table: { identifier: string; location: string; co
 /**
  * The bucket key of an `s3://bucket/key` path inside the table's location, or undefined when the
  * path is elsewhere: in another bucket, beside the table (`…/audit2/…` is not under `…/audit`),
- * or reaching out of it through an empty, `.` or `..` segment. The paths come from the table's
+ * or with a `.` or `..` segment. The paths come from the table's
  * own files (metadata, manifest lists, manifests), which whoever may write the table's folder
  * can craft: a manifest naming another team's object as a data file made snapshot expiry delete
  * it with this node's credentials.
@@ -49,7 +49,10 @@ export function tableKeyOf(table: IcebergTableRef, path: string): string | undef
   const key = path.slice(bucket.length);
   const own = table.s3.prefix === '' ? '' : `${table.s3.prefix}/`;
   if (!key.startsWith(own) || key.length === own.length) return undefined;
-  return key.split('/').some((segment) => segment === '' || segment === '.' || segment === '..') ? undefined : key;
+  // An empty segment stays inside (`t//data/…`: Spark with Iceberg 0.13, pyiceberg before 0.7
+  // and some Trino versions wrote such paths); `.` and `..` are refused, in case any layer
+  // between here and the bucket resolves them.
+  return key.split('/').some((segment) => segment === '.' || segment === '..') ? undefined : key;
 }
 
 /** The bucket key of a path inside the table's location (tableKeyOf); any other is refused: a reader never guesses around a table it cannot trust. */
