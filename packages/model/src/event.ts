@@ -88,13 +88,13 @@ const PRINTABLE_ASCII = /^[\x21-\x7e]*$/;
  */
 const LOOKALIKES: ReadonlyMap<string, string> = new Map(
   Object.entries({
-    a: 'аɑα',
+    a: 'аɑαᴀ',
     u: 'υսʋᴜ',
-    d: 'ԁɗ',
-    t: 'тτ',
-    k: 'кκⲕ',
-    e: 'еҽε',
-    l: 'i1|!ıɩιіӏǀ',
+    d: 'ԁɗɖđ',
+    t: 'тτᴛŧ',
+    k: 'кκⲕĸᴋқƙҝҟ',
+    e: 'еҽεᴇ',
+    l: 'i1|!ıɩιіӏǀłʟɪ',
   }).flatMap(([letter, alikes]) => [...alikes].map((alike): [string, string] => [alike, letter])),
 );
 
@@ -111,7 +111,9 @@ const SELF_SKELETON = lookalikeSkeleton(SELF_SOURCE);
  * True for a source that reads as auditlake's own: its name once Unicode-normalised (NFKC),
  * stripped of white space, of characters that render as nothing (zero-width spaces, bidi
  * controls) and of accents, lower-cased, and with letters of other scripts (or digits) that look
- * like those of "auditlake" folded to them (`аuditlake` with a Cyrillic а, `audit1ake`). Only
+ * like those of "auditlake" folded to them (`аuditlake` with a Cyrillic а, `audit1ake`); a
+ * non-ASCII name of nine letters whose ASCII letters are those of the word in their places
+ * reads as it too, whatever stands in for the others. Only
  * auditlake records events of its own source (settings changes, refused access, maintenance
  * runs, its integrity records): a client that could send one could forge an admin's settings
  * change or blame another client for a refusal, in a record that looks like the genuine one.
@@ -122,11 +124,15 @@ export function isSelfSource(source: string): boolean {
   if (PRINTABLE_ASCII.test(source)) return source.length === SELF_SOURCE.length && lookalikeSkeleton(source.toLowerCase()) === SELF_SKELETON;
   const folded = source
     .normalize('NFKC')
-    .replace(/[\p{White_Space}\p{Default_Ignorable_Code_Point}]/gu, '')
+    // Also control characters and blanks that are neither (a Braille blank, the Hangul fillers).
+    .replace(/[\p{White_Space}\p{Default_Ignorable_Code_Point}\p{Cc}\u2800\u115f\u1160\u3164\uffa0]/gu, '')
     .normalize('NFD')
     .replace(/\p{M}/gu, '')
     .toLowerCase();
-  return lookalikeSkeleton(folded) === SELF_SKELETON;
+  // A letter of another script in place of one of the word's reads as it (whether or not the
+  // table above knows it: ꬲ, ꙇ, ꞇ…): what remains of the word must be in its place.
+  const letters = [...lookalikeSkeleton(folded)];
+  return letters.length === SELF_SKELETON.length && letters.every((c, i) => c === SELF_SKELETON[i] || (c.codePointAt(0) as number) > 0x7f);
 }
 
 /** True for an action only auditlake itself may record. */

@@ -411,12 +411,16 @@ describe('validateIngestBody: source numbering, reserved actions, well-formed te
     expect(badRequest([base(), base(forged)])).toBe('events[1].source "auditlake" is reserved: only auditlake itself records events of source auditlake; send your events under your engine\'s name');
     // Look-alikes: a Cyrillic а, е and і, a Greek ι, a capital I or a 1 for the l, an accent.
     const lookalikes = ['\u0430uditlake', 'auditlak\u0435', 'aud\u0456tlake', 'audit\u03b9ake', 'auditIake', 'audit1ake', 'AUDITLAKE', 'aúditlake', 'a\u0301uditlake'];
+    // Small capitals, kra, Cyrillic and Latin k with hooks and descenders, a retroflex d; a Braille blank and a Hangul filler.
+    lookalikes.push('auditla\u0138e', 'auditla\u1d0be', 'au\u0256itlake', '\u1d00uditlake', 'auditlak\u1d07', 'auditla\u049be', 'auditla\u0199e', 'auditlake\u2800', 'audit\u3164lake', 'auditlake\u0000');
+    // Letters no table here names, standing in for one of the word's.
+    lookalikes.push('auditlak\uab32', 'audit\ua647ake', 'audi\ua787lake', 'auditla\ua741e', '\u4e00uditlake');
     for (const spelling of ['AuditLake', ' auditlake ', 'audit\u200Blake', '\u202Eauditlake', 'ａｕｄｉｔｌａｋｅ', 'audit lake', ...lookalikes]) {
       expect(badRequest(base({ ...forged, source: spelling }))).toBe(`event.source ${JSON.stringify(spelling)} is reserved: only auditlake itself records events of source auditlake; send your events under your engine's name`);
     }
     expect(validateEvent(base({ ...forged, timestamp: 1 }), 'forwarded', { nowMs: 0, timeField: 'timestamp', allowReserved: true }).source).toBe('auditlake');
     // Names that merely contain it are other sources.
-    for (const source of ['auditlake-import', 'my-auditlake', 'trino', 'auditlog', 'audit\u0430']) expect(one(base({ ...forged, source })).source).toBe(source);
+    for (const source of ['auditlake-import', 'my-auditlake', 'trino', 'auditlog', 'audit\u0430', 'auditlake\u4e00', 'ауди\u0442лейк']) expect(one(base({ ...forged, source })).source).toBe(source);
   });
 
   it('refuses a lone surrogate in sourceId, naming the field, like every other string field', () => {
