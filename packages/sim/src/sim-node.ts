@@ -104,7 +104,7 @@ export class SimNode implements EventOwner, NetworkPeer {
   /** Starts the process on its disk (after a crash: recovery from what LevelDB kept). */
   async start(): Promise<void> {
     if (this.#state !== 'down') throw new Error(`${this.name} is already running`);
-    const store = await AuditStore.open({ location: this.options.dir, now: () => this.clock.wallMs(), sequencer: orderedOnlyByTheLeader, logTailBytes: this.options.logTailBytes });
+    const store = await AuditStore.open({ location: this.options.dir, now: () => this.clock.wallMs(), monotonicNow: () => this.clock.monotonicMs(), sequencer: orderedOnlyByTheLeader, logTailBytes: this.options.logTailBytes });
     const coordinator = this.#coordinator.clientFor(this, this.nodeId, this.options.leaseTtlMs);
     const cluster = await ClusterNode.open({
       store,

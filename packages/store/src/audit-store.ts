@@ -45,6 +45,7 @@ import { CHAIN_HEAD_KEY, EventWriter, LOG_END_KEY, logEndValue, putEvent, WRITER
 import { TermRuns, parseTermRun, termRunKey, termRunValue, type TermRun, type TermStart } from './term-runs.js';
 import { contentHashAgainst, encodedContentReference, headOf, RecordChain, storedContentReference, type ChainHead, type ContentReference, type IntegrityEntry } from './record-chain.js';
 import { addIntegrityPuts, erasureEntryOf, type RegisteredKey } from './integrity-index.js';
+import { IngestClock } from './ingest-clock.js';
 import { PrunedRanges, type PrunedRange } from './pruned-ranges.js';
 import { NONE_FOUND, resendCandidates, tieredCopiesOf, type TieredCopyLookup } from './resent-after-retention.js';
 import { DayLedger, type DayLedgerChange, type DayLedgerFilter, type DayLedgerPage, type DayLedgerRow } from './day-ledger.js';
@@ -176,6 +177,11 @@ export interface AuditStoreOptions {
   location: string;
   /** Clock for ingestTs; injected so tests can move it. */
   now?: () => number;
+  /**
+   * A clock that never steps (default `performance.now()`): how ingestTs goes on while `now` is
+   * behind the log's last ingestTs (IngestClock). Injected with `now` by the simulator.
+   */
+  monotonicNow?: () => number;
   /** Most events written in one synced batch (group commit). */
   groupEventsMax?: number;
   /**
@@ -249,6 +255,7 @@ export class AuditStore {
   readonly #db: Level<string, string>;
   readonly #options: AuditStoreOptions;
   #writer: EventWriter | undefined;
+  #ingestClock: IngestClock | undefined;
   /** Writes the secondary index keys in every batch that writes or deletes events. */
   #index: IndexWriter | undefined;
   /** Keeps the free-text sketches of the blocks being written. */
@@ -362,10 +369,11 @@ export class AuditStore {
     for (const [key, value] of await store.#db.iterator({ gte: PREFIX.meta, lt: prefixEnd(PREFIX.meta) }).all()) store.#metaText.set(key.slice(PREFIX.meta.length), value);
     await backfillLedger(store.#db, store.#ledger, store.#days);
     store.#tieredCountedThrough = Number((await store.#db.get(TIERED_COUNTED_THROUGH_KEY)) ?? 0);
+    store.#ingestClock = new IngestClock(options.now ?? Date.now, options.monotonicNow ?? (() => performance.now()), position.lastIngestTs);
     store.#writer = new EventWriter(store.#db, position, {
       index,
       text,
-      now: options.now ?? Date.now,
+      clock: store.#ingestClock,
       groupEventsMax: options.groupEventsMax ?? 20_000,
       sequencer: options.sequencer ?? (() => 0),
       tail: store.#tail,
@@ -593,6 +601,15 @@ export class AuditStore {
   }
 
   /** The newest event time retention deleted from this log, or undefined when it deleted nothing. */
+  /**
+   * The ingestTs an append stamped now would get (nothing is stamped): the wall clock, or, while
+   * that is behind the log, the log's last ingestTs plus the time since. The tier sweep measures
+   * its settle window against it, so a clock stepped back does not hold tiering back.
+   */
+  ingestNow(): number {
+    return (this.#ingestClock as IngestClock).peek(this.#openWriter().position.lastIngestTs);
+  }
+
   get prunedTimeMax(): number | undefined {
     return this.#prunedTimeMax;
   }

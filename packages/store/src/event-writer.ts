@@ -11,6 +11,7 @@ import { erasureEntryOf } from './integrity-index.js';
 import type { IntegrityEntry, RecordChain } from './record-chain.js';
 import type { DayLedger } from './day-ledger.js';
 import type { SourceLedger } from './source-ledger.js';
+import type { IngestClock } from './ingest-clock.js';
 
 type Db = Level<string, string>;
 
@@ -188,7 +189,7 @@ const VIEW = { valueEncoding: 'view' } as const;
  */
 export class EventWriter {
   readonly #db: Db;
-  readonly #now: () => number;
+  readonly #clock: IngestClock;
   readonly #groupEventsMax: number;
   readonly #sequencer: Sequencer;
   readonly #tail: LogTail;
@@ -207,7 +208,7 @@ export class EventWriter {
     db: Db,
     position: WriterPosition,
     options: {
-      now: () => number;
+      clock: IngestClock;
       groupEventsMax: number;
       sequencer: Sequencer;
       tail: LogTail;
@@ -230,7 +231,7 @@ export class EventWriter {
     this.#text = options.text;
     this.#runs = options.runs;
     this.#position = { ...position };
-    this.#now = options.now;
+    this.#clock = options.clock;
     this.#groupEventsMax = options.groupEventsMax;
     this.#sequencer = options.sequencer;
   }
@@ -345,8 +346,9 @@ export class EventWriter {
     // Asked before the events are stamped, and again right before the batch (below).
     const term = sequencer();
     let seq = this.#position.lastSeq;
-    // ingestTs never goes backwards, even if the wall clock does (invariant 3).
-    const ingestTs = Math.max(this.#now(), this.#position.lastIngestTs);
+    // ingestTs never goes backwards, even if the wall clock does (invariant 3), and goes on at
+    // real speed while the wall clock is behind the log (IngestClock).
+    const ingestTs = this.#clock.stamp(this.#position.lastIngestTs);
     const seenInGroup = new Set<string>();
     // The chained form: the array form with an options object clones every operation, which
     // measured as the largest single cost of ingest (BENCHMARKS.md).

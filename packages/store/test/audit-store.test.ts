@@ -13,10 +13,11 @@ async function location(): Promise<string> {
   return join(dir, 'store');
 }
 
-async function openStore(options: { location?: string; now?: () => number; sequencer?: () => number } = {}): Promise<AuditStore> {
+async function openStore(options: { location?: string; now?: () => number; monotonicNow?: () => number; sequencer?: () => number } = {}): Promise<AuditStore> {
   const store = await AuditStore.open({
     location: options.location ?? (await location()),
     ...(options.now ? { now: options.now } : {}),
+    ...(options.monotonicNow ? { monotonicNow: options.monotonicNow } : {}),
     ...(options.sequencer ? { sequencer: options.sequencer } : {}),
   });
   onTestFinished(() => store.close());
@@ -49,15 +50,26 @@ describe('AuditStore', () => {
     expect(store.position.lastSeq).toBe(3);
   });
 
-  it('never lets ingestTs go backwards, even when the clock does', async () => {
+  it('never lets ingestTs go backwards when the clock does, and goes on at real speed meanwhile', async () => {
     let clock = 10_000;
-    const store = await openStore({ now: () => clock });
+    let monotonic = 0;
+    const store = await openStore({ now: () => clock, monotonicNow: () => monotonic });
     await store.append([ev('a', 1)]);
     clock = 5_000; // the wall clock jumps back
     const { stored } = await store.append([ev('b', 1)]);
     expect(stored[0]!.ingestTs).toBe(10_000);
+    // While it is behind, ingestTs follows the time that passes, not the frozen last value:
+    // whole milliseconds, the fraction carried.
+    monotonic += 250.6;
+    clock += 250;
+    expect((await store.append([ev('c', 1)])).stored[0]!.ingestTs).toBe(10_250);
+    expect(store.ingestNow()).toBe(10_250);
+    monotonic += 0.5;
+    expect((await store.append([ev('d', 1)])).stored[0]!.ingestTs).toBe(10_251);
+    // Once the wall clock is past the log again, it is the wall clock.
     clock = 12_000;
-    expect((await store.append([ev('c', 1)])).stored[0]!.ingestTs).toBe(12_000);
+    expect(store.ingestNow()).toBe(12_000);
+    expect((await store.append([ev('e', 1)])).stored[0]!.ingestTs).toBe(12_000);
   });
 
   it('recovers its position after a reopen and continues the order', async () => {
@@ -67,10 +79,14 @@ describe('AuditStore', () => {
     await first.append([ev('a', 1), ev('b', 2)]);
     await first.close();
     clock = 1_000; // a restart on a node whose clock is behind
-    const second = await openStore({ location: loc, now: () => clock });
+    let monotonic = 7;
+    const second = await openStore({ location: loc, now: () => clock, monotonicNow: () => monotonic });
     expect(second.position).toEqual({ lastSeq: 2, lastTerm: 0, lastIngestTs: 50_000 });
     const { stored } = await second.append([ev('c', 3)]);
     expect(stored[0]).toMatchObject({ seq: 3, ingestTs: 50_000 });
+    // From there at the speed time passes (since the open), not stuck at the log's last value.
+    monotonic += 40;
+    expect((await second.append([ev('d', 4)])).stored[0]).toMatchObject({ seq: 4, ingestTs: 50_040 });
   });
 
   it('keeps one event per eventId across appends, within an append, and across a reopen', async () => {
@@ -309,7 +325,8 @@ describe('AuditStore replication and outbox', () => {
 
   it('diverts a log suffix to the outbox atomically, keeping ingestTs from going back', async () => {
     let clock = 1_000;
-    const store = await openStore({ now: () => clock });
+    // No time passes on the clock that never steps: ingestTs stays where the log ends.
+    const store = await openStore({ now: () => clock, monotonicNow: () => 0 });
     await store.append([ev('keep1', 1), ev('keep2', 2)]);
     clock = 2_000;
     await store.append([ev('move1', 3), ev('move2', 4)]);

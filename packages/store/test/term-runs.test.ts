@@ -126,7 +126,8 @@ describe('term runs', () => {
     expect([1, 2, 3].map((s) => store.termAt(s))).toEqual([2, 2, 3]);
     await store.close();
     now = 1_000;
-    const reopened = await AuditStore.open({ location: loc, sequencer: () => 4, now: () => now });
+    // No time passes on the clock that never steps: ingestTs stays where the log ends.
+    const reopened = await AuditStore.open({ location: loc, sequencer: () => 4, now: () => now, monotonicNow: () => 0 });
     onTestFinished(() => reopened.close());
     expect(reopened.position).toEqual({ lastSeq: 3, lastTerm: 3, lastIngestTs: 6_000 });
     expect((await reopened.append([ev('new', 40)])).stored[0]).toMatchObject({ seq: 4, ingestTs: 6_000 });

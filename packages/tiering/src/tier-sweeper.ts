@@ -816,7 +816,11 @@ export class TierSweeper {
   /** Events after the watermark, settled, at most a batch, whole ingest-millisecond groups. */
   async #nextBatch(watermark: Watermark): Promise<NextBatch> {
     const heldThrough = this.#options.heldThrough?.();
-    const rules = { batchSizeMax: this.#options.batchSizeMax, ingestTsMax: this.#now() - this.#options.settleMs, ...(heldThrough === undefined ? {} : { seqMax: heldThrough }) };
+    // Measured against the ingest time the log would stamp now, not only the wall clock: a
+    // leader whose clock stepped back stamps ahead of it (IngestClock), and would otherwise
+    // settle nothing until the wall clock caught up.
+    const now = Math.max(this.#now(), this.#options.store.ingestNow());
+    const rules = { batchSizeMax: this.#options.batchSizeMax, ingestTsMax: now - this.#options.settleMs, ...(heldThrough === undefined ? {} : { seqMax: heldThrough }) };
     let limit = rules.batchSizeMax + 1;
     for (;;) {
       const events = await this.#options.store.readBySeq(watermark.seq, limit);

@@ -45,6 +45,37 @@ function sweeper(store: AuditStore, path: string, over: Partial<TierSweeperOptio
 }
 
 describe('TierSweeper', () => {
+  it('goes on tiering at real speed after the leader clock steps back, in batches of the size asked', async () => {
+    const real = Date.now() - 2 * HOUR_MS;
+    let wall = real + HOUR_MS; // an hour fast for a while
+    let monotonic = 0;
+    const store = await AuditStore.open({ location: await mkdtemp(join(s3.dir, 'store-')), now: () => wall, monotonicNow: () => monotonic });
+    onTestFinished(() => store.close());
+    let n = 0;
+    const append = (count: number) => store.append(Array.from({ length: count }, () => ev(n++)));
+    await append(10);
+    // NTP steps the clock back an hour; ingest goes on for 30 minutes, ten events every 18 s.
+    wall = real;
+    for (let i = 0; i < 100; i++) {
+      wall += 18_000;
+      monotonic += 18_000;
+      await append(10);
+    }
+    const entries = await store.readBySeq(0, 2_000);
+    // Each append its own millisecond, an hour ahead of the wall clock: not one frozen value.
+    expect(new Set(entries.map((e) => e.ingestTs)).size).toBe(101);
+    expect(entries.at(-1)!.ingestTs).toBe(real + HOUR_MS + 100 * 18_000);
+    const sizes: number[] = [];
+    const s = sweeper(store, 'clock-step', { settleMs: 2_000, now: () => wall, onTiered: (batch) => sizes.push(batch.length) });
+    // 30 minutes after the step, long before the wall clock catches up with the log: one batch a sweep.
+    for (let i = 0; i < 20 && (await s.watermark()).seq < 1_000; i++) await s.sweep();
+    // Everything but the newest append, which waits out the settle window like any newest events.
+    expect((await s.watermark()).seq).toBe(1_000);
+    await s.sweep();
+    expect((await s.watermark()).seq).toBe(1_000);
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(100);
+  });
+
   it('commits batch after batch at once until less than a batch is left, then waits for the interval', async () => {
     const store = await storeWith(1_030);
     let commits = 0;
