@@ -349,10 +349,17 @@ export class TieringService {
     });
   }
 
-  /** Event time from which everything is certainly still local (tiers can be skipped above it). */
+  /**
+   * Event time from which everything is certainly still local (tiers can be skipped above it):
+   * above what retention may delete by now, and above the newest event time it did delete. The
+   * second counts when the clock stood ahead while a prune ran (it deleted past what today's
+   * clock allows): a page from local events alone then missed the tiered ones in between.
+   */
   localCompleteFromMs(nowMs: number): number {
     const effective = this.#settings.effective;
-    return nowMs - Math.min(effective.retentionDays, effective.tierRetainLocalDays) * DAY_MS;
+    const byRetention = nowMs - Math.min(effective.retentionDays, effective.tierRetainLocalDays) * DAY_MS;
+    const pruned = this.#store.prunedTimeMax;
+    return pruned === undefined ? byRetention : Math.max(byRetention, pruned + 1);
   }
 
   /**

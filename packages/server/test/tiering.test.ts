@@ -237,6 +237,24 @@ describe('parquet tiering sweep', () => {
     expect(filtered.json.truncated).toBe(true);
   });
 
+  it('a prune run with the clock ahead (deleting tiered events the corrected clock keeps) hides none of them from search', async () => {
+    const { t } = await tieringNode();
+    const now = Date.now();
+    const ids = Array.from({ length: 20 }, (_, i) => `ahead${String(i).padStart(2, '0')}`);
+    await t.ingest(ids.map((eventId, i) => event({ eventId, ts: now - (i + 1) * 60_000 })));
+    await postSettings(t, PARQUET);
+    const { watermark } = await waitUntilTiered(t);
+    // What the pruner does when its clock stands days ahead: deletes tiered events that the
+    // retention window, by the corrected clock, keeps locally.
+    // Late events, older than those, arrive after the tiered ones and stay local.
+    await t.ingest(Array.from({ length: 10 }, (_, i) => event({ eventId: `late${i}`, ts: now - 2 * 3_600_000 - i * 60_000 })));
+    await t.node.store.pruneBefore(now, 1_000, async () => true, watermark.seq);
+    expect((await t.stored()).filter((e) => e.eventId.startsWith('ahead'))).toEqual([]);
+    // A page the local events alone fill: the newest five are the tiered ones, not the late ones.
+    const { json } = await t.search(`?from=${now - 3 * 3_600_000}&to=${now}&limit=5`);
+    expect(json.events.map((e) => e.eventId)).toEqual(ids.slice(0, 5));
+  });
+
   it('pages with the cursor while events move to S3 and leave the local store: each matching event once, decision filtered in S3 too', async () => {
     const { t } = await tieringNode({ 'auditlake.audit.retention.interval.ms': '100' });
     const now = Date.now();
