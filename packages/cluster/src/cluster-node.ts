@@ -412,11 +412,11 @@ export class ClusterNode {
    */
   *#peersHeard(progress: readonly StandbyProgress[]): Generator<{ member: MemberInfo; pull: StandbyProgress | undefined; lastHeardMs: number; reachable: boolean }> {
     const pulled = new Map(progress.map((p) => [p.nodeId, p]));
-    const nowWallMs = this.#clock.wallMs();
+    const nowMs = this.#clock.monotonicMs();
     for (const { member, lastHeardMs: publishedMs } of this.elector.heard()) {
       if (member.nodeId === this.#options.nodeId) continue;
       const pull = pulled.get(member.nodeId);
-      const lastHeardMs = Math.min(publishedMs, pull === undefined ? Infinity : Math.max(0, nowWallMs - pull.heardAtMs));
+      const lastHeardMs = Math.min(publishedMs, pull === undefined ? Infinity : Math.max(0, nowMs - pull.heardAtMs));
       yield { member, pull, lastHeardMs, reachable: lastHeardMs < this.#options.leaseTtlMs };
     }
   }

@@ -5,7 +5,11 @@ export interface StandbyProgress {
   nodeId: string;
   /** The standby holds this leader's log up to here (its last pull matched there). */
   appliedSeq: number;
-  /** This node's wall clock when it heard. */
+  /**
+   * This node's monotonic clock when it heard. Its wall clock made a dead standby, after that
+   * clock stepped back, look heard from just now (the age clamped to 0), and tiering waited at
+   * the dead standby's seq until the node forgot it.
+   */
   heardAtMs: number;
 }
 
@@ -38,7 +42,7 @@ export class ReplicationTracker {
       this.#progress = new Map();
     }
     const previous = this.#progress.get(nodeId);
-    this.#progress.set(nodeId, { nodeId, appliedSeq: Math.max(seq, previous?.appliedSeq ?? 0), heardAtMs: this.#clock.wallMs() });
+    this.#progress.set(nodeId, { nodeId, appliedSeq: Math.max(seq, previous?.appliedSeq ?? 0), heardAtMs: this.#clock.monotonicMs() });
     for (const listener of [...this.#listeners]) listener();
   }
 
