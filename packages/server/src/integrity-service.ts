@@ -116,7 +116,11 @@ export class IntegrityService {
       const since = head.seq - last.seq;
       if (since <= 0) return;
       // Counted from the last checkpoint record, so that record alone never makes the next one due.
-      if (since >= this.#options.checkpointEvents || this.#options.now() - last.timeMs >= this.#options.checkpointIntervalMs) {
+      // One timed ahead of this clock (signed before the clock stepped back, or by a leader
+      // whose clock was ahead) is due at once: else none was signed by time until this clock
+      // caught up, and a quiet log's tail went unanchored that long.
+      const sinceMs = this.#options.now() - last.timeMs;
+      if (since >= this.#options.checkpointEvents || sinceMs >= this.#options.checkpointIntervalMs || sinceMs < 0) {
         // The key is registered right before its first checkpoint: an idle node adds nothing to the log.
         await this.#ensureKeyRegistered();
         await this.#checkpoint();
