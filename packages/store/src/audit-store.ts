@@ -600,7 +600,6 @@ export class AuditStore {
     this.#tieredCopies = lookup;
   }
 
-  /** The newest event time retention deleted from this log, or undefined when it deleted nothing. */
   /**
    * The ingestTs an append stamped now would get (nothing is stamped): the wall clock, or, while
    * that is behind the log, the log's last ingestTs plus the time since. The tier sweep measures
@@ -610,6 +609,7 @@ export class AuditStore {
     return (this.#ingestClock as IngestClock).peek(this.#openWriter().position.lastIngestTs);
   }
 
+  /** The newest event time retention deleted from this log, or undefined when it deleted nothing. */
   get prunedTimeMax(): number | undefined {
     return this.#prunedTimeMax;
   }
@@ -786,7 +786,7 @@ export class AuditStore {
   }
 
   /**
-   * After a prune batch: the dictionary names its events named that no event names any more
+   * After a prune: the dictionary names its deleted events named that no event names any more
    * leave the dictionary, as an erasure's do — else every table name ever ingested stayed for
    * good (an ingest token could add 50 new names an event), and past the bounds the writer
    * holds in memory every `table` search read them all. Looked up first outside the writer's
@@ -2024,7 +2024,7 @@ async function deleteIdKeysOf(db: Level<string, string>, batch: { put(key: strin
   for (const [eventId, { pointer, copies, deleted }] of byId) {
     let others = copies?.filter((suffix) => !deleted.has(suffix)) ?? [];
     if (pointer !== undefined && deleted.has(pointer)) {
-      const next = others.reduce<string | undefined>((best, suffix) => (best === undefined || suffix.slice(16) > best.slice(16) ? suffix : best), undefined);
+      const next = others.reduce<string | undefined>((best, suffix) => (best === undefined || seqOfSuffix(suffix) > seqOfSuffix(best) ? suffix : best), undefined);
       if (next === undefined) batch.del(idKey(eventId));
       else {
         batch.put(idKey(eventId), next);

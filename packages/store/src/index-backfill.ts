@@ -2,7 +2,7 @@ import type { Level } from 'level';
 import { parseErasureDetails } from '@auditlake/integrity';
 import { SELF_SOURCE, type StoredEvent } from '@auditlake/model';
 import type { ErasedIds } from './erased-ids.js';
-import { PREFIX, decodeUint, erasureKey, localKey, prefixEnd } from './event-keys.js';
+import { PREFIX, decodeUint, erasureKey, localKey, prefixEnd, seqOfSuffix } from './event-keys.js';
 import { addIntegrityPuts, erasureEntryOf } from './integrity-index.js';
 import { storedAtSeq } from './point-reads.js';
 import type { IntegrityEntry } from './record-chain.js';
@@ -100,7 +100,7 @@ async function* storedErasureBatches(db: Level<string, string>): AsyncGenerator<
     const suffixes = keys.map((key) => key.slice(-SUFFIX_LENGTH));
     const values = await db.getMany(suffixes.map((suffix) => PREFIX.time + suffix));
     yield values.flatMap((json, i) => {
-      const entry = json === undefined ? undefined : erasureEntryOf(json, decodeUint((suffixes[i] as string).slice(16)));
+      const entry = json === undefined ? undefined : erasureEntryOf(json, seqOfSuffix(suffixes[i] as string));
       return entry === undefined ? [] : [entry];
     });
     from = (keys[keys.length - 1] as string) + '\u0000';

@@ -22,36 +22,31 @@ export class IngestClock {
 
   /**
    * The ingestTs of a stamp taken now after a log whose last ingestTs is `logLast`; never below
-   * it. Nothing changes: what the sweep's settle window is measured against.
+   * it. Nothing is stamped: what the sweep's settle window is measured against.
    */
   peek(logLast: number): number {
-    const wall = this.#wall();
-    const { last, lastMonotonic } = this.#base(logLast);
-    return wall >= last ? wall : last + Math.max(0, Math.floor(this.#monotonic() - lastMonotonic));
+    return this.#next(logLast).ingestTs;
   }
 
   /** A stamp for the next group of the log whose last ingestTs is `logLast`: never below it. */
   stamp(logLast: number): number {
-    const wall = this.#wall();
-    const monotonic = this.#monotonic();
-    const base = this.#base(logLast);
-    if (wall >= base.last) {
-      this.#last = wall;
-      this.#lastMonotonic = monotonic;
-      return wall;
-    }
-    // Whole milliseconds only: the fraction left carries to the next stamp.
-    const advance = Math.max(0, Math.floor(monotonic - base.lastMonotonic));
-    this.#last = base.last + advance;
-    this.#lastMonotonic = base.lastMonotonic + advance;
-    return this.#last;
+    const next = this.#next(logLast);
+    this.#last = next.ingestTs;
+    this.#lastMonotonic = next.monotonic;
+    return next.ingestTs;
   }
 
-  /** The log moved other than by a stamp (entries applied, a cut): its last ingestTs counts from now. */
-  #base(logLast: number): { last: number; lastMonotonic: number } {
-    if (logLast === this.#last) return { last: this.#last, lastMonotonic: this.#lastMonotonic };
-    this.#last = logLast;
-    this.#lastMonotonic = this.#monotonic();
-    return { last: this.#last, lastMonotonic: this.#lastMonotonic };
+  /** The next stamp, and the monotonic time it stands for (whole milliseconds: a fraction carries over). */
+  #next(logLast: number): { ingestTs: number; monotonic: number } {
+    // The log moved other than by a stamp (entries applied, a cut): its last ingestTs counts from now.
+    if (logLast !== this.#last) {
+      this.#last = logLast;
+      this.#lastMonotonic = this.#monotonic();
+    }
+    const wall = this.#wall();
+    const monotonic = this.#monotonic();
+    if (wall >= this.#last) return { ingestTs: wall, monotonic };
+    const advance = Math.max(0, Math.floor(monotonic - this.#lastMonotonic));
+    return { ingestTs: this.#last + advance, monotonic: this.#lastMonotonic + advance };
   }
 }
