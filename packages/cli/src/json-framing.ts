@@ -69,7 +69,7 @@ export class JsonFraming {
       // of 60,000 spaces after a record held an import ~5 s.
       const tail = rest.trim();
       if (tail === '' || tail === ',' || /^\]\s*,?$/.test(tail)) pieces.push(record);
-      else pieces.push({ kind: 'broken', line: record.line, reason: `unexpected text after the record's closing brace: ${rest.trim().slice(0, 40)}` });
+      else pieces.push({ kind: 'broken', line: record.line, reason: `unexpected text after the record's closing brace: ${tail.slice(0, 40)}` });
       return pieces;
     }
   }

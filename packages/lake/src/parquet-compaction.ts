@@ -66,6 +66,11 @@ export function compactionKey(location: S3Location, eventDate: string, generatio
   return joinKey(location.prefix, `${COMPACTIONS_DIR}/${eventDate}/${encodeKeyNumber(generation)}.json`);
 }
 
+/** The prefix every compaction marker of `location` is listed under. */
+function compactionsPrefix(location: S3Location): string {
+  return joinKey(location.prefix, `${COMPACTIONS_DIR}/`);
+}
+
 /** True when the compaction marker `key` (under `prefix`) is at or below its day's generation in `folded`. */
 function foldedCompaction(prefix: string, key: string, folded: Readonly<Record<string, number>>): boolean {
   const [day, name] = key.slice(prefix.length).split('/');
@@ -83,7 +88,7 @@ export async function readCompactions(
   known: ReadonlyMap<string, CompactionMarker> = new Map(),
   folded: Readonly<Record<string, number>> = {},
 ): Promise<Map<string, CompactionMarker>> {
-  const prefix = joinKey(location.prefix, `${COMPACTIONS_DIR}/`);
+  const prefix = compactionsPrefix(location);
   const keys = (await objects.list(prefix)).filter((key) => !foldedCompaction(prefix, key, folded));
   const fresh = keys.filter((key) => !known.has(key));
   const read = await mapBounded(fresh, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (key) => [key, JSON.parse(new TextDecoder().decode(await objects.get(key))) as CompactionMarker] as const);
@@ -153,7 +158,7 @@ export async function readParquetLog(objects: ObjectStore, location: S3Location,
       // compactions at or below its generations (as a first read from it would list them).
       const { seq } = newest.checkpoint.watermark;
       const { generations } = newest.checkpoint;
-      const prefix = joinKey(location.prefix, `${COMPACTIONS_DIR}/`);
+      const prefix = compactionsPrefix(location);
       markers = new Map([...markers].filter(([, marker]) => marker.watermark.seq > seq));
       compactions = new Map([...compactions].filter(([key]) => !foldedCompaction(prefix, key, generations)));
       soughtAt = markers.size;

@@ -113,10 +113,10 @@ const SELF_SKELETON = lookalikeSkeleton(SELF_SOURCE);
  * controls) and of accents, lower-cased, and with letters of other scripts (or digits) that look
  * like those of "auditlake" folded to them (`аuditlake` with a Cyrillic а, `audit1ake`); a
  * non-ASCII name of nine letters whose ASCII letters are those of the word in their places
- * reads as it too, whatever stands in for the others. Only
- * auditlake records events of its own source (settings changes, refused access, maintenance
- * runs, its integrity records): a client that could send one could forge an admin's settings
- * change or blame another client for a refusal, in a record that looks like the genuine one.
+ * reads as it too, whatever stands in for the others. Only auditlake records events of its own
+ * source (settings changes, refused access, maintenance runs, its integrity records): a client
+ * that could send one could forge an admin's settings change or blame another client for a
+ * refusal, in a record that looks like the genuine one.
  */
 export function isSelfSource(source: string): boolean {
   // Nearly every source is printable ASCII without spaces, which NFKC leaves as it is and which
