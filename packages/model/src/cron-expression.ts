@@ -45,12 +45,12 @@ function itemValues(field: Field, item: string): number[] {
   return values;
 }
 
-/** The most days each month (1-12) can have; node-cron's table (February 29). */
+/** The most days each month (1-12) can have (February 29). */
 const MAX_DAYS_IN_MONTH = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
 /**
- * node-cron refuses to schedule an expression none of whose days of month occurs in any of its
- * months (`31 2`, `30 2`, `31 4,6,9,11`), whatever the weekday field says; so does this.
+ * An expression none of whose days of month occurs in any of its months (`31 2`, `30 2`,
+ * `31 4,6,9,11`) never runs, whatever the weekday field says: it is refused.
  */
 function neverRuns(dayField: string, monthField: string): boolean {
   const days = dayField.split(',').flatMap((item) => itemValues(FIELDS[2], item));
@@ -70,13 +70,13 @@ function cronParts(v: string): string[] {
 /**
  * A cron expression as the maintenance schedule takes it: 5 fields (minute hour day-of-month
  * month day-of-week) or 6 (seconds first), each `*`, a value, a range `a-b`, a step `*\/n` or
- * `a-b/n`, or a comma list of these; month and weekday names allowed. Refused too, as node-cron
- * refuses it: a day of month that never occurs in the months named (`0 0 31 2 *`).
+ * `a-b/n`, or a comma list of these; month and weekday names allowed. Refused too: a day of
+ * month that never occurs in the months named (`0 0 31 2 *`), which would never run.
  */
 export const cronExpression: ValueParser<string> = (v) => {
   const parts = cronParts(v);
   const [day = '', month = ''] = parts.slice(-3, -1);
-  if (neverRuns(day, month)) parseFailure(`must be a cron expression whose day of month occurs in its months (day ${day} never occurs in month ${month}, and node-cron refuses it)`);
+  if (neverRuns(day, month)) parseFailure(`must be a cron expression whose day of month occurs in its months (day ${day} never occurs in month ${month}, so it would never run)`);
   return parts.join(' ');
 };
 
@@ -87,3 +87,66 @@ export const cronExpression: ValueParser<string> = (v) => {
  * it, and says so, until the setting is changed.
  */
 export const storedCronExpression: ValueParser<string> = (v) => cronParts(v).join(' ');
+
+/** The days {@link CronSchedule.nextAfterMs} looks ahead: every weekday of February 29 occurs within them. */
+const LOOKAHEAD_DAYS = 366 * 100;
+
+/**
+ * When a cron expression ({@link cronExpression}'s grammar) fires, in the process's local time.
+ * A time matches when every field allows it: day of month and day of week must both match
+ * (not either, as in Vixie cron), as node-cron, which scheduled maintenance before, has it.
+ */
+export class CronSchedule {
+  readonly #seconds: readonly number[];
+  readonly #minutes: readonly number[];
+  readonly #hours: readonly number[];
+  readonly #days: ReadonlySet<number>;
+  readonly #months: ReadonlySet<number>;
+  readonly #weekdays: ReadonlySet<number>;
+
+  private constructor(parts: string[]) {
+    const fields: readonly Field[] = parts.length === 6 ? [SECONDS, ...FIELDS] : FIELDS;
+    const values = parts.map((part, i) => [...new Set(part.split(',').flatMap((item) => itemValues(fields[i] as Field, item)))].sort((a, b) => a - b));
+    const [seconds = [0], minutes = [], hours = [], days = [], months = [], weekdays = []] = parts.length === 6 ? values : [[0], ...values];
+    this.#seconds = seconds;
+    this.#minutes = minutes;
+    this.#hours = hours;
+    this.#days = new Set(days);
+    this.#months = new Set(months);
+    // 7 is Sunday too.
+    this.#weekdays = new Set(weekdays.map((day) => day % 7));
+  }
+
+  /** The schedule of `expression`; throws an Error naming the problem when cronExpression refuses it. */
+  static parse(expression: string): CronSchedule {
+    return new CronSchedule(cronExpression(expression).split(' '));
+  }
+
+  /**
+   * The first time, in whole seconds, strictly after `afterMs` that the schedule matches, or
+   * null when none does in the next hundred years. A local time a daylight-saving change skips
+   * is taken as the time Date gives it (an hour later).
+   */
+  nextAfterMs(afterMs: number): number | null {
+    const start = new Date(Math.floor(afterMs / 1000) * 1000 + 1000);
+    const [startHour, startMinute, startSecond] = [start.getHours(), start.getMinutes(), start.getSeconds()];
+    for (let i = 0; i < LOOKAHEAD_DAYS; i++) {
+      const day = new Date(start.getFullYear(), start.getMonth(), start.getDate() + i);
+      if (!this.#months.has(day.getMonth() + 1) || !this.#days.has(day.getDate()) || !this.#weekdays.has(day.getDay())) continue;
+      // On the first day, times of day before the start are skipped without building a Date.
+      const first = i === 0;
+      for (const hour of this.#hours) {
+        if (first && hour < startHour) continue;
+        for (const minute of this.#minutes) {
+          if (first && hour === startHour && minute < startMinute) continue;
+          for (const second of this.#seconds) {
+            if (first && hour === startHour && minute === startMinute && second < startSecond) continue;
+            const at = new Date(day.getFullYear(), day.getMonth(), day.getDate(), hour, minute, second).getTime();
+            if (at >= start.getTime()) return at;
+          }
+        }
+      }
+    }
+    return null;
+  }
+}

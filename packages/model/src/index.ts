@@ -9,7 +9,7 @@ export { ORPHAN_MIN_AGE_FLOOR_MS, parseFailure, type ValueParser } from './confi
 export * from './properties.js';
 export * from './tier-mode.js';
 export * from './settings.js';
-export { cronExpression } from './cron-expression.js';
+export { CronSchedule, cronExpression } from './cron-expression.js';
 export * from './search-filter.js';
 export * from './search-cursor.js';
 export * from './audit-stats.js';

@@ -169,7 +169,7 @@ export function parseSettings(settings: Settings): EffectiveSettings {
     redactKeys: get('audit.redact.keys'),
     maintenanceEnabled: get('audit.tier.maintenance.enabled'),
     // A new cron is checked in full as the request is merged (mergeSettings); a stored one only
-    // as far as its form, so one an older version accepted and node-cron refuses still loads.
+    // as far as its form, so one an older version accepted and that never runs still loads.
     maintenanceCron: parseNamed('audit.tier.maintenance.cron', settings['audit.tier.maintenance.cron'], storedCronExpression, AuditErrorCode.SETTINGS_INVALID),
     maintenanceSnapshotRetainLast: get('audit.tier.maintenance.snapshot.retain.last'),
     maintenanceRemoveOrphanFiles: get('audit.tier.maintenance.remove.orphan.files'),

@@ -1,6 +1,7 @@
-// Goal: the maintenance cron setting accepts the expressions the scheduler runs and refuses anything else (node-cron's impossible days of month too) with a message naming the key; a stored cron node-cron refuses still loads.
+// Goal: the maintenance cron setting accepts the expressions the scheduler runs and refuses anything else (days of month that never occur too) with a message naming the key; a stored cron that never runs still loads; CronSchedule finds the times node-cron finds.
+import cron from 'node-cron';
 import { describe, expect, it } from 'vitest';
-import { AuditErrorCode, defaultSettings, mergeSettings, parseSettings, resolveConfig } from '../src/index.js';
+import { AuditErrorCode, CronSchedule, defaultSettings, mergeSettings, parseSettings, resolveConfig } from '../src/index.js';
 
 const stored = defaultSettings(resolveConfig());
 
@@ -17,7 +18,7 @@ describe('audit.tier.maintenance.cron', () => {
       );
     });
   }
-  // node-cron refuses these at schedule time ("31 2 is an impossible day of month").
+  // These never run (node-cron refuses them too: "31 2 is an impossible day of month").
   for (const cron of ['0 0 31 2 *', '0 0 30 2 *', '0 0 31 4 *', '0 0 31 4,6,9,11 *', '0 0 30-31 feb *', '0 0 0 31 apr *', '0 0 31 2 mon']) {
     it(`refuses ${JSON.stringify(cron)}, a day of month that never occurs, naming the key and the value`, () => {
       expect(() => mergeSettings(stored, { 'audit.tier.maintenance.cron': cron })).toThrow(
@@ -33,7 +34,7 @@ describe('audit.tier.maintenance.cron', () => {
       expect(mergeSettings(stored, { 'audit.tier.maintenance.cron': cron }).effective.maintenanceCron).toBe(cron);
     });
   }
-  it('loads a stored cron node-cron refuses (written by an older version), and refuses it only when posted anew', () => {
+  it('loads a stored cron that never runs (written by an older version), and refuses it only when posted anew', () => {
     const older = { ...stored, 'audit.tier.maintenance.cron': '0 0 31 2 *' };
     expect(parseSettings(older).maintenanceCron).toBe('0 0 31 2 *');
     expect(mergeSettings(older, { 'audit.tier.maintenance.cron': '0 3 * * *' }).effective.maintenanceCron).toBe('0 3 * * *');
@@ -41,5 +42,48 @@ describe('audit.tier.maintenance.cron', () => {
   });
   it('refuses a bad cron in configuration too', () => {
     expect(() => resolveConfig(new Map([['auditlake.audit.tier.maintenance.cron', 'every hour']]))).toThrow(/auditlake\.audit\.tier\.maintenance\.cron must be a cron expression/);
+  });
+});
+
+describe('CronSchedule', () => {
+  // node-cron scheduled maintenance before CronSchedule did: it is the reference the schedule must agree with.
+  const expressions = ['0 * * * *', '*/15 * * * *', '0 3 * * sun', '0 0 1 jan,jul *', '30 2 * * 1-5', '0 */5 * * * *', '5,35 0-23/2 * * *', '0 0 29 2 *', '0 0 13 * 5', '0 0 29 2 1', '* * * * * *', '0 0 * * 7', '10-20/3 4 1,15 * *', '59 23 31 * *'];
+
+  /** node-cron's next `count` times after now, with now (the whole second both start from). */
+  function reference(expression: string, count: number): { fromMs: number; times: number[] } {
+    for (;;) {
+      const before = Date.now();
+      const task = cron.createTask(expression, () => undefined);
+      const times = task.getNextRuns(count).map((date) => date.getTime());
+      const after = Date.now();
+      void task.destroy();
+      // Both read the clock within one second: they start from the same whole second.
+      if (Math.floor(before / 1000) === Math.floor(after / 1000)) return { fromMs: before, times };
+    }
+  }
+
+  for (const expression of expressions) {
+    it(`agrees with node-cron on the next times of ${expression}`, () => {
+      const { fromMs, times } = reference(expression, 6);
+      const schedule = CronSchedule.parse(expression);
+      const ours: number[] = [];
+      let at = fromMs;
+      for (let i = 0; i < times.length; i++) ours.push((at = schedule.nextAfterMs(at) as number));
+      expect(ours.map((ms) => new Date(ms).toISOString())).toEqual(times.map((ms) => new Date(ms).toISOString()));
+    });
+  }
+
+  it('finds the next time strictly after the one given, in whole seconds', () => {
+    const schedule = CronSchedule.parse('0 * * * *');
+    const hour = new Date(2026, 11, 5, 10).getTime();
+    expect(schedule.nextAfterMs(hour - 1)).toBe(hour);
+    expect(schedule.nextAfterMs(hour)).toBe(hour + 3_600_000);
+    expect(schedule.nextAfterMs(hour + 999)).toBe(hour + 3_600_000);
+    expect(CronSchedule.parse('* * * * * *').nextAfterMs(hour + 1)).toBe(hour + 1000);
+  });
+
+  it('refuses what the setting refuses, naming the problem', () => {
+    expect(() => CronSchedule.parse('0 0 31 2 *')).toThrow('must be a cron expression whose day of month occurs in its months (day 31 never occurs in month 2, so it would never run)');
+    expect(() => CronSchedule.parse('hourly')).toThrow(/must be a cron expression of 5 fields/);
   });
 });

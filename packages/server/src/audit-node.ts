@@ -299,7 +299,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     pruner.start();
     pruner.trigger().catch(() => undefined);
     tiering.sweeper.start();
-    // A failed refresh (a stored cron node-cron refuses, from an older version) must not keep
+    // A failed refresh (a stored cron that never runs, from an older version) must not keep
     // the node from starting: maintenance stays unregistered, and the log says why, until the
     // settings are saved again.
     await tiering.maintenance.refresh().catch((err: unknown) => logger.warn({ err: String(err) }, `table maintenance is not registered: ${err instanceof Error ? err.message : String(err)}`));

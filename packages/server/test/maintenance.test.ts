@@ -1,4 +1,4 @@
-// Goal: with tiering to Iceberg the table is registered for maintenance (cron, settings, next run), a run on demand compacts and expires and is itself an audit event, a renamed target is registered beside the old one, and maintenance settings are validated (a bad cron, node-cron's impossible days too, is a 400 naming it, nothing saved) and self-audited; a stored cron node-cron refuses does not stop the node from starting.
+// Goal: with tiering to Iceberg the table is registered for maintenance (cron, settings, next run), a run on demand compacts and expires and is itself an audit event, a renamed target is registered beside the old one, and maintenance settings are validated (a bad cron, days of month that never occur too, is a 400 naming it, nothing saved) and self-audited; a stored cron that never runs does not stop the node from starting.
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { getPriority, tmpdir } from 'node:os';
@@ -66,6 +66,18 @@ describe('table maintenance', () => {
     const deep = await t.request('/admin/audit/maintenance/run', { method: 'POST', headers: { 'content-type': 'application/json' }, body: `{"table":${'['.repeat(depth)}${']'.repeat(depth)}}` });
     expect(deep.status).toBe(400);
     expect(await deep.json()).toMatchObject({ code: 'AUDIT_BAD_REQUEST', error: 'table must be a string: an array nested too deep to quote' });
+  });
+
+  it('runs on its cron: with a cron of every two seconds the leader lists the next even second and records runs triggered by cron', async () => {
+    const { t } = await maintenanceNode();
+    expect((await postSettings(t, { 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': TABLE, 'audit.tier.maintenance.cron': '*/2 * * * * *' })).status).toBe(200);
+    const registrations = async () => ((await (await t.request('/admin/audit/maintenance')).json()) as { registrations: Registration[] }).registrations;
+    const [first] = await registrations();
+    expect(first).toMatchObject({ table: TABLE, cron: '*/2 * * * * *' });
+    expect(first!.nextRunMs! % 2000).toBe(0);
+    await expect.poll(async () => (await registrations())[0]!.runs.filter((run) => run['trigger'] === 'cron').length, { timeout: 20_000 }).toBeGreaterThanOrEqual(2);
+    const runs = (await registrations())[0]!.runs;
+    for (const run of runs) expect(run).toMatchObject({ trigger: 'cron', ok: true });
   });
 
   it('compacts in a thread MAINTENANCE_ENCODER_NICENESS nicer than the node, and only that thread runs nicer', async () => {
@@ -167,7 +179,7 @@ describe('table maintenance', () => {
     expect(audit.events.map((e) => e['details'])).toContain('audit.tier.maintenance.snapshot.retain.last: 24 → 5');
   });
 
-  it('refuses a cron node-cron would refuse (a day of month that never occurs) with a 400 naming it, saving nothing', async () => {
+  it('refuses a cron that would never run (a day of month that never occurs) with a 400 naming it, saving nothing', async () => {
     const { t } = await maintenanceNode();
     for (const cron of ['0 0 31 2 *', '0 0 30 2 *', '0 0 31 4 *', '0 0 31 4,6,9,11 *']) {
       const bad = await postSettings(t, { 'audit.tier.maintenance.cron': cron });
@@ -178,7 +190,7 @@ describe('table maintenance', () => {
     expect(await t.stored()).toEqual([]);
   });
 
-  it('starts on a stored cron node-cron refuses (saved by an older version): warns, registers nothing, until a good cron is saved', async () => {
+  it('starts on a stored cron that never runs (saved by an older version): warns, registers nothing, until a good cron is saved', async () => {
     const root = await mkdtemp(join(tmpdir(), 'auditlake-maintenance-'));
     onTestFinished(() => rm(root, { recursive: true, force: true }));
     const dataDir = join(root, 'data');
@@ -195,7 +207,7 @@ describe('table maintenance', () => {
     expect((await (await again.request('/admin/audit/settings')).json()) as Record<string, unknown>).toMatchObject({ 'audit.tier.mode': 'iceberg', 'audit.tier.maintenance.cron': '0 0 31 2 *' });
     expect(((await (await again.request('/admin/audit/maintenance')).json()) as { registrations: Registration[] }).registrations).toEqual([]);
     expect(lines.map((line) => (JSON.parse(line) as { msg: string }).msg)).toContainEqual(
-      `table maintenance is not registered: table maintenance cannot register ${TABLE}: node-cron refuses audit.tier.maintenance.cron 0 0 31 2 * (31 2 is an impossible day of month for the given month); set another cron`,
+      `table maintenance is not registered: table maintenance cannot register ${TABLE}: audit.tier.maintenance.cron must be a cron expression whose day of month occurs in its months (day 31 never occurs in month 2, so it would never run): 0 0 31 2 *; set another cron`,
     );
     // Fixing the setting registers the table again.
     expect((await postSettings(again, { 'audit.tier.maintenance.cron': '0 3 * * *' })).status).toBe(200);

@@ -6,4 +6,5 @@ export { TierSweeper, type AdoptedTier, type SweepOutcome, type TierStatus, type
 export { TIER_ADOPTION_ENTRIES_MAX, type AdoptionRecord, type TierAdoption } from './tier-log-adoption.js';
 export { COMPACTION_DEFERRAL_MAX_MS, MaintenanceScheduler, MAINTENANCE_RUNS_KEPT, type MaintenanceRegistration, type MaintenanceRun, type MaintenanceSchedulerOptions, type MaintenanceSettingsView } from './maintenance-scheduler.js';
 export { CommitLock } from './commit-lock.js';
+export { CRON_RECHECK_MS, CronTimer, systemCronClock, type CronClock, type CronClockTimer } from './cron-timer.js';
 export { applyIcebergErasures, applyParquetErasures, isErasureRecord, type ParquetErasureResult, type TierErasureResult } from './tier-erasure.js';

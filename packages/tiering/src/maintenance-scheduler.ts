@@ -15,10 +15,10 @@ import {
   type TieredLocation,
   type TierFileEncoder,
 } from '@auditlake/lake';
-import { AuditError, AuditErrorCode, type EffectiveSettings, type IcebergCatalogConfig } from '@auditlake/model';
+import { AuditError, AuditErrorCode, CronSchedule, type EffectiveSettings, type IcebergCatalogConfig } from '@auditlake/model';
 import type { AuditStore } from '@auditlake/store';
-import cron, { type ScheduledTask } from 'node-cron';
 import { CommitLock } from './commit-lock.js';
+import { CronTimer, systemCronClock, type CronClock } from './cron-timer.js';
 
 /** Run records kept per table (the newest first in answers). */
 export const MAINTENANCE_RUNS_KEPT = 10;
@@ -74,6 +74,8 @@ export interface MaintenanceSchedulerOptions {
   isLeader: () => boolean;
   term: () => number;
   now?: () => number;
+  /** The clock and timers the cron runs on (default: `now` and the process's timers). */
+  cronClock?: CronClock;
   /**
    * Orphan cleanup ages files by the object store's clock too (storeClockMs, one probe object per
    * cleanup), `offsetMs` added (a debug offset that moves maintenance's clock moves this one
@@ -102,7 +104,7 @@ export interface MaintenanceSchedulerOptions {
 interface Entry {
   table: TieredLocation;
   cron: string;
-  task: ScheduledTask;
+  timer: CronTimer;
   runs: MaintenanceRun[];
   /** When a run last compacted it (or, before any did, when it was first registered here). */
   compactedMs: number;
@@ -125,8 +127,8 @@ function failure(err: unknown): string {
  * Registers tier locations for maintenance and runs it on the leader. With maintenance enabled,
  * the registered locations are the tiering target (an Iceberg table or a Parquet location) and
  * every location that ever received events, so a renamed target is added and the old one stays.
- * `refresh()` runs at start and after every settings save. Each registration has a node-cron
- * task on `audit.tier.maintenance.cron`; a tick on a node that is not the leader does nothing.
+ * `refresh()` runs at start and after every settings save. Each registration has a CronTimer
+ * on `audit.tier.maintenance.cron`; a tick on a node that is not the leader does nothing.
  * Runs are one at a time (a run holds a compaction's rows in memory), each fenced by the term
  * it started in, like the sweep. Each step of a run takes one turn of the commit lock it shares
  * with the sweep, and in it re-reads the table, builds its commit and commits; a sweep waits for
@@ -138,6 +140,7 @@ function failure(err: unknown): string {
 export class MaintenanceScheduler {
   readonly #options: MaintenanceSchedulerOptions;
   readonly #now: () => number;
+  readonly #cronClock: CronClock;
   readonly #lock: CommitLock;
   readonly #entries = new Map<string, Entry>();
   #queue: Promise<unknown> = Promise.resolve();
@@ -148,6 +151,7 @@ export class MaintenanceScheduler {
   constructor(options: MaintenanceSchedulerOptions) {
     this.#options = options;
     this.#now = options.now ?? Date.now;
+    this.#cronClock = options.cronClock ?? { wallMs: this.#now, setTimer: (callback, delayMs) => systemCronClock.setTimer(callback, delayMs) };
     this.#lock = options.commitLock ?? new CommitLock();
   }
 
@@ -174,7 +178,7 @@ export class MaintenanceScheduler {
    * Brings the registrations in line with the settings and the tables that received events.
    * Refreshes run one at a time: two settings saves close together would otherwise both find
    * an entry with the old cron, both destroy it and both register one, and the map would keep
-   * only the second task while the first went on firing (maintenance twice per tick, and a
+   * only the second timer while the first went on firing (maintenance twice per tick, and a
    * timer close() never stops).
    */
   refresh(): Promise<void> {
@@ -192,7 +196,7 @@ export class MaintenanceScheduler {
     for (const [name, entry] of [...this.#entries]) {
       if (wanted.has(name) && entry.cron === settings.maintenanceCron) continue;
       this.#entries.delete(name);
-      await entry.task.destroy();
+      entry.timer.stop();
       // A new cron re-registers the table with its run history.
       if (wanted.has(name) && !this.#closed) this.#register(name, entry.table, settings.maintenanceCron, entry.runs, { compactedMs: entry.compactedMs, compactedKnown: entry.compactedKnown });
     }
@@ -201,21 +205,22 @@ export class MaintenanceScheduler {
   }
 
   #register(name: string, table: Entry['table'], expression: string, runs: MaintenanceRun[], compacted = { compactedMs: this.#now(), compactedKnown: false }): void {
-    let task: ScheduledTask;
+    let schedule: CronSchedule;
     try {
-      task = cron.schedule(
-        expression,
-        async () => {
-          if (!this.#options.isLeader()) return;
-          await this.#enqueue(name, 'cron').catch(() => undefined);
-        },
-        { name: `auditlake-maintenance:${name}`, noOverlap: true },
-      );
+      schedule = CronSchedule.parse(expression);
     } catch (err) {
       // Settings refuse such a cron now; a stored one an older version accepted reaches here.
-      throw new AuditError(AuditErrorCode.SETTINGS_INVALID, `table maintenance cannot register ${name}: node-cron refuses audit.tier.maintenance.cron ${expression} (${failure(err)}); set another cron`, { cause: err });
+      throw new AuditError(AuditErrorCode.SETTINGS_INVALID, `table maintenance cannot register ${name}: audit.tier.maintenance.cron ${failure(err)}: ${expression}; set another cron`, { cause: err });
     }
-    this.#entries.set(name, { table, cron: expression, task, runs, ...compacted });
+    const timer = new CronTimer(
+      schedule,
+      async () => {
+        if (!this.#options.isLeader()) return;
+        await this.#enqueue(name, 'cron').catch(() => undefined);
+      },
+      this.#cronClock,
+    );
+    this.#entries.set(name, { table, cron: expression, timer, runs, ...compacted });
   }
 
   registrations(): MaintenanceRegistration[] {
@@ -232,7 +237,7 @@ export class MaintenanceScheduler {
         targetFileSizeBytes: settings.maintenanceTargetFileSizeBytes,
         metadataPreviousVersionsMax: settings.maintenanceMetadataPreviousVersionsMax,
       },
-      nextRunMs: entry.task.getNextRun()?.getTime() ?? null,
+      nextRunMs: entry.timer.nextRunMs(),
       runs: [...entry.runs],
     }));
   }
@@ -375,13 +380,13 @@ export class MaintenanceScheduler {
     return { storeNow: async () => (await storeClockMs(objects, prefix)) + clock.offsetMs };
   }
 
-  /** Stops every cron task and waits for a running run; idempotent. */
+  /** Stops every cron timer and waits for a running run; idempotent. */
   async close(): Promise<void> {
     this.#closed = true;
-    // A refresh under way registers nothing once it sees #closed; wait for it so no task it
+    // A refresh under way registers nothing once it sees #closed; wait for it so no timer it
     // registered before that is missed below.
     await this.#refreshing;
-    for (const entry of this.#entries.values()) await entry.task.destroy();
+    for (const entry of this.#entries.values()) entry.timer.stop();
     this.#entries.clear();
     await this.#queue.catch(() => undefined);
   }

@@ -7,9 +7,9 @@ import { AuditStore } from '@auditlake/store';
 import { signedFetch } from '@auditlake/s3-endpoint';
 import { icebergRead } from 'icebird';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import cron from 'node-cron';
 import { useEmbeddedS3 } from '@auditlake/lake/testing';
 import { COMPACTION_DEFERRAL_MAX_MS, CommitLock, MaintenanceScheduler, TierSweeper, type MaintenanceRun } from '../src/index.js';
+import { SteppedClock } from './stepped-cron-clock.js';
 
 const BUCKET = 'overlap';
 const HOUR_MS = 3_600_000;
@@ -74,6 +74,13 @@ class SweepFirstLock extends CommitLock {
       return fn();
     });
   }
+}
+
+/** When `table`'s cron fires next on `scheduler`. */
+function nextRunMs(scheduler: MaintenanceScheduler, table: string): number {
+  const next = scheduler.registrations().find((registration) => registration.table === table)?.nextRunMs;
+  if (next == null) throw new Error(`no cron registered for ${table}`);
+  return next;
 }
 
 function ev(i: number): AuditEvent {
@@ -268,14 +275,13 @@ describe('maintenance beside the sweep', () => {
     let nowMs = Date.now();
     let behind: string | undefined = 'the tier is 12000 events behind (more than 2 batches)';
     const runs: MaintenanceRun[] = [];
-    const scheduler = new MaintenanceScheduler({ ...common, now: () => nowMs, compactionDeferral: () => Promise.resolve(behind), onRun: (run) => Promise.resolve(void runs.push(run)) });
+    const cronClock = new SteppedClock(Date.now());
+    const scheduler = new MaintenanceScheduler({ ...common, now: () => nowMs, cronClock, compactionDeferral: () => Promise.resolve(behind), onRun: (run) => Promise.resolve(void runs.push(run)) });
     onTestFinished(() => scheduler.close());
     await scheduler.refresh();
-    const task = [...cron.getTasks().values()].find((candidate) => candidate.name === `auditlake-maintenance:${table}`);
-    if (task === undefined) throw new Error('no cron task registered for the table');
     // What cron does at its time.
     const tick = async (expected: number) => {
-      await task.execute();
+      cronClock.fireAt(nextRunMs(scheduler, table));
       await expect.poll(() => runs.length, { timeout: 60_000 }).toBe(expected);
       return runs[expected - 1] as MaintenanceRun;
     };
@@ -308,12 +314,11 @@ describe('maintenance beside the sweep', () => {
     behind = 'the tier is 12000 events behind (more than 2 batches)';
     const restartedTick = async (restartedAtMs: number, connections = s3.connections) => {
       const restartedRuns: MaintenanceRun[] = [];
-      const restarted = new MaintenanceScheduler({ ...common, connections, now: () => restartedAtMs, compactionDeferral: () => Promise.resolve(behind), onRun: (run) => Promise.resolve(void restartedRuns.push(run)) });
+      const restartedCron = new SteppedClock(Date.now());
+      const restarted = new MaintenanceScheduler({ ...common, connections, now: () => restartedAtMs, cronClock: restartedCron, compactionDeferral: () => Promise.resolve(behind), onRun: (run) => Promise.resolve(void restartedRuns.push(run)) });
       try {
         await restarted.refresh();
-        const restartedTask = [...cron.getTasks().values()].find((candidate) => candidate.name === `auditlake-maintenance:${table}`);
-        if (restartedTask === undefined) throw new Error('no cron task registered for the table');
-        await restartedTask.execute();
+        restartedCron.fireAt(nextRunMs(restarted, table));
         await expect.poll(() => restartedRuns.length, { timeout: 60_000 }).toBe(1);
         return restartedRuns[0] as MaintenanceRun;
       } finally {

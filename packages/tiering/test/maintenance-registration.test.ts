@@ -1,16 +1,15 @@
-// Goal: the maintenance registrations hold exactly one node-cron task per table, whatever the order of settings saves and shutdown: two refreshes at once after a cron change leave one task (not one firing unseen beside the registered one), and a close() while a refresh reads the tiered locations leaves none running.
+// Goal: the maintenance registrations hold exactly one cron timer per table, whatever the order of settings saves and shutdown: two refreshes at once after a cron change leave one timer (not one firing unseen beside the registered one), and a close() while a refresh reads the tiered locations leaves none running.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { S3Connections } from '@auditlake/lake';
 import { defaultSettings, parseSettings, resolveConfig, type EffectiveSettings } from '@auditlake/model';
 import { AuditStore } from '@auditlake/store';
-import cron from 'node-cron';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { MaintenanceScheduler } from '../src/index.js';
+import { SteppedClock } from './stepped-cron-clock.js';
 
 const TABLE = 'cat.ns.registered_events';
-const TASK_NAME = `auditlake-maintenance:${TABLE}`;
 const catalogs = new Map([['cat', { name: 'cat', warehouse: 's3://registration/warehouse', connectionId: 's3' }]]);
 let dir: string;
 
@@ -32,12 +31,16 @@ function settingsWithCron(expression: string): EffectiveSettings {
   });
 }
 
-/** node-cron's live tasks for the test table, from its own registry (a destroyed task leaves it). */
+/** The cron clock of the scheduler under test: each live cron timer holds one pending timer on it. */
+let cronClock: SteppedClock;
+
+/** The cron timers running (a stopped one leaves no pending timer). */
 function liveTasks(): number {
-  return [...cron.getTasks().values()].filter((task) => task.name === TASK_NAME).length;
+  return cronClock.pending.size;
 }
 
 async function schedulerWith(settings: () => EffectiveSettings): Promise<MaintenanceScheduler> {
+  cronClock = new SteppedClock(Date.now());
   const store = await AuditStore.open({ location: await mkdtemp(join(dir, 'store-')) });
   onTestFinished(() => store.close());
   const scheduler = new MaintenanceScheduler({
@@ -48,6 +51,7 @@ async function schedulerWith(settings: () => EffectiveSettings): Promise<Mainten
     isLeader: () => false,
     term: () => 1,
     log: { info: () => undefined, warn: () => undefined },
+    cronClock,
   });
   onTestFinished(() => scheduler.close());
   return scheduler;
