@@ -199,6 +199,12 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
       intervalMs: config.retentionIntervalMs,
       batchSize: config.pruneBatchSize,
       policy: (nowMs) => tiering.prunePolicy(nowMs),
+      now: () => Date.now() + config.debugClockOffsetMs,
+      onClockAhead: (wallMs, steadyMs) =>
+        logger.warn(
+          { wallMs, steadyMs },
+          `Retention: the wall clock (${new Date(wallMs).toISOString()}) is ${Math.round((wallMs - steadyMs) / 1000)} s ahead of the time this node has counted since it started (${new Date(steadyMs).toISOString()}): stepped forward, or the machine was suspended. Retention deletes by the earlier time; it takes the wall clock as it reads at the next restart`,
+        ),
       onPruned: (result) => {
         metrics.eventsPruned.inc(result.deleted);
         metrics.pruneRuns.inc(result.batches);

@@ -2,7 +2,7 @@ export { AuditStore, LOG_TAIL_BYTES, LEVELDB_TUNING, storedJsonOf, storedOutputJ
 export type { AppendOptions, AppendResult, EventIdConflict, MetaPut, StoredRef, Sequencer, WriterPosition } from './event-writer.js';
 export { WRITER_YIELD_EVENTS } from './event-writer.js';
 export type { TermRun, TermStart } from './term-runs.js';
-export { DAY_MS, RetentionPruner, type PrunePolicy, type RetentionPrunerOptions } from './retention-pruner.js';
+export { DAY_MS, RetentionClock, RetentionPruner, type PrunePolicy, type RetentionPrunerOptions } from './retention-pruner.js';
 export * as eventKeys from './event-keys.js';
 export { INDEX_FIELD, indexPrefixes, type IndexField, type IndexTerms } from './index-keys.js';
 export type { RegisteredKey } from './integrity-index.js';
