@@ -125,28 +125,47 @@ export class CronSchedule {
   /**
    * The first time, in whole seconds, strictly after `afterMs` that the schedule matches, or
    * null when none does in the next hundred years. A local time a daylight-saving change skips
-   * is taken as the time Date gives it (an hour later).
+   * counts as the time Date gives it (as far past the gap as it named into it), unless a time
+   * named after it comes first; of a time a change repeats, the first pass counts.
    */
   nextAfterMs(afterMs: number): number | null {
     const start = new Date(Math.floor(afterMs / 1000) * 1000 + 1000);
-    const [startHour, startMinute, startSecond] = [start.getHours(), start.getMinutes(), start.getSeconds()];
     for (let i = 0; i < LOOKAHEAD_DAYS; i++) {
       const day = new Date(start.getFullYear(), start.getMonth(), start.getDate() + i);
       if (!this.#months.has(day.getMonth() + 1) || !this.#days.has(day.getDate()) || !this.#weekdays.has(day.getDay())) continue;
-      // On the first day, times of day before the start are skipped without building a Date.
-      const first = i === 0;
-      for (const hour of this.#hours) {
-        if (first && hour < startHour) continue;
-        for (const minute of this.#minutes) {
-          if (first && hour === startHour && minute < startMinute) continue;
-          for (const second of this.#seconds) {
-            if (first && hour === startHour && minute === startMinute && second < startSecond) continue;
-            const at = new Date(day.getFullYear(), day.getMonth(), day.getDate(), hour, minute, second).getTime();
-            if (at >= start.getTime()) return at;
-          }
+      const at = this.#earliestOn(day, i === 0 ? start : undefined);
+      if (at !== undefined) return at;
+    }
+    return null;
+  }
+
+  /**
+   * The earliest time the schedule names on `day`, at or after `start` when given. Times are
+   * tried in the order they name; one a daylight-saving change skips comes out moved past the
+   * gap, possibly after a later one that exists (a 30-minute change: 02:15 becomes 02:45, after
+   * 02:40), so the search goes on past it to the first that exists.
+   */
+  #earliestOn(day: Date, start: Date | undefined): number | undefined {
+    const [year, month, date] = [day.getFullYear(), day.getMonth(), day.getDate()];
+    // Times of day before the start are skipped without building a Date.
+    const [startHour, startMinute, startSecond] = start === undefined ? [-1, -1, -1] : [start.getHours(), start.getMinutes(), start.getSeconds()];
+    const startMs = start?.getTime() ?? -Infinity;
+    let moved: number | undefined;
+    for (const hour of this.#hours) {
+      if (hour < startHour) continue;
+      for (const minute of this.#minutes) {
+        if (hour === startHour && minute < startMinute) continue;
+        for (const second of this.#seconds) {
+          if (hour === startHour && minute === startMinute && second < startSecond) continue;
+          const local = new Date(year, month, date, hour, minute, second);
+          const at = local.getTime();
+          if (at < startMs) continue;
+          const exists = local.getHours() === hour && local.getMinutes() === minute;
+          if (exists) return Math.min(at, moved ?? at);
+          moved = Math.min(at, moved ?? at);
         }
       }
     }
-    return null;
+    return moved;
   }
 }

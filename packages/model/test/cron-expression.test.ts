@@ -82,6 +82,44 @@ describe('CronSchedule', () => {
     expect(CronSchedule.parse('* * * * * *').nextAfterMs(hour + 1)).toBe(hour + 1000);
   });
 
+  /** `run` with the process in time zone `tz` (Node reads TZ afresh when it is set). */
+  function inZone<T>(tz: string, run: () => T): T {
+    const before = process.env['TZ'];
+    process.env['TZ'] = tz;
+    try {
+      return run();
+    } finally {
+      if (before === undefined) delete process.env['TZ'];
+      else process.env['TZ'] = before;
+    }
+  }
+
+  /** The next `count` times of `expression` after the local time given, as local ISO-like strings with their offsets. */
+  function nextLocal(expression: string, from: [number, number, number, number, number], count: number): string[] {
+    const schedule = CronSchedule.parse(expression);
+    let at = new Date(...from).getTime();
+    const times: string[] = [];
+    for (let i = 0; i < count; i++) {
+      at = schedule.nextAfterMs(at) as number;
+      const local = new Date(at);
+      const pad = (n: number) => String(n).padStart(2, '0');
+      times.push(`${local.getFullYear()}-${pad(local.getMonth() + 1)}-${pad(local.getDate())} ${pad(local.getHours())}:${pad(local.getMinutes())} ${-local.getTimezoneOffset() / 60}`);
+    }
+    return times;
+  }
+
+  it('across a daylight-saving change forward: a skipped time runs once past the gap, unless a time after it that exists comes first', () => {
+    // New York, 8 March 2026: 02:00 becomes 03:00; 02:30 runs at 03:30 that day.
+    expect(inZone('America/New_York', () => nextLocal('30 2 * * *', [2026, 2, 7, 12, 0], 3))).toEqual(['2026-03-08 03:30 -4', '2026-03-09 02:30 -4', '2026-03-10 02:30 -4']);
+    // Lord Howe, 4 October 2026: 02:00 becomes 02:30; 02:15 would come out at 02:45, after 02:40, which exists and runs first.
+    expect(inZone('Australia/Lord_Howe', () => nextLocal('15,40 2 * * *', [2026, 9, 4, 1, 0], 3))).toEqual(['2026-10-04 02:40 11', '2026-10-05 02:15 11', '2026-10-05 02:40 11']);
+  });
+
+  it('across a daylight-saving change back: the repeated hour runs on its first pass only', () => {
+    // London, 25 October 2026: 02:00 BST becomes 01:00 GMT.
+    expect(inZone('Europe/London', () => nextLocal('0,30 1 * * *', [2026, 9, 25, 0, 45], 3))).toEqual(['2026-10-25 01:00 1', '2026-10-25 01:30 1', '2026-10-26 01:00 0']);
+  });
+
   it('refuses what the setting refuses, naming the problem', () => {
     expect(() => CronSchedule.parse('0 0 31 2 *')).toThrow('must be a cron expression whose day of month occurs in its months (day 31 never occurs in month 2, so it would never run)');
     expect(() => CronSchedule.parse('hourly')).toThrow(/must be a cron expression of 5 fields/);

@@ -33,8 +33,11 @@ export const CRON_RECHECK_MS = 60_000;
  * time from the clock as it reads then, so a clock stepped a year forward fires once and goes
  * on from the new time, instead of walking each slot in between (node-cron's runner, which
  * this replaces, held the event loop ~39 s and logged 525,600 warnings for a per-minute cron
- * after a one-year step, and idled for as long as a step back). A tick still running when the
- * next time comes is not called again (ticks never overlap); that time is skipped.
+ * after a one-year step, and idled for as long as a step back). After a step back of more than
+ * CRON_RECHECK_MS, a time it already fired at may come again and fire again (maintenance runs
+ * are idempotent; waiting for the clock to pass the last time fired would be the stall again).
+ * A tick still running when the next time comes is not called again (ticks never overlap);
+ * that time is skipped, and a tick that never settles stops the cron.
  */
 export class CronTimer {
   readonly #schedule: CronSchedule;
@@ -77,7 +80,10 @@ export class CronTimer {
     const due = this.#nextMs !== null && this.#clock.wallMs() >= this.#nextMs;
     if (due && !this.#busy) {
       this.#busy = true;
-      this.#tick()
+      // Called inside a promise: a tick that throws at once, or returns no promise, neither
+      // escapes into the timer (an uncaught exception) nor leaves the timer busy for good.
+      Promise.resolve()
+        .then(() => this.#tick())
         .catch(() => undefined)
         .finally(() => {
           this.#busy = false;

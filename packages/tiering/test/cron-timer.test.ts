@@ -84,6 +84,24 @@ describe('CronTimer', () => {
     release();
   });
 
+  it('a tick that throws at once neither escapes the timer nor stops the cron', async () => {
+    const start = new Date(2026, 11, 5, 10, 0, 0).getTime();
+    const clock = new SteppedClock(start);
+    const ticks: number[] = [];
+    const timer = new CronTimer(
+      CronSchedule.parse('* * * * * *'),
+      // Not async: it throws as it is called.
+      () => {
+        ticks.push(clock.wallMs());
+        throw new Error('tick failed at once');
+      },
+      clock,
+    );
+    await clock.advance(3_000);
+    expect(ticks).toEqual([start + 1000, start + 2000, start + 3000]);
+    timer.stop();
+  });
+
   it('waits for a time years ahead in timers of at most a minute (setTimeout cannot wait past 24.8 days), and stop() cancels its timer', async () => {
     // 29 February on a Monday: next in 2044.
     const clock = new SteppedClock(new Date(2026, 11, 5).getTime());
