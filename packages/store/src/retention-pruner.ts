@@ -60,7 +60,8 @@ export class RetentionClock {
   /** The wall clock and the steady one (the start's wall time carried on by monotonic time). */
   read(): { wallMs: number; steadyMs: number; nowMs: number } {
     const wallMs = this.#wallNow();
-    const steadyMs = this.#startWallMs + (this.#monotonicNow() - this.#startMonotonicMs);
+    // Whole milliseconds: the cutoff becomes a key bound, and a fraction would sort it wrongly.
+    const steadyMs = Math.floor(this.#startWallMs + (this.#monotonicNow() - this.#startMonotonicMs));
     return { wallMs, steadyMs, nowMs: Math.min(wallMs, steadyMs) };
   }
 }

@@ -14,15 +14,16 @@ function ev(eventId: string, timestamp: number): AuditEvent {
 
 /** A wall clock that can be stepped, beside a monotonic one that only advances. */
 function clocks() {
-  const state = { wall: START, monotonic: 1_000 };
+  // Fractional, as performance.now() reads: retention's time must still be whole milliseconds.
+  const state = { wall: START, monotonic: 1_000.25 };
   return {
     state,
     now: () => state.wall,
     monotonicNow: () => state.monotonic,
-    /** Real time passes: both clocks move. */
+    /** Real time passes: both clocks move (the monotonic one by a fraction more, as two clocks do). */
     pass(ms: number) {
       state.wall += ms;
-      state.monotonic += ms;
+      state.monotonic += ms + 0.4;
     },
   };
 }
