@@ -52,6 +52,7 @@ import { DayLedger, type DayLedgerChange, type DayLedgerFilter, type DayLedgerPa
 import { SourceLedger, type SourceLedgerEntry, type SourceLedgerPage, type SourceLedgerSummary } from './source-ledger.js';
 import { integrityKindOf, parsePublishedKey, parseSignedCheckpoint, type SignedCheckpoint } from '@auditlake/integrity';
 import { carriedCoveredSeq, verifyCarriedCheckpoint, type CarriedCheckpoint } from './carried-checkpoint.js';
+import { latchWriteFaults } from './write-fault-latch.js';
 
 /** What a sender's retention deleted where replicated entries skip seqs (AuditStore.skippedByRetention). */
 export interface SkippedByRetention {
@@ -182,6 +183,11 @@ export interface AuditStoreOptions {
    * behind the log's last ingestTs (IngestClock). Injected with `now` by the simulator.
    */
   monotonicNow?: () => number;
+  /**
+   * Told once when LevelDB fails a write: the store then refuses every write until it is
+   * reopened (latchWriteFaults). A node stops taking events then, and says why.
+   */
+  onWriteFault?: (fault: Error) => void;
   /** Most events written in one synced batch (group commit). */
   groupEventsMax?: number;
   /**
@@ -252,6 +258,11 @@ export interface OutboxEntry {
  */
 export class AuditStore {
   readonly location: string;
+
+  /** The write LevelDB failed, after which this store refuses every write (latchWriteFaults); undefined while none has. */
+  get writeFault(): Error | undefined {
+    return this.#writeFaults.fault();
+  }
   readonly #db: Level<string, string>;
   readonly #options: AuditStoreOptions;
   #writer: EventWriter | undefined;
@@ -334,11 +345,14 @@ export class AuditStore {
   /** Every received event with a seq up to this is counted as tiered in #days (or was cut since). */
   #tieredCountedThrough = 0;
 
+  readonly #writeFaults: { fault(): Error | undefined };
+
   private constructor(options: AuditStoreOptions) {
     this.location = options.location;
     this.#options = options;
     this.#tail = new LogTail(options.logTailBytes ?? 0);
     this.#db = new Level<string, string>(options.location, { keyEncoding: 'utf8', valueEncoding: 'utf8', ...LEVELDB_TUNING, cacheSize: options.cacheBytes ?? BLOCK_CACHE_BYTES });
+    this.#writeFaults = latchWriteFaults(this.#db, (fault) => options.onWriteFault?.(fault));
     // Read from LevelDB as needed: nothing of it is loaded at open.
     this.#days = new DayLedger(this.#db);
   }
