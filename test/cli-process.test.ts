@@ -1,7 +1,7 @@
-// Goal: a real `auditlake start` process starts, prints how to reach it, survives kill -9 with every acknowledged event, and stops cleanly.
+// Goal: a real `auditlake start` process starts, prints how to reach it, survives kill -9 with every acknowledged event, stops (exit 1) when its store fails a write with every acknowledged event kept, and stops cleanly.
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { auditlakeBin, freePort, startNodeProcess, tempDir } from '@auditlake/testkit';
@@ -134,6 +134,63 @@ describe('auditlake start (real process)', () => {
     expect(new Set(ids).size).toBe(ids.length);
     const missing = [...acked].filter((id) => !ids.includes(id));
     expect(missing).toEqual([]);
+  });
+
+  it('stops (exit 1, saying why) when its store fails a write, and keeps every acknowledged event through the restart', async () => {
+    const dir = await dataDir();
+    const env = { AUDITLAKE_ADMIN_TOKEN: 'adm', AUDITLAKE_INGEST_TOKEN: 'ing' };
+    const node = await start({ dataDir: dir, env });
+    // From now on no file of the process may pass 2 MB: the store's log soon reaches it, as on a full disk.
+    execFileSync('prlimit', ['--pid', String(node.child.pid), '--fsize=2000000:unlimited']);
+    const acked = new Set<string>();
+    const statuses = new Set<number>();
+    const writers = Array.from({ length: 2 }, async (_, w) => {
+      for (let i = 0; ; i++) {
+        const batch = Array.from({ length: 25 }, (_, j) => ({ source: 'trino', userId: `u${w}`, action: 'data:Insert', query: 'q'.repeat(1000), eventId: `w${w}-${i}-${j}` }));
+        try {
+          const res = await post(node.url, 'ing', batch);
+          statuses.add(res.status);
+          if (res.status === 200) for (const e of batch) acked.add(e.eventId);
+        } catch {
+          return; // the process is gone
+        }
+      }
+    });
+    await Promise.all(writers);
+    expect(await node.stop()).toBe(1);
+    expect(node.output()).toMatch(/auditlake: the local store failed a write; stopping \(restart the node once the disk is fixed\): IO error: .*File too large/);
+    expect(node.output()).not.toContain('shutdown took longer');
+    expect(statuses).toContain(503);
+    expect(acked.size).toBeGreaterThan(0);
+    const restarted = await start({ dataDir: dir, env });
+    const ids = (await allEvents(restarted.url, 'adm')).map((e) => e.eventId);
+    expect([...acked].filter((id) => !ids.includes(id))).toEqual([]);
+  });
+
+  it('stops on SIGTERM at once (exit 0) while clients post back to back, keeping every acknowledged event', async () => {
+    const dir = await dataDir();
+    const env = { AUDITLAKE_ADMIN_TOKEN: 'adm', AUDITLAKE_INGEST_TOKEN: 'ing' };
+    const node = await start({ dataDir: dir, env });
+    const acked = new Set<string>();
+    const writers = Array.from({ length: 2 }, async (_, w) => {
+      for (let i = 0; ; i++) {
+        const batch = Array.from({ length: 25 }, (_, j) => ({ source: 'trino', userId: `u${w}`, action: 'data:Insert', eventId: `t${w}-${i}-${j}` }));
+        try {
+          const res = await post(node.url, 'ing', batch);
+          if (res.status === 200) for (const e of batch) acked.add(e.eventId);
+        } catch {
+          return; // the node closed the connection
+        }
+      }
+    });
+    await expect.poll(() => acked.size, { timeout: 10_000 }).toBeGreaterThan(500);
+    // Keep-alive connections busy to the end once held the close until the 10 s limit (exit 1).
+    expect(await node.stop()).toBe(0);
+    await Promise.all(writers);
+    expect(node.output()).not.toContain('shutdown took longer');
+    const restarted = await start({ dataDir: dir, env });
+    const ids = (await allEvents(restarted.url, 'adm')).map((e) => e.eventId);
+    expect([...acked].filter((id) => !ids.includes(id))).toEqual([]);
   });
 
   it('reads a properties file with --set overriding it, and env tokens', async () => {

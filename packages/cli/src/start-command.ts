@@ -42,6 +42,14 @@ export async function startCommand(args: string[], env: NodeJS.ProcessEnv): Prom
   const s3SecretKey = env[EMBEDDED_S3_SECRET_KEY_ENV];
   if (Boolean(s3AccessKey) !== Boolean(s3SecretKey)) throw new AuditError(AuditErrorCode.CONFIG_INVALID, `${EMBEDDED_S3_ACCESS_KEY_ENV} and ${EMBEDDED_S3_SECRET_KEY_ENV} are set together or not at all`);
   if (s3AccessKey && s3SecretKey) nodeOptions.embeddedS3Credentials = { accessKeyId: s3AccessKey, secretAccessKey: s3SecretKey };
+  // Fail-stop: a store that failed a write takes no other until it is reopened, so the process
+  // ends (exit 1) rather than stay up refusing events — a cluster's lease then passes to a
+  // standby, and a supervisor restarts the node, which recovers its log up to the failed write.
+  const storeFault: { stop?: () => void } = {};
+  nodeOptions.onStoreWriteFault = () => storeFault.stop?.();
+  // A file-size limit (ulimit -f) then fails the write (EFBIG) like a full disk, and the node
+  // says why it stops, instead of the process dying of the signal mid-write without a word.
+  process.on('SIGXFSZ', () => undefined);
   if (env['AUDITLAKE_ADMIN_TOKEN']) nodeOptions.adminToken = env['AUDITLAKE_ADMIN_TOKEN'];
   if (env['AUDITLAKE_INGEST_TOKEN']) nodeOptions.ingestToken = env['AUDITLAKE_INGEST_TOKEN'];
   let node: AuditNode;
@@ -65,7 +73,7 @@ export async function startCommand(args: string[], env: NodeJS.ProcessEnv): Prom
   process.stdout.write(lines.join('\n') + '\n');
 
   let stopping = false;
-  const stop = (signal: string) => {
+  const stop = (signal: string, exitCode = 0) => {
     if (stopping) return;
     stopping = true;
     node.app.log.info({ signal }, 'shutting down');
@@ -75,13 +83,19 @@ export async function startCommand(args: string[], env: NodeJS.ProcessEnv): Prom
     }, SHUTDOWN_MS_MAX);
     force.unref();
     node.close().then(
-      () => process.exit(0),
+      () => process.exit(exitCode),
       (err: unknown) => {
         process.stderr.write(`auditlake: error while shutting down: ${String(err)}\n`);
         process.exit(1);
       },
     );
   };
+  storeFault.stop = () => {
+    process.stderr.write(`auditlake: the local store failed a write; stopping (restart the node once the disk is fixed): ${node.store.writeFault?.message ?? ''}\n`);
+    stop('store write failed', 1);
+  };
+  // A fault during the start, before the line above: stop now.
+  if (node.store.writeFault !== undefined) storeFault.stop();
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
   return node;

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { ClusterNode, ClusterToken, RedisCoordinator, systemClock } from '@auditlake/cluster';
 import { AuditError, AuditErrorCode, describeChanges, encodeEvent, type CredentialConfig, type NodeConfig, type TierMode } from '@auditlake/model';
 import { loadOrCreateNodeKey } from '@auditlake/integrity';
-import { AuditStore, LOG_TAIL_BYTES, RetentionPruner, type EventIdConflict } from '@auditlake/store';
+import { AuditStore, LOG_TAIL_BYTES, RetentionPruner, writeFaultRefusal, type EventIdConflict } from '@auditlake/store';
 import { S3Connections } from '@auditlake/lake';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -70,6 +70,12 @@ export interface AuditNodeOptions {
   embeddedS3Credentials?: S3Credentials;
   /** `--embedded-s3-public-read`: the embedded endpoint also serves unsigned GET/HEAD of objects. */
   embeddedS3PublicRead?: boolean;
+  /**
+   * Told once when the local store fails a write: it takes no other until the node restarts
+   * (latchWriteFaults; `/health` answers 503 from then on). `auditlake start` stops the process,
+   * so a cluster's lease passes to a standby and a supervisor restarts it.
+   */
+  onStoreWriteFault?: (fault: Error) => void;
 }
 
 /** A running node. `close()` stops it in the reverse order of opening; it is idempotent. */
@@ -165,6 +171,10 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     logTailBytes: coordinatorUrl === undefined ? 0 : LOG_TAIL_BYTES,
     chain: config.integrityChainEnabled,
     cacheBytes: config.storeCacheBytes,
+    onWriteFault: (fault) => {
+      logger.error({ err: fault.message }, writeFaultRefusal(fault).message);
+      options.onStoreWriteFault?.(fault);
+    },
   });
   // Closed in reverse order of opening.
   const closers: Array<() => Promise<void>> = [...(embeddedS3 ? [() => embeddedS3.close()] : []), () => store.close()];
@@ -284,7 +294,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     registerIntegrityRoutes(app, { integrity, store, membership, now: () => Date.now() + config.debugClockOffsetMs, findTiered: (eventIds) => tiering.findTieredRecords(eventIds), ackReplicatedTimeoutMs: config.ackReplicatedTimeoutMs });
     registerLedgerRoute(app, { store, countTiered: async () => store.countTieredThrough((await tiering.watermark()).seq) });
     registerClusterRoute(app, membership);
-    registerHealthRoutes(app, metrics, () => (membership.isLeader() ? 'leader' : 'standby'), hosts);
+    registerHealthRoutes(app, metrics, { role: () => (membership.isLeader() ? 'leader' : 'standby'), storeFault: () => store.writeFault }, hosts);
     if (cluster) {
       registerInternalRoutes(app, {
         clusterToken: () => cluster.token.current(),
