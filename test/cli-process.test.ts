@@ -1,4 +1,4 @@
-// Goal: a real `auditlake start` process starts, prints how to reach it, survives kill -9 with every acknowledged event, stops (exit 1) when its store fails a write with every acknowledged event kept, and stops cleanly.
+// Goal: a real `auditlake start` process starts, prints how to reach it, survives kill -9 with every acknowledged event, stops (exit 1) when its store fails a write with every acknowledged event kept, starts on the empty files a crash can leave at first start, and stops cleanly.
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execFileSync, spawn } from 'node:child_process';
@@ -191,6 +191,25 @@ describe('auditlake start (real process)', () => {
     const restarted = await start({ dataDir: dir, env });
     const ids = (await allEvents(restarted.url, 'adm')).map((e) => e.eventId);
     expect([...acked].filter((id) => !ids.includes(id))).toEqual([]);
+  });
+
+  it('starts on a data dir whose first-start files are empty (a crash before an unsynced write reached the disk), making them anew', async () => {
+    const dir = await dataDir();
+    const files = ['node-id', 'admin-token', 'integrity-key.pem', 'embedded-s3-credentials'];
+    for (const file of files) await writeFile(join(dir, file), '');
+    const node = await start({ dataDir: dir, args: ['--embedded-s3', '--embedded-s3-port', '0'] });
+    await expect.poll(() => node.output()).toMatch(/admin token \(generated now/);
+    for (const file of files) expect((await readFile(join(dir, file), 'utf8')).length, file).toBeGreaterThan(0);
+    expect((await stat(join(dir, 'admin-token'))).mode & 0o777).toBe(0o600);
+    expect(await node.stop()).toBe(0);
+  });
+
+  it('a data dir another node holds: exits 1 naming why LevelDB could not open it (the lock), not only that it failed', async () => {
+    const dir = await dataDir();
+    await start({ dataDir: dir, env: { AUDITLAKE_ADMIN_TOKEN: 'adm' } });
+    const second = await runToExit(['start', '--data-dir', dir, '--host', '127.0.0.1', '--port', String(await freePort())], { AUDITLAKE_ADMIN_TOKEN: 'adm' });
+    expect(second.code).toBe(1);
+    expect(second.output).toMatch(/^auditlake: Database failed to open: .*LOCK.*/m);
   });
 
   it('reads a properties file with --set overriding it, and env tokens', async () => {

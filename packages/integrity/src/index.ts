@@ -14,3 +14,4 @@ export * from './record-check-pool.js';
 export * from './record-check-service.js';
 export * from './parallel-verify.js';
 export * from './record-salt.js';
+export * from './durable-file.js';

@@ -1,7 +1,8 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
-import { chmod, readFile, rename, writeFile } from 'node:fs/promises';
+import { chmod, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
+import { writeFileDurably } from './durable-file.js';
 import { sha256Hex } from './record-hasher.js';
 
 /** The file in a node's data dir holding its Ed25519 private key (PKCS#8 PEM, mode 0600). */
@@ -33,12 +34,12 @@ export async function loadOrCreateNodeKey(dataDir: string): Promise<NodeKey> {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
-  if (pem === undefined) {
+  // Empty: made by a version that did not sync it, and lost to a crash before anything signed
+  // with it could have been published (the key is registered in the log first). A new one.
+  if (pem === undefined || pem === '') {
     const { privateKey } = generateKeyPairSync('ed25519');
     pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-    // Written whole under another name, then renamed: a crash never leaves half a key.
-    await writeFile(`${path}.tmp`, pem, { mode: 0o600 });
-    await rename(`${path}.tmp`, path);
+    await writeFileDurably(path, pem, 0o600);
   }
   let privateKey: KeyObject;
   try {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { writeFileDurably } from '@auditlake/integrity';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { S3Credentials } from '@auditlake/s3-endpoint';
 
@@ -56,13 +57,16 @@ function parseFile(text: string, path: string): S3Credentials {
  */
 export async function loadOrCreateEmbeddedS3Credentials(dataDir: string): Promise<EmbeddedS3Credentials> {
   const path = join(dataDir, FILE_NAME);
+  let text = '';
   try {
-    return { ...parseFile(await readFile(path, 'utf8'), path), origin: 'data-dir', path };
+    text = await readFile(path, 'utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
+  // Empty: an older version's unsynced write lost to a crash. Made anew, like a missing file.
+  if (text.trim() !== '') return { ...parseFile(text, path), origin: 'data-dir', path };
   const credentials = { accessKeyId: accessKeyId(), secretAccessKey: generateSecretAccessKey() };
   await mkdir(dataDir, { recursive: true });
-  await writeFile(path, `${ACCESS_KEY_ENV}=${credentials.accessKeyId}\n${SECRET_KEY_ENV}=${credentials.secretAccessKey}\n`, { mode: 0o600, flag: 'wx' });
+  await writeFileDurably(path, `${ACCESS_KEY_ENV}=${credentials.accessKeyId}\n${SECRET_KEY_ENV}=${credentials.secretAccessKey}\n`, 0o600);
   return { ...credentials, origin: 'generated', path };
 }

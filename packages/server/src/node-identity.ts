@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { writeFileDurably } from '@auditlake/integrity';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 async function readTrimmed(path: string): Promise<string | undefined> {
@@ -19,7 +20,8 @@ export async function loadNodeId(dataDir: string): Promise<string> {
   if (existing) return existing;
   const nodeId = `node-${randomUUID().slice(0, 8)}`;
   await mkdir(dataDir, { recursive: true });
-  await writeFile(path, nodeId + '\n', { flag: 'wx' });
+  // An empty file (a crash before an older version's unsynced write reached the disk) is replaced.
+  await writeFileDurably(path, nodeId + '\n');
   return nodeId;
 }
 
@@ -46,6 +48,6 @@ export async function loadOrCreateAdminToken(dataDir: string): Promise<AdminToke
   if (existing) return { token: existing, generated: false, path };
   const token = newAdminToken();
   await mkdir(dataDir, { recursive: true });
-  await writeFile(path, token + '\n', { mode: 0o600, flag: 'wx' });
+  await writeFileDurably(path, token + '\n', 0o600);
   return { token, generated: true, path };
 }
