@@ -9,6 +9,7 @@ import {
   FIELD_LIMIT_BYTES,
   SOURCE_ID_LENGTH_MAX,
   SOURCE_SEQ_MAX,
+  TABLES_BYTES_MAX,
   TABLES_COUNT_MAX,
   truncateToBytes,
 } from './field-limits.js';
@@ -120,14 +121,21 @@ function parseTables(raw: Record<string, unknown>, at: At): string[] {
   if (value === undefined || value === null) return [];
   if (!Array.isArray(value)) refuse(`${label(at)}.tables must be an array of strings, got ${describeType(value)}`);
   const tables: string[] = [];
+  let bytes = 0;
   for (let i = 0; i < value.length; i++) {
     const table: unknown = value[i];
     if (typeof table !== 'string') refuse(`${label(at)}.tables[${i}] must be a string, got ${describeType(table)}`);
     wellFormed(table, at, `tables[${i}]`);
-    if (i < TABLES_COUNT_MAX) tables.push(truncateToBytes(table, FIELD_LIMIT_BYTES.table));
+    // Every entry is checked; the first that does not fit ends what is kept.
+    if (tables.length < i || i >= TABLES_COUNT_MAX) continue;
+    const kept = truncateToBytes(table, FIELD_LIMIT_BYTES.table);
+    const size = Buffer.byteLength(kept, 'utf8');
+    if (bytes + size > TABLES_BYTES_MAX) continue;
+    bytes += size;
+    tables.push(kept);
   }
-  if (value.length > TABLES_COUNT_MAX) {
-    tables.push(`…[truncated by auditlake: ${value.length - TABLES_COUNT_MAX} more tables]`);
+  if (tables.length < value.length) {
+    tables.push(`…[truncated by auditlake: ${value.length - tables.length} more tables]`);
   }
   return tables;
 }

@@ -16,6 +16,14 @@ export const FIELD_LIMIT_BYTES = {
 /** At most this many entries of `tables` are kept; the rest are summarised in a marker entry. */
 export const TABLES_COUNT_MAX = 1000;
 
+/**
+ * At most this many UTF-8 bytes of `tables` in all are kept (the entries that fit, in order; the
+ * rest summarised in the marker entry). Without it, 1,000 names of 4 KiB made one event 4 MB,
+ * and a page of 200 such events (planted with an ingest token) was an 816 MB answer: four at
+ * once ran the node out of heap. A query names far fewer: this is as much as `query` holds.
+ */
+export const TABLES_BYTES_MAX = 64 * 1024;
+
 /** Longest accepted client-supplied eventId, in characters. */
 export const EVENT_ID_LENGTH_MAX = 128;
 

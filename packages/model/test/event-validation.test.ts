@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { AuditError, AuditErrorCode } from '../src/audit-error.js';
 import type { AuditEvent } from '../src/event.js';
 import { validateEvent, validateIngestBody, type ValidateOptions } from '../src/event-validation.js';
-import { FIELD_LIMIT_BYTES, truncationMarker } from '../src/field-limits.js';
+import { FIELD_LIMIT_BYTES, TABLES_BYTES_MAX, truncationMarker } from '../src/field-limits.js';
 
 const NOW_MS = 1_792_288_263_000;
 const OPTIONS: ValidateOptions = { nowMs: NOW_MS };
@@ -336,6 +336,19 @@ describe('validateIngestBody: over-long fields are truncated, not refused', () =
     expect(stored).toHaveLength(1001);
     expect(stored.slice(0, 1000)).toEqual(tables.slice(0, 1000));
     expect(stored[1000]).toBe('…[truncated by auditlake: 1500 more tables]');
+  });
+
+  it('keeps the tables that fit in 64 KiB in all, in order, and summarises the rest in one marker entry', () => {
+    // 100 names of 4,000 bytes (é is two): 16 fit.
+    const tables = Array.from({ length: 100 }, (_, i) => `db.${String(i).padStart(2, '0')}${'é'.repeat(1996)}x`);
+    const stored = one(base({ tables })).tables;
+    expect(stored).toHaveLength(17);
+    expect(stored.slice(0, 16)).toEqual(tables.slice(0, 16));
+    expect(stored[16]).toBe('…[truncated by auditlake: 84 more tables]');
+    expect(stored.slice(0, 16).reduce((n, t) => n + Buffer.byteLength(t), 0)).toBeLessThanOrEqual(TABLES_BYTES_MAX);
+    // Exactly 64 KiB is kept whole.
+    const whole = Array.from({ length: 16 }, (_, i) => `t${String(i).padStart(2, '0')}`.padEnd(4096, 'x'));
+    expect(one(base({ tables: whole })).tables).toEqual(whole);
   });
 
   it('still refuses a non-string entry beyond the first 1,000 tables', () => {

@@ -1,5 +1,7 @@
-// Goal: GET /admin/audit filters, orders and limits exactly as the reference's search table says.
+// Goal: GET /admin/audit filters, orders and limits exactly as the reference's search table says; a page of large events is cut by size and the cursor carries on.
+import { tableFromIPC } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
+import { PAGE_CHARS_MAX } from '../src/audit-search.js';
 import { event, startTestNode } from './test-node.js';
 
 const DAY = 86_400_000;
@@ -233,4 +235,36 @@ describe('paging with the cursor', () => {
     const exact = await ndjson('?limit=5');
     expect(exact).toHaveLength(5);
   });
+});
+
+describe('a page of large events', () => {
+  it('is cut once it passes PAGE_CHARS_MAX characters, marked truncated with a cursor, and the pages together hold every event once (JSON and Arrow)', async () => {
+    const t = await startTestNode();
+    // Each event at its fields' limits: ~150,000 characters, so about 220 fill a page.
+    const big = (i: number) =>
+      event({ eventId: `big-${i}`, userId: 'planter', ts: T0 + i, query: 'q'.repeat(64 * 1024), details: 'd'.repeat(16 * 1024), resource: 'r'.repeat(4096), tables: Array.from({ length: 16 }, (_, k) => `t${k}`.padEnd(4096, 'x')) });
+    for (let b = 0; b < 6; b++) expect((await t.ingest(Array.from({ length: 50 }, (_, i) => big(b * 50 + i)))).status).toBe(200);
+
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const res = await t.request(`/admin/audit?user=planter&limit=300${cursor === undefined ? '' : `&cursor=${cursor}`}`);
+      const json = (await res.json()) as { events: Array<{ eventId: string }>; count: number; truncated: boolean; nextCursor?: string };
+      expect(res.status).toBe(200);
+      expect(JSON.stringify(json.events).length).toBeLessThan(PAGE_CHARS_MAX + 200_000);
+      seen.push(...json.events.map((e) => e.eventId));
+      cursor = json.nextCursor;
+      if (cursor !== undefined) expect(json.truncated).toBe(true);
+      pages++;
+    } while (cursor !== undefined);
+    expect(pages).toBe(2);
+    expect(new Set(seen).size).toBe(300);
+    expect(seen).toHaveLength(300);
+
+    const arrow = await t.request('/admin/audit?user=planter&limit=300', { headers: { accept: 'application/vnd.apache.arrow.stream' } });
+    expect(arrow.status).toBe(200);
+    expect(arrow.headers.get('x-auditlake-next-cursor')).toEqual(expect.any(String));
+    expect(tableFromIPC(new Uint8Array(await arrow.arrayBuffer())).numRows).toBeLessThan(300);
+  }, 120_000);
 });
