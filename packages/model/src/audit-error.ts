@@ -39,6 +39,8 @@ export const AuditErrorCode = {
   STORE_WRITE_FAILED: 'AUDIT_STORE_WRITE_FAILED',
   /** A configured limit (queue, batch) was exceeded. */
   LIMIT_EXCEEDED: 'AUDIT_LIMIT_EXCEEDED',
+  /** A search ran past `auditlake.audit.search.timeout.ms` and was stopped; narrower filters answer sooner. */
+  SEARCH_TIMEOUT: 'AUDIT_SEARCH_TIMEOUT',
   /** The operation needs the leader and this node is not it. */
   NOT_LEADER: 'AUDIT_NOT_LEADER',
   /** A message carried a term older than the one this node has seen. */

@@ -61,6 +61,8 @@ export const CONFIG_KEYS = {
   tierBackoffInitialMs: spec('auditlake.audit.tier.backoff.initial.ms', '30000', positiveInt),
   tierBackoffMaxMs: spec('auditlake.audit.tier.backoff.max.ms', '600000', positiveInt),
   viewerMaxPage: spec('auditlake.audit.viewer.max.page', '5000', positiveInt),
+  /** How long one search (a page, an NDJSON answer, stats) may read before it is stopped (503 AUDIT_SEARCH_TIMEOUT). */
+  searchTimeoutMs: spec('auditlake.audit.search.timeout.ms', '60000', positiveInt),
   /** Key names whose values are masked in `query` and `details` at ingest ('' turns masking off). */
   redactKeys: spec('auditlake.audit.redact.keys', DEFAULT_REDACT_KEYS.join(','), redactKeyList),
   maintenanceEnabled: spec('auditlake.audit.tier.maintenance.enabled', 'true', boolean),

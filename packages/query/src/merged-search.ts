@@ -28,6 +28,8 @@ export interface MergedSearchOptions {
    * has been deleted locally); undefined when no local event was ever deleted after tiering.
    */
   localCompleteFromMs: number | undefined;
+  /** Once aborted, the search throws its reason at the next row group it would read. */
+  signal?: AbortSignal;
 }
 
 export interface MergedSearchResult {
@@ -184,6 +186,7 @@ export async function mergedSearch(options: MergedSearchOptions): Promise<Merged
   });
   try {
     for (let task = await groups.next(); task !== undefined; task = await groups.next()) {
+      options.signal?.throwIfAborted();
       const { tier, file } = task;
       if (failedTiers.has(tier)) continue;
       // Every event in this file (and all later ones, sorted by tsMax) is older than the page.

@@ -275,8 +275,8 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     });
     registerIngestRoute(app, ingest);
     const search = new AuditSearch(store, tiering);
-    registerSearchRoute(app, { search, viewerMaxPage: config.viewerMaxPage, membership });
-    registerStatsRoute(app, { search, viewerMaxPage: config.viewerMaxPage, membership });
+    registerSearchRoute(app, { search, viewerMaxPage: config.viewerMaxPage, membership, searchTimeoutMs: config.searchTimeoutMs });
+    registerStatsRoute(app, { search, viewerMaxPage: config.viewerMaxPage, membership, searchTimeoutMs: config.searchTimeoutMs });
     registerSettingsRoutes(app, settings, membership, tiering);
     registerMaintenanceRoutes(app, membership, tiering);
     const integrity = new IntegrityService({

@@ -59,11 +59,12 @@ export class AuditSearch {
     return (await this.#tiering.tierSources()).length > 0;
   }
 
-  async page(filter: SearchFilter): Promise<SearchPage> {
+  /** One page; `signal` stops the reading (a client gone, a deadline passed) with its reason. */
+  async page(filter: SearchFilter, signal?: AbortSignal): Promise<SearchPage> {
     const tiers = await this.#tiering.tierSources();
     // Text events: a page answered as JSON is cut from the stored text, never parsed.
-    const local = { batches: this.#store.searchBatches(filter, { expectedEvents: filter.limit + 1, textEvents: true }) };
-    const result = await mergedSearch({ local, tiers, filter, localCompleteFromMs: this.#tiering.localCompleteFromMs(Date.now()) });
+    const local = { batches: this.#store.searchBatches(filter, { expectedEvents: filter.limit + 1, textEvents: true, ...(signal ? { signal } : {}) }) };
+    const result = await mergedSearch({ local, tiers, filter, localCompleteFromMs: this.#tiering.localCompleteFromMs(Date.now()), ...(signal ? { signal } : {}) });
     const fit = eventsWithinPage(result.events);
     const page: SearchPage = fit < result.events.length ? { events: result.events.slice(0, fit), truncated: true } : { events: result.events, truncated: result.truncated };
     const last = page.events.at(-1);
@@ -77,7 +78,7 @@ export class AuditSearch {
    * more if there is one (it says the page is cut: the caller sends a cursor instead of it).
    * Streamed: only one run of equal event times is held at a time.
    */
-  localStream(filter: SearchFilter): AsyncGenerator<StoredEvent> {
-    return newestFirstStream(this.#store.search(filter, { expectedEvents: filter.limit + 1 }), filter.limit + 1);
+  localStream(filter: SearchFilter, signal?: AbortSignal): AsyncGenerator<StoredEvent> {
+    return newestFirstStream(this.#store.search(filter, { expectedEvents: filter.limit + 1, ...(signal ? { signal } : {}) }), filter.limit + 1);
   }
 }

@@ -13,6 +13,7 @@ const STATUS_BY_CODE: Record<AuditErrorCode, number> = {
   [AuditErrorCode.SOURCE_NOT_BOUND]: 403,
   [AuditErrorCode.HOST_NOT_ALLOWED]: 403,
   [AuditErrorCode.LIMIT_EXCEEDED]: 429,
+  [AuditErrorCode.SEARCH_TIMEOUT]: 503,
   [AuditErrorCode.NOT_LEADER]: 503,
   [AuditErrorCode.STALE_TERM]: 503,
   [AuditErrorCode.STORE_NOT_OPEN]: 503,

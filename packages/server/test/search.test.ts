@@ -268,3 +268,21 @@ describe('a page of large events', () => {
     expect(tableFromIPC(new Uint8Array(await arrow.arrayBuffer())).numRows).toBeLessThan(300);
   }, 120_000);
 });
+
+describe('a search past auditlake.audit.search.timeout.ms', () => {
+  it('is stopped: a 503 AUDIT_SEARCH_TIMEOUT naming the key (JSON, stats), and an NDJSON answer ends with that error as its last line', async () => {
+    const t = await startTestNode({ props: { 'auditlake.audit.search.timeout.ms': '1' } });
+    // Every event holds each trigram of the needle, none the needle: the search reads them all.
+    for (let b = 0; b < 6; b++) {
+      expect((await t.ingest(Array.from({ length: 5000 }, (_, i) => event({ eventId: `s${b}-${i}`, ts: T0 + b * 5000 + i, query: `foo bar; bar foo ${i}` })))).status).toBe(200);
+    }
+    const slow = await t.request('/admin/audit?q=foo%20bar%20foo&limit=10');
+    expect(slow.status).toBe(503);
+    expect(await slow.json()).toMatchObject({ code: 'AUDIT_SEARCH_TIMEOUT', error: expect.stringMatching(/^the search read for longer than 1 ms \(auditlake\.audit\.search\.timeout\.ms\) and was stopped/) });
+    expect((await t.request('/admin/audit/stats?q=foo%20bar%20foo&limit=10')).status).toBe(503);
+    const streamed = await t.request('/admin/audit?q=foo%20bar%20foo&limit=10', { headers: { accept: 'application/x-ndjson' } });
+    expect(streamed.status).toBe(200);
+    const lines = (await streamed.text()).trimEnd().split('\n');
+    expect(JSON.parse(lines.at(-1)!)).toMatchObject({ code: 'AUDIT_SEARCH_TIMEOUT' });
+  }, 120_000);
+});

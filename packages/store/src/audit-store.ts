@@ -1327,7 +1327,7 @@ export class AuditStore {
    * `expectedEvents`: how many the caller will likely take (a page and one more), so the first
    * read fetches about that many. Each event's stored JSON is kept for storedJsonOf.
    */
-  async *search(filter: Omit<SearchFilter, 'limit'>, options: { expectedEvents?: number } = {}): AsyncGenerator<StoredEvent> {
+  async *search(filter: Omit<SearchFilter, 'limit'>, options: { expectedEvents?: number; signal?: AbortSignal } = {}): AsyncGenerator<StoredEvent> {
     for await (const batch of this.searchBatches(filter, options)) yield* batch;
   }
 
@@ -1336,9 +1336,11 @@ export class AuditStore {
    * page pays one step of the generator per read instead of one per event (for a 200-event
    * page, about as much as parsing the events). `textEvents`: events are StoredEventText,
    * parsed only when a field beyond their place in the order and userId is read (a page
-   * answered as JSON is cut from the stored text and never needs one).
+   * answered as JSON is cut from the stored text and never needs one). `signal`: once aborted,
+   * the next native read throws its reason instead (a client gone, a deadline passed), so a
+   * scan that matches nothing stops too.
    */
-  async *searchBatches(filter: Omit<SearchFilter, 'limit'>, options: { expectedEvents?: number; textEvents?: boolean } = {}): AsyncGenerator<StoredEvent[]> {
+  async *searchBatches(filter: Omit<SearchFilter, 'limit'>, options: { expectedEvents?: number; textEvents?: boolean; signal?: AbortSignal } = {}): AsyncGenerator<StoredEvent[]> {
     const matches = compileFilter({ ...filter, limit: 1 });
     const toMs = upperTimeMs(filter);
     const range = {
@@ -1360,6 +1362,7 @@ export class AuditStore {
     const pageScan = expectedEvents !== undefined && !filterBeyondTime(filter);
     const scan = pageScan ? { first: expectedEvents + TIME_SCAN_SLACK, fillCache: true } : {};
     for await (const values of plan?.batches ?? rangeBatchesNewestFirst(this.#db, range, scan)) {
+      options.signal?.throwIfAborted();
       const events: StoredEvent[] = [];
       for (const value of values) {
         if (needle !== undefined && !value.toLowerCase().includes(needle)) continue;

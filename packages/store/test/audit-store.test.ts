@@ -531,3 +531,21 @@ describe('RetentionPruner', () => {
     expect((await all(store)).map((e) => e.eventId).sort()).toEqual(['new', 'old2']);
   });
 });
+
+describe('a search under a signal', () => {
+  it('throws the reason once the signal is aborted, at the next read, and reads no further', async () => {
+    const store = await openStore();
+    for (let b = 0; b < 4; b++) await store.append(Array.from({ length: 1000 }, (_, i) => ev(`a${b}-${i}`, 1_000 + b * 1000 + i)));
+    const controller = new AbortController();
+    let read = 0;
+    const reading = (async () => {
+      for await (const batch of store.searchBatches({ action: 'all' }, { signal: controller.signal })) {
+        read += batch.length;
+        controller.abort(new Error('the client went away'));
+      }
+    })();
+    await expect(reading).rejects.toThrow('the client went away');
+    expect(read).toBeGreaterThan(0);
+    expect(read).toBeLessThan(4000);
+  });
+});

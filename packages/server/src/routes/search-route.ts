@@ -1,17 +1,20 @@
 import { once } from 'node:events';
-import { encodeCursor, parseSearchParams, toEventOutput, type EventOutput, type SearchFilter } from '@auditlake/model';
+import { encodeCursor, isAuditError, parseSearchParams, toEventOutput, type EventOutput, type SearchFilter } from '@auditlake/model';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { ARROW_STREAM_MEDIA_TYPE, encodeArrowStream } from '../arrow-events.js';
 import type { AuditSearch } from '../audit-search.js';
 import { proxyToLeader } from '../leader-proxy.js';
 import { eventOutputJson, searchResponseBody } from '../search-response.js';
 import type { Membership } from '../membership.js';
+import { searchDeadline } from '../search-deadline.js';
 import './route-access.js';
 
 export interface SearchRouteOptions {
   search: AuditSearch;
   viewerMaxPage: number;
   membership: Membership;
+  /** How long a search may read (auditlake.audit.search.timeout.ms). */
+  searchTimeoutMs: number;
 }
 
 export const STALE_HEADER = 'x-auditlake-stale';
@@ -25,7 +28,8 @@ function wantsNdjson(accept: string | undefined): boolean {
 /**
  * Streams matching local events as NDJSON, one line each: the socket's backpressure paces the
  * LevelDB iterator, so `curl … | jq` works over any answer. A page cut at the limit ends with
- * a `{"nextCursor": …}` line.
+ * a `{"nextCursor": …}` line. Stopped by its deadline once the status is sent, it ends with a
+ * `{"error": …, "code": …}` line instead: the answer is incomplete.
  */
 async function streamNdjson(reply: FastifyReply, events: AsyncGenerator<EventOutput>, limit: number, stale: boolean): Promise<void> {
   reply.hijack();
@@ -44,6 +48,10 @@ async function streamNdjson(reply: FastifyReply, events: AsyncGenerator<EventOut
       last = event;
       if (!out.write(eventOutputJson(event) + '\n')) await once(out, 'drain');
     }
+  } catch (err) {
+    // Headers are out: the error can only be told as the last line (a client gone reads none).
+    if (!isAuditError(err)) throw err;
+    if (!out.destroyed) out.write(JSON.stringify({ error: err.message, code: err.code }) + '\n');
   } finally {
     out.end();
   }
@@ -68,6 +76,24 @@ export function searchFilter(query: unknown, viewerMaxPage: number): SearchFilte
   return parseSearchParams(query as Record<string, unknown>, viewerMaxPage);
 }
 
+/** The answer to a search in the form asked for (Arrow, NDJSON or JSON), read under `signal`. */
+async function answer(reply: FastifyReply, search: AuditSearch, accept: string | undefined, filter: SearchFilter, stale: boolean, signal: AbortSignal): Promise<unknown> {
+  if (wantsArrow(accept)) return sendArrow(reply, await search.page(filter, signal));
+  const ndjson = wantsNdjson(accept);
+  if (ndjson && !(await search.hasTiers())) return streamNdjson(reply, search.localStream(filter, signal), filter.limit, stale);
+  // History has left for S3: one merged, de-duplicated page (at most the viewer's max page).
+  const page = await search.page(filter, signal);
+  if (page.tierNote) reply.header('x-auditlake-tier-note', encodeURIComponent(page.tierNote));
+  if (ndjson) {
+    reply.header('content-type', NDJSON);
+    const lines = page.events.map((e) => eventOutputJson(e) + '\n');
+    if (page.nextCursor !== undefined) lines.push(JSON.stringify({ nextCursor: page.nextCursor }) + '\n');
+    return lines.join('');
+  }
+  // Composed as text: local events reuse the JSON the store holds (search-response.ts).
+  return reply.type('application/json; charset=utf-8').send(searchResponseBody(page, stale));
+}
+
 export function registerSearchRoute(app: FastifyInstance, options: SearchRouteOptions): void {
   // A browser navigating here gets the Admin UI page instead (http-app's page hook).
   app.get('/admin/audit', { config: { access: { role: 'admin', action: 'audit:Search' } } }, async (request, reply) => {
@@ -77,19 +103,11 @@ export function registerSearchRoute(app: FastifyInstance, options: SearchRouteOp
     if (await proxyToLeader(membership.leaderUrl(), request, reply)) return reply;
     const stale = !membership.isLeader();
     if (stale) reply.header(STALE_HEADER, 'true');
-    if (wantsArrow(request.headers.accept)) return sendArrow(reply, await search.page(filter));
-    const ndjson = wantsNdjson(request.headers.accept);
-    if (ndjson && !(await search.hasTiers())) return streamNdjson(reply, search.localStream(filter), filter.limit, stale);
-    // History has left for S3: one merged, de-duplicated page (at most the viewer's max page).
-    const page = await search.page(filter);
-    if (page.tierNote) reply.header('x-auditlake-tier-note', encodeURIComponent(page.tierNote));
-    if (ndjson) {
-      reply.header('content-type', NDJSON);
-      const lines = page.events.map((e) => eventOutputJson(e) + '\n');
-      if (page.nextCursor !== undefined) lines.push(JSON.stringify({ nextCursor: page.nextCursor }) + '\n');
-      return lines.join('');
+    const deadline = searchDeadline(reply, options.searchTimeoutMs);
+    try {
+      return await answer(reply, search, request.headers.accept, filter, stale, deadline.signal);
+    } finally {
+      deadline.done();
     }
-    // Composed as text: local events reuse the JSON the store holds (search-response.ts).
-    return reply.type('application/json; charset=utf-8').send(searchResponseBody(page, stale));
   });
 }

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AuditSearch } from '../audit-search.js';
 import { proxyToLeader } from '../leader-proxy.js';
 import type { Membership } from '../membership.js';
+import { searchDeadline } from '../search-deadline.js';
 import { searchFilter } from './search-route.js';
 import './route-access.js';
 
@@ -11,13 +12,14 @@ import './route-access.js';
  * histogram over the window a search with the same parameters returns (the newest `limit`
  * matching events), so a browser draws it without downloading thousands of events.
  */
-export function registerStatsRoute(app: FastifyInstance, options: { search: AuditSearch; viewerMaxPage: number; membership: Membership }): void {
+export function registerStatsRoute(app: FastifyInstance, options: { search: AuditSearch; viewerMaxPage: number; membership: Membership; searchTimeoutMs: number }): void {
   app.get('/admin/audit/stats', { config: { access: { role: 'admin', action: 'audit:ReadStats' } } }, async (request, reply) => {
     const filter = searchFilter(request.query, options.viewerMaxPage);
     const { membership } = options;
     if (await proxyToLeader(membership.leaderUrl(), request, reply)) return reply;
     const stale = !membership.isLeader();
-    const page = await options.search.page(filter);
+    const deadline = searchDeadline(reply, options.searchTimeoutMs);
+    const page = await options.search.page(filter, deadline.signal).finally(() => deadline.done());
     const stats = summarizeEvents(page.events, {
       ...(filter.fromMs !== undefined ? { fromMs: filter.fromMs } : {}),
       ...(filter.toMs !== undefined ? { toMs: filter.toMs } : {}),
