@@ -145,6 +145,12 @@ export const CONFIG_KEYS = {
   allowedHosts: spec('auditlake.http.allowed.hosts', '', hostNames),
   /** Largest accepted ingest body. */
   bodyLimitBytes: spec('auditlake.http.body.limit.bytes', String(8 * 1024 * 1024), positiveInt),
+  /**
+   * Most HTTP connections open at once; past it a new one is closed as it arrives. Without a
+   * cap, idle connections from anyone took every file descriptor, and LevelDB then failed its
+   * writes ("Too many open files"): keep the process's descriptor limit well above this.
+   */
+  httpConnectionsMax: spec('auditlake.http.connections.max', '4096', positiveInt),
   /** Refused-access events recorded per second at most (the rest are counted, not stored). */
   denyAuditPerSecond: spec('auditlake.auth.deny.audit.per.second', '20', nonNegativeInt),
   /**

@@ -305,6 +305,8 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     // Last: page-only routes are added only where no API route owns the path.
     registerAdminUiRoutes(app, adminUi);
 
+    // Connections past the cap are closed as they arrive, before they hold a descriptor for long.
+    app.server.maxConnections = config.httpConnectionsMax;
     await app.listen({ host: options.host, port: options.port });
     const url = advertisedUrl(app, options);
     if (cluster) {

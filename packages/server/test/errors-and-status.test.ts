@@ -1,6 +1,9 @@
-// Goal: error codes say what happened and retryable ones tell the client when to retry; a single node refuses ack=replicated before storing anything and reports itself in /admin/cluster and the cluster gauges.
+// Goal: error codes say what happened and retryable ones tell the client when to retry; a single node refuses ack=replicated before storing anything and reports itself in /admin/cluster and the cluster gauges; connections past auditlake.http.connections.max are closed as they arrive.
+import { once } from 'node:events';
+import { Agent, get } from 'node:http';
+import { connect, type Socket } from 'node:net';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { toHttpError } from '../src/http-errors.js';
 import { event, startTestNode } from './test-node.js';
 
@@ -52,5 +55,34 @@ describe('a single node (no --coordinator)', () => {
     expect(metrics).toContain(`auditlake_cluster_node_reachable{node="${t.node.nodeId}"} 1`);
     expect(metrics).toContain(`auditlake_cluster_node_last_heard_seconds{node="${t.node.nodeId}"} 0`);
     expect(metrics).toMatch(/^auditlake_outbox_events 0$/m);
+  });
+});
+
+describe('auditlake.http.connections.max', () => {
+  it('closes connections past the cap as they arrive, and takes new ones once others closed; open ones keep working', async () => {
+    const t = await startTestNode({ props: { 'auditlake.http.connections.max': '20' } });
+    const port = Number(new URL(t.node.url).port);
+    const idle: Socket[] = [];
+    onTestFinished(() => idle.forEach((socket) => socket.destroy()));
+    // An open keep-alive connection, then 19 that send nothing: the cap is reached.
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    onTestFinished(() => agent.destroy());
+    const viaAgent = () => new Promise<number>((resolve, reject) => get({ host: '127.0.0.1', port, path: '/health', agent }, (res) => res.resume().on('end', () => resolve(res.statusCode ?? 0))).on('error', reject));
+    // On a new connection of its own each time.
+    const fresh = () => new Promise<number>((resolve, reject) => get({ host: '127.0.0.1', port, path: '/health', agent: false }, (res) => res.resume().on('end', () => resolve(res.statusCode ?? 0))).on('error', reject));
+    expect(await viaAgent()).toBe(200);
+    for (let i = 0; i < 19; i++) {
+      const socket = connect(port, '127.0.0.1');
+      await once(socket, 'connect');
+      idle.push(socket);
+    }
+    await expect.poll(() => new Promise<number>((resolve) => t.node.app.server.getConnections((_err, n) => resolve(n)))).toBe(20);
+    // A new connection is closed at once.
+    await expect(fresh()).rejects.toMatchObject({ code: 'ECONNRESET' });
+    // The open one still answers.
+    expect(await viaAgent()).toBe(200);
+    // Room again: new connections are taken.
+    idle.splice(0).forEach((socket) => socket.destroy());
+    await expect.poll(() => fresh().catch(() => 0)).toBe(200);
   });
 });
