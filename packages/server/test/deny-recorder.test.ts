@@ -1,8 +1,8 @@
-// Goal: refusals are recorded one by one only up to a per-client threshold per window; past it the client is limited and its window becomes one summary event, so a flood cannot grow the store without bound (manual clock).
+// Goal: refusals are recorded one by one only up to a per-client threshold per window; past it the client is limited and its window becomes one summary event, and past SUMMARIES_RECORDED_MAX summaries at once the rest become one, so a flood from any number of addresses cannot grow the store without bound (manual clock).
 import type { AuditEvent } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
 import { ClientRefusals } from '../src/auth/client-refusals.js';
-import { DenyRecorder, type RefusedAccess } from '../src/auth/deny-recorder.js';
+import { DenyRecorder, SUMMARIES_RECORDED_MAX, type RefusedAccess } from '../src/auth/deny-recorder.js';
 
 const T0 = Date.UTC(2026, 11, 1, 12, 0, 0);
 
@@ -71,6 +71,24 @@ describe('DenyRecorder', () => {
     await deny.close();
     expect(recorded).toHaveLength(3 * (20 + 1));
     expect(recorded.filter((e) => e.resource === 'client 203.0.113.5').map((e) => e.details.split(' ')[0])).toEqual(['9980', '9980', '9980']);
+  });
+
+  it('records the summaries of many flooding clients ending at once as SUMMARIES_RECORDED_MAX events and one combined event', async () => {
+    const clock = { nowMs: T0 };
+    const { deny, recorded } = recorder(clock, { perClientMax: 2, perSecond: 1_000_000 });
+    // 3,000 addresses, each past its threshold (client i refused 3 + i % 5 times).
+    for (let i = 0; i < 3000; i++) for (let k = 0; k < 3 + (i % 5); k++) deny.refuse(access(`2001:db8::${i.toString(16)}`));
+    const oneByOne = recorded.length;
+    expect(oneByOne).toBe(3000 * 2);
+    clock.nowMs = T0 + 60_000;
+    deny.flush();
+    const summaries = recorded.slice(oneByOne);
+    expect(summaries).toHaveLength(SUMMARIES_RECORDED_MAX + 1);
+    const combined = summaries.at(-1)!;
+    // Past each threshold: 1 + i % 5 refusals; 2,980 clients in the combined one.
+    const total = Array.from({ length: 3000 }, (_, i) => 1 + (i % 5)).slice(SUMMARIES_RECORDED_MAX).reduce((a, b) => a + b, 0);
+    expect(combined).toMatchObject({ resource: '2980 clients', details: expect.stringMatching(new RegExp(`^${total} refused requests from 2980 more clients between 2026-12-01T12:00:00.000Z and 2026-12-01T12:01:00.000Z, each answered 429 after its first 2 .*those refused most: 2001:db8::[0-9a-f]+ \\(5\\)`)) });
+    await deny.close();
   });
 
   it('close() records the summary of a window still open, and is idempotent', async () => {

@@ -36,6 +36,19 @@ export interface DenyRecorderOptions {
 const CLIENTS_MAX_DEFAULT = 10_000;
 
 /**
+ * Client summaries recorded one by one per flush; the rest of that flush's become one event.
+ * Summaries did not draw on the per-second bucket: 3,000 flooding addresses (any IPv6 client
+ * has that many) made 2,979 summary events at once when their windows ended.
+ */
+export const SUMMARIES_RECORDED_MAX = 20;
+
+/** How often a refusal looks for ended windows (each look walks every tracked client). */
+const FLUSH_INTERVAL_MS = 1_000;
+
+/** Addresses a combined summary names (those refused most). */
+const COMBINED_NAMED_MAX = 10;
+
+/**
  * Records refused access (401/403) as DENY audit events, bounded twice so a flood of bad
  * requests cannot grow the store without bound: per client address, past `perClientMax`
  * refusals in a window the client is answered 429 and the window is recorded as one summary
@@ -49,6 +62,8 @@ export class DenyRecorder {
   readonly #timer: NodeJS.Timeout;
   #tokens: number;
   #refilledAtMs: number;
+  /** When a refusal next looks for ended windows. */
+  #nextFlushMs = 0;
   #closed = false;
   /** Records under way, awaited by close() so none is cut off by the store closing. */
   readonly #inflight = new Set<Promise<void>>();
@@ -70,7 +85,7 @@ export class DenyRecorder {
    */
   refuse(access: RefusedAccess): RefusalVerdict {
     const nowMs = this.#now();
-    this.flush();
+    if (nowMs >= this.#nextFlushMs) this.flush();
     const verdict = this.#clients.refuse(access.clientAddress, nowMs);
     if (verdict.limited) return verdict;
     if (!this.#take(nowMs)) {
@@ -85,9 +100,16 @@ export class DenyRecorder {
     return verdict;
   }
 
-  /** Records the summaries of windows that have ended (also run by a timer). */
+  /**
+   * Records the summaries of windows that have ended (also run by a timer): the first
+   * SUMMARIES_RECORDED_MAX one by one, any more as one event.
+   */
   flush(): void {
-    for (const summary of this.#clients.takeEnded(this.#now(), this.#closed)) this.#recordSummary(summary);
+    const nowMs = this.#now();
+    this.#nextFlushMs = nowMs + FLUSH_INTERVAL_MS;
+    const summaries = this.#clients.takeEnded(nowMs, this.#closed);
+    for (const summary of summaries.slice(0, SUMMARIES_RECORDED_MAX)) this.#recordSummary(summary);
+    if (summaries.length > SUMMARIES_RECORDED_MAX) this.#recordCombined(summaries.slice(SUMMARIES_RECORDED_MAX));
   }
 
   /**
@@ -112,6 +134,22 @@ export class DenyRecorder {
         action: 'auth:Authenticate',
         resource: `client ${summary.clientAddress}`,
         details: `${summary.count} refused requests from ${summary.clientAddress} between ${from} and ${to}, answered 429 after the first ${this.#options.perClientMax} (recorded one by one); this summary stands for them`,
+      },
+      this.#now(),
+    );
+  }
+
+  #recordCombined(summaries: RefusalSummary[]): void {
+    const count = summaries.reduce((n, summary) => n + summary.count, 0);
+    const from = new Date(Math.min(...summaries.map((summary) => summary.fromMs))).toISOString();
+    const to = new Date(Math.max(...summaries.map((summary) => summary.toMs))).toISOString();
+    const most = [...summaries].sort((a, b) => b.count - a.count).slice(0, COMBINED_NAMED_MAX);
+    this.#record(
+      {
+        userId: 'anonymous',
+        action: 'auth:Authenticate',
+        resource: `${summaries.length} clients`,
+        details: `${count} refused requests from ${summaries.length} more clients between ${from} and ${to}, each answered 429 after its first ${this.#options.perClientMax} (recorded one by one); those refused most: ${most.map((summary) => `${summary.clientAddress} (${summary.count})`).join(', ')}; this summary stands for them`,
       },
       this.#now(),
     );
