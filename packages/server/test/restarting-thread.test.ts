@@ -29,13 +29,17 @@ function launcher(): {
   failNext: (n: number) => void;
   slowNext: (ms: number) => void;
   hangNext: (n: number) => void;
+  /** Launches begun (a slow one is counted as it begins, before it has a thread). */
+  started: () => number;
 } {
   const launched: Launched[] = [];
   const hung: Worker[] = [];
   let failing = 0;
   let slowMs = 0;
   let hanging = 0;
+  let started = 0;
   const launch = async (port: number, signal: AbortSignal): Promise<ThreadRun> => {
+    started++;
     if (failing > 0) {
       failing--;
       throw new Error('port still taken');
@@ -70,7 +74,7 @@ function launcher(): {
       terminate: async () => void (await worker.terminate()),
     };
   };
-  return { launch, launched, hung, failNext: (n) => (failing = n), slowNext: (ms) => (slowMs = ms), hangNext: (n) => (hanging = n) };
+  return { launch, launched, hung, failNext: (n) => (failing = n), slowNext: (ms) => (slowMs = ms), hangNext: (n) => (hanging = n), started: () => started };
 }
 
 describe('a restarting thread', () => {
@@ -135,12 +139,15 @@ describe('a restarting thread', () => {
   });
 
   it('close() waits for a restart already starting, and closes the run it started', async () => {
-    const { launch, launched, slowNext } = launcher();
+    const { launch, launched, slowNext, started } = launcher();
     const problems: string[] = [];
     const thread = await RestartingThread.start(7003, { launch, onProblem: (err) => problems.push(err.message), stableMs: 0 });
     slowNext(300);
     launched[0]!.worker.postMessage('exit 4');
-    await expect.poll(() => problems.length).toBe(1);
+    // The problem is told before the restart's timer fires: wait for the launch itself. (Polling
+    // the problem alone let close() run first on a loaded machine, cancelling the restart.)
+    await expect.poll(() => started()).toBe(2);
+    expect(problems).toHaveLength(1);
     // The restart is starting (300 ms): close now.
     await thread.close();
     expect(launched).toHaveLength(2);
