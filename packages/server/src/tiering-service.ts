@@ -140,7 +140,7 @@ export class TieringService {
       batchSizeMax: config.tierBatchSize,
       settleMs: config.tierSettleMs,
       heldThrough: () => membership.heldByStandbys()?.throughSeq,
-      ...(membership.reserveTerm ? { reserveTerm: membership.reserveTerm } : {}),
+      ...(membership.reserveTerm ? { reserveTerm: membership.reserveTerm } : { soleWriter: true }),
       backoffInitialMs: config.tierBackoffInitialMs,
       backoffMaxMs: config.tierBackoffMaxMs,
       log: options.log,

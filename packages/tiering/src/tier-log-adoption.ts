@@ -39,8 +39,15 @@ export interface AdoptionRecord {
 export interface AdoptOptions {
   /** The most entries it may read from the tier. */
   entriesMax: number;
-  /** The term this leader leads: every adopted row must come from an earlier one. */
+  /** The term this leader leads: every adopted row must come from an earlier one (or this one, see soleWriter). */
   termNow: number;
+  /**
+   * A node without a coordinator: it alone ever ordered events, all in its one term, so the
+   * tier's rows of that term are its own log's (lost here: a disk that failed, a data dir
+   * restored from an older copy). Rows of `termNow` are then taken too; a later term still
+   * refuses. Without it a single node, always in term 0, could never adopt.
+   */
+  soleWriter?: boolean;
   /** Asked inside the store's exclusive step, right before anything is cut: false (no longer leading) refuses. */
   mayAdopt: () => boolean;
   /** Ordered after the adopted entries, in the same write. */
@@ -112,7 +119,9 @@ async function adopt(store: AuditStore, rows: readonly TieredEvent[], commonSeq:
     const seq = row.seq as number;
     const term = row.term as number;
     // A row from a term not before this leader's is no record of a log this one succeeded.
-    if (term >= options.termNow) throw new AuditError(AuditErrorCode.TIER_TARGET_UNUSABLE, `the tier's row at seq ${seq} has term ${term}, not before this leader's term ${options.termNow}`);
+    if (term > options.termNow || (term === options.termNow && options.soleWriter !== true)) {
+      throw new AuditError(AuditErrorCode.TIER_TARGET_UNUSABLE, `the tier's row at seq ${seq} has term ${term}, not before this leader's term ${options.termNow}`);
+    }
     if (starts.at(-1)?.term !== term) starts.push({ firstSeq: seq, term });
     // The tier's rows may still hold values an adopted erasure record names (its leader died before rewriting them).
     const target = erased.get(targetKey(row.eventId, seq));

@@ -79,6 +79,8 @@ export interface TierSweeperOptions {
    * node without standbys) the record carries the leader's term.
    */
   reserveTerm?: () => Promise<number>;
+  /** A node without a coordinator: an adoption takes the tier's rows of its own term (AdoptOptions.soleWriter). */
+  soleWriter?: boolean;
   backoffInitialMs: number;
   backoffMaxMs: number;
   now?: () => number;
@@ -625,6 +627,7 @@ export class TierSweeper {
       const adoption = await adoptTierSuffix(store, source, watermark, {
         entriesMax: this.#options.adoptEntriesMax ?? TIER_ADOPTION_ENTRIES_MAX,
         termNow: term,
+        ...(this.#options.soleWriter === true ? { soleWriter: true } : {}),
         mayAdopt: () => this.#options.isLeader() && this.#options.term() === term,
         now: this.#now,
         ...(record === undefined ? {} : { record }),

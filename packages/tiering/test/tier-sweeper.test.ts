@@ -506,6 +506,21 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     expect(second.outboxCount).toBe(0);
   });
 
+  it('a node without a coordinator (term 0 always) adopts its own term\'s rows: the tier\'s record of a log it lost', async () => {
+    const target = modes.parquet('soletail_parquet');
+    await tieredLog(target);
+    // Its log lost all but 5 of them (term 0, like the tier's rows).
+    const second = await storeWith(5, 10);
+    const b = testSweeper({ store: second, connections: s3.connections, catalogs, settings: () => target, term: () => 0, soleWriter: true });
+    expect(await b.sweep()).toBe('failed');
+    expect(await b.adoptTier(20)).toMatchObject({ adopted: { adopted: 20, moved: 5 }, outcome: 'nothing-to-tier' });
+    expect(second.position.lastSeq).toBe(20);
+    // A row of a later term than the node's is still refused.
+    const later = await storeWith(5, 10);
+    const c = testSweeper({ store: later, connections: s3.connections, catalogs, settings: () => target, term: () => -1, soleWriter: true });
+    expect(await c.adoptTier(20)).toMatchObject({ adopted: undefined, outcome: 'failed', error: expect.stringContaining('has term 0, not before this leader\'s term -1') as unknown });
+  });
+
   it('adopts from a target whose rows start above seq 1 (tiered to another target before)', async () => {
     const earlier = modes.parquet('before_parquet');
     const later = modes.parquet('later_parquet');
