@@ -1,8 +1,10 @@
 // Goal: GET /admin/audit filters, orders and limits exactly as the reference's search table says; a page of large events is cut by size and the cursor carries on.
+import { once } from 'node:events';
+import { connect, type Socket } from 'node:net';
 import { tableFromIPC } from 'apache-arrow';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { PAGE_CHARS_MAX } from '../src/audit-search.js';
-import { event, startTestNode } from './test-node.js';
+import { ADMIN_TOKEN, event, startTestNode } from './test-node.js';
 
 const DAY = 86_400_000;
 const T0 = 1_792_281_600_000; // 2026-10-18T00:00:00Z
@@ -285,4 +287,24 @@ describe('a search past auditlake.audit.search.timeout.ms', () => {
     const lines = (await streamed.text()).trimEnd().split('\n');
     expect(JSON.parse(lines.at(-1)!)).toMatchObject({ code: 'AUDIT_SEARCH_TIMEOUT' });
   }, 120_000);
+});
+
+describe('an NDJSON answer its client stops reading', () => {
+  it('is given up at the search deadline: the connection is closed rather than held with its buffers', async () => {
+    const t = await startTestNode({ props: { 'auditlake.audit.search.timeout.ms': '1500' } });
+    for (let b = 0; b < 4; b++) expect((await t.ingest(Array.from({ length: 100 }, (_, i) => event({ eventId: `n${b}-${i}`, ts: T0 + b * 100 + i, query: 'q'.repeat(64 * 1024) })))).status).toBe(200);
+    const { port } = new URL(t.node.url);
+    // The node's side of this connection: the next one it accepts.
+    const accepted = once(t.node.app.server, 'connection') as Promise<[Socket]>;
+    const socket = connect(Number(port), '127.0.0.1');
+    onTestFinished(() => void socket.destroy());
+    await once(socket, 'connect');
+    // Asks for ~26 MB and reads none of it.
+    socket.write(`GET /admin/audit?limit=400 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Token ${ADMIN_TOKEN}\r\nAccept: application/x-ndjson\r\n\r\n`);
+    socket.pause();
+    const [nodeSide] = await accepted;
+    expect(nodeSide.destroyed).toBe(false);
+    // The node's side of the connection is closed (the paused client sees it only once it reads).
+    await expect.poll(() => nodeSide.destroyed, { timeout: 15_000 }).toBe(true);
+  }, 60_000);
 });
