@@ -1,6 +1,7 @@
 import { encodeCursor, type SearchFilter, type StoredEvent } from '@auditlake/model';
 import { mergedSearch, newestFirstStream, type MergedEvent } from '@auditlake/query';
 import { storedJsonOf, type AuditStore } from '@auditlake/store';
+import { eventOutputJson } from './search-response.js';
 import type { TieringService } from './tiering-service.js';
 
 /** One page of the merged log. */
@@ -15,20 +16,44 @@ export interface SearchPage {
 
 /**
  * The most characters of events one page carries: a page that would hold more is cut after the
- * event that passes it (never before its first), marked truncated, with `nextCursor`. Without
+ * event that passes it (never before its first), marked truncated, with `nextCursor`; the local
+ * read stops there too (sizeBoundedBatches), so it bounds memory, not only the answer. Without
  * it a page's size was the limit times the largest event: 200 events planted at ~4 MB each made
- * one answer 816 MB, and four at once ran the node out of heap. Ordinary events (~1 KB) fill
- * 5,000 to a page far below it.
+ * one answer 816 MB, and four at once ran the node out of heap; with the answer cut but the
+ * read not, 5,000 events of escaped control characters (~870 KB stored each) still took three
+ * concurrent searches to a crash. Ordinary events (~1 KB) fill 5,000 to a page far below it.
  */
 export const PAGE_CHARS_MAX = 32 * 1024 * 1024;
 
-/** About how many characters `event` adds to an answer: the stored text of a local event, else its fields. */
+/** How many characters `event` adds to an answer: the stored text of a local event, else its JSON (escapes counted). */
 function answerChars(event: MergedEvent): number {
-  const json = storedJsonOf(event);
-  if (json !== undefined) return json.length;
-  let chars = 200 + event.eventId.length + event.userId.length + event.source.length + event.action.length + event.resource.length + event.query.length + event.details.length;
-  for (const table of event.tables) chars += table.length + 3;
-  return chars;
+  return storedJsonOf(event)?.length ?? eventOutputJson(event).length;
+}
+
+/**
+ * `batches` (by event time descending) until their events pass `charsMax` characters, and then
+ * only the rest of the events of that event time (so the page can still be put in order: every
+ * local event of that time was read); `cut.atMs` is then that time. A page built from them
+ * holds, of every source, only what is at or after it (AuditSearch.page).
+ */
+export async function* sizeBoundedBatches<E extends StoredEvent>(batches: AsyncIterable<readonly E[]>, charsMax: number, cut: { atMs?: number }): AsyncGenerator<E[]> {
+  let chars = 0;
+  for await (const batch of batches) {
+    let end = batch.length;
+    for (let i = 0; i < batch.length; i++) {
+      const event = batch[i] as E;
+      if (cut.atMs === undefined) {
+        chars += answerChars(event);
+        if (chars > charsMax) cut.atMs = event.timestamp;
+      } else if (event.timestamp !== cut.atMs) {
+        end = i;
+        break;
+      }
+    }
+    if (end > 0) yield batch.slice(0, end);
+    // Past the cut's event time: nothing more is read (returning closes the store's iterator).
+    if (end < batch.length) return;
+  }
 }
 
 /** How many of `events` fit in {@link PAGE_CHARS_MAX} (at least one). */
@@ -63,10 +88,20 @@ export class AuditSearch {
   async page(filter: SearchFilter, signal?: AbortSignal): Promise<SearchPage> {
     const tiers = await this.#tiering.tierSources();
     // Text events: a page answered as JSON is cut from the stored text, never parsed.
-    const local = { batches: this.#store.searchBatches(filter, { expectedEvents: filter.limit + 1, textEvents: true, ...(signal ? { signal } : {}) }) };
+    const cut: { atMs?: number } = {};
+    const local = { batches: sizeBoundedBatches(this.#store.searchBatches(filter, { expectedEvents: filter.limit + 1, textEvents: true, ...(signal ? { signal } : {}) }), PAGE_CHARS_MAX, cut) };
     const result = await mergedSearch({ local, tiers, filter, localCompleteFromMs: this.#tiering.localCompleteFromMs(Date.now()), ...(signal ? { signal } : {}) });
-    const fit = eventsWithinPage(result.events);
-    const page: SearchPage = fit < result.events.length ? { events: result.events.slice(0, fit), truncated: true } : { events: result.events, truncated: result.truncated };
+    let events = result.events;
+    let truncated = result.truncated;
+    if (cut.atMs !== undefined) {
+      // Local events older than the cut were not read: the page ends at the cut's event time.
+      const atMs = cut.atMs;
+      const older = events.findIndex((event) => event.timestamp < atMs);
+      if (older >= 0) events = events.slice(0, older);
+      truncated = true;
+    }
+    const fit = eventsWithinPage(events);
+    const page: SearchPage = fit < events.length ? { events: events.slice(0, fit), truncated: true } : { events, truncated };
     const last = page.events.at(-1);
     if (page.truncated && last !== undefined) page.nextCursor = encodeCursor(last);
     if (result.tierNote !== undefined) page.tierNote = result.tierNote;
