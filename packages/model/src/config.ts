@@ -151,6 +151,8 @@ export const CONFIG_KEYS = {
    * writes ("Too many open files"): keep the process's descriptor limit well above this.
    */
   httpConnectionsMax: spec('auditlake.http.connections.max', '4096', positiveInt),
+  /** Most connections one client address may hold at once (behind a proxy, raise it: every client is the proxy). */
+  httpConnectionsPerClientMax: spec('auditlake.http.connections.per.client.max', '1024', positiveInt),
   /** Refused-access events recorded per second at most (the rest are counted, not stored). */
   denyAuditPerSecond: spec('auditlake.auth.deny.audit.per.second', '20', nonNegativeInt),
   /**

@@ -20,6 +20,7 @@ import { registerNodeGauges } from './node-gauges.js';
 import { createNodeLogger, type NodeLoggerOptions } from './node-logger.js';
 import { loadNodeId, loadOrCreateAdminToken, type AdminToken } from './node-identity.js';
 import { registerClusterRoute } from './routes/cluster-route.js';
+import { limitConnectionsPerClient } from './connection-limits.js';
 import { registerHealthRoutes } from './routes/health-routes.js';
 import { HostNames } from './host-names.js';
 import { registerAdminUiRoutes } from './routes/admin-ui-routes.js';
@@ -307,6 +308,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
 
     // Connections past the cap are closed as they arrive, before they hold a descriptor for long.
     app.server.maxConnections = config.httpConnectionsMax;
+    limitConnectionsPerClient(app.server, config.httpConnectionsPerClientMax);
     await app.listen({ host: options.host, port: options.port });
     const url = advertisedUrl(app, options);
     if (cluster) {

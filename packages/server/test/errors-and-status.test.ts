@@ -1,4 +1,4 @@
-// Goal: error codes say what happened and retryable ones tell the client when to retry; a single node refuses ack=replicated before storing anything and reports itself in /admin/cluster and the cluster gauges; connections past auditlake.http.connections.max are closed as they arrive.
+// Goal: error codes say what happened and retryable ones tell the client when to retry; a single node refuses ack=replicated before storing anything and reports itself in /admin/cluster and the cluster gauges; connections past auditlake.http.connections.max, or past auditlake.http.connections.per.client.max from one address, are closed as they arrive.
 import { once } from 'node:events';
 import { Agent, get } from 'node:http';
 import { connect, type Socket } from 'node:net';
@@ -84,5 +84,26 @@ describe('auditlake.http.connections.max', () => {
     // Room again: new connections are taken.
     idle.splice(0).forEach((socket) => socket.destroy());
     await expect.poll(() => fresh().catch(() => 0)).toBe(200);
+  });
+});
+
+describe('auditlake.http.connections.per.client.max', () => {
+  it('closes a connection from an address that holds the most already, while other addresses are served', async () => {
+    const t = await startTestNode({ props: { 'auditlake.http.connections.per.client.max': '5' } });
+    const port = Number(new URL(t.node.url).port);
+    const fresh = (localAddress: string) =>
+      new Promise<number>((resolve, reject) => get({ host: '127.0.0.1', port, path: '/health', agent: false, localAddress }, (res) => res.resume().on('end', () => resolve(res.statusCode ?? 0))).on('error', reject));
+    const idle: Socket[] = [];
+    onTestFinished(() => idle.forEach((socket) => socket.destroy()));
+    for (let i = 0; i < 5; i++) {
+      const socket = connect({ port, host: '127.0.0.1', localAddress: '127.0.0.3' });
+      await once(socket, 'connect');
+      idle.push(socket);
+    }
+    await expect(fresh('127.0.0.3')).rejects.toMatchObject({ code: 'ECONNRESET' });
+    // Another client is not locked out by this one.
+    expect(await fresh('127.0.0.4')).toBe(200);
+    idle.splice(0).forEach((socket) => socket.destroy());
+    await expect.poll(() => fresh('127.0.0.3').catch(() => 0)).toBe(200);
   });
 });
