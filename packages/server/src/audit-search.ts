@@ -30,13 +30,21 @@ function answerChars(event: MergedEvent): number {
   return storedJsonOf(event)?.length ?? eventOutputJson(event).length;
 }
 
+/** Where a size-bounded read stopped: the event time and ingest time of the event that passed the bound. */
+export interface ReadCut {
+  atMs?: number;
+  ingestTs?: number;
+}
+
 /**
- * `batches` (by event time descending) until their events pass `charsMax` characters, and then
- * only the rest of the events of that event time (so the page can still be put in order: every
- * local event of that time was read); `cut.atMs` is then that time. A page built from them
- * holds, of every source, only what is at or after it (AuditSearch.page).
+ * `batches` (the store's order: event time descending, then seq descending, along which ingest
+ * time never increases — docs/invariants.md, 3) until their events pass `charsMax` characters,
+ * and then only the rest of the events of that event time and ingest time (so the page can
+ * still be put in order: every local event at or before that position in it was read); `cut`
+ * then holds it. A page built from them holds, of every source, only what is at or before it
+ * (AuditSearch.page). Events sharing one event time, as a client may send them all, are cut too.
  */
-export async function* sizeBoundedBatches<E extends StoredEvent>(batches: AsyncIterable<readonly E[]>, charsMax: number, cut: { atMs?: number }): AsyncGenerator<E[]> {
+export async function* sizeBoundedBatches<E extends StoredEvent>(batches: AsyncIterable<readonly E[]>, charsMax: number, cut: ReadCut): AsyncGenerator<E[]> {
   let chars = 0;
   for await (const batch of batches) {
     let end = batch.length;
@@ -44,14 +52,14 @@ export async function* sizeBoundedBatches<E extends StoredEvent>(batches: AsyncI
       const event = batch[i] as E;
       if (cut.atMs === undefined) {
         chars += answerChars(event);
-        if (chars > charsMax) cut.atMs = event.timestamp;
-      } else if (event.timestamp !== cut.atMs) {
+        if (chars > charsMax) Object.assign(cut, { atMs: event.timestamp, ingestTs: event.ingestTs });
+      } else if (event.timestamp !== cut.atMs || event.ingestTs !== cut.ingestTs) {
         end = i;
         break;
       }
     }
     if (end > 0) yield batch.slice(0, end);
-    // Past the cut's event time: nothing more is read (returning closes the store's iterator).
+    // Past the cut's position: nothing more is read (returning closes the store's iterator).
     if (end < batch.length) return;
   }
 }
@@ -88,15 +96,15 @@ export class AuditSearch {
   async page(filter: SearchFilter, signal?: AbortSignal): Promise<SearchPage> {
     const tiers = await this.#tiering.tierSources();
     // Text events: a page answered as JSON is cut from the stored text, never parsed.
-    const cut: { atMs?: number } = {};
+    const cut: ReadCut = {};
     const local = { batches: sizeBoundedBatches(this.#store.searchBatches(filter, { expectedEvents: filter.limit + 1, textEvents: true, ...(signal ? { signal } : {}) }), PAGE_CHARS_MAX, cut) };
     const result = await mergedSearch({ local, tiers, filter, localCompleteFromMs: this.#tiering.localCompleteFromMs(Date.now()), ...(signal ? { signal } : {}) });
     let events = result.events;
     let truncated = result.truncated;
     if (cut.atMs !== undefined) {
-      // Local events older than the cut were not read: the page ends at the cut's event time.
-      const atMs = cut.atMs;
-      const older = events.findIndex((event) => event.timestamp < atMs);
+      // Local events after the cut's position were not read: the page ends there.
+      const { atMs, ingestTs = 0 } = cut;
+      const older = events.findIndex((event) => event.timestamp < atMs || (event.timestamp === atMs && event.ingestTs < ingestTs));
       if (older >= 0) events = events.slice(0, older);
       truncated = true;
     }

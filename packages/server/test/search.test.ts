@@ -240,11 +240,14 @@ describe('paging with the cursor', () => {
 });
 
 describe('a page of large events', () => {
-  it('is cut once it passes PAGE_CHARS_MAX characters, marked truncated with a cursor, and the pages together hold every event once (JSON and Arrow)', async () => {
+  it.each([
+    ['its own event time', (i: number) => T0 + i],
+    ['one event time for all (a client may send them so)', () => T0],
+  ])('with %s, is cut once it passes PAGE_CHARS_MAX characters, marked truncated with a cursor, and the pages together hold every event once (JSON and Arrow)', async (_name, timeOf) => {
     const t = await startTestNode();
     // Each event at its fields' limits: ~150,000 characters, so about 220 fill a page.
     const big = (i: number) =>
-      event({ eventId: `big-${i}`, userId: 'planter', ts: T0 + i, query: 'q'.repeat(64 * 1024), details: 'd'.repeat(16 * 1024), resource: 'r'.repeat(4096), tables: Array.from({ length: 16 }, (_, k) => `t${k}`.padEnd(4096, 'x')) });
+      event({ eventId: `big-${i}`, userId: 'planter', ts: timeOf(i), query: 'q'.repeat(64 * 1024), details: 'd'.repeat(16 * 1024), resource: 'r'.repeat(4096), tables: Array.from({ length: 16 }, (_, k) => `t${k}`.padEnd(4096, 'x')) });
     for (let b = 0; b < 6; b++) expect((await t.ingest(Array.from({ length: 50 }, (_, i) => big(b * 50 + i)))).status).toBe(200);
 
     const seen: string[] = [];

@@ -4,8 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { sizeBoundedBatches } from '../src/audit-search.js';
 import { eventOutputJson } from '../src/search-response.js';
 
-function stored(eventId: string, timestamp: number): StoredEvent {
-  return { eventId, userId: 'u', source: 'trino', action: 'data:Select', resource: '', decision: '', tables: [], query: 'x'.repeat(100), details: '', timestamp, ingestTs: timestamp, seq: 1, term: 0 };
+function stored(eventId: string, timestamp: number, ingestTs = timestamp): StoredEvent {
+  return { eventId, userId: 'u', source: 'trino', action: 'data:Select', resource: '', decision: '', tables: [], query: 'x'.repeat(100), details: '', timestamp, ingestTs, seq: 1, term: 0 };
 }
 
 describe('sizeBoundedBatches', () => {
@@ -26,7 +26,7 @@ describe('sizeBoundedBatches', () => {
         closed = true;
       }
     }
-    const cut: { atMs?: number } = {};
+    const cut: { atMs?: number; ingestTs?: number } = {};
     const got: string[] = [];
     // Passed at the second event (ts 9): the rest of ts 9 follows, ts 8 does not.
     for await (const batch of sizeBoundedBatches(source(), each + 1, cut)) got.push(...batch.map((e) => e.eventId));
@@ -36,9 +36,23 @@ describe('sizeBoundedBatches', () => {
     expect(closed).toBe(true);
   });
 
+  it('cuts within one event time at an ingest time (a client may send every event with one time)', async () => {
+    // One event time; ingest times descending along the store's order, two sharing 50.
+    const events = [stored('a', 9, 60), stored('b', 9, 50), stored('c', 9, 50), stored('d', 9, 40), stored('e', 9, 30)];
+    const each = eventOutputJson(events[0]!).length;
+    const cut: { atMs?: number; ingestTs?: number } = {};
+    const got: string[] = [];
+    async function* source(): AsyncGenerator<StoredEvent[]> {
+      yield events;
+    }
+    for await (const batch of sizeBoundedBatches(source(), each + 1, cut)) got.push(...batch.map((e) => e.eventId));
+    expect(got).toEqual(['a', 'b', 'c']);
+    expect(cut).toEqual({ atMs: 9, ingestTs: 50 });
+  });
+
   it('passes everything through, uncut, when the events stay within the bound', async () => {
     const events = [stored('a', 3), stored('b', 2), stored('c', 1)];
-    const cut: { atMs?: number } = {};
+    const cut: { atMs?: number; ingestTs?: number } = {};
     const got: string[] = [];
     async function* source(): AsyncGenerator<StoredEvent[]> {
       yield events;
