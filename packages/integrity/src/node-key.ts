@@ -2,7 +2,7 @@ import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject 
 import { chmod, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
-import { writeFileDurably } from './durable-file.js';
+import { createFileDurably } from './durable-file.js';
 import { sha256Hex } from './record-hasher.js';
 
 /** The file in a node's data dir holding its Ed25519 private key (PKCS#8 PEM, mode 0600). */
@@ -39,7 +39,8 @@ export async function loadOrCreateNodeKey(dataDir: string): Promise<NodeKey> {
   if (pem === undefined || pem === '') {
     const { privateKey } = generateKeyPairSync('ed25519');
     pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-    await writeFileDurably(path, pem, 0o600);
+    // Another process starting on this data dir at once may have made one first: that one holds.
+    pem = await createFileDurably(path, pem, 0o600);
   }
   let privateKey: KeyObject;
   try {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { writeFileDurably } from '@auditlake/integrity';
+import { createFileDurably } from '@auditlake/integrity';
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { S3Credentials } from '@auditlake/s3-endpoint';
@@ -67,6 +67,9 @@ export async function loadOrCreateEmbeddedS3Credentials(dataDir: string): Promis
   if (text.trim() !== '') return { ...parseFile(text, path), origin: 'data-dir', path };
   const credentials = { accessKeyId: accessKeyId(), secretAccessKey: generateSecretAccessKey() };
   await mkdir(dataDir, { recursive: true });
-  await writeFileDurably(path, `${ACCESS_KEY_ENV}=${credentials.accessKeyId}\n${SECRET_KEY_ENV}=${credentials.secretAccessKey}\n`, 0o600);
+  const written = `${ACCESS_KEY_ENV}=${credentials.accessKeyId}\n${SECRET_KEY_ENV}=${credentials.secretAccessKey}\n`;
+  const held = await createFileDurably(path, written, 0o600);
+  // Another process starting on this data dir at once made them first: theirs hold.
+  if (held !== written) return { ...parseFile(held, path), origin: 'data-dir', path };
   return { ...credentials, origin: 'generated', path };
 }

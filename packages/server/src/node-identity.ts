@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { writeFileDurably } from '@auditlake/integrity';
+import { createFileDurably } from '@auditlake/integrity';
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
@@ -20,9 +20,9 @@ export async function loadNodeId(dataDir: string): Promise<string> {
   if (existing) return existing;
   const nodeId = `node-${randomUUID().slice(0, 8)}`;
   await mkdir(dataDir, { recursive: true });
-  // An empty file (a crash before an older version's unsynced write reached the disk) is replaced.
-  await writeFileDurably(path, nodeId + '\n');
-  return nodeId;
+  // An empty file (a crash before an older version's unsynced write reached the disk) is
+  // replaced; one another process starting at once made first holds.
+  return (await createFileDurably(path, nodeId + '\n')).trim();
 }
 
 export interface AdminToken {
@@ -48,6 +48,6 @@ export async function loadOrCreateAdminToken(dataDir: string): Promise<AdminToke
   if (existing) return { token: existing, generated: false, path };
   const token = newAdminToken();
   await mkdir(dataDir, { recursive: true });
-  await writeFileDurably(path, token + '\n', 0o600);
-  return { token, generated: true, path };
+  const held = (await createFileDurably(path, token + '\n', 0o600)).trim();
+  return { token: held, generated: held === token, path };
 }
