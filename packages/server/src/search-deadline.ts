@@ -34,3 +34,17 @@ export function searchDeadline(reply: FastifyReply, timeoutMs: number): SearchDe
     },
   };
 }
+
+/**
+ * Closes the connection of an answer still not taken by its client `ms` after it was handed to
+ * the socket: one that stops reading a page (up to 32 Mi characters) otherwise held the page's
+ * buffers for as long as it kept the connection open.
+ */
+export function giveUpUnreadAnswer(reply: FastifyReply, ms: number): void {
+  const timer = setTimeout(() => {
+    if (!reply.raw.writableFinished) reply.raw.destroy();
+  }, ms);
+  const done = () => clearTimeout(timer);
+  reply.raw.once('finish', done);
+  reply.raw.once('close', done);
+}

@@ -292,8 +292,8 @@ describe('a search past auditlake.audit.search.timeout.ms', () => {
   }, 120_000);
 });
 
-describe('an NDJSON answer its client stops reading', () => {
-  it('is given up at the search deadline: the connection is closed rather than held with its buffers', async () => {
+describe('an answer its client stops reading', () => {
+  it.each(['application/x-ndjson', 'application/json', 'application/vnd.apache.arrow.stream'])('(%s) is given up at the search deadline: the connection is closed rather than held with its buffers', async (accept) => {
     const t = await startTestNode({ props: { 'auditlake.audit.search.timeout.ms': '1500' } });
     for (let b = 0; b < 4; b++) expect((await t.ingest(Array.from({ length: 100 }, (_, i) => event({ eventId: `n${b}-${i}`, ts: T0 + b * 100 + i, query: 'q'.repeat(64 * 1024) })))).status).toBe(200);
     const { port } = new URL(t.node.url);
@@ -303,7 +303,7 @@ describe('an NDJSON answer its client stops reading', () => {
     onTestFinished(() => void socket.destroy());
     await once(socket, 'connect');
     // Asks for ~26 MB and reads none of it.
-    socket.write(`GET /admin/audit?limit=400 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Token ${ADMIN_TOKEN}\r\nAccept: application/x-ndjson\r\n\r\n`);
+    socket.write(`GET /admin/audit?limit=400 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Token ${ADMIN_TOKEN}\r\nAccept: ${accept}\r\n\r\n`);
     socket.pause();
     const [nodeSide] = await accepted;
     expect(nodeSide.destroyed).toBe(false);

@@ -6,7 +6,7 @@ import type { AuditSearch } from '../audit-search.js';
 import { proxyToLeader } from '../leader-proxy.js';
 import { eventOutputJson, searchResponseBody } from '../search-response.js';
 import type { Membership } from '../membership.js';
-import { searchDeadline } from '../search-deadline.js';
+import { giveUpUnreadAnswer, searchDeadline } from '../search-deadline.js';
 import './route-access.js';
 
 export interface SearchRouteOptions {
@@ -84,12 +84,14 @@ export function searchFilter(query: unknown, viewerMaxPage: number): SearchFilte
 }
 
 /** The answer to a search in the form asked for (Arrow, NDJSON or JSON), read under `signal`. */
-async function answer(reply: FastifyReply, search: AuditSearch, accept: string | undefined, filter: SearchFilter, stale: boolean, signal: AbortSignal): Promise<unknown> {
-  if (wantsArrow(accept)) return sendArrow(reply, await search.page(filter, signal));
+async function answer(reply: FastifyReply, search: AuditSearch, accept: string | undefined, filter: SearchFilter, stale: boolean, signal: AbortSignal, timeoutMs: number): Promise<unknown> {
   const ndjson = wantsNdjson(accept);
-  if (ndjson && !(await search.hasTiers())) return streamNdjson(reply, search.localStream(filter, signal), filter.limit, stale, signal);
-  // History has left for S3: one merged, de-duplicated page (at most the viewer's max page).
+  if (ndjson && !wantsArrow(accept) && !(await search.hasTiers())) return streamNdjson(reply, search.localStream(filter, signal), filter.limit, stale, signal);
+  // A whole page (merged with the tiers when history has left for S3): once handed to the
+  // socket, taken by its client within the search's time, or its connection is closed.
   const page = await search.page(filter, signal);
+  giveUpUnreadAnswer(reply, timeoutMs);
+  if (wantsArrow(accept)) return sendArrow(reply, page);
   if (page.tierNote) reply.header('x-auditlake-tier-note', encodeURIComponent(page.tierNote));
   if (ndjson) {
     reply.header('content-type', NDJSON);
@@ -112,7 +114,7 @@ export function registerSearchRoute(app: FastifyInstance, options: SearchRouteOp
     if (stale) reply.header(STALE_HEADER, 'true');
     const deadline = searchDeadline(reply, options.searchTimeoutMs);
     try {
-      return await answer(reply, search, request.headers.accept, filter, stale, deadline.signal);
+      return await answer(reply, search, request.headers.accept, filter, stale, deadline.signal, options.searchTimeoutMs);
     } finally {
       deadline.done();
     }
