@@ -121,8 +121,13 @@ export class AuditParquetFile {
     const searchable = isPrefilterNeedle(needle) && perGroup.every((chunks) => chunks.length === columns.length);
     if (!searchable || indexes.length === 0) return indexes.map(() => true);
     const all = perGroup.flat();
-    const spanStart = Math.min(...all.map((c) => c.start));
-    const spanEnd = Math.max(...all.map((c) => c.end));
+    // A loop, not Math.min(...): a file of many row groups has more chunks than a call takes arguments.
+    let spanStart = Infinity;
+    let spanEnd = -Infinity;
+    for (const c of all) {
+      if (c.start < spanStart) spanStart = c.start;
+      if (c.end > spanEnd) spanEnd = c.end;
+    }
     const span = new Uint8Array(await this.source.slice(spanStart, spanEnd));
     const needleBytes = new TextEncoder().encode(needle);
     const relative = perGroup.map((chunks) => chunks.map((c) => ({ start: c.start - spanStart, end: c.end - spanStart, meta: c.meta })));

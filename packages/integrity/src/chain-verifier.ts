@@ -497,9 +497,12 @@ export class ChainVerifier {
   #checkTail(): void {
     const end = this.#historyEnd();
     const lastSeq = end.seq;
-    const covered = Math.max(0, ...this.#checkpoints.map((c) => c.checkpoint.seq), ...(this.#options.checkpoints ?? []).map((c) => c.checkpoint.seq));
-    if (covered > lastSeq) {
-      const found = [...this.#checkpoints, ...(this.#options.checkpoints ?? [])].find((c) => c.checkpoint.seq === covered) as FoundCheckpoint;
+    // A loop, not Math.max(...seqs): a year of checkpoints (one a minute) is more arguments
+    // than a call can take, and the verifier then failed on an untouched history.
+    let found: FoundCheckpoint | undefined;
+    for (const list of [this.#checkpoints, this.#options.checkpoints ?? []]) for (const c of list) if (c.checkpoint.seq > (found?.checkpoint.seq ?? 0)) found = c;
+    const covered = found?.checkpoint.seq ?? 0;
+    if (found !== undefined && covered > lastSeq) {
       this.#break({
         kind: 'truncated',
         seq: lastSeq + 1,
