@@ -246,11 +246,13 @@ function checkEventTimes(eventTimes: unknown[] | undefined, columns: AuditFileCo
   const { timestamp, seq } = columns;
   for (let i = 0; i < columns.rowCount; i++) {
     const micros = eventTimes[i];
-    // Null only in a file an outside engine wrote that way; ts still holds the time.
-    if (micros === null || micros === undefined) continue;
+    // Null only in a row an outside engine wrote that way (no seq: ts still holds the time). A
+    // chained row always has one: without it an engine filtering or partitioning on event_time
+    // never returns the row while its hashes (over ts) still verify.
+    if ((micros === null || micros === undefined) && seq[i] === undefined) continue;
     if (typeof micros !== 'bigint' || Number(micros) !== (timestamp[i] as number) * 1000) {
       const where = seq[i] === undefined ? `row ${i}` : `row ${i} (seq ${seq[i]})`;
-      throw new AuditError(AuditErrorCode.TABLE_INVALID, `tiered file ${where} has event_time ${typeof micros === 'bigint' ? `${micros} µs` : typeof micros}, not its ts ${timestamp[i]} ms: altered (the record hash covers ts, engines read event_time)`);
+      throw new AuditError(AuditErrorCode.TABLE_INVALID, `tiered file ${where} has event_time ${typeof micros === 'bigint' ? `${micros} µs` : micros === null || micros === undefined ? 'null' : typeof micros}, not its ts ${timestamp[i]} ms: altered (the record hash covers ts, engines read event_time)`);
     }
   }
 }

@@ -131,5 +131,11 @@ describe('readWholeAuditColumns', () => {
       code: AuditErrorCode.TABLE_INVALID,
       message: `tiered file row 1 (seq ${events[1]!.seq}) has event_time ${right[1]! + 86_400_000_000n} µs, not its ts ${events[1]!.timestamp} ms: altered (the record hash covers ts, engines read event_time)`,
     });
+    // Row 2's event_time made null: engines filtering on it never return the row (review).
+    const hidden = right.map((micros, i) => (i === 2 ? null : micros));
+    await expect(readWholeAuditColumns(bytesSource(new Uint8Array(parquetWriteBuffer({ columnData: columnData(hidden as bigint[]) }))))).rejects.toMatchObject({
+      code: AuditErrorCode.TABLE_INVALID,
+      message: `tiered file row 2 (seq ${events[2]!.seq}) has event_time null, not its ts ${events[2]!.timestamp} ms: altered (the record hash covers ts, engines read event_time)`,
+    });
   });
 });
