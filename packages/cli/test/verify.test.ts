@@ -214,6 +214,11 @@ describe('an untouched history', () => {
     }
   });
 
+  it('a path that holds no tier is nothing to verify, exit 1, not "verified 0 records" (a typo, or a prefix emptied whole)', async () => {
+    const typo = await verifyHistory(offlineVerifyOptions(node, ['--path', `${TIER_PATH}-typo`]));
+    expect(typo).toMatchObject({ ok: false, records: 0, message: 'nothing to verify: no records and no checkpoints were found (a wrong path, table or node, or a history removed whole)' });
+  });
+
   it('gives the same report with the decoding and hashing on no worker thread, one, or three', async () => {
     const withThreads = (threads: string) => [
       verifyHistory(online(['--threads', threads])),

@@ -67,7 +67,8 @@ export type BreakKind =
   | 'checkpoint-mismatch'
   | 'checkpoint-chain'
   | 'foreign-chain'
-  | 'unsigned';
+  | 'unsigned'
+  | 'empty';
 
 /** The first way the history fails to verify, in words and in parts. */
 export interface IntegrityBreak {
@@ -207,6 +208,7 @@ export class ChainVerifier {
     const { keyIds, verified, chainId } = this.#checkCheckpoints();
     this.#checkShownKeys();
     this.#checkErasures();
+    this.#checkSomethingRead(verified);
     this.#breaks.sort((a, b) => a.seq - b.seq);
     const first = this.#breaks[0];
     const report: VerifyReport = {
@@ -624,6 +626,17 @@ export class ChainVerifier {
       });
     }
     return { keyIds: [...keyIds].sort(), verified, chainId };
+  }
+
+  /**
+   * A history of nothing proves nothing: a mistyped path, or a bucket emptied by whoever holds
+   * it, read as "verified 0 records" with exit 0. Records retention removed, records from
+   * before the chain or rows without a seq are something read; a history that is empty in truth
+   * (no event yet) is not worth a verdict either.
+   */
+  #checkSomethingRead(checkpoints: number): void {
+    if (this.#records > 0 || checkpoints > 0 || this.#pruned > 0 || this.#legacy > 0 || this.#rowsWithoutSeq > 0 || this.#breaks.length > 0) return;
+    this.#break({ kind: 'empty', seq: 0, message: 'nothing to verify: no records and no checkpoints were found (a wrong path, table or node, or a history removed whole)' });
   }
 
   /** A key shown for an id must be the key with that id (fingerprint). */

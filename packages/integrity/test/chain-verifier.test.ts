@@ -314,6 +314,13 @@ describe('attacks by whoever holds the bucket', () => {
     expect(withMarker.message).toBe(`altered record at seq ${target.seq} (eventId ${target.eventId}): field query erased without an erasure record`);
   });
 
+  it('a history of nothing is no verdict: nothing to verify (a wrong path, or a bucket emptied whole)', () => {
+    const report = verify([]);
+    expect(report.ok).toBe(false);
+    expect(report.breaks[0]?.kind).toBe('empty');
+    expect(report.message).toBe('nothing to verify: no records and no checkpoints were found (a wrong path, table or node, or a history removed whole)');
+  });
+
   it('names the tier rows it could not verify for want of a seq', () => {
     const log = buildLog(events(4));
     const verifier = new ChainVerifier({ startSeq: 1 });
