@@ -1,5 +1,5 @@
 import { newestAncestorCarrying } from '@auditlake/format';
-import type { CheckedBatch, FoundCheckpoint, ShownKey } from '@auditlake/integrity';
+import type { CheckedBatch, FoundCheckpoint, RowsWithoutSeqSeen, ShownKey } from '@auditlake/integrity';
 import { parseSignedCheckpoint } from '@auditlake/integrity';
 import {
   CHECKPOINT_SUMMARY_KEY,
@@ -36,6 +36,8 @@ export interface TierProof extends TierProofStart {
   /** One batch per committed data file, in the order the tier lists them; merge them by seq. */
   batches: CheckedBatch[];
   legacyRows: number;
+  /** What the files showed of those rows and of the tier's first chained row (ChainVerifier.addRowsWithoutSeq). */
+  rowsWithoutSeqSeen: RowsWithoutSeqSeen;
 }
 
 /** Told of each data file's batch as soon as it is checked: its number in the tier's listing, and the batch. */
@@ -101,7 +103,7 @@ export async function readTierProof(tier: TierLocationOption, checks: VerifyChec
     const start: TierProofStart = { files: files.length, checkpoints, keys: proof.keys, head };
     const listener = started?.(start);
     const batches = await checkFiles(source, files, checks, listener);
-    return { ...start, batches, legacyRows: batches.reduce((sum, batch) => sum + batch.skipped, 0) };
+    return { ...start, batches, legacyRows: batches.reduce((sum, batch) => sum + batch.skipped, 0), rowsWithoutSeqSeen: rowsWithoutSeqSeen(batches) };
   } finally {
     await source?.close();
     connections.close();
@@ -193,4 +195,14 @@ function found(text: string, where: string): FoundCheckpoint {
   } catch (err) {
     throw new AuditError(AuditErrorCode.TABLE_INVALID, `the checkpoint in ${where} is damaged: ${(err as Error).message}`);
   }
+}
+
+/** The latest-ingested row without a seq and the least-seq row over every file. */
+function rowsWithoutSeqSeen(batches: readonly CheckedBatch[]): RowsWithoutSeqSeen {
+  const seen: RowsWithoutSeqSeen = {};
+  for (const { withoutSeq, firstRow } of batches) {
+    if (withoutSeq !== undefined && !(withoutSeq.ingestTsMax <= (seen.withoutSeq?.ingestTsMax ?? -Infinity))) seen.withoutSeq = withoutSeq;
+    if (firstRow !== undefined && firstRow.seq < (seen.firstRow?.seq ?? Infinity)) seen.firstRow = firstRow;
+  }
+  return seen;
 }

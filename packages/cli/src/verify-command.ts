@@ -82,7 +82,7 @@ async function verifyWith(options: VerifyOptions, checks: VerifyChecks): Promise
   const view = client === undefined ? undefined : await readView(client);
   const verifier = new ChainVerifier(verifierOptionsOf(options, pinnedKeys, tier, view, client));
   await feed(verifier, tier?.batches ?? [], client === undefined ? undefined : nodeRecords(client, checks));
-  verifier.addRowsWithoutSeq(tier?.legacyRows ?? 0);
+  verifier.addRowsWithoutSeq(tier?.legacyRows ?? 0, tier?.rowsWithoutSeqSeen);
   return verifier.finish();
 }
 
@@ -103,12 +103,12 @@ async function verifyTierAlone(location: TierLocationOption, options: VerifyOpti
   });
   early?.finish();
   if (verifier !== undefined && early?.inOrder === true) {
-    verifier.addRowsWithoutSeq(tier.legacyRows);
+    verifier.addRowsWithoutSeq(tier.legacyRows, tier.rowsWithoutSeqSeen);
     return verifier.finish();
   }
   const again = new ChainVerifier(verifierOptionsOf(options, pinnedKeys, tier, undefined, undefined));
   await feed(again, tier.batches, undefined);
-  again.addRowsWithoutSeq(tier.legacyRows);
+  again.addRowsWithoutSeq(tier.legacyRows, tier.rowsWithoutSeqSeen);
   return again.finish();
 }
 

@@ -431,6 +431,22 @@ describe('a tampered tier fails verify with the right words', () => {
     }
   });
 
+  it('a row without a seq added to a data file (a copy of an event with another user, which searches show) is an alteration, not a row from before the chain', async () => {
+    try {
+      const { key, rows } = await fileWith(12);
+      const original = rows.find((row) => row.seq === 12) as TieredEvent;
+      const { seq: _seq, term: _term, recordHash: _r, chainHash: _c, fieldCheck: _f, ...values } = original;
+      await rewriteFile(key, [...rows, { ...values, userId: 'mallory' }]);
+      for (const threads of ['0', '2']) {
+        const report = await verifyHistory(offline(['--threads', threads]));
+        expect(report).toMatchObject({ ok: false, rowsWithoutSeq: 1 });
+        expect(report.message).toBe(`rows added to the tier: 1 tier row without a seq (eventId ${original.eventId}), in a tier whose rows start at seq 1, so none of them predates the seq column`);
+      }
+    } finally {
+      await restore();
+    }
+  });
+
   it('a row removed by rewriting its data file is missing records', async () => {
     try {
       const { key, rows } = await fileWith(14);

@@ -68,7 +68,8 @@ export type BreakKind =
   | 'checkpoint-chain'
   | 'foreign-chain'
   | 'unsigned'
-  | 'empty';
+  | 'empty'
+  | 'added';
 
 /** The first way the history fails to verify, in words and in parts. */
 export interface IntegrityBreak {
@@ -192,11 +193,15 @@ export class ChainVerifier {
 
   /**
    * Counts rows a tier holds without a seq: from before the chain existed, they cannot be
-   * verified, and rows added to a tier look the same, so the report names how many there are.
+   * verified, so the report names how many there are. `seen`, what the tier's files showed of
+   * those rows and of its first chained row: rows it shows to have been added since the chain
+   * began ({@link rowsWithoutSeqAdded}) are a break.
    */
-  addRowsWithoutSeq(count: number): void {
+  addRowsWithoutSeq(count: number, seen?: RowsWithoutSeqSeen): void {
     if (!Number.isSafeInteger(count) || count < 0) throw new TypeError(`rows without a seq must be a non-negative integer, got ${count}`);
     this.#rowsWithoutSeq += count;
+    const added = count > 0 && seen !== undefined ? rowsWithoutSeqAdded(count, seen) : undefined;
+    if (added !== undefined) this.#break({ kind: 'added', seq: seen?.firstRow?.seq ?? 0, message: added });
   }
 
   /** Ends the input and returns the report. */
@@ -670,6 +675,34 @@ export class ChainVerifier {
       }
     }
   }
+}
+
+/** What a tier's files showed of its rows without a seq and of its first chained row (CheckedBatch.withoutSeq, firstRow). */
+export interface RowsWithoutSeqSeen {
+  withoutSeq?: { ingestTsMax: number; eventId: string };
+  firstRow?: { seq: number; ingestTs: number };
+}
+
+/**
+ * Why rows without a seq cannot be rows from before the chain, in words; undefined when they
+ * may be. Such rows are legitimate only in a tier that existed before the seq column: they were
+ * tiered before its first row with a seq (a lower seq was never tiered with one), and ingested
+ * before it. A tier whose rows start at seq 1 never lacked the column; a row ingested at or
+ * after the first chained row came after the chain. Rows without a seq are not verified, and a
+ * search shows them like any other (a copy of an event with another user or decision): added,
+ * they are an alteration. (A forger who also dates them back passes as history from before the
+ * chain and is still counted apart in the report.)
+ */
+export function rowsWithoutSeqAdded(count: number, seen: RowsWithoutSeqSeen): string | undefined {
+  const first = seen.firstRow;
+  const rows = seen.withoutSeq;
+  if (first === undefined || rows === undefined) return undefined;
+  const what = `${count} tier ${count === 1 ? 'row' : 'rows'} without a seq (eventId ${rows.eventId})`;
+  if (first.seq === 1) return `rows added to the tier: ${what}, in a tier whose rows start at seq 1, so none of them predates the seq column`;
+  if (!(rows.ingestTsMax < first.ingestTs)) {
+    return `rows added to the tier: ${what}, ingested at ${rows.ingestTsMax}, not before the tier's first row with a seq (seq ${first.seq}, ingested at ${first.ingestTs}), so not from before the chain`;
+  }
+  return undefined;
 }
 
 /**

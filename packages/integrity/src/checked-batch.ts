@@ -27,6 +27,14 @@ export interface CheckedBatch {
    * bounds must agree with. Absent for a job of records (a node's log page) or of no rows.
    */
   eventTime?: { min: number; max: number };
+  /**
+   * Of a data file checked from its columns with rows without a seq: the latest ingest time
+   * among those rows, and one of their eventIds — what tells rows from before the chain (ingested
+   * before the tier's first chained row) from rows added since ({@link rowsWithoutSeqAdded}).
+   */
+  withoutSeq?: { ingestTsMax: number; eventId: string };
+  /** Of a data file checked from its columns: the row with the least seq, its seq and ingest time. */
+  firstRow?: { seq: number; ingestTs: number };
 }
 
 interface CheckedExtra {

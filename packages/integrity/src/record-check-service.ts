@@ -17,7 +17,23 @@ export function checkJobRecords(job: JobRecords, hasher: RecordHasher): CheckedB
   if (!('columns' in job)) return checkRecordsToBatch(job.records, hasher, job.skipped);
   const batch = checkColumnsToBatch(job.columns, hasher);
   const eventTime = eventTimeRange(job.columns.timestamp, job.columns.count);
-  return eventTime === undefined ? batch : { ...batch, eventTime };
+  return { ...batch, ...(eventTime === undefined ? {} : { eventTime }), ...rowsBySeq(job.columns) };
+}
+
+/** A file's first row by seq, and what its rows without a seq say of when they came (CheckedBatch.withoutSeq). */
+function rowsBySeq(columns: RecordColumns): Pick<CheckedBatch, 'withoutSeq' | 'firstRow'> {
+  let withoutSeq: CheckedBatch['withoutSeq'];
+  let firstRow: CheckedBatch['firstRow'];
+  for (let i = 0; i < columns.count; i++) {
+    const seq = columns.seq[i];
+    const ingestTs = columns.ingestTs[i] as number;
+    if (seq === undefined) {
+      if (withoutSeq === undefined || !(ingestTs <= withoutSeq.ingestTsMax)) withoutSeq = { ingestTsMax: ingestTs, eventId: columns.eventId[i] as string };
+    } else if (firstRow === undefined || seq < firstRow.seq) {
+      firstRow = { seq, ingestTs };
+    }
+  }
+  return { ...(withoutSeq === undefined ? {} : { withoutSeq }), ...(firstRow === undefined ? {} : { firstRow }) };
 }
 
 /** The least and greatest of the first `count` timestamps; undefined for none. */

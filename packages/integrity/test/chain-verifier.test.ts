@@ -331,6 +331,28 @@ describe('attacks by whoever holds the bucket', () => {
     expect(report.rowsWithoutSeq).toBe(3);
     expect(report.message).toMatch(/; 3 tier rows without a seq not verifiable \(written before the chain, or added\)$/);
   });
+
+  it('rows without a seq are history from before the chain only when ingested before the tier\'s first chained row, in a tier that does not start at seq 1', () => {
+    const log = buildLog(events(4));
+    // What the tier's files showed: its first chained row is seq 3 (the ones before were tiered without the column).
+    const first = { seq: 3, ingestTs: log.records[2]!.ingestTs };
+    const run = (records: readonly VerifyRecord[], seen: Parameters<ChainVerifier['addRowsWithoutSeq']>[1]) => {
+      const verifier = new ChainVerifier({ startSeq: 1 });
+      for (const record of records) verifier.add(record);
+      verifier.addRowsWithoutSeq(2, seen);
+      return verifier.finish();
+    };
+    // Ingested before the tier's first chained row (seq 3): from before the chain, counted.
+    const before = run(log.records, { firstRow: first, withoutSeq: { ingestTsMax: first.ingestTs - 1, eventId: 'old-1' } });
+    expect(before).toMatchObject({ ok: true, rowsWithoutSeq: 2 });
+    // Ingested with or after it: added.
+    const after = run(log.records, { firstRow: first, withoutSeq: { ingestTsMax: first.ingestTs, eventId: 'new-1' } });
+    expect(after.breaks[0]?.kind).toBe('added');
+    expect(after.message).toBe(`rows added to the tier: 2 tier rows without a seq (eventId new-1), ingested at ${first.ingestTs}, not before the tier's first row with a seq (seq 3, ingested at ${first.ingestTs}), so not from before the chain`);
+    // A tier whose rows start at seq 1 never lacked the column, whenever they say they came.
+    const fromOne = run(log.records, { firstRow: { seq: 1, ingestTs: log.records[0]!.ingestTs }, withoutSeq: { ingestTsMax: 0, eventId: 'old-1' } });
+    expect(fromOne.message).toBe('rows added to the tier: 2 tier rows without a seq (eventId old-1), in a tier whose rows start at seq 1, so none of them predates the seq column');
+  });
 });
 
 describe('erasure', () => {
