@@ -146,6 +146,14 @@ export const CONFIG_KEYS = {
   /** Largest accepted ingest body. */
   bodyLimitBytes: spec('auditlake.http.body.limit.bytes', String(8 * 1024 * 1024), positiveInt),
   /**
+   * Most bytes of request bodies all requests may hold at once (a body sent without a length
+   * counts as the body limit); past it a request with a body is refused, retryable (429), before
+   * any of it is read. 32 bodies at the default body limit.
+   */
+  bodyInflightMaxBytes: spec('auditlake.http.body.inflight.max.bytes', String(256 * 1024 * 1024), positiveInt),
+  /** How long a request's body may take to arrive once its headers have; then its connection is closed (the request never answered). */
+  bodyTimeoutMs: spec('auditlake.http.body.timeout.ms', '60000', positiveInt),
+  /**
    * Most HTTP connections open at once; past it a new one is closed as it arrives. Without a
    * cap, idle connections from anyone took every file descriptor, and LevelDB then failed its
    * writes ("Too many open files"): keep the process's descriptor limit well above this.

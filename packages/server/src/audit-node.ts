@@ -252,6 +252,8 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     const app = createHttpApp({
       adminUi,
       bodyLimitBytes: config.bodyLimitBytes,
+      bodyInflightMaxBytes: config.bodyInflightMaxBytes,
+      bodyTimeoutMs: config.bodyTimeoutMs,
       authenticator: new Authenticator({ tokens, accessKeys: config.accessKeys, jwtSecret: config.jwtSecret }),
       denyRecorder,
       metrics,

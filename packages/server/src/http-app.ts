@@ -3,6 +3,7 @@ import { AuditErrorCode, isAuditError } from '@auditlake/model';
 import { roleAllows, type Authenticator } from './auth/authenticator.js';
 import type { DenyRecorder, RefusedAccess } from './auth/deny-recorder.js';
 import { assertUtf8Charset } from './body-charset.js';
+import { guardRequestBodies } from './body-guard.js';
 import { toHttpError } from './http-errors.js';
 import type { NodeMetrics } from './metrics.js';
 import type { AdminUiFiles } from './admin-ui/admin-ui-files.js';
@@ -12,6 +13,9 @@ import './routes/route-access.js';
 
 export interface HttpAppOptions {
   bodyLimitBytes: number;
+  /** Request bodies all together, and their time to arrive (body-guard.ts). */
+  bodyInflightMaxBytes: number;
+  bodyTimeoutMs: number;
   authenticator: Authenticator;
   denyRecorder: DenyRecorder;
   metrics: NodeMetrics;
@@ -52,6 +56,9 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
    */
   const refuse = (reply: FastifyReply, access: RefusedAccess, body: { error: string; code: string }) => {
     const verdict = options.denyRecorder.refuse(access);
+    // The connection ends with the answer: a refused client trickling a body (chunked, a byte
+    // every few seconds) otherwise held it open as long as it kept sending (review).
+    reply.header('connection', 'close');
     if (verdict.limited) {
       options.metrics.accessDenied.inc({ status: '429' });
       reply.header('retry-after', String(verdict.retryAfterSec));
@@ -88,10 +95,12 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     request.principal = result.principal;
   });
 
-  // After authentication, before the body is read: only UTF-8 bodies are taken.
+  // After authentication, before the body is read: only UTF-8 bodies are taken, and only as
+  // many bytes of bodies at once, for as long, as the node allows.
   app.addHook('preParsing', async (request) => {
     assertUtf8Charset(request.headers['content-type']);
   });
+  guardRequestBodies(app, { inflightMaxBytes: options.bodyInflightMaxBytes, bodyLimitBytes: options.bodyLimitBytes, bodyTimeoutMs: options.bodyTimeoutMs });
 
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url ?? 'unmatched';

@@ -107,3 +107,68 @@ describe('auditlake.http.connections.per.client.max', () => {
     await expect.poll(() => fresh('127.0.0.3').catch(() => 0)).toBe(200);
   });
 });
+
+/** A raw connection that sends `head` (request line and headers) and `body`, and keeps what it receives. */
+async function rawRequest(port: number, head: string, body = '') {
+  const socket = connect({ port, host: '127.0.0.1' });
+  await once(socket, 'connect');
+  let received = '';
+  socket.on('data', (chunk: Buffer) => (received += chunk.toString('utf8')));
+  socket.on('error', () => undefined);
+  const closed = once(socket, 'close').then(() => true);
+  socket.write(`${head}\r\n\r\n${body}`);
+  onTestFinished(() => {
+    socket.destroy();
+  });
+  return { socket, received: () => received, closed };
+}
+
+describe('request bodies (auditlake.http.body.inflight.max.bytes, auditlake.http.body.timeout.ms)', () => {
+  const ingestHead = (length: number) => `POST /v1/api/audit HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Token ingest-secret-for-tests\r\nContent-Type: application/json\r\nContent-Length: ${length}`;
+
+  it('refuses a body past the bytes all bodies may hold at once, retryable, nothing stored; the room comes back when a held body ends', async () => {
+    const t = await startTestNode({ props: { 'auditlake.http.body.limit.bytes': '100000', 'auditlake.http.body.inflight.max.bytes': '140000' } });
+    const port = Number(new URL(t.node.url).port);
+    // Two bodies of 70,000 bytes declared, a few bytes of each sent: 140,000 held.
+    const first = await rawRequest(port, ingestHead(70_000), '[');
+    const second = await rawRequest(port, ingestHead(70_000), '[');
+    await expect.poll(() => first.socket.bytesWritten > 0 && second.socket.bytesWritten > 0).toBe(true);
+    const refused = async () => t.ingest([event({ eventId: 'past-the-budget' })]);
+    await expect.poll(async () => (await refused()).status).toBe(429);
+    const res = await t.request('/v1/api/audit', { method: 'POST', token: 'ingest-secret-for-tests', headers: { 'content-type': 'application/json' }, body: JSON.stringify([event({ eventId: 'past-the-budget' })]) });
+    expect(res.status).toBe(429);
+    expect(res.headers.get('retry-after')).toBe('1');
+    expect(await res.json()).toMatchObject({ code: 'AUDIT_LIMIT_EXCEEDED', error: expect.stringContaining('auditlake.http.body.inflight.max.bytes (140000)') as unknown });
+    // A request without a body is not held back.
+    expect((await t.request('/admin/audit')).status).toBe(200);
+    expect(await t.stored()).toEqual([]);
+    first.socket.destroy();
+    await expect.poll(async () => (await t.ingest([event({ eventId: 'room-again' })])).status).toBe(200);
+    expect((await t.stored()).map((e) => e.eventId)).toEqual(['room-again']);
+  });
+
+  it('closes the connection of a body that does not arrive within the timeout, and stores nothing of it', async () => {
+    const t = await startTestNode({ props: { 'auditlake.http.body.timeout.ms': '300' } });
+    const port = Number(new URL(t.node.url).port);
+    const body = JSON.stringify([event({ eventId: 'never-finished' })]);
+    const stalled = await rawRequest(port, ingestHead(body.length), body.slice(0, 10));
+    const started = performance.now();
+    expect(await stalled.closed).toBe(true);
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(stalled.received()).toBe('');
+    // A body sent at once is not cut.
+    expect((await t.ingest([event({ eventId: 'in-time' })])).status).toBe(200);
+    expect((await t.stored()).map((e) => e.eventId)).toEqual(['in-time']);
+  });
+
+  it('ends the connection of a refused request with its answer, while the client still sends a body', async () => {
+    const t = await startTestNode();
+    const port = Number(new URL(t.node.url).port);
+    const refused = await rawRequest(port, 'POST /v1/api/audit HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Token wrong\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked', '1\r\n[\r\n');
+    const trickle = setInterval(() => refused.socket.write('1\r\n \r\n'), 50);
+    onTestFinished(() => clearInterval(trickle));
+    expect(await refused.closed).toBe(true);
+    expect(refused.received()).toMatch(/^HTTP\/1\.1 401 /);
+    expect(refused.received().toLowerCase()).toContain('connection: close');
+  });
+});

@@ -1,0 +1,72 @@
+import type { FastifyInstance } from 'fastify';
+import { AuditError, AuditErrorCode } from '@auditlake/model';
+
+export interface BodyGuardOptions {
+  /** The most body bytes all requests may hold at once (auditlake.http.body.inflight.max.bytes). */
+  inflightMaxBytes: number;
+  /** The largest body one request may send (auditlake.http.body.limit.bytes): what a body of unknown length is counted as. */
+  bodyLimitBytes: number;
+  /** How long a body may take to arrive once its headers have (auditlake.http.body.timeout.ms). */
+  bodyTimeoutMs: number;
+}
+
+/**
+ * Bounds what request bodies can hold: their bytes all together, and their time. Without it,
+ * 150 connections from one ingest client, each sending its headers and 8 MiB less one byte of
+ * body and then nothing, held 1.2 GB of the node's memory for as long as they stayed open (no
+ * timeout applies once the headers are in), and the connection caps allowed 32 GiB (review).
+ *
+ * A request with a body reserves its declared length (a body without one, chunked, the body
+ * limit) once authenticated, before any of it is read; past the budget it is refused with
+ * AUDIT_LIMIT_EXCEEDED, retryable (429, Retry-After), nothing read or stored. The reservation
+ * is returned when the request's connection is done with it (answered, or closed). A body not
+ * in within the timeout has its connection closed: the request was never answered, so never
+ * acknowledged.
+ */
+export function guardRequestBodies(app: FastifyInstance, options: BodyGuardOptions): { heldBytes: () => number } {
+  let held = 0;
+  app.addHook('preParsing', async (request, reply) => {
+    const declared = bodyLengthOf(request.headers['content-length'], request.headers['transfer-encoding'], options.bodyLimitBytes);
+    if (declared === 0) return;
+    // One body always fits: a budget below the body limit would otherwise refuse a largest body forever.
+    if (held > 0 && held + declared > options.inflightMaxBytes) {
+      throw new AuditError(
+        AuditErrorCode.LIMIT_EXCEEDED,
+        `the node holds ${held} bytes of request bodies, and this one's ${declared} would pass auditlake.http.body.inflight.max.bytes (${options.inflightMaxBytes}): retry shortly`,
+        { retryable: true },
+      );
+    }
+    held += declared;
+    const socket = request.raw.socket;
+    const timer = setTimeout(() => socket.destroy(), options.bodyTimeoutMs);
+    timer.unref();
+    request.bodyTimer = timer;
+    let released = false;
+    const release = () => {
+      clearTimeout(timer);
+      if (released) return;
+      released = true;
+      held -= declared;
+    };
+    // The response's 'close' comes once it is sent or its connection is gone, whichever first.
+    reply.raw.once('close', release);
+  });
+  // The body has arrived (it is parsed before validation): its time is no longer counted.
+  app.addHook('preValidation', async (request) => {
+    if (request.bodyTimer !== undefined) clearTimeout(request.bodyTimer);
+  });
+  return { heldBytes: () => held };
+}
+
+/** The bytes a request's body is counted as: its Content-Length, or the body limit for one sent chunked; 0 for none. */
+function bodyLengthOf(contentLength: string | undefined, transferEncoding: string | undefined, bodyLimitBytes: number): number {
+  if (contentLength !== undefined && /^\d+$/.test(contentLength)) return Math.min(Number(contentLength), bodyLimitBytes);
+  return transferEncoding === undefined ? 0 : bodyLimitBytes;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Closes the connection of a body that does not arrive in time (guardRequestBodies). */
+    bodyTimer?: NodeJS.Timeout;
+  }
+}
