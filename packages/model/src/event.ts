@@ -121,7 +121,14 @@ const SELF_SKELETON = lookalikeSkeleton(SELF_SOURCE);
 export function isSelfSource(source: string): boolean {
   // Nearly every source is printable ASCII without spaces, which NFKC leaves as it is and which
   // holds nothing to strip: compared at once (this runs for every event ingested).
-  if (PRINTABLE_ASCII.test(source)) return source.length === SELF_SOURCE.length && lookalikeSkeleton(source.toLowerCase()) === SELF_SKELETON;
+  // Punctuation and symbols are dropped too: `auditlake.`, `audit-lake`, `(auditlake)` read as
+  // the name beside the genuine records (review).
+  // (After folding: `|` and `!` read as l.)
+  if (PRINTABLE_ASCII.test(source)) {
+    if (source.length < SELF_SOURCE.length) return false;
+    const skeleton = lookalikeSkeleton(source.toLowerCase());
+    return (skeleton.length === SELF_SKELETON.length ? skeleton : skeleton.replace(/[^a-z0-9]/g, '')) === SELF_SKELETON;
+  }
   const folded = source
     .normalize('NFKC')
     // Also control characters and blanks that are neither (a Braille blank, the Hangul fillers).
@@ -131,7 +138,7 @@ export function isSelfSource(source: string): boolean {
     .toLowerCase();
   // A letter of another script in place of one of the word's reads as it (whether or not the
   // table above knows it: ꬲ, ꙇ, ꞇ…): what remains of the word must be in its place.
-  const letters = [...lookalikeSkeleton(folded)];
+  const letters = [...lookalikeSkeleton(folded).replace(/[\p{P}\p{S}]/gu, '')];
   return letters.length === SELF_SKELETON.length && letters.every((c, i) => c === SELF_SKELETON[i] || (c.codePointAt(0) as number) > 0x7f);
 }
 

@@ -428,6 +428,8 @@ describe('validateIngestBody: source numbering, reserved actions, well-formed te
     lookalikes.push('auditla\u0138e', 'auditla\u1d0be', 'au\u0256itlake', '\u1d00uditlake', 'auditlak\u1d07', 'auditla\u049be', 'auditla\u0199e', 'auditlake\u2800', 'audit\u3164lake', 'auditlake\u0000');
     // Letters no table here names, standing in for one of the word's.
     lookalikes.push('auditlak\uab32', 'audit\ua647ake', 'audi\ua787lake', 'auditla\ua741e', '\u4e00uditlake');
+    // Punctuation and symbols around or inside the name (review).
+    lookalikes.push('auditlake.', 'audit-lake', 'audit_lake', 'auditlake:', 'auditlake/', '.auditlake', '(auditlake)', 'a.u.d.i.t.l.a.k.e', 'audit|ake', '[auditlake]', 'auditlake\u3002', 'audit\u2014lake');
     for (const spelling of ['AuditLake', ' auditlake ', 'audit\u200Blake', '\u202Eauditlake', 'ａｕｄｉｔｌａｋｅ', 'audit lake', ...lookalikes]) {
       expect(badRequest(base({ ...forged, source: spelling }))).toBe(`event.source ${JSON.stringify(spelling)} is reserved: only auditlake itself records events of source auditlake; send your events under your engine's name`);
     }
