@@ -154,12 +154,13 @@ export const CONFIG_KEYS = {
   /** How long a request's body may take to arrive once its headers have; then its connection is closed (the request never answered). */
   bodyTimeoutMs: spec('auditlake.http.body.timeout.ms', '60000', positiveInt),
   /**
-   * Most HTTP connections open at once; past it a new one is closed as it arrives. Without a
-   * cap, idle connections from anyone took every file descriptor, and LevelDB then failed its
-   * writes ("Too many open files"): keep the process's descriptor limit well above this.
+   * Most HTTP connections open at once; past it a new one takes the place of the oldest open one
+   * not in a request (server/connection-limits.ts), or is closed as it arrives when every one is.
+   * Without a cap, idle connections from anyone took every file descriptor, and LevelDB then
+   * failed its writes ("Too many open files"): keep the process's descriptor limit well above this.
    */
   httpConnectionsMax: spec('auditlake.http.connections.max', '4096', positiveInt),
-  /** Most connections one client address may hold at once (behind a proxy, raise it: every client is the proxy). */
+  /** Most connections one client (an IPv4 address, an IPv6 /64) may hold at once (behind a proxy, raise it: every client is the proxy). */
   httpConnectionsPerClientMax: spec('auditlake.http.connections.per.client.max', '1024', positiveInt),
   /** Refused-access events recorded per second at most (the rest are counted, not stored). */
   denyAuditPerSecond: spec('auditlake.auth.deny.audit.per.second', '20', nonNegativeInt),

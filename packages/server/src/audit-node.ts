@@ -20,7 +20,7 @@ import { registerNodeGauges } from './node-gauges.js';
 import { createNodeLogger, type NodeLoggerOptions } from './node-logger.js';
 import { loadNodeId, loadOrCreateAdminToken, type AdminToken } from './node-identity.js';
 import { registerClusterRoute } from './routes/cluster-route.js';
-import { limitConnectionsPerClient } from './connection-limits.js';
+import { limitConnections } from './connection-limits.js';
 import { registerHealthRoutes } from './routes/health-routes.js';
 import { HostNames } from './host-names.js';
 import { registerAdminUiRoutes } from './routes/admin-ui-routes.js';
@@ -308,9 +308,8 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     // Last: page-only routes are added only where no API route owns the path.
     registerAdminUiRoutes(app, adminUi);
 
-    // Connections past the cap are closed as they arrive, before they hold a descriptor for long.
-    app.server.maxConnections = config.httpConnectionsMax;
-    limitConnectionsPerClient(app.server, config.httpConnectionsPerClientMax);
+    // Connections past the caps are closed as they arrive, or take the place of one that sends no request.
+    limitConnections(app.server, { max: config.httpConnectionsMax, perClientMax: config.httpConnectionsPerClientMax });
     await app.listen({ host: options.host, port: options.port });
     const url = advertisedUrl(app, options);
     if (cluster) {

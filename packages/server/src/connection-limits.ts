@@ -1,26 +1,108 @@
-import type { Server, Socket } from 'node:net';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+
+export interface ConnectionLimits {
+  /** Connections open at once (auditlake.http.connections.max). */
+  max: number;
+  /** Connections from one client at once (auditlake.http.connections.per.client.max). */
+  perClientMax: number;
+}
+
+/** What the limiter knows of an open connection. */
+interface OpenConnection {
+  client: string;
+  /** Requests whose headers have arrived and whose answer has not been sent. */
+  busy: number;
+  /** Requests answered on it. */
+  served: number;
+}
 
 /**
- * Closes, as it arrives, a connection from an address that already holds `max`: with only the
- * node's overall cap (auditlake.http.connections.max), one client holding that many idle
- * connections (each reaped only after 60–90 s without a request) locked every other client,
- * probe and cluster peer out. Addresses are counted as the socket sees them: behind a proxy,
- * every client is the proxy's one address.
+ * Caps the connections a node holds, all together and per client, so idle connections cannot
+ * take the file descriptors LevelDB needs ("Too many open files" failed its writes).
+ *
+ * Per client: a connection from a client that holds `perClientMax` already is closed as it
+ * arrives (with only the overall cap, one client holding that many idle connections locked
+ * every other client, probe and cluster peer out). A client is its IPv4 address, or its IPv6
+ * /64: one host is handed a whole /64, and counting its addresses apart would let it open
+ * `perClientMax` connections from each.
+ *
+ * All together: at the cap, a new connection takes the place of an open one that is not in a
+ * request — the oldest that never sent a whole request first (what a slow-headers attack holds:
+ * 1,024 connections from each of four addresses, each sending half a header block, locked every
+ * client out until Node's 60 s headers timeout, again and again (review)), else the oldest idle
+ * keep-alive connection (its client opens another when it next asks). Only when every open
+ * connection is in a request is the new one closed. Addresses are as the socket sees them:
+ * behind a proxy, every client is the proxy.
  */
-export function limitConnectionsPerClient(server: Server, max: number): void {
-  const open = new Map<string, number>();
+export function limitConnections(server: Server, limits: ConnectionLimits): void {
+  // A Map keeps insertion order: oldest connection first.
+  const open = new Map<Socket, OpenConnection>();
+  const perClient = new Map<string, number>();
   server.on('connection', (socket: Socket) => {
-    const address = socket.remoteAddress ?? '';
-    const count = (open.get(address) ?? 0) + 1;
-    if (count > max) {
+    const client = clientOf(socket.remoteAddress ?? '');
+    const count = (perClient.get(client) ?? 0) + 1;
+    if (count > limits.perClientMax) {
       socket.destroy();
       return;
     }
-    open.set(address, count);
-    socket.once('close', () => {
-      const left = (open.get(address) ?? 1) - 1;
-      if (left === 0) open.delete(address);
-      else open.set(address, left);
+    if (open.size >= limits.max) {
+      const victim = replaceable(open);
+      if (victim === undefined) {
+        socket.destroy();
+        return;
+      }
+      victim.destroy();
+      forget(victim);
+    }
+    perClient.set(client, count);
+    open.set(socket, { client, busy: 0, served: 0 });
+    socket.once('close', () => forget(socket));
+  });
+  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    const connection = open.get(request.socket);
+    if (connection === undefined) return;
+    connection.busy++;
+    response.once('close', () => {
+      connection.busy--;
+      connection.served++;
     });
   });
+
+  function forget(socket: Socket): void {
+    const connection = open.get(socket);
+    if (connection === undefined) return;
+    open.delete(socket);
+    const left = (perClient.get(connection.client) ?? 1) - 1;
+    if (left === 0) perClient.delete(connection.client);
+    else perClient.set(connection.client, left);
+  }
+}
+
+/** The oldest open connection not in a request: one that never sent a whole request first. */
+function replaceable(open: ReadonlyMap<Socket, OpenConnection>): Socket | undefined {
+  let idle: Socket | undefined;
+  for (const [socket, connection] of open) {
+    if (connection.busy > 0) continue;
+    if (connection.served === 0) return socket;
+    idle ??= socket;
+  }
+  return idle;
+}
+
+/** The client a remote address counts for: an IPv4 address (also IPv4-mapped), or an IPv6 address's /64. */
+export function clientOf(address: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return mapped[1] as string;
+  if (!address.includes(':')) return address;
+  const zone = address.indexOf('%');
+  const bare = zone < 0 ? address : address.slice(0, zone);
+  const [head = '', tail] = bare.split('::');
+  const front = head === '' ? [] : head.split(':');
+  const back = tail === undefined || tail === '' ? [] : tail.split(':');
+  const groups = tail === undefined ? front : [...front, ...new Array<string>(Math.max(0, 8 - front.length - back.length)).fill('0'), ...back];
+  return `${groups
+    .slice(0, 4)
+    .map((group) => Number.parseInt(group || '0', 16).toString(16))
+    .join(':')}::/64`;
 }

@@ -1,9 +1,10 @@
-// Goal: error codes say what happened and retryable ones tell the client when to retry; a single node refuses ack=replicated before storing anything and reports itself in /admin/cluster and the cluster gauges; connections past auditlake.http.connections.max, or past auditlake.http.connections.per.client.max from one address, are closed as they arrive.
+// Goal: error codes say what happened and retryable ones tell the client when to retry; a single node refuses ack=replicated before storing anything and reports itself in /admin/cluster and the cluster gauges; at auditlake.http.connections.max a new connection replaces one that is not in a request, or is closed when every one is; past auditlake.http.connections.per.client.max from one client it is closed as it arrives; request bodies are bounded in bytes held at once and in time.
 import { once } from 'node:events';
 import { Agent, get } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { describe, expect, it, onTestFinished } from 'vitest';
+import { clientOf } from '../src/connection-limits.js';
 import { toHttpError } from '../src/http-errors.js';
 import { event, startTestNode } from './test-node.js';
 
@@ -59,31 +60,56 @@ describe('a single node (no --coordinator)', () => {
 });
 
 describe('auditlake.http.connections.max', () => {
-  it('closes connections past the cap as they arrive, and takes new ones once others closed; open ones keep working', async () => {
+  const health = (port: number, agent: Agent | false) =>
+    new Promise<number>((resolve, reject) => get({ host: '127.0.0.1', port, path: '/health', agent }, (res) => res.resume().on('end', () => resolve(res.statusCode ?? 0))).on('error', reject));
+  const openConnections = (t: { node: { app: { server: { getConnections(cb: (err: Error | null, n: number) => void): void } } } }) =>
+    new Promise<number>((resolve) => t.node.app.server.getConnections((_err, n) => resolve(n)));
+
+  it('at the cap, a new connection takes the place of the oldest that never sent a whole request (slow headers), and open ones keep working', async () => {
     const t = await startTestNode({ props: { 'auditlake.http.connections.max': '20' } });
     const port = Number(new URL(t.node.url).port);
-    const idle: Socket[] = [];
-    onTestFinished(() => idle.forEach((socket) => socket.destroy()));
-    // An open keep-alive connection, then 19 that send nothing: the cap is reached.
+    const slow: Socket[] = [];
+    onTestFinished(() => slow.forEach((socket) => socket.destroy()));
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     onTestFinished(() => agent.destroy());
-    const viaAgent = () => new Promise<number>((resolve, reject) => get({ host: '127.0.0.1', port, path: '/health', agent }, (res) => res.resume().on('end', () => resolve(res.statusCode ?? 0))).on('error', reject));
-    // On a new connection of its own each time.
-    const fresh = () => new Promise<number>((resolve, reject) => get({ host: '127.0.0.1', port, path: '/health', agent: false }, (res) => res.resume().on('end', () => resolve(res.statusCode ?? 0))).on('error', reject));
-    expect(await viaAgent()).toBe(200);
+    expect(await health(port, agent)).toBe(200);
+    // 19 connections that send half a header block and then nothing: the cap is reached.
     for (let i = 0; i < 19; i++) {
       const socket = connect(port, '127.0.0.1');
       await once(socket, 'connect');
-      idle.push(socket);
+      socket.on('error', () => undefined);
+      socket.write('GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n');
+      slow.push(socket);
     }
-    await expect.poll(() => new Promise<number>((resolve) => t.node.app.server.getConnections((_err, n) => resolve(n)))).toBe(20);
-    // A new connection is closed at once.
-    await expect(fresh()).rejects.toMatchObject({ code: 'ECONNRESET' });
-    // The open one still answers.
-    expect(await viaAgent()).toBe(200);
-    // Room again: new connections are taken.
-    idle.splice(0).forEach((socket) => socket.destroy());
-    await expect.poll(() => fresh().catch(() => 0)).toBe(200);
+    await expect.poll(() => openConnections(t)).toBe(20);
+    const firstClosed = once(slow[0] as Socket, 'close');
+    // A new client is served: the oldest slow connection made room for it.
+    for (let i = 0; i < 5; i++) expect(await health(port, false)).toBe(200);
+    await firstClosed;
+    // The open keep-alive connection is still there and answers.
+    expect(await health(port, agent)).toBe(200);
+    expect(await openConnections(t)).toBeLessThanOrEqual(20);
+  });
+
+  it('closes a new connection only when every open one is in a request', async () => {
+    const t = await startTestNode({ props: { 'auditlake.http.connections.max': '5' } });
+    const port = Number(new URL(t.node.url).port);
+    const busy: Socket[] = [];
+    onTestFinished(() => busy.forEach((socket) => socket.destroy()));
+    // Five requests whose bodies are still coming: each connection is in a request.
+    for (let i = 0; i < 5; i++) {
+      const socket = connect(port, '127.0.0.1');
+      await once(socket, 'connect');
+      socket.on('error', () => undefined);
+      socket.write('POST /v1/api/audit HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Token ingest-secret-for-tests\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n[');
+      busy.push(socket);
+    }
+    await expect.poll(() => openConnections(t)).toBe(5);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await expect(health(port, false)).rejects.toMatchObject({ code: 'ECONNRESET' });
+    // Room again once one ends.
+    busy.shift()?.destroy();
+    await expect.poll(() => health(port, false).catch(() => 0)).toBe(200);
   });
 });
 
@@ -105,6 +131,16 @@ describe('auditlake.http.connections.per.client.max', () => {
     expect(await fresh('127.0.0.4')).toBe(200);
     idle.splice(0).forEach((socket) => socket.destroy());
     await expect.poll(() => fresh('127.0.0.3').catch(() => 0)).toBe(200);
+  });
+
+  it('counts an IPv6 client by its /64 (one host is handed a whole /64), an IPv4 one by its address', () => {
+    expect(clientOf('2001:db8:1:2:aaaa::1')).toBe('2001:db8:1:2::/64');
+    expect(clientOf('2001:db8:1:2:bbbb:cccc:dddd:eeee')).toBe('2001:db8:1:2::/64');
+    expect(clientOf('2001:0db8:0001:0003::9')).toBe('2001:db8:1:3::/64');
+    expect(clientOf('fe80::1%eth0')).toBe('fe80:0:0:0::/64');
+    expect(clientOf('::1')).toBe('0:0:0:0::/64');
+    expect(clientOf('::ffff:127.0.0.3')).toBe('127.0.0.3');
+    expect(clientOf('127.0.0.3')).toBe('127.0.0.3');
   });
 });
 
