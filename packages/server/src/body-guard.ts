@@ -4,7 +4,7 @@ import { AuditError, AuditErrorCode } from '@auditlake/model';
 export interface BodyGuardOptions {
   /** The most body bytes all requests may hold at once (auditlake.http.body.inflight.max.bytes). */
   inflightMaxBytes: number;
-  /** The largest body one request may send (auditlake.http.body.limit.bytes): what a body of unknown length is counted as. */
+  /** The largest body one request may send (auditlake.http.body.limit.bytes, unless its route sets its own): what a body of unknown length is counted as. */
   bodyLimitBytes: number;
   /** How long a body may take to arrive once its headers have (auditlake.http.body.timeout.ms). */
   bodyTimeoutMs: number;
@@ -26,7 +26,8 @@ export interface BodyGuardOptions {
 export function guardRequestBodies(app: FastifyInstance, options: BodyGuardOptions): { heldBytes: () => number } {
   let held = 0;
   app.addHook('preParsing', async (request, reply) => {
-    const declared = bodyLengthOf(request.headers['content-length'], request.headers['transfer-encoding'], options.bodyLimitBytes);
+    // A route may take larger bodies than the node's limit (a standby's forwarded batch).
+    const declared = bodyLengthOf(request.headers['content-length'], request.headers['transfer-encoding'], request.routeOptions.bodyLimit ?? options.bodyLimitBytes);
     if (declared === 0) return;
     // One body always fits: a budget below the body limit would otherwise refuse a largest body forever.
     if (held > 0 && held + declared > options.inflightMaxBytes) {
@@ -58,7 +59,7 @@ export function guardRequestBodies(app: FastifyInstance, options: BodyGuardOptio
   return { heldBytes: () => held };
 }
 
-/** The bytes a request's body is counted as: its Content-Length, or the body limit for one sent chunked; 0 for none. */
+/** The bytes a request's body is counted as: its Content-Length (at most the route's body limit), or that limit for one sent chunked; 0 for none. */
 function bodyLengthOf(contentLength: string | undefined, transferEncoding: string | undefined, bodyLimitBytes: number): number {
   if (contentLength !== undefined && /^\d+$/.test(contentLength)) return Math.min(Number(contentLength), bodyLimitBytes);
   return transferEncoding === undefined ? 0 : bodyLimitBytes;
