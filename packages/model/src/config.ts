@@ -151,6 +151,8 @@ export const CONFIG_KEYS = {
    * any of it is read. 32 bodies at the default body limit.
    */
   bodyInflightMaxBytes: spec('auditlake.http.body.inflight.max.bytes', String(256 * 1024 * 1024), positiveInt),
+  /** The part of that one client (an IPv4 address, an IPv6 /64) may hold: 8 bodies at the default body limit (behind a proxy, raise it). */
+  bodyInflightPerClientMaxBytes: spec('auditlake.http.body.inflight.per.client.max.bytes', String(64 * 1024 * 1024), positiveInt),
   /** How long a request's body may take to arrive once its headers have; then its connection is closed (the request never answered). */
   bodyTimeoutMs: spec('auditlake.http.body.timeout.ms', '60000', positiveInt),
   /**

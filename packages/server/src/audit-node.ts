@@ -253,6 +253,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
       adminUi,
       bodyLimitBytes: config.bodyLimitBytes,
       bodyInflightMaxBytes: config.bodyInflightMaxBytes,
+      bodyInflightPerClientMaxBytes: config.bodyInflightPerClientMaxBytes,
       bodyTimeoutMs: config.bodyTimeoutMs,
       authenticator: new Authenticator({ tokens, accessKeys: config.accessKeys, jwtSecret: config.jwtSecret }),
       denyRecorder,

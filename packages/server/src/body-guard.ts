@@ -1,9 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
+import { clientOf } from './connection-limits.js';
 
 export interface BodyGuardOptions {
   /** The most body bytes all requests may hold at once (auditlake.http.body.inflight.max.bytes). */
   inflightMaxBytes: number;
+  /** The most of them the requests of one client may hold (auditlake.http.body.inflight.per.client.max.bytes). */
+  inflightPerClientMaxBytes: number;
   /** The largest body one request may send (auditlake.http.body.limit.bytes, unless its route sets its own): what a body of unknown length is counted as. */
   bodyLimitBytes: number;
   /** How long a body may take to arrive once its headers have (auditlake.http.body.timeout.ms). */
@@ -25,19 +28,25 @@ export interface BodyGuardOptions {
  */
 export function guardRequestBodies(app: FastifyInstance, options: BodyGuardOptions): { heldBytes: () => number } {
   let held = 0;
+  /** Bytes held by each client (clientOf its address) with any held. */
+  const heldBy = new Map<string, number>();
   app.addHook('preParsing', async (request, reply) => {
     // A route may take larger bodies than the node's limit (a standby's forwarded batch).
     const declared = bodyLengthOf(request.headers['content-length'], request.headers['transfer-encoding'], request.routeOptions.bodyLimit ?? options.bodyLimitBytes);
     if (declared === 0) return;
-    // One body always fits: a budget below the body limit would otherwise refuse a largest body forever.
+    const client = clientOf(request.socket.remoteAddress ?? '');
+    const own = heldBy.get(client) ?? 0;
+    // One body always fits, for the node and for a client: a budget below the body limit would
+    // otherwise refuse a largest body forever. A client's own share keeps one client (with
+    // valid credentials) from taking the whole budget from the others.
+    if (own > 0 && own + declared > options.inflightPerClientMaxBytes) {
+      throw budgetSpent(`this client holds ${own} bytes of request bodies, and this one's ${declared} would pass auditlake.http.body.inflight.per.client.max.bytes (${options.inflightPerClientMaxBytes})`);
+    }
     if (held > 0 && held + declared > options.inflightMaxBytes) {
-      throw new AuditError(
-        AuditErrorCode.LIMIT_EXCEEDED,
-        `the node holds ${held} bytes of request bodies, and this one's ${declared} would pass auditlake.http.body.inflight.max.bytes (${options.inflightMaxBytes}): retry shortly`,
-        { retryable: true },
-      );
+      throw budgetSpent(`the node holds ${held} bytes of request bodies, and this one's ${declared} would pass auditlake.http.body.inflight.max.bytes (${options.inflightMaxBytes})`);
     }
     held += declared;
+    heldBy.set(client, own + declared);
     const socket = request.raw.socket;
     const timer = setTimeout(() => socket.destroy(), options.bodyTimeoutMs);
     timer.unref();
@@ -48,6 +57,9 @@ export function guardRequestBodies(app: FastifyInstance, options: BodyGuardOptio
       if (released) return;
       released = true;
       held -= declared;
+      const left = (heldBy.get(client) ?? declared) - declared;
+      if (left <= 0) heldBy.delete(client);
+      else heldBy.set(client, left);
     };
     // The response's 'close' comes once it is sent or its connection is gone, whichever first.
     reply.raw.once('close', release);
@@ -57,6 +69,10 @@ export function guardRequestBodies(app: FastifyInstance, options: BodyGuardOptio
     if (request.bodyTimer !== undefined) clearTimeout(request.bodyTimer);
   });
   return { heldBytes: () => held };
+}
+
+function budgetSpent(why: string): AuditError {
+  return new AuditError(AuditErrorCode.LIMIT_EXCEEDED, `${why}: retry shortly`, { retryable: true });
 }
 
 /** The bytes a request's body is counted as: its Content-Length (at most the route's body limit), or that limit for one sent chunked; 0 for none. */

@@ -15,6 +15,7 @@ export interface HttpAppOptions {
   bodyLimitBytes: number;
   /** Request bodies all together, and their time to arrive (body-guard.ts). */
   bodyInflightMaxBytes: number;
+  bodyInflightPerClientMaxBytes: number;
   bodyTimeoutMs: number;
   authenticator: Authenticator;
   denyRecorder: DenyRecorder;
@@ -100,7 +101,7 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   app.addHook('preParsing', async (request) => {
     assertUtf8Charset(request.headers['content-type']);
   });
-  guardRequestBodies(app, { inflightMaxBytes: options.bodyInflightMaxBytes, bodyLimitBytes: options.bodyLimitBytes, bodyTimeoutMs: options.bodyTimeoutMs });
+  guardRequestBodies(app, { inflightMaxBytes: options.bodyInflightMaxBytes, inflightPerClientMaxBytes: options.bodyInflightPerClientMaxBytes, bodyLimitBytes: options.bodyLimitBytes, bodyTimeoutMs: options.bodyTimeoutMs });
 
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url ?? 'unmatched';

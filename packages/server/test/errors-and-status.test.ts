@@ -145,8 +145,8 @@ describe('auditlake.http.connections.per.client.max', () => {
 });
 
 /** A raw connection that sends `head` (request line and headers) and `body`, and keeps what it receives. */
-async function rawRequest(port: number, head: string, body = '') {
-  const socket = connect({ port, host: '127.0.0.1' });
+async function rawRequest(port: number, head: string, body = '', localAddress = '127.0.0.1') {
+  const socket = connect({ port, host: '127.0.0.1', localAddress });
   await once(socket, 'connect');
   let received = '';
   socket.on('data', (chunk: Buffer) => (received += chunk.toString('utf8')));
@@ -181,6 +181,26 @@ describe('request bodies (auditlake.http.body.inflight.max.bytes, auditlake.http
     first.socket.destroy();
     await expect.poll(async () => (await t.ingest([event({ eventId: 'room-again' })])).status).toBe(200);
     expect((await t.stored()).map((e) => e.eventId)).toEqual(['room-again']);
+  });
+
+  it('keeps one client to its share of the bytes (auditlake.http.body.inflight.per.client.max.bytes), while other clients are served', async () => {
+    const t = await startTestNode({ props: { 'auditlake.http.body.limit.bytes': '200000', 'auditlake.http.body.inflight.per.client.max.bytes': '100000' } });
+    const port = Number(new URL(t.node.url).port);
+    const body = JSON.stringify([event({ eventId: 'from-a-client' })]);
+    const post = async (localAddress: string) => {
+      const sent = await rawRequest(port, ingestHead(body.length), body, localAddress);
+      await expect.poll(() => /^HTTP\/1\.1 \d+/.test(sent.received())).toBe(true);
+      return sent.received();
+    };
+    // 99,990 bytes declared and one sent, from 127.0.0.6: that client's share is nearly spent.
+    const held = await rawRequest(port, ingestHead(99_990), '[', '127.0.0.6');
+    await expect.poll(async () => (await post('127.0.0.6')).slice(0, 12)).toBe('HTTP/1.1 429');
+    expect(await post('127.0.0.6')).toContain('auditlake.http.body.inflight.per.client.max.bytes (100000)');
+    // Another client is served.
+    expect(await post('127.0.0.7')).toMatch(/^HTTP\/1\.1 200 /);
+    expect((await t.stored()).map((e) => e.eventId)).toEqual(['from-a-client']);
+    held.socket.destroy();
+    await expect.poll(async () => (await post('127.0.0.6')).slice(0, 12)).toBe('HTTP/1.1 200');
   });
 
   it('closes the connection of a body that does not arrive within the timeout, and stores nothing of it', async () => {
