@@ -6,15 +6,16 @@ export type VerifyCheckJob = { parquet: ArrayBuffer } | { jsonLines: string };
 
 /**
  * The records a job holds: a data file's rows as columns (a row without a seq was written
- * before the chain and is only counted; a row without a term reads as term 0), or a page's lines.
+ * before the chain and is only counted; a row without a term reads as term 0) with each
+ * column's summary, or a page's lines.
  */
 export async function readVerifyJob(job: VerifyCheckJob): Promise<JobRecords> {
   if ('jsonLines' in job) return { records: parseRecordLines(job.jsonLines) };
   // Hashed from the decoded columns: an object per row, taken apart again to hash it, was
   // measured as a large share of verify's time.
-  const columns = await readWholeAuditColumns(bytesSource(new Uint8Array(job.parquet)));
+  const { summaries, ...columns } = await readWholeAuditColumns(bytesSource(new Uint8Array(job.parquet)));
   const term = columns.term.map((value) => value ?? 0);
-  return { columns: { ...columns, count: columns.rowCount, term } };
+  return { columns: { ...columns, count: columns.rowCount, term }, columnSummaries: summaries };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { AuditError, AuditErrorCode } from '@auditlake/model';
+import { AuditError, AuditErrorCode, type ColumnValueSummary } from '@auditlake/model';
 import { parquetMetadataAsync, parquetRead, parquetReadObjects, type FileMetaData, type RowGroup } from 'hyparquet';
 import {
   AUDIT_COLUMNS,
@@ -9,6 +9,7 @@ import {
   type TieredEvent,
 } from './audit-columns.js';
 import type { ByteSource } from './byte-source.js';
+import { summarizeAuditColumns } from './column-value-summaries.js';
 import { PAGE_DECOMPRESSORS } from './page-codec.js';
 import { checkFileIndexes, checkRowGroupDeclarations } from './row-group-declarations.js';
 
@@ -217,13 +218,19 @@ export interface AuditFileColumns {
   salt: ReadonlyArray<string | undefined>;
 }
 
+/** A tiered file's rows as columns, and what each column holds in sum (counts, least and greatest value). */
+export interface SummarizedAuditColumns extends AuditFileColumns {
+  summaries: ColumnValueSummary[];
+}
+
 /**
  * Every row of a tiered file as columns ({@link AuditFileColumns}): what
  * {@link readWholeAuditParquet} reads, refused where it refuses, with the same error. What the
  * verifier reads: a row whose `event_time` is not its `ts` is refused as well (TABLE_INVALID),
  * since the record hash covers `ts` only, while engines partition and filter by `event_time`.
+ * Each column's summary comes with them, for checking what the file's commit declares of it.
  */
-export async function readWholeAuditColumns(source: ByteSource): Promise<AuditFileColumns> {
+export async function readWholeAuditColumns(source: ByteSource): Promise<SummarizedAuditColumns> {
   const raw = await readRawColumns(source);
   let columns: AuditFileColumns;
   try {
@@ -237,7 +244,7 @@ export async function readWholeAuditColumns(source: ByteSource): Promise<AuditFi
   checkEventTimes(raw.values.get('event_time'), columns);
   checkRowGroupDeclarations(raw.footer, raw.values);
   await checkFileIndexes(source, raw.footer, raw.values);
-  return columns;
+  return { ...columns, summaries: summarizeAuditColumns(raw.values, raw.rowCount) };
 }
 
 /** Refuses the first row whose `event_time` (µs) is not its `ts` (ms) in microseconds. */

@@ -50,11 +50,11 @@ describe('readWholeAuditParquet', () => {
   });
 });
 
-/** Row i of a file's columns as the event the row reader gives. */
+/** Row i of a file's columns as the event the row reader gives (the columns' summaries are not a column). */
 function eventAt(columns: AuditFileColumns, i: number): TieredEvent {
   const event: Record<string, unknown> = {};
   for (const [name, values] of Object.entries(columns)) {
-    if (name === 'rowCount') continue;
+    if (name === 'rowCount' || name === 'summaries') continue;
     const value = (values as unknown[])[i];
     if (value !== undefined) event[name] = name === 'tables' ? (value === '' ? [] : (value as string).split(',')) : value;
   }

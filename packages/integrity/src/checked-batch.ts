@@ -1,3 +1,4 @@
+import type { ColumnValueSummary } from '@auditlake/model';
 import { checkRecord, linkCheckedRecords, type CheckedDigest, type CheckedErasure, type CheckedRecord, type VerifyRecord } from './checked-record.js';
 import type { RecordHasher } from './record-hasher.js';
 
@@ -35,6 +36,12 @@ export interface CheckedBatch {
   withoutSeq?: { ingestTsMax: number; eventId: string };
   /** Of a data file checked from its columns: the row with the least seq, its seq and ingest time. */
   firstRow?: { seq: number; ingestTs: number };
+  /**
+   * Of a data file, what each column holds (counts, least and greatest value): what the file's
+   * commit declares of its columns (an Iceberg manifest entry's metrics) is checked against it.
+   * Absent for a job of records.
+   */
+  columnSummaries?: readonly ColumnValueSummary[];
 }
 
 interface CheckedExtra {

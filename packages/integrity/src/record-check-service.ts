@@ -1,23 +1,27 @@
 import { parentPort } from 'node:worker_threads';
-import { isAuditError } from '@auditlake/model';
+import { isAuditError, type ColumnValueSummary } from '@auditlake/model';
 import { checkedBatchTransfer, checkRecordsToBatch, type CheckedBatch } from './checked-batch.js';
 import { checkColumnsToBatch, type RecordColumns } from './checked-columns.js';
 import type { VerifyRecord } from './checked-record.js';
 import type { RecordCheckRequest, RecordCheckResponse } from './record-check-pool.js';
 import { RecordHasher } from './record-hasher.js';
 
-/** The records a job holds, and how many rows it held without a seq; or its records as columns. */
-export type JobRecords = { records: Iterable<VerifyRecord>; skipped?: number } | { columns: RecordColumns };
+/**
+ * The records a job holds, and how many rows it held without a seq; or its records as columns,
+ * with what each column of the file holds in sum where the reader gave it.
+ */
+export type JobRecords = { records: Iterable<VerifyRecord>; skipped?: number } | { columns: RecordColumns; columnSummaries?: readonly ColumnValueSummary[] };
 
 /**
  * Checks a job's records ({@link checkRecordsToBatch} or {@link checkColumnsToBatch}); a job of
- * columns also reports its rows' event-time range (CheckedBatch.eventTime).
+ * columns also reports its rows' event-time range (CheckedBatch.eventTime) and passes its
+ * column summaries on (CheckedBatch.columnSummaries).
  */
 export function checkJobRecords(job: JobRecords, hasher: RecordHasher): CheckedBatch {
   if (!('columns' in job)) return checkRecordsToBatch(job.records, hasher, job.skipped);
   const batch = checkColumnsToBatch(job.columns, hasher);
   const eventTime = eventTimeRange(job.columns.timestamp, job.columns.count);
-  return { ...batch, ...(eventTime === undefined ? {} : { eventTime }), ...rowsBySeq(job.columns) };
+  return { ...batch, ...(eventTime === undefined ? {} : { eventTime }), ...(job.columnSummaries === undefined ? {} : { columnSummaries: job.columnSummaries }), ...rowsBySeq(job.columns) };
 }
 
 /** A file's first row by seq, and what its rows without a seq say of when they came (CheckedBatch.withoutSeq). */

@@ -20,4 +20,5 @@ export * from './tier-location.js';
 export * from './utf8-bytes.js';
 export * from './trigram-hash.js';
 export * from './json-for-message.js';
+export * from './column-value-summary.js';
 export { seededRandom } from './seeded-random.js';
