@@ -1,4 +1,4 @@
-import { newestAncestorCarrying } from '@auditlake/format';
+import { checkDeclaredMetrics, newestAncestorCarrying, type DataFile } from '@auditlake/format';
 import type { CheckedBatch, FoundCheckpoint, RowsWithoutSeqSeen, ShownKey } from '@auditlake/integrity';
 import { parseSignedCheckpoint } from '@auditlake/integrity';
 import {
@@ -45,6 +45,9 @@ export type TierBatchListener = (index: number, batch: CheckedBatch) => void;
 
 const CONNECTION_ID = 'verify';
 
+/** A committed data file to check; for Iceberg, with what its manifest entry declares of its columns. */
+type ListedFile = TierFile & { declared?: DataFile };
+
 /**
  * Reads a tier from the bucket alone: the `_integrity/` objects beside it and, for Iceberg, the
  * newest checkpoint a snapshot summary in the current snapshot's ancestry carries, then every committed data file (through
@@ -69,7 +72,7 @@ export async function readTierProof(tier: TierLocationOption, checks: VerifyChec
     const objects = connections.bucket(CONNECTION_ID, location.bucket);
     const checkpoints: FoundCheckpoint[] = [];
     let head: TierProof['head'];
-    let files: TierFile[];
+    let files: ListedFile[];
     if (tier.mode === 'parquet') {
       // Every marker, not the newest checkpoint readers start from: the files checked are those
       // the markers declare, and the checkpoint is checked against them (a forged one that hid a
@@ -92,8 +95,10 @@ export async function readTierProof(tier: TierLocationOption, checks: VerifyChec
       if (carrier !== undefined && summary !== undefined) checkpoints.push(found(summary, `the summary of snapshot ${carrier['snapshot-id']} of ${tier.location}`));
       const watermark = tableWatermark(loaded);
       if (watermark !== undefined) head = { seq: watermark.seq, where: `the current snapshot's watermark of ${tier.location}` };
-      source = new IcebergTierSource(connections, table);
-      files = await source.listFiles();
+      const iceberg = new IcebergTierSource(connections, table);
+      source = iceberg;
+      // With each file's declarations, and every manifest's partition summary checked.
+      files = await iceberg.listDeclaredFiles();
     }
     // The proof is read right after the listing, not after every file is checked: the fold
     // needs its checkpoints from the start (and a tier being written meanwhile has less time
@@ -117,7 +122,7 @@ export async function readTierProof(tier: TierLocationOption, checks: VerifyChec
  * running: the caller then closes the worker threads, and terminating one in the middle of a
  * job (inflating a page) crashed the whole process in Node's zlib ("close before init").
  */
-async function checkFiles(source: TierSource, files: readonly TierFile[], checks: VerifyChecks, listener: TierBatchListener | undefined): Promise<CheckedBatch[]> {
+async function checkFiles(source: TierSource, files: readonly ListedFile[], checks: VerifyChecks, listener: TierBatchListener | undefined): Promise<CheckedBatch[]> {
   const batches: CheckedBatch[] = new Array<CheckedBatch>(files.length);
   const lanes = Math.min(files.length, Math.max(2, 2 * checks.threads));
   let next = 0;
@@ -126,12 +131,16 @@ async function checkFiles(source: TierSource, files: readonly TierFile[], checks
     while (!failed && next < files.length) {
       const at = next++;
       try {
-        const file = files[at] as TierFile;
+        const file = files[at] as ListedFile;
         const bytes = await source.open(file);
         const batch = await checks.check({ parquet: await bytes.slice(0, bytes.byteLength) }).catch((err: unknown) => {
           throw namingFile(file, err);
         });
-        checkDeclared(files[at] as TierFile, batch);
+        checkDeclared(file, batch);
+        if (file.declared !== undefined) {
+          if (batch.columnSummaries === undefined) throw new TypeError(`the check of tier file ${file.key} summed up none of its columns`);
+          checkDeclaredMetrics(`tier file ${file.key}`, file.declared, batch.columnSummaries);
+        }
         batches[at] = batch;
         if (!failed) listener?.(at, batch);
       } catch (err) {
@@ -167,7 +176,9 @@ function isoTime(ms: number): string {
  * Parquet commit marker) declares of them: their count, their event-time bounds and their day.
  * The chain proves the rows; readers find them by those declarations, which it does not
  * cover: a partition value or a bound changed in a manifest would hide rows from every search
- * that skips files by them (ours, Trino's, Spark's) while every record still verified.
+ * that skips files by them (ours, Trino's, Spark's) while every record still verified. An
+ * Iceberg file's other declarations (every column's bounds and counts) are checked after this,
+ * by checkDeclaredMetrics.
  */
 function checkDeclared(file: TierFile, batch: CheckedBatch): void {
   const rows = batch.count + batch.skipped;

@@ -3,25 +3,40 @@
 // tiered value, a row removed by rewriting its data file, a data file dropped from its manifest,
 // two records swapped; and a data file whose manifest entry no longer tells where its rows are
 // (another day's partition, narrowed event-time bounds, another row count), which hides rows
-// from every reader that skips files by them while each record still verifies. Each tamper of the data is thorough — the manifest's row count and file size, and the
-// manifest list's manifest length, are rewritten to match — so only the chain can catch it.
+// from every reader that skips files by them while each record still verifies; likewise a
+// manifest entry whose bounds or counts of any other column, or a manifest list whose
+// partition summary, no longer covers the rows, while wider ones (as another engine may write)
+// pass. Each tamper of the data is thorough — the manifest entry is recomputed from the new file
+// (row count, size, counts and bounds), and the manifest list's manifest length and partition
+// summary rewritten to match — so only the chain can catch it.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  auditFieldId,
   currentSchema,
   currentSnapshot,
+  dataFileFromParquetFooter,
+  decodeIntBound,
   decodeLongBound,
   decodeManifest,
   decodeManifestList,
+  decodeStringBound,
   encodeAuditParquet,
+  encodeIntBound,
   encodeLongBound,
   encodeManifest,
   encodeManifestList,
+  encodeStringBound,
+  encodeTimestamptzBound,
   icebergParquetKvMetadata,
   readAuditParquet,
+  manifestFileFor,
+  truncateLowerBound,
+  truncateUpperBound,
   TS_FIELD_ID,
   type ManifestEntry,
+  type ManifestFile,
   type TieredEvent,
 } from '@auditlake/format';
 import { CHECKPOINT_SUMMARY_KEY, icebergTableAt, loadIcebergTable, S3Connections, s3Key, type IcebergTableRef, type ObjectStore } from '@auditlake/lake';
@@ -34,6 +49,7 @@ import { ingestAll, offlineVerifyOptions, waitFor } from './verify-node.js';
 
 const ADMIN_TOKEN = 'admin-token-for-iceberg-tamper';
 const TABLE_LOCATION = 's3://auditlake/warehouse/audit/events';
+const DAY_MS = 86_400_000;
 
 let dataDir: string;
 let node: AuditNode;
@@ -58,8 +74,11 @@ async function currentFiles() {
   return { loaded, snapshot, listKey, list, manifests };
 }
 
-/** Writes the manifests back (entries changed by `edit`) and the manifest list with their new lengths. */
-async function rewriteManifests(edit: (entries: ManifestEntry[]) => ManifestEntry[]): Promise<void> {
+/**
+ * Writes the manifests back (entries changed by `edit`) and the manifest list with their new
+ * lengths and partition summaries; then `editList` may change the manifest list's rows.
+ */
+async function rewriteManifests(edit: (entries: ManifestEntry[]) => ManifestEntry[], editList: (files: ManifestFile[], manifests: Array<{ file: ManifestFile; entries: ManifestEntry[] }>) => ManifestFile[] = (files) => files): Promise<void> {
   const { loaded, snapshot, listKey, list, manifests } = await currentFiles();
   const schema = currentSchema(loaded.metadata);
   const files = [];
@@ -71,10 +90,12 @@ async function rewriteManifests(edit: (entries: ManifestEntry[]) => ManifestEntr
     }
     const bytes = encodeManifest(entries, { schema });
     await objects.put(manifest.key, bytes);
-    files.push({ ...manifest.file, manifest_length: bytes.byteLength });
+    const summed = manifestFileFor({ manifestPath: manifest.file.manifest_path, manifestLengthBytes: bytes.byteLength, entries, snapshotId: manifest.file.added_snapshot_id, sequenceNumber: manifest.file.sequence_number });
+    files.push({ ...manifest.file, manifest_length: bytes.byteLength, partitions: summed.partitions });
   }
-  await objects.put(listKey, encodeManifestList(files, { snapshotId: snapshot['snapshot-id'], parentSnapshotId: snapshot['parent-snapshot-id'] ?? null, sequenceNumber: snapshot['sequence-number'] }));
-  expect(list.files.length).toBe(files.length);
+  const written = editList(files, manifests);
+  await objects.put(listKey, encodeManifestList(written, { snapshotId: snapshot['snapshot-id'], parentSnapshotId: snapshot['parent-snapshot-id'] ?? null, sequenceNumber: snapshot['sequence-number'] }));
+  expect(list.files.length).toBe(written.length);
 }
 
 /** The live data file holding `seq`, and its rows. */
@@ -89,15 +110,14 @@ async function fileWith(seq: number): Promise<{ path: string; rows: TieredEvent[
   throw new Error(`no live data file holds seq ${seq}`);
 }
 
-/** Rewrites a data file with other rows, and its manifest entry's row count and size with it. */
+/** Rewrites a data file with other rows, and its manifest entry with it (row count, size, counts and bounds, as our writer makes them). */
 async function rewriteDataFile(path: string, rows: TieredEvent[]): Promise<void> {
   const loaded = (await loadIcebergTable(objects, table))!;
   const bytes = encodeAuditParquet(rows, { kvMetadata: icebergParquetKvMetadata(currentSchema(loaded.metadata)) });
   await objects.put(s3Key(table, path), bytes);
+  const recomputed = await dataFileFromParquetFooter({ filePath: path, parquetBytes: bytes });
   await rewriteManifests((entries) =>
-    entries.some((e) => e.data_file.file_path === path)
-      ? entries.map((e) => (e.data_file.file_path === path ? { ...e, data_file: { ...e.data_file, record_count: rows.length, file_size_in_bytes: bytes.byteLength } } : e))
-      : entries,
+    entries.some((e) => e.data_file.file_path === path) ? entries.map((e) => (e.data_file.file_path === path ? { ...e, data_file: recomputed } : e)) : entries,
   );
 }
 
@@ -148,7 +168,8 @@ beforeAll(async () => {
     await ingest(Array.from({ length: 8 }, (_, i) => event(round * 8 + i + 1)));
     expect(await node.integrity.checkpointNow()).toBeDefined();
   }
-  await ingest([event(100), event(101)]);
+  // The last commit holds two days (a file each), so one manifest's partition summary spans both.
+  await ingest([event(100), event(101), { ...event(102), ts: 1_700_000_000_000 + DAY_MS }]);
   const headSeq = node.store.chainHead.seq;
   await waitFor('the whole log tiered', async () => (await node.tiering.watermark()).seq === headSeq);
 }, 120_000);
@@ -270,6 +291,140 @@ describe('a tampered Iceberg tier fails offline verify with the right words', ()
       const { rows } = await fileWith(12);
       await editEntryOf(12, (file) => ({ ...file, record_count: file.record_count - 1 }));
       await expect(verifyHistory(offline())).rejects.toMatchObject({ code: 'AUDIT_INTEGRITY_MISMATCH', message: expect.stringContaining(`holds ${rows.length} rows, but its commit declares ${rows.length - 1}`) });
+    } finally {
+      await restore();
+    }
+  });
+
+  const USER_ID = auditFieldId('user_id');
+  const EVENT_TIME = auditFieldId('event_time');
+  const RESOURCE = auditFieldId('resource');
+  const QUERY = auditFieldId('query');
+  /** `map` with the value of `key` replaced. */
+  const replaced = <V>(map: Array<{ key: number; value: V }> | null, key: number, value: V) => (map ?? []).map((entry) => (entry.key === key ? { ...entry, value } : entry));
+  const micros = (ms: number) => BigInt(ms) * 1000n;
+
+  it('the manifests declare counts of every column and bounds of each one with values, which the checks below narrow', async () => {
+    for (const { entries } of (await currentFiles()).manifests) {
+      for (const { data_file: file } of entries) {
+        expect(file.value_counts?.map((count) => count.key)).toEqual(Array.from({ length: 21 }, (_, i) => i + 1));
+        expect(file.null_value_counts?.find((count) => count.key === RESOURCE)?.value).toBe(0);
+        for (const key of [USER_ID, EVENT_TIME, QUERY]) {
+          expect(file.lower_bounds?.some((bound) => bound.key === key)).toBe(true);
+          expect(file.upper_bounds?.some((bound) => bound.key === key)).toBe(true);
+        }
+      }
+    }
+  });
+
+  it('a data file whose manifest narrows the upper bound of user_id is refused, naming the file, the column and both values', async () => {
+    try {
+      const { path, rows } = await fileWith(12);
+      const greatest = rows.map((row) => row.userId).sort().at(-1) as string;
+      expect(greatest > 'alice').toBe(true);
+      await editEntryOf(12, (file) => ({ ...file, upper_bounds: replaced(file.upper_bounds, USER_ID, encodeStringBound('alice')) }));
+      await expect(verifyHistory(offline())).rejects.toMatchObject({
+        code: 'AUDIT_INTEGRITY_MISMATCH',
+        message: `tier file ${s3Key(table, path)} holds user_id "${greatest}", above the upper bound its commit declares for the column ("alice"): a search that skips files by those bounds would miss it; the table's metadata was altered`,
+      });
+    } finally {
+      await restore();
+    }
+  });
+
+  it('a data file whose manifest collapses its event_time bounds to one microsecond is refused', async () => {
+    try {
+      const { path, rows } = await fileWith(12);
+      const times = rows.map((row) => row.timestamp);
+      const [least, greatest] = [Math.min(...times), Math.max(...times)];
+      expect(least).toBeLessThan(greatest);
+      const newest = encodeTimestamptzBound(micros(greatest));
+      await editEntryOf(12, (file) => ({ ...file, lower_bounds: replaced(file.lower_bounds, EVENT_TIME, newest), upper_bounds: replaced(file.upper_bounds, EVENT_TIME, newest) }));
+      const shown = (ms: number) => `${new Date(ms).toISOString()} (${micros(ms)} µs)`;
+      await expect(verifyHistory(offline())).rejects.toMatchObject({
+        code: 'AUDIT_INTEGRITY_MISMATCH',
+        message: `tier file ${s3Key(table, path)} holds event_time ${shown(least)}, below the lower bound its commit declares for the column (${shown(greatest)}): a search that skips files by those bounds would miss it; the table's metadata was altered`,
+      });
+    } finally {
+      await restore();
+    }
+  });
+
+  it('a data file whose manifest declares other null or value counts than it holds is refused', async () => {
+    try {
+      const { path, rows } = await fileWith(12);
+      // Every value null: an engine skips the file for any comparison on resource.
+      await editEntryOf(12, (file) => ({ ...file, null_value_counts: replaced(file.null_value_counts, RESOURCE, rows.length) }));
+      await expect(verifyHistory(offline())).rejects.toMatchObject({
+        code: 'AUDIT_INTEGRITY_MISMATCH',
+        message: `tier file ${s3Key(table, path)} holds 0 nulls in column resource, but its commit declares ${rows.length}: a search that skips files by their null counts would miss it; the table's metadata was altered`,
+      });
+      await restore();
+      await editEntryOf(12, (file) => ({ ...file, value_counts: replaced(file.value_counts, USER_ID, 0) }));
+      await expect(verifyHistory(offline())).rejects.toMatchObject({
+        code: 'AUDIT_INTEGRITY_MISMATCH',
+        message: expect.stringContaining(`holds ${rows.length} values in column user_id, but its commit declares 0: a search that skips files by their value counts would miss it`),
+      });
+    } finally {
+      await restore();
+    }
+  });
+
+  it("a manifest list whose partition summary of a manifest is narrowed to its newest day is refused, naming the manifest and a file it hides", async () => {
+    try {
+      const { listKey } = await currentFiles();
+      const narrowed: Array<{ manifest: string; hidden: string; newest: number; hiddenDay: number }> = [];
+      await rewriteManifests(
+        (entries) => entries,
+        (files, manifests) =>
+          files.map((file) => {
+            const live = (manifests.find((m) => m.file.manifest_path === file.manifest_path)?.entries ?? []).filter((e) => e.status !== 2);
+            const days = live.map((e) => e.data_file.partition.event_time_day as number);
+            const newest = Math.max(...days);
+            const older = live.find((e) => (e.data_file.partition.event_time_day as number) < newest);
+            if (older === undefined) return file;
+            narrowed.push({ manifest: file.manifest_path, hidden: older.data_file.file_path, newest, hiddenDay: older.data_file.partition.event_time_day as number });
+            const summary = file.partitions?.[0];
+            expect(summary && decodeIntBound(summary.lower_bound as Uint8Array)).toBe(Math.min(...days));
+            return { ...file, partitions: [{ contains_null: false, contains_nan: false, lower_bound: encodeIntBound(newest), upper_bound: encodeIntBound(newest) }] };
+          }),
+      );
+      expect(narrowed).toHaveLength(1);
+      const [{ manifest, hidden, newest, hiddenDay }] = narrowed as [(typeof narrowed)[number]];
+      const day = (ordinal: number) => new Date(ordinal * DAY_MS).toISOString().slice(0, 10);
+      await expect(verifyHistory(offline())).rejects.toMatchObject({
+        code: 'AUDIT_INTEGRITY_MISMATCH',
+        message: `manifest list ${listKey}: its summary of manifest ${manifest} declares event_time_day ${day(newest)}..${day(newest)}, no nulls, but the manifest lists data file ${hidden} of day ${day(hiddenDay)}: a search that skips manifests by their partition summaries would miss it; the table's metadata was altered`,
+      });
+    } finally {
+      await restore();
+    }
+  });
+
+  it('bounds, truncated string bounds and partition summaries wider than the rows need (as another engine may write them) verify', async () => {
+    try {
+      await rewriteManifests(
+        (entries) =>
+          entries.map((entry) => {
+            const file = entry.data_file;
+            const upper = decodeLongBound(file.upper_bounds?.find((bound) => bound.key === EVENT_TIME)?.value as Uint8Array);
+            let lowerBounds = replaced(replaced(file.lower_bounds, USER_ID, encodeStringBound('')), EVENT_TIME, encodeTimestamptzBound(0n));
+            let upperBounds = replaced(replaced(file.upper_bounds, USER_ID, encodeStringBound('user-3')), EVENT_TIME, encodeTimestamptzBound(upper + micros(3_600_000)));
+            // Truncated as Java's truncate(3) would: a prefix of the least value, and the greatest one's prefix with its last character incremented.
+            const query = (map: typeof lowerBounds) => decodeStringBound(map.find((bound) => bound.key === QUERY)?.value as Uint8Array);
+            lowerBounds = replaced(lowerBounds, QUERY, encodeStringBound(truncateLowerBound(query(lowerBounds), 3)));
+            upperBounds = replaced(upperBounds, QUERY, encodeStringBound(truncateUpperBound(query(upperBounds), 3) as string));
+            return { ...entry, data_file: { ...file, lower_bounds: lowerBounds, upper_bounds: upperBounds } };
+          }),
+        (files) =>
+          files.map((file) => {
+            const summary = file.partitions?.[0] as NonNullable<ManifestFile['partitions']>[number];
+            const [lower, upper] = [decodeIntBound(summary.lower_bound as Uint8Array), decodeIntBound(summary.upper_bound as Uint8Array)];
+            return { ...file, partitions: [{ ...summary, contains_null: true, lower_bound: encodeIntBound(lower - 7), upper_bound: encodeIntBound(upper + 7) }] };
+          }),
+      );
+      const report = await verifyHistory(offline());
+      expect(report.message).toMatch(/^verified \d+ records/);
     } finally {
       await restore();
     }

@@ -1,4 +1,19 @@
-import { currentSnapshot, dayDate, decodeLongBound, decodeManifest, decodeManifestList, ManifestEntryStatus, ParquetFooterCache, TextProbePool, TS_FIELD_ID, type ByteSource, type IcebergTableMetadata, type ManifestEntry } from '@auditlake/format';
+import {
+  checkPartitionSummary,
+  currentSnapshot,
+  dayDate,
+  decodeLongBound,
+  decodeManifest,
+  decodeManifestList,
+  ManifestEntryStatus,
+  ParquetFooterCache,
+  TextProbePool,
+  TS_FIELD_ID,
+  type ByteSource,
+  type DataFile,
+  type IcebergTableMetadata,
+  type ManifestEntry,
+} from '@auditlake/format';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import type { ObjectStore } from './object-store.js';
 import { icebergTableAt, metadataVersionKey, s3Key, versionHintKey, type IcebergTableRef } from './iceberg-table-ref.js';
@@ -8,6 +23,11 @@ import type { TierFile, TierSource } from './tier-source.js';
 
 /** Data file footers kept per table (a footer of a day file is tens of KB parsed). */
 export const FOOTER_CACHE_ENTRIES_MAX = 1024;
+
+/** A live data file with what its manifest entry declares of it (its `data_file`: counts, bounds, partition). */
+export interface DeclaredTierFile extends TierFile {
+  declared: DataFile;
+}
 
 /** The live files of one table version, as listed from its metadata. */
 interface ListedVersion {
@@ -73,38 +93,46 @@ export class IcebergTierSource implements TierSource {
     const listed = this.#listed;
     if (listed && (await this.#stillCurrent(objects, listed))) return listed.files;
     this.#listed = undefined;
-    const loaded = await loadIcebergTable(objects, this.#table);
-    if (!loaded) throw new AuditError(AuditErrorCode.TABLE_INVALID, `table ${this.#table.identifier} has no metadata at ${this.#table.location}`);
-    const files = await this.#liveFiles(objects, loaded.metadata);
+    const loaded = await this.#load(objects);
+    const files = (await this.#liveFiles(objects, loaded.metadata, false)).map((file) => this.#tierFileOf(file));
     const head = await objects.head(metadataVersionKey(this.#table, loaded.version));
     this.#listed = { version: loaded.version, metadataBytes: head?.bytes ?? -1, files };
     return files;
   }
 
-  async #liveFiles(objects: ObjectStore, metadata: IcebergTableMetadata): Promise<TierFile[]> {
+  /**
+   * For the verifier: the current version's live files, each with what its manifest entry
+   * declares of it, once every manifest's partition summary in the manifest list is checked to
+   * cover the files it lists (checkPartitionSummary: throws AUDIT_INTEGRITY_MISMATCH naming
+   * the manifest list, the manifest and a file it hides). Not kept between calls: a search
+   * needs neither.
+   */
+  async listDeclaredFiles(): Promise<DeclaredTierFile[]> {
+    const objects = this.#objects();
+    const loaded = await this.#load(objects);
+    return (await this.#liveFiles(objects, loaded.metadata, true)).map((declared) => ({ ...this.#tierFileOf(declared), declared }));
+  }
+
+  async #load(objects: ObjectStore): Promise<NonNullable<Awaited<ReturnType<typeof loadIcebergTable>>>> {
+    const loaded = await loadIcebergTable(objects, this.#table);
+    if (!loaded) throw new AuditError(AuditErrorCode.TABLE_INVALID, `table ${this.#table.identifier} has no metadata at ${this.#table.location}`);
+    return loaded;
+  }
+
+  /** The live data files of the current snapshot; `checkSummaries`: each manifest's partition summary checked against them. */
+  async #liveFiles(objects: ObjectStore, metadata: IcebergTableMetadata, checkSummaries: boolean): Promise<DataFile[]> {
     const snapshot = currentSnapshot(metadata);
     if (!snapshot) return [];
-    const list = decodeManifestList(await objects.get(s3Key(this.#table, snapshot['manifest-list'])));
-    const files: TierFile[] = [];
+    const listKey = s3Key(this.#table, snapshot['manifest-list']);
+    const list = decodeManifestList(await objects.get(listKey));
+    const files: DataFile[] = [];
     const current = new Map<string, ManifestEntry[]>();
     for (const manifest of list.files) {
       const entries = this.#manifests.get(manifest.manifest_path) ?? decodeManifest(await objects.get(s3Key(this.#table, manifest.manifest_path))).entries;
       current.set(manifest.manifest_path, entries);
+      if (checkSummaries) checkPartitionSummary(`manifest list ${listKey}`, manifest, entries);
       for (const entry of entries) {
-        if (entry.status === ManifestEntryStatus.DELETED) continue;
-        const file = entry.data_file;
-        const lower = file.lower_bounds?.find((b) => b.key === TS_FIELD_ID)?.value;
-        const upper = file.upper_bounds?.find((b) => b.key === TS_FIELD_ID)?.value;
-        const day = file.partition.event_time_day;
-        files.push({
-          key: s3Key(this.#table, file.file_path),
-          eventDate: day === null ? '' : dayDate(day),
-          rows: file.record_count,
-          bytes: file.file_size_in_bytes,
-          // Without bounds the file cannot be skipped: widest range.
-          tsMin: lower ? Number(decodeLongBound(lower)) : 0,
-          tsMax: upper ? Number(decodeLongBound(upper)) : Number.MAX_SAFE_INTEGER,
-        });
+        if (entry.status !== ManifestEntryStatus.DELETED) files.push(entry.data_file);
       }
     }
     this.#manifests = current;
@@ -124,5 +152,21 @@ export class IcebergTierSource implements TierSource {
   /** The manifest records each file's size, so opening one makes no HEAD request. */
   async open(file: TierFile): Promise<ByteSource> {
     return this.#objects().byteSource(file.key, file.bytes);
+  }
+
+  /** A live data file as a search plans by it: its key in the bucket, day, size, rows and `ts` bounds. */
+  #tierFileOf(file: DataFile): TierFile {
+    const lower = file.lower_bounds?.find((b) => b.key === TS_FIELD_ID)?.value;
+    const upper = file.upper_bounds?.find((b) => b.key === TS_FIELD_ID)?.value;
+    const day = file.partition.event_time_day;
+    return {
+      key: s3Key(this.#table, file.file_path),
+      eventDate: day === null ? '' : dayDate(day),
+      rows: file.record_count,
+      bytes: file.file_size_in_bytes,
+      // Without bounds the file cannot be skipped: widest range.
+      tsMin: lower ? Number(decodeLongBound(lower)) : 0,
+      tsMax: upper ? Number(decodeLongBound(upper)) : Number.MAX_SAFE_INTEGER,
+    };
   }
 }

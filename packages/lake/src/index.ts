@@ -11,7 +11,7 @@ export { advanceVersionHint, ensureIcebergTable, ensureNamespace, loadIcebergTab
 export { commitIcebergBatch, encodeIcebergBatch, type EncodedIcebergBatch, type IcebergCommitResult } from './iceberg-committer.js';
 export { COMMITS_DIR, commitParquetBatch, eventDate, markerKey, readMarkers, readMarkersByKey, type CommitMarker, type CommittedFile, type ParquetBatchResult, type ParquetCommitContext } from './parquet-committer.js';
 export { PROBES_DIR, probeConditionalCreate } from './conditional-create-probe.js';
-export { IcebergTierSource, FOOTER_CACHE_ENTRIES_MAX } from './iceberg-tier-source.js';
+export { IcebergTierSource, FOOTER_CACHE_ENTRIES_MAX, type DeclaredTierFile } from './iceberg-tier-source.js';
 export { ParquetTierSource } from './parquet-tier-source.js';
 export { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 export { commitMetadataVersion, type CommitFence } from './iceberg-version-commit.js';
