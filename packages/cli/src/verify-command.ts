@@ -96,7 +96,7 @@ async function verifyTierAlone(location: TierLocationOption, options: VerifyOpti
   let verifier: ChainVerifier | undefined;
   let early: ArrivingBatchMerge | undefined;
   const tier = await readTierProof(location, checks, (start) => {
-    const folding = new ChainVerifier(verifierOptionsOf(options, pinnedKeys, start, undefined, undefined));
+    const folding = new ChainVerifier({ ...verifierOptionsOf(options, pinnedKeys, start, undefined, undefined), oneCopy: `the tier at ${location.location}` });
     verifier = folding;
     early = new ArrivingBatchMerge((record) => folding.addChecked(record));
     return (index, batch) => early?.arrive(index, batch);
@@ -106,7 +106,7 @@ async function verifyTierAlone(location: TierLocationOption, options: VerifyOpti
     verifier.addRowsWithoutSeq(tier.legacyRows, tier.rowsWithoutSeqSeen);
     return verifier.finish();
   }
-  const again = new ChainVerifier(verifierOptionsOf(options, pinnedKeys, tier, undefined, undefined));
+  const again = new ChainVerifier({ ...verifierOptionsOf(options, pinnedKeys, tier, undefined, undefined), oneCopy: `the tier at ${location.location}` });
   await feed(again, tier.batches, undefined);
   again.addRowsWithoutSeq(tier.legacyRows, tier.rowsWithoutSeqSeen);
   return again.finish();

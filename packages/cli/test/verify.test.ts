@@ -447,6 +447,18 @@ describe('a tampered tier fails verify with the right words', () => {
     }
   });
 
+  it('rows copied within the tier are duplicated records (engines reading the tier count them twice); read with the node, copies are expected', async () => {
+    try {
+      const { key, rows } = await fileWith(12);
+      await rewriteFile(key, [...rows, ...rows.filter((row) => row.seq === 12)]);
+      const report = await verifyHistory(offline());
+      expect(report.ok).toBe(false);
+      expect(report.message).toMatch(/^duplicated record at seq 12 \(eventId ev-10\): the tier at s3:\/\/\S+ holds it more than once, so an engine reading it counts the event twice$/);
+    } finally {
+      await restore();
+    }
+  });
+
   it('a row removed by rewriting its data file is missing records', async () => {
     try {
       const { key, rows } = await fileWith(14);

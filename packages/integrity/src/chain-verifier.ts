@@ -52,6 +52,12 @@ export interface ChainVerifierOptions {
   startSeq?: number;
   /** Where the source says its log ends (a node's head): the history must reach it. */
   head?: { seq: number; chainHash: string | undefined; where: string };
+  /**
+   * The records are one copy of the history (a tier read alone), named so: a record found twice
+   * is then a duplicated row — an engine reading that copy counts it twice — not the same record
+   * read from two places (a node and its tier), which is ignored.
+   */
+  oneCopy?: string;
 }
 
 export type BreakKind =
@@ -69,7 +75,8 @@ export type BreakKind =
   | 'foreign-chain'
   | 'unsigned'
   | 'empty'
-  | 'added';
+  | 'added'
+  | 'duplicated';
 
 /** The first way the history fails to verify, in words and in parts. */
 export interface IntegrityBreak {
@@ -297,6 +304,15 @@ export class ChainVerifier {
       // The same hashes do not make the same values: an erased field hashes as its kept hash,
       // whatever the copy holds there. So a copy's erased fields are checked as the first's are.
       this.#checkErased(record, false);
+      // Named once: a file copied whole would otherwise add a break per row.
+      if (this.#options.oneCopy !== undefined && this.#duplicates === 1) {
+        this.#break({
+          kind: 'duplicated',
+          seq: last.seq,
+          eventId: last.eventId,
+          message: `duplicated record at seq ${last.seq} (eventId ${last.eventId}): ${this.#options.oneCopy} holds it more than once, so an engine reading it counts the event twice`,
+        });
+      }
       return;
     }
     this.#break({

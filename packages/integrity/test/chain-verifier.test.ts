@@ -68,6 +68,15 @@ describe('an untouched history', () => {
     expect(report.message).toBe(`verified ${log.records.length} records, seq 1..${log.records.length}, 1 checkpoint`);
   });
 
+  it('a record found twice in one copy of the history (a tier read alone) is a duplicated row, named once', () => {
+    const log = buildLog(events(8), { checkpointEvery: 4 });
+    const copies = [...log.records, ...log.records.slice(2, 5)];
+    const report = verify(copies, { oneCopy: 'the tier at s3://b/t' });
+    expect(report.ok).toBe(false);
+    expect(report.breaks.filter((b) => b.kind === 'duplicated')).toHaveLength(1);
+    expect(report.message).toBe(`duplicated record at seq 3 (eventId ${log.records[2]!.eventId}): the tier at s3://b/t holds it more than once, so an engine reading it counts the event twice`);
+  });
+
   it('continues a chain over records removed by retention when the node declares them', () => {
     const log = buildLog(events(10));
     const kept = log.records.filter((r) => r.seq < 3 || r.seq > 6);
