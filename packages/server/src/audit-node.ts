@@ -21,6 +21,7 @@ import { createNodeLogger, type NodeLoggerOptions } from './node-logger.js';
 import { loadNodeId, loadOrCreateAdminToken, type AdminToken } from './node-identity.js';
 import { registerClusterRoute } from './routes/cluster-route.js';
 import { limitConnections } from './connection-limits.js';
+import { weakSecretWarnings } from './auth/weak-secrets.js';
 import { registerHealthRoutes } from './routes/health-routes.js';
 import { HostNames } from './host-names.js';
 import { registerAdminUiRoutes } from './routes/admin-ui-routes.js';
@@ -159,6 +160,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
   const config = embeddedS3 ? withEmbeddedS3(options.config, embeddedS3) : options.config;
   const nodeId = options.nodeId ?? (await loadNodeId(options.dataDir));
   const { tokens, adminToken } = await credentials(options);
+  for (const warning of weakSecretWarnings(tokens, config.accessKeys, config.jwtSecret)) logger.warn(warning);
   const coordinatorUrl = options.coordinatorUrl;
   const store = await AuditStore.open({
     location: join(options.dataDir, 'store'),

@@ -241,3 +241,18 @@ describe('authentication and roles', () => {
     expect(log).toContain('/admin/audit?limit=5&access_token=[REDACTED]');
   });
 });
+
+describe('secrets short enough to guess', () => {
+  it('are warned about at start, naming the principal and never the secret; long ones are not', async () => {
+    const lines: string[] = [];
+    const props = { 'auditlake.auth.tokens': 'ops:admin:hunter2,robot:ingest:0123456789abcdef0123456789abcdef', 'auditlake.auth.access.keys': 'etl:ingest:short-key', 'auditlake.auth.jwt.secret': 'tiny' };
+    await startTestNode({ props, node: { logger: { level: 'warn', stream: { write: (line: string) => lines.push(line) } } } });
+    const warnings = lines.map((line) => (JSON.parse(line) as { msg: string }).msg).filter((msg) => msg.includes('short enough to be found by guessing'));
+    expect(warnings).toEqual([
+      'the token of principal "ops" is 7 characters, short enough to be found by guessing: use 32 or more random characters (e.g. openssl rand -hex 32)',
+      'the secret of access key "etl" is 9 characters, short enough to be found by guessing: use 32 or more random characters (e.g. openssl rand -hex 32)',
+      'auditlake.auth.jwt.secret is 4 characters, short enough to be found by guessing: use 32 or more random characters (e.g. openssl rand -hex 32)',
+    ]);
+    expect(lines.join('\n')).not.toMatch(/hunter2|short-key|"tiny"/);
+  });
+});
