@@ -61,8 +61,13 @@ export function guardRequestBodies(app: FastifyInstance, options: BodyGuardOptio
       if (left <= 0) heldBy.delete(client);
       else heldBy.set(client, left);
     };
-    // The response's 'close' comes once it is sent or its connection is gone, whichever first.
+    // The response's 'close' comes once it is sent or its connection is gone, whichever first —
+    // but not for a pipelined request's response still queued behind another when the
+    // connection goes: its reservation stayed held for good (review). So the connection's close
+    // releases too, and a release stops listening for it (a keep-alive connection serves many).
     reply.raw.once('close', release);
+    socket.once('close', release);
+    reply.raw.once('close', () => socket.removeListener('close', release));
   });
   // The body has arrived (it is parsed before validation): its time is no longer counted.
   app.addHook('preValidation', async (request) => {

@@ -1,3 +1,4 @@
+import { Gauge } from 'prom-client';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import { AuditErrorCode, isAuditError } from '@auditlake/model';
 import { roleAllows, type Authenticator } from './auth/authenticator.js';
@@ -72,6 +73,13 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   };
 
   app.addHook('onRequest', async (request, reply) => {
+    // A body sent to no route is answered before any of it is read, and its connection closed:
+    // it passes no authentication, yet reading it counted against the bodies all clients may
+    // hold at once (review).
+    if (request.is404 && (request.headers['content-length'] !== undefined || request.headers['transfer-encoding'] !== undefined)) {
+      reply.header('connection', 'close');
+      return reply.code(404).send({ status: 'error', error: `no such endpoint: ${request.method} ${request.url.split('?')[0] ?? ''}`, code: 'AUDIT_NOT_FOUND' });
+    }
     // A browser navigating to a UI page gets the page (it holds no data; its API calls carry
     // the token), whatever API shares the URL, and is neither authenticated nor audited.
     if (isPageView(request)) return sendAdminPage(reply, options.adminUi);
@@ -101,7 +109,15 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   app.addHook('preParsing', async (request) => {
     assertUtf8Charset(request.headers['content-type']);
   });
-  guardRequestBodies(app, { inflightMaxBytes: options.bodyInflightMaxBytes, inflightPerClientMaxBytes: options.bodyInflightPerClientMaxBytes, bodyLimitBytes: options.bodyLimitBytes, bodyTimeoutMs: options.bodyTimeoutMs });
+  const bodies = guardRequestBodies(app, { inflightMaxBytes: options.bodyInflightMaxBytes, inflightPerClientMaxBytes: options.bodyInflightPerClientMaxBytes, bodyLimitBytes: options.bodyLimitBytes, bodyTimeoutMs: options.bodyTimeoutMs });
+  new Gauge({
+    name: 'auditlake_http_body_held_bytes',
+    help: 'Bytes of request bodies counted against auditlake.http.body.inflight.max.bytes now (declared lengths of bodies not yet answered)',
+    registers: [options.metrics.registry],
+    collect() {
+      this.set(bodies.heldBytes());
+    },
+  });
 
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url ?? 'unmatched';

@@ -203,6 +203,39 @@ describe('request bodies (auditlake.http.body.inflight.max.bytes, auditlake.http
     await expect.poll(async () => (await post('127.0.0.6')).slice(0, 12)).toBe('HTTP/1.1 200');
   });
 
+  it('a pipelined request queued behind another returns its reservation when the connection closes before it is answered', async () => {
+    // A large whole request (still being parsed and stored when the connection goes), then the
+    // headers and a byte of a second one on the same connection: its answer is queued behind.
+    const first = JSON.stringify(Array.from({ length: 10_000 }, (_, i) => event({ eventId: `pipelined-${i}`, query: 'SELECT 1 '.repeat(20) })));
+    const second = 2_000_000;
+    const t = await startTestNode({ props: { 'auditlake.http.body.inflight.max.bytes': String(first.length + second + 5_000) } });
+    const port = Number(new URL(t.node.url).port);
+    const pipelined = await rawRequest(port, ingestHead(first.length), `${first}${ingestHead(second)}\r\n\r\n[`);
+    const held = async () => Number(/^auditlake_http_body_held_bytes (\d+)$/m.exec(await (await t.request('/metrics')).text())?.[1]);
+    // Both are counted (the second's headers are in) while the first is still being handled.
+    await expect.poll(held, { interval: 1 }).toBe(first.length + second);
+    pipelined.socket.destroy();
+    await pipelined.closed;
+    await expect.poll(async () => (await t.stored()).filter((e) => e.eventId.startsWith('pipelined-')).length, { timeout: 15_000 }).toBe(10_000);
+    await expect.poll(held).toBe(0);
+    // A body as large as the first held on another connection: with the second's kept for good, the budget would be spent.
+    const holding = await rawRequest(port, ingestHead(first.length + 10_000), '[');
+    await expect.poll(held).toBe(first.length + 10_000);
+    expect((await t.ingest([event({ eventId: 'after-the-pipeline' })])).status).toBe(200);
+    holding.socket.destroy();
+  });
+
+  it('answers a body sent to no route at once, without reading it or counting it against the budget, and closes its connection', async () => {
+    const t = await startTestNode({ props: { 'auditlake.http.body.limit.bytes': '100000', 'auditlake.http.body.inflight.max.bytes': '100000' } });
+    const port = Number(new URL(t.node.url).port);
+    const stray = await rawRequest(port, 'POST /no-such-route HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 99000', '[');
+    expect(await stray.closed).toBe(true);
+    expect(stray.received()).toMatch(/^HTTP\/1\.1 404 /);
+    const other = await rawRequest(port, 'POST /v1/api/audit/nothing HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 99000', '[', '127.0.0.8');
+    expect(await other.closed).toBe(true);
+    expect((await t.ingest([event({ eventId: 'not-crowded-out' })])).status).toBe(200);
+  });
+
   it('closes the connection of a body that does not arrive within the timeout, and stores nothing of it', async () => {
     const t = await startTestNode({ props: { 'auditlake.http.body.timeout.ms': '300' } });
     const port = Number(new URL(t.node.url).port);

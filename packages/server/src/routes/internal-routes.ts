@@ -23,6 +23,8 @@ export function registerInternalRoutes(app: FastifyInstance, cluster: InternalEn
       const expected = digest(await cluster.clusterToken());
       const presented = request.headers[CLUSTER_TOKEN_HEADER];
       if (typeof presented !== 'string' || !matchesDigest(presented, expected)) {
+        // Closed with the answer: its body (up to 64 MiB) is never read.
+        reply.header('connection', 'close');
         return reply.code(401).send({ status: 'error', error: 'internal endpoint: missing or wrong cluster token', code: 'AUDIT_UNAUTHENTICATED' });
       }
     });
