@@ -91,7 +91,9 @@ async function rewriteManifests(edit: (entries: ManifestEntry[]) => ManifestEntr
     const bytes = encodeManifest(entries, { schema });
     await objects.put(manifest.key, bytes);
     const summed = manifestFileFor({ manifestPath: manifest.file.manifest_path, manifestLengthBytes: bytes.byteLength, entries, snapshotId: manifest.file.added_snapshot_id, sequenceNumber: manifest.file.sequence_number });
-    files.push({ ...manifest.file, manifest_length: bytes.byteLength, partitions: summed.partitions });
+    // As a thorough tamperer would: the list's summary and counts of the manifest made to match what it now holds.
+    const { partitions, added_files_count, existing_files_count, deleted_files_count, added_rows_count, existing_rows_count, deleted_rows_count } = summed;
+    files.push({ ...manifest.file, manifest_length: bytes.byteLength, partitions, added_files_count, existing_files_count, deleted_files_count, added_rows_count, existing_rows_count, deleted_rows_count });
   }
   const written = editList(files, manifests);
   await objects.put(listKey, encodeManifestList(written, { snapshotId: snapshot['snapshot-id'], parentSnapshotId: snapshot['parent-snapshot-id'] ?? null, sequenceNumber: snapshot['sequence-number'] }));
@@ -398,6 +400,27 @@ describe('a tampered Iceberg tier fails offline verify with the right words', ()
       });
     } finally {
       await restore();
+    }
+  });
+
+  it('a manifest list that counts no added or existing files of a manifest (Java scans skip it), or calls it a delete manifest, is refused, naming the manifest and the count', async () => {
+    for (const [edit, declares] of [
+      [(file: ManifestFile) => ({ ...file, added_files_count: 0, existing_files_count: 0 }), /declares (added|existing)_files_count 0, but the manifest holds [1-9]\d* (added|existing) files?/],
+      [(file: ManifestFile) => ({ ...file, added_rows_count: file.added_rows_count + 1 }), /declares added_rows_count \d+, but the manifest's added files hold \d+ rows/],
+      [(file: ManifestFile) => ({ ...file, content: 1 }), /declares content 1 \(deletes\), but the manifest lists data files/],
+    ] as const) {
+      try {
+        const { listKey } = await currentFiles();
+        await rewriteManifests(
+          (entries) => entries,
+          (files) => files.map((file, i) => (i === 0 ? edit(file) : file)),
+        );
+        const refused = (await verifyHistory(offline()).catch((err: unknown) => err)) as { code: string; message: string };
+        expect(refused.code).toBe('AUDIT_INTEGRITY_MISMATCH');
+        expect(refused.message).toMatch(new RegExp(`^manifest list ${listKey.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: its entry for manifest \\S+ ${declares.source}: an engine that plans its scans by these would miss the manifest's files; the table's metadata was altered$`));
+      } finally {
+        await restore();
+      }
     }
   });
 

@@ -147,6 +147,38 @@ export function checkPartitionSummary(where: string, manifest: ManifestFile, ent
   }
 }
 
+/** The manifest list's counts of a manifest's entries, by the status they count. */
+const MANIFEST_COUNTS = [
+  { status: ManifestEntryStatus.ADDED, files: 'added_files_count', rows: 'added_rows_count', what: 'added' },
+  { status: ManifestEntryStatus.EXISTING, files: 'existing_files_count', rows: 'existing_rows_count', what: 'existing' },
+  { status: ManifestEntryStatus.DELETED, files: 'deleted_files_count', rows: 'deleted_rows_count', what: 'deleted' },
+] as const;
+
+/**
+ * Checks what a manifest list says a manifest holds — its content (data), and its counts of
+ * added, existing and deleted files and rows — against the manifest's entries. Java's scans
+ * (Spark, Trino, Flink) skip a data manifest whose list entry counts neither added nor existing
+ * files, and read a manifest of delete content as deletes: a list rewritten so hid every file of
+ * the manifest from them while verify passed (review). Every writer of v2 tables writes these
+ * exactly. Throws AUDIT_INTEGRITY_MISMATCH naming the manifest and the count.
+ */
+export function checkManifestCounts(where: string, manifest: ManifestFile, entries: readonly ManifestEntry[]): void {
+  const altered = (what: string) =>
+    new AuditError(AuditErrorCode.INTEGRITY_MISMATCH, `${where}: its entry for manifest ${manifest.manifest_path} ${what}: an engine that plans its scans by these would miss the manifest's files; the table's metadata was altered`);
+  if (manifest.content !== 0) throw altered(`declares content ${manifest.content} (deletes), but the manifest lists data files`);
+  for (const { status, files, rows, what } of MANIFEST_COUNTS) {
+    let fileCount = 0;
+    let rowCount = 0;
+    for (const entry of entries) {
+      if (entry.status !== status) continue;
+      fileCount++;
+      rowCount += entry.data_file.record_count;
+    }
+    if (manifest[files] !== fileCount) throw altered(`declares ${files} ${manifest[files]}, but the manifest holds ${fileCount} ${what} ${fileCount === 1 ? 'file' : 'files'}`);
+    if (manifest[rows] !== rowCount) throw altered(`declares ${rows} ${manifest[rows]}, but the manifest's ${what} files hold ${rowCount} rows`);
+  }
+}
+
 function summaryBound(where: string, manifest: ManifestFile, side: 'lower' | 'upper', bytes: Uint8Array | null): number | undefined {
   if (bytes === null) return undefined;
   try {

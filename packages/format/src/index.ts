@@ -8,7 +8,7 @@ export * from './iceberg-bounds.js';
 export * from './iceberg-manifest.js';
 export * from './iceberg-manifest-list.js';
 export * from './iceberg-data-file.js';
-export { checkDeclaredMetrics, checkPartitionSummary } from './iceberg-declared-metrics.js';
+export { checkDeclaredMetrics, checkManifestCounts, checkPartitionSummary } from './iceberg-declared-metrics.js';
 export { summarizeAuditColumns } from './column-value-summaries.js';
 export * from './iceberg-metadata.js';
 export * from './iceberg-watermark.js';

@@ -1,4 +1,5 @@
 import {
+  checkManifestCounts,
   checkPartitionSummary,
   currentSnapshot,
   dayDate,
@@ -130,7 +131,10 @@ export class IcebergTierSource implements TierSource {
     for (const manifest of list.files) {
       const entries = this.#manifests.get(manifest.manifest_path) ?? decodeManifest(await objects.get(s3Key(this.#table, manifest.manifest_path))).entries;
       current.set(manifest.manifest_path, entries);
-      if (checkSummaries) checkPartitionSummary(`manifest list ${listKey}`, manifest, entries);
+      if (checkSummaries) {
+        checkManifestCounts(`manifest list ${listKey}`, manifest, entries);
+        checkPartitionSummary(`manifest list ${listKey}`, manifest, entries);
+      }
       for (const entry of entries) {
         if (entry.status !== ManifestEntryStatus.DELETED) files.push(entry.data_file);
       }
