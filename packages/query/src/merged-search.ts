@@ -93,24 +93,52 @@ async function readRowGroup(
     // Column pushdown: read only what the predicates need first; a group without a match
     // never has its other columns (the large query text among them) fetched.
     const probe = await file.read({ ...range, rowGroups: [group.index], columns: [...probeColumns, 'event_id'] });
-    if (!probe.some((partial) => matches(withDefaults(partial)) && !candidates.has(partial.eventId ?? ''))) return;
-    events = (await file.read({ ...range, rowGroups: [group.index], columns: EVENT_COLUMNS })) as TieredEvent[];
+    const matching = probe.filter((partial) => matches(withDefaults(partial)));
+    if (matching.length === 0) return;
+    if (matching.every((partial) => candidates.has(partial.eventId ?? ''))) {
+      // Every match is on the page already (most often the local copy of a tiered event): only
+      // a copy stored earlier under one of those eventIds could change the page. Its seq column
+      // alone says; read only for such a group, so other probes read no more than before.
+      const seqs = await file.read({ ...range, rowGroups: [group.index], columns: ['event_id', 'seq'] });
+      if (!seqs.some((row) => candidates.has(row.eventId ?? '') && mayTake(candidates, row.eventId ?? '', row.seq))) return;
+    }
+    events = (await file.read({ ...range, rowGroups: [group.index], columns: READ_COLUMNS })) as TieredEvent[];
   } else if (filter.cursor !== undefined && filter.toMs === filter.cursor.timestamp) {
     // A later page: rows at the cursor's own time are partly on earlier pages, so they cannot
     // stand for the group's newest — take all of them (the predicate keeps those after the
     // cursor), then the `want` newest of the strictly older rows.
     const atMs = filter.cursor.timestamp;
-    const at = (await file.read({ fromMs: atMs, toMs: atMs, rowGroups: [group.index], columns: EVENT_COLUMNS })) as TieredEvent[];
-    const older = atMs === 0 || (filter.fromMs !== undefined && filter.fromMs > atMs - 1) ? [] : await file.readNewest(group.index, { ...range, toMs: atMs - 1, count: want, columns: EVENT_COLUMNS });
+    const at = (await file.read({ fromMs: atMs, toMs: atMs, rowGroups: [group.index], columns: READ_COLUMNS })) as TieredEvent[];
+    const older = atMs === 0 || (filter.fromMs !== undefined && filter.fromMs > atMs - 1) ? [] : await file.readNewest(group.index, { ...range, toMs: atMs - 1, count: want, columns: READ_COLUMNS });
     events = [...at, ...older];
   } else {
     // Every row matches: a row below the group's `want` newest cannot make the page (the
     // group alone fills it with newer ones; an eventId already taken counts for the page too).
-    events = await file.readNewest(group.index, { ...range, count: want, columns: EVENT_COLUMNS });
+    events = await file.readNewest(group.index, { ...range, count: want, columns: READ_COLUMNS });
   }
   for (const event of events) {
-    if (!candidates.has(event.eventId) && matches(event)) candidates.set(event.eventId, event);
+    if (mayTake(candidates, event.eventId, event.seq) && matches(event)) candidates.set(event.eventId, event);
   }
+}
+
+/**
+ * The event columns and seq: the seq decides between two copies of one eventId (an answer shows
+ * what the event columns hold; seq is not among them).
+ */
+const READ_COLUMNS: readonly AuditColumnName[] = [...EVENT_COLUMNS, 'seq'];
+
+/**
+ * Whether a tier row under `eventId` at `seq` goes into the page: when no copy of that eventId
+ * is there yet, or the one there came later in the log. Two copies with one seq are one record
+ * (the local copy stays: it carries an erasure the tier may not have been rewritten for yet).
+ * Two seqs under one eventId are a re-send stored again after retention deleted the first copy
+ * locally (sent without its time, or with a later one): the first stored is the record; a later
+ * copy, perhaps with other content, never takes its place on a page both are on (review).
+ */
+function mayTake(candidates: ReadonlyMap<string, MergedEvent>, eventId: string, seq: number | undefined): boolean {
+  const there = candidates.get(eventId);
+  if (there === undefined) return true;
+  return seq !== undefined && seq < (there.seq ?? Infinity);
 }
 
 /** The newest `want` local matches, newest first. */
@@ -122,8 +150,8 @@ async function localPage(local: AsyncIterable<StoredEvent> | LocalBatches, want:
 }
 
 /**
- * One log over the local store and every tier, de-duplicated by eventId (the local copy wins:
- * it carries the seq), newest first (event time, ingest time, eventId: model's newestFirst),
+ * One log over the local store and every tier, de-duplicated by eventId (the copy stored first
+ * wins, and of copies of one seq the local one: see mayTake), newest first (event time, ingest time, eventId: model's newestFirst),
  * cut to `limit`. With a cursor, only events strictly after it: since an event keeps its
  * place in that order wherever it is read from, pages never repeat or skip an event while
  * events move from the store to a tier.

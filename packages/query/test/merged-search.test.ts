@@ -52,6 +52,26 @@ describe('mergedSearch', () => {
     expect(all.truncated).toBe(false);
   });
 
+  it('of two copies of one eventId stored under different seqs (a re-send after retention), shows the first stored wherever each is', async () => {
+    // The original, tiered and gone from the local store; a copy sent again later with other
+    // content, stored under a new seq with a later time.
+    const original = ev(5, T0 + 5_000, { decision: 'DENY', userId: 'bob' });
+    const forged = ev(5, T0 + 50_000, { decision: 'ALLOW', userId: 'alice', seq: 99 });
+    const others = Array.from({ length: 10 }, (_, i) => ev(10 + i, T0 + 10_000 + i * 1000));
+    const shown = async (localEvents: StoredEvent[], days: StoredEvent[][]) =>
+      (await mergedSearch({ local: local(localEvents), tiers: [tier('s3://a/b', days)], filter: filter({ limit: 100 }), localCompleteFromMs: T0 + 40_000 })).events.filter((e) => e.eventId === 'e5');
+    // The copy still local, the original in the tier.
+    expect(await shown([forged], [[original, ...others]])).toMatchObject([{ decision: 'DENY', userId: 'bob', timestamp: T0 + 5_000 }]);
+    // Both tiered, the later copy in a newer file (read first).
+    expect(await shown([], [[original, ...others], [forged]])).toMatchObject([{ decision: 'DENY', userId: 'bob' }]);
+    // A filter both copies match (read through the column probe).
+    const both = await mergedSearch({ local: local([forged]), tiers: [tier('s3://a/b', [[original, ...others]])], filter: filter({ limit: 100, table: 't' }), localCompleteFromMs: T0 + 40_000 });
+    expect(both.events.filter((e) => e.eventId === 'e5')).toMatchObject([{ decision: 'DENY', userId: 'bob' }]);
+    // A filter only the later copy matches still finds it: it is in the log.
+    const allowOnly = await mergedSearch({ local: local([forged]), tiers: [tier('s3://a/b', [[original]])], filter: filter({ limit: 100, user: 'alice' }), localCompleteFromMs: T0 + 40_000 });
+    expect(allowOnly.events.map((e) => [e.eventId, e.decision])).toEqual([['e5', 'ALLOW']]);
+  });
+
   it('skips the tiers when the local page is full of events newer than the local-complete point', async () => {
     // (Contrived: a tiered event inside the local-complete window would also be local.)
     const t = tier('s3://a/b', [[ev(1, T0 + DAY + 5)]]);
