@@ -46,7 +46,9 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv): Promise<nu
     process.stdout.write(USAGE + '\n');
     return command === undefined ? 2 : 0;
   }
-  const wantsHelp = args.includes('--help') || args.includes('-h');
+  // Only before `--`: what follows it is operands (a file may be named --help).
+  const options = args.indexOf('--') === -1 ? args : args.slice(0, args.indexOf('--'));
+  const wantsHelp = options.includes('--help') || options.includes('-h');
   if (command === 'import') {
     if (wantsHelp) {
       process.stdout.write(IMPORT_USAGE + '\n');

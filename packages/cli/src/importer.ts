@@ -4,7 +4,7 @@ import type { ImportProgress } from './import-progress.js';
 import type { IngestClient } from './ingest-client.js';
 import type { InputFile } from './input-files.js';
 import { JsonFraming, quoteUnsafeIntegers } from './json-framing.js';
-import { readLines, type Line } from './line-reader.js';
+import { LINE_CHARS_MAX, readLines, type Line } from './line-reader.js';
 import { RecordIds } from './record-id.js';
 import type { ResumeFile } from './resume-file.js';
 
@@ -152,7 +152,8 @@ export class Importer {
         const event = { eventId, ...piece.mapped.event };
         const bytes = JSON.stringify(event).length;
         if (batch.length >= (this.#options.batchEventsMax ?? BATCH_EVENTS_MAX) || batchBytes + bytes > (this.#options.batchBytesMax ?? BATCH_BYTES_MAX)) {
-          await this.#flush(file, batch);
+          // This record, not sent yet, may start on the line the batch ends on (a compact array).
+          await this.#flush(file, batch, piece.line);
           batch = [];
           batchBytes = 0;
         }
@@ -196,10 +197,21 @@ export class Importer {
         on.onReadError(reason);
       },
     );
+    const overlong = (line: Line): Piece => ({ line: line.number, endLine: line.number, mapped: { kind: 'malformed', reason: `the line is longer than ${LINE_CHARS_MAX} characters: not read` }, canonical: '' });
     if (format.framing === 'lines') {
       for await (const line of lines) {
+        if (line.overlong === true) {
+          yield overlong(line);
+          continue;
+        }
         if (line.text.trim() === '') continue;
-        yield { line: line.number, endLine: line.number, mapped: format.mapLine(line.text, context), canonical: line.text };
+        let mapped: Mapped;
+        try {
+          mapped = format.mapLine(line.text, context);
+        } catch (err) {
+          mapped = { kind: 'malformed', reason: `cannot be read as a record: ${(err as Error).message}` };
+        }
+        yield { line: line.number, endLine: line.number, mapped, canonical: line.text };
       }
       return;
     }
@@ -218,20 +230,42 @@ export class Importer {
       }
       if (!isObject(record)) return { line: piece.line, endLine: piece.endLine, mapped: { kind: 'malformed', reason: 'a record must be a JSON object' }, canonical: '' };
       // Hashed as compact JSON, so the same record pretty-printed or on one line gets one id.
-      return { line: piece.line, endLine: piece.endLine, mapped: format.mapRecord(record, context), canonical: JSON.stringify(record) };
+      // Mapped and written out inside a try too: a record nested thousands of levels deep parses,
+      // then overflows the stack when written, and ended the whole import (review).
+      try {
+        return { line: piece.line, endLine: piece.endLine, mapped: format.mapRecord(record, context), canonical: JSON.stringify(record) };
+      } catch (err) {
+        return { line: piece.line, endLine: piece.endLine, mapped: { kind: 'malformed', reason: `cannot be read as a record: ${(err as Error).message}` }, canonical: '' };
+      }
     };
-    for await (const line of lines) for (const piece of framing.push(line.text, line.number)) yield toPiece(piece);
+    for await (const line of lines) {
+      if (line.overlong === true) {
+        // A record open across it cannot be whole: it ends here, broken.
+        for (const piece of framing.cut(`line ${line.number} of the record is longer than ${LINE_CHARS_MAX} characters`)) yield toPiece(piece);
+        yield overlong(line);
+        continue;
+      }
+      for (const piece of framing.push(line.text, line.number)) yield toPiece(piece);
+    }
     // A record still open when the last line is held back is not cut short, only not written yet;
     // one open where the input could not be read further is lost with the rest of the file.
     if (unterminated || failed) return;
     for (const piece of framing.end()) yield toPiece(piece);
   }
 
-  /** Sends one batch; what the node refuses is reported and the rest sent again. */
-  async #flush(file: InputFile, batch: Pending[]): Promise<void> {
+  /**
+   * Sends one batch; what the node refuses is reported and the rest sent again. The resume point
+   * is a line: with `nextLine`, the line where the next record not yet sent starts, it stays
+   * before that line, or a run resumed from it would skip that line's records not sent (many
+   * records share one line in a compact JSON array: a resumed import lost all but the first
+   * batch's; review). The records of that line sent already are sent again then: duplicates.
+   */
+  async #flush(file: InputFile, batch: Pending[], nextLine?: number): Promise<void> {
     await this.#send(file, batch);
     this.#sent += batch.length;
-    const line = Math.max(...batch.map((p) => p.endLine));
+    let line = 0;
+    for (const p of batch) line = Math.max(line, p.endLine);
+    if (nextLine !== undefined) line = Math.min(line, nextLine - 1);
     await this.#options.resume?.record(file, line, false, this.#recordedRefusals(line));
   }
 

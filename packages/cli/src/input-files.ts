@@ -41,7 +41,8 @@ async function filesBelow(dir: string): Promise<InputFile[]> {
   const files: InputFile[] = [];
   for (const entry of entries) {
     const path = join(dir, entry.name);
-    if (entry.isDirectory()) files.push(...(await filesBelow(path)));
+    // One by one, not push(...): a directory of 200,000 files is more arguments than a call takes (review).
+    if (entry.isDirectory()) for (const below of await filesBelow(path)) files.push(below);
     else if (entry.isFile()) {
       const info = await stat(path);
       files.push({ kind: 'file', path, sizeBytes: info.size, mtimeMs: info.mtimeMs });

@@ -76,7 +76,12 @@ export class JsonFraming {
 
   /** At the end of the input: a record still open is broken. */
   end(): JsonPiece[] {
-    return this.#lines.length > 0 ? [this.#broken('the input ends before the record’s closing brace')] : [];
+    return this.cut('the input ends before the record’s closing brace');
+  }
+
+  /** A record still open is broken, for `reason` (a line of it that could not be read). */
+  cut(reason: string): JsonPiece[] {
+    return this.#lines.length > 0 ? [this.#broken(reason)] : [];
   }
 
   /** Index in `text` of the brace closing the open record, or -1 if it stays open. */

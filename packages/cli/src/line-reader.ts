@@ -9,7 +9,26 @@ const GZIP_MAGIC = [0x1f, 0x8b];
 /** A line of input: its number (from 1) and its text without the line break. */
 export interface Line {
   number: number;
+  /** Empty for a line longer than LINE_CHARS_MAX. */
   text: string;
+  /** The line was longer than LINE_CHARS_MAX: not kept, only counted. */
+  overlong?: true;
+}
+
+/**
+ * The longest line kept, in characters: 256 MB as a string. A longer line is dropped as it
+ * arrives and reported (`overlong`): kept, a file without line breaks (a gzip file of 6 GB of
+ * one character) grew the import until it died out of memory (review), and V8 cannot hold a
+ * string past ~512 Mi characters anyway. A compact JSON array on one line must stay below it.
+ */
+export const LINE_CHARS_MAX = 128 * 1024 * 1024;
+
+/** What LineSplitter gives for a line longer than its limit. */
+export const OVERLONG_LINE: unique symbol = Symbol('overlong line');
+
+function lineOf(number: number, text: string | typeof OVERLONG_LINE): Line {
+  if (text === OVERLONG_LINE) return { number, text: '', overlong: true };
+  return { number, text: text.endsWith('\r') ? text.slice(0, -1) : text };
 }
 
 /**
@@ -45,12 +64,12 @@ export async function* readLines(file: InputFile, onBytes: (bytes: number) => vo
   };
   try {
     for await (const chunk of content) {
-      for (const text of splitter.push(decoded(decoder.write(chunk)))) yield { number: ++number, text: text.endsWith('\r') ? text.slice(0, -1) : text };
+      for (const text of splitter.push(decoded(decoder.write(chunk)))) yield lineOf(++number, text);
     }
-    for (const text of splitter.push(decoded(decoder.end()))) yield { number: ++number, text: text.endsWith('\r') ? text.slice(0, -1) : text };
+    for (const text of splitter.push(decoded(decoder.end()))) yield lineOf(++number, text);
     const pending = splitter.rest();
     if (pending !== '') {
-      const last = { number: ++number, text: pending.endsWith('\r') ? pending.slice(0, -1) : pending };
+      const last = lineOf(++number, pending);
       if (file.kind === 'file' && !isGzip) onUnterminated(last);
       else yield last;
     }
@@ -67,35 +86,56 @@ export async function* readLines(file: InputFile, onBytes: (bytes: number) => vo
  */
 export class LineSplitter {
   #pieces: string[] = [];
+  #pending = 0;
+  #overlong = false;
   #scanned = 0;
+  readonly #maxChars: number;
+
+  constructor(maxChars = LINE_CHARS_MAX) {
+    this.#maxChars = maxChars;
+  }
 
   /** Characters searched for line breaks so far: the input's length, once each. */
   get scanned(): number {
     return this.#scanned;
   }
 
-  /** The lines `text` ends (without their `\n`); the rest waits for the next chunk. */
-  push(text: string): string[] {
-    const lines: string[] = [];
+  /** The lines `text` ends (without their `\n`, OVERLONG_LINE for one past the limit); the rest waits for the next chunk. */
+  push(text: string): Array<string | typeof OVERLONG_LINE> {
+    const lines: Array<string | typeof OVERLONG_LINE> = [];
     let from = 0;
     for (let at = text.indexOf('\n'); at !== -1; at = text.indexOf('\n', from)) {
-      this.#pieces.push(text.slice(from, at));
+      this.#keep(text.slice(from, at));
       lines.push(this.#take());
       from = at + 1;
     }
-    if (from < text.length) this.#pieces.push(from === 0 ? text : text.slice(from));
+    if (from < text.length) this.#keep(from === 0 ? text : text.slice(from));
     this.#scanned += text.length;
     return lines;
   }
 
   /** The text after the last line break (empty when none), taken. */
-  rest(): string {
+  rest(): string | typeof OVERLONG_LINE {
     return this.#take();
   }
 
-  #take(): string {
-    const line = this.#pieces.length === 1 ? (this.#pieces[0] ?? '') : this.#pieces.join('');
+  #keep(piece: string): void {
+    if (this.#overlong) return;
+    if (this.#pending + piece.length > this.#maxChars) {
+      this.#overlong = true;
+      this.#pieces = [];
+      this.#pending = 0;
+      return;
+    }
+    this.#pieces.push(piece);
+    this.#pending += piece.length;
+  }
+
+  #take(): string | typeof OVERLONG_LINE {
+    const line = this.#overlong ? OVERLONG_LINE : this.#pieces.length === 1 ? (this.#pieces[0] ?? '') : this.#pieces.join('');
     this.#pieces = [];
+    this.#pending = 0;
+    this.#overlong = false;
     return line;
   }
 }

@@ -18,8 +18,8 @@ interface Child {
   kill: () => void;
 }
 
-function startCli(args: string[], stdin?: Buffer): Child {
-  const child = spawn(process.execPath, [BIN, 'import', ...args], { stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
+function startCli(args: string[], stdin?: Buffer, cwd?: string): Child {
+  const child = spawn(process.execPath, [BIN, 'import', ...args], { stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'], ...(cwd === undefined ? {} : { cwd }) });
   let output = '';
   child.stdout?.on('data', (c: Buffer) => (output += c.toString()));
   child.stderr?.on('data', (c: Buffer) => (output += c.toString()));
@@ -203,5 +203,17 @@ describe('import progress', () => {
     expect(tty.slice(-3)).toEqual(['\r\x1b[K', 'b.log:7: not valid JSON\n', expect.stringMatching(/^\r\x1b\[K\[/) as unknown]);
     bar.finish();
     expect(tty.at(-1)).toBe('\r\x1b[K');
+  });
+});
+
+describe('import: operands after --', () => {
+  it('imports a file named --help when it follows --, instead of printing the usage', async () => {
+    const node = await startNode();
+    const dir = await tempDir();
+    await writeFile(join(dir, '--help'), lhoFile(3));
+    const child = startCli(['--format', 'lho', '--url', node.url, '--token', INGEST_TOKEN, '--', '--help'], undefined, dir);
+    expect(await child.exited).toBe(0);
+    expect(child.output()).toContain('imported 3, duplicates 0, refused 0');
+    expect(await allEvents(node, '&engine=lho')).toHaveLength(3);
   });
 });

@@ -243,6 +243,41 @@ describe('import: JSON arrays of records', () => {
   });
 });
 
+describe('import: records sharing a line, and records that cannot be written out', () => {
+  it('resumes a compact JSON array on one line after a run stopped between its batches, losing none of its records', async () => {
+    const node = await startNode();
+    const dir = await tempDir();
+    const file = join(dir, 'clo-audit.log.21');
+    await writeFile(file, '[' + lhoLines(0, 1200).join(',') + ']\n');
+    const resume = join(dir, 'progress.json');
+    // The first batch (500) is stored, then the node answers 404: the run stops.
+    let answered = 0;
+    const stopped = await runImport(node, ['--format', 'lho', '--resume-file', resume, file], {
+      fetch: async (input, init) => (answered++ === 0 ? fetch(input, init) : new Response('{}', { status: 404 })),
+    });
+    expect(stopped.code).toBe(1);
+    expect(await allEvents(node, '&engine=lho')).toHaveLength(500);
+    // The line holds records not sent yet: the resume point stays before it.
+    expect((await progressOf(resume, file))?.line).toBe(0);
+    const resumed = await runImport(node, ['--format', 'lho', '--resume-file', resume, file]);
+    expect(resumed.stdout).toBe('imported 700, duplicates 500, refused 0\n');
+    expect(resumed.code).toBe(0);
+    expect(await allEvents(node, '&engine=lho')).toHaveLength(1200);
+  });
+
+  it('refuses a record nested too deep to write out, naming its line, and imports the rest', async () => {
+    const node = await startNode();
+    const dir = await tempDir();
+    const file = join(dir, 'clo-audit.log.22');
+    const deep = '{"timestamp":1780300000500,"userName":"deep","action":"VIEW_TASK","outcome":"SUCCESS","taskId":' + '{"a":'.repeat(20_000) + '1' + '}'.repeat(20_000) + '}';
+    await writeFile(file, [...lhoLines(0, 2), deep, ...lhoLines(2, 4)].join('\n') + '\n');
+    const run = await runImport(node, ['--format', 'lho', file]);
+    expect(run.stdout).toBe('imported 4, duplicates 0, refused 1\n');
+    expect(run.stderr).toContain(`${file}:3: cannot be read as a record: Maximum call stack size exceeded`);
+    expect(run.code).toBe(3);
+  });
+});
+
 describe('import: credentials in --url', () => {
   it('shows the URL with its user and password masked in every retry note and in the failure', async () => {
     const node = await startNode();

@@ -2,7 +2,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { LineSplitter, readLines } from '../src/line-reader.js';
+import { LineSplitter, OVERLONG_LINE, readLines } from '../src/line-reader.js';
 import { tempDir } from './import-node.js';
 
 describe('line splitting', () => {
@@ -10,14 +10,14 @@ describe('line splitting', () => {
     const splitter = new LineSplitter();
     const chunk = 'x'.repeat(1000);
     let input = 0;
-    const lines: string[] = [];
+    const lines: Array<string | typeof OVERLONG_LINE> = [];
     for (let i = 0; i < 2000; i++) {
       lines.push(...splitter.push(chunk));
       input += chunk.length;
     }
     lines.push(...splitter.push('\r\nshort\n\nlast'));
     input += '\r\nshort\n\nlast'.length;
-    expect(lines.map((l) => l.length)).toEqual([2_000_001, 5, 0]);
+    expect(lines.map((l) => (l === OVERLONG_LINE ? -1 : l.length))).toEqual([2_000_001, 5, 0]);
     expect(lines[0]).toBe('x'.repeat(2_000_000) + '\r');
     expect(splitter.rest()).toBe('last');
     // Adding each chunk to the unfinished line and splitting it again searched ~2 billion characters here.
@@ -28,11 +28,23 @@ describe('line splitting', () => {
     const text = 'a\nbb\r\n\nccc\nd';
     for (let size = 1; size <= text.length; size++) {
       const splitter = new LineSplitter();
-      const lines: string[] = [];
+      const lines: Array<string | typeof OVERLONG_LINE> = [];
       for (let at = 0; at < text.length; at += size) lines.push(...splitter.push(text.slice(at, at + size)));
       expect([...lines, splitter.rest()], `chunks of ${size}`).toEqual(['a', 'bb\r', '', 'ccc', 'd']);
       expect(splitter.scanned).toBe(text.length);
     }
+  });
+
+  it('drops a line past its limit as it arrives (kept in no memory), says so, and goes on with the next line', () => {
+    const splitter = new LineSplitter(10);
+    const lines: Array<string | typeof OVERLONG_LINE> = [];
+    lines.push(...splitter.push('short\n0123456'));
+    lines.push(...splitter.push('789ab'));
+    lines.push(...splitter.push('cdef'.repeat(1000)));
+    lines.push(...splitter.push('\nnext\n0123456789\n0123456789x'));
+    expect(lines).toEqual(['short', OVERLONG_LINE, 'next', '0123456789']);
+    expect(splitter.rest()).toBe(OVERLONG_LINE);
+    expect(splitter.rest()).toBe('');
   });
 
   it('reads a file with a line far longer than a read chunk, whole, between short ones', async () => {
