@@ -108,7 +108,13 @@ export class Importer {
     const carried = this.#options.resume?.carriedRefusals ?? 0;
     this.#summary.refused += carried;
     this.#refusalsRecorded = carried;
-    for (const file of this.#options.files) await this.#importFile(file);
+    try {
+      for (const file of this.#options.files) await this.#importFile(file);
+    } catch (err) {
+      // A run that stops (the node refused the token, went away) keeps what it got done.
+      await this.#options.resume?.flush();
+      throw err;
+    }
     await this.#options.resume?.finish();
     this.#options.progress.finish();
     return { ...this.#summary };
