@@ -8,7 +8,9 @@ import { tempDir } from './import-node.js';
 
 async function linesOf(path: string): Promise<Record<string, number>> {
   const state = JSON.parse(await readFile(path, 'utf8')) as { files: Record<string, { line: number }> };
-  return Object.fromEntries(Object.entries(state.files).map(([name, progress]) => [name.split('/').at(-1), progress.line]));
+  const lines: Record<string, number> = {};
+  for (const [name, progress] of Object.entries(state.files)) lines[name.split('/').at(-1) as string] = progress.line;
+  return lines;
 }
 
 describe('resume file writes', () => {
