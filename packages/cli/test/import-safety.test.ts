@@ -265,6 +265,19 @@ describe('import: records sharing a line, and records that cannot be written out
     expect(await allEvents(node, '&engine=lho')).toHaveLength(1200);
   });
 
+  it('refuses a pretty-printed record past the line limit once, passing over its lines, and imports the records after it', async () => {
+    const node = await startNode();
+    const dir = await tempDir();
+    const file = join(dir, 'clo-audit.log.23');
+    const long = JSON.stringify({ timestamp: 1_780_300_000_900, userName: 'long', action: 'VIEW_TASK', outcome: 'SUCCESS', taskId: 't', tags: Array.from({ length: 15_000 }, (_, i) => `t${i}`) }, null, 1);
+    await writeFile(file, [...lhoLines(0, 2), long, ...lhoLines(2, 4)].join('\n') + '\n');
+    const run = await runImport(node, ['--format', 'lho', file]);
+    expect(run.stdout).toBe('imported 4, duplicates 0, refused 1\n');
+    expect(run.stderr).toContain(`${file}:3: the record is longer than 10000 lines`);
+    expect(run.code).toBe(3);
+    expect(await allEvents(node, '&engine=lho')).toHaveLength(4);
+  });
+
   it('refuses a record nested too deep to write out, naming its line, and imports the rest', async () => {
     const node = await startNode();
     const dir = await tempDir();
