@@ -41,8 +41,7 @@ export function limitConnections(server: Server, limits: ConnectionLimits): void
   const perClient = new Map<string, number>();
   server.on('connection', (socket: Socket) => {
     const client = clientOf(socket.remoteAddress ?? '');
-    const count = (perClient.get(client) ?? 0) + 1;
-    if (count > limits.perClientMax) {
+    if ((perClient.get(client) ?? 0) + 1 > limits.perClientMax) {
       socket.destroy();
       return;
     }
@@ -55,7 +54,9 @@ export function limitConnections(server: Server, limits: ConnectionLimits): void
       victim.destroy();
       forget(victim);
     }
-    perClient.set(client, count);
+    // Counted after the eviction: the connection replaced may be this client's own, and a count
+    // taken before it was one too many for good, until the client was locked out.
+    perClient.set(client, (perClient.get(client) ?? 0) + 1);
     open.set(socket, { client, busy: 0, served: 0 });
     socket.once('close', () => forget(socket));
   });

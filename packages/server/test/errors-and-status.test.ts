@@ -91,6 +91,35 @@ describe('auditlake.http.connections.max', () => {
     expect(await openConnections(t)).toBeLessThanOrEqual(20);
   });
 
+  it('counts a client right when its new connection replaces one of its own', async () => {
+    const t = await startTestNode({ props: { 'auditlake.http.connections.max': '5', 'auditlake.http.connections.per.client.max': '6' } });
+    const port = Number(new URL(t.node.url).port);
+    const all: Socket[] = [];
+    onTestFinished(() => all.forEach((socket) => socket.destroy()));
+    const openSlow = async () => {
+      const socket = connect({ port, host: '127.0.0.1', localAddress: '127.0.0.9' });
+      await once(socket, 'connect');
+      socket.on('error', () => undefined);
+      const closed = once(socket, 'close').then(() => true);
+      socket.write('GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n');
+      all.push(socket);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      return { socket, closed: () => Promise.race([closed, new Promise((resolve) => setTimeout(() => resolve(false), 300))]) };
+    };
+    // Five fill the cap; a sixth of the same client replaces its oldest.
+    const first = [];
+    for (let i = 0; i < 6; i++) first.push(await openSlow());
+    expect(await first[0]!.closed()).toBe(true);
+    expect(await first[5]!.closed()).toBe(false);
+    first.forEach(({ socket }) => socket.destroy());
+    await expect.poll(() => openConnections(t)).toBe(0);
+    // Again: counted right, the sixth is taken once more (a count left one too high refused it).
+    const second = [];
+    for (let i = 0; i < 6; i++) second.push(await openSlow());
+    expect(await second[0]!.closed()).toBe(true);
+    expect(await second[5]!.closed()).toBe(false);
+  });
+
   it('closes a new connection only when every open one is in a request', async () => {
     const t = await startTestNode({ props: { 'auditlake.http.connections.max': '5' } });
     const port = Number(new URL(t.node.url).port);
