@@ -215,7 +215,7 @@ export class Importer {
         try {
           mapped = format.mapLine(line.text, context);
         } catch (err) {
-          mapped = { kind: 'malformed', reason: `cannot be read as a record: ${(err as Error).message}` };
+          mapped = unreadable(err);
         }
         yield { line: line.number, endLine: line.number, mapped, canonical: line.text };
       }
@@ -241,7 +241,7 @@ export class Importer {
       try {
         return { line: piece.line, endLine: piece.endLine, mapped: format.mapRecord(record, context), canonical: JSON.stringify(record) };
       } catch (err) {
-        return { line: piece.line, endLine: piece.endLine, mapped: { kind: 'malformed', reason: `cannot be read as a record: ${(err as Error).message}` }, canonical: '' };
+        return { line: piece.line, endLine: piece.endLine, mapped: unreadable(err), canonical: '' };
       }
     };
     for await (const line of lines) {
@@ -321,6 +321,11 @@ export class Importer {
     if (endLine !== undefined) this.#refusedLines.push(endLine);
     this.#options.progress.note(`${where}: ${reason}`);
   }
+}
+
+/** A record the format could not map or write out (a record nested too deep for the stack): refused, naming why. */
+function unreadable(err: unknown): Mapped {
+  return { kind: 'malformed', reason: `cannot be read as a record: ${(err as Error).message}` };
 }
 
 /**

@@ -93,10 +93,12 @@ async function verifyWith(options: VerifyOptions, checks: VerifyChecks): Promise
  * {@link feed} does: the same records in the same order either way.
  */
 async function verifyTierAlone(location: TierLocationOption, options: VerifyOptions, pinnedKeys: KeyObject[], checks: VerifyChecks): Promise<VerifyReport> {
+  // One copy of the history: a record it holds twice is a duplicated row (ChainVerifierOptions.oneCopy).
+  const oneCopy = `the tier at ${location.location}`;
   let verifier: ChainVerifier | undefined;
   let early: ArrivingBatchMerge | undefined;
   const tier = await readTierProof(location, checks, (start) => {
-    const folding = new ChainVerifier({ ...verifierOptionsOf(options, pinnedKeys, start, undefined, undefined), oneCopy: `the tier at ${location.location}` });
+    const folding = new ChainVerifier({ ...verifierOptionsOf(options, pinnedKeys, start, undefined, undefined), oneCopy });
     verifier = folding;
     early = new ArrivingBatchMerge((record) => folding.addChecked(record));
     return (index, batch) => early?.arrive(index, batch);
@@ -106,7 +108,7 @@ async function verifyTierAlone(location: TierLocationOption, options: VerifyOpti
     verifier.addRowsWithoutSeq(tier.legacyRows, tier.rowsWithoutSeqSeen);
     return verifier.finish();
   }
-  const again = new ChainVerifier({ ...verifierOptionsOf(options, pinnedKeys, tier, undefined, undefined), oneCopy: `the tier at ${location.location}` });
+  const again = new ChainVerifier({ ...verifierOptionsOf(options, pinnedKeys, tier, undefined, undefined), oneCopy });
   await feed(again, tier.batches, undefined);
   again.addRowsWithoutSeq(tier.legacyRows, tier.rowsWithoutSeqSeen);
   return again.finish();

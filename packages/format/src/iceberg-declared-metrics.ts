@@ -1,6 +1,6 @@
 import { AuditError, AuditErrorCode, type ColumnValueSummary } from '@auditlake/model';
 import { AUDIT_COLUMNS, auditFieldId, type IcebergType } from './audit-columns.js';
-import { compareCodePoints, decodeIntBound, decodeStringBound } from './iceberg-bounds.js';
+import { compareCodePoints, decodeIntBound, decodeLongBound, decodeStringBound } from './iceberg-bounds.js';
 import type { FieldSummary, ManifestFile } from './iceberg-manifest-list.js';
 import { ManifestEntryStatus, type DataFile, type ManifestEntry } from './iceberg-manifest.js';
 import { dayDate, EVENT_TIME_DAY_FIELD_NAME } from './iceberg-schema.js';
@@ -96,7 +96,6 @@ export function checkDeclaredMetrics(where: string, declared: DataFile, actual: 
  * 8 bytes of µs; a string its UTF-8 bytes.
  */
 function boundValue(where: string, name: string, type: IcebergType, side: 'lower' | 'upper', bytes: Uint8Array): bigint | string {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   if (type === 'string') {
     try {
       return decodeStringBound(bytes);
@@ -104,8 +103,8 @@ function boundValue(where: string, name: string, type: IcebergType, side: 'lower
       throw new AuditError(AuditErrorCode.TABLE_INVALID, `${where}: its commit declares a ${side} bound for column ${name} that is not UTF-8: the table's metadata is damaged`);
     }
   }
-  if (bytes.byteLength === 8) return view.getBigInt64(0, true);
-  if (bytes.byteLength === 4 && type === 'long') return BigInt(view.getInt32(0, true));
+  if (bytes.byteLength === 8) return decodeLongBound(bytes);
+  if (bytes.byteLength === 4 && type === 'long') return BigInt(decodeIntBound(bytes));
   throw new AuditError(AuditErrorCode.TABLE_INVALID, `${where}: its commit declares a ${side} bound of ${bytes.byteLength} bytes for column ${name}, not a ${type}: the table's metadata is damaged`);
 }
 

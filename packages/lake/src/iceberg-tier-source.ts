@@ -103,9 +103,10 @@ export class IcebergTierSource implements TierSource {
 
   /**
    * For the verifier: the current version's live files, each with what its manifest entry
-   * declares of it, once every manifest's partition summary in the manifest list is checked to
-   * cover the files it lists (checkPartitionSummary: throws AUDIT_INTEGRITY_MISMATCH naming
-   * the manifest list, the manifest and a file it hides). Not kept between calls: a search
+   * declares of it, once every manifest's entry in the manifest list is checked against the
+   * manifest — its counts and content (checkManifestCounts) and its partition summary
+   * (checkPartitionSummary); either throws AUDIT_INTEGRITY_MISMATCH naming the manifest list
+   * and the manifest. Not kept between calls: a search
    * needs neither.
    */
   async listDeclaredFiles(): Promise<DeclaredTierFile[]> {
@@ -120,7 +121,7 @@ export class IcebergTierSource implements TierSource {
     return loaded;
   }
 
-  /** The live data files of the current snapshot; `checkSummaries`: each manifest's partition summary checked against them. */
+  /** The live data files of the current snapshot; `checkSummaries`: each manifest's counts and partition summary in the list checked against them. */
   async #liveFiles(objects: ObjectStore, metadata: IcebergTableMetadata, checkSummaries: boolean): Promise<DataFile[]> {
     const snapshot = currentSnapshot(metadata);
     if (!snapshot) return [];

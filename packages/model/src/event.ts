@@ -122,12 +122,10 @@ export function isSelfSource(source: string): boolean {
   // Nearly every source is printable ASCII without spaces, which NFKC leaves as it is and which
   // holds nothing to strip: compared at once (this runs for every event ingested).
   // Punctuation and symbols are dropped too: `auditlake.`, `audit-lake`, `(auditlake)` read as
-  // the name beside the genuine records (review).
-  // (After folding: `|` and `!` read as l.)
+  // the name beside the genuine records (review). All but `|` and `!`, which read as l.
   if (PRINTABLE_ASCII.test(source)) {
-    if (source.length < SELF_SOURCE.length) return false;
-    const skeleton = lookalikeSkeleton(source.toLowerCase());
-    return (skeleton.length === SELF_SKELETON.length ? skeleton : skeleton.replace(/[^a-z0-9]/g, '')) === SELF_SKELETON;
+    const kept = source.toLowerCase().replace(/[^a-z0-9|!]/g, '');
+    return kept.length === SELF_SOURCE.length && lookalikeSkeleton(kept) === SELF_SKELETON;
   }
   const folded = source
     .normalize('NFKC')

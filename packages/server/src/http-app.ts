@@ -1,5 +1,5 @@
 import { Gauge } from 'prom-client';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { AuditErrorCode, isAuditError } from '@auditlake/model';
 import { roleAllows, type Authenticator } from './auth/authenticator.js';
 import type { DenyRecorder, RefusedAccess } from './auth/deny-recorder.js';
@@ -78,7 +78,7 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     // hold at once (review).
     if (request.is404 && (request.headers['content-length'] !== undefined || request.headers['transfer-encoding'] !== undefined)) {
       reply.header('connection', 'close');
-      return reply.code(404).send({ status: 'error', error: `no such endpoint: ${request.method} ${request.url.split('?')[0] ?? ''}`, code: 'AUDIT_NOT_FOUND' });
+      return reply.code(404).send(notFound(request));
     }
     // A browser navigating to a UI page gets the page (it holds no data; its API calls carry
     // the token), whatever API shares the URL, and is neither authenticated nor audited.
@@ -149,8 +149,13 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   });
 
   app.setNotFoundHandler(async (request, reply) => {
-    return reply.code(404).send({ status: 'error', error: `no such endpoint: ${request.method} ${request.url.split('?')[0] ?? ''}`, code: 'AUDIT_NOT_FOUND' });
+    return reply.code(404).send(notFound(request));
   });
 
   return app;
+}
+
+/** The answer to a request no route takes. */
+function notFound(request: FastifyRequest): { status: 'error'; error: string; code: string } {
+  return { status: 'error', error: `no such endpoint: ${request.method} ${request.url.split('?')[0] ?? ''}`, code: 'AUDIT_NOT_FOUND' };
 }
