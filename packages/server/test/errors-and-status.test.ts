@@ -1,9 +1,11 @@
 // Goal: error codes say what happened and retryable ones tell the client when to retry; a single node refuses ack=replicated before storing anything and reports itself in /admin/cluster and the cluster gauges; at auditlake.http.connections.max a new connection replaces one that is not in a request, or is closed when every one is; past auditlake.http.connections.per.client.max from one client it is closed as it arrives; request bodies are bounded in bytes held at once and in time.
 import { once } from 'node:events';
 import { Agent, get } from 'node:http';
-import { connect, type Socket } from 'node:net';
+import { connect, type AddressInfo, type Socket } from 'node:net';
+import Fastify from 'fastify';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { describe, expect, it, onTestFinished } from 'vitest';
+import { guardRequestBodies } from '../src/body-guard.js';
 import { clientOf } from '../src/connection-limits.js';
 import { toHttpError } from '../src/http-errors.js';
 import { event, startTestNode } from './test-node.js';
@@ -263,6 +265,36 @@ describe('request bodies (auditlake.http.body.inflight.max.bytes, auditlake.http
     const other = await rawRequest(port, 'POST /v1/api/audit/nothing HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 99000', '[', '127.0.0.8');
     expect(await other.closed).toBe(true);
     expect((await t.ingest([event({ eventId: 'not-crowded-out' })])).status).toBe(200);
+  });
+
+  it("counts a body at its own route's limit when the route takes more than the node's (a standby's forwarded batch)", async () => {
+    // The node's limit is 100,000 bytes; one route takes 1,000,000, as the cluster's forward route takes 64 MiB.
+    const app = Fastify({ bodyLimit: 100_000 });
+    const bodies = guardRequestBodies(app, { inflightMaxBytes: 2_000_000, inflightPerClientMaxBytes: 10_000_000, bodyLimitBytes: 100_000, bodyTimeoutMs: 60_000 });
+    app.setErrorHandler((err, _request, reply) => reply.code(err instanceof AuditError && err.code === AuditErrorCode.LIMIT_EXCEEDED ? 429 : 500).send({ error: String(err) }));
+    app.post('/large', { bodyLimit: 1_000_000 }, async () => ({ status: 'ok' }));
+    app.post('/small', async () => ({ status: 'ok' }));
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    onTestFinished(() => app.close());
+    const port = (app.server.address() as AddressInfo).port;
+    const head = (path: string, length: string) => `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n${length}`;
+    // A declared length past the node's limit but within the route's is held whole, not cut to the node's limit.
+    const declared = await rawRequest(port, head('/large', 'Content-Length: 600000'), '[');
+    await expect.poll(() => bodies.heldBytes()).toBe(600_000);
+    // A chunked body there counts as the route's limit.
+    const chunked = await rawRequest(port, head('/large', 'Transfer-Encoding: chunked'), '1\r\n[\r\n');
+    await expect.poll(() => bodies.heldBytes()).toBe(1_600_000);
+    // With 1,600,000 held, a third body of 500,000 would pass the 2,000,000 budget; a small route's chunked body still counts 100,000.
+    const third = await rawRequest(port, head('/large', 'Content-Length: 500000'), '[');
+    await expect.poll(() => /^HTTP\/1\.1 \d+/.test(third.received())).toBe(true);
+    expect(third.received()).toMatch(/^HTTP\/1\.1 429 /);
+    chunked.socket.destroy();
+    await expect.poll(() => bodies.heldBytes()).toBe(600_000);
+    const small = await rawRequest(port, head('/small', 'Transfer-Encoding: chunked'), '1\r\n[\r\n');
+    await expect.poll(() => bodies.heldBytes()).toBe(700_000);
+    declared.socket.destroy();
+    small.socket.destroy();
+    await expect.poll(() => bodies.heldBytes()).toBe(0);
   });
 
   it('closes the connection of a body that does not arrive within the timeout, and stores nothing of it', async () => {
