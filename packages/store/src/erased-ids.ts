@@ -2,6 +2,7 @@ import { ERASABLE_FIELDS, ERASED_MARKER } from '@auditlake/integrity';
 import type { AuditEvent, EncodedEvent } from '@auditlake/model';
 import type { Level } from 'level';
 import { PREFIX, erasedIdKey, prefixEnd } from './event-keys.js';
+import { GrowingBloomFilter } from './growing-bloom-filter.js';
 
 /** Anything that takes puts: a chained LevelDB batch. */
 interface PutSink {
@@ -145,65 +146,4 @@ function fieldsOf(value: string): readonly string[] {
     // Not JSON: below.
   }
   return ERASABLE_FIELDS;
-}
-
-/** Bits per id of a filter in GrowingBloomFilter, at least (k = 7 probes: under 0.5% false positives each). */
-const BITS_PER_ID = 12;
-const PROBES = 7;
-/**
- * Ids the first filter is sized for (128 KiB); each next one holds twice as many as the one
- * before, so a million ids take five filters (~4 MB) and a lookup asks each.
- */
-const FIRST_CAPACITY = 65_536;
-
-/**
- * A Bloom filter over strings that grows without being rebuilt: when its newest filter holds
- * as many ids as it was sized for, a filter twice that size is added, and an id may be held
- * when any filter says so. Never a false negative; under 0.5% false positives per full filter.
- */
-export class GrowingBloomFilter {
-  readonly #filters: Array<{ bits: Uint32Array; mask: number; count: number; capacity: number }> = [];
-
-  add(id: string): void {
-    let filter = this.#filters[this.#filters.length - 1];
-    if (filter === undefined || filter.count >= filter.capacity) {
-      const capacity = filter === undefined ? FIRST_CAPACITY : filter.capacity * 2;
-      // A power of two of bits, at least BITS_PER_ID per id.
-      const bits = 2 ** Math.ceil(Math.log2(capacity * BITS_PER_ID));
-      filter = { bits: new Uint32Array(bits / 32), mask: bits - 1, count: 0, capacity };
-      this.#filters.push(filter);
-    }
-    const [h1, h2] = hashes(id);
-    for (let i = 0; i < PROBES; i++) {
-      const bit = (h1 + Math.imul(i, h2)) & filter.mask;
-      filter.bits[bit >>> 5] = (filter.bits[bit >>> 5] as number) | (1 << (bit & 31));
-    }
-    filter.count++;
-  }
-
-  mayHave(id: string): boolean {
-    if (this.#filters.length === 0) return false;
-    const [h1, h2] = hashes(id);
-    for (const filter of this.#filters) {
-      let all = true;
-      for (let i = 0; i < PROBES && all; i++) {
-        const bit = (h1 + Math.imul(i, h2)) & filter.mask;
-        all = ((filter.bits[bit >>> 5] as number) & (1 << (bit & 31))) !== 0;
-      }
-      if (all) return true;
-    }
-    return false;
-  }
-}
-
-/** Two 32-bit FNV-1a hashes of the UTF-16 code units (different offsets), the second odd (double hashing). */
-function hashes(text: string): [number, number] {
-  let a = 0x811c9dc5;
-  let b = 0x050c5d1f;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    a = Math.imul(a ^ c, 0x01000193);
-    b = Math.imul(b ^ c, 0x01000193);
-  }
-  return [a >>> 0, (b ^ (b >>> 15)) | 1];
 }

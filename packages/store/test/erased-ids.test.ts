@@ -9,7 +9,8 @@ import { encodeErasureDetails, INTEGRITY_ACTIONS } from '@auditlake/integrity';
 import { encodeEvent, SELF_SOURCE, type AuditEvent } from '@auditlake/model';
 import { Level } from 'level';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { ErasedIds, GrowingBloomFilter } from '../src/erased-ids.js';
+import { ErasedIds } from '../src/erased-ids.js';
+import { GrowingBloomFilter } from '../src/growing-bloom-filter.js';
 import { AuditStore } from '../src/index.js';
 
 async function db(): Promise<{ db: Level<string, string>; reopen: () => Promise<Level<string, string>> }> {
