@@ -37,6 +37,7 @@ import { StoredEventText } from './stored-event-text.js';
 import { tableNameKey, type IndexField } from './index-keys.js';
 import { applyStoredErasures, backfillErasedIds, backfillErasureIndex, backfillIndexes } from './index-backfill.js';
 import { ErasedIds } from './erased-ids.js';
+import { PrunedIds, type PrunedIdsLoad } from './pruned-ids.js';
 import { backfillLedger } from './ledger-backfill.js';
 import { TextSketchWriter } from './text-sketch-writer.js';
 import { TEXT_BLOCK_SEQS, blockOfSeq, textSketchKey } from './text-sketch.js';
@@ -124,6 +125,8 @@ const PRUNED_RANGES_KEY = localKey('prunedRanges');
 const PRUNED_CHECKPOINT_KEY = localKey('prunedCheckpointSeq');
 /** EventIds AuditStore.noteHeldByTier remembers at most (~10 MB at 100 bytes each). */
 const TIER_HELD_REMEMBERED_MAX = 100_000;
+/** An append's ids retention deleted here, where no tier can be asked about them (appendEncoded). */
+const NO_PRUNED_TIMES: ReadonlyMap<string, number> = new Map();
 /** Most times one append is chosen again (appendEncoded) before it fails. */
 const APPEND_ROUNDS_MAX = 16;
 
@@ -287,6 +290,8 @@ export class AuditStore {
   readonly #erasedTables = new Set<string>();
   /** Every eventId an erasure named, with the fields erased (erased-ids.ts): its values never come back. */
   #erasedIds!: ErasedIds;
+  /** Every eventId whose tiered event retention deleted here, with its time (pruned-ids.ts): a re-send is judged against the tier's copy. */
+  #prunedIds!: PrunedIds;
   /** The newest entries this node appended, for pulls (LogTail says why). */
   readonly #tail: LogTail;
   #metaVersion = 0;
@@ -416,6 +421,8 @@ export class AuditStore {
     store.#status = 'open';
     // An erasure written before a crash may have left sketches holding its values' trigrams.
     await store.#rebuildStaleSketches();
+    // Filled in the background: until it is, every id counts as one retention may have deleted.
+    store.#prunedIds = PrunedIds.open(store.#db);
     return store;
   }
 
@@ -523,9 +530,17 @@ export class AuditStore {
       // written either (resendCandidates).
       const deletes = this.#deleteVersion;
       const erasedIds = await this.#erasedIds.view(events.map((event) => event.eventId));
-      const candidates = resendCandidates(events, options.freshIds, lookup === undefined ? undefined : this.#prunedTimeMax, erasedIds);
+      // The ids among them retention deleted here, with the deleted events' times: read only for
+      // ids the filter does not rule out (none, for ordinary ingest once it is filled), and only
+      // where a tier can be asked.
+      const prunedTimes = lookup === undefined ? NO_PRUNED_TIMES : await this.#prunedIds.timesOf(events.flatMap((event) => (options.freshIds?.has(event.eventId) === true ? [] : [event.eventId])));
+      const candidates = resendCandidates(events, options.freshIds, lookup === undefined ? undefined : this.#prunedTimeMax, erasedIds, prunedTimes);
       ({ copies: tiered, erasedElsewhere } = candidates === undefined ? NONE_FOUND : await tieredCopiesOf(this.#db, candidates, lookup));
-      const deletedSince = (event: EncodedEvent) => this.#deleteVersion !== deletes && lookup !== undefined && event.timestamp <= (this.#prunedTimeMax ?? Number.NEGATIVE_INFINITY);
+      // A prune since may have deleted an event the log held here: one timed at or before the
+      // newest time deleted, or one whose id a prune remembered (in the filter from the prune's
+      // commit on, before the version moves: also while the filter is being filled), at any time.
+      const deletedSince = (event: EncodedEvent) =>
+        this.#deleteVersion !== deletes && lookup !== undefined && (event.timestamp <= (this.#prunedTimeMax ?? Number.NEGATIVE_INFINITY) || this.#prunedIds.mayHaveBeenAdded(event.eventId));
       // An erasure committed since the view was read that may name an absent event (not one of
       // other events), or one earlier in the same write (`erasing`), would bring its values
       // back: chosen again with a new view, the event is then judged as erased.
@@ -626,6 +641,11 @@ export class AuditStore {
   /** The newest event time retention deleted from this log, or undefined when it deleted nothing. */
   get prunedTimeMax(): number | undefined {
     return this.#prunedTimeMax;
+  }
+
+  /** How far filling the filter of the ids retention deleted has got since open (PrunedIds). */
+  get prunedIdsLoad(): PrunedIdsLoad {
+    return this.#prunedIds.load;
   }
 
   /**
@@ -1493,6 +1513,8 @@ export class AuditStore {
       const checkpointSeqs: number[] = [];
       // Each deleted event's eventId with the entry its id key must still point at to go too.
       const idsHeld: Array<{ eventId: string; suffix: string }> = [];
+      // Each deleted event's id, time and seq: its id is remembered when it was tiered.
+      const deletedEvents: Array<{ eventId: string; timestamp: number; seq: number }> = [];
       for (const [key, value] of entries) {
         const event = JSON.parse(value) as StoredEvent;
         if (maxSeq !== undefined && event.seq > maxSeq) continue;
@@ -1501,6 +1523,7 @@ export class AuditStore {
         batch.del(key);
         batch.del(seqKey(event.seq));
         idsHeld.push({ eventId: event.eventId, suffix: key.slice(PREFIX.time.length) });
+        deletedEvents.push({ eventId: event.eventId, timestamp: event.timestamp, seq: event.seq });
         index.del(batch, event, event.timestamp, event.seq);
         for (const table of event.tables) prunedTables.add(table);
         const kind = integrityKindOf(event.source, event.action);
@@ -1539,6 +1562,17 @@ export class AuditStore {
             } else batch.del(checkpointKey(seq));
           }
           if (prunedCheckpointSeq !== this.#prunedCheckpointSeq) batch.put(PRUNED_CHECKPOINT_KEY, String(prunedCheckpointSeq));
+          // The ids of the tiered events deleted, with their times, so a re-send is looked for in
+          // the tier at the original's time (pruned-ids.ts). Tiered: counted as tiered, which
+          // retention's policy does with the tier's watermark before every prune; a node that
+          // never tiered counts nothing, and remembers nothing a tier could be asked about. An id
+          // deleted twice (two copies) keeps the time of the copy deleted last: both are tiered.
+          const remembered: string[] = [];
+          for (const event of deletedEvents) {
+            if (event.seq > this.#tieredCountedThrough) continue;
+            this.#prunedIds.put(batch, event.eventId, event.timestamp);
+            remembered.push(event.eventId);
+          }
           // Side by side: both are reads, on LevelDB's threads, while the writer waits.
           await Promise.all([deleteIdKeysOf(this.#db, batch, idsHeld), days.prepare()]);
           days.putChanged(batch);
@@ -1552,6 +1586,7 @@ export class AuditStore {
           this.#pruned = pruned;
           this.#gapSeqMax = gapSeqMax;
           if (timeMaxRaised) this.#prunedTimeMax = batchTimeMax;
+          this.#prunedIds.added(remembered);
           // Last, still in the writer's turn: an append that reads this version also reads the
           // newest deleted time that goes with it, and one queued after this turn sees both.
           this.#deleteVersion++;
@@ -1950,6 +1985,8 @@ export class AuditStore {
   close(): Promise<void> {
     this.#closed ??= (async () => {
       this.#status = 'closing';
+      // The scan filling the pruned ids' filter stops after the page it reads, closing its iterator.
+      await this.#prunedIds?.close();
       // A sketch rebuild stops after the turn it is in.
       await this.#rebuildingSketches?.catch(() => undefined);
       await this.#writer?.flush();

@@ -16,6 +16,8 @@
  *   e!<seq:16>         → ''                   the erasure records of the log, by their seq
  *   v!<eventId>        → ["field",…]          an eventId erasures named, with the fields they erased: a re-send holding other
  *                                    values there is never stored (erased-ids.ts); kept for good (retention and cuts leave it)
+ *   p!<eventId>        → <ts, decimal ms>     an eventId whose tiered event retention deleted, with that event's time: a re-send
+ *                                    is looked for in the tier at that time (pruned-ids.ts); kept for good
  *   h!<sourceId>!<from:16> → <to>             one range of sourceSeqs received from a source (source-ledger-keys.ts);
  *   h!<sourceId>!j     → <joined>             its sourceSeqs joined into its ranges that never arrived
  *   g!<sourceId>       → [[from, to], …]      a source's ranges as versions before stored them, moved to h! when opened
@@ -57,6 +59,7 @@ export const PREFIX = {
   key: 'k!',
   erasure: 'e!',
   erasedId: 'v!',
+  prunedId: 'p!',
   copies: 'j!',
 } as const;
 
@@ -129,6 +132,11 @@ export function erasureKey(seq: number): string {
 /** An eventId erasures named, with the fields they erased as the value (see the layout above). */
 export function erasedIdKey(eventId: string): string {
   return PREFIX.erasedId + eventId;
+}
+
+/** An eventId whose tiered event retention deleted, with that event's time as the value (see the layout above). */
+export function prunedIdKey(eventId: string): string {
+  return PREFIX.prunedId + eventId;
 }
 
 export function keyKey(keyId: string): string {

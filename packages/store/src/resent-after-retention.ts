@@ -24,36 +24,42 @@ export interface ResendCandidates {
  *
  * The log's own de-duplication finds an eventId only while the log holds it; once retention
  * deleted a tiered event, a re-send (a replayed spool, a retry of a request whose answer was
- * lost days ago) would be stored and tiered a second time. Only events that can be such a
- * re-send are looked for, so ordinary ingest pays nothing: an id the client chose (not one
- * this node just made), with an event time at or before the newest one retention ever deleted
- * here (`prunedTimeMax`: a later time was never deleted; undefined: no lookup), and not in the
- * log now. An event sent without `ts` gets the server's time when stored, later than anything
- * deleted, so its re-send is not recognised by time — except that an id an erasure named is
- * never stored again with values other than the marker in its erased fields (`erased`,
- * whatever its time): judged against the log's copy while it holds one, the tier's when found
- * at the event's time, and otherwise not stored (AuditStore.appendEncoded). The tier is not
- * searched for it beyond its time: a scan of every file would change nothing but whether it
- * counts as a duplicate or a conflict. Answered without waiting, so an append that needs no
- * lookup is queued at once, as before.
+ * lost days ago) would be stored and tiered a second time, and one with other content under the
+ * id — refused as a conflict while the log held the first — stored as a second record under one
+ * id. Only events that can be such a re-send are looked for, so ordinary ingest pays nothing: an
+ * id the client chose (not one this node just made), not in the log now, and either
+ * - an id retention deleted here (`prunedTimes`, PrunedIds: kept with the deleted event's time),
+ *   looked for at that time, the original's, whatever time the re-send carries (a later one, an
+ *   earlier one, or the server's own when sent without `ts`): the tier holds the copy there; or
+ * - with an event time at or before the newest one retention ever deleted here
+ *   (`prunedTimeMax`: a later time was never deleted; undefined: no lookup), looked for at its
+ *   own time: an id deleted before ids were kept (or by a leader whose deleted range a standby
+ *   skipped: replicated entries carry no ids of what they skip).
+ * An id an erasure named is never stored again with values other than the marker in its erased
+ * fields (`erased`, whatever its time): judged against the log's copy while it holds one, the
+ * tier's when found at one of the times above, and otherwise not stored
+ * (AuditStore.appendEncoded). The tier is not searched for it beyond those times: a scan of
+ * every file would change nothing but whether it counts as a duplicate or a conflict. Answered
+ * without waiting, so an append that needs no lookup is queued at once, as before.
  *
  * A retry racing the deletion of its own first copy (read as held here, deleted before the
  * write) is chosen again: AuditStore.appendEncoded writes an append only if no prune ran since
- * its events were chosen here.
+ * its events were chosen here that may have deleted one of them.
  */
-export function resendCandidates(events: readonly EncodedEvent[], freshIds: ReadonlySet<string> | undefined, prunedTimeMax: number | undefined, erasedIds: ErasedIdsView): ResendCandidates | undefined {
-  if (prunedTimeMax === undefined && erasedIds.size === 0) return undefined;
+export function resendCandidates(events: readonly EncodedEvent[], freshIds: ReadonlySet<string> | undefined, prunedTimeMax: number | undefined, erasedIds: ErasedIdsView, prunedTimes: ReadonlyMap<string, number>): ResendCandidates | undefined {
+  if (prunedTimeMax === undefined && erasedIds.size === 0 && prunedTimes.size === 0) return undefined;
   let found: ResendCandidates | undefined;
   for (const event of events) {
     if (freshIds?.has(event.eventId) === true) continue;
-    const timed = prunedTimeMax !== undefined && event.timestamp <= prunedTimeMax;
+    const original = prunedTimes.get(event.eventId);
+    const time = original ?? (prunedTimeMax !== undefined && event.timestamp <= prunedTimeMax ? event.timestamp : undefined);
     // Every event of a request is asked, also one repeating an id: the writer asks each
     // (AuditStore.appendEncoded), and an event it would refuse that was not chosen here would
     // have the append chosen again for ever.
     const erased = erasedIds.size > 0 && erasedIds.bringsBack(event);
-    if (!timed && !erased) continue;
+    if (time === undefined && !erased) continue;
     found ??= { times: new Map(), erased: new Set() };
-    if (found.times.get(event.eventId) === undefined) found.times.set(event.eventId, timed ? event.timestamp : undefined);
+    if (found.times.get(event.eventId) === undefined) found.times.set(event.eventId, time);
     if (erased) found.erased.add(event.eventId);
   }
   return found;

@@ -14,6 +14,9 @@ import {
   timeLowerBound,
   timeUpperBoundInclusive,
 } from '../src/event-keys.js';
+import { DAY_LEDGER_PREFIX } from '../src/day-ledger.js';
+import { INDEX_PREFIX } from '../src/index-keys.js';
+import { LEGACY_SOURCE_LEDGER_PREFIX, SOURCE_RANGE_PREFIX } from '../src/source-ledger-keys.js';
 
 const MAX = Number.MAX_SAFE_INTEGER;
 
@@ -133,7 +136,8 @@ describe('seq and id keys', () => {
   it('keeps the key families apart', () => {
     expect(seqKey(7)).toBe('s!0000000000000007');
     expect(idKey('abc')).toBe('i!abc');
-    const prefixes = Object.values(PREFIX);
+    // Also the families kept by their own modules: a new family must not reuse any of them.
+    const prefixes = [...Object.values(PREFIX), INDEX_PREFIX, SOURCE_RANGE_PREFIX, LEGACY_SOURCE_LEDGER_PREFIX, DAY_LEDGER_PREFIX];
     expect(new Set(prefixes).size).toBe(prefixes.length);
     for (const p of prefixes) for (const q of prefixes) if (p !== q) expect(q.startsWith(p)).toBe(false);
   });

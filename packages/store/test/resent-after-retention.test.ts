@@ -5,11 +5,15 @@
 // eventId an erasure named is never stored again: a re-send of it (whatever its time, with a
 // tier or without one) cannot bring the erased values back, on the leader, on a standby that
 // applied the erasure, after a restart, for erasures applied before ids were kept, and when
-// the erasure lands while the re-send is being chosen.
+// the erasure lands while the re-send is being chosen. An id whose tiered event retention
+// deleted is kept with that event's time, so a re-send under it with any other time is looked for
+// in the tier at the original's time and judged against that copy (a conflict, never a second
+// record under one id): after a restart too, before the filter of those ids is filled, and when
+// retention deletes the first copy while the re-send is being written; ordinary ingest reads none.
 import { Level } from 'level';
 import { encodeErasureDetails, INTEGRITY_ACTIONS, newSaltKey, RecordHasher } from '@auditlake/integrity';
-import { encodeEvent, SELF_SOURCE, type AuditEvent, type EncodedEvent } from '@auditlake/model';
-import { describe, expect, it } from 'vitest';
+import { encodeEvent, SELF_SOURCE, type AuditEvent, type EncodedEvent, type StoredEvent } from '@auditlake/model';
+import { describe, expect, it, vi } from 'vitest';
 import { appendForwarded, type AuditStore, type TieredCopyLookup } from '../src/index.js';
 import { useTempStores } from './temp-stores.js';
 
@@ -186,6 +190,165 @@ describe('events re-sent after retention deleted them', () => {
     expect(asked).toHaveLength(1);
     expect(result.stored.map((s) => s.eventId)).toEqual(['X']);
     expect(result.duplicates).toBe(1);
+  });
+});
+
+/**
+ * Stands in for the tier: the copies it holds (stored JSON by eventId), each found only when
+ * asked at its own event time, as the tier reads only the files whose event-time bounds hold the
+ * time asked. `asked` records each call's ids and times.
+ */
+function tierOf(store: AuditStore, tier: ReadonlyMap<string, string>): { asked: Array<Map<string, number>> } {
+  const asked: Array<Map<string, number>> = [];
+  store.setTieredCopyLookup(async (times) => {
+    asked.push(new Map(times));
+    return new Map([...times].flatMap(([id, time]) => {
+      const json = tier.get(id);
+      return json !== undefined && (JSON.parse(json) as StoredEvent).timestamp === time ? [[id, json] as const] : [];
+    }));
+  });
+  return { asked };
+}
+
+/** Deletes events before `cutoffMs` as a tiering node's retention does: what the tier holds (through the log's end here), counted as tiered first. */
+async function pruneTiered(store: AuditStore, cutoffMs: number): Promise<number> {
+  const tieredThrough = store.position.lastSeq;
+  await store.countTieredThrough(tieredThrough);
+  return (await store.pruneBefore(cutoffMs, 100, async () => true, tieredThrough)).deleted;
+}
+
+/** A store whose tiered event `gone` (at OLD_MS) retention deleted, `kept` still in the log, and the tier's copy of `gone`. */
+async function tieredAndPruned() {
+  const { store, location } = await stores.open();
+  await store.appendEncoded([ingested(ev('gone')), ingested(ev('kept', { timestamp: OLD_MS + 10_000 }))]);
+  const tier = new Map([['gone', JSON.stringify(await store.getByEventId('gone'))]]);
+  expect(await pruneTiered(store, OLD_MS + 1)).toBe(1);
+  expect(store.prunedTimeMax).toBe(OLD_MS);
+  return { store, location, tier, ...tierOf(store, tier) };
+}
+
+describe('ids retention deleted', () => {
+  it('a re-send under a deleted id with a later or an earlier time is a conflict with the tier\'s copy, looked for at the original\'s time; nothing stored', async () => {
+    const { store, asked } = await tieredAndPruned();
+    const lastSeq = store.position.lastSeq;
+    // Later than anything retention deleted: not looked for by its time.
+    const later = await store.appendEncoded([ingested(ev('gone', { timestamp: OLD_MS + 60_000, query: 'DROP TABLE t1' }))]);
+    expect(later.stored).toEqual([]);
+    expect(later.conflicts.map((c) => c.eventId)).toEqual(['gone']);
+    expect(asked).toEqual([new Map([['gone', OLD_MS]])]);
+    // Earlier than the original: at or before the newest deleted time (every deleted time is), so
+    // it was looked for before too, but at its own time, where the tier holds no copy of it.
+    const earlier = await store.appendEncoded([ingested(ev('gone', { timestamp: OLD_MS - 60_000 }))]);
+    expect(earlier.stored).toEqual([]);
+    expect(earlier.conflicts.map((c) => c.eventId)).toEqual(['gone']);
+    expect(asked[1]).toEqual(new Map([['gone', OLD_MS]]));
+    // The same event with its own time is still a duplicate; so is one sent without `ts`, given the server's time.
+    expect(await store.appendEncoded([ingested(ev('gone'))])).toMatchObject({ stored: [], duplicates: 1, conflicts: [] });
+    expect(await store.appendEncoded([{ ...ingested(ev('gone', { timestamp: OLD_MS + 90_000 })), timeAssigned: true }])).toMatchObject({ stored: [], duplicates: 1, conflicts: [] });
+    expect(store.position.lastSeq).toBe(lastSeq);
+    expect(await store.getByEventId('gone')).toBeUndefined();
+    // Control: an event retention deleted that was never tiered (a node without a tier) leaves no
+    // id behind, since no tier holds a copy: a later re-send is stored, as before.
+    await store.appendEncoded([ingested(ev('untiered', { timestamp: OLD_MS + 20_000 }))]);
+    expect((await store.pruneBefore(OLD_MS + 20_001, 100, async () => true)).deleted).toBe(2);
+    expect((await store.appendEncoded([ingested(ev('untiered', { timestamp: OLD_MS + 60_000 }))])).stored.map((e) => e.eventId)).toEqual(['untiered']);
+  });
+
+  it('are kept over a restart: a re-send right after open, before the filter is filled, and one after it is filled, are both caught', async () => {
+    const { store, location, tier } = await tieredAndPruned();
+    await stores.close(store);
+    const { store: reopened } = await stores.open(location);
+    // The filter is filled in the background; until then every id is read, not ruled out.
+    const loadWhenSent = reopened.prunedIdsLoad;
+    const { asked } = tierOf(reopened, tier);
+    const early = await reopened.appendEncoded([ingested(ev('gone', { timestamp: OLD_MS + 60_000 }))]);
+    expect(early.conflicts.map((c) => c.eventId)).toEqual(['gone']);
+    expect(early.stored).toEqual([]);
+    expect(loadWhenSent).toBe('loading');
+    await expect.poll(() => reopened.prunedIdsLoad).toBe('loaded');
+    const late = await reopened.appendEncoded([ingested(ev('gone', { timestamp: OLD_MS + 70_000 })), ingested(ev('new', { timestamp: OLD_MS + 70_000 }))]);
+    expect(late.conflicts.map((c) => c.eventId)).toEqual(['gone']);
+    expect(late.stored.map((e) => e.eventId)).toEqual(['new']);
+    expect(asked).toEqual([new Map([['gone', OLD_MS]]), new Map([['gone', OLD_MS]])]);
+  });
+
+  it('ordinary ingest after a prune reads no deleted id and asks the tier nothing; a re-send reads its own id only', async () => {
+    const { store, asked } = await tieredAndPruned();
+    await expect.poll(() => store.prunedIdsLoad).not.toBe('loading');
+    const getMany = vi.spyOn(Level.prototype, 'getMany');
+    try {
+      const prunedIdReads = () => getMany.mock.calls.flatMap((call) => (call[0] as string[]).filter((key) => key.startsWith('p!')));
+      const fresh = Array.from({ length: 500 }, (_, i) => ingested(ev(`new-${i}`, { timestamp: OLD_MS + 100_000 + i })));
+      expect((await store.appendEncoded(fresh)).stored).toHaveLength(500);
+      expect(prunedIdReads()).toEqual([]);
+      expect(asked).toEqual([]);
+      const resent = await store.appendEncoded([ingested(ev('gone', { timestamp: OLD_MS + 200_000 })), ingested(ev('new-500', { timestamp: OLD_MS + 200_000 }))]);
+      expect(resent.conflicts.map((c) => c.eventId)).toEqual(['gone']);
+      expect(prunedIdReads()).toEqual(['p!gone']);
+    } finally {
+      getMany.mockRestore();
+    }
+    // Filled, not failed: what ruled the ids out was the filter.
+    expect(store.prunedIdsLoad).toBe('loaded');
+  });
+
+  it('a re-send whose first copy the log held when it was chosen, deleted by retention before it was written, is chosen again and judged against the tier at the original\'s time', async () => {
+    const { store } = await stores.open();
+    await store.appendEncoded([ingested(ev('gone')), ingested(ev('A', { timestamp: OLD_MS + 5_000 }))]);
+    const tier = new Map([
+      ['gone', JSON.stringify(await store.getByEventId('gone'))],
+      ['A', JSON.stringify(await store.getByEventId('A'))],
+    ]);
+    expect(await pruneTiered(store, OLD_MS + 1)).toBe(1);
+    const lastSeq = store.position.lastSeq;
+    const { asked, release } = gatedLookup(store, tier);
+    // A retry of `gone` (looked up, and waits) with other content under A, timed after anything
+    // retention will have deleted: A is in the log now, so it is left to the writer.
+    const pending = store.appendEncoded([ingested(ev('gone')), ingested(ev('A', { timestamp: OLD_MS + 6_000, query: 'DROP TABLE t1' }))]);
+    await expect.poll(() => asked.length).toBe(1);
+    expect(asked[0]).toEqual(new Map([['gone', OLD_MS]]));
+    // Retention deletes A while `gone` is looked for; the newest deleted time stays before the re-send's.
+    expect(await pruneTiered(store, OLD_MS + 5_001)).toBe(1);
+    expect(store.prunedTimeMax).toBe(OLD_MS + 5_000);
+    release();
+    const result = await pending;
+    expect(asked[1]).toEqual(new Map([['gone', OLD_MS], ['A', OLD_MS + 5_000]]));
+    expect(result.stored).toEqual([]);
+    expect(result.duplicates).toBe(1);
+    expect(result.conflicts.map((c) => c.eventId)).toEqual(['A']);
+    expect(store.position.lastSeq).toBe(lastSeq);
+    expect(await store.getByEventId('A')).toBeUndefined();
+  });
+
+  it('a standby\'s own retention keeps the ids it deletes: leading later, it judges a re-send against the tier', async () => {
+    const { store: leader } = await stores.open();
+    await leader.appendEncoded([ingested(ev('gone')), ingested(ev('kept', { timestamp: OLD_MS + 10_000 }))]);
+    const tier = new Map([['gone', JSON.stringify(await leader.getByEventId('gone'))]]);
+    const { store: standby } = await stores.open();
+    await standby.applyReplicated(await leader.readEncodedBySeq(0, 10), []);
+    expect(await pruneTiered(standby, OLD_MS + 1)).toBe(1);
+    const { asked } = tierOf(standby, tier);
+    const result = await standby.appendEncoded([ingested(ev('gone', { timestamp: OLD_MS + 60_000, query: 'DROP TABLE t1' }))]);
+    expect(result.stored).toEqual([]);
+    expect(result.conflicts.map((c) => c.eventId)).toEqual(['gone']);
+    expect(asked).toEqual([new Map([['gone', OLD_MS]])]);
+  });
+
+  it('closing the store while the filter is being filled stops the scan and closes its iterator: nothing thrown, the store reopens', async () => {
+    const { store, location } = await tieredAndPruned();
+    await stores.close(store);
+    // As a store holds them after years of retention: many pages for the scan to read.
+    const db = new Level<string, string>(location, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
+    await db.open();
+    await db.batch(Array.from({ length: 50_000 }, (_, i) => ({ type: 'put' as const, key: `p!old-${i}`, value: String(OLD_MS - 1_000 - i) })));
+    await db.close();
+    const { store: reopened } = await stores.open(location);
+    expect(reopened.prunedIdsLoad).toBe('loading');
+    await stores.close(reopened);
+    // Stopped, not failed: the scan ended before LevelDB closed, instead of reading a closed database.
+    expect(reopened.prunedIdsLoad).toBe('stopped');
+    const { store: again } = await stores.open(location);
+    await expect.poll(() => again.prunedIdsLoad).toBe('loaded');
   });
 });
 
