@@ -312,7 +312,7 @@ export class TieringService {
     this.#resendWarnedMs = nowMs;
     this.#log.warn(
       { events: eventIds.length, eventIds: eventIds.slice(0, 20), err: reason },
-      `events timed at or before the newest one retention deleted could not be looked for in the tier (it could not be read): stored as new, so if one re-sends an event already tiered, the tier holds it twice (counted in auditlake_events_resend_unchecked_total; this warning at most every ${RESEND_WARNING_INTERVAL_MS / 1000} s)`,
+      `events that may re-send one retention deleted (an id it kept, or timed at or before the newest one it deleted) could not be looked for in the tier (it could not be read): stored as new, so if one re-sends an event already tiered, the tier holds it twice (counted in auditlake_events_resend_unchecked_total; this warning at most every ${RESEND_WARNING_INTERVAL_MS / 1000} s)`,
     );
   }
 

@@ -383,6 +383,10 @@ describe('parquet tiering sweep', () => {
     // Other content under its id: refused as a conflict, the tiered event kept.
     const squatted = await t.ingest([{ ...dup, query: 'DROP TABLE hive.a.t1' }]);
     expect(squatted.json).toMatchObject({ ingested: 1, conflicts: 1, conflictEventIds: ['dup1'] });
+    // Sent again with a later time than anything retention deleted: the node kept the id, so it is
+    // looked for at the original's time and refused against that copy, not stored as a new event.
+    const later = await t.ingest([{ ...dup, ts: Date.now() }]);
+    expect(later.json).toMatchObject({ ingested: 1, conflicts: 1, conflictEventIds: ['dup1'] });
     expect((await t.stored()).some((e) => e.eventId === 'dup1')).toBe(false);
     const copies = async () => {
       const dir = await downloadPrefix(s3.props('ext'), 'ext', 'ext', 'audit/');
@@ -500,7 +504,7 @@ describe('parquet tiering sweep', () => {
     }
   });
 
-  it('erases every tiered copy of an event sent without ts and re-sent after retention deleted it (the copies have different times), and stores it no more when re-sent again', async () => {
+  it('erases every tiered copy of an event sent without ts and re-sent after retention deleted it (stored again while the tier could not be read: the copies have different times), and stores it no more when re-sent again', async () => {
     const { s3, t } = await tieringNode({ 'auditlake.audit.retention.interval.ms': '100' });
     await postSettings(t, { ...PARQUET, 'audit.tier.retain.local.days': 0 });
     const dup = event({ eventId: 'nots1', userId: 'nora-secret' });
@@ -512,8 +516,18 @@ describe('parquet tiering sweep', () => {
     expect((await t.ingest([dup, event({ eventId: 'other1' })])).status).toBe(200);
     await tieredAndPruned();
     await new Promise((resolve) => setTimeout(resolve, 50));
-    // The same request retried: the node holds no copy, so it stores it again, with the server's time now.
-    expect((await t.ingest([dup])).status).toBe(200);
+    // The same request retried: the node kept the id retention deleted, so the tier's copy is
+    // found at the original's time and the retry is a duplicate, though the server gives it another time.
+    expect(await t.ingest([dup])).toEqual({ status: 200, json: { status: 'ok', ingested: 1, duplicates: 1 } });
+    // Retried while the bucket refuses connections: the tier cannot be read, so it is stored again
+    // (counted), with the server's time now — the one way left to tier a second copy.
+    await s3.stop();
+    try {
+      expect(await t.ingest([dup])).toEqual({ status: 200, json: { status: 'ok', ingested: 1 } });
+    } finally {
+      await s3.start();
+    }
+    expect(await (await t.request('/metrics')).text()).toMatch(/^auditlake_events_resend_unchecked_total 1$/m);
     await tieredAndPruned();
     const copies = async () => {
       const dir = await downloadPrefix(s3.props('ext'), 'ext', 'ext', 'audit/');
