@@ -522,12 +522,12 @@ export class AuditStore {
       // the tier is read, or queued before the append) may delete such an event, which the
       // writer would then store a second time. So the writer, once it knows which events the log
       // lacks, writes the append only if none of those was left out of the lookup while a prune
-      // since could have deleted it (timed at or before the newest time retention deleted);
-      // otherwise it is chosen again, and that event is then looked for in the tier. Each round
-      // moves such events into the lookup, so the rounds end; ordinary ingest, timed after
-      // anything retention deletes, is never chosen again. An event that would bring erased
-      // values back is looked for at its time, and one held neither here nor by the tier is not
-      // written either (resendCandidates).
+      // since could have deleted it (timed at or before the newest time retention deleted, or
+      // under an id a prune since kept); otherwise it is chosen again, and that event is then
+      // looked for in the tier. Each round moves such events into the lookup, so the rounds end;
+      // ordinary ingest, timed after anything retention deletes and under ids no prune kept, is
+      // never chosen again. An event that would bring erased values back is looked for at its
+      // time, and one held neither here nor by the tier is not written either (resendCandidates).
       const deletes = this.#deleteVersion;
       const erasedIds = await this.#erasedIds.view(events.map((event) => event.eventId));
       // The ids among them retention deleted here, with the deleted events' times: read only for
