@@ -367,62 +367,69 @@ export class AuditStore {
     await mkdir(options.location, { recursive: true });
     const store = new AuditStore(options);
     await store.#db.open();
-    store.#runs = await store.#readTermRuns();
-    const index = await IndexWriter.load(store.#db);
-    const text = new TextSketchWriter(store.#db);
-    await backfillIndexes(store.#db, index, text);
-    await backfillErasureIndex(store.#db);
-    store.#erasedIds = await ErasedIds.open(store.#db);
-    await backfillErasedIds(store.#db, store.#erasedIds);
-    await applyStoredErasures(store.#db, index, { erasedIds: store.#erasedIds, erasedTables: store.#erasedTables, erasedBlocks: store.#staleSketches });
-    store.#index = index;
-    store.#text = text;
-    const position = await store.#readPosition();
-    store.#chain = new RecordChain(options.chain ?? true, await store.#readChainHead(position.lastSeq));
-    store.#pruned = new PrunedRanges(JSON.parse((await store.#db.get(PRUNED_RANGES_KEY)) ?? '[]') as PrunedRange[]);
-    const prunedCheckpoint = await store.#db.get(PRUNED_CHECKPOINT_KEY);
-    store.#prunedCheckpointSeq = prunedCheckpoint === undefined ? undefined : Number(prunedCheckpoint);
-    const prunedTimeMax = await store.#db.get(PRUNED_TIME_MAX_KEY);
-    store.#prunedTimeMax = prunedTimeMax === undefined ? undefined : Number(prunedTimeMax);
-    store.#ledger = await SourceLedger.load(store.#db);
-    for (const [key, value] of await store.#db.iterator({ gte: PREFIX.meta, lt: prefixEnd(PREFIX.meta) }).all()) store.#metaText.set(key.slice(PREFIX.meta.length), value);
-    await backfillLedger(store.#db, store.#ledger, store.#days);
-    store.#tieredCountedThrough = Number((await store.#db.get(TIERED_COUNTED_THROUGH_KEY)) ?? 0);
-    store.#ingestClock = new IngestClock(options.now ?? Date.now, options.monotonicNow ?? (() => performance.now()), position.lastIngestTs);
-    store.#writer = new EventWriter(store.#db, position, {
-      index,
-      text,
-      clock: store.#ingestClock,
-      groupEventsMax: options.groupEventsMax ?? 20_000,
-      sequencer: options.sequencer ?? (() => 0),
-      tail: store.#tail,
-      runs: store.#runs,
-      chain: store.#chain,
-      ledger: store.#ledger,
-      days: store.#days,
-      indexIntegrity: async (batch, entries, newTables) => {
-        const erasedIds = store.#erasedIds.begin();
-        const rewrote = await addIntegrityPuts(store.#db, batch, entries, { index, newTables, erasedTables: store.#erasedTables, erasedBlocks: store.#staleSketches, erasedIds });
-        return { rewrote, commit: () => erasedIds.commit() };
-      },
-    });
-    const outboxKeys = await store.#db.keys({ gte: PREFIX.outbox, lt: prefixEnd(PREFIX.outbox) }).all();
-    store.#outboxCount = outboxKeys.length;
-    const lastOutboxKey = outboxKeys[outboxKeys.length - 1];
-    store.#outboxNext = lastOutboxKey === undefined ? 1 : parseOutboxNumber(lastOutboxKey) + 1;
-    const firstOutboxKey = outboxKeys[0];
-    store.#outboxHead = firstOutboxKey === undefined ? store.#outboxNext : parseOutboxNumber(firstOutboxKey);
-    const gapSeqMax = await store.#db.get(localKey(GAP_SEQ_MAX));
-    if (gapSeqMax === undefined) {
-      // A log written before holes were recorded: assume any of it may have them.
-      store.#gapSeqMax = store.#writer.position.lastSeq;
-      await store.#db.put(localKey(GAP_SEQ_MAX), String(store.#gapSeqMax), { sync: true });
-    } else store.#gapSeqMax = Number(gapSeqMax);
-    store.#status = 'open';
-    // An erasure written before a crash may have left sketches holding its values' trigrams.
-    await store.#rebuildStaleSketches();
-    // Filled in the background: until it is, every id counts as one retention may have deleted.
-    store.#prunedIds = PrunedIds.open(store.#db);
+    try {
+      store.#runs = await store.#readTermRuns();
+      const index = await IndexWriter.load(store.#db);
+      const text = new TextSketchWriter(store.#db);
+      await backfillIndexes(store.#db, index, text);
+      await backfillErasureIndex(store.#db);
+      store.#erasedIds = await ErasedIds.open(store.#db);
+      await backfillErasedIds(store.#db, store.#erasedIds);
+      await applyStoredErasures(store.#db, index, { erasedIds: store.#erasedIds, erasedTables: store.#erasedTables, erasedBlocks: store.#staleSketches });
+      store.#index = index;
+      store.#text = text;
+      const position = await store.#readPosition();
+      store.#chain = new RecordChain(options.chain ?? true, await store.#readChainHead(position.lastSeq));
+      store.#pruned = new PrunedRanges(JSON.parse((await store.#db.get(PRUNED_RANGES_KEY)) ?? '[]') as PrunedRange[]);
+      const prunedCheckpoint = await store.#db.get(PRUNED_CHECKPOINT_KEY);
+      store.#prunedCheckpointSeq = prunedCheckpoint === undefined ? undefined : Number(prunedCheckpoint);
+      const prunedTimeMax = await store.#db.get(PRUNED_TIME_MAX_KEY);
+      store.#prunedTimeMax = prunedTimeMax === undefined ? undefined : Number(prunedTimeMax);
+      store.#ledger = await SourceLedger.load(store.#db);
+      for (const [key, value] of await store.#db.iterator({ gte: PREFIX.meta, lt: prefixEnd(PREFIX.meta) }).all()) store.#metaText.set(key.slice(PREFIX.meta.length), value);
+      await backfillLedger(store.#db, store.#ledger, store.#days);
+      store.#tieredCountedThrough = Number((await store.#db.get(TIERED_COUNTED_THROUGH_KEY)) ?? 0);
+      store.#ingestClock = new IngestClock(options.now ?? Date.now, options.monotonicNow ?? (() => performance.now()), position.lastIngestTs);
+      store.#writer = new EventWriter(store.#db, position, {
+        index,
+        text,
+        clock: store.#ingestClock,
+        groupEventsMax: options.groupEventsMax ?? 20_000,
+        sequencer: options.sequencer ?? (() => 0),
+        tail: store.#tail,
+        runs: store.#runs,
+        chain: store.#chain,
+        ledger: store.#ledger,
+        days: store.#days,
+        indexIntegrity: async (batch, entries, newTables) => {
+          const erasedIds = store.#erasedIds.begin();
+          const rewrote = await addIntegrityPuts(store.#db, batch, entries, { index, newTables, erasedTables: store.#erasedTables, erasedBlocks: store.#staleSketches, erasedIds });
+          return { rewrote, commit: () => erasedIds.commit() };
+        },
+      });
+      const outboxKeys = await store.#db.keys({ gte: PREFIX.outbox, lt: prefixEnd(PREFIX.outbox) }).all();
+      store.#outboxCount = outboxKeys.length;
+      const lastOutboxKey = outboxKeys[outboxKeys.length - 1];
+      store.#outboxNext = lastOutboxKey === undefined ? 1 : parseOutboxNumber(lastOutboxKey) + 1;
+      const firstOutboxKey = outboxKeys[0];
+      store.#outboxHead = firstOutboxKey === undefined ? store.#outboxNext : parseOutboxNumber(firstOutboxKey);
+      const gapSeqMax = await store.#db.get(localKey(GAP_SEQ_MAX));
+      if (gapSeqMax === undefined) {
+        // A log written before holes were recorded: assume any of it may have them.
+        store.#gapSeqMax = store.#writer.position.lastSeq;
+        await store.#db.put(localKey(GAP_SEQ_MAX), String(store.#gapSeqMax), { sync: true });
+      } else store.#gapSeqMax = Number(gapSeqMax);
+      store.#status = 'open';
+      // An erasure written before a crash may have left sketches holding its values' trigrams.
+      await store.#rebuildStaleSketches();
+      // Filled in the background: until it is, every id counts as one retention may have deleted.
+      store.#prunedIds = PrunedIds.open(store.#db);
+    } catch (err) {
+      // A store that cannot be read to the end is closed, not left holding LevelDB's lock: the
+      // caller (a test, a restart in the same process) can open it again once mended.
+      await store.#db.close().catch(() => undefined);
+      throw err;
+    }
     return store;
   }
 

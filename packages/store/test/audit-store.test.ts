@@ -4,8 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AuditError, AuditErrorCode, encodeEvent, type AuditEvent } from '@auditlake/model';
 import { canonicalRecord, chainHash, GENESIS_CHAIN_HASH, RecordHasher } from '@auditlake/integrity';
+import { Level } from 'level';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { AuditStore, RetentionPruner, WRITER_YIELD_EVENTS } from '../src/index.js';
+import { localKey } from '../src/event-keys.js';
 
 async function location(): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'auditlake-store-'));
@@ -203,6 +205,25 @@ describe('AuditStore', () => {
     await expect(queued).resolves.toMatchObject({ stored: [{ eventId: 'q' }] });
     await Promise.all([closing, store.close()]);
     expect(store.status).toBe('closed');
+  });
+
+  it('closes LevelDB when what it holds cannot be read at open, so the store opens again once mended', async () => {
+    const where = await location();
+    const first = await AuditStore.open({ location: where });
+    await first.append([ev('kept', 1)]);
+    await first.close();
+    // A local value damaged on disk: the open reads it after LevelDB is open, and fails.
+    const level = new Level<string, string>(where);
+    await level.put(localKey('prunedRanges'), 'not json');
+    await level.close();
+    await expect(AuditStore.open({ location: where })).rejects.toThrow(SyntaxError);
+    // Left open, LevelDB's lock (held per process) would refuse this.
+    const mending = new Level<string, string>(where);
+    await mending.del(localKey('prunedRanges'));
+    await mending.close();
+    const again = await AuditStore.open({ location: where });
+    expect((await again.getByEventId('kept'))?.eventId).toBe('kept');
+    await again.close();
   });
 
   it('stores metadata atomically with the events of an append', async () => {
