@@ -96,9 +96,18 @@ export const CONFIG_KEYS = {
    */
   resendLookupConcurrency: spec('auditlake.ingest.resend.lookup.concurrency', '4', positiveInt),
   /**
-   * Worker threads that parse and validate ingest bodies off the event loop. 0 (inline) by
-   * default: on the 2-core machine measured, the hand-off cost ~9 µs of CPU per event more in
-   * total than it freed, and throughput fell; a worker pays off only where cores sit idle.
+   * How long after its event's time the eventId of a tiered event retention deleted is kept, so
+   * that a re-send under it is judged against the tier's copy whatever its time. Bounds what the
+   * ids take: ~50 bytes of disk and 1.5–3 of memory each (a million deletes a day: ~18 GB and
+   * ~1 GB a year). Past it, a re-send is looked for only when timed at or before the newest
+   * event retention deleted.
+   */
+  resendIdsKeepDays: spec('auditlake.ingest.resend.ids.keep.days', '365', positiveInt),
+  /**
+   * Worker threads that parse, validate and hash ingest bodies off the event loop (0: inline).
+   * One by default: on the 2-core machine measured, one thread raised single-node ingest by
+   * ~15% at the same CPU per event (it takes the chain's content hash off the loop too), and
+   * inline parsing of a 500-event body was the longest task on the loop, which reads waited behind.
    */
   ingestParseThreads: spec('auditlake.ingest.parse.threads', '1', nonNegativeInt),
   /**

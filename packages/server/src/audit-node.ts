@@ -174,6 +174,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     logTailBytes: coordinatorUrl === undefined ? 0 : LOG_TAIL_BYTES,
     chain: config.integrityChainEnabled,
     cacheBytes: config.storeCacheBytes,
+    prunedIdsKeepMs: config.resendIdsKeepDays * 24 * 60 * 60 * 1000,
     onWriteFault: (fault) => {
       logger.error({ err: fault.message }, writeFaultRefusal(fault).message);
       options.onStoreWriteFault?.(fault);

@@ -37,7 +37,7 @@ import { StoredEventText } from './stored-event-text.js';
 import { tableNameKey, type IndexField } from './index-keys.js';
 import { applyStoredErasures, backfillErasedIds, backfillErasureIndex, backfillIndexes } from './index-backfill.js';
 import { ErasedIds } from './erased-ids.js';
-import { PrunedIds, type PrunedIdsLoad } from './pruned-ids.js';
+import { PRUNED_IDS_KEEP_MS_DEFAULT, PrunedIds, type PrunedIdsLoad } from './pruned-ids.js';
 import { backfillLedger } from './ledger-backfill.js';
 import { TextSketchWriter } from './text-sketch-writer.js';
 import { TEXT_BLOCK_SEQS, blockOfSeq, textSketchKey } from './text-sketch.js';
@@ -210,6 +210,11 @@ export interface AuditStoreOptions {
   chain?: boolean;
   /** LevelDB's block cache in bytes (default BLOCK_CACHE_BYTES). */
   cacheBytes?: number;
+  /**
+   * How long after its event's time the id of a tiered event retention deleted is kept, so a
+   * re-send under it is judged against the tier's copy (pruned-ids.ts; default a year).
+   */
+  prunedIdsKeepMs?: number;
   /**
    * Runs after a retention batch has read what it deletes and before it waits for the writer:
    * a seam for tests to put another write (a replicated apply) exactly there. Unset in a node.
@@ -423,7 +428,11 @@ export class AuditStore {
       // An erasure written before a crash may have left sketches holding its values' trigrams.
       await store.#rebuildStaleSketches();
       // Filled in the background: until it is, every id counts as one retention may have deleted.
-      store.#prunedIds = PrunedIds.open(store.#db);
+      store.#prunedIds = PrunedIds.open(store.#db, {
+        keepMs: options.prunedIdsKeepMs ?? PRUNED_IDS_KEEP_MS_DEFAULT,
+        now: options.now ?? Date.now,
+        inWriterTurn: (run) => store.#openWriter().exclusive(run),
+      });
     } catch (err) {
       // A store that cannot be read to the end is closed, not left holding LevelDB's lock: the
       // caller (a test, a restart in the same process) can open it again once mended.
@@ -653,6 +662,14 @@ export class AuditStore {
   /** How far filling the filter of the ids retention deleted has got since open (PrunedIds). */
   get prunedIdsLoad(): PrunedIdsLoad {
     return this.#prunedIds.load;
+  }
+
+  /**
+   * Deletes the kept ids of deleted events past `prunedIdsKeepMs` and builds their filter again
+   * now (PrunedIds.sweep; it runs once a day on its own): resolves with where the filter stands.
+   */
+  sweepPrunedIds(): Promise<PrunedIdsLoad> {
+    return this.#prunedIds.sweep();
   }
 
   /**
@@ -1574,9 +1591,10 @@ export class AuditStore {
           // retention's policy does with the tier's watermark before every prune; a node that
           // never tiered counts nothing, and remembers nothing a tier could be asked about. An id
           // deleted twice (two copies) keeps the time of the copy deleted last: both are tiered.
+          // One whose event is past the time ids are kept (old history imported) is not kept.
           const remembered: string[] = [];
           for (const event of deletedEvents) {
-            if (event.seq > this.#tieredCountedThrough) continue;
+            if (event.seq > this.#tieredCountedThrough || !this.#prunedIds.keeps(event.timestamp)) continue;
             this.#prunedIds.put(batch, event.eventId, event.timestamp);
             remembered.push(event.eventId);
           }

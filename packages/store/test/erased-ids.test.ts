@@ -40,6 +40,20 @@ describe('GrowingBloomFilter', () => {
     expect(falsePositives / others.length).toBeLessThan(0.015);
     expect(new GrowingBloomFilter().mayHave('anything')).toBe(false);
   });
+
+  it('sized for the ids expected, holds them in one filter of 1.5 bytes an id, with fewer false positives than grown ones', () => {
+    const added = Array.from({ length: 300_000 }, (_, i) => `id-${i}`);
+    const sized = new GrowingBloomFilter(added.length);
+    for (const id of added) sized.add(id);
+    expect(added.every((id) => sized.mayHave(id))).toBe(true);
+    expect(sized.bytes).toBe(Math.ceil((300_000 * 12) / 32) * 4);
+    const others = Array.from({ length: 100_000 }, (_, i) => `other-${i}`);
+    expect(others.filter((id) => sized.mayHave(id)).length / others.length).toBeLessThan(0.006);
+    // One more than expected starts a second filter: growth goes on as before.
+    sized.add('one-more');
+    expect(sized.mayHave('one-more')).toBe(true);
+    expect(sized.bytes).toBeGreaterThan(Math.ceil((300_000 * 12) / 32) * 4);
+  });
 });
 
 describe('ErasedIds', () => {

@@ -17,7 +17,10 @@ import { describe, expect, it, vi } from 'vitest';
 import { appendForwarded, type AuditStore, type TieredCopyLookup } from '../src/index.js';
 import { useTempStores } from './temp-stores.js';
 
-const stores = useTempStores('auditlake-resent-');
+// Events here are timed in 2023: their ids are kept whatever the year the tests run in, except
+// where a test sets how long ids are kept.
+const KEPT_FOR_GOOD = 1_000 * 365 * 24 * 60 * 60 * 1000;
+const stores = useTempStores('auditlake-resent-', { prunedIdsKeepMs: KEPT_FOR_GOOD });
 const OLD_MS = 1_700_000_000_000;
 const hasher = new RecordHasher();
 
@@ -349,6 +352,73 @@ describe('ids retention deleted', () => {
     expect(reopened.prunedIdsLoad).toBe('stopped');
     const { store: again } = await stores.open(location);
     await expect.poll(() => again.prunedIdsLoad).toBe('loaded');
+  });
+});
+
+const DAY = 24 * 60 * 60 * 1000;
+
+/** The `p!` keys a closed store at `location` holds, with their values. */
+async function keptIds(location: string): Promise<Array<[string, string]>> {
+  const db = new Level<string, string>(location, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
+  try {
+    return await db.iterator({ gte: 'p!', lt: 'p"' }).all();
+  } finally {
+    await db.close();
+  }
+}
+
+describe('how long deleted ids are kept (prunedIdsKeepMs)', () => {
+  it('a sweep deletes the ids whose events are older than that, keeps younger ones, and a prune keeps no id already past it', async () => {
+    let nowMs = OLD_MS + DAY;
+    const { store, location } = await stores.open(undefined, () => nowMs, { prunedIdsKeepMs: 10 * DAY });
+    await store.appendEncoded([ingested(ev('a')), ingested(ev('b', { timestamp: OLD_MS + 5 * DAY })), ingested(ev('c', { timestamp: OLD_MS + 9 * DAY }))]);
+    const tier = new Map(await Promise.all(['a', 'b'].map(async (id) => [id, JSON.stringify(await store.getByEventId(id))] as const)));
+    nowMs = OLD_MS + 6 * DAY;
+    expect(await pruneTiered(store, OLD_MS + 5 * DAY + 1)).toBe(2);
+    // Eleven days after a's time, four after b's: a's id is past ten days, b's is not.
+    nowMs = OLD_MS + 11 * DAY;
+    expect(await store.sweepPrunedIds()).toBe('loaded');
+    const { asked } = tierOf(store, tier);
+    // a's id is no longer kept: a re-send timed after anything deleted is judged by its time alone, as before ids were kept.
+    const resentA = await store.appendEncoded([ingested(ev('a', { timestamp: OLD_MS + 10 * DAY, query: 'DROP TABLE t1' }))]);
+    expect(resentA.stored.map((e) => e.eventId)).toEqual(['a']);
+    expect(asked).toEqual([]);
+    const resentB = await store.appendEncoded([ingested(ev('b', { timestamp: OLD_MS + 10 * DAY, query: 'DROP TABLE t1' }))]);
+    expect(resentB.stored).toEqual([]);
+    expect(resentB.conflicts.map((c) => c.eventId)).toEqual(['b']);
+    expect(asked).toEqual([new Map([['b', OLD_MS + 5 * DAY]])]);
+    // c, deleted now, was timed nine days after OLD_MS: younger than ten days, kept; the re-sent a
+    // (timed ten days after) too. A prune of an event already past ten days keeps nothing of it.
+    await store.appendEncoded([ingested(ev('d', { timestamp: OLD_MS + 2 * DAY }))]);
+    nowMs = OLD_MS + 13 * DAY;
+    expect(await pruneTiered(store, OLD_MS + 10 * DAY + 1)).toBe(3);
+    await stores.close(store);
+    expect(await keptIds(location)).toEqual([
+      ['p!a', String(OLD_MS + 10 * DAY)],
+      ['p!b', String(OLD_MS + 5 * DAY)],
+      ['p!c', String(OLD_MS + 9 * DAY)],
+    ]);
+  });
+
+  it('an id a prune keeps while a sweep builds the new filter is in that filter', async () => {
+    const { store, location } = await stores.open();
+    await store.appendEncoded([ingested(ev('gone')), ingested(ev('kept', { timestamp: OLD_MS + 10_000 }))]);
+    const tier = new Map([['gone', JSON.stringify(await store.getByEventId('gone'))]]);
+    await stores.close(store);
+    // Many kept ids, so the sweep reads several pages while the prune runs.
+    const db = new Level<string, string>(location, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
+    await db.batch(Array.from({ length: 60_000 }, (_, i) => ({ type: 'put' as const, key: `p!earlier-${i}`, value: String(OLD_MS - 1_000 - i) })));
+    await db.close();
+    const { store: reopened } = await stores.open(location);
+    await expect.poll(() => reopened.prunedIdsLoad).toBe('loaded');
+    const sweeping = reopened.sweepPrunedIds();
+    expect(await pruneTiered(reopened, OLD_MS + 1)).toBe(1);
+    expect(await sweeping).toBe('loaded');
+    const { asked } = tierOf(reopened, tier);
+    const result = await reopened.appendEncoded([ingested(ev('gone', { timestamp: OLD_MS + 60_000, query: 'DROP TABLE t1' }))]);
+    expect(result.stored).toEqual([]);
+    expect(result.conflicts.map((c) => c.eventId)).toEqual(['gone']);
+    expect(asked).toEqual([new Map([['gone', OLD_MS]])]);
   });
 });
 

@@ -12,7 +12,8 @@ export interface TempStores {
   close: (store: AuditStore) => Promise<void>;
 }
 
-export function useTempStores(prefix: string): TempStores {
+/** `defaults`: options every store of the file is opened with (a test's own options win). */
+export function useTempStores(prefix: string, defaults: Partial<AuditStoreOptions> = {}): TempStores {
   const dirs: string[] = [];
   const stores: AuditStore[] = [];
   afterEach(async () => {
@@ -23,7 +24,7 @@ export function useTempStores(prefix: string): TempStores {
     open: async (location, now, options = {}) => {
       const where = location ?? (await mkdtemp(join(tmpdir(), prefix)));
       if (location === undefined) dirs.push(where);
-      const store = await AuditStore.open({ location: where, sequencer: () => 1, ...(now ? { now } : {}), ...options });
+      const store = await AuditStore.open({ location: where, sequencer: () => 1, ...defaults, ...(now ? { now } : {}), ...options });
       stores.push(store);
       return { store, location: where };
     },
