@@ -263,7 +263,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
       metrics,
       logger,
     });
-    registerNodeGauges(metrics.registry, { tierStatus: () => tiering.status(), membership });
+    registerNodeGauges(metrics.registry, { tierStatus: () => tiering.status(), membership, prunedIds: () => store.prunedIdsFigures });
     registerLedgerGauges(metrics.registry, store);
     // Closed before the parser, tiering and the store: it first lets running requests finish.
     closers.push(() => app.close());

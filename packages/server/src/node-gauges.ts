@@ -1,5 +1,6 @@
 import { Gauge, type Registry } from 'prom-client';
 import type { ClusterMemberStatus } from '@auditlake/cluster';
+import type { PrunedIdsFigures } from '@auditlake/store';
 import type { Membership } from './membership.js';
 import type { TierStatusView } from './tiering-service.js';
 
@@ -9,8 +10,32 @@ import type { TierStatusView } from './tiering-service.js';
  * lag as this node sees it). Read at scrape time, so they are never stale and cost nothing
  * between scrapes.
  */
-export function registerNodeGauges(registry: Registry, sources: { tierStatus: () => Promise<TierStatusView>; membership: Membership }): void {
+export function registerNodeGauges(registry: Registry, sources: { tierStatus: () => Promise<TierStatusView>; membership: Membership; prunedIds: () => PrunedIdsFigures }): void {
   const registers = [registry];
+  new Gauge({
+    name: 'auditlake_pruned_ids_kept',
+    help: 'EventIds of tiered events retention deleted that this node keeps, so a re-send under one is judged against the tier (auditlake.ingest.resend.ids.keep.days)',
+    registers,
+    collect() {
+      this.set(sources.prunedIds().ids);
+    },
+  });
+  new Gauge({
+    name: 'auditlake_pruned_ids_filter_bytes',
+    help: 'Memory the Bloom filter of the kept ids takes',
+    registers,
+    collect() {
+      this.set(sources.prunedIds().filterBytes);
+    },
+  });
+  new Gauge({
+    name: 'auditlake_pruned_ids_filling',
+    help: '1 until the kept ids were all read after start (ingest reads the id of every client-chosen event meanwhile), else 0',
+    registers,
+    collect() {
+      this.set(sources.prunedIds().filling ? 1 : 0);
+    },
+  });
   // One status read per scrape, shared by the tier gauges (each collect() runs in the same scrape).
   let pending: Promise<TierStatusView> | undefined;
   const tierStatus = () => {

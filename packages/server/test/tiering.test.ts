@@ -388,6 +388,17 @@ describe('parquet tiering sweep', () => {
     const later = await t.ingest([{ ...dup, ts: Date.now() }]);
     expect(later.json).toMatchObject({ ingested: 1, conflicts: 1, conflictEventIds: ['dup1'] });
     expect((await t.stored()).some((e) => e.eventId === 'dup1')).toBe(false);
+    // Every event deleted here (dup1, dup2, keep1 and the node's own settings record) was tiered: each id is kept, the filter filled.
+    // (Read until the two agree: retention may delete a record of the node's own between the reads.)
+    const keptAndPruned = async () => {
+      const ledger = (await (await t.request('/admin/audit/ledger')).json()) as { days: Array<{ pruned: number }> };
+      const kept = Number(/^auditlake_pruned_ids_kept (\d+)$/m.exec(await (await t.request('/metrics')).text())?.[1]);
+      return { kept, pruned: ledger.days.reduce((sum, day) => sum + day.pruned, 0) };
+    };
+    await expect.poll(async () => { const { kept, pruned } = await keptAndPruned(); return kept === pruned && kept >= 4; }).toBe(true);
+    const gauges = await (await t.request('/metrics')).text();
+    expect(gauges).toMatch(/^auditlake_pruned_ids_filling 0$/m);
+    expect(Number(/^auditlake_pruned_ids_filter_bytes (\d+)$/m.exec(gauges)?.[1])).toBeGreaterThan(0);
     const copies = async () => {
       const dir = await downloadPrefix(s3.props('ext'), 'ext', 'ext', 'audit/');
       return duckdb(`SELECT user_id FROM read_parquet('${dir}/audit/**/*.parquet') WHERE event_id = 'dup1' ORDER BY seq`);

@@ -37,7 +37,7 @@ import { StoredEventText } from './stored-event-text.js';
 import { tableNameKey, type IndexField } from './index-keys.js';
 import { applyStoredErasures, backfillErasedIds, backfillErasureIndex, backfillIndexes } from './index-backfill.js';
 import { ErasedIds } from './erased-ids.js';
-import { PRUNED_IDS_KEEP_MS_DEFAULT, PrunedIds, type PrunedIdsLoad } from './pruned-ids.js';
+import { PRUNED_IDS_KEEP_MS_DEFAULT, PrunedIds, type PrunedIdsFigures, type PrunedIdsLoad } from './pruned-ids.js';
 import { backfillLedger } from './ledger-backfill.js';
 import { TextSketchWriter } from './text-sketch-writer.js';
 import { TEXT_BLOCK_SEQS, blockOfSeq, textSketchKey } from './text-sketch.js';
@@ -662,6 +662,11 @@ export class AuditStore {
   /** How far filling the filter of the ids retention deleted has got since open (PrunedIds). */
   get prunedIdsLoad(): PrunedIdsLoad {
     return this.#prunedIds.load;
+  }
+
+  /** What the kept ids of deleted events take, and whether their filter is still being filled. */
+  get prunedIdsFigures(): PrunedIdsFigures {
+    return this.#prunedIds.figures;
   }
 
   /**
@@ -1501,14 +1506,17 @@ export class AuditStore {
    * is on) — oldest first, `batchSize` at a time, calling `between()` after each batch so a
    * large prune can yield to ingest and stop early. Deletes are not synced: a prune lost in a
    * crash is simply redone. A cutoff before the epoch (a retention longer than the time since
-   * 1970) deletes nothing: no event time is before 0.
+   * 1970) deletes nothing: no event time is before 0. `tieredOnly`: only events counted as tiered
+   * (countTieredThrough) too — `maxSeq` is then a tier's watermark, which a standby may know
+   * before it has applied the entries up to it; deleted uncounted, they were missing from the
+   * ledger's tiered counts and their ids were not kept (pruned-ids.ts; review).
    */
-  async pruneBefore(cutoffMs: number, batchSize: number, between: () => Promise<boolean>, maxSeq?: number): Promise<PruneResult> {
+  async pruneBefore(cutoffMs: number, batchSize: number, between: () => Promise<boolean>, maxSeq?: number, tieredOnly = false): Promise<PruneResult> {
     // The table names the deleted events named, checked once per prune (or per
     // PRUNED_TABLES_CHECK_NAMES of them): a day's events name the same tables batch after batch.
     const prunedTables = new PrunedTableNames();
     try {
-      return await this.#pruneBatches(cutoffMs, batchSize, between, maxSeq, prunedTables);
+      return await this.#pruneBatches(cutoffMs, batchSize, between, maxSeq, tieredOnly, prunedTables);
     } finally {
       // Once the prune returns, no name only its events named is left in the dictionary.
       // Never in place of the prune's own outcome: a name left stays only as it did before.
@@ -1516,7 +1524,7 @@ export class AuditStore {
     }
   }
 
-  async #pruneBatches(cutoffMs: number, batchSize: number, between: () => Promise<boolean>, maxSeq: number | undefined, prunedTables: PrunedTableNames): Promise<PruneResult> {
+  async #pruneBatches(cutoffMs: number, batchSize: number, between: () => Promise<boolean>, maxSeq: number | undefined, tieredOnly: boolean, prunedTables: PrunedTableNames): Promise<PruneResult> {
     const result: PruneResult = { deleted: 0, batches: 0 };
     const before = timeLowerBound(Math.max(0, cutoffMs));
     let from: string = PREFIX.time;
@@ -1542,6 +1550,8 @@ export class AuditStore {
       for (const [key, value] of entries) {
         const event = JSON.parse(value) as StoredEvent;
         if (maxSeq !== undefined && event.seq > maxSeq) continue;
+        // Counted ones stay counted: the count only grows, so it holds at the write too.
+        if (tieredOnly && event.seq > this.#tieredCountedThrough) continue;
         days.count(event, 'pruned');
         touchedBlocks.add(blockOfSeq(event.seq));
         batch.del(key);
@@ -1854,6 +1864,15 @@ export class AuditStore {
    * in each batch's own turn, so a log cut queued between two batches stops it before it counts
    * the entries the cut put in place of the tiered ones.
    */
+  /**
+   * Every received event with a seq up to this is counted as tiered (countTieredThrough): what
+   * retention may delete under a tier's watermark, so each deleted event is counted tiered in
+   * the ledger and its id kept (pruned-ids.ts) — a standby may know a watermark past its log's end.
+   */
+  get tieredCountedThrough(): number {
+    return this.#tieredCountedThrough;
+  }
+
   async countTieredThrough(seq: number, holding?: StoredEvent): Promise<void> {
     const writer = this.#openWriter();
     for (;;) {

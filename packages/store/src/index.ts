@@ -15,4 +15,5 @@ export { StoredEventText } from './stored-event-text.js';
 export { SourceRanges, sourceOfJson, LEDGER_RANGES_MAX, LEDGER_SOURCES_MAX, SOURCE_RANGES_MAX, SOURCE_RANGES_RESERVED, type SourceLedgerEntry, type SourceLedgerPage, type SourceLedgerSummary } from './source-ledger.js';
 export { appendForwarded, type ForwardTarget } from './forwarded-erasures.js';
 export type { TieredCopyLookup } from './resent-after-retention.js';
+export type { PrunedIdsFigures } from './pruned-ids.js';
 export { writeFaultRefusal } from './write-fault-latch.js';

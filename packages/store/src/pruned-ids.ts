@@ -24,6 +24,16 @@ export const PRUNED_IDS_SWEEP_INTERVAL_MS = 24 * 60 * 60 * 1000;
  */
 export type PrunedIdsLoad = 'loading' | 'loaded' | 'stopped' | 'failed';
 
+/** PrunedIds.figures. */
+export interface PrunedIdsFigures {
+  /** Ids kept: those the last sweep kept and those added since (an id kept again counts again). */
+  ids: number;
+  /** Bytes of memory the filter takes (two filters while a sweep builds the next). */
+  filterBytes: number;
+  /** The first sweep has not read every id yet: every client-chosen id of an append is read meanwhile. */
+  filling: boolean;
+}
+
 export interface PrunedIdsOptions {
   /** How long after its event's time an id is kept (auditlake.ingest.resend.ids.keep.days). */
   keepMs: number;
@@ -85,6 +95,11 @@ export class PrunedIds {
 
   get load(): PrunedIdsLoad {
     return this.#load;
+  }
+
+  /** What the kept ids take and where their filter stands, for the node's gauges. */
+  get figures(): PrunedIdsFigures {
+    return { ids: this.#count, filterBytes: this.#filter.bytes + (this.#next?.bytes ?? 0), filling: this.#load === 'loading' };
   }
 
   /** Whether an event timed `timestamp` is young enough for its id to be kept (a prune asks before keeping it). */

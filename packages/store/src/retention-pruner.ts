@@ -8,6 +8,8 @@ export const DAY_MS = 24 * 60 * 60 * 1000;
 export interface PrunePolicy {
   cutoffMs: number;
   maxSeq?: number;
+  /** Only events counted as tiered (AuditStore.pruneBefore): with tiering on, `maxSeq` is the tier's watermark. */
+  tieredOnly?: boolean;
 }
 
 export interface RetentionPrunerOptions {
@@ -138,6 +140,7 @@ export class RetentionPruner {
             return !this.#closed;
           },
           policy.maxSeq,
+          policy.tieredOnly === true,
         );
         total.deleted += result.deleted;
         total.batches += result.batches;

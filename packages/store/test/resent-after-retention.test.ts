@@ -255,6 +255,8 @@ describe('ids retention deleted', () => {
     await store.appendEncoded([ingested(ev('untiered', { timestamp: OLD_MS + 20_000 }))]);
     expect((await store.pruneBefore(OLD_MS + 20_001, 100, async () => true)).deleted).toBe(2);
     expect((await store.appendEncoded([ingested(ev('untiered', { timestamp: OLD_MS + 60_000 }))])).stored.map((e) => e.eventId)).toEqual(['untiered']);
+    // Not looked for at all: a kept id would have been, at its deleted event's time.
+    expect(asked.some((times) => times.has('untiered'))).toBe(false);
   });
 
   it('are kept over a restart: a re-send right after open, before the filter is filled, and one after it is filled, are both caught', async () => {
@@ -335,6 +337,33 @@ describe('ids retention deleted', () => {
     expect(result.stored).toEqual([]);
     expect(result.conflicts.map((c) => c.eventId)).toEqual(['gone']);
     expect(asked).toEqual([new Map([['gone', OLD_MS]])]);
+  });
+
+  it('a standby that knows a watermark past its log deletes only what it counted as tiered: every deleted id is kept, the ledger counts each tiered', async () => {
+    const { store: leader } = await stores.open();
+    await leader.appendEncoded(Array.from({ length: 10 }, (_, i) => ingested(ev(`e${i + 1}`, { timestamp: OLD_MS + i }))));
+    const tier = new Map(await Promise.all(Array.from({ length: 10 }, async (_, i) => [`e${i + 1}`, JSON.stringify(await leader.getByEventId(`e${i + 1}`))] as const)));
+    const watermark = leader.position.lastSeq;
+    const entries = await leader.readEncodedBySeq(0, 100);
+    const { store: standby } = await stores.open();
+    await standby.applyReplicated(entries.slice(0, 5), []);
+    // Retention's policy counts what is tiered (here up to its log's end), then replication
+    // applies the rest, then the prune runs under the leader's watermark.
+    await standby.countTieredThrough(watermark);
+    expect(standby.tieredCountedThrough).toBe(5);
+    await standby.applyReplicated(entries.slice(5), []);
+    expect((await standby.pruneBefore(OLD_MS + 1_000, 100, async () => true, watermark, true)).deleted).toBe(5);
+    await standby.countTieredThrough(watermark);
+    expect((await standby.pruneBefore(OLD_MS + 1_000, 100, async () => true, watermark, true)).deleted).toBe(5);
+    const days = await standby.dayLedger();
+    expect(days.reduce((sum, row) => sum + row.tiered, 0)).toBe(10);
+    expect(days.reduce((sum, row) => sum + row.pruned, 0)).toBe(10);
+    // Leading now, it refuses other content under any of the ten ids.
+    const { asked } = tierOf(standby, tier);
+    const resent = await standby.appendEncoded([ingested(ev('e8', { timestamp: OLD_MS + 60_000, query: 'DROP TABLE t1' })), ingested(ev('e2', { timestamp: OLD_MS + 60_000, query: 'DROP TABLE t1' }))]);
+    expect(resent.stored).toEqual([]);
+    expect(resent.conflicts.map((c) => c.eventId)).toEqual(['e8', 'e2']);
+    expect(asked).toEqual([new Map([['e8', OLD_MS + 7], ['e2', OLD_MS + 1]])]);
   });
 
   it('closing the store while the filter is being filled stops the scan and closes its iterator: nothing thrown, the store reopens', async () => {

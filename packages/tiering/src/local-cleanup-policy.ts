@@ -20,7 +20,7 @@ export function localCleanupPolicy(settings: EffectiveSettings, watermarkSeq: nu
 function tieringPolicy(settings: EffectiveSettings, watermarkSeq: number, nowMs: number): PrunePolicy {
   if (settings.tierMode === 'none') return { cutoffMs: cutoffBefore(nowMs, settings.retentionDays) };
   const windowDays = Math.min(settings.retentionDays, settings.tierRetainLocalDays);
-  return { cutoffMs: cutoffBefore(nowMs, windowDays), maxSeq: watermarkSeq };
+  return { cutoffMs: cutoffBefore(nowMs, windowDays), maxSeq: watermarkSeq, tieredOnly: true };
 }
 
 /**

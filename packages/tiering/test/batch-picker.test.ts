@@ -69,8 +69,8 @@ describe('localCleanupPolicy', () => {
     expect(localCleanupPolicy({ ...base, tierMode: 'none', tierRetainLocalDays: 7 }, 5, 100 * DAY)).toEqual({ cutoffMs: 10 * DAY });
   });
   it('with tiering deletes only tiered events, after the shorter window', () => {
-    expect(localCleanupPolicy({ ...base, tierMode: 'parquet', tierRetainLocalDays: 7 }, 5, 100 * DAY)).toEqual({ cutoffMs: 93 * DAY, maxSeq: 5 });
-    expect(localCleanupPolicy({ ...base, tierMode: 'parquet', tierRetainLocalDays: 0 }, 0, 100 * DAY)).toEqual({ cutoffMs: 100 * DAY, maxSeq: 0 });
-    expect(localCleanupPolicy({ ...base, retentionDays: 3, tierMode: 'iceberg', tierRetainLocalDays: 7 }, 9, 100 * DAY)).toEqual({ cutoffMs: 97 * DAY, maxSeq: 9 });
+    expect(localCleanupPolicy({ ...base, tierMode: 'parquet', tierRetainLocalDays: 7 }, 5, 100 * DAY)).toEqual({ cutoffMs: 93 * DAY, maxSeq: 5, tieredOnly: true });
+    expect(localCleanupPolicy({ ...base, tierMode: 'parquet', tierRetainLocalDays: 0 }, 0, 100 * DAY)).toEqual({ cutoffMs: 100 * DAY, maxSeq: 0, tieredOnly: true });
+    expect(localCleanupPolicy({ ...base, retentionDays: 3, tierMode: 'iceberg', tierRetainLocalDays: 7 }, 9, 100 * DAY)).toEqual({ cutoffMs: 97 * DAY, maxSeq: 9, tieredOnly: true });
   });
 });

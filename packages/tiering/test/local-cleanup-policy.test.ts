@@ -22,12 +22,12 @@ const TIERED = { 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': 's3://
 describe('localCleanupPolicy', () => {
   it('cuts off days before now, as set', () => {
     expect(localCleanupPolicy(settings({ 'audit.retention.days': '30' }), 9, NOW)).toEqual({ cutoffMs: NOW - 30 * DAY_MS });
-    expect(localCleanupPolicy(settings({ ...TIERED, 'audit.retention.days': '30', 'audit.tier.retain.local.days': '7' }), 9, NOW)).toEqual({ cutoffMs: NOW - 7 * DAY_MS, maxSeq: 9 });
+    expect(localCleanupPolicy(settings({ ...TIERED, 'audit.retention.days': '30', 'audit.tier.retain.local.days': '7' }), 9, NOW)).toEqual({ cutoffMs: NOW - 7 * DAY_MS, maxSeq: 9, tieredOnly: true });
   });
 
   it('never before the epoch: 36500 days cut off at 0, with tiering off or on', () => {
     expect(localCleanupPolicy(settings({ 'audit.retention.days': '36500' }), 9, NOW)).toEqual({ cutoffMs: 0 });
-    expect(localCleanupPolicy(settings({ ...TIERED, 'audit.retention.days': '36500', 'audit.tier.retain.local.days': '36500' }), 9, NOW)).toEqual({ cutoffMs: 0, maxSeq: 9 });
+    expect(localCleanupPolicy(settings({ ...TIERED, 'audit.retention.days': '36500', 'audit.tier.retain.local.days': '36500' }), 9, NOW)).toEqual({ cutoffMs: 0, maxSeq: 9, tieredOnly: true });
     expect(localCleanupPolicy(settings({ 'audit.retention.days': '36500' }), 9, NOW, 5)).toEqual({ cutoffMs: 0, maxSeq: 4 });
   });
 
