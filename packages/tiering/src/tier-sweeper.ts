@@ -386,14 +386,10 @@ export class TierSweeper {
     // First sweep of this term at this target: the commits themselves may be ahead of the
     // replicated watermark (the old leader crashed after a commit, before replicating it).
     const recoveryKey = `${term}|${settings.tierParquetPath}`;
-    if (this.#recoveredFor !== recoveryKey) {
+    const recovering = this.#recoveredFor !== recoveryKey;
+    if (recovering) {
       const markers = await readMarkers(objects, location, watermark.seq);
       for (const marker of markers) watermark = laterWatermark(watermark, marker.watermark);
-      await store.putMeta({ [WATERMARK_META]: watermark });
-      // Erasure records committed whose rewrite was not recorded done (a crash in between), and
-      // those tiered while this location was an earlier target that a pass could not reach.
-      this.#parquetErasuresPending = await pendingParquetErasures({ objects, location, log }, await store.erasureRecordSeqs(0, watermark.seq));
-      this.#recoveredFor = recoveryKey;
     }
     const context: ParquetCompactionContext = {
       objects,
@@ -407,8 +403,20 @@ export class TierSweeper {
     // Before any erasure pass: the pending records come from this log, which must hold the location's entries.
     await this.#checkWatermarkInLog(watermark, settings.tierParquetPath, () => new ParquetTierSource(connections, { mode: 'parquet', path: settings.tierParquetPath, connectionId: settings.tierConnectionId }));
     if (this.#steppedDownByAdoption()) return 'not-leader';
-    // An adoption just brought erasure records the location committed and may not have applied.
-    if (this.#adopted !== undefined) this.#parquetErasuresPending = await pendingParquetErasures({ objects, location, log }, await store.erasureRecordSeqs(0, watermark.seq));
+    if (recovering) {
+      // Only once the log is known to hold what the markers say was tiered (or took it, by an
+      // adoption): retention deletes up to the stored watermark, on every node it replicates to.
+      // Stored before the check, a watermark past this log's own entries had every node delete
+      // acknowledged events never tiered, and the check then passed, their seqs deleted (review).
+      await store.putMeta({ [WATERMARK_META]: watermark });
+      // Erasure records committed whose rewrite was not recorded done (a crash in between), and
+      // those tiered while this location was an earlier target that a pass could not reach.
+      this.#parquetErasuresPending = await pendingParquetErasures({ objects, location, log }, await store.erasureRecordSeqs(0, watermark.seq));
+      this.#recoveredFor = recoveryKey;
+    } else if (this.#adopted !== undefined) {
+      // An adoption just brought erasure records the location committed and may not have applied.
+      this.#parquetErasuresPending = await pendingParquetErasures({ objects, location, log }, await store.erasureRecordSeqs(0, watermark.seq));
+    }
     await this.#applyParquetErasures(context, settings.tierParquetPath);
     const next = await this.#nextBatch(watermark);
     const { batch } = next;

@@ -358,6 +358,9 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
       // Not unasked: the sweep stops and names the way out; the log is as it was.
       expect(await b.sweep()).toBe('failed');
       expect((await b.status()).lastError).toContain("is tiered through seq 20, past the end of this node's log (seq 15)");
+      // Nor is the tier's watermark stored as this log's: retention deletes up to it, and these
+      // three entries (acknowledged, never tiered) would go on every node (review).
+      expect((await b.watermark()).seq).toBe(0);
       expect((await b.status()).lastError).toContain('tiering stops here until the logs are reconciled: once the tier is checked to hold what that log tiered, POST /admin/audit/tier/adopt {"throughSeq": 20}');
       // Leave for another watermark than the tier's adopts nothing.
       expect(await b.adoptTier(21)).toMatchObject({ adopted: undefined, outcome: 'failed', error: expect.stringContaining('{"throughSeq": 20}') as unknown });
@@ -392,6 +395,9 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     const second = await storeWith(events, 10);
     const b = testSweeper({ store: second, connections: s3.connections, catalogs, settings: () => target });
     expect(await b.sweep()).toBe('failed');
+    // Refused twice: the tier's watermark is never stored as this log's (retention deletes up to it).
+    expect(await b.sweep()).toBe('failed');
+    expect((await b.watermark()).seq).toBe(0);
     expect(await b.adoptTier(20)).toMatchObject({ adopted: { commonSeq: 0, adopted: 20, moved: events }, outcome: 'nothing-to-tier' });
     expect(second.position.lastSeq).toBe(20);
     expect(second.outboxCount).toBe(events);
