@@ -37,10 +37,10 @@ export type SettingValue = string | number | boolean;
 export type SettingsView = Record<SettingKey, SettingValue>;
 
 /**
- * Keys a `GET /admin/audit/settings` answer carries besides the settings. A POST ignores them,
+ * Keys a settings answer carries besides the settings (`warning`: a POST on a cluster leader whose change no standby confirmed). A POST ignores them,
  * so a GET answer can be edited and posted back as it is.
  */
-export const SETTINGS_READ_ONLY_KEYS: readonly string[] = ['tierStatus', 'stale'];
+export const SETTINGS_READ_ONLY_KEYS: readonly string[] = ['tierStatus', 'stale', 'warning'];
 
 /** Settings parsed into the types the node acts on. */
 export interface EffectiveSettings {

@@ -284,7 +284,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     const search = new AuditSearch(store, tiering);
     registerSearchRoute(app, { search, viewerMaxPage: config.viewerMaxPage, membership, searchTimeoutMs: config.searchTimeoutMs });
     registerStatsRoute(app, { search, viewerMaxPage: config.viewerMaxPage, membership, searchTimeoutMs: config.searchTimeoutMs });
-    registerSettingsRoutes(app, settings, membership, tiering);
+    registerSettingsRoutes(app, settings, membership, tiering, config.ackReplicatedTimeoutMs);
     registerMaintenanceRoutes(app, membership, tiering);
     const integrity = new IntegrityService({
       store,

@@ -41,6 +41,8 @@ export class SettingsService {
 
   readonly #validate: SettingsValidator | undefined;
   readonly #sequencer: Sequencer | undefined;
+  /** The eventId of the `audit:UpdateSettings` record of the last change saved here, if any. */
+  #lastChangeEventId: string | undefined;
 
   private constructor(store: AuditStore, config: NodeConfig, validate: SettingsValidator | undefined, sequencer: Sequencer | undefined) {
     this.#store = store;
@@ -73,6 +75,14 @@ export class SettingsService {
   /** Every runtime key with its value in force, as stored (strings); settingsView types them for the API. */
   get current(): Settings {
     return { ...this.#defaults, ...this.#overrides };
+  }
+
+  /**
+   * The eventId of the `audit:UpdateSettings` record of the last change this node saved (since
+   * it started), or undefined: a cluster leader's answer waits for a standby to hold it.
+   */
+  get lastChangeEventId(): string | undefined {
+    return this.#lastChangeEventId;
   }
 
   get effective(): EffectiveSettings {
@@ -122,6 +132,7 @@ export class SettingsService {
       ],
       { freshIds: new Set([eventId]), meta: [{ name: SETTINGS_META, value: overrides }], ...(this.#sequencer ? { sequencer: this.#sequencer } : {}) },
     );
+    this.#lastChangeEventId = eventId;
     this.#overrides = overrides;
     this.#effective = update.effective;
     for (const listener of this.#listeners) listener(update.effective, update.changes);

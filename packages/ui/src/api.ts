@@ -40,7 +40,7 @@ export interface TierStatus {
 }
 
 /** `GET /admin/audit/settings`: every runtime key (number, boolean or string) plus tierStatus. */
-export type SettingsAnswer = Record<string, unknown> & { tierStatus: TierStatus; stale?: boolean };
+export type SettingsAnswer = Record<string, unknown> & { tierStatus: TierStatus; stale?: boolean; warning?: string };
 
 export interface ClusterNodeView {
   nodeId: string;

@@ -6,7 +6,26 @@ import type { SettingsService } from '../settings-service.js';
 import type { TieringService } from '../tiering-service.js';
 import './route-access.js';
 
-export function registerSettingsRoutes(app: FastifyInstance, settings: SettingsService, membership: Membership, tiering: TieringService): void {
+/**
+ * On a cluster leader, waits until a standby holds the record of the last settings change saved
+ * here (its settings with it, in the same replicated write), at most `timeoutMs`: a warning for
+ * the answer when none did, else undefined. Without it, a change acknowledged while no standby
+ * pulled was lost when the leader failed — the next leader ran the settings from before it (a
+ * redaction key added, say, and values it should mask stored unmasked), while the change's own
+ * record came back into the log when the old leader rejoined (review). Not waited for when no
+ * other node was ever heard from (a cluster of one: nothing to fail over to).
+ */
+async function replicationWarning(settings: SettingsService, membership: Membership, timeoutMs: number): Promise<string | undefined> {
+  const eventId = settings.lastChangeEventId;
+  if (!membership.coordinated || eventId === undefined) return undefined;
+  const status = await membership.status();
+  const others = status.nodes.filter((node) => node.nodeId !== status.nodeId);
+  if (others.length > 0 && (await membership.confirmReplicated([{ eventId }], timeoutMs))) return undefined;
+  const why = others.length === 0 ? 'no standby has joined this cluster' : `no standby confirmed it within ${timeoutMs} ms`;
+  return `the settings are saved and in force on this leader, but ${why}: should this leader fail before a standby holds them, the next leader runs the settings from before this change (its audit:UpdateSettings record may come back into the log without it); post the same settings again to wait for the confirmation, or read them on the new leader after a failover`;
+}
+
+export function registerSettingsRoutes(app: FastifyInstance, settings: SettingsService, membership: Membership, tiering: TieringService, ackReplicatedTimeoutMs: number): void {
   // Numbers and booleans as JSON numbers and booleans; the answer can be posted back as it is.
   const view = async () => ({ ...settingsView(settings.current), tierStatus: await tiering.status() });
   app.get('/admin/audit/settings', { config: { access: { role: 'admin', action: 'audit:ReadSettings' } } }, async (request, reply) => {
@@ -19,6 +38,7 @@ export function registerSettingsRoutes(app: FastifyInstance, settings: SettingsS
       throw new AuditError(AuditErrorCode.NOT_LEADER, 'no leader is reachable, so settings cannot be changed now (nothing was saved); retry once a leader is elected', { retryable: true });
     }
     await settings.update(request.body, request.principal?.name ?? 'unknown');
-    return view();
+    const warning = await replicationWarning(settings, membership, ackReplicatedTimeoutMs);
+    return warning === undefined ? view() : { ...(await view()), warning };
   });
 }
