@@ -229,6 +229,12 @@ export const DIVERT_ENTRIES_MAX = 1_000_000;
 export interface DivertResult {
   moved: number;
   terms: Record<number, number>;
+  /**
+   * Set when the cut went back further than asked: the last seq kept. The chain hash at the
+   * seq asked to keep was not known here (retention deleted that entry inside a range whose
+   * end lies past it), so the log was cut back to the last seq whose chain hash it knows.
+   */
+  keptThrough?: number;
 }
 
 /** The record an adoption orders after the tier's entries, in the same write (see AuditStore.adoptSuffix). */
@@ -1120,9 +1126,39 @@ export class AuditStore {
    * Cuts the log before `seq`: removes every entry from `seq` on (entries the leader's log does
    * not have) and puts those events back into the outbox in the same batch, so they are
    * forwarded to the leader again rather than lost. Returns how many moved, by term.
+   *
+   * With the chain on, the log must know the chain hash where it ends after the cut: the
+   * leader's next entry has to link to it, and a pull states it. When retention deleted the
+   * entry at `seq - 1` inside a range that ends past it, that hash is gone (only the range's
+   * end keeps one), so the cut goes back to the last seq whose hash is known — an entry still
+   * here, the end of a deleted range, or 0 — and the leader's entries from there are taken
+   * again (`keptThrough`). They are verified against that hash; what lies between was deleted
+   * here only once tiered, so the tier holds it, and the leader's answer carries its own
+   * deleted ranges with their hashes. Cutting just at `seq` left the log ending on a hash it did
+   * not have (the last entry before the range's, or none), and every entry the leader sent was
+   * refused as not following this node's chain, for good.
    */
   async divertSuffixToOutbox(seq: number): Promise<DivertResult> {
-    return this.#openWriter().exclusive(async (context) => (await this.#divertWithin(context, seq)).result);
+    return this.#openWriter().exclusive(async (context) => {
+      let from = seq;
+      // Decided in the writer's turn: a prune in between could delete the entry found here.
+      if (seq <= context.position.lastSeq) from = (await this.#lastKnownChainSeq(seq - 1)) + 1;
+      const { result } = await this.#divertWithin(context, from);
+      return from < seq ? { ...result, keptThrough: from - 1 } : result;
+    });
+  }
+
+  /**
+   * The highest seq at or below `seq` (below the log's end) whose chain hash this log knows:
+   * an entry still here, or the end of a range retention deleted that kept its hash; 0 when
+   * none is (the chain starts there). `seq` itself without the chain.
+   */
+  async #lastKnownChainSeq(seq: number): Promise<number> {
+    if (!(this.#chain as RecordChain).enabled || seq <= 0) return Math.max(seq, 0);
+    const keys = await this.#db.keys({ gte: PREFIX.seq, lte: seqKey(seq), reverse: true, limit: 1 }).all();
+    let known = keys[0] === undefined ? 0 : parseSeqFromSeqKey(keys[0]);
+    for (const range of this.#pruned.all) if (range.toSeq <= seq && range.toSeq > known && range.chainHash !== undefined) known = range.toSeq;
+    return known;
   }
 
   /**
@@ -1240,11 +1276,15 @@ export class AuditStore {
     const prunedCheckpointCut = this.#prunedCheckpointSeq !== undefined && this.#prunedCheckpointSeq >= seq;
     if (prunedCheckpointCut) ops.push({ type: 'del', key: PRUNED_CHECKPOINT_KEY });
     for (const key of await db.keys({ gte: erasureKey(seq), lt: prefixEnd(PREFIX.erasure) }).all()) ops.push({ type: 'del', key });
-    // Ranges deleted by retention from the cut on (a sender's, kept with entries it replicated) are no longer this log's.
+    // The chain head goes back with the log: the next entry must chain to the one at seq - 1.
+    const known = await this.#knownChainHeadAt(seq - 1);
+    const head = known ?? (await this.#chainHeadAt(seq - 1));
+    // Ranges deleted by retention from the cut on (a sender's, kept with entries it replicated)
+    // are no longer this log's; one the cut ends inside now ends at seq - 1, with its hash when known.
     let prunedCut: PrunedRanges | undefined;
     if (this.#pruned.all.some((range) => range.toSeq >= seq)) {
       prunedCut = new PrunedRanges(this.#pruned.all);
-      prunedCut.cutFrom(seq);
+      prunedCut.cutFrom(seq, known?.started === true ? known.hash : undefined);
       ops.push({ type: 'put', key: PRUNED_RANGES_KEY, value: JSON.stringify(prunedCut.all) });
     }
     for (const [key, value] of await db.iterator({ gte: PREFIX.key, lt: prefixEnd(PREFIX.key) }).all()) {
@@ -1255,8 +1295,6 @@ export class AuditStore {
     // The highest ingestTs ever assigned survives the truncation: it must never go back.
     const end = { lastSeq: seq - 1, lastTerm: 0, lastIngestTs: position.lastIngestTs };
     ops.push({ type: 'put', key: localKey('highestIngestTs'), value: String(position.lastIngestTs) }, { type: 'put', key: LOG_END_KEY, value: logEndValue(end) });
-    // The chain head goes back with the log: the next entry must chain to the one at seq - 1.
-    const head = await this.#chainHeadAt(seq - 1);
     ops.push({ type: 'put', key: CHAIN_HEAD_KEY, value: JSON.stringify({ seq: seq - 1, hash: head.hash }) });
     await days.prepare();
     days.putChanged({ put: (key, value) => ops.push({ type: 'put', key, value }) });
@@ -1285,14 +1323,23 @@ export class AuditStore {
    * still here (a log without chain fields has no hash to keep).
    */
   async #chainHeadAt(seq: number): Promise<ChainHead> {
+    const known = await this.#knownChainHeadAt(seq);
+    if (known !== undefined) return known;
+    const keys = await this.#db.keys({ gte: PREFIX.seq, lt: seqKey(seq), reverse: true, limit: 1 }).all();
+    const key = keys[0];
+    return headOf(key === undefined ? undefined : await this.getBySeq(parseSeqFromSeqKey(key)));
+  }
+
+  /**
+   * The chain head of a log that ends at `seq` when this log knows it: that entry's, the hash
+   * kept at the end of a pruned range ending there, or the start of the chain before seq 1.
+   */
+  async #knownChainHeadAt(seq: number): Promise<ChainHead | undefined> {
     if (seq <= 0) return headOf(undefined);
     const entry = await this.getBySeq(seq);
     if (entry !== undefined) return headOf(entry);
     const range = this.#pruned.all.find((candidate) => candidate.toSeq === seq);
-    if (range?.chainHash !== undefined) return { hash: range.chainHash, started: true };
-    const keys = await this.#db.keys({ gte: PREFIX.seq, lt: seqKey(seq), reverse: true, limit: 1 }).all();
-    const key = keys[0];
-    return headOf(key === undefined ? undefined : await this.getBySeq(parseSeqFromSeqKey(key)));
+    return range?.chainHash === undefined ? undefined : { hash: range.chainHash, started: true };
   }
 
   async getByEventId(eventId: string): Promise<StoredEvent | undefined> {

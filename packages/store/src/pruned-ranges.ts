@@ -88,13 +88,17 @@ export class PrunedRanges {
     return true;
   }
 
-  /** Forgets ranges from `seq` on (the log was cut there). */
-  cutFrom(seq: number): void {
+  /**
+   * Forgets ranges from `seq` on (the log was cut there). A range the cut ends inside now ends
+   * at `seq - 1`, with `chainHashAtCut` (the chain hash there, when the log knows it: an entry
+   * a join of ranges left inside) or without one.
+   */
+  cutFrom(seq: number, chainHashAtCut?: string): void {
     this.#ranges = this.#ranges.filter((range) => range.fromSeq < seq);
     const last = this.#ranges.at(-1);
     if (last !== undefined && last.toSeq >= seq) {
       last.toSeq = seq - 1;
-      delete last.chainHash;
+      setAnchor(last, chainHashAtCut);
     }
   }
 

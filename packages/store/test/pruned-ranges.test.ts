@@ -56,3 +56,20 @@ describe('PrunedRanges at its bound', () => {
     expect(pruned.all.at(-1)).toEqual({ fromSeq: 2 * PRUNED_RANGES_MAX + 5, toSeq: 2 * PRUNED_RANGES_MAX + 9, chainHash: hashOf(2 * PRUNED_RANGES_MAX + 9) });
   });
 });
+
+describe('PrunedRanges cut with the log', () => {
+  it('forgets the ranges from the cut on; one the cut ends inside ends before it, with the chain hash there when the log knows it', () => {
+    const ranges = () => new PrunedRanges([{ fromSeq: 1, toSeq: 3, chainHash: hashOf(3) }, { fromSeq: 5, toSeq: 20, chainHash: hashOf(20) }, { fromSeq: 30, toSeq: 31, chainHash: hashOf(31) }]);
+    const cut = (seq: number, chainHashAtCut?: string) => {
+      const pruned = ranges();
+      pruned.cutFrom(seq, chainHashAtCut);
+      return pruned.all;
+    };
+    expect(cut(4)).toEqual([{ fromSeq: 1, toSeq: 3, chainHash: hashOf(3) }]);
+    // Inside a range (a join left seq 9 in the log, so its hash is known): it ends at 9 with it.
+    expect(cut(10, hashOf(9))).toEqual([{ fromSeq: 1, toSeq: 3, chainHash: hashOf(3) }, { fromSeq: 5, toSeq: 9, chainHash: hashOf(9) }]);
+    // Not known there: no hash, rather than the one of the range's old end.
+    expect(cut(10)).toEqual([{ fromSeq: 1, toSeq: 3, chainHash: hashOf(3) }, { fromSeq: 5, toSeq: 9 }]);
+    expect(cut(1)).toEqual([]);
+  });
+});
