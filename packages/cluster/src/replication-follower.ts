@@ -120,10 +120,14 @@ export class ReplicationFollower {
       const run = starts.filter((start) => start.firstSeq <= position.lastSeq).at(-1);
       agreed = run === undefined ? 0 : run.firstSeq - 1;
     }
+    // The store may cut further back (keptThrough): to the last seq whose chain hash it knows,
+    // when its retention deleted the entry at `agreed`; the leader's entries are taken from there.
     const diverted = await store.divertSuffixToOutbox(agreed + 1);
+    const kept = diverted.keptThrough ?? agreed;
+    const back = kept < agreed ? `; cut back to seq ${kept}, the last whose chain hash this log kept (retention deleted the entries up to ${agreed}), to take the leader's entries from there` : '';
     this.#options.log.warn(
-      { leader: response.nodeId, agreedThroughSeq: agreed, from: agreed + 1, moved: diverted.moved, terms: diverted.terms },
-      `the log diverged from the leader's after seq ${agreed}: moved ${diverted.moved} entries (by term: ${JSON.stringify(diverted.terms)}) to the outbox, to forward them again`,
+      { leader: response.nodeId, agreedThroughSeq: agreed, from: kept + 1, moved: diverted.moved, terms: diverted.terms },
+      `the log diverged from the leader's after seq ${agreed}: moved ${diverted.moved} entries (by term: ${JSON.stringify(diverted.terms)}) to the outbox, to forward them again${back}`,
     );
     this.#options.onDiverted(diverted);
   }
