@@ -1,4 +1,5 @@
 import { finish, type RunResult } from './run-seed.js';
+import { EPOCH_MS } from './scheduler.js';
 import { SimCluster } from './sim-cluster.js';
 import type { SimNode } from './sim-node.js';
 
@@ -208,4 +209,54 @@ export const pausedThroughOutageScenario: Scenario = {
     ),
 };
 
-export const SCENARIOS: readonly Scenario[] = [divergentLogScenario, oldLeaderAckScenario, reusedTermScenario, pausedThroughOutageScenario];
+/** Retention on one node: deletes its entries up to `throughSeq` (the simulator has no tier; a real node deletes only tiered ones). */
+async function prune(cluster: SimCluster, node: SimNode, throughSeq: number): Promise<void> {
+  const store = node.store;
+  if (store === undefined) throw new Error(`${node.name} is not running`);
+  const { deleted } = await store.pruneBefore(EPOCH_MS + cluster.nowMs + 60_000, 1000, async () => true, throughSeq);
+  cluster.note(`${node.name}'s retention deletes seqs 1..${throughSeq} (${deleted} entries)`);
+}
+
+/**
+ * Standbys whose logs diverged inside, or right after, a range their retention deleted (the
+ * reviewer's s10, with real processes and an Iceberg tier). A leads term 1; C is paused; A
+ * stores 20 events with ack=replicated (B has them). A's retention deletes its whole log
+ * (seqs 1..30) and B's its first 10 entries. A and B are paused; C resumes, wins term 2 and
+ * orders 10 events after seq 10, and its retention deletes its first 10 entries (then in no
+ * log: in the tier, on a real cluster). A and B resume: both find their logs diverged after
+ * seq 10. B's hash at seq 10 is kept (its deleted range ends there): it moves its 20 entries
+ * to its outbox, to be ordered again, and takes C's. A's is not (its range goes on to 30): it
+ * must cut back to seq 0 and take C's answer from there, which skips the 10 C deleted with the
+ * hash at their end. Cut at seq 11, A refused every entry C sent, for good.
+ */
+export const divergedInPrunedRangeScenario: Scenario = {
+  name: 'standbys whose logs diverged inside or right after a range their retention deleted',
+  run: (root) =>
+    withCluster(
+      13,
+      async (cluster) => {
+        const { a, b, c } = await leaderWithFirstEvents(cluster, 10);
+        cluster.pause(c);
+        await cluster.scheduler.runFor(1500);
+        if (!(await ask(cluster, a, 20, true))) throw new Error(`${a.name} did not confirm 20 events on ${b.name}`);
+        await until(cluster, `${b.name} holds the 20 events`, () => b.store?.position.lastSeq === 30);
+        // Deleted everywhere by the end (in the tier, on a real cluster): the one thing that may be in no log.
+        const deletedEverywhere = new Set((await (a.store as NonNullable<SimNode['store']>).readBySeq(0, 10)).map((e) => e.eventId));
+        await prune(cluster, a, 30);
+        await prune(cluster, b, 10);
+        cluster.pause(a);
+        cluster.pause(b);
+        cluster.resume(c);
+        if (!(await ask(cluster, c, 10, false))) throw new Error(`${c.name} did not take 10 events`);
+        await until(cluster, `${c.name} leads and has ordered its 10 events`, () => leads(c) && c.store?.outboxCount === 0 && (c.store?.position.lastSeq ?? 0) >= 20);
+        await prune(cluster, c, 10);
+        cluster.resume(a);
+        cluster.resume(b);
+        await cluster.heal();
+        return finish(cluster, 3, 60_000, (acked) => !deletedEverywhere.has(acked.eventId));
+      },
+      root,
+    ),
+};
+
+export const SCENARIOS: readonly Scenario[] = [divergentLogScenario, oldLeaderAckScenario, reusedTermScenario, pausedThroughOutageScenario, divergedInPrunedRangeScenario];
