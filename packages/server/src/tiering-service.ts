@@ -15,7 +15,7 @@ import {
 } from '@auditlake/lake';
 import { AuditError, AuditErrorCode, SELF_SOURCE, encodeEvent, newEventId, type AuditEvent, type EncodedEvent, type NodeConfig } from '@auditlake/model';
 import { DAY_MS, type AuditStore, type PrunePolicy } from '@auditlake/store';
-import { CommitLock, MaintenanceScheduler, TierSweeper, firstUnappliedErasureSeq, localCleanupPolicy, validateTierTarget, type AdoptedTier, type MaintenanceRun, type TierStatus } from '@auditlake/tiering';
+import { CommitLock, MaintenanceScheduler, TierSweeper, firstUnappliedErasureSeq, localCleanupPolicy, tieredThroughHere, validateTierTarget, type AdoptedTier, type MaintenanceRun, type TierStatus } from '@auditlake/tiering';
 import { DeferredCount } from './deferred-count.js';
 import { ResendLookupGate, ResendLookupsBusy } from './resend-lookup-gate.js';
 import type { Membership } from './membership.js';
@@ -253,12 +253,24 @@ export class TieringService {
 
   /** The local cleanup policy in force now (every node applies it to its own store). */
   async prunePolicy(nowMs: number): Promise<PrunePolicy> {
-    const watermark = await this.watermark();
+    const tieredThrough = this.#tieredHereThrough((await this.watermark()).seq);
     // The ledger counts tiered events before retention may delete them (day-ledger.ts).
-    await this.#store.countTieredThrough(watermark.seq);
+    await this.#store.countTieredThrough(tieredThrough);
     const unapplied = await firstUnappliedErasureSeq(this.#store);
     this.#erasureHoldSeq = unapplied ?? null;
-    return localCleanupPolicy(this.#settings.effective, watermark.seq, nowMs, unapplied);
+    return localCleanupPolicy(this.#settings.effective, tieredThrough, nowMs, unapplied);
+  }
+
+  /** Through which seq this node's log holds what the tier holds: what retention may delete (tieredThroughHere). */
+  #tieredHereThrough(watermarkSeq: number): number {
+    const leading = this.#membership.isLeader() ? { term: this.#membership.term() } : undefined;
+    return tieredThroughHere({
+      watermarkSeq,
+      leading,
+      verifiedSeq: leading === undefined ? undefined : this.sweeper.verifiedThrough(leading.term),
+      termStarts: this.#store.termStarts(),
+      lastSeq: this.#store.position.lastSeq,
+    });
   }
 
   /** Where named events are in the tier (any location that ever received tiered events): eventId → seq, source and action. */

@@ -1,5 +1,5 @@
 export { pickBatch, type BatchRules } from './batch-picker.js';
-export { localCleanupPolicy } from './local-cleanup-policy.js';
+export { localCleanupPolicy, tieredThroughHere, type TieredHereFacts } from './local-cleanup-policy.js';
 export { ERASURES_APPLIED_META, firstUnappliedErasureSeq, tierErasuresAppliedThrough } from './erasure-retention.js';
 export { validateTierTarget } from './tier-target-validator.js';
 export { TierSweeper, type AdoptedTier, type SweepOutcome, type TierStatus, type TierSweeperOptions } from './tier-sweeper.js';

@@ -1,5 +1,5 @@
 import type { EffectiveSettings } from '@auditlake/model';
-import { DAY_MS, type PrunePolicy } from '@auditlake/store';
+import { DAY_MS, type PrunePolicy, type TermStart } from '@auditlake/store';
 
 /**
  * What local retention may delete now (docs/invariants.md, 6). Without tiering: everything
@@ -29,4 +29,36 @@ function tieringPolicy(settings: EffectiveSettings, watermarkSeq: number, nowMs:
  */
 function cutoffBefore(nowMs: number, days: number): number {
   return Math.max(0, nowMs - days * DAY_MS);
+}
+
+/** What tieredThroughHere needs to know of the node. */
+export interface TieredHereFacts {
+  /** The replicated tiering watermark's seq. */
+  watermarkSeq: number;
+  /** Whether this node leads, and the term it leads in. */
+  leading: { term: number } | undefined;
+  /** Through which seq this node's sweep, in that term, found the watermark in its log or tiered itself (TierSweeper.verifiedThrough). */
+  verifiedSeq: number | undefined;
+  /** The log's term runs and where it ends. */
+  termStarts: readonly TermStart[];
+  lastSeq: number;
+}
+
+/**
+ * Through which seq this node's log holds what the tier holds: what retention may count as
+ * tiered and delete. A standby's log is a prefix of its leader's (log matching comes before
+ * any metadata is applied), so the watermark holds for it as far as its log goes. A leader's
+ * own entries, ordered in the term it leads, are the tier's only once its sweep has found the
+ * watermark in its log or tiered them (`verifiedSeq`): a watermark that arrived by replication
+ * may name seqs another log tiered — a leader that tiered alone and died — and retention that
+ * trusted it deleted the acknowledged, never-tiered events this leader ordered under those seqs
+ * (review: 100 of 100 `ack=replicated` events lost). Until then only the entries before its
+ * term count.
+ */
+export function tieredThroughHere(facts: TieredHereFacts): number {
+  const { watermarkSeq, leading } = facts;
+  if (leading === undefined) return watermarkSeq;
+  if (facts.verifiedSeq !== undefined) return Math.min(watermarkSeq, facts.verifiedSeq);
+  const ownFrom = facts.termStarts.find((start) => start.term === leading.term)?.firstSeq ?? facts.lastSeq + 1;
+  return Math.min(watermarkSeq, ownFrom - 1);
 }

@@ -203,6 +203,11 @@ export class TierSweeper {
   #adoptRecord: ((adoption: AdoptedTier) => EncodedEvent) | undefined;
   /** What that sweep adopted. */
   #adopted: AdoptedTier | undefined;
+  /**
+   * The watermark this node's sweep found its log to hold (the check passed, an adoption took
+   * the tier's entries) or committed itself, with the term it did so in: verifiedThrough.
+   */
+  #verified: { term: number; seq: number } | undefined;
   /** Counts replacements of the sweep schedule, so a replaced one does not go on beside its replacement. */
   #generation = 0;
   #closed = false;
@@ -602,7 +607,6 @@ export class TierSweeper {
    * the bucket could otherwise put events into the log that the next checkpoint would sign.
    */
   async #checkWatermarkInLog(watermark: Watermark, target: string, tier: () => TierSource & { close(): Promise<void> }): Promise<void> {
-    if (watermark.seq === 0) return;
     const { store } = this.#options;
     const end = store.position.lastSeq;
     let why: string | undefined;
@@ -611,7 +615,10 @@ export class TierSweeper {
       const entry = await store.getBySeq(watermark.seq);
       if (entry !== undefined && entry.ingestTs !== watermark.ingestTs) why = `but this node's entry at that seq was ingested at ${entry.ingestTs}, not ${watermark.ingestTs}`;
     }
-    if (why === undefined) return;
+    if (why === undefined) {
+      this.#verify(watermark.seq);
+      return;
+    }
     const unusable = (detail: string) =>
       new AuditError(
         AuditErrorCode.TIER_TARGET_UNUSABLE,
@@ -641,6 +648,8 @@ export class TierSweeper {
         ...(record === undefined ? {} : { record }),
       });
       this.#adopted = { ...adoption, target, throughSeq: watermark.seq };
+      // The log now holds the tier's entries through the watermark.
+      this.#verify(watermark.seq);
       this.#dropPrefetch();
       this.#options.log.warn(
         { target, watermarkSeq: watermark.seq, ...adoption },
@@ -875,7 +884,23 @@ export class TierSweeper {
     if (through > (await tierErasuresAppliedThrough(store))) await store.putMeta({ [ERASURES_APPLIED_META]: through });
   }
 
+  /**
+   * The seq through which this node's sweep, leading in `term`, found the tier's watermark in
+   * its log or tiered it itself; undefined before its first sweep of that term got that far.
+   * What a leader's retention may trust of the watermark beyond the entries it received from
+   * earlier leaders (TieringService.prunePolicy): a watermark past its own entries names seqs
+   * another log tiered.
+   */
+  verifiedThrough(term: number): number | undefined {
+    return this.#verified?.term === term ? this.#verified.seq : undefined;
+  }
+
+  #verify(seq: number): void {
+    this.#verified = { term: this.#options.term(), seq };
+  }
+
   async #remember(location: TieredLocation, watermark: Watermark): Promise<void> {
+    this.#verify(watermark.seq);
     const { store } = this.#options;
     const known = await readTieredLocations(store);
     await store.putMeta({ [WATERMARK_META]: watermark, ...(includesLocation(known, location) ? {} : { [TIERED_LOCATIONS_META]: [...known, location] }) });

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { defaultSettings, parseSettings, resolveConfig, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
 import { AuditStore, DAY_MS, RetentionPruner } from '@auditlake/store';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { localCleanupPolicy } from '../src/index.js';
+import { localCleanupPolicy, tieredThroughHere } from '../src/index.js';
 
 const NOW = Date.UTC(2026, 0, 1);
 
@@ -18,6 +18,29 @@ function ev(eventId: string, timestamp: number): AuditEvent {
 }
 
 const TIERED = { 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': 's3://bucket/audit', 'audit.tier.connectionId': 'c' };
+
+describe('tieredThroughHere', () => {
+  const runs = [
+    { firstSeq: 1, term: 1 },
+    { firstSeq: 41, term: 3 },
+  ];
+  it('a standby trusts the watermark as far as its log goes (its log is a prefix of its leader\'s)', () => {
+    expect(tieredThroughHere({ watermarkSeq: 10_043, leading: undefined, verifiedSeq: undefined, termStarts: runs, lastSeq: 2_041 })).toBe(10_043);
+  });
+  it('a leader whose sweep has not found the watermark in its log counts only the entries before its term: a replicated watermark past them names seqs another log tiered', () => {
+    // Leading in term 3 from seq 41: its own entries 41.. are not the tier's 41..10043.
+    expect(tieredThroughHere({ watermarkSeq: 10_043, leading: { term: 3 }, verifiedSeq: undefined, termStarts: runs, lastSeq: 141 })).toBe(40);
+    // Nothing ordered in its term yet: its whole log, which came from earlier leaders.
+    expect(tieredThroughHere({ watermarkSeq: 10_043, leading: { term: 4 }, verifiedSeq: undefined, termStarts: runs, lastSeq: 141 })).toBe(141);
+    expect(tieredThroughHere({ watermarkSeq: 30, leading: { term: 3 }, verifiedSeq: undefined, termStarts: runs, lastSeq: 141 })).toBe(30);
+    // A single node (term 0, every entry its own) trusts nothing until its sweep checked.
+    expect(tieredThroughHere({ watermarkSeq: 500, leading: { term: 0 }, verifiedSeq: undefined, termStarts: [{ firstSeq: 1, term: 0 }], lastSeq: 600 })).toBe(0);
+  });
+  it('a leader whose sweep found the watermark in its log, or tiered itself, trusts it', () => {
+    expect(tieredThroughHere({ watermarkSeq: 500, leading: { term: 3 }, verifiedSeq: 500, termStarts: runs, lastSeq: 600 })).toBe(500);
+    expect(tieredThroughHere({ watermarkSeq: 500, leading: { term: 0 }, verifiedSeq: 480, termStarts: [{ firstSeq: 1, term: 0 }], lastSeq: 600 })).toBe(480);
+  });
+});
 
 describe('localCleanupPolicy', () => {
   it('cuts off days before now, as set', () => {
