@@ -13,3 +13,10 @@ export function laterWatermark(a: Watermark, b: Watermark): Watermark {
 
 /** Replicated-metadata name of the watermark. */
 export const WATERMARK_META = 'tierWatermark';
+
+/**
+ * Replicated-metadata name of the term in which a leader's sweep last tiered or found the
+ * watermark in its own log: entries of a later term (ordered by a leader whose sweep has not
+ * done so yet) are not covered by the watermark, whatever their seq (tieredThroughHere).
+ */
+export const WATERMARK_TERM_META = 'tierWatermarkTerm';

@@ -5,6 +5,7 @@ import {
   S3Connections,
   TierEncodePool,
   WATERMARK_META,
+  WATERMARK_TERM_META,
   readTieredLocations,
   tieredLocationKey,
   ZERO_WATERMARK,
@@ -253,7 +254,7 @@ export class TieringService {
 
   /** The local cleanup policy in force now (every node applies it to its own store). */
   async prunePolicy(nowMs: number): Promise<PrunePolicy> {
-    const tieredThrough = this.#tieredHereThrough((await this.watermark()).seq);
+    const tieredThrough = await this.#tieredHereThrough((await this.watermark()).seq);
     // The ledger counts tiered events before retention may delete them (day-ledger.ts).
     await this.#store.countTieredThrough(tieredThrough);
     const unapplied = await firstUnappliedErasureSeq(this.#store);
@@ -262,14 +263,12 @@ export class TieringService {
   }
 
   /** Through which seq this node's log holds what the tier holds: what retention may delete (tieredThroughHere). */
-  #tieredHereThrough(watermarkSeq: number): number {
-    const leading = this.#membership.isLeader() ? { term: this.#membership.term() } : undefined;
+  async #tieredHereThrough(watermarkSeq: number): Promise<number> {
     return tieredThroughHere({
       watermarkSeq,
-      leading,
-      verifiedSeq: leading === undefined ? undefined : this.sweeper.verifiedThrough(leading.term),
+      watermarkTerm: await this.#store.getMeta<number>(WATERMARK_TERM_META),
+      leadingTerm: this.#membership.isLeader() ? this.#membership.term() : undefined,
       termStarts: this.#store.termStarts(),
-      lastSeq: this.#store.position.lastSeq,
     });
   }
 

@@ -35,30 +35,34 @@ function cutoffBefore(nowMs: number, days: number): number {
 export interface TieredHereFacts {
   /** The replicated tiering watermark's seq. */
   watermarkSeq: number;
-  /** Whether this node leads, and the term it leads in. */
-  leading: { term: number } | undefined;
-  /** Through which seq this node's sweep, in that term, found the watermark in its log or tiered itself (TierSweeper.verifiedThrough). */
-  verifiedSeq: number | undefined;
-  /** The log's term runs and where it ends. */
+  /**
+   * The term in which a leader's sweep last tiered or found the watermark in its log
+   * (WATERMARK_TERM_META); undefined for a watermark stored before that was kept.
+   */
+  watermarkTerm: number | undefined;
+  /** This node leads, in this term; undefined on a standby. */
+  leadingTerm: number | undefined;
+  /** The log's term runs. */
   termStarts: readonly TermStart[];
-  lastSeq: number;
 }
 
 /**
  * Through which seq this node's log holds what the tier holds: what retention may count as
- * tiered and delete. A standby's log is a prefix of its leader's (log matching comes before
- * any metadata is applied), so the watermark holds for it as far as its log goes. A leader's
- * own entries, ordered in the term it leads, are the tier's only once its sweep has found the
- * watermark in its log or tiered them (`verifiedSeq`): a watermark that arrived by replication
- * may name seqs another log tiered — a leader that tiered alone and died — and retention that
- * trusted it deleted the acknowledged, never-tiered events this leader ordered under those seqs
- * (review: 100 of 100 `ack=replicated` events lost). Until then only the entries before its
- * term count.
+ * tiered and delete. Not past the watermark, and not into entries of a term later than the one
+ * the watermark was tiered or vouched for in: a watermark that reached this node by replication
+ * may name seqs another log tiered — a leader that tiered alone and died — and a successor
+ * orders its own, acknowledged, never-tiered entries under them; retention that trusted the
+ * seq alone deleted those on every node (review: 100 of 100 `ack=replicated` events lost). A
+ * successor's sweep vouches for the watermark in its own term once it finds it in its log (or
+ * adopts the tier, or tiers), and from then its entries count. For a watermark without a term
+ * (stored before terms were kept), a leader counts only entries before its own term and a
+ * standby trusts the watermark as far as its log goes (its log is a prefix of its leader's).
  */
 export function tieredThroughHere(facts: TieredHereFacts): number {
-  const { watermarkSeq, leading } = facts;
-  if (leading === undefined) return watermarkSeq;
-  if (facts.verifiedSeq !== undefined) return Math.min(watermarkSeq, facts.verifiedSeq);
-  const ownFrom = facts.termStarts.find((start) => start.term === leading.term)?.firstSeq ?? facts.lastSeq + 1;
-  return Math.min(watermarkSeq, ownFrom - 1);
+  const { watermarkSeq, watermarkTerm, leadingTerm, termStarts } = facts;
+  const coveredTerm = watermarkTerm ?? leadingTerm;
+  if (coveredTerm === undefined) return watermarkSeq;
+  // The first entry of a term the watermark does not cover; legacy leaders: its own term.
+  const uncoveredFrom = termStarts.find((start) => (watermarkTerm === undefined ? start.term >= coveredTerm : start.term > coveredTerm))?.firstSeq;
+  return uncoveredFrom === undefined ? watermarkSeq : Math.min(watermarkSeq, uncoveredFrom - 1);
 }

@@ -5,6 +5,7 @@ import {
   includesLocation,
   readTieredLocations,
   WATERMARK_META,
+  WATERMARK_TERM_META,
   ZERO_WATERMARK,
   commitIcebergBatch,
   commitParquetBatch,
@@ -203,11 +204,8 @@ export class TierSweeper {
   #adoptRecord: ((adoption: AdoptedTier) => EncodedEvent) | undefined;
   /** What that sweep adopted. */
   #adopted: AdoptedTier | undefined;
-  /**
-   * The watermark this node's sweep found its log to hold (the check passed, an adoption took
-   * the tier's entries) or committed itself, with the term it did so in: verifiedThrough.
-   */
-  #verified: { term: number; seq: number } | undefined;
+  /** The term whose leader this node's sweep last vouched for the watermark in (WATERMARK_TERM_META), as far as it knows. */
+  #vouchedTerm: number | undefined;
   /** Counts replacements of the sweep schedule, so a replaced one does not go on beside its replacement. */
   #generation = 0;
   #closed = false;
@@ -413,7 +411,7 @@ export class TierSweeper {
       // adoption): retention deletes up to the stored watermark, on every node it replicates to.
       // Stored before the check, a watermark past this log's own entries had every node delete
       // acknowledged events never tiered, and the check then passed, their seqs deleted (review).
-      await store.putMeta({ [WATERMARK_META]: watermark });
+      await store.putMeta(this.#vouched(watermark));
       // Erasure records committed whose rewrite was not recorded done (a crash in between), and
       // those tiered while this location was an earlier target that a pass could not reach.
       this.#parquetErasuresPending = await pendingParquetErasures({ objects, location, log }, await store.erasureRecordSeqs(0, watermark.seq));
@@ -422,6 +420,7 @@ export class TierSweeper {
       // An adoption just brought erasure records the location committed and may not have applied.
       this.#parquetErasuresPending = await pendingParquetErasures({ objects, location, log }, await store.erasureRecordSeqs(0, watermark.seq));
     }
+    await this.#vouchInTerm(watermark);
     await this.#applyParquetErasures(context, settings.tierParquetPath);
     const next = await this.#nextBatch(watermark);
     const { batch } = next;
@@ -538,13 +537,14 @@ export class TierSweeper {
     // of their erasure records and still move the table's erasure cursor past them.
     await this.#checkWatermarkInLog(watermark, table.identifier, () => new IcebergTierSource(connections, table));
     if (this.#steppedDownByAdoption()) return 'not-leader';
+    await this.#vouchInTerm(watermark);
     // Erasures the table holds but has not applied yet (a pass stopped by a crash, or records an adoption just brought) go first.
     const loaded = await this.#applyErasures(context, current);
     const prefetched = this.#takePrefetch(target, watermark.seq);
     const next = prefetched ? await prefetched.next : await this.#nextBatch(watermark);
     const { batch } = next;
     if (batch.length === 0) {
-      await this.#options.store.putMeta({ [WATERMARK_META]: watermark });
+      await this.#options.store.putMeta(this.#vouched(watermark));
       this.#currentErasuresApplied = erasuresAppliedThrough(loaded.metadata);
       return 'nothing-to-tier';
     }
@@ -615,10 +615,7 @@ export class TierSweeper {
       const entry = await store.getBySeq(watermark.seq);
       if (entry !== undefined && entry.ingestTs !== watermark.ingestTs) why = `but this node's entry at that seq was ingested at ${entry.ingestTs}, not ${watermark.ingestTs}`;
     }
-    if (why === undefined) {
-      this.#verify(watermark.seq);
-      return;
-    }
+    if (why === undefined) return;
     const unusable = (detail: string) =>
       new AuditError(
         AuditErrorCode.TIER_TARGET_UNUSABLE,
@@ -648,8 +645,6 @@ export class TierSweeper {
         ...(record === undefined ? {} : { record }),
       });
       this.#adopted = { ...adoption, target, throughSeq: watermark.seq };
-      // The log now holds the tier's entries through the watermark.
-      this.#verify(watermark.seq);
       this.#dropPrefetch();
       this.#options.log.warn(
         { target, watermarkSeq: watermark.seq, ...adoption },
@@ -885,25 +880,28 @@ export class TierSweeper {
   }
 
   /**
-   * The seq through which this node's sweep, leading in `term`, found the tier's watermark in
-   * its log or tiered it itself; undefined before its first sweep of that term got that far.
-   * What a leader's retention may trust of the watermark beyond the entries it received from
-   * earlier leaders (TieringService.prunePolicy): a watermark past its own entries names seqs
-   * another log tiered.
+   * The replicated metadata that says this leader's log holds the tier through `watermark`
+   * (it tiered it, or found it in its log): the watermark, with the term this node leads in
+   * (WATERMARK_TERM_META). Retention on every node counts entries of a later term as not
+   * tiered, whatever the watermark's seq (tieredThroughHere): a watermark that came from
+   * another log — a leader that tiered alone and died — must not cover this leader's own.
    */
-  verifiedThrough(term: number): number | undefined {
-    return this.#verified?.term === term ? this.#verified.seq : undefined;
+  #vouched(watermark: Watermark): Record<string, unknown> {
+    const term = this.#options.term();
+    this.#vouchedTerm = term;
+    return { [WATERMARK_META]: watermark, [WATERMARK_TERM_META]: term };
   }
 
-  #verify(seq: number): void {
-    this.#verified = { term: this.#options.term(), seq };
+  /** Stores that the watermark holds for this log in this term, when not stored yet (once a term). */
+  async #vouchInTerm(watermark: Watermark): Promise<void> {
+    if (this.#vouchedTerm === this.#options.term()) return;
+    await this.#options.store.putMeta(this.#vouched(watermark));
   }
 
   async #remember(location: TieredLocation, watermark: Watermark): Promise<void> {
-    this.#verify(watermark.seq);
     const { store } = this.#options;
     const known = await readTieredLocations(store);
-    await store.putMeta({ [WATERMARK_META]: watermark, ...(includesLocation(known, location) ? {} : { [TIERED_LOCATIONS_META]: [...known, location] }) });
+    await store.putMeta({ ...this.#vouched(watermark), ...(includesLocation(known, location) ? {} : { [TIERED_LOCATIONS_META]: [...known, location] }) });
   }
 
   async close(): Promise<void> {

@@ -20,25 +20,29 @@ function ev(eventId: string, timestamp: number): AuditEvent {
 const TIERED = { 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': 's3://bucket/audit', 'audit.tier.connectionId': 'c' };
 
 describe('tieredThroughHere', () => {
+  // Terms 1 and 2 came from earlier leaders; this node ordered term 3's entries from seq 41.
   const runs = [
     { firstSeq: 1, term: 1 },
+    { firstSeq: 30, term: 2 },
     { firstSeq: 41, term: 3 },
   ];
-  it('a standby trusts the watermark as far as its log goes (its log is a prefix of its leader\'s)', () => {
-    expect(tieredThroughHere({ watermarkSeq: 10_043, leading: undefined, verifiedSeq: undefined, termStarts: runs, lastSeq: 2_041 })).toBe(10_043);
+  it('counts entries up to the watermark only in terms the watermark was tiered or vouched for in', () => {
+    // Tiered by the leader of term 2 through seq 10,043 (a leader that tiered alone and died):
+    // this node's term-3 entries from 41 on are not the tier's, leader or standby.
+    expect(tieredThroughHere({ watermarkSeq: 10_043, watermarkTerm: 2, leadingTerm: 3, termStarts: runs })).toBe(40);
+    expect(tieredThroughHere({ watermarkSeq: 10_043, watermarkTerm: 2, leadingTerm: undefined, termStarts: runs })).toBe(40);
+    expect(tieredThroughHere({ watermarkSeq: 35, watermarkTerm: 2, leadingTerm: 3, termStarts: runs })).toBe(35);
+    // Vouched for in term 3 (its sweep found the watermark in its log, or tiered): all of it.
+    expect(tieredThroughHere({ watermarkSeq: 500, watermarkTerm: 3, leadingTerm: 3, termStarts: runs })).toBe(500);
+    expect(tieredThroughHere({ watermarkSeq: 500, watermarkTerm: 3, leadingTerm: undefined, termStarts: runs })).toBe(500);
+    // A single node: term 0 throughout.
+    expect(tieredThroughHere({ watermarkSeq: 500, watermarkTerm: 0, leadingTerm: 0, termStarts: [{ firstSeq: 1, term: 0 }] })).toBe(500);
   });
-  it('a leader whose sweep has not found the watermark in its log counts only the entries before its term: a replicated watermark past them names seqs another log tiered', () => {
-    // Leading in term 3 from seq 41: its own entries 41.. are not the tier's 41..10043.
-    expect(tieredThroughHere({ watermarkSeq: 10_043, leading: { term: 3 }, verifiedSeq: undefined, termStarts: runs, lastSeq: 141 })).toBe(40);
-    // Nothing ordered in its term yet: its whole log, which came from earlier leaders.
-    expect(tieredThroughHere({ watermarkSeq: 10_043, leading: { term: 4 }, verifiedSeq: undefined, termStarts: runs, lastSeq: 141 })).toBe(141);
-    expect(tieredThroughHere({ watermarkSeq: 30, leading: { term: 3 }, verifiedSeq: undefined, termStarts: runs, lastSeq: 141 })).toBe(30);
-    // A single node (term 0, every entry its own) trusts nothing until its sweep checked.
-    expect(tieredThroughHere({ watermarkSeq: 500, leading: { term: 0 }, verifiedSeq: undefined, termStarts: [{ firstSeq: 1, term: 0 }], lastSeq: 600 })).toBe(0);
-  });
-  it('a leader whose sweep found the watermark in its log, or tiered itself, trusts it', () => {
-    expect(tieredThroughHere({ watermarkSeq: 500, leading: { term: 3 }, verifiedSeq: 500, termStarts: runs, lastSeq: 600 })).toBe(500);
-    expect(tieredThroughHere({ watermarkSeq: 500, leading: { term: 0 }, verifiedSeq: 480, termStarts: [{ firstSeq: 1, term: 0 }], lastSeq: 600 })).toBe(480);
+  it('a watermark stored before its term was kept: a leader counts only the entries before its own term, a standby trusts it as far as its log goes', () => {
+    expect(tieredThroughHere({ watermarkSeq: 10_043, watermarkTerm: undefined, leadingTerm: 3, termStarts: runs })).toBe(40);
+    expect(tieredThroughHere({ watermarkSeq: 10_043, watermarkTerm: undefined, leadingTerm: 4, termStarts: runs })).toBe(10_043);
+    expect(tieredThroughHere({ watermarkSeq: 10_043, watermarkTerm: undefined, leadingTerm: undefined, termStarts: runs })).toBe(10_043);
+    expect(tieredThroughHere({ watermarkSeq: 500, watermarkTerm: undefined, leadingTerm: 0, termStarts: [{ firstSeq: 1, term: 0 }] })).toBe(0);
   });
 });
 

@@ -1,7 +1,7 @@
 // Goal: batch.size bounds one commit, not the throughput — a sweep that fills a batch is followed at once by the next until less than a batch is settled, without waiting for the interval — while leadership, close() and status reads interleave between commits.
 import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
-import { IcebergTierSource, ParquetTierSource, S3Connections, commitMetadataVersion, type IcebergTableRef, type LoadedTable, type ObjectStore, currentManifests, loadIcebergTable, readTieredSuffix, resolveIcebergTable, runIcebergMaintenance, tableWatermark } from '@auditlake/lake';
+import { IcebergTierSource, ParquetTierSource, S3Connections, commitMetadataVersion, type IcebergTableRef, type LoadedTable, type ObjectStore, currentManifests, loadIcebergTable, readTieredSuffix, resolveIcebergTable, runIcebergMaintenance, tableWatermark, WATERMARK_TERM_META } from '@auditlake/lake';
 import { chainHash, erasureDetailsChunks } from '@auditlake/integrity';
 import { currentSnapshot, readWholeAuditParquet, type IcebergTableMetadata } from '@auditlake/format';
 import { defaultSettings, encodeEvent, INTEGRITY_ACTIONS, parseSettings, resolveConfig, SELF_SOURCE, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
@@ -359,10 +359,10 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
       expect(await b.sweep()).toBe('failed');
       expect((await b.status()).lastError).toContain("is tiered through seq 20, past the end of this node's log (seq 15)");
       // Nor is the tier's watermark stored as this log's: retention deletes up to it, and these
-      // three entries (acknowledged, never tiered) would go on every node (review). Nor does
-      // the sweep vouch for it, which a leader's retention asks (tieredThroughHere).
+      // three entries (acknowledged, never tiered) would go on every node (review). Nor is it
+      // vouched for in this term, which retention asks before counting term 2's entries (tieredThroughHere).
       expect((await b.watermark()).seq).toBe(0);
-      expect(b.verifiedThrough(2)).toBeUndefined();
+      expect(await successor.getMeta(WATERMARK_TERM_META)).toBeUndefined();
       expect((await b.status()).lastError).toContain('tiering stops here until the logs are reconciled: once the tier is checked to hold what that log tiered, POST /admin/audit/tier/adopt {"throughSeq": 20}');
       // Leave for another watermark than the tier's adopts nothing.
       expect(await b.adoptTier(21)).toMatchObject({ adopted: undefined, outcome: 'failed', error: expect.stringContaining('{"throughSeq": 20}') as unknown });
@@ -370,16 +370,14 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
       expect(successor.outboxCount).toBe(0);
       expect(await b.adoptTier(20)).toEqual({ adopted: { target: target.tierMode === 'parquet' ? target.tierParquetPath : target.tierIcebergTable, throughSeq: 20, commonSeq: 12, adopted: 8, moved: 3 }, outcome: 'nothing-to-tier', error: null });
       expect((await b.status()).lastError).toBeNull();
-      // Adopted: the log holds the tier's entries through its watermark, in this term.
-      expect(b.verifiedThrough(2)).toBe(20);
-      expect(b.verifiedThrough(3)).toBeUndefined();
+      // Adopted: the log holds the tier's entries through its watermark, vouched for in this term.
+      expect(await successor.getMeta(WATERMARK_TERM_META)).toBe(2);
       expect(successor.position).toMatchObject({ lastSeq: 20 });
       expect(Buffer.concat(await successor.readEncodedBySeq(0, 20)).equals(Buffer.concat(await dead.readEncodedBySeq(0, 20)))).toBe(true);
       expect(successor.outboxCount).toBe(3);
       expect(await orderOutbox(successor, 2)).toBe(2);
       expect(await b.sweep()).toBe('tiered');
       expect((await b.watermark()).seq).toBe(22);
-      expect(b.verifiedThrough(2)).toBe(22);
       const ids = await tieredIds(mode, target, 22);
       expect(ids).toEqual([...Array.from({ length: 20 }, (_, i) => `e${i}`), 'e100', 'e101']);
       // The successor's log goes on the tier's chain.
