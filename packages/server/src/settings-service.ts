@@ -16,6 +16,11 @@ import type { AuditStore, Sequencer } from '@auditlake/store';
 
 /** The replicated-metadata name under which explicitly set settings are kept. */
 export const SETTINGS_META = 'settings';
+/**
+ * The replicated-metadata name of the eventId of the `audit:UpdateSettings` record that set the
+ * stored settings, written with them: what a cluster leader's answer waits for a standby to hold.
+ */
+export const SETTINGS_RECORD_META = 'settingsRecord';
 
 type Overrides = Partial<Settings>;
 export type SettingsListener = (effective: EffectiveSettings, changes: readonly SettingChange[]) => void;
@@ -41,8 +46,6 @@ export class SettingsService {
 
   readonly #validate: SettingsValidator | undefined;
   readonly #sequencer: Sequencer | undefined;
-  /** The eventId of the `audit:UpdateSettings` record of the last change saved here, if any. */
-  #lastChangeEventId: string | undefined;
 
   private constructor(store: AuditStore, config: NodeConfig, validate: SettingsValidator | undefined, sequencer: Sequencer | undefined) {
     this.#store = store;
@@ -78,11 +81,12 @@ export class SettingsService {
   }
 
   /**
-   * The eventId of the `audit:UpdateSettings` record of the last change this node saved (since
-   * it started), or undefined: a cluster leader's answer waits for a standby to hold it.
+   * The eventId of the `audit:UpdateSettings` record that set the stored settings (whoever
+   * saved them, kept across restarts), or undefined: a cluster leader's answer waits for a
+   * standby to hold it.
    */
-  get lastChangeEventId(): string | undefined {
-    return this.#lastChangeEventId;
+  async lastChangeEventId(): Promise<string | undefined> {
+    return this.#store.getMeta<string>(SETTINGS_RECORD_META);
   }
 
   get effective(): EffectiveSettings {
@@ -130,9 +134,15 @@ export class SettingsService {
           timestamp: nowMs,
         },
       ],
-      { freshIds: new Set([eventId]), meta: [{ name: SETTINGS_META, value: overrides }], ...(this.#sequencer ? { sequencer: this.#sequencer } : {}) },
+      {
+        freshIds: new Set([eventId]),
+        meta: [
+          { name: SETTINGS_META, value: overrides },
+          { name: SETTINGS_RECORD_META, value: eventId },
+        ],
+        ...(this.#sequencer ? { sequencer: this.#sequencer } : {}),
+      },
     );
-    this.#lastChangeEventId = eventId;
     this.#overrides = overrides;
     this.#effective = update.effective;
     for (const listener of this.#listeners) listener(update.effective, update.changes);

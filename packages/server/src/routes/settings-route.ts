@@ -7,22 +7,23 @@ import type { TieringService } from '../tiering-service.js';
 import './route-access.js';
 
 /**
- * On a cluster leader, waits until a standby holds the record of the last settings change saved
- * here (its settings with it, in the same replicated write), at most `timeoutMs`: a warning for
- * the answer when none did, else undefined. Without it, a change acknowledged while no standby
- * pulled was lost when the leader failed — the next leader ran the settings from before it (a
- * redaction key added, say, and values it should mask stored unmasked), while the change's own
- * record came back into the log when the old leader rejoined (review). Not waited for when no
- * other node was ever heard from (a cluster of one: nothing to fail over to).
+ * On a cluster leader, waits until a standby holds the record of the change that set the stored
+ * settings (the settings with it, in the same replicated write), at most `timeoutMs`: a warning
+ * for the answer when none did, else undefined. Without it, a change acknowledged while no
+ * standby pulled was lost when the leader failed — the next leader ran the settings from before
+ * it (a redaction key added, say, and values it should mask stored unmasked), while the change's
+ * own record came back into the log when the old leader rejoined (review). The same settings
+ * posted again (no change) wait for the same record, also after the leader restarted. Not
+ * waited for when no other node was heard from since this one started: none would answer.
  */
 async function replicationWarning(settings: SettingsService, membership: Membership, timeoutMs: number): Promise<string | undefined> {
-  const eventId = settings.lastChangeEventId;
+  const eventId = await settings.lastChangeEventId();
   if (!membership.coordinated || eventId === undefined) return undefined;
   const status = await membership.status();
-  const others = status.nodes.filter((node) => node.nodeId !== status.nodeId);
-  if (others.length > 0 && (await membership.confirmReplicated([{ eventId }], timeoutMs))) return undefined;
-  const why = others.length === 0 ? 'no standby has joined this cluster' : `no standby confirmed it within ${timeoutMs} ms`;
-  return `the settings are saved and in force on this leader, but ${why}: should this leader fail before a standby holds them, the next leader runs the settings from before this change (its audit:UpdateSettings record may come back into the log without it); post the same settings again to wait for the confirmation, or read them on the new leader after a failover`;
+  const heard = status.nodes.some((node) => node.nodeId !== status.nodeId);
+  if (heard && (await membership.confirmReplicated([{ eventId }], timeoutMs))) return undefined;
+  const why = heard ? `no standby confirmed them within ${timeoutMs} ms` : 'no standby has been heard from since this node started';
+  return `the settings are saved and in force on this leader, but ${why}: should this leader fail before a standby holds them, the next leader runs the settings it held before (the audit:UpdateSettings record may come back into the log without its change); post the same settings again to wait for a standby's confirmation`;
 }
 
 export function registerSettingsRoutes(app: FastifyInstance, settings: SettingsService, membership: Membership, tiering: TieringService, ackReplicatedTimeoutMs: number): void {
