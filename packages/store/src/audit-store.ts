@@ -436,7 +436,14 @@ export class AuditStore {
       // Filled in the background: until it is, every id counts as one retention may have deleted.
       store.#prunedIds = PrunedIds.open(store.#db, {
         keepMs: options.prunedIdsKeepMs ?? PRUNED_IDS_KEEP_MS_DEFAULT,
-        now: options.now ?? Date.now,
+        // Not past the log's newest ingest time: a node started once with its clock a year
+        // ahead would otherwise delete every kept id for good at its first sweep (review); a
+        // clock ahead while ingesting moves both, and the daily interval leaves time to mend it.
+        now: () => {
+          const wallMs = (options.now ?? Date.now)();
+          const lastIngestTs = store.position.lastIngestTs;
+          return lastIngestTs > 0 ? Math.min(wallMs, lastIngestTs) : wallMs;
+        },
         inWriterTurn: (run) => store.#openWriter().exclusive(run),
       });
     } catch (err) {

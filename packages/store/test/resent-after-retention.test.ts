@@ -404,8 +404,10 @@ describe('how long deleted ids are kept (prunedIdsKeepMs)', () => {
     const tier = new Map(await Promise.all(['a', 'b'].map(async (id) => [id, JSON.stringify(await store.getByEventId(id))] as const)));
     nowMs = OLD_MS + 6 * DAY;
     expect(await pruneTiered(store, OLD_MS + 5 * DAY + 1)).toBe(2);
-    // Eleven days after a's time, four after b's: a's id is past ten days, b's is not.
+    // Eleven days after a's time, four after b's: a's id is past ten days, b's is not (by a clock
+    // the log's ingest time has reached: an event ingested now).
     nowMs = OLD_MS + 11 * DAY;
+    await store.appendEncoded([ingested(ev('now', { timestamp: nowMs }))]);
     expect(await store.sweepPrunedIds()).toBe('loaded');
     const { asked } = tierOf(store, tier);
     // a's id is no longer kept: a re-send timed after anything deleted is judged by its time alone, as before ids were kept.
@@ -418,8 +420,8 @@ describe('how long deleted ids are kept (prunedIdsKeepMs)', () => {
     expect(asked).toEqual([new Map([['b', OLD_MS + 5 * DAY]])]);
     // c, deleted now, was timed nine days after OLD_MS: younger than ten days, kept; the re-sent a
     // (timed ten days after) too. A prune of an event already past ten days keeps nothing of it.
-    await store.appendEncoded([ingested(ev('d', { timestamp: OLD_MS + 2 * DAY }))]);
     nowMs = OLD_MS + 13 * DAY;
+    await store.appendEncoded([ingested(ev('d', { timestamp: OLD_MS + 2 * DAY }))]);
     expect(await pruneTiered(store, OLD_MS + 10 * DAY + 1)).toBe(3);
     await stores.close(store);
     expect(await keptIds(location)).toEqual([
@@ -427,6 +429,21 @@ describe('how long deleted ids are kept (prunedIdsKeepMs)', () => {
       ['p!b', String(OLD_MS + 5 * DAY)],
       ['p!c', String(OLD_MS + 9 * DAY)],
     ]);
+  });
+
+  it('a store opened with its clock far ahead of its log keeps its ids: expiry goes by the log\'s newest ingest time at most', async () => {
+    let nowMs = OLD_MS + DAY;
+    const { store, location } = await stores.open(undefined, () => nowMs, { prunedIdsKeepMs: 10 * DAY });
+    await store.appendEncoded([ingested(ev('a')), ingested(ev('b', { timestamp: OLD_MS + 5 * DAY }))]);
+    expect(await pruneTiered(store, OLD_MS + 1)).toBe(1);
+    await stores.close(store);
+    // Opened once with the clock 400 days ahead (a stepped host clock, a debug offset).
+    nowMs = OLD_MS + 400 * DAY;
+    const { store: ahead } = await stores.open(location, () => nowMs, { prunedIdsKeepMs: 10 * DAY });
+    await expect.poll(() => ahead.prunedIdsLoad).toBe('loaded');
+    expect(await ahead.sweepPrunedIds()).toBe('loaded');
+    await stores.close(ahead);
+    expect(await keptIds(location)).toEqual([['p!a', String(OLD_MS)]]);
   });
 
   it('an id a prune keeps while a sweep builds the new filter is in that filter', async () => {
