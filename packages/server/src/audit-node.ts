@@ -299,7 +299,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     // Closed before the store (closers run in reverse): its last tick finishes first.
     closers.push(() => integrity.close());
     registerIntegrityRoutes(app, { integrity, store, membership, now: () => Date.now() + config.debugClockOffsetMs, findTiered: (eventIds) => tiering.findTieredRecords(eventIds), ackReplicatedTimeoutMs: config.ackReplicatedTimeoutMs });
-    registerLedgerRoute(app, { store, countTiered: async () => store.countTieredThrough((await tiering.watermark()).seq) });
+    registerLedgerRoute(app, { store, countTiered: async () => void (await tiering.countTiered()) });
     registerClusterRoute(app, membership);
     registerHealthRoutes(app, metrics, { role: () => (membership.isLeader() ? 'leader' : 'standby'), storeFault: () => store.writeFault }, hosts);
     if (cluster) {

@@ -82,11 +82,18 @@ export class SettingsService {
 
   /**
    * The eventId of the `audit:UpdateSettings` record that set the stored settings (whoever
-   * saved them, kept across restarts), or undefined: a cluster leader's answer waits for a
-   * standby to hold it.
+   * saved them, kept across restarts) while the log holds it, or undefined: a cluster leader's
+   * answer waits for a standby to hold it.
    */
   async lastChangeEventId(): Promise<string | undefined> {
-    return this.#store.getMeta<string>(SETTINGS_RECORD_META);
+    const eventId = await this.#store.getMeta<string>(SETTINGS_RECORD_META);
+    if (eventId === undefined) return undefined;
+    // Retention deletes a record only once tiered, and a leader tiers only what the standbys it
+    // hears from hold: one no longer in the log is not waited for (it would never be found;
+    // review). A leader that heard from none tiers alone, so there this can answer without a
+    // warning for a record no standby got — the change's own answer warned then.
+    const [seq] = await this.#store.seqsOfEventIds([eventId]);
+    return seq === undefined ? undefined : eventId;
   }
 
   get effective(): EffectiveSettings {

@@ -254,12 +254,22 @@ export class TieringService {
 
   /** The local cleanup policy in force now (every node applies it to its own store). */
   async prunePolicy(nowMs: number): Promise<PrunePolicy> {
-    const tieredThrough = await this.#tieredHereThrough((await this.watermark()).seq);
-    // The ledger counts tiered events before retention may delete them (day-ledger.ts).
-    await this.#store.countTieredThrough(tieredThrough);
+    const tieredThrough = await this.countTiered();
     const unapplied = await firstUnappliedErasureSeq(this.#store);
     this.#erasureHoldSeq = unapplied ?? null;
     return localCleanupPolicy(this.#settings.effective, tieredThrough, nowMs, unapplied);
+  }
+
+  /**
+   * Counts as tiered in the ledger what this node's log holds of the tier (tieredThroughHere),
+   * before retention may delete it (day-ledger.ts) and before the ledger answers; returns
+   * through which seq. The raw watermark would count a successor's own, never-tiered entries
+   * under a watermark another log tiered (review).
+   */
+  async countTiered(): Promise<number> {
+    const tieredThrough = await this.#tieredHereThrough((await this.watermark()).seq);
+    await this.#store.countTieredThrough(tieredThrough);
+    return tieredThrough;
   }
 
   /** Through which seq this node's log holds what the tier holds: what retention may delete (tieredThroughHere). */
