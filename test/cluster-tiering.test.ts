@@ -70,9 +70,9 @@ async function tierOnlyOnLeaderThenKill(cluster: Awaited<ReturnType<typeof start
   }
 }
 
-async function twoNodesFirstBatchTiered(leaseTtlMs: number, path: string) {
+async function twoNodesFirstBatchTiered(leaseTtlMs: number, path: string, extraSets: readonly string[] = []) {
   const s3 = await s3Endpoint();
-  const tiering = [`auditlake.cluster.lease.ttl.ms=${leaseTtlMs}`, 'auditlake.audit.tier.interval.ms=100', 'auditlake.audit.tier.ingest.settle.ms=0', ...s3.props];
+  const tiering = [`auditlake.cluster.lease.ttl.ms=${leaseTtlMs}`, 'auditlake.audit.tier.interval.ms=100', 'auditlake.audit.tier.ingest.settle.ms=0', ...s3.props, ...extraSets];
   const cluster = await startCluster({ size: 2, sets: () => tiering });
   const leader = await cluster.waitForLeader();
   const standby = 1 - leader;
@@ -193,6 +193,24 @@ describe('tiering across a failover (real processes, real redis-server and S3 en
     const dir = await downloadCommittedParquet(`http://127.0.0.1:${s3.port}`, 's3://ext/missed', CREDENTIALS);
     const rows = await duckdb(`SELECT count(*)::INTEGER AS n, count(DISTINCT event_id)::INTEGER AS d, count(DISTINCT seq)::INTEGER AS s, max(seq)::INTEGER AS m FROM read_parquet('${dir}/missed/event_date=*/*.parquet')`);
     expect(rows).toEqual([{ n: log.length, d: log.length, s: log.length, m: log.at(-1)!.seq }]);
+  }, 90_000);
+
+  it('a successor that missed what its dead leader tiered keeps the events it acknowledges under the seqs the tier holds, with retention at 0 days, until an admin adopts', async () => {
+    // Retention every 100 ms; settings answers wait 300 ms for the dead standby.
+    const { cluster, leader, standby } = await twoNodesFirstBatchTiered(1000, 's3://ext/kept', ['auditlake.audit.retention.interval.ms=100', 'auditlake.ingest.ack.replicated.timeout.ms=300']);
+    const tieredEnd = await tierOnlyOnLeaderThenKill(cluster, leader, [standby]);
+    await expect.poll(() => cluster.leaderIndex(), { timeout: 20_000 }).toBe(standby);
+    const survivor = cluster.node(standby).url;
+    expect(await saveSettings(survivor, { 'audit.tier.retain.local.days': '0' })).toBe(200);
+    // Acknowledged, most under seqs the tier holds (the dead leader's second batch), never tiered.
+    expect((await postEvents(survivor, batch('third-'))).status).toBe(200);
+    expect((await cluster.log(standby)).filter((e) => e.eventId.startsWith('third-') && e.seq <= tieredEnd).length).toBeGreaterThanOrEqual(30);
+    await expect.poll(async () => (await tierStatus(survivor)).lastError ?? '', { timeout: 20_000 }).toContain(`POST /admin/audit/tier/adopt {"throughSeq": ${tieredEnd}}`);
+    // Fifteen retention runs: retention trusting the tier's watermark, or the term it came from,
+    // deleted them all (a reviewer lost 100 of 100 acknowledged events so).
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect((await cluster.log(standby)).filter((e) => e.eventId.startsWith('third-'))).toHaveLength(40);
+    expect((await tierStatus(survivor)).backlog).toBeGreaterThanOrEqual(40);
   }, 90_000);
 
   it('three nodes, both survivors missed what the dead leader tiered: the adoption holds through the election that follows; DuckDB counts every event once', async () => {
