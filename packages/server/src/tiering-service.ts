@@ -267,19 +267,14 @@ export class TieringService {
    * under a watermark another log tiered (review).
    */
   async countTiered(): Promise<number> {
-    const tieredThrough = await this.#tieredHereThrough((await this.watermark()).seq);
-    await this.#store.countTieredThrough(tieredThrough);
-    return tieredThrough;
-  }
-
-  /** Through which seq this node's log holds what the tier holds: what retention may delete (tieredThroughHere). */
-  async #tieredHereThrough(watermarkSeq: number): Promise<number> {
-    return tieredThroughHere({
-      watermarkSeq,
+    const tieredThrough = tieredThroughHere({
+      watermarkSeq: (await this.watermark()).seq,
       watermarkTerm: await this.#store.getMeta<number>(WATERMARK_TERM_META),
       leadingTerm: this.#membership.isLeader() ? this.#membership.term() : undefined,
       termStarts: this.#store.termStarts(),
     });
+    await this.#store.countTieredThrough(tieredThrough);
+    return tieredThrough;
   }
 
   /** Where named events are in the tier (any location that ever received tiered events): eventId → seq, source and action. */

@@ -1597,10 +1597,9 @@ export class AuditStore {
       const prunedSeqs: Array<{ seq: number; chainHash: string | undefined }> = [];
       const days = this.#days.begin();
       const checkpointSeqs: number[] = [];
-      // Each deleted event's eventId with the entry its id key must still point at to go too.
-      const idsHeld: Array<{ eventId: string; suffix: string }> = [];
-      // Each deleted event's id, time and seq: its id is remembered when it was tiered.
-      const deletedEvents: Array<{ eventId: string; timestamp: number; seq: number }> = [];
+      // Each deleted event's eventId with the entry its id key must still point at to go too,
+      // and its time and seq: its id is remembered when it was tiered.
+      const idsHeld: Array<{ eventId: string; suffix: string; timestamp: number; seq: number }> = [];
       for (const [key, value] of entries) {
         const event = JSON.parse(value) as StoredEvent;
         if (maxSeq !== undefined && event.seq > maxSeq) continue;
@@ -1610,8 +1609,7 @@ export class AuditStore {
         touchedBlocks.add(blockOfSeq(event.seq));
         batch.del(key);
         batch.del(seqKey(event.seq));
-        idsHeld.push({ eventId: event.eventId, suffix: key.slice(PREFIX.time.length) });
-        deletedEvents.push({ eventId: event.eventId, timestamp: event.timestamp, seq: event.seq });
+        idsHeld.push({ eventId: event.eventId, suffix: key.slice(PREFIX.time.length), timestamp: event.timestamp, seq: event.seq });
         index.del(batch, event, event.timestamp, event.seq);
         for (const table of event.tables) prunedTables.add(table);
         const kind = integrityKindOf(event.source, event.action);
@@ -1657,7 +1655,7 @@ export class AuditStore {
           // deleted twice (two copies) keeps the time of the copy deleted last: both are tiered.
           // One whose event is past the time ids are kept (old history imported) is not kept.
           const remembered: string[] = [];
-          for (const event of deletedEvents) {
+          for (const event of idsHeld) {
             if (event.seq > this.#tieredCountedThrough || !this.#prunedIds.keeps(event.timestamp)) continue;
             this.#prunedIds.put(batch, event.eventId, event.timestamp);
             remembered.push(event.eventId);
@@ -1910,15 +1908,6 @@ export class AuditStore {
   }
 
   /**
-   * Counts as tiered every event of this log with a seq up to `seq` (the tiering watermark this
-   * node knows) not counted yet, in batches in the writer's queue. Called before every prune
-   * (which deletes only tiered events, or untiered ones once tiering is off): an event is
-   * counted before it can be deleted. A watermark never goes back, so neither does this.
-   * `holding`: counting goes on only while the log still holds this entry (#stillHolds), checked
-   * in each batch's own turn, so a log cut queued between two batches stops it before it counts
-   * the entries the cut put in place of the tiered ones.
-   */
-  /**
    * Every received event with a seq up to this is counted as tiered (countTieredThrough): what
    * retention may delete under a tier's watermark, so each deleted event is counted tiered in
    * the ledger and its id kept (pruned-ids.ts) — a standby may know a watermark past its log's end.
@@ -1927,6 +1916,15 @@ export class AuditStore {
     return this.#tieredCountedThrough;
   }
 
+  /**
+   * Counts as tiered every event of this log with a seq up to `seq` (the tiering watermark this
+   * node knows) not counted yet, in batches in the writer's queue. Called before every prune
+   * (which deletes only tiered events, or untiered ones once tiering is off): an event is
+   * counted before it can be deleted. A watermark never goes back, so neither does this.
+   * `holding`: counting goes on only while the log still holds this entry (#stillHolds), checked
+   * in each batch's own turn, so a log cut queued between two batches stops it before it counts
+   * the entries the cut put in place of the tiered ones.
+   */
   async countTieredThrough(seq: number, holding?: StoredEvent): Promise<void> {
     const writer = this.#openWriter();
     for (;;) {

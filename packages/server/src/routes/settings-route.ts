@@ -17,8 +17,9 @@ import './route-access.js';
  * waited for when no other node was heard from since this one started: none would answer.
  */
 async function replicationWarning(settings: SettingsService, membership: Membership, timeoutMs: number): Promise<string | undefined> {
+  if (!membership.coordinated) return undefined;
   const eventId = await settings.lastChangeEventId();
-  if (!membership.coordinated || eventId === undefined) return undefined;
+  if (eventId === undefined) return undefined;
   const status = await membership.status();
   const heard = status.nodes.some((node) => node.nodeId !== status.nodeId);
   if (heard && (await membership.confirmReplicated([{ eventId }], timeoutMs))) return undefined;
