@@ -43,6 +43,11 @@ export const AuditErrorCode = {
   SEARCH_TIMEOUT: 'AUDIT_SEARCH_TIMEOUT',
   /** The operation needs the leader and this node is not it. */
   NOT_LEADER: 'AUDIT_NOT_LEADER',
+  /**
+   * A standby passed a write to the leader, which gave no answer in time or broke the
+   * connection: the leader may have carried it out, so the caller looks before sending it again.
+   */
+  LEADER_NO_ANSWER: 'AUDIT_LEADER_NO_ANSWER',
   /** A message carried a term older than the one this node has seen. */
   STALE_TERM: 'AUDIT_STALE_TERM',
   /** `ack=replicated`: the events are stored here but no other node confirmed them in time. */

@@ -20,6 +20,7 @@ const STATUS_BY_CODE: Record<AuditErrorCode, number> = {
   [AuditErrorCode.UNREACHABLE]: 502,
   [AuditErrorCode.STORE_WRITE_FAILED]: 503,
   [AuditErrorCode.REPLICATION_TIMEOUT]: 503,
+  [AuditErrorCode.LEADER_NO_ANSWER]: 504,
   [AuditErrorCode.CONFIG_INVALID]: 500,
   [AuditErrorCode.OBJECT_NOT_FOUND]: 502,
   [AuditErrorCode.OBJECT_EXISTS]: 409,

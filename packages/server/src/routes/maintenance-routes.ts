@@ -1,6 +1,6 @@
 import { AuditError, AuditErrorCode, jsonForMessage } from '@auditlake/model';
 import type { FastifyInstance } from 'fastify';
-import { proxyToLeader } from '../leader-proxy.js';
+import { LONG_PROXY_TIMEOUT_MS, proxyToLeader } from '../leader-proxy.js';
 import type { Membership } from '../membership.js';
 import type { TieringService } from '../tiering-service.js';
 import './route-access.js';
@@ -16,7 +16,8 @@ export function registerMaintenanceRoutes(app: FastifyInstance, membership: Memb
     return membership.isLeader() ? { registrations } : { registrations, stale: true };
   });
   app.post('/admin/audit/maintenance/run', { config: { access: { role: 'admin', action: 'audit:RunMaintenance' } } }, async (request, reply) => {
-    if (await proxyToLeader(membership.leaderUrl(), request, reply)) return reply;
+    // A run (or an adoption's sweep) takes as long as its work: wait for it.
+    if (await proxyToLeader(membership.leaderUrl(), request, reply, { timeoutMs: LONG_PROXY_TIMEOUT_MS })) return reply;
     const body = (request.body ?? {}) as unknown;
     if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new AuditError(AuditErrorCode.BAD_REQUEST, 'maintenance run request must be a JSON object, optionally {"table": "catalog.schema.table"}');
     const table = (body as Record<string, unknown>)['table'];
@@ -25,7 +26,8 @@ export function registerMaintenanceRoutes(app: FastifyInstance, membership: Memb
     return table === undefined ? { runs } : runs[0];
   });
   app.post('/admin/audit/tier/adopt', { config: { access: { role: 'admin', action: 'audit:AdoptTier' } } }, async (request, reply) => {
-    if (await proxyToLeader(membership.leaderUrl(), request, reply)) return reply;
+    // A run (or an adoption's sweep) takes as long as its work: wait for it.
+    if (await proxyToLeader(membership.leaderUrl(), request, reply, { timeoutMs: LONG_PROXY_TIMEOUT_MS })) return reply;
     const body = (request.body ?? {}) as unknown;
     const throughSeq = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>)['throughSeq'] : undefined;
     if (typeof throughSeq !== 'number' || !Number.isSafeInteger(throughSeq) || throughSeq < 1) {

@@ -3,7 +3,7 @@ import { encodeCursor, isAuditError, parseSearchParams, toEventOutput, type Even
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { ARROW_STREAM_MEDIA_TYPE, encodeArrowStream } from '../arrow-events.js';
 import type { AuditSearch } from '../audit-search.js';
-import { proxyToLeader } from '../leader-proxy.js';
+import { PROXY_TIMEOUT_MS, proxyToLeader } from '../leader-proxy.js';
 import { eventOutputJson, searchResponseBody } from '../search-response.js';
 import type { Membership } from '../membership.js';
 import { giveUpUnreadAnswer, searchDeadline } from '../search-deadline.js';
@@ -109,7 +109,8 @@ export function registerSearchRoute(app: FastifyInstance, options: SearchRouteOp
     const filter = searchFilter(request.query, options.viewerMaxPage);
     const { membership, search } = options;
     // A standby shows the leader's view; without a reachable leader, its own replica, marked stale.
-    if (await proxyToLeader(membership.leaderUrl(), request, reply)) return reply;
+    // The leader's search may read up to its own deadline before answering.
+    if (await proxyToLeader(membership.leaderUrl(), request, reply, { timeoutMs: options.searchTimeoutMs + PROXY_TIMEOUT_MS })) return reply;
     const stale = !membership.isLeader();
     if (stale) reply.header(STALE_HEADER, 'true');
     const deadline = searchDeadline(reply, options.searchTimeoutMs);

@@ -1,6 +1,6 @@
 import { AuditError, AuditErrorCode, settingsView } from '@auditlake/model';
 import type { FastifyInstance } from 'fastify';
-import { proxyToLeader } from '../leader-proxy.js';
+import { PROXY_TIMEOUT_MS, proxyToLeader } from '../leader-proxy.js';
 import type { Membership } from '../membership.js';
 import type { SettingsService } from '../settings-service.js';
 import type { TieringService } from '../tiering-service.js';
@@ -35,7 +35,8 @@ export function registerSettingsRoutes(app: FastifyInstance, settings: SettingsS
     return membership.isLeader() ? view() : { ...(await view()), stale: true };
   });
   app.post('/admin/audit/settings', { config: { access: { role: 'admin', action: 'audit:UpdateSettings' } } }, async (request, reply) => {
-    if (await proxyToLeader(membership.leaderUrl(), request, reply)) return reply;
+    // The leader's answer waits for a standby up to the ack timeout: the proxy waits longer.
+    if (await proxyToLeader(membership.leaderUrl(), request, reply, { timeoutMs: ackReplicatedTimeoutMs + PROXY_TIMEOUT_MS })) return reply;
     if (!membership.isLeader()) {
       throw new AuditError(AuditErrorCode.NOT_LEADER, 'no leader is reachable, so settings cannot be changed now (nothing was saved); retry once a leader is elected', { retryable: true });
     }

@@ -1,7 +1,7 @@
 import { summarizeEvents } from '@auditlake/model';
 import type { FastifyInstance } from 'fastify';
 import type { AuditSearch } from '../audit-search.js';
-import { proxyToLeader } from '../leader-proxy.js';
+import { PROXY_TIMEOUT_MS, proxyToLeader } from '../leader-proxy.js';
 import type { Membership } from '../membership.js';
 import { searchDeadline } from '../search-deadline.js';
 import { searchFilter } from './search-route.js';
@@ -16,7 +16,8 @@ export function registerStatsRoute(app: FastifyInstance, options: { search: Audi
   app.get('/admin/audit/stats', { config: { access: { role: 'admin', action: 'audit:ReadStats' } } }, async (request, reply) => {
     const filter = searchFilter(request.query, options.viewerMaxPage);
     const { membership } = options;
-    if (await proxyToLeader(membership.leaderUrl(), request, reply)) return reply;
+    // The leader's search may read up to its own deadline before answering.
+    if (await proxyToLeader(membership.leaderUrl(), request, reply, { timeoutMs: options.searchTimeoutMs + PROXY_TIMEOUT_MS })) return reply;
     const stale = !membership.isLeader();
     const deadline = searchDeadline(reply, options.searchTimeoutMs);
     const page = await options.search.page(filter, deadline.signal).finally(() => deadline.done());
