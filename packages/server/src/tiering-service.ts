@@ -54,6 +54,15 @@ export interface TierStatusView extends TierStatus {
    * run (every auditlake.audit.retention.interval.ms).
    */
   erasureHoldSeq: number | null;
+  /**
+   * When retention counts this log as tiered only through `throughSeq`, below the watermark's
+   * `watermarkSeq`: the entries after it were ordered in a later term than the one the
+   * watermark was tiered or vouched for in (a leader that tiered alone died, and this log holds
+   * its successor's own entries under those seqs). Retention keeps them until the leader's sweep
+   * finds the watermark in its log, or an admin adopts the tier. As of the last retention run;
+   * null when nothing is held so.
+   */
+  retentionHeldByTerm: { throughSeq: number; watermarkSeq: number } | null;
 }
 
 /**
@@ -97,6 +106,8 @@ export class TieringService {
   readonly #log: { info(o: object, m: string): void; warn(o: object, m: string): void };
   /** What the last retention policy kept back for erasure (tierStatus.erasureHoldSeq). */
   #erasureHoldSeq: number | null = null;
+  /** What the last count of tiered entries held back by term (tierStatus.retentionHeldByTerm). */
+  #retentionHeldByTerm: TierStatusView['retentionHeldByTerm'] = null;
 
   /** `connections` become this service's: close() closes them. */
   constructor(options: {
@@ -267,12 +278,14 @@ export class TieringService {
    * under a watermark another log tiered (review).
    */
   async countTiered(): Promise<number> {
+    const watermarkSeq = (await this.watermark()).seq;
     const tieredThrough = tieredThroughHere({
-      watermarkSeq: (await this.watermark()).seq,
+      watermarkSeq,
       watermarkTerm: await this.#store.getMeta<number>(WATERMARK_TERM_META),
       leadingTerm: this.#membership.isLeader() ? this.#membership.term() : undefined,
       termStarts: this.#store.termStarts(),
     });
+    this.#retentionHeldByTerm = tieredThrough < watermarkSeq ? { throughSeq: tieredThrough, watermarkSeq } : null;
     await this.#store.countTieredThrough(tieredThrough);
     return tieredThrough;
   }
@@ -395,7 +408,7 @@ export class TieringService {
     // Standbys holding tiering back: those the lowest of them holds no more than, while the log goes further.
     const held = this.#membership.heldByStandbys();
     const heldByStandbys = held !== undefined && held.throughSeq < this.#store.position.lastSeq ? held : null;
-    return { ...status, backlog, deferred, ledger, erasureHoldSeq: this.#erasureHoldSeq, heldByStandbys };
+    return { ...status, backlog, deferred, ledger, erasureHoldSeq: this.#erasureHoldSeq, retentionHeldByTerm: this.#retentionHeldByTerm, heldByStandbys };
   }
 
   async close(): Promise<void> {

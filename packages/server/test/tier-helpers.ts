@@ -77,6 +77,7 @@ export interface TierStatusJson {
   backlog: number;
   deferred: number;
   erasureHoldSeq: number | null;
+  retentionHeldByTerm: { throughSeq: number; watermarkSeq: number } | null;
   nextAttemptMs: number;
   lastBatch: { count: number; bytes: number; ms: number } | null;
 }

@@ -1,5 +1,6 @@
-// Goal: tierStatus, answered from memory, stays exact — at every sweep of a long backlog the backlog is the number of stored events after the watermark (counted here by reading them), and the watermark is the one the sweep replicated, also once local cleanup leaves holes below it.
-import { WATERMARK_META, type Watermark } from '@auditlake/lake';
+// Goal: tierStatus, answered from memory, stays exact — at every sweep of a long backlog the backlog is the number of stored events after the watermark (counted here by reading them), and the watermark is the one the sweep replicated, also once local cleanup leaves holes below it. And it says when retention counts the log as tiered only part of the way to the watermark, because a later term ordered entries under it.
+import { WATERMARK_META, WATERMARK_TERM_META, type Watermark } from '@auditlake/lake';
+import { validateEvent } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
 import { FAST_TIERING, externalS3, postSettings, tierStatus } from './tier-helpers.js';
 import { event, startTestNode, type TestNode } from './test-node.js';
@@ -52,4 +53,19 @@ describe('tierStatus', () => {
     expect(status.backlog).toBe(1);
     expect(status.backlog).toBe(await storedAfter(t, status.watermark.seq));
   }, 120_000);
+
+  it('retentionHeldByTerm: how far retention counts the log as tiered when a later term than the watermark\'s ordered entries under it', async () => {
+    const t = await startTestNode({ props: { 'auditlake.audit.retention.interval.ms': '100' } });
+    const { store } = t.node;
+    // Seqs 1..5 in term 1, 6..10 in term 2; a watermark at 10 vouched for in term 1 — as a
+    // standby holds it when its dead leader tiered 6..10 from another log, and it ordered its own.
+    const events = (from: number) => Array.from({ length: 5 }, (_, i) => validateEvent(event({ eventId: `t${from + i}` }), i, { nowMs: Date.now() }));
+    await store.append(events(1), { sequencer: () => 1 });
+    await store.append(events(6), { sequencer: () => 2 });
+    await store.putMeta({ [WATERMARK_META]: { seq: 10, ingestTs: Date.now() }, [WATERMARK_TERM_META]: 1 });
+    await expect.poll(async () => (await tierStatus(t)).retentionHeldByTerm, { timeout: 10_000 }).toEqual({ throughSeq: 5, watermarkSeq: 10 });
+    // Vouched for in term 2 (the leader's sweep found the watermark in its log): nothing held.
+    await store.putMeta({ [WATERMARK_TERM_META]: 2 });
+    await expect.poll(async () => (await tierStatus(t)).retentionHeldByTerm, { timeout: 10_000 }).toBeNull();
+  });
 });

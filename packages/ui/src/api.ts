@@ -33,6 +33,8 @@ export interface TierStatus {
   lastBatch?: { count: number; bytes: number; ms: number } | null;
   /** The oldest erasure record a tier location has not applied: local retention keeps it and what follows (null: none). */
   erasureHoldSeq?: number | null;
+  /** Retention counts the log as tiered only through throughSeq, below the watermark: later entries belong to a later term than the watermark's (null: nothing held so). */
+  retentionHeldByTerm?: { throughSeq: number; watermarkSeq: number } | null;
   /** A cluster leader's standbys that do not hold its whole log yet, and how far they all do (null: nothing held back). */
   heldByStandbys?: { throughSeq: number; nodes: string[] } | null;
   /** The completeness ledger summed up (GET /admin/audit/ledger has it per source). */

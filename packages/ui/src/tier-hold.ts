@@ -18,3 +18,14 @@ export function standbyHoldText(held: { throughSeq: number; nodes: string[] } | 
   const who = held.nodes.length === 1 ? `standby ${held.nodes[0] ?? ''}` : `standbys ${held.nodes.join(', ')}`;
   return `through seq ${held.throughSeq}: ${who} ${held.nodes.length === 1 ? 'holds' : 'hold'} no more of the log yet (the leader tiers only what every reachable standby holds)`;
 }
+
+/**
+ * Why local retention keeps tiered-looking events, in words: `tierStatus.retentionHeldByTerm`,
+ * the entries under the watermark that a later term than the watermark's ordered (a leader that
+ * tiered alone died; its successor ordered its own events under those seqs). Undefined when
+ * nothing is held so (null, or a node too old to say).
+ */
+export function termHoldText(held: { throughSeq: number; watermarkSeq: number } | null | undefined): string | undefined {
+  if (held === null || held === undefined) return undefined;
+  return `after seq ${held.throughSeq}: this log's entries up to the watermark's seq ${held.watermarkSeq} were ordered in a later term than the tier's, so retention keeps them until the sweep finds the tier's entries in this log, or an admin adopts the tier (Last error names how)`;
+}

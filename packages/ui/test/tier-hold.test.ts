@@ -1,6 +1,6 @@
-// Goal: the Tier health panel says when local retention is held back by an erasure a tier location has not applied, and when tiering is held back by standbys that do not hold the log yet; and says nothing otherwise.
+// Goal: the Tier health panel says when local retention is held back by an erasure a tier location has not applied or by a watermark of an earlier term, and when tiering is held back by standbys that do not hold the log yet; and says nothing otherwise.
 import { describe, expect, it } from 'vitest';
-import { erasureHoldText, standbyHoldText } from '../src/tier-hold.js';
+import { erasureHoldText, standbyHoldText, termHoldText } from '../src/tier-hold.js';
 
 describe('erasure hold in words', () => {
   it('names the held seq, and is absent when nothing is held', () => {
@@ -14,5 +14,13 @@ describe('erasure hold in words', () => {
     expect(standbyHoldText({ throughSeq: 0, nodes: ['node1', 'node2'] })).toBe('through seq 0: standbys node1, node2 hold no more of the log yet (the leader tiers only what every reachable standby holds)');
     expect(standbyHoldText(null)).toBeUndefined();
     expect(standbyHoldText(undefined)).toBeUndefined();
+  });
+
+  it('names how far retention counts the log as tiered when a later term holds seqs under the watermark, and is absent otherwise', () => {
+    expect(termHoldText({ throughSeq: 41, watermarkSeq: 81 })).toBe(
+      "after seq 41: this log's entries up to the watermark's seq 81 were ordered in a later term than the tier's, so retention keeps them until the sweep finds the tier's entries in this log, or an admin adopts the tier (Last error names how)",
+    );
+    expect(termHoldText(null)).toBeUndefined();
+    expect(termHoldText(undefined)).toBeUndefined();
   });
 });

@@ -1,6 +1,6 @@
 import type { TierStatus } from '../api.js';
 import { formatTime } from './event-table.js';
-import { erasureHoldText, standbyHoldText } from '../tier-hold.js';
+import { erasureHoldText, standbyHoldText, termHoldText } from '../tier-hold.js';
 import { ShownText } from './shown-text.js';
 
 /** The completeness ledger in words: do the sources that count their events miss any? */
@@ -20,6 +20,7 @@ export function TierHealth({ status }: { status: TierStatus }) {
   const failing = status.lastError !== null && status.lastFailureMs >= status.lastSuccessMs;
   const hold = erasureHoldText(status.erasureHoldSeq);
   const standbyHold = standbyHoldText(status.heldByStandbys);
+  const termHold = termHoldText(status.retentionHeldByTerm);
   return (
     <section class="tier-health" aria-labelledby="tier-title">
       <h3 id="tier-title">Tier health</h3>
@@ -49,6 +50,14 @@ export function TierHealth({ status }: { status: TierStatus }) {
             <dt>Retention held</dt>
             <dd class="error" data-field="erasureHold">
               {hold}
+            </dd>
+          </>
+        )}
+        {termHold !== undefined && (
+          <>
+            <dt>Retention held</dt>
+            <dd class="error" data-field="termHold">
+              {termHold}
             </dd>
           </>
         )}
