@@ -99,7 +99,8 @@ export class ReplicationFollower {
       return;
     }
     if (response.meta) {
-      await store.putMeta(response.meta);
+      // The leader's metadata, whole: a name it does not hold goes (one a diverged log wrote).
+      await store.replaceMeta(response.meta);
       this.#options.onMetaApplied(response.meta);
     }
     if (response.entries.length > 0) await store.applyReplicated(response.entries, response.termStarts ?? [], skippedOf(response));

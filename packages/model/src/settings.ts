@@ -254,6 +254,29 @@ export function mergeSettings(stored: Settings, request: unknown): SettingsUpdat
   return { merged, effective, changes };
 }
 
+/** The action of the record a settings change is saved with. */
+export const UPDATE_SETTINGS_ACTION = 'audit:UpdateSettings';
+/**
+ * The action a settings record is stored under again when the log it was written to diverged
+ * (its leader lost its place before any standby held it): the change it states is in force on
+ * no node, since the settings replicate with the leader's log and the next leader never had it.
+ */
+export const LOST_SETTINGS_ACTION = 'audit:UpdateSettingsLost';
+
+/**
+ * A settings record cut from a diverged log, as it is sent to be ordered again: the same
+ * eventId, time and principal, under LOST_SETTINGS_ACTION with details saying the change is not
+ * in force, followed by the change it stated. Forwarded as it was, it would state a change the
+ * log's settings do not hold. Deterministic, so a retried forward is a duplicate.
+ */
+export function lostSettingsRecord<E extends { action: string; details: string }>(record: E): E {
+  return {
+    ...record,
+    action: LOST_SETTINGS_ACTION,
+    details: `not in force: saved on a leader that lost its place before any standby held the change (its answer warned so), so the settings in force are the next leader's; post the change again to make it. It was: ${record.details}`,
+  };
+}
+
 /** The `details` of an `audit:UpdateSettings` event: old → new per changed key. */
 export function describeChanges(changes: readonly SettingChange[]): string {
   return changes.map((c) => `${c.key}: ${shownValue(c.from)} → ${shownValue(c.to)}`).join('; ');

@@ -1,6 +1,7 @@
 import {
   SELF_SOURCE,
   SETTING_KEYS,
+  UPDATE_SETTINGS_ACTION,
   defaultSettings,
   describeChanges,
   mergeSettings,
@@ -132,7 +133,7 @@ export class SettingsService {
           eventId,
           userId,
           source: SELF_SOURCE,
-          action: 'audit:UpdateSettings',
+          action: UPDATE_SETTINGS_ACTION,
           resource: 'audit.settings',
           decision: 'ALLOW',
           tables: [],

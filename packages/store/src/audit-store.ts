@@ -1,7 +1,7 @@
 import { mkdir, readdir, stat } from 'node:fs/promises';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { join } from 'node:path';
-import { AuditError, AuditErrorCode, compileFilter, INTEGRITY_ACTIONS, encodeEvent, storedEventJson, storedToOutputJson, toAuditEvent, upperTimeMs, type AuditEvent, type EncodedEvent, type SearchFilter, type StoredEvent } from '@auditlake/model';
+import { AuditError, AuditErrorCode, compileFilter, INTEGRITY_ACTIONS, SELF_SOURCE, UPDATE_SETTINGS_ACTION, encodeEvent, lostSettingsRecord, storedEventJson, storedToOutputJson, toAuditEvent, upperTimeMs, type AuditEvent, type EncodedEvent, type SearchFilter, type StoredEvent } from '@auditlake/model';
 import { Level } from 'level';
 import {
   PREFIX,
@@ -1274,7 +1274,10 @@ export class AuditStore {
       // dropped, not sent to be ordered again (the leader makes its own).
       const kind = integrityKindOf(event.source, event.action);
       if (kind === 'checkpoint' || kind === 'registerKey') continue;
-      ops.push({ type: 'put', key: outboxKey(this.#outboxNext++), value: JSON.stringify(toAuditEvent(event)) });
+      // A settings record states a change in force with this log's settings, which the leader's
+      // replace: it goes back saying the change was lost.
+      const moved = event.source === SELF_SOURCE && event.action === UPDATE_SETTINGS_ACTION ? lostSettingsRecord(toAuditEvent(event)) : toAuditEvent(event);
+      ops.push({ type: 'put', key: outboxKey(this.#outboxNext++), value: JSON.stringify(moved) });
       result.moved++;
     }
     await deleteIdKeysOf(db, { put: (key, value) => ops.push({ type: 'put', key, value }), del: (key) => ops.push({ type: 'del', key }) }, idsHeld);
@@ -1820,6 +1823,26 @@ export class AuditStore {
       texts.map(([name, text]) => ({ type: 'put' as const, key: metaKey(name), value: text })),
       { sync: true },
     );
+    for (const [name, text] of texts) this.#metaText.set(name, text);
+    this.#metaVersion++;
+  }
+
+  /**
+   * Makes the replicated metadata exactly `values` (synced, one batch): what a standby does with
+   * its leader's, which replication always sends whole. A name the leader does not hold is
+   * deleted: merged instead, a value written into a log that diverged (settings a deposed leader
+   * saved that no standby got) stayed in force on that node after it rejoined, and came back
+   * into force on every node if it led again.
+   */
+  async replaceMeta(values: Record<string, unknown>): Promise<void> {
+    this.#openWriter();
+    const texts = Object.entries(values).map(([name, value]) => [name, JSON.stringify(value)] as const);
+    const gone = [...this.#metaText.keys()].filter((name) => !Object.hasOwn(values, name));
+    await this.#db.batch(
+      [...texts.map(([name, text]) => ({ type: 'put' as const, key: metaKey(name), value: text })), ...gone.map((name) => ({ type: 'del' as const, key: metaKey(name) }))],
+      { sync: true },
+    );
+    for (const name of gone) this.#metaText.delete(name);
     for (const [name, text] of texts) this.#metaText.set(name, text);
     this.#metaVersion++;
   }

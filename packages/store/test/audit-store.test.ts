@@ -254,6 +254,22 @@ describe('AuditStore', () => {
     expect(await reopened.getAllMeta()).toEqual({ tierWatermark: { seq: 9, ingestTs: 90 }, other: [1], settings: { a: '1' } });
     expect(reopened.meta('tierWatermark')).toEqual({ seq: 9, ingestTs: 90 });
   });
+
+  it("replaceMeta makes the metadata exactly the leader's: a name it does not hold is deleted, in memory and on disk", async () => {
+    const at = await location();
+    const store = await AuditStore.open({ location: at });
+    // What a deposed leader wrote into its diverged log: settings no standby got.
+    await store.append([ev('m', 1)], { meta: [{ name: 'settings', value: { 'audit.redact.keys': 'ssn' } }, { name: 'settingsRecord', value: 'm' }] });
+    await store.putMeta({ tierWatermark: { seq: 1, ingestTs: 10 } });
+    const version = store.metaVersion;
+    await store.replaceMeta({ tierWatermark: { seq: 4, ingestTs: 40 } });
+    expect(store.metaVersion).toBeGreaterThan(version);
+    expect(store.meta('settings')).toBeUndefined();
+    expect(await store.getAllMeta()).toEqual({ tierWatermark: { seq: 4, ingestTs: 40 } });
+    await store.close();
+    const reopened = await openStore({ location: at });
+    expect(await reopened.getAllMeta()).toEqual({ tierWatermark: { seq: 4, ingestTs: 40 } });
+  });
 });
 
 describe('AuditStore replication and outbox', () => {

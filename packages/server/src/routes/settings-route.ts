@@ -24,7 +24,7 @@ async function replicationWarning(settings: SettingsService, membership: Members
   const heard = status.nodes.some((node) => node.nodeId !== status.nodeId);
   if (heard && (await membership.confirmReplicated([{ eventId }], timeoutMs))) return undefined;
   const why = heard ? `no standby confirmed them within ${timeoutMs} ms` : 'no standby has been heard from since this node started';
-  return `the settings are saved and in force on this leader, but ${why}: should this leader fail before a standby holds them, the next leader runs the settings it held before (the audit:UpdateSettings record may come back into the log without its change); post the same settings again to wait for a standby's confirmation`;
+  return `the settings are saved and in force on this leader, but ${why}: should this leader fail before a standby holds them, the next leader runs the settings it held before (its audit:UpdateSettings record would come back into the log as audit:UpdateSettingsLost); post the same settings again to wait for a standby's confirmation`;
 }
 
 export function registerSettingsRoutes(app: FastifyInstance, settings: SettingsService, membership: Membership, tiering: TieringService, ackReplicatedTimeoutMs: number): void {
