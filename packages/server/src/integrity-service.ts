@@ -156,7 +156,13 @@ export class IntegrityService {
     const [previous] = await store.checkpoints(1);
     const previousSigned = previous === undefined ? undefined : parseSignedCheckpoint(previous.checkpoint);
     if (previousSigned !== undefined && previousSigned.seq >= head.seq) return undefined;
-    const timeMs = now();
+    const nowMs = now();
+    // Never before the previous checkpoint (a clock stepped back, a successor whose clock is
+    // slower): its time is the record's event time, retention deletes by event time, and the
+    // checkpoint index keeps only the newest deleted checkpoint, which holds only while
+    // checkpoints are deleted in seq order. One dated earlier than the one before it was
+    // deleted first, and verify then reported the chain of checkpoints broken (review).
+    const timeMs = Math.max(nowMs, previousSigned?.timeMs ?? nowMs);
     const signed = signCheckpoint(
       {
         v: 1,
@@ -173,7 +179,8 @@ export class IntegrityService {
       key.privateKey,
     );
     const stored = await this.#record(checkpointEvent(`integrity-checkpoint-${head.seq}-${randomUUID()}`, signed), cuts);
-    if (stored !== undefined) this.#lastCheckpoint = { seq: stored, timeMs };
+    // When the next is due is counted on this clock, not from a time held ahead of it.
+    if (stored !== undefined) this.#lastCheckpoint = { seq: stored, timeMs: nowMs };
     return signed;
   }
 

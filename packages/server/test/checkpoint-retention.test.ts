@@ -25,14 +25,14 @@ async function openStore(location: string, sequencer: () => number): Promise<Aud
   return store;
 }
 
-function integrityOf(store: AuditStore, term: number, nodeId: string): IntegrityService {
+function integrityOf(store: AuditStore, term: number, nodeId: string, now: () => number = Date.now): IntegrityService {
   const membership = { isLeader: () => true, sequencer: () => term, term: () => term } as unknown as Membership;
   const integrity = new IntegrityService({
     store,
     membership,
     nodeId,
     key: nodeKeyOf(generateKeyPairSync('ed25519').privateKey),
-    now: Date.now,
+    now,
     checkpointEvents: 1_000_000,
     checkpointIntervalMs: 1e9,
     pollMs: 1e9,
@@ -125,5 +125,32 @@ describe('checkpoints after retention deleted every checkpoint record', () => {
     expectFollows(third, second);
     history.push(...(await standby.readBySeq(0, 1000)));
     expectVerifies(history, 3);
+  });
+});
+
+describe('checkpoints signed after the clock stepped back', () => {
+  it('are dated no earlier than the one before, so retention deletes them in seq order and the index stays one chain', async () => {
+    const store = await openStore(join(await tempDir(), 's'), () => 1);
+    const start = Date.now();
+    let clock = start + 3_600_000;
+    const integrity = integrityOf(store, 1, 'a', () => clock);
+    await store.append([ev('e1', start - 10)]);
+    const ahead = await integrity.checkpointNow();
+    // NTP steps the clock back an hour; two more checkpoints.
+    clock = start;
+    await store.append([ev('e2', start - 5)]);
+    const second = await integrity.checkpointNow();
+    await store.append([ev('e3', start - 1)]);
+    const third = await integrity.checkpointNow();
+    expect(second?.timeMs).toBe(ahead?.timeMs);
+    expect(third?.timeMs).toBe(ahead?.timeMs);
+    // Retention half an hour ahead: dated by the stepped-back clock, the later two went before
+    // the first, and the index listed the first beside the newest deleted one, whose link names
+    // the one between (verify: "a checkpoint was removed or forged").
+    await store.pruneBefore(start + 1_800_000, 3, async () => true);
+    const listed = (await store.checkpoints()).map((entry) => parseSignedCheckpoint(entry.checkpoint));
+    expect(listed.length).toBeGreaterThan(0);
+    for (let i = 1; i < listed.length; i++) expectFollows(listed[i], listed[i - 1]);
+    expect(listed.at(-1)).toEqual(third);
   });
 });
