@@ -421,11 +421,17 @@ export class ClusterNode {
     }
   }
 
-  /** How long ago the oldest entry a node lacks was ingested (0 when it lacks none). */
+  /**
+   * How long ago the oldest entry a node lacks was ingested (0 when it lacks none), on the log's
+   * ingest clock: after the wall clock stepped back (or a failover to a slower clock) ingestTs
+   * stays ahead of it, going on at real speed, and the wall clock minus ingestTs read 0 for
+   * every lag shorter than that step, for good (review).
+   */
   async #lagMs(appliedSeq: number, lastSeq: number): Promise<number> {
     if (appliedSeq >= lastSeq) return 0;
-    const [next] = await this.#options.store.readBySeq(appliedSeq, 1);
-    return next === undefined ? 0 : Math.max(0, this.#clock.wallMs() - next.ingestTs);
+    const { store } = this.#options;
+    const [next] = await store.readBySeq(appliedSeq, 1);
+    return next === undefined ? 0 : Math.max(0, Math.max(this.#clock.wallMs(), store.ingestNow()) - next.ingestTs);
   }
 
   async close(): Promise<void> {
