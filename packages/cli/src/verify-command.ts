@@ -17,7 +17,7 @@ import {
 } from '@auditlake/integrity';
 import { AuditError, AuditErrorCode, isAuditError } from '@auditlake/model';
 import { NodeClient } from './node-client.js';
-import { readTierProof, type TierProofStart } from './tier-proof.js';
+import { readTierProof, type TierProof, type TierProofStart } from './tier-proof.js';
 import { VerifyChecks } from './verify-checks.js';
 import { parseVerifyOptions, type TierLocationOption, type VerifyOptions } from './verify-options.js';
 
@@ -76,14 +76,35 @@ export async function verifyHistory(options: VerifyOptions): Promise<VerifyRepor
 
 async function verifyWith(options: VerifyOptions, checks: VerifyChecks): Promise<VerifyReport> {
   const pinnedKeys = await Promise.all(options.publicKeyFiles.map(readPinnedKey));
-  if (options.tier !== undefined && options.node === undefined) return verifyTierAlone(options.tier, options, pinnedKeys, checks);
-  const tier = options.tier === undefined ? undefined : await readTierProof(options.tier, checks);
+  const [first] = options.tiers;
+  if (first !== undefined && options.tiers.length === 1 && options.node === undefined) return verifyTierAlone(first, options, pinnedKeys, checks);
+  const proofs: TierProof[] = [];
+  for (const location of options.tiers) proofs.push(await readTierProof(location, checks));
+  const tier = proofs.length === 0 ? undefined : oneProof(proofs);
   const client = options.node === undefined ? undefined : new NodeClient({ url: options.node.url, token: options.node.token });
   const view = client === undefined ? undefined : await readView(client);
   const verifier = new ChainVerifier(verifierOptionsOf(options, pinnedKeys, tier, view, client));
   await feed(verifier, tier?.batches ?? [], client === undefined ? undefined : nodeRecords(client, checks));
-  verifier.addRowsWithoutSeq(tier?.legacyRows ?? 0, tier?.rowsWithoutSeqSeen);
+  for (const proof of proofs) verifier.addRowsWithoutSeq(proof.legacyRows, proof.rowsWithoutSeqSeen);
   return verifier.finish();
+}
+
+/**
+ * The tier locations as one: after the tier target changed, each holds a part of the history
+ * (an erasure record only the location current when it was tiered, while the sweep rewrote the
+ * earlier ones too), so their records are merged by seq and their proofs put together; the
+ * history ends where the furthest one's commits say. Rows without a seq are added per location.
+ */
+function oneProof(proofs: readonly TierProof[]): TierProofStart & Pick<TierProof, 'batches'> {
+  let head: TierProof['head'];
+  for (const proof of proofs) if (proof.head !== undefined && (head === undefined || proof.head.seq > head.seq)) head = proof.head;
+  return {
+    files: proofs.reduce((sum, proof) => sum + proof.files, 0),
+    checkpoints: proofs.flatMap((proof) => proof.checkpoints),
+    keys: proofs.flatMap((proof) => proof.keys),
+    head,
+    batches: proofs.flatMap((proof) => proof.batches),
+  };
 }
 
 /**

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { redactUrl } from './node-client.js';
 
-export const VERIFY_USAGE = `usage: auditlake verify [--url URL --token T] [--path s3://bucket/prefix | --table s3://bucket/table-location]
+export const VERIFY_USAGE = `usage: auditlake verify [--url URL --token T] [--path s3://bucket/prefix]... [--table s3://bucket/table-location]...
                         [--endpoint URL] [--region R] [--access-key-id K] [--secret-access-key S]
                         [--public-key FILE]... [--from-seq N] [--threads N] [--json]
   Recomputes every record hash and the record chain over a node's log and/or a tier, checks
@@ -11,8 +11,9 @@ export const VERIFY_USAGE = `usage: auditlake verify [--url URL --token T] [--pa
   break (altered record, missing records, reordered, truncated tail, bad or unknown signature).
   --url, --token       verify a node's log online (token: an admin token; default
                        $AUDITLAKE_URL and $AUDITLAKE_ADMIN_TOKEN)
-  --path               verify a Parquet tier offline, from the bucket alone
+  --path               verify a Parquet tier offline, from the bucket alone (repeatable)
   --table              verify an Iceberg table offline, by its location (s3://bucket/warehouse/ns/table)
+                       (repeatable: every location the log was tiered to, as one history)
   --endpoint, --region, --access-key-id, --secret-access-key
                        the S3 endpoint and credentials for --path/--table (default
                        $AWS_ENDPOINT_URL, $AWS_REGION or us-east-1, $AWS_ACCESS_KEY_ID, $AWS_SECRET_ACCESS_KEY)
@@ -23,7 +24,9 @@ export const VERIFY_USAGE = `usage: auditlake verify [--url URL --token T] [--pa
   --threads            worker threads that decode and hash records (default: one per
                        core, at most 8); 0 does it all on the main thread
   --json               print the whole report as JSON
-  With both --url and a tier, the node's log and the tier are verified as one history.
+  With both --url and a tier, or several tier locations, they are verified as one history:
+  after the tier target changed, each location holds part of it (and an erasure record only
+  the location current when it was tiered), so give them all.
 exit status: 0 verified, 1 a break was found, 2 usage error`;
 
 /** More worker threads than this only cost memory. */
@@ -43,7 +46,8 @@ export interface TierLocationOption {
 
 export interface VerifyOptions {
   node?: { url: string; token: string };
-  tier?: TierLocationOption;
+  /** Tier locations, verified with the node's log (when given) as one history. */
+  tiers: TierLocationOption[];
   publicKeyFiles: string[];
   fromSeq: number;
   /** Worker threads that decode and hash (0: none, all on the main thread). */
@@ -66,8 +70,8 @@ export function parseVerifyOptions(args: string[], env: NodeJS.ProcessEnv): Veri
       options: {
         url: { type: 'string' },
         token: { type: 'string' },
-        path: { type: 'string' },
-        table: { type: 'string' },
+        path: { type: 'string', multiple: true },
+        table: { type: 'string', multiple: true },
         endpoint: { type: 'string' },
         region: { type: 'string' },
         'access-key-id': { type: 'string' },
@@ -82,27 +86,29 @@ export function parseVerifyOptions(args: string[], env: NodeJS.ProcessEnv): Veri
     throw usageError((err as Error).message);
   }
   const v = parsed.values;
-  if (v.path !== undefined && v.table !== undefined) throw usageError('give --path (a Parquet tier) or --table (an Iceberg table), not both');
-  const tierLocation = v.path ?? v.table;
-  const url = v.url ?? (tierLocation === undefined ? env['AUDITLAKE_URL'] : undefined);
-  if (url === undefined && tierLocation === undefined) throw usageError('name what to verify: --url (a node), --path (a Parquet tier) or --table (an Iceberg table)');
-  const options: VerifyOptions = { publicKeyFiles: v['public-key'] ?? [], fromSeq: 1, threads: Math.min(availableParallelism(), THREADS_DEFAULT_MAX), json: v.json === true };
+  const locations = [...(v.path ?? []).map((location) => ({ mode: 'parquet' as const, flag: 'path', location })), ...(v.table ?? []).map((location) => ({ mode: 'iceberg' as const, flag: 'table', location }))];
+  const url = v.url ?? (locations.length === 0 ? env['AUDITLAKE_URL'] : undefined);
+  if (url === undefined && locations.length === 0) throw usageError('name what to verify: --url (a node), --path (a Parquet tier) or --table (an Iceberg table)');
+  const options: VerifyOptions = { tiers: [], publicKeyFiles: v['public-key'] ?? [], fromSeq: 1, threads: Math.min(availableParallelism(), THREADS_DEFAULT_MAX), json: v.json === true };
   if (url !== undefined) {
     if (!/^https?:\/\/[^/]+/.test(url)) throw usageError(`--url must be an http(s) URL: ${redactUrl(url)}`);
     const token = v.token ?? env['AUDITLAKE_ADMIN_TOKEN'];
     if (token === undefined || token === '') throw usageError('--token (or $AUDITLAKE_ADMIN_TOKEN) is required with --url: an admin token');
     options.node = { url, token };
   }
-  if (tierLocation !== undefined) {
-    if (!/^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/.*)?$/.test(tierLocation)) throw usageError(`--${v.path !== undefined ? 'path' : 'table'} must be s3://bucket[/prefix]: ${tierLocation}`);
-    options.tier = {
-      mode: v.path !== undefined ? 'parquet' : 'iceberg',
-      location: tierLocation,
+  const seen = new Set<string>();
+  for (const { mode, flag, location } of locations) {
+    if (!/^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/.*)?$/.test(location)) throw usageError(`--${flag} must be s3://bucket[/prefix]: ${location}`);
+    if (seen.has(location)) throw usageError(`${location} is given twice`);
+    seen.add(location);
+    options.tiers.push({
+      mode,
+      location,
       endpoint: v.endpoint ?? env['AWS_ENDPOINT_URL'] ?? '',
       region: v.region ?? env['AWS_REGION'] ?? 'us-east-1',
       accessKeyId: v['access-key-id'] ?? env['AWS_ACCESS_KEY_ID'] ?? '',
       secretAccessKey: v['secret-access-key'] ?? env['AWS_SECRET_ACCESS_KEY'] ?? '',
-    };
+    });
   }
   if (v['from-seq'] !== undefined) {
     const fromSeq = /^\d{1,16}$/.test(v['from-seq']) ? Number(v['from-seq']) : NaN;

@@ -331,6 +331,24 @@ describe.each(MODES)('erasure of tiered records, $mode tier', (mode) => {
     expect(rows.find((r) => r['event_id'] === 'first-2')).toMatchObject({ user_id: MARKER, query: MARKER });
     expect(rows.find((r) => r['event_id'] === 'first-3')).toMatchObject({ user_id: token('first-3', 'user'), query: token('first-3', 'query') });
 
+    // verify from the bucket alone: the first target holds the erased fields, the second the
+    // erasure record, so only both together are the history; the first alone reads as altered
+    // (an erased field with no erasure record in what was read). With the node's log too.
+    await waitUntilTiered();
+    const embedded = target.embeddedS3 as EmbeddedS3;
+    const credentials = ['--endpoint', embedded.connectionUrl, '--access-key-id', embedded.credentials.accessKeyId, '--secret-access-key', embedded.credentials.secretAccessKey];
+    const catalogs = new Map([['local', { name: 'local', warehouse: 's3://auditlake/warehouse', connectionId: 'local' }]]);
+    const [one, two] = mode.mode === 'iceberg' ? [first.location, resolveIcebergTable(renamed.value, catalogs).location] : [PARQUET_PATH, renamed.value];
+    const both = await verifyHistory(parseVerifyOptions([mode.flag, one, mode.flag, two, ...credentials], {}));
+    expect(both.message).toMatch(new RegExp(`^verified ${target.store.chainHead.seq} records, seq 1\\.\\.${target.store.chainHead.seq}\\b.*2 fields erased`));
+    expect(both.ok).toBe(true);
+    const alone = await verifyHistory(parseVerifyOptions([mode.flag, one, ...credentials], {}));
+    expect(alone.message).toMatch(/erased without an erasure record/);
+    expect(alone.ok).toBe(false);
+    const withLog = await verifyHistory(parseVerifyOptions(['--url', target.url, '--token', ADMIN_TOKEN, mode.flag, one, mode.flag, two, ...credentials], {}));
+    expect(withLog.message).toMatch(/2 fields erased/);
+    expect(withLog.ok).toBe(true);
+
     // No object under the first target's directory keeps the erased values; a kept one is there.
     await target.close();
     node = undefined;

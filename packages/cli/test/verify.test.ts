@@ -376,7 +376,7 @@ describe('a tampered tier fails verify with the right words', () => {
       }
       const checks = new WatchedChecks(2);
       try {
-        const tier = offline().tier as TierLocationOption;
+        const tier = offline().tiers[0] as TierLocationOption;
         await expect(
           readTierProof(tier, checks).catch((err: unknown) => {
             runningAtFailure = running;
