@@ -388,6 +388,8 @@ export interface ExpireSnapshotsOptions {
   metadataLogEntriesMax?: number;
   /** See {@link retainedSnapshotIds}: the parents of file-removing snapshots committed since then are kept too. */
   keepRemovedSinceMs?: number;
+  /** See {@link retainedSnapshotIds}: every snapshot committed since then is kept too. */
+  keepMadeSinceMs?: number;
 }
 
 /**
@@ -397,12 +399,16 @@ export interface ExpireSnapshotsOptions {
  * `parent-snapshot-id` from the current snapshot, so expiring that snapshot or one on the way
  * would lose where tiering stopped, and the next sweep would tier everything again
  * (docs/iceberg-layout.md §2, §7). Given `keepRemovedSinceMs`, also the parent of every snapshot
- * committed since then that took data files out.
+ * committed since then that took data files out; given `keepMadeSinceMs`, every snapshot
+ * committed since then.
  */
-export function retainedSnapshotIds(metadata: IcebergTableMetadata, retainLast: number, keepRemovedSinceMs?: number): Set<number> {
+export function retainedSnapshotIds(metadata: IcebergTableMetadata, retainLast: number, keepRemovedSinceMs?: number, keepMadeSinceMs?: number): Set<number> {
   if (!Number.isSafeInteger(retainLast) || retainLast < 1) throw new TypeError(`retainLast must be a positive integer, got ${retainLast}`);
   const newestFirst = [...metadata.snapshots].sort((a, b) => b['sequence-number'] - a['sequence-number']);
   const kept = new Set(newestFirst.slice(0, retainLast).map((snapshot) => snapshot['snapshot-id']));
+  // A reader plans from the snapshot that was current when it loaded the metadata, reading its
+  // manifest list and manifests next: one that young is not taken from under it.
+  if (keepMadeSinceMs !== undefined) for (const snapshot of metadata.snapshots) if (snapshot['timestamp-ms'] >= keepMadeSinceMs) kept.add(snapshot['snapshot-id']);
   if (keepRemovedSinceMs !== undefined) {
     // A reader lists a table's files and then reads them, a search over many files for minutes:
     // the files a snapshot took out (a compaction, a rewrite) stay readable until it is that old,
@@ -471,7 +477,7 @@ export function expireSnapshots(metadata: IcebergTableMetadata, options: ExpireS
   checkAbsolutePath('previousMetadataPath', options.previousMetadataPath);
   checkMs('nowMs', options.nowMs);
   const logMax = checkedLogMax(options.metadataLogEntriesMax);
-  const kept = retainedSnapshotIds(metadata, options.retainLast, options.keepRemovedSinceMs);
+  const kept = retainedSnapshotIds(metadata, options.retainLast, options.keepRemovedSinceMs, options.keepMadeSinceMs);
   if (metadata.snapshots.every((snapshot) => kept.has(snapshot['snapshot-id']))) return undefined;
   const next: IcebergTableMetadata = {
     ...metadata,

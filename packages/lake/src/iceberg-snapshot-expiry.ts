@@ -5,7 +5,7 @@ import { ManifestCache, snapshotReach } from './iceberg-table-files.js';
 import { deletableKeys } from './iceberg-table-ref.js';
 import type { LoadedTable } from './iceberg-table.js';
 import { commitMetadataVersion } from './iceberg-version-commit.js';
-import { REPLACED_FILE_GRACE_MS } from './replaced-file-grace.js';
+import { REPLACED_FILE_GRACE_MS, SNAPSHOT_READ_GRACE_MS } from './replaced-file-grace.js';
 
 export interface ExpiryResult {
   loaded: LoadedTable;
@@ -24,23 +24,24 @@ export interface ExpiryResult {
  * deletes happen only after the commit, outside the turn; if the process dies among them, what
  * is left is unreferenced and orphan cleanup removes it once old enough.
  */
-export async function expireIcebergSnapshots(context: MaintenanceContext, loaded: LoadedTable, retainLast: number, removedGraceMs = REPLACED_FILE_GRACE_MS): Promise<ExpiryResult> {
+export async function expireIcebergSnapshots(context: MaintenanceContext, loaded: LoadedTable, retainLast: number, removedGraceMs = REPLACED_FILE_GRACE_MS, readGraceMs = 0): Promise<ExpiryResult> {
   // Manifests read before the turn serve it (a manifest never changes once written).
   const cache = new ManifestCache();
   // Only a warm-up: a snapshot a sweep expired meanwhile is simply not read.
   if (context.fence.serialize) for (const snapshot of loaded.metadata.snapshots) await snapshotReach(context.objects, context.table, snapshot, cache, new Set()).catch(() => undefined);
   const turn = await tableTurn(context, loaded, async (base) => {
     const nowMs = context.now();
-    const keepRemovedSinceMs = removedGraceMs > 0 ? nowMs - removedGraceMs : undefined;
+    const { keepRemovedSinceMs, keepMadeSinceMs } = graceSince(nowMs, removedGraceMs, readGraceMs);
     const next = expireSnapshots(base.metadata, {
       retainLast,
       nowMs,
       previousMetadataPath: base.metadataPath,
       metadataLogEntriesMax: context.metadataLogEntriesMax,
       ...(keepRemovedSinceMs === undefined ? {} : { keepRemovedSinceMs }),
+      ...(keepMadeSinceMs === undefined ? {} : { keepMadeSinceMs }),
     });
     if (!next) return { loaded: base, expired: 0, doomed: [] };
-    const kept = retainedSnapshotIds(base.metadata, retainLast, keepRemovedSinceMs);
+    const kept = retainedSnapshotIds(base.metadata, retainLast, keepRemovedSinceMs, keepMadeSinceMs);
     const expired = base.metadata.snapshots.filter((snapshot) => !kept.has(snapshot['snapshot-id']));
     const keptReach = new Set<string>();
     for (const snapshot of next.snapshots) await snapshotReach(context.objects, context.table, snapshot, cache, keptReach);
@@ -85,10 +86,22 @@ export const SNAPSHOTS_BETWEEN_RUNS_FACTOR = 2;
 /**
  * Snapshot expiry as a sweep runs it between maintenance runs: only when the table holds at
  * least {@link SNAPSHOTS_BETWEEN_RUNS_FACTOR} × `retainLast` snapshots (so it costs a sweep one
- * expiry per `retainLast` commits), then exactly the maintenance step — the same commit, the same
- * safe deletes. Undefined when not due.
+ * expiry per `retainLast` commits), then the maintenance step — the same commit, the same safe
+ * deletes — except that a snapshot younger than {@link SNAPSHOT_READ_GRACE_MS} stays: back to
+ * back, sweeps commit faster than a reader plans. Undefined when not due.
  */
 export async function expireOverdueSnapshots(context: MaintenanceContext, loaded: LoadedTable, retainLast: number): Promise<ExpiryResult | undefined> {
-  if (loaded.metadata.snapshots.length < SNAPSHOTS_BETWEEN_RUNS_FACTOR * retainLast) return undefined;
-  return expireIcebergSnapshots(context, loaded, retainLast);
+  const { snapshots } = loaded.metadata;
+  if (snapshots.length < SNAPSHOTS_BETWEEN_RUNS_FACTOR * retainLast) return undefined;
+  // Not before half of `retainLast` may go: while snapshots are too young to expire, every
+  // commit of a busy sweep would read the whole table's reach to expire one or none.
+  const { keepRemovedSinceMs, keepMadeSinceMs } = graceSince(context.now(), REPLACED_FILE_GRACE_MS, SNAPSHOT_READ_GRACE_MS);
+  if (snapshots.length - retainedSnapshotIds(loaded.metadata, retainLast, keepRemovedSinceMs, keepMadeSinceMs).size < Math.ceil(retainLast / 2)) return undefined;
+  return expireIcebergSnapshots(context, loaded, retainLast, REPLACED_FILE_GRACE_MS, SNAPSHOT_READ_GRACE_MS);
+}
+
+/** What an expiry keeps by age: snapshots made within `readGraceMs` too, when given (none of it for an erasure's, grace 0). */
+function graceSince(nowMs: number, removedGraceMs: number, readGraceMs: number): { keepRemovedSinceMs?: number; keepMadeSinceMs?: number } {
+  if (removedGraceMs <= 0) return {};
+  return readGraceMs > 0 ? { keepRemovedSinceMs: nowMs - removedGraceMs, keepMadeSinceMs: nowMs - readGraceMs } : { keepRemovedSinceMs: nowMs - removedGraceMs };
 }

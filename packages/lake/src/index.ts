@@ -20,6 +20,7 @@ export type { MaintenanceContext, MaintenanceStep } from './iceberg-maintenance-
 export { compactIcebergTable, COMPACTION_INPUT_BYTES_MAX } from './iceberg-compaction.js';
 export { rewriteIcebergManifests, rewriteManifestsIfMany, MANIFEST_ENTRIES_MAX, MANIFESTS_BETWEEN_RUNS_MAX } from './iceberg-manifest-rewrite.js';
 export { expireIcebergSnapshots, expireOverdueSnapshots, SNAPSHOTS_BETWEEN_RUNS_FACTOR, type ExpiryResult } from './iceberg-snapshot-expiry.js';
+export { SNAPSHOT_READ_GRACE_MS } from './replaced-file-grace.js';
 export { cleanIcebergMetadata } from './iceberg-metadata-cleanup.js';
 export { removeIcebergOrphans } from './iceberg-orphan-cleanup.js';
 export { runIcebergMaintenance, type MaintenancePolicy, type MaintenanceRunFigures } from './iceberg-maintenance.js';

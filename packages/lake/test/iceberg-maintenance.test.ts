@@ -24,6 +24,8 @@ import {
   REPLACED_FILE_GRACE_MS,
   resolveIcebergTable,
   runIcebergMaintenance,
+  s3Key,
+  SNAPSHOT_READ_GRACE_MS,
   tableWatermark,
   versionHintKey,
   type IcebergTableRef,
@@ -297,7 +299,8 @@ describe('Iceberg maintenance', () => {
     expect(storedCurrent(stored)['snapshot-id']).toBe(900_001);
     expect(tableWatermark(await loadIcebergTable(objects, table))?.seq).toBe(seqMax);
     // The sweep's own expiry between runs keeps them too.
-    expect(await expireOverdueSnapshots(context(table, objects), expiry.loaded, 1)).toMatchObject({ snapshotsExpired: 0 });
+    expect((await expireOverdueSnapshots(context(table, objects), expiry.loaded, 1))?.snapshotsExpired ?? 0).toBe(0);
+    expect((await storedMetadata(table, objects)).snapshots.map((snapshot) => snapshot['snapshot-id']).sort()).toEqual([carrierId, 900_000, 900_001].sort());
     expectEveryEventOnce(await icebirdIds(table), seqMax);
   }, 120_000);
 
@@ -331,7 +334,9 @@ describe('Iceberg maintenance', () => {
     const objects = s3.connections.bucket('s3', BUCKET);
     // The defaults: snapshot.retain.last 24, metadata.previous.versions.max 100.
     const policy = { snapshotRetainLast: 24, removeOrphanFiles: true, orphanMinAgeMs: 3 * DAY_MS, targetFileSizeBytes: 16 * 1024 * 1024, metadataPreviousVersionsMax: 100 };
-    const steps = context(table, objects, { metadataLogEntriesMax: policy.metadataPreviousVersionsMax });
+    // A sweep every 10 s (the default interval): the expiry between runs keeps the last minute's.
+    let clock = Date.now();
+    const steps = context(table, objects, { metadataLogEntriesMax: policy.metadataPreviousVersionsMax, now: () => clock });
     const perCommit = 4;
     const commits = 150;
     let loaded = await ensureIcebergTable(objects, table, T0);
@@ -339,10 +344,11 @@ describe('Iceberg maintenance', () => {
     let largestSnapshots = 0;
     let expiries = 0;
     for (let c = 0; c < commits; c++) {
+      clock += 10_000;
       // As the sweep commits (the real writer id, the log bounded by the setting), then expires what is overdue.
       const result = await commitIcebergBatch(objects, table, loaded, events(1 + c * perCommit, perCommit), {
         ...fence,
-        nowMs: Date.now(),
+        nowMs: clock,
         writerId: `auditlake:${table.identifier}`,
         metadataLogEntriesMax: policy.metadataPreviousVersionsMax,
       });
@@ -361,4 +367,27 @@ describe('Iceberg maintenance', () => {
     // Expired between runs, yet every event is in the table exactly once.
     expectEveryEventOnce(await icebirdIds(table), commits * perCommit);
   }, 240_000); // 150 commits, a run and an independent read: slow on a loaded machine.
+
+  it('the expiry between runs leaves a snapshot younger than SNAPSHOT_READ_GRACE_MS: a reader that loaded the metadata still reads its manifest list', async () => {
+    const table = resolveIcebergTable('cat.ops.read_grace_events', new Map([['cat', { name: 'cat', warehouse: `s3://${BUCKET}/warehouse`, connectionId: 's3' }]]));
+    const objects = s3.connections.bucket('s3', BUCKET);
+    let clock = Date.now();
+    const steps = context(table, objects, { now: () => clock });
+    let loaded = await ensureIcebergTable(objects, table, clock);
+    // A reader loads the table after the first commit, to plan from its current snapshot.
+    loaded = (await commitIcebergBatch(objects, table, loaded, events(1, 4), { ...fence, nowMs: clock, writerId: 'auditlake:test' })).loaded;
+    const planned = currentSnapshot(loaded.metadata)!;
+    const manifestList = s3Key(table, planned['manifest-list']);
+    expect(await objects.exists(manifestList)).toBe(true);
+    // Back-to-back sweeps commit on top; at snapshot.retain.last 1 the expiry is due at once.
+    for (let c = 1; c < 4; c++) loaded = (await commitIcebergBatch(objects, table, loaded, events(1 + c * 4, 4), { ...fence, nowMs: clock + c, writerId: 'auditlake:test' })).loaded;
+    expect(await expireOverdueSnapshots(steps, loaded, 1)).toBeUndefined();
+    expect(await objects.exists(manifestList)).toBe(true);
+    // A minute on, the reader has long planned: expired, its manifest list deleted.
+    clock += SNAPSHOT_READ_GRACE_MS + 10;
+    const expired = await expireOverdueSnapshots(steps, (await loadIcebergTable(objects, table))!, 1);
+    expect(expired?.snapshotsExpired).toBe(3);
+    expect(await objects.exists(manifestList)).toBe(false);
+    expectEveryEventOnce(await icebirdIds(table), 16);
+  });
 });

@@ -1,7 +1,7 @@
 // Goal: batch.size bounds one commit, not the throughput — a sweep that fills a batch is followed at once by the next until less than a batch is settled, without waiting for the interval — while leadership, close() and status reads interleave between commits.
 import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
-import { IcebergTierSource, ParquetTierSource, S3Connections, commitMetadataVersion, type IcebergTableRef, type LoadedTable, type ObjectStore, currentManifests, loadIcebergTable, readTieredSuffix, resolveIcebergTable, runIcebergMaintenance, tableWatermark, WATERMARK_TERM_META } from '@auditlake/lake';
+import { IcebergTierSource, ParquetTierSource, S3Connections, commitMetadataVersion, type IcebergTableRef, type LoadedTable, type ObjectStore, currentManifests, loadIcebergTable, readTieredSuffix, resolveIcebergTable, runIcebergMaintenance, SNAPSHOT_READ_GRACE_MS, tableWatermark, WATERMARK_TERM_META } from '@auditlake/lake';
 import { chainHash, erasureDetailsChunks } from '@auditlake/integrity';
 import { currentSnapshot, readWholeAuditParquet, type IcebergTableMetadata } from '@auditlake/format';
 import { defaultSettings, encodeEvent, INTEGRITY_ACTIONS, parseSettings, resolveConfig, SELF_SOURCE, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
@@ -215,8 +215,11 @@ describe('TierSweeper', () => {
       const ref = resolveIcebergTable(table, catalogs);
       const snapshots: number[] = [];
       const manifests: number[] = [];
-      const s = sweeper(store, 'unused', { catalogs, settings: () => icebergSettings(table, enabled), batchSizeMax: 10, manifestsBetweenRunsMax: 5 });
+      // A sweep a minute and more apart: the expiry between runs leaves younger snapshots (SNAPSHOT_READ_GRACE_MS).
+      let clock = Date.now();
+      const s = sweeper(store, 'unused', { catalogs, settings: () => icebergSettings(table, enabled), batchSizeMax: 10, manifestsBetweenRunsMax: 5, now: () => clock });
       for (let sweep = 1; sweep <= 20; sweep++) {
+        clock += SNAPSHOT_READ_GRACE_MS + 1_000;
         expect(await s.sweep()).toMatch(/^tiered/);
         const loaded = (await loadIcebergTable(objects, ref))!;
         expect(loaded.metadata['metadata-log'].length).toBeLessThanOrEqual(4);
