@@ -220,6 +220,19 @@ export class ClusterNode {
     return term;
   }
 
+  /**
+   * Takes in a term seen outside the coordinator and the peers (rows a tier holds): the next
+   * term handed out is above it, and a leader of a term not above it steps down, so the next
+   * one leads in a term above. What puts terms back after the coordinator lost its data when no
+   * running node remembered them (the node that led first had lost its own).
+   */
+  async learnTerm(term: number): Promise<void> {
+    this.elector.observeTerm(term);
+    await this.#options.coordinator.raiseTermFloor(term);
+    const leading = this.elector.leadingTerm;
+    if (leading !== undefined && leading <= term) this.elector.stepDown(`the tier holds entries of term ${term}, not before this leader's: the next leader takes a term above it`);
+  }
+
   get leader(): LeaderView | undefined {
     return this.elector.leader;
   }

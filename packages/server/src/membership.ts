@@ -24,6 +24,8 @@ export interface Membership {
   heldByStandbys(): HeldByStandbys | undefined;
   /** A cluster's: a term above every one handed out, for the leader's own records (a tier adoption's). */
   reserveTerm?: () => Promise<number>;
+  /** A cluster's: takes in a term a tier's rows show (ClusterNode.learnTerm). */
+  learnTerm?: (term: number) => Promise<void>;
 }
 
 /** A node without a coordinator: always its own leader, term 0, no standbys. */
@@ -57,5 +59,6 @@ export function clusterMembership(cluster: ClusterNode): Membership {
     confirmReplicated: (events, timeoutMs) => cluster.confirmReplicated(events, timeoutMs),
     heldByStandbys: () => cluster.heldByStandbys(),
     reserveTerm: () => cluster.reserveTerm(),
+    learnTerm: (term) => cluster.learnTerm(term),
   };
 }

@@ -153,6 +153,7 @@ export class TieringService {
       settleMs: config.tierSettleMs,
       heldThrough: () => membership.heldByStandbys()?.throughSeq,
       ...(membership.reserveTerm ? { reserveTerm: membership.reserveTerm } : { soleWriter: true }),
+      ...(membership.learnTerm ? { learnTerm: membership.learnTerm } : {}),
       backoffInitialMs: config.tierBackoffInitialMs,
       backoffMaxMs: config.tierBackoffMaxMs,
       log: options.log,

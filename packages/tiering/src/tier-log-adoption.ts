@@ -36,6 +36,21 @@ export interface AdoptionRecord {
 }
 
 /** What an adoption must know of the leader doing it. */
+/**
+ * The tier holds a row of a term not before the adopting leader's: no record of a log this
+ * leader succeeded, or terms handed out again (the coordinator lost its data, and the node that
+ * led first had lost its own). `term` is the row's, which a cluster takes in so that its next
+ * leader's term is above it.
+ */
+export class TierTermNotBefore extends AuditError {
+  readonly term: number;
+
+  constructor(seq: number, term: number, termNow: number) {
+    super(AuditErrorCode.TIER_TARGET_UNUSABLE, `the tier's row at seq ${seq} has term ${term}, not before this leader's term ${termNow}`);
+    this.term = term;
+  }
+}
+
 export interface AdoptOptions {
   /** The most entries it may read from the tier. */
   entriesMax: number;
@@ -119,9 +134,7 @@ async function adopt(store: AuditStore, rows: readonly TieredEvent[], commonSeq:
     const seq = row.seq as number;
     const term = row.term as number;
     // A row from a term not before this leader's is no record of a log this one succeeded.
-    if (term > options.termNow || (term === options.termNow && options.soleWriter !== true)) {
-      throw new AuditError(AuditErrorCode.TIER_TARGET_UNUSABLE, `the tier's row at seq ${seq} has term ${term}, not before this leader's term ${options.termNow}`);
-    }
+    if (term > options.termNow || (term === options.termNow && options.soleWriter !== true)) throw new TierTermNotBefore(seq, term, options.termNow);
     if (starts.at(-1)?.term !== term) starts.push({ firstSeq: seq, term });
     // The tier's rows may still hold values an adopted erasure record names (its leader died before rewriting them).
     const target = erased.get(targetKey(row.eventId, seq));

@@ -44,7 +44,7 @@ import {
   ParquetTierSource,
   type TierSource,
 } from '@auditlake/lake';
-import { adoptTierSuffix, TIER_ADOPTION_ENTRIES_MAX, type TierAdoption } from './tier-log-adoption.js';
+import { adoptTierSuffix, TIER_ADOPTION_ENTRIES_MAX, TierTermNotBefore, type TierAdoption } from './tier-log-adoption.js';
 
 /** What an admin's adoption took into the log, and from which target through which watermark seq. */
 export type AdoptedTier = TierAdoption & { target: string; throughSeq: number };
@@ -80,6 +80,13 @@ export interface TierSweeperOptions {
    * node without standbys) the record carries the leader's term.
    */
   reserveTerm?: () => Promise<number>;
+  /**
+   * A cluster's: takes in a term the tier holds rows of, at or above this leader's (terms
+   * handed out again after the coordinator lost its data, by a node that had lost its own): the
+   * next leader's term is then above it, and an adoption can take those rows. Steps down when
+   * leading in a term not above it.
+   */
+  learnTerm?: (term: number) => Promise<void>;
   /** A node without a coordinator: an adoption takes the tier's rows of its own term (AdoptOptions.soleWriter). */
   soleWriter?: boolean;
   backoffInitialMs: number;
@@ -651,7 +658,12 @@ export class TierSweeper {
         `Audit tiering: ${target} is tiered through seq ${watermark.seq}, ${why}; as an admin asked, this node's log now holds the tier's ${adoption.adopted} entries after seq ${adoption.commonSeq}, and its own ${adoption.moved} from there are ordered again after them`,
       );
     } catch (err) {
-      throw unusable(`taking them into this log failed: ${err instanceof Error ? err.message : String(err)}`);
+      const message = err instanceof Error ? err.message : String(err);
+      if (err instanceof TierTermNotBefore && this.#options.learnTerm !== undefined) {
+        await this.#options.learnTerm(err.term);
+        throw unusable(`${message}: the cluster handed out those terms again (its coordinator lost its data), so this node took in term ${err.term} and stepped down; the next leader's term is above it — POST /admin/audit/tier/adopt {"throughSeq": ${watermark.seq}} again once a leader is elected`);
+      }
+      throw unusable(`taking them into this log failed: ${message}`);
     } finally {
       await source.close();
     }

@@ -389,6 +389,31 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     },
   );
 
+  it.each(['parquet', 'iceberg'] as const)(
+    "%s: a successor leading in a term the tier's rows hold (terms handed out again after the coordinator lost its data) takes the term in, steps down, and adopts in the next term",
+    async (mode) => {
+      const target = modes[mode](`terms_again_${mode}`);
+      const dead = await tieredLog(target);
+      const tierTerm = dead.position.lastTerm;
+      // A node whose data was lost leads first after the coordinator restarted empty: the same term again.
+      const successor = await storeWith(0);
+      await successor.append([ev(100), ev(101)], { sequencer: () => tierTerm });
+      let term = tierTerm;
+      const learned: number[] = [];
+      const b = testSweeper({ store: successor, connections: s3.connections, catalogs, settings: () => target, term: () => term, learnTerm: async (t) => void learned.push(t) });
+      expect(await b.sweep()).toBe('failed');
+      const first = await b.adoptTier(20);
+      expect(first.adopted).toBeUndefined();
+      expect(first.error).toContain(`the tier's row at seq 1 has term ${tierTerm}, not before this leader's term ${tierTerm}: the cluster handed out those terms again (its coordinator lost its data), so this node took in term ${tierTerm} and stepped down`);
+      expect(learned).toEqual([tierTerm]);
+      expect(successor.position.lastSeq).toBe(2);
+      // The next leader's term is above it (ClusterNode.learnTerm raised the coordinator's floor): the adoption goes through.
+      term = tierTerm + 1;
+      expect(await b.adoptTier(20)).toMatchObject({ adopted: { throughSeq: 20, commonSeq: 0, adopted: 20, moved: 2 }, error: null });
+      expect(successor.position.lastSeq).toBe(20);
+    },
+  );
+
   it.each([
     ['parquet', 'shorter', 5, 20],
     ['parquet', 'different', 30, 30],
