@@ -300,7 +300,10 @@ export class MaintenanceScheduler {
       }
     }
     try {
-      if (nowMs - entry.compactedMs >= COMPACTION_DEFERRAL_MAX_MS) return null;
+      // A last compaction timed after now (this clock stepped back since, or the node that
+      // compacted ran ahead) cannot say an hour has not passed: deferring until this clock
+      // caught up deferred for the whole excursion (review).
+      if (nowMs - entry.compactedMs >= COMPACTION_DEFERRAL_MAX_MS || entry.compactedMs > nowMs) return null;
       return (await this.#options.compactionDeferral?.()) ?? null;
     } catch (err) {
       // Not knowing whether the tier is behind is no reason to skip a step.
