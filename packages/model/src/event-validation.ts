@@ -17,6 +17,12 @@ import {
 export interface ValidateOptions {
   /** Server time used when an event has no `ts`, and for assigned ids. */
   nowMs: number;
+  /**
+   * The time a `ts` is judged "ahead" against (default `nowMs`): a node passes the later of its
+   * clock and its log's ingest clock, which keeps the time the cluster's leaders stamped, so a
+   * node whose own clock is slow does not refuse correctly timed events as from the future.
+   */
+  latestMs?: number;
   /** Assigns ids to events without one; injectable so tests can replay. */
   newId?: (nowMs: number) => string;
   /**
@@ -140,7 +146,7 @@ function parseTables(raw: Record<string, unknown>, at: At): string[] {
   return tables;
 }
 
-function parseTs(raw: Record<string, unknown>, at: At, nowMs: number, field: 'ts' | 'timestamp'): number {
+function parseTs(raw: Record<string, unknown>, at: At, nowMs: number, field: 'ts' | 'timestamp', latestMs = nowMs): number {
   const value = raw[field];
   if (value === undefined || value === null) return nowMs;
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
@@ -150,8 +156,8 @@ function parseTs(raw: Record<string, unknown>, at: At, nowMs: number, field: 'ts
   // times and most readers' timestamp types end there.
   if (value > EVENT_TIME_MAX_MS) refuse(`${label(at)}.${field} must be at most ${EVENT_TIME_MAX_MS} (${new Date(EVENT_TIME_MAX_MS).toISOString()}): ${value}`);
   // Ingest input only: a stored or forwarded event was checked where it was received.
-  if (field === 'ts' && value > nowMs + EVENT_TIME_AHEAD_MAX_MS) {
-    refuse(`${label(at)}.${field} ${value} (${new Date(value).toISOString()}) is more than a day ahead of this node's clock (${new Date(nowMs).toISOString()}): an event cannot have happened yet`);
+  if (field === 'ts' && value > latestMs + EVENT_TIME_AHEAD_MAX_MS) {
+    refuse(`${label(at)}.${field} ${value} (${new Date(value).toISOString()}) is more than a day ahead of this node's clock (${new Date(latestMs).toISOString()}): an event cannot have happened yet`);
   }
   return value;
 }
@@ -246,7 +252,7 @@ function validateFields(record: Record<string, unknown>, at: At, options: Valida
     tables: parseTables(record, at),
     query: optionalString(record, 'query', at, FIELD_LIMIT_BYTES.query),
     details: optionalString(record, 'details', at, FIELD_LIMIT_BYTES.details),
-    timestamp: parseTs(record, at, options.nowMs, options.timeField ?? 'ts'),
+    timestamp: parseTs(record, at, options.nowMs, options.timeField ?? 'ts', options.latestMs),
   };
   if (options.allowReserved !== true && isReservedAction(event.source, event.action)) {
     refuse(`${label(at)}.action ${event.action} of source ${event.source} is reserved: only auditlake itself records it`);

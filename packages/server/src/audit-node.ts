@@ -279,6 +279,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
       random: options.random ?? Math.random,
       ackReplicatedTimeoutMs: config.ackReplicatedTimeoutMs,
       sourceBindings: config.sourceBindings,
+      now: () => Date.now() + config.debugClockOffsetMs,
     });
     registerIngestRoute(app, ingest);
     const search = new AuditSearch(store, tiering);

@@ -7,6 +7,8 @@ export interface ParseRequest {
   /** The request body, transferred (the sender no longer uses it). */
   body: ArrayBuffer;
   nowMs: number;
+  /** What a `ts` is judged "ahead" against (ValidateOptions.latestMs). */
+  latestMs: number;
   /** `audit.redact.keys` in force when the request arrived. */
   redactKeys: string[];
   /** Compute each event's record chain content part (the store keeps the chain). */
@@ -66,12 +68,12 @@ export class IngestParsePool {
     for (let i = 0; i < threads; i++) this.#workers.push(this.#start());
   }
 
-  parse(body: Uint8Array, nowMs: number, redactKeys: readonly string[] = [], chain = false, sourceBinding?: SenderSources): Promise<ParseOutcome> {
+  parse(body: Uint8Array, nowMs: number, redactKeys: readonly string[] = [], chain = false, sourceBinding?: SenderSources, latestMs = nowMs): Promise<ParseOutcome> {
     if (this.#closed) return Promise.reject(new Error('ingest parse pool is closed'));
-    if (this.#workers.length === 0) return Promise.resolve(parseIngestBody(body, nowMs, redactKeys, chain, sourceBinding));
+    if (this.#workers.length === 0) return Promise.resolve(parseIngestBody(body, nowMs, redactKeys, chain, sourceBinding, latestMs));
     const poolWorker = this.#workers.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
     const id = this.#nextId++;
-    const request: ParseRequest = { id, body: transferable(body), nowMs, redactKeys: [...redactKeys], chain };
+    const request: ParseRequest = { id, body: transferable(body), nowMs, latestMs, redactKeys: [...redactKeys], chain };
     if (sourceBinding !== undefined) request.sourceBinding = { principal: sourceBinding.principal, sourceIds: [...sourceBinding.sourceIds] };
     return new Promise<ParseOutcome>((resolve, reject) => {
       poolWorker.pending.set(id, { resolve, reject });

@@ -12,7 +12,7 @@ if (port === null) throw new Error('ingest-parse-worker must run in a worker thr
 port.on('message', (request: ParseRequest) => {
   let response: ParseResponse;
   try {
-    const outcome = parseIngestBody(new Uint8Array(request.body), request.nowMs, request.redactKeys, request.chain, request.sourceBinding);
+    const outcome = parseIngestBody(new Uint8Array(request.body), request.nowMs, request.redactKeys, request.chain, request.sourceBinding, request.latestMs);
     if (outcome.ok) {
       response = { id: request.id, events: transferable(encodeParsedEvents(outcome.events)) };
       port.postMessage(response, [response.events]);

@@ -68,6 +68,8 @@ export interface IngestServiceOptions {
    * where it was received.
    */
   sourceBindings: ReadonlyMap<string, readonly string[]>;
+  /** This node's clock (default Date.now): the time of an event sent without `ts`. */
+  now?: () => number;
 }
 
 /**
@@ -87,7 +89,11 @@ export class IngestService {
     const { metrics, settings, parser, sourceBindings } = this.#options;
     // Bound sourceIds: a request without a known sender (none reaches here through HTTP) may send none.
     const sender = sourceBindings.size === 0 ? undefined : { principal: options.sender?.principal ?? 'unknown', sourceIds: sourceBindings.get(options.sender?.principal ?? '') ?? [] };
-    const parsed = await parser.parse(body, Date.now(), settings.effective.redactKeys, this.#options.store.chainEnabled, sender);
+    const nowMs = (this.#options.now ?? Date.now)();
+    // A `ts` is judged "ahead" against the later of this clock and the log's ingest clock, which
+    // keeps the time the leaders stamped: a node whose clock is slow (a standby, or a leader
+    // after a failover) does not refuse correctly timed events as from the future (review).
+    const parsed = await parser.parse(body, nowMs, settings.effective.redactKeys, this.#options.store.chainEnabled, sender, Math.max(nowMs, this.#options.store.ingestNow()));
     if (!parsed.ok) {
       metrics.eventsRefused.inc(parsed.refused);
       throw new AuditError(parsed.code, parsed.message);

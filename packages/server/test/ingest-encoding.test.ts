@@ -81,4 +81,20 @@ describe('ingest: Unicode, UTF-8, charset and time bounds', () => {
     expect((await t.ingest([event({ eventId: 'soon', ts: dayAhead })])).status).toBe(200);
     expect((await t.stored()).map((e) => e.timestamp)).toEqual([dayAhead]);
   });
+
+  it('judges a ts "ahead" against the log\'s ingest clock too: a node restarted with a clock a day and more slow takes correctly timed events', async () => {
+    const first = await startTestNode();
+    expect((await first.ingest([event({ eventId: 'before' })])).status).toBe(200);
+    await first.node.close();
+    // The same data, the node's clock now 25 hours slow; its log's ingest times are today's.
+    const slow = await startTestNode({ dataDir: first.dataDir, props: { 'auditlake.debug.clock.offset.ms': String(-25 * 3_600_000) } });
+    const now = Date.now();
+    const res = await slow.ingest([event({ eventId: 'timed-now', ts: now })]);
+    expect(res.status).toBe(200);
+    expect((await slow.stored()).find((e) => e.eventId === 'timed-now')?.timestamp).toBe(now);
+    // What is ahead of both is still refused.
+    const ahead = await slow.ingest([event({ eventId: 'future', ts: now + 3 * 86_400_000 })]);
+    expect(ahead.status).toBe(400);
+    expect(ahead.json['error']).toMatch(/^events\[0\]\.ts \d+ \(.*\) is more than a day ahead of this node's clock/);
+  });
 });
