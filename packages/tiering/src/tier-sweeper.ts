@@ -411,7 +411,7 @@ export class TierSweeper {
       ...(this.#options.onStep ? { onStep: this.#options.onStep } : {}),
     };
     // Before any erasure pass: the pending records come from this log, which must hold the location's entries.
-    await this.#checkWatermarkInLog(watermark, settings.tierParquetPath, () => new ParquetTierSource(connections, { mode: 'parquet', path: settings.tierParquetPath, connectionId: settings.tierConnectionId }));
+    await this.#checkWatermarkInLog(watermark, { mode: 'parquet', path: settings.tierParquetPath, connectionId: settings.tierConnectionId }, () => new ParquetTierSource(connections, { mode: 'parquet', path: settings.tierParquetPath, connectionId: settings.tierConnectionId }));
     if (this.#steppedDownByAdoption()) return 'not-leader';
     if (recovering) {
       // Only once the log is known to hold what the markers say was tiered (or took it, by an
@@ -542,7 +542,7 @@ export class TierSweeper {
     const watermark = laterWatermark(await this.watermark(), tableMark ?? ZERO_WATERMARK);
     // Before any erasure pass: one run on a log that lacks the table's entries would find none
     // of their erasure records and still move the table's erasure cursor past them.
-    await this.#checkWatermarkInLog(watermark, table.identifier, () => new IcebergTierSource(connections, table));
+    await this.#checkWatermarkInLog(watermark, { mode: 'iceberg', path: table.identifier, location: table.location, connectionId: table.connectionId }, () => new IcebergTierSource(connections, table));
     if (this.#steppedDownByAdoption()) return 'not-leader';
     await this.#vouchInTerm(watermark);
     // Erasures the table holds but has not applied yet (a pass stopped by a crash, or records an adoption just brought) go first.
@@ -613,8 +613,9 @@ export class TierSweeper {
    * (`adoptTierSuffix`). Not done unasked: the rows come from the bucket, and whoever can write
    * the bucket could otherwise put events into the log that the next checkpoint would sign.
    */
-  async #checkWatermarkInLog(watermark: Watermark, target: string, tier: () => TierSource & { close(): Promise<void> }): Promise<void> {
+  async #checkWatermarkInLog(watermark: Watermark, tiered: TieredLocation, tier: () => TierSource & { close(): Promise<void> }): Promise<void> {
     const { store } = this.#options;
+    const target = tiered.path;
     const end = store.position.lastSeq;
     let why: string | undefined;
     if (watermark.seq > end) why = `past the end of this node's log (seq ${end})`;
@@ -653,6 +654,12 @@ export class TierSweeper {
       });
       this.#adopted = { ...adoption, target, throughSeq: watermark.seq };
       this.#dropPrefetch();
+      // The log now holds the tier's entries, which retention may delete as soon as they count
+      // as tiered: the merged reader must know the location by then. A node that never tiered
+      // to it (its data was lost) learned it only at its next commit, and its search showed none
+      // of the adopted events meanwhile.
+      const known = await readTieredLocations(store);
+      if (!includesLocation(known, tiered)) await store.putMeta({ [TIERED_LOCATIONS_META]: [...known, tiered] });
       this.#options.log.warn(
         { target, watermarkSeq: watermark.seq, ...adoption },
         `Audit tiering: ${target} is tiered through seq ${watermark.seq}, ${why}; as an admin asked, this node's log now holds the tier's ${adoption.adopted} entries after seq ${adoption.commonSeq}, and its own ${adoption.moved} from there are ordered again after them`,

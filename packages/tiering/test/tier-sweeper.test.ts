@@ -1,7 +1,7 @@
 // Goal: batch.size bounds one commit, not the throughput — a sweep that fills a batch is followed at once by the next until less than a batch is settled, without waiting for the interval — while leadership, close() and status reads interleave between commits.
 import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
-import { IcebergTierSource, ParquetTierSource, S3Connections, commitMetadataVersion, type IcebergTableRef, type LoadedTable, type ObjectStore, currentManifests, loadIcebergTable, readTieredSuffix, resolveIcebergTable, runIcebergMaintenance, SNAPSHOT_READ_GRACE_MS, tableWatermark, WATERMARK_TERM_META } from '@auditlake/lake';
+import { IcebergTierSource, ParquetTierSource, S3Connections, commitMetadataVersion, type IcebergTableRef, type LoadedTable, type ObjectStore, currentManifests, loadIcebergTable, readTieredSuffix, resolveIcebergTable, readTieredLocations, runIcebergMaintenance, SNAPSHOT_READ_GRACE_MS, tableWatermark, WATERMARK_TERM_META } from '@auditlake/lake';
 import { chainHash, erasureDetailsChunks } from '@auditlake/integrity';
 import { currentSnapshot, readWholeAuditParquet, type IcebergTableMetadata } from '@auditlake/format';
 import { defaultSettings, encodeEvent, INTEGRITY_ACTIONS, parseSettings, resolveConfig, SELF_SOURCE, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
@@ -371,7 +371,10 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
       expect(await b.adoptTier(21)).toMatchObject({ adopted: undefined, outcome: 'failed', error: expect.stringContaining('{"throughSeq": 20}') as unknown });
       expect(successor.position).toMatchObject({ lastSeq: 15, lastTerm: 2 });
       expect(successor.outboxCount).toBe(0);
+      expect(await readTieredLocations(successor)).toEqual([]);
       expect(await b.adoptTier(20)).toEqual({ adopted: { target: target.tierMode === 'parquet' ? target.tierParquetPath : target.tierIcebergTable, throughSeq: 20, commonSeq: 12, adopted: 8, moved: 3 }, outcome: 'nothing-to-tier', error: null });
+      // The location is known at once: retention may delete the adopted entries before the next commit, and the merged reader must find them there.
+      expect((await readTieredLocations(successor)).map((location) => location.path)).toEqual([target.tierMode === 'parquet' ? target.tierParquetPath : target.tierIcebergTable]);
       expect((await b.status()).lastError).toBeNull();
       // Adopted: the log holds the tier's entries through its watermark, vouched for in this term.
       expect(await successor.getMeta(WATERMARK_TERM_META)).toBe(2);
