@@ -15,6 +15,19 @@ function when(ms: number | undefined): string {
   return ms === undefined || ms <= 0 ? 'never' : formatTime(ms);
 }
 
+/** A reason local retention keeps events back, in words; nothing when there is none. */
+function RetentionHeld({ field, text }: { field: string; text: string | undefined }) {
+  if (text === undefined) return null;
+  return (
+    <>
+      <dt>Retention held</dt>
+      <dd class="error" data-field={field}>
+        {text}
+      </dd>
+    </>
+  );
+}
+
 /** The sweep's health from tierStatus: last success and failure, the error, backlog and watermark, and the completeness ledger. */
 export function TierHealth({ status }: { status: TierStatus }) {
   const failing = status.lastError !== null && status.lastFailureMs >= status.lastSuccessMs;
@@ -45,22 +58,8 @@ export function TierHealth({ status }: { status: TierStatus }) {
             <dd>{status.deferred.toLocaleString()} old events kept until tiered</dd>
           </>
         )}
-        {hold !== undefined && (
-          <>
-            <dt>Retention held</dt>
-            <dd class="error" data-field="erasureHold">
-              {hold}
-            </dd>
-          </>
-        )}
-        {termHold !== undefined && (
-          <>
-            <dt>Retention held</dt>
-            <dd class="error" data-field="termHold">
-              {termHold}
-            </dd>
-          </>
-        )}
+        <RetentionHeld field="erasureHold" text={hold} />
+        <RetentionHeld field="termHold" text={termHold} />
         {standbyHold !== undefined && (
           <>
             <dt>Tiering held</dt>
