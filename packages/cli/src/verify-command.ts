@@ -4,6 +4,7 @@ import {
   ChainVerifier,
   CheckedBatchReader,
   ArrivingBatchMerge,
+  firstIdenticalCopy,
   mergeCheckedBatches,
   parseSignedCheckpoint,
   readPublicKeyPem,
@@ -84,6 +85,12 @@ async function verifyWith(options: VerifyOptions, checks: VerifyChecks): Promise
   const client = options.node === undefined ? undefined : new NodeClient({ url: options.node.url, token: options.node.token });
   const view = client === undefined ? undefined : await readView(client);
   const verifier = new ChainVerifier(verifierOptionsOf(options, pinnedKeys, tier, view, client));
+  // Read together, identical copies are allowed across locations (and the node's log), not
+  // within one: a location that holds a row twice makes an engine reading it count it twice.
+  proofs.forEach((proof, i) => {
+    const copy = firstIdenticalCopy(proof.batches);
+    if (copy !== undefined) verifier.duplicatedIn(`the tier at ${(options.tiers[i] as TierLocationOption).location}`, copy.seq, copy.eventId);
+  });
   await feed(verifier, tier?.batches ?? [], client === undefined ? undefined : nodeRecords(client, checks));
   for (const proof of proofs) verifier.addRowsWithoutSeq(proof.legacyRows, proof.rowsWithoutSeqSeen);
   return verifier.finish();

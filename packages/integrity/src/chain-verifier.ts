@@ -199,6 +199,15 @@ export class ChainVerifier {
   }
 
   /**
+   * One copy of the history (a tier location), read with others, holds the record at `seq`
+   * more than once, as identical rows: a break, as when it is read alone (`oneCopy`), though
+   * identical copies across the copies read are not.
+   */
+  duplicatedIn(copy: string, seq: number, eventId: string): void {
+    this.#break({ kind: 'duplicated', seq, eventId, message: duplicatedMessage(copy, seq, eventId) });
+  }
+
+  /**
    * Counts rows a tier holds without a seq: from before the chain existed, they cannot be
    * verified, so the report names how many there are. `seen`, what the tier's files showed of
    * those rows and of its first chained row: rows it shows to have been added since the chain
@@ -306,12 +315,7 @@ export class ChainVerifier {
       this.#checkErased(record, false);
       // Named once: a file copied whole would otherwise add a break per row.
       if (this.#options.oneCopy !== undefined && this.#duplicates === 1) {
-        this.#break({
-          kind: 'duplicated',
-          seq: last.seq,
-          eventId: last.eventId,
-          message: `duplicated record at seq ${last.seq} (eventId ${last.eventId}): ${this.#options.oneCopy} holds it more than once, so an engine reading it counts the event twice`,
-        });
+        this.#break({ kind: 'duplicated', seq: last.seq, eventId: last.eventId, message: duplicatedMessage(this.#options.oneCopy, last.seq, last.eventId) });
       }
       return;
     }
@@ -747,4 +751,9 @@ function successMessage(report: VerifyReport): string {
   if (report.duplicates > 0) notes.push(`${report.duplicates} identical ${report.duplicates === 1 ? 'copy' : 'copies'} ignored`);
   if (report.rowsWithoutSeq > 0) notes.push(`${report.rowsWithoutSeq} tier ${report.rowsWithoutSeq === 1 ? 'row' : 'rows'} without a seq not verifiable (written before the chain, or added)`);
   return notes.length > 0 ? `${message}; ${notes.join('; ')}` : message;
+}
+
+/** The words for a copy of the history that holds a record twice. */
+function duplicatedMessage(copy: string, seq: number, eventId: string): string {
+  return `duplicated record at seq ${seq} (eventId ${eventId}): ${copy} holds it more than once, so an engine reading it counts the event twice`;
 }
