@@ -5,8 +5,12 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 export const PROXIED_HEADER = 'x-auditlake-proxied';
 /** How long a proxied request waits for the leader's answer to begin, unless the route says otherwise. */
 export const PROXY_TIMEOUT_MS = 10_000;
-/** For admin operations that run as long as their work (a maintenance run, a tier adoption). */
-export const LONG_PROXY_TIMEOUT_MS = 30 * 60_000;
+/**
+ * For admin operations that run as long as their work (a maintenance run, a tier adoption):
+ * just under the 300 s that Node's fetch itself waits for an answer's headers (undici's
+ * headersTimeout), so the answer past it names the wait, not a broken connection.
+ */
+export const LONG_PROXY_TIMEOUT_MS = 290_000;
 const FORWARDED_HEADERS = ['authorization', 'accept', 'content-type'];
 /**
  * Connection errors after which the leader cannot have seen the request: a write may then be
@@ -59,7 +63,7 @@ export async function proxyToLeader(leaderUrl: string | undefined, request: Fast
     });
   } catch (err) {
     if (request.method === 'GET' || request.method === 'HEAD' || notSent(err)) return false;
-    const why = abort.signal.aborted ? `gave no answer within ${timeoutMs} ms` : 'broke the connection before answering';
+    const why = abort.signal.aborted || causeCode(err) === 'UND_ERR_HEADERS_TIMEOUT' ? `gave no answer within ${timeoutMs} ms` : 'broke the connection before answering';
     throw new AuditError(
       AuditErrorCode.LEADER_NO_ANSWER,
       `this node passed the request to the leader (${leaderUrl}), which ${why}: it may have carried it out, so look (GET the same resource, or search the audit log for the record it writes) before sending it again`,
@@ -103,6 +107,12 @@ function errorCodeOf(text: string): string | undefined {
 
 /** Whether a fetch failed before any byte of the request could reach the server. */
 function notSent(err: unknown): boolean {
+  const code = causeCode(err);
+  return code !== undefined && NOT_SENT_CODES.has(code);
+}
+
+/** The code of a failed fetch's cause (ECONNREFUSED, UND_ERR_…), if any. */
+function causeCode(err: unknown): string | undefined {
   const cause = err instanceof Error ? (err.cause as { code?: unknown } | undefined) : undefined;
-  return typeof cause?.code === 'string' && NOT_SENT_CODES.has(cause.code);
+  return typeof cause?.code === 'string' ? cause.code : undefined;
 }
