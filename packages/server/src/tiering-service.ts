@@ -436,7 +436,9 @@ function adoptionRecord(adoption: AdoptedTier, by: string, nowMs: number): Encod
     decision: '',
     tables: [],
     query: '',
-    details: `throughSeq=${adoption.throughSeq}, commonSeq=${adoption.commonSeq}, adopted=${adoption.adopted}, moved=${adoption.moved}`,
+    // Settings records among the adopted entries state changes made on the log that tiered
+    // them: the adoption takes entries, not that log's settings, so this record says so.
+    details: `throughSeq=${adoption.throughSeq}, commonSeq=${adoption.commonSeq}, adopted=${adoption.adopted}, moved=${adoption.moved}${adoption.settingsRecordSeqs === undefined ? '' : `; the settings records adopted at seq ${adoption.settingsRecordSeqs.join(', ')} state changes not in force here: the settings in force are this node's own`}`,
     timestamp: nowMs,
   });
 }

@@ -2,7 +2,7 @@ import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { TieredEvent } from '@auditlake/format';
 import { composeStoredEvent, eraseRecordFields } from '@auditlake/integrity';
 import { readTieredSuffix, type TierSource, type Watermark } from '@auditlake/lake';
-import { AuditError, AuditErrorCode, type EncodedEvent } from '@auditlake/model';
+import { AuditError, AuditErrorCode, SELF_SOURCE, UPDATE_SETTINGS_ACTION, type EncodedEvent } from '@auditlake/model';
 import type { AuditStore, TermStart } from '@auditlake/store';
 import { addTargets, isErasureRecord, targetKey, type ErasureTarget } from './tier-erasure.js';
 
@@ -22,6 +22,12 @@ export interface TierAdoption {
   moved: number;
   /** Where the adoption's own record went, when it was given one (AdoptOptions.record). */
   recordSeq?: number;
+  /**
+   * Seqs of the settings records (`audit:UpdateSettings`) among the adopted entries: the changes
+   * they state were made on the log that tiered them, and an adoption takes entries, not that
+   * log's settings, so they are not in force here. The adoption's record names them.
+   */
+  settingsRecordSeqs?: number[];
 }
 
 /**
@@ -129,6 +135,7 @@ async function adopt(store: AuditStore, rows: readonly TieredEvent[], commonSeq:
   for (const row of rows) if (isErasureRecord(row)) addTargets(erased, { ...row, seq: row.seq as number });
   const starts: TermStart[] = [];
   const entries: Buffer[] = [];
+  const settingsRecordSeqs: number[] = [];
   for (const [i, row] of rows.entries()) {
     if (i % ADOPT_YIELD_ROWS === ADOPT_YIELD_ROWS - 1) await yieldToEventLoop();
     const seq = row.seq as number;
@@ -136,6 +143,7 @@ async function adopt(store: AuditStore, rows: readonly TieredEvent[], commonSeq:
     // A row from a term not before this leader's is no record of a log this one succeeded.
     if (term > options.termNow || (term === options.termNow && options.soleWriter !== true)) throw new TierTermNotBefore(seq, term, options.termNow);
     if (starts.at(-1)?.term !== term) starts.push({ firstSeq: seq, term });
+    if (row.source === SELF_SOURCE && row.action === UPDATE_SETTINGS_ACTION) settingsRecordSeqs.push(seq);
     // The tier's rows may still hold values an adopted erasure record names (its leader died before rewriting them).
     const target = erased.get(targetKey(row.eventId, seq));
     const stored = target === undefined ? row : (eraseRecordFields(row, [...target.fields]) ?? row);
@@ -143,9 +151,9 @@ async function adopt(store: AuditStore, rows: readonly TieredEvent[], commonSeq:
   }
   const record = options.record;
   const closing =
-    record === undefined ? undefined : { term: record.term, nowMs: (options.now ?? Date.now)(), event: (moved: number) => record.event({ commonSeq, adopted: entries.length, moved }) };
+    record === undefined ? undefined : { term: record.term, nowMs: (options.now ?? Date.now)(), event: (moved: number) => record.event({ commonSeq, adopted: entries.length, moved, ...(settingsRecordSeqs.length > 0 ? { settingsRecordSeqs } : {}) }) };
   const result = await store.adoptSuffix(commonSeq + 1, entries, starts, options.mayAdopt, closing);
-  return { commonSeq, adopted: result.adopted, moved: result.moved, ...(result.closingSeq === undefined ? {} : { recordSeq: result.closingSeq }) };
+  return { commonSeq, adopted: result.adopted, moved: result.moved, ...(result.closingSeq === undefined ? {} : { recordSeq: result.closingSeq }), ...(settingsRecordSeqs.length > 0 ? { settingsRecordSeqs } : {}) };
 }
 
 /** Rows composed between turns of the event loop (an adoption may compose 200,000). */

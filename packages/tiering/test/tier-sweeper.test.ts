@@ -392,6 +392,22 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     },
   );
 
+  it('an adoption names the settings records it takes: the changes they state were made on the log that tiered them, not in force on the adopter', async () => {
+    const target = modes.parquet('settings_adopted');
+    const dead = await storeWith(5, 5, Date.now() - 2 * HOUR_MS);
+    await dead.append([{ ...ev(5), source: 'auditlake', action: 'audit:UpdateSettings', resource: 'audit.settings', details: 'audit.redact.keys: password → password,ssn' }]);
+    const deadSweeper = testSweeper({ store: dead, connections: s3.connections, catalogs, settings: () => target });
+    expect(await deadSweeper.sweep()).toBe('tiered');
+    await deadSweeper.close();
+    const successor = await storeWith(0);
+    await successor.applyReplicated(await dead.readEncodedBySeq(0, 3), dead.termStarts());
+    await successor.append([ev(100)], { sequencer: () => 2 });
+    const b = testSweeper({ store: successor, connections: s3.connections, catalogs, settings: () => target, term: () => 2 });
+    expect(await b.sweep()).toBe('failed');
+    const result = await b.adoptTier(6);
+    expect(result.adopted).toMatchObject({ commonSeq: 3, adopted: 3, moved: 1, settingsRecordSeqs: [6] });
+  });
+
   it.each(['parquet', 'iceberg'] as const)(
     "%s: a successor leading in a term the tier's rows hold (terms handed out again after the coordinator lost its data) takes the term in, steps down, and adopts in the next term",
     async (mode) => {
