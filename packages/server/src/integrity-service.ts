@@ -156,13 +156,10 @@ export class IntegrityService {
     const [previous] = await store.checkpoints(1);
     const previousSigned = previous === undefined ? undefined : parseSignedCheckpoint(previous.checkpoint);
     if (previousSigned !== undefined && previousSigned.seq >= head.seq) return undefined;
-    const nowMs = now();
-    // Never before the previous checkpoint (a clock stepped back, a successor whose clock is
-    // slower): its time is the record's event time, retention deletes by event time, and the
-    // checkpoint index keeps only the newest deleted checkpoint, which holds only while
-    // checkpoints are deleted in seq order. One dated earlier than the one before it was
-    // deleted first, and verify then reported the chain of checkpoints broken (review).
-    const timeMs = Math.max(nowMs, previousSigned?.timeMs ?? nowMs);
+    // This clock's time, also when before the previous checkpoint's (a clock stepped back, a
+    // successor whose clock is slower): retention deletes checkpoint records in seq order
+    // whatever their times (AuditStore), so the index of checkpoints stays one chain.
+    const timeMs = now();
     const signed = signCheckpoint(
       {
         v: 1,
@@ -179,8 +176,7 @@ export class IntegrityService {
       key.privateKey,
     );
     const stored = await this.#record(checkpointEvent(`integrity-checkpoint-${head.seq}-${randomUUID()}`, signed), cuts);
-    // When the next is due is counted on this clock, not from a time held ahead of it.
-    if (stored !== undefined) this.#lastCheckpoint = { seq: stored, timeMs: nowMs };
+    if (stored !== undefined) this.#lastCheckpoint = { seq: stored, timeMs };
     return signed;
   }
 

@@ -1588,6 +1588,31 @@ export class AuditStore {
     }
   }
 
+  /**
+   * Of the checkpoint records among `events` (retention would delete them), those it may: the
+   * first checkpoints of the log in seq order, none after one that stays. Retention deletes by
+   * event time, a checkpoint's time is its signer's clock, and the index of checkpoints keeps
+   * only the newest one deleted: one dated before the checkpoint it follows (a clock stepped
+   * back, a successor with a slower clock) deleted first left the index listing a chain with a
+   * link missing, and verify reported a removed or forged checkpoint on an untampered log
+   * (review). Undefined when `events` holds no checkpoint.
+   */
+  async #checkpointsDeletable(events: readonly StoredEvent[]): Promise<Set<number> | undefined> {
+    const candidates = new Set(events.filter((event) => integrityKindOf(event.source, event.action) === 'checkpoint').map((event) => event.seq));
+    if (candidates.size === 0) return undefined;
+    // The checkpoints the log holds up to the newest candidate: the index lists them, and the newest deleted one, which is not held.
+    const newest = Math.max(...candidates);
+    const listed = await this.#db.keys({ gte: PREFIX.checkpoint, lte: checkpointKey(newest) }).all();
+    const deletable = new Set<number>();
+    for (const key of listed) {
+      const seq = decodeUint(key.slice(PREFIX.checkpoint.length));
+      if (seq === this.#prunedCheckpointSeq) continue;
+      if (!candidates.has(seq)) break;
+      deletable.add(seq);
+    }
+    return deletable;
+  }
+
   async #pruneBatches(cutoffMs: number, batchSize: number, between: () => Promise<boolean>, maxSeq: number | undefined, tieredOnly: boolean, prunedTables: PrunedTableNames): Promise<PruneResult> {
     const result: PruneResult = { deleted: 0, batches: 0 };
     const before = timeLowerBound(Math.max(0, cutoffMs));
@@ -1610,11 +1635,13 @@ export class AuditStore {
       // Each deleted event's eventId with the entry its id key must still point at to go too,
       // and its time and seq: its id is remembered when it was tiered.
       const idsHeld: Array<{ eventId: string; suffix: string; timestamp: number; seq: number }> = [];
-      for (const [key, value] of entries) {
-        const event = JSON.parse(value) as StoredEvent;
+      const events = entries.map(([key, value]) => [key, JSON.parse(value) as StoredEvent] as const);
+      const checkpointsDeletable = await this.#checkpointsDeletable(events.map(([, event]) => event).filter((event) => (maxSeq === undefined || event.seq <= maxSeq) && (!tieredOnly || event.seq <= this.#tieredCountedThrough)));
+      for (const [key, event] of events) {
         if (maxSeq !== undefined && event.seq > maxSeq) continue;
         // Counted ones stay counted: the count only grows, so it holds at the write too.
         if (tieredOnly && event.seq > this.#tieredCountedThrough) continue;
+        if (checkpointsDeletable !== undefined && integrityKindOf(event.source, event.action) === 'checkpoint' && !checkpointsDeletable.has(event.seq)) continue;
         days.count(event, 'pruned');
         touchedBlocks.add(blockOfSeq(event.seq));
         batch.del(key);
