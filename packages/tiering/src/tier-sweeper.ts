@@ -48,6 +48,13 @@ import { adoptTierSuffix, TIER_ADOPTION_ENTRIES_MAX, TierTermNotBefore, type Tie
 
 /** What an admin's adoption took into the log, and from which target through which watermark seq. */
 export type AdoptedTier = TierAdoption & { target: string; throughSeq: number };
+
+/**
+ * The largest term an adoption takes in from a tier's rows (TierSweeperOptions.learnTerm): far
+ * above any a cluster reaches (a term per election), and far below what Redis's Lua prints
+ * exactly (%.14g) or JavaScript numbers hold. Rows beyond it were not written by a leader.
+ */
+export const TIER_TERM_LEARN_MAX = 2 ** 32;
 import { eligibleCount, pickBatch } from './batch-picker.js';
 import { applyIcebergErasures, applyParquetErasures, isErasureRecord, type TierErasureResult } from './tier-erasure.js';
 import { CommitLock } from './commit-lock.js';
@@ -666,6 +673,9 @@ export class TierSweeper {
       );
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
+      if (err instanceof TierTermNotBefore && err.term > TIER_TERM_LEARN_MAX) {
+        throw unusable(`${message}: no cluster hands out terms past ${TIER_TERM_LEARN_MAX} (one a second for a century is 3.2e9), so the bucket holds rows no auditlake leader wrote; they are not adopted and their term is not taken in (a forged term taken in stopped the cluster keeping a leader)`);
+      }
       if (err instanceof TierTermNotBefore && this.#options.learnTerm !== undefined) {
         await this.#options.learnTerm(err.term);
         throw unusable(`${message}: the cluster handed out those terms again (its coordinator lost its data), so this node took in term ${err.term} and stepped down; the next leader's term is above it — POST /admin/audit/tier/adopt {"throughSeq": ${watermark.seq}} again once a leader is elected`);

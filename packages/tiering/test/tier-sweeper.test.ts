@@ -7,7 +7,7 @@ import { currentSnapshot, readWholeAuditParquet, type IcebergTableMetadata } fro
 import { defaultSettings, encodeEvent, INTEGRITY_ACTIONS, parseSettings, resolveConfig, SELF_SOURCE, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
 import { AuditStore } from '@auditlake/store';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { TierSweeper, type TierStatus, type TierSweeperOptions } from '../src/index.js';
+import { TIER_TERM_LEARN_MAX, TierSweeper, type TierStatus, type TierSweeperOptions } from '../src/index.js';
 import { testSweeper } from './test-sweeper.js';
 import { commitForeignSnapshotOnTop, useEmbeddedS3 } from '@auditlake/lake/testing';
 
@@ -406,6 +406,25 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     expect(await b.sweep()).toBe('failed');
     const result = await b.adoptTier(6);
     expect(result.adopted).toMatchObject({ commonSeq: 3, adopted: 3, moved: 1, settingsRecordSeqs: [6] });
+  });
+
+  it('rows of a term no cluster reaches (a forged tier) are not adopted and their term is not taken in', async () => {
+    const target = modes.parquet('forged_term');
+    const forged = await storeWith(0);
+    await forged.append([ev(0), ev(1), ev(2)], { sequencer: () => 2 ** 46 });
+    const forger = testSweeper({ store: forged, connections: s3.connections, catalogs, settings: () => target, term: () => 2 ** 46 });
+    expect(await forger.sweep()).toBe('tiered');
+    await forger.close();
+    const victim = await storeWith(0);
+    await victim.append([ev(100)], { sequencer: () => 1 });
+    const learned: number[] = [];
+    const b = testSweeper({ store: victim, connections: s3.connections, catalogs, settings: () => target, term: () => 1, learnTerm: async (t) => void learned.push(t) });
+    expect(await b.sweep()).toBe('failed');
+    const result = await b.adoptTier(3);
+    expect(result.adopted).toBeUndefined();
+    expect(result.error).toContain(`has term ${2 ** 46}, not before this leader's term 1: no cluster hands out terms past ${TIER_TERM_LEARN_MAX}`);
+    expect(learned).toEqual([]);
+    expect(victim.position.lastSeq).toBe(1);
   });
 
   it.each(['parquet', 'iceberg'] as const)(
