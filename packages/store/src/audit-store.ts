@@ -1601,14 +1601,20 @@ export class AuditStore {
     const candidates = new Set(events.filter((event) => integrityKindOf(event.source, event.action) === 'checkpoint').map((event) => event.seq));
     if (candidates.size === 0) return undefined;
     // The checkpoints the log holds up to the newest candidate: the index lists them, and the newest deleted one, which is not held.
+    // Read one key at a time and stopped at the first that stays: checkpoints held back behind
+    // one dated far ahead (a clock a year fast) would otherwise all be read at every prune batch.
     const newest = Math.max(...candidates);
-    const listed = await this.#db.keys({ gte: PREFIX.checkpoint, lte: checkpointKey(newest) }).all();
     const deletable = new Set<number>();
-    for (const key of listed) {
-      const seq = decodeUint(key.slice(PREFIX.checkpoint.length));
-      if (seq === this.#prunedCheckpointSeq) continue;
-      if (!candidates.has(seq)) break;
-      deletable.add(seq);
+    const keys = this.#db.keys({ gte: PREFIX.checkpoint, lte: checkpointKey(newest) });
+    try {
+      for await (const key of keys) {
+        const seq = decodeUint(key.slice(PREFIX.checkpoint.length));
+        if (seq === this.#prunedCheckpointSeq) continue;
+        if (!candidates.has(seq)) break;
+        deletable.add(seq);
+      }
+    } finally {
+      await keys.close();
     }
     return deletable;
   }
