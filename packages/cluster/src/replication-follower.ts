@@ -98,12 +98,17 @@ export class ReplicationFollower {
       await this.#divert(response, response.mismatch.termStarts);
       return;
     }
-    if (response.meta) {
-      // The leader's metadata, whole: a name it does not hold goes (one a diverged log wrote).
+    if (response.entries.length > 0) await store.applyReplicated(response.entries, response.termStarts ?? [], skippedOf(response));
+    // The leader's metadata describes its log as far as `lastSeq`: taken only once this log
+    // holds that far, so a standby never runs settings whose record it lacks, nor counts a
+    // watermark past what it holds (a standby 40,000 behind took a settings change with its
+    // first pull, led without the record, and the record came back saying it was not in force
+    // while it was; review). Until then the leader sends it again with every pull. Taken whole:
+    // a name the leader does not hold goes (one a diverged log wrote).
+    if (response.meta && store.position.lastSeq >= response.lastSeq) {
       await store.replaceMeta(response.meta);
       this.#options.onMetaApplied(response.meta);
     }
-    if (response.entries.length > 0) await store.applyReplicated(response.entries, response.termStarts ?? [], skippedOf(response));
   }
 
   /** Cuts this log where it stops agreeing with the leader's; what follows goes to the outbox. */

@@ -259,4 +259,43 @@ export const divergedInPrunedRangeScenario: Scenario = {
     ),
 };
 
-export const SCENARIOS: readonly Scenario[] = [divergentLogScenario, oldLeaderAckScenario, reusedTermScenario, pausedThroughOutageScenario, divergedInPrunedRangeScenario];
+/**
+ * Metadata ahead of the log. B and C are paused while A takes 3,000 events, then A writes a
+ * replicated-metadata value (what a settings change writes with its record). B resumes: its
+ * first pull brings 2,000 entries (a pull's most) and A's metadata, which describes A's log at
+ * its end. B must not take that metadata before it holds A's log that far — a standby that did
+ * led with settings whose record it lacked — and must take it once it does.
+ */
+export const metaAheadOfLogScenario: Scenario = {
+  name: 'a standby far behind takes the leader’s metadata only once it holds the leader’s log that far',
+  run: (root) =>
+    withCluster(
+      5,
+      async (cluster) => {
+        const { a, b, c } = await leaderWithFirstEvents(cluster, 10);
+        cluster.pause(b);
+        cluster.pause(c);
+        for (let i = 0; i < 30; i++) if (!(await ask(cluster, a, 100, false))) throw new Error(`${a.name} did not take 100 events`);
+        await a.store?.putMeta({ simProbe: 'written at the end of the leader’s log' });
+        const end = a.store?.position.lastSeq ?? 0;
+        cluster.resume(b);
+        const early: string[] = [];
+        const taken = () => b.store?.meta('simProbe') !== undefined;
+        await until(cluster, `${b.name} holds A's log past its first pull, or the metadata`, () => (b.store?.position.lastSeq ?? 0) > 10 || taken());
+        // Checked at every step until B holds A's log to the end.
+        await until(cluster, `${b.name} holds A's log to its end`, () => {
+          const at = b.store?.position.lastSeq ?? 0;
+          if (taken() && at < end && early.length === 0) early.push(`${b.name} took the leader's metadata while holding its log only to seq ${at} of ${end}`);
+          return at >= end;
+        });
+        await until(cluster, `${b.name} takes the metadata`, taken);
+        await cluster.heal();
+        const result = await finish(cluster, 3, 60_000);
+        result.violations.push(...early);
+        return result;
+      },
+      root,
+    ),
+};
+
+export const SCENARIOS: readonly Scenario[] = [divergentLogScenario, oldLeaderAckScenario, reusedTermScenario, pausedThroughOutageScenario, divergedInPrunedRangeScenario, metaAheadOfLogScenario];
