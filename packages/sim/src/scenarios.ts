@@ -289,6 +289,23 @@ export const metaAheadOfLogScenario: Scenario = {
           return at >= end;
         });
         await until(cluster, `${b.name} takes the metadata`, taken);
+        // Under steady ingest (a request every 2 virtual ms, each pull a few entries behind the
+        // end), a value written now reaches B too: a pull's answer names the log's end as it
+        // was when its metadata was read, not after its entries were.
+        await a.store?.putMeta({ simProbe: 'written under steady ingest' });
+        let sending = true;
+        const steady = async () => {
+          while (sending) {
+            void cluster.workload.send(a, cluster.workload.events(5), false);
+            await cluster.scheduler.runFor(2);
+          }
+        };
+        const ingest = steady();
+        const reached = await cluster.scheduler.runUntil(() => b.store?.meta('simProbe') === 'written under steady ingest', 20_000);
+        sending = false;
+        await ingest;
+        if (!reached) early.push(`${b.name} did not take the leader's metadata within 20 virtual s of steady ingest`);
+        cluster.note(`${b.name} took the metadata under steady ingest: ${reached}`);
         await cluster.heal();
         const result = await finish(cluster, 3, 60_000);
         result.violations.push(...early);
