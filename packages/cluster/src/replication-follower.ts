@@ -105,7 +105,11 @@ export class ReplicationFollower {
     // first pull, led without the record, and the record came back saying it was not in force
     // while it was; review). Until then the leader sends it again with every pull. Taken whole:
     // a name the leader does not hold goes (one a diverged log wrote).
-    if (response.meta && store.position.lastSeq >= response.lastSeq) {
+    // An answer without entries though the leader's log goes further: the leader holds nothing
+    // after this log's end (its retention deleted it), so this log holds all it can — else a
+    // standby behind a fully pruned log (an idle tier at retain.local.days 0, a node replaced)
+    // never took the leader's settings and led with the defaults.
+    if (response.meta && (store.position.lastSeq >= response.lastSeq || response.entries.length === 0)) {
       await store.replaceMeta(response.meta);
       this.#options.onMetaApplied(response.meta);
     }

@@ -315,4 +315,44 @@ export const metaAheadOfLogScenario: Scenario = {
     ),
 };
 
-export const SCENARIOS: readonly Scenario[] = [divergentLogScenario, oldLeaderAckScenario, reusedTermScenario, pausedThroughOutageScenario, divergedInPrunedRangeScenario, metaAheadOfLogScenario];
+/**
+ * Metadata behind a fully pruned log. B is paused while A and C take 300 events; A writes a
+ * metadata value and its retention deletes every entry it holds. B resumes: A holds nothing
+ * after B's end, so no pull can bring B to A's end — B must take the metadata all the same (it
+ * holds all A holds), else a standby behind a pruned log led with the defaults. A then takes an
+ * event, and B catches up across the deleted range.
+ */
+export const metaBehindPrunedLogScenario: Scenario = {
+  name: 'a standby behind a log its leader’s retention deleted takes the leader’s metadata',
+  run: (root) =>
+    withCluster(
+      6,
+      async (cluster) => {
+        const { a, b } = await leaderWithFirstEvents(cluster, 10);
+        cluster.pause(b);
+        for (let i = 0; i < 3; i++) if (!(await ask(cluster, a, 100, false))) throw new Error(`${a.name} did not take 100 events`);
+        await a.store?.putMeta({ simProbe: 'written before the log was pruned' });
+        const pruned = await a.store?.pruneBefore(EPOCH_MS + 365 * 86_400_000, 1000, async () => true);
+        cluster.note(`${a.name}'s retention deleted ${pruned?.deleted ?? 0} entries`);
+        cluster.resume(b);
+        const violations: string[] = [];
+        const reached = await cluster.scheduler.runUntil(() => b.store?.meta('simProbe') !== undefined, 10_000);
+        if (!reached) violations.push(`${b.name}, behind a log its leader deleted, did not take the leader's metadata within 10 virtual s`);
+        cluster.note(`${b.name} took the metadata: ${reached}`);
+        if (!(await ask(cluster, a, 1, false))) throw new Error(`${a.name} did not take an event`);
+        await until(cluster, `${b.name} holds ${a.name}'s log to its end`, () => b.store?.position.lastSeq === a.store?.position.lastSeq);
+        // Every node's retention then deletes all but that last event, so the logs compare equal.
+        const last = await a.store?.getBySeq(a.store.position.lastSeq);
+        if (last === undefined) throw new Error(`${a.name} lacks the event it just took`);
+        for (const node of cluster.nodes) await node.store?.pruneBefore(last.timestamp, 1000, async () => true);
+        await cluster.heal();
+        // Retention deleted the others by design: the last event must survive everywhere.
+        const result = await finish(cluster, 3, 60_000, (acked) => acked.eventId === last.eventId);
+        result.violations.push(...violations);
+        return result;
+      },
+      root,
+    ),
+};
+
+export const SCENARIOS: readonly Scenario[] = [divergentLogScenario, oldLeaderAckScenario, reusedTermScenario, pausedThroughOutageScenario, divergedInPrunedRangeScenario, metaAheadOfLogScenario, metaBehindPrunedLogScenario];
