@@ -51,26 +51,20 @@ export class LogSource {
       if (!request.catchUp) this.#options.onMismatch(request.nodeId);
       return { ...(await this.#header(request, false)), entries: [], mismatch: { termStarts: store.termStarts() } };
     }
-    if (request.catchUp) return this.#withEntries(request, await this.#header(request, false), await store.readEncodedBySeq(request.after, limit));
+    if (request.catchUp) return this.#withEntries(request, await store.readEncodedBySeq(request.after, limit), false);
     // Matched: the asker holds this log up to `after`. That is progress only in the term this
     // node leads now, for an asker that knows the term (so it can refuse any older leader).
     const term = elector.leadingTerm;
     if (term !== undefined && request.term === term) tracker.record(term, request.nodeId, request.after);
-    // The header (the metadata, and where the log ends) is read before the entries: the asker
-    // takes the metadata once it holds the log that far (replication-follower.ts), and read
-    // after, under steady ingest it named entries appended since, which the answer never
-    // held, so a standby a few entries behind at every pull never took it.
-    let header = await this.#header(request, true);
     let entries = await store.readEncodedBySeq(request.after, limit);
     if (entries.length === 0 && request.waitMs > 0) {
       await this.#waitForGrowth(request.waitMs);
       // Deposed meanwhile: its log may be about to change; the asker should find the new leader.
       if (!elector.isLeader()) throw new AuditError(AuditErrorCode.NOT_LEADER, `node ${this.#options.nodeId} is no longer the leader`, { retryable: true });
       if (!(await this.#matches(request))) return { ...(await this.#header(request, false)), entries: [], mismatch: { termStarts: store.termStarts() } };
-      header = await this.#header(request, true);
       entries = await store.readEncodedBySeq(request.after, limit);
     }
-    return this.#withEntries(request, header, entries);
+    return this.#withEntries(request, entries, true);
   }
 
   /**
@@ -87,8 +81,8 @@ export class LogSource {
     return mine === undefined || mine === request.lastChainHash;
   }
 
-  async #withEntries(request: PullRequest, header: Omit<PullResponse, 'entries'>, entries: Uint8Array[]): Promise<PullResponse> {
-    const response: PullResponse = { ...header, entries };
+  async #withEntries(request: PullRequest, entries: Uint8Array[], withMeta: boolean): Promise<PullResponse> {
+    const response: PullResponse = { ...(await this.#header(request, withMeta)), entries };
     if (entries.length > 0) {
       const starts = this.#options.store.termStarts(request.after);
       if (starts.length > 0) response.termStarts = starts;

@@ -98,21 +98,15 @@ export class ReplicationFollower {
       await this.#divert(response, response.mismatch.termStarts);
       return;
     }
-    if (response.entries.length > 0) await store.applyReplicated(response.entries, response.termStarts ?? [], skippedOf(response));
-    // The leader's metadata describes its log as far as `lastSeq`: taken only once this log
-    // holds that far, so a standby never runs settings whose record it lacks, nor counts a
-    // watermark past what it holds (a standby 40,000 behind took a settings change with its
-    // first pull, led without the record, and the record came back saying it was not in force
-    // while it was; review). Until then the leader sends it again with every pull. Taken whole:
-    // a name the leader does not hold goes (one a diverged log wrote).
-    // An answer without entries though the leader's log goes further: the leader holds nothing
-    // after this log's end (its retention deleted it), so this log holds all it can — else a
-    // standby behind a fully pruned log (an idle tier at retain.local.days 0, a node replaced)
-    // never took the leader's settings and led with the defaults.
-    if (response.meta && (store.position.lastSeq >= response.lastSeq || response.entries.length === 0)) {
+    if (response.meta) {
+      // The leader's metadata, whole: a name it does not hold goes (one a diverged log wrote).
+      // Taken at once, also while this log is behind: a standby must run the settings its
+      // leader confirmed it holds (it does once it holds their record), and holding them back
+      // until it caught up let its retention delete events under the old settings (review).
       await store.replaceMeta(response.meta);
       this.#options.onMetaApplied(response.meta);
     }
+    if (response.entries.length > 0) await store.applyReplicated(response.entries, response.termStarts ?? [], skippedOf(response));
   }
 
   /** Cuts this log where it stops agreeing with the leader's; what follows goes to the outbox. */

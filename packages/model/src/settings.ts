@@ -254,6 +254,12 @@ export function mergeSettings(stored: Settings, request: unknown): SettingsUpdat
   return { merged, effective, changes };
 }
 
+/**
+ * The replicated-metadata name of the eventId of the `audit:UpdateSettings` record that set the
+ * settings in force (whoever saved them).
+ */
+export const SETTINGS_RECORD_META = 'settingsRecord';
+
 /** The action of the record a settings change is saved with. */
 export const UPDATE_SETTINGS_ACTION = 'audit:UpdateSettings';
 /**
@@ -264,7 +270,9 @@ export const UPDATE_SETTINGS_ACTION = 'audit:UpdateSettings';
 export const LOST_SETTINGS_ACTION = 'audit:UpdateSettingsLost';
 
 /**
- * A settings record cut from a diverged log, as it is sent to be ordered again: the same
+ * A settings record a leader receives from another node's log that diverged (its change made on
+ * a leader that lost its place), as that leader stores it when its own settings are not the
+ * ones the record set (SETTINGS_RECORD_META names another record): the same
  * eventId, time and principal, under LOST_SETTINGS_ACTION with details saying the change is not
  * in force, followed by the change it stated. Forwarded as it was, it would state a change the
  * log's settings do not hold. Deterministic, so a retried forward is a duplicate.

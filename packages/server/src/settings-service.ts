@@ -1,6 +1,7 @@
 import {
   SELF_SOURCE,
   SETTING_KEYS,
+  SETTINGS_RECORD_META,
   UPDATE_SETTINGS_ACTION,
   defaultSettings,
   describeChanges,
@@ -17,11 +18,8 @@ import type { AuditStore, Sequencer } from '@auditlake/store';
 
 /** The replicated-metadata name under which explicitly set settings are kept. */
 export const SETTINGS_META = 'settings';
-/**
- * The replicated-metadata name of the eventId of the `audit:UpdateSettings` record that set the
- * stored settings, written with them: what a cluster leader's answer waits for a standby to hold.
- */
-export const SETTINGS_RECORD_META = 'settingsRecord';
+export { SETTINGS_RECORD_META };
+
 
 type Overrides = Partial<Settings>;
 export type SettingsListener = (effective: EffectiveSettings, changes: readonly SettingChange[]) => void;

@@ -260,62 +260,6 @@ export const divergedInPrunedRangeScenario: Scenario = {
 };
 
 /**
- * Metadata ahead of the log. B and C are paused while A takes 3,000 events, then A writes a
- * replicated-metadata value (what a settings change writes with its record). B resumes: its
- * first pull brings 2,000 entries (a pull's most) and A's metadata, which describes A's log at
- * its end. B must not take that metadata before it holds A's log that far — a standby that did
- * led with settings whose record it lacked — and must take it once it does.
- */
-export const metaAheadOfLogScenario: Scenario = {
-  name: 'a standby far behind takes the leader’s metadata only once it holds the leader’s log that far',
-  run: (root) =>
-    withCluster(
-      5,
-      async (cluster) => {
-        const { a, b, c } = await leaderWithFirstEvents(cluster, 10);
-        cluster.pause(b);
-        cluster.pause(c);
-        for (let i = 0; i < 30; i++) if (!(await ask(cluster, a, 100, false))) throw new Error(`${a.name} did not take 100 events`);
-        await a.store?.putMeta({ simProbe: 'written at the end of the leader’s log' });
-        const end = a.store?.position.lastSeq ?? 0;
-        cluster.resume(b);
-        const early: string[] = [];
-        const taken = () => b.store?.meta('simProbe') !== undefined;
-        await until(cluster, `${b.name} holds A's log past its first pull, or the metadata`, () => (b.store?.position.lastSeq ?? 0) > 10 || taken());
-        // Checked at every step until B holds A's log to the end.
-        await until(cluster, `${b.name} holds A's log to its end`, () => {
-          const at = b.store?.position.lastSeq ?? 0;
-          if (taken() && at < end && early.length === 0) early.push(`${b.name} took the leader's metadata while holding its log only to seq ${at} of ${end}`);
-          return at >= end;
-        });
-        await until(cluster, `${b.name} takes the metadata`, taken);
-        // Under steady ingest (a request every 2 virtual ms, each pull a few entries behind the
-        // end), a value written now reaches B too: a pull's answer names the log's end as it
-        // was when its metadata was read, not after its entries were.
-        await a.store?.putMeta({ simProbe: 'written under steady ingest' });
-        let sending = true;
-        const steady = async () => {
-          while (sending) {
-            void cluster.workload.send(a, cluster.workload.events(5), false);
-            await cluster.scheduler.runFor(2);
-          }
-        };
-        const ingest = steady();
-        const reached = await cluster.scheduler.runUntil(() => b.store?.meta('simProbe') === 'written under steady ingest', 20_000);
-        sending = false;
-        await ingest;
-        if (!reached) early.push(`${b.name} did not take the leader's metadata within 20 virtual s of steady ingest`);
-        cluster.note(`${b.name} took the metadata under steady ingest: ${reached}`);
-        await cluster.heal();
-        const result = await finish(cluster, 3, 60_000);
-        result.violations.push(...early);
-        return result;
-      },
-      root,
-    ),
-};
-
-/**
  * Metadata behind a fully pruned log. B is paused while A and C take 300 events; A writes a
  * metadata value and its retention deletes every entry it holds. B resumes: A holds nothing
  * after B's end, so no pull can bring B to A's end — B must take the metadata all the same (it
@@ -355,4 +299,45 @@ export const metaBehindPrunedLogScenario: Scenario = {
     ),
 };
 
-export const SCENARIOS: readonly Scenario[] = [divergentLogScenario, oldLeaderAckScenario, reusedTermScenario, pausedThroughOutageScenario, divergedInPrunedRangeScenario, metaAheadOfLogScenario, metaBehindPrunedLogScenario];
+/**
+ * A settings change a successor took with the leader's metadata but not its record. A writes a
+ * settings record (with the metadata naming it) after 3,000 events while B is paused; B resumes
+ * and its first pull brings the metadata and 2,000 entries; A crashes. B leads with the change in
+ * force; A restarts, its record is cut and forwarded: B must store it as the record of a change
+ * in force (`audit:UpdateSettings`), not as one lost.
+ */
+export const settingsTakenWithoutRecordScenario: Scenario = {
+  name: 'a settings record comes back to a leader that runs its change: stored as in force',
+  run: (root) =>
+    withCluster(
+      7,
+      async (cluster) => {
+        const { a, b, c } = await leaderWithFirstEvents(cluster, 10);
+        cluster.pause(b);
+        cluster.pause(c);
+        for (let i = 0; i < 30; i++) if (!(await ask(cluster, a, 100, false))) throw new Error(`${a.name} did not take 100 events`);
+        const record = { ...cluster.workload.events(1)[0]!, eventId: 'settings-change', source: 'auditlake', action: 'audit:UpdateSettings', resource: 'audit.settings', details: 'audit.read.enabled: true → false' };
+        await a.store?.append([record], { meta: [{ name: 'settingsRecord', value: record.eventId }], sequencer: () => a.cluster?.elector.sequencer() ?? 0 });
+        cluster.resume(b);
+        await until(cluster, `${b.name} holds the metadata naming the record, not the record`, () => b.store?.meta('settingsRecord') === record.eventId);
+        const held = (await b.store?.seqsOfEventIds([record.eventId]))?.[0];
+        if (held !== undefined) throw new Error(`${b.name} already holds the record: the scenario needs it not to`);
+        await cluster.crash(a);
+        cluster.resume(c);
+        await until(cluster, `${b.name} or ${c.name} leads`, () => leads(b) || leads(c));
+        await cluster.restart(a);
+        await cluster.heal();
+        const result = await finish(cluster, 3, 60_000);
+        const leader = cluster.leader();
+        const stored = leader === undefined ? undefined : await leader.store?.getByEventId(record.eventId);
+        const inForce = leader?.store?.meta('settingsRecord') === record.eventId;
+        cluster.note(`the record on the leader: ${stored?.action ?? 'absent'}; its change in force there: ${inForce}`);
+        if (inForce && stored?.action !== 'audit:UpdateSettings') result.violations.push(`the leader runs the change of ${record.eventId} but stores its record as ${stored?.action ?? 'nothing'}`);
+        if (!inForce && stored !== undefined && stored.action !== 'audit:UpdateSettingsLost') result.violations.push(`the leader does not run the change of ${record.eventId} but stores its record as ${stored.action}`);
+        return result;
+      },
+      root,
+    ),
+};
+
+export const SCENARIOS: readonly Scenario[] = [divergentLogScenario, oldLeaderAckScenario, reusedTermScenario, pausedThroughOutageScenario, divergedInPrunedRangeScenario, metaBehindPrunedLogScenario, settingsTakenWithoutRecordScenario];

@@ -1,7 +1,7 @@
 import { mkdir, readdir, stat } from 'node:fs/promises';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { join } from 'node:path';
-import { AuditError, AuditErrorCode, compileFilter, INTEGRITY_ACTIONS, SELF_SOURCE, UPDATE_SETTINGS_ACTION, encodeEvent, lostSettingsRecord, storedEventJson, storedToOutputJson, toAuditEvent, upperTimeMs, type AuditEvent, type EncodedEvent, type SearchFilter, type StoredEvent } from '@auditlake/model';
+import { AuditError, AuditErrorCode, compileFilter, INTEGRITY_ACTIONS, encodeEvent, storedEventJson, storedToOutputJson, toAuditEvent, upperTimeMs, type AuditEvent, type EncodedEvent, type SearchFilter, type StoredEvent } from '@auditlake/model';
 import { Level } from 'level';
 import {
   PREFIX,
@@ -1150,8 +1150,7 @@ export class AuditStore {
       let from = seq;
       // Decided in the writer's turn: a prune in between could delete the entry found here.
       if (seq <= context.position.lastSeq) from = (await this.#lastKnownChainSeq(seq - 1)) + 1;
-      // The leader's settings replace this log's, so a settings record cut here states a change no longer in force.
-      const { result } = await this.#divertWithin(context, from, { settingsLost: true });
+      const { result } = await this.#divertWithin(context, from);
       return from < seq ? { ...result, keptThrough: from - 1 } : result;
     });
   }
@@ -1197,8 +1196,7 @@ export class AuditStore {
       const end = await this.#checkContinues(seq, entries);
       // Asked last, inside the writer's step: a leader deposed while the entries were checked cuts nothing.
       if (!mayAdopt()) throw new AuditError(AuditErrorCode.NOT_LEADER, 'this node no longer leads: the tier\'s entries were not adopted', { retryable: true });
-      // This node keeps its settings: its own settings records go back as they are.
-      const diverted = await this.#divertWithin(context, seq, { settingsLost: false });
+      const diverted = await this.#divertWithin(context, seq);
       let applied = entries;
       let appliedStarts = starts;
       let closingSeq: number | undefined;
@@ -1248,13 +1246,8 @@ export class AuditStore {
     return { head, lastIngestTs };
   }
 
-  /**
-   * divertSuffixToOutbox's write, within an exclusive operation; also where the log ends after
-   * it. `settingsLost`: the settings records cut go back as audit:UpdateSettingsLost (a standby
-   * whose log diverged, which takes its leader's settings); not for an adoption, where this
-   * node keeps its own and the changes they record stay in force.
-   */
-  async #divertWithin({ db, position, setPosition, runs }: ExclusiveContext, seq: number, options: { settingsLost: boolean }): Promise<{ result: DivertResult; position: WriterPosition }> {
+  /** divertSuffixToOutbox's write, within an exclusive operation; also where the log ends after it. */
+  async #divertWithin({ db, position, setPosition, runs }: ExclusiveContext, seq: number): Promise<{ result: DivertResult; position: WriterPosition }> {
     const chain = this.#chain as RecordChain;
     const result: DivertResult = { moved: 0, terms: {} };
     if (seq > position.lastSeq) return { result, position };
@@ -1281,10 +1274,9 @@ export class AuditStore {
       // dropped, not sent to be ordered again (the leader makes its own).
       const kind = integrityKindOf(event.source, event.action);
       if (kind === 'checkpoint' || kind === 'registerKey') continue;
-      // A settings record states a change in force with this log's settings: where the leader's
-      // replace them, it goes back saying the change was lost.
-      const moved = options.settingsLost && event.source === SELF_SOURCE && event.action === UPDATE_SETTINGS_ACTION ? lostSettingsRecord(toAuditEvent(event)) : toAuditEvent(event);
-      ops.push({ type: 'put', key: outboxKey(this.#outboxNext++), value: JSON.stringify(moved) });
+      // A settings record goes back as it is: the leader it reaches tells whether its change is
+      // in force there (ClusterNode.receiveForward).
+      ops.push({ type: 'put', key: outboxKey(this.#outboxNext++), value: JSON.stringify(toAuditEvent(event)) });
       result.moved++;
     }
     await deleteIdKeysOf(db, { put: (key, value) => ops.push({ type: 'put', key, value }), del: (key) => ops.push({ type: 'del', key }) }, idsHeld);
