@@ -83,9 +83,6 @@ const LOCAL_TERM = 'knownTerm';
  * forwards as leader, replicating and forwarding as standby. Built from its ports (store,
  * coordinator, transport, clock), started once it knows its URL; `close()` stops in reverse.
  */
-/** The largest term learnTerm takes in (see TIER_TERM_LEARN_MAX, the tiering package's equal bound). */
-const TERM_LEARN_MAX = 2 ** 32;
-
 export class ClusterNode {
   readonly #options: ClusterNodeOptions;
   readonly #clock: Clock;
@@ -230,10 +227,7 @@ export class ClusterNode {
    * running node remembered them (the node that led first had lost its own).
    */
   async learnTerm(term: number): Promise<void> {
-    // A term is a count of elections: one past this cannot be one, and taken in it would stop
-    // the cluster keeping a leader (Redis's Lua prints numbers past 1e14 as 1e+14, so a lease
-    // never matches its term again).
-    if (!Number.isSafeInteger(term) || term < 0 || term > TERM_LEARN_MAX) throw new TypeError(`not a term a cluster hands out: ${term}`);
+    // Bounded by LeaderElector.observeTerm (TERM_MAX), which refuses a term past it.
     this.elector.observeTerm(term);
     await this.#options.coordinator.raiseTermFloor(term);
     const leading = this.elector.leadingTerm;

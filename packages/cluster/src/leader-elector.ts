@@ -21,6 +21,9 @@ export interface LogEnd {
   lastTerm: number;
 }
 
+/** The largest term any message may carry: far above any a cluster reaches (a term per election), far below what Redis's Lua prints exactly. */
+export const TERM_MAX = 2 ** 32;
+
 export interface LeaderElectorOptions {
   coordinator: Coordinator;
   clock: Clock;
@@ -175,6 +178,11 @@ export class LeaderElector {
    * seeing one steps down at once.
    */
   observeTerm(term: number): void {
+    // A term is a count of elections. One past TERM_MAX cannot be real, and taken in (persisted,
+    // written back to the coordinator as its floor) it left the cluster without a leader for
+    // good: Redis's Lua prints numbers from 1e14 as 1e+14, so no lease matched its term again
+    // (review: one pull request with term 1e15).
+    if (!Number.isSafeInteger(term) || term < 0 || term > TERM_MAX) throw new AuditError(AuditErrorCode.BAD_REQUEST, `not a term a cluster hands out (0 to ${TERM_MAX}): ${term}`);
     if (term <= this.#knownTerm) return;
     this.#knownTerm = term;
     this.#options.persistTerm(term).catch(() => undefined);
