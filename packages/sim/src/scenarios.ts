@@ -46,6 +46,15 @@ async function leaderWithFirstEvents(cluster: SimCluster, count: number): Promis
   return { a, b, c };
 }
 
+/** The opening of leaderWithFirstEvents (10 events), then both standbys paused while the leader takes 3,000 more alone. */
+async function leaderAheadOfPausedStandbys(cluster: SimCluster): Promise<{ a: SimNode; b: SimNode; c: SimNode }> {
+  const nodes = await leaderWithFirstEvents(cluster, 10);
+  cluster.pause(nodes.b);
+  cluster.pause(nodes.c);
+  for (let i = 0; i < 30; i++) if (!(await ask(cluster, nodes.a, 100, false))) throw new Error(`${nodes.a.name} did not take 100 events`);
+  return nodes;
+}
+
 async function withCluster(seed: number, run: (cluster: SimCluster) => Promise<RunResult>, root?: string): Promise<RunResult> {
   const cluster = await SimCluster.create({ seed, size: 3, ...(root ? { root } : {}) });
   try {
@@ -103,10 +112,7 @@ export const oldLeaderAckScenario: Scenario = {
     withCluster(
       2,
       async (cluster) => {
-        const { a, b, c } = await leaderWithFirstEvents(cluster, 10);
-        cluster.pause(b);
-        cluster.pause(c);
-        for (let i = 0; i < 30; i++) if (!(await ask(cluster, a, 100, false))) throw new Error(`${a.name} did not take 100 events`);
+        const { a, b } = await leaderAheadOfPausedStandbys(cluster);
         cluster.pause(a);
         cluster.resume(b);
         await until(cluster, `${b.name} leads`, () => leads(b));
@@ -312,10 +318,7 @@ export const settingsTakenWithoutRecordScenario: Scenario = {
     withCluster(
       7,
       async (cluster) => {
-        const { a, b, c } = await leaderWithFirstEvents(cluster, 10);
-        cluster.pause(b);
-        cluster.pause(c);
-        for (let i = 0; i < 30; i++) if (!(await ask(cluster, a, 100, false))) throw new Error(`${a.name} did not take 100 events`);
+        const { a, b, c } = await leaderAheadOfPausedStandbys(cluster);
         const record = { ...cluster.workload.events(1)[0]!, eventId: 'settings-change', source: 'auditlake', action: 'audit:UpdateSettings', resource: 'audit.settings', details: 'audit.read.enabled: true → false' };
         await a.store?.append([record], { meta: [{ name: 'settingsRecord', value: record.eventId }], sequencer: () => a.cluster?.elector.sequencer() ?? 0 });
         cluster.resume(b);
