@@ -227,7 +227,7 @@ export class ClusterNode {
    * running node remembered them (the node that led first had lost its own).
    */
   async learnTerm(term: number): Promise<void> {
-    // Bounded by LeaderElector.observeTerm (TERM_MAX), which refuses a term past it.
+    this.elector.checkMessageTerm(term);
     this.elector.observeTerm(term);
     await this.#options.coordinator.raiseTermFloor(term);
     const leading = this.elector.leadingTerm;
@@ -323,6 +323,7 @@ export class ClusterNode {
    * id holds another content are refused as conflicts, recorded here and named in the answer.
    */
   async receiveForward(request: ForwardRequest): Promise<ForwardResponse> {
+    this.elector.checkMessageTerm(request.term);
     this.elector.observeTerm(request.term);
     if (!this.elector.isLeader()) throw new AuditError(AuditErrorCode.NOT_LEADER, `node ${this.#options.nodeId} is not the leader`, { retryable: true });
     const events = markTimeAssigned(request.events.map(parseForwardedEvent), request.newIdFlags).map((event) => this.#settingsRecordAsInForce(event));
@@ -381,6 +382,7 @@ export class ClusterNode {
         }
         // A peer that already knows a later term: this election is stale.
         if (response.term > term) {
+          this.elector.checkMessageTerm(response.term);
           this.elector.observeTerm(response.term);
           throw new Error(`peer ${peer.nodeId} already knows term ${response.term}; not leading term ${term}`);
         }

@@ -21,8 +21,11 @@ export interface LogEnd {
   lastTerm: number;
 }
 
-/** The largest term any message may carry: far above any a cluster reaches (a term per election), far below what Redis's Lua prints exactly. */
-export const TERM_MAX = 2 ** 32;
+/**
+ * How far above the terms a node knows a message's term may be (LeaderElector.checkMessageTerm):
+ * terms count elections, and a node misses at most the elections held while it was away.
+ */
+export const TERM_JUMP_MAX = 1_000_000;
 
 export interface LeaderElectorOptions {
   coordinator: Coordinator;
@@ -177,12 +180,21 @@ export class LeaderElector {
    * Notes a term seen on a message. A newer term means someone else won an election: a leader
    * seeing one steps down at once.
    */
+  /**
+   * Refuses a term a message carries (a pull or forward request, a pull answer, a tier's rows)
+   * that no cluster could have reached: not a non-negative integer, or more than TERM_JUMP_MAX
+   * above the terms this node knows. Taken in, a forged huge term was persisted and written back
+   * to the coordinator as its floor: one pull request with term 1e15 left the cluster without a
+   * leader for good, and an absolute bound wedged it at the bound itself (reviews). Relative, the
+   * next election always stays within it.
+   */
+  checkMessageTerm(term: number): void {
+    if (!Number.isSafeInteger(term) || term < 0 || term > this.#knownTerm + TERM_JUMP_MAX) {
+      throw new AuditError(AuditErrorCode.BAD_REQUEST, `term ${term} is not one a cluster could have reached: this node knows term ${this.#knownTerm}, and terms count elections (at most ${TERM_JUMP_MAX} above it taken)`);
+    }
+  }
+
   observeTerm(term: number): void {
-    // A term is a count of elections. One past TERM_MAX cannot be real, and taken in (persisted,
-    // written back to the coordinator as its floor) it left the cluster without a leader for
-    // good: Redis's Lua prints numbers from 1e14 as 1e+14, so no lease matched its term again
-    // (review: one pull request with term 1e15).
-    if (!Number.isSafeInteger(term) || term < 0 || term > TERM_MAX) throw new AuditError(AuditErrorCode.BAD_REQUEST, `not a term a cluster hands out (0 to ${TERM_MAX}): ${term}`);
     if (term <= this.#knownTerm) return;
     this.#knownTerm = term;
     this.#options.persistTerm(term).catch(() => undefined);

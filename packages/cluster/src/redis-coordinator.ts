@@ -20,9 +20,11 @@ if redis.call('SET', KEYS[1], ARGV[1] .. '|0', 'NX', 'PX', ARGV[2]) then
   local term = redis.call('INCR', KEYS[2])
   if term <= tonumber(ARGV[3]) then
     term = tonumber(ARGV[3]) + 1
-    redis.call('SET', KEYS[2], term)
+    redis.call('SET', KEYS[2], string.format('%d', term))
   end
-  redis.call('SET', KEYS[1], ARGV[1] .. '|' .. term, 'PX', ARGV[2])
+  -- %d, not Lua's own number text: that is %.14g, and from 1e14 the lease read '1e+14', which
+  -- no renewal matched (the cluster kept no leader; review).
+  redis.call('SET', KEYS[1], ARGV[1] .. '|' .. string.format('%d', term), 'PX', ARGV[2])
   return term
 end
 return 0`;

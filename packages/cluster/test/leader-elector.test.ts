@@ -76,4 +76,23 @@ describe('LeaderElector', () => {
     await expect.poll(() => won.length, { timeout: 10_000, interval: 20 }).toBe(2);
     expect(won[1]).toEqual({ node: 'b', term: 2 });
   });
+
+  it('keeps its lease at terms of 1e14 and more, where Lua writes numbers as 1e+14', async () => {
+    const port = await freePort();
+    const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    onTestFinished(async () => {
+      if (redis.exitCode !== null || redis.signalCode !== null) return;
+      const exited = once(redis, 'exit');
+      redis.kill('SIGKILL');
+      await exited;
+    });
+    const coordinator = new RedisCoordinator({ url: `redis://127.0.0.1:${port}`, clusterName: 'big-terms', nodeId: 'a', leaseTtlMs: 3000 });
+    onTestFinished(() => coordinator.close());
+    expect(await coordinator.connected(10_000)).toBe(true);
+    const term = await coordinator.campaign(1e14);
+    expect(term).toBe(1e14 + 1);
+    // The lease names the term exactly, so renewing it in that term works (it read 'a|1e+14' before).
+    expect(await coordinator.leader()).toMatchObject({ nodeId: 'a', term: 1e14 + 1 });
+    expect(await coordinator.renew(term)).toBe(true);
+  });
 });
