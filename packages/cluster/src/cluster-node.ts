@@ -1,4 +1,5 @@
-import { AuditError, AuditErrorCode, encodeEvent, isAuditError, lostSettingsRecord, SELF_SOURCE, SETTINGS_RECORD_META, UPDATE_SETTINGS_ACTION, type AuditEvent, type EncodedEvent } from '@auditlake/model';
+import { AuditError, AuditErrorCode, isAuditError, type EncodedEvent } from '@auditlake/model';
+import { settingsRecordAsInForce } from './settings-record.js';
 import { appendForwarded, type AppendResult, type AuditStore, type EventIdConflict } from '@auditlake/store';
 import type { Clock } from './clock.js';
 import type { ClusterToken } from './cluster-token.js';
@@ -326,7 +327,7 @@ export class ClusterNode {
     this.elector.checkMessageTerm(request.term);
     this.elector.observeTerm(request.term);
     if (!this.elector.isLeader()) throw new AuditError(AuditErrorCode.NOT_LEADER, `node ${this.#options.nodeId} is not the leader`, { retryable: true });
-    const events = markTimeAssigned(request.events.map(parseForwardedEvent), request.newIdFlags).map((event) => this.#settingsRecordAsInForce(event));
+    const events = markTimeAssigned(request.events.map(parseForwardedEvent), request.newIdFlags).map((event) => settingsRecordAsInForce(this.#options.store, event));
     // An erasure record among them is re-applied by eventId (appendForwarded), not stored with the seqs of the log it was cut from.
     const result = await appendForwarded(this.#options.store, events, { freshIds: newIdsOf(events, request.newIdFlags), sequencer: this.elector.sequencer });
     if (result.conflicts.length > 0) await this.#options.hooks.onConflicts(result.conflicts, request.nodeId);
@@ -334,24 +335,6 @@ export class ClusterNode {
     if (result.conflicts.length > 0) response.conflicts = result.conflicts;
     if (result.heldByTier !== undefined && result.heldByTier.length > 0) response.heldByTier = result.heldByTier;
     return response;
-  }
-
-  /**
-   * A settings record forwarded by a node whose log diverged states a change made on a leader
-   * that lost its place: stored as it is when this leader's settings are the ones it set (this
-   * node took them, with the leader's metadata, before that leader died), else as
-   * audit:UpdateSettingsLost, saying the change is in force nowhere. Decided here, where the
-   * settings in force are known: the node it was cut from could not tell, and a record stating a
-   * change not in force, or the other way round, was stored either way (reviews).
-   */
-  #settingsRecordAsInForce(event: EncodedEvent): EncodedEvent {
-    if (!event.json.includes(`"${UPDATE_SETTINGS_ACTION}"`)) return event;
-    const parsed = JSON.parse(event.json) as AuditEvent;
-    if (parsed.source !== SELF_SOURCE || parsed.action !== UPDATE_SETTINGS_ACTION) return event;
-    if (this.#options.store.meta<string>(SETTINGS_RECORD_META) === parsed.eventId) return event;
-    const lost = encodeEvent(lostSettingsRecord(parsed));
-    if (event.timeAssigned === true) lost.timeAssigned = true;
-    return lost;
   }
 
   /**

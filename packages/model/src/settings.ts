@@ -260,6 +260,29 @@ export function mergeSettings(stored: Settings, request: unknown): SettingsUpdat
  */
 export const SETTINGS_RECORD_META = 'settingsRecord';
 
+/**
+ * The replicated-metadata name of the eventIds of the last SETTINGS_HISTORY_MAX settings records
+ * whose changes were made on this log's line of leaders, oldest first: a record among them was
+ * in force here (later ones may have changed its keys again).
+ */
+export const SETTINGS_HISTORY_META = 'settingsRecords';
+export const SETTINGS_HISTORY_MAX = 1000;
+
+/** The settings history after a change recorded by `eventId` (the last SETTINGS_HISTORY_MAX). */
+export function settingsHistoryWith(history: readonly string[] | undefined, lastRecord: string | undefined, eventId: string): string[] {
+  const before = history ?? (lastRecord === undefined ? [] : [lastRecord]);
+  return [...before, eventId].slice(-SETTINGS_HISTORY_MAX);
+}
+
+/**
+ * Whether the settings record `eventId`'s change was made on the line of leaders whose
+ * metadata is given (its history names it; before histories were kept, it is the last record):
+ * stored as it is then, else as audit:UpdateSettingsLost (lostSettingsRecord).
+ */
+export function settingsRecordInForce(meta: { history: readonly string[] | undefined; lastRecord: string | undefined }, eventId: string): boolean {
+  return meta.history !== undefined ? meta.history.includes(eventId) : meta.lastRecord === eventId;
+}
+
 /** The action of the record a settings change is saved with. */
 export const UPDATE_SETTINGS_ACTION = 'audit:UpdateSettings';
 /**
@@ -275,7 +298,7 @@ export const LOST_SETTINGS_ACTION = 'audit:UpdateSettingsLost';
  * ones the record set (SETTINGS_RECORD_META names another record): the same
  * eventId, time and principal, under LOST_SETTINGS_ACTION with details saying the change is not
  * in force, followed by the change it stated. Forwarded as it was, it would state a change the
- * log's settings do not hold. Deterministic, so a retried forward is a duplicate.
+ * log's settings do not hold. A retried forward finds the same history (it only grows), so it is a duplicate.
  */
 export function lostSettingsRecord<E extends { action: string; details: string }>(record: E): E {
   return {

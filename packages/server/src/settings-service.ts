@@ -1,7 +1,9 @@
 import {
   SELF_SOURCE,
   SETTING_KEYS,
+  SETTINGS_HISTORY_META,
   SETTINGS_RECORD_META,
+  settingsHistoryWith,
   UPDATE_SETTINGS_ACTION,
   defaultSettings,
   describeChanges,
@@ -145,6 +147,7 @@ export class SettingsService {
         meta: [
           { name: SETTINGS_META, value: overrides },
           { name: SETTINGS_RECORD_META, value: eventId },
+          { name: SETTINGS_HISTORY_META, value: settingsHistoryWith(this.#store.meta<string[]>(SETTINGS_HISTORY_META), this.#store.meta<string>(SETTINGS_RECORD_META), eventId) },
         ],
         ...(this.#sequencer ? { sequencer: this.#sequencer } : {}),
       },

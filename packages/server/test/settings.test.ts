@@ -153,4 +153,15 @@ describe('settings', () => {
     // Pruned events are gone from every index: the id can be looked up no more.
     expect(await t.node.store.getByEventId('old')).toBeUndefined();
   });
+
+  it('keeps the history of its settings records in the replicated metadata, oldest first', async () => {
+    const t = await startTestNode();
+    const post = (body: Record<string, unknown>) => t.request('/admin/audit/settings', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    expect((await post({ 'audit.retention.days': 30 })).status).toBe(200);
+    expect((await post({ 'audit.retention.days': 31 })).status).toBe(200);
+    const records = (await t.stored()).filter((e) => e.action === 'audit:UpdateSettings').sort((a, b) => a.seq - b.seq).map((e) => e.eventId);
+    expect(records).toHaveLength(2);
+    expect(t.node.store.meta('settingsRecords')).toEqual(records);
+    expect(t.node.store.meta('settingsRecord')).toBe(records[1]);
+  });
 });

@@ -309,8 +309,8 @@ export const metaBehindPrunedLogScenario: Scenario = {
  * A settings change a successor took with the leader's metadata but not its record. A writes a
  * settings record (with the metadata naming it) after 3,000 events while B is paused; B resumes
  * and its first pull brings the metadata and 2,000 entries; A crashes. B leads with the change in
- * force; A restarts, its record is cut and forwarded: B must store it as the record of a change
- * in force (`audit:UpdateSettings`), not as one lost.
+ * force and makes a change of its own; A restarts, its record is cut and forwarded: B must store
+ * it as the record of a change made on its line (`audit:UpdateSettings`), not as one lost.
  */
 export const settingsTakenWithoutRecordScenario: Scenario = {
   name: 'a settings record comes back to a leader that runs its change: stored as in force',
@@ -320,7 +320,7 @@ export const settingsTakenWithoutRecordScenario: Scenario = {
       async (cluster) => {
         const { a, b, c } = await leaderAheadOfPausedStandbys(cluster);
         const record = { ...cluster.workload.events(1)[0]!, eventId: 'settings-change', source: 'auditlake', action: 'audit:UpdateSettings', resource: 'audit.settings', details: 'audit.read.enabled: true → false' };
-        await a.store?.append([record], { meta: [{ name: 'settingsRecord', value: record.eventId }], sequencer: () => a.cluster?.elector.sequencer() ?? 0 });
+        await a.store?.append([record], { meta: [{ name: 'settingsRecord', value: record.eventId }, { name: 'settingsRecords', value: [record.eventId] }], sequencer: () => a.cluster?.elector.sequencer() ?? 0 });
         cluster.resume(b);
         await until(cluster, `${b.name} holds the metadata naming the record, not the record`, () => b.store?.meta('settingsRecord') === record.eventId);
         const held = (await b.store?.seqsOfEventIds([record.eventId]))?.[0];
@@ -328,12 +328,18 @@ export const settingsTakenWithoutRecordScenario: Scenario = {
         await cluster.crash(a);
         cluster.resume(c);
         await until(cluster, `${b.name} or ${c.name} leads`, () => leads(b) || leads(c));
+        // The new leader makes a change of its own before A comes back: A's record was still made
+        // on this line of leaders (superseded, not lost).
+        const successor = leads(b) ? b : c;
+        const second = { ...cluster.workload.events(1)[0]!, eventId: 'settings-change-2', source: 'auditlake', action: 'audit:UpdateSettings', resource: 'audit.settings', details: 'audit.read.enabled: false → true' };
+        const history = successor.store?.meta<string[]>('settingsRecords') ?? [];
+        await successor.store?.append([second], { meta: [{ name: 'settingsRecord', value: second.eventId }, { name: 'settingsRecords', value: [...history, second.eventId] }], sequencer: () => successor.cluster?.elector.sequencer() ?? 0 });
         await cluster.restart(a);
         await cluster.heal();
         const result = await finish(cluster, 3, 60_000);
         const leader = cluster.leader();
         const stored = leader === undefined ? undefined : await leader.store?.getByEventId(record.eventId);
-        const inForce = leader?.store?.meta('settingsRecord') === record.eventId;
+        const inForce = leader?.store?.meta<string[]>('settingsRecords')?.includes(record.eventId) === true;
         cluster.note(`the record on the leader: ${stored?.action ?? 'absent'}; its change in force there: ${inForce}`);
         if (inForce && stored?.action !== 'audit:UpdateSettings') result.violations.push(`the leader runs the change of ${record.eventId} but stores its record as ${stored?.action ?? 'nothing'}`);
         if (!inForce && stored !== undefined && stored.action !== 'audit:UpdateSettingsLost') result.violations.push(`the leader does not run the change of ${record.eventId} but stores its record as ${stored.action}`);
