@@ -1,5 +1,4 @@
 import { AuditError, AuditErrorCode, isAuditError, type EncodedEvent } from '@auditlake/model';
-import { settingsRecordAsInForce } from './settings-record.js';
 import { appendForwarded, type AppendResult, type AuditStore, type EventIdConflict } from '@auditlake/store';
 import type { Clock } from './clock.js';
 import type { ClusterToken } from './cluster-token.js';
@@ -228,8 +227,7 @@ export class ClusterNode {
    * running node remembered them (the node that led first had lost its own).
    */
   async learnTerm(term: number): Promise<void> {
-    this.elector.checkMessageTerm(term);
-    this.elector.observeTerm(term);
+    this.elector.observeMessageTerm(term);
     await this.#options.coordinator.raiseTermFloor(term);
     const leading = this.elector.leadingTerm;
     if (leading !== undefined && leading <= term) this.elector.stepDown(`the tier holds entries of term ${term}, not before this leader's: the next leader takes a term above it`);
@@ -324,10 +322,9 @@ export class ClusterNode {
    * id holds another content are refused as conflicts, recorded here and named in the answer.
    */
   async receiveForward(request: ForwardRequest): Promise<ForwardResponse> {
-    this.elector.checkMessageTerm(request.term);
-    this.elector.observeTerm(request.term);
+    this.elector.observeMessageTerm(request.term);
     if (!this.elector.isLeader()) throw new AuditError(AuditErrorCode.NOT_LEADER, `node ${this.#options.nodeId} is not the leader`, { retryable: true });
-    const events = markTimeAssigned(request.events.map(parseForwardedEvent), request.newIdFlags).map((event) => settingsRecordAsInForce(this.#options.store, event));
+    const events = markTimeAssigned(request.events.map(parseForwardedEvent), request.newIdFlags);
     // An erasure record among them is re-applied by eventId (appendForwarded), not stored with the seqs of the log it was cut from.
     const result = await appendForwarded(this.#options.store, events, { freshIds: newIdsOf(events, request.newIdFlags), sequencer: this.elector.sequencer });
     if (result.conflicts.length > 0) await this.#options.hooks.onConflicts(result.conflicts, request.nodeId);
@@ -365,8 +362,7 @@ export class ClusterNode {
         }
         // A peer that already knows a later term: this election is stale.
         if (response.term > term) {
-          this.elector.checkMessageTerm(response.term);
-          this.elector.observeTerm(response.term);
+          this.elector.observeMessageTerm(response.term);
           throw new Error(`peer ${peer.nodeId} already knows term ${response.term}; not leading term ${term}`);
         }
         if (response.mismatch !== undefined || response.entries.length === 0 || store.position.lastSeq !== position.lastSeq) break;

@@ -22,7 +22,7 @@ export interface LogEnd {
 }
 
 /**
- * How far above the terms a node knows a message's term may be (LeaderElector.checkMessageTerm):
+ * How far above the terms a node knows a message's term may be (LeaderElector.observeMessageTerm):
  * terms count elections, and a node misses at most the elections held while it was away.
  */
 export const TERM_JUMP_MAX = 1_000_000;
@@ -177,23 +177,26 @@ export class LeaderElector {
   }
 
   /**
-   * Notes a term seen on a message. A newer term means someone else won an election: a leader
-   * seeing one steps down at once.
-   */
-  /**
-   * Refuses a term a message carries (a pull or forward request, a pull answer, a tier's rows)
-   * that no cluster could have reached: not a non-negative integer, or more than TERM_JUMP_MAX
-   * above the terms this node knows. Taken in, a forged huge term was persisted and written back
+   * Notes a term a message carries (a pull or forward request, a pull answer, a tier's rows),
+   * as observeTerm does, unless no cluster could have reached it — refused then: not a
+   * non-negative integer, or more than TERM_JUMP_MAX above the terms this node knows. Taken in,
+   * a forged huge term was persisted and written back
    * to the coordinator as its floor: one pull request with term 1e15 left the cluster without a
    * leader for good, and an absolute bound wedged it at the bound itself (reviews). Relative, the
    * next election always stays within it.
    */
-  checkMessageTerm(term: number): void {
+  observeMessageTerm(term: number): void {
     if (!Number.isSafeInteger(term) || term < 0 || term > this.#knownTerm + TERM_JUMP_MAX) {
       throw new AuditError(AuditErrorCode.BAD_REQUEST, `term ${term} is not one a cluster could have reached: this node knows term ${this.#knownTerm}, and terms count elections (at most ${TERM_JUMP_MAX} above it taken)`);
     }
+    this.observeTerm(term);
   }
 
+  /**
+   * Notes a term seen: this node's own election, a coordinator record, or a message's (checked
+   * first, observeMessageTerm). A newer term means someone else won an election: a leader seeing
+   * one steps down at once.
+   */
   observeTerm(term: number): void {
     if (term <= this.#knownTerm) return;
     this.#knownTerm = term;

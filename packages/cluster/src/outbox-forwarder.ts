@@ -1,5 +1,4 @@
 import { appendForwarded, type AuditStore, type EventIdConflict } from '@auditlake/store';
-import { settingsRecordAsInForce } from './settings-record.js';
 import type { Clock } from './clock.js';
 import type { ClusterLog, LeaderElector } from './leader-elector.js';
 import { markTimeAssigned, newIdFlagsOf, newIdsOf, parseForwardedEvent, type PeerTransport } from './protocol.js';
@@ -155,8 +154,7 @@ export class OutboxForwarder {
     const newIdFlags = newIdFlagsOf(batch);
     if (elector.isLeader()) {
       // This node leads now (e.g. events diverted on rejoin, or received before it won): order them here.
-      // A settings record among them is judged as a forwarded one is (settings-record.ts).
-      const encoded = markTimeAssigned(events.map(parseForwardedEvent), newIdFlags).map((event) => settingsRecordAsInForce(store, event));
+      const encoded = markTimeAssigned(events.map(parseForwardedEvent), newIdFlags);
       const result = await appendForwarded(store, encoded, { freshIds: newIdsOf(encoded, newIdFlags), sequencer: elector.sequencer });
       if (result.conflicts.length > 0) await this.#options.onConflicts(result.conflicts);
     } else {

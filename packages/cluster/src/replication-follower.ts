@@ -88,8 +88,7 @@ export class ReplicationFollower {
     );
     // Fencing: an answer from an older term comes from a deposed leader.
     if (response.term < elector.knownTerm) return;
-    elector.checkMessageTerm(response.term);
-    elector.observeTerm(response.term);
+    elector.observeMessageTerm(response.term);
     // Became leader while the pull was in flight: the log is ours to order now.
     if (elector.role === 'leader') return;
     // The answer was matched against the log's end as it was when asked: nothing else may

@@ -26,18 +26,17 @@ function elector(knownTerm: number): LeaderElector {
   });
 }
 
-describe('LeaderElector.checkMessageTerm', () => {
+describe('LeaderElector.observeMessageTerm', () => {
   it('refuses a term more than TERM_JUMP_MAX above the known one, or no term at all, naming it', () => {
     const e = elector(3);
     for (const forged of [1e15, 3 + TERM_JUMP_MAX + 1, Number.NaN, -1, 2.5]) {
-      expect(() => e.checkMessageTerm(forged)).toThrow(expect.objectContaining({ code: 'AUDIT_BAD_REQUEST', message: `term ${forged} is not one a cluster could have reached: this node knows term 3, and terms count elections (at most ${TERM_JUMP_MAX} above it taken)` }));
+      expect(() => e.observeMessageTerm(forged)).toThrow(expect.objectContaining({ code: 'AUDIT_BAD_REQUEST', message: `term ${forged} is not one a cluster could have reached: this node knows term 3, and terms count elections (at most ${TERM_JUMP_MAX} above it taken)` }));
     }
     expect(e.knownTerm).toBe(3);
     // A term at the edge is taken, and the bound moves with it: the next election's term is within.
-    e.checkMessageTerm(3 + TERM_JUMP_MAX);
-    e.observeTerm(3 + TERM_JUMP_MAX);
+    e.observeMessageTerm(3 + TERM_JUMP_MAX);
     expect(e.knownTerm).toBe(3 + TERM_JUMP_MAX);
-    expect(() => e.checkMessageTerm(3 + TERM_JUMP_MAX + 1)).not.toThrow();
+    expect(() => e.observeMessageTerm(3 + TERM_JUMP_MAX + 1)).not.toThrow();
     // Observing a term (the node's own election, a coordinator record) never throws.
     expect(() => e.observeTerm(1e15)).not.toThrow();
   });

@@ -103,5 +103,5 @@ export async function expireOverdueSnapshots(context: MaintenanceContext, loaded
 /** What an expiry keeps by age: snapshots made within `readGraceMs` too, when given (none of it for an erasure's, grace 0). */
 function graceSince(nowMs: number, removedGraceMs: number, readGraceMs: number): { keepRemovedSinceMs?: number; keepMadeSinceMs?: number } {
   if (removedGraceMs <= 0) return {};
-  return readGraceMs > 0 ? { keepRemovedSinceMs: nowMs - removedGraceMs, keepMadeSinceMs: nowMs - readGraceMs } : { keepRemovedSinceMs: nowMs - removedGraceMs };
+  return { keepRemovedSinceMs: nowMs - removedGraceMs, ...(readGraceMs > 0 ? { keepMadeSinceMs: nowMs - readGraceMs } : {}) };
 }

@@ -293,9 +293,9 @@ export const UPDATE_SETTINGS_ACTION = 'audit:UpdateSettings';
 export const LOST_SETTINGS_ACTION = 'audit:UpdateSettingsLost';
 
 /**
- * A settings record a leader receives from another node's log that diverged (its change made on
- * a leader that lost its place), as that leader stores it when its own settings are not the
- * ones the record set (SETTINGS_RECORD_META names another record): the same
+ * A settings record a leader receives from a log that diverged (its change made on a leader
+ * that lost its place), as that leader stores it when the change was not made on its own line
+ * of leaders (settingsRecordInForce): the same
  * eventId, time and principal, under LOST_SETTINGS_ACTION with details saying the change is not
  * in force, followed by the change it stated. Forwarded as it was, it would state a change the
  * log's settings do not hold. A retried forward finds the same history (it only grows), so it is a duplicate.

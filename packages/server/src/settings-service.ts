@@ -20,8 +20,6 @@ import type { AuditStore, Sequencer } from '@auditlake/store';
 
 /** The replicated-metadata name under which explicitly set settings are kept. */
 export const SETTINGS_META = 'settings';
-export { SETTINGS_RECORD_META };
-
 
 type Overrides = Partial<Settings>;
 export type SettingsListener = (effective: EffectiveSettings, changes: readonly SettingChange[]) => void;

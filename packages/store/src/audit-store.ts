@@ -1275,7 +1275,7 @@ export class AuditStore {
       const kind = integrityKindOf(event.source, event.action);
       if (kind === 'checkpoint' || kind === 'registerKey') continue;
       // A settings record goes back as it is: the leader it reaches tells whether its change is
-      // in force there (ClusterNode.receiveForward).
+      // in force there (appendForwarded, forwarded-settings.ts).
       ops.push({ type: 'put', key: outboxKey(this.#outboxNext++), value: JSON.stringify(toAuditEvent(event)) });
       result.moved++;
     }
@@ -1592,9 +1592,10 @@ export class AuditStore {
   async #checkpointsDeletable(events: readonly StoredEvent[]): Promise<Set<number> | undefined> {
     const candidates = new Set(events.filter((event) => integrityKindOf(event.source, event.action) === 'checkpoint').map((event) => event.seq));
     if (candidates.size === 0) return undefined;
-    // The checkpoints the log holds up to the newest candidate: the index lists them, and the newest deleted one, which is not held.
-    // Read one key at a time and stopped at the first that stays: checkpoints held back behind
-    // one dated far ahead (a clock a year fast) would otherwise all be read at every prune batch.
+    // The checkpoints the log holds up to the newest candidate, in seq order: the index lists
+    // them (and the newest deleted one, which is not held). Read one key at a time and stopped at
+    // the first that stays: checkpoints held back behind one dated far ahead (a clock a year
+    // fast) would otherwise all be read at every prune batch.
     const newest = Math.max(...candidates);
     const deletable = new Set<number>();
     const keys = this.#db.keys({ gte: PREFIX.checkpoint, lte: checkpointKey(newest) });
@@ -1633,12 +1634,13 @@ export class AuditStore {
       // Each deleted event's eventId with the entry its id key must still point at to go too,
       // and its time and seq: its id is remembered when it was tiered.
       const idsHeld: Array<{ eventId: string; suffix: string; timestamp: number; seq: number }> = [];
-      const events = entries.map(([key, value]) => [key, JSON.parse(value) as StoredEvent] as const);
-      const checkpointsDeletable = await this.#checkpointsDeletable(events.map(([, event]) => event).filter((event) => (maxSeq === undefined || event.seq <= maxSeq) && (!tieredOnly || event.seq <= this.#tieredCountedThrough)));
-      for (const [key, event] of events) {
-        if (maxSeq !== undefined && event.seq > maxSeq) continue;
-        // Counted ones stay counted: the count only grows, so it holds at the write too.
-        if (tieredOnly && event.seq > this.#tieredCountedThrough) continue;
+      // What the policy lets go: up to maxSeq, and under a tier only events counted tiered
+      // (counted ones stay counted: the count only grows, so it holds at the write too).
+      const candidates = entries
+        .map(([key, value]) => [key, JSON.parse(value) as StoredEvent] as const)
+        .filter(([, event]) => (maxSeq === undefined || event.seq <= maxSeq) && (!tieredOnly || event.seq <= this.#tieredCountedThrough));
+      const checkpointsDeletable = await this.#checkpointsDeletable(candidates.map(([, event]) => event));
+      for (const [key, event] of candidates) {
         if (checkpointsDeletable !== undefined && integrityKindOf(event.source, event.action) === 'checkpoint' && !checkpointsDeletable.has(event.seq)) continue;
         days.count(event, 'pruned');
         touchedBlocks.add(blockOfSeq(event.seq));

@@ -1,6 +1,7 @@
 import { erasureDetailsChunks, integrityKindOf, parseErasureDetails, type ErasedRecordRef } from '@auditlake/integrity';
 import { encodeEvent, type AuditEvent, type EncodedEvent, type StoredEvent } from '@auditlake/model';
 import type { AppendOptions, AppendResult } from './event-writer.js';
+import { settingsRecordAsInForce } from './forwarded-settings.js';
 
 /** What appendForwarded needs of the store: append, find an event by eventId or seq, and how far the tier holds the log. */
 export interface ForwardTarget {
@@ -9,6 +10,8 @@ export interface ForwardTarget {
   getBySeq(seq: number): Promise<StoredEvent | undefined>;
   /** Where this log ends (AuditStore.position). */
   readonly position: { readonly lastSeq: number };
+  /** A replicated-metadata value (the settings history a returning settings record is judged by). */
+  meta<T>(name: string): T | undefined;
 }
 
 /** Cheap test first: only a text naming the erase action is parsed. */
@@ -33,7 +36,9 @@ function erasureOf(event: EncodedEvent): AuditEvent | undefined {
  * Deterministic for a retried batch: the same lookup finds the same records, so the rebuilt
  * record repeats the first and counts as a duplicate.
  */
-export async function appendForwarded(store: ForwardTarget, events: readonly EncodedEvent[], options: AppendOptions): Promise<AppendResult> {
+export async function appendForwarded(store: ForwardTarget, forwarded: readonly EncodedEvent[], options: AppendOptions): Promise<AppendResult> {
+  // A settings record among them is stored as the record of a change in force only where it is.
+  const events = forwarded.map((event) => settingsRecordAsInForce(store, event));
   const erasures = events.map(erasureOf);
   if (erasures.every((erasure) => erasure === undefined)) return store.appendEncoded(events, options);
   const total: AppendResult = { stored: [], duplicates: 0, conflicts: [] };

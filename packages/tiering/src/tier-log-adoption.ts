@@ -41,7 +41,6 @@ export interface AdoptionRecord {
   event: (adoption: Omit<TierAdoption, 'recordSeq'>) => EncodedEvent;
 }
 
-/** What an adoption must know of the leader doing it. */
 /**
  * The tier holds a row of a term not before the adopting leader's: no record of a log this
  * leader succeeded, or terms handed out again (the coordinator lost its data, and the node that
@@ -57,6 +56,7 @@ export class TierTermNotBefore extends AuditError {
   }
 }
 
+/** What an adoption must know of the leader doing it. */
 export interface AdoptOptions {
   /** The most entries it may read from the tier. */
   entriesMax: number;

@@ -48,19 +48,20 @@ import { adoptTierSuffix, TIER_ADOPTION_ENTRIES_MAX, TierTermNotBefore, type Tie
 
 /** What an admin's adoption took into the log, and from which target through which watermark seq. */
 export type AdoptedTier = TierAdoption & { target: string; throughSeq: number };
-
-/**
- * The largest term an adoption takes in from a tier's rows (TierSweeperOptions.learnTerm): far
- * above any a cluster reaches (a term per election), and far below what Redis's Lua prints
- * exactly (%.14g) or JavaScript numbers hold. Rows beyond it were not written by a leader.
- */
-export const TIER_TERM_LEARN_MAX = 2 ** 32;
 import { eligibleCount, pickBatch } from './batch-picker.js';
 import { applyIcebergErasures, applyParquetErasures, isErasureRecord, type TierErasureResult } from './tier-erasure.js';
 import { CommitLock } from './commit-lock.js';
 import { EarlierTargetErasure } from './earlier-target-erasure.js';
 import { ERASURES_APPLIED_META, tierErasuresAppliedThrough } from './erasure-retention.js';
 import { TermScopedSet } from './term-scoped-set.js';
+
+/**
+ * The largest term an adoption takes in from a tier's rows (TierSweeperOptions.learnTerm): far
+ * above any a cluster reaches (a term per election). Rows beyond it were not written by a
+ * leader, and are refused here with words that say so, whatever bound learnTerm itself keeps
+ * (a cluster's refuses a term far above the ones it knows, LeaderElector.observeMessageTerm).
+ */
+export const TIER_TERM_LEARN_MAX = 2 ** 32;
 
 export interface TierSweeperOptions {
   store: AuditStore;

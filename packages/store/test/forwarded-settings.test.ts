@@ -6,9 +6,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encodeEvent, type AuditEvent } from '@auditlake/model';
-import { AuditStore } from '@auditlake/store';
+import { AuditStore } from '../src/index.js';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { settingsRecordAsInForce } from '../src/settings-record.js';
+import { settingsRecordAsInForce } from '../src/forwarded-settings.js';
 
 const record = (eventId: string): AuditEvent => ({ eventId, userId: 'admin', source: 'auditlake', action: 'audit:UpdateSettings', resource: 'audit.settings', decision: 'ALLOW', tables: [], query: '', details: 'audit.retention.days: 90 → 3', timestamp: 1_700_000_000_000 });
 

@@ -1,5 +1,4 @@
 import { encodeEvent, lostSettingsRecord, SELF_SOURCE, SETTINGS_HISTORY_META, SETTINGS_RECORD_META, settingsRecordInForce, UPDATE_SETTINGS_ACTION, type AuditEvent, type EncodedEvent } from '@auditlake/model';
-import type { AuditStore } from '@auditlake/store';
 
 /**
  * A settings record that reaches the leader from a log that diverged (another node's forward,
@@ -8,9 +7,10 @@ import type { AuditStore } from '@auditlake/store';
  * (its settings history names the record: it took them with the dead leader's metadata, or made
  * them itself), else as audit:UpdateSettingsLost, saying the change is in force nowhere. Decided
  * on the leader, where the settings in force are known: the node it was cut from cannot tell
- * (reviews found it stating a change not in force, and the other way round).
+ * (reviews found it stating a change not in force, and the other way round). Every forwarded
+ * event passes here (appendForwarded), whichever way it reached the leader.
  */
-export function settingsRecordAsInForce(store: AuditStore, event: EncodedEvent): EncodedEvent {
+export function settingsRecordAsInForce(store: { meta<T>(name: string): T | undefined }, event: EncodedEvent): EncodedEvent {
   if (!event.json.includes(`"${UPDATE_SETTINGS_ACTION}"`)) return event;
   const parsed = JSON.parse(event.json) as AuditEvent;
   if (parsed.source !== SELF_SOURCE || parsed.action !== UPDATE_SETTINGS_ACTION) return event;
