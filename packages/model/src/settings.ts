@@ -304,7 +304,7 @@ export function lostSettingsRecord<E extends { action: string; details: string }
   return {
     ...record,
     action: LOST_SETTINGS_ACTION,
-    details: `not in force: saved on a leader that lost its place before any standby held the change (its answer warned so), so the settings in force are the next leader's; post the change again to make it. It was: ${record.details}`,
+    details: `not in force: saved on a leader that lost its place before any standby held the change (if the change was answered before that, its answer warned so), so the settings in force are the next leader's; post the change again to make it. It was: ${record.details}`,
   };
 }
 

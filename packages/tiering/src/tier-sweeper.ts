@@ -678,7 +678,14 @@ export class TierSweeper {
         throw unusable(`${message}: no cluster hands out terms past ${TIER_TERM_LEARN_MAX} (one a second for a century is 3.2e9), so the bucket holds rows no auditlake leader wrote; they are not adopted and their term is not taken in (a forged term taken in stopped the cluster keeping a leader)`);
       }
       if (err instanceof TierTermNotBefore && this.#options.learnTerm !== undefined) {
-        await this.#options.learnTerm(err.term);
+        try {
+          await this.#options.learnTerm(err.term);
+        } catch (learnErr) {
+          // The cluster's own bound (a term far above every term it knows) refused it: said in
+          // the adoption's words, so the admin learns what to make of the bucket, not only the term.
+          const why = learnErr instanceof Error ? learnErr.message : String(learnErr);
+          throw unusable(`${message}: this cluster does not take in term ${err.term} (${why}), so the bucket holds rows no leader of this cluster wrote; they are not adopted`);
+        }
         throw unusable(`${message}: the cluster handed out those terms again (its coordinator lost its data), so this node took in term ${err.term} and stepped down; the next leader's term is above it — POST /admin/audit/tier/adopt {"throughSeq": ${watermark.seq}} again once a leader is elected`);
       }
       throw unusable(`taking them into this log failed: ${message}`);

@@ -427,6 +427,24 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     expect(victim.position.lastSeq).toBe(1);
   });
 
+  it('a term the cluster itself refuses to take in (far above every term it knows) refuses the adoption in its words', async () => {
+    const target = modes.parquet('refused_term');
+    const forged = await storeWith(0);
+    await forged.append([ev(0), ev(1)], { sequencer: () => 5_000_000 });
+    const forger = testSweeper({ store: forged, connections: s3.connections, catalogs, settings: () => target, term: () => 5_000_000 });
+    expect(await forger.sweep()).toBe('tiered');
+    await forger.close();
+    const victim = await storeWith(0);
+    await victim.append([ev(100)], { sequencer: () => 1 });
+    const refusal = 'term 5000000 is not one a cluster could have reached';
+    const b = testSweeper({ store: victim, connections: s3.connections, catalogs, settings: () => target, term: () => 1, learnTerm: async () => Promise.reject(new Error(refusal)) });
+    expect(await b.sweep()).toBe('failed');
+    const result = await b.adoptTier(2);
+    expect(result.adopted).toBeUndefined();
+    expect(result.error).toContain(`has term 5000000, not before this leader's term 1: this cluster does not take in term 5000000 (${refusal}), so the bucket holds rows no leader of this cluster wrote; they are not adopted`);
+    expect(victim.position.lastSeq).toBe(1);
+  });
+
   it.each(['parquet', 'iceberg'] as const)(
     "%s: a successor leading in a term the tier's rows hold (terms handed out again after the coordinator lost its data) takes the term in, steps down, and adopts in the next term",
     async (mode) => {
