@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { AuditError, AuditErrorCode, isAuditError, type EncodedEvent } from '@auditlake/model';
 import { appendForwarded, type AppendResult, type AuditStore, type EventIdConflict } from '@auditlake/store';
 import type { Clock } from './clock.js';
@@ -77,6 +78,8 @@ export interface ClusterNodeStatus {
 export type Received = { path: 'log'; result: AppendResult } | { path: 'outbox' };
 
 const LOCAL_TERM = 'knownTerm';
+/** This data dir's member instance (MemberInfo.instance), made at its first cluster start. */
+const LOCAL_INSTANCE = 'memberInstance';
 
 /**
  * One node's part in the cluster: leadership through the coordinator, answering pulls and
@@ -95,7 +98,7 @@ export class ClusterNode {
   #started = false;
   readonly #metaListeners = new Set<(meta: Record<string, unknown>) => void>();
 
-  private constructor(options: ClusterNodeOptions, knownTerm: number) {
+  private constructor(options: ClusterNodeOptions, knownTerm: number, instance: string) {
     this.#options = options;
     this.#clock = options.clock;
     const { store, nodeId, log, clock } = options;
@@ -109,6 +112,7 @@ export class ClusterNode {
       logEnd: () => store.position,
       prepareLeadership: (term, stillLeader) => this.#prepareLeadership(term, stillLeader),
       persistTerm: (term) => store.putLocal(LOCAL_TERM, term),
+      instance,
       onTick: () => options.clusterToken.refresh(),
       log,
     });
@@ -183,7 +187,21 @@ export class ClusterNode {
   static async open(options: ClusterNodeOptions): Promise<ClusterNode> {
     // Never below the term of the last entry in the log: a node knows every term it holds.
     const knownTerm = Math.max((await options.store.getLocal<number>(LOCAL_TERM)) ?? 0, options.store.position.lastTerm);
-    return new ClusterNode(options, knownTerm);
+    let instance = await options.store.getLocal<string>(LOCAL_INSTANCE);
+    if (instance === undefined) {
+      instance = randomUUID();
+      await options.store.putLocal(LOCAL_INSTANCE, instance);
+    }
+    return new ClusterNode(options, knownTerm, instance);
+  }
+
+  /**
+   * Another running process that is a member under this node's id (another data dir), if any:
+   * looked for before this node takes part, so a second process given the same `--node-id` is
+   * refused at start (LeaderElector.liveTwin).
+   */
+  liveTwin(): Promise<MemberInfo | undefined> {
+    return this.elector.liveTwin();
   }
 
   /** Joins the cluster as `url` (where peers reach this node); works while the coordinator is down. */

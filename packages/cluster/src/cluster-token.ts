@@ -1,3 +1,4 @@
+import { AuditError, AuditErrorCode } from '@auditlake/model';
 import type { AuditStore } from '@auditlake/store';
 import type { Coordinator } from './coordinator.js';
 
@@ -31,12 +32,29 @@ export class ClusterToken {
     return this.#token;
   }
 
-  /** Re-reads the token, putting back the remembered one if the coordinator lost it. */
+  /**
+   * Re-reads the token, putting back the remembered one if the coordinator lost it. A node
+   * whose log holds entries and that remembers another token than the coordinator's is a
+   * member of another cluster (a data dir started against the wrong Redis, another cluster's
+   * node given this cluster's address): it is refused (AUDIT_CLUSTER_MISMATCH) and keeps its
+   * token, so it takes no part here. Taking the coordinator's token instead let such a node
+   * depose the leader with its own terms, lead with its own log, and hand the cluster its
+   * settings and tier locations (review: a staging node pointed at prod's Redis, prod's tiered
+   * events then missing from every node's search). A node with an empty log has nothing to mix
+   * in, and takes the coordinator's token as a new member does.
+   */
   async refresh(): Promise<void> {
     const token = await this.#coordinator.clusterToken(this.#token);
-    if (token !== this.#token) {
-      this.#token = token;
-      await this.#store.putLocal(LOCAL_CLUSTER_TOKEN, token);
-    }
+    if (token === this.#token) return;
+    if (this.#token !== undefined && this.#store.position.lastSeq > 0) throw clusterMismatch();
+    this.#token = token;
+    await this.#store.putLocal(LOCAL_CLUSTER_TOKEN, token);
   }
+}
+
+function clusterMismatch(): AuditError {
+  return new AuditError(
+    AuditErrorCode.CLUSTER_MISMATCH,
+    "this node's data belongs to another cluster than the one its coordinator holds: the cluster token it remembers is not the coordinator's, and its log holds entries, so it takes no part there (it would depose that cluster's leader and mix its log and settings into that cluster's). Check --coordinator and the cluster name; if this coordinator lost its data and a new node set a token first, delete that key (auditlake:<cluster>:cluster-token) and this node puts its own back",
+  );
 }

@@ -10,6 +10,12 @@ export interface MemberInfo {
   lastTerm: number;
   /** The publisher's wall clock when it published. */
   updatedAtMs: number;
+  /**
+   * Which data dir publishes under this node id (random, kept in its store): two running
+   * processes given one `--node-id` differ here, a node restarted on its own data dir does not.
+   * Absent from nodes of versions before it.
+   */
+  instance?: string;
 }
 
 export interface LeaderRecord {
@@ -29,7 +35,8 @@ export interface LeaderRecord {
  * - a lease lasts `leaseTtlMs` from the last successful campaign or renew, on the
  *   coordinator's clock; `renew` and `resign` act only for the holder in that term;
  * - `raiseTermFloor` never lowers the counter; member records expire 3 lease TTLs after
- *   they were last published.
+ *   they were last published, and one published within the last lease TTL is not replaced by
+ *   another instance's.
  */
 export interface Coordinator {
   /** The new term (above `knownTerm`), or 0 when someone holds the lease. */
@@ -44,8 +51,12 @@ export interface Coordinator {
   leader(): Promise<LeaderRecord | undefined>;
   /** The highest term ever handed out. */
   latestTerm(): Promise<number>;
-  /** Publishes this node's member record. */
-  publish(info: MemberInfo): Promise<void>;
+  /**
+   * Publishes this node's member record; undefined when published. When another instance
+   * published the same node id within the last lease TTL (a second process running under that
+   * id), its record is left as it is and returned.
+   */
+  publish(info: MemberInfo): Promise<MemberInfo | undefined>;
   /** Members whose record has not expired. */
   members(): Promise<MemberInfo[]>;
   /**

@@ -89,9 +89,13 @@ export class InMemoryCoordinatorState {
     return this.#term;
   }
 
-  publish(info: MemberInfo, leaseTtlMs: number): void {
+  publish(info: MemberInfo, leaseTtlMs: number): MemberInfo | undefined {
     this.#assertReachable();
+    const held = this.#members.get(info.nodeId);
+    // Another instance's record refreshed within the last TTL stays (the Redis script's rule).
+    if (held !== undefined && info.instance !== undefined && held.info.instance !== undefined && held.info.instance !== info.instance && held.expiresAtMs - this.#now() > 2 * leaseTtlMs) return { ...held.info };
     this.#members.set(info.nodeId, { info: { ...info }, expiresAtMs: this.#now() + 3 * leaseTtlMs });
+    return undefined;
   }
 
   members(): MemberInfo[] {
@@ -151,7 +155,7 @@ export class InMemoryCoordinator implements Coordinator {
     return this.#link(() => this.#state.latestTerm());
   }
 
-  publish(info: MemberInfo): Promise<void> {
+  publish(info: MemberInfo): Promise<MemberInfo | undefined> {
     return this.#link(() => this.#state.publish(info, this.#leaseTtlMs));
   }
 

@@ -2,6 +2,7 @@ export { ClusterNode, type ClusterHooks, type ClusterMemberStatus, type ClusterN
 export { ClusterToken } from './cluster-token.js';
 export { systemClock, type Clock, type Timer } from './clock.js';
 export type { ClusterLog, LeaderView, LogEnd, NodeRole } from './leader-elector.js';
+export { nodeIdInUse } from './leader-elector.js';
 export type { ForwardRequest, ForwardResponse, PeerTransport, PullRequest, PullResponse, TermStart } from './protocol.js';
 export type { Coordinator, LeaderRecord, MemberInfo } from './coordinator.js';
 export { RedisCoordinator, type RedisCoordinatorOptions } from './redis-coordinator.js';

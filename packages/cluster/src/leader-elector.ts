@@ -1,4 +1,4 @@
-import { AuditError, AuditErrorCode } from '@auditlake/model';
+import { AuditError, AuditErrorCode, isAuditError } from '@auditlake/model';
 import type { Clock, Timer } from './clock.js';
 import type { Coordinator, MemberInfo } from './coordinator.js';
 
@@ -27,6 +27,9 @@ export interface LogEnd {
  */
 export const TERM_JUMP_MAX = 1_000_000;
 
+/** How often a node refused by its coordinator's cluster says so again. */
+const REFUSAL_LOG_INTERVAL_MS = 60_000;
+
 export interface LeaderElectorOptions {
   coordinator: Coordinator;
   clock: Clock;
@@ -42,6 +45,8 @@ export interface LeaderElectorOptions {
    */
   prepareLeadership: (term: number, stillLeader: () => boolean) => Promise<void>;
   persistTerm: (term: number) => Promise<void>;
+  /** Which data dir this node runs on (MemberInfo.instance): tells a second process under the same node id. */
+  instance?: string;
   /** Runs every round while Redis answers (the node refreshes what it keeps there). */
   onTick: () => Promise<void>;
   log: ClusterLog;
@@ -82,6 +87,8 @@ export class LeaderElector {
   #lastReachedMs: number | undefined;
   #timer: Timer | undefined;
   #ticking = false;
+  /** When the coordinator's refusal of this node was last logged (AUDIT_CLUSTER_MISMATCH). */
+  #refusalLoggedMs: number | undefined;
   #closed = false;
 
   constructor(options: LeaderElectorOptions) {
@@ -215,6 +222,9 @@ export class LeaderElector {
       // node's known term may be behind a term another node won. So it waits as after an
       // outage it saw, for the running nodes to put their terms back before it campaigns.
       if (this.#lastReachedMs !== undefined && this.#clock.monotonicMs() - this.#lastReachedMs > this.#options.leaseTtlMs / 2) this.#redisUpSince = undefined;
+      // First, so a node the coordinator's cluster refuses (AUDIT_CLUSTER_MISMATCH) neither
+      // campaigns, renews, raises the term counter nor publishes itself there.
+      await this.#options.onTick();
       if (this.#role === 'leader') await this.#renew();
       else await this.#watchAndCampaign();
       await this.#publish();
@@ -222,11 +232,28 @@ export class LeaderElector {
       this.#redisUpSince ??= this.#lastReachedMs;
     } catch (err) {
       this.#redisUpSince = undefined;
+      if (isAuditError(err, AuditErrorCode.CLUSTER_MISMATCH)) {
+        this.#refusedByCluster(err);
+        return;
+      }
       // Redis unreachable: a leader's lease simply runs out (checked in isLeader()).
       if (this.#role === 'leader' && this.#clock.monotonicMs() >= this.#leaseValidUntil) this.#stepDown(`could not renew the lease: ${String(err)}`);
     } finally {
       this.#ticking = false;
     }
+  }
+
+  /**
+   * The coordinator holds another cluster than this node's data: lead no longer (the lease runs
+   * out, never renewed), and say so once a minute while it lasts.
+   */
+  #refusedByCluster(err: Error): void {
+    this.#leader = undefined;
+    this.#stepDown(err.message, false);
+    const now = this.#clock.monotonicMs();
+    if (this.#refusalLoggedMs !== undefined && now - this.#refusalLoggedMs < REFUSAL_LOG_INTERVAL_MS) return;
+    this.#refusalLoggedMs = now;
+    this.#options.log.warn({ code: AuditErrorCode.CLUSTER_MISMATCH }, err.message);
   }
 
   async #renew(): Promise<void> {
@@ -280,7 +307,10 @@ export class LeaderElector {
     // record lives for three, and must not hold every survivor back. Heard by this node's own
     // clock: comparing another node's wall clock with ours would make skew decide.
     const now = this.#clock.monotonicMs();
-    const live = members.filter((m) => m.nodeId !== this.#options.nodeId && now - (this.#heard.get(m.nodeId)?.heardAtMs ?? -Infinity) < this.#options.leaseTtlMs);
+    const heardWithinTtl = (m: MemberInfo) => now - (this.#heard.get(m.nodeId)?.heardAtMs ?? -Infinity) < this.#options.leaseTtlMs;
+    // A record of this node id that another process keeps refreshing: no campaign beside it.
+    if (members.some((m) => m.nodeId === this.#options.nodeId && m.instance !== undefined && this.#options.instance !== undefined && m.instance !== this.#options.instance && heardWithinTtl(m))) return false;
+    const live = members.filter((m) => m.nodeId !== this.#options.nodeId && heardWithinTtl(m));
     return live.every((m) => !isMoreUpToDate(m, mine));
   }
 
@@ -318,9 +348,8 @@ export class LeaderElector {
 
   async #publish(): Promise<void> {
     await this.#options.coordinator.raiseTermFloor(this.#knownTerm);
-    await this.#options.onTick();
     const { lastSeq, lastTerm } = this.#options.logEnd();
-    await this.#options.coordinator.publish({
+    const held = await this.#options.coordinator.publish({
       nodeId: this.#options.nodeId,
       url: this.#url,
       role: this.isLeader() ? 'leader' : 'standby',
@@ -328,7 +357,33 @@ export class LeaderElector {
       lastSeq,
       lastTerm,
       updatedAtMs: this.#clock.wallMs(),
+      ...(this.#options.instance === undefined ? {} : { instance: this.#options.instance }),
     });
+    if (held === undefined) return;
+    // Another running process publishes this node id: two nodes under one id take each other
+    // for themselves (neither pulls from nor forwards to a leader of its own id), and one
+    // elected with a shorter log cut acknowledged events off (review). This one leads nothing.
+    this.#stepDown(`another process runs as node ${this.#options.nodeId}`);
+    const now = this.#clock.monotonicMs();
+    if (this.#refusalLoggedMs !== undefined && now - this.#refusalLoggedMs < REFUSAL_LOG_INTERVAL_MS) return;
+    this.#refusalLoggedMs = now;
+    this.#options.log.warn({ code: AuditErrorCode.NODE_ID_IN_USE, heldBy: held.url }, nodeIdInUse(this.#options.nodeId, held).message);
+  }
+
+  /**
+   * A live member record of another process under this node's id (another instance, refreshed
+   * within one lease TTL by this node's clock), if any: looked at twice, half a TTL apart, so a
+   * record its own process left behind when it died does not count.
+   */
+  async liveTwin(): Promise<MemberInfo | undefined> {
+    const instance = this.#options.instance;
+    if (instance === undefined) return undefined;
+    const other = async () => (await this.#options.coordinator.members()).find((m) => m.nodeId === this.#options.nodeId && m.instance !== undefined && m.instance !== instance);
+    const first = await other();
+    if (first === undefined) return undefined;
+    await new Promise<void>((resolve) => this.#clock.setTimer(resolve, this.#options.leaseTtlMs / 2));
+    const second = await other();
+    return second !== undefined && second.updatedAtMs !== first.updatedAtMs ? second : undefined;
   }
 
   /** Stops electing; a leader resigns so a successor need not wait for the lease to expire. */
@@ -342,4 +397,12 @@ export class LeaderElector {
       await this.#options.coordinator.resign(term).catch(() => undefined);
     }
   }
+}
+
+/** The refusal of a second process under a node id another running process holds. */
+export function nodeIdInUse(nodeId: string, held: MemberInfo): AuditError {
+  return new AuditError(
+    AuditErrorCode.NODE_ID_IN_USE,
+    `node id ${nodeId} is in use by another running node (${held.url}, another data dir): two processes under one id take each other for themselves and can strand acknowledged events, so this one takes no part. Give each node its own --node-id`,
+  );
 }

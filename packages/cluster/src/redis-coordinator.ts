@@ -49,6 +49,26 @@ end
 return 0`;
 
 /** Give the lease up only if it is ours. KEYS: lease. ARGV: value. */
+/**
+ * Publishes a member record (KEYS: member record, member set; ARGV: record, instance, lease TTL
+ * ms, nodeId) for 3 lease TTLs, unless another instance published this node id within the last
+ * lease TTL (the record still has more than 2 TTLs to live): that record is returned untouched.
+ * A record without an instance (an older version), or one not refreshed for a TTL (its process
+ * gone), is replaced.
+ */
+const PUBLISH = `
+local current = redis.call('GET', KEYS[1])
+if current and ARGV[2] ~= '' then
+  local ok, record = pcall(cjson.decode, current)
+  if ok and type(record) == 'table' and type(record.instance) == 'string' and record.instance ~= ARGV[2] and redis.call('PTTL', KEYS[1]) > 2 * tonumber(ARGV[3]) then
+    return current
+  end
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', 3 * tonumber(ARGV[3]))
+redis.call('SADD', KEYS[2], ARGV[4])
+return false
+`;
+
 const RESIGN = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
@@ -144,12 +164,9 @@ export class RedisCoordinator implements Coordinator {
   }
 
   /** Publishes this node's member record; it expires unless refreshed within 3 lease TTLs. */
-  async publish(info: MemberInfo): Promise<void> {
-    await this.#redis
-      .multi()
-      .sadd(this.#key('members'), info.nodeId)
-      .set(this.#key(`member:${info.nodeId}`), JSON.stringify(info), 'PX', this.#options.leaseTtlMs * 3)
-      .exec();
+  async publish(info: MemberInfo): Promise<MemberInfo | undefined> {
+    const held = await this.#redis.eval(PUBLISH, 2, this.#key(`member:${info.nodeId}`), this.#key('members'), JSON.stringify(info), info.instance ?? '', String(this.#options.leaseTtlMs), info.nodeId);
+    return typeof held === 'string' ? (JSON.parse(held) as MemberInfo) : undefined;
   }
 
   /** Members whose record has not expired. */

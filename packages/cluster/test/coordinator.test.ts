@@ -127,6 +127,25 @@ describe.each([
     expect(await b.clusterToken(undefined)).toBe(token);
   });
 
+  it("keeps a member record another instance refreshed within the last lease TTL, and replaces one its process left behind", async () => {
+    const s = await subject();
+    const a = await s.coordinator('n1', 300);
+    const member = (instance: string | undefined, url: string) => ({ nodeId: 'n1', url, role: 'standby' as const, term: 1, lastSeq: 5, lastTerm: 1, updatedAtMs: 1, ...(instance === undefined ? {} : { instance }) });
+    expect(await a.publish(member('dir-a', 'http://127.0.0.1:1'))).toBeUndefined();
+    // A second process under the same id (another data dir) is told who holds it, and changes nothing.
+    expect(await a.publish(member('dir-b', 'http://127.0.0.1:2'))).toMatchObject({ instance: 'dir-a', url: 'http://127.0.0.1:1' });
+    expect((await a.members()).map((m) => m.url)).toEqual(['http://127.0.0.1:1']);
+    // The holder refreshes its own record; a restart on its own data dir is the same instance.
+    expect(await a.publish(member('dir-a', 'http://127.0.0.1:3'))).toBeUndefined();
+    // Not refreshed for more than a TTL (its process gone): another instance takes the id.
+    await s.passMs(400);
+    expect(await a.publish(member('dir-b', 'http://127.0.0.1:2'))).toBeUndefined();
+    expect((await a.members()).map((m) => m.url)).toEqual(['http://127.0.0.1:2']);
+    // A record of a version without instances is replaced, and one without an instance replaces.
+    expect(await a.publish(member(undefined, 'http://127.0.0.1:4'))).toBeUndefined();
+    expect(await a.publish(member('dir-a', 'http://127.0.0.1:1'))).toBeUndefined();
+  });
+
   it('lists live members and forgets them 3 lease TTLs after they last published', async () => {
     const s = await subject();
     const a = await s.coordinator('a', 100);

@@ -72,6 +72,14 @@ export const AuditErrorCode = {
   UNREACHABLE: 'AUDIT_UNREACHABLE',
   /** Replicated log entries do not continue this node's record chain (docs/integrity.md): refused, nothing stored. */
   INTEGRITY_MISMATCH: 'AUDIT_INTEGRITY_MISMATCH',
+  /**
+   * This node's data belongs to another cluster than the one its coordinator holds (the cluster
+   * token it remembers differs): it takes no part there, so it can neither depose that cluster's
+   * leader nor replace its log and settings.
+   */
+  CLUSTER_MISMATCH: 'AUDIT_CLUSTER_MISMATCH',
+  /** Another running process (another data dir) is a member under this node's `--node-id`: this one takes no part. */
+  NODE_ID_IN_USE: 'AUDIT_NODE_ID_IN_USE',
 } as const;
 
 export type AuditErrorCode = (typeof AuditErrorCode)[keyof typeof AuditErrorCode];

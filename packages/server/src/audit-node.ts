@@ -1,6 +1,6 @@
 import { join } from 'node:path';
-import { ClusterNode, ClusterToken, RedisCoordinator, systemClock } from '@auditlake/cluster';
-import { AuditError, AuditErrorCode, describeChanges, encodeEvent, type CredentialConfig, type NodeConfig, type TierMode } from '@auditlake/model';
+import { ClusterNode, ClusterToken, nodeIdInUse, RedisCoordinator, systemClock } from '@auditlake/cluster';
+import { AuditError, AuditErrorCode, describeChanges, isAuditError, encodeEvent, type CredentialConfig, type NodeConfig, type TierMode } from '@auditlake/model';
 import { loadOrCreateNodeKey } from '@auditlake/integrity';
 import { AuditStore, LOG_TAIL_BYTES, RetentionPruner, writeFaultRefusal, type EventIdConflict } from '@auditlake/store';
 import { S3Connections } from '@auditlake/lake';
@@ -362,6 +362,14 @@ async function openClusterNode(
   const coordinator = new RedisCoordinator({ url: coordinatorUrl, clusterName: config.clusterName, nodeId, leaseTtlMs: config.leaseTtlMs });
   closers.push(() => coordinator.close());
   const token = await ClusterToken.load(store, coordinator);
+  // A data dir of another cluster is refused at start, in words, rather than found out by the
+  // elector's first round; an unreachable coordinator is left to the rounds that follow.
+  const connected = await coordinator.connected(config.leaseTtlMs);
+  if (connected) {
+    await token.refresh().catch((err: unknown) => {
+      if (isAuditError(err, AuditErrorCode.CLUSTER_MISMATCH)) throw err;
+    });
+  }
   const transport = httpPeerTransport(() => token.current());
   closers.push(async () => transport.close());
   const log = logger.child({ component: 'cluster', nodeId });
@@ -385,6 +393,10 @@ async function openClusterNode(
       onConflicts,
     },
   });
+  // A second process given this node's --node-id (another data dir) is refused before it takes
+  // part; one that starts in the same instant is stopped by the coordinator's publish rule.
+  const twin = connected ? await node.liveTwin().catch(() => undefined) : undefined;
+  if (twin !== undefined) throw nodeIdInUse(nodeId, twin);
   return { node, token };
 }
 

@@ -27,6 +27,8 @@ const STATUS_BY_CODE: Record<AuditErrorCode, number> = {
   [AuditErrorCode.OBJECT_STORE_FAILED]: 502,
   [AuditErrorCode.TABLE_INVALID]: 502,
   [AuditErrorCode.INTEGRITY_MISMATCH]: 409,
+  [AuditErrorCode.CLUSTER_MISMATCH]: 503,
+  [AuditErrorCode.NODE_ID_IN_USE]: 503,
   [AuditErrorCode.ENCODER_FAILED]: 500,
   [AuditErrorCode.PARQUET_SCHEMA_MISMATCH]: 500,
   [AuditErrorCode.VERIFIER_FAILED]: 500,

@@ -1,0 +1,84 @@
+// Goal: a node whose data belongs to another cluster cannot join the cluster its coordinator
+// holds. A staging node restarted with prod's Redis address took prod's cluster token, deposed
+// prod's leader with its own higher term, led with its own log (prod's nodes gave theirs up) and
+// handed prod its retention and tier target; with local retention 0, prod's tiered events were
+// then missing from every node's search (review). It now refuses to start, in words, and prod
+// goes on as it was.
+import { startNodeProcess, tempDir } from '@auditlake/testkit';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { ADMIN, INGEST, postEvents, startCluster } from './cluster-harness.js';
+
+const ENV = { AUDITLAKE_ADMIN_TOKEN: ADMIN, AUDITLAKE_INGEST_TOKEN: INGEST };
+
+async function clusterView(url: string): Promise<{ term: number; leader: { nodeId: string } | null; nodes: Array<{ nodeId: string }> }> {
+  const res = await fetch(`${url}/admin/cluster`, { headers: { authorization: `Token ${ADMIN}` } });
+  expect(res.status).toBe(200);
+  return (await res.json()) as { term: number; leader: { nodeId: string } | null; nodes: Array<{ nodeId: string }> };
+}
+
+describe('a node of another cluster', () => {
+  it("pointed at a cluster's coordinator refuses to start, and the cluster keeps its leader, term and log", { timeout: 120_000 }, async () => {
+    // Staging: one node with a log of its own on its own Redis.
+    const staging = await startCluster({ size: 1 });
+    await staging.waitForLeader();
+    expect((await postEvents(staging.node(0).url, [{ eventId: 'staging-1', source: 'trino', userId: 'u', action: 'data:Select' }])).status).toBe(200);
+    expect((await staging.log(0)).map((e) => e.eventId)).toContain('staging-1');
+    const stagingDir = staging.dataDirs[0]!;
+    await staging.node(0).stop();
+
+    // Prod: two nodes on their own Redis, with acknowledged events.
+    const prod = await startCluster({ size: 2 });
+    const leader = await prod.waitForLeader();
+    await prod.waitForLeaderKnownBy(1 - leader);
+    const res = await postEvents(prod.node(leader).url, Array.from({ length: 20 }, (_, i) => ({ eventId: `prod-${i}`, source: 'trino', userId: 'u', action: 'data:Select' })), '?ack=replicated');
+    expect(res.status).toBe(200);
+    const before = await clusterView(prod.node(leader).url);
+
+    // The staging data dir started against prod's Redis (a wrong --coordinator).
+    const started = startNodeProcess({ dataDir: stagingDir, args: ['--coordinator', prod.redis.url, '--node-id', 'staging0', '--log-level', 'warn'], env: ENV });
+    started.then((n) => onTestFinished(() => n.kill())).catch(() => undefined);
+    const refusal = await started.then(
+      () => '',
+      (err: unknown) => String(err),
+    );
+    expect(refusal).toMatch(/exited with 2/);
+    expect(refusal).toContain("this node's data belongs to another cluster than the one its coordinator holds");
+
+    // Prod is as it was: the same leader in the same term, no staging member, its log whole on both nodes.
+    const after = await clusterView(prod.node(leader).url);
+    expect(after.term).toBe(before.term);
+    expect(after.leader?.nodeId).toBe(before.leader?.nodeId);
+    expect(after.nodes.map((n) => n.nodeId)).not.toContain('staging0');
+    for (const i of [0, 1]) {
+      const ids = (await prod.log(i)).map((e) => e.eventId);
+      for (let k = 0; k < 20; k++) expect(ids).toContain(`prod-${k}`);
+      expect(ids).not.toContain('staging-1');
+    }
+  });
+
+  it('started under the --node-id of a running node (another data dir) refuses to start, and the cluster goes on', { timeout: 120_000 }, async () => {
+    // Two processes under one id took each other for themselves: a twin elected with a shorter
+    // log left acknowledged events on the other, which never forwarded them (review: 140 of 250).
+    const prod = await startCluster({ size: 2 });
+    const leader = await prod.waitForLeader();
+    await prod.waitForLeaderKnownBy(1 - leader);
+    const before = await clusterView(prod.node(leader).url);
+    const dir = await tempDir('auditlake-twin-');
+    onTestFinished(() => dir.remove());
+    const started = startNodeProcess({ dataDir: dir.path, args: ['--coordinator', prod.redis.url, '--node-id', 'node0', '--log-level', 'warn'], env: ENV });
+    started.then((n) => onTestFinished(() => n.kill())).catch(() => undefined);
+    const refusal = await started.then(
+      () => '',
+      (err: unknown) => String(err),
+    );
+    expect(refusal).toMatch(/exited with 2/);
+    expect(refusal).toContain('node id node0 is in use by another running node (http://127.0.0.1:');
+    const after = await clusterView(prod.node(leader).url);
+    expect(after.term).toBe(before.term);
+    expect(after.leader?.nodeId).toBe(before.leader?.nodeId);
+    // node0 restarted on its own data dir is the same instance: it takes its place again at once.
+    await prod.node(0).stop();
+    await prod.start(0);
+    await prod.waitForLeaderKnownBy(0);
+  });
+});
