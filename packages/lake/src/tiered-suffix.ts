@@ -15,7 +15,7 @@ export async function readTieredSuffix(source: TierSource, afterSeq: number, thr
   const bySeq = new Map<number, TieredEvent>();
   for (const file of await source.listFiles()) {
     const bytes = await source.open(file);
-    if (seqMax(await readAuditParquetFooter(bytes)) <= afterSeq) continue;
+    if (footerSeqMax(await readAuditParquetFooter(bytes)) <= afterSeq) continue;
     for (const row of await readWholeAuditParquet(bytes)) {
       const seq = row.seq;
       if (seq === undefined) throw unusable(source, `${file.key} holds rows without a seq (tiered before the record chain)`);
@@ -39,7 +39,7 @@ export async function readTieredSuffix(source: TierSource, afterSeq: number, thr
 }
 
 /** The greatest `seq` a file's row groups hold by their statistics (Infinity when any group lacks them: read it). */
-function seqMax(footer: ParquetFooter): number {
+export function footerSeqMax(footer: ParquetFooter): number {
   let max = 0;
   for (const group of footer.row_groups) {
     const statistics = group.columns.find((column) => column.meta_data?.path_in_schema[0] === 'seq')?.meta_data?.statistics;

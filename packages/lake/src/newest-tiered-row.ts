@@ -1,0 +1,90 @@
+import { decodeLongBound, readAuditParquetFooter, readWholeAuditParquet, SEQ_FIELD_ID, type IcebergTableMetadata, type TieredEvent } from '@auditlake/format';
+import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
+import { currentManifests, isLive } from './iceberg-table-files.js';
+import { s3Key, type IcebergTableRef } from './iceberg-table-ref.js';
+import type { ObjectStore } from './object-store.js';
+import type { CommitMarker } from './parquet-committer.js';
+import { liveParquetFiles, type ParquetLog } from './parquet-compaction.js';
+import { footerSeqMax } from './tiered-suffix.js';
+import type { Watermark } from './watermark.js';
+
+/**
+ * The newest row a tier location holds: the one with the greatest seq, and the watermark its
+ * commits record (a Parquet marker's, a checkpoint's). `row` is undefined when no live file holds
+ * a row with a seq (rows tiered before the record chain, or none).
+ */
+export interface NewestTieredRow {
+  watermark: Watermark;
+  row: TieredEvent | undefined;
+}
+
+/** A data file that may hold the newest row: its key, size, and its greatest seq when its metadata says so (else its footer is read). */
+interface Candidate {
+  key: string;
+  bytes: number;
+  seqMax?: number;
+}
+
+/**
+ * The row with the greatest seq among `candidates`, reading as few files as their seq bounds
+ * allow: the file with the greatest bound first, whole, and any other only when its bound is
+ * above the row found so far. Files without a declared bound have their footer read for it.
+ */
+async function newestRowIn(objects: ObjectStore, candidates: readonly Candidate[]): Promise<TieredEvent | undefined> {
+  const bounded = await mapBounded(candidates, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (candidate) => {
+    const source = await objects.byteSource(candidate.key, candidate.bytes);
+    return { source, seqMax: candidate.seqMax ?? footerSeqMax(await readAuditParquetFooter(source)) };
+  });
+  bounded.sort((a, b) => b.seqMax - a.seqMax);
+  let newest: TieredEvent | undefined;
+  for (const file of bounded) {
+    if (file.seqMax <= (newest?.seq ?? 0)) break;
+    for (const row of await readWholeAuditParquet(file.source)) if (row.seq !== undefined && row.seq > (newest?.seq ?? 0)) newest = row;
+  }
+  return newest;
+}
+
+/**
+ * The newest row of a Parquet location, from its log as read (`log`, checkpoint and markers):
+ * the last commit's watermark, and its row read from the files of that commit while they are
+ * live — a compaction or an erasure's rewrite replaced them with files of the same days, so
+ * then those days' live files are read, and after a checkpoint with no commit since, every live
+ * file's footer (its `seq` statistics) picks the file to read. Undefined for a location no batch
+ * was committed to.
+ */
+export async function newestParquetRow(objects: ObjectStore, log: ParquetLog): Promise<NewestTieredRow | undefined> {
+  let last: CommitMarker | undefined;
+  for (const marker of log.markers) if (last === undefined || marker.watermark.seq > last.watermark.seq) last = marker;
+  const watermark = last?.watermark ?? log.checkpoint?.checkpoint.watermark;
+  if (watermark === undefined) return undefined;
+  const live = liveParquetFiles(log).files;
+  let files = live;
+  if (last !== undefined) {
+    const committed = new Set(last.files.map((file) => file.key));
+    const days = new Set(last.files.map((file) => file.eventDate));
+    const same = live.filter((file) => committed.has(file.key));
+    const sameDays = live.filter((file) => days.has(file.eventDate));
+    files = same.length === last.files.length ? same : sameDays.length > 0 ? sameDays : live;
+  }
+  return { watermark, row: await newestRowIn(objects, files.map((file) => ({ key: file.key, bytes: file.bytes }))) };
+}
+
+/**
+ * The newest row of an Iceberg table as its current snapshot holds it: the live data file with
+ * the greatest `seq` upper bound in its manifest entry is read (one file; a file declaring no
+ * such bound has its footer read instead). `watermark` is that row's (seq, ingest time).
+ * Undefined for a table without a snapshot or without a row that has a seq.
+ */
+export async function newestIcebergRow(objects: ObjectStore, table: IcebergTableRef, metadata: IcebergTableMetadata): Promise<NewestTieredRow | undefined> {
+  const candidates: Candidate[] = [];
+  for (const manifest of await currentManifests(objects, table, metadata)) {
+    for (const entry of manifest.entries) {
+      if (!isLive(entry)) continue;
+      const file = entry.data_file;
+      const bound = file.upper_bounds?.find((b) => b.key === SEQ_FIELD_ID)?.value;
+      candidates.push({ key: s3Key(table, file.file_path), bytes: Number(file.file_size_in_bytes), ...(bound === undefined ? {} : { seqMax: Number(decodeLongBound(bound)) }) });
+    }
+  }
+  const row = await newestRowIn(objects, candidates);
+  return row === undefined ? undefined : { watermark: { seq: row.seq as number, ingestTs: row.ingestTs }, row };
+}

@@ -1,0 +1,40 @@
+// Goal: a sweep checks that a tier location's newest row is of its own log before writing there (tier-sweeper.ts, #checkLocationHistory); newestParquetRow finds that row, the greatest seq the location holds, by reading the last commit's files — and still finds it once a compaction replaced them, and from a log read from a checkpoint with no commit after it.
+import type { StoredEvent } from '@auditlake/model';
+import { describe, expect, it } from 'vitest';
+import { useEmbeddedS3 } from '../src/testing/index.js';
+import { commitParquetBatch, compactParquetLocation, newestParquetRow, ParquetLogCache, readParquetLog, writeParquetCheckpoint, type S3Location } from '../src/index.js';
+
+const BUCKET = 'newest';
+const T0 = Date.UTC(2026, 4, 1);
+const DAY_MS = 86_400_000;
+const CREDENTIALS = { accessKeyId: 'ALNEWESTROW000000001', secretAccessKey: 'newest-row-secret-0123456789abcdefghij' };
+const s3 = useEmbeddedS3('newest-row-', BUCKET, CREDENTIALS);
+
+/** Events firstSeq.. over two days (alternating), ingest order = seq order. */
+function events(firstSeq: number, count: number): StoredEvent[] {
+  return Array.from({ length: count }, (_, i) => {
+    const seq = firstSeq + i;
+    return { eventId: `e${seq}`, userId: 'u', source: 'trino', action: 'data:Select', resource: 'r', decision: 'ALLOW', tables: ['t'], query: `q${seq}`, details: '', timestamp: T0 + (seq % 2) * DAY_MS + seq, ingestTs: T0 + 10 * DAY_MS + seq, seq, term: 1 };
+  });
+}
+
+const fence = { term: 1, mayCommit: () => true };
+
+describe('newestParquetRow', () => {
+  it('finds the row with the greatest seq: from the last commit, after a compaction replaced its files, and from a checkpoint with no commit after it', async () => {
+    const location: S3Location = { bucket: BUCKET, prefix: 'compacted' };
+    const objects = s3.connections.bucket('s3', BUCKET);
+    expect(await newestParquetRow(objects, await readParquetLog(objects, location))).toBeUndefined();
+    for (let c = 0; c < 4; c++) await commitParquetBatch(objects, location, events(1 + c * 20, 20), { term: 1, nowMs: T0, afterSeq: c * 20, mayCommit: () => true });
+    const newest = async () => newestParquetRow(objects, await readParquetLog(objects, location));
+    expect(await newest()).toMatchObject({ watermark: { seq: 80, ingestTs: T0 + 10 * DAY_MS + 80 }, row: { seq: 80, eventId: 'e80' } });
+    // Each day's four files become one: the last commit's files are no longer live.
+    expect((await compactParquetLocation({ objects, location, fence, now: Date.now }, 16 * 1024 * 1024)).filesRewritten).toBe(8);
+    expect(await newest()).toMatchObject({ watermark: { seq: 80 }, row: { seq: 80, eventId: 'e80' } });
+    // A reader starting from a checkpoint of every commit holds no marker after it.
+    expect((await writeParquetCheckpoint({ objects, location, fence, now: Date.now, log: new ParquetLogCache() }, 1))?.written).toBe(true);
+    const fromCheckpoint = await readParquetLog(objects, location);
+    expect(fromCheckpoint.markers).toHaveLength(0);
+    expect(await newestParquetRow(objects, fromCheckpoint)).toMatchObject({ watermark: { seq: 80 }, row: { seq: 80, eventId: 'e80' } });
+  });
+});
