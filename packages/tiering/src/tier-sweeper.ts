@@ -43,6 +43,11 @@ import {
   IcebergTierSource,
   ParquetTierSource,
   type TierSource,
+  loadIcebergTable,
+  newestIcebergRow,
+  newestParquetRow,
+  type NewestTieredRow,
+  tieredLocationKey,
 } from '@auditlake/lake';
 import { adoptTierSuffix, TIER_ADOPTION_ENTRIES_MAX, TierTermNotBefore, type TierAdoption } from './tier-log-adoption.js';
 
@@ -219,6 +224,12 @@ export class TierSweeper {
   #adoptRecord: ((adoption: AdoptedTier) => EncodedEvent) | undefined;
   /** What that sweep adopted. */
   #adopted: AdoptedTier | undefined;
+  /**
+   * Locations (tieredLocationKey) whose newest tiered row this sweeper found to be of this log's
+   * history, or that it committed to itself: not checked again (#checkLocationHistory) for as
+   * long as this process runs. A restart checks each once more.
+   */
+  readonly #historyChecked = new Set<string>();
   /** The term whose leader this node's sweep last vouched for the watermark in (WATERMARK_TERM_META), as far as it knows. */
   #vouchedTerm: number | undefined;
   /** Counts replacements of the sweep schedule, so a replaced one does not go on beside its replacement. */
@@ -396,11 +407,14 @@ export class TierSweeper {
     if (!location) throw new Error(`audit.tier.parquet.path must be s3://bucket/prefix: ${settings.tierParquetPath}`);
     const objects = connections.bucket(settings.tierConnectionId, location.bucket);
     const term = this.#options.term();
-    await this.#probeOnce(objects, settings.tierConnectionId, location.prefix, term);
-    let watermark = await this.watermark();
+    const tiered: TieredLocation = { mode: 'parquet', path: settings.tierParquetPath, connectionId: settings.tierConnectionId };
     const logTarget = `${settings.tierConnectionId}|${settings.tierParquetPath}`;
     if (this.#parquetLog?.target !== logTarget) this.#parquetLog = { target: logTarget, cache: new ParquetLogCache() };
     const log = this.#parquetLog.cache;
+    // Before anything is written there (the probe's object included): the location's rows must be this log's history.
+    await this.#checkLocationHistory(tiered, 'audit.tier.parquet.path', async () => newestParquetRow(objects, await log.read(objects, location)));
+    await this.#probeOnce(objects, settings.tierConnectionId, location.prefix, term);
+    let watermark = await this.watermark();
     // First sweep of this term at this target: the commits themselves may be ahead of the
     // replicated watermark (the old leader crashed after a commit, before replicating it).
     const recoveryKey = `${term}|${settings.tierParquetPath}`;
@@ -419,7 +433,7 @@ export class TierSweeper {
       ...(this.#options.onStep ? { onStep: this.#options.onStep } : {}),
     };
     // Before any erasure pass: the pending records come from this log, which must hold the location's entries.
-    await this.#checkWatermarkInLog(watermark, { mode: 'parquet', path: settings.tierParquetPath, connectionId: settings.tierConnectionId }, () => new ParquetTierSource(connections, { mode: 'parquet', path: settings.tierParquetPath, connectionId: settings.tierConnectionId }));
+    await this.#checkWatermarkInLog(watermark, tiered, () => new ParquetTierSource(connections, tiered));
     if (this.#steppedDownByAdoption()) return 'not-leader';
     if (recovering) {
       // Only once the log is known to hold what the markers say was tiered (or took it, by an
@@ -459,7 +473,7 @@ export class TierSweeper {
       throw err;
     });
     this.#succeeded();
-    await this.#remember({ mode: 'parquet', path: settings.tierParquetPath, connectionId: settings.tierConnectionId }, result.marker.watermark);
+    await this.#remember(tiered, result.marker.watermark);
     await this.#writeProof(objects, location.prefix, batch, settings.tierParquetPath);
     this.#status.lastBatch = { count: batch.length, bytes: result.bytes, ms: this.#now() - started };
     this.#logTiered(result.marker.files.length, settings.tierParquetPath);
@@ -534,6 +548,12 @@ export class TierSweeper {
     const table = resolveIcebergTable(settings.tierIcebergTable, this.#options.catalogs);
     const objects = connections.bucket(table.connectionId, table.s3.bucket);
     const term = this.#options.term();
+    const tiered: TieredLocation = { mode: 'iceberg', path: table.identifier, location: table.location, connectionId: table.connectionId };
+    // Before anything is written there (the probe's object, the namespace, a table): the table's rows must be this log's history.
+    await this.#checkLocationHistory(tiered, 'audit.tier.iceberg.table', async () => {
+      const loaded = await loadIcebergTable(objects, table);
+      return loaded === undefined ? undefined : newestIcebergRow(objects, table, loaded.metadata);
+    });
     await this.#probeOnce(objects, table.connectionId, table.s3.prefix, term);
     const target = `${term}|${table.identifier}|${table.location}`;
     // The sweep creates what is missing: the namespace (once per term) and the table.
@@ -550,7 +570,7 @@ export class TierSweeper {
     const watermark = laterWatermark(await this.watermark(), tableMark ?? ZERO_WATERMARK);
     // Before any erasure pass: one run on a log that lacks the table's entries would find none
     // of their erasure records and still move the table's erasure cursor past them.
-    await this.#checkWatermarkInLog(watermark, { mode: 'iceberg', path: table.identifier, location: table.location, connectionId: table.connectionId }, () => new IcebergTierSource(connections, table));
+    await this.#checkWatermarkInLog(watermark, tiered, () => new IcebergTierSource(connections, table));
     if (this.#steppedDownByAdoption()) return 'not-leader';
     await this.#vouchInTerm(watermark);
     // Erasures the table holds but has not applied yet (a pass stopped by a crash, or records an adoption just brought) go first.
@@ -582,7 +602,7 @@ export class TierSweeper {
       encoder,
     });
     this.#succeeded();
-    await this.#remember({ mode: 'iceberg', path: table.identifier, location: table.location, connectionId: table.connectionId }, result.watermark);
+    await this.#remember(tiered, result.watermark);
     await this.#writeProof(objects, table.s3.prefix, batch, table.identifier);
     this.#status.lastBatch = { count: batch.length, bytes: result.bytes, ms: this.#now() - started };
     this.#logTiered(result.files, table.identifier);
@@ -605,6 +625,87 @@ export class TierSweeper {
    */
   #steppedDownByAdoption(): boolean {
     return this.#adopted !== undefined && !this.#options.isLeader();
+  }
+
+  /**
+   * A location must hold this log's history before this log tiers into it: operators change the
+   * tier target at runtime, and one pointed by mistake at another cluster's path or table (or at
+   * one a log this one diverged from tiered to) would otherwise have this log's next entries
+   * committed after the other log's rows — its searches show them, its sweep stops (tiered past
+   * its log's end), its verification reports gaps, and this log's own history is split. The
+   * markers or snapshot summary a sweep reads for its watermark show only rows past this log's
+   * watermark (#checkWatermarkInLog), so rows ending at or below it were never compared with the log.
+   *
+   * So before the first sweep of this process writes anything there, the location's newest
+   * tiered row (`newest`: the last commit's row, one data file read) must be a row of this log:
+   * the same seq with the same chain hash in the local log (or record hash; or eventId, term
+   * and ingest time for records without the chain). Where retention deleted that entry, the
+   * chain hash kept at the end of a deleted range, else the entry's term (log matching: a term
+   * orders each seq once), still tells a row of another log; when neither can, the location is
+   * taken only if this log's own history names it (`tieredLocations`: this log tiered there and
+   * its retention has since deleted those entries, the case of a target changed away and back) —
+   * else it cannot be shown to be this log's, and it is refused too. Refused means
+   * AUDIT_TIER_TARGET_UNUSABLE with nothing written there and neither the watermark nor
+   * `tieredLocations` changed. Rows past this log's watermark are left to #checkWatermarkInLog,
+   * whose refusal names the admin's adoption (a successor whose log lacks what its leader
+   * tiered); an empty location has nothing to compare. A location found to be this log's, or
+   * committed to by this sweeper, is not checked again while the process runs.
+   */
+  async #checkLocationHistory(location: TieredLocation, settingKey: string, newest: () => Promise<NewestTieredRow | undefined>): Promise<void> {
+    const id = tieredLocationKey(location);
+    if (this.#historyChecked.has(id)) return;
+    const found = await newest();
+    if (found === undefined) return;
+    const seq = found.row?.seq ?? found.watermark.seq;
+    if (seq > (await this.watermark()).seq) return;
+    const verdict = await this.#rowOfThisLog(seq, found);
+    if (verdict === true) {
+      this.#historyChecked.add(id);
+      return;
+    }
+    const target = location.path;
+    const remedy = `nothing was written to it, and tiering stops until ${settingKey} names a location of this cluster's own (a new one, or one this log tiered to before)`;
+    if (verdict !== undefined) {
+      throw new AuditError(
+        AuditErrorCode.TIER_TARGET_UNUSABLE,
+        `${target} holds another log's history, not this node's: its newest tiered row, seq ${seq}, ${verdict} (another cluster's tier, or one a log this node's diverged from tiered to). Tiering there would add this log's entries after that log's rows — its searches would show them and its own tiering and verification would fail — so ${remedy}`,
+      );
+    }
+    if (includesLocation(await readTieredLocations(this.#options.store), location)) {
+      this.#historyChecked.add(id);
+      return;
+    }
+    throw new AuditError(
+      AuditErrorCode.TIER_TARGET_UNUSABLE,
+      `${target} holds tiered rows through seq ${seq}, whose entry this node's retention has deleted, and this log never tiered there: its rows cannot be shown to be this log's history (another cluster's tier?), so ${remedy}`,
+    );
+  }
+
+  /**
+   * Whether the location's newest row (at `seq`) is this log's: true; a string saying how it
+   * differs from this log's entry there; undefined when that cannot be told (retention deleted
+   * the entry and kept nothing that tells).
+   */
+  async #rowOfThisLog(seq: number, found: NewestTieredRow): Promise<true | string | undefined> {
+    const { store } = this.#options;
+    const row = found.row;
+    const entry = seq > store.position.lastSeq ? undefined : await store.getBySeq(seq);
+    if (entry !== undefined) {
+      if (row === undefined) {
+        // Rows from before the record chain: the commit's watermark is all there is to compare.
+        return found.watermark.ingestTs === 0 || entry.ingestTs === found.watermark.ingestTs ? true : `was ingested at ${found.watermark.ingestTs}, this node's entry at that seq at ${entry.ingestTs}`;
+      }
+      if (entry.chainHash !== undefined && row.chainHash !== undefined) return entry.chainHash === row.chainHash || `has chain hash ${brief(row.chainHash)}, this node's entry at that seq ${brief(entry.chainHash)}`;
+      if (entry.recordHash !== undefined && row.recordHash !== undefined) return entry.recordHash === row.recordHash || `has record hash ${brief(row.recordHash)}, this node's entry at that seq ${brief(entry.recordHash)}`;
+      return (entry.eventId === row.eventId && entry.term === row.term && entry.ingestTs === row.ingestTs) || `is event ${row.eventId} of term ${String(row.term)} ingested at ${row.ingestTs}, this node's entry at that seq event ${entry.eventId} of term ${entry.term} ingested at ${entry.ingestTs}`;
+    }
+    if (row === undefined || seq > store.position.lastSeq) return undefined;
+    // Deleted by retention: what the store kept of it.
+    const kept = store.prunedRanges.find((range) => range.toSeq === seq)?.chainHash;
+    if (kept !== undefined && row.chainHash !== undefined) return kept === row.chainHash || `has chain hash ${brief(row.chainHash)}, the one this node kept when its retention deleted that seq ${brief(kept)}`;
+    const term = store.termAt(seq);
+    if (row.term !== undefined && row.term !== term) return `has term ${row.term}, this node's entry at that seq (deleted by its retention) term ${term}`;
+    return undefined;
   }
 
   /**
@@ -936,6 +1037,8 @@ export class TierSweeper {
   }
 
   async #remember(location: TieredLocation, watermark: Watermark): Promise<void> {
+    // Its newest row is this log's now: later sweeps need not look again (#checkLocationHistory).
+    this.#historyChecked.add(tieredLocationKey(location));
     const { store } = this.#options;
     const known = await readTieredLocations(store);
     await store.putMeta({ ...this.#vouched(watermark), ...(includesLocation(known, location) ? {} : { [TIERED_LOCATIONS_META]: [...known, location] }) });
@@ -947,4 +1050,9 @@ export class TierSweeper {
     await this.#running?.catch(() => undefined);
     await this.#checkpointing;
   }
+}
+
+/** The start of a hash, enough to tell two apart in a message. */
+function brief(hash: string): string {
+  return `${hash.slice(0, 12)}…`;
 }

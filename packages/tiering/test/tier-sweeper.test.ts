@@ -1,7 +1,7 @@
 // Goal: batch.size bounds one commit, not the throughput — a sweep that fills a batch is followed at once by the next until less than a batch is settled, without waiting for the interval — while leadership, close() and status reads interleave between commits.
 import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
-import { IcebergTierSource, ParquetTierSource, S3Connections, commitMetadataVersion, type IcebergTableRef, type LoadedTable, type ObjectStore, currentManifests, loadIcebergTable, readTieredSuffix, resolveIcebergTable, readTieredLocations, runIcebergMaintenance, SNAPSHOT_READ_GRACE_MS, tableWatermark, WATERMARK_TERM_META } from '@auditlake/lake';
+import { IcebergTierSource, ParquetTierSource, S3Connections, commitMetadataVersion, type IcebergTableRef, type LoadedTable, type ObjectStore, currentManifests, loadIcebergTable, readTieredSuffix, resolveIcebergTable, readTieredLocations, runIcebergMaintenance, SNAPSHOT_READ_GRACE_MS, tableWatermark, TIERED_LOCATIONS_META, WATERMARK_META, WATERMARK_TERM_META } from '@auditlake/lake';
 import { chainHash, erasureDetailsChunks } from '@auditlake/integrity';
 import { currentSnapshot, readWholeAuditParquet, type IcebergTableMetadata } from '@auditlake/format';
 import { defaultSettings, encodeEvent, INTEGRITY_ACTIONS, parseSettings, resolveConfig, SELF_SOURCE, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
@@ -644,6 +644,142 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     expect((await b.status()).nextAttemptMs).toBeGreaterThan(Date.now() + HOUR_MS / 2);
     expect((await b.adoptTier(20)).adopted).toBeDefined();
     expect((await b.status()).nextAttemptMs).toBeLessThanOrEqual(Date.now());
+  });
+
+  /** Every object key under the target's location (its data, commits, metadata): what "nothing written there" is checked by. */
+  async function keysAt(mode: keyof typeof modes, target: EffectiveSettings): Promise<string[]> {
+    const prefix = mode === 'parquet' ? target.tierParquetPath.slice(`s3://${BUCKET}/`.length) : resolveIcebergTable(target.tierIcebergTable, catalogs).s3.prefix;
+    return (await s3.connections.bucket('s3', BUCKET).list(`${prefix}/`)).sort();
+  }
+
+  /** The path or table a target names, as tieredLocations and the messages name it. */
+  const pathOf = (target: EffectiveSettings): string => (target.tierMode === 'parquet' ? target.tierParquetPath : target.tierIcebergTable);
+
+  it.each(['parquet', 'iceberg'] as const)(
+    "%s: a target changed to a location holding another log's history (its newest row at a seq this log holds, with another chain hash) is refused before anything is written there; the other log goes on tiering there, and this one at its own location",
+    async (mode) => {
+      // Prod tiered its 20 events to its location; staging tiered 40 of its own (the same ids,
+      // other ingest times: another history) to its own, and 10 more wait.
+      const prodTarget = modes[mode](`prod_${mode}`);
+      const stagingTarget = modes[mode](`staging_${mode}`);
+      const prod = await tieredLog(prodTarget);
+      const staging = await storeWith(40, 10);
+      let target = stagingTarget;
+      const s = testSweeper({ store: staging, connections: s3.connections, catalogs, settings: () => target });
+      expect(await s.sweep()).toBe('tiered');
+      await staging.append(Array.from({ length: 10 }, (_, i) => ev(40 + i)));
+      const prodKeys = await keysAt(mode, prodTarget);
+      const term = await staging.getMeta(WATERMARK_TERM_META);
+      // The operator's mistake: staging's target is changed to prod's.
+      target = prodTarget;
+      expect(await s.sweep()).toBe('failed');
+      const { lastError } = await s.status();
+      const [prodRow, stagingEntry] = [await prod.getBySeq(20), await staging.getBySeq(20)];
+      expect(lastError).toContain(`${pathOf(prodTarget)} holds another log's history, not this node's: its newest tiered row, seq 20, has chain hash ${prodRow!.chainHash!.slice(0, 12)}…, this node's entry at that seq ${stagingEntry!.chainHash!.slice(0, 12)}…`);
+      expect(lastError).toContain(`nothing was written to it, and tiering stops until ${mode === 'parquet' ? 'audit.tier.parquet.path' : 'audit.tier.iceberg.table'} names a location of this cluster's own`);
+      // Refused again at the next sweep (a refusal is not remembered as checked), and nothing changed anywhere.
+      expect(await s.sweep()).toBe('failed');
+      expect(await keysAt(mode, prodTarget)).toEqual(prodKeys);
+      expect((await s.watermark()).seq).toBe(40);
+      expect(await staging.getMeta(WATERMARK_TERM_META)).toBe(term);
+      expect((await readTieredLocations(staging)).map((location) => location.path)).toEqual([pathOf(stagingTarget)]);
+      // Prod goes on tiering at its location, every event once and only its own.
+      await prod.append(Array.from({ length: 5 }, (_, i) => ev(20 + i)));
+      const p = testSweeper({ store: prod, connections: s3.connections, catalogs, settings: () => prodTarget });
+      expect(await p.sweep()).toBe('tiered');
+      expect((await p.watermark()).seq).toBe(25);
+      const source = tierSourceOf(mode, prodTarget);
+      const rows = await readTieredSuffix(source, 0, 25);
+      expect(rows.map((row) => row.chainHash)).toEqual((await prod.readBySeq(0, 25)).map((entry) => entry.chainHash));
+      // Pointed back at its own location, staging goes on there.
+      target = stagingTarget;
+      expect(await s.sweep()).toBe('tiered');
+      expect((await s.watermark()).seq).toBe(50);
+      expect(await tieredIds(mode, stagingTarget, 50)).toEqual(Array.from({ length: 50 }, (_, i) => `e${i}`));
+    },
+  );
+
+  it.each(['parquet', 'iceberg'] as const)(
+    "%s: where retention deleted the local copy of another log's newest row there, the kept chain hash or the term tells it, or else its rows cannot be shown to be this log's: refused, nothing written",
+    async (mode) => {
+      const prodTarget = modes[mode](`prod_pruned_${mode}`);
+      const prod = await tieredLog(prodTarget);
+      const prodKeys = await keysAt(mode, prodTarget);
+      const pointedAtProd = async (store: AuditStore): Promise<string> => {
+        const s = testSweeper({ store, connections: s3.connections, catalogs, settings: () => modes[mode](`staging_pruned_${mode}_${store.position.lastSeq}`) });
+        expect(await s.sweep()).toBe('tiered');
+        await s.close();
+        const t = testSweeper({ store, connections: s3.connections, catalogs, settings: () => prodTarget });
+        expect(await t.sweep()).toBe('failed');
+        return (await t.status()).lastError ?? '';
+      };
+      // Deleted through seq 20 exactly: the store kept the chain hash at the end of that range.
+      const anchored = await storeWith(40, 10);
+      await anchored.pruneBefore(Date.UTC(2026, 0, 1) + 20, 100, async () => true);
+      expect(await anchored.getBySeq(20)).toBeUndefined();
+      expect(await pointedAtProd(anchored)).toContain(`its newest tiered row, seq 20, has chain hash ${(await prod.getBySeq(20))!.chainHash!.slice(0, 12)}…, the one this node kept when its retention deleted that seq`);
+      // Deleted through seq 25, its own entries of another term: the term tells it.
+      const otherTerm = await storeWith(0);
+      await otherTerm.append(Array.from({ length: 41 }, (_, i) => ev(i)), { sequencer: () => 7 });
+      await otherTerm.pruneBefore(Date.UTC(2026, 0, 1) + 25, 100, async () => true);
+      expect(await pointedAtProd(otherTerm)).toContain(`its newest tiered row, seq 20, has term ${prod.termAt(20)}, this node's entry at that seq (deleted by its retention) term 7`);
+      // Deleted through seq 25 in the same term: nothing kept tells, and this log never tiered there.
+      const unknown = await storeWith(42, 10);
+      await unknown.pruneBefore(Date.UTC(2026, 0, 1) + 25, 100, async () => true);
+      expect(await pointedAtProd(unknown)).toContain(`${pathOf(prodTarget)} holds tiered rows through seq 20, whose entry this node's retention has deleted, and this log never tiered there: its rows cannot be shown to be this log's history`);
+      expect(await keysAt(mode, prodTarget)).toEqual(prodKeys);
+    },
+  );
+
+  it.each(['parquet', 'iceberg'] as const)(
+    '%s: a target changed away and back goes on at the location this log tiered to before — after a restart, and once retention deleted the local copy of its newest row',
+    async (mode) => {
+      const a = modes[mode](`away_a_${mode}`);
+      const b = modes[mode](`away_b_${mode}`);
+      const store = await storeWith(30, 10, Date.now() - 2 * HOUR_MS);
+      let target = a;
+      const s = testSweeper({ store, connections: s3.connections, catalogs, settings: () => target, batchSizeMax: 10 });
+      expect(await s.sweep()).toBe('tiered-full');
+      target = b;
+      while ((await s.sweep()) !== 'tiered');
+      expect((await s.watermark()).seq).toBe(30);
+      // Back to a, in the same process: it goes on there.
+      await store.append(Array.from({ length: 10 }, (_, i) => ev(30 + i)));
+      target = a;
+      expect(await s.sweep()).toBe('tiered');
+      expect((await s.watermark()).seq).toBe(40);
+      await s.close();
+      // Away to b again and back after a restart, retention having deleted a's newest row (seq 40) here.
+      target = b;
+      await store.append(Array.from({ length: 10 }, (_, i) => ev(40 + i)));
+      const restarted = testSweeper({ store, connections: s3.connections, catalogs, settings: () => target });
+      expect(await restarted.sweep()).toBe('tiered');
+      await restarted.close();
+      await store.pruneBefore(Date.UTC(2026, 0, 1) + 45, 100, async () => true);
+      expect(await store.getBySeq(40)).toBeUndefined();
+      await store.append(Array.from({ length: 5 }, (_, i) => ev(50 + i)));
+      target = a;
+      const again = testSweeper({ store, connections: s3.connections, catalogs, settings: () => target });
+      expect(await again.sweep()).toBe('tiered');
+      expect((await again.watermark()).seq).toBe(55);
+      const source = tierSourceOf(mode, a);
+      const seqs = (await Promise.all((await source.listFiles()).map(async (file) => readWholeAuditParquet(await source.open(file))))).flat().map((row) => row.seq);
+      expect(seqs.sort((x, y) => (x ?? 0) - (y ?? 0))).toEqual([...Array.from({ length: 10 }, (_, i) => i + 1), ...Array.from({ length: 10 }, (_, i) => 31 + i), ...Array.from({ length: 5 }, (_, i) => 51 + i)]);
+    },
+  );
+
+  it.each(['parquet', 'iceberg'] as const)("%s: a new leader whose log holds the tier's rows (the same hashes) goes on at the same location after a failover", async (mode) => {
+    const target = modes[mode](`failover_${mode}`);
+    const first = await tieredThrough30(target);
+    // The standby received the leader's log and its replicated tier metadata, then leads in term 2.
+    const standby = await storeWith(0);
+    await standby.applyReplicated(await first.readEncodedBySeq(0, 30), first.termStarts());
+    await standby.putMeta({ [WATERMARK_META]: await first.getMeta(WATERMARK_META), [TIERED_LOCATIONS_META]: await readTieredLocations(first) });
+    await standby.append(Array.from({ length: 5 }, (_, i) => ev(30 + i)), { sequencer: () => 2 });
+    const s = testSweeper({ store: standby, connections: s3.connections, catalogs, settings: () => target, term: () => 2 });
+    expect(await s.sweep()).toBe('tiered');
+    expect((await s.watermark()).seq).toBe(35);
+    expect(await tieredIds(mode, target, 35)).toEqual(Array.from({ length: 35 }, (_, i) => `e${i}`));
   });
 
   it('goes on from a watermark whose entry retention has since deleted', async () => {
