@@ -736,7 +736,7 @@ export class TierSweeper {
     const unusable = (detail: string) =>
       new AuditError(
         AuditErrorCode.TIER_TARGET_UNUSABLE,
-        `${target} is tiered through seq ${watermark.seq}, ${why}: those seqs were tiered from a log this node does not hold (a leader that died before any survivor received them, or a node whose data was lost); going on would skip this log's own entries there and tier the others twice, so tiering stops here until the logs are reconciled: ${detail}`,
+        `${target} is tiered through seq ${watermark.seq}, ${why}: those seqs were tiered from a log this node does not hold (a leader that died before any survivor received them, or a node whose data was lost — or another cluster tiers there, a target set by mistake: then point tiering at a location of this cluster's own, since an adoption would take that cluster's history into this log); going on would skip this log's own entries there and tier the others twice, so tiering stops here until the logs are reconciled: ${detail}`,
       );
     if (this.#adoptThrough !== watermark.seq) {
       throw unusable(
@@ -787,7 +787,7 @@ export class TierSweeper {
           const why = learnErr instanceof Error ? learnErr.message : String(learnErr);
           throw unusable(`${message}: this cluster does not take in term ${err.term} (${why}), so the bucket holds rows no leader of this cluster wrote; they are not adopted`);
         }
-        throw unusable(`${message}: the cluster handed out those terms again (its coordinator lost its data), so this node took in term ${err.term} and stepped down; the next leader's term is above it — POST /admin/audit/tier/adopt {"throughSeq": ${watermark.seq}} again once a leader is elected`);
+        throw unusable(`${message}: the cluster handed out those terms again (its coordinator lost its data), so this node took in term ${err.term} and stepped down; the next leader's term is above it — unless the tier is another cluster's, which an adoption would take into this log — POST /admin/audit/tier/adopt {"throughSeq": ${watermark.seq}} again once a leader is elected`);
       }
       throw unusable(`taking them into this log failed: ${message}`);
     } finally {
