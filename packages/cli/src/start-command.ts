@@ -47,6 +47,8 @@ export async function startCommand(args: string[], env: NodeJS.ProcessEnv): Prom
   // standby, and a supervisor restarts the node, which recovers its log up to the failed write.
   const storeFault: { stop?: () => void } = {};
   nodeOptions.onStoreWriteFault = () => storeFault.stop?.();
+  const nodeIdInUse: { stop?: (err: Error) => void; early?: Error } = {};
+  nodeOptions.onNodeIdInUse = (err) => (nodeIdInUse.stop ? nodeIdInUse.stop(err) : (nodeIdInUse.early = err));
   // A file-size limit (ulimit -f) then fails the write (EFBIG) like a full disk, and the node
   // says why it stops, instead of the process dying of the signal mid-write without a word.
   process.on('SIGXFSZ', () => undefined);
@@ -96,6 +98,11 @@ export async function startCommand(args: string[], env: NodeJS.ProcessEnv): Prom
   };
   // A fault during the start, before the line above: stop now.
   if (node.store.writeFault !== undefined) storeFault.stop();
+  nodeIdInUse.stop = (err) => {
+    process.stderr.write(`auditlake: ${err.message}; stopping\n`);
+    stop('node id in use', 2);
+  };
+  if (nodeIdInUse.early !== undefined) nodeIdInUse.stop(nodeIdInUse.early);
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
   return node;

@@ -50,6 +50,12 @@ export interface ClusterHooks {
    * node records them (a self-audit event). It must not throw.
    */
   onConflicts(conflicts: readonly EventIdConflict[], receivedBy: string): Promise<void>;
+  /**
+   * Another running process holds this node's id in the coordinator (AUDIT_NODE_ID_IN_USE),
+   * found after the start: this process must take no part at all (it would pull and confirm
+   * events under the other's id), so the node stops. Called once.
+   */
+  onNodeIdInUse?(err: AuditError): void;
 }
 
 /** One node as another sees it (GET /admin/cluster). */
@@ -113,6 +119,7 @@ export class ClusterNode {
       prepareLeadership: (term, stillLeader) => this.#prepareLeadership(term, stillLeader),
       persistTerm: (term) => store.putLocal(LOCAL_TERM, term),
       instance,
+      onNodeIdInUse: (err) => options.hooks.onNodeIdInUse?.(err),
       onTick: () => options.clusterToken.refresh(),
       log,
     });

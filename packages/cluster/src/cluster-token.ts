@@ -41,12 +41,15 @@ export class ClusterToken {
    * depose the leader with its own terms, lead with its own log, and hand the cluster its
    * settings and tier locations (review: a staging node pointed at prod's Redis, prod's tiered
    * events then missing from every node's search). A node with an empty log has nothing to mix
-   * in, and takes the coordinator's token as a new member does.
+   * in, and takes the coordinator's token as a new member does — and a token such a node set
+   * (it asked first after the coordinator lost its data) gives way to the remembered token of
+   * a node with data (Coordinator.clusterToken), so a new node cannot lock the cluster out.
    */
   async refresh(): Promise<void> {
-    const token = await this.#coordinator.clusterToken(this.#token);
+    const withData = this.#token !== undefined && this.#store.position.lastSeq > 0;
+    const token = await this.#coordinator.clusterToken(this.#token, withData);
     if (token === this.#token) return;
-    if (this.#token !== undefined && this.#store.position.lastSeq > 0) throw clusterMismatch();
+    if (withData) throw clusterMismatch();
     this.#token = token;
     await this.#store.putLocal(LOCAL_CLUSTER_TOKEN, token);
   }
@@ -55,6 +58,6 @@ export class ClusterToken {
 function clusterMismatch(): AuditError {
   return new AuditError(
     AuditErrorCode.CLUSTER_MISMATCH,
-    "this node's data belongs to another cluster than the one its coordinator holds: the cluster token it remembers is not the coordinator's, and its log holds entries, so it takes no part there (it would depose that cluster's leader and mix its log and settings into that cluster's). Check --coordinator and the cluster name; if this coordinator lost its data and a new node set a token first, delete that key (auditlake:<cluster>:cluster-token) and this node puts its own back",
+    "this node's data belongs to another cluster than the one its coordinator holds: the cluster token it remembers is not the coordinator's, and its log holds entries, so it takes no part there (it would depose that cluster's leader and mix its log and settings into that cluster's). Check --coordinator and the cluster name; if this is this node's own cluster and its coordinator lost its data while a node of another cluster asked first, stop that node and delete the key auditlake:<cluster>:cluster-token: this node puts its own back",
   );
 }

@@ -61,8 +61,12 @@ export interface Coordinator {
   members(): Promise<MemberInfo[]>;
   /**
    * The secret nodes present to each other's internal endpoints: created by the first node
-   * to ask, or put back from `remembered` after the coordinator lost it.
+   * to ask, or put back from `remembered` after the coordinator lost it. `withData`: the asker
+   * remembers `remembered` and its log holds entries. A token set by a node without data (a
+   * new node that asked first after the coordinator lost its data) is replaced by the
+   * remembered token of one with data, which the cluster's nodes hold; one set or confirmed by a
+   * node with data never is (a node of another cluster must not take this one over).
    */
-  clusterToken(remembered: string | undefined): Promise<string>;
+  clusterToken(remembered: string | undefined, withData?: boolean): Promise<string>;
   close(): Promise<void>;
 }

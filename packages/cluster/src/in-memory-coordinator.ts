@@ -20,6 +20,8 @@ export class InMemoryCoordinatorState {
   #term = 0;
   readonly #members = new Map<string, { info: MemberInfo; expiresAtMs: number }>();
   #token: string | undefined;
+  /** Whether a node with data set or confirmed the token (Coordinator.clusterToken). */
+  #tokenWithData = false;
   /** False while the coordinator is down: every call fails. */
   reachable = true;
 
@@ -34,6 +36,7 @@ export class InMemoryCoordinatorState {
     this.#term = 0;
     this.#members.clear();
     this.#token = undefined;
+    this.#tokenWithData = false;
   }
 
   #now(): number {
@@ -108,9 +111,10 @@ export class InMemoryCoordinatorState {
     return live;
   }
 
-  clusterToken(remembered: string | undefined): string {
+  clusterToken(remembered: string | undefined, withData = false): string {
     this.#assertReachable();
-    this.#token ??= remembered ?? this.#newToken();
+    if (this.#token === undefined || (withData && remembered !== undefined && !this.#tokenWithData)) this.#token = remembered ?? this.#newToken();
+    if (withData && this.#token === remembered) this.#tokenWithData = true;
     return this.#token;
   }
 }
@@ -163,8 +167,8 @@ export class InMemoryCoordinator implements Coordinator {
     return this.#link(() => this.#state.members());
   }
 
-  clusterToken(remembered: string | undefined): Promise<string> {
-    return this.#link(() => this.#state.clusterToken(remembered));
+  clusterToken(remembered: string | undefined, withData?: boolean): Promise<string> {
+    return this.#link(() => this.#state.clusterToken(remembered, withData));
   }
 
   async close(): Promise<void> {}

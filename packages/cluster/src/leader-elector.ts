@@ -47,6 +47,8 @@ export interface LeaderElectorOptions {
   persistTerm: (term: number) => Promise<void>;
   /** Which data dir this node runs on (MemberInfo.instance): tells a second process under the same node id. */
   instance?: string;
+  /** Told once when the coordinator keeps another running process's record under this id (ClusterHooks.onNodeIdInUse). */
+  onNodeIdInUse?: (err: AuditError) => void;
   /** Runs every round while Redis answers (the node refreshes what it keeps there). */
   onTick: () => Promise<void>;
   log: ClusterLog;
@@ -87,6 +89,8 @@ export class LeaderElector {
   #lastReachedMs: number | undefined;
   #timer: Timer | undefined;
   #ticking = false;
+  /** Whether this node was told another process holds its id (onNodeIdInUse, once). */
+  #nodeIdInUseTold = false;
   /** When the coordinator's refusal of this node was last logged (AUDIT_CLUSTER_MISMATCH). */
   #refusalLoggedMs: number | undefined;
   #closed = false;
@@ -364,10 +368,11 @@ export class LeaderElector {
     // for themselves (neither pulls from nor forwards to a leader of its own id), and one
     // elected with a shorter log cut acknowledged events off (review). This one leads nothing.
     this.#stepDown(`another process runs as node ${this.#options.nodeId}`);
-    const now = this.#clock.monotonicMs();
-    if (this.#refusalLoggedMs !== undefined && now - this.#refusalLoggedMs < REFUSAL_LOG_INTERVAL_MS) return;
-    this.#refusalLoggedMs = now;
-    this.#options.log.warn({ code: AuditErrorCode.NODE_ID_IN_USE, heldBy: held.url }, nodeIdInUse(this.#options.nodeId, held).message);
+    const refusal = nodeIdInUse(this.#options.nodeId, held);
+    if (this.#nodeIdInUseTold) return;
+    this.#nodeIdInUseTold = true;
+    this.#options.log.warn({ code: AuditErrorCode.NODE_ID_IN_USE, heldBy: held.url }, refusal.message);
+    this.#options.onNodeIdInUse?.(refusal);
   }
 
   /**

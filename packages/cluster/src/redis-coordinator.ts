@@ -50,6 +50,24 @@ return 0`;
 
 /** Give the lease up only if it is ours. KEYS: lease. ARGV: value. */
 /**
+ * The cluster token (KEYS: token, whether a node with data set or confirmed it; ARGV: the
+ * asker's candidate, '1' when it remembers it and its log holds entries): set when absent; a
+ * token a node without data set ('0') is replaced by the remembered token of a node with data
+ * (a new node asked first after Redis lost its data; the cluster's nodes hold the old one).
+ * A token without the flag (set by an older version) counts as set with data.
+ */
+const CLUSTER_TOKEN = `
+local current = redis.call('GET', KEYS[1])
+if not current or (ARGV[2] == '1' and current ~= ARGV[1] and redis.call('GET', KEYS[2]) == '0') then
+  redis.call('SET', KEYS[1], ARGV[1])
+  redis.call('SET', KEYS[2], ARGV[2])
+  return ARGV[1]
+end
+if ARGV[2] == '1' and current == ARGV[1] then redis.call('SET', KEYS[2], '1') end
+return current
+`;
+
+/**
  * Publishes a member record (KEYS: member record, member set; ARGV: record, instance, lease TTL
  * ms, nodeId) for 3 lease TTLs, unless another instance published this node id within the last
  * lease TTL (the record still has more than 2 TTLs to live): that record is returned untouched.
@@ -189,11 +207,10 @@ export class RedisCoordinator implements Coordinator {
    * creates it (or puts back the one it remembers, should Redis have restarted empty);
    * whoever can read Redis already controls the cluster, so keeping it there adds no exposure.
    */
-  async clusterToken(remembered: string | undefined): Promise<string> {
-    const key = this.#key('cluster-token');
-    await this.#redis.set(key, remembered ?? randomBytes(24).toString('base64url'), 'NX');
-    const token = await this.#redis.get(key);
-    if (token === null) throw new Error('cluster token vanished from Redis');
+  async clusterToken(remembered: string | undefined, withData = false): Promise<string> {
+    const candidate = remembered ?? randomBytes(24).toString('base64url');
+    const token = await this.#redis.eval(CLUSTER_TOKEN, 2, this.#key('cluster-token'), this.#key('cluster-token-data'), candidate, withData && remembered !== undefined ? '1' : '0');
+    if (typeof token !== 'string') throw new Error('cluster token vanished from Redis');
     return token;
   }
 

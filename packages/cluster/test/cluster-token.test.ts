@@ -23,10 +23,10 @@ async function store(events: number): Promise<AuditStore> {
   return s;
 }
 
-/** A coordinator that already holds the token of the cluster it serves. */
+/** A coordinator that already holds the token of the cluster it serves, which that cluster's nodes (with data) confirm. */
 async function coordinatorOf(clusterToken: string): Promise<InMemoryCoordinator> {
   const coordinator = new InMemoryCoordinator(new InMemoryCoordinatorState({ clock: new ManualClock(), newToken: () => clusterToken }), { nodeId: 'x', leaseTtlMs: 1000 });
-  await coordinator.clusterToken(undefined);
+  await coordinator.clusterToken(clusterToken, true);
   return coordinator;
 }
 
@@ -56,13 +56,31 @@ describe('ClusterToken', () => {
     expect(await back.current()).toBe('prod');
   });
 
+  it('takes the cluster back from a token a new node set after the coordinator lost its data', async () => {
+    const ours = await store(3);
+    let next = 'cluster';
+    const state = new InMemoryCoordinatorState({ clock: new ManualClock(), newToken: () => next });
+    const member = await ClusterToken.load(ours, new InMemoryCoordinator(state, { nodeId: 'x', leaseTtlMs: 1000 }));
+    await member.refresh();
+    state.loseData();
+    // A new node with an empty log asks first: the coordinator makes a token of its own.
+    next = 'fresh';
+    const newcomer = await ClusterToken.load(await store(0), new InMemoryCoordinator(state, { nodeId: 'y', leaseTtlMs: 1000 }));
+    expect(await newcomer.current()).toBe('fresh');
+    // The member with data is not refused: it puts the cluster's token back, and the new node takes it.
+    await member.refresh();
+    expect(await member.current()).toBe('cluster');
+    await newcomer.refresh();
+    expect(await newcomer.current()).toBe('cluster');
+  });
+
   it("keeps a refused node from campaigning, raising the term counter or publishing itself in that coordinator", async () => {
     const ours = await store(3);
     await (await ClusterToken.load(ours, await coordinatorOf('staging'))).refresh();
     const clock = new ManualClock();
     const state = new InMemoryCoordinatorState({ clock, newToken: () => 'prod' });
     const coordinator = new InMemoryCoordinator(state, { nodeId: 's1', leaseTtlMs: 1000 });
-    await coordinator.clusterToken(undefined);
+    await coordinator.clusterToken('prod', true);
     const token = await ClusterToken.load(ours, coordinator);
     const warnings: string[] = [];
     const elector = new LeaderElector({

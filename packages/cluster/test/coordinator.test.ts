@@ -146,6 +146,23 @@ describe.each([
     expect(await a.publish(member('dir-a', 'http://127.0.0.1:1'))).toBeUndefined();
   });
 
+  it('puts the remembered token of a node with data over one a node without data set after the coordinator lost its data, never over one a node with data set', async () => {
+    const s = await subject();
+    const a = await s.coordinator('a');
+    const token = await a.clusterToken(undefined);
+    expect(await a.clusterToken(token, true)).toBe(token);
+    await s.restartEmpty();
+    // A new node (no data) asks first: a token of its own.
+    const fresh = await a.clusterToken(undefined, false);
+    expect(fresh).not.toBe(token);
+    // A node of the cluster (with data) puts the cluster's back; the new node then gets it.
+    expect(await a.clusterToken(token, true)).toBe(token);
+    expect(await a.clusterToken(fresh, false)).toBe(token);
+    // A node with data remembering another token (another cluster's) does not replace it.
+    expect(await a.clusterToken('another-clusters-token', true)).toBe(token);
+    expect(await a.clusterToken(undefined)).toBe(token);
+  });
+
   it('lists live members and forgets them 3 lease TTLs after they last published', async () => {
     const s = await subject();
     const a = await s.coordinator('a', 100);

@@ -78,6 +78,12 @@ export interface AuditNodeOptions {
    * so a cluster's lease passes to a standby and a supervisor restarts it.
    */
   onStoreWriteFault?: (fault: Error) => void;
+  /**
+   * Called once when another running process turns out to hold this node's `--node-id`
+   * (AUDIT_NODE_ID_IN_USE after the start): the node must stop taking part; `auditlake start`
+   * stops it, exit 2.
+   */
+  onNodeIdInUse?: (err: Error) => void;
 }
 
 /** A running node. `close()` stops it in the reverse order of opening; it is idempotent. */
@@ -196,7 +202,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     // The recorder is made once membership is known (below); the cluster node calls it only after it started.
     const forwarded: { conflicts?: ConflictRecorder } = {};
     const recordForwardConflicts = (refused: readonly EventIdConflict[], receivedBy: string) => forwarded.conflicts?.record(refused, { receivedBy }) ?? Promise.resolve();
-    const cluster = coordinatorUrl === undefined ? undefined : await openClusterNode(coordinatorUrl, nodeId, config, store, metrics, logger, closers, recordForwardConflicts);
+    const cluster = coordinatorUrl === undefined ? undefined : await openClusterNode(coordinatorUrl, nodeId, config, store, metrics, logger, closers, recordForwardConflicts, options.onNodeIdInUse);
     // A single node's status shows its address, known once the app below listens.
     const membership = cluster ? clusterMembership(cluster.node) : singleNodeMembership(nodeId, () => advertisedUrl(app, options), store);
     const conflicts = new ConflictRecorder({ membership, metrics, log: logger });
@@ -358,6 +364,7 @@ async function openClusterNode(
   logger: Logger,
   closers: Array<() => Promise<void>>,
   onConflicts: (conflicts: readonly EventIdConflict[], receivedBy: string) => Promise<void>,
+  onNodeIdInUse: ((err: Error) => void) | undefined,
 ): Promise<{ node: ClusterNode; token: ClusterToken }> {
   const coordinator = new RedisCoordinator({ url: coordinatorUrl, clusterName: config.clusterName, nodeId, leaseTtlMs: config.leaseTtlMs });
   closers.push(() => coordinator.close());
@@ -391,6 +398,7 @@ async function openClusterNode(
       onDiverted: (n) => metrics.eventsDiverted.inc(n),
       onDivergenceFound: () => metrics.divergencesFound.inc(),
       onConflicts,
+      ...(onNodeIdInUse ? { onNodeIdInUse } : {}),
     },
   });
   // A second process given this node's --node-id (another data dir) is refused before it takes
