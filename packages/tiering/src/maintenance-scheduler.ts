@@ -358,6 +358,15 @@ export class MaintenanceScheduler {
       ...(this.#options.onStep ? { onStep: this.#options.onStep } : {}),
       ...(this.#options.encoder ? { encoder: this.#options.encoder } : {}),
     };
+    // The target is registered as soon as it is set; what it holds is this log's only once this
+    // node's sweep committed there (tieredLocations). Before that the location has nothing of
+    // this log to maintain — and when the target was set by mistake to another cluster's
+    // location, which the sweep refuses, a run would compact, expire and clean that cluster's
+    // table (review).
+    if (!includesLocation(await readTieredLocations(this.#options.store), location)) {
+      this.#options.log.info({ table: location.path }, `table maintenance of ${location.path}: this log has tiered nothing there yet, nothing to do (maintenance starts once its sweep has committed there)`);
+      return NO_WORK;
+    }
     if (location.mode === 'parquet') {
       const s3 = parseS3Location(location.path);
       if (!s3) throw new AuditError(AuditErrorCode.TABLE_INVALID, `not an s3://bucket/prefix location: ${location.path}`);
@@ -366,13 +375,6 @@ export class MaintenanceScheduler {
     }
     const table = icebergTableAt({ identifier: location.path, location: location.location, connectionId: location.connectionId });
     const objects = this.#options.connections.bucket(table.connectionId, table.s3.bucket);
-    // The target is registered as soon as it is set, and its table is created by the first
-    // sweep: a run before that has nothing to maintain. A table that received events and has
-    // no metadata is another matter, and the run fails naming it.
-    if (!includesLocation(await readTieredLocations(this.#options.store), location) && (await loadIcebergTable(objects, table)) === undefined) {
-      this.#options.log.info({ table: location.path }, `table maintenance of ${location.path}: the table is not created yet (the first sweep creates it), nothing to do`);
-      return NO_WORK;
-    }
     return runIcebergMaintenance({ objects, table, fence, now: this.#now, ...this.#storeNow(objects, table.s3.prefix), ...hooks }, policy);
   }
 

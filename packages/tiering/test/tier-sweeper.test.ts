@@ -7,7 +7,7 @@ import { currentSnapshot, readWholeAuditParquet, type IcebergTableMetadata } fro
 import { defaultSettings, encodeEvent, INTEGRITY_ACTIONS, parseSettings, resolveConfig, SELF_SOURCE, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
 import { AuditStore } from '@auditlake/store';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { TIER_TERM_LEARN_MAX, TierSweeper, type TierStatus, type TierSweeperOptions } from '../src/index.js';
+import { MaintenanceScheduler, TIER_TERM_LEARN_MAX, TierSweeper, type TierStatus, type TierSweeperOptions } from '../src/index.js';
 import { testSweeper } from './test-sweeper.js';
 import { commitForeignSnapshotOnTop, useEmbeddedS3 } from '@auditlake/lake/testing';
 
@@ -691,6 +691,24 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
       const source = tierSourceOf(mode, prodTarget);
       const rows = await readTieredSuffix(source, 0, 25);
       expect(rows.map((row) => row.chainHash)).toEqual((await prod.readBySeq(0, 25)).map((entry) => entry.chainHash));
+      // Nor does staging's table maintenance touch prod's location, registered as its target:
+      // it has tiered nothing there (a run compacted prod's Iceberg table, review). Prod's two
+      // commits there are what a run would compact and expire.
+      const maintenance = new MaintenanceScheduler({
+        store: staging,
+        connections: s3.connections,
+        catalogs,
+        settings: () => ({ ...target, maintenanceEnabled: true, maintenanceSnapshotRetainLast: 1 }),
+        isLeader: () => true,
+        term: () => 1,
+        log: { info: () => undefined, warn: () => undefined },
+      });
+      onTestFinished(() => maintenance.close());
+      await maintenance.refresh();
+      const prodKeysNow = await keysAt(mode, prodTarget);
+      const [run] = await maintenance.runNow('test', pathOf(prodTarget));
+      expect(run).toMatchObject({ ok: true, filesRewritten: 0, snapshotsExpired: 0, filesDeleted: 0 });
+      expect(await keysAt(mode, prodTarget)).toEqual(prodKeysNow);
       // Pointed back at its own location, staging goes on there.
       target = stagingTarget;
       expect(await s.sweep()).toBe('tiered');
