@@ -4,6 +4,7 @@
 // handed prod its retention and tier target; with local retention 0, prod's tiered events were
 // then missing from every node's search (review). It now refuses to start, in words, and prod
 // goes on as it was.
+import { rm } from 'node:fs/promises';
 import { startNodeProcess, tempDir } from '@auditlake/testkit';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { ADMIN, INGEST, postEvents, startCluster } from './cluster-harness.js';
@@ -103,5 +104,20 @@ describe('a node of another cluster', () => {
     expect(original.output()).toContain(`node id node${standby} is in use by another running node (${twin.url}, another data dir)`);
     // The new process holds the id and follows the leader.
     await expect.poll(async () => (await clusterView(twin.url)).leader?.nodeId, { timeout: 15_000, interval: 100 }).toBe(`node${leader}`);
+  });
+
+  it('a node killed and restarted at once on a wiped data dir under its id takes its place and stays', { timeout: 120_000 }, async () => {
+    // Its new instance finds the dead process's record, which nobody refreshes: not a twin.
+    const prod = await startCluster({ size: 2 });
+    const leader = await prod.waitForLeader();
+    const standby = 1 - leader;
+    await prod.waitForLeaderKnownBy(standby);
+    await prod.node(standby).kill();
+    await rm(prod.dataDirs[standby]!, { recursive: true, force: true });
+    const restarted = await prod.start(standby);
+    await expect.poll(async () => (await clusterView(restarted.url)).leader?.nodeId, { timeout: 15_000, interval: 100 }).toBe(`node${leader}`);
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    expect(restarted.child.exitCode).toBeNull();
+    expect(restarted.output()).not.toContain('is in use by another running node');
   });
 });

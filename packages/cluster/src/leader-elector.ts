@@ -89,6 +89,8 @@ export class LeaderElector {
   #lastReachedMs: number | undefined;
   #timer: Timer | undefined;
   #ticking = false;
+  /** The record of another instance the coordinator kept under this node's id at the last publish. */
+  #heldBy: MemberInfo | undefined;
   /** Whether this node was told another process holds its id (onNodeIdInUse, once). */
   #nodeIdInUseTold = false;
   /** When the coordinator's refusal of this node was last logged (AUDIT_CLUSTER_MISMATCH). */
@@ -363,11 +365,20 @@ export class LeaderElector {
       updatedAtMs: this.#clock.wallMs(),
       ...(this.#options.instance === undefined ? {} : { instance: this.#options.instance }),
     });
-    if (held === undefined) return;
-    // Another running process publishes this node id: two nodes under one id take each other
-    // for themselves (neither pulls from nor forwards to a leader of its own id), and one
-    // elected with a shorter log cut acknowledged events off (review). This one leads nothing.
+    if (held === undefined) {
+      this.#heldBy = undefined;
+      return;
+    }
+    // Another process publishes this node id: two nodes under one id take each other for
+    // themselves (neither pulls from nor forwards to a leader of its own id), and one elected
+    // with a shorter log cut acknowledged events off (review). This one leads nothing.
     this.#stepDown(`another process runs as node ${this.#options.nodeId}`);
+    // Stopped only once that record was refreshed since it was first found held: a process
+    // that died a moment ago (this node restarted at once on a wiped data dir) leaves a record
+    // no one refreshes, which the coordinator gives up after a lease TTL.
+    const seen = this.#heldBy;
+    this.#heldBy = held;
+    if (seen === undefined || seen.instance !== held.instance || seen.updatedAtMs === held.updatedAtMs) return;
     const refusal = nodeIdInUse(this.#options.nodeId, held);
     if (this.#nodeIdInUseTold) return;
     this.#nodeIdInUseTold = true;

@@ -8,7 +8,7 @@ import { InMemoryCoordinator, InMemoryCoordinatorState } from '../src/index.js';
 import { LeaderElector } from '../src/leader-elector.js';
 import { ManualClock } from './manual-clock.js';
 
-function electorOn(state: InMemoryCoordinatorState, clock: ManualClock, instance: string, warnings: string[] = [], nodeId = 'n1'): LeaderElector {
+function electorOn(state: InMemoryCoordinatorState, clock: ManualClock, instance: string, warnings: string[] = [], nodeId = 'n1', stopped: string[] = []): LeaderElector {
   const e = new LeaderElector({
     coordinator: new InMemoryCoordinator(state, { nodeId, leaseTtlMs: 1000 }),
     clock,
@@ -20,6 +20,7 @@ function electorOn(state: InMemoryCoordinatorState, clock: ManualClock, instance
     persistTerm: async () => undefined,
     onTick: async () => undefined,
     instance,
+    onNodeIdInUse: (err) => void stopped.push(err.message),
     log: { info: () => undefined, warn: (_obj, msg) => void warnings.push(msg) },
   });
   return e;
@@ -76,5 +77,24 @@ describe('a second process under a running node id', () => {
     await first.close();
     await rounds(clock, [twin], 60);
     expect(twin.isLeader()).toBe(true);
+  });
+
+  it('a restart on a wiped data dir right after its process died is not stopped: the dead record is given up after a lease TTL', async () => {
+    const clock = new ManualClock();
+    const state = new InMemoryCoordinatorState({ clock, newToken: () => 't' });
+    const dead = electorOn(state, clock, 'dir-a');
+    await rounds(clock, [dead], 3);
+    // kill -9: no resign, no more rounds; its record stays for three TTLs unless replaced.
+    const stopped: string[] = [];
+    const restarted = electorOn(state, clock, 'dir-new', [], 'n1', stopped);
+    await rounds(clock, [restarted], 40);
+    expect(stopped).toEqual([]);
+    expect((await new InMemoryCoordinator(state, { nodeId: 'x', leaseTtlMs: 1000 }).members()).find((m) => m.nodeId === 'n1')?.instance).toBe('dir-new');
+    // A live twin is stopped once its holder's record is seen refreshed.
+    const twinStopped: string[] = [];
+    const twin = electorOn(state, clock, 'dir-twin', [], 'n1', twinStopped);
+    await rounds(clock, [restarted, twin], 4);
+    expect(twinStopped).toHaveLength(1);
+    expect(twinStopped[0]).toContain('node id n1 is in use by another running node');
   });
 });
