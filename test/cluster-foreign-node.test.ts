@@ -17,6 +17,16 @@ async function clusterView(url: string): Promise<{ term: number; leader: { nodeI
   return (await res.json()) as { term: number; leader: { nodeId: string } | null; nodes: Array<{ nodeId: string }> };
 }
 
+/** Starts a node expected to refuse to start: what it said (empty when it started after all, which the test then fails on). */
+async function refusedStart(dataDir: string, coordinator: string, nodeId: string): Promise<string> {
+  const started = startNodeProcess({ dataDir, args: ['--coordinator', coordinator, '--node-id', nodeId, '--log-level', 'warn'], env: ENV });
+  started.then((n) => onTestFinished(() => n.kill())).catch(() => undefined);
+  return started.then(
+    () => '',
+    (err: unknown) => String(err),
+  );
+}
+
 describe('a node of another cluster', () => {
   it("pointed at a cluster's coordinator refuses to start, and the cluster keeps its leader, term and log", { timeout: 120_000 }, async () => {
     // Staging: one node with a log of its own on its own Redis.
@@ -36,12 +46,7 @@ describe('a node of another cluster', () => {
     const before = await clusterView(prod.node(leader).url);
 
     // The staging data dir started against prod's Redis (a wrong --coordinator).
-    const started = startNodeProcess({ dataDir: stagingDir, args: ['--coordinator', prod.redis.url, '--node-id', 'staging0', '--log-level', 'warn'], env: ENV });
-    started.then((n) => onTestFinished(() => n.kill())).catch(() => undefined);
-    const refusal = await started.then(
-      () => '',
-      (err: unknown) => String(err),
-    );
+    const refusal = await refusedStart(stagingDir, prod.redis.url, 'staging0');
     expect(refusal).toMatch(/exited with 2/);
     expect(refusal).toContain("this node's data belongs to another cluster than the one its coordinator holds");
 
@@ -66,12 +71,7 @@ describe('a node of another cluster', () => {
     const before = await clusterView(prod.node(leader).url);
     const dir = await tempDir('auditlake-twin-');
     onTestFinished(() => dir.remove());
-    const started = startNodeProcess({ dataDir: dir.path, args: ['--coordinator', prod.redis.url, '--node-id', 'node0', '--log-level', 'warn'], env: ENV });
-    started.then((n) => onTestFinished(() => n.kill())).catch(() => undefined);
-    const refusal = await started.then(
-      () => '',
-      (err: unknown) => String(err),
-    );
+    const refusal = await refusedStart(dir.path, prod.redis.url, 'node0');
     expect(refusal).toMatch(/exited with 2/);
     expect(refusal).toContain('node id node0 is in use by another running node (http://127.0.0.1:');
     const after = await clusterView(prod.node(leader).url);
