@@ -7,7 +7,7 @@ import { AuditErrorCode, INTEGRITY_ACTIONS, SELF_SOURCE, type StoredEvent } from
 import { icebergRead } from 'icebird';
 import { signedFetch } from '@auditlake/s3-endpoint';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { commitForeignSnapshotOnTop, useEmbeddedS3 } from '../src/testing/index.js';
+import { commitForeignSnapshotOnTop, twoDayEvents, useEmbeddedS3 } from '../src/testing/index.js';
 import {
   commitIcebergBatch,
   compactIcebergTable,
@@ -40,12 +40,7 @@ const CREDENTIALS = { accessKeyId: 'ALMAINTENANCETEST001', secretAccessKey: 'mai
 const s3 = useEmbeddedS3('iceberg-maintenance-', BUCKET, CREDENTIALS);
 
 /** Events firstSeq.. over two days (alternating), ingest order = seq order. */
-function events(firstSeq: number, count: number): StoredEvent[] {
-  return Array.from({ length: count }, (_, i) => {
-    const seq = firstSeq + i;
-    return { eventId: `e${seq}`, userId: `u${seq % 7}`, source: 'trino', action: 'data:Select', resource: 'r', decision: seq % 3 === 0 ? 'DENY' : 'ALLOW', tables: ['t'], query: `q${seq}`, details: '', timestamp: T0 + (seq % 2) * DAY_MS + seq, ingestTs: T0 + 10 * DAY_MS + seq, seq, term: 1 };
-  });
-}
+const events = (firstSeq: number, count: number): StoredEvent[] => twoDayEvents(T0, firstSeq, count, { denyEvery: 3 });
 
 const fence = { term: 1, mayCommit: () => true };
 

@@ -1,7 +1,7 @@
 // Goal: a sweep checks that a tier location's newest row is of its own log before writing there (tier-sweeper.ts, #checkLocationHistory); newestParquetRow finds that row, the greatest seq the location holds, by reading the last commit's files — and still finds it once a compaction replaced them, and from a log read from a checkpoint with no commit after it.
 import type { StoredEvent } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
-import { useEmbeddedS3 } from '../src/testing/index.js';
+import { twoDayEvents, useEmbeddedS3 } from '../src/testing/index.js';
 import { commitParquetBatch, compactParquetLocation, newestParquetRow, ParquetLogCache, readParquetLog, writeParquetCheckpoint, type S3Location } from '../src/index.js';
 
 const BUCKET = 'newest';
@@ -11,12 +11,7 @@ const CREDENTIALS = { accessKeyId: 'ALNEWESTROW000000001', secretAccessKey: 'new
 const s3 = useEmbeddedS3('newest-row-', BUCKET, CREDENTIALS);
 
 /** Events firstSeq.. over two days (alternating), ingest order = seq order. */
-function events(firstSeq: number, count: number): StoredEvent[] {
-  return Array.from({ length: count }, (_, i) => {
-    const seq = firstSeq + i;
-    return { eventId: `e${seq}`, userId: 'u', source: 'trino', action: 'data:Select', resource: 'r', decision: 'ALLOW', tables: ['t'], query: `q${seq}`, details: '', timestamp: T0 + (seq % 2) * DAY_MS + seq, ingestTs: T0 + 10 * DAY_MS + seq, seq, term: 1 };
-  });
-}
+const events = (firstSeq: number, count: number): StoredEvent[] => twoDayEvents(T0, firstSeq, count);
 
 const fence = { term: 1, mayCommit: () => true };
 

@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import type { StoredEvent } from '@auditlake/model';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { useEmbeddedS3 } from '../src/testing/index.js';
+import { twoDayEvents, useEmbeddedS3 } from '../src/testing/index.js';
 import {
   commitParquetBatch,
   compactionKey,
@@ -22,17 +22,11 @@ import {
 
 const BUCKET = 'pqt';
 const T0 = Date.UTC(2026, 4, 1);
-const DAY_MS = 86_400_000;
 const CREDENTIALS = { accessKeyId: 'ALPARQUETMAINT000001', secretAccessKey: 'parquet-maint-secret-0123456789abcdefg' };
 const s3 = useEmbeddedS3('parquet-maintenance-', BUCKET, CREDENTIALS);
 
 /** Events firstSeq.. over two days (alternating), ingest order = seq order. */
-function events(firstSeq: number, count: number): StoredEvent[] {
-  return Array.from({ length: count }, (_, i) => {
-    const seq = firstSeq + i;
-    return { eventId: `e${seq}`, userId: `u${seq % 7}`, source: 'trino', action: 'data:Select', resource: 'r', decision: 'ALLOW', tables: ['t'], query: `q${seq}`, details: '', timestamp: T0 + (seq % 2) * DAY_MS + seq, ingestTs: T0 + 10 * DAY_MS + seq, seq, term: 1 };
-  });
-}
+const events = (firstSeq: number, count: number): StoredEvent[] => twoDayEvents(T0, firstSeq, count);
 
 const fence = { term: 1, mayCommit: () => true };
 

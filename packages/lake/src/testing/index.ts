@@ -12,6 +12,7 @@ import { commitMetadataVersion, type CommitFence } from '../iceberg-version-comm
 import type { ObjectStore } from '../object-store.js';
 
 export { useEmbeddedS3, type EmbeddedS3 } from './embedded-s3.js';
+export { twoDayEvents } from './two-day-events.js';
 
 const ANY_TIME: Omit<CommitFence, 'serialize'> = { term: 1, mayCommit: () => true };
 
