@@ -315,7 +315,7 @@ export class LeaderElector {
     const now = this.#clock.monotonicMs();
     const heardWithinTtl = (m: MemberInfo) => now - (this.#heard.get(m.nodeId)?.heardAtMs ?? -Infinity) < this.#options.leaseTtlMs;
     // A record of this node id that another process keeps refreshing: no campaign beside it.
-    if (members.some((m) => m.nodeId === this.#options.nodeId && m.instance !== undefined && this.#options.instance !== undefined && m.instance !== this.#options.instance && heardWithinTtl(m))) return false;
+    if (members.some((m) => this.#isOtherInstance(m) && heardWithinTtl(m))) return false;
     const live = members.filter((m) => m.nodeId !== this.#options.nodeId && heardWithinTtl(m));
     return live.every((m) => !isMoreUpToDate(m, mine));
   }
@@ -378,10 +378,9 @@ export class LeaderElector {
     // no one refreshes, which the coordinator gives up after a lease TTL.
     const seen = this.#heldBy;
     this.#heldBy = held;
-    if (seen === undefined || seen.instance !== held.instance || seen.updatedAtMs === held.updatedAtMs) return;
-    const refusal = nodeIdInUse(this.#options.nodeId, held);
-    if (this.#nodeIdInUseTold) return;
+    if (seen === undefined || seen.instance !== held.instance || seen.updatedAtMs === held.updatedAtMs || this.#nodeIdInUseTold) return;
     this.#nodeIdInUseTold = true;
+    const refusal = nodeIdInUse(this.#options.nodeId, held);
     this.#options.log.warn({ code: AuditErrorCode.NODE_ID_IN_USE, heldBy: held.url }, refusal.message);
     this.#options.onNodeIdInUse?.(refusal);
   }
@@ -392,14 +391,19 @@ export class LeaderElector {
    * record its own process left behind when it died does not count.
    */
   async liveTwin(): Promise<MemberInfo | undefined> {
-    const instance = this.#options.instance;
-    if (instance === undefined) return undefined;
-    const other = async () => (await this.#options.coordinator.members()).find((m) => m.nodeId === this.#options.nodeId && m.instance !== undefined && m.instance !== instance);
+    if (this.#options.instance === undefined) return undefined;
+    const other = async () => (await this.#options.coordinator.members()).find((m) => this.#isOtherInstance(m));
     const first = await other();
     if (first === undefined) return undefined;
     await new Promise<void>((resolve) => this.#clock.setTimer(resolve, this.#options.leaseTtlMs / 2));
     const second = await other();
     return second !== undefined && second.updatedAtMs !== first.updatedAtMs ? second : undefined;
+  }
+
+  /** Whether `member` is a record of this node's id published by another instance (another data dir). */
+  #isOtherInstance(member: MemberInfo): boolean {
+    const instance = this.#options.instance;
+    return member.nodeId === this.#options.nodeId && instance !== undefined && member.instance !== undefined && member.instance !== instance;
   }
 
   /** Stops electing; a leader resigns so a successor need not wait for the lease to expire. */
