@@ -2,7 +2,7 @@ import type { Level } from 'level';
 import { parseErasureDetails } from '@auditlake/integrity';
 import { SELF_SOURCE, type StoredEvent } from '@auditlake/model';
 import type { ErasedIds } from './erased-ids.js';
-import { PREFIX, decodeUint, erasureKey, localKey, prefixEnd, seqOfSuffix } from './event-keys.js';
+import { KEY_ONLY_VALUE, PREFIX, decodeUint, erasureKey, localKey, prefixEnd, seqOfSuffix } from './event-keys.js';
 import { addIntegrityPuts, erasureEntryOf } from './integrity-index.js';
 import { storedAtSeq } from './point-reads.js';
 import type { IntegrityEntry } from './record-chain.js';
@@ -78,7 +78,7 @@ export async function backfillErasureIndex(db: Level<string, string>): Promise<n
   let indexed = 0;
   for await (const entries of storedErasureBatches(db)) {
     const batch = db.batch();
-    for (const entry of entries) batch.put(erasureKey(entry.seq), '');
+    for (const entry of entries) batch.put(erasureKey(entry.seq), KEY_ONLY_VALUE);
     await batch.write({ sync: false });
     indexed += entries.length;
   }

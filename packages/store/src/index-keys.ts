@@ -2,13 +2,13 @@ import { READ_ACTION } from '@auditlake/model';
 import { encodeUint } from './event-keys.js';
 
 /**
- * Key layout of the secondary indexes: one empty-valued key per (indexed field value, event),
+ * Key layout of the secondary indexes: one key-only entry per (indexed field value, event),
  * ending in the event's time key suffix, so the keys of one value are ordered by event time
  * then seq, exactly as the time keys are. A filter on that value plus a time window is one
  * range scan, read in reverse for newest first.
  *
- *   x!<field><len:4><value><ts:16><seq:16>  → ''   one per indexed value of the event
- *   x!T<table>                              → ''   every table name ever indexed (a dictionary)
+ *   x!<field><len:4><value><ts:16><seq:16>  → KEY_ONLY_VALUE   one per indexed value of the event
+ *   x!T<table>                              → KEY_ONLY_VALUE   every table name ever indexed (a dictionary)
  *
  * `len` is the value's length in UTF-16 units, four hex digits, so a value can never be read
  * as a prefix of a longer one (`ann` + a timestamp against `anna`…): the prefix of one value

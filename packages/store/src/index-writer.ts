@@ -1,5 +1,5 @@
 import type { Level } from 'level';
-import { encodeUint, prefixEnd } from './event-keys.js';
+import { KEY_ONLY_VALUE, encodeUint, prefixEnd } from './event-keys.js';
 import { TABLE_NAME_PREFIX, indexPrefixes, tableNameKey, type IndexTerms } from './index-keys.js';
 
 /** Anything that takes puts and deletes: a chained LevelDB batch, or an adapter over an ops array. */
@@ -153,10 +153,10 @@ export class IndexWriter {
    */
   put(sink: IndexSink, terms: IndexTerms, timestampMs: number, seq: number, newTables: Set<string>): void {
     const suffix = encodeUint(timestampMs) + encodeUint(seq);
-    for (const prefix of indexPrefixes(terms)) sink.put(prefix + suffix, '');
+    for (const prefix of indexPrefixes(terms)) sink.put(prefix + suffix, KEY_ONLY_VALUE);
     for (const table of terms.tables) {
       if (this.#knownTables.has(table)) continue;
-      sink.put(tableNameKey(table), '');
+      sink.put(tableNameKey(table), KEY_ONLY_VALUE);
       newTables.add(table);
       this.#remember(table);
     }

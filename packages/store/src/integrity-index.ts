@@ -2,7 +2,7 @@ import { composeStoredEvent, eraseRecordFields, integrityKindOf, parseErasureDet
 import { INTEGRITY_ACTIONS, type StoredEvent } from '@auditlake/model';
 import type { Level } from 'level';
 import type { ErasedIdsChange } from './erased-ids.js';
-import { checkpointKey, erasureKey, keyKey } from './event-keys.js';
+import { KEY_ONLY_VALUE, checkpointKey, erasureKey, keyKey } from './event-keys.js';
 import { storedAtSeq } from './point-reads.js';
 import type { IntegrityEntry } from './record-chain.js';
 import { termsFromJson, type IndexWriter } from './index-writer.js';
@@ -89,7 +89,7 @@ export async function addIntegrityPuts(db: Level<string, string>, batch: PutSink
       case 'erase':
         // Indexed by seq so the tier finds the erasures after a point without reading the log
         // (a table that no longer receives events still has its rows erased).
-        batch.put(erasureKey(entry.seq), '');
+        batch.put(erasureKey(entry.seq), KEY_ONLY_VALUE);
         if (await eraseTargets(db, batch, entry, indexes, rewritten)) rewrote = true;
         break;
     }
@@ -140,7 +140,7 @@ async function eraseTargets(db: Level<string, string>, batch: PutSink, entry: In
     if (details.fields.includes('tables')) for (const table of before.tables) indexes.erasedTables?.add(table);
     // The block's sketch holds the erased value's trigrams: rebuilt once this batch is written.
     const block = blockOfSeq(before.seq);
-    batch.put(staleSketchKey(block), '');
+    batch.put(staleSketchKey(block), KEY_ONLY_VALUE);
     indexes.erasedBlocks?.add(block);
     rewrote = true;
   }
