@@ -132,6 +132,8 @@ const APPEND_ROUNDS_MAX = 16;
 
 /** Local-metadata key of #prunedTimeMax. */
 const PRUNED_TIME_MAX_KEY = localKey('prunedTimeMax');
+/** Local-metadata key set once #prunedTimeMax bounds every event time retention ever deleted from this store (#boundPrunedTimes). */
+const PRUNED_TIME_MAX_COMPLETE_KEY = localKey('prunedTimeMaxComplete');
 /** Local-metadata key of #tieredCountedThrough. */
 const TIERED_COUNTED_THROUGH_KEY = localKey('dayLedgerTieredThrough');
 /**
@@ -396,6 +398,7 @@ export class AuditStore {
       store.#prunedCheckpointSeq = prunedCheckpoint === undefined ? undefined : Number(prunedCheckpoint);
       const prunedTimeMax = await store.#db.get(PRUNED_TIME_MAX_KEY);
       store.#prunedTimeMax = prunedTimeMax === undefined ? undefined : Number(prunedTimeMax);
+      await store.#boundPrunedTimes(position, options.now ?? Date.now);
       store.#ledger = await SourceLedger.load(store.#db);
       for (const [key, value] of await store.#db.iterator({ gte: PREFIX.meta, lt: prefixEnd(PREFIX.meta) }).all()) store.#metaText.set(key.slice(PREFIX.meta.length), value);
       await backfillLedger(store.#db, store.#ledger, store.#days);
@@ -468,6 +471,28 @@ export class AuditStore {
    * Where the log ends: the recorded log end (it outlives a deleted or cut last entry), or for
    * a store written before it was recorded, the last entry. Its term comes from the term runs.
    */
+  /**
+   * Makes #prunedTimeMax bound what retention deleted before versions recorded it. Versions
+   * before 2026-12-04 deleted tiered events without keeping their ids or the newest time they
+   * deleted, so a re-send of one of those was stored and tiered a second time (an upgrade
+   * review found five such duplicates in the tier). A store opened for the first time by this
+   * version, with entries in its log, takes as that bound the moment it is opened (or its
+   * newest ingest time, if later): every event retention deleted was older than its prune's
+   * cutoff, which was never after that. What it costs is a tier lookup for a re-send timed
+   * before the upgrade and not in the log; ingest after it is timed later and looks nothing up.
+   * A new store (empty log) needs no bound and gets none.
+   */
+  async #boundPrunedTimes(position: WriterPosition, now: () => number): Promise<void> {
+    if ((await this.#db.get(PRUNED_TIME_MAX_COMPLETE_KEY)) !== undefined) return;
+    const batch = this.#db.batch();
+    if (position.lastSeq > 0) {
+      this.#prunedTimeMax = Math.max(this.#prunedTimeMax ?? Number.NEGATIVE_INFINITY, now(), position.lastIngestTs);
+      batch.put(PRUNED_TIME_MAX_KEY, String(this.#prunedTimeMax));
+    }
+    batch.put(PRUNED_TIME_MAX_COMPLETE_KEY, '1');
+    await batch.write({ sync: true });
+  }
+
   async #readPosition(): Promise<WriterPosition> {
     const last = await this.#db.keys({ gte: PREFIX.seq, lt: prefixEnd(PREFIX.seq), reverse: true, limit: 1 }).all();
     const key = last[0];

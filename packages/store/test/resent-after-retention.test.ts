@@ -10,6 +10,8 @@
 // in the tier at the original's time and judged against that copy (a conflict, never a second
 // record under one id): after a restart too, before the filter of those ids is filled, and when
 // retention deletes the first copy while the re-send is being written; ordinary ingest reads none.
+// A store whose retention deleted events under a version that kept no record of them looks such a
+// re-send up in the tier once upgraded.
 import { Level } from 'level';
 import { encodeErasureDetails, INTEGRITY_ACTIONS, newSaltKey, RecordHasher } from '@auditlake/integrity';
 import { encodeEvent, SELF_SOURCE, type AuditEvent, type EncodedEvent, type StoredEvent } from '@auditlake/model';
@@ -111,6 +113,47 @@ describe('events re-sent after retention deleted them', () => {
     await stores.close(store);
     const { store: reopened } = await stores.open(location);
     expect(reopened.prunedTimeMax).toBe(OLD_MS);
+  });
+
+  it('a store whose retention deleted events under a version that recorded none of it looks a re-send up in the tier once upgraded; a store this version made gets no such bound', async () => {
+    const { store, location } = await stores.open();
+    await store.appendEncoded([ingested(ev('gone')), ingested(ev('kept', { timestamp: OLD_MS + 10_000 }))]);
+    const tierCopy = JSON.stringify(await store.getByEventId('gone'));
+    expect((await store.pruneBefore(OLD_MS + 1, 100, async () => true)).deleted).toBe(1);
+    await stores.close(store);
+    // As versions before 2026-12-04 left a store: no deleted ids, no newest deleted time.
+    const db = new Level<string, string>(location);
+    await db.open();
+    const forgotten = [...(await db.keys({ gte: 'p!', lt: 'p"' }).all()), 'l!prunedTimeMax', 'l!prunedTimeMaxComplete'];
+    await db.batch(forgotten.map((key) => ({ type: 'del' as const, key })));
+    await db.close();
+
+    const upgradedAt = Date.now() + 24 * 60 * 60 * 1000;
+    const { store: upgraded } = await stores.open(location, () => upgradedAt);
+    expect(upgraded.prunedTimeMax).toBe(upgradedAt);
+    const asked: Array<Map<string, number>> = [];
+    upgraded.setTieredCopyLookup(async (times) => {
+      asked.push(new Map(times));
+      return new Map([...times.keys()].filter((id) => id === 'gone').map((id) => [id, tierCopy]));
+    });
+    const lastSeq = upgraded.position.lastSeq;
+    expect(await upgraded.appendEncoded([ingested(ev('gone'))])).toEqual({ stored: [], duplicates: 1, conflicts: [], heldByTier: ['gone'] });
+    expect(asked).toEqual([new Map([['gone', OLD_MS]])]);
+    // Ingest timed after the upgrade looks nothing up.
+    expect((await upgraded.appendEncoded([ingested(ev('after', { timestamp: upgradedAt + 1 }))])).stored.map((e) => e.eventId)).toEqual(['after']);
+    expect(asked.length).toBe(1);
+    expect(upgraded.position.lastSeq).toBe(lastSeq + 1);
+    // The bound is kept, and not raised again at the next open.
+    await stores.close(upgraded);
+    const { store: again } = await stores.open(location, () => upgradedAt + 1_000_000);
+    expect(again.prunedTimeMax).toBe(upgradedAt);
+
+    // A store this version made, never pruned: no bound at its next open, nothing looked up.
+    const { store: fresh, location: freshAt } = await stores.open();
+    await fresh.appendEncoded([ingested(ev('x'))]);
+    await stores.close(fresh);
+    const { store: reopened } = await stores.open(freshAt, () => upgradedAt);
+    expect(reopened.prunedTimeMax).toBeUndefined();
   });
 
   it('a standby whose log skips what the leader deleted takes the leader\'s newest deleted time, and keeps it over a restart', async () => {
