@@ -82,6 +82,18 @@ const PARSERS: { [K in SettingKey]: ValueParser<unknown> } = {
   'audit.tier.maintenance.metadata.previous.versions.max': positiveInt,
 };
 
+/**
+ * How a stored value is read where it may come from an older version (parseSettings, the API's
+ * view): as PARSERS, except where today's check is stricter than an older version's and the
+ * value still means something. A cron an older version accepted loads as far as its form
+ * (storedCronExpression); an orphan age below today's floor loads as the floor.
+ */
+const STORED_PARSERS: { [K in SettingKey]: ValueParser<unknown> } = {
+  ...PARSERS,
+  'audit.tier.maintenance.cron': storedCronExpression,
+  'audit.tier.maintenance.orphan.min.age.ms': (v) => Math.max(ORPHAN_MIN_AGE_FLOOR_MS, nonNegativeInt(v)),
+};
+
 /** The one string form of a valid value (`1.0` → `1`, `TRUE` → `true`), so equal values compare equal. */
 function canonical(key: SettingKey, text: string): string {
   const parsed = parseNamed(key, text, PARSERS[key], AuditErrorCode.SETTINGS_INVALID);
@@ -106,7 +118,8 @@ export function settingsView(settings: Settings): SettingsView {
   const view = {} as SettingsView;
   for (const key of SETTING_KEYS) {
     try {
-      const parsed = PARSERS[key](settings[key].trim());
+      // As the node reads it: a value an older version stored below today's bounds shows what is in force.
+      const parsed = STORED_PARSERS[key](settings[key].trim());
       // A list (audit.redact.keys) is answered in its one string form, as it is configured.
       view[key] = (Array.isArray(parsed) ? parsed.join(',') : parsed) as SettingValue;
     } catch {
@@ -156,7 +169,7 @@ function invalid(message: string): AuditError {
  * (the cron only as far as its form: see storedCronExpression).
  */
 export function parseSettings(settings: Settings): EffectiveSettings {
-  const get = <T>(key: SettingKey) => parseNamed(key, settings[key], PARSERS[key], AuditErrorCode.SETTINGS_INVALID) as T;
+  const get = <T>(key: SettingKey) => parseNamed(key, settings[key], STORED_PARSERS[key], AuditErrorCode.SETTINGS_INVALID) as T;
   const effective: EffectiveSettings = {
     retentionDays: get('audit.retention.days'),
     readEnabled: get('audit.read.enabled'),
@@ -170,15 +183,12 @@ export function parseSettings(settings: Settings): EffectiveSettings {
     maintenanceEnabled: get('audit.tier.maintenance.enabled'),
     // A new cron is checked in full as the request is merged (mergeSettings); a stored one only
     // as far as its form, so one an older version accepted and that never runs still loads.
-    maintenanceCron: parseNamed('audit.tier.maintenance.cron', settings['audit.tier.maintenance.cron'], storedCronExpression, AuditErrorCode.SETTINGS_INVALID),
+    maintenanceCron: get('audit.tier.maintenance.cron'),
     maintenanceSnapshotRetainLast: get('audit.tier.maintenance.snapshot.retain.last'),
     maintenanceRemoveOrphanFiles: get('audit.tier.maintenance.remove.orphan.files'),
     // A new value is checked against the floor as the request is merged (mergeSettings); one an
     // older version stored below it still loads, and counts as the floor.
-    maintenanceOrphanMinAgeMs: Math.max(
-      ORPHAN_MIN_AGE_FLOOR_MS,
-      parseNamed('audit.tier.maintenance.orphan.min.age.ms', settings['audit.tier.maintenance.orphan.min.age.ms'], nonNegativeInt, AuditErrorCode.SETTINGS_INVALID),
-    ),
+    maintenanceOrphanMinAgeMs: get('audit.tier.maintenance.orphan.min.age.ms'),
     maintenanceTargetFileSizeBytes: get('audit.tier.maintenance.target.file.size.bytes'),
     maintenanceMetadataPreviousVersionsMax: get('audit.tier.maintenance.metadata.previous.versions.max'),
   };
@@ -239,11 +249,16 @@ export function mergeSettings(stored: Settings, request: unknown): SettingsUpdat
     throw invalid('settings request must be a JSON object of setting keys to values');
   }
   const base = canonicalSettings(stored);
+  const inForce = settingsView(stored);
   const merged: Settings = { ...base };
   for (const [key, value] of Object.entries(request)) {
     if (SETTINGS_READ_ONLY_KEYS.includes(key)) continue;
     if (!isSettingKey(key)) throw invalid(`unknown setting: ${key} (known: ${SETTING_KEYS.join(', ')})`);
-    merged[key] = canonical(key, asSettingString(key, value));
+    const text = asSettingString(key, value);
+    // The value in force, sent back as the API answered it, changes nothing: one an older
+    // version stored (a cron today's check refuses) is kept, not refused.
+    if (text.trim() === base[key].trim() || text.trim() === String(inForce[key])) continue;
+    merged[key] = canonical(key, text);
   }
   const effective = parseSettings(merged);
   const changes = SETTING_KEYS.filter((key) => merged[key] !== base[key]).map((key) => ({

@@ -259,6 +259,24 @@ describe('mergeSettings', () => {
   });
 });
 
+describe('values an older version stored that today\'s checks refuse', () => {
+  it('are answered as they are in force, and the answer posted back as it is changes nothing and is not refused', () => {
+    // An orphan age below today's floor and a cron that never runs, both once accepted.
+    const older = { ...DEFAULTS(), 'audit.tier.maintenance.orphan.min.age.ms': '60000', 'audit.tier.maintenance.cron': '0 0 31 2 *' };
+    const view = settingsView(older);
+    expect(view['audit.tier.maintenance.orphan.min.age.ms']).toBe(3_600_000);
+    expect(parseSettings(older).maintenanceOrphanMinAgeMs).toBe(3_600_000);
+    expect(view['audit.tier.maintenance.cron']).toBe('0 0 31 2 *');
+    const postedBack = mergeSettings(older, view);
+    expect(postedBack.changes).toEqual([]);
+    expect(postedBack.effective).toEqual(parseSettings(older));
+    // Sent as stored, too; a new value below the floor is still refused.
+    expect(mergeSettings(older, { 'audit.tier.maintenance.orphan.min.age.ms': '60000' }).changes).toEqual([]);
+    expect(refusedMessage(older, { 'audit.tier.maintenance.orphan.min.age.ms': 120_000 })).toMatch(/must be at least 3600000 .*: 120000$/);
+    expect(refusedMessage(older, { 'audit.tier.maintenance.cron': '0 0 30 2 *' })).toMatch(/day of month occurs/);
+  });
+});
+
 describe('settingsView', () => {
   it('answers numbers as numbers, booleans as booleans and text as text', () => {
     expect(settingsView({ ...DEFAULTS(), 'audit.read.sample.rate': '0.25', 'audit.read.enabled': 'false', 'audit.tier.retain.local.days': '0' })).toEqual({
