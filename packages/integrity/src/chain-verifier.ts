@@ -105,6 +105,12 @@ export interface VerifyReport {
   duplicates: number;
   /** Rows a tier holds without a seq (written before the chain existed): counted, not verifiable. */
   rowsWithoutSeq: number;
+  /**
+   * Seqs before the chain began that the history does not hold (deleted by a version that kept
+   * no record of what its retention deleted, or tiered without a seq): not verifiable, as the
+   * records of that time are not, so not a break.
+   */
+  preChainAbsent: number;
   chainId: string | undefined;
   /** Key ids that signed the verified checkpoints. */
   keyIds: string[];
@@ -164,6 +170,7 @@ export class ChainVerifier {
   #firstChainedSeq: number | undefined;
   #records = 0;
   #legacy = 0;
+  #preChainAbsent = 0;
   #pruned = 0;
   #duplicates = 0;
   #erasedFields = 0;
@@ -243,6 +250,7 @@ export class ChainVerifier {
       prunedRecords: this.#pruned,
       duplicates: this.#duplicates,
       rowsWithoutSeq: this.#rowsWithoutSeq,
+      preChainAbsent: this.#preChainAbsent,
       chainId,
       keyIds,
       breaks: this.#breaks,
@@ -264,7 +272,7 @@ export class ChainVerifier {
       return;
     }
     this.#firstSeq ??= record.seq;
-    this.#bridgeGap(last?.seq, record.seq);
+    this.#bridgeGap(last?.seq, record);
     if (digest === undefined) {
       this.#legacyRecord(record);
       return;
@@ -332,7 +340,8 @@ export class ChainVerifier {
    * deletions (the chain goes on from the hash kept for the range's end), or missing records.
    * Before the first record, nothing is missing unless the history's start is known.
    */
-  #bridgeGap(lastSeq: number | undefined, seq: number): void {
+  #bridgeGap(lastSeq: number | undefined, record: CheckedRecord): void {
+    const seq = record.seq;
     let at: number;
     if (lastSeq !== undefined) at = lastSeq + 1;
     else if (this.#options.startSeq !== undefined && this.#options.startSeq < seq) at = this.#options.startSeq;
@@ -360,6 +369,11 @@ export class ChainVerifier {
       this.#prevChain = anchored;
       return;
     }
+    if (this.#beforeChainStart(record)) {
+      this.#preChainAbsent += seq - at;
+      this.#prevChain = GENESIS_CHAIN_HASH;
+      return;
+    }
     this.#break({
       kind: 'missing',
       seq: at,
@@ -367,6 +381,21 @@ export class ChainVerifier {
       message: `missing records: seq ${at}..${seq - 1} (${seq - at} ${seq - at === 1 ? 'record' : 'records'})`,
     });
     this.#prevChain = undefined;
+  }
+
+  /**
+   * Whether seqs missing right before `record` fall before the chain began: no chained record
+   * came yet, and this one predates the chain too or is where it starts (its chain_hash follows
+   * from the genesis value). Versions before the chain deleted records by retention without
+   * declaring ranges, and tiered rows without a seq, so such seqs prove nothing either way. A
+   * chained history cut at its start is not taken for this: its first record left links to the
+   * chain hash before it, not to the genesis value.
+   */
+  #beforeChainStart(record: CheckedRecord): boolean {
+    if (this.#firstChainedSeq !== undefined) return false;
+    const digest = record.digest;
+    if (digest === undefined) return true;
+    return record.chainHash === chainHash(GENESIS_CHAIN_HASH, digest.recordHash);
   }
 
   #legacyRecord(record: CheckedRecord): void {
@@ -749,6 +778,7 @@ function successMessage(report: VerifyReport): string {
   if (report.legacyRecords > 0) notes.push(`${report.legacyRecords} earlier ${report.legacyRecords === 1 ? 'record predates' : 'records predate'} the chain`);
   if (report.prunedRecords > 0) notes.push(`${report.prunedRecords} ${report.prunedRecords === 1 ? 'record' : 'records'} removed by retention`);
   if (report.duplicates > 0) notes.push(`${report.duplicates} identical ${report.duplicates === 1 ? 'copy' : 'copies'} ignored`);
+  if (report.preChainAbsent > 0) notes.push(`${report.preChainAbsent} ${report.preChainAbsent === 1 ? 'seq' : 'seqs'} before the chain began not held (deleted or tiered without a seq by a version before it), not verifiable`);
   if (report.rowsWithoutSeq > 0) notes.push(`${report.rowsWithoutSeq} tier ${report.rowsWithoutSeq === 1 ? 'row' : 'rows'} without a seq not verifiable (written before the chain, or added)`);
   return notes.length > 0 ? `${message}; ${notes.join('; ')}` : message;
 }

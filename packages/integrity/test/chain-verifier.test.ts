@@ -144,6 +144,29 @@ describe('an untouched history', () => {
     const report = verify([...legacy, ...rechainFromGenesis(shifted)]);
     expect(report.message).toMatch(/3 earlier records predate the chain$/);
   });
+
+  it('takes seqs missing before the chain began (deleted by a version that declared nothing, or tiered without a seq) as not verifiable, never as missing', () => {
+    const legacy = [1, 2, 3, 4, 5].map((seq) => ({ ...event(), seq, term: 0, ingestTs: seq }));
+    const chain = rechainFromGenesis(buildLog(events(5), { final: false }).records.map((r) => ({ ...r, seq: r.seq + 7 })));
+    // Seq 3 and seqs 6..7 are gone: retention of a version before the chain deleted them.
+    const upgraded = verify([...legacy.filter((r) => r.seq !== 3), ...chain]);
+    expect(upgraded).toMatchObject({ ok: true, legacyRecords: 4, preChainAbsent: 3 });
+    expect(upgraded.message).toMatch(/; 4 earlier records predate the chain; 3 seqs before the chain began not held \(deleted or tiered without a seq by a version before it\), not verifiable$/);
+    // Offline from a tier whose rows before the chain carry no seq: its first row with one starts the chain.
+    const verifier = new ChainVerifier({ startSeq: 1 });
+    for (const record of chain) verifier.add(record);
+    verifier.addRowsWithoutSeq(7);
+    expect(verifier.finish()).toMatchObject({ ok: true, preChainAbsent: 7, rowsWithoutSeq: 7 });
+  });
+
+  it('still names records missing where the chain had begun: its first record removed, a cut inside it, or a chained history cut at its start', () => {
+    const legacy = [1, 2, 3].map((seq) => ({ ...event(), seq, term: 0, ingestTs: seq }));
+    const chain = rechainFromGenesis(buildLog(events(6), { final: false }).records.map((r) => ({ ...r, seq: r.seq + 3 })));
+    expect(verify([...legacy, ...chain.filter((r) => r.seq !== 4)]).message).toBe('missing records: seq 4..4 (1 record)');
+    expect(verify([...legacy, ...chain.filter((r) => r.seq !== 6 && r.seq !== 7)]).message).toBe('missing records: seq 6..7 (2 records)');
+    const whole = buildLog(events(10)).records;
+    expect(verify(whole.filter((r) => r.seq > 3)).message).toBe('missing records: seq 1..3 (3 records)');
+  });
 });
 
 function rechainFromGenesis(records: VerifyRecord[]): VerifyRecord[] {
