@@ -17,6 +17,12 @@ import { ReplicationTracker, type StandbyProgress } from './replication-tracker.
 export interface HeldByStandbys {
   throughSeq: number;
   nodes: string[];
+  /**
+   * Those of `nodes` that keep asking from `throughSeq` after being sent the entries past it:
+   * they do not apply them (ReplicationTracker.notApplying), so the hold lasts until someone
+   * looks at them. Absent when none.
+   */
+  notApplying?: string[];
 }
 
 export interface ClusterNodeOptions {
@@ -134,6 +140,12 @@ export class ClusterNode {
       onMismatch: (asker) => {
         options.hooks.onDivergenceFound();
         log.info({ standby: asker }, 'a standby asked from a position this log does not hold; sent it this log’s term boundaries to find where they agree');
+      },
+      onNotApplying: (standby, seq) => {
+        log.warn(
+          { standby, seq },
+          `standby ${standby} keeps asking for the entries after seq ${seq} that this leader sent it: it does not apply them, and tiering waits for it past that seq. Look at its log: a node of an older version cannot apply the records of a newer leader (upgrade it; upgrade standbys before the leader), or its disk refuses writes`,
+        );
       },
     });
     this.#forwarder = new OutboxForwarder({
@@ -440,6 +452,10 @@ export class ClusterNode {
       else if (seq === held.throughSeq) held.nodes.push(member.nodeId);
     }
     held?.nodes.sort();
+    if (held !== undefined) {
+      const notApplying = this.tracker.notApplying().filter((nodeId) => held?.nodes.includes(nodeId));
+      if (notApplying.length > 0) held.notApplying = notApplying.sort();
+    }
     return held;
   }
 

@@ -18,6 +18,11 @@ export interface LogSourceOptions {
   clock: Clock;
   /** A pull was answered with a mismatch: the asker's log diverged from this one. */
   onMismatch: (asker: string) => void;
+  /**
+   * A standby asked again, for the NOT_APPLYING_PULLS-th time in a row, from a seq this leader
+   * had already sent it entries past (ReplicationTracker.sent): once per such run.
+   */
+  onNotApplying?: (standby: string, seq: number) => void;
 }
 
 /**
@@ -63,6 +68,9 @@ export class LogSource {
       if (!elector.isLeader()) throw new AuditError(AuditErrorCode.NOT_LEADER, `node ${this.#options.nodeId} is no longer the leader`, { retryable: true });
       if (!(await this.#matches(request))) return { ...(await this.#header(request, false)), entries: [], mismatch: { termStarts: store.termStarts() } };
       entries = await store.readEncodedBySeq(request.after, limit);
+    }
+    if (term !== undefined && request.term === term && entries.length > 0 && tracker.sent(term, request.nodeId, request.after)) {
+      this.#options.onNotApplying?.(request.nodeId, request.after);
     }
     return this.#withEntries(request, entries, true);
   }

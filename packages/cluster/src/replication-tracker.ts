@@ -11,7 +11,18 @@ export interface StandbyProgress {
    * the dead standby's seq until the node forgot it.
    */
   heardAtMs: number;
+  /**
+   * Pulls in a row that asked again from `appliedSeq` after this leader had sent entries past
+   * it: the standby receives them and does not apply them (a node of an older version that
+   * cannot read this leader's records, a disk that refuses writes). 0 once it moves on.
+   */
+  repeatedPulls: number;
+  /** This leader sent entries past `appliedSeq` in answer to the last pull. */
+  sentPast: boolean;
 }
+
+/** Repeated pulls (StandbyProgress.repeatedPulls) from which a standby counts as not applying what it is sent. */
+export const NOT_APPLYING_PULLS = 3;
 
 /**
  * The leader's record of how far each standby holds its log, for one term at a time: only
@@ -42,8 +53,26 @@ export class ReplicationTracker {
       this.#progress = new Map();
     }
     const previous = this.#progress.get(nodeId);
-    this.#progress.set(nodeId, { nodeId, appliedSeq: Math.max(seq, previous?.appliedSeq ?? 0), heardAtMs: this.#clock.monotonicMs() });
+    const appliedSeq = Math.max(seq, previous?.appliedSeq ?? 0);
+    const repeated = previous !== undefined && previous.sentPast && seq === previous.appliedSeq;
+    this.#progress.set(nodeId, { nodeId, appliedSeq, heardAtMs: this.#clock.monotonicMs(), repeatedPulls: repeated ? previous.repeatedPulls + 1 : 0, sentPast: false });
     for (const listener of [...this.#listeners]) listener();
+  }
+
+  /**
+   * This leader answered `nodeId`'s pull from `after` with entries past it (after `record`).
+   * Returns true when the standby has just come to count as not applying what it is sent.
+   */
+  sent(term: number, nodeId: string, after: number): boolean {
+    const p = this.#progress.get(nodeId);
+    if (term !== this.#term || p === undefined || p.appliedSeq !== after) return false;
+    p.sentPast = true;
+    return p.repeatedPulls === NOT_APPLYING_PULLS;
+  }
+
+  /** The standbys that keep asking from the same seq after being sent entries past it (repeatedPulls). */
+  notApplying(): string[] {
+    return [...this.#progress.values()].filter((p) => p.repeatedPulls >= NOT_APPLYING_PULLS).map((p) => p.nodeId);
   }
 
   /**
@@ -52,7 +81,7 @@ export class ReplicationTracker {
    * matched before. Its progress counts again from its next matched pull.
    */
   cutAfter(seq: number): void {
-    for (const [nodeId, p] of this.#progress) if (p.appliedSeq > seq) this.#progress.set(nodeId, { ...p, appliedSeq: seq });
+    for (const [nodeId, p] of this.#progress) if (p.appliedSeq > seq) this.#progress.set(nodeId, { ...p, appliedSeq: seq, repeatedPulls: 0, sentPast: false });
   }
 
   /** True once a standby holds this leader's log up to `seq` in `term`. */

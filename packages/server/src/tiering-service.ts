@@ -45,9 +45,11 @@ export interface TierStatusView extends TierStatus {
   /**
    * On a cluster leader whose standbys do not hold its whole log: the seq they all hold through
    * and the standbys that hold no more (the sweep tiers no further; one that stays reachable but
-   * does not catch up holds tiering back until it does). Null when nothing is held back.
+   * does not catch up holds tiering back until it does), and those of them that keep asking
+   * for entries they were sent without applying them (`notApplying`, absent when none). Null
+   * when nothing is held back.
    */
-  heldByStandbys: { throughSeq: number; nodes: string[] } | null;
+  heldByStandbys: { throughSeq: number; nodes: string[]; notApplying?: string[] } | null;
   /**
    * The seq of the oldest erasure record some tier location has not applied yet: local retention
    * keeps it and everything after it until then (null: nothing held). As of the last retention

@@ -36,7 +36,7 @@ export interface TierStatus {
   /** Retention counts the log as tiered only through throughSeq, below the watermark: later entries belong to a later term than the watermark's (null: nothing held so). */
   retentionHeldByTerm?: { throughSeq: number; watermarkSeq: number } | null;
   /** A cluster leader's standbys that do not hold its whole log yet, and how far they all do (null: nothing held back). */
-  heldByStandbys?: { throughSeq: number; nodes: string[] } | null;
+  heldByStandbys?: { throughSeq: number; nodes: string[]; notApplying?: string[] } | null;
   /** The completeness ledger summed up (GET /admin/audit/ledger has it per source). */
   ledger?: { sources: number; sourcesWithGaps: number; missing: number };
 }

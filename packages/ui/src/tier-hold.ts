@@ -13,10 +13,14 @@ export function erasureHoldText(seq: number | null | undefined): string | undefi
  * standbys of a cluster leader that hold its log only that far (a leader tiers only what every
  * reachable standby holds). Undefined when nothing is held back (null, or a node too old to say).
  */
-export function standbyHoldText(held: { throughSeq: number; nodes: string[] } | null | undefined): string | undefined {
+export function standbyHoldText(held: { throughSeq: number; nodes: string[]; notApplying?: string[] } | null | undefined): string | undefined {
   if (held === null || held === undefined) return undefined;
   const who = held.nodes.length === 1 ? `standby ${held.nodes[0] ?? ''}` : `standbys ${held.nodes.join(', ')}`;
-  return `through seq ${held.throughSeq}: ${who} ${held.nodes.length === 1 ? 'holds' : 'hold'} no more of the log yet (the leader tiers only what every reachable standby holds)`;
+  const text = `through seq ${held.throughSeq}: ${who} ${held.nodes.length === 1 ? 'holds' : 'hold'} no more of the log yet (the leader tiers only what every reachable standby holds)`;
+  const stuck = held.notApplying ?? [];
+  if (stuck.length === 0) return text;
+  const which = stuck.length === 1 ? `standby ${stuck[0] ?? ''} keeps asking for entries it was sent without applying them: see its log` : `standbys ${stuck.join(', ')} keep asking for entries they were sent without applying them: see their logs`;
+  return `${text}; ${which} (a node of an older version cannot apply a newer leader's records: upgrade it)`;
 }
 
 /**

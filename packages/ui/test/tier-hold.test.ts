@@ -12,6 +12,9 @@ describe('erasure hold in words', () => {
   it('names the standbys holding tiering back and how far they hold, and is absent when none does', () => {
     expect(standbyHoldText({ throughSeq: 41, nodes: ['node1'] })).toBe('through seq 41: standby node1 holds no more of the log yet (the leader tiers only what every reachable standby holds)');
     expect(standbyHoldText({ throughSeq: 0, nodes: ['node1', 'node2'] })).toBe('through seq 0: standbys node1, node2 hold no more of the log yet (the leader tiers only what every reachable standby holds)');
+    expect(standbyHoldText({ throughSeq: 5012, nodes: ['n1'], notApplying: ['n1'] })).toBe(
+      "through seq 5012: standby n1 holds no more of the log yet (the leader tiers only what every reachable standby holds); standby n1 keeps asking for entries it was sent without applying them: see its log (a node of an older version cannot apply a newer leader's records: upgrade it)",
+    );
     expect(standbyHoldText(null)).toBeUndefined();
     expect(standbyHoldText(undefined)).toBeUndefined();
   });
