@@ -152,6 +152,7 @@ function verifierOptionsOf(options: VerifyOptions, pinnedKeys: KeyObject[], tier
     for (const { key } of view.keys) shownKeys.push({ text: key, where });
   }
   const verifierOptions: ChainVerifierOptions = { checkpoints, shownKeys, startSeq: options.fromSeq };
+  if (options.preChainHoles) verifierOptions.preChainHoles = true;
   if (pinnedKeys.length > 0) verifierOptions.pinnedKeys = pinnedKeys;
   if (view !== undefined && client !== undefined) {
     verifierOptions.pruned = view.pruned;

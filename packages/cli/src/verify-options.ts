@@ -5,7 +5,7 @@ import { redactUrl } from './node-client.js';
 
 export const VERIFY_USAGE = `usage: auditlake verify [--url URL --token T] [--path s3://bucket/prefix]... [--table s3://bucket/table-location]...
                         [--endpoint URL] [--region R] [--access-key-id K] [--secret-access-key S]
-                        [--public-key FILE]... [--from-seq N] [--threads N] [--json]
+                        [--public-key FILE]... [--from-seq N] [--pre-chain-holes] [--threads N] [--json]
   Recomputes every record hash and the record chain over a node's log and/or a tier, checks
   every signed checkpoint, and prints "verified N records, seq A..B, K checkpoints" or the first
   break (altered record, missing records, reordered, truncated tail, bad or unknown signature).
@@ -21,6 +21,10 @@ export const VERIFY_USAGE = `usage: auditlake verify [--url URL --token T] [--pa
                        signed by one of these, not merely by a key the history shows
   --from-seq           where the history is known to begin (default 1): records before it are
                        not expected
+  --pre-chain-holes    the history began before the record chain (a node or tier upgraded from a
+                       version without it): seqs missing before the chain began, which such
+                       versions deleted by retention without declaring them or tiered without
+                       a seq, count as not verifiable instead of missing
   --threads            worker threads that decode and hash records (default: one per
                        core, at most 8); 0 does it all on the main thread
   --json               print the whole report as JSON
@@ -50,6 +54,8 @@ export interface VerifyOptions {
   tiers: TierLocationOption[];
   publicKeyFiles: string[];
   fromSeq: number;
+  /** `--pre-chain-holes`: the operator says the history began before the chain (ChainVerifierOptions.preChainHoles). */
+  preChainHoles: boolean;
   /** Worker threads that decode and hash (0: none, all on the main thread). */
   threads: number;
   json: boolean;
@@ -78,6 +84,7 @@ export function parseVerifyOptions(args: string[], env: NodeJS.ProcessEnv): Veri
         'secret-access-key': { type: 'string' },
         'public-key': { type: 'string', multiple: true },
         'from-seq': { type: 'string' },
+        'pre-chain-holes': { type: 'boolean', default: false },
         threads: { type: 'string' },
         json: { type: 'boolean', default: false },
       },
@@ -89,7 +96,7 @@ export function parseVerifyOptions(args: string[], env: NodeJS.ProcessEnv): Veri
   const locations = [...(v.path ?? []).map((location) => ({ mode: 'parquet' as const, flag: 'path', location })), ...(v.table ?? []).map((location) => ({ mode: 'iceberg' as const, flag: 'table', location }))];
   const url = v.url ?? (locations.length === 0 ? env['AUDITLAKE_URL'] : undefined);
   if (url === undefined && locations.length === 0) throw usageError('name what to verify: --url (a node), --path (a Parquet tier) or --table (an Iceberg table)');
-  const options: VerifyOptions = { tiers: [], publicKeyFiles: v['public-key'] ?? [], fromSeq: 1, threads: Math.min(availableParallelism(), THREADS_DEFAULT_MAX), json: v.json === true };
+  const options: VerifyOptions = { tiers: [], publicKeyFiles: v['public-key'] ?? [], fromSeq: 1, preChainHoles: v['pre-chain-holes'] === true, threads: Math.min(availableParallelism(), THREADS_DEFAULT_MAX), json: v.json === true };
   if (url !== undefined) {
     if (!/^https?:\/\/[^/]+/.test(url)) throw usageError(`--url must be an http(s) URL: ${redactUrl(url)}`);
     const token = v.token ?? env['AUDITLAKE_ADMIN_TOKEN'];

@@ -203,6 +203,12 @@ describe('an untouched history', () => {
     const streams = { stdout: { write: (t: string) => (stdout += t) }, stderr: { write: (t: string) => (stderr += t) } };
     expect(await verifyCommand(['--url', node.url, '--token', ADMIN_TOKEN], {}, streams)).toBe(0);
     expect(stdout).toMatch(/^verified 30 records, seq 1\.\.30, 3 checkpoints\n$/);
+    // --pre-chain-holes is the operator's word that the history began before the chain: a history without holes reads the same.
+    expect(online().preChainHoles).toBe(false);
+    expect(online(['--pre-chain-holes']).preChainHoles).toBe(true);
+    stdout = '';
+    expect(await verifyCommand(['--url', node.url, '--token', ADMIN_TOKEN, '--pre-chain-holes'], {}, streams)).toBe(0);
+    expect(stdout).toMatch(/^verified 30 records, seq 1\.\.30, 3 checkpoints\n$/);
     expect(await verifyCommand(['--path', 'not-a-location'], {}, streams)).toBe(2);
     expect(stderr).toContain('--path must be s3://bucket[/prefix]: not-a-location');
     expect(await verifyCommand([], {}, streams)).toBe(2);

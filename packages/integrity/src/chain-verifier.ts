@@ -50,6 +50,15 @@ export interface ChainVerifierOptions {
    * before its first record are then a break, not history kept elsewhere.
    */
   startSeq?: number;
+  /**
+   * The operator says this history began before the record chain (`verify --pre-chain-holes`):
+   * seqs missing before the chain began then count as not verifiable (preChainAbsent) instead
+   * of missing. Not the default: from the records alone, a history upgraded from a version
+   * before the chain, whose retention deleted records without declaring them, looks the same as
+   * one whose first chained records were cut where the chain was later switched off and on
+   * again (a review found that cut passing).
+   */
+  preChainHoles?: boolean;
   /** Where the source says its log ends (a node's head): the history must reach it. */
   head?: { seq: number; chainHash: string | undefined; where: string };
   /**
@@ -369,16 +378,20 @@ export class ChainVerifier {
       this.#prevChain = anchored;
       return;
     }
-    if (this.#beforeChainStart(record)) {
+    const beforeChain = this.#beforeChainStart(record);
+    if (beforeChain && this.#options.preChainHoles === true) {
       this.#preChainAbsent += seq - at;
       this.#prevChain = GENESIS_CHAIN_HASH;
       return;
     }
+    const hint = beforeChain
+      ? ': they come before the record chain began; if this history was upgraded from a version without the chain, whose retention deleted records without declaring them, --pre-chain-holes counts such seqs as not verifiable'
+      : '';
     this.#break({
       kind: 'missing',
       seq: at,
       toSeq: seq - 1,
-      message: `missing records: seq ${at}..${seq - 1} (${seq - at} ${seq - at === 1 ? 'record' : 'records'})`,
+      message: `missing records: seq ${at}..${seq - 1} (${seq - at} ${seq - at === 1 ? 'record' : 'records'})${hint}`,
     });
     this.#prevChain = undefined;
   }
@@ -387,9 +400,10 @@ export class ChainVerifier {
    * Whether seqs missing right before `record` fall before the chain began: no chained record
    * came yet, and this one predates the chain too or is where it starts (its chain_hash follows
    * from the genesis value). Versions before the chain deleted records by retention without
-   * declaring ranges, and tiered rows without a seq, so such seqs prove nothing either way. A
-   * chained history cut at its start is not taken for this: its first record left links to the
-   * chain hash before it, not to the genesis value.
+   * declaring ranges, and tiered rows without a seq, so such seqs prove nothing either way
+   * (counted so only with `preChainHoles`). A fully chained history cut at its start is never
+   * taken for this: its first record left links to the chain hash before it, not to the genesis
+   * value.
    */
   #beforeChainStart(record: CheckedRecord): boolean {
     if (this.#firstChainedSeq !== undefined) return false;

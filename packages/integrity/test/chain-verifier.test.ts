@@ -145,18 +145,35 @@ describe('an untouched history', () => {
     expect(report.message).toMatch(/3 earlier records predate the chain$/);
   });
 
-  it('takes seqs missing before the chain began (deleted by a version that declared nothing, or tiered without a seq) as not verifiable, never as missing', () => {
+  it('with --pre-chain-holes, takes seqs missing before the chain began (deleted by a version that declared nothing, or tiered without a seq) as not verifiable; without it, names them missing and says so', () => {
     const legacy = [1, 2, 3, 4, 5].map((seq) => ({ ...event(), seq, term: 0, ingestTs: seq }));
     const chain = rechainFromGenesis(buildLog(events(5), { final: false }).records.map((r) => ({ ...r, seq: r.seq + 7 })));
     // Seq 3 and seqs 6..7 are gone: retention of a version before the chain deleted them.
-    const upgraded = verify([...legacy.filter((r) => r.seq !== 3), ...chain]);
+    const history = [...legacy.filter((r) => r.seq !== 3), ...chain];
+    const upgraded = verify(history, { preChainHoles: true });
     expect(upgraded).toMatchObject({ ok: true, legacyRecords: 4, preChainAbsent: 3 });
     expect(upgraded.message).toMatch(/; 4 earlier records predate the chain; 3 seqs before the chain began not held \(deleted or tiered without a seq by a version before it\), not verifiable$/);
+    expect(verify(history).message).toBe(
+      'missing records: seq 3..3 (1 record): they come before the record chain began; if this history was upgraded from a version without the chain, whose retention deleted records without declaring them, --pre-chain-holes counts such seqs as not verifiable',
+    );
     // Offline from a tier whose rows before the chain carry no seq: its first row with one starts the chain.
-    const verifier = new ChainVerifier({ startSeq: 1 });
+    const verifier = new ChainVerifier({ startSeq: 1, preChainHoles: true });
     for (const record of chain) verifier.add(record);
     verifier.addRowsWithoutSeq(7);
     expect(verifier.finish()).toMatchObject({ ok: true, preChainAbsent: 7, rowsWithoutSeq: 7 });
+  });
+
+  it('names the first chained records cut from a history whose chain was later switched off and on again as missing by default (they look like history from before the chain)', () => {
+    const first = buildLog(events(4), { final: false }).records;
+    const n = first.length;
+    const off = [n + 1, n + 2, n + 3].map((seq) => ({ ...event(), seq, term: 1, ingestTs: seq }));
+    const again = rechainFromGenesis(buildLog(events(3), { final: false }).records.map((r) => ({ ...r, seq: r.seq + n + 3 })));
+    // The honest history already fails where the chain fields stop.
+    expect(verify([...first, ...off, ...again]).message).toMatch(new RegExp(`^altered record at seq ${n + 1} .*its chain fields were removed$`));
+    // Cut its first chained records: by default still a break.
+    const cut = [...off, ...again];
+    expect(verify(cut).message).toMatch(new RegExp(`^missing records: seq 1\\.\\.${n} \\(${n} records\\): they come before the record chain began`));
+    expect(verify(cut).ok).toBe(false);
   });
 
   it('still names records missing where the chain had begun: its first record removed, a cut inside it, or a chained history cut at its start', () => {
