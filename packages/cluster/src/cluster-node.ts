@@ -144,7 +144,7 @@ export class ClusterNode {
       onNotApplying: (standby, seq) => {
         log.warn(
           { standby, seq },
-          `standby ${standby} keeps asking for the entries after seq ${seq} that this leader sent it: it does not apply them, and tiering waits for it past that seq. Look at its log: a node of an older version cannot apply the records of a newer leader (upgrade it; upgrade standbys before the leader), or its disk refuses writes`,
+          `standby ${standby} keeps asking for the entries after seq ${seq} that this leader sent it: it does not apply them, and tiering waits for it past that seq. Look at its log: a node of an older version cannot apply the records of a newer leader (upgrade it; upgrade standbys before the leader), its disk refuses writes, or the answers do not reach it in time (a slow link: \`did not answer\`)`,
         );
       },
     });

@@ -30,10 +30,23 @@ export interface ReplicationFollowerOptions {
  * to be forwarded again. Each matched pull tells the leader how far this standby holds its
  * log, which is how it tracks lag and `ack=replicated`.
  */
+/**
+ * Most entries a pull asks for. As the forward batch (cluster-node.ts): a standby applies each
+ * answer as one LevelDB batch, and batches of a megabyte or two cost the least CPU per event.
+ */
+export const PULL_LIMIT_MAX = 2000;
+
 export class ReplicationFollower {
   readonly #options: ReplicationFollowerOptions;
   readonly #abort = new AbortController();
   #loop: Promise<void> | undefined;
+  /**
+   * Entries the next pull asks for: halved after a failed pull, doubled back (to
+   * PULL_LIMIT_MAX) after each answered one. On a slow link an answer of 2,000 large entries
+   * took longer than the pull's timeout every time, and the standby never caught up (review: a
+   * 300 KB/s link, 1 KB events): a smaller answer arrives in time.
+   */
+  #limit = PULL_LIMIT_MAX;
 
   constructor(options: ReplicationFollowerOptions) {
     this.#options = options;
@@ -55,8 +68,10 @@ export class ReplicationFollower {
       try {
         await this.#pullOnce(leader.url);
         failures = 0;
+        this.#limit = Math.min(PULL_LIMIT_MAX, this.#limit * 2);
       } catch (err) {
         failures++;
+        this.#limit = Math.max(1, Math.floor(this.#limit / 2));
         if (failures === 1 || failures % 50 === 0) this.#options.log.warn({ leader: leader.nodeId, err: String(err) }, 'replication pull failed; retrying');
         await sleep(this.#options.clock, Math.min(1000, 50 * failures), signal);
       }
@@ -77,9 +92,7 @@ export class ReplicationFollower {
         lastTerm,
         ...(lastChainHash !== undefined ? { lastChainHash } : {}),
         term: elector.knownTerm,
-        // As the forward batch (cluster-node.ts): a standby applies each answer as one LevelDB
-        // batch, and batches of a megabyte or two cost the least CPU per event.
-        limit: 2000,
+        limit: this.#limit,
         waitMs: this.#options.pullWaitMs,
         metaHash: (await metaHash.current()).hash,
         catchUp: false,

@@ -21,8 +21,14 @@ export interface StandbyProgress {
   sentPast: boolean;
 }
 
-/** Repeated pulls (StandbyProgress.repeatedPulls) from which a standby counts as not applying what it is sent. */
-export const NOT_APPLYING_PULLS = 3;
+/**
+ * Repeated pulls (StandbyProgress.repeatedPulls) from which a standby counts as not applying
+ * what it is sent. More than a slow link costs: a standby whose pulls time out halves what it
+ * asks for each time (ReplicationFollower), from 2,000 entries down to 1 in 11 pulls, so one that
+ * only needs smaller answers is never named. A standby that refuses every entry gets there in a
+ * few seconds (its retries back off from 50 ms).
+ */
+export const NOT_APPLYING_PULLS = 12;
 
 /**
  * The leader's record of how far each standby holds its log, for one term at a time: only

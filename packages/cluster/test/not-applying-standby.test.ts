@@ -5,84 +5,9 @@
 // standby that asks again from a seq it was already sent entries past, warns once, and names it
 // in the hold tiering shows; a standby that applies and moves on, or that long-polls an idle
 // log, is never counted.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { AuditEvent } from '@auditlake/model';
-import { AuditStore } from '@auditlake/store';
-import { describe, expect, it, onTestFinished } from 'vitest';
-import { InMemoryCoordinator, InMemoryCoordinatorState } from '../src/index.js';
-import { LeaderElector } from '../src/leader-elector.js';
-import { LogSource } from '../src/log-source.js';
-import { MetaHash } from '../src/meta-hash.js';
-import type { PullRequest } from '../src/protocol.js';
-import { NOT_APPLYING_PULLS, ReplicationTracker } from '../src/replication-tracker.js';
-import { ManualClock } from './manual-clock.js';
-
-async function openStore(): Promise<AuditStore> {
-  const dir = await mkdtemp(join(tmpdir(), 'not-applying-'));
-  const store = await AuditStore.open({ location: dir });
-  onTestFinished(async () => {
-    await store.close();
-    await rm(dir, { recursive: true, force: true });
-  });
-  return store;
-}
-
-function ev(eventId: string): AuditEvent {
-  return { eventId, userId: 'u', source: 'trino', action: 'data:Select', resource: 'r', decision: 'ALLOW', tables: ['t'], query: 'SELECT 1', details: '', timestamp: 1_700_000_000_000 };
-}
-
-/** A leading elector over an in-memory coordinator, a leader store holding `events`, and its log source. */
-async function leaderWith(events: number) {
-  const clock = new ManualClock();
-  const state = new InMemoryCoordinatorState({ clock, newToken: () => 't' });
-  const store = await openStore();
-  await store.append(Array.from({ length: events }, (_, i) => ev(`e${i + 1}`)));
-  const elector = new LeaderElector({
-    coordinator: new InMemoryCoordinator(state, { nodeId: 'leader', leaseTtlMs: 1000 }),
-    clock,
-    nodeId: 'leader',
-    leaseTtlMs: 1000,
-    knownTerm: 0,
-    logEnd: () => store.position,
-    prepareLeadership: async () => undefined,
-    persistTerm: async () => undefined,
-    onTick: async () => undefined,
-    instance: 'dir-leader',
-    log: { info: () => undefined, warn: () => undefined },
-  });
-  onTestFinished(() => elector.close());
-  for (let i = 0; i < 10 && !elector.isLeader(); i++) {
-    await elector.tick();
-    clock.advance(150);
-  }
-  expect(elector.isLeader()).toBe(true);
-  const tracker = new ReplicationTracker(clock);
-  const warnings: Array<{ standby: string; seq: number }> = [];
-  const source = new LogSource({
-    store,
-    elector,
-    tracker,
-    metaHash: new MetaHash(store),
-    nodeId: 'leader',
-    clock,
-    onMismatch: () => undefined,
-    onNotApplying: (standby, seq) => void warnings.push({ standby, seq }),
-  });
-  const term = elector.leadingTerm as number;
-  const request = (standby: AuditStore, nodeId: string): PullRequest => ({
-    nodeId,
-    after: standby.position.lastSeq,
-    lastTerm: standby.position.lastTerm,
-    term,
-    limit: 2,
-    waitMs: 0,
-    metaHash: '',
-    catchUp: false,
-  });
-  return { store, source, tracker, warnings, request };
-}
+import { describe, expect, it } from 'vitest';
+import { NOT_APPLYING_PULLS } from '../src/replication-tracker.js';
+import { leaderWith, openStore } from './leader-log.js';
 
 describe('a standby that does not apply what it is sent', () => {
   it('is warned of once and named in the hold once it asked again from the same seq NOT_APPLYING_PULLS times; it is cleared once it moves on', async () => {

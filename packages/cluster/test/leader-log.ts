@@ -1,0 +1,81 @@
+// A leader for tests of what it serves: an elector leading over an in-memory coordinator, a
+// real store holding events, and its log source; and real stores for standbys.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AuditEvent } from '@auditlake/model';
+import { AuditStore } from '@auditlake/store';
+import { expect, onTestFinished } from 'vitest';
+import { InMemoryCoordinator, InMemoryCoordinatorState } from '../src/index.js';
+import { LeaderElector } from '../src/leader-elector.js';
+import { LogSource } from '../src/log-source.js';
+import { MetaHash } from '../src/meta-hash.js';
+import type { PullRequest } from '../src/protocol.js';
+import { ReplicationTracker } from '../src/replication-tracker.js';
+import { ManualClock } from './manual-clock.js';
+
+export async function openStore(): Promise<AuditStore> {
+  const dir = await mkdtemp(join(tmpdir(), 'cluster-leader-log-'));
+  const store = await AuditStore.open({ location: dir });
+  onTestFinished(async () => {
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+  return store;
+}
+
+export function ev(eventId: string, query = 'SELECT 1'): AuditEvent {
+  return { eventId, userId: 'u', source: 'trino', action: 'data:Select', resource: 'r', decision: 'ALLOW', tables: ['t'], query, details: '', timestamp: 1_700_000_000_000 };
+}
+
+/** A leading elector over an in-memory coordinator, a leader store holding `events`, and its log source. */
+export async function leaderWith(events: number, query?: string) {
+  const clock = new ManualClock();
+  const state = new InMemoryCoordinatorState({ clock, newToken: () => 't' });
+  const store = await openStore();
+  await store.append(Array.from({ length: events }, (_, i) => ev(`e${i + 1}`, query)));
+  const elector = new LeaderElector({
+    coordinator: new InMemoryCoordinator(state, { nodeId: 'leader', leaseTtlMs: 1000 }),
+    clock,
+    nodeId: 'leader',
+    leaseTtlMs: 1000,
+    knownTerm: 0,
+    logEnd: () => store.position,
+    prepareLeadership: async () => undefined,
+    persistTerm: async () => undefined,
+    onTick: async () => undefined,
+    instance: 'dir-leader',
+    log: { info: () => undefined, warn: () => undefined },
+  });
+  onTestFinished(() => elector.close());
+  for (let i = 0; i < 10 && !elector.isLeader(); i++) {
+    await elector.tick();
+    clock.advance(150);
+  }
+  expect(elector.isLeader()).toBe(true);
+  const tracker = new ReplicationTracker(clock);
+  const warnings: Array<{ standby: string; seq: number }> = [];
+  const source = new LogSource({
+    store,
+    elector,
+    tracker,
+    metaHash: new MetaHash(store),
+    nodeId: 'leader',
+    clock,
+    onMismatch: () => undefined,
+    onNotApplying: (standby, seq) => void warnings.push({ standby, seq }),
+  });
+  const term = elector.leadingTerm as number;
+  const request = (standby: AuditStore, nodeId: string): PullRequest => ({
+    nodeId,
+    after: standby.position.lastSeq,
+    lastTerm: standby.position.lastTerm,
+    term,
+    limit: 2,
+    waitMs: 0,
+    metaHash: '',
+    catchUp: false,
+  });
+  return { store, source, tracker, warnings, request, clock, state, elector };
+}
+
