@@ -398,9 +398,9 @@ export class AuditStore {
       store.#prunedCheckpointSeq = prunedCheckpoint === undefined ? undefined : Number(prunedCheckpoint);
       const prunedTimeMax = await store.#db.get(PRUNED_TIME_MAX_KEY);
       store.#prunedTimeMax = prunedTimeMax === undefined ? undefined : Number(prunedTimeMax);
-      await store.#boundPrunedTimes(position, options.now ?? Date.now);
       store.#ledger = await SourceLedger.load(store.#db);
       for (const [key, value] of await store.#db.iterator({ gte: PREFIX.meta, lt: prefixEnd(PREFIX.meta) }).all()) store.#metaText.set(key.slice(PREFIX.meta.length), value);
+      await store.#boundPrunedTimes(position, options.now ?? Date.now);
       await backfillLedger(store.#db, store.#ledger, store.#days);
       store.#tieredCountedThrough = Number((await store.#db.get(TIERED_COUNTED_THROUGH_KEY)) ?? 0);
       store.#ingestClock = new IngestClock(options.now ?? Date.now, options.monotonicNow ?? (() => performance.now()), position.lastIngestTs);
@@ -480,12 +480,14 @@ export class AuditStore {
    * newest ingest time, if later): every event retention deleted was older than its prune's
    * cutoff, which was never after that. What it costs is a tier lookup for a re-send timed
    * before the upgrade and not in the log; ingest after it is timed later and looks nothing up.
-   * A new store (empty log) needs no bound and gets none.
+   * A new store (no entries, no replicated metadata) needs no bound and gets none; one with
+   * metadata and no entries is one retention emptied under a version that did not record where
+   * its log ended.
    */
   async #boundPrunedTimes(position: WriterPosition, now: () => number): Promise<void> {
     if ((await this.#db.get(PRUNED_TIME_MAX_COMPLETE_KEY)) !== undefined) return;
     const batch = this.#db.batch();
-    if (position.lastSeq > 0) {
+    if (position.lastSeq > 0 || this.#metaText.size > 0) {
       this.#prunedTimeMax = Math.max(this.#prunedTimeMax ?? Number.NEGATIVE_INFINITY, now(), position.lastIngestTs);
       batch.put(PRUNED_TIME_MAX_KEY, String(this.#prunedTimeMax));
     }

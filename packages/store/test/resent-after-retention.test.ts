@@ -148,6 +148,21 @@ describe('events re-sent after retention deleted them', () => {
     const { store: again } = await stores.open(location, () => upgradedAt + 1_000_000);
     expect(again.prunedTimeMax).toBe(upgradedAt);
 
+    // One that retention emptied under a version that did not even record where its log ended:
+    // no entries at all, but the replicated metadata of a store that was used.
+    const { store: emptied, location: emptiedAt } = await stores.open();
+    await emptied.appendEncoded([ingested(ev('gone-too'))]);
+    await emptied.putMeta({ watermark: { seq: 1 } });
+    expect((await emptied.pruneBefore(OLD_MS + 1, 100, async () => true)).deleted).toBe(1);
+    await stores.close(emptied);
+    const raw = new Level<string, string>(emptiedAt);
+    await raw.open();
+    await raw.batch([...(await raw.keys({ gte: 'p!', lt: 'p"' }).all()), 'l!prunedTimeMax', 'l!prunedTimeMaxComplete', 'l!logEnd'].map((key) => ({ type: 'del' as const, key })));
+    await raw.close();
+    const { store: emptiedUpgraded } = await stores.open(emptiedAt, () => upgradedAt);
+    expect(emptiedUpgraded.position.lastSeq).toBe(0);
+    expect(emptiedUpgraded.prunedTimeMax).toBe(upgradedAt);
+
     // A store this version made, never pruned: no bound at its next open, nothing looked up.
     const { store: fresh, location: freshAt } = await stores.open();
     await fresh.appendEncoded([ingested(ev('x'))]);
