@@ -28,26 +28,32 @@ export function ev(eventId: string, query = 'SELECT 1'): AuditEvent {
   return { eventId, userId: 'u', source: 'trino', action: 'data:Select', resource: 'r', decision: 'ALLOW', tables: ['t'], query, details: '', timestamp: 1_700_000_000_000 };
 }
 
-/** A leading elector over an in-memory coordinator, a leader store holding `events`, and its log source. */
-export async function leaderWith(events: number, query?: string) {
-  const clock = new ManualClock();
-  const state = new InMemoryCoordinatorState({ clock, newToken: () => 't' });
-  const store = await openStore();
-  await store.append(Array.from({ length: events }, (_, i) => ev(`e${i + 1}`, query)));
+/** An elector for `nodeId` over the in-memory coordinator `state`, its log `store`'s; closed when the test ends. */
+export function electorOf(state: InMemoryCoordinatorState, clock: ManualClock, nodeId: string, store: AuditStore): LeaderElector {
   const elector = new LeaderElector({
-    coordinator: new InMemoryCoordinator(state, { nodeId: 'leader', leaseTtlMs: 1000 }),
+    coordinator: new InMemoryCoordinator(state, { nodeId, leaseTtlMs: 1000 }),
     clock,
-    nodeId: 'leader',
+    nodeId,
     leaseTtlMs: 1000,
     knownTerm: 0,
     logEnd: () => store.position,
     prepareLeadership: async () => undefined,
     persistTerm: async () => undefined,
     onTick: async () => undefined,
-    instance: 'dir-leader',
+    instance: `dir-${nodeId}`,
     log: { info: () => undefined, warn: () => undefined },
   });
   onTestFinished(() => elector.close());
+  return elector;
+}
+
+/** A leading elector over an in-memory coordinator, a leader store holding `events`, and its log source. */
+export async function leaderWith(events: number, query?: string) {
+  const clock = new ManualClock();
+  const state = new InMemoryCoordinatorState({ clock, newToken: () => 't' });
+  const store = await openStore();
+  await store.append(Array.from({ length: events }, (_, i) => ev(`e${i + 1}`, query)));
+  const elector = electorOf(state, clock, 'leader', store);
   for (let i = 0; i < 10 && !elector.isLeader(); i++) {
     await elector.tick();
     clock.advance(150);

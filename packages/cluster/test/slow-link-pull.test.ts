@@ -4,12 +4,10 @@
 // answered one doubles it back, so answers shrink until they arrive in time; the leader does not
 // take such a standby for one that refuses what it is sent.
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { InMemoryCoordinator } from '../src/index.js';
-import { LeaderElector } from '../src/leader-elector.js';
 import { MetaHash } from '../src/meta-hash.js';
 import type { PeerTransport } from '../src/protocol.js';
 import { ReplicationFollower } from '../src/replication-follower.js';
-import { leaderWith, openStore } from './leader-log.js';
+import { electorOf, leaderWith, openStore } from './leader-log.js';
 
 /** What the link carries in one pull's time: the answer's entries, in bytes. */
 const LINK_BYTES_PER_PULL = 8_000;
@@ -19,20 +17,7 @@ describe('a standby behind a link too slow for a full answer', () => {
     const query = `SELECT * FROM hive.sales.orders WHERE note = '${'x'.repeat(900)}'`;
     const { store: leaderStore, source, clock, state, elector: leaderElector, tracker, warnings } = await leaderWith(60, query);
     const standby = await openStore();
-    const elector = new LeaderElector({
-      coordinator: new InMemoryCoordinator(state, { nodeId: 's1', leaseTtlMs: 1000 }),
-      clock,
-      nodeId: 's1',
-      leaseTtlMs: 1000,
-      knownTerm: 0,
-      logEnd: () => standby.position,
-      prepareLeadership: async () => undefined,
-      persistTerm: async () => undefined,
-      onTick: async () => undefined,
-      instance: 'dir-s1',
-      log: { info: () => undefined, warn: () => undefined },
-    });
-    onTestFinished(() => elector.close());
+    const elector = electorOf(state, clock, 's1', standby);
     const asked: number[] = [];
     // The leader's real log source behind a link that delivers LINK_BYTES_PER_PULL before the
     // pull times out: a bigger answer never arrives.
