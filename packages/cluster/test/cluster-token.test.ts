@@ -8,7 +8,7 @@ import type { AuditEvent } from '@auditlake/model';
 import { AuditStore } from '@auditlake/store';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { ClusterToken, InMemoryCoordinator, InMemoryCoordinatorState } from '../src/index.js';
-import { LeaderElector } from '../src/leader-elector.js';
+import { testElector } from './test-elector.js';
 import { ManualClock } from './manual-clock.js';
 
 async function store(events: number): Promise<AuditStore> {
@@ -83,15 +83,10 @@ describe('ClusterToken', () => {
     await coordinator.clusterToken('prod', true);
     const token = await ClusterToken.load(ours, coordinator);
     const warnings: string[] = [];
-    const elector = new LeaderElector({
+    const elector = testElector(state, clock, 's1', {
       coordinator,
-      clock,
-      nodeId: 's1',
-      leaseTtlMs: 1000,
       knownTerm: 9,
       logEnd: () => ({ lastSeq: 3, lastTerm: 9 }),
-      prepareLeadership: async () => undefined,
-      persistTerm: async () => undefined,
       onTick: () => token.refresh(),
       log: { info: () => undefined, warn: (_obj, msg) => void warnings.push(msg) },
     });

@@ -1,8 +1,9 @@
 // Goal: only the live node with the most up-to-date log — by last term, then last seq — campaigns; a longer log of an older term never wins over a later term.
 import { describe, expect, it } from 'vitest';
-import { InMemoryCoordinator, InMemoryCoordinatorState, type LogEnd } from '../src/index.js';
-import { HEARD_FORGET_TTLS, LeaderElector } from '../src/leader-elector.js';
+import { InMemoryCoordinatorState, type LogEnd } from '../src/index.js';
+import { HEARD_FORGET_TTLS, type LeaderElector } from '../src/leader-elector.js';
 import { ManualClock } from './manual-clock.js';
+import { testElector } from './test-elector.js';
 
 const TTL = 600;
 
@@ -13,16 +14,10 @@ function cluster(ends: Record<string, LogEnd>) {
   const electors = new Map(
     Object.entries(ends).map(([nodeId, end]) => [
       nodeId,
-      new LeaderElector({
-        coordinator: new InMemoryCoordinator(state, { nodeId, leaseTtlMs: TTL }),
-        clock,
-        nodeId,
+      testElector(state, clock, nodeId, {
         leaseTtlMs: TTL,
         knownTerm: end.lastTerm,
         logEnd: () => end,
-        prepareLeadership: async () => undefined,
-        persistTerm: async () => undefined,
-        onTick: async () => undefined,
         log: {
           info: (obj: object, msg: string) => {
             if (msg.startsWith('won the leader election')) won.push({ node: nodeId, term: (obj as { term: number }).term });

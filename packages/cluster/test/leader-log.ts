@@ -6,13 +6,14 @@ import { join } from 'node:path';
 import type { AuditEvent } from '@auditlake/model';
 import { AuditStore } from '@auditlake/store';
 import { expect, onTestFinished } from 'vitest';
-import { InMemoryCoordinator, InMemoryCoordinatorState } from '../src/index.js';
-import { LeaderElector } from '../src/leader-elector.js';
+import { InMemoryCoordinatorState } from '../src/index.js';
+import type { LeaderElector } from '../src/leader-elector.js';
 import { LogSource } from '../src/log-source.js';
 import { MetaHash } from '../src/meta-hash.js';
 import type { PullRequest } from '../src/protocol.js';
 import { ReplicationTracker } from '../src/replication-tracker.js';
 import { ManualClock } from './manual-clock.js';
+import { testElector } from './test-elector.js';
 
 export async function openStore(): Promise<AuditStore> {
   const dir = await mkdtemp(join(tmpdir(), 'cluster-leader-log-'));
@@ -30,19 +31,7 @@ export function ev(eventId: string, query = 'SELECT 1'): AuditEvent {
 
 /** An elector for `nodeId` over the in-memory coordinator `state`, its log `store`'s; closed when the test ends. */
 export function electorOf(state: InMemoryCoordinatorState, clock: ManualClock, nodeId: string, store: AuditStore): LeaderElector {
-  const elector = new LeaderElector({
-    coordinator: new InMemoryCoordinator(state, { nodeId, leaseTtlMs: 1000 }),
-    clock,
-    nodeId,
-    leaseTtlMs: 1000,
-    knownTerm: 0,
-    logEnd: () => store.position,
-    prepareLeadership: async () => undefined,
-    persistTerm: async () => undefined,
-    onTick: async () => undefined,
-    instance: `dir-${nodeId}`,
-    log: { info: () => undefined, warn: () => undefined },
-  });
+  const elector = testElector(state, clock, nodeId, { logEnd: () => store.position, instance: `dir-${nodeId}` });
   onTestFinished(() => elector.close());
   return elector;
 }

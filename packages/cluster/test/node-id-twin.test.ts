@@ -5,25 +5,16 @@
 // campaigns no more and steps down as soon as the coordinator keeps the other's record.
 import { describe, expect, it } from 'vitest';
 import { InMemoryCoordinator, InMemoryCoordinatorState } from '../src/index.js';
-import { LeaderElector } from '../src/leader-elector.js';
+import type { LeaderElector } from '../src/leader-elector.js';
 import { ManualClock } from './manual-clock.js';
+import { testElector } from './test-elector.js';
 
 function electorOn(state: InMemoryCoordinatorState, clock: ManualClock, instance: string, warnings: string[] = [], nodeId = 'n1', stopped: string[] = []): LeaderElector {
-  const e = new LeaderElector({
-    coordinator: new InMemoryCoordinator(state, { nodeId, leaseTtlMs: 1000 }),
-    clock,
-    nodeId,
-    leaseTtlMs: 1000,
-    knownTerm: 0,
-    logEnd: () => ({ lastSeq: 0, lastTerm: 0 }),
-    prepareLeadership: async () => undefined,
-    persistTerm: async () => undefined,
-    onTick: async () => undefined,
+  return testElector(state, clock, nodeId, {
     instance,
     onNodeIdInUse: (err) => void stopped.push(err.message),
     log: { info: () => undefined, warn: (_obj, msg) => void warnings.push(msg) },
   });
-  return e;
 }
 
 async function rounds(clock: ManualClock, electors: LeaderElector[], n: number): Promise<void> {

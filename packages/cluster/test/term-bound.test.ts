@@ -5,25 +5,14 @@
 // then wedged it at the bound itself, its own next election past it (review): the bound is
 // relative to the terms the node knows, so the next election always stays within it.
 import { describe, expect, it } from 'vitest';
-import { InMemoryCoordinator, InMemoryCoordinatorState } from '../src/index.js';
-import { LeaderElector, TERM_JUMP_MAX } from '../src/leader-elector.js';
+import { InMemoryCoordinatorState } from '../src/index.js';
+import { TERM_JUMP_MAX, type LeaderElector } from '../src/leader-elector.js';
 import { ManualClock } from './manual-clock.js';
+import { testElector } from './test-elector.js';
 
 function elector(knownTerm: number): LeaderElector {
   const clock = new ManualClock();
-  const state = new InMemoryCoordinatorState({ clock, newToken: () => 'token' });
-  return new LeaderElector({
-    coordinator: new InMemoryCoordinator(state, { nodeId: 'a', leaseTtlMs: 1000 }),
-    clock,
-    nodeId: 'a',
-    leaseTtlMs: 1000,
-    knownTerm,
-    logEnd: () => ({ lastSeq: 0, lastTerm: 0 }),
-    prepareLeadership: async () => undefined,
-    persistTerm: async () => undefined,
-    onTick: async () => undefined,
-    log: { info: () => undefined, warn: () => undefined },
-  });
+  return testElector(new InMemoryCoordinatorState({ clock, newToken: () => 'token' }), clock, 'a', { knownTerm });
 }
 
 describe('LeaderElector.observeMessageTerm', () => {
