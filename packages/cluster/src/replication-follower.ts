@@ -23,6 +23,12 @@ export interface ReplicationFollowerOptions {
 }
 
 /**
+ * Most entries a pull asks for. As the forward batch (cluster-node.ts): a standby applies each
+ * answer as one LevelDB batch, and batches of a megabyte or two cost the least CPU per event.
+ */
+export const PULL_LIMIT_MAX = 2000;
+
+/**
  * A standby's replication loop: pull from the leader after the local end of the log, stating
  * (seq, term) of that end; apply the answer in seq order with the leader's term boundaries,
  * and its metadata. When the leader's log does not hold that end, cut this log where the two
@@ -30,12 +36,6 @@ export interface ReplicationFollowerOptions {
  * to be forwarded again. Each matched pull tells the leader how far this standby holds its
  * log, which is how it tracks lag and `ack=replicated`.
  */
-/**
- * Most entries a pull asks for. As the forward batch (cluster-node.ts): a standby applies each
- * answer as one LevelDB batch, and batches of a megabyte or two cost the least CPU per event.
- */
-export const PULL_LIMIT_MAX = 2000;
-
 export class ReplicationFollower {
   readonly #options: ReplicationFollowerOptions;
   readonly #abort = new AbortController();

@@ -468,10 +468,6 @@ export class AuditStore {
   }
 
   /**
-   * Where the log ends: the recorded log end (it outlives a deleted or cut last entry), or for
-   * a store written before it was recorded, the last entry. Its term comes from the term runs.
-   */
-  /**
    * Makes #prunedTimeMax bound what retention deleted before versions recorded it. Versions
    * before 2026-12-04 deleted tiered events without keeping their ids or the newest time they
    * deleted, so a re-send of one of those was stored and tiered a second time (an upgrade
@@ -495,6 +491,10 @@ export class AuditStore {
     await batch.write({ sync: true });
   }
 
+  /**
+   * Where the log ends: the recorded log end (it outlives a deleted or cut last entry), or for
+   * a store written before it was recorded, the last entry. Its term comes from the term runs.
+   */
   async #readPosition(): Promise<WriterPosition> {
     const last = await this.#db.keys({ gte: PREFIX.seq, lt: prefixEnd(PREFIX.seq), reverse: true, limit: 1 }).all();
     const key = last[0];
