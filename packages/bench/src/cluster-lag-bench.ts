@@ -47,9 +47,9 @@ export interface ClusterLagResult {
   stepDowns: StepDown[];
   /**
    * What the reads alone cost, measured on the idle cluster right before the warm-up: CPU cores
-   * each standby and the bench spent while being read every `pollMs` (no ingest).
+   * each standby and the bench spent while being read every `pollMs` (no ingest). Absent in
+   * figures stored by runs before it was measured.
    */
-  /** Absent in figures stored by runs before it was measured. */
   pollCost?: { standbyCores: Record<string, number | undefined>; benchCores: number; seconds: number } | undefined;
 }
 

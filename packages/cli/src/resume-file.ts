@@ -36,6 +36,9 @@ interface ResumeState {
   unfinished?: { refused: number };
 }
 
+/** Least time between two writes of the resume file while a run goes on. */
+export const WRITE_INTERVAL_MS = 1_000;
+
 /**
  * `--resume-file`: per input file, the line up to which the import is done, written after
  * a batch the node acknowledged at most once every WRITE_INTERVAL_MS, and when the run ends
@@ -46,9 +49,6 @@ interface ResumeState {
  * not depend on it, so a batch acknowledged just before a kill and sent again is only counted
  * as duplicates, never stored twice.
  */
-/** Least time between two writes of the resume file while a run goes on. */
-export const WRITE_INTERVAL_MS = 1_000;
-
 export class ResumeFile {
   readonly path: string;
   readonly #state: ResumeState;

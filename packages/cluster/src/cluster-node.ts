@@ -12,7 +12,6 @@ import { markTimeAssigned, newIdsOf, parseForwardedEvent, skippedOf, type Forwar
 import { ReplicationFollower } from './replication-follower.js';
 import { ReplicationTracker, type StandbyProgress } from './replication-tracker.js';
 
-/** What a cluster node is built from: its store and its ports to the world. */
 /** Where the leader's standbys hold its log up to: the lowest seq, and which standbys are there. */
 export interface HeldByStandbys {
   throughSeq: number;
@@ -25,6 +24,7 @@ export interface HeldByStandbys {
   notApplying?: string[];
 }
 
+/** What a cluster node is built from: its store and its ports to the world. */
 export interface ClusterNodeOptions {
   store: AuditStore;
   /** Leadership and membership (Redis in production). Owned by the caller, who closes it. */

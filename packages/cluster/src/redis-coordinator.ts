@@ -48,7 +48,6 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0`;
 
-/** Give the lease up only if it is ours. KEYS: lease. ARGV: value. */
 /**
  * The cluster token (KEYS: token, whether a node with data set or confirmed it; ARGV: the
  * asker's candidate, '1' when it remembers it and its log holds entries): set when absent; a
@@ -87,6 +86,7 @@ redis.call('SADD', KEYS[2], ARGV[4])
 return false
 `;
 
+/** Give the lease up only if it is ours. KEYS: lease. ARGV: value. */
 const RESIGN = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])

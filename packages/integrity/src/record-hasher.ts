@@ -381,7 +381,6 @@ export function splitFieldCheck(check: string): Map<string, string> {
   return parts;
 }
 
-/** FNV-1a over the UTF-16 code units, folded to 16 bits, as 4 hex digits. */
 /**
  * The content part of a record without erased fields from its eight field digests, under a
  * content format's tag: the v2 and v3 formats differ only in how those digests are made.
@@ -425,6 +424,7 @@ function contentOfDigests(
   return { hash: sha256Hex(`${tag}\n${timestampText}\n${eventIdText}\n${sourceIdText}\n${sourceSeqText}\n${user}${source}${action}${resource}${decision}${tables}${query}${details}`), check };
 }
 
+/** FNV-1a over the UTF-16 code units, folded to 16 bits, as 4 hex digits. */
 function shortCheck(text: string): string {
   const check = fnvFold(text);
   return String.fromCharCode(HEX_DIGIT[check >>> 12] as number, HEX_DIGIT[(check >>> 8) & 15] as number, HEX_DIGIT[(check >>> 4) & 15] as number, HEX_DIGIT[check & 15] as number);

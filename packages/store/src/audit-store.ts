@@ -224,10 +224,10 @@ export interface AuditStoreOptions {
   beforePruneWrite?: () => Promise<void>;
 }
 
-/** What a truncation moved to the outbox: how many entries, and how many of each term. */
 /** The most entries one cut of the log moves to the outbox (read into memory at once). */
 export const DIVERT_ENTRIES_MAX = 1_000_000;
 
+/** What a truncation moved to the outbox: how many entries, and how many of each term. */
 export interface DivertResult {
   moved: number;
   terms: Record<number, number>;
