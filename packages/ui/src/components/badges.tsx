@@ -1,4 +1,4 @@
-import { revealBidi } from '../display-text.js';
+import { revealHidden } from '../display-text.js';
 import { DECISION_COLORS, engineColor } from '../engine-colors.js';
 import { ShownText } from './shown-text.js';
 
@@ -21,7 +21,7 @@ export function DecisionBadge({ decision }: { decision: string }) {
 /** The engine's name on its colour (auditlake, trino, spark, flink fixed; others from a palette). */
 export function EngineBadge({ engine }: { engine: string }) {
   return (
-    <span class="badge engine" style={{ backgroundColor: engineColor(engine) }} title={revealBidi(engine)}>
+    <span class="badge engine" style={{ backgroundColor: engineColor(engine) }} title={revealHidden(engine)}>
       <ShownText text={engine} />
     </span>
   );

@@ -1,6 +1,6 @@
 import type { EventOutput } from '@auditlake/model';
 import { useState } from 'preact/hooks';
-import { revealBidi } from '../display-text.js';
+import { revealHidden } from '../display-text.js';
 import { DecisionBadge, EngineBadge } from './badges.js';
 import { ShownText } from './shown-text.js';
 
@@ -35,13 +35,13 @@ function EventRow({ event }: { event: EventOutput }) {
         <td class="time" title={formatTime(event.timestamp)}>
           {formatTime(event.timestamp)}
         </td>
-        <td class="user" title={revealBidi(event.userId)}>
+        <td class="user" title={revealHidden(event.userId)}>
           <ShownText text={event.userId} />
         </td>
         <td class="engine">
           <EngineBadge engine={event.source} />
         </td>
-        <td class="action" title={revealBidi(event.action)}>
+        <td class="action" title={revealHidden(event.action)}>
           <ShownText text={event.action} />
         </td>
         <td class="decision">
@@ -57,7 +57,7 @@ function EventRow({ event }: { event: EventOutput }) {
             </button>
           )}
         </td>
-        <td class="query" title={revealBidi(event.query === '' ? event.resource : event.query)}>
+        <td class="query" title={revealHidden(event.query === '' ? event.resource : event.query)}>
           <ShownText text={event.query === '' ? event.resource : event.query} />
         </td>
       </tr>
@@ -70,8 +70,8 @@ function EventRow({ event }: { event: EventOutput }) {
               </button>
               <span role="status">{copied}</span>
             </div>
-            {/* Shown with its bidi controls as marks; "Copy JSON" copies the exact JSON. */}
-            <pre class="event-json">{revealBidi(json)}</pre>
+            {/* Shown with its invisible characters as marks; "Copy JSON" copies the exact JSON. */}
+            <pre class="event-json">{revealHidden(json)}</pre>
           </td>
         </tr>
       )}
@@ -81,15 +81,16 @@ function EventRow({ event }: { event: EventOutput }) {
 
 /**
  * Events newest first; each row opens to the event's full JSON with a copy button. Text only,
- * never HTML, with bidi controls shown as marks. Columns keep their widths whatever an event
- * holds: a long value is cut with an ellipsis (whole in its title), a row lists at most
- * ROW_TABLES_MAX tables and "+k more"; the opened row shows everything.
+ * never HTML, with bidi controls and other invisible characters shown as marks. Columns keep
+ * their widths whatever an event holds: a long value is cut with an ellipsis (whole in its
+ * title), a row lists at most ROW_TABLES_MAX tables and "+k more"; the opened row shows
+ * everything.
  */
 export function EventTable({ events, caption }: { events: readonly EventOutput[]; caption: string }) {
   return (
     <div class="table-scroll">
       <table class="events">
-        <caption class="visually-hidden">{revealBidi(caption)}</caption>
+        <caption class="visually-hidden">{revealHidden(caption)}</caption>
         {/* Fixed column widths (table-layout: fixed): no value, however long, moves a column. */}
         <colgroup>
           <col class="col-expand" />

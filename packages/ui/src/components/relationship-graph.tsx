@@ -3,14 +3,14 @@ import { useMemo } from 'preact/hooks';
 import { engineColor } from '../engine-colors.js';
 import { layoutGraph, type GraphNode } from '../graph-layout.js';
 import { useWidth } from '../use-width.js';
-import { revealBidi } from '../display-text.js';
+import { revealHidden } from '../display-text.js';
 
 const KIND_COLORS = { user: 'var(--user-node)', table: 'var(--table-node)' } as const;
 
 function label(node: GraphNode, width: number): string {
   // Users' labels run left of their column, tables' right of theirs: about a sixth of the width each.
   const chars = Math.max(6, Math.floor(width / 6 / 7));
-  const name = revealBidi(node.name);
+  const name = revealHidden(node.name);
   return name.length > chars ? name.slice(0, chars - 1) + '…' : name;
 }
 
@@ -45,7 +45,7 @@ export function RelationshipGraph({ stats, focus, onSelect }: { stats: AuditStat
         <g class="links" aria-hidden="true">
           {layout.links.map((l) => (
             <line key={`${l.source.id}→${l.target.id}`} x1={l.source.x} y1={l.source.y} x2={l.target.x} y2={l.target.y} stroke-width={l.width}>
-              <title>{`${revealBidi(l.source.name)} → ${revealBidi(l.target.name)}: ${l.count}`}</title>
+              <title>{`${revealHidden(l.source.name)} → ${revealHidden(l.target.name)}: ${l.count}`}</title>
             </line>
           ))}
         </g>
@@ -64,7 +64,7 @@ export function RelationshipGraph({ stats, focus, onSelect }: { stats: AuditStat
                 role="button"
                 tabindex={0}
                 aria-pressed={selected}
-                aria-label={`${n.kind} ${revealBidi(n.name)}: ${n.count} events`}
+                aria-label={`${n.kind} ${revealHidden(n.name)}: ${n.count} events`}
                 transform={`translate(${n.x},${n.y})`}
                 onClick={() => onSelect(n)}
                 onKeyDown={(e) => {
@@ -74,7 +74,7 @@ export function RelationshipGraph({ stats, focus, onSelect }: { stats: AuditStat
                   }
                 }}
               >
-                <title>{`${n.kind} ${revealBidi(n.name)}: ${n.count} events`}</title>
+                <title>{`${n.kind} ${revealHidden(n.name)}: ${n.count} events`}</title>
                 <circle r={n.radius} fill={n.kind === 'engine' ? engineColor(n.name) : KIND_COLORS[n.kind]} />
                 <text x={dx} y={dy} text-anchor={anchor}>
                   {label(n, layout.width)}

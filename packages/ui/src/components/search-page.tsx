@@ -8,7 +8,7 @@ import { EventTable } from './event-table.js';
 import { TruncationNote, WindowControls } from './toolbar.js';
 import { ErrorNote } from './error-note.js';
 import { useChanged } from '../use-changed.js';
-import { BidiNote, ShownText } from './shown-text.js';
+import { HiddenCharactersNote, ShownText } from './shown-text.js';
 
 /** The search form's fields, as kept in the URL. */
 const FILTER_FIELDS = ['q', 'user', 'engine', 'table', 'action', 'decision'] as const;
@@ -106,7 +106,7 @@ export function SearchPage({ api, params }: { api: AdminApi; params: URLSearchPa
     <label>
       {label}
       <input name={name} value={filters[name]} placeholder={placeholder} onInput={(e) => setFilters({ ...filters, [name]: e.currentTarget.value })} />
-      <BidiNote value={filters[name]} />
+      <HiddenCharactersNote value={filters[name]} />
     </label>
   );
   const stamp = new Date().toISOString().replaceAll(':', '-').slice(0, 19);
@@ -118,7 +118,7 @@ export function SearchPage({ api, params }: { api: AdminApi; params: URLSearchPa
         <label class="free-text">
           Free text
           <input name="q" type="search" value={filters.q} placeholder="query, details, resource, user, action or table" onInput={(e) => setFilters({ ...filters, q: e.currentTarget.value })} />
-          <BidiNote value={filters.q} />
+          <HiddenCharactersNote value={filters.q} />
         </label>
         <div class="toolbar">
           {field('user', 'User', 'exact id')}

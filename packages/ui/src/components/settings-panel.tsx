@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import type { AdminApi, SettingsAnswer } from '../api.js';
 import { changedSettings, fieldOfError, formValues, type SettingField, type SettingValues } from '../settings-form.js';
-import { BidiNote, ShownText } from './shown-text.js';
+import { HiddenCharactersNote, ShownText } from './shown-text.js';
 import { useChanged } from '../use-changed.js';
 
 export interface SettingsPanelProps {
@@ -105,7 +105,7 @@ export function SettingsPanel({ api, settings, onSaved, fields, title, name }: S
             <small id={`${id}-help`} class="help">
               {field.help}
             </small>
-            {field.kind === 'text' && <BidiNote value={values[field.key] ?? ''} />}
+            {field.kind === 'text' && <HiddenCharactersNote value={values[field.key] ?? ''} />}
             {errorHere && (
               <p id={`${id}-error`} class="field-error" role="alert">
                 <ShownText text={error.message} />
