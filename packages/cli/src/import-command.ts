@@ -21,7 +21,7 @@ export interface CommandIo {
 /**
  * `auditlake import`: reads other systems' audit logs and sends them to a node's ingest API.
  * Ends with `imported N, duplicates D, refused R` on standard output (`, conflicts C` after D when
- * the node refused some as eventId conflicts).
+ * the node refused some as eventId conflicts; R counts them too).
  */
 export async function importCommand(args: string[], env: NodeJS.ProcessEnv, io: CommandIo, clientOverrides: Partial<NodeClientOptions> = {}): Promise<number> {
   let options;
@@ -74,7 +74,9 @@ export async function importCommand(args: string[], env: NodeJS.ProcessEnv, io: 
   warnPastRetention();
   if (summary.skipped > 0) io.stderr.write(`auditlake import: skipped ${summary.skipped} lines or records that are not audit records\n`);
   if (summary.conflicts > 0) {
-    io.stderr.write(`auditlake import: ${summary.conflicts === 1 ? '1 record was' : `${summary.conflicts} records were`} refused as eventId conflicts: the node holds other events under their eventIds, kept those and recorded the refusals (audit:EventIdConflict events)\n`);
+    io.stderr.write(
+      `auditlake import: ${summary.conflicts} of the ${summary.refused} refused records ${summary.conflicts === 1 ? 'was an eventId conflict' : 'were eventId conflicts'}: the node holds other events under their eventIds, kept those and recorded the refusals (audit:EventIdConflict events); docs/import.md says why and what to do\n`,
+    );
   }
   const conflicts = summary.conflicts > 0 ? `, conflicts ${summary.conflicts}` : '';
   io.stdout.write(`imported ${summary.imported}, duplicates ${summary.duplicates}${conflicts}, refused ${summary.refused}\n`);

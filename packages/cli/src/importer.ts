@@ -52,7 +52,7 @@ export interface ImportSummary {
    * (an eventId conflict: the node kept its event and recorded the refusal).
    */
   conflicts: number;
-  /** Records that could not be imported: malformed, or refused by the node. */
+  /** Records that could not be imported: malformed, or refused by the node (conflicts included). */
   refused: number;
   /** Lines or records that are not audit records (Lakekeeper's other log lines). */
   skipped: number;
@@ -283,6 +283,7 @@ export class Importer {
         this.#summary.imported += answer.ingested - answer.duplicates - answer.conflicts;
         this.#summary.duplicates += answer.duplicates;
         this.#summary.conflicts += answer.conflicts;
+        this.#refuseConflicts(file, remaining, answer.conflicts, answer.conflictEventIds);
         this.#notePastRetention(remaining);
         return;
       }
@@ -300,6 +301,26 @@ export class Importer {
       this.#refuse(`${file.path}:${refused.line}`, `refused by the node: ${answer.message}`, refused.endLine);
       remaining = remaining.filter((p) => p !== refused);
     }
+  }
+
+  /**
+   * Records the node refused as eventId conflicts are records not imported: refused like the
+   * rest (exit status 3), each by its line when the answer names its id (it names the first
+   * 100). Counted as imported-but-conflicting only, the summary said `refused 0` and the exit
+   * status 0 while standard error said they were refused (review).
+   */
+  #refuseConflicts(file: InputFile, sent: readonly Pending[], conflicts: number, ids: readonly string[]): void {
+    if (conflicts === 0) return;
+    const byId = new Map(sent.map((p) => [p.event.eventId, p]));
+    let named = 0;
+    for (const id of ids) {
+      const pending = byId.get(id);
+      if (pending === undefined) continue;
+      named++;
+      this.#refuse(`${file.path}:${pending.line}`, `refused by the node as an eventId conflict: eventId ${id} holds an event with other content there (the node kept that one)`, pending.endLine);
+    }
+    const lastLine = Math.max(...sent.map((p) => p.endLine));
+    for (let i = named; i < conflicts; i++) this.#refuse(file.path, `a record of lines ${sent[0]!.line}-${lastLine} was refused by the node as an eventId conflict (the node names only the first 100 of a batch)`, lastLine);
   }
 
   /** Counts the accepted events the node's retention will prune (duplicates too: they are as old). */

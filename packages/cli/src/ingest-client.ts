@@ -3,7 +3,7 @@ import { errorText, type NodeClient } from './node-client.js';
 
 /** What the node made of one batch. */
 export type IngestAnswer =
-  | { kind: 'stored'; ingested: number; duplicates: number; conflicts: number }
+  | { kind: 'stored'; ingested: number; duplicates: number; conflicts: number; conflictEventIds: string[] }
   /** Nothing of the batch was stored; `index` is the refused event's place in it (a 400 naming `events[i]`). */
   | { kind: 'refused'; index: number; message: string }
   | { kind: 'too-large' };
@@ -35,8 +35,10 @@ export class IngestClient {
       if (response.status === 413) return { kind: 'too-large' };
       if (response.status >= 200 && response.status < 300) {
         // `ingested` counts what was accepted, duplicates and conflicts included; sampled-out reads are not in it.
-        const answer = JSON.parse(body) as { ingested?: number; duplicates?: number; conflicts?: number };
-        return { kind: 'stored', ingested: answer.ingested ?? 0, duplicates: answer.duplicates ?? 0, conflicts: answer.conflicts ?? 0 };
+        // `conflictEventIds` names the first 100 conflicts, so each can be reported by its line.
+        const answer = JSON.parse(body) as { ingested?: number; duplicates?: number; conflicts?: number; conflictEventIds?: unknown };
+        const conflictEventIds = Array.isArray(answer.conflictEventIds) ? answer.conflictEventIds.filter((id): id is string => typeof id === 'string') : [];
+        return { kind: 'stored', ingested: answer.ingested ?? 0, duplicates: answer.duplicates ?? 0, conflicts: answer.conflicts ?? 0, conflictEventIds };
       }
       const message = errorText(body);
       if (response.status === 429) {

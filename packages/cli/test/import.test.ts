@@ -1,11 +1,11 @@
 // Goal: each format's fixture (every record type and outcome its documentation shows, and malformed lines) imports through a real node with the documented mapping, once.
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import type { EventOutput } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
 import { JsonFraming, quoteUnsafeIntegers } from '../src/json-framing.js';
-import { allEvents, FIXTURES, ingest, runImport, startNode } from './import-node.js';
+import { allEvents, FIXTURES, ingest, runImport, startNode, tempDir } from './import-node.js';
 
 interface Expected {
   events: Array<{
@@ -132,7 +132,7 @@ describe.each([
 });
 
 describe('an import whose eventIds hold other events on the node', () => {
-  it('counts them as conflicts, not as imported or duplicates, and says so', async () => {
+  it('counts them as conflicts and as refused records (exit 3), each reported by its line, not as imported or duplicates', async () => {
     const format = 'las';
     const want = await expected(format);
     const first = await startNode();
@@ -142,8 +142,24 @@ describe('an import whose eventIds hold other events on the node', () => {
     const node = await startNode();
     await ingest(node, [{ eventId: taken!.eventId, source: 'squatter', userId: 'mallory', action: 'data:Select', ts: 1_700_000_000_000 }]);
     const run = await runImport(node, ['--format', format, join(FIXTURES, format, 'logs')]);
-    expect(run.stdout).toBe(`imported ${want.events.length - 1}, duplicates ${want.duplicates}, conflicts 1, refused ${want.refused.length}\n`);
-    expect(run.stderr).toContain('1 record was refused as eventId conflicts');
+    expect(run.stdout).toBe(`imported ${want.events.length - 1}, duplicates ${want.duplicates}, conflicts 1, refused ${want.refused.length + 1}\n`);
+    expect(run.code).toBe(3);
+    expect(run.stderr).toMatch(new RegExp(`^/.*:\\d+: refused by the node as an eventId conflict: eventId ${taken!.eventId} holds an event with other content there`, 'm'));
+    expect(run.stderr).toContain(`1 of the ${want.refused.length + 1} refused records was an eventId conflict`);
     expect((await allEvents(node)).filter((e) => e.eventId === taken!.eventId)).toMatchObject([{ userId: 'mallory' }]);
+  });
+
+  it('refuses a Gravitino text file imported again with another --time-zone: its ids hash the line, not the time (exit 3)', async () => {
+    const node = await startNode();
+    const dir = await tempDir();
+    const file = join(dir, 'gravitino_audit.log');
+    await writeFile(file, '[2026-12-01 09:00:00.000]\talice\tLOAD_TABLE\tml.cat.s.t1\tSUCCESS\tHTTP\t10.0.0.1\t{http.status=200}\n');
+    const utc = await runImport(node, ['--format', 'gravitino', '--time-zone', 'UTC', file]);
+    expect(utc.stdout).toBe('imported 1, duplicates 0, refused 0\n');
+    const shanghai = await runImport(node, ['--format', 'gravitino', '--time-zone', '+08:00', file]);
+    expect(shanghai.stdout).toBe('imported 0, duplicates 0, conflicts 1, refused 1\n');
+    expect(shanghai.code).toBe(3);
+    expect(shanghai.stderr).toContain(`${file}:1: refused by the node as an eventId conflict`);
+    expect(await allEvents(node, '&engine=gravitino')).toMatchObject([{ timestamp: Date.parse('2026-12-01T09:00:00Z') }]);
   });
 });
