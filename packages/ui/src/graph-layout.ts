@@ -1,6 +1,6 @@
 import { forceCollide, forceLink, forceManyBody, forceSimulation, forceX, forceY, type SimulationLinkDatum, type SimulationNodeDatum } from 'd3-force';
 import { scaleLinear, scalePoint, scaleSqrt } from 'd3-scale';
-import type { AuditStats } from '@auditlake/model';
+import type { AuditStats, NamedCount } from '@auditlake/model';
 
 export type GraphNodeKind = 'user' | 'engine' | 'table';
 export const GRAPH_KINDS: readonly GraphNodeKind[] = ['user', 'engine', 'table'];
@@ -9,7 +9,10 @@ export interface GraphNode extends SimulationNodeDatum {
   id: string;
   kind: GraphNodeKind;
   name: string;
+  /** Its events in the window, whether or not its links are drawn. */
   count: number;
+  /** `count` is a lower bound: the node is not in its top list and the API cut the link list that sums it. */
+  atLeast: boolean;
   radius: number;
   x: number;
   y: number;
@@ -31,6 +34,12 @@ export interface GraphLayout {
   hiddenLinks: number;
 }
 
+/**
+ * Links of each kind the stats API sends at most (the model's STATS_EDGES_MAX; a test holds them
+ * equal). Not imported: the model's index would bring node-only modules into the page's bundle.
+ */
+export const STATS_LINKS_SENT = 150;
+
 /** Links of each kind drawn at most: beyond this a graph is a hairball, not an answer. */
 export const GRAPH_LINKS_MAX = 60;
 
@@ -48,30 +57,62 @@ function seeded(seed: number): () => number {
 }
 
 /**
- * Lays out user → engine → table as three columns (users left, engines centre, tables right)
- * with d3-force: links pull related nodes level, collision keeps labels apart. Node size is the
- * square root of its events, link width linear in its count. Deterministic for one input.
+ * Each drawn node's events, from everything the stats answer holds, not from the links drawn:
+ * its top list's count when it is in one (exact); else the sum of its links in the API's full
+ * list (every event has one user → engine pair, and one engine → table pair per table), exact
+ * unless the API cut that list at STATS_LINKS_SENT. An engine absent from the user links it
+ * got has at least the events of its heaviest table link.
  */
-export function layoutGraph(stats: Pick<AuditStats, 'userEngine' | 'engineTable'>, width: number): GraphLayout {
+function nodeCounts(stats: GraphStats, drawn: Map<string, { kind: GraphNodeKind; name: string }>): Map<string, { count: number; atLeast: boolean }> {
+  const sums = new Map<string, number>();
+  const add = (id: string, count: number) => sums.set(id, (sums.get(id) ?? 0) + count);
+  for (const e of stats.userEngine) {
+    add(nodeId('user', e.user), e.count);
+    add(nodeId('engine', e.engine), e.count);
+  }
+  const heaviestTable = new Map<string, number>();
+  for (const e of stats.engineTable) {
+    add(nodeId('table', e.table), e.count);
+    const engine = nodeId('engine', e.engine);
+    heaviestTable.set(engine, Math.max(heaviestTable.get(engine) ?? 0, e.count));
+  }
+  const top = (kind: GraphNodeKind, list: readonly NamedCount[]) => new Map(list.map((n) => [nodeId(kind, n.name), n.count]));
+  const tops = new Map([...top('user', stats.topUsers), ...top('engine', stats.topEngines), ...top('table', stats.topTables)]);
+  const cut = { user: stats.userEngine.length >= STATS_LINKS_SENT, engine: stats.userEngine.length >= STATS_LINKS_SENT, table: stats.engineTable.length >= STATS_LINKS_SENT };
+  const counts = new Map<string, { count: number; atLeast: boolean }>();
+  for (const [id, { kind }] of drawn) {
+    const exact = tops.get(id);
+    if (exact !== undefined) counts.set(id, { count: exact, atLeast: false });
+    else counts.set(id, { count: Math.max(sums.get(id) ?? 0, kind === 'engine' ? (heaviestTable.get(id) ?? 0) : 0), atLeast: cut[kind] });
+  }
+  return counts;
+}
+
+/** What the graph draws from a stats answer. */
+export type GraphStats = Pick<AuditStats, 'userEngine' | 'engineTable' | 'topUsers' | 'topEngines' | 'topTables'>;
+
+/**
+ * Lays out user → engine → table as three columns (users left, engines centre, tables right)
+ * with d3-force: links pull related nodes level, collision keeps labels apart. The nodes are
+ * those of the heaviest links; each is sized by the square root of its events (all of them in
+ * the window, drawn or not), a link's width is linear in its count. Deterministic for one input.
+ */
+export function layoutGraph(stats: GraphStats, width: number): GraphLayout {
   const userEngine = stats.userEngine.slice(0, GRAPH_LINKS_MAX);
   const engineTable = stats.engineTable.slice(0, GRAPH_LINKS_MAX);
   const hiddenLinks = stats.userEngine.length - userEngine.length + (stats.engineTable.length - engineTable.length);
-  const counts = new Map<string, { kind: GraphNodeKind; name: string; count: number }>();
-  const add = (kind: GraphNodeKind, name: string, count: number) => {
-    const id = nodeId(kind, name);
-    const node = counts.get(id) ?? { kind, name, count: 0 };
-    node.count += count;
-    counts.set(id, node);
-  };
+  const drawn = new Map<string, { kind: GraphNodeKind; name: string }>();
+  const draw = (kind: GraphNodeKind, name: string) => drawn.set(nodeId(kind, name), { kind, name });
   for (const e of userEngine) {
-    add('user', e.user, e.count);
-    add('engine', e.engine, e.count);
+    draw('user', e.user);
+    draw('engine', e.engine);
   }
-  // An engine's size is its events (from user edges); tables count their own.
   for (const e of engineTable) {
-    add('table', e.table, e.count);
-    if (!counts.has(nodeId('engine', e.engine))) add('engine', e.engine, e.count);
+    draw('engine', e.engine);
+    draw('table', e.table);
   }
+  const nodeCount = nodeCounts(stats, drawn);
+  const counts = new Map([...drawn].map(([id, n]) => [id, { ...n, ...nodeCount.get(id)! }]));
   const maxCount = Math.max(1, ...[...counts.values()].map((n) => n.count));
   const radius = scaleSqrt().domain([0, maxCount]).range([4, 16]);
   const perColumn = Math.max(1, ...GRAPH_KINDS.map((k) => [...counts.values()].filter((n) => n.kind === k).length));

@@ -14,6 +14,11 @@ function label(node: GraphNode, width: number): string {
   return name.length > chars ? name.slice(0, chars - 1) + '…' : name;
 }
 
+/** A node's kind, name and events in the window (all of them, drawn links or not). */
+function nodeTitle(node: GraphNode): string {
+  return `${node.kind} ${revealHidden(node.name)}: ${node.atLeast ? 'at least ' : ''}${node.count} events`;
+}
+
 /**
  * user → engine → table, laid out by d3-force in three columns. Each node is a button: a click
  * (or Enter/Space) drills down to that entity's events below the graph.
@@ -64,7 +69,7 @@ export function RelationshipGraph({ stats, focus, onSelect }: { stats: AuditStat
                 role="button"
                 tabindex={0}
                 aria-pressed={selected}
-                aria-label={`${n.kind} ${revealHidden(n.name)}: ${n.count} events`}
+                aria-label={nodeTitle(n)}
                 transform={`translate(${n.x},${n.y})`}
                 onClick={() => onSelect(n)}
                 onKeyDown={(e) => {
@@ -74,7 +79,7 @@ export function RelationshipGraph({ stats, focus, onSelect }: { stats: AuditStat
                   }
                 }}
               >
-                <title>{`${n.kind} ${revealHidden(n.name)}: ${n.count} events`}</title>
+                <title>{nodeTitle(n)}</title>
                 <circle r={n.radius} fill={n.kind === 'engine' ? engineColor(n.name) : KIND_COLORS[n.kind]} />
                 <text x={dx} y={dy} text-anchor={anchor}>
                   {label(n, layout.width)}
@@ -84,7 +89,7 @@ export function RelationshipGraph({ stats, focus, onSelect }: { stats: AuditStat
           })}
         </g>
       </svg>
-      {layout.hiddenLinks > 0 && <p class="hint">Showing the heaviest links; {layout.hiddenLinks} lighter ones are not drawn.</p>}
+      {layout.hiddenLinks > 0 && <p class="hint">Showing the heaviest links; {layout.hiddenLinks} lighter ones are not drawn (the counts of the nodes include them).</p>}
     </div>
   );
 }
