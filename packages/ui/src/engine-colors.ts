@@ -1,10 +1,13 @@
-/** Badge colours of the engines everyone knows (dark enough for white text, WCAG AA). */
-export const KNOWN_ENGINE_COLORS: Readonly<Record<string, string>> = {
-  auditlake: '#0f766e',
-  trino: '#a21caf',
-  spark: '#c2410c',
-  flink: '#1d4ed8',
-};
+/**
+ * Badge colours of the engines everyone knows (dark enough for white text, WCAG AA). A Map, not
+ * an object: an engine named `constructor` or `__proto__` must not find Object's own properties.
+ */
+export const KNOWN_ENGINE_COLORS: ReadonlyMap<string, string> = new Map([
+  ['auditlake', '#0f766e'],
+  ['trino', '#a21caf'],
+  ['spark', '#c2410c'],
+  ['flink', '#1d4ed8'],
+]);
 
 /** Every other engine takes one of these, always the same one for the same name. */
 export const ENGINE_PALETTE = ['#4d7c0f', '#b45309', '#0e7490', '#6d28d9', '#be123c', '#475569', '#15803d', '#9d174d'] as const;
@@ -12,7 +15,7 @@ export const ENGINE_PALETTE = ['#4d7c0f', '#b45309', '#0e7490', '#6d28d9', '#be1
 /** The badge colour of an engine (matched case-insensitively, as the engine filter does). */
 export function engineColor(engine: string): string {
   const name = engine.toLowerCase();
-  const known = KNOWN_ENGINE_COLORS[name];
+  const known = KNOWN_ENGINE_COLORS.get(name);
   if (known !== undefined) return known;
   // FNV-1a: stable across page loads and browsers, unlike an order-of-appearance palette.
   let hash = 0x811c9dc5;

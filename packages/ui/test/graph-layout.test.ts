@@ -1,7 +1,7 @@
 // Goal: the graph puts users, engines and tables in their columns, sizes them by events, and is the same picture every time.
 import { STATS_EDGES_MAX } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
-import { engineColor, KNOWN_ENGINE_COLORS } from '../src/engine-colors.js';
+import { ENGINE_PALETTE, engineColor, KNOWN_ENGINE_COLORS } from '../src/engine-colors.js';
 import { GRAPH_LINKS_MAX, layoutGraph, STATS_LINKS_SENT, type GraphStats } from '../src/graph-layout.js';
 
 const stats: GraphStats = {
@@ -71,9 +71,13 @@ describe('layoutGraph', () => {
   });
 
   it('colours known engines fixed and every other one the same each time', () => {
-    expect(engineColor('Trino')).toBe(KNOWN_ENGINE_COLORS['trino']);
-    expect(engineColor('auditlake')).toBe(KNOWN_ENGINE_COLORS['auditlake']);
+    expect(engineColor('Trino')).toBe(KNOWN_ENGINE_COLORS.get('trino'));
+    expect(engineColor('auditlake')).toBe(KNOWN_ENGINE_COLORS.get('auditlake'));
     expect(engineColor('hive')).toBe(engineColor('HIVE'));
-    expect(Object.values(KNOWN_ENGINE_COLORS)).not.toContain(engineColor('hive'));
+    expect([...KNOWN_ENGINE_COLORS.values()]).not.toContain(engineColor('hive'));
+  });
+
+  it('gives engines named like the properties of Object a palette colour too', () => {
+    for (const name of ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf']) expect(ENGINE_PALETTE).toContain(engineColor(name));
   });
 });
