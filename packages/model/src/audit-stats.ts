@@ -1,4 +1,4 @@
-import { READ_ACTION, type AuditEvent } from './event.js';
+import { READ_ACTION, SELF_SOURCE, type AuditEvent } from './event.js';
 
 /** Entries in each top list (users, engines, tables). */
 export const STATS_TOP_MAX = 10;
@@ -34,7 +34,9 @@ export interface AuditStats {
     users: number;
     engines: number;
     tables: number;
+    /** Engines' reads (`data:Select`). */
     reads: number;
+    /** Engines' other events. auditlake's own records (refusals, settings changes, checkpoints, maintenance runs, erasures) are neither reads nor writes. */
     writes: number;
     allow: number;
     deny: number;
@@ -98,6 +100,7 @@ export function summarizeEvents(events: readonly AuditEvent[], window: SummaryWi
   const userEngine = new Map<string, number>();
   const engineTable = new Map<string, number>();
   let reads = 0;
+  let writes = 0;
   let allow = 0;
   let deny = 0;
   let oldestMs = Number.POSITIVE_INFINITY;
@@ -112,7 +115,11 @@ export function summarizeEvents(events: readonly AuditEvent[], window: SummaryWi
       bump(tables, table);
       bump(engineTable, JSON.stringify([engine, table]));
     }
-    if (event.action === READ_ACTION) reads++;
+    // auditlake's own records (what the node did or refused) are no engine's reads or writes.
+    if (event.source !== SELF_SOURCE) {
+      if (event.action === READ_ACTION) reads++;
+      else writes++;
+    }
     if (event.decision === 'ALLOW') allow++;
     else if (event.decision === 'DENY') deny++;
     oldestMs = Math.min(oldestMs, event.timestamp);
@@ -134,7 +141,7 @@ export function summarizeEvents(events: readonly AuditEvent[], window: SummaryWi
   }
   const pair = (key: string) => JSON.parse(key) as [string, string];
   return {
-    counts: { events: events.length, users: users.size, engines: engines.size, tables: tables.size, reads, writes: events.length - reads, allow, deny },
+    counts: { events: events.length, users: users.size, engines: engines.size, tables: tables.size, reads, writes, allow, deny },
     truncated: window.truncated,
     limit: window.limit,
     topUsers: heaviest(users, STATS_TOP_MAX, (name, count) => ({ name, count })),

@@ -37,6 +37,16 @@ describe('summarizeEvents', () => {
     expect(stats).toMatchObject({ limit: 400, truncated: false });
   });
 
+  it('counts the own records of auditlake (refusals, settings changes, checkpoints) as neither reads nor writes', () => {
+    const own = [
+      ev('anonymous', 'auditlake', [], 'auth:Authenticate', 'DENY', T0 + MIN),
+      ev('admin', 'auditlake', [], 'audit:UpdateSettings', 'ALLOW', T0 + 2 * MIN),
+      ev('auditlake', 'auditlake', [], 'integrity:Checkpoint', '', T0 + 3 * MIN),
+    ];
+    const stats = summarizeEvents([...events, ...own], { fromMs: T0, toMs: T0 + 60 * MIN - 1, nowMs: T0, limit: 400, truncated: false });
+    expect(stats.counts).toMatchObject({ events: 7, reads: 2, writes: 2, allow: 3, deny: 2 });
+  });
+
   it('draws the window in recognisable buckets with ALLOW, DENY and no-decision stacked', () => {
     const stats = summarizeEvents(events, { fromMs: T0, toMs: T0 + 60 * MIN - 1, nowMs: T0, limit: 400, truncated: false });
     // An hour: a bucket a minute.

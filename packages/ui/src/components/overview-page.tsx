@@ -18,12 +18,13 @@ import { ErrorNote } from './error-note.js';
 import { ShownText } from './shown-text.js';
 
 const COUNTERS = [
-  ['events', 'Events'],
-  ['users', 'Users'],
-  ['engines', 'Engines'],
-  ['tables', 'Tables'],
-  ['reads', 'Reads'],
-  ['writes', 'Writes'],
+  ['events', 'Events', undefined],
+  ['users', 'Users', undefined],
+  ['engines', 'Engines', undefined],
+  ['tables', 'Tables', undefined],
+  ['reads', 'Reads', 'Engines\' data:Select events'],
+  // Events need not add up to reads and writes: the node's own records are neither.
+  ['writes', 'Writes', 'Engines\' other events; auditlake\'s own records (refusals, settings changes, checkpoints, maintenance runs) are neither reads nor writes'],
 ] as const;
 
 /** Rows of a drill-down at most; the Search page, linked from it, shows the rest. */
@@ -104,8 +105,8 @@ export function OverviewPage({ api, params }: { api: AdminApi; params: URLSearch
           )}
           {s.truncated && <TruncationNote shown={s.counts.events} />}
           <ul class="counters" aria-label="Summary of the window">
-            {COUNTERS.map(([k, label]) => (
-              <li key={k} data-counter={k}>
+            {COUNTERS.map(([k, label, hint]) => (
+              <li key={k} data-counter={k} title={hint}>
                 <span class="value">{s.counts[k].toLocaleString()}</span>
                 <span class="label">{label}</span>
               </li>
