@@ -81,7 +81,7 @@ export function checkColumnsToBatch(columns: RecordColumns, hasher: RecordHasher
       const recordHash = columns.recordHash[i] as string;
       const source = columns.source[i] as string;
       const action = columns.action[i] as string;
-      const kind = integrityKindOf(source, action);
+      const kind = integrityKindOf(source, action, columns.decision[i] as string);
       const integrity = kind === undefined ? undefined : { kind, action, details: columns.details[i] as string };
       writer.addAsStored(seq, columns.eventId[i] as string, recordHash, chainHash, columns.fieldCheck[i] as string, integrity, linksFrom(previousSeq, previousChainHash, seq, recordHash, chainHash));
     } else {
@@ -163,7 +163,7 @@ function checkRow(columns: RecordColumns, i: number, seq: number, hasher: Record
       content: recomputed === recordHash ? undefined : { hash: content.hash, term, ingestTs },
     };
   }
-  const kind = integrityKindOf(source, action);
+  const kind = integrityKindOf(source, action, columns.decision[i] as string);
   return {
     seq,
     eventId,

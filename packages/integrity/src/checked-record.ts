@@ -78,7 +78,7 @@ export function checkRecord(record: VerifyRecord, hasher: RecordHasher): Checked
     erased = [];
     for (const field of Object.keys(canonical.erased) as HashedField[]) erased.push({ field, holdsMarker: canonical.texts[field] === erasedText(field) });
   }
-  const kind = integrityKindOf(record.source, record.action);
+  const kind = integrityKindOf(record.source, record.action, record.decision);
   return {
     seq: record.seq,
     eventId: record.eventId,

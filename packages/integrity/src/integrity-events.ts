@@ -1,4 +1,4 @@
-import { INTEGRITY_ACTIONS, SELF_SOURCE, type AuditEvent } from '@auditlake/model';
+import { INTEGRITY_ACTIONS, isSelfRecord, SELF_SOURCE, type AuditEvent } from '@auditlake/model';
 import { encodeSignedCheckpoint, type SignedCheckpoint } from './checkpoint.js';
 import { encodePublishedKey, type PublishedKey } from './node-key.js';
 import { isErasableField, type ErasableField } from './record-fields.js';
@@ -14,9 +14,14 @@ export type IntegrityEventKind = keyof typeof INTEGRITY_ACTIONS;
 
 const KIND_BY_ACTION = new Map<string, IntegrityEventKind>(Object.entries(INTEGRITY_ACTIONS).map(([action, value]) => [value, action as IntegrityEventKind]));
 
-/** Which integrity event a record is, from its source and action values; undefined for any other. */
-export function integrityKindOf(source: string, action: string): IntegrityEventKind | undefined {
-  return source === SELF_SOURCE ? KIND_BY_ACTION.get(action) : undefined;
+/**
+ * Which integrity event a record is, from its source, action and decision values; undefined for
+ * any other, among them auditlake's record of a request for one that it refused (DENY, see
+ * isSelfRecord).
+ */
+export function integrityKindOf(source: string, action: string, decision: string): IntegrityEventKind | undefined {
+  const kind = KIND_BY_ACTION.get(action);
+  return kind !== undefined && isSelfRecord({ source, action, decision }, action) ? kind : undefined;
 }
 
 /** The event recording a signed checkpoint. */

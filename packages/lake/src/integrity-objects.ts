@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import { AuditError, AuditErrorCode, INTEGRITY_ACTIONS, SELF_SOURCE, type StoredEvent } from '@auditlake/model';
+import { AuditError, AuditErrorCode, INTEGRITY_ACTIONS, isSelfRecord, type StoredEvent } from '@auditlake/model';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import { deleteWhileLeader } from './fenced-delete.js';
 import type { CommitFence } from './iceberg-version-commit.js';
@@ -59,15 +59,12 @@ interface CheckpointPack {
   checkpoints: Array<{ seq: number; checkpoint: string }>;
 }
 
-function isSelf(event: StoredEvent, action: string): boolean {
-  return event.source === SELF_SOURCE && event.action === action;
-}
 
 /** The newest checkpoint record's signed text in `batch`, if it has one. */
 export function latestCheckpointText(batch: readonly StoredEvent[]): string | undefined {
   for (let i = batch.length - 1; i >= 0; i--) {
     const event = batch[i] as StoredEvent;
-    if (isSelf(event, INTEGRITY_ACTIONS.checkpoint)) return event.details;
+    if (isSelfRecord(event, INTEGRITY_ACTIONS.checkpoint)) return event.details;
   }
   return undefined;
 }
@@ -84,8 +81,8 @@ export async function writeIntegrityObjects(objects: ObjectStore, prefix: string
   let written = 0;
   for (const event of batch) {
     let folder: string | undefined;
-    if (isSelf(event, INTEGRITY_ACTIONS.checkpoint)) folder = CHECKPOINTS_FOLDER;
-    else if (isSelf(event, INTEGRITY_ACTIONS.registerKey)) folder = KEYS_FOLDER;
+    if (isSelfRecord(event, INTEGRITY_ACTIONS.checkpoint)) folder = CHECKPOINTS_FOLDER;
+    else if (isSelfRecord(event, INTEGRITY_ACTIONS.registerKey)) folder = KEYS_FOLDER;
     if (folder === undefined) continue;
     await objects.put(joinKey(prefix, `${INTEGRITY_DIR}/${folder}/${encodeKeyNumber(event.seq)}.json`), event.details, 'application/json');
     written++;

@@ -140,6 +140,18 @@ export function isSelfSource(source: string): boolean {
   return letters.length === SELF_SKELETON.length && letters.every((c, i) => c === SELF_SKELETON[i] || (c.codePointAt(0) as number) > 0x7f);
 }
 
+/**
+ * Whether an event is auditlake's own record of `action` (an integrity event, a settings
+ * change): of source auditlake, with that action, and not a refusal. The deny recorder records
+ * a request it refused under the action the request asked for, with decision DENY (who tried to
+ * erase or to change settings is worth an auditor's eye). Such a record states no erasure and no
+ * change: read as one, its details (the refusal's words) failed verify and a leader dropped it
+ * as an erasure naming nothing, so one request with an ingest token did both.
+ */
+export function isSelfRecord(event: { source: string; action: string; decision: string }, action: string): boolean {
+  return event.source === SELF_SOURCE && event.action === action && event.decision !== 'DENY';
+}
+
 /** True for an action only auditlake itself may record. */
 export function isReservedAction(source: string, action: string): boolean {
   return source === SELF_SOURCE && (action === INTEGRITY_ACTIONS.checkpoint || action === INTEGRITY_ACTIONS.registerKey || action === INTEGRITY_ACTIONS.erase);

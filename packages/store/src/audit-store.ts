@@ -1299,7 +1299,7 @@ export class AuditStore {
       result.terms[event.term] = (result.terms[event.term] ?? 0) + 1;
       // A checkpoint or key registration speaks of this log's chain, which ends here: it is
       // dropped, not sent to be ordered again (the leader makes its own).
-      const kind = integrityKindOf(event.source, event.action);
+      const kind = integrityKindOf(event.source, event.action, event.decision);
       if (kind === 'checkpoint' || kind === 'registerKey') continue;
       // A settings record goes back as it is: the leader it reaches tells whether its change is
       // in force there (appendForwarded, forwarded-settings.ts).
@@ -1617,7 +1617,7 @@ export class AuditStore {
    * (review). Undefined when `events` holds no checkpoint.
    */
   async #checkpointsDeletable(events: readonly StoredEvent[]): Promise<Set<number> | undefined> {
-    const candidates = new Set(events.filter((event) => integrityKindOf(event.source, event.action) === 'checkpoint').map((event) => event.seq));
+    const candidates = new Set(events.filter((event) => integrityKindOf(event.source, event.action, event.decision) === 'checkpoint').map((event) => event.seq));
     if (candidates.size === 0) return undefined;
     // The checkpoints the log holds up to the newest candidate, in seq order: the index lists
     // them (and the newest deleted one, which is not held). Read one key at a time and stopped at
@@ -1668,7 +1668,7 @@ export class AuditStore {
         .filter(([, event]) => (maxSeq === undefined || event.seq <= maxSeq) && (!tieredOnly || event.seq <= this.#tieredCountedThrough));
       const checkpointsDeletable = await this.#checkpointsDeletable(candidates.map(([, event]) => event));
       for (const [key, event] of candidates) {
-        if (checkpointsDeletable !== undefined && integrityKindOf(event.source, event.action) === 'checkpoint' && !checkpointsDeletable.has(event.seq)) continue;
+        if (checkpointsDeletable !== undefined && integrityKindOf(event.source, event.action, event.decision) === 'checkpoint' && !checkpointsDeletable.has(event.seq)) continue;
         days.count(event, 'pruned');
         touchedBlocks.add(blockOfSeq(event.seq));
         batch.del(key);
@@ -1676,7 +1676,7 @@ export class AuditStore {
         idsHeld.push({ eventId: event.eventId, suffix: key.slice(PREFIX.time.length), timestamp: event.timestamp, seq: event.seq });
         index.del(batch, event, event.timestamp, event.seq);
         for (const table of event.tables) prunedTables.add(table);
-        const kind = integrityKindOf(event.source, event.action);
+        const kind = integrityKindOf(event.source, event.action, event.decision);
         if (kind === 'checkpoint') checkpointSeqs.push(event.seq);
         else if (kind === 'erase') batch.del(erasureKey(event.seq));
         prunedSeqs.push({ seq: event.seq, chainHash: event.chainHash });

@@ -18,7 +18,7 @@ export interface ForwardTarget {
 function erasureOf(event: EncodedEvent): AuditEvent | undefined {
   if (!event.json.includes('"audit:EraseFields"')) return undefined;
   const parsed = JSON.parse(event.json) as AuditEvent;
-  return integrityKindOf(parsed.source, parsed.action) === 'erase' ? parsed : undefined;
+  return integrityKindOf(parsed.source, parsed.action, parsed.decision) === 'erase' ? parsed : undefined;
 }
 
 /**
@@ -75,7 +75,7 @@ async function reapplied(store: ForwardTarget, erasure: AuditEvent): Promise<Aud
   };
   for (const eventId of new Set(details.records.map((ref) => ref.eventId))) {
     const current = await store.getByEventId(eventId);
-    if (current !== undefined && integrityKindOf(current.source, current.action) === undefined) named({ eventId, seq: current.seq });
+    if (current !== undefined && integrityKindOf(current.source, current.action, current.decision) === undefined) named({ eventId, seq: current.seq });
   }
   // A copy under another seq (an event re-sent after retention) that the leader's log holds at
   // that same seq; or one only the tier holds now (the tier's erasure pass matches its eventId too).

@@ -1,4 +1,4 @@
-import { encodeEvent, lostSettingsRecord, SELF_SOURCE, SETTINGS_HISTORY_META, SETTINGS_RECORD_META, settingsRecordInForce, UPDATE_SETTINGS_ACTION, type AuditEvent, type EncodedEvent } from '@auditlake/model';
+import { encodeEvent, isSelfRecord, lostSettingsRecord, SETTINGS_HISTORY_META, SETTINGS_RECORD_META, settingsRecordInForce, UPDATE_SETTINGS_ACTION, type AuditEvent, type EncodedEvent } from '@auditlake/model';
 
 /**
  * A settings record that reaches the leader from a log that diverged (another node's forward,
@@ -13,7 +13,7 @@ import { encodeEvent, lostSettingsRecord, SELF_SOURCE, SETTINGS_HISTORY_META, SE
 export function settingsRecordAsInForce(store: { meta<T>(name: string): T | undefined }, event: EncodedEvent): EncodedEvent {
   if (!event.json.includes(`"${UPDATE_SETTINGS_ACTION}"`)) return event;
   const parsed = JSON.parse(event.json) as AuditEvent;
-  if (parsed.source !== SELF_SOURCE || parsed.action !== UPDATE_SETTINGS_ACTION) return event;
+  if (!isSelfRecord(parsed, UPDATE_SETTINGS_ACTION)) return event;
   if (settingsRecordInForce({ history: store.meta<string[]>(SETTINGS_HISTORY_META), lastRecord: store.meta<string>(SETTINGS_RECORD_META) }, parsed.eventId)) return event;
   const lost = encodeEvent(lostSettingsRecord(parsed));
   if (event.timeAssigned === true) lost.timeAssigned = true;

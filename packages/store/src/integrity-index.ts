@@ -47,7 +47,7 @@ const ERASE_ACTION_TEXT = `"action":${JSON.stringify(INTEGRITY_ACTIONS.erase)}`;
 export function erasureEntryOf(text: string, seq: number): IntegrityEntry | undefined {
   if (!text.includes(ERASE_ACTION_TEXT)) return undefined;
   const record = JSON.parse(text) as StoredEvent;
-  return integrityKindOf(record.source, record.action) === 'erase' ? { kind: 'erase', seq, details: record.details } : undefined;
+  return integrityKindOf(record.source, record.action, record.decision) === 'erase' ? { kind: 'erase', seq, details: record.details } : undefined;
 }
 
 /** A public key the log registered, as the key index keeps it. */

@@ -207,7 +207,7 @@ function parseStored(text: string): StoredEvent {
 }
 
 function integrityOf(record: Pick<CanonicalRecord, 'texts'>, seq: number): IntegrityEntry | undefined {
-  const kind = integrityKindOf(record.texts.source, record.texts.action);
+  const kind = integrityKindOf(record.texts.source, record.texts.action, record.texts.decision);
   return kind === undefined ? undefined : { kind, seq, details: record.texts.details };
 }
 

@@ -93,4 +93,14 @@ describe('appendForwarded', () => {
     expect(result).toEqual({ stored: [], duplicates: 0, conflicts: [] });
     expect((await store.getBySeq(1))?.userId).toBe('x');
   });
+
+  it('stores as it is the record of a refused erase request (decision DENY, its details the refusal\'s words), forwarded from another node: no erasure to re-apply, no record dropped', async () => {
+    const store = await openStore();
+    await store.append([ev('x1')]);
+    const refusal: AuditEvent = { ...ev('deny-1', { userId: 'ingest', resource: 'POST /admin/audit/erase', decision: 'DENY', tables: [], query: '' }), source: SELF_SOURCE, action: INTEGRITY_ACTIONS.erase, details: 'HTTP 403: role ingest may not audit:EraseFields' };
+    const result = await appendForwarded(store, [encodeEvent(refusal)], {});
+    expect(result.stored.map((s) => [s.eventId, s.seq])).toEqual([['deny-1', 2]]);
+    expect(await store.getBySeq(2)).toMatchObject({ eventId: 'deny-1', decision: 'DENY', details: refusal.details });
+    expect((await store.getBySeq(1))?.userId).toBe('x');
+  });
 });

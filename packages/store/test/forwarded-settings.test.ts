@@ -35,6 +35,9 @@ describe('settingsRecordAsInForce', () => {
     // Anything but a settings record passes as it is.
     const other = encodeEvent({ ...record('E'), source: 'trino', action: 'audit:UpdateSettings' });
     expect(settingsRecordAsInForce(store, other)).toBe(other);
+    // So does auditlake's record of a settings request it refused: it states no change.
+    const refused = encodeEvent({ ...record('D'), userId: 'ingest', decision: 'DENY', details: 'HTTP 403: role ingest may not audit:UpdateSettings' });
+    expect(settingsRecordAsInForce(store, refused)).toBe(refused);
   });
 
   it('without a history (metadata written before one was kept), keeps only the last record', async () => {

@@ -35,8 +35,8 @@ export interface ErasureTarget {
 }
 
 /** True for an `audit:EraseFields` record of the log. */
-export function isErasureRecord(event: Pick<StoredEvent, 'source' | 'action'>): boolean {
-  return integrityKindOf(event.source, event.action) === 'erase';
+export function isErasureRecord(event: Pick<StoredEvent, 'source' | 'action' | 'decision'>): boolean {
+  return integrityKindOf(event.source, event.action, event.decision) === 'erase';
 }
 
 /**
@@ -48,7 +48,7 @@ export function targetKey(eventId: string, seq: number): string {
 }
 
 /** Merges erasure records into per-record targets (eventId and seq → fields); each names only records before it, as the store applies them. */
-export function addTargets(targets: Map<string, ErasureTarget>, event: Pick<StoredEvent, 'source' | 'action' | 'details' | 'seq'>): boolean {
+export function addTargets(targets: Map<string, ErasureTarget>, event: Pick<StoredEvent, 'source' | 'action' | 'decision' | 'details' | 'seq'>): boolean {
   if (!isErasureRecord(event)) return false;
   let details;
   try {

@@ -2,7 +2,7 @@ import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { TieredEvent } from '@auditlake/format';
 import { composeStoredEvent, eraseRecordFields } from '@auditlake/integrity';
 import { readTieredSuffix, type TierSource, type Watermark } from '@auditlake/lake';
-import { AuditError, AuditErrorCode, SELF_SOURCE, UPDATE_SETTINGS_ACTION, type EncodedEvent } from '@auditlake/model';
+import { AuditError, AuditErrorCode, isSelfRecord, UPDATE_SETTINGS_ACTION, type EncodedEvent } from '@auditlake/model';
 import type { AuditStore, TermStart } from '@auditlake/store';
 import { addTargets, isErasureRecord, targetKey, type ErasureTarget } from './tier-erasure.js';
 
@@ -143,7 +143,7 @@ async function adopt(store: AuditStore, rows: readonly TieredEvent[], commonSeq:
     // A row from a term not before this leader's is no record of a log this one succeeded.
     if (term > options.termNow || (term === options.termNow && options.soleWriter !== true)) throw new TierTermNotBefore(seq, term, options.termNow);
     if (starts.at(-1)?.term !== term) starts.push({ firstSeq: seq, term });
-    if (row.source === SELF_SOURCE && row.action === UPDATE_SETTINGS_ACTION) settingsRecordSeqs.push(seq);
+    if (isSelfRecord(row, UPDATE_SETTINGS_ACTION)) settingsRecordSeqs.push(seq);
     // The tier's rows may still hold values an adopted erasure record names (its leader died before rewriting them).
     const target = erased.get(targetKey(row.eventId, seq));
     const stored = target === undefined ? row : (eraseRecordFields(row, [...target.fields]) ?? row);
