@@ -1,8 +1,8 @@
-import type { EventOutput } from '@auditlake/model';
 import { useEffect, useState } from 'preact/hooks';
 import type { AdminApi, QueryParams } from '../api.js';
 import { download, toCsv, toNdjson } from '../event-export.js';
 import { navigate, readWindowState, writeWindowState, type WindowState } from '../page-location.js';
+import { firstPage, olderPage, type SearchResults } from '../search-results.js';
 import { windowBounds } from '../time-range.js';
 import { EventTable } from './event-table.js';
 import { TruncationNote, WindowControls } from './toolbar.js';
@@ -18,14 +18,6 @@ function readFilters(params: URLSearchParams): Filters {
   return Object.fromEntries(FILTER_FIELDS.map((f) => [f, params.get(f) ?? ''])) as Filters;
 }
 
-interface Result {
-  events: EventOutput[];
-  truncated: boolean;
-  nextCursor: string | undefined;
-  tierNote: string | undefined;
-  stale: boolean;
-}
-
 /**
  * Search: free text plus user, engine, table, type, decision, time range and max results over
  * the whole log (local and tiered). The form's state is the URL's query string, so a search
@@ -35,7 +27,7 @@ export function SearchPage({ api, params }: { api: AdminApi; params: URLSearchPa
   const applied = { filters: readFilters(params), window: readWindowState(params) };
   const [filters, setFilters] = useState<Filters>(applied.filters);
   const [windowState, setWindowState] = useState<WindowState>(applied.window);
-  const [result, setResult] = useState<Result | undefined>();
+  const [result, setResult] = useState<SearchResults | undefined>();
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
   const key = params.toString();
@@ -61,10 +53,10 @@ export function SearchPage({ api, params }: { api: AdminApi; params: URLSearchPa
     let cancelled = false;
     setBusy(true);
     setError('');
-    api.search(query.params).then(
-      (answer) => {
+    firstPage(api, query.params).then(
+      (first) => {
         if (cancelled) return;
-        setResult({ events: answer.events, truncated: answer.truncated, nextCursor: answer.nextCursor, tierNote: answer.tierNote, stale: answer.stale === true });
+        setResult(first);
         setBusy(false);
       },
       (err: unknown) => {
@@ -88,12 +80,9 @@ export function SearchPage({ api, params }: { api: AdminApi; params: URLSearchPa
 
   const loadOlder = async () => {
     if (!result?.nextCursor) return;
-    const query = apiParams(applied.window, applied.filters);
-    if ('error' in query) return;
     setBusy(true);
     try {
-      const answer = await api.search({ ...query.params, cursor: result.nextCursor });
-      setResult({ ...result, events: [...result.events, ...answer.events], truncated: answer.truncated, nextCursor: answer.nextCursor, tierNote: answer.tierNote ?? result.tierNote });
+      setResult(await olderPage(api, result));
       setError('');
     } catch (err) {
       setError(err instanceof Error ? err.message : String(err));
