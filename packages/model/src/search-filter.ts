@@ -58,9 +58,24 @@ export function timeBound(name: string, value: string, end = false): number {
     if (Number.isSafeInteger(n)) return n;
   } else if (ISO_8601.test(value)) {
     const n = Date.parse(value);
-    if (Number.isSafeInteger(n) && n >= 0) return end && BARE_DATE.test(value) ? n + DAY_MS - 1 : n;
+    if (Number.isSafeInteger(n) && n >= 0) {
+      // Date.parse rolls a day that does not exist over (2026-02-30 is 2026-03-02, T24:00 the
+      // next day): a window asked for that way would silently be another one.
+      if (!isCalendarDate(value)) bad(`parameter ${name} names a day that does not exist: ${value}`);
+      if (value.slice(11, 13) === '24') bad(`parameter ${name} has hour 24 (use 00 of the next day): ${value}`);
+      return end && BARE_DATE.test(value) ? n + DAY_MS - 1 : n;
+    }
   }
   return bad(`parameter ${name} must be epoch millis or an ISO-8601 time with a zone (e.g. 2026-11-01T09:30:00Z): ${value}`);
+}
+
+/** Whether the `YYYY-MM-DD` a time starts with is a day of the calendar (no 02-30, no 04-31). */
+function isCalendarDate(value: string): boolean {
+  const year = Number(value.slice(0, 4));
+  const month = Number(value.slice(5, 7));
+  const day = Number(value.slice(8, 10));
+  const date = new Date(Date.UTC(year, month - 1, day));
+  return date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
 }
 
 function decision(value: string): Decision | '' {

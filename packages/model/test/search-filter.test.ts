@@ -89,6 +89,16 @@ describe('parseSearchParams', () => {
     expect(badParam({ from: '2026-11-02', to: '2026-11-01' })).toMatch(/^parameter from must not be after to/);
   });
 
+  it('refuses a day the calendar does not have, instead of rolling it over into the next month (2026-02-30 read as March 2)', () => {
+    for (const value of ['2026-02-30', '2026-02-29', '2026-04-31', '2026-02-29T10:00Z', '2026-06-31T23:00+02:00']) {
+      expect(badParam({ from: value })).toBe(`parameter from names a day that does not exist: ${value}`);
+    }
+    expect(badParam({ to: '2026-01-01T24:00Z' })).toBe('parameter to has hour 24 (use 00 of the next day): 2026-01-01T24:00Z');
+    // A leap day is a day.
+    expect(parseSearchParams({ from: '2028-02-29' }, MAX_PAGE).fromMs).toBe(Date.UTC(2028, 1, 29));
+    expect(parseSearchParams({ to: '2028-02-29' }, MAX_PAGE).toMs).toBe(Date.UTC(2028, 2, 1) - 1);
+  });
+
   it('takes a bare date as to for the whole of that UTC day, as the ledger does', () => {
     const filter = parseSearchParams({ from: '2026-11-01', to: '2026-11-30' }, MAX_PAGE);
     expect(filter).toMatchObject({ fromMs: Date.UTC(2026, 10, 1), toMs: Date.UTC(2026, 10, 30, 23, 59, 59, 999) });
