@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import type { AdminApi, QueryParams } from '../api.js';
 import { download, toCsv, toNdjson } from '../event-export.js';
 import { navigate, readWindowState, writeWindowState, type WindowState } from '../page-location.js';
+import { FILTER_FIELDS, readFilters, type Filters } from '../search-form.js';
 import { firstPage, olderPage, type SearchResults } from '../search-results.js';
 import { windowBounds } from '../time-range.js';
 import { EventTable } from './event-table.js';
@@ -9,14 +10,6 @@ import { TruncationNote, WindowControls } from './toolbar.js';
 import { ErrorNote } from './error-note.js';
 import { useChanged } from '../use-changed.js';
 import { HiddenCharactersNote, ShownText } from './shown-text.js';
-
-/** The search form's fields, as kept in the URL. */
-const FILTER_FIELDS = ['q', 'user', 'engine', 'table', 'action', 'decision'] as const;
-type Filters = Record<(typeof FILTER_FIELDS)[number], string>;
-
-function readFilters(params: URLSearchParams): Filters {
-  return Object.fromEntries(FILTER_FIELDS.map((f) => [f, params.get(f) ?? ''])) as Filters;
-}
 
 /**
  * Search: free text plus user, engine, table, type, decision, time range and max results over
