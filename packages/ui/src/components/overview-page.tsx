@@ -1,7 +1,7 @@
-import type { EventOutput } from '@auditlake/model';
 import { useState } from 'preact/hooks';
 import type { AdminApi, ClusterAnswer, QueryParams, SettingsAnswer, StatsAnswer } from '../api.js';
-import type { GraphNode, GraphNodeKind } from '../graph-layout.js';
+import { drillRows, FILTER_OF, parseFocus, type DrillRows } from '../drill-down.js';
+import type { GraphNode } from '../graph-layout.js';
 import { navigate, readWindowState, writeWindowState, type WindowState } from '../page-location.js';
 import { STORAGE_FIELDS } from '../settings-form.js';
 import { windowBounds } from '../time-range.js';
@@ -30,14 +30,6 @@ const COUNTERS = [
 /** Rows of a drill-down at most; the Search page, linked from it, shows the rest. */
 const DRILL_ROWS_MAX = 100;
 
-/** The search filter that selects a graph node's events. */
-const FILTER_OF: Record<GraphNodeKind, string> = { user: 'user', engine: 'engine', table: 'table' };
-
-function parseFocus(value: string | null): { kind: GraphNodeKind; name: string } | undefined {
-  const match = value === null ? null : /^(user|engine|table):(.+)$/s.exec(value);
-  return match ? { kind: match[1] as GraphNodeKind, name: match[2] as string } : undefined;
-}
-
 /**
  * Overview & Graph: counters, the user → engine → table graph with drill-down, the ALLOW/DENY
  * histogram for the chosen window; the Storage & Retention settings, tier health and the
@@ -57,10 +49,11 @@ export function OverviewPage({ api, params }: { api: AdminApi; params: URLSearch
   };
   const windowKey = [applied.window.range, applied.window.from, applied.window.to, applied.max].join('|');
   const stats = useLoad<StatsAnswer>(async () => api.stats(windowQuery()), [windowKey]);
-  const drill = useLoad<{ events: EventOutput[]; truncated: boolean } | undefined>(
-    async () => (focus ? api.search({ ...windowQuery(), limit: Math.min(DRILL_ROWS_MAX, applied.max), [FILTER_OF[focus.kind]]: focus.name }) : undefined),
-    [windowKey, focus?.kind, focus?.name],
-  );
+  const drill = useLoad<(DrillRows & { truncated: boolean }) | undefined>(async () => {
+    if (!focus) return undefined;
+    const answer = await api.search({ ...windowQuery(), limit: Math.min(DRILL_ROWS_MAX, applied.max), [FILTER_OF[focus.kind]]: focus.name });
+    return { ...drillRows(focus, answer.events), truncated: answer.truncated };
+  }, [windowKey, focus?.kind, focus?.name]);
   const settings = useLoad<SettingsAnswer>(() => api.settings(), []);
   const cluster = useLoad<ClusterAnswer>(() => api.cluster(), []);
 
@@ -141,6 +134,12 @@ export function OverviewPage({ api, params }: { api: AdminApi; params: URLSearch
                 {drill.value && (
                   <>
                     {drill.value.truncated && <TruncationNote shown={drill.value.events.length} />}
+                    {drill.value.leftOut > 0 && (
+                      <p class="note left-out" role="status">
+                        {drill.value.leftOut} {drill.value.leftOut === 1 ? 'event' : 'events'} of other tables whose names contain this one left out: the search's table filter
+                        matches part of a name, so Open in Search lists them too.
+                      </p>
+                    )}
                     <EventTable events={drill.value.events} caption={`Events of ${focus.kind} ${focus.name}`} />
                   </>
                 )}
