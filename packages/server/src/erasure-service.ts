@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ERASABLE_FIELDS, erasureDetailsChunks, isErasableField, type ErasableField, type ErasedRecordRef } from '@auditlake/integrity';
-import { AuditError, AuditErrorCode, encodeEvent, INTEGRITY_ACTIONS, isSelfSource, jsonForMessage, SELF_SOURCE, type AuditEvent } from '@auditlake/model';
+import { AuditError, AuditErrorCode, encodeEvent, EVENT_ID_LENGTH_MAX, INTEGRITY_ACTIONS, isSelfSource, jsonForMessage, SELF_SOURCE, type AuditEvent } from '@auditlake/model';
 import type { AuditStore, Sequencer } from '@auditlake/store';
 
 /** Most eventIds one erasure request names. */
@@ -35,6 +35,10 @@ export function parseErasureRequest(body: unknown): ErasureRequest {
   if (eventIds.length > ERASE_IDS_MAX) refuse(`eventIds must name at most ${ERASE_IDS_MAX} events, got ${eventIds.length}`);
   eventIds.forEach((id, i) => {
     if (typeof id !== 'string' || id === '') refuse(`eventIds[${i}] must be a non-empty string`);
+    // Ids ingest refuses name no event: said so, rather than looked for and named back in full
+    // among the ids not found (a 100,000-character one echoed whole).
+    if (!id.isWellFormed()) refuse(`eventIds[${i}] is not well-formed Unicode (a lone surrogate): no event has such an id`);
+    if (id.length > EVENT_ID_LENGTH_MAX) refuse(`eventIds[${i}] is ${id.length} characters long, and an eventId is at most ${EVENT_ID_LENGTH_MAX}: no event has such an id`);
   });
   if (!Array.isArray(fields) || fields.length === 0) refuse(`fields must be a non-empty array of field names (${ERASABLE_FIELDS.join(', ')})`);
   fields.forEach((field, i) => {

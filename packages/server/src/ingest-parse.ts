@@ -79,6 +79,9 @@ const recordHasher = new RecordHasher();
  * hashes in its place in the log. With `sourceBinding`, every sourceId must be bound to the sender.
  */
 export function parseIngestBody(bytes: Uint8Array, nowMs: number, redactKeys: readonly string[] = [], chain = false, sourceBinding?: SenderSources, latestMs = nowMs): ParseOutcome {
+  // A byte order mark is no part of the JSON (RFC 8259 lets a parser ignore it); tools on
+  // Windows write one, and JSON.parse refused it with a message quoting the invisible mark.
+  if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) bytes = bytes.subarray(3);
   // Decoding would replace such bytes by U+FFFD and store something other than what was sent.
   const invalidAt = invalidUtf8Offset(bytes);
   if (invalidAt !== -1) return { ok: false, code: AuditErrorCode.BAD_REQUEST, message: `request body is not valid UTF-8: an invalid byte sequence at byte offset ${invalidAt}`, refused: 1 };

@@ -52,6 +52,17 @@ describe('ingest parsing', () => {
     expect(await t.stored()).toEqual([]);
   });
 
+  it('reads a body that starts with a UTF-8 byte order mark as the JSON after it (what tools on Windows write), over HTTP too', async () => {
+    const withMark = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), body(events)]);
+    const parsed = parseIngestBody(withMark, NOW);
+    expect(parsed.ok).toBe(true);
+    if (parsed.ok) expect(parsed.events.map((e) => e.eventId).slice(0, 2)).toEqual(['a', 'b']);
+    const t = await startTestNode();
+    const res = await t.request('/v1/api/audit', { method: 'POST', headers: { 'content-type': 'application/json' }, body: withMark });
+    expect(res.status).toBe(200);
+    expect((await t.stored()).map((e) => e.eventId)).toEqual(expect.arrayContaining(['a', 'b']));
+  });
+
   it('parses inline with no threads', async () => {
     const p = pool(0);
     expect(p.threads).toBe(0);

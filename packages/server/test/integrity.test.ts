@@ -101,6 +101,14 @@ describe('the leader keeps the chain provable', () => {
     expect(res.status).toBe(400);
     expect(((await res.json()) as { error: string }).error).toBe('parameter limit must be an integer from 0 to 10000: 10001');
     expect((await t.request('/admin/audit/integrity/records?afterSeq=-1')).status).toBe(400);
+    const errorOf = async (query: string) => {
+      const answer = await t.request(`/admin/audit/integrity/records${query}`);
+      expect(answer.status).toBe(400);
+      return ((await answer.json()) as { error: string }).error;
+    };
+    // A misspelt parameter is refused, as the search refuses one, not read as absent.
+    expect(await errorOf('?afterseq=5')).toBe('unknown parameter: afterseq (known: afterSeq, limit)');
+    expect(await errorOf('?limit=5&limit=6')).toBe('parameter limit must be given once: ["5","6"]');
   });
 
   it('keeps no chain with auditlake.audit.integrity.chain.enabled=false (to measure its cost)', async () => {
@@ -177,6 +185,13 @@ describe('POST /admin/audit/erase', () => {
     res = await post({ eventIds: ['y1'], fields: ['eventId'] });
     expect(res.status).toBe(400);
     expect(((await res.json()) as { error: string }).error).toBe('fields[0] must be one of userId, resource, tables, query, details: "eventId"; nothing was erased');
+    // Ids no event can have (ingest refuses them) are named by place, not looked for and echoed.
+    res = await post({ eventIds: ['y1', 'a\ud800'], fields: ['query'] });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: string }).error).toBe('eventIds[1] is not well-formed Unicode (a lone surrogate): no event has such an id; nothing was erased');
+    res = await post({ eventIds: ['x'.repeat(100_000)], fields: ['query'] });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: string }).error).toBe('eventIds[0] is 100000 characters long, and an eventId is at most 128: no event has such an id; nothing was erased');
     expect((await t.request('/admin/audit/erase', { method: 'POST', token: INGEST_TOKEN, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ eventIds: ['y1'], fields: ['query'] }) })).status).toBe(403);
     // ack=replicated needs a standby; an ack that is neither is named.
     res = await t.request('/admin/audit/erase?ack=replicated', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ eventIds: ['y1'], fields: ['query'] }) });

@@ -10,13 +10,15 @@ import './route-access.js';
 /** Most records one `GET /admin/audit/integrity/records` page holds. */
 export const RECORDS_PAGE_MAX = 10_000;
 
+/** The parameters `GET /admin/audit/integrity/records` takes. */
+const RECORDS_PARAMS = ['afterSeq', 'limit'];
+
 function nonNegativeInt(query: Record<string, unknown>, name: string, fallback: number, max: number): number {
   const raw = query[name];
   if (raw === undefined || raw === '') return fallback;
-  const value = typeof raw === 'string' && /^\d{1,16}$/.test(raw) ? Number(raw) : NaN;
-  if (!Number.isSafeInteger(value) || value > max) {
-    throw new AuditError(AuditErrorCode.BAD_REQUEST, `parameter ${name} must be an integer from 0 to ${max}: ${typeof raw === 'string' ? raw : JSON.stringify(raw)}`);
-  }
+  if (typeof raw !== 'string') throw new AuditError(AuditErrorCode.BAD_REQUEST, `parameter ${name} must be given once: ${JSON.stringify(raw)}`);
+  const value = /^\d{1,16}$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(value) || value > max) throw new AuditError(AuditErrorCode.BAD_REQUEST, `parameter ${name} must be an integer from 0 to ${max}: ${raw}`);
   return value;
 }
 
@@ -35,6 +37,10 @@ export function registerIntegrityRoutes(
   app.get('/admin/audit/integrity', { config: { access } }, async () => options.integrity.view());
   app.get('/admin/audit/integrity/records', { config: { access } }, async (request, reply) => {
     const query = request.query as Record<string, unknown>;
+    // As the search refuses them: a misspelt `afterseq` read from seq 0 would look like an answer.
+    for (const name of Object.keys(query)) {
+      if (!RECORDS_PARAMS.includes(name)) throw new AuditError(AuditErrorCode.BAD_REQUEST, `unknown parameter: ${name} (known: ${RECORDS_PARAMS.join(', ')})`);
+    }
     const afterSeq = nonNegativeInt(query, 'afterSeq', 0, Number.MAX_SAFE_INTEGER);
     const limit = nonNegativeInt(query, 'limit', 1000, RECORDS_PAGE_MAX);
     const entries = await options.store.readEncodedBySeq(afterSeq, limit);
