@@ -41,11 +41,10 @@ import {
 } from '@auditlake/format';
 import { CHECKPOINT_SUMMARY_KEY, icebergTableAt, loadIcebergTable, S3Connections, s3Key, type IcebergTableRef, type ObjectStore } from '@auditlake/lake';
 import { commitForeignSnapshotOnTop } from '@auditlake/lake/testing';
-import { resolveConfig } from '@auditlake/model';
-import { startAuditNode, type AuditNode, type EmbeddedS3 } from '@auditlake/server';
+import type { AuditNode, EmbeddedS3 } from '@auditlake/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyHistory } from '../src/verify-command.js';
-import { ingestAll, offlineVerifyOptions, waitFor } from './verify-node.js';
+import { ingestAll, offlineVerifyOptions, startTieringNode, waitFor } from './verify-node.js';
 
 const ADMIN_TOKEN = 'admin-token-for-iceberg-tamper';
 const TABLE_LOCATION = 's3://auditlake/warehouse/audit/events';
@@ -132,30 +131,17 @@ async function snapshotTable(): Promise<Map<string, Uint8Array>> {
 
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'auditlake-iceberg-tamper-'));
-  node = await startAuditNode({
-    dataDir,
-    host: '127.0.0.1',
-    port: 0,
-    embeddedS3Port: 0,
+  node = await startTieringNode(dataDir, {
     adminToken: ADMIN_TOKEN,
-    logger: false,
-    config: resolveConfig(
-      new Map(
-        Object.entries({
-          'auditlake.audit.tier.mode': 'iceberg',
-          'auditlake.audit.tier.iceberg.table': 'local.audit.events',
-          'auditlake.audit.tier.interval.ms': '100',
-          'auditlake.audit.tier.ingest.settle.ms': '0',
-          'auditlake.audit.tier.batch.size': '7',
-          // The tamper cases edit and put back the tier's objects: a scheduled maintenance run
-          // (hourly, at minute 0) compacting them meanwhile left a tier the restore could not
-          // put back (CI crossed 12:00 here).
-          'auditlake.audit.tier.maintenance.enabled': 'false',
-          'auditlake.audit.integrity.checkpoint.events': '1000000',
-          'auditlake.audit.integrity.checkpoint.interval.ms': '3600000',
-        }),
-      ),
-    ),
+    props: {
+      'auditlake.audit.tier.mode': 'iceberg',
+      'auditlake.audit.tier.iceberg.table': 'local.audit.events',
+      'auditlake.audit.tier.batch.size': '7',
+      // The tamper cases edit and put back the tier's objects: a scheduled maintenance run
+      // (hourly, at minute 0) compacting them meanwhile left a tier the restore could not
+      // put back (CI crossed 12:00 here).
+      'auditlake.audit.tier.maintenance.enabled': 'false',
+    },
   });
   const embedded = node.embeddedS3 as EmbeddedS3;
   connections = new S3Connections(

@@ -7,12 +7,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { resolveConfig } from '@auditlake/model';
-import { startAuditNode, type AuditNode, type EmbeddedS3 } from '@auditlake/server';
+import type { AuditNode, EmbeddedS3 } from '@auditlake/server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { verifyHistory } from '../src/verify-command.js';
 import { parseVerifyOptions } from '../src/verify-options.js';
-import { adminRequest, ingestAll, waitFor as waitUntil } from './verify-node.js';
+import { adminRequest, ingestAll, startTieringNode, waitFor as waitUntil } from './verify-node.js';
 
 const ADMIN_TOKEN = 'admin-token-for-verify-maintenance';
 const DAY_MS = 86_400_000;
@@ -64,27 +63,13 @@ async function postSettings(body: Record<string, unknown>): Promise<void> {
 describe.each(MODES)('verify after retention and maintenance, $mode tier', (mode) => {
   it('passes online, offline and as one, counting every record and checkpoint', async () => {
     dataDir = await mkdtemp(join(tmpdir(), `auditlake-verify-maint-${mode.mode}-`));
-    node = await startAuditNode({
-      dataDir,
-      host: '127.0.0.1',
-      port: 0,
-      embeddedS3Port: 0,
+    node = await startTieringNode(dataDir, {
       adminToken: ADMIN_TOKEN,
-      logger: false,
-      config: resolveConfig(
-        new Map(
-          Object.entries({
-            ...mode.settings,
-            'auditlake.audit.tier.interval.ms': '100',
-            'auditlake.audit.tier.ingest.settle.ms': '0',
-            // Small batches: many small files for compaction to merge.
-            'auditlake.audit.tier.batch.size': '6',
-            // Checkpoints come from the test (checkpointNow), not from a timer.
-            'auditlake.audit.integrity.checkpoint.events': '1000000',
-            'auditlake.audit.integrity.checkpoint.interval.ms': '3600000',
-          }),
-        ),
-      ),
+      props: {
+        ...mode.settings,
+        // Small batches: many small files for compaction to merge.
+        'auditlake.audit.tier.batch.size': '6',
+      },
     });
     const target = node;
     const old = Date.now() - 3 * DAY_MS;

@@ -1,4 +1,5 @@
-import type { AuditNode, EmbeddedS3 } from '@auditlake/server';
+import { resolveConfig } from '@auditlake/model';
+import { startAuditNode, type AuditNode, type EmbeddedS3 } from '@auditlake/server';
 import { expect } from 'vitest';
 import { parseVerifyOptions } from '../src/verify-options.js';
 
@@ -26,4 +27,21 @@ export async function waitFor(what: string, condition: () => Promise<boolean>, t
 export function offlineVerifyOptions(node: AuditNode, target: ['--table' | '--path', string], extra: string[] = []) {
   const embedded = node.embeddedS3 as EmbeddedS3;
   return parseVerifyOptions([...target, '--endpoint', embedded.connectionUrl, '--access-key-id', embedded.credentials.accessKeyId, '--secret-access-key', embedded.credentials.secretAccessKey, ...extra], {});
+}
+
+/**
+ * A node on loopback with its embedded S3 endpoint that tiers at once (every 100 ms, no settle
+ * time) and signs checkpoints only when the test asks (checkpointNow), under `props` besides:
+ * the tier's mode and location, and what the test is about. The caller closes it.
+ */
+export function startTieringNode(dataDir: string, options: { adminToken: string; ingestToken?: string; props: Record<string, string> }): Promise<AuditNode> {
+  const props = {
+    'auditlake.audit.tier.interval.ms': '100',
+    'auditlake.audit.tier.ingest.settle.ms': '0',
+    'auditlake.audit.integrity.checkpoint.events': '1000000',
+    'auditlake.audit.integrity.checkpoint.interval.ms': '3600000',
+    ...options.props,
+  };
+  const tokens = { adminToken: options.adminToken, ...(options.ingestToken === undefined ? {} : { ingestToken: options.ingestToken }) };
+  return startAuditNode({ dataDir, host: '127.0.0.1', port: 0, embeddedS3Port: 0, logger: false, ...tokens, config: resolveConfig(new Map(Object.entries(props))) });
 }

@@ -7,12 +7,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { resolveConfig } from '@auditlake/model';
-import { startAuditNode, type AuditNode } from '@auditlake/server';
+import type { AuditNode } from '@auditlake/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyHistory } from '../src/verify-command.js';
 import { parseVerifyOptions } from '../src/verify-options.js';
-import { adminRequest, ingestAll, offlineVerifyOptions, waitFor } from './verify-node.js';
+import { adminRequest, ingestAll, offlineVerifyOptions, startTieringNode, waitFor } from './verify-node.js';
 
 const ADMIN_TOKEN = 'admin-token-for-refused-requests';
 const INGEST_TOKEN = 'ingest-token-for-refused-requests';
@@ -34,25 +33,15 @@ async function refusalsOf(action: string): Promise<Array<{ action: string; decis
 
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'auditlake-verify-refused-'));
-  node = await startAuditNode({
-    dataDir,
-    host: '127.0.0.1',
-    port: 0,
-    embeddedS3Port: 0,
+  node = await startTieringNode(dataDir, {
     adminToken: ADMIN_TOKEN,
     ingestToken: INGEST_TOKEN,
-    config: resolveConfig(
-      new Map(
-        Object.entries({
-          'auditlake.audit.tier.mode': 'parquet',
-          'auditlake.audit.tier.parquet.path': TIER_PATH,
-          'auditlake.audit.tier.connectionId': 'local',
-          'auditlake.audit.tier.interval.ms': '100',
-          'auditlake.audit.tier.ingest.settle.ms': '0',
-          'auditlake.audit.tier.maintenance.enabled': 'false',
-        }),
-      ),
-    ),
+    props: {
+      'auditlake.audit.tier.mode': 'parquet',
+      'auditlake.audit.tier.parquet.path': TIER_PATH,
+      'auditlake.audit.tier.connectionId': 'local',
+      'auditlake.audit.tier.maintenance.enabled': 'false',
+    },
   });
   await ingestAll(node, ADMIN_TOKEN, [event(1), event(2), event(3)]);
   // The ingest token asks for what only an admin may do: both are refused and recorded.

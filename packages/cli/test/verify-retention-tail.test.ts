@@ -7,12 +7,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { checkpointHash } from '@auditlake/integrity';
-import { resolveConfig } from '@auditlake/model';
-import { startAuditNode, type AuditNode } from '@auditlake/server';
+import type { AuditNode } from '@auditlake/server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { verifyHistory } from '../src/verify-command.js';
 import { parseVerifyOptions } from '../src/verify-options.js';
-import { adminRequest, ingestAll, offlineVerifyOptions, waitFor } from './verify-node.js';
+import { adminRequest, ingestAll, offlineVerifyOptions, startTieringNode, waitFor } from './verify-node.js';
 
 const ADMIN_TOKEN = 'admin-token-for-verify-retention-tail';
 const TIER = 's3://auditlake/audit';
@@ -40,29 +39,15 @@ async function waitUntilTieredAndPruned(target: AuditNode): Promise<void> {
 describe('verify after retention deleted every record of a tiered node', () => {
   it('passes offline, online and as one, with one chain of checkpoints', async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'auditlake-verify-retention-tail-'));
-    node = await startAuditNode({
-      dataDir,
-      host: '127.0.0.1',
-      port: 0,
-      embeddedS3Port: 0,
+    node = await startTieringNode(dataDir, {
       adminToken: ADMIN_TOKEN,
-      logger: false,
-      config: resolveConfig(
-        new Map(
-          Object.entries({
-            'auditlake.audit.tier.mode': 'parquet',
-            'auditlake.audit.tier.parquet.path': TIER,
-            'auditlake.audit.tier.connectionId': 'local',
-            'auditlake.audit.tier.interval.ms': '100',
-            'auditlake.audit.tier.ingest.settle.ms': '0',
-            'auditlake.audit.tier.retain.local.days': '0',
-            'auditlake.audit.retention.interval.ms': '100',
-            // Checkpoints come from the test (checkpointNow), not from a timer.
-            'auditlake.audit.integrity.checkpoint.events': '1000000',
-            'auditlake.audit.integrity.checkpoint.interval.ms': '3600000',
-          }),
-        ),
-      ),
+      props: {
+        'auditlake.audit.tier.mode': 'parquet',
+        'auditlake.audit.tier.parquet.path': TIER,
+        'auditlake.audit.tier.connectionId': 'local',
+        'auditlake.audit.tier.retain.local.days': '0',
+        'auditlake.audit.retention.interval.ms': '100',
+      },
     });
     const target = node;
     const offline = () => verifyHistory(offlineVerifyOptions(target, ['--path', TIER], ['--threads', '0']));

@@ -18,7 +18,7 @@ import { startAuditNode, type AuditNode, type EmbeddedS3 } from '@auditlake/serv
 import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
 import { verifyHistory } from '../src/verify-command.js';
 import { parseVerifyOptions } from '../src/verify-options.js';
-import { adminRequest, ingestAll, waitFor as waitUntil } from './verify-node.js';
+import { adminRequest, ingestAll, startTieringNode, waitFor as waitUntil } from './verify-node.js';
 
 const ADMIN_TOKEN = 'admin-token-for-tier-erasure';
 const DAY_MS = 86_400_000;
@@ -143,25 +143,12 @@ const RENAMED: Record<Mode['mode'], { setting: string; value: string }> = {
 describe.each(MODES)('erasure of tiered records, $mode tier', (mode) => {
   it('rewrites the tier: verify passes and counts the erased fields, readers see the marker, no object keeps the value', async () => {
     dataDir = await mkdtemp(join(tmpdir(), `auditlake-tier-erasure-${mode.mode}-`));
-    node = await startAuditNode({
-      dataDir,
-      host: '127.0.0.1',
-      port: 0,
-      embeddedS3Port: 0,
+    node = await startTieringNode(dataDir, {
       adminToken: ADMIN_TOKEN,
-      logger: false,
-      config: resolveConfig(
-        new Map(
-          Object.entries({
-            ...mode.settings,
-            'auditlake.audit.tier.interval.ms': '100',
-            'auditlake.audit.tier.ingest.settle.ms': '0',
-            'auditlake.audit.tier.batch.size': '5',
-            'auditlake.audit.integrity.checkpoint.events': '1000000',
-            'auditlake.audit.integrity.checkpoint.interval.ms': '3600000',
-          }),
-        ),
-      ),
+      props: {
+        ...mode.settings,
+        'auditlake.audit.tier.batch.size': '5',
+      },
     });
     const target = node;
     const old = Date.now() - 3 * DAY_MS;

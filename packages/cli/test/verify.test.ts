@@ -16,7 +16,7 @@ import { verifyCommand, verifyHistory } from '../src/verify-command.js';
 import { parseVerifyOptions, type TierLocationOption } from '../src/verify-options.js';
 import { readTierProof } from '../src/tier-proof.js';
 import { VerifyChecks, type VerifyCheckJob } from '../src/verify-checks.js';
-import { ingestAll, offlineVerifyOptions, waitFor } from './verify-node.js';
+import { ingestAll, offlineVerifyOptions, startTieringNode, waitFor } from './verify-node.js';
 
 const ADMIN_TOKEN = 'admin-token-for-verify-tests';
 const BUCKET = 'auditlake';
@@ -112,31 +112,18 @@ async function checkpointObjects(): Promise<Array<{ key: string; checkpoint: Sig
 
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'auditlake-verify-'));
-  node = await startAuditNode({
-    dataDir,
-    host: '127.0.0.1',
-    port: 0,
-    embeddedS3Port: 0,
+  node = await startTieringNode(dataDir, {
     adminToken: ADMIN_TOKEN,
-    config: resolveConfig(
-      new Map(
-        Object.entries({
-          'auditlake.audit.tier.mode': 'parquet',
-          'auditlake.audit.tier.parquet.path': TIER_PATH,
-          'auditlake.audit.tier.connectionId': 'local',
-          'auditlake.audit.tier.interval.ms': '100',
-          'auditlake.audit.tier.ingest.settle.ms': '0',
-          'auditlake.audit.tier.batch.size': '7',
-          // The tamper cases edit and put back the tier's objects: a scheduled maintenance run
-          // (hourly, at minute 0) compacting them meanwhile left a tier the restore could not
-          // put back (CI crossed 12:00 here).
-          'auditlake.audit.tier.maintenance.enabled': 'false',
-          // Checkpoints come from the test (checkpointNow), not from a timer.
-          'auditlake.audit.integrity.checkpoint.events': '1000000',
-          'auditlake.audit.integrity.checkpoint.interval.ms': '3600000',
-        }),
-      ),
-    ),
+    props: {
+      'auditlake.audit.tier.mode': 'parquet',
+      'auditlake.audit.tier.parquet.path': TIER_PATH,
+      'auditlake.audit.tier.connectionId': 'local',
+      'auditlake.audit.tier.batch.size': '7',
+      // The tamper cases edit and put back the tier's objects: a scheduled maintenance run
+      // (hourly, at minute 0) compacting them meanwhile left a tier the restore could not
+      // put back (CI crossed 12:00 here).
+      'auditlake.audit.tier.maintenance.enabled': 'false',
+    },
   });
   const embedded = node.embeddedS3 as EmbeddedS3;
   connections = new S3Connections(
