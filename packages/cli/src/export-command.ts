@@ -15,8 +15,9 @@ export interface ExportIo extends CommandIo {
 
 /**
  * `auditlake export`: every event matching the filters, paged through the search API with its
- * cursor, into one file of the chosen format. The file appears (renamed from `FILE.partial`)
- * only when complete; on failure nothing is left and the exit status is 1.
+ * cursor, into one file of the chosen format. The file appears (renamed from a temporary
+ * `FILE.<random>.partial` of this run's own) only when complete; on failure nothing is left
+ * and the exit status is 1.
  */
 export async function exportCommand(args: string[], env: NodeJS.ProcessEnv, io: ExportIo, clientOverrides: Partial<NodeClientOptions> = {}): Promise<number> {
   let options;

@@ -15,7 +15,8 @@ export const EXPORT_USAGE = `usage: auditlake export --format <${EXPORT_FORMATS.
   every event matching the filters (the search API's, same meaning; TIME is epoch ms or ISO 8601;
   both included, a bare date --to 2026-11-30 is the whole of that UTC day),
   newest first, paged through with the cursor into one file
-  --out           the file to write (default: standard output); written as FILE.partial (mode 0600), synced, renamed when complete
+  --out           the file to write (default: standard output); written as FILE.<random>.partial (mode 0600), synced,
+                  renamed when complete (an existing regular file is replaced; anything else is refused)
   --url           the node (default: $AUDITLAKE_URL, else http://127.0.0.1:7070)
   --token         an admin token (default: $AUDITLAKE_ADMIN_TOKEN)
   --page-size     events per request (default 1000; at most the node's auditlake.audit.viewer.max.page)

@@ -1,5 +1,6 @@
-// Goal: the export's byte sink leaves nothing behind when its path cannot become the export, keeps no listener per write or per export on a stream that outlives it, and makes its file owner-only and on disk (file, then name) before it counts as written.
-import { chmod, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+// Goal: the export's byte sink leaves nothing behind when its path cannot become the export, replaces nothing but a regular file, renames only the temporary file it made itself, keeps no listener per write or per export on a stream that outlives it, and makes its file owner-only and on disk (file, then name) before it counts as written.
+import { execFileSync } from 'node:child_process';
+import { chmod, lstat, mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, expect, it, vi } from 'vitest';
@@ -56,7 +57,7 @@ describe('export byte sink', () => {
     const sink = await openSink(out, slowStream());
     await sink.write('some bytes\n');
     await mkdir(out);
-    await expect(sink.close()).rejects.toMatchObject({ code: 'AUDIT_UNREACHABLE', message: expect.stringContaining(`--out ${out}: cannot rename ${out}.partial to it`) as unknown });
+    await expect(sink.close()).rejects.toMatchObject({ code: 'AUDIT_UNREACHABLE', message: expect.stringMatching(/^--out .*\/late: cannot rename .*\/late\.[0-9a-f]{12}\.partial to it/) as unknown });
     // The caller aborts after a failure too: harmless after close().
     await sink.abort();
     expect(await readdir(dir)).toEqual(['late']);
@@ -73,20 +74,22 @@ describe('export byte sink', () => {
     expect(await readdir(dir)).toEqual(['ok.ndjson']);
   });
 
-  it('creates the file readable by its owner only, replacing a stale .partial and an earlier export readable by others', async () => {
+  it('creates the file readable by its owner only, replacing an earlier export readable by others and leaving a FILE.partial it did not make alone', async () => {
     const dir = await tempDir();
     const out = join(dir, 'private.ndjson');
-    await writeFile(`${out}.partial`, 'stale');
+    await writeFile(`${out}.partial`, 'not this export');
     await chmod(`${out}.partial`, 0o644);
     await writeFile(out, 'earlier');
     await chmod(out, 0o644);
     const sink = await openSink(out, slowStream());
-    expect((await stat(`${out}.partial`)).mode & 0o777).toBe(0o600);
+    const [temporary] = (await readdir(dir)).filter((name) => /^private\.ndjson\.[0-9a-f]{12}\.partial$/.test(name));
+    expect((await stat(join(dir, temporary!))).mode & 0o777).toBe(0o600);
     await sink.write('secret\n');
     await sink.close();
     expect((await stat(out)).mode & 0o777).toBe(0o600);
     expect(await readFile(out, 'utf8')).toBe('secret\n');
-    expect(await readdir(dir)).toEqual(['private.ndjson']);
+    expect(await readFile(`${out}.partial`, 'utf8')).toBe('not this export');
+    expect((await readdir(dir)).sort()).toEqual(['private.ndjson', 'private.ndjson.partial']);
   });
 
   it('syncs the file before the rename and the directory after it', async () => {
@@ -96,7 +99,61 @@ describe('export byte sink', () => {
     await sink.write('a\n');
     fsCalls.length = 0;
     await sink.close();
-    expect(fsCalls).toEqual([`sync ${out}.partial`, `rename ${out}.partial ${out}`, `sync ${dir}`]);
+    expect(fsCalls).toHaveLength(3);
+    const temporary = /^sync (.*\.partial)$/.exec(fsCalls[0]!)?.[1];
+    expect(fsCalls).toEqual([`sync ${temporary}`, `rename ${temporary} ${out}`, `sync ${dir}`]);
+  });
+
+  it('renames only its own temporary file: two exports to one FILE, or another writer of FILE.partial meanwhile, each leave a whole file', async () => {
+    const dir = await tempDir();
+    const out = join(dir, 'race.ndjson');
+    const first = await openSink(out, slowStream());
+    await first.write('first 1\n');
+    // What a second export did before: remove FILE.partial and make it anew, while the first writes.
+    await writeFile(`${out}.partial`, '{"second":"writer, not complete"}\n');
+    const second = await openSink(out, slowStream());
+    await second.write('second 1\n');
+    await first.write('first 2\n');
+    await second.write('second 2\n');
+    await second.close();
+    expect(await readFile(out, 'utf8')).toBe('second 1\nsecond 2\n');
+    await first.close();
+    // The last rename wins, and it is the first export, whole.
+    expect(await readFile(out, 'utf8')).toBe('first 1\nfirst 2\n');
+    expect(await readFile(`${out}.partial`, 'utf8')).toBe('{"second":"writer, not complete"}\n');
+    expect((await readdir(dir)).sort()).toEqual(['race.ndjson', 'race.ndjson.partial']);
+  });
+
+  it('refuses an --out that is a FIFO, a symbolic link (naming its target) or a device before writing, and leaves each as it was', async () => {
+    const dir = await tempDir();
+    const fifo = join(dir, 'fifo');
+    execFileSync('mkfifo', [fifo]);
+    await expect(openSink(fifo, slowStream())).rejects.toMatchObject({ code: 'AUDIT_BAD_REQUEST', message: `--out ${fifo}: is a FIFO, which the export would replace with a file; to write to it, leave out --out and redirect standard output` });
+    expect((await lstat(fifo)).isFIFO()).toBe(true);
+
+    const target = join(dir, 'target.txt');
+    await writeFile(target, 'target\n');
+    const link = join(dir, 'link.ndjson');
+    await symlink(target, link);
+    const dangling = join(dir, 'dangling.ndjson');
+    await symlink(join(dir, 'nothing'), dangling);
+    for (const [path, to] of [
+      [link, target],
+      [dangling, join(dir, 'nothing')],
+    ] as const) {
+      await expect(openSink(path, slowStream())).rejects.toMatchObject({ code: 'AUDIT_BAD_REQUEST', message: expect.stringContaining(`--out ${path}: is a symbolic link (to ${to})`) as unknown });
+      expect((await lstat(path)).isSymbolicLink()).toBe(true);
+    }
+    expect(await readFile(target, 'utf8')).toBe('target\n');
+
+    // A copy of /dev/null's node in the test's own directory (never the real one); making it needs root.
+    if (process.getuid?.() === 0) {
+      const device = join(dir, 'null-device');
+      execFileSync('mknod', [device, 'c', '1', '3']);
+      await expect(openSink(device, slowStream())).rejects.toMatchObject({ code: 'AUDIT_BAD_REQUEST', message: expect.stringContaining(`--out ${device}: is a character device`) as unknown });
+      expect((await lstat(device)).isCharacterDevice()).toBe(true);
+    }
+    expect((await readdir(dir)).sort()).toEqual(['dangling.ndjson', 'fifo', 'link.ndjson', ...(process.getuid?.() === 0 ? ['null-device'] : []), 'target.txt']);
   });
 
   it('adds no error listener per write under backpressure, and takes its own off standard output when done', async () => {

@@ -1,7 +1,7 @@
 // Goal: `auditlake export` writes every matching event exactly once, newest first, in each format, read back by independent readers (DuckDB for Parquet and CSV, apache-arrow for Arrow), and fails without leaving a file or showing a password given in --url.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdir, readdir, readFile } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readFile, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { RecordBatchStreamReader, tableFromIPC } from 'apache-arrow';
@@ -249,6 +249,21 @@ describe('auditlake export', () => {
     }
     expect((await readdir(dir)).filter((name) => name.startsWith('a-directory'))).toEqual(['a-directory']);
     expect(await readdir(out)).toEqual([]);
+  });
+
+  it('refuses an --out that is a FIFO or a symbolic link with one line naming it and what it is, exit 2, leaving it as it was', async () => {
+    const fifo = join(dir, 'a-fifo');
+    execFileSync('mkfifo', [fifo]);
+    const link = join(dir, 'a-link.ndjson');
+    await symlink(join(dir, 'a-link-target'), link);
+    const byFifo = await runExport(node, ['--format', 'ndjson', '--out', fifo]);
+    expect(byFifo).toEqual({ code: 2, stdout: '', stderr: `auditlake export: --out ${fifo}: is a FIFO, which the export would replace with a file; to write to it, leave out --out and redirect standard output\n` });
+    const byLink = await runExport(node, ['--format', 'ndjson', '--out', link]);
+    expect(byLink.code).toBe(2);
+    expect(byLink.stderr).toContain(`--out ${link}: is a symbolic link (to ${join(dir, 'a-link-target')})`);
+    expect((await lstat(fifo)).isFIFO()).toBe(true);
+    expect((await lstat(link)).isSymbolicLink()).toBe(true);
+    expect((await readdir(dir)).filter((name) => name.startsWith('a-fifo') || name.startsWith('a-link')).sort()).toEqual(['a-fifo', 'a-link.ndjson']);
   });
 
   it('fails with exit 1 and leaves no file when the node cannot be reached or refuses the token', async () => {

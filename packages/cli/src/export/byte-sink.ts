@@ -1,6 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { createWriteStream } from 'node:fs';
-import { open, rename, rm, stat } from 'node:fs/promises';
+import { lstat, open, readlink, rename, rm, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Writable } from 'node:stream';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
@@ -12,67 +12,92 @@ export interface ExportSink extends ByteSink {
 }
 
 /**
- * A sink over a file (written to `<file>.partial` and renamed when closed, so a failed export
- * never leaves a file that looks complete) or over standard output. A file that cannot be
- * created, or a path that is a directory, is a BAD_REQUEST naming it; a rename that fails at
- * the end removes the partial copy and is an UNREACHABLE naming the path.
+ * A sink over a file (written to a temporary file of its own next to it and renamed when
+ * closed, so a failed export never leaves a file that looks complete) or over standard output.
+ * An `--out` that cannot be created, or that exists and is not a regular file, is a BAD_REQUEST
+ * naming it; a rename that fails at the end removes the temporary file and is an UNREACHABLE
+ * naming the path.
  */
 export async function openSink(path: string | undefined, stdout: Writable): Promise<ExportSink> {
   if (path === undefined) return streamSink(stdout, async () => undefined, async () => undefined, { outlivesSink: true });
   // Checked before anything is written: the rename at the end would fail only after the whole
-  // export, and leave `<path>.partial` behind.
-  const existing = await stat(path).catch(() => undefined);
-  if (existing?.isDirectory()) throw new AuditError(AuditErrorCode.BAD_REQUEST, `--out ${path}: is a directory; name a file to write the export to`);
-  const partial = `${path}.partial`;
-  // Made new (a stale `.partial` of an earlier run is removed first; O_EXCL does not follow a
-  // link put in its place) and readable by its owner only: an audit export holds who did what.
-  let stream;
+  // export (a directory), or replace what is there with a regular file: a device, a FIFO or a
+  // symbolic link (`--out /dev/null` run as root destroyed the device node; review).
+  await refuseNonFile(path);
+  // A name only this run uses, created exclusively ('wx': no file or link put in its place is
+  // followed or reused) in the same directory, so the rename is atomic. With one shared
+  // `FILE.partial`, a second export to FILE removed and recreated it while the first was
+  // writing, and the first then renamed the other's bytes to FILE and reported its own count
+  // (review). Nobody else's file is removed: concurrent exports each rename a whole file, the
+  // last one wins.
+  const partial = `${path}.${randomBytes(6).toString('hex')}.partial`;
+  let handle: FileHandle | undefined;
   try {
-    await rm(partial, { force: true });
-    stream = createWriteStream(partial, { flags: 'wx', mode: EXPORT_FILE_MODE });
-    await once(stream, 'open');
+    handle = await open(partial, 'wx', EXPORT_FILE_MODE);
   } catch (err) {
-    stream?.destroy();
     throw new AuditError(AuditErrorCode.BAD_REQUEST, `--out ${path}: cannot write ${partial}: ${(err as Error).message}`, { cause: err });
   }
-  const file = stream;
+  const file = handle;
+  // The handle outlives the stream (autoClose off), so the bytes synced are the ones this
+  // stream wrote. The stream holds a reference on it until destroyed: close() waits for that.
+  const stream = file.createWriteStream({ autoClose: false });
+  let closed = false;
+  const closeFile = async () => {
+    if (closed) return;
+    closed = true;
+    if (!stream.closed) {
+      stream.destroy();
+      await once(stream, 'close').catch(() => undefined);
+    }
+    await file.close();
+  };
   return streamSink(
-    file,
+    stream,
     async () => {
-      file.end();
-      await once(file, 'close');
+      stream.end();
+      await once(stream, 'finish');
       try {
         // On disk before it takes the name, and the name on disk after: a crash never leaves
         // a complete-looking file with missing bytes.
-        await syncFile(partial);
+        await file.sync();
+        await closeFile();
         await rename(partial, path);
       } catch (err) {
         // Something took the name during the export (a directory made meanwhile): no file is
         // the export, so none of it may stay.
+        await closeFile().catch(() => undefined);
         await rm(partial, { force: true });
         throw new AuditError(AuditErrorCode.UNREACHABLE, `--out ${path}: cannot rename ${partial} to it: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
       }
       await syncDirectory(dirname(path));
     },
     async () => {
-      file.destroy();
+      await closeFile().catch(() => undefined);
       await rm(partial, { force: true });
     },
     { outlivesSink: false },
   );
 }
 
+/**
+ * Refuses an `--out` that exists and is not a regular file, naming what it is. Not followed:
+ * a symbolic link is refused too, naming where it points (the rename would replace the link,
+ * not write where it points). A regular file is replaced when the export completes.
+ */
+async function refuseNonFile(path: string): Promise<void> {
+  const existing = await lstat(path).catch(() => undefined);
+  if (existing === undefined || existing.isFile()) return;
+  if (existing.isDirectory()) throw new AuditError(AuditErrorCode.BAD_REQUEST, `--out ${path}: is a directory; name a file to write the export to`);
+  if (existing.isSymbolicLink()) {
+    const target = await readlink(path).catch(() => '?');
+    throw new AuditError(AuditErrorCode.BAD_REQUEST, `--out ${path}: is a symbolic link (to ${target}), which the export would replace with a file; name the file itself, or leave out --out and redirect standard output`);
+  }
+  const kind = existing.isCharacterDevice() ? 'a character device' : existing.isBlockDevice() ? 'a block device' : existing.isFIFO() ? 'a FIFO' : existing.isSocket() ? 'a socket' : 'not a regular file';
+  throw new AuditError(AuditErrorCode.BAD_REQUEST, `--out ${path}: is ${kind}, which the export would replace with a file; to write to it, leave out --out and redirect standard output`);
+}
+
 /** The mode an export file is created with: its owner reads and writes it, nobody else. */
 export const EXPORT_FILE_MODE = 0o600;
-
-async function syncFile(path: string): Promise<void> {
-  const handle = await open(path, 'r+');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
 
 /** Makes a rename in `dir` durable; a platform that cannot fsync a directory (Windows) skips it. */
 async function syncDirectory(dir: string): Promise<void> {
