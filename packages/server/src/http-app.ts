@@ -8,7 +8,7 @@ import { guardRequestBodies } from './body-guard.js';
 import { toHttpError } from './http-errors.js';
 import type { NodeMetrics } from './metrics.js';
 import type { AdminUiFiles } from './admin-ui/admin-ui-files.js';
-import { isPageView, sendAdminPage } from './routes/admin-ui-routes.js';
+import { isPageUrl, isPageView, sendAdminPage } from './routes/admin-ui-routes.js';
 import { redactUrl } from './url-redaction.js';
 import './routes/route-access.js';
 
@@ -78,8 +78,9 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     // hold at once (review).
     if (request.is404 && (request.headers['content-length'] !== undefined || request.headers['transfer-encoding'] !== undefined)) {
       reply.header('connection', 'close');
-      return reply.code(404).send(notFound(request));
+      return sendNotFound(request, reply);
     }
+    if (isPageUrl(request)) reply.header('vary', 'Accept');
     // A browser navigating to a UI page gets the page (it holds no data; its API calls carry
     // the token), whatever API shares the URL, and is neither authenticated nor audited.
     if (isPageView(request)) return sendAdminPage(reply, options.adminUi);
@@ -148,14 +149,19 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     return reply.code(statusCode).send(body);
   });
 
-  app.setNotFoundHandler(async (request, reply) => {
-    return reply.code(404).send(notFound(request));
-  });
+  app.setNotFoundHandler(async (request, reply) => sendNotFound(request, reply));
 
   return app;
 }
 
-/** The answer to a request no route takes. */
-function notFound(request: FastifyRequest): { status: 'error'; error: string; code: string } {
-  return { status: 'error', error: `no such endpoint: ${request.method} ${request.url.split('?')[0] ?? ''}`, code: 'AUDIT_NOT_FOUND' };
+/**
+ * The answer to a request no route takes. It quotes the URL asked for: like every API answer,
+ * no cache keeps it and no browser reads it as anything but JSON.
+ */
+function sendNotFound(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  return reply
+    .code(404)
+    .header('cache-control', 'no-store')
+    .header('x-content-type-options', 'nosniff')
+    .send({ status: 'error', error: `no such endpoint: ${request.method} ${request.url.split('?')[0] ?? ''}`, code: 'AUDIT_NOT_FOUND' });
 }

@@ -40,6 +40,36 @@ describe('Admin UI pages', () => {
     await expect.poll(async () => (await t.stored()).filter((e) => e.decision === 'DENY').map((e) => e.resource)).toEqual(['GET /admin/audit']);
   });
 
+  it('pages refuse framing, answers of a URL shared with the API vary by Accept, HEAD answers as GET, and 404s are neither cached nor sniffed', async () => {
+    const t = await startTestNode();
+    for (const path of ['/admin/audit', '/admin/audit/search', '/admin/audit/maintenance']) {
+      const page = await t.request(path, { token: null, headers: { accept: BROWSER_ACCEPT } });
+      expect(page.headers.get('x-frame-options')).toBe('DENY');
+      expect(page.headers.get('vary')).toMatch(/\bAccept\b/i);
+      const head = await t.request(path, { method: 'HEAD', token: null, headers: { accept: BROWSER_ACCEPT } });
+      expect(head.status).toBe(200);
+      expect(head.headers.get('content-type')).toMatch(/^text\/html/);
+      expect(head.headers.get('content-security-policy')).toBe(page.headers.get('content-security-policy'));
+      expect(head.headers.get('x-frame-options')).toBe('DENY');
+      expect(await head.text()).toBe('');
+    }
+    // The API's answer at the page's URL varies by Accept too, refusals included.
+    const api = await t.request('/admin/audit', { headers: { accept: 'application/json' } });
+    expect(api.status).toBe(200);
+    expect(api.headers.get('vary')).toMatch(/\bAccept\b/i);
+    expect((await t.request('/admin/audit', { token: null, headers: { accept: 'application/json' } })).headers.get('vary')).toMatch(/\bAccept\b/i);
+    const notFound = [
+      await t.request('/nope', { token: null }),
+      await t.request('/admin/audit/assets/nope.js', { token: null }),
+      await t.request('/nope', { method: 'POST', token: null, headers: { 'content-type': 'application/json' }, body: '{}' }),
+    ];
+    for (const res of notFound) {
+      expect(res.status).toBe(404);
+      expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(res.headers.get('cache-control')).toBe('no-store');
+    }
+  });
+
   it('leaves the API as it was: JSON callers still need credentials, and get JSON with them', async () => {
     const t = await startTestNode();
     expect((await t.request('/admin/audit', { token: null })).status).toBe(401);

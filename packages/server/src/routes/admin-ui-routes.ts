@@ -12,9 +12,12 @@ const ASSET_PREFIX = '/admin/audit/assets/';
 export const CONTENT_SECURITY_POLICY =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
-/** A browser navigating to a URL (`Accept: text/html`): it gets the Admin UI page, not the API answer. */
+/**
+ * A browser navigating to a URL (`Accept: text/html`): it gets the Admin UI page, not the API
+ * answer. HEAD is answered as GET is (its headers, no body), as for every other route.
+ */
 export function wantsPage(request: FastifyRequest): boolean {
-  return request.method === 'GET' && (request.headers.accept ?? '').includes('text/html');
+  return (request.method === 'GET' || request.method === 'HEAD') && (request.headers.accept ?? '').includes('text/html');
 }
 
 function pathOf(url: string): string {
@@ -22,9 +25,18 @@ function pathOf(url: string): string {
   return (q === -1 ? url : url.slice(0, q)).replace(/\/+$/, '') || '/';
 }
 
+/**
+ * True when `request` is for one of the UI's page URLs, which answer a page or an API answer by
+ * `Accept` (`/admin/audit`): their answers say so (`Vary: Accept`), so no cache hands a browser
+ * the JSON or an API client the page.
+ */
+export function isPageUrl(request: FastifyRequest): boolean {
+  return ADMIN_UI_PAGES.has(pathOf(request.url));
+}
+
 /** True when `request` is a browser asking for one of the UI's pages (answered before authentication). */
 export function isPageView(request: FastifyRequest): boolean {
-  return wantsPage(request) && ADMIN_UI_PAGES.has(pathOf(request.url));
+  return wantsPage(request) && isPageUrl(request);
 }
 
 export function sendAdminPage(reply: FastifyReply, ui: AdminUiFiles): FastifyReply {
@@ -32,6 +44,8 @@ export function sendAdminPage(reply: FastifyReply, ui: AdminUiFiles): FastifyRep
     .header('content-type', 'text/html; charset=utf-8')
     .header('content-security-policy', CONTENT_SECURITY_POLICY)
     .header('x-content-type-options', 'nosniff')
+    // frame-ancestors 'none' says it to browsers that read CSP; older ones and some proxies read only this.
+    .header('x-frame-options', 'DENY')
     .header('referrer-policy', 'no-referrer')
     // Revalidated each time: a new build's page names new asset files.
     .header('cache-control', 'no-cache')
@@ -47,7 +61,14 @@ export function sendAdminPage(reply: FastifyReply, ui: AdminUiFiles): FastifyRep
 export function registerAdminUiRoutes(app: FastifyInstance, ui: AdminUiFiles): void {
   app.get(`${ASSET_PREFIX}:name`, async (request, reply) => {
     const asset = ui.assets.get((request.params as { name: string }).name);
-    if (asset === undefined) return reply.code(404).send({ status: 'error', error: `no such Admin UI asset: ${request.url.split('?')[0] ?? ''}`, code: 'AUDIT_NOT_FOUND' });
+    if (asset === undefined) {
+      // As any 404: it quotes the URL asked for, so it is neither cached nor sniffed.
+      return reply
+        .code(404)
+        .header('cache-control', 'no-store')
+        .header('x-content-type-options', 'nosniff')
+        .send({ status: 'error', error: `no such Admin UI asset: ${request.url.split('?')[0] ?? ''}`, code: 'AUDIT_NOT_FOUND' });
+    }
     return reply.header('content-type', asset.contentType).header('x-content-type-options', 'nosniff').header('cache-control', 'public, max-age=31536000, immutable').send(asset.body);
   });
   for (const path of ADMIN_UI_PAGES) {
