@@ -4,7 +4,7 @@ import type { ImportProgress } from './import-progress.js';
 import type { IngestClient } from './ingest-client.js';
 import type { InputFile } from './input-files.js';
 import { JsonFraming, quoteUnsafeIntegers } from './json-framing.js';
-import { LINE_CHARS_MAX, readLines, type Line } from './line-reader.js';
+import { LINE_CHARS_MAX, readLines, type InvalidUtf8, type Line } from './line-reader.js';
 import { RecordIds } from './record-id.js';
 import type { ResumeFile } from './resume-file.js';
 
@@ -204,10 +204,15 @@ export class Importer {
       },
     );
     const overlong = (line: Line): Piece => ({ line: line.number, endLine: line.number, mapped: { kind: 'malformed', reason: `the line is longer than ${LINE_CHARS_MAX} characters: not read` }, canonical: '' });
+    const notUtf8 = (line: number, endLine: number, reason: string): Piece => ({ line, endLine, mapped: { kind: 'malformed', reason }, canonical: '' });
     if (format.framing === 'lines') {
       for await (const line of lines) {
         if (line.overlong === true) {
           yield overlong(line);
+          continue;
+        }
+        if (line.invalidUtf8 !== undefined) {
+          yield notUtf8(line.number, line.number, invalidUtf8Reason(file, line.number, line.invalidUtf8));
           continue;
         }
         if (line.text.trim() === '') continue;
@@ -244,19 +249,42 @@ export class Importer {
         return { line: piece.line, endLine: piece.endLine, mapped: unreadable(err), canonical: '' };
       }
     };
+    // Lines with bytes that are not UTF-8 still go through the framing (as text with U+FFFD), so
+    // a record spanning one is refused once, as a whole, naming the bad byte.
+    const badLines = new Map<number, string>();
+    const checked = (piece: ReturnType<JsonFraming['push']>[number]): Piece => {
+      if (badLines.size > 0) {
+        const endLine = piece.kind === 'record' ? piece.endLine : piece.line;
+        let reason: string | undefined;
+        for (const [number, why] of badLines) {
+          if (number > endLine) break;
+          if (number >= piece.line) reason ??= why;
+          badLines.delete(number);
+        }
+        if (reason !== undefined) return notUtf8(piece.line, endLine, reason);
+      }
+      return toPiece(piece);
+    };
     for await (const line of lines) {
       if (line.overlong === true) {
         // A record open across it cannot be whole: it ends here, broken.
-        for (const piece of framing.cut(`line ${line.number} of the record is longer than ${LINE_CHARS_MAX} characters`)) yield toPiece(piece);
+        for (const piece of framing.cut(`line ${line.number} of the record is longer than ${LINE_CHARS_MAX} characters`)) yield checked(piece);
         yield overlong(line);
         continue;
       }
-      for (const piece of framing.push(line.text, line.number)) yield toPiece(piece);
+      if (line.invalidUtf8 !== undefined) badLines.set(line.number, invalidUtf8Reason(file, line.number, line.invalidUtf8));
+      for (const piece of framing.push(line.text, line.number)) yield checked(piece);
+      // A bad line outside any record (blank, `[`, `,`) is refused on its own.
+      const outside = badLines.get(line.number);
+      if (outside !== undefined && !framing.open) {
+        badLines.delete(line.number);
+        yield notUtf8(line.number, line.number, outside);
+      }
     }
     // A record still open when the last line is held back is not cut short, only not written yet;
     // one open where the input could not be read further is lost with the rest of the file.
     if (unterminated || failed) return;
-    for (const piece of framing.end()) yield toPiece(piece);
+    for (const piece of framing.end()) yield checked(piece);
   }
 
   /**
@@ -342,6 +370,12 @@ export class Importer {
     if (endLine !== undefined) this.#refusedLines.push(endLine);
     this.#options.progress.note(`${where}: ${reason}`);
   }
+}
+
+/** Why a line with bytes that are not UTF-8 is refused: where the first one is, and what to do. */
+function invalidUtf8Reason(file: InputFile, line: number, at: InvalidUtf8): string {
+  const input = file.kind === 'stdin' ? 'standard input' : at.gunzipped === true ? 'the file once gunzipped' : 'the file';
+  return `not valid UTF-8: byte ${at.lineByte} of line ${line} (byte offset ${at.inputByte} of ${input}) is not part of a UTF-8 character; nothing is replaced, so the record is not imported: convert the file to UTF-8 first (iconv -f ISO-8859-1 -t UTF-8 for Latin-1)`;
 }
 
 /** A record the format could not map or write out (a record nested too deep for the stack): refused, naming why. */

@@ -102,6 +102,11 @@ export class JsonFraming {
     }
   }
 
+  /** A record is open (or being passed over): the last line pushed did not close it. */
+  get open(): boolean {
+    return this.#lines.length > 0 || this.#discarding;
+  }
+
   /** At the end of the input: a record still open is broken. */
   end(): JsonPiece[] {
     return this.cut('the input ends before the record’s closing brace');

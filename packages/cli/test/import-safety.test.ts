@@ -216,6 +216,55 @@ describe('import: the bytes at the edges of a file', () => {
   });
 });
 
+describe('import: bytes that are not UTF-8', () => {
+  /** An LHO record with `userName` as given, encoded as Latin-1 (ISO 8859-1). */
+  const latin1 = (userName: string, i = 0): Buffer => Buffer.from(JSON.stringify({ timestamp: 1_780_300_000_000 + i, userName, action: 'DROP_TABLE', outcome: 'SUCCESS' }) + '\n', 'latin1');
+
+  it('refuses a Latin-1 line by file:line and byte offset, replacing nothing, so José and Josè are not one record; the lines around it import, the resume point passes it', async () => {
+    const node = await startNode();
+    const dir = await tempDir();
+    const x = join(dir, 'latin1-x.log');
+    const y = join(dir, 'latin1-y.log');
+    await writeFile(x, Buffer.concat([Buffer.from(lhoLines(0, 1)[0] + '\n'), latin1('José', 1), Buffer.from(lhoLines(2, 3)[0] + '\n')]));
+    await writeFile(y, latin1('Josè', 1));
+    const resume = join(dir, 'progress.json');
+    const run = await runImport(node, ['--format', 'lho', '--resume-file', resume, x, y]);
+    const at = Buffer.byteLength(lhoLines(0, 1)[0]! + '\n') + latin1('José', 1).indexOf(0xe9);
+    expect(run.stderr).toContain(`${x}:2: not valid UTF-8: byte ${latin1('José', 1).indexOf(0xe9)} of line 2 (byte offset ${at} of the file) is not part of a UTF-8 character`);
+    expect(run.stderr).toContain(`${y}:1: not valid UTF-8: byte ${latin1('Josè', 1).indexOf(0xe8)} of line 1 (byte offset ${latin1('Josè', 1).indexOf(0xe8)} of the file)`);
+    expect(run.stdout).toBe('imported 2, duplicates 0, refused 2\n');
+    expect(run.code).toBe(3);
+    expect((await allEvents(node, '&engine=lho')).map((e) => e.userId).sort()).toEqual(['u0', 'u2']);
+    expect(await progressOf(resume, x)).toMatchObject({ line: 3, complete: true });
+    expect(await progressOf(resume, y)).toMatchObject({ line: 1, complete: true });
+  });
+
+  it('imports characters split between read chunks, and refuses a pretty-printed record with a bad byte once', async () => {
+    const node = await startNode();
+    const dir = await tempDir();
+    const split = join(dir, 'clo-audit.log.20');
+    // The first 64 KiB read chunk ends inside a 3-byte character of the record after a blank line.
+    const message = '€'.repeat(4_000);
+    const recordLine = JSON.stringify({ timestamp: 1_780_300_000_000, userName: 'euro', action: 'LOGIN', outcome: 'SUCCESS', message }) + '\n';
+    const blank = 65_536 - recordLine.indexOf('€') - 1 - 3 * 100 - 1;
+    await writeFile(split, ' '.repeat(blank) + '\n' + recordLine);
+    expect((65_536 - blank - 1 - recordLine.indexOf('€')) % 3).not.toBe(0);
+    const splitRun = await runImport(node, ['--format', 'lho', split]);
+    expect(splitRun.stdout).toBe('imported 1, duplicates 0, refused 0\n');
+    const [stored] = await allEvents(node, '&user=euro');
+    expect((JSON.parse(stored!.details) as { message: string }).message).toBe(message);
+
+    const pretty = join(dir, 'clo-audit.log.21');
+    const record = Buffer.from(JSON.stringify({ timestamp: 1_780_300_000_001, userName: 'pretty', action: 'LOGIN', outcome: 'SUCCESS', message: 'Jos\u00e9' }, null, 2) + '\n', 'latin1');
+    await writeFile(pretty, Buffer.concat([record, Buffer.from(lhoLines(5, 6)[0] + '\n')]));
+    const prettyRun = await runImport(node, ['--format', 'lho', pretty]);
+    expect(prettyRun.stderr.match(/not valid UTF-8/g)).toHaveLength(1);
+    expect(prettyRun.stderr).toContain(`${pretty}:1: not valid UTF-8: byte `);
+    expect(prettyRun.stderr).toContain('of line 6 (');
+    expect(prettyRun.stdout).toBe('imported 1, duplicates 0, refused 1\n');
+  });
+});
+
 describe('import: JSON arrays of records', () => {
   it('imports every element of an array whose first line is `[{`, pretty-printed or compact, for every JSON format', async () => {
     const node = await startNode();
