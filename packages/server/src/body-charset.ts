@@ -24,3 +24,14 @@ export function assertUtf8Charset(contentType: string | undefined): void {
   if (charset === undefined || UTF8_NAMES.has(charset)) return;
   throw new AuditError(AuditErrorCode.UNSUPPORTED_MEDIA_TYPE, `unsupported charset ${charset}: request bodies must be UTF-8 (send Content-Type: application/json or application/json; charset=utf-8)`);
 }
+
+/**
+ * Refuses a compressed request body (415). Bodies are taken as sent: a gzip body was read as
+ * JSON and refused as "not valid UTF-8 at byte offset 1", which named the wrong problem.
+ */
+export function assertIdentityEncoding(contentEncoding: string | undefined): void {
+  if (contentEncoding === undefined) return;
+  const encoding = contentEncoding.trim().toLowerCase();
+  if (encoding === '' || encoding === 'identity') return;
+  throw new AuditError(AuditErrorCode.UNSUPPORTED_MEDIA_TYPE, `unsupported Content-Encoding ${encoding}: request bodies are taken uncompressed (send the JSON without Content-Encoding)`);
+}

@@ -3,7 +3,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, t
 import { AuditErrorCode, isAuditError } from '@auditlake/model';
 import { roleAllows, type Authenticator } from './auth/authenticator.js';
 import type { DenyRecorder, RefusedAccess } from './auth/deny-recorder.js';
-import { assertUtf8Charset } from './body-charset.js';
+import { assertIdentityEncoding, assertUtf8Charset } from './body-charset.js';
 import { guardRequestBodies } from './body-guard.js';
 import { toHttpError } from './http-errors.js';
 import type { NodeMetrics } from './metrics.js';
@@ -109,6 +109,7 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   // many bytes of bodies at once, for as long, as the node allows.
   app.addHook('preParsing', async (request) => {
     assertUtf8Charset(request.headers['content-type']);
+    assertIdentityEncoding(request.headers['content-encoding']);
   });
   const bodies = guardRequestBodies(app, { inflightMaxBytes: options.bodyInflightMaxBytes, inflightPerClientMaxBytes: options.bodyInflightPerClientMaxBytes, bodyLimitBytes: options.bodyLimitBytes, bodyTimeoutMs: options.bodyTimeoutMs });
   new Gauge({
@@ -129,7 +130,7 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   });
 
   app.setErrorHandler(async (err, request, reply) => {
-    const { statusCode, body, retryAfterSeconds } = toHttpError(err);
+    const { statusCode, body, retryAfterSeconds } = toHttpError(err, { contentType: request.headers['content-type'], bodyLimitBytes: request.routeOptions.bodyLimit ?? options.bodyLimitBytes });
     // An event sent under a sourceId its sender may not use: refused access like a 403, so
     // recorded (who, from where, which sourceId) and counted against the client's threshold.
     if (isAuditError(err, AuditErrorCode.SOURCE_NOT_BOUND)) {

@@ -59,8 +59,22 @@ interface FastifyLikeError {
   message: string;
 }
 
-/** Maps anything thrown while serving a request to a status and the contract's error body. */
-export function toHttpError(err: unknown): HttpError {
+const MIB = 1024 * 1024;
+
+/** What the request said that a framework error's message leaves out. */
+export interface RequestContext {
+  /** The request's Content-Type, if it sent one. */
+  contentType?: string | undefined;
+  /** The route's body limit in bytes. */
+  bodyLimitBytes?: number | undefined;
+}
+
+/**
+ * Maps anything thrown while serving a request to a status and the contract's error body. The
+ * framework's own words for a body too large ("Request body is too large") or of no known type
+ * ("Unsupported Media Type") say neither the limit nor what to send: they are said here.
+ */
+export function toHttpError(err: unknown, context: RequestContext = {}): HttpError {
   if (isAuditError(err)) {
     const mapped: HttpError = { statusCode: STATUS_BY_CODE[err.code], body: { status: 'error', error: err.message, code: err.code } };
     if (err.retryable) mapped.retryAfterSeconds = RETRY_AFTER_SECONDS;
@@ -68,7 +82,13 @@ export function toHttpError(err: unknown): HttpError {
   }
   const e = err as FastifyLikeError;
   if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-    return { statusCode: 413, body: { status: 'error', error: `request body is larger than the limit: ${e.message}`, code: AuditErrorCode.BODY_TOO_LARGE } };
+    const bytes = context.bodyLimitBytes;
+    const limit = bytes === undefined ? 'the limit' : `the limit of ${bytes} bytes${bytes % MIB === 0 ? ` (${bytes / MIB} MiB)` : ''}`;
+    return { statusCode: 413, body: { status: 'error', error: `request body is larger than ${limit}; nothing was stored (send fewer events per request)`, code: AuditErrorCode.BODY_TOO_LARGE } };
+  }
+  if (e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    const sent = context.contentType === undefined || context.contentType === '' ? 'none' : JSON.stringify(context.contentType);
+    return { statusCode: 415, body: { status: 'error', error: `request body must be JSON: send Content-Type: application/json (got ${sent})`, code: AuditErrorCode.UNSUPPORTED_MEDIA_TYPE } };
   }
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
     const invalidJson = e instanceof SyntaxError || e.code === 'FST_ERR_CTP_INVALID_JSON_BODY';

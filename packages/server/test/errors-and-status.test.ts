@@ -30,7 +30,10 @@ describe('error mapping', () => {
     // A byte body: fetch sets no content type for it.
     const res = await t.request('/v1/api/audit', { method: 'POST', token: 'ingest-secret-for-tests', body: new TextEncoder().encode(JSON.stringify([event({ eventId: 'untyped' })])) });
     expect(res.status).toBe(415);
-    expect(await res.json()).toMatchObject({ status: 'error', code: 'AUDIT_UNSUPPORTED_MEDIA_TYPE' });
+    expect(await res.json()).toEqual({ status: 'error', error: 'request body must be JSON: send Content-Type: application/json (got none)', code: 'AUDIT_UNSUPPORTED_MEDIA_TYPE' });
+    const ndjson = await t.request('/v1/api/audit', { method: 'POST', token: 'ingest-secret-for-tests', headers: { 'content-type': 'application/x-ndjson' }, body: JSON.stringify(event({ eventId: 'lines' })) });
+    expect(ndjson.status).toBe(415);
+    expect(((await ndjson.json()) as { error: string }).error).toBe('request body must be JSON: send Content-Type: application/json (got "application/x-ndjson")');
     expect(await t.stored()).toEqual([]);
     expect(toHttpError(Object.assign(new Error('odd'), { statusCode: 400, code: 'FST_SOMETHING' })).body.code).toBe('AUDIT_BAD_REQUEST');
   });

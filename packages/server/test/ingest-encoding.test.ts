@@ -1,4 +1,5 @@
 // Goal: an ingest body is evidence taken as sent: ids that differ only in ill-formed Unicode, bytes that are not UTF-8, another charset and impossible dates are refused whole, never altered or merged.
+import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { INGEST_TOKEN, event, startTestNode, type TestNode } from './test-node.js';
 
@@ -50,6 +51,19 @@ describe('ingest: Unicode, UTF-8, charset and time bounds', () => {
       expect(res.json['error']).toBe(`request body is not valid UTF-8: an invalid byte sequence at byte offset ${prefix.length}`);
     }
     expect(await t.stored()).toEqual([]);
+  });
+
+  it('answers 415 to a compressed body, naming its Content-Encoding, and stores nothing (it was refused as invalid UTF-8 at byte 1)', async () => {
+    const t = await startTestNode();
+    const body = gzipSync(JSON.stringify([event({ eventId: 'zipped' })]));
+    for (const encoding of ['gzip', 'br', 'deflate']) {
+      const res = await t.request('/v1/api/audit', { method: 'POST', token: INGEST_TOKEN, headers: { 'content-type': 'application/json', 'content-encoding': encoding }, body });
+      expect(res.status, encoding).toBe(415);
+      expect(((await res.json()) as { error: string }).error).toBe(`unsupported Content-Encoding ${encoding}: request bodies are taken uncompressed (send the JSON without Content-Encoding)`);
+    }
+    expect(await t.stored()).toEqual([]);
+    const plain = await t.request('/v1/api/audit', { method: 'POST', token: INGEST_TOKEN, headers: { 'content-type': 'application/json', 'content-encoding': 'identity' }, body: JSON.stringify([event({ eventId: 'plain' })]) });
+    expect(plain.status).toBe(200);
   });
 
   it('answers 415 to a declared charset other than utf-8, storing nothing, and takes utf-8 declared or not', async () => {
