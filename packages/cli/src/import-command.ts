@@ -1,10 +1,12 @@
-import { isAuditError } from '@auditlake/model';
+import { realpath } from 'node:fs/promises';
+import { basename, dirname, resolve } from 'node:path';
+import { AuditError, AuditErrorCode, isAuditError } from '@auditlake/model';
 import { RECORD_FORMATS } from './formats/formats.js';
 import { ImportProgress } from './import-progress.js';
 import { parseImportOptions } from './import-options.js';
 import { Importer, type NodeRetention, type PastRetention } from './importer.js';
 import { IngestClient } from './ingest-client.js';
-import { inputFiles } from './input-files.js';
+import { inputFiles, type InputFile } from './input-files.js';
 import { NodeClient, type NodeClientOptions } from './node-client.js';
 import { ResumeFile } from './resume-file.js';
 
@@ -30,7 +32,10 @@ export async function importCommand(args: string[], env: NodeJS.ProcessEnv, io: 
   try {
     options = parseImportOptions(args, env);
     files = await inputFiles(options.paths);
-    if (options.resumeFile !== undefined) resume = await ResumeFile.open(options.resumeFile, options.format);
+    if (options.resumeFile !== undefined) {
+      files = await withoutResumeFile(options.paths, files, options.resumeFile);
+      resume = await ResumeFile.open(options.resumeFile, options.format);
+    }
   } catch (err) {
     if (!isAuditError(err)) throw err;
     io.stderr.write(`auditlake import: ${err.message}\n`);
@@ -68,6 +73,11 @@ export async function importCommand(args: string[], env: NodeJS.ProcessEnv, io: 
     // What was sent before the failure is pruned all the same.
     warnPastRetention();
     if (!isAuditError(err)) throw err;
+    // A resume file that does not match a file: to be fixed before a run again, not re-run as it is.
+    if (err.code === AuditErrorCode.BAD_REQUEST) {
+      io.stderr.write(`auditlake import: ${err.message}\n`);
+      return EXIT_USAGE;
+    }
     io.stderr.write(`auditlake import: ${err.message}${resume ? `\nprogress is kept in ${resume.path}; run the same command again to continue` : ''}\n`);
     return EXIT_FAILURE;
   }
@@ -81,6 +91,28 @@ export async function importCommand(args: string[], env: NodeJS.ProcessEnv, io: 
   const conflicts = summary.conflicts > 0 ? `, conflicts ${summary.conflicts}` : '';
   io.stdout.write(`imported ${summary.imported}, duplicates ${summary.duplicates}${conflicts}, refused ${summary.refused}\n`);
   return summary.refused > 0 ? EXIT_SOME_REFUSED : 0;
+}
+
+/**
+ * The input files without the resume file and its temporary copy (`F.tmp`): kept inside the
+ * directory being imported, the resume file was imported by the next run as records (review).
+ * Named as a PATH itself, it is a usage error.
+ */
+async function withoutResumeFile(paths: readonly string[], files: InputFile[], resumeFile: string): Promise<InputFile[]> {
+  const resumePath = resolve(resumeFile);
+  if (paths.some((path) => resolve(path) === resumePath)) {
+    throw new AuditError(AuditErrorCode.BAD_REQUEST, `${resumeFile} is the resume file (--resume-file): name the files to import, not it`);
+  }
+  // Compared by real directory: the directory may be named through a link. Only files of the same name are looked at.
+  const names = new Set([basename(resumePath), `${basename(resumePath)}.tmp`]);
+  const realDir = async (path: string) => realpath(dirname(path)).catch(() => dirname(path));
+  const resumeDir = await realDir(resumePath);
+  const kept: InputFile[] = [];
+  for (const file of files) {
+    if (file.kind === 'file' && names.has(basename(file.path)) && (await realDir(file.path)) === resumeDir) continue;
+    kept.push(file);
+  }
+  return kept;
 }
 
 /**

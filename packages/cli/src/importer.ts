@@ -1,3 +1,4 @@
+import { AuditError, AuditErrorCode } from '@auditlake/model';
 import type { MapContext, Mapped, MappedEvent, RecordFormat } from './formats/record-format.js';
 import { isObject } from './formats/record-format.js';
 import type { ImportProgress } from './import-progress.js';
@@ -138,9 +139,12 @@ export class Importer {
     const unterminated: { line?: number } = {};
     // Input that cannot be read to its end (a truncated gzip file): what came before it is sent.
     const cut: { reason?: string } = {};
+    // Lines in the file, to check the resume point against.
+    const seen = { lines: 0 };
     const pieces = this.#pieces(file, {
       onUnterminated: (line) => (unterminated.line = line.number),
       onReadError: (reason) => (cut.reason = reason),
+      onLine: (line) => (seen.lines = line.number),
     });
     for await (const piece of pieces) {
       lastLine = piece.endLine;
@@ -169,6 +173,15 @@ export class Importer {
       this.#options.progress.update({ bytesRead: this.#bytesRead, records: this.#records, sent: this.#sent, file: file.path });
     }
     if (batch.length > 0) await this.#flush(file, batch);
+    // A resume point past the file's end is not one an import of this file recorded (an edited
+    // resume file, or one of another file under this name): taken as it was, the file was
+    // recorded complete with nothing read, silently (review). Nothing of it was sent.
+    if (start > seen.lines && cut.reason === undefined && resume !== undefined) {
+      throw new AuditError(
+        AuditErrorCode.BAD_REQUEST,
+        `the resume file ${resume.path} records ${file.path} as done up to line ${start}, but the file has ${seen.lines} line${seen.lines === 1 ? '' : 's'}: that entry is not one an import of this file wrote; remove the entry (or the resume file) to import the file from its first line`,
+      );
+    }
     // The rest of a file cut short is lost: one failure, so the exit status says the import is not whole.
     if (cut.reason !== undefined) this.#refuse(file.path, cut.reason);
     if (unterminated.line !== undefined) this.#options.progress.note(`auditlake import: last line of ${file.path} (line ${unterminated.line}) has no newline yet: left for the next run`);
@@ -185,7 +198,7 @@ export class Importer {
   }
 
   /** The records of a file in order, each mapped, with the lines it spans. */
-  async *#pieces(file: InputFile, on: { onUnterminated: (line: Line) => void; onReadError: (reason: string) => void }): AsyncGenerator<Piece> {
+  async *#pieces(file: InputFile, on: { onUnterminated: (line: Line) => void; onReadError: (reason: string) => void; onLine: (line: Line) => void }): AsyncGenerator<Piece> {
     const { format, context } = this.#options;
     let unterminated = false;
     let failed = false;
@@ -195,6 +208,7 @@ export class Importer {
         (bytes) => (this.#bytesRead += bytes),
         (line) => {
           unterminated = true;
+          on.onLine(line);
           on.onUnterminated(line);
         },
       ),
@@ -202,6 +216,7 @@ export class Importer {
         failed = true;
         on.onReadError(reason);
       },
+      on.onLine,
     );
     const overlong = (line: Line): Piece => ({ line: line.number, endLine: line.number, mapped: { kind: 'malformed', reason: `the line is longer than ${LINE_CHARS_MAX} characters: not read` }, canonical: '' });
     const notUtf8 = (line: number, endLine: number, reason: string): Piece => ({ line, endLine, mapped: { kind: 'malformed', reason }, canonical: '' });
@@ -385,10 +400,10 @@ function unreadable(err: unknown): Mapped {
 
 /**
  * The lines of `lines` until reading fails (a gzip file that ends early, a read error): then
- * `onError` hears why, naming the last line read, and the lines end. Errors of the consumer
+ * `onError` hears why, naming the last line read, and the lines end. `onLine` hears each line. Errors of the consumer
  * are not caught here.
  */
-async function* untilReadError(lines: AsyncGenerator<Line>, onError: (reason: string) => void): AsyncGenerator<Line> {
+async function* untilReadError(lines: AsyncGenerator<Line>, onError: (reason: string) => void, onLine: (line: Line) => void): AsyncGenerator<Line> {
   let last = 0;
   try {
     for (;;) {
@@ -403,6 +418,7 @@ async function* untilReadError(lines: AsyncGenerator<Line>, onError: (reason: st
       }
       if (next.done === true) return;
       last = next.value.number;
+      onLine(next.value);
       yield next.value;
     }
   } finally {

@@ -87,6 +87,11 @@ export class ResumeFile {
     }
     const resumed = state as ResumeState;
     if (resumed.format !== format) throw usage(`the resume file ${path} records an import of --format ${resumed.format}, not ${format}`);
+    if (Array.isArray(resumed.files)) throw usage(`the resume file ${path} is not one this command wrote (its files are a list); remove it to start over`);
+    // An entry read as it is would skip lines or files on the strength of values this command never writes.
+    for (const [name, progress] of Object.entries(resumed.files)) {
+      if (!isFileProgress(progress)) throw usage(`the resume file ${path} has an entry for ${name} that this command did not write (line ${JSON.stringify((progress as { line?: unknown } | null)?.line)}); remove the entry (or the resume file) to import that file from its first line`);
+    }
     return new ResumeFile(path, resumed, now);
   }
 
@@ -174,6 +179,14 @@ async function headSha256(path: string, bytes: number): Promise<string> {
   } finally {
     await handle.close();
   }
+}
+
+/** An entry as `record` writes it: a line count, a flag, a size and a time (the fingerprint is optional: older files lack it). */
+function isFileProgress(value: unknown): value is FileProgress {
+  if (typeof value !== 'object' || value === null) return false;
+  const p = value as Record<string, unknown>;
+  const count = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+  return count(p['line']) && typeof p['complete'] === 'boolean' && count(p['sizeBytes']) && typeof p['mtimeMs'] === 'number' && (p['headSha256'] === undefined || typeof p['headSha256'] === 'string') && (p['headBytes'] === undefined || count(p['headBytes']));
 }
 
 function usage(message: string): AuditError {

@@ -108,6 +108,53 @@ describe('import --resume-file: refusals before a stop', () => {
   });
 });
 
+describe('import --resume-file: a resume file that does not describe the files', () => {
+  it('refuses a resume point past the end of its file (exit 2, naming both), recording nothing; and an entry this command did not write', async () => {
+    const node = await startNode();
+    const dir = await tempDir();
+    const file = join(dir, 'clo-audit.log.30');
+    await writeFile(file, lhoLines(0, 10).join('\n') + '\n');
+    const resume = join(dir, 'progress.json');
+    const args = ['--format', 'lho', '--resume-file', resume, file];
+    expect((await runImport(node, args)).stdout).toBe('imported 10, duplicates 0, refused 0\n');
+    const state = JSON.parse(await readFile(resume, 'utf8')) as { files: Record<string, { line: unknown; complete: boolean }> };
+    state.files[file] = { ...state.files[file]!, line: 999_999, complete: false };
+    await writeFile(resume, JSON.stringify(state));
+    const tampered = await runImport(node, args);
+    expect(tampered.stderr).toBe(`auditlake import: the resume file ${resume} records ${file} as done up to line 999999, but the file has 10 lines: that entry is not one an import of this file wrote; remove the entry (or the resume file) to import the file from its first line\n`);
+    expect(tampered.code).toBe(2);
+    expect(await progressOf(resume, file)).toMatchObject({ line: 999_999, complete: false });
+
+    state.files[file] = { ...state.files[file], line: 'abc' };
+    await writeFile(resume, JSON.stringify(state));
+    const unreadable = await runImport(node, args);
+    expect(unreadable.stderr).toContain(`the resume file ${resume} has an entry for ${file} that this command did not write (line "abc")`);
+    expect(unreadable.code).toBe(2);
+    expect(await allEvents(node, '&engine=lho')).toHaveLength(10);
+  });
+
+  it('never imports the resume file (or its temporary copy) kept in the directory being imported, and refuses it named as a PATH', async () => {
+    const node = await startNode();
+    const dir = await tempDir();
+    await writeFile(join(dir, 'clo-audit.log.31'), lhoLines(0, 3).join('\n') + '\n');
+    const resume = join(dir, 'resume.json');
+    await writeFile(`${resume}.tmp`, '{"left":"by a killed run"}\n');
+    const args = ['--format', 'lho', '--resume-file', resume, dir];
+    const first = await runImport(node, args);
+    expect(first.stdout).toBe('imported 3, duplicates 0, refused 0\n');
+    await appendFile(join(dir, 'clo-audit.log.31'), lhoLines(3, 4)[0] + '\n');
+    const second = await runImport(node, args);
+    expect(second.stderr).toBe('');
+    expect(second.stdout).toBe('imported 1, duplicates 0, refused 0\n');
+    expect(second.code).toBe(0);
+    expect(Object.keys((JSON.parse(await readFile(resume, 'utf8')) as { files: object }).files)).toEqual([join(dir, 'clo-audit.log.31')]);
+
+    const named = await runImport(node, ['--format', 'lho', '--resume-file', resume, resume]);
+    expect(named.stderr).toContain(`${resume} is the resume file (--resume-file): name the files to import, not it`);
+    expect(named.code).toBe(2);
+  });
+});
+
 describe('import --resume-file: a file replaced under the same name', () => {
   it('imports a rotated file of the same or a larger size from its first line, saying so, and still resumes one that was appended to', async () => {
     const node = await startNode();
