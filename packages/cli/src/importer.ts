@@ -200,16 +200,16 @@ export class Importer {
   /** The records of a file in order, each mapped, with the lines it spans. */
   async *#pieces(file: InputFile, on: { onUnterminated: (line: Line) => void; onReadError: (reason: string) => void; onLine: (line: Line) => void }): AsyncGenerator<Piece> {
     const { format, context } = this.#options;
-    let unterminated = false;
+    // A plain file's last line without a line break: imported when it ends a record, else left.
+    let held: Line | undefined;
     let failed = false;
     const lines = untilReadError(
       readLines(
         file,
         (bytes) => (this.#bytesRead += bytes),
         (line) => {
-          unterminated = true;
           on.onLine(line);
-          on.onUnterminated(line);
+          held = line;
         },
       ),
       (reason) => {
@@ -221,24 +221,30 @@ export class Importer {
     const overlong = (line: Line): Piece => ({ line: line.number, endLine: line.number, mapped: { kind: 'malformed', reason: `the line is longer than ${LINE_CHARS_MAX} characters: not read` }, canonical: '' });
     const notUtf8 = (line: number, endLine: number, reason: string): Piece => ({ line, endLine, mapped: { kind: 'malformed', reason }, canonical: '' });
     if (format.framing === 'lines') {
-      for await (const line of lines) {
-        if (line.overlong === true) {
-          yield overlong(line);
-          continue;
-        }
-        if (line.invalidUtf8 !== undefined) {
-          yield notUtf8(line.number, line.number, invalidUtf8Reason(file, line.number, line.invalidUtf8));
-          continue;
-        }
-        if (line.text.trim() === '') continue;
+      const pieceOf = (line: Line): Piece | undefined => {
+        if (line.overlong === true) return overlong(line);
+        if (line.invalidUtf8 !== undefined) return notUtf8(line.number, line.number, invalidUtf8Reason(file, line.number, line.invalidUtf8));
+        if (line.text.trim() === '') return undefined;
         let mapped: Mapped;
         try {
           mapped = format.mapLine(line.text, context);
         } catch (err) {
           mapped = unreadable(err);
         }
-        yield { line: line.number, endLine: line.number, mapped, canonical: line.text };
+        return { line: line.number, endLine: line.number, mapped, canonical: line.text };
+      };
+      for await (const line of lines) {
+        const piece = pieceOf(line);
+        if (piece !== undefined) yield piece;
       }
+      const last = held;
+      if (last === undefined) return;
+      // Whole when it ends as a record ends (a Gravitino line, text or JSON, with its closing
+      // brace) and reads as one: a prefix of a line its writer is still writing may map too
+      // (seven fields of eight), so anything less is left for the next run.
+      const piece = last.overlong === true || !last.text.trimEnd().endsWith('}') ? undefined : pieceOf(last);
+      if (piece !== undefined && (last.invalidUtf8 !== undefined || piece.mapped.kind !== 'malformed')) yield piece;
+      else on.onUnterminated(last);
       return;
     }
     const framing = new JsonFraming();
@@ -296,9 +302,24 @@ export class Importer {
         yield notUtf8(line.number, line.number, outside);
       }
     }
-    // A record still open when the last line is held back is not cut short, only not written yet;
-    // one open where the input could not be read further is lost with the rest of the file.
-    if (unterminated || failed) return;
+    const last = held;
+    if (last !== undefined) {
+      // Whole when its records close on it: a file written at once without a final newline (a
+      // compact array, a pretty-printed record) imported nothing before, silently (review). A
+      // record still open, an array not closed or a line ending in a comma may be one its writer
+      // is still writing: not cut short, left for the next run.
+      const text = last.text.trim();
+      const closes = last.overlong !== true && (text.endsWith('}') || text.endsWith(']')) && (!text.startsWith('[') || text.endsWith(']'));
+      const pieces = closes ? framing.push(last.text, last.number) : [];
+      if (pieces.length === 0 || framing.open) {
+        on.onUnterminated(last);
+        return;
+      }
+      if (last.invalidUtf8 !== undefined) badLines.set(last.number, invalidUtf8Reason(file, last.number, last.invalidUtf8));
+      for (const piece of pieces) yield checked(piece);
+    }
+    // A record open where the input could not be read further is lost with the rest of the file.
+    if (failed) return;
     for (const piece of framing.end()) yield checked(piece);
   }
 

@@ -209,6 +209,44 @@ describe('import: the bytes at the edges of a file', () => {
     expect(await allEvents(node, '&engine=lho')).toHaveLength(5);
   });
 
+  it('imports a last line without a newline that ends its records (a file written at once: a compact array, a pretty-printed record, a Gravitino line), leaving only what may still be written', async () => {
+    const node = await startNode();
+    const dir = await tempDir();
+    const resume = join(dir, 'progress.json');
+    const compact = join(dir, 'array.json');
+    await writeFile(compact, '[' + lhoLines(0, 4).join(',') + ']');
+    const pretty = join(dir, 'pretty.json');
+    await writeFile(pretty, JSON.stringify(JSON.parse(lhoLines(4, 5)[0]!), null, 2));
+    const ndjson = join(dir, 'clo-audit.log.40');
+    await writeFile(ndjson, lhoLines(5, 7).join('\n'));
+    const run = await runImport(node, ['--format', 'lho', '--resume-file', resume, compact, pretty, ndjson]);
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toBe('imported 7, duplicates 0, refused 0\n');
+    expect(run.code).toBe(0);
+    expect(await progressOf(resume, compact)).toMatchObject({ line: 1, complete: true });
+    expect(await progressOf(resume, ndjson)).toMatchObject({ line: 2, complete: true });
+
+    // An array whose end is not written yet, and a record ending in a comma: left, as a writer mid-line.
+    const open = join(dir, 'open-array.json');
+    await writeFile(open, '[' + lhoLines(10, 12).join(','));
+    const comma = join(dir, 'comma.json');
+    await writeFile(comma, '[\n' + lhoLines(12, 13)[0] + ',');
+    const left = await runImport(node, ['--format', 'lho', open, comma]);
+    expect(left.stdout).toBe('imported 0, duplicates 0, refused 0\n');
+    expect(left.stderr).toContain(`last line of ${open} (line 1) has no newline yet: left for the next run`);
+    expect(left.stderr).toContain(`last line of ${comma} (line 2) has no newline yet: left for the next run`);
+
+    // Gravitino: a whole line without a newline imports; seven of its eight fields (a writer mid-line) are left.
+    const line = '[2026-12-01 09:00:00.000]\talice\tLOAD_TABLE\tml.cat.s.t1\tSUCCESS\tHTTP\t10.0.0.1\t{http.status=200}';
+    const whole = join(dir, 'gravitino_audit.log');
+    await writeFile(whole, line);
+    const partial = join(dir, 'gravitino_audit.log.1');
+    await writeFile(partial, line.slice(0, line.lastIndexOf('\t') - 2));
+    const gravitino = await runImport(node, ['--format', 'gravitino', whole, partial]);
+    expect(gravitino.stdout).toBe('imported 1, duplicates 0, refused 0\n');
+    expect(gravitino.stderr).toBe(`auditlake import: last line of ${partial} (line 1) has no newline yet: left for the next run\n`);
+  });
+
   it('leaves a pretty-printed JSON record whose last line has no newline yet for the next run, not reporting it cut short', async () => {
     const node = await startNode();
     const dir = await tempDir();
