@@ -102,7 +102,7 @@ export const CONFIG_KEYS = {
    * ~1 GB a year). Past it, a re-send is looked for only when timed at or before the newest
    * event retention deleted.
    */
-  resendIdsKeepDays: spec('auditlake.ingest.resend.ids.keep.days', '365', positiveInt),
+  resendIdsKeepDays: spec('auditlake.ingest.resend.ids.keep.days', '30', positiveInt),
   /**
    * Worker threads that parse, validate and hash ingest bodies off the event loop (0: inline).
    * One by default: on the 2-core machine measured, one thread raised single-node ingest by

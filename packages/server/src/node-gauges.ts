@@ -29,6 +29,14 @@ export function registerNodeGauges(registry: Registry, sources: { tierStatus: ()
     },
   });
   new Gauge({
+    name: 'auditlake_pruned_ids_filter_full',
+    help: '1 while the Bloom filter of the kept ids is at its memory bound (512 MiB): ingest reads the id of every client-chosen event; a shorter auditlake.ingest.resend.ids.keep.days keeps fewer ids',
+    registers,
+    collect() {
+      this.set(sources.prunedIds().filterFull ? 1 : 0);
+    },
+  });
+  new Gauge({
     name: 'auditlake_pruned_ids_filling',
     help: '1 until the kept ids were all read after start (ingest reads the id of every client-chosen event meanwhile), else 0',
     registers,

@@ -398,6 +398,7 @@ describe('parquet tiering sweep', () => {
     await expect.poll(async () => { const { kept, pruned } = await keptAndPruned(); return kept === pruned && kept >= 4; }).toBe(true);
     const gauges = await (await t.request('/metrics')).text();
     expect(gauges).toMatch(/^auditlake_pruned_ids_filling 0$/m);
+    expect(gauges).toMatch(/^auditlake_pruned_ids_filter_full 0$/m);
     expect(Number(/^auditlake_pruned_ids_filter_bytes (\d+)$/m.exec(gauges)?.[1])).toBeGreaterThan(0);
     const copies = async () => {
       const dir = await downloadPrefix(s3.props('ext'), 'ext', 'ext', 'audit/');

@@ -214,9 +214,11 @@ export interface AuditStoreOptions {
   cacheBytes?: number;
   /**
    * How long after its event's time the id of a tiered event retention deleted is kept, so a
-   * re-send under it is judged against the tier's copy (pruned-ids.ts; default a year).
+   * re-send under it is judged against the tier's copy (pruned-ids.ts; default 30 days).
    */
   prunedIdsKeepMs?: number;
+  /** Memory the kept ids' Bloom filter may take (default 512 MiB); past it every client-chosen id of an append is read. */
+  prunedIdsFilterBytesMax?: number;
   /**
    * Runs after a retention batch has read what it deletes and before it waits for the writer:
    * a seam for tests to put another write (a replicated apply) exactly there. Unset in a node.
@@ -448,6 +450,7 @@ export class AuditStore {
           return lastIngestTs > 0 ? Math.min(wallMs, lastIngestTs) : wallMs;
         },
         inWriterTurn: (run) => store.#openWriter().exclusive(run),
+        ...(options.prunedIdsFilterBytesMax === undefined ? {} : { filterBytesMax: options.prunedIdsFilterBytesMax }),
       });
     } catch (err) {
       // A store that cannot be read to the end is closed, not left holding LevelDB's lock: the

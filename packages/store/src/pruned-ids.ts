@@ -12,7 +12,7 @@ interface PutSink {
 const SCAN_PAGE_KEYS = 10_000;
 
 /** How long ids are kept after their event's time by default (auditlake.ingest.resend.ids.keep.days). */
-export const PRUNED_IDS_KEEP_MS_DEFAULT = 365 * 24 * 60 * 60 * 1000;
+export const PRUNED_IDS_KEEP_MS_DEFAULT = 30 * 24 * 60 * 60 * 1000;
 
 /** How often kept ids past their time are deleted and the filter built again: once a day. */
 export const PRUNED_IDS_SWEEP_INTERVAL_MS = 24 * 60 * 60 * 1000;
@@ -32,6 +32,11 @@ export interface PrunedIdsFigures {
   filterBytes: number;
   /** The first sweep has not read every id yet: every client-chosen id of an append is read meanwhile. */
   filling: boolean;
+  /**
+   * The filter reached its memory bound: every client-chosen id of an append is read until a
+   * sweep finds fewer ids kept (a shorter auditlake.ingest.resend.ids.keep.days keeps fewer).
+   */
+  filterFull: boolean;
 }
 
 export interface PrunedIdsOptions {
@@ -43,6 +48,8 @@ export interface PrunedIdsOptions {
   inWriterTurn: (run: () => Promise<void>) => Promise<void>;
   /** How often a sweep runs on its own (default PRUNED_IDS_SWEEP_INTERVAL_MS). */
   sweepIntervalMs?: number;
+  /** The filter's memory bound (GrowingBloomFilter's bytesMax; smaller in tests). */
+  filterBytesMax?: number;
 }
 
 /**
@@ -52,11 +59,14 @@ export interface PrunedIdsOptions {
  * id — with any time, or none — is looked for in the tier at the time kept here, and judged
  * against the tier's copy as it would have been against the log's (resent-after-retention.ts).
  *
- * Kept for `keepMs` after the event's time (a year by default), not for good: each id costs
- * ~50 bytes on disk and 1.5–3 in memory, and a node deleting a million events a day would
- * otherwise grow by 18 GB of disk and ~1 GB of memory a year until it could no longer start.
- * A re-send under an id older than that is judged by its time alone (the rule for ids deleted
- * before ids were kept). Figures in docs/architecture.md, "Local cleanup".
+ * Kept for `keepMs` after the event's time (30 days by default), not for good: each id costs
+ * ~50 bytes on disk and 1.5–3 in memory, so a node deleting what it ingests at 100 events/s
+ * keeps ~260 million ids a month (~13 GB of disk); a year's (the default before) was ~150 GB
+ * and a filter past what a probe reaches. Retries and replayed spools come within days; a
+ * re-send under an id older than that is judged by its time alone (the rule for ids deleted
+ * before ids were kept), which catches every re-send carrying its original time. The filter's
+ * memory is bounded (GrowingBloomFilter: past it every id is read). Figures in
+ * docs/architecture.md, "Local cleanup".
  *
  * Read from LevelDB for the events of each append that may be such a re-send (`timesOf`), not
  * held in memory. In memory is only a Bloom filter of them (GrowingBloomFilter), so an id it
@@ -72,7 +82,7 @@ export interface PrunedIdsOptions {
 export class PrunedIds {
   readonly #db: Level<string, string>;
   readonly #options: PrunedIdsOptions;
-  #filter = new GrowingBloomFilter();
+  #filter: GrowingBloomFilter;
   /** The filter a sweep is building, while it runs: kept ids go into it too. */
   #next: GrowingBloomFilter | undefined;
   /** Ids in the filter (those the last sweep kept and those added since): the next filter's size. */
@@ -85,6 +95,7 @@ export class PrunedIds {
   private constructor(db: Level<string, string>, options: PrunedIdsOptions) {
     this.#db = db;
     this.#options = options;
+    this.#filter = new GrowingBloomFilter(options.filterBytesMax === undefined ? {} : { bytesMax: options.filterBytesMax });
     this.#sweeps = this.#sweepAndSchedule();
   }
 
@@ -99,7 +110,7 @@ export class PrunedIds {
 
   /** What the kept ids take and where their filter stands, for the node's gauges. */
   get figures(): PrunedIdsFigures {
-    return { ids: this.#count, filterBytes: this.#filter.bytes + (this.#next?.bytes ?? 0), filling: this.#load === 'loading' };
+    return { ids: this.#count, filterBytes: this.#filter.bytes + (this.#next?.bytes ?? 0), filling: this.#load === 'loading', filterFull: this.#filter.full };
   }
 
   /** Whether an event timed `timestamp` is young enough for its id to be kept (a prune asks before keeping it). */
@@ -182,7 +193,7 @@ export class PrunedIds {
     const cutoff = this.#options.now() - this.#options.keepMs;
     // Made before the iterator: an id a prune keeps from here on goes into it (added), whether
     // or not the iterator's snapshot holds its key.
-    const next = new GrowingBloomFilter(this.#count);
+    const next = new GrowingBloomFilter({ expectedIds: this.#count, ...(this.#options.filterBytesMax === undefined ? {} : { bytesMax: this.#options.filterBytesMax }) });
     this.#next = next;
     const countBefore = this.#count;
     let count = 0;

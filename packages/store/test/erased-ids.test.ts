@@ -10,7 +10,7 @@ import { encodeEvent, SELF_SOURCE, type AuditEvent } from '@auditlake/model';
 import { Level } from 'level';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { ErasedIds } from '../src/erased-ids.js';
-import { GrowingBloomFilter } from '../src/growing-bloom-filter.js';
+import { FILTER_CAPACITY_MAX, GrowingBloomFilter } from '../src/growing-bloom-filter.js';
 import { AuditStore } from '../src/index.js';
 
 async function db(): Promise<{ db: Level<string, string>; reopen: () => Promise<Level<string, string>> }> {
@@ -43,7 +43,7 @@ describe('GrowingBloomFilter', () => {
 
   it('sized for the ids expected, holds them in one filter of 1.5 bytes an id, with fewer false positives than grown ones', () => {
     const added = Array.from({ length: 300_000 }, (_, i) => `id-${i}`);
-    const sized = new GrowingBloomFilter(added.length);
+    const sized = new GrowingBloomFilter({ expectedIds: added.length });
     for (const id of added) sized.add(id);
     expect(added.every((id) => sized.mayHave(id))).toBe(true);
     expect(sized.bytes).toBe(Math.ceil((300_000 * 12) / 32) * 4);
@@ -53,6 +53,34 @@ describe('GrowingBloomFilter', () => {
     sized.add('one-more');
     expect(sized.mayHave('one-more')).toBe(true);
     expect(sized.bytes).toBeGreaterThan(Math.ceil((300_000 * 12) / 32) * 4);
+  });
+
+  it('sizes no filter past the 2^32 bits a probe reaches: past its capacity bound it adds filters of that size, not larger ones', () => {
+    // A probe is a 32-bit hash modulo the filter's size: a filter of more bits never had the
+    // ones past 2^32 set (sized for the ids of two months at 100 events/s, it ruled out ever fewer).
+    expect(FILTER_CAPACITY_MAX * 12).toBeLessThanOrEqual(2 ** 32);
+    expect(Math.ceil((FILTER_CAPACITY_MAX * 12) / 32) * 32).toBeLessThanOrEqual(2 ** 32);
+    const capped = new GrowingBloomFilter({ capacityMax: 100_000 });
+    const added = Array.from({ length: 400_000 }, (_, i) => `id-${i}`);
+    for (const id of added) capped.add(id);
+    expect(added.every((id) => capped.mayHave(id))).toBe(true);
+    // 65,536, then 100,000 three times and the rest: never a filter above the bound.
+    expect(capped.bytes).toBe([65_536, 100_000, 100_000, 100_000, 100_000].reduce((sum, capacity) => sum + Math.ceil((capacity * 12) / 32) * 4, 0));
+    // Sized for more ids than one filter holds, the first is still bounded.
+    const big = new GrowingBloomFilter({ expectedIds: 1e12, capacityMax: 100_000 });
+    big.add('x');
+    expect(big.bytes).toBe(Math.ceil((100_000 * 12) / 32) * 4);
+  });
+
+  it('takes at most bytesMax of memory: past it the filter is full and rules nothing out (every id is read), never a false negative', () => {
+    const bounded = new GrowingBloomFilter({ bytesMax: 200_000 });
+    const added = Array.from({ length: 300_000 }, (_, i) => `id-${i}`);
+    for (const id of added) bounded.add(id);
+    expect(bounded.bytes).toBeLessThanOrEqual(200_000);
+    expect(bounded.full).toBe(true);
+    expect(added.every((id) => bounded.mayHave(id))).toBe(true);
+    expect(bounded.mayHave('never-added')).toBe(true);
+    expect(new GrowingBloomFilter().full).toBe(false);
   });
 });
 

@@ -335,6 +335,19 @@ describe('ids retention deleted', () => {
     expect(asked).toEqual([new Map([['gone', OLD_MS]]), new Map([['gone', OLD_MS]])]);
   });
 
+  it('with the filter at its memory bound, every id is read: a re-send is still caught, and the figures say the filter is full', async () => {
+    const { store, location } = await tieredAndPruned();
+    await stores.close(store);
+    // Too little memory for even the first filter: full at the first id kept.
+    const { store: bounded } = await stores.open(location, undefined, { prunedIdsFilterBytesMax: 1_000 });
+    await expect.poll(() => bounded.prunedIdsLoad).toBe('loaded');
+    expect(bounded.prunedIdsFigures).toMatchObject({ ids: 1, filterBytes: 0, filterFull: true });
+    const { asked } = tierOf(bounded, new Map([['gone', JSON.stringify({ ...ev('gone'), seq: 1 })]]));
+    const resent = await bounded.appendEncoded([ingested(ev('gone', { timestamp: OLD_MS + 60_000 }))]);
+    expect(resent.stored).toEqual([]);
+    expect(asked).toEqual([new Map([['gone', OLD_MS]])]);
+  });
+
   it('ordinary ingest after a prune reads no deleted id and asks the tier nothing; a re-send reads its own id only', async () => {
     const { store, asked } = await tieredAndPruned();
     await expect.poll(() => store.prunedIdsLoad).not.toBe('loading');
