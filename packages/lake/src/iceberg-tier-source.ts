@@ -13,7 +13,6 @@ import {
   type ByteSource,
   type DataFile,
   type IcebergTableMetadata,
-  type ManifestEntry,
 } from '@auditlake/format';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import type { ObjectStore } from './object-store.js';
@@ -60,13 +59,16 @@ export class IcebergTierSource implements TierSource {
   readonly #connections: S3Connections;
   readonly #table: IcebergTableRef;
   /**
-   * The decoded manifests of the version listed last, by path: a commit adds one manifest and
-   * keeps the others, so the next listing decodes only the new one. Only the manifests the
-   * current snapshot names are kept (each listing replaces the map): every sweep commit writes
-   * a manifest and maintenance replaces them all, so a map that kept every one grew by about
-   * 11 KB a commit for as long as the node ran.
+   * The live files of each manifest of the version listed last, by path: a commit adds one
+   * manifest and keeps the others, so the next listing decodes only the new one. Only the
+   * manifests the current snapshot names are kept (each listing replaces the map): every sweep
+   * commit writes a manifest and maintenance replaces them all, so a map that kept every one
+   * grew by about 11 KB a commit for as long as the node ran. Held as a search plans by them
+   * (TierFile: a key, a day, four numbers), not as decoded entries: an entry with every
+   * column's counts and bounds took ~11 KB of heap, so a table of years of files (hundreds of
+   * thousands) took gigabytes.
    */
-  #manifests = new Map<string, ManifestEntry[]>();
+  #manifests = new Map<string, TierFile[]>();
   #listed: ListedVersion | undefined;
 
   constructor(connections: S3Connections, table: { identifier: string; location: string; connectionId: string }) {
@@ -95,7 +97,7 @@ export class IcebergTierSource implements TierSource {
     if (listed && (await this.#stillCurrent(objects, listed))) return listed.files;
     this.#listed = undefined;
     const loaded = await this.#load(objects);
-    const files = (await this.#liveFiles(objects, loaded.metadata, false)).map((file) => this.#tierFileOf(file));
+    const files = await this.#liveTierFiles(objects, loaded.metadata);
     const head = await objects.head(metadataVersionKey(this.#table, loaded.version));
     this.#listed = { version: loaded.version, metadataBytes: head?.bytes ?? -1, files };
     return files;
@@ -112,7 +114,17 @@ export class IcebergTierSource implements TierSource {
   async listDeclaredFiles(): Promise<DeclaredTierFile[]> {
     const objects = this.#objects();
     const loaded = await this.#load(objects);
-    return (await this.#liveFiles(objects, loaded.metadata, true)).map((declared) => ({ ...this.#tierFileOf(declared), declared }));
+    const snapshot = currentSnapshot(loaded.metadata);
+    if (!snapshot) return [];
+    const listKey = s3Key(this.#table, snapshot['manifest-list']);
+    const declared: DeclaredTierFile[] = [];
+    for (const manifest of decodeManifestList(await objects.get(listKey)).files) {
+      const entries = decodeManifest(await objects.get(s3Key(this.#table, manifest.manifest_path))).entries;
+      checkManifestCounts(`manifest list ${listKey}`, manifest, entries);
+      checkPartitionSummary(`manifest list ${listKey}`, manifest, entries);
+      for (const entry of entries) if (entry.status !== ManifestEntryStatus.DELETED) declared.push({ ...this.#tierFileOf(entry.data_file), declared: entry.data_file });
+    }
+    return declared;
   }
 
   async #load(objects: ObjectStore): Promise<NonNullable<Awaited<ReturnType<typeof loadIcebergTable>>>> {
@@ -121,24 +133,21 @@ export class IcebergTierSource implements TierSource {
     return loaded;
   }
 
-  /** The live data files of the current snapshot; `checkSummaries`: each manifest's counts and partition summary in the list checked against them. */
-  async #liveFiles(objects: ObjectStore, metadata: IcebergTableMetadata, checkSummaries: boolean): Promise<DataFile[]> {
+  /** The live data files of the current snapshot, as a search plans by them; decodes only the manifests not held from the last listing. */
+  async #liveTierFiles(objects: ObjectStore, metadata: IcebergTableMetadata): Promise<TierFile[]> {
     const snapshot = currentSnapshot(metadata);
     if (!snapshot) return [];
-    const listKey = s3Key(this.#table, snapshot['manifest-list']);
-    const list = decodeManifestList(await objects.get(listKey));
-    const files: DataFile[] = [];
-    const current = new Map<string, ManifestEntry[]>();
+    const list = decodeManifestList(await objects.get(s3Key(this.#table, snapshot['manifest-list'])));
+    const files: TierFile[] = [];
+    const current = new Map<string, TierFile[]>();
     for (const manifest of list.files) {
-      const entries = this.#manifests.get(manifest.manifest_path) ?? decodeManifest(await objects.get(s3Key(this.#table, manifest.manifest_path))).entries;
-      current.set(manifest.manifest_path, entries);
-      if (checkSummaries) {
-        checkManifestCounts(`manifest list ${listKey}`, manifest, entries);
-        checkPartitionSummary(`manifest list ${listKey}`, manifest, entries);
+      let live = this.#manifests.get(manifest.manifest_path);
+      if (live === undefined) {
+        const entries = decodeManifest(await objects.get(s3Key(this.#table, manifest.manifest_path))).entries;
+        live = entries.filter((entry) => entry.status !== ManifestEntryStatus.DELETED).map((entry) => this.#tierFileOf(entry.data_file));
       }
-      for (const entry of entries) {
-        if (entry.status !== ManifestEntryStatus.DELETED) files.push(entry.data_file);
-      }
+      current.set(manifest.manifest_path, live);
+      for (const file of live) files.push(file);
     }
     this.#manifests = current;
     return files;
