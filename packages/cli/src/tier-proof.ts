@@ -1,6 +1,6 @@
 import { checkDeclaredMetrics, newestAncestorCarrying, type DataFile } from '@auditlake/format';
-import type { CheckedBatch, FoundCheckpoint, RowsWithoutSeqSeen, ShownKey } from '@auditlake/integrity';
-import { parseSignedCheckpoint } from '@auditlake/integrity';
+import type { BatchSpan, CheckedBatch, CheckedRecord, FoundCheckpoint, RowsWithoutSeqSeen, ShownKey } from '@auditlake/integrity';
+import { ArrivingBatchMerge, mergeSpannedBatches, parseSignedCheckpoint } from '@auditlake/integrity';
 import {
   CHECKPOINT_SUMMARY_KEY,
   checkParquetCheckpoint,
@@ -31,17 +31,30 @@ export interface TierProofStart {
   head: { seq: number; where: string } | undefined;
 }
 
-/** What a tier gives the verifier: its records checked (a batch per data file) and the proof kept beside them. */
+/**
+ * What a tier gives the verifier once each of its files was checked: the proof kept beside its
+ * records, what its rows without a seq showed, and its records in seq order. No file's records
+ * are kept: a tier of days of events does not fit in memory (about 250 bytes a record).
+ */
 export interface TierProof extends TierProofStart {
-  /** One batch per committed data file, in the order the tier lists them; merge them by seq. */
-  batches: CheckedBatch[];
   legacyRows: number;
   /** What the files showed of those rows and of the tier's first chained row (ChainVerifier.addRowsWithoutSeq). */
   rowsWithoutSeqSeen: RowsWithoutSeqSeen;
+  /** Every record was fed through what `started` returned, in seq order: no need to read {@link records}. */
+  folded: boolean;
+  /**
+   * The tier's records in seq order (copies of one seq in the order the tier lists their
+   * files), a chunk at a time: each file that holds records fetched and checked again, once the
+   * merge reaches its least seq (a few ahead), and dropped once read ({@link mergeSpannedBatches}).
+   * A file that no longer holds what it held when first checked fails it.
+   */
+  records(): AsyncGenerator<CheckedRecord[]>;
+  /** Closes the tier's connection (after {@link records}, if read). */
+  close(): Promise<void>;
 }
 
-/** Told of each data file's batch as soon as it is checked: its number in the tier's listing, and the batch. */
-export type TierBatchListener = (index: number, batch: CheckedBatch) => void;
+/** Told of the tier's records in seq order, while its files are still being checked. */
+export type TierRecordFeed = (record: CheckedRecord) => void;
 
 const CONNECTION_ID = 'verify';
 
@@ -53,10 +66,12 @@ type ListedFile = TierFile & { declared?: DataFile };
  * newest checkpoint a snapshot summary in the current snapshot's ancestry carries, then every committed data file (through
  * the Parquet commit markers — every one, and the newest checkpoint of the Parquet log checked
  * against them — or the Iceberg table's current snapshot), checked by `checks` as it arrives. `started`, when given, is told what the tier says of itself once that is read and
- * before any file is checked, and may return a listener for each file's batch as it comes (so
- * a fold can run while later files are still being checked).
+ * before any file is checked, and may return a feed for the tier's records: they are fed in seq
+ * order while later files are still being checked ({@link ArrivingBatchMerge}) when the
+ * listing allows it ({@link TierProof.folded}); otherwise the caller reads them from
+ * {@link TierProof.records}. The caller closes what this returns.
  */
-export async function readTierProof(tier: TierLocationOption, checks: VerifyChecks, started?: (start: TierProofStart) => TierBatchListener | undefined): Promise<TierProof> {
+export async function readTierProof(tier: TierLocationOption, checks: VerifyChecks, started?: (start: TierProofStart) => TierRecordFeed | undefined): Promise<TierProof> {
   const location = parseS3Location(tier.location);
   if (!location) throw new AuditError(AuditErrorCode.BAD_REQUEST, `not an s3://bucket/prefix location: ${tier.location}`);
   const connections = new S3Connections(
@@ -68,6 +83,10 @@ export async function readTierProof(tier: TierLocationOption, checks: VerifyChec
     ]),
   );
   let source: (TierSource & { close(): Promise<void> }) | undefined;
+  const close = async () => {
+    await source?.close();
+    connections.close();
+  };
   try {
     const objects = connections.bucket(CONNECTION_ID, location.bucket);
     const checkpoints: FoundCheckpoint[] = [];
@@ -106,53 +125,133 @@ export async function readTierProof(tier: TierLocationOption, checks: VerifyChec
     const proof = await readIntegrityObjects(objects, location.prefix);
     for (const object of proof.checkpoints) checkpoints.push(found(object.text, object.where));
     const start: TierProofStart = { files: files.length, checkpoints, keys: proof.keys, head };
-    const listener = started?.(start);
-    const batches = await checkFiles(source, files, checks, listener);
-    return { ...start, batches, legacyRows: batches.reduce((sum, batch) => sum + batch.skipped, 0), rowsWithoutSeqSeen: rowsWithoutSeqSeen(batches) };
-  } finally {
-    await source?.close();
-    connections.close();
+    const feed = started?.(start);
+    const lanes = Math.max(2, 2 * checks.threads);
+    // As many may wait unfed as may arrive ahead of the listing's checked prefix, and a few
+    // more: files the sweep wrote across a day boundary start below the last ones before them.
+    const early = feed === undefined ? undefined : new ArrivingBatchMerge(feed, 2 * lanes + FOLD_HELD_SLACK);
+    const checked = await checkFiles(source, files, checks, lanes, early);
+    early?.finish();
+    const opened = source;
+    return {
+      ...start,
+      ...checked,
+      folded: early?.inOrder === true,
+      records: () => mergeSpannedBatches(checked.spans, (span) => checkAgain(opened, checks, span as FileSpan), lanes),
+      close,
+    };
+  } catch (err) {
+    await close();
+    throw err;
   }
+}
+
+/** Arrived files that may wait unfed at once besides those checked ahead of the listing's prefix. */
+const FOLD_HELD_SLACK = 8;
+
+/** What the first pass keeps of a file that holds records: where to read it again, and what it held then. */
+interface FileSpan extends BatchSpan {
+  file: ListedFile;
+  shape: string;
+}
+
+/** What a check of a file found that a second check of it must find again (its records are read from the second). */
+function shapeOf(batch: CheckedBatch): string {
+  return JSON.stringify([batch.count, batch.skipped, batch.seqs[0], batch.seqs[batch.count - 1], batch.withoutSeq, batch.firstRow]);
+}
+
+async function checkAgain(source: TierSource, checks: VerifyChecks, span: FileSpan): Promise<CheckedBatch> {
+  const batch = await checkFile(source, span.file, checks);
+  if (shapeOf(batch) !== span.shape) {
+    throw new AuditError(
+      AuditErrorCode.INTEGRITY_MISMATCH,
+      `tier file ${span.file.key} changed while it was being verified: read again in seq order, it no longer holds the rows it held when first checked`,
+    );
+  }
+  return batch;
 }
 
 /**
  * Fetches every file whole and has it checked, a few at a time: while the checks decode and
  * hash some files, the next ones are being fetched, and at most that many are held at once.
- * A failure stops every lane after its current file, and is thrown only once no check is
- * running: the caller then closes the worker threads, and terminating one in the middle of a
- * job (inflating a page) crashed the whole process in Node's zlib ("close before init").
+ * Each batch goes to `early` (the fold while files arrive) and is then dropped: only each file's
+ * span is kept. With `early`, no file is checked more than `2 * lanes` past the first one not
+ * yet checked, so the batches waiting there for a slow file stay few. A failure stops every
+ * lane after its current file, and is thrown only once no check is running: the caller then
+ * closes the worker threads, and terminating one in the middle of a job (inflating a page)
+ * crashed the whole process in Node's zlib ("close before init").
  */
-async function checkFiles(source: TierSource, files: readonly ListedFile[], checks: VerifyChecks, listener: TierBatchListener | undefined): Promise<CheckedBatch[]> {
-  const batches: CheckedBatch[] = new Array<CheckedBatch>(files.length);
-  const lanes = Math.min(files.length, Math.max(2, 2 * checks.threads));
+async function checkFiles(
+  source: TierSource,
+  files: readonly ListedFile[],
+  checks: VerifyChecks,
+  lanes: number,
+  early: ArrivingBatchMerge | undefined,
+): Promise<{ spans: FileSpan[]; legacyRows: number; rowsWithoutSeqSeen: RowsWithoutSeqSeen }> {
+  const spans: FileSpan[] = [];
+  /** Per file (in listing order), what it showed of its rows without a seq: a pass in that order is what picks among equals. */
+  const shown: RowsShown[] = [];
+  let legacyRows = 0;
+  const arrived = new Uint8Array(files.length);
+  /** Files 0..prefix-1 have all been checked. */
+  let prefix = 0;
+  let advanced: { promise: Promise<void>; resolve: () => void } | undefined;
+  const wake = () => {
+    advanced?.resolve();
+    advanced = undefined;
+  };
+  const waitForPrefix = () => {
+    if (advanced === undefined) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => (resolve = r));
+      advanced = { promise, resolve };
+    }
+    return advanced.promise;
+  };
   let next = 0;
   let failed = false;
   const lane = async () => {
     while (!failed && next < files.length) {
       const at = next++;
+      while (!failed && early !== undefined && at >= prefix + 2 * lanes) await waitForPrefix();
+      if (failed) return;
       try {
         const file = files[at] as ListedFile;
-        const bytes = await source.open(file);
-        const batch = await checks.check({ parquet: await bytes.slice(0, bytes.byteLength) }).catch((err: unknown) => {
-          throw namingFile(file, err);
-        });
-        checkDeclared(file, batch);
-        if (file.declared !== undefined) {
-          if (batch.columnSummaries === undefined) throw new TypeError(`the check of tier file ${file.key} summed up none of its columns`);
-          checkDeclaredMetrics(`tier file ${file.key}`, file.declared, batch.columnSummaries);
-        }
-        batches[at] = batch;
-        if (!failed) listener?.(at, batch);
+        const batch = await checkFile(source, file, checks);
+        if (failed) return;
+        early?.arrive(at, batch);
+        legacyRows += batch.skipped;
+        shown[at] = { withoutSeq: batch.withoutSeq, firstRow: batch.firstRow };
+        if (batch.count > 0) spans.push({ order: at, first: batch.seqs[0] as number, file, shape: shapeOf(batch) });
+        arrived[at] = 1;
+        const before = prefix;
+        while (prefix < files.length && arrived[prefix] === 1) prefix++;
+        if (prefix !== before) wake();
       } catch (err) {
         failed = true;
+        wake();
         throw err;
       }
     }
   };
-  const outcomes = await Promise.allSettled(Array.from({ length: lanes }, lane));
+  const outcomes = await Promise.allSettled(Array.from({ length: Math.min(files.length, lanes) }, lane));
   const failure = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
   if (failure !== undefined) throw failure.reason;
-  return batches;
+  return { spans, legacyRows, rowsWithoutSeqSeen: rowsWithoutSeqSeen(shown) };
+}
+
+/** Fetches a file whole and has it checked, and its rows checked against what its commit declares. */
+async function checkFile(source: TierSource, file: ListedFile, checks: VerifyChecks): Promise<CheckedBatch> {
+  const bytes = await source.open(file);
+  const batch = await checks.check({ parquet: await bytes.slice(0, bytes.byteLength) }).catch((err: unknown) => {
+    throw namingFile(file, err);
+  });
+  checkDeclared(file, batch);
+  if (file.declared !== undefined) {
+    if (batch.columnSummaries === undefined) throw new TypeError(`the check of tier file ${file.key} summed up none of its columns`);
+    checkDeclaredMetrics(`tier file ${file.key}`, file.declared, batch.columnSummaries);
+  }
+  return batch;
 }
 
 /**
@@ -208,10 +307,16 @@ function found(text: string, where: string): FoundCheckpoint {
   }
 }
 
-/** The latest-ingested row without a seq and the least-seq row over every file. */
-function rowsWithoutSeqSeen(batches: readonly CheckedBatch[]): RowsWithoutSeqSeen {
+/** What a file's check showed of its rows without a seq and of its least-seq row. */
+interface RowsShown {
+  withoutSeq: CheckedBatch['withoutSeq'];
+  firstRow: CheckedBatch['firstRow'];
+}
+
+/** The latest-ingested row without a seq and the least-seq row over every file (in listing order). */
+function rowsWithoutSeqSeen(shown: readonly RowsShown[]): RowsWithoutSeqSeen {
   const seen: RowsWithoutSeqSeen = {};
-  for (const { withoutSeq, firstRow } of batches) {
+  for (const { withoutSeq, firstRow } of shown) {
     if (withoutSeq !== undefined && !(withoutSeq.ingestTsMax <= (seen.withoutSeq?.ingestTsMax ?? -Infinity))) seen.withoutSeq = withoutSeq;
     if (firstRow !== undefined && firstRow.seq < (seen.firstRow?.seq ?? Infinity)) seen.firstRow = firstRow;
   }

@@ -3,9 +3,8 @@ import type { KeyObject } from 'node:crypto';
 import {
   ChainVerifier,
   CheckedBatchReader,
-  ArrivingBatchMerge,
-  firstIdenticalCopy,
-  mergeCheckedBatches,
+  feedMergedStreams,
+  IdenticalCopyWatch,
   parseSignedCheckpoint,
   readPublicKeyPem,
   type CheckedBatch,
@@ -65,13 +64,14 @@ export async function verifyCommand(args: string[], env: NodeJS.ProcessEnv, stre
   }
 }
 
-/** Reads what the options name and verifies it as one history. */
-export async function verifyHistory(options: VerifyOptions): Promise<VerifyReport> {
-  const checks = new VerifyChecks(options.threads);
+/** Reads what the options name and verifies it as one history; on `checks` when given (the caller closes them), else on `options.threads` worker threads. */
+export async function verifyHistory(options: VerifyOptions, checks?: VerifyChecks): Promise<VerifyReport> {
+  if (checks !== undefined) return verifyWith(options, checks);
+  const own = new VerifyChecks(options.threads);
   try {
-    return await verifyWith(options, checks);
+    return await verifyWith(options, own);
   } finally {
-    await checks.close();
+    await own.close();
   }
 }
 
@@ -80,20 +80,29 @@ async function verifyWith(options: VerifyOptions, checks: VerifyChecks): Promise
   const [first] = options.tiers;
   if (first !== undefined && options.tiers.length === 1 && options.node === undefined) return verifyTierAlone(first, options, pinnedKeys, checks);
   const proofs: TierProof[] = [];
-  for (const location of options.tiers) proofs.push(await readTierProof(location, checks));
-  const tier = proofs.length === 0 ? undefined : oneProof(proofs);
-  const client = options.node === undefined ? undefined : new NodeClient({ url: options.node.url, token: options.node.token });
-  const view = client === undefined ? undefined : await readView(client);
-  const verifier = new ChainVerifier(verifierOptionsOf(options, pinnedKeys, tier, view, client));
-  // Read together, identical copies are allowed across locations (and the node's log), not
-  // within one: a location that holds a row twice makes an engine reading it count it twice.
-  proofs.forEach((proof, i) => {
-    const copy = firstIdenticalCopy(proof.batches);
-    if (copy !== undefined) verifier.duplicatedIn(`the tier at ${(options.tiers[i] as TierLocationOption).location}`, copy.seq, copy.eventId);
-  });
-  await feed(verifier, tier?.batches ?? [], client === undefined ? undefined : nodeRecords(client, checks));
-  for (const proof of proofs) verifier.addRowsWithoutSeq(proof.legacyRows, proof.rowsWithoutSeqSeen);
-  return verifier.finish();
+  try {
+    for (const location of options.tiers) proofs.push(await readTierProof(location, checks));
+    const tier = proofs.length === 0 ? undefined : oneProof(proofs);
+    const client = options.node === undefined ? undefined : new NodeClient({ url: options.node.url, token: options.node.token });
+    const view = client === undefined ? undefined : await readView(client);
+    const verifier = new ChainVerifier(verifierOptionsOf(options, pinnedKeys, tier, view, client));
+    // Read together, identical copies are allowed across locations (and the node's log), not
+    // within one: a location that holds a row twice makes an engine reading it count it twice.
+    // Named as soon as seen, before the verifier reaches that seq: first among its breaks there.
+    const watches = proofs.map(() => new IdenticalCopyWatch());
+    // Each location's records, then the node's: of copies of one seq, the tier's come first.
+    const streams = proofs.map((proof) => proof.records());
+    if (client !== undefined) streams.push(nodeRecords(client, checks));
+    await feedMergedStreams(streams, (record, stream) => {
+      const copy = watches[stream]?.see(record);
+      if (copy !== undefined) verifier.duplicatedIn(`the tier at ${(options.tiers[stream] as TierLocationOption).location}`, copy.seq, copy.eventId);
+      verifier.addChecked(record);
+    });
+    for (const proof of proofs) verifier.addRowsWithoutSeq(proof.legacyRows, proof.rowsWithoutSeqSeen);
+    return verifier.finish();
+  } finally {
+    for (const proof of proofs) await proof.close();
+  }
 }
 
 /**
@@ -102,7 +111,7 @@ async function verifyWith(options: VerifyOptions, checks: VerifyChecks): Promise
  * earlier ones too), so their records are merged by seq and their proofs put together; the
  * history ends where the furthest one's commits say. Rows without a seq are added per location.
  */
-function oneProof(proofs: readonly TierProof[]): TierProofStart & Pick<TierProof, 'batches'> {
+function oneProof(proofs: readonly TierProof[]): TierProofStart {
   let head: TierProof['head'];
   for (const proof of proofs) if (proof.head !== undefined && (head === undefined || proof.head.seq > head.seq)) head = proof.head;
   return {
@@ -110,36 +119,39 @@ function oneProof(proofs: readonly TierProof[]): TierProofStart & Pick<TierProof
     checkpoints: proofs.flatMap((proof) => proof.checkpoints),
     keys: proofs.flatMap((proof) => proof.keys),
     head,
-    batches: proofs.flatMap((proof) => proof.batches),
   };
 }
 
 /**
  * A tier alone: its records are folded while its files are still being checked
- * ({@link ArrivingBatchMerge}), instead of after all of them. When the tier's listing turns out
- * not to allow that, all its batches are folded again from the start through the merge, as
- * {@link feed} does: the same records in the same order either way.
+ * ({@link readTierProof}'s feed), instead of after all of them. When the tier's listing turns
+ * out not to allow that, they are folded again from the start as the tier gives them in seq
+ * order ({@link TierProof.records}: its files checked again, a few at a time): the same records
+ * in the same order either way.
  */
 async function verifyTierAlone(location: TierLocationOption, options: VerifyOptions, pinnedKeys: KeyObject[], checks: VerifyChecks): Promise<VerifyReport> {
   // One copy of the history: a record it holds twice is a duplicated row (ChainVerifierOptions.oneCopy).
   const oneCopy = `the tier at ${location.location}`;
   let verifier: ChainVerifier | undefined;
-  let early: ArrivingBatchMerge | undefined;
   const tier = await readTierProof(location, checks, (start) => {
     const folding = new ChainVerifier({ ...verifierOptionsOf(options, pinnedKeys, start, undefined, undefined), oneCopy });
     verifier = folding;
-    early = new ArrivingBatchMerge((record) => folding.addChecked(record));
-    return (index, batch) => early?.arrive(index, batch);
+    return (record) => folding.addChecked(record);
   });
-  early?.finish();
-  if (verifier !== undefined && early?.inOrder === true) {
-    verifier.addRowsWithoutSeq(tier.legacyRows, tier.rowsWithoutSeqSeen);
-    return verifier.finish();
+  try {
+    if (verifier !== undefined && tier.folded) {
+      verifier.addRowsWithoutSeq(tier.legacyRows, tier.rowsWithoutSeqSeen);
+      return verifier.finish();
+    }
+    // Dropped before the second pass: what it holds of the first is of no more use.
+    verifier = undefined;
+    const again = new ChainVerifier({ ...verifierOptionsOf(options, pinnedKeys, tier, undefined, undefined), oneCopy });
+    await feedMergedStreams([tier.records()], (record) => again.addChecked(record));
+    again.addRowsWithoutSeq(tier.legacyRows, tier.rowsWithoutSeqSeen);
+    return again.finish();
+  } finally {
+    await tier.close();
   }
-  const again = new ChainVerifier({ ...verifierOptionsOf(options, pinnedKeys, tier, undefined, undefined), oneCopy });
-  await feed(again, tier.batches, undefined);
-  again.addRowsWithoutSeq(tier.legacyRows, tier.rowsWithoutSeqSeen);
-  return again.finish();
 }
 
 /** The verifier's options: what the command line pins, and what the tier and the node show. */
@@ -182,25 +194,37 @@ async function readView(client: NodeClient): Promise<NodeIntegrityView> {
 }
 
 /**
- * The node's records in seq order, checked a page at a time: the next page is fetched while
- * the last one is being checked.
+ * The node's records in seq order, a page at a time, checked: the next page is fetched while
+ * the last one is being checked. Stopped early, it returns once no page is being checked.
  */
-async function* nodeRecords(client: NodeClient, checks: VerifyChecks): AsyncGenerator<CheckedRecord> {
+async function* nodeRecords(client: NodeClient, checks: VerifyChecks): AsyncGenerator<CheckedRecord[]> {
   let afterSeq = 0;
   let checking: Promise<CheckedBatch> | undefined;
-  for (;;) {
-    const response = await client.request(`/admin/audit/integrity/records?afterSeq=${afterSeq}&limit=${NODE_PAGE}`);
-    if (!response.ok) throw new AuditError(AuditErrorCode.BAD_REQUEST, `${client.shown}/admin/audit/integrity/records answered ${response.status}: ${(await response.text()).slice(0, 200)}`);
-    const text = await response.text();
-    if (text === '') break;
-    afterSeq = lastSeqOf(text);
-    const page = checks.check({ jsonLines: text });
-    // Awaited below, after the next page is fetched; a failure meanwhile is not unhandled.
-    page.catch(() => undefined);
-    if (checking !== undefined) yield* recordsOf(await checking);
-    checking = page;
+  try {
+    for (;;) {
+      const response = await client.request(`/admin/audit/integrity/records?afterSeq=${afterSeq}&limit=${NODE_PAGE}`);
+      if (!response.ok) throw new AuditError(AuditErrorCode.BAD_REQUEST, `${client.shown}/admin/audit/integrity/records answered ${response.status}: ${(await response.text()).slice(0, 200)}`);
+      const text = await response.text();
+      if (text === '') break;
+      afterSeq = lastSeqOf(text);
+      const page = checks.check({ jsonLines: text });
+      // Awaited below, after the next page is fetched; a failure meanwhile is not unhandled.
+      page.catch(() => undefined);
+      if (checking !== undefined) {
+        const done = checking;
+        checking = undefined;
+        yield recordsOf(await done);
+      }
+      checking = page;
+    }
+    if (checking !== undefined) {
+      const done = checking;
+      checking = undefined;
+      yield recordsOf(await done);
+    }
+  } finally {
+    await checking?.catch(() => undefined);
   }
-  if (checking !== undefined) yield* recordsOf(await checking);
 }
 
 /** The seq of a page's last record (where the next page starts). */
@@ -211,23 +235,9 @@ function lastSeqOf(text: string): number {
   return record.seq;
 }
 
-function* recordsOf(batch: CheckedBatch): Generator<CheckedRecord> {
+function recordsOf(batch: CheckedBatch): CheckedRecord[] {
+  const records: CheckedRecord[] = [];
   const reader = new CheckedBatchReader(batch);
-  for (let record = reader.next(); record !== undefined; record = reader.next()) yield record;
-}
-
-/** Feeds the tier's records and the node's, merged by seq (a record in both is fed twice, the tier's copy first: identical copies are fine). */
-async function feed(verifier: ChainVerifier, tier: readonly CheckedBatch[], node: AsyncGenerator<CheckedRecord> | undefined): Promise<void> {
-  const tiered = mergeCheckedBatches(tier);
-  let next = tiered.next();
-  if (node !== undefined) {
-    for await (const record of node) {
-      while (!next.done && next.value.seq <= record.seq) {
-        verifier.addChecked(next.value);
-        next = tiered.next();
-      }
-      verifier.addChecked(record);
-    }
-  }
-  for (; !next.done; next = tiered.next()) verifier.addChecked(next.value);
+  for (let record = reader.next(); record !== undefined; record = reader.next()) records.push(record);
+  return records;
 }

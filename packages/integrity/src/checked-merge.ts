@@ -22,21 +22,25 @@ export function* mergeCheckedBatches(batches: readonly CheckedBatch[]): Generato
     const seq = reader.peekSeq();
     if (seq !== undefined) push(heap, { seq, order, reader });
   });
-  while (heap.length > 0) {
-    const head = heap[0] as Head;
-    yield head.reader.next() as CheckedRecord;
-    const seq = head.reader.peekSeq();
-    if (seq === undefined) {
-      const last = heap.pop() as Head;
-      if (heap.length > 0) {
-        heap[0] = last;
-        down(heap, 0);
-      }
-    } else {
-      head.seq = seq;
+  while (heap.length > 0) yield take(heap);
+}
+
+/** The heap's first record, read; its batch is dropped from the heap once read whole. */
+function take(heap: Head[]): CheckedRecord {
+  const head = heap[0] as Head;
+  const record = head.reader.next() as CheckedRecord;
+  const seq = head.reader.peekSeq();
+  if (seq === undefined) {
+    const last = heap.pop() as Head;
+    if (heap.length > 0) {
+      heap[0] = last;
       down(heap, 0);
     }
+  } else {
+    head.seq = seq;
+    down(heap, 0);
   }
+  return record;
 }
 
 function before(a: Head, b: Head): boolean {
@@ -78,8 +82,8 @@ function down(heap: Head[], i: number): void {
  * lowest first seq of the last few of them (a tier lists its files by day partition and commit,
  * so a file starts above all but the last few files listed before it, measured on the
  * benchmark's tier); and every batch that arrives must hold only seqs above every seq fed so far. A batch that does not turns {@link inOrder} false and nothing more is fed: the caller
- * then folds all the batches again from the start through {@link mergeCheckedBatches}. Either
- * way the fold sees the records in the merge's order.
+ * then folds all the batches again from the start in the merge's order ({@link mergeSpannedBatches}
+ * reads them again without holding them all). Either way the fold sees the records in the merge's order.
  */
 export class ArrivingBatchMerge {
   readonly #feed: (record: CheckedRecord) => void;
@@ -89,14 +93,24 @@ export class ArrivingBatchMerge {
   #prefix = 0;
   /** The first seqs of the last (non-empty) batches of that prefix, PREFIX_WINDOW at most. */
   readonly #recentFirsts: number[] = [];
+  readonly #heldMax: number;
   #lastFed = -Infinity;
   #inOrder = true;
 
-  constructor(feed: (record: CheckedRecord) => void) {
+  /**
+   * `heldMax`: how many arrived batches may wait unfed at once. A listing far from seq order
+   * (reversed, say) breaks no guess, yet lets nothing be fed before the last batch arrives:
+   * past that many, the merge gives up as for a broken guess, so what it holds stays bounded.
+   */
+  constructor(feed: (record: CheckedRecord) => void, heldMax = Infinity) {
     this.#feed = feed;
+    this.#heldMax = heldMax;
   }
 
-  /** False once a batch arrived holding a seq at or below one already fed (what was fed must then be discarded). */
+  /**
+   * False once a batch arrived holding a seq at or below one already fed, or more than
+   * `heldMax` batches waited (what was fed must then be discarded).
+   */
   get inOrder(): boolean {
     return this.#inOrder;
   }
@@ -107,8 +121,7 @@ export class ArrivingBatchMerge {
     const reader = new CheckedBatchReader(batch);
     const first = reader.peekSeq();
     if (first !== undefined && first <= this.#lastFed) {
-      this.#inOrder = false;
-      this.#heap.length = 0;
+      this.#giveUp();
       return;
     }
     if (first !== undefined) push(this.#heap, { seq: first, order: index, reader });
@@ -118,9 +131,13 @@ export class ArrivingBatchMerge {
       const seq = this.#arrived.get(this.#prefix++);
       if (seq !== undefined) this.#recentFirsts.push(seq);
     }
-    if (this.#prefix === before) return;
+    if (this.#prefix === before) {
+      if (this.#heap.length > this.#heldMax) this.#giveUp();
+      return;
+    }
     if (this.#recentFirsts.length > PREFIX_WINDOW) this.#recentFirsts.splice(0, this.#recentFirsts.length - PREFIX_WINDOW);
     if (this.#recentFirsts.length > 0) this.#feedBelow(Math.min(...this.#recentFirsts));
+    if (this.#heap.length > this.#heldMax) this.#giveUp();
   }
 
   /** Every batch has arrived: feeds the rest. */
@@ -131,21 +148,157 @@ export class ArrivingBatchMerge {
   #feedBelow(bound: number): void {
     const heap = this.#heap;
     while (heap.length > 0 && (heap[0] as Head).seq < bound) {
-      const head = heap[0] as Head;
-      const record = head.reader.next() as CheckedRecord;
+      const record = take(heap);
       this.#lastFed = record.seq;
       this.#feed(record);
-      const seq = head.reader.peekSeq();
-      if (seq === undefined) {
-        const last = heap.pop() as Head;
-        if (heap.length > 0) {
-          heap[0] = last;
-          down(heap, 0);
+    }
+  }
+
+  #giveUp(): void {
+    this.#inOrder = false;
+    this.#heap.length = 0;
+  }
+}
+
+/** A batch {@link mergeSpannedBatches} loads when the merge reaches it: its place in the merge's order, and its least seq. */
+export interface BatchSpan {
+  order: number;
+  first: number;
+}
+
+/**
+ * Records handed on together by the streaming merges: awaiting each record alone would cost
+ * more than folding it.
+ */
+const CHUNK_RECORDS = 4096;
+
+/**
+ * The merge of {@link mergeCheckedBatches} over batches loaded only when it reaches them, in
+ * chunks of records: a batch is loaded (`load`, up to `lookahead` ahead, so the loads overlap
+ * the fold) once the merge's next record would come after its least seq, and dropped once read
+ * whole. So it holds the batches whose seq spans reach past the merge's position and the few
+ * loading ahead, never all of them: a tier's files, checked again in the order of their least
+ * seq. Each loaded batch must start at its span's seq. When the merge stops early (a failure,
+ * the caller done), it returns only once no load is running.
+ */
+export async function* mergeSpannedBatches(spans: readonly BatchSpan[], load: (span: BatchSpan) => Promise<CheckedBatch>, lookahead: number): AsyncGenerator<CheckedRecord[]> {
+  if (!Number.isSafeInteger(lookahead) || lookahead < 1) throw new TypeError(`lookahead must be a positive integer, got ${lookahead}`);
+  const sorted = [...spans].sort((a, b) => a.first - b.first || a.order - b.order);
+  /** The loads of sorted[next], sorted[next + 1], … */
+  const loading: Array<Promise<CheckedBatch>> = [];
+  let next = 0;
+  const startLoads = () => {
+    while (next + loading.length < sorted.length && loading.length < lookahead) {
+      const loaded = load(sorted[next + loading.length] as BatchSpan);
+      // Awaited in turn; failing before then is not an unhandled rejection.
+      loaded.catch(() => undefined);
+      loading.push(loaded);
+    }
+  };
+  const heap: Head[] = [];
+  let chunk: CheckedRecord[] = [];
+  try {
+    startLoads();
+    for (;;) {
+      while (next < sorted.length && (heap.length === 0 || spanFirst(sorted[next] as BatchSpan, heap[0] as Head))) {
+        // What is ready is folded while the next batch loads.
+        if (chunk.length > 0) {
+          yield chunk;
+          chunk = [];
         }
-      } else {
-        head.seq = seq;
-        down(heap, 0);
+        const span = sorted[next] as BatchSpan;
+        const batch = await (loading.shift() as Promise<CheckedBatch>);
+        next++;
+        startLoads();
+        const reader = new CheckedBatchReader(batch);
+        const seq = reader.peekSeq();
+        if (seq !== span.first) throw new TypeError(`batch ${span.order} starts at seq ${seq}, not at its span's ${span.first}`);
+        push(heap, { seq, order: span.order, reader });
+      }
+      if (heap.length === 0) break;
+      chunk.push(take(heap));
+      if (chunk.length >= CHUNK_RECORDS) {
+        yield chunk;
+        chunk = [];
       }
     }
+    if (chunk.length > 0) yield chunk;
+  } finally {
+    await Promise.allSettled(loading);
+  }
+}
+
+/** Whether a batch not yet loaded may hold a record the merge must give before the heap's head. */
+function spanFirst(span: BatchSpan, head: Head): boolean {
+  return span.first < head.seq || (span.first === head.seq && span.order < head.order);
+}
+
+/**
+ * Feeds the records of several streams (each in seq order, a chunk at a time) in one seq order,
+ * copies of one seq in the order of the streams; `feed` is told each record's stream. Only the
+ * current chunk of each stream is held. A stream left unfinished (a failure) is closed.
+ */
+export async function feedMergedStreams(streams: ReadonlyArray<AsyncIterable<CheckedRecord[]>>, feed: (record: CheckedRecord, stream: number) => void): Promise<void> {
+  interface Cursor {
+    stream: number;
+    iterator: AsyncIterator<CheckedRecord[]>;
+    chunk: CheckedRecord[];
+    at: number;
+  }
+  const open: Cursor[] = streams.map((stream, index) => ({ stream: index, iterator: stream[Symbol.asyncIterator](), chunk: [], at: 0 }));
+  /** Reads the cursor's next non-empty chunk; false (and closed) at the stream's end. */
+  const refill = async (cursor: Cursor): Promise<boolean> => {
+    for (;;) {
+      const result = await cursor.iterator.next();
+      if (result.done === true) {
+        open.splice(open.indexOf(cursor), 1);
+        return false;
+      }
+      if (result.value.length > 0) {
+        cursor.chunk = result.value;
+        cursor.at = 0;
+        return true;
+      }
+    }
+  };
+  try {
+    // In stream order, so that the first of equal seqs is the earlier stream's.
+    const cursors: Cursor[] = [];
+    for (const cursor of [...open]) if (await refill(cursor)) cursors.push(cursor);
+    while (cursors.length > 0) {
+      let least = cursors[0] as Cursor;
+      for (let i = 1; i < cursors.length; i++) {
+        const cursor = cursors[i] as Cursor;
+        if ((cursor.chunk[cursor.at] as CheckedRecord).seq < (least.chunk[least.at] as CheckedRecord).seq) least = cursor;
+      }
+      feed(least.chunk[least.at++] as CheckedRecord, least.stream);
+      if (least.at === least.chunk.length && !(await refill(least))) cursors.splice(cursors.indexOf(least), 1);
+    }
+  } finally {
+    for (const cursor of open) await cursor.iterator.return?.();
+  }
+}
+
+/**
+ * Finds, in one copy of the history read in seq order (a tier location's records as merged),
+ * the least seq it holds more than once as identical records, as `firstIdenticalCopy`
+ * does over that copy's batches, without holding them: in seq order the copies of one seq are
+ * adjacent, and each is compared with the first. Two different records under one seq are left
+ * to the verifier, which names them a conflict.
+ */
+export class IdenticalCopyWatch {
+  #first: CheckedRecord | undefined;
+  #found = false;
+
+  /** The copy's next record: the seq and eventId of the first identical copy found, when it is one. */
+  see(record: CheckedRecord): { seq: number; eventId: string } | undefined {
+    const first = this.#first;
+    if (first === undefined || first.seq !== record.seq) {
+      this.#first = record;
+      return undefined;
+    }
+    if (this.#found || record.chainHash !== first.chainHash || record.digest?.recordHash !== first.digest?.recordHash) return undefined;
+    this.#found = true;
+    return { seq: first.seq, eventId: first.eventId };
   }
 }

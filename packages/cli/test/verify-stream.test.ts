@@ -1,0 +1,249 @@
+// Goal: `auditlake verify` holds what is in flight, not the tier: a tier of many files is
+// verified with only a few checked files' records held at once — folded while its files are
+// checked when they are listed in seq order, read again in seq order when they are not (a file
+// listed out of place, a listing reversed), and merged with the node's log — and gives the same
+// report, or names the same break, whatever the listing's order.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { encodeAuditParquet, readAuditParquet, type TieredEvent } from '@auditlake/format';
+import type { CheckedBatch, VerifyReport } from '@auditlake/integrity';
+import { COMMITS_DIR, S3Connections, type CommitMarker, type ObjectStore } from '@auditlake/lake';
+import type { AuditNode, EmbeddedS3 } from '@auditlake/server';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyHistory } from '../src/verify-command.js';
+import { VerifyChecks, type VerifyCheckJob } from '../src/verify-checks.js';
+import type { VerifyOptions } from '../src/verify-options.js';
+import { ingestAll, offlineVerifyOptions, startTieringNode, waitFor } from './verify-node.js';
+
+setFlagsFromString('--expose-gc');
+/** A full collection, from a context made once the flag is set. */
+const gc = runInNewContext('gc') as () => void;
+
+const ADMIN_TOKEN = 'admin-token-for-verify-stream-tests';
+const BUCKET = 'auditlake';
+const PREFIX = 'stream-tier';
+const TIER_PATH = `s3://${BUCKET}/${PREFIX}`;
+const EVENTS = 180;
+
+let dataDir: string;
+let node: AuditNode;
+let objects: ObjectStore;
+let connections: S3Connections;
+/** Every commit marker as tiered (the listing in seq order). */
+let tiered: Array<{ key: string; marker: CommitMarker }>;
+let files: number;
+
+/**
+ * Checks on this thread that count how many checked batches are alive (reachable) at once:
+ * before each check, after a full collection, every batch checked so far that is still
+ * reachable from the verifier's state is counted.
+ */
+class CountingChecks extends VerifyChecks {
+  readonly #batches: Array<WeakRef<CheckedBatch>> = [];
+  checked = 0;
+  aliveMax = 0;
+
+  constructor() {
+    super(0);
+  }
+
+  override async check(job: VerifyCheckJob): Promise<CheckedBatch> {
+    // Before every other check (a full collection is slow); in a later task, as the references
+    // made by the last job are then no longer kept for it.
+    if (this.checked % 2 === 1) {
+      await new Promise((resolve) => setImmediate(resolve));
+      gc();
+      this.aliveMax = Math.max(this.aliveMax, this.#batches.filter((ref) => ref.deref() !== undefined).length);
+    }
+    const batch = await super.check(job);
+    this.#batches.push(new WeakRef(batch));
+    this.checked++;
+    return batch;
+  }
+}
+
+const offline = (extra: string[] = []) => offlineVerifyOptions(node, ['--path', TIER_PATH], ['--threads', '0', ...extra]);
+
+async function verifyCounting(options: VerifyOptions): Promise<{ report: VerifyReport; checks: CountingChecks }> {
+  const checks = new CountingChecks();
+  try {
+    return { report: await verifyHistory(options, checks), checks };
+  } finally {
+    await checks.close();
+  }
+}
+
+/**
+ * What the merges may hold at once on this thread (two lanes): the files checked ahead of the
+ * listing's checked prefix and the few that may wait unfed besides, while folding as files
+ * arrive; the files loading ahead and those whose seqs overlap, when read again in seq order.
+ */
+const ALIVE_MAX = 16;
+
+async function markers(): Promise<Array<{ key: string; marker: CommitMarker }>> {
+  const keys = await objects.list(`${PREFIX}/${COMMITS_DIR}/`);
+  return Promise.all(keys.map(async (key) => ({ key, marker: JSON.parse(new TextDecoder().decode(await objects.get(key))) as CommitMarker })));
+}
+
+/** Lists the tier's files in the order given (of the files in seq order): all in the first marker, none in the others. */
+async function listInOrder(order: (files: CommitMarker['files']) => CommitMarker['files']): Promise<void> {
+  const all = tiered.flatMap(({ marker }) => marker.files);
+  const [first, ...rest] = tiered;
+  await objects.put(first!.key, JSON.stringify({ ...first!.marker, files: order(all) }));
+  for (const { key, marker } of rest) await objects.put(key, JSON.stringify({ ...marker, files: [] }));
+}
+
+async function restoreListing(): Promise<void> {
+  for (const { key, marker } of tiered) await objects.put(key, JSON.stringify(marker));
+}
+
+/** Rewrites the data file holding `seq` with `change` applied to its rows, and its commit's row count with it. */
+async function rewriteFileWith(seq: number, change: (rows: TieredEvent[]) => TieredEvent[]): Promise<() => Promise<void>> {
+  for (const { key: markerKey, marker } of await markers()) {
+    for (const file of marker.files) {
+      const original = await objects.get(file.key);
+      const rows = await readAuditParquet(await objects.byteSource(file.key));
+      if (!rows.some((row) => row.seq === seq)) continue;
+      const changed = change(rows);
+      const bytes = encodeAuditParquet(changed);
+      await objects.put(file.key, bytes);
+      const originalMarker = JSON.stringify(marker);
+      await objects.put(markerKey, JSON.stringify({ ...marker, files: marker.files.map((f) => (f === file ? { ...f, bytes: bytes.byteLength, rows: changed.length } : f)) }));
+      return async () => {
+        await objects.put(file.key, original);
+        await objects.put(markerKey, originalMarker);
+      };
+    }
+  }
+  throw new Error(`no tiered file holds seq ${seq}`);
+}
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'auditlake-verify-stream-'));
+  node = await startTieringNode(dataDir, {
+    adminToken: ADMIN_TOKEN,
+    props: {
+      'auditlake.audit.tier.mode': 'parquet',
+      'auditlake.audit.tier.parquet.path': TIER_PATH,
+      'auditlake.audit.tier.connectionId': 'local',
+      'auditlake.audit.tier.maintenance.enabled': 'false',
+    },
+  });
+  const embedded = node.embeddedS3 as EmbeddedS3;
+  connections = new S3Connections(
+    new Map([
+      ['t', { id: 't', endpoint: embedded.connectionUrl, region: 'us-east-1', accessKeyId: embedded.credentials.accessKeyId, secretAccessKey: embedded.credentials.secretAccessKey, forcePathStyle: true }],
+    ]),
+  );
+  objects = connections.bucket('t', BUCKET);
+  const tieredUpTo = async (what: string) => {
+    const headSeq = node.store.chainHead.seq;
+    await waitFor(what, async () => (await node.tiering.watermark()).seq === headSeq);
+  };
+  // Committed apart, so that the files are listed in seq order: a commit's files are listed by
+  // day, and the key registration's day is today.
+  await node.integrity.registerKey();
+  await tieredUpTo('the key registration tiered');
+  // Two events a day, up to a day ago: a file per day, committed at once.
+  const dayMs = 86_400_000;
+  const firstDay = Math.floor(Date.now() / dayMs) - EVENTS / 2 - 1;
+  await ingestAll(
+    node,
+    ADMIN_TOKEN,
+    Array.from({ length: EVENTS }, (_, i) => ({
+      eventId: `ev-${i + 1}`,
+      userId: `user-${i % 5}`,
+      source: 'trino',
+      action: 'data:Select',
+      resource: `hive.sales.t${i}`,
+      decision: 'ALLOW',
+      tables: [`hive.sales.t${i}`],
+      query: `SELECT ${i}`,
+      ts: (firstDay + Math.floor(i / 2)) * dayMs + (i % 2) * 1000,
+    })),
+  );
+  await tieredUpTo('the events tiered');
+  expect(await node.integrity.checkpointNow()).toBeDefined();
+  await tieredUpTo('the checkpoint tiered');
+  tiered = await markers();
+  files = tiered.reduce((sum, { marker }) => sum + marker.files.length, 0);
+}, 180_000);
+
+afterAll(async () => {
+  connections?.close();
+  await node?.close();
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+describe('verify holds what is in flight, not the tier', () => {
+  const head = () => node.store.chainHead.seq;
+
+  it('a tier listed in seq order is folded as its files are checked, each file checked once, few held at once', async () => {
+    expect(files).toBeGreaterThanOrEqual(EVENTS / 2);
+    const { report, checks } = await verifyCounting(offline());
+    expect(report.message).toBe(`verified ${head()} records, seq 1..${head()}, 1 checkpoint`);
+    expect(checks.aliveMax).toBeLessThanOrEqual(ALIVE_MAX);
+    expect(checks.checked).toBe(files);
+  });
+
+  it('a tier listed out of seq order (a file moved last, or the listing reversed) is read again in seq order: the same report, few held at once', async () => {
+    const reference = await verifyHistory(offline());
+    expect(reference.ok).toBe(true);
+    try {
+      for (const order of [(all: CommitMarker['files']) => [...all.slice(1), all[0]!], (all: CommitMarker['files']) => [...all].reverse()]) {
+        await listInOrder(order);
+        const { report, checks } = await verifyCounting(offline());
+        expect(report).toEqual(reference);
+        expect(checks.aliveMax).toBeLessThanOrEqual(ALIVE_MAX);
+        // The first pass, then every file again.
+        expect(checks.checked).toBe(2 * files);
+        // On worker threads too.
+        expect(await verifyHistory(offline(['--threads', '2']))).toEqual(reference);
+      }
+    } finally {
+      await restoreListing();
+    }
+  });
+
+  it('read with the node, the tier is merged with the node\'s log as it is read again, few held at once', async () => {
+    const { report, checks } = await verifyCounting({ ...offline(), node: { url: node.url, token: ADMIN_TOKEN } });
+    expect(report.message).toBe(`verified ${head()} records, seq 1..${head()}, 1 checkpoint; ${head()} identical copies ignored`);
+    expect(checks.aliveMax).toBeLessThanOrEqual(ALIVE_MAX);
+    // Every file twice, and the node's one page.
+    expect(checks.checked).toBe(2 * files + 1);
+  });
+
+  it('a tier tampered with names the same break whatever the order of its listing, read alone or with the node', async () => {
+    const altered = /^altered record at seq 40 \(eventId ev-\d+\): field userId changed$/;
+    const duplicated = /^duplicated record at seq 90 \(eventId ev-\d+\): the tier at s3:\/\/\S+ holds it more than once, so an engine reading it counts the event twice$/;
+    const withNode = () => ({ ...offline(), node: { url: node.url, token: ADMIN_TOKEN } });
+    const cases: Array<{ seq: number; change: (rows: TieredEvent[]) => TieredEvent[]; expectMessage: (message: string) => void }> = [
+      { seq: 40, change: (rows) => rows.map((row) => (row.seq === 40 ? { ...row, userId: `${row.userId}x` } : row)), expectMessage: (message) => expect(message).toMatch(altered) },
+      { seq: 90, change: (rows) => [...rows, ...rows.filter((row) => row.seq === 90)], expectMessage: (message) => expect(message).toMatch(duplicated) },
+    ];
+    for (const { seq, change, expectMessage } of cases) {
+      const undo = await rewriteFileWith(seq, change);
+      try {
+        tiered = await markers();
+        const inOrder = await verifyHistory(offline());
+        expectMessage(inOrder.message);
+        const inOrderWithNode = await verifyHistory(withNode());
+        expectMessage(inOrderWithNode.message);
+        try {
+          await listInOrder((all) => [...all].reverse());
+          expect(await verifyHistory(offline())).toEqual(inOrder);
+          expect(await verifyHistory(withNode())).toEqual(inOrderWithNode);
+        } finally {
+          await restoreListing();
+        }
+      } finally {
+        await undo();
+        tiered = await markers();
+      }
+    }
+    expect((await verifyHistory(offline())).ok).toBe(true);
+  });
+});

@@ -1,0 +1,95 @@
+// Goal: the merges that read a tier without holding it give exactly what the merge of all its
+// batches at once gives — the records in the same order, copies of one seq in the order of
+// their batches, the same first identical copy — whatever the batches, and the merge of
+// batches loaded as it reaches them loads only a few ahead.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  checkRecord,
+  feedMergedStreams,
+  firstIdenticalCopy,
+  IdenticalCopyWatch,
+  mergeCheckedBatches,
+  mergeSpannedBatches,
+  packCheckedRecords,
+  RecordHasher,
+  type CheckedBatch,
+  type CheckedRecord,
+  type VerifyRecord,
+} from '../src/index.js';
+import { makeLog } from './log-edits.js';
+
+const log = makeLog({ count: 40, every: 50, withSource: false });
+const hasher = new RecordHasher();
+const batchOf = (records: VerifyRecord[]) => packCheckedRecords([...records].sort((a, b) => a.seq - b.seq).map((r) => checkRecord(r, hasher)));
+/** Each batch's picks of the log's records (a record picked in several batches is copied). */
+const batchesArb = fc.array(fc.array(fc.integer({ min: 0, max: 39 }), { maxLength: 12 }), { minLength: 1, maxLength: 8 });
+
+async function collect(chunks: AsyncIterable<CheckedRecord[]>): Promise<CheckedRecord[]> {
+  const records: CheckedRecord[] = [];
+  for await (const chunk of chunks) records.push(...chunk);
+  return records;
+}
+
+describe('merging without holding every batch', () => {
+  it('batches loaded as the merge reaches them give the merge of all of them, loading at most `lookahead` ahead', async () => {
+    await fc.assert(
+      fc.asyncProperty(batchesArb, fc.integer({ min: 1, max: 3 }), fc.boolean(), async (picks, lookahead, distinct) => {
+        // Copies in different batches differ by eventId when `distinct` (conflicts), else are identical.
+        const batches = picks.map((pick, b) => batchOf(pick.map((i) => (distinct ? { ...log.records[i]!, eventId: `${log.records[i]!.eventId}-${b}` } : log.records[i]!))));
+        const spans = batches.flatMap((batch, order) => (batch.count === 0 ? [] : [{ order, first: batch.seqs[0]! }]));
+        let loading = 0;
+        let loadingMax = 0;
+        const load = async (span: { order: number }): Promise<CheckedBatch> => {
+          loadingMax = Math.max(loadingMax, ++loading);
+          await new Promise((resolve) => setImmediate(resolve));
+          loading--;
+          return batches[span.order]!;
+        };
+        const merged = await collect(mergeSpannedBatches(spans, load, lookahead));
+        expect(merged).toEqual([...mergeCheckedBatches(batches)]);
+        expect(loadingMax).toBeLessThanOrEqual(lookahead);
+        // As streams (each batch one), copies of one seq in the order of the streams.
+        const fed: CheckedRecord[] = [];
+        const streams = batches.map((batch) => chunksOf([...mergeCheckedBatches([batch])]));
+        await feedMergedStreams(streams, (record) => fed.push(record));
+        expect(fed).toEqual(merged);
+        // The first identical copy, found as the records pass.
+        const watch = new IdenticalCopyWatch();
+        let found: { seq: number; eventId: string } | undefined;
+        for (const record of merged) found ??= watch.see(record);
+        expect(found).toEqual(firstIdenticalCopy(batches));
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('a failed load fails the merge once no other load is running', async () => {
+    const batches = [0, 10, 20, 30].map((from) => batchOf(log.records.slice(from, from + 10)));
+    const spans = batches.map((batch, order) => ({ order, first: batch.seqs[0]! }));
+    let running = 0;
+    let runningAtFailure: number | undefined;
+    const load = async (span: { order: number }): Promise<CheckedBatch> => {
+      running++;
+      try {
+        await new Promise((resolve) => setTimeout(resolve, span.order === 1 ? 1 : 20));
+        if (span.order === 1) throw new Error('refused');
+        return batches[span.order]!;
+      } finally {
+        running--;
+      }
+    };
+    await expect(
+      collect(mergeSpannedBatches(spans, load, 3)).catch((err: unknown) => {
+        runningAtFailure = running;
+        throw err;
+      }),
+    ).rejects.toThrow('refused');
+    expect(runningAtFailure).toBe(0);
+  });
+});
+
+/** Records as a stream of chunks of one or two records. */
+async function* chunksOf(records: CheckedRecord[]): AsyncGenerator<CheckedRecord[]> {
+  for (let i = 0; i < records.length; i += 2) yield records.slice(i, i + 2);
+}
