@@ -16,6 +16,7 @@ import {
   type ManifestFile,
 } from '@auditlake/format';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
+import type { CompactionPass } from './compaction-passes.js';
 import { carriedSummary, tableTurn, type MaintenanceContext } from './iceberg-maintenance-context.js';
 import { currentManifests, isLive, ManifestCache, type ResolvedManifest } from './iceberg-table-files.js';
 import { metadataFileKey, s3Key } from './iceberg-table-ref.js';
@@ -24,21 +25,25 @@ import { commitMetadataVersion } from './iceberg-version-commit.js';
 import { joinKey } from './s3-location.js';
 import { INLINE_TIER_FILE_ENCODER } from './tier-file-encoding.js';
 
-/** Bytes of small files one run rewrites at most: a run's memory stays bounded; the rest waits for the next run. */
+/**
+ * Bytes of small files one compaction pass rewrites at most: a pass's memory and its hold on
+ * the encoder stay bounded; the rest waits for the run's next pass (compactInPasses).
+ */
 export const COMPACTION_INPUT_BYTES_MAX = 256 * 1024 * 1024;
 
 /** A file below this share of the target size is small enough to be merged. */
 const SMALL_FILE_SHARE = 0.75;
 
-export interface CompactionResult {
+export interface CompactionResult extends CompactionPass {
   /** The version committed, or the one found when there was nothing to compact. */
   loaded: LoadedTable;
-  filesRewritten: number;
-  filesAdded: number;
 }
 
-/** Per day, the small live files worth merging (two or more), oldest first, within the run's byte limit. */
-function pickSmallFiles(manifests: readonly ResolvedManifest[], targetFileSizeBytes: number): DataFile[][] {
+/**
+ * Per day, the small live files worth merging (two or more), oldest first, within `inputBytesMax`;
+ * `left` counts those of them the byte limit kept out.
+ */
+function pickSmallFiles(manifests: readonly ResolvedManifest[], targetFileSizeBytes: number, inputBytesMax: number): { groups: DataFile[][]; left: number } {
   const byDay = new Map<number, DataFile[]>();
   for (const manifest of manifests) {
     for (const entry of manifest.entries) {
@@ -49,7 +54,8 @@ function pickSmallFiles(manifests: readonly ResolvedManifest[], targetFileSizeBy
     }
   }
   const groups: DataFile[][] = [];
-  let budget = COMPACTION_INPUT_BYTES_MAX;
+  let left = 0;
+  let budget = inputBytesMax;
   for (const day of [...byDay.keys()].sort((a, b) => a - b)) {
     const files = (byDay.get(day) as DataFile[]).sort((a, b) => a.file_path.localeCompare(b.file_path));
     const group: DataFile[] = [];
@@ -59,8 +65,9 @@ function pickSmallFiles(manifests: readonly ResolvedManifest[], targetFileSizeBy
       group.push(file);
     }
     if (group.length >= 2) groups.push(group);
+    if (files.length >= 2) left += files.length - (group.length >= 2 ? group.length : 0);
   }
-  return groups;
+  return { groups, left };
 }
 
 /**
@@ -110,16 +117,18 @@ function rewrittenEntries(manifest: ResolvedManifest, removed: ReadonlySet<strin
  * are carried unchanged. Before the commit the rows are counted again: a rewrite that would lose
  * or duplicate a row is refused. Reading and encoding happen outside the step's turn (the
  * sweep goes on meanwhile); the swap is built and committed in its turn on the table as it is
- * then, as long as every replaced file is still live there ({@link tableTurn}).
+ * then, as long as every replaced file is still live there ({@link tableTurn}). One call is one
+ * pass: it reads at most `inputBytesMax` of small files and says how many it left.
  */
-export async function compactIcebergTable(context: MaintenanceContext, loaded: LoadedTable, targetFileSizeBytes: number): Promise<CompactionResult> {
+export async function compactIcebergTable(context: MaintenanceContext, loaded: LoadedTable, targetFileSizeBytes: number, inputBytesMax = COMPACTION_INPUT_BYTES_MAX): Promise<CompactionResult> {
   // Planned in a turn on the table as it is then (a short one: no data is read), so the files
   // it names are the current snapshot's; manifests never change once written, so those read
   // here serve the swap's turn too.
   const cache = new ManifestCache();
-  const plan = await tableTurn(context, loaded, async (base) => ({ base, groups: pickSmallFiles(await currentManifests(context.objects, context.table, base.metadata, cache), targetFileSizeBytes) }));
+  const plan = await tableTurn(context, loaded, async (base) => ({ base, ...pickSmallFiles(await currentManifests(context.objects, context.table, base.metadata, cache), targetFileSizeBytes, inputBytesMax) }));
   const { groups } = plan;
-  if (groups.length === 0) return { loaded: plan.base, filesRewritten: 0, filesAdded: 0 };
+  const left = plan.left > 0 ? { smallFilesLeft: plan.left } : {};
+  if (groups.length === 0) return { loaded: plan.base, filesRewritten: 0, filesAdded: 0, ...left };
   const removedFiles: DataFile[] = [];
   const addedFiles: DataFile[] = [];
   // Rows keep every column they have, the record chain's included (row groups copied whole, or
@@ -151,7 +160,7 @@ export async function compactIcebergTable(context: MaintenanceContext, loaded: L
     const live = new Set(manifests.flatMap((m) => m.entries.filter(isLive).map((e) => e.data_file.file_path)));
     if (![...removed].every((path) => live.has(path))) {
       // Someone else changed these files: ours are unreferenced (orphan cleanup removes them).
-      return { loaded: base, filesRewritten: 0, filesAdded: 0 };
+      return { loaded: base, filesRewritten: 0, filesAdded: 0, ...left };
     }
     const sequenceNumber = base.metadata['last-sequence-number'] + 1;
     const rows: ManifestFile[] = [
@@ -183,6 +192,6 @@ export async function compactIcebergTable(context: MaintenanceContext, loaded: L
       metadataLogEntriesMax: context.metadataLogEntriesMax,
     });
     const committed = await commitMetadataVersion(context.objects, context.table, base, next, context.fence);
-    return { loaded: committed, filesRewritten: removedFiles.length, filesAdded: addedFiles.length };
+    return { loaded: committed, filesRewritten: removedFiles.length, filesAdded: addedFiles.length, ...left };
   });
 }

@@ -18,6 +18,7 @@ export { commitMetadataVersion, type CommitFence } from './iceberg-version-commi
 export { currentManifests, ManifestCache, snapshotManifests, type ResolvedManifest } from './iceberg-table-files.js';
 export type { MaintenanceContext, MaintenanceStep } from './iceberg-maintenance-context.js';
 export { compactIcebergTable, COMPACTION_INPUT_BYTES_MAX } from './iceberg-compaction.js';
+export { COMPACTION_RUN_TIME_BUDGET_MS, type CompactionPass } from './compaction-passes.js';
 export { rewriteIcebergManifests, rewriteManifestsIfMany, MANIFEST_ENTRIES_MAX, MANIFESTS_BETWEEN_RUNS_MAX } from './iceberg-manifest-rewrite.js';
 export { expireIcebergSnapshots, expireOverdueSnapshots, SNAPSHOTS_BETWEEN_RUNS_FACTOR, type ExpiryResult } from './iceberg-snapshot-expiry.js';
 export { SNAPSHOT_READ_GRACE_MS } from './replaced-file-grace.js';

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
+import type { CompactionPass } from './compaction-passes.js';
 import type { MaintenanceStep } from './iceberg-maintenance-context.js';
 import type { CommitFence } from './iceberg-version-commit.js';
 import { encodeKeyNumber } from './key-number.js';
@@ -13,7 +14,7 @@ import { INLINE_TIER_FILE_ENCODER, type TierFileEncoder } from './tier-file-enco
 /** Compaction markers live here, `<event_date>/<generation>.json`, beside the commit markers. */
 export const COMPACTIONS_DIR = '_auditlake/compactions';
 
-/** Bytes of small files one run rewrites at most, as for Iceberg: a run's memory stays bounded. */
+/** Bytes of small files one compaction pass rewrites at most, as for Iceberg: a pass's memory stays bounded. */
 export const PARQUET_COMPACTION_INPUT_BYTES_MAX = 256 * 1024 * 1024;
 
 /** A file below this share of the target size is small enough to be merged. */
@@ -212,30 +213,34 @@ export interface ParquetCompactionContext {
   checkpointIntervalMarkers?: number;
 }
 
-/** Per day, the small live files worth merging (two or more), oldest first, within the run's byte limit. */
-function pickSmallFiles(files: readonly CommittedFile[], targetFileSizeBytes: number): CommittedFile[][] {
+/**
+ * Per day, the small live files worth merging (two or more), oldest first, within `inputBytesMax`;
+ * `left` counts those of them the byte limit kept out.
+ */
+function pickSmallFiles(files: readonly CommittedFile[], targetFileSizeBytes: number, inputBytesMax: number): { groups: CommittedFile[][]; left: number } {
   const byDate = new Map<string, CommittedFile[]>();
   for (const file of files) {
     if (file.bytes >= targetFileSizeBytes * SMALL_FILE_SHARE) continue;
     byDate.set(file.eventDate, [...(byDate.get(file.eventDate) ?? []), file]);
   }
   const groups: CommittedFile[][] = [];
-  let budget = PARQUET_COMPACTION_INPUT_BYTES_MAX;
+  let left = 0;
+  let budget = inputBytesMax;
   for (const date of [...byDate.keys()].sort()) {
+    const small = (byDate.get(date) as CommittedFile[]).sort((a, b) => a.key.localeCompare(b.key));
     const group: CommittedFile[] = [];
-    for (const file of (byDate.get(date) as CommittedFile[]).sort((a, b) => a.key.localeCompare(b.key))) {
+    for (const file of small) {
       if (file.bytes > budget) break;
       budget -= file.bytes;
       group.push(file);
     }
     if (group.length >= 2) groups.push(group);
+    if (small.length >= 2) left += small.length - (group.length >= 2 ? group.length : 0);
   }
-  return groups;
+  return { groups, left };
 }
 
-export interface ParquetCompactionResult {
-  filesRewritten: number;
-  filesAdded: number;
+export interface ParquetCompactionResult extends CompactionPass {
   /** Days whose compaction lost to another writer's (its new files are left for orphan cleanup). */
   daysLost: number;
 }
@@ -247,12 +252,13 @@ export interface ParquetCompactionResult {
  * compaction marker per day swaps them — created only if absent under the day's next generation,
  * read back. Until the marker exists readers see the old files, after it the new ones; never
  * both, never neither. The replaced files are deleted later ({@link deleteReplacedParquetFiles}).
+ * One call is one pass: it reads at most `inputBytesMax` of small files and says how many it left.
  */
-export async function compactParquetLocation(context: ParquetCompactionContext, targetFileSizeBytes: number): Promise<ParquetCompactionResult> {
+export async function compactParquetLocation(context: ParquetCompactionContext, targetFileSizeBytes: number, inputBytesMax = PARQUET_COMPACTION_INPUT_BYTES_MAX): Promise<ParquetCompactionResult> {
   const { objects, location, fence } = context;
   const log = await readContextLog(context);
-  const groups = pickSmallFiles(liveParquetFiles(log).files, targetFileSizeBytes);
-  const result: ParquetCompactionResult = { filesRewritten: 0, filesAdded: 0, daysLost: 0 };
+  const { groups, left } = pickSmallFiles(liveParquetFiles(log).files, targetFileSizeBytes, inputBytesMax);
+  const result: ParquetCompactionResult = { filesRewritten: 0, filesAdded: 0, daysLost: 0, ...(left > 0 ? { smallFilesLeft: left } : {}) };
   const attempt = `t${fence.term}-${randomUUID().slice(0, 8)}`;
   for (const group of groups) {
     const date = (group[0] as CommittedFile).eventDate;

@@ -1,4 +1,5 @@
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
+import { COMPACTION_RUN_TIME_BUDGET_MS, compactInPasses, compactionFigures } from './compaction-passes.js';
 import { deleteWhileLeader } from './fenced-delete.js';
 import type { MaintenancePolicy, MaintenanceRunFigures } from './iceberg-maintenance.js';
 import { packIntegrityCheckpoints } from './integrity-objects.js';
@@ -87,18 +88,29 @@ async function removeParquetOrphans(context: ParquetCompactionContext, minAgeMs:
 }
 
 /**
- * One maintenance run over a Parquet location, in order: day-partition compaction (unless `policy.compact` is false), deletion of
+ * One maintenance run over a Parquet location, in order: day-partition compaction (unless `policy.compact` is false; pass after
+ * pass while small files are left, within the run's time budget: {@link compactInPasses}), deletion of
  * files replaced long enough ago, (when enabled) orphan cleanup, a checkpoint of the log
  * when enough commit markers follow the newest ({@link writeParquetCheckpoint}), then packing
  * of the `_integrity/` checkpoint objects beside the location. There are no snapshots or
  * metadata versions to expire. Each step leaves every event readable exactly once, so a run
  * stopped anywhere is finished by the next.
  */
-export async function runParquetMaintenance(context: ParquetCompactionContext, policy: Pick<MaintenancePolicy, 'removeOrphanFiles' | 'orphanMinAgeMs' | 'targetFileSizeBytes' | 'compact'>): Promise<MaintenanceRunFigures> {
+export async function runParquetMaintenance(
+  context: ParquetCompactionContext,
+  policy: Pick<MaintenancePolicy, 'removeOrphanFiles' | 'orphanMinAgeMs' | 'targetFileSizeBytes' | 'compact' | 'compactionTimeBudgetMs' | 'compactionPassBytesMax'>,
+): Promise<MaintenanceRunFigures> {
   // Each step reads the log again (it may have moved), fetching only the markers new since the last read.
   context = { ...context, log: context.log ?? new ParquetLogCache() };
   const bytesBefore = await dataBytes(context.objects, context.location);
-  const compaction = policy.compact === false ? { filesRewritten: 0, filesAdded: 0 } : await compactParquetLocation(context, policy.targetFileSizeBytes);
+  const compaction =
+    policy.compact === false
+      ? undefined
+      : await compactInPasses(() => compactParquetLocation(context, policy.targetFileSizeBytes, policy.compactionPassBytesMax), {
+          now: context.now,
+          timeBudgetMs: policy.compactionTimeBudgetMs ?? COMPACTION_RUN_TIME_BUDGET_MS,
+          fence: context.fence,
+        });
   await context.onStep?.('compaction');
   const filesDeleted = await deleteReplacedParquetFiles(context);
   await context.onStep?.('expiry');
@@ -108,8 +120,7 @@ export async function runParquetMaintenance(context: ParquetCompactionContext, p
   await writeParquetCheckpoint(context, context.checkpointIntervalMarkers);
   const checkpointsPacked = await packIntegrityCheckpoints(context.objects, context.location.prefix, context.fence);
   return {
-    filesRewritten: compaction.filesRewritten,
-    filesAdded: compaction.filesAdded,
+    ...compactionFigures(compaction),
     snapshotsExpired: 0,
     filesDeleted,
     orphansDeleted,

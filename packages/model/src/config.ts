@@ -75,6 +75,13 @@ export const CONFIG_KEYS = {
   maintenanceTargetFileSizeBytes: spec('auditlake.audit.tier.maintenance.target.file.size.bytes', String(16 * 1024 * 1024), positiveInt),
   /** metadata-log entries (and so old vN.metadata.json files) a table keeps, as Java's write.metadata.previous-versions-max. */
   maintenanceMetadataPreviousVersionsMax: spec('auditlake.audit.tier.maintenance.metadata.previous.versions.max', '100', positiveInt),
+  /**
+   * How long a maintenance run goes on starting compaction passes (256 MiB of small files each)
+   * while the last one left some: 15 minutes, a quarter of the hourly default cron (lake's
+   * COMPACTION_RUN_TIME_BUDGET_MS). Node configuration, not a runtime setting: it bounds this
+   * node's work, as the tier batch size does.
+   */
+  maintenanceCompactionTimeBudgetMs: spec('auditlake.audit.tier.maintenance.compaction.time.budget.ms', String(15 * 60 * 1000), positiveInt),
   forwardMaxAttempts: spec('auditlake.metadata.forward.max.attempts', '5', positiveInt),
   forwardQueueCapacity: spec('auditlake.metadata.forward.queue.capacity', '10000', positiveInt),
   leaseTtlMs: spec('auditlake.cluster.lease.ttl.ms', '3000', positiveInt),

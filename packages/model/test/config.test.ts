@@ -110,6 +110,14 @@ describe('resolveConfig values', () => {
     );
   });
 
+  it('bounds a maintenance run\'s compaction passes by auditlake.audit.tier.maintenance.compaction.time.budget.ms: 15 minutes unless set, a positive integer', () => {
+    expect(resolveConfig().maintenanceCompactionTimeBudgetMs).toBe(900_000);
+    expect(resolveConfig(new Map([['auditlake.audit.tier.maintenance.compaction.time.budget.ms', '60000']])).maintenanceCompactionTimeBudgetMs).toBe(60_000);
+    for (const bad of ['0', '-1', 'soon']) {
+      expect(configRefusal([['auditlake.audit.tier.maintenance.compaction.time.budget.ms', bad]]).message).toBe(`auditlake.audit.tier.maintenance.compaction.time.budget.ms must be a positive integer: ${bad}`);
+    }
+  });
+
   it('ignores keys outside auditlake.*', () => {
     expect(resolveConfig(new Map([['ontul.audit.read.enabled', 'maybe'], ['java.home', '/x']])).readEnabled).toBe(true);
   });

@@ -196,6 +196,7 @@ export class TieringService {
       storeClock: { offsetMs: config.debugMaintenanceClockOffsetMs },
       onRun: (run) => this.#recordRun(run),
       compactionDeferral: () => this.#compactionDeferral(config.tierBatchSize),
+      compactionTimeBudgetMs: config.maintenanceCompactionTimeBudgetMs,
       commitLock,
       ...(this.#maintenanceEncoder ? { encoder: this.#maintenanceEncoder } : {}),
       ...(config.debugMaintenanceCrashAt

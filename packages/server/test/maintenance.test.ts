@@ -68,6 +68,25 @@ describe('table maintenance', () => {
     expect(await deep.json()).toMatchObject({ code: 'AUDIT_BAD_REQUEST', error: 'table must be a string: an array nested too deep to quote' });
   });
 
+  it('a run record and its audit event say how many compaction passes ran and how many small files the last left (auditlake.audit.tier.maintenance.compaction.time.budget.ms configured)', async () => {
+    const { t } = await maintenanceNode({ 'auditlake.audit.tier.maintenance.compaction.time.budget.ms': '60000' });
+    expect((await postSettings(t, { 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': TABLE })).status).toBe(200);
+    const now = Date.now();
+    for (let b = 0; b < 3; b++) await t.ingest(Array.from({ length: 10 }, (_, i) => event({ eventId: `p${b}-${i}`, ts: now - i })));
+    await waitUntilTiered(t);
+    const res = await t.request('/admin/audit/maintenance/run', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ table: TABLE }) });
+    // A few small files fit in one pass: none left.
+    expect(await res.json()).toMatchObject({ ok: true, compactionPasses: 1, smallFilesLeft: 0 });
+    const [registration] = ((await (await t.request('/admin/audit/maintenance')).json()) as { registrations: Registration[] }).registrations;
+    expect(registration!.runs[0]).toMatchObject({ compactionPasses: 1, smallFilesLeft: 0 });
+    await expect
+      .poll(async () => {
+        const audit = (await (await t.request('/admin/audit?q=TableMaintenance')).json()) as { events: Array<Record<string, unknown>> };
+        return audit.events.map((e) => String(e['details'])).find((details) => details.startsWith('ok;'));
+      })
+      .toMatch(/compactionPasses=1, smallFilesLeft=0/);
+  });
+
   it('runs on its cron: with a cron of every two seconds the leader lists the next even second and records runs triggered by cron', async () => {
     const { t } = await maintenanceNode();
     expect((await postSettings(t, { 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': TABLE, 'audit.tier.maintenance.cron': '*/2 * * * * *' })).status).toBe(200);

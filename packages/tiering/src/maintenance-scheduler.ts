@@ -99,6 +99,11 @@ export interface MaintenanceSchedulerOptions {
    * the table was last compacted — and runs its other steps; a run asked for always compacts.
    */
   compactionDeferral?: () => Promise<string | undefined>;
+  /**
+   * How long a run goes on starting compaction passes while small files are left
+   * (`auditlake.audit.tier.maintenance.compaction.time.budget.ms`; default COMPACTION_RUN_TIME_BUDGET_MS).
+   */
+  compactionTimeBudgetMs?: number;
 }
 
 interface Entry {
@@ -117,7 +122,18 @@ interface Entry {
 }
 
 /** The figures of a run that did nothing (it failed, or found nothing to maintain). */
-const NO_WORK: MaintenanceRunFigures = { filesRewritten: 0, filesAdded: 0, snapshotsExpired: 0, filesDeleted: 0, orphansDeleted: 0, checkpointsPacked: 0, bytesBefore: 0, bytesAfter: 0 };
+const NO_WORK: MaintenanceRunFigures = {
+  filesRewritten: 0,
+  filesAdded: 0,
+  compactionPasses: 0,
+  smallFilesLeft: null,
+  snapshotsExpired: 0,
+  filesDeleted: 0,
+  orphansDeleted: 0,
+  checkpointsPacked: 0,
+  bytesBefore: 0,
+  bytesAfter: 0,
+};
 
 function failure(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
@@ -275,7 +291,8 @@ export class MaintenanceScheduler {
       const figures = await this.#maintain(entry.table, term, compactionDeferred === null);
       if (compactionDeferred === null) Object.assign(entry, { compactedMs: startedMs, compactedKnown: true });
       record = { table: name, startedMs, finishedMs: this.#now(), ok: true, error: null, trigger, compactionDeferred, ...figures };
-      this.#options.log.info({ ...record }, `table maintenance of ${name} finished${compactionDeferred === null ? '' : ` (compaction deferred: ${compactionDeferred})`}`);
+      const left = record.smallFilesLeft ? ` (${record.smallFilesLeft} small files left for the next run after ${record.compactionPasses} compaction passes)` : '';
+      this.#options.log.info({ ...record }, `table maintenance of ${name} finished${compactionDeferred === null ? '' : ` (compaction deferred: ${compactionDeferred})`}${left}`);
     } catch (err) {
       record = { table: name, startedMs, finishedMs: this.#now(), ok: false, error: failure(err), trigger, compactionDeferred, ...NO_WORK };
       this.#options.log.warn({ ...record }, `table maintenance of ${name} failed: ${failure(err)}`);
@@ -344,6 +361,7 @@ export class MaintenanceScheduler {
       targetFileSizeBytes: settings.maintenanceTargetFileSizeBytes,
       metadataPreviousVersionsMax: settings.maintenanceMetadataPreviousVersionsMax,
       compact,
+      ...(this.#options.compactionTimeBudgetMs === undefined ? {} : { compactionTimeBudgetMs: this.#options.compactionTimeBudgetMs }),
     };
     const fence = {
       term,

@@ -1,7 +1,7 @@
 // Goal: a maintenance run and the sweep share the node's commit lock and encoder pool, and each step of a run holds the lock for one turn only — a sweep asked for while a run reads and encodes its compaction commits at once (it does not wait for the run), and a run whose every turn comes right after a sweep's commit, under back-to-back sweeps, finishes with no failed step and no lost commit; icebird reads every event exactly once with the watermark at the last tiered event.
 import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
-import { S3Connections, TIERED_LOCATIONS_META, TierEncodePool, currentManifests, loadIcebergTable, resolveIcebergTable, tableWatermark, type ObjectStore } from '@auditlake/lake';
+import { S3Connections, TIERED_LOCATIONS_META, TierEncodePool, currentManifests, joinKey, loadIcebergTable, resolveIcebergTable, tableWatermark, type ObjectStore } from '@auditlake/lake';
 import { defaultSettings, parseSettings, resolveConfig, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
 import { AuditStore } from '@auditlake/store';
 import { signedFetch } from '@auditlake/s3-endpoint';
@@ -366,5 +366,41 @@ describe('maintenance beside the sweep', () => {
     await store.putMeta({ [TIERED_LOCATIONS_META]: [{ mode: 'iceberg', path: ref.identifier, location: ref.location, connectionId: ref.connectionId }] });
     const [late] = await scheduler.runNow('test');
     expect(late).toMatchObject({ table, ok: false, error: `table ${table} has no metadata at ${ref.location}` });
+  });
+
+  it('a run record says how many compaction passes ran and how many small files the last left: none and null when compaction was deferred or the run failed', async () => {
+    // Each append in an ingest millisecond of its own: the sweep's batches of 20 are three files.
+    let ingestMs = Date.now() - HOUR_MS;
+    const store = await AuditStore.open({ location: await mkdtemp(join(s3.dir, 'store-')), now: () => ingestMs++ });
+    onTestFinished(() => store.close());
+    const table = 'cat.ns.passes_events';
+    const log = { info: () => undefined, warn: () => undefined };
+    const common = { store, connections: s3.connections, catalogs, settings: () => settings({ 'audit.tier.iceberg.table': table }), isLeader: () => true, term: () => 1, log };
+    const sweeper = new TierSweeper({ ...common, intervalMs: HOUR_MS, batchSizeMax: 20, settleMs: 0, backoffInitialMs: HOUR_MS, backoffMaxMs: HOUR_MS });
+    onTestFinished(() => sweeper.close());
+    for (let i = 0; i < 60; i += 20) await store.append(Array.from({ length: 20 }, (_, j) => ev(i + j)));
+    while ((await sweeper.sweep()) === 'tiered-full');
+    const runs: MaintenanceRun[] = [];
+    const cronClock = new SteppedClock(Date.now());
+    const scheduler = new MaintenanceScheduler({
+      ...common,
+      cronClock,
+      compactionTimeBudgetMs: 60_000,
+      compactionDeferral: () => Promise.resolve('behind'),
+      onRun: (run) => Promise.resolve(void runs.push(run)),
+    });
+    onTestFinished(() => scheduler.close());
+    await scheduler.refresh();
+    cronClock.fireAt(nextRunMs(scheduler, table));
+    await expect.poll(() => runs.length, { timeout: 60_000 }).toBe(1);
+    expect(runs[0]).toMatchObject({ ok: true, compactionDeferred: 'behind', filesRewritten: 0, compactionPasses: 0, smallFilesLeft: null });
+    // Three small files fit in one pass: nothing left after it.
+    const [asked] = await scheduler.runNow('admin');
+    expect(asked).toMatchObject({ ok: true, compactionDeferred: null, filesRewritten: 3, filesAdded: 1, compactionPasses: 1, smallFilesLeft: 0 });
+    // The table's metadata gone: the run fails before it compacts.
+    const objects = s3.connections.bucket('s3', BUCKET);
+    for (const key of await objects.list(joinKey(resolveIcebergTable(table, catalogs).s3.prefix, 'metadata/'))) await objects.delete(key);
+    const [failed] = await scheduler.runNow('admin');
+    expect(failed).toMatchObject({ ok: false, compactionPasses: 0, smallFilesLeft: null });
   });
 });
