@@ -281,8 +281,8 @@ export async function feedMergedStreams(streams: ReadonlyArray<AsyncIterable<Che
 
 /**
  * Finds, in one copy of the history read in seq order (a tier location's records as merged),
- * the least seq it holds more than once as identical records, as `firstIdenticalCopy`
- * does over that copy's batches, without holding them: in seq order the copies of one seq are
+ * the least seq it holds more than once as identical records, without holding that copy's
+ * batches: in seq order the copies of one seq are
  * adjacent, and each is compared with the first. Two different records under one seq are left
  * to the verifier, which names them a conflict.
  */

@@ -7,17 +7,49 @@ import { describe, expect, it } from 'vitest';
 import {
   checkRecord,
   feedMergedStreams,
-  firstIdenticalCopy,
   IdenticalCopyWatch,
   mergeCheckedBatches,
   mergeSpannedBatches,
   packCheckedRecords,
   RecordHasher,
+  CheckedBatchReader,
   type CheckedBatch,
   type CheckedRecord,
   type VerifyRecord,
 } from '../src/index.js';
 import { makeLog } from './log-edits.js';
+
+/**
+ * The reference IdenticalCopyWatch must agree with (what verify used before it read tiers
+ * as streams): the least seq that the batches (one copy of the history: a tier location's files) hold more
+ * than once as identical records, with its eventId; undefined when none. Two different records
+ * under one seq are left to the verifier, which names them a conflict.
+ */
+function firstIdenticalCopy(batches: readonly CheckedBatch[]): { seq: number; eventId: string } | undefined {
+  let total = 0;
+  for (const batch of batches) total += batch.count;
+  const seqs = new Float64Array(total);
+  let at = 0;
+  for (const batch of batches) {
+    seqs.set(batch.seqs.subarray(0, batch.count), at);
+    at += batch.count;
+  }
+  seqs.sort();
+  const repeated: number[] = [];
+  for (let i = 1; i < seqs.length; i++) if (seqs[i] === seqs[i - 1] && seqs[i] !== repeated.at(-1)) repeated.push(seqs[i] as number);
+  if (repeated.length === 0) return undefined;
+  // Rare: the records under the repeated seqs are read again to tell copies from conflicts.
+  const copies = new Map<number, CheckedRecord[]>(repeated.map((seq) => [seq, []]));
+  for (const batch of batches) {
+    const reader = new CheckedBatchReader(batch);
+    for (let record = reader.next(); record !== undefined; record = reader.next()) copies.get(record.seq)?.push(record);
+  }
+  for (const seq of repeated) {
+    const [first, ...others] = copies.get(seq) as CheckedRecord[];
+    if (first !== undefined && others.some((other) => other.chainHash === first.chainHash && other.digest?.recordHash === first.digest?.recordHash)) return { seq, eventId: first.eventId };
+  }
+  return undefined;
+}
 
 const log = makeLog({ count: 40, every: 50, withSource: false });
 const hasher = new RecordHasher();
