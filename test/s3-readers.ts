@@ -5,7 +5,8 @@ import { dirname, join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { resolveConfig } from '@auditlake/model';
 import { ParquetTierSource, S3Connections, type ObjectStore } from '@auditlake/lake';
-import { signedFetch, type S3Credentials } from '@auditlake/s3-endpoint';
+import type { S3Credentials } from '@auditlake/s3-endpoint';
+import { routeAwsS3To as routeRequestsTo } from '@auditlake/lake/testing';
 import { expect, onTestFinished } from 'vitest';
 
 /** A bucket on a local S3 endpoint, every request signed with `credentials`; closed when the test ends. */
@@ -80,22 +81,9 @@ export async function duckdb(sql: string): Promise<Record<string, unknown>[]> {
   }
 }
 
-/**
- * icebird resolves s3:// paths to AWS hostnames and cannot sign; this points those requests
- * at the local S3 endpoint instead, signed with `credentials` (SigV4), for the rest of the
- * test, and changes nothing else.
- */
+/** icebird's requests to AWS S3 hosts go to the local endpoint, signed, for the rest of the test. */
 export function routeAwsS3To(endpoint: string, credentials: S3Credentials): void {
-  const original = globalThis.fetch;
-  const signed = signedFetch({ credentials, fetch: original });
-  globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) => {
-    const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
-    const match = /^https:\/\/([a-z0-9.-]+)\.s3\.amazonaws\.com(\/.*)$/.exec(url);
-    return match ? signed(`${endpoint}/${match[1]}${match[2]}`, init) : original(input, init);
-  });
-  onTestFinished(() => {
-    globalThis.fetch = original;
-  });
+  onTestFinished(routeRequestsTo(endpoint, credentials));
 }
 
 /** Waits until the node's tierStatus says nothing is left to tier. */

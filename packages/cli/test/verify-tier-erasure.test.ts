@@ -13,12 +13,12 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { icebergRead } from 'icebird';
 import { erasureDoneKey, ERASURES_APPLIED_THROUGH_PROPERTY, loadIcebergTable, parseS3Location, PURGE_FILES_PROPERTY, resolveIcebergTable, type ObjectStore, type S3Location, type TierSource } from '@auditlake/lake';
 import { resolveConfig } from '@auditlake/model';
-import { signedFetch } from '@auditlake/s3-endpoint';
 import { startAuditNode, type AuditNode, type EmbeddedS3 } from '@auditlake/server';
 import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
 import { verifyHistory } from '../src/verify-command.js';
 import { parseVerifyOptions } from '../src/verify-options.js';
 import { adminRequest, ingestAll, startTieringNode, waitFor as waitUntil } from './verify-node.js';
+import { routeAwsS3To } from '@auditlake/lake/testing';
 
 const ADMIN_TOKEN = 'admin-token-for-tier-erasure';
 const DAY_MS = 86_400_000;
@@ -245,18 +245,10 @@ describe.each(MODES)('erasure of tiered records, $mode tier', (mode) => {
 
     if (mode.mode === 'iceberg') {
       // icebird, through the table's metadata, pointed at the embedded endpoint.
-      const original = globalThis.fetch;
-      const signed = signedFetch({ credentials: embedded.credentials, fetch: original });
-      globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) => {
-        const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
-        const match = /^https:\/\/([a-z0-9.-]+)\.s3\.amazonaws\.com(\/.*)$/.exec(url);
-        return match ? signed(`${embedded.connectionUrl}/${match[1]}${match[2]}`, init) : original(input, init);
-      });
-      onTestFinished(() => {
-        globalThis.fetch = original;
-      });
+      const restore = routeAwsS3To(embedded.connectionUrl, embedded.credentials);
+      onTestFinished(restore);
       const iceRows = (await icebergRead({ tableUrl: table.location })) as Array<Record<string, unknown>>;
-      globalThis.fetch = original;
+      restore();
       expect(iceRows.length).toBe(head);
       expect(new Set(iceRows.map((r) => r['event_id'])).size).toBe(head);
       for (const id of ['old-1-2', 'new-0']) expect(iceRows.find((r) => r['event_id'] === id)).toMatchObject({ user_id: MARKER, query: MARKER });

@@ -8,7 +8,6 @@ import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { bytesSource, COPY_ROW_GROUP_ROWS_MIN, dataFileFromParquet, readAuditParquetFooter, readWholeAuditParquet } from '@auditlake/format';
 import type { StoredEvent } from '@auditlake/model';
-import { signedFetch } from '@auditlake/s3-endpoint';
 import { icebergRead } from 'icebird';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import {
@@ -25,7 +24,7 @@ import {
   type IcebergTableRef,
   type ObjectStore,
 } from '../src/index.js';
-import { useEmbeddedS3 } from '../src/testing/index.js';
+import { routeAwsS3To, useEmbeddedS3 } from '../src/testing/index.js';
 
 const BUCKET = 'copy';
 const T0 = Date.UTC(2026, 4, 1);
@@ -110,16 +109,7 @@ async function duckdbDifference(a: string[], b: string[]): Promise<{ aRows: numb
 
 /** icebird resolves s3:// to AWS hosts and cannot sign: point those requests at the local endpoint, signed, for this test. */
 function routeS3(): void {
-  const original = globalThis.fetch;
-  const signed = signedFetch({ credentials: CREDENTIALS, fetch: original });
-  globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) => {
-    const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
-    const match = /^https:\/\/([a-z0-9.-]+)\.s3\.amazonaws\.com(\/.*)$/.exec(url);
-    return match ? signed(`${s3.server.url}/${match[1]}${match[2]}`, init) : original(input, init);
-  });
-  onTestFinished(() => {
-    globalThis.fetch = original;
-  });
+  onTestFinished(routeAwsS3To(s3.server.url, CREDENTIALS));
 }
 
 async function icebirdRows(table: IcebergTableRef): Promise<Array<Record<string, unknown>>> {

@@ -3,10 +3,9 @@ import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import type { StoredEvent } from '@auditlake/model';
-import { signedFetch } from '@auditlake/s3-endpoint';
 import { icebergRead } from 'icebird';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { twoDayEvents, useEmbeddedS3 } from '../src/testing/index.js';
+import { routeAwsS3To, twoDayEvents, useEmbeddedS3 } from '../src/testing/index.js';
 import {
   commitIcebergBatch,
   commitParquetBatch,
@@ -110,16 +109,7 @@ describe('Iceberg compaction passes', () => {
 
   /** icebird resolves s3:// to AWS hosts and cannot sign: point those requests at the local endpoint, signed. */
   function routeS3(): void {
-    const original = globalThis.fetch;
-    const signed = signedFetch({ credentials: CREDENTIALS, fetch: original });
-    globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) => {
-      const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
-      const match = /^https:\/\/([a-z0-9.-]+)\.s3\.amazonaws\.com(\/.*)$/.exec(url);
-      return match ? signed(`${s3.server.url}/${match[1]}${match[2]}`, init) : original(input, init);
-    });
-    onTestFinished(() => {
-      globalThis.fetch = original;
-    });
+    onTestFinished(routeAwsS3To(s3.server.url, CREDENTIALS));
   }
 
   /** Every event is read exactly once by icebird (the table's metadata) and by DuckDB (the current snapshot's files). */

@@ -5,9 +5,8 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { currentSnapshot, readWatermarkFromMetadata, type IcebergSnapshot, type IcebergTableMetadata } from '@auditlake/format';
 import { AuditErrorCode, INTEGRITY_ACTIONS, SELF_SOURCE, type StoredEvent } from '@auditlake/model';
 import { icebergRead } from 'icebird';
-import { signedFetch } from '@auditlake/s3-endpoint';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { commitForeignSnapshotOnTop, twoDayEvents, useEmbeddedS3 } from '../src/testing/index.js';
+import { commitForeignSnapshotOnTop, routeAwsS3To, twoDayEvents, useEmbeddedS3 } from '../src/testing/index.js';
 import {
   commitIcebergBatch,
   compactIcebergTable,
@@ -62,16 +61,7 @@ function context(table: IcebergTableRef, objects: ObjectStore, over: Partial<Mai
 
 /** icebird resolves s3:// to AWS hosts and cannot sign: point those requests at the local endpoint, signed, for this test. */
 function routeS3(): void {
-  const original = globalThis.fetch;
-  const signed = signedFetch({ credentials: CREDENTIALS, fetch: original });
-  globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) => {
-    const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
-    const match = /^https:\/\/([a-z0-9.-]+)\.s3\.amazonaws\.com(\/.*)$/.exec(url);
-    return match ? signed(`${s3.server.url}/${match[1]}${match[2]}`, init) : original(input, init);
-  });
-  onTestFinished(() => {
-    globalThis.fetch = original;
-  });
+  onTestFinished(routeAwsS3To(s3.server.url, CREDENTIALS));
 }
 
 /** Every event id icebird reads, with how often. */

@@ -9,6 +9,7 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { signedFetch } from '@auditlake/s3-endpoint';
 import { EXTERNAL_S3_CREDENTIALS, FAST_TIERING, downloadPrefix, duckdb, externalS3, postSettings, waitUntilTiered, type ExternalS3 } from './tier-helpers.js';
 import { event, startTestNode } from './test-node.js';
+import { routeAwsS3To } from '@auditlake/lake/testing';
 
 const DAY = 86_400_000;
 const TABLE = 'ice.ops.audit_events';
@@ -29,16 +30,7 @@ async function icebergNode(extra: Record<string, string> = {}) {
  * endpoint's key, and changes nothing else.
  */
 function routeS3To(s3: ExternalS3): void {
-  const original = globalThis.fetch;
-  const signed = signedFetch({ credentials: EXTERNAL_S3_CREDENTIALS, fetch: original });
-  globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) => {
-    const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
-    const match = /^https:\/\/([a-z0-9.-]+)\.s3\.amazonaws\.com(\/.*)$/.exec(url);
-    return match ? signed(`${s3.endpoint}/${match[1]}${match[2]}`, init) : original(input, init);
-  });
-  onTestFinished(() => {
-    globalThis.fetch = original;
-  });
+  onTestFinished(routeAwsS3To(s3.endpoint, EXTERNAL_S3_CREDENTIALS));
 }
 
 describe('iceberg tiering settings', () => {

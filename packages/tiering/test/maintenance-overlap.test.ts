@@ -4,10 +4,9 @@ import { join } from 'node:path';
 import { S3Connections, TIERED_LOCATIONS_META, TierEncodePool, currentManifests, joinKey, loadIcebergTable, resolveIcebergTable, tableWatermark, type ObjectStore } from '@auditlake/lake';
 import { defaultSettings, parseSettings, resolveConfig, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
 import { AuditStore } from '@auditlake/store';
-import { signedFetch } from '@auditlake/s3-endpoint';
 import { icebergRead } from 'icebird';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { useEmbeddedS3 } from '@auditlake/lake/testing';
+import { routeAwsS3To, useEmbeddedS3 } from '@auditlake/lake/testing';
 import { COMPACTION_DEFERRAL_MAX_MS, CommitLock, MaintenanceScheduler, TierSweeper, type MaintenanceRun } from '../src/index.js';
 import { SteppedClock } from './stepped-cron-clock.js';
 
@@ -89,18 +88,12 @@ function ev(i: number): AuditEvent {
 
 /** icebird's count of rows and distinct event ids, its s3:// requests routed to the endpoint, signed. */
 async function icebird(location: string): Promise<{ rows: number; distinct: number }> {
-  const original = globalThis.fetch;
-  const signed = signedFetch({ credentials: CREDENTIALS, fetch: original });
-  globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) => {
-    const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
-    const match = /^https:\/\/([a-z0-9.-]+)\.s3\.amazonaws\.com(\/.*)$/.exec(url);
-    return match ? signed(`${s3.server.url}/${match[1]}${match[2]}`, init) : original(input, init);
-  });
+  const restore = routeAwsS3To(s3.server.url, CREDENTIALS);
   try {
     const rows = (await icebergRead({ tableUrl: location })) as Array<Record<string, unknown>>;
     return { rows: rows.length, distinct: new Set(rows.map((r) => r['event_id'])).size };
   } finally {
-    globalThis.fetch = original;
+    restore();
   }
 }
 

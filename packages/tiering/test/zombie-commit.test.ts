@@ -2,10 +2,10 @@
 import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { S3Connections } from '@auditlake/lake';
-import { useEmbeddedS3 } from '@auditlake/lake/testing';
+import { routeAwsS3To, useEmbeddedS3 } from '@auditlake/lake/testing';
 import { defaultSettings, parseSettings, resolveConfig, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
 import { AuditStore } from '@auditlake/store';
-import { signedFetch, type S3Credentials } from '@auditlake/s3-endpoint';
+import type { S3Credentials } from '@auditlake/s3-endpoint';
 import { icebergRead } from 'icebird';
 import S3rver from 's3rver';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
@@ -82,18 +82,12 @@ async function parquetIds(path: string): Promise<{ rows: number; distinct: numbe
 
 /** icebird resolves s3:// to AWS hosts and cannot sign: point those requests at the local endpoint, signed, for this read. */
 async function icebergIds(location: string): Promise<{ rows: number; distinct: number }> {
-  const original = globalThis.fetch;
-  const signed = signedFetch({ credentials: CREDENTIALS, fetch: original });
-  globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) => {
-    const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
-    const match = /^https:\/\/([a-z0-9.-]+)\.s3\.amazonaws\.com(\/.*)$/.exec(url);
-    return match ? signed(`${s3.server.url}/${match[1]}${match[2]}`, init) : original(input, init);
-  });
+  const restore = routeAwsS3To(s3.server.url, CREDENTIALS);
   try {
     const rows = (await icebergRead({ tableUrl: location })) as Array<Record<string, unknown>>;
     return { rows: rows.length, distinct: new Set(rows.map((r) => r['event_id'])).size };
   } finally {
-    globalThis.fetch = original;
+    restore();
   }
 }
 

@@ -1,6 +1,7 @@
 /**
  * Test support for the packages that test against object storage and Iceberg tables (lake,
- * tiering, the CLI): the embedded S3 endpoint per test file (it registers vitest hooks), and what
+ * tiering, the CLI): the embedded S3 endpoint per test file (it registers vitest hooks), icebird's
+ * requests routed to it, and what
  * another engine does to a table, built from the same metadata operations our writer uses.
  * Exported as `@auditlake/lake/testing`; nothing in a node imports it, only tests do (vitest and
  * `@auditlake/s3-endpoint` are optional peers of this package for that reason).
@@ -11,6 +12,7 @@ import type { LoadedTable } from '../iceberg-table.js';
 import { commitMetadataVersion, type CommitFence } from '../iceberg-version-commit.js';
 import type { ObjectStore } from '../object-store.js';
 
+export { routeAwsS3To } from './aws-s3-route.js';
 export { useEmbeddedS3, type EmbeddedS3 } from './embedded-s3.js';
 export { twoDayEvents } from './two-day-events.js';
 
