@@ -39,12 +39,12 @@ import {
   type ManifestFile,
   type TieredEvent,
 } from '@auditlake/format';
-import { CHECKPOINT_SUMMARY_KEY, icebergTableAt, loadIcebergTable, S3Connections, s3Key, type IcebergTableRef, type ObjectStore } from '@auditlake/lake';
+import { CHECKPOINT_SUMMARY_KEY, icebergTableAt, loadIcebergTable, type S3Connections, s3Key, type IcebergTableRef, type ObjectStore } from '@auditlake/lake';
 import { commitForeignSnapshotOnTop } from '@auditlake/lake/testing';
-import type { AuditNode, EmbeddedS3 } from '@auditlake/server';
+import type { AuditNode } from '@auditlake/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyHistory } from '../src/verify-command.js';
-import { ingestAll, offlineVerifyOptions, startTieringNode, waitFor } from './verify-node.js';
+import { embeddedS3Connections, ingestAll, offlineVerifyOptions, startTieringNode, waitFor } from './verify-node.js';
 
 const ADMIN_TOKEN = 'admin-token-for-iceberg-tamper';
 const TABLE_LOCATION = 's3://auditlake/warehouse/audit/events';
@@ -143,12 +143,7 @@ beforeAll(async () => {
       'auditlake.audit.tier.maintenance.enabled': 'false',
     },
   });
-  const embedded = node.embeddedS3 as EmbeddedS3;
-  connections = new S3Connections(
-    new Map([
-      ['t', { id: 't', endpoint: embedded.connectionUrl, region: 'us-east-1', accessKeyId: embedded.credentials.accessKeyId, secretAccessKey: embedded.credentials.secretAccessKey, forcePathStyle: true }],
-    ]),
-  );
+  connections = embeddedS3Connections(node);
   objects = connections.bucket('t', 'auditlake');
   table = icebergTableAt({ identifier: 'local.audit.events', location: TABLE_LOCATION, connectionId: 't' });
   await node.integrity.registerKey();

@@ -1,3 +1,4 @@
+import { S3Connections } from '@auditlake/lake';
 import { resolveConfig } from '@auditlake/model';
 import { startAuditNode, type AuditNode, type EmbeddedS3 } from '@auditlake/server';
 import { expect } from 'vitest';
@@ -44,4 +45,12 @@ export function startTieringNode(dataDir: string, options: { adminToken: string;
   };
   const tokens = { adminToken: options.adminToken, ...(options.ingestToken === undefined ? {} : { ingestToken: options.ingestToken }) };
   return startAuditNode({ dataDir, host: '127.0.0.1', port: 0, embeddedS3Port: 0, logger: false, ...tokens, config: resolveConfig(new Map(Object.entries(props))) });
+}
+
+/** Connection `t` to the node's embedded S3 endpoint, with its key pair (the tests' own view of the bucket, to read and tamper with). */
+export function embeddedS3Connections(node: AuditNode): S3Connections {
+  const embedded = node.embeddedS3 as EmbeddedS3;
+  return new S3Connections(
+    new Map([['t', { id: 't', endpoint: embedded.connectionUrl, region: 'us-east-1', accessKeyId: embedded.credentials.accessKeyId, secretAccessKey: embedded.credentials.secretAccessKey, forcePathStyle: true }]]),
+  );
 }

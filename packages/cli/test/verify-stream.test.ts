@@ -10,13 +10,13 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { encodeAuditParquet, readAuditParquet, type TieredEvent } from '@auditlake/format';
 import type { CheckedBatch, VerifyReport } from '@auditlake/integrity';
-import { COMMITS_DIR, S3Connections, type CommitMarker, type ObjectStore } from '@auditlake/lake';
-import type { AuditNode, EmbeddedS3 } from '@auditlake/server';
+import { COMMITS_DIR, type S3Connections, type CommitMarker, type ObjectStore } from '@auditlake/lake';
+import type { AuditNode } from '@auditlake/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyHistory } from '../src/verify-command.js';
 import { VerifyChecks, type VerifyCheckJob } from '../src/verify-checks.js';
 import type { VerifyOptions } from '../src/verify-options.js';
-import { ingestAll, offlineVerifyOptions, startTieringNode, waitFor } from './verify-node.js';
+import { embeddedS3Connections, ingestAll, offlineVerifyOptions, startTieringNode, waitFor } from './verify-node.js';
 
 setFlagsFromString('--expose-gc');
 /** A full collection, from a context made once the flag is set. */
@@ -132,12 +132,7 @@ beforeAll(async () => {
       'auditlake.audit.tier.maintenance.enabled': 'false',
     },
   });
-  const embedded = node.embeddedS3 as EmbeddedS3;
-  connections = new S3Connections(
-    new Map([
-      ['t', { id: 't', endpoint: embedded.connectionUrl, region: 'us-east-1', accessKeyId: embedded.credentials.accessKeyId, secretAccessKey: embedded.credentials.secretAccessKey, forcePathStyle: true }],
-    ]),
-  );
+  connections = embeddedS3Connections(node);
   objects = connections.bucket('t', BUCKET);
   const tieredUpTo = async (what: string) => {
     const headSeq = node.store.chainHead.seq;

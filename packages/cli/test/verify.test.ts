@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bytesSource, encodeAuditParquet, ParquetFileAssembler, readAuditParquet, readAuditParquetFooter, RowGroupSketch, rowGroupSketches, type TieredEvent } from '@auditlake/format';
 import { checkpointHash, encodeSignedCheckpoint, loadOrCreateNodeKey, parseSignedCheckpoint, signCheckpoint, type CheckedBatch, type SignedCheckpoint } from '@auditlake/integrity';
-import { COMMITS_DIR, packIntegrityCheckpoints, S3Connections, writeParquetCheckpoint, type CommitMarker, type ObjectStore, type ParquetCheckpoint } from '@auditlake/lake';
+import { COMMITS_DIR, packIntegrityCheckpoints, type S3Connections, writeParquetCheckpoint, type CommitMarker, type ObjectStore, type ParquetCheckpoint } from '@auditlake/lake';
 import { resolveConfig } from '@auditlake/model';
 import { startAuditNode, type AuditNode, type EmbeddedS3 } from '@auditlake/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,7 +16,7 @@ import { verifyCommand, verifyHistory } from '../src/verify-command.js';
 import { parseVerifyOptions, type TierLocationOption } from '../src/verify-options.js';
 import { readTierProof } from '../src/tier-proof.js';
 import { VerifyChecks, type VerifyCheckJob } from '../src/verify-checks.js';
-import { ingestAll, offlineVerifyOptions, startTieringNode, waitFor } from './verify-node.js';
+import { embeddedS3Connections, ingestAll, offlineVerifyOptions, startTieringNode, waitFor } from './verify-node.js';
 
 const ADMIN_TOKEN = 'admin-token-for-verify-tests';
 const BUCKET = 'auditlake';
@@ -125,12 +125,7 @@ beforeAll(async () => {
       'auditlake.audit.tier.maintenance.enabled': 'false',
     },
   });
-  const embedded = node.embeddedS3 as EmbeddedS3;
-  connections = new S3Connections(
-    new Map([
-      ['t', { id: 't', endpoint: embedded.connectionUrl, region: 'us-east-1', accessKeyId: embedded.credentials.accessKeyId, secretAccessKey: embedded.credentials.secretAccessKey, forcePathStyle: true }],
-    ]),
-  );
+  connections = embeddedS3Connections(node);
   objects = connections.bucket('t', BUCKET);
   // The key registration first (seq 1), then three rounds of events, each closed by a
   // checkpoint, then a tail after the last one.
