@@ -43,6 +43,8 @@ export interface MaintenanceRunFigures {
   orphansDeleted: number;
   /** Loose `_integrity/` checkpoint objects moved into packs (integrity-objects.ts). */
   checkpointsPacked: number;
+  /** Parquet mode: checkpoints of the location's log superseded long enough ago, deleted (parquet-checkpoint-cleanup.ts); 0 for Iceberg. */
+  logCheckpointsDeleted: number;
   bytesBefore: number;
   bytesAfter: number;
 }
@@ -87,6 +89,7 @@ export async function runIcebergMaintenance(context: Omit<MaintenanceContext, 'm
     filesDeleted: expiry.filesDeleted + metadata.filesDeleted,
     orphansDeleted,
     checkpointsPacked,
+    logCheckpointsDeleted: 0,
     bytesBefore,
     bytesAfter: await tableBytes(steps),
   };

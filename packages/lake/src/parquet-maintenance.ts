@@ -6,6 +6,7 @@ import { packIntegrityCheckpoints } from './integrity-objects.js';
 import type { ObjectStore } from './object-store.js';
 import { parquetDataPrefix } from './parquet-committer.js';
 import { compactParquetLocation, liveParquetFiles, ParquetLogCache, readContextLog, type ParquetCompactionContext } from './parquet-compaction.js';
+import { deleteSupersededLogCheckpoints } from './parquet-checkpoint-cleanup.js';
 import { writeParquetCheckpoint } from './parquet-checkpoint-write.js';
 import { REPLACED_FILE_GRACE_MS } from './replaced-file-grace.js';
 import { joinKey, type S3Location } from './s3-location.js';
@@ -91,7 +92,8 @@ async function removeParquetOrphans(context: ParquetCompactionContext, minAgeMs:
  * One maintenance run over a Parquet location, in order: day-partition compaction (unless `policy.compact` is false; pass after
  * pass while small files are left, within the run's time budget: {@link compactInPasses}), deletion of
  * files replaced long enough ago, (when enabled) orphan cleanup, a checkpoint of the log
- * when enough commit markers follow the newest ({@link writeParquetCheckpoint}), then packing
+ * when enough commit markers follow the newest ({@link writeParquetCheckpoint}) and deletion
+ * of those superseded long enough ago ({@link deleteSupersededLogCheckpoints}), then packing
  * of the `_integrity/` checkpoint objects beside the location. There are no snapshots or
  * metadata versions to expire. Each step leaves every event readable exactly once, so a run
  * stopped anywhere is finished by the next.
@@ -118,6 +120,7 @@ export async function runParquetMaintenance(
   await context.onStep?.('orphans');
   // Once this run's replaced files are deleted: the checkpoint lists fewer of them.
   await writeParquetCheckpoint(context, context.checkpointIntervalMarkers);
+  const logCheckpointsDeleted = await deleteSupersededLogCheckpoints(context, policy.orphanMinAgeMs);
   const checkpointsPacked = await packIntegrityCheckpoints(context.objects, context.location.prefix, context.fence);
   return {
     ...compactionFigures(compaction),
@@ -125,6 +128,7 @@ export async function runParquetMaintenance(
     filesDeleted,
     orphansDeleted,
     checkpointsPacked,
+    logCheckpointsDeleted,
     bytesBefore,
     bytesAfter: await dataBytes(context.objects, context.location),
   };

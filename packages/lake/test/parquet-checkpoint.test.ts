@@ -315,6 +315,37 @@ describe('Parquet log checkpoints', () => {
     expect((await rowsOf(objects, files)).size).toBe(8);
   });
 
+  it('maintenance deletes the checkpoints superseded longer than the orphan age ago, keeping the newest two: readers and the check verify runs agree with the whole log', async () => {
+    const location = { bucket: BUCKET, prefix: 'superseded' };
+    const objects = s3.connections.bucket('s3', BUCKET);
+    const context = { objects, location, fence, now: Date.now };
+    const checkpointKeys = async () => (await objects.list(`superseded/${CHECKPOINTS_DIR}/`)).sort();
+    let seq = 0;
+    for (let round = 0; round < 5; round++) {
+      await commitParquetBatch(objects, location, events(seq + 1, 2), { term: 1, nowMs: T0, afterSeq: seq, mayCommit: () => true });
+      seq += 2;
+      expect(await writeParquetCheckpoint(context, 1)).toMatchObject({ written: true });
+    }
+    const written = await checkpointKeys();
+    expect(written).toHaveLength(5);
+    const policy = { removeOrphanFiles: false, orphanMinAgeMs: 3_600_000, targetFileSizeBytes: 16 * 1024 * 1024, compact: false };
+    // Every successor is younger than the orphan age: a reader may still be about to fetch one.
+    expect(await runParquetMaintenance(context, policy)).toMatchObject({ logCheckpointsDeleted: 0 });
+    expect(await checkpointKeys()).toEqual(written);
+    // An hour on, all but the newest two go.
+    const later = { ...context, now: () => Date.now() + 3_600_001 };
+    expect(await runParquetMaintenance(later, policy)).toMatchObject({ logCheckpointsDeleted: 3 });
+    expect(await checkpointKeys()).toEqual(written.slice(-2));
+    expect(sorted((await source(location).listFiles()) as CommittedFile[])).toEqual(sorted(await foldedFromStart(objects, location)));
+    expect(await checkParquetCheckpoint(objects, location, await readParquetLog(objects, location, undefined, { fromCheckpoint: false }))).toBe(written.at(-1));
+    expect((await rowsOf(objects, (await source(location).listFiles()) as CommittedFile[])).size).toBe(seq);
+    // A deposed leader deletes nothing: its run stops there, as its other deletes do.
+    await commitParquetBatch(objects, location, events(seq + 1, 2), { term: 1, nowMs: T0, afterSeq: seq, mayCommit: () => true });
+    await writeParquetCheckpoint(context, 1);
+    await expect(runParquetMaintenance({ ...later, now: () => Date.now() + 7_200_000, fence: { term: 1, mayCommit: () => false } }, policy)).rejects.toThrow(/no longer the leader; superseded log checkpoints .* deleting 0 of 1/);
+    expect(await checkpointKeys()).toHaveLength(3);
+  });
+
   it('what a checkpoint folds still drives deletion and erasure: replaced files go (at once for an erasure, after the grace period otherwise), pending erasure records stay pending', async () => {
     const location = { bucket: BUCKET, prefix: 'folded' };
     const objects = s3.connections.bucket('s3', BUCKET);

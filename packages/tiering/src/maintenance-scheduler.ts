@@ -131,6 +131,7 @@ const NO_WORK: MaintenanceRunFigures = {
   filesDeleted: 0,
   orphansDeleted: 0,
   checkpointsPacked: 0,
+  logCheckpointsDeleted: 0,
   bytesBefore: 0,
   bytesAfter: 0,
 };
