@@ -81,6 +81,10 @@ export interface MaintenanceRunView {
   orphansDeleted: number;
   /** Loose `_integrity/` checkpoint objects moved into packs; absent in runs recorded before packing existed. */
   checkpointsPacked?: number;
+  /** Compaction passes the run made; absent in runs recorded before passes existed. */
+  compactionPasses?: number;
+  /** Small files its time budget left for the next run (0 when none); null or absent when it did not compact. */
+  smallFilesLeft?: number | null;
   bytesBefore: number;
   bytesAfter: number;
 }

@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import type { AdminApi, MaintenanceRegistrationView, MaintenanceRunView, SettingsAnswer } from '../api.js';
 import { DECISION_COLORS } from '../engine-colors.js';
 import { formatBytes, formatDuration } from '../format-figures.js';
+import { smallFilesNote } from '../maintenance-notes.js';
 import { MAINTENANCE_FIELDS } from '../settings-form.js';
 import { useLoad } from '../use-load.js';
 import { formatTime } from './event-table.js';
@@ -24,6 +25,12 @@ function RunRow({ run }: { run: MaintenanceRunView }) {
               <>
                 {' '}
                 <ShownText class="run-note" text={`compaction deferred: ${run.compactionDeferred}`} />
+              </>
+            ) : null}
+            {smallFilesNote(run) !== undefined ? (
+              <>
+                {' '}
+                <ShownText class="run-note" text={smallFilesNote(run) as string} />
               </>
             ) : null}
           </>
