@@ -193,6 +193,8 @@ describe('the ledger in /metrics', () => {
     expect(text).toMatch(/^auditlake_ledger_sources_with_gaps 1$/m);
     // [1, 2] and [5]: two ranges held, against the bound the help text names.
     expect(text).toMatch(/^auditlake_ledger_ranges 2$/m);
+    expect(text).toMatch(/^auditlake_ledger_sources_tracked 1$/m);
+    expect(text).toMatch(/^auditlake_ledger_untracked_source_events 0$/m);
     expect(text).toContain('# HELP auditlake_ledger_ranges Ranges of received sourceSeqs the completeness ledger holds over all sources (at most 200000;');
   });
 });
@@ -247,5 +249,8 @@ describe('the ledger under a flood of sources', () => {
     const text = await (await t.request('/metrics', { token: null })).text();
     expect(text).toMatch(/^auditlake_ledger_missing_source_seqs 1$/m);
     expect(text).toMatch(/^auditlake_ledger_sources_with_gaps 1$/m);
+    // The bound reached shows where an operator alerts: the flood's last 20 events are untracked.
+    expect(text).toMatch(new RegExp(`^auditlake_ledger_sources_tracked ${LEDGER_SOURCES_MAX}$`, 'm'));
+    expect(text).toMatch(/^auditlake_ledger_untracked_source_events 20$/m);
   });
 });

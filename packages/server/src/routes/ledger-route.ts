@@ -1,5 +1,5 @@
 import { AuditError, AuditErrorCode, EVENT_TIME_MAX_MS, timeBound } from '@auditlake/model';
-import { dayOf, LEDGER_RANGES_MAX, type AuditStore } from '@auditlake/store';
+import { dayOf, LEDGER_RANGES_MAX, LEDGER_SOURCES_MAX, type AuditStore } from '@auditlake/store';
 import type { FastifyInstance } from 'fastify';
 import { Gauge, type Registry } from 'prom-client';
 import { dayCursor, ledgerPageParams } from './ledger-page-params.js';
@@ -96,6 +96,24 @@ export function registerLedgerGauges(registry: Registry, store: AuditStore): voi
     registers,
     collect() {
       this.set(store.sourceLedgerSummary().sourcesWithGaps);
+    },
+  });
+  // Sources past the bound are counted together, without holes: a source id per process
+  // instance (a pod, a job) reaches it over time, and gaps of later sources then go unseen.
+  new Gauge({
+    name: 'auditlake_ledger_sources_tracked',
+    help: `Sources the completeness ledger tracks one by one (at most ${LEDGER_SOURCES_MAX}; the events of further sources are counted together, without holes)`,
+    registers,
+    collect() {
+      this.set(store.sourceLedgerSummary().sources);
+    },
+  });
+  new Gauge({
+    name: 'auditlake_ledger_untracked_source_events',
+    help: `Events with a sourceSeq of sources past the ${LEDGER_SOURCES_MAX} the ledger tracks: no holes are known for them`,
+    registers,
+    collect() {
+      this.set(store.sourceLedgerSummary().otherSourceEvents);
     },
   });
   // How close the ledger is to its bound: past it, the oldest holes of a source are joined and
