@@ -31,7 +31,9 @@ export function assertUtf8Charset(contentType: string | undefined): void {
  */
 export function assertIdentityEncoding(contentEncoding: string | undefined): void {
   if (contentEncoding === undefined) return;
-  const encoding = contentEncoding.trim().toLowerCase();
-  if (encoding === '' || encoding === 'identity') return;
-  throw new AuditError(AuditErrorCode.UNSUPPORTED_MEDIA_TYPE, `unsupported Content-Encoding ${encoding}: request bodies are taken uncompressed (send the JSON without Content-Encoding)`);
+  // Codings listed in the order applied; Node joins repeated headers with commas.
+  const codings = contentEncoding.split(',').map((coding) => coding.trim().toLowerCase());
+  const applied = codings.find((coding) => coding !== '' && coding !== 'identity');
+  if (applied === undefined) return;
+  throw new AuditError(AuditErrorCode.UNSUPPORTED_MEDIA_TYPE, `unsupported Content-Encoding ${applied}: request bodies are taken uncompressed (send the JSON without Content-Encoding)`);
 }

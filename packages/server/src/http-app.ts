@@ -109,7 +109,9 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   // many bytes of bodies at once, for as long, as the node allows.
   app.addHook('preParsing', async (request) => {
     assertUtf8Charset(request.headers['content-type']);
-    assertIdentityEncoding(request.headers['content-encoding']);
+    // Only a body can be compressed: a request without one (a GET) has nothing to refuse.
+    const hasBody = request.headers['transfer-encoding'] !== undefined || (request.headers['content-length'] ?? '0') !== '0';
+    if (hasBody) assertIdentityEncoding(request.headers['content-encoding']);
   });
   const bodies = guardRequestBodies(app, { inflightMaxBytes: options.bodyInflightMaxBytes, inflightPerClientMaxBytes: options.bodyInflightPerClientMaxBytes, bodyLimitBytes: options.bodyLimitBytes, bodyTimeoutMs: options.bodyTimeoutMs });
   new Gauge({
