@@ -240,10 +240,29 @@ async function checkFiles(
   return { spans, legacyRows, rowsWithoutSeqSeen: rowsWithoutSeqSeen(shown) };
 }
 
+/**
+ * A file the tier's listing named that was gone when verify fetched it: an erasure deletes the
+ * files it rewrote at once, and maintenance those it replaced after their grace period, so a
+ * tier read while it is written may lose one between its listing and the fetch (more so across
+ * verify's two passes). The tier changed; nothing is known to be wrong with it. verifyHistory
+ * reads it again from a new listing (TIER_CHANGED_ATTEMPTS).
+ */
+export class TierFileGone extends AuditError {
+  constructor(readonly key: string, cause: unknown) {
+    super(AuditErrorCode.OBJECT_NOT_FOUND, `tier file ${key} was removed while verify read the tier (an erasure or a maintenance run replaced it): the tier changed under verify, not known to be damaged; run verify again`, { cause });
+  }
+}
+
 /** Fetches a file whole and has it checked, and its rows checked against what its commit declares. */
 async function checkFile(source: TierSource, file: ListedFile, checks: VerifyChecks): Promise<CheckedBatch> {
-  const bytes = await source.open(file);
-  const batch = await checks.check({ parquet: await bytes.slice(0, bytes.byteLength) }).catch((err: unknown) => {
+  let whole: ArrayBuffer;
+  try {
+    const bytes = await source.open(file);
+    whole = await bytes.slice(0, bytes.byteLength);
+  } catch (err) {
+    throw isAuditError(err, AuditErrorCode.OBJECT_NOT_FOUND) ? new TierFileGone(file.key, err) : err;
+  }
+  const batch = await checks.check({ parquet: whole }).catch((err: unknown) => {
     throw namingFile(file, err);
   });
   checkDeclared(file, batch);

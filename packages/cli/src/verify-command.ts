@@ -17,7 +17,7 @@ import {
 } from '@auditlake/integrity';
 import { AuditError, AuditErrorCode, isAuditError } from '@auditlake/model';
 import { NodeClient } from './node-client.js';
-import { readTierProof, type TierProof, type TierProofStart } from './tier-proof.js';
+import { readTierProof, TierFileGone, type TierProof, type TierProofStart } from './tier-proof.js';
 import { VerifyChecks } from './verify-checks.js';
 import { parseVerifyOptions, type TierLocationOption, type VerifyOptions } from './verify-options.js';
 
@@ -64,14 +64,38 @@ export async function verifyCommand(args: string[], env: NodeJS.ProcessEnv, stre
   }
 }
 
+/**
+ * Times verify reads a tier from a new listing when a file it listed was removed before it was
+ * fetched (TierFileGone): a tier being written changes under a long verify, and a busy one
+ * more than once. Past that the removal is reported (exit 1, naming the file).
+ */
+export const TIER_CHANGED_ATTEMPTS = 3;
+
 /** Reads what the options name and verifies it as one history; on `checks` when given (the caller closes them), else on `options.threads` worker threads. */
 export async function verifyHistory(options: VerifyOptions, checks?: VerifyChecks): Promise<VerifyReport> {
-  if (checks !== undefined) return verifyWith(options, checks);
+  if (checks !== undefined) return verifyAgainIfTierChanged(options, checks);
   const own = new VerifyChecks(options.threads);
   try {
-    return await verifyWith(options, own);
+    return await verifyAgainIfTierChanged(options, own);
   } finally {
     await own.close();
+  }
+}
+
+async function verifyAgainIfTierChanged(options: VerifyOptions, checks: VerifyChecks): Promise<VerifyReport> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await verifyWith(options, checks);
+    } catch (err) {
+      if (!(err instanceof TierFileGone)) throw err;
+      if (attempt >= TIER_CHANGED_ATTEMPTS) {
+        throw new AuditError(
+          AuditErrorCode.INTEGRITY_MISMATCH,
+          `tier file ${err.key} is listed by the tier's commits but was gone from the bucket each of the ${attempt} times verify read the tier: its records are missing (or the tier is rewritten faster than verify reads it)`,
+          { cause: err },
+        );
+      }
+    }
   }
 }
 

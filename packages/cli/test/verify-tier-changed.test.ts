@@ -1,0 +1,112 @@
+// Goal: a tier that changes under a running `auditlake verify` — an erasure rewrites a file and
+// deletes it at once, between verify's listing and its fetch — is read again from a new listing
+// and verifies; a file still listed but gone for good (deleted from the bucket) fails verify
+// naming it, after as many attempts. A real node tiering to its embedded S3 endpoint.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { CheckedBatch } from '@auditlake/integrity';
+import type { ObjectStore, S3Connections } from '@auditlake/lake';
+import type { AuditNode } from '@auditlake/server';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TIER_CHANGED_ATTEMPTS, verifyHistory } from '../src/verify-command.js';
+import { VerifyChecks, type VerifyCheckJob } from '../src/verify-checks.js';
+import { adminRequest, embeddedS3Connections, ingestAll, offlineVerifyOptions, startTieringNode, waitFor } from './verify-node.js';
+
+const ADMIN_TOKEN = 'admin-token-for-tier-changed';
+const PREFIX = 'changing';
+const TIER_PATH = `s3://auditlake/${PREFIX}`;
+const DAY_MS = 86_400_000;
+
+let dataDir: string;
+let node: AuditNode;
+let connections: S3Connections;
+let objects: ObjectStore;
+
+const parquetKeys = async () => (await objects.list(`${PREFIX}/`)).filter((key) => key.endsWith('.parquet')).sort();
+
+/** Checks on this thread that run `before` (once) ahead of the first check: what happens while verify reads the tier. */
+class ChecksWithEvent extends VerifyChecks {
+  checked = 0;
+  #before: (() => Promise<void>) | undefined;
+
+  constructor(before: () => Promise<void>) {
+    super(0);
+    this.#before = before;
+  }
+
+  override async check(job: VerifyCheckJob): Promise<CheckedBatch> {
+    const before = this.#before;
+    this.#before = undefined;
+    await before?.();
+    this.checked++;
+    return super.check(job);
+  }
+}
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'auditlake-verify-tier-changed-'));
+  node = await startTieringNode(dataDir, {
+    adminToken: ADMIN_TOKEN,
+    props: {
+      'auditlake.audit.tier.mode': 'parquet',
+      'auditlake.audit.tier.parquet.path': TIER_PATH,
+      'auditlake.audit.tier.connectionId': 'local',
+      'auditlake.audit.tier.maintenance.enabled': 'false',
+    },
+  });
+  connections = embeddedS3Connections(node);
+  objects = connections.bucket('t', 'auditlake');
+  await node.integrity.registerKey();
+  // Three days, so several files: one erasure rewrites one of them.
+  const base = Date.now() - 3 * DAY_MS;
+  await ingestAll(
+    node,
+    ADMIN_TOKEN,
+    Array.from({ length: 30 }, (_, i) => ({ eventId: `ev-${i}`, userId: `user-${i}`, source: 'trino', action: 'data:Select', resource: 'r', decision: 'ALLOW', tables: ['t'], query: `SELECT ${i}`, ts: base + (i % 3) * DAY_MS + i })),
+  );
+  expect(await node.integrity.checkpointNow()).toBeDefined();
+  const head = node.store.chainHead.seq;
+  await waitFor('the whole log tiered', async () => (await node.tiering.watermark()).seq === head);
+}, 120_000);
+
+afterAll(async () => {
+  connections?.close();
+  await node?.close();
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+describe('a tier that changes while verify reads it', () => {
+  it('an erasure that rewrites and deletes a listed file before verify fetches it: verify reads the tier again and passes, counting the erasure', async () => {
+    const before = await parquetKeys();
+    // Node and tier together: every file is fetched twice (a listing pass, then in seq order).
+    const checks = new ChecksWithEvent(async () => {
+      const erased = await adminRequest(node, ADMIN_TOKEN, '/admin/audit/erase', { method: 'POST', body: JSON.stringify({ eventIds: ['ev-4'], fields: ['query'] }) });
+      expect(erased.status).toBe(200);
+      // The sweep applies the erasure to the tier: the file that held ev-4 is rewritten and deleted at once.
+      await waitFor('the erased file gone', async () => (await Promise.all(before.map((key) => objects.exists(key)))).includes(false));
+    });
+    try {
+      const report = await verifyHistory(offlineVerifyOptions(node, ['--path', TIER_PATH], ['--url', node.url, '--token', ADMIN_TOKEN]), checks);
+      expect(report.message).toMatch(/^verified \d+ records, .*1 fields? erased/);
+      expect(report.ok).toBe(true);
+      // Read more than once: the first reading met the removed file.
+      expect(checks.checked).toBeGreaterThan(2 * before.length);
+    } finally {
+      await checks.close();
+    }
+  });
+
+  it('a file still listed but gone from the bucket fails verify naming it, after reading the tier again in vain', async () => {
+    const [victim] = await parquetKeys();
+    const saved = await objects.get(victim as string);
+    await objects.delete(victim as string);
+    try {
+      await expect(verifyHistory(offlineVerifyOptions(node, ['--path', TIER_PATH]))).rejects.toThrow(`tier file ${victim} is listed by the tier's commits but was gone from the bucket each of the ${TIER_CHANGED_ATTEMPTS} times verify read the tier: its records are missing`);
+    } finally {
+      await objects.put(victim as string, saved);
+    }
+    expect(TIER_CHANGED_ATTEMPTS).toBeGreaterThan(1);
+  });
+});
+
