@@ -37,6 +37,8 @@ export interface TierProofStart {
  * are kept: a tier of days of events does not fit in memory (about 250 bytes a record).
  */
 export interface TierProof extends TierProofStart {
+  /** The least seq any of its files holds (undefined: no file holds a chained record). */
+  firstSeq: number | undefined;
   legacyRows: number;
   /** What the files showed of those rows and of the tier's first chained row (ChainVerifier.addRowsWithoutSeq). */
   rowsWithoutSeqSeen: RowsWithoutSeqSeen;
@@ -136,6 +138,7 @@ export async function readTierProof(tier: TierLocationOption, checks: VerifyChec
     return {
       ...start,
       ...checked,
+      firstSeq: checked.spans.reduce<number | undefined>((least, span) => (least === undefined || span.first < least ? span.first : least), undefined),
       folded: early?.inOrder === true,
       records: () => mergeSpannedBatches(checked.spans, (span) => checkAgain(opened, checks, span as FileSpan), lanes),
       close,

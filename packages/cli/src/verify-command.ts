@@ -135,15 +135,45 @@ async function verifyWith(options: VerifyOptions, checks: VerifyChecks): Promise
  * earlier ones too), so their records are merged by seq and their proofs put together; the
  * history ends where the furthest one's commits say. Rows without a seq are added per location.
  */
-function oneProof(proofs: readonly TierProof[]): TierProofStart {
+function oneProof(proofs: readonly TierProof[]): TierProofStart & Pick<TierProof, 'firstSeq'> {
   let head: TierProof['head'];
-  for (const proof of proofs) if (proof.head !== undefined && (head === undefined || proof.head.seq > head.seq)) head = proof.head;
+  let firstSeq: number | undefined;
+  for (const proof of proofs) {
+    if (proof.head !== undefined && (head === undefined || proof.head.seq > head.seq)) head = proof.head;
+    if (proof.firstSeq !== undefined && (firstSeq === undefined || proof.firstSeq < firstSeq)) firstSeq = proof.firstSeq;
+  }
   return {
     files: proofs.reduce((sum, proof) => sum + proof.files, 0),
     checkpoints: proofs.flatMap((proof) => proof.checkpoints),
     keys: proofs.flatMap((proof) => proof.keys),
     head,
+    firstSeq,
   };
+}
+
+/**
+ * The ranges a node declares deleted by its retention that excuse records absent from both the
+ * node and the tiers read with it: only those outside what the tiers cover (from their least
+ * seq to their head). Retention deletes only what was tiered, so inside that span the tier must
+ * hold them; excused there, a row removed from a tier file (its commit's count edited to match)
+ * passed as "removed by retention" once the node had deleted its own copy (review). Below the
+ * tiers' first record are records deleted before tiering began or tiered to a location not
+ * given; a range cut at that start keeps no chain hash (it was the hash at its old end).
+ */
+function prunedOutsideTier(pruned: readonly PrunedRange[], tier: { firstSeq?: number | undefined; head: { seq: number } | undefined } | undefined): PrunedRange[] {
+  const from = tier?.firstSeq;
+  const to = tier?.head?.seq;
+  if (from === undefined || to === undefined || from > to) return [...pruned];
+  const outside: PrunedRange[] = [];
+  for (const range of pruned) {
+    if (range.toSeq < from || range.fromSeq > to) {
+      outside.push(range);
+      continue;
+    }
+    if (range.fromSeq < from) outside.push({ fromSeq: range.fromSeq, toSeq: from - 1 });
+    if (range.toSeq > to) outside.push({ fromSeq: to + 1, toSeq: range.toSeq, chainHash: range.chainHash });
+  }
+  return outside;
 }
 
 /**
@@ -179,7 +209,7 @@ async function verifyTierAlone(location: TierLocationOption, options: VerifyOpti
 }
 
 /** The verifier's options: what the command line pins, and what the tier and the node show. */
-function verifierOptionsOf(options: VerifyOptions, pinnedKeys: KeyObject[], tier: TierProofStart | undefined, view: NodeIntegrityView | undefined, client: NodeClient | undefined): ChainVerifierOptions {
+function verifierOptionsOf(options: VerifyOptions, pinnedKeys: KeyObject[], tier: (TierProofStart & { firstSeq?: number | undefined }) | undefined, view: NodeIntegrityView | undefined, client: NodeClient | undefined): ChainVerifierOptions {
   const checkpoints: FoundCheckpoint[] = [...(tier?.checkpoints ?? [])];
   const shownKeys: ShownKey[] = [...(tier?.keys ?? [])];
   if (view !== undefined && client !== undefined) {
@@ -191,7 +221,7 @@ function verifierOptionsOf(options: VerifyOptions, pinnedKeys: KeyObject[], tier
   if (options.preChainHoles) verifierOptions.preChainHoles = true;
   if (pinnedKeys.length > 0) verifierOptions.pinnedKeys = pinnedKeys;
   if (view !== undefined && client !== undefined) {
-    verifierOptions.pruned = view.pruned;
+    verifierOptions.pruned = prunedOutsideTier(view.pruned, tier);
     if (view.head.seq > 0) verifierOptions.head = { seq: view.head.seq, chainHash: view.head.chainHash, where: `node ${view.nodeId}` };
   } else if (tier?.head !== undefined) {
     verifierOptions.head = { seq: tier.head.seq, chainHash: undefined, where: tier.head.where };

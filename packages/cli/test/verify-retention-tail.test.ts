@@ -2,16 +2,19 @@
 // the bucket alone, online and as one. Two ways this failed: the next checkpoint after retention
 // deleted every checkpoint record started a new chain of checkpoints (offline: "belongs to another
 // chain"), and online the history was taken to end at its last record held, not at the end of the
-// ranges the node declares deleted after it ("truncated tail").
+// ranges the node declares deleted after it ("truncated tail"). And the node's deleted ranges
+// excuse nothing the tier must hold: a row removed from a tier file is missing, read as one too.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { bytesSource, encodeAuditParquet, readAuditParquet } from '@auditlake/format';
 import { checkpointHash } from '@auditlake/integrity';
+import { COMMITS_DIR, type CommitMarker, type ObjectStore } from '@auditlake/lake';
 import type { AuditNode } from '@auditlake/server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { verifyHistory } from '../src/verify-command.js';
 import { parseVerifyOptions } from '../src/verify-options.js';
-import { adminRequest, ingestAll, offlineVerifyOptions, startTieringNode, waitFor } from './verify-node.js';
+import { adminRequest, embeddedS3Connections, ingestAll, offlineVerifyOptions, startTieringNode, waitFor } from './verify-node.js';
 
 const ADMIN_TOKEN = 'admin-token-for-verify-retention-tail';
 const TIER = 's3://auditlake/audit';
@@ -87,5 +90,47 @@ describe('verify after retention deleted every record of a tiered node', () => {
     const view = (await (await adminRequest(target, ADMIN_TOKEN, '/admin/audit/integrity')).json()) as { chainId: string; checkpoints: unknown[] };
     expect(view.chainId).toBe(first?.chainId);
     expect(view.checkpoints).toHaveLength(1);
+
+    // A row removed from a tier file, its commit's count edited to match: the node deleted its own
+    // copy, but retention deletes only what was tiered, so the tier must hold it. Missing records
+    // from the bucket alone, and as one — where the node's deleted range used to excuse it.
+    const connections = embeddedS3Connections(target);
+    try {
+      const objects = connections.bucket('t', 'auditlake');
+      const removed = await removeTieredRow(objects, 'audit', 2);
+      expect((await offline()).message).toMatch(/^missing records: seq 2\.\.2/);
+      const tampered = await both();
+      expect(tampered.message).toMatch(/^missing records: seq 2\.\.2/);
+      expect(tampered.ok).toBe(false);
+      await removed.restore();
+      expect((await both()).ok).toBe(true);
+    } finally {
+      connections.close();
+    }
   });
 });
+
+/** Removes the row at `seq` from the tier file holding it and edits that file's commit marker to match (rows, size, time bounds); `restore` puts both back. */
+async function removeTieredRow(objects: ObjectStore, prefix: string, seq: number): Promise<{ restore: () => Promise<void> }> {
+  for (const markerKey of await objects.list(`${prefix}/${COMMITS_DIR}/`)) {
+    const markerBytes = await objects.get(markerKey);
+    const marker = JSON.parse(new TextDecoder().decode(markerBytes)) as CommitMarker;
+    for (const file of marker.files) {
+      const original = await objects.get(file.key);
+      const rows = await readAuditParquet(bytesSource(original));
+      if (!rows.some((row) => row.seq === seq)) continue;
+      const kept = rows.filter((row) => row.seq !== seq);
+      const bytes = encodeAuditParquet(kept);
+      await objects.put(file.key, bytes);
+      Object.assign(file, { rows: kept.length, bytes: bytes.byteLength, tsMin: Math.min(...kept.map((row) => row.timestamp)), tsMax: Math.max(...kept.map((row) => row.timestamp)) });
+      await objects.put(markerKey, JSON.stringify(marker));
+      return {
+        restore: async () => {
+          await objects.put(file.key, original);
+          await objects.put(markerKey, markerBytes);
+        },
+      };
+    }
+  }
+  throw new Error(`no tier file holds seq ${seq}`);
+}
