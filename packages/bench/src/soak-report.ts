@@ -52,6 +52,12 @@ export function memoryVerdict(f: SoakFigures): string {
   const filePart = split ? `; file-backed (LevelDB's mapped table files, page cache) ${perHour(secondHalf.fileMiBPerHour)}` : '';
   const heapPart = heapFloorPart(f) + filePart;
   if (slope(secondHalf) < FLAT_MIB_PER_HOUR) return `flat: ${what} ${perHour(slope(secondHalf))} over the second half${heapPart}`;
+  // Not growing in the last quarter: the half's slope came from a step between its quarters (a
+  // sawtooth's phase: the JS heap swings by hundreds of MiB between collections), not a trend.
+  // Compared as rates, a falling third quarter made any last quarter look like growth.
+  if (slope(lastQuarter) < FLAT_MIB_PER_HOUR) {
+    return `levelled: ${what} ${perHour(slope(secondHalf))} over the second half, but ${perHour(slope(thirdQuarter))} in its third quarter and ${perHour(slope(lastQuarter))} in the last${heapPart}`;
+  }
   if (slope(lastQuarter) <= slope(thirdQuarter) * LEVELLING_SHARE) {
     return `warm-up: ${what} growth slows from ${perHour(slope(thirdQuarter))} (third quarter) to ${perHour(slope(lastQuarter))} (last quarter)${heapPart}`;
   }
