@@ -10,20 +10,11 @@ interface Head {
   reader: CheckedBatchReader;
 }
 
-/**
- * The records of several batches (each in seq order) in one seq order. Copies of one seq keep
- * the order of their batches (then their order within a batch): the order a stable sort of the
- * batches' records, concatenated, would give.
+/*
+ * The merges here give the records of several batches (each in seq order) in one seq order,
+ * the **merge order**: copies of one seq keep the order of their batches (then their order
+ * within a batch) — the order a stable sort of the batches' records, concatenated, would give.
  */
-export function* mergeCheckedBatches(batches: readonly CheckedBatch[]): Generator<CheckedRecord> {
-  const heap: Head[] = [];
-  batches.forEach((batch, order) => {
-    const reader = new CheckedBatchReader(batch);
-    const seq = reader.peekSeq();
-    if (seq !== undefined) push(heap, { seq, order, reader });
-  });
-  while (heap.length > 0) yield take(heap);
-}
 
 /** The heap's first record, read; its batch is dropped from the heap once read whole. */
 function take(heap: Head[]): CheckedRecord {
@@ -72,7 +63,7 @@ function down(heap: Head[], i: number): void {
 }
 
 /**
- * The merge of {@link mergeCheckedBatches}, fed to the fold while the batches are still
+ * The batches' records in the merge order (above), fed to the fold while the batches are still
  * arriving (in any order, each numbered by its place in the merge's order): a tier's data files
  * are folded while later files are still being checked, instead of after all of them.
  *
@@ -173,7 +164,7 @@ export interface BatchSpan {
 const CHUNK_RECORDS = 4096;
 
 /**
- * The merge of {@link mergeCheckedBatches} over batches loaded only when it reaches them, in
+ * The batches' records in the merge order (above), the batches loaded only when it reaches them, in
  * chunks of records: a batch is loaded (`load`, up to `lookahead` ahead, so the loads overlap
  * the fold) once the merge's next record would come after its least seq, and dropped once read
  * whole. So it holds the batches whose seq spans reach past the merge's position and the few
@@ -282,9 +273,9 @@ export async function feedMergedStreams(streams: ReadonlyArray<AsyncIterable<Che
 /**
  * Finds, in one copy of the history read in seq order (a tier location's records as merged),
  * the least seq it holds more than once as identical records, without holding that copy's
- * batches: in seq order the copies of one seq are
- * adjacent, and each is compared with the first. Two different records under one seq are left
- * to the verifier, which names them a conflict.
+ * batches: in seq order the copies of one seq are adjacent, and each is compared with the
+ * first. Two different records under one seq are left to the verifier, which names them a
+ * conflict.
  */
 export class IdenticalCopyWatch {
   #first: CheckedRecord | undefined;

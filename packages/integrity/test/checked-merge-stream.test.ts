@@ -8,7 +8,6 @@ import {
   checkRecord,
   feedMergedStreams,
   IdenticalCopyWatch,
-  mergeCheckedBatches,
   mergeSpannedBatches,
   packCheckedRecords,
   RecordHasher,
@@ -18,6 +17,7 @@ import {
   type VerifyRecord,
 } from '../src/index.js';
 import { makeLog } from './log-edits.js';
+import { inMergeOrder } from './merge-order.js';
 
 /**
  * The reference IdenticalCopyWatch must agree with (what verify used before it read tiers
@@ -79,11 +79,11 @@ describe('merging without holding every batch', () => {
           return batches[span.order]!;
         };
         const merged = await collect(mergeSpannedBatches(spans, load, lookahead));
-        expect(merged).toEqual([...mergeCheckedBatches(batches)]);
+        expect(merged).toEqual(inMergeOrder(batches));
         expect(loadingMax).toBeLessThanOrEqual(lookahead);
         // As streams (each batch one), copies of one seq in the order of the streams.
         const fed: CheckedRecord[] = [];
-        const streams = batches.map((batch) => chunksOf([...mergeCheckedBatches([batch])]));
+        const streams = batches.map((batch) => chunksOf(inMergeOrder([batch])));
         await feedMergedStreams(streams, (record) => fed.push(record));
         expect(fed).toEqual(merged);
         // The first identical copy, found as the records pass.

@@ -14,7 +14,6 @@ import {
   checkRecord,
   fieldHash,
   linkCheckedRecords,
-  mergeCheckedBatches,
   packCheckedRecords,
   RecordCheckPool,
   RecordHasher,
@@ -26,6 +25,7 @@ import {
   type VerifyReport,
 } from '../src/index.js';
 import { apply, editArb, FIELD_EDITS, logArb, makeLog, type Edit } from './log-edits.js';
+import { inMergeOrder } from './merge-order.js';
 
 const pool = new RecordCheckPool({ threads: 2 });
 afterAll(() => pool.close());
@@ -143,7 +143,11 @@ describe('checked batches', () => {
     const odd = log.records.filter((r) => r.seq % 2 === 1);
     const even = log.records.filter((r) => r.seq % 2 === 0);
     const copy = { ...log.records[2]!, eventId: 'the-copy' };
-    const merged = [...mergeCheckedBatches([batchOf(odd), batchOf(even), batchOf([copy])])];
+    const merged: CheckedRecord[] = [];
+    const merge = new ArrivingBatchMerge((record) => merged.push(record));
+    [batchOf(odd), batchOf(even), batchOf([copy])].forEach((batch, i) => merge.arrive(i, batch));
+    merge.finish();
+    expect(merge.inOrder).toBe(true);
     expect(merged.map((r) => r.seq)).toEqual([...log.records.map((r) => r.seq), 3].sort((a, b) => a - b));
     expect(merged.filter((r) => r.seq === 3).map((r) => r.eventId)).toEqual([log.records[2]!.eventId, 'the-copy']);
   });
@@ -177,7 +181,7 @@ describe('the merge of batches still arriving', () => {
           if (fed === undefined) gaveUp++;
           else {
             fedAll++;
-            expect(fed).toEqual([...mergeCheckedBatches(batches)]);
+            expect(fed).toEqual(inMergeOrder(batches));
           }
         },
       ),
@@ -206,7 +210,7 @@ describe('the merge of batches still arriving', () => {
       [5, 4, 3, 2, 1, 0],
       [2, 0, 4, 1, 5, 3],
     ]) {
-      expect(arriving(batches, arrival)).toEqual([...mergeCheckedBatches(batches)]);
+      expect(arriving(batches, arrival)).toEqual(inMergeOrder(batches));
     }
   });
 });
