@@ -11,7 +11,7 @@ import type { AuditNode, EmbeddedS3 } from '@auditlake/server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { verifyHistory } from '../src/verify-command.js';
 import { parseVerifyOptions } from '../src/verify-options.js';
-import { adminRequest, ingestAll, startTieringNode, waitFor as waitUntil } from './verify-node.js';
+import { adminRequest, ingestAll, parquetTier, startTieringNode, waitFor as waitUntil } from './verify-node.js';
 
 const ADMIN_TOKEN = 'admin-token-for-verify-maintenance';
 const DAY_MS = 86_400_000;
@@ -26,7 +26,7 @@ interface Mode {
 }
 
 const MODES: Mode[] = [
-  { mode: 'parquet', settings: { 'auditlake.audit.tier.mode': 'parquet', 'auditlake.audit.tier.parquet.path': 's3://auditlake/tier', 'auditlake.audit.tier.connectionId': 'local' }, table: 's3://auditlake/tier', flag: '--path' },
+  { mode: 'parquet', settings: parquetTier('s3://auditlake/tier'), table: 's3://auditlake/tier', flag: '--path' },
   { mode: 'iceberg', settings: { 'auditlake.audit.tier.mode': 'iceberg', 'auditlake.audit.tier.iceberg.table': 'local.audit.events' }, table: 'local.audit.events', flag: '--table' },
 ];
 

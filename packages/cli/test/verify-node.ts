@@ -54,3 +54,8 @@ export function embeddedS3Connections(node: AuditNode): S3Connections {
     new Map([['t', { id: 't', endpoint: embedded.connectionUrl, region: 'us-east-1', accessKeyId: embedded.credentials.accessKeyId, secretAccessKey: embedded.credentials.secretAccessKey, forcePathStyle: true }]]),
   );
 }
+
+/** The props of a Parquet tier at `path` on the embedded endpoint's connection (`local`). */
+export function parquetTier(path: string): Record<string, string> {
+  return { 'auditlake.audit.tier.mode': 'parquet', 'auditlake.audit.tier.parquet.path': path, 'auditlake.audit.tier.connectionId': 'local' };
+}

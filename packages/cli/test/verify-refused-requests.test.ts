@@ -11,7 +11,7 @@ import type { AuditNode } from '@auditlake/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyHistory } from '../src/verify-command.js';
 import { parseVerifyOptions } from '../src/verify-options.js';
-import { adminRequest, ingestAll, offlineVerifyOptions, startTieringNode, waitFor } from './verify-node.js';
+import { adminRequest, ingestAll, offlineVerifyOptions, parquetTier, startTieringNode, waitFor } from './verify-node.js';
 
 const ADMIN_TOKEN = 'admin-token-for-refused-requests';
 const INGEST_TOKEN = 'ingest-token-for-refused-requests';
@@ -37,9 +37,7 @@ beforeAll(async () => {
     adminToken: ADMIN_TOKEN,
     ingestToken: INGEST_TOKEN,
     props: {
-      'auditlake.audit.tier.mode': 'parquet',
-      'auditlake.audit.tier.parquet.path': TIER_PATH,
-      'auditlake.audit.tier.connectionId': 'local',
+      ...parquetTier(TIER_PATH),
       'auditlake.audit.tier.maintenance.enabled': 'false',
     },
   });

@@ -14,7 +14,7 @@ import type { AuditNode } from '@auditlake/server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { verifyHistory } from '../src/verify-command.js';
 import { parseVerifyOptions } from '../src/verify-options.js';
-import { adminRequest, embeddedS3Connections, ingestAll, offlineVerifyOptions, startTieringNode, waitFor } from './verify-node.js';
+import { adminRequest, embeddedS3Connections, ingestAll, offlineVerifyOptions, parquetTier, startTieringNode, waitFor } from './verify-node.js';
 
 const ADMIN_TOKEN = 'admin-token-for-verify-retention-tail';
 const TIER = 's3://auditlake/audit';
@@ -45,9 +45,7 @@ describe('verify after retention deleted every record of a tiered node', () => {
     node = await startTieringNode(dataDir, {
       adminToken: ADMIN_TOKEN,
       props: {
-        'auditlake.audit.tier.mode': 'parquet',
-        'auditlake.audit.tier.parquet.path': TIER,
-        'auditlake.audit.tier.connectionId': 'local',
+        ...parquetTier(TIER),
         'auditlake.audit.tier.retain.local.days': '0',
         'auditlake.audit.retention.interval.ms': '100',
       },

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyHistory } from '../src/verify-command.js';
 import { VerifyChecks, type VerifyCheckJob } from '../src/verify-checks.js';
 import type { VerifyOptions } from '../src/verify-options.js';
-import { embeddedS3Connections, ingestAll, offlineVerifyOptions, startTieringNode, waitFor } from './verify-node.js';
+import { embeddedS3Connections, ingestAll, offlineVerifyOptions, parquetTier, startTieringNode, waitFor } from './verify-node.js';
 
 setFlagsFromString('--expose-gc');
 /** A full collection, from a context made once the flag is set. */
@@ -126,9 +126,7 @@ beforeAll(async () => {
   node = await startTieringNode(dataDir, {
     adminToken: ADMIN_TOKEN,
     props: {
-      'auditlake.audit.tier.mode': 'parquet',
-      'auditlake.audit.tier.parquet.path': TIER_PATH,
-      'auditlake.audit.tier.connectionId': 'local',
+      ...parquetTier(TIER_PATH),
       'auditlake.audit.tier.maintenance.enabled': 'false',
     },
   });

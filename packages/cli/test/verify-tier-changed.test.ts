@@ -11,7 +11,7 @@ import type { AuditNode } from '@auditlake/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TIER_CHANGED_ATTEMPTS, verifyHistory } from '../src/verify-command.js';
 import { VerifyChecks, type VerifyCheckJob } from '../src/verify-checks.js';
-import { adminRequest, embeddedS3Connections, ingestAll, offlineVerifyOptions, startTieringNode, waitFor } from './verify-node.js';
+import { adminRequest, embeddedS3Connections, ingestAll, offlineVerifyOptions, parquetTier, startTieringNode, waitFor } from './verify-node.js';
 
 const ADMIN_TOKEN = 'admin-token-for-tier-changed';
 const PREFIX = 'changing';
@@ -49,9 +49,7 @@ beforeAll(async () => {
   node = await startTieringNode(dataDir, {
     adminToken: ADMIN_TOKEN,
     props: {
-      'auditlake.audit.tier.mode': 'parquet',
-      'auditlake.audit.tier.parquet.path': TIER_PATH,
-      'auditlake.audit.tier.connectionId': 'local',
+      ...parquetTier(TIER_PATH),
       'auditlake.audit.tier.maintenance.enabled': 'false',
     },
   });

@@ -17,7 +17,7 @@ import { startAuditNode, type AuditNode, type EmbeddedS3 } from '@auditlake/serv
 import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
 import { verifyHistory } from '../src/verify-command.js';
 import { parseVerifyOptions } from '../src/verify-options.js';
-import { adminRequest, ingestAll, startTieringNode, waitFor as waitUntil } from './verify-node.js';
+import { adminRequest, ingestAll, parquetTier, startTieringNode, waitFor as waitUntil } from './verify-node.js';
 import { routeAwsS3To } from '@auditlake/lake/testing';
 
 const ADMIN_TOKEN = 'admin-token-for-tier-erasure';
@@ -131,7 +131,7 @@ interface Mode {
 
 const MODES: Mode[] = [
   { mode: 'iceberg', settings: { 'auditlake.audit.tier.mode': 'iceberg', 'auditlake.audit.tier.iceberg.table': TABLE }, table: TABLE, flag: '--table' },
-  { mode: 'parquet', settings: { 'auditlake.audit.tier.mode': 'parquet', 'auditlake.audit.tier.parquet.path': PARQUET_PATH, 'auditlake.audit.tier.connectionId': 'local' }, table: PARQUET_PATH, flag: '--path' },
+  { mode: 'parquet', settings: parquetTier(PARQUET_PATH), table: PARQUET_PATH, flag: '--path' },
 ];
 
 /** A second target of each mode, for the rename below. */

@@ -16,7 +16,7 @@ import { verifyCommand, verifyHistory } from '../src/verify-command.js';
 import { parseVerifyOptions, type TierLocationOption } from '../src/verify-options.js';
 import { readTierProof } from '../src/tier-proof.js';
 import { VerifyChecks, type VerifyCheckJob } from '../src/verify-checks.js';
-import { embeddedS3Connections, ingestAll, offlineVerifyOptions, startTieringNode, waitFor } from './verify-node.js';
+import { embeddedS3Connections, ingestAll, offlineVerifyOptions, parquetTier, startTieringNode, waitFor } from './verify-node.js';
 
 const ADMIN_TOKEN = 'admin-token-for-verify-tests';
 const BUCKET = 'auditlake';
@@ -115,9 +115,7 @@ beforeAll(async () => {
   node = await startTieringNode(dataDir, {
     adminToken: ADMIN_TOKEN,
     props: {
-      'auditlake.audit.tier.mode': 'parquet',
-      'auditlake.audit.tier.parquet.path': TIER_PATH,
-      'auditlake.audit.tier.connectionId': 'local',
+      ...parquetTier(TIER_PATH),
       'auditlake.audit.tier.batch.size': '7',
       // The tamper cases edit and put back the tier's objects: a scheduled maintenance run
       // (hourly, at minute 0) compacting them meanwhile left a tier the restore could not
