@@ -1,5 +1,5 @@
 import { mkdir, rm, stat } from 'node:fs/promises';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import S3rver from 's3rver';
 import { bucketNameProblem } from './bucket-name.js';
@@ -49,6 +49,12 @@ export interface S3EndpointOptions {
   now?: () => number;
   /** Told about failures that are the endpoint's, not the client's (answered 500). */
   onInternalError?: (err: unknown) => void;
+  /**
+   * Called with the HTTP server before it listens, e.g. to cap its connections. Node closes a
+   * connection that never sends a byte only when it is told to, so without a cap anyone who
+   * can reach the port holds as many as the process has file descriptors (review).
+   */
+  configureServer?: (server: Server) => void;
 }
 
 /** A running endpoint. `close()` stops listening and ends open connections; it is idempotent. */
@@ -115,6 +121,7 @@ export async function startS3Endpoint(options: S3EndpointOptions): Promise<S3End
 
   const endpoint = new EndpointHandler(options, incoming);
   const server = createServer((req, res) => endpoint.serve(req, res));
+  options.configureServer?.(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () => {

@@ -151,6 +151,7 @@ export async function startAuditNode(options: AuditNodeOptions): Promise<AuditNo
           ...(credentials ? { credentials } : {}),
           publicRead: options.embeddedS3PublicRead ?? false,
           publicReadHosts: hostLists,
+          connectionLimits: { max: options.config.httpConnectionsMax, perClientMax: options.config.httpConnectionsPerClientMax },
           onInternalError: (err) => logger.error({ err }, 'the embedded S3 endpoint failed a request'),
           onThreadProblem: (err) => logger.error({ err }, `the embedded S3 endpoint's thread: ${err.message}`),
         });

@@ -1,4 +1,5 @@
 import type { S3Credentials } from '@auditlake/s3-endpoint';
+import type { ConnectionLimits } from './connection-limits.js';
 
 /** What the embedded endpoint's thread is started with (structured-cloneable: no functions). */
 export interface EmbeddedS3ThreadData {
@@ -10,6 +11,8 @@ export interface EmbeddedS3ThreadData {
   publicRead: boolean;
   /** The node's Host names (HostNames' arguments) unsigned reads are answered under; absent: any. */
   publicReadHosts?: { configured: string[]; own: string[] };
+  /** The node's connection caps (auditlake.http.connections.*), applied to this listener as to the API's. */
+  connectionLimits: ConnectionLimits;
 }
 
 /** The parent to the thread. */

@@ -6,6 +6,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { startS3Endpoint } from '@auditlake/s3-endpoint';
 import { errorData, type EmbeddedS3ThreadData, type EmbeddedS3ThreadMessage, type EmbeddedS3ThreadRequest } from './embedded-s3-thread-protocol.js';
+import { limitConnections } from './connection-limits.js';
 import { HostNames } from './host-names.js';
 
 const port = parentPort;
@@ -25,6 +26,9 @@ try {
     publicRead: data.publicRead,
     ...(hosts === undefined ? {} : { publicReadHost: (host: string | undefined) => hosts.allows(host) }),
     onInternalError: (err) => post({ type: 'internal-error', error: errorData(err) }),
+    // The thread shares the node's file descriptors: idle connections held open here took every
+    // one of them, and the node's API and LevelDB with them (review).
+    configureServer: (server) => limitConnections(server, data.connectionLimits),
   });
   port.on('message', (request: EmbeddedS3ThreadRequest) => {
     if (request.type === 'close') void endpoint.close().then(() => post({ type: 'closed' }));

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { S3ConnectionConfig } from '@auditlake/model';
 import { endpointUrl, type S3Credentials, type S3Endpoint } from '@auditlake/s3-endpoint';
+import type { ConnectionLimits } from './connection-limits.js';
 import { loadOrCreateEmbeddedS3Credentials, type EmbeddedS3Credentials } from './embedded-s3-credentials.js';
 import { errorFromData, type EmbeddedS3ThreadData, type EmbeddedS3ThreadMessage, type EmbeddedS3ThreadRequest } from './embedded-s3-thread-protocol.js';
 import { RestartingThread, type ThreadRun } from './restarting-thread.js';
@@ -25,6 +26,11 @@ export interface EmbeddedS3Options {
    * arguments (the rule is rebuilt on the endpoint's thread). Absent: under any.
    */
   publicReadHosts?: { configured: string[]; own: string[] };
+  /**
+   * Connections the endpoint holds at once, all together and per client, as the node's API
+   * does (auditlake.http.connections.*): its thread shares the node's file descriptors.
+   */
+  connectionLimits: ConnectionLimits;
   /** A request the endpoint failed on (its own error, not the client's). */
   onInternalError: (err: unknown) => void;
   /** The endpoint's thread stopped without being asked, or could not be started again (see RestartingThread). */
@@ -81,6 +87,7 @@ export async function startEmbeddedS3(options: EmbeddedS3Options): Promise<Embed
     credentials: { accessKeyId: credentials.accessKeyId, secretAccessKey: credentials.secretAccessKey },
     publicRead: options.publicRead,
     ...(options.publicReadHosts ? { publicReadHosts: options.publicReadHosts } : {}),
+    connectionLimits: options.connectionLimits,
   };
   const thread = await RestartingThread.start(options.port, {
     launch: (port, signal) => launchEndpointThread({ ...data, port }, signal, options.onInternalError, (err) => options.onThreadProblem(new Error(`the thread failed: ${err.message}`, { cause: err }))),

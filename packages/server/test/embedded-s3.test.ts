@@ -1,7 +1,8 @@
-// Goal: a node's embedded S3 endpoint serves tiered history only to requests signed with the node's own key pair (kept 0600 in the data dir), public read opens object GETs and nothing else (and only under a Host the node is reached by, not to a page through DNS rebinding), and no request writes outside the data dir.
+// Goal: a node's embedded S3 endpoint serves tiered history only to requests signed with the node's own key pair (kept 0600 in the data dir), public read opens object GETs and nothing else (and only under a Host the node is reached by, not to a page through DNS rebinding), no request writes outside the data dir, and its connections are capped as the API's are (its thread shares the node's file descriptors).
 import { spawn } from 'node:child_process';
 import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
-import { createServer, type Server } from 'node:net';
+import { once } from 'node:events';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
@@ -11,6 +12,9 @@ import { startEmbeddedS3 } from '../src/embedded-s3.js';
 import { rawGet } from './raw-get.js';
 import { FAST_TIERING, postSettings, waitUntilTiered } from './tier-helpers.js';
 import { event, startTestNode, type TestNode } from './test-node.js';
+
+/** The node's default connection caps (auditlake.http.connections.*), for endpoints started without a node. */
+const CONNECTION_LIMITS = { max: 4096, perClientMax: 1024 };
 
 const PARQUET = { 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': 's3://auditlake/audit', 'audit.tier.connectionId': 'local' };
 
@@ -172,6 +176,40 @@ describe('the embedded S3 endpoint of a node', () => {
   });
 });
 
+describe("the embedded S3 endpoint's connections", () => {
+  /** An idle connection from `localAddress` to `port` (it sends nothing); `closed()` says whether the endpoint closed it within 300 ms. */
+  const idleConnection = async (port: number, localAddress: string, opened: Socket[]) => {
+    const socket = connect({ port, host: '127.0.0.1', localAddress });
+    opened.push(socket);
+    socket.on('error', () => undefined);
+    const closed = once(socket, 'close').then(() => true);
+    await once(socket, 'connect');
+    return { closed: () => Promise.race([closed, new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 300))]) };
+  };
+
+  it('are capped by auditlake.http.connections.*, as the API\'s are: idle connections cannot take the file descriptors the node shares with it', async () => {
+    // Before, a local process with no key held ~20,000 idle connections to :7071, and the node
+    // answered nothing more (every descriptor taken) until they closed.
+    const { t } = await embeddedNode({ props: { 'auditlake.http.connections.max': '8', 'auditlake.http.connections.per.client.max': '4' } });
+    const port = t.node.embeddedS3!.endpoint.port;
+    const opened: Socket[] = [];
+    onTestFinished(() => opened.forEach((socket) => socket.destroy()));
+    // Per client: a fifth idle connection from one address is closed as it arrives.
+    const first = [];
+    for (let i = 0; i < 5; i++) first.push(await idleConnection(port, '127.0.0.21', opened));
+    expect(await first[4]!.closed()).toBe(true);
+    expect(await first[0]!.closed()).toBe(false);
+    // All together: past eight, a new connection takes the place of the oldest idle one.
+    const second = [];
+    for (let i = 0; i < 4; i++) second.push(await idleConnection(port, '127.0.0.22', opened));
+    const third = await idleConnection(port, '127.0.0.23', opened);
+    expect(await first[0]!.closed()).toBe(true);
+    expect(await third.closed()).toBe(false);
+    // The node's own signed requests still get through (tiering writes through connection local).
+    expect((await tierSomething(t)).some((key) => key.endsWith('.parquet'))).toBe(true);
+  });
+});
+
 describe('the embedded S3 endpoint runs on a thread of its own', () => {
   it('answers while the node\'s event loop is busy', async () => {
     const { t } = await embeddedNode();
@@ -219,14 +257,14 @@ describe('the embedded S3 endpoint runs on a thread of its own', () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'auditlake-embedded-'));
     onTestFinished(() => rm(dataDir, { recursive: true, force: true }));
     const errors: unknown[] = [];
-    const embedded = await startEmbeddedS3({ dataDir, host: '127.0.0.1', port: 0, publicRead: false, onInternalError: (err) => errors.push(err), onThreadProblem: (err) => errors.push(err) });
+    const embedded = await startEmbeddedS3({ dataDir, host: '127.0.0.1', port: 0, publicRead: false, connectionLimits: CONNECTION_LIMITS, onInternalError: (err) => errors.push(err), onThreadProblem: (err) => errors.push(err) });
     const { port } = embedded.endpoint;
     expect((await fetch(`${embedded.endpoint.url}/auditlake/x`)).status).toBe(403);
     await embedded.close();
     await embedded.close();
     await expect(fetch(`${embedded.endpoint.url}/auditlake/x`)).rejects.toThrow();
     // The port is free: this process can listen on it again.
-    const again = await startEmbeddedS3({ dataDir, host: '127.0.0.1', port, publicRead: false, onInternalError: (err) => errors.push(err), onThreadProblem: (err) => errors.push(err) });
+    const again = await startEmbeddedS3({ dataDir, host: '127.0.0.1', port, publicRead: false, connectionLimits: CONNECTION_LIMITS, onInternalError: (err) => errors.push(err), onThreadProblem: (err) => errors.push(err) });
     onTestFinished(() => again.close());
     expect(again.endpoint.port).toBe(port);
     expect((await fetch(`${again.endpoint.url}/auditlake/x`)).status).toBe(403);
@@ -238,7 +276,7 @@ describe('the embedded S3 endpoint runs on a thread of its own', () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'auditlake-embedded-'));
     onTestFinished(() => rm(dataDir, { recursive: true, force: true }));
     const problems: Error[] = [];
-    const embedded = await startEmbeddedS3({ dataDir, host: '127.0.0.1', port: 0, publicRead: false, onInternalError: (err) => problems.push(err as Error), onThreadProblem: (err) => problems.push(err) });
+    const embedded = await startEmbeddedS3({ dataDir, host: '127.0.0.1', port: 0, publicRead: false, connectionLimits: CONNECTION_LIMITS, onInternalError: (err) => problems.push(err as Error), onThreadProblem: (err) => problems.push(err) });
     onTestFinished(() => embedded.close());
     const { port, url } = embedded.endpoint;
     // Just started, so not yet a healthy run: the restart waits (1 s), and another process binds the port meanwhile.
@@ -265,7 +303,7 @@ describe('the embedded S3 endpoint runs on a thread of its own', () => {
     await new Promise<void>((resolve) => probe.close(() => resolve()));
     const errors: unknown[] = [];
     // No thread listens within 1 ms (starting one takes tens of ms).
-    await expect(startEmbeddedS3({ dataDir, host: '127.0.0.1', port, publicRead: false, threadStartTimeoutMs: 1, onInternalError: (err) => errors.push(err), onThreadProblem: (err) => errors.push(err) })).rejects.toThrow(
+    await expect(startEmbeddedS3({ dataDir, host: '127.0.0.1', port, publicRead: false, connectionLimits: CONNECTION_LIMITS, threadStartTimeoutMs: 1, onInternalError: (err) => errors.push(err), onThreadProblem: (err) => errors.push(err) })).rejects.toThrow(
       'the thread did not listen within 1 ms; it was stopped',
     );
     await new Promise((resolve) => setTimeout(resolve, 500));
@@ -283,8 +321,8 @@ describe('the embedded S3 endpoint runs on a thread of its own', () => {
     onTestFinished(() => new Promise<void>((resolve) => holder.close(() => resolve())));
     const port = (holder.address() as { port: number }).port;
     const errors: unknown[] = [];
-    await expect(startEmbeddedS3({ dataDir, host: '127.0.0.1', port, publicRead: false, onInternalError: (err) => errors.push(err), onThreadProblem: (err) => errors.push(err) })).rejects.toMatchObject({ code: 'EADDRINUSE', address: '127.0.0.1', port, syscall: 'listen' });
-    await expect(startEmbeddedS3({ dataDir, host: '127.0.0.1', port: 0, publicRead: false, credentials: { accessKeyId: '', secretAccessKey: 'x' }, onInternalError: (err) => errors.push(err), onThreadProblem: (err) => errors.push(err) })).rejects.toThrow(new TypeError('the endpoint needs a non-empty access key id and secret key'));
+    await expect(startEmbeddedS3({ dataDir, host: '127.0.0.1', port, publicRead: false, connectionLimits: CONNECTION_LIMITS, onInternalError: (err) => errors.push(err), onThreadProblem: (err) => errors.push(err) })).rejects.toMatchObject({ code: 'EADDRINUSE', address: '127.0.0.1', port, syscall: 'listen' });
+    await expect(startEmbeddedS3({ dataDir, host: '127.0.0.1', port: 0, publicRead: false, connectionLimits: CONNECTION_LIMITS, credentials: { accessKeyId: '', secretAccessKey: 'x' }, onInternalError: (err) => errors.push(err), onThreadProblem: (err) => errors.push(err) })).rejects.toThrow(new TypeError('the endpoint needs a non-empty access key id and secret key'));
     expect(errors).toEqual([]);
   });
 });
