@@ -292,12 +292,14 @@ function parseSourceBindings(props: ReadonlyMap<string, string>): Map<string, st
 
 function parseCredentials(key: string, value: string): CredentialConfig[] {
   if (value.trim() === '') return [];
-  return value.split(',').map((entry) => {
+  return value.split(',').map((entry, index) => {
     const parts = entry.trim().split(':');
     const [name, role, ...rest] = parts;
     const secret = rest.join(':');
     if (!name || !role || !secret) throw configError(`${key} entries must be name:role:secret, got an entry with ${parts.length} part(s)`);
-    if (role !== 'admin' && role !== 'ingest') throw configError(`${key} role must be admin or ingest: ${role}`);
+    // The role is not repeated: an entry written name:secret:role has the secret there, and
+    // this message goes to standard error and on into whatever log collects it (review).
+    if (role !== 'admin' && role !== 'ingest') throw configError(`${key} entry ${index + 1} (${name}): its second part must be the role, admin or ingest (entries are name:role:secret; the part is not repeated here, as it may be a secret in the wrong place)`);
     return { name, role, secret };
   });
 }

@@ -187,8 +187,12 @@ describe('auth credentials', () => {
     configRefusal([['auditlake.auth.tokens', value]]);
   });
 
-  it('refuses a role other than admin or ingest, naming it', () => {
-    expect(configRefusal([['auditlake.auth.tokens', 'root:superuser:x']]).message).toContain('superuser');
+  it('refuses a role other than admin or ingest, naming the entry but never repeating its parts: an entry written name:secret:role has the secret there', () => {
+    const refusal = configRefusal([['auditlake.auth.tokens', 'root:admin:x, trino:Sup3rS3cretTok:ingest']]);
+    expect(refusal.message).toBe(
+      'auditlake.auth.tokens entry 2 (trino): its second part must be the role, admin or ingest (entries are name:role:secret; the part is not repeated here, as it may be a secret in the wrong place)',
+    );
+    expect(configRefusal([['auditlake.auth.access.keys', 'spark:s3cret-key:ingest']]).message).not.toContain('s3cret-key');
   });
 });
 
