@@ -4,8 +4,9 @@
 // only; a bad parameter is a 400 naming it; tierStatus sums it up. The sources are answered in
 // pages (limit, after), each source's newest holes up to gapsLimit, the totals over all of
 // them; the day rows in pages of their own (daysLimit, daysAfter). A flood of new sources is tracked up to the ledger's bound and counted together past
-// it, in the answer, tierStatus and /metrics alike.
-import { DAY_LEDGER_SOURCES_MAX, LEDGER_SOURCES_MAX, OTHER_SOURCES, dayOf } from '@auditlake/store';
+// it, in the answer, tierStatus and /metrics alike; idle sources give their places up once the
+// ledger is nearly full, their holes still counted.
+import { DAY_LEDGER_SOURCES_MAX, LEDGER_RETIRE_FROM_SOURCES, LEDGER_SOURCE_IDLE_DAYS, LEDGER_SOURCES_MAX, OTHER_SOURCES, dayOf } from '@auditlake/store';
 import { describe, expect, it } from 'vitest';
 import { FAST_TIERING, externalS3, postSettings, waitUntilTiered } from './tier-helpers.js';
 import { event, INGEST_TOKEN, startTestNode } from './test-node.js';
@@ -30,6 +31,8 @@ describe('GET /admin/audit/ledger', () => {
       sourcesWithGaps: 1,
       missing: 3,
       otherSourceEvents: 0,
+      sourcesRetired: 0,
+      retiredMissing: 0,
       days: expect.any(Array),
       daysNext: null,
     });
@@ -195,6 +198,7 @@ describe('the ledger in /metrics', () => {
     expect(text).toMatch(/^auditlake_ledger_ranges 2$/m);
     expect(text).toMatch(/^auditlake_ledger_sources_tracked 1$/m);
     expect(text).toMatch(/^auditlake_ledger_untracked_source_events 0$/m);
+    expect(text).toMatch(/^auditlake_ledger_sources_retired 0$/m);
     expect(text).toContain('# HELP auditlake_ledger_ranges Ranges of received sourceSeqs the completeness ledger holds over all sources (at most 200000;');
   });
 });
@@ -252,5 +256,26 @@ describe('the ledger under a flood of sources', () => {
     // The bound reached shows where an operator alerts: the flood's last 20 events are untracked.
     expect(text).toMatch(new RegExp(`^auditlake_ledger_sources_tracked ${LEDGER_SOURCES_MAX}$`, 'm'));
     expect(text).toMatch(/^auditlake_ledger_untracked_source_events 20$/m);
+  });
+
+  it('retires idle sources when the ledger is nearly full: counted in the answer and /metrics, their holes still missing', async () => {
+    const first = await startTestNode();
+    // A source with a hole, then enough one-event sources to reach the threshold.
+    expect((await first.ingest([1, 3].map((s) => event({ eventId: `g${s}`, sourceId: 'gone', sourceSeq: s })))).status).toBe(200);
+    for (let from = 0; from < LEDGER_RETIRE_FROM_SOURCES; from += 1_000) {
+      const events = Array.from({ length: 1_000 }, (_, i) => event({ eventId: `c${from + i}`, sourceId: `crowd-${from + i}`, sourceSeq: 0 }));
+      expect((await first.ingest(events)).status).toBe(200);
+    }
+    await first.node.close();
+    // The same store, its clock past the idle period: the day's first event retires them all.
+    const later = await startTestNode({ dataDir: first.dataDir, props: { 'auditlake.debug.clock.offset.ms': String((LEDGER_SOURCE_IDLE_DAYS + 1) * 86_400_000) } });
+    expect((await later.ingest([event({ eventId: 'n1', sourceId: 'newcomer', sourceSeq: 1 })])).status).toBe(200);
+    const ledger = (await (await later.request('/admin/audit/ledger')).json()) as Record<string, unknown>;
+    expect(ledger).toMatchObject({ sourcesTracked: 1, missing: 0, sourcesRetired: LEDGER_RETIRE_FROM_SOURCES + 1, retiredMissing: 1, next: null });
+    expect(ledger['sources']).toEqual([expect.objectContaining({ sourceId: 'newcomer', received: 1 })]);
+    const text = await (await later.request('/metrics', { token: null })).text();
+    expect(text).toMatch(new RegExp(`^auditlake_ledger_sources_retired ${LEDGER_RETIRE_FROM_SOURCES + 1}$`, 'm'));
+    expect(text).toMatch(/^auditlake_ledger_missing_source_seqs 1$/m);
+    expect(text).toMatch(/^auditlake_ledger_sources_tracked 1$/m);
   });
 });

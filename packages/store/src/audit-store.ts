@@ -983,7 +983,7 @@ export class AuditStore {
         if (current === undefined || current.term !== entry.term || current.received !== received) startRun(entry.seq, entry.term);
         // The ledger reads only entries that carry a sourceSeq (a byte search, then the text).
         const entryBuffer = Buffer.from(entry.bytes.buffer, entry.bytes.byteOffset, entry.bytes.byteLength);
-        if (entryBuffer.includes(SOURCE_SEQ_KEY)) ledger.addJson(entryBuffer.toString('utf8'));
+        if (entryBuffer.includes(SOURCE_SEQ_KEY)) ledger.addJson(entryBuffer.toString('utf8'), entry.ingestTs);
         days.countJson(entryBuffer, entry.timestamp, 'received');
         if (chain.enabled) {
           // Refuses (AUDIT_INTEGRITY_MISMATCH) an entry that does not continue this log's

@@ -414,7 +414,7 @@ export class EventWriter {
             }
           }
           putEvent(batch, event.eventId, event.timestamp, seq, json);
-          ledger.addJson(event.json);
+          ledger.addJson(event.json, ingestTs);
           days.countJson(event.json, event.timestamp, 'received');
           // In the same batch as the event: the indexes and the log can never disagree.
           this.#index.put(batch, termsFromJson(event.json), event.timestamp, seq, newTables);

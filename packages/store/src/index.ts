@@ -12,7 +12,7 @@ export type { PrunedRange } from './pruned-ranges.js';
 export type { ChainHead } from './record-chain.js';
 export { dayOf, DAY_LEDGER_SOURCES_MAX, OTHER_SOURCES, type DayLedgerFilter, type DayLedgerPage, type DayLedgerRow } from './day-ledger.js';
 export { StoredEventText } from './stored-event-text.js';
-export { SourceRanges, sourceOfJson, LEDGER_RANGES_MAX, LEDGER_SOURCES_MAX, SOURCE_RANGES_MAX, SOURCE_RANGES_RESERVED, type SourceLedgerEntry, type SourceLedgerPage, type SourceLedgerSummary } from './source-ledger.js';
+export { SourceRanges, sourceOfJson, LEDGER_RANGES_MAX, LEDGER_RETIRE_FROM_SOURCES, LEDGER_SOURCE_IDLE_DAYS, LEDGER_SOURCES_MAX, SOURCE_RANGES_MAX, SOURCE_RANGES_RESERVED, type SourceLedgerEntry, type SourceLedgerPage, type SourceLedgerSummary } from './source-ledger.js';
 export { appendForwarded, type ForwardTarget } from './forwarded-erasures.js';
 export type { TieredCopyLookup } from './resent-after-retention.js';
 export type { PrunedIdsFigures } from './pruned-ids.js';

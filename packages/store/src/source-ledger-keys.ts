@@ -7,9 +7,12 @@ import { encodeUint } from './event-keys.js';
  *
  *   h!<sourceId>!<from:16 hex> → <to>        one received range, both ends included (decimal)
  *   h!<sourceId>!j             → <joined>    sourceSeqs joined into the ranges that never arrived
+ *   h!<sourceId>!t             → <day>       the newest UTC day (days since 1970) an event of the
+ *                                            source was ordered on, by its ingestTs (source-ledger.ts,
+ *                                            "Idle sources")
  *
  * A sourceId may hold any character, `!` included: a key is read from its end (a range key ends
- * in `!` and 16 hex digits, the joined count's in `!j`, which no range key does).
+ * in `!` and 16 hex digits, the joined count's in `!j`, the day's in `!t`, which no range key does).
  */
 export const SOURCE_RANGE_PREFIX = 'h!';
 
@@ -21,6 +24,7 @@ export const SOURCE_RANGE_PREFIX = 'h!';
 export const LEGACY_SOURCE_LEDGER_PREFIX = 'g!';
 
 const JOINED_SUFFIX = '!j';
+const LAST_DAY_SUFFIX = '!t';
 /** `!` and the 16 hex digits of a range start. */
 const RANGE_SUFFIX_LENGTH = 17;
 const RANGE_SUFFIX = /![0-9a-f]{16}$/;
@@ -33,12 +37,17 @@ export function sourceJoinedKey(sourceId: string): string {
   return SOURCE_RANGE_PREFIX + sourceId + JOINED_SUFFIX;
 }
 
+export function sourceLastDayKey(sourceId: string): string {
+  return SOURCE_RANGE_PREFIX + sourceId + LAST_DAY_SUFFIX;
+}
+
 /** What a key under SOURCE_RANGE_PREFIX holds; undefined for a key of no known form. */
-export function parseSourceRangeKey(key: string): { sourceId: string; from: number } | { sourceId: string; joined: true } | undefined {
+export function parseSourceRangeKey(key: string): { sourceId: string; from: number } | { sourceId: string; joined: true } | { sourceId: string; lastDay: true } | undefined {
   if (!key.startsWith(SOURCE_RANGE_PREFIX)) return undefined;
   if (RANGE_SUFFIX.test(key)) {
     return { sourceId: key.slice(SOURCE_RANGE_PREFIX.length, -RANGE_SUFFIX_LENGTH), from: parseInt(key.slice(-16), 16) };
   }
   if (key.endsWith(JOINED_SUFFIX)) return { sourceId: key.slice(SOURCE_RANGE_PREFIX.length, -JOINED_SUFFIX.length), joined: true };
+  if (key.endsWith(LAST_DAY_SUFFIX)) return { sourceId: key.slice(SOURCE_RANGE_PREFIX.length, -LAST_DAY_SUFFIX.length), lastDay: true };
   return undefined;
 }

@@ -1,6 +1,6 @@
 import type { Level } from 'level';
 import { prefixEnd } from './event-keys.js';
-import { LEGACY_SOURCE_LEDGER_PREFIX, parseSourceRangeKey, SOURCE_RANGE_PREFIX, sourceJoinedKey, sourceRangeKey } from './source-ledger-keys.js';
+import { LEGACY_SOURCE_LEDGER_PREFIX, parseSourceRangeKey, SOURCE_RANGE_PREFIX, sourceJoinedKey, sourceLastDayKey, sourceRangeKey } from './source-ledger-keys.js';
 import { SourceRanges, type RangeWrites } from './source-ranges.js';
 
 /** How the ledger takes the sources a store holds, one by one, within its bounds. */
@@ -11,7 +11,8 @@ export interface LedgerAdmission {
   readonly sourcesMax: number;
   /** Most ranges the next source taken may keep, given what the ledger holds already. */
   rangesAllowed(): number;
-  admit(sourceId: string, ranges: SourceRanges): void;
+  /** `lastDay`: the source's stored last active day (`h!<sourceId>!t`), if any. */
+  admit(sourceId: string, ranges: SourceRanges, lastDay: number | undefined): void;
 }
 
 /** A source's ranges as a version before stored them under `g!`, in one value. */
@@ -44,13 +45,14 @@ export async function loadSourceLedger(db: Level<string, string>, otherKey: stri
   };
 
   /** Takes one source; `legacy` when its ranges are not stored a key per range yet. */
-  const take = (sourceId: string, ranges: SourceRanges, legacy: boolean) => {
+  const take = (sourceId: string, ranges: SourceRanges, legacy: boolean, lastDay?: number) => {
     const writes: RangeWrites = new Map();
     if (admission.tracked() >= admission.sourcesMax) {
       other += ranges.received;
       if (!legacy) {
         for (const [from] of ranges.ranges) sink.del(sourceRangeKey(sourceId, from));
         if (ranges.joined > 0) sink.del(sourceJoinedKey(sourceId));
+        if (lastDay !== undefined) sink.del(sourceLastDayKey(sourceId));
       }
       return;
     }
@@ -62,24 +64,25 @@ export async function loadSourceLedger(db: Level<string, string>, otherKey: stri
       else sink.put(sourceRangeKey(sourceId, from), String(to));
     }
     if (ranges.joined !== joinedBefore) sink.put(sourceJoinedKey(sourceId), String(ranges.joined));
-    admission.admit(sourceId, ranges);
+    admission.admit(sourceId, ranges, lastDay);
   };
 
-  const stored = new Map<string, { ranges: Array<[number, number]>; joined: number }>();
+  const stored = new Map<string, { ranges: Array<[number, number]>; joined: number; lastDay?: number }>();
   for await (const [key, value] of db.iterator({ gte: SOURCE_RANGE_PREFIX, lt: prefixEnd(SOURCE_RANGE_PREFIX) })) {
     const parsed = parseSourceRangeKey(key);
     if (parsed === undefined) continue;
     let source = stored.get(parsed.sourceId);
     if (source === undefined) stored.set(parsed.sourceId, (source = { ranges: [], joined: 0 }));
     if ('joined' in parsed) source.joined = Number(value);
+    else if ('lastDay' in parsed) source.lastDay = Number(value);
     else source.ranges.push([parsed.from, Number(value)]);
   }
   for (const sourceId of [...stored.keys()].sort()) {
-    const { ranges, joined } = stored.get(sourceId) as { ranges: Array<[number, number]>; joined: number };
-    // A joined count without ranges (nothing writes one) holds nothing to track.
+    const { ranges, joined, lastDay } = stored.get(sourceId) as { ranges: Array<[number, number]>; joined: number; lastDay?: number };
+    // A joined count or a day without ranges (nothing writes one alone) holds nothing to track.
     if (ranges.length === 0) continue;
     const spanned = ranges.reduce((n, [from, to]) => n + to - from + 1, 0);
-    take(sourceId, new SourceRanges(ranges, spanned - joined), false);
+    take(sourceId, new SourceRanges(ranges, spanned - joined), false, lastDay);
   }
 
   // Read as it is streamed, each source fitted before the next is read: an old store may hold

@@ -2,7 +2,7 @@ import type { Level } from 'level';
 import { localKey } from './event-keys.js';
 import { SOURCE_ID_KEY, stringFieldOfJson } from './json-field.js';
 import { loadSourceLedger, type LedgerAdmission } from './source-ledger-load.js';
-import { sourceJoinedKey, sourceRangeKey } from './source-ledger-keys.js';
+import { sourceJoinedKey, sourceLastDayKey, sourceRangeKey } from './source-ledger-keys.js';
 import { SOURCE_RANGES_MAX, SourceRanges, type RangeWrites, type SourceLedgerEntry } from './source-ranges.js';
 
 export { SOURCE_RANGES_MAX, SourceRanges, type SourceLedgerEntry } from './source-ranges.js';
@@ -26,10 +26,42 @@ export { SOURCE_RANGES_MAX, SourceRanges, type SourceLedgerEntry } from './sourc
  * Most sources the ledger tracks one by one, each with its ranges. Past it, the events with a
  * sourceSeq of any further source are counted together (`otherSources`), without ranges: a
  * holder of an ingest token sending a new sourceId with every event would otherwise grow the
- * ledger (kept in memory on every copy, answered in pages) without bound. The
- * first sources seen keep their place; a source's place is never given to another.
+ * ledger (kept in memory on every copy, answered in pages) without bound. A source keeps its
+ * place while it sends; only an idle one gives it up, and only when the ledger is nearly full
+ * (LEDGER_SOURCE_IDLE_DAYS).
  */
 export const LEDGER_SOURCES_MAX = 10_000;
+
+/**
+ * Idle sources. Sources come and go (a sourceId per pod, per job run), and places once taken
+ * for good would leave every source that comes after the first 10,000 untracked, its holes
+ * unseen, however long the others have been gone. So at the first event of each new UTC day
+ * (by ingestTs, the log's time, which every copy reads the same), when the ledger tracks at
+ * least LEDGER_RETIRE_FROM_SOURCES sources, every source whose newest event was ordered more
+ * than this many days before that day is retired: its ranges are dropped and its counts added
+ * to `retired` (sources, received, missing: its holes as they stood are still counted as
+ * missing, since nothing can fill them now). A retired source that sends again starts anew.
+ * Nothing but the log decides this, so every copy that ordered the same events in the same
+ * order retires the same sources at the same event, whatever batches it got them in.
+ */
+export const LEDGER_SOURCE_IDLE_DAYS = 30;
+
+/** Tracked sources from which idle ones are retired (90% of LEDGER_SOURCES_MAX): places free up a day before new sources would be turned away. */
+export const LEDGER_RETIRE_FROM_SOURCES = 9_000;
+
+const DAY_MS = 86_400_000;
+
+/** The retired sources' counts, kept in this node's metadata. */
+export const RETIRED_SOURCES_KEY = localKey('ledgerRetiredSources');
+/** The newest UTC day of an event the ledger took (the day its idle sources were last looked for). */
+export const LEDGER_DAY_KEY = localKey('ledgerDay');
+
+/** What the retired sources held when they were retired, summed. */
+export interface RetiredSources {
+  sources: number;
+  received: number;
+  missing: number;
+}
 
 /**
  * Ranges every tracked source may hold whatever the others hold (its first range and up to
@@ -113,6 +145,9 @@ export interface SourceLedgerSummary {
   missing: number;
   /** Events with a sourceSeq of sources past LEDGER_SOURCES_MAX, counted together (no ranges, no holes). */
   otherSourceEvents: number;
+  /** Sources retired for being idle (LEDGER_SOURCE_IDLE_DAYS), and the sourceSeqs they missed then. */
+  retiredSources: number;
+  retiredMissing: number;
 }
 
 /** One page of the ledger's sources, by sourceId. */
@@ -134,6 +169,11 @@ export class SourceLedger {
   /** Ranges held over all sources, and those of them beyond the sources' reserves. */
   #ranges = 0;
   #shared = 0;
+  /** Each tracked source's newest UTC day of an event (absent: none known, see LedgerChange). */
+  readonly #lastDay = new Map<string, number>();
+  #retired: RetiredSources = { sources: 0, received: 0, missing: 0 };
+  /** The newest UTC day of an event the ledger took; undefined before the first. */
+  #day: number | undefined;
 
   /**
    * Reads a store's ledger (source-ledger-load.ts), moving the ranges a version before stored
@@ -145,9 +185,16 @@ export class SourceLedger {
       tracked: () => ledger.#sources.size,
       sourcesMax: LEDGER_SOURCES_MAX,
       rangesAllowed: () => Math.min(SOURCE_RANGES_MAX, SOURCE_RANGES_RESERVED + Math.max(0, SHARED_RANGES_MAX - ledger.#shared)),
-      admit: (sourceId, ranges) => ledger.#set(sourceId, ranges),
+      admit: (sourceId, ranges, lastDay) => {
+        ledger.#set(sourceId, ranges);
+        if (lastDay !== undefined) ledger.#lastDay.set(sourceId, lastDay);
+      },
     };
     ledger.#other = await loadSourceLedger(db, OTHER_SOURCES_KEY, admission);
+    const retired = await db.get(RETIRED_SOURCES_KEY);
+    if (retired !== undefined) ledger.#retired = JSON.parse(retired) as RetiredSources;
+    const day = await db.get(LEDGER_DAY_KEY);
+    if (day !== undefined) ledger.#day = Number(day);
     return ledger;
   }
 
@@ -176,6 +223,19 @@ export class SourceLedger {
     this.#shared += beyondReserve(ranges.ranges.length);
   }
 
+  /** Drops a retired source, keeping the totals. */
+  #remove(sourceId: string): void {
+    const ranges = this.#sources.get(sourceId);
+    if (ranges === undefined) return;
+    this.#missing -= ranges.missing;
+    if (ranges.missing > 0) this.#withGaps--;
+    this.#ranges -= ranges.ranges.length;
+    this.#shared -= beyondReserve(ranges.ranges.length);
+    this.#sources.delete(sourceId);
+    this.#lastDay.delete(sourceId);
+    this.#ids.splice(sortedPosition(this.#ids, sourceId) - 1, 1);
+  }
+
   /**
    * The additions of one batch: applied to copies, put into the batch, and made visible by
    * {@link LedgerChange.commit} once the batch is written (a failed write changes nothing).
@@ -184,9 +244,16 @@ export class SourceLedger {
     return new LedgerChange(this.#sources, {
       other: () => this.#other,
       shared: () => this.#shared,
-      apply: (changed, other) => {
-        for (const [sourceId, ranges] of changed) this.#set(sourceId, ranges);
-        this.#other = other;
+      lastDay: (sourceId) => this.#lastDay.get(sourceId),
+      day: () => this.#day,
+      retired: () => this.#retired,
+      apply: (change) => {
+        for (const sourceId of change.retiring) this.#remove(sourceId);
+        for (const [sourceId, ranges] of change.changed) this.#set(sourceId, ranges);
+        for (const [sourceId, day] of change.lastDays) this.#lastDay.set(sourceId, day);
+        this.#other = change.other;
+        this.#retired = change.retired;
+        this.#day = change.day;
       },
     });
   }
@@ -208,7 +275,14 @@ export class SourceLedger {
 
   /** The totals, without building any entry. */
   summary(): SourceLedgerSummary {
-    return { sources: this.#sources.size, sourcesWithGaps: this.#withGaps, missing: this.#missing, otherSourceEvents: this.#other };
+    return {
+      sources: this.#sources.size,
+      sourcesWithGaps: this.#withGaps,
+      missing: this.#missing,
+      otherSourceEvents: this.#other,
+      retiredSources: this.#retired.sources,
+      retiredMissing: this.#retired.missing,
+    };
   }
 
   /** Ranges held over all sources (at most LEDGER_RANGES_MAX). */
@@ -229,12 +303,26 @@ function sortedPosition(ids: readonly string[], id: string): number {
   return low;
 }
 
+/** What a change makes of the ledger once written. */
+interface AppliedChange {
+  /** Sources retired, dropped before `changed` is put in place (a retired source sent again is in both). */
+  retiring: ReadonlySet<string>;
+  changed: ReadonlyMap<string, SourceRanges>;
+  lastDays: ReadonlyMap<string, number>;
+  other: number;
+  retired: RetiredSources;
+  day: number | undefined;
+}
+
 /** What a change reads of the ledger it changes, and how it changes it once written. */
 interface LedgerState {
   other(): number;
   /** The shared ranges in use (beyond the sources' reserves). */
   shared(): number;
-  apply(changed: ReadonlyMap<string, SourceRanges>, other: number): void;
+  lastDay(sourceId: string): number | undefined;
+  day(): number | undefined;
+  retired(): RetiredSources;
+  apply(change: AppliedChange): void;
 }
 
 /** One source a change touched: its changed copy, and what of it the batch must store. */
@@ -242,12 +330,18 @@ interface ChangedSource {
   ranges: SourceRanges;
   writes: RangeWrites;
   joinedBefore: number;
+  /** New to the ledger in this change (not tracked when it began, or retired in it). */
+  fresh: boolean;
 }
 
 export class LedgerChange {
   readonly #sources: ReadonlyMap<string, SourceRanges>;
   readonly #ledger: LedgerState;
   readonly #changed = new Map<string, ChangedSource>();
+  /** Tracked sources this change retires: their stored keys are deleted. */
+  readonly #retiring = new Set<string>();
+  /** Sources' last active days this change moves. */
+  readonly #lastDays = new Map<string, number>();
   /** Sources this change adds that the ledger does not track yet. */
   #added = 0;
   /** How the shared ranges in use change with this change. */
@@ -255,6 +349,10 @@ export class LedgerChange {
   /** Events of untracked sources this change counts. */
   #otherEvents = 0;
   #otherWritten: number | undefined;
+  /** The retired sources' counts once written, when this change retires any. */
+  #retired: RetiredSources | undefined;
+  /** The ledger's day once written, when this change moves it. */
+  #day: number | undefined;
 
   constructor(sources: ReadonlyMap<string, SourceRanges>, ledger: LedgerState) {
     this.#sources = sources;
@@ -264,27 +362,105 @@ export class LedgerChange {
   /**
    * Reads the source of one stored event's JSON and records it; events without a sourceSeq
    * change nothing. A source new to a ledger that tracks LEDGER_SOURCES_MAX already is counted
-   * with the other sources.
+   * with the other sources. `ingestTs`, the event's place in the log's time, is given for the
+   * events the log ordered: it moves the source's last active day and, on a new day, may retire
+   * idle sources (LEDGER_SOURCE_IDLE_DAYS). Without it (an event sampled out, never ordered;
+   * the build of a ledger from an old store, which reads events in event-time order) neither
+   * happens, so that only the log's order decides them.
    */
-  addJson(json: string): void {
+  addJson(json: string, ingestTs?: number): void {
     const source = sourceOfJson(json);
     if (source === undefined) return;
-    const changed = this.#changed.get(source.sourceId);
+    const { sourceId } = source;
+    const day = ingestTs === undefined ? undefined : Math.floor(ingestTs / DAY_MS);
+    if (day !== undefined) {
+      // The event's own source is active on its day: noted before idle sources are looked for.
+      if (this.#changed.has(sourceId) || (this.#sources.has(sourceId) && !this.#retiring.has(sourceId))) this.#noteDay(sourceId, day);
+      this.#passDay(day);
+    }
+    const changed = this.#changed.get(sourceId);
     if (changed !== undefined) {
       this.#add(changed.ranges, source.sourceSeq, changed.writes);
       return;
     }
-    const stored = this.#sources.get(source.sourceId);
-    if (stored === undefined && this.#sources.size + this.#added >= LEDGER_SOURCES_MAX) {
+    const stored = this.#retiring.has(sourceId) ? undefined : this.#sources.get(sourceId);
+    if (stored === undefined && this.#tracked() >= LEDGER_SOURCES_MAX) {
       this.#otherEvents++;
       return;
     }
-    const ranges = stored === undefined ? new SourceRanges() : stored.copy();
+    if (stored === undefined) {
+      const ranges = new SourceRanges();
+      const writes: RangeWrites = new Map();
+      this.#add(ranges, source.sourceSeq, writes);
+      this.#changed.set(sourceId, { ranges, writes, joinedBefore: 0, fresh: true });
+      this.#added++;
+      // A source new on this node alone (sampled out) is dated by the ledger's day, when known.
+      const dated = day ?? this.#day ?? this.#ledger.day();
+      if (dated !== undefined) this.#lastDays.set(sourceId, dated);
+      return;
+    }
+    const ranges = stored.copy();
     const writes: RangeWrites = new Map();
     // A sourceSeq received before writes nothing.
     if (!this.#add(ranges, source.sourceSeq, writes)) return;
-    this.#changed.set(source.sourceId, { ranges, writes, joinedBefore: stored?.joined ?? 0 });
-    if (stored === undefined) this.#added++;
+    this.#changed.set(sourceId, { ranges, writes, joinedBefore: stored.joined, fresh: false });
+  }
+
+  /** Sources tracked once this change is written. */
+  #tracked(): number {
+    return this.#sources.size - this.#retiring.size + this.#added;
+  }
+
+  /** A tracked source's last active day as this change leaves it. */
+  #lastDayOf(sourceId: string): number | undefined {
+    return this.#lastDays.get(sourceId) ?? (this.#retiring.has(sourceId) || this.#changed.get(sourceId)?.fresh === true ? undefined : this.#ledger.lastDay(sourceId));
+  }
+
+  /** Moves a tracked source's last active day to `day` when that is newer. */
+  #noteDay(sourceId: string, day: number | undefined): void {
+    if (day === undefined) return;
+    const last = this.#lastDayOf(sourceId);
+    if (last === undefined || day > last) this.#lastDays.set(sourceId, day);
+  }
+
+  /**
+   * An event of `day` was ordered: the first of a new day retires the idle sources when the
+   * ledger is nearly full. The very first day a ledger sees dates every source it holds
+   * without a day (kept by a version before days were), so those have the whole idle period
+   * from then, not from the start of time.
+   */
+  #passDay(day: number): void {
+    const current = this.#day ?? this.#ledger.day();
+    if (current !== undefined && day <= current) return;
+    this.#day = day;
+    if (current === undefined) {
+      for (const sourceId of this.#sources.keys()) if (this.#lastDayOf(sourceId) === undefined && !this.#retiring.has(sourceId)) this.#lastDays.set(sourceId, day);
+      return;
+    }
+    if (this.#tracked() < LEDGER_RETIRE_FROM_SOURCES) return;
+    const idleThrough = day - LEDGER_SOURCE_IDLE_DAYS - 1;
+    const idle: string[] = [];
+    for (const sourceId of this.#sources.keys()) {
+      if (this.#retiring.has(sourceId) || this.#changed.get(sourceId)?.fresh === true) continue;
+      if ((this.#lastDayOf(sourceId) ?? -Infinity) <= idleThrough) idle.push(sourceId);
+    }
+    for (const [sourceId, changed] of this.#changed) if (changed.fresh && (this.#lastDayOf(sourceId) ?? -Infinity) <= idleThrough) idle.push(sourceId);
+    for (const sourceId of idle) this.#retire(sourceId);
+  }
+
+  /** Retires one source: its counts go to the retired ones, its keys are deleted when written. */
+  #retire(sourceId: string): void {
+    const changed = this.#changed.get(sourceId);
+    const ranges = changed?.ranges ?? this.#sources.get(sourceId);
+    if (ranges === undefined) return;
+    const retired = this.#retired ?? this.#ledger.retired();
+    this.#retired = { sources: retired.sources + 1, received: retired.received + ranges.received, missing: retired.missing + ranges.missing };
+    // Its ranges no longer count against the shared ones (what the change added of them included).
+    this.#sharedDelta -= beyondReserve(ranges.ranges.length);
+    this.#lastDays.delete(sourceId);
+    this.#changed.delete(sourceId);
+    if (changed?.fresh === true) this.#added--;
+    else this.#retiring.add(sourceId);
   }
 
   /** Adds one sourceSeq to a source's copy, within the ledger's budgets. */
@@ -297,22 +473,43 @@ export class LedgerChange {
 
   /** Puts what changed of every changed source's ranges (and the other sources' count) into the batch. */
   putChanged(batch: WriteSink): void {
+    // Deletes first: a source retired and sent again in this change writes its new keys after.
+    for (const sourceId of this.#retiring) {
+      const stored = this.#sources.get(sourceId) as SourceRanges;
+      for (const [from] of stored.ranges) batch.del(sourceRangeKey(sourceId, from));
+      if (stored.joined > 0) batch.del(sourceJoinedKey(sourceId));
+      batch.del(sourceLastDayKey(sourceId));
+    }
     for (const [sourceId, { ranges, writes, joinedBefore }] of this.#changed) {
       putSourceWrites(batch, sourceId, writes, ranges.joined !== joinedBefore ? ranges.joined : undefined);
     }
+    for (const [sourceId, day] of this.#lastDays) batch.put(sourceLastDayKey(sourceId), String(day));
     if (this.#otherEvents > 0) {
       this.#otherWritten = this.#ledger.other() + this.#otherEvents;
       batch.put(OTHER_SOURCES_KEY, String(this.#otherWritten));
     }
+    if (this.#retired !== undefined) batch.put(RETIRED_SOURCES_KEY, JSON.stringify(this.#retired));
+    if (this.#day !== undefined) batch.put(LEDGER_DAY_KEY, String(this.#day));
   }
 
   /** After the batch was written: the changes become the ledger. */
   commit(): void {
-    this.#ledger.apply(new Map([...this.#changed].map(([sourceId, { ranges }]) => [sourceId, ranges])), this.#otherWritten ?? this.#ledger.other());
+    this.#ledger.apply({
+      retiring: this.#retiring,
+      changed: new Map([...this.#changed].map(([sourceId, { ranges }]) => [sourceId, ranges])),
+      lastDays: this.#lastDays,
+      other: this.#otherWritten ?? this.#ledger.other(),
+      retired: this.#retired ?? this.#ledger.retired(),
+      day: this.#day ?? this.#ledger.day(),
+    });
     this.#changed.clear();
+    this.#retiring.clear();
+    this.#lastDays.clear();
     this.#added = 0;
     this.#sharedDelta = 0;
     this.#otherEvents = 0;
     this.#otherWritten = undefined;
+    this.#retired = undefined;
+    this.#day = undefined;
   }
 }

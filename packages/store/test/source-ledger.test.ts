@@ -174,7 +174,7 @@ describe('a store written before the ledger', () => {
 /** The summary a sum over every entry gives. */
 function summed(store: AuditStore) {
   const sources = store.sourceLedger();
-  return { sources: sources.length, sourcesWithGaps: sources.filter((s) => s.missing > 0).length, missing: sources.reduce((n, s) => n + s.missing, 0) };
+  return { sources: sources.length, sourcesWithGaps: sources.filter((s) => s.missing > 0).length, missing: sources.reduce((n, s) => n + s.missing, 0), retiredSources: 0, retiredMissing: 0 };
 }
 
 describe('the ledger is bounded', () => {
@@ -196,7 +196,7 @@ describe('the ledger is bounded', () => {
     expect(leader.sourceLedger(`flood-${String(LEDGER_SOURCES_MAX - 2).padStart(6, '0')}`)).toHaveLength(1);
     expect(leader.sourceLedger(`flood-${String(LEDGER_SOURCES_MAX - 1).padStart(6, '0')}`)).toEqual([]);
     const summary = { ...summed(leader), otherSourceEvents: 30 + 2 };
-    expect(summary).toEqual({ sources: LEDGER_SOURCES_MAX, sourcesWithGaps: 1, missing: 4, otherSourceEvents: 32 });
+    expect(summary).toEqual({ sources: LEDGER_SOURCES_MAX, sourcesWithGaps: 1, missing: 4, otherSourceEvents: 32, retiredSources: 0, retiredMissing: 0 });
     expect(leader.sourceLedgerSummary()).toEqual(summary);
 
     const { store: standby } = await openStore();

@@ -1,5 +1,5 @@
 import { AuditError, AuditErrorCode, EVENT_TIME_MAX_MS, timeBound } from '@auditlake/model';
-import { dayOf, LEDGER_RANGES_MAX, LEDGER_SOURCES_MAX, type AuditStore } from '@auditlake/store';
+import { dayOf, LEDGER_RANGES_MAX, LEDGER_RETIRE_FROM_SOURCES, LEDGER_SOURCE_IDLE_DAYS, LEDGER_SOURCES_MAX, type AuditStore } from '@auditlake/store';
 import type { FastifyInstance } from 'fastify';
 import { Gauge, type Registry } from 'prom-client';
 import { dayCursor, ledgerPageParams } from './ledger-page-params.js';
@@ -34,7 +34,8 @@ function dayParam(name: string, value: unknown): string | undefined {
  * the newest holes as ranges (`gapsLimit` of them; `gapCount` and `missing` count all), a page
  * of `limit` sources by sourceId at a time (`next` is the `after` of the following page), or
  * the one `sourceId`; totals over every tracked source (`otherSourceEvents`: the events of
- * sources past the LEDGER_SOURCES_MAX tracked); and per day (of the events' time, UTC) and
+ * sources past the LEDGER_SOURCES_MAX tracked; `sourcesRetired` and `retiredMissing`: the idle
+ * sources the ledger retired and the sourceSeqs they missed then); and per day (of the events' time, UTC) and
  * source, how many events were received, are stored, are tiered and were pruned, `daysLimit`
  * rows at a time (`daysNext` is the `daysAfter` of the following rows).
  * `countTiered` brings the tiered counts up to the watermark this node knows before the answer.
@@ -66,10 +67,21 @@ export function registerLedgerRoute(app: FastifyInstance, options: { store: Audi
       // One source: the totals are its own.
       const sources = options.store.sourceLedger(raw, page.gapsLimit);
       const missing = sources.reduce((n, s) => n + s.missing, 0);
-      return { sources, next: null, sourcesTracked: sources.length, sourcesWithGaps: missing > 0 ? 1 : 0, missing, otherSourceEvents: summary.otherSourceEvents, days, daysNext };
+      return { sources, next: null, sourcesTracked: sources.length, sourcesWithGaps: missing > 0 ? 1 : 0, missing, otherSourceEvents: summary.otherSourceEvents, sourcesRetired: summary.retiredSources, retiredMissing: summary.retiredMissing, days, daysNext };
     }
     const { sources, next } = options.store.sourceLedgerPage({ ...(page.after !== undefined ? { after: page.after } : {}), limit: page.limit, gapsMax: page.gapsLimit });
-    return { sources, next, sourcesTracked: summary.sources, sourcesWithGaps: summary.sourcesWithGaps, missing: summary.missing, otherSourceEvents: summary.otherSourceEvents, days, daysNext };
+    return {
+      sources,
+      next,
+      sourcesTracked: summary.sources,
+      sourcesWithGaps: summary.sourcesWithGaps,
+      missing: summary.missing,
+      otherSourceEvents: summary.otherSourceEvents,
+      sourcesRetired: summary.retiredSources,
+      retiredMissing: summary.retiredMissing,
+      days,
+      daysNext,
+    };
   });
 }
 
@@ -84,10 +96,13 @@ export function registerLedgerGauges(registry: Registry, store: AuditStore): voi
   const registers = [registry];
   new Gauge({
     name: 'auditlake_ledger_missing_source_seqs',
-    help: 'sourceSeqs a source counted that never arrived (holes in the completeness ledger), over every source',
+    help: 'sourceSeqs a source counted that never arrived (holes in the completeness ledger), over every source, the idle sources retired from the ledger included',
     registers,
     collect() {
-      this.set(store.sourceLedgerSummary().missing);
+      // Retired sources' holes stay counted: retiring an idle source must not read as its
+      // missing events having arrived.
+      const summary = store.sourceLedgerSummary();
+      this.set(summary.missing + summary.retiredMissing);
     },
   });
   new Gauge({
@@ -99,13 +114,22 @@ export function registerLedgerGauges(registry: Registry, store: AuditStore): voi
     },
   });
   // Sources past the bound are counted together, without holes: a source id per process
-  // instance (a pod, a job) reaches it over time, and gaps of later sources then go unseen.
+  // instance (a pod, a job) reaches it over time, and gaps of later sources then go unseen
+  // until idle sources are retired (LEDGER_SOURCE_IDLE_DAYS).
   new Gauge({
     name: 'auditlake_ledger_sources_tracked',
     help: `Sources the completeness ledger tracks one by one (at most ${LEDGER_SOURCES_MAX}; the events of further sources are counted together, without holes)`,
     registers,
     collect() {
       this.set(store.sourceLedgerSummary().sources);
+    },
+  });
+  new Gauge({
+    name: 'auditlake_ledger_sources_retired',
+    help: `Sources retired from the completeness ledger after more than ${LEDGER_SOURCE_IDLE_DAYS} days without an event, while it tracked at least ${LEDGER_RETIRE_FROM_SOURCES}`,
+    registers,
+    collect() {
+      this.set(store.sourceLedgerSummary().retiredSources);
     },
   });
   new Gauge({
