@@ -6,8 +6,12 @@
 // them; the day rows in pages of their own (daysLimit, daysAfter). A flood of new sources is tracked up to the ledger's bound and counted together past
 // it, in the answer, tierStatus and /metrics alike; idle sources give their places up once the
 // ledger is nearly full, their holes still counted.
-import { DAY_LEDGER_SOURCES_MAX, LEDGER_RETIRE_FROM_SOURCES, LEDGER_SOURCE_IDLE_DAYS, LEDGER_SOURCES_MAX, OTHER_SOURCES, dayOf } from '@auditlake/store';
-import { describe, expect, it } from 'vitest';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AuditEvent } from '@auditlake/model';
+import { AuditStore, DAY_LEDGER_SOURCES_MAX, LEDGER_RETIRE_FROM_SOURCES, LEDGER_SOURCE_IDLE_DAYS, LEDGER_SOURCES_MAX, OTHER_SOURCES, dayOf } from '@auditlake/store';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { FAST_TIERING, externalS3, postSettings, waitUntilTiered } from './tier-helpers.js';
 import { event, INGEST_TOKEN, startTestNode } from './test-node.js';
 
@@ -258,22 +262,27 @@ describe('the ledger under a flood of sources', () => {
     expect(text).toMatch(/^auditlake_ledger_untracked_source_events 20$/m);
   });
 
-  it('retires idle sources when the ledger is nearly full: counted in the answer and /metrics, their holes still missing', async () => {
-    const first = await startTestNode();
-    // A source with a hole, then enough one-event sources to reach the threshold.
-    expect((await first.ingest([1, 3].map((s) => event({ eventId: `g${s}`, sourceId: 'gone', sourceSeq: s })))).status).toBe(200);
-    for (let from = 0; from < LEDGER_RETIRE_FROM_SOURCES; from += 1_000) {
-      const events = Array.from({ length: 1_000 }, (_, i) => event({ eventId: `c${from + i}`, sourceId: `crowd-${from + i}`, sourceSeq: 0 }));
-      expect((await first.ingest(events)).status).toBe(200);
+  it('answers the idle sources the ledger retired: counted in the answer and /metrics, their holes still missing', async () => {
+    // The store written as a single node writes it (term 0), over 32 days of events: a source
+    // with a hole and a crowd on the first, then one source each day after.
+    const dataDir = await mkdtemp(join(tmpdir(), 'auditlake-ledger-idle-'));
+    onTestFinished(() => rm(dataDir, { recursive: true, force: true }));
+    let now = Date.UTC(2026, 0, 1, 12);
+    const store = await AuditStore.open({ location: join(dataDir, 'store'), sequencer: () => 0, now: () => now });
+    const ev = (eventId: string, sourceId: string, sourceSeq: number): AuditEvent => ({ eventId, userId: 'alice', source: 'trino', action: 'data:Select', resource: '', decision: 'ALLOW', tables: [], query: '', details: '', timestamp: now, sourceId, sourceSeq });
+    await store.append([ev('g1', 'gone', 1), ev('g3', 'gone', 3)]);
+    await store.append(Array.from({ length: LEDGER_RETIRE_FROM_SOURCES }, (_, i) => ev(`c${i}`, `crowd-${i}`, 0)));
+    for (let day = 1; day <= LEDGER_SOURCE_IDLE_DAYS + 1; day++) {
+      now += 86_400_000;
+      await store.append([ev(`d${day}`, 'daily', day)]);
     }
-    await first.node.close();
-    // The same store, its clock past the idle period: the day's first event retires them all.
-    const later = await startTestNode({ dataDir: first.dataDir, props: { 'auditlake.debug.clock.offset.ms': String((LEDGER_SOURCE_IDLE_DAYS + 1) * 86_400_000) } });
-    expect((await later.ingest([event({ eventId: 'n1', sourceId: 'newcomer', sourceSeq: 1 })])).status).toBe(200);
-    const ledger = (await (await later.request('/admin/audit/ledger')).json()) as Record<string, unknown>;
+    await store.close();
+
+    const t = await startTestNode({ dataDir });
+    const ledger = (await (await t.request('/admin/audit/ledger')).json()) as Record<string, unknown>;
     expect(ledger).toMatchObject({ sourcesTracked: 1, missing: 0, sourcesRetired: LEDGER_RETIRE_FROM_SOURCES + 1, retiredMissing: 1, next: null });
-    expect(ledger['sources']).toEqual([expect.objectContaining({ sourceId: 'newcomer', received: 1 })]);
-    const text = await (await later.request('/metrics', { token: null })).text();
+    expect(ledger['sources']).toEqual([expect.objectContaining({ sourceId: 'daily', received: LEDGER_SOURCE_IDLE_DAYS + 1 })]);
+    const text = await (await t.request('/metrics', { token: null })).text();
     expect(text).toMatch(new RegExp(`^auditlake_ledger_sources_retired ${LEDGER_RETIRE_FROM_SOURCES + 1}$`, 'm'));
     expect(text).toMatch(/^auditlake_ledger_missing_source_seqs 1$/m);
     expect(text).toMatch(/^auditlake_ledger_sources_tracked 1$/m);

@@ -7,9 +7,8 @@ import { encodeUint } from './event-keys.js';
  *
  *   h!<sourceId>!<from:16 hex> → <to>        one received range, both ends included (decimal)
  *   h!<sourceId>!j             → <joined>    sourceSeqs joined into the ranges that never arrived
- *   h!<sourceId>!t             → <day>       the newest UTC day (days since 1970) an event of the
- *                                            source was ordered on, by its ingestTs (source-ledger.ts,
- *                                            "Idle sources")
+ *   h!<sourceId>!t             → <day>       the ledger's number of the day of the source's newest
+ *                                            event (source-ledger.ts, LEDGER_SOURCE_IDLE_DAYS)
  *
  * A sourceId may hold any character, `!` included: a key is read from its end (a range key ends
  * in `!` and 16 hex digits, the joined count's in `!j`, the day's in `!t`, which no range key does).

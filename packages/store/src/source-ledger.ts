@@ -35,14 +35,20 @@ export const LEDGER_SOURCES_MAX = 10_000;
 /**
  * Idle sources. Sources come and go (a sourceId per pod, per job run), and places once taken
  * for good would leave every source that comes after the first 10,000 untracked, its holes
- * unseen, however long the others have been gone. So at the first event of each new UTC day
- * (by ingestTs, the log's time, which every copy reads the same), when the ledger tracks at
- * least LEDGER_RETIRE_FROM_SOURCES sources, every source whose newest event was ordered more
- * than this many days before that day is retired: its ranges are dropped and its counts added
- * to `retired` (sources, received, missing: its holes as they stood are still counted as
- * missing, since nothing can fill them now). A retired source that sends again starts anew.
- * Nothing but the log decides this, so every copy that ordered the same events in the same
- * order retires the same sources at the same event, whatever batches it got them in.
+ * unseen, however long the others have been gone. The ledger numbers the days it sees events
+ * on: the first event whose UTC day (of its ingestTs, the log's time, which every copy reads
+ * the same) is later than the last one's starts the next day number. Each source keeps the day
+ * number of its newest event. At the start of each day, when the ledger tracks at least
+ * LEDGER_RETIRE_FROM_SOURCES sources, every source without an event over more than this many
+ * days of events is retired: its ranges are dropped and its counts added to `retired`
+ * (sources, received, missing: its holes as they stood are still counted as missing, since
+ * nothing can fill them now). A retired source that sends again starts anew.
+ *
+ * Days of events rather than calendar days: ingest time never goes back, so a leader whose
+ * clock jumped a year ahead moves it a year at once, and calendar days would retire every
+ * source idle at that moment; it is one day of events. Nothing but the log decides this, so
+ * every copy that ordered the same events in the same order retires the same sources at the
+ * same event, whatever batches it got them in.
  */
 export const LEDGER_SOURCE_IDLE_DAYS = 30;
 
@@ -53,8 +59,16 @@ const DAY_MS = 86_400_000;
 
 /** The retired sources' counts, kept in this node's metadata. */
 export const RETIRED_SOURCES_KEY = localKey('ledgerRetiredSources');
-/** The newest UTC day of an event the ledger took (the day its idle sources were last looked for). */
+/** The ledger's day (LedgerDay as JSON): the newest UTC day of an event it took, and its number. */
 export const LEDGER_DAY_KEY = localKey('ledgerDay');
+
+/** The ledger's count of days with events (LEDGER_SOURCE_IDLE_DAYS). */
+interface LedgerDay {
+  /** The newest UTC day (days since 1970) of an event's ingestTs. */
+  day: number;
+  /** How many days with events came before it (the first is 0): sources are dated by it. */
+  number: number;
+}
 
 /** What the retired sources held when they were retired, summed. */
 export interface RetiredSources {
@@ -169,11 +183,11 @@ export class SourceLedger {
   /** Ranges held over all sources, and those of them beyond the sources' reserves. */
   #ranges = 0;
   #shared = 0;
-  /** Each tracked source's newest UTC day of an event (absent: none known, see LedgerChange). */
+  /** Each tracked source's day number of its newest event (absent: none known, see LedgerChange). */
   readonly #lastDay = new Map<string, number>();
   #retired: RetiredSources = { sources: 0, received: 0, missing: 0 };
-  /** The newest UTC day of an event the ledger took; undefined before the first. */
-  #day: number | undefined;
+  /** Undefined before the first event with an ingestTs. */
+  #day: LedgerDay | undefined;
 
   /**
    * Reads a store's ledger (source-ledger-load.ts), moving the ranges a version before stored
@@ -194,7 +208,7 @@ export class SourceLedger {
     const retired = await db.get(RETIRED_SOURCES_KEY);
     if (retired !== undefined) ledger.#retired = JSON.parse(retired) as RetiredSources;
     const day = await db.get(LEDGER_DAY_KEY);
-    if (day !== undefined) ledger.#day = Number(day);
+    if (day !== undefined) ledger.#day = JSON.parse(day) as LedgerDay;
     return ledger;
   }
 
@@ -311,7 +325,7 @@ interface AppliedChange {
   lastDays: ReadonlyMap<string, number>;
   other: number;
   retired: RetiredSources;
-  day: number | undefined;
+  day: LedgerDay | undefined;
 }
 
 /** What a change reads of the ledger it changes, and how it changes it once written. */
@@ -320,7 +334,7 @@ interface LedgerState {
   /** The shared ranges in use (beyond the sources' reserves). */
   shared(): number;
   lastDay(sourceId: string): number | undefined;
-  day(): number | undefined;
+  day(): LedgerDay | undefined;
   retired(): RetiredSources;
   apply(change: AppliedChange): void;
 }
@@ -340,7 +354,7 @@ export class LedgerChange {
   readonly #changed = new Map<string, ChangedSource>();
   /** Tracked sources this change retires: their stored keys are deleted. */
   readonly #retiring = new Set<string>();
-  /** Sources' last active days this change moves. */
+  /** Sources' day numbers of their newest events this change moves. */
   readonly #lastDays = new Map<string, number>();
   /** Sources this change adds that the ledger does not track yet. */
   #added = 0;
@@ -352,7 +366,7 @@ export class LedgerChange {
   /** The retired sources' counts once written, when this change retires any. */
   #retired: RetiredSources | undefined;
   /** The ledger's day once written, when this change moves it. */
-  #day: number | undefined;
+  #day: LedgerDay | undefined;
 
   constructor(sources: ReadonlyMap<string, SourceRanges>, ledger: LedgerState) {
     this.#sources = sources;
@@ -372,11 +386,17 @@ export class LedgerChange {
     const source = sourceOfJson(json);
     if (source === undefined) return;
     const { sourceId } = source;
-    const day = ingestTs === undefined ? undefined : Math.floor(ingestTs / DAY_MS);
-    if (day !== undefined) {
+    let day: number | undefined;
+    if (ingestTs !== undefined) {
+      const before = this.#day ?? this.#ledger.day();
+      const calendarDay = Math.floor(ingestTs / DAY_MS);
+      const opens = before === undefined || calendarDay > before.day;
+      const current = opens ? { day: calendarDay, number: before === undefined ? 0 : before.number + 1 } : before;
+      if (opens) this.#day = current;
+      day = current.number;
       // The event's own source is active on its day: noted before idle sources are looked for.
       if (this.#changed.has(sourceId) || (this.#sources.has(sourceId) && !this.#retiring.has(sourceId))) this.#noteDay(sourceId, day);
-      this.#passDay(day);
+      if (opens) this.#openDay(day, before === undefined);
     }
     const changed = this.#changed.get(sourceId);
     if (changed !== undefined) {
@@ -395,7 +415,7 @@ export class LedgerChange {
       this.#changed.set(sourceId, { ranges, writes, joinedBefore: 0, fresh: true });
       this.#added++;
       // A source new on this node alone (sampled out) is dated by the ledger's day, when known.
-      const dated = day ?? this.#day ?? this.#ledger.day();
+      const dated = day ?? (this.#day ?? this.#ledger.day())?.number;
       if (dated !== undefined) this.#lastDays.set(sourceId, dated);
       return;
     }
@@ -411,12 +431,12 @@ export class LedgerChange {
     return this.#sources.size - this.#retiring.size + this.#added;
   }
 
-  /** A tracked source's last active day as this change leaves it. */
+  /** A tracked source's day number of its newest event as this change leaves it. */
   #lastDayOf(sourceId: string): number | undefined {
     return this.#lastDays.get(sourceId) ?? (this.#retiring.has(sourceId) || this.#changed.get(sourceId)?.fresh === true ? undefined : this.#ledger.lastDay(sourceId));
   }
 
-  /** Moves a tracked source's last active day to `day` when that is newer. */
+  /** Moves a tracked source's day number to `day` when that is newer. */
   #noteDay(sourceId: string, day: number | undefined): void {
     if (day === undefined) return;
     const last = this.#lastDayOf(sourceId);
@@ -424,16 +444,12 @@ export class LedgerChange {
   }
 
   /**
-   * An event of `day` was ordered: the first of a new day retires the idle sources when the
-   * ledger is nearly full. The very first day a ledger sees dates every source it holds
-   * without a day (kept by a version before days were), so those have the whole idle period
-   * from then, not from the start of time.
+   * Day number `day` opened: retires the idle sources when the ledger is nearly full. The very
+   * first day a ledger sees (`first`) dates every source it holds without a day (kept by a
+   * version before days were), so those have the whole idle period from then.
    */
-  #passDay(day: number): void {
-    const current = this.#day ?? this.#ledger.day();
-    if (current !== undefined && day <= current) return;
-    this.#day = day;
-    if (current === undefined) {
+  #openDay(day: number, first: boolean): void {
+    if (first) {
       for (const sourceId of this.#sources.keys()) if (this.#lastDayOf(sourceId) === undefined && !this.#retiring.has(sourceId)) this.#lastDays.set(sourceId, day);
       return;
     }
@@ -489,7 +505,7 @@ export class LedgerChange {
       batch.put(OTHER_SOURCES_KEY, String(this.#otherWritten));
     }
     if (this.#retired !== undefined) batch.put(RETIRED_SOURCES_KEY, JSON.stringify(this.#retired));
-    if (this.#day !== undefined) batch.put(LEDGER_DAY_KEY, String(this.#day));
+    if (this.#day !== undefined) batch.put(LEDGER_DAY_KEY, JSON.stringify(this.#day));
   }
 
   /** After the batch was written: the changes become the ledger. */

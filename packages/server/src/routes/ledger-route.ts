@@ -126,7 +126,7 @@ export function registerLedgerGauges(registry: Registry, store: AuditStore): voi
   });
   new Gauge({
     name: 'auditlake_ledger_sources_retired',
-    help: `Sources retired from the completeness ledger after more than ${LEDGER_SOURCE_IDLE_DAYS} days without an event, while it tracked at least ${LEDGER_RETIRE_FROM_SOURCES}`,
+    help: `Sources retired from the completeness ledger after no event over more than ${LEDGER_SOURCE_IDLE_DAYS} days of events, while it tracked at least ${LEDGER_RETIRE_FROM_SOURCES}`,
     registers,
     collect() {
       this.set(store.sourceLedgerSummary().retiredSources);
