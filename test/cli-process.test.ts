@@ -1,10 +1,10 @@
-// Goal: a real `auditlake start` process starts, prints how to reach it, survives kill -9 with every acknowledged event, stops (exit 1) when its store fails a write with every acknowledged event kept, starts on the empty files a crash can leave at first start, and stops cleanly.
+// Goal: a real `auditlake start` process starts, prints how to reach it (never the coordinator's password), survives kill -9 with every acknowledged event, stops (exit 1) when its store fails a write with every acknowledged event kept, starts on the empty files a crash can leave at first start, and stops cleanly.
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
-import { auditlakeBin, freePort, startNodeProcess, tempDir } from '@auditlake/testkit';
+import { auditlakeBin, freePort, startNodeProcess, startRedis, tempDir } from '@auditlake/testkit';
 import { describe, expect, it, onTestFinished } from 'vitest';
 
 async function dataDir(): Promise<string> {
@@ -94,6 +94,16 @@ describe('auditlake start (real process)', () => {
     expect(await node.stop()).toBe(0);
     for (const secret of ['adm-secret-0001', 'url-secret-0002', 'bare-secret-0003']) expect(node.output()).not.toContain(secret);
     expect(node.output()).toContain('/admin/audit?token=[REDACTED]&limit=1');
+  });
+
+  it('joins a coordinator that requires a password, given in AUDITLAKE_COORDINATOR: neither its command line nor its output holds the password', async () => {
+    await using redis = await startRedis({ password: 'c00rd-s3cret' });
+    const node = await start({ dataDir: await dataDir(), env: { AUDITLAKE_COORDINATOR: redis.url } });
+    // It leads the cluster of one, so it reached the coordinator with the password.
+    await expect.poll(async () => ((await (await fetch(`${node.url}/health`)).json()) as { role: string }).role, { timeout: 15_000 }).toBe('leader');
+    expect(node.output()).toContain(`cluster via redis://:***@127.0.0.1:${redis.port}`);
+    expect(node.output()).not.toContain('c00rd-s3cret');
+    expect(await readFile(`/proc/${node.child.pid}/cmdline`, 'utf8')).not.toContain('c00rd-s3cret');
   });
 
   it('exits 0 on SIGTERM within 10 s, and the data is there after a restart', async () => {

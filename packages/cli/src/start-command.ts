@@ -4,6 +4,7 @@ import { EMBEDDED_S3_ACCESS_KEY_ENV, EMBEDDED_S3_SECRET_KEY_ENV, startAuditNode,
 import pretty from 'pino-pretty';
 import { addressInUseMessage } from './address-in-use.js';
 import { parseStartOptions } from './start-options.js';
+import { shownRedisUrl } from './redis-url.js';
 
 /** SIGTERM/SIGINT must finish within this; past it the process exits non-zero. */
 const SHUTDOWN_MS_MAX = 10_000;
@@ -24,7 +25,7 @@ function embeddedS3Lines(embedded: EmbeddedS3): string[] {
 
 /** `auditlake start`: runs a node until SIGTERM or SIGINT, then closes it and exits 0. */
 export async function startCommand(args: string[], env: NodeJS.ProcessEnv): Promise<AuditNode> {
-  const options = parseStartOptions(args);
+  const options = parseStartOptions(args, env);
   const nodeOptions: Parameters<typeof startAuditNode>[0] = {
     dataDir: options.dataDir,
     host: options.host,
@@ -64,7 +65,7 @@ export async function startCommand(args: string[], env: NodeJS.ProcessEnv): Prom
     throw err;
   }
 
-  const cluster = options.coordinatorUrl === undefined ? 'single node' : `cluster via ${options.coordinatorUrl}`;
+  const cluster = options.coordinatorUrl === undefined ? 'single node' : `cluster via ${shownRedisUrl(options.coordinatorUrl)}`;
   const lines = [`auditlake node ${node.nodeId} listening on ${node.url} (${cluster}; data in ${resolve(options.dataDir)})`, `admin UI: ${node.url}/admin/audit`];
   if (node.embeddedS3) lines.push(...embeddedS3Lines(node.embeddedS3));
   if (node.adminToken?.generated) {

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { AuditError, AuditErrorCode, CONFIG_KEYS, parseProperties, resolveConfig, type NodeConfig } from '@auditlake/model';
+import { shownRedisUrl } from './redis-url.js';
 
 export const START_USAGE = `usage: auditlake start [options]
 
@@ -15,7 +16,9 @@ options:
   --node-id ID              this node's id in a cluster (default: generated once, kept in the data dir)
   --advertise URL           the URL other nodes reach this one at (default http://<host>:<port>)
   --coordinator URL         redis://HOST:PORT of the Redis that nodes of one cluster share;
-                            without it the node is a cluster of one, its own leader
+                            without it the node is a cluster of one, its own leader; with a
+                            password (redis://:PASSWORD@HOST:PORT) give it in
+                            AUDITLAKE_COORDINATOR instead, out of the process list
   --embedded-s3             also run an S3 endpoint in this process (bucket auditlake, S3
                             connection 'local', Iceberg catalog 'local'), so tiering can be
                             tried without a cloud account; the default Iceberg table is then
@@ -30,11 +33,14 @@ options:
 environment:
   AUDITLAKE_ADMIN_TOKEN     the built-in admin's token (else one is generated into the data dir)
   AUDITLAKE_INGEST_TOKEN    the built-in ingest principal's token
+  AUDITLAKE_COORDINATOR     the --coordinator URL, when the option is not given
   AUDITLAKE_EMBEDDED_S3_ACCESS_KEY, AUDITLAKE_EMBEDDED_S3_SECRET_KEY
                             the embedded S3 endpoint's key pair (else generated into the data dir)`;
 
 /** The default Iceberg table when the embedded S3 endpoint runs (its catalog is `local`). */
 export const EMBEDDED_ICEBERG_TABLE = 'local.ops.audit_events';
+/** The environment variable `--coordinator` may be given in instead. */
+export const COORDINATOR_ENV = 'AUDITLAKE_COORDINATOR';
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export interface StartOptions {
@@ -72,7 +78,7 @@ function prefixedKey(key: string): string | undefined {
  * Parses `auditlake start` arguments: the properties file first, then every `--set`
  * (later wins), into a validated configuration. Throws a coded error naming the bad input.
  */
-export function parseStartOptions(args: string[]): StartOptions {
+export function parseStartOptions(args: string[], env: NodeJS.ProcessEnv = {}): StartOptions {
   let parsed;
   try {
     parsed = parseArgs({
@@ -98,8 +104,12 @@ export function parseStartOptions(args: string[]): StartOptions {
     throw usageError((err as Error).message);
   }
   const v = parsed.values;
-  if (v.coordinator !== undefined && !/^rediss?:\/\/[^/]+/.test(v.coordinator)) {
-    throw usageError(`--coordinator must be a Redis URL (redis://host:port): ${v.coordinator}`);
+  // From the environment when not on the command line: a URL with the coordinator's password
+  // is then not in the process list (README, "Security model").
+  const fromEnv = v.coordinator === undefined && env[COORDINATOR_ENV] !== undefined && env[COORDINATOR_ENV] !== '';
+  const coordinator = v.coordinator ?? (fromEnv ? env[COORDINATOR_ENV] : undefined);
+  if (coordinator !== undefined && !/^rediss?:\/\/[^/]+/.test(coordinator)) {
+    throw usageError(`${fromEnv ? COORDINATOR_ENV : '--coordinator'} must be a Redis URL (redis://host:port): ${shownRedisUrl(coordinator)}`);
   }
 
   const props = new Map<string, string>();
@@ -145,7 +155,7 @@ export function parseStartOptions(args: string[]): StartOptions {
   };
   if (v['node-id'] !== undefined) options.nodeId = v['node-id'];
   if (v.advertise !== undefined) options.advertiseUrl = v.advertise;
-  if (v.coordinator !== undefined) options.coordinatorUrl = v.coordinator;
+  if (coordinator !== undefined) options.coordinatorUrl = coordinator;
   if (v['embedded-s3-port'] !== undefined && !v['embedded-s3']) throw usageError('--embedded-s3-port needs --embedded-s3');
   if (v['embedded-s3-public-read'] && !v['embedded-s3']) throw usageError('--embedded-s3-public-read needs --embedded-s3');
   if (v['embedded-s3']) {

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { parseStartOptions } from '../src/index.js';
+import { shownRedisUrl } from '../src/redis-url.js';
 
 describe('parseStartOptions', () => {
   it('uses the contract defaults', () => {
@@ -70,4 +71,29 @@ describe('parseStartOptions', () => {
       }
     });
   }
+});
+
+describe('the coordinator URL', () => {
+  it('comes from AUDITLAKE_COORDINATOR when --coordinator is not given (the option wins), and a bad one is refused without its password', () => {
+    expect(parseStartOptions([], { AUDITLAKE_COORDINATOR: 'redis://:s3cret@127.0.0.1:6390' }).coordinatorUrl).toBe('redis://:s3cret@127.0.0.1:6390');
+    expect(parseStartOptions(['--coordinator', 'redis://127.0.0.1:6391'], { AUDITLAKE_COORDINATOR: 'redis://:s3cret@127.0.0.1:6390' }).coordinatorUrl).toBe('redis://127.0.0.1:6391');
+    expect(parseStartOptions([], { AUDITLAKE_COORDINATOR: '' }).coordinatorUrl).toBeUndefined();
+    let message = '';
+    try {
+      parseStartOptions([], { AUDITLAKE_COORDINATOR: 'http://:s3cret@127.0.0.1:6390' });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toContain('AUDITLAKE_COORDINATOR must be a Redis URL (redis://host:port): http://:***@127.0.0.1:6390');
+    expect(message).not.toContain('s3cret');
+  });
+
+  it('is shown without its password', () => {
+    expect(shownRedisUrl('redis://:s3cret@127.0.0.1:6390')).toBe('redis://:***@127.0.0.1:6390');
+    expect(shownRedisUrl('rediss://auditlake:s3cret@redis.internal:6380/2')).toBe('rediss://auditlake:***@redis.internal:6380/2');
+    expect(shownRedisUrl('redis://127.0.0.1:6390')).toBe('redis://127.0.0.1:6390');
+    expect(shownRedisUrl('redis:// broken s3cret@host')).toBe('redis://***@host');
+    expect(shownRedisUrl('redis://s3cret@host:6379')).toBe('redis://***@host:6379');
+    expect(shownRedisUrl('redis://:p@ss@host:6379/0?name=a@b')).toBe('redis://:***@host:6379/0?name=a@b');
+  });
 });

@@ -25,6 +25,8 @@ export interface RedisOptions {
    * stop() leaves and dispose removes. Default: no persistence, every start is empty.
    */
   persistent?: boolean;
+  /** `requirepass`: clients must AUTH with it; `url` then carries it (redis://:PASSWORD@…). */
+  password?: string;
 }
 
 async function waitForPort(port: number, timeoutMs: number): Promise<void> {
@@ -54,7 +56,8 @@ export async function startRedis(options: RedisOptions = {}): Promise<RedisServe
   let child: ChildProcess | undefined;
   const start = async () => {
     if (child && child.exitCode === null && child.signalCode === null) return;
-    const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', ...persistence], { stdio: 'ignore' });
+    const auth = options.password === undefined ? [] : ['--requirepass', options.password];
+    const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', ...persistence, ...auth], { stdio: 'ignore' });
     proc.on('error', () => undefined);
     child = proc;
     await Promise.race([
@@ -78,7 +81,7 @@ export async function startRedis(options: RedisOptions = {}): Promise<RedisServe
   };
   await start();
   return {
-    url: `redis://127.0.0.1:${port}`,
+    url: options.password === undefined ? `redis://127.0.0.1:${port}` : `redis://:${encodeURIComponent(options.password)}@127.0.0.1:${port}`,
     port,
     start,
     stop,
