@@ -1,6 +1,7 @@
 import { expireSnapshots, retainedSnapshotIds } from '@auditlake/format';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import { tableTurn, type MaintenanceContext } from './iceberg-maintenance-context.js';
+import { incrementalRefusal, ManifestListCache, planExpiredFiles, type ExpiredFilesMethod } from './iceberg-expired-files.js';
 import { ManifestCache, snapshotReach } from './iceberg-table-files.js';
 import { deletableKeys } from './iceberg-table-ref.js';
 import type { LoadedTable } from './iceberg-table.js';
@@ -11,6 +12,8 @@ export interface ExpiryResult {
   loaded: LoadedTable;
   snapshotsExpired: number;
   filesDeleted: number;
+  /** How the files to delete were found (iceberg-expired-files.ts); undefined when nothing expired. */
+  filesFoundBy?: ExpiredFilesMethod;
 }
 
 /**
@@ -20,15 +23,19 @@ export interface ExpiryResult {
  * can still read them), then deletes what only expired snapshots reached — their manifest lists,
  * manifests and data files — and nothing any retained snapshot still names (in any status).
  * An erasure's rewrite passes a grace of 0: the old values must go at once.
+ * What to delete is found incrementally where the history allows it, from the manifest lists and
+ * the manifests being deleted, else by reading every manifest of every snapshot
+ * ({@link planExpiredFiles}).
  * The commit is built in the step's turn on the table as it is then ({@link tableTurn});
  * deletes happen only after the commit, outside the turn; if the process dies among them, what
  * is left is unreferenced and orphan cleanup removes it once old enough.
  */
 export async function expireIcebergSnapshots(context: MaintenanceContext, loaded: LoadedTable, retainLast: number, removedGraceMs = REPLACED_FILE_GRACE_MS, readGraceMs = 0): Promise<ExpiryResult> {
-  // Manifests read before the turn serve it (a manifest never changes once written).
-  const cache = new ManifestCache();
+  // Manifest lists and manifests read before the turn serve it (neither changes once written).
+  const lists = new ManifestListCache();
+  const manifests = new ManifestCache();
   // Only a warm-up: a snapshot a sweep expired meanwhile is simply not read.
-  if (context.fence.serialize) for (const snapshot of loaded.metadata.snapshots) await snapshotReach(context.objects, context.table, snapshot, cache, new Set()).catch(() => undefined);
+  if (context.fence.serialize) await warmUp(context, loaded, lists, manifests).catch(() => undefined);
   const turn = await tableTurn(context, loaded, async (base) => {
     const nowMs = context.now();
     const { keepRemovedSinceMs, keepMadeSinceMs } = graceSince(nowMs, removedGraceMs, readGraceMs);
@@ -40,22 +47,32 @@ export async function expireIcebergSnapshots(context: MaintenanceContext, loaded
       ...(keepRemovedSinceMs === undefined ? {} : { keepRemovedSinceMs }),
       ...(keepMadeSinceMs === undefined ? {} : { keepMadeSinceMs }),
     });
-    if (!next) return { loaded: base, expired: 0, doomed: [] };
+    if (!next) return { loaded: base, expired: 0, plan: undefined };
     const kept = retainedSnapshotIds(base.metadata, retainLast, keepRemovedSinceMs, keepMadeSinceMs);
-    const expired = base.metadata.snapshots.filter((snapshot) => !kept.has(snapshot['snapshot-id']));
-    const keptReach = new Set<string>();
-    for (const snapshot of next.snapshots) await snapshotReach(context.objects, context.table, snapshot, cache, keptReach);
-    const expiredReach = new Set<string>();
-    for (const snapshot of expired) await snapshotReach(context.objects, context.table, snapshot, cache, expiredReach);
-    const doomed = [...expiredReach].filter((path) => !keptReach.has(path));
-    return { loaded: await commitMetadataVersion(context.objects, context.table, base, next, context.fence), expired: expired.length, doomed };
+    const plan = await planExpiredFiles(context.objects, context.table, base.metadata, kept, lists, manifests);
+    return { loaded: await commitMetadataVersion(context.objects, context.table, base, next, context.fence), expired: base.metadata.snapshots.filter((snapshot) => !kept.has(snapshot['snapshot-id'])).length, plan };
   });
-  if (turn.expired === 0) return { loaded: turn.loaded, snapshotsExpired: 0, filesDeleted: 0 };
-  // After the turn: nothing any later commit can name (no retained snapshot reaches them).
+  if (turn.plan === undefined) return { loaded: turn.loaded, snapshotsExpired: 0, filesDeleted: 0 };
+  // After the turn: nothing any later commit can name (no retained snapshot reaches them). The
+  // data files the incremental method finds are read here too, outside the turn: a sweep waits
+  // for no manifest the expiry deletes.
   await context.onStep?.('expiry-committed');
-  const keys = deletableKeys(context.table, turn.doomed);
+  const keys = deletableKeys(context.table, [...turn.plan.paths, ...(await turn.plan.dataFiles())]);
   await mapBounded(keys, OBJECT_REQUESTS_IN_FLIGHT_MAX, (key) => context.objects.delete(key));
-  return { loaded: turn.loaded, snapshotsExpired: turn.expired, filesDeleted: keys.length };
+  return { loaded: turn.loaded, snapshotsExpired: turn.expired, filesDeleted: keys.length, filesFoundBy: turn.plan.method };
+}
+
+/**
+ * Reads before the turn what the turn will read: every snapshot's manifest list, and — only where
+ * the incremental method will not apply — every manifest, as the reachability method opens them.
+ */
+async function warmUp(context: MaintenanceContext, loaded: LoadedTable, lists: ManifestListCache, manifests: ManifestCache): Promise<void> {
+  const { snapshots } = loaded.metadata;
+  if (incrementalRefusal(loaded.metadata) === undefined) {
+    await mapBounded(snapshots, OBJECT_REQUESTS_IN_FLIGHT_MAX, (snapshot) => lists.files(context.objects, context.table, snapshot['manifest-list']));
+    return;
+  }
+  for (const snapshot of snapshots) await snapshotReach(context.objects, context.table, snapshot, manifests, new Set()).catch(() => undefined);
 }
 
 /**
@@ -64,14 +81,10 @@ export async function expireIcebergSnapshots(context: MaintenanceContext, loaded
  * it would expire reach. Read before expiring, so a caller can record the list first.
  */
 export async function reachedOnlyByExpiring(context: MaintenanceContext, loaded: LoadedTable, retainLast: number): Promise<string[]> {
-  const cache = new ManifestCache();
   const kept = retainedSnapshotIds(loaded.metadata, retainLast);
-  const keptReach = new Set<string>();
-  const expiredReach = new Set<string>();
-  for (const snapshot of loaded.metadata.snapshots) {
-    await snapshotReach(context.objects, context.table, snapshot, cache, kept.has(snapshot['snapshot-id']) ? keptReach : expiredReach);
-  }
-  return [...expiredReach].filter((path) => !keptReach.has(path));
+  if (loaded.metadata.snapshots.every((snapshot) => kept.has(snapshot['snapshot-id']))) return [];
+  const plan = await planExpiredFiles(context.objects, context.table, loaded.metadata, kept, new ManifestListCache(), new ManifestCache());
+  return [...plan.paths, ...(await plan.dataFiles())];
 }
 
 /**
