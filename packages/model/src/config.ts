@@ -196,6 +196,13 @@ export const CONFIG_KEYS = {
   refusalsWindowMs: spec('auditlake.auth.refusals.window.ms', '60000', positiveInt),
   jwtSecret: spec('auditlake.auth.jwt.secret', '', text),
   /**
+   * When set, a JWT must carry this `iss` (and `aud` naming the audience): a token the same
+   * secret signed for another service, or by another issuer sharing it, is refused. Empty: not
+   * checked, as before.
+   */
+  jwtIssuer: spec('auditlake.auth.jwt.issuer', '', text),
+  jwtAudience: spec('auditlake.auth.jwt.audience', '', text),
+  /**
    * The embedded S3 endpoint's key pair (`--embedded-s3`); empty: generated at first start into
    * the data dir. `AUDITLAKE_EMBEDDED_S3_ACCESS_KEY` / `_SECRET_KEY` override both.
    */

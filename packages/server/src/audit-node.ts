@@ -265,7 +265,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
       bodyInflightMaxBytes: config.bodyInflightMaxBytes,
       bodyInflightPerClientMaxBytes: config.bodyInflightPerClientMaxBytes,
       bodyTimeoutMs: config.bodyTimeoutMs,
-      authenticator: new Authenticator({ tokens, accessKeys: config.accessKeys, jwtSecret: config.jwtSecret }),
+      authenticator: new Authenticator({ tokens, accessKeys: config.accessKeys, jwtSecret: config.jwtSecret, jwtIssuer: config.jwtIssuer, jwtAudience: config.jwtAudience }),
       denyRecorder,
       metrics,
       logger,

@@ -130,6 +130,27 @@ describe('authentication and roles', () => {
     }
   });
 
+  it('with auditlake.auth.jwt.issuer and .audience, refuses a JWT the same secret signed for another issuer or audience', async () => {
+    const t = await startTestNode({ props: { ...authProps, 'auditlake.auth.jwt.issuer': 'https://idp.example', 'auditlake.auth.jwt.audience': 'auditlake' } });
+    const nowSec = Math.floor(Date.now() / 1000);
+    const claims = { sub: 'dana', role: 'admin', exp: nowSec + 60 };
+    for (const aud of ['auditlake', ['grafana', 'auditlake']]) {
+      expect((await t.request('/admin/audit', withAuth(`Bearer ${signHs256({ ...claims, iss: 'https://idp.example', aud }, JWT_SECRET)}`))).status, JSON.stringify(aud)).toBe(200);
+    }
+    const refusals: Array<[Record<string, unknown>, string]> = [
+      [{ ...claims, aud: 'auditlake' }, 'JWT has no iss claim (auditlake.auth.jwt.issuer requires one)'],
+      [{ ...claims, iss: 'https://other.example', aud: 'auditlake' }, 'JWT iss claim is not the issuer auditlake.auth.jwt.issuer names'],
+      [{ ...claims, iss: 'https://idp.example' }, 'JWT has no aud claim (auditlake.auth.jwt.audience requires one)'],
+      [{ ...claims, iss: 'https://idp.example', aud: 'grafana' }, 'JWT aud claim does not name the audience auditlake.auth.jwt.audience names'],
+      [{ ...claims, iss: 'https://idp.example', aud: ['grafana', 'AUDITLAKE'] }, 'JWT aud claim does not name the audience auditlake.auth.jwt.audience names'],
+    ];
+    for (const [refused, reason] of refusals) {
+      const res = await t.request('/admin/audit', withAuth(`Bearer ${signHs256(refused, JWT_SECRET)}`));
+      expect(res.status).toBe(401);
+      expect(((await res.json()) as { error: string }).error).toBe(`authentication required: ${reason}`);
+    }
+  });
+
   it('refuses Bearer tokens when no JWT secret is configured', async () => {
     const t = await startTestNode();
     const res = await t.request('/admin/audit', withAuth(`Bearer ${signHs256({ sub: 'x', role: 'admin' }, 'anything')}`));

@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type { CredentialConfig, Role } from '@auditlake/model';
 import { digest, matchesDigest } from './constant-time.js';
-import { verifyHs256 } from './jwt.js';
+import { verifyHs256, type JwtExpectations } from './jwt.js';
 
 export interface Principal {
   name: string;
@@ -43,6 +43,9 @@ export interface AuthenticatorOptions {
   tokens: readonly CredentialConfig[];
   accessKeys: readonly CredentialConfig[];
   jwtSecret: string;
+  /** `auditlake.auth.jwt.issuer` / `.audience`: empty or absent, not checked. */
+  jwtIssuer?: string;
+  jwtAudience?: string;
   now?: () => number;
 }
 
@@ -59,6 +62,7 @@ export class Authenticator {
   readonly #tokens: StoredCredential[];
   readonly #accessKeys: Map<string, StoredCredential>;
   readonly #jwtSecret: string;
+  readonly #jwtExpected: JwtExpectations;
   readonly #now: () => number;
   /** Compared against when an access key id is unknown, so the reply takes the same time. */
   readonly #decoy = digest('auditlake-decoy-secret');
@@ -73,6 +77,10 @@ export class Authenticator {
     this.#tokens = options.tokens.map(store);
     this.#accessKeys = new Map(options.accessKeys.map((c) => [c.name, store(c)]));
     this.#jwtSecret = options.jwtSecret;
+    this.#jwtExpected = {
+      ...(options.jwtIssuer !== undefined && options.jwtIssuer !== '' ? { issuer: options.jwtIssuer } : {}),
+      ...(options.jwtAudience !== undefined && options.jwtAudience !== '' ? { audience: options.jwtAudience } : {}),
+    };
     this.#now = options.now ?? Date.now;
   }
 
@@ -112,7 +120,7 @@ export class Authenticator {
 
   #byJwt(jwt: string): AuthResult {
     if (this.#jwtSecret === '') return { ok: false, reason: 'Bearer tokens are not enabled (auditlake.auth.jwt.secret is not set)' };
-    const result = verifyHs256(jwt, this.#jwtSecret, this.#now());
+    const result = verifyHs256(jwt, this.#jwtSecret, this.#now(), this.#jwtExpected);
     if (!result.ok) return result;
     if (!isRole(result.claims.role)) return { ok: false, reason: `JWT role must be admin or ingest: ${result.claims.role}` };
     return { ok: true, principal: { name: result.claims.sub, role: result.claims.role, via: 'jwt' } };

@@ -27,13 +27,23 @@ function numericDate(payload: Record<string, unknown>, claim: string): { ok: tru
   return { ok: true, value };
 }
 
+/** Claims a node requires to hold given values (configured; an absent one is not checked). */
+export interface JwtExpectations {
+  /** `iss` must equal it. */
+  issuer?: string;
+  /** `aud` (a string, or an array of strings) must name it. */
+  audience?: string;
+}
+
 /**
  * Verifies an HS256 JWT (RFC 7519) and returns its `sub` and `role` claims. Only HS256 is
  * accepted: honouring the token's own `alg` (e.g. `none`) is the classic JWT forgery. `exp`
  * is required (a token that never expires is a password that cannot be rotated), and `exp`,
- * `nbf` and `iat` must be numbers; each is checked with JWT_CLOCK_SKEW_SEC of leeway.
+ * `nbf` and `iat` must be numbers; each is checked with JWT_CLOCK_SKEW_SEC of leeway. With
+ * `claimed`, `iss` and `aud` must hold what it names: a secret shared by several services
+ * otherwise lets a token minted for one of them in here.
  */
-export function verifyHs256(token: string, secret: string, nowMs: number): JwtResult {
+export function verifyHs256(token: string, secret: string, nowMs: number, claimed: JwtExpectations = {}): JwtResult {
   const parts = token.split('.');
   if (parts.length !== 3) return { ok: false, reason: 'malformed JWT (it must be three base64url parts separated by dots)' };
   const [headerPart, payloadPart, signaturePart] = parts as [string, string, string];
@@ -60,10 +70,21 @@ export function verifyHs256(token: string, secret: string, nowMs: number): JwtRe
   const iat = numericDate(payload, 'iat');
   if (!iat.ok) return refuse(iat.reason);
   if (iat.value !== undefined && nowSec < iat.value - JWT_CLOCK_SKEW_SEC) return refuse('JWT issued in the future (iat is ahead of this node\'s clock)');
+  if (claimed.issuer !== undefined && payload['iss'] !== claimed.issuer) {
+    return refuse(payload['iss'] === undefined ? 'JWT has no iss claim (auditlake.auth.jwt.issuer requires one)' : 'JWT iss claim is not the issuer auditlake.auth.jwt.issuer names');
+  }
+  if (claimed.audience !== undefined && !namesAudience(payload['aud'], claimed.audience)) {
+    return refuse(payload['aud'] === undefined ? 'JWT has no aud claim (auditlake.auth.jwt.audience requires one)' : 'JWT aud claim does not name the audience auditlake.auth.jwt.audience names');
+  }
   const { role } = payload;
   if (sub === undefined) return refuse('JWT has no sub claim');
   if (typeof role !== 'string') return refuse('JWT has no role claim');
   return { ok: true, claims: { sub, role } };
+}
+
+/** Whether an `aud` claim (RFC 7519 §4.1.3: a string or an array of strings) names `audience`. */
+function namesAudience(aud: unknown, audience: string): boolean {
+  return aud === audience || (Array.isArray(aud) && aud.includes(audience));
 }
 
 /** Signs claims as an HS256 JWT; used by tests and the CLI to mint tokens. */
