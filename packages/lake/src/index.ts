@@ -9,7 +9,10 @@ export { icebergTableAt, metadataFileKey, metadataVersionKey, resolveIcebergTabl
 export { watermarkFromLiveFiles } from './iceberg-file-watermark.js';
 export { advanceVersionHint, ensureIcebergTable, ensureNamespace, loadIcebergTable, putVersionHint, tableWatermark, type LoadedTable } from './iceberg-table.js';
 export { commitIcebergBatch, encodeIcebergBatch, type EncodedIcebergBatch, type IcebergCommitResult } from './iceberg-committer.js';
-export { COMMITS_DIR, commitParquetBatch, eventDate, markerKey, readMarkers, readMarkersByKey, type CommitMarker, type CommittedFile, type ParquetBatchResult, type ParquetCommitContext } from './parquet-committer.js';
+export { COMMITS_DIR, commitParquetBatch, eventDate, markerKey, type CommitMarker, type CommittedFile, type ParquetBatchResult, type ParquetCommitContext } from './parquet-committer.js';
+export { readMarkers, readMarkersByKey } from './parquet-marker-log.js';
+export { MARKER_PACK_FORMAT, MARKER_PACKS_DIR } from './parquet-marker-pack.js';
+export { MARKER_PACK_LIMITS, packParquetMarkers, type MarkerPackLimits, type MarkerPacking } from './parquet-marker-packing.js';
 export { PROBES_DIR, probeConditionalCreate } from './conditional-create-probe.js';
 export { IcebergTierSource, FOOTER_CACHE_ENTRIES_MAX, type DeclaredTierFile } from './iceberg-tier-source.js';
 export { ParquetTierSource } from './parquet-tier-source.js';
@@ -27,7 +30,7 @@ export { removeIcebergOrphans } from './iceberg-orphan-cleanup.js';
 export { runIcebergMaintenance, type MaintenancePolicy, type MaintenanceRunFigures } from './iceberg-maintenance.js';
 export { CHECKPOINTS_DIR, checkpointKey, readNewestCheckpoint, type LoadedCheckpoint, type ParquetCheckpoint, type ReplacedFile } from './parquet-checkpoint.js';
 export { checkParquetCheckpoint, checkpointState, PARQUET_CHECKPOINT_INTERVAL_MARKERS, writeParquetCheckpoint, type ParquetCheckpointWrite } from './parquet-checkpoint-write.js';
-export { CHECKPOINT_RECHECK_MARKERS, COMPACTIONS_DIR, compactionKey, compactParquetLocation, liveParquetFiles, nextCompactionGeneration, ParquetLogCache, readCompactions, readContextLog, readParquetLog, type CompactionMarker, type ParquetLog } from './parquet-compaction.js';
+export { CHECKPOINT_RECHECK_MARKERS, KNOWN_LOG_STALE_MS, COMPACTIONS_DIR, compactionKey, compactParquetLocation, liveParquetFiles, nextCompactionGeneration, ParquetLogCache, readCompactions, readContextLog, readParquetLog, type CompactionMarker, type ParquetLog } from './parquet-compaction.js';
 export { REPLACED_FILE_GRACE_MS, runParquetMaintenance } from './parquet-maintenance.js';
 export type { ParquetCompactionContext, ParquetCompactionResult } from './parquet-compaction.js';
 export {

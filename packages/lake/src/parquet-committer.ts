@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { AuditError, AuditErrorCode, type StoredEvent } from '@auditlake/model';
-import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import { encodeKeyNumber } from './key-number.js';
 import type { ObjectStore } from './object-store.js';
 import { joinKey, type S3Location } from './s3-location.js';
@@ -108,8 +107,8 @@ export async function commitParquetBatch(objects: ObjectStore, location: S3Locat
 /**
  * The prefix every data file of `location` is listed under: its day directories. Listings of
  * data files use it, never the whole location: the commit markers beside them grow by one per
- * sweep forever (about 3M in a year of 10-second sweeps), and a location may hold other
- * locations below it whose objects are not its own.
+ * sweep (about 3M in a year of 10-second sweeps, until maintenance packs the old ones), and a
+ * location may hold other locations below it whose objects are not its own.
  */
 export function parquetDataPrefix(location: S3Location): string {
   return joinKey(location.prefix, 'event_date=');
@@ -118,36 +117,4 @@ export function parquetDataPrefix(location: S3Location): string {
 /** The marker of the commit that continues from watermark seq `afterSeq`; keys sort by it. */
 export function markerKey(location: S3Location, afterSeq: number): string {
   return joinKey(location.prefix, `${COMMITS_DIR}/${encodeKeyNumber(afterSeq)}.json`);
-}
-
-/** Every commit marker at `location` that continues from seq `fromSeq` or later, oldest first. */
-export async function readMarkers(objects: ObjectStore, location: S3Location, fromSeq = 0): Promise<CommitMarker[]> {
-  const prefix = joinKey(location.prefix, `${COMMITS_DIR}/`);
-  // `<n>` sorts right before `<n>.json`: the listing starts at the marker keyed `fromSeq`.
-  const keys = await objects.list(prefix, { startAfter: `${prefix}${encodeKeyNumber(fromSeq)}` });
-  return mapBounded(keys, OBJECT_REQUESTS_IN_FLIGHT_MAX, (key) => readMarker(objects, key));
-}
-
-/**
- * Every commit marker at `location` by key, in key order (oldest first), given those read before
- * (`known`, by key, as this function returned them): only the markers after the last known key
- * are listed and fetched. Markers are created in key order and never change: a marker is keyed by
- * the watermark seq its batch continues from (zero-padded, so key order is seq order), which is
- * the previous marker's watermark, past its key; a writer continuing from an older watermark finds
- * that key taken (created only if absent), and nothing rewrites or deletes a marker. The reader
- * ({@link readMarkers} from a seq) relies on the same order.
- */
-export async function readMarkersByKey(objects: ObjectStore, location: S3Location, known: ReadonlyMap<string, CommitMarker> = new Map(), afterSeq?: number): Promise<Map<string, CommitMarker>> {
-  const prefix = joinKey(location.prefix, `${COMMITS_DIR}/`);
-  const lastKnown = [...known.keys()].at(-1);
-  // After a checkpoint (`afterSeq`, the watermark it folds through): from the marker keyed by it
-  // (`<n>` sorts right before `<n>.json`); a legacy marker keyed by its own last seq is skipped.
-  const startAfter = lastKnown ?? (afterSeq === undefined ? undefined : `${prefix}${encodeKeyNumber(afterSeq)}`);
-  const keys = await objects.list(prefix, startAfter === undefined ? {} : { startAfter });
-  const read = await mapBounded(keys, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (key) => [key, await readMarker(objects, key)] as const);
-  return new Map([...known, ...read.filter(([, marker]) => afterSeq === undefined || marker.watermark.seq > afterSeq)]);
-}
-
-async function readMarker(objects: ObjectStore, key: string): Promise<CommitMarker> {
-  return JSON.parse(new TextDecoder().decode(await objects.get(key))) as CommitMarker;
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { AuditError, AuditErrorCode } from '@auditlake/model';
+import { AuditError, AuditErrorCode, ORPHAN_MIN_AGE_FLOOR_MS } from '@auditlake/model';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import type { CompactionPass } from './compaction-passes.js';
 import type { MaintenanceStep } from './iceberg-maintenance-context.js';
@@ -7,7 +7,9 @@ import type { CommitFence } from './iceberg-version-commit.js';
 import { encodeKeyNumber } from './key-number.js';
 import type { ObjectStore } from './object-store.js';
 import { readNewestCheckpoint, type LoadedCheckpoint, type ReplacedFile } from './parquet-checkpoint.js';
-import { readMarkersByKey, type CommitMarker, type CommittedFile } from './parquet-committer.js';
+import type { CommitMarker, CommittedFile } from './parquet-committer.js';
+import { continuesKnown, readMarkersByKey } from './parquet-marker-log.js';
+import type { MarkerPackLimits } from './parquet-marker-packing.js';
 import { joinKey, type S3Location } from './s3-location.js';
 import { INLINE_TIER_FILE_ENCODER, type TierFileEncoder } from './tier-file-encoding.js';
 
@@ -53,6 +55,8 @@ export interface ParquetLog {
    * log read from the start on purpose (`fromCheckpoint: false`), which never moves to one.
    */
   checkpointSoughtAt?: number;
+  /** When it was read (the reader's clock): a later read from it, long after, looks for the newest checkpoint first. */
+  readAtMs?: number;
 }
 
 /**
@@ -62,6 +66,15 @@ export interface ParquetLog {
  * marker since it was made (~600 bytes each, one per sweep). One LIST per this many commits.
  */
 export const CHECKPOINT_RECHECK_MARKERS = 100;
+
+/**
+ * A log read longer ago than this is looked at again from the newest checkpoint: maintenance may
+ * meanwhile have packed the markers after what it read and deleted their loose copies (no sooner
+ * than the orphan age after the pack, at least ORPHAN_MIN_AGE_FLOOR_MS), and a reader listing only
+ * loose markers past its last one would not see them. Half that floor: a reader idle for less
+ * cannot have missed a delete. A reader in use (a sweeper, a searched tier) reads far more often.
+ */
+export const KNOWN_LOG_STALE_MS = ORPHAN_MIN_AGE_FLOOR_MS / 2;
 
 export function compactionKey(location: S3Location, eventDate: string, generation: number): string {
   return joinKey(location.prefix, `${COMPACTIONS_DIR}/${eventDate}/${encodeKeyNumber(generation)}.json`);
@@ -131,25 +144,37 @@ export function nextCompactionGeneration(log: Pick<ParquetLog, 'checkpoint' | 'c
 
 /**
  * Reads a location's log. A first read starts from the newest checkpoint (unless
- * `fromCheckpoint` is false: `auditlake verify` folds every marker to check the checkpoint
- * against them) and fetches only the commit markers after it and the compaction markers above
- * its generations. Given a log read earlier (`known`, kept on its checkpoint), only the commit
+ * `fromCheckpoint` is false: `auditlake verify` folds every marker, loose and packed, to check
+ * the checkpoint against them) and fetches only the commit markers after it and the compaction
+ * markers above its generations. Given a log read earlier (`known`, kept on its checkpoint), only the commit
  * markers written since are listed and fetched ({@link readMarkersByKey}: they are created in
- * key order and never change), and the compaction markers not read before. So a read that must
+ * key order and never change; a reader that missed some, packed meanwhile, reads afresh), and
+ * the compaction markers not read before. So a read that must
  * see the log as it is at one moment — in a turn of the commit lock — costs a short listing and
  * the few new markers, when the bulk was read before the turn. Once CHECKPOINT_RECHECK_MARKERS
  * markers were read since it last looked, a read looks for a newer checkpoint and moves to it.
  */
-export async function readParquetLog(objects: ObjectStore, location: S3Location, known?: ParquetLog, options: { fromCheckpoint?: boolean } = {}): Promise<ParquetLog> {
+export async function readParquetLog(objects: ObjectStore, location: S3Location, known?: ParquetLog, options: { fromCheckpoint?: boolean; nowMs?: number } = {}): Promise<ParquetLog> {
   const fromStart = known === undefined ? options.fromCheckpoint === false : known.checkpointSoughtAt === undefined;
+  const nowMs = options.nowMs ?? Date.now();
+  const stale = known?.readAtMs !== undefined && nowMs - known.readAtMs >= KNOWN_LOG_STALE_MS;
+  // A log read from the start (verify's) has no checkpoint to move to: read it all again.
+  if (stale && fromStart) return readParquetLog(objects, location, undefined, { fromCheckpoint: false, nowMs });
   let checkpoint = known !== undefined ? known.checkpoint : fromStart ? undefined : await readNewestCheckpoint(objects, location);
   let [markers, compactions] = await Promise.all([
     readMarkersByKey(objects, location, known?.byKey?.markers, checkpoint?.checkpoint.watermark.seq),
     readCompactions(objects, location, known?.byKey?.compactions, checkpoint?.checkpoint.generations),
   ]);
+  // Markers the reader did not know may have been packed (and their loose copies deleted) while it
+  // was idle: a first new marker that does not continue from the last it knew says so. Read afresh
+  // then — from the newest checkpoint, or from the start (with the packs) for a log read so.
+  if (known !== undefined && !continuesKnown(markers, known.byKey?.markers.size ?? 0, checkpoint?.checkpoint.watermark.seq)) {
+    return readParquetLog(objects, location, undefined, { fromCheckpoint: !fromStart, nowMs });
+  }
   // A first read looked for the checkpoint just now: the markers it read all follow it.
   let soughtAt = known?.checkpointSoughtAt ?? markers.size;
-  if (!fromStart && markers.size - soughtAt >= CHECKPOINT_RECHECK_MARKERS) {
+  // Idle long enough for markers past what it knew to have been packed: the newest checkpoint folds them.
+  if (!fromStart && (stale || markers.size - soughtAt >= CHECKPOINT_RECHECK_MARKERS)) {
     const newest = await readNewestCheckpoint(objects, location);
     soughtAt = markers.size;
     // Only forward: a reader on a checkpoint never moves back to an older one (which would not
@@ -172,6 +197,7 @@ export async function readParquetLog(objects: ObjectStore, location: S3Location,
     compactions: [...compactions.values()],
     byKey: { markers, compactions },
     ...(fromStart ? {} : { checkpointSoughtAt: soughtAt }),
+    readAtMs: nowMs,
   };
 }
 
@@ -181,9 +207,15 @@ export async function readParquetLog(objects: ObjectStore, location: S3Location,
  */
 export class ParquetLogCache {
   #log: ParquetLog | undefined;
+  readonly #now: () => number;
+
+  /** `now`: the clock that ages what it read ({@link KNOWN_LOG_STALE_MS}; tests pass a manual one). */
+  constructor(now: () => number = Date.now) {
+    this.#now = now;
+  }
 
   async read(objects: ObjectStore, location: S3Location): Promise<ParquetLog> {
-    this.#log = await readParquetLog(objects, location, this.#log);
+    this.#log = await readParquetLog(objects, location, this.#log, { nowMs: this.#now() });
     return this.#log;
   }
 }
@@ -211,6 +243,8 @@ export interface ParquetCompactionContext {
   log?: ParquetLogCache;
   /** Commit markers after the newest checkpoint that make maintenance write one (default `PARQUET_CHECKPOINT_INTERVAL_MARKERS`; tests set fewer). */
   checkpointIntervalMarkers?: number;
+  /** How maintenance packs old commit markers (default `MARKER_PACK_LIMITS`; tests set smaller packs). */
+  markerPackLimits?: MarkerPackLimits;
 }
 
 /**

@@ -8,6 +8,7 @@ import { parquetDataPrefix } from './parquet-committer.js';
 import { compactParquetLocation, liveParquetFiles, ParquetLogCache, readContextLog, type ParquetCompactionContext } from './parquet-compaction.js';
 import { deleteSupersededLogCheckpoints } from './parquet-checkpoint-cleanup.js';
 import { writeParquetCheckpoint } from './parquet-checkpoint-write.js';
+import { packParquetMarkers, type MarkerPacking } from './parquet-marker-packing.js';
 import { REPLACED_FILE_GRACE_MS } from './replaced-file-grace.js';
 import { joinKey, type S3Location } from './s3-location.js';
 import { orphanCutoffMs } from './store-clock.js';
@@ -50,7 +51,8 @@ const DATA_FILE_NAME = /^event_date=\d{4}-\d{2}-\d{2}\/(?:part|compacted|rewritt
  * whose S3 `LastModified` (as the listing gives it) is at least `minAgeMs` before the earlier of
  * `context.now()` and the store's clock (`context.storeNow`; a commit still being written looks
  * the same until its marker lands).
- * Markers themselves are never deleted: they hold the commit chain every writer checks against.
+ * Markers themselves are not deleted here (only packing deletes them, once packed): a checkpoint
+ * and the markers after it name every file a packed marker names that may still be in the bucket.
  * The files are listed first; the markers are read in one turn of `fence.serialize` (the node's
  * commit lock) — all of them read before it, so the turn fetches only those written since — : a
  * sweep of this process writes its files only while it holds the lock and has
@@ -93,15 +95,17 @@ async function removeParquetOrphans(context: ParquetCompactionContext, minAgeMs:
  * pass while small files are left, within the run's time budget: {@link compactInPasses}), deletion of
  * files replaced long enough ago, (when enabled) orphan cleanup, a checkpoint of the log
  * when enough commit markers follow the newest ({@link writeParquetCheckpoint}) and deletion
- * of those superseded long enough ago ({@link deleteSupersededLogCheckpoints}), then packing
- * of the `_integrity/` checkpoint objects beside the location. There are no snapshots or
+ * of those superseded long enough ago ({@link deleteSupersededLogCheckpoints}), packing of the
+ * commit markers at or before the newest checkpoint and deletion of the loose ones packed long
+ * enough ago ({@link packParquetMarkers}), then packing of the `_integrity/` checkpoint objects
+ * beside the location. There are no snapshots or
  * metadata versions to expire. Each step leaves every event readable exactly once, so a run
  * stopped anywhere is finished by the next.
  */
 export async function runParquetMaintenance(
   context: ParquetCompactionContext,
   policy: Pick<MaintenancePolicy, 'removeOrphanFiles' | 'orphanMinAgeMs' | 'targetFileSizeBytes' | 'compact' | 'compactionTimeBudgetMs' | 'compactionPassBytesMax'>,
-): Promise<MaintenanceRunFigures> {
+): Promise<MaintenanceRunFigures & MarkerPacking> {
   // Each step reads the log again (it may have moved), fetching only the markers new since the last read.
   context = { ...context, log: context.log ?? new ParquetLogCache() };
   const bytesBefore = await dataBytes(context.objects, context.location);
@@ -121,6 +125,8 @@ export async function runParquetMaintenance(
   // Once this run's replaced files are deleted: the checkpoint lists fewer of them.
   await writeParquetCheckpoint(context, context.checkpointIntervalMarkers);
   const logCheckpointsDeleted = await deleteSupersededLogCheckpoints(context, policy.orphanMinAgeMs);
+  // Behind the checkpoint just written: the markers it folds are what packing may take.
+  const { markersPacked, packedMarkersDeleted } = await packParquetMarkers(context, policy.orphanMinAgeMs, context.markerPackLimits);
   const checkpointsPacked = await packIntegrityCheckpoints(context.objects, context.location.prefix, context.fence);
   return {
     ...compactionFigures(compaction),
@@ -129,6 +135,8 @@ export async function runParquetMaintenance(
     orphansDeleted,
     checkpointsPacked,
     logCheckpointsDeleted,
+    markersPacked,
+    packedMarkersDeleted,
     bytesBefore,
     bytesAfter: await dataBytes(context.objects, context.location),
   };

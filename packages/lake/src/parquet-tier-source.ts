@@ -23,10 +23,13 @@ export class ParquetTierSource implements TierSource {
   readonly #connections: S3Connections;
   readonly #location: TieredLocation;
   #log: ParquetLog | undefined;
+  readonly #now: () => number;
 
-  constructor(connections: S3Connections, location: TieredLocation) {
+  /** `options.now`: the clock that ages what it read, so a source idle for long looks for the newest checkpoint (KNOWN_LOG_STALE_MS). */
+  constructor(connections: S3Connections, location: TieredLocation, options: { now?: () => number } = {}) {
     this.#connections = connections;
     this.#location = location;
+    this.#now = options.now ?? Date.now;
     this.name = location.path;
   }
 
@@ -39,7 +42,7 @@ export class ParquetTierSource implements TierSource {
   async listFiles(): Promise<TierFile[]> {
     const { location, objects } = this.#objects();
     // Commit markers after the last one read, and compaction markers listed every time (one LIST), each fetched once.
-    this.#log = await readParquetLog(objects, location, this.#log);
+    this.#log = await readParquetLog(objects, location, this.#log, { nowMs: this.#now() });
     return liveParquetFiles(this.#log).files;
   }
 
