@@ -10,6 +10,7 @@ import {
   storeClockMs,
   type MaintenanceRunFigures,
   type MaintenanceStep,
+  type MarkerPacking,
   type ObjectStore,
   type S3Connections,
   type TieredLocation,
@@ -24,7 +25,7 @@ import { CronTimer, systemCronClock, type CronClock } from './cron-timer.js';
 export const MAINTENANCE_RUNS_KEPT = 10;
 
 /** One maintenance run as `GET /admin/audit/maintenance` and the `audit:TableMaintenance` event report it. */
-export interface MaintenanceRun extends MaintenanceRunFigures {
+export interface MaintenanceRun extends MaintenanceRunFigures, Partial<MarkerPacking> {
   table: string;
   startedMs: number;
   finishedMs: number;
@@ -353,7 +354,7 @@ export class MaintenanceScheduler {
   }
 
   /** One run over a table or Parquet location with the current settings, fenced by `term`. */
-  async #maintain(location: TieredLocation, term: number, compact: boolean): Promise<MaintenanceRunFigures> {
+  async #maintain(location: TieredLocation, term: number, compact: boolean): Promise<MaintenanceRunFigures & Partial<MarkerPacking>> {
     const settings = this.#options.settings();
     const policy = {
       snapshotRetainLast: settings.maintenanceSnapshotRetainLast,
