@@ -39,9 +39,10 @@ export interface TierStatusView extends TierStatus {
   deferred: number;
   /**
    * The completeness ledger in one line (GET /admin/audit/ledger has it per source): sources
-   * that send sourceSeq, how many of them have holes, and how many sourceSeqs the holes hold.
+   * that send sourceSeq, how many of them have holes, and how many sourceSeqs the holes hold;
+   * the idle sources retired from it and the sourceSeqs they missed then.
    */
-  ledger: { sources: number; sourcesWithGaps: number; missing: number };
+  ledger: { sources: number; sourcesWithGaps: number; missing: number; sourcesRetired: number; retiredMissing: number };
   /**
    * On a cluster leader whose standbys do not hold its whole log: the seq they all hold through
    * and the standbys that hold no more (the sweep tiers no further; one that stays reachable but
@@ -407,8 +408,8 @@ export class TieringService {
     const backlog = await this.#store.countAfter(status.watermark.seq);
     const deferred = effective.tierMode === 'none' ? 0 : await this.#deferred.read({ nowMs: Date.now(), retentionMs: effective.retentionDays * DAY_MS, watermarkSeq: status.watermark.seq });
     // Totals the ledger keeps as events arrive: no entry is built.
-    const { sources, sourcesWithGaps, missing } = this.#store.sourceLedgerSummary();
-    const ledger = { sources, sourcesWithGaps, missing };
+    const { sources, sourcesWithGaps, missing, retiredSources, retiredMissing } = this.#store.sourceLedgerSummary();
+    const ledger = { sources, sourcesWithGaps, missing, sourcesRetired: retiredSources, retiredMissing };
     // Standbys holding tiering back: those the lowest of them holds no more than, while the log goes further.
     const held = this.#membership.heldByStandbys();
     const heldByStandbys = held !== undefined && held.throughSeq < this.#store.position.lastSeq ? held : null;

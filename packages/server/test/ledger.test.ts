@@ -41,13 +41,13 @@ describe('GET /admin/audit/ledger', () => {
       daysNext: null,
     });
     const tierStatus = async () => ((await (await t.request('/admin/audit/settings')).json()) as { tierStatus: { ledger: unknown } }).tierStatus.ledger;
-    expect(await tierStatus()).toEqual({ sources: 2, sourcesWithGaps: 1, missing: 3 });
+    expect(await tierStatus()).toEqual({ sources: 2, sourcesWithGaps: 1, missing: 3, sourcesRetired: 0, retiredMissing: 0 });
     // The late events fill the holes.
     expect((await t.ingest([4, 7, 8].map((s) => event({ eventId: `late${s}`, sourceId: 'plugin-a', sourceSeq: s })))).status).toBe(200);
     const one = (await (await t.request('/admin/audit/ledger?sourceId=plugin-a')).json()) as { sources: unknown[]; missing: number };
     expect(one).toMatchObject({ sources: [{ sourceId: 'plugin-a', received: 9, firstSourceSeq: 1, contiguousThrough: 9, highestSourceSeq: 9, gaps: [], missing: 0 }], sourcesWithGaps: 0, missing: 0 });
     expect((await t.request('/admin/audit/ledger', { token: INGEST_TOKEN })).status).toBe(403);
-    expect(await tierStatus()).toEqual({ sources: 2, sourcesWithGaps: 0, missing: 0 });
+    expect(await tierStatus()).toEqual({ sources: 2, sourcesWithGaps: 0, missing: 0, sourcesRetired: 0, retiredMissing: 0 });
     const bad = await t.request('/admin/audit/ledger?sourceId=');
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: string }).error).toMatch(/parameter sourceId must be one non-empty source id/);
@@ -253,7 +253,7 @@ describe('the ledger under a flood of sources', () => {
     expect(overflow).toEqual([{ day: dayOf(ts), sourceId: OTHER_SOURCES, source: null, received: folded + ownFolded, stored: folded + ownFolded, tiered: 0, pruned: 0 }]);
     expect(day.filter((row) => row.source !== 'auditlake').reduce((n, row) => n + row.received, 0)).toBe(flood.length + 2 + ownFolded);
     const tierStatus = ((await (await t.request('/admin/audit/settings')).json()) as { tierStatus: { ledger: unknown } }).tierStatus.ledger;
-    expect(tierStatus).toEqual({ sources: LEDGER_SOURCES_MAX, sourcesWithGaps: 1, missing: 1 });
+    expect(tierStatus).toEqual({ sources: LEDGER_SOURCES_MAX, sourcesWithGaps: 1, missing: 1, sourcesRetired: 0, retiredMissing: 0 });
     const text = await (await t.request('/metrics', { token: null })).text();
     expect(text).toMatch(/^auditlake_ledger_missing_source_seqs 1$/m);
     expect(text).toMatch(/^auditlake_ledger_sources_with_gaps 1$/m);
@@ -286,5 +286,7 @@ describe('the ledger under a flood of sources', () => {
     expect(text).toMatch(new RegExp(`^auditlake_ledger_sources_retired ${LEDGER_RETIRE_FROM_SOURCES + 1}$`, 'm'));
     expect(text).toMatch(/^auditlake_ledger_missing_source_seqs 1$/m);
     expect(text).toMatch(/^auditlake_ledger_sources_tracked 1$/m);
+    const tierStatus = ((await (await t.request('/admin/audit/settings')).json()) as { tierStatus: { ledger: unknown } }).tierStatus.ledger;
+    expect(tierStatus).toEqual({ sources: 1, sourcesWithGaps: 0, missing: 0, sourcesRetired: LEDGER_RETIRE_FROM_SOURCES + 1, retiredMissing: 1 });
   });
 });

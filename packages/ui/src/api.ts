@@ -38,7 +38,16 @@ export interface TierStatus {
   /** A cluster leader's standbys that do not hold its whole log yet, and how far they all do (null: nothing held back). */
   heldByStandbys?: { throughSeq: number; nodes: string[]; notApplying?: string[] } | null;
   /** The completeness ledger summed up (GET /admin/audit/ledger has it per source). */
-  ledger?: { sources: number; sourcesWithGaps: number; missing: number };
+  ledger?: LedgerSummary;
+}
+
+/** tierStatus.ledger: the completeness ledger summed up (`sourcesRetired`, `retiredMissing`: absent from a node of a version before). */
+export interface LedgerSummary {
+  sources: number;
+  sourcesWithGaps: number;
+  missing: number;
+  sourcesRetired?: number;
+  retiredMissing?: number;
 }
 
 /** `GET /admin/audit/settings`: every runtime key (number, boolean or string) plus tierStatus. */

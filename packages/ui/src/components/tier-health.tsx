@@ -1,15 +1,9 @@
 import type { TierStatus } from '../api.js';
 import { formatTime } from './event-table.js';
 import { erasureHoldText, standbyHoldText, termHoldText } from '../tier-hold.js';
+import { completenessText, somethingMissing } from '../completeness-text.js';
 import { ShownText } from './shown-text.js';
 
-/** The completeness ledger in words: do the sources that count their events miss any? */
-function completeness(ledger: NonNullable<TierStatus['ledger']>): string {
-  if (ledger.sources === 0) return 'no source counts its events (sourceSeq)';
-  const sources = `${ledger.sources.toLocaleString()} ${ledger.sources === 1 ? 'source' : 'sources'}`;
-  if (ledger.missing === 0) return `nothing missing from ${sources}`;
-  return `${ledger.missing.toLocaleString()} ${ledger.missing === 1 ? 'event' : 'events'} missing from ${ledger.sourcesWithGaps.toLocaleString()} of ${sources}`;
-}
 
 function when(ms: number | undefined): string {
   return ms === undefined || ms <= 0 ? 'never' : formatTime(ms);
@@ -73,8 +67,8 @@ export function TierHealth({ status }: { status: TierStatus }) {
         {status.ledger !== undefined && (
           <>
             <dt>Completeness</dt>
-            <dd class={status.ledger.missing > 0 ? 'error' : ''} data-field="completeness">
-              {completeness(status.ledger)}
+            <dd class={somethingMissing(status.ledger) ? 'error' : ''} data-field="completeness">
+              {completenessText(status.ledger)}
             </dd>
           </>
         )}
