@@ -12,14 +12,24 @@ export function commitsPrefix(location: S3Location): string {
   return joinKey(location.prefix, `${COMMITS_DIR}/`);
 }
 
-/** A marker as read: parsed, with a digest of its exact text (to compare copies) and where it was read. */
+/**
+ * A marker as read: parsed, with a digest of its exact text (to compare copies) and the object it
+ * was read from (for a packed one, the pack's URL, shared by its markers: a verify holds millions).
+ */
 interface FoundMarker {
   marker: CommitMarker;
   digest: string;
-  where: string;
+  url: string;
+  packed: boolean;
 }
 
-const textDigest = (text: string) => hash('sha256', text, 'hex');
+/** 128 bits of SHA-256: copies of one marker compared without keeping their texts. */
+const textDigest = (text: string) => hash('sha256', text, 'hex').slice(0, 32);
+
+/** Where `found` was read, for a message: the loose object, or the pack and the marker's name in it. */
+function whereFound(found: FoundMarker, key: string): string {
+  return found.packed ? `${found.url} (marker ${key.slice(key.lastIndexOf('/') + 1)})` : found.url;
+}
 
 /**
  * Every commit marker of `location` keyed `fromSeq` or later (every one without it), by key in
@@ -46,7 +56,7 @@ async function readAllMarkers(objects: ObjectStore, location: S3Location, fromSe
       return;
     }
     const text = new TextDecoder().decode(bytes);
-    found.set(key, { marker: JSON.parse(text) as CommitMarker, digest: textDigest(text), where: objects.url(key) });
+    found.set(key, { marker: JSON.parse(text) as CommitMarker, digest: textDigest(text), url: objects.url(key), packed: false });
   });
   const packs = (await objects.list(markerPacksPrefix(location)))
     .map((key) => parseMarkerPackKey(location, key))
@@ -60,10 +70,10 @@ async function readAllMarkers(objects: ObjectStore, location: S3Location, fromSe
     held.set(pack.key, entries.length);
     for (const entry of entries) {
       const key = `${prefix}${entry.name}`;
-      const copy: FoundMarker = { marker: JSON.parse(entry.marker) as CommitMarker, digest: textDigest(entry.marker), where: `${url} (marker ${entry.name})` };
+      const copy: FoundMarker = { marker: JSON.parse(entry.marker) as CommitMarker, digest: textDigest(entry.marker), url, packed: true };
       const other = found.get(key);
       if (other === undefined) found.set(key, copy);
-      else if (other.digest !== copy.digest) throw differing(objects, key, other.where, copy.where);
+      else if (other.digest !== copy.digest) throw differing(objects, key, whereFound(other, key), whereFound(copy, key));
     }
   });
   const missing = gone.find((key) => !found.has(key));
