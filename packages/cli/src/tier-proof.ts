@@ -1,6 +1,6 @@
 import { checkDeclaredMetrics, newestAncestorCarrying, type DataFile } from '@auditlake/format';
 import type { BatchSpan, CheckedBatch, CheckedRecord, FoundCheckpoint, RowsWithoutSeqSeen, ShownKey } from '@auditlake/integrity';
-import { ArrivingBatchMerge, mergeSpannedBatches, parseSignedCheckpoint } from '@auditlake/integrity';
+import { mergeSpannedBatches, parseSignedCheckpoint } from '@auditlake/integrity';
 import {
   CHECKPOINT_SUMMARY_KEY,
   checkParquetCheckpoint,
@@ -9,6 +9,8 @@ import {
   icebergTableAt,
   liveParquetFiles,
   loadIcebergTable,
+  mapBounded,
+  OBJECT_REQUESTS_IN_FLIGHT_MAX,
   ParquetTierSource,
   parseS3Location,
   readIntegrityObjects,
@@ -19,6 +21,7 @@ import {
   type TierSource,
 } from '@auditlake/lake';
 import { AuditError, AuditErrorCode, isAuditError } from '@auditlake/model';
+import { icebergSeqBounds, parquetFooterSeqBounds, parquetMarkerSeqBounds, type SeqBounds } from './tier-file-seq-bounds.js';
 import type { VerifyChecks } from './verify-checks.js';
 import type { TierLocationOption } from './verify-options.js';
 
@@ -32,31 +35,33 @@ export interface TierProofStart {
 }
 
 /**
- * What a tier gives the verifier once each of its files was checked: the proof kept beside its
- * records, what its rows without a seq showed, and its records in seq order. No file's records
- * are kept: a tier of days of events does not fit in memory (about 250 bytes a record).
+ * A tier ready to give the verifier its records in seq order, and then what its rows without a
+ * seq showed. No file's records are kept once read: a tier of days of events does not fit in
+ * memory (about 250 bytes a record).
  */
 export interface TierProof extends TierProofStart {
-  /** The least seq any of its files holds (undefined: no file holds a chained record). */
-  firstSeq: number | undefined;
-  legacyRows: number;
-  /** What the files showed of those rows and of the tier's first chained row (ChainVerifier.addRowsWithoutSeq). */
-  rowsWithoutSeqSeen: RowsWithoutSeqSeen;
-  /** Every record was fed through what `started` returned, in seq order: no need to read {@link records}. */
-  folded: boolean;
   /**
    * The tier's records in seq order (copies of one seq in the order the tier lists their
-   * files), a chunk at a time: each file that holds records fetched and checked again, once the
-   * merge reaches its least seq (a few ahead), and dropped once read ({@link mergeSpannedBatches}).
-   * A file that no longer holds what it held when first checked fails it.
+   * files), a chunk at a time: each file fetched and checked once the merge reaches the least
+   * seq its commit declares (a few ahead), and dropped once read ({@link mergeSpannedBatches}).
+   * A file whose commit declares no seqs was checked when the proof was read, and is fetched
+   * again here only if it held records (so is every file when verify ignores declared bounds).
+   * Throws {@link TierSeqBoundsUntrue} when a file holds a seq outside what its commit declares
+   * and no check of the file's own declarations reported it.
    */
   records(): AsyncGenerator<CheckedRecord[]>;
+  /** What the files showed of their rows without a seq (ChainVerifier.addRowsWithoutSeq); only once {@link records} was read to its end. */
+  rowsWithoutSeq(): { legacyRows: number; seen: RowsWithoutSeqSeen };
   /** Closes the tier's connection (after {@link records}, if read). */
   close(): Promise<void>;
 }
 
-/** Told of the tier's records in seq order, while its files are still being checked. */
-export type TierRecordFeed = (record: CheckedRecord) => void;
+/**
+ * Whether verify orders a tier's files by the seqs their commits declare (one pass), or ignores
+ * those (every file checked, then those holding records again in the order of the least seq
+ * that check found: two passes), as it does once a declaration turned out untrue.
+ */
+export type TierBoundsUse = 'declared' | 'ignored';
 
 const CONNECTION_ID = 'verify';
 
@@ -65,15 +70,16 @@ type ListedFile = TierFile & { declared?: DataFile };
 
 /**
  * Reads a tier from the bucket alone: the `_integrity/` objects beside it and, for Iceberg, the
- * newest checkpoint a snapshot summary in the current snapshot's ancestry carries, then every committed data file (through
- * the Parquet commit markers — every one, and the newest checkpoint of the Parquet log checked
- * against them — or the Iceberg table's current snapshot), checked by `checks` as it arrives. `started`, when given, is told what the tier says of itself once that is read and
- * before any file is checked, and may return a feed for the tier's records: they are fed in seq
- * order while later files are still being checked ({@link ArrivingBatchMerge}) when the
- * listing allows it ({@link TierProof.folded}); otherwise the caller reads them from
- * {@link TierProof.records}. The caller closes what this returns.
+ * newest checkpoint a snapshot summary in the current snapshot's ancestry carries, and the
+ * listing of every committed data file (through the Parquet commit markers — every one, and the
+ * newest checkpoint of the Parquet log checked against them — or the Iceberg table's current
+ * snapshot) with the seqs each one's commit declares: its manifest entry's `seq` bounds; for a
+ * Parquet file, its commit marker's batch, or — for a file a compaction marker added — its
+ * footer's `seq` statistics (one small ranged GET). Files with none declared are checked now, by
+ * `checks`; the others when {@link TierProof.records} reaches them. With `bounds` 'ignored', no
+ * declaration is taken. The caller closes what this returns.
  */
-export async function readTierProof(tier: TierLocationOption, checks: VerifyChecks, started?: (start: TierProofStart) => TierRecordFeed | undefined): Promise<TierProof> {
+export async function readTierProof(tier: TierLocationOption, checks: VerifyChecks, bounds: TierBoundsUse = 'declared'): Promise<TierProof> {
   const location = parseS3Location(tier.location);
   if (!location) throw new AuditError(AuditErrorCode.BAD_REQUEST, `not an s3://bucket/prefix location: ${tier.location}`);
   const connections = new S3Connections(
@@ -94,6 +100,10 @@ export async function readTierProof(tier: TierLocationOption, checks: VerifyChec
     const checkpoints: FoundCheckpoint[] = [];
     let head: TierProof['head'];
     let files: ListedFile[];
+    /** The seqs each file's commit declares, where it declares them (by place in the listing). */
+    let declared: Array<SeqBounds | undefined>;
+    /** Files whose seqs only their footers declare (Parquet files a compaction marker added). */
+    let byFooter: boolean[];
     if (tier.mode === 'parquet') {
       // Every marker, not the newest checkpoint readers start from: the files checked are those
       // the markers declare, and the checkpoint is checked against them (a forged one that hid a
@@ -104,6 +114,10 @@ export async function readTierProof(tier: TierLocationOption, checks: VerifyChec
       await checkParquetCheckpoint(objects, location, log);
       source = new ParquetTierSource(connections, { mode: 'parquet', path: tier.location, connectionId: CONNECTION_ID });
       files = liveParquetFiles(log).files;
+      const markers = log.byKey === undefined ? log.markers.map((marker) => ({ marker })) : [...log.byKey.markers].map(([key, marker]) => ({ key: objects.url(key), marker }));
+      const byMarker = parquetMarkerSeqBounds(markers);
+      declared = files.map((file) => byMarker.get(file.key));
+      byFooter = declared.map((bounds) => bounds === undefined);
     } else {
       const table = { identifier: tier.location, location: tier.location, connectionId: CONNECTION_ID };
       const loaded = await loadIcebergTable(objects, icebergTableAt(table));
@@ -120,27 +134,42 @@ export async function readTierProof(tier: TierLocationOption, checks: VerifyChec
       source = iceberg;
       // With each file's declarations, and every manifest's partition summary checked.
       files = await iceberg.listDeclaredFiles();
+      declared = files.map((file) => (file.declared === undefined ? undefined : icebergSeqBounds(file.declared)));
+      byFooter = files.map(() => false);
     }
-    // The proof is read right after the listing, not after every file is checked: the fold
-    // needs its checkpoints from the start (and a tier being written meanwhile has less time
-    // to gain a checkpoint past the files listed).
+    // The proof is read right after the listing, before the files: the verifier needs its
+    // checkpoints from the start (and a tier being written meanwhile has less time to gain a
+    // checkpoint past the files listed).
     const proof = await readIntegrityObjects(objects, location.prefix);
     for (const object of proof.checkpoints) checkpoints.push(found(object.text, object.where));
-    const start: TierProofStart = { files: files.length, checkpoints, keys: proof.keys, head };
-    const feed = started?.(start);
-    const lanes = Math.max(2, 2 * checks.threads);
-    // As many may wait unfed as may arrive ahead of the listing's checked prefix, and a few
-    // more: files the sweep wrote across a day boundary start below the last ones before them.
-    const early = feed === undefined ? undefined : new ArrivingBatchMerge(feed, 2 * lanes + FOLD_HELD_SLACK);
-    const checked = await checkFiles(source, files, checks, lanes, early);
-    early?.finish();
     const opened = source;
+    if (bounds === 'ignored') declared = files.map(() => undefined);
+    else if (byFooter.includes(true)) declared = await withFooterBounds(opened, files, declared, byFooter);
+    const lanes = Math.max(2, 2 * checks.threads);
+    const tally = new RowsWithoutSeqTally(files.length);
+    // A file no commit bounds is checked now, whole; one that holds records is checked again in
+    // seq order, from the least seq this check found in it.
+    const unbounded = files.flatMap((file, order) => (declared[order] === undefined ? [{ file, order }] : []));
+    const checkedFirst = await checkFiles(opened, unbounded, checks, lanes, tally);
+    const spans: FileSpan[] = [...checkedFirst];
+    files.forEach((file, order) => {
+      const bounds = declared[order];
+      if (bounds !== undefined) spans.push({ order, first: bounds.lower, file, declared: bounds });
+    });
+    let read = false;
     return {
-      ...start,
-      ...checked,
-      firstSeq: checked.spans.reduce<number | undefined>((least, span) => (least === undefined || span.first < least ? span.first : least), undefined),
-      folded: early?.inOrder === true,
-      records: () => mergeSpannedBatches(checked.spans, (span) => checkAgain(opened, checks, span as FileSpan), lanes),
+      files: files.length,
+      checkpoints,
+      keys: proof.keys,
+      head,
+      async *records() {
+        yield* mergeSpannedBatches(spans, (span) => checkInOrder(opened, checks, span as FileSpan, tally), lanes);
+        read = true;
+      },
+      rowsWithoutSeq() {
+        if (!read) throw new TypeError("a tier's rows without a seq are known once its records were read to the end");
+        return tally.result();
+      },
       close,
     };
   } catch (err) {
@@ -149,13 +178,32 @@ export async function readTierProof(tier: TierLocationOption, checks: VerifyChec
   }
 }
 
-/** Arrived files that may wait unfed at once besides those checked ahead of the listing's prefix. */
-const FOLD_HELD_SLACK = 8;
+/**
+ * `declared` with the seqs of the files `byFooter` marks taken from their footers' `seq`
+ * statistics, a few requests at a time. The check of each file tests its footer's statistics
+ * against its rows (checkRowGroupDeclarations), so a footer that lies is reported, naming the file.
+ */
+async function withFooterBounds(source: TierSource, files: readonly ListedFile[], declared: ReadonlyArray<SeqBounds | undefined>, byFooter: readonly boolean[]): Promise<Array<SeqBounds | undefined>> {
+  return mapBounded(files, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (file, order) => {
+    if (byFooter[order] !== true) return declared[order];
+    try {
+      return await parquetFooterSeqBounds(await source.open(file));
+    } catch (err) {
+      if (isAuditError(err, AuditErrorCode.OBJECT_NOT_FOUND)) throw new TierFileGone(file.key, err);
+      throw namingFile(file, err);
+    }
+  });
+}
 
-/** What the first pass keeps of a file that holds records: where to read it again, and what it held then. */
+/**
+ * Where a file's records enter the merge: the least seq its commit declares (`declared`), or the
+ * least one a first check found in it (`shape`: what that check found, which the second must
+ * find again).
+ */
 interface FileSpan extends BatchSpan {
   file: ListedFile;
-  shape: string;
+  declared?: SeqBounds;
+  shape?: string;
 }
 
 /** What a check of a file found that a second check of it must find again (its records are read from the second). */
@@ -163,76 +211,68 @@ function shapeOf(batch: CheckedBatch): string {
   return JSON.stringify([batch.count, batch.skipped, batch.seqs[0], batch.seqs[batch.count - 1], batch.withoutSeq, batch.firstRow]);
 }
 
-async function checkAgain(source: TierSource, checks: VerifyChecks, span: FileSpan): Promise<CheckedBatch> {
+/**
+ * A file's check when the merge reaches it: the only one of a file whose commit declares its
+ * seqs — which it must hold within, or the order the merge gave records in so far may be wrong —
+ * or the second of a file checked before, which must find what the first found.
+ */
+async function checkInOrder(source: TierSource, checks: VerifyChecks, span: FileSpan, tally: RowsWithoutSeqTally): Promise<CheckedBatch> {
   const batch = await checkFile(source, span.file, checks);
-  if (shapeOf(batch) !== span.shape) {
-    throw new AuditError(
-      AuditErrorCode.INTEGRITY_MISMATCH,
-      `tier file ${span.file.key} changed while it was being verified: read again in seq order, it no longer holds the rows it held when first checked`,
-    );
+  if (span.shape !== undefined) {
+    if (shapeOf(batch) !== span.shape) {
+      throw new AuditError(
+        AuditErrorCode.INTEGRITY_MISMATCH,
+        `tier file ${span.file.key} changed while it was being verified: read again in seq order, it no longer holds the rows it held when first checked`,
+      );
+    }
+    return batch;
+  }
+  tally.note(span.order, batch);
+  const declared = span.declared;
+  if (declared !== undefined && batch.count > 0) {
+    const least = batch.seqs[0] as number;
+    const greatest = batch.seqs[batch.count - 1] as number;
+    if (least < declared.lower || greatest > declared.upper) throw new TierSeqBoundsUntrue(span.file.key, declared, least < declared.lower ? least : greatest);
   }
   return batch;
 }
 
 /**
- * Fetches every file whole and has it checked, a few at a time: while the checks decode and
- * hash some files, the next ones are being fetched, and at most that many are held at once.
- * Each batch goes to `early` (the fold while files arrive) and is then dropped: only each file's
- * span is kept. With `early`, no file is checked more than `2 * lanes` past the first one not
- * yet checked, so the batches waiting there for a slow file stay few. A failure stops every
- * lane after its current file, and is thrown only once no check is running: the caller then
- * closes the worker threads, and terminating one in the middle of a job (inflating a page)
- * crashed the whole process in Node's zlib ("close before init").
+ * A file holds a seq outside the seqs its commit declares, and no check of the file's own
+ * declarations reported it first (an Iceberg manifest entry's bounds and a footer's statistics
+ * are such declarations, and a lie in them is reported naming the file; a Parquet commit
+ * marker's batch is not one readers rely on). The merge's order rested on the bound, so what it
+ * gave is void: verifyHistory reads the tier again ignoring declared bounds (two passes).
  */
-async function checkFiles(
-  source: TierSource,
-  files: readonly ListedFile[],
-  checks: VerifyChecks,
-  lanes: number,
-  early: ArrivingBatchMerge | undefined,
-): Promise<{ spans: FileSpan[]; legacyRows: number; rowsWithoutSeqSeen: RowsWithoutSeqSeen }> {
+export class TierSeqBoundsUntrue extends Error {
+  constructor(readonly key: string, readonly declared: SeqBounds, readonly seq: number) {
+    super(`tier file ${key} holds seq ${seq}, outside the seqs ${declared.lower}..${declared.upper} ${declared.declaredBy} declares for it`);
+  }
+}
+
+/**
+ * Fetches each file whole and has it checked, a few at a time: while the checks decode and
+ * hash some files, the next ones are being fetched, and at most that many are held at once.
+ * Each batch is dropped once checked: of a file that holds records only its span is kept, to
+ * read it again in seq order. A failure stops every lane after its current file, and is thrown
+ * only once no check is running: the caller then closes the worker threads, and terminating one
+ * in the middle of a job (inflating a page) crashed the whole process in Node's zlib ("close
+ * before init").
+ */
+async function checkFiles(source: TierSource, files: ReadonlyArray<{ file: ListedFile; order: number }>, checks: VerifyChecks, lanes: number, tally: RowsWithoutSeqTally): Promise<FileSpan[]> {
   const spans: FileSpan[] = [];
-  /** Per file (in listing order), what it showed of its rows without a seq: a pass in that order is what picks among equals. */
-  const shown: RowsShown[] = [];
-  let legacyRows = 0;
-  const arrived = new Uint8Array(files.length);
-  /** Files 0..prefix-1 have all been checked. */
-  let prefix = 0;
-  let advanced: { promise: Promise<void>; resolve: () => void } | undefined;
-  const wake = () => {
-    advanced?.resolve();
-    advanced = undefined;
-  };
-  const waitForPrefix = () => {
-    if (advanced === undefined) {
-      let resolve!: () => void;
-      const promise = new Promise<void>((r) => (resolve = r));
-      advanced = { promise, resolve };
-    }
-    return advanced.promise;
-  };
   let next = 0;
   let failed = false;
   const lane = async () => {
     while (!failed && next < files.length) {
-      const at = next++;
-      while (!failed && early !== undefined && at >= prefix + 2 * lanes) await waitForPrefix();
-      if (failed) return;
+      const { file, order } = files[next++] as { file: ListedFile; order: number };
       try {
-        const file = files[at] as ListedFile;
         const batch = await checkFile(source, file, checks);
         if (failed) return;
-        early?.arrive(at, batch);
-        legacyRows += batch.skipped;
-        shown[at] = { withoutSeq: batch.withoutSeq, firstRow: batch.firstRow };
-        if (batch.count > 0) spans.push({ order: at, first: batch.seqs[0] as number, file, shape: shapeOf(batch) });
-        arrived[at] = 1;
-        const before = prefix;
-        while (prefix < files.length && arrived[prefix] === 1) prefix++;
-        if (prefix !== before) wake();
+        tally.note(order, batch);
+        if (batch.count > 0) spans.push({ order, first: batch.seqs[0] as number, file, shape: shapeOf(batch) });
       } catch (err) {
         failed = true;
-        wake();
         throw err;
       }
     }
@@ -240,14 +280,14 @@ async function checkFiles(
   const outcomes = await Promise.allSettled(Array.from({ length: Math.min(files.length, lanes) }, lane));
   const failure = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
   if (failure !== undefined) throw failure.reason;
-  return { spans, legacyRows, rowsWithoutSeqSeen: rowsWithoutSeqSeen(shown) };
+  return spans;
 }
 
 /**
  * A file the tier's listing named that was gone when verify fetched it: an erasure deletes the
  * files it rewrote at once, and maintenance those it replaced after their grace period, so a
- * tier read while it is written may lose one between its listing and the fetch (more so across
- * verify's two passes). The tier changed; nothing is known to be wrong with it. verifyHistory
+ * tier read while it is written may lose one between its listing and the fetch (more so a
+ * file checked twice). The tier changed; nothing is known to be wrong with it. verifyHistory
  * reads it again from a new listing (TIER_CHANGED_ATTEMPTS).
  */
 export class TierFileGone extends AuditError {
@@ -335,12 +375,34 @@ interface RowsShown {
   firstRow: CheckedBatch['firstRow'];
 }
 
-/** The latest-ingested row without a seq and the least-seq row over every file (in listing order). */
-function rowsWithoutSeqSeen(shown: readonly RowsShown[]): RowsWithoutSeqSeen {
-  const seen: RowsWithoutSeqSeen = {};
-  for (const { withoutSeq, firstRow } of shown) {
-    if (withoutSeq !== undefined && !(withoutSeq.ingestTsMax <= (seen.withoutSeq?.ingestTsMax ?? -Infinity))) seen.withoutSeq = withoutSeq;
-    if (firstRow !== undefined && firstRow.seq < (seen.firstRow?.seq ?? Infinity)) seen.firstRow = firstRow;
+/**
+ * What each file's check showed of its rows without a seq and of its least-seq row, kept by the
+ * file's place in the listing (files are checked in another order): a pass in listing order is
+ * what picks among equals.
+ */
+class RowsWithoutSeqTally {
+  readonly #shown: Array<RowsShown | undefined>;
+  #legacyRows = 0;
+
+  constructor(files: number) {
+    this.#shown = new Array<RowsShown | undefined>(files);
   }
-  return seen;
+
+  /** The check of the file at `order` in the listing (once per file). */
+  note(order: number, batch: CheckedBatch): void {
+    this.#legacyRows += batch.skipped;
+    this.#shown[order] = { withoutSeq: batch.withoutSeq, firstRow: batch.firstRow };
+  }
+
+  /** How many rows had no seq; the latest-ingested of them and the least-seq row over every file. */
+  result(): { legacyRows: number; seen: RowsWithoutSeqSeen } {
+    const seen: RowsWithoutSeqSeen = {};
+    for (const shown of this.#shown) {
+      if (shown === undefined) continue;
+      const { withoutSeq, firstRow } = shown;
+      if (withoutSeq !== undefined && !(withoutSeq.ingestTsMax <= (seen.withoutSeq?.ingestTsMax ?? -Infinity))) seen.withoutSeq = withoutSeq;
+      if (firstRow !== undefined && firstRow.seq < (seen.firstRow?.seq ?? Infinity)) seen.firstRow = firstRow;
+    }
+    return { legacyRows: this.#legacyRows, seen };
+  }
 }

@@ -17,7 +17,7 @@ import {
 } from '@auditlake/integrity';
 import { AuditError, AuditErrorCode, isAuditError } from '@auditlake/model';
 import { NodeClient } from './node-client.js';
-import { readTierProof, TierFileGone, type TierProof, type TierProofStart } from './tier-proof.js';
+import { readTierProof, TierFileGone, TierSeqBoundsUntrue, type TierBoundsUse, type TierProof, type TierProofStart } from './tier-proof.js';
 import { VerifyChecks } from './verify-checks.js';
 import { parseVerifyOptions, type TierLocationOption, type VerifyOptions } from './verify-options.js';
 
@@ -83,10 +83,17 @@ export async function verifyHistory(options: VerifyOptions, checks?: VerifyCheck
 }
 
 async function verifyAgainIfTierChanged(options: VerifyOptions, checks: VerifyChecks): Promise<VerifyReport> {
-  for (let attempt = 1; ; attempt++) {
+  let bounds: TierBoundsUse = 'declared';
+  for (let attempt = 1; ; ) {
     try {
-      return await verifyWith(options, checks);
+      return await verifyWith(options, checks, bounds);
     } catch (err) {
+      if (err instanceof TierSeqBoundsUntrue && bounds === 'declared') {
+        // The order the tier's records were read in rested on a bound the file does not keep:
+        // what was read is void, and the tier is read again in the order the files themselves show.
+        bounds = 'ignored';
+        continue;
+      }
       if (!(err instanceof TierFileGone)) throw err;
       if (attempt >= TIER_CHANGED_ATTEMPTS) {
         throw new AuditError(
@@ -95,38 +102,78 @@ async function verifyAgainIfTierChanged(options: VerifyOptions, checks: VerifyCh
           { cause: err },
         );
       }
+      attempt++;
     }
   }
 }
 
-async function verifyWith(options: VerifyOptions, checks: VerifyChecks): Promise<VerifyReport> {
+/**
+ * One read of what the options name, verified as one history: each tier location's records in
+ * seq order (each file fetched and checked once, in the order its commit's seq bounds give:
+ * TierProof.records), and the node's log page by page, merged by seq as streams and folded.
+ */
+async function verifyWith(options: VerifyOptions, checks: VerifyChecks, bounds: TierBoundsUse): Promise<VerifyReport> {
   const pinnedKeys = await Promise.all(options.publicKeyFiles.map(readPinnedKey));
-  const [first] = options.tiers;
-  if (first !== undefined && options.tiers.length === 1 && options.node === undefined) return verifyTierAlone(first, options, pinnedKeys, checks);
   const proofs: TierProof[] = [];
+  const started: Array<AsyncGenerator<CheckedRecord[]>> = [];
   try {
-    for (const location of options.tiers) proofs.push(await readTierProof(location, checks));
-    const tier = proofs.length === 0 ? undefined : oneProof(proofs);
+    for (const location of options.tiers) proofs.push(await readTierProof(location, checks, bounds));
     const client = options.node === undefined ? undefined : new NodeClient({ url: options.node.url, token: options.node.token });
     const view = client === undefined ? undefined : await readView(client);
-    const verifier = new ChainVerifier(verifierOptionsOf(options, pinnedKeys, tier, view, client));
-    // Read together, identical copies are allowed across locations (and the node's log), not
-    // within one: a location that holds a row twice makes an engine reading it count it twice.
-    // Named as soon as seen, before the verifier reaches that seq: first among its breaks there.
-    const watches = proofs.map(() => new IdenticalCopyWatch());
     // Each location's records, then the node's: of copies of one seq, the tier's come first.
-    const streams = proofs.map((proof) => proof.records());
+    const streams: Array<AsyncIterable<CheckedRecord[]>> = [];
+    let firstSeq: number | undefined;
+    for (const proof of proofs) {
+      const records = proof.records();
+      started.push(records);
+      if (client === undefined) {
+        streams.push(records);
+        continue;
+      }
+      // With the node, which of its retention ranges excuse a record depends on where the
+      // tiers begin (prunedOutsideTier): each location's least seq, its first record.
+      const ahead = await readAhead(records);
+      streams.push(ahead.records);
+      if (ahead.first !== undefined && (firstSeq === undefined || ahead.first < firstSeq)) firstSeq = ahead.first;
+    }
+    const tier = proofs.length === 0 ? undefined : { ...oneProof(proofs), firstSeq };
+    const [alone] = options.tiers;
+    // A tier read alone is one copy of the history: a record it holds twice is a duplicated row
+    // (ChainVerifierOptions.oneCopy). Read together, identical copies are allowed across
+    // locations (and the node's log), not within one: a location that holds a row twice makes
+    // an engine reading it count it twice, named as soon as seen, before the verifier reaches
+    // that seq: first among its breaks there.
+    const oneCopy = alone !== undefined && options.tiers.length === 1 && client === undefined ? `the tier at ${alone.location}` : undefined;
+    const verifier = new ChainVerifier({ ...verifierOptionsOf(options, pinnedKeys, tier, view, client), ...(oneCopy === undefined ? {} : { oneCopy }) });
+    const watches = oneCopy !== undefined ? [] : proofs.map(() => new IdenticalCopyWatch());
     if (client !== undefined) streams.push(nodeRecords(client, checks));
     await feedMergedStreams(streams, (record, stream) => {
       const copy = watches[stream]?.see(record);
       if (copy !== undefined) verifier.duplicatedIn(`the tier at ${(options.tiers[stream] as TierLocationOption).location}`, copy.seq, copy.eventId);
       verifier.addChecked(record);
     });
-    for (const proof of proofs) verifier.addRowsWithoutSeq(proof.legacyRows, proof.rowsWithoutSeqSeen);
+    for (const proof of proofs) {
+      const { legacyRows, seen } = proof.rowsWithoutSeq();
+      verifier.addRowsWithoutSeq(legacyRows, seen);
+    }
     return verifier.finish();
   } finally {
+    // A stream read ahead but never merged (a failure before) stops its loads before the checks close.
+    for (const records of started) await records.return(undefined).catch(() => undefined);
     for (const proof of proofs) await proof.close();
   }
+}
+
+/** A stream with its first chunk read: that chunk's first seq (the stream's least), and the whole stream to read from the start. */
+async function readAhead(stream: AsyncIterator<CheckedRecord[]>): Promise<{ first: number | undefined; records: AsyncIterable<CheckedRecord[]> }> {
+  const head = await stream.next();
+  const chunk = head.done === true ? [] : head.value;
+  async function* records(): AsyncGenerator<CheckedRecord[]> {
+    if (head.done === true) return;
+    yield chunk;
+    for (let next = await stream.next(); next.done !== true; next = await stream.next()) yield next.value;
+  }
+  return { first: chunk[0]?.seq, records: records() };
 }
 
 /**
@@ -135,19 +182,16 @@ async function verifyWith(options: VerifyOptions, checks: VerifyChecks): Promise
  * earlier ones too), so their records are merged by seq and their proofs put together; the
  * history ends where the furthest one's commits say. Rows without a seq are added per location.
  */
-function oneProof(proofs: readonly TierProof[]): TierProofStart & Pick<TierProof, 'firstSeq'> {
+function oneProof(proofs: readonly TierProof[]): TierProofStart {
   let head: TierProof['head'];
-  let firstSeq: number | undefined;
   for (const proof of proofs) {
     if (proof.head !== undefined && (head === undefined || proof.head.seq > head.seq)) head = proof.head;
-    if (proof.firstSeq !== undefined && (firstSeq === undefined || proof.firstSeq < firstSeq)) firstSeq = proof.firstSeq;
   }
   return {
     files: proofs.reduce((sum, proof) => sum + proof.files, 0),
     checkpoints: proofs.flatMap((proof) => proof.checkpoints),
     keys: proofs.flatMap((proof) => proof.keys),
     head,
-    firstSeq,
   };
 }
 
@@ -174,38 +218,6 @@ function prunedOutsideTier(pruned: readonly PrunedRange[], tier: { firstSeq?: nu
     if (range.toSeq > to) outside.push({ fromSeq: to + 1, toSeq: range.toSeq, chainHash: range.chainHash });
   }
   return outside;
-}
-
-/**
- * A tier alone: its records are folded while its files are still being checked
- * ({@link readTierProof}'s feed), instead of after all of them. When the tier's listing turns
- * out not to allow that, they are folded again from the start as the tier gives them in seq
- * order ({@link TierProof.records}: its files checked again, a few at a time): the same records
- * in the same order either way.
- */
-async function verifyTierAlone(location: TierLocationOption, options: VerifyOptions, pinnedKeys: KeyObject[], checks: VerifyChecks): Promise<VerifyReport> {
-  // One copy of the history: a record it holds twice is a duplicated row (ChainVerifierOptions.oneCopy).
-  const oneCopy = `the tier at ${location.location}`;
-  let verifier: ChainVerifier | undefined;
-  const tier = await readTierProof(location, checks, (start) => {
-    const folding = new ChainVerifier({ ...verifierOptionsOf(options, pinnedKeys, start, undefined, undefined), oneCopy });
-    verifier = folding;
-    return (record) => folding.addChecked(record);
-  });
-  try {
-    if (verifier !== undefined && tier.folded) {
-      verifier.addRowsWithoutSeq(tier.legacyRows, tier.rowsWithoutSeqSeen);
-      return verifier.finish();
-    }
-    // Dropped before the second pass: what it holds of the first is of no more use.
-    verifier = undefined;
-    const again = new ChainVerifier({ ...verifierOptionsOf(options, pinnedKeys, tier, undefined, undefined), oneCopy });
-    await feedMergedStreams([tier.records()], (record) => again.addChecked(record));
-    again.addRowsWithoutSeq(tier.legacyRows, tier.rowsWithoutSeqSeen);
-    return again.finish();
-  } finally {
-    await tier.close();
-  }
 }
 
 /** The verifier's options: what the command line pins, and what the tier and the node show. */

@@ -41,9 +41,10 @@ import {
 } from '@auditlake/format';
 import { CHECKPOINT_SUMMARY_KEY, icebergTableAt, loadIcebergTable, type S3Connections, s3Key, type IcebergTableRef, type ObjectStore } from '@auditlake/lake';
 import { commitForeignSnapshotOnTop } from '@auditlake/lake/testing';
-import type { AuditNode } from '@auditlake/server';
+import type { AuditNode, EmbeddedS3 } from '@auditlake/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyHistory } from '../src/verify-command.js';
+import { startCountingProxy } from './counting-proxy.js';
 import { embeddedS3Connections, ingestAll, offlineVerifyOptions, startTieringNode, waitFor } from './verify-node.js';
 
 const ADMIN_TOKEN = 'admin-token-for-iceberg-tamper';
@@ -333,6 +334,56 @@ describe('a tampered Iceberg tier fails offline verify with the right words', ()
     }
   });
 
+  const SEQ = auditFieldId('seq');
+  const seqBound = (seq: number) => encodeLongBound(BigInt(seq));
+
+  it("a manifest entry whose seq bounds lie is refused, naming the file and both values, read alone or with the node (verify orders its reads by them)", async () => {
+    const withNode = () => ({ ...offline(), node: { url: node.url, token: ADMIN_TOKEN } });
+    try {
+      const { path, rows } = await fileWith(12);
+      const seqs = rows.map((row) => row.seq as number);
+      const [least, greatest] = [Math.min(...seqs), Math.max(...seqs)];
+      expect(least).toBeLessThan(greatest);
+      // Raised past every seq the file holds: verify reaches the file only after the records that follow them.
+      await editEntryOf(12, (file) => ({ ...file, lower_bounds: replaced(file.lower_bounds, SEQ, seqBound(greatest + 3)), upper_bounds: replaced(file.upper_bounds, SEQ, seqBound(greatest + 3)) }));
+      const raised = {
+        code: 'AUDIT_INTEGRITY_MISMATCH',
+        message: `tier file ${s3Key(table, path)} holds seq ${least}, below the lower bound its commit declares for the column (${greatest + 3}): a search that skips files by those bounds would miss it; the table's metadata was altered`,
+      };
+      await expect(verifyHistory(offline())).rejects.toMatchObject(raised);
+      await expect(verifyHistory(withNode())).rejects.toMatchObject(raised);
+      await restore();
+      // Lowered below the greatest it holds.
+      await editEntryOf(12, (file) => ({ ...file, upper_bounds: replaced(file.upper_bounds, SEQ, seqBound(least)) }));
+      const lowered = {
+        code: 'AUDIT_INTEGRITY_MISMATCH',
+        message: `tier file ${s3Key(table, path)} holds seq ${greatest}, above the upper bound its commit declares for the column (${least}): a search that skips files by those bounds would miss it; the table's metadata was altered`,
+      };
+      await expect(verifyHistory(offline())).rejects.toMatchObject(lowered);
+      await expect(verifyHistory(withNode())).rejects.toMatchObject(lowered);
+    } finally {
+      await restore();
+    }
+  });
+
+  it('a manifest entry whose seq bounds are wider than its rows, or that declares none, verifies with the untouched report (the file read earlier, or twice)', async () => {
+    const untouched = await verifyHistory(offline());
+    const withNode = () => ({ ...offline(), node: { url: node.url, token: ADMIN_TOKEN } });
+    const untouchedWithNode = await verifyHistory(withNode());
+    expect(untouchedWithNode.ok).toBe(true);
+    try {
+      await editEntryOf(12, (file) => ({ ...file, lower_bounds: replaced(file.lower_bounds, SEQ, seqBound(1)), upper_bounds: replaced(file.upper_bounds, SEQ, seqBound(1_000_000)) }));
+      expect(await verifyHistory(offline())).toEqual(untouched);
+      expect(await verifyHistory(withNode())).toEqual(untouchedWithNode);
+      await restore();
+      await editEntryOf(12, (file) => ({ ...file, lower_bounds: (file.lower_bounds ?? []).filter((b) => b.key !== SEQ), upper_bounds: (file.upper_bounds ?? []).filter((b) => b.key !== SEQ) }));
+      expect(await verifyHistory(offline())).toEqual(untouched);
+      expect(await verifyHistory(withNode())).toEqual(untouchedWithNode);
+    } finally {
+      await restore();
+    }
+  });
+
   it('a data file whose manifest declares other null or value counts than it holds is refused', async () => {
     try {
       const { path, rows } = await fileWith(12);
@@ -431,6 +482,26 @@ describe('a tampered Iceberg tier fails offline verify with the right words', ()
       expect(report.message).toMatch(/^verified \d+ records/);
     } finally {
       await restore();
+    }
+  });
+});
+
+describe('verify reads each data file of the table once', () => {
+  it('alone and with the node, in the order of the seq bounds its manifest entries declare: one GET per data file', async () => {
+    const proxy = await startCountingProxy((node.embeddedS3 as EmbeddedS3).connectionUrl);
+    try {
+      const live = (await currentFiles()).manifests.flatMap(({ entries }) => entries.filter((entry) => entry.status !== 2).map((entry) => s3Key(table, entry.data_file.file_path)));
+      expect(live.length).toBeGreaterThan(3);
+      for (const withNode of [false, true]) {
+        proxy.clear();
+        const options = offlineVerifyOptions(node, ['--table', TABLE_LOCATION], withNode ? ['--url', node.url, '--token', ADMIN_TOKEN] : [], proxy.endpoint);
+        expect((await verifyHistory(options)).ok).toBe(true);
+        const gets = proxy.getsOf('.parquet');
+        expect([...gets.keys()].sort()).toEqual(live.map((key) => `auditlake/${key}`).sort());
+        expect([...gets.values()].every((count) => count === 1)).toBe(true);
+      }
+    } finally {
+      await proxy.close();
     }
   });
 });

@@ -24,10 +24,13 @@ export async function waitFor(what: string, condition: () => Promise<boolean>, t
   }
 }
 
-/** `auditlake verify` options that read the tier from the node's embedded S3 endpoint alone (`--table` or `--path`). */
-export function offlineVerifyOptions(node: AuditNode, target: ['--table' | '--path', string], extra: string[] = []) {
+/**
+ * `auditlake verify` options that read the tier from the node's embedded S3 endpoint alone
+ * (`--table` or `--path`), or through `endpoint` in front of it (a proxy counting requests).
+ */
+export function offlineVerifyOptions(node: AuditNode, target: ['--table' | '--path', string], extra: string[] = [], endpoint?: string) {
   const embedded = node.embeddedS3 as EmbeddedS3;
-  return parseVerifyOptions([...target, '--endpoint', embedded.connectionUrl, '--access-key-id', embedded.credentials.accessKeyId, '--secret-access-key', embedded.credentials.secretAccessKey, ...extra], {});
+  return parseVerifyOptions([...target, '--endpoint', endpoint ?? embedded.connectionUrl, '--access-key-id', embedded.credentials.accessKeyId, '--secret-access-key', embedded.credentials.secretAccessKey, ...extra], {});
 }
 
 /**

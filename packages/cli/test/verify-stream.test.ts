@@ -1,8 +1,10 @@
-// Goal: `auditlake verify` holds what is in flight, not the tier: a tier of many files is
-// verified with only a few checked files' records held at once — folded while its files are
-// checked when they are listed in seq order, read again in seq order when they are not (a file
-// listed out of place, a listing reversed), and merged with the node's log — and gives the same
-// report, or names the same break, whatever the listing's order.
+// Goal: `auditlake verify` holds what is in flight, not the tier, and reads each tier file
+// once: a tier whose every sweep wrote a file into each of many days (listed by commit and day,
+// far from seq order) is fetched and checked one file at a time in the order of the seqs each
+// file's commit declares, with only one commit's files and the few loading ahead held at once,
+// read alone or merged with the node's log; it gives the same report, or names the same break,
+// whatever order its commits list their files in; and a commit marker that declares seqs its
+// files do not keep is caught, the tier read again in two passes, the verdict unchanged.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,11 +13,12 @@ import { runInNewContext } from 'node:vm';
 import { encodeAuditParquet, readAuditParquet, type TieredEvent } from '@auditlake/format';
 import type { CheckedBatch, VerifyReport } from '@auditlake/integrity';
 import { COMMITS_DIR, type S3Connections, type CommitMarker, type ObjectStore } from '@auditlake/lake';
-import type { AuditNode } from '@auditlake/server';
+import type { AuditNode, EmbeddedS3 } from '@auditlake/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyHistory } from '../src/verify-command.js';
 import { VerifyChecks, type VerifyCheckJob } from '../src/verify-checks.js';
 import type { VerifyOptions } from '../src/verify-options.js';
+import { startCountingProxy, type CountingProxy } from './counting-proxy.js';
 import { embeddedS3Connections, ingestAll, offlineVerifyOptions, parquetTier, startTieringNode, waitFor } from './verify-node.js';
 
 setFlagsFromString('--expose-gc');
@@ -27,6 +30,10 @@ const BUCKET = 'auditlake';
 const PREFIX = 'stream-tier';
 const TIER_PATH = `s3://${BUCKET}/${PREFIX}`;
 const EVENTS = 180;
+/** Events per ingest request, each tiered before the next: one commit each. */
+const EVENTS_PER_COMMIT = 30;
+/** Days every request's events spread over, interleaved: each commit writes a file per day, and the files' seqs interleave. */
+const DAYS_PER_COMMIT = 15;
 
 let dataDir: string;
 let node: AuditNode;
@@ -35,6 +42,8 @@ let connections: S3Connections;
 /** Every commit marker as tiered (the listing in seq order). */
 let tiered: Array<{ key: string; marker: CommitMarker }>;
 let files: number;
+/** In front of the node's endpoint: counts verify's GETs of data files. */
+let proxy: CountingProxy;
 
 /**
  * Checks on this thread that count how many checked batches are alive (reachable) at once:
@@ -66,6 +75,8 @@ class CountingChecks extends VerifyChecks {
 }
 
 const offline = (extra: string[] = []) => offlineVerifyOptions(node, ['--path', TIER_PATH], ['--threads', '0', ...extra]);
+/** Verify's options reading through the counting proxy. */
+const proxied = (extra: string[] = []) => offlineVerifyOptions(node, ['--path', TIER_PATH], ['--threads', '0', ...extra], proxy.endpoint);
 
 async function verifyCounting(options: VerifyOptions): Promise<{ report: VerifyReport; checks: CountingChecks }> {
   const checks = new CountingChecks();
@@ -77,19 +88,33 @@ async function verifyCounting(options: VerifyOptions): Promise<{ report: VerifyR
 }
 
 /**
- * What the merges may hold at once on this thread (two lanes): the files checked ahead of the
- * listing's checked prefix and the few that may wait unfed besides, while folding as files
- * arrive; the files loading ahead and those whose seqs overlap, when read again in seq order.
+ * What the merge may hold at once on this thread (two lanes): the files of one commit, whose
+ * declared seqs (the commit's batch) all overlap, and the two loading ahead, with one to spare.
+ * A fifth of the tier's files.
  */
-const ALIVE_MAX = 16;
+const ALIVE_MAX = DAYS_PER_COMMIT + 3;
+
+/** GETs of the tier's data files since the proxy was last cleared: each file's count. */
+function dataFileGets(): number[] {
+  return [...proxy.getsOf('.parquet').values()];
+}
 
 async function markers(): Promise<Array<{ key: string; marker: CommitMarker }>> {
   const keys = await objects.list(`${PREFIX}/${COMMITS_DIR}/`);
   return Promise.all(keys.map(async (key) => ({ key, marker: JSON.parse(new TextDecoder().decode(await objects.get(key))) as CommitMarker })));
 }
 
-/** Lists the tier's files in the order given (of the files in seq order): all in the first marker, none in the others. */
-async function listInOrder(order: (files: CommitMarker['files']) => CommitMarker['files']): Promise<void> {
+/** Lists each commit's files in the order `order` gives them (their commits unchanged). */
+async function reorderEachCommit(order: (files: CommitMarker['files']) => CommitMarker['files']): Promise<void> {
+  for (const { key, marker } of tiered) await objects.put(key, JSON.stringify({ ...marker, files: order(marker.files) }));
+}
+
+/**
+ * Lists every file in the first commit marker, in the order given, and none in the others:
+ * the live files are the same, but the first marker's batch (the key registration's seq)
+ * declares seqs none of the others keeps.
+ */
+async function listAllInFirstMarker(order: (files: CommitMarker['files']) => CommitMarker['files']): Promise<void> {
   const all = tiered.flatMap(({ marker }) => marker.files);
   const [first, ...rest] = tiered;
   await objects.put(first!.key, JSON.stringify({ ...first!.marker, files: order(all) }));
@@ -140,60 +165,85 @@ beforeAll(async () => {
   // day, and the key registration's day is today.
   await node.integrity.registerKey();
   await tieredUpTo('the key registration tiered');
-  // Two events a day, up to a day ago: a file per day, committed at once.
+  // Each request tiered before the next: a commit each, its events interleaved over
+  // DAYS_PER_COMMIT days up to a day ago (a file per day, each holding every 15th seq).
   const dayMs = 86_400_000;
-  const firstDay = Math.floor(Date.now() / dayMs) - EVENTS / 2 - 1;
-  await ingestAll(
-    node,
-    ADMIN_TOKEN,
-    Array.from({ length: EVENTS }, (_, i) => ({
-      eventId: `ev-${i + 1}`,
-      userId: `user-${i % 5}`,
-      source: 'trino',
-      action: 'data:Select',
-      resource: `hive.sales.t${i}`,
-      decision: 'ALLOW',
-      tables: [`hive.sales.t${i}`],
-      query: `SELECT ${i}`,
-      ts: (firstDay + Math.floor(i / 2)) * dayMs + (i % 2) * 1000,
-    })),
-  );
+  const firstDay = Math.floor(Date.now() / dayMs) - DAYS_PER_COMMIT - 1;
+  for (let from = 0; from < EVENTS; from += EVENTS_PER_COMMIT) {
+    await ingestAll(
+      node,
+      ADMIN_TOKEN,
+      Array.from({ length: EVENTS_PER_COMMIT }, (_, k) => {
+        const i = from + k;
+        return {
+          eventId: `ev-${i + 1}`,
+          userId: `user-${i % 5}`,
+          source: 'trino',
+          action: 'data:Select',
+          resource: `hive.sales.t${i}`,
+          decision: 'ALLOW',
+          tables: [`hive.sales.t${i}`],
+          query: `SELECT ${i}`,
+          ts: (firstDay + (i % DAYS_PER_COMMIT)) * dayMs + i * 1000,
+        };
+      }),
+    );
+    await tieredUpTo(`events ${from + 1}..${from + EVENTS_PER_COMMIT} tiered`);
+  }
   await tieredUpTo('the events tiered');
   expect(await node.integrity.checkpointNow()).toBeDefined();
   await tieredUpTo('the checkpoint tiered');
   tiered = await markers();
   files = tiered.reduce((sum, { marker }) => sum + marker.files.length, 0);
+  proxy = await startCountingProxy((node.embeddedS3 as EmbeddedS3).connectionUrl);
 }, 180_000);
 
 afterAll(async () => {
+  await proxy?.close();
   connections?.close();
   await node?.close();
   await rm(dataDir, { recursive: true, force: true });
 });
 
-describe('verify holds what is in flight, not the tier', () => {
+describe('verify holds what is in flight, not the tier, and reads each file once', () => {
   const head = () => node.store.chainHead.seq;
 
-  it('a tier listed in seq order is folded as its files are checked, each file checked once, few held at once', async () => {
-    expect(files).toBeGreaterThanOrEqual(EVENTS / 2);
-    const { report, checks } = await verifyCounting(offline());
+  it('a tier whose every sweep wrote a file into each of many days is read in one pass in seq order: each data file fetched and checked once, few held at once', async () => {
+    expect(tiered.length).toBe(EVENTS / EVENTS_PER_COMMIT + 2);
+    expect(files).toBe((EVENTS / EVENTS_PER_COMMIT) * DAYS_PER_COMMIT + 2);
+    expect(files).toBeGreaterThanOrEqual(5 * ALIVE_MAX);
+    proxy.clear();
+    const { report, checks } = await verifyCounting(proxied());
     expect(report.message).toBe(`verified ${head()} records, seq 1..${head()}, 1 checkpoint`);
     expect(checks.aliveMax).toBeLessThanOrEqual(ALIVE_MAX);
     expect(checks.checked).toBe(files);
+    const gets = dataFileGets();
+    expect(gets).toHaveLength(files);
+    expect(gets.every((count) => count === 1)).toBe(true);
   });
 
-  it('a tier listed out of seq order (a file moved last, or the listing reversed) is read again in seq order: the same report, few held at once', async () => {
+  it('read with the node, the tier is merged with the node\'s log in the same one pass: each data file fetched and checked once, few held at once', async () => {
+    proxy.clear();
+    const { report, checks } = await verifyCounting({ ...proxied(), node: { url: node.url, token: ADMIN_TOKEN } });
+    expect(report.message).toBe(`verified ${head()} records, seq 1..${head()}, 1 checkpoint; ${head()} identical copies ignored`);
+    expect(checks.aliveMax).toBeLessThanOrEqual(ALIVE_MAX);
+    // Every file once, and the node's one page.
+    expect(checks.checked).toBe(files + 1);
+    const gets = dataFileGets();
+    expect(gets).toHaveLength(files);
+    expect(gets.every((count) => count === 1)).toBe(true);
+  });
+
+  it('the same report whatever order each commit lists its files in, on worker threads too', async () => {
     const reference = await verifyHistory(offline());
     expect(reference.ok).toBe(true);
     try {
       for (const order of [(all: CommitMarker['files']) => [...all.slice(1), all[0]!], (all: CommitMarker['files']) => [...all].reverse()]) {
-        await listInOrder(order);
+        await reorderEachCommit(order);
         const { report, checks } = await verifyCounting(offline());
         expect(report).toEqual(reference);
         expect(checks.aliveMax).toBeLessThanOrEqual(ALIVE_MAX);
-        // The first pass, then every file again.
-        expect(checks.checked).toBe(2 * files);
-        // On worker threads too.
+        expect(checks.checked).toBe(files);
         expect(await verifyHistory(offline(['--threads', '2']))).toEqual(reference);
       }
     } finally {
@@ -201,15 +251,24 @@ describe('verify holds what is in flight, not the tier', () => {
     }
   });
 
-  it('read with the node, the tier is merged with the node\'s log as it is read again, few held at once', async () => {
-    const { report, checks } = await verifyCounting({ ...offline(), node: { url: node.url, token: ADMIN_TOKEN } });
-    expect(report.message).toBe(`verified ${head()} records, seq 1..${head()}, 1 checkpoint; ${head()} identical copies ignored`);
-    expect(checks.aliveMax).toBeLessThanOrEqual(ALIVE_MAX);
-    // Every file twice, and the node's one page.
-    expect(checks.checked).toBe(2 * files + 1);
+  it('a commit marker declaring seqs its files do not hold is caught once a file shows it: the tier is read again in two passes, the same report', async () => {
+    const reference = await verifyHistory(offline());
+    try {
+      for (const order of [(all: CommitMarker['files']) => [...all.slice(1), all[0]!], (all: CommitMarker['files']) => [...all].reverse()]) {
+        await listAllInFirstMarker(order);
+        const { report, checks } = await verifyCounting(offline());
+        expect(report).toEqual(reference);
+        expect(checks.aliveMax).toBeLessThanOrEqual(ALIVE_MAX);
+        // Some files checked in the order the bound gave, then every file, then those holding records again.
+        expect(checks.checked).toBeGreaterThan(2 * files);
+        expect(await verifyHistory({ ...offline(['--threads', '2']), node: { url: node.url, token: ADMIN_TOKEN } })).toMatchObject({ ok: true });
+      }
+    } finally {
+      await restoreListing();
+    }
   });
 
-  it('a tier tampered with names the same break whatever the order of its listing, read alone or with the node', async () => {
+  it('a tier tampered with names the same break whatever the order of its listing, read alone or with the node, in one pass or two', async () => {
     const altered = /^altered record at seq 40 \(eventId ev-\d+\): field userId changed$/;
     const duplicated = /^duplicated record at seq 90 \(eventId ev-\d+\): the tier at s3:\/\/\S+ holds it more than once, so an engine reading it counts the event twice$/;
     const withNode = () => ({ ...offline(), node: { url: node.url, token: ADMIN_TOKEN } });
@@ -225,12 +284,14 @@ describe('verify holds what is in flight, not the tier', () => {
         expectMessage(inOrder.message);
         const inOrderWithNode = await verifyHistory(withNode());
         expectMessage(inOrderWithNode.message);
-        try {
-          await listInOrder((all) => [...all].reverse());
-          expect(await verifyHistory(offline())).toEqual(inOrder);
-          expect(await verifyHistory(withNode())).toEqual(inOrderWithNode);
-        } finally {
-          await restoreListing();
+        for (const relist of [reorderEachCommit, listAllInFirstMarker]) {
+          try {
+            await relist((all) => [...all].reverse());
+            expect(await verifyHistory(offline())).toEqual(inOrder);
+            expect(await verifyHistory(withNode())).toEqual(inOrderWithNode);
+          } finally {
+            await restoreListing();
+          }
         }
       } finally {
         await undo();

@@ -5,12 +5,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { CheckedBatch } from '@auditlake/integrity';
 import type { ObjectStore, S3Connections } from '@auditlake/lake';
-import type { AuditNode } from '@auditlake/server';
+import type { AuditNode, EmbeddedS3 } from '@auditlake/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TIER_CHANGED_ATTEMPTS, verifyHistory } from '../src/verify-command.js';
-import { VerifyChecks, type VerifyCheckJob } from '../src/verify-checks.js';
+import { startCountingProxy } from './counting-proxy.js';
 import { adminRequest, embeddedS3Connections, ingestAll, offlineVerifyOptions, parquetTier, startTieringNode, waitFor } from './verify-node.js';
 
 const ADMIN_TOKEN = 'admin-token-for-tier-changed';
@@ -24,25 +23,6 @@ let connections: S3Connections;
 let objects: ObjectStore;
 
 const parquetKeys = async () => (await objects.list(`${PREFIX}/`)).filter((key) => key.endsWith('.parquet')).sort();
-
-/** Checks on this thread that run `before` (once) ahead of the first check: what happens while verify reads the tier. */
-class ChecksWithEvent extends VerifyChecks {
-  checked = 0;
-  #before: (() => Promise<void>) | undefined;
-
-  constructor(before: () => Promise<void>) {
-    super(0);
-    this.#before = before;
-  }
-
-  override async check(job: VerifyCheckJob): Promise<CheckedBatch> {
-    const before = this.#before;
-    this.#before = undefined;
-    await before?.();
-    this.checked++;
-    return super.check(job);
-  }
-}
 
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'auditlake-verify-tier-changed-'));
@@ -77,21 +57,29 @@ afterAll(async () => {
 describe('a tier that changes while verify reads it', () => {
   it('an erasure that rewrites and deletes a listed file before verify fetches it: verify reads the tier again and passes, counting the erasure', async () => {
     const before = await parquetKeys();
-    // Node and tier together: every file is fetched twice (a listing pass, then in seq order).
-    const checks = new ChecksWithEvent(async () => {
+    const markersBefore = await objects.list(`${PREFIX}/_auditlake/commits/`);
+    const erase = async () => {
       const erased = await adminRequest(node, ADMIN_TOKEN, '/admin/audit/erase', { method: 'POST', body: JSON.stringify({ eventIds: ['ev-4'], fields: ['query'] }) });
       expect(erased.status).toBe(200);
       // The sweep applies the erasure to the tier: the file that held ev-4 is rewritten and deleted at once.
       await waitFor('the erased file gone', async () => (await Promise.all(before.map((key) => objects.exists(key)))).includes(false));
-    });
+    };
+    // Verify's first GET of a data file (after its listing) waits for the erasure, and so does every one after it.
+    let erasing: Promise<void> | undefined;
+    const proxy = await startCountingProxy((node.embeddedS3 as EmbeddedS3).connectionUrl, ({ method, path }) => (method === 'GET' && path.endsWith('.parquet') ? (erasing ??= erase()) : undefined));
     try {
-      const report = await verifyHistory(offlineVerifyOptions(node, ['--path', TIER_PATH], ['--url', node.url, '--token', ADMIN_TOKEN]), checks);
+      const report = await verifyHistory(offlineVerifyOptions(node, ['--path', TIER_PATH], ['--url', node.url, '--token', ADMIN_TOKEN, '--threads', '0'], proxy.endpoint));
       expect(report.message).toMatch(/^verified \d+ records, .*1 fields? erased/);
       expect(report.ok).toBe(true);
-      // Read more than once: the first reading met the removed file.
-      expect(checks.checked).toBeGreaterThan(2 * before.length);
+      // The first reading asked for the removed file; the tier was read again from a new listing.
+      const removed = [];
+      for (const key of before) if (!(await objects.exists(key))) removed.push(key);
+      expect(removed).toHaveLength(1);
+      expect(proxy.getsOf(removed[0] as string).size).toBe(1);
+      expect(markersBefore.length).toBeGreaterThan(0);
+      for (const key of markersBefore) expect(proxy.getsOf(key).get(`auditlake/${key}`)).toBe(2);
     } finally {
-      await checks.close();
+      await proxy.close();
     }
   });
 

@@ -1,9 +1,6 @@
 import { CheckedBatchReader, type CheckedBatch } from './checked-batch.js';
 import type { CheckedRecord } from './checked-record.js';
 
-/** How many of the last batches of the arrived prefix bound what is fed (see ArrivingBatchMerge). */
-const PREFIX_WINDOW = 4;
-
 interface Head {
   seq: number;
   order: number;
@@ -63,95 +60,10 @@ function down(heap: Head[], i: number): void {
 }
 
 /**
- * The batches' records in the merge order (above), fed to the fold while the batches are still
- * arriving (in any order, each numbered by its place in the merge's order): a tier's data files
- * are folded while later files are still being checked, instead of after all of them.
- *
- * A record is fed only once every batch that could still hold a lower seq — or an earlier copy
- * of its own — has arrived, which only the batches themselves can tell. So this guesses, and
- * checks the guess: when batches 0..k have all arrived, it feeds the arrived records below the
- * lowest first seq of the last few of them (a tier lists its files by day partition and commit,
- * so a file starts above all but the last few files listed before it, measured on the
- * benchmark's tier); and every batch that arrives must hold only seqs above every seq fed so far. A batch that does not turns {@link inOrder} false and nothing more is fed: the caller
- * then folds all the batches again from the start in the merge's order ({@link mergeSpannedBatches}
- * reads them again without holding them all). Either way the fold sees the records in the merge's order.
+ * A batch {@link mergeSpannedBatches} loads when the merge reaches it: its place in the merge's
+ * order, and a seq none of its records lies below — its least seq, or a bound known before the
+ * batch is (a tier file's seq bounds, declared by its commit).
  */
-export class ArrivingBatchMerge {
-  readonly #feed: (record: CheckedRecord) => void;
-  readonly #heap: Head[] = [];
-  readonly #arrived = new Map<number, number | undefined>();
-  /** Batches 0..#prefix-1 have all arrived. */
-  #prefix = 0;
-  /** The first seqs of the last (non-empty) batches of that prefix, PREFIX_WINDOW at most. */
-  readonly #recentFirsts: number[] = [];
-  readonly #heldMax: number;
-  #lastFed = -Infinity;
-  #inOrder = true;
-
-  /**
-   * `heldMax`: how many arrived batches may wait unfed at once. A listing far from seq order
-   * (reversed, say) breaks no guess, yet lets nothing be fed before the last batch arrives:
-   * past that many, the merge gives up as for a broken guess, so what it holds stays bounded.
-   */
-  constructor(feed: (record: CheckedRecord) => void, heldMax = Infinity) {
-    this.#feed = feed;
-    this.#heldMax = heldMax;
-  }
-
-  /**
-   * False once a batch arrived holding a seq at or below one already fed, or more than
-   * `heldMax` batches waited (what was fed must then be discarded).
-   */
-  get inOrder(): boolean {
-    return this.#inOrder;
-  }
-
-  /** Batch number `index` (each number once) has arrived; feeds what is then known to come next. */
-  arrive(index: number, batch: CheckedBatch): void {
-    if (!this.#inOrder) return;
-    const reader = new CheckedBatchReader(batch);
-    const first = reader.peekSeq();
-    if (first !== undefined && first <= this.#lastFed) {
-      this.#giveUp();
-      return;
-    }
-    if (first !== undefined) push(this.#heap, { seq: first, order: index, reader });
-    this.#arrived.set(index, first);
-    const before = this.#prefix;
-    while (this.#arrived.has(this.#prefix)) {
-      const seq = this.#arrived.get(this.#prefix++);
-      if (seq !== undefined) this.#recentFirsts.push(seq);
-    }
-    if (this.#prefix === before) {
-      if (this.#heap.length > this.#heldMax) this.#giveUp();
-      return;
-    }
-    if (this.#recentFirsts.length > PREFIX_WINDOW) this.#recentFirsts.splice(0, this.#recentFirsts.length - PREFIX_WINDOW);
-    if (this.#recentFirsts.length > 0) this.#feedBelow(Math.min(...this.#recentFirsts));
-    if (this.#heap.length > this.#heldMax) this.#giveUp();
-  }
-
-  /** Every batch has arrived: feeds the rest. */
-  finish(): void {
-    if (this.#inOrder) this.#feedBelow(Infinity);
-  }
-
-  #feedBelow(bound: number): void {
-    const heap = this.#heap;
-    while (heap.length > 0 && (heap[0] as Head).seq < bound) {
-      const record = take(heap);
-      this.#lastFed = record.seq;
-      this.#feed(record);
-    }
-  }
-
-  #giveUp(): void {
-    this.#inOrder = false;
-    this.#heap.length = 0;
-  }
-}
-
-/** A batch {@link mergeSpannedBatches} loads when the merge reaches it: its place in the merge's order, and its least seq. */
 export interface BatchSpan {
   order: number;
   first: number;
@@ -166,11 +78,14 @@ const CHUNK_RECORDS = 4096;
 /**
  * The batches' records in the merge order (above), the batches loaded only when it reaches them, in
  * chunks of records: a batch is loaded (`load`, up to `lookahead` ahead, so the loads overlap
- * the fold) once the merge's next record would come after its least seq, and dropped once read
- * whole. So it holds the batches whose seq spans reach past the merge's position and the few
- * loading ahead, never all of them: a tier's files, checked again in the order of their least
- * seq. Each loaded batch must start at its span's seq. When the merge stops early (a failure,
- * the caller done), it returns only once no load is running.
+ * the fold) once the merge's next record would come after its span's first seq, and dropped once
+ * read whole. So it holds the batches whose seq spans reach past the merge's position and the few
+ * loading ahead, never all of them: a tier's files, fetched and checked in the order of their
+ * least seq as their commits declare it. A span's first seq may lie below the batch's least (a
+ * bound, not the exact value: the batch is loaded earlier than needed and held longer), never
+ * above it: records below it would already have been given, out of order, so `load` must refuse
+ * such a batch, and a batch below its span fails the merge. An empty batch gives nothing. When
+ * the merge stops early (a failure, the caller done), it returns only once no load is running.
  */
 export async function* mergeSpannedBatches(spans: readonly BatchSpan[], load: (span: BatchSpan) => Promise<CheckedBatch>, lookahead: number): AsyncGenerator<CheckedRecord[]> {
   if (!Number.isSafeInteger(lookahead) || lookahead < 1) throw new TypeError(`lookahead must be a positive integer, got ${lookahead}`);
@@ -203,7 +118,8 @@ export async function* mergeSpannedBatches(spans: readonly BatchSpan[], load: (s
         startLoads();
         const reader = new CheckedBatchReader(batch);
         const seq = reader.peekSeq();
-        if (seq !== span.first) throw new TypeError(`batch ${span.order} starts at seq ${seq}, not at its span's ${span.first}`);
+        if (seq === undefined) continue;
+        if (seq < span.first) throw new TypeError(`batch ${span.order} starts at seq ${seq}, below its span's ${span.first}: records above it may have been given already`);
         push(heap, { seq, order: span.order, reader });
       }
       if (heap.length === 0) break;

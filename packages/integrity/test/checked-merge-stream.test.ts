@@ -1,7 +1,8 @@
 // Goal: the merges that read a tier without holding it give exactly what the merge of all its
 // batches at once gives — the records in the same order, copies of one seq in the order of
 // their batches, the same first identical copy — whatever the batches, and the merge of
-// batches loaded as it reaches them loads only a few ahead.
+// batches loaded as it reaches them loads only a few ahead, from each batch's least seq or any
+// bound below it, and refuses a batch that starts below its bound.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
@@ -66,10 +67,12 @@ async function collect(chunks: AsyncIterable<CheckedRecord[]>): Promise<CheckedR
 describe('merging without holding every batch', () => {
   it('batches loaded as the merge reaches them give the merge of all of them, loading at most `lookahead` ahead', async () => {
     await fc.assert(
-      fc.asyncProperty(batchesArb, fc.integer({ min: 1, max: 3 }), fc.boolean(), async (picks, lookahead, distinct) => {
+      fc.asyncProperty(batchesArb, fc.integer({ min: 1, max: 3 }), fc.boolean(), fc.array(fc.nat({ max: 5 }), { minLength: 8, maxLength: 8 }), async (picks, lookahead, distinct, slack) => {
         // Copies in different batches differ by eventId when `distinct` (conflicts), else are identical.
         const batches = picks.map((pick, b) => batchOf(pick.map((i) => (distinct ? { ...log.records[i]!, eventId: `${log.records[i]!.eventId}-${b}` } : log.records[i]!))));
-        const spans = batches.flatMap((batch, order) => (batch.count === 0 ? [] : [{ order, first: batch.seqs[0]! }]));
+        // Each span's first seq a bound at or below the batch's least (a commit's declared
+        // bounds), some exact; an empty batch with any bound (a file without chained records).
+        const spans = batches.map((batch, order) => ({ order, first: (batch.count === 0 ? 1 : batch.seqs[0]!) - slack[order]! }));
         let loading = 0;
         let loadingMax = 0;
         const load = async (span: { order: number }): Promise<CheckedBatch> => {
@@ -94,6 +97,12 @@ describe('merging without holding every batch', () => {
       }),
       { numRuns: 200 },
     );
+  });
+
+  it('a batch that starts below its span fails the merge: records above it may have been given', async () => {
+    const batches = [0, 10, 20].map((from) => batchOf(log.records.slice(from, from + 10)));
+    const spans = batches.map((batch, order) => ({ order, first: batch.seqs[0]! + (order === 1 ? 1 : 0) }));
+    await expect(collect(mergeSpannedBatches(spans, async (span) => batches[span.order]!, 2))).rejects.toThrow(`batch 1 starts at seq ${batches[1]!.seqs[0]}, below its span's ${batches[1]!.seqs[0]! + 1}`);
   });
 
   it('a failed load fails the merge once no other load is running', async () => {

@@ -8,12 +8,12 @@ import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AuditErrorCode } from '@auditlake/model';
 import {
-  ArrivingBatchMerge,
   ChainVerifier,
   CheckedBatchReader,
   checkRecord,
   fieldHash,
   linkCheckedRecords,
+  mergeSpannedBatches,
   packCheckedRecords,
   RecordCheckPool,
   RecordHasher,
@@ -25,7 +25,6 @@ import {
   type VerifyReport,
 } from '../src/index.js';
 import { apply, editArb, FIELD_EDITS, logArb, makeLog, type Edit } from './log-edits.js';
-import { inMergeOrder } from './merge-order.js';
 
 const pool = new RecordCheckPool({ threads: 2 });
 afterAll(() => pool.close());
@@ -136,82 +135,18 @@ describe('checked batches', () => {
     expect(back).toEqual(checked);
   });
 
-  it('merge in seq order, copies of one seq in the order of their batches', () => {
+  it('merge in seq order, copies of one seq in the order of their batches', async () => {
     const log = makeLog({ count: 9, every: 50, withSource: false });
     const hasher = new RecordHasher();
     const batchOf = (records: VerifyRecord[]) => packCheckedRecords(records.map((r) => checkRecord(r, hasher)));
     const odd = log.records.filter((r) => r.seq % 2 === 1);
     const even = log.records.filter((r) => r.seq % 2 === 0);
     const copy = { ...log.records[2]!, eventId: 'the-copy' };
+    const batches = [batchOf(odd), batchOf(even), batchOf([copy])];
     const merged: CheckedRecord[] = [];
-    const merge = new ArrivingBatchMerge((record) => merged.push(record));
-    [batchOf(odd), batchOf(even), batchOf([copy])].forEach((batch, i) => merge.arrive(i, batch));
-    merge.finish();
-    expect(merge.inOrder).toBe(true);
+    for await (const chunk of mergeSpannedBatches(batches.map((batch, order) => ({ order, first: batch.seqs[0]! })), async (span) => batches[span.order]!, 2)) merged.push(...chunk);
     expect(merged.map((r) => r.seq)).toEqual([...log.records.map((r) => r.seq), 3].sort((a, b) => a - b));
     expect(merged.filter((r) => r.seq === 3).map((r) => r.eventId)).toEqual([log.records[2]!.eventId, 'the-copy']);
-  });
-});
-
-describe('the merge of batches still arriving', () => {
-  const log = makeLog({ count: 40, every: 50, withSource: false });
-  const hasher = new RecordHasher();
-  const batchOf = (records: VerifyRecord[]) => packCheckedRecords(sorted(records).map((r) => checkRecord(r, hasher)));
-
-  /** Feeds the batches in the arrival order given; what was fed, or undefined when the merge gave up. */
-  function arriving(batches: ReturnType<typeof batchOf>[], arrival: number[]): CheckedRecord[] | undefined {
-    const fed: CheckedRecord[] = [];
-    const merge = new ArrivingBatchMerge((record) => fed.push(record));
-    for (const index of arrival) merge.arrive(index, batches[index]!);
-    merge.finish();
-    return merge.inOrder ? fed : undefined;
-  }
-
-  it('feeds exactly the merge, whatever the batches and the order they arrive in, or gives up', () => {
-    let gaveUp = 0;
-    let fedAll = 0;
-    fc.assert(
-      fc.property(
-        fc.array(fc.array(fc.integer({ min: 0, max: 39 }), { maxLength: 12 }), { minLength: 1, maxLength: 6 }),
-        fc.nat(),
-        (picks, seed) => {
-          const batches = picks.map((pick) => batchOf(pick.map((i) => ({ ...log.records[i]!, eventId: `${log.records[i]!.eventId}-${pick.length}` }))));
-          const arrival = batches.map((_, i) => i).sort((a, b) => ((a * 7919 + seed) % 13) - ((b * 7919 + seed) % 13) || a - b);
-          const fed = arriving(batches, arrival);
-          if (fed === undefined) gaveUp++;
-          else {
-            fedAll++;
-            expect(fed).toEqual(inMergeOrder(batches));
-          }
-        },
-      ),
-      { numRuns: 300 },
-    );
-    expect(gaveUp).toBeGreaterThan(0);
-    expect(fedAll).toBeGreaterThan(0);
-  });
-
-  it('does not give up on files listed in commit order, one per day, whose seq ranges overlap at each day boundary', () => {
-    // Commits of 10 records; each split into the days of their event times, which cross a day
-    // boundary slightly out of seq order (as events arrive).
-    const byFile: VerifyRecord[][] = [
-      log.records.slice(0, 6),
-      log.records.slice(6, 10),
-      log.records.slice(10, 20),
-      [...log.records.slice(20, 25), log.records[26]!],
-      [log.records[25]!, ...log.records.slice(27, 30)],
-      log.records.slice(30, 40),
-    ];
-    byFile[0]!.push(byFile[1]!.shift()!);
-    const batches = byFile.map(batchOf);
-    for (const arrival of [
-      [0, 1, 2, 3, 4, 5],
-      [1, 0, 3, 2, 5, 4],
-      [5, 4, 3, 2, 1, 0],
-      [2, 0, 4, 1, 5, 3],
-    ]) {
-      expect(arriving(batches, arrival)).toEqual(inMergeOrder(batches));
-    }
   });
 });
 
