@@ -11,10 +11,37 @@ export function shownRedisUrl(url: string): string {
   const pathStart = url.indexOf('/', authorityStart);
   const authorityEnd = pathStart < 0 ? url.length : pathStart;
   const at = url.lastIndexOf('@', authorityEnd - 1);
-  if (at < authorityStart) return url;
+  if (at < authorityStart) return withQueryPasswordsHidden(url, authorityStart);
   // user:password@host: the user stays (it names an account, not a secret); no colon: the
   // whole part before `@` may be a password and is hidden.
   const colon = url.indexOf(':', authorityStart);
   const userEnd = colon >= 0 && colon < at ? colon + 1 : authorityStart;
-  return `${url.slice(0, userEnd)}***${url.slice(at)}`;
+  return `${url.slice(0, userEnd)}***${withQueryPasswordsHidden(url.slice(at), 0)}`;
+}
+
+/**
+ * ioredis takes every query parameter as a connection option (`redis://host:6379?password=…`
+ * is a password, `sentinelPassword` the sentinels'): the value of each parameter whose name
+ * holds "pass", in any case, is hidden. `from`: where the query may start (after the scheme).
+ */
+function withQueryPasswordsHidden(url: string, from: number): string {
+  const queryStart = url.indexOf('?', from);
+  if (queryStart < 0) return url;
+  const parameters = url
+    .slice(queryStart + 1)
+    .split('&')
+    .map((parameter) => {
+      const equals = parameter.indexOf('=');
+      return equals >= 0 && mayNamePassword(parameter.slice(0, equals)) ? `${parameter.slice(0, equals)}=***` : parameter;
+    });
+  return `${url.slice(0, queryStart + 1)}${parameters.join('&')}`;
+}
+
+/** Whether a query parameter's name, as ioredis decodes it (`p%61ss`, `+`), holds "pass"; one that does not decode is hidden too. */
+function mayNamePassword(name: string): boolean {
+  try {
+    return /pass/i.test(decodeURIComponent(name.replace(/\+/g, ' ')));
+  } catch {
+    return true;
+  }
 }

@@ -96,4 +96,20 @@ describe('the coordinator URL', () => {
     expect(shownRedisUrl('redis://s3cret@host:6379')).toBe('redis://***@host:6379');
     expect(shownRedisUrl('redis://:p@ss@host:6379/0?name=a@b')).toBe('redis://:***@host:6379/0?name=a@b');
   });
+
+  it('is shown without a password given as a query parameter, which ioredis takes as the password (or the sentinels\')', () => {
+    expect(shownRedisUrl('redis://127.0.0.1:6390?password=s3cret')).toBe('redis://127.0.0.1:6390?password=***');
+    expect(shownRedisUrl('redis://127.0.0.1:6390/0?db=1&password=s3cret&family=4')).toBe('redis://127.0.0.1:6390/0?db=1&password=***&family=4');
+    expect(shownRedisUrl('rediss://:a@h:1/0?sentinelPassword=s3cret&Password=s3cret')).toBe('rediss://:***@h:1/0?sentinelPassword=***&Password=***');
+    expect(shownRedisUrl('redis://h:1?p%61ssword=s3cret&%E0=x')).toBe('redis://h:1?p%61ssword=***&%E0=***');
+    expect(shownRedisUrl('redis://h:1?name=password')).toBe('redis://h:1?name=password');
+    let message = '';
+    try {
+      parseStartOptions([], { AUDITLAKE_COORDINATOR: 'http://127.0.0.1:6390?password=s3cret' });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toContain('AUDITLAKE_COORDINATOR must be a Redis URL');
+    expect(message).not.toContain('s3cret');
+  });
 });
