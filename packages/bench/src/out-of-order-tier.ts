@@ -3,11 +3,12 @@
  * a real node tiers `--events` events to its embedded S3 endpoint, `--batch` at a time (each
  * request tiered before the next is sent), every batch holding events of `--days` days
  * interleaved, so every sweep writes a file into each day partition and a listing by day and
- * commit is far from seq order. Then the node stops and the endpoint alone serves the bucket
- * until the process is stopped (SIGINT/SIGTERM), printing the verify arguments.
+ * commit is far from seq order. Then the node stops; `serve` serves the bucket (the S3 endpoint
+ * alone, or the node again with `--with-node`) until the process is stopped (SIGINT/SIGTERM),
+ * printing the verify arguments.
  *
  *   node packages/bench/dist/out-of-order-tier.js write <dir> [--mode parquet|iceberg] [--events N] [--days D] [--batch B]
- *   node packages/bench/dist/out-of-order-tier.js serve <dir>
+ *   node packages/bench/dist/out-of-order-tier.js serve <dir> [--port P] [--with-node]
  *
  * Never part of `npm test` or `npm run bench`.
  */
@@ -37,12 +38,8 @@ function log(message: string): void {
 
 async function write(dir: string, mode: 'parquet' | 'iceberg', events: number, days: number, batch: number): Promise<void> {
   await mkdir(dir, { recursive: true });
-  const tierProps: Record<string, string> =
-    mode === 'parquet'
-      ? { 'auditlake.audit.tier.mode': 'parquet', 'auditlake.audit.tier.parquet.path': PARQUET_PATH, 'auditlake.audit.tier.connectionId': 'local' }
-      : { 'auditlake.audit.tier.mode': 'iceberg', 'auditlake.audit.tier.iceberg.table': 'local.audit.events' };
   const props = {
-    ...tierProps,
+    ...tierProps(mode),
     'auditlake.audit.tier.interval.ms': '100',
     'auditlake.audit.tier.ingest.settle.ms': '0',
     'auditlake.audit.tier.maintenance.enabled': 'false',
@@ -94,26 +91,46 @@ async function write(dir: string, mode: 'parquet' | 'iceberg', events: number, d
   }
 }
 
-async function serve(dir: string, port: number): Promise<void> {
+function tierProps(mode: 'parquet' | 'iceberg'): Record<string, string> {
+  return mode === 'parquet'
+    ? { 'auditlake.audit.tier.mode': 'parquet', 'auditlake.audit.tier.parquet.path': PARQUET_PATH, 'auditlake.audit.tier.connectionId': 'local' }
+    : { 'auditlake.audit.tier.mode': 'iceberg', 'auditlake.audit.tier.iceberg.table': 'local.audit.events' };
+}
+
+/**
+ * Serves the bucket: from the S3 endpoint alone, or (`withNode`) from the node again, whose
+ * log then verifies with the tier (`--url … --token …` printed too); the node tiers nothing new.
+ */
+async function serve(dir: string, port: number, withNode: boolean): Promise<void> {
   const facts = JSON.parse(await readFile(join(dir, 'tier.json'), 'utf8')) as TierFacts;
-  const endpoint = await startS3Endpoint({ directory: join(dir, 'node', 's3'), host: '127.0.0.1', port, buckets: ['auditlake'], credentials: CREDENTIALS });
   const target = facts.mode === 'parquet' ? `--path ${PARQUET_PATH}` : `--table ${TABLE_LOCATION}`;
-  process.stdout.write(`${target} --endpoint ${endpoint.url} --access-key-id ${CREDENTIALS.accessKeyId} --secret-access-key ${CREDENTIALS.secretAccessKey}\n`);
-  await new Promise<void>((resolve) => {
+  const stopped = new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);
   });
+  if (withNode) {
+    const props = { ...tierProps(facts.mode), 'auditlake.audit.tier.maintenance.enabled': 'false', 'auditlake.audit.integrity.checkpoint.events': '5000' };
+    const node = await startAuditNode({ dataDir: join(dir, 'node'), host: '127.0.0.1', port: 0, embeddedS3Port: port, embeddedS3Credentials: CREDENTIALS, logger: false, adminToken: ADMIN_TOKEN, config: resolveConfig(new Map(Object.entries(props))) });
+    const url = node.embeddedS3?.connectionUrl ?? '';
+    process.stdout.write(`${target} --endpoint ${url} --access-key-id ${CREDENTIALS.accessKeyId} --secret-access-key ${CREDENTIALS.secretAccessKey} --url ${node.url} --token ${ADMIN_TOKEN}\n`);
+    await stopped;
+    await node.close();
+    return;
+  }
+  const endpoint = await startS3Endpoint({ directory: join(dir, 'node', 's3'), host: '127.0.0.1', port, buckets: ['auditlake'], credentials: CREDENTIALS });
+  process.stdout.write(`${target} --endpoint ${endpoint.url} --access-key-id ${CREDENTIALS.accessKeyId} --secret-access-key ${CREDENTIALS.secretAccessKey}\n`);
+  await stopped;
   await endpoint.close();
 }
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
-  options: { mode: { type: 'string', default: 'parquet' }, events: { type: 'string', default: '20000' }, days: { type: 'string', default: '10' }, batch: { type: 'string', default: '180' }, port: { type: 'string', default: '0' } },
+  options: { mode: { type: 'string', default: 'parquet' }, events: { type: 'string', default: '20000' }, days: { type: 'string', default: '10' }, batch: { type: 'string', default: '180' }, port: { type: 'string', default: '0' }, 'with-node': { type: 'boolean', default: false } },
 });
 const [command, dir] = positionals;
 if (dir === undefined || (command !== 'write' && command !== 'serve') || (values.mode !== 'parquet' && values.mode !== 'iceberg')) {
-  process.stderr.write('usage: out-of-order-tier.js write|serve <dir> [--mode parquet|iceberg] [--events N] [--days D] [--batch B] [--port P]\n');
+  process.stderr.write('usage: out-of-order-tier.js write <dir> [--mode parquet|iceberg] [--events N] [--days D] [--batch B] | serve <dir> [--port P] [--with-node]\n');
   process.exit(2);
 }
 if (command === 'write') await write(dir, values.mode, Number(values.events), Number(values.days), Number(values.batch));
-else await serve(dir, Number(values.port));
+else await serve(dir, Number(values.port), values['with-node']);
