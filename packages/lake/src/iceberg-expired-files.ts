@@ -61,7 +61,7 @@ export interface ExpiredFilesPlan {
  * otherwise the plan is made by reachability, and says why.
  */
 export async function planExpiredFiles(objects: ObjectStore, table: IcebergTableRef, before: IcebergTableMetadata, kept: ReadonlySet<number>, lists: ManifestListCache, manifests: ManifestCache): Promise<ExpiredFilesPlan> {
-  const refusal = incrementalRefusal(before);
+  const refusal = incrementalRefusal(before, kept);
   if (refusal !== undefined) return reachabilityPlan(objects, table, before, kept, manifests, refusal);
   const listed = new Map<number, ManifestFile[]>();
   await mapBounded(before.snapshots, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (snapshot) => {
@@ -71,28 +71,29 @@ export async function planExpiredFiles(objects: ObjectStore, table: IcebergTable
 }
 
 /**
- * Why the incremental method cannot be trusted for this table, or undefined when it can. Its
+ * Why the incremental method cannot be trusted for this expiry, or undefined when it can. Its
  * reasoning (see {@link incrementalPlan}) holds only where
- * - every snapshot is in the current snapshot's ancestry, parent after parent with none missing:
- *   a branch or a rolled-back commit may have removed a file the current snapshot still reads
- *   (Iceberg's implementation keeps to the main ancestry for the same reason), and a snapshot
- *   beyond a gap (an earlier expiry kept a compaction's parent, `REPLACED_FILE_GRACE_MS`, and
- *   expired the compaction) can neither be shown to be an ancestor nor have its files' removal
- *   found: the manifest recording it was deleted with the compaction;
+ * - every snapshot it expires is in the current snapshot's ancestry, parent after parent with
+ *   none missing: a branch or a rolled-back commit may have removed a file the current snapshot
+ *   still reads (Iceberg's implementation keeps to the main ancestry for the same reason), and
+ *   beyond a gap the removal of a file may no longer be found — the manifest recording it went
+ *   with the snapshot that removed it (an expiry kept a compaction's parent for
+ *   `REPLACED_FILE_GRACE_MS` and expired the compaction: expiring that parent later is such a case);
+ * - sequence numbers grow along that ancestry, as the spec makes them;
  * - every snapshot is our writer's (it carries `auditlake.tiering.writer-id`): the method relies on
  *   how a commit records a file's removal — a DELETED entry in a manifest the removing snapshot
  *   writes and lists, with the file's own sequence numbers, never carried into a later
  *   manifest, and no path ever added twice — which our writers do (a sweep carries manifests;
  *   compaction and erasure write DELETED entries; a manifest rewrite drops DELETED entries and
  *   removes no file), and another engine's manifests are not known to.
+ * A kept snapshot beyond a gap (such a compaction's parent, or one a tag holds) is allowed: see
+ * {@link incrementalPlan} for how it is counted.
  */
-export function incrementalRefusal(before: IcebergTableMetadata): string | undefined {
+export function incrementalRefusal(before: IcebergTableMetadata, kept: ReadonlySet<number>): string | undefined {
   const ancestry = snapshotAncestry(before);
-  if (ancestry.length !== before.snapshots.length) {
-    return `${before.snapshots.length - ancestry.length} of ${before.snapshots.length} snapshots are not in the current snapshot's unbroken ancestry`;
-  }
-  // The interval reasoning below orders snapshots by sequence number, which the spec makes
-  // grow from parent to child; a history that breaks that is not reasoned about.
+  const onAncestry = new Set(ancestry.map((snapshot) => snapshot['snapshot-id']));
+  const offAncestry = before.snapshots.find((snapshot) => !kept.has(snapshot['snapshot-id']) && !onAncestry.has(snapshot['snapshot-id']));
+  if (offAncestry !== undefined) return `snapshot ${offAncestry['snapshot-id']}, expiring, is not in the current snapshot's unbroken ancestry`;
   const disordered = ancestry.find((snapshot, index) => index + 1 < ancestry.length && snapshot['sequence-number'] <= (ancestry[index + 1] as IcebergSnapshot)['sequence-number']);
   if (disordered !== undefined) return `snapshot ${disordered['snapshot-id']} has a sequence number not above its parent's`;
   const foreign = before.snapshots.find((snapshot) => snapshot.summary[WRITER_ID_SUMMARY_KEY] === undefined);
@@ -101,27 +102,31 @@ export function incrementalRefusal(before: IcebergTableMetadata): string | undef
 }
 
 /**
- * The incremental method, on a history {@link incrementalRefusal} accepts: one line of
- * snapshots, each the child of the one before, ending at the current one (always kept).
+ * The incremental method, on an expiry {@link incrementalRefusal} accepts: every expired
+ * snapshot is on one line of snapshots, each the child of the one before, ending at the current
+ * one (always kept); kept snapshots may also lie beyond a gap in that line.
  *
  * - A manifest list goes with its expired snapshot (unless a kept snapshot names the same list).
  * - A manifest goes when an expired snapshot lists it and no kept one does (a candidate).
  * - A data file goes when a candidate lists it as DELETED by a snapshot that is not kept, and no
- *   kept snapshot still reads it: none with a sequence number from the file's own (the snapshot
- *   that added it) up to, not including, the removing snapshot's. Kept snapshots are not always
- *   the newest ones — the parent of a compaction stays for `REPLACED_FILE_GRACE_MS`, a ref may
- *   hold an old snapshot — so that interval is checked file by file; Iceberg's implementation,
- *   which expires only the oldest, does not.
+ *   kept snapshot may still read it: none on the line with a sequence number from the file's own
+ *   (that of the snapshot that added it) up to, not including, the removal's, and none beyond a
+ *   gap from the file's own on. Kept snapshots are not always the newest — the parent of a
+ *   compaction stays for `REPLACED_FILE_GRACE_MS`, a tag may hold an old snapshot — so this is
+ *   checked file by file; Iceberg's implementation, which expires only the oldest, does not.
  *
  * Why nothing else can go: a data file only expired snapshots reach is named by one of them,
- * S. Walking S's descendants (each in the table: no gaps) to the first kept one, the file is
- * no longer named there, so some snapshot on the way removed it, wrote it DELETED into a
- * manifest it lists, and no kept snapshot lists that manifest (it would name the file): a
- * candidate. Were S's entry already DELETED, that is the removing snapshot's manifest itself.
- * Why nothing kept goes: a kept snapshot newer than the removal lists the file only through
- * that manifest (a candidate, so it does not), one older than the file's addition never named
- * it, and one in between is excluded above. Only candidates with DELETED entries are opened
- * (`deleted_files_count` in the list says which), after the commit.
+ * S. Walking S's descendants (each in the table: no gaps after an expired snapshot) to the
+ * first kept one, the file is no longer named there, so some snapshot on the way removed it,
+ * wrote it DELETED into a manifest it lists, and no kept snapshot lists that manifest (it would
+ * name the file): a candidate. Were S's entry already DELETED, that manifest is the one S
+ * lists. And no kept snapshot reads it: on the line, one newer than the removal lists the file
+ * only through that manifest, one older than the file's addition never named it, and one in
+ * between is excluded above; a snapshot beyond a gap is older than every expired one and every
+ * removal the line records, and it reads a file only if the file is at least as old as it is —
+ * the one rule that holds whatever line it was on (which it cannot be shown to be).
+ * Why nothing kept goes: the same three cases, with which every file it keeps agrees. Only
+ * candidates with DELETED entries are opened (`deleted_files_count` in the list says which).
  */
 export function incrementalPlan(objects: ObjectStore, table: IcebergTableRef, before: IcebergTableMetadata, kept: ReadonlySet<number>, listed: ReadonlyMap<number, readonly ManifestFile[]>, manifests: ManifestCache): ExpiredFilesPlan {
   const keptSnapshots = before.snapshots.filter((snapshot) => kept.has(snapshot['snapshot-id']));
@@ -143,7 +148,8 @@ export function incrementalPlan(objects: ObjectStore, table: IcebergTableRef, be
     }
   }
   const sequenceOf = new Map(before.snapshots.map((snapshot) => [snapshot['snapshot-id'], snapshot['sequence-number']]));
-  const keptSequences = keptSnapshots.map((snapshot) => snapshot['sequence-number']);
+  const onLine = new Set(snapshotAncestry(before).map((snapshot) => snapshot['snapshot-id']));
+  const keptReaders = keptSnapshots.map((snapshot) => ({ sequence: snapshot['sequence-number'], onLine: onLine.has(snapshot['snapshot-id']) }));
   // A count the list does not give (another writer's list) means the manifest is opened.
   const withDeletes = [...candidates.values()].filter((file) => file.deleted_files_count !== 0);
   return {
@@ -163,7 +169,7 @@ export function incrementalPlan(objects: ObjectStore, table: IcebergTableRef, be
           // A DELETED entry states the file's sequence number (only ADDED ones inherit it); one
           // that does not could be any age, so every older kept snapshot counts.
           const addedAt = entry.file_sequence_number ?? 0;
-          if (keptSequences.some((sequence) => sequence >= addedAt && sequence < removedAt)) continue;
+          if (keptReaders.some((reader) => reader.sequence >= addedAt && (!reader.onLine || reader.sequence < removedAt))) continue;
           found.add(entry.data_file.file_path);
         }
       });

@@ -35,7 +35,7 @@ export async function expireIcebergSnapshots(context: MaintenanceContext, loaded
   const lists = new ManifestListCache();
   const manifests = new ManifestCache();
   // Only a warm-up: a snapshot a sweep expired meanwhile is simply not read.
-  if (context.fence.serialize) await warmUp(context, loaded, lists, manifests).catch(() => undefined);
+  if (context.fence.serialize) await warmUp(context, loaded, retainLast, removedGraceMs, readGraceMs, lists, manifests).catch(() => undefined);
   const turn = await tableTurn(context, loaded, async (base) => {
     const nowMs = context.now();
     const { keepRemovedSinceMs, keepMadeSinceMs } = graceSince(nowMs, removedGraceMs, readGraceMs);
@@ -64,15 +64,17 @@ export async function expireIcebergSnapshots(context: MaintenanceContext, loaded
 
 /**
  * Reads before the turn what the turn will read: every snapshot's manifest list, and — only where
- * the incremental method will not apply — every manifest, as the reachability method opens them.
+ * the incremental method will not apply to the snapshots it would expire now — every manifest, as
+ * the reachability method opens them.
  */
-async function warmUp(context: MaintenanceContext, loaded: LoadedTable, lists: ManifestListCache, manifests: ManifestCache): Promise<void> {
-  const { snapshots } = loaded.metadata;
-  if (incrementalRefusal(loaded.metadata) === undefined) {
-    await mapBounded(snapshots, OBJECT_REQUESTS_IN_FLIGHT_MAX, (snapshot) => lists.files(context.objects, context.table, snapshot['manifest-list']));
+async function warmUp(context: MaintenanceContext, loaded: LoadedTable, retainLast: number, removedGraceMs: number, readGraceMs: number, lists: ManifestListCache, manifests: ManifestCache): Promise<void> {
+  const { metadata } = loaded;
+  const { keepRemovedSinceMs, keepMadeSinceMs } = graceSince(context.now(), removedGraceMs, readGraceMs);
+  if (incrementalRefusal(metadata, retainedSnapshotIds(metadata, retainLast, keepRemovedSinceMs, keepMadeSinceMs)) === undefined) {
+    await mapBounded(metadata.snapshots, OBJECT_REQUESTS_IN_FLIGHT_MAX, (snapshot) => lists.files(context.objects, context.table, snapshot['manifest-list']));
     return;
   }
-  for (const snapshot of snapshots) await snapshotReach(context.objects, context.table, snapshot, manifests, new Set()).catch(() => undefined);
+  for (const snapshot of metadata.snapshots) await snapshotReach(context.objects, context.table, snapshot, manifests, new Set()).catch(() => undefined);
 }
 
 /**
@@ -107,7 +109,8 @@ export async function expireOverdueSnapshots(context: MaintenanceContext, loaded
   const { snapshots } = loaded.metadata;
   if (snapshots.length < SNAPSHOTS_BETWEEN_RUNS_FACTOR * retainLast) return undefined;
   // Not before half of `retainLast` may go: while snapshots are too young to expire, every
-  // commit of a busy sweep would read the whole table's reach to expire one or none.
+  // commit of a busy sweep would read every snapshot's manifest list (and, where the incremental
+  // way does not apply, every manifest) to expire one or none.
   const { keepRemovedSinceMs, keepMadeSinceMs } = graceSince(context.now(), REPLACED_FILE_GRACE_MS, SNAPSHOT_READ_GRACE_MS);
   if (snapshots.length - retainedSnapshotIds(loaded.metadata, retainLast, keepRemovedSinceMs, keepMadeSinceMs).size < Math.ceil(retainLast / 2)) return undefined;
   return expireIcebergSnapshots(context, loaded, retainLast, REPLACED_FILE_GRACE_MS, SNAPSHOT_READ_GRACE_MS);

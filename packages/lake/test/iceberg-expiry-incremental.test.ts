@@ -208,6 +208,61 @@ describe('incremental snapshot expiry', () => {
     expect(tallies.reduce((sum, tally) => sum + tally.reachability, 0)).toBeGreaterThan(0);
   });
 
+  it('a snapshot kept beyond a gap (a compaction\'s parent for its grace, a tagged one) leaves expiries incremental; expiring one beyond a gap falls back to reachability', async () => {
+    const table = tableRef('gaps');
+    const objects = s3.connections.bucket('s3', BUCKET);
+    let clock = T0 + 30 * 86_400_000;
+    const context: MaintenanceContext = { objects, table, fence, now: () => clock, metadataLogEntriesMax: 100 };
+    let loaded = await ensureIcebergTable(objects, table, clock);
+    let seqMax = 0;
+    const sweeps = async (count: number): Promise<void> => {
+      for (let c = 0; c < count; c++) {
+        clock += 1_000;
+        loaded = (await commitIcebergBatch(objects, table, loaded, twoDayEvents(T0, seqMax + 1, 2), { ...fence, nowMs: clock, writerId: 'test' })).loaded;
+        seqMax += 2;
+        eventsOf.set(loaded.metadata['current-snapshot-id'], seqMax);
+      }
+    };
+    const eventsOf = new Map<number, number>();
+    const methods: string[] = [];
+    /** Expires down to 2 (with the grace), checks the deletes against the full computation and icebird against every kept snapshot. */
+    const expire = async (): Promise<void> => {
+      const kept = retainedSnapshotIds(loaded.metadata, 2, clock - REPLACED_FILE_GRACE_MS);
+      const full = await reachabilityPlan(objects, table, loaded.metadata, kept, new ManifestCache());
+      const before = await tableKeys(objects, table);
+      const expiry = await expireIcebergSnapshots(context, loaded, 2);
+      loaded = expiry.loaded;
+      const after = await tableKeys(objects, table);
+      expect([...before].filter((key) => !after.has(key)).sort()).toEqual(deletableKeys(table, full.paths).sort());
+      methods.push(expiry.filesFoundBy ?? 'nothing');
+    };
+    await sweeps(4);
+    const parent = loaded.metadata['current-snapshot-id'];
+    clock += 1_000;
+    loaded = (await compactIcebergTable(context, loaded, 16 * 1024 * 1024)).loaded;
+    await sweeps(3);
+    // The compaction expires, its parent stays for the grace: one unbroken line, incremental.
+    await expire();
+    expect(loaded.metadata.snapshots.map((snapshot) => snapshot['snapshot-id'])).toContain(parent);
+    // Another engine tags the oldest snapshot left after three more sweeps.
+    await sweeps(3);
+    const tagged = loaded.metadata['current-snapshot-id'];
+    loaded = await commitMetadataVersion(objects, table, loaded, { ...loaded.metadata, refs: { ...loaded.metadata.refs, audit: { 'snapshot-id': tagged, type: 'tag' } }, 'last-updated-ms': clock }, fence);
+    // The parent, beyond the gap the compaction left, expires: by reachability.
+    await sweeps(3);
+    await expire();
+    expect(loaded.metadata.snapshots.map((snapshot) => snapshot['snapshot-id'])).not.toContain(parent);
+    // The tagged snapshot stays, beyond the gap its expired descendants leave: incremental.
+    await sweeps(3);
+    await expire();
+    await sweeps(3);
+    await expire();
+    expect(loaded.metadata.snapshots.map((snapshot) => snapshot['snapshot-id'])).toContain(tagged);
+    expect(methods).toEqual(['incremental', 'reachability', 'incremental', 'incremental']);
+    onTestFinished(routeAwsS3To(s3.server.url, CREDENTIALS));
+    for (const snapshot of loaded.metadata.snapshots) await expectSnapshotReadsEvents(table, loaded.metadata, snapshot['snapshot-id'], eventsOf.get(snapshot['snapshot-id']) ?? -1, 'after the expiries');
+  }, 120_000);
+
   it('opens only the manifests it deletes that hold DELETED entries, not every manifest of the table', async () => {
     const table = tableRef('opened');
     const objects = s3.connections.bucket('s3', BUCKET);
