@@ -90,6 +90,10 @@ export interface MaintenanceRunView {
   orphansDeleted: number;
   /** Loose `_integrity/` checkpoint objects moved into packs; absent in runs recorded before packing existed. */
   checkpointsPacked?: number;
+  /** A Parquet location's commit markers moved into packs; absent for Iceberg, failed runs and runs recorded before marker packing. */
+  markersPacked?: number;
+  /** Loose commit markers deleted once a pack older than the orphan age held them. */
+  packedMarkersDeleted?: number;
   /** Compaction passes the run made; absent in runs recorded before passes existed. */
   compactionPasses?: number;
   /** Small files its time budget left for the next run (0 when none); null or absent when it did not compact. */

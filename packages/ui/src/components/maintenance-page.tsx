@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import type { AdminApi, MaintenanceRegistrationView, MaintenanceRunView, SettingsAnswer } from '../api.js';
 import { DECISION_COLORS } from '../engine-colors.js';
 import { formatBytes, formatDuration } from '../format-figures.js';
-import { smallFilesNote } from '../maintenance-notes.js';
+import { markersPackedText, smallFilesNote } from '../maintenance-notes.js';
 import { MAINTENANCE_FIELDS } from '../settings-form.js';
 import { useLoad } from '../use-load.js';
 import { formatTime } from './event-table.js';
@@ -52,6 +52,7 @@ function RunRow({ run }: { run: MaintenanceRunView }) {
       <td>{run.filesDeleted.toLocaleString()}</td>
       <td>{run.orphansDeleted.toLocaleString()}</td>
       <td>{(run.checkpointsPacked ?? 0).toLocaleString()}</td>
+      <td>{markersPackedText(run)}</td>
       <td>
         {formatBytes(run.bytesBefore)} → {formatBytes(run.bytesAfter)}
       </td>
@@ -124,6 +125,7 @@ function TableCard({ api, registration, onRan }: { api: AdminApi; registration: 
                 <th scope="col">Files deleted</th>
                 <th scope="col">Orphans deleted</th>
                 <th scope="col">Checkpoints packed</th>
+                <th scope="col">Markers packed</th>
                 <th scope="col">Size</th>
               </tr>
             </thead>
