@@ -15,6 +15,7 @@ import {
   type ShownKey,
   type VerifyReport,
 } from '@auditlake/integrity';
+import { segmentUrlKey } from '@auditlake/lake';
 import { AuditError, AuditErrorCode, isAuditError } from '@auditlake/model';
 import { NodeClient } from './node-client.js';
 import { readTierProof, TierFileGone, TierSeqBoundsUntrue, type TierBoundsUse, type TierProof, type TierProofStart } from './tier-proof.js';
@@ -32,6 +33,8 @@ interface NodeIntegrityView {
   keys: Array<{ seq: number; key: string }>;
   checkpoints: Array<{ seq: number; checkpoint: string }>;
   pruned: PrunedRange[];
+  /** Seqs the node's sweeps committed to each location; absent from a node of a version before them. */
+  tierSegments?: Array<{ url: string; fromSeq: number; toSeq: number }>;
 }
 
 interface Streams {
@@ -136,7 +139,7 @@ async function verifyWith(options: VerifyOptions, checks: VerifyChecks, bounds: 
       streams.push(ahead.records);
       if (ahead.first !== undefined && (firstSeq === undefined || ahead.first < firstSeq)) firstSeq = ahead.first;
     }
-    const tier = proofs.length === 0 ? undefined : { ...oneProof(proofs), firstSeq };
+    const tier = proofs.length === 0 ? undefined : { ...oneProof(proofs), covered: tierCoverage(proofs, options.tiers, firstSeq, view) };
     const [alone] = options.tiers;
     // A tier read alone is one copy of the history: a record it holds twice is a duplicated row
     // (ChainVerifierOptions.oneCopy). Read together, identical copies are allowed across
@@ -195,33 +198,71 @@ function oneProof(proofs: readonly TierProof[]): TierProofStart {
   };
 }
 
+/** A seq range a tier read must hold. */
+interface SeqSpan {
+  fromSeq: number;
+  toSeq: number;
+}
+
+/**
+ * The seqs the tiers read must hold where the node deleted them. The node lists the seq ranges
+ * its sweeps committed to each location (NodeIntegrityView.tierSegments): each of a location
+ * read counts up to that location's head as read — a commit after the tier was read is not in
+ * what was read, and retention may have deleted its seqs here since. Before the first segment
+ * (history tiered by a version that kept none, or a node that keeps none) the tiers must hold
+ * everything from their least seq on. The segments are what catch a tier's first rows removed
+ * (judged by its rows alone, the tier then seemed to begin after them), and they leave excused
+ * the seqs retention deleted while tiering was off, which no tier holds.
+ */
+function tierCoverage(proofs: readonly TierProof[], locations: readonly TierLocationOption[], firstSeq: number | undefined, view: NodeIntegrityView | undefined): SeqSpan[] {
+  const segments = view?.tierSegments ?? [];
+  const covered: SeqSpan[] = [];
+  let head: number | undefined;
+  for (const proof of proofs) if (proof.head !== undefined && (head === undefined || proof.head.seq > head)) head = proof.head.seq;
+  const beforeSegments = segments.length === 0 ? head : Math.min(head ?? 0, Math.min(...segments.map((segment) => segment.fromSeq)) - 1);
+  if (firstSeq !== undefined && beforeSegments !== undefined && firstSeq <= beforeSegments) covered.push({ fromSeq: firstSeq, toSeq: beforeSegments });
+  proofs.forEach((proof, i) => {
+    const url = segmentUrlKey((locations[i] as TierLocationOption).location);
+    const readTo = proof.head?.seq;
+    if (readTo === undefined) return;
+    for (const segment of segments) {
+      if (segmentUrlKey(segment.url) !== url) continue;
+      const toSeq = Math.min(segment.toSeq, readTo);
+      if (segment.fromSeq <= toSeq) covered.push({ fromSeq: segment.fromSeq, toSeq });
+    }
+  });
+  return covered;
+}
+
 /**
  * The ranges a node declares deleted by its retention that excuse records absent from both the
- * node and the tiers read with it: only those outside what the tiers cover (from their least
- * seq to their head). Retention deletes only what was tiered, so inside that span the tier must
- * hold them; excused there, a row removed from a tier file (its commit's count edited to match)
- * passed as "removed by retention" once the node had deleted its own copy (review). Below the
- * tiers' first record are records deleted before tiering began or tiered to a location not
- * given; a range cut at that start keeps no chain hash (it was the hash at its old end).
+ * node and the tiers read with it: only those outside what the tiers must hold (tierCoverage).
+ * Retention deletes only what was tiered, so there the tier must hold them; excused there, a row
+ * removed from a tier file (its commit's count edited to match) passed as "removed by retention"
+ * once the node had deleted its own copy (review). Elsewhere are records deleted before tiering
+ * began, tiered to a location not given, or tiered after the tier was read. A piece of a range
+ * keeps its chain hash only where it ends where the range ends (the hash is the one at its end).
  */
-function prunedOutsideTier(pruned: readonly PrunedRange[], tier: { firstSeq?: number | undefined; head: { seq: number } | undefined } | undefined): PrunedRange[] {
-  const from = tier?.firstSeq;
-  const to = tier?.head?.seq;
-  if (from === undefined || to === undefined || from > to) return [...pruned];
+function prunedOutsideTier(pruned: readonly PrunedRange[], covered: readonly SeqSpan[]): PrunedRange[] {
+  const spans = [...covered].sort((a, b) => a.fromSeq - b.fromSeq);
   const outside: PrunedRange[] = [];
   for (const range of pruned) {
-    if (range.toSeq < from || range.fromSeq > to) {
-      outside.push(range);
-      continue;
+    let from = range.fromSeq;
+    for (const span of spans) {
+      if (span.toSeq < from) continue;
+      if (span.fromSeq > range.toSeq) break;
+      if (span.fromSeq > from) outside.push({ fromSeq: from, toSeq: span.fromSeq - 1 });
+      from = Math.max(from, span.toSeq + 1);
+      if (from > range.toSeq) break;
     }
-    if (range.fromSeq < from) outside.push({ fromSeq: range.fromSeq, toSeq: from - 1 });
-    if (range.toSeq > to) outside.push({ fromSeq: to + 1, toSeq: range.toSeq, chainHash: range.chainHash });
+    if (from > range.toSeq) continue;
+    outside.push(from === range.fromSeq ? { ...range } : { fromSeq: from, toSeq: range.toSeq, ...(range.chainHash === undefined ? {} : { chainHash: range.chainHash }) });
   }
   return outside;
 }
 
 /** The verifier's options: what the command line pins, and what the tier and the node show. */
-function verifierOptionsOf(options: VerifyOptions, pinnedKeys: KeyObject[], tier: (TierProofStart & { firstSeq?: number | undefined }) | undefined, view: NodeIntegrityView | undefined, client: NodeClient | undefined): ChainVerifierOptions {
+function verifierOptionsOf(options: VerifyOptions, pinnedKeys: KeyObject[], tier: (TierProofStart & { covered: SeqSpan[] }) | undefined, view: NodeIntegrityView | undefined, client: NodeClient | undefined): ChainVerifierOptions {
   const checkpoints: FoundCheckpoint[] = [...(tier?.checkpoints ?? [])];
   const shownKeys: ShownKey[] = [...(tier?.keys ?? [])];
   if (view !== undefined && client !== undefined) {
@@ -233,7 +274,7 @@ function verifierOptionsOf(options: VerifyOptions, pinnedKeys: KeyObject[], tier
   if (options.preChainHoles) verifierOptions.preChainHoles = true;
   if (pinnedKeys.length > 0) verifierOptions.pinnedKeys = pinnedKeys;
   if (view !== undefined && client !== undefined) {
-    verifierOptions.pruned = prunedOutsideTier(view.pruned, tier);
+    verifierOptions.pruned = prunedOutsideTier(view.pruned, tier?.covered ?? []);
     if (view.head.seq > 0) verifierOptions.head = { seq: view.head.seq, chainHash: view.head.chainHash, where: `node ${view.nodeId}` };
   } else if (tier?.head !== undefined) {
     verifierOptions.head = { seq: tier.head.seq, chainHash: undefined, where: tier.head.where };

@@ -102,6 +102,16 @@ describe('verify after retention deleted every record of a tiered node', () => {
       expect(tampered.ok).toBe(false);
       await removed.restore();
       expect((await both()).ok).toBe(true);
+
+      // The same at the tier's start: its first row removed. The tier then seems to begin at seq
+      // 2, and seq 1 seemed deleted before tiering began, which the node's range excused. The
+      // node keeps the seqs it tiered to each location, so as one it is missing.
+      const headCut = await removeTieredRow(objects, 'audit', 1);
+      const cut = await both();
+      expect(cut.message).toMatch(/^missing records: seq 1\.\.1/);
+      expect(cut.ok).toBe(false);
+      await headCut.restore();
+      expect((await both()).ok).toBe(true);
     } finally {
       connections.close();
     }

@@ -11,6 +11,7 @@ import {
   type SignedCheckpoint,
 } from '@auditlake/integrity';
 import { AuditError, AuditErrorCode, encodeEvent, isAuditError, type AuditEvent } from '@auditlake/model';
+import { readTierSegments, type TierSegment } from '@auditlake/lake';
 import type { AuditStore, PrunedRange } from '@auditlake/store';
 import type { Membership } from './membership.js';
 
@@ -47,6 +48,11 @@ export interface IntegrityView {
   checkpoints: Array<{ seq: number; checkpoint: string }>;
   /** Seq ranges retention deleted here, with the chain hash at each range's end. */
   pruned: readonly PrunedRange[];
+  /**
+   * The seq ranges this log's sweeps committed to each tier location (by its URL), oldest first:
+   * what a verifier reading this node with those locations may not take as excused by `pruned`.
+   */
+  tierSegments: TierSegment[];
 }
 
 /** Checkpoints listed by `GET /admin/audit/integrity`. */
@@ -212,6 +218,7 @@ export class IntegrityService {
       keys,
       checkpoints,
       pruned: store.prunedRanges,
+      tierSegments: await readTierSegments(store),
     };
   }
 

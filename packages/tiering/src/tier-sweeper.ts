@@ -2,8 +2,11 @@ import { AuditError, AuditErrorCode, type EffectiveSettings, type EncodedEvent, 
 import type { AuditStore } from '@auditlake/store';
 import {
   TIERED_LOCATIONS_META,
+  TIER_SEGMENTS_META,
   includesLocation,
   readTieredLocations,
+  readTierSegments,
+  segmentsAfterCommit,
   WATERMARK_META,
   WATERMARK_TERM_META,
   ZERO_WATERMARK,
@@ -473,7 +476,7 @@ export class TierSweeper {
       throw err;
     });
     this.#succeeded();
-    await this.#remember(tiered, result.marker.watermark);
+    await this.#remember(tiered, result.marker.watermark, { afterSeq: watermark.seq, seqs: batch.map((event) => event.seq) });
     await this.#writeProof(objects, location.prefix, batch, settings.tierParquetPath);
     this.#status.lastBatch = { count: batch.length, bytes: result.bytes, ms: this.#now() - started };
     this.#logTiered(result.marker.files.length, settings.tierParquetPath);
@@ -602,7 +605,7 @@ export class TierSweeper {
       encoder,
     });
     this.#succeeded();
-    await this.#remember(tiered, result.watermark);
+    await this.#remember(tiered, result.watermark, { afterSeq: watermark.seq, seqs: batch.map((event) => event.seq) });
     await this.#writeProof(objects, table.s3.prefix, batch, table.identifier);
     this.#status.lastBatch = { count: batch.length, bytes: result.bytes, ms: this.#now() - started };
     this.#logTiered(result.files, table.identifier);
@@ -1036,12 +1039,19 @@ export class TierSweeper {
     await this.#options.store.putMeta(this.#vouched(watermark));
   }
 
-  async #remember(location: TieredLocation, watermark: Watermark): Promise<void> {
+  /**
+   * Stores, with the new watermark, that the location received tiered events and which seqs this
+   * commit gave it (`committed`: the watermark it continued from and the batch's seqs), so a
+   * verifier reading the node with the tier knows what the tier must hold (tier-segments.ts).
+   */
+  async #remember(location: TieredLocation, watermark: Watermark, committed: { afterSeq: number; seqs: readonly number[] }): Promise<void> {
     // Its newest row is this log's now: later sweeps need not look again (#checkLocationHistory).
     this.#historyChecked.add(tieredLocationKey(location));
     const { store } = this.#options;
     const known = await readTieredLocations(store);
-    await store.putMeta({ ...this.#vouched(watermark), ...(includesLocation(known, location) ? {} : { [TIERED_LOCATIONS_META]: [...known, location] }) });
+    const url = location.mode === 'parquet' ? location.path : location.location;
+    const segments = segmentsAfterCommit(await readTierSegments(store), url, committed.afterSeq, committed.seqs);
+    await store.putMeta({ ...this.#vouched(watermark), [TIER_SEGMENTS_META]: segments, ...(includesLocation(known, location) ? {} : { [TIERED_LOCATIONS_META]: [...known, location] }) });
   }
 
   async close(): Promise<void> {

@@ -1,0 +1,112 @@
+// Goal: a node read with its tier excuses, of the seqs its retention deleted, exactly those no
+// tier read must hold. The node lists the seq ranges its sweeps committed to each location
+// (tierSegments); records deleted while tiering was off are in none of them and stay excused,
+// where judging by the tier's rows alone (its least seq to its head) called them missing; and the
+// first rows of a segment removed from the tier are missing (verify-retention-tail.test.ts cuts
+// the very first row).
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AuditNode } from '@auditlake/server';
+import { afterEach, describe, expect, it } from 'vitest';
+import { verifyHistory } from '../src/verify-command.js';
+import { adminRequest, ingestAll, offlineVerifyOptions, parquetTier, startTieringNode, waitFor } from './verify-node.js';
+
+const ADMIN_TOKEN = 'admin-token-for-verify-tier-segments';
+const TIER = 's3://auditlake/segments';
+
+interface Mode {
+  mode: 'parquet' | 'iceberg';
+  settings: Record<string, string>;
+  flag: '--path' | '--table';
+}
+
+const MODES: Mode[] = [
+  { mode: 'parquet', settings: parquetTier(TIER), flag: '--path' },
+  { mode: 'iceberg', settings: { 'auditlake.audit.tier.mode': 'iceberg', 'auditlake.audit.tier.iceberg.table': 'local.audit.events' }, flag: '--table' },
+];
+const DAY_MS = 86_400_000;
+
+let node: AuditNode | undefined;
+let dataDir: string | undefined;
+
+afterEach(async () => {
+  await node?.close();
+  node = undefined;
+  if (dataDir !== undefined) await rm(dataDir, { recursive: true, force: true });
+  dataDir = undefined;
+});
+
+function event(id: string, ageMs = 1000): Record<string, unknown> {
+  return { eventId: id, userId: 'ana', source: 'trino', action: 'data:Select', resource: `hive.sales.${id}`, ts: Date.now() - ageMs };
+}
+
+async function setSettings(target: AuditNode, settings: Record<string, unknown>): Promise<void> {
+  const res = await adminRequest(target, ADMIN_TOKEN, '/admin/audit/settings', { method: 'POST', body: JSON.stringify(settings) });
+  expect(res.status, await res.clone().text()).toBe(200);
+}
+
+interface Segment {
+  url: string;
+  fromSeq: number;
+  toSeq: number;
+}
+
+async function segmentsOf(target: AuditNode): Promise<Segment[]> {
+  const view = (await (await adminRequest(target, ADMIN_TOKEN, '/admin/audit/integrity')).json()) as { tierSegments: Segment[] };
+  return view.tierSegments;
+}
+
+/** Where the tier is, as verify is told: a Parquet path, or the table's location as maintenance lists it. */
+async function tierLocation(target: AuditNode, mode: Mode): Promise<string> {
+  if (mode.mode === 'parquet') return TIER;
+  const listed = (await (await adminRequest(target, ADMIN_TOKEN, '/admin/audit/maintenance')).json()) as { registrations: Array<{ table: string; location: string }> };
+  return listed.registrations.find((r) => r.table === 'local.audit.events')?.location as string;
+}
+
+describe.each(MODES)('verify with the seqs a node tiered to each location, $mode tier', (mode) => {
+  it('excuses what retention deleted while tiering was off, which no segment holds', async () => {
+    dataDir = await mkdtemp(join(tmpdir(), `auditlake-verify-tier-segments-${mode.mode}-`));
+    node = await startTieringNode(dataDir, {
+      adminToken: ADMIN_TOKEN,
+      props: {
+        ...mode.settings,
+        'auditlake.audit.tier.retain.local.days': '0',
+        'auditlake.audit.retention.days': '1',
+        'auditlake.audit.retention.interval.ms': '100',
+      },
+    });
+    const target = node;
+    let location = '';
+    const both = () => verifyHistory(offlineVerifyOptions(target, [mode.flag, location], ['--url', target.url, '--token', ADMIN_TOKEN, '--threads', '0']));
+    const pruned = (seq: number) => target.store.prunedRanges.some((range) => range.fromSeq <= seq && seq <= range.toSeq);
+
+    await ingestAll(target, ADMIN_TOKEN, [event('a1'), event('a2')]);
+    const firstHead = target.store.chainHead.seq;
+    await waitFor('the first events tiered and deleted here', async () => (await target.tiering.watermark()).seq >= firstHead && pruned(firstHead));
+    location = await tierLocation(target, mode);
+    expect(location).toMatch(/^s3:\/\/auditlake\//);
+    expect(await segmentsOf(target)).toEqual([{ url: location, fromSeq: 1, toSeq: (await target.tiering.watermark()).seq }]);
+
+    // Tiering off: retention deletes by event time alone, so these two old events go untiered.
+    await setSettings(target, { 'audit.tier.mode': 'none' });
+    await ingestAll(target, ADMIN_TOKEN, [event('old1', 3 * DAY_MS), event('old2', 3 * DAY_MS)]);
+    const oldHead = target.store.chainHead.seq;
+    await waitFor('the old events deleted untiered', async () => pruned(oldHead));
+    await setSettings(target, { 'audit.tier.mode': mode.mode });
+    await ingestAll(target, ADMIN_TOKEN, [event('c1')]);
+    const head = target.store.chainHead.seq;
+    await waitFor('tiering again, and retention after it', async () => (await target.tiering.watermark()).seq >= head && pruned(head));
+
+    // Two segments: the seqs between them (the old events, and the settings record turning
+    // tiering off, which retention deleted with them) were never tiered.
+    const segments = await segmentsOf(target);
+    expect(segments).toHaveLength(2);
+    expect(segments[0]?.toSeq).toBeLessThan(oldHead);
+    expect(segments[1]?.fromSeq).toBeGreaterThan(oldHead);
+    expect(segments[1]?.toSeq).toBe(head);
+    const report = await both();
+    expect(report.message).toMatch(new RegExp(`^verified \\d+ records, seq 1\\.\\.${head}, \\d+ checkpoints?; \\d+ records? removed by retention$`));
+    expect(report.ok).toBe(true);
+  });
+});
