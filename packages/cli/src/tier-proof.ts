@@ -63,6 +63,14 @@ export interface TierProof extends TierProofStart {
  */
 export type TierBoundsUse = 'declared' | 'ignored';
 
+/**
+ * Most records a tier read in the order its commits declare holds not yet verified (about 250
+ * bytes each, so ~250 MB): 200 of the default 5,000-event sweep batches, whose files are what
+ * healthy declared bounds make overlap; a commit declaring its files from far below their seqs
+ * reaches it, and the tier is then read in two passes (MergeHeldTooMuch).
+ */
+export const DECLARED_ORDER_HELD_RECORDS_MAX = 1_000_000;
+
 const CONNECTION_ID = 'verify';
 
 /** A committed data file to check; for Iceberg, with what its manifest entry declares of its columns. */
@@ -79,7 +87,7 @@ type ListedFile = TierFile & { declared?: DataFile };
  * `checks`; the others when {@link TierProof.records} reaches them. With `bounds` 'ignored', no
  * declaration is taken. The caller closes what this returns.
  */
-export async function readTierProof(tier: TierLocationOption, checks: VerifyChecks, bounds: TierBoundsUse = 'declared'): Promise<TierProof> {
+export async function readTierProof(tier: TierLocationOption, checks: VerifyChecks, bounds: TierBoundsUse = 'declared', declaredOrderHeldMax = DECLARED_ORDER_HELD_RECORDS_MAX): Promise<TierProof> {
   const location = parseS3Location(tier.location);
   if (!location) throw new AuditError(AuditErrorCode.BAD_REQUEST, `not an s3://bucket/prefix location: ${tier.location}`);
   const connections = new S3Connections(
@@ -163,7 +171,12 @@ export async function readTierProof(tier: TierLocationOption, checks: VerifyChec
       keys: proof.keys,
       head,
       async *records() {
-        yield* mergeSpannedBatches(spans, (span) => checkInOrder(opened, checks, span as FileSpan, tally), lanes);
+        // Declared bounds are claims: true but loose ones (every file declared from seq 0) would
+        // have the merge hold the whole tier, so past the bound it stops and verifyHistory reads
+        // the tier again in the order its files show (two passes). Files ordered by what a first
+        // check found hold only what truly overlaps.
+        const heldMax = bounds === 'declared' ? declaredOrderHeldMax : Infinity;
+        yield* mergeSpannedBatches(spans, (span) => checkInOrder(opened, checks, span as FileSpan, tally), lanes, heldMax);
         read = true;
       },
       rowsWithoutSeq() {

@@ -5,6 +5,7 @@ import {
   CheckedBatchReader,
   feedMergedStreams,
   IdenticalCopyWatch,
+  MergeHeldTooMuch,
   parseSignedCheckpoint,
   readPublicKeyPem,
   type CheckedBatch,
@@ -91,9 +92,10 @@ async function verifyAgainIfTierChanged(options: VerifyOptions, checks: VerifyCh
     try {
       return await verifyWith(options, checks, bounds);
     } catch (err) {
-      if (err instanceof TierSeqBoundsUntrue && bounds === 'declared') {
-        // The order the tier's records were read in rested on a bound the file does not keep:
-        // what was read is void, and the tier is read again in the order the files themselves show.
+      if ((err instanceof TierSeqBoundsUntrue || err instanceof MergeHeldTooMuch) && bounds === 'declared') {
+        // The order the tier's records were read in rested on a bound the file does not keep, or
+        // on bounds so loose the read held the tier (MergeHeldTooMuch): what was read is void, and
+        // the tier is read again in the order the files themselves show.
         bounds = 'ignored';
         continue;
       }
@@ -120,7 +122,7 @@ async function verifyWith(options: VerifyOptions, checks: VerifyChecks, bounds: 
   const proofs: TierProof[] = [];
   const started: Array<AsyncGenerator<CheckedRecord[]>> = [];
   try {
-    for (const location of options.tiers) proofs.push(await readTierProof(location, checks, bounds));
+    for (const location of options.tiers) proofs.push(await readTierProof(location, checks, bounds, options.declaredOrderHeldMax));
     const client = options.node === undefined ? undefined : new NodeClient({ url: options.node.url, token: options.node.token });
     const view = client === undefined ? undefined : await readView(client);
     // Each location's records, then the node's: of copies of one seq, the tier's come first.

@@ -58,6 +58,8 @@ export interface VerifyOptions {
   preChainHoles: boolean;
   /** Worker threads that decode and hash (0: none, all on the main thread). */
   threads: number;
+  /** Not a flag: tests lower it (tier-proof.ts, DECLARED_ORDER_HELD_RECORDS_MAX). */
+  declaredOrderHeldMax?: number;
   json: boolean;
 }
 

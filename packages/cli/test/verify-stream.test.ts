@@ -268,6 +268,31 @@ describe('verify holds what is in flight, not the tier, and reads each file once
     }
   });
 
+  it('commit markers declaring their files from seq 1 (true, but loose) would have the merge hold the whole tier: past its bound the tier is read again in two passes, the same report, few held', async () => {
+    const reference = await verifyHistory(offline());
+    try {
+      for (const { key, marker } of tiered) await objects.put(key, JSON.stringify({ ...marker, firstSeq: 1 }));
+      // Without a bound (far above this tier), every file is loaded before the first record is given.
+      const unbounded = await verifyCounting(offline());
+      expect(unbounded.report).toEqual(reference);
+      expect(unbounded.checks.aliveMax).toBeGreaterThan(4 * ALIVE_MAX);
+      // With one two commits' records reach, the merge stops and the order comes from the files.
+      const { report, checks } = await verifyCounting({ ...offline(), declaredOrderHeldMax: 2 * EVENTS_PER_COMMIT });
+      expect(report).toEqual(reference);
+      // The first pass held up to the bound (two commits' files) before it stopped; the second, one commit's.
+      expect(checks.aliveMax).toBeLessThanOrEqual(2 * ALIVE_MAX);
+      // Some files checked in the order the bounds gave, then every file, then those holding records again.
+      expect(checks.checked).toBeGreaterThan(2 * files);
+      // Exact bounds stay within it, in one pass.
+      await restoreListing();
+      const exact = await verifyCounting({ ...offline(), declaredOrderHeldMax: 2 * EVENTS_PER_COMMIT });
+      expect(exact.report).toEqual(reference);
+      expect(exact.checks.checked).toBe(files);
+    } finally {
+      await restoreListing();
+    }
+  });
+
   it('a tier tampered with names the same break whatever the order of its listing, read alone or with the node, in one pass or two', async () => {
     const altered = /^altered record at seq 40 \(eventId ev-\d+\): field userId changed$/;
     const duplicated = /^duplicated record at seq 90 \(eventId ev-\d+\): the tier at s3:\/\/\S+ holds it more than once, so an engine reading it counts the event twice$/;

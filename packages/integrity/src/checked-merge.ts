@@ -76,6 +76,19 @@ export interface BatchSpan {
 const CHUNK_RECORDS = 4096;
 
 /**
+ * A {@link mergeSpannedBatches} given `heldRecordsMax` held more records not given yet than that:
+ * spans whose first seq lies far below their batches' least (true, but loose, bounds — all of a
+ * tier's files declared from seq 0) load every batch before the first record is given, so
+ * memory followed the tier, not the overlap of its files. The caller orders by what the batches
+ * hold instead.
+ */
+export class MergeHeldTooMuch extends Error {
+  constructor(readonly held: number, readonly max: number) {
+    super(`the merge held ${held} records not given yet, more than ${max}: the spans' first seqs lie far below their batches' records`);
+  }
+}
+
+/**
  * The batches' records in the merge order (above), the batches loaded only when it reaches them, in
  * chunks of records: a batch is loaded (`load`, up to `lookahead` ahead, so the loads overlap
  * the fold) once the merge's next record would come after its span's first seq, and dropped once
@@ -86,9 +99,12 @@ const CHUNK_RECORDS = 4096;
  * above it: records below it would already have been given, out of order, so `load` must refuse
  * such a batch, and a batch below its span fails the merge. An empty batch gives nothing. When
  * the merge stops early (a failure, the caller done), it returns only once no load is running.
+ * Past `heldRecordsMax` records held and not given yet it stops with {@link MergeHeldTooMuch}.
  */
-export async function* mergeSpannedBatches(spans: readonly BatchSpan[], load: (span: BatchSpan) => Promise<CheckedBatch>, lookahead: number): AsyncGenerator<CheckedRecord[]> {
+export async function* mergeSpannedBatches(spans: readonly BatchSpan[], load: (span: BatchSpan) => Promise<CheckedBatch>, lookahead: number, heldRecordsMax = Infinity): AsyncGenerator<CheckedRecord[]> {
   if (!Number.isSafeInteger(lookahead) || lookahead < 1) throw new TypeError(`lookahead must be a positive integer, got ${lookahead}`);
+  /** Records of the heap's batches not given yet (counted as a batch joins, less each one taken). */
+  let held = 0;
   const sorted = [...spans].sort((a, b) => a.first - b.first || a.order - b.order);
   /** The loads of sorted[next], sorted[next + 1], … */
   const loading: Array<Promise<CheckedBatch>> = [];
@@ -121,9 +137,12 @@ export async function* mergeSpannedBatches(spans: readonly BatchSpan[], load: (s
         if (seq === undefined) continue;
         if (seq < span.first) throw new TypeError(`batch ${span.order} starts at seq ${seq}, below its span's ${span.first}: records above it may have been given already`);
         push(heap, { seq, order: span.order, reader });
+        held += reader.remaining;
+        if (held > heldRecordsMax) throw new MergeHeldTooMuch(held, heldRecordsMax);
       }
       if (heap.length === 0) break;
       chunk.push(take(heap));
+      held--;
       if (chunk.length >= CHUNK_RECORDS) {
         yield chunk;
         chunk = [];
