@@ -161,16 +161,19 @@ export async function readParquetLog(objects: ObjectStore, location: S3Location,
   // A log read from the start (verify's) has no checkpoint to move to: read it all again.
   if (stale && fromStart) return readParquetLog(objects, location, undefined, { fromCheckpoint: false, nowMs });
   let checkpoint = known !== undefined ? known.checkpoint : fromStart ? undefined : await readNewestCheckpoint(objects, location);
-  let [markers, compactions] = await Promise.all([
+  const [read, compactionsRead] = await Promise.all([
     readMarkersByKey(objects, location, known?.byKey?.markers, checkpoint?.checkpoint.watermark.seq),
     readCompactions(objects, location, known?.byKey?.compactions, checkpoint?.checkpoint.generations),
   ]);
   // Markers the reader did not know may have been packed (and their loose copies deleted) while it
-  // was idle: a first new marker that does not continue from the last it knew says so. Read afresh
-  // then — from the newest checkpoint, or from the start (with the packs) for a log read so.
-  if (known !== undefined && !continuesKnown(markers, known.byKey?.markers.size ?? 0, checkpoint?.checkpoint.watermark.seq)) {
+  // was idle: a first new marker that does not continue from the last it knew says so, as does one
+  // listed and gone when fetched (read undefined). Read afresh then — from the newest checkpoint,
+  // or from the start (with the packs) for a log read so.
+  if (known !== undefined && (read === undefined || !continuesKnown(read, known.byKey?.markers.size ?? 0, checkpoint?.checkpoint.watermark.seq))) {
     return readParquetLog(objects, location, undefined, { fromCheckpoint: !fromStart, nowMs });
   }
+  let markers = read as Map<string, CommitMarker>;
+  let compactions = compactionsRead;
   // A first read looked for the checkpoint just now: the markers it read all follow it.
   let soughtAt = known?.checkpointSoughtAt ?? markers.size;
   // Idle long enough for markers past what it knew to have been packed: the newest checkpoint folds them.

@@ -148,17 +148,28 @@ export async function readMarkers(objects: ObjectStore, location: S3Location, fr
  * its key; a writer continuing from an older watermark finds that key taken (created only if
  * absent) — and packing moves only markers at or before the newest checkpoint into packs. A
  * reader that was idle while markers past what it knew were packed and deleted sees the first
- * new marker not continue from the last it knew ({@link continuesKnown}) and reads afresh.
+ * new marker not continue from the last it knew ({@link continuesKnown}) and reads afresh; one
+ * whose listed marker is gone when fetched (deleted in between) gets undefined and reads afresh.
  */
-export async function readMarkersByKey(objects: ObjectStore, location: S3Location, known?: ReadonlyMap<string, CommitMarker>, afterSeq?: number): Promise<Map<string, CommitMarker>> {
+export async function readMarkersByKey(objects: ObjectStore, location: S3Location, known: ReadonlyMap<string, CommitMarker>, afterSeq?: number): Promise<Map<string, CommitMarker> | undefined>;
+export async function readMarkersByKey(objects: ObjectStore, location: S3Location, known?: undefined, afterSeq?: number): Promise<Map<string, CommitMarker>>;
+export async function readMarkersByKey(objects: ObjectStore, location: S3Location, known?: ReadonlyMap<string, CommitMarker>, afterSeq?: number): Promise<Map<string, CommitMarker> | undefined>;
+export async function readMarkersByKey(objects: ObjectStore, location: S3Location, known?: ReadonlyMap<string, CommitMarker>, afterSeq?: number): Promise<Map<string, CommitMarker> | undefined> {
   const keep = (marker: CommitMarker) => afterSeq === undefined || marker.watermark.seq > afterSeq;
   if (known === undefined) return new Map([...(await readAllMarkers(objects, location, afterSeq))].filter(([, marker]) => keep(marker)));
   const prefix = commitsPrefix(location);
   const lastKnown = [...known.keys()].at(-1);
   const startAfter = lastKnown ?? (afterSeq === undefined ? undefined : `${prefix}${encodeKeyNumber(afterSeq)}`);
   const keys = await objects.list(prefix, startAfter === undefined ? {} : { startAfter });
-  const read = await mapBounded(keys, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (key) => [key, JSON.parse(new TextDecoder().decode(await objects.get(key))) as CommitMarker] as const);
-  return new Map([...known, ...read.filter(([, marker]) => keep(marker))]);
+  const read = await mapBounded(keys, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (key) => {
+    const bytes = await objects.find(key);
+    return bytes === undefined ? undefined : ([key, JSON.parse(new TextDecoder().decode(bytes)) as CommitMarker] as const);
+  });
+  // A marker listed and gone when fetched was packed and its loose copy deleted in between (a
+  // reader idle past the orphan age): what follows may not say so (it may have been the last),
+  // so the caller reads afresh, with the packs.
+  if (read.includes(undefined)) return undefined;
+  return new Map([...known, ...(read as Array<readonly [string, CommitMarker]>).filter(([, marker]) => keep(marker))]);
 }
 
 /**

@@ -319,6 +319,35 @@ describe('commit marker packs', () => {
     await at.expectConsistent('from the older checkpoint');
   }, 120_000);
 
+  it('a reader whose listed markers are deleted before it fetches them (packed meanwhile) reads afresh: every marker, no failure', async () => {
+    const at = new Location('race');
+    const limits = { packSize: 5, perRunMax: 100 };
+    await at.commit(3);
+    const readAt = Date.now();
+    const known = await readParquetLog(at.objects, at.location, undefined, { fromCheckpoint: false, nowMs: readAt });
+    await at.commit(10);
+    await at.maintain(limits);
+    // The next read lists the loose markers after those it knew; right then maintenance deletes
+    // the loose copies of the packed ones, before the read fetches them.
+    const list = at.objects.list.bind(at.objects);
+    let raced = false;
+    at.objects.list = async (prefix, options) => {
+      const keys = await list(prefix, options);
+      if (!raced && prefix.endsWith(`/${COMMITS_DIR}/`) && options?.startAfter !== undefined) {
+        raced = true;
+        await at.maintainLater(limits);
+      }
+      return keys;
+    };
+    const looseBefore = await list(`race/${COMMITS_DIR}/`);
+    const again = await readParquetLog(at.objects, at.location, known, { fromCheckpoint: false, nowMs: readAt });
+    expect(raced).toBe(true);
+    expect((await at.loose()).length).toBeLessThan(looseBefore.length);
+    expect(again.markers.map((m) => JSON.stringify(m))).toEqual([...at.written.values()]);
+    at.objects.list = list;
+    await at.expectConsistent('after the race');
+  }, 120_000);
+
   it('a from-start read (verify) GETs the packs and the few loose markers left, not every marker; a reader from the checkpoint GETs no pack', async () => {
     const at = new Location('gets');
     const limits = { packSize: 20, perRunMax: 1_000 };
