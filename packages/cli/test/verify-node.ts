@@ -62,3 +62,8 @@ export function embeddedS3Connections(node: AuditNode): S3Connections {
 export function parquetTier(path: string): Record<string, string> {
   return { 'auditlake.audit.tier.mode': 'parquet', 'auditlake.audit.tier.parquet.path': path, 'auditlake.audit.tier.connectionId': 'local' };
 }
+
+/** A data:Select by `ana` on a table named after `id`, timed `ageMs` ago. */
+export function selectEvent(id: string, ageMs = 1000): Record<string, unknown> {
+  return { eventId: id, userId: 'ana', source: 'trino', action: 'data:Select', resource: `hive.sales.${id}`, ts: Date.now() - ageMs };
+}

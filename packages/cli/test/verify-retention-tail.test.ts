@@ -14,7 +14,7 @@ import type { AuditNode } from '@auditlake/server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { verifyHistory } from '../src/verify-command.js';
 import { parseVerifyOptions } from '../src/verify-options.js';
-import { adminRequest, embeddedS3Connections, ingestAll, offlineVerifyOptions, parquetTier, startTieringNode, waitFor } from './verify-node.js';
+import { adminRequest, selectEvent, embeddedS3Connections, ingestAll, offlineVerifyOptions, parquetTier, startTieringNode, waitFor } from './verify-node.js';
 
 const ADMIN_TOKEN = 'admin-token-for-verify-retention-tail';
 const TIER = 's3://auditlake/audit';
@@ -28,10 +28,6 @@ afterEach(async () => {
   if (dataDir !== undefined) await rm(dataDir, { recursive: true, force: true });
   dataDir = undefined;
 });
-
-function event(id: string): Record<string, unknown> {
-  return { eventId: id, userId: 'ana', source: 'trino', action: 'data:Select', resource: `hive.sales.${id}`, ts: Date.now() - 1000 };
-}
 
 /** Until the tier holds the whole log and retention deleted all of it here. */
 async function waitUntilTieredAndPruned(target: AuditNode): Promise<void> {
@@ -56,7 +52,7 @@ describe('verify after retention deleted every record of a tiered node', () => {
     const online = () => verifyHistory(parseVerifyOptions(nodeArgs, {}));
     const both = () => verifyHistory(offlineVerifyOptions(target, ['--path', TIER], nodeArgs));
 
-    await ingestAll(target, ADMIN_TOKEN, [event('a1'), event('a2')]);
+    await ingestAll(target, ADMIN_TOKEN, [selectEvent('a1'), selectEvent('a2')]);
     const first = await target.integrity.checkpointNow();
     expect(first).toBeDefined();
     await waitUntilTieredAndPruned(target);
@@ -66,7 +62,7 @@ describe('verify after retention deleted every record of a tiered node', () => {
     expect(emptied.message).toBe(`verified 0 records, no records, 1 checkpoint; ${head} records removed by retention`);
     expect(emptied.ok).toBe(true);
 
-    await ingestAll(target, ADMIN_TOKEN, [event('b1')]);
+    await ingestAll(target, ADMIN_TOKEN, [selectEvent('b1')]);
     const second = await target.integrity.checkpointNow();
     // The same chain of checkpoints, linked to the one whose record retention deleted.
     expect(second?.chainId).toBe(first?.chainId);

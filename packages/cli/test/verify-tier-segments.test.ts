@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { AuditNode } from '@auditlake/server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { verifyHistory } from '../src/verify-command.js';
-import { adminRequest, ingestAll, offlineVerifyOptions, parquetTier, startTieringNode, waitFor } from './verify-node.js';
+import { adminRequest, selectEvent, ingestAll, offlineVerifyOptions, parquetTier, startTieringNode, waitFor } from './verify-node.js';
 
 const ADMIN_TOKEN = 'admin-token-for-verify-tier-segments';
 const TIER = 's3://auditlake/segments';
@@ -36,10 +36,6 @@ afterEach(async () => {
   if (dataDir !== undefined) await rm(dataDir, { recursive: true, force: true });
   dataDir = undefined;
 });
-
-function event(id: string, ageMs = 1000): Record<string, unknown> {
-  return { eventId: id, userId: 'ana', source: 'trino', action: 'data:Select', resource: `hive.sales.${id}`, ts: Date.now() - ageMs };
-}
 
 async function setSettings(target: AuditNode, settings: Record<string, unknown>): Promise<void> {
   const res = await adminRequest(target, ADMIN_TOKEN, '/admin/audit/settings', { method: 'POST', body: JSON.stringify(settings) });
@@ -81,7 +77,7 @@ describe.each(MODES)('verify with the seqs a node tiered to each location, $mode
     const both = () => verifyHistory(offlineVerifyOptions(target, [mode.flag, location], ['--url', target.url, '--token', ADMIN_TOKEN, '--threads', '0']));
     const pruned = (seq: number) => target.store.prunedRanges.some((range) => range.fromSeq <= seq && seq <= range.toSeq);
 
-    await ingestAll(target, ADMIN_TOKEN, [event('a1'), event('a2')]);
+    await ingestAll(target, ADMIN_TOKEN, [selectEvent('a1'), selectEvent('a2')]);
     const firstHead = target.store.chainHead.seq;
     await waitFor('the first events tiered and deleted here', async () => (await target.tiering.watermark()).seq >= firstHead && pruned(firstHead));
     location = await tierLocation(target, mode);
@@ -90,11 +86,11 @@ describe.each(MODES)('verify with the seqs a node tiered to each location, $mode
 
     // Tiering off: retention deletes by event time alone, so these two old events go untiered.
     await setSettings(target, { 'audit.tier.mode': 'none' });
-    await ingestAll(target, ADMIN_TOKEN, [event('old1', 3 * DAY_MS), event('old2', 3 * DAY_MS)]);
+    await ingestAll(target, ADMIN_TOKEN, [selectEvent('old1', 3 * DAY_MS), selectEvent('old2', 3 * DAY_MS)]);
     const oldHead = target.store.chainHead.seq;
     await waitFor('the old events deleted untiered', async () => pruned(oldHead));
     await setSettings(target, { 'audit.tier.mode': mode.mode });
-    await ingestAll(target, ADMIN_TOKEN, [event('c1')]);
+    await ingestAll(target, ADMIN_TOKEN, [selectEvent('c1')]);
     const head = target.store.chainHead.seq;
     await waitFor('tiering again, and retention after it', async () => (await target.tiering.watermark()).seq >= head && pruned(head));
 

@@ -4,6 +4,7 @@
 // rewrites, erasures, tags and commits of another engine; icebird reads every retained snapshot
 // completely after each expiry. And an expiry opens the manifests it deletes with DELETED
 // entries, not every manifest of the table.
+import { seededRandom } from '@auditlake/model';
 import { retainedSnapshotIds, type IcebergTableMetadata, type TieredEvent } from '@auditlake/format';
 import { icebergRead } from 'icebird';
 import { describe, expect, it, onTestFinished } from 'vitest';
@@ -35,18 +36,6 @@ const CREDENTIALS = { accessKeyId: 'ALEXPIRYINCRTEST0001', secretAccessKey: 'exp
 const s3 = useEmbeddedS3('iceberg-expiry-incremental-', BUCKET, CREDENTIALS);
 const fence = { term: 1, mayCommit: () => true };
 const MARKER = '[erased by auditlake]';
-
-/** A seeded random (mulberry32): a failing sequence replays from its seed. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
 
 function tableRef(name: string): IcebergTableRef {
   return resolveIcebergTable(`cat.ops.${name}`, new Map([['cat', { name: 'cat', warehouse: `s3://${BUCKET}/wh`, connectionId: 's3' }]]));
@@ -95,7 +84,7 @@ function pickStep(random: () => number): Step {
  * computation and every retained snapshot with icebird; returns how the expiries found their files.
  */
 async function randomHistory(seed: number, steps: number): Promise<{ incremental: number; reachability: number; deleted: number }> {
-  const random = seeded(seed);
+  const random = seededRandom(seed);
   const table = tableRef(`prop${seed}`);
   const objects = s3.connections.bucket('s3', BUCKET);
   // A manual clock, moved by every step: the grace periods (a compaction's parent kept for

@@ -6,13 +6,10 @@
 // over the files listed), through crashes between the pack and the deletes; a from-start read
 // GETs ~markers/packSize objects instead of every marker; and an edited pack, a pack and a loose
 // marker that differ, or packs that disagree are refused, naming the objects.
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
-import { DuckDBInstance } from '@duckdb/node-api';
 import { hash } from 'node:crypto';
 import { seededRandom, type StoredEvent } from '@auditlake/model';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { useEmbeddedS3 } from '../src/testing/index.js';
+import { duckdbOverObjects, useEmbeddedS3 } from '../src/testing/index.js';
 import {
   checkParquetCheckpoint,
   CHECKPOINTS_DIR,
@@ -137,24 +134,9 @@ const sorted = (files: readonly { key: string }[]) => (files as CommittedFile[])
 
 /** The rows of `files` as DuckDB reads them (downloaded as they are): count, distinct seqs, least and greatest seq. */
 async function duckdbRows(objects: ObjectStore, files: readonly CommittedFile[]): Promise<{ rows: number; distinct: number; min: number; max: number }> {
-  const local = await mkdtemp(join(s3.dir, 'duck-'));
-  const paths: string[] = [];
-  for (const file of files) {
-    const target = join(local, file.key);
-    await mkdir(dirname(target), { recursive: true });
-    await writeFile(target, await objects.get(file.key));
-    paths.push(target);
-  }
-  const instance = await DuckDBInstance.create(':memory:');
-  const connection = await instance.connect();
-  try {
-    const sql = `SELECT count(*)::INTEGER AS n, count(DISTINCT seq)::INTEGER AS d, min(seq)::BIGINT AS lo, max(seq)::BIGINT AS hi FROM read_parquet([${paths.map((p) => `'${p}'`).join(',')}])`;
-    const [row] = (await connection.runAndReadAll(sql)).getRowObjectsJson();
-    return { rows: Number(row?.['n']), distinct: Number(row?.['d']), min: Number(row?.['lo']), max: Number(row?.['hi']) };
-  } finally {
-    connection.closeSync();
-    instance.closeSync();
-  }
+  const sql = 'SELECT count(*)::INTEGER AS n, count(DISTINCT seq)::INTEGER AS d, min(seq)::BIGINT AS lo, max(seq)::BIGINT AS hi FROM {files}';
+  const [row] = await duckdbOverObjects(objects, files.map((file) => file.key), s3.dir, sql);
+  return { rows: Number(row?.['n']), distinct: Number(row?.['d']), min: Number(row?.['lo']), max: Number(row?.['hi']) };
 }
 
 /** Counts GETs of every ObjectStore by the directory they read. */

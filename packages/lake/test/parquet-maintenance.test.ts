@@ -1,10 +1,7 @@
 // Goal: Parquet-mode maintenance compacts each day's small committed files into one and swaps them by a compaction marker — readers (ParquetTierSource, DuckDB over the files it lists) see every event exactly once before, at and after the swap — a compaction that lost its day's generation to another writer adds nothing, a sweep committing meanwhile loses nothing, replaced files are deleted only after the grace period, and orphan cleanup removes an old unreferenced file but spares a young one, reading the commit markers a few at a time and, inside the commit lock, only those written since it read them before.
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
-import { DuckDBInstance } from '@duckdb/node-api';
 import type { StoredEvent } from '@auditlake/model';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { twoDayEvents, useEmbeddedS3 } from '../src/testing/index.js';
+import { duckdbOverObjects, twoDayEvents, useEmbeddedS3 } from '../src/testing/index.js';
 import {
   commitParquetBatch,
   compactionKey,
@@ -45,23 +42,8 @@ async function readerCounts(location: S3Location, objects: ObjectStore): Promise
   const source = new ParquetTierSource(s3.connections, { mode: 'parquet', path: `s3://${location.bucket}/${location.prefix}`, connectionId: 's3' });
   onTestFinished(() => source.close());
   const files = await source.listFiles();
-  const local = await mkdtemp(join(s3.dir, 'duck-'));
-  const paths: string[] = [];
-  for (const file of files) {
-    const target = join(local, file.key);
-    await mkdir(dirname(target), { recursive: true });
-    await writeFile(target, await objects.get(file.key));
-    paths.push(target);
-  }
-  const instance = await DuckDBInstance.create(':memory:');
-  const connection = await instance.connect();
-  try {
-    const result = (await connection.runAndReadAll(`SELECT count(*)::INTEGER AS n, count(DISTINCT event_id)::INTEGER AS d FROM read_parquet([${paths.map((p) => `'${p}'`).join(',')}])`)).getRowObjectsJson();
-    return { files: files.length, rows: Number(result[0]?.['n']), distinct: Number(result[0]?.['d']) };
-  } finally {
-    connection.closeSync();
-    instance.closeSync();
-  }
+  const result = await duckdbOverObjects(objects, files.map((file) => file.key), s3.dir, 'SELECT count(*)::INTEGER AS n, count(DISTINCT event_id)::INTEGER AS d FROM {files}');
+  return { files: files.length, rows: Number(result[0]?.['n']), distinct: Number(result[0]?.['d']) };
 }
 
 const POLICY = { removeOrphanFiles: true, orphanMinAgeMs: 0, targetFileSizeBytes: 16 * 1024 * 1024 };

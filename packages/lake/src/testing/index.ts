@@ -37,3 +37,4 @@ export async function commitForeignSnapshotOnTop(objects: ObjectStore, table: Ic
   });
   return commitMetadataVersion(objects, table, loaded, next, fence);
 }
+export { duckdbOverObjects } from './duckdb-objects.js';
