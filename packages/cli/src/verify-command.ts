@@ -22,6 +22,7 @@ import { NodeClient } from './node-client.js';
 import { readTierProof, TierFileGone, TierSeqBoundsUntrue, type TierBoundsUse, type TierProof, type TierProofStart } from './tier-proof.js';
 import { VerifyChecks } from './verify-checks.js';
 import { parseVerifyOptions, type TierLocationOption, type VerifyOptions } from './verify-options.js';
+import { VerifyProgress } from './verify-progress.js';
 
 /** Records asked of a node per page. */
 const NODE_PAGE = 10_000;
@@ -55,11 +56,14 @@ export async function verifyCommand(args: string[], env: NodeJS.ProcessEnv, stre
     }
     throw err;
   }
+  const progress = new VerifyProgress({ out: streams.stderr });
   try {
-    const report = await verifyHistory(options);
+    const report = await verifyHistory(options, undefined, progress);
+    progress.finish();
     streams.stdout.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : `${report.message}\n`);
     return report.ok ? 0 : 1;
   } catch (err) {
+    progress.finish();
     if (isAuditError(err)) {
       streams.stderr.write(`auditlake verify: ${err.message}\n`);
       return err.code === AuditErrorCode.BAD_REQUEST ? 2 : 1;
@@ -75,28 +79,33 @@ export async function verifyCommand(args: string[], env: NodeJS.ProcessEnv, stre
  */
 export const TIER_CHANGED_ATTEMPTS = 3;
 
-/** Reads what the options name and verifies it as one history; on `checks` when given (the caller closes them), else on `options.threads` worker threads. */
-export async function verifyHistory(options: VerifyOptions, checks?: VerifyChecks): Promise<VerifyReport> {
-  if (checks !== undefined) return verifyAgainIfTierChanged(options, checks);
+/**
+ * Reads what the options name and verifies it as one history; on `checks` when given (the
+ * caller closes them), else on `options.threads` worker threads; told to `progress` as it goes.
+ */
+export async function verifyHistory(options: VerifyOptions, checks?: VerifyChecks, progress?: VerifyProgress): Promise<VerifyReport> {
+  if (checks !== undefined) return verifyAgainIfTierChanged(options, checks, progress);
   const own = new VerifyChecks(options.threads);
   try {
-    return await verifyAgainIfTierChanged(options, own);
+    return await verifyAgainIfTierChanged(options, own, progress);
   } finally {
     await own.close();
   }
 }
 
-async function verifyAgainIfTierChanged(options: VerifyOptions, checks: VerifyChecks): Promise<VerifyReport> {
+async function verifyAgainIfTierChanged(options: VerifyOptions, checks: VerifyChecks, progress: VerifyProgress | undefined): Promise<VerifyReport> {
   let bounds: TierBoundsUse = 'declared';
   for (let attempt = 1; ; ) {
     try {
-      return await verifyWith(options, checks, bounds);
+      return await verifyWith(options, checks, bounds, progress);
     } catch (err) {
       if ((err instanceof TierSeqBoundsUntrue || err instanceof MergeHeldTooMuch) && bounds === 'declared') {
         // The order the tier's records were read in rested on a bound the file does not keep, or
         // on bounds so loose the read held the tier (MergeHeldTooMuch): what was read is void, and
         // the tier is read again in the order the files themselves show.
         bounds = 'ignored';
+        progress?.note(`verify: ${err.message}; reading the tier again in the order its files show (two passes)`);
+        progress?.restart();
         continue;
       }
       if (!(err instanceof TierFileGone)) throw err;
@@ -108,6 +117,8 @@ async function verifyAgainIfTierChanged(options: VerifyOptions, checks: VerifyCh
         );
       }
       attempt++;
+      progress?.note(`verify: tier file ${err.key} was gone when fetched (the tier changed); reading it again from a new listing`);
+      progress?.restart();
     }
   }
 }
@@ -117,7 +128,7 @@ async function verifyAgainIfTierChanged(options: VerifyOptions, checks: VerifyCh
  * seq order (each file fetched and checked once, in the order its commit's seq bounds give:
  * TierProof.records), and the node's log page by page, merged by seq as streams and folded.
  */
-async function verifyWith(options: VerifyOptions, checks: VerifyChecks, bounds: TierBoundsUse): Promise<VerifyReport> {
+async function verifyWith(options: VerifyOptions, checks: VerifyChecks, bounds: TierBoundsUse, progress: VerifyProgress | undefined): Promise<VerifyReport> {
   const pinnedKeys = await Promise.all(options.publicKeyFiles.map(readPinnedKey));
   const proofs: TierProof[] = [];
   const started: Array<AsyncGenerator<CheckedRecord[]>> = [];
@@ -150,12 +161,14 @@ async function verifyWith(options: VerifyOptions, checks: VerifyChecks, bounds: 
     // that seq: first among its breaks there.
     const oneCopy = alone !== undefined && options.tiers.length === 1 && client === undefined ? `the tier at ${alone.location}` : undefined;
     const verifier = new ChainVerifier({ ...verifierOptionsOf(options, pinnedKeys, tier, view, client), ...(oneCopy === undefined ? {} : { oneCopy }) });
+    progress?.expectHead(Math.max(tier?.head?.seq ?? 0, view?.head.seq ?? 0) || undefined);
     const watches = oneCopy !== undefined ? [] : proofs.map(() => new IdenticalCopyWatch());
     if (client !== undefined) streams.push(nodeRecords(client, checks));
     await feedMergedStreams(streams, (record, stream) => {
       const copy = watches[stream]?.see(record);
       if (copy !== undefined) verifier.duplicatedIn(`the tier at ${(options.tiers[stream] as TierLocationOption).location}`, copy.seq, copy.eventId);
       verifier.addChecked(record);
+      progress?.record(record.seq);
     });
     for (const proof of proofs) {
       const { legacyRows, seen } = proof.rowsWithoutSeq();

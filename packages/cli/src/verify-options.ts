@@ -31,6 +31,7 @@ export const VERIFY_USAGE = `usage: auditlake verify [--url URL --token T] [--pa
   With both --url and a tier, or several tier locations, they are verified as one history:
   after the tier target changed, each location holds part of it (and an erasure record only
   the location current when it was tiered), so give them all.
+  Progress (records checked, seq reached, rate) goes to standard error, the verdict to standard output.
 exit status: 0 verified, 1 a break was found, 2 usage error`;
 
 /** More worker threads than this only cost memory. */

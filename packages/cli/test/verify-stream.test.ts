@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyHistory } from '../src/verify-command.js';
 import { VerifyChecks, type VerifyCheckJob } from '../src/verify-checks.js';
 import type { VerifyOptions } from '../src/verify-options.js';
+import { VerifyProgress } from '../src/verify-progress.js';
 import { startCountingProxy, type CountingProxy } from './counting-proxy.js';
 import { embeddedS3Connections, ingestAll, offlineVerifyOptions, parquetTier, startTieringNode, waitFor } from './verify-node.js';
 
@@ -276,9 +277,14 @@ describe('verify holds what is in flight, not the tier, and reads each file once
       const unbounded = await verifyCounting(offline());
       expect(unbounded.report).toEqual(reference);
       expect(unbounded.checks.aliveMax).toBeGreaterThan(4 * ALIVE_MAX);
-      // With one two commits' records reach, the merge stops and the order comes from the files.
-      const { report, checks } = await verifyCounting({ ...offline(), declaredOrderHeldMax: 2 * EVENTS_PER_COMMIT });
+      // With one two commits' records reach, the merge stops and the order comes from the files;
+      // the progress on standard error says why the tier is read again.
+      let said = '';
+      const progress = new VerifyProgress({ out: { write: (text: string) => (said += text) } });
+      const checks = new CountingChecks();
+      const report = await verifyHistory({ ...offline(), declaredOrderHeldMax: 2 * EVENTS_PER_COMMIT }, checks, progress).finally(() => checks.close());
       expect(report).toEqual(reference);
+      expect(said).toMatch(/^verify: the merge held \d+ records not given yet, more than 60: .*; reading the tier again in the order its files show \(two passes\)\n$/);
       // The first pass held up to the bound (two commits' files) before it stopped; the second, one commit's.
       expect(checks.aliveMax).toBeLessThanOrEqual(2 * ALIVE_MAX);
       // Some files checked in the order the bounds gave, then every file, then those holding records again.
