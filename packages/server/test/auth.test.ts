@@ -118,6 +118,10 @@ describe('authentication and roles', () => {
       [`${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from(`{"sub":"x","role":"admin","exp":${nowSec + 60}}`).toString('base64url')}.`, 'JWT alg must be HS256'],
       [`${Buffer.from('{"alg":"HS512"}').toString('base64url')}.${Buffer.from(`{"sub":"x","role":"admin","exp":${nowSec + 60}}`).toString('base64url')}.x`, 'JWT alg must be HS256'],
       ['not-a-jwt', 'malformed JWT (it must be three base64url parts separated by dots)'],
+      // A sub that is a configured token's or access key's name: audit records and source
+      // bindings name principals by it, so the JWT would be recorded and bound as that credential.
+      [signHs256({ sub: 'ops', role: 'admin', exp: nowSec + 60 }, JWT_SECRET), 'JWT sub "ops" is the name of a configured token or access key: a JWT may not act as that principal'],
+      [signHs256({ sub: 'AKIDTEST', role: 'ingest', exp: nowSec + 60 }, JWT_SECRET), 'JWT sub "AKIDTEST" is the name of a configured token or access key: a JWT may not act as that principal'],
     ];
     for (const [jwt, reason] of refusals) {
       const res = await t.request('/admin/audit', withAuth(`Bearer ${jwt}`));

@@ -63,6 +63,8 @@ export class Authenticator {
   readonly #accessKeys: Map<string, StoredCredential>;
   readonly #jwtSecret: string;
   readonly #jwtExpected: JwtExpectations;
+  /** Names of the configured tokens and access keys, which no JWT `sub` may take (#byJwt). */
+  readonly #credentialNames: ReadonlySet<string>;
   readonly #now: () => number;
   /** Compared against when an access key id is unknown, so the reply takes the same time. */
   readonly #decoy = digest('auditlake-decoy-secret');
@@ -76,6 +78,7 @@ export class Authenticator {
     const store = (c: CredentialConfig): StoredCredential => ({ name: c.name, role: c.role, secretDigest: digest(c.secret) });
     this.#tokens = options.tokens.map(store);
     this.#accessKeys = new Map(options.accessKeys.map((c) => [c.name, store(c)]));
+    this.#credentialNames = new Set([...options.tokens, ...options.accessKeys].map((c) => c.name));
     this.#jwtSecret = options.jwtSecret;
     this.#jwtExpected = {
       ...(options.jwtIssuer !== undefined && options.jwtIssuer !== '' ? { issuer: options.jwtIssuer } : {}),
@@ -123,6 +126,13 @@ export class Authenticator {
     const result = verifyHs256(jwt, this.#jwtSecret, this.#now(), this.#jwtExpected);
     if (!result.ok) return result;
     if (!isRole(result.claims.role)) return { ok: false, reason: `JWT role must be admin or ingest: ${result.claims.role}` };
+    // A JWT's sub and a token's or access key's name are one namespace: every audit record
+    // names the principal by it, and source bindings (auditlake.ingest.sources.<principal>) are
+    // keyed by it. An identity provider user whose sub is such a name (`admin`, `trino-prod`)
+    // would send as that credential's bound sources and be recorded as it.
+    if (this.#credentialNames.has(result.claims.sub)) {
+      return { ok: false, reason: `JWT sub ${JSON.stringify(result.claims.sub)} is the name of a configured token or access key: a JWT may not act as that principal` };
+    }
     return { ok: true, principal: { name: result.claims.sub, role: result.claims.role, via: 'jwt' } };
   }
 
