@@ -1,4 +1,5 @@
 // Shared setup for cluster tests: real redis-server, real `auditlake start --coordinator` processes.
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { startNodeProcess, startRedis, tempDir, type NodeProcess, type RedisServer } from '@auditlake/testkit';
 import { expect, onTestFinished } from 'vitest';
@@ -38,6 +39,20 @@ export interface ClusterOptions {
   persistentRedis?: boolean;
   /** Extra `--set key=value` per node index. */
   sets?: (i: number) => string[];
+  /** The cluster secret per node index (AUDITLAKE_CLUSTER_SECRET); log() then signs its pulls with node 0's. */
+  secret?: (i: number) => string | undefined;
+}
+
+/**
+ * The signature header of a peer request (x-auditlake-peer-signature), made here from its
+ * documented recipe (docs/replication.md, "Cluster secret"), not with the node's own code.
+ */
+export function signedPeerHeader(secret: string, url: string, body: string): string {
+  const timeMs = Date.now();
+  const nonce = randomBytes(12).toString('hex');
+  const bodyHash = createHash('sha256').update(body, 'utf8').digest('hex');
+  const mac = createHmac('sha256', secret).update(`auditlake-peer-request/1\n${url}\n${timeMs}\n${nonce}\n${bodyHash}`, 'utf8').digest('hex');
+  return `${timeMs}.${nonce}.${mac}`;
 }
 
 export async function startCluster(options: ClusterOptions): Promise<Cluster> {
@@ -55,7 +70,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       dataDir: dirs[i]!.path,
       ...(ports[i] ? { port: ports[i] } : {}),
       args: ['--coordinator', redis.url, '--node-id', `node${i}`, '--log-level', process.env['AUDITLAKE_TEST_LOG_LEVEL'] ?? 'warn', ...sets],
-      env: ENV,
+      env: { ...ENV, ...(options.secret?.(i) === undefined ? {} : { AUDITLAKE_CLUSTER_SECRET: options.secret(i) }) },
     });
     ports[i] = node.port;
     nodes[i] = node;
@@ -118,10 +133,13 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       let after = 0;
       let lastTerm = 0;
       for (;;) {
-        const res = await fetch(`${cluster.node(i).url}/internal/v1/pull`, {
+        const url = `${cluster.node(i).url}/internal/v1/pull`;
+        const body = JSON.stringify({ nodeId: 'test-reader', after, lastTerm, term: 0, limit: 10_000, waitMs: 0, metaHash: '', catchUp: true });
+        const secret = options.secret?.(0);
+        const res = await fetch(url, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', 'x-auditlake-cluster-token': tokenValue },
-          body: JSON.stringify({ nodeId: 'test-reader', after, lastTerm, term: 0, limit: 10_000, waitMs: 0, metaHash: '', catchUp: true }),
+          headers: { 'content-type': 'application/json', 'x-auditlake-cluster-token': tokenValue, ...(secret === undefined ? {} : { 'x-auditlake-peer-signature': signedPeerHeader(secret, url, body) }) },
+          body,
         });
         expect(res.status).toBe(200);
         expect(res.headers.get('content-type')).toMatch(/^application\/x-ndjson/);

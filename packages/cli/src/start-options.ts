@@ -34,6 +34,8 @@ environment:
   AUDITLAKE_ADMIN_TOKEN     the built-in admin's token (else one is generated into the data dir)
   AUDITLAKE_INGEST_TOKEN    the built-in ingest principal's token
   AUDITLAKE_COORDINATOR     the --coordinator URL, when the option is not given
+  AUDITLAKE_CLUSTER_SECRET  auditlake.cluster.secret (the same on every node of a cluster: peer
+                            requests are signed with it), when no file or --set gives it
   AUDITLAKE_EMBEDDED_S3_ACCESS_KEY, AUDITLAKE_EMBEDDED_S3_SECRET_KEY
                             the embedded S3 endpoint's key pair (else generated into the data dir)`;
 
@@ -41,6 +43,8 @@ environment:
 export const EMBEDDED_ICEBERG_TABLE = 'local.ops.audit_events';
 /** The environment variable `--coordinator` may be given in instead. */
 export const COORDINATOR_ENV = 'AUDITLAKE_COORDINATOR';
+/** The environment variable `auditlake.cluster.secret` may be given in. */
+export const CLUSTER_SECRET_ENV = 'AUDITLAKE_CLUSTER_SECRET';
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export interface StartOptions {
@@ -141,6 +145,9 @@ export function parseStartOptions(args: string[], env: NodeJS.ProcessEnv = {}): 
     }
     props.set(key, assignment.slice(eq + 1).trim());
   }
+  // The cluster secret from the environment, out of the process list; a file or --set wins.
+  const clusterSecret = env[CLUSTER_SECRET_ENV];
+  if (clusterSecret !== undefined && clusterSecret !== '' && !props.has('auditlake.cluster.secret')) props.set('auditlake.cluster.secret', clusterSecret);
   // With the embedded endpoint, the default Iceberg table is in its catalog, so switching
   // tiering to iceberg works without naming a table first.
   if (v['embedded-s3'] && !props.has('auditlake.audit.tier.iceberg.table')) props.set('auditlake.audit.tier.iceberg.table', EMBEDDED_ICEBERG_TABLE);

@@ -196,6 +196,13 @@ export const CONFIG_KEYS = {
   refusalsWindowMs: spec('auditlake.auth.refusals.window.ms', '60000', positiveInt),
   jwtSecret: spec('auditlake.auth.jwt.secret', '', text),
   /**
+   * The secret every node of a cluster is configured with, never stored in the coordinator: peer
+   * requests are signed with it and their answers prove it, so reading the coordinator (which
+   * holds the cluster token) no longer opens the internal endpoints. Empty: the token alone, as
+   * before. At least 32 characters.
+   */
+  clusterSecret: spec('auditlake.cluster.secret', '', text),
+  /**
    * When set, a JWT must carry this `iss` (and `aud` naming the audience): a token the same
    * secret signed for another service, or by another issuer sharing it, is refused. Empty: not
    * checked, as before.

@@ -11,6 +11,7 @@ import { DenyRecorder } from './auth/deny-recorder.js';
 import { createHttpApp } from './http-app.js';
 import { prepareDataDir } from './data-dir.js';
 import { httpPeerTransport } from './http-peer-transport.js';
+import { CLUSTER_SECRET_CHARS_MIN } from './peer-auth.js';
 import { IngestParsePool } from './ingest-parse-pool.js';
 import { IngestService } from './ingest-service.js';
 import { ConflictRecorder } from './conflict-recorder.js';
@@ -168,6 +169,10 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
   const nodeId = options.nodeId ?? (await loadNodeId(options.dataDir));
   const { tokens, adminToken } = await credentials(options);
   for (const warning of weakSecretWarnings(tokens, config.accessKeys, config.jwtSecret)) logger.warn(warning);
+  // Refused, not warned of: it is what stands between a reader of the coordinator and the log. Never repeated.
+  if (config.clusterSecret !== '' && config.clusterSecret.length < CLUSTER_SECRET_CHARS_MIN) {
+    throw new AuditError(AuditErrorCode.CONFIG_INVALID, `auditlake.cluster.secret is ${config.clusterSecret.length} characters; at least ${CLUSTER_SECRET_CHARS_MIN} are required (e.g. openssl rand -base64 32), the same on every node`);
+  }
   const coordinatorUrl = options.coordinatorUrl;
   const store = await AuditStore.open({
     location: join(options.dataDir, 'store'),
@@ -315,6 +320,8 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
         clusterToken: () => cluster.token.current(),
         pull: (request) => cluster.node.pull(request),
         receiveForward: (request) => cluster.node.receiveForward(request),
+        ...(config.clusterSecret === '' ? {} : { secret: config.clusterSecret }),
+        ownUrl: () => advertisedUrl(app, options),
       });
     }
     // Last: page-only routes are added only where no API route owns the path.
@@ -378,7 +385,7 @@ async function openClusterNode(
       if (isAuditError(err, AuditErrorCode.CLUSTER_MISMATCH)) throw err;
     });
   }
-  const transport = httpPeerTransport(() => token.current());
+  const transport = httpPeerTransport(() => token.current(), config.clusterSecret === '' ? undefined : config.clusterSecret);
   closers.push(async () => transport.close());
   const log = logger.child({ component: 'cluster', nodeId });
   const node = await ClusterNode.open({

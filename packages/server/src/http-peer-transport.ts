@@ -1,5 +1,6 @@
 import { Agent, request as httpRequest } from 'node:http';
 import type { ForwardRequest, ForwardResponse, PeerTransport, PullRequest } from '@auditlake/cluster';
+import { PEER_PROOF_HEADER, PEER_SIGNATURE_HEADER, checkPeerAnswer, signPeerRequest } from './peer-auth.js';
 import { PEER_WIRE_CONTENT_TYPE, decodePullResponse, encodeForwardRequest } from './peer-wire.js';
 
 export const CLUSTER_TOKEN_HEADER = 'x-auditlake-cluster-token';
@@ -14,14 +15,16 @@ export interface ClosablePeerTransport extends PeerTransport {
  * non-2xx answer, a connection error or the deadline. node:http rather than fetch: fetch's
  * stream machinery cost the standbys a visible share of their CPU on multi-megabyte pulls.
  */
-function post(agent: Agent, url: string, payload: Buffer, contentType: string, token: string, timeoutMs: number): Promise<Buffer> {
+function post(agent: Agent, url: string, payload: Buffer, contentType: string, token: string, timeoutMs: number, secret: string | undefined): Promise<Buffer> {
+  // With a cluster secret the request is signed for this URL and the answer must prove the secret (peer-auth.ts).
+  const signature = secret === undefined ? undefined : signPeerRequest(secret, url, payload, Date.now());
   return new Promise((resolve, reject) => {
     const req = httpRequest(
       url,
       {
         method: 'POST',
         agent,
-        headers: { 'content-type': contentType, 'content-length': payload.length, [CLUSTER_TOKEN_HEADER]: token },
+        headers: { 'content-type': contentType, 'content-length': payload.length, [CLUSTER_TOKEN_HEADER]: token, ...(signature === undefined ? {} : { [PEER_SIGNATURE_HEADER]: signature }) },
         timeout: timeoutMs,
       },
       (res) => {
@@ -32,7 +35,9 @@ function post(agent: Agent, url: string, payload: Buffer, contentType: string, t
           const body = Buffer.concat(chunks);
           const status = res.statusCode ?? 0;
           if (status < 200 || status >= 300) reject(new Error(`${url} answered ${status}: ${body.subarray(0, 300).toString('utf8')}`));
-          else resolve(body);
+          else if (secret !== undefined && signature !== undefined && !checkPeerAnswer(secret, signature, res.headers[PEER_PROOF_HEADER], body)) {
+            reject(new Error(`${url} answered without proving the cluster secret (auditlake.cluster.secret): it is not a node of this cluster, or its secret differs; its answer is not used`));
+          } else resolve(body);
         });
       },
     );
@@ -45,16 +50,19 @@ function post(agent: Agent, url: string, payload: Buffer, contentType: string, t
   });
 }
 
-/** Peer calls over HTTP to the internal endpoints, with the cluster token and a deadline. */
-export function httpPeerTransport(clusterToken: () => Promise<string>): ClosablePeerTransport {
+/**
+ * Peer calls over HTTP to the internal endpoints, with the cluster token and a deadline; with a
+ * cluster secret (`secret`), signed, and their answers taken only when they prove it.
+ */
+export function httpPeerTransport(clusterToken: () => Promise<string>, secret?: string): ClosablePeerTransport {
   const agent = new Agent({ keepAlive: true });
   return {
     async pull(peerUrl: string, request: PullRequest, timeoutMs: number) {
-      const body = await post(agent, `${peerUrl}/internal/v1/pull`, Buffer.from(JSON.stringify(request), 'utf8'), 'application/json', await clusterToken(), timeoutMs);
+      const body = await post(agent, `${peerUrl}/internal/v1/pull`, Buffer.from(JSON.stringify(request), 'utf8'), 'application/json', await clusterToken(), timeoutMs, secret);
       return decodePullResponse(body);
     },
     async forward(peerUrl: string, request: ForwardRequest, timeoutMs: number) {
-      const body = await post(agent, `${peerUrl}/internal/v1/forward`, encodeForwardRequest(request), PEER_WIRE_CONTENT_TYPE, await clusterToken(), timeoutMs);
+      const body = await post(agent, `${peerUrl}/internal/v1/forward`, encodeForwardRequest(request), PEER_WIRE_CONTENT_TYPE, await clusterToken(), timeoutMs, secret);
       return JSON.parse(body.toString('utf8')) as ForwardResponse;
     },
     close() {
