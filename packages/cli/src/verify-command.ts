@@ -37,6 +37,8 @@ interface NodeIntegrityView {
   pruned: PrunedRange[];
   /** Seqs the node's sweeps committed to each location; absent from a node of a version before them. */
   tierSegments?: Array<{ url: string; fromSeq: number; toSeq: number }>;
+  /** How far the segments dropped past the newest 1,000 reached; null or absent while none was. */
+  tierSegmentsCutThrough?: number | null;
 }
 
 interface Streams {
@@ -133,8 +135,12 @@ async function verifyWith(options: VerifyOptions, checks: VerifyChecks, bounds: 
   const proofs: TierProof[] = [];
   const started: Array<AsyncGenerator<CheckedRecord[]>> = [];
   try {
-    for (const location of options.tiers) proofs.push(await readTierProof(location, checks, bounds, options.declaredOrderHeldMax));
     const client = options.node === undefined ? undefined : new NodeClient({ url: options.node.url, token: options.node.token });
+    // What the node says it tiered, asked before the tiers are read: every seq it names then was
+    // committed before the read began, so the tiers must hold it, whatever their head as read
+    // (an attacker controls that head: the newest commit deleted, its seqs were excused).
+    const before = client === undefined || options.tiers.length === 0 ? undefined : await readView(client);
+    for (const location of options.tiers) proofs.push(await readTierProof(location, checks, bounds, options.declaredOrderHeldMax));
     const view = client === undefined ? undefined : await readView(client);
     // Each location's records, then the node's: of copies of one seq, the tier's come first.
     const streams: Array<AsyncIterable<CheckedRecord[]>> = [];
@@ -152,7 +158,9 @@ async function verifyWith(options: VerifyOptions, checks: VerifyChecks, bounds: 
       streams.push(ahead.records);
       if (ahead.first !== undefined && (firstSeq === undefined || ahead.first < firstSeq)) firstSeq = ahead.first;
     }
-    const tier = proofs.length === 0 ? undefined : { ...oneProof(proofs), covered: tierCoverage(proofs, options.tiers, firstSeq, view) };
+    const tier = proofs.length === 0 ? undefined : { ...oneProof(proofs), covered: tierCoverage(proofs, options.tiers, firstSeq, view, before) };
+    const unmatched = unmatchedSegments(options.tiers, view);
+    if (unmatched !== undefined) progress?.note(`verify: the node lists the seqs it tiered to ${unmatched}, none of them a location read here (compare the spelling of --path/--table): what it deleted is judged by the tiers' rows alone`);
     const [alone] = options.tiers;
     // A tier read alone is one copy of the history: a record it holds twice is a duplicated row
     // (ChainVerifierOptions.oneCopy). Read together, identical copies are allowed across
@@ -221,23 +229,28 @@ interface SeqSpan {
 
 /**
  * The seqs the tiers read must hold where the node deleted them. The node lists the seq ranges
- * its sweeps committed to each location (NodeIntegrityView.tierSegments): each of a location
- * read counts up to that location's head as read — a commit after the tier was read is not in
- * what was read, and retention may have deleted its seqs here since. Before the first segment
- * (history tiered by a version that kept none, or a node that keeps none) the tiers must hold
- * everything from their least seq on. The segments are what catch a tier's first rows removed
- * (judged by its rows alone, the tier then seemed to begin after them), and they leave excused
- * the seqs retention deleted while tiering was off, which no tier holds.
+ * its sweeps committed to each location (NodeIntegrityView.tierSegments). Those it listed before
+ * the tiers were read (`before`) count whole; those listed after, up to that location's head as
+ * read — a commit after the tier was read is not in what was read, and retention may have
+ * deleted its seqs here since. Before the first range (history tiered by a version that kept
+ * none, or a node that keeps none) the tiers must hold everything from their least seq on —
+ * unless ranges were dropped past the newest 1,000 (tierSegmentsCutThrough): the node no longer
+ * says what it tiered there, and what it deleted is excused. The ranges are what catch a tier's
+ * first rows removed (judged by its rows alone, the tier then seemed to begin after them) and its
+ * newest commit removed, and they leave excused the seqs retention deleted while tiering was off,
+ * which no tier holds.
  */
-function tierCoverage(proofs: readonly TierProof[], locations: readonly TierLocationOption[], firstSeq: number | undefined, view: NodeIntegrityView | undefined): SeqSpan[] {
+function tierCoverage(proofs: readonly TierProof[], locations: readonly TierLocationOption[], firstSeq: number | undefined, view: NodeIntegrityView | undefined, before: NodeIntegrityView | undefined): SeqSpan[] {
   const segments = view?.tierSegments ?? [];
   const covered: SeqSpan[] = [];
   let head: number | undefined;
   for (const proof of proofs) if (proof.head !== undefined && (head === undefined || proof.head.seq > head)) head = proof.head.seq;
+  const cut = (view?.tierSegmentsCutThrough ?? undefined) !== undefined;
   const beforeSegments = segments.length === 0 ? head : Math.min(head ?? 0, Math.min(...segments.map((segment) => segment.fromSeq)) - 1);
-  if (firstSeq !== undefined && beforeSegments !== undefined && firstSeq <= beforeSegments) covered.push({ fromSeq: firstSeq, toSeq: beforeSegments });
+  if (!cut && firstSeq !== undefined && beforeSegments !== undefined && firstSeq <= beforeSegments) covered.push({ fromSeq: firstSeq, toSeq: beforeSegments });
   proofs.forEach((proof, i) => {
     const url = segmentUrlKey((locations[i] as TierLocationOption).location);
+    for (const segment of before?.tierSegments ?? []) if (segmentUrlKey(segment.url) === url) covered.push({ fromSeq: segment.fromSeq, toSeq: segment.toSeq });
     const readTo = proof.head?.seq;
     if (readTo === undefined) return;
     for (const segment of segments) {
@@ -247,6 +260,14 @@ function tierCoverage(proofs: readonly TierProof[], locations: readonly TierLoca
     }
   });
   return covered;
+}
+
+/** The locations the node lists seqs for, when none of them is a location read (a spelling that differs, or a location not given); else undefined. */
+function unmatchedSegments(locations: readonly TierLocationOption[], view: NodeIntegrityView | undefined): string | undefined {
+  const listed = [...new Set((view?.tierSegments ?? []).map((segment) => segmentUrlKey(segment.url)))];
+  if (listed.length === 0 || locations.length === 0) return undefined;
+  const read = new Set(locations.map((location) => segmentUrlKey(location.location)));
+  return listed.some((url) => read.has(url)) ? undefined : listed.join(', ');
 }
 
 /**

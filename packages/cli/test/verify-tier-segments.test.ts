@@ -7,10 +7,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { COMMITS_DIR, type CommitMarker } from '@auditlake/lake';
 import type { AuditNode } from '@auditlake/server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { verifyHistory } from '../src/verify-command.js';
-import { adminRequest, selectEvent, ingestAll, offlineVerifyOptions, parquetTier, startTieringNode, waitFor } from './verify-node.js';
+import { adminRequest, embeddedS3Connections, selectEvent, ingestAll, offlineVerifyOptions, parquetTier, startTieringNode, waitFor } from './verify-node.js';
 
 const ADMIN_TOKEN = 'admin-token-for-verify-tier-segments';
 const TIER = 's3://auditlake/segments';
@@ -105,4 +106,66 @@ describe.each(MODES)('verify with the seqs a node tiered to each location, $mode
     expect(report.message).toMatch(new RegExp(`^verified \\d+ records, seq 1\\.\\.${head}, \\d+ checkpoints?; \\d+ records? removed by retention$`));
     expect(report.ok).toBe(true);
   });
+});
+
+describe('verify with the seqs a node tiered, at the bounds of what it lists', () => {
+  const props = { ...parquetTier(TIER), 'auditlake.audit.tier.retain.local.days': '0', 'auditlake.audit.retention.days': '1', 'auditlake.audit.retention.interval.ms': '100' };
+  const both = (target: AuditNode) => verifyHistory(offlineVerifyOptions(target, ['--path', TIER], ['--url', target.url, '--token', ADMIN_TOKEN, '--threads', '0']));
+  const prunedOn = (target: AuditNode) => (seq: number) => target.store.prunedRanges.some((range) => range.fromSeq <= seq && seq <= range.toSeq);
+
+  it('past the newest 1,000 ranges (one batch after 1,100 islands retention deleted untiered), what the dropped ones covered is excused', async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'auditlake-verify-segments-cap-'));
+    node = await startTieringNode(dataDir, { adminToken: ADMIN_TOKEN, props });
+    const target = node;
+    const pruned = prunedOn(target);
+    await ingestAll(target, ADMIN_TOKEN, [selectEvent('a1'), selectEvent('a2')]);
+    const firstHead = target.store.chainHead.seq;
+    await waitFor('tiered and deleted', async () => (await target.tiering.watermark()).seq >= firstHead && pruned(firstHead));
+    await setSettings(target, { 'audit.tier.mode': 'none' });
+    // Late events (three days old) between current ones: retention deletes every other one.
+    const events: Array<Record<string, unknown>> = [];
+    for (let i = 0; i < 1_100; i++) events.push(selectEvent(`late${i}`, 3 * DAY_MS), selectEvent(`now${i}`));
+    await ingestAll(target, ADMIN_TOKEN, events);
+    const lastLate = target.store.chainHead.seq - 1;
+    await waitFor('the late events deleted untiered', async () => pruned(lastLate));
+    await setSettings(target, { 'audit.tier.mode': 'parquet' });
+    const head = target.store.chainHead.seq;
+    await waitFor('tiered again, and deleted', async () => (await target.tiering.watermark()).seq >= head && pruned(head));
+    const view = (await (await adminRequest(target, ADMIN_TOKEN, '/admin/audit/integrity')).json()) as { tierSegments: Segment[]; tierSegmentsCutThrough: number | null };
+    expect(view.tierSegments).toHaveLength(1_000);
+    expect(view.tierSegmentsCutThrough).toBeGreaterThan(firstHead);
+    expect(view.tierSegmentsCutThrough).toBeLessThan(view.tierSegments[0]!.fromSeq);
+    const report = await both(target);
+    expect(report.message).toMatch(new RegExp(`^verified \\d+ records, seq 1\\.\\.${head}, \\d+ checkpoints?; \\d+ records? removed by retention$`));
+    expect(report.ok).toBe(true);
+  }, 120_000);
+
+  it('the tier\'s newest commit removed, after the node deleted its records: missing, though the tier then seems to end before them', async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'auditlake-verify-segments-tail-'));
+    node = await startTieringNode(dataDir, { adminToken: ADMIN_TOKEN, props });
+    const target = node;
+    const pruned = prunedOn(target);
+    await ingestAll(target, ADMIN_TOKEN, [selectEvent('a1'), selectEvent('a2')]);
+    let head = target.store.chainHead.seq;
+    await waitFor('the first commit tiered and deleted', async () => (await target.tiering.watermark()).seq >= head && pruned(head));
+    await ingestAll(target, ADMIN_TOKEN, [selectEvent('b1'), selectEvent('b2'), selectEvent('b3')]);
+    head = target.store.chainHead.seq;
+    await waitFor('the second commit tiered and deleted', async () => (await target.tiering.watermark()).seq >= head && pruned(head));
+    // No more commits: what the test removes stays removed.
+    await setSettings(target, { 'audit.tier.mode': 'none' });
+    expect((await both(target)).ok).toBe(true);
+    const connections = embeddedS3Connections(target);
+    try {
+      const objects = connections.bucket('t', 'auditlake');
+      const newest = (await objects.list(`segments/${COMMITS_DIR}/`)).sort().at(-1) as string;
+      const marker = JSON.parse(new TextDecoder().decode(await objects.get(newest))) as CommitMarker;
+      for (const file of marker.files) await objects.delete(file.key);
+      await objects.delete(newest);
+      const report = await both(target);
+      expect(report.message).toMatch(new RegExp(`^missing records: seq ${marker.firstSeq}\\.\\.`));
+      expect(report.ok).toBe(false);
+    } finally {
+      connections.close();
+    }
+  }, 120_000);
 });

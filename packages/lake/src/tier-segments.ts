@@ -8,6 +8,11 @@
  * knows better: it committed those seqs to that location.
  */
 export const TIER_SEGMENTS_META = 'tierSegments';
+/**
+ * Replicated-metadata name of the greatest seq a segment dropped past TIER_SEGMENTS_MAX reached:
+ * below it the node no longer says what it tiered, so a verifier excuses what it deleted there.
+ */
+export const TIER_SEGMENTS_CUT_META = 'tierSegmentsCutThrough';
 
 /** Seqs fromSeq..toSeq were committed to the location at `url`, every one of them. */
 export interface TierSegment {
@@ -21,8 +26,9 @@ export interface TierSegment {
  * Most segments kept. A commit adds one for each hole in its batch's seqs (entries retention
  * deleted while tiering was off, often islands: it deletes by event time) and one when it does
  * not continue where the last segment left off (the target changed, an adoption); in steady
- * tiering the last segment just grows. Past this many the oldest go: the verifier then judges the
- * seqs before the first one kept by the tier's rows, as it does history tiered before segments.
+ * tiering the last segment just grows. Past this many the oldest go, and how far they reached is
+ * kept (TIER_SEGMENTS_CUT_META): the verifier then excuses what the node deleted there (judged
+ * by the tier's rows instead, the holes of the dropped segments were called missing).
  */
 export const TIER_SEGMENTS_MAX = 1_000;
 
@@ -33,7 +39,7 @@ export const TIER_SEGMENTS_MAX = 1_000;
  * it. A hole in the seqs is entries this log no longer held, which were never tiered: a
  * segment across it would make the verifier call them missing.
  */
-export function segmentsAfterCommit(segments: readonly TierSegment[], url: string, afterSeq: number, seqs: readonly number[]): TierSegment[] {
+export function segmentsAfterCommit(segments: readonly TierSegment[], url: string, afterSeq: number, seqs: readonly number[]): { segments: TierSegment[]; cutThrough: number | undefined } {
   const next = [...segments];
   let last = next.at(-1);
   let continues = last !== undefined && last.url === url && last.toSeq === afterSeq;
@@ -47,7 +53,14 @@ export function segmentsAfterCommit(segments: readonly TierSegment[], url: strin
       continues = true;
     }
   }
-  return next.length > TIER_SEGMENTS_MAX ? next.slice(-TIER_SEGMENTS_MAX) : next;
+  if (next.length <= TIER_SEGMENTS_MAX) return { segments: next, cutThrough: undefined };
+  const dropped = next.slice(0, next.length - TIER_SEGMENTS_MAX);
+  return { segments: next.slice(-TIER_SEGMENTS_MAX), cutThrough: Math.max(...dropped.map((segment) => segment.toSeq)) };
+}
+
+/** How far dropped segments reached (TIER_SEGMENTS_CUT_META); undefined while none was dropped. */
+export async function readTierSegmentsCut(meta: { getMeta<T>(name: string): Promise<T | undefined> }): Promise<number | undefined> {
+  return meta.getMeta<number>(TIER_SEGMENTS_CUT_META);
 }
 
 /** The segments replicated metadata lists (none before the first commit of a version that keeps them). */

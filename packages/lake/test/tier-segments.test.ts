@@ -11,36 +11,36 @@ const range = (from: number, to: number) => Array.from({ length: to - from + 1 }
 describe('segmentsAfterCommit', () => {
   it('grows one segment while commits continue each other', () => {
     let segments: TierSegment[] = [];
-    segments = segmentsAfterCommit(segments, A, 0, range(1, 10));
-    segments = segmentsAfterCommit(segments, A, 10, range(11, 25));
-    segments = segmentsAfterCommit(segments, A, 25, []);
+    segments = segmentsAfterCommit(segments, A, 0, range(1, 10)).segments;
+    segments = segmentsAfterCommit(segments, A, 10, range(11, 25)).segments;
+    segments = segmentsAfterCommit(segments, A, 25, []).segments;
     expect(segments).toEqual([{ url: A, fromSeq: 1, toSeq: 25 }]);
   });
 
   it('starts at the first seq a location got, not at the watermark before it', () => {
     // Retention deleted 1..40 before tiering began.
-    expect(segmentsAfterCommit([], A, 0, range(41, 50))).toEqual([{ url: A, fromSeq: 41, toSeq: 50 }]);
+    expect(segmentsAfterCommit([], A, 0, range(41, 50)).segments).toEqual([{ url: A, fromSeq: 41, toSeq: 50 }]);
   });
 
   it('leaves out the holes of a batch and what lies between commits that do not continue', () => {
-    let segments = segmentsAfterCommit([], A, 0, range(1, 10));
+    let segments = segmentsAfterCommit([], A, 0, range(1, 10)).segments;
     // Seqs 11..12 and 15 deleted while tiering was off.
-    segments = segmentsAfterCommit(segments, A, 10, [13, 14, 16]);
+    segments = segmentsAfterCommit(segments, A, 10, [13, 14, 16]).segments;
     expect(segments).toEqual([
       { url: A, fromSeq: 1, toSeq: 10 },
       { url: A, fromSeq: 13, toSeq: 14 },
       { url: A, fromSeq: 16, toSeq: 16 },
     ]);
     // A commit after a watermark the segments do not end at (an adoption, a commit whose record was lost).
-    segments = segmentsAfterCommit(segments, A, 20, range(21, 22));
+    segments = segmentsAfterCommit(segments, A, 20, range(21, 22)).segments;
     expect(segments.at(-1)).toEqual({ url: A, fromSeq: 21, toSeq: 22 });
     expect(segments).toHaveLength(4);
   });
 
   it('starts a new segment when the target changes, and again when it changes back', () => {
-    let segments = segmentsAfterCommit([], A, 0, range(1, 5));
-    segments = segmentsAfterCommit(segments, B, 5, range(6, 9));
-    segments = segmentsAfterCommit(segments, A, 9, range(10, 12));
+    let segments = segmentsAfterCommit([], A, 0, range(1, 5)).segments;
+    segments = segmentsAfterCommit(segments, B, 5, range(6, 9)).segments;
+    segments = segmentsAfterCommit(segments, A, 9, range(10, 12)).segments;
     expect(segments).toEqual([
       { url: A, fromSeq: 1, toSeq: 5 },
       { url: B, fromSeq: 6, toSeq: 9 },
@@ -48,11 +48,13 @@ describe('segmentsAfterCommit', () => {
     ]);
   });
 
-  it('keeps the newest segments past the bound', () => {
+  it('keeps the newest segments past the bound, and says how far the dropped ones reached', () => {
     const everyOther = range(1, TIER_SEGMENTS_MAX + 5).map((i) => 2 * i);
-    const segments = segmentsAfterCommit([], A, 0, everyOther);
+    const { segments, cutThrough } = segmentsAfterCommit([], A, 0, everyOther);
     expect(segments).toHaveLength(TIER_SEGMENTS_MAX);
     expect(segments.at(-1)).toEqual({ url: A, fromSeq: everyOther.at(-1), toSeq: everyOther.at(-1) });
     expect(segments[0]).toEqual({ url: A, fromSeq: 12, toSeq: 12 });
+    expect(cutThrough).toBe(10);
+    expect(segmentsAfterCommit([], A, 0, range(1, 3)).cutThrough).toBeUndefined();
   });
 });

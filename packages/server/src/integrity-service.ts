@@ -11,7 +11,7 @@ import {
   type SignedCheckpoint,
 } from '@auditlake/integrity';
 import { AuditError, AuditErrorCode, encodeEvent, isAuditError, type AuditEvent } from '@auditlake/model';
-import { readTierSegments, type TierSegment } from '@auditlake/lake';
+import { readTierSegments, readTierSegmentsCut, type TierSegment } from '@auditlake/lake';
 import type { AuditStore, PrunedRange } from '@auditlake/store';
 import type { Membership } from './membership.js';
 
@@ -53,6 +53,8 @@ export interface IntegrityView {
    * what a verifier reading this node with those locations may not take as excused by `pruned`.
    */
   tierSegments: TierSegment[];
+  /** The greatest seq a segment dropped past the newest 1,000 reached; null while none was. */
+  tierSegmentsCutThrough: number | null;
 }
 
 /** Checkpoints listed by `GET /admin/audit/integrity`. */
@@ -219,6 +221,7 @@ export class IntegrityService {
       checkpoints,
       pruned: store.prunedRanges,
       tierSegments: await readTierSegments(store),
+      tierSegmentsCutThrough: (await readTierSegmentsCut(store)) ?? null,
     };
   }
 

@@ -2,10 +2,12 @@ import { AuditError, AuditErrorCode, type EffectiveSettings, type EncodedEvent, 
 import type { AuditStore } from '@auditlake/store';
 import {
   TIERED_LOCATIONS_META,
+  TIER_SEGMENTS_CUT_META,
   TIER_SEGMENTS_META,
   includesLocation,
   readTieredLocations,
   readTierSegments,
+  readTierSegmentsCut,
   segmentsAfterCommit,
   WATERMARK_META,
   WATERMARK_TERM_META,
@@ -1050,8 +1052,9 @@ export class TierSweeper {
     const { store } = this.#options;
     const known = await readTieredLocations(store);
     const url = location.mode === 'parquet' ? location.path : location.location;
-    const segments = segmentsAfterCommit(await readTierSegments(store), url, committed.afterSeq, committed.seqs);
-    await store.putMeta({ ...this.#vouched(watermark), [TIER_SEGMENTS_META]: segments, ...(includesLocation(known, location) ? {} : { [TIERED_LOCATIONS_META]: [...known, location] }) });
+    const { segments, cutThrough } = segmentsAfterCommit(await readTierSegments(store), url, committed.afterSeq, committed.seqs);
+    const cut = cutThrough === undefined ? {} : { [TIER_SEGMENTS_CUT_META]: Math.max(cutThrough, (await readTierSegmentsCut(store)) ?? 0) };
+    await store.putMeta({ ...this.#vouched(watermark), [TIER_SEGMENTS_META]: segments, ...cut, ...(includesLocation(known, location) ? {} : { [TIERED_LOCATIONS_META]: [...known, location] }) });
   }
 
   async close(): Promise<void> {
