@@ -284,7 +284,7 @@ describe('verify holds what is in flight, not the tier, and reads each file once
       const checks = new CountingChecks();
       const report = await verifyHistory({ ...offline(), declaredOrderHeldMax: 2 * EVENTS_PER_COMMIT }, checks, progress).finally(() => checks.close());
       expect(report).toEqual(reference);
-      expect(said).toMatch(/^verify: the merge held \d+ records not given yet, more than 60: .*; reading the tier again in the order its files show \(two passes\)\n$/);
+      expect(said).toMatch(/^verify: the merge held batches of \d+ records, more than 60: .*; reading the tier again in the order its files show \(two passes\)\n$/);
       // The first pass held up to the bound (two commits' files) before it stopped; the second, one commit's.
       expect(checks.aliveMax).toBeLessThanOrEqual(2 * ALIVE_MAX);
       // Some files checked in the order the bounds gave, then every file, then those holding records again.

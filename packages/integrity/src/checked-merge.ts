@@ -5,6 +5,8 @@ interface Head {
   seq: number;
   order: number;
   reader: CheckedBatchReader;
+  /** Records its batch holds, all kept in memory until the last is read. */
+  size: number;
 }
 
 /*
@@ -13,12 +15,13 @@ interface Head {
  * within a batch) — the order a stable sort of the batches' records, concatenated, would give.
  */
 
-/** The heap's first record, read; its batch is dropped from the heap once read whole. */
-function take(heap: Head[]): CheckedRecord {
+/** The heap's first record, read; its batch is dropped from the heap once read whole (`dropped` told its size). */
+function take(heap: Head[], dropped?: (size: number) => void): CheckedRecord {
   const head = heap[0] as Head;
   const record = head.reader.next() as CheckedRecord;
   const seq = head.reader.peekSeq();
   if (seq === undefined) {
+    dropped?.(head.size);
     const last = heap.pop() as Head;
     if (heap.length > 0) {
       heap[0] = last;
@@ -76,7 +79,7 @@ export interface BatchSpan {
 const CHUNK_RECORDS = 4096;
 
 /**
- * A {@link mergeSpannedBatches} given `heldRecordsMax` held more records not given yet than that:
+ * A {@link mergeSpannedBatches} given `heldRecordsMax` held batches of more records than that:
  * spans whose first seq lies far below their batches' least (true, but loose, bounds — all of a
  * tier's files declared from seq 0) load every batch before the first record is given, so
  * memory followed the tier, not the overlap of its files. The caller orders by what the batches
@@ -84,7 +87,7 @@ const CHUNK_RECORDS = 4096;
  */
 export class MergeHeldTooMuch extends Error {
   constructor(readonly held: number, readonly max: number) {
-    super(`the merge held ${held} records not given yet, more than ${max}: the spans' first seqs lie far below their batches' records`);
+    super(`the merge held batches of ${held} records, more than ${max}: the spans' first seqs lie far below their batches' records`);
   }
 }
 
@@ -99,12 +102,14 @@ export class MergeHeldTooMuch extends Error {
  * above it: records below it would already have been given, out of order, so `load` must refuse
  * such a batch, and a batch below its span fails the merge. An empty batch gives nothing. When
  * the merge stops early (a failure, the caller done), it returns only once no load is running.
- * Past `heldRecordsMax` records held and not given yet it stops with {@link MergeHeldTooMuch}.
+ * Past `heldRecordsMax` records in the batches it holds (more than one batch) it stops with
+ * {@link MergeHeldTooMuch}.
  */
 export async function* mergeSpannedBatches(spans: readonly BatchSpan[], load: (span: BatchSpan) => Promise<CheckedBatch>, lookahead: number, heldRecordsMax = Infinity): AsyncGenerator<CheckedRecord[]> {
   if (!Number.isSafeInteger(lookahead) || lookahead < 1) throw new TypeError(`lookahead must be a positive integer, got ${lookahead}`);
-  /** Records of the heap's batches not given yet (counted as a batch joins, less each one taken). */
+  /** Records of the heap's batches, given or not: a batch is held whole until its last record is given. */
   let held = 0;
+  const dropped = (size: number) => void (held -= size);
   const sorted = [...spans].sort((a, b) => a.first - b.first || a.order - b.order);
   /** The loads of sorted[next], sorted[next + 1], … */
   const loading: Array<Promise<CheckedBatch>> = [];
@@ -136,13 +141,13 @@ export async function* mergeSpannedBatches(spans: readonly BatchSpan[], load: (s
         const seq = reader.peekSeq();
         if (seq === undefined) continue;
         if (seq < span.first) throw new TypeError(`batch ${span.order} starts at seq ${seq}, below its span's ${span.first}: records above it may have been given already`);
-        push(heap, { seq, order: span.order, reader });
+        push(heap, { seq, order: span.order, reader, size: reader.remaining });
         held += reader.remaining;
-        if (held > heldRecordsMax) throw new MergeHeldTooMuch(held, heldRecordsMax);
+        // One batch alone is never too much: it is what the merge must hold to give its records.
+        if (held > heldRecordsMax && heap.length > 1) throw new MergeHeldTooMuch(held, heldRecordsMax);
       }
       if (heap.length === 0) break;
-      chunk.push(take(heap));
-      held--;
+      chunk.push(take(heap, dropped));
       if (chunk.length >= CHUNK_RECORDS) {
         yield chunk;
         chunk = [];

@@ -39,6 +39,31 @@ describe('mergeSpannedBatches, held records', () => {
     expect(loose.loadedAtFirst).toBe(40);
     const stopped = merge(() => 0, 100);
     await expect(stopped).rejects.toBeInstanceOf(MergeHeldTooMuch);
-    await expect(stopped).rejects.toThrow('the merge held 110 records not given yet, more than 100');
+    await expect(stopped).rejects.toThrow('the merge held batches of 110 records, more than 100');
+  });
+
+  it('counts a batch whole until its last record is given, and never stops for one batch alone', async () => {
+    // One batch spanning everything (a first record, then the rest far later) held beside the
+    // others: the records already given from it still take memory, so they count.
+    const spanning = batchOf([...log.records.slice(0, 5), ...log.records.slice(395, 400)]);
+    const middle = Array.from({ length: 39 }, (_, i) => batchOf(log.records.slice(5 + i * 10, 15 + i * 10)));
+    const all = [spanning, ...middle];
+    const run = (heldMax: number) => (async () => {
+      const seqs: number[] = [];
+      const spans: BatchSpan[] = all.map((batch, order) => ({ order, first: batch.seqs[0] as number }));
+      for await (const chunk of mergeSpannedBatches(spans, async (span) => all[span.order] as CheckedBatch, 2, heldMax)) for (const record of chunk) seqs.push(record.seq);
+      return seqs;
+    })();
+    // 10 of the spanning batch and 10 of the next: over 19 once the second joins, whatever was given.
+    await expect(run(19)).rejects.toThrow('the merge held batches of 20 records, more than 19');
+    expect(await run(20)).toHaveLength(400);
+    // A single batch larger than the bound is merged: it alone is what must be held.
+    const big = await (async () => {
+      const seqs: number[] = [];
+      const whole = batchOf(log.records.slice(0, 400));
+      for await (const chunk of mergeSpannedBatches([{ order: 0, first: 0 }], async () => whole, 2, 10)) for (const record of chunk) seqs.push(record.seq);
+      return seqs;
+    })();
+    expect(big).toHaveLength(400);
   });
 });
