@@ -4,7 +4,7 @@
 // a node holding another secret takes no part, and the cluster replicates as before.
 // Real redis-server and `auditlake start` processes; the secret given in the environment.
 import { describe, expect, it } from 'vitest';
-import { expectConverged, postEvents, signedPeerHeader, startCluster } from './cluster-harness.js';
+import { ADMIN, expectConverged, postEvents, signedPeerHeader, startCluster } from './cluster-harness.js';
 
 const SECRET = 'a-cluster-secret-only-the-nodes-hold-0123456789';
 const OTHER_SECRET = 'another-clusters-secret-0123456789abcdefgh';
@@ -58,6 +58,15 @@ describe('cluster secret', () => {
     const ownLog = await pull(twoUrl, { 'x-auditlake-peer-signature': signedPeerHeader(OTHER_SECRET, `${twoUrl}/internal/v1/pull`, pullBody) });
     expect(ownLog.status).toBe(200);
     expect((await ownLog.text()).split('\n').slice(1).filter((line) => acked.has((JSON.parse(line) as { eventId: string }).eventId))).toEqual([]);
+    // Client requests: a standby passes them to a leader that proved the secret; the node with
+    // another secret does not pass them, with their Authorization, to a leader it cannot verify.
+    const search = (i: number) => fetch(`${cluster.node(i).url}/admin/audit?limit=1000`, { headers: { authorization: `Token ${ADMIN}` } });
+    const viaStandby = await search(standby);
+    expect(viaStandby.headers.get('x-auditlake-proxied')).toBe(leaderUrl);
+    const viaOdd = await search(2);
+    expect(viaOdd.status).toBe(200);
+    expect(viaOdd.headers.get('x-auditlake-proxied')).toBeNull();
+    expect(((await viaOdd.json()) as { events: Array<{ eventId: string }> }).events.filter((e) => acked.has(e.eventId))).toEqual([]);
     // The forged event is nowhere.
     expect((await cluster.log(leader)).some((e) => e.eventId === 'forged')).toBe(false);
   });

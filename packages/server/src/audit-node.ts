@@ -10,8 +10,14 @@ import { Authenticator } from './auth/authenticator.js';
 import { DenyRecorder } from './auth/deny-recorder.js';
 import { createHttpApp } from './http-app.js';
 import { prepareDataDir } from './data-dir.js';
-import { httpPeerTransport } from './http-peer-transport.js';
+import { httpPeerTransport, type ClosablePeerTransport } from './http-peer-transport.js';
 import { CLUSTER_SECRET_CHARS_MIN } from './peer-auth.js';
+
+/**
+ * With a cluster secret, how recently the leader must have proven it (in an answer to this
+ * node's pulls, which come at least every long-poll wait) for client requests to be passed to it.
+ */
+const LEADER_PROOF_MAX_AGE_MS = 30_000;
 import { IngestParsePool } from './ingest-parse-pool.js';
 import { IngestService } from './ingest-service.js';
 import { ConflictRecorder } from './conflict-recorder.js';
@@ -210,7 +216,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     const recordForwardConflicts = (refused: readonly EventIdConflict[], receivedBy: string) => forwarded.conflicts?.record(refused, { receivedBy }) ?? Promise.resolve();
     const cluster = coordinatorUrl === undefined ? undefined : await openClusterNode(coordinatorUrl, nodeId, config, store, metrics, logger, closers, recordForwardConflicts, options.onNodeIdInUse);
     // A single node's status shows its address, known once the app below listens.
-    const membership = cluster ? clusterMembership(cluster.node) : singleNodeMembership(nodeId, () => advertisedUrl(app, options), store);
+    const membership = cluster ? clusterMembership(cluster.node, (url) => cluster.transport.provenWithin(url, LEADER_PROOF_MAX_AGE_MS)) : singleNodeMembership(nodeId, () => advertisedUrl(app, options), store);
     const conflicts = new ConflictRecorder({ membership, metrics, log: logger });
     forwarded.conflicts = conflicts;
     const connections = new S3Connections(config.s3Connections);
@@ -373,7 +379,7 @@ async function openClusterNode(
   closers: Array<() => Promise<void>>,
   onConflicts: (conflicts: readonly EventIdConflict[], receivedBy: string) => Promise<void>,
   onNodeIdInUse: ((err: Error) => void) | undefined,
-): Promise<{ node: ClusterNode; token: ClusterToken }> {
+): Promise<{ node: ClusterNode; token: ClusterToken; transport: ClosablePeerTransport }> {
   const coordinator = new RedisCoordinator({ url: coordinatorUrl, clusterName: config.clusterName, nodeId, leaseTtlMs: config.leaseTtlMs });
   closers.push(() => coordinator.close());
   const token = await ClusterToken.load(store, coordinator);
@@ -413,7 +419,7 @@ async function openClusterNode(
   // part; one that starts in the same instant is stopped by the coordinator's publish rule.
   const twin = connected ? await node.liveTwin().catch(() => undefined) : undefined;
   if (twin !== undefined) throw nodeIdInUse(nodeId, twin);
-  return { node, token };
+  return { node, token, transport };
 }
 
 /**

@@ -7,6 +7,11 @@ export const CLUSTER_TOKEN_HEADER = 'x-auditlake-cluster-token';
 
 /** Peer calls with a close path: `close()` ends the kept-alive connections. */
 export interface ClosablePeerTransport extends PeerTransport {
+  /**
+   * With a cluster secret: whether the peer at `peerUrl` answered with a proof of it within the
+   * last `withinMs` (a standby's pulls from its leader keep this fresh). Without one: true.
+   */
+  provenWithin(peerUrl: string, withinMs: number): boolean;
   close(): void;
 }
 
@@ -15,7 +20,7 @@ export interface ClosablePeerTransport extends PeerTransport {
  * non-2xx answer, a connection error or the deadline. node:http rather than fetch: fetch's
  * stream machinery cost the standbys a visible share of their CPU on multi-megabyte pulls.
  */
-function post(agent: Agent, url: string, payload: Buffer, contentType: string, token: string, timeoutMs: number, secret: string | undefined): Promise<Buffer> {
+function post(agent: Agent, url: string, payload: Buffer, contentType: string, token: string, timeoutMs: number, secret: string | undefined, proven?: () => void): Promise<Buffer> {
   // With a cluster secret the request is signed for this URL and the answer must prove the secret (peer-auth.ts).
   const signature = secret === undefined ? undefined : signPeerRequest(secret, url, payload, Date.now());
   return new Promise((resolve, reject) => {
@@ -37,7 +42,10 @@ function post(agent: Agent, url: string, payload: Buffer, contentType: string, t
           if (status < 200 || status >= 300) reject(new Error(`${url} answered ${status}: ${body.subarray(0, 300).toString('utf8')}`));
           else if (secret !== undefined && signature !== undefined && !checkPeerAnswer(secret, signature, res.headers[PEER_PROOF_HEADER], body)) {
             reject(new Error(`${url} answered without proving the cluster secret (auditlake.cluster.secret): it is not a node of this cluster, or its secret differs; its answer is not used`));
-          } else resolve(body);
+          } else {
+            proven?.();
+            resolve(body);
+          }
         });
       },
     );
@@ -56,14 +64,22 @@ function post(agent: Agent, url: string, payload: Buffer, contentType: string, t
  */
 export function httpPeerTransport(clusterToken: () => Promise<string>, secret?: string): ClosablePeerTransport {
   const agent = new Agent({ keepAlive: true });
+  /** When each peer (by URL) last answered with a proof of the secret. */
+  const provenAtMs = new Map<string, number>();
+  const provenNow = (peerUrl: string) => () => void provenAtMs.set(peerUrl, Date.now());
   return {
     async pull(peerUrl: string, request: PullRequest, timeoutMs: number) {
-      const body = await post(agent, `${peerUrl}/internal/v1/pull`, Buffer.from(JSON.stringify(request), 'utf8'), 'application/json', await clusterToken(), timeoutMs, secret);
+      const body = await post(agent, `${peerUrl}/internal/v1/pull`, Buffer.from(JSON.stringify(request), 'utf8'), 'application/json', await clusterToken(), timeoutMs, secret, provenNow(peerUrl));
       return decodePullResponse(body);
     },
     async forward(peerUrl: string, request: ForwardRequest, timeoutMs: number) {
-      const body = await post(agent, `${peerUrl}/internal/v1/forward`, encodeForwardRequest(request), PEER_WIRE_CONTENT_TYPE, await clusterToken(), timeoutMs, secret);
+      const body = await post(agent, `${peerUrl}/internal/v1/forward`, encodeForwardRequest(request), PEER_WIRE_CONTENT_TYPE, await clusterToken(), timeoutMs, secret, provenNow(peerUrl));
       return JSON.parse(body.toString('utf8')) as ForwardResponse;
+    },
+    provenWithin(peerUrl: string, withinMs: number) {
+      if (secret === undefined) return true;
+      const at = provenAtMs.get(peerUrl);
+      return at !== undefined && Date.now() - at <= withinMs;
     },
     close() {
       agent.destroy();

@@ -47,12 +47,19 @@ export function singleNodeMembership(nodeId: string, url: () => string, store: A
   };
 }
 
-export function clusterMembership(cluster: ClusterNode): Membership {
+export function clusterMembership(cluster: ClusterNode, leaderProven: (url: string) => boolean = () => true): Membership {
   return {
     coordinated: true,
     isLeader: () => cluster.isLeader(),
     term: () => cluster.elector.knownTerm,
-    leaderUrl: () => (cluster.isLeader() ? undefined : cluster.leader?.url),
+    // A leader not proven to hold the cluster secret (when one is set) is not handed client
+    // requests: they carry the client's Authorization, and the coordinator that names the leader
+    // may have been rewritten to name someone else. The local replica answers instead.
+    leaderUrl: () => {
+      if (cluster.isLeader()) return undefined;
+      const url = cluster.leader?.url;
+      return url !== undefined && leaderProven(url) ? url : undefined;
+    },
     status: () => cluster.status(),
     sequencer: cluster.elector.sequencer,
     receive: (events, freshIds) => cluster.receive(events, freshIds),

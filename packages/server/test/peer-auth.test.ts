@@ -52,6 +52,12 @@ describe('peer request signatures', () => {
 });
 
 describe('the peer transport with a cluster secret', () => {
+  it('without a secret counts every peer as proven (nothing changes)', () => {
+    const transport = httpPeerTransport(async () => 'token');
+    expect(transport.provenWithin('http://127.0.0.1:1', 0)).toBe(true);
+    transport.close();
+  });
+
   let server: Server | undefined;
   afterEach(() => new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve())));
 
@@ -78,7 +84,11 @@ describe('the peer transport with a cluster secret', () => {
     const target = await peer(SECRET);
     const transport = httpPeerTransport(async () => 'token', SECRET);
     try {
+      expect(transport.provenWithin(target.url, 60_000)).toBe(false);
       await expect(transport.forward(target.url, { nodeId: 'n1', term: 1, events: [] }, 5_000)).resolves.toEqual({ accepted: 1 });
+      // Proven: client requests may now be passed to it (Membership.leaderUrl).
+      expect(transport.provenWithin(target.url, 60_000)).toBe(true);
+      expect(transport.provenWithin('http://127.0.0.1:1', 60_000)).toBe(false);
       const [sent] = target.seen;
       expect(sent?.token).toBe('token');
       expect(sent?.signature).toMatch(/^\d+\.[0-9a-f]{24}\.[0-9a-f]{64}$/);
@@ -92,7 +102,10 @@ describe('the peer transport with a cluster secret', () => {
       const target = await peer(proofSecret);
       const transport = httpPeerTransport(async () => 'token', SECRET);
       try {
-        await expect(transport.forward(target.url, { nodeId: 'n1', term: 1, events: [] }, 5_000)).rejects.toThrow(`${target.url}/internal/v1/forward answered without proving the cluster secret (auditlake.cluster.secret): it is not a node of this cluster, or its secret differs; its answer is not used`);
+        const refused = transport.forward(target.url, { nodeId: 'n1', term: 1, events: [] }, 5_000);
+        await refused.catch(() => undefined);
+        expect(transport.provenWithin(target.url, 60_000)).toBe(false);
+        await expect(refused).rejects.toThrow(`${target.url}/internal/v1/forward answered without proving the cluster secret (auditlake.cluster.secret): it is not a node of this cluster, or its secret differs; its answer is not used`);
       } finally {
         transport.close();
         await new Promise<void>((resolve) => server!.close(() => resolve()));
