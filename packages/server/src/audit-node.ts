@@ -12,12 +12,6 @@ import { createHttpApp } from './http-app.js';
 import { prepareDataDir } from './data-dir.js';
 import { httpPeerTransport, type ClosablePeerTransport } from './http-peer-transport.js';
 import { CLUSTER_SECRET_CHARS_MIN } from './peer-auth.js';
-
-/**
- * With a cluster secret, how recently the leader must have proven it (in an answer to this
- * node's pulls, which come at least every long-poll wait) for client requests to be passed to it.
- */
-const LEADER_PROOF_MAX_AGE_MS = 30_000;
 import { IngestParsePool } from './ingest-parse-pool.js';
 import { IngestService } from './ingest-service.js';
 import { ConflictRecorder } from './conflict-recorder.js';
@@ -47,6 +41,12 @@ import { TieringService, tierTargetValidator } from './tiering-service.js';
 import { registerMaintenanceRoutes } from './routes/maintenance-routes.js';
 import type { S3Credentials } from '@auditlake/s3-endpoint';
 import { EMBEDDED_BUCKET, EMBEDDED_CATALOG, embeddedConnection, startEmbeddedS3, type EmbeddedS3 } from './embedded-s3.js';
+
+/**
+ * With a cluster secret, how recently the leader must have proven it (in an answer to this
+ * node's pulls, which come at least every long-poll wait) for client requests to be passed to it.
+ */
+const LEADER_PROOF_MAX_AGE_MS = 30_000;
 
 export interface AuditNodeOptions {
   dataDir: string;

@@ -1,4 +1,5 @@
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { digest, matchesDigest } from './auth/constant-time.js';
 
 /**
  * Peer requests signed with the cluster secret (`auditlake.cluster.secret`), and answers that
@@ -27,10 +28,6 @@ function mac(secret: string, text: string): string {
   return createHmac('sha256', secret).update(text, 'utf8').digest('hex');
 }
 
-function sameHex(a: string, b: string): boolean {
-  return a.length === b.length && timingSafeEqual(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
-}
-
 /** SHA-256 of a body given in parts, hex. */
 export function bodyDigest(parts: readonly Uint8Array[]): string {
   const hash = createHash('sha256');
@@ -38,8 +35,8 @@ export function bodyDigest(parts: readonly Uint8Array[]): string {
   return hash.digest('hex');
 }
 
-function requestText(url: string, timeMs: number, nonce: string, digest: string): string {
-  return `auditlake-peer-request/1\n${url}\n${timeMs}\n${nonce}\n${digest}`;
+function requestText(url: string, timeMs: number, nonce: string, bodyHash: string): string {
+  return `auditlake-peer-request/1\n${url}\n${timeMs}\n${nonce}\n${bodyHash}`;
 }
 
 /** The signature header of a POST of `body` to `url` (the full URL the peer is addressed by). */
@@ -51,10 +48,10 @@ export function signPeerRequest(secret: string, url: string, body: Uint8Array, n
 export type PeerRequestCheck = { ok: true; signature: string } | { ok: false; reason: string };
 
 /**
- * Whether `header` signs a POST of the body with digest `digest` to `url` (this node's own
+ * Whether `header` signs a POST of the body whose SHA-256 is `bodyHash` to `url` (this node's own
  * address, as it publishes it, and the request's path), within PEER_SIGNATURE_SKEW_MS of now.
  */
-export function checkPeerRequest(secret: string, url: string, header: string | string[] | undefined, digest: string, nowMs: number): PeerRequestCheck {
+export function checkPeerRequest(secret: string, url: string, header: string | string[] | undefined, bodyHash: string, nowMs: number): PeerRequestCheck {
   const unsigned = 'this node takes only peer requests signed with the cluster secret (auditlake.cluster.secret): configure the same secret on every node';
   if (typeof header !== 'string') return { ok: false, reason: `${unsigned}; the request carries no signature` };
   const [timeText, nonce, signature, ...rest] = header.split('.');
@@ -63,18 +60,18 @@ export function checkPeerRequest(secret: string, url: string, header: string | s
     return { ok: false, reason: `${unsigned}; its signature is malformed` };
   }
   if (Math.abs(nowMs - timeMs) > PEER_SIGNATURE_SKEW_MS) return { ok: false, reason: `peer request signed ${Math.round((nowMs - timeMs) / 1000)} s from this node's clock (more than ${PEER_SIGNATURE_SKEW_MS / 1000} s): a replay, or clocks far apart` };
-  if (!sameHex(signature, mac(secret, requestText(url, timeMs, nonce, digest)))) {
+  if (!matchesDigest(signature, digest(mac(secret, requestText(url, timeMs, nonce, bodyHash))))) {
     return { ok: false, reason: `peer request signature does not verify for ${url}: the sender holds another cluster secret, or the request was signed for another node or altered` };
   }
   return { ok: true, signature: header };
 }
 
-/** The proof header of an answer with body digest `digest` to a request signed `requestSignature`. */
-export function peerAnswerProof(secret: string, requestSignature: string, digest: string): string {
-  return mac(secret, `auditlake-peer-answer/1\n${requestSignature}\n${digest}`);
+/** The proof header of an answer whose body's SHA-256 is `bodyHash` to a request signed `requestSignature`. */
+export function peerAnswerProof(secret: string, requestSignature: string, bodyHash: string): string {
+  return mac(secret, `auditlake-peer-answer/1\n${requestSignature}\n${bodyHash}`);
 }
 
 /** Whether an answer's proof header fits the request's signature and the answer's body. */
 export function checkPeerAnswer(secret: string, requestSignature: string, header: string | string[] | undefined, body: Uint8Array): boolean {
-  return typeof header === 'string' && sameHex(header, peerAnswerProof(secret, requestSignature, bodyDigest([body])));
+  return typeof header === 'string' && matchesDigest(header, digest(peerAnswerProof(secret, requestSignature, bodyDigest([body]))));
 }

@@ -50,8 +50,8 @@ export function registerInternalRoutes(app: FastifyInstance, cluster: InternalEn
         signatures.set(request, check.signature);
       });
     }
-    /** The answer's bytes, with their proof when requests are signed. */
-    const answer = (request: FastifyRequest, reply: FastifyReply, parts: readonly Uint8Array[]): void => {
+    /** Adds the answer's proof (over its bytes, `parts`) when requests are signed. */
+    const proveAnswer = (request: FastifyRequest, reply: FastifyReply, parts: readonly Uint8Array[]): void => {
       const signature = signatures.get(request);
       if (secret !== undefined && signature !== undefined) reply.header(PEER_PROOF_HEADER, peerAnswerProof(secret, signature, bodyDigest(parts)));
     };
@@ -63,7 +63,7 @@ export function registerInternalRoutes(app: FastifyInstance, cluster: InternalEn
         return reply.code(400).send({ status: 'error', error: 'pull request must be a JSON object', code: 'AUDIT_BAD_REQUEST' });
       }
       const parts = encodePullResponse(await cluster.pull(pull));
-      answer(request, reply, parts);
+      proveAnswer(request, reply, parts);
       // A few slices of the leader's log tail are written as they are: joining a 2,000-entry
       // answer into one buffer was a visible share of a busy leader's CPU. Entries read from
       // LevelDB are a buffer each, and thousands of tiny writes would cost more than the copy.
@@ -73,7 +73,7 @@ export function registerInternalRoutes(app: FastifyInstance, cluster: InternalEn
     internal.post('/internal/v1/forward', { bodyLimit: 64 * 1024 * 1024 }, async (request, reply) => {
       if (!Buffer.isBuffer(request.body)) throw new TypeError(`forward request must be ${PEER_WIRE_CONTENT_TYPE}`);
       const body = Buffer.from(JSON.stringify(await cluster.receiveForward(decodeForwardRequest(request.body))), 'utf8');
-      answer(request, reply, [body]);
+      proveAnswer(request, reply, [body]);
       return reply.type('application/json').send(body);
     });
   });
