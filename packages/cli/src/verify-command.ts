@@ -158,7 +158,8 @@ async function verifyWith(options: VerifyOptions, checks: VerifyChecks, bounds: 
       streams.push(ahead.records);
       if (ahead.first !== undefined && (firstSeq === undefined || ahead.first < firstSeq)) firstSeq = ahead.first;
     }
-    const tier = proofs.length === 0 ? undefined : { ...oneProof(proofs), covered: tierCoverage(proofs, options.tiers, firstSeq, view, before) };
+    const start = proofs.length === 0 ? undefined : oneProof(proofs);
+    const tier = start === undefined ? undefined : { ...start, covered: tierCoverage(proofs, options.tiers, { firstSeq, headSeq: start.head?.seq }, view, before) };
     const unmatched = unmatchedSegments(options.tiers, view);
     if (unmatched !== undefined) progress?.note(`verify: the node lists the seqs it tiered to ${unmatched}, none of them a location read here (compare the spelling of --path/--table): what it deleted is judged by the tiers' rows alone`);
     const [alone] = options.tiers;
@@ -240,26 +241,29 @@ interface SeqSpan {
  * newest commit removed, and they leave excused the seqs retention deleted while tiering was off,
  * which no tier holds.
  */
-function tierCoverage(proofs: readonly TierProof[], locations: readonly TierLocationOption[], firstSeq: number | undefined, view: NodeIntegrityView | undefined, before: NodeIntegrityView | undefined): SeqSpan[] {
+function tierCoverage(proofs: readonly TierProof[], locations: readonly TierLocationOption[], read: { firstSeq: number | undefined; headSeq: number | undefined }, view: NodeIntegrityView | undefined, before: NodeIntegrityView | undefined): SeqSpan[] {
   const segments = view?.tierSegments ?? [];
   const covered: SeqSpan[] = [];
-  let head: number | undefined;
-  for (const proof of proofs) if (proof.head !== undefined && (head === undefined || proof.head.seq > head)) head = proof.head.seq;
+  const { firstSeq, headSeq } = read;
   const cut = (view?.tierSegmentsCutThrough ?? undefined) !== undefined;
-  const beforeSegments = segments.length === 0 ? head : Math.min(head ?? 0, Math.min(...segments.map((segment) => segment.fromSeq)) - 1);
+  const beforeSegments = segments.length === 0 ? headSeq : Math.min(headSeq ?? 0, Math.min(...segments.map((segment) => segment.fromSeq)) - 1);
   if (!cut && firstSeq !== undefined && beforeSegments !== undefined && firstSeq <= beforeSegments) covered.push({ fromSeq: firstSeq, toSeq: beforeSegments });
   proofs.forEach((proof, i) => {
     const url = segmentUrlKey((locations[i] as TierLocationOption).location);
-    for (const segment of before?.tierSegments ?? []) if (segmentUrlKey(segment.url) === url) covered.push({ fromSeq: segment.fromSeq, toSeq: segment.toSeq });
+    for (const segment of segmentsAt(before, url)) covered.push({ fromSeq: segment.fromSeq, toSeq: segment.toSeq });
     const readTo = proof.head?.seq;
     if (readTo === undefined) return;
-    for (const segment of segments) {
-      if (segmentUrlKey(segment.url) !== url) continue;
+    for (const segment of segmentsAt(view, url)) {
       const toSeq = Math.min(segment.toSeq, readTo);
       if (segment.fromSeq <= toSeq) covered.push({ fromSeq: segment.fromSeq, toSeq });
     }
   });
   return covered;
+}
+
+/** The seq ranges `view` says were committed to the location at `url` (compared by segmentUrlKey). */
+function segmentsAt(view: NodeIntegrityView | undefined, url: string): NonNullable<NodeIntegrityView['tierSegments']> {
+  return (view?.tierSegments ?? []).filter((segment) => segmentUrlKey(segment.url) === url);
 }
 
 /** The locations the node lists seqs for, when none of them is a location read (a spelling that differs, or a location not given); else undefined. */

@@ -151,9 +151,6 @@ export async function readMarkers(objects: ObjectStore, location: S3Location, fr
  * new marker not continue from the last it knew ({@link continuesKnown}) and reads afresh; one
  * whose listed marker is gone when fetched (deleted in between) gets undefined and reads afresh.
  */
-export async function readMarkersByKey(objects: ObjectStore, location: S3Location, known: ReadonlyMap<string, CommitMarker>, afterSeq?: number): Promise<Map<string, CommitMarker> | undefined>;
-export async function readMarkersByKey(objects: ObjectStore, location: S3Location, known?: undefined, afterSeq?: number): Promise<Map<string, CommitMarker>>;
-export async function readMarkersByKey(objects: ObjectStore, location: S3Location, known?: ReadonlyMap<string, CommitMarker>, afterSeq?: number): Promise<Map<string, CommitMarker> | undefined>;
 export async function readMarkersByKey(objects: ObjectStore, location: S3Location, known?: ReadonlyMap<string, CommitMarker>, afterSeq?: number): Promise<Map<string, CommitMarker> | undefined> {
   const keep = (marker: CommitMarker) => afterSeq === undefined || marker.watermark.seq > afterSeq;
   if (known === undefined) return new Map([...(await readAllMarkers(objects, location, afterSeq))].filter(([, marker]) => keep(marker)));
