@@ -147,7 +147,9 @@ export function parseStartOptions(args: string[], env: NodeJS.ProcessEnv = {}): 
   }
   // The cluster secret from the environment, out of the process list; a file or --set wins.
   const clusterSecret = env[CLUSTER_SECRET_ENV];
-  if (clusterSecret !== undefined && clusterSecret !== '' && !props.has('auditlake.cluster.secret')) props.set('auditlake.cluster.secret', clusterSecret);
+  // Set but blank is refused, not read as "no secret" (which leaves peer requests unsigned).
+  if (clusterSecret !== undefined && clusterSecret.trim() === '') throw usageError(`${CLUSTER_SECRET_ENV} is set but empty: give it the cluster's secret (32 or more characters), or unset it to run without one`);
+  if (clusterSecret !== undefined && !props.has('auditlake.cluster.secret')) props.set('auditlake.cluster.secret', clusterSecret);
   // With the embedded endpoint, the default Iceberg table is in its catalog, so switching
   // tiering to iceberg works without naming a table first.
   if (v['embedded-s3'] && !props.has('auditlake.audit.tier.iceberg.table')) props.set('auditlake.audit.tier.iceberg.table', EMBEDDED_ICEBERG_TABLE);

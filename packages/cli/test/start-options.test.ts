@@ -45,6 +45,35 @@ describe('parseStartOptions', () => {
     );
   });
 
+  it('takes the cluster secret from AUDITLAKE_CLUSTER_SECRET, and refuses a blank one rather than run unsigned, without repeating it (review)', async () => {
+    const secret = 'a-cluster-secret-of-enough-characters-0123';
+    expect(parseStartOptions([], { AUDITLAKE_CLUSTER_SECRET: secret }).config.clusterSecret).toBe(secret);
+    expect(parseStartOptions([]).config.clusterSecret).toBe('');
+    for (const blank of ['', ' '.repeat(40), '\n']) {
+      expect(() => parseStartOptions([], { AUDITLAKE_CLUSTER_SECRET: blank })).toThrow(
+        "AUDITLAKE_CLUSTER_SECRET is set but empty: give it the cluster's secret (32 or more characters), or unset it to run without one",
+      );
+    }
+    // An empty setting in a shared file or a --set over a good secret in the environment: refused, not "no secret".
+    const dir = await mkdtemp(join(tmpdir(), 'auditlake-cli-'));
+    onTestFinished(() => rm(dir, { recursive: true, force: true }));
+    const file = join(dir, 'shared.properties');
+    await writeFile(file, 'auditlake.cluster.secret=\n');
+    for (const args of [['--config', file], ['--set', 'auditlake.cluster.secret=   ']]) {
+      const refused = (() => {
+        try {
+          parseStartOptions(args, { AUDITLAKE_CLUSTER_SECRET: secret });
+          return undefined;
+        } catch (err) {
+          return err as Error & { code: string };
+        }
+      })();
+      expect(refused?.message).toMatch(/auditlake\.cluster\.secret is set but empty: give every node the same secret of 32 or more characters, or remove the setting to run without one$/);
+      expect(refused?.code).toBe('AUDIT_CONFIG_INVALID');
+      expect(refused?.message).not.toContain(secret);
+    }
+  });
+
   const refusals: Array<[string[], RegExp]> = [
     [['--set', 'novalue'], /^--set must be key=value: novalue/],
     [['--port', '70000'], /^--port must be a port number from 0 to 65535: 70000/],

@@ -398,6 +398,11 @@ export function resolveConfig(props: ReadonlyMap<string, string> = new Map()): N
     icebergCatalogs: parseIcebergCatalogs(props),
     sourceBindings: parseSourceBindings(props),
   };
+  // Blank would mean "no secret": peer requests unsigned, without a word (a review's blank
+  // environment variable, or an empty line in a shared file over a good one). Never repeated.
+  if (props.has(CONFIG_KEYS.clusterSecret.key) && config.clusterSecret === '') {
+    throw configError(`${CONFIG_KEYS.clusterSecret.key} is set but empty: give every node the same secret of 32 or more characters, or remove the setting to run without one`);
+  }
   if ((config.embeddedS3AccessKey === '') !== (config.embeddedS3SecretKey === '')) {
     throw configError(`${CONFIG_KEYS.embeddedS3AccessKey.key} and ${CONFIG_KEYS.embeddedS3SecretKey.key} are set together or not at all`);
   }
