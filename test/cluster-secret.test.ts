@@ -3,7 +3,10 @@
 // forged records with the token alone), a request signed for one node is refused at another,
 // a node holding another secret takes no part, and the cluster replicates as before.
 // Real redis-server and `auditlake start` processes; the secret given in the environment.
-import { describe, expect, it } from 'vitest';
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Redis } from 'ioredis';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { ADMIN, expectConverged, postEvents, signedPeerHeader, startCluster } from './cluster-harness.js';
 
 const SECRET = 'a-cluster-secret-only-the-nodes-hold-0123456789';
@@ -69,5 +72,79 @@ describe('cluster secret', () => {
     expect(((await viaOdd.json()) as { events: Array<{ eventId: string }> }).events.filter((e) => acked.has(e.eventId))).toEqual([]);
     // The forged event is nowhere.
     expect((await cluster.log(leader)).some((e) => e.eventId === 'forged')).toBe(false);
+  });
+
+  it('sends a fake leader that Redis names no event, and takes a signed request once, an unsigned one not even to its body (review)', async () => {
+    const cluster = await startCluster({ size: 2, secret: () => SECRET });
+    const leader = await cluster.waitForLeader();
+    const standby = 1 - leader;
+    await cluster.waitForLeaderKnownBy(standby);
+    const token = await cluster.clusterToken();
+    const leaderUrl = cluster.node(leader).url;
+
+    // A signed request captured on the wire and sent again: taken once.
+    const pullBody = JSON.stringify({ nodeId: 'intruder', after: 0, lastTerm: 0, term: 0, limit: 10, waitMs: 0, metaHash: '', catchUp: true });
+    const headers = { 'content-type': 'application/json', 'x-auditlake-cluster-token': token, 'x-auditlake-peer-signature': signedPeerHeader(SECRET, `${leaderUrl}/internal/v1/pull`, pullBody) };
+    expect((await fetch(`${leaderUrl}/internal/v1/pull`, { method: 'POST', headers, body: pullBody })).status).toBe(200);
+    const replayed = await fetch(`${leaderUrl}/internal/v1/pull`, { method: 'POST', headers, body: pullBody });
+    expect(replayed.status).toBe(401);
+    expect(((await replayed.json()) as { error: string }).error).toBe('internal endpoint: peer request replayed: a request with its signature was taken before (each signed request is taken once)');
+
+    // The token alone, with a 64 MiB body announced: answered before any of it is sent.
+    const early = await new Promise<number>((resolve, reject) => {
+      const req = request(`${leaderUrl}/internal/v1/forward`, { method: 'POST', headers: { 'content-type': 'application/x-ndjson', 'content-length': 64 * 1024 * 1024, 'x-auditlake-cluster-token': token } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+        req.destroy();
+      });
+      req.on('error', reject);
+      req.flushHeaders();
+    });
+    expect(early).toBe(401);
+
+    // A writer of Redis names a leader of its own, at a URL it listens on, and keeps it named.
+    const received: Array<{ path: string; body: string }> = [];
+    const fake = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        received.push({ path: req.url ?? '', body: Buffer.concat(chunks).toString('utf8') });
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{"term":1000,"nodeId":"fake","lastSeq":0}');
+      });
+    });
+    await new Promise<void>((resolve) => fake.listen(0, '127.0.0.1', resolve));
+    onTestFinished(() => new Promise<void>((resolve) => fake.close(() => resolve())));
+    const fakeUrl = `http://127.0.0.1:${(fake.address() as AddressInfo).port}`;
+    const redis = new Redis(cluster.redis.url);
+    onTestFinished(() => void redis.disconnect());
+    const nameFake = async () => {
+      const member = { nodeId: 'fake', url: fakeUrl, role: 'leader', term: 1000, lastSeq: 1e9, lastTerm: 1000, updatedAtMs: Date.now() };
+      await redis.multi().set('auditlake:default:term', '1000').set('auditlake:default:leader', 'fake|1000', 'PX', 5000).set('auditlake:default:member:fake', JSON.stringify(member), 'PX', 5000).sadd('auditlake:default:members', 'fake').exec();
+    };
+    await nameFake();
+    const steering = setInterval(() => void nameFake(), 200);
+    onTestFinished(() => clearInterval(steering));
+    // Both nodes follow it: neither leads.
+    await expect.poll(async () => (await fetch(`${cluster.node(leader).url}/admin/cluster`, { headers: { authorization: `Token ${ADMIN}` } }).then((r) => r.json())) as { leader: { nodeId: string } | null }, { timeout: 15_000, interval: 100 }).toMatchObject({ leader: { nodeId: 'fake' } });
+    await expect.poll(() => received.some((r) => r.path === '/internal/v1/pull'), { timeout: 15_000, interval: 100 }).toBe(true);
+
+    // Events sent meanwhile are stored (in each node's outbox) but go nowhere near the fake.
+    const acked = new Set<string>();
+    for (const i of [leader, standby]) {
+      const events = Array.from({ length: 10 }, (_, k) => ({ eventId: `steered-${i}-${k}`, userId: 'ana', source: 'trino', action: 'data:Select', resource: 'hive.hr.payroll', query: "SELECT * FROM payroll WHERE ssn='123-45-6780'" }));
+      expect((await postEvents(cluster.node(i).url, events)).status).toBe(200);
+      for (const e of events) acked.add(e.eventId);
+    }
+    // Each node keeps trying to forward (its retries come every 100 ms to 5 s) while it pulls from the fake every second or so.
+    const pullsBefore = received.filter((r) => r.path === '/internal/v1/pull').length;
+    await expect.poll(() => received.filter((r) => r.path === '/internal/v1/pull').length, { timeout: 15_000, interval: 100 }).toBeGreaterThan(pullsBefore + 6);
+    expect(received.filter((r) => r.path !== '/internal/v1/pull')).toEqual([]);
+    expect(received.some((r) => r.body.includes('payroll') || r.body.includes('steered-'))).toBe(false);
+
+    // Redis is put right: a real node leads again, and every event acknowledged meanwhile is on both.
+    clearInterval(steering);
+    await redis.del('auditlake:default:leader', 'auditlake:default:member:fake');
+    await redis.srem('auditlake:default:members', 'fake');
+    await expectConverged(cluster, [leader, standby], acked, 60_000);
   });
 });

@@ -42,12 +42,6 @@ import { registerMaintenanceRoutes } from './routes/maintenance-routes.js';
 import type { S3Credentials } from '@auditlake/s3-endpoint';
 import { EMBEDDED_BUCKET, EMBEDDED_CATALOG, embeddedConnection, startEmbeddedS3, type EmbeddedS3 } from './embedded-s3.js';
 
-/**
- * With a cluster secret, how recently the leader must have proven it (in an answer to this
- * node's pulls, which come at least every long-poll wait) for client requests to be passed to it.
- */
-const LEADER_PROOF_MAX_AGE_MS = 30_000;
-
 export interface AuditNodeOptions {
   dataDir: string;
   host: string;
@@ -216,7 +210,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     const recordForwardConflicts = (refused: readonly EventIdConflict[], receivedBy: string) => forwarded.conflicts?.record(refused, { receivedBy }) ?? Promise.resolve();
     const cluster = coordinatorUrl === undefined ? undefined : await openClusterNode(coordinatorUrl, nodeId, config, store, metrics, logger, closers, recordForwardConflicts, options.onNodeIdInUse);
     // A single node's status shows its address, known once the app below listens.
-    const membership = cluster ? clusterMembership(cluster.node, (url) => cluster.transport.provenWithin(url, LEADER_PROOF_MAX_AGE_MS)) : singleNodeMembership(nodeId, () => advertisedUrl(app, options), store);
+    const membership = cluster ? clusterMembership(cluster.node, (url) => cluster.transport.proven(url)) : singleNodeMembership(nodeId, () => advertisedUrl(app, options), store);
     const conflicts = new ConflictRecorder({ membership, metrics, log: logger });
     forwarded.conflicts = conflicts;
     const connections = new S3Connections(config.s3Connections);
@@ -394,6 +388,11 @@ async function openClusterNode(
   const transport = httpPeerTransport(() => token.current(), config.clusterSecret === '' ? undefined : config.clusterSecret);
   closers.push(async () => transport.close());
   const log = logger.child({ component: 'cluster', nodeId });
+  if (config.clusterSecret === '') {
+    log.warn('no cluster secret (auditlake.cluster.secret): the cluster token, which whoever reads the coordinator holds, opens this node\'s internal endpoints (pull the log, forward events); set the same secret of 32 or more characters on every node');
+  } else {
+    log.info('peer requests are signed with the cluster secret, and only answers that prove it are used');
+  }
   const node = await ClusterNode.open({
     store,
     coordinator,

@@ -47,23 +47,70 @@ export function signPeerRequest(secret: string, url: string, body: Uint8Array, n
 
 export type PeerRequestCheck = { ok: true; signature: string } | { ok: false; reason: string };
 
+const UNSIGNED = 'this node takes only peer requests signed with the cluster secret (auditlake.cluster.secret): configure the same secret on every node';
+
+/** A signature header's parts; the time as decimal digits without leading zeros, so one signature has one spelling (`0x…`, `+…`, `0…`, `…e0` were the same MAC). */
+function signatureParts(header: string | string[] | undefined): { timeMs: number; nonce: string; mac: string } | { reason: string } {
+  if (typeof header !== 'string') return { reason: `${UNSIGNED}; the request carries no signature` };
+  const [timeText, nonce, mac, ...rest] = header.split('.');
+  if (rest.length > 0 || timeText === undefined || !/^(?:0|[1-9]\d{0,15})$/.test(timeText) || nonce === undefined || mac === undefined || !/^[0-9a-f]{24}$/.test(nonce) || !/^[0-9a-f]{64}$/.test(mac)) {
+    return { reason: `${UNSIGNED}; its signature is malformed` };
+  }
+  const timeMs = Number(timeText);
+  return Number.isSafeInteger(timeMs) ? { timeMs, nonce, mac } : { reason: `${UNSIGNED}; its signature is malformed` };
+}
+
+/**
+ * Why a request cannot be a signed one, judged from its signature header alone (no secret
+ * needed), or undefined: refused before its body (up to 64 MiB) is read.
+ */
+export function unsignedReason(header: string | string[] | undefined): string | undefined {
+  const parts = signatureParts(header);
+  return 'reason' in parts ? parts.reason : undefined;
+}
+
+/**
+ * The nonces of the signed requests a node took, each kept until its signature's time is past
+ * the skew (when the time check alone refuses it): a request captured on the wire (peer traffic
+ * is plain HTTP) and sent again is refused, not served twice. Only requests whose signature
+ * verified are kept, so only the cluster's own traffic fills it.
+ */
+export class PeerNonces {
+  /** Nonce → the time after which its request is refused by its time anyway. Insertion order. */
+  readonly #until = new Map<string, number>();
+
+  /** True (and remembered) the first time; false for a nonce seen before. */
+  admit(nonce: string, timeMs: number, nowMs: number): boolean {
+    // Forget from the oldest while expired: amortised constant work per request.
+    for (const [seen, until] of this.#until) {
+      if (until >= nowMs) break;
+      this.#until.delete(seen);
+    }
+    if (this.#until.has(nonce)) return false;
+    this.#until.set(nonce, timeMs + PEER_SIGNATURE_SKEW_MS);
+    return true;
+  }
+
+  get size(): number {
+    return this.#until.size;
+  }
+}
+
 /**
  * Whether `header` signs a POST of the body whose SHA-256 is `bodyHash` to `url` (this node's own
- * address, as it publishes it, and the request's path), within PEER_SIGNATURE_SKEW_MS of now.
+ * address, as it publishes it, and the request's path), within PEER_SIGNATURE_SKEW_MS of now,
+ * and — given `nonces` — was not taken before.
  */
-export function checkPeerRequest(secret: string, url: string, header: string | string[] | undefined, bodyHash: string, nowMs: number): PeerRequestCheck {
-  const unsigned = 'this node takes only peer requests signed with the cluster secret (auditlake.cluster.secret): configure the same secret on every node';
-  if (typeof header !== 'string') return { ok: false, reason: `${unsigned}; the request carries no signature` };
-  const [timeText, nonce, signature, ...rest] = header.split('.');
-  const timeMs = Number(timeText);
-  if (rest.length > 0 || nonce === undefined || signature === undefined || !/^[0-9a-f]{24}$/.test(nonce) || !/^[0-9a-f]{64}$/.test(signature) || !Number.isSafeInteger(timeMs)) {
-    return { ok: false, reason: `${unsigned}; its signature is malformed` };
-  }
+export function checkPeerRequest(secret: string, url: string, header: string | string[] | undefined, bodyHash: string, nowMs: number, nonces?: PeerNonces): PeerRequestCheck {
+  const parts = signatureParts(header);
+  if ('reason' in parts) return { ok: false, reason: parts.reason };
+  const { timeMs, nonce, mac: signature } = parts;
   if (Math.abs(nowMs - timeMs) > PEER_SIGNATURE_SKEW_MS) return { ok: false, reason: `peer request signed ${Math.round((nowMs - timeMs) / 1000)} s from this node's clock (more than ${PEER_SIGNATURE_SKEW_MS / 1000} s): a replay, or clocks far apart` };
   if (!matchesDigest(signature, digest(mac(secret, requestText(url, timeMs, nonce, bodyHash))))) {
     return { ok: false, reason: `peer request signature does not verify for ${url}: the sender holds another cluster secret, or the request was signed for another node or altered` };
   }
-  return { ok: true, signature: header };
+  if (nonces !== undefined && !nonces.admit(nonce, timeMs, nowMs)) return { ok: false, reason: 'peer request replayed: a request with its signature was taken before (each signed request is taken once)' };
+  return { ok: true, signature: header as string };
 }
 
 /** The proof header of an answer whose body's SHA-256 is `bodyHash` to a request signed `requestSignature`. */

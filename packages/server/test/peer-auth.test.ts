@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { httpPeerTransport } from '../src/http-peer-transport.js';
 import { startTestNode } from './test-node.js';
-import { PEER_PROOF_HEADER, PEER_SIGNATURE_HEADER, PEER_SIGNATURE_SKEW_MS, bodyDigest, checkPeerAnswer, checkPeerRequest, peerAnswerProof, signPeerRequest } from '../src/peer-auth.js';
+import { PEER_PROOF_HEADER, PEER_SIGNATURE_HEADER, PEER_SIGNATURE_SKEW_MS, PeerNonces, bodyDigest, checkPeerAnswer, checkPeerRequest, peerAnswerProof, signPeerRequest, unsignedReason } from '../src/peer-auth.js';
 
 const SECRET = 'cluster-secret-for-peer-auth-tests-0123456789';
 const LEADER = 'http://10.0.0.1:7070/internal/v1/pull';
@@ -37,7 +37,34 @@ describe('peer request signatures', () => {
     expect(refusal(SECRET, LEADER, undefined, digest, NOW)).toBe('this node takes only peer requests signed with the cluster secret (auditlake.cluster.secret): configure the same secret on every node; the request carries no signature');
     for (const malformed of ['', 'x.y.z', `${NOW}.${'0'.repeat(24)}`, `${NOW}.${'0'.repeat(24)}.${'g'.repeat(64)}`, `${signature}.extra`]) {
       expect(refusal(SECRET, LEADER, malformed, digest, NOW)).toMatch(/its signature is malformed$/);
+      expect(unsignedReason(malformed)).toMatch(/its signature is malformed$/);
     }
+    expect(unsignedReason(undefined)).toMatch(/the request carries no signature$/);
+    expect(unsignedReason(signature)).toBeUndefined();
+  });
+
+  it('have one spelling of their time: another spelling of the same number is refused, not a second signature (review)', () => {
+    const signature = signPeerRequest(SECRET, LEADER, body, NOW);
+    const [, nonce, mac] = signature.split('.');
+    for (const time of [`0x${NOW.toString(16)}`, `+${NOW}`, ` ${NOW} `, `${NOW}e0`, `0${NOW}`, `${NOW}.0`]) {
+      const check = checkPeerRequest(SECRET, LEADER, `${time}.${nonce}.${mac}`, digest, NOW);
+      expect(check.ok ? 'accepted' : check.reason).toMatch(/malformed|does not verify/);
+    }
+  });
+
+  it('are taken once: the same signed request sent again within the skew is refused as a replay (review)', () => {
+    const nonces = new PeerNonces();
+    const signature = signPeerRequest(SECRET, LEADER, body, NOW);
+    expect(checkPeerRequest(SECRET, LEADER, signature, digest, NOW, nonces)).toEqual({ ok: true, signature });
+    const again = checkPeerRequest(SECRET, LEADER, signature, digest, NOW + 60_000, nonces);
+    expect(again).toEqual({ ok: false, reason: 'peer request replayed: a request with its signature was taken before (each signed request is taken once)' });
+    // A request whose signature does not verify is not remembered (only the cluster's own traffic fills the set).
+    expect(checkPeerRequest(SECRET, 'http://10.0.0.2:7070/internal/v1/pull', signPeerRequest(SECRET, LEADER, body, NOW), digest, NOW, nonces).ok).toBe(false);
+    expect(nonces.size).toBe(1);
+    // Past the skew it is forgotten (the time check refuses it from then on), so the set stays bounded.
+    expect(checkPeerRequest(SECRET, LEADER, signPeerRequest(SECRET, LEADER, body, NOW + PEER_SIGNATURE_SKEW_MS + 1), digest, NOW + PEER_SIGNATURE_SKEW_MS + 1, nonces).ok).toBe(true);
+    expect(nonces.size).toBe(1);
+    expect(checkPeerRequest(SECRET, LEADER, signature, digest, NOW + PEER_SIGNATURE_SKEW_MS + 1, nonces)).toMatchObject({ ok: false, reason: expect.stringMatching(/^peer request signed -?\d+ s from this node's clock/) });
   });
 
   it('answers prove the secret over the request signature and the answer body', () => {
@@ -54,25 +81,31 @@ describe('peer request signatures', () => {
 describe('the peer transport with a cluster secret', () => {
   it('without a secret counts every peer as proven (nothing changes)', () => {
     const transport = httpPeerTransport(async () => 'token');
-    expect(transport.provenWithin('http://127.0.0.1:1', 0)).toBe(true);
+    expect(transport.proven('http://127.0.0.1:1')).toBe(true);
     transport.close();
   });
 
   let server: Server | undefined;
   afterEach(() => new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve())));
 
-  /** A peer that records what it was sent and answers `{"accepted":1}`, with a proof under `proofSecret` (none when undefined). */
-  async function peer(proofSecret: string | undefined): Promise<{ url: string; seen: Array<{ url: string; signature: string | undefined; token: string | undefined }> }> {
-    const seen: Array<{ url: string; signature: string | undefined; token: string | undefined }> = [];
+  const PULL_ANSWER = Buffer.from('{"term":1,"nodeId":"n0","lastSeq":0}');
+  const FORWARD_ANSWER = Buffer.from('{"accepted":1}');
+
+  /**
+   * A peer that records what it was sent and answers a pull with no entries and a forward with
+   * `{"accepted":1}`, with a proof under `proof.secret` (none when undefined; changeable).
+   */
+  async function peer(proof: { secret: string | undefined }): Promise<{ url: string; seen: Array<{ url: string; signature: string | undefined; token: string | undefined; body: string }> }> {
+    const seen: Array<{ url: string; signature: string | undefined; token: string | undefined; body: string }> = [];
     server = createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
         const signature = req.headers[PEER_SIGNATURE_HEADER] as string | undefined;
-        seen.push({ url: req.url ?? '', signature, token: req.headers['x-auditlake-cluster-token'] as string | undefined });
-        const answer = Buffer.from('{"accepted":1}');
+        seen.push({ url: req.url ?? '', signature, token: req.headers['x-auditlake-cluster-token'] as string | undefined, body: Buffer.concat(chunks).toString('utf8') });
+        const answer = req.url?.endsWith('/pull') ? PULL_ANSWER : FORWARD_ANSWER;
         const headers: Record<string, string> = { 'content-type': 'application/json' };
-        if (proofSecret !== undefined && signature !== undefined) headers[PEER_PROOF_HEADER] = peerAnswerProof(proofSecret, signature, bodyDigest([answer]));
+        if (proof.secret !== undefined && signature !== undefined) headers[PEER_PROOF_HEADER] = peerAnswerProof(proof.secret, signature, bodyDigest([answer]));
         res.writeHead(200, headers).end(answer);
       });
     });
@@ -80,37 +113,75 @@ describe('the peer transport with a cluster secret', () => {
     return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
   }
 
-  it('signs each request for the URL it is sent to and takes an answer that proves the secret', async () => {
-    const target = await peer(SECRET);
+  const PULL = { nodeId: 'n1', after: 0, lastTerm: 0, term: 1, limit: 10, waitMs: 0, metaHash: '', catchUp: false };
+  const events = ['{"eventId":"e1","query":"SELECT ssn FROM payroll"}'];
+
+  it('signs each request for the URL it is sent to, and forwards events only to a peer a pull proved (review: a fake leader got them in full)', async () => {
+    const target = await peer({ secret: SECRET });
     const transport = httpPeerTransport(async () => 'token', SECRET);
     try {
-      expect(transport.provenWithin(target.url, 60_000)).toBe(false);
-      await expect(transport.forward(target.url, { nodeId: 'n1', term: 1, events: [] }, 5_000)).resolves.toEqual({ accepted: 1 });
-      // Proven: client requests may now be passed to it (Membership.leaderUrl).
-      expect(transport.provenWithin(target.url, 60_000)).toBe(true);
-      expect(transport.provenWithin('http://127.0.0.1:1', 60_000)).toBe(false);
-      const [sent] = target.seen;
-      expect(sent?.token).toBe('token');
-      expect(sent?.signature).toMatch(/^\d+\.[0-9a-f]{24}\.[0-9a-f]{64}$/);
+      expect(transport.proven(target.url)).toBe(false);
+      // Not proven: nothing is sent, the events wait.
+      await expect(transport.forward(target.url, { nodeId: 'n1', term: 1, events }, 5_000)).rejects.toThrow(
+        `${target.url} has not proven the cluster secret in the last 10 s (a pull from it answers with a proof): forwarded events wait in the outbox rather than go to a node that may not belong to this cluster`,
+      );
+      expect(target.seen).toEqual([]);
+      // A pull carries no event and proves the peer.
+      await expect(transport.pull(target.url, PULL, 5_000)).resolves.toMatchObject({ nodeId: 'n0', entries: [] });
+      expect(transport.proven(target.url)).toBe(true);
+      expect(transport.proven('http://127.0.0.1:1')).toBe(false);
+      await expect(transport.forward(target.url, { nodeId: 'n1', term: 1, events }, 5_000)).resolves.toEqual({ accepted: 1 });
+      expect(target.seen.map((sent) => sent.url)).toEqual(['/internal/v1/pull', '/internal/v1/forward']);
+      expect(target.seen[1]?.body).toContain('payroll');
+      for (const sent of target.seen) {
+        expect(sent.token).toBe('token');
+        expect(sent.signature).toMatch(/^\d+\.[0-9a-f]{24}\.[0-9a-f]{64}$/);
+      }
     } finally {
       transport.close();
     }
   });
 
-  it('refuses the answer of a peer that does not prove it: a fake leader, or one with another secret', async () => {
-    for (const proofSecret of [undefined, 'another-cluster-secret-0123456789abcdef']) {
-      const target = await peer(proofSecret);
+  it('refuses the answer of a peer that does not prove it (a fake leader, or one with another secret), which stays unproven and is sent no events', async () => {
+    for (const secret of [undefined, 'another-cluster-secret-0123456789abcdef']) {
+      const target = await peer({ secret });
       const transport = httpPeerTransport(async () => 'token', SECRET);
       try {
-        const refused = transport.forward(target.url, { nodeId: 'n1', term: 1, events: [] }, 5_000);
-        await refused.catch(() => undefined);
-        expect(transport.provenWithin(target.url, 60_000)).toBe(false);
-        await expect(refused).rejects.toThrow(`${target.url}/internal/v1/forward answered without proving the cluster secret (auditlake.cluster.secret): it is not a node of this cluster, or its secret differs; its answer is not used`);
+        await expect(transport.pull(target.url, PULL, 5_000)).rejects.toThrow(
+          `${target.url}/internal/v1/pull answered without proving the cluster secret (auditlake.cluster.secret): it is not a node of this cluster, or its secret differs; its answer is not used`,
+        );
+        expect(transport.proven(target.url)).toBe(false);
+        await expect(transport.forward(target.url, { nodeId: 'n1', term: 1, events }, 5_000)).rejects.toThrow(/has not proven the cluster secret/);
+        expect(target.seen.map((sent) => sent.url)).toEqual(['/internal/v1/pull']);
       } finally {
         transport.close();
         await new Promise<void>((resolve) => server!.close(() => resolve()));
         server = undefined;
       }
+    }
+  });
+
+  it('ends a proof at the first failed call: an impostor at a proven URL is not vouched for by the earlier proof (review)', async () => {
+    const proof = { secret: SECRET as string | undefined };
+    const target = await peer(proof);
+    const transport = httpPeerTransport(async () => 'token', SECRET);
+    try {
+      await transport.pull(target.url, PULL, 5_000);
+      expect(transport.proven(target.url)).toBe(true);
+      // Another process answers at that address now, without the secret.
+      proof.secret = undefined;
+      await expect(transport.pull(target.url, PULL, 5_000)).rejects.toThrow(/answered without proving the cluster secret/);
+      expect(transport.proven(target.url)).toBe(false);
+      proof.secret = SECRET;
+      await transport.pull(target.url, PULL, 5_000);
+      expect(transport.proven(target.url)).toBe(true);
+      // Nothing answers there any more.
+      await new Promise<void>((resolve) => server!.close(() => resolve()));
+      server = undefined;
+      await expect(transport.pull(target.url, PULL, 5_000)).rejects.toThrow();
+      expect(transport.proven(target.url)).toBe(false);
+    } finally {
+      transport.close();
     }
   });
 });

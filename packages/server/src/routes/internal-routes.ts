@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { matchesDigest, digest } from '../auth/constant-time.js';
 import { CLUSTER_TOKEN_HEADER } from '../http-peer-transport.js';
-import { PEER_PROOF_HEADER, PEER_SIGNATURE_HEADER, bodyDigest, checkPeerRequest, peerAnswerProof } from '../peer-auth.js';
+import { PEER_PROOF_HEADER, PEER_SIGNATURE_HEADER, PeerNonces, bodyDigest, checkPeerRequest, peerAnswerProof, unsignedReason } from '../peer-auth.js';
 import { PEER_WIRE_CONTENT_TYPE, decodeForwardRequest, encodePullResponse } from '../peer-wire.js';
 
 /** What the internal endpoints call (the cluster node, once it has started). */
@@ -33,6 +33,12 @@ export function registerInternalRoutes(app: FastifyInstance, cluster: InternalEn
         reply.header('connection', 'close');
         return reply.code(401).send({ status: 'error', error: 'internal endpoint: missing or wrong cluster token', code: 'AUDIT_UNAUTHENTICATED' });
       }
+      // With a secret, a request that carries no well-formed signature is refused before its body is read too.
+      const unsigned = cluster.secret === undefined ? undefined : unsignedReason(request.headers[PEER_SIGNATURE_HEADER]);
+      if (unsigned !== undefined) {
+        reply.header('connection', 'close');
+        return reply.code(401).send({ status: 'error', error: `internal endpoint: ${unsigned}`, code: 'AUDIT_UNAUTHENTICATED' });
+      }
     });
     // Forwarded events arrive as NDJSON, kept as bytes and split into lines before decoding
     // (peer-wire.ts); scoped to these routes. A pull request's JSON is kept as bytes too: a
@@ -43,9 +49,10 @@ export function registerInternalRoutes(app: FastifyInstance, cluster: InternalEn
     /** Each signed request's signature, which its answer's proof covers. */
     const signatures = new WeakMap<FastifyRequest, string>();
     if (secret !== undefined) {
+      const nonces = new PeerNonces();
       internal.addHook('preHandler', async (request, reply) => {
         const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-        const check = checkPeerRequest(secret, cluster.ownUrl() + request.url, request.headers[PEER_SIGNATURE_HEADER], bodyDigest([body]), (cluster.now ?? Date.now)());
+        const check = checkPeerRequest(secret, cluster.ownUrl() + request.url, request.headers[PEER_SIGNATURE_HEADER], bodyDigest([body]), (cluster.now ?? Date.now)(), nonces);
         if (!check.ok) return reply.code(401).send({ status: 'error', error: `internal endpoint: ${check.reason}`, code: 'AUDIT_UNAUTHENTICATED' });
         signatures.set(request, check.signature);
       });
