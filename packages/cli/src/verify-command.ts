@@ -170,6 +170,10 @@ async function verifyWith(options: VerifyOptions, checks: VerifyChecks, bounds: 
     // that seq: first among its breaks there.
     const oneCopy = alone !== undefined && options.tiers.length === 1 && client === undefined ? `the tier at ${alone.location}` : undefined;
     const verifier = new ChainVerifier({ ...verifierOptionsOf(options, pinnedKeys, tier, view, client), ...(oneCopy === undefined ? {} : { oneCopy }) });
+    // The verifier holds the checkpoints in a compact form of its own: the parsed ones (and the
+    // pack texts their strings were cut from, ~1 KB a checkpoint) go now, not after a read that
+    // may take hours.
+    for (const holder of [...proofs, ...(tier === undefined ? [] : [tier])]) holder.checkpoints.length = 0;
     progress?.expectHead(Math.max(tier?.head?.seq ?? 0, view?.head.seq ?? 0) || undefined);
     const watches = oneCopy !== undefined ? [] : proofs.map(() => new IdenticalCopyWatch());
     if (client !== undefined) streams.push(nodeRecords(client, checks));

@@ -1,5 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import { checkpointHash, checkpointSignatureValid, parseSignedCheckpoint, type SignedCheckpoint } from './checkpoint.js';
+import { FoundCheckpoints } from './found-checkpoints.js';
 import { parseErasureDetails } from './integrity-events.js';
 import { parsePublishedKey, publicKeyId } from './node-key.js';
 import { checkRecord, type CheckedDigest, type CheckedRecord, type VerifyRecord } from './checked-record.js';
@@ -139,6 +140,18 @@ interface Processed {
   chainHash: string | undefined;
 }
 
+/** The distinct checkpoints a verifier found (ChainVerifier's #distinct). */
+interface DistinctCheckpoints {
+  /** Per entry, the entry that stands for its copies. */
+  representative: Uint32Array;
+  /** The representatives, by the seq they cover. */
+  ordered: Uint32Array;
+  /** By representative: 1 when a copy was compared with the chained record it covers. */
+  matched: Uint8Array;
+  /** By representative: what that record held, where it differed. */
+  mismatches: Map<number, { chainHash: string | undefined }>;
+}
+
 /** How many records a chained record is compared against when looking for a reordering. */
 const REORDER_WINDOW = 16;
 /** Chain hashes kept for checkpoints that arrive after the record they cover. */
@@ -157,8 +170,11 @@ export class ChainVerifier {
   readonly #breaks: IntegrityBreak[] = [];
   readonly #queue: CheckedRecord[] = [];
   readonly #recent = new RecentBySeq<Processed>(RECENT_MAX);
-  readonly #checkpoints: Array<FoundCheckpoint & { recordSeq?: number }> = [];
-  readonly #externalBySeq = new Map<number, FoundCheckpoint[]>();
+  /** Every checkpoint found, in the records and outside them (compact: a year of them is held). */
+  readonly #found = new FoundCheckpoints();
+  /** The entries found outside the records, by the seq they cover: compared as the records pass it. */
+  readonly #external: Uint32Array;
+  #externalAt = 0;
   readonly #registered = new Map<string, { publicKey: KeyObject | undefined; fingerprint: string | undefined; seq: number }>();
   /**
    * Per eventId named by an erasure record, per field erased: the seq of the latest erasure
@@ -168,9 +184,6 @@ export class ChainVerifier {
    */
   readonly #grants = new Map<string, Map<string, number>>();
   readonly #erasures: Array<{ seq: number; eventId: string; fields: HashedField[] }> = [];
-  readonly #mismatches = new Map<string, { chainHash: string | undefined }>();
-  /** Checkpoints (by hash) compared with the chained record at their seq. */
-  readonly #matched = new Set<string>();
   #rowsWithoutSeq = 0;
   #lastFedSeq = -Infinity;
   #last: Processed | undefined;
@@ -186,12 +199,12 @@ export class ChainVerifier {
   #finished = false;
 
   constructor(options: ChainVerifierOptions = {}) {
-    this.#options = options;
-    for (const found of options.checkpoints ?? []) {
-      const list = this.#externalBySeq.get(found.checkpoint.seq) ?? [];
-      list.push(found);
-      this.#externalBySeq.set(found.checkpoint.seq, list);
-    }
+    // The checkpoints are taken in and not kept as given: the caller's objects can then go.
+    const { checkpoints, ...rest } = options;
+    this.#options = rest;
+    for (const found of checkpoints ?? []) this.#found.add(found.checkpoint, { where: found.where, ...(found.recordSeq === undefined ? {} : { recordSeq: found.recordSeq }), inStream: false });
+    const seqs = (i: number) => this.#found.seq(i);
+    this.#external = Uint32Array.from({ length: this.#found.size }, (_, i) => i).sort((a, b) => seqs(a) - seqs(b));
   }
 
   /** Adds the next record (seq ascending). Throws TypeError when the order is broken. */
@@ -320,7 +333,40 @@ export class ChainVerifier {
     this.#remember(processed);
     this.#last = processed;
     this.#noteIntegrityEvent(record);
-    for (const found of this.#externalBySeq.get(record.seq) ?? []) this.#matchCheckpoint(found.checkpoint, processed);
+    this.#matchExternal(processed);
+  }
+
+  /**
+   * Adds the checkpoint of the checkpoint record at `recordSeq`: to the entry of a copy found
+   * outside the records, when there is one not yet taken by a record, else as an entry of its own.
+   */
+  #addCheckpointRecord(checkpoint: SignedCheckpoint, recordSeq: number): number {
+    const found = this.#found;
+    const external = this.#external;
+    let low = 0;
+    let high = external.length;
+    while (low < high) {
+      const mid = (low + high) >>> 1;
+      if (found.seq(external[mid] as number) < checkpoint.seq) low = mid + 1;
+      else high = mid;
+    }
+    let hash: string | undefined;
+    for (let at = low; at < external.length && found.seq(external[at] as number) === checkpoint.seq; at++) {
+      const i = external[at] as number;
+      hash ??= checkpointHash(checkpoint);
+      if (!found.inStream(i) && found.hasHash(i, hash)) {
+        found.foundAsRecord(i, recordSeq);
+        return i;
+      }
+    }
+    return found.add(checkpoint, { recordSeq, inStream: true });
+  }
+
+  /** Compares the checkpoints found outside the records that cover this record's seq with it. */
+  #matchExternal(processed: Processed): void {
+    const external = this.#external;
+    while (this.#externalAt < external.length && this.#found.seq(external[this.#externalAt] as number) < processed.seq) this.#externalAt++;
+    for (let at = this.#externalAt; at < external.length && this.#found.seq(external[at] as number) === processed.seq; at++) this.#found.match(external[at] as number, processed.chainHash);
   }
 
   #duplicate(record: CheckedRecord, last: Processed): void {
@@ -499,14 +545,13 @@ export class ChainVerifier {
     try {
       if (kind === 'checkpoint') {
         const checkpoint = parseSignedCheckpoint(text);
-        const where = `the checkpoint record at seq ${record.seq}`;
-        this.#checkpoints.push({ checkpoint, where, recordSeq: record.seq });
+        const entry = this.#addCheckpointRecord(checkpoint, record.seq);
         if (checkpoint.seq >= record.seq) {
           this.#break({ kind: 'checkpoint-mismatch', seq: record.seq, message: `checkpoint at seq ${record.seq} claims to cover seq ${checkpoint.seq}, at or after itself` });
           return;
         }
         const covered = this.#recent.get(checkpoint.seq);
-        if (covered !== undefined) this.#matchCheckpoint(checkpoint, covered);
+        if (covered !== undefined) this.#found.match(entry, covered.chainHash);
       } else if (kind === 'registerKey') {
         const key = parsePublishedKey(text);
         this.#registered.set(key.keyId, { publicKey: key.publicKey, fingerprint: key.fingerprint, seq: record.seq });
@@ -524,13 +569,6 @@ export class ChainVerifier {
     } catch (err) {
       this.#break({ kind: 'altered', seq: record.seq, eventId: record.eventId, fields: ['details'], message: `altered record at seq ${record.seq} (eventId ${record.eventId}): its ${integrity.action} details do not parse (${(err as Error).message})` });
     }
-  }
-
-  /** Noted now (the covered record is at hand), reported only for a checkpoint whose signature holds. */
-  #matchCheckpoint(checkpoint: SignedCheckpoint, covered: Processed): void {
-    const hash = checkpointHash(checkpoint);
-    this.#matched.add(hash);
-    if (covered.chainHash !== checkpoint.chainHash) this.#mismatches.set(hash, { chainHash: covered.chainHash });
   }
 
   /**
@@ -567,33 +605,38 @@ export class ChainVerifier {
   #checkTail(): void {
     const end = this.#historyEnd();
     const lastSeq = end.seq;
-    // A loop, not Math.max(...seqs): a year of checkpoints (one a minute) is more arguments
-    // than a call can take, and the verifier then failed on an untouched history.
-    let found: FoundCheckpoint | undefined;
-    for (const list of [this.#checkpoints, this.#options.checkpoints ?? []]) for (const c of list) if (c.checkpoint.seq > (found?.checkpoint.seq ?? 0)) found = c;
-    const covered = found?.checkpoint.seq ?? 0;
-    if (found !== undefined && covered > lastSeq) {
+    const found = this.#found;
+    // The one covering the most: of equals, a checkpoint record's first, then the first found.
+    let furthest: number | undefined;
+    for (let i = 0; i < found.size; i++) {
+      if (furthest === undefined || found.seq(i) > found.seq(furthest) || (found.seq(i) === found.seq(furthest) && this.#rank(i) < this.#rank(furthest))) furthest = i;
+    }
+    const covered = furthest === undefined ? 0 : found.seq(furthest);
+    if (furthest !== undefined && covered > lastSeq) {
       this.#break({
         kind: 'truncated',
         seq: lastSeq + 1,
         toSeq: covered,
-        message: `truncated tail: the history ends at seq ${lastSeq}, but the checkpoint in ${found.where} covers records up to seq ${covered} (${covered - lastSeq} missing)`,
+        message: `truncated tail: the history ends at seq ${lastSeq}, but the checkpoint in ${found.where(furthest)} covers records up to seq ${covered} (${covered - lastSeq} missing)`,
       });
     }
     // A checkpoint shown outside the records was made by a checkpoint record after the seq it
     // covers: within this history, that record must be there, unless declared deleted by retention.
-    const recorded = new Set(this.#checkpoints.map((found) => checkpointHash(found.checkpoint)));
+    // Reported once, where first shown (the same checkpoint may be in a summary and an object).
     const start = this.#firstSeq ?? Infinity;
-    for (const found of this.#options.checkpoints ?? []) {
-      const seq = found.checkpoint.seq;
-      const hash = checkpointHash(found.checkpoint);
-      if (seq < start || recorded.has(hash) || this.#isPruned(found.recordSeq ?? seq + 1)) continue;
-      // Reported once, where first shown (the same checkpoint may be in a summary and an object).
-      recorded.add(hash);
+    const { representative } = this.#distinct();
+    const reported = new Set<number>();
+    for (let i = 0; i < found.size; i++) {
+      if (found.inStream(i)) continue;
+      const first = representative[i] as number;
+      const seq = found.seq(i);
+      // A checkpoint record among its copies is the representative (they are ranked first).
+      if (seq < start || found.inStream(first) || reported.has(first) || this.#isPruned(found.recordSeq(i) ?? seq + 1)) continue;
+      reported.add(first);
       this.#break({
         kind: 'truncated',
         seq: Math.min(seq + 1, lastSeq + 1),
-        message: `records removed: the checkpoint at seq ${seq} (${found.where}) has no checkpoint record in the history after seq ${seq}`,
+        message: `records removed: the checkpoint at seq ${seq} (${found.where(i)}) has no checkpoint record in the history after seq ${seq}`,
       });
     }
     const head = this.#options.head;
@@ -615,6 +658,51 @@ export class ChainVerifier {
     return (this.#options.pruned ?? []).some((range) => range.fromSeq <= seq && seq <= range.toSeq);
   }
 
+  /**
+   * Where entry `i` comes in the order the checkpoints were first met: checkpoint records (in
+   * history order) before copies found outside the records (in the order given). Of copies of one
+   * checkpoint the first in this order stands for them (its place and words).
+   */
+  #rank(i: number): number {
+    return this.#found.inStream(i) ? i : i + this.#found.size;
+  }
+
+  #distinctMemo: DistinctCheckpoints | undefined;
+
+  /**
+   * The distinct checkpoints found: each entry's representative (the first of its copies by
+   * {@link #rank}), the representatives in seq order (then the seq of their record, then rank),
+   * and, by representative, whether any copy was compared with the record it covers and what
+   * that record held where one differed (copies hold the same, so any copy's word is theirs). Computed
+   * once, after the last record, by sorting entries rather than keying them by hash (a map of a
+   * year of hashes would cost more than the entries).
+   */
+  #distinct(): DistinctCheckpoints {
+    if (this.#distinctMemo !== undefined) return this.#distinctMemo;
+    const found = this.#found;
+    const bySeqAndHash = Uint32Array.from({ length: found.size }, (_, i) => i).sort((a, b) => found.seq(a) - found.seq(b) || found.compareHashes(a, b) || this.#rank(a) - this.#rank(b));
+    const representative = new Uint32Array(found.size);
+    const matched = new Uint8Array(found.size);
+    const mismatches = new Map<number, { chainHash: string | undefined }>();
+    const firsts: number[] = [];
+    let first = -1;
+    for (let k = 0; k < bySeqAndHash.length; k++) {
+      const i = bySeqAndHash[k] as number;
+      if (first < 0 || !found.sameAs(first, i)) {
+        first = i;
+        firsts.push(i);
+      }
+      representative[i] = first;
+      if (found.matched(i)) matched[first] = 1;
+      const mismatch = found.mismatch(i);
+      if (mismatch !== undefined && !mismatches.has(first)) mismatches.set(first, mismatch);
+    }
+    const recordSeq = (i: number) => found.recordSeq(i) ?? Infinity;
+    const ordered = Uint32Array.from(firsts).sort((a, b) => found.seq(a) - found.seq(b) || recordSeq(a) - recordSeq(b) || this.#rank(a) - this.#rank(b));
+    this.#distinctMemo = { representative, ordered, matched, mismatches };
+    return this.#distinctMemo;
+  }
+
   /** Signatures, keys, the checkpoints' own chain, and one chain id. Returns what verified. */
   #checkCheckpoints(): { keyIds: string[]; verified: number; chainId: string | undefined } {
     const pinned = this.#options.pinnedKeys === undefined || this.#options.pinnedKeys.length === 0 ? undefined : new Map(this.#options.pinnedKeys.map((key) => [publicKeyId(key), key]));
@@ -627,17 +715,16 @@ export class ChainVerifier {
         // Reported by #checkShownKeys.
       }
     }
-    const byHash = new Map<string, FoundCheckpoint & { recordSeq?: number }>();
-    for (const found of [...this.#checkpoints, ...(this.#options.checkpoints ?? [])]) {
-      const hash = checkpointHash(found.checkpoint);
-      if (!byHash.has(hash)) byHash.set(hash, found);
-    }
-    const all = [...byHash.entries()].sort(([, a], [, b]) => a.checkpoint.seq - b.checkpoint.seq || (a.recordSeq ?? Infinity) - (b.recordSeq ?? Infinity));
+    const found = this.#found;
+    const { ordered, matched, mismatches } = this.#distinct();
     const keyIds = new Set<string>();
     let chainId: string | undefined;
     let verified = 0;
     let previous: { hash: string; seq: number } | undefined;
-    for (const [hash, { checkpoint, where }] of all) {
+    for (const entry of ordered) {
+      const checkpoint = found.checkpoint(entry);
+      const hash = found.hash(entry);
+      const where = found.where(entry);
       chainId ??= checkpoint.chainId;
       if (checkpoint.chainId !== chainId) {
         this.#break({ kind: 'foreign-chain', seq: checkpoint.seq, message: `checkpoint at seq ${checkpoint.seq} (${where}) belongs to another chain (chainId ${checkpoint.chainId}; this history's is ${chainId})` });
@@ -654,8 +741,8 @@ export class ChainVerifier {
         this.#break({ kind: 'bad-signature', seq: checkpoint.seq, message: `bad signature on the checkpoint at seq ${checkpoint.seq} (${where}, keyId ${checkpoint.keyId}): forged or altered` });
         continue;
       }
-      const mismatch = this.#mismatches.get(hash);
-      if (!this.#matched.has(hash) && this.#mustHaveMatched(checkpoint.seq)) {
+      const mismatch = mismatches.get(entry);
+      if (matched[entry] !== 1 && this.#mustHaveMatched(checkpoint.seq)) {
         this.#break({
           kind: 'checkpoint-mismatch',
           seq: checkpoint.seq,
@@ -686,7 +773,7 @@ export class ChainVerifier {
       verified++;
     }
     // Checkpoints found but refused have said why; none found at all must be said too.
-    if (pinned !== undefined && all.length === 0 && this.#records > 0) {
+    if (pinned !== undefined && ordered.length === 0 && this.#records > 0) {
       this.#break({
         kind: 'unsigned',
         seq: this.#last?.seq ?? 0,
