@@ -11,10 +11,55 @@ import type { CommitFence } from './iceberg-version-commit.js';
  */
 export const COMPACTION_RUN_TIME_BUDGET_MS = 15 * 60 * 1000;
 
+/** A file below this share of the target size is small enough to be merged. */
+export const SMALL_FILE_SHARE = 0.75;
+
+/** Whether a file of `bytes` is small enough to be merged, for `targetFileSizeBytes`. */
+export function isSmallFile(bytes: number, targetFileSizeBytes: number): boolean {
+  return bytes < targetFileSizeBytes * SMALL_FILE_SHARE;
+}
+
+/**
+ * The small files one pass merges: per day (oldest first; each day's files in the order given),
+ * those that fit in `inputBytesMax`, for every day where at least two fit; `left` counts the
+ * small files of days holding two or more that the pass does not merge.
+ *
+ * A day's files count against the budget only once two or more of them are merged: a day's lone
+ * small file (every compacted day keeps one, under the target) was counted, and such files of
+ * the oldest days used up the budget of every pass before the days that had something to merge
+ * were reached — each run then merged nothing, for good (review: `filesRewritten` 0,
+ * `smallFilesLeft` 4, run after run). A file that does not fit is passed over, not the rest of
+ * its day.
+ */
+export function smallFileGroups<F>(days: ReadonlyArray<readonly F[]>, bytesOf: (file: F) => number, inputBytesMax: number): { groups: F[][]; left: number } {
+  const groups: F[][] = [];
+  let left = 0;
+  let budget = inputBytesMax;
+  for (const files of days) {
+    if (files.length < 2) continue;
+    const group: F[] = [];
+    let groupBytes = 0;
+    for (const file of files) {
+      const bytes = bytesOf(file);
+      if (groupBytes + bytes > budget) continue;
+      groupBytes += bytes;
+      group.push(file);
+    }
+    if (group.length >= 2) {
+      groups.push(group);
+      budget -= groupBytes;
+      left += files.length - group.length;
+    } else left += files.length;
+  }
+  return { groups, left };
+}
+
 /** What one compaction pass did. */
 export interface CompactionPass {
   filesRewritten: number;
   filesAdded: number;
+  /** Of the files added, those small enough to be merged again (a day's remainder). */
+  smallFilesAdded: number;
   /** Small files worth merging (two or more in their day) the pass's byte budget kept out; absent when none. */
   smallFilesLeft?: number;
 }
@@ -29,10 +74,12 @@ export interface CompactionPasses<P extends CompactionPass> {
 
 /**
  * Runs compaction `pass` (each given the one before) until a pass leaves no small file to
- * merge, leaves no fewer files than it took (it replaced none — another writer changed them —
- * or split what it merged into as many: another pass would find the same), `timeBudgetMs`
+ * merge, leaves no fewer small files than it took (it replaced none — another writer changed
+ * them — or what it wrote is as many small files: another pass would find the same), `timeBudgetMs`
  * since the first began has passed, or the fence no longer lets this process commit
- * (leadership lost, node closing). Each pass keeps its own byte bound; a pass under way always
+ * (leadership lost, node closing). Progress is counted in small files, not files: two files
+ * of 0.7 × the target merged into one of the target and one remainder is two files for two,
+ * yet one small file fewer (a review saw runs stop there, one pass at a time). Each pass keeps its own byte bound; a pass under way always
  * finishes, so a run ends at most one pass past its budget.
  */
 export async function compactInPasses<P extends CompactionPass>(
@@ -42,7 +89,7 @@ export async function compactInPasses<P extends CompactionPass>(
   const startedMs = options.now();
   let last = await pass(undefined);
   const done: CompactionPasses<P> = { last, passes: 1, filesRewritten: last.filesRewritten, filesAdded: last.filesAdded };
-  while ((last.smallFilesLeft ?? 0) > 0 && last.filesAdded < last.filesRewritten && options.now() - startedMs < options.timeBudgetMs && options.fence.mayCommit()) {
+  while ((last.smallFilesLeft ?? 0) > 0 && last.smallFilesAdded < last.filesRewritten && options.now() - startedMs < options.timeBudgetMs && options.fence.mayCommit()) {
     last = await pass(last);
     done.last = last;
     done.passes++;

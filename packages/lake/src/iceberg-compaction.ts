@@ -16,7 +16,7 @@ import {
   type ManifestFile,
 } from '@auditlake/format';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
-import type { CompactionPass } from './compaction-passes.js';
+import { isSmallFile, smallFileGroups, type CompactionPass } from './compaction-passes.js';
 import { carriedSummary, tableTurn, type MaintenanceContext } from './iceberg-maintenance-context.js';
 import { currentManifests, isLive, ManifestCache, type ResolvedManifest } from './iceberg-table-files.js';
 import { metadataFileKey, s3Key } from './iceberg-table-ref.js';
@@ -30,9 +30,6 @@ import { INLINE_TIER_FILE_ENCODER } from './tier-file-encoding.js';
  * the encoder stay bounded; the rest waits for the run's next pass (compactInPasses).
  */
 export const COMPACTION_INPUT_BYTES_MAX = 256 * 1024 * 1024;
-
-/** A file below this share of the target size is small enough to be merged. */
-const SMALL_FILE_SHARE = 0.75;
 
 export interface CompactionResult extends CompactionPass {
   /** The version committed, or the one found when there was nothing to compact. */
@@ -48,26 +45,15 @@ function pickSmallFiles(manifests: readonly ResolvedManifest[], targetFileSizeBy
   for (const manifest of manifests) {
     for (const entry of manifest.entries) {
       const file = entry.data_file;
-      if (!isLive(entry) || file.file_size_in_bytes >= targetFileSizeBytes * SMALL_FILE_SHARE) continue;
+      if (!isLive(entry) || !isSmallFile(file.file_size_in_bytes, targetFileSizeBytes)) continue;
       const day = file.partition.event_time_day ?? 0;
-      byDay.set(day, [...(byDay.get(day) ?? []), file]);
+      const files = byDay.get(day);
+      if (files === undefined) byDay.set(day, [file]);
+      else files.push(file);
     }
   }
-  const groups: DataFile[][] = [];
-  let left = 0;
-  let budget = inputBytesMax;
-  for (const day of [...byDay.keys()].sort((a, b) => a - b)) {
-    const files = (byDay.get(day) as DataFile[]).sort((a, b) => a.file_path.localeCompare(b.file_path));
-    const group: DataFile[] = [];
-    for (const file of files) {
-      if (file.file_size_in_bytes > budget) break;
-      budget -= file.file_size_in_bytes;
-      group.push(file);
-    }
-    if (group.length >= 2) groups.push(group);
-    if (files.length >= 2) left += files.length - (group.length >= 2 ? group.length : 0);
-  }
-  return { groups, left };
+  const days = [...byDay.keys()].sort((a, b) => a - b).map((day) => (byDay.get(day) as DataFile[]).sort((a, b) => a.file_path.localeCompare(b.file_path)));
+  return smallFileGroups(days, (file) => file.file_size_in_bytes, inputBytesMax);
 }
 
 /**
@@ -128,7 +114,7 @@ export async function compactIcebergTable(context: MaintenanceContext, loaded: L
   const plan = await tableTurn(context, loaded, async (base) => ({ base, ...pickSmallFiles(await currentManifests(context.objects, context.table, base.metadata, cache), targetFileSizeBytes, inputBytesMax) }));
   const { groups } = plan;
   const left = plan.left > 0 ? { smallFilesLeft: plan.left } : {};
-  if (groups.length === 0) return { loaded: plan.base, filesRewritten: 0, filesAdded: 0, ...left };
+  if (groups.length === 0) return { loaded: plan.base, filesRewritten: 0, filesAdded: 0, smallFilesAdded: 0, ...left };
   const removedFiles: DataFile[] = [];
   const addedFiles: DataFile[] = [];
   // Rows keep every column they have, the record chain's included (row groups copied whole, or
@@ -160,7 +146,7 @@ export async function compactIcebergTable(context: MaintenanceContext, loaded: L
     const live = new Set(manifests.flatMap((m) => m.entries.filter(isLive).map((e) => e.data_file.file_path)));
     if (![...removed].every((path) => live.has(path))) {
       // Someone else changed these files: ours are unreferenced (orphan cleanup removes them).
-      return { loaded: base, filesRewritten: 0, filesAdded: 0, ...left };
+      return { loaded: base, filesRewritten: 0, filesAdded: 0, smallFilesAdded: 0, ...left };
     }
     const sequenceNumber = base.metadata['last-sequence-number'] + 1;
     const rows: ManifestFile[] = [
@@ -192,6 +178,7 @@ export async function compactIcebergTable(context: MaintenanceContext, loaded: L
       metadataLogEntriesMax: context.metadataLogEntriesMax,
     });
     const committed = await commitMetadataVersion(context.objects, context.table, base, next, context.fence);
-    return { loaded: committed, filesRewritten: removedFiles.length, filesAdded: addedFiles.length, ...left };
+    const smallFilesAdded = addedFiles.filter((file) => isSmallFile(file.file_size_in_bytes, targetFileSizeBytes)).length;
+    return { loaded: committed, filesRewritten: removedFiles.length, filesAdded: addedFiles.length, smallFilesAdded, ...left };
   });
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { AuditError, AuditErrorCode, ORPHAN_MIN_AGE_FLOOR_MS } from '@auditlake/model';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
-import type { CompactionPass } from './compaction-passes.js';
+import { isSmallFile, smallFileGroups, type CompactionPass } from './compaction-passes.js';
 import type { MaintenanceStep } from './iceberg-maintenance-context.js';
 import type { CommitFence } from './iceberg-version-commit.js';
 import { encodeKeyNumber } from './key-number.js';
@@ -20,7 +20,6 @@ export const COMPACTIONS_DIR = '_auditlake/compactions';
 export const PARQUET_COMPACTION_INPUT_BYTES_MAX = 256 * 1024 * 1024;
 
 /** A file below this share of the target size is small enough to be merged. */
-const SMALL_FILE_SHARE = 0.75;
 
 /**
  * One compaction of one day: `files` replace `replaced`, exactly their rows. Written after the
@@ -257,24 +256,13 @@ export interface ParquetCompactionContext {
 function pickSmallFiles(files: readonly CommittedFile[], targetFileSizeBytes: number, inputBytesMax: number): { groups: CommittedFile[][]; left: number } {
   const byDate = new Map<string, CommittedFile[]>();
   for (const file of files) {
-    if (file.bytes >= targetFileSizeBytes * SMALL_FILE_SHARE) continue;
-    byDate.set(file.eventDate, [...(byDate.get(file.eventDate) ?? []), file]);
+    if (!isSmallFile(file.bytes, targetFileSizeBytes)) continue;
+    const day = byDate.get(file.eventDate);
+    if (day === undefined) byDate.set(file.eventDate, [file]);
+    else day.push(file);
   }
-  const groups: CommittedFile[][] = [];
-  let left = 0;
-  let budget = inputBytesMax;
-  for (const date of [...byDate.keys()].sort()) {
-    const small = (byDate.get(date) as CommittedFile[]).sort((a, b) => a.key.localeCompare(b.key));
-    const group: CommittedFile[] = [];
-    for (const file of small) {
-      if (file.bytes > budget) break;
-      budget -= file.bytes;
-      group.push(file);
-    }
-    if (group.length >= 2) groups.push(group);
-    if (small.length >= 2) left += small.length - (group.length >= 2 ? group.length : 0);
-  }
-  return { groups, left };
+  const days = [...byDate.keys()].sort().map((date) => (byDate.get(date) as CommittedFile[]).sort((a, b) => a.key.localeCompare(b.key)));
+  return smallFileGroups(days, (file) => file.bytes, inputBytesMax);
 }
 
 export interface ParquetCompactionResult extends CompactionPass {
@@ -295,7 +283,7 @@ export async function compactParquetLocation(context: ParquetCompactionContext, 
   const { objects, location, fence } = context;
   const log = await readContextLog(context);
   const { groups, left } = pickSmallFiles(liveParquetFiles(log).files, targetFileSizeBytes, inputBytesMax);
-  const result: ParquetCompactionResult = { filesRewritten: 0, filesAdded: 0, daysLost: 0, ...(left > 0 ? { smallFilesLeft: left } : {}) };
+  const result: ParquetCompactionResult = { filesRewritten: 0, filesAdded: 0, smallFilesAdded: 0, daysLost: 0, ...(left > 0 ? { smallFilesLeft: left } : {}) };
   const attempt = `t${fence.term}-${randomUUID().slice(0, 8)}`;
   for (const group of groups) {
     const date = (group[0] as CommittedFile).eventDate;
@@ -329,6 +317,7 @@ export async function compactParquetLocation(context: ParquetCompactionContext, 
     }
     result.filesRewritten += group.length;
     result.filesAdded += files.length;
+    result.smallFilesAdded += files.filter((file) => isSmallFile(file.bytes, targetFileSizeBytes)).length;
   }
   return result;
 }

@@ -103,7 +103,7 @@ describe('Parquet maintenance', () => {
     };
     // After this run read the log and wrote its files, before its swap.
     const result = await compactParquetLocation({ objects, location, now: Date.now, fence, onStep: (step) => (step === 'compaction-written' ? takeBothDays() : undefined) }, POLICY.targetFileSizeBytes);
-    expect(result).toEqual({ filesRewritten: 0, filesAdded: 0, daysLost: 2 });
+    expect(result).toEqual({ filesRewritten: 0, filesAdded: 0, smallFilesAdded: 0, daysLost: 2 });
     expect(await readerCounts(location, objects)).toEqual({ files: 8, rows: seqMax, distinct: seqMax });
     // The loser's compacted files are unreferenced: orphan cleanup removes them.
     const run = await runParquetMaintenance({ objects, location, fence, now: () => Date.now() + 1 }, { ...POLICY, targetFileSizeBytes: 1 });
