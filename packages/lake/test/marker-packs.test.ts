@@ -58,22 +58,33 @@ class Location {
   /** The maintenance clock: advanced past the orphan age so packs written before count as old. */
   nowMs = Date.now();
 
+  /** When each pack was written, by the maintenance clock. */
+  readonly #writtenAtMs = new Map<string, number>();
+
   constructor(prefix: string) {
     this.location = { bucket: BUCKET, prefix };
-    this.objects = s3.connections.bucket('s3', BUCKET);
-    // The store stamps packs with the maintenance clock (as S3 stamps objects with the time both
-    // clocks agree on): a pack is old enough for its loose markers to go once that clock has
-    // moved an orphan age past its writing, and a reader on the same clock has been idle as long.
-    const writtenAtMs = new Map<string, number>();
-    const putIfAbsent = this.objects.putIfAbsent.bind(this.objects);
-    const listObjects = this.objects.listObjects.bind(this.objects);
-    this.objects.putIfAbsent = async (key, body, type) => {
+    this.objects = this.onClock(s3.connections.bucket('s3', BUCKET));
+  }
+
+  /**
+   * `objects` stamping packs with the maintenance clock (as S3 stamps objects with the time both
+   * clocks agree on): a pack is old enough for its loose markers to go once that clock has moved
+   * an orphan age past its writing, and a reader on the same clock has been idle as long. Every
+   * store a test writes packs or lists through is on it: one that was not stamped packs with the
+   * wall clock, and a run an orphan age later by the maintenance clock found them old only when
+   * the commits before took under a second (it failed on a loaded machine).
+   */
+  onClock(objects: ObjectStore): ObjectStore {
+    const putIfAbsent = objects.putIfAbsent.bind(objects);
+    const listObjects = objects.listObjects.bind(objects);
+    objects.putIfAbsent = async (key, body, type) => {
       const created = await putIfAbsent(key, body, type);
-      if (created && key.includes(`/${MARKER_PACKS_DIR}/`)) writtenAtMs.set(key, this.nowMs);
+      if (created && key.includes(`/${MARKER_PACKS_DIR}/`)) this.#writtenAtMs.set(key, this.nowMs);
       return created;
     };
-    this.objects.listObjects = async (prefix, options) =>
-      (await listObjects(prefix, options)).map((object) => ({ ...object, lastModifiedMs: writtenAtMs.get(object.key) ?? object.lastModifiedMs }));
+    objects.listObjects = async (prefix, options) =>
+      (await listObjects(prefix, options)).map((object) => ({ ...object, lastModifiedMs: this.#writtenAtMs.get(object.key) ?? object.lastModifiedMs }));
+    return objects;
   }
 
   async commit(markers: number, eventsEach = 1, days = 3): Promise<void> {
@@ -217,7 +228,7 @@ describe('commit marker packs', () => {
     const limits = { packSize: 5, perRunMax: 100 };
     await at.commit(23, 2);
     // A packer killed right after writing its second pack.
-    const killed = s3.connections.bucket('s3', BUCKET);
+    const killed = at.onClock(s3.connections.bucket('s3', BUCKET));
     const putIfAbsent = killed.putIfAbsent.bind(killed);
     let packsWritten = 0;
     killed.putIfAbsent = async (key, body, type) => {
@@ -245,7 +256,7 @@ describe('commit marker packs', () => {
     await at.objects.put(firstKey, firstText, 'application/json');
 
     // Deletes stopped after 7 (the node lost its lead): readers agree; the next run deletes the rest.
-    const stopping = s3.connections.bucket('s3', BUCKET);
+    const stopping = at.onClock(s3.connections.bucket('s3', BUCKET));
     let deletes = 0;
     const deposedAt = 7;
     const deposable = { ...at.context(limits, stopping), fence: { term: 1, mayCommit: () => deletes < deposedAt } };
