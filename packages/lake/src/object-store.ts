@@ -109,8 +109,15 @@ export class ObjectStore {
   }
 
   /**
-   * Creates `key` only if it does not exist (`If-None-Match: *`): true when created, false
-   * when the key was taken. A store that ignores the condition overwrites and answers true.
+   * Creates `key` only if it does not exist (`If-None-Match: *`): true when the key now holds
+   * `body` — created by this call, or by an attempt of it whose answer was lost — false when it
+   * holds something else. A store that ignores the condition overwrites and answers true.
+   *
+   * The SDK sends a request again when its answer is lost (a reset connection, a timeout): a
+   * create that succeeded the first time then meets its own object and is answered 412. Read as
+   * "taken", a commit that had landed was reported lost (a review: a compaction's day counted
+   * as lost although its marker applied). Every commit object holds text unique to its attempt
+   * (random ids, attempt-named files), so equal bytes mean this create's.
    */
   async putIfAbsent(key: string, body: Uint8Array | string, contentType: string): Promise<boolean> {
     try {
@@ -119,8 +126,9 @@ export class ObjectStore {
       );
       return true;
     } catch (err) {
-      if (err instanceof AuditError && err.code === AuditErrorCode.OBJECT_EXISTS) return false;
-      throw err;
+      if (!(err instanceof AuditError && err.code === AuditErrorCode.OBJECT_EXISTS)) throw err;
+      const held = await this.find(key);
+      return held !== undefined && Buffer.from(held).equals(typeof body === 'string' ? Buffer.from(body, 'utf8') : body);
     }
   }
 

@@ -1,9 +1,10 @@
 // Goal: the node's embedded endpoint refuses a second conditional create of a key with 412 and keeps the first object — also when creates race — while plain PUTs still overwrite; the probe accepts such a store and refuses one that ignores If-None-Match (s3rver, which does), naming the problem and leaving no probe object behind.
 import { join } from 'node:path';
+import { S3Client } from '@aws-sdk/client-s3';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import S3rver from 's3rver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { probeConditionalCreate, S3Connections, type ObjectStore } from '../src/index.js';
+import { ObjectStore, probeConditionalCreate, S3Connections } from '../src/index.js';
 import { useEmbeddedS3 } from '../src/testing/index.js';
 
 const BUCKET = 'cond';
@@ -45,6 +46,35 @@ describe('conditional create on the embedded endpoint', () => {
     expect(await text(objects, 'a/v2.metadata.json')).toBe('plain');
     // The connection is still usable after a refused PUT whose body was not read.
     expect(await objects.exists('a/v2.metadata.json')).toBe(true);
+  });
+
+  it('takes a create whose answer was lost, and which the SDK sent again only to be told 412, as made (review: a landed commit was reported lost)', async () => {
+    // What the SDK does when a create's answer is lost: the same request again, which meets the object the first made.
+    const client = new S3Client({ endpoint: s3.server.url, region: 'us-east-1', credentials: CREDENTIALS, forcePathStyle: true });
+    const resent: string[] = [];
+    client.middlewareStack.add(
+      (next) => async (args) => {
+        const input = args.input as { Key?: string; IfNoneMatch?: string };
+        if (input.IfNoneMatch !== '*') return next(args);
+        await next(args);
+        resent.push(input.Key ?? '');
+        return next(args);
+      },
+      { step: 'build', name: 'resendConditionalPut' },
+    );
+    try {
+      const objects = new ObjectStore(client, BUCKET);
+      expect(await objects.putIfAbsent('lost/v3.metadata.json', 'ours', 'application/json')).toBe(true);
+      expect(await objects.putIfAbsent('lost/v4.metadata.json', new TextEncoder().encode('ours, as bytes'), 'application/json')).toBe(true);
+      expect(resent).toEqual(['lost/v3.metadata.json', 'lost/v4.metadata.json']);
+      expect(await text(objects, 'lost/v3.metadata.json')).toBe('ours');
+      // Another writer's object under the key is still "taken".
+      await objects.put('lost/v5.metadata.json', 'theirs', 'application/json');
+      expect(await objects.putIfAbsent('lost/v5.metadata.json', 'ours', 'application/json')).toBe(false);
+      expect(await text(objects, 'lost/v5.metadata.json')).toBe('theirs');
+    } finally {
+      client.destroy();
+    }
   });
 
   it('of many racing creates of one key exactly one wins, and its bytes are stored', async () => {
