@@ -609,7 +609,7 @@ export class ChainVerifier {
     // The one covering the most: of equals, a checkpoint record's first, then the first found.
     let furthest: number | undefined;
     for (let i = 0; i < found.size; i++) {
-      if (furthest === undefined || found.seq(i) > found.seq(furthest) || (found.seq(i) === found.seq(furthest) && this.#rank(i) < this.#rank(furthest))) furthest = i;
+      if (furthest === undefined || found.seq(i) > found.seq(furthest) || (found.seq(i) === found.seq(furthest) && this.#compareMet(i, furthest) < 0)) furthest = i;
     }
     const covered = furthest === undefined ? 0 : found.seq(furthest);
     if (furthest !== undefined && covered > lastSeq) {
@@ -659,19 +659,25 @@ export class ChainVerifier {
   }
 
   /**
-   * Where entry `i` comes in the order the checkpoints were first met: checkpoint records (in
-   * history order) before copies found outside the records (in the order given). Of copies of one
-   * checkpoint the first in this order stands for them (its place and words).
+   * The order the checkpoints were first met in: checkpoint records (in history order, by the
+   * seq of the record) before copies found outside the records (in the order given). Of copies
+   * of one checkpoint the first in this order stands for them (its place and words). By the
+   * record's seq, not the entry: a record that took over its digest object's entry keeps that
+   * entry's place among the objects (a differential test against the previous verifier named
+   * another record in a truncated tail's words).
    */
-  #rank(i: number): number {
-    return this.#found.inStream(i) ? i : i + this.#found.size;
+  #compareMet(a: number, b: number): number {
+    const found = this.#found;
+    const aRecord = found.inStream(a);
+    if (aRecord !== found.inStream(b)) return aRecord ? -1 : 1;
+    return aRecord ? (found.recordSeq(a) as number) - (found.recordSeq(b) as number) || a - b : a - b;
   }
 
   #distinctMemo: DistinctCheckpoints | undefined;
 
   /**
    * The distinct checkpoints found: each entry's representative (the first of its copies by
-   * {@link #rank}), the representatives in seq order (then the seq of their record, then rank),
+   * {@link #compareMet}), the representatives in seq order (then the seq of their record, then that order),
    * and, by representative, whether any copy was compared with the record it covers and what
    * that record held where one differed (copies hold the same, so any copy's word is theirs). Computed
    * once, after the last record, by sorting entries rather than keying them by hash (a map of a
@@ -680,7 +686,7 @@ export class ChainVerifier {
   #distinct(): DistinctCheckpoints {
     if (this.#distinctMemo !== undefined) return this.#distinctMemo;
     const found = this.#found;
-    const bySeqAndHash = Uint32Array.from({ length: found.size }, (_, i) => i).sort((a, b) => found.seq(a) - found.seq(b) || found.compareHashes(a, b) || this.#rank(a) - this.#rank(b));
+    const bySeqAndHash = Uint32Array.from({ length: found.size }, (_, i) => i).sort((a, b) => found.seq(a) - found.seq(b) || found.compareHashes(a, b) || this.#compareMet(a, b));
     const representative = new Uint32Array(found.size);
     const matched = new Uint8Array(found.size);
     const mismatches = new Map<number, { chainHash: string | undefined }>();
@@ -698,7 +704,7 @@ export class ChainVerifier {
       if (mismatch !== undefined && !mismatches.has(first)) mismatches.set(first, mismatch);
     }
     const recordSeq = (i: number) => found.recordSeq(i) ?? Infinity;
-    const ordered = Uint32Array.from(firsts).sort((a, b) => found.seq(a) - found.seq(b) || recordSeq(a) - recordSeq(b) || this.#rank(a) - this.#rank(b));
+    const ordered = Uint32Array.from(firsts).sort((a, b) => found.seq(a) - found.seq(b) || recordSeq(a) - recordSeq(b) || this.#compareMet(a, b));
     this.#distinctMemo = { representative, ordered, matched, mismatches };
     return this.#distinctMemo;
   }

@@ -235,6 +235,26 @@ describe('tampering', () => {
     expect(verify(log.records.filter((r) => r.seq !== 1)).message).toBe('missing records: seq 1..1 (1 record)');
   });
 
+  it('of checkpoint records that claim the same seq past the end, names the first in the history, whichever also has a digest object', () => {
+    // A forger's: two checkpoint records (seq 3 and 4) covering seq 5, the later also shown as an
+    // object. The record that takes over its object's entry keeps its place in the history
+    // (a differential test against the previous verifier found the words naming seq 4).
+    const key = newKey();
+    const records = buildLog([event()], { key, final: false }).records;
+    const claim = (timeMs: number) =>
+      signCheckpoint({ v: 1, chainId: 'chain-a', seq: 5, chainHash: 'a'.repeat(64), timeMs, term: 1, keyId: key.keyId, nodeId: 'node-1', previousCheckpointHash: '' }, key.privateKey);
+    const [a, b] = [claim(1), claim(2)];
+    for (const signed of [a, b]) {
+      const previous = records[records.length - 1]!;
+      records.push(chained({ ...checkpointEvent(`cp-${signed.timeMs}`, signed), seq: previous.seq + 1, term: 1, ingestTs: previous.ingestTs + 1 }, previous.chainHash as string));
+    }
+    const tail = (report: VerifyReport) => report.breaks.find((found) => found.kind === 'truncated')?.message;
+    const expected = 'truncated tail: the history ends at seq 4, but the checkpoint in the checkpoint record at seq 3 covers records up to seq 5 (1 missing)';
+    expect(tail(verify(records))).toBe(expected);
+    expect(tail(verify(records, { checkpoints: [{ checkpoint: b, where: 'digest b' }] }))).toBe(expected);
+    expect(tail(verify(records, { checkpoints: [{ checkpoint: b, where: 'digest b' }, { checkpoint: a, where: 'digest a' }] }))).toBe(expected);
+  });
+
   it('a truncated tail is caught by a checkpoint shown outside the records', () => {
     const digests = log.checkpoints.map((checkpoint) => ({ checkpoint, where: `_integrity/checkpoints/${checkpoint.seq}.json` }));
     const last = log.checkpoints[log.checkpoints.length - 1]!;
