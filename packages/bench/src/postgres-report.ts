@@ -75,6 +75,14 @@ function quietText(wait: VersusResult['searchQuietWait']): string {
     : `after waiting ${(wait.waitedMs / 1000).toFixed(1)} s for a quiet machine in vain${busy}`;
 }
 
+/** When each ingest round began, if the run waited for a quiet machine before each. */
+function ingestQuietText(waits: VersusResult['ingestQuietWaits']): string {
+  if (waits === undefined || waits.length === 0) return '';
+  const longest = Math.max(...waits.map((wait) => wait.waitedMs));
+  const busy = waits.filter((wait) => !wait.quiet).length;
+  return ` Each ingest round began once the machine was quiet (at most ${QUIET_BUSY_CORES} cores busy over ${QUIET_WINDOW_MS / 1000} s; the longest wait ${(longest / 1000).toFixed(1)} s${busy > 0 ? `, ${busy} of ${waits.length} waits in vain` : ''}): a round run right after the other system's took the CPU of that system's background work after a load.`;
+}
+
 /** The report's section: the issue's side-by-side table, then how it was measured. */
 export function postgresMarkdown(figures: PostgresFigures, config: BenchConfig): string {
   const lines = ['## Search and ingest against PostgreSQL', ''];
@@ -89,7 +97,7 @@ export function postgresMarkdown(figures: PostgresFigures, config: BenchConfig):
       `(default settings) over HTTP and into a throwaway ${r.postgresVersion} (\`fsync=on\`, \`synchronous_commit=on\`; one table with a ` +
       `primary key on event_id and indexes on ts and (user_id, ts); a batch is one \`INSERT … ON CONFLICT DO NOTHING\`), ` +
       `${config.pgRounds} alternating ingest rounds of ${config.ingestBatchSize}-event batches, ${config.ingestConcurrency} in flight, each into a fresh ` +
-      `store and table. The searches then alternate request by request on the last round's data, newest first, limit ${config.searchLimit}, ` +
+      `store and table.${ingestQuietText(r.ingestQuietWaits)} The searches then alternate request by request on the last round's data, newest first, limit ${config.searchLimit}, ` +
       `${quietText(r.searchQuietWait)}; before the one-day and the user searches are measured, each system answers ${int(config.pgWarmupRequests)} unmeasured requests of that kind (warm-up: JIT, caches, connections, allocator heaps; the first ${int(config.pgRequests)} of them are the "first requests after the load" rows), then ${int(config.pgRequests)} measured. ` +
       `PostgreSQL's \`q\` is \`lower(user_id, action, resource, tables, query, details joined by newlines) LIKE '%…%'\`, without and then with a ` +
       `pg_trgm GIN index on that expression (built in ${ms(t.indexBuildMs)}). The rare needle is "${r.qRareNeedle}" (${int(r.qRareMatches)} events). ` +
