@@ -10,7 +10,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { AuditError, AuditErrorCode, type StoredEvent } from '@auditlake/model';
 import { icebergRead } from 'icebird';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { commitForeignSnapshotOnTop, duckdbOverObjects, routeAwsS3To, twoDayEvents, useEmbeddedS3 } from '../src/testing/index.js';
+import { commitForeignSnapshotOnTop, duckdbOverObjects, expectNoneLeftToMerge, routeAwsS3To, twoDayEvents, useEmbeddedS3 } from '../src/testing/index.js';
 import {
   commitIcebergBatch,
   commitParquetBatch,
@@ -201,17 +201,6 @@ function expectExactlyOnce(counts: Map<string, number>, seqMax: number, reader: 
     firstMissing: [],
     firstDuplicated: [],
   });
-}
-
-/** No day holds two small files (what compaction would still merge). */
-function expectNoneLeftToMerge(live: ReadonlyArray<{ key: string; bytes: number }>, targetFileSizeBytes: number): void {
-  const smallPerDay = new Map<string, number>();
-  for (const file of live) {
-    if (file.bytes >= 0.75 * targetFileSizeBytes) continue;
-    const day = /(?:event_time_day|event_date)=([0-9-]+)\//.exec(file.key)?.[1] ?? file.key;
-    smallPerDay.set(day, (smallPerDay.get(day) ?? 0) + 1);
-  }
-  expect([...smallPerDay.values()].every((n) => n <= 1), JSON.stringify([...smallPerDay])).toBe(true);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import type { StoredEvent } from '@auditlake/model';
 import { icebergRead } from 'icebird';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { routeAwsS3To, twoDayEvents, useEmbeddedS3 } from '../src/testing/index.js';
+import { expectNoneLeftToMerge, routeAwsS3To, twoDayEvents, useEmbeddedS3 } from '../src/testing/index.js';
 import {
   commitIcebergBatch,
   commitParquetBatch,
@@ -46,17 +46,6 @@ const events = (firstSeq: number, count: number): StoredEvent[] => twoDayEvents(
  */
 function scaledPolicy(sweepFileBytes: number): Pick<MaintenancePolicy, 'targetFileSizeBytes' | 'compactionPassBytesMax' | 'removeOrphanFiles' | 'orphanMinAgeMs'> {
   return { targetFileSizeBytes: 2 * sweepFileBytes, compactionPassBytesMax: 3 * sweepFileBytes, removeOrphanFiles: false, orphanMinAgeMs: 3_600_000 };
-}
-
-/** No day holds two small files (what compaction would still merge). */
-function expectNoneLeftToMerge(live: ReadonlyArray<{ key: string; bytes: number }>, targetFileSizeBytes: number): void {
-  const smallPerDay = new Map<string, number>();
-  for (const file of live) {
-    if (file.bytes >= 0.75 * targetFileSizeBytes) continue;
-    const day = /(?:event_time_day|event_date)=([0-9-]+)\//.exec(file.key)?.[1] ?? file.key;
-    smallPerDay.set(day, (smallPerDay.get(day) ?? 0) + 1);
-  }
-  expect([...smallPerDay.values()].every((n) => n <= 1), JSON.stringify([...smallPerDay])).toBe(true);
 }
 
 /** A clock that moves a second each time a compaction has written its files (once per Iceberg pass, once per Parquet day). */

@@ -13,6 +13,7 @@ import { commitMetadataVersion, type CommitFence } from '../iceberg-version-comm
 import type { ObjectStore } from '../object-store.js';
 
 export { routeAwsS3To } from './aws-s3-route.js';
+export { expectNoneLeftToMerge } from './compaction-left.js';
 export { useEmbeddedS3, type EmbeddedS3 } from './embedded-s3.js';
 export { twoDayEvents } from './two-day-events.js';
 
