@@ -7,7 +7,7 @@ import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { ADMIN, expectConverged, postEvents, signedPeerHeader, startCluster } from './cluster-harness.js';
+import { ADMIN, expectConverged, ingestLoad, postEvents, signedPeerHeader, startCluster } from './cluster-harness.js';
 
 const SECRET = 'a-cluster-secret-only-the-nodes-hold-0123456789';
 const OTHER_SECRET = 'another-clusters-secret-0123456789abcdefgh';
@@ -147,4 +147,25 @@ describe('cluster secret', () => {
     await redis.srem('auditlake:default:members', 'fake');
     await expectConverged(cluster, [leader, standby], acked, 60_000);
   });
+
+  it('kill -9 of the leader under load: the standbys forward to the new leader once a pull proved it, nothing acknowledged is lost', async () => {
+    // Forwards wait for a proven leader: after a failover nothing goes until a pull from the new
+    // leader answered with the secret, and then everything waiting in the outboxes does.
+    const cluster = await startCluster({ size: 3, secret: () => SECRET });
+    const leader = await cluster.waitForLeader();
+    const alive = new Set([0, 1, 2]);
+    const load = ingestLoad(() => [...alive].map((i) => cluster.node(i).url), { prefix: 'secret-failover' });
+    await expect.poll(() => load.acked.size, { timeout: 10_000 }).toBeGreaterThan(300);
+    alive.delete(leader);
+    await cluster.node(leader).kill();
+    const newLeader = await cluster.waitForLeader(20_000);
+    expect(newLeader).not.toBe(leader);
+    const before = load.acked.size;
+    await expect.poll(() => load.acked.size, { timeout: 10_000 }).toBeGreaterThan(before + 300);
+    await cluster.start(leader);
+    alive.add(leader);
+    await new Promise((r) => setTimeout(r, 1000));
+    await load.stop();
+    await expectConverged(cluster, [0, 1, 2], load.acked, 60_000);
+  }, 120_000);
 });
