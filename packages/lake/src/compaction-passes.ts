@@ -19,10 +19,18 @@ export function isSmallFile(bytes: number, targetFileSizeBytes: number): boolean
   return bytes < targetFileSizeBytes * SMALL_FILE_SHARE;
 }
 
+/** How to read a file for compaction planning: its day partition, its name and its size. */
+export interface SmallFileFacts<F> {
+  /** Its day partition (an Iceberg day number, a Parquet `event_date`); days sort by it, oldest first. */
+  day(file: F): number | string;
+  key(file: F): string;
+  bytes(file: F): number;
+}
+
 /**
- * The small files one pass merges: per day (oldest first; each day's files in the order given),
- * those that fit in `inputBytesMax`, for every day where at least two fit; `left` counts the
- * small files of days holding two or more that the pass does not merge.
+ * The small files one pass merges: per day (oldest first; each day's small files by name), those
+ * that fit in `inputBytesMax`, for every day where at least two fit; `left` counts the small
+ * files of days holding two or more that the pass does not merge.
  *
  * A day's files count against the budget only once two or more of them are merged: a day's lone
  * small file (every compacted day keeps one, under the target) was counted, and such files of
@@ -31,16 +39,24 @@ export function isSmallFile(bytes: number, targetFileSizeBytes: number): boolean
  * `smallFilesLeft` 4, run after run). A file that does not fit is passed over, not the rest of
  * its day.
  */
-export function smallFileGroups<F>(days: ReadonlyArray<readonly F[]>, bytesOf: (file: F) => number, inputBytesMax: number): { groups: F[][]; left: number } {
+export function smallFileGroups<F>(files: Iterable<F>, facts: SmallFileFacts<F>, targetFileSizeBytes: number, inputBytesMax: number): { groups: F[][]; left: number } {
+  const byDay = new Map<number | string, F[]>();
+  for (const file of files) {
+    if (!isSmallFile(facts.bytes(file), targetFileSizeBytes)) continue;
+    const day = byDay.get(facts.day(file));
+    if (day === undefined) byDay.set(facts.day(file), [file]);
+    else day.push(file);
+  }
   const groups: F[][] = [];
   let left = 0;
   let budget = inputBytesMax;
-  for (const files of days) {
-    if (files.length < 2) continue;
+  for (const day of [...byDay.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))) {
+    const dayFiles = (byDay.get(day) as F[]).sort((a, b) => facts.key(a).localeCompare(facts.key(b)));
+    if (dayFiles.length < 2) continue;
     const group: F[] = [];
     let groupBytes = 0;
-    for (const file of files) {
-      const bytes = bytesOf(file);
+    for (const file of dayFiles) {
+      const bytes = facts.bytes(file);
       if (groupBytes + bytes > budget) continue;
       groupBytes += bytes;
       group.push(file);
@@ -48,8 +64,8 @@ export function smallFileGroups<F>(days: ReadonlyArray<readonly F[]>, bytesOf: (
     if (group.length >= 2) {
       groups.push(group);
       budget -= groupBytes;
-      left += files.length - group.length;
-    } else left += files.length;
+      left += dayFiles.length - group.length;
+    } else left += dayFiles.length;
   }
   return { groups, left };
 }

@@ -16,7 +16,7 @@ import {
   type ManifestFile,
 } from '@auditlake/format';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
-import { isSmallFile, smallFileGroups, type CompactionPass } from './compaction-passes.js';
+import { isSmallFile, smallFileGroups, type CompactionPass, type SmallFileFacts } from './compaction-passes.js';
 import { carriedSummary, tableTurn, type MaintenanceContext } from './iceberg-maintenance-context.js';
 import { currentManifests, isLive, ManifestCache, type ResolvedManifest } from './iceberg-table-files.js';
 import { metadataFileKey, s3Key } from './iceberg-table-ref.js';
@@ -36,25 +36,8 @@ export interface CompactionResult extends CompactionPass {
   loaded: LoadedTable;
 }
 
-/**
- * Per day, the small live files worth merging (two or more), oldest first, within `inputBytesMax`;
- * `left` counts those of them the byte limit kept out.
- */
-function pickSmallFiles(manifests: readonly ResolvedManifest[], targetFileSizeBytes: number, inputBytesMax: number): { groups: DataFile[][]; left: number } {
-  const byDay = new Map<number, DataFile[]>();
-  for (const manifest of manifests) {
-    for (const entry of manifest.entries) {
-      const file = entry.data_file;
-      if (!isLive(entry) || !isSmallFile(file.file_size_in_bytes, targetFileSizeBytes)) continue;
-      const day = file.partition.event_time_day ?? 0;
-      const files = byDay.get(day);
-      if (files === undefined) byDay.set(day, [file]);
-      else files.push(file);
-    }
-  }
-  const days = [...byDay.keys()].sort((a, b) => a - b).map((day) => (byDay.get(day) as DataFile[]).sort((a, b) => a.file_path.localeCompare(b.file_path)));
-  return smallFileGroups(days, (file) => file.file_size_in_bytes, inputBytesMax);
-}
+/** How compaction planning reads an Iceberg data file. */
+const DATA_FILE_FACTS: SmallFileFacts<DataFile> = { day: (file) => file.partition.event_time_day ?? 0, key: (file) => file.file_path, bytes: (file) => file.file_size_in_bytes };
 
 /**
  * Merges `files` (one day) into files near the target size through the context's encoder (a
@@ -111,7 +94,7 @@ export async function compactIcebergTable(context: MaintenanceContext, loaded: L
   // it names are the current snapshot's; manifests never change once written, so those read
   // here serve the swap's turn too.
   const cache = new ManifestCache();
-  const plan = await tableTurn(context, loaded, async (base) => ({ base, ...pickSmallFiles(await currentManifests(context.objects, context.table, base.metadata, cache), targetFileSizeBytes, inputBytesMax) }));
+  const plan = await tableTurn(context, loaded, async (base) => ({ base, ...smallFileGroups((await currentManifests(context.objects, context.table, base.metadata, cache)).flatMap((manifest) => manifest.entries.filter(isLive).map((entry) => entry.data_file)), DATA_FILE_FACTS, targetFileSizeBytes, inputBytesMax) }));
   const { groups } = plan;
   const left = plan.left > 0 ? { smallFilesLeft: plan.left } : {};
   if (groups.length === 0) return { loaded: plan.base, filesRewritten: 0, filesAdded: 0, smallFilesAdded: 0, ...left };

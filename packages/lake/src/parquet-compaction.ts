@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { AuditError, AuditErrorCode, ORPHAN_MIN_AGE_FLOOR_MS } from '@auditlake/model';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
-import { isSmallFile, smallFileGroups, type CompactionPass } from './compaction-passes.js';
+import { isSmallFile, smallFileGroups, type CompactionPass, type SmallFileFacts } from './compaction-passes.js';
 import type { MaintenanceStep } from './iceberg-maintenance-context.js';
 import type { CommitFence } from './iceberg-version-commit.js';
 import { encodeKeyNumber } from './key-number.js';
@@ -18,8 +18,6 @@ export const COMPACTIONS_DIR = '_auditlake/compactions';
 
 /** Bytes of small files one compaction pass rewrites at most, as for Iceberg: a pass's memory stays bounded. */
 export const PARQUET_COMPACTION_INPUT_BYTES_MAX = 256 * 1024 * 1024;
-
-/** A file below this share of the target size is small enough to be merged. */
 
 /**
  * One compaction of one day: `files` replace `replaced`, exactly their rows. Written after the
@@ -249,21 +247,8 @@ export interface ParquetCompactionContext {
   markerPackLimits?: MarkerPackLimits;
 }
 
-/**
- * Per day, the small live files worth merging (two or more), oldest first, within `inputBytesMax`;
- * `left` counts those of them the byte limit kept out.
- */
-function pickSmallFiles(files: readonly CommittedFile[], targetFileSizeBytes: number, inputBytesMax: number): { groups: CommittedFile[][]; left: number } {
-  const byDate = new Map<string, CommittedFile[]>();
-  for (const file of files) {
-    if (!isSmallFile(file.bytes, targetFileSizeBytes)) continue;
-    const day = byDate.get(file.eventDate);
-    if (day === undefined) byDate.set(file.eventDate, [file]);
-    else day.push(file);
-  }
-  const days = [...byDate.keys()].sort().map((date) => (byDate.get(date) as CommittedFile[]).sort((a, b) => a.key.localeCompare(b.key)));
-  return smallFileGroups(days, (file) => file.bytes, inputBytesMax);
-}
+/** How compaction planning reads a committed Parquet file. */
+const COMMITTED_FILE_FACTS: SmallFileFacts<CommittedFile> = { day: (file) => file.eventDate, key: (file) => file.key, bytes: (file) => file.bytes };
 
 export interface ParquetCompactionResult extends CompactionPass {
   /** Days whose compaction lost to another writer's (its new files are left for orphan cleanup). */
@@ -282,7 +267,7 @@ export interface ParquetCompactionResult extends CompactionPass {
 export async function compactParquetLocation(context: ParquetCompactionContext, targetFileSizeBytes: number, inputBytesMax = PARQUET_COMPACTION_INPUT_BYTES_MAX): Promise<ParquetCompactionResult> {
   const { objects, location, fence } = context;
   const log = await readContextLog(context);
-  const { groups, left } = pickSmallFiles(liveParquetFiles(log).files, targetFileSizeBytes, inputBytesMax);
+  const { groups, left } = smallFileGroups(liveParquetFiles(log).files, COMMITTED_FILE_FACTS, targetFileSizeBytes, inputBytesMax);
   const result: ParquetCompactionResult = { filesRewritten: 0, filesAdded: 0, smallFilesAdded: 0, daysLost: 0, ...(left > 0 ? { smallFilesLeft: left } : {}) };
   const attempt = `t${fence.term}-${randomUUID().slice(0, 8)}`;
   for (const group of groups) {

@@ -1,20 +1,41 @@
-// Goal: a compaction pass spends its byte budget only on files it merges, and a run goes on while
+// Goal: a compaction pass spends its byte budget only on files it merges (days oldest first), and a run goes on while
 // passes reduce the number of small files — so leftovers of compacted days never stop compaction.
 import { describe, expect, it } from 'vitest';
 import { compactInPasses, smallFileGroups, type CompactionPass } from '../src/compaction-passes.js';
 
 describe('smallFileGroups', () => {
+  interface File {
+    day: number;
+    key: string;
+    bytes: number;
+  }
+  const facts = { day: (f: File) => f.day, key: (f: File) => f.key, bytes: (f: File) => f.bytes };
+  /** Every file here is small for it (under three quarters). */
+  const TARGET = 1_000;
+  const keys = (result: { groups: File[][]; left: number }) => ({ groups: result.groups.map((group) => group.map((f) => f.key)), left: result.left });
+
   it('passes over lone small files (a compacted day keeps one) instead of spending the budget on them', () => {
     // Ten days each with one 10-byte leftover, then a day of four 10-byte files; a pass takes 30 bytes.
-    const days = [...Array.from({ length: 10 }, (_, d) => [`lone-${d}`]), ['a', 'b', 'c', 'd']];
-    expect(smallFileGroups(days, () => 10, 30)).toEqual({ groups: [['a', 'b', 'c']], left: 1 });
+    const files = [...Array.from({ length: 10 }, (_, d) => ({ day: d, key: `lone-${d}`, bytes: 10 })), ...['a', 'b', 'c', 'd'].map((key) => ({ day: 10, key, bytes: 10 }))];
+    expect(keys(smallFileGroups(files, facts, TARGET, 30))).toEqual({ groups: [['a', 'b', 'c']], left: 1 });
   });
 
   it('counts a day only once two or more of its files fit; a file too big for what is left is passed over, not the rest of its day', () => {
-    const size: Record<string, number> = { big: 25, x: 5, y: 5, p: 20, q: 20 };
-    expect(smallFileGroups([['big', 'x', 'y'], ['p', 'q']], (f) => size[f] as number, 20)).toEqual({ groups: [['x', 'y']], left: 3 });
+    const file = (day: number, key: string, bytes: number): File => ({ day, key, bytes });
+    expect(keys(smallFileGroups([file(1, 'a-big', 25), file(1, 'x', 5), file(1, 'y', 5), file(2, 'p', 20), file(2, 'q', 20)], facts, TARGET, 20))).toEqual({ groups: [['x', 'y']], left: 3 });
     // Nothing of a day fits twice: the budget goes to the next day.
-    expect(smallFileGroups([['p', 'q'], ['x', 'y']], (f) => size[f] as number, 30)).toEqual({ groups: [['x', 'y']], left: 2 });
+    expect(keys(smallFileGroups([file(1, 'p', 20), file(1, 'q', 20), file(2, 'x', 5), file(2, 'y', 5)], facts, TARGET, 30))).toEqual({ groups: [['x', 'y']], left: 2 });
+  });
+
+  it("takes days oldest first and each day's files by name, and leaves out files not small for the target", () => {
+    const files = [
+      { day: 2, key: 'b', bytes: 10 },
+      { day: 1, key: 'z', bytes: 10 },
+      { day: 2, key: 'a', bytes: 10 },
+      { day: 1, key: 'y', bytes: 10 },
+      { day: 1, key: 'large', bytes: 750 },
+    ];
+    expect(keys(smallFileGroups(files, facts, TARGET, 1_000))).toEqual({ groups: [['y', 'z'], ['a', 'b']], left: 0 });
   });
 });
 
