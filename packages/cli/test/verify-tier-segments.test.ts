@@ -49,6 +49,16 @@ interface Segment {
   toSeq: number;
 }
 
+/** Whether the node's retention deleted `seq`. */
+function prunedAt(target: AuditNode, seq: number): boolean {
+  return target.store.prunedRanges.some((range) => range.fromSeq <= seq && seq <= range.toSeq);
+}
+
+/** Waits until the node has tiered `seq` and its retention deleted it here. */
+async function tieredAndDeleted(target: AuditNode, seq: number, what: string): Promise<void> {
+  await waitFor(what, async () => (await target.tiering.watermark()).seq >= seq && prunedAt(target, seq));
+}
+
 async function segmentsOf(target: AuditNode): Promise<Segment[]> {
   const view = (await (await adminRequest(target, ADMIN_TOKEN, '/admin/audit/integrity')).json()) as { tierSegments: Segment[] };
   return view.tierSegments;
@@ -76,11 +86,10 @@ describe.each(MODES)('verify with the seqs a node tiered to each location, $mode
     const target = node;
     let location = '';
     const both = () => verifyHistory(offlineVerifyOptions(target, [mode.flag, location], ['--url', target.url, '--token', ADMIN_TOKEN, '--threads', '0']));
-    const pruned = (seq: number) => target.store.prunedRanges.some((range) => range.fromSeq <= seq && seq <= range.toSeq);
 
     await ingestAll(target, ADMIN_TOKEN, [selectEvent('a1'), selectEvent('a2')]);
     const firstHead = target.store.chainHead.seq;
-    await waitFor('the first events tiered and deleted here', async () => (await target.tiering.watermark()).seq >= firstHead && pruned(firstHead));
+    await tieredAndDeleted(target, firstHead, 'the first events tiered and deleted here');
     location = await tierLocation(target, mode);
     expect(location).toMatch(/^s3:\/\/auditlake\//);
     expect(await segmentsOf(target)).toEqual([{ url: location, fromSeq: 1, toSeq: (await target.tiering.watermark()).seq }]);
@@ -89,11 +98,11 @@ describe.each(MODES)('verify with the seqs a node tiered to each location, $mode
     await setSettings(target, { 'audit.tier.mode': 'none' });
     await ingestAll(target, ADMIN_TOKEN, [selectEvent('old1', 3 * DAY_MS), selectEvent('old2', 3 * DAY_MS)]);
     const oldHead = target.store.chainHead.seq;
-    await waitFor('the old events deleted untiered', async () => pruned(oldHead));
+    await waitFor('the old events deleted untiered', async () => prunedAt(target, oldHead));
     await setSettings(target, { 'audit.tier.mode': mode.mode });
     await ingestAll(target, ADMIN_TOKEN, [selectEvent('c1')]);
     const head = target.store.chainHead.seq;
-    await waitFor('tiering again, and retention after it', async () => (await target.tiering.watermark()).seq >= head && pruned(head));
+    await tieredAndDeleted(target, head, 'tiering again, and retention after it');
 
     // Two segments: the seqs between them (the old events, and the settings record turning
     // tiering off, which retention deleted with them) were never tiered.
@@ -111,26 +120,27 @@ describe.each(MODES)('verify with the seqs a node tiered to each location, $mode
 describe('verify with the seqs a node tiered, at the bounds of what it lists', () => {
   const props = { ...parquetTier(TIER), 'auditlake.audit.tier.retain.local.days': '0', 'auditlake.audit.retention.days': '1', 'auditlake.audit.retention.interval.ms': '100' };
   const both = (target: AuditNode) => verifyHistory(offlineVerifyOptions(target, ['--path', TIER], ['--url', target.url, '--token', ADMIN_TOKEN, '--threads', '0']));
-  const prunedOn = (target: AuditNode) => (seq: number) => target.store.prunedRanges.some((range) => range.fromSeq <= seq && seq <= range.toSeq);
+  const startNode = async (name: string): Promise<AuditNode> => {
+    dataDir = await mkdtemp(join(tmpdir(), `auditlake-verify-segments-${name}-`));
+    node = await startTieringNode(dataDir, { adminToken: ADMIN_TOKEN, props });
+    return node;
+  };
 
   it('past the newest 1,000 ranges (one batch after 1,100 islands retention deleted untiered), what the dropped ones covered is excused', async () => {
-    dataDir = await mkdtemp(join(tmpdir(), 'auditlake-verify-segments-cap-'));
-    node = await startTieringNode(dataDir, { adminToken: ADMIN_TOKEN, props });
-    const target = node;
-    const pruned = prunedOn(target);
+    const target = await startNode('cap');
     await ingestAll(target, ADMIN_TOKEN, [selectEvent('a1'), selectEvent('a2')]);
     const firstHead = target.store.chainHead.seq;
-    await waitFor('tiered and deleted', async () => (await target.tiering.watermark()).seq >= firstHead && pruned(firstHead));
+    await tieredAndDeleted(target, firstHead, 'tiered and deleted');
     await setSettings(target, { 'audit.tier.mode': 'none' });
     // Late events (three days old) between current ones: retention deletes every other one.
     const events: Array<Record<string, unknown>> = [];
     for (let i = 0; i < 1_100; i++) events.push(selectEvent(`late${i}`, 3 * DAY_MS), selectEvent(`now${i}`));
     await ingestAll(target, ADMIN_TOKEN, events);
     const lastLate = target.store.chainHead.seq - 1;
-    await waitFor('the late events deleted untiered', async () => pruned(lastLate));
+    await waitFor('the late events deleted untiered', async () => prunedAt(target, lastLate));
     await setSettings(target, { 'audit.tier.mode': 'parquet' });
     const head = target.store.chainHead.seq;
-    await waitFor('tiered again, and deleted', async () => (await target.tiering.watermark()).seq >= head && pruned(head));
+    await tieredAndDeleted(target, head, 'tiered again, and deleted');
     const view = (await (await adminRequest(target, ADMIN_TOKEN, '/admin/audit/integrity')).json()) as { tierSegments: Segment[]; tierSegmentsCutThrough: number | null };
     expect(view.tierSegments).toHaveLength(1_000);
     expect(view.tierSegmentsCutThrough).toBeGreaterThan(firstHead);
@@ -141,16 +151,11 @@ describe('verify with the seqs a node tiered, at the bounds of what it lists', (
   }, 120_000);
 
   it('the tier\'s newest commit removed, after the node deleted its records: missing, though the tier then seems to end before them', async () => {
-    dataDir = await mkdtemp(join(tmpdir(), 'auditlake-verify-segments-tail-'));
-    node = await startTieringNode(dataDir, { adminToken: ADMIN_TOKEN, props });
-    const target = node;
-    const pruned = prunedOn(target);
+    const target = await startNode('tail');
     await ingestAll(target, ADMIN_TOKEN, [selectEvent('a1'), selectEvent('a2')]);
-    let head = target.store.chainHead.seq;
-    await waitFor('the first commit tiered and deleted', async () => (await target.tiering.watermark()).seq >= head && pruned(head));
+    await tieredAndDeleted(target, target.store.chainHead.seq, 'the first commit tiered and deleted');
     await ingestAll(target, ADMIN_TOKEN, [selectEvent('b1'), selectEvent('b2'), selectEvent('b3')]);
-    head = target.store.chainHead.seq;
-    await waitFor('the second commit tiered and deleted', async () => (await target.tiering.watermark()).seq >= head && pruned(head));
+    await tieredAndDeleted(target, target.store.chainHead.seq, 'the second commit tiered and deleted');
     // No more commits: what the test removes stays removed.
     await setSettings(target, { 'audit.tier.mode': 'none' });
     expect((await both(target)).ok).toBe(true);
