@@ -99,7 +99,7 @@ export class FoundCheckpoints {
       v: 1,
       chainId: this.#texts[this.#chainId[i] as number] as string,
       seq: this.#seq[i] as number,
-      chainHash: this.#hex(base + CHAIN_AT, 32),
+      chainHash: this.#chainHash(i),
       timeMs: this.#timeMs[i] as number,
       term: this.#term[i] as number,
       keyId: this.#texts[this.#keyId[i] as number] as string,
@@ -167,7 +167,7 @@ export class FoundCheckpoints {
 
   /** Notes entry `i` compared with the chained record it covers, whose chain hash is `chainHash`. */
   match(i: number, chainHash: string | undefined): void {
-    const matches = chainHash === this.checkpoint(i).chainHash;
+    const matches = chainHash === this.#chainHash(i);
     this.#flags[i] = (this.#flags[i] as number) | MATCHED | (matches ? 0 : MISMATCHED);
     if (!matches) this.#covered.set(i, chainHash);
   }
@@ -179,6 +179,11 @@ export class FoundCheckpoints {
   /** When entry `i` was compared and differed: the covered record's chain hash. */
   mismatch(i: number): { chainHash: string | undefined } | undefined {
     return ((this.#flags[i] as number) & MISMATCHED) === 0 ? undefined : { chainHash: this.#covered.get(i) };
+  }
+
+  /** Entry `i`'s chain hash, without building the whole checkpoint. */
+  #chainHash(i: number): string {
+    return this.#kept.get(i)?.chainHash ?? this.#hex(i * ENTRY_BYTES + CHAIN_AT, 32);
   }
 
   #textId(text: string): number {
