@@ -2,6 +2,7 @@ import { EVENT_COLUMNS, isPrefilterNeedle, type AuditColumnName, type AuditParqu
 import { GroupReadAhead, PREFILTER_AHEAD_GROUPS, TEXT_COLUMNS, unwrap } from './group-read-ahead.js';
 import { compileFilter, newestFirst, upperTimeMs, type SearchFilter, type StoredEvent } from '@auditlake/model';
 import type { TierFile, TierSource } from '@auditlake/lake';
+import type { ErasableRow } from '@auditlake/store';
 import { newestFirstPage } from './newest-first-page.js';
 import { newestFirstStream } from './newest-first-stream.js';
 
@@ -30,6 +31,18 @@ export interface MergedSearchOptions {
   localCompleteFromMs: number | undefined;
   /** Once aborted, the search throws its reason at the next row group it would read. */
   signal?: AbortSignal;
+  /**
+   * What erasures erased, applied to every tier row before it is matched or shown (the local
+   * store, whose own copies are erased already). A tier's copy of an erased event keeps its
+   * values until a sweep rewrites it: without this, a search for the erased value found it
+   * there and showed it, as did the Overview's counts (review).
+   */
+  erased?: ErasureMask;
+}
+
+/** Shows tier rows as erasures left them (AuditStore.maskErased). */
+export interface ErasureMask {
+  maskErased<R extends ErasableRow>(rows: readonly R[]): Promise<readonly R[]>;
 }
 
 export interface MergedSearchResult {
@@ -86,13 +99,15 @@ async function readRowGroup(
   matches: (event: TieredEvent) => boolean,
   candidates: Map<string, MergedEvent>,
   want: number,
+  erased: ErasureMask | undefined,
 ): Promise<void> {
+  const masked = async <R extends ErasableRow>(rows: readonly R[]) => (erased === undefined ? rows : erased.maskErased(rows));
   const range = { ...(filter.fromMs !== undefined ? { fromMs: filter.fromMs } : {}), ...(filter.toMs !== undefined ? { toMs: filter.toMs } : {}) };
-  let events: TieredEvent[];
+  let events: readonly TieredEvent[];
   if (probeColumns) {
     // Column pushdown: read only what the predicates need first; a group without a match
     // never has its other columns (the large query text among them) fetched.
-    const probe = await file.read({ ...range, rowGroups: [group.index], columns: [...probeColumns, 'event_id'] });
+    const probe = await masked(await file.read({ ...range, rowGroups: [group.index], columns: [...probeColumns, 'event_id'] }));
     const matching = probe.filter((partial) => matches(withDefaults(partial)));
     if (matching.length === 0) return;
     if (matching.every((partial) => candidates.has(partial.eventId ?? ''))) {
@@ -116,7 +131,7 @@ async function readRowGroup(
     // group alone fills it with newer ones; an eventId already taken counts for the page too).
     events = await file.readNewest(group.index, { ...range, count: want, columns: READ_COLUMNS });
   }
-  for (const event of events) {
+  for (const event of await masked(events)) {
     if (mayTake(candidates, event.eventId, event.seq) && matches(event)) candidates.set(event.eventId, event);
   }
 }
@@ -232,7 +247,7 @@ export async function mergedSearch(options: MergedSearchOptions): Promise<Merged
         // Free-text prefilter (started ahead): a group whose text columns cannot hold q, by
         // their dictionaries and raw page bytes, is skipped without decoding a value.
         if (task.textMayMatch !== undefined && !unwrap(await task.textMayMatch())) continue;
-        await readRowGroup(task.parquet, task.group, filter, probeColumns, matches, candidates, want);
+        await readRowGroup(task.parquet, task.group, filter, probeColumns, matches, candidates, want, options.erased);
       } catch (err) {
         fail(tier, err);
       }

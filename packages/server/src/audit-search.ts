@@ -98,7 +98,7 @@ export class AuditSearch {
     // Text events: a page answered as JSON is cut from the stored text, never parsed.
     const cut: ReadCut = {};
     const local = { batches: sizeBoundedBatches(this.#store.searchBatches(filter, { expectedEvents: filter.limit + 1, textEvents: true, ...(signal ? { signal } : {}) }), PAGE_CHARS_MAX, cut) };
-    const result = await mergedSearch({ local, tiers, filter, localCompleteFromMs: this.#tiering.localCompleteFromMs(Date.now()), ...(signal ? { signal } : {}) });
+    const result = await mergedSearch({ local, tiers, filter, localCompleteFromMs: this.#tiering.localCompleteFromMs(Date.now()), erased: this.#store, ...(signal ? { signal } : {}) });
     let events = result.events;
     let truncated = result.truncated;
     if (cut.atMs !== undefined) {

@@ -341,6 +341,46 @@ describe('parquet tiering sweep', () => {
     expect(rows).toEqual([{ event_id: 'o1', query: '[erased by auditlake]' }]);
   });
 
+  it('an erasure holds in every answer at once: a tier copy the sweep has not rewritten yet is neither found by an erased value nor shown with it', async () => {
+    // No sweep runs by itself: each is run by hand, so the tier still holds the values when searched.
+    const { s3, t } = await tieringNode({ 'auditlake.audit.tier.interval.ms': '3600000', 'auditlake.audit.retention.interval.ms': '100' });
+    const now = Date.now();
+    const secret = { userId: 'erin-secret', query: 'SELECT ssn FROM people', tables: ['hr.people_ssn'] };
+    // old1 will be held by the tier only (retention deletes it locally); new1 by both.
+    await t.ingest([event({ eventId: 'old1', ts: now - 2 * DAY, ...secret }), event({ eventId: 'new1', ts: now - 60_000, ...secret }), event({ eventId: 'plain', ts: now - 30_000 })]);
+    await postSettings(t, { ...PARQUET, 'audit.tier.retain.local.days': 1 });
+    await t.node.tiering.sweeper.sweep();
+    await expect.poll(async () => (await t.stored()).some((e) => e.eventId === 'old1'), { timeout: 10_000 }).toBe(false);
+    for (const eventId of ['old1', 'new1']) {
+      const res = await t.request('/admin/audit/erase', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ eventIds: [eventId], fields: ['userId', 'query', 'tables'] }) });
+      expect(res.status).toBe(200);
+    }
+    const tierValues = async () => {
+      const dir = await downloadPrefix(s3.props('ext'), 'ext', 'ext', 'audit/');
+      return duckdb(`SELECT event_id, user_id, query FROM read_parquet('${dir}/audit/**/*.parquet') WHERE event_id IN ('old1', 'new1') ORDER BY event_id`);
+    };
+    const answers = async () => {
+      const found = [];
+      for (const filter of ['user=erin-secret', 'q=ssn', 'q=erin', 'table=people_ssn', 'q=people_ssn']) found.push(...(await t.search(`?${filter}&limit=10`)).json.events.map((e) => `${filter}: ${e.eventId}`));
+      const all = (await t.search('?limit=10')).json.events.filter((e) => e.eventId !== 'plain' && e.source !== 'auditlake');
+      const stats = await (await t.request('/admin/audit/stats')).text();
+      return { found, all: all.map((e) => [e.eventId, e.userId, e.query, e.tables]), statsNamesUser: stats.includes('erin-secret') };
+    };
+    const erased = ['[erased by auditlake]', '[erased by auditlake]', ['[erased by auditlake]']];
+    const expected = { found: [], all: [['new1', ...erased], ['old1', ...erased]], statsNamesUser: false };
+    // The tier still holds both copies whole (so what follows is the search's doing, not the sweep's)…
+    expect(await tierValues()).toEqual([
+      { event_id: 'new1', user_id: 'erin-secret', query: 'SELECT ssn FROM people' },
+      { event_id: 'old1', user_id: 'erin-secret', query: 'SELECT ssn FROM people' },
+    ]);
+    // …and no answer finds them by an erased value or shows one.
+    expect(await answers()).toEqual(expected);
+    // Once the sweep has rewritten them, the same answers.
+    await t.node.tiering.sweeper.sweep();
+    expect((await tierValues()).map((row) => row.user_id)).toEqual(['[erased by auditlake]', '[erased by auditlake]']);
+    expect(await answers()).toEqual(expected);
+  });
+
   it('refuses to erase an erasure record that only the tier holds now, naming it, and erases nothing', async () => {
     const { t } = await tieringNode({ 'auditlake.audit.retention.interval.ms': '100' });
     const erase = (body: unknown) => t.request('/admin/audit/erase', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });

@@ -36,7 +36,7 @@ import { rangeBatchesNewestFirst } from './range-values.js';
 import { StoredEventText } from './stored-event-text.js';
 import { tableNameKey, type IndexField } from './index-keys.js';
 import { applyStoredErasures, backfillErasedIds, backfillErasureIndex, backfillIndexes } from './index-backfill.js';
-import { ErasedIds } from './erased-ids.js';
+import { ErasedIds, maskErasedRows, type ErasableRow } from './erased-ids.js';
 import { PRUNED_IDS_KEEP_MS_DEFAULT, PrunedIds, type PrunedIdsFigures, type PrunedIdsLoad } from './pruned-ids.js';
 import { backfillLedger } from './ledger-backfill.js';
 import { TextSketchWriter } from './text-sketch-writer.js';
@@ -1569,6 +1569,18 @@ export class AuditStore {
     const deleted = new Set(keys.map(parseOutboxNumber));
     while (deleted.has(this.#outboxHead)) this.#outboxHead++;
     this.#timeAssigned.forgetBelow(this.#outboxHead);
+  }
+
+  /**
+   * Rows of events read elsewhere (a tier) with what erasures committed here erased under their
+   * eventIds shown as the marker, as this store shows its own copies. A sweep rewrites the
+   * tiered copies of an erased event only at its next run (or later, while sweeps fail), and
+   * until then a tier row still holds the values: a search that matched or showed them would
+   * undo the erasure for every reader. Ids no erasure named cost no read (a filter rules them out).
+   */
+  async maskErased<R extends ErasableRow>(rows: readonly R[]): Promise<readonly R[]> {
+    const view = await this.#erasedIds.view(rows.map((row) => row.eventId ?? ''));
+    return view.size === 0 ? rows : maskErasedRows(rows, view);
   }
 
   /**

@@ -96,6 +96,11 @@ export class ErasedIdsView {
     return this.#fields.size;
   }
 
+  /** The fields erased under `eventId`, when it is among the erased ids asked about. */
+  fieldsOf(eventId: string): readonly string[] | undefined {
+    return this.#fields.get(eventId);
+  }
+
   /**
    * Whether storing `event` would bring erased values back: its id was erased (here, or by an
    * erasure composed earlier in the same write, `erasing`) and a field erased under it holds
@@ -109,6 +114,40 @@ export class ErasedIdsView {
     const values = JSON.parse(event.json) as AuditEvent;
     return !fields.every((field) => (field === 'tables' ? values.tables.length === 1 && values.tables[0] === ERASED_MARKER : values[field as keyof AuditEvent] === ERASED_MARKER));
   }
+}
+
+/**
+ * The fields of an event erasure replaces, as any copy holds them (a stored event, a row read
+ * from a tier): each optional, so a row read for a filter's columns only keeps its shape.
+ */
+export interface ErasableRow {
+  eventId?: string | undefined;
+  userId?: string | undefined;
+  resource?: string | undefined;
+  tables?: readonly string[] | undefined;
+  query?: string | undefined;
+  details?: string | undefined;
+}
+
+/**
+ * `rows` with every field the view's erasures erased under their eventIds shown as the marker
+ * (`tables` as a list of just the marker), as the store holds its own erased copies; a row no
+ * erasure named, and a field a row does not hold, are left as they are.
+ */
+export function maskErasedRows<R extends ErasableRow>(rows: readonly R[], view: ErasedIdsView): R[] {
+  return rows.map((row) => {
+    const fields = view.fieldsOf(row.eventId ?? '');
+    if (fields === undefined) return row;
+    const masked: R = { ...row };
+    for (const field of fields) {
+      if (field === 'tables') {
+        if (masked.tables !== undefined) masked.tables = [ERASED_MARKER];
+      } else if ((ERASABLE_FIELDS as readonly string[]).includes(field) && masked[field as keyof ErasableRow] !== undefined) {
+        (masked as Record<string, unknown>)[field] = ERASED_MARKER;
+      }
+    }
+    return masked;
+  });
 }
 
 /** Ids an erasure names, put in a batch; `commit` once the batch is written. */

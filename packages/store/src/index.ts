@@ -17,3 +17,4 @@ export { appendForwarded, type ForwardTarget } from './forwarded-erasures.js';
 export type { TieredCopyLookup } from './resent-after-retention.js';
 export type { PrunedIdsFigures } from './pruned-ids.js';
 export { writeFaultRefusal } from './write-fault-latch.js';
+export type { ErasableRow } from './erased-ids.js';
