@@ -177,10 +177,12 @@ export class ChainVerifier {
   #externalAt = 0;
   readonly #registered = new Map<string, { publicKey: KeyObject | undefined; fingerprint: string | undefined; seq: number }>();
   /**
-   * Per eventId named by an erasure record, per field erased: the seq of the latest erasure
-   * record naming it. A record erased at seq r is covered for a field when that seq is after r
-   * (an event stored again after its first erasure — a re-send of the erased copy — and erased
-   * again by a later record is covered by the later one).
+   * Per copy an erasure record named (eventId and seq, {@link grantKey}), per field erased: the
+   * seq of the latest erasure record naming it. A record at seq r with erased fields is covered
+   * for a field when that seq is after r. By copy, not by eventId: every erasure names each copy
+   * it erased by its seq (a copy moved by a log cut is named again, at its new seq, by the
+   * record rebuilt for it), so a copy no record named — a second copy of one eventId, stored
+   * again after retention — blanked by hand is an alteration (review).
    */
   readonly #grants = new Map<string, Map<string, number>>();
   readonly #erasures: Array<{ seq: number; eventId: string; fields: HashedField[] }> = [];
@@ -561,9 +563,10 @@ export class ChainVerifier {
       } else {
         const details = parseErasureDetails(text);
         for (const ref of details.records) {
-          const grant = this.#grants.get(ref.eventId) ?? new Map<string, number>();
+          const key = grantKey(ref.eventId, ref.seq);
+          const grant = this.#grants.get(key) ?? new Map<string, number>();
           for (const field of details.fields) grant.set(field, Math.max(grant.get(field) ?? record.seq, record.seq));
-          this.#grants.set(ref.eventId, grant);
+          this.#grants.set(key, grant);
         }
       }
     } catch (err) {
@@ -818,7 +821,7 @@ export class ChainVerifier {
 
   #checkErasures(): void {
     for (const { seq, eventId, fields } of this.#erasures) {
-      const grant = this.#grants.get(eventId);
+      const grant = this.#grants.get(grantKey(eventId, seq));
       const unauthorised = fields.filter((field) => (grant?.get(field) ?? -Infinity) <= seq);
       if (unauthorised.length > 0) {
         this.#break({
@@ -831,6 +834,11 @@ export class ChainVerifier {
       }
     }
   }
+}
+
+/** The key of one copy in the erasure grants: the seq first (digits, then a newline), so no eventId makes two copies' keys alike. */
+function grantKey(eventId: string, seq: number): string {
+  return `${seq}\n${eventId}`;
 }
 
 /** What a tier's files showed of its rows without a seq and of its first chained row (CheckedBatch.withoutSeq, firstRow). */

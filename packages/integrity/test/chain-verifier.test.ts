@@ -477,6 +477,24 @@ describe('erasure', () => {
     expect(verify(erase(withCopy, copy.seq, 'userId')).message).toBe(`altered record at seq ${copy.seq} (eventId ${target.eventId}): field userId erased without an erasure record`);
   });
 
+  it('an erasure covers the copies it names by seq: another copy of the same eventId blanked by hand is an alteration', () => {
+    const log = build();
+    const target = log.records[4]!;
+    // A second copy of the eventId (stored again after retention), erased by nobody.
+    const last = log.records[log.records.length - 1]!;
+    const { recordHash: _r, chainHash: _c, fieldCheck: _f, ...values } = { ...target, seq: last.seq + 1, ingestTs: last.ingestTs + 1 };
+    const withCopy = [...log.records, chained(values, last.chainHash as string)];
+    const copySeq = last.seq + 1;
+    // The erasure names the first copy only: both erased by hand, the second is unauthorised.
+    const legit = withErasureRecord(erase(withCopy, target.seq, 'userId'), [{ eventId: target.eventId, seq: target.seq }], ['userId']);
+    expect(verify(legit).ok).toBe(true);
+    const forged = erase(legit, copySeq, 'userId');
+    expect(verify(forged).message).toBe(`altered record at seq ${copySeq} (eventId ${target.eventId}): field userId erased without an erasure record`);
+    // Named too, both verify.
+    const both = withErasureRecord(erase(erase(withCopy, target.seq, 'userId'), copySeq, 'userId'), [{ eventId: target.eventId, seq: target.seq }, { eventId: target.eventId, seq: copySeq }], ['userId']);
+    expect(verify(both).message).toMatch(/; 2 fields erased$/);
+  });
+
   it('a value put back into an erased field is an alteration', () => {
     const log = build();
     const target = log.records[4]!;
