@@ -30,6 +30,10 @@ function refuse(message: string): never {
 /** Validates an erase request body; throws AUDIT_BAD_REQUEST naming what is wrong. */
 export function parseErasureRequest(body: unknown): ErasureRequest {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) refuse('the body must be a JSON object {"eventIds": [...], "fields": [...]}');
+  // A key this version does not read is refused, not ignored: erasure cannot be undone, and a
+  // client asking for what it does not do (a `dryRun`, say) would erase for real (review).
+  const unknown = Object.keys(body).filter((key) => key !== 'eventIds' && key !== 'fields');
+  if (unknown.length > 0) refuse(`unknown ${unknown.length === 1 ? 'key' : 'keys'} ${unknown.map(jsonForMessage).join(', ')} (an erase request holds eventIds and fields only)`);
   const { eventIds, fields } = body as Record<string, unknown>;
   if (!Array.isArray(eventIds) || eventIds.length === 0) refuse('eventIds must be a non-empty array of event ids');
   if (eventIds.length > ERASE_IDS_MAX) refuse(`eventIds must name at most ${ERASE_IDS_MAX} events, got ${eventIds.length}`);

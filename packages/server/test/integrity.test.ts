@@ -185,6 +185,10 @@ describe('POST /admin/audit/erase', () => {
     res = await post({ eventIds: ['y1'], fields: ['eventId'] });
     expect(res.status).toBe(400);
     expect(((await res.json()) as { error: string }).error).toBe('fields[0] must be one of userId, resource, tables, query, details: "eventId"; nothing was erased');
+    // A key the request may not hold is named, not ignored: a dry run asked of a version without one erases nothing.
+    res = await post({ eventIds: ['y1'], fields: ['query'], dryRun: true });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: string }).error).toBe('unknown key "dryRun" (an erase request holds eventIds and fields only); nothing was erased');
     // Ids no event can have (ingest refuses them) are named by place, not looked for and echoed.
     res = await post({ eventIds: ['y1', 'a\ud800'], fields: ['query'] });
     expect(res.status).toBe(400);
