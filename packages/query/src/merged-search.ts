@@ -124,15 +124,32 @@ async function readRowGroup(
     // cursor), then the `want` newest of the strictly older rows.
     const atMs = filter.cursor.timestamp;
     const at = (await file.read({ fromMs: atMs, toMs: atMs, rowGroups: [group.index], columns: READ_COLUMNS })) as TieredEvent[];
-    const older = atMs === 0 || (filter.fromMs !== undefined && filter.fromMs > atMs - 1) ? [] : await file.readNewest(group.index, { ...range, toMs: atMs - 1, count: want, columns: READ_COLUMNS });
+    const older = atMs === 0 || (filter.fromMs !== undefined && filter.fromMs > atMs - 1) ? [] : await newestEvents(file, group.index, { ...range, toMs: atMs - 1 }, want);
     events = [...at, ...older];
   } else {
-    // Every row matches: a row below the group's `want` newest cannot make the page (the
-    // group alone fills it with newer ones; an eventId already taken counts for the page too).
-    events = await file.readNewest(group.index, { ...range, count: want, columns: READ_COLUMNS });
+    events = await newestEvents(file, group.index, range, want);
   }
   for (const event of await masked(events)) {
     if (mayTake(candidates, event.eventId, event.seq) && matches(event)) candidates.set(event.eventId, event);
+  }
+}
+
+/**
+ * A group's newest rows in a time range, when every row matches: a row below the newest `want`
+ * events cannot make the page (the group alone fills it with newer ones; an eventId already
+ * taken counts for the page too). Events, not rows: two copies of one eventId in a group (a
+ * re-send stored again after retention keeps its time, so its day, and compaction merges the
+ * day's files) are one event on the page, and `want` rows holding one were read as a full page
+ * of a group whose older rows then were never reached — an unfiltered page came out short and
+ * not truncated, every older event out of reach (review). Rows are read until they hold `want`
+ * distinct eventIds or the group ends.
+ */
+async function newestEvents(file: AuditParquetFile, groupIndex: number, range: { fromMs?: number; toMs?: number }, want: number): Promise<TieredEvent[]> {
+  for (let count = want; ; ) {
+    const rows = await file.readNewest(groupIndex, { ...range, count, columns: READ_COLUMNS });
+    const events = new Set(rows.map((row) => row.eventId)).size;
+    if (rows.length < count || events >= want) return rows;
+    count += want - events;
   }
 }
 

@@ -72,6 +72,22 @@ describe('mergedSearch', () => {
     expect(allowOnly.events.map((e) => [e.eventId, e.decision])).toEqual([['e5', 'ALLOW']]);
   });
 
+  it('counts two copies of one eventId in a row group as one event: the page is full and truncated, and the next page goes on', async () => {
+    // The original (seq 5) and its copy stored again later (seq 50), compacted into one group.
+    const rows = [ev(5, T0 + 99_000), ev(6, T0 + 98_000), ev(7, T0 + 97_000), ev(5, T0 + 100_000, { seq: 50, userId: 'other' })];
+    const seen: string[] = [];
+    let cursor: SearchFilter['cursor'];
+    for (let page = 0; page < 5; page++) {
+      const result = await mergedSearch({ local: local([]), tiers: [tier('s3://a/b', [rows])], filter: filter({ limit: 1, ...(cursor ? { cursor } : {}) }), localCompleteFromMs: T0 + 200_000 });
+      seen.push(...result.events.map((e) => `${e.eventId}@${e.timestamp}`));
+      if (!result.truncated) break;
+      const last = result.events.at(-1)!;
+      cursor = { timestamp: last.timestamp, ingestTs: last.ingestTs, eventId: last.eventId };
+    }
+    // The first stored copy is the record (shown at its own time), then the others, each once.
+    expect(seen).toEqual([`e5@${T0 + 99_000}`, `e6@${T0 + 98_000}`, `e7@${T0 + 97_000}`]);
+  });
+
   it('skips the tiers when the local page is full of events newer than the local-complete point', async () => {
     // (Contrived: a tiered event inside the local-complete window would also be local.)
     const t = tier('s3://a/b', [[ev(1, T0 + DAY + 5)]]);
