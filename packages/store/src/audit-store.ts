@@ -37,6 +37,7 @@ import { StoredEventText } from './stored-event-text.js';
 import { tableNameKey, type IndexField } from './index-keys.js';
 import { applyStoredErasures, backfillErasedIds, backfillErasureIndex, backfillIndexes } from './index-backfill.js';
 import { ErasedIds, maskErasedRows, type ErasableRow } from './erased-ids.js';
+import { lowerStoredJson } from './lower-stored-json.js';
 import { PRUNED_IDS_KEEP_MS_DEFAULT, PrunedIds, type PrunedIdsFigures, type PrunedIdsLoad } from './pruned-ids.js';
 import { backfillLedger } from './ledger-backfill.js';
 import { TextSketchWriter } from './text-sketch-writer.js';
@@ -1500,7 +1501,7 @@ export class AuditStore {
       options.signal?.throwIfAborted();
       const events: StoredEvent[] = [];
       for (const value of values) {
-        if (needle !== undefined && !value.toLowerCase().includes(needle)) continue;
+        if (needle !== undefined && !lowerStoredJson(value).includes(needle)) continue;
         const text = options.textEvents === true ? StoredEventText.of(value)?.asStoredEvent() : undefined;
         const event = text ?? (JSON.parse(value) as StoredEvent);
         if (!matches(event)) continue;

@@ -1,5 +1,6 @@
 import type { Level } from 'level';
 import { decodeUint, encodeUint, localKey, prefixEnd, PREFIX, seqKey } from './event-keys.js';
+import { lowerStoredJson } from './lower-stored-json.js';
 import { TEXT_BLOCK_SEQS, TextSketch, blockOfSeq, textSketchKey } from './text-sketch.js';
 
 /** Anything that takes a binary put: a chained LevelDB batch. */
@@ -40,7 +41,7 @@ export async function rebuildStaleSketches(db: Level<string, string>, batch: Bin
     const values = await db.getMany(places.map(([seq, ts]) => PREFIX.time + ts + seq.slice(PREFIX.seq.length)));
     const sketch = new TextSketch();
     values.forEach((json, i) => {
-      if (json !== undefined) sketch.add(decodeUint((places[i] as [string, string])[1]), json.toLowerCase());
+      if (json !== undefined) sketch.add(decodeUint((places[i] as [string, string])[1]), lowerStoredJson(json));
     });
     if (values.some((json) => json !== undefined)) batch.put(textSketchKey(block), sketch.value, VIEW);
     else batch.del(textSketchKey(block));
@@ -87,7 +88,7 @@ export class TextSketchWriter {
     const sketch = this.#held.get(block);
     if (sketch === undefined) throw new Error(`text sketch of block ${block} is not loaded: prepare() the seqs first`);
     const text = typeof json === 'string' ? json : Buffer.from(json.buffer, json.byteOffset, json.byteLength).toString('utf8');
-    sketch.add(timestampMs, text.toLowerCase());
+    sketch.add(timestampMs, lowerStoredJson(text));
     this.#changed.add(block);
   }
 

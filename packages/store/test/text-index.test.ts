@@ -111,6 +111,22 @@ describe('free-text sketches', () => {
     await check(leader);
   });
 
+  it('finds a capital sigma right after an escaped character as its value lower-cases it (σ, not the final ς)', async () => {
+    const store = await AuditStore.open({ location: await location() });
+    onTestFinished(() => store.close());
+    const base = { userId: 'u', source: 'trino', action: 'data:Select', resource: '', decision: '' as const, tables: [], query: '' };
+    // Stored as JSON, each Σ follows an escape ending in a letter (\t, \n, \u001f) — or a plain space.
+    const details = ['sum:\tΣ = 42', 'sum: Σ = 42', 'line1\nΣ', 'x\u001fΣΑ', 'ΟΔΟΣ', 'ok\tΣ'];
+    await store.append(details.map((text, i) => ({ ...base, eventId: `s${i}`, details: text, timestamp: 1_000_000 + i })));
+    for (const q of ['σ = 42', '\tσ = 42', 'σ', '\nσ', 'σα', 'οδος', 'ς', 'k\tσ', 'sum:']) {
+      const filter = { action: 'all' as const, q };
+      expect({ q, ids: await collect(store.search(filter)) }).toEqual({ q, ids: await fullScan(store, filter) });
+    }
+    // Not vacuous: the definition finds the first under σ, and whole-JSON lower-casing would not.
+    expect(await fullScan(store, { action: 'all', q: 'σ = 42' })).toEqual(['s1', 's0']);
+    expect(JSON.stringify('sum:\tΣ = 42').toLowerCase()).not.toContain('σ');
+  });
+
   it('rules out a block only when one of the needle\'s trigrams is missing from it', () => {
     fc.assert(
       fc.property(fc.array(fc.string({ unit: 'grapheme' }), { minLength: 1, maxLength: 20 }), fc.nat(), fc.nat(), (texts, pick, from) => {
