@@ -1,6 +1,6 @@
 import { EVENT_COLUMNS, isPrefilterNeedle, type AuditColumnName, type AuditParquetFile, type RowGroupSpan, type TieredEvent } from '@auditlake/format';
 import { GroupReadAhead, PREFILTER_AHEAD_GROUPS, TEXT_COLUMNS, unwrap } from './group-read-ahead.js';
-import { compileFilter, newestFirst, upperTimeMs, type SearchFilter, type StoredEvent } from '@auditlake/model';
+import { compileFilter, newestFirst, upperTimeMs, type EventPosition, type SearchFilter, type StoredEvent } from '@auditlake/model';
 import type { TierFile, TierSource } from '@auditlake/lake';
 import type { ErasableRow } from '@auditlake/store';
 import { newestFirstPage } from './newest-first-page.js';
@@ -54,6 +54,11 @@ export interface MergedSearchResult {
   filesRead: number;
   /** Row groups in the time range skipped by their footer sketch, for tests and metrics. */
   groupsPruned: number;
+  /**
+   * Where the next page starts when this one is truncated with no event (every local event it
+   * read was a later copy of an event a tier holds from before): the last local event read.
+   */
+  resumeAfter?: EventPosition;
 }
 
 /**
@@ -273,7 +278,25 @@ export async function mergedSearch(options: MergedSearchOptions): Promise<Merged
     groups.close();
   }
   const page = [...candidates.values()].sort(newestFirst);
-  const result: MergedSearchResult = { events: page.slice(0, filter.limit), truncated: page.length > filter.limit, filesRead: groups.filesOpened, groupsPruned: groups.groupsPruned };
+  let events = page.slice(0, filter.limit);
+  let truncated = page.length > filter.limit;
+  let resumeAfter: EventPosition | undefined;
+  // Local events were read down to the `want`-th only. A tier copy stored first takes its
+  // event's place from a local copy stored later (mayTake) at its own, older time, so with such
+  // copies on the local page the page can reach past local events never read: they were
+  // skipped, and the cursor moved past them for good (review). Such a page ends at the last
+  // local event read; the next one reads on from there.
+  const lastLocal = local.length >= want ? local[local.length - 1] : undefined;
+  if (lastLocal !== undefined) {
+    const past = events.findIndex((event) => newestFirst(event, lastLocal) > 0);
+    if (past >= 0) {
+      events = events.slice(0, past);
+      truncated = true;
+      if (events.length === 0) resumeAfter = { timestamp: lastLocal.timestamp, ingestTs: lastLocal.ingestTs, eventId: lastLocal.eventId };
+    }
+  }
+  const result: MergedSearchResult = { events, truncated, filesRead: groups.filesOpened, groupsPruned: groups.groupsPruned };
+  if (resumeAfter !== undefined) result.resumeAfter = resumeAfter;
   if (skipped.length > 0) result.tierNote = `tiered audit partly unavailable: ${skipped.join('; ')}`;
   return result;
 }

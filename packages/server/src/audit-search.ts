@@ -110,7 +110,7 @@ export class AuditSearch {
     }
     const fit = eventsWithinPage(events);
     const page: SearchPage = fit < events.length ? { events: events.slice(0, fit), truncated: true } : { events, truncated };
-    const last = page.events.at(-1);
+    const last = page.events.at(-1) ?? result.resumeAfter;
     if (page.truncated && last !== undefined) page.nextCursor = encodeCursor(last);
     if (result.tierNote !== undefined) page.tierNote = result.tierNote;
     return page;
