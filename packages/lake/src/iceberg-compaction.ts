@@ -45,12 +45,16 @@ const DATA_FILE_FACTS: SmallFileFacts<DataFile> = { day: (file) => file.partitio
  * together (mergeAuditParquetFiles); returns their data_file records, computed from the merged
  * footers. Each input must hold the rows its manifest entry says.
  */
-async function writeCompacted(context: MaintenanceContext, schema: IcebergSchema, day: number, files: readonly DataFile[], targetFileSizeBytes: number): Promise<DataFile[]> {
-  const inputs = await mapBounded(files, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (file) => ({
-    bytes: await context.objects.get(s3Key(context.table, file.file_path)),
-    name: file.file_path,
-    expectedRows: file.record_count,
-  }));
+async function writeCompacted(context: MaintenanceContext, schema: IcebergSchema, day: number, files: readonly DataFile[], targetFileSizeBytes: number): Promise<DataFile[] | undefined> {
+  const read = await mapBounded(files, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (file) => {
+    const bytes = await context.objects.find(s3Key(context.table, file.file_path));
+    return bytes === undefined ? undefined : { bytes, name: file.file_path, expectedRows: file.record_count };
+  });
+  // A file gone since the plan was made was replaced meanwhile (an erasure's overwrite deletes
+  // the files it replaced at once): the swap would refuse it anyway, and failing the run with a
+  // missing object reads like lost data. The next pass plans the day from the table as it is.
+  const inputs = read.filter((input) => input !== undefined);
+  if (inputs.length < read.length) return undefined;
   const rowsIn = files.reduce((sum, file) => sum + file.record_count, 0);
   const inputBytes = files.reduce((sum, file) => sum + file.file_size_in_bytes, 0);
   const bytesPerRow = Math.max(1, inputBytes / Math.max(1, rowsIn));
@@ -106,6 +110,7 @@ export async function compactIcebergTable(context: MaintenanceContext, loaded: L
   const schema = currentSchema(plan.base.metadata);
   for (const group of groups) {
     const written = await writeCompacted(context, schema, group[0]?.partition.event_time_day ?? 0, group, targetFileSizeBytes);
+    if (written === undefined) continue;
     const rowsIn = group.reduce((sum, file) => sum + file.record_count, 0);
     const rowsOut = written.reduce((sum, file) => sum + file.record_count, 0);
     if (rowsIn !== rowsOut) throw new Error(`assertion failed: compaction of ${group.length} files read ${rowsIn} rows and wrote ${rowsOut}`);
@@ -113,6 +118,7 @@ export async function compactIcebergTable(context: MaintenanceContext, loaded: L
     for (const file of group) removedFiles.push(file);
     for (const file of written) addedFiles.push(file);
   }
+  if (removedFiles.length === 0) return { loaded: plan.base, filesRewritten: 0, filesAdded: 0, smallFilesAdded: 0, ...left };
   const removed = new Set(removedFiles.map((file) => file.file_path));
   const snapshotId = randomInt(1, 2 ** 47);
   const attempt = randomUUID();

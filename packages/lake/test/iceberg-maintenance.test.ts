@@ -6,7 +6,7 @@ import { currentSnapshot, readWatermarkFromMetadata, type IcebergSnapshot, type 
 import { AuditErrorCode, INTEGRITY_ACTIONS, SELF_SOURCE, type StoredEvent } from '@auditlake/model';
 import { icebergRead } from 'icebird';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { commitForeignSnapshotOnTop, routeAwsS3To, twoDayEvents, useEmbeddedS3 } from '../src/testing/index.js';
+import { commitForeignSnapshotOnTop, routeAwsS3To, twoDayEvents, useEmbeddedS3, vanishingOnRead } from '../src/testing/index.js';
 import {
   commitIcebergBatch,
   compactIcebergTable,
@@ -219,6 +219,21 @@ describe('Iceberg maintenance', () => {
     expectEveryEventOnce(await icebirdIds(table), seqMax + 30);
     expect(await duckdbIds(table, objects)).toEqual({ rows: seqMax + 30, distinct: seqMax + 30 });
   }, 120_000);
+
+  it('a file gone when the compaction reads it (an erasure replaced and deleted it meanwhile) leaves its day to the next pass, and the other day is compacted', async () => {
+    const { table, objects } = await tableWith('vanished_input', 6, 20);
+    const loaded = (await loadIcebergTable(objects, table))!;
+    const files = (await currentManifests(objects, table, loaded.metadata)).flatMap((m) => m.entries.filter((e) => e.status !== 2).map((e) => e.data_file));
+    const gone = files[0]!;
+    const vanishing = vanishingOnRead(objects, s3Key(table, gone.file_path));
+    const result = await compactIcebergTable(context(table, vanishing), loaded, 16 * 1024 * 1024);
+    expect({ filesRewritten: result.filesRewritten, filesAdded: result.filesAdded }).toEqual({ filesRewritten: 6, filesAdded: 1 });
+    const live = (await currentManifests(objects, table, result.loaded.metadata)).flatMap((m) => m.entries.filter((e) => e.status !== 2).map((e) => e.data_file));
+    // The vanished file's day is as it was: its six files (the vanished one still listed), none merged.
+    expect(live.filter((file) => file.partition.event_time_day === gone.partition.event_time_day).map((file) => file.file_path).sort()).toEqual(
+      files.filter((file) => file.partition.event_time_day === gone.partition.event_time_day).map((file) => file.file_path).sort(),
+    );
+  });
 
   it('a sweep commit that loses to another sweep of the same events is refused, not re-applied: nothing tiered twice', async () => {
     const { table, objects, seqMax } = await tableWith('sweep_races_sweep', 2, 20);

@@ -1,14 +1,16 @@
 // Goal: Parquet-mode maintenance compacts each day's small committed files into one and swaps them by a compaction marker — readers (ParquetTierSource, DuckDB over the files it lists) see every event exactly once before, at and after the swap — a compaction that lost its day's generation to another writer adds nothing, a sweep committing meanwhile loses nothing, replaced files are deleted only after the grace period, and orphan cleanup removes an old unreferenced file but spares a young one, reading the commit markers a few at a time and, inside the commit lock, only those written since it read them before.
 import type { StoredEvent } from '@auditlake/model';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { duckdbOverObjects, twoDayEvents, useEmbeddedS3 } from '../src/testing/index.js';
+import { duckdbOverObjects, twoDayEvents, useEmbeddedS3, vanishingOnRead } from '../src/testing/index.js';
 import {
   commitParquetBatch,
   compactionKey,
   compactParquetLocation,
   COMMITS_DIR,
   OBJECT_REQUESTS_IN_FLIGHT_MAX,
+  liveParquetFiles,
   ParquetTierSource,
+  readParquetLog,
   readCompactions,
   REPLACED_FILE_GRACE_MS,
   runParquetMaintenance,
@@ -90,6 +92,18 @@ describe('Parquet maintenance', () => {
     expect(again).toMatchObject({ filesRewritten: 4, filesAdded: 2, daysLost: 0 });
     expect(await readerCounts(location, objects)).toEqual({ files: 2, rows: 100, distinct: 100 });
     expect([...(await readCompactions(objects, location)).values()].map((c) => c.generation).sort()).toEqual([1, 1, 2, 2]);
+  });
+
+  it('a file gone when the compaction reads it (an erasure replaced and deleted it meanwhile) leaves its day to the next pass, and the run goes on', async () => {
+    const { location, objects } = await locationWith('vanished', 4, 20);
+    const [gone, ...others] = liveParquetFiles(await readParquetLog(objects, location)).files;
+    // The first file is deleted as the compaction fetches it.
+    const vanishing = vanishingOnRead(objects, gone!.key);
+    const result = await compactParquetLocation({ objects: vanishing, location, now: Date.now, fence }, POLICY.targetFileSizeBytes);
+    // The other day is compacted; the day of the vanished file is left as it was.
+    expect(result).toEqual({ filesRewritten: 4, filesAdded: 1, smallFilesAdded: 1, daysLost: 1 });
+    const live = liveParquetFiles(await readParquetLog(objects, location)).files;
+    expect(live.filter((file) => file.eventDate === gone!.eventDate).map((file) => file.key).sort()).toEqual(others.filter((file) => file.eventDate === gone!.eventDate).map((file) => file.key).concat(gone!.key).sort());
   });
 
   it("a compaction that lost its day's generation to another writer adds nothing (its files are orphans)", async () => {

@@ -16,6 +16,7 @@ export { routeAwsS3To } from './aws-s3-route.js';
 export { expectNoneLeftToMerge } from './compaction-left.js';
 export { useEmbeddedS3, type EmbeddedS3 } from './embedded-s3.js';
 export { twoDayEvents } from './two-day-events.js';
+export { vanishingOnRead } from './vanishing-objects.js';
 
 const ANY_TIME: Omit<CommitFence, 'serialize'> = { term: 1, mayCommit: () => true };
 
