@@ -176,7 +176,9 @@ function parseTs(raw: Record<string, unknown>, at: At, nowMs: number, field: 'ts
   if (value > EVENT_TIME_MAX_MS) refuse(`${label(at)}.${field} must be at most ${EVENT_TIME_MAX_MS} (${new Date(EVENT_TIME_MAX_MS).toISOString()}): ${value}`);
   // Ingest input only: a stored or forwarded event was checked where it was received.
   if (field === 'ts' && value > latestMs + EVENT_TIME_AHEAD_MAX_MS) {
-    refuse(`${label(at)}.${field} ${value} (${new Date(value).toISOString()}) is more than a day ahead of this node's clock (${new Date(latestMs).toISOString()}): an event cannot have happened yet`);
+    // Named as the clock it was judged by: the log's ingest clock, where it is ahead of this node's (review).
+    const clock = latestMs > nowMs ? `the log's ingest clock (${new Date(latestMs).toISOString()}; this node's reads ${new Date(nowMs).toISOString()})` : `this node's clock (${new Date(nowMs).toISOString()})`;
+    refuse(`${label(at)}.${field} ${value} (${new Date(value).toISOString()}) is more than a day ahead of ${clock}: an event cannot have happened yet`);
   }
   return value;
 }
