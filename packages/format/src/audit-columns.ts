@@ -119,9 +119,10 @@ export interface AuditRow {
 
 /**
  * Separator of the `tables` column. The reference stores "a comma-separated table list", so
- * engines can filter with `tables LIKE '%sales.orders%'`. Ingest stores a comma inside a name
- * as `%2C` and leaves empty names out (model's event validation), so every list it stores
- * round-trips. (An event stored before that with such a name comes back split.)
+ * engines can filter with `tables LIKE '%sales.orders%'`. A table name that itself contains a
+ * comma cannot round-trip: it comes back split into several entries. Real catalog identifiers
+ * do not contain commas, and the column's SQL meaning matters more than that corner. Likewise a
+ * list holding only the empty name `['']` reads back as `[]`.
  */
 export const TABLES_SEPARATOR = ',';
 

@@ -128,41 +128,22 @@ function parseTables(raw: Record<string, unknown>, at: At): string[] {
   if (!Array.isArray(value)) refuse(`${label(at)}.tables must be an array of strings, got ${describeType(value)}`);
   const tables: string[] = [];
   let bytes = 0;
-  /** Names past the limits: once one does not fit, no later one is kept. */
-  let left = 0;
   for (let i = 0; i < value.length; i++) {
     const table: unknown = value[i];
     if (typeof table !== 'string') refuse(`${label(at)}.tables[${i}] must be a string, got ${describeType(table)}`);
     wellFormed(table, at, `tables[${i}]`);
-    const name = storedTableName(table);
-    if (name === '') continue;
     // Every entry is checked; the first that does not fit ends what is kept.
-    if (left > 0 || tables.length >= TABLES_COUNT_MAX) {
-      left++;
-      continue;
-    }
-    const kept = truncateToBytes(name, FIELD_LIMIT_BYTES.table);
+    if (tables.length < i || i >= TABLES_COUNT_MAX) continue;
+    const kept = truncateToBytes(table, FIELD_LIMIT_BYTES.table);
     const size = Buffer.byteLength(kept, 'utf8');
-    if (bytes + size > TABLES_BYTES_MAX) {
-      left++;
-      continue;
-    }
+    if (bytes + size > TABLES_BYTES_MAX) continue;
     bytes += size;
     tables.push(kept);
   }
-  if (left > 0) tables.push(`…[truncated by auditlake: ${left} more tables]`);
+  if (tables.length < value.length) {
+    tables.push(`…[truncated by auditlake: ${value.length - tables.length} more tables]`);
+  }
   return tables;
-}
-
-/**
- * A table name as stored: the tier's `tables` column holds a list as its names joined by
- * commas (so engines can filter it with LIKE), so a comma inside a name is written `%2C`, and
- * then every `%` of that name `%25`, one-to-one. Unchanged, such a name read back from the tier
- * as two (found by `table=` while local, by nothing once tiered; review). Names without a comma
- * are kept as sent.
- */
-function storedTableName(name: string): string {
-  return name.includes(',') ? name.replaceAll('%', '%25').replaceAll(',', '%2C') : name;
 }
 
 function parseTs(raw: Record<string, unknown>, at: At, nowMs: number, field: 'ts' | 'timestamp', latestMs = nowMs): number {
