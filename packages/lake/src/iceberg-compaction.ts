@@ -1,4 +1,5 @@
 import { randomInt, randomUUID } from 'node:crypto';
+import { AuditError, AuditErrorCode } from '@auditlake/model';
 import {
   addedEntry,
   currentSchema,
@@ -20,7 +21,7 @@ import { isSmallFile, smallFileGroups, type CompactionPass, type SmallFileFacts 
 import { carriedSummary, tableTurn, type MaintenanceContext } from './iceberg-maintenance-context.js';
 import { currentManifests, isLive, ManifestCache, type ResolvedManifest } from './iceberg-table-files.js';
 import { metadataFileKey, s3Key } from './iceberg-table-ref.js';
-import type { LoadedTable } from './iceberg-table.js';
+import { loadIcebergTable, type LoadedTable } from './iceberg-table.js';
 import { commitMetadataVersion } from './iceberg-version-commit.js';
 import { joinKey } from './s3-location.js';
 import { INLINE_TIER_FILE_ENCODER } from './tier-file-encoding.js';
@@ -45,16 +46,13 @@ const DATA_FILE_FACTS: SmallFileFacts<DataFile> = { day: (file) => file.partitio
  * together (mergeAuditParquetFiles); returns their data_file records, computed from the merged
  * footers. Each input must hold the rows its manifest entry says.
  */
-async function writeCompacted(context: MaintenanceContext, schema: IcebergSchema, day: number, files: readonly DataFile[], targetFileSizeBytes: number): Promise<DataFile[] | undefined> {
+async function writeCompacted(context: MaintenanceContext, schema: IcebergSchema, day: number, files: readonly DataFile[], targetFileSizeBytes: number): Promise<DataFile[] | { missing: DataFile[] }> {
   const read = await mapBounded(files, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (file) => {
     const bytes = await context.objects.find(s3Key(context.table, file.file_path));
     return bytes === undefined ? undefined : { bytes, name: file.file_path, expectedRows: file.record_count };
   });
-  // A file gone since the plan was made was replaced meanwhile (an erasure's overwrite deletes
-  // the files it replaced at once): the swap would refuse it anyway, and failing the run with a
-  // missing object reads like lost data. The next pass plans the day from the table as it is.
   const inputs = read.filter((input) => input !== undefined);
-  if (inputs.length < read.length) return undefined;
+  if (inputs.length < read.length) return { missing: files.filter((_, i) => read[i] === undefined) };
   const rowsIn = files.reduce((sum, file) => sum + file.record_count, 0);
   const inputBytes = files.reduce((sum, file) => sum + file.file_size_in_bytes, 0);
   const bytesPerRow = Math.max(1, inputBytes / Math.max(1, rowsIn));
@@ -71,6 +69,15 @@ async function writeCompacted(context: MaintenanceContext, schema: IcebergSchema
     written.push({ ...file.dataFile, file_path: context.objects.url(key) });
   }
   return written;
+}
+
+/** Throws AUDIT_OBJECT_NOT_FOUND naming the first of `missing` the table's current snapshot still lists live. */
+async function failOnLostFile(context: MaintenanceContext, missing: readonly DataFile[]): Promise<void> {
+  const table = await loadIcebergTable(context.objects, context.table);
+  if (table === undefined) return;
+  const live = new Set((await currentManifests(context.objects, context.table, table.metadata)).flatMap((manifest) => manifest.entries.filter(isLive).map((entry) => entry.data_file.file_path)));
+  const lost = missing.find((file) => live.has(file.file_path));
+  if (lost !== undefined) throw new AuditError(AuditErrorCode.OBJECT_NOT_FOUND, `${lost.file_path} is a live data file of ${context.table.identifier} and does not exist: its rows are missing from the table`);
 }
 
 /** The entries of a manifest that lists a removed file: removed → DELETED, the rest EXISTING, old DELETED dropped. */
@@ -110,7 +117,14 @@ export async function compactIcebergTable(context: MaintenanceContext, loaded: L
   const schema = currentSchema(plan.base.metadata);
   for (const group of groups) {
     const written = await writeCompacted(context, schema, group[0]?.partition.event_time_day ?? 0, group, targetFileSizeBytes);
-    if (written === undefined) continue;
+    if ('missing' in written) {
+      // A file gone since the plan was made may have been replaced meanwhile (an erasure's
+      // overwrite deletes the files it replaced at once): the swap would refuse the group
+      // anyway, and the next pass plans the day from the table as it is. A file the table still
+      // holds live is lost, and the run fails naming it (review: skipped, it went unseen).
+      await failOnLostFile(context, written.missing);
+      continue;
+    }
     const rowsIn = group.reduce((sum, file) => sum + file.record_count, 0);
     const rowsOut = written.reduce((sum, file) => sum + file.record_count, 0);
     if (rowsIn !== rowsOut) throw new Error(`assertion failed: compaction of ${group.length} files read ${rowsIn} rows and wrote ${rowsOut}`);

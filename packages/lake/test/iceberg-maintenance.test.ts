@@ -220,20 +220,26 @@ describe('Iceberg maintenance', () => {
     expect(await duckdbIds(table, objects)).toEqual({ rows: seqMax + 30, distinct: seqMax + 30 });
   }, 120_000);
 
-  it('a file gone when the compaction reads it (an erasure replaced and deleted it meanwhile) leaves its day to the next pass, and the other day is compacted', async () => {
-    const { table, objects } = await tableWith('vanished_input', 6, 20);
+  it('a file replaced and deleted while the compaction reads (an erasure\'s overwrite) leaves the group to the next pass; one lost outright fails the run naming it', async () => {
+    const { table, objects, seqMax } = await tableWith('vanished_input', 6, 20);
     const loaded = (await loadIcebergTable(objects, table))!;
-    const files = (await currentManifests(objects, table, loaded.metadata)).flatMap((m) => m.entries.filter((e) => e.status !== 2).map((e) => e.data_file));
-    const gone = files[0]!;
-    const vanishing = vanishingOnRead(objects, s3Key(table, gone.file_path));
-    const result = await compactIcebergTable(context(table, vanishing), loaded, 16 * 1024 * 1024);
-    expect({ filesRewritten: result.filesRewritten, filesAdded: result.filesAdded }).toEqual({ filesRewritten: 6, filesAdded: 1 });
-    const live = (await currentManifests(objects, table, result.loaded.metadata)).flatMap((m) => m.entries.filter((e) => e.status !== 2).map((e) => e.data_file));
-    // The vanished file's day is as it was: its six files (the vanished one still listed), none merged.
-    expect(live.filter((file) => file.partition.event_time_day === gone.partition.event_time_day).map((file) => file.file_path).sort()).toEqual(
-      files.filter((file) => file.partition.event_time_day === gone.partition.event_time_day).map((file) => file.file_path).sort(),
+    const liveFiles = async (t: IcebergTableRef) => (await currentManifests(objects, t, (await loadIcebergTable(objects, t))!.metadata)).flatMap((m) => m.entries.filter((e) => e.status !== 2).map((e) => e.data_file));
+    const [first] = await liveFiles(table);
+    // Another writer swaps the table's files and deletes the first at once, as this compaction fetches it.
+    const swapped = vanishingOnRead(objects, s3Key(table, first!.file_path), () => compactIcebergTable(context(table, objects), loaded, 16 * 1024 * 1024));
+    const result = await compactIcebergTable(context(table, swapped), loaded, 16 * 1024 * 1024);
+    expect(result.filesRewritten).toBe(0);
+    expect(await liveFiles(table)).toHaveLength(2);
+    expectEveryEventOnce(await icebirdIds(table), seqMax);
+
+    // A live file that is simply gone is lost data: said, not skipped.
+    const lost = await tableWith('lost_input', 6, 20);
+    const [gone] = await liveFiles(lost.table);
+    const lostLoaded = (await loadIcebergTable(objects, lost.table))!;
+    await expect(compactIcebergTable(context(lost.table, vanishingOnRead(objects, s3Key(lost.table, gone!.file_path))), lostLoaded, 16 * 1024 * 1024)).rejects.toThrow(
+      `${gone!.file_path} is a live data file of cat.ops.lost_input and does not exist: its rows are missing from the table`,
     );
-  });
+  }, 120_000);
 
   it('a sweep commit that loses to another sweep of the same events is refused, not re-applied: nothing tiered twice', async () => {
     const { table, objects, seqMax } = await tableWith('sweep_races_sweep', 2, 20);

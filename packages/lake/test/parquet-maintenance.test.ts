@@ -94,16 +94,23 @@ describe('Parquet maintenance', () => {
     expect([...(await readCompactions(objects, location)).values()].map((c) => c.generation).sort()).toEqual([1, 1, 2, 2]);
   });
 
-  it('a file gone when the compaction reads it (an erasure replaced and deleted it meanwhile) leaves its day to the next pass, and the run goes on', async () => {
-    const { location, objects } = await locationWith('vanished', 4, 20);
-    const [gone, ...others] = liveParquetFiles(await readParquetLog(objects, location)).files;
-    // The first file is deleted as the compaction fetches it.
-    const vanishing = vanishingOnRead(objects, gone!.key);
-    const result = await compactParquetLocation({ objects: vanishing, location, now: Date.now, fence }, POLICY.targetFileSizeBytes);
-    // The other day is compacted; the day of the vanished file is left as it was.
-    expect(result).toEqual({ filesRewritten: 4, filesAdded: 1, smallFilesAdded: 1, daysLost: 1 });
-    const live = liveParquetFiles(await readParquetLog(objects, location)).files;
-    expect(live.filter((file) => file.eventDate === gone!.eventDate).map((file) => file.key).sort()).toEqual(others.filter((file) => file.eventDate === gone!.eventDate).map((file) => file.key).concat(gone!.key).sort());
+  it('a file replaced and deleted while the compaction reads (an erasure\'s swap) leaves its day to the next pass; one lost outright fails the run naming it', async () => {
+    const { location, objects, seqMax } = await locationWith('vanished', 4, 20);
+    const [first] = liveParquetFiles(await readParquetLog(objects, location)).files;
+    // Another writer swaps the location's files (a compaction, as an erasure's rewrite does) and
+    // deletes the first at once, just as this compaction fetches it.
+    const swapped = vanishingOnRead(objects, first!.key, () => compactParquetLocation({ objects, location, now: Date.now, fence }, POLICY.targetFileSizeBytes));
+    const result = await compactParquetLocation({ objects: swapped, location, now: Date.now, fence }, POLICY.targetFileSizeBytes);
+    // Both days lost to the other writer: the first for its vanished file, the second for its generation.
+    expect(result).toEqual({ filesRewritten: 0, filesAdded: 0, smallFilesAdded: 0, daysLost: 2 });
+    expect(await readerCounts(location, objects)).toEqual({ files: 2, rows: seqMax, distinct: seqMax });
+
+    // A live file that is simply gone is lost data: said, not skipped.
+    const lost = await locationWith('lost', 4, 20);
+    const [gone] = liveParquetFiles(await readParquetLog(lost.objects, lost.location)).files;
+    await expect(compactParquetLocation({ objects: vanishingOnRead(lost.objects, gone!.key), location: lost.location, now: Date.now, fence }, POLICY.targetFileSizeBytes)).rejects.toThrow(
+      `${lost.objects.url(gone!.key)} is a live data file of this location and does not exist: its rows are missing from the tier`,
+    );
   });
 
   it("a compaction that lost its day's generation to another writer adds nothing (its files are orphans)", async () => {

@@ -2,15 +2,21 @@ import type { ObjectStore } from '../object-store.js';
 
 /**
  * `objects` as a reader sees it when something else deletes `key` just before the reader fetches
- * it (an erasure deleting the files it replaced while a compaction plans to read them): the
- * object is deleted as `get` or `find` asks for it. Every other call is the store's own.
+ * it: the object is deleted as `get` or `find` first asks for it, after `beforeDelete` (what took
+ * it out of the table: an erasure's or another compaction's swap; nothing, for a file lost
+ * outright). Every other call is the store's own.
  */
-export function vanishingOnRead(objects: ObjectStore, key: string): ObjectStore {
+export function vanishingOnRead(objects: ObjectStore, key: string, beforeDelete: () => Promise<unknown> = async () => undefined): ObjectStore {
+  let done = false;
   return new Proxy(objects, {
     get(target, prop) {
       if (prop === 'get' || prop === 'find') {
         return async (asked: string) => {
-          if (asked === key) await target.delete(asked);
+          if (asked === key && !done) {
+            done = true;
+            await beforeDelete();
+            await target.delete(asked);
+          }
           return prop === 'find' ? target.find(asked) : target.get(asked);
         };
       }
