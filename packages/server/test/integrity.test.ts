@@ -189,6 +189,9 @@ describe('POST /admin/audit/erase', () => {
     res = await post({ eventIds: ['y1'], fields: ['query'], dryRun: true });
     expect(res.status).toBe(400);
     expect(((await res.json()) as { error: string }).error).toBe('unknown key "dryRun" (an erase request holds eventIds and fields only); nothing was erased');
+    res = await t.request('/admin/audit/erase?dryRun=true', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ eventIds: ['y1'], fields: ['query'] }) });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: string }).error).toBe('unknown parameter: dryRun (known: ack); nothing was erased');
     // Ids no event can have (ingest refuses them) are named by place, not looked for and echoed.
     res = await post({ eventIds: ['y1', 'a\ud800'], fields: ['query'] });
     expect(res.status).toBe(400);

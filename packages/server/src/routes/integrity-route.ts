@@ -48,6 +48,10 @@ export function registerIntegrityRoutes(
     return reply.type('application/x-ndjson; charset=utf-8').send(text.length === 0 ? '' : `${text}\n`);
   });
   app.post('/admin/audit/erase', { config: { access: { role: 'admin', action: 'audit:EraseFields' } } }, async (request) => {
+    // As for the body's keys: a parameter this version does not read (a `dryRun`) is refused, never ignored (review).
+    for (const name of Object.keys(request.query as Record<string, unknown>)) {
+      if (name !== 'ack') throw new AuditError(AuditErrorCode.BAD_REQUEST, `unknown parameter: ${name} (known: ack); nothing was erased`);
+    }
     const body = parseErasureRequest(request.body);
     if (!options.membership.isLeader()) {
       throw new AuditError(AuditErrorCode.NOT_LEADER, `only the leader records an erasure (send it to ${options.membership.leaderUrl() ?? 'the leader, once elected'}); nothing was erased`, { retryable: true });
