@@ -1,7 +1,7 @@
 import type { Level } from 'level';
 import { PREFIX, encodeUint, prefixEnd, seqKey } from './event-keys.js';
 import { getManySideBySide } from './point-reads.js';
-import { SKETCH_VALUE_BYTES, TEXT_BLOCK_SEQS, TEXT_SKETCH_PREFIX, needleBits, sketchMayContain, sketchTimeRange } from './text-sketch.js';
+import { SKETCH_VALUE_BYTES, TEXT_BLOCK_SEQS, TEXT_SKETCH_PREFIX, needleBitChoices, needleBits, sketchMayContain, sketchMayContainChoices, sketchTimeRange } from './text-sketch.js';
 
 type Db = Level<string, string>;
 
@@ -22,7 +22,7 @@ interface Candidate {
 /**
  * The blocks whose sketch may hold the needle and whose events' times overlap [fromMs, toMs],
  * newest first (by their latest event time), and how many blocks overlap the window at all;
- * undefined when the needle is too short to have a trigram (every block would pass) or holds σ. A block in
+ * undefined when the needle is too short to have a trigram (every block would pass). A block in
  * `staleBlocks` passes whatever its sketch says: an erasure changed its events (the marker's
  * trigrams are not in the sketch) and its rebuild has not run yet.
  */
@@ -33,11 +33,11 @@ export async function textCandidateBlocks(
   toMs: number | undefined,
   staleBlocks?: ReadonlySet<number>,
 ): Promise<{ candidates: Candidate[]; overlapping: number } | undefined> {
-  // A needle with σ is looked for by time: sketches written before lowerStoredJson hold ς where
-  // a Σ followed an escape, so theirs could rule out a block that holds it. Rare (Greek text).
-  if (needle.includes('σ')) return undefined;
   const bits = needleBits(needle);
   if (bits.length === 0) return undefined;
+  // A needle with σ takes a block whose sketch holds each of its trigrams with σ or with ς
+  // (needleBitChoices): sketches written before lowerStoredJson may hold the ς form.
+  const choices = needle.includes('σ') ? needleBitChoices(needle) : undefined;
   const candidates: Candidate[] = [];
   let overlapping = 0;
   const sketches = db.iterator<string, Uint8Array>({
@@ -55,7 +55,8 @@ export async function textCandidateBlocks(
         if (toMs !== undefined && tsMinMs > toMs) continue;
         overlapping++;
         const block = parseInt(key.slice(TEXT_SKETCH_PREFIX.length), 16);
-        if (!sketchMayContain(value, bits) && staleBlocks?.has(block) !== true) continue;
+        const mayContain = choices === undefined ? sketchMayContain(value, bits) : sketchMayContainChoices(value, choices);
+        if (!mayContain && staleBlocks?.has(block) !== true) continue;
         candidates.push({ block, tsMinMs, tsMaxMs });
       }
     }

@@ -1,4 +1,4 @@
-import { forEachTrigramHash, trigramHashes } from '@auditlake/model';
+import { forEachTrigramHash, trigramHash, trigramHashes } from '@auditlake/model';
 import { encodeUint } from './event-keys.js';
 import { INDEX_PREFIX } from './index-keys.js';
 
@@ -94,4 +94,28 @@ export function sketchTimeRange(value: Uint8Array): { tsMinMs: number; tsMaxMs: 
 /** The bits of a needle's trigrams (lower-cased, JSON-escaped as stored); empty when shorter than a trigram. */
 export function needleBits(needle: string): number[] {
   return [...new Set(trigramHashes(needle).map(trigramBit))];
+}
+
+const SIGMA = 0x3c3;
+const FINAL_SIGMA = 0x3c2;
+
+/**
+ * Per trigram of a needle holding σ, the bits a sketch may hold for it: the trigram's, and those
+ * with any of its σ as ς. A sketch written before lowerStoredJson lower-cased a Σ right after an
+ * escape to ς, where the value gives σ; asked only for the σ form, it ruled out the block.
+ */
+export function needleBitChoices(needle: string): number[][] {
+  const choices: number[][] = [];
+  const forms = (code: number) => (code === SIGMA ? [SIGMA, FINAL_SIGMA] : [code]);
+  for (let i = 2; i < needle.length; i++) {
+    const bits = new Set<number>();
+    for (const a of forms(needle.charCodeAt(i - 2))) for (const b of forms(needle.charCodeAt(i - 1))) for (const c of forms(needle.charCodeAt(i))) bits.add(trigramBit(trigramHash(a, b, c)));
+    choices.push([...bits]);
+  }
+  return choices;
+}
+
+/** As sketchMayContain, for {@link needleBitChoices}: each trigram needs one of its bits set. */
+export function sketchMayContainChoices(value: Uint8Array, choices: readonly (readonly number[])[]): boolean {
+  return choices.every((bits) => bits.some((bit) => ((value[HEADER_BYTES + (bit >>> 3)] as number) & (1 << (bit & 7))) !== 0));
 }

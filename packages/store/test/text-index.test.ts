@@ -6,7 +6,7 @@ import { compileFilter, inTimeRange, seededRandom, upperTimeMs, type AuditEvent,
 import fc from 'fast-check';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { AuditStore } from '../src/index.js';
-import { TEXT_BLOCK_SEQS, TextSketch, needleBits } from '../src/text-sketch.js';
+import { TEXT_BLOCK_SEQS, TextSketch, needleBitChoices, needleBits, sketchMayContainChoices } from '../src/text-sketch.js';
 
 async function location(): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'auditlake-text-'));
@@ -125,6 +125,30 @@ describe('free-text sketches', () => {
     // Not vacuous: the definition finds the first under σ, and whole-JSON lower-casing would not.
     expect(await fullScan(store, { action: 'all', q: 'σ = 42' })).toEqual(['s1', 's0']);
     expect(JSON.stringify('sum:\tΣ = 42').toLowerCase()).not.toContain('σ');
+  });
+
+  it('a needle with σ keeps the text index, and is found in a block whose sketch lower-cased a Σ after an escape to ς (as sketches did before)', async () => {
+    // A sketch written the old way: the whole stored JSON lower-cased, so \tΣ became \tς.
+    const json = JSON.stringify({ details: 'sum:\tΣ = 42' });
+    const old = new TextSketch();
+    old.add(1, json.toLowerCase());
+    const needle = JSON.stringify('\tσ = 42').slice(1, -1);
+    expect(old.mayContain(needleBits(needle))).toBe(false);
+    expect(sketchMayContainChoices(old.value, needleBitChoices(needle))).toBe(true);
+    // A block holding neither form is still ruled out.
+    const other = new TextSketch();
+    other.add(1, JSON.stringify({ details: 'nothing greek here' }).toLowerCase());
+    expect(sketchMayContainChoices(other.value, needleBitChoices(needle))).toBe(false);
+    // And a Greek needle is planned through the sketches, not by time.
+    const store = await AuditStore.open({ location: await location() });
+    onTestFinished(() => store.close());
+    const base = { userId: 'u', source: 'trino', action: 'data:Select', resource: '', decision: '' as const, tables: [], query: '' };
+    for (let batch = 0; batch < 4; batch++) {
+      await store.append(Array.from({ length: 5000 }, (_, i) => ({ ...base, eventId: `g${batch}-${i}`, details: `πελάτες ${i % 97}`, timestamp: 1_000_000 + batch * 5000 + i })));
+    }
+    await store.append([{ ...base, eventId: 'target', details: 'τα στοιχεία του πελάτη', timestamp: 2_000_000 }]);
+    expect(await store.searchPlan({ action: 'all', q: 'στοιχεία' })).toEqual(['text']);
+    expect(await collect(store.search({ action: 'all', q: 'στοιχεία' }))).toEqual(['target']);
   });
 
   it('rules out a block only when one of the needle\'s trigrams is missing from it', () => {
