@@ -154,7 +154,8 @@ async function newestEvents(file: AuditParquetFile, groupIndex: number, range: {
     const rows = await file.readNewest(groupIndex, { ...range, count, columns: READ_COLUMNS });
     const events = new Set(rows.map((row) => row.eventId)).size;
     if (rows.length < count || events >= want) return rows;
-    count += want - events;
+    // Doubled at least: a group where every event is held twice converges in a few reads (review).
+    count = Math.max(2 * count, count + want - events);
   }
 }
 
@@ -176,6 +177,26 @@ function mayTake(candidates: ReadonlyMap<string, MergedEvent>, eventId: string, 
   const there = candidates.get(eventId);
   if (there === undefined) return true;
   return seq !== undefined && seq < (there.seq ?? Infinity);
+}
+
+/**
+ * The page of the candidates: the newest `limit`, truncated when more follow. Local events were
+ * read down to `lastLocal` only (undefined: all were read). Copies of one eventId are one event
+ * at the first-stored copy's time (mayTake), so where a later copy was read for the page and
+ * the first one is older (a tier's, or another local one), the page could reach past local
+ * events never read: they were skipped, and the cursor moved past them for good (review). So a
+ * page ends at the last local event read, and says it is truncated whenever one was read last:
+ * the next reads on from there ({@link MergedSearchResult.resumeAfter} when this one is empty).
+ */
+function pageOf(candidates: ReadonlyMap<string, MergedEvent>, limit: number, lastLocal: MergedEvent | undefined, read: Pick<MergedSearchResult, 'filesRead' | 'groupsPruned'>): MergedSearchResult {
+  const page = [...candidates.values()].sort(newestFirst);
+  let events = page.slice(0, limit);
+  if (lastLocal === undefined) return { events, truncated: page.length > limit, ...read };
+  const past = events.findIndex((event) => newestFirst(event, lastLocal) > 0);
+  if (past >= 0) events = events.slice(0, past);
+  const result: MergedSearchResult = { events, truncated: true, ...read };
+  if (events.length === 0) result.resumeAfter = { timestamp: lastLocal.timestamp, ingestTs: lastLocal.ingestTs, eventId: lastLocal.eventId };
+  return result;
 }
 
 /** The newest `want` local matches, newest first. */
@@ -206,13 +227,16 @@ export async function mergedSearch(options: MergedSearchOptions): Promise<Merged
   const toMs = upperTimeMs(options.filter);
   const filter: SearchFilter = { ...options.filter, ...(toMs !== undefined ? { toMs } : {}) };
   const want = filter.limit + 1;
+  // The local page as read, copies of one eventId included (a standby, or a leader after a
+  // failover, can hold an event twice: one copy stored again after retention deleted the other
+  // on the leader). They are one event, the first stored, as between a local and a tier copy.
+  const local = await localPage(options.local, want);
   const candidates = new Map<string, MergedEvent>();
-  for (const event of await localPage(options.local, want)) candidates.set(event.eventId, event);
-  const local = [...candidates.values()];
-  const localIsEnough =
-    options.tiers.length === 0 ||
-    (local.length >= want && options.localCompleteFromMs !== undefined && (local[local.length - 1] as MergedEvent).timestamp >= options.localCompleteFromMs);
-  if (localIsEnough) return { events: local.slice(0, filter.limit), truncated: local.length > filter.limit, filesRead: 0, groupsPruned: 0 };
+  for (const event of local) if (mayTake(candidates, event.eventId, event.seq)) candidates.set(event.eventId, event);
+  // Read as many as asked for: more may follow, below the last one read.
+  const lastLocal = local.length >= want ? local[local.length - 1] : undefined;
+  const localIsEnough = options.tiers.length === 0 || (lastLocal !== undefined && options.localCompleteFromMs !== undefined && lastLocal.timestamp >= options.localCompleteFromMs);
+  if (localIsEnough) return pageOf(candidates, filter.limit, lastLocal, { filesRead: 0, groupsPruned: 0 });
 
   const skipped: string[] = [];
   const files: Array<{ tier: TierSource; file: TierFile }> = [];
@@ -277,26 +301,7 @@ export async function mergedSearch(options: MergedSearchOptions): Promise<Merged
   } finally {
     groups.close();
   }
-  const page = [...candidates.values()].sort(newestFirst);
-  let events = page.slice(0, filter.limit);
-  let truncated = page.length > filter.limit;
-  let resumeAfter: EventPosition | undefined;
-  // Local events were read down to the `want`-th only. A tier copy stored first takes its
-  // event's place from a local copy stored later (mayTake) at its own, older time, so with such
-  // copies on the local page the page can reach past local events never read: they were
-  // skipped, and the cursor moved past them for good (review). Such a page ends at the last
-  // local event read; the next one reads on from there.
-  const lastLocal = local.length >= want ? local[local.length - 1] : undefined;
-  if (lastLocal !== undefined) {
-    const past = events.findIndex((event) => newestFirst(event, lastLocal) > 0);
-    if (past >= 0) {
-      events = events.slice(0, past);
-      truncated = true;
-      if (events.length === 0) resumeAfter = { timestamp: lastLocal.timestamp, ingestTs: lastLocal.ingestTs, eventId: lastLocal.eventId };
-    }
-  }
-  const result: MergedSearchResult = { events, truncated, filesRead: groups.filesOpened, groupsPruned: groups.groupsPruned };
-  if (resumeAfter !== undefined) result.resumeAfter = resumeAfter;
+  const result = pageOf(candidates, filter.limit, lastLocal, { filesRead: groups.filesOpened, groupsPruned: groups.groupsPruned });
   if (skipped.length > 0) result.tierNote = `tiered audit partly unavailable: ${skipped.join('; ')}`;
   return result;
 }

@@ -125,6 +125,34 @@ describe('mergedSearch', () => {
     }
   });
 
+  it('counts two local copies of one eventId (a standby holding a re-sent event twice) as one event: paging goes on past them', async () => {
+    const localEvents = [
+      ev(1, T0 + 1000, { eventId: 'X' }),
+      ev(2, T0 + 2000, { eventId: 'A' }),
+      ev(3, T0 + 3000, { eventId: 'B' }),
+      ev(4, T0 + 900, { eventId: 'Y1' }),
+      ev(5, T0 + 800, { eventId: 'Y2' }),
+      ev(10, T0 + 1500, { eventId: 'X' }),
+    ];
+    for (const limit of [1, 2, 3]) {
+      const shown: string[][] = [];
+      let cursor: SearchFilter['cursor'];
+      for (let page = 0; page < 20; page++) {
+        const after = cursor;
+        const result = await mergedSearch({ local: local(after ? localEvents.filter((e) => isAfterCursor(after, e)) : localEvents), tiers: [], filter: filter({ limit, ...(cursor ? { cursor } : {}) }), localCompleteFromMs: undefined });
+        shown.push(result.events.map((e) => `${e.eventId}@${e.timestamp - T0}`));
+        if (!result.truncated) break;
+        const last = result.events.at(-1) ?? result.resumeAfter!;
+        cursor = { timestamp: last.timestamp, ingestTs: last.ingestTs, eventId: last.eventId };
+      }
+      // Every event is reached, the oldest included; on a page that read both copies, the first stored.
+      expect({ limit, ids: [...new Set(shown.flat().map((e) => e.split('@')[0]))].sort() }).toEqual({ limit, ids: ['A', 'B', 'X', 'Y1', 'Y2'] });
+      for (const page of shown) expect(new Set(page.map((e) => e.split('@')[0])).size).toBe(page.length);
+    }
+    const both = await mergedSearch({ local: local(localEvents), tiers: [], filter: filter({ limit: 10 }), localCompleteFromMs: undefined });
+    expect(both.events.map((e) => `${e.eventId}@${e.timestamp - T0}`)).toEqual(['B@3000', 'A@2000', 'X@1000', 'Y1@900', 'Y2@800']);
+  });
+
   it('skips the tiers when the local page is full of events newer than the local-complete point', async () => {
     // (Contrived: a tiered event inside the local-complete window would also be local.)
     const t = tier('s3://a/b', [[ev(1, T0 + DAY + 5)]]);
