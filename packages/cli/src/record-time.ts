@@ -82,9 +82,14 @@ export function parseIsoTime(text: string, zone: TimeZone): number | undefined {
   const second = m[6] === undefined ? 0 : Number(m[6]);
   const ms = m[7] === undefined ? 0 : Number(m[7].slice(0, 3).padEnd(3, '0'));
   if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 60) return undefined;
-  const wall = Date.UTC(year, month - 1, day, hour, minute, Math.min(second, 59), ms);
-  // Date.UTC rolls February 30 over into March: refuse rather than move the event.
-  if (new Date(wall).getUTCDate() !== day) return undefined;
+  // Set field by field, not with Date.UTC, which reads years 0-99 as 1900-1999 (review: a record
+  // dated 0099 was imported as 1999).
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
+  date.setUTCHours(hour, minute, Math.min(second, 59), ms);
+  const wall = date.getTime();
+  // A day past the month's end rolls over (February 30 into March): refuse rather than move the event.
+  if (date.getUTCDate() !== day) return undefined;
   const offset = m[8];
   if (offset === undefined) return fromWallClock(wall, zone);
   if (offset.toUpperCase() === 'Z') return wall;

@@ -16,6 +16,10 @@ describe('record times', () => {
     expect(parseIsoTime('2026-10-08T03:40:00.000+08:00', UTC)).toBe(Date.UTC(2026, 9, 7, 19, 40));
     expect(parseIsoTime('2026-10-07T14:10:00-0530', UTC)).toBe(Date.UTC(2026, 9, 7, 19, 40));
     expect(parseIsoTime('2026-10-07 19:31:27.4', UTC)).toBe(Date.UTC(2026, 9, 7, 19, 31, 27, 400));
+    // Years 0000-0099 are those years, not 1900-1999 (the node then refuses them as before 1970).
+    expect(new Date(parseIsoTime('0099-06-01T00:00:00Z', UTC)!).toISOString()).toBe('0099-06-01T00:00:00.000Z');
+    expect(parseIsoTime('0070-01-01T00:00:00Z', UTC)!).toBeLessThan(0);
+    expect(parseIsoTime('0099-02-29T00:00:00Z', UTC)).toBeUndefined();
   });
 
   it('reads a time without offset in the given zone, daylight saving included', () => {

@@ -58,7 +58,9 @@ export function timeBound(name: string, value: string, end = false): number {
     if (Number.isSafeInteger(n)) return n;
   } else if (ISO_8601.test(value)) {
     const n = Date.parse(value);
-    if (Number.isSafeInteger(n) && n >= 0) {
+    // Said as what it is: the time is well formed, and no event time is that early (review).
+    if (Number.isSafeInteger(n) && n < 0) bad(`parameter ${name} is before 1970-01-01T00:00:00Z, where event times start: ${value}`);
+    if (Number.isSafeInteger(n)) {
       // Date.parse rolls a day that does not exist over (2026-02-30 is 2026-03-02, T24:00 the
       // next day): a window asked for that way would silently be another one.
       if (!isCalendarDate(value)) bad(`parameter ${name} names a day that does not exist: ${value}`);

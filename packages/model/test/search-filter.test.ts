@@ -85,6 +85,9 @@ describe('parseSearchParams', () => {
     // Without a zone the server would have to guess the caller's: refused.
     expect(badParam({ from: '2026-11-01T10:30' })).toBe('parameter from must be epoch millis or an ISO-8601 time with a zone (e.g. 2026-11-01T09:30:00Z): 2026-11-01T10:30');
     expect(badParam({ to: '2026-13-45' })).toMatch(/^parameter to must be epoch millis or an ISO-8601 time/);
+    // Well formed but before any event time: said so.
+    expect(badParam({ from: '1969-12-31T23:00:00Z' })).toBe('parameter from is before 1970-01-01T00:00:00Z, where event times start: 1969-12-31T23:00:00Z');
+    expect(badParam({ to: '1969-12-31' })).toBe('parameter to is before 1970-01-01T00:00:00Z, where event times start: 1969-12-31');
     expect(badParam({ from: '2026-11-02Z', to: '2026-11-01' })).toMatch(/^parameter from/);
     expect(badParam({ from: '2026-11-02', to: '2026-11-01' })).toMatch(/^parameter from must not be after to/);
   });
