@@ -40,12 +40,23 @@ export function parseTimeZone(value: string): TimeZone | undefined {
   }
 }
 
+/**
+ * Date.UTC set field by field: Date.UTC reads years 0-99 as 1900-1999 (review: a record dated
+ * 0099 was imported as 1999). Fields past their range roll over as Date.UTC's do.
+ */
+function utcMs(year: number, month0: number, day: number, hour: number, minute: number, second: number, ms: number): number {
+  const date = new Date(0);
+  date.setUTCFullYear(year, month0, day);
+  date.setUTCHours(hour, minute, second, ms);
+  return date.getTime();
+}
+
 /** ms to add to a UTC instant to get the wall-clock time in `zone` at that instant. */
 function zoneOffsetMs(zone: TimeZone, instantMs: number): number {
   if (zone.kind === 'offset') return zone.offsetMs;
   const parts: Record<string, number> = {};
   for (const part of zone.format.formatToParts(new Date(instantMs))) if (part.type !== 'literal') parts[part.type] = Number(part.value);
-  const wall = Date.UTC(parts['year'] ?? 0, (parts['month'] ?? 1) - 1, parts['day'] ?? 1, parts['hour'] ?? 0, parts['minute'] ?? 0, parts['second'] ?? 0);
+  const wall = utcMs(parts['year'] ?? 0, (parts['month'] ?? 1) - 1, parts['day'] ?? 1, parts['hour'] ?? 0, parts['minute'] ?? 0, parts['second'] ?? 0, 0);
   return wall - Math.floor(instantMs / 1000) * 1000;
 }
 
@@ -82,14 +93,9 @@ export function parseIsoTime(text: string, zone: TimeZone): number | undefined {
   const second = m[6] === undefined ? 0 : Number(m[6]);
   const ms = m[7] === undefined ? 0 : Number(m[7].slice(0, 3).padEnd(3, '0'));
   if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 60) return undefined;
-  // Set field by field, not with Date.UTC, which reads years 0-99 as 1900-1999 (review: a record
-  // dated 0099 was imported as 1999).
-  const date = new Date(0);
-  date.setUTCFullYear(year, month - 1, day);
-  date.setUTCHours(hour, minute, Math.min(second, 59), ms);
-  const wall = date.getTime();
+  const wall = utcMs(year, month - 1, day, hour, minute, Math.min(second, 59), ms);
   // A day past the month's end rolls over (February 30 into March): refuse rather than move the event.
-  if (date.getUTCDate() !== day) return undefined;
+  if (new Date(wall).getUTCDate() !== day) return undefined;
   const offset = m[8];
   if (offset === undefined) return fromWallClock(wall, zone);
   if (offset.toUpperCase() === 'Z') return wall;

@@ -20,6 +20,8 @@ describe('record times', () => {
     expect(new Date(parseIsoTime('0099-06-01T00:00:00Z', UTC)!).toISOString()).toBe('0099-06-01T00:00:00.000Z');
     expect(parseIsoTime('0070-01-01T00:00:00Z', UTC)!).toBeLessThan(0);
     expect(parseIsoTime('0099-02-29T00:00:00Z', UTC)).toBeUndefined();
+    // In a named zone too (its offset then was local mean time, +00:53:28 in Berlin).
+    expect(new Date(parseIsoTime('0099-06-01 00:53:28', parseTimeZone('Europe/Berlin')!)!).toISOString()).toBe('0099-06-01T00:00:00.000Z');
   });
 
   it('reads a time without offset in the given zone, daylight saving included', () => {

@@ -1,3 +1,4 @@
+import { AuditError, AuditErrorCode } from '@auditlake/model';
 import type { MaintenanceRunFigures } from './iceberg-maintenance.js';
 import type { CommitFence } from './iceberg-version-commit.js';
 
@@ -78,6 +79,8 @@ export interface CompactionPass {
   smallFilesAdded: number;
   /** Small files worth merging (two or more in their day) the pass's byte budget kept out; absent when none. */
   smallFilesLeft?: number;
+  /** Live data files found missing from the bucket (their days were left as they were); absent when none. */
+  lostFiles?: string[];
 }
 
 /** What a run's compaction passes did together. */
@@ -86,6 +89,8 @@ export interface CompactionPasses<P extends CompactionPass> {
   passes: number;
   filesRewritten: number;
   filesAdded: number;
+  /** Every pass's {@link CompactionPass.lostFiles}, each once. */
+  lostFiles: string[];
 }
 
 /**
@@ -104,15 +109,32 @@ export async function compactInPasses<P extends CompactionPass>(
 ): Promise<CompactionPasses<P>> {
   const startedMs = options.now();
   let last = await pass(undefined);
-  const done: CompactionPasses<P> = { last, passes: 1, filesRewritten: last.filesRewritten, filesAdded: last.filesAdded };
+  const done: CompactionPasses<P> = { last, passes: 1, filesRewritten: last.filesRewritten, filesAdded: last.filesAdded, lostFiles: [...(last.lostFiles ?? [])] };
   while ((last.smallFilesLeft ?? 0) > 0 && last.smallFilesAdded < last.filesRewritten && options.now() - startedMs < options.timeBudgetMs && options.fence.mayCommit()) {
     last = await pass(last);
     done.last = last;
     done.passes++;
     done.filesRewritten += last.filesRewritten;
     done.filesAdded += last.filesAdded;
+    for (const file of last.lostFiles ?? []) if (!done.lostFiles.includes(file)) done.lostFiles.push(file);
   }
   return done;
+}
+
+/**
+ * Fails a run whose compaction found live data files missing (their rows are gone from the
+ * tier), once every other step of the run has run: a lost file stops neither the other days'
+ * compaction nor expiry, cleanup and packing (review), and yet no run passes for done while
+ * one is missing. Throws AUDIT_OBJECT_NOT_FOUND naming them (the first 10).
+ */
+export function failOnLostFiles(done: CompactionPasses<CompactionPass> | undefined, where: string): void {
+  const lost = done?.lostFiles ?? [];
+  if (lost.length === 0) return;
+  const named = lost.slice(0, 10).join(', ') + (lost.length > 10 ? ` and ${lost.length - 10} more` : '');
+  throw new AuditError(
+    AuditErrorCode.OBJECT_NOT_FOUND,
+    `${lost.length === 1 ? 'a live data file' : `${lost.length} live data files`} of ${where} ${lost.length === 1 ? 'does' : 'do'} not exist: ${named}; ${lost.length === 1 ? 'its' : 'their'} rows are missing from the tier (the rest of this run was done)`,
+  );
 }
 
 /** A run's compaction figures: its passes', or none run (compaction skipped). */

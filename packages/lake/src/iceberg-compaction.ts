@@ -1,5 +1,4 @@
 import { randomInt, randomUUID } from 'node:crypto';
-import { AuditError, AuditErrorCode } from '@auditlake/model';
 import {
   addedEntry,
   currentSchema,
@@ -71,13 +70,12 @@ async function writeCompacted(context: MaintenanceContext, schema: IcebergSchema
   return written;
 }
 
-/** Throws AUDIT_OBJECT_NOT_FOUND naming the first of `missing` the table's current snapshot still lists live. */
-async function failOnLostFile(context: MaintenanceContext, missing: readonly DataFile[]): Promise<void> {
+/** The paths of those of `missing` the table's current snapshot still lists live. */
+async function stillLive(context: MaintenanceContext, missing: readonly DataFile[]): Promise<string[]> {
   const table = await loadIcebergTable(context.objects, context.table);
-  if (table === undefined) return;
+  if (table === undefined) return [];
   const live = new Set((await currentManifests(context.objects, context.table, table.metadata)).flatMap((manifest) => manifest.entries.filter(isLive).map((entry) => entry.data_file.file_path)));
-  const lost = missing.find((file) => live.has(file.file_path));
-  if (lost !== undefined) throw new AuditError(AuditErrorCode.OBJECT_NOT_FOUND, `${lost.file_path} is a live data file of ${context.table.identifier} and does not exist: its rows are missing from the table`);
+  return missing.filter((file) => live.has(file.file_path)).map((file) => file.file_path);
 }
 
 /** The entries of a manifest that lists a removed file: removed → DELETED, the rest EXISTING, old DELETED dropped. */
@@ -110,6 +108,9 @@ export async function compactIcebergTable(context: MaintenanceContext, loaded: L
   const left = plan.left > 0 ? { smallFilesLeft: plan.left } : {};
   if (groups.length === 0) return { loaded: plan.base, filesRewritten: 0, filesAdded: 0, smallFilesAdded: 0, ...left };
   const removedFiles: DataFile[] = [];
+  /** Live files found missing (stillLive): their groups are left as they are. */
+  const lost: string[] = [];
+  const lostFiles = () => (lost.length > 0 ? { lostFiles: lost } : {});
   const addedFiles: DataFile[] = [];
   // Rows keep every column they have, the record chain's included (row groups copied whole, or
   // rows read whole and written whole under the table's current schema: a table that gained
@@ -121,8 +122,9 @@ export async function compactIcebergTable(context: MaintenanceContext, loaded: L
       // A file gone since the plan was made may have been replaced meanwhile (an erasure's
       // overwrite deletes the files it replaced at once): the swap would refuse the group
       // anyway, and the next pass plans the day from the table as it is. A file the table still
-      // holds live is lost, and the run fails naming it (review: skipped, it went unseen).
-      await failOnLostFile(context, written.missing);
+      // holds live is lost: the group is left as it is and the run, once its other steps are
+      // done, fails naming it (failOnLostFiles; review: skipped silently, it went unseen).
+      lost.push(...(await stillLive(context, written.missing)));
       continue;
     }
     const rowsIn = group.reduce((sum, file) => sum + file.record_count, 0);
@@ -132,7 +134,7 @@ export async function compactIcebergTable(context: MaintenanceContext, loaded: L
     for (const file of group) removedFiles.push(file);
     for (const file of written) addedFiles.push(file);
   }
-  if (removedFiles.length === 0) return { loaded: plan.base, filesRewritten: 0, filesAdded: 0, smallFilesAdded: 0, ...left };
+  if (removedFiles.length === 0) return { loaded: plan.base, filesRewritten: 0, filesAdded: 0, smallFilesAdded: 0, ...left, ...lostFiles() };
   const removed = new Set(removedFiles.map((file) => file.file_path));
   const snapshotId = randomInt(1, 2 ** 47);
   const attempt = randomUUID();
@@ -144,7 +146,7 @@ export async function compactIcebergTable(context: MaintenanceContext, loaded: L
 
   // The swap, in the step's turn: on the table as it is then (a sweep may have appended
   // meanwhile), as long as every replaced file is still live there.
-  return tableTurn(context, loaded, async (base, attemptNumber) => {
+  const swapped = await tableTurn(context, loaded, async (base, attemptNumber) => {
     const manifests = await currentManifests(context.objects, context.table, base.metadata, cache);
     const live = new Set(manifests.flatMap((m) => m.entries.filter(isLive).map((e) => e.data_file.file_path)));
     if (![...removed].every((path) => live.has(path))) {
@@ -184,4 +186,5 @@ export async function compactIcebergTable(context: MaintenanceContext, loaded: L
     const smallFilesAdded = addedFiles.filter((file) => isSmallFile(file.file_size_in_bytes, targetFileSizeBytes)).length;
     return { loaded: committed, filesRewritten: removedFiles.length, filesAdded: addedFiles.length, smallFilesAdded, ...left };
   });
+  return { ...swapped, ...lostFiles() };
 }

@@ -1,4 +1,4 @@
-import { COMPACTION_RUN_TIME_BUDGET_MS, compactInPasses, compactionFigures } from './compaction-passes.js';
+import { COMPACTION_RUN_TIME_BUDGET_MS, compactInPasses, compactionFigures, failOnLostFiles } from './compaction-passes.js';
 import { compactIcebergTable, type CompactionResult } from './iceberg-compaction.js';
 import { reloadTable, type MaintenanceContext } from './iceberg-maintenance-context.js';
 import { rewriteIcebergManifests } from './iceberg-manifest-rewrite.js';
@@ -83,6 +83,7 @@ export async function runIcebergMaintenance(context: Omit<MaintenanceContext, 'm
   const orphansDeleted = policy.removeOrphanFiles ? await removeIcebergOrphans(steps, metadata.loaded, policy.orphanMinAgeMs) : 0;
   await steps.onStep?.('orphans');
   const checkpointsPacked = await packIntegrityCheckpoints(context.objects, context.table.s3.prefix, context.fence);
+  failOnLostFiles(compaction, context.table.identifier);
   return {
     ...compactionFigures(compaction),
     snapshotsExpired: expiry.snapshotsExpired,

@@ -281,13 +281,14 @@ export async function compactParquetLocation(context: ParquetCompactionContext, 
       // A file gone since the log was read may have been replaced meanwhile (an erasure
       // rewrites a day's files and deletes the replaced ones at once): then the day changed
       // under this pass, which leaves it to the next, planned from the log as it is then. A
-      // file the log still holds live is lost, and the run fails naming it (review: skipped, a
+      // file the log still holds live is lost: its day is left as it is and the run, once its
+      // other steps are done, fails naming it (failOnLostFiles; review: skipped silently, a
       // lost file went unseen on every run).
       const missing = group.filter((_, i) => read[i] === undefined);
       const live = new Set(liveParquetFiles(await readContextLog(context)).files.map((file) => file.key));
-      const lost = missing.find((file) => live.has(file.key));
-      if (lost !== undefined) throw new AuditError(AuditErrorCode.OBJECT_NOT_FOUND, `${objects.url(lost.key)} is a live data file of this location and does not exist: its rows are missing from the tier`);
-      result.daysLost++;
+      const lost = missing.filter((file) => live.has(file.key)).map((file) => objects.url(file.key));
+      if (lost.length > 0) (result.lostFiles ??= []).push(...lost);
+      else result.daysLost++;
       continue;
     }
     const inputBytes = group.reduce((sum, file) => sum + file.bytes, 0);

@@ -1,5 +1,5 @@
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
-import { COMPACTION_RUN_TIME_BUDGET_MS, compactInPasses, compactionFigures } from './compaction-passes.js';
+import { COMPACTION_RUN_TIME_BUDGET_MS, compactInPasses, compactionFigures, failOnLostFiles } from './compaction-passes.js';
 import { deleteWhileLeader } from './fenced-delete.js';
 import type { MaintenancePolicy, MaintenanceRunFigures } from './iceberg-maintenance.js';
 import { packIntegrityCheckpoints } from './integrity-objects.js';
@@ -128,6 +128,7 @@ export async function runParquetMaintenance(
   // Behind the checkpoint just written: the markers it folds are what packing may take.
   const { markersPacked, packedMarkersDeleted } = await packParquetMarkers(context, policy.orphanMinAgeMs, context.markerPackLimits);
   const checkpointsPacked = await packIntegrityCheckpoints(context.objects, context.location.prefix, context.fence);
+  failOnLostFiles(compaction, `s3://${context.location.bucket}/${context.location.prefix}`);
   return {
     ...compactionFigures(compaction),
     snapshotsExpired: 0,

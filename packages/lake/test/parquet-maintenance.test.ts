@@ -105,12 +105,18 @@ describe('Parquet maintenance', () => {
     expect(result).toEqual({ filesRewritten: 0, filesAdded: 0, smallFilesAdded: 0, daysLost: 2 });
     expect(await readerCounts(location, objects)).toEqual({ files: 2, rows: seqMax, distinct: seqMax });
 
-    // A live file that is simply gone is lost data: said, not skipped.
-    const lost = await locationWith('lost', 4, 20);
+    // A live file that is simply gone is lost data: its day is left as it is, the other day is
+    // compacted, and the run does every other step, then fails naming the file.
+    const lost = await locationWith('lost-file', 4, 20);
     const [gone] = liveParquetFiles(await readParquetLog(lost.objects, lost.location)).files;
-    await expect(compactParquetLocation({ objects: vanishingOnRead(lost.objects, gone!.key), location: lost.location, now: Date.now, fence }, POLICY.targetFileSizeBytes)).rejects.toThrow(
-      `${lost.objects.url(gone!.key)} is a live data file of this location and does not exist: its rows are missing from the tier`,
+    await lost.objects.delete(gone!.key);
+    const pass = await compactParquetLocation({ objects: lost.objects, location: lost.location, now: Date.now, fence }, POLICY.targetFileSizeBytes);
+    expect(pass).toEqual({ filesRewritten: 4, filesAdded: 1, smallFilesAdded: 1, daysLost: 0, lostFiles: [lost.objects.url(gone!.key)] });
+    await expect(runParquetMaintenance({ objects: lost.objects, location: lost.location, fence, now: Date.now, checkpointIntervalMarkers: 1 }, POLICY)).rejects.toThrow(
+      `a live data file of s3://${BUCKET}/lost-file does not exist: ${lost.objects.url(gone!.key)}; its rows are missing from the tier (the rest of this run was done)`,
     );
+    // The rest was done: the run wrote its log checkpoint.
+    expect((await readParquetLog(lost.objects, lost.location)).checkpoint).toBeDefined();
   });
 
   it("a compaction that lost its day's generation to another writer adds nothing (its files are orphans)", async () => {
