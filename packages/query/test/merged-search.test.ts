@@ -39,6 +39,33 @@ async function* local(events: StoredEvent[]) {
 
 const filter = (over: Partial<SearchFilter> = {}): SearchFilter => ({ action: 'all', limit: 10, ...over });
 
+/** An event by eventId, seq and time since T0. */
+const named = (eventId: string, seq: number, sinceT0: number): StoredEvent => ev(seq, T0 + sinceT0, { eventId });
+
+/**
+ * Every page of a search, followed by its cursor (or resumeAfter) as a client would, each as
+ * `eventId@time` (time since T0); the local events after the cursor are what the store would read.
+ */
+async function pagesOf(localEvents: StoredEvent[], tiers: TierSource[], limit: number, localCompleteFromMs: number | undefined): Promise<string[][]> {
+  const shown: string[][] = [];
+  let cursor: SearchFilter['cursor'];
+  for (let page = 0; page < 20; page++) {
+    const after = cursor;
+    const result = await mergedSearch({ local: local(after ? localEvents.filter((e) => isAfterCursor(after, e)) : localEvents), tiers, filter: filter({ limit, ...(after ? { cursor: after } : {}) }), localCompleteFromMs });
+    shown.push(result.events.map((e) => `${e.eventId}@${e.timestamp - T0}`));
+    if (!result.truncated) break;
+    const last = result.events.at(-1) ?? result.resumeAfter!;
+    cursor = { timestamp: last.timestamp, ingestTs: last.ingestTs, eventId: last.eventId };
+  }
+  return shown;
+}
+
+/** The distinct eventIds the pages showed, sorted; and no page shows one twice. */
+function idsReached(pages: string[][]): string[] {
+  for (const page of pages) expect(new Set(page.map((e) => e.split('@')[0])).size).toBe(page.length);
+  return [...new Set(pages.flat().map((e) => e.split('@')[0] as string))].sort();
+}
+
 describe('mergedSearch', () => {
   it('merges local and tiered, newest first, de-duplicated by eventId with the local copy winning', async () => {
     const tiered = Array.from({ length: 30 }, (_, i) => ev(i, T0 + i * 1000, { decision: 'ALLOW' }));
@@ -75,79 +102,31 @@ describe('mergedSearch', () => {
   it('counts two copies of one eventId in a row group as one event: the page is full and truncated, and the next page goes on', async () => {
     // The original (seq 5) and its copy stored again later (seq 50), compacted into one group.
     const rows = [ev(5, T0 + 99_000), ev(6, T0 + 98_000), ev(7, T0 + 97_000), ev(5, T0 + 100_000, { seq: 50, userId: 'other' })];
-    const seen: string[] = [];
-    let cursor: SearchFilter['cursor'];
-    for (let page = 0; page < 5; page++) {
-      const result = await mergedSearch({ local: local([]), tiers: [tier('s3://a/b', [rows])], filter: filter({ limit: 1, ...(cursor ? { cursor } : {}) }), localCompleteFromMs: T0 + 200_000 });
-      seen.push(...result.events.map((e) => `${e.eventId}@${e.timestamp}`));
-      if (!result.truncated) break;
-      const last = result.events.at(-1)!;
-      cursor = { timestamp: last.timestamp, ingestTs: last.ingestTs, eventId: last.eventId };
-    }
     // The first stored copy is the record (shown at its own time), then the others, each once.
-    expect(seen).toEqual([`e5@${T0 + 99_000}`, `e6@${T0 + 98_000}`, `e7@${T0 + 97_000}`]);
+    expect(await pagesOf([], [tier('s3://a/b', [rows])], 1, T0 + 200_000)).toEqual([['e5@99000'], ['e6@98000'], ['e7@97000']]);
   });
 
   it('pages past local copies that tier copies stored first replace: no event is skipped', async () => {
     // X, Y, Z tiered first (seqs 1-3); their copies stored again later (seqs 10-12, newer
     // times) are local, with L, M and B, which were never tiered.
-    const tiered = [ev(1, T0 + 1050, { eventId: 'X' }), ev(2, T0 + 900, { eventId: 'Y' }), ev(3, T0 + 800, { eventId: 'Z' })];
-    const localEvents = [
-      ev(10, T0 + 10_000, { eventId: 'X' }),
-      ev(11, T0 + 9_000, { eventId: 'Y' }),
-      ev(12, T0 + 8_000, { eventId: 'Z' }),
-      ev(20, T0 + 1100, { eventId: 'L' }),
-      ev(21, T0 + 1000, { eventId: 'M' }),
-      ev(22, T0 + 950, { eventId: 'B' }),
-    ];
-    const pages = async (limit: number) => {
-      const shown: string[][] = [];
-      let cursor: SearchFilter['cursor'];
-      for (let page = 0; page < 20; page++) {
-        const after = cursor;
-        const result = await mergedSearch({ local: local(after ? localEvents.filter((e) => isAfterCursor(after, e)) : localEvents), tiers: [tier('s3://a/b', [tiered])], filter: filter({ limit, ...(cursor ? { cursor } : {}) }), localCompleteFromMs: T0 + 5_000 });
-        shown.push(result.events.map((e) => `${e.eventId}@${e.timestamp - T0}`));
-        if (!result.truncated) break;
-        const last = result.events.at(-1) ?? result.resumeAfter!;
-        cursor = { timestamp: last.timestamp, ingestTs: last.ingestTs, eventId: last.eventId };
-      }
-      return shown;
-    };
+    const tiered = [named('X', 1, 1050), named('Y', 2, 900), named('Z', 3, 800)];
+    const localEvents = [named('X', 10, 10_000), named('Y', 11, 9_000), named('Z', 12, 8_000), named('L', 20, 1100), named('M', 21, 1000), named('B', 22, 950)];
+    const pages = (limit: number) => pagesOf(localEvents, [tier('s3://a/b', [tiered])], limit, T0 + 5_000);
     // The page that reads the tier gives the local copies' places to the tier's first copies,
     // and ends at the last local event it read (M): B comes on the next page.
     expect(await pages(4)).toEqual([['L@1100', 'X@1050', 'M@1000'], ['B@950', 'Y@900', 'Z@800']]);
     for (const limit of [1, 2, 3, 5, 6]) {
-      const shown = await pages(limit);
       // Every event is reached. (A page the local-complete window alone answers shows a later
       // copy where it is, and the first one comes again on a later page: by design, see mayTake.)
-      expect({ limit, ids: [...new Set(shown.flat().map((e) => e.split('@')[0]))].sort() }).toEqual({ limit, ids: ['B', 'L', 'M', 'X', 'Y', 'Z'] });
-      for (const page of shown) expect(new Set(page.map((e) => e.split('@')[0])).size).toBe(page.length);
+      expect({ limit, ids: idsReached(await pages(limit)) }).toEqual({ limit, ids: ['B', 'L', 'M', 'X', 'Y', 'Z'] });
     }
   });
 
   it('counts two local copies of one eventId (a standby holding a re-sent event twice) as one event: paging goes on past them', async () => {
-    const localEvents = [
-      ev(1, T0 + 1000, { eventId: 'X' }),
-      ev(2, T0 + 2000, { eventId: 'A' }),
-      ev(3, T0 + 3000, { eventId: 'B' }),
-      ev(4, T0 + 900, { eventId: 'Y1' }),
-      ev(5, T0 + 800, { eventId: 'Y2' }),
-      ev(10, T0 + 1500, { eventId: 'X' }),
-    ];
+    const localEvents = [named('X', 1, 1000), named('A', 2, 2000), named('B', 3, 3000), named('Y1', 4, 900), named('Y2', 5, 800), named('X', 10, 1500)];
     for (const limit of [1, 2, 3]) {
-      const shown: string[][] = [];
-      let cursor: SearchFilter['cursor'];
-      for (let page = 0; page < 20; page++) {
-        const after = cursor;
-        const result = await mergedSearch({ local: local(after ? localEvents.filter((e) => isAfterCursor(after, e)) : localEvents), tiers: [], filter: filter({ limit, ...(cursor ? { cursor } : {}) }), localCompleteFromMs: undefined });
-        shown.push(result.events.map((e) => `${e.eventId}@${e.timestamp - T0}`));
-        if (!result.truncated) break;
-        const last = result.events.at(-1) ?? result.resumeAfter!;
-        cursor = { timestamp: last.timestamp, ingestTs: last.ingestTs, eventId: last.eventId };
-      }
       // Every event is reached, the oldest included; on a page that read both copies, the first stored.
-      expect({ limit, ids: [...new Set(shown.flat().map((e) => e.split('@')[0]))].sort() }).toEqual({ limit, ids: ['A', 'B', 'X', 'Y1', 'Y2'] });
-      for (const page of shown) expect(new Set(page.map((e) => e.split('@')[0])).size).toBe(page.length);
+      expect({ limit, ids: idsReached(await pagesOf(localEvents, [], limit, undefined)) }).toEqual({ limit, ids: ['A', 'B', 'X', 'Y1', 'Y2'] });
     }
     const both = await mergedSearch({ local: local(localEvents), tiers: [], filter: filter({ limit: 10 }), localCompleteFromMs: undefined });
     expect(both.events.map((e) => `${e.eventId}@${e.timestamp - T0}`)).toEqual(['B@3000', 'A@2000', 'X@1000', 'Y1@900', 'Y2@800']);
