@@ -5,6 +5,7 @@ import { eraseFields, parseErasureRequest, type TieredRecordFinder } from '../er
 import type { IntegrityService } from '../integrity-service.js';
 import type { Membership } from '../membership.js';
 import { ackReplicatedOf } from './ack-param.js';
+import { refuseUnknownParams } from './known-params.js';
 import './route-access.js';
 
 /** Most records one `GET /admin/audit/integrity/records` page holds. */
@@ -38,9 +39,7 @@ export function registerIntegrityRoutes(
   app.get('/admin/audit/integrity/records', { config: { access } }, async (request, reply) => {
     const query = request.query as Record<string, unknown>;
     // As the search refuses them: a misspelt `afterseq` read from seq 0 would look like an answer.
-    for (const name of Object.keys(query)) {
-      if (!RECORDS_PARAMS.includes(name)) throw new AuditError(AuditErrorCode.BAD_REQUEST, `unknown parameter: ${name} (known: ${RECORDS_PARAMS.join(', ')})`);
-    }
+    refuseUnknownParams(query, RECORDS_PARAMS);
     const afterSeq = nonNegativeInt(query, 'afterSeq', 0, Number.MAX_SAFE_INTEGER);
     const limit = nonNegativeInt(query, 'limit', 1000, RECORDS_PAGE_MAX);
     const entries = await options.store.readEncodedBySeq(afterSeq, limit);
@@ -49,9 +48,7 @@ export function registerIntegrityRoutes(
   });
   app.post('/admin/audit/erase', { config: { access: { role: 'admin', action: 'audit:EraseFields' } } }, async (request) => {
     // As for the body's keys: a parameter this version does not read (a `dryRun`) is refused, never ignored (review).
-    for (const name of Object.keys(request.query as Record<string, unknown>)) {
-      if (name !== 'ack') throw new AuditError(AuditErrorCode.BAD_REQUEST, `unknown parameter: ${name} (known: ack); nothing was erased`);
-    }
+    refuseUnknownParams(request.query, ['ack'], '; nothing was erased');
     const body = parseErasureRequest(request.body);
     if (!options.membership.isLeader()) {
       throw new AuditError(AuditErrorCode.NOT_LEADER, `only the leader records an erasure (send it to ${options.membership.leaderUrl() ?? 'the leader, once elected'}); nothing was erased`, { retryable: true });

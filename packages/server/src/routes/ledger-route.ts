@@ -2,6 +2,7 @@ import { AuditError, AuditErrorCode, EVENT_TIME_MAX_MS, timeBound } from '@audit
 import { dayOf, LEDGER_RANGES_MAX, LEDGER_RETIRE_FROM_SOURCES, LEDGER_SOURCE_IDLE_DAYS, LEDGER_SOURCES_MAX, type AuditStore } from '@auditlake/store';
 import type { FastifyInstance } from 'fastify';
 import { Gauge, type Registry } from 'prom-client';
+import { refuseUnknownParams } from './known-params.js';
 import { dayCursor, ledgerPageParams } from './ledger-page-params.js';
 import './route-access.js';
 
@@ -46,9 +47,7 @@ function dayParam(name: string, value: unknown): string | undefined {
 export function registerLedgerRoute(app: FastifyInstance, options: { store: AuditStore; countTiered: () => Promise<void> }): void {
   app.get('/admin/audit/ledger', { config: { access: { role: 'admin', action: 'audit:ReadLedger' } } }, async (request) => {
     const query = request.query as Record<string, unknown>;
-    for (const name of Object.keys(query)) {
-      if (!LEDGER_PARAMS.includes(name)) throw new AuditError(AuditErrorCode.BAD_REQUEST, `unknown parameter: ${name} (known: ${LEDGER_PARAMS.join(', ')})`);
-    }
+    refuseUnknownParams(query, LEDGER_PARAMS);
     const raw = query['sourceId'];
     if (raw !== undefined && (typeof raw !== 'string' || raw === '')) {
       throw new AuditError(AuditErrorCode.BAD_REQUEST, `parameter sourceId must be one non-empty source id: ${JSON.stringify(raw)}`);
