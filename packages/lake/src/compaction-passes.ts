@@ -1,4 +1,5 @@
 import { AuditError, AuditErrorCode } from '@auditlake/model';
+import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import type { MaintenanceRunFigures } from './iceberg-maintenance.js';
 import type { CommitFence } from './iceberg-version-commit.js';
 
@@ -81,6 +82,17 @@ export interface CompactionPass {
   smallFilesLeft?: number;
   /** Live data files found missing from the bucket (their days were left as they were); absent when none. */
   lostFiles?: string[];
+}
+
+/**
+ * The bytes of a group's files, fetched for a merge (`fetch` answers undefined for an object the
+ * bucket does not hold); or, when some are gone — replaced and deleted since the plan was made,
+ * or lost — which ones, for the caller to tell the two apart by the files still live.
+ */
+export async function fetchGroupFiles<F>(group: readonly F[], fetch: (file: F) => Promise<Uint8Array | undefined>): Promise<{ bytes: Uint8Array[] } | { missing: F[] }> {
+  const read = await mapBounded(group, OBJECT_REQUESTS_IN_FLIGHT_MAX, fetch);
+  const missing = group.filter((_, i) => read[i] === undefined);
+  return missing.length > 0 ? { missing } : { bytes: read as Uint8Array[] };
 }
 
 /** What a run's compaction passes did together. */

@@ -15,8 +15,7 @@ import {
   type ManifestEntry,
   type ManifestFile,
 } from '@auditlake/format';
-import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
-import { isSmallFile, smallFileGroups, type CompactionPass, type SmallFileFacts } from './compaction-passes.js';
+import { fetchGroupFiles, isSmallFile, smallFileGroups, type CompactionPass, type SmallFileFacts } from './compaction-passes.js';
 import { carriedSummary, tableTurn, type MaintenanceContext } from './iceberg-maintenance-context.js';
 import { currentManifests, isLive, ManifestCache, type ResolvedManifest } from './iceberg-table-files.js';
 import { metadataFileKey, s3Key } from './iceberg-table-ref.js';
@@ -43,15 +42,13 @@ const DATA_FILE_FACTS: SmallFileFacts<DataFile> = { day: (file) => file.partitio
  * Merges `files` (one day) into files near the target size through the context's encoder (a
  * worker thread in a node): sweep-size row groups copied as they are, smaller ones re-encoded
  * together (mergeAuditParquetFiles); returns their data_file records, computed from the merged
- * footers. Each input must hold the rows its manifest entry says.
+ * footers. Each input must hold the rows its manifest entry says. Writes nothing, and says which
+ * are missing, when the bucket no longer holds some of `files` (fetchGroupFiles).
  */
 async function writeCompacted(context: MaintenanceContext, schema: IcebergSchema, day: number, files: readonly DataFile[], targetFileSizeBytes: number): Promise<DataFile[] | { missing: DataFile[] }> {
-  const read = await mapBounded(files, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (file) => {
-    const bytes = await context.objects.find(s3Key(context.table, file.file_path));
-    return bytes === undefined ? undefined : { bytes, name: file.file_path, expectedRows: file.record_count };
-  });
-  const inputs = read.filter((input) => input !== undefined);
-  if (inputs.length < read.length) return { missing: files.filter((_, i) => read[i] === undefined) };
+  const fetched = await fetchGroupFiles(files, (file) => context.objects.find(s3Key(context.table, file.file_path)));
+  if ('missing' in fetched) return fetched;
+  const inputs = files.map((file, i) => ({ bytes: fetched.bytes[i] as Uint8Array, name: file.file_path, expectedRows: file.record_count }));
   const rowsIn = files.reduce((sum, file) => sum + file.record_count, 0);
   const inputBytes = files.reduce((sum, file) => sum + file.file_size_in_bytes, 0);
   const bytesPerRow = Math.max(1, inputBytes / Math.max(1, rowsIn));

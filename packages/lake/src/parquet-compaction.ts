@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { AuditError, AuditErrorCode, ORPHAN_MIN_AGE_FLOOR_MS } from '@auditlake/model';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
-import { isSmallFile, smallFileGroups, type CompactionPass, type SmallFileFacts } from './compaction-passes.js';
+import { fetchGroupFiles, isSmallFile, smallFileGroups, type CompactionPass, type SmallFileFacts } from './compaction-passes.js';
 import type { MaintenanceStep } from './iceberg-maintenance-context.js';
 import type { CommitFence } from './iceberg-version-commit.js';
 import { encodeKeyNumber } from './key-number.js';
@@ -272,25 +272,21 @@ export async function compactParquetLocation(context: ParquetCompactionContext, 
   const attempt = `t${fence.term}-${randomUUID().slice(0, 8)}`;
   for (const group of groups) {
     const date = (group[0] as CommittedFile).eventDate;
-    const read = await mapBounded(group, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (file) => {
-      const bytes = await objects.find(file.key);
-      return bytes === undefined ? undefined : { bytes, name: objects.url(file.key), expectedRows: file.rows };
-    });
-    const inputs = read.filter((input) => input !== undefined);
-    if (inputs.length < read.length) {
+    const fetched = await fetchGroupFiles(group, (file) => objects.find(file.key));
+    if ('missing' in fetched) {
       // A file gone since the log was read may have been replaced meanwhile (an erasure
       // rewrites a day's files and deletes the replaced ones at once): then the day changed
       // under this pass, which leaves it to the next, planned from the log as it is then. A
       // file the log still holds live is lost: its day is left as it is and the run, once its
       // other steps are done, fails naming it (failOnLostFiles; review: skipped silently, a
       // lost file went unseen on every run).
-      const missing = group.filter((_, i) => read[i] === undefined);
       const live = new Set(liveParquetFiles(await readContextLog(context)).files.map((file) => file.key));
-      const lost = missing.filter((file) => live.has(file.key)).map((file) => objects.url(file.key));
+      const lost = fetched.missing.filter((file) => live.has(file.key)).map((file) => objects.url(file.key));
       if (lost.length > 0) (result.lostFiles ??= []).push(...lost);
       else result.daysLost++;
       continue;
     }
+    const inputs = group.map((file, i) => ({ bytes: fetched.bytes[i] as Uint8Array, name: objects.url(file.key), expectedRows: file.rows }));
     const inputBytes = group.reduce((sum, file) => sum + file.bytes, 0);
     const rowCount = group.reduce((sum, file) => sum + file.rows, 0);
     const rowsPerFile = Math.max(1, Math.floor(targetFileSizeBytes / Math.max(1, inputBytes / Math.max(1, rowCount))));
