@@ -55,6 +55,7 @@ import { SourceLedger, type SourceLedgerEntry, type SourceLedgerPage, type Sourc
 import { integrityKindOf, parsePublishedKey, parseSignedCheckpoint, type SignedCheckpoint } from '@auditlake/integrity';
 import { carriedCoveredSeq, verifyCarriedCheckpoint, type CarriedCheckpoint } from './carried-checkpoint.js';
 import { latchWriteFaults } from './write-fault-latch.js';
+import { ERASED_IDS_PAGE_MAX, ERASED_IDS_SYNC_KEY, erasedIdsPageOf, putErasedIdsPage, readErasedIdsPage, type ErasedIdsPage } from './erased-ids-sync.js';
 
 /** What a sender's retention deleted where replicated entries skip seqs (AuditStore.skippedByRetention). */
 export interface SkippedByRetention {
@@ -328,6 +329,11 @@ export class AuditStore {
    */
   #gapSeqMax = 0;
   /**
+   * While this log owes itself its leader's erased ids (it skipped seqs, erased-ids-sync.ts):
+   * the id the next page follows ('' for the first); undefined when none are owed.
+   */
+  #erasedIdsSyncAfter: string | undefined;
+  /**
    * The newest event time retention ever deleted from this log (undefined: it never deleted
    * anything): only an event timed at or before it can be a re-send of one it deleted.
    */
@@ -390,6 +396,8 @@ export class AuditStore {
       await backfillIndexes(store.#db, index, text);
       await backfillErasureIndex(store.#db);
       store.#erasedIds = await ErasedIds.open(store.#db);
+      const erasedIdsSyncAfter = await store.#db.get(ERASED_IDS_SYNC_KEY);
+      store.#erasedIdsSyncAfter = erasedIdsSyncAfter === undefined ? undefined : String(JSON.parse(erasedIdsSyncAfter));
       await backfillErasedIds(store.#db, store.#erasedIds);
       await applyStoredErasures(store.#db, index, { erasedIds: store.#erasedIds, erasedTables: store.#erasedTables, erasedBlocks: store.#staleSketches });
       store.#index = index;
@@ -866,6 +874,59 @@ export class AuditStore {
   }
 
   /**
+   * The erased id the next page of the leader's erased ids follows ('' for the first), while
+   * this log owes itself them because it skipped seqs (erased-ids-sync.ts); undefined when none are owed.
+   */
+  get erasedIdsSyncAfter(): string | undefined {
+    return this.#erasedIdsSyncAfter;
+  }
+
+  /** The erased ids after `after` ('' for the first), what a node whose log skipped seqs asks for (erased-ids-sync.ts). */
+  async erasedIdsPage(after: string, limit = ERASED_IDS_PAGE_MAX): Promise<ErasedIdsPage> {
+    return readErasedIdsPage(this.#db, after, limit);
+  }
+
+  /**
+   * Applies one page of a leader's erased ids (erased-ids-sync.ts) in one write: each id is
+   * erased here, with the copies this log holds, and the cursor moves past the page. A page
+   * that does not follow the cursor (a later skip started the pages again, or none are owed)
+   * is not applied: answers false.
+   */
+  async applyErasedIdsPage(value: unknown): Promise<boolean> {
+    const page = erasedIdsPageOf(value);
+    if (page === undefined) return false;
+    const applied = await this.#openWriter().exclusive(async ({ db }) => {
+      if (this.#erasedIdsSyncAfter !== page.after) return false;
+      const index = this.#openIndex();
+      const newTables = new Set<string>();
+      const erasedIds = this.#erasedIds.begin();
+      const batch = db.batch();
+      let rewrote: boolean;
+      try {
+        rewrote = await putErasedIdsPage(db, batch, page, { index, newTables, erasedTables: this.#erasedTables, erasedBlocks: this.#staleSketches, erasedIds });
+      } catch (err) {
+        index.forget(newTables);
+        await batch.close();
+        throw err;
+      }
+      try {
+        await batch.write({ sync: true });
+      } catch (err) {
+        index.forget(newTables);
+        throw err;
+      }
+      // Before any await: nothing may read the tail's old bytes of a rewritten record.
+      if (rewrote) this.#tail.clear();
+      erasedIds.commit();
+      this.#erasedIdsSyncAfter = page.done ? undefined : (page.ids.at(-1)?.[0] ?? page.after);
+      await this.#dropUnusedTableNames(db);
+      return true;
+    });
+    if (this.#staleSketches.size > 0) void this.#rebuildStaleSketches().catch(() => undefined);
+    return applied;
+  }
+
+  /**
    * Deletes the dictionary key of each table name an erasure took out of events (#erasedTables)
    * that no event's index key names any more: the name is a value the erasure removes, and the
    * dictionary is kept on every copy and read back at start. Within an exclusive operation, so
@@ -944,6 +1005,7 @@ export class AuditStore {
     let keptCheckpointSeq: number | undefined;
     let prunedAfter: PrunedRanges | undefined;
     let prunedTimeMax: number | undefined;
+    let erasedIdsSyncRestarts = false;
     try {
       const firstEntry = entries[0];
       const lastEntry = entries[entries.length - 1];
@@ -954,6 +1016,7 @@ export class AuditStore {
       // write's fsync is awaited (kept across it, 2,000 entries a batch reached the old
       // generation). Stored byte for byte as the leader stored it: never decoded or serialised again.
       let gapSeqMax = this.#gapSeqMax;
+      let skippedSeqs = false;
       let sinceYield = 0;
       for (const bytes of entries) {
         // A pull brings up to 10,000 entries, each checked against the chain: in steps, so a
@@ -970,6 +1033,7 @@ export class AuditStore {
         let range: PrunedRange | undefined;
         if (entry.seq > expected + 1) {
           gapSeqMax = entry.seq - 1;
+          skippedSeqs = true;
           // Skipped here: what the sender deleted counts as deleted here too.
           if (skipped.timeMax !== undefined && Number.isSafeInteger(skipped.timeMax) && skipped.timeMax > (this.#prunedTimeMax ?? -Infinity)) prunedTimeMax = skipped.timeMax;
           range = rangeBefore.get(entry.seq);
@@ -1045,6 +1109,11 @@ export class AuditStore {
         batch.put(localKey(GAP_SEQ_MAX), String(gapSeqMax));
         this.#gapSeqMax = gapSeqMax;
       }
+      // The skipped seqs may hold erasure records: the sender's erased ids are owed, from the first.
+      if (skippedSeqs) {
+        batch.put(ERASED_IDS_SYNC_KEY, JSON.stringify(''));
+        erasedIdsSyncRestarts = true;
+      }
       if (prunedTimeMax !== undefined) batch.put(PRUNED_TIME_MAX_KEY, String(prunedTimeMax));
     } catch (err) {
       index.forget(newTables);
@@ -1068,6 +1137,7 @@ export class AuditStore {
     // the tail's old bytes once LevelDB holds the new ones.
     this.#tail.clear();
     erasedIds.commit();
+    if (erasedIdsSyncRestarts) this.#erasedIdsSyncAfter = '';
     for (const run of added) runs.add(run);
     if (chain.enabled) chain.commit(head);
     if (keptCheckpointSeq !== undefined) this.#prunedCheckpointSeq = keptCheckpointSeq;

@@ -67,7 +67,7 @@ export class ErasedIds {
     const fields = new Map<string, readonly string[]>();
     ids.forEach((id, i) => {
       const value = values[i];
-      if (value !== undefined) fields.set(id, fieldsOf(value));
+      if (value !== undefined) fields.set(id, erasedFieldsOf(value));
     });
     return new ErasedIdsView(fields, version);
   }
@@ -164,7 +164,7 @@ export class ErasedIdsChange {
   /** Records that an erasure erased `fields` of `eventId` (with those erased before). */
   async add(batch: PutSink, eventId: string, fields: readonly string[]): Promise<void> {
     const stored = this.#staged.has(eventId) ? undefined : await this.#db.get(erasedIdKey(eventId));
-    const before = this.#staged.get(eventId) ?? (stored === undefined ? [] : fieldsOf(stored));
+    const before = this.#staged.get(eventId) ?? (stored === undefined ? [] : erasedFieldsOf(stored));
     const all = [...new Set([...before, ...fields])].sort();
     this.#staged.set(eventId, all);
     batch.put(erasedIdKey(eventId), JSON.stringify(all));
@@ -177,7 +177,7 @@ export class ErasedIdsChange {
 }
 
 /** The fields a `v!` value names; anything but a JSON array of names counts as every erasable field (never fewer than were erased). */
-function fieldsOf(value: string): readonly string[] {
+export function erasedFieldsOf(value: string): readonly string[] {
   try {
     const parsed = JSON.parse(value) as unknown;
     if (Array.isArray(parsed) && parsed.every((field) => typeof field === 'string')) return parsed;

@@ -1,4 +1,4 @@
-import { composeStoredEvent, eraseRecordFields, integrityKindOf, parseErasureDetails, parsePublishedKey } from '@auditlake/integrity';
+import { composeStoredEvent, eraseRecordFields, integrityKindOf, parseErasureDetails, parsePublishedKey, type ErasableField, type ErasedRecordRef } from '@auditlake/integrity';
 import { INTEGRITY_ACTIONS, type StoredEvent } from '@auditlake/model';
 import type { Level } from 'level';
 import type { ErasedIdsChange } from './erased-ids.js';
@@ -117,10 +117,21 @@ async function eraseTargets(db: Level<string, string>, batch: PutSink, entry: In
   } catch {
     return false;
   }
+  // Only earlier records, and only the one the erasure names (same eventId at the same seq).
+  return eraseRecords(db, batch, details.fields, details.records.filter((ref) => ref.seq < entry.seq), indexes, rewritten);
+}
+
+/**
+ * Replaces `fields` by the marker in each named record this store holds (same eventId at the
+ * same seq), keeping the field hashes, and records every named eventId as erased (held here
+ * or not). What an erasure record does to the records it names, and what a standby does with
+ * the leader's erased ids when the records naming them were deleted before it got them
+ * (erased-ids-sync.ts). Returns true when it rewrote a record.
+ */
+export async function eraseRecords(db: Level<string, string>, batch: PutSink, fields: readonly ErasableField[], records: readonly ErasedRecordRef[], indexes: IndexUpdate, rewritten = new Map<string, string>()): Promise<boolean> {
+  const details = { fields: [...fields] };
   let rewrote = false;
-  for (const ref of details.records) {
-    // Only earlier records, and only the one the erasure names (same eventId at the same seq).
-    if (ref.seq >= entry.seq) continue;
+  for (const ref of records) {
     // Held here or not (retention may have deleted it, the tier holding it): the id is never
     // stored again, so a re-send cannot bring the erased values back (AuditStore.appendEncoded).
     await indexes.erasedIds?.add(batch, ref.eventId, details.fields);

@@ -1,0 +1,83 @@
+import { ERASABLE_FIELDS, type ErasableField, type ErasedRecordRef } from '@auditlake/integrity';
+import type { Level } from 'level';
+import { PREFIX, copiesKey, erasedIdKey, idKey, localKey, prefixEnd, seqOfSuffix } from './event-keys.js';
+import { erasedFieldsOf } from './erased-ids.js';
+import { eraseRecords, type IndexUpdate } from './integrity-index.js';
+
+/**
+ * Carrying a leader's erased ids to a node whose log skipped the records that named them.
+ *
+ * A node learns that an eventId was erased from the erasure record (ErasedIds, `v!`). A standby
+ * that pulls across a range its leader's retention deleted never gets the erasure records in
+ * that range, nor does a node added after they were deleted; if it then leads, a re-send of an
+ * erased event (without `ts`, so its time is new) is stored again with the erased values and
+ * tiered. So a node whose log skips seqs takes its leader's whole erased-id set, page by page:
+ * the write that applies the skip also sets ERASED_IDS_SYNC_KEY, each pull then asks for the
+ * page after it (PullRequest.erasedAfter), and each page is applied in one write with the
+ * cursor moved on, or deleted after the last (crash-safe: a page applied twice changes nothing).
+ *
+ * Every id from the skipped records is in the leader's set before the pull that shows the skip
+ * (a record is applied before retention can delete it, and the leader reads the page after the
+ * entries); one erased later is named by a record after the skip, which replication brings.
+ * A later skip starts the pages again from the first.
+ */
+
+/** Local-metadata key of the erased id the next page follows (JSON string; '' for the first), present while pages are owed. */
+export const ERASED_IDS_SYNC_KEY = localKey('erasedIdsSyncAfter');
+
+/** Most ids one page carries (ids are at most a few hundred bytes: a page stays well under a pull's entries). */
+export const ERASED_IDS_PAGE_MAX = 5000;
+
+/** One page of a node's erased ids, in key order. */
+export interface ErasedIdsPage {
+  /** The id the page follows ('' for the first page). */
+  after: string;
+  /** Each erased id with the fields erased under it. */
+  ids: Array<[eventId: string, fields: string[]]>;
+  /** True when no erased id follows the page's last. */
+  done: boolean;
+}
+
+/** The erased ids after `after` ('' for the first), at most `limit`. */
+export async function readErasedIdsPage(db: Level<string, string>, after: string, limit: number): Promise<ErasedIdsPage> {
+  const range = after === '' ? { gte: PREFIX.erasedId } : { gt: erasedIdKey(after) };
+  const rows = await db.iterator({ ...range, lt: prefixEnd(PREFIX.erasedId), limit: limit + 1 }).all();
+  const ids = rows.slice(0, limit).map(([key, value]): [string, string[]] => [key.slice(PREFIX.erasedId.length), [...erasedFieldsOf(value)]]);
+  return { after, ids, done: rows.length <= limit };
+}
+
+/** A page as it came over the network, or undefined when it is not one. */
+export function erasedIdsPageOf(value: unknown): ErasedIdsPage | undefined {
+  const page = value as Partial<ErasedIdsPage> | null;
+  if (typeof page !== 'object' || page === null || typeof page.after !== 'string' || typeof page.done !== 'boolean' || !Array.isArray(page.ids)) return undefined;
+  const wellFormed = page.ids.every((row: unknown) => Array.isArray(row) && row.length === 2 && typeof row[0] === 'string' && row[0] !== '' && Array.isArray(row[1]) && (row[1] as unknown[]).every((field) => typeof field === 'string'));
+  return wellFormed ? { after: page.after, ids: page.ids, done: page.done } : undefined;
+}
+
+/**
+ * Adds to `batch` one page of a leader's erased ids: each id recorded as erased here (with the
+ * fields, joined to any erased before), every copy of it this log holds erased likewise (the
+ * records that named them never reached this log; an erasure names every copy its leader held
+ * or tiered, and a copy held here sits at the seq it had there), and the cursor moved past the
+ * page, or deleted after the last. Returns true when a held record was rewritten.
+ */
+export async function putErasedIdsPage(db: Level<string, string>, batch: { put(key: string, value: string): unknown; del(key: string): unknown }, page: ErasedIdsPage, indexes: IndexUpdate): Promise<boolean> {
+  const ids = page.ids.map(([eventId]) => eventId);
+  const held = await db.getMany([...ids.map(idKey), ...ids.map(copiesKey)]);
+  const rewritten = new Map<string, string>();
+  let rewrote = false;
+  for (const [i, [eventId, named]] of page.ids.entries()) {
+    // A name this version cannot erase is left out; an id naming none is still never stored again.
+    const fields = named.filter((field): field is ErasableField => (ERASABLE_FIELDS as readonly string[]).includes(field));
+    const pointer = held[i];
+    const others = held[ids.length + i];
+    const suffixes = [...(pointer === undefined ? [] : [pointer]), ...(others === undefined ? [] : (JSON.parse(others) as string[]))];
+    const records: ErasedRecordRef[] = suffixes.map((suffix) => ({ eventId, seq: seqOfSuffix(suffix) }));
+    await indexes.erasedIds?.add(batch, eventId, fields);
+    if (records.length > 0 && fields.length > 0 && (await eraseRecords(db, batch, fields, records, indexes, rewritten))) rewrote = true;
+  }
+  const last = page.ids.at(-1)?.[0];
+  if (page.done) batch.del(ERASED_IDS_SYNC_KEY);
+  else if (last !== undefined) batch.put(ERASED_IDS_SYNC_KEY, JSON.stringify(last));
+  return rewrote;
+}

@@ -1,0 +1,154 @@
+// Goal: a log that skips seqs its leader's retention deleted, erasure records among them, takes
+// the leader's erased ids page by page: until it has them it owes them (the cursor survives a
+// reopen), each page records the ids and erases the copies it still holds, a page that does not
+// follow the cursor changes nothing, a later skip starts the pages again, and once done a re-send
+// of an erased event with a new time is not stored again. Real LevelDB in temp dirs.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { encodeErasureDetails, ERASED_MARKER, INTEGRITY_ACTIONS } from '@auditlake/integrity';
+import { SELF_SOURCE, type AuditEvent } from '@auditlake/model';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { AuditStore } from '../src/index.js';
+
+const T0 = 1_700_000_000_000;
+
+async function storeDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'auditlake-erased-sync-'));
+  onTestFinished(() => rm(dir, { recursive: true, force: true }));
+  return join(dir, 'store');
+}
+
+async function openStore(location?: string): Promise<AuditStore> {
+  const store = await AuditStore.open({ location: location ?? (await storeDir()), chain: true });
+  onTestFinished(() => store.close());
+  return store;
+}
+
+function ev(eventId: string, overrides: Partial<AuditEvent> = {}): AuditEvent {
+  return { eventId, userId: 'u', source: 'trino', action: 'data:Select', resource: 'r', decision: 'ALLOW', tables: ['t1'], query: 'SELECT 1', details: '', timestamp: T0, ...overrides };
+}
+
+function erasure(eventId: string, records: Array<{ eventId: string; seq: number }>, fields: Array<'userId' | 'query'> = ['userId']): AuditEvent {
+  return { ...ev(eventId, { userId: 'admin', resource: `events:${records.length}`, tables: [], query: '' }), source: SELF_SOURCE, action: INTEGRITY_ACTIONS.erase, details: encodeErasureDetails({ v: 1, fields, records }) };
+}
+
+/** The standby pulls everything after its end, with what the leader's answer says it skips. */
+async function pull(leader: AuditStore, standby: AuditStore): Promise<void> {
+  const after = standby.position.lastSeq;
+  const entries = await leader.readEncodedBySeq(after, 10_000);
+  await standby.applyReplicated(entries, leader.termStarts(after), await leader.skippedByRetention(after, entries));
+}
+
+/** Tiered through `seq`, then deleted by retention: every entry timed at or before `ts`. */
+async function tierAndPrune(leader: AuditStore, seq: number, ts: number): Promise<number> {
+  await leader.countTieredThrough(seq);
+  return (await leader.pruneBefore(ts + 1, 100, async () => true, seq)).deleted;
+}
+
+/** A leader whose retention deleted an erasure of `held` (which the standby holds) and of `unheld` (which it never got). */
+async function skippedErasure(): Promise<{ leader: AuditStore; standby: AuditStore; standbyAt: string }> {
+  const leader = await openStore();
+  const standbyAt = await storeDir();
+  const standby = await openStore(standbyAt);
+  // seq 1..2: both hold them.
+  await leader.append([ev('a'), ev('held', { userId: 'held-secret', query: 'SELECT held' })]);
+  await pull(leader, standby);
+  // seq 3..5 while the standby is away: a new event, the erasure of both, one later event.
+  await leader.append([ev('unheld', { userId: 'unheld-secret' })]);
+  await leader.append([
+    erasure('erase-1', [
+      { eventId: 'held', seq: 2 },
+      { eventId: 'unheld', seq: 3 },
+    ]),
+  ]);
+  await leader.append([ev('later', { timestamp: T0 + 100_000 })]);
+  expect(await tierAndPrune(leader, 4, T0)).toBe(4);
+  return { leader, standby, standbyAt };
+}
+
+describe('a log that skipped erasure records takes its leader\'s erased ids', () => {
+  it('owes them from the skip on, and one page records every id, erases its held copy and refuses the re-send', async () => {
+    const { leader, standby } = await skippedErasure();
+    expect(standby.erasedIdsSyncAfter).toBeUndefined();
+    await pull(leader, standby);
+    expect(standby.position.lastSeq).toBe(5);
+    expect(await standby.getBySeq(4)).toBeUndefined();
+    // Skipped the erasure record: the ids are owed; the copy held from before still has its values.
+    expect(standby.erasedIdsSyncAfter).toBe('');
+    const before = await standby.getByEventId('held');
+    expect(before?.userId).toBe('held-secret');
+
+    const page = await leader.erasedIdsPage('');
+    expect(page).toEqual({ after: '', ids: [['held', ['userId']], ['unheld', ['userId']]], done: true });
+    expect(await standby.applyErasedIdsPage(page)).toBe(true);
+    expect(standby.erasedIdsSyncAfter).toBeUndefined();
+    // The held copy is erased as the record erased it on the leader: the field only, its hash kept.
+    const held = await standby.getByEventId('held');
+    expect(held).toMatchObject({ seq: 2, userId: ERASED_MARKER, query: 'SELECT held', erased: { userId: expect.any(String) as unknown } });
+    expect(held?.chainHash).toBe(before?.chainHash);
+    // Neither id is stored again with its values at a new time; nor found by its old user.
+    expect((await standby.append([ev('unheld', { userId: 'unheld-secret', timestamp: T0 + 200_000 })])).stored).toEqual([]);
+    expect((await standby.append([ev('held', { userId: 'held-secret', timestamp: T0 + 200_000 })])).stored).toEqual([]);
+    const found: string[] = [];
+    for await (const event of standby.search({ user: 'held-secret', action: 'all' })) found.push(event.eventId);
+    expect(found).toEqual([]);
+    // The same page again (an answer applied twice): not the cursor's, nothing changes.
+    expect(await standby.applyErasedIdsPage(page)).toBe(false);
+  });
+
+  it('goes page by page, keeps the cursor across a reopen, ignores a page off the cursor, and starts again after a later skip', async () => {
+    const leader = await openStore();
+    const standbyAt = await storeDir();
+    let standby = await openStore(standbyAt);
+    await leader.append([ev('first')]);
+    await pull(leader, standby);
+    const ids = ['e1', 'e2', 'e3', 'e4', 'e5'];
+    await leader.append(ids.map((id) => ev(id, { userId: `${id}-secret` })));
+    await leader.append([erasure('erase-1', ids.map((id, i) => ({ eventId: id, seq: i + 2 })))]);
+    await leader.append([ev('later', { timestamp: T0 + 100_000 })]);
+    await tierAndPrune(leader, 7, T0);
+    await pull(leader, standby);
+    expect(standby.erasedIdsSyncAfter).toBe('');
+
+    const first = await leader.erasedIdsPage('', 2);
+    expect(first).toEqual({ after: '', ids: [['e1', ['userId']], ['e2', ['userId']]], done: false });
+    expect(await standby.applyErasedIdsPage(first)).toBe(true);
+    expect(standby.erasedIdsSyncAfter).toBe('e2');
+    // A page that does not follow the cursor (an old answer, a malformed one): nothing applied.
+    expect(await standby.applyErasedIdsPage(await leader.erasedIdsPage('e3', 2))).toBe(false);
+    expect(await standby.applyErasedIdsPage({ after: 'e2', ids: [['e3', 'userId']], done: true })).toBe(false);
+    expect(standby.erasedIdsSyncAfter).toBe('e2');
+
+    // A crash between pages: the cursor is where the last page left it.
+    await standby.close();
+    standby = await openStore(standbyAt);
+    expect(standby.erasedIdsSyncAfter).toBe('e2');
+    expect(await standby.applyErasedIdsPage(await leader.erasedIdsPage('e2', 2))).toBe(true);
+    expect(standby.erasedIdsSyncAfter).toBe('e4');
+
+    // Another skip meanwhile (the leader deleted more, another erasure among it): from the first again.
+    await leader.append([ev('x1', { userId: 'x1-secret', timestamp: T0 + 100_000 })]);
+    await leader.append([erasure('erase-2', [{ eventId: 'x1', seq: 9 }])]);
+    await leader.append([ev('latest', { timestamp: T0 + 300_000 })]);
+    await tierAndPrune(leader, 10, T0 + 100_000);
+    await pull(leader, standby);
+    expect(standby.erasedIdsSyncAfter).toBe('');
+    expect(await standby.applyErasedIdsPage(await leader.erasedIdsPage('e4', 2))).toBe(false);
+    for (let after = standby.erasedIdsSyncAfter; after !== undefined; after = standby.erasedIdsSyncAfter) {
+      expect(await standby.applyErasedIdsPage(await leader.erasedIdsPage(after, 2))).toBe(true);
+    }
+    for (const id of [...ids, 'x1']) {
+      expect((await standby.append([ev(id, { userId: `${id}-secret`, timestamp: T0 + 400_000 })])).stored, id).toEqual([]);
+    }
+  });
+
+  it('owes nothing when the entries skip no seq, and a leader without erasures answers one empty last page', async () => {
+    const leader = await openStore();
+    const standby = await openStore();
+    await leader.append([ev('a'), ev('b')]);
+    await pull(leader, standby);
+    expect(standby.erasedIdsSyncAfter).toBeUndefined();
+    expect(await leader.erasedIdsPage('')).toEqual({ after: '', ids: [], done: true });
+  });
+});
