@@ -84,6 +84,11 @@ export interface ClusterNodeStatus {
   term: number;
   leader: { nodeId: string; url: string } | null;
   nodes: ClusterMemberStatus[];
+  /**
+   * True while this node still takes its leader's erased ids, page by page: its log skipped
+   * seqs the leader's retention deleted, and erasure records among them (erased-ids-sync.ts).
+   */
+  erasedIdsOwed: boolean;
 }
 
 /** Where received events went: ordered into the log (this node leads) or into the outbox. */
@@ -387,11 +392,13 @@ export class ClusterNode {
         // (a term number handed out twice): nothing of its log extends this one.
         const lastChainHash = await store.chainHashAt(position.lastSeq);
         if (store.position.lastSeq !== position.lastSeq) break;
+        // Owed erased ids (this log skipped seqs) are taken from the peer too, before ordering anything.
+        const erasedAfter = store.erasedIdsSyncAfter;
         let response: PullResponse;
         try {
           response = await transport.pull(
             peer.url,
-            { nodeId, after: position.lastSeq, lastTerm, ...(lastChainHash !== undefined ? { lastChainHash } : {}), term, limit: 5000, waitMs: 0, metaHash: '', catchUp: true },
+            { nodeId, after: position.lastSeq, lastTerm, ...(lastChainHash !== undefined ? { lastChainHash } : {}), term, limit: 5000, waitMs: 0, metaHash: '', catchUp: true, ...(erasedAfter === undefined ? {} : { erasedAfter }) },
             Math.max(500, this.#options.leaseTtlMs / 3),
           );
         } catch {
@@ -402,9 +409,19 @@ export class ClusterNode {
           this.elector.observeMessageTerm(response.term);
           throw new Error(`peer ${peer.nodeId} already knows term ${response.term}; not leading term ${term}`);
         }
-        if (response.mismatch !== undefined || response.entries.length === 0 || store.position.lastSeq !== position.lastSeq) break;
-        await store.applyReplicated(response.entries, response.termStarts ?? [], skippedOf(response));
+        const extendsLog = response.mismatch === undefined && store.position.lastSeq === position.lastSeq && response.entries.length > 0;
+        if (extendsLog) await store.applyReplicated(response.entries, response.termStarts ?? [], skippedOf(response));
+        // A page is answered whether or not the peer's log extends this one (it is usually behind).
+        const paged = response.erasedIds !== undefined && (await store.applyErasedIdsPage(response.erasedIds));
+        // Done with this peer once it extends the log no further and has no further page to give.
+        if (!extendsLog && !(paged && store.erasedIdsSyncAfter !== undefined)) break;
       }
+    }
+    if (store.erasedIdsSyncAfter !== undefined && stillLeader()) {
+      this.#options.log.warn(
+        { erasedAfter: store.erasedIdsSyncAfter },
+        'leading without all of the previous leader\'s erased ids: this log skipped seqs its peers\' retention deleted, and no peer gave the rest of the erased ids; a re-send of an event erased there may be stored again until a later leader or this node, as a standby, takes them',
+      );
     }
   }
 
@@ -431,7 +448,7 @@ export class ClusterNode {
       });
     }
     nodes.sort((a, b) => a.nodeId.localeCompare(b.nodeId));
-    return { nodeId, role, term: this.elector.knownTerm, leader: leader ? { nodeId: leader.nodeId, url: leader.url } : null, nodes };
+    return { nodeId, role, term: this.elector.knownTerm, leader: leader ? { nodeId: leader.nodeId, url: leader.url } : null, nodes, erasedIdsOwed: store.erasedIdsSyncAfter !== undefined };
   }
 
   /**

@@ -6,6 +6,14 @@ import type { MetaHash } from './meta-hash.js';
 import type { PullRequest, PullResponse } from './protocol.js';
 import type { ReplicationTracker } from './replication-tracker.js';
 
+/** Longest erased-id cursor an asker may send (an eventId is at most a few hundred bytes). */
+const ERASED_AFTER_CHARS_MAX = 4096;
+
+/** Whether a pull asks for a page of erased ids (PullRequest.erasedAfter), with a cursor that can be one. */
+function erasedIdsAsked(request: PullRequest): request is PullRequest & { erasedAfter: string } {
+  return typeof request.erasedAfter === 'string' && request.erasedAfter.length <= ERASED_AFTER_CHARS_MAX;
+}
+
 /** Most entries one pull answer carries. */
 export const PULL_ENTRIES_MAX = 10_000;
 
@@ -54,7 +62,10 @@ export class LogSource {
     const cuts = store.cutCount;
     if (!(await this.#matches(request)) || store.cutCount !== cuts) {
       if (!request.catchUp) this.#options.onMismatch(request.nodeId);
-      return { ...(await this.#header(request, false)), entries: [], mismatch: { termStarts: store.termStarts() } };
+      const response: PullResponse = { ...(await this.#header(request, false)), entries: [], mismatch: { termStarts: store.termStarts() } };
+      // A new leader owed erased ids takes them from a peer whose log is behind its own too.
+      if (request.catchUp && erasedIdsAsked(request)) response.erasedIds = await store.erasedIdsPage(request.erasedAfter);
+      return response;
     }
     if (request.catchUp) return this.#withEntries(request, await store.readEncodedBySeq(request.after, limit), false);
     // Matched: the asker holds this log up to `after`. That is progress only in the term this
@@ -62,7 +73,8 @@ export class LogSource {
     const term = elector.leadingTerm;
     if (term !== undefined && request.term === term) tracker.record(term, request.nodeId, request.after);
     let entries = await store.readEncodedBySeq(request.after, limit);
-    if (entries.length === 0 && request.waitMs > 0) {
+    // An asker owed erased ids gets its page now: it keeps asking until it has them all.
+    if (entries.length === 0 && request.waitMs > 0 && !erasedIdsAsked(request)) {
       await this.#waitForGrowth(request.waitMs);
       // Deposed meanwhile: its log may be about to change; the asker should find the new leader.
       if (!elector.isLeader()) throw new AuditError(AuditErrorCode.NOT_LEADER, `node ${this.#options.nodeId} is no longer the leader`, { retryable: true });
@@ -102,6 +114,8 @@ export class LogSource {
       if (skipped.ranges !== undefined) response.prunedRanges = [...skipped.ranges];
       if (skipped.timeMax !== undefined) response.prunedTimeMax = skipped.timeMax;
     }
+    // Read after the entries: every id an erasure record they skip named is in it by then.
+    if (erasedIdsAsked(request)) response.erasedIds = await this.#options.store.erasedIdsPage(request.erasedAfter);
     return response;
   }
 

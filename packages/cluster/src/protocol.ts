@@ -1,5 +1,5 @@
 import { encodeEvent, validateEvent, type AuditEvent, type EncodedEvent } from '@auditlake/model';
-import type { CarriedCheckpoint, EventIdConflict, PrunedRange, SkippedByRetention, TermStart } from '@auditlake/store';
+import type { CarriedCheckpoint, ErasedIdsPage, EventIdConflict, PrunedRange, SkippedByRetention, TermStart } from '@auditlake/store';
 
 export type { TermStart };
 
@@ -30,6 +30,13 @@ export interface PullRequest {
   metaHash: string;
   /** True when a new leader catches up from a peer: no leader checks, only the log-match check. */
   catchUp: boolean;
+  /**
+   * Set while the asker's log owes itself the answering node's erased ids (it skipped seqs that
+   * node's retention deleted, with any erasure records among them): the id the next page
+   * follows, '' for the first. A matched answer carries the page (`erasedIds`) and does not
+   * wait for entries.
+   */
+  erasedAfter?: string;
 }
 
 export interface PullResponse {
@@ -74,6 +81,8 @@ export interface PullResponse {
    * of an event it never held up in the tier.
    */
   prunedTimeMax?: number;
+  /** The page of erased ids the asker asked for (`erasedAfter`), read after the entries. */
+  erasedIds?: ErasedIdsPage;
   meta?: Record<string, unknown>;
   metaHash: string;
 }

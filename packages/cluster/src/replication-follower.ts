@@ -84,6 +84,7 @@ export class ReplicationFollower {
     const lastTerm = store.termAt(position.lastSeq);
     const lastChainHash = await store.chainHashAt(position.lastSeq);
     if (store.position.lastSeq !== position.lastSeq) return;
+    const erasedAfter = store.erasedIdsSyncAfter;
     const response = await transport.pull(
       leaderUrl,
       {
@@ -96,6 +97,7 @@ export class ReplicationFollower {
         waitMs: this.#options.pullWaitMs,
         metaHash: (await metaHash.current()).hash,
         catchUp: false,
+        ...(erasedAfter === undefined ? {} : { erasedAfter }),
       },
       this.#options.pullWaitMs + 5000,
     );
@@ -120,6 +122,8 @@ export class ReplicationFollower {
       this.#options.onMetaApplied(response.meta);
     }
     if (response.entries.length > 0) await store.applyReplicated(response.entries, response.termStarts ?? [], skippedOf(response));
+    // After the entries: a skip among them starts the pages again, and this page is then not applied.
+    if (response.erasedIds !== undefined) await store.applyErasedIdsPage(response.erasedIds);
   }
 
   /** Cuts this log where it stops agreeing with the leader's; what follows goes to the outbox. */
