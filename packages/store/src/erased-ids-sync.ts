@@ -74,7 +74,9 @@ export async function putErasedIdsPage(db: Level<string, string>, batch: { put(k
     const suffixes = [...(pointer === undefined ? [] : [pointer]), ...(others === undefined ? [] : (JSON.parse(others) as string[]))];
     const records: ErasedRecordRef[] = suffixes.map((suffix) => ({ eventId, seq: seqOfSuffix(suffix) }));
     await indexes.erasedIds?.add(batch, eventId, fields);
-    if (records.length > 0 && fields.length > 0 && (await eraseRecords(db, batch, fields, records, indexes, rewritten))) rewrote = true;
+    // Only values: a held copy holding the marker already was stored after the erasure (or
+    // erased by it), and rewriting it would make it an erased copy no record names.
+    if (records.length > 0 && fields.length > 0 && (await eraseRecords(db, batch, fields, records, indexes, rewritten, { valuesOnly: true }))) rewrote = true;
   }
   const last = page.ids.at(-1)?.[0];
   if (page.done) batch.del(ERASED_IDS_SYNC_KEY);

@@ -1,4 +1,4 @@
-import { composeStoredEvent, eraseRecordFields, integrityKindOf, parseErasureDetails, parsePublishedKey, type ErasableField, type ErasedRecordRef } from '@auditlake/integrity';
+import { composeStoredEvent, ERASED_MARKER, eraseRecordFields, integrityKindOf, parseErasureDetails, parsePublishedKey, type ErasableField, type ErasedRecordRef } from '@auditlake/integrity';
 import { INTEGRITY_ACTIONS, type StoredEvent } from '@auditlake/model';
 import type { Level } from 'level';
 import type { ErasedIdsChange } from './erased-ids.js';
@@ -34,6 +34,11 @@ export interface IndexUpdate {
    * an erasure that names one of them: a pull, a tier adoption). Absent: the batch puts none.
    */
   pendingEntryAt?: (seq: number) => { timeKey: string; json: string } | undefined;
+}
+
+/** Whether `field` of `record` holds the marker as its value (`tables`: a list of just the marker). */
+function holdsMarker(record: StoredEvent, field: ErasableField): boolean {
+  return field === 'tables' ? record.tables.length === 1 && record.tables[0] === ERASED_MARKER : record[field] === ERASED_MARKER;
 }
 
 /** The erasure action as its JSON member: a text without these bytes is not an erasure record. */
@@ -128,7 +133,15 @@ async function eraseTargets(db: Level<string, string>, batch: PutSink, entry: In
  * the leader's erased ids when the records naming them were deleted before it got them
  * (erased-ids-sync.ts). Returns true when it rewrote a record.
  */
-export async function eraseRecords(db: Level<string, string>, batch: PutSink, fields: readonly ErasableField[], records: readonly ErasedRecordRef[], indexes: IndexUpdate, rewritten = new Map<string, string>()): Promise<boolean> {
+export async function eraseRecords(
+  db: Level<string, string>,
+  batch: PutSink,
+  fields: readonly ErasableField[],
+  records: readonly ErasedRecordRef[],
+  indexes: IndexUpdate,
+  rewritten = new Map<string, string>(),
+  options: { valuesOnly?: boolean } = {},
+): Promise<boolean> {
   const details = { fields: [...fields] };
   let rewrote = false;
   for (const ref of records) {
@@ -140,7 +153,9 @@ export async function eraseRecords(db: Level<string, string>, batch: PutSink, fi
     const { timeKey: key, json: value } = held;
     const before = JSON.parse(value) as StoredEvent;
     if (before.eventId !== ref.eventId) continue;
-    const erased = eraseRecordFields(before, details.fields);
+    // `valuesOnly`: a field holding the marker as its value is left as it is (a copy stored
+    // after the erasure, a re-send holding the marker: no erasure record names it).
+    const erased = eraseRecordFields(before, options.valuesOnly === true ? details.fields.filter((field) => !holdsMarker(before, field)) : details.fields);
     if (erased === undefined) continue;
     const json = composeStoredEvent(erased);
     batch.put(key, json);

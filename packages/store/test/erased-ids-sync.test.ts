@@ -143,6 +143,23 @@ describe('a log that skipped erasure records takes its leader\'s erased ids', ()
     }
   });
 
+  it('leaves a held copy stored after the erasure, holding the marker as its value, as the leader holds it', async () => {
+    const leader = await openStore();
+    await leader.append([ev('a'), ev('held', { userId: 'secret' })]);
+    await leader.append([erasure('erase-1', [{ eventId: 'held', seq: 2 }])]);
+    expect(await tierAndPrune(leader, 3, T0)).toBe(3);
+    // A re-send holding the marker brings nothing back: stored again, at seq 4, as sent.
+    expect((await leader.append([ev('held', { userId: ERASED_MARKER, timestamp: T0 + 100_000 })])).stored.map((s) => s.seq)).toEqual([4]);
+    const standby = await openStore();
+    await pull(leader, standby);
+    expect(standby.erasedIdsSyncAfter).toBe('');
+    expect(await standby.applyErasedIdsPage(await leader.erasedIdsPage(''))).toBe(true);
+    // Rewritten, it would be an erased copy that no erasure record names (verify: altered).
+    expect(await standby.getBySeq(4)).toEqual(await leader.getBySeq(4));
+    expect((await standby.getBySeq(4))?.erased).toBeUndefined();
+    expect((await standby.append([ev('held', { userId: 'secret', timestamp: T0 + 200_000 })])).stored).toEqual([]);
+  });
+
   it('owes nothing when the entries skip no seq, and a leader without erasures answers one empty last page', async () => {
     const leader = await openStore();
     const standby = await openStore();
