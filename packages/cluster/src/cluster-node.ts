@@ -8,6 +8,7 @@ import { LeaderElector, type ClusterLog, type LeaderView, type NodeRole } from '
 import { LogSource } from './log-source.js';
 import { MetaHash } from './meta-hash.js';
 import { OutboxForwarder } from './outbox-forwarder.js';
+import { ErasedIdsCatchUp, ERASED_IDS_RETRY_MS } from './erased-ids-catch-up.js';
 import { markTimeAssigned, newIdsOf, parseForwardedEvent, skippedOf, type ForwardRequest, type ForwardResponse, type PeerTransport, type PullRequest, type PullResponse } from './protocol.js';
 import { ReplicationFollower } from './replication-follower.js';
 import { ReplicationTracker, type StandbyProgress } from './replication-tracker.js';
@@ -110,6 +111,7 @@ export class ClusterNode {
   readonly tracker: ReplicationTracker;
   readonly #logSource: LogSource;
   readonly #follower: ReplicationFollower;
+  readonly #erasedIds: ErasedIdsCatchUp;
   readonly #forwarder: OutboxForwarder;
   readonly #unsubscribeCut: () => void;
   #started = false;
@@ -131,7 +133,20 @@ export class ClusterNode {
       persistTerm: (term) => store.putLocal(LOCAL_TERM, term),
       instance,
       onNodeIdInUse: (err) => options.hooks.onNodeIdInUse?.(err),
-      onTick: () => options.clusterToken.refresh(),
+      onTick: async () => {
+        await options.clusterToken.refresh();
+        const term = this.elector.leadingTerm;
+        if (term !== undefined) this.#erasedIds.retry(this.#peers(), term, () => this.elector.leadingTerm === term);
+      },
+      log,
+    });
+    this.#erasedIds = new ErasedIdsCatchUp({
+      store,
+      transport: options.transport,
+      clock,
+      nodeId,
+      timeoutMs: Math.max(500, options.leaseTtlMs / 3),
+      observeTerm: (term) => this.elector.observeMessageTerm(term),
       log,
     });
     const metaHash = new MetaHash(store);
@@ -383,7 +398,7 @@ export class ClusterNode {
    */
   async #prepareLeadership(term: number, stillLeader: () => boolean): Promise<void> {
     const { store, transport, nodeId } = this.#options;
-    const peers = this.elector.members.filter((m) => m.nodeId !== nodeId).sort((a, b) => b.lastTerm - a.lastTerm || b.lastSeq - a.lastSeq);
+    const peers = this.#peers();
     for (const peer of peers) {
       for (let round = 0; round < 1000 && stillLeader(); round++) {
         const position = store.position;
@@ -392,13 +407,11 @@ export class ClusterNode {
         // (a term number handed out twice): nothing of its log extends this one.
         const lastChainHash = await store.chainHashAt(position.lastSeq);
         if (store.position.lastSeq !== position.lastSeq) break;
-        // Owed erased ids (this log skipped seqs) are taken from the peer too, before ordering anything.
-        const erasedAfter = store.erasedIdsSyncAfter;
         let response: PullResponse;
         try {
           response = await transport.pull(
             peer.url,
-            { nodeId, after: position.lastSeq, lastTerm, ...(lastChainHash !== undefined ? { lastChainHash } : {}), term, limit: 5000, waitMs: 0, metaHash: '', catchUp: true, ...(erasedAfter === undefined ? {} : { erasedAfter }) },
+            { nodeId, after: position.lastSeq, lastTerm, ...(lastChainHash !== undefined ? { lastChainHash } : {}), term, limit: 5000, waitMs: 0, metaHash: '', catchUp: true },
             Math.max(500, this.#options.leaseTtlMs / 3),
           );
         } catch {
@@ -409,18 +422,16 @@ export class ClusterNode {
           this.elector.observeMessageTerm(response.term);
           throw new Error(`peer ${peer.nodeId} already knows term ${response.term}; not leading term ${term}`);
         }
-        const extendsLog = response.mismatch === undefined && store.position.lastSeq === position.lastSeq && response.entries.length > 0;
-        if (extendsLog) await store.applyReplicated(response.entries, response.termStarts ?? [], skippedOf(response));
-        // A page is answered whether or not the peer's log extends this one (it is usually behind).
-        const paged = response.erasedIds !== undefined && (await store.applyErasedIdsPage(response.erasedIds));
-        // Done with this peer once it extends the log no further and has no further page to give.
-        if (!extendsLog && !(paged && store.erasedIdsSyncAfter !== undefined)) break;
+        if (response.mismatch !== undefined || response.entries.length === 0 || store.position.lastSeq !== position.lastSeq) break;
+        await store.applyReplicated(response.entries, response.termStarts ?? [], skippedOf(response));
       }
     }
-    if (store.erasedIdsSyncAfter !== undefined && stillLeader()) {
+    // Erased ids this log owes (it skipped seqs, maybe erasure records): taken before ordering.
+    const owed = (await this.#erasedIds.takeFrom(peers, term, stillLeader)) ? undefined : store.erasedIdsOwed;
+    if (owed !== undefined && stillLeader()) {
       this.#options.log.warn(
-        { erasedAfter: store.erasedIdsSyncAfter },
-        'leading without all of the previous leader\'s erased ids: this log skipped seqs its peers\' retention deleted, and no peer gave the rest of the erased ids; a re-send of an event erased there may be stored again until a later leader or this node, as a standby, takes them',
+        { erasedAfter: owed.after, throughSeq: owed.throughSeq },
+        `leading without all erased ids: this log skipped seqs up to ${owed.throughSeq} that its leader's retention deleted, erasure records maybe among them, and no live peer holds that range with every erased id; a re-send of an event erased there may be stored again until a peer that holds them comes back (asked every ${ERASED_IDS_RETRY_MS / 1000} s)`,
       );
     }
   }
@@ -448,7 +459,7 @@ export class ClusterNode {
       });
     }
     nodes.sort((a, b) => a.nodeId.localeCompare(b.nodeId));
-    return { nodeId, role, term: this.elector.knownTerm, leader: leader ? { nodeId: leader.nodeId, url: leader.url } : null, nodes, erasedIdsOwed: store.erasedIdsSyncAfter !== undefined };
+    return { nodeId, role, term: this.elector.knownTerm, leader: leader ? { nodeId: leader.nodeId, url: leader.url } : null, nodes, erasedIdsOwed: store.erasedIdsOwed !== undefined };
   }
 
   /**
@@ -505,11 +516,17 @@ export class ClusterNode {
     return next === undefined ? 0 : Math.max(0, Math.max(this.#clock.wallMs(), store.ingestNow()) - next.ingestTs);
   }
 
+  /** The other members, most up to date first. */
+  #peers(): MemberInfo[] {
+    return this.elector.members.filter((m) => m.nodeId !== this.#options.nodeId).sort((a, b) => b.lastTerm - a.lastTerm || b.lastSeq - a.lastSeq);
+  }
+
   async close(): Promise<void> {
     this.#unsubscribeCut();
     this.#logSource.close();
     await this.#forwarder.close();
     await this.#follower.close();
     await this.elector.close();
+    await this.#erasedIds.close();
   }
 }

@@ -9,9 +9,16 @@ import type { ReplicationTracker } from './replication-tracker.js';
 /** Longest erased-id cursor an asker may send (an eventId is at most a few hundred bytes). */
 const ERASED_AFTER_CHARS_MAX = 4096;
 
-/** Whether a pull asks for a page of erased ids (PullRequest.erasedAfter), with a cursor that can be one. */
-function erasedIdsAsked(request: PullRequest): request is PullRequest & { erasedAfter: string } {
-  return typeof request.erasedAfter === 'string' && request.erasedAfter.length <= ERASED_AFTER_CHARS_MAX;
+/**
+ * Whether a pull asks for a page of erased ids (PullRequest.erasedAfter) that `store` can give:
+ * a cursor that can be an id, and a store that owes none itself and holds the asker's highest
+ * skipped seq in the same term (erased-ids-sync.ts says why only such a set is complete).
+ */
+function erasedIdsGiven(request: PullRequest, store: AuditStore): request is PullRequest & { erasedAfter: string } {
+  const through = request.erasedThrough;
+  if (typeof request.erasedAfter !== 'string' || request.erasedAfter.length > ERASED_AFTER_CHARS_MAX) return false;
+  if (typeof through !== 'object' || through === null || !Number.isSafeInteger(through.seq) || !Number.isSafeInteger(through.term)) return false;
+  return store.erasedIdsOwed === undefined && through.seq <= store.position.lastSeq && store.termAt(through.seq) === through.term;
 }
 
 /** Most entries one pull answer carries. */
@@ -63,8 +70,9 @@ export class LogSource {
     if (!(await this.#matches(request)) || store.cutCount !== cuts) {
       if (!request.catchUp) this.#options.onMismatch(request.nodeId);
       const response: PullResponse = { ...(await this.#header(request, false)), entries: [], mismatch: { termStarts: store.termStarts() } };
-      // A new leader owed erased ids takes them from a peer whose log is behind its own too.
-      if (request.catchUp && erasedIdsAsked(request)) response.erasedIds = await store.erasedIdsPage(request.erasedAfter);
+      // A new leader owed erased ids takes them also from a peer whose log ends before its own
+      // (when it holds the skipped range: erasedIdsGiven).
+      if (request.catchUp && erasedIdsGiven(request, store)) response.erasedIds = await store.erasedIdsPage(request.erasedAfter);
       return response;
     }
     if (request.catchUp) return this.#withEntries(request, await store.readEncodedBySeq(request.after, limit), false);
@@ -73,8 +81,8 @@ export class LogSource {
     const term = elector.leadingTerm;
     if (term !== undefined && request.term === term) tracker.record(term, request.nodeId, request.after);
     let entries = await store.readEncodedBySeq(request.after, limit);
-    // An asker owed erased ids gets its page now: it keeps asking until it has them all.
-    if (entries.length === 0 && request.waitMs > 0 && !erasedIdsAsked(request)) {
+    // An asker owed erased ids gets its page now, when there is one to give: it asks again at once.
+    if (entries.length === 0 && request.waitMs > 0 && !erasedIdsGiven(request, store)) {
       await this.#waitForGrowth(request.waitMs);
       // Deposed meanwhile: its log may be about to change; the asker should find the new leader.
       if (!elector.isLeader()) throw new AuditError(AuditErrorCode.NOT_LEADER, `node ${this.#options.nodeId} is no longer the leader`, { retryable: true });
@@ -115,7 +123,7 @@ export class LogSource {
       if (skipped.timeMax !== undefined) response.prunedTimeMax = skipped.timeMax;
     }
     // Read after the entries: every id an erasure record they skip named is in it by then.
-    if (erasedIdsAsked(request)) response.erasedIds = await this.#options.store.erasedIdsPage(request.erasedAfter);
+    if (erasedIdsGiven(request, this.#options.store)) response.erasedIds = await this.#options.store.erasedIdsPage(request.erasedAfter);
     return response;
   }
 

@@ -1,5 +1,5 @@
 import { encodeEvent, validateEvent, type AuditEvent, type EncodedEvent } from '@auditlake/model';
-import type { CarriedCheckpoint, ErasedIdsPage, EventIdConflict, PrunedRange, SkippedByRetention, TermStart } from '@auditlake/store';
+import type { AuditStore, CarriedCheckpoint, ErasedIdsPage, EventIdConflict, PrunedRange, SkippedByRetention, TermStart } from '@auditlake/store';
 
 export type { TermStart };
 
@@ -37,6 +37,12 @@ export interface PullRequest {
    * wait for entries.
    */
   erasedAfter?: string;
+  /**
+   * With `erasedAfter`: the highest seq the asker skipped while owing them, and the term of its
+   * entry there. Only a node whose log holds that entry in that term, and that owes none
+   * itself, answers a page (any other lacks some of the ids the skipped records named).
+   */
+  erasedThrough?: { seq: number; term: number };
 }
 
 export interface PullResponse {
@@ -81,7 +87,7 @@ export interface PullResponse {
    * of an event it never held up in the tier.
    */
   prunedTimeMax?: number;
-  /** The page of erased ids the asker asked for (`erasedAfter`), read after the entries. */
+  /** The page of erased ids the asker asked for (`erasedAfter`), read after the entries; absent when this node cannot give a complete set. */
   erasedIds?: ErasedIdsPage;
   meta?: Record<string, unknown>;
   metaHash: string;
@@ -94,6 +100,13 @@ export function skippedOf(response: PullResponse): SkippedByRetention {
     ...(response.prunedCheckpoint === undefined ? {} : { checkpoint: response.prunedCheckpoint }),
     ...(response.prunedTimeMax === undefined ? {} : { timeMax: response.prunedTimeMax }),
   };
+}
+
+/** What a pull asks for of the answering node's erased ids while `store` owes them (none when it does not). */
+export function erasedIdsAsk(store: AuditStore): Pick<PullRequest, 'erasedAfter' | 'erasedThrough'> {
+  const owed = store.erasedIdsOwed;
+  if (owed === undefined) return {};
+  return { erasedAfter: owed.after, erasedThrough: { seq: owed.throughSeq, term: store.termAt(owed.throughSeq) } };
 }
 
 /** A follower handing events from its outbox to the leader. */

@@ -3,7 +3,7 @@ import type { Clock } from './clock.js';
 import type { ClusterLog, LeaderElector } from './leader-elector.js';
 import type { MetaHash } from './meta-hash.js';
 import { commonPrefix } from './log-matching.js';
-import { skippedOf, type PeerTransport, type PullResponse, type TermStart } from './protocol.js';
+import { erasedIdsAsk, skippedOf, type PeerTransport, type PullResponse, type TermStart } from './protocol.js';
 import { sleep } from './sleep.js';
 
 export interface ReplicationFollowerOptions {
@@ -84,7 +84,6 @@ export class ReplicationFollower {
     const lastTerm = store.termAt(position.lastSeq);
     const lastChainHash = await store.chainHashAt(position.lastSeq);
     if (store.position.lastSeq !== position.lastSeq) return;
-    const erasedAfter = store.erasedIdsSyncAfter;
     const response = await transport.pull(
       leaderUrl,
       {
@@ -97,7 +96,7 @@ export class ReplicationFollower {
         waitMs: this.#options.pullWaitMs,
         metaHash: (await metaHash.current()).hash,
         catchUp: false,
-        ...(erasedAfter === undefined ? {} : { erasedAfter }),
+        ...erasedIdsAsk(store),
       },
       this.#options.pullWaitMs + 5000,
     );

@@ -1,11 +1,16 @@
-// Goal: a leader answers a pull that asks for a page of its erased ids (PullRequest.erasedAfter)
+// Goal: a node answers a pull that asks for a page of its erased ids (PullRequest.erasedAfter)
 // with that page and at once, even when it has no entries to send and the pull asks to wait (a
 // standby owed them must not get one page per long poll); a new leader's catch-up pull gets the
-// page also when its log is ahead of the answering node's (the peer is usually behind); a
-// standby's mismatched pull gets none (it cuts its log first); a cursor that cannot be an id
-// is not answered with a page. Real LevelDB stores; the leader's real log source.
+// page also when its log is ahead of the answering node's; a standby's mismatched pull gets
+// none (it cuts its log first). Only a complete set is given: no page from a node whose log
+// does not hold the asker's highest skipped seq in the same term, nor from one that owes
+// erased ids itself; nor for a cursor that cannot be an id. Real LevelDB stores; real log sources.
 import { INTEGRITY_ACTIONS, SELF_SOURCE } from '@auditlake/model';
+import type { AuditStore } from '@auditlake/store';
 import { describe, expect, it } from 'vitest';
+import { LogSource } from '../src/log-source.js';
+import { MetaHash } from '../src/meta-hash.js';
+import { ReplicationTracker } from '../src/replication-tracker.js';
 import { ev, leaderWith, openStore } from './leader-log.js';
 
 async function leaderWithErasure() {
@@ -17,17 +22,22 @@ async function leaderWithErasure() {
 
 const PAGE = { after: '', ids: [['e2', ['userId']]], done: true };
 
+/** What an asker that skipped up to `seq` of `store`'s log sends. */
+function owing(store: AuditStore, seq: number, after = '') {
+  return { erasedAfter: after, erasedThrough: { seq, term: store.termAt(seq) } };
+}
+
 describe('pages of erased ids in pull answers', () => {
   it('answers a caught-up standby that asks for a page at once, with the page, though the pull may wait', async () => {
     const { store, source, request } = await leaderWithErasure();
     const standby = await openStore();
     await standby.applyReplicated(await store.readEncodedBySeq(0, 100));
     // The leader's clock is manual: a pull that waited would never be answered.
-    const answer = await source.pull({ ...request(standby, 's1'), waitMs: 60_000, erasedAfter: '' });
+    const answer = await source.pull({ ...request(standby, 's1'), waitMs: 60_000, ...owing(store, 3) });
     expect(answer.entries).toEqual([]);
     expect(answer.erasedIds).toEqual(PAGE);
     // Past the last id: an empty last page.
-    expect((await source.pull({ ...request(standby, 's1'), erasedAfter: 'e2' })).erasedIds).toEqual({ after: 'e2', ids: [], done: true });
+    expect((await source.pull({ ...request(standby, 's1'), ...owing(store, 3, 'e2') })).erasedIds).toEqual({ after: 'e2', ids: [], done: true });
     // Not asked: none.
     expect((await source.pull(request(standby, 's1'))).erasedIds).toBeUndefined();
   });
@@ -37,21 +47,47 @@ describe('pages of erased ids in pull answers', () => {
     const ahead = await openStore();
     await ahead.applyReplicated(await store.readEncodedBySeq(0, 100));
     await ahead.append([ev('only-here')]);
-    const catchUp = await source.pull({ ...request(ahead, 'new-leader'), catchUp: true, erasedAfter: '' });
+    const catchUp = await source.pull({ ...request(ahead, 'new-leader'), catchUp: true, ...owing(store, 4) });
     expect(catchUp.mismatch).toBeDefined();
     expect(catchUp.erasedIds).toEqual(PAGE);
-    const standbyPull = await source.pull({ ...request(ahead, 's1'), erasedAfter: '' });
+    // The asker skipped past the end of this log: records there may name ids this node never saw.
+    const beyond = await source.pull({ ...request(ahead, 'new-leader'), catchUp: true, erasedAfter: '', erasedThrough: { seq: 5, term: ahead.termAt(5) } });
+    expect(beyond.mismatch).toBeDefined();
+    expect(beyond.erasedIds).toBeUndefined();
+    const standbyPull = await source.pull({ ...request(ahead, 's1'), ...owing(store, 4) });
     expect(standbyPull.mismatch).toBeDefined();
     expect(standbyPull.erasedIds).toBeUndefined();
   });
 
-  it('answers no page to a cursor that cannot be an id', async () => {
-    const { source, request } = await leaderWithErasure();
+  it('answers no page to a cursor that cannot be an id, nor where its entry at the skipped seq has another term', async () => {
+    const { store, source, request } = await leaderWithErasure();
     const standby = await openStore();
-    for (const erasedAfter of [7, 'x'.repeat(5000)]) {
-      const answer = await source.pull({ ...request(standby, 's1'), erasedAfter: erasedAfter as string });
+    const term = store.termAt(3);
+    for (const asked of [{ erasedAfter: 7 as unknown as string, erasedThrough: { seq: 3, term } }, { erasedAfter: 'x'.repeat(5000), erasedThrough: { seq: 3, term } }, { erasedAfter: '' }, { erasedAfter: '', erasedThrough: { seq: 3, term: term + 1 } }]) {
+      const answer = await source.pull({ ...request(standby, 's1'), ...asked });
       expect(answer.entries.length).toBeGreaterThan(0);
       expect(answer.erasedIds).toBeUndefined();
     }
+  });
+
+  it('gives no page while it owes erased ids itself (its set lacks some), and one once it took them', async () => {
+    const { store: leader, source: leaderSource, request, clock, elector } = await leaderWithErasure();
+    await leader.append([ev('later')]);
+    await leader.countTieredThrough(4);
+    expect((await leader.pruneBefore(1_700_000_000_001, 100, async () => true, 4)).deleted).toBe(4);
+    // A peer that skipped the erasure record: it owes the ids.
+    const peer = await openStore();
+    const entries = await leader.readEncodedBySeq(0, 100);
+    await peer.applyReplicated(entries, leader.termStarts(0), await leader.skippedByRetention(0, entries));
+    expect(peer.erasedIdsOwed).toEqual({ after: '', throughSeq: 4 });
+    const peerSource = new LogSource({ store: peer, elector, tracker: new ReplicationTracker(clock), metaHash: new MetaHash(peer), nodeId: 'peer', clock, onMismatch: () => undefined });
+    const asker = await openStore();
+    await asker.applyReplicated(entries, leader.termStarts(0), await leader.skippedByRetention(0, entries));
+    const ask = { ...request(asker, 'new-leader'), catchUp: true, ...owing(asker, 4) };
+    expect((await peerSource.pull(ask)).erasedIds).toBeUndefined();
+    // The peer takes them from the leader (which holds them all); then it can give them.
+    expect(await peer.applyErasedIdsPage((await leaderSource.pull({ ...request(peer, 'peer'), ...owing(peer, 4) })).erasedIds)).toBe(true);
+    expect(peer.erasedIdsOwed).toBeUndefined();
+    expect((await peerSource.pull(ask)).erasedIds).toEqual(PAGE);
   });
 });

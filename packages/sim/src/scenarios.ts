@@ -350,71 +350,98 @@ export const settingsTakenWithoutRecordScenario: Scenario = {
 };
 
 /**
- * Erased ids behind a deleted range, taken by a new leader from a peer whose log is behind its
- * own (the cluster review's case, with real processes in test/cluster-erased-ids-sync.test.ts,
- * goes through a standby's pulls). B is paused; A stores an event and an erasure of it, C
- * applies both and is paused; A's and C's retention delete them. A takes one more event; A's
- * answer to B's pull (the entries after B's end, skipping the deleted range) reaches B, and A
- * crashes before B pulls again, so B owes itself the erased ids. B and C resume: B, whose log
- * is the longer, leads, and must take the erased ids from C before it orders anything; the
- * erased event re-sent to it with a new time is then not stored, on B or anywhere.
+ * Erased ids behind a deleted range, for a new leader that owes them (the cluster review's case,
+ * with real processes in test/cluster-erased-ids-sync.test.ts, goes through a standby's pulls).
+ * B is paused; A stores an event and an erasure of it; A's retention deletes both. A takes one
+ * more event; A's answer to B's pull (the entries after B's end, skipping the deleted range)
+ * reaches B, and A crashes before B pulls again, so B owes itself the erased ids. B and C
+ * resume: B, whose log is the longer, leads.
+ * - `peerHolds`: C applied the erasure (then its retention deleted it too) and was paused after:
+ *   B must take the erased ids from C, whose log is behind its own, before it orders anything.
+ * - otherwise C was paused before the erasure (its log ends before the deleted range): it lacks
+ *   the ids, so it must give none, and B leads owing them (a re-send would be stored; the node
+ *   says so) while C, following B, owes them too and takes no incomplete set from B. A comes
+ *   back, as a standby holding them all: B takes them from it within its retry interval, C then
+ *   from B.
+ * Either way the erased event re-sent to B with a new time is then not stored, and every node
+ * holds the id as erased.
  */
-export const erasedIdsBehindPrunedRangeScenario: Scenario = {
-  name: 'a new leader owed erased ids takes them from a peer whose log is behind',
-  run: (root) =>
-    withCluster(
-      8,
-      async (cluster) => {
-        const { a, b, c } = await leaderWithFirstEvents(cluster, 10);
-        const [aStore, bStore, cStore] = [a.store, b.store, c.store];
-        if (aStore === undefined || bStore === undefined || cStore === undefined) throw new Error('a node is not running');
-        cluster.pause(b);
-        const sequencer = () => a.cluster?.elector.sequencer() ?? 0;
-        const erased = { ...cluster.workload.events(1)[0]!, eventId: 'erased-event', userId: 'erased-user' };
-        const [stored] = (await aStore.append([erased], { sequencer })).stored;
-        if (stored === undefined) throw new Error(`${a.name} did not store the event to erase`);
-        const erasure = { ...cluster.workload.events(1)[0]!, eventId: 'erasure', userId: 'admin', source: 'auditlake', action: 'audit:EraseFields', resource: 'events:1', tables: [], details: JSON.stringify({ v: 1, fields: ['userId'], records: [{ eventId: erased.eventId, seq: stored.seq }] }) };
-        await aStore.append([erasure], { sequencer });
-        const erasureSeq = aStore.position.lastSeq;
-        await until(cluster, `${c.name} holds the erasure`, () => cStore.position.lastSeq === erasureSeq);
-        cluster.pause(c);
-        await prune(cluster, a, erasureSeq);
-        await prune(cluster, c, erasureSeq);
-        await aStore.append(cluster.workload.events(1), { sequencer });
-        // A's answer to B's pull arrives; A crashes before the next.
-        const after = bStore.position.lastSeq;
-        const entries = await aStore.readEncodedBySeq(after, 100);
-        await bStore.applyReplicated(entries, aStore.termStarts(after), await aStore.skippedByRetention(after, entries));
-        cluster.note(`${b.name} applied ${entries.length} entries after seq ${after}, skipping the deleted range; erased ids owed from '${bStore.erasedIdsSyncAfter ?? 'none'}'`);
-        if (bStore.erasedIdsSyncAfter === undefined) throw new Error(`${b.name} skipped the erasure record but owes no erased ids`);
-        await cluster.crash(a);
-        cluster.resume(b);
-        cluster.resume(c);
-        const violations: string[] = [];
-        await until(cluster, `${b.name} or ${c.name} leads`, () => leads(b) || leads(c));
-        if (!leads(b)) violations.push(`${c.name}, whose log ends before ${b.name}'s, was elected: the scenario needs ${b.name} to lead`);
-        if (bStore.erasedIdsSyncAfter !== undefined) violations.push(`${b.name} leads still owing erased ids from '${bStore.erasedIdsSyncAfter}'`);
-        const resent = { ...erased, timestamp: erased.timestamp + 3_600_000 };
-        const again = await bStore.append([resent], { sequencer: () => b.cluster?.elector.sequencer() ?? 0 });
-        cluster.note(`the erased event re-sent to ${b.name} with a new time: ${again.stored.length} stored`);
-        if (again.stored.length > 0) violations.push(`${b.name} stored the erased event ${erased.eventId} again, with its values`);
-        await cluster.restart(a);
-        await cluster.heal();
-        // Every node's retention then deletes the range only B kept, so the logs compare equal.
-        for (const node of cluster.nodes) await node.store?.pruneBefore(EPOCH_MS + cluster.nowMs + 60_000, 1000, async () => true, erasureSeq);
-        const keptFromMs = cluster.nowMs;
-        const leader = cluster.leader();
-        if (leader === undefined || !(await ask(cluster, leader, 5, true))) throw new Error('the healed cluster did not take 5 events');
-        const result = await finish(cluster, 3, 60_000, (acked) => acked.atMs >= keptFromMs);
-        for (const node of cluster.nodes) {
-          const page = await node.store?.erasedIdsPage('');
-          if (page?.ids.some(([eventId]) => eventId === erased.eventId) !== true) violations.push(`${node.name} does not hold ${erased.eventId} as erased`);
-        }
-        result.violations.push(...violations);
-        return result;
-      },
-      root,
-    ),
-};
+function erasedIdsBehindPrunedRange(peerHolds: boolean): Scenario {
+  return {
+    name: peerHolds ? 'a new leader owed erased ids takes them from a peer whose log is behind' : 'a new leader owed erased ids that no live peer holds all of takes them once a node holding them comes back',
+    run: (root) =>
+      withCluster(
+        8,
+        async (cluster) => {
+          const { a, b, c } = await leaderWithFirstEvents(cluster, 10);
+          const [aStore, bStore, cStore] = [a.store, b.store, c.store];
+          if (aStore === undefined || bStore === undefined || cStore === undefined) throw new Error('a node is not running');
+          cluster.pause(b);
+          if (!peerHolds) cluster.pause(c);
+          const sequencer = () => a.cluster?.elector.sequencer() ?? 0;
+          const erased = { ...cluster.workload.events(1)[0]!, eventId: 'erased-event', userId: 'erased-user' };
+          const [stored] = (await aStore.append([erased], { sequencer })).stored;
+          if (stored === undefined) throw new Error(`${a.name} did not store the event to erase`);
+          const erasure = { ...cluster.workload.events(1)[0]!, eventId: 'erasure', userId: 'admin', source: 'auditlake', action: 'audit:EraseFields', resource: 'events:1', tables: [], details: JSON.stringify({ v: 1, fields: ['userId'], records: [{ eventId: erased.eventId, seq: stored.seq }] }) };
+          await aStore.append([erasure], { sequencer });
+          const erasureSeq = aStore.position.lastSeq;
+          if (peerHolds) {
+            await until(cluster, `${c.name} holds the erasure`, () => cStore.position.lastSeq === erasureSeq);
+            cluster.pause(c);
+            await prune(cluster, c, erasureSeq);
+          }
+          await prune(cluster, a, erasureSeq);
+          await aStore.append(cluster.workload.events(1), { sequencer });
+          // A's answer to B's pull arrives; A crashes before the next.
+          const after = bStore.position.lastSeq;
+          const entries = await aStore.readEncodedBySeq(after, 100);
+          await bStore.applyReplicated(entries, aStore.termStarts(after), await aStore.skippedByRetention(after, entries));
+          cluster.note(`${b.name} applied ${entries.length} entries after seq ${after}, skipping the deleted range; erased ids owed: ${JSON.stringify(bStore.erasedIdsOwed)}`);
+          if (bStore.erasedIdsOwed === undefined) throw new Error(`${b.name} skipped the erasure record but owes no erased ids`);
+          await cluster.crash(a);
+          cluster.resume(b);
+          cluster.resume(c);
+          const violations: string[] = [];
+          await until(cluster, `${b.name} or ${c.name} leads`, () => leads(b) || leads(c));
+          if (!leads(b)) violations.push(`${c.name}, whose log ends before ${b.name}'s, was elected: the scenario needs ${b.name} to lead`);
+          if (peerHolds) {
+            if (bStore.erasedIdsOwed !== undefined) violations.push(`${b.name} leads still owing erased ids: ${JSON.stringify(bStore.erasedIdsOwed)}`);
+          } else {
+            // No live node holds them all: B must still owe them, and so must C once it follows B.
+            await until(cluster, `${c.name} holds ${b.name}'s log to its end`, () => cStore.position.lastSeq === bStore.position.lastSeq);
+            await cluster.scheduler.runFor(2000);
+            if (bStore.erasedIdsOwed === undefined) violations.push(`${b.name} took an incomplete set of erased ids from ${c.name}, which never held the erasure`);
+            if (cStore.erasedIdsOwed === undefined) violations.push(`${c.name} took an incomplete set of erased ids from ${b.name}, which owes them itself`);
+            await cluster.restart(a);
+            const taken = await cluster.scheduler.runUntil(() => bStore.erasedIdsOwed === undefined && cStore.erasedIdsOwed === undefined, 30_000);
+            cluster.note(`${a.name} is back; ${b.name} and ${c.name} took the erased ids: ${taken}`);
+            if (!taken) violations.push(`${a.name}, holding every erased id, came back, and ${b.name} or ${c.name} still owes them 30 virtual s later`);
+          }
+          const resent = { ...erased, timestamp: erased.timestamp + 3_600_000 };
+          const again = await bStore.append([resent], { sequencer: () => b.cluster?.elector.sequencer() ?? 0 });
+          cluster.note(`the erased event re-sent to ${b.name} with a new time: ${again.stored.length} stored`);
+          if (again.stored.length > 0) violations.push(`${b.name} stored the erased event ${erased.eventId} again, with its values`);
+          if (peerHolds) await cluster.restart(a);
+          await cluster.heal();
+          // Every node's retention then deletes the range only B kept, so the logs compare equal.
+          for (const node of cluster.nodes) await node.store?.pruneBefore(EPOCH_MS + cluster.nowMs + 60_000, 1000, async () => true, erasureSeq);
+          const keptFromMs = cluster.nowMs;
+          const leader = cluster.leader();
+          if (leader === undefined || !(await ask(cluster, leader, 5, true))) throw new Error('the healed cluster did not take 5 events');
+          const result = await finish(cluster, 3, 60_000, (acked) => acked.atMs >= keptFromMs);
+          for (const node of cluster.nodes) {
+            const page = await node.store?.erasedIdsPage('');
+            if (page?.ids.some(([eventId]) => eventId === erased.eventId) !== true) violations.push(`${node.name} does not hold ${erased.eventId} as erased`);
+          }
+          result.violations.push(...violations);
+          return result;
+        },
+        root,
+      ),
+  };
+}
 
-export const SCENARIOS: readonly Scenario[] = [divergentLogScenario, oldLeaderAckScenario, reusedTermScenario, pausedThroughOutageScenario, divergedInPrunedRangeScenario, metaBehindPrunedLogScenario, settingsTakenWithoutRecordScenario, erasedIdsBehindPrunedRangeScenario];
+export const erasedIdsFromBehindPeerScenario = erasedIdsBehindPrunedRange(true);
+export const erasedIdsNoPeerHoldsScenario = erasedIdsBehindPrunedRange(false);
+
+export const SCENARIOS: readonly Scenario[] = [divergentLogScenario, oldLeaderAckScenario, reusedTermScenario, pausedThroughOutageScenario, divergedInPrunedRangeScenario, metaBehindPrunedLogScenario, settingsTakenWithoutRecordScenario, erasedIdsFromBehindPeerScenario, erasedIdsNoPeerHoldsScenario];

@@ -55,7 +55,7 @@ import { SourceLedger, type SourceLedgerEntry, type SourceLedgerPage, type Sourc
 import { integrityKindOf, parsePublishedKey, parseSignedCheckpoint, type SignedCheckpoint } from '@auditlake/integrity';
 import { carriedCoveredSeq, verifyCarriedCheckpoint, type CarriedCheckpoint } from './carried-checkpoint.js';
 import { latchWriteFaults } from './write-fault-latch.js';
-import { ERASED_IDS_PAGE_MAX, ERASED_IDS_SYNC_KEY, erasedIdsPageOf, putErasedIdsPage, readErasedIdsPage, type ErasedIdsPage } from './erased-ids-sync.js';
+import { ERASED_IDS_PAGE_MAX, ERASED_IDS_SYNC_KEY, erasedIdsOwedOf, erasedIdsPageOf, putErasedIdsPage, readErasedIdsPage, type ErasedIdsOwed, type ErasedIdsPage } from './erased-ids-sync.js';
 
 /** What a sender's retention deleted where replicated entries skip seqs (AuditStore.skippedByRetention). */
 export interface SkippedByRetention {
@@ -332,7 +332,7 @@ export class AuditStore {
    * While this log owes itself its leader's erased ids (it skipped seqs, erased-ids-sync.ts):
    * the id the next page follows ('' for the first); undefined when none are owed.
    */
-  #erasedIdsSyncAfter: string | undefined;
+  #erasedIdsOwed: ErasedIdsOwed | undefined;
   /**
    * The newest event time retention ever deleted from this log (undefined: it never deleted
    * anything): only an event timed at or before it can be a re-send of one it deleted.
@@ -396,8 +396,7 @@ export class AuditStore {
       await backfillIndexes(store.#db, index, text);
       await backfillErasureIndex(store.#db);
       store.#erasedIds = await ErasedIds.open(store.#db);
-      const erasedIdsSyncAfter = await store.#db.get(ERASED_IDS_SYNC_KEY);
-      store.#erasedIdsSyncAfter = erasedIdsSyncAfter === undefined ? undefined : String(JSON.parse(erasedIdsSyncAfter));
+      store.#erasedIdsOwed = erasedIdsOwedOf(await store.#db.get(ERASED_IDS_SYNC_KEY));
       await backfillErasedIds(store.#db, store.#erasedIds);
       await applyStoredErasures(store.#db, index, { erasedIds: store.#erasedIds, erasedTables: store.#erasedTables, erasedBlocks: store.#staleSketches });
       store.#index = index;
@@ -874,11 +873,11 @@ export class AuditStore {
   }
 
   /**
-   * The erased id the next page of the leader's erased ids follows ('' for the first), while
-   * this log owes itself them because it skipped seqs (erased-ids-sync.ts); undefined when none are owed.
+   * What this log owes itself of its leader's erased ids, because it skipped seqs (the cursor
+   * of the next page and the highest seq skipped; erased-ids-sync.ts), or undefined when nothing.
    */
-  get erasedIdsSyncAfter(): string | undefined {
-    return this.#erasedIdsSyncAfter;
+  get erasedIdsOwed(): ErasedIdsOwed | undefined {
+    return this.#erasedIdsOwed;
   }
 
   /** The erased ids after `after` ('' for the first), what a node whose log skipped seqs asks for (erased-ids-sync.ts). */
@@ -896,14 +895,15 @@ export class AuditStore {
     const page = erasedIdsPageOf(value);
     if (page === undefined) return false;
     const applied = await this.#openWriter().exclusive(async ({ db }) => {
-      if (this.#erasedIdsSyncAfter !== page.after) return false;
+      const owed = this.#erasedIdsOwed;
+      if (owed === undefined || owed.after !== page.after) return false;
       const index = this.#openIndex();
       const newTables = new Set<string>();
       const erasedIds = this.#erasedIds.begin();
       const batch = db.batch();
       let rewrote: boolean;
       try {
-        rewrote = await putErasedIdsPage(db, batch, page, { index, newTables, erasedTables: this.#erasedTables, erasedBlocks: this.#staleSketches, erasedIds });
+        rewrote = await putErasedIdsPage(db, batch, page, owed, { index, newTables, erasedTables: this.#erasedTables, erasedBlocks: this.#staleSketches, erasedIds });
       } catch (err) {
         index.forget(newTables);
         await batch.close();
@@ -918,7 +918,7 @@ export class AuditStore {
       // Before any await: nothing may read the tail's old bytes of a rewritten record.
       if (rewrote) this.#tail.clear();
       erasedIds.commit();
-      this.#erasedIdsSyncAfter = page.done ? undefined : (page.ids.at(-1)?.[0] ?? page.after);
+      this.#erasedIdsOwed = page.done ? undefined : { after: page.ids.at(-1)?.[0] ?? page.after, throughSeq: owed.throughSeq };
       await this.#dropUnusedTableNames(db);
       return true;
     });
@@ -1005,7 +1005,7 @@ export class AuditStore {
     let keptCheckpointSeq: number | undefined;
     let prunedAfter: PrunedRanges | undefined;
     let prunedTimeMax: number | undefined;
-    let erasedIdsSyncRestarts = false;
+    let owedAfter: ErasedIdsOwed | undefined;
     try {
       const firstEntry = entries[0];
       const lastEntry = entries[entries.length - 1];
@@ -1111,8 +1111,8 @@ export class AuditStore {
       }
       // The skipped seqs may hold erasure records: the sender's erased ids are owed, from the first.
       if (skippedSeqs) {
-        batch.put(ERASED_IDS_SYNC_KEY, JSON.stringify(''));
-        erasedIdsSyncRestarts = true;
+        owedAfter = { after: '', throughSeq: Math.max(gapSeqMax, this.#erasedIdsOwed?.throughSeq ?? 0) };
+        batch.put(ERASED_IDS_SYNC_KEY, JSON.stringify(owedAfter));
       }
       if (prunedTimeMax !== undefined) batch.put(PRUNED_TIME_MAX_KEY, String(prunedTimeMax));
     } catch (err) {
@@ -1137,7 +1137,7 @@ export class AuditStore {
     // the tail's old bytes once LevelDB holds the new ones.
     this.#tail.clear();
     erasedIds.commit();
-    if (erasedIdsSyncRestarts) this.#erasedIdsSyncAfter = '';
+    if (owedAfter !== undefined) this.#erasedIdsOwed = owedAfter;
     for (const run of added) runs.add(run);
     if (chain.enabled) chain.commit(head);
     if (keptCheckpointSeq !== undefined) this.#prunedCheckpointSeq = keptCheckpointSeq;

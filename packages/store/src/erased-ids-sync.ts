@@ -12,18 +12,43 @@ import { eraseRecords, type IndexUpdate } from './integrity-index.js';
  * that range, nor does a node added after they were deleted; if it then leads, a re-send of an
  * erased event (without `ts`, so its time is new) is stored again with the erased values and
  * tiered. So a node whose log skips seqs takes its leader's whole erased-id set, page by page:
- * the write that applies the skip also sets ERASED_IDS_SYNC_KEY, each pull then asks for the
- * page after it (PullRequest.erasedAfter), and each page is applied in one write with the
- * cursor moved on, or deleted after the last (crash-safe: a page applied twice changes nothing).
+ * the write that applies the skip also sets ERASED_IDS_SYNC_KEY (ErasedIdsOwed: the cursor and
+ * the highest seq skipped), each pull then asks for the page after the cursor
+ * (PullRequest.erasedAfter, erasedThrough), and each page is applied in one write with the
+ * cursor moved on, or deleted after the last (a page that does not follow the cursor is not
+ * applied, so one applied twice changes nothing).
  *
- * Every id from the skipped records is in the leader's set before the pull that shows the skip
- * (a record is applied before retention can delete it, and the leader reads the page after the
- * entries); one erased later is named by a record after the skip, which replication brings.
- * A later skip starts the pages again from the first.
+ * Only a complete set may be given: a node answers pages only when it owes none itself and its
+ * log holds the entry at the highest skipped seq, in the same term (so the skipped records
+ * were in its log, and it applied each — or skipped it and took a complete set since). Its set
+ * then holds every id they named (a record is applied before retention can delete it, and the
+ * page is read after the answer's entries); one erased later is named by a record after the
+ * skip, which replication brings. A later skip starts the pages again from the first. A node
+ * that can get no complete set keeps owing (GET /admin/cluster says so).
  */
 
-/** Local-metadata key of the erased id the next page follows (JSON string; '' for the first), present while pages are owed. */
+/** Local-metadata key of what is owed (ErasedIdsOwed as JSON), present while pages are owed. */
 export const ERASED_IDS_SYNC_KEY = localKey('erasedIdsSyncAfter');
+
+/** What a log owes itself of its leader's erased ids. */
+export interface ErasedIdsOwed {
+  /** The erased id the next page follows ('' for the first). */
+  after: string;
+  /**
+   * The highest seq it skipped while owing them: only a node whose log holds the same entry
+   * there (same term) and that owes nothing itself holds every id the skipped records named.
+   */
+  throughSeq: number;
+}
+
+/** What ERASED_IDS_SYNC_KEY holds, or undefined when absent or not understood. */
+export function erasedIdsOwedOf(value: string | undefined): ErasedIdsOwed | undefined {
+  if (value === undefined) return undefined;
+  const owed = JSON.parse(value) as Partial<ErasedIdsOwed> | null;
+  // Anything else is owed from the first page, through the highest seq any log holds.
+  if (typeof owed !== 'object' || owed === null || typeof owed.after !== 'string' || !Number.isSafeInteger(owed.throughSeq)) return { after: '', throughSeq: Number.MAX_SAFE_INTEGER };
+  return { after: owed.after, throughSeq: owed.throughSeq as number };
+}
 
 /** Most ids one page carries (ids are at most a few hundred bytes: a page stays well under a pull's entries). */
 export const ERASED_IDS_PAGE_MAX = 5000;
@@ -61,25 +86,35 @@ export function erasedIdsPageOf(value: unknown): ErasedIdsPage | undefined {
  * or tiered, and a copy held here sits at the seq it had there), and the cursor moved past the
  * page, or deleted after the last. Returns true when a held record was rewritten.
  */
-export async function putErasedIdsPage(db: Level<string, string>, batch: { put(key: string, value: string): unknown; del(key: string): unknown }, page: ErasedIdsPage, indexes: IndexUpdate): Promise<boolean> {
+export async function putErasedIdsPage(
+  db: Level<string, string>,
+  batch: { put(key: string, value: string): unknown; del(key: string): unknown },
+  page: ErasedIdsPage,
+  owed: ErasedIdsOwed,
+  indexes: IndexUpdate,
+): Promise<boolean> {
   const ids = page.ids.map(([eventId]) => eventId);
   const held = await db.getMany([...ids.map(idKey), ...ids.map(copiesKey)]);
   const rewritten = new Map<string, string>();
   let rewrote = false;
-  for (const [i, [eventId, named]] of page.ids.entries()) {
-    // A name this version cannot erase is left out; an id naming none is still never stored again.
+  for (const [i, [eventId, sent]] of page.ids.entries()) {
+    // No names at all: every erasable field (never fewer than were erased).
+    const named = sent.length === 0 ? [...ERASABLE_FIELDS] : sent;
+    // Recorded with every name as sent: a re-send holding anything but the marker in one this
+    // version does not know is refused too (ErasedIdsView.bringsBack). Only known ones can be
+    // erased in a held copy.
     const fields = named.filter((field): field is ErasableField => (ERASABLE_FIELDS as readonly string[]).includes(field));
     const pointer = held[i];
     const others = held[ids.length + i];
     const suffixes = [...(pointer === undefined ? [] : [pointer]), ...(others === undefined ? [] : (JSON.parse(others) as string[]))];
     const records: ErasedRecordRef[] = suffixes.map((suffix) => ({ eventId, seq: seqOfSuffix(suffix) }));
-    await indexes.erasedIds?.add(batch, eventId, fields);
+    await indexes.erasedIds?.add(batch, eventId, named);
     // Only values: a held copy holding the marker already was stored after the erasure (or
     // erased by it), and rewriting it would make it an erased copy no record names.
     if (records.length > 0 && fields.length > 0 && (await eraseRecords(db, batch, fields, records, indexes, rewritten, { valuesOnly: true }))) rewrote = true;
   }
   const last = page.ids.at(-1)?.[0];
   if (page.done) batch.del(ERASED_IDS_SYNC_KEY);
-  else if (last !== undefined) batch.put(ERASED_IDS_SYNC_KEY, JSON.stringify(last));
+  else if (last !== undefined) batch.put(ERASED_IDS_SYNC_KEY, JSON.stringify({ after: last, throughSeq: owed.throughSeq } satisfies ErasedIdsOwed));
   return rewrote;
 }

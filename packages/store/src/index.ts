@@ -18,4 +18,4 @@ export type { TieredCopyLookup } from './resent-after-retention.js';
 export type { PrunedIdsFigures } from './pruned-ids.js';
 export { writeFaultRefusal } from './write-fault-latch.js';
 export type { ErasableRow } from './erased-ids.js';
-export { ERASED_IDS_PAGE_MAX, type ErasedIdsPage } from './erased-ids-sync.js';
+export { ERASED_IDS_PAGE_MAX, type ErasedIdsOwed, type ErasedIdsPage } from './erased-ids-sync.js';

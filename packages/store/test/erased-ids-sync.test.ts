@@ -70,19 +70,20 @@ async function skippedErasure(): Promise<{ leader: AuditStore; standby: AuditSto
 describe('a log that skipped erasure records takes its leader\'s erased ids', () => {
   it('owes them from the skip on, and one page records every id, erases its held copy and refuses the re-send', async () => {
     const { leader, standby } = await skippedErasure();
-    expect(standby.erasedIdsSyncAfter).toBeUndefined();
+    expect(standby.erasedIdsOwed?.after).toBeUndefined();
     await pull(leader, standby);
     expect(standby.position.lastSeq).toBe(5);
     expect(await standby.getBySeq(4)).toBeUndefined();
-    // Skipped the erasure record: the ids are owed; the copy held from before still has its values.
-    expect(standby.erasedIdsSyncAfter).toBe('');
+    // Skipped the erasure record: the ids are owed, through the highest seq skipped; the copy
+    // held from before still has its values.
+    expect(standby.erasedIdsOwed).toEqual({ after: '', throughSeq: 4 });
     const before = await standby.getByEventId('held');
     expect(before?.userId).toBe('held-secret');
 
     const page = await leader.erasedIdsPage('');
     expect(page).toEqual({ after: '', ids: [['held', ['userId']], ['unheld', ['userId']]], done: true });
     expect(await standby.applyErasedIdsPage(page)).toBe(true);
-    expect(standby.erasedIdsSyncAfter).toBeUndefined();
+    expect(standby.erasedIdsOwed?.after).toBeUndefined();
     // The held copy is erased as the record erased it on the leader: the field only, its hash kept.
     const held = await standby.getByEventId('held');
     expect(held).toMatchObject({ seq: 2, userId: ERASED_MARKER, query: 'SELECT held', erased: { userId: expect.any(String) as unknown } });
@@ -109,23 +110,23 @@ describe('a log that skipped erasure records takes its leader\'s erased ids', ()
     await leader.append([ev('later', { timestamp: T0 + 100_000 })]);
     await tierAndPrune(leader, 7, T0);
     await pull(leader, standby);
-    expect(standby.erasedIdsSyncAfter).toBe('');
+    expect(standby.erasedIdsOwed).toEqual({ after: '', throughSeq: 7 });
 
     const first = await leader.erasedIdsPage('', 2);
     expect(first).toEqual({ after: '', ids: [['e1', ['userId']], ['e2', ['userId']]], done: false });
     expect(await standby.applyErasedIdsPage(first)).toBe(true);
-    expect(standby.erasedIdsSyncAfter).toBe('e2');
+    expect(standby.erasedIdsOwed?.after).toBe('e2');
     // A page that does not follow the cursor (an old answer, a malformed one): nothing applied.
     expect(await standby.applyErasedIdsPage(await leader.erasedIdsPage('e3', 2))).toBe(false);
     expect(await standby.applyErasedIdsPage({ after: 'e2', ids: [['e3', 'userId']], done: true })).toBe(false);
-    expect(standby.erasedIdsSyncAfter).toBe('e2');
+    expect(standby.erasedIdsOwed?.after).toBe('e2');
 
     // A crash between pages: the cursor is where the last page left it.
     await standby.close();
     standby = await openStore(standbyAt);
-    expect(standby.erasedIdsSyncAfter).toBe('e2');
+    expect(standby.erasedIdsOwed).toEqual({ after: 'e2', throughSeq: 7 });
     expect(await standby.applyErasedIdsPage(await leader.erasedIdsPage('e2', 2))).toBe(true);
-    expect(standby.erasedIdsSyncAfter).toBe('e4');
+    expect(standby.erasedIdsOwed?.after).toBe('e4');
 
     // Another skip meanwhile (the leader deleted more, another erasure among it): from the first again.
     await leader.append([ev('x1', { userId: 'x1-secret', timestamp: T0 + 100_000 })]);
@@ -133,9 +134,9 @@ describe('a log that skipped erasure records takes its leader\'s erased ids', ()
     await leader.append([ev('latest', { timestamp: T0 + 300_000 })]);
     await tierAndPrune(leader, 10, T0 + 100_000);
     await pull(leader, standby);
-    expect(standby.erasedIdsSyncAfter).toBe('');
+    expect(standby.erasedIdsOwed).toEqual({ after: '', throughSeq: 10 });
     expect(await standby.applyErasedIdsPage(await leader.erasedIdsPage('e4', 2))).toBe(false);
-    for (let after = standby.erasedIdsSyncAfter; after !== undefined; after = standby.erasedIdsSyncAfter) {
+    for (let after = standby.erasedIdsOwed?.after; after !== undefined; after = standby.erasedIdsOwed?.after) {
       expect(await standby.applyErasedIdsPage(await leader.erasedIdsPage(after, 2))).toBe(true);
     }
     for (const id of [...ids, 'x1']) {
@@ -152,7 +153,7 @@ describe('a log that skipped erasure records takes its leader\'s erased ids', ()
     expect((await leader.append([ev('held', { userId: ERASED_MARKER, timestamp: T0 + 100_000 })])).stored.map((s) => s.seq)).toEqual([4]);
     const standby = await openStore();
     await pull(leader, standby);
-    expect(standby.erasedIdsSyncAfter).toBe('');
+    expect(standby.erasedIdsOwed?.after).toBe('');
     expect(await standby.applyErasedIdsPage(await leader.erasedIdsPage(''))).toBe(true);
     // Rewritten, it would be an erased copy that no erasure record names (verify: altered).
     expect(await standby.getBySeq(4)).toEqual(await leader.getBySeq(4));
@@ -160,12 +161,22 @@ describe('a log that skipped erasure records takes its leader\'s erased ids', ()
     expect((await standby.append([ev('held', { userId: 'secret', timestamp: T0 + 200_000 })])).stored).toEqual([]);
   });
 
+  it('keeps field names it does not know, and an id sent with none as every field: a re-send is refused either way', async () => {
+    const { leader, standby } = await skippedErasure();
+    await pull(leader, standby);
+    // What a newer leader may send: a field this version cannot erase, or no names at all.
+    expect(await standby.applyErasedIdsPage({ after: '', ids: [['future', ['fieldOfANewerVersion']], ['unnamed', []]], done: true })).toBe(true);
+    expect(standby.erasedIdsOwed).toBeUndefined();
+    expect(await standby.erasedIdsPage('')).toEqual({ after: '', ids: [['future', ['fieldOfANewerVersion']], ['unnamed', ['details', 'query', 'resource', 'tables', 'userId']]], done: true });
+    for (const id of ['future', 'unnamed']) expect((await standby.append([ev(id, { timestamp: T0 + 500_000 })])).stored, id).toEqual([]);
+  });
+
   it('owes nothing when the entries skip no seq, and a leader without erasures answers one empty last page', async () => {
     const leader = await openStore();
     const standby = await openStore();
     await leader.append([ev('a'), ev('b')]);
     await pull(leader, standby);
-    expect(standby.erasedIdsSyncAfter).toBeUndefined();
+    expect(standby.erasedIdsOwed?.after).toBeUndefined();
     expect(await leader.erasedIdsPage('')).toEqual({ after: '', ids: [], done: true });
   });
 });
