@@ -55,6 +55,7 @@ import { SourceLedger, type SourceLedgerEntry, type SourceLedgerPage, type Sourc
 import { integrityKindOf, parsePublishedKey, parseSignedCheckpoint, type SignedCheckpoint } from '@auditlake/integrity';
 import { carriedCoveredSeq, verifyCarriedCheckpoint, type CarriedCheckpoint } from './carried-checkpoint.js';
 import { latchWriteFaults } from './write-fault-latch.js';
+import { erasuresNamingHeldCopies } from './erasure-retention.js';
 import { ERASED_IDS_PAGE_MAX, ERASED_IDS_SYNC_KEY, erasedIdsOwedOf, erasedIdsPageOf, putErasedIdsPage, readErasedIdsPage, type ErasedIdsOwed, type ErasedIdsPage } from './erased-ids-sync.js';
 
 /** What a sender's retention deleted where replicated entries skip seqs (AuditStore.skippedByRetention). */
@@ -1753,8 +1754,11 @@ export class AuditStore {
         .map(([key, value]) => [key, JSON.parse(value) as StoredEvent] as const)
         .filter(([, event]) => (maxSeq === undefined || event.seq <= maxSeq) && (!tieredOnly || event.seq <= this.#tieredCountedThrough));
       const checkpointsDeletable = await this.#checkpointsDeletable(candidates.map(([, event]) => event));
+      // Erasure records naming a copy that stays (timed after them) stay with it (erasure-retention.ts).
+      const erasuresKept = await erasuresNamingHeldCopies(this.#db, candidates.map(([, event]) => event), new Set(candidates.map(([, event]) => event.seq)));
       for (const [key, event] of candidates) {
         if (checkpointsDeletable !== undefined && integrityKindOf(event.source, event.action, event.decision) === 'checkpoint' && !checkpointsDeletable.has(event.seq)) continue;
+        if (erasuresKept.has(event.seq)) continue;
         days.count(event, 'pruned');
         touchedBlocks.add(blockOfSeq(event.seq));
         batch.del(key);
