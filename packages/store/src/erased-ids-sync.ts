@@ -109,9 +109,9 @@ export async function putErasedIdsPage(
     const suffixes = [...(pointer === undefined ? [] : [pointer]), ...(others === undefined ? [] : (JSON.parse(others) as string[]))];
     const records: ErasedRecordRef[] = suffixes.map((suffix) => ({ eventId, seq: seqOfSuffix(suffix) }));
     await indexes.erasedIds?.add(batch, eventId, named);
-    // Only values: a held copy holding the marker already was stored after the erasure (or
-    // erased by it), and rewriting it would make it an erased copy no record names.
-    if (records.length > 0 && fields.length > 0 && (await eraseRecords(db, batch, fields, records, indexes, rewritten, { valuesOnly: true }))) rewrote = true;
+    // By id only: a held copy holding the marker already was stored after the erasure, and
+    // rewriting it would make it an erased copy no record names; auditlake's own are never erased.
+    if (records.length > 0 && fields.length > 0 && (await eraseRecords(db, batch, fields, records, indexes, rewritten, { byIdOnly: true }))) rewrote = true;
   }
   const last = page.ids.at(-1)?.[0];
   if (page.done) batch.del(ERASED_IDS_SYNC_KEY);

@@ -1,5 +1,5 @@
 import { composeStoredEvent, ERASED_MARKER, eraseRecordFields, integrityKindOf, parseErasureDetails, parsePublishedKey, type ErasableField, type ErasedRecordRef } from '@auditlake/integrity';
-import { INTEGRITY_ACTIONS, type StoredEvent } from '@auditlake/model';
+import { INTEGRITY_ACTIONS, isSelfSource, type StoredEvent } from '@auditlake/model';
 import type { Level } from 'level';
 import type { ErasedIdsChange } from './erased-ids.js';
 import { KEY_ONLY_VALUE, checkpointKey, erasureKey, keyKey } from './event-keys.js';
@@ -140,7 +140,7 @@ export async function eraseRecords(
   records: readonly ErasedRecordRef[],
   indexes: IndexUpdate,
   rewritten = new Map<string, string>(),
-  options: { valuesOnly?: boolean } = {},
+  options: { byIdOnly?: boolean } = {},
 ): Promise<boolean> {
   const details = { fields: [...fields] };
   let rewrote = false;
@@ -153,9 +153,12 @@ export async function eraseRecords(
     const { timeKey: key, json: value } = held;
     const before = JSON.parse(value) as StoredEvent;
     if (before.eventId !== ref.eventId) continue;
-    // `valuesOnly`: a field holding the marker as its value is left as it is (a copy stored
-    // after the erasure, a re-send holding the marker: no erasure record names it).
-    const erased = eraseRecordFields(before, options.valuesOnly === true ? details.fields.filter((field) => !holdsMarker(before, field)) : details.fields);
+    // `byIdOnly`: the ids came without the records that named the copies (a page of erased
+    // ids). A field holding the marker as its value is left as it is (a copy stored after the
+    // erasure, a re-send holding the marker: no record names it), and so is any of auditlake's
+    // own records, which no erasure may name (a page is trusted no further than that).
+    if (options.byIdOnly === true && isSelfSource(before.source)) continue;
+    const erased = eraseRecordFields(before, options.byIdOnly === true ? details.fields.filter((field) => !holdsMarker(before, field)) : details.fields);
     if (erased === undefined) continue;
     const json = composeStoredEvent(erased);
     batch.put(key, json);

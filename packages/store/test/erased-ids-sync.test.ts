@@ -161,6 +161,18 @@ describe('a log that skipped erasure records takes its leader\'s erased ids', ()
     expect((await standby.append([ev('held', { userId: 'secret', timestamp: T0 + 200_000 })])).stored).toEqual([]);
   });
 
+  it('never erases one of auditlake\'s own records a page names (no erasure may name one)', async () => {
+    const { leader, standby } = await skippedErasure();
+    await pull(leader, standby);
+    // seq 1 is held on the standby; a forged page names it as if it were a settings record's id.
+    await leader.append([{ ...ev('settings-change', { userId: 'admin', timestamp: T0 + 100_000 }), source: SELF_SOURCE, action: 'audit:UpdateSettings' }]);
+    await pull(leader, standby);
+    const before = await standby.getByEventId('settings-change');
+    expect(before?.userId).toBe('admin');
+    expect(await standby.applyErasedIdsPage({ after: '', ids: [['settings-change', ['userId']]], done: true })).toBe(true);
+    expect(await standby.getByEventId('settings-change')).toEqual(before);
+  });
+
   it('keeps field names it does not know, and an id sent with none as every field: a re-send is refused either way', async () => {
     const { leader, standby } = await skippedErasure();
     await pull(leader, standby);
