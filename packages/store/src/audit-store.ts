@@ -1410,7 +1410,14 @@ export class AuditStore {
     await days.prepare();
     days.putChanged({ put: (key, value) => ops.push({ type: 'put', key, value }) });
     ops.push({ type: 'put', key: TIERED_COUNTED_THROUGH_KEY, value: String(tieredCountedThrough) });
+    // Erased ids owed through a seq the cut removes: owed through the cut's end now (the seqs
+    // skipped above it are no longer this log's; a node holding seq - 1 in this log's term
+    // holds every record skipped below). Else no node of the leader's line would ever qualify.
+    const owedBefore = this.#erasedIdsOwed;
+    const owedAfter = owedBefore !== undefined && owedBefore.throughSeq >= seq ? { after: owedBefore.after, throughSeq: seq - 1 } : owedBefore;
+    if (owedAfter !== owedBefore) ops.push({ type: 'put', key: ERASED_IDS_SYNC_KEY, value: JSON.stringify(owedAfter) });
     await db.batch(ops, { sync: true });
+    this.#erasedIdsOwed = owedAfter;
     days.commit();
     this.#tieredCountedThrough = tieredCountedThrough;
     this.#deleteVersion++;

@@ -183,6 +183,17 @@ describe('a log that skipped erasure records takes its leader\'s erased ids', ()
     for (const id of ['future', 'unnamed']) expect((await standby.append([ev(id, { timestamp: T0 + 500_000 })])).stored, id).toEqual([]);
   });
 
+  it('owes them through the end of a cut that removes the highest skipped seq, and keeps the cursor', async () => {
+    const { leader, standby } = await skippedErasure();
+    await pull(leader, standby);
+    expect(standby.erasedIdsOwed).toEqual({ after: '', throughSeq: 4 });
+    // A log cut from seq 3 on (the standby diverged from a new leader there): seqs 3.. are no
+    // longer this log's, so only a node holding seq 2 in this log's term can give the ids.
+    await standby.divertSuffixToOutbox(3);
+    expect(standby.position.lastSeq).toBe(2);
+    expect(standby.erasedIdsOwed).toEqual({ after: '', throughSeq: 2 });
+  });
+
   it('owes nothing when the entries skip no seq, and a leader without erasures answers one empty last page', async () => {
     const leader = await openStore();
     const standby = await openStore();
