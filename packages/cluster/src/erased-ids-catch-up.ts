@@ -50,7 +50,7 @@ export class ErasedIdsCatchUp {
         let response;
         try {
           // limit 1: only the page is wanted (a leader takes no entries from a peer here).
-          response = await transport.pull(peer.url, { nodeId, after: lastSeq, lastTerm: store.termAt(lastSeq), term, limit: 1, waitMs: 0, metaHash: '', catchUp: true, ...erasedIdsAsk(store) }, timeoutMs);
+          response = await transport.pull(peer.url, { nodeId, after: lastSeq, lastTerm: store.termAt(lastSeq), term, limit: 1, waitMs: 0, metaHash: '', catchUp: true, ...(await erasedIdsAsk(store)) }, timeoutMs);
         } catch {
           break; // a peer that cannot answer gives nothing
         }
@@ -58,6 +58,8 @@ export class ErasedIdsCatchUp {
           this.#options.observeTerm(response.term);
           return false;
         }
+        // Deposed while asking: what is owed is for the next leader's line to settle.
+        if (!stillLeader()) return false;
         if (response.erasedIds === undefined || !(await store.applyErasedIdsPage(response.erasedIds))) break;
       }
       if (store.erasedIdsOwed === undefined) return true;

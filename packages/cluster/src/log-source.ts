@@ -3,6 +3,7 @@ import type { AuditStore } from '@auditlake/store';
 import type { Clock } from './clock.js';
 import type { LeaderElector } from './leader-elector.js';
 import type { MetaHash } from './meta-hash.js';
+import type { ErasedIdsPage } from '@auditlake/store';
 import type { PullRequest, PullResponse } from './protocol.js';
 import type { ReplicationTracker } from './replication-tracker.js';
 
@@ -10,15 +11,26 @@ import type { ReplicationTracker } from './replication-tracker.js';
 const ERASED_AFTER_CHARS_MAX = 4096;
 
 /**
- * Whether a pull asks for a page of erased ids (PullRequest.erasedAfter) that `store` can give:
- * a cursor that can be an id, and a store that owes none itself and holds the asker's highest
- * skipped seq in the same term (erased-ids-sync.ts says why only such a set is complete).
+ * Whether `store` can give the page of erased ids a pull asks for (PullRequest.erasedAfter): a
+ * cursor that can be an id, and a store whose set is complete for the asker — it owes none
+ * itself and holds the asker's highest skipped seq in the same term, with the same chain hash
+ * where both know it (a term number can be handed out twice; erased-ids-sync.ts says why only
+ * such a set is complete).
  */
-function erasedIdsGiven(request: PullRequest, store: AuditStore): request is PullRequest & { erasedAfter: string } {
+async function erasedIdsGivable(request: PullRequest, store: AuditStore): Promise<boolean> {
   const through = request.erasedThrough;
   if (typeof request.erasedAfter !== 'string' || request.erasedAfter.length > ERASED_AFTER_CHARS_MAX) return false;
   if (typeof through !== 'object' || through === null || !Number.isSafeInteger(through.seq) || !Number.isSafeInteger(through.term)) return false;
-  return store.erasedIdsOwed === undefined && through.seq <= store.position.lastSeq && store.termAt(through.seq) === through.term;
+  if (store.erasedIdsOwed !== undefined || through.seq > store.position.lastSeq || store.termAt(through.seq) !== through.term) return false;
+  if (typeof through.chainHash !== 'string') return true;
+  const mine = await store.knownChainHashAt(through.seq);
+  return mine === undefined || mine === through.chainHash;
+}
+
+/** The page a pull asks for when `store` can give it (erasedIdsGivable), naming the seq it was given for; else undefined. */
+async function erasedIdsGiven(request: PullRequest, store: AuditStore): Promise<ErasedIdsPage | undefined> {
+  if (!(await erasedIdsGivable(request, store))) return undefined;
+  return { ...(await store.erasedIdsPage(request.erasedAfter as string)), throughSeq: (request.erasedThrough as { seq: number }).seq };
 }
 
 /** Most entries one pull answer carries. */
@@ -72,7 +84,8 @@ export class LogSource {
       const response: PullResponse = { ...(await this.#header(request, false)), entries: [], mismatch: { termStarts: store.termStarts() } };
       // A new leader owed erased ids takes them also from a peer whose log ends before its own
       // (when it holds the skipped range: erasedIdsGiven).
-      if (request.catchUp && erasedIdsGiven(request, store)) response.erasedIds = await store.erasedIdsPage(request.erasedAfter);
+      const erasedIds = request.catchUp ? await erasedIdsGiven(request, store) : undefined;
+      if (erasedIds !== undefined) response.erasedIds = erasedIds;
       return response;
     }
     if (request.catchUp) return this.#withEntries(request, await store.readEncodedBySeq(request.after, limit), false);
@@ -82,7 +95,7 @@ export class LogSource {
     if (term !== undefined && request.term === term) tracker.record(term, request.nodeId, request.after);
     let entries = await store.readEncodedBySeq(request.after, limit);
     // An asker owed erased ids gets its page now, when there is one to give: it asks again at once.
-    if (entries.length === 0 && request.waitMs > 0 && !erasedIdsGiven(request, store)) {
+    if (entries.length === 0 && request.waitMs > 0 && !(await erasedIdsGivable(request, store))) {
       await this.#waitForGrowth(request.waitMs);
       // Deposed meanwhile: its log may be about to change; the asker should find the new leader.
       if (!elector.isLeader()) throw new AuditError(AuditErrorCode.NOT_LEADER, `node ${this.#options.nodeId} is no longer the leader`, { retryable: true });
@@ -123,7 +136,8 @@ export class LogSource {
       if (skipped.timeMax !== undefined) response.prunedTimeMax = skipped.timeMax;
     }
     // Read after the entries: every id an erasure record they skip named is in it by then.
-    if (erasedIdsGiven(request, this.#options.store)) response.erasedIds = await this.#options.store.erasedIdsPage(request.erasedAfter);
+    const erasedIds = await erasedIdsGiven(request, this.#options.store);
+    if (erasedIds !== undefined) response.erasedIds = erasedIds;
     return response;
   }
 

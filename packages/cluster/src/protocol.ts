@@ -38,11 +38,12 @@ export interface PullRequest {
    */
   erasedAfter?: string;
   /**
-   * With `erasedAfter`: the highest seq the asker skipped while owing them, and the term of its
-   * entry there. Only a node whose log holds that entry in that term, and that owes none
-   * itself, answers a page (any other lacks some of the ids the skipped records named).
+   * With `erasedAfter`: the highest seq the asker skipped while owing them, the term of its
+   * entry there and the chain hash it keeps there (when it knows it). Only a node whose log
+   * holds that entry in that term (with that hash, where it knows its own), and that owes none
+   * itself, answers a page (any other may lack some of the ids the skipped records named).
    */
-  erasedThrough?: { seq: number; term: number };
+  erasedThrough?: { seq: number; term: number; chainHash?: string };
 }
 
 export interface PullResponse {
@@ -103,10 +104,11 @@ export function skippedOf(response: PullResponse): SkippedByRetention {
 }
 
 /** What a pull asks for of the answering node's erased ids while `store` owes them (none when it does not). */
-export function erasedIdsAsk(store: AuditStore): Pick<PullRequest, 'erasedAfter' | 'erasedThrough'> {
+export async function erasedIdsAsk(store: AuditStore): Promise<Pick<PullRequest, 'erasedAfter' | 'erasedThrough'>> {
   const owed = store.erasedIdsOwed;
   if (owed === undefined) return {};
-  return { erasedAfter: owed.after, erasedThrough: { seq: owed.throughSeq, term: store.termAt(owed.throughSeq) } };
+  const chainHash = await store.knownChainHashAt(owed.throughSeq);
+  return { erasedAfter: owed.after, erasedThrough: { seq: owed.throughSeq, term: store.termAt(owed.throughSeq), ...(chainHash === undefined ? {} : { chainHash }) } };
 }
 
 /** A follower handing events from its outbox to the leader. */

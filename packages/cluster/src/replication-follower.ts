@@ -96,7 +96,7 @@ export class ReplicationFollower {
         waitMs: this.#options.pullWaitMs,
         metaHash: (await metaHash.current()).hash,
         catchUp: false,
-        ...erasedIdsAsk(store),
+        ...(await erasedIdsAsk(store)),
       },
       this.#options.pullWaitMs + 5000,
     );

@@ -21,6 +21,8 @@ async function leaderWithErasure() {
 }
 
 const PAGE = { after: '', ids: [['e2', ['userId']]], done: true };
+/** The page as given for an asker that skipped through `throughSeq`. */
+const pageFor = (throughSeq: number, page: object = PAGE) => ({ ...page, throughSeq });
 
 /** What an asker that skipped up to `seq` of `store`'s log sends. */
 function owing(store: AuditStore, seq: number, after = '') {
@@ -35,9 +37,9 @@ describe('pages of erased ids in pull answers', () => {
     // The leader's clock is manual: a pull that waited would never be answered.
     const answer = await source.pull({ ...request(standby, 's1'), waitMs: 60_000, ...owing(store, 3) });
     expect(answer.entries).toEqual([]);
-    expect(answer.erasedIds).toEqual(PAGE);
+    expect(answer.erasedIds).toEqual(pageFor(3));
     // Past the last id: an empty last page.
-    expect((await source.pull({ ...request(standby, 's1'), ...owing(store, 3, 'e2') })).erasedIds).toEqual({ after: 'e2', ids: [], done: true });
+    expect((await source.pull({ ...request(standby, 's1'), ...owing(store, 3, 'e2') })).erasedIds).toEqual(pageFor(3, { after: 'e2', ids: [], done: true }));
     // Not asked: none.
     expect((await source.pull(request(standby, 's1'))).erasedIds).toBeUndefined();
   });
@@ -49,7 +51,7 @@ describe('pages of erased ids in pull answers', () => {
     await ahead.append([ev('only-here')]);
     const catchUp = await source.pull({ ...request(ahead, 'new-leader'), catchUp: true, ...owing(store, 4) });
     expect(catchUp.mismatch).toBeDefined();
-    expect(catchUp.erasedIds).toEqual(PAGE);
+    expect(catchUp.erasedIds).toEqual(pageFor(4));
     // The asker skipped past the end of this log: records there may name ids this node never saw.
     const beyond = await source.pull({ ...request(ahead, 'new-leader'), catchUp: true, erasedAfter: '', erasedThrough: { seq: 5, term: ahead.termAt(5) } });
     expect(beyond.mismatch).toBeDefined();
@@ -88,6 +90,28 @@ describe('pages of erased ids in pull answers', () => {
     // The peer takes them from the leader (which holds them all); then it can give them.
     expect(await peer.applyErasedIdsPage((await leaderSource.pull({ ...request(peer, 'peer'), ...owing(peer, 4) })).erasedIds)).toBe(true);
     expect(peer.erasedIdsOwed).toBeUndefined();
-    expect((await peerSource.pull(ask)).erasedIds).toEqual(PAGE);
+    expect((await peerSource.pull(ask)).erasedIds).toEqual(pageFor(4));
+  });
+
+  it('gives no page where its entry at the skipped seq has the same term but another chain hash (a term number handed out twice)', async () => {
+    const { store: leader, clock, elector, request } = await leaderWithErasure();
+    await leader.append([ev('later')]);
+    await leader.countTieredThrough(4);
+    await leader.pruneBefore(1_700_000_000_001, 100, async () => true, 4);
+    const asker = await openStore();
+    const entries = await leader.readEncodedBySeq(0, 100);
+    await asker.applyReplicated(entries, leader.termStarts(0), await leader.skippedByRetention(0, entries));
+    const chainHash = (await asker.knownChainHashAt(4)) as string;
+    expect(chainHash).toMatch(/^[0-9a-f]{64}$/);
+    // Another log under the same term numbers, other entries: it never held the erasure.
+    const other = await openStore();
+    await other.append([ev('x1'), ev('x2'), ev('x3'), ev('x4'), ev('x5')]);
+    expect(other.termAt(4)).toBe(asker.termAt(4));
+    const otherSource = new LogSource({ store: other, elector, tracker: new ReplicationTracker(clock), metaHash: new MetaHash(other), nodeId: 'other', clock, onMismatch: () => undefined });
+    const ask = { ...request(asker, 'new-leader'), catchUp: true, erasedAfter: '', erasedThrough: { seq: 4, term: asker.termAt(4), chainHash } };
+    expect((await otherSource.pull(ask)).erasedIds).toBeUndefined();
+    // The same log (the leader) gives it.
+    const leaderSource = new LogSource({ store: leader, elector, tracker: new ReplicationTracker(clock), metaHash: new MetaHash(leader), nodeId: 'leader2', clock, onMismatch: () => undefined });
+    expect((await leaderSource.pull(ask)).erasedIds).toEqual(pageFor(4));
   });
 });

@@ -397,12 +397,13 @@ export class AuditStore {
       await backfillIndexes(store.#db, index, text);
       await backfillErasureIndex(store.#db);
       store.#erasedIds = await ErasedIds.open(store.#db);
-      store.#erasedIdsOwed = erasedIdsOwedOf(await store.#db.get(ERASED_IDS_SYNC_KEY));
       await backfillErasedIds(store.#db, store.#erasedIds);
       await applyStoredErasures(store.#db, index, { erasedIds: store.#erasedIds, erasedTables: store.#erasedTables, erasedBlocks: store.#staleSketches });
       store.#index = index;
       store.#text = text;
       const position = await store.#readPosition();
+      // Unreadable (a damaged value): owed through the log's end, which the leader's line holds.
+      store.#erasedIdsOwed = erasedIdsOwedOf(await store.#db.get(ERASED_IDS_SYNC_KEY), position.lastSeq);
       store.#chain = new RecordChain(options.chain ?? true, await store.#readChainHead(position.lastSeq));
       store.#pruned = new PrunedRanges(JSON.parse((await store.#db.get(PRUNED_RANGES_KEY)) ?? '[]') as PrunedRange[]);
       const prunedCheckpoint = await store.#db.get(PRUNED_CHECKPOINT_KEY);
@@ -897,7 +898,9 @@ export class AuditStore {
     if (page === undefined) return false;
     const applied = await this.#openWriter().exclusive(async ({ db }) => {
       const owed = this.#erasedIdsOwed;
-      if (owed === undefined || owed.after !== page.after) return false;
+      // The page must follow the cursor, and be one given for what is owed now (a page asked
+      // for before a later skip raised throughSeq was checked against less).
+      if (owed === undefined || owed.after !== page.after || (page.throughSeq !== undefined && page.throughSeq !== owed.throughSeq)) return false;
       const index = this.#openIndex();
       const newTables = new Set<string>();
       const erasedIds = this.#erasedIds.begin();
@@ -1449,10 +1452,20 @@ export class AuditStore {
   }
 
   /**
+   * The chain hash of this log's entry at `seq` when it knows it: the entry's own, or the hash
+   * kept at the end of a range retention deleted (or skipped) that ends there.
+   */
+  async knownChainHashAt(seq: number): Promise<string | undefined> {
+    const head = await this.#knownChainHeadAt(seq);
+    return head?.started === true ? head.hash : undefined;
+  }
+
+  /**
    * The chain head of a log that ends at `seq` when this log knows it: that entry's, the hash
    * kept at the end of a pruned range ending there, or the start of the chain before seq 1.
    */
   async #knownChainHeadAt(seq: number): Promise<ChainHead | undefined> {
+    if (seq > this.position.lastSeq) return undefined;
     if (seq <= 0) return headOf(undefined);
     const entry = await this.getBySeq(seq);
     if (entry !== undefined) return headOf(entry);

@@ -19,8 +19,10 @@ import { eraseRecords, type IndexUpdate } from './integrity-index.js';
  * applied, so one applied twice changes nothing).
  *
  * Only a complete set may be given: a node answers pages only when it owes none itself and its
- * log holds the entry at the highest skipped seq, in the same term (so the skipped records
- * were in its log, and it applied each — or skipped it and took a complete set since). Its set
+ * log holds the entry at the highest skipped seq, in the same term and with the same chain hash
+ * where both know it (so the skipped records were in its log, and it applied each — or skipped
+ * it and took a complete set since); each page names that seq, and is applied only while it is
+ * still what is owed. A log cut below it lowers it to the cut's end. Its set
  * then holds every id they named (a record is applied before retention can delete it, and the
  * page is read after the answer's entries); one erased later is named by a record after the
  * skip, which replication brings. A later skip starts the pages again from the first. A node
@@ -36,17 +38,22 @@ export interface ErasedIdsOwed {
   after: string;
   /**
    * The highest seq it skipped while owing them: only a node whose log holds the same entry
-   * there (same term) and that owes nothing itself holds every id the skipped records named.
+   * there (same term and chain hash) and that owes nothing itself holds every id the skipped
+   * records named. Held copies above it were stored after those records, and are left alone.
    */
   throughSeq: number;
 }
 
-/** What ERASED_IDS_SYNC_KEY holds, or undefined when absent or not understood. */
-export function erasedIdsOwedOf(value: string | undefined): ErasedIdsOwed | undefined {
+/** What ERASED_IDS_SYNC_KEY holds (undefined: nothing owed); a value not understood is owed from the first page through `lastSeq`. */
+export function erasedIdsOwedOf(value: string | undefined, lastSeq: number): ErasedIdsOwed | undefined {
   if (value === undefined) return undefined;
-  const owed = JSON.parse(value) as Partial<ErasedIdsOwed> | null;
-  // Anything else is owed from the first page, through the highest seq any log holds.
-  if (typeof owed !== 'object' || owed === null || typeof owed.after !== 'string' || !Number.isSafeInteger(owed.throughSeq)) return { after: '', throughSeq: Number.MAX_SAFE_INTEGER };
+  let owed: Partial<ErasedIdsOwed> | null = null;
+  try {
+    owed = JSON.parse(value) as Partial<ErasedIdsOwed> | null;
+  } catch {
+    // Below.
+  }
+  if (typeof owed !== 'object' || owed === null || typeof owed.after !== 'string' || !Number.isSafeInteger(owed.throughSeq)) return { after: '', throughSeq: lastSeq };
   return { after: owed.after, throughSeq: owed.throughSeq as number };
 }
 
@@ -61,6 +68,8 @@ export interface ErasedIdsPage {
   ids: Array<[eventId: string, fields: string[]]>;
   /** True when no erased id follows the page's last. */
   done: boolean;
+  /** The asker's highest skipped seq the page was given for (PullRequest.erasedThrough): applied only while that is what is owed. */
+  throughSeq?: number;
 }
 
 /** The erased ids after `after` ('' for the first), at most `limit`. */
@@ -76,7 +85,8 @@ export function erasedIdsPageOf(value: unknown): ErasedIdsPage | undefined {
   const page = value as Partial<ErasedIdsPage> | null;
   if (typeof page !== 'object' || page === null || typeof page.after !== 'string' || typeof page.done !== 'boolean' || !Array.isArray(page.ids)) return undefined;
   const wellFormed = page.ids.every((row: unknown) => Array.isArray(row) && row.length === 2 && typeof row[0] === 'string' && row[0] !== '' && Array.isArray(row[1]) && (row[1] as unknown[]).every((field) => typeof field === 'string'));
-  return wellFormed ? { after: page.after, ids: page.ids, done: page.done } : undefined;
+  if (!wellFormed || (page.throughSeq !== undefined && !Number.isSafeInteger(page.throughSeq))) return undefined;
+  return { after: page.after, ids: page.ids, done: page.done, ...(page.throughSeq === undefined ? {} : { throughSeq: page.throughSeq }) };
 }
 
 /**
@@ -107,7 +117,9 @@ export async function putErasedIdsPage(
     const pointer = held[i];
     const others = held[ids.length + i];
     const suffixes = [...(pointer === undefined ? [] : [pointer]), ...(others === undefined ? [] : (JSON.parse(others) as string[]))];
-    const records: ErasedRecordRef[] = suffixes.map((suffix) => ({ eventId, seq: seqOfSuffix(suffix) }));
+    // Only copies before the skipped records: one after them was stored after the erasure (by a
+    // leader that owed the ids), holds its values on every node, and no record names it.
+    const records: ErasedRecordRef[] = suffixes.map((suffix) => ({ eventId, seq: seqOfSuffix(suffix) })).filter((ref) => ref.seq <= owed.throughSeq);
     await indexes.erasedIds?.add(batch, eventId, named);
     // By id only: a held copy holding the marker already was stored after the erasure, and
     // rewriting it would make it an erased copy no record names; auditlake's own are never erased.

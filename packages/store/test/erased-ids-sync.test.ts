@@ -194,6 +194,40 @@ describe('a log that skipped erasure records takes its leader\'s erased ids', ()
     expect(standby.erasedIdsOwed).toEqual({ after: '', throughSeq: 2 });
   });
 
+  it('applies no page given for a lower seq than is owed now (asked before a later skip)', async () => {
+    const { leader, standby } = await skippedErasure();
+    await pull(leader, standby);
+    const stale = { ...(await leader.erasedIdsPage('')), throughSeq: 3 };
+    expect(await standby.applyErasedIdsPage(stale)).toBe(false);
+    expect(standby.erasedIdsOwed).toEqual({ after: '', throughSeq: 4 });
+    expect(await standby.applyErasedIdsPage({ ...stale, throughSeq: 4 })).toBe(true);
+  });
+
+  it('leaves a copy after the skipped seqs with its values: stored after the erasure (by a leader that owed the ids), no record names it', async () => {
+    const { leader, standby } = await skippedErasure();
+    await pull(leader, standby);
+    // The standby leads owing the ids and stores a re-send with its values at seq 6.
+    expect((await standby.append([ev('unheld', { userId: 'unheld-secret', timestamp: T0 + 200_000 })])).stored.map((s) => s.seq)).toEqual([6]);
+    const copy = await standby.getBySeq(6);
+    expect(await standby.applyErasedIdsPage(await leader.erasedIdsPage(''))).toBe(true);
+    // Erasing it here alone would leave it erased without a record on this node and not on the others.
+    expect(await standby.getBySeq(6)).toEqual(copy);
+    // The copy held from before the skip (seq 2) is erased as before.
+    expect((await standby.getBySeq(2))?.userId).toBe(ERASED_MARKER);
+  });
+
+  it('owes the ids through the log\'s end when what it keeps of them is not understood (a damaged value)', async () => {
+    const leader = await openStore();
+    const at = await storeDir();
+    let standby = await openStore(at);
+    await leader.append([ev('a'), ev('b')]);
+    await pull(leader, standby);
+    await standby.putLocal('erasedIdsSyncAfter', 'not json' as unknown as object);
+    await standby.close();
+    standby = await openStore(at);
+    expect(standby.erasedIdsOwed).toEqual({ after: '', throughSeq: 2 });
+  });
+
   it('owes nothing when the entries skip no seq, and a leader without erasures answers one empty last page', async () => {
     const leader = await openStore();
     const standby = await openStore();
