@@ -90,6 +90,8 @@ export interface ClusterNodeStatus {
    * seqs the leader's retention deleted, and erasure records among them (erased-ids-sync.ts).
    */
   erasedIdsOwed: boolean;
+  /** The highest seq through which this node took such a complete set (0: never needed one). */
+  erasedIdsTakenThrough: number;
 }
 
 /** Where received events went: ordered into the log (this node leads) or into the outbox. */
@@ -422,7 +424,12 @@ export class ClusterNode {
           this.elector.observeMessageTerm(response.term);
           throw new Error(`peer ${peer.nodeId} already knows term ${response.term}; not leading term ${term}`);
         }
-        if (response.mismatch !== undefined || response.entries.length === 0 || store.position.lastSeq !== position.lastSeq) break;
+        if (response.mismatch !== undefined || store.position.lastSeq !== position.lastSeq) break;
+        if (response.entries.length === 0) {
+          // The peer's retention deleted what it holds past this log's end: its erased ids are owed.
+          if (response.tailDeleted !== undefined) await store.owedForTail(response.tailDeleted.throughSeq, response.tailDeleted.term);
+          break;
+        }
         await store.applyReplicated(response.entries, response.termStarts ?? [], skippedOf(response));
       }
     }
@@ -459,7 +466,7 @@ export class ClusterNode {
       });
     }
     nodes.sort((a, b) => a.nodeId.localeCompare(b.nodeId));
-    return { nodeId, role, term: this.elector.knownTerm, leader: leader ? { nodeId: leader.nodeId, url: leader.url } : null, nodes, erasedIdsOwed: store.erasedIdsOwed !== undefined };
+    return { nodeId, role, term: this.elector.knownTerm, leader: leader ? { nodeId: leader.nodeId, url: leader.url } : null, nodes, erasedIdsOwed: store.erasedIdsOwed !== undefined, erasedIdsTakenThrough: store.erasedIdsCompleteThrough };
   }
 
   /**

@@ -88,24 +88,30 @@ export class LogSource {
       if (erasedIds !== undefined) response.erasedIds = erasedIds;
       return response;
     }
-    if (request.catchUp) return this.#withEntries(request, await store.readEncodedBySeq(request.after, limit), false);
+    if (request.catchUp) return this.#withEntries(request, await this.#read(request.after, limit), false);
     // Matched: the asker holds this log up to `after`. That is progress only in the term this
     // node leads now, for an asker that knows the term (so it can refuse any older leader).
     const term = elector.leadingTerm;
     if (term !== undefined && request.term === term) tracker.record(term, request.nodeId, request.after);
-    let entries = await store.readEncodedBySeq(request.after, limit);
+    let read = await this.#read(request.after, limit);
     // An asker owed erased ids gets its page now, when there is one to give: it asks again at once.
-    if (entries.length === 0 && request.waitMs > 0 && !(await erasedIdsGivable(request, store))) {
+    if (read.entries.length === 0 && request.waitMs > 0 && !(await erasedIdsGivable(request, store))) {
       await this.#waitForGrowth(request.waitMs);
       // Deposed meanwhile: its log may be about to change; the asker should find the new leader.
       if (!elector.isLeader()) throw new AuditError(AuditErrorCode.NOT_LEADER, `node ${this.#options.nodeId} is no longer the leader`, { retryable: true });
       if (!(await this.#matches(request))) return { ...(await this.#header(request, false)), entries: [], mismatch: { termStarts: store.termStarts() } };
-      entries = await store.readEncodedBySeq(request.after, limit);
+      read = await this.#read(request.after, limit);
     }
-    if (term !== undefined && request.term === term && entries.length > 0 && tracker.sent(term, request.nodeId, request.after)) {
+    if (term !== undefined && request.term === term && read.entries.length > 0 && tracker.sent(term, request.nodeId, request.after)) {
       this.#options.onNotApplying?.(request.nodeId, request.after);
     }
-    return this.#withEntries(request, entries, true);
+    return this.#withEntries(request, read, true);
+  }
+
+  /** The entries after `after`, with where the log ended just before they were read. */
+  async #read(after: number, limit: number): Promise<{ entries: Uint8Array[]; end: number }> {
+    const end = this.#options.store.position.lastSeq;
+    return { entries: await this.#options.store.readEncodedBySeq(after, limit), end };
   }
 
   /**
@@ -122,8 +128,11 @@ export class LogSource {
     return mine === undefined || mine === request.lastChainHash;
   }
 
-  async #withEntries(request: PullRequest, entries: Uint8Array[], withMeta: boolean): Promise<PullResponse> {
+  async #withEntries(request: PullRequest, { entries, end }: { entries: Uint8Array[]; end: number }, withMeta: boolean): Promise<PullResponse> {
     const response: PullResponse = { ...(await this.#header(request, withMeta)), entries };
+    // None after `after`, though the log reached past it before they were read: retention
+    // deleted every entry in between (an entry appended since is not counted).
+    if (entries.length === 0 && end > request.after) response.tailDeleted = { throughSeq: end, term: this.#options.store.termAt(end) };
     if (entries.length > 0) {
       const starts = this.#options.store.termStarts(request.after);
       if (starts.length > 0) response.termStarts = starts;

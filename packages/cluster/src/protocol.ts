@@ -57,6 +57,12 @@ export interface PullResponse {
   /** The answering node's last seq. */
   lastSeq: number;
   /**
+   * With no entries: the answering node's log went on past `after` to `throughSeq` (its entry
+   * there of `term`), and its retention deleted every entry in between, erasure records maybe
+   * among them. The asker owes itself that node's erased ids through there (AuditStore.owedForTail).
+   */
+  tailDeleted?: { throughSeq: number; term: number };
+  /**
    * With entries: the answering node's term boundaries after `after`, which the asker records
    * with them, so its term runs are the answering node's (also inside gaps retention made).
    */
@@ -108,7 +114,9 @@ export async function erasedIdsAsk(store: AuditStore): Promise<Pick<PullRequest,
   const owed = store.erasedIdsOwed;
   if (owed === undefined) return {};
   const chainHash = await store.knownChainHashAt(owed.throughSeq);
-  return { erasedAfter: owed.after, erasedThrough: { seq: owed.throughSeq, term: store.termAt(owed.throughSeq), ...(chainHash === undefined ? {} : { chainHash }) } };
+  // A seq past this log's end (owedForTail) has the sender's term; else the term runs say.
+  const term = owed.throughTerm !== undefined && owed.throughSeq > store.position.lastSeq ? owed.throughTerm : store.termAt(owed.throughSeq);
+  return { erasedAfter: owed.after, erasedThrough: { seq: owed.throughSeq, term, ...(chainHash === undefined ? {} : { chainHash }) } };
 }
 
 /** A follower handing events from its outbox to the leader. */

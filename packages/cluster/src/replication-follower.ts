@@ -121,6 +121,9 @@ export class ReplicationFollower {
       this.#options.onMetaApplied(response.meta);
     }
     if (response.entries.length > 0) await store.applyReplicated(response.entries, response.termStarts ?? [], skippedOf(response));
+    // Nothing sent though the leader's log goes on: its retention deleted it all, erasure
+    // records maybe among it, and no entry will skip them here until it orders more.
+    else if (response.tailDeleted !== undefined) await store.owedForTail(response.tailDeleted.throughSeq, response.tailDeleted.term);
     // After the entries: a skip among them starts the pages again, and this page is then not applied.
     if (response.erasedIds !== undefined) await store.applyErasedIdsPage(response.erasedIds);
   }

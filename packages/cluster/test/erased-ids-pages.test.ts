@@ -20,7 +20,7 @@ async function leaderWithErasure() {
   return leader;
 }
 
-const PAGE = { after: '', ids: [['e2', ['userId']]], done: true };
+const PAGE = { after: '', ids: [['e2', ['userId'], 4]], done: true };
 /** The page as given for an asker that skipped through `throughSeq`. */
 const pageFor = (throughSeq: number, page: object = PAGE) => ({ ...page, throughSeq });
 
@@ -59,6 +59,20 @@ describe('pages of erased ids in pull answers', () => {
     const standbyPull = await source.pull({ ...request(ahead, 's1'), ...owing(store, 4) });
     expect(standbyPull.mismatch).toBeDefined();
     expect(standbyPull.erasedIds).toBeUndefined();
+  });
+
+  it('says, in an answer without entries, through which seq its retention deleted everything after the asker\'s end', async () => {
+    const { store, source, request } = await leaderWithErasure();
+    const standby = await openStore();
+    await standby.applyReplicated(await store.readEncodedBySeq(0, 1));
+    await store.countTieredThrough(4);
+    expect((await store.pruneBefore(1_700_000_000_001, 100, async () => true, 4)).deleted).toBe(4);
+    const answer = await source.pull(request(standby, 's1'));
+    expect(answer.entries).toEqual([]);
+    expect(answer.tailDeleted).toEqual({ throughSeq: 4, term: store.termAt(4) });
+    // An asker at the end: nothing deleted after it.
+    const caughtUp = await source.pull({ ...request(standby, 's1'), after: 4, lastTerm: store.termAt(4) });
+    expect(caughtUp.tailDeleted).toBeUndefined();
   });
 
   it('answers no page to a cursor that cannot be an id, nor where its entry at the skipped seq has another term', async () => {

@@ -37,7 +37,7 @@ export function singleNodeMembership(nodeId: string, url: () => string, store: A
     leaderUrl: () => undefined,
     async status() {
       const self = { nodeId, url: url(), role: 'leader' as const, appliedSeq: store.position.lastSeq, lagMs: 0, lastHeardMs: 0 };
-      return { nodeId, role: 'leader', term: 0, leader: { nodeId, url: url() }, nodes: [self], erasedIdsOwed: false };
+      return { nodeId, role: 'leader', term: 0, leader: { nodeId, url: url() }, nodes: [self], erasedIdsOwed: false, erasedIdsTakenThrough: 0 };
     },
     sequencer: () => 0,
     receive: async (events, freshIds) => ({ path: 'log', result: await store.appendEncoded(events, freshIds ? { freshIds } : {}) }),

@@ -53,7 +53,7 @@ describe('a single node (no --coordinator)', () => {
     const t = await startTestNode();
     await t.ingest([event({ eventId: 'one' }), event({ eventId: 'two' })]);
     const status = (await (await t.request('/admin/cluster')).json()) as Record<string, unknown>;
-    expect(status).toEqual({ nodeId: t.node.nodeId, role: 'leader', term: 0, leader: { nodeId: t.node.nodeId, url: t.node.url }, nodes: [{ nodeId: t.node.nodeId, url: t.node.url, role: 'leader', appliedSeq: 2, lagMs: 0, lastHeardMs: 0 }], erasedIdsOwed: false });
+    expect(status).toEqual({ nodeId: t.node.nodeId, role: 'leader', term: 0, leader: { nodeId: t.node.nodeId, url: t.node.url }, nodes: [{ nodeId: t.node.nodeId, url: t.node.url, role: 'leader', appliedSeq: 2, lagMs: 0, lastHeardMs: 0 }], erasedIdsOwed: false, erasedIdsTakenThrough: 0 });
     const metrics = await (await t.request('/metrics')).text();
     expect(metrics).toMatch(/^auditlake_cluster_leader 1$/m);
     expect(metrics).toMatch(/^auditlake_cluster_term 0$/m);

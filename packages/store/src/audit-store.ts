@@ -56,7 +56,7 @@ import { integrityKindOf, parsePublishedKey, parseSignedCheckpoint, type SignedC
 import { carriedCoveredSeq, verifyCarriedCheckpoint, type CarriedCheckpoint } from './carried-checkpoint.js';
 import { latchWriteFaults } from './write-fault-latch.js';
 import { erasuresNamingHeldCopies } from './erasure-retention.js';
-import { ERASED_IDS_PAGE_MAX, ERASED_IDS_SYNC_KEY, erasedIdsOwedOf, erasedIdsPageOf, putErasedIdsPage, readErasedIdsPage, type ErasedIdsOwed, type ErasedIdsPage } from './erased-ids-sync.js';
+import { ERASED_IDS_COMPLETE_KEY, ERASED_IDS_PAGE_MAX, ERASED_IDS_SYNC_KEY, erasedIdsOwedOf, owedThrough, erasedIdsPageOf, putErasedIdsPage, readErasedIdsPage, type ErasedIdsOwed, type ErasedIdsPage } from './erased-ids-sync.js';
 
 /** What a sender's retention deleted where replicated entries skip seqs (AuditStore.skippedByRetention). */
 export interface SkippedByRetention {
@@ -334,6 +334,8 @@ export class AuditStore {
    * the id the next page follows ('' for the first); undefined when none are owed.
    */
   #erasedIdsOwed: ErasedIdsOwed | undefined;
+  /** The highest throughSeq this log took a complete set of erased ids for (ERASED_IDS_COMPLETE_KEY). */
+  #erasedIdsCompleteThrough = 0;
   /**
    * The newest event time retention ever deleted from this log (undefined: it never deleted
    * anything): only an event timed at or before it can be a re-send of one it deleted.
@@ -404,6 +406,7 @@ export class AuditStore {
       const position = await store.#readPosition();
       // Unreadable (a damaged value): owed through the log's end, which the leader's line holds.
       store.#erasedIdsOwed = erasedIdsOwedOf(await store.#db.get(ERASED_IDS_SYNC_KEY), position.lastSeq);
+      store.#erasedIdsCompleteThrough = Number((await store.#db.get(ERASED_IDS_COMPLETE_KEY)) ?? 0) || 0;
       store.#chain = new RecordChain(options.chain ?? true, await store.#readChainHead(position.lastSeq));
       store.#pruned = new PrunedRanges(JSON.parse((await store.#db.get(PRUNED_RANGES_KEY)) ?? '[]') as PrunedRange[]);
       const prunedCheckpoint = await store.#db.get(PRUNED_CHECKPOINT_KEY);
@@ -882,6 +885,29 @@ export class AuditStore {
     return this.#erasedIdsOwed;
   }
 
+  /** The highest seq through which this log took a complete set of erased ids after skipping seqs (0: never). */
+  get erasedIdsCompleteThrough(): number {
+    return this.#erasedIdsCompleteThrough;
+  }
+
+  /**
+   * A sender whose log ends at `lastSeq` (its entry there of term `lastTerm`) answered a matched
+   * pull with no entries: its retention deleted every entry after this log's end, erasure
+   * records maybe among them, and nothing will skip them here until it orders more. Its erased
+   * ids are owed through there now (erased-ids-sync.ts), unless owed or taken through there
+   * already. Answers whether that changed.
+   */
+  async owedForTail(lastSeq: number, lastTerm: number): Promise<boolean> {
+    if (!Number.isSafeInteger(lastSeq) || !Number.isSafeInteger(lastTerm)) return false;
+    return this.#openWriter().exclusive(async ({ db, position }) => {
+      if (lastSeq <= position.lastSeq || lastSeq <= this.#erasedIdsCompleteThrough || (this.#erasedIdsOwed?.throughSeq ?? 0) >= lastSeq) return false;
+      const owed: ErasedIdsOwed = { after: '', throughSeq: lastSeq, throughTerm: lastTerm };
+      await db.put(ERASED_IDS_SYNC_KEY, JSON.stringify(owed), { sync: true });
+      this.#erasedIdsOwed = owed;
+      return true;
+    });
+  }
+
   /** The erased ids after `after` ('' for the first), what a node whose log skipped seqs asks for (erased-ids-sync.ts). */
   async erasedIdsPage(after: string, limit = ERASED_IDS_PAGE_MAX): Promise<ErasedIdsPage> {
     return readErasedIdsPage(this.#db, after, limit);
@@ -906,8 +932,10 @@ export class AuditStore {
       const erasedIds = this.#erasedIds.begin();
       const batch = db.batch();
       let rewrote: boolean;
+      const completeThrough = page.done ? Math.max(this.#erasedIdsCompleteThrough, owed.throughSeq) : this.#erasedIdsCompleteThrough;
       try {
         rewrote = await putErasedIdsPage(db, batch, page, owed, { index, newTables, erasedTables: this.#erasedTables, erasedBlocks: this.#staleSketches, erasedIds });
+        if (completeThrough !== this.#erasedIdsCompleteThrough) batch.put(ERASED_IDS_COMPLETE_KEY, String(completeThrough));
       } catch (err) {
         index.forget(newTables);
         await batch.close();
@@ -922,7 +950,8 @@ export class AuditStore {
       // Before any await: nothing may read the tail's old bytes of a rewritten record.
       if (rewrote) this.#tail.clear();
       erasedIds.commit();
-      this.#erasedIdsOwed = page.done ? undefined : { after: page.ids.at(-1)?.[0] ?? page.after, throughSeq: owed.throughSeq };
+      this.#erasedIdsOwed = page.done ? undefined : { ...owed, after: page.ids.at(-1)?.[0] ?? page.after };
+      this.#erasedIdsCompleteThrough = completeThrough;
       await this.#dropUnusedTableNames(db);
       return true;
     });
@@ -1113,9 +1142,11 @@ export class AuditStore {
         batch.put(localKey(GAP_SEQ_MAX), String(gapSeqMax));
         this.#gapSeqMax = gapSeqMax;
       }
-      // The skipped seqs may hold erasure records: the sender's erased ids are owed, from the first.
-      if (skippedSeqs) {
-        owedAfter = { after: '', throughSeq: Math.max(gapSeqMax, this.#erasedIdsOwed?.throughSeq ?? 0) };
+      // The skipped seqs may hold erasure records: the sender's erased ids are owed, from the
+      // first, unless a complete set through them was taken already (the sender deleted them
+      // before this log got here: owedForTail).
+      if (skippedSeqs && gapSeqMax > this.#erasedIdsCompleteThrough) {
+        owedAfter = owedThrough(this.#erasedIdsOwed, gapSeqMax);
         batch.put(ERASED_IDS_SYNC_KEY, JSON.stringify(owedAfter));
       }
       if (prunedTimeMax !== undefined) batch.put(PRUNED_TIME_MAX_KEY, String(prunedTimeMax));
@@ -1419,8 +1450,12 @@ export class AuditStore {
     const owedBefore = this.#erasedIdsOwed;
     const owedAfter = owedBefore !== undefined && owedBefore.throughSeq >= seq ? { after: owedBefore.after, throughSeq: seq - 1 } : owedBefore;
     if (owedAfter !== owedBefore) ops.push({ type: 'put', key: ERASED_IDS_SYNC_KEY, value: JSON.stringify(owedAfter) });
+    // Likewise what a complete set was taken through.
+    const completeThrough = Math.min(this.#erasedIdsCompleteThrough, seq - 1);
+    if (completeThrough !== this.#erasedIdsCompleteThrough) ops.push({ type: 'put', key: ERASED_IDS_COMPLETE_KEY, value: String(completeThrough) });
     await db.batch(ops, { sync: true });
     this.#erasedIdsOwed = owedAfter;
+    this.#erasedIdsCompleteThrough = completeThrough;
     days.commit();
     this.#tieredCountedThrough = tieredCountedThrough;
     this.#deleteVersion++;

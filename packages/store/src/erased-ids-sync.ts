@@ -1,7 +1,7 @@
 import { ERASABLE_FIELDS, type ErasableField, type ErasedRecordRef } from '@auditlake/integrity';
 import type { Level } from 'level';
 import { PREFIX, copiesKey, erasedIdKey, idKey, localKey, prefixEnd, seqOfSuffix } from './event-keys.js';
-import { erasedFieldsOf } from './erased-ids.js';
+import { erasedEntryOf } from './erased-ids.js';
 import { eraseRecords, type IndexUpdate } from './integrity-index.js';
 
 /**
@@ -42,7 +42,18 @@ export interface ErasedIdsOwed {
    * records named. Held copies above it were stored after those records, and are left alone.
    */
   throughSeq: number;
+  /**
+   * The term of the sender's entry at throughSeq, where this log does not reach it yet (the
+   * sender's retention deleted every entry after this log's end: nothing skipped them here).
+   */
+  throughTerm?: number;
 }
+
+/**
+ * Local-metadata key of the highest throughSeq this log took a complete set for: a later skip
+ * at or below it owes nothing (the set already holds every id the skipped records named).
+ */
+export const ERASED_IDS_COMPLETE_KEY = localKey('erasedIdsCompleteThrough');
 
 /** What ERASED_IDS_SYNC_KEY holds (undefined: nothing owed); a value not understood is owed from the first page through `lastSeq`. */
 export function erasedIdsOwedOf(value: string | undefined, lastSeq: number): ErasedIdsOwed | undefined {
@@ -54,7 +65,7 @@ export function erasedIdsOwedOf(value: string | undefined, lastSeq: number): Era
     // Below.
   }
   if (typeof owed !== 'object' || owed === null || typeof owed.after !== 'string' || !Number.isSafeInteger(owed.throughSeq)) return { after: '', throughSeq: lastSeq };
-  return { after: owed.after, throughSeq: owed.throughSeq as number };
+  return { after: owed.after, throughSeq: owed.throughSeq as number, ...(Number.isSafeInteger(owed.throughTerm) ? { throughTerm: owed.throughTerm as number } : {}) };
 }
 
 /** Most ids one page carries (ids are at most a few hundred bytes: a page stays well under a pull's entries). */
@@ -64,19 +75,32 @@ export const ERASED_IDS_PAGE_MAX = 5000;
 export interface ErasedIdsPage {
   /** The id the page follows ('' for the first page). */
   after: string;
-  /** Each erased id with the fields erased under it. */
-  ids: Array<[eventId: string, fields: string[]]>;
+  /** Each erased id with the fields erased under it, and the seq of the newest erasure record naming it when known. */
+  ids: Array<[eventId: string, fields: string[], recordSeq?: number]>;
   /** True when no erased id follows the page's last. */
   done: boolean;
   /** The asker's highest skipped seq the page was given for (PullRequest.erasedThrough): applied only while that is what is owed. */
   throughSeq?: number;
 }
 
+/**
+ * What is owed once entries skipped seqs up to `skippedThrough`: every id from the first page,
+ * through the higher of that and what was owed before (with the term kept for a seq the log does
+ * not reach yet, owedForTail's: the skip's entries bring the runs up to it otherwise).
+ */
+export function owedThrough(before: ErasedIdsOwed | undefined, skippedThrough: number): ErasedIdsOwed {
+  if (before === undefined || before.throughSeq <= skippedThrough) return { after: '', throughSeq: skippedThrough };
+  return { after: '', throughSeq: before.throughSeq, ...(before.throughTerm === undefined ? {} : { throughTerm: before.throughTerm }) };
+}
+
 /** The erased ids after `after` ('' for the first), at most `limit`. */
 export async function readErasedIdsPage(db: Level<string, string>, after: string, limit: number): Promise<ErasedIdsPage> {
   const range = after === '' ? { gte: PREFIX.erasedId } : { gt: erasedIdKey(after) };
   const rows = await db.iterator({ ...range, lt: prefixEnd(PREFIX.erasedId), limit: limit + 1 }).all();
-  const ids = rows.slice(0, limit).map(([key, value]): [string, string[]] => [key.slice(PREFIX.erasedId.length), [...erasedFieldsOf(value)]]);
+  const ids = rows.slice(0, limit).map(([key, value]): [string, string[], number?] => {
+    const { fields, seq } = erasedEntryOf(value);
+    return seq === undefined ? [key.slice(PREFIX.erasedId.length), [...fields]] : [key.slice(PREFIX.erasedId.length), [...fields], seq];
+  });
   return { after, ids, done: rows.length <= limit };
 }
 
@@ -84,7 +108,15 @@ export async function readErasedIdsPage(db: Level<string, string>, after: string
 export function erasedIdsPageOf(value: unknown): ErasedIdsPage | undefined {
   const page = value as Partial<ErasedIdsPage> | null;
   if (typeof page !== 'object' || page === null || typeof page.after !== 'string' || typeof page.done !== 'boolean' || !Array.isArray(page.ids)) return undefined;
-  const wellFormed = page.ids.every((row: unknown) => Array.isArray(row) && row.length === 2 && typeof row[0] === 'string' && row[0] !== '' && Array.isArray(row[1]) && (row[1] as unknown[]).every((field) => typeof field === 'string'));
+  const wellFormed = page.ids.every(
+    (row: unknown) =>
+      Array.isArray(row) &&
+      (row.length === 2 || (row.length === 3 && Number.isSafeInteger(row[2]))) &&
+      typeof row[0] === 'string' &&
+      row[0] !== '' &&
+      Array.isArray(row[1]) &&
+      (row[1] as unknown[]).every((field) => typeof field === 'string'),
+  );
   if (!wellFormed || (page.throughSeq !== undefined && !Number.isSafeInteger(page.throughSeq))) return undefined;
   return { after: page.after, ids: page.ids, done: page.done, ...(page.throughSeq === undefined ? {} : { throughSeq: page.throughSeq }) };
 }
@@ -107,7 +139,7 @@ export async function putErasedIdsPage(
   const held = await db.getMany([...ids.map(idKey), ...ids.map(copiesKey)]);
   const rewritten = new Map<string, string>();
   let rewrote = false;
-  for (const [i, [eventId, sent]] of page.ids.entries()) {
+  for (const [i, [eventId, sent, recordSeq]] of page.ids.entries()) {
     // No names at all: every erasable field (never fewer than were erased).
     const named = sent.length === 0 ? [...ERASABLE_FIELDS] : sent;
     // Recorded with every name as sent: a re-send holding anything but the marker in one this
@@ -117,16 +149,18 @@ export async function putErasedIdsPage(
     const pointer = held[i];
     const others = held[ids.length + i];
     const suffixes = [...(pointer === undefined ? [] : [pointer]), ...(others === undefined ? [] : (JSON.parse(others) as string[]))];
-    // Only copies before the skipped records: one after them was stored after the erasure (by a
-    // leader that owed the ids), holds its values on every node, and no record names it.
-    const records: ErasedRecordRef[] = suffixes.map((suffix) => ({ eventId, seq: seqOfSuffix(suffix) })).filter((ref) => ref.seq <= owed.throughSeq);
-    await indexes.erasedIds?.add(batch, eventId, named);
+    // Only copies a record could have named: before the newest record naming the id when the
+    // page says which, else before the skipped seqs. A later one was stored after the erasure
+    // (by a leader that owed the ids), holds its values on every node, and no record names it.
+    const bound = recordSeq === undefined ? owed.throughSeq + 1 : recordSeq;
+    const records: ErasedRecordRef[] = suffixes.map((suffix) => ({ eventId, seq: seqOfSuffix(suffix) })).filter((ref) => ref.seq < bound);
+    await indexes.erasedIds?.add(batch, eventId, named, recordSeq);
     // By id only: a held copy holding the marker already was stored after the erasure, and
     // rewriting it would make it an erased copy no record names; auditlake's own are never erased.
-    if (records.length > 0 && fields.length > 0 && (await eraseRecords(db, batch, fields, records, indexes, rewritten, { byIdOnly: true }))) rewrote = true;
+    if (records.length > 0 && fields.length > 0 && (await eraseRecords(db, batch, fields, records, indexes, rewritten, { byIdOnly: true, ...(recordSeq === undefined ? {} : { recordSeq }) }))) rewrote = true;
   }
   const last = page.ids.at(-1)?.[0];
   if (page.done) batch.del(ERASED_IDS_SYNC_KEY);
-  else if (last !== undefined) batch.put(ERASED_IDS_SYNC_KEY, JSON.stringify({ after: last, throughSeq: owed.throughSeq } satisfies ErasedIdsOwed));
+  else if (last !== undefined) batch.put(ERASED_IDS_SYNC_KEY, JSON.stringify({ ...owed, after: last } satisfies ErasedIdsOwed));
   return rewrote;
 }

@@ -154,20 +154,26 @@ export function maskErasedRows<R extends ErasableRow>(rows: readonly R[], view: 
 export class ErasedIdsChange {
   readonly #db: Level<string, string>;
   readonly #committed: (ids: Iterable<string>) => void;
-  readonly #staged = new Map<string, readonly string[]>();
+  readonly #staged = new Map<string, ErasedEntry>();
 
   constructor(db: Level<string, string>, committed: (ids: Iterable<string>) => void) {
     this.#db = db;
     this.#committed = committed;
   }
 
-  /** Records that an erasure erased `fields` of `eventId` (with those erased before). */
-  async add(batch: PutSink, eventId: string, fields: readonly string[]): Promise<void> {
+  /**
+   * Records that an erasure erased `fields` of `eventId` (with those erased before), by the
+   * record at `recordSeq` when known: the newest such seq is kept, so a node that takes the id
+   * without the record (erased-ids-sync.ts) erases only the copies a record could have named.
+   */
+  async add(batch: PutSink, eventId: string, fields: readonly string[], recordSeq?: number): Promise<void> {
     const stored = this.#staged.has(eventId) ? undefined : await this.#db.get(erasedIdKey(eventId));
-    const before = this.#staged.get(eventId) ?? (stored === undefined ? [] : erasedFieldsOf(stored));
-    const all = [...new Set([...before, ...fields])].sort();
-    this.#staged.set(eventId, all);
-    batch.put(erasedIdKey(eventId), JSON.stringify(all));
+    const before = this.#staged.get(eventId) ?? (stored === undefined ? { fields: [] } : erasedEntryOf(stored));
+    const seqs = [before.seq, recordSeq].filter((seq): seq is number => seq !== undefined);
+    const entry: ErasedEntry = { fields: [...new Set([...before.fields, ...fields])].sort(), ...(seqs.length === 0 ? {} : { seq: Math.max(...seqs) }) };
+    this.#staged.set(eventId, entry);
+    // The fields alone as before when no seq is known (what older versions wrote and read).
+    batch.put(erasedIdKey(eventId), JSON.stringify(entry.seq === undefined ? entry.fields : entry));
   }
 
   commit(): void {
@@ -176,13 +182,30 @@ export class ErasedIdsChange {
   }
 }
 
-/** The fields a `v!` value names; anything but a JSON array of names counts as every erasable field (never fewer than were erased). */
-export function erasedFieldsOf(value: string): readonly string[] {
+/** What a `v!` value says: the fields erased under the id, and the seq of the newest erasure record naming it when known. */
+export interface ErasedEntry {
+  fields: readonly string[];
+  seq?: number;
+}
+
+/**
+ * A `v!` value: a JSON array of field names, or `{fields, seq}`; anything else counts as every
+ * erasable field, its record unknown (never fewer than were erased).
+ */
+export function erasedEntryOf(value: string): ErasedEntry {
   try {
     const parsed = JSON.parse(value) as unknown;
-    if (Array.isArray(parsed) && parsed.every((field) => typeof field === 'string')) return parsed;
+    const names = (list: unknown): list is string[] => Array.isArray(list) && list.every((field) => typeof field === 'string');
+    if (names(parsed)) return { fields: parsed };
+    const entry = parsed as { fields?: unknown; seq?: unknown } | null;
+    if (typeof entry === 'object' && entry !== null && names(entry.fields)) return { fields: entry.fields, ...(Number.isSafeInteger(entry.seq) ? { seq: entry.seq as number } : {}) };
   } catch {
     // Not JSON: below.
   }
-  return ERASABLE_FIELDS;
+  return { fields: ERASABLE_FIELDS };
+}
+
+/** The fields a `v!` value names (erasedEntryOf). */
+export function erasedFieldsOf(value: string): readonly string[] {
+  return erasedEntryOf(value).fields;
 }

@@ -131,7 +131,7 @@ export async function backfillErasedIds(db: Level<string, string>, erased: Erase
     const change = erased.begin();
     for (const ref of details.records) {
       if (ref.seq >= seq) continue;
-      await change.add(batch, ref.eventId, details.fields);
+      await change.add(batch, ref.eventId, details.fields, seq);
       recorded++;
     }
     await batch.write({ sync: false });

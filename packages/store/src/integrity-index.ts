@@ -123,13 +123,13 @@ async function eraseTargets(db: Level<string, string>, batch: PutSink, entry: In
     return false;
   }
   // Only earlier records, and only the one the erasure names (same eventId at the same seq).
-  return eraseRecords(db, batch, details.fields, details.records.filter((ref) => ref.seq < entry.seq), indexes, rewritten);
+  return eraseRecords(db, batch, details.fields, details.records.filter((ref) => ref.seq < entry.seq), indexes, rewritten, { recordSeq: entry.seq });
 }
 
 /**
  * Replaces `fields` by the marker in each named record this store holds (same eventId at the
  * same seq), keeping the field hashes, and records every named eventId as erased (held here
- * or not). What an erasure record does to the records it names, and what a standby does with
+ * or not; with the seq of the erasure record naming it, `recordSeq`, when known). What an erasure record does to the records it names, and what a standby does with
  * the leader's erased ids when the records naming them were deleted before it got them
  * (erased-ids-sync.ts). Returns true when it rewrote a record.
  */
@@ -140,14 +140,14 @@ export async function eraseRecords(
   records: readonly ErasedRecordRef[],
   indexes: IndexUpdate,
   rewritten = new Map<string, string>(),
-  options: { byIdOnly?: boolean } = {},
+  options: { byIdOnly?: boolean; recordSeq?: number } = {},
 ): Promise<boolean> {
   const details = { fields: [...fields] };
   let rewrote = false;
   for (const ref of records) {
     // Held here or not (retention may have deleted it, the tier holding it): the id is never
     // stored again, so a re-send cannot bring the erased values back (AuditStore.appendEncoded).
-    await indexes.erasedIds?.add(batch, ref.eventId, details.fields);
+    await indexes.erasedIds?.add(batch, ref.eventId, details.fields, options.recordSeq);
     const held = await recordAt(db, ref.seq, indexes, rewritten);
     if (held === undefined) continue;
     const { timeKey: key, json: value } = held;

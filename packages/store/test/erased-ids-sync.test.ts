@@ -81,7 +81,8 @@ describe('a log that skipped erasure records takes its leader\'s erased ids', ()
     expect(before?.userId).toBe('held-secret');
 
     const page = await leader.erasedIdsPage('');
-    expect(page).toEqual({ after: '', ids: [['held', ['userId']], ['unheld', ['userId']]], done: true });
+    // Each id with its fields and the seq of the record that named it.
+    expect(page).toEqual({ after: '', ids: [['held', ['userId'], 4], ['unheld', ['userId'], 4]], done: true });
     expect(await standby.applyErasedIdsPage(page)).toBe(true);
     expect(standby.erasedIdsOwed?.after).toBeUndefined();
     // The held copy is erased as the record erased it on the leader: the field only, its hash kept.
@@ -113,7 +114,7 @@ describe('a log that skipped erasure records takes its leader\'s erased ids', ()
     expect(standby.erasedIdsOwed).toEqual({ after: '', throughSeq: 7 });
 
     const first = await leader.erasedIdsPage('', 2);
-    expect(first).toEqual({ after: '', ids: [['e1', ['userId']], ['e2', ['userId']]], done: false });
+    expect(first).toEqual({ after: '', ids: [['e1', ['userId'], 7], ['e2', ['userId'], 7]], done: false });
     expect(await standby.applyErasedIdsPage(first)).toBe(true);
     expect(standby.erasedIdsOwed?.after).toBe('e2');
     // A page that does not follow the cursor (an old answer, a malformed one): nothing applied.
@@ -216,6 +217,36 @@ describe('a log that skipped erasure records takes its leader\'s erased ids', ()
     expect((await standby.getBySeq(2))?.userId).toBe(ERASED_MARKER);
   });
 
+  it('leaves a copy between two skipped ranges that came after the record naming the id (the page says which record)', async () => {
+    // L: a(1), x(2), its erasure(3), later(4); retention deletes 1..3.
+    const l = await openStore();
+    await l.append([ev('a'), ev('x', { userId: 'x-secret' })]);
+    await l.append([erasure('erase-1', [{ eventId: 'x', seq: 2 }])]);
+    await l.append([ev('later', { timestamp: T0 + 100_000 })]);
+    expect(await tierAndPrune(l, 3, T0)).toBe(3);
+    // B catches up across it, owes the ids, and (leading, owing) stores a re-send of x at seq 5.
+    const b = await openStore();
+    await pull(l, b);
+    expect((await b.append([ev('x', { userId: 'x-secret', timestamp: T0 + 200_000 })])).stored.map((s) => s.seq)).toEqual([5]);
+    // S takes B's log (skipping 1..3), then B takes the ids from L: its copy at 5 keeps its values.
+    const s2 = await openStore();
+    await pull(b, s2);
+    expect(await b.applyErasedIdsPage({ ...(await l.erasedIdsPage('')), throughSeq: 3 })).toBe(true);
+    expect((await b.getBySeq(5))?.userId).toBe('x-secret');
+    // B orders 6..8 and its retention deletes 6..7: S skips them, owing the ids through 7.
+    await b.append([ev('y', { timestamp: T0 + 1 }), ev('z', { timestamp: T0 + 1 })]);
+    await b.append([ev('w', { timestamp: T0 + 300_000 })]);
+    expect(await tierAndPrune(b, 7, T0 + 1)).toBe(2);
+    expect(await s2.applyErasedIdsPage({ ...(await b.erasedIdsPage('')), throughSeq: 3 })).toBe(true);
+    await pull(b, s2);
+    expect(s2.erasedIdsOwed).toEqual({ after: '', throughSeq: 7 });
+    const page = await b.erasedIdsPage('');
+    expect(page.ids).toEqual([['x', ['userId'], 3]]);
+    expect(await s2.applyErasedIdsPage({ ...page, throughSeq: 7 })).toBe(true);
+    // Seq 5 is below 7 but after the record at 3: left as B holds it.
+    expect(await s2.getBySeq(5)).toEqual(await b.getBySeq(5));
+  });
+
   it('owes the ids through the log\'s end when what it keeps of them is not understood (a damaged value)', async () => {
     const leader = await openStore();
     const at = await storeDir();
@@ -226,6 +257,35 @@ describe('a log that skipped erasure records takes its leader\'s erased ids', ()
     await standby.close();
     standby = await openStore(at);
     expect(standby.erasedIdsOwed).toEqual({ after: '', throughSeq: 2 });
+  });
+
+  it('owes them through a sender\'s deleted tail it was told of, and owes nothing for a later skip through what it took', async () => {
+    const leader = await openStore();
+    const standby = await openStore();
+    await leader.append([ev('a')]);
+    await pull(leader, standby);
+    await leader.append([ev('gone', { userId: 'gone-secret' })]);
+    await leader.append([erasure('erase-1', [{ eventId: 'gone', seq: 2 }])]);
+    expect(await tierAndPrune(leader, 3, T0)).toBe(3);
+    // The leader's log is empty past the standby's end: no entry will skip the range here.
+    expect(await leader.readEncodedBySeq(1, 10)).toEqual([]);
+    expect(await standby.owedForTail(3, leader.termAt(3))).toBe(true);
+    expect(standby.erasedIdsOwed).toEqual({ after: '', throughSeq: 3, throughTerm: leader.termAt(3) });
+    // Told again (the next empty answer): nothing changes.
+    expect(await standby.owedForTail(3, leader.termAt(3))).toBe(false);
+    expect(await standby.applyErasedIdsPage({ ...(await leader.erasedIdsPage('')), throughSeq: 3 })).toBe(true);
+    expect(standby.erasedIdsOwed).toBeUndefined();
+    expect(standby.erasedIdsCompleteThrough).toBe(3);
+    expect((await standby.append([ev('gone', { userId: 'gone-secret', timestamp: T0 + 500_000 })])).stored).toEqual([]);
+    // Nor told of it again, nor owed when the next entry skips that same range.
+    expect(await standby.owedForTail(3, leader.termAt(3))).toBe(false);
+    await leader.append([ev('later', { timestamp: T0 + 100_000 })]);
+    await pull(leader, standby);
+    expect(standby.position.lastSeq).toBe(4);
+    expect(standby.erasedIdsOwed).toBeUndefined();
+    // A cut below it lowers what was taken, so a skip above the cut owes them again.
+    await standby.divertSuffixToOutbox(2);
+    expect(standby.erasedIdsCompleteThrough).toBe(1);
   });
 
   it('owes nothing when the entries skip no seq, and a leader without erasures answers one empty last page', async () => {
