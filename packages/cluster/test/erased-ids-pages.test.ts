@@ -20,7 +20,7 @@ async function leaderWithErasure() {
   return leader;
 }
 
-const PAGE = { after: '', ids: [['e2', ['userId'], 4]], done: true };
+const PAGE = { after: '', ids: [['e2', ['userId'], [[4, ['userId']]]]], done: true };
 /** The page as given for an asker that skipped through `throughSeq`. */
 const pageFor = (throughSeq: number, page: object = PAGE) => ({ ...page, throughSeq });
 

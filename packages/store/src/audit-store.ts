@@ -56,7 +56,7 @@ import { integrityKindOf, parsePublishedKey, parseSignedCheckpoint, type SignedC
 import { carriedCoveredSeq, verifyCarriedCheckpoint, type CarriedCheckpoint } from './carried-checkpoint.js';
 import { latchWriteFaults } from './write-fault-latch.js';
 import { erasuresNamingHeldCopies } from './erasure-retention.js';
-import { ERASED_IDS_COMPLETE_KEY, ERASED_IDS_PAGE_MAX, ERASED_IDS_SYNC_KEY, erasedIdsOwedOf, owedThrough, erasedIdsPageOf, putErasedIdsPage, readErasedIdsPage, type ErasedIdsOwed, type ErasedIdsPage } from './erased-ids-sync.js';
+import { completeThroughSkip, ERASED_IDS_COMPLETE_KEY, ERASED_IDS_PAGE_MAX, ERASED_IDS_SYNC_KEY, erasedIdsCompleteOf, erasedIdsOwedOf, owedThrough, type ErasedIdsComplete, erasedIdsPageOf, putErasedIdsPage, readErasedIdsPage, type ErasedIdsOwed, type ErasedIdsPage } from './erased-ids-sync.js';
 
 /** What a sender's retention deleted where replicated entries skip seqs (AuditStore.skippedByRetention). */
 export interface SkippedByRetention {
@@ -334,8 +334,11 @@ export class AuditStore {
    * the id the next page follows ('' for the first); undefined when none are owed.
    */
   #erasedIdsOwed: ErasedIdsOwed | undefined;
-  /** The highest throughSeq this log took a complete set of erased ids for (ERASED_IDS_COMPLETE_KEY). */
-  #erasedIdsCompleteThrough = 0;
+  /**
+   * The highest throughSeq this log took a complete set of erased ids for, with the term of the
+   * entry there (ERASED_IDS_COMPLETE_KEY): it holds for a later skip only in that history.
+   */
+  #erasedIdsComplete: ErasedIdsComplete | undefined;
   /**
    * The newest event time retention ever deleted from this log (undefined: it never deleted
    * anything): only an event timed at or before it can be a re-send of one it deleted.
@@ -406,7 +409,7 @@ export class AuditStore {
       const position = await store.#readPosition();
       // Unreadable (a damaged value): owed through the log's end, which the leader's line holds.
       store.#erasedIdsOwed = erasedIdsOwedOf(await store.#db.get(ERASED_IDS_SYNC_KEY), position.lastSeq);
-      store.#erasedIdsCompleteThrough = Number((await store.#db.get(ERASED_IDS_COMPLETE_KEY)) ?? 0) || 0;
+      store.#erasedIdsComplete = erasedIdsCompleteOf(await store.#db.get(ERASED_IDS_COMPLETE_KEY));
       store.#chain = new RecordChain(options.chain ?? true, await store.#readChainHead(position.lastSeq));
       store.#pruned = new PrunedRanges(JSON.parse((await store.#db.get(PRUNED_RANGES_KEY)) ?? '[]') as PrunedRange[]);
       const prunedCheckpoint = await store.#db.get(PRUNED_CHECKPOINT_KEY);
@@ -887,7 +890,7 @@ export class AuditStore {
 
   /** The highest seq through which this log took a complete set of erased ids after skipping seqs (0: never). */
   get erasedIdsCompleteThrough(): number {
-    return this.#erasedIdsCompleteThrough;
+    return this.#erasedIdsComplete?.seq ?? 0;
   }
 
   /**
@@ -900,7 +903,13 @@ export class AuditStore {
   async owedForTail(lastSeq: number, lastTerm: number): Promise<boolean> {
     if (!Number.isSafeInteger(lastSeq) || !Number.isSafeInteger(lastTerm)) return false;
     return this.#openWriter().exclusive(async ({ db, position }) => {
-      if (lastSeq <= position.lastSeq || lastSeq <= this.#erasedIdsCompleteThrough || (this.#erasedIdsOwed?.throughSeq ?? 0) >= lastSeq) return false;
+      if (lastSeq <= position.lastSeq) return false;
+      // Taken or owed already for that very end (same seq, same term); any other end is another
+      // tail, or another history's: owed through it now, from the first page.
+      const complete = this.#erasedIdsComplete;
+      if (complete !== undefined && complete.seq === lastSeq && complete.term === lastTerm) return false;
+      const owedNow = this.#erasedIdsOwed;
+      if (owedNow !== undefined && owedNow.throughSeq === lastSeq && (owedNow.throughTerm ?? this.termAt(lastSeq)) === lastTerm) return false;
       const owed: ErasedIdsOwed = { after: '', throughSeq: lastSeq, throughTerm: lastTerm };
       await db.put(ERASED_IDS_SYNC_KEY, JSON.stringify(owed), { sync: true });
       this.#erasedIdsOwed = owed;
@@ -932,10 +941,11 @@ export class AuditStore {
       const erasedIds = this.#erasedIds.begin();
       const batch = db.batch();
       let rewrote: boolean;
-      const completeThrough = page.done ? Math.max(this.#erasedIdsCompleteThrough, owed.throughSeq) : this.#erasedIdsCompleteThrough;
+      // Done: complete through what was owed, in the history of the entry there.
+      const complete: ErasedIdsComplete | undefined = page.done ? { seq: owed.throughSeq, term: owed.throughTerm !== undefined && owed.throughSeq > this.position.lastSeq ? owed.throughTerm : this.termAt(owed.throughSeq) } : this.#erasedIdsComplete;
       try {
         rewrote = await putErasedIdsPage(db, batch, page, owed, { index, newTables, erasedTables: this.#erasedTables, erasedBlocks: this.#staleSketches, erasedIds });
-        if (completeThrough !== this.#erasedIdsCompleteThrough) batch.put(ERASED_IDS_COMPLETE_KEY, String(completeThrough));
+        if (complete !== this.#erasedIdsComplete) batch.put(ERASED_IDS_COMPLETE_KEY, JSON.stringify(complete));
       } catch (err) {
         index.forget(newTables);
         await batch.close();
@@ -951,7 +961,7 @@ export class AuditStore {
       if (rewrote) this.#tail.clear();
       erasedIds.commit();
       this.#erasedIdsOwed = page.done ? undefined : { ...owed, after: page.ids.at(-1)?.[0] ?? page.after };
-      this.#erasedIdsCompleteThrough = completeThrough;
+      this.#erasedIdsComplete = complete;
       await this.#dropUnusedTableNames(db);
       return true;
     });
@@ -1145,7 +1155,7 @@ export class AuditStore {
       // The skipped seqs may hold erasure records: the sender's erased ids are owed, from the
       // first, unless a complete set through them was taken already (the sender deleted them
       // before this log got here: owedForTail).
-      if (skippedSeqs && gapSeqMax > this.#erasedIdsCompleteThrough) {
+      if (skippedSeqs && !completeThroughSkip(this.#erasedIdsComplete, gapSeqMax, (seq) => added.filter((run) => run.firstSeq <= seq).at(-1)?.term ?? runs.termAt(seq))) {
         owedAfter = owedThrough(this.#erasedIdsOwed, gapSeqMax);
         batch.put(ERASED_IDS_SYNC_KEY, JSON.stringify(owedAfter));
       }
@@ -1451,11 +1461,12 @@ export class AuditStore {
     const owedAfter = owedBefore !== undefined && owedBefore.throughSeq >= seq ? { after: owedBefore.after, throughSeq: seq - 1 } : owedBefore;
     if (owedAfter !== owedBefore) ops.push({ type: 'put', key: ERASED_IDS_SYNC_KEY, value: JSON.stringify(owedAfter) });
     // Likewise what a complete set was taken through.
-    const completeThrough = Math.min(this.#erasedIdsCompleteThrough, seq - 1);
-    if (completeThrough !== this.#erasedIdsCompleteThrough) ops.push({ type: 'put', key: ERASED_IDS_COMPLETE_KEY, value: String(completeThrough) });
+    const completeBefore = this.#erasedIdsComplete;
+    const completeAfter = completeBefore === undefined || completeBefore.seq < seq ? completeBefore : seq > 1 ? { seq: seq - 1, term: runs.termAt(seq - 1) } : undefined;
+    if (completeAfter !== completeBefore) ops.push(completeAfter === undefined ? { type: 'del', key: ERASED_IDS_COMPLETE_KEY } : { type: 'put', key: ERASED_IDS_COMPLETE_KEY, value: JSON.stringify(completeAfter) });
     await db.batch(ops, { sync: true });
     this.#erasedIdsOwed = owedAfter;
-    this.#erasedIdsCompleteThrough = completeThrough;
+    this.#erasedIdsComplete = completeAfter;
     days.commit();
     this.#tieredCountedThrough = tieredCountedThrough;
     this.#deleteVersion++;

@@ -1,7 +1,7 @@
-import { ERASABLE_FIELDS, type ErasableField, type ErasedRecordRef } from '@auditlake/integrity';
+import { ERASABLE_FIELDS, type ErasableField } from '@auditlake/integrity';
 import type { Level } from 'level';
 import { PREFIX, copiesKey, erasedIdKey, idKey, localKey, prefixEnd, seqOfSuffix } from './event-keys.js';
-import { erasedEntryOf } from './erased-ids.js';
+import { erasedEntryOf, isErasedByRecords, type ErasedByRecord } from './erased-ids.js';
 import { eraseRecords, type IndexUpdate } from './integrity-index.js';
 
 /**
@@ -50,10 +50,38 @@ export interface ErasedIdsOwed {
 }
 
 /**
- * Local-metadata key of the highest throughSeq this log took a complete set for: a later skip
- * at or below it owes nothing (the set already holds every id the skipped records named).
+ * Local-metadata key of the highest throughSeq this log took a complete set for, with the term
+ * of the entry there (ErasedIdsComplete): a later skip at or below it owes nothing while the log
+ * holds that seq in that term (the set holds every id that history's records named).
  */
 export const ERASED_IDS_COMPLETE_KEY = localKey('erasedIdsCompleteThrough');
+
+/** Where a log took a complete set of erased ids through: the seq, and the term of the entry there. */
+export interface ErasedIdsComplete {
+  seq: number;
+  term: number;
+}
+
+/** What ERASED_IDS_COMPLETE_KEY holds; undefined when absent or not understood (nothing counts as taken). */
+export function erasedIdsCompleteOf(value: string | undefined): ErasedIdsComplete | undefined {
+  if (value === undefined) return undefined;
+  try {
+    const complete = JSON.parse(value) as Partial<ErasedIdsComplete> | null;
+    if (typeof complete === 'object' && complete !== null && Number.isSafeInteger(complete.seq) && Number.isSafeInteger(complete.term)) return { seq: complete.seq as number, term: complete.term as number };
+  } catch {
+    // Below.
+  }
+  return undefined;
+}
+
+/**
+ * Whether a skip through `skippedThrough` owes nothing: a complete set was taken through a seq
+ * at or above it, in the history the log holds there (`termAt`: the log's term at a seq once
+ * the skip's entries are in).
+ */
+export function completeThroughSkip(complete: ErasedIdsComplete | undefined, skippedThrough: number, termAt: (seq: number) => number): boolean {
+  return complete !== undefined && skippedThrough <= complete.seq && termAt(complete.seq) === complete.term;
+}
 
 /** What ERASED_IDS_SYNC_KEY holds (undefined: nothing owed); a value not understood is owed from the first page through `lastSeq`. */
 export function erasedIdsOwedOf(value: string | undefined, lastSeq: number): ErasedIdsOwed | undefined {
@@ -75,8 +103,8 @@ export const ERASED_IDS_PAGE_MAX = 5000;
 export interface ErasedIdsPage {
   /** The id the page follows ('' for the first page). */
   after: string;
-  /** Each erased id with the fields erased under it, and the seq of the newest erasure record naming it when known. */
-  ids: Array<[eventId: string, fields: string[], recordSeq?: number]>;
+  /** Each erased id with the fields erased under it, and each erasure record naming it with its fields where known. */
+  ids: Array<[eventId: string, fields: string[], records?: ErasedByRecord[]]>;
   /** True when no erased id follows the page's last. */
   done: boolean;
   /** The asker's highest skipped seq the page was given for (PullRequest.erasedThrough): applied only while that is what is owed. */
@@ -97,9 +125,9 @@ export function owedThrough(before: ErasedIdsOwed | undefined, skippedThrough: n
 export async function readErasedIdsPage(db: Level<string, string>, after: string, limit: number): Promise<ErasedIdsPage> {
   const range = after === '' ? { gte: PREFIX.erasedId } : { gt: erasedIdKey(after) };
   const rows = await db.iterator({ ...range, lt: prefixEnd(PREFIX.erasedId), limit: limit + 1 }).all();
-  const ids = rows.slice(0, limit).map(([key, value]): [string, string[], number?] => {
-    const { fields, seq } = erasedEntryOf(value);
-    return seq === undefined ? [key.slice(PREFIX.erasedId.length), [...fields]] : [key.slice(PREFIX.erasedId.length), [...fields], seq];
+  const ids = rows.slice(0, limit).map(([key, value]): [string, string[], ErasedByRecord[]?] => {
+    const { fields, records } = erasedEntryOf(value);
+    return records === undefined ? [key.slice(PREFIX.erasedId.length), [...fields]] : [key.slice(PREFIX.erasedId.length), [...fields], records];
   });
   return { after, ids, done: rows.length <= limit };
 }
@@ -111,7 +139,7 @@ export function erasedIdsPageOf(value: unknown): ErasedIdsPage | undefined {
   const wellFormed = page.ids.every(
     (row: unknown) =>
       Array.isArray(row) &&
-      (row.length === 2 || (row.length === 3 && Number.isSafeInteger(row[2]))) &&
+      (row.length === 2 || (row.length === 3 && isErasedByRecords(row[2]))) &&
       typeof row[0] === 'string' &&
       row[0] !== '' &&
       Array.isArray(row[1]) &&
@@ -139,28 +167,35 @@ export async function putErasedIdsPage(
   const held = await db.getMany([...ids.map(idKey), ...ids.map(copiesKey)]);
   const rewritten = new Map<string, string>();
   let rewrote = false;
-  for (const [i, [eventId, sent, recordSeq]] of page.ids.entries()) {
+  for (const [i, [eventId, sent, byRecord]] of page.ids.entries()) {
     // No names at all: every erasable field (never fewer than were erased).
     const named = sent.length === 0 ? [...ERASABLE_FIELDS] : sent;
     // Recorded with every name as sent: a re-send holding anything but the marker in one this
     // version does not know is refused too (ErasedIdsView.bringsBack). Only known ones can be
     // erased in a held copy.
-    const fields = named.filter((field): field is ErasableField => (ERASABLE_FIELDS as readonly string[]).includes(field));
+    const fields = knownFields(named);
     const pointer = held[i];
     const others = held[ids.length + i];
     const suffixes = [...(pointer === undefined ? [] : [pointer]), ...(others === undefined ? [] : (JSON.parse(others) as string[]))];
-    // Only copies a record could have named: before the newest record naming the id when the
-    // page says which, else before the skipped seqs. A later one was stored after the erasure
-    // (by a leader that owed the ids), holds its values on every node, and no record names it.
-    const bound = recordSeq === undefined ? owed.throughSeq + 1 : recordSeq;
-    const records: ErasedRecordRef[] = suffixes.map((suffix) => ({ eventId, seq: seqOfSuffix(suffix) })).filter((ref) => ref.seq < bound);
-    await indexes.erasedIds?.add(batch, eventId, named, recordSeq);
-    // By id only: a held copy holding the marker already was stored after the erasure, and
-    // rewriting it would make it an erased copy no record names; auditlake's own are never erased.
-    if (records.length > 0 && fields.length > 0 && (await eraseRecords(db, batch, fields, records, indexes, rewritten, { byIdOnly: true, ...(recordSeq === undefined ? {} : { recordSeq }) }))) rewrote = true;
+    await indexes.erasedIds?.add(batch, eventId, named);
+    for (const [seq, recordFields] of byRecord ?? []) await indexes.erasedIds?.add(batch, eventId, recordFields, seq);
+    for (const ref of suffixes.map((suffix) => ({ eventId, seq: seqOfSuffix(suffix) }))) {
+      // On each copy, what a record after it erased (a record names only copies before it):
+      // a copy stored after the erasure (by a leader that owed the ids) keeps its values, as on
+      // every node, since no record names it. Without the records (an id an earlier version
+      // recorded), every field on a copy before the skipped seqs.
+      const erasing = byRecord === undefined ? (ref.seq <= owed.throughSeq ? fields : []) : knownFields(byRecord.filter(([seq]) => seq > ref.seq).flatMap(([, names]) => names));
+      // By id only: a copy holding the marker already is left as it is, and auditlake's own are never erased.
+      if (erasing.length > 0 && (await eraseRecords(db, batch, [...new Set(erasing)], [ref], indexes, rewritten, { byIdOnly: true }))) rewrote = true;
+    }
   }
   const last = page.ids.at(-1)?.[0];
   if (page.done) batch.del(ERASED_IDS_SYNC_KEY);
   else if (last !== undefined) batch.put(ERASED_IDS_SYNC_KEY, JSON.stringify({ ...owed, after: last } satisfies ErasedIdsOwed));
   return rewrote;
+}
+
+/** The names among `names` this version can erase. */
+function knownFields(names: readonly string[]): ErasableField[] {
+  return names.filter((field): field is ErasableField => (ERASABLE_FIELDS as readonly string[]).includes(field));
 }

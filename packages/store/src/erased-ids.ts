@@ -163,17 +163,19 @@ export class ErasedIdsChange {
 
   /**
    * Records that an erasure erased `fields` of `eventId` (with those erased before), by the
-   * record at `recordSeq` when known: the newest such seq is kept, so a node that takes the id
-   * without the record (erased-ids-sync.ts) erases only the copies a record could have named.
+   * record at `recordSeq` when known: each record is kept with its own fields, so a node that
+   * takes the id without the records (erased-ids-sync.ts) erases on each copy only the fields a
+   * record after it erased.
    */
   async add(batch: PutSink, eventId: string, fields: readonly string[], recordSeq?: number): Promise<void> {
     const stored = this.#staged.has(eventId) ? undefined : await this.#db.get(erasedIdKey(eventId));
     const before = this.#staged.get(eventId) ?? (stored === undefined ? { fields: [] } : erasedEntryOf(stored));
-    const seqs = [before.seq, recordSeq].filter((seq): seq is number => seq !== undefined);
-    const entry: ErasedEntry = { fields: [...new Set([...before.fields, ...fields])].sort(), ...(seqs.length === 0 ? {} : { seq: Math.max(...seqs) }) };
+    const entry: ErasedEntry = { fields: [...new Set([...before.fields, ...fields])].sort() };
+    const records = recordSeq === undefined ? before.records : withRecord(before.records ?? [], recordSeq, fields);
+    if (records !== undefined) entry.records = records;
     this.#staged.set(eventId, entry);
-    // The fields alone as before when no seq is known (what older versions wrote and read).
-    batch.put(erasedIdKey(eventId), JSON.stringify(entry.seq === undefined ? entry.fields : entry));
+    // The fields alone as before when no record is known (what older versions wrote and read).
+    batch.put(erasedIdKey(eventId), JSON.stringify(entry.records === undefined ? entry.fields : entry));
   }
 
   commit(): void {
@@ -182,23 +184,46 @@ export class ErasedIdsChange {
   }
 }
 
-/** What a `v!` value says: the fields erased under the id, and the seq of the newest erasure record naming it when known. */
+/** One erasure record naming an id: its seq and the fields it erased. */
+export type ErasedByRecord = [seq: number, fields: string[]];
+
+/**
+ * What a `v!` value says: every field erased under the id, and, where known, each erasure
+ * record naming it with its own fields (by seq; absent where the id was recorded without them,
+ * by an earlier version).
+ */
 export interface ErasedEntry {
   fields: readonly string[];
-  seq?: number;
+  records?: ErasedByRecord[];
+}
+
+/** Whether `list` is a list of field names. */
+function isNames(list: unknown): list is string[] {
+  return Array.isArray(list) && list.every((field) => typeof field === 'string');
+}
+
+/** Whether `records` is a list of [seq, fields] (ErasedByRecord). */
+export function isErasedByRecords(records: unknown): records is ErasedByRecord[] {
+  return Array.isArray(records) && records.every((record: unknown) => Array.isArray(record) && record.length === 2 && Number.isSafeInteger(record[0]) && isNames(record[1]));
+}
+
+/** `records` with the record at `seq` erasing `fields` too, by seq. */
+function withRecord(records: readonly ErasedByRecord[], seq: number, fields: readonly string[]): ErasedByRecord[] {
+  const same = records.find(([at]) => at === seq);
+  const merged: ErasedByRecord = [seq, [...new Set([...(same?.[1] ?? []), ...fields])].sort()];
+  return [...records.filter(([at]) => at !== seq), merged].sort(([a], [b]) => a - b);
 }
 
 /**
- * A `v!` value: a JSON array of field names, or `{fields, seq}`; anything else counts as every
- * erasable field, its record unknown (never fewer than were erased).
+ * A `v!` value: a JSON array of field names, or `{fields, records}`; anything else counts as
+ * every erasable field, its records unknown (never fewer than were erased).
  */
 export function erasedEntryOf(value: string): ErasedEntry {
   try {
     const parsed = JSON.parse(value) as unknown;
-    const names = (list: unknown): list is string[] => Array.isArray(list) && list.every((field) => typeof field === 'string');
-    if (names(parsed)) return { fields: parsed };
-    const entry = parsed as { fields?: unknown; seq?: unknown } | null;
-    if (typeof entry === 'object' && entry !== null && names(entry.fields)) return { fields: entry.fields, ...(Number.isSafeInteger(entry.seq) ? { seq: entry.seq as number } : {}) };
+    if (isNames(parsed)) return { fields: parsed };
+    const entry = parsed as { fields?: unknown; records?: unknown } | null;
+    if (typeof entry === 'object' && entry !== null && isNames(entry.fields)) return { fields: entry.fields, ...(isErasedByRecords(entry.records) ? { records: entry.records } : {}) };
   } catch {
     // Not JSON: below.
   }

@@ -14,8 +14,8 @@
  *   c!<seq:16>         → signed checkpoint    the checkpoint records of the log, by their seq (integrity)
  *   k!<keyId>          → {seq, key}           the public keys registered in the log (integrity)
  *   e!<seq:16>         → KEY_ONLY_VALUE       the erasure records of the log, by their seq
- *   v!<eventId>        → {fields, seq}         an eventId erasures named, with the fields they erased and the newest naming record's
- *                                    seq (`["field",…]` where it is not known, as earlier versions wrote it): a re-send holding other
+ *   v!<eventId>        → {fields, records}     an eventId erasures named, with the fields they erased and each naming record as
+ *                                    [seq, fields] (`["field",…]` where none is known, as earlier versions wrote it): a re-send holding other
  *                                    values there is never stored (erased-ids.ts); kept for good (retention and cuts leave it)
  *   p!<eventId>        → <ts, decimal ms>     an eventId whose tiered event retention deleted, with that event's time: a re-send
  *                                    is looked for in the tier at that time (pruned-ids.ts); kept for good

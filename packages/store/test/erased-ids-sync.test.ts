@@ -81,8 +81,8 @@ describe('a log that skipped erasure records takes its leader\'s erased ids', ()
     expect(before?.userId).toBe('held-secret');
 
     const page = await leader.erasedIdsPage('');
-    // Each id with its fields and the seq of the record that named it.
-    expect(page).toEqual({ after: '', ids: [['held', ['userId'], 4], ['unheld', ['userId'], 4]], done: true });
+    // Each id with its fields, and each record that named it with the fields it erased.
+    expect(page).toEqual({ after: '', ids: [['held', ['userId'], [[4, ['userId']]]], ['unheld', ['userId'], [[4, ['userId']]]]], done: true });
     expect(await standby.applyErasedIdsPage(page)).toBe(true);
     expect(standby.erasedIdsOwed?.after).toBeUndefined();
     // The held copy is erased as the record erased it on the leader: the field only, its hash kept.
@@ -114,7 +114,7 @@ describe('a log that skipped erasure records takes its leader\'s erased ids', ()
     expect(standby.erasedIdsOwed).toEqual({ after: '', throughSeq: 7 });
 
     const first = await leader.erasedIdsPage('', 2);
-    expect(first).toEqual({ after: '', ids: [['e1', ['userId'], 7], ['e2', ['userId'], 7]], done: false });
+    expect(first).toEqual({ after: '', ids: [['e1', ['userId'], [[7, ['userId']]]], ['e2', ['userId'], [[7, ['userId']]]]], done: false });
     expect(await standby.applyErasedIdsPage(first)).toBe(true);
     expect(standby.erasedIdsOwed?.after).toBe('e2');
     // A page that does not follow the cursor (an old answer, a malformed one): nothing applied.
@@ -241,10 +241,59 @@ describe('a log that skipped erasure records takes its leader\'s erased ids', ()
     await pull(b, s2);
     expect(s2.erasedIdsOwed).toEqual({ after: '', throughSeq: 7 });
     const page = await b.erasedIdsPage('');
-    expect(page.ids).toEqual([['x', ['userId'], 3]]);
+    expect(page.ids).toEqual([['x', ['userId'], [[3, ['userId']]]]]);
     expect(await s2.applyErasedIdsPage({ ...page, throughSeq: 7 })).toBe(true);
     // Seq 5 is below 7 but after the record at 3: left as B holds it.
     expect(await s2.getBySeq(5)).toEqual(await b.getBySeq(5));
+  });
+
+  it('erases on a held copy only what a record after it erased: a second erasure of other fields leaves the first one\'s on a later copy', async () => {
+    const l = await openStore();
+    await l.append([ev('a'), ev('x', { userId: 'x-secret', resource: 'x-resource' })]);
+    await l.append([erasure('erase-1', [{ eventId: 'x', seq: 2 }])]);
+    await l.append([ev('later', { timestamp: T0 + 100_000 })]);
+    expect(await tierAndPrune(l, 3, T0)).toBe(3);
+    // B (owing) stores x again at 5, takes the ids, then an admin erases x's resource there (record at 6).
+    const b = await openStore();
+    await pull(l, b);
+    expect((await b.append([ev('x', { userId: 'x-secret', resource: 'x-resource', timestamp: T0 + 200_000 })])).stored.map((s) => s.seq)).toEqual([5]);
+    expect(await b.applyErasedIdsPage({ ...(await l.erasedIdsPage('')), throughSeq: 3 })).toBe(true);
+    await b.append([{ ...erasure('erase-2', [{ eventId: 'x', seq: 5 }]), details: encodeErasureDetails({ v: 1, fields: ['resource'], records: [{ eventId: 'x', seq: 5 }] }), timestamp: T0 + 200_001 }]);
+    expect(await b.getBySeq(5)).toMatchObject({ userId: 'x-secret', resource: ERASED_MARKER });
+    // A new node takes B's log (skipping 1..3) and B's ids: x@5 as B holds it.
+    const s2 = await openStore();
+    await pull(b, s2);
+    const page = await b.erasedIdsPage('');
+    expect(page.ids).toEqual([['x', ['resource', 'userId'], [[3, ['userId']], [6, ['resource']]]]]);
+    expect(await s2.applyErasedIdsPage({ ...page, throughSeq: 3 })).toBe(true);
+    expect(await s2.getBySeq(5)).toEqual(await b.getBySeq(5));
+  });
+
+  it('owes the ids again for a skip below what it took them through, once another history holds that seq', async () => {
+    // L1 (term 0) holds a@1; X and Y hold it too. L1 orders 2..3 and deletes them.
+    const l1 = await openStore();
+    const x = await openStore();
+    const y = await openStore();
+    await l1.append([ev('a')]);
+    await pull(l1, x);
+    await pull(l1, y);
+    await l1.append([ev('b'), ev('c')]);
+    expect(await tierAndPrune(l1, 3, T0)).toBe(3);
+    // X is told L1 deleted its tail, and takes L1's ids through 3.
+    expect(await x.owedForTail(3, l1.termAt(3))).toBe(true);
+    expect(await x.applyErasedIdsPage({ ...(await l1.erasedIdsPage('')), throughSeq: 3 })).toBe(true);
+    expect(x.erasedIdsCompleteThrough).toBe(3);
+    // Y leads in term 2 and orders its own 2..4, an erasure at 3 among them; it deletes 2..3.
+    const term2 = { sequencer: () => 2 };
+    await y.append([ev('secret', { userId: 'secret-user' })], term2);
+    await y.append([erasure('erase-y', [{ eventId: 'secret', seq: 2 }])], term2);
+    await y.append([ev('w', { timestamp: T0 + 100_000 })], term2);
+    expect(await tierAndPrune(y, 3, T0)).toBe(3);
+    // X skips Y's 2..3: not the history it took ids for, so it owes Y's.
+    await pull(y, x);
+    expect(x.erasedIdsOwed).toEqual({ after: '', throughSeq: 3 });
+    expect(await x.applyErasedIdsPage({ ...(await y.erasedIdsPage('')), throughSeq: 3 })).toBe(true);
+    expect((await x.append([ev('secret', { userId: 'secret-user', timestamp: T0 + 500_000 })])).stored).toEqual([]);
   });
 
   it('owes the ids through the log\'s end when what it keeps of them is not understood (a damaged value)', async () => {
