@@ -904,12 +904,13 @@ export class AuditStore {
     if (!Number.isSafeInteger(lastSeq) || !Number.isSafeInteger(lastTerm)) return false;
     return this.#openWriter().exclusive(async ({ db, position }) => {
       if (lastSeq <= position.lastSeq) return false;
-      // Taken or owed already for that very end (same seq, same term); any other end is another
-      // tail, or another history's: owed through it now, from the first page.
+      // Taken or owed already through that end or past it in the same term (one leader's log
+      // there, so the same history); any other end is another tail, or another history's: owed
+      // through it now, from the first page.
       const complete = this.#erasedIdsComplete;
-      if (complete !== undefined && complete.seq === lastSeq && complete.term === lastTerm) return false;
+      if (complete !== undefined && lastSeq <= complete.seq && complete.term === lastTerm) return false;
       const owedNow = this.#erasedIdsOwed;
-      if (owedNow !== undefined && owedNow.throughSeq === lastSeq && (owedNow.throughTerm ?? this.termAt(lastSeq)) === lastTerm) return false;
+      if (owedNow !== undefined && lastSeq <= owedNow.throughSeq && (owedNow.throughTerm ?? this.termAt(owedNow.throughSeq)) === lastTerm) return false;
       const owed: ErasedIdsOwed = { after: '', throughSeq: lastSeq, throughTerm: lastTerm };
       await db.put(ERASED_IDS_SYNC_KEY, JSON.stringify(owed), { sync: true });
       this.#erasedIdsOwed = owed;
@@ -942,7 +943,10 @@ export class AuditStore {
       const batch = db.batch();
       let rewrote: boolean;
       // Done: complete through what was owed, in the history of the entry there.
-      const complete: ErasedIdsComplete | undefined = page.done ? { seq: owed.throughSeq, term: owed.throughTerm !== undefined && owed.throughSeq > this.position.lastSeq ? owed.throughTerm : this.termAt(owed.throughSeq) } : this.#erasedIdsComplete;
+      const taken: ErasedIdsComplete = { seq: owed.throughSeq, term: owed.throughTerm !== undefined && owed.throughSeq > this.position.lastSeq ? owed.throughTerm : this.termAt(owed.throughSeq) };
+      // Never lowered within one term's history (a tail owed lower, then taken).
+      const before = this.#erasedIdsComplete;
+      const complete = !page.done ? before : before !== undefined && before.seq >= taken.seq && before.term === taken.term ? before : taken;
       try {
         rewrote = await putErasedIdsPage(db, batch, page, owed, { index, newTables, erasedTables: this.#erasedTables, erasedBlocks: this.#staleSketches, erasedIds });
         if (complete !== this.#erasedIdsComplete) batch.put(ERASED_IDS_COMPLETE_KEY, JSON.stringify(complete));
@@ -1460,9 +1464,10 @@ export class AuditStore {
     const owedBefore = this.#erasedIdsOwed;
     const owedAfter = owedBefore !== undefined && owedBefore.throughSeq >= seq ? { after: owedBefore.after, throughSeq: seq - 1 } : owedBefore;
     if (owedAfter !== owedBefore) ops.push({ type: 'put', key: ERASED_IDS_SYNC_KEY, value: JSON.stringify(owedAfter) });
-    // Likewise what a complete set was taken through.
+    // A complete set taken through a seq the cut removes no longer counts (it may have been
+    // another history's there; the next skip owes the ids again).
     const completeBefore = this.#erasedIdsComplete;
-    const completeAfter = completeBefore === undefined || completeBefore.seq < seq ? completeBefore : seq > 1 ? { seq: seq - 1, term: runs.termAt(seq - 1) } : undefined;
+    const completeAfter = completeBefore === undefined || completeBefore.seq < seq ? completeBefore : undefined;
     if (completeAfter !== completeBefore) ops.push(completeAfter === undefined ? { type: 'del', key: ERASED_IDS_COMPLETE_KEY } : { type: 'put', key: ERASED_IDS_COMPLETE_KEY, value: JSON.stringify(completeAfter) });
     await db.batch(ops, { sync: true });
     this.#erasedIdsOwed = owedAfter;

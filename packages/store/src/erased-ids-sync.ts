@@ -179,12 +179,16 @@ export async function putErasedIdsPage(
     const suffixes = [...(pointer === undefined ? [] : [pointer]), ...(others === undefined ? [] : (JSON.parse(others) as string[]))];
     await indexes.erasedIds?.add(batch, eventId, named);
     for (const [seq, recordFields] of byRecord ?? []) await indexes.erasedIds?.add(batch, eventId, recordFields, seq);
+    // Fields no record is known for (an id an earlier version recorded without them, erased
+    // again since): as if their record were after every copy before the skipped seqs.
+    const known = new Set((byRecord ?? []).flatMap(([, names]) => names));
+    const unknownRecordFields = fields.filter((field) => !known.has(field));
     for (const ref of suffixes.map((suffix) => ({ eventId, seq: seqOfSuffix(suffix) }))) {
       // On each copy, what a record after it erased (a record names only copies before it):
       // a copy stored after the erasure (by a leader that owed the ids) keeps its values, as on
-      // every node, since no record names it. Without the records (an id an earlier version
-      // recorded), every field on a copy before the skipped seqs.
-      const erasing = byRecord === undefined ? (ref.seq <= owed.throughSeq ? fields : []) : knownFields(byRecord.filter(([seq]) => seq > ref.seq).flatMap(([, names]) => names));
+      // every node, since no record names it. Fields without a known record: on a copy before
+      // the skipped seqs.
+      const erasing = [...knownFields((byRecord ?? []).filter(([seq]) => seq > ref.seq).flatMap(([, names]) => names)), ...(ref.seq <= owed.throughSeq ? unknownRecordFields : [])];
       // By id only: a copy holding the marker already is left as it is, and auditlake's own are never erased.
       if (erasing.length > 0 && (await eraseRecords(db, batch, [...new Set(erasing)], [ref], indexes, rewritten, { byIdOnly: true }))) rewrote = true;
     }

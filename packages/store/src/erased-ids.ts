@@ -207,11 +207,17 @@ export function isErasedByRecords(records: unknown): records is ErasedByRecord[]
   return Array.isArray(records) && records.every((record: unknown) => Array.isArray(record) && record.length === 2 && Number.isSafeInteger(record[0]) && isNames(record[1]));
 }
 
-/** `records` with the record at `seq` erasing `fields` too, by seq. */
+/**
+ * `records` with the record at `seq` erasing `fields` too, by seq. A record another at or after
+ * it covers (the same fields or more) is dropped: every copy it names, the later one names too,
+ * so an id erased again and again keeps a few records, not one per erasure.
+ */
 function withRecord(records: readonly ErasedByRecord[], seq: number, fields: readonly string[]): ErasedByRecord[] {
   const same = records.find(([at]) => at === seq);
   const merged: ErasedByRecord = [seq, [...new Set([...(same?.[1] ?? []), ...fields])].sort()];
-  return [...records.filter(([at]) => at !== seq), merged].sort(([a], [b]) => a - b);
+  const all = [...records.filter(([at]) => at !== seq), merged];
+  const covered = ([at, names]: ErasedByRecord) => all.some(([other, otherNames]) => (other > at || (other === at && otherNames !== names)) && names.every((name) => otherNames.includes(name)));
+  return all.filter((record) => !covered(record)).sort(([a], [b]) => a - b);
 }
 
 /**

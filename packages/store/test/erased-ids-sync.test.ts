@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { encodeErasureDetails, ERASED_MARKER, INTEGRITY_ACTIONS } from '@auditlake/integrity';
 import { SELF_SOURCE, type AuditEvent } from '@auditlake/model';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { AuditStore } from '../src/index.js';
+import { AuditStore, eventKeys } from '../src/index.js';
 
 const T0 = 1_700_000_000_000;
 
@@ -296,6 +296,56 @@ describe('a log that skipped erasure records takes its leader\'s erased ids', ()
     expect((await x.append([ev('secret', { userId: 'secret-user', timestamp: T0 + 500_000 })])).stored).toEqual([]);
   });
 
+  it('erases a field an earlier version recorded without its record too, on a copy before the skipped seqs', async () => {
+    const leaderAt = await storeDir();
+    let leader = await openStore(leaderAt);
+    const standby = await openStore();
+    await leader.append([ev('a'), ev('x', { userId: 'x-secret', query: 'x-query' })]);
+    await pull(leader, standby);
+    await leader.append([erasure('erase-1', [{ eventId: 'x', seq: 2 }])]);
+    // As an earlier version kept it: the fields alone, no record.
+    await leader.close();
+    const { Level } = await import('level');
+    const raw = new Level<string, string>(leaderAt);
+    await raw.put(eventKeys.erasedIdKey('x'), JSON.stringify(['userId']));
+    await raw.close();
+    leader = await openStore(leaderAt);
+    await leader.append([erasure('erase-2', [{ eventId: 'x', seq: 2 }], ['query'])]);
+    await leader.append([ev('later', { timestamp: T0 + 100_000 })]);
+    expect(await tierAndPrune(leader, 4, T0)).toBe(4);
+    await pull(leader, standby);
+    const page = await leader.erasedIdsPage('');
+    expect(page.ids).toEqual([['x', ['query', 'userId'], [[4, ['query']]]]]);
+    expect(await standby.applyErasedIdsPage({ ...page, throughSeq: 4 })).toBe(true);
+    // userId has no known record: erased on the copy before the skipped seqs all the same.
+    expect(await standby.getBySeq(2)).toMatchObject({ userId: ERASED_MARKER, query: ERASED_MARKER });
+  });
+
+  it('keeps one record per id erased again and again for the same field', async () => {
+    const store = await openStore();
+    await store.append([ev('x', { userId: 'x-secret' })]);
+    for (let i = 0; i < 20; i++) await store.append([erasure(`erase-${i}`, [{ eventId: 'x', seq: 1 }])]);
+    await store.append([erasure('erase-q', [{ eventId: 'x', seq: 1 }], ['query'])]);
+    // The newest userId erasure (seq 21) covers every copy the older ones named.
+    expect((await store.erasedIdsPage('')).ids).toEqual([['x', ['query', 'userId'], [[21, ['userId']], [22, ['query']]]]]);
+  });
+
+  it('is not told again of a tail at or below one it took the ids through in the same term, nor lowers what it took', async () => {
+    const leader = await openStore();
+    const standby = await openStore();
+    await leader.append([ev('a')]);
+    await pull(leader, standby);
+    await leader.append([ev('b'), ev('c')]);
+    expect(await tierAndPrune(leader, 3, T0)).toBe(3);
+    expect(await standby.owedForTail(3, leader.termAt(3))).toBe(true);
+    expect(await standby.applyErasedIdsPage({ ...(await leader.erasedIdsPage('')), throughSeq: 3 })).toBe(true);
+    // A peer behind, in the same term, says its tail ends at 2: nothing more is owed.
+    expect(await standby.owedForTail(2, leader.termAt(2))).toBe(false);
+    expect(standby.erasedIdsCompleteThrough).toBe(3);
+    // Another term there (another leader's history): owed again.
+    expect(await standby.owedForTail(2, leader.termAt(2) + 1)).toBe(true);
+  });
+
   it('owes the ids through the log\'s end when what it keeps of them is not understood (a damaged value)', async () => {
     const leader = await openStore();
     const at = await storeDir();
@@ -332,9 +382,9 @@ describe('a log that skipped erasure records takes its leader\'s erased ids', ()
     await pull(leader, standby);
     expect(standby.position.lastSeq).toBe(4);
     expect(standby.erasedIdsOwed).toBeUndefined();
-    // A cut below it lowers what was taken, so a skip above the cut owes them again.
+    // A cut below it drops what was taken, so a skip above the cut owes them again.
     await standby.divertSuffixToOutbox(2);
-    expect(standby.erasedIdsCompleteThrough).toBe(1);
+    expect(standby.erasedIdsCompleteThrough).toBe(0);
   });
 
   it('owes nothing when the entries skip no seq, and a leader without erasures answers one empty last page', async () => {
