@@ -904,13 +904,15 @@ export class AuditStore {
     if (!Number.isSafeInteger(lastSeq) || !Number.isSafeInteger(lastTerm)) return false;
     return this.#openWriter().exclusive(async ({ db, position }) => {
       if (lastSeq <= position.lastSeq) return false;
-      // Taken or owed already through that end or past it in the same term (one leader's log
-      // there, so the same history); any other end is another tail, or another history's: owed
-      // through it now, from the first page.
+      // Taken already through that end or past it in the same term (one leader's log there, so
+      // the same history), or owed through that very end: nothing new. Any other end is another
+      // tail, or another history's: owed through it now, from the first page — a lower end too,
+      // since only a node holding the owed seq can give the ids, and the node that told of the
+      // lower end (the one this log follows now) holds no more.
       const complete = this.#erasedIdsComplete;
       if (complete !== undefined && lastSeq <= complete.seq && complete.term === lastTerm) return false;
       const owedNow = this.#erasedIdsOwed;
-      if (owedNow !== undefined && lastSeq <= owedNow.throughSeq && (owedNow.throughTerm ?? this.termAt(owedNow.throughSeq)) === lastTerm) return false;
+      if (owedNow !== undefined && lastSeq === owedNow.throughSeq && (owedNow.throughTerm ?? this.termAt(owedNow.throughSeq)) === lastTerm) return false;
       const owed: ErasedIdsOwed = { after: '', throughSeq: lastSeq, throughTerm: lastTerm };
       await db.put(ERASED_IDS_SYNC_KEY, JSON.stringify(owed), { sync: true });
       this.#erasedIdsOwed = owed;

@@ -346,6 +346,29 @@ describe('a log that skipped erasure records takes its leader\'s erased ids', ()
     expect(await standby.owedForTail(2, leader.termAt(2) + 1)).toBe(true);
   });
 
+  it('owes through a lower tail it is told of after a higher one: only a node holding the owed seq can give the ids', async () => {
+    // A holds 1..6 (an erasure of x at 3); B got 1..4. Both delete everything through their ends.
+    const a = await openStore();
+    const b = await openStore();
+    const s2 = await openStore();
+    await a.append([ev('a1')]);
+    await pull(a, s2);
+    await a.append([ev('x', { userId: 'x-secret' })]);
+    await a.append([erasure('erase-1', [{ eventId: 'x', seq: 2 }])]);
+    await a.append([ev('a4'), ev('a5'), ev('a6')]);
+    const forB = await a.readEncodedBySeq(0, 4);
+    await b.applyReplicated(forB, a.termStarts(0));
+    expect(b.position.lastSeq).toBe(4);
+    expect(await tierAndPrune(a, 6, T0)).toBe(6);
+    expect(await tierAndPrune(b, 4, T0)).toBe(4);
+    // S hears A's tail (6); A dies; S follows B and hears its tail (4): owed through 4 now.
+    expect(await s2.owedForTail(6, a.termAt(6))).toBe(true);
+    expect(await s2.owedForTail(4, b.termAt(4))).toBe(true);
+    expect(s2.erasedIdsOwed).toEqual({ after: '', throughSeq: 4, throughTerm: b.termAt(4) });
+    expect(await s2.applyErasedIdsPage({ ...(await b.erasedIdsPage('')), throughSeq: 4 })).toBe(true);
+    expect((await s2.append([ev('x', { userId: 'x-secret', timestamp: T0 + 500_000 })])).stored).toEqual([]);
+  });
+
   it('owes the ids through the log\'s end when what it keeps of them is not understood (a damaged value)', async () => {
     const leader = await openStore();
     const at = await storeDir();
