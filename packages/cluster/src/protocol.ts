@@ -114,8 +114,7 @@ export async function erasedIdsAsk(store: AuditStore): Promise<Pick<PullRequest,
   const owed = store.erasedIdsOwed;
   if (owed === undefined) return {};
   const chainHash = await store.knownChainHashAt(owed.throughSeq);
-  // A seq past this log's end (owedForTail) has the sender's term; else the term runs say.
-  const term = owed.throughTerm !== undefined && owed.throughSeq > store.position.lastSeq ? owed.throughTerm : store.termAt(owed.throughSeq);
+  const term = store.erasedIdsOwedTerm() as number;
   return { erasedAfter: owed.after, erasedThrough: { seq: owed.throughSeq, term, ...(chainHash === undefined ? {} : { chainHash }) } };
 }
 

@@ -56,7 +56,7 @@ import { integrityKindOf, parsePublishedKey, parseSignedCheckpoint, type SignedC
 import { carriedCoveredSeq, verifyCarriedCheckpoint, type CarriedCheckpoint } from './carried-checkpoint.js';
 import { latchWriteFaults } from './write-fault-latch.js';
 import { erasuresNamingHeldCopies } from './erasure-retention.js';
-import { completeThroughSkip, ERASED_IDS_COMPLETE_KEY, ERASED_IDS_PAGE_MAX, ERASED_IDS_SYNC_KEY, erasedIdsCompleteOf, erasedIdsOwedOf, owedThrough, type ErasedIdsComplete, erasedIdsPageOf, putErasedIdsPage, readErasedIdsPage, type ErasedIdsOwed, type ErasedIdsPage } from './erased-ids-sync.js';
+import { completeThroughSkip, ERASED_IDS_COMPLETE_KEY, ERASED_IDS_PAGE_MAX, ERASED_IDS_SYNC_KEY, erasedIdsCompleteOf, erasedIdsOwedOf, owedThrough, owedThroughTerm, type ErasedIdsComplete, erasedIdsPageOf, putErasedIdsPage, readErasedIdsPage, type ErasedIdsOwed, type ErasedIdsPage } from './erased-ids-sync.js';
 
 /** What a sender's retention deleted where replicated entries skip seqs (AuditStore.skippedByRetention). */
 export interface SkippedByRetention {
@@ -888,6 +888,12 @@ export class AuditStore {
     return this.#erasedIdsOwed;
   }
 
+  /** The term of the entry at what is owed through (owedThroughTerm), undefined when nothing is owed. */
+  erasedIdsOwedTerm(): number | undefined {
+    const owed = this.#erasedIdsOwed;
+    return owed === undefined ? undefined : owedThroughTerm(owed, this.position.lastSeq, (seq) => this.termAt(seq));
+  }
+
   /** The highest seq through which this log took a complete set of erased ids after skipping seqs (0: never). */
   get erasedIdsCompleteThrough(): number {
     return this.#erasedIdsComplete?.seq ?? 0;
@@ -912,7 +918,7 @@ export class AuditStore {
       const complete = this.#erasedIdsComplete;
       if (complete !== undefined && lastSeq <= complete.seq && complete.term === lastTerm) return false;
       const owedNow = this.#erasedIdsOwed;
-      if (owedNow !== undefined && lastSeq === owedNow.throughSeq && (owedNow.throughTerm ?? this.termAt(owedNow.throughSeq)) === lastTerm) return false;
+      if (owedNow !== undefined && lastSeq === owedNow.throughSeq && owedThroughTerm(owedNow, position.lastSeq, (seq) => this.termAt(seq)) === lastTerm) return false;
       const owed: ErasedIdsOwed = { after: '', throughSeq: lastSeq, throughTerm: lastTerm };
       await db.put(ERASED_IDS_SYNC_KEY, JSON.stringify(owed), { sync: true });
       this.#erasedIdsOwed = owed;
@@ -945,7 +951,7 @@ export class AuditStore {
       const batch = db.batch();
       let rewrote: boolean;
       // Done: complete through what was owed, in the history of the entry there.
-      const taken: ErasedIdsComplete = { seq: owed.throughSeq, term: owed.throughTerm !== undefined && owed.throughSeq > this.position.lastSeq ? owed.throughTerm : this.termAt(owed.throughSeq) };
+      const taken: ErasedIdsComplete = { seq: owed.throughSeq, term: owedThroughTerm(owed, this.position.lastSeq, (seq) => this.termAt(seq)) };
       // Never lowered within one term's history (a tail owed lower, then taken).
       const before = this.#erasedIdsComplete;
       const complete = !page.done ? before : before !== undefined && before.seq >= taken.seq && before.term === taken.term ? before : taken;

@@ -39,7 +39,8 @@ export interface ErasedIdsOwed {
   /**
    * The highest seq it skipped while owing them: only a node whose log holds the same entry
    * there (same term and chain hash) and that owes nothing itself holds every id the skipped
-   * records named. Held copies above it were stored after those records, and are left alone.
+   * records named. Held copies above it were stored after those records: a page erases none of
+   * them for fields whose records it does not know.
    */
   throughSeq: number;
   /**
@@ -112,6 +113,14 @@ export interface ErasedIdsPage {
 }
 
 /**
+ * The term of the entry at what is owed through: the sender's (owedForTail) while the log does
+ * not reach that seq, else the log's own there (`termAt`, its term runs, kept inside skipped ranges).
+ */
+export function owedThroughTerm(owed: ErasedIdsOwed, lastSeq: number, termAt: (seq: number) => number): number {
+  return owed.throughTerm !== undefined && owed.throughSeq > lastSeq ? owed.throughTerm : termAt(owed.throughSeq);
+}
+
+/**
  * What is owed once entries skipped seqs up to `skippedThrough`: every id from the first page,
  * through the higher of that and what was owed before (with the term kept for a seq the log does
  * not reach yet, owedForTail's: the skip's entries bring the runs up to it otherwise).
@@ -151,10 +160,11 @@ export function erasedIdsPageOf(value: unknown): ErasedIdsPage | undefined {
 
 /**
  * Adds to `batch` one page of a leader's erased ids: each id recorded as erased here (with the
- * fields, joined to any erased before), every copy of it this log holds erased likewise (the
- * records that named them never reached this log; an erasure names every copy its leader held
- * or tiered, and a copy held here sits at the seq it had there), and the cursor moved past the
- * page, or deleted after the last. Returns true when a held record was rewritten.
+ * fields and the naming records, joined to any before), each copy of it this log holds erased
+ * in what the records after that copy erased (those records never reached this log; a record
+ * names every copy before it that its leader held or tiered, and a copy held here sits at the
+ * seq it had there), and the cursor moved past the page, or deleted after the last. Returns
+ * true when a held record was rewritten.
  */
 export async function putErasedIdsPage(
   db: Level<string, string>,
