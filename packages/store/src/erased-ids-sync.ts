@@ -175,6 +175,7 @@ export async function putErasedIdsPage(
 ): Promise<boolean> {
   const ids = page.ids.map(([eventId]) => eventId);
   const held = await db.getMany([...ids.map(idKey), ...ids.map(copiesKey)]);
+  await indexes.erasedIds?.load(ids);
   const rewritten = new Map<string, string>();
   let rewrote = false;
   for (const [i, [eventId, sent, byRecord]] of page.ids.entries()) {

@@ -155,6 +155,8 @@ export class ErasedIdsChange {
   readonly #db: Level<string, string>;
   readonly #committed: (ids: Iterable<string>) => void;
   readonly #staged = new Map<string, ErasedEntry>();
+  /** `v!` values read ahead by `load` (undefined: no value), for the adds that follow. */
+  readonly #read = new Map<string, string | undefined>();
 
   constructor(db: Level<string, string>, committed: (ids: Iterable<string>) => void) {
     this.#db = db;
@@ -168,7 +170,7 @@ export class ErasedIdsChange {
    * record after it erased.
    */
   async add(batch: PutSink, eventId: string, fields: readonly string[], recordSeq?: number): Promise<void> {
-    const stored = this.#staged.has(eventId) ? undefined : await this.#db.get(erasedIdKey(eventId));
+    const stored = this.#staged.has(eventId) ? undefined : this.#read.has(eventId) ? this.#read.get(eventId) : await this.#db.get(erasedIdKey(eventId));
     const before = this.#staged.get(eventId) ?? (stored === undefined ? { fields: [] } : erasedEntryOf(stored));
     const entry: ErasedEntry = { fields: [...new Set([...before.fields, ...fields])].sort() };
     const records = recordSeq === undefined ? before.records : withRecord(before.records ?? [], recordSeq, fields);
@@ -178,9 +180,23 @@ export class ErasedIdsChange {
     batch.put(erasedIdKey(eventId), JSON.stringify(entry.records === undefined ? entry.fields : entry));
   }
 
+  /**
+   * Reads the `v!` values of `eventIds` in one native read, for the adds of them that follow in
+   * this change (each reads its own otherwise: a page of 5,000 erased ids spent ~170 of its
+   * ~230 ms awaiting them one by one). Only within the write the change belongs to: what is
+   * read here stands for the value on disk until the batch is written.
+   */
+  async load(eventIds: readonly string[]): Promise<void> {
+    const unread = [...new Set(eventIds)].filter((eventId) => !this.#staged.has(eventId) && !this.#read.has(eventId));
+    if (unread.length === 0) return;
+    const values = await this.#db.getMany(unread.map(erasedIdKey));
+    unread.forEach((eventId, i) => this.#read.set(eventId, values[i]));
+  }
+
   commit(): void {
     if (this.#staged.size > 0) this.#committed(this.#staged.keys());
     this.#staged.clear();
+    this.#read.clear();
   }
 }
 

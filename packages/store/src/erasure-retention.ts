@@ -1,7 +1,7 @@
-import { integrityKindOf, parseErasureDetails } from '@auditlake/integrity';
+import { integrityKindOf, parseErasureDetails, type ErasedRecordRef } from '@auditlake/integrity';
 import type { StoredEvent } from '@auditlake/model';
 import type { Level } from 'level';
-import { storedAtSeq } from './point-reads.js';
+import { storedAtSeqs } from './point-reads.js';
 
 /**
  * The erasure records among `events` (entries retention would delete) that name a copy this
@@ -25,14 +25,25 @@ export async function erasuresNamingHeldCopies(db: Level<string, string>, events
     } catch {
       continue;
     }
-    for (const ref of records) {
-      if (ref.seq >= event.seq || deleting.has(ref.seq)) continue;
-      const held = await storedAtSeq(db, ref.seq);
-      if (held !== undefined && (JSON.parse(held.json) as StoredEvent).eventId === ref.eventId) {
-        kept.add(event.seq);
-        break;
-      }
-    }
+    const named = records.filter((ref) => ref.seq < event.seq && !deleting.has(ref.seq));
+    if (await holdsAny(db, named)) kept.add(event.seq);
   }
   return kept;
+}
+
+/** Named records read together (two native reads a chunk): an erasure names up to 10,000. */
+const RECORDS_READ_TOGETHER = 1_000;
+
+/** Whether the log holds any of `records` (the same eventId at the same seq). */
+async function holdsAny(db: Level<string, string>, records: readonly ErasedRecordRef[]): Promise<boolean> {
+  for (let at = 0; at < records.length; at += RECORDS_READ_TOGETHER) {
+    const chunk = records.slice(at, at + RECORDS_READ_TOGETHER);
+    const held = await storedAtSeqs(db, chunk.map((ref) => ref.seq));
+    const holds = (ref: ErasedRecordRef) => {
+      const entry = held.get(ref.seq);
+      return entry !== undefined && (JSON.parse(entry.json) as StoredEvent).eventId === ref.eventId;
+    };
+    if (chunk.some(holds)) return true;
+  }
+  return false;
 }

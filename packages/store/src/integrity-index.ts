@@ -3,7 +3,7 @@ import { INTEGRITY_ACTIONS, isSelfSource, type StoredEvent } from '@auditlake/mo
 import type { Level } from 'level';
 import type { ErasedIdsChange } from './erased-ids.js';
 import { KEY_ONLY_VALUE, checkpointKey, erasureKey, keyKey } from './event-keys.js';
-import { storedAtSeq } from './point-reads.js';
+import { storedAtSeqs, type HeldEntry } from './point-reads.js';
 import type { IntegrityEntry } from './record-chain.js';
 import { termsFromJson, type IndexWriter } from './index-writer.js';
 import { blockOfSeq } from './text-sketch.js';
@@ -104,16 +104,23 @@ export async function addIntegrityPuts(db: Level<string, string>, batch: PutSink
 
 /**
  * The record this log holds at `seq` (its time key and text), as this batch leaves it: rewritten
- * by an erasure before in the batch, put by the batch, or on disk. Found by its seq, not by its
- * eventId: one id can be held at two seqs (a copy re-sent after the first was tiered and deleted
- * on the leader, while a standby still holds both), and an erasure names each by its seq.
+ * by an erasure before in the batch, put by the batch, or on disk (`onDisk`, read ahead for the
+ * records being erased). Found by its seq, not by its eventId: one id can be held at two seqs (a
+ * copy re-sent after the first was tiered and deleted on the leader, while a standby still holds
+ * both), and an erasure names each by its seq.
  */
-async function recordAt(db: Level<string, string>, seq: number, indexes: IndexUpdate, rewritten: ReadonlyMap<string, string>): Promise<{ timeKey: string; json: string } | undefined> {
+function recordAt(seq: number, indexes: IndexUpdate, rewritten: ReadonlyMap<string, string>, onDisk: ReadonlyMap<number, HeldEntry>): HeldEntry | undefined {
   const pending = indexes.pendingEntryAt?.(seq);
   if (pending !== undefined) return { timeKey: pending.timeKey, json: rewritten.get(pending.timeKey) ?? pending.json };
-  const stored = await storedAtSeq(db, seq);
+  const stored = onDisk.get(seq);
   return stored === undefined ? undefined : { timeKey: stored.timeKey, json: rewritten.get(stored.timeKey) ?? stored.json };
 }
+
+/**
+ * Records an erasure names that are read together (their erased ids, then their seq and time
+ * keys, one native read each): few enough that what is read ahead stays small.
+ */
+const RECORDS_READ_TOGETHER = 1_000;
 
 async function eraseTargets(db: Level<string, string>, batch: PutSink, entry: IntegrityEntry, indexes: IndexUpdate, rewritten: Map<string, string>): Promise<boolean> {
   let details;
@@ -142,36 +149,54 @@ export async function eraseRecords(
   rewritten = new Map<string, string>(),
   options: { byIdOnly?: boolean; recordSeq?: number } = {},
 ): Promise<boolean> {
-  const details = { fields: [...fields] };
+  const names = [...fields];
   let rewrote = false;
-  for (const ref of records) {
-    // Held here or not (retention may have deleted it, the tier holding it): the id is never
-    // stored again, so a re-send cannot bring the erased values back (AuditStore.appendEncoded).
-    await indexes.erasedIds?.add(batch, ref.eventId, details.fields, options.recordSeq);
-    const held = await recordAt(db, ref.seq, indexes, rewritten);
-    if (held === undefined) continue;
-    const { timeKey: key, json: value } = held;
-    const before = JSON.parse(value) as StoredEvent;
-    if (before.eventId !== ref.eventId) continue;
-    // `byIdOnly`: the ids came without the records that named the copies (a page of erased
-    // ids). A field holding the marker as its value is left as it is (a copy stored after the
-    // erasure, a re-send holding the marker: no record names it), and so is any of auditlake's
-    // own records, which no erasure may name (a page is trusted no further than that).
-    if (options.byIdOnly === true && isSelfSource(before.source)) continue;
-    const erased = eraseRecordFields(before, options.byIdOnly === true ? details.fields.filter((field) => !holdsMarker(before, field)) : details.fields);
-    if (erased === undefined) continue;
-    const json = composeStoredEvent(erased);
-    batch.put(key, json);
-    rewritten.set(key, json);
-    // The index keys hold the values (user, tables): the erased ones go, the marker's come.
-    indexes.index.del(batch, termsFromJson(value), before.timestamp, before.seq);
-    indexes.index.put(batch, termsFromJson(json), before.timestamp, before.seq, indexes.newTables);
-    if (details.fields.includes('tables')) for (const table of before.tables) indexes.erasedTables?.add(table);
-    // The block's sketch holds the erased value's trigrams: rebuilt once this batch is written.
-    const block = blockOfSeq(before.seq);
-    batch.put(staleSketchKey(block), KEY_ONLY_VALUE);
-    indexes.erasedBlocks?.add(block);
-    rewrote = true;
+  for (let at = 0; at < records.length; at += RECORDS_READ_TOGETHER) {
+    const chunk = records.slice(at, at + RECORDS_READ_TOGETHER);
+    await indexes.erasedIds?.load(chunk.map((ref) => ref.eventId));
+    // Nothing but this batch changes the log until it is written: read ahead, then overlaid by
+    // what the batch rewrote or puts (recordAt).
+    const onDisk = await storedAtSeqs(db, chunk.filter((ref) => indexes.pendingEntryAt?.(ref.seq) === undefined).map((ref) => ref.seq));
+    for (const ref of chunk) if (await eraseRecord(batch, names, ref, indexes, rewritten, onDisk, options)) rewrote = true;
   }
   return rewrote;
+}
+
+/** eraseRecords for one named record, its stored text read ahead when on disk (`onDisk`); true when it rewrote it. */
+async function eraseRecord(
+  batch: PutSink,
+  fields: readonly ErasableField[],
+  ref: ErasedRecordRef,
+  indexes: IndexUpdate,
+  rewritten: Map<string, string>,
+  onDisk: ReadonlyMap<number, HeldEntry>,
+  options: { byIdOnly?: boolean; recordSeq?: number },
+): Promise<boolean> {
+  // Held here or not (retention may have deleted it, the tier holding it): the id is never
+  // stored again, so a re-send cannot bring the erased values back (AuditStore.appendEncoded).
+  await indexes.erasedIds?.add(batch, ref.eventId, fields, options.recordSeq);
+  const held = recordAt(ref.seq, indexes, rewritten, onDisk);
+  if (held === undefined) return false;
+  const { timeKey: key, json: value } = held;
+  const before = JSON.parse(value) as StoredEvent;
+  if (before.eventId !== ref.eventId) return false;
+  // `byIdOnly`: the ids came without the records that named the copies (a page of erased
+  // ids). A field holding the marker as its value is left as it is (a copy stored after the
+  // erasure, a re-send holding the marker: no record names it), and so is any of auditlake's
+  // own records, which no erasure may name (a page is trusted no further than that).
+  if (options.byIdOnly === true && isSelfSource(before.source)) return false;
+  const erased = eraseRecordFields(before, options.byIdOnly === true ? fields.filter((field) => !holdsMarker(before, field)) : fields);
+  if (erased === undefined) return false;
+  const json = composeStoredEvent(erased);
+  batch.put(key, json);
+  rewritten.set(key, json);
+  // The index keys hold the values (user, tables): the erased ones go, the marker's come.
+  indexes.index.del(batch, termsFromJson(value), before.timestamp, before.seq);
+  indexes.index.put(batch, termsFromJson(json), before.timestamp, before.seq, indexes.newTables);
+  if (fields.includes('tables')) for (const table of before.tables) indexes.erasedTables?.add(table);
+  // The block's sketch holds the erased value's trigrams: rebuilt once this batch is written.
+  const block = blockOfSeq(before.seq);
+  batch.put(staleSketchKey(block), KEY_ONLY_VALUE);
+  indexes.erasedBlocks?.add(block);
+  return true;
 }

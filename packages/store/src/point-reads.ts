@@ -41,8 +41,38 @@ export async function getManyInKeyOrder<V>(db: Level<string, string>, keys: read
   return inKeysOrder;
 }
 
+/** What the log holds at one seq: the entry's time key and stored text. */
+export interface HeldEntry {
+  timeKey: string;
+  json: string;
+}
+
+/**
+ * The entries the log holds at `seqs`, by seq (a seq it holds none at is absent): what
+ * storedAtSeq gives for each, in two native reads for all of them instead of two for each: an
+ * erasure names up to 10,000 records, and each read awaited on its own is a round trip to
+ * LevelDB's threads.
+ */
+export async function storedAtSeqs(db: Level<string, string>, seqs: readonly number[]): Promise<Map<number, HeldEntry>> {
+  const held = new Map<number, HeldEntry>();
+  const unique = [...new Set(seqs)];
+  if (unique.length === 0) return held;
+  const times = await getManyInKeyOrder<string>(db, unique.map(seqKey));
+  const found: Array<{ seq: number; timeKey: string }> = [];
+  unique.forEach((seq, i) => {
+    const ts = times[i];
+    if (ts !== undefined) found.push({ seq, timeKey: timeKey(decodeUint(ts), seq) });
+  });
+  const texts = await getManyInKeyOrder<string>(db, found.map((entry) => entry.timeKey));
+  found.forEach((entry, i) => {
+    const json = texts[i];
+    if (json !== undefined) held.set(entry.seq, { timeKey: entry.timeKey, json });
+  });
+  return held;
+}
+
 /** The time key and stored text of the entry at `seq` (its seq key names its time), or undefined when the log holds none there. */
-export async function storedAtSeq(db: Level<string, string>, seq: number): Promise<{ timeKey: string; json: string } | undefined> {
+export async function storedAtSeq(db: Level<string, string>, seq: number): Promise<HeldEntry | undefined> {
   const ts = await db.get(seqKey(seq));
   if (ts === undefined) return undefined;
   const key = timeKey(decodeUint(ts), seq);

@@ -64,6 +64,24 @@ describe('retention and erasure records', () => {
     expect(after.ok, after.message).toBe(true);
   });
 
+  for (const at of [999, 1000, 1500]) {
+    it(`finds a held copy wherever among the names it is (read 1,000 names at a time): name ${at} of 1,501`, async () => {
+      const store = await openStore();
+      // seq 1..1500: old events; seq 1501: one timed an hour ahead; seq 1502: the erasure naming all.
+      await store.append(Array.from({ length: 1500 }, (_, i) => ev(`old-${i}`, T0)));
+      await store.append([ev('ahead', T0 + HOUR)]);
+      const names = Array.from({ length: 1500 }, (_, i) => ({ eventId: `old-${i}`, seq: i + 1 }));
+      names.splice(at, 0, { eventId: 'ahead', seq: 1501 });
+      await store.append([erasure('erase-1', T0 + 1, names)]);
+      await store.append([ev('latest', T0 + 2 * HOUR)]);
+      // The old copies go; the record stays with the copy it still names.
+      expect(await prune(store, T0 + 2)).toBe(1500);
+      expect((await store.readBySeq(0, 2000)).map((e) => e.seq)).toEqual([1501, 1502, 1503]);
+      const report = await verify(store);
+      expect(report.ok, report.message).toBe(true);
+    });
+  }
+
   it('deletes an erasure record whose named copies are all gone, or that names only a later seq or another event there', async () => {
     const store = await openStore();
     await store.append([ev('a', T0), ev('b', T0 + HOUR)]);

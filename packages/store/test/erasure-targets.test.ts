@@ -115,6 +115,31 @@ describe('an erasure and the records it names', () => {
     }
   });
 
+  it('reaches every record of an erasure naming more than are read together (two reads per 1,000): held, absent, and named twice', async () => {
+    const leader = await open();
+    const count = 2_500;
+    await leader.append(Array.from({ length: count }, (_, i) => ev({ eventId: `e${i}`, userId: `user-${i}` })));
+    // Every held one, a seq the log never held, and seqs 1000 and 2001 named again in later chunks.
+    const names = [...Array.from({ length: count }, (_, i) => ({ eventId: `e${i}`, seq: i + 1 })), { eventId: 'never', seq: 1 }, { eventId: 'e999', seq: 1000 }, { eventId: 'e2000', seq: 2001 }];
+    await leader.append([erasure('erase-1', ['userId'], names)]);
+    const standby = await open();
+    await pull(leader, standby);
+    for (const store of [leader, standby]) {
+      const records = await store.readBySeq(0, count + 10);
+      const events = records.filter((record) => record.source !== SELF_SOURCE);
+      expect(events).toHaveLength(count);
+      expect(events.filter((record) => record.userId !== ERASED_MARKER).map((record) => record.eventId)).toEqual([]);
+      // The index keys follow: no erased user is found by its name any more.
+      for (const i of [0, 999, 1000, 1999, 2000, count - 1]) {
+        const found: string[] = [];
+        for await (const event of store.search({ action: 'all', user: `user-${i}` })) found.push(event.eventId);
+        expect(found, `user-${i}`).toEqual([]);
+      }
+      // Each named id is recorded as erased, the one never held among them: a re-send with a new time is not stored.
+      expect((await store.append([ev({ eventId: 'never', timestamp: OLD + 1 }), ev({ eventId: 'e1500', timestamp: OLD + 1 })])).stored).toEqual([]);
+    }
+  });
+
   it('a store holding erasure records it never applied (a node with the chain off, before it applied them) applies them when it opens', async () => {
     const leader = await open();
     await leader.append([ev(), ev({ eventId: 'kept', timestamp: OLD + 1, query: 'SELECT 1' })]);

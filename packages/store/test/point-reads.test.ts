@@ -1,10 +1,12 @@
-// Goal: a point read split into reads side by side returns exactly what one read returns: every key's value in the keys' order, undefined where absent.
+// Goal: a point read split into reads side by side returns exactly what one read returns: every key's value in the keys' order, undefined where absent;
+// and the entries at many seqs, read together, are what a read per seq finds.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Level } from 'level';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { getManySideBySide } from '../src/point-reads.js';
+import { encodeUint, seqKey, timeKey } from '../src/event-keys.js';
+import { getManySideBySide, storedAtSeq, storedAtSeqs } from '../src/point-reads.js';
 
 async function openDb(count: number): Promise<Level<string, string>> {
   const dir = await mkdtemp(join(tmpdir(), 'auditlake-points-'));
@@ -34,5 +36,24 @@ describe('getManySideBySide', () => {
         expect(answer).toHaveLength(size);
       }
     }
+  });
+});
+
+describe('storedAtSeqs', () => {
+  it('finds what storedAtSeq finds at each seq: none where no seq key, or no entry at the time it names', async () => {
+    const db = await openDb(0);
+    const batch = db.batch();
+    // seq 1..30, times out of seq order; 10 has no seq key, 20 a seq key whose entry is gone.
+    for (let seq = 1; seq <= 30; seq++) {
+      const ts = 1_700_000_000_000 + ((seq * 7919) % 31) * 1000;
+      if (seq !== 10) batch.put(seqKey(seq), encodeUint(ts));
+      if (seq !== 20) batch.put(timeKey(ts, seq), `{"seq":${seq}}`);
+    }
+    await batch.write();
+    const seqs = [30, 1, 10, 20, 5, 5, 31, 17];
+    const found = await storedAtSeqs(db, seqs);
+    for (const seq of seqs) expect(found.get(seq), `seq ${seq}`).toEqual(await storedAtSeq(db, seq));
+    expect([...found.keys()].sort((a, b) => a - b)).toEqual([1, 5, 17, 30]);
+    expect((await storedAtSeqs(db, [])).size).toBe(0);
   });
 });
