@@ -129,6 +129,7 @@ export async function backfillErasedIds(db: Level<string, string>, erased: Erase
     }
     const batch = db.batch();
     const change = erased.begin();
+    await change.load(details.records.map((ref) => ref.eventId));
     for (const ref of details.records) {
       if (ref.seq >= seq) continue;
       await change.add(batch, ref.eventId, details.fields, seq);
