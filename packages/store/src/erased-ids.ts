@@ -176,6 +176,8 @@ export class ErasedIdsChange {
     const records = recordSeq === undefined ? before.records : withRecord(before.records ?? [], recordSeq, fields);
     if (records !== undefined) entry.records = records;
     this.#staged.set(eventId, entry);
+    // Staged from now on: the value read ahead is not looked at again (one pull's erasures can name many ids).
+    this.#read.delete(eventId);
     // The fields alone as before when no record is known (what older versions wrote and read).
     batch.put(erasedIdKey(eventId), JSON.stringify(entry.records === undefined ? entry.fields : entry));
   }
