@@ -325,7 +325,9 @@ export class ClusterNode {
    * (`ack=replicated`), false after `timeoutMs`. An event is confirmed when its entry in this
    * node's log either came from another node (replicated or caught up: the sender holds it),
    * or was ordered here and a standby's pull in the term this node leads now has matched this
-   * log at or past its seq. Progress of another term, or a pull that did not match, never counts.
+   * log at or past its seq; or, on a node that follows another now, was ordered here (in a term
+   * it led before) and the leader it follows matched this log at or past its seq. Progress of
+   * another term, or a pull that did not match, never counts.
    */
   async confirmReplicated(events: ReadonlyArray<Pick<EncodedEvent, 'eventId'>>, timeoutMs: number): Promise<boolean> {
     const deadline = this.#clock.monotonicMs() + timeoutMs;
@@ -353,8 +355,10 @@ export class ClusterNode {
     const run = store.runAt(seq);
     if (run === undefined) return false;
     if (run.received) return true;
+    // Ordered here: while leading, a standby of this term matched past it; while following, the
+    // leader did (this node ordered it in a term it led before).
     const term = this.elector.leadingTerm;
-    return term !== undefined && this.tracker.confirmed(term, seq);
+    return term !== undefined ? this.tracker.confirmed(term, seq) : seq <= this.#follower.matchedThroughSeq;
   }
 
   /** Waits for the log to grow, a standby's progress, or `ms`. */

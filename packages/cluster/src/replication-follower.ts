@@ -47,6 +47,11 @@ export class ReplicationFollower {
    * 300 KB/s link, 1 KB events): a smaller answer arrives in time.
    */
   #limit = PULL_LIMIT_MAX;
+  /**
+   * This log's end the last time a leader matched it (its term, and its chain hash where both
+   * know it), with the store's cut count then: that leader held every entry up to it.
+   */
+  #matched: { seq: number; cuts: number } | undefined;
 
   constructor(options: ReplicationFollowerOptions) {
     this.#options = options;
@@ -78,8 +83,20 @@ export class ReplicationFollower {
     }
   }
 
+  /**
+   * The highest seq through which a leader matched this log, in the log as it is now (0 after a
+   * cut since): every entry up to it, whichever node ordered it, is held by another node. What
+   * a former leader needs to confirm `ack=replicated` for the events it ordered itself once it
+   * follows another (its standbys' progress counted only in the term it led).
+   */
+  get matchedThroughSeq(): number {
+    const matched = this.#matched;
+    return matched !== undefined && matched.cuts === this.#options.store.cutCount ? matched.seq : 0;
+  }
+
   async #pullOnce(leaderUrl: string): Promise<void> {
     const { store, elector, transport, metaHash } = this.#options;
+    const cuts = store.cutCount;
     const position = store.position;
     const lastTerm = store.termAt(position.lastSeq);
     const lastChainHash = await store.chainHashAt(position.lastSeq);
@@ -112,6 +129,8 @@ export class ReplicationFollower {
       await this.#divert(response, response.mismatch.termStarts);
       return;
     }
+    // Matched where this log ends: the leader holds it up to there (log matching).
+    if (store.cutCount === cuts) this.#matched = { seq: position.lastSeq, cuts };
     if (response.meta) {
       // The leader's metadata, whole: a name it does not hold goes (one a diverged log wrote).
       // Taken at once, also while this log is behind: a standby must run the settings its
