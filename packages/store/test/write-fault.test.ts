@@ -1,11 +1,14 @@
 // Goal: once LevelDB fails a write (here its log reaches the process's file-size limit, as a full disk would stop it), the store refuses every later write until it is reopened — with the limit lifted, LevelDB would take later appends behind the partial record and drop them when the log is next read — so after kill -9 and a reopen every acknowledged event is there.
+// A write already on its way into LevelDB when another fails is refused when it comes back, not acknowledged.
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, expect, it, onTestFinished } from 'vitest';
+import { Level } from 'level';
 import { AuditStore } from '../src/index.js';
+import { latchWriteFaults } from '../src/write-fault-latch.js';
 
 /**
  * The child process: appends synced batches until one fails (its parent set a file-size limit
@@ -86,4 +89,35 @@ describe('a failed write', () => {
     await reopened.putMeta({ 'after-reopen': 1 });
     expect(reopened.writeFault).toBeUndefined();
   }, 120_000);
+});
+
+describe('a write already on its way when another fails', () => {
+  it('is refused when it comes back, not acknowledged: it may sit behind the partial record', async () => {
+    const location = await mkdtemp(join(tmpdir(), 'auditlake-write-fault-race-'));
+    onTestFinished(() => rm(location, { recursive: true, force: true }));
+    const db = new Level<string, string>(location);
+    await db.open();
+    onTestFinished(() => db.close());
+    // LevelDB's own batch, made to fail once after 20 ms (an I/O error on its log) and to take
+    // 40 ms before writing otherwise: the second write starts before the first fails and ends after.
+    const writes = db as unknown as { _batch: (...args: unknown[]) => Promise<unknown> };
+    const real = writes._batch.bind(db);
+    let calls = 0;
+    writes._batch = async (...args: unknown[]) => {
+      const call = ++calls;
+      await new Promise((resolve) => setTimeout(resolve, call === 1 ? 20 : 40));
+      if (call === 1) throw new Error('EIO: i/o error, write');
+      return real(...args);
+    };
+    const faults: string[] = [];
+    latchWriteFaults(db, (fault) => faults.push(fault.message));
+    const [first, second] = await Promise.allSettled([db.batch([{ type: 'put', key: 'a', value: '1' }]), db.batch([{ type: 'put', key: 'b', value: '2' }])]);
+    expect(first.status).toBe('rejected');
+    expect(second.status).toBe('rejected');
+    expect(String((second as PromiseRejectedResult).reason)).toMatch(/failed a write \(EIO: i\/o error, write\) and accepts none since/);
+    expect(faults).toEqual(['EIO: i/o error, write']);
+    // A write begun after the fault is refused before it reaches LevelDB.
+    await expect(db.put('c', '3')).rejects.toThrow(/accepts none since/);
+    expect(calls).toBe(2);
+  });
 });
