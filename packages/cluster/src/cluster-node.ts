@@ -358,7 +358,7 @@ export class ClusterNode {
     // Ordered here: while leading, a standby of this term matched past it; while following, the
     // leader did (this node ordered it in a term it led before).
     const term = this.elector.leadingTerm;
-    return term !== undefined ? this.tracker.confirmed(term, seq) : seq <= this.#follower.matchedThroughSeq;
+    return term !== undefined ? this.tracker.confirmed(term, seq) : this.#follower.leaderHolds(seq);
   }
 
   /** Waits for the log to grow, a standby's progress, or `ms`. */

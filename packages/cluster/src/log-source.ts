@@ -79,7 +79,8 @@ export class LogSource {
     // leader adopting a tier's entries) voids it, so the progress recorded below never counts
     // entries the cut removed.
     const cuts = store.cutCount;
-    if (!(await this.#matches(request)) || store.cutCount !== cuts) {
+    const match = await this.#match(request);
+    if (match === 'none' || store.cutCount !== cuts) {
       if (!request.catchUp) this.#options.onMismatch(request.nodeId);
       const response: PullResponse = { ...(await this.#header(request, false)), entries: [], mismatch: { termStarts: store.termStarts() } };
       // A new leader owed erased ids takes them also from a peer whose log ends before its own
@@ -88,24 +89,26 @@ export class LogSource {
       if (erasedIds !== undefined) response.erasedIds = erasedIds;
       return response;
     }
-    if (request.catchUp) return this.#withEntries(request, await this.#read(request.after, limit), false);
+    if (request.catchUp) return this.#withEntries(request, await this.#read(request.after, limit), false, match);
     // Matched: the asker holds this log up to `after`. That is progress only in the term this
-    // node leads now, for an asker that knows the term (so it can refuse any older leader).
+    // node leads now, for an asker that knows the term (so it can refuse any older leader), and
+    // only when proven (review: with a term handed out twice and the entry at `after` deleted
+    // here by retention, a standby holding other entries under the same term was counted).
     const term = elector.leadingTerm;
-    if (term !== undefined && request.term === term) tracker.record(term, request.nodeId, request.after);
+    if (term !== undefined && request.term === term && match === 'proven') tracker.record(term, request.nodeId, request.after);
     let read = await this.#read(request.after, limit);
     // An asker owed erased ids gets its page now, when there is one to give: it asks again at once.
     if (read.entries.length === 0 && request.waitMs > 0 && !(await erasedIdsGivable(request, store))) {
       await this.#waitForGrowth(request.waitMs);
       // Deposed meanwhile: its log may be about to change; the asker should find the new leader.
       if (!elector.isLeader()) throw new AuditError(AuditErrorCode.NOT_LEADER, `node ${this.#options.nodeId} is no longer the leader`, { retryable: true });
-      if (!(await this.#matches(request))) return { ...(await this.#header(request, false)), entries: [], mismatch: { termStarts: store.termStarts() } };
+      if ((await this.#match(request)) === 'none') return { ...(await this.#header(request, false)), entries: [], mismatch: { termStarts: store.termStarts() } };
       read = await this.#read(request.after, limit);
     }
     if (term !== undefined && request.term === term && read.entries.length > 0 && tracker.sent(term, request.nodeId, request.after)) {
       this.#options.onNotApplying?.(request.nodeId, request.after);
     }
-    return this.#withEntries(request, read, true);
+    return this.#withEntries(request, read, true, match);
   }
 
   /** The entries after `after`, with where the log ended just before they were read. */
@@ -117,19 +120,23 @@ export class LogSource {
   /**
    * Whether this log holds the asker's last entry: the same term at its last seq, and the same
    * chain hash there when both logs know it (equal terms alone do not prove equal entries once
-   * a term number was handed out twice; the chain hash commits to every entry up to it).
+   * a term number was handed out twice; the chain hash commits to every entry up to it). This
+   * log's hash there is also known where its retention deleted the entry at the end of a
+   * deleted range. 'unproven': the asker sent its hash, this log (keeping the chain) knows none.
    */
-  async #matches(request: PullRequest): Promise<boolean> {
+  async #match(request: PullRequest): Promise<'proven' | 'unproven' | 'none'> {
     const { store } = this.#options;
-    if (request.after === 0) return true;
-    if (request.after > store.position.lastSeq || store.termAt(request.after) !== request.lastTerm) return false;
-    if (request.lastChainHash === undefined) return true;
-    const mine = await store.chainHashAt(request.after);
-    return mine === undefined || mine === request.lastChainHash;
+    if (request.after === 0) return 'proven';
+    if (request.after > store.position.lastSeq || store.termAt(request.after) !== request.lastTerm) return 'none';
+    if (request.lastChainHash === undefined || !store.chainEnabled) return 'proven';
+    const mine = (await store.chainHashAt(request.after)) ?? (await store.knownChainHashAt(request.after));
+    if (mine === undefined) return 'unproven';
+    return mine === request.lastChainHash ? 'proven' : 'none';
   }
 
-  async #withEntries(request: PullRequest, { entries, end }: { entries: Uint8Array[]; end: number }, withMeta: boolean): Promise<PullResponse> {
+  async #withEntries(request: PullRequest, { entries, end }: { entries: Uint8Array[]; end: number }, withMeta: boolean, match: 'proven' | 'unproven'): Promise<PullResponse> {
     const response: PullResponse = { ...(await this.#header(request, withMeta)), entries };
+    if (match === 'unproven') response.unproven = true;
     // None after `after`, though the log reached past it before they were read: retention
     // deleted every entry in between (an entry appended since is not counted).
     if (entries.length === 0 && end > request.after) response.tailDeleted = { throughSeq: end, term: this.#options.store.termAt(end) };

@@ -94,6 +94,14 @@ export interface PullResponse {
    * of an event it never held up in the tier.
    */
   prunedTimeMax?: number;
+  /**
+   * The asker's end matched by term alone: it sent its chain hash there, and the answering node
+   * knows none to compare (its retention deleted that entry). Entries are sent all the same (each
+   * is checked against the chain as it is applied), but the match proves nothing about the
+   * entries before it — a term number can be handed out twice — so neither side counts it as
+   * the asker holding the answering node's log (ack=replicated, tiering's bound).
+   */
+  unproven?: true;
   /** The page of erased ids the asker asked for (`erasedAfter`), read after the entries; absent when this node cannot give a complete set. */
   erasedIds?: ErasedIdsPage;
   meta?: Record<string, unknown>;

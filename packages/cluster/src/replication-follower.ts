@@ -85,13 +85,23 @@ export class ReplicationFollower {
 
   /**
    * The highest seq through which a leader matched this log, in the log as it is now (0 after a
-   * cut since): every entry up to it, whichever node ordered it, is held by another node. What
-   * a former leader needs to confirm `ack=replicated` for the events it ordered itself once it
-   * follows another (its standbys' progress counted only in the term it led).
+   * cut since).
    */
   get matchedThroughSeq(): number {
     const matched = this.#matched;
     return matched !== undefined && matched.cuts === this.#options.store.cutCount ? matched.seq : 0;
+  }
+
+  /**
+   * Whether a leader holds this log's entry at `seq`, as a matched pull proved: at or below
+   * where it last matched this log, and above every seq this log skipped or pruned (past a skip
+   * the entries may join the leader's log without a chain hash linking them to those before,
+   * and a match further on then proves nothing about those: review, with a term number handed
+   * out twice). What a former leader needs to confirm `ack=replicated` for the events it
+   * ordered itself once it follows another (its standbys' progress counted only in the term it led).
+   */
+  leaderHolds(seq: number): boolean {
+    return seq <= this.matchedThroughSeq && seq > this.#options.store.gapSeqMax;
   }
 
   async #pullOnce(leaderUrl: string): Promise<void> {
@@ -129,8 +139,9 @@ export class ReplicationFollower {
       await this.#divert(response, response.mismatch.termStarts);
       return;
     }
-    // Matched where this log ends: the leader holds it up to there (log matching).
-    if (store.cutCount === cuts) this.#matched = { seq: position.lastSeq, cuts };
+    // Matched where this log ends, by its chain hash too where both know it: the leader holds it
+    // up to there (log matching). By term alone after this log sent its hash, it proves nothing.
+    if (store.cutCount === cuts && response.unproven !== true) this.#matched = { seq: position.lastSeq, cuts };
     if (response.meta) {
       // The leader's metadata, whole: a name it does not hold goes (one a diverged log wrote).
       // Taken at once, also while this log is behind: a standby must run the settings its

@@ -808,6 +808,16 @@ export class AuditStore {
     return this.#cuts;
   }
 
+  /**
+   * The highest seq this log ever skipped (entries applied past seqs their sender's retention
+   * deleted) or pruned. An entry at or below it may sit before a join to a sender's log that no
+   * chain hash linked (this log ended inside a range the sender deleted), so a match of this
+   * log's end further on proves nothing about it.
+   */
+  get gapSeqMax(): number {
+    return this.#gapSeqMax;
+  }
+
   #logGrew(): void {
     for (const listener of this.#logListeners) listener();
   }
