@@ -355,6 +355,10 @@ export class ClusterNode {
     const run = store.runAt(seq);
     if (run === undefined) return false;
     if (run.received) return true;
+    // Ordered here, before a join to another log no chain hash linked: no match of this log
+    // proves another node holds it (a later standby may match the entries after the join only;
+    // review, with a term number handed out twice).
+    if (seq <= store.unlinkedThrough) return false;
     // Ordered here: while leading, a standby of this term matched past it; while following, the
     // leader did (this node ordered it in a term it led before).
     const term = this.elector.leadingTerm;

@@ -114,6 +114,7 @@ export function skippedOf(response: PullResponse): SkippedByRetention {
     ...(response.prunedRanges === undefined ? {} : { ranges: response.prunedRanges }),
     ...(response.prunedCheckpoint === undefined ? {} : { checkpoint: response.prunedCheckpoint }),
     ...(response.prunedTimeMax === undefined ? {} : { timeMax: response.prunedTimeMax }),
+    ...(response.unproven === true ? { unproven: true } : {}),
   };
 }
 

@@ -94,14 +94,14 @@ export class ReplicationFollower {
 
   /**
    * Whether a leader holds this log's entry at `seq`, as a matched pull proved: at or below
-   * where it last matched this log, and above every seq this log skipped or pruned (past a skip
-   * the entries may join the leader's log without a chain hash linking them to those before,
-   * and a match further on then proves nothing about those: review, with a term number handed
-   * out twice). What a former leader needs to confirm `ack=replicated` for the events it
-   * ordered itself once it follows another (its standbys' progress counted only in the term it led).
+   * where it last matched this log, and above where this log took entries past a skip with no
+   * chain hash linking them to it (AuditStore.unlinkedThrough: a match further on proves nothing
+   * about the entries before such a join; review, with a term number handed out twice). What a
+   * former leader needs to confirm `ack=replicated` for the events it ordered itself once it
+   * follows another (its standbys' progress counted only in the term it led).
    */
   leaderHolds(seq: number): boolean {
-    return seq <= this.matchedThroughSeq && seq > this.#options.store.gapSeqMax;
+    return seq <= this.matchedThroughSeq && seq > this.#options.store.unlinkedThrough;
   }
 
   async #pullOnce(leaderUrl: string): Promise<void> {

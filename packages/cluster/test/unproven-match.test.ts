@@ -145,7 +145,7 @@ describe('a standby\'s own record of where the leader matched its log', () => {
     // match at 5, proven: the leader holds 5, and nothing here says it holds 1–3.
     expect(standby.position.lastSeq).toBe(5);
     expect(follower.matchedThroughSeq).toBe(5);
-    expect(standby.gapSeqMax).toBe(4);
+    expect(standby.unlinkedThrough).toBe(3);
     expect([1, 2, 3, 5].map((seq) => follower.leaderHolds(seq))).toEqual([false, false, false, true]);
   });
 
@@ -162,7 +162,8 @@ describe('a standby\'s own record of where the leader matched its log', () => {
     expect(answers.some((answer) => answer.unproven === true)).toBe(false);
     expect(standby.position.lastSeq).toBe(5);
     expect(follower.matchedThroughSeq).toBe(5);
-    // Seqs 1–4 it skipped (the leader deleted them); 5 the leader holds.
+    // Seqs 1–4 it skipped (the leader deleted them, and sent the hash at 4 that entry 5 follows); 5 the leader holds.
+    expect(standby.unlinkedThrough).toBe(0);
     expect(follower.leaderHolds(5)).toBe(true);
     expect(follower.leaderHolds(6)).toBe(false);
   });

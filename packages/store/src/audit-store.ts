@@ -70,6 +70,13 @@ export interface SkippedByRetention {
    * tier once it leads (resent-after-retention.ts).
    */
   timeMax?: number;
+  /**
+   * The sender matched this log's end by term alone: it knew no chain hash there to compare
+   * (its retention deleted that entry). Nothing then links the entries to what this log holds,
+   * whatever ranges come with them (they are cut to start after this log's end), so this log's
+   * end becomes where it is unlinked (AuditStore.unlinkedThrough).
+   */
+  unproven?: boolean;
 }
 
 /**
@@ -100,6 +107,8 @@ export const LOG_TAIL_BYTES = 256 * 1024 * 1024;
 
 /** Local-metadata name of the highest seq ever pruned or skipped (`#gapSeqMax`). */
 const GAP_SEQ_MAX = 'gapSeqMax';
+/** Local-metadata name of `#unlinkedThrough`. */
+const UNLINKED_THROUGH = 'unlinkedThrough';
 
 /**
  * LevelDB's cache of uncompressed blocks (its default is 8 MiB; `AuditStoreOptions.cacheBytes`,
@@ -330,6 +339,11 @@ export class AuditStore {
    */
   #gapSeqMax = 0;
   /**
+   * Where this log ended when it last took a sender's entries past seqs they skip with no chain
+   * hash linking them to it (see unlinkedThrough).
+   */
+  #unlinkedThrough = 0;
+  /**
    * While this log owes itself its leader's erased ids (it skipped seqs, erased-ids-sync.ts):
    * the id the next page follows ('' for the first); undefined when none are owed.
    */
@@ -451,6 +465,12 @@ export class AuditStore {
         store.#gapSeqMax = store.#writer.position.lastSeq;
         await store.#db.put(localKey(GAP_SEQ_MAX), String(store.#gapSeqMax), { sync: true });
       } else store.#gapSeqMax = Number(gapSeqMax);
+      const unlinkedThrough = await store.#db.get(localKey(UNLINKED_THROUGH));
+      if (unlinkedThrough === undefined) {
+        // Kept only since this version: any seq skipped or pruned before may hide such a join.
+        store.#unlinkedThrough = store.#gapSeqMax;
+        await store.#db.put(localKey(UNLINKED_THROUGH), String(store.#unlinkedThrough), { sync: true });
+      } else store.#unlinkedThrough = Number(unlinkedThrough);
       store.#status = 'open';
       // An erasure written before a crash may have left sketches holding its values' trigrams.
       await store.#rebuildStaleSketches();
@@ -818,6 +838,19 @@ export class AuditStore {
     return this.#gapSeqMax;
   }
 
+  /**
+   * Where this log ended when it last applied a sender's entries that nothing linked to it: the
+   * sender matched this log's end by term alone (SkippedByRetention.unproven: this log ended
+   * inside a range the sender's retention deleted, where the sender knew no hash to compare), or
+   * the entries skip seqs with no chain hash sent for the skipped range, or this log does not
+   * keep the chain. A match of this log's end further on then proves nothing about the entries at
+   * or below this seq: with a term number handed out twice they may be another history's
+   * (review). 0 when no such join happened; never lowered.
+   */
+  get unlinkedThrough(): number {
+    return this.#unlinkedThrough;
+  }
+
   #logGrew(): void {
     for (const listener of this.#logListeners) listener();
   }
@@ -1071,6 +1104,7 @@ export class AuditStore {
     let prunedAfter: PrunedRanges | undefined;
     let prunedTimeMax: number | undefined;
     let owedAfter: ErasedIdsOwed | undefined;
+    let unlinkedAfter: number | undefined;
     try {
       const firstEntry = entries[0];
       const lastEntry = entries[entries.length - 1];
@@ -1081,6 +1115,7 @@ export class AuditStore {
       // write's fsync is awaited (kept across it, 2,000 entries a batch reached the old
       // generation). Stored byte for byte as the leader stored it: never decoded or serialised again.
       let gapSeqMax = this.#gapSeqMax;
+      let unlinkedThrough = this.#unlinkedThrough;
       let skippedSeqs = false;
       let sinceYield = 0;
       for (const bytes of entries) {
@@ -1105,7 +1140,11 @@ export class AuditStore {
           // Only a range within this gap, reaching up to this entry.
           if (range !== undefined && range.fromSeq > expected) rangesKept.push(range);
           else range = undefined;
+          // Nothing links this entry to what this log held before the gap (unlinkedThrough).
+          if (!chain.enabled || range?.chainHash === undefined) unlinkedThrough = Math.max(unlinkedThrough, expected);
         }
+        // Matched by term alone: nothing links the first entry taken to this log's end.
+        if (skipped.unproven === true && last === undefined) unlinkedThrough = Math.max(unlinkedThrough, position.lastSeq);
         while (pending.length > 0 && (pending[0] as TermStart).firstSeq <= entry.seq) {
           const start = pending.shift() as TermStart;
           if (start.firstSeq > expected) startRun(start.firstSeq, start.term);
@@ -1174,6 +1213,10 @@ export class AuditStore {
         batch.put(localKey(GAP_SEQ_MAX), String(gapSeqMax));
         this.#gapSeqMax = gapSeqMax;
       }
+      if (unlinkedThrough > this.#unlinkedThrough) {
+        batch.put(localKey(UNLINKED_THROUGH), String(unlinkedThrough));
+        unlinkedAfter = unlinkedThrough;
+      }
       // The skipped seqs may hold erasure records: the sender's erased ids are owed, from the
       // first, unless a complete set through them was taken already (the sender deleted them
       // before this log got here: owedForTail).
@@ -1205,6 +1248,7 @@ export class AuditStore {
     this.#tail.clear();
     erasedIds.commit();
     if (owedAfter !== undefined) this.#erasedIdsOwed = owedAfter;
+    if (unlinkedAfter !== undefined) this.#unlinkedThrough = unlinkedAfter;
     for (const run of added) runs.add(run);
     if (chain.enabled) chain.commit(head);
     if (keptCheckpointSeq !== undefined) this.#prunedCheckpointSeq = keptCheckpointSeq;
