@@ -10,7 +10,8 @@ import { InMemoryCoordinatorState } from '../src/index.js';
 import type { LeaderElector } from '../src/leader-elector.js';
 import { LogSource } from '../src/log-source.js';
 import { MetaHash } from '../src/meta-hash.js';
-import type { PullRequest } from '../src/protocol.js';
+import type { PeerTransport, PullRequest } from '../src/protocol.js';
+import { ReplicationFollower } from '../src/replication-follower.js';
 import { ReplicationTracker } from '../src/replication-tracker.js';
 import { ManualClock } from './manual-clock.js';
 import { testElector } from './test-elector.js';
@@ -74,3 +75,31 @@ export async function leaderWith(events: number, query?: string) {
   return { store, source, tracker, warnings, request, clock, state, elector };
 }
 
+
+/**
+ * A standby's replication follower over `transport`, started once both electors agree that
+ * `leaderElector`'s node leads; closed when the test ends. The caller moves `clock` on.
+ */
+export async function startFollower(options: { store: AuditStore; elector: LeaderElector; leaderElector: LeaderElector; transport: PeerTransport; clock: ManualClock; nodeId: string }): Promise<ReplicationFollower> {
+  const { store, elector, leaderElector, transport, clock, nodeId } = options;
+  const follower = new ReplicationFollower({
+    store,
+    elector,
+    transport,
+    clock,
+    metaHash: new MetaHash(store),
+    nodeId,
+    pullWaitMs: 0,
+    onMetaApplied: () => undefined,
+    onDiverted: () => undefined,
+    log: { info: () => undefined, warn: () => undefined },
+  });
+  onTestFinished(() => follower.close());
+  for (let i = 0; i < 5; i++) {
+    await leaderElector.tick();
+    await elector.tick();
+  }
+  expect(elector.leader?.nodeId).toBe('leader');
+  follower.start();
+  return follower;
+}

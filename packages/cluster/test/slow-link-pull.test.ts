@@ -3,11 +3,9 @@
 // (review: a 300 KB/s link, 1 KB events). A failed pull now halves what the next asks for and an
 // answered one doubles it back, so answers shrink until they arrive in time; the leader does not
 // take such a standby for one that refuses what it is sent.
-import { describe, expect, it, onTestFinished } from 'vitest';
-import { MetaHash } from '../src/meta-hash.js';
+import { describe, expect, it } from 'vitest';
 import type { PeerTransport } from '../src/protocol.js';
-import { ReplicationFollower } from '../src/replication-follower.js';
-import { electorOf, leaderWith, openStore } from './leader-log.js';
+import { electorOf, leaderWith, openStore, startFollower } from './leader-log.js';
 
 /** What the link carries in one pull's time: the answer's entries, in bytes. */
 const LINK_BYTES_PER_PULL = 8_000;
@@ -33,25 +31,7 @@ describe('a standby behind a link too slow for a full answer', () => {
         throw new Error('not used');
       },
     };
-    const follower = new ReplicationFollower({
-      store: standby,
-      elector,
-      transport,
-      clock,
-      metaHash: new MetaHash(standby),
-      nodeId: 's1',
-      pullWaitMs: 0,
-      onMetaApplied: () => undefined,
-      onDiverted: () => undefined,
-      log: { info: () => undefined, warn: () => undefined },
-    });
-    onTestFinished(() => follower.close());
-    for (let i = 0; i < 5; i++) {
-      await leaderElector.tick();
-      await elector.tick();
-    }
-    expect(elector.leader?.nodeId).toBe('leader');
-    follower.start();
+    await startFollower({ store: standby, elector, leaderElector, transport, clock, nodeId: 's1' });
     // Virtual time moves 50 ms per step; each step also lets the pulls' LevelDB reads and writes run.
     for (let i = 0; i < 3000 && standby.position.lastSeq < leaderStore.position.lastSeq; i++) {
       await new Promise((resolve) => setTimeout(resolve, 1));

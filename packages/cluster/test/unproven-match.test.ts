@@ -16,7 +16,7 @@ import { MetaHash } from '../src/meta-hash.js';
 import type { PeerTransport, PullRequest, PullResponse } from '../src/protocol.js';
 import { ReplicationFollower } from '../src/replication-follower.js';
 import { ReplicationTracker } from '../src/replication-tracker.js';
-import { electorOf, ev } from './leader-log.js';
+import { electorOf, ev, startFollower } from './leader-log.js';
 import { ManualClock } from './manual-clock.js';
 
 const OLD = 1_700_000_000_000;
@@ -121,14 +121,7 @@ describe('a standby\'s own record of where the leader matched its log', () => {
         throw new Error('not used');
       },
     };
-    const follower = new ReplicationFollower({ store: standby, elector, transport, clock, metaHash: new MetaHash(standby), nodeId: 's1', pullWaitMs: 0, onMetaApplied: () => undefined, onDiverted: () => undefined, log: { info: () => undefined, warn: () => undefined } });
-    onTestFinished(() => follower.close());
-    for (let i = 0; i < 5; i++) {
-      await leaderElector.tick();
-      await elector.tick();
-    }
-    expect(elector.leader?.nodeId).toBe('leader');
-    follower.start();
+    const follower = await startFollower({ store: standby, elector, leaderElector, transport, clock, nodeId: 's1' });
     for (let i = 0; i < 400 && answers.length < 3; i++) {
       await new Promise((resolve) => setTimeout(resolve, 1));
       clock.advance(50);

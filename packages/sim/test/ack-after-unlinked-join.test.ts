@@ -6,24 +6,11 @@
 // end counted as holding its own entries before the join: it answered 200 while no other node
 // held them). The seeded simulator, whose workload checks at every ack=replicated answer that
 // another node holds the events.
-import type { AuditEvent } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
 import { EPOCH_MS } from '../src/scheduler.js';
 import { SimCluster } from '../src/sim-cluster.js';
 import type { SimNode } from '../src/sim-node.js';
-
-async function send(cluster: SimCluster, node: SimNode, events: AuditEvent[], replicated: boolean): Promise<boolean> {
-  let answer: boolean | undefined;
-  void cluster.workload.send(node, events, replicated).then((ok) => (answer = ok));
-  await cluster.scheduler.runUntil(() => answer !== undefined, 60_000);
-  return answer === true;
-}
-
-const leads = (node: SimNode) => node.state === 'up' && node.cluster?.isLeader() === true;
-
-async function until(cluster: SimCluster, what: string, predicate: () => boolean): Promise<void> {
-  if (!(await cluster.scheduler.runUntil(predicate, 60_000))) throw new Error(`never: ${what}\n${cluster.diagnostics()}`);
-}
+import { leads, send, until } from './sim-steps.js';
 
 /** Retention on `node` through `throughSeq`, whatever the events' times. */
 async function prune(cluster: SimCluster, node: SimNode, throughSeq: number): Promise<void> {

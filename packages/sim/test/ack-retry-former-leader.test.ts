@@ -2,20 +2,10 @@
 // leader now confirms them once that leader holds them (review: every retry to the former leader
 // answered 503 while the events were on every node; the same retry to the leader answered 200).
 // The seeded simulator: real stores and cluster code, virtual time and network.
-import type { AuditEvent } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
 import { SimCluster } from '../src/sim-cluster.js';
 import type { SimNode } from '../src/sim-node.js';
-
-/** Sends `events` to `node` (with ack=replicated when `replicated`); true on a 200. */
-async function send(cluster: SimCluster, node: SimNode, events: AuditEvent[], replicated: boolean): Promise<boolean> {
-  let answer: boolean | undefined;
-  void cluster.workload.send(node, events, replicated).then((ok) => (answer = ok));
-  await cluster.scheduler.runUntil(() => answer !== undefined, 60_000);
-  return answer === true;
-}
-
-const leads = (node: SimNode) => node.state === 'up' && node.cluster?.isLeader() === true;
+import { leads, send } from './sim-steps.js';
 
 describe('ack=replicated on a former leader', () => {
   it('confirms events it ordered as leader once the leader it follows matched its log past them', async () => {
