@@ -349,9 +349,12 @@ export class ClusterNode {
   /** Whether the event stored at `seq` (undefined: not in the log) is confirmed, as confirmReplicated says. */
   #confirmed(eventId: string, seq: number | undefined): boolean {
     const { store } = this.#options;
-    // Not in the log: held by the tier (found there as the copy of a re-send, here or by the
-    // leader it was forwarded to), or not confirmed yet (still in the outbox, or moved back).
-    if (seq === undefined) return store.heldByTier(eventId);
+    // Held by the tier (found there as the copy of a re-send, here or by the leader it was
+    // forwarded to): the bucket holds it, whatever this log's copy (review: a former leader whose
+    // own copy sits before an unlinked join, below, answered 503 to every retry though the tier
+    // held it). Else, not in the log: not confirmed yet (still in the outbox, or moved back).
+    if (store.heldByTier(eventId)) return true;
+    if (seq === undefined) return false;
     const run = store.runAt(seq);
     if (run === undefined) return false;
     if (run.received) return true;

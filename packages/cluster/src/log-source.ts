@@ -136,7 +136,7 @@ export class LogSource {
 
   async #withEntries(request: PullRequest, { entries, end }: { entries: Uint8Array[]; end: number }, withMeta: boolean, match: 'proven' | 'unproven'): Promise<PullResponse> {
     const response: PullResponse = { ...(await this.#header(request, withMeta)), entries };
-    if (match === 'unproven') response.unproven = true;
+    if (match === 'proven') response.proven = true;
     // None after `after`, though the log reached past it before they were read: retention
     // deleted every entry in between (an entry appended since is not counted).
     if (entries.length === 0 && end > request.after) response.tailDeleted = { throughSeq: end, term: this.#options.store.termAt(end) };

@@ -95,13 +95,16 @@ export interface PullResponse {
    */
   prunedTimeMax?: number;
   /**
-   * The asker's end matched by term alone: it sent its chain hash there, and the answering node
-   * knows none to compare (its retention deleted that entry). Entries are sent all the same (each
-   * is checked against the chain as it is applied), but the match proves nothing about the
-   * entries before it — a term number can be handed out twice — so neither side counts it as
-   * the asker holding the answering node's log (ack=replicated, tiering's bound).
+   * With a matched answer: the asker's end was proven to be this log's — the same chain hash
+   * there (also one kept at the end of a deleted range), or the asker sent none to compare. Absent
+   * (and from nodes of earlier versions, which never send it): matched by term alone, the asker
+   * having sent its hash where the answering node knows none (its retention deleted that entry).
+   * Entries are sent either way (each is checked against the chain as it is applied), but an
+   * unproven match proves nothing about the entries before it — a term number can be handed out
+   * twice — so neither side counts it as the asker holding the answering node's log
+   * (ack=replicated, tiering's bound).
    */
-  unproven?: true;
+  proven?: true;
   /** The page of erased ids the asker asked for (`erasedAfter`), read after the entries; absent when this node cannot give a complete set. */
   erasedIds?: ErasedIdsPage;
   meta?: Record<string, unknown>;
@@ -114,7 +117,7 @@ export function skippedOf(response: PullResponse): SkippedByRetention {
     ...(response.prunedRanges === undefined ? {} : { ranges: response.prunedRanges }),
     ...(response.prunedCheckpoint === undefined ? {} : { checkpoint: response.prunedCheckpoint }),
     ...(response.prunedTimeMax === undefined ? {} : { timeMax: response.prunedTimeMax }),
-    ...(response.unproven === true ? { unproven: true } : {}),
+    ...(response.proven === true ? {} : { unproven: true }),
   };
 }
 

@@ -140,8 +140,9 @@ export class ReplicationFollower {
       return;
     }
     // Matched where this log ends, by its chain hash too where both know it: the leader holds it
-    // up to there (log matching). By term alone after this log sent its hash, it proves nothing.
-    if (store.cutCount === cuts && response.unproven !== true) this.#matched = { seq: position.lastSeq, cuts };
+    // up to there (log matching). By term alone after this log sent its hash, it proves nothing,
+    // and nor does an answer that does not say (a leader of an earlier version).
+    if (store.cutCount === cuts && response.proven === true) this.#matched = { seq: position.lastSeq, cuts };
     if (response.meta) {
       // The leader's metadata, whole: a name it does not hold goes (one a diverged log wrote).
       // Taken at once, also while this log is behind: a standby must run the settings its

@@ -2,7 +2,7 @@
 // log end is proven to be this leader's: the same term there, and the same chain hash where the
 // standby sent one — also where this leader's retention deleted that entry but kept the hash at
 // the end of the deleted range. Where this leader knows no hash there, the match is by term
-// alone: entries still go out, but it is marked unproven and not counted (review: with a term
+// alone: entries still go out, but not marked proven, and not counted (review: with a term
 // number handed out twice, a standby holding other entries under that term was counted, and a
 // former leader confirmed events no other node held). Real LevelDB stores with the record chain.
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -79,11 +79,11 @@ describe('matching a standby whose end this leader deleted', () => {
     expect(tracker.confirmed(term, 4)).toBe(false);
   });
 
-  it('inside a deleted range, where no hash is kept: sends the entries, marked unproven, and counts nothing', async () => {
+  it('inside a deleted range, where no hash is kept: sends the entries, not marked proven, and counts nothing', async () => {
     const { source, tracker, term } = await leaderPastRetention();
     const answer = await source.pull(await pullOf(await otherHistory(3, term), term));
     expect(answer.mismatch).toBeUndefined();
-    expect(answer.unproven).toBe(true);
+    expect(answer.proven).toBeUndefined();
     expect(answer.entries.length).toBe(1);
     expect(tracker.confirmed(term, 3)).toBe(false);
   });
@@ -95,7 +95,7 @@ describe('matching a standby whose end this leader deleted', () => {
     expect(standby.position.lastSeq).toBe(5);
     const answer = await source.pull(await pullOf(standby, term));
     expect(answer.mismatch).toBeUndefined();
-    expect(answer.unproven).toBeUndefined();
+    expect(answer.proven).toBe(true);
     expect(tracker.confirmed(term, 5)).toBe(true);
   });
 });
@@ -106,7 +106,7 @@ describe('a standby\'s own record of where the leader matched its log', () => {
    * leader's log source for three answered pulls: the answers, and the seq the follower then
    * holds as matched by the leader.
    */
-  async function threePulls(build: (term: number) => Promise<AuditStore>, allDeleted = false): Promise<{ answers: PullResponse[]; standby: AuditStore; follower: ReplicationFollower }> {
+  async function threePulls(build: (term: number) => Promise<AuditStore>, allDeleted = false, olderLeader = false): Promise<{ answers: PullResponse[]; standby: AuditStore; follower: ReplicationFollower }> {
     const { source, state, clock, elector: leaderElector, term } = await leaderPastRetention(allDeleted);
     const standby = await build(term);
     const elector = electorOf(state, clock, 's1', standby);
@@ -114,6 +114,8 @@ describe('a standby\'s own record of where the leader matched its log', () => {
     const transport: PeerTransport = {
       pull: async (_url, request) => {
         const answer = await source.pull(request);
+        // A leader of an earlier version says nothing of how it matched.
+        if (olderLeader) delete answer.proven;
         answers.push(answer);
         return answer;
       },
@@ -133,7 +135,7 @@ describe('a standby\'s own record of where the leader matched its log', () => {
   it('counts none of its own entries as the leader\'s after a match by term alone, nor after joining the leader\'s log past them unlinked', async () => {
     const { answers, standby, follower } = await threePulls((term) => otherHistory(3, term));
     // Its end (3) lies inside the range the leader deleted: matched by term alone, unproven.
-    expect(answers[0]?.unproven).toBe(true);
+    expect(answers[0]?.proven).toBeUndefined();
     // The leader's entry 5 was applied after the gap (no hash links it to 3), and later pulls
     // match at 5, proven: the leader holds 5, and nothing here says it holds 1–3.
     expect(standby.position.lastSeq).toBe(5);
@@ -144,15 +146,23 @@ describe('a standby\'s own record of where the leader matched its log', () => {
 
   it('counts nothing from a match by term alone with nothing sent after it (the leader deleted all it held past this log\'s end)', async () => {
     const { answers, standby, follower } = await threePulls((term) => otherHistory(3, term), true);
-    expect(answers.every((answer) => answer.unproven === true && answer.entries.length === 0)).toBe(true);
+    expect(answers.every((answer) => answer.proven === undefined && answer.entries.length === 0)).toBe(true);
     expect(standby.position.lastSeq).toBe(3);
     expect(follower.matchedThroughSeq).toBe(0);
     expect([1, 2, 3].map((seq) => follower.leaderHolds(seq))).toEqual([false, false, false]);
   });
 
+  it('keeps no match from a leader that does not say it proved it (an earlier version), and takes its entries as unlinked', async () => {
+    const { standby, follower } = await threePulls((term) => otherHistory(3, term), false, true);
+    expect(standby.position.lastSeq).toBe(5);
+    expect(follower.matchedThroughSeq).toBe(0);
+    expect(standby.unlinkedThrough).toBe(3);
+    expect([1, 2, 3, 5].map((seq) => follower.leaderHolds(seq))).toEqual([false, false, false, false]);
+  });
+
   it('counts every entry up to a proven match', async () => {
     const { answers, standby, follower } = await threePulls(() => chainStore());
-    expect(answers.some((answer) => answer.unproven === true)).toBe(false);
+    expect(answers.every((answer) => answer.proven === true)).toBe(true);
     expect(standby.position.lastSeq).toBe(5);
     expect(follower.matchedThroughSeq).toBe(5);
     // Seqs 1–4 it skipped (the leader deleted them, and sent the hash at 4 that entry 5 follows); 5 the leader holds.

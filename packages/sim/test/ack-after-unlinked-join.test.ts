@@ -67,4 +67,46 @@ describe('ack=replicated after a join no chain hash linked', () => {
       await cluster.close();
     }
   });
+
+  it('is confirmed on a former leader that fell behind the new leader\'s retention once the tier holds its events', async () => {
+    const cluster = await SimCluster.create({ seed: 3, size: 3 });
+    try {
+      await until(cluster, 'a leader', () => cluster.leader() !== undefined);
+      const a = cluster.leader() as SimNode;
+      const [b, c] = cluster.nodes.filter((node) => node !== a) as [SimNode, SimNode];
+      expect(await send(cluster, a, cluster.workload.events(10), true)).toBe(true);
+      // A orders 3 events with both standbys paused (503); they copy them once resumed.
+      cluster.pause(b);
+      cluster.pause(c);
+      await cluster.scheduler.runFor(1500);
+      const mine = cluster.workload.events(3);
+      expect(await send(cluster, a, mine, true)).toBe(false);
+      cluster.resume(b);
+      cluster.resume(c);
+      await until(cluster, 'b and c hold 13', () => [b, c].every((node) => node.store?.position.lastSeq === 13));
+      // A away; the next leader orders more, and both survivors' retention deletes through 25.
+      cluster.pause(a);
+      await until(cluster, 'b or c leads', () => leads(b) || leads(c));
+      const leader = leads(b) ? b : c;
+      const other = leader === b ? c : b;
+      expect(await send(cluster, leader, cluster.workload.events(20), true)).toBe(true);
+      await until(cluster, 'both hold 33', () => [leader, other].every((node) => node.store?.position.lastSeq === 33));
+      await prune(cluster, leader, 25);
+      await prune(cluster, other, 25);
+      // A comes back: its end (13) lies inside the deleted range, matched by term alone.
+      cluster.resume(a);
+      await until(cluster, 'a follows and holds 33', () => a.store?.position.lastSeq === 33);
+      expect(a.store?.unlinkedThrough).toBe(13);
+      // Its copies sit before that join: confirmed only once the tier is known to hold them (what
+      // a leader answering a forward of them says, having found them there).
+      a.store?.noteHeldByTier(mine.map((event) => event.eventId));
+      let confirmed: boolean | undefined;
+      void a.cluster?.confirmReplicated(mine, 1000).then((ok) => (confirmed = ok));
+      await until(cluster, 'an answer', () => confirmed !== undefined);
+      expect(confirmed).toBe(true);
+      expect(cluster.workload.violations).toEqual([]);
+    } finally {
+      await cluster.close();
+    }
+  });
 });

@@ -71,10 +71,11 @@ export interface SkippedByRetention {
    */
   timeMax?: number;
   /**
-   * The sender matched this log's end by term alone: it knew no chain hash there to compare
-   * (its retention deleted that entry). Nothing then links the entries to what this log holds,
-   * whatever ranges come with them (they are cut to start after this log's end), so this log's
-   * end becomes where it is unlinked (AuditStore.unlinkedThrough).
+   * The sender did not prove it matched this log's end: by term alone (it knew no chain hash
+   * there to compare: its retention deleted that entry), or it does not say (a node of an
+   * earlier version). Nothing then links the entries to what this log holds, whatever ranges
+   * come with them (they are cut to start after this log's end), so this log's end becomes where
+   * it is unlinked (AuditStore.unlinkedThrough).
    */
   unproven?: boolean;
 }
