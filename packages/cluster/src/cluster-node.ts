@@ -322,12 +322,13 @@ export class ClusterNode {
 
   /**
    * Resolves true once every one of `events` is confirmed on a node other than this one
-   * (`ack=replicated`), false after `timeoutMs`. An event is confirmed when its entry in this
-   * node's log either came from another node (replicated or caught up: the sender holds it),
-   * or was ordered here and a standby's pull in the term this node leads now has matched this
-   * log at or past its seq; or, on a node that follows another now, was ordered here (in a term
-   * it led before) and the leader it follows matched this log at or past its seq. Progress of
-   * another term, or a pull that did not match, never counts.
+   * (`ack=replicated`), false after `timeoutMs`. An event is confirmed when the tier is known to
+   * hold it (heldByTier), or its entry in this node's log came from another node (replicated or
+   * caught up: the sender holds it), or was ordered here above `unlinkedThrough` and either a
+   * standby's proven pull in the term this node leads now has matched this log at or past its
+   * seq, or, on a node that follows another now, the leader it follows matched this log at or
+   * past its seq (a proven answer). Progress of another term, or a pull that did not match or
+   * matched by term alone, never counts.
    */
   async confirmReplicated(events: ReadonlyArray<Pick<EncodedEvent, 'eventId'>>, timeoutMs: number): Promise<boolean> {
     const deadline = this.#clock.monotonicMs() + timeoutMs;

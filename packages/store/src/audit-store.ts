@@ -846,7 +846,7 @@ export class AuditStore {
    * the entries skip seqs with no chain hash sent for the skipped range, or this log does not
    * keep the chain. A match of this log's end further on then proves nothing about the entries at
    * or below this seq: with a term number handed out twice they may be another history's
-   * (review). 0 when no such join happened; never lowered.
+   * (review). 0 when no such join happened; lowered only by a cut below it, to the cut's end.
    */
   get unlinkedThrough(): number {
     return this.#unlinkedThrough;
@@ -1532,7 +1532,12 @@ export class AuditStore {
     const completeBefore = this.#erasedIdsComplete;
     const completeAfter = completeBefore === undefined || completeBefore.seq < seq ? completeBefore : undefined;
     if (completeAfter !== completeBefore) ops.push(completeAfter === undefined ? { type: 'del', key: ERASED_IDS_COMPLETE_KEY } : { type: 'put', key: ERASED_IDS_COMPLETE_KEY, value: JSON.stringify(completeAfter) });
+    // No unlinked join is left above the cut: entries ordered here after it are not held back
+    // (review). Those at or below it stay marked.
+    const unlinkedAfter = Math.min(this.#unlinkedThrough, seq - 1);
+    if (unlinkedAfter !== this.#unlinkedThrough) ops.push({ type: 'put', key: localKey(UNLINKED_THROUGH), value: String(unlinkedAfter) });
     await db.batch(ops, { sync: true });
+    this.#unlinkedThrough = unlinkedAfter;
     this.#erasedIdsOwed = owedAfter;
     this.#erasedIdsComplete = completeAfter;
     days.commit();
