@@ -830,16 +830,6 @@ export class AuditStore {
   }
 
   /**
-   * The highest seq this log ever skipped (entries applied past seqs their sender's retention
-   * deleted) or pruned. An entry at or below it may sit before a join to a sender's log that no
-   * chain hash linked (this log ended inside a range the sender deleted), so a match of this
-   * log's end further on proves nothing about it.
-   */
-  get gapSeqMax(): number {
-    return this.#gapSeqMax;
-  }
-
-  /**
    * Where this log ended when it last applied a sender's entries that nothing linked to it: the
    * sender matched this log's end by term alone (SkippedByRetention.unproven: this log ended
    * inside a range the sender's retention deleted, where the sender knew no hash to compare), or

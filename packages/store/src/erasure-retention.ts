@@ -1,7 +1,7 @@
 import { integrityKindOf, parseErasureDetails, type ErasedRecordRef } from '@auditlake/integrity';
 import type { StoredEvent } from '@auditlake/model';
 import type { Level } from 'level';
-import { storedAtSeqs } from './point-reads.js';
+import { SEQS_READ_TOGETHER, storedAtSeqs } from './point-reads.js';
 
 /**
  * The erasure records among `events` (entries retention would delete) that name a copy this
@@ -31,13 +31,10 @@ export async function erasuresNamingHeldCopies(db: Level<string, string>, events
   return kept;
 }
 
-/** Named records read together (two native reads a chunk): an erasure names up to 10,000. */
-const RECORDS_READ_TOGETHER = 1_000;
-
 /** Whether the log holds any of `records` (the same eventId at the same seq). */
 async function holdsAny(db: Level<string, string>, records: readonly ErasedRecordRef[]): Promise<boolean> {
-  for (let at = 0; at < records.length; at += RECORDS_READ_TOGETHER) {
-    const chunk = records.slice(at, at + RECORDS_READ_TOGETHER);
+  for (let at = 0; at < records.length; at += SEQS_READ_TOGETHER) {
+    const chunk = records.slice(at, at + SEQS_READ_TOGETHER);
     const held = await storedAtSeqs(db, chunk.map((ref) => ref.seq));
     const holds = (ref: ErasedRecordRef) => {
       const entry = held.get(ref.seq);

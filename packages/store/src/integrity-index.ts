@@ -3,7 +3,7 @@ import { INTEGRITY_ACTIONS, isSelfSource, type StoredEvent } from '@auditlake/mo
 import type { Level } from 'level';
 import type { ErasedIdsChange } from './erased-ids.js';
 import { KEY_ONLY_VALUE, checkpointKey, erasureKey, keyKey } from './event-keys.js';
-import { storedAtSeqs, type HeldEntry } from './point-reads.js';
+import { SEQS_READ_TOGETHER, storedAtSeqs, type HeldEntry } from './point-reads.js';
 import type { IntegrityEntry } from './record-chain.js';
 import { termsFromJson, type IndexWriter } from './index-writer.js';
 import { blockOfSeq } from './text-sketch.js';
@@ -116,12 +116,6 @@ function recordAt(seq: number, indexes: IndexUpdate, rewritten: ReadonlyMap<stri
   return stored === undefined ? undefined : { timeKey: stored.timeKey, json: rewritten.get(stored.timeKey) ?? stored.json };
 }
 
-/**
- * Records an erasure names that are read together (their erased ids, then their seq and time
- * keys, one native read each): few enough that what is read ahead stays small.
- */
-const RECORDS_READ_TOGETHER = 1_000;
-
 async function eraseTargets(db: Level<string, string>, batch: PutSink, entry: IntegrityEntry, indexes: IndexUpdate, rewritten: Map<string, string>): Promise<boolean> {
   let details;
   try {
@@ -151,12 +145,13 @@ export async function eraseRecords(
 ): Promise<boolean> {
   const names = [...fields];
   let rewrote = false;
-  for (let at = 0; at < records.length; at += RECORDS_READ_TOGETHER) {
-    const chunk = records.slice(at, at + RECORDS_READ_TOGETHER);
+  // Their erased ids, then their seq and time keys, one native read each per chunk.
+  for (let at = 0; at < records.length; at += SEQS_READ_TOGETHER) {
+    const chunk = records.slice(at, at + SEQS_READ_TOGETHER);
     await indexes.erasedIds?.load(chunk.map((ref) => ref.eventId));
     // Nothing but this batch changes the log until it is written: read ahead, then overlaid by
-    // what the batch rewrote or puts (recordAt).
-    const onDisk = await storedAtSeqs(db, chunk.filter((ref) => indexes.pendingEntryAt?.(ref.seq) === undefined).map((ref) => ref.seq));
+    // what the batch rewrote or puts (recordAt, which takes an entry the batch puts first).
+    const onDisk = await storedAtSeqs(db, chunk.map((ref) => ref.seq));
     for (const ref of chunk) if (await eraseRecord(batch, names, ref, indexes, rewritten, onDisk, options)) rewrote = true;
   }
   return rewrote;

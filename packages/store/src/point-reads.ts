@@ -41,6 +41,12 @@ export async function getManyInKeyOrder<V>(db: Level<string, string>, keys: read
   return inKeysOrder;
 }
 
+/**
+ * Seqs read together by callers of storedAtSeqs that go through many (an erasure names up to
+ * 10,000 records): few enough that what is read ahead stays small.
+ */
+export const SEQS_READ_TOGETHER = 1_000;
+
 /** What the log holds at one seq: the entry's time key and stored text. */
 export interface HeldEntry {
   timeKey: string;

@@ -23,12 +23,13 @@ export function writeFaultRefusal(fault: Error): AuditError {
 
 /**
  * Makes the first failed write to `db` the last: every write after it is refused before it
- * reaches LevelDB (or, when it was already on its way, once it comes back), and `onFault` is told once. LevelDB itself stops only after a failed sync;
- * a failed append to its log (no space left, a file-size limit) leaves a partial record there
- * and LevelDB goes on appending behind it, so later writes succeed, are acknowledged, and are
- * dropped with the log's damaged tail when the database next opens (measured: 1,000 events
- * acknowledged after a failed append, all gone after a restart). A restart recovers the log up
- * to the failed write, which was never acknowledged.
+ * reaches LevelDB (or, when it was already on its way, once it comes back), and `onFault` is
+ * told once. LevelDB itself stops only after a failed sync; a failed append to its log (no
+ * space left, a file-size limit) leaves a partial record there and LevelDB goes on appending
+ * behind it, so later writes succeed, are acknowledged, and are dropped with the log's damaged
+ * tail when the database next opens (measured: 1,000 events acknowledged after a failed append,
+ * all gone after a restart). A restart recovers the log up to the failed write, which was never
+ * acknowledged.
  *
  * Every write goes through abstract-level's `_put`, `_del`, `_batch`, `_clear` and a chained
  * batch's `_write`, which are wrapped here on this instance.
