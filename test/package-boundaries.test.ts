@@ -8,13 +8,15 @@ const ROOT = join(import.meta.dirname, '..');
 /** docs/architecture.md, "Packages": who may import whom. */
 const ALLOWED: Record<string, string[] | 'any'> = {
   model: [],
+  // Worker threads by job id: generic, so the packages that compute on other cores share one.
+  'worker-pool': [],
   // The embedded S3 endpoint stands alone: the server starts it, tests and benches start it too.
   's3-endpoint': [],
   store: ['model', 'integrity'],
   cluster: ['model', 'store'],
-  format: ['model'],
-  integrity: ['model'],
-  lake: ['model', 'format'],
+  format: ['model', 'worker-pool'],
+  integrity: ['model', 'worker-pool'],
+  lake: ['model', 'format', 'worker-pool'],
   tiering: ['model', 'store', 'format', 'lake', 'integrity'],
   query: ['model', 'store', 'format', 'lake'],
   // The server serves the UI's built files (it resolves the package; it imports no UI code).

@@ -1,7 +1,7 @@
-import { Worker } from 'node:worker_threads';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import type { CheckedBatch } from './checked-batch.js';
 import type { VerifyRecord } from './checked-record.js';
+import { WorkerPool } from '@auditlake/worker-pool';
 
 /** A job the default check worker serves: records as values, or as the JSON lines a node pages its log in. */
 export type IntegrityCheckJob = { records: readonly VerifyRecord[] } | { jsonLines: string };
@@ -24,16 +24,6 @@ export interface RecordCheckPoolOptions {
    * {@link serveRecordChecks}.
    */
   workerUrl?: URL;
-}
-
-interface PendingCheck {
-  resolve: (batch: CheckedBatch) => void;
-  reject: (err: Error) => void;
-}
-
-interface PoolWorker {
-  worker: Worker;
-  pending: Map<number, PendingCheck>;
 }
 
 /**
@@ -60,95 +50,50 @@ function verifierFailed(message: string, cause?: unknown): AuditError {
  */
 export class RecordCheckPool {
   readonly threads: number;
-  readonly #workerUrl: URL;
-  readonly #workers: PoolWorker[] = [];
-  #nextId = 1;
-  #closed = false;
+  readonly #pool: WorkerPool<RecordCheckResponse, CheckedBatch>;
 
   constructor(options: RecordCheckPoolOptions) {
     if (!Number.isSafeInteger(options.threads) || options.threads < 1) throw new TypeError(`threads must be a positive integer, got ${options.threads}`);
     this.threads = options.threads;
-    this.#workerUrl = options.workerUrl ?? defaultWorkerUrl();
+    this.#pool = new WorkerPool<RecordCheckResponse, CheckedBatch>({
+      workerUrl: options.workerUrl ?? defaultWorkerUrl(),
+      threadsMax: options.threads,
+      refWhilePending: true,
+      outcome: (response) => {
+        if (!('error' in response)) return { value: response.batch };
+        const known = Object.values(AuditErrorCode).find((code) => code === response.code);
+        return { error: known ? new AuditError(known, response.error) : verifierFailed(`a verifier worker failed: ${response.error}`) };
+      },
+      errors: {
+        closed: () => verifierFailed('the verifier pool is closed'),
+        closedWhilePending: () => verifierFailed('the verifier pool was closed with this job pending'),
+        crashed: (err) => verifierFailed(`a verifier worker failed: ${err.message}`, err),
+        exited: (code) => verifierFailed(`a verifier worker exited (code ${code}) with a job pending; the job was not done`),
+        notSent: (err) => verifierFailed(`a verifier worker could not be given its job: ${err instanceof Error ? err.message : String(err)}`, err),
+      },
+    });
   }
 
   /** Worker threads running now. */
   get running(): number {
-    return this.#workers.length;
+    return this.#pool.running;
   }
 
   /** Checks the records `job` names; `transfer` lists buffers the job hands over (no copy). */
   check(job: unknown, transfer: readonly ArrayBuffer[] = []): Promise<CheckedBatch> {
-    if (this.#closed) return Promise.reject(verifierFailed('the verifier pool is closed'));
-    const poolWorker = this.#pick();
-    const id = this.#nextId++;
-    return new Promise<CheckedBatch>((resolve, reject) => {
-      poolWorker.pending.set(id, { resolve, reject });
-      poolWorker.worker.ref();
-      try {
-        const request: RecordCheckRequest = { id, job };
-        poolWorker.worker.postMessage(request, [...transfer]);
-      } catch (err) {
-        poolWorker.pending.delete(id);
-        if (poolWorker.pending.size === 0) poolWorker.worker.unref();
-        reject(verifierFailed(`a verifier worker could not be given its job: ${err instanceof Error ? err.message : String(err)}`, err));
-      }
-    });
+    const checking = this.#pool.begin(undefined);
+    const request: RecordCheckRequest = { id: checking.id, job };
+    checking.post(request, transfer);
+    return checking.answer;
   }
 
   /** Stops every worker; pending jobs fail; later jobs are refused. Idempotent. */
   async close(): Promise<void> {
-    this.#closed = true;
-    const workers = this.#workers.splice(0);
-    await Promise.all(workers.map((w) => this.#stop(w, verifierFailed('the verifier pool was closed with this job pending'))));
+    await this.#pool.close();
   }
 
   /** Test hook: terminates a running worker as a crash would. */
   async crashWorkerForTest(index = 0): Promise<void> {
-    await this.#workers[index]?.worker.terminate();
-  }
-
-  /** An idle worker, or a new one while below the maximum, else the least loaded. */
-  #pick(): PoolWorker {
-    const idle = this.#workers.find((w) => w.pending.size === 0);
-    if (idle) return idle;
-    if (this.#workers.length < this.threads) return this.#start();
-    return this.#workers.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
-  }
-
-  #start(): PoolWorker {
-    const worker = new Worker(this.#workerUrl);
-    worker.unref();
-    const poolWorker: PoolWorker = { worker, pending: new Map() };
-    worker.on('message', (response: RecordCheckResponse) => {
-      const pending = poolWorker.pending.get(response.id);
-      if (!pending) return;
-      poolWorker.pending.delete(response.id);
-      if (poolWorker.pending.size === 0) worker.unref();
-      if ('error' in response) {
-        const known = Object.values(AuditErrorCode).find((code) => code === response.code);
-        pending.reject(known ? new AuditError(known, response.error) : verifierFailed(`a verifier worker failed: ${response.error}`));
-      } else pending.resolve(response.batch);
-    });
-    // A worker that dies fails its jobs and leaves the pool; the next job starts another.
-    const fail = (err: Error) => {
-      this.#forget(poolWorker);
-      for (const pending of poolWorker.pending.values()) pending.reject(err);
-      poolWorker.pending.clear();
-    };
-    worker.on('error', (err) => fail(verifierFailed(`a verifier worker failed: ${err.message}`, err)));
-    worker.on('exit', (code) => fail(verifierFailed(`a verifier worker exited (code ${code}) with a job pending; the job was not done`)));
-    this.#workers.push(poolWorker);
-    return poolWorker;
-  }
-
-  #forget(poolWorker: PoolWorker): void {
-    const at = this.#workers.indexOf(poolWorker);
-    if (at !== -1) this.#workers.splice(at, 1);
-  }
-
-  async #stop(poolWorker: PoolWorker, reason: Error): Promise<void> {
-    for (const pending of poolWorker.pending.values()) pending.reject(reason);
-    poolWorker.pending.clear();
-    await poolWorker.worker.terminate();
+    await this.#pool.crashWorkerForTest(index);
   }
 }

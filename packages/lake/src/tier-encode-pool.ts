@@ -1,7 +1,7 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
-import { Worker } from 'node:worker_threads';
 import { packedColumnBuffers, type EncodedColumnChunks, type PackedColumn, type TieredEvent } from '@auditlake/format';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
+import { WorkerPool, type WorkerJob } from '@auditlake/worker-pool';
 import type { EncodedTierFile, RewriteInput, TierFileEncoder, TierFileShape } from './tier-file-encoding.js';
 
 /**
@@ -65,18 +65,12 @@ export interface TierEncodePoolOptions {
   niceness?: number;
 }
 
-interface PendingJob {
-  resolve: (answer: EncodedTierFile[] | EncodedColumnChunks) => void;
-  reject: (err: Error) => void;
-  /** A split encode job's columns for another worker. */
-  onColumns?: (columns: PackedColumn[], rowGroupSize: number) => void;
+/** What the pool keeps of a job: whether it is a split encode job (its worker sends columns for another). */
+interface EncodeJobContext {
+  split: boolean;
 }
 
-interface PoolWorker {
-  worker: Worker;
-  pending: Map<number, PendingJob>;
-  idleTimer: NodeJS.Timeout | undefined;
-}
+type EncodeJob = WorkerJob<EncodedTierFile[] | EncodedColumnChunks, EncodeJobContext>;
 
 /**
  * The worker file next to this module. Under the test runner this module runs from `src/*.ts`,
@@ -109,22 +103,43 @@ export class TierEncodePool implements TierFileEncoder {
   readonly threadsMax: number;
   readonly idleMs: number;
   readonly niceness: number;
-  readonly #workers: PoolWorker[] = [];
-  #nextId = 1;
-  #closed = false;
+  readonly #pool: WorkerPool<TierEncodeResponse, EncodedTierFile[] | EncodedColumnChunks, EncodeJobContext>;
 
   constructor(options: TierEncodePoolOptions = {}) {
     this.threadsMax = options.threadsMax ?? 1;
     this.idleMs = options.idleMs ?? 30_000;
     this.niceness = options.niceness ?? 0;
-    if (!Number.isSafeInteger(this.threadsMax) || this.threadsMax < 1) throw new TypeError(`threadsMax must be a positive integer, got ${this.threadsMax}`);
-    if (!Number.isFinite(this.idleMs) || this.idleMs < 0) throw new TypeError(`idleMs must be a non-negative number, got ${this.idleMs}`);
     if (!Number.isSafeInteger(this.niceness) || this.niceness < 0 || this.niceness > 19) throw new TypeError(`niceness must be an integer from 0 to 19, got ${this.niceness}`);
+    const workerData: TierEncodeWorkerData = { niceness: this.niceness };
+    this.#pool = new WorkerPool({
+      workerUrl: workerUrl(),
+      workerData,
+      threadsMax: this.threadsMax,
+      idleMs: this.idleMs,
+      outcome: (response, job) => {
+        if ('columns' in response) {
+          if (job.context.split) this.#encodeColumnsFor(job, response.columns, response.rowGroupSize);
+          return 'pending';
+        }
+        if ('error' in response) {
+          const known = Object.values(AuditErrorCode).find((code) => code === response.code);
+          return { error: known ? new AuditError(known, response.error) : encoderFailed(`tier encoder failed: ${response.error}`) };
+        }
+        return { value: 'files' in response ? response.files : response.chunks };
+      },
+      errors: {
+        closed: () => encoderFailed('tier encoder pool is closed'),
+        closedWhilePending: () => encoderFailed('tier encoder pool closed'),
+        crashed: (err) => encoderFailed(`tier encoder worker failed: ${err.message}`, err),
+        exited: (code) => encoderFailed(`tier encoder worker exited (code ${code}) with a job pending; the job was not done`),
+        notSent: (err) => encoderFailed(`tier encoder could not be given the job: ${err instanceof Error ? err.message : String(err)}`, err),
+      },
+    });
   }
 
   /** Worker threads running now. */
   get threads(): number {
-    return this.#workers.length;
+    return this.#pool.running;
   }
 
   /**
@@ -141,7 +156,7 @@ export class TierEncodePool implements TierFileEncoder {
       (id) => ({ id, job: 'encode', events: last, shape, split }),
       [],
       (id) => parts.map((part) => ({ id, job: 'encode-part', events: part, split })),
-      split ? (worker, id) => (columns, rowGroupSize) => this.#encodeColumnsFor(worker, id, columns, rowGroupSize) : undefined,
+      split,
     );
     const file = Array.isArray(answer) ? answer[0] : undefined;
     if (!file) throw encoderFailed('tier encoder answered no file for an encode job');
@@ -153,30 +168,17 @@ export class TierEncodePool implements TierFileEncoder {
    * (`owner`), their chunks then moved to the job's worker. If that fails (the worker dies,
    * the pool closes), the job fails with its error, and its worker is told to drop it.
    */
-  #encodeColumnsFor(owner: PoolWorker, id: number, columns: PackedColumn[], rowGroupSize: number): void {
-    const job = owner.pending.get(id);
-    if (job === undefined) return; // failed meanwhile
-    const chunks = this.#run((columnsId) => ({ id: columnsId, job: 'encode-columns', columns, rowGroupSize }), packedColumnBuffers(columns), undefined, undefined, owner);
-    const tell = (message: TierEncodeRequest, transfer: ArrayBuffer[]) => {
-      if (owner.pending.get(id) !== job) return;
-      try {
-        owner.worker.postMessage(message, transfer);
-      } catch (err) {
-        owner.pending.delete(id);
-        job.reject(encoderFailed(`tier encoder could not be given the columns: ${err instanceof Error ? err.message : String(err)}`, err));
-      }
-    };
+  #encodeColumnsFor(owner: EncodeJob, columns: PackedColumn[], rowGroupSize: number): void {
+    if (!owner.pending) return; // failed meanwhile
+    const chunks = this.#run((columnsId) => ({ id: columnsId, job: 'encode-columns', columns, rowGroupSize }), packedColumnBuffers(columns), undefined, false, owner);
     chunks.then(
       (answer) => {
-        if (Array.isArray(answer)) throw new Error('assertion failed: an encode-columns job answered files');
-        tell({ id, job: 'columns-encoded', chunks: answer }, [answer.bytes.buffer as ArrayBuffer]);
+        if (Array.isArray(answer)) owner.fail(encoderFailed('assertion failed: an encode-columns job answered files'));
+        else owner.post({ id: owner.id, job: 'columns-encoded', chunks: answer } satisfies TierEncodeRequest, [answer.bytes.buffer as ArrayBuffer]);
       },
       (err: Error) => {
-        tell({ id, job: 'columns-failed', error: err.message }, []);
-        if (owner.pending.get(id) !== job) return;
-        owner.pending.delete(id);
-        job.reject(err);
-        if (owner.pending.size === 0) this.#armIdle(owner);
+        owner.post({ id: owner.id, job: 'columns-failed', error: err.message } satisfies TierEncodeRequest);
+        owner.fail(err);
       },
     );
   }
@@ -197,123 +199,37 @@ export class TierEncodePool implements TierFileEncoder {
 
   /** Terminates every worker; jobs still pending fail; later jobs are refused. Idempotent. */
   async close(): Promise<void> {
-    this.#closed = true;
-    const workers = this.#workers.splice(0);
-    await Promise.all(workers.map((w) => this.#stop(w, encoderFailed('tier encoder pool closed'))));
+    await this.#pool.close();
   }
 
   /** Test hook: terminates a running worker as a crash would. */
   async crashWorkerForTest(index = 0): Promise<void> {
-    await this.#workers[index]?.worker.terminate();
+    await this.#pool.crashWorkerForTest(index);
   }
 
   /**
    * Sends `parts` (if any), each after a turn of the event loop, then `request`; resolves with
    * the worker's answer. The job is pending from its first message, so a worker that dies
    * meanwhile fails it; a message that cannot be sent fails it too (parts the worker holds of
-   * it go when that worker exits idle). `onColumns` handles a split encode job's columns;
-   * `avoid` is a worker not to give the job to while another can take it.
+   * it go when that worker exits idle). `split`: a split encode job, whose worker sends columns
+   * for another; `avoid` is a job whose worker is not to take this one while another can.
    */
   #run(
     request: (id: number) => TierEncodeRequest,
     transfer: ArrayBuffer[],
     parts: (id: number) => TierEncodeRequest[] = () => [],
-    onColumns?: (worker: PoolWorker, id: number) => NonNullable<PendingJob['onColumns']>,
-    avoid?: PoolWorker,
+    split = false,
+    avoid?: EncodeJob,
   ): Promise<EncodedTierFile[] | EncodedColumnChunks> {
-    if (this.#closed) return Promise.reject(encoderFailed('tier encoder pool is closed'));
-    const poolWorker = this.#pick(avoid);
-    const id = this.#nextId++;
-    const answered = new Promise<EncodedTierFile[] | EncodedColumnChunks>((resolve, reject) => {
-      poolWorker.pending.set(id, { resolve, reject, ...(onColumns !== undefined ? { onColumns: onColumns(poolWorker, id) } : {}) });
-      if (poolWorker.idleTimer !== undefined) clearTimeout(poolWorker.idleTimer);
-      poolWorker.idleTimer = undefined;
-    });
-    const post = (message: TierEncodeRequest, moved: ArrayBuffer[]): boolean => {
-      const pending = poolWorker.pending.get(id);
-      if (pending === undefined) return false; // failed meanwhile (the worker died, the pool closed)
-      try {
-        poolWorker.worker.postMessage(message, moved);
-        return true;
-      } catch (err) {
-        poolWorker.pending.delete(id);
-        pending.reject(encoderFailed(`tier encoder could not be given the job: ${err instanceof Error ? err.message : String(err)}`, err));
-        return false;
-      }
-    };
+    const job = this.#pool.begin({ split }, avoid);
     // The first message goes now; each later one after a turn of the loop.
     void (async () => {
-      const messages = [...parts(id), request(id)];
+      const messages = [...parts(job.id), request(job.id)];
       for (const [index, message] of messages.entries()) {
         if (index > 0) await yieldToEventLoop();
-        if (!post(message, index === messages.length - 1 ? transfer : [])) return;
+        if (!job.post(message, index === messages.length - 1 ? transfer : [])) return;
       }
     })();
-    return answered;
-  }
-
-  /**
-   * An idle worker, or a new one while below the maximum, else the least loaded; other than
-   * `avoid` while there can be another.
-   */
-  #pick(avoid?: PoolWorker): PoolWorker {
-    const others = this.#workers.filter((w) => w !== avoid);
-    const idle = others.find((w) => w.pending.size === 0);
-    if (idle) return idle;
-    if (this.#workers.length < this.threadsMax) return this.#start();
-    if (others.length === 0) return avoid ?? this.#start();
-    return others.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
-  }
-
-  #start(): PoolWorker {
-    const workerData: TierEncodeWorkerData = { niceness: this.niceness };
-    const worker = new Worker(workerUrl(), { workerData });
-    worker.unref();
-    const poolWorker: PoolWorker = { worker, pending: new Map(), idleTimer: undefined };
-    worker.on('message', (response: TierEncodeResponse) => {
-      const pending = poolWorker.pending.get(response.id);
-      if (!pending) return;
-      if ('columns' in response) {
-        pending.onColumns?.(response.columns, response.rowGroupSize);
-        return;
-      }
-      poolWorker.pending.delete(response.id);
-      if ('error' in response) {
-        const known = Object.values(AuditErrorCode).find((code) => code === response.code);
-        pending.reject(known ? new AuditError(known, response.error) : encoderFailed(`tier encoder failed: ${response.error}`));
-      } else pending.resolve('files' in response ? response.files : response.chunks);
-      if (poolWorker.pending.size === 0) this.#armIdle(poolWorker);
-    });
-    // A worker that dies fails its jobs and leaves the pool; the next job starts another.
-    const fail = (err: Error) => {
-      this.#forget(poolWorker);
-      for (const pending of poolWorker.pending.values()) pending.reject(err);
-      poolWorker.pending.clear();
-    };
-    worker.on('error', (err) => fail(encoderFailed(`tier encoder worker failed: ${err.message}`, err)));
-    worker.on('exit', (code) => fail(encoderFailed(`tier encoder worker exited (code ${code}) with a job pending; the job was not done`)));
-    this.#workers.push(poolWorker);
-    return poolWorker;
-  }
-
-  #armIdle(poolWorker: PoolWorker): void {
-    poolWorker.idleTimer = setTimeout(() => {
-      this.#forget(poolWorker);
-      void this.#stop(poolWorker, encoderFailed('tier encoder worker idle'));
-    }, this.idleMs);
-    poolWorker.idleTimer.unref();
-  }
-
-  #forget(poolWorker: PoolWorker): void {
-    const at = this.#workers.indexOf(poolWorker);
-    if (at !== -1) this.#workers.splice(at, 1);
-  }
-
-  async #stop(poolWorker: PoolWorker, reason: Error): Promise<void> {
-    if (poolWorker.idleTimer !== undefined) clearTimeout(poolWorker.idleTimer);
-    poolWorker.idleTimer = undefined;
-    for (const pending of poolWorker.pending.values()) pending.reject(reason);
-    poolWorker.pending.clear();
-    await poolWorker.worker.terminate();
+    return job.answer;
   }
 }

@@ -1,0 +1,1 @@
+export { WorkerJob, WorkerPool, type JobOutcome, type WorkerPoolErrors, type WorkerPoolOptions, type WorkerResponse } from './worker-pool.js';
