@@ -96,8 +96,6 @@ export class IngestParsePool {
 
   #start(): PoolWorker {
     const worker = new Worker(workerUrl());
-    // The HTTP server keeps a node alive; a parse worker never should on its own.
-    worker.unref();
     const poolWorker: PoolWorker = { worker, pending: new Map() };
     worker.on('message', (response: ParseResponse) => {
       const pending = poolWorker.pending.get(response.id);
@@ -131,6 +129,9 @@ export class IngestParsePool {
     };
     worker.on('error', (err) => replace(err));
     worker.on('exit', (code) => replace(new Error(`ingest parse worker exited with code ${code}`)));
+    // The HTTP server keeps a node alive; a parse worker never should on its own. Unref'd after
+    // the 'message' listener, which refs the worker's port again.
+    worker.unref();
     return poolWorker;
   }
 

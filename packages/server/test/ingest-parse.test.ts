@@ -1,4 +1,8 @@
 import { readEventText, RecordHasher } from '@auditlake/integrity';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { decodeParsedEvents, encodeParsedEvents, parseIngestBody, transferable } from '../src/ingest-parse.js';
 import { IngestParsePool, WORKER_RESTART_PAUSE_MS } from '../src/ingest-parse-pool.js';
@@ -107,6 +111,28 @@ describe('ingest parsing', () => {
     await pending;
     await expect(p.parse(body(events), NOW)).rejects.toThrow(/closed/);
     expect(p.workerThreadIds).toEqual([]);
+  });
+
+  it('never holds its process open: a process whose only work was a parse ends by itself, pool not closed', () => {
+    // The built module, in a process that does nothing else (a worker cannot load TypeScript).
+    const dir = mkdtempSync(join(tmpdir(), 'parse-pool-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const file = join(dir, 'parse-once.mjs');
+    writeFileSync(
+      file,
+      `import { IngestParsePool } from ${JSON.stringify(new URL('../dist/ingest-parse-pool.js', import.meta.url).href)};
+      const pool = new IngestParsePool(1);
+      const keepAlive = setInterval(() => undefined, 1000); // the work a node would be doing
+      const outcome = await pool.parse(new TextEncoder().encode(${JSON.stringify(JSON.stringify(events))}), ${NOW});
+      console.log(outcome.ok ? 'parsed' : 'refused');
+      clearInterval(keepAlive);
+      setTimeout(() => { console.log('still running'); process.exit(5); }, 15_000).unref();`,
+    );
+    // Once the parse is answered nothing holds the process: it ends (it ran on, exit 5, when the worker was unref'd before its 'message' listener).
+    const run = spawnSync(process.execPath, [file], { encoding: 'utf8', timeout: 30_000 });
+    expect(run.stderr).toBe('');
+    expect(run.stdout.trim()).toBe('parsed');
+    expect(run.status).toBe(0);
   });
 
   it('with the record chain, gives each event the content part the leader would read from its JSON, inline and in a worker', async () => {
