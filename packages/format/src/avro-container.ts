@@ -1,6 +1,7 @@
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import avsc from 'avsc';
 import { inflateRawSync } from 'node:zlib';
+import { boundedType } from './bounded-avro-types.js';
 
 /**
  * Avro object container files (Avro spec "Object Container Files"; docs/iceberg-layout.md
@@ -27,7 +28,7 @@ export const AVRO_BLOCK_BYTES_TARGET = 64 * 1024;
  */
 export const AVRO_BLOCK_INFLATED_BYTES_MAX = 64 * 1024 * 1024;
 
-const HEADER_TYPE = avsc.Type.forSchema({
+const HEADER_TYPE = boundedType({
   type: 'record',
   name: 'org.apache.avro.file.Header',
   fields: [
@@ -48,7 +49,7 @@ export interface AvroRecordSchema {
 
 /** Compiles a schema JSON object; unregistered logical types (`date`, `map`) keep their base type. */
 export function avroRecordSchema(json: Readonly<Record<string, unknown>>): AvroRecordSchema {
-  return { json, type: avsc.Type.forSchema(json as avsc.Schema) };
+  return { json, type: boundedType(json as avsc.Schema) };
 }
 
 /** What {@link encodeAvroContainer} writes. */
@@ -148,7 +149,7 @@ function resolverFor(readerType: avsc.Type, schemaText: string, unusable: (messa
   const cached = known.get(schemaText);
   if (cached !== undefined) return cached;
   const writerSchema = attempt(() => JSON.parse(schemaText) as unknown, unusable, 'avro.schema is not JSON');
-  const writerType = attempt(() => avsc.Type.forSchema(writerSchema as avsc.Schema), unusable, 'bad writer schema');
+  const writerType = attempt(() => boundedType(writerSchema as avsc.Schema), unusable, 'bad writer schema');
   const resolver = attempt(() => readerType.createResolver(writerType), unusable, 'writer schema does not resolve to the reader schema');
   if (known.size >= RESOLVERS_PER_READER_MAX) known.delete(known.keys().next().value as string);
   const writer = { writerSchema, resolver };
@@ -212,10 +213,15 @@ export function decodeAvroContainer(bytes: Uint8Array, readerType: avsc.Type, wh
     if (codec === 'deflate') {
       data = attempt(() => inflateRawSync(data, { maxOutputLength: AVRO_BLOCK_INFLATED_BYTES_MAX }), unusable, 'bad deflate block');
     }
+    // Every record of a table's files takes a byte at least: a count beyond the block's bytes
+    // is not a count of records (decoding it would only find out record by record).
+    if (count.value > data.byteLength) throw unusable(`a block of ${data.byteLength} bytes declares ${count.value} records`);
     let position = 0;
     for (let i = 0; i < count.value; i++) {
       const decoded = attempt(() => readerType.decode(data, position, resolver), unusable, 'bad record');
       if (decoded.offset < 0) throw unusable('block shorter than its records');
+      // So that each record takes a byte, as the count's check above assumes.
+      if (decoded.offset === position) throw unusable('its records take no bytes');
       records.push(decoded.value);
       position = decoded.offset;
     }

@@ -1,0 +1,120 @@
+// Goal: an Avro file whose counts its bytes cannot hold — a header map, an array or map inside a record (read or skipped by schema resolution), a block of records, items or records that take no bytes, a negative block size — is refused at once with AUDIT_TABLE_INVALID naming the count, never decoded count by count (a 12-byte manifest list declaring 2^50 header entries held a node's event loop for good); files a writer makes still decode.
+import { Worker } from 'node:worker_threads';
+import { describe, expect, it } from 'vitest';
+import { avroRecordSchema, decodeAvroContainer, encodeAvroContainer } from '../src/avro-container.js';
+
+const MAGIC = [0x4f, 0x62, 0x6a, 0x01];
+const SYNC = Array.from({ length: 16 }, (_, i) => i + 1);
+
+/** An Avro long: zig-zag, then base-128 varint. */
+function long(value: number | bigint): number[] {
+  let n = BigInt(value);
+  n = n >= 0n ? n << 1n : (-n << 1n) - 1n;
+  const out: number[] = [];
+  do {
+    let byte = Number(n & 0x7fn);
+    n >>= 7n;
+    if (n > 0n) byte |= 0x80;
+    out.push(byte);
+  } while (n > 0n);
+  return out;
+}
+
+function text(value: string): number[] {
+  const bytes = [...new TextEncoder().encode(value)];
+  return [...long(bytes.length), ...bytes];
+}
+
+/** A container file with `schema` as its writer schema and one block of `count` records held in `data`. */
+function file(schema: unknown, count: number | bigint, data: number[]): Uint8Array {
+  const header = [...MAGIC, ...long(2), ...text('avro.schema'), ...text(JSON.stringify(schema)), ...text('avro.codec'), ...text('null'), 0, ...SYNC];
+  return Uint8Array.from([...header, ...long(count), ...long(data.length), ...data, ...SYNC]);
+}
+
+const READER = { type: 'record', name: 'Row', fields: [{ name: 'id', type: 'long' }, { name: 'tags', type: { type: 'array', items: 'long' }, default: [] }] };
+const WITH_JUNK = { type: 'record', name: 'Row', fields: [{ name: 'id', type: 'long' }, { name: 'junk', type: { type: 'array', items: 'long' } }] };
+const WITH_MAP = { type: 'record', name: 'Row', fields: [{ name: 'id', type: 'long' }, { name: 'junk', type: { type: 'map', values: 'long' } }] };
+
+/**
+ * Decodes in a worker thread of the built module, stopped after 10 s: a count decoded item by
+ * item never returns, and would hold the test's own thread for good.
+ */
+async function decodeWithin(bytes: Uint8Array, readerSchema: unknown = READER): Promise<{ outcome: 'decoded' | 'refused' | 'hung'; code?: string; message?: string; records?: unknown }> {
+  const dist = new URL('../dist/avro-container.js', import.meta.url).href;
+  const worker = new Worker(
+    `const { parentPort, workerData } = require('node:worker_threads');
+    import(${JSON.stringify(dist)}).then(({ avroRecordSchema, decodeAvroContainer }) => {
+      try {
+        const { records } = decodeAvroContainer(workerData.bytes, avroRecordSchema(workerData.reader).type, 'the test file');
+        parentPort.postMessage({ outcome: 'decoded', records: JSON.stringify(records) });
+      } catch (err) {
+        parentPort.postMessage({ outcome: 'refused', code: err.code, message: err.message });
+      }
+    });`,
+    { eval: true, workerData: { bytes, reader: readerSchema } },
+  );
+  try {
+    return await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => resolve({ outcome: 'hung' }), 10_000);
+      worker.once('message', (answer: { outcome: 'decoded' | 'refused'; code?: string; message?: string; records?: string }) => {
+        clearTimeout(timer);
+        resolve({ ...answer, ...(answer.records === undefined ? {} : { records: JSON.parse(answer.records) as unknown }) });
+      });
+      worker.once('error', (err) => {
+        clearTimeout(timer);
+        reject(err);
+      });
+    });
+  } finally {
+    await worker.terminate();
+  }
+}
+
+function refusal(message: RegExp) {
+  return { outcome: 'refused', code: 'AUDIT_TABLE_INVALID', message: expect.stringMatching(message) as unknown };
+}
+
+describe('Avro counts the bytes cannot hold', () => {
+  it('refuses a header declaring 2^50 entries in 12 bytes (the manifest list a review planted)', async () => {
+    const bytes = Uint8Array.from([...MAGIC, ...long(2n ** 50n)]);
+    expect(bytes.byteLength).toBe(12);
+    expect(await decodeWithin(bytes)).toMatchObject(refusal(/the test file is not readable: bad header: a block declares 1125899906842624 map entries with 0 bytes left/));
+  });
+
+  it('refuses an array inside a record whose count is above the bytes left, read or skipped by resolution', async () => {
+    // Read: the reader has `tags`.
+    expect(await decodeWithin(file(READER, 1, [...long(7), ...long(2n ** 40n), ...long(1), 0]))).toMatchObject(refusal(/bad record: a block declares 1099511627776 array items with 2 bytes left/));
+    // Skipped: `junk` is the writer's alone.
+    expect(await decodeWithin(file(WITH_JUNK, 1, [...long(7), ...long(2n ** 40n), ...long(1), 0]))).toMatchObject(refusal(/bad record: a block declares 1099511627776 array items/));
+    expect(await decodeWithin(file(WITH_MAP, 1, [...long(7), ...long(2n ** 40n), ...text('k'), ...long(1), 0]))).toMatchObject(refusal(/bad record: a block declares 1099511627776 map entries/));
+    // A block the writer gave a size for may be skipped whole, but not by a negative size, which stepped back for good.
+    expect(await decodeWithin(file(WITH_JUNK, 1, [...long(7), ...long(-1), ...long(-3), 0]))).toMatchObject(refusal(/bad record: a block gives a negative byte size \(-3\)/));
+  });
+
+  it('refuses items or records that take no bytes, and a block declaring more records than its bytes', async () => {
+    const nulls = { type: 'record', name: 'Row', fields: [{ name: 'id', type: 'long' }, { name: 'tags', type: { type: 'array', items: 'null' } }] };
+    expect(await decodeWithin(file(nulls, 1, [...long(7), ...long(1), 0]), nulls)).toMatchObject(refusal(/bad record: array items that take no bytes/));
+    const empty = { type: 'record', name: 'Row', fields: [{ name: 'nothing', type: 'null' }] };
+    expect(await decodeWithin(file(empty, 1, [0]), empty)).toMatchObject(refusal(/its records take no bytes/));
+    expect(await decodeWithin(file(empty, 2n ** 40n, []), empty)).toMatchObject(refusal(/a block of 0 bytes declares 1099511627776 records/));
+    expect(await decodeWithin(file(READER, 1000, [...long(7), 0]))).toMatchObject(refusal(/a block of 2 bytes declares 1000 records/));
+  });
+
+  it('still decodes what a writer makes: arrays in several blocks, a block with its byte size, maps, skipped fields', async () => {
+    // Two blocks of tags, the second with a negative count and its byte size (as Java may write).
+    const tags = [...long(7), ...long(2), ...long(1), ...long(2), ...long(-1), ...long(1), ...long(3), 0];
+    expect(await decodeWithin(file(READER, 1, tags))).toMatchObject({ outcome: 'decoded', records: [{ id: 7, tags: [1, 2, 3] }] });
+    // The writer's `junk` skipped, in a block of its own and one given whole by its size.
+    const junk = [...long(8), ...long(1), ...long(5), ...long(-2), ...long(2), ...long(6), ...long(7), 0];
+    expect(await decodeWithin(file(WITH_JUNK, 1, junk))).toMatchObject({ outcome: 'decoded', records: [{ id: 8, tags: [] }] });
+    const map = { type: 'record', name: 'Row', fields: [{ name: 'attrs', type: { type: 'map', values: 'string' } }] };
+    const schema = avroRecordSchema(map);
+    const written = encodeAvroContainer({ schema, metadata: { note: 'kept' }, records: [{ attrs: JSON.parse('{"a":"x","__proto__":"data"}') as Record<string, string> }] });
+    const decoded = decodeAvroContainer(written, schema.type, 'a written file');
+    expect(decoded.metadata).toEqual({ note: 'kept' });
+    const attrs = (decoded.records[0] as { attrs: Record<string, string> }).attrs;
+    // A key `__proto__` is an entry like any other, not the map's prototype.
+    expect(Object.getPrototypeOf(attrs)).toBe(Object.prototype);
+    expect(Object.entries(attrs)).toEqual([['a', 'x'], ['__proto__', 'data']]);
+  });
+});
