@@ -48,7 +48,7 @@ function foldedBody(body: Uint8Array, uncompressedBytes: number, codec: ColumnMe
   if (uncompressedBytes === 0) return new Uint8Array(0);
   // Tier files today: native inflate, then one folding pass (a JavaScript loop, but over
   // bytes the native code produced far faster than any JavaScript decompressor would).
-  if (codec === 'GZIP') return foldedCopy(decompressGzipPage(body));
+  if (codec === 'GZIP') return foldedCopy(decompressGzipPage(body, uncompressedBytes));
   // Tier files written before GZIP: decompressed and folded in one pass.
   if (codec === 'SNAPPY') return snappyUncompressFolded(body, new Uint8Array(uncompressedBytes));
   return undefined;

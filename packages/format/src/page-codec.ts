@@ -24,9 +24,24 @@ export function compressTierPage(bytes: Uint8Array): Uint8Array {
   return gzipSync(bytes, { level: TIER_GZIP_LEVEL });
 }
 
-/** Inflates a GZIP page (the reader's decompressor and the free-text prefilter both use it). */
-export function decompressGzipPage(bytes: Uint8Array): Uint8Array {
-  return gunzipSync(bytes);
+/**
+ * Inflates a GZIP page (the reader's decompressor and the free-text prefilter both use it) to
+ * the size its page header declares, and no further: a page of half a megabyte inflated to
+ * 512 MiB before anything compared the length (review: a bucket writer's gzip bomb). A page
+ * that inflates to any other size is refused.
+ */
+export function decompressGzipPage(bytes: Uint8Array, declaredBytes: number): Uint8Array {
+  if (!Number.isSafeInteger(declaredBytes) || declaredBytes < 0) throw new Error(`a GZIP page declares ${declaredBytes} bytes uncompressed`);
+  let inflated: Uint8Array;
+  try {
+    // One byte more than declared: a page that inflates beyond it is told apart from one that fits.
+    inflated = gunzipSync(bytes, { maxOutputLength: Math.max(1, declaredBytes + 1) });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') throw new Error(`a GZIP page inflates beyond the ${declaredBytes} bytes its header declares`);
+    throw err;
+  }
+  if (inflated.byteLength !== declaredBytes) throw new Error(`a GZIP page inflates to ${inflated.byteLength} bytes, its header declares ${declaredBytes}`);
+  return inflated;
 }
 
 /** Decompressors hyparquet lacks (SNAPPY, which older tier files hold, is built in). */

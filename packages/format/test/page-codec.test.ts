@@ -1,0 +1,30 @@
+// Goal: a GZIP page inflates to the size its header declares and never further: a page that would inflate beyond it (a gzip bomb in a hostile tier file) is refused without inflating it all, and so is one that inflates to less; a page the writer made reads back as written.
+import { gzipSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import { compressTierPage, decompressGzipPage, PAGE_DECOMPRESSORS } from '../src/page-codec.js';
+
+describe('decompressGzipPage', () => {
+  it('inflates a page the writer made to exactly its bytes', () => {
+    const page = new TextEncoder().encode('select * from t where x = 1; '.repeat(1000));
+    expect(Buffer.from(decompressGzipPage(compressTierPage(page), page.byteLength)).equals(page)).toBe(true);
+    expect(decompressGzipPage(compressTierPage(new Uint8Array(0)), 0).byteLength).toBe(0);
+    // What the Parquet reader calls: the same function.
+    expect(PAGE_DECOMPRESSORS['GZIP']).toBe(decompressGzipPage);
+  });
+
+  it('refuses a page that inflates beyond its declared size, without inflating it all', () => {
+    // 64 MiB of zeros in about 64 KB; the header says 100 bytes.
+    const bomb = gzipSync(Buffer.alloc(64 * 1024 * 1024));
+    const rssBefore = process.memoryUsage().rss;
+    expect(() => decompressGzipPage(bomb, 100)).toThrow('a GZIP page inflates beyond the 100 bytes its header declares');
+    // Inflated whole, the page alone would have taken 64 MiB.
+    expect(process.memoryUsage().rss - rssBefore).toBeLessThan(32 * 1024 * 1024);
+  });
+
+  it('refuses a page that inflates to less than declared, and a declared size that is not a size', () => {
+    const page = compressTierPage(new Uint8Array(10));
+    expect(() => decompressGzipPage(page, 11)).toThrow('a GZIP page inflates to 10 bytes, its header declares 11');
+    expect(() => decompressGzipPage(page, -1)).toThrow('a GZIP page declares -1 bytes uncompressed');
+    expect(() => decompressGzipPage(page, Number.NaN)).toThrow(/declares NaN bytes/);
+  });
+});
