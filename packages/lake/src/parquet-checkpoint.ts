@@ -1,7 +1,7 @@
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { encodeKeyNumber } from './key-number.js';
 import type { ObjectStore } from './object-store.js';
-import type { CommittedFile } from './parquet-committer.js';
+import { dataFileFault, type CommittedFile } from './parquet-committer.js';
 import { joinKey, type S3Location } from './s3-location.js';
 import type { Watermark } from './watermark.js';
 
@@ -79,16 +79,17 @@ export async function readNewestCheckpoint(objects: ObjectStore, location: S3Loc
 const isCount = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
 const isTime = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n);
 
-function checkFile(file: unknown, prefix: string): string | undefined {
+function checkFile(file: unknown, location: S3Location): string | undefined {
   if (typeof file !== 'object' || file === null) return 'a file entry is not an object';
   const f = file as Record<string, unknown>;
-  if (typeof f['key'] !== 'string' || !f['key'].startsWith(prefix)) return `a file key is not under the location: ${JSON.stringify(f['key'])}`;
-  if (typeof f['eventDate'] !== 'string' || !isCount(f['rows']) || !isCount(f['bytes']) || !isTime(f['tsMin']) || !isTime(f['tsMax'])) return `file ${f['key']} lacks its day, rows, bytes or event-time bounds`;
+  const foreign = dataFileFault(location, f);
+  if (foreign !== undefined) return `it ${foreign}`;
+  if (typeof f['eventDate'] !== 'string' || !isCount(f['rows']) || !isCount(f['bytes']) || !isTime(f['tsMin']) || !isTime(f['tsMax'])) return `file ${String(f['key'])} lacks its day, rows, bytes or event-time bounds`;
   return undefined;
 }
 
 /** Why `value` is not a checkpoint keyed by `seq`, or undefined when it is one. */
-function checkpointFault(value: unknown, seq: number, prefix: string): string | undefined {
+function checkpointFault(value: unknown, seq: number, location: S3Location): string | undefined {
   if (typeof value !== 'object' || value === null) return 'not a JSON object';
   const c = value as Record<string, unknown>;
   if (c['format'] !== 'auditlake-parquet-checkpoint/1') return `format is ${JSON.stringify(c['format'])}, not auditlake-parquet-checkpoint/1`;
@@ -97,7 +98,7 @@ function checkpointFault(value: unknown, seq: number, prefix: string): string | 
   if (watermark['seq'] !== seq) return `its watermark seq ${String(watermark['seq'])} is not its key's ${seq}`;
   if (!Array.isArray(c['files'])) return 'no file list';
   for (const file of c['files']) {
-    const fault = checkFile(file, prefix);
+    const fault = checkFile(file, location);
     if (fault !== undefined) return fault;
   }
   const generations = c['generations'];
@@ -106,6 +107,10 @@ function checkpointFault(value: unknown, seq: number, prefix: string): string | 
   if (!Array.isArray(c['erasureSeqs']) || !c['erasureSeqs'].every(isCount)) return 'no erasure seqs';
   if (!Array.isArray(c['replaced']) || !c['replaced'].every((r: unknown) => typeof r === 'object' && r !== null && typeof (r as ReplacedFile).key === 'string' && isTime((r as ReplacedFile).committedAtMs))) {
     return 'no replaced-file list';
+  }
+  for (const replaced of c['replaced'] as ReplacedFile[]) {
+    const foreign = dataFileFault(location, { key: replaced.key });
+    if (foreign !== undefined) return `a replaced file ${foreign}`;
   }
   return undefined;
 }
@@ -119,7 +124,7 @@ export function parseCheckpoint(objects: ObjectStore, location: S3Location, key:
   } catch (err) {
     fault = `not JSON (${(err as Error).message})`;
   }
-  fault ??= seq === undefined ? 'not a checkpoint key' : checkpointFault(value, seq, joinKey(location.prefix, ''));
+  fault ??= seq === undefined ? 'not a checkpoint key' : checkpointFault(value, seq, location);
   if (fault !== undefined) {
     throw new AuditError(
       AuditErrorCode.TABLE_INVALID,

@@ -114,6 +114,42 @@ export function parquetDataPrefix(location: S3Location): string {
   return joinKey(location.prefix, 'event_date=');
 }
 
+/**
+ * The names this location's writers give data files, relative to the location: a day's
+ * directory right under it, and a batch's, a compaction's or a row rewrite's file name (the day
+ * captured).
+ */
+export const PARQUET_DATA_FILE_NAME = /^event_date=(\d{4}-\d{2}-\d{2})\/(?:part|compacted|rewritten)-[^/]+\.parquet$/;
+
+/**
+ * Why a file a marker or checkpoint of `location` names is not one of its data files (undefined
+ * when it is): a key outside the location or not named as its writers name data files, or a
+ * day (where the entry gives one) other than its directory's. Readers fetch what the log names with the node's own
+ * credentials and serve its rows as the location's: a review edited a commit marker to name
+ * another cluster's file elsewhere in the bucket, and its rows came back in this node's searches.
+ */
+export function dataFileFault(location: S3Location, file: { key?: unknown; eventDate?: unknown }): string | undefined {
+  const base = joinKey(location.prefix, '');
+  const key = file.key;
+  if (typeof key !== 'string') return `names ${JSON.stringify(key)}, which is not a key`;
+  if (!key.startsWith(base)) return `names ${key}, which is not under the location`;
+  const name = PARQUET_DATA_FILE_NAME.exec(key.slice(base.length));
+  if (name === null) return `names ${key}, which is not one of the location's data files (event_date=<day>/ then part-, compacted- or rewritten-….parquet)`;
+  if ('eventDate' in file && name[1] !== file.eventDate) return `names ${key} as a file of ${JSON.stringify(file.eventDate)}`;
+  return undefined;
+}
+
+/**
+ * Throws AUDIT_TABLE_INVALID naming `where` (a marker's or checkpoint's URL) when any of `files`
+ * is not a data file of `location` ({@link dataFileFault}): no reader fetches what it names.
+ */
+export function refuseForeignFiles(location: S3Location, files: ReadonlyArray<{ key?: unknown; eventDate?: unknown }>, where: string): void {
+  for (const file of files) {
+    const fault = dataFileFault(location, file);
+    if (fault !== undefined) throw new AuditError(AuditErrorCode.TABLE_INVALID, `${where} ${fault}: a node names only its own data files there, so it was changed`);
+  }
+}
+
 /** The marker of the commit that continues from watermark seq `afterSeq`; keys sort by it. */
 export function markerKey(location: S3Location, afterSeq: number): string {
   return joinKey(location.prefix, `${COMMITS_DIR}/${encodeKeyNumber(afterSeq)}.json`);

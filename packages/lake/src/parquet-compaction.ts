@@ -7,7 +7,7 @@ import type { CommitFence } from './iceberg-version-commit.js';
 import { encodeKeyNumber } from './key-number.js';
 import type { ObjectStore } from './object-store.js';
 import { readNewestCheckpoint, type LoadedCheckpoint, type ReplacedFile } from './parquet-checkpoint.js';
-import type { CommitMarker, CommittedFile } from './parquet-committer.js';
+import { refuseForeignFiles, type CommitMarker, type CommittedFile } from './parquet-committer.js';
 import { continuesKnown, readMarkersByKey } from './parquet-marker-log.js';
 import type { MarkerPackLimits } from './parquet-marker-packing.js';
 import { joinKey, type S3Location } from './s3-location.js';
@@ -102,7 +102,13 @@ export async function readCompactions(
   const prefix = compactionsPrefix(location);
   const keys = (await objects.list(prefix)).filter((key) => !foldedCompaction(prefix, key, folded));
   const fresh = keys.filter((key) => !known.has(key));
-  const read = await mapBounded(fresh, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (key) => [key, JSON.parse(new TextDecoder().decode(await objects.get(key))) as CompactionMarker] as const);
+  const read = await mapBounded(fresh, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (key) => {
+    const marker = JSON.parse(new TextDecoder().decode(await objects.get(key))) as CompactionMarker;
+    const where = `the compaction marker ${objects.url(key)}`;
+    if (!Array.isArray(marker.files) || !Array.isArray(marker.replaced)) throw new AuditError(AuditErrorCode.TABLE_INVALID, `${where} has no file lists`);
+    refuseForeignFiles(location, [...marker.replaced, ...marker.files], where);
+    return [key, marker] as const;
+  });
   const byKey = new Map(read);
   return new Map(keys.map((key) => [key, (known.get(key) ?? byKey.get(key)) as CompactionMarker]));
 }

@@ -4,7 +4,7 @@ import { deleteWhileLeader } from './fenced-delete.js';
 import type { MaintenancePolicy, MaintenanceRunFigures } from './iceberg-maintenance.js';
 import { packIntegrityCheckpoints } from './integrity-objects.js';
 import type { ObjectStore } from './object-store.js';
-import { parquetDataPrefix } from './parquet-committer.js';
+import { PARQUET_DATA_FILE_NAME, parquetDataPrefix } from './parquet-committer.js';
 import { compactParquetLocation, liveParquetFiles, ParquetLogCache, readContextLog, type ParquetCompactionContext } from './parquet-compaction.js';
 import { deleteSupersededLogCheckpoints } from './parquet-checkpoint-cleanup.js';
 import { writeParquetCheckpoint } from './parquet-checkpoint-write.js';
@@ -36,14 +36,6 @@ async function deleteReplacedParquetFiles(context: ParquetCompactionContext): Pr
   return deleting.length;
 }
 
-/**
- * The names this location's writers give data files, relative to the location: a day's
- * directory right under it, and a batch's, a compaction's or a row rewrite's file name. Orphan
- * cleanup considers nothing else: a location may hold other locations below it (an earlier
- * Parquet path, an Iceberg warehouse, a bucket-root path above them all), whose files no marker
- * of this one names, and they are not its to delete.
- */
-const DATA_FILE_NAME = /^event_date=\d{4}-\d{2}-\d{2}\/(?:part|compacted|rewritten)-[^/]+\.parquet$/;
 
 /**
  * Orphan cleanup of a Parquet location: data files no commit marker and no applied compaction
@@ -65,8 +57,11 @@ async function removeParquetOrphans(context: ParquetCompactionContext, minAgeMs:
   const { objects, location } = context;
   const base = joinKey(location.prefix, '');
   const cutoffMs = await orphanCutoffMs(context.now(), minAgeMs, context.storeNow);
-  // A listing without LastModified (0) tells no age: never a candidate.
-  const candidates = (await objects.listObjects(parquetDataPrefix(location))).filter((object) => DATA_FILE_NAME.test(object.key.slice(base.length)) && object.lastModifiedMs > 0 && object.lastModifiedMs <= cutoffMs);
+  // A listing without LastModified (0) tells no age: never a candidate. Nor is any object not
+  // named as this location's writers name data files: a location may hold other locations below
+  // it (an earlier Parquet path, an Iceberg warehouse, a bucket-root path above them all), whose
+  // files no marker of this one names, and they are not its to delete.
+  const candidates = (await objects.listObjects(parquetDataPrefix(location))).filter((object) => PARQUET_DATA_FILE_NAME.test(object.key.slice(base.length)) && object.lastModifiedMs > 0 && object.lastModifiedMs <= cutoffMs);
   if (candidates.length === 0) return 0;
   // The bulk of the log is read before the turn; in it, only the markers written since.
   const cache = context.log ?? new ParquetLogCache();

@@ -3,7 +3,7 @@ import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import { encodeKeyNumber } from './key-number.js';
 import type { ObjectStore } from './object-store.js';
-import { COMMITS_DIR, type CommitMarker } from './parquet-committer.js';
+import { COMMITS_DIR, refuseForeignFiles, type CommitMarker } from './parquet-committer.js';
 import { markerNameSeq, markerPacksPrefix, parseMarkerPack, parseMarkerPackKey, type MarkerPackName } from './parquet-marker-pack.js';
 import { joinKey, type S3Location } from './s3-location.js';
 
@@ -56,7 +56,7 @@ async function readAllMarkers(objects: ObjectStore, location: S3Location, fromSe
       return;
     }
     const text = new TextDecoder().decode(bytes);
-    found.set(key, { marker: JSON.parse(text) as CommitMarker, digest: textDigest(text), url: objects.url(key), packed: false });
+    found.set(key, { marker: parseCommitMarker(location, text, `the commit marker ${objects.url(key)}`), digest: textDigest(text), url: objects.url(key), packed: false });
   });
   const packs = (await objects.list(markerPacksPrefix(location)))
     .map((key) => parseMarkerPackKey(location, key))
@@ -70,7 +70,7 @@ async function readAllMarkers(objects: ObjectStore, location: S3Location, fromSe
     held.set(pack.key, entries.length);
     for (const entry of entries) {
       const key = `${prefix}${entry.name}`;
-      const copy: FoundMarker = { marker: JSON.parse(entry.marker) as CommitMarker, digest: textDigest(entry.marker), url, packed: true };
+      const copy: FoundMarker = { marker: parseCommitMarker(location, entry.marker, `the commit marker ${entry.name} in ${url}`), digest: textDigest(entry.marker), url, packed: true };
       const other = found.get(key);
       if (other === undefined) found.set(key, copy);
       else if (other.digest !== copy.digest) throw differing(objects, key, whereFound(other, key), whereFound(copy, key));
@@ -83,6 +83,14 @@ async function readAllMarkers(objects: ObjectStore, location: S3Location, fromSe
   // A pack reaching `fromSeq` may begin below it: only what the loose listing would have listed.
   const from = fromSeq === undefined ? undefined : `${prefix}${encodeKeyNumber(fromSeq)}`;
   return new Map(keys.filter((key) => from === undefined || key > from).map((key) => [key, (found.get(key) as FoundMarker).marker]));
+}
+
+/** A commit marker's text, parsed; one naming anything but the location's data files is refused (refuseForeignFiles). */
+function parseCommitMarker(location: S3Location, text: string, where: string): CommitMarker {
+  const marker = JSON.parse(text) as CommitMarker;
+  if (!Array.isArray(marker.files)) throw new AuditError(AuditErrorCode.TABLE_INVALID, `${where} has no file list`);
+  refuseForeignFiles(location, marker.files, where);
+  return marker;
 }
 
 function differing(objects: ObjectStore, key: string, one: string, other: string): AuditError {

@@ -124,7 +124,7 @@ describe('Parquet maintenance', () => {
     // Another writer (a deposed leader's maintenance) took both days' next generation first.
     const takeBothDays = async () => {
       for (const date of ['2026-05-01', '2026-05-02']) {
-        const taken = { format: 'auditlake-parquet-compaction/1', term: 9, committedAtMs: 0, eventDate: date, generation: 1, replaced: [{ key: 'lost/none.parquet', eventDate: date, rows: 1, bytes: 1, tsMin: 0, tsMax: 0 }], files: [] };
+        const taken = { format: 'auditlake-parquet-compaction/1', term: 9, committedAtMs: 0, eventDate: date, generation: 1, replaced: [{ key: `lost/event_date=${date}/part-none.parquet`, eventDate: date, rows: 1, bytes: 1, tsMin: 0, tsMax: 0 }], files: [] };
         await objects.putIfAbsent(compactionKey(location, date, 1), JSON.stringify(taken), 'application/json');
       }
     };
