@@ -11,8 +11,9 @@
  * A cut is a `},` found by byte search, which could also sit inside a string; a piece is
  * taken only if `[` + its bytes + `]` parses, which can only happen when the cut is between
  * two elements of the top-level array (inside a string, the added `]` leaves the string
- * unterminated; inside a nested value, it leaves a bracket unclosed). Any piece that does not
- * parse sends the whole body to JSON.parse, which then either succeeds (the cut was inside a
+ * unterminated; inside a nested value, it leaves a bracket unclosed), and a piece after a cut
+ * must hold an element (the comma needs one after it). Any piece that does not parse so sends
+ * the whole body to JSON.parse, which then either succeeds (the cut was inside a
  * string) or fails with its usual message. So the result, and every error, is JSON.parse's.
  */
 const PIECE_BYTES = 64 * 1024;
@@ -41,6 +42,10 @@ function parseArrayInPieces(body: Buffer): unknown[] | undefined {
     } catch {
       return undefined;
     }
+    // After a cut's comma an element must follow: `[…},]` (a trailing comma, which JSON.parse
+    // refuses) left only the body's `]` for the last piece, which parsed as `[]` (review: such a
+    // body over 128 KiB was accepted).
+    if ((piece as unknown[]).length === 0 && from > open + 1) return undefined;
     for (const element of piece as unknown[]) elements.push(element);
     if (cut === -1) return elements;
     from = cut + CUT_MARK.length;

@@ -71,6 +71,10 @@ describe('parseJsonBody', () => {
       valid.slice(0, between) + '}' + valid.slice(between), // a stray brace between two elements
       valid.replace('"i":1500', '"i":15 00'), // a broken number late in the body
       valid.slice(0, 200_000) + '"' + valid.slice(200_000), // an unterminated string
+      valid.slice(0, -1) + ',]', // a trailing comma: the last cut left only `]`, which parsed as []
+      valid.slice(0, -1) + ', \n ]', // the same with whitespace
+      // A review's body: one large element after a small one, and a trailing comma (the only cut past 64 KiB).
+      JSON.stringify([{ i: 0 }, { i: 1, details: 'd'.repeat(140_000) }]).slice(0, -1) + ',]',
     ];
     for (const text of malformed) {
       const expected = reference(text);
