@@ -354,6 +354,9 @@ function addSnapshot(
     if (previous !== undefined) summary[key] = String(previous + delta);
   }
   Object.assign(summary, extra);
+  // Stamped later than the clock says (the table's last update is ahead of it): the real time
+  // goes beside, so the snapshot's age stays known (snapshotMadeAtMs).
+  if (commitMs !== options.nowMs) summary[COMMITTED_AT_SUMMARY_KEY] = String(options.nowMs);
 
   const snapshot: IcebergSnapshot = {
     'sequence-number': sequenceNumber,
@@ -383,6 +386,7 @@ function addSnapshot(
 export interface ExpireSnapshotsOptions {
   /** The newest snapshots kept (by sequence number); the current one and every ref's are kept always. */
   retainLast: number;
+  /** The clock: the metadata's update time, and what the ages below are from (see {@link retainedSnapshotIds}). */
   nowMs: number;
   previousMetadataPath: string;
   metadataLogEntriesMax?: number;
@@ -393,6 +397,27 @@ export interface ExpireSnapshotsOptions {
 }
 
 /**
+ * The summary key a snapshot records its writer's clock under when its `timestamp-ms` had to be
+ * later: a commit is stamped no earlier than the table's last update (Iceberg's readers expect
+ * the snapshot log in order), so once one commit was stamped by a clock that was ahead, every
+ * later one is stamped after it for as long as the lead lasts — a year ahead, a year.
+ */
+export const COMMITTED_AT_SUMMARY_KEY = 'auditlake.committed-at-ms';
+
+/**
+ * How far past `nowMs` a snapshot may be dated and still count as young: clocks of the writers
+ * of one table differ a little; beyond this, its age is not known.
+ */
+export const SNAPSHOT_CLOCK_AHEAD_TOLERANCE_MS = 60_000;
+
+/** When a snapshot was made, as well as its writer knew: the clock it recorded beside a later stamp, else its `timestamp-ms`. */
+export function snapshotMadeAtMs(snapshot: IcebergSnapshot): number {
+  const recorded = snapshot.summary[COMMITTED_AT_SUMMARY_KEY];
+  const ms = recorded === undefined ? Number.NaN : Number(recorded);
+  return Number.isSafeInteger(ms) && ms >= 0 ? ms : snapshot['timestamp-ms'];
+}
+
+/**
  * The snapshot ids {@link expireSnapshots} keeps: the newest `retainLast`, the current one, every
  * ref's — and, when the current snapshot carries no tiering watermark (another engine committed
  * on top), every ancestor back to the newest one that does: the watermark is read by walking
@@ -400,15 +425,24 @@ export interface ExpireSnapshotsOptions {
  * would lose where tiering stopped, and the next sweep would tier everything again
  * (docs/iceberg-layout.md §2, §7). Given `keepRemovedSinceMs`, also the parent of every snapshot
  * committed since then that took data files out; given `keepMadeSinceMs`, every snapshot
- * committed since then.
+ * committed since then. Those ages are from {@link snapshotMadeAtMs}; given `nowMs`, a snapshot
+ * made after it (beyond {@link SNAPSHOT_CLOCK_AHEAD_TOLERANCE_MS}) is not young.
  */
-export function retainedSnapshotIds(metadata: IcebergTableMetadata, retainLast: number, keepRemovedSinceMs?: number, keepMadeSinceMs?: number): Set<number> {
+export function retainedSnapshotIds(metadata: IcebergTableMetadata, retainLast: number, keepRemovedSinceMs?: number, keepMadeSinceMs?: number, nowMs?: number): Set<number> {
   if (!Number.isSafeInteger(retainLast) || retainLast < 1) throw new TypeError(`retainLast must be a positive integer, got ${retainLast}`);
   const newestFirst = [...metadata.snapshots].sort((a, b) => b['sequence-number'] - a['sequence-number']);
   const kept = new Set(newestFirst.slice(0, retainLast).map((snapshot) => snapshot['snapshot-id']));
   // A reader plans from the snapshot that was current when it loaded the metadata, reading its
   // manifest list and manifests next: one that young is not taken from under it.
-  if (keepMadeSinceMs !== undefined) for (const snapshot of metadata.snapshots) if (snapshot['timestamp-ms'] >= keepMadeSinceMs) kept.add(snapshot['snapshot-id']);
+  // Ages are from snapshotMadeAtMs, and one made after `nowMs` (beyond a little skew) has no
+  // age known: it counts as old. Taken as young, a single commit stamped by a clock a year ahead
+  // kept every later snapshot young for that year, and the table grew by one each commit
+  // (review: ~830 bytes a commit to every metadata file).
+  const young = (snapshot: IcebergSnapshot, sinceMs: number) => {
+    const madeAtMs = snapshotMadeAtMs(snapshot);
+    return madeAtMs >= sinceMs && (nowMs === undefined || madeAtMs <= nowMs + SNAPSHOT_CLOCK_AHEAD_TOLERANCE_MS);
+  };
+  if (keepMadeSinceMs !== undefined) for (const snapshot of metadata.snapshots) if (young(snapshot, keepMadeSinceMs)) kept.add(snapshot['snapshot-id']);
   if (keepRemovedSinceMs !== undefined) {
     // A reader lists a table's files and then reads them, a search over many files for minutes:
     // the files a snapshot took out (a compaction, a rewrite) stay readable until it is that old,
@@ -417,7 +451,7 @@ export function retainedSnapshotIds(metadata: IcebergTableMetadata, retainLast: 
     // of the grace period.
     for (const snapshot of metadata.snapshots) {
       const parent = snapshot['parent-snapshot-id'];
-      if (parent !== undefined && removesDataFiles(snapshot) && snapshot['timestamp-ms'] >= keepRemovedSinceMs) kept.add(parent);
+      if (parent !== undefined && removesDataFiles(snapshot) && young(snapshot, keepRemovedSinceMs)) kept.add(parent);
     }
   }
   const current = currentSnapshot(metadata);
@@ -477,7 +511,7 @@ export function expireSnapshots(metadata: IcebergTableMetadata, options: ExpireS
   checkAbsolutePath('previousMetadataPath', options.previousMetadataPath);
   checkMs('nowMs', options.nowMs);
   const logMax = checkedLogMax(options.metadataLogEntriesMax);
-  const kept = retainedSnapshotIds(metadata, options.retainLast, options.keepRemovedSinceMs, options.keepMadeSinceMs);
+  const kept = retainedSnapshotIds(metadata, options.retainLast, options.keepRemovedSinceMs, options.keepMadeSinceMs, options.nowMs);
   if (metadata.snapshots.every((snapshot) => kept.has(snapshot['snapshot-id']))) return undefined;
   const next: IcebergTableMetadata = {
     ...metadata,

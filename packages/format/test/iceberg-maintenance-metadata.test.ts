@@ -3,15 +3,19 @@ import { describe, expect, it } from 'vitest';
 import {
   appendSnapshot,
   checkTableMetadata,
+  COMMITTED_AT_SUMMARY_KEY,
   dropRefsOffCurrent,
   expireSnapshots,
   newTableMetadata,
   readWatermarkFromMetadata,
   replaceSnapshot,
   retainedSnapshotIds,
+  SNAPSHOT_CLOCK_AHEAD_TOLERANCE_MS,
   snapshotAncestry,
+  snapshotMadeAtMs,
   trimMetadataLog,
   watermarkSummary,
+  type IcebergSnapshot,
   type IcebergTableMetadata,
 } from '../src/index.js';
 
@@ -173,6 +177,30 @@ describe('expireSnapshots', () => {
     // The manifest rewrite removed no data file: its parent, the compaction, is not kept for it.
     expect([...retainedSnapshotIds(rewritten, 1, T0 + 101)].sort()).toEqual([2001]);
     expect(expireSnapshots(rewritten, { retainLast: 1, nowMs: T0 + 300, previousMetadataPath: metadataPath(8), keepRemovedSinceMs: T0 + 100 })!.snapshots.map((s) => s['snapshot-id'])).toEqual([1005, 2001]);
+  });
+
+  it('ages snapshots by when they were made: a stamp later than its clock records the clock beside it, and one made after now (beyond the skew allowed) is not young', () => {
+    const YEAR_MS = 365 * 86_400_000;
+    const add = (metadata: IcebergTableMetadata, snapshotId: number, nowMs: number) =>
+      appendSnapshot(metadata, { snapshotId, manifestListPath: listPath(snapshotId), nowMs, addedFiles: { records: 1, files: 1, sizeBytes: 10, partitions: 1 }, previousMetadataPath: metadataPath(snapshotId), summaryExtra: watermarkSummary({ seq: BigInt(snapshotId), writerId: 'w', leaderTerm: 1 }) });
+    // A commit stamped by a clock a year ahead, then two by a right one: stamped after it all the same.
+    const ahead = add(appended(2), 2001, T0 + YEAR_MS);
+    const after = add(add(ahead, 2002, T0 + 50_000), 2003, T0 + 60_000);
+    const [first, second, third] = after.snapshots.slice(-3) as [IcebergSnapshot, IcebergSnapshot, IcebergSnapshot];
+    expect([first['timestamp-ms'], second['timestamp-ms'], third['timestamp-ms']]).toEqual([T0 + YEAR_MS, T0 + YEAR_MS + 1, T0 + YEAR_MS + 2]);
+    // Recorded only where the stamp is not the clock's.
+    expect(first.summary[COMMITTED_AT_SUMMARY_KEY]).toBeUndefined();
+    expect(second.summary[COMMITTED_AT_SUMMARY_KEY]).toBe(String(T0 + 50_000));
+    expect([first, second, third].map(snapshotMadeAtMs)).toEqual([T0 + YEAR_MS, T0 + 50_000, T0 + 60_000]);
+    expect(snapshotMadeAtMs({ ...third, summary: { ...third.summary, [COMMITTED_AT_SUMMARY_KEY]: 'soon' } })).toBe(T0 + YEAR_MS + 2);
+    // At T0 + 90 s with a minute's grace: the two made since are young; the one made a year ahead
+    // is not (its age is unknown), nor the older ones.
+    const now = T0 + 90_000;
+    expect([...retainedSnapshotIds(after, 1, undefined, now - 60_000, now)].sort()).toEqual([2002, 2003]);
+    // Without a clock, stamps are taken as they are: the year ahead counts as young.
+    expect([...retainedSnapshotIds(after, 1, undefined, now - 60_000)].sort()).toEqual([2001, 2002, 2003]);
+    // Made a little after now (writers' clocks differ): still young.
+    expect([...retainedSnapshotIds(add(after, 2004, now + SNAPSHOT_CLOCK_AHEAD_TOLERANCE_MS), 1, undefined, now - 60_000, now)].sort()).toEqual([2002, 2003, 2004]);
   });
 
   it("drops the statistics and partition-statistics entries of expired snapshots, and keeps the retained ones", () => {

@@ -48,7 +48,7 @@ export async function expireIcebergSnapshots(context: MaintenanceContext, loaded
       ...(keepMadeSinceMs === undefined ? {} : { keepMadeSinceMs }),
     });
     if (!next) return { loaded: base, expired: 0, plan: undefined };
-    const kept = retainedSnapshotIds(base.metadata, retainLast, keepRemovedSinceMs, keepMadeSinceMs);
+    const kept = retainedSnapshotIds(base.metadata, retainLast, keepRemovedSinceMs, keepMadeSinceMs, nowMs);
     const plan = await planExpiredFiles(context.objects, context.table, base.metadata, kept, lists, manifests);
     return { loaded: await commitMetadataVersion(context.objects, context.table, base, next, context.fence), expired: base.metadata.snapshots.filter((snapshot) => !kept.has(snapshot['snapshot-id'])).length, plan };
   });
@@ -69,8 +69,9 @@ export async function expireIcebergSnapshots(context: MaintenanceContext, loaded
  */
 async function warmUp(context: MaintenanceContext, loaded: LoadedTable, retainLast: number, removedGraceMs: number, readGraceMs: number, lists: ManifestListCache, manifests: ManifestCache): Promise<void> {
   const { metadata } = loaded;
-  const { keepRemovedSinceMs, keepMadeSinceMs } = graceSince(context.now(), removedGraceMs, readGraceMs);
-  if (incrementalRefusal(metadata, retainedSnapshotIds(metadata, retainLast, keepRemovedSinceMs, keepMadeSinceMs)) === undefined) {
+  const nowMs = context.now();
+  const { keepRemovedSinceMs, keepMadeSinceMs } = graceSince(nowMs, removedGraceMs, readGraceMs);
+  if (incrementalRefusal(metadata, retainedSnapshotIds(metadata, retainLast, keepRemovedSinceMs, keepMadeSinceMs, nowMs)) === undefined) {
     await mapBounded(metadata.snapshots, OBJECT_REQUESTS_IN_FLIGHT_MAX, (snapshot) => lists.files(context.objects, context.table, snapshot['manifest-list']));
     return;
   }
@@ -111,8 +112,9 @@ export async function expireOverdueSnapshots(context: MaintenanceContext, loaded
   // Not before half of `retainLast` may go: while snapshots are too young to expire, every
   // commit of a busy sweep would read every snapshot's manifest list (and, where the incremental
   // way does not apply, every manifest) to expire one or none.
-  const { keepRemovedSinceMs, keepMadeSinceMs } = graceSince(context.now(), REPLACED_FILE_GRACE_MS, SNAPSHOT_READ_GRACE_MS);
-  if (snapshots.length - retainedSnapshotIds(loaded.metadata, retainLast, keepRemovedSinceMs, keepMadeSinceMs).size < Math.ceil(retainLast / 2)) return undefined;
+  const nowMs = context.now();
+  const { keepRemovedSinceMs, keepMadeSinceMs } = graceSince(nowMs, REPLACED_FILE_GRACE_MS, SNAPSHOT_READ_GRACE_MS);
+  if (snapshots.length - retainedSnapshotIds(loaded.metadata, retainLast, keepRemovedSinceMs, keepMadeSinceMs, nowMs).size < Math.ceil(retainLast / 2)) return undefined;
   return expireIcebergSnapshots(context, loaded, retainLast, REPLACED_FILE_GRACE_MS, SNAPSHOT_READ_GRACE_MS);
 }
 

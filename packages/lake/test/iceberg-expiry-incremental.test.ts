@@ -131,7 +131,7 @@ async function randomHistory(seed: number, steps: number): Promise<{ incremental
       const retainLast = 1 + Math.floor(random() * 4);
       const readGraceMs = random() < 0.5 ? 0 : SNAPSHOT_READ_GRACE_MS;
       // What the full computation deletes, on the same table and the same kept snapshots.
-      const kept = retainedSnapshotIds(loaded.metadata, retainLast, clock - REPLACED_FILE_GRACE_MS, readGraceMs > 0 ? clock - readGraceMs : undefined);
+      const kept = retainedSnapshotIds(loaded.metadata, retainLast, clock - REPLACED_FILE_GRACE_MS, readGraceMs > 0 ? clock - readGraceMs : undefined, clock);
       const full = await reachabilityPlan(objects, table, loaded.metadata, kept, new ManifestCache());
       const before = await tableKeys(objects, table);
       const expiry = await expireIcebergSnapshots(context, loaded, retainLast, REPLACED_FILE_GRACE_MS, readGraceMs);
@@ -216,7 +216,7 @@ describe('incremental snapshot expiry', () => {
     const methods: string[] = [];
     /** Expires down to 2 (with the grace), checks the deletes against the full computation and icebird against every kept snapshot. */
     const expire = async (): Promise<void> => {
-      const kept = retainedSnapshotIds(loaded.metadata, 2, clock - REPLACED_FILE_GRACE_MS);
+      const kept = retainedSnapshotIds(loaded.metadata, 2, clock - REPLACED_FILE_GRACE_MS, undefined, clock);
       const full = await reachabilityPlan(objects, table, loaded.metadata, kept, new ManifestCache());
       const before = await tableKeys(objects, table);
       const expiry = await expireIcebergSnapshots(context, loaded, 2);

@@ -2,7 +2,7 @@
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { currentSnapshot, readWatermarkFromMetadata, type IcebergSnapshot, type IcebergTableMetadata } from '@auditlake/format';
+import { COMMITTED_AT_SUMMARY_KEY, currentSnapshot, readWatermarkFromMetadata, snapshotMadeAtMs, type IcebergSnapshot, type IcebergTableMetadata } from '@auditlake/format';
 import { AuditErrorCode, INTEGRITY_ACTIONS, SELF_SOURCE, type StoredEvent } from '@auditlake/model';
 import { icebergRead } from 'icebird';
 import { describe, expect, it, onTestFinished } from 'vitest';
@@ -403,4 +403,47 @@ describe('Iceberg maintenance', () => {
     expect(await objects.exists(manifestList)).toBe(false);
     expectEveryEventOnce(await icebirdIds(table), 16);
   });
+
+  it('after one commit stamped by a clock a year ahead, the expiry between runs still bounds the snapshots, by when each was made, a young one kept for its reader', async () => {
+    const table = resolveIcebergTable('cat.ops.clock_ahead_events', new Map([['cat', { name: 'cat', warehouse: `s3://${BUCKET}/warehouse`, connectionId: 's3' }]]));
+    const objects = s3.connections.bucket('s3', BUCKET);
+    const YEAR_MS = 365 * 86_400_000;
+    let clock = Date.now();
+    const steps = context(table, objects, { now: () => clock });
+    let loaded = await ensureIcebergTable(objects, table, clock);
+    const retainLast = 24;
+    // The first commit's clock is a year ahead; every later one is right, 10 s apart. Every
+    // later snapshot is stamped after the first (the log stays in order): a year ahead too.
+    let largestSnapshots = 0;
+    let largestBytes = 0;
+    for (let c = 0; c < 200; c++) {
+      const nowMs = c === 0 ? clock + YEAR_MS : clock;
+      loaded = (await commitIcebergBatch(objects, table, loaded, events(1 + c * 2, 2), { ...fence, nowMs, writerId: 'auditlake:test' })).loaded;
+      const expired = await expireOverdueSnapshots(steps, loaded, retainLast);
+      if (expired) loaded = expired.loaded;
+      largestSnapshots = Math.max(largestSnapshots, loaded.metadata.snapshots.length);
+      largestBytes = Math.max(largestBytes, (await objects.head(metadataVersionKey(table, loaded.version)))!.bytes);
+      clock += 10_000;
+    }
+    // Before, every snapshot counted as younger than a minute and none expired: 200 snapshots, 167 KB.
+    expect(largestSnapshots).toBeLessThanOrEqual(2 * retainLast);
+    expect(largestBytes).toBeLessThanOrEqual(64 * 1024);
+    const current = currentSnapshot(loaded.metadata)!;
+    expect(current['timestamp-ms']).toBeGreaterThan(clock);
+    // The stamp is a year ahead; the time it was made is recorded beside it, and is what ages count from.
+    expect(snapshotMadeAtMs(current)).toBe(clock - 10_000);
+    expect(current.summary[COMMITTED_AT_SUMMARY_KEY]).toBe(String(clock - 10_000));
+    // A reader's grace still holds by that time: back-to-back commits within a minute are all kept...
+    const planned = currentSnapshot(loaded.metadata)!;
+    for (let c = 0; c < 2 * retainLast; c++) loaded = (await commitIcebergBatch(objects, table, loaded, events(401 + c * 2, 2), { ...fence, nowMs: clock + c, writerId: 'auditlake:test' })).loaded;
+    expect(await expireOverdueSnapshots(steps, loaded, retainLast)).toBeDefined();
+    loaded = (await loadIcebergTable(objects, table))!;
+    expect(loaded.metadata.snapshots.map((snapshot) => snapshot['snapshot-id'])).toContain(planned['snapshot-id']);
+    expect(await objects.exists(s3Key(table, planned['manifest-list']))).toBe(true);
+    // ...and a minute on they may go.
+    clock += SNAPSHOT_READ_GRACE_MS + 10;
+    await expireOverdueSnapshots(steps, loaded, retainLast);
+    expect((await loadIcebergTable(objects, table))!.metadata.snapshots.map((snapshot) => snapshot['snapshot-id'])).not.toContain(planned['snapshot-id']);
+    expectEveryEventOnce(await icebirdIds(table), 2 * 200 + 4 * retainLast);
+  }, 240_000);
 });

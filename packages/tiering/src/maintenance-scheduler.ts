@@ -16,6 +16,7 @@ import {
   type TieredLocation,
   type TierFileEncoder,
 } from '@auditlake/lake';
+import { snapshotMadeAtMs } from '@auditlake/format';
 import { AuditError, AuditErrorCode, CronSchedule, type EffectiveSettings, type IcebergCatalogConfig } from '@auditlake/model';
 import type { AuditStore } from '@auditlake/store';
 import { CommitLock } from './commit-lock.js';
@@ -335,6 +336,8 @@ export class MaintenanceScheduler {
    * When the Iceberg table was last compacted, from its snapshots: the newest that replaced data files;
    * with none, the table's first snapshot when it is still retained (never compacted since it
    * was created); otherwise 0 (compacted, if ever, before every retained snapshot: long ago).
+   * Times are when the snapshots were made (snapshotMadeAtMs), not their stamps, which run ahead
+   * of the clock after a commit stamped by one that was ahead.
    * Undefined for a Parquet location or a table not created yet (the registration time stands).
    */
   async #lastCompactedMs(location: TieredLocation): Promise<number | undefined> {
@@ -346,11 +349,11 @@ export class MaintenanceScheduler {
     let replaced: number | undefined;
     // A compaction replaces data files; a manifest rewrite is a `replace` too, with none.
     for (const snapshot of snapshots) {
-      if (snapshot.summary['operation'] === 'replace' && Number(snapshot.summary['deleted-data-files'] ?? 0) > 0) replaced = Math.max(replaced ?? 0, snapshot['timestamp-ms']);
+      if (snapshot.summary['operation'] === 'replace' && Number(snapshot.summary['deleted-data-files'] ?? 0) > 0) replaced = Math.max(replaced ?? 0, snapshotMadeAtMs(snapshot));
     }
     if (replaced !== undefined) return replaced;
     const root = snapshots.find((snapshot) => snapshot['parent-snapshot-id'] === undefined);
-    return root === undefined ? 0 : root['timestamp-ms'];
+    return root === undefined ? 0 : snapshotMadeAtMs(root);
   }
 
   /** One run over a table or Parquet location with the current settings, fenced by `term`. */
