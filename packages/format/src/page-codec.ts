@@ -1,3 +1,4 @@
+import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import type { Compressors } from 'hyparquet';
 
@@ -28,19 +29,20 @@ export function compressTierPage(bytes: Uint8Array): Uint8Array {
  * Inflates a GZIP page (the reader's decompressor and the free-text prefilter both use it) to
  * the size its page header declares, and no further: a page of half a megabyte inflated to
  * 512 MiB before anything compared the length (review: a bucket writer's gzip bomb). A page
- * that inflates to any other size is refused.
+ * that inflates to any other size, or not at all, is refused with AUDIT_TABLE_INVALID.
  */
 export function decompressGzipPage(bytes: Uint8Array, declaredBytes: number): Uint8Array {
-  if (!Number.isSafeInteger(declaredBytes) || declaredBytes < 0) throw new Error(`a GZIP page declares ${declaredBytes} bytes uncompressed`);
+  const refused = (message: string) => new AuditError(AuditErrorCode.TABLE_INVALID, `tiered file is not readable Parquet: ${message}`);
+  if (!Number.isSafeInteger(declaredBytes) || declaredBytes < 0) throw refused(`a GZIP page declares ${declaredBytes} bytes uncompressed`);
   let inflated: Uint8Array;
   try {
     // One byte more than declared: a page that inflates beyond it is told apart from one that fits.
     inflated = gunzipSync(bytes, { maxOutputLength: Math.max(1, declaredBytes + 1) });
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') throw new Error(`a GZIP page inflates beyond the ${declaredBytes} bytes its header declares`);
-    throw err;
+    if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') throw refused(`a GZIP page inflates beyond the ${declaredBytes} bytes its header declares`);
+    throw refused(`a GZIP page does not inflate: ${err instanceof Error ? err.message : String(err)}`);
   }
-  if (inflated.byteLength !== declaredBytes) throw new Error(`a GZIP page inflates to ${inflated.byteLength} bytes, its header declares ${declaredBytes}`);
+  if (inflated.byteLength !== declaredBytes) throw refused(`a GZIP page inflates to ${inflated.byteLength} bytes, its header declares ${declaredBytes}`);
   return inflated;
 }
 
