@@ -117,9 +117,10 @@ export function parquetDataPrefix(location: S3Location): string {
 /**
  * The names this location's writers give data files, relative to the location: a day's
  * directory right under it, and a batch's, a compaction's or a row rewrite's file name (the day
- * captured).
+ * captured). A day is `YYYY-MM-DD`, or `+YYYYYY-MM` for the days past year 9999 that versions
+ * accepting such times named so (`eventDate` cut `+010000-01-01T…` at ten characters).
  */
-export const PARQUET_DATA_FILE_NAME = /^event_date=(\d{4}-\d{2}-\d{2})\/(?:part|compacted|rewritten)-[^/]+\.parquet$/;
+export const PARQUET_DATA_FILE_NAME = /^event_date=(\d{4}-\d{2}-\d{2}|\+\d{6}-\d{2})\/(?:part|compacted|rewritten)-[^/]+\.parquet$/;
 
 /**
  * Why a file a marker or checkpoint of `location` names is not one of its data files (undefined

@@ -168,7 +168,7 @@ export async function readMarkersByKey(objects: ObjectStore, location: S3Locatio
   const keys = await objects.list(prefix, startAfter === undefined ? {} : { startAfter });
   const read = await mapBounded(keys, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (key) => {
     const bytes = await objects.find(key);
-    return bytes === undefined ? undefined : ([key, JSON.parse(new TextDecoder().decode(bytes)) as CommitMarker] as const);
+    return bytes === undefined ? undefined : ([key, parseCommitMarker(location, new TextDecoder().decode(bytes), `the commit marker ${objects.url(key)}`)] as const);
   });
   // A marker listed and gone when fetched was packed and its loose copy deleted in between (a
   // reader idle past the orphan age): what follows may not say so (it may have been the last),

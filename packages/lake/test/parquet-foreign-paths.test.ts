@@ -8,6 +8,7 @@ import {
   commitParquetBatch,
   COMPACTIONS_DIR,
   dataFileFault,
+  eventDate,
   ParquetLogCache,
   ParquetTierSource,
   writeParquetCheckpoint,
@@ -57,6 +58,9 @@ describe('Parquet log entries outside the location', () => {
     expect(dataFileFault(location, { key: 'x/audit/event_date=2026-05-01/part-0000000000000001-t1-ab.parquet', eventDate: '2026-05-01' })).toBeUndefined();
     expect(dataFileFault(location, { key: 'x/audit/event_date=2026-05-01/compacted-t1-ab-0.parquet', eventDate: '2026-05-01' })).toBeUndefined();
     expect(dataFileFault(location, { key: 'x/audit/event_date=2026-05-01/rewritten-t1-ab-0.parquet' })).toBeUndefined();
+    // A day past year 9999, as versions that took such times named it.
+    expect(dataFileFault(location, { key: 'x/audit/event_date=+010000-01/part-0000000000000007-t1-ab.parquet', eventDate: '+010000-01' })).toBeUndefined();
+    expect(eventDate(Date.UTC(10000, 0, 1))).toBe('+010000-01');
     expect(dataFileFault(location, { key: 'x/other-team/event_date=2026-05-01/part-1.parquet', eventDate: '2026-05-01' })).toMatch(/which is not under the location/);
     expect(dataFileFault(location, { key: 'x/audit-old/event_date=2026-05-01/part-1.parquet', eventDate: '2026-05-01' })).toMatch(/not under the location/);
     expect(dataFileFault(location, { key: `x/audit/${COMMITS_DIR}/0000000000000000.json`, eventDate: '2026-05-01' })).toMatch(/not one of the location's data files/);
@@ -77,6 +81,17 @@ describe('Parquet log entries outside the location', () => {
       code: 'AUDIT_TABLE_INVALID',
       message: expect.stringContaining(`the commit marker ${objects.url(markerKey)} names ${theirFile}, which is not under the location`),
     });
+  });
+
+  it('refuses such a marker written after a reader first read the log, when that reader reads on (a second review: only first reads were checked)', async () => {
+    const { objects, ours, theirFile } = await locations('incremental');
+    const reader = source(ours);
+    expect(await reader.listFiles()).toHaveLength(1);
+    const next = await commitParquetBatch(objects, ours, events(4, 1), { term: 1, nowMs: T0, afterSeq: 3, mayCommit: () => true });
+    const markerKey = `${ours.prefix}/${COMMITS_DIR}/0000000000000003.json`;
+    expect(next.marker.files).toHaveLength(1);
+    await edit(objects, markerKey, (marker) => (marker['files'] as unknown[]).push({ key: theirFile, eventDate: '2026-05-01', rows: 2, bytes: 1000, tsMin: T0, tsMax: T0 + 2 }));
+    await expect(reader.listFiles()).rejects.toMatchObject({ code: 'AUDIT_TABLE_INVALID', message: expect.stringContaining(`the commit marker ${objects.url(markerKey)} names ${theirFile}`) });
   });
 
   it('refuses a compaction marker and a checkpoint naming another cluster\'s file', async () => {
