@@ -1,7 +1,7 @@
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import avsc from 'avsc';
 import { inflateRawSync } from 'node:zlib';
-import { boundedType } from './bounded-avro-types.js';
+import { AVRO_READS_PER_VALUE_MAX, boundedType, readsPerValueMax } from './bounded-avro-types.js';
 
 /**
  * Avro object container files (Avro spec "Object Container Files"; docs/iceberg-layout.md
@@ -150,6 +150,8 @@ function resolverFor(readerType: avsc.Type, schemaText: string, unusable: (messa
   if (cached !== undefined) return cached;
   const writerSchema = attempt(() => JSON.parse(schemaText) as unknown, unusable, 'avro.schema is not JSON');
   const writerType = attempt(() => boundedType(writerSchema as avsc.Schema), unusable, 'bad writer schema');
+  const reads = readsPerValueMax(writerType);
+  if (reads > AVRO_READS_PER_VALUE_MAX) throw unusable(`its schema makes ${reads} reads of one value without taking a byte, more than the ${AVRO_READS_PER_VALUE_MAX} allowed`);
   const resolver = attempt(() => readerType.createResolver(writerType), unusable, 'writer schema does not resolve to the reader schema');
   if (known.size >= RESOLVERS_PER_READER_MAX) known.delete(known.keys().next().value as string);
   const writer = { writerSchema, resolver };

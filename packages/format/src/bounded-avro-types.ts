@@ -121,6 +121,54 @@ function boundedCollection(schema: avsc.Schema, opts: avsc.ForSchemaOptions): av
 }
 
 /**
+ * Most reads one value of a file's schema may make without any of them being an array item or map
+ * entry (each of which takes a byte): a manifest entry makes 39 and a manifest list's row 18, two
+ * more per partition field. Records nest without taking bytes of their own, so a writer schema of
+ * records of ten records of … of ten `null`s made one value cost 10^11 reads in a 4 KB file
+ * (second review: 15 s at ten levels, ten times more a level). With this bound a file costs at
+ * most about a thousand reads per byte.
+ */
+export const AVRO_READS_PER_VALUE_MAX = 1_000;
+
+/** avsc's compiled types as far as this walk needs them (their classes are not all in its typings). */
+interface TypeShape {
+  fields?: ReadonlyArray<{ type: avsc.Type }>;
+  types?: readonly avsc.Type[];
+  itemsType?: avsc.Type;
+  valuesType?: avsc.Type;
+  underlyingType?: avsc.Type;
+}
+
+/**
+ * The most reads a value of `type` makes between two array items or map entries (its own read,
+ * a record's fields', a union's costliest branch), and the same for every array's items and map's
+ * values inside it: the larger of all of them. A named type met again inside itself counts one
+ * (recursion passes through a union, an array or a map, each of which takes a byte).
+ */
+export function readsPerValueMax(type: avsc.Type): number {
+  const done = new Map<avsc.Type, number>();
+  const inProgress = new Set<avsc.Type>();
+  let itemsMax = 0;
+  const reads = (t: avsc.Type): number => {
+    const known = done.get(t);
+    if (known !== undefined) return known;
+    if (inProgress.has(t)) return 1;
+    inProgress.add(t);
+    const shape = t as unknown as TypeShape;
+    let total = 1;
+    if (shape.underlyingType !== undefined) total = reads(shape.underlyingType);
+    else if (shape.fields !== undefined) for (const field of shape.fields) total = Math.min(Number.MAX_SAFE_INTEGER, total + reads(field.type));
+    else if (shape.types !== undefined) total = 1 + Math.max(0, ...shape.types.map(reads));
+    else if (shape.itemsType !== undefined) itemsMax = Math.max(itemsMax, reads(shape.itemsType));
+    else if (shape.valuesType !== undefined) itemsMax = Math.max(itemsMax, reads(shape.valuesType));
+    inProgress.delete(t);
+    done.set(t, total);
+    return total;
+  };
+  return Math.max(reads(type), itemsMax);
+}
+
+/**
  * avsc.Type.forSchema with arrays and maps that refuse a count their bytes cannot hold (they
  * throw; decoding fails with that message). Every type that decodes a file is built this way:
  * the reader types, a file's writer schema, the container header.

@@ -1,7 +1,7 @@
 import type { ColumnMetaData } from 'hyparquet';
 import { parquetHeader } from 'hyparquet/src/column.js';
 import { foldedCopy, snappyUncompressFolded } from './folded-snappy.js';
-import { decompressGzipPage } from './page-codec.js';
+import { checkDeclaredPageBytes, decompressGzipPage } from './page-codec.js';
 
 /**
  * The free-text prefilter over one column chunk's raw bytes: can any value of the chunk,
@@ -50,7 +50,10 @@ function foldedBody(body: Uint8Array, uncompressedBytes: number, codec: ColumnMe
   // bytes the native code produced far faster than any JavaScript decompressor would).
   if (codec === 'GZIP') return foldedCopy(decompressGzipPage(body, uncompressedBytes));
   // Tier files written before GZIP: decompressed and folded in one pass.
-  if (codec === 'SNAPPY') return snappyUncompressFolded(body, new Uint8Array(uncompressedBytes));
+  if (codec === 'SNAPPY') {
+    checkDeclaredPageBytes('SNAPPY', uncompressedBytes);
+    return snappyUncompressFolded(body, new Uint8Array(uncompressedBytes));
+  }
   return undefined;
 }
 

@@ -2,6 +2,8 @@
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import { avroRecordSchema, decodeAvroContainer, encodeAvroContainer } from '../src/avro-container.js';
+import { AVRO_READS_PER_VALUE_MAX, readsPerValueMax } from '../src/bounded-avro-types.js';
+import { MANIFEST_ENTRY_AVRO_SCHEMA, MANIFEST_FILE_AVRO_SCHEMA } from '../src/index.js';
 
 const MAGIC = [0x4f, 0x62, 0x6a, 0x01];
 const SYNC = Array.from({ length: 16 }, (_, i) => i + 1);
@@ -98,6 +100,20 @@ describe('Avro counts the bytes cannot hold', () => {
     expect(await decodeWithin(file(empty, 1, [0]), empty)).toMatchObject(refusal(/its records take no bytes/));
     expect(await decodeWithin(file(empty, 2n ** 40n, []), empty)).toMatchObject(refusal(/a block of 0 bytes declares 1099511627776 records/));
     expect(await decodeWithin(file(READER, 1000, [...long(7), 0]))).toMatchObject(refusal(/a block of 2 bytes declares 1000 records/));
+  });
+
+  it('refuses a writer schema whose one value makes more reads than AVRO_READS_PER_VALUE_MAX without taking a byte (records of records of nulls), and the table schemas are far below it', async () => {
+    // N0: ten nulls; N(i): ten fields of N(i-1), each named once and reused. One value of N9 is 10^10 reads of nothing.
+    const nested: Record<string, unknown>[] = [{ type: 'record', name: 'N0', fields: Array.from({ length: 10 }, (_, f) => ({ name: `f${f}`, type: 'null' })) }];
+    for (let level = 1; level <= 9; level++) nested.push({ type: 'record', name: `N${level}`, fields: Array.from({ length: 10 }, (_, f) => ({ name: `f${f}`, type: f === 0 ? nested[level - 1] : `N${level - 1}` })) });
+    const writer = { type: 'record', name: 'Row', fields: [{ name: 'id', type: 'long' }, { name: 'junk', type: nested[9] }] };
+    const bytes = file(writer, 1, long(7));
+    expect(bytes.byteLength).toBeLessThan(4096);
+    expect(await decodeWithin(bytes)).toMatchObject(refusal(/its schema makes 11111111113 reads of one value without taking a byte, more than the 1000 allowed/));
+    // What Iceberg's files are written with: tens of reads a value.
+    expect(readsPerValueMax(avroRecordSchema(MANIFEST_ENTRY_AVRO_SCHEMA).type)).toBe(39);
+    expect(readsPerValueMax(avroRecordSchema(MANIFEST_FILE_AVRO_SCHEMA).type)).toBe(18);
+    expect(AVRO_READS_PER_VALUE_MAX).toBeGreaterThan(20 * 39);
   });
 
   it('still decodes what a writer makes: arrays in several blocks, a block with its byte size, maps, skipped fields', async () => {
