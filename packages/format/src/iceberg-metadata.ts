@@ -425,8 +425,9 @@ export function snapshotMadeAtMs(snapshot: IcebergSnapshot): number {
  * would lose where tiering stopped, and the next sweep would tier everything again
  * (docs/iceberg-layout.md §2, §7). Given `keepRemovedSinceMs`, also the parent of every snapshot
  * committed since then that took data files out; given `keepMadeSinceMs`, every snapshot
- * committed since then. Those ages are from {@link snapshotMadeAtMs}; given `nowMs`, a snapshot
- * made after it (beyond {@link SNAPSHOT_CLOCK_AHEAD_TOLERANCE_MS}) is not young.
+ * committed since then. Those ages are from {@link snapshotMadeAtMs}, of the snapshot or of any
+ * made after it (by sequence number), whichever is earliest; given `nowMs`, a snapshot made after
+ * it (beyond {@link SNAPSHOT_CLOCK_AHEAD_TOLERANCE_MS}) is not young.
  */
 export function retainedSnapshotIds(metadata: IcebergTableMetadata, retainLast: number, keepRemovedSinceMs?: number, keepMadeSinceMs?: number, nowMs?: number): Set<number> {
   if (!Number.isSafeInteger(retainLast) || retainLast < 1) throw new TypeError(`retainLast must be a positive integer, got ${retainLast}`);
@@ -438,8 +439,18 @@ export function retainedSnapshotIds(metadata: IcebergTableMetadata, retainLast: 
   // age known: it counts as old. Taken as young, a single commit stamped by a clock a year ahead
   // kept every later snapshot young for that year, and the table grew by one each commit
   // (review: ~830 bytes a commit to every metadata file).
+  // A snapshot was made no later than any made after it: the least time of it and its
+  // successors. Else one made by a clock ahead of the expiring node's (another leader's, by
+  // minutes) counted as old at once, and a compaction's parent went with its replaced files while
+  // readers still listed them (second review).
+  const madeAt = new Map<number, number>();
+  let earliestAfter = Number.POSITIVE_INFINITY;
+  for (const snapshot of newestFirst) {
+    earliestAfter = Math.min(earliestAfter, snapshotMadeAtMs(snapshot));
+    madeAt.set(snapshot['snapshot-id'], earliestAfter);
+  }
   const young = (snapshot: IcebergSnapshot, sinceMs: number) => {
-    const madeAtMs = snapshotMadeAtMs(snapshot);
+    const madeAtMs = madeAt.get(snapshot['snapshot-id']) as number;
     return madeAtMs >= sinceMs && (nowMs === undefined || madeAtMs <= nowMs + SNAPSHOT_CLOCK_AHEAD_TOLERANCE_MS);
   };
   if (keepMadeSinceMs !== undefined) for (const snapshot of metadata.snapshots) if (young(snapshot, keepMadeSinceMs)) kept.add(snapshot['snapshot-id']);

@@ -193,14 +193,40 @@ describe('expireSnapshots', () => {
     expect(second.summary[COMMITTED_AT_SUMMARY_KEY]).toBe(String(T0 + 50_000));
     expect([first, second, third].map(snapshotMadeAtMs)).toEqual([T0 + YEAR_MS, T0 + 50_000, T0 + 60_000]);
     expect(snapshotMadeAtMs({ ...third, summary: { ...third.summary, [COMMITTED_AT_SUMMARY_KEY]: 'soon' } })).toBe(T0 + YEAR_MS + 2);
-    // At T0 + 90 s with a minute's grace: the two made since are young; the one made a year ahead
-    // is not (its age is unknown), nor the older ones.
+    // At T0 + 90 s with a minute's grace: the two made since are young, and so is the one stamped a
+    // year ahead, made no later than its successor; the older ones are not.
     const now = T0 + 90_000;
-    expect([...retainedSnapshotIds(after, 1, undefined, now - 60_000, now)].sort()).toEqual([2002, 2003]);
-    // Without a clock, stamps are taken as they are: the year ahead counts as young.
-    expect([...retainedSnapshotIds(after, 1, undefined, now - 60_000)].sort()).toEqual([2001, 2002, 2003]);
+    expect([...retainedSnapshotIds(after, 1, undefined, now - 60_000, now)].sort()).toEqual([2001, 2002, 2003]);
     // Made a little after now (writers' clocks differ): still young.
-    expect([...retainedSnapshotIds(add(after, 2004, now + SNAPSHOT_CLOCK_AHEAD_TOLERANCE_MS), 1, undefined, now - 60_000, now)].sort()).toEqual([2002, 2003, 2004]);
+    expect([...retainedSnapshotIds(add(after, 2004, now + SNAPSHOT_CLOCK_AHEAD_TOLERANCE_MS), 1, undefined, now - 60_000, now)].sort()).toEqual([2001, 2002, 2003, 2004]);
+    // Made further after now, with nothing made earlier after it: no age known, old (the newest is kept as the current one).
+    const beyond = add(add(after, 2004, now + SNAPSHOT_CLOCK_AHEAD_TOLERANCE_MS + 1), 2005, now + SNAPSHOT_CLOCK_AHEAD_TOLERANCE_MS + 2);
+    expect([...retainedSnapshotIds(beyond, 1, undefined, now - 60_000, now)].sort()).toEqual([2001, 2002, 2003, 2005]);
+    // Without a clock, nothing counts as made too late.
+    expect([...retainedSnapshotIds(beyond, 1, undefined, now - 60_000)].sort()).toEqual([2001, 2002, 2003, 2004, 2005]);
+  });
+
+  it('ages a snapshot made by a clock ahead of the expiring node\'s by its successors: a compaction made minutes ahead keeps its parent for the grace (second review)', () => {
+    // Leader A, its clock two minutes ahead, compacts at real time +300 s (stamped +420 s).
+    const compacted = replaceSnapshot(appended(2), {
+      snapshotId: 2000,
+      manifestListPath: listPath(2000),
+      nowMs: T0 + 420_000,
+      previousMetadataPath: metadataPath(3),
+      addedFiles: { records: 20, files: 1, sizeBytes: 2000, partitions: 1 },
+      deletedFiles: { records: 20, files: 2, sizeBytes: 2000 },
+      summaryExtra: watermarkSummary({ seq: 20n, writerId: 'w', leaderTerm: 2 }),
+    });
+    // Leader B, its clock right, appends at +320 s and +325 s: stamped after A's, its clock recorded.
+    const add = (metadata: IcebergTableMetadata, snapshotId: number, nowMs: number) =>
+      appendSnapshot(metadata, { snapshotId, manifestListPath: listPath(snapshotId), nowMs, addedFiles: { records: 1, files: 1, sizeBytes: 10, partitions: 1 }, previousMetadataPath: metadataPath(snapshotId), summaryExtra: watermarkSummary({ seq: BigInt(snapshotId), writerId: 'w', leaderTerm: 3 }) });
+    const after = add(add(compacted, 3001, T0 + 320_000), 3002, T0 + 325_000);
+    const now = T0 + 330_000;
+    // B expires with the sweep's graces (15 min for a compaction's parent, 1 min for any snapshot):
+    // the compaction was made no later than its successor (+320 s), so it and its parent stay.
+    expect([...retainedSnapshotIds(after, 2, now - 15 * 60_000, now - 60_000, now)].sort()).toEqual([1002, 2000, 3001, 3002]);
+    // Once the grace is over, they may go.
+    expect([...retainedSnapshotIds(after, 2, now + 20 * 60_000 - 15 * 60_000, now + 20 * 60_000 - 60_000, now + 20 * 60_000)].sort()).toEqual([3001, 3002]);
   });
 
   it("drops the statistics and partition-statistics entries of expired snapshots, and keeps the retained ones", () => {
