@@ -43,8 +43,8 @@ function workerUrl(): URL {
  * Worker threads for the free-text prefilter, so a scan searches on more than one core (the
  * prefilter is CPU work: decompression, folding and byte search; the reader's thread keeps the
  * I/O). Workers start on demand, take probes round robin by load, and exit when idle, so an
- * idle pool holds no thread; a pool never keeps a process alive. `close()` terminates them and
- * fails what is still pending; the pool may be used again after.
+ * idle pool holds no thread; a worker holds its process only while it has a probe. `close()`
+ * terminates them and fails what is still pending; the pool may be used again after.
  */
 export class TextProbePool {
   readonly threadsMax: number;
@@ -58,6 +58,8 @@ export class TextProbePool {
       workerUrl: workerUrl(),
       threadsMax: this.threadsMax,
       idleMs: this.idleMs,
+      // A search awaiting a probe holds its process as it would awaiting I/O; an idle worker never does.
+      refWhilePending: true,
       reopens: true,
       outcome: (response) => ('error' in response ? { error: new Error(`text probe failed: ${response.error}`) } : { value: response.mayMatch }),
       errors: {

@@ -94,10 +94,10 @@ function encoderFailed(message: string, cause?: unknown): AuditError {
  * Encodes tier files in worker threads, so a sweep's or a compaction's Parquet encoding (the
  * bulk of its CPU) runs on another core instead of blocking the event loop that ingests and
  * answers. Workers start on demand and exit when idle, so a node that does not tier holds no
- * thread; they are unref'd, so the pool never keeps a process alive. A worker that dies fails
- * its pending jobs with AUDIT_ENCODER_FAILED (the sweep retries after its backoff) and leaves
- * the pool; the next job starts another. `close()` terminates the workers and fails what is
- * pending; a closed pool refuses new jobs.
+ * thread; a worker holds its process only while it has a job, as a pending read would. A
+ * worker that dies fails its pending jobs with AUDIT_ENCODER_FAILED (the sweep retries after
+ * its backoff) and leaves the pool; the next job starts another. `close()` terminates the
+ * workers and fails what is pending; a closed pool refuses new jobs.
  */
 export class TierEncodePool implements TierFileEncoder {
   readonly threadsMax: number;
@@ -116,6 +116,8 @@ export class TierEncodePool implements TierFileEncoder {
       workerData,
       threadsMax: this.threadsMax,
       idleMs: this.idleMs,
+      // A caller awaiting an encode holds its process as it would awaiting I/O; an idle worker never does.
+      refWhilePending: true,
       outcome: (response, job) => {
         if ('columns' in response) {
           if (job.context.split) this.#encodeColumnsFor(job, response.columns, response.rowGroupSize);

@@ -1,7 +1,10 @@
 // Goal: tier files encoded in a worker thread are exactly what the inline encoder writes (data-file records too); a rewrite keeps every row and refuses an input holding other than its expected rows with a coded error; a worker that dies fails its job with AUDIT_ENCODER_FAILED instead of hanging, and the next job starts a new worker; close() fails pending jobs, stops every thread and refuses later jobs. With two threads each file is encoded on both (one file split by columns) and comes out byte for byte the same; a crash of either worker fails the job with AUDIT_ENCODER_FAILED and the next job succeeds.
 import { AuditParquetFile, bytesSource, icebergParquetKvMetadata } from '@auditlake/format';
 import { AuditErrorCode, type StoredEvent } from '@auditlake/model';
-import { readdirSync, readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { getPriority } from 'node:os';
 import { Worker, type TransferListItem } from 'node:worker_threads';
 import { describe, expect, it, onTestFinished, vi } from 'vitest';
@@ -139,6 +142,26 @@ describe('TierEncodePool', () => {
     await expect(p.encode(events(1, 10), ICEBERG)).rejects.toMatchObject({ code: AuditErrorCode.ENCODER_FAILED, message: expect.stringContaining('closed') });
     await p.close();
   }, 60_000);
+
+  it('holds its process while a job is pending and never once its jobs are done, one thread or two (a second review: unref\'d, a caller awaiting only an encode exited before the answer)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tier-encode-pool-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const file = join(dir, 'encode-once.mjs');
+    writeFileSync(
+      file,
+      `import { TierEncodePool } from ${JSON.stringify(new URL('../dist/index.js', import.meta.url).href)};
+      const events = Array.from({ length: 20000 }, (_, i) => ({ eventId: 'e' + i, userId: 'u', source: 'trino', action: 'data:Select', resource: 'r', decision: 'ALLOW', tables: ['t'], query: 'q' + i, details: '', timestamp: ${T0} + i, ingestTs: ${T0} + i, seq: i + 1, term: 1 }));
+      const file = await new TierEncodePool({ threadsMax: Number(process.argv[2]) }).encode(events, ${JSON.stringify(PARQUET)});
+      console.log('encoded ' + file.rows);
+      setTimeout(() => { console.log('still running'); process.exit(5); }, 15_000).unref();`,
+    );
+    for (const threads of ['1', '2']) {
+      const run = spawnSync(process.execPath, [file, threads], { encoding: 'utf8', timeout: 60_000 });
+      expect(run.stderr, threads).toBe('');
+      expect(run.stdout.trim(), threads).toBe('encoded 20000');
+      expect(run.status, threads).toBe(0);
+    }
+  });
 
   it('with two threads, encodes each file on both workers: exactly the inline bytes and data-file record, several row groups and non-ASCII text included, several files at once', async () => {
     const p = pool({ threadsMax: 2 });
