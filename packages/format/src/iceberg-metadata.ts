@@ -425,9 +425,9 @@ export function snapshotMadeAtMs(snapshot: IcebergSnapshot): number {
  * would lose where tiering stopped, and the next sweep would tier everything again
  * (docs/iceberg-layout.md §2, §7). Given `keepRemovedSinceMs`, also the parent of every snapshot
  * committed since then that took data files out; given `keepMadeSinceMs`, every snapshot
- * committed since then. Those ages are from {@link snapshotMadeAtMs}, of the snapshot or of any
- * made after it (by sequence number), whichever is earliest; given `nowMs`, a snapshot made after
- * it (beyond {@link SNAPSHOT_CLOCK_AHEAD_TOLERANCE_MS}) is not young.
+ * committed since then. Those ages are from {@link snapshotMadeAtMs}: a snapshot is young by its
+ * own time or by the earliest of it and every snapshot made after it (by sequence number); given
+ * `nowMs`, a time after it (beyond {@link SNAPSHOT_CLOCK_AHEAD_TOLERANCE_MS}) is not a young one.
  */
 export function retainedSnapshotIds(metadata: IcebergTableMetadata, retainLast: number, keepRemovedSinceMs?: number, keepMadeSinceMs?: number, nowMs?: number): Set<number> {
   if (!Number.isSafeInteger(retainLast) || retainLast < 1) throw new TypeError(`retainLast must be a positive integer, got ${retainLast}`);
@@ -439,20 +439,19 @@ export function retainedSnapshotIds(metadata: IcebergTableMetadata, retainLast: 
   // age known: it counts as old. Taken as young, a single commit stamped by a clock a year ahead
   // kept every later snapshot young for that year, and the table grew by one each commit
   // (review: ~830 bytes a commit to every metadata file).
-  // A snapshot was made no later than any made after it: the least time of it and its
-  // successors. Else one made by a clock ahead of the expiring node's (another leader's, by
-  // minutes) counted as old at once, and a compaction's parent went with its replaced files while
-  // readers still listed them (second review).
-  const madeAt = new Map<number, number>();
+  // A snapshot was made no later than any made after it, so the least time of it and its
+  // successors is a time it was made by too. Young by either time: by its own alone, one made by a
+  // clock ahead of the expiring node's (another leader's, by minutes) counted as old at once, and
+  // a compaction's parent went with its replaced files while readers still listed them (second
+  // review); by the least alone, a successor from a clock behind made it old at once (third).
+  const earliest = new Map<number, number>();
   let earliestAfter = Number.POSITIVE_INFINITY;
   for (const snapshot of newestFirst) {
     earliestAfter = Math.min(earliestAfter, snapshotMadeAtMs(snapshot));
-    madeAt.set(snapshot['snapshot-id'], earliestAfter);
+    earliest.set(snapshot['snapshot-id'], earliestAfter);
   }
-  const young = (snapshot: IcebergSnapshot, sinceMs: number) => {
-    const madeAtMs = madeAt.get(snapshot['snapshot-id']) as number;
-    return madeAtMs >= sinceMs && (nowMs === undefined || madeAtMs <= nowMs + SNAPSHOT_CLOCK_AHEAD_TOLERANCE_MS);
-  };
+  const within = (madeAtMs: number, sinceMs: number) => madeAtMs >= sinceMs && (nowMs === undefined || madeAtMs <= nowMs + SNAPSHOT_CLOCK_AHEAD_TOLERANCE_MS);
+  const young = (snapshot: IcebergSnapshot, sinceMs: number) => within(snapshotMadeAtMs(snapshot), sinceMs) || within(earliest.get(snapshot['snapshot-id']) as number, sinceMs);
   if (keepMadeSinceMs !== undefined) for (const snapshot of metadata.snapshots) if (young(snapshot, keepMadeSinceMs)) kept.add(snapshot['snapshot-id']);
   if (keepRemovedSinceMs !== undefined) {
     // A reader lists a table's files and then reads them, a search over many files for minutes:

@@ -225,6 +225,13 @@ describe('expireSnapshots', () => {
     // B expires with the sweep's graces (15 min for a compaction's parent, 1 min for any snapshot):
     // the compaction was made no later than its successor (+320 s), so it and its parent stay.
     expect([...retainedSnapshotIds(after, 2, now - 15 * 60_000, now - 60_000, now)].sort()).toEqual([1002, 2000, 3001, 3002]);
+    // A successor from a clock twenty minutes behind (a third review) makes nothing older: the compaction is young by its own time.
+    const behind = add(compacted, 3001, T0 + 420_000 - 20 * 60_000);
+    expect(snapshotMadeAtMs(behind.snapshots.at(-1) as IcebergSnapshot)).toBe(T0 + 420_000 - 20 * 60_000);
+    expect([...retainedSnapshotIds(behind, 1, T0 + 450_000 - 15 * 60_000, T0 + 450_000 - 60_000, T0 + 450_000)].sort()).toEqual([1002, 2000, 3001]);
+    // Nor does one from a clock reset to 1970.
+    const reset = add(compacted, 3001, 0);
+    expect([...retainedSnapshotIds(reset, 1, T0 + 450_000 - 15 * 60_000, T0 + 450_000 - 60_000, T0 + 450_000)].sort()).toEqual([1002, 2000, 3001]);
     // Once the grace is over, they may go.
     expect([...retainedSnapshotIds(after, 2, now + 20 * 60_000 - 15 * 60_000, now + 20 * 60_000 - 60_000, now + 20 * 60_000)].sort()).toEqual([3001, 3002]);
   });
