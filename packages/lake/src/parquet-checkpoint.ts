@@ -1,7 +1,7 @@
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { encodeKeyNumber } from './key-number.js';
 import type { ObjectStore } from './object-store.js';
-import { dataFileFault, type CommittedFile } from './parquet-committer.js';
+import { dataFileFault, PARQUET_DAY, type CommittedFile } from './parquet-committer.js';
 import { joinKey, type S3Location } from './s3-location.js';
 import type { Watermark } from './watermark.js';
 
@@ -103,7 +103,7 @@ function checkpointFault(value: unknown, seq: number, location: S3Location): str
   }
   const generations = c['generations'];
   if (typeof generations !== 'object' || generations === null || Array.isArray(generations)) return 'no generations';
-  for (const [day, generation] of Object.entries(generations)) if (!/^\d{4}-\d{2}-\d{2}$/.test(day) || !isCount(generation)) return `generation of ${day} is not a day's count`;
+  for (const [day, generation] of Object.entries(generations)) if (!PARQUET_DAY.test(day) || !isCount(generation)) return `generation of ${day} is not a day's count`;
   if (!Array.isArray(c['erasureSeqs']) || !c['erasureSeqs'].every(isCount)) return 'no erasure seqs';
   if (!Array.isArray(c['replaced']) || !c['replaced'].every((r: unknown) => typeof r === 'object' && r !== null && typeof (r as ReplacedFile).key === 'string' && isTime((r as ReplacedFile).committedAtMs))) {
     return 'no replaced-file list';

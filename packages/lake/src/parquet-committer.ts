@@ -122,6 +122,9 @@ export function parquetDataPrefix(location: S3Location): string {
  */
 export const PARQUET_DATA_FILE_NAME = /^event_date=(\d{4}-\d{2}-\d{2}|\+\d{6}-\d{2})\/(?:part|compacted|rewritten)-[^/]+\.parquet$/;
 
+/** A day as the log names it: {@link PARQUET_DATA_FILE_NAME}'s day, alone. */
+export const PARQUET_DAY = /^(?:\d{4}-\d{2}-\d{2}|\+\d{6}-\d{2})$/;
+
 /**
  * Why a file a marker or checkpoint of `location` names is not one of its data files (undefined
  * when it is): a key outside the location or not named as its writers name data files, or a

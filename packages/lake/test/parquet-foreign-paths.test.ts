@@ -11,6 +11,7 @@ import {
   eventDate,
   ParquetLogCache,
   ParquetTierSource,
+  parseCheckpoint,
   writeParquetCheckpoint,
   type ObjectStore,
   type S3Location,
@@ -61,6 +62,11 @@ describe('Parquet log entries outside the location', () => {
     // A day past year 9999, as versions that took such times named it.
     expect(dataFileFault(location, { key: 'x/audit/event_date=+010000-01/part-0000000000000007-t1-ab.parquet', eventDate: '+010000-01' })).toBeUndefined();
     expect(eventDate(Date.UTC(10000, 0, 1))).toBe('+010000-01');
+    // A checkpoint folding a compaction of such a day reads too (a third review: its generations were refused).
+    const objects = s3.connections.bucket('s3', BUCKET);
+    const checkpoint = { format: 'auditlake-parquet-checkpoint/1', watermark: { seq: 5, ingestTs: T0 }, files: [], generations: { '+010000-01': 1, '2026-05-01': 2 }, erasureSeqs: [], replaced: [] };
+    expect(parseCheckpoint(objects, location, checkpointKey(location, 5), new TextEncoder().encode(JSON.stringify(checkpoint))).generations).toEqual({ '+010000-01': 1, '2026-05-01': 2 });
+    expect(() => parseCheckpoint(objects, location, checkpointKey(location, 5), new TextEncoder().encode(JSON.stringify({ ...checkpoint, generations: { '2026-5-1': 1 } })))).toThrow(/generation of 2026-5-1 is not a day's count/);
     expect(dataFileFault(location, { key: 'x/other-team/event_date=2026-05-01/part-1.parquet', eventDate: '2026-05-01' })).toMatch(/which is not under the location/);
     expect(dataFileFault(location, { key: 'x/audit-old/event_date=2026-05-01/part-1.parquet', eventDate: '2026-05-01' })).toMatch(/not under the location/);
     expect(dataFileFault(location, { key: `x/audit/${COMMITS_DIR}/0000000000000000.json`, eventDate: '2026-05-01' })).toMatch(/not one of the location's data files/);
