@@ -41,6 +41,11 @@ function appended(appends: number): IcebergTableMetadata {
   return metadata;
 }
 
+/** `metadata` with one more append, snapshot `snapshotId`, committed by a clock at `nowMs`. */
+function appendOne(metadata: IcebergTableMetadata, snapshotId: number, nowMs: number): IcebergTableMetadata {
+  return appendSnapshot(metadata, { snapshotId, manifestListPath: listPath(snapshotId), nowMs, addedFiles: { records: 1, files: 1, sizeBytes: 10, partitions: 1 }, previousMetadataPath: metadataPath(snapshotId), summaryExtra: watermarkSummary({ seq: BigInt(snapshotId), writerId: 'w', leaderTerm: 1 }) });
+}
+
 describe('replaceSnapshot', () => {
   it('records a compaction: same rows, fewer files, totals moved, watermark carried', () => {
     const before = appended(5);
@@ -181,11 +186,9 @@ describe('expireSnapshots', () => {
 
   it('ages snapshots by when they were made: a stamp later than its clock records the clock beside it, and one made after now (beyond the skew allowed) is not young', () => {
     const YEAR_MS = 365 * 86_400_000;
-    const add = (metadata: IcebergTableMetadata, snapshotId: number, nowMs: number) =>
-      appendSnapshot(metadata, { snapshotId, manifestListPath: listPath(snapshotId), nowMs, addedFiles: { records: 1, files: 1, sizeBytes: 10, partitions: 1 }, previousMetadataPath: metadataPath(snapshotId), summaryExtra: watermarkSummary({ seq: BigInt(snapshotId), writerId: 'w', leaderTerm: 1 }) });
     // A commit stamped by a clock a year ahead, then two by a right one: stamped after it all the same.
-    const ahead = add(appended(2), 2001, T0 + YEAR_MS);
-    const after = add(add(ahead, 2002, T0 + 50_000), 2003, T0 + 60_000);
+    const ahead = appendOne(appended(2), 2001, T0 + YEAR_MS);
+    const after = appendOne(appendOne(ahead, 2002, T0 + 50_000), 2003, T0 + 60_000);
     const [first, second, third] = after.snapshots.slice(-3) as [IcebergSnapshot, IcebergSnapshot, IcebergSnapshot];
     expect([first['timestamp-ms'], second['timestamp-ms'], third['timestamp-ms']]).toEqual([T0 + YEAR_MS, T0 + YEAR_MS + 1, T0 + YEAR_MS + 2]);
     // Recorded only where the stamp is not the clock's.
@@ -198,9 +201,9 @@ describe('expireSnapshots', () => {
     const now = T0 + 90_000;
     expect([...retainedSnapshotIds(after, 1, undefined, now - 60_000, now)].sort()).toEqual([2001, 2002, 2003]);
     // Made a little after now (writers' clocks differ): still young.
-    expect([...retainedSnapshotIds(add(after, 2004, now + SNAPSHOT_CLOCK_AHEAD_TOLERANCE_MS), 1, undefined, now - 60_000, now)].sort()).toEqual([2001, 2002, 2003, 2004]);
+    expect([...retainedSnapshotIds(appendOne(after, 2004, now + SNAPSHOT_CLOCK_AHEAD_TOLERANCE_MS), 1, undefined, now - 60_000, now)].sort()).toEqual([2001, 2002, 2003, 2004]);
     // Made further after now, with nothing made earlier after it: no age known, old (the newest is kept as the current one).
-    const beyond = add(add(after, 2004, now + SNAPSHOT_CLOCK_AHEAD_TOLERANCE_MS + 1), 2005, now + SNAPSHOT_CLOCK_AHEAD_TOLERANCE_MS + 2);
+    const beyond = appendOne(appendOne(after, 2004, now + SNAPSHOT_CLOCK_AHEAD_TOLERANCE_MS + 1), 2005, now + SNAPSHOT_CLOCK_AHEAD_TOLERANCE_MS + 2);
     expect([...retainedSnapshotIds(beyond, 1, undefined, now - 60_000, now)].sort()).toEqual([2001, 2002, 2003, 2005]);
     // Without a clock, nothing counts as made too late.
     expect([...retainedSnapshotIds(beyond, 1, undefined, now - 60_000)].sort()).toEqual([2001, 2002, 2003, 2004, 2005]);
@@ -218,19 +221,17 @@ describe('expireSnapshots', () => {
       summaryExtra: watermarkSummary({ seq: 20n, writerId: 'w', leaderTerm: 2 }),
     });
     // Leader B, its clock right, appends at +320 s and +325 s: stamped after A's, its clock recorded.
-    const add = (metadata: IcebergTableMetadata, snapshotId: number, nowMs: number) =>
-      appendSnapshot(metadata, { snapshotId, manifestListPath: listPath(snapshotId), nowMs, addedFiles: { records: 1, files: 1, sizeBytes: 10, partitions: 1 }, previousMetadataPath: metadataPath(snapshotId), summaryExtra: watermarkSummary({ seq: BigInt(snapshotId), writerId: 'w', leaderTerm: 3 }) });
-    const after = add(add(compacted, 3001, T0 + 320_000), 3002, T0 + 325_000);
+    const after = appendOne(appendOne(compacted, 3001, T0 + 320_000), 3002, T0 + 325_000);
     const now = T0 + 330_000;
     // B expires with the sweep's graces (15 min for a compaction's parent, 1 min for any snapshot):
     // the compaction was made no later than its successor (+320 s), so it and its parent stay.
     expect([...retainedSnapshotIds(after, 2, now - 15 * 60_000, now - 60_000, now)].sort()).toEqual([1002, 2000, 3001, 3002]);
     // A successor from a clock twenty minutes behind (a third review) makes nothing older: the compaction is young by its own time.
-    const behind = add(compacted, 3001, T0 + 420_000 - 20 * 60_000);
+    const behind = appendOne(compacted, 3001, T0 + 420_000 - 20 * 60_000);
     expect(snapshotMadeAtMs(behind.snapshots.at(-1) as IcebergSnapshot)).toBe(T0 + 420_000 - 20 * 60_000);
     expect([...retainedSnapshotIds(behind, 1, T0 + 450_000 - 15 * 60_000, T0 + 450_000 - 60_000, T0 + 450_000)].sort()).toEqual([1002, 2000, 3001]);
     // Nor does one from a clock reset to 1970.
-    const reset = add(compacted, 3001, 0);
+    const reset = appendOne(compacted, 3001, 0);
     expect([...retainedSnapshotIds(reset, 1, T0 + 450_000 - 15 * 60_000, T0 + 450_000 - 60_000, T0 + 450_000)].sort()).toEqual([1002, 2000, 3001]);
     // Once the grace is over, they may go.
     expect([...retainedSnapshotIds(after, 2, now + 20 * 60_000 - 15 * 60_000, now + 20 * 60_000 - 60_000, now + 20 * 60_000)].sort()).toEqual([3001, 3002]);
