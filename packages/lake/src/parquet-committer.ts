@@ -120,17 +120,19 @@ export function parquetDataPrefix(location: S3Location): string {
  * captured). A day is `YYYY-MM-DD`, or `+YYYYYY-MM` for the days past year 9999 that versions
  * accepting such times named so (`eventDate` cut `+010000-01-01T…` at ten characters).
  */
-export const PARQUET_DATA_FILE_NAME = /^event_date=(\d{4}-\d{2}-\d{2}|\+\d{6}-\d{2})\/(?:part|compacted|rewritten)-[^/]+\.parquet$/;
+const DAY = String.raw`\d{4}-\d{2}-\d{2}|\+\d{6}-\d{2}`;
+export const PARQUET_DATA_FILE_NAME = new RegExp(String.raw`^event_date=(${DAY})\/(?:part|compacted|rewritten)-[^/]+\.parquet$`);
 
 /** A day as the log names it: {@link PARQUET_DATA_FILE_NAME}'s day, alone. */
-export const PARQUET_DAY = /^(?:\d{4}-\d{2}-\d{2}|\+\d{6}-\d{2})$/;
+export const PARQUET_DAY = new RegExp(`^(?:${DAY})$`);
 
 /**
  * Why a file a marker or checkpoint of `location` names is not one of its data files (undefined
- * when it is): a key outside the location or not named as its writers name data files, or a
- * day (where the entry gives one) other than its directory's. Readers fetch what the log names with the node's own
- * credentials and serve its rows as the location's: a review edited a commit marker to name
- * another cluster's file elsewhere in the bucket, and its rows came back in this node's searches.
+ * when it is): a key outside the location or not named as its writers name data files, or a day
+ * (where the entry gives one) other than its directory's. Readers fetch what the log names with
+ * the node's own credentials and serve its rows as the location's: a review edited a commit
+ * marker to name another cluster's file elsewhere in the bucket, and its rows came back in this
+ * node's searches.
  */
 export function dataFileFault(location: S3Location, file: { key?: unknown; eventDate?: unknown }): string | undefined {
   const base = joinKey(location.prefix, '');
@@ -144,13 +146,17 @@ export function dataFileFault(location: S3Location, file: { key?: unknown; event
 }
 
 /**
- * Throws AUDIT_TABLE_INVALID naming `where` (a marker's or checkpoint's URL) when any of `files`
- * is not a data file of `location` ({@link dataFileFault}): no reader fetches what it names.
+ * Throws AUDIT_TABLE_INVALID naming `where` (a marker's URL) when any of its file `lists` is not a
+ * list, or names a file that is not a data file of `location` ({@link dataFileFault}): no reader
+ * fetches what it names.
  */
-export function refuseForeignFiles(location: S3Location, files: ReadonlyArray<{ key?: unknown; eventDate?: unknown }>, where: string): void {
-  for (const file of files) {
-    const fault = dataFileFault(location, file);
-    if (fault !== undefined) throw new AuditError(AuditErrorCode.TABLE_INVALID, `${where} ${fault}: a node names only its own data files there, so it was changed`);
+export function refuseForeignFiles(location: S3Location, where: string, ...lists: unknown[]): void {
+  for (const files of lists) {
+    if (!Array.isArray(files)) throw new AuditError(AuditErrorCode.TABLE_INVALID, `${where} has no file list`);
+    for (const file of files as Array<{ key?: unknown; eventDate?: unknown }>) {
+      const fault = dataFileFault(location, file);
+      if (fault !== undefined) throw new AuditError(AuditErrorCode.TABLE_INVALID, `${where} ${fault}: a node names only its own data files there, so it was changed`);
+    }
   }
 }
 

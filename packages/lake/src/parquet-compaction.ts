@@ -104,9 +104,7 @@ export async function readCompactions(
   const fresh = keys.filter((key) => !known.has(key));
   const read = await mapBounded(fresh, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (key) => {
     const marker = JSON.parse(new TextDecoder().decode(await objects.get(key))) as CompactionMarker;
-    const where = `the compaction marker ${objects.url(key)}`;
-    if (!Array.isArray(marker.files) || !Array.isArray(marker.replaced)) throw new AuditError(AuditErrorCode.TABLE_INVALID, `${where} has no file lists`);
-    refuseForeignFiles(location, [...marker.replaced, ...marker.files], where);
+    refuseForeignFiles(location, `the compaction marker ${objects.url(key)}`, marker.replaced, marker.files);
     return [key, marker] as const;
   });
   const byKey = new Map(read);

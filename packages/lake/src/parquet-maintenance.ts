@@ -36,7 +36,6 @@ async function deleteReplacedParquetFiles(context: ParquetCompactionContext): Pr
   return deleting.length;
 }
 
-
 /**
  * Orphan cleanup of a Parquet location: data files no commit marker and no applied compaction
  * names — a deposed leader's losing batch, a crashed commit's files, a lost compaction's output —

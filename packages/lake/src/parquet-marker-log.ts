@@ -88,8 +88,7 @@ async function readAllMarkers(objects: ObjectStore, location: S3Location, fromSe
 /** A commit marker's text, parsed; one naming anything but the location's data files is refused (refuseForeignFiles). */
 function parseCommitMarker(location: S3Location, text: string, where: string): CommitMarker {
   const marker = JSON.parse(text) as CommitMarker;
-  if (!Array.isArray(marker.files)) throw new AuditError(AuditErrorCode.TABLE_INVALID, `${where} has no file list`);
-  refuseForeignFiles(location, marker.files, where);
+  refuseForeignFiles(location, where, marker.files);
   return marker;
 }
 
