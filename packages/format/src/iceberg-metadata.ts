@@ -435,14 +435,13 @@ export function retainedSnapshotIds(metadata: IcebergTableMetadata, retainLast: 
   const kept = new Set(newestFirst.slice(0, retainLast).map((snapshot) => snapshot['snapshot-id']));
   // A reader plans from the snapshot that was current when it loaded the metadata, reading its
   // manifest list and manifests next: one that young is not taken from under it.
-  // Ages are from snapshotMadeAtMs, and one made after `nowMs` (beyond a little skew) has no
-  // age known: it counts as old. Taken as young, a single commit stamped by a clock a year ahead
+  // Ages are from snapshotMadeAtMs, not stamps: a single commit stamped by a clock a year ahead
   // kept every later snapshot young for that year, and the table grew by one each commit
-  // (review: ~830 bytes a commit to every metadata file).
-  // A snapshot was made no later than any made after it, so the least time of it and its
-  // successors is a time it was made by too. Young by either time: by its own alone, one made by a
-  // clock ahead of the expiring node's (another leader's, by minutes) counted as old at once, and
-  // a compaction's parent went with its replaced files while readers still listed them (second
+  // (review: ~830 bytes a commit to every metadata file). A time after `nowMs` (beyond a little
+  // skew) tells no age. A snapshot was made no later than any made after it, so the least time of
+  // it and its successors is a time it was made by too, and it is young by either: by its own
+  // alone, one made by a clock ahead of the expiring node's counted as old at once and a
+  // compaction's parent went with its replaced files while readers still listed them (second
   // review); by the least alone, a successor from a clock behind made it old at once (third).
   const earliest = new Map<number, number>();
   let earliestAfter = Number.POSITIVE_INFINITY;

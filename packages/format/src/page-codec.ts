@@ -27,9 +27,10 @@ export function compressTierPage(bytes: Uint8Array): Uint8Array {
 
 /**
  * Inflates a GZIP page (the reader's decompressor and the free-text prefilter both use it) to
- * the size its page header declares (at most {@link PAGE_DECLARED_BYTES_MAX}), and no further: a page of half a megabyte inflated to
- * 512 MiB before anything compared the length (review: a bucket writer's gzip bomb). A page
- * that inflates to any other size, or not at all, is refused with AUDIT_TABLE_INVALID.
+ * the size its page header declares (at most {@link PAGE_DECLARED_BYTES_MAX}), and no further: a
+ * page of half a megabyte inflated to 512 MiB before anything compared the length (review: a
+ * bucket writer's gzip bomb). A page that inflates to any other size, or not at all, is refused
+ * with AUDIT_TABLE_INVALID.
  */
 export function decompressGzipPage(bytes: Uint8Array, declaredBytes: number): Uint8Array {
   checkDeclaredPageBytes('GZIP', declaredBytes);
