@@ -59,7 +59,7 @@ async function readAllMarkers(objects: ObjectStore, location: S3Location, fromSe
     found.set(key, { marker: parseCommitMarker(location, text, `the commit marker ${objects.url(key)}`), digest: textDigest(text), url: objects.url(key), packed: false });
   });
   const packs = (await objects.list(markerPacksPrefix(location)))
-    .map((key) => parseMarkerPackKey(location, key))
+    .map((key) => parseMarkerPackKey(markerPacksPrefix(location), key))
     .filter((pack): pack is MarkerPackName => pack !== undefined && pack.lastSeq >= (fromSeq ?? 0));
   const held = new Map<string, number>();
   await mapBounded(packs, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (pack) => {

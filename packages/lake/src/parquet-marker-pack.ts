@@ -9,6 +9,21 @@ export const MARKER_PACKS_DIR = '_auditlake/commit-packs';
 /** The `format` member of a commit marker pack. */
 export const MARKER_PACK_FORMAT = 'auditlake-parquet-commit-pack/1';
 
+/**
+ * What one kind of pack holds: commit markers (packed here) or compaction markers
+ * (parquet-compaction-packs.ts). Both name their packs and entries alike; they differ in the
+ * format member, the words of a message and what an entry must be.
+ */
+export interface MarkerPackKind {
+  format: string;
+  /** What an entry is, for messages: "commit marker". */
+  noun: string;
+  /** True when `text` is a marker of this kind (what a pack may hold, and what packing takes). */
+  isMarkerText(text: string): boolean;
+}
+
+export const COMMIT_MARKER_PACKS: MarkerPackKind = { format: MARKER_PACK_FORMAT, noun: 'commit marker', isMarkerText: (text) => isMarkerOfFormat(text, 'auditlake-parquet-commit/1') };
+
 /** Hex digits of a pack's content digest in its name, as for `_integrity/` checkpoint packs. */
 const PACK_DIGEST_HEX = 16;
 
@@ -26,7 +41,7 @@ export interface PackedMarker {
 
 /** A pack object's content. */
 interface MarkerPack {
-  format: typeof MARKER_PACK_FORMAT;
+  format: string;
   markers: PackedMarker[];
 }
 
@@ -48,10 +63,10 @@ export function markerPacksPrefix(location: S3Location): string {
   return joinKey(location.prefix, `${MARKER_PACKS_DIR}/`);
 }
 
-/** What the pack key `key` (under {@link markerPacksPrefix}) names, or undefined for another object. */
-export function parseMarkerPackKey(location: S3Location, key: string): MarkerPackName | undefined {
-  const match = PACK_NAME.exec(key.slice(markerPacksPrefix(location).length));
-  if (match === null || !key.startsWith(markerPacksPrefix(location))) return undefined;
+/** What the pack key `key` (under `packsPrefix`, {@link markerPacksPrefix} for commit markers) names, or undefined for another object. */
+export function parseMarkerPackKey(packsPrefix: string, key: string): MarkerPackName | undefined {
+  const match = PACK_NAME.exec(key.slice(packsPrefix.length));
+  if (match === null || !key.startsWith(packsPrefix)) return undefined;
   const firstSeq = Number(match[1]);
   const lastSeq = Number(match[2]);
   return firstSeq <= lastSeq ? { key, firstSeq, lastSeq, digest: match[3] as string } : undefined;
@@ -62,16 +77,16 @@ export function parseMarkerPackKey(location: S3Location, key: string): MarkerPac
  * Named by its first and last marker and a digest of the body, so two packers of the same markers
  * write the same object, and a packer of other markers never replaces a pack.
  */
-export function encodeMarkerPack(location: S3Location, markers: readonly PackedMarker[]): { key: string; body: string } {
+export function encodeMarkerPack(packsPrefix: string, kind: MarkerPackKind, markers: readonly PackedMarker[]): { key: string; body: string } {
   const first = markers[0];
   const last = markers.at(-1);
   if (first === undefined || last === undefined) throw new TypeError('a marker pack holds at least one marker');
-  const body = JSON.stringify({ format: MARKER_PACK_FORMAT, markers: [...markers] } satisfies MarkerPack);
+  const body = JSON.stringify({ format: kind.format, markers: [...markers] } satisfies MarkerPack);
   const firstSeq = markerNameSeq(first.name);
   const lastSeq = markerNameSeq(last.name);
-  if (firstSeq === undefined || lastSeq === undefined) throw new TypeError(`not commit marker names: ${first.name}, ${last.name}`);
+  if (firstSeq === undefined || lastSeq === undefined) throw new TypeError(`not ${kind.noun} names: ${first.name}, ${last.name}`);
   const name = `${encodeKeyNumber(firstSeq)}-${encodeKeyNumber(lastSeq)}-${hash('sha256', body, 'hex').slice(0, PACK_DIGEST_HEX)}.json`;
-  return { key: `${markerPacksPrefix(location)}${name}`, body };
+  return { key: `${packsPrefix}${name}`, body };
 }
 
 /**
@@ -81,21 +96,21 @@ export function encodeMarkerPack(location: S3Location, markers: readonly PackedM
  * digest says — edited after it was written — with `AUDIT_INTEGRITY_MISMATCH`, both naming it:
  * the markers it holds could not be read as written.
  */
-export function parseMarkerPack(name: MarkerPackName, text: string, url: string): PackedMarker[] {
+export function parseMarkerPack(name: MarkerPackName, text: string, url: string, kind: MarkerPackKind = COMMIT_MARKER_PACKS): PackedMarker[] {
   if (hash('sha256', text, 'hex').slice(0, PACK_DIGEST_HEX) !== name.digest) {
     throw new AuditError(
       AuditErrorCode.INTEGRITY_MISMATCH,
-      `the commit marker pack ${url} does not hold what its name's digest says: it was changed after it was written (packs are created once and never rewritten)`,
+      `the ${kind.noun} pack ${url} does not hold what its name's digest says: it was changed after it was written (packs are created once and never rewritten)`,
     );
   }
-  const damaged = (why: string) => new AuditError(AuditErrorCode.TABLE_INVALID, `${url} is not a valid commit marker pack: ${why}`);
+  const damaged = (why: string) => new AuditError(AuditErrorCode.TABLE_INVALID, `${url} is not a valid ${kind.noun} pack: ${why}`);
   let pack: unknown;
   try {
     pack = JSON.parse(text);
   } catch (err) {
     throw damaged(`not JSON (${(err as Error).message})`);
   }
-  if (typeof pack !== 'object' || pack === null || (pack as MarkerPack).format !== MARKER_PACK_FORMAT) throw damaged(`not a ${MARKER_PACK_FORMAT} object`);
+  if (typeof pack !== 'object' || pack === null || (pack as MarkerPack).format !== kind.format) throw damaged(`not a ${kind.format} object`);
   const markers = (pack as MarkerPack).markers as unknown;
   if (!Array.isArray(markers) || markers.length === 0) throw damaged('no markers');
   let previous = -1;
@@ -105,18 +120,18 @@ export function parseMarkerPack(name: MarkerPackName, text: string, url: string)
     if (seq === undefined || typeof marker !== 'string') throw damaged(`an entry is not {name: "<16 digits>.json", marker: "<text>"}`);
     if (seq <= previous) throw damaged(`${entryName as string} does not follow the marker before it (names ascend)`);
     previous = seq;
-    if (!isCommitMarkerText(marker)) throw damaged(`${entryName as string} is not a commit marker`);
+    if (!kind.isMarkerText(marker)) throw damaged(`${entryName as string} is not a ${kind.noun}`);
   }
   const firstSeq = markerNameSeq((markers[0] as PackedMarker).name);
   if (firstSeq !== name.firstSeq || previous !== name.lastSeq) throw damaged(`it holds markers ${encodeKeyNumber(firstSeq ?? 0)} to ${encodeKeyNumber(previous)}, not the range its name gives`);
   return markers as PackedMarker[];
 }
 
-/** True when `text` is a JSON commit marker (what a pack may hold, and what packing takes). */
-export function isCommitMarkerText(text: string): boolean {
+/** True when `text` is a JSON object whose `format` is `format`. */
+export function isMarkerOfFormat(text: string, format: string): boolean {
   try {
     const value = JSON.parse(text) as unknown;
-    return typeof value === 'object' && value !== null && (value as { format?: unknown }).format === 'auditlake-parquet-commit/1';
+    return typeof value === 'object' && value !== null && (value as { format?: unknown }).format === format;
   } catch {
     return false;
   }

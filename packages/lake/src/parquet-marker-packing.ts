@@ -7,7 +7,7 @@ import { readNewestCheckpoint } from './parquet-checkpoint.js';
 import type { CommitMarker } from './parquet-committer.js';
 import type { ParquetCompactionContext } from './parquet-compaction.js';
 import { commitsPrefix } from './parquet-marker-log.js';
-import { encodeMarkerPack, isCommitMarkerText, markerNameSeq, markerPacksPrefix, parseMarkerPack, parseMarkerPackKey, type MarkerPackName, type PackedMarker } from './parquet-marker-pack.js';
+import { COMMIT_MARKER_PACKS, encodeMarkerPack, markerNameSeq, markerPacksPrefix, parseMarkerPack, parseMarkerPackKey, type MarkerPackKind, type MarkerPackName, type PackedMarker } from './parquet-marker-pack.js';
 import { orphanCutoffMs } from './store-clock.js';
 
 /** When and how much {@link packParquetMarkers} packs. */
@@ -70,38 +70,78 @@ export async function packParquetMarkers(
   const checkpoint = await readNewestCheckpoint(objects, location);
   if (checkpoint === undefined) return { markersPacked: 0, packedMarkersDeleted: 0 };
   const throughSeq = checkpoint.checkpoint.watermark.seq;
-  const cutoffMs = await orphanCutoffMs(context.now(), minAgeMs, context.storeNow);
-  const packs = (await objects.listObjects(markerPacksPrefix(location)))
+  const series: MarkerSeries = {
+    loosePrefix: commitsPrefix(location),
+    packsPrefix: markerPacksPrefix(location),
+    kind: COMMIT_MARKER_PACKS,
+    // A marker keyed `throughSeq` continues from the checkpoint: those keyed below it are at or before it.
+    packableBelow: throughSeq,
+    packShortRun: false,
+    checkPackable: (text, url) => {
+      const marker = JSON.parse(text) as CommitMarker;
+      if (marker.watermark.seq > throughSeq) throw new Error(`assertion failed: ${url} ends at seq ${marker.watermark.seq}, past the checkpoint at ${throughSeq} it was packed behind`);
+    },
+  };
+  return packMarkerSeries(context, series, await orphanCutoffMs(context.now(), minAgeMs, context.storeNow), limits);
+}
+
+/**
+ * One series of markers packing works on: loose markers named `<16 digits>.json` under
+ * `loosePrefix` (the commit markers; one day's compaction markers), packed under `packsPrefix`.
+ */
+export interface MarkerSeries {
+  loosePrefix: string;
+  packsPrefix: string;
+  kind: MarkerPackKind;
+  /** Loose markers keyed below this are folded by the newest checkpoint: what may be packed. */
+  packableBelow: number;
+  /** Pack a last run shorter than `packSize` too (a compaction day no longer written to), rather than wait for it to fill. */
+  packShortRun: boolean;
+  /** Throws when the marker text read from `url` may not be packed (an assertion of what the listing implied). */
+  checkPackable?: (text: string, url: string) => void;
+}
+
+/**
+ * {@link packParquetMarkers} for one series: first deletes what packs older than `cutoffMs` hold
+ * (at most `limits.perRunMax`), then packs what no pack holds, oldest first (at most
+ * `limits.perRunMax`).
+ */
+export async function packMarkerSeries(
+  context: Pick<ParquetCompactionContext, 'objects' | 'location' | 'fence'>,
+  series: MarkerSeries,
+  cutoffMs: number,
+  limits: MarkerPackLimits,
+): Promise<MarkerPacking> {
+  const packs = (await context.objects.listObjects(series.packsPrefix))
     .flatMap((object) => {
-      const name = parseMarkerPackKey(location, object.key);
+      const name = parseMarkerPackKey(series.packsPrefix, object.key);
       return name === undefined ? [] : [{ ...name, lastModifiedMs: object.lastModifiedMs }];
     })
     .sort((a, b) => a.firstSeq - b.firstSeq);
   // A listing without LastModified (0) tells no age: nothing is deleted on its account.
   const aged = (pack: { lastModifiedMs: number }) => pack.lastModifiedMs > 0 && pack.lastModifiedMs <= cutoffMs;
-  const loose = await listLooseMarkers(context, packs, aged, throughSeq, limits.perRunMax);
+  const loose = await listLooseMarkers(context, series, packs, aged, limits.perRunMax);
   let packedMarkersDeleted = 0;
-  for (const [pack, keys] of loose.deletable) packedMarkersDeleted += await deletePacked(context, pack, keys);
+  for (const [pack, keys] of loose.deletable) packedMarkersDeleted += await deletePacked(context, series, pack, keys);
   let markersPacked = 0;
-  for (const run of packRuns(loose.unpacked, packs, limits.packSize)) markersPacked += await writePack(context, run, throughSeq);
+  for (const run of packRuns(loose.unpacked, packs, limits.packSize, series.packShortRun)) markersPacked += await writePack(context, series, run);
   return { markersPacked, packedMarkersDeleted };
 }
 
 /**
- * The loose markers keyed below `throughSeq` (so at or before the checkpoint: a marker keyed
- * `throughSeq` continues from it), oldest first: those in an aged pack's range to delete, those in
- * no pack's range to pack, each list at most `perRunMax`. A young pack's range is skipped (the
+ * The loose markers of `series` keyed below `series.packableBelow`, oldest first: those in an aged
+ * pack's range to delete, those in no pack's range to pack, each list at most `perRunMax`. A young pack's range is skipped (the
  * listing goes on after its last key), so markers waiting out their grace period cost a run no
  * listing pages; so is an aged one's once `perRunMax` are to be deleted.
  */
 async function listLooseMarkers(
-  context: Pick<ParquetCompactionContext, 'objects' | 'location'>,
+  context: Pick<ParquetCompactionContext, 'objects'>,
+  series: MarkerSeries,
   packs: ReadonlyArray<MarkerPackName & { lastModifiedMs: number }>,
   aged: (pack: { lastModifiedMs: number }) => boolean,
-  throughSeq: number,
   perRunMax: number,
 ): Promise<LooseMarkers> {
-  const prefix = commitsPrefix(context.location);
+  const prefix = series.loosePrefix;
   const found: LooseMarkers = { deletable: new Map(), unpacked: [] };
   let deletableCount = 0;
   let cursor: string | undefined;
@@ -111,7 +151,7 @@ async function listLooseMarkers(
       cursor = key;
       const seq = markerNameSeq(key.slice(prefix.length));
       if (seq === undefined) continue;
-      if (seq >= throughSeq) break listing;
+      if (seq >= series.packableBelow) break listing;
       const pack = packHolding(packs, seq);
       if (pack === undefined) {
         // Packs are made oldest first: past a full run's worth of unpacked markers, no more work lies ahead.
@@ -154,9 +194,9 @@ function firstPackAfter(packs: readonly MarkerPackName[], seq: number): number {
 /**
  * The unpacked markers cut into packs: `packSize` each, a run ended early where another pack's
  * range begins (a pack never spans another's), and a last run shorter than `packSize` left for a
- * later run, when more markers are behind a checkpoint.
+ * later run, when more markers are behind a checkpoint (unless `packShortRun`).
  */
-function packRuns(unpacked: ReadonlyArray<{ key: string; seq: number }>, packs: readonly MarkerPackName[], packSize: number): Array<Array<{ key: string; seq: number }>> {
+function packRuns(unpacked: ReadonlyArray<{ key: string; seq: number }>, packs: readonly MarkerPackName[], packSize: number, packShortRun: boolean): Array<Array<{ key: string; seq: number }>> {
   const runs: Array<Array<{ key: string; seq: number }>> = [];
   let run: Array<{ key: string; seq: number }> = [];
   for (const marker of unpacked) {
@@ -169,14 +209,13 @@ function packRuns(unpacked: ReadonlyArray<{ key: string; seq: number }>, packs: 
     run.push(marker);
   }
   const nextPack = run.length === 0 ? undefined : packs[firstPackAfter(packs, (run.at(-1) as { seq: number }).seq)];
-  if (run.length === packSize || (run.length > 0 && nextPack !== undefined)) runs.push(run);
+  if (run.length === packSize || (run.length > 0 && (packShortRun || nextPack !== undefined))) runs.push(run);
   return runs;
 }
 
 /** Writes the pack of `run` (read now, each as stored); returns how many markers it holds (0: the run changed since it was listed). */
-async function writePack(context: Pick<ParquetCompactionContext, 'objects' | 'location' | 'fence'>, run: ReadonlyArray<{ key: string; seq: number }>, throughSeq: number): Promise<number> {
+async function writePack(context: Pick<ParquetCompactionContext, 'objects' | 'location' | 'fence'>, series: MarkerSeries, run: ReadonlyArray<{ key: string; seq: number }>): Promise<number> {
   const { objects, location, fence } = context;
-  const prefix = commitsPrefix(location);
   const texts = await mapBounded(run, OBJECT_REQUESTS_IN_FLIGHT_MAX, async ({ key }) => {
     const bytes = await objects.find(key);
     return bytes === undefined ? undefined : new TextDecoder().decode(bytes);
@@ -185,14 +224,12 @@ async function writePack(context: Pick<ParquetCompactionContext, 'objects' | 'lo
   if (texts.some((text) => text === undefined)) return 0;
   const markers: PackedMarker[] = run.map(({ key }, i) => {
     const text = texts[i] as string;
-    if (!isCommitMarkerText(text)) throw new AuditError(AuditErrorCode.TABLE_INVALID, `${objects.url(key)} is not a commit marker; it is not packed (readers fail on it too)`);
-    // Keyed below the checkpoint's watermark, a marker of the chain ends at or before it.
-    const marker = JSON.parse(text) as CommitMarker;
-    if (marker.watermark.seq > throughSeq) throw new Error(`assertion failed: ${objects.url(key)} ends at seq ${marker.watermark.seq}, past the checkpoint at ${throughSeq} it was packed behind`);
-    return { name: key.slice(prefix.length), marker: text };
+    if (!series.kind.isMarkerText(text)) throw new AuditError(AuditErrorCode.TABLE_INVALID, `${objects.url(key)} is not a ${series.kind.noun}; it is not packed (readers fail on it too)`);
+    series.checkPackable?.(text, objects.url(key));
+    return { name: key.slice(series.loosePrefix.length), marker: text };
   });
-  const { key, body } = encodeMarkerPack(location, markers);
-  if (!fence.mayCommit()) throw new AuditError(AuditErrorCode.NOT_LEADER, `no longer the leader; commit marker packing of s3://${location.bucket}/${location.prefix} stopped before writing ${objects.url(key)}`);
+  const { key, body } = encodeMarkerPack(series.packsPrefix, series.kind, markers);
+  if (!fence.mayCommit()) throw new AuditError(AuditErrorCode.NOT_LEADER, `no longer the leader; ${series.kind.noun} packing of s3://${location.bucket}/${location.prefix} stopped before writing ${objects.url(key)}`);
   // Named by its content: taken means another packer wrote these same markers.
   if (!(await objects.putIfAbsent(key, body, 'application/json')) && new TextDecoder().decode(await objects.get(key)) !== body) {
     throw new Error(`assertion failed: ${objects.url(key)} exists with other content than the same name's digest says`);
@@ -204,11 +241,12 @@ async function writePack(context: Pick<ParquetCompactionContext, 'objects' | 'lo
  * Deletes the loose markers `keys` that `pack` (aged past the grace period) holds identically.
  * One it lacks, or holds differently, is tampering: nothing of the pack's is deleted.
  */
-async function deletePacked(context: Pick<ParquetCompactionContext, 'objects' | 'location' | 'fence'>, pack: MarkerPackName, keys: readonly string[]): Promise<number> {
+async function deletePacked(context: Pick<ParquetCompactionContext, 'objects' | 'location' | 'fence'>, series: MarkerSeries, pack: MarkerPackName, keys: readonly string[]): Promise<number> {
   const { objects, location } = context;
-  const prefix = commitsPrefix(location);
+  const prefix = series.loosePrefix;
+  const noun = series.kind.noun;
   const url = objects.url(pack.key);
-  const packed = new Map(parseMarkerPack(pack, new TextDecoder().decode(await objects.get(pack.key)), url).map((entry) => [entry.name, textDigest(entry.marker)]));
+  const packed = new Map(parseMarkerPack(pack, new TextDecoder().decode(await objects.get(pack.key)), url, series.kind).map((entry) => [entry.name, textDigest(entry.marker)]));
   const loose = await mapBounded(keys, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (key) => {
     const bytes = await objects.find(key);
     return { key, digest: bytes === undefined ? undefined : textDigest(new TextDecoder().decode(bytes)) };
@@ -224,9 +262,9 @@ async function deletePacked(context: Pick<ParquetCompactionContext, 'objects' | 
     throw new AuditError(
       AuditErrorCode.INTEGRITY_MISMATCH,
       held === undefined
-        ? `the commit marker ${objects.url(key)} lies in the range of the pack ${url}, which lacks it: a pack holds every marker of its range; neither is deleted`
-        : `the commit marker ${objects.url(key)} differs from its copy in the pack ${url}: one of them was changed; neither is deleted`,
+        ? `the ${noun} ${objects.url(key)} lies in the range of the pack ${url}, which lacks it: a pack holds every marker of its range; neither is deleted`
+        : `the ${noun} ${objects.url(key)} differs from its copy in the pack ${url}: one of them was changed; neither is deleted`,
     );
   }
-  return deleteWhileLeader(objects, identical, context.fence, `deletion of packed commit markers of s3://${location.bucket}/${location.prefix}`);
+  return deleteWhileLeader(objects, identical, context.fence, `deletion of packed ${noun}s of s3://${location.bucket}/${location.prefix}`);
 }
