@@ -14,6 +14,8 @@ export { COMMITS_DIR, commitParquetBatch, dataFileFault, eventDate, markerKey, P
 export { readMarkers, readMarkersByKey } from './parquet-marker-log.js';
 export { MARKER_PACK_FORMAT, MARKER_PACKS_DIR } from './parquet-marker-pack.js';
 export { MARKER_PACK_LIMITS, packParquetMarkers, type MarkerPackLimits, type MarkerPacking } from './parquet-marker-packing.js';
+export { COMPACTION_MARKER_PACKS, COMPACTION_PACKS_DIR } from './parquet-compaction-pack.js';
+export { COMPACTION_PACK_LIMITS, packCompactionMarkers } from './parquet-compaction-packing.js';
 export { PROBES_DIR, probeConditionalCreate } from './conditional-create-probe.js';
 export { IcebergTierSource, FOOTER_CACHE_ENTRIES_MAX, type DeclaredTierFile } from './iceberg-tier-source.js';
 export { ParquetTierSource } from './parquet-tier-source.js';

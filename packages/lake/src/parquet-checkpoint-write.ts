@@ -1,6 +1,6 @@
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import type { ObjectStore } from './object-store.js';
-import { checkpointKey, listCheckpointKeys, checkpointKeySeq, readNewestCheckpoint, type ParquetCheckpoint } from './parquet-checkpoint.js';
+import { checkpointKey, listCheckpointKeys, checkpointKeySeq, parseCheckpoint, readNewestCheckpoint, type LoadedCheckpoint, type ParquetCheckpoint } from './parquet-checkpoint.js';
 import { parquetDataPrefix, type CommitMarker, type CommittedFile } from './parquet-committer.js';
 import { liveParquetFiles, ParquetLogCache, type CompactionMarker, type ParquetCompactionContext, type ParquetLog } from './parquet-compaction.js';
 import type { S3Location } from './s3-location.js';
@@ -68,6 +68,7 @@ export async function writeParquetCheckpoint(
   const markersFolded = log.markers.filter((marker) => marker.watermark.seq > newestSeq).length;
   if (markersFolded < minMarkers || !context.fence.mayCommit()) return undefined;
   const state = checkpointState({ ...(log.checkpoint ? { checkpoint: log.checkpoint } : {}), markers: log.markers, compactions });
+  if (await foldsLessThanNewest(objects, location, newestKey, log.checkpoint, state.generations)) return undefined;
   const present = new Set(await objects.list(parquetDataPrefix(location)));
   const checkpoint: ParquetCheckpoint = {
     format: 'auditlake-parquet-checkpoint/1',
@@ -80,6 +81,27 @@ export async function writeParquetCheckpoint(
   const key = checkpointKey(location, last.watermark.seq);
   const written = await objects.putIfAbsent(key, JSON.stringify(checkpoint), 'application/json');
   return { key, written, markersFolded };
+}
+
+/**
+ * True when the newest checkpoint (`newestKey`) folds a day's compactions further than
+ * `generations` do: a writer whose view of compactions is older than that checkpoint's writer's
+ * (a log read from an older checkpoint, a slow listing). Its checkpoint would be the newest yet
+ * fold less, and maintenance, which packs the compaction markers the newest checkpoint folds and
+ * deletes their loose copies, relies on the newest folding at least what every earlier one did
+ * (readers moving to it would otherwise lose markers no longer listed). Such a writer writes
+ * nothing; the next, reading afresh, does.
+ */
+async function foldsLessThanNewest(objects: ObjectStore, location: S3Location, newestKey: string | undefined, own: LoadedCheckpoint | undefined, generations: Readonly<Record<string, number>>): Promise<boolean> {
+  if (newestKey === undefined) return false;
+  let newest = own?.key === newestKey ? own.checkpoint : undefined;
+  if (newest === undefined) {
+    const bytes = await objects.find(newestKey);
+    // Deleted since it was listed (an operator's, or a cleanup of a far newer one): write nothing now.
+    if (bytes === undefined) return true;
+    newest = parseCheckpoint(objects, location, newestKey, bytes);
+  }
+  return Object.entries(newest.generations).some(([day, generation]) => (generations[day] ?? 0) < generation);
 }
 
 /** A file as a checkpoint and a fold must agree on it. */

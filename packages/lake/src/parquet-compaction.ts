@@ -7,8 +7,10 @@ import type { CommitFence } from './iceberg-version-commit.js';
 import { encodeKeyNumber } from './key-number.js';
 import type { ObjectStore } from './object-store.js';
 import { readNewestCheckpoint, type LoadedCheckpoint, type ReplacedFile } from './parquet-checkpoint.js';
-import { refuseForeignFiles, type CommitMarker, type CommittedFile } from './parquet-committer.js';
+import { PARQUET_DAY, refuseForeignFiles, type CommitMarker, type CommittedFile } from './parquet-committer.js';
+import { COMPACTION_PACKS_DIR, markerTextDigest, packedGeneration, readCompactionPacks } from './parquet-compaction-pack.js';
 import { continuesKnown, readMarkersByKey } from './parquet-marker-log.js';
+import { markerNameSeq } from './parquet-marker-pack.js';
 import type { MarkerPackLimits } from './parquet-marker-packing.js';
 import { joinKey, type S3Location } from './s3-location.js';
 import { INLINE_TIER_FILE_ENCODER, type TierFileEncoder } from './tier-file-encoding.js';
@@ -78,37 +80,117 @@ export function compactionKey(location: S3Location, eventDate: string, generatio
 }
 
 /** The prefix every compaction marker of `location` is listed under. */
-function compactionsPrefix(location: S3Location): string {
+export function compactionsPrefix(location: S3Location): string {
   return joinKey(location.prefix, `${COMPACTIONS_DIR}/`);
+}
+
+/**
+ * The day and generation the compaction marker key `key` (under `prefix`) names, or undefined for
+ * another key (never folded, packed or counted among a day's generations; still read, as before).
+ */
+export function compactionKeyParts(prefix: string, key: string): { day: string; generation: number } | undefined {
+  const [day, name, ...more] = key.slice(prefix.length).split('/');
+  const generation = name === undefined ? undefined : markerNameSeq(name);
+  return day === undefined || !PARQUET_DAY.test(day) || generation === undefined || more.length > 0 ? undefined : { day, generation };
 }
 
 /** True when the compaction marker `key` (under `prefix`) is at or below its day's generation in `folded`. */
 function foldedCompaction(prefix: string, key: string, folded: Readonly<Record<string, number>>): boolean {
-  const [day, name] = key.slice(prefix.length).split('/');
-  return day !== undefined && name !== undefined && Number(name.replace(/\.json$/, '')) <= (folded[day] ?? 0);
+  const parts = compactionKeyParts(prefix, key);
+  return parts !== undefined && parts.generation <= (folded[parts.day] ?? 0);
+}
+
+/**
+ * Per day, the generations missing among `keys` (ranges, both ends in): a day's compactions take
+ * generations in order, so every one from the first after its folded one (`folded[day]`) up to
+ * the highest present must be there.
+ */
+function missingGenerations(prefix: string, keys: Iterable<string>, folded: Readonly<Record<string, number>>): Map<string, Array<[number, number]>> {
+  const byDay = new Map<string, number[]>();
+  for (const key of keys) {
+    const parts = compactionKeyParts(prefix, key);
+    if (parts === undefined) continue;
+    const generations = byDay.get(parts.day);
+    if (generations === undefined) byDay.set(parts.day, [parts.generation]);
+    else generations.push(parts.generation);
+  }
+  const missing = new Map<string, Array<[number, number]>>();
+  for (const [day, generations] of byDay) {
+    let expected = (folded[day] ?? 0) + 1;
+    const gaps: Array<[number, number]> = [];
+    for (const generation of generations.sort((a, b) => a - b)) {
+      if (generation > expected) gaps.push([expected, generation - 1]);
+      expected = Math.max(expected, generation + 1);
+    }
+    if (gaps.length > 0) missing.set(day, gaps);
+  }
+  return missing;
+}
+
+/** A compaction marker's text, parsed; one naming anything but the location's data files is refused (refuseForeignFiles). */
+function parseCompactionMarker(location: S3Location, text: string, where: string): CompactionMarker {
+  const marker = JSON.parse(text) as CompactionMarker;
+  refuseForeignFiles(location, where, marker.replaced, marker.files);
+  return marker;
 }
 
 /**
  * Every compaction marker at `location` in key order (day, then generation), skipping keys in
- * `known`, and — listed but never fetched — those at or below a day's generation in `folded` (a
- * checkpoint's): the listing names each marker's day and generation.
+ * `known` (kept when their loose copy is gone: a marker never changes), and — listed but never
+ * fetched — those at or below a day's generation in `folded` (a checkpoint's): the listing names
+ * each marker's day and generation. Maintenance moves markers a checkpoint folds into packs
+ * (parquet-compaction-packing.ts) and deletes their loose copies; a reader whose checkpoint does
+ * not fold them (an older one) sees generations missing below those listed and takes them from
+ * the day's packs. `everyPack` (a read from the start: verify's) reads every pack, for days
+ * whose markers are all packed. A generation neither loose nor packed below one that is present,
+ * or a marker whose packed and loose texts differ, is refused naming it.
  */
 export async function readCompactions(
   objects: ObjectStore,
   location: S3Location,
   known: ReadonlyMap<string, CompactionMarker> = new Map(),
   folded: Readonly<Record<string, number>> = {},
+  options: { everyPack?: boolean } = {},
 ): Promise<Map<string, CompactionMarker>> {
   const prefix = compactionsPrefix(location);
   const keys = (await objects.list(prefix)).filter((key) => !foldedCompaction(prefix, key, folded));
-  const fresh = keys.filter((key) => !known.has(key));
-  const read = await mapBounded(fresh, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (key) => {
-    const marker = JSON.parse(new TextDecoder().decode(await objects.get(key))) as CompactionMarker;
-    refuseForeignFiles(location, `the compaction marker ${objects.url(key)}`, marker.replaced, marker.files);
-    return [key, marker] as const;
-  });
-  const byKey = new Map(read);
-  return new Map(keys.map((key) => [key, (known.get(key) ?? byKey.get(key)) as CompactionMarker]));
+  const digests = new Map<string, string>();
+  const read = await mapBounded(
+    keys.filter((key) => !known.has(key)),
+    OBJECT_REQUESTS_IN_FLIGHT_MAX,
+    async (key) => {
+      const bytes = await objects.find(key);
+      // Gone since the listing: packed and deleted meanwhile; the packs hold it.
+      if (bytes === undefined) return undefined;
+      const text = new TextDecoder().decode(bytes);
+      digests.set(key, markerTextDigest(text));
+      return [key, parseCompactionMarker(location, text, `the compaction marker ${objects.url(key)}`)] as const;
+    },
+  );
+  const byKey = new Map([...known].filter(([key]) => !foldedCompaction(prefix, key, folded)));
+  for (const entry of read) if (entry !== undefined) byKey.set(entry[0], entry[1]);
+  // The loose markers were listed and read first: a marker deleted since was packed before it was deleted, so the pack listing names it.
+  const gaps = missingGenerations(prefix, byKey.keys(), folded);
+  if (options.everyPack === true || gaps.size > 0) {
+    const packed = await readCompactionPacks(objects, location, prefix, options.everyPack === true ? undefined : gaps);
+    for (const { key, text, url } of packed.values()) {
+      if (foldedCompaction(prefix, key, folded)) continue;
+      const loose = digests.get(key);
+      if (loose !== undefined && loose !== markerTextDigest(text)) {
+        throw new AuditError(AuditErrorCode.INTEGRITY_MISMATCH, `the compaction marker ${objects.url(key)} differs from its copy in the pack ${url}: a marker is packed as it was written, so one of them was changed`);
+      }
+      if (!byKey.has(key)) byKey.set(key, parseCompactionMarker(location, text, `the compaction marker ${key.slice(prefix.length)} in ${url}`));
+    }
+    const still = [...missingGenerations(prefix, byKey.keys(), folded)][0];
+    if (still !== undefined) {
+      const [day, [[from, to]]] = still as [string, [[number, number]]];
+      throw new AuditError(
+        AuditErrorCode.TABLE_INVALID,
+        `compaction markers ${encodeKeyNumber(from)}${to > from ? ` to ${encodeKeyNumber(to)}` : ''} of ${day} are missing from s3://${location.bucket}/${location.prefix}: a later generation of the day exists, generations are taken in order, and neither ${COMPACTIONS_DIR}/ nor ${COMPACTION_PACKS_DIR}/ holds them (deleted or lost)`,
+      );
+    }
+  }
+  return new Map([...byKey].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 
 /**
@@ -164,7 +246,7 @@ export async function readParquetLog(objects: ObjectStore, location: S3Location,
   let checkpoint = known !== undefined ? known.checkpoint : fromStart ? undefined : await readNewestCheckpoint(objects, location);
   const [read, compactionsRead] = await Promise.all([
     readMarkersByKey(objects, location, known?.byKey?.markers, checkpoint?.checkpoint.watermark.seq),
-    readCompactions(objects, location, known?.byKey?.compactions, checkpoint?.checkpoint.generations),
+    readCompactions(objects, location, known?.byKey?.compactions, checkpoint?.checkpoint.generations, { everyPack: fromStart }),
   ]);
   // Markers the reader did not know may have been packed (and their loose copies deleted) while it
   // was idle: a first new marker that does not continue from the last it knew says so, as does one
@@ -249,6 +331,32 @@ export interface ParquetCompactionContext {
   checkpointIntervalMarkers?: number;
   /** How maintenance packs old commit markers (default `MARKER_PACK_LIMITS`; tests set smaller packs). */
   markerPackLimits?: MarkerPackLimits;
+  /** How maintenance packs old compaction markers (default `COMPACTION_PACK_LIMITS`). */
+  compactionPackLimits?: MarkerPackLimits;
+}
+
+/**
+ * Creates `marker` under its day's generation in a turn of the commit lock (`fence.serialize`),
+ * only if absent and while `fence.mayCommit()`; true when this writer's text is what the key
+ * holds. A generation the writer planned from a view since overtaken is taken by another
+ * writer's marker (false), or — when its loose copy was packed and deleted meanwhile, which takes
+ * longer than the orphan age (a stale leader paused that long) — created again: a pack holding
+ * the generation then says so, and the marker just created is deleted again (false), before
+ * packing finds two texts for one key and stops every later run.
+ */
+export async function createCompactionMarker(context: Pick<ParquetCompactionContext, 'objects' | 'location' | 'fence'>, marker: CompactionMarker, what: string): Promise<boolean> {
+  const { objects, location, fence } = context;
+  const key = compactionKey(location, marker.eventDate, marker.generation);
+  const text = JSON.stringify(marker);
+  const create = async () => {
+    fence.beforeCommit?.();
+    if (!fence.mayCommit()) throw new AuditError(AuditErrorCode.NOT_LEADER, `no longer the leader; ${what} was not committed (its files are unreferenced)`);
+    if (!(await objects.putIfAbsent(key, text, 'application/json')) || new TextDecoder().decode(await objects.get(key)) !== text) return false;
+    if (!(await packedGeneration(objects, location, marker.eventDate, marker.generation))) return true;
+    await objects.delete(key);
+    return false;
+  };
+  return fence.serialize ? fence.serialize(create) : create();
 }
 
 /** How compaction planning reads a committed Parquet file. */
@@ -307,14 +415,7 @@ export async function compactParquetLocation(context: ParquetCompactionContext, 
     const generation = nextCompactionGeneration(log, date);
     const marker: CompactionMarker = { format: 'auditlake-parquet-compaction/1', term: fence.term, committedAtMs: context.now(), eventDate: date, generation, replaced: group, files };
     await context.onStep?.('compaction-written');
-    const key = compactionKey(location, date, generation);
-    const text = JSON.stringify(marker);
-    const create = async () => {
-      fence.beforeCommit?.();
-      if (!fence.mayCommit()) throw new AuditError(AuditErrorCode.NOT_LEADER, 'no longer the leader; the compaction was not committed (its files are unreferenced)');
-      return (await objects.putIfAbsent(key, text, 'application/json')) && new TextDecoder().decode(await objects.get(key)) === text;
-    };
-    if (!(await (fence.serialize ? fence.serialize(create) : create()))) {
+    if (!(await createCompactionMarker(context, marker, 'the compaction'))) {
       result.daysLost++;
       continue;
     }

@@ -6,6 +6,7 @@ import { packIntegrityCheckpoints } from './integrity-objects.js';
 import type { ObjectStore } from './object-store.js';
 import { PARQUET_DATA_FILE_NAME, parquetDataPrefix } from './parquet-committer.js';
 import { compactParquetLocation, liveParquetFiles, ParquetLogCache, readContextLog, type ParquetCompactionContext } from './parquet-compaction.js';
+import { packCompactionMarkers } from './parquet-compaction-packing.js';
 import { deleteSupersededLogCheckpoints } from './parquet-checkpoint-cleanup.js';
 import { writeParquetCheckpoint } from './parquet-checkpoint-write.js';
 import { packParquetMarkers, type MarkerPacking } from './parquet-marker-packing.js';
@@ -90,8 +91,9 @@ async function removeParquetOrphans(context: ParquetCompactionContext, minAgeMs:
  * files replaced long enough ago, (when enabled) orphan cleanup, a checkpoint of the log
  * when enough commit markers follow the newest ({@link writeParquetCheckpoint}) and deletion
  * of those superseded long enough ago ({@link deleteSupersededLogCheckpoints}), packing of the
- * commit markers at or before the newest checkpoint and deletion of the loose ones packed long
- * enough ago ({@link packParquetMarkers}), then packing of the `_integrity/` checkpoint objects
+ * commit and compaction markers the newest checkpoint folds and deletion of the loose ones packed
+ * long enough ago ({@link packParquetMarkers}, {@link packCompactionMarkers}: the run's
+ * `markersPacked` and `packedMarkersDeleted` count both), then packing of the `_integrity/` checkpoint objects
  * beside the location. There are no snapshots or
  * metadata versions to expire. Each step leaves every event readable exactly once, so a run
  * stopped anywhere is finished by the next.
@@ -120,7 +122,10 @@ export async function runParquetMaintenance(
   await writeParquetCheckpoint(context, context.checkpointIntervalMarkers);
   const logCheckpointsDeleted = await deleteSupersededLogCheckpoints(context, policy.orphanMinAgeMs);
   // Behind the checkpoint just written: the markers it folds are what packing may take.
-  const { markersPacked, packedMarkersDeleted } = await packParquetMarkers(context, policy.orphanMinAgeMs, context.markerPackLimits);
+  const commits = await packParquetMarkers(context, policy.orphanMinAgeMs, context.markerPackLimits);
+  const compactions = await packCompactionMarkers(context, policy.orphanMinAgeMs, context.compactionPackLimits);
+  const markersPacked = commits.markersPacked + compactions.markersPacked;
+  const packedMarkersDeleted = commits.packedMarkersDeleted + compactions.packedMarkersDeleted;
   const checkpointsPacked = await packIntegrityCheckpoints(context.objects, context.location.prefix, context.fence);
   failOnLostFiles(compaction, `s3://${context.location.bucket}/${context.location.prefix}`);
   return {

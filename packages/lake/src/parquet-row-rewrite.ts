@@ -5,7 +5,7 @@ import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js
 import type { RowRewrite } from './iceberg-row-rewrite.js';
 import { encodeKeyNumber } from './key-number.js';
 import { parquetDataPrefix, type CommittedFile } from './parquet-committer.js';
-import { compactionKey, liveParquetFiles, nextCompactionGeneration, readContextLog, type CompactionMarker, type ParquetCompactionContext } from './parquet-compaction.js';
+import { compactionKey, createCompactionMarker, liveParquetFiles, nextCompactionGeneration, readContextLog, type CompactionMarker, type ParquetCompactionContext } from './parquet-compaction.js';
 import { joinKey, type S3Location } from './s3-location.js';
 import { INLINE_TIER_FILE_ENCODER } from './tier-file-encoding.js';
 
@@ -71,15 +71,8 @@ export async function rewriteParquetRows(context: ParquetCompactionContext, chan
   for (const [date, day] of byDate) {
     const generation = nextCompactionGeneration(log, date);
     const marker: CompactionMarker = { format: 'auditlake-parquet-compaction/1', term: fence.term, committedAtMs: context.now(), eventDate: date, generation, replaced: day.replaced, files: day.files, erasure: true };
-    const key = compactionKey(location, date, generation);
-    const text = JSON.stringify(marker);
-    const create = async () => {
-      fence.beforeCommit?.();
-      if (!fence.mayCommit()) throw new AuditError(AuditErrorCode.NOT_LEADER, 'no longer the leader; the row rewrite was not committed (its files are unreferenced)');
-      return (await objects.putIfAbsent(key, text, 'application/json')) && new TextDecoder().decode(await objects.get(key)) === text;
-    };
-    if (!(await (fence.serialize ? fence.serialize(create) : create()))) {
-      throw new AuditError(AuditErrorCode.OBJECT_EXISTS, `a row rewrite of ${objects.url(key)} lost to another writer; it starts over`);
+    if (!(await createCompactionMarker(context, marker, 'the row rewrite'))) {
+      throw new AuditError(AuditErrorCode.OBJECT_EXISTS, `a row rewrite of ${objects.url(compactionKey(location, date, generation))} lost to another writer; it starts over`);
     }
   }
   await context.onStep?.('rewrite-committed');
