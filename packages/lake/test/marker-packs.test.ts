@@ -272,6 +272,14 @@ describe('commit marker packs', () => {
     expect(await at.loose()).toHaveLength(3);
     // A new leader's recovery from seq 0 finds every marker, the newest last.
     expect((await readMarkers(at.objects, at.location, 0)).map((m) => JSON.stringify(m))).toEqual([...at.written.values()]);
+    // A stale leader paused (longer than the orphan age) before its marker, planned from seq 0:
+    // the key's loose copy is gone, so its create succeeds, but the checkpoint folds past it — the
+    // copy goes again and the batch is lost, leaving no second text under a packed key.
+    const stale = commitParquetBatch(at.objects, at.location, events(1, 2), { term: 1, nowMs: T0, afterSeq: 0, mayCommit: () => true });
+    await expect(stale).rejects.toMatchObject({ code: 'AUDIT_OBJECT_EXISTS', message: expect.stringContaining(`commit lost: ${at.objects.url(markerKey(at.location, 0))}`) });
+    expect(await at.objects.exists(markerKey(at.location, 0))).toBe(false);
+    await at.expectConsistent('after a stale leader lost its commit under a packed key');
+    expect(await at.maintainLater(limits)).toMatchObject({ markersPacked: 0, packedMarkersDeleted: 0 });
     // Commits go on after the packed ones, and readers still agree.
     await at.commit(4, 2);
     const files = await at.expectConsistent('packed markers deleted, commits after them');
