@@ -15,6 +15,15 @@ import type { S3Location } from './s3-location.js';
  */
 export const PARQUET_CHECKPOINT_INTERVAL_MARKERS = 1000;
 
+/**
+ * A checkpoint is also written once this many compaction markers are above the newest one's
+ * generations (and a commit marker follows it, which names the new checkpoint): every read of the
+ * log lists the compaction markers no checkpoint folds (packing takes only folded ones), and a
+ * location of few commits — a checkpoint every 1,000 could be months apart — would otherwise let
+ * them pile up, one per compacted day and run. 100 is about four days of hourly runs.
+ */
+export const PARQUET_CHECKPOINT_INTERVAL_COMPACTIONS = 100;
+
 /** The state a checkpoint records, folded from `log` (its base checkpoint, and the markers on top). */
 export function checkpointState(log: Pick<ParquetLog, 'checkpoint' | 'markers' | 'compactions'>): Pick<ParquetCheckpoint, 'files' | 'generations' | 'erasureSeqs' | 'replaced'> {
   const { files, replaced } = liveParquetFiles(log);
@@ -38,8 +47,8 @@ export interface ParquetCheckpointWrite {
 
 /**
  * Writes a checkpoint of the log at `context.location` when at least `minMarkers` commit markers
- * follow the newest checkpoint; returns undefined otherwise (or when the node may no longer
- * commit). The log is read twice: the compaction markers folded are those of the first read,
+ * follow the newest checkpoint, or at least one does and `minCompactions` compaction markers are
+ * above its generations; returns undefined otherwise (or when the node may no longer commit). The log is read twice: the compaction markers folded are those of the first read,
  * the commit markers those of the second, listed after them. Every compaction marker folded was
  * thus created before the last commit listing began, and its writer had read only commit markers
  * that existed then: every file it names belongs to a commit marker folded here, or to an earlier
@@ -51,10 +60,34 @@ export interface ParquetCheckpointWrite {
  * `replaced` is pruned to the files still in the bucket (a deleted file never comes back: every
  * name is attempt-unique), so it does not grow with the log's age.
  */
-export async function writeParquetCheckpoint(
+export function writeParquetCheckpoint(
   context: Pick<ParquetCompactionContext, 'objects' | 'location' | 'fence' | 'now' | 'log'>,
   minMarkers = PARQUET_CHECKPOINT_INTERVAL_MARKERS,
+  minCompactions = PARQUET_CHECKPOINT_INTERVAL_COMPACTIONS,
 ): Promise<ParquetCheckpointWrite | undefined> {
+  return oneWriterAtATime(context.objects.url(context.location.prefix), () => writeCheckpointNow(context, minMarkers, minCompactions));
+}
+
+/**
+ * Checkpoint writes of this process to one location (by its URL), one after the other: the
+ * sweeper's background writer and maintenance's would otherwise interleave, and one with an older
+ * view of compactions, comparing with the newest checkpoint before the other's create landed,
+ * wrote the newest checkpoint folding less (second review). Neither waits on a sweep: sweeps do
+ * not take this, only checkpoint writers.
+ */
+const checkpointWrites = new Map<string, Promise<unknown>>();
+
+function oneWriterAtATime<T>(location: string, write: () => Promise<T>): Promise<T> {
+  const result = (checkpointWrites.get(location) ?? Promise.resolve()).then(write);
+  const settled = result.catch(() => undefined);
+  checkpointWrites.set(location, settled);
+  void settled.then(() => {
+    if (checkpointWrites.get(location) === settled) checkpointWrites.delete(location);
+  });
+  return result;
+}
+
+async function writeCheckpointNow(context: Pick<ParquetCompactionContext, 'objects' | 'location' | 'fence' | 'now' | 'log'>, minMarkers: number, minCompactions: number): Promise<ParquetCheckpointWrite | undefined> {
   const { objects, location } = context;
   const cache = context.log ?? new ParquetLogCache();
   const first = await cache.read(objects, location);
@@ -66,9 +99,10 @@ export async function writeParquetCheckpoint(
   const newestKey = (await listCheckpointKeys(objects, location)).at(-1);
   const newestSeq = newestKey === undefined ? 0 : (checkpointKeySeq(location, newestKey) ?? 0);
   const markersFolded = log.markers.filter((marker) => marker.watermark.seq > newestSeq).length;
-  if (markersFolded < minMarkers || !context.fence.mayCommit()) return undefined;
+  // `compactions` are those above the generations of the checkpoint the log was read from: the newest, but for a reader moving on rarely.
+  const due = markersFolded >= minMarkers || (markersFolded > 0 && compactions.length >= minCompactions);
+  if (!due || !context.fence.mayCommit()) return undefined;
   const state = checkpointState({ ...(log.checkpoint ? { checkpoint: log.checkpoint } : {}), markers: log.markers, compactions });
-  if (await foldsLessThanNewest(objects, location, newestKey, log.checkpoint, state.generations)) return undefined;
   const present = new Set(await objects.list(parquetDataPrefix(location)));
   const checkpoint: ParquetCheckpoint = {
     format: 'auditlake-parquet-checkpoint/1',
@@ -79,6 +113,7 @@ export async function writeParquetCheckpoint(
     replaced: state.replaced.filter((file) => present.has(file.key)),
   };
   const key = checkpointKey(location, last.watermark.seq);
+  if (!context.fence.mayCommit() || (await foldsLessThanNewest(objects, location, (await listCheckpointKeys(objects, location)).at(-1), log.checkpoint, state.generations))) return undefined;
   const written = await objects.putIfAbsent(key, JSON.stringify(checkpoint), 'application/json');
   return { key, written, markersFolded };
 }
@@ -87,10 +122,13 @@ export async function writeParquetCheckpoint(
  * True when the newest checkpoint (`newestKey`) folds a day's compactions further than
  * `generations` do: a writer whose view of compactions is older than that checkpoint's writer's
  * (a log read from an older checkpoint, a slow listing). Its checkpoint would be the newest yet
- * fold less, and maintenance, which packs the compaction markers the newest checkpoint folds and
- * deletes their loose copies, relies on the newest folding at least what every earlier one did
- * (readers moving to it would otherwise lose markers no longer listed). Such a writer writes
- * nothing; the next, reading afresh, does.
+ * fold less: a reader starting from it would miss a generation packed and deleted while the
+ * other was the newest (packing takes what the newest checkpoint folds), with nothing loose
+ * above it to show the gap. Such a writer writes nothing; the next, reading afresh, does.
+ * Writers of this process take turns (oneWriterAtATime), so none writes between another's
+ * comparison and its create; writers of two processes (a deposed leader's that still believes it
+ * leads) do not, which is why readers also never move to a checkpoint folding less than theirs
+ * (readParquetLog).
  */
 async function foldsLessThanNewest(objects: ObjectStore, location: S3Location, newestKey: string | undefined, own: LoadedCheckpoint | undefined, generations: Readonly<Record<string, number>>): Promise<boolean> {
   if (newestKey === undefined) return false;

@@ -3,6 +3,7 @@ import { AuditError, AuditErrorCode, type StoredEvent } from '@auditlake/model';
 import { encodeKeyNumber } from './key-number.js';
 import type { ObjectStore } from './object-store.js';
 import { checkpointKeySeq, listCheckpointKeys } from './parquet-checkpoint.js';
+import { COMMIT_MARKER_PACKS, markerPacksPrefix, packedMarkerText } from './parquet-marker-pack.js';
 import { joinKey, type S3Location } from './s3-location.js';
 import { INLINE_TIER_FILE_ENCODER, type EncodedTierFile, type TierFileEncoder } from './tier-file-encoding.js';
 import type { TierFile } from './tier-source.js';
@@ -102,14 +103,20 @@ export async function commitParquetBatch(objects: ObjectStore, location: S3Locat
     new AuditError(AuditErrorCode.OBJECT_EXISTS, `commit lost: ${objects.url(key)} (the commit after seq ${context.afterSeq}) was written by another committer; this batch's files are unreferenced`);
   if (!(await objects.putIfAbsent(key, text, 'application/json'))) throw lost();
   if (new TextDecoder().decode(await objects.get(key)) !== text) throw lost();
-  // Created, yet a checkpoint already folds past this key: the marker that had it was packed and
-  // its loose copy deleted while this writer, planning from a watermark long overtaken, was paused
-  // (a stale leader, longer than the orphan age). The copy just made would be a second text for
-  // the key, which stops every later packing run: it goes again, and the batch lost.
+  // Created, yet a pack may hold another text under this key: the marker that had it was packed
+  // and its loose copy deleted while this writer, planning from a watermark long overtaken, was
+  // paused (a stale leader, longer than the orphan age). The copy just made would be a second text
+  // for the key, which stops every later packing run: it goes again, and the batch is lost. Packs
+  // hold only markers a checkpoint folds past, so the packs are looked at only when the newest
+  // checkpoint lies past this key — which an honest checkpoint written since this create, folding
+  // this very marker, does too: then no pack holds the key, or one holds this same text.
   const newestCheckpoint = (await listCheckpointKeys(objects, location)).at(-1);
   if (newestCheckpoint !== undefined && (checkpointKeySeq(location, newestCheckpoint) ?? 0) > context.afterSeq) {
-    await objects.delete(key);
-    throw lost();
+    const packed = await packedMarkerText(objects, markerPacksPrefix(location), COMMIT_MARKER_PACKS, context.afterSeq);
+    if (packed !== undefined && packed !== text) {
+      await objects.delete(key);
+      throw lost();
+    }
   }
   return { marker, bytes: files.reduce((sum, f) => sum + f.bytes, 0) };
 }

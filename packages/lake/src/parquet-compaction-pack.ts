@@ -76,16 +76,3 @@ export async function readCompactionPacks(objects: ObjectStore, location: S3Loca
   });
   return found;
 }
-
-/**
- * True when a pack of `day` at `location` holds generation `generation`: it was folded by a
- * checkpoint and packed, so a marker now created under its key (its loose copy deleted) is a
- * second, different one.
- */
-export async function packedGeneration(objects: ObjectStore, location: S3Location, day: string, generation: number): Promise<boolean> {
-  const prefix = compactionPacksPrefix(location, day);
-  return (await objects.list(prefix)).some((key) => {
-    const pack = parseMarkerPackKey(prefix, key);
-    return pack !== undefined && pack.firstSeq <= generation && generation <= pack.lastSeq;
-  });
-}

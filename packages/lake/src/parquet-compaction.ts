@@ -8,9 +8,9 @@ import { encodeKeyNumber } from './key-number.js';
 import type { ObjectStore } from './object-store.js';
 import { readNewestCheckpoint, type LoadedCheckpoint, type ReplacedFile } from './parquet-checkpoint.js';
 import { PARQUET_DAY, refuseForeignFiles, type CommitMarker, type CommittedFile } from './parquet-committer.js';
-import { COMPACTION_PACKS_DIR, markerTextDigest, packedGeneration, readCompactionPacks } from './parquet-compaction-pack.js';
+import { COMPACTION_MARKER_PACKS, COMPACTION_PACKS_DIR, compactionPacksPrefix, markerTextDigest, readCompactionPacks } from './parquet-compaction-pack.js';
 import { continuesKnown, readMarkersByKey } from './parquet-marker-log.js';
-import { markerNameSeq } from './parquet-marker-pack.js';
+import { markerNameSeq, packedMarkerText } from './parquet-marker-pack.js';
 import type { MarkerPackLimits } from './parquet-marker-packing.js';
 import { joinKey, type S3Location } from './s3-location.js';
 import { INLINE_TIER_FILE_ENCODER, type TierFileEncoder } from './tier-file-encoding.js';
@@ -65,6 +65,11 @@ export interface ParquetLog {
  * marker since it was made (~600 bytes each, one per sweep). One LIST per this many commits.
  */
 export const CHECKPOINT_RECHECK_MARKERS = 100;
+
+/** True when `generations` fold every day at least as far as `than` does. */
+function foldsAtLeast(generations: Readonly<Record<string, number>>, than: Readonly<Record<string, number>>): boolean {
+  return Object.entries(than).every(([day, generation]) => (generations[day] ?? 0) >= generation);
+}
 
 /**
  * A log read longer ago than this is looked at again from the newest checkpoint: maintenance may
@@ -264,8 +269,10 @@ export async function readParquetLog(objects: ObjectStore, location: S3Location,
     const newest = await readNewestCheckpoint(objects, location);
     soughtAt = markers.size;
     // Only forward: a reader on a checkpoint never moves back to an older one (which would not
-    // list the markers the one it is on folded, never read here).
-    if (newest !== undefined && newest.checkpoint.watermark.seq > (checkpoint?.checkpoint.watermark.seq ?? -1)) {
+    // list the markers the one it is on folded, never read here), nor to a newer one folding
+    // fewer compactions of a day (written by a writer with an older view, racing another):
+    // the generations between were dropped from this read as folded.
+    if (newest !== undefined && newest.checkpoint.watermark.seq > (checkpoint?.checkpoint.watermark.seq ?? -1) && foldsAtLeast(newest.checkpoint.generations, checkpoint?.checkpoint.generations ?? {})) {
       // What the new checkpoint folds is dropped: the markers through its watermark, the
       // compactions at or below its generations (as a first read from it would list them).
       const { seq } = newest.checkpoint.watermark;
@@ -341,8 +348,9 @@ export interface ParquetCompactionContext {
  * holds. A generation the writer planned from a view since overtaken is taken by another
  * writer's marker (false), or — when its loose copy was packed and deleted meanwhile, which takes
  * longer than the orphan age (a stale leader paused that long) — created again: a pack holding
- * the generation then says so, and the marker just created is deleted again (false), before
- * packing finds two texts for one key and stops every later run.
+ * another text under the generation then says so, and the marker just created is deleted again
+ * (false), before packing finds two texts for one key and stops every later run. (A pack holding
+ * this very text — packed between the create and the check — is the marker itself.)
  */
 export async function createCompactionMarker(context: Pick<ParquetCompactionContext, 'objects' | 'location' | 'fence'>, marker: CompactionMarker, what: string): Promise<boolean> {
   const { objects, location, fence } = context;
@@ -352,7 +360,8 @@ export async function createCompactionMarker(context: Pick<ParquetCompactionCont
     fence.beforeCommit?.();
     if (!fence.mayCommit()) throw new AuditError(AuditErrorCode.NOT_LEADER, `no longer the leader; ${what} was not committed (its files are unreferenced)`);
     if (!(await objects.putIfAbsent(key, text, 'application/json')) || new TextDecoder().decode(await objects.get(key)) !== text) return false;
-    if (!(await packedGeneration(objects, location, marker.eventDate, marker.generation))) return true;
+    const packed = await packedMarkerText(objects, compactionPacksPrefix(location, marker.eventDate), COMPACTION_MARKER_PACKS, marker.generation);
+    if (packed === undefined || packed === text) return true;
     await objects.delete(key);
     return false;
   };

@@ -1,6 +1,7 @@
 import { hash } from 'node:crypto';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { encodeKeyNumber } from './key-number.js';
+import type { ObjectStore } from './object-store.js';
 import { joinKey, type S3Location } from './s3-location.js';
 
 /** Packs of old commit markers live here, beside `commits/` (docs/iceberg-layout.md §8). */
@@ -135,4 +136,21 @@ export function isMarkerOfFormat(text: string, format: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * The text a pack under `packsPrefix` holds for the marker keyed `seq`, or undefined when no pack
+ * holds it. Lists every pack there: only for a writer's rare check that the key it just created
+ * was not a packed marker's (a stale leader's create of a key packing freed).
+ */
+export async function packedMarkerText(objects: ObjectStore, packsPrefix: string, kind: MarkerPackKind, seq: number): Promise<string | undefined> {
+  for (const key of await objects.list(packsPrefix)) {
+    const pack = parseMarkerPackKey(packsPrefix, key);
+    if (pack === undefined || seq < pack.firstSeq || seq > pack.lastSeq) continue;
+    const bytes = await objects.find(key);
+    if (bytes === undefined) continue;
+    const entry = parseMarkerPack(pack, new TextDecoder().decode(bytes), objects.url(key), kind).find((packed) => markerNameSeq(packed.name) === seq);
+    if (entry !== undefined) return entry.marker;
+  }
+  return undefined;
 }

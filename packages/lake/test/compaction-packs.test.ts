@@ -8,14 +8,18 @@
 // differs from its packed copy or an edited pack is refused, naming the objects.
 import type { StoredEvent } from '@auditlake/model';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { duckdbOverObjects, useEmbeddedS3 } from '../src/testing/index.js';
+import { countObjectGets, duckdbOverObjects, useEmbeddedS3 } from '../src/testing/index.js';
 import {
   checkParquetCheckpoint,
+  checkpointKey,
   CHECKPOINTS_DIR,
+  checkpointState,
   commitParquetBatch,
   COMPACTION_PACKS_DIR,
   COMPACTIONS_DIR,
   compactParquetLocation,
+  createCompactionMarker,
+  KNOWN_LOG_STALE_MS,
   liveParquetFiles,
   ObjectStore,
   packCompactionMarkers,
@@ -26,6 +30,7 @@ import {
   runParquetMaintenance,
   writeParquetCheckpoint,
   type CommittedFile,
+  type CompactionMarker,
   type MarkerPackLimits,
   type S3Location,
 } from '../src/index.js';
@@ -143,20 +148,28 @@ class Location {
   }
 }
 
-/** Counts GETs of every ObjectStore by the directory they read (`find` GETs through `get`). */
-function countGets(): () => Record<string, number> {
-  // eslint-disable-next-line @typescript-eslint/unbound-method -- called back with its own `this` below
-  const original = ObjectStore.prototype.get;
-  const counts: Record<string, number> = {};
-  ObjectStore.prototype.get = function (this: ObjectStore, key: string) {
-    const dirName = [COMPACTIONS_DIR, COMPACTION_PACKS_DIR, CHECKPOINTS_DIR].find((d) => key.includes(`/${d}/`)) ?? 'other';
-    counts[dirName] = (counts[dirName] ?? 0) + 1;
-    return original.call(this, key);
-  };
-  onTestFinished(() => {
-    ObjectStore.prototype.get = original;
-  });
-  return () => ({ ...counts });
+/** GETs of every store by the log directory they read. */
+const countGets = () => countObjectGets([COMPACTIONS_DIR, COMPACTION_PACKS_DIR, CHECKPOINTS_DIR]);
+
+/**
+ * A log read on the checkpoint folding generation 1 of day 0, by a clock that stands still (a
+ * node's clock far behind the packer's: by it the reader is never idle long enough to look for a
+ * newer checkpoint); then generations 2 and 3 are compacted, folded by a newer checkpoint, packed
+ * one a pack and their loose copies deleted, so none of day 0's markers is loose.
+ */
+async function readBeforeGenerationsPackedAway(at: Location): Promise<ParquetLogCache> {
+  await at.compactDay(0);
+  await at.maintain();
+  const readAtMs = at.nowMs;
+  const reader = new ParquetLogCache(() => readAtMs);
+  await reader.read(at.objects, at.location);
+  await at.compactDay(0);
+  await at.compactDay(0);
+  const one: MarkerPackLimits = { packSize: 1, perRunMax: 100 };
+  expect(await at.maintain(one)).toMatchObject({ markersPacked: 3 });
+  expect(await at.maintainLater(one)).toMatchObject({ packedMarkersDeleted: 3 });
+  expect(await at.loose()).toEqual([]);
+  return reader;
 }
 
 describe('compaction marker packs', () => {
@@ -207,20 +220,7 @@ describe('compaction marker packs', () => {
 
   it('a reader on an older checkpoint takes the generations packed away since from the day’s packs', async () => {
     const at = new Location('older');
-    await at.compactDay(0);
-    await at.maintain();
-    // Read now, on the checkpoint folding generation 1, by a clock that stands still (a node's
-    // clock far behind the packer's): by it the reader is never idle long enough to look for a
-    // newer checkpoint, so the generations packed away meanwhile are missing from its listing.
-    const readAtMs = at.nowMs;
-    const reader = new ParquetLogCache(() => readAtMs);
-    await reader.read(at.objects, at.location);
-    await at.compactDay(0);
-    await at.compactDay(0);
-    const one: MarkerPackLimits = { packSize: 1, perRunMax: 100 };
-    expect(await at.maintain(one)).toMatchObject({ markersPacked: 3 });
-    expect(await at.maintainLater(one)).toMatchObject({ packedMarkersDeleted: 3 });
-    expect(await at.loose()).toEqual([]);
+    const reader = await readBeforeGenerationsPackedAway(at);
     // Generation 4 is loose: the reader, whose checkpoint folds only generation 1, sees 2 and 3 missing below it.
     await at.compactDay(0);
     const gets = countGets();
@@ -235,17 +235,7 @@ describe('compaction marker packs', () => {
 
   it('a checkpoint writer whose view of compactions is older than the newest checkpoint writes nothing', async () => {
     const at = new Location('stale');
-    await at.compactDay(0);
-    await at.maintain();
-    // A clock that stands still, as above: the writer never moves to the newer checkpoint.
-    const readAtMs = at.nowMs;
-    const writer = new ParquetLogCache(() => readAtMs);
-    await writer.read(at.objects, at.location);
-    await at.compactDay(0);
-    await at.compactDay(0);
-    const one: MarkerPackLimits = { packSize: 1, perRunMax: 100 };
-    await at.maintain(one);
-    await at.maintainLater(one);
+    const writer = await readBeforeGenerationsPackedAway(at);
     const newest = await readNewestCheckpoint(at.objects, at.location);
     expect(newest?.checkpoint.generations).toEqual({ '2026-05-01': 3 });
     expect(await at.loose()).toEqual([]);
@@ -255,6 +245,91 @@ describe('compaction marker packs', () => {
     expect(await writeParquetCheckpoint({ objects: at.objects, location: at.location, fence, now: () => at.nowMs, log: writer }, 1)).toBeUndefined();
     expect((await readNewestCheckpoint(at.objects, at.location))?.key).toBe(newest?.key);
     await at.expectConsistent(await at.compactionTexts(), 'after the stale writer');
+  });
+
+  it('checkpoint writers of one process take turns: the second sends nothing until the first has written, so a view older than a checkpoint just written never lands after it', async () => {
+    const at = new Location('turns');
+    await at.compactDay(0);
+    // Two stores recording, in one list, each request they send.
+    const requests: string[] = [];
+    const recording = (name: string): ObjectStore => {
+      const objects = s3.connections.bucket('s3', BUCKET);
+      const list = objects.list.bind(objects);
+      const get = objects.get.bind(objects);
+      const putIfAbsent = objects.putIfAbsent.bind(objects);
+      objects.list = (prefix, options) => (requests.push(name), list(prefix, options));
+      objects.get = (key) => (requests.push(name), get(key));
+      objects.putIfAbsent = (key, body, type) => (requests.push(name), putIfAbsent(key, body, type));
+      return objects;
+    };
+    const [one, two] = await Promise.all([
+      writeParquetCheckpoint({ objects: recording('one'), location: at.location, fence, now: () => at.nowMs }, 1),
+      writeParquetCheckpoint({ objects: recording('two'), location: at.location, fence, now: () => at.nowMs }, 1),
+    ]);
+    expect(one?.written).toBe(true);
+    // The second read the log after the first's checkpoint: no markers follow it.
+    expect(two).toBeUndefined();
+    expect(requests.indexOf('two')).toBeGreaterThan(requests.lastIndexOf('one'));
+  });
+
+  it('a location of few commits gets a checkpoint once enough compaction markers are above the newest, so they are packed rather than listed by every read', async () => {
+    const at = new Location('quiet');
+    const write = (minCompactions: number) => writeParquetCheckpoint({ objects: at.objects, location: at.location, fence, now: () => at.nowMs }, 1000, minCompactions);
+    await at.compactDay(0);
+    await at.compactDay(1);
+    // Two compaction markers, four commits: not due by either count.
+    expect(await write(3)).toBeUndefined();
+    await at.compactDay(2);
+    expect(await write(3)).toMatchObject({ written: true, markersFolded: 6 });
+    expect((await readNewestCheckpoint(at.objects, at.location))?.checkpoint.generations).toEqual({ '2026-05-01': 1, '2026-05-02': 1, '2026-05-03': 1 });
+    // No commit since: no marker to name a newer checkpoint by, however few compactions are asked for.
+    expect(await write(0)).toBeUndefined();
+  });
+
+  it('a reader never moves to a newer checkpoint folding fewer generations of a day than its own (two writers of different views racing)', async () => {
+    const at = new Location('fewer');
+    await at.compactDay(0);
+    await at.compactDay(0);
+    await at.maintain();
+    const reader = new ParquetLogCache(() => at.nowMs);
+    const onIt = await reader.read(at.objects, at.location);
+    expect(onIt.checkpoint?.checkpoint.generations).toEqual({ '2026-05-01': 2 });
+    await commitParquetBatch(at.objects, at.location, dayEvents(1, at.seq + 1, 3), { term: 1, nowMs: T0, afterSeq: at.seq, mayCommit: () => true });
+    at.seq += 3;
+    // A newer checkpoint, exact for what it declares, from a writer that saw only generation 1.
+    const full = await readParquetLog(at.objects, at.location, undefined, { fromCheckpoint: false });
+    const last = full.markers.at(-1)?.watermark as { seq: number; ingestTs: number };
+    const behind = { format: 'auditlake-parquet-checkpoint/1', watermark: last, writtenAtMs: at.nowMs, term: 1, ...checkpointState({ markers: full.markers, compactions: full.compactions.filter((c) => c.generation === 1) }) };
+    await at.objects.put(checkpointKey(at.location, last.seq), JSON.stringify(behind), 'application/json');
+    // Idle past KNOWN_LOG_STALE_MS, the reader looks for the newest checkpoint and stays on its own.
+    at.nowMs += KNOWN_LOG_STALE_MS + 1_000;
+    const after = await reader.read(at.objects, at.location);
+    expect(after.checkpoint?.key).toBe(onIt.checkpoint?.key);
+    const whole = liveParquetFiles(full).files;
+    expect(sorted(liveParquetFiles(after).files)).toEqual(sorted(whole));
+    // A fresh reader starting from it lists generation 2 (still loose: packing takes what the newest folds).
+    expect(sorted(await at.source().listFiles())).toEqual(sorted(whole));
+  });
+
+  it('a stale leader’s compaction created under a generation a pack holds (its loose copy deleted) is deleted again; one with the packed text stands', async () => {
+    const at = new Location('freed');
+    for (let rep = 0; rep < 3; rep++) await at.compactDay(0);
+    const one: MarkerPackLimits = { packSize: 1, perRunMax: 100 };
+    const second = `freed/${COMPACTIONS_DIR}/2026-05-01/0000000000000002.json`;
+    const text = new TextDecoder().decode(await at.objects.get(second));
+    await at.maintain(one);
+    await at.maintainLater(one);
+    expect(await at.loose()).toEqual([]);
+    const compactions = await at.compactionTexts();
+    const context = { objects: at.objects, location: at.location, fence };
+    // Planned long ago from a view where generation 2 was next: another compaction's text.
+    const stale: CompactionMarker = { ...(JSON.parse(text) as CompactionMarker), term: 7, committedAtMs: at.nowMs };
+    expect(await createCompactionMarker(context, stale, 'the compaction')).toBe(false);
+    expect(await at.objects.exists(second)).toBe(false);
+    await at.expectConsistent(compactions, 'the stale compaction deleted again');
+    // The same text as the pack's: the marker itself, not a second one.
+    expect(await createCompactionMarker(context, JSON.parse(text) as CompactionMarker, 'the compaction')).toBe(true);
+    await at.expectConsistent(compactions, 'the packed text created loose again');
   });
 
   it('a missing generation, a loose marker unlike its packed copy and an edited pack are refused, naming them; nothing is deleted', async () => {

@@ -9,7 +9,7 @@
 import { hash } from 'node:crypto';
 import { seededRandom, type StoredEvent } from '@auditlake/model';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { duckdbOverObjects, useEmbeddedS3 } from '../src/testing/index.js';
+import { countObjectGets, duckdbOverObjects, useEmbeddedS3 } from '../src/testing/index.js';
 import {
   checkParquetCheckpoint,
   CHECKPOINTS_DIR,
@@ -20,12 +20,14 @@ import {
   markerKey,
   MARKER_PACKS_DIR,
   ObjectStore,
+  packParquetMarkers,
   ParquetTierSource,
   readMarkers,
   readParquetLog,
   REPLACED_FILE_GRACE_MS,
   rewriteParquetRows,
   runParquetMaintenance,
+  writeParquetCheckpoint,
   type CommitMarker,
   type CommittedFile,
   type MarkerPackLimits,
@@ -150,21 +152,8 @@ async function duckdbRows(objects: ObjectStore, files: readonly CommittedFile[])
   return { rows: Number(row?.['n']), distinct: Number(row?.['d']), min: Number(row?.['lo']), max: Number(row?.['hi']) };
 }
 
-/** Counts GETs of every ObjectStore by the directory they read. */
-function countGets(): () => Record<string, number> {
-  // eslint-disable-next-line @typescript-eslint/unbound-method -- called back with its own `this` below
-  const original = ObjectStore.prototype.get;
-  const counts: Record<string, number> = {};
-  ObjectStore.prototype.get = function (this: ObjectStore, key: string) {
-    const dirName = [COMMITS_DIR, MARKER_PACKS_DIR, CHECKPOINTS_DIR].find((d) => key.includes(`/${d}/`)) ?? 'other';
-    counts[dirName] = (counts[dirName] ?? 0) + 1;
-    return original.call(this, key);
-  };
-  onTestFinished(() => {
-    ObjectStore.prototype.get = original;
-  });
-  return () => ({ ...counts });
-}
+/** GETs of every store by the log directory they read. */
+const countGets = () => countObjectGets([COMMITS_DIR, MARKER_PACKS_DIR, CHECKPOINTS_DIR]);
 
 /** A pack rewritten with `edit` applied to its markers, under the name a thorough tamperer gives it (range and digest to match). */
 async function rewritePack(at: Location, key: string, edit: (markers: Array<{ name: string; marker: string }>) => Array<{ name: string; marker: string }>): Promise<string> {
@@ -285,6 +274,34 @@ describe('commit marker packs', () => {
     const files = await at.expectConsistent('packed markers deleted, commits after them');
     expect(await duckdbRows(at.objects, files)).toEqual({ rows: at.seq, distinct: at.seq, min: 1, max: at.seq });
   }, 120_000);
+
+  for (const packed of [false, true]) {
+    it(`a checkpoint${packed ? ' and a pack' : ''} written between a commit's create and its check, folding that very marker: the commit stands`, async () => {
+      const at = new Location(packed ? 'honest-packed' : 'honest');
+      await at.commit(4, 2);
+      // The commit's read-back of its own marker is slow: meanwhile the background checkpointer
+      // folds it (and maintenance packs it), so the newest checkpoint lies past its key.
+      const slow = at.onClock(s3.connections.bucket('s3', BUCKET));
+      const get = slow.get.bind(slow);
+      let raced = false;
+      slow.get = async (key) => {
+        if (!raced && key === markerKey(at.location, at.seq)) {
+          raced = true;
+          await writeParquetCheckpoint({ objects: at.objects, location: at.location, fence, now: () => at.nowMs }, 1);
+          if (packed) await packParquetMarkers({ objects: at.objects, location: at.location, fence, now: () => at.nowMs }, 0, { packSize: 1, perRunMax: 100 });
+        }
+        return get(key);
+      };
+      const key = markerKey(at.location, at.seq);
+      const { marker } = await commitParquetBatch(slow, at.location, events(at.seq + 1, 2), { term: 1, nowMs: T0, afterSeq: at.seq, mayCommit: () => true });
+      expect(raced).toBe(true);
+      at.written.set(key, JSON.stringify(marker));
+      at.seq += 2;
+      expect(await at.objects.exists(key)).toBe(true);
+      if (packed) expect(await at.packs()).toContain(`${at.location.prefix}/${MARKER_PACKS_DIR}/0000000000000008-0000000000000008-${hash('sha256', JSON.stringify({ format: 'auditlake-parquet-commit-pack/1', markers: [{ name: '0000000000000008.json', marker: JSON.stringify(marker) }] }), 'hex').slice(0, 16)}.json`);
+      await at.expectConsistent('the racing checkpoint folds the commit that stood');
+    });
+  }
 
   it('a reader kept from before — idle while markers it never read were packed and deleted — and one starting from an older checkpoint list what a fresh reader lists', async () => {
     const at = new Location('idle');

@@ -9,7 +9,7 @@
 import { bytesSource, readAuditParquet } from '@auditlake/format';
 import { seededRandom, type StoredEvent } from '@auditlake/model';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { useEmbeddedS3 } from '../src/testing/index.js';
+import { countObjectGets, useEmbeddedS3 } from '../src/testing/index.js';
 import {
   checkParquetCheckpoint,
   CHECKPOINT_RECHECK_MARKERS,
@@ -78,20 +78,10 @@ async function rowsOf(objects: ObjectStore, files: readonly CommittedFile[]): Pr
   return rows;
 }
 
-/** Counts GETs of every ObjectStore (each reader makes its own), by the directory they read. */
+/** Counts GETs of every ObjectStore (each reader makes its own), by the log directory they read. */
 function countGets(): { byDir: () => Record<string, number>; total: () => number } {
-  // eslint-disable-next-line @typescript-eslint/unbound-method -- called back with its own `this` below
-  const original = ObjectStore.prototype.get;
-  const counts: Record<string, number> = {};
-  ObjectStore.prototype.get = function (this: ObjectStore, key: string) {
-    const dirName = [COMMITS_DIR, COMPACTIONS_DIR, CHECKPOINTS_DIR].find((d) => key.includes(`/${d}/`)) ?? 'data';
-    counts[dirName] = (counts[dirName] ?? 0) + 1;
-    return original.call(this, key);
-  };
-  onTestFinished(() => {
-    ObjectStore.prototype.get = original;
-  });
-  return { byDir: () => ({ ...counts }), total: () => Object.values(counts).reduce((a, b) => a + b, 0) };
+  const byDir = countObjectGets([COMMITS_DIR, COMPACTIONS_DIR, CHECKPOINTS_DIR], 'data');
+  return { byDir, total: () => Object.values(byDir()).reduce((a, b) => a + b, 0) };
 }
 
 /**

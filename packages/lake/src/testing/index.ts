@@ -14,6 +14,7 @@ import type { ObjectStore } from '../object-store.js';
 
 export { routeAwsS3To } from './aws-s3-route.js';
 export { expectNoneLeftToMerge } from './compaction-left.js';
+export { countObjectGets } from './object-gets.js';
 export { useEmbeddedS3, type EmbeddedS3 } from './embedded-s3.js';
 export { twoDayEvents } from './two-day-events.js';
 export { vanishingOnRead } from './vanishing-objects.js';
