@@ -101,17 +101,25 @@ export async function commitParquetBatch(objects: ObjectStore, location: S3Locat
   const text = JSON.stringify(marker);
   const lost = () =>
     new AuditError(AuditErrorCode.OBJECT_EXISTS, `commit lost: ${objects.url(key)} (the commit after seq ${context.afterSeq}) was written by another committer; this batch's files are unreferenced`);
+  // A checkpoint past this key folds a marker continuing from `afterSeq`: the key is taken, loose
+  // or — its loose copy deleted once packed, while this writer, planning from a watermark long
+  // overtaken, was paused (a stale leader, longer than the orphan age) — packed, where the create
+  // would succeed and leave a second text for the key, which stops every later packing run and
+  // verify. Checked before the create, so only a pause between here and the create (and then a
+  // failed delete below) can still leave one.
+  const checkpointPast = async (): Promise<boolean> => {
+    const newest = (await listCheckpointKeys(objects, location)).at(-1);
+    return newest !== undefined && (checkpointKeySeq(location, newest) ?? 0) > context.afterSeq;
+  };
+  if (await checkpointPast()) throw lost();
   if (!(await objects.putIfAbsent(key, text, 'application/json'))) throw lost();
   if (new TextDecoder().decode(await objects.get(key)) !== text) throw lost();
-  // Created, yet a pack may hold another text under this key: the marker that had it was packed
-  // and its loose copy deleted while this writer, planning from a watermark long overtaken, was
-  // paused (a stale leader, longer than the orphan age). The copy just made would be a second text
-  // for the key, which stops every later packing run: it goes again, and the batch is lost. Packs
-  // hold only markers a checkpoint folds past, so the packs are looked at only when the newest
-  // checkpoint lies past this key — which an honest checkpoint written since this create, folding
-  // this very marker, does too: then no pack holds the key, or one holds this same text.
-  const newestCheckpoint = (await listCheckpointKeys(objects, location)).at(-1);
-  if (newestCheckpoint !== undefined && (checkpointKeySeq(location, newestCheckpoint) ?? 0) > context.afterSeq) {
+  // Created, yet a pack may hold another text under this key (the pause above): it goes again, and
+  // the batch is lost. Packs hold only markers a checkpoint folds past, so the packs are looked at
+  // only when the newest checkpoint lies past this key — which an honest checkpoint written since
+  // this create, folding this very marker, does too: then no pack holds the key, or one holds this
+  // same text.
+  if (await checkpointPast()) {
     const packed = await packedMarkerText(objects, markerPacksPrefix(location), COMMIT_MARKER_PACKS, context.afterSeq);
     if (packed !== undefined && packed !== text) {
       await objects.delete(key);

@@ -10,7 +10,7 @@ import { readNewestCheckpoint, type LoadedCheckpoint, type ReplacedFile } from '
 import { PARQUET_DAY, refuseForeignFiles, type CommitMarker, type CommittedFile } from './parquet-committer.js';
 import { COMPACTION_MARKER_PACKS, COMPACTION_PACKS_DIR, compactionPacksPrefix, markerTextDigest, readCompactionPacks } from './parquet-compaction-pack.js';
 import { continuesKnown, readMarkersByKey } from './parquet-marker-log.js';
-import { markerNameSeq, packedMarkerText } from './parquet-marker-pack.js';
+import { markerNameSeq, packedMarkerText, packHolds } from './parquet-marker-pack.js';
 import type { MarkerPackLimits } from './parquet-marker-packing.js';
 import { joinKey, type S3Location } from './s3-location.js';
 import { INLINE_TIER_FILE_ENCODER, type TierFileEncoder } from './tier-file-encoding.js';
@@ -347,10 +347,11 @@ export interface ParquetCompactionContext {
  * only if absent and while `fence.mayCommit()`; true when this writer's text is what the key
  * holds. A generation the writer planned from a view since overtaken is taken by another
  * writer's marker (false), or — when its loose copy was packed and deleted meanwhile, which takes
- * longer than the orphan age (a stale leader paused that long) — created again: a pack holding
- * another text under the generation then says so, and the marker just created is deleted again
- * (false), before packing finds two texts for one key and stops every later run. (A pack holding
- * this very text — packed between the create and the check — is the marker itself.)
+ * longer than the orphan age (a stale leader paused that long) — held by a pack of its day: then
+ * nothing is created (false), as two texts under one key would stop every later packing run and
+ * verify. A pack written between that check and the create (a pause there) holding another text
+ * under the generation makes the marker just created go again (false); one holding this very
+ * text — packed between the create and the check — is the marker itself.
  */
 export async function createCompactionMarker(context: Pick<ParquetCompactionContext, 'objects' | 'location' | 'fence'>, marker: CompactionMarker, what: string): Promise<boolean> {
   const { objects, location, fence } = context;
@@ -359,8 +360,11 @@ export async function createCompactionMarker(context: Pick<ParquetCompactionCont
   const create = async () => {
     fence.beforeCommit?.();
     if (!fence.mayCommit()) throw new AuditError(AuditErrorCode.NOT_LEADER, `no longer the leader; ${what} was not committed (its files are unreferenced)`);
+    // Taken by a packed marker: not created at all, so no second text can stay behind a failed delete below.
+    const packs = compactionPacksPrefix(location, marker.eventDate);
+    if (await packHolds(objects, packs, marker.generation)) return false;
     if (!(await objects.putIfAbsent(key, text, 'application/json')) || new TextDecoder().decode(await objects.get(key)) !== text) return false;
-    const packed = await packedMarkerText(objects, compactionPacksPrefix(location, marker.eventDate), COMPACTION_MARKER_PACKS, marker.generation);
+    const packed = await packedMarkerText(objects, packs, COMPACTION_MARKER_PACKS, marker.generation);
     if (packed === undefined || packed === text) return true;
     await objects.delete(key);
     return false;

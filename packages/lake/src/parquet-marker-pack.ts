@@ -138,18 +138,29 @@ export function isMarkerOfFormat(text: string, format: string): boolean {
   }
 }
 
+/** The packs under `packsPrefix` whose range holds the marker keyed `seq` (every pack listed: for a writer's rare checks). */
+async function packsHolding(objects: ObjectStore, packsPrefix: string, seq: number): Promise<MarkerPackName[]> {
+  return (await objects.list(packsPrefix)).flatMap((key) => {
+    const pack = parseMarkerPackKey(packsPrefix, key);
+    return pack !== undefined && pack.firstSeq <= seq && seq <= pack.lastSeq ? [pack] : [];
+  });
+}
+
+/** True when a pack under `packsPrefix` holds the marker keyed `seq` (its range does: every pack holds its whole range). */
+export async function packHolds(objects: ObjectStore, packsPrefix: string, seq: number): Promise<boolean> {
+  return (await packsHolding(objects, packsPrefix, seq)).length > 0;
+}
+
 /**
  * The text a pack under `packsPrefix` holds for the marker keyed `seq`, or undefined when no pack
- * holds it. Lists every pack there: only for a writer's rare check that the key it just created
- * was not a packed marker's (a stale leader's create of a key packing freed).
+ * holds it: a writer's check that the key it just created was not a packed marker's (a stale
+ * leader's create of a key packing freed).
  */
 export async function packedMarkerText(objects: ObjectStore, packsPrefix: string, kind: MarkerPackKind, seq: number): Promise<string | undefined> {
-  for (const key of await objects.list(packsPrefix)) {
-    const pack = parseMarkerPackKey(packsPrefix, key);
-    if (pack === undefined || seq < pack.firstSeq || seq > pack.lastSeq) continue;
-    const bytes = await objects.find(key);
+  for (const pack of await packsHolding(objects, packsPrefix, seq)) {
+    const bytes = await objects.find(pack.key);
     if (bytes === undefined) continue;
-    const entry = parseMarkerPack(pack, new TextDecoder().decode(bytes), objects.url(key), kind).find((packed) => markerNameSeq(packed.name) === seq);
+    const entry = parseMarkerPack(pack, new TextDecoder().decode(bytes), objects.url(pack.key), kind).find((packed) => markerNameSeq(packed.name) === seq);
     if (entry !== undefined) return entry.marker;
   }
   return undefined;

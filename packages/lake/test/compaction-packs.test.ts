@@ -311,7 +311,7 @@ describe('compaction marker packs', () => {
     expect(sorted(await at.source().listFiles())).toEqual(sorted(whole));
   });
 
-  it('a stale leader’s compaction created under a generation a pack holds (its loose copy deleted) is deleted again; one with the packed text stands', async () => {
+  it('a stale leader’s compaction under a generation a pack holds (its loose copy deleted) is not created; one created in a pause after that check goes again; one with the packed text stands', async () => {
     const at = new Location('freed');
     for (let rep = 0; rep < 3; rep++) await at.compactDay(0);
     const one: MarkerPackLimits = { packSize: 1, perRunMax: 100 };
@@ -321,14 +321,31 @@ describe('compaction marker packs', () => {
     await at.maintainLater(one);
     expect(await at.loose()).toEqual([]);
     const compactions = await at.compactionTexts();
-    const context = { objects: at.objects, location: at.location, fence };
     // Planned long ago from a view where generation 2 was next: another compaction's text.
     const stale: CompactionMarker = { ...(JSON.parse(text) as CompactionMarker), term: 7, committedAtMs: at.nowMs };
-    expect(await createCompactionMarker(context, stale, 'the compaction')).toBe(false);
+    const creates: string[] = [];
+    // A store whose first listing of the day's packs answers as before they were written (the
+    // writer paused between that check and its create).
+    const paused = (): ObjectStore => {
+      const objects = s3.connections.bucket('s3', BUCKET);
+      const list = objects.list.bind(objects);
+      const putIfAbsent = objects.putIfAbsent.bind(objects);
+      let hidden = false;
+      objects.list = async (prefix, options) => (!hidden && prefix.includes(`/${COMPACTION_PACKS_DIR}/`) ? ((hidden = true), []) : list(prefix, options));
+      objects.putIfAbsent = (key, body, type) => (creates.push(key), putIfAbsent(key, body, type));
+      return objects;
+    };
+    const plain = s3.connections.bucket('s3', BUCKET);
+    const plainCreate = plain.putIfAbsent.bind(plain);
+    plain.putIfAbsent = (key, body, type) => (creates.push(key), plainCreate(key, body, type));
+    expect(await createCompactionMarker({ objects: plain, location: at.location, fence }, stale, 'the compaction')).toBe(false);
+    expect(creates).toEqual([]);
+    expect(await createCompactionMarker({ objects: paused(), location: at.location, fence }, stale, 'the compaction')).toBe(false);
+    expect(creates).toEqual([second]);
     expect(await at.objects.exists(second)).toBe(false);
     await at.expectConsistent(compactions, 'the stale compaction deleted again');
-    // The same text as the pack's: the marker itself, not a second one.
-    expect(await createCompactionMarker(context, JSON.parse(text) as CompactionMarker, 'the compaction')).toBe(true);
+    // The same text as the pack's (packed between a create and its check): the marker itself.
+    expect(await createCompactionMarker({ objects: paused(), location: at.location, fence }, JSON.parse(text) as CompactionMarker, 'the compaction')).toBe(true);
     await at.expectConsistent(compactions, 'the packed text created loose again');
   });
 

@@ -264,10 +264,28 @@ describe('commit marker packs', () => {
     // A stale leader paused (longer than the orphan age) before its marker, planned from seq 0:
     // the key's loose copy is gone, so its create succeeds, but the checkpoint folds past it — the
     // copy goes again and the batch is lost, leaving no second text under a packed key.
-    const stale = commitParquetBatch(at.objects, at.location, events(1, 2), { term: 1, nowMs: T0, afterSeq: 0, mayCommit: () => true });
+    // A store recording the markers it creates; `blindOnce`: its first listing of the checkpoints
+    // answers as before they were written (the writer paused between that check and its create).
+    const created: string[] = [];
+    const recording = (blindOnce: boolean): ObjectStore => {
+      const objects = at.onClock(s3.connections.bucket('s3', BUCKET));
+      const list = objects.list.bind(objects);
+      const create = objects.putIfAbsent.bind(objects);
+      let hidden = !blindOnce;
+      objects.list = async (prefix, options) => (!hidden && prefix.includes(`/${CHECKPOINTS_DIR}/`) ? ((hidden = true), []) : list(prefix, options));
+      objects.putIfAbsent = (key, body, type) => (key.includes(`/${COMMITS_DIR}/`) && created.push(key), create(key, body, type));
+      return objects;
+    };
+    const stale = commitParquetBatch(recording(false), at.location, events(1, 2), { term: 1, nowMs: T0, afterSeq: 0, mayCommit: () => true });
     await expect(stale).rejects.toMatchObject({ code: 'AUDIT_OBJECT_EXISTS', message: expect.stringContaining(`commit lost: ${at.objects.url(markerKey(at.location, 0))}`) });
+    expect(created).toEqual([]);
     expect(await at.objects.exists(markerKey(at.location, 0))).toBe(false);
     await at.expectConsistent('after a stale leader lost its commit under a packed key');
+    // Paused between that check and its create: created, then gone again when a pack holds another text.
+    await expect(commitParquetBatch(recording(true), at.location, events(1, 2), { term: 1, nowMs: T0, afterSeq: 0, mayCommit: () => true })).rejects.toMatchObject({ code: 'AUDIT_OBJECT_EXISTS' });
+    expect(created).toEqual([markerKey(at.location, 0)]);
+    expect(await at.objects.exists(markerKey(at.location, 0))).toBe(false);
+    await at.expectConsistent('after a paused stale leader lost its commit under a packed key');
     expect(await at.maintainLater(limits)).toMatchObject({ markersPacked: 0, packedMarkersDeleted: 0 });
     // Commits go on after the packed ones, and readers still agree.
     await at.commit(4, 2);
