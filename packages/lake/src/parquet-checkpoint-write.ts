@@ -88,6 +88,8 @@ function oneWriterAtATime<T>(location: string, write: () => Promise<T>): Promise
 }
 
 async function writeCheckpointNow(context: Pick<ParquetCompactionContext, 'objects' | 'location' | 'fence' | 'now' | 'log'>, minMarkers: number, minCompactions: number): Promise<ParquetCheckpointWrite | undefined> {
+  // A writer that waited its turn may have stopped leading meanwhile: no log read for nothing.
+  if (!context.fence.mayCommit()) return undefined;
   const { objects, location } = context;
   const cache = context.log ?? new ParquetLogCache();
   const first = await cache.read(objects, location);

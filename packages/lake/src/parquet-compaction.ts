@@ -146,9 +146,10 @@ function parseCompactionMarker(location: S3Location, text: string, where: string
  * each marker's day and generation. Maintenance moves markers a checkpoint folds into packs
  * (parquet-compaction-packing.ts) and deletes their loose copies; a reader whose checkpoint does
  * not fold them (an older one) sees generations missing below those listed and takes them from
- * the day's packs. `everyPack` (a read from the start: verify's) reads every pack, for days
- * whose markers are all packed. A generation neither loose nor packed below one that is present,
- * or a marker whose packed and loose texts differ, is refused naming it.
+ * the day's packs, as it takes one listed and gone when fetched (deleted meanwhile). `everyPack`
+ * (a read from the start: verify's) reads every pack, for days whose markers are all packed. A
+ * generation neither loose nor packed below one that is present, or listed and gone, or a marker
+ * whose packed and loose texts differ, is refused naming it.
  */
 export async function readCompactions(
   objects: ObjectStore,
@@ -160,13 +161,17 @@ export async function readCompactions(
   const prefix = compactionsPrefix(location);
   const keys = (await objects.list(prefix)).filter((key) => !foldedCompaction(prefix, key, folded));
   const digests = new Map<string, string>();
+  const gone: string[] = [];
   const read = await mapBounded(
     keys.filter((key) => !known.has(key)),
     OBJECT_REQUESTS_IN_FLIGHT_MAX,
     async (key) => {
       const bytes = await objects.find(key);
       // Gone since the listing: packed and deleted meanwhile; the packs hold it.
-      if (bytes === undefined) return undefined;
+      if (bytes === undefined) {
+        gone.push(key);
+        return undefined;
+      }
       const text = new TextDecoder().decode(bytes);
       digests.set(key, markerTextDigest(text));
       return [key, parseCompactionMarker(location, text, `the compaction marker ${objects.url(key)}`)] as const;
@@ -175,7 +180,11 @@ export async function readCompactions(
   const byKey = new Map([...known].filter(([key]) => !foldedCompaction(prefix, key, folded)));
   for (const entry of read) if (entry !== undefined) byKey.set(entry[0], entry[1]);
   // The loose markers were listed and read first: a marker deleted since was packed before it was deleted, so the pack listing names it.
-  const gaps = missingGenerations(prefix, byKey.keys(), folded);
+  const gaps = missingGenerations(prefix, [...byKey.keys(), ...gone], folded);
+  for (const key of gone) {
+    const { day, generation } = compactionKeyParts(prefix, key) ?? {};
+    if (day !== undefined && generation !== undefined) gaps.set(day, [...(gaps.get(day) ?? []), [generation, generation]]);
+  }
   if (options.everyPack === true || gaps.size > 0) {
     const packed = await readCompactionPacks(objects, location, prefix, options.everyPack === true ? undefined : gaps);
     for (const { key, text, url } of packed.values()) {
@@ -186,12 +195,13 @@ export async function readCompactions(
       }
       if (!byKey.has(key)) byKey.set(key, parseCompactionMarker(location, text, `the compaction marker ${key.slice(prefix.length)} in ${url}`));
     }
-    const still = [...missingGenerations(prefix, byKey.keys(), folded)][0];
+    const goneStill = gone.map((key) => compactionKeyParts(prefix, key)).find((parts) => parts !== undefined && !byKey.has(compactionKey(location, parts.day, parts.generation)));
+    const still = goneStill === undefined ? [...missingGenerations(prefix, byKey.keys(), folded)][0] : ([goneStill.day, [[goneStill.generation, goneStill.generation]]] as const);
     if (still !== undefined) {
       const [day, [[from, to]]] = still as [string, [[number, number]]];
       throw new AuditError(
         AuditErrorCode.TABLE_INVALID,
-        `compaction markers ${encodeKeyNumber(from)}${to > from ? ` to ${encodeKeyNumber(to)}` : ''} of ${day} are missing from s3://${location.bucket}/${location.prefix}: a later generation of the day exists, generations are taken in order, and neither ${COMPACTIONS_DIR}/ nor ${COMPACTION_PACKS_DIR}/ holds them (deleted or lost)`,
+        `compaction markers ${encodeKeyNumber(from)}${to > from ? ` to ${encodeKeyNumber(to)}` : ''} of ${day} are missing from s3://${location.bucket}/${location.prefix}: listed and then gone, or below a later generation of the day (generations are taken in order), and neither ${COMPACTIONS_DIR}/ nor ${COMPACTION_PACKS_DIR}/ holds them (deleted or lost)`,
       );
     }
   }

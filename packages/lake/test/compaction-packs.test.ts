@@ -8,7 +8,7 @@
 // differs from its packed copy or an edited pack is refused, naming the objects.
 import type { StoredEvent } from '@auditlake/model';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { countObjectGets, duckdbOverObjects, useEmbeddedS3 } from '../src/testing/index.js';
+import { countObjectGets, duckdbOverObjects, useEmbeddedS3, vanishingOnRead } from '../src/testing/index.js';
 import {
   checkParquetCheckpoint,
   checkpointKey,
@@ -25,6 +25,7 @@ import {
   packCompactionMarkers,
   ParquetLogCache,
   ParquetTierSource,
+  readCompactions,
   readNewestCheckpoint,
   readParquetLog,
   runParquetMaintenance,
@@ -347,6 +348,26 @@ describe('compaction marker packs', () => {
     // The same text as the pack's (packed between a create and its check): the marker itself.
     expect(await createCompactionMarker({ objects: paused(), location: at.location, fence }, JSON.parse(text) as CompactionMarker, 'the compaction')).toBe(true);
     await at.expectConsistent(compactions, 'the packed text created loose again');
+  });
+
+  it('a compaction marker listed and gone when fetched is taken from its pack; one that no pack holds is refused, naming it', async () => {
+    const at = new Location('vanish');
+    await at.compactDay(0);
+    await at.compactDay(0);
+    await at.maintain({ packSize: 1, perRunMax: 100 });
+    await at.compactDay(1);
+    const day0 = (generation: number) => `vanish/${COMPACTIONS_DIR}/2026-05-01/000000000000000${generation}.json`;
+    const second = new TextDecoder().decode(await at.objects.get(day0(2)));
+    // Read with no checkpoint to skip by: generation 2, the day's last, is deleted as it is fetched (its pack holds it).
+    const read = await readCompactions(vanishingOnRead(at.objects, day0(2)), at.location);
+    expect([...read.keys()]).toEqual([day0(1), day0(2), `vanish/${COMPACTIONS_DIR}/2026-05-02/0000000000000001.json`]);
+    expect(JSON.stringify(read.get(day0(2)))).toBe(second);
+    // Day 2's only marker, in no pack (no checkpoint folds it yet), gone the same way.
+    const lost = `vanish/${COMPACTIONS_DIR}/2026-05-02/0000000000000001.json`;
+    await expect(readCompactions(vanishingOnRead(at.objects, lost), at.location)).rejects.toMatchObject({
+      code: 'AUDIT_TABLE_INVALID',
+      message: expect.stringMatching(/compaction markers 0000000000000001 of 2026-05-02 are missing from s3:\/\/cpacks\/vanish: listed and then gone/),
+    });
   });
 
   it('a missing generation, a loose marker unlike its packed copy and an edited pack are refused, naming them; nothing is deleted', async () => {
