@@ -101,17 +101,20 @@ export async function commitParquetBatch(objects: ObjectStore, location: S3Locat
   const text = JSON.stringify(marker);
   const lost = () =>
     new AuditError(AuditErrorCode.OBJECT_EXISTS, `commit lost: ${objects.url(key)} (the commit after seq ${context.afterSeq}) was written by another committer; this batch's files are unreferenced`);
-  // A checkpoint past this key folds a marker continuing from `afterSeq`: the key is taken, loose
-  // or — its loose copy deleted once packed, while this writer, planning from a watermark long
-  // overtaken, was paused (a stale leader, longer than the orphan age) — packed, where the create
-  // would succeed and leave a second text for the key, which stops every later packing run and
-  // verify. Checked before the create, so only a pause between here and the create (and then a
-  // failed delete below) can still leave one.
+  // A pack holding this key: its loose copy was deleted once packed while this writer, planning
+  // from a watermark long overtaken, was paused (a stale leader, longer than the orphan age), and
+  // the create would succeed and leave a second text for the key, which stops every later packing
+  // run and verify. Packs hold only markers a checkpoint folds past, so they are looked at only
+  // when the newest checkpoint lies past this key (every pack listed, the one whose range holds
+  // the key read: rare; a range holds keys no marker has, commit keys being seqs). Checked before the
+  // create, so only a pause between here and the create (and then a failed delete below) can
+  // still leave one. (A checkpoint past a key no marker has — a watermark off this location's
+  // chain — is no reason to refuse: the commit goes ahead as it always did.)
   const checkpointPast = async (): Promise<boolean> => {
     const newest = (await listCheckpointKeys(objects, location)).at(-1);
     return newest !== undefined && (checkpointKeySeq(location, newest) ?? 0) > context.afterSeq;
   };
-  if (await checkpointPast()) throw lost();
+  if ((await checkpointPast()) && (await packedMarkerText(objects, markerPacksPrefix(location), COMMIT_MARKER_PACKS, context.afterSeq)) !== undefined) throw lost();
   if (!(await objects.putIfAbsent(key, text, 'application/json'))) throw lost();
   if (new TextDecoder().decode(await objects.get(key)) !== text) throw lost();
   // Created, yet a pack may hold another text under this key (the pause above): it goes again, and

@@ -47,19 +47,30 @@ export interface PackedCompaction {
 /** 128 bits of SHA-256: copies of one marker compared without keeping their texts. */
 export const markerTextDigest = (text: string) => hash('sha256', text, 'hex').slice(0, 32);
 
+/** Which packs {@link readCompactionPacks} fetches; none given: every pack. */
+export interface CompactionPackChoice {
+  /** Per day, ranges of generations wanted (both ends in): packs holding any of them. */
+  wanted?: ReadonlyMap<string, ReadonlyArray<readonly [number, number]>>;
+  /** Per day, the generation a checkpoint folds through: packs holding any generation above it (every pack is listed). */
+  above?: Readonly<Record<string, number>>;
+}
+
 /**
- * The compaction markers the packs of `location` hold — of the days in `wanted` (day → ranges of
- * generations wanted, both ends in; a pack holding none of them is not fetched), or of every day — each with
- * the loose key it had under `compactionsPrefix`. A marker in two packs must be the same text:
- * `AUDIT_INTEGRITY_MISMATCH` naming both packs. A pack edited in place or not a pack is refused
- * (parseMarkerPack).
+ * The compaction markers the packs of `location` hold — those `choice` picks, or every pack's —
+ * each with the loose key it had under `compactionsPrefix`. Only the wanted days' packs are
+ * listed, unless `choice.above` (or nothing) is given. A marker in two packs must be the same
+ * text: `AUDIT_INTEGRITY_MISMATCH` naming both packs. A pack edited in place or not a pack is
+ * refused (parseMarkerPack).
  */
-export async function readCompactionPacks(objects: ObjectStore, location: S3Location, compactionsPrefix: string, wanted?: ReadonlyMap<string, ReadonlyArray<readonly [number, number]>>): Promise<Map<string, PackedCompaction>> {
-  const days = wanted === undefined ? [undefined] : [...wanted.keys()];
+export async function readCompactionPacks(objects: ObjectStore, location: S3Location, compactionsPrefix: string, choice: CompactionPackChoice = {}): Promise<Map<string, PackedCompaction>> {
+  const { wanted, above } = choice;
+  const days = wanted === undefined || above !== undefined ? [undefined] : [...wanted.keys()];
   const listed = (await mapBounded(days, OBJECT_REQUESTS_IN_FLIGHT_MAX, (day) => objects.list(compactionPacksPrefix(location, day)))).flat();
-  const packs = listed
-    .map((key) => parseCompactionPackKey(location, key))
-    .filter((pack): pack is CompactionPackName => pack !== undefined && (wanted === undefined || (wanted.get(pack.day) ?? []).some(([from, to]) => from <= pack.lastSeq && to >= pack.firstSeq)));
+  const chosen = (pack: CompactionPackName) =>
+    (wanted === undefined && above === undefined) ||
+    (wanted?.get(pack.day) ?? []).some(([from, to]) => from <= pack.lastSeq && to >= pack.firstSeq) ||
+    (above !== undefined && pack.lastSeq > (above[pack.day] ?? 0));
+  const packs = listed.map((key) => parseCompactionPackKey(location, key)).filter((pack): pack is CompactionPackName => pack !== undefined && chosen(pack));
   const found = new Map<string, PackedCompaction>();
   await mapBounded(packs, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (pack) => {
     const url = objects.url(pack.key);

@@ -146,7 +146,11 @@ function parseCompactionMarker(location: S3Location, text: string, where: string
  * each marker's day and generation. Maintenance moves markers a checkpoint folds into packs
  * (parquet-compaction-packing.ts) and deletes their loose copies; a reader whose checkpoint does
  * not fold them (an older one) sees generations missing below those listed and takes them from
- * the day's packs, as it takes one listed and gone when fetched (deleted meanwhile). `everyPack`
+ * the day's packs, as it takes one listed and gone when fetched (deleted meanwhile).
+ * `packsAboveFolded` (a first read from a checkpoint) also lists every pack and takes those
+ * holding generations above `folded`: none, from the newest checkpoint (packs hold what it folds),
+ * but a reader starting from an older one (the newest deleted as damaged) finds there a day's
+ * last generations packed away, with nothing loose above them to show a gap. `everyPack`
  * (a read from the start: verify's) reads every pack, for days whose markers are all packed. A
  * generation neither loose nor packed below one that is present, or listed and gone, or a marker
  * whose packed and loose texts differ, is refused naming it.
@@ -156,7 +160,7 @@ export async function readCompactions(
   location: S3Location,
   known: ReadonlyMap<string, CompactionMarker> = new Map(),
   folded: Readonly<Record<string, number>> = {},
-  options: { everyPack?: boolean } = {},
+  options: { everyPack?: boolean; packsAboveFolded?: boolean } = {},
 ): Promise<Map<string, CompactionMarker>> {
   const prefix = compactionsPrefix(location);
   const keys = (await objects.list(prefix)).filter((key) => !foldedCompaction(prefix, key, folded));
@@ -185,8 +189,8 @@ export async function readCompactions(
     const { day, generation } = compactionKeyParts(prefix, key) ?? {};
     if (day !== undefined && generation !== undefined) gaps.set(day, [...(gaps.get(day) ?? []), [generation, generation]]);
   }
-  if (options.everyPack === true || gaps.size > 0) {
-    const packed = await readCompactionPacks(objects, location, prefix, options.everyPack === true ? undefined : gaps);
+  if (options.everyPack === true || options.packsAboveFolded === true || gaps.size > 0) {
+    const packed = await readCompactionPacks(objects, location, prefix, options.everyPack === true ? {} : { wanted: gaps, ...(options.packsAboveFolded === true ? { above: folded } : {}) });
     for (const { key, text, url } of packed.values()) {
       if (foldedCompaction(prefix, key, folded)) continue;
       const loose = digests.get(key);
@@ -261,7 +265,7 @@ export async function readParquetLog(objects: ObjectStore, location: S3Location,
   let checkpoint = known !== undefined ? known.checkpoint : fromStart ? undefined : await readNewestCheckpoint(objects, location);
   const [read, compactionsRead] = await Promise.all([
     readMarkersByKey(objects, location, known?.byKey?.markers, checkpoint?.checkpoint.watermark.seq),
-    readCompactions(objects, location, known?.byKey?.compactions, checkpoint?.checkpoint.generations, { everyPack: fromStart }),
+    readCompactions(objects, location, known?.byKey?.compactions, checkpoint?.checkpoint.generations, { everyPack: fromStart, packsAboveFolded: known === undefined && checkpoint !== undefined }),
   ]);
   // Markers the reader did not know may have been packed (and their loose copies deleted) while it
   // was idle: a first new marker that does not continue from the last it knew says so, as does one

@@ -21,6 +21,7 @@ import {
   createCompactionMarker,
   KNOWN_LOG_STALE_MS,
   liveParquetFiles,
+  nextCompactionGeneration,
   ObjectStore,
   packCompactionMarkers,
   ParquetLogCache,
@@ -232,6 +233,19 @@ describe('compaction marker packs', () => {
     const compactions = await at.compactionTexts();
     const whole = await at.expectConsistent(compactions, 'four generations, three packed');
     expect(sorted(liveParquetFiles(log).files)).toEqual(sorted(whole));
+  });
+
+  it('a reader starting from an older checkpoint (the newest deleted as damaged) takes a day’s last generations, packed away, from the packs', async () => {
+    const at = new Location('older-start');
+    await readBeforeGenerationsPackedAway(at);
+    const compactions = await at.compactionTexts();
+    const newest = (await readNewestCheckpoint(at.objects, at.location))?.key as string;
+    await at.objects.delete(newest);
+    const log = await readParquetLog(at.objects, at.location);
+    expect(log.checkpoint?.checkpoint.generations).toEqual({ '2026-05-01': 1 });
+    expect(log.compactions.map((c) => c.generation)).toEqual([2, 3]);
+    expect(nextCompactionGeneration(log, '2026-05-01')).toBe(4);
+    await at.expectConsistent(compactions, 'read from the checkpoint before the deleted newest');
   });
 
   it('a checkpoint writer whose view of compactions is older than the newest checkpoint writes nothing', async () => {

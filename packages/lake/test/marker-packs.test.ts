@@ -321,6 +321,16 @@ describe('commit marker packs', () => {
     });
   }
 
+  it('a commit continuing from a seq no marker of the location has (a watermark off its chain) goes ahead, though a checkpoint and a pack lie past it', async () => {
+    const at = new Location('off-chain');
+    await at.commit(4, 2);
+    await at.maintain({ packSize: 4, perRunMax: 100 });
+    expect(await at.packs()).toEqual([expect.stringContaining(`/${MARKER_PACKS_DIR}/0000000000000000-0000000000000006-`)]);
+    // Keys 0, 2, 4 and 6 are markers; 3 lies in a pack's range and below the checkpoint at 8, yet no marker has it.
+    const { marker } = await commitParquetBatch(at.objects, at.location, events(4, 1), { term: 1, nowMs: T0, afterSeq: 3, mayCommit: () => true });
+    expect(JSON.stringify(marker)).toBe(new TextDecoder().decode(await at.objects.get(markerKey(at.location, 3))));
+  });
+
   it('a reader kept from before — idle while markers it never read were packed and deleted — and one starting from an older checkpoint list what a fresh reader lists', async () => {
     const at = new Location('idle');
     const limits = { packSize: 5, perRunMax: 100 };
