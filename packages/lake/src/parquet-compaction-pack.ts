@@ -58,14 +58,15 @@ export interface CompactionPackChoice {
 /**
  * The compaction markers the packs of `location` hold — those `choice` picks, or every pack's —
  * each with the loose key it had under `compactionsPrefix`. Only the wanted days' packs are
- * listed, unless `choice.above` (or nothing) is given. A marker in two packs must be the same
+ * listed, unless `choice.above` (or nothing) is given: then every pack, or `everyPackListed`
+ * when the caller started that listing already. A marker in two packs must be the same
  * text: `AUDIT_INTEGRITY_MISMATCH` naming both packs. A pack edited in place or not a pack is
  * refused (parseMarkerPack).
  */
-export async function readCompactionPacks(objects: ObjectStore, location: S3Location, compactionsPrefix: string, choice: CompactionPackChoice = {}): Promise<Map<string, PackedCompaction>> {
+export async function readCompactionPacks(objects: ObjectStore, location: S3Location, compactionsPrefix: string, choice: CompactionPackChoice = {}, everyPackListed?: Promise<string[]>): Promise<Map<string, PackedCompaction>> {
   const { wanted, above } = choice;
   const days = wanted === undefined || above !== undefined ? [undefined] : [...wanted.keys()];
-  const listed = (await mapBounded(days, OBJECT_REQUESTS_IN_FLIGHT_MAX, (day) => objects.list(compactionPacksPrefix(location, day)))).flat();
+  const listed = days[0] === undefined && everyPackListed !== undefined ? await everyPackListed : (await mapBounded(days, OBJECT_REQUESTS_IN_FLIGHT_MAX, (day) => objects.list(compactionPacksPrefix(location, day)))).flat();
   const chosen = (pack: CompactionPackName) =>
     (wanted === undefined && above === undefined) ||
     (wanted?.get(pack.day) ?? []).some(([from, to]) => from <= pack.lastSeq && to >= pack.firstSeq) ||

@@ -163,6 +163,12 @@ export async function readCompactions(
   options: { everyPack?: boolean; packsAboveFolded?: boolean } = {},
 ): Promise<Map<string, CompactionMarker>> {
   const prefix = compactionsPrefix(location);
+  // Listed beside the loose markers rather than after them (a first read's latency): a marker
+  // deleted before the loose listing, or before its fetch, was deleted once its pack had existed
+  // for the orphan age, so that pack was there long before this listing began.
+  const everyPackListed = options.everyPack === true || options.packsAboveFolded === true ? objects.list(compactionPacksPrefix(location)) : undefined;
+  // Awaited below; handled here too, for a read that fails before it gets there.
+  everyPackListed?.catch(() => undefined);
   const keys = (await objects.list(prefix)).filter((key) => !foldedCompaction(prefix, key, folded));
   const digests = new Map<string, string>();
   const gone: string[] = [];
@@ -183,14 +189,13 @@ export async function readCompactions(
   );
   const byKey = new Map([...known].filter(([key]) => !foldedCompaction(prefix, key, folded)));
   for (const entry of read) if (entry !== undefined) byKey.set(entry[0], entry[1]);
-  // The loose markers were listed and read first: a marker deleted since was packed before it was deleted, so the pack listing names it.
   const gaps = missingGenerations(prefix, [...byKey.keys(), ...gone], folded);
   for (const key of gone) {
     const { day, generation } = compactionKeyParts(prefix, key) ?? {};
     if (day !== undefined && generation !== undefined) gaps.set(day, [...(gaps.get(day) ?? []), [generation, generation]]);
   }
   if (options.everyPack === true || options.packsAboveFolded === true || gaps.size > 0) {
-    const packed = await readCompactionPacks(objects, location, prefix, options.everyPack === true ? {} : { wanted: gaps, ...(options.packsAboveFolded === true ? { above: folded } : {}) });
+    const packed = await readCompactionPacks(objects, location, prefix, options.everyPack === true ? {} : { wanted: gaps, ...(options.packsAboveFolded === true ? { above: folded } : {}) }, everyPackListed);
     for (const { key, text, url } of packed.values()) {
       if (foldedCompaction(prefix, key, folded)) continue;
       const loose = digests.get(key);
