@@ -101,33 +101,28 @@ export async function commitParquetBatch(objects: ObjectStore, location: S3Locat
   const text = JSON.stringify(marker);
   const lost = () =>
     new AuditError(AuditErrorCode.OBJECT_EXISTS, `commit lost: ${objects.url(key)} (the commit after seq ${context.afterSeq}) was written by another committer; this batch's files are unreferenced`);
-  // A pack holding this key: its loose copy was deleted once packed while this writer, planning
-  // from a watermark long overtaken, was paused (a stale leader, longer than the orphan age), and
-  // the create would succeed and leave a second text for the key, which stops every later packing
-  // run and verify. Packs hold only markers a checkpoint folds past, so they are looked at only
-  // when the newest checkpoint lies past this key (every pack listed, the one whose range holds
-  // the key read: rare; a range holds keys no marker has, commit keys being seqs). Checked before the
-  // create, so only a pause between here and the create (and then a failed delete below) can
-  // still leave one. (A checkpoint past a key no marker has — a watermark off this location's
-  // chain — is no reason to refuse: the commit goes ahead as it always did.)
-  const checkpointPast = async (): Promise<boolean> => {
+  // A stale leader, paused longer than the orphan age while planning from a watermark long
+  // overtaken, finds its key free again once packing deleted the marker's loose copy; its create
+  // would leave a second text under the key, which stops every later packing run and verify.
+  // Packs hold only markers a checkpoint folds past, so they are looked at only when the newest
+  // checkpoint lies past this key (rare: every pack listed, the one whose range holds it read).
+  const packedUnderKey = async (): Promise<string | undefined> => {
     const newest = (await listCheckpointKeys(objects, location)).at(-1);
-    return newest !== undefined && (checkpointKeySeq(location, newest) ?? 0) > context.afterSeq;
+    if (newest === undefined || (checkpointKeySeq(location, newest) ?? 0) <= context.afterSeq) return undefined;
+    return packedMarkerText(objects, markerPacksPrefix(location), COMMIT_MARKER_PACKS, context.afterSeq);
   };
-  if ((await checkpointPast()) && (await packedMarkerText(objects, markerPacksPrefix(location), COMMIT_MARKER_PACKS, context.afterSeq)) !== undefined) throw lost();
+  // Before the create: a key a pack holds is taken. (A checkpoint past a key no marker has, a
+  // watermark off this location's chain, is no reason to refuse: that commit goes ahead.)
+  if ((await packedUnderKey()) !== undefined) throw lost();
   if (!(await objects.putIfAbsent(key, text, 'application/json'))) throw lost();
   if (new TextDecoder().decode(await objects.get(key)) !== text) throw lost();
-  // Created, yet a pack may hold another text under this key (the pause above): it goes again, and
-  // the batch is lost. Packs hold only markers a checkpoint folds past, so the packs are looked at
-  // only when the newest checkpoint lies past this key — which an honest checkpoint written since
-  // this create, folding this very marker, does too: then no pack holds the key, or one holds this
-  // same text.
-  if (await checkpointPast()) {
-    const packed = await packedMarkerText(objects, markerPacksPrefix(location), COMMIT_MARKER_PACKS, context.afterSeq);
-    if (packed !== undefined && packed !== text) {
-      await objects.delete(key);
-      throw lost();
-    }
+  // After it, for a pause between the check and the create: another text in a pack makes the
+  // marker go again. An honest checkpoint (and pack) written since folds this very marker: then
+  // no pack holds the key, or one holds this same text.
+  const packed = await packedUnderKey();
+  if (packed !== undefined && packed !== text) {
+    await objects.delete(key);
+    throw lost();
   }
   return { marker, bytes: files.reduce((sum, f) => sum + f.bytes, 0) };
 }

@@ -1,9 +1,8 @@
-import { hash } from 'node:crypto';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import type { ObjectStore } from './object-store.js';
 import { PARQUET_DAY } from './parquet-committer.js';
-import { isMarkerOfFormat, parseMarkerPack, parseMarkerPackKey, type MarkerPackKind, type MarkerPackName } from './parquet-marker-pack.js';
+import { isMarkerOfFormat, markerTextDigest, parseMarkerPack, parseMarkerPackKey, type MarkerPackKind, type MarkerPackName } from './parquet-marker-pack.js';
 import { joinKey, type S3Location } from './s3-location.js';
 
 /**
@@ -43,9 +42,6 @@ export interface PackedCompaction {
   text: string;
   url: string;
 }
-
-/** 128 bits of SHA-256: copies of one marker compared without keeping their texts. */
-export const markerTextDigest = (text: string) => hash('sha256', text, 'hex').slice(0, 32);
 
 /** Which packs {@link readCompactionPacks} fetches; none given: every pack. */
 export interface CompactionPackChoice {

@@ -8,9 +8,9 @@ import { encodeKeyNumber } from './key-number.js';
 import type { ObjectStore } from './object-store.js';
 import { readNewestCheckpoint, type LoadedCheckpoint, type ReplacedFile } from './parquet-checkpoint.js';
 import { PARQUET_DAY, refuseForeignFiles, type CommitMarker, type CommittedFile } from './parquet-committer.js';
-import { COMPACTION_MARKER_PACKS, COMPACTION_PACKS_DIR, compactionPacksPrefix, markerTextDigest, readCompactionPacks } from './parquet-compaction-pack.js';
+import { COMPACTION_MARKER_PACKS, COMPACTION_PACKS_DIR, compactionPacksPrefix, readCompactionPacks } from './parquet-compaction-pack.js';
 import { continuesKnown, readMarkersByKey } from './parquet-marker-log.js';
-import { markerNameSeq, packedMarkerText, packHolds } from './parquet-marker-pack.js';
+import { markerNameSeq, markerTextDigest, packedMarkerText, packHolds } from './parquet-marker-pack.js';
 import type { MarkerPackLimits } from './parquet-marker-packing.js';
 import { joinKey, type S3Location } from './s3-location.js';
 import { INLINE_TIER_FILE_ENCODER, type TierFileEncoder } from './tier-file-encoding.js';
@@ -204,7 +204,7 @@ export async function readCompactions(
       }
       if (!byKey.has(key)) byKey.set(key, parseCompactionMarker(location, text, `the compaction marker ${key.slice(prefix.length)} in ${url}`));
     }
-    const goneStill = gone.map((key) => compactionKeyParts(prefix, key)).find((parts) => parts !== undefined && !byKey.has(compactionKey(location, parts.day, parts.generation)));
+    const goneStill = compactionKeyParts(prefix, gone.find((key) => !byKey.has(key)) ?? '');
     const still = goneStill === undefined ? [...missingGenerations(prefix, byKey.keys(), folded)][0] : ([goneStill.day, [[goneStill.generation, goneStill.generation]]] as const);
     if (still !== undefined) {
       const [day, [[from, to]]] = still as [string, [[number, number]]];

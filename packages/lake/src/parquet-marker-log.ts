@@ -1,10 +1,9 @@
-import { hash } from 'node:crypto';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import { encodeKeyNumber } from './key-number.js';
 import type { ObjectStore } from './object-store.js';
 import { COMMITS_DIR, refuseForeignFiles, type CommitMarker } from './parquet-committer.js';
-import { markerNameSeq, markerPacksPrefix, parseMarkerPack, parseMarkerPackKey, type MarkerPackName } from './parquet-marker-pack.js';
+import { markerNameSeq, markerPacksPrefix, markerTextDigest, parseMarkerPack, parseMarkerPackKey, type MarkerPackName } from './parquet-marker-pack.js';
 import { joinKey, type S3Location } from './s3-location.js';
 
 /** The prefix every loose commit marker of `location` is listed under. */
@@ -23,8 +22,6 @@ interface FoundMarker {
   packed: boolean;
 }
 
-/** 128 bits of SHA-256: copies of one marker compared without keeping their texts. */
-const textDigest = (text: string) => hash('sha256', text, 'hex').slice(0, 32);
 
 /** Where `found` was read, for a message: the loose object, or the pack and the marker's name in it. */
 function whereFound(found: FoundMarker, key: string): string {
@@ -56,7 +53,7 @@ async function readAllMarkers(objects: ObjectStore, location: S3Location, fromSe
       return;
     }
     const text = new TextDecoder().decode(bytes);
-    found.set(key, { marker: parseCommitMarker(location, text, `the commit marker ${objects.url(key)}`), digest: textDigest(text), url: objects.url(key), packed: false });
+    found.set(key, { marker: parseCommitMarker(location, text, `the commit marker ${objects.url(key)}`), digest: markerTextDigest(text), url: objects.url(key), packed: false });
   });
   const packs = (await objects.list(markerPacksPrefix(location)))
     .map((key) => parseMarkerPackKey(markerPacksPrefix(location), key))
@@ -70,7 +67,7 @@ async function readAllMarkers(objects: ObjectStore, location: S3Location, fromSe
     held.set(pack.key, entries.length);
     for (const entry of entries) {
       const key = `${prefix}${entry.name}`;
-      const copy: FoundMarker = { marker: parseCommitMarker(location, entry.marker, `the commit marker ${entry.name} in ${url}`), digest: textDigest(entry.marker), url, packed: true };
+      const copy: FoundMarker = { marker: parseCommitMarker(location, entry.marker, `the commit marker ${entry.name} in ${url}`), digest: markerTextDigest(entry.marker), url, packed: true };
       const other = found.get(key);
       if (other === undefined) found.set(key, copy);
       else if (other.digest !== copy.digest) throw differing(objects, key, whereFound(other, key), whereFound(copy, key));

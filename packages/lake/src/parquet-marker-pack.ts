@@ -28,6 +28,9 @@ export const COMMIT_MARKER_PACKS: MarkerPackKind = { format: MARKER_PACK_FORMAT,
 /** Hex digits of a pack's content digest in its name, as for `_integrity/` checkpoint packs. */
 const PACK_DIGEST_HEX = 16;
 
+/** 128 bits of SHA-256 of a marker's text: copies of one marker (loose, packed) compared without keeping their texts. */
+export const markerTextDigest = (text: string) => hash('sha256', text, 'hex').slice(0, 32);
+
 /** A loose commit marker's name in `commits/`: the seq its batch continues from, 16 digits. */
 const MARKER_NAME = /^\d{16}\.json$/;
 

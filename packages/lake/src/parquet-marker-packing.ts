@@ -1,4 +1,3 @@
-import { hash } from 'node:crypto';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import { deleteWhileLeader } from './fenced-delete.js';
@@ -7,7 +6,7 @@ import { readNewestCheckpoint } from './parquet-checkpoint.js';
 import type { CommitMarker } from './parquet-committer.js';
 import type { ParquetCompactionContext } from './parquet-compaction.js';
 import { commitsPrefix } from './parquet-marker-log.js';
-import { COMMIT_MARKER_PACKS, encodeMarkerPack, markerNameSeq, markerPacksPrefix, parseMarkerPack, parseMarkerPackKey, type MarkerPackKind, type MarkerPackName, type PackedMarker } from './parquet-marker-pack.js';
+import { COMMIT_MARKER_PACKS, encodeMarkerPack, markerNameSeq, markerPacksPrefix, markerTextDigest, parseMarkerPack, parseMarkerPackKey, type MarkerPackKind, type MarkerPackName, type PackedMarker } from './parquet-marker-pack.js';
 import { orphanCutoffMs } from './store-clock.js';
 
 /** When and how much {@link packParquetMarkers} packs. */
@@ -40,7 +39,6 @@ export interface MarkerPacking {
 /** Keys one listing page asks for (the S3 maximum). */
 const LIST_PAGE_KEYS = 1000;
 
-const textDigest = (text: string) => hash('sha256', text, 'hex');
 
 /** The loose markers a run deletes (by the pack holding them) and packs, as its listing found them. */
 interface LooseMarkers {
@@ -246,10 +244,10 @@ async function deletePacked(context: Pick<ParquetCompactionContext, 'objects' | 
   const prefix = series.loosePrefix;
   const noun = series.kind.noun;
   const url = objects.url(pack.key);
-  const packed = new Map(parseMarkerPack(pack, new TextDecoder().decode(await objects.get(pack.key)), url, series.kind).map((entry) => [entry.name, textDigest(entry.marker)]));
+  const packed = new Map(parseMarkerPack(pack, new TextDecoder().decode(await objects.get(pack.key)), url, series.kind).map((entry) => [entry.name, markerTextDigest(entry.marker)]));
   const loose = await mapBounded(keys, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (key) => {
     const bytes = await objects.find(key);
-    return { key, digest: bytes === undefined ? undefined : textDigest(new TextDecoder().decode(bytes)) };
+    return { key, digest: bytes === undefined ? undefined : markerTextDigest(new TextDecoder().decode(bytes)) };
   });
   const identical: string[] = [];
   for (const { key, digest } of loose) {
