@@ -33,7 +33,7 @@ export { removeIcebergOrphans } from './iceberg-orphan-cleanup.js';
 export { runIcebergMaintenance, type MaintenancePolicy, type MaintenanceRunFigures } from './iceberg-maintenance.js';
 export { CHECKPOINTS_DIR, checkpointKey, parseCheckpoint, readNewestCheckpoint, type LoadedCheckpoint, type ParquetCheckpoint, type ReplacedFile } from './parquet-checkpoint.js';
 export { checkParquetCheckpoint, checkpointState, PARQUET_CHECKPOINT_INTERVAL_COMPACTIONS, PARQUET_CHECKPOINT_INTERVAL_MARKERS, writeParquetCheckpoint, type ParquetCheckpointWrite } from './parquet-checkpoint-write.js';
-export { CHECKPOINT_RECHECK_MARKERS, KNOWN_LOG_STALE_MS, COMPACTIONS_DIR, compactionKey, compactParquetLocation, createCompactionMarker, liveParquetFiles, nextCompactionGeneration, ParquetLogCache, readCompactions, readContextLog, readParquetLog, type CompactionMarker, type ParquetLog } from './parquet-compaction.js';
+export { CHECKPOINT_RECHECK_MARKERS, KNOWN_LOG_STALE_MS, COMPACTIONS_DIR, compactionKey, compactParquetLocation, createCompactionMarker, liveParquetFiles, nextCompactionGeneration, ParquetLogCache, parquetLogEnd, readCompactions, readContextLog, readParquetLog, type CompactionMarker, type ParquetLog } from './parquet-compaction.js';
 export { REPLACED_FILE_GRACE_MS, runParquetMaintenance } from './parquet-maintenance.js';
 export type { ParquetCompactionContext, ParquetCompactionResult } from './parquet-compaction.js';
 export {

@@ -184,6 +184,13 @@ export async function checkParquetCheckpoint(objects: ObjectStore, location: S3L
   const doomedLive = checkpoint.replaced.find((file) => liveKeys.has(file.key));
   if (doomedLive) throw forged(`it lists live file ${doomedLive.key} as replaced (maintenance would delete it)`);
   if (JSON.stringify([...checkpoint.erasureSeqs].sort((a, b) => a - b)) !== JSON.stringify(expected.erasureSeqs)) throw forged('its erasure records differ from those of the commit markers');
+  // A reader from the checkpoint lists the markers keyed at or after its seq (readMarkersByKey).
+  // One keyed before it that reaches past it (a recovery that continued from a watermark inside a
+  // marker's range wrote it, before parquetLogEnd) is never read: its events miss every search.
+  const unlisted = full.markers.find((m) => (m.afterSeq ?? m.watermark.seq) < seq && m.watermark.seq > seq);
+  if (unlisted !== undefined) {
+    throw forged(`the commit marker continuing from seq ${unlisted.afterSeq} reaches seq ${unlisted.watermark.seq}, past it, but a reader starting from it lists only markers from seq ${seq} on: the events it adds are missing from every search, and orphan cleanup may delete its files`);
+  }
   const fromCheckpoint = liveParquetFiles({
     checkpoint: loaded,
     markers: full.markers.filter((m) => m.watermark.seq > seq),

@@ -14,6 +14,7 @@ import { markerNameSeq, markerTextDigest, packedMarkerText, packHolds } from './
 import type { MarkerPackLimits } from './parquet-marker-packing.js';
 import { joinKey, type S3Location } from './s3-location.js';
 import { INLINE_TIER_FILE_ENCODER, type TierFileEncoder } from './tier-file-encoding.js';
+import { laterWatermark, type Watermark } from './watermark.js';
 
 /** Compaction markers live here, `<event_date>/<generation>.json`, beside the commit markers. */
 export const COMPACTIONS_DIR = '_auditlake/compactions';
@@ -242,6 +243,23 @@ export function liveParquetFiles(log: Pick<ParquetLog, 'checkpoint' | 'markers' 
     ...applied.flatMap((c) => c.replaced.map((file): ReplacedFile => ({ key: file.key, committedAtMs: c.committedAtMs, ...(c.erasure ? { erasure: true } : {}) }))),
   ];
   return { files: [...live.values()], applied, replaced };
+}
+
+/**
+ * Where `log` ends, when that is past `watermark` (a new leader's recovery: its replicated
+ * watermark may be behind commits of a leader that crashed before replicating them), else
+ * `watermark`: the last marker's watermark, or its checkpoint's when no marker follows it. Taken
+ * from the log as readers read it, not from the markers keyed at or after `watermark`: a
+ * watermark this location's chain does not hold (it moved on at another target) may lie inside a
+ * marker's range, the marker keyed before it. Continuing from it tiered that marker's events past
+ * it a second time and, with a checkpoint past it, wrote a marker keyed before the checkpoint,
+ * which readers starting from the checkpoint never list: its events were missing from every
+ * search, and orphan cleanup deleted its files.
+ */
+export function parquetLogEnd(log: Pick<ParquetLog, 'checkpoint' | 'markers'>, watermark: Watermark): Watermark {
+  let end = log.checkpoint === undefined ? watermark : laterWatermark(watermark, log.checkpoint.checkpoint.watermark);
+  for (const marker of log.markers) end = laterWatermark(end, marker.watermark);
+  return end;
 }
 
 /** The generation a new compaction of `date` takes: one past every one the log holds or its checkpoint folded. */

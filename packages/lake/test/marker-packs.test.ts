@@ -327,11 +327,26 @@ describe('commit marker packs', () => {
     await at.maintain({ packSize: 4, perRunMax: 100 });
     expect(await at.packs()).toEqual([expect.stringContaining(`/${MARKER_PACKS_DIR}/0000000000000000-0000000000000006-`)]);
     // Keys 0, 2, 4 and 6 are markers; 3 lies in a pack's range and below the checkpoint at 8, yet
-    // no marker has it. The commit is not refused (refusing stopped such a node's tiering for good);
-    // that readers from the checkpoint skip a marker ending at or below it is the older, still open
-    // problem of a watermark off the chain (recovery does not find the marker spanning it).
+    // no marker has it. The commit is not refused (refusing stopped such a node's tiering for good).
+    // A sweeper no longer continues from such a seq (its recovery goes on from the log's end,
+    // parquetLogEnd; the tiering package's tests), and verify names the result (the next test).
     const { marker } = await commitParquetBatch(at.objects, at.location, events(4, 1), { term: 1, nowMs: T0, afterSeq: 3, mayCommit: () => true });
     expect(JSON.stringify(marker)).toBe(new TextDecoder().decode(await at.objects.get(markerKey(at.location, 3))));
+  });
+
+  it('verify names a marker keyed before the newest checkpoint that reaches past it: readers from the checkpoint never list it', async () => {
+    const at = new Location('overlap');
+    await at.commit(2, 20);
+    await writeParquetCheckpoint({ objects: at.objects, location: at.location, fence, now: () => at.nowMs }, 1);
+    // What an older recovery wrote after its watermark (30) moved on at another target: 31..50, keyed 30, below the checkpoint at 40.
+    await commitParquetBatch(at.objects, at.location, events(31, 20), { term: 2, nowMs: T0, afterSeq: 30, mayCommit: () => true });
+    const listed = (await at.source().listFiles()).reduce((n, f) => n + f.rows, 0);
+    expect(listed).toBe(40);
+    const full = await readParquetLog(at.objects, at.location, undefined, { fromCheckpoint: false });
+    await expect(checkParquetCheckpoint(at.objects, at.location, full)).rejects.toMatchObject({
+      code: 'AUDIT_INTEGRITY_MISMATCH',
+      message: expect.stringContaining('the commit marker continuing from seq 30 reaches seq 50, past it, but a reader starting from it lists only markers from seq 40 on'),
+    });
   });
 
   it('a reader kept from before — idle while markers it never read were packed and deleted — and one starting from an older checkpoint list what a fresh reader lists', async () => {

@@ -23,7 +23,7 @@ import {
   parseS3Location,
   type S3Location,
   probeConditionalCreate,
-  readMarkers,
+  parquetLogEnd,
   resolveIcebergTable,
   tableWatermark,
   watermarkFromLiveFiles,
@@ -424,10 +424,7 @@ export class TierSweeper {
     // replicated watermark (the old leader crashed after a commit, before replicating it).
     const recoveryKey = `${term}|${settings.tierParquetPath}`;
     const recovering = this.#recoveredFor !== recoveryKey;
-    if (recovering) {
-      const markers = await readMarkers(objects, location, watermark.seq);
-      for (const marker of markers) watermark = laterWatermark(watermark, marker.watermark);
-    }
+    if (recovering) watermark = parquetLogEnd(await log.read(objects, location), watermark);
     const context: ParquetCompactionContext = {
       objects,
       location,

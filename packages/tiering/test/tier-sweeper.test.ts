@@ -1,7 +1,7 @@
 // Goal: batch.size bounds one commit, not the throughput — a sweep that fills a batch is followed at once by the next until less than a batch is settled, without waiting for the interval — while leadership, close() and status reads interleave between commits.
 import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
-import { IcebergTierSource, ParquetTierSource, S3Connections, commitMetadataVersion, type IcebergTableRef, type LoadedTable, type ObjectStore, currentManifests, loadIcebergTable, readTieredSuffix, resolveIcebergTable, readTieredLocations, runIcebergMaintenance, SNAPSHOT_READ_GRACE_MS, tableWatermark, TIERED_LOCATIONS_META, WATERMARK_META, WATERMARK_TERM_META } from '@auditlake/lake';
+import { IcebergTierSource, ParquetTierSource, S3Connections, commitMetadataVersion, type IcebergTableRef, type LoadedTable, type ObjectStore, currentManifests, loadIcebergTable, readNewestCheckpoint, readParquetLog, readTieredSuffix, resolveIcebergTable, readTieredLocations, runIcebergMaintenance, SNAPSHOT_READ_GRACE_MS, tableWatermark, TIERED_LOCATIONS_META, WATERMARK_META, WATERMARK_TERM_META } from '@auditlake/lake';
 import { chainHash, erasureDetailsChunks } from '@auditlake/integrity';
 import { currentSnapshot, readWholeAuditParquet, type IcebergTableMetadata } from '@auditlake/format';
 import { defaultSettings, encodeEvent, INTEGRITY_ACTIONS, parseSettings, resolveConfig, SELF_SOURCE, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
@@ -9,6 +9,7 @@ import { AuditStore } from '@auditlake/store';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { MaintenanceScheduler, TIER_TERM_LEARN_MAX, TierSweeper, type TierStatus, type TierSweeperOptions } from '../src/index.js';
 import { testSweeper } from './test-sweeper.js';
+import { duckdbOverLiveParquet } from './live-parquet.js';
 import { commitForeignSnapshotOnTop, useEmbeddedS3 } from '@auditlake/lake/testing';
 
 const BUCKET = 'sweep';
@@ -810,6 +811,39 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     expect(await s.sweep()).toBe('tiered');
     expect((await s.watermark()).seq).toBe(30);
   });
+
+  for (const checkpointed of [false, true]) {
+    it(`a leader crashed after a commit its watermark never replicated; its successor tiered elsewhere and then back: it goes on where the location's log ends${checkpointed ? ' (a checkpoint past its watermark says where)' : ''}, every event once`, async () => {
+      const name = checkpointed ? 'crashed-checkpointed' : 'crashed';
+      const back = settings(`apart/${name}`);
+      const away = settings(`apart/${name}-away`);
+      const a = await storeWith(60, 10, Date.now() - 2 * HOUR_MS);
+      const leader = testSweeper({ store: a, connections: s3.connections, catalogs, settings: () => back, batchSizeMax: 20, parquetCheckpointEveryCommits: checkpointed ? 2 : 1_000 });
+      expect(await leader.sweep()).toBe('tiered-full');
+      // The successor's copy of the log holds the watermark of the first commit (seq 20) only.
+      const b = await storeWith(0);
+      await b.applyReplicated(await a.readEncodedBySeq(0, 60), a.termStarts());
+      await b.putMeta({ [WATERMARK_META]: await leader.watermark(), [WATERMARK_TERM_META]: 1 });
+      expect(await leader.sweep()).toBe('tiered-full');
+      await leader.close();
+      const objects = s3.connections.bucket('s3', BUCKET);
+      const location = { bucket: BUCKET, prefix: `apart/${name}` };
+      expect((await readNewestCheckpoint(objects, location))?.checkpoint.watermark.seq).toBe(checkpointed ? 40 : undefined);
+      // The successor tiers 21..30 elsewhere, then is switched back, tiering 20 a batch.
+      const elsewhere = testSweeper({ store: b, connections: s3.connections, catalogs, settings: () => away, term: () => 2, batchSizeMax: 10 });
+      expect(await elsewhere.sweep()).toBe('tiered-full');
+      await elsewhere.close();
+      expect((await b.getMeta<{ seq: number }>(WATERMARK_META))?.seq).toBe(30);
+      const successor = testSweeper({ store: b, connections: s3.connections, catalogs, settings: () => back, term: () => 2, batchSizeMax: 20 });
+      while ((await successor.sweep()) !== 'nothing-to-tier');
+      expect((await successor.watermark()).seq).toBe(60);
+      // What every reader of the location reads (from its newest checkpoint, if any): seqs 1..60, each once.
+      const [counts] = await duckdbOverLiveParquet(s3.connections, { path: back.tierParquetPath, connectionId: 's3' }, s3.dir, 'SELECT count(*)::INT AS n, count(DISTINCT seq)::INT AS d, min(seq)::INT AS lo, max(seq)::INT AS hi FROM {files}');
+      expect(counts).toEqual({ n: 60, d: 60, lo: 1, hi: 60 });
+      const full = await readParquetLog(objects, location, undefined, { fromCheckpoint: false });
+      expect(full.markers.reduce((n, marker) => n + marker.files.reduce((m, file) => m + file.rows, 0), 0)).toBe(60);
+    });
+  }
 });
 
 const FOREIGN_SNAPSHOT_ID = 987_654_321;
