@@ -28,6 +28,16 @@ export const AVRO_BLOCK_BYTES_TARGET = 64 * 1024;
  */
 export const AVRO_BLOCK_INFLATED_BYTES_MAX = 64 * 1024 * 1024;
 
+/**
+ * Most block bytes (inflated) and records one file may hold. The per-block bound alone let a file
+ * of many deflate blocks, each ~64 KiB on the wire, inflate to 64 MiB apiece and decode them all
+ * into records held at once: a bucket writer's few-MB manifest exhausted a node's memory. An
+ * Iceberg manifest is ~8 MB (Java's target) holding some tens of thousands of entries, a
+ * manifest list one entry per manifest; both bounds leave ample room for them.
+ */
+export const AVRO_FILE_INFLATED_BYTES_MAX = 256 * 1024 * 1024;
+export const AVRO_FILE_RECORDS_MAX = 1_000_000;
+
 const HEADER_TYPE = boundedType({
   type: 'record',
   name: 'org.apache.avro.file.Header',
@@ -204,6 +214,7 @@ export function decodeAvroContainer(bytes: Uint8Array, readerType: avsc.Type, wh
 
   const records: unknown[] = [];
   let offset = header.offset;
+  let blockBytes = 0;
   while (offset < buffer.byteLength) {
     const count = readLong(buffer, offset, unusable);
     const size = readLong(buffer, count.offset, unusable);
@@ -212,12 +223,13 @@ export function decodeAvroContainer(bytes: Uint8Array, readerType: avsc.Type, wh
     if (dataEnd + SYNC_MARKER_BYTES > buffer.byteLength) throw unusable('truncated block');
     if (!buffer.subarray(dataEnd, dataEnd + SYNC_MARKER_BYTES).equals(syncMarker)) throw unusable('sync marker mismatch');
     let data = buffer.subarray(size.offset, dataEnd);
-    if (codec === 'deflate') {
-      data = attempt(() => inflateRawSync(data, { maxOutputLength: AVRO_BLOCK_INFLATED_BYTES_MAX }), unusable, 'bad deflate block');
-    }
+    if (codec === 'deflate') data = inflateBlock(data, AVRO_FILE_INFLATED_BYTES_MAX - blockBytes, unusable);
+    blockBytes += data.byteLength;
+    if (blockBytes > AVRO_FILE_INFLATED_BYTES_MAX) throw unusable(`its blocks hold more than the ${AVRO_FILE_INFLATED_BYTES_MAX} bytes one file may hold`);
     // Every record of a table's files takes a byte at least: a count beyond the block's bytes
     // is not a count of records (decoding it would only find out record by record).
     if (count.value > data.byteLength) throw unusable(`a block of ${data.byteLength} bytes declares ${count.value} records`);
+    if (records.length + count.value > AVRO_FILE_RECORDS_MAX) throw unusable(`its blocks declare more than the ${AVRO_FILE_RECORDS_MAX} records one file may hold`);
     let position = 0;
     for (let i = 0; i < count.value; i++) {
       const decoded = attempt(() => readerType.decode(data, position, resolver), unusable, 'bad record');
@@ -231,6 +243,19 @@ export function decodeAvroContainer(bytes: Uint8Array, readerType: avsc.Type, wh
     offset = dataEnd + SYNC_MARKER_BYTES;
   }
   return { metadata, writerSchema, records };
+}
+
+/** A deflate block inflated, refused when it inflates beyond a block's bound or the `fileRoom` bytes its file has left. */
+function inflateBlock(data: Buffer, fileRoom: number, unusable: (message: string, cause?: unknown) => AuditError): Buffer {
+  const room = Math.min(AVRO_BLOCK_INFLATED_BYTES_MAX, fileRoom);
+  try {
+    return inflateRawSync(data, { maxOutputLength: Math.max(1, room) });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
+      throw unusable(room < AVRO_BLOCK_INFLATED_BYTES_MAX ? `its blocks inflate beyond the ${AVRO_FILE_INFLATED_BYTES_MAX} bytes one file may hold` : `a deflate block inflates beyond ${AVRO_BLOCK_INFLATED_BYTES_MAX} bytes`, err);
+    }
+    throw unusable(`bad deflate block: ${err instanceof Error ? err.message : String(err)}`, err);
+  }
 }
 
 function readLong(buffer: Buffer, offset: number, unusable: (message: string) => AuditError): { value: number; offset: number } {

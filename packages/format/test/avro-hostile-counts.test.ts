@@ -1,7 +1,8 @@
 // Goal: an Avro file whose counts its bytes cannot hold — a header map, an array or map inside a record (read or skipped by schema resolution), a block of records, items or records that take no bytes, a negative block size — is refused at once with AUDIT_TABLE_INVALID naming the count, never decoded count by count (a 12-byte manifest list declaring 2^50 header entries held a node's event loop for good); files a writer makes still decode.
 import { Worker } from 'node:worker_threads';
+import { deflateRawSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { avroRecordSchema, decodeAvroContainer, encodeAvroContainer } from '../src/avro-container.js';
+import { AVRO_FILE_INFLATED_BYTES_MAX, AVRO_FILE_RECORDS_MAX, avroRecordSchema, decodeAvroContainer, encodeAvroContainer } from '../src/avro-container.js';
 import { AVRO_READS_PER_VALUE_MAX, readsPerValueMax } from '../src/bounded-avro-types.js';
 import { MANIFEST_ENTRY_AVRO_SCHEMA, MANIFEST_FILE_AVRO_SCHEMA } from '../src/index.js';
 
@@ -132,5 +133,42 @@ describe('Avro counts the bytes cannot hold', () => {
     // A key `__proto__` is an entry like any other, not the map's prototype.
     expect(Object.getPrototypeOf(attrs)).toBe(Object.prototype);
     expect(Object.entries(attrs)).toEqual([['a', 'x'], ['__proto__', 'data']]);
+  });
+});
+
+describe('Avro files bigger than one file may be', () => {
+  /** A container file of `codec` with `schema` and the given blocks (each its record count and its bytes as written). */
+  function blocksFile(schema: unknown, codec: 'null' | 'deflate', blocks: ReadonlyArray<{ count: number; data: Uint8Array }>): Uint8Array {
+    const header = [...MAGIC, ...long(2), ...text('avro.schema'), ...text(JSON.stringify(schema)), ...text('avro.codec'), ...text(codec), 0, ...SYNC];
+    const parts: Uint8Array[] = [Uint8Array.from(header)];
+    for (const block of blocks) parts.push(Uint8Array.from([...long(block.count), ...long(block.data.byteLength)]), block.data, Uint8Array.from(SYNC));
+    return Buffer.concat(parts);
+  }
+
+  it('refuses deflate blocks that inflate past AVRO_FILE_INFLATED_BYTES_MAX together, each under the block bound (~60 KB on the wire apiece); fewer decode', () => {
+    const schema = { type: 'record', name: 'Blob', fields: [{ name: 'id', type: 'long' }, { name: 'payload', type: 'bytes' }] };
+    const payloadBytes = 60 * 1024 * 1024;
+    // One record: id 0, then 60 MiB of zeros, deflated to a few dozen KB.
+    const block = { count: 1, data: deflateRawSync(Buffer.concat([Uint8Array.from([...long(0), ...long(payloadBytes)]), new Uint8Array(payloadBytes)])) };
+    const fits = Math.floor(AVRO_FILE_INFLATED_BYTES_MAX / payloadBytes);
+    const bomb = blocksFile(schema, 'deflate', Array.from({ length: fits + 1 }, () => block));
+    expect(bomb.byteLength).toBeLessThan(2 * 1024 * 1024);
+    const reader = avroRecordSchema(schema).type;
+    expect(() => decodeAvroContainer(bomb, reader, 'the test file')).toThrow(
+      expect.objectContaining({ code: 'AUDIT_TABLE_INVALID', message: `the test file is not readable: its blocks inflate beyond the ${AVRO_FILE_INFLATED_BYTES_MAX} bytes one file may hold` }),
+    );
+    const { records } = decodeAvroContainer(blocksFile(schema, 'deflate', Array.from({ length: fits }, () => block)), reader, 'the test file');
+    expect(records.map((record) => (record as { payload: Uint8Array }).payload.byteLength)).toEqual(Array.from({ length: fits }, () => payloadBytes));
+  });
+
+  it('refuses blocks declaring more than AVRO_FILE_RECORDS_MAX records together, before decoding the block past it; fewer decode', () => {
+    const perBlock = Math.ceil(AVRO_FILE_RECORDS_MAX / 2) + 1;
+    // Records of two bytes: id 0 and an empty tags array.
+    const block = { count: perBlock, data: new Uint8Array(2 * perBlock) };
+    const reader = avroRecordSchema(READER).type;
+    expect(() => decodeAvroContainer(blocksFile(READER, 'null', [block, block]), reader, 'the test file')).toThrow(
+      expect.objectContaining({ code: 'AUDIT_TABLE_INVALID', message: `the test file is not readable: its blocks declare more than the ${AVRO_FILE_RECORDS_MAX} records one file may hold` }),
+    );
+    expect(decodeAvroContainer(blocksFile(READER, 'null', [block]), reader, 'the test file').records).toHaveLength(perBlock);
   });
 });
