@@ -81,6 +81,17 @@ function foldsAtLeast(generations: Readonly<Record<string, number>>, than: Reado
  */
 export const KNOWN_LOG_STALE_MS = ORPHAN_MIN_AGE_FLOOR_MS / 2;
 
+/**
+ * The clock readers age what they read by, unless given one: milliseconds that never step back
+ * (the process's monotonic clock, from about the wall time it started). Aged by the wall clock, a
+ * reader whose host clock was set back by hours took a log read long ago for a fresh one and did
+ * not look for the checkpoint folding markers packed away meanwhile: their events were missing
+ * from its searches until the next commit.
+ */
+export function readerClockMs(): number {
+  return performance.timeOrigin + performance.now();
+}
+
 export function compactionKey(location: S3Location, eventDate: string, generation: number): string {
   return joinKey(location.prefix, `${COMPACTIONS_DIR}/${eventDate}/${encodeKeyNumber(generation)}.json`);
 }
@@ -281,7 +292,7 @@ export function nextCompactionGeneration(log: Pick<ParquetLog, 'checkpoint' | 'c
  */
 export async function readParquetLog(objects: ObjectStore, location: S3Location, known?: ParquetLog, options: { fromCheckpoint?: boolean; nowMs?: number } = {}): Promise<ParquetLog> {
   const fromStart = known === undefined ? options.fromCheckpoint === false : known.checkpointSoughtAt === undefined;
-  const nowMs = options.nowMs ?? Date.now();
+  const nowMs = options.nowMs ?? readerClockMs();
   const stale = known?.readAtMs !== undefined && nowMs - known.readAtMs >= KNOWN_LOG_STALE_MS;
   // A log read from the start (verify's) has no checkpoint to move to: read it all again.
   if (stale && fromStart) return readParquetLog(objects, location, undefined, { fromCheckpoint: false, nowMs });
@@ -340,7 +351,7 @@ export class ParquetLogCache {
   readonly #now: () => number;
 
   /** `now`: the clock that ages what it read ({@link KNOWN_LOG_STALE_MS}; tests pass a manual one). */
-  constructor(now: () => number = Date.now) {
+  constructor(now: () => number = readerClockMs) {
     this.#now = now;
   }
 

@@ -1,6 +1,6 @@
 import { TextProbePool, type ByteSource } from '@auditlake/format';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
-import { liveParquetFiles, readParquetLog, type ParquetLog } from './parquet-compaction.js';
+import { liveParquetFiles, readerClockMs, readParquetLog, type ParquetLog } from './parquet-compaction.js';
 import type { S3Connections } from './s3-connections.js';
 import { parseS3Location } from './s3-location.js';
 import type { TieredLocation } from './tiered-location.js';
@@ -29,7 +29,7 @@ export class ParquetTierSource implements TierSource {
   constructor(connections: S3Connections, location: TieredLocation, options: { now?: () => number } = {}) {
     this.#connections = connections;
     this.#location = location;
-    this.#now = options.now ?? Date.now;
+    this.#now = options.now ?? readerClockMs;
     this.name = location.path;
   }
 

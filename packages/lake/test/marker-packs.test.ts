@@ -8,7 +8,7 @@
 // marker that differ, or packs that disagree are refused, naming the objects.
 import { hash } from 'node:crypto';
 import { seededRandom, type StoredEvent } from '@auditlake/model';
-import { describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it, onTestFinished, vi } from 'vitest';
 import { countObjectGets, duckdbOverObjects, useEmbeddedS3 } from '../src/testing/index.js';
 import {
   checkParquetCheckpoint,
@@ -16,6 +16,7 @@ import {
   COMMITS_DIR,
   commitParquetBatch,
   compactParquetLocation,
+  KNOWN_LOG_STALE_MS,
   liveParquetFiles,
   markerKey,
   MARKER_PACKS_DIR,
@@ -381,6 +382,24 @@ describe('commit marker packs', () => {
     const fromOlder = await at.source().listFiles();
     expect(fromOlder.reduce((n, f) => n + f.rows, 0)).toBe(at.seq);
     await at.expectConsistent('from the older checkpoint');
+  }, 120_000);
+
+  it('a reader on the default clock ages its log by a monotonic clock: idle past the stale age while the wall clock stood still (set back), it still finds the markers packed away meanwhile', async () => {
+    const at = new Location('monotonic');
+    const limits = { packSize: 5, perRunMax: 100 };
+    await at.commit(3);
+    // Only the monotonic clock is faked: the wall clock (Date) keeps its time as if set back by what passes.
+    vi.useFakeTimers({ toFake: ['performance'] });
+    onTestFinished(() => void vi.useRealTimers());
+    const reader = at.source();
+    expect((await reader.listFiles()).reduce((n, f) => n + f.rows, 0)).toBe(3);
+    await at.commit(12);
+    await at.maintain(limits);
+    await at.maintainLater(limits);
+    await at.maintainLater(limits);
+    expect(await at.loose()).toEqual([]);
+    vi.advanceTimersByTime(KNOWN_LOG_STALE_MS + 1);
+    expect((await reader.listFiles()).reduce((n, f) => n + f.rows, 0)).toBe(at.seq);
   }, 120_000);
 
   it('a reader whose listed markers are deleted before it fetches them (packed meanwhile) reads afresh: every marker, no failure', async () => {
