@@ -53,7 +53,7 @@ async function readAllMarkers(objects: ObjectStore, location: S3Location, fromSe
       return;
     }
     const text = new TextDecoder().decode(bytes);
-    found.set(key, { marker: parseCommitMarker(location, text, `the commit marker ${objects.url(key)}`), digest: markerTextDigest(text), url: objects.url(key), packed: false });
+    found.set(key, { marker: parseCommitMarker(location, text, `the commit marker ${objects.url(key)}`, key.slice(prefix.length)), digest: markerTextDigest(text), url: objects.url(key), packed: false });
   });
   const packs = (await objects.list(markerPacksPrefix(location)))
     .map((key) => parseMarkerPackKey(markerPacksPrefix(location), key))
@@ -67,7 +67,7 @@ async function readAllMarkers(objects: ObjectStore, location: S3Location, fromSe
     held.set(pack.key, entries.length);
     for (const entry of entries) {
       const key = `${prefix}${entry.name}`;
-      const copy: FoundMarker = { marker: parseCommitMarker(location, entry.marker, `the commit marker ${entry.name} in ${url}`), digest: markerTextDigest(entry.marker), url, packed: true };
+      const copy: FoundMarker = { marker: parseCommitMarker(location, entry.marker, `the commit marker ${entry.name} in ${url}`, entry.name), digest: markerTextDigest(entry.marker), url, packed: true };
       const other = found.get(key);
       if (other === undefined) found.set(key, copy);
       else if (other.digest !== copy.digest) throw differing(objects, key, whereFound(other, key), whereFound(copy, key));
@@ -82,10 +82,25 @@ async function readAllMarkers(objects: ObjectStore, location: S3Location, fromSe
   return new Map(keys.filter((key) => from === undefined || key > from).map((key) => [key, (found.get(key) as FoundMarker).marker]));
 }
 
-/** A commit marker's text, parsed; one naming anything but the location's data files is refused (refuseForeignFiles). */
-function parseCommitMarker(location: S3Location, text: string, where: string): CommitMarker {
+/**
+ * A commit marker's text, parsed; one naming anything but the location's data files is refused
+ * (refuseForeignFiles), and so is one under another name than its own (`name`, its key's last
+ * part): a marker is keyed by the seq it continues from (by its last seq, before markers said
+ * what they continue from), and readers select markers by key. Moved below a checkpoint, a
+ * marker reaching past it was read by no reader starting there and its events were hidden from
+ * every search; moved elsewhere, it breaks the chain readers follow.
+ */
+function parseCommitMarker(location: S3Location, text: string, where: string, name: string): CommitMarker {
   const marker = JSON.parse(text) as CommitMarker;
   refuseForeignFiles(location, where, marker.files);
+  const keySeq = markerNameSeq(name);
+  const ownSeq = marker.afterSeq ?? marker.watermark?.seq;
+  if (keySeq !== undefined && keySeq !== ownSeq) {
+    throw new AuditError(
+      AuditErrorCode.INTEGRITY_MISMATCH,
+      `${where} is named for seq ${keySeq} but ${marker.afterSeq === undefined ? `ends at seq ${String(ownSeq)} (a marker that names no seq it continues from is keyed by its last)` : `continues from seq ${ownSeq}`}: a marker is written under its own key, so it was moved or changed`,
+    );
+  }
   return marker;
 }
 
@@ -132,11 +147,7 @@ function lowerBound(seqs: readonly number[], seq: number): number {
   return lo;
 }
 
-/**
- * Every commit marker at `location` that continues from seq `fromSeq` or later, loose or packed,
- * oldest first (a new leader's recovery: the newest tells where the log ends, even when its own
- * replicated watermark is older than markers maintenance packed).
- */
+/** Every commit marker at `location` that continues from seq `fromSeq` or later, loose or packed, oldest first. */
 export async function readMarkers(objects: ObjectStore, location: S3Location, fromSeq = 0): Promise<CommitMarker[]> {
   return [...(await readAllMarkers(objects, location, fromSeq)).values()];
 }
@@ -164,7 +175,7 @@ export async function readMarkersByKey(objects: ObjectStore, location: S3Locatio
   const keys = await objects.list(prefix, startAfter === undefined ? {} : { startAfter });
   const read = await mapBounded(keys, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (key) => {
     const bytes = await objects.find(key);
-    return bytes === undefined ? undefined : ([key, parseCommitMarker(location, new TextDecoder().decode(bytes), `the commit marker ${objects.url(key)}`)] as const);
+    return bytes === undefined ? undefined : ([key, parseCommitMarker(location, new TextDecoder().decode(bytes), `the commit marker ${objects.url(key)}`, key.slice(prefix.length))] as const);
   });
   // A marker listed and gone when fetched was packed and its loose copy deleted in between (a
   // reader idle past the orphan age): what follows may not say so (it may have been the last),

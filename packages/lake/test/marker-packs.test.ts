@@ -1,7 +1,7 @@
 // Goal: maintenance packs the commit markers at or before the newest log checkpoint
 // (`_auditlake/commit-packs/`) and deletes the loose ones only after the orphan age, and every
 // reader — from the start (verify), from a checkpoint (a node's tier source, compaction
-// planning), a reader kept from before the packing, a new leader's recovery — sees the same
+// planning), a reader kept from before the packing, `readMarkers` from a seq — sees the same
 // markers whether loose, packed or both: the same live files and fold, every event once (DuckDB
 // over the files listed), through crashes between the pack and the deletes; a from-start read
 // GETs ~markers/packSize objects instead of every marker; and an edited pack, a pack and a loose
@@ -260,7 +260,7 @@ describe('commit marker packs', () => {
     await at.expectConsistent('some packed markers deleted');
     expect(await at.maintain(limits)).toMatchObject({ markersPacked: 0, packedMarkersDeleted: 20 - deposedAt });
     expect(await at.loose()).toHaveLength(3);
-    // A new leader's recovery from seq 0 finds every marker, the newest last.
+    // readMarkers from seq 0 finds every marker, the newest last.
     expect((await readMarkers(at.objects, at.location, 0)).map((m) => JSON.stringify(m))).toEqual([...at.written.values()]);
     // A stale leader paused (longer than the orphan age) before its marker, planned from seq 0:
     // the key's loose copy is gone, so its create succeeds, but the checkpoint folds past it — the
@@ -348,6 +348,25 @@ describe('commit marker packs', () => {
       code: 'AUDIT_INTEGRITY_MISMATCH',
       message: expect.stringContaining('the commit marker continuing from seq 30 reaches seq 50, past it, but a reader starting from it lists only markers from seq 40 on'),
     });
+  });
+
+  it('a marker moved to another key (under the checkpoint, or anywhere) is refused by every read that lists it, naming it', async () => {
+    const at = new Location('moved');
+    await at.commit(2, 20);
+    await writeParquetCheckpoint({ objects: at.objects, location: at.location, fence, now: () => at.nowMs }, 1);
+    await at.commit(1, 20);
+    // The marker of 41..60 (keyed 40) moved to key 30, under the checkpoint at 40, where no reader from the checkpoint lists it.
+    const text = await at.objects.get(markerKey(at.location, 40));
+    await at.objects.putIfAbsent(markerKey(at.location, 30), text, 'application/json');
+    await at.objects.delete(markerKey(at.location, 40));
+    await expect(readParquetLog(at.objects, at.location, undefined, { fromCheckpoint: false })).rejects.toMatchObject({
+      code: 'AUDIT_INTEGRITY_MISMATCH',
+      message: `the commit marker ${at.objects.url(markerKey(at.location, 30))} is named for seq 30 but continues from seq 40: a marker is written under its own key, so it was moved or changed`,
+    });
+    // Moved above the checkpoint instead (key 50): readers from the checkpoint list it and refuse it too.
+    await at.objects.delete(markerKey(at.location, 30));
+    await at.objects.putIfAbsent(markerKey(at.location, 50), text, 'application/json');
+    await expect(at.source().listFiles()).rejects.toMatchObject({ code: 'AUDIT_INTEGRITY_MISMATCH', message: expect.stringContaining('is named for seq 50 but continues from seq 40') });
   });
 
   it('a reader kept from before — idle while markers it never read were packed and deleted — and one starting from an older checkpoint list what a fresh reader lists', async () => {

@@ -470,8 +470,13 @@ export class TierSweeper {
       ...(this.#options.beforeCommit ? { beforeCommit: this.#options.beforeCommit } : {}),
       ...(this.#options.encoder ? { encoder: this.#options.encoder } : {}),
     }).catch((err: unknown) => {
-      // Another committer continued from this watermark first: re-read the markers next time.
-      if (err instanceof AuditError && err.code === AuditErrorCode.OBJECT_EXISTS) this.#recoveredFor = undefined;
+      // Another committer continued from this watermark first: recover again next time, from a
+      // fresh read of the log (the cached one missed that commit: packed away while this node
+      // followed, it is in no loose listing a later read of the cache makes).
+      if (err instanceof AuditError && err.code === AuditErrorCode.OBJECT_EXISTS) {
+        this.#recoveredFor = undefined;
+        this.#parquetLog = undefined;
+      }
       throw err;
     });
     this.#succeeded();

@@ -1,7 +1,7 @@
 // Goal: batch.size bounds one commit, not the throughput — a sweep that fills a batch is followed at once by the next until less than a batch is settled, without waiting for the interval — while leadership, close() and status reads interleave between commits.
 import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
-import { IcebergTierSource, ParquetTierSource, S3Connections, commitMetadataVersion, type IcebergTableRef, type LoadedTable, type ObjectStore, currentManifests, loadIcebergTable, readNewestCheckpoint, readParquetLog, readTieredSuffix, resolveIcebergTable, readTieredLocations, runIcebergMaintenance, SNAPSHOT_READ_GRACE_MS, tableWatermark, TIERED_LOCATIONS_META, WATERMARK_META, WATERMARK_TERM_META } from '@auditlake/lake';
+import { IcebergTierSource, ParquetTierSource, S3Connections, commitMetadataVersion, type IcebergTableRef, type LoadedTable, type ObjectStore, currentManifests, loadIcebergTable, packParquetMarkers, readNewestCheckpoint, readParquetLog, writeParquetCheckpoint, readTieredSuffix, resolveIcebergTable, readTieredLocations, runIcebergMaintenance, SNAPSHOT_READ_GRACE_MS, tableWatermark, TIERED_LOCATIONS_META, WATERMARK_META, WATERMARK_TERM_META } from '@auditlake/lake';
 import { chainHash, erasureDetailsChunks } from '@auditlake/integrity';
 import { currentSnapshot, readWholeAuditParquet, type IcebergTableMetadata } from '@auditlake/format';
 import { defaultSettings, encodeEvent, INTEGRITY_ACTIONS, parseSettings, resolveConfig, SELF_SOURCE, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
@@ -844,6 +844,35 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
       expect(full.markers.reduce((n, marker) => n + marker.files.reduce((m, file) => m + file.rows, 0), 0)).toBe(60);
     });
   }
+
+  it('a leader whose log read missed commits packed away while it followed (its first commit is refused: a pack holds the key) reads the location afresh and goes on from its end', async () => {
+    const target = settings('apart/packed-meanwhile');
+    const objects = s3.connections.bucket('s3', BUCKET);
+    const location = { bucket: BUCKET, prefix: 'apart/packed-meanwhile' };
+    const a = await storeWith(40, 10, Date.now() - 2 * HOUR_MS);
+    let term = 1;
+    const first = testSweeper({ store: a, connections: s3.connections, catalogs, settings: () => target, term: () => term, batchSizeMax: 20 });
+    expect(await first.sweep()).toBe('tiered-full');
+    // Another leader, on a copy of the log, tiers 21..40 and maintenance packs its marker away.
+    const b = await storeWith(0);
+    await b.applyReplicated(await a.readEncodedBySeq(0, 40), a.termStarts());
+    await b.putMeta({ [WATERMARK_META]: await first.watermark(), [WATERMARK_TERM_META]: 1 });
+    const other = testSweeper({ store: b, connections: s3.connections, catalogs, settings: () => target, term: () => 2, batchSizeMax: 20 });
+    expect(await other.sweep()).toBe('tiered');
+    await other.close();
+    const fence = { term: 2, mayCommit: () => true };
+    await writeParquetCheckpoint({ objects, location, fence, now: Date.now }, 1);
+    await packParquetMarkers({ objects, location, fence, now: Date.now }, 0, { packSize: 1, perRunMax: 100 });
+    await packParquetMarkers({ objects, location, fence, now: () => Date.now() + 10_000 }, 0, { packSize: 1, perRunMax: 100 });
+    expect(await objects.list(`${location.prefix}/_auditlake/commits/`)).toEqual([]);
+    // The first leader again: its cached log read (read again within KNOWN_LOG_STALE_MS: the orphan
+    // age is 0 here, so the pack could go that soon) lists no loose marker after the one it knew.
+    term = 3;
+    expect(await first.sweep()).toBe('failed');
+    expect((await first.status()).lastError).toContain('commit lost');
+    expect(await first.sweep()).toBe('nothing-to-tier');
+    expect((await first.watermark()).seq).toBe(40);
+  });
 });
 
 const FOREIGN_SNAPSHOT_ID = 987_654_321;
