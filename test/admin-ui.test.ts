@@ -166,10 +166,11 @@ describe('Admin UI (real browser, real node)', () => {
     clean(s);
   });
 
-  it('Search: every time range option, custom From/To in local time with the whole To minute, deep links', async () => {
+  it('Search: every time range option (a relative one ends now: an event dated ahead is only in Any time), custom From/To in local time with the whole To minute, deep links', async () => {
     const now = Date.now();
     const minuteStart = Math.floor((now - 3 * DAY) / MIN) * MIN;
     await ingest([
+      { eventId: 't+2h', source: 'trino', userId: 'tim', action: 'data:Select', ts: now + 2 * HOUR },
       { eventId: 't-10m', source: 'trino', userId: 'tim', action: 'data:Select', ts: now - 10 * MIN },
       { eventId: 't-2h', source: 'trino', userId: 'tim', action: 'data:Select', ts: now - 2 * HOUR },
       { eventId: 't-2d', source: 'trino', userId: 'tim', action: 'data:Select', ts: now - 2 * DAY },
@@ -186,7 +187,7 @@ describe('Admin UI (real browser, real node)', () => {
     expect(await s.page.locator('select[name=max]').inputValue()).toBe('400');
     const ids = () => s.page.locator('table.events tbody tr.event-row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-event-id')));
     const expected: Record<string, string[]> = {
-      any: ['t-10m', 't-2h', 't-2d', 'c-out', 'c-in', 't-10d', 't-40d'],
+      any: ['t+2h', 't-10m', 't-2h', 't-2d', 'c-out', 'c-in', 't-10d', 't-40d'],
       '1h': ['t-10m'],
       '24h': ['t-10m', 't-2h'],
       '7d': ['t-10m', 't-2h', 't-2d', 'c-out', 'c-in'],

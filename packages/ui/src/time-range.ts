@@ -47,12 +47,15 @@ export function toLocalMinute(ms: number): string {
 export type WindowBounds = { fromMs?: number; toMs?: number } | { error: string };
 
 /**
- * The `from`/`to` epoch-ms bounds a window asks the API for. A relative range ends now; a
- * custom one covers its To minute whole (to :59.999), so "to 10:30" includes 10:30:45.
+ * The `from`/`to` epoch-ms bounds a window asks the API for. A relative range ends now, and says
+ * so: asked without `to`, "Last hour" also took events dated up to a day ahead (what ingest
+ * accepts), newest first, and 400 such events from one ingest token filled the Overview's
+ * window, its denials gone (security review). A custom one covers its To minute whole (to
+ * :59.999), so "to 10:30" includes 10:30:45.
  */
 export function windowBounds(window: TimeWindow, nowMs: number): WindowBounds {
   const range = TIME_RANGES.find((r) => r.value === window.range);
-  if (range?.spanMs !== undefined) return { fromMs: nowMs - range.spanMs };
+  if (range?.spanMs !== undefined) return { fromMs: nowMs - range.spanMs, toMs: nowMs };
   if (window.range !== 'custom') return {};
   const bounds: { fromMs?: number; toMs?: number } = {};
   if (window.from !== '') {
