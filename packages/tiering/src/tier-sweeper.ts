@@ -424,7 +424,12 @@ export class TierSweeper {
     // replicated watermark (the old leader crashed after a commit, before replicating it).
     const recoveryKey = `${term}|${settings.tierParquetPath}`;
     const recovering = this.#recoveredFor !== recoveryKey;
-    if (recovering) watermark = parquetLogEnd(await log.read(objects, location), watermark);
+    let holdsRows = false;
+    if (recovering) {
+      const read = await log.read(objects, location);
+      holdsRows = read.checkpoint !== undefined || read.markers.length > 0;
+      watermark = parquetLogEnd(read, watermark);
+    }
     const context: ParquetCompactionContext = {
       objects,
       location,
@@ -442,7 +447,7 @@ export class TierSweeper {
       // adoption): retention deletes up to the stored watermark, on every node it replicates to.
       // Stored before the check, a watermark past this log's own entries had every node delete
       // acknowledged events never tiered, and the check then passed, their seqs deleted (review).
-      await store.putMeta(this.#vouched(watermark));
+      await store.putMeta(await this.#vouchedAt(watermark, holdsRows ? tiered : undefined));
       // Erasure records committed whose rewrite was not recorded done (a crash in between), and
       // those tiered while this location was an earlier target that a pass could not reach.
       this.#parquetErasuresPending = await pendingParquetErasures({ objects, location, log }, await store.erasureRecordSeqs(0, watermark.seq));
@@ -579,14 +584,15 @@ export class TierSweeper {
     // of their erasure records and still move the table's erasure cursor past them.
     await this.#checkWatermarkInLog(watermark, tiered, () => new IcebergTierSource(connections, table));
     if (this.#steppedDownByAdoption()) return 'not-leader';
-    await this.#vouchInTerm(watermark);
+    const holds = tableMark !== undefined && tableMark.seq > 0 ? tiered : undefined;
+    await this.#vouchInTerm(watermark, holds);
     // Erasures the table holds but has not applied yet (a pass stopped by a crash, or records an adoption just brought) go first.
     const loaded = await this.#applyErasures(context, current);
     const prefetched = this.#takePrefetch(target, watermark.seq);
     const next = prefetched ? await prefetched.next : await this.#nextBatch(watermark);
     const { batch } = next;
     if (batch.length === 0) {
-      await this.#options.store.putMeta(this.#vouched(watermark));
+      await this.#options.store.putMeta(await this.#vouchedAt(watermark, holds));
       this.#currentErasuresApplied = erasuresAppliedThrough(loaded.metadata);
       return 'nothing-to-tier';
     }
@@ -1037,10 +1043,26 @@ export class TierSweeper {
     return { [WATERMARK_META]: watermark, [WATERMARK_TERM_META]: term };
   }
 
-  /** Stores that the watermark holds for this log in this term, when not stored yet (once a term). */
-  async #vouchInTerm(watermark: Watermark): Promise<void> {
+  /**
+   * #vouched, with `location` added to the tiered locations when it is not listed yet: given when
+   * the watermark was read from that location, which holds rows. Its commits may be past what
+   * this log recorded (a leader that died before recording its first commit there, a commit
+   * whose read-back failed and whose retry found it made); retention deletes what the watermark
+   * counts as tiered, and the merged reader reads only the listed locations. Stored with the
+   * watermark alone, a successor's log had every node delete the events of such a first commit
+   * while no search read the location holding them (review).
+   */
+  async #vouchedAt(watermark: Watermark, location: TieredLocation | undefined): Promise<Record<string, unknown>> {
+    const vouched = this.#vouched(watermark);
+    if (location === undefined) return vouched;
+    const known = await readTieredLocations(this.#options.store);
+    return includesLocation(known, location) ? vouched : { ...vouched, [TIERED_LOCATIONS_META]: [...known, location] };
+  }
+
+  /** Stores that the watermark holds for this log in this term, when not stored yet (once a term); `location` as for #vouchedAt. */
+  async #vouchInTerm(watermark: Watermark, location?: TieredLocation): Promise<void> {
     if (this.#vouchedTerm === this.#options.term()) return;
-    await this.#options.store.putMeta(this.#vouched(watermark));
+    await this.#options.store.putMeta(await this.#vouchedAt(watermark, location));
   }
 
   /**

@@ -349,6 +349,22 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
   }
 
   it.each(['parquet', 'iceberg'] as const)(
+    '%s: a successor that finds a target tiered further than its log recorded (the leader died before recording its first commit there) records the target with the watermark: retention then deletes nothing the merged reader does not read',
+    async (mode) => {
+      const target = modes[mode](`unrecorded_${mode}`);
+      const dead = await tieredLog(target);
+      // The successor holds the dead leader's log, and nothing of its tier bookkeeping.
+      const successor = await storeWith(0);
+      await successor.applyReplicated(await dead.readEncodedBySeq(0, 20), dead.termStarts());
+      const b = testSweeper({ store: successor, connections: s3.connections, catalogs, settings: () => target, term: () => 2 });
+      expect(await b.sweep()).toBe('nothing-to-tier');
+      expect((await b.watermark()).seq).toBe(20);
+      expect(await readTieredLocations(successor)).toEqual(await readTieredLocations(dead));
+      expect(await readTieredLocations(successor)).toHaveLength(1);
+    },
+  );
+
+  it.each(['parquet', 'iceberg'] as const)(
     '%s: a successor whose log lacks what a dead leader tiered stops tiering, and once an admin allows it takes what the tier holds, orders its own entries again after it, and every event is tiered once',
     async (mode) => {
       const target = modes[mode](`successor_${mode}`);
