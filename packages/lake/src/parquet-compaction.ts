@@ -57,6 +57,8 @@ export interface ParquetLog {
   checkpointSoughtAt?: number;
   /** When it was read (the reader's clock): a later read from it, long after, looks for the newest checkpoint first. */
   readAtMs?: number;
+  /** When it was read by the wall clock: long after by either clock is long after. */
+  readAtWallMs?: number;
 }
 
 /**
@@ -83,10 +85,11 @@ export const KNOWN_LOG_STALE_MS = ORPHAN_MIN_AGE_FLOOR_MS / 2;
 
 /**
  * The clock readers age what they read by, unless given one: milliseconds that never step back
- * (the process's monotonic clock, from about the wall time it started). Aged by the wall clock, a
- * reader whose host clock was set back by hours took a log read long ago for a fresh one and did
- * not look for the checkpoint folding markers packed away meanwhile: their events were missing
- * from its searches until the next commit.
+ * (the process's monotonic clock, from about the wall time it started). Aged by the wall clock
+ * alone, a reader whose host clock was set back by hours took a log read long ago for a fresh one
+ * and did not look for the checkpoint folding markers packed away meanwhile: their events were
+ * missing from its searches until the next commit. The monotonic clock in turn stands still
+ * while the host is suspended, so a log is stale once either clock says so (readParquetLog).
  */
 export function readerClockMs(): number {
   return performance.timeOrigin + performance.now();
@@ -293,7 +296,8 @@ export function nextCompactionGeneration(log: Pick<ParquetLog, 'checkpoint' | 'c
 export async function readParquetLog(objects: ObjectStore, location: S3Location, known?: ParquetLog, options: { fromCheckpoint?: boolean; nowMs?: number } = {}): Promise<ParquetLog> {
   const fromStart = known === undefined ? options.fromCheckpoint === false : known.checkpointSoughtAt === undefined;
   const nowMs = options.nowMs ?? readerClockMs();
-  const stale = known?.readAtMs !== undefined && nowMs - known.readAtMs >= KNOWN_LOG_STALE_MS;
+  const wallMs = Date.now();
+  const stale = known?.readAtMs !== undefined && (nowMs - known.readAtMs >= KNOWN_LOG_STALE_MS || wallMs - (known.readAtWallMs ?? wallMs) >= KNOWN_LOG_STALE_MS);
   // A log read from the start (verify's) has no checkpoint to move to: read it all again.
   if (stale && fromStart) return readParquetLog(objects, location, undefined, { fromCheckpoint: false, nowMs });
   let checkpoint = known !== undefined ? known.checkpoint : fromStart ? undefined : await readNewestCheckpoint(objects, location);
@@ -339,6 +343,7 @@ export async function readParquetLog(objects: ObjectStore, location: S3Location,
     byKey: { markers, compactions },
     ...(fromStart ? {} : { checkpointSoughtAt: soughtAt }),
     readAtMs: nowMs,
+    readAtWallMs: wallMs,
   };
 }
 

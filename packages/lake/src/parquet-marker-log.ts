@@ -23,6 +23,11 @@ interface FoundMarker {
 }
 
 
+/** `keys` without the folder's own placeholder object (`<prefix>`, empty, as S3 consoles create one), which is no marker. */
+function withoutFolderObject(prefix: string, keys: readonly string[]): string[] {
+  return keys.filter((key) => key !== prefix);
+}
+
 /** Where `found` was read, for a message: the loose object, or the pack and the marker's name in it. */
 function whereFound(found: FoundMarker, key: string): string {
   return found.packed ? `${found.url} (marker ${key.slice(key.lastIndexOf('/') + 1)})` : found.url;
@@ -43,7 +48,7 @@ function whereFound(found: FoundMarker, key: string): string {
 async function readAllMarkers(objects: ObjectStore, location: S3Location, fromSeq: number | undefined): Promise<Map<string, CommitMarker>> {
   const prefix = commitsPrefix(location);
   // `<n>` sorts right before `<n>.json`: the listing starts at the marker keyed `fromSeq`.
-  const looseKeys = await objects.list(prefix, fromSeq === undefined ? {} : { startAfter: `${prefix}${encodeKeyNumber(fromSeq)}` });
+  const looseKeys = withoutFolderObject(prefix, await objects.list(prefix, fromSeq === undefined ? {} : { startAfter: `${prefix}${encodeKeyNumber(fromSeq)}` }));
   const found = new Map<string, FoundMarker>();
   const gone: string[] = [];
   await mapBounded(looseKeys, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (key) => {
@@ -85,17 +90,21 @@ async function readAllMarkers(objects: ObjectStore, location: S3Location, fromSe
 /**
  * A commit marker's text, parsed; one naming anything but the location's data files is refused
  * (refuseForeignFiles), and so is one under another name than its own (`name`, its key's last
- * part): a marker is keyed by the seq it continues from (by its last seq, before markers said
- * what they continue from), and readers select markers by key. Moved below a checkpoint, a
- * marker reaching past it was read by no reader starting there and its events were hidden from
- * every search; moved elsewhere, it breaks the chain readers follow.
+ * part), or under a name no marker has: a marker is keyed by the seq it continues from (by its
+ * last seq, before markers said what they continue from), and readers select markers by key.
+ * Moved below a checkpoint, a marker reaching past it was read by no reader starting there and
+ * its events were hidden from every search; moved to `<key>.json.bak`, it was read from the start
+ * (verify) but never from a checkpoint (review).
  */
 function parseCommitMarker(location: S3Location, text: string, where: string, name: string): CommitMarker {
+  if (markerNameSeq(name) === undefined) {
+    throw new AuditError(AuditErrorCode.INTEGRITY_MISMATCH, `${where} is not named as a commit marker is (<16 digits>.json): only markers are written there, so it was put there by hand; move it out of the location`);
+  }
   const marker = JSON.parse(text) as CommitMarker;
   refuseForeignFiles(location, where, marker.files);
   const keySeq = markerNameSeq(name);
   const ownSeq = marker.afterSeq ?? marker.watermark?.seq;
-  if (keySeq !== undefined && keySeq !== ownSeq) {
+  if (keySeq !== ownSeq) {
     throw new AuditError(
       AuditErrorCode.INTEGRITY_MISMATCH,
       `${where} is named for seq ${keySeq} but ${marker.afterSeq === undefined ? `ends at seq ${String(ownSeq)} (a marker that names no seq it continues from is keyed by its last)` : `continues from seq ${ownSeq}`}: a marker is written under its own key, so it was moved or changed`,
@@ -172,7 +181,7 @@ export async function readMarkersByKey(objects: ObjectStore, location: S3Locatio
   const prefix = commitsPrefix(location);
   const lastKnown = [...known.keys()].at(-1);
   const startAfter = lastKnown ?? (afterSeq === undefined ? undefined : `${prefix}${encodeKeyNumber(afterSeq)}`);
-  const keys = await objects.list(prefix, startAfter === undefined ? {} : { startAfter });
+  const keys = withoutFolderObject(prefix, await objects.list(prefix, startAfter === undefined ? {} : { startAfter }));
   const read = await mapBounded(keys, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (key) => {
     const bytes = await objects.find(key);
     return bytes === undefined ? undefined : ([key, parseCommitMarker(location, new TextDecoder().decode(bytes), `the commit marker ${objects.url(key)}`, key.slice(prefix.length))] as const);

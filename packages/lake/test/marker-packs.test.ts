@@ -23,6 +23,7 @@ import {
   ObjectStore,
   packParquetMarkers,
   ParquetTierSource,
+  S3Connections,
   readMarkers,
   readParquetLog,
   REPLACED_FILE_GRACE_MS,
@@ -367,6 +368,20 @@ describe('commit marker packs', () => {
     await at.objects.delete(markerKey(at.location, 30));
     await at.objects.putIfAbsent(markerKey(at.location, 50), text, 'application/json');
     await expect(at.source().listFiles()).rejects.toMatchObject({ code: 'AUDIT_INTEGRITY_MISMATCH', message: expect.stringContaining('is named for seq 50 but continues from seq 40') });
+    // Moved to a name no marker has (a backup copy, say): refused too, where a from-start read took it and a reader from the checkpoint did not.
+    await at.objects.delete(markerKey(at.location, 50));
+    const bak = `${markerKey(at.location, 30)}.bak`;
+    await at.objects.putIfAbsent(bak, text, 'application/json');
+    await expect(readParquetLog(at.objects, at.location, undefined, { fromCheckpoint: false })).rejects.toMatchObject({
+      code: 'AUDIT_INTEGRITY_MISMATCH',
+      message: `the commit marker ${at.objects.url(bak)} is not named as a commit marker is (<16 digits>.json): only markers are written there, so it was put there by hand; move it out of the location`,
+    });
+    // The folder's own placeholder (an empty object named like the folder, as S3 consoles make one) is no marker, and no fault.
+    await at.objects.delete(bak);
+    await at.objects.putIfAbsent(markerKey(at.location, 40), text, 'application/json');
+    await at.objects.putIfAbsent(`${at.location.prefix}/${COMMITS_DIR}/`, '', 'application/x-directory');
+    expect((await readParquetLog(at.objects, at.location, undefined, { fromCheckpoint: false })).markers).toHaveLength(3);
+    expect((await at.source().listFiles()).reduce((n, f) => n + f.rows, 0)).toBe(60);
   });
 
   it('a reader kept from before — idle while markers it never read were packed and deleted — and one starting from an older checkpoint list what a fresh reader lists', async () => {
@@ -403,23 +418,29 @@ describe('commit marker packs', () => {
     await at.expectConsistent('from the older checkpoint');
   }, 120_000);
 
-  it('a reader on the default clock ages its log by a monotonic clock: idle past the stale age while the wall clock stood still (set back), it still finds the markers packed away meanwhile', async () => {
-    const at = new Location('monotonic');
-    const limits = { packSize: 5, perRunMax: 100 };
-    await at.commit(3);
-    // Only the monotonic clock is faked: the wall clock (Date) keeps its time as if set back by what passes.
-    vi.useFakeTimers({ toFake: ['performance'] });
-    onTestFinished(() => void vi.useRealTimers());
-    const reader = at.source();
-    expect((await reader.listFiles()).reduce((n, f) => n + f.rows, 0)).toBe(3);
-    await at.commit(12);
-    await at.maintain(limits);
-    await at.maintainLater(limits);
-    await at.maintainLater(limits);
-    expect(await at.loose()).toEqual([]);
-    vi.advanceTimersByTime(KNOWN_LOG_STALE_MS + 1);
-    expect((await reader.listFiles()).reduce((n, f) => n + f.rows, 0)).toBe(at.seq);
-  }, 120_000);
+  for (const moved of ['performance', 'Date'] as const) {
+    it(`a reader on the default clocks finds the markers packed away while it was idle past the stale age by the ${moved === 'performance' ? 'monotonic clock, the wall clock standing still (set back)' : 'wall clock, the monotonic one standing still (a suspended host)'}`, async () => {
+      const at = new Location(`idle-by-${moved}`);
+      const limits = { packSize: 5, perRunMax: 100 };
+      await at.commit(3);
+      // Only the clock that moves is faked; the other stands as if set back by what passes.
+      vi.useFakeTimers({ toFake: [moved] });
+      onTestFinished(() => void vi.useRealTimers());
+      // Its own S3 client: one whose clock jumps corrects its signing for the skew, and that correction would outlive the test.
+      const connections = new S3Connections(new Map([['s3', { id: 's3', endpoint: s3.server.url, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
+      onTestFinished(() => connections.close());
+      const reader = new ParquetTierSource(connections, { mode: 'parquet', path: `s3://${BUCKET}/${at.location.prefix}`, connectionId: 's3' });
+      onTestFinished(() => reader.close());
+      expect((await reader.listFiles()).reduce((n, f) => n + f.rows, 0)).toBe(3);
+      await at.commit(12);
+      await at.maintain(limits);
+      await at.maintainLater(limits);
+      await at.maintainLater(limits);
+      expect(await at.loose()).toEqual([]);
+      vi.advanceTimersByTime(KNOWN_LOG_STALE_MS + 1);
+      expect((await reader.listFiles()).reduce((n, f) => n + f.rows, 0)).toBe(at.seq);
+    }, 120_000);
+  }
 
   it('a reader whose listed markers are deleted before it fetches them (packed meanwhile) reads afresh: every marker, no failure', async () => {
     const at = new Location('race');

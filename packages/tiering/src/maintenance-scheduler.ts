@@ -382,7 +382,8 @@ export class MaintenanceScheduler {
       ...(this.#options.encoder ? { encoder: this.#options.encoder } : {}),
     };
     // The target is registered as soon as it is set; what it holds is this log's only once this
-    // node's sweep committed there (tieredLocations). Before that the location has nothing of
+    // log's sweep committed there, or found there what it counts as tiered, after checking it is
+    // this log's (tieredLocations). Before that the location has nothing of
     // this log to maintain — and when the target was set by mistake to another cluster's
     // location, which the sweep refuses, a run would compact, expire and clean that cluster's
     // table (review).
