@@ -355,7 +355,7 @@ export class ParquetLogCache {
   #log: ParquetLog | undefined;
   readonly #now: () => number;
 
-  /** `now`: the clock that ages what it read ({@link KNOWN_LOG_STALE_MS}; tests pass a manual one). */
+  /** `now`: the clock that ages what it read, with the wall clock ({@link KNOWN_LOG_STALE_MS}; tests pass a manual one). */
   constructor(now: () => number = readerClockMs) {
     this.#now = now;
   }

@@ -23,9 +23,20 @@ interface FoundMarker {
 }
 
 
-/** `keys` without the folder's own placeholder object (`<prefix>`, empty, as S3 consoles create one), which is no marker. */
-function withoutFolderObject(prefix: string, keys: readonly string[]): string[] {
-  return keys.filter((key) => key !== prefix);
+/**
+ * The marker keys of a listing of `commits/` (`prefix`), checked before anything is fetched: the
+ * folder's own placeholder key (`<prefix>`, as S3 consoles create one) is dropped, and any other
+ * key not named as a marker is (`<16 digits>.json`) is refused, naming it. Only markers are
+ * written there, and readers select markers by name: a marker moved to `<key>.json.bak` was read
+ * from the start (verify) but never from a checkpoint (review).
+ */
+function looseMarkerKeys(objects: ObjectStore, prefix: string, keys: readonly string[]): string[] {
+  const markers = keys.filter((key) => key !== prefix);
+  const stray = markers.find((key) => markerNameSeq(key.slice(prefix.length)) === undefined);
+  if (stray !== undefined) {
+    throw new AuditError(AuditErrorCode.INTEGRITY_MISMATCH, `${objects.url(stray)} is not named as a commit marker is (<16 digits>.json): only markers are written there, so it was put there by hand; move it out of the location`);
+  }
+  return markers;
 }
 
 /** Where `found` was read, for a message: the loose object, or the pack and the marker's name in it. */
@@ -48,7 +59,7 @@ function whereFound(found: FoundMarker, key: string): string {
 async function readAllMarkers(objects: ObjectStore, location: S3Location, fromSeq: number | undefined): Promise<Map<string, CommitMarker>> {
   const prefix = commitsPrefix(location);
   // `<n>` sorts right before `<n>.json`: the listing starts at the marker keyed `fromSeq`.
-  const looseKeys = withoutFolderObject(prefix, await objects.list(prefix, fromSeq === undefined ? {} : { startAfter: `${prefix}${encodeKeyNumber(fromSeq)}` }));
+  const looseKeys = looseMarkerKeys(objects, prefix, await objects.list(prefix, fromSeq === undefined ? {} : { startAfter: `${prefix}${encodeKeyNumber(fromSeq)}` }));
   const found = new Map<string, FoundMarker>();
   const gone: string[] = [];
   await mapBounded(looseKeys, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (key) => {
@@ -89,17 +100,13 @@ async function readAllMarkers(objects: ObjectStore, location: S3Location, fromSe
 
 /**
  * A commit marker's text, parsed; one naming anything but the location's data files is refused
- * (refuseForeignFiles), and so is one under another name than its own (`name`, its key's last
- * part), or under a name no marker has: a marker is keyed by the seq it continues from (by its
- * last seq, before markers said what they continue from), and readers select markers by key.
- * Moved below a checkpoint, a marker reaching past it was read by no reader starting there and
- * its events were hidden from every search; moved to `<key>.json.bak`, it was read from the start
- * (verify) but never from a checkpoint (review).
+ * (refuseForeignFiles), and so is one under another name (`name`, a marker name: its key's last
+ * part) than its own: a marker is keyed by the seq it continues from (by its last seq, before
+ * markers said what they continue from), and readers select markers by key. Moved below a
+ * checkpoint, a marker reaching past it is read by no reader starting there (its events hidden
+ * from every search): a read from the start (verify) names it.
  */
 function parseCommitMarker(location: S3Location, text: string, where: string, name: string): CommitMarker {
-  if (markerNameSeq(name) === undefined) {
-    throw new AuditError(AuditErrorCode.INTEGRITY_MISMATCH, `${where} is not named as a commit marker is (<16 digits>.json): only markers are written there, so it was put there by hand; move it out of the location`);
-  }
   const marker = JSON.parse(text) as CommitMarker;
   refuseForeignFiles(location, where, marker.files);
   const keySeq = markerNameSeq(name);
@@ -181,7 +188,7 @@ export async function readMarkersByKey(objects: ObjectStore, location: S3Locatio
   const prefix = commitsPrefix(location);
   const lastKnown = [...known.keys()].at(-1);
   const startAfter = lastKnown ?? (afterSeq === undefined ? undefined : `${prefix}${encodeKeyNumber(afterSeq)}`);
-  const keys = withoutFolderObject(prefix, await objects.list(prefix, startAfter === undefined ? {} : { startAfter }));
+  const keys = looseMarkerKeys(objects, prefix, await objects.list(prefix, startAfter === undefined ? {} : { startAfter }));
   const read = await mapBounded(keys, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (key) => {
     const bytes = await objects.find(key);
     return bytes === undefined ? undefined : ([key, parseCommitMarker(location, new TextDecoder().decode(bytes), `the commit marker ${objects.url(key)}`, key.slice(prefix.length))] as const);

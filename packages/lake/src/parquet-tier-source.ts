@@ -25,7 +25,7 @@ export class ParquetTierSource implements TierSource {
   #log: ParquetLog | undefined;
   readonly #now: () => number;
 
-  /** `options.now`: the clock that ages what it read, so a source idle for long looks for the newest checkpoint (KNOWN_LOG_STALE_MS). */
+  /** `options.now`: the clock that ages what it read (with the wall clock: stale when either says so), so a source idle for long looks for the newest checkpoint (KNOWN_LOG_STALE_MS). */
   constructor(connections: S3Connections, location: TieredLocation, options: { now?: () => number } = {}) {
     this.#connections = connections;
     this.#location = location;

@@ -374,7 +374,7 @@ describe('commit marker packs', () => {
     await at.objects.putIfAbsent(bak, text, 'application/json');
     await expect(readParquetLog(at.objects, at.location, undefined, { fromCheckpoint: false })).rejects.toMatchObject({
       code: 'AUDIT_INTEGRITY_MISMATCH',
-      message: `the commit marker ${at.objects.url(bak)} is not named as a commit marker is (<16 digits>.json): only markers are written there, so it was put there by hand; move it out of the location`,
+      message: `${at.objects.url(bak)} is not named as a commit marker is (<16 digits>.json): only markers are written there, so it was put there by hand; move it out of the location`,
     });
     // The folder's own placeholder (an empty object named like the folder, as S3 consoles make one) is no marker, and no fault.
     await at.objects.delete(bak);
