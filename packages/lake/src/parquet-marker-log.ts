@@ -22,11 +22,10 @@ interface FoundMarker {
   packed: boolean;
 }
 
-
 /**
  * The marker keys of a listing of `commits/` (`prefix`), checked before anything is fetched: the
  * folder's own placeholder key (`<prefix>`, as S3 consoles create one) is dropped, and any other
- * key not named as a marker is (`<16 digits>.json`) is refused, naming it. Only markers are
+ * key whose name is not a marker's (`<16 digits>.json`) is refused, naming it. Only markers are
  * written there, and readers select markers by name: a marker moved to `<key>.json.bak` was read
  * from the start (verify) but never from a checkpoint (review).
  */
