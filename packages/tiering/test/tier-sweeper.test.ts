@@ -364,6 +364,38 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     },
   );
 
+  it('parquet: a first commit whose read-back failed is found made by the retry (taken: OBJECT_EXISTS), and the recovery after it records the target with the watermark', async () => {
+    const target = modes.parquet('readback_failed');
+    // A bucket whose first GET of a commit marker fails, as an S3 500 would.
+    class FailingFirstMarkerGet extends S3Connections {
+      failed = 0;
+      override bucket(id: string, bucket: string): ObjectStore {
+        const objects = super.bucket(id, bucket);
+        const get = objects.get.bind(objects);
+        objects.get = async (key) => {
+          if (this.failed === 0 && key.includes('/_auditlake/commits/')) {
+            this.failed++;
+            throw new Error('injected: 500 InternalError on the read-back');
+          }
+          return get(key);
+        };
+        return objects;
+      }
+    }
+    const failing = new FailingFirstMarkerGet(new Map([['s3', { id: 's3', endpoint: s3.server.url, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
+    onTestFinished(() => failing.close());
+    const store = await storeWith(20, 10);
+    const s = testSweeper({ store, connections: failing, catalogs, settings: () => target });
+    expect(await s.sweep()).toBe('failed');
+    expect(failing.failed).toBe(1);
+    expect(await s.sweep()).toBe('failed');
+    expect((await s.status()).lastError).toContain('commit lost');
+    expect(await readTieredLocations(store)).toEqual([]);
+    expect(await s.sweep()).toBe('nothing-to-tier');
+    expect((await s.watermark()).seq).toBe(20);
+    expect(await readTieredLocations(store)).toEqual([{ mode: 'parquet', path: target.tierParquetPath, connectionId: 's3' }]);
+  });
+
   it.each(['parquet', 'iceberg'] as const)(
     '%s: a successor whose log lacks what a dead leader tiered stops tiering, and once an admin allows it takes what the tier holds, orders its own entries again after it, and every event is tiered once',
     async (mode) => {
