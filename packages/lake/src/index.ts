@@ -11,7 +11,7 @@ export { watermarkFromLiveFiles } from './iceberg-file-watermark.js';
 export { advanceVersionHint, ensureIcebergTable, ensureNamespace, loadIcebergTable, putVersionHint, tableWatermark, type LoadedTable } from './iceberg-table.js';
 export { commitIcebergBatch, encodeIcebergBatch, type EncodedIcebergBatch, type IcebergCommitResult } from './iceberg-committer.js';
 export { COMMITS_DIR, commitParquetBatch, dataFileFault, eventDate, markerKey, PARQUET_DATA_FILE_NAME, type CommitMarker, type CommittedFile, type ParquetBatchResult, type ParquetCommitContext } from './parquet-committer.js';
-export { readMarkers, readMarkersByKey } from './parquet-marker-log.js';
+export { readMarkersByKey } from './parquet-marker-log.js';
 export { MARKER_PACK_FORMAT, MARKER_PACKS_DIR } from './parquet-marker-pack.js';
 export { MARKER_PACK_LIMITS, packParquetMarkers, type MarkerPackLimits, type MarkerPacking } from './parquet-marker-packing.js';
 export { COMPACTION_MARKER_PACKS, COMPACTION_PACKS_DIR } from './parquet-compaction-pack.js';

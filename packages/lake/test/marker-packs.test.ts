@@ -1,7 +1,7 @@
 // Goal: maintenance packs the commit markers at or before the newest log checkpoint
 // (`_auditlake/commit-packs/`) and deletes the loose ones only after the orphan age, and every
 // reader — from the start (verify), from a checkpoint (a node's tier source, compaction
-// planning), a reader kept from before the packing, `readMarkers` from a seq — sees the same
+// planning), a reader kept from before the packing — sees the same
 // markers whether loose, packed or both: the same live files and fold, every event once (DuckDB
 // over the files listed), through crashes between the pack and the deletes; a from-start read
 // GETs ~markers/packSize objects instead of every marker; and an edited pack, a pack and a loose
@@ -24,7 +24,6 @@ import {
   packParquetMarkers,
   ParquetTierSource,
   S3Connections,
-  readMarkers,
   readParquetLog,
   REPLACED_FILE_GRACE_MS,
   rewriteParquetRows,
@@ -261,8 +260,8 @@ describe('commit marker packs', () => {
     await at.expectConsistent('some packed markers deleted');
     expect(await at.maintain(limits)).toMatchObject({ markersPacked: 0, packedMarkersDeleted: 20 - deposedAt });
     expect(await at.loose()).toHaveLength(3);
-    // readMarkers from seq 0 finds every marker, the newest last.
-    expect((await readMarkers(at.objects, at.location, 0)).map((m) => JSON.stringify(m))).toEqual([...at.written.values()]);
+    // A read from the start finds every marker, the newest last.
+    expect((await readParquetLog(at.objects, at.location, undefined, { fromCheckpoint: false })).markers.map((m) => JSON.stringify(m))).toEqual([...at.written.values()]);
     // A stale leader paused (longer than the orphan age) before its marker, planned from seq 0:
     // the key's loose copy is gone, so its create succeeds, but the checkpoint folds past it — the
     // copy goes again and the batch is lost, leaving no second text under a packed key.
@@ -427,7 +426,7 @@ describe('commit marker packs', () => {
       vi.useFakeTimers({ toFake: [moved] });
       onTestFinished(() => void vi.useRealTimers());
       // Its own S3 client: one whose clock jumps corrects its signing for the skew, and that correction would outlive the test.
-      const connections = new S3Connections(new Map([['s3', { id: 's3', endpoint: s3.server.url, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
+      const connections = new S3Connections(s3.connectionConfigs());
       onTestFinished(() => connections.close());
       const reader = new ParquetTierSource(connections, { mode: 'parquet', path: `s3://${BUCKET}/${at.location.prefix}`, connectionId: 's3' });
       onTestFinished(() => reader.close());

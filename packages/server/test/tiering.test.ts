@@ -134,9 +134,9 @@ describe('parquet tiering sweep', () => {
     await waitUntilTiered(t);
     const all = await t.node.store.readBySeq(0, 100);
     // Reconstruct batches from the commit markers' seq ranges.
-    const { readMarkers, parseS3Location } = await import('@auditlake/lake');
+    const { readParquetLog, parseS3Location } = await import('@auditlake/lake');
     const location = parseS3Location('s3://ext/audit')!;
-    const committed = await readMarkers(t.node.tiering.connections.bucket('ext', 'ext'), location);
+    const { markers: committed } = await readParquetLog(t.node.tiering.connections.bucket('ext', 'ext'), location, undefined, { fromCheckpoint: false });
     expect(committed.length).toBeGreaterThan(1);
     const batchOf = new Map<number, number>();
     committed.forEach((m, b) => {
