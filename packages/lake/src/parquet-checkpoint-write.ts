@@ -1,7 +1,7 @@
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import type { ObjectStore } from './object-store.js';
 import { checkpointKey, listCheckpointKeys, checkpointKeySeq, parseCheckpoint, readNewestCheckpoint, type LoadedCheckpoint, type ParquetCheckpoint } from './parquet-checkpoint.js';
-import { parquetDataPrefix, type CommitMarker, type CommittedFile } from './parquet-committer.js';
+import { markerKeySeq, parquetDataPrefix, type CommitMarker, type CommittedFile } from './parquet-committer.js';
 import { liveParquetFiles, ParquetLogCache, type CompactionMarker, type ParquetCompactionContext, type ParquetLog } from './parquet-compaction.js';
 import type { S3Location } from './s3-location.js';
 
@@ -187,7 +187,7 @@ export async function checkParquetCheckpoint(objects: ObjectStore, location: S3L
   // A reader from the checkpoint lists the markers keyed at or after its seq (readMarkersByKey).
   // One keyed before it that reaches past it (a recovery that continued from a watermark inside a
   // marker's range wrote it, before parquetLogEnd) is never read: its events miss every search.
-  const unlisted = full.markers.find((m) => (m.afterSeq ?? m.watermark.seq) < seq && m.watermark.seq > seq);
+  const unlisted = full.markers.find((m) => markerKeySeq(m) < seq && m.watermark.seq > seq);
   if (unlisted !== undefined) {
     throw forged(`the commit marker continuing from seq ${unlisted.afterSeq} reaches seq ${unlisted.watermark.seq}, past it, but a reader starting from it lists only markers from seq ${seq} on: the events it adds are missing from every search, and orphan cleanup may delete its files`);
   }

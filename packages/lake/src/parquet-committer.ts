@@ -183,6 +183,11 @@ export function refuseForeignFiles(location: S3Location, where: string, ...lists
   }
 }
 
+/** The seq a marker is keyed by: the one it continues from, or its last for a marker from before `afterSeq` was written. */
+export function markerKeySeq(marker: Pick<CommitMarker, 'afterSeq' | 'watermark'>): number {
+  return marker.afterSeq ?? marker.watermark?.seq;
+}
+
 /** The marker of the commit that continues from watermark seq `afterSeq`; keys sort by it. */
 export function markerKey(location: S3Location, afterSeq: number): string {
   return joinKey(location.prefix, `${COMMITS_DIR}/${encodeKeyNumber(afterSeq)}.json`);

@@ -2,7 +2,7 @@ import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import { encodeKeyNumber } from './key-number.js';
 import type { ObjectStore } from './object-store.js';
-import { COMMITS_DIR, refuseForeignFiles, type CommitMarker } from './parquet-committer.js';
+import { COMMITS_DIR, markerKeySeq, refuseForeignFiles, type CommitMarker } from './parquet-committer.js';
 import { markerNameSeq, markerPacksPrefix, markerTextDigest, parseMarkerPack, parseMarkerPackKey, type MarkerPackName } from './parquet-marker-pack.js';
 import { joinKey, type S3Location } from './s3-location.js';
 
@@ -109,7 +109,7 @@ function parseCommitMarker(location: S3Location, text: string, where: string, na
   const marker = JSON.parse(text) as CommitMarker;
   refuseForeignFiles(location, where, marker.files);
   const keySeq = markerNameSeq(name);
-  const ownSeq = marker.afterSeq ?? marker.watermark?.seq;
+  const ownSeq = markerKeySeq(marker);
   if (keySeq !== ownSeq) {
     throw new AuditError(
       AuditErrorCode.INTEGRITY_MISMATCH,
@@ -160,11 +160,6 @@ function lowerBound(seqs: readonly number[], seq: number): number {
     else hi = mid;
   }
   return lo;
-}
-
-/** Every commit marker at `location` that continues from seq `fromSeq` or later, loose or packed, oldest first. */
-export async function readMarkers(objects: ObjectStore, location: S3Location, fromSeq = 0): Promise<CommitMarker[]> {
-  return [...(await readAllMarkers(objects, location, fromSeq)).values()];
 }
 
 /**
