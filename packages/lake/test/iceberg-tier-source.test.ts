@@ -28,7 +28,7 @@ const s3 = useEmbeddedS3('iceberg-tier-source-', BUCKET, CREDENTIALS);
 let connections: CountingConnections;
 
 beforeAll(() => {
-  connections = new CountingConnections(new Map([['s3', { id: 's3', endpoint: s3.server.url, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
+  connections = new CountingConnections(s3.connectionConfigs());
 });
 
 afterAll(() => {

@@ -187,7 +187,7 @@ describe('maintenance beside the sweep', () => {
     const tableSettings = () => settings({ 'audit.tier.iceberg.table': table, 'audit.tier.maintenance.snapshot.retain.last': '2', 'audit.tier.maintenance.orphan.min.age.ms': String(HOUR_MS) });
     const encoder = new TierEncodePool();
     onTestFinished(() => encoder.close());
-    const counted = new LostCommitCounter(new Map([['s3', { id: 's3', endpoint: s3.server.url, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
+    const counted = new LostCommitCounter(s3.connectionConfigs());
     onTestFinished(() => counted.close());
     const shared = new CommitLock();
     const log = { info: () => undefined, warn: () => undefined };

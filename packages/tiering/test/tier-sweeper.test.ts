@@ -41,6 +41,13 @@ async function storeWith(events: number, perAppend = 50, ingestFromMs = Date.now
   return store;
 }
 
+/** A store holding `log`'s entries through `throughSeq`, replicated as a standby holds them, and none of its metadata (watermark, tier bookkeeping). */
+async function replicaOf(log: AuditStore, throughSeq: number): Promise<AuditStore> {
+  const replica = await storeWith(0);
+  await replica.applyReplicated(await log.readEncodedBySeq(0, throughSeq), log.termStarts());
+  return replica;
+}
+
 function sweeper(store: AuditStore, path: string, over: Partial<TierSweeperOptions> = {}): TierSweeper {
   return testSweeper({ store, connections: s3.connections, catalogs: new Map(), settings: () => settings(path), ...over });
 }
@@ -178,7 +185,7 @@ describe('TierSweeper', () => {
         return objects;
       }
     }
-    const counting = new MarkerGets(new Map([['s3', { id: 's3', endpoint: s3.server.url, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
+    const counting = new MarkerGets(s3.connectionConfigs());
     onTestFinished(() => counting.close());
     const store = await storeWith(80, 10);
     let term = 1;
@@ -303,8 +310,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     const b = testSweeper({ store: other, connections: s3.connections, catalogs, settings: () => target });
     expect(await b.sweep()).toBe('failed');
     expect((await b.status()).lastError).toContain('is tiered through seq 30');
-    const copy = await storeWith(0);
-    await copy.applyReplicated(await first.readEncodedBySeq(0, 30), first.termStarts());
+    const copy = await replicaOf(first, 30);
     await copy.append(Array.from({ length: 5 }, (_, i) => ev(30 + i)));
     const c = testSweeper({ store: copy, connections: s3.connections, catalogs, settings: () => target });
     expect(await c.sweep()).toBe('tiered');
@@ -354,8 +360,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
       const target = modes[mode](`unrecorded_${mode}`);
       const dead = await tieredLog(target);
       // The successor holds the dead leader's log, and nothing of its tier bookkeeping.
-      const successor = await storeWith(0);
-      await successor.applyReplicated(await dead.readEncodedBySeq(0, 20), dead.termStarts());
+      const successor = await replicaOf(dead, 20);
       const b = testSweeper({ store: successor, connections: s3.connections, catalogs, settings: () => target, term: () => 2 });
       expect(await b.sweep()).toBe('nothing-to-tier');
       expect((await b.watermark()).seq).toBe(20);
@@ -382,7 +387,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
         return objects;
       }
     }
-    const failing = new FailingFirstMarkerGet(new Map([['s3', { id: 's3', endpoint: s3.server.url, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));
+    const failing = new FailingFirstMarkerGet(s3.connectionConfigs());
     onTestFinished(() => failing.close());
     const store = await storeWith(20, 10);
     const s = testSweeper({ store, connections: failing, catalogs, settings: () => target });
@@ -403,8 +408,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
       const dead = await tieredLog(target);
       // The successor received the dead leader's log through seq 12 only, then ordered three of
       // its own in term 2 under seqs the tier holds — one of them e15, which a client re-sent to it.
-      const successor = await storeWith(0);
-      await successor.applyReplicated(await dead.readEncodedBySeq(0, 12), dead.termStarts());
+      const successor = await replicaOf(dead, 12);
       await successor.append([ev(100), ev(101), ev(15)], { sequencer: () => 2 });
       const b = testSweeper({ store: successor, connections: s3.connections, catalogs, settings: () => target, term: () => 2 });
       // Not unasked: the sweep stops and names the way out; the log is as it was.
@@ -448,8 +452,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     const deadSweeper = testSweeper({ store: dead, connections: s3.connections, catalogs, settings: () => target });
     expect(await deadSweeper.sweep()).toBe('tiered');
     await deadSweeper.close();
-    const successor = await storeWith(0);
-    await successor.applyReplicated(await dead.readEncodedBySeq(0, 3), dead.termStarts());
+    const successor = await replicaOf(dead, 3);
     await successor.append([ev(100)], { sequencer: () => 2 });
     const b = testSweeper({ store: successor, connections: s3.connections, catalogs, settings: () => target, term: () => 2 });
     expect(await b.sweep()).toBe('failed');
@@ -676,8 +679,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     expect((await a.watermark()).seq).toBe(30);
     await a.close();
     // The later target holds seqs 11..30 only; the successor received 1..15 and ordered two of its own.
-    const successor = await storeWith(0);
-    await successor.applyReplicated(await dead.readEncodedBySeq(0, 15), dead.termStarts());
+    const successor = await replicaOf(dead, 15);
     await successor.append([ev(100), ev(101)], { sequencer: () => 2 });
     const b = testSweeper({ store: successor, connections: s3.connections, catalogs, settings: () => later, term: () => 2 });
     expect(await b.adoptTier(30)).toMatchObject({ adopted: { commonSeq: 15, adopted: 15, moved: 2 }, outcome: 'nothing-to-tier' });
@@ -839,8 +841,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     const target = modes[mode](`failover_${mode}`);
     const first = await tieredThrough30(target);
     // The standby received the leader's log and its replicated tier metadata, then leads in term 2.
-    const standby = await storeWith(0);
-    await standby.applyReplicated(await first.readEncodedBySeq(0, 30), first.termStarts());
+    const standby = await replicaOf(first, 30);
     await standby.putMeta({ [WATERMARK_META]: await first.getMeta(WATERMARK_META), [TIERED_LOCATIONS_META]: await readTieredLocations(first) });
     await standby.append(Array.from({ length: 5 }, (_, i) => ev(30 + i)), { sequencer: () => 2 });
     const s = testSweeper({ store: standby, connections: s3.connections, catalogs, settings: () => target, term: () => 2 });
@@ -869,8 +870,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
       const leader = testSweeper({ store: a, connections: s3.connections, catalogs, settings: () => back, batchSizeMax: 20, parquetCheckpointEveryCommits: checkpointed ? 2 : 1_000 });
       expect(await leader.sweep()).toBe('tiered-full');
       // The successor's copy of the log holds the watermark of the first commit (seq 20) only.
-      const b = await storeWith(0);
-      await b.applyReplicated(await a.readEncodedBySeq(0, 60), a.termStarts());
+      const b = await replicaOf(a, 60);
       await b.putMeta({ [WATERMARK_META]: await leader.watermark(), [WATERMARK_TERM_META]: 1 });
       expect(await leader.sweep()).toBe('tiered-full');
       await leader.close();
@@ -902,8 +902,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     const first = testSweeper({ store: a, connections: s3.connections, catalogs, settings: () => target, term: () => term, batchSizeMax: 20 });
     expect(await first.sweep()).toBe('tiered-full');
     // Another leader, on a copy of the log, tiers 21..40 and maintenance packs its marker away.
-    const b = await storeWith(0);
-    await b.applyReplicated(await a.readEncodedBySeq(0, 40), a.termStarts());
+    const b = await replicaOf(a, 40);
     await b.putMeta({ [WATERMARK_META]: await first.watermark(), [WATERMARK_TERM_META]: 1 });
     const other = testSweeper({ store: b, connections: s3.connections, catalogs, settings: () => target, term: () => 2, batchSizeMax: 20 });
     expect(await other.sweep()).toBe('tiered');
