@@ -417,7 +417,7 @@ export class TierSweeper {
     if (this.#parquetLog?.target !== logTarget) this.#parquetLog = { target: logTarget, cache: new ParquetLogCache() };
     const log = this.#parquetLog.cache;
     // Before anything is written there (the probe's object included): the location's rows must be this log's history.
-    await this.#checkLocationHistory(tiered, 'audit.tier.parquet.path', async () => newestParquetRow(objects, await log.read(objects, location)));
+    const ahead = await this.#checkLocationHistory(tiered, 'audit.tier.parquet.path', async () => newestParquetRow(objects, await log.read(objects, location)));
     await this.#probeOnce(objects, settings.tierConnectionId, location.prefix, term);
     let watermark = await this.watermark();
     // First sweep of this term at this target: the commits themselves may be ahead of the
@@ -440,7 +440,7 @@ export class TierSweeper {
       ...(this.#options.onStep ? { onStep: this.#options.onStep } : {}),
     };
     // Before any erasure pass: the pending records come from this log, which must hold the location's entries.
-    await this.#checkWatermarkInLog(watermark, tiered, () => new ParquetTierSource(connections, tiered));
+    await this.#checkWatermarkInLog(watermark, tiered, () => new ParquetTierSource(connections, tiered), ahead);
     if (this.#steppedDownByAdoption()) return 'not-leader';
     if (recovering) {
       // Only once the log is known to hold what the markers say was tiered (or took it, by an
@@ -562,7 +562,7 @@ export class TierSweeper {
     const term = this.#options.term();
     const tiered: TieredLocation = { mode: 'iceberg', path: table.identifier, location: table.location, connectionId: table.connectionId };
     // Before anything is written there (the probe's object, the namespace, a table): the table's rows must be this log's history.
-    await this.#checkLocationHistory(tiered, 'audit.tier.iceberg.table', async () => {
+    const ahead = await this.#checkLocationHistory(tiered, 'audit.tier.iceberg.table', async () => {
       const loaded = await loadIcebergTable(objects, table);
       return loaded === undefined ? undefined : newestIcebergRow(objects, table, loaded.metadata);
     });
@@ -582,7 +582,7 @@ export class TierSweeper {
     const watermark = laterWatermark(await this.watermark(), tableMark ?? ZERO_WATERMARK);
     // Before any erasure pass: one run on a log that lacks the table's entries would find none
     // of their erasure records and still move the table's erasure cursor past them.
-    await this.#checkWatermarkInLog(watermark, tiered, () => new IcebergTierSource(connections, table));
+    await this.#checkWatermarkInLog(watermark, tiered, () => new IcebergTierSource(connections, table), ahead);
     if (this.#steppedDownByAdoption()) return 'not-leader';
     const holds = tableMark !== undefined && tableMark.seq > 0 ? tiered : undefined;
     await this.#vouchInTerm(watermark, holds);
@@ -662,19 +662,20 @@ export class TierSweeper {
    * `tieredLocations` changed. Rows past this log's watermark are left to #checkWatermarkInLog,
    * whose refusal names the admin's adoption (a successor whose log lacks what its leader
    * tiered); an empty location has nothing to compare. A location found to be this log's, or
-   * committed to by this sweeper, is not checked again while the process runs.
+   * committed to by this sweeper, is not checked again while the process runs. Answers the
+   * newest row when it lies past this log's watermark, for #checkWatermarkInLog to compare.
    */
-  async #checkLocationHistory(location: TieredLocation, settingKey: string, newest: () => Promise<NewestTieredRow | undefined>): Promise<void> {
+  async #checkLocationHistory(location: TieredLocation, settingKey: string, newest: () => Promise<NewestTieredRow | undefined>): Promise<NewestTieredRow | undefined> {
     const id = tieredLocationKey(location);
-    if (this.#historyChecked.has(id)) return;
+    if (this.#historyChecked.has(id)) return undefined;
     const found = await newest();
-    if (found === undefined) return;
+    if (found === undefined) return undefined;
     const seq = found.row?.seq ?? found.watermark.seq;
-    if (seq > (await this.watermark()).seq) return;
+    if (seq > (await this.watermark()).seq) return found;
     const verdict = await this.#rowOfThisLog(seq, found);
     if (verdict === true) {
       this.#historyChecked.add(id);
-      return;
+      return undefined;
     }
     const target = location.path;
     const remedy = `nothing was written to it, and tiering stops until ${settingKey} names a location of this cluster's own (a new one, or one this log tiered to before)`;
@@ -686,7 +687,7 @@ export class TierSweeper {
     }
     if (includesLocation(await readTieredLocations(this.#options.store), location)) {
       this.#historyChecked.add(id);
-      return;
+      return undefined;
     }
     throw new AuditError(
       AuditErrorCode.TIER_TARGET_UNUSABLE,
@@ -734,8 +735,14 @@ export class TierSweeper {
    * entries after the last seq where the two agree, its own from there ordered again after them
    * (`adoptTierSuffix`). Not done unasked: the rows come from the bucket, and whoever can write
    * the bucket could otherwise put events into the log that the next checkpoint would sign.
+   *
+   * The ingest time alone does not tell two logs apart: a successor whose clock lags its dead
+   * leader's can order its own entries in the very millisecond the leader's batch was ingested
+   * under the same seqs. So the location's newest row, when #checkLocationHistory found it past
+   * this log's watermark (`ahead`), must also be this log's entry at its seq (chain hash, else
+   * record hash, else eventId, term and ingest time).
    */
-  async #checkWatermarkInLog(watermark: Watermark, tiered: TieredLocation, tier: () => TierSource & { close(): Promise<void> }): Promise<void> {
+  async #checkWatermarkInLog(watermark: Watermark, tiered: TieredLocation, tier: () => TierSource & { close(): Promise<void> }, ahead?: NewestTieredRow): Promise<void> {
     const { store } = this.#options;
     const target = tiered.path;
     const end = store.position.lastSeq;
@@ -744,6 +751,10 @@ export class TierSweeper {
     else if (watermark.ingestTs) {
       const entry = await store.getBySeq(watermark.seq);
       if (entry !== undefined && entry.ingestTs !== watermark.ingestTs) why = `but this node's entry at that seq was ingested at ${entry.ingestTs}, not ${watermark.ingestTs}`;
+    }
+    if (why === undefined && ahead?.row?.seq !== undefined && ahead.row.seq <= end) {
+      const verdict = await this.#rowOfThisLog(ahead.row.seq, ahead);
+      if (typeof verdict === 'string') why = `but its row at seq ${ahead.row.seq} ${verdict}`;
     }
     if (why === undefined) return;
     const unusable = (detail: string) =>

@@ -445,6 +445,30 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     },
   );
 
+  it.each(['parquet', 'iceberg'] as const)(
+    "%s: a successor that ordered its own entries in the very millisecond the dead leader's tiered ones were ingested (its clock behind) is told apart by the chain hash, not taken as holding them",
+    async (mode) => {
+      const target = modes[mode](`same_ms_${mode}`);
+      const dead = await tieredLog(target);
+      const ingestMs = (await dead.getBySeq(20))?.ingestTs as number;
+      const successor = await AuditStore.open({ location: await mkdtemp(join(s3.dir, 'store-')), now: () => ingestMs });
+      onTestFinished(() => successor.close());
+      await successor.applyReplicated(await dead.readEncodedBySeq(0, 12), dead.termStarts());
+      await successor.append(Array.from({ length: 8 }, (_, i) => ev(100 + i)), { sequencer: () => 2 });
+      expect((await successor.getBySeq(20))?.ingestTs).toBe(ingestMs);
+      const b = testSweeper({ store: successor, connections: s3.connections, catalogs, settings: () => target, term: () => 2 });
+      // Taken as this log's, the tier's watermark had the sweep skip the successor's 8 entries
+      // (never tiered, then deleted by retention) while the tier held the dead leader's.
+      expect(await b.sweep()).toBe('failed');
+      expect((await b.status()).lastError).toContain('is tiered through seq 20, but its row at seq 20 has chain hash');
+      expect((await b.watermark()).seq).toBe(0);
+      expect(await b.adoptTier(20)).toMatchObject({ adopted: { commonSeq: 12, adopted: 8, moved: 8 }, error: null });
+      expect(await orderOutbox(successor, 2)).toBe(8);
+      expect(await b.sweep()).toBe('tiered');
+      expect(await tieredIds(mode, target, 28)).toEqual([...Array.from({ length: 20 }, (_, i) => `e${i}`), ...Array.from({ length: 8 }, (_, i) => `e${100 + i}`)]);
+    },
+  );
+
   it('an adoption names the settings records it takes: the changes they state were made on the log that tiered them, not in force on the adopter', async () => {
     const target = modes.parquet('settings_adopted');
     const dead = await storeWith(5, 5, Date.now() - 2 * HOUR_MS);
