@@ -1,4 +1,4 @@
-import { decodeLongBound, readAuditParquetFooter, readWholeAuditParquet, SEQ_FIELD_ID, type IcebergTableMetadata, type TieredEvent } from '@auditlake/format';
+import { decodeLongBound, readAuditParquetFooter, readWholeAuditParquet, SEQ_FIELD_ID, type ByteSource, type IcebergTableMetadata, type TieredEvent } from '@auditlake/format';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import { currentManifests, isLive } from './iceberg-table-files.js';
 import { s3Key, type IcebergTableRef } from './iceberg-table-ref.js';
@@ -25,17 +25,22 @@ interface Candidate {
   seqMax?: number;
 }
 
+/** The candidates' byte sources with their greatest seq (declared, else read from the footer), greatest first. */
+async function boundedCandidates(objects: ObjectStore, candidates: readonly Candidate[]): Promise<Array<{ source: ByteSource; seqMax: number }>> {
+  const bounded = await mapBounded(candidates, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (candidate) => {
+    const source = await objects.byteSource(candidate.key, candidate.bytes);
+    return { source, seqMax: candidate.seqMax ?? footerSeqMax(await readAuditParquetFooter(source)) };
+  });
+  return bounded.sort((a, b) => b.seqMax - a.seqMax);
+}
+
 /**
  * The row with the greatest seq among `candidates`, reading as few files as their seq bounds
  * allow: the file with the greatest bound first, whole, and any other only when its bound is
  * above the row found so far. Files without a declared bound have their footer read for it.
  */
 async function newestRowIn(objects: ObjectStore, candidates: readonly Candidate[]): Promise<TieredEvent | undefined> {
-  const bounded = await mapBounded(candidates, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (candidate) => {
-    const source = await objects.byteSource(candidate.key, candidate.bytes);
-    return { source, seqMax: candidate.seqMax ?? footerSeqMax(await readAuditParquetFooter(source)) };
-  });
-  bounded.sort((a, b) => b.seqMax - a.seqMax);
+  const bounded = await boundedCandidates(objects, candidates);
   let newest: TieredEvent | undefined;
   for (const file of bounded) {
     if (file.seqMax <= (newest?.seq ?? 0)) break;
@@ -76,6 +81,12 @@ export async function newestParquetRow(objects: ObjectStore, log: ParquetLog): P
  * Undefined for a table without a snapshot or without a row that has a seq.
  */
 export async function newestIcebergRow(objects: ObjectStore, table: IcebergTableRef, metadata: IcebergTableMetadata): Promise<NewestTieredRow | undefined> {
+  const row = await newestRowIn(objects, await icebergCandidates(objects, table, metadata));
+  return row === undefined ? undefined : { watermark: { seq: row.seq as number, ingestTs: row.ingestTs }, row };
+}
+
+/** The live data files of the table's current snapshot, with the greatest seq their manifest entries declare. */
+async function icebergCandidates(objects: ObjectStore, table: IcebergTableRef, metadata: IcebergTableMetadata): Promise<Candidate[]> {
   const candidates: Candidate[] = [];
   for (const manifest of await currentManifests(objects, table, metadata)) {
     for (const entry of manifest.entries) {
@@ -85,6 +96,38 @@ export async function newestIcebergRow(objects: ObjectStore, table: IcebergTable
       candidates.push({ key: s3Key(table, file.file_path), bytes: Number(file.file_size_in_bytes), ...(bound === undefined ? {} : { seqMax: Number(decodeLongBound(bound)) }) });
     }
   }
-  const row = await newestRowIn(objects, candidates);
-  return row === undefined ? undefined : { watermark: { seq: row.seq as number, ingestTs: row.ingestTs }, row };
+  return candidates;
+}
+
+/**
+ * The seqs after `afterSeq`, through `throughSeq`, that `candidates` hold, ascending. Only files
+ * whose greatest seq is past `afterSeq` are read, one at a time, and only their seqs are kept.
+ */
+async function seqsIn(objects: ObjectStore, candidates: readonly Candidate[], afterSeq: number, throughSeq: number): Promise<number[]> {
+  const seqs = new Set<number>();
+  for (const file of await boundedCandidates(objects, candidates)) {
+    if (file.seqMax <= afterSeq) break;
+    for (const row of await readWholeAuditParquet(file.source)) if (row.seq !== undefined && row.seq > afterSeq && row.seq <= throughSeq) seqs.add(row.seq);
+  }
+  return [...seqs].sort((a, b) => a - b);
+}
+
+/**
+ * The seqs after `afterSeq` (through `throughSeq`) a Parquet location's live files hold, from its
+ * log as read: what a sweep that takes its watermark from the location (its leader died before
+ * recording a commit; an adoption) records as committed there (tier-segments.ts). The files of
+ * the days the later markers wrote are read (compaction and erasure keep a file's day), every
+ * live file when the range reaches into the checkpoint.
+ */
+export async function parquetSeqsAfter(objects: ObjectStore, log: ParquetLog, afterSeq: number, throughSeq: number): Promise<number[]> {
+  const live = liveParquetFiles(log).files;
+  const days = new Set(log.markers.filter((marker) => marker.watermark.seq > afterSeq).flatMap((marker) => marker.files.map((file) => file.eventDate)));
+  const reachesCheckpoint = (log.checkpoint?.checkpoint.watermark.seq ?? 0) > afterSeq;
+  const files = reachesCheckpoint ? live : live.filter((file) => days.has(file.eventDate));
+  return seqsIn(objects, files.map((file) => ({ key: file.key, bytes: file.bytes })), afterSeq, throughSeq);
+}
+
+/** As parquetSeqsAfter, for an Iceberg table's current snapshot: the live files whose declared seq bound is past `afterSeq`. */
+export async function icebergSeqsAfter(objects: ObjectStore, table: IcebergTableRef, metadata: IcebergTableMetadata, afterSeq: number, throughSeq: number): Promise<number[]> {
+  return seqsIn(objects, await icebergCandidates(objects, table, metadata), afterSeq, throughSeq);
 }

@@ -1,8 +1,8 @@
-// Goal: a sweep checks that a tier location's newest row is of its own log before writing there (tier-sweeper.ts, #checkLocationHistory); newestParquetRow finds that row, the greatest seq the location holds, by reading the last commit's files — and still finds it once a compaction replaced them, and from a log read from a checkpoint with no commit after it.
+// Goal: a sweep checks that a tier location's newest row is of its own log before writing there (tier-sweeper.ts, #checkLocationHistory); newestParquetRow finds that row, the greatest seq the location holds, by reading the last commit's files — and still finds it once a compaction replaced them, and from a log read from a checkpoint with no commit after it; parquetSeqsAfter names the seqs a location holds past a watermark, which a sweep that takes its watermark from the location records as tier segments.
 import type { StoredEvent } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
 import { twoDayEvents, useEmbeddedS3 } from '../src/testing/index.js';
-import { commitParquetBatch, compactParquetLocation, newestParquetRow, ParquetLogCache, readParquetLog, writeParquetCheckpoint, type S3Location } from '../src/index.js';
+import { commitParquetBatch, compactParquetLocation, newestParquetRow, parquetSeqsAfter, ParquetLogCache, readParquetLog, writeParquetCheckpoint, type S3Location } from '../src/index.js';
 
 const BUCKET = 'newest';
 const T0 = Date.UTC(2026, 4, 1);
@@ -31,5 +31,23 @@ describe('newestParquetRow', () => {
     const fromCheckpoint = await readParquetLog(objects, location);
     expect(fromCheckpoint.markers).toHaveLength(0);
     expect(await newestParquetRow(objects, fromCheckpoint)).toMatchObject({ watermark: { seq: 80 }, row: { seq: 80, eventId: 'e80' } });
+  });
+
+  it('parquetSeqsAfter names the seqs the live files hold in a range, holes left out: from the later markers\' days, after a compaction replaced their files, and from a checkpoint', async () => {
+    const location: S3Location = { bucket: BUCKET, prefix: 'seqs' };
+    const objects = s3.connections.bucket('s3', BUCKET);
+    const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+    // Three commits: 1..20, then 21..40 without 25..27 (entries its log no longer held), then 41..60.
+    await commitParquetBatch(objects, location, events(1, 20), { term: 1, nowMs: T0, afterSeq: 0, mayCommit: () => true });
+    await commitParquetBatch(objects, location, events(21, 20).filter((event) => event.seq < 25 || event.seq > 27), { term: 1, nowMs: T0, afterSeq: 20, mayCommit: () => true });
+    await commitParquetBatch(objects, location, events(41, 20), { term: 1, nowMs: T0, afterSeq: 40, mayCommit: () => true });
+    const seqs = async (after: number, through: number) => parquetSeqsAfter(objects, await readParquetLog(objects, location), after, through);
+    const expected = [...range(21, 24), ...range(28, 50)];
+    expect(await seqs(20, 50)).toEqual(expected);
+    expect((await compactParquetLocation({ objects, location, fence, now: Date.now }, 16 * 1024 * 1024)).filesRewritten).toBe(6);
+    expect(await seqs(20, 50)).toEqual(expected);
+    expect((await writeParquetCheckpoint({ objects, location, fence, now: Date.now, log: new ParquetLogCache() }, 1))?.written).toBe(true);
+    expect(await seqs(20, 50)).toEqual(expected);
+    expect(await seqs(60, 80)).toEqual([]);
   });
 });

@@ -51,6 +51,8 @@ import {
   loadIcebergTable,
   newestIcebergRow,
   newestParquetRow,
+  parquetSeqsAfter,
+  icebergSeqsAfter,
   type NewestTieredRow,
   tieredLocationKey,
 } from '@auditlake/lake';
@@ -92,6 +94,8 @@ export interface TierSweeperOptions {
   heldThrough?: () => number | undefined;
   /** The most entries one adoption of the tier's suffix may read (default TIER_ADOPTION_ENTRIES_MAX; tests set it low). */
   adoptEntriesMax?: number;
+  /** The most seqs read from a location to record as tier segments when the watermark is taken from it (default RECOVERED_SEGMENT_SEQS_MAX; tests set it low). */
+  recoveredSegmentSeqsMax?: number;
   /**
    * A cluster's: takes a term above every term handed out, for the record an adoption orders
    * after the tier's entries (AdoptionRecord), asked only while this node leads. Without it (a
@@ -145,6 +149,15 @@ export interface TierStatus {
 }
 
 /** The next batch, and whether settled events remain after it (then the sweep goes on at once). */
+/** The most seqs a watermark taken from a location may move past the stored one for the location's files to be read for their tier segments. */
+const RECOVERED_SEGMENT_SEQS_MAX = TIER_ADOPTION_ENTRIES_MAX;
+
+/** A location a watermark is taken from, which holds rows, and the seqs it holds in a range (for its tier segments). */
+interface HoldingLocation {
+  location: TieredLocation;
+  seqsAfter: (afterSeq: number, throughSeq: number) => Promise<number[]>;
+}
+
 interface NextBatch {
   batch: StoredEvent[];
   settledLeft: boolean;
@@ -424,10 +437,10 @@ export class TierSweeper {
     // replicated watermark (the old leader crashed after a commit, before replicating it).
     const recoveryKey = `${term}|${settings.tierParquetPath}`;
     const recovering = this.#recoveredFor !== recoveryKey;
-    let holdsRows = false;
+    let holding: HoldingLocation | undefined;
     if (recovering) {
       const read = await log.read(objects, location);
-      holdsRows = read.checkpoint !== undefined || read.markers.length > 0;
+      if (read.checkpoint !== undefined || read.markers.length > 0) holding = { location: tiered, seqsAfter: (afterSeq, throughSeq) => parquetSeqsAfter(objects, read, afterSeq, throughSeq) };
       watermark = parquetLogEnd(read, watermark);
     }
     const context: ParquetCompactionContext = {
@@ -447,7 +460,7 @@ export class TierSweeper {
       // adoption): retention deletes up to the stored watermark, on every node it replicates to.
       // Stored before the check, a watermark past this log's own entries had every node delete
       // acknowledged events never tiered, and the check then passed, their seqs deleted (review).
-      await store.putMeta(await this.#vouchedAt(watermark, holdsRows ? tiered : undefined));
+      await store.putMeta(await this.#vouchedAt(watermark, holding));
       // Erasure records committed whose rewrite was not recorded done (a crash in between), and
       // those tiered while this location was an earlier target that a pass could not reach.
       this.#parquetErasuresPending = await pendingParquetErasures({ objects, location, log }, await store.erasureRecordSeqs(0, watermark.seq));
@@ -584,7 +597,8 @@ export class TierSweeper {
     // of their erasure records and still move the table's erasure cursor past them.
     await this.#checkWatermarkInLog(watermark, tiered, () => new IcebergTierSource(connections, table), ahead);
     if (this.#steppedDownByAdoption()) return 'not-leader';
-    const holds = tableMark !== undefined && tableMark.seq > 0 ? tiered : undefined;
+    const holds: HoldingLocation | undefined =
+      tableMark !== undefined && tableMark.seq > 0 ? { location: tiered, seqsAfter: (afterSeq, throughSeq) => icebergSeqsAfter(objects, table, current.metadata, afterSeq, throughSeq) } : undefined;
     await this.#vouchInTerm(watermark, holds);
     // Erasures the table holds but has not applied yet (a pass stopped by a crash, or records an adoption just brought) go first.
     const loaded = await this.#applyErasures(context, current);
@@ -1062,18 +1076,39 @@ export class TierSweeper {
    * counts as tiered, and the merged reader reads only the listed locations. Stored with the
    * watermark alone, a successor's log had every node delete the events of such a first commit
    * while no search read the location holding them (review).
+   *
+   * The seqs the location holds between the stored watermark and `watermark` go into the tier
+   * segments as a commit's do: once retention deletes them here, a verifier reading the node
+   * with the tier must find them there (without a segment it excused their absence). Past
+   * RECOVERED_SEGMENT_SEQS_MAX seqs (a log whose bookkeeping is far behind its tier) the files
+   * are not read, and verify excuses that range as before.
    */
-  async #vouchedAt(watermark: Watermark, location: TieredLocation | undefined): Promise<Record<string, unknown>> {
-    const vouched = this.#vouched(watermark);
-    if (location === undefined) return vouched;
-    const known = await readTieredLocations(this.#options.store);
-    return includesLocation(known, location) ? vouched : { ...vouched, [TIERED_LOCATIONS_META]: [...known, location] };
+  async #vouchedAt(watermark: Watermark, holding: HoldingLocation | undefined): Promise<Record<string, unknown>> {
+    if (holding === undefined) return this.#vouched(watermark);
+    const { store } = this.#options;
+    const stored = await this.watermark();
+    const range = watermark.seq - stored.seq;
+    const max = this.#options.recoveredSegmentSeqsMax ?? RECOVERED_SEGMENT_SEQS_MAX;
+    let segments = {};
+    if (range > 0 && range <= max) segments = await this.#segmentsMeta(holding.location, stored.seq, await holding.seqsAfter(stored.seq, watermark.seq));
+    else if (range > 0) this.#options.log.warn({ fromSeq: stored.seq + 1, toSeq: watermark.seq }, `Audit tiering: seqs ${stored.seq + 1}..${watermark.seq} were tiered by commits this log did not record; more than ${max}, so the location's files are not read to record them as tier segments (verify excuses their absence once deleted here)`);
+    const known = await readTieredLocations(store);
+    return { ...this.#vouched(watermark), ...segments, ...(includesLocation(known, holding.location) ? {} : { [TIERED_LOCATIONS_META]: [...known, holding.location] }) };
   }
 
-  /** Stores that the watermark holds for this log in this term, when not stored yet (once a term); `location` as for #vouchedAt. */
-  async #vouchInTerm(watermark: Watermark, location?: TieredLocation): Promise<void> {
+  /** Stores that the watermark holds for this log in this term, when not stored yet (once a term); `holding` as for #vouchedAt. */
+  async #vouchInTerm(watermark: Watermark, holding?: HoldingLocation): Promise<void> {
     if (this.#vouchedTerm === this.#options.term()) return;
-    await this.#options.store.putMeta(await this.#vouchedAt(watermark, location));
+    await this.#options.store.putMeta(await this.#vouchedAt(watermark, holding));
+  }
+
+  /** The tier segments (and how far dropped ones reached) once `seqs`, continuing from `afterSeq`, are recorded as held by `location`. */
+  async #segmentsMeta(location: TieredLocation, afterSeq: number, seqs: readonly number[]): Promise<Record<string, unknown>> {
+    const { store } = this.#options;
+    const url = location.mode === 'parquet' ? location.path : location.location;
+    const { segments, cutThrough } = segmentsAfterCommit(await readTierSegments(store), url, afterSeq, seqs);
+    const cut = cutThrough === undefined ? {} : { [TIER_SEGMENTS_CUT_META]: Math.max(cutThrough, (await readTierSegmentsCut(store)) ?? 0) };
+    return { [TIER_SEGMENTS_META]: segments, ...cut };
   }
 
   /**
@@ -1086,10 +1121,8 @@ export class TierSweeper {
     this.#historyChecked.add(tieredLocationKey(location));
     const { store } = this.#options;
     const known = await readTieredLocations(store);
-    const url = location.mode === 'parquet' ? location.path : location.location;
-    const { segments, cutThrough } = segmentsAfterCommit(await readTierSegments(store), url, committed.afterSeq, committed.seqs);
-    const cut = cutThrough === undefined ? {} : { [TIER_SEGMENTS_CUT_META]: Math.max(cutThrough, (await readTierSegmentsCut(store)) ?? 0) };
-    await store.putMeta({ ...this.#vouched(watermark), [TIER_SEGMENTS_META]: segments, ...cut, ...(includesLocation(known, location) ? {} : { [TIERED_LOCATIONS_META]: [...known, location] }) });
+    const segments = await this.#segmentsMeta(location, committed.afterSeq, committed.seqs);
+    await store.putMeta({ ...this.#vouched(watermark), ...segments, ...(includesLocation(known, location) ? {} : { [TIERED_LOCATIONS_META]: [...known, location] }) });
   }
 
   async close(): Promise<void> {

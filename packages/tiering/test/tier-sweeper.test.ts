@@ -1,7 +1,7 @@
 // Goal: batch.size bounds one commit, not the throughput — a sweep that fills a batch is followed at once by the next until less than a batch is settled, without waiting for the interval — while leadership, close() and status reads interleave between commits.
 import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
-import { IcebergTierSource, ParquetTierSource, S3Connections, commitMetadataVersion, type IcebergTableRef, type LoadedTable, type ObjectStore, currentManifests, loadIcebergTable, packParquetMarkers, readNewestCheckpoint, readParquetLog, writeParquetCheckpoint, readTieredSuffix, resolveIcebergTable, readTieredLocations, runIcebergMaintenance, SNAPSHOT_READ_GRACE_MS, tableWatermark, TIERED_LOCATIONS_META, WATERMARK_META, WATERMARK_TERM_META } from '@auditlake/lake';
+import { IcebergTierSource, ParquetTierSource, S3Connections, commitMetadataVersion, type IcebergTableRef, type LoadedTable, type ObjectStore, currentManifests, loadIcebergTable, packParquetMarkers, readNewestCheckpoint, readParquetLog, writeParquetCheckpoint, readTieredSuffix, resolveIcebergTable, readTieredLocations, readTierSegments, runIcebergMaintenance, SNAPSHOT_READ_GRACE_MS, tableWatermark, TIERED_LOCATIONS_META, WATERMARK_META, WATERMARK_TERM_META } from '@auditlake/lake';
 import { chainHash, erasureDetailsChunks } from '@auditlake/integrity';
 import { currentSnapshot, readWholeAuditParquet, type IcebergTableMetadata } from '@auditlake/format';
 import { defaultSettings, encodeEvent, INTEGRITY_ACTIONS, parseSettings, resolveConfig, SELF_SOURCE, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
@@ -369,6 +369,41 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     },
   );
 
+  it.each(['parquet', 'iceberg'] as const)(
+    '%s: a successor that takes its watermark from the tier records the seqs the tier holds there as tiered segments, the holes of the dead leader\'s batch left out',
+    async (mode) => {
+      const target = modes[mode](`segments_${mode}`);
+      const dead = await storeWith(20, 10, Date.now() - 2 * HOUR_MS);
+      // The successor received all 20 entries; the dead leader's retention (tiering was off)
+      // then deleted its first five, and it tiered the other fifteen before it died.
+      const successor = await replicaOf(dead, 20);
+      await dead.pruneBefore(Date.UTC(2026, 0, 1) + 5, 100, async () => true);
+      const deadSweeper = testSweeper({ store: dead, connections: s3.connections, catalogs, settings: () => target });
+      expect(await deadSweeper.sweep()).toBe('tiered');
+      await deadSweeper.close();
+      const deadSegments = await readTierSegments(dead);
+      expect(deadSegments.map(({ fromSeq, toSeq }) => [fromSeq, toSeq])).toEqual([[6, 20]]);
+      const b = testSweeper({ store: successor, connections: s3.connections, catalogs, settings: () => target, term: () => 2 });
+      expect(await b.sweep()).toBe('nothing-to-tier');
+      expect((await b.watermark()).seq).toBe(20);
+      // Without them a verifier excused the tier's missing rows once retention deleted the
+      // entries here; taken from this log instead, seqs 1..5 (never tiered) would be called missing.
+      expect(await readTierSegments(successor)).toEqual(deadSegments);
+      // Past the bound, the files are not read: no segment (verify excuses the range, as before).
+      const far = await replicaOf(dead, 20);
+      const warned: string[] = [];
+      const c = testSweeper({ store: far, connections: s3.connections, catalogs, settings: () => target, term: () => 2, recoveredSegmentSeqsMax: 19, log: { info: () => undefined, warn: (_obj, msg) => void warned.push(msg) } });
+      expect(await c.sweep()).toBe('nothing-to-tier');
+      expect((await c.watermark()).seq).toBe(20);
+      expect(await readTierSegments(far)).toEqual([]);
+      expect(warned).toEqual([expect.stringContaining('seqs 1..20 were tiered by commits this log did not record; more than 19') as unknown]);
+      // The next commit continues the segment.
+      await successor.append([ev(100)], { sequencer: () => 2 });
+      expect(await b.sweep()).toBe('tiered');
+      expect((await readTierSegments(successor)).map(({ fromSeq, toSeq }) => [fromSeq, toSeq])).toEqual([[6, 21]]);
+    },
+  );
+
   it('parquet: a first commit whose read-back failed is found made by the retry (taken: OBJECT_EXISTS), and the recovery after it records the target with the watermark', async () => {
     const target = modes.parquet('readback_failed');
     // A bucket whose first GET of a commit marker fails, as an S3 500 would.
@@ -439,6 +474,8 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
       expect((await b.watermark()).seq).toBe(22);
       const ids = await tieredIds(mode, target, 22);
       expect(ids).toEqual([...Array.from({ length: 20 }, (_, i) => `e${i}`), 'e100', 'e101']);
+      // The adopted seqs count as tiered there, as the successor's own commit after them does.
+      expect((await readTierSegments(successor)).map(({ fromSeq, toSeq }) => [fromSeq, toSeq])).toEqual([[1, 22]]);
       // The successor's log goes on the tier's chain.
       const [twentieth, next] = [await successor.getBySeq(20), await successor.getBySeq(21)];
       expect(next?.chainHash).toBe(chainHash(twentieth?.chainHash as string, next?.recordHash as string));
