@@ -1,4 +1,4 @@
-import { decodeLongBound, readAuditParquetFooter, readWholeAuditParquet, SEQ_FIELD_ID, type ByteSource, type IcebergTableMetadata, type TieredEvent } from '@auditlake/format';
+import { decodeLongBound, readAuditParquet, readAuditParquetFooter, readWholeAuditParquet, SEQ_FIELD_ID, type ByteSource, type IcebergTableMetadata, type TieredEvent } from '@auditlake/format';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import { currentManifests, isLive } from './iceberg-table-files.js';
 import { s3Key, type IcebergTableRef } from './iceberg-table-ref.js';
@@ -107,7 +107,7 @@ async function seqsIn(objects: ObjectStore, candidates: readonly Candidate[], af
   const seqs = new Set<number>();
   for (const file of await boundedCandidates(objects, candidates)) {
     if (file.seqMax <= afterSeq) break;
-    for (const row of await readWholeAuditParquet(file.source)) if (row.seq !== undefined && row.seq > afterSeq && row.seq <= throughSeq) seqs.add(row.seq);
+    for (const { seq } of await readAuditParquet(file.source, { columns: ['seq'] })) if (seq !== undefined && seq > afterSeq && seq <= throughSeq) seqs.add(seq);
   }
   return [...seqs].sort((a, b) => a - b);
 }
@@ -115,15 +115,18 @@ async function seqsIn(objects: ObjectStore, candidates: readonly Candidate[], af
 /**
  * The seqs after `afterSeq` (through `throughSeq`) a Parquet location's live files hold, from its
  * log as read: what a sweep that takes its watermark from the location (its leader died before
- * recording a commit; an adoption) records as committed there (tier-segments.ts). The files of
- * the days the later markers wrote are read (compaction and erasure keep a file's day), every
- * live file when the range reaches into the checkpoint.
+ * recording a commit; an adoption) records as committed there (tier-segments.ts). The files the
+ * later markers committed are read while all are live; once a compaction or an erasure replaced
+ * some, the live files of their days (both keep a file's day); every live file when the range
+ * reaches into the checkpoint. Only the `seq` column is fetched.
  */
 export async function parquetSeqsAfter(objects: ObjectStore, log: ParquetLog, afterSeq: number, throughSeq: number): Promise<number[]> {
   const live = liveParquetFiles(log).files;
-  const days = new Set(log.markers.filter((marker) => marker.watermark.seq > afterSeq).flatMap((marker) => marker.files.map((file) => file.eventDate)));
+  const committed = log.markers.filter((marker) => marker.watermark.seq > afterSeq).flatMap((marker) => marker.files);
+  const liveKeys = new Set(live.map((file) => file.key));
+  const days = new Set(committed.map((file) => file.eventDate));
   const reachesCheckpoint = (log.checkpoint?.checkpoint.watermark.seq ?? 0) > afterSeq;
-  const files = reachesCheckpoint ? live : live.filter((file) => days.has(file.eventDate));
+  const files = reachesCheckpoint ? live : committed.every((file) => liveKeys.has(file.key)) ? committed : live.filter((file) => days.has(file.eventDate));
   return seqsIn(objects, files.map((file) => ({ key: file.key, bytes: file.bytes })), afterSeq, throughSeq);
 }
 

@@ -244,10 +244,12 @@ export class TierSweeper {
   #adopted: AdoptedTier | undefined;
   /**
    * Locations (tieredLocationKey) whose newest tiered row this sweeper found to be of this log's
-   * history, or that it committed to itself: not checked again (#checkLocationHistory) for as
-   * long as this process runs. A restart checks each once more.
+   * history, or that it committed to itself: not checked again (#checkLocationHistory) while
+   * this node leads in the same term. A later term checks each once more: another leader may
+   * have tiered there meanwhile (a review found a node leading again in the same process skip
+   * the check, and its own entries, after a leader between tiered entries it never received).
    */
-  readonly #historyChecked = new Set<string>();
+  readonly #historyChecked = new TermScopedSet();
   /** The term whose leader this node's sweep last vouched for the watermark in (WATERMARK_TERM_META), as far as it knows. */
   #vouchedTerm: number | undefined;
   /** Counts replacements of the sweep schedule, so a replaced one does not go on beside its replacement. */
@@ -430,7 +432,7 @@ export class TierSweeper {
     if (this.#parquetLog?.target !== logTarget) this.#parquetLog = { target: logTarget, cache: new ParquetLogCache() };
     const log = this.#parquetLog.cache;
     // Before anything is written there (the probe's object included): the location's rows must be this log's history.
-    const ahead = await this.#checkLocationHistory(tiered, 'audit.tier.parquet.path', async () => newestParquetRow(objects, await log.read(objects, location)));
+    const ahead = await this.#checkLocationHistory(term, tiered, 'audit.tier.parquet.path', async () => newestParquetRow(objects, await log.read(objects, location)));
     await this.#probeOnce(objects, settings.tierConnectionId, location.prefix, term);
     let watermark = await this.watermark();
     // First sweep of this term at this target: the commits themselves may be ahead of the
@@ -498,7 +500,7 @@ export class TierSweeper {
       throw err;
     });
     this.#succeeded();
-    await this.#remember(tiered, result.marker.watermark, { afterSeq: watermark.seq, seqs: batch.map((event) => event.seq) });
+    await this.#remember(term, tiered, result.marker.watermark, { afterSeq: watermark.seq, seqs: batch.map((event) => event.seq) });
     await this.#writeProof(objects, location.prefix, batch, settings.tierParquetPath);
     this.#status.lastBatch = { count: batch.length, bytes: result.bytes, ms: this.#now() - started };
     this.#logTiered(result.marker.files.length, settings.tierParquetPath);
@@ -575,7 +577,7 @@ export class TierSweeper {
     const term = this.#options.term();
     const tiered: TieredLocation = { mode: 'iceberg', path: table.identifier, location: table.location, connectionId: table.connectionId };
     // Before anything is written there (the probe's object, the namespace, a table): the table's rows must be this log's history.
-    const ahead = await this.#checkLocationHistory(tiered, 'audit.tier.iceberg.table', async () => {
+    const ahead = await this.#checkLocationHistory(term, tiered, 'audit.tier.iceberg.table', async () => {
       const loaded = await loadIcebergTable(objects, table);
       return loaded === undefined ? undefined : newestIcebergRow(objects, table, loaded.metadata);
     });
@@ -592,14 +594,19 @@ export class TierSweeper {
     // The table's snapshot summary is the source of truth for where tiering stopped; when
     // another engine expired every snapshot that carried it, the live files' seq bounds are.
     const tableMark = tableWatermark(current) ?? (await watermarkFromLiveFiles(objects, table, current.metadata));
-    const watermark = laterWatermark(await this.watermark(), tableMark ?? ZERO_WATERMARK);
+    const stored = await this.watermark();
+    const watermark = laterWatermark(stored, tableMark ?? ZERO_WATERMARK);
     // Before any erasure pass: one run on a log that lacks the table's entries would find none
     // of their erasure records and still move the table's erasure cursor past them.
     await this.#checkWatermarkInLog(watermark, tiered, () => new IcebergTierSource(connections, table), ahead);
     if (this.#steppedDownByAdoption()) return 'not-leader';
     const holds: HoldingLocation | undefined =
       tableMark !== undefined && tableMark.seq > 0 ? { location: tiered, seqsAfter: (afterSeq, throughSeq) => icebergSeqsAfter(objects, table, current.metadata, afterSeq, throughSeq) } : undefined;
-    await this.#vouchInTerm(watermark, holds);
+    // A table ahead of the stored watermark is recorded now, whatever the term: a commit of this
+    // very term whose answer or bookkeeping was lost is one too, and its seqs need their tier
+    // segment before the next commit continues from it (review: left out, verify excused them).
+    if (watermark.seq > stored.seq) await this.#options.store.putMeta(await this.#vouchedAt(watermark, holds));
+    else await this.#vouchInTerm(watermark, holds);
     // Erasures the table holds but has not applied yet (a pass stopped by a crash, or records an adoption just brought) go first.
     const loaded = await this.#applyErasures(context, current);
     const prefetched = this.#takePrefetch(target, watermark.seq);
@@ -629,7 +636,7 @@ export class TierSweeper {
       encoder,
     });
     this.#succeeded();
-    await this.#remember(tiered, result.watermark, { afterSeq: watermark.seq, seqs: batch.map((event) => event.seq) });
+    await this.#remember(term, tiered, result.watermark, { afterSeq: watermark.seq, seqs: batch.map((event) => event.seq) });
     await this.#writeProof(objects, table.s3.prefix, batch, table.identifier);
     this.#status.lastBatch = { count: batch.length, bytes: result.bytes, ms: this.#now() - started };
     this.#logTiered(result.files, table.identifier);
@@ -676,19 +683,19 @@ export class TierSweeper {
    * `tieredLocations` changed. Rows past this log's watermark are left to #checkWatermarkInLog,
    * whose refusal names the admin's adoption (a successor whose log lacks what its leader
    * tiered); an empty location has nothing to compare. A location found to be this log's, or
-   * committed to by this sweeper, is not checked again while the process runs. Answers the
+   * committed to by this sweeper, is not checked again while this node leads in that term. Answers the
    * newest row when it lies past this log's watermark, for #checkWatermarkInLog to compare.
    */
-  async #checkLocationHistory(location: TieredLocation, settingKey: string, newest: () => Promise<NewestTieredRow | undefined>): Promise<NewestTieredRow | undefined> {
+  async #checkLocationHistory(term: number, location: TieredLocation, settingKey: string, newest: () => Promise<NewestTieredRow | undefined>): Promise<NewestTieredRow | undefined> {
     const id = tieredLocationKey(location);
-    if (this.#historyChecked.has(id)) return undefined;
+    if (this.#historyChecked.has(term, id)) return undefined;
     const found = await newest();
     if (found === undefined) return undefined;
     const seq = found.row?.seq ?? found.watermark.seq;
     if (seq > (await this.watermark()).seq) return found;
     const verdict = await this.#rowOfThisLog(seq, found);
     if (verdict === true) {
-      this.#historyChecked.add(id);
+      this.#historyChecked.add(term, id);
       return undefined;
     }
     const target = location.path;
@@ -700,7 +707,7 @@ export class TierSweeper {
       );
     }
     if (includesLocation(await readTieredLocations(this.#options.store), location)) {
-      this.#historyChecked.add(id);
+      this.#historyChecked.add(term, id);
       return undefined;
     }
     throw new AuditError(
@@ -1116,9 +1123,9 @@ export class TierSweeper {
    * commit gave it (`committed`: the watermark it continued from and the batch's seqs), so a
    * verifier reading the node with the tier knows what the tier must hold (tier-segments.ts).
    */
-  async #remember(location: TieredLocation, watermark: Watermark, committed: { afterSeq: number; seqs: readonly number[] }): Promise<void> {
-    // Its newest row is this log's now: later sweeps need not look again (#checkLocationHistory).
-    this.#historyChecked.add(tieredLocationKey(location));
+  async #remember(term: number, location: TieredLocation, watermark: Watermark, committed: { afterSeq: number; seqs: readonly number[] }): Promise<void> {
+    // Its newest row is this log's now: later sweeps of the term need not look again (#checkLocationHistory).
+    this.#historyChecked.add(term, tieredLocationKey(location));
     const { store } = this.#options;
     const known = await readTieredLocations(store);
     const segments = await this.#segmentsMeta(location, committed.afterSeq, committed.seqs);

@@ -506,6 +506,55 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     },
   );
 
+  it.each(['parquet', 'iceberg'] as const)(
+    '%s: a node leading again in the same process checks the location again in its new term: a leader between may have tiered entries it never received',
+    async (mode) => {
+      const target = modes[mode](`again_${mode}`);
+      let nowMs = Date.now() - 2 * HOUR_MS;
+      const n = await AuditStore.open({ location: await mkdtemp(join(s3.dir, 'store-')), now: () => nowMs });
+      onTestFinished(() => n.close());
+      await n.append(Array.from({ length: 12 }, (_, i) => ev(i)));
+      let term = 1;
+      const bN = testSweeper({ store: n, connections: s3.connections, catalogs, settings: () => target, term: () => term });
+      expect(await bN.sweep()).toBe('tiered');
+      // D leads term 2 with N's 12 entries, tiers 8 of its own and dies before N receives them.
+      const d = await replicaOf(n, 12);
+      await d.append(Array.from({ length: 8 }, (_, i) => ev(100 + i)), { sequencer: () => 2 });
+      const dSweeper = testSweeper({ store: d, connections: s3.connections, catalogs, settings: () => target, term: () => 2 });
+      expect(await dSweeper.sweep()).toBe('tiered');
+      await dSweeper.close();
+      // N leads term 3 in the same process, and orders 8 of its own in D's ingest millisecond.
+      nowMs = (await d.getBySeq(20))?.ingestTs as number;
+      term = 3;
+      await n.append(Array.from({ length: 8 }, (_, i) => ev(200 + i)), { sequencer: () => 3 });
+      expect(await bN.sweep()).toBe('failed');
+      expect((await bN.status()).lastError).toContain('is tiered through seq 20, but its row at seq 20 has chain hash');
+      expect((await bN.watermark()).seq).toBe(12);
+    },
+  );
+
+  it('iceberg: a commit of this term whose bookkeeping was not stored gets its tier segment at the next sweep, before the commit that continues from it', async () => {
+    const target = modes.iceberg('unrecorded_same_term');
+    const store = await storeWith(30, 10);
+    let failNext = false;
+    const putMeta = store.putMeta.bind(store);
+    store.putMeta = async (meta) => {
+      if (failNext && 'tierSegments' in meta) {
+        failNext = false;
+        throw new Error('injected: the write of the commit\'s bookkeeping failed');
+      }
+      return putMeta(meta);
+    };
+    const s = testSweeper({ store, connections: s3.connections, catalogs, settings: () => target, batchSizeMax: 10 });
+    expect(await s.sweep()).toBe('tiered-full');
+    failNext = true;
+    expect(await s.sweep()).toBe('failed');
+    expect((await s.watermark()).seq).toBe(10);
+    expect(await s.sweep()).toBe('tiered');
+    expect((await s.watermark()).seq).toBe(30);
+    expect((await readTierSegments(store)).map(({ fromSeq, toSeq }) => [fromSeq, toSeq])).toEqual([[1, 30]]);
+  });
+
   it('an adoption names the settings records it takes: the changes they state were made on the log that tiered them, not in force on the adopter', async () => {
     const target = modes.parquet('settings_adopted');
     const dead = await storeWith(5, 5, Date.now() - 2 * HOUR_MS);
