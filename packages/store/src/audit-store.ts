@@ -1692,23 +1692,32 @@ export class AuditStore {
     // A copy taken before the plan opens its iterators: a block whose rebuild ends after this
     // is read through the old sketch, as stale; one rebuilt before is read through its new one.
     const staleSketches = this.#staleSketches.size === 0 ? undefined : new Set(this.#staleSketches);
-    const plan = await planIndexedSearch(this.#db, filter, this.#openIndex().knownTables, expectedEvents, staleSketches);
-    // A time scan for a page (nothing but time filtered): its first read is the page, plus room
-    // for equal event times at its end, and its blocks are kept cached for the next page read.
-    const pageScan = expectedEvents !== undefined && !filterBeyondTime(filter);
-    const scan = pageScan ? { first: expectedEvents + TIME_SCAN_SLACK, fillCache: true } : {};
-    for await (const values of plan?.batches ?? rangeBatchesNewestFirst(this.#db, range, scan)) {
-      options.signal?.throwIfAborted();
-      const events: StoredEvent[] = [];
-      for (const value of values) {
-        if (needle !== undefined && !lowerStoredJson(value).includes(needle)) continue;
-        const text = options.textEvents === true ? StoredEventText.of(value)?.asStoredEvent() : undefined;
-        const event = text ?? (JSON.parse(value) as StoredEvent);
-        if (!matches(event)) continue;
-        if (text === undefined) storedJson.set(event, value);
-        events.push(event);
+    // Every read of the search is made at one point of the store's history: an index plan reads
+    // keys and then the events they name, and a stream may take a minute between the two; an
+    // event retention deleted meanwhile (tiered, where no reader of this search looks) was
+    // silently missing from the answer (review: an NDJSON stream gave 1,024 of 1,500).
+    const snapshot = this.#db.snapshot();
+    try {
+      const plan = await planIndexedSearch(this.#db, filter, this.#openIndex().knownTables, expectedEvents, staleSketches, snapshot);
+      // A time scan for a page (nothing but time filtered): its first read is the page, plus room
+      // for equal event times at its end, and its blocks are kept cached for the next page read.
+      const pageScan = expectedEvents !== undefined && !filterBeyondTime(filter);
+      const scan = pageScan ? { first: expectedEvents + TIME_SCAN_SLACK, fillCache: true, snapshot } : { snapshot };
+      for await (const values of plan?.batches ?? rangeBatchesNewestFirst(this.#db, range, scan)) {
+        options.signal?.throwIfAborted();
+        const events: StoredEvent[] = [];
+        for (const value of values) {
+          if (needle !== undefined && !lowerStoredJson(value).includes(needle)) continue;
+          const text = options.textEvents === true ? StoredEventText.of(value)?.asStoredEvent() : undefined;
+          const event = text ?? (JSON.parse(value) as StoredEvent);
+          if (!matches(event)) continue;
+          if (text === undefined) storedJson.set(event, value);
+          events.push(event);
+        }
+        if (events.length > 0) yield events;
       }
-      if (events.length > 0) yield events;
+    } finally {
+      await snapshot.close();
     }
   }
 

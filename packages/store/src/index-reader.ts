@@ -1,7 +1,7 @@
 import { DEFAULT_SEARCH_LIMIT, upperTimeMs, type SearchFilter } from '@auditlake/model';
 import type { Level } from 'level';
 import { PREFIX, prefixEnd, timeLowerBound, timeUpperBoundInclusive } from './event-keys.js';
-import { getManySideBySide } from './point-reads.js';
+import { getManySideBySide, readAt, type ReadSnapshot } from './point-reads.js';
 import { textCandidateBatches, textCandidateBlocks } from './text-candidates.js';
 import { INDEX_FIELD, INDEX_PREFIX, TABLE_NAME_PREFIX, UNINDEXED_DECISION, indexRange, indexValuePrefix, suffixOf, suffixTimeMs, type IndexField } from './index-keys.js';
 
@@ -61,10 +61,10 @@ class RangeSource implements SuffixSource {
    * read per range); an index range that may drive a page reads the page's keys with it, so
    * the page's events can be fetched without another read of keys.
    */
-  constructor(db: Db, range: { gte: string; lt: string }, first = PROBE_KEYS) {
+  constructor(db: Db, range: { gte: string; lt: string }, first = PROBE_KEYS, snapshot?: ReadSnapshot) {
     // Cached (classic-level's iterators do not fill LevelDB's block cache by default): every
     // indexed search probes the newest part of its ranges, and its point reads are cached too.
-    this.#iterator = db.keys({ ...range, reverse: true, fillCache: true });
+    this.#iterator = db.keys({ ...range, reverse: true, fillCache: true, ...readAt(snapshot) });
     this.#batch = Math.max(PROBE_KEYS, first);
   }
 
@@ -332,13 +332,14 @@ export async function planIndexedSearch(
   knownTables: ReadonlySet<string> | undefined,
   expectedEvents?: number,
   staleSketchBlocks?: ReadonlySet<number>,
+  snapshot?: ReadSnapshot,
 ): Promise<IndexPlan | undefined> {
   const toMs = upperTimeMs(filter);
   const fromMs = filter.fromMs;
   if (toMs !== undefined && fromMs !== undefined && fromMs > toMs) return emptyPlan([]);
   const predicates = indexedPredicates(filter, filter.table !== undefined ? await tableNamesContaining(db, knownTables, filter.table) : []);
   if (predicates === 'none') return emptyPlan(['table']);
-  const text = filter.q === undefined ? undefined : await textPlan(db, filter.q, fromMs, toMs, staleSketchBlocks);
+  const text = filter.q === undefined ? undefined : await textPlan(db, filter.q, fromMs, toMs, staleSketchBlocks, snapshot);
   if (predicates.length === 0) return text;
 
   const timeRange = {
@@ -347,10 +348,10 @@ export async function planIndexedSearch(
   };
   // Every range is probed at once: the native reads run side by side on LevelDB's threads.
   const [time, ...probed] = await Promise.all([
-    ProbedSource.probe(new RangeSource(db, timeRange)),
+    ProbedSource.probe(new RangeSource(db, timeRange, PROBE_KEYS, snapshot)),
     ...predicates.map(async (ranges) => {
       const first = firstFetch(expectedEvents);
-      const sources = ranges.map(({ field, value }) => new RangeSource(db, indexRange(indexValuePrefix(field, value), fromMs, toMs), first));
+      const sources = ranges.map(({ field, value }) => new RangeSource(db, indexRange(indexValuePrefix(field, value), fromMs, toMs), first, snapshot));
       return { field: (ranges[0] as { field: IndexField }).field, source: await ProbedSource.probe(sources.length === 1 ? (sources[0] as SuffixSource) : new UnionSource(sources)) };
     }),
   ]);
@@ -377,7 +378,7 @@ export async function planIndexedSearch(
   }
   await text?.close();
   // An index range read to its end drives whatever the time range holds: no need to judge it.
-  const scan = driver.source.exhausted ? { density: 0, above: 0 } : await timeScanEstimate(db, timeRange, time, top, (density) => driver.density * EVENT_GET_COST < density);
+  const scan = driver.source.exhausted ? { density: 0, above: 0 } : await timeScanEstimate(db, timeRange, time, top, (density) => driver.density * EVENT_GET_COST < density, snapshot);
   const timeDensity = scan.density;
   // Events each way for a page of matches: a point read per match from the index, against the
   // events above its newest key and then the window's events per match below it from the time range.
@@ -400,7 +401,7 @@ export async function planIndexedSearch(
     } else await candidate.source.close();
   }
   const chosen = source;
-  return { batches: eventBatches(db, chosen, firstFetch(expectedEvents)), fields, close: () => chosen.close() };
+  return { batches: eventBatches(db, chosen, firstFetch(expectedEvents), snapshot), fields, close: () => chosen.close() };
 }
 
 /** The largest (newest) of some suffixes; undefined when there are none. */
@@ -435,6 +436,7 @@ async function timeScanEstimate(
   time: ProbedSource,
   top: string,
   favoursIndex: (density: number) => boolean,
+  snapshot?: ReadSnapshot,
 ): Promise<TimeScanEstimate> {
   // A window read to its end: its exact count (what a scan of it reads).
   if (time.exhausted) return { density: time.density(0), above: 0 };
@@ -448,7 +450,7 @@ async function timeScanEstimate(
   // as many as its density over the stretch down to `top` says.
   const above = below.length > 0 ? aboveInProbe : Math.max(aboveInProbe, whole * (newestMs - topMs));
   if (favoursIndex(whole)) return { density: whole, above };
-  const range = new RangeSource(db, { gte: timeRange.gte, lt: `${PREFIX.time}${top}\u0000` });
+  const range = new RangeSource(db, { gte: timeRange.gte, lt: `${PREFIX.time}${top}\u0000` }, PROBE_KEYS, snapshot);
   try {
     return { density: (await ProbedSource.probe(range)).density(topMs), above };
   } finally {
@@ -466,12 +468,12 @@ const TEXT_PLAN_KEPT_MAX = 0.5;
  * The free-text plan: the blocks whose sketch may hold the needle (and every block in
  * `staleBlocks`, whose sketch an erasure left out of date); undefined when it would not help.
  */
-async function textPlan(db: Db, q: string, fromMs: number | undefined, toMs: number | undefined, staleBlocks: ReadonlySet<number> | undefined): Promise<IndexPlan | undefined> {
+async function textPlan(db: Db, q: string, fromMs: number | undefined, toMs: number | undefined, staleBlocks: ReadonlySet<number> | undefined, snapshot: ReadSnapshot | undefined): Promise<IndexPlan | undefined> {
   // The needle as the stored JSON holds it (escaped), which is what the sketches are built from.
   const needle = JSON.stringify(q).slice(1, -1);
-  const found = await textCandidateBlocks(db, needle, fromMs, toMs, staleBlocks);
+  const found = await textCandidateBlocks(db, needle, fromMs, toMs, staleBlocks, snapshot);
   if (found === undefined || found.candidates.length > TEXT_PLAN_KEPT_MAX * found.overlapping) return undefined;
-  return { batches: textCandidateBatches(db, found.candidates, fromMs, toMs), fields: ['text'], close: () => Promise.resolve() };
+  return { batches: textCandidateBatches(db, found.candidates, fromMs, toMs, snapshot), fields: ['text'], close: () => Promise.resolve() };
 }
 
 /** A plan that knows, without reading events, that nothing matches. */
@@ -500,7 +502,7 @@ function firstFetch(expectedEvents: number | undefined): number {
  * growing batches from 32 a 201-event page took three reads one after another, each waiting on
  * the one before.
  */
-async function* eventBatches(db: Db, source: SuffixSource, first: number): AsyncGenerator<string[]> {
+async function* eventBatches(db: Db, source: SuffixSource, first: number, snapshot: ReadSnapshot | undefined): AsyncGenerator<string[]> {
   try {
     let batch = first;
     for (;;) {
@@ -511,9 +513,10 @@ async function* eventBatches(db: Db, source: SuffixSource, first: number): Async
         for (const suffix of suffixes) keys.push(PREFIX.time + suffix);
       }
       if (keys.length === 0) return;
-      // An event pruned since its index key was read is gone: skipped, as a time scan would.
+      // Read at the plan's snapshot, where every key names an event. Without one (searchPlan), an
+      // event pruned since its index key was read is gone: skipped.
       const values: string[] = [];
-      for (const value of await getManySideBySide(db, keys)) if (value !== undefined) values.push(value);
+      for (const value of await getManySideBySide(db, keys, snapshot)) if (value !== undefined) values.push(value);
       if (values.length > 0) yield values;
       if (keys.length < batch) return;
       batch = Math.min(batch * 2, FETCH_MAX);

@@ -12,11 +12,25 @@ const SPLIT_PARTS = 2;
  * search's page is usually in a different block of the time range (a block to find, read and
  * decompress per event), so a page of 200 point reads kept one core busy while the other waited.
  */
-export async function getManySideBySide(db: Level<string, string>, keys: readonly string[]): Promise<Array<string | undefined>> {
-  if (keys.length < SPLIT_KEYS_MIN) return db.getMany(keys as string[]);
+export async function getManySideBySide(db: Level<string, string>, keys: readonly string[], snapshot?: ReadSnapshot): Promise<Array<string | undefined>> {
+  const options = readAt(snapshot);
+  if (keys.length < SPLIT_KEYS_MIN) return db.getMany(keys as string[], options);
   const size = Math.ceil(keys.length / SPLIT_PARTS);
-  const parts = await Promise.all(Array.from({ length: SPLIT_PARTS }, (_, i) => db.getMany(keys.slice(i * size, (i + 1) * size))));
+  const parts = await Promise.all(Array.from({ length: SPLIT_PARTS }, (_, i) => db.getMany(keys.slice(i * size, (i + 1) * size), options)));
   return parts.flat();
+}
+
+/**
+ * A point in the store's history that reads can be made at (LevelDB's explicit snapshot): a
+ * search reads its index keys and then the events they name, and without one, an event a prune
+ * deleted between the two reads was skipped, while a time scan (one iterator, its own implicit
+ * snapshot) still saw it.
+ */
+export type ReadSnapshot = ReturnType<Level<string, string>['snapshot']>;
+
+/** Read options that make a read at `snapshot` (none: the store as it is now). */
+export function readAt(snapshot: ReadSnapshot | undefined): { snapshot?: ReadSnapshot } {
+  return snapshot === undefined ? {} : { snapshot };
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { Level } from 'level';
+import { readAt, type ReadSnapshot } from './point-reads.js';
 
 /** Values of the first native read: a page of a few hundred events, with room for filtered-out ones. */
 export const FIRST_READ_VALUES = 256;
@@ -23,9 +24,9 @@ const READ_BYTES_MAX = 1024 * 1024;
 export async function* rangeBatchesNewestFirst(
   db: Level<string, string>,
   range: { gte: string; lt: string },
-  options: { first?: number; fillCache?: boolean } = {},
+  options: { first?: number; fillCache?: boolean; snapshot?: ReadSnapshot } = {},
 ): AsyncGenerator<string[]> {
-  const iterator = db.values({ ...range, reverse: true, highWaterMarkBytes: READ_BYTES_MAX, fillCache: options.fillCache ?? false });
+  const iterator = db.values({ ...range, reverse: true, highWaterMarkBytes: READ_BYTES_MAX, fillCache: options.fillCache ?? false, ...readAt(options.snapshot) });
   try {
     for (let batch = Math.max(1, options.first ?? FIRST_READ_VALUES); ; batch = Math.min(batch * 2, READ_VALUES_MAX)) {
       const values = await iterator.nextv(batch);

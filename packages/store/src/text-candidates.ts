@@ -1,6 +1,6 @@
 import type { Level } from 'level';
 import { PREFIX, encodeUint, prefixEnd, seqKey } from './event-keys.js';
-import { getManySideBySide } from './point-reads.js';
+import { getManySideBySide, readAt, type ReadSnapshot } from './point-reads.js';
 import { SKETCH_VALUE_BYTES, TEXT_BLOCK_SEQS, TEXT_SKETCH_PREFIX, needleBitChoices, needleBits, sketchMayContain, sketchMayContainChoices, sketchTimeRange } from './text-sketch.js';
 
 type Db = Level<string, string>;
@@ -32,6 +32,7 @@ export async function textCandidateBlocks(
   fromMs: number | undefined,
   toMs: number | undefined,
   staleBlocks?: ReadonlySet<number>,
+  snapshot?: ReadSnapshot,
 ): Promise<{ candidates: Candidate[]; overlapping: number } | undefined> {
   const bits = needleBits(needle);
   if (bits.length === 0) return undefined;
@@ -45,6 +46,7 @@ export async function textCandidateBlocks(
     lt: prefixEnd(TEXT_SKETCH_PREFIX),
     valueEncoding: 'view',
     highWaterMarkBytes: SKETCHES_PER_READ * SKETCH_VALUE_BYTES,
+    ...readAt(snapshot),
   });
   try {
     for (let entries = await sketches.nextv(SKETCHES_PER_READ); entries.length > 0; entries = await sketches.nextv(SKETCHES_PER_READ)) {
@@ -72,18 +74,18 @@ export async function textCandidateBlocks(
  * is passed on once no block still to be read can hold a later one (its time is above the next
  * block's latest).
  */
-export async function* textCandidateBatches(db: Db, blocks: readonly Candidate[], fromMs: number | undefined, toMs: number | undefined): AsyncGenerator<string[]> {
+export async function* textCandidateBatches(db: Db, blocks: readonly Candidate[], fromMs: number | undefined, toMs: number | undefined, snapshot?: ReadSnapshot): AsyncGenerator<string[]> {
   let pending: Array<{ timeKey: string; value: string }> = [];
   for (let i = 0; i < blocks.length; i++) {
     const block = (blocks[i] as Candidate).block;
-    const seqs = await db.iterator({ gte: seqKey(block * TEXT_BLOCK_SEQS), lt: seqKey((block + 1) * TEXT_BLOCK_SEQS) }).all();
+    const seqs = await db.iterator({ gte: seqKey(block * TEXT_BLOCK_SEQS), lt: seqKey((block + 1) * TEXT_BLOCK_SEQS), ...readAt(snapshot) }).all();
     const timeKeys: string[] = [];
     for (const [key, ts] of seqs) {
       const timestampMs = parseInt(ts, 16);
       if ((fromMs !== undefined && timestampMs < fromMs) || (toMs !== undefined && timestampMs > toMs)) continue;
       timeKeys.push(PREFIX.time + ts + key.slice(PREFIX.seq.length));
     }
-    const values = timeKeys.length === 0 ? [] : await getManySideBySide(db, timeKeys);
+    const values = timeKeys.length === 0 ? [] : await getManySideBySide(db, timeKeys, snapshot);
     values.forEach((value, j) => {
       if (value !== undefined) pending.push({ timeKey: timeKeys[j] as string, value });
     });

@@ -272,6 +272,33 @@ describe('secondary indexes', () => {
     ]);
   });
 
+  it.each([
+    ['user', { action: 'all', user: 'u7' }],
+    ['text', { action: 'all', q: 'needle-of-u7' }],
+  ] as const)('a search read by the %s plan while retention deletes the events its keys named still returns every one: its reads are made at one point of the store', async (plan, filter) => {
+    const store = await AuditStore.open({ location: await location() });
+    onTestFinished(() => store.close());
+    // Four blocks of the text sketches; the needle is in the first two.
+    const events: AuditEvent[] = [];
+    for (let i = 0; i < 16_000; i++) {
+      const user = `u${i % 30}`;
+      events.push({ eventId: `e${i}`, userId: user, source: 'trino', action: 'data:Select', resource: '', decision: 'ALLOW', tables: [], query: user === 'u7' && i < 8000 ? 'needle-of-u7' : '', details: '', timestamp: 1_000_000 + i * 1000 });
+    }
+    for (let i = 0; i < events.length; i += 4000) await store.append(events.slice(i, i + 4000));
+    const expected = events.filter((event) => ('user' in filter ? event.userId === filter.user : event.query === filter.q)).map((event) => event.eventId);
+    expect(await store.searchPlan(filter)).toEqual([plan]);
+    const batches = store.searchBatches(filter, { expectedEvents: 10 });
+    const first = await batches.next();
+    const found = first.done === true ? [] : [...first.value];
+    expect(found.length).toBeGreaterThan(0);
+    expect(found.length).toBeLessThan(expected.length);
+    // Retention deletes every event while the search is paused (a stream's client reading slowly).
+    expect((await store.pruneBefore(Number.MAX_SAFE_INTEGER, 1000, async () => true)).deleted).toBe(16_000);
+    for await (const batch of batches) found.push(...batch);
+    expect(found.map((event) => event.eventId).sort()).toEqual(expected.sort());
+    expect(await collect(store.search(filter))).toEqual([]);
+  });
+
   it('indexes the events of a store written before the indexes existed, once, when it is opened', async () => {
     const at = await location();
     // An older store: events under their three keys only.
