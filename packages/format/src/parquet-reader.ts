@@ -433,6 +433,9 @@ export async function readAuditParquetFooter(source: ByteSource, options: { exac
   try {
     return await parquetMetadataAsync(source, { initialFetchSize: FOOTER_FETCH_BYTES, parsers: options.exactStatistics === true ? EXACT_STATISTICS_PARSERS : PARSERS });
   } catch (err) {
+    // The store's own errors (the object gone, the endpoint unreachable) say what happened; only
+    // the parser's are about the bytes.
+    if (err instanceof AuditError) throw err;
     throw new AuditError(AuditErrorCode.TABLE_INVALID, `tiered file is not readable Parquet: ${messageOf(err)}`, {
       cause: err,
     });

@@ -1,6 +1,6 @@
 import { EVENT_COLUMNS, isPrefilterNeedle, type AuditColumnName, type AuditParquetFile, type RowGroupSpan, type TieredEvent } from '@auditlake/format';
 import { GroupReadAhead, PREFILTER_AHEAD_GROUPS, TEXT_COLUMNS, unwrap } from './group-read-ahead.js';
-import { compileFilter, newestFirst, upperTimeMs, type EventPosition, type SearchFilter, type StoredEvent } from '@auditlake/model';
+import { AuditError, AuditErrorCode, compileFilter, newestFirst, upperTimeMs, type EventPosition, type SearchFilter, type StoredEvent } from '@auditlake/model';
 import type { TierFile, TierSource } from '@auditlake/lake';
 import type { ErasableRow } from '@auditlake/store';
 import { newestFirstPage } from './newest-first-page.js';
@@ -238,6 +238,33 @@ export async function mergedSearch(options: MergedSearchOptions): Promise<Merged
   const localIsEnough = options.tiers.length === 0 || (lastLocal !== undefined && options.localCompleteFromMs !== undefined && lastLocal.timestamp >= options.localCompleteFromMs);
   if (localIsEnough) return pageOf(candidates, filter.limit, lastLocal, { filesRead: 0, groupsPruned: 0 });
 
+  // A file listed and then gone (an erasure's rewrite or a compaction replaced it while the
+  // page was read) is no reason to give up on its tier: the tiers are listed and read again,
+  // from the local candidates, a few times (review: one such file left a page without any
+  // tiered event, its note blaming "not readable Parquet").
+  let read = await readTiers(options, filter, candidates, want);
+  for (let attempt = 1; read.gone && attempt < TIER_READ_ATTEMPTS; attempt++) read = await readTiers(options, filter, candidates, want);
+  const result = pageOf(read.candidates, filter.limit, lastLocal, { filesRead: read.filesRead, groupsPruned: read.groupsPruned });
+  if (read.skipped.length > 0) result.tierNote = `tiered audit partly unavailable: ${read.skipped.join('; ')}`;
+  return result;
+}
+
+/** Reads of the tiers for one page, a file listed and then gone before it was read at the last. */
+const TIER_READ_ATTEMPTS = 3;
+
+/** What one read of the tiers for a page found: the candidates (the local ones and the tiers'), which tiers failed and why, and whether a failure was a listed file gone. */
+interface TiersRead {
+  candidates: Map<string, MergedEvent>;
+  skipped: string[];
+  gone: boolean;
+  filesRead: number;
+  groupsPruned: number;
+}
+
+/** The tiers' part of a page: their committed files within the window, newest first, read into a copy of `local` (see mergedSearch). */
+async function readTiers(options: MergedSearchOptions, filter: SearchFilter, local: ReadonlyMap<string, MergedEvent>, want: number): Promise<TiersRead> {
+  const candidates = new Map(local);
+  let gone = false;
   const skipped: string[] = [];
   const files: Array<{ tier: TierSource; file: TierFile }> = [];
   await Promise.all(
@@ -261,6 +288,7 @@ export async function mergedSearch(options: MergedSearchOptions): Promise<Merged
   const fail = (tier: TierSource, err: unknown) => {
     if (failedTiers.has(tier)) return;
     failedTiers.add(tier);
+    if (err instanceof AuditError && err.code === AuditErrorCode.OBJECT_NOT_FOUND) gone = true;
     skipped.push(`${tier.name}: ${err instanceof Error ? err.message : String(err)}`);
   };
   const prefilterQ = filter.q !== undefined && isPrefilterNeedle(filter.q) ? filter.q : undefined;
@@ -301,7 +329,5 @@ export async function mergedSearch(options: MergedSearchOptions): Promise<Merged
   } finally {
     groups.close();
   }
-  const result = pageOf(candidates, filter.limit, lastLocal, { filesRead: groups.filesOpened, groupsPruned: groups.groupsPruned });
-  if (skipped.length > 0) result.tierNote = `tiered audit partly unavailable: ${skipped.join('; ')}`;
-  return result;
+  return { candidates, skipped, gone, filesRead: groups.filesOpened, groupsPruned: groups.groupsPruned };
 }

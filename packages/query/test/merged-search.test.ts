@@ -1,8 +1,8 @@
 // Goal: the merged reader returns the sorted, de-duplicated union of local and tiered events, skips tiers only when they cannot matter, prunes files and row groups (proved by bytes fetched), and names unreadable tiers.
 import { AuditParquetFile, bytesSource, countingSource, encodeAuditParquet, ParquetFooterCache, TextProbePool, type CountingSource } from '@auditlake/format';
-import { compileFilter, isAfterCursor, type SearchFilter, type StoredEvent } from '@auditlake/model';
+import { AuditError, AuditErrorCode, compileFilter, isAfterCursor, type SearchFilter, type StoredEvent } from '@auditlake/model';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { TierSource } from '@auditlake/lake';
+import type { TierFile, TierSource } from '@auditlake/lake';
 import { mergedSearch } from '../src/index.js';
 
 const DAY = 86_400_000;
@@ -312,5 +312,35 @@ describe('mergedSearch', () => {
     const result = await mergedSearch({ local: local([ev(2, T0 + 5)]), tiers: [broken, ok], filter: filter(), localCompleteFromMs: undefined });
     expect(result.events.map((e) => e.eventId)).toEqual(['e2', 'e1']);
     expect(result.tierNote).toBe('tiered audit partly unavailable: s3://gone/audit: NoSuchBucket');
+  });
+
+  it('lists and reads a tier again when a listed file is gone before it was read (a rewrite replaced it), a few times, then names it', async () => {
+    const days = [Array.from({ length: 20 }, (_, i) => ev(i, T0 + i * 1000)), Array.from({ length: 20 }, (_, i) => ev(20 + i, T0 + DAY + i * 1000))];
+    const current = tier('s3://a/b', days);
+    const gone = (key: string) => new AuditError(AuditErrorCode.OBJECT_NOT_FOUND, `s3://a/b/${key} does not exist (GET)`);
+    // The first listing names the newer day's old file, which an erasure's rewrite then replaced.
+    const rewritten = (listingsStale: number): TierSource & { listings: number } => {
+      const source = {
+        name: 's3://a/b',
+        listings: 0,
+        listFiles: async () => {
+          const files = await current.listFiles();
+          return source.listings++ < listingsStale ? files.map((file) => (file.key === 'f1' ? { ...file, key: 'f1-old' } : file)) : files;
+        },
+        // Its footer's ranged read finds it gone, as the S3 byte source does.
+        open: async (file: TierFile) => (file.key === 'f1-old' ? { byteLength: 4096, slice: () => Promise.reject(gone(file.key)) } : current.open(file)),
+      };
+      return source;
+    };
+    const once = rewritten(1);
+    const result = await mergedSearch({ local: local([]), tiers: [once], filter: filter({ limit: 100 }), localCompleteFromMs: undefined });
+    expect(result.events).toHaveLength(40);
+    expect(result.tierNote).toBeUndefined();
+    expect(once.listings).toBe(2);
+    // Gone at every listing: read three times, then named for what it is.
+    const always = rewritten(Number.POSITIVE_INFINITY);
+    const stuck = await mergedSearch({ local: local([]), tiers: [always], filter: filter({ limit: 100 }), localCompleteFromMs: undefined });
+    expect(always.listings).toBe(3);
+    expect(stuck.tierNote).toBe('tiered audit partly unavailable: s3://a/b: s3://a/b/f1-old does not exist (GET)');
   });
 });
