@@ -1696,6 +1696,7 @@ export class AuditStore {
     // keys and then the events they name, and a stream may take a minute between the two; an
     // event retention deleted meanwhile (tiered, where no reader of this search looks) was
     // silently missing from the answer (review: an NDJSON stream gave 1,024 of 1,500).
+    const erasuresBefore = this.#erasedIds.version;
     const snapshot = this.#db.snapshot();
     try {
       const plan = await planIndexedSearch(this.#db, filter, this.#openIndex().knownTables, expectedEvents, staleSketches, snapshot);
@@ -1705,20 +1706,31 @@ export class AuditStore {
       const scan = pageScan ? { first: expectedEvents + TIME_SCAN_SLACK, fillCache: true, snapshot } : { snapshot };
       for await (const values of plan?.batches ?? rangeBatchesNewestFirst(this.#db, range, scan)) {
         options.signal?.throwIfAborted();
-        const events: StoredEvent[] = [];
-        for (const value of values) {
-          if (needle !== undefined && !lowerStoredJson(value).includes(needle)) continue;
-          const text = options.textEvents === true ? StoredEventText.of(value)?.asStoredEvent() : undefined;
-          const event = text ?? (JSON.parse(value) as StoredEvent);
-          if (!matches(event)) continue;
-          if (text === undefined) storedJson.set(event, value);
-          events.push(event);
-        }
+        const candidates = needle === undefined ? values : values.filter((value) => lowerStoredJson(value).includes(needle));
+        // The snapshot still holds the values of an erasure committed since it was taken (a
+        // slow client's stream): those are shown as the marker and the filter judges them so,
+        // as a read of the store as it is now would (review: a stream open across an erasure
+        // returned the erased values of every event it had not sent yet).
+        const events = this.#erasedIds.version === erasuresBefore ? matchingEvents(candidates, matches, options.textEvents === true) : await this.#matchingErasedSince(candidates, matches);
         if (events.length > 0) yield events;
       }
     } finally {
       await snapshot.close();
     }
+  }
+
+  /** `values` parsed, with what erasures committed since they were read erased shown as the marker, that match. */
+  async #matchingErasedSince(values: readonly string[], matches: (event: StoredEvent) => boolean): Promise<StoredEvent[]> {
+    const parsed = values.map((value) => JSON.parse(value) as StoredEvent);
+    const masked = await this.maskErased(parsed);
+    const events: StoredEvent[] = [];
+    masked.forEach((event, i) => {
+      if (!matches(event)) return;
+      // Its stored text only where nothing was erased: the answer is cut from it.
+      if (event === parsed[i]) storedJson.set(event, values[i] as string);
+      events.push(event);
+    });
+    return events;
   }
 
   /**
@@ -2407,6 +2419,23 @@ export class AuditStore {
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
   }
+}
+
+/**
+ * The events of stored `values` that `matches` takes; `textEvents`: as StoredEventText (parsed
+ * only when a field beyond their place in the order and userId is read), else parsed, each with
+ * its stored text kept for storedJsonOf.
+ */
+function matchingEvents(values: readonly string[], matches: (event: StoredEvent) => boolean, textEvents: boolean): StoredEvent[] {
+  const events: StoredEvent[] = [];
+  for (const value of values) {
+    const text = textEvents ? StoredEventText.of(value)?.asStoredEvent() : undefined;
+    const event = text ?? (JSON.parse(value) as StoredEvent);
+    if (!matches(event)) continue;
+    if (text === undefined) storedJson.set(event, value);
+    events.push(event);
+  }
+  return events;
 }
 
 /**

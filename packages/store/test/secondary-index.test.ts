@@ -7,6 +7,8 @@ import fc from 'fast-check';
 import { Level } from 'level';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { AuditStore, INDEX_FIELD, indexPrefixes, storedJsonOf } from '../src/index.js';
+import { encodeErasureDetails, ERASED_MARKER, INTEGRITY_ACTIONS } from '@auditlake/integrity';
+import { SELF_SOURCE } from '@auditlake/model';
 import { eventKeys } from '../src/index.js';
 
 async function location(): Promise<string> {
@@ -297,6 +299,40 @@ describe('secondary indexes', () => {
     for await (const batch of batches) found.push(...batch);
     expect(found.map((event) => event.eventId).sort()).toEqual(expected.sort());
     expect(await collect(store.search(filter))).toEqual([]);
+  });
+
+  it.each([
+    ['user', { action: 'all', user: 'u7' }],
+    ['text', { action: 'all', q: 'needle-of-u7' }],
+    ['time', { action: 'all', fromMs: 0 }],
+  ] as const)('a search read by the %s plan across an erasure shows the erased values as the marker from then on, though its snapshot holds them', async (plan, filter) => {
+    const store = await AuditStore.open({ location: await location() });
+    onTestFinished(() => store.close());
+    const events: AuditEvent[] = [];
+    for (let i = 0; i < 16_000; i++) {
+      const user = `u${i % 30}`;
+      events.push({ eventId: `e${i}`, userId: user, source: 'trino', action: 'data:Select', resource: '', decision: 'ALLOW', tables: [], query: user === 'u7' && i < 8000 ? 'needle-of-u7' : '', details: '', timestamp: 1_000_000 + i * 1000 });
+    }
+    for (let i = 0; i < events.length; i += 4000) await store.append(events.slice(i, i + 4000));
+    expect(await store.searchPlan(filter)).toEqual(plan === 'time' ? [] : [plan]);
+    const batches = store.searchBatches(filter, { expectedEvents: 10 });
+    const first = await batches.next();
+    const before = first.done === true ? [] : [...first.value];
+    // The needle's events are erased (their query) while the search is paused.
+    // Appended in order from seq 1.
+    const needled = events.flatMap((event, i) => (event.query === 'needle-of-u7' ? [{ eventId: event.eventId, seq: i + 1 }] : []));
+    expect(needled).toHaveLength(267);
+    const erasure: AuditEvent = { eventId: 'erase-1', userId: 'admin', source: SELF_SOURCE, action: INTEGRITY_ACTIONS.erase, resource: '', decision: '', tables: [], query: '', timestamp: 2_000_000_000, details: encodeErasureDetails({ v: 1, fields: ['query'], records: needled }) };
+    expect((await store.append([erasure])).stored).toHaveLength(1);
+    const after: StoredEvent[] = [];
+    for await (const batch of batches) after.push(...batch);
+    expect(after.filter((event) => event.query === 'needle-of-u7')).toEqual([]);
+    // The needle's events not sent yet: no longer matching q, else shown erased (and every other event as it is).
+    const notSentYet = needled.filter((e) => !before.some((b) => b.eventId === e.eventId)).length;
+    expect(notSentYet).toBeGreaterThan(0);
+    if (plan === 'text') expect(after).toEqual([]);
+    else expect(after.filter((event) => event.query === ERASED_MARKER).length).toBe(notSentYet);
+    if (plan === 'time') expect(before.length + after.length).toBe(events.length);
   });
 
   it('indexes the events of a store written before the indexes existed, once, when it is opened', async () => {
