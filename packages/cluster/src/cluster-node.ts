@@ -400,7 +400,8 @@ export class ClusterNode {
     const result = await appendForwarded(this.#options.store, events, { freshIds: newIdsOf(events, request.newIdFlags), sequencer: this.elector.sequencer });
     if (result.conflicts.length > 0) await this.#options.hooks.onConflicts(result.conflicts, request.nodeId);
     const response: ForwardResponse = { term: this.elector.knownTerm, stored: result.stored.length, duplicates: result.duplicates };
-    if (result.conflicts.length > 0) response.conflicts = result.conflicts;
+    // The refused events themselves stay here, in the record: the forwarding node sent them.
+    if (result.conflicts.length > 0) response.conflicts = result.conflicts.map(({ eventId, storedHash, refusedHash }) => ({ eventId, storedHash, refusedHash }));
     if (result.heldByTier !== undefined && result.heldByTier.length > 0) response.heldByTier = result.heldByTier;
     return response;
   }

@@ -83,6 +83,11 @@ export interface EventIdConflict {
   storedHash: string;
   /** The content hash of the refused event. */
   refusedHash: string;
+  /**
+   * The refused event as it would have been stored (its JSON, redacted), for the node that
+   * records the refusal: kept nowhere else, since the event is not stored. Not sent between nodes.
+   */
+  refusedJson?: string;
 }
 
 /**
