@@ -243,8 +243,13 @@ export async function mergedSearch(options: MergedSearchOptions): Promise<Merged
   // from the local candidates, a few times (review: one such file left a page without any
   // tiered event, its note blaming "not readable Parquet").
   let read = await readTiers(options, filter, candidates, want);
-  for (let attempt = 1; read.gone && attempt < TIER_READ_ATTEMPTS; attempt++) read = await readTiers(options, filter, candidates, want);
-  const result = pageOf(read.candidates, filter.limit, lastLocal, { filesRead: read.filesRead, groupsPruned: read.groupsPruned });
+  let { filesRead, groupsPruned } = read;
+  for (let attempt = 1; attempt < TIER_READ_ATTEMPTS && (await listingsMoved(read.gone)); attempt++) {
+    read = await readTiers(options, filter, candidates, want);
+    filesRead += read.filesRead;
+    groupsPruned += read.groupsPruned;
+  }
+  const result = pageOf(read.candidates, filter.limit, lastLocal, { filesRead, groupsPruned });
   if (read.skipped.length > 0) result.tierNote = `tiered audit partly unavailable: ${read.skipped.join('; ')}`;
   return result;
 }
@@ -252,11 +257,28 @@ export async function mergedSearch(options: MergedSearchOptions): Promise<Merged
 /** Reads of the tiers for one page, a file listed and then gone before it was read at the last. */
 const TIER_READ_ATTEMPTS = 3;
 
-/** What one read of the tiers for a page found: the candidates (the local ones and the tiers'), which tiers failed and why, and whether a failure was a listed file gone. */
+/**
+ * Whether a tier that had a listed file gone lists something else now (a rewrite replaced the
+ * file): only then can reading again help. A file lost for good (a lifecycle rule, another
+ * engine's cleanup) stays listed, and every page would otherwise read every tier three times.
+ */
+async function listingsMoved(gone: ReadonlyMap<TierSource, readonly string[]>): Promise<boolean> {
+  for (const [tier, keys] of gone) {
+    try {
+      const listed = new Set((await tier.listFiles()).map((file) => file.key));
+      if (keys.some((key) => !listed.has(key))) return true;
+    } catch {
+      // Not listable now: reading again would fail the same way.
+    }
+  }
+  return false;
+}
+
+/** What one read of the tiers for a page found: the candidates (the local ones and the tiers'), which tiers failed and why, and the listed files found gone, by tier. */
 interface TiersRead {
   candidates: Map<string, MergedEvent>;
   skipped: string[];
-  gone: boolean;
+  gone: Map<TierSource, string[]>;
   filesRead: number;
   groupsPruned: number;
 }
@@ -264,7 +286,7 @@ interface TiersRead {
 /** The tiers' part of a page: their committed files within the window, newest first, read into a copy of `local` (see mergedSearch). */
 async function readTiers(options: MergedSearchOptions, filter: SearchFilter, local: ReadonlyMap<string, MergedEvent>, want: number): Promise<TiersRead> {
   const candidates = new Map(local);
-  let gone = false;
+  const gone = new Map<TierSource, string[]>();
   const skipped: string[] = [];
   const files: Array<{ tier: TierSource; file: TierFile }> = [];
   await Promise.all(
@@ -285,10 +307,10 @@ async function readTiers(options: MergedSearchOptions, filter: SearchFilter, loc
   const matches = compileFilter(filter);
   const probeColumns = predicateColumns(filter);
   const failedTiers = new Set<TierSource>();
-  const fail = (tier: TierSource, err: unknown) => {
+  const fail = (tier: TierSource, file: TierFile, err: unknown) => {
     if (failedTiers.has(tier)) return;
     failedTiers.add(tier);
-    if (err instanceof AuditError && err.code === AuditErrorCode.OBJECT_NOT_FOUND) gone = true;
+    if (err instanceof AuditError && err.code === AuditErrorCode.OBJECT_NOT_FOUND) gone.set(tier, [file.key]);
     skipped.push(`${tier.name}: ${err instanceof Error ? err.message : String(err)}`);
   };
   const prefilterQ = filter.q !== undefined && isPrefilterNeedle(filter.q) ? filter.q : undefined;
@@ -309,7 +331,7 @@ async function readTiers(options: MergedSearchOptions, filter: SearchFilter, loc
       // Every event in this file (and all later ones, sorted by tsMax) is older than the page.
       if (candidates.size >= want && file.tsMax < pageLast(candidates, want)) break;
       if (task.kind === 'failed') {
-        fail(tier, task.error);
+        fail(tier, file, task.error);
         continue;
       }
       // Row groups newest first: once the page is full, older groups of this file cannot rank.
@@ -323,7 +345,7 @@ async function readTiers(options: MergedSearchOptions, filter: SearchFilter, loc
         if (task.textMayMatch !== undefined && !unwrap(await task.textMayMatch())) continue;
         await readRowGroup(task.parquet, task.group, filter, probeColumns, matches, candidates, want, options.erased);
       } catch (err) {
-        fail(tier, err);
+        fail(tier, file, err);
       }
     }
   } finally {

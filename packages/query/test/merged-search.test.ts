@@ -314,7 +314,7 @@ describe('mergedSearch', () => {
     expect(result.tierNote).toBe('tiered audit partly unavailable: s3://gone/audit: NoSuchBucket');
   });
 
-  it('lists and reads a tier again when a listed file is gone before it was read (a rewrite replaced it), a few times, then names it', async () => {
+  it('reads the tiers again when a listed file is gone before it was read and a new listing no longer names it (a rewrite replaced it); a file lost for good is named at once', async () => {
     const days = [Array.from({ length: 20 }, (_, i) => ev(i, T0 + i * 1000)), Array.from({ length: 20 }, (_, i) => ev(20 + i, T0 + DAY + i * 1000))];
     const current = tier('s3://a/b', days);
     const gone = (key: string) => new AuditError(AuditErrorCode.OBJECT_NOT_FOUND, `s3://a/b/${key} does not exist (GET)`);
@@ -336,11 +336,23 @@ describe('mergedSearch', () => {
     const result = await mergedSearch({ local: local([]), tiers: [once], filter: filter({ limit: 100 }), localCompleteFromMs: undefined });
     expect(result.events).toHaveLength(40);
     expect(result.tierNote).toBeUndefined();
-    expect(once.listings).toBe(2);
-    // Gone at every listing: read three times, then named for what it is.
+    // The read, the listing that shows the file replaced, the read again.
+    expect(once.listings).toBe(3);
+    // Still listed, and gone: reading again cannot help, so it is named for what it is.
     const always = rewritten(Number.POSITIVE_INFINITY);
     const stuck = await mergedSearch({ local: local([]), tiers: [always], filter: filter({ limit: 100 }), localCompleteFromMs: undefined });
-    expect(always.listings).toBe(3);
+    expect(always.listings).toBe(2);
+    expect(stuck.events).toHaveLength(0);
     expect(stuck.tierNote).toBe('tiered audit partly unavailable: s3://a/b: s3://a/b/f1-old does not exist (GET)');
+    // Replaced at every listing (a rewrite each time): three reads in all, then named.
+    let listings = 0;
+    const churning: TierSource = {
+      name: 's3://a/b',
+      listFiles: async () => (await current.listFiles()).map((file) => (file.key === 'f1' ? { ...file, key: `f1-v${listings++}` } : file)),
+      open: async (file: TierFile) => (file.key.startsWith('f1-v') ? { byteLength: 4096, slice: () => Promise.reject(gone(file.key)) } : current.open(file)),
+    };
+    const churned = await mergedSearch({ local: local([]), tiers: [churning], filter: filter({ limit: 100 }), localCompleteFromMs: undefined });
+    expect(listings).toBe(5);
+    expect(churned.tierNote).toContain('does not exist (GET)');
   });
 });
