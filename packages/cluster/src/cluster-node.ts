@@ -7,7 +7,7 @@ import type { Coordinator, MemberInfo } from './coordinator.js';
 import { LeaderElector, type ClusterLog, type LeaderView, type NodeRole } from './leader-elector.js';
 import { LogSource } from './log-source.js';
 import { MetaHash } from './meta-hash.js';
-import { OutboxForwarder } from './outbox-forwarder.js';
+import { FORWARD_TIMEOUT_MS, OutboxForwarder } from './outbox-forwarder.js';
 import { ErasedIdsCatchUp, ERASED_IDS_RETRY_MS } from './erased-ids-catch-up.js';
 import { markTimeAssigned, newIdsOf, parseForwardedEvent, skippedOf, type ForwardRequest, type ForwardResponse, type PeerTransport, type PullRequest, type PullResponse } from './protocol.js';
 import { ReplicationFollower } from './replication-follower.js';
@@ -96,6 +96,12 @@ export interface ClusterNodeStatus {
 
 /** Where received events went: ordered into the log (this node leads) or into the outbox. */
 export type Received = { path: 'log'; result: AppendResult } | { path: 'outbox' };
+
+/**
+ * How long after a forward arrives the ids its sender flagged new are still stored without a
+ * lookup: half the sender's wait, so the sender cannot have given up and re-sent them yet.
+ */
+export const FORWARD_FRESH_IDS_TRUSTED_MS = FORWARD_TIMEOUT_MS / 2;
 
 const LOCAL_TERM = 'knownTerm';
 /** This data dir's member instance (MemberInfo.instance), made at its first cluster start. */
@@ -393,11 +399,16 @@ export class ClusterNode {
    * id holds another content are refused as conflicts, recorded here and named in the answer.
    */
   async receiveForward(request: ForwardRequest): Promise<ForwardResponse> {
+    const arrivedMs = this.#clock.monotonicMs();
     this.elector.observeMessageTerm(request.term);
     if (!this.elector.isLeader()) throw new AuditError(AuditErrorCode.NOT_LEADER, `node ${this.#options.nodeId} is not the leader`, { retryable: true });
     const events = markTimeAssigned(request.events.map(parseForwardedEvent), request.newIdFlags);
+    // Ids the sender flagged new are stored without a lookup only while it is surely still
+    // waiting for this answer: past that it may have given up and sent the batch again, with
+    // the flags cleared, and the retry may be stored first.
+    const freshIdsTrusted = () => this.#clock.monotonicMs() - arrivedMs <= FORWARD_FRESH_IDS_TRUSTED_MS;
     // An erasure record among them is re-applied by eventId (appendForwarded), not stored with the seqs of the log it was cut from.
-    const result = await appendForwarded(this.#options.store, events, { freshIds: newIdsOf(events, request.newIdFlags), sequencer: this.elector.sequencer });
+    const result = await appendForwarded(this.#options.store, events, { freshIds: newIdsOf(events, request.newIdFlags), freshIdsTrusted, sequencer: this.elector.sequencer });
     if (result.conflicts.length > 0) await this.#options.hooks.onConflicts(result.conflicts, request.nodeId);
     const response: ForwardResponse = { term: this.elector.knownTerm, stored: result.stored.length, duplicates: result.duplicates };
     // The refused events themselves stay here, in the record: the forwarding node sent them.

@@ -1,4 +1,4 @@
-export { ClusterNode, type ClusterHooks, type ClusterMemberStatus, type ClusterNodeOptions, type ClusterNodeStatus, type HeldByStandbys, type Received } from './cluster-node.js';
+export { ClusterNode, FORWARD_FRESH_IDS_TRUSTED_MS, type ClusterHooks, type ClusterMemberStatus, type ClusterNodeOptions, type ClusterNodeStatus, type HeldByStandbys, type Received } from './cluster-node.js';
 export { ClusterToken } from './cluster-token.js';
 export { systemClock, type Clock, type Timer } from './clock.js';
 export type { ClusterLog, LeaderView, LogEnd, NodeRole } from './leader-elector.js';
@@ -7,3 +7,4 @@ export type { ForwardRequest, ForwardResponse, PeerTransport, PullRequest, PullR
 export type { Coordinator, LeaderRecord, MemberInfo } from './coordinator.js';
 export { RedisCoordinator, type RedisCoordinatorOptions } from './redis-coordinator.js';
 export { InMemoryCoordinator, InMemoryCoordinatorState, type CoordinatorLink } from './in-memory-coordinator.js';
+export { FORWARD_TIMEOUT_MS } from './outbox-forwarder.js';

@@ -3,6 +3,9 @@ import type { Clock } from './clock.js';
 import type { ClusterLog, LeaderElector } from './leader-elector.js';
 import { markTimeAssigned, newIdFlagsOf, newIdsOf, parseForwardedEvent, type PeerTransport } from './protocol.js';
 
+/** How long a forward waits for the leader's answer before it is given up and sent again. */
+export const FORWARD_TIMEOUT_MS = 10_000;
+
 export interface OutboxForwarderOptions {
   store: AuditStore;
   elector: LeaderElector;
@@ -161,7 +164,7 @@ export class OutboxForwarder {
       const leader = elector.leader;
       if (leader === undefined) throw new Error('no leader is known');
       const request = { nodeId: this.#options.nodeId, term: elector.knownTerm, events };
-      const response = await transport.forward(leader.url, newIdFlags === undefined ? request : { ...request, newIdFlags }, 10_000);
+      const response = await transport.forward(leader.url, newIdFlags === undefined ? request : { ...request, newIdFlags }, FORWARD_TIMEOUT_MS);
       if (response.heldByTier !== undefined) store.noteHeldByTier(response.heldByTier);
       const conflicts = response.conflicts ?? [];
       // Refused for good (the first event under each id stays), and recorded on the leader:
