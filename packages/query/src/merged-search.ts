@@ -21,8 +21,11 @@ export interface LocalBatches {
 export interface MergedSearchOptions {
   /** Local matches by event time descending (the store's search, or searchBatches, with the same filter). */
   local: AsyncIterable<StoredEvent> | LocalBatches;
-  /** Every location that ever received tiered events. */
-  tiers: readonly TierSource[];
+  /**
+   * Every location that ever received tiered events; as a function, asked once the local page is
+   * read (see mergedSearch).
+   */
+  tiers: readonly TierSource[] | (() => Promise<readonly TierSource[]>);
   filter: SearchFilter;
   /**
    * Every event at or after this event time is still in the local store (nothing that recent
@@ -235,17 +238,22 @@ export async function mergedSearch(options: MergedSearchOptions): Promise<Merged
   for (const event of local) if (mayTake(candidates, event.eventId, event.seq)) candidates.set(event.eventId, event);
   // Read as many as asked for: more may follow, below the last one read.
   const lastLocal = local.length >= want ? local[local.length - 1] : undefined;
-  const localIsEnough = options.tiers.length === 0 || (lastLocal !== undefined && options.localCompleteFromMs !== undefined && lastLocal.timestamp >= options.localCompleteFromMs);
+  // The locations are read after the local page: an event retention deleted before the local
+  // read began was tiered to a location recorded before it was deleted, so it is listed then. Read
+  // first, a first commit to a new location and a prune of its events between the two reads
+  // left them in neither.
+  const tiers = typeof options.tiers === 'function' ? await options.tiers() : options.tiers;
+  const localIsEnough = tiers.length === 0 || (lastLocal !== undefined && options.localCompleteFromMs !== undefined && lastLocal.timestamp >= options.localCompleteFromMs);
   if (localIsEnough) return pageOf(candidates, filter.limit, lastLocal, { filesRead: 0, groupsPruned: 0 });
 
   // A file listed and then gone (an erasure's rewrite or a compaction replaced it while the
   // page was read) is no reason to give up on its tier: the tiers are listed and read again,
   // from the local candidates, a few times (review: one such file left a page without any
   // tiered event, its note blaming "not readable Parquet").
-  let read = await readTiers(options, filter, candidates, want);
+  let read = await readTiers(tiers, options, filter, candidates, want);
   let { filesRead, groupsPruned } = read;
   for (let attempt = 1; attempt < TIER_READ_ATTEMPTS && (await listingsMoved(read.gone)); attempt++) {
-    read = await readTiers(options, filter, candidates, want);
+    read = await readTiers(tiers, options, filter, candidates, want);
     filesRead += read.filesRead;
     groupsPruned += read.groupsPruned;
   }
@@ -284,13 +292,13 @@ interface TiersRead {
 }
 
 /** The tiers' part of a page: their committed files within the window, newest first, read into a copy of `local` (see mergedSearch). */
-async function readTiers(options: MergedSearchOptions, filter: SearchFilter, local: ReadonlyMap<string, MergedEvent>, want: number): Promise<TiersRead> {
+async function readTiers(tiers: readonly TierSource[], options: MergedSearchOptions, filter: SearchFilter, local: ReadonlyMap<string, MergedEvent>, want: number): Promise<TiersRead> {
   const candidates = new Map(local);
   const gone = new Map<TierSource, string[]>();
   const skipped: string[] = [];
   const files: Array<{ tier: TierSource; file: TierFile }> = [];
   await Promise.all(
-    options.tiers.map(async (tier) => {
+    tiers.map(async (tier) => {
       try {
         for (const file of await tier.listFiles()) {
           if (filter.fromMs !== undefined && file.tsMax < filter.fromMs) continue;

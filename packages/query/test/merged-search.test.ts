@@ -355,4 +355,19 @@ describe('mergedSearch', () => {
     expect(listings).toBe(5);
     expect(churned.tierNote).toContain('does not exist (GET)');
   });
+
+  it('asks for the tier locations only once the local page is read: an event pruned after a first commit to a new location is in one of the two', async () => {
+    const order: string[] = [];
+    async function* localRead() {
+      order.push('local read');
+      yield* local([ev(2, T0 + 5)]);
+    }
+    const tiers = async () => {
+      order.push('locations read');
+      return [tier('s3://a/b', [[ev(1, T0)]])];
+    };
+    const result = await mergedSearch({ local: localRead(), tiers, filter: filter(), localCompleteFromMs: undefined });
+    expect(order).toEqual(['local read', 'locations read']);
+    expect(result.events.map((e) => e.eventId)).toEqual(['e2', 'e1']);
+  });
 });

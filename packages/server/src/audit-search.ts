@@ -94,7 +94,8 @@ export class AuditSearch {
 
   /** One page; `signal` stops the reading (a client gone, a deadline passed) with its reason. */
   async page(filter: SearchFilter, signal?: AbortSignal): Promise<SearchPage> {
-    const tiers = await this.#tiering.tierSources();
+    // Asked once the local page is read (mergedSearch).
+    const tiers = () => this.#tiering.tierSources();
     // Text events: a page answered as JSON is cut from the stored text, never parsed.
     const cut: ReadCut = {};
     const local = { batches: sizeBoundedBatches(this.#store.searchBatches(filter, { expectedEvents: filter.limit + 1, textEvents: true, ...(signal ? { signal } : {}) }), PAGE_CHARS_MAX, cut) };
