@@ -131,6 +131,22 @@ async function expectIndexKeysExact(at: string): Promise<void> {
   }
 }
 
+/**
+ * A store of 16,000 events of 30 users (seqs 1.. in order), four blocks of the text sketches: user
+ * u7's events in the first two hold the query `needle-of-u7`.
+ */
+async function storeOfUsersAndNeedle(): Promise<{ store: AuditStore; events: AuditEvent[] }> {
+  const store = await AuditStore.open({ location: await location() });
+  onTestFinished(() => store.close());
+  const events: AuditEvent[] = [];
+  for (let i = 0; i < 16_000; i++) {
+    const user = `u${i % 30}`;
+    events.push({ eventId: `e${i}`, userId: user, source: 'trino', action: 'data:Select', resource: '', decision: 'ALLOW', tables: [], query: user === 'u7' && i < 8000 ? 'needle-of-u7' : '', details: '', timestamp: 1_000_000 + i * 1000 });
+  }
+  for (let i = 0; i < events.length; i += 4000) await store.append(events.slice(i, i + 4000));
+  return { store, events };
+}
+
 describe('secondary indexes', () => {
   it('property: indexed search = full scan, on the leader, after retention and truncation, and on a standby', async () => {
     const seed = Number(process.env['INDEX_SEED'] ?? Date.now() % 1_000_000);
@@ -278,15 +294,7 @@ describe('secondary indexes', () => {
     ['user', { action: 'all', user: 'u7' }],
     ['text', { action: 'all', q: 'needle-of-u7' }],
   ] as const)('a search read by the %s plan while retention deletes the events its keys named still returns every one: its reads are made at one point of the store', async (plan, filter) => {
-    const store = await AuditStore.open({ location: await location() });
-    onTestFinished(() => store.close());
-    // Four blocks of the text sketches; the needle is in the first two.
-    const events: AuditEvent[] = [];
-    for (let i = 0; i < 16_000; i++) {
-      const user = `u${i % 30}`;
-      events.push({ eventId: `e${i}`, userId: user, source: 'trino', action: 'data:Select', resource: '', decision: 'ALLOW', tables: [], query: user === 'u7' && i < 8000 ? 'needle-of-u7' : '', details: '', timestamp: 1_000_000 + i * 1000 });
-    }
-    for (let i = 0; i < events.length; i += 4000) await store.append(events.slice(i, i + 4000));
+    const { store, events } = await storeOfUsersAndNeedle();
     const expected = events.filter((event) => ('user' in filter ? event.userId === filter.user : event.query === filter.q)).map((event) => event.eventId);
     expect(await store.searchPlan(filter)).toEqual([plan]);
     const batches = store.searchBatches(filter, { expectedEvents: 10 });
@@ -306,20 +314,12 @@ describe('secondary indexes', () => {
     ['text', { action: 'all', q: 'needle-of-u7' }],
     ['time', { action: 'all', fromMs: 0 }],
   ] as const)('a search read by the %s plan across an erasure shows the erased values as the marker from then on, though its snapshot holds them', async (plan, filter) => {
-    const store = await AuditStore.open({ location: await location() });
-    onTestFinished(() => store.close());
-    const events: AuditEvent[] = [];
-    for (let i = 0; i < 16_000; i++) {
-      const user = `u${i % 30}`;
-      events.push({ eventId: `e${i}`, userId: user, source: 'trino', action: 'data:Select', resource: '', decision: 'ALLOW', tables: [], query: user === 'u7' && i < 8000 ? 'needle-of-u7' : '', details: '', timestamp: 1_000_000 + i * 1000 });
-    }
-    for (let i = 0; i < events.length; i += 4000) await store.append(events.slice(i, i + 4000));
+    const { store, events } = await storeOfUsersAndNeedle();
     expect(await store.searchPlan(filter)).toEqual(plan === 'time' ? [] : [plan]);
     const batches = store.searchBatches(filter, { expectedEvents: 10 });
     const first = await batches.next();
     const before = first.done === true ? [] : [...first.value];
     // The needle's events are erased (their query) while the search is paused.
-    // Appended in order from seq 1.
     const needled = events.flatMap((event, i) => (event.query === 'needle-of-u7' ? [{ eventId: event.eventId, seq: i + 1 }] : []));
     expect(needled).toHaveLength(267);
     const erasure: AuditEvent = { eventId: 'erase-1', userId: 'admin', source: SELF_SOURCE, action: INTEGRITY_ACTIONS.erase, resource: '', decision: '', tables: [], query: '', timestamp: 2_000_000_000, details: encodeErasureDetails({ v: 1, fields: ['query'], records: needled }) };
