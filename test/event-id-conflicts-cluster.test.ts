@@ -60,13 +60,10 @@ describe('eventId conflicts on a cluster (2 real nodes, real redis-server)', () 
     const records = conflictRecords(await logOf(cluster, leader));
     for (const [record, eventId] of records.map((r, i) => [r, ['pay-1', 'twice'][i]] as const)) {
       expect(record.userId).toBe('unknown');
-      expect(record.details).toMatch(new RegExp(`^refused 1 event whose eventId holds an event with other content \\(the event stored first is kept\\); eventId "${eventId}": stored content [0-9a-f]{64}, refused content [0-9a-f]{64}; sent by a client of node node${standby} \\(forwarded: that node's log names the sender\\), received by node node${standby}; the refused events, as they would have been stored: \\{"eventId":"${eventId}",[^]*\\}$`));
+      expect(record.details).toMatch(new RegExp(`^refused 1 event whose eventId holds an event with other content \\(the event stored first is kept\\); eventId "${eventId}": stored content [0-9a-f]{64}, refused content [0-9a-f]{64}; sent by a client of node node${standby} \\(forwarded: that node's log names the sender\\), received by node node${standby}$`));
       const [, stored, refused] = /stored content ([0-9a-f]{64}), refused content ([0-9a-f]{64})/.exec(record.details) ?? [];
       expect(stored).not.toBe(refused);
     }
-    // What each refused event held is in its record on the leader, though the standby's forward answer carries hashes only.
-    expect(records[0]?.details).toContain('"action":"data:Delete"');
-    expect(records[1]?.details).toContain('"details":"second"');
     expect(await conflictsCounted(leaderUrl)).toBe(2);
     expect(await conflictsCounted(standbyUrl)).toBe(0);
 

@@ -411,8 +411,7 @@ export class ClusterNode {
     const result = await appendForwarded(this.#options.store, events, { freshIds: newIdsOf(events, request.newIdFlags), freshIdsTrusted, sequencer: this.elector.sequencer });
     if (result.conflicts.length > 0) await this.#options.hooks.onConflicts(result.conflicts, request.nodeId);
     const response: ForwardResponse = { term: this.elector.knownTerm, stored: result.stored.length, duplicates: result.duplicates };
-    // The refused events themselves stay here, in the record: the forwarding node sent them.
-    if (result.conflicts.length > 0) response.conflicts = result.conflicts.map(({ eventId, storedHash, refusedHash }) => ({ eventId, storedHash, refusedHash }));
+    if (result.conflicts.length > 0) response.conflicts = result.conflicts;
     if (result.heldByTier !== undefined && result.heldByTier.length > 0) response.heldByTier = result.heldByTier;
     return response;
   }

@@ -62,14 +62,13 @@ export function conflictEvent(conflicts: readonly EventIdConflict[], sender: Con
   const more = conflicts.length - named.length;
   const who = sender.principal === undefined ? `sent by a client of node ${sender.receivedBy} (forwarded: that node's log names the sender)` : `sent by ${JSON.stringify(sender.principal)}`;
   const from = `${who}${sender.clientAddress === undefined ? '' : ` from ${sender.clientAddress}`}, received by node ${sender.receivedBy}`;
-  const summary = [
+  const details = [
     `refused ${conflicts.length} ${conflicts.length === 1 ? 'event' : 'events'} whose eventId holds an event with other content (the event stored first is kept)`,
     ...named,
     ...(more > 0 ? [`${more} more not named`] : []),
     from,
   ].join('; ');
   const eventId = newEventId(nowMs);
-  const details = summary + refusedTexts(conflicts, FIELD_LIMIT_BYTES.details - Buffer.byteLength(summary, 'utf8'));
   return {
     eventId,
     userId: sender.principal ?? 'unknown',
@@ -83,31 +82,3 @@ export function conflictEvent(conflicts: readonly EventIdConflict[], sender: Con
     timestamp: nowMs,
   };
 }
-
-/**
- * The refused events themselves, as they would have been stored, in request order while they fit
- * in `bytesLeft` (whole events only): kept nowhere else. Whoever sent an event under an id before
- * its engine did (eventIds are one namespace for every sender) otherwise left of the engine's
- * event only a content hash; a free-text search for its user, table or query now finds it here.
- * None for a kept event with erased fields (the store leaves those out: they hold the erased values).
- */
-function refusedTexts(conflicts: readonly EventIdConflict[], bytesLeft: number): string {
-  const texts = conflicts.flatMap((conflict) => (conflict.refusedJson === undefined ? [] : [conflict.refusedJson]));
-  if (texts.length === 0) return '';
-  const head = '; the refused events, as they would have been stored: ';
-  const shown: string[] = [];
-  // Room for the note on those left out, whatever their count.
-  let left = bytesLeft - Buffer.byteLength(head, 'utf8') - REFUSED_LEFT_OUT_NOTE_BYTES;
-  for (const text of texts) {
-    const size = Buffer.byteLength(text, 'utf8') + 2;
-    if (size > left) break;
-    shown.push(text);
-    left -= size;
-  }
-  const leftOut = texts.length - shown.length;
-  if (shown.length === 0) return `; ${leftOut} refused ${leftOut === 1 ? 'event' : 'events'} not shown (larger than this record holds)`;
-  return `${head}${shown.join(', ')}${leftOut > 0 ? `; ${leftOut} more not shown (this record holds ${FIELD_LIMIT_BYTES.details} bytes of details)` : ''}`;
-}
-
-/** Bytes kept free for `; N more not shown (…)`. */
-const REFUSED_LEFT_OUT_NOTE_BYTES = 80;

@@ -1,8 +1,7 @@
 // Goal: eventId squatting is never silent. A second event under a taken eventId with other
 // content is answered 200 but reported as a conflict (not a duplicate), the first stored event
 // is kept, and the refusal is recorded: an audit:EventIdConflict self-audit event per request
-// (naming the id, both content hashes and the sender, and holding the refused events' text while
-// 16 KiB allow, unless the kept event has erased fields) and auditlake_event_id_conflicts_total.
+// (naming the id, both content hashes and the sender) and auditlake_event_id_conflicts_total.
 // A true retry (same content, also after an erasure, also without `ts`) stays a duplicate. A
 // retry is hashed under a key of its own at ingest, so it is compared under the kept event's.
 import { canonicalContent, RecordHasher } from '@auditlake/integrity';
@@ -51,17 +50,13 @@ describe('eventId conflicts on a single node', () => {
     const [record, ...more] = await conflictRecords(t);
     expect(more).toEqual([]);
     expect(record).toMatchObject({ userId: 'ingest', decision: 'DENY', resource: 'POST /v1/api/audit' });
-    // The refused event itself is in the record, as it would have been stored: its engine's event
-    // is not lost to whoever sent another under its id first.
-    const refusedText = JSON.stringify({ eventId: 'pay-42', userId: 'alice', source: real['source'], action: 'data:Delete', resource: real['resource'], decision: '', tables: real['tables'], query: real['query'], details: '', timestamp: TS });
     expect(record?.details).toBe(
-      `refused 1 event whose eventId holds an event with other content (the event stored first is kept); eventId "pay-42": stored content ${contentHash(forged, salt)}, refused content ${contentHash(real, salt)}; sent by "ingest" from 127.0.0.1, received by node ${t.node.nodeId}; the refused events, as they would have been stored: ${refusedText}`,
+      `refused 1 event whose eventId holds an event with other content (the event stored first is kept); eventId "pay-42": stored content ${contentHash(forged, salt)}, refused content ${contentHash(real, salt)}; sent by "ingest" from 127.0.0.1, received by node ${t.node.nodeId}`,
     );
     expect(await conflictsCounted(t)).toBe(1);
-    // An investigator finds the record by searching for the id (free text covers details), or for what the refused event did.
+    // An investigator finds the record by searching for the id (free text covers details).
     const found = (await t.search('?q=pay-42')).json.events;
     expect(found.map((e) => e.action)).toEqual(['audit:EventIdConflict']);
-    expect((await t.search('?q=data:Delete')).json.events.map((e) => e.action)).toEqual(['audit:EventIdConflict']);
   });
 
   it('takes a true retry as a duplicate: with and without ts, and not recorded as a conflict', async () => {
@@ -101,11 +96,7 @@ describe('eventId conflicts on a single node', () => {
     expect((await t.ingest([{ ...original, query: 'SELECT 1' }])).json).toEqual({ status: 'ok', ingested: 1, duplicates: 1 });
     const other = { ...original, resource: 'hr.people' };
     expect((await t.ingest([other])).json).toEqual({ status: 'ok', ingested: 1, conflicts: 1, conflictEventIds: ['pii'] });
-    const details = (await conflictRecords(t))[0]?.details;
-    expect(details).toContain(`stored content ${contentHash(original, salt)}, refused content ${contentHash(other, salt)}`);
-    // Not the refused event's text: it holds the erased values, which the record would bring back.
-    expect(details).not.toContain('carol');
-    expect(details).not.toContain('as they would have been stored');
+    expect((await conflictRecords(t))[0]?.details).toContain(`stored content ${contentHash(original, salt)}, refused content ${contentHash(other, salt)}`);
   });
 
   it('bounds what it answers and records: one event per request naming 20, the answer naming 100', async () => {
@@ -120,12 +111,6 @@ describe('eventId conflicts on a single node', () => {
     expect(records[0]?.details).toMatch(/^refused 150 events whose eventId/);
     expect(records[0]?.details.match(/eventId "squat-\d+"/g)).toHaveLength(20);
     expect(records[0]?.details).toContain('; 130 more not named; sent by "ingest"');
-    // The refused events' texts, as many as the record's 16 KiB of details hold, whole.
-    const details = records[0]?.details ?? '';
-    expect(Buffer.byteLength(details)).toBeLessThanOrEqual(16 * 1024);
-    const shown = details.match(/\{"eventId":"squat-\d+"[^}]*\}/g) ?? [];
-    expect(shown.length).toBeGreaterThan(20);
-    expect(details).toContain(`; ${150 - shown.length} more not shown (this record holds 16384 bytes of details)`);
     expect(await conflictsCounted(t)).toBe(150);
   });
 });

@@ -2466,9 +2466,7 @@ function judgeRepeats(repeated: readonly EncodedEvent[], storedJson: ReadonlyMap
     const refusedHash = contentHashAgainst(event.json, reference);
     if (refusedHash === reference.hash) duplicates++;
     else if (event.timeAssigned === true && event.timestamp !== reference.timestamp && contentHashAgainst(event.json, reference, reference.timestamp) === reference.hash) duplicates++;
-    // The refused event's text goes to its record unless the kept event has erased fields: a
-    // re-send of an erased event with one field changed would bring the erased values back there.
-    else conflicts.push({ eventId: event.eventId, storedHash: reference.hash, refusedHash, ...(reference.erased === undefined ? { refusedJson: event.json } : {}) });
+    else conflicts.push({ eventId: event.eventId, storedHash: reference.hash, refusedHash });
   }
   return { duplicates, conflicts };
 }

@@ -90,11 +90,6 @@ export interface EventIdConflict {
   storedHash: string;
   /** The content hash of the refused event. */
   refusedHash: string;
-  /**
-   * The refused event as it would have been stored (its JSON, redacted), for the node that
-   * records the refusal: kept nowhere else, since the event is not stored. Not sent between nodes.
-   */
-  refusedJson?: string;
 }
 
 /**
