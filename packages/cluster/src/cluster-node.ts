@@ -7,7 +7,7 @@ import type { Coordinator, MemberInfo } from './coordinator.js';
 import { LeaderElector, type ClusterLog, type LeaderView, type NodeRole } from './leader-elector.js';
 import { LogSource } from './log-source.js';
 import { MetaHash } from './meta-hash.js';
-import { FORWARD_TIMEOUT_MS, OutboxForwarder } from './outbox-forwarder.js';
+import { OutboxForwarder } from './outbox-forwarder.js';
 import { ErasedIdsCatchUp, ERASED_IDS_RETRY_MS } from './erased-ids-catch-up.js';
 import { markTimeAssigned, newIdsOf, parseForwardedEvent, skippedOf, type ForwardRequest, type ForwardResponse, type PeerTransport, type PullRequest, type PullResponse } from './protocol.js';
 import { ReplicationFollower } from './replication-follower.js';
@@ -97,12 +97,6 @@ export interface ClusterNodeStatus {
 /** Where received events went: ordered into the log (this node leads) or into the outbox. */
 export type Received = { path: 'log'; result: AppendResult } | { path: 'outbox' };
 
-/**
- * How long after a forward arrives the ids its sender flagged new are still stored without a
- * lookup: half the sender's wait, so the sender cannot have given up and re-sent them yet.
- */
-export const FORWARD_FRESH_IDS_TRUSTED_MS = FORWARD_TIMEOUT_MS / 2;
-
 const LOCAL_TERM = 'knownTerm';
 /** This data dir's member instance (MemberInfo.instance), made at its first cluster start. */
 const LOCAL_INSTANCE = 'memberInstance';
@@ -115,6 +109,8 @@ const LOCAL_INSTANCE = 'memberInstance';
 export class ClusterNode {
   readonly #options: ClusterNodeOptions;
   readonly #clock: Clock;
+  /** Per forwarding node, the end of its forward being handled (receiveForward). */
+  readonly #forwardsInFlight = new Map<string, Promise<void>>();
   readonly elector: LeaderElector;
   readonly tracker: ReplicationTracker;
   readonly #logSource: LogSource;
@@ -398,17 +394,33 @@ export class ClusterNode {
    * The leader's side of forwarding: de-duplicate by eventId and store in order. Events whose
    * id holds another content are refused as conflicts, recorded here and named in the answer.
    */
-  async receiveForward(request: ForwardRequest): Promise<ForwardResponse> {
-    const arrivedMs = this.#clock.monotonicMs();
+  receiveForward(request: ForwardRequest): Promise<ForwardResponse> {
+    // One forward of a sender at a time, in arrival order. Ids it flagged new are stored without
+    // a lookup, and a re-send of the same batch (its sender gave up waiting, or restarted with
+    // the batch still in its outbox) carries them unflagged: taken while the first attempt was
+    // still on its way to the writer, the re-send was looked up, found nothing and stored them,
+    // and the first attempt then stored them again (review, in the simulator: three events
+    // twice in every log). In turn, the re-send finds them stored.
+    const sender = request.nodeId;
+    const before = this.#forwardsInFlight.get(sender);
+    const answer = (before === undefined ? Promise.resolve() : before).then(() => this.#receiveForwardInTurn(request));
+    const settled = answer.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#forwardsInFlight.set(sender, settled);
+    void settled.then(() => {
+      if (this.#forwardsInFlight.get(sender) === settled) this.#forwardsInFlight.delete(sender);
+    });
+    return answer;
+  }
+
+  async #receiveForwardInTurn(request: ForwardRequest): Promise<ForwardResponse> {
     this.elector.observeMessageTerm(request.term);
     if (!this.elector.isLeader()) throw new AuditError(AuditErrorCode.NOT_LEADER, `node ${this.#options.nodeId} is not the leader`, { retryable: true });
     const events = markTimeAssigned(request.events.map(parseForwardedEvent), request.newIdFlags);
-    // Ids the sender flagged new are stored without a lookup only while it is surely still
-    // waiting for this answer: past that it may have given up and sent the batch again, with
-    // the flags cleared, and the retry may be stored first.
-    const freshIdsTrusted = () => this.#clock.monotonicMs() - arrivedMs <= FORWARD_FRESH_IDS_TRUSTED_MS;
     // An erasure record among them is re-applied by eventId (appendForwarded), not stored with the seqs of the log it was cut from.
-    const result = await appendForwarded(this.#options.store, events, { freshIds: newIdsOf(events, request.newIdFlags), freshIdsTrusted, sequencer: this.elector.sequencer });
+    const result = await appendForwarded(this.#options.store, events, { freshIds: newIdsOf(events, request.newIdFlags), sequencer: this.elector.sequencer });
     if (result.conflicts.length > 0) await this.#options.hooks.onConflicts(result.conflicts, request.nodeId);
     const response: ForwardResponse = { term: this.elector.knownTerm, stored: result.stored.length, duplicates: result.duplicates };
     if (result.conflicts.length > 0) response.conflicts = result.conflicts;

@@ -1,4 +1,4 @@
-export { ClusterNode, FORWARD_FRESH_IDS_TRUSTED_MS, type ClusterHooks, type ClusterMemberStatus, type ClusterNodeOptions, type ClusterNodeStatus, type HeldByStandbys, type Received } from './cluster-node.js';
+export { ClusterNode, type ClusterHooks, type ClusterMemberStatus, type ClusterNodeOptions, type ClusterNodeStatus, type HeldByStandbys, type Received } from './cluster-node.js';
 export { ClusterToken } from './cluster-token.js';
 export { systemClock, type Clock, type Timer } from './clock.js';
 export type { ClusterLog, LeaderView, LogEnd, NodeRole } from './leader-elector.js';

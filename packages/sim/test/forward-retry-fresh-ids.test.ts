@@ -1,44 +1,62 @@
-// Goal: a forward the leader takes longer over than its sender waits cannot store its events
-// twice. The sender gives up and re-sends the batch with the ids' "new" flags cleared (they are
-// looked up, and stored); the first attempt, reaching the leader's writer after that, must look
-// its flagged ids up too (review: it stored them again, three events twice in every log).
+// Goal: a forward the leader is slow over cannot have its events stored twice. Its sender
+// re-sends the batch with the ids' "new" flags cleared (they are then looked up) when it gives up
+// waiting, or when it restarts with the batch still in its outbox; taken before the first
+// attempt reached the leader's writer, the re-send found nothing, was stored, and the first
+// attempt stored its flagged ids again (review: three events twice in every log). The leader
+// takes one forward of a sender at a time.
 // The seeded simulator: real stores and cluster code, virtual time and network.
 import { encodeEvent, newEventId, type EncodedEvent } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
-import { FORWARD_FRESH_IDS_TRUSTED_MS, FORWARD_TIMEOUT_MS } from '@auditlake/cluster';
+import { FORWARD_TIMEOUT_MS } from '@auditlake/cluster';
 import { SimCluster } from '../src/sim-cluster.js';
 import type { SimNode } from '../src/sim-node.js';
 import { until } from './sim-steps.js';
 
-describe('a forward slower than its sender waits', () => {
-  it('stores the events it carries once, though its retry with the flags cleared was stored first', async () => {
+/** Makes `leader`'s first append of a forward with flagged ids wait `delayMs` (a slow tier lookup, a busy writer); answers how many it delayed. */
+function delayFirstFlaggedAppend(leader: SimNode, delayMs: number): () => number {
+  const store = leader.store!;
+  const append = store.appendEncoded.bind(store);
+  let delayed = 0;
+  store.appendEncoded = async (events, options = {}) => {
+    if (delayed === 0 && (options.freshIds?.size ?? 0) > 0) {
+      delayed++;
+      await new Promise<void>((resolve) => leader.clock.setTimer(resolve, delayMs));
+    }
+    return append(events, options);
+  };
+  return () => delayed;
+}
+
+/** The eventIds among `ids` in `node`'s log, once per entry. */
+async function entriesOf(node: SimNode, ids: readonly string[]): Promise<string[]> {
+  const log = await node.store!.readEncodedBySeq(0, 1000);
+  return log.map((entry) => (JSON.parse(new TextDecoder().decode(entry)) as { eventId: string }).eventId).filter((id) => ids.includes(id)).sort();
+}
+
+describe('a forward the leader is slow over', () => {
+  it.each([
+    ['its sender gives up waiting and re-sends', FORWARD_TIMEOUT_MS + 500, false],
+    ['its sender restarts with the batch in its outbox and re-sends', 4000, true],
+  ] as const)('stores the events it carries once when %s', async (_case, delayMs, restart) => {
     const cluster = await SimCluster.create({ seed: 11, size: 3 });
     try {
       await until(cluster, 'a leader', () => cluster.leader() !== undefined);
       const a = cluster.leader() as SimNode;
       const b = cluster.nodes.find((node) => node !== a) as SimNode;
       await until(cluster, `${b.name} follows ${a.name}`, () => b.cluster?.leader?.nodeId === a.nodeId);
-      // A's first handling of a forward with flagged ids waits past the sender's deadline before its append (a slow tier lookup, a busy writer).
-      const aStore = a.store!;
-      const append = aStore.appendEncoded.bind(aStore);
-      let delayed = 0;
-      aStore.appendEncoded = async (events, options = {}) => {
-        if (delayed === 0 && (options.freshIds?.size ?? 0) > 0) {
-          delayed++;
-          await new Promise<void>((resolve) => a.clock.setTimer(resolve, FORWARD_TIMEOUT_MS + 500));
-        }
-        return append(events, options);
-      };
-      expect(FORWARD_TIMEOUT_MS + 500).toBeGreaterThan(FORWARD_FRESH_IDS_TRUSTED_MS);
+      const delayed = delayFirstFlaggedAppend(a, delayMs);
       // Events B gave ids of its own (sent without one), as ingest does.
       const events: EncodedEvent[] = cluster.workload.events(3).map((event, i) => encodeEvent({ ...event, eventId: `${newEventId(b.clock.wallMs())}-${i}` }));
       const ids = events.map((event) => event.eventId);
       await b.cluster!.receive(events, new Set(ids));
-      await until(cluster, `${a.name} holds the events and ${b.name}'s outbox is empty`, () => b.store!.outboxCount === 0 && delayed === 1);
+      await until(cluster, `${a.name} has the forward`, () => delayed() === 1);
+      if (restart) {
+        await cluster.crash(b);
+        await cluster.restart(b);
+      }
+      await until(cluster, `${b.name}'s outbox is empty`, () => b.store?.outboxCount === 0);
       await cluster.scheduler.runFor(FORWARD_TIMEOUT_MS * 2);
-      const log = await aStore.readEncodedBySeq(0, 1000);
-      const stored = log.map((entry) => (JSON.parse(new TextDecoder().decode(entry)) as { eventId: string }).eventId).filter((id) => ids.includes(id));
-      expect(stored.sort()).toEqual([...ids].sort());
+      expect(await entriesOf(a, ids)).toEqual([...ids].sort());
     } finally {
       await cluster.close();
     }

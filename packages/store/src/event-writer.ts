@@ -28,13 +28,6 @@ export interface AppendOptions {
    * may be re-sending it.
    */
   freshIds?: ReadonlySet<string>;
-  /**
-   * Asked in the writer's queue: false once `freshIds` may have been sent again — a forward the
-   * leader took so long over that its sender gave up and re-sent the batch, which was written
-   * first — so they are looked up like any id. Without it, the late first attempt stored them a
-   * second time (review, in the simulator: three events twice in every log).
-   */
-  freshIdsTrusted?: () => boolean;
   /** Metadata written in the same LevelDB batch as the events (e.g. the settings they record). */
   meta?: readonly MetaPut[];
   /**
@@ -336,12 +329,9 @@ export class EventWriter {
 
   async #write(group: PendingAppend[]): Promise<WrittenAppend[]> {
     const lookupIds: string[] = [];
-    // Asked once per append, here at its turn: both uses below see the same answer.
-    const freshOf = new Map(group.map((pending) => [pending, trustedFreshIds(pending.options)] as const));
     for (const pending of group) {
-      const fresh = freshOf.get(pending);
       for (const event of pending.events) {
-        if (!fresh?.has(event.eventId)) lookupIds.push(event.eventId);
+        if (!pending.options.freshIds?.has(event.eventId)) lookupIds.push(event.eventId);
       }
     }
     const found = lookupIds.length === 0 ? [] : await this.#db.getMany(lookupIds.map(idKey));
@@ -383,7 +373,7 @@ export class EventWriter {
       let sinceYield = 0;
       for (const pending of group) {
         const unchanged = pending.options.unchanged;
-        if (unchanged !== undefined && !unchanged(pending.events.filter((event) => !alreadyStored.has(event.eventId) && freshOf.get(pending)?.has(event.eventId) !== true), erasing)) {
+        if (unchanged !== undefined && !unchanged(pending.events.filter((event) => !alreadyStored.has(event.eventId) && pending.options.freshIds?.has(event.eventId) !== true), erasing)) {
           results.push({ stored: [], repeated: undefined, stale: true });
           continue;
         }
@@ -510,9 +500,4 @@ function noteErasing(erasing: Map<string, readonly string[]>, entry: IntegrityEn
     return; // Not erasure details: it erases nothing.
   }
   for (const ref of details.records) if (ref.seq < entry.seq) erasing.set(ref.eventId, [...new Set([...(erasing.get(ref.eventId) ?? []), ...details.fields])]);
-}
-
-/** The ids an append may store without looking them up: its fresh ids while they are trusted (AppendOptions.freshIdsTrusted). */
-export function trustedFreshIds(options: Pick<AppendOptions, 'freshIds' | 'freshIdsTrusted'>): ReadonlySet<string> | undefined {
-  return options.freshIds !== undefined && options.freshIdsTrusted?.() !== false ? options.freshIds : undefined;
 }
