@@ -19,7 +19,9 @@ export function metadataVersionOf(key: string): number | undefined {
 /**
  * Metadata cleanup: the metadata-log is cut to `previous.versions.max` entries (a commit, only
  * when it is longer), then every `v<N>.metadata.json` older than the oldest version the log
- * still names is deleted. Never the current version, the one the hint names, or a newer one.
+ * still names is deleted. Never the current version or a newer one. The hint is not read: a
+ * late hint write of a deposed leader may name a version deleted here, and loadIcebergTable then
+ * finds the table by listing (the next commit moves the hint forward again).
  */
 export async function cleanIcebergMetadata(context: MaintenanceContext, loaded: LoadedTable): Promise<MetadataCleanupResult> {
   const base = await tableTurn(context, loaded, async (current) => {

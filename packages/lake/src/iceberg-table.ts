@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { newTableMetadata, parseTableMetadata, readWatermarkFromMetadata, type IcebergTableMetadata, type ManifestFile } from '@auditlake/format';
+import { AuditError, AuditErrorCode } from '@auditlake/model';
 import type { ObjectStore } from './object-store.js';
 import { metadataFileKey, metadataVersionKey, versionHintKey, type IcebergTableRef } from './iceberg-table-ref.js';
 import type { S3Connections } from './s3-connections.js';
@@ -24,23 +25,35 @@ export interface LoadedTable {
  * can lag behind a commit), as Java's HadoopTableOperations does. Undefined: no table yet.
  */
 export async function loadIcebergTable(objects: ObjectStore, table: IcebergTableRef): Promise<LoadedTable | undefined> {
-  let version = 0;
   const hintBytes = await objects.find(versionHintKey(table));
-  if (hintBytes) {
-    const hint = new TextDecoder().decode(hintBytes).trim();
-    if (/^\d+$/.test(hint)) version = Number(hint);
+  const hint = hintBytes === undefined ? '' : new TextDecoder().decode(hintBytes).trim();
+  if (/^\d+$/.test(hint) && Number(hint) > 0) {
+    const loaded = await loadFromVersion(objects, table, Number(hint));
+    if (loaded !== undefined) return loaded;
+    // The hint names a version metadata cleanup has deleted, and none after it is there: a
+    // deposed leader's hint write, in flight while its successor committed on and cleaned up,
+    // landed last. Trusted, it made the table unreadable to every reader and writer for good
+    // (review); the newest version listed is the table's, as for a table without a hint.
   }
-  if (version === 0) {
-    // No hint: find versions by listing (a table created by someone without a hint).
-    const keys = await objects.list(metadataFileKey(table, 'v'));
-    for (const key of keys) {
-      const match = /\/v(\d+)\.metadata\.json$/.exec(key);
-      if (match) version = Math.max(version, Number(match[1]));
-    }
-    if (version === 0) return undefined;
+  const keys = await objects.list(metadataFileKey(table, 'v'));
+  let version = 0;
+  for (const key of keys) {
+    const match = /\/v(\d+)\.metadata\.json$/.exec(key);
+    if (match) version = Math.max(version, Number(match[1]));
   }
+  if (version === 0) return undefined;
+  const loaded = await loadFromVersion(objects, table, version);
+  if (loaded === undefined) throw new AuditError(AuditErrorCode.OBJECT_NOT_FOUND, `${objects.url(metadataVersionKey(table, version))} was listed and is gone: the table's metadata changed while it was read; read it again`, { retryable: true });
+  return loaded;
+}
+
+/** The table at `version` or the newest version after it (probed one by one); undefined when `version` is not there and no later one is. */
+async function loadFromVersion(objects: ObjectStore, table: IcebergTableRef, from: number): Promise<LoadedTable | undefined> {
+  let version = from;
   while (await objects.exists(metadataVersionKey(table, version + 1))) version++;
-  const metadata = parseTableMetadata(new TextDecoder().decode(await objects.get(metadataVersionKey(table, version))));
+  const bytes = await objects.find(metadataVersionKey(table, version));
+  if (bytes === undefined) return undefined;
+  const metadata = parseTableMetadata(new TextDecoder().decode(bytes));
   return { version, metadata, metadataPath: objects.url(metadataVersionKey(table, version)) };
 }
 
@@ -54,8 +67,9 @@ export async function putVersionHint(objects: ObjectStore, table: IcebergTableRe
  * Moves the hint forward to `version`, never back: a late hint write of an older commit (a
  * deposed leader's, still in flight) must not point readers that trust the hint at an old
  * version. Not atomic — a write can still land between the read and the put — but the hint is
- * only a hint: readers here probe forward from it, so a stale one hides nothing. Answers the
- * version the hint named before (0: none, or not a number).
+ * only a hint: readers here probe forward from it, and list the versions when the one it names
+ * is gone (loadIcebergTable), so a stale one hides nothing. Answers the version the hint named
+ * before (0: none, or not a number).
  */
 export async function advanceVersionHint(objects: ObjectStore, table: IcebergTableRef, version: number): Promise<number> {
   const current = await objects.find(versionHintKey(table));
