@@ -146,6 +146,16 @@ export function parquetDataPrefix(location: S3Location): string {
 const DAY = String.raw`\d{4}-\d{2}-\d{2}|\+\d{6}-\d{2}`;
 export const PARQUET_DATA_FILE_NAME = new RegExp(String.raw`^event_date=(${DAY})\/(?:part|compacted|rewritten)-[^/]+\.parquet$`);
 
+/**
+ * The names this location's own writers give data files, by their whole shape: a batch's
+ * `part-<seq, 16 digits or more>-t<term>-<attempt>` (`part-<seq>` before attempt-unique names),
+ * a compaction's or a row rewrite's `compacted-`/`rewritten-t<term>-<attempt>-<n>`. What orphan
+ * cleanup may delete: another writer's file in the location — Spark's
+ * `part-00000-<uuid>-c000.snappy.parquet`, Hive's `part-0.parquet` — fits
+ * {@link PARQUET_DATA_FILE_NAME} but not this, and was deleted as an orphan (review).
+ */
+export const PARQUET_OWN_DATA_FILE_NAME = new RegExp(String.raw`^event_date=(${DAY})\/(?:part-\d{16,}(?:-t-?\d+-[0-9a-z]+)?|(?:compacted|rewritten)-t-?\d+-[0-9a-z]+-\d+)\.parquet$`);
+
 /** A day as the log names it: {@link PARQUET_DATA_FILE_NAME}'s day, alone. */
 export const PARQUET_DAY = new RegExp(`^(?:${DAY})$`);
 

@@ -4,7 +4,7 @@ import { deleteWhileLeader } from './fenced-delete.js';
 import type { MaintenancePolicy, MaintenanceRunFigures } from './iceberg-maintenance.js';
 import { packIntegrityCheckpoints } from './integrity-objects.js';
 import type { ObjectStore } from './object-store.js';
-import { PARQUET_DATA_FILE_NAME, parquetDataPrefix } from './parquet-committer.js';
+import { PARQUET_OWN_DATA_FILE_NAME, parquetDataPrefix } from './parquet-committer.js';
 import { compactParquetLocation, liveParquetFiles, ParquetLogCache, readContextLog, type ParquetCompactionContext } from './parquet-compaction.js';
 import { packCompactionMarkers } from './parquet-compaction-packing.js';
 import { deleteSupersededLogCheckpoints } from './parquet-checkpoint-cleanup.js';
@@ -61,7 +61,7 @@ async function removeParquetOrphans(context: ParquetCompactionContext, minAgeMs:
   // named as this location's writers name data files: a location may hold other locations below
   // it (an earlier Parquet path, an Iceberg warehouse, a bucket-root path above them all), whose
   // files no marker of this one names, and they are not its to delete.
-  const candidates = (await objects.listObjects(parquetDataPrefix(location))).filter((object) => PARQUET_DATA_FILE_NAME.test(object.key.slice(base.length)) && object.lastModifiedMs > 0 && object.lastModifiedMs <= cutoffMs);
+  const candidates = (await objects.listObjects(parquetDataPrefix(location))).filter((object) => PARQUET_OWN_DATA_FILE_NAME.test(object.key.slice(base.length)) && object.lastModifiedMs > 0 && object.lastModifiedMs <= cutoffMs);
   if (candidates.length === 0) return 0;
   // The bulk of the log is read before the turn; in it, only the markers written since.
   const cache = context.log ?? new ParquetLogCache();

@@ -150,6 +150,18 @@ describe('Parquet maintenance', () => {
     expect(await readerCounts(location, objects)).toEqual({ files: 2, rows: seqMax, distinct: seqMax });
   });
 
+  it("orphan cleanup leaves another writer's files in the location (Spark's and Hive's part- names): it deletes only names its own writers give", async () => {
+    const { location, objects, seqMax } = await locationWith('foreign_parts', 1, 10);
+    const foreign = ['foreign_parts/event_date=2026-05-01/part-00000-5b7c4a2e-3f1d-4c8e-9a6b-2d0e1f3a4b5c-c000.snappy.parquet', 'foreign_parts/event_date=2026-05-01/part-0.parquet'];
+    const own = 'foreign_parts/event_date=2026-05-01/part-0000000000000001-t0-0badcafe.parquet';
+    for (const key of [...foreign, own]) await objects.put(key, new Uint8Array([1, 2, 3]), 'application/vnd.apache.parquet');
+    const run = await runParquetMaintenance({ objects, location, fence, now: () => Date.now() + 2 * 60 * 60 * 1000 }, { ...POLICY, orphanMinAgeMs: 60 * 60 * 1000, targetFileSizeBytes: 1 });
+    expect(run.orphansDeleted).toBe(1);
+    expect(await objects.exists(own)).toBe(false);
+    for (const key of foreign) expect(await objects.exists(key)).toBe(true);
+    expect(await readerCounts(location, objects)).toEqual({ files: 2, rows: seqMax, distinct: seqMax });
+  });
+
   it("orphan cleanup ages files by the store's clock too: a node whose clock runs orphan.min.age.ms ahead spares the files of a batch whose marker is still to come, and an old orphan still goes", async () => {
     const { location, objects, seqMax } = await locationWith('skewed', 1, 10);
     const old = 'skewed/event_date=2026-05-01/part-0000000000000001-t0-stray.parquet';
