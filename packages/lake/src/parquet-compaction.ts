@@ -429,7 +429,7 @@ export async function createCompactionMarker(context: Pick<ParquetCompactionCont
 const COMMITTED_FILE_FACTS: SmallFileFacts<CommittedFile> = { day: (file) => file.eventDate, key: (file) => file.key, bytes: (file) => file.bytes };
 
 export interface ParquetCompactionResult extends CompactionPass {
-  /** Days whose compaction lost to another writer's (its new files are left for orphan cleanup). */
+  /** Days whose compaction lost to another writer's (its new files deleted at once). */
   daysLost: number;
 }
 
@@ -482,6 +482,10 @@ export async function compactParquetLocation(context: ParquetCompactionContext, 
     const marker: CompactionMarker = { format: 'auditlake-parquet-compaction/1', term: fence.term, committedAtMs: context.now(), eventDate: date, generation, replaced: group, files };
     await context.onStep?.('compaction-written');
     if (!(await createCompactionMarker(context, marker, 'the compaction'))) {
+      // Another writer's marker holds the day's generation (an erasure's rewrite, a deposed
+      // leader's compaction): these files, named for this attempt alone, are in no marker. Gone
+      // now, not after the orphan age: a rewrite that won erased values these still held (review).
+      await mapBounded(files, OBJECT_REQUESTS_IN_FLIGHT_MAX, (file) => objects.delete(file.key));
       result.daysLost++;
       continue;
     }

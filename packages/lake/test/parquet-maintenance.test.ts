@@ -1,4 +1,5 @@
 // Goal: Parquet-mode maintenance compacts each day's small committed files into one and swaps them by a compaction marker — readers (ParquetTierSource, DuckDB over the files it lists) see every event exactly once before, at and after the swap — a compaction that lost its day's generation to another writer adds nothing, a sweep committing meanwhile loses nothing, replaced files are deleted only after the grace period, and orphan cleanup removes an old unreferenced file but spares a young one, reading the commit markers a few at a time and, inside the commit lock, only those written since it read them before.
+import { readWholeAuditParquet, type TieredEvent } from '@auditlake/format';
 import type { StoredEvent } from '@auditlake/model';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { duckdbOverObjects, twoDayEvents, useEmbeddedS3, vanishingOnRead } from '../src/testing/index.js';
@@ -13,6 +14,7 @@ import {
   readParquetLog,
   readCompactions,
   REPLACED_FILE_GRACE_MS,
+  rewriteParquetRows,
   runParquetMaintenance,
   storeClockMs,
   type ObjectStore,
@@ -37,6 +39,13 @@ async function locationWith(name: string, commits: number, perCommit: number): P
     await commitParquetBatch(objects, location, events(1 + c * perCommit, perCommit), { term: 1, nowMs: T0, afterSeq: c * perCommit, mayCommit: () => true });
   }
   return { location, objects, seqMax: commits * perCommit };
+}
+
+/** The rows of every data file object under the location, referenced or not. */
+async function rowsOfEveryFile(objects: ObjectStore, location: S3Location): Promise<TieredEvent[]> {
+  const rows: TieredEvent[] = [];
+  for (const key of await objects.list(`${location.prefix}/event_date=`)) rows.push(...(await readWholeAuditParquet(await objects.byteSource(key))));
+  return rows;
 }
 
 /** What a reader reads: the files ParquetTierSource lists, counted by DuckDB. */
@@ -119,7 +128,7 @@ describe('Parquet maintenance', () => {
     expect((await readParquetLog(lost.objects, lost.location)).checkpoint).toBeDefined();
   });
 
-  it("a compaction that lost its day's generation to another writer adds nothing (its files are orphans)", async () => {
+  it("a compaction that lost its day's generation to another writer adds nothing and deletes the files it wrote", async () => {
     const { location, objects, seqMax } = await locationWith('lost', 4, 20);
     // Another writer (a deposed leader's maintenance) took both days' next generation first.
     const takeBothDays = async () => {
@@ -132,10 +141,32 @@ describe('Parquet maintenance', () => {
     const result = await compactParquetLocation({ objects, location, now: Date.now, fence, onStep: (step) => (step === 'compaction-written' ? takeBothDays() : undefined) }, POLICY.targetFileSizeBytes);
     expect(result).toEqual({ filesRewritten: 0, filesAdded: 0, smallFilesAdded: 0, daysLost: 2 });
     expect(await readerCounts(location, objects)).toEqual({ files: 8, rows: seqMax, distinct: seqMax });
-    // The loser's compacted files are unreferenced: orphan cleanup removes them.
+    // The loser's compacted files were in no marker: deleted at once, nothing left for orphan cleanup.
+    expect((await objects.list(`${location.prefix}/event_date=`)).filter((key) => key.includes('/compacted-'))).toEqual([]);
     const run = await runParquetMaintenance({ objects, location, fence, now: () => Date.now() + 1 }, { ...POLICY, targetFileSizeBytes: 1 });
-    expect(run.orphansDeleted).toBe(2);
+    expect(run.orphansDeleted).toBe(0);
     expect(await readerCounts(location, objects)).toEqual({ files: 8, rows: seqMax, distinct: seqMax });
+  });
+
+  it('a compaction that lost its day to an erasure rewrite of it leaves no file holding the erased value', async () => {
+    const { location, objects, seqMax } = await locationWith('erased_race', 3, 5);
+    const context = { objects, location, fence, now: Date.now };
+    // One event of each day (they alternate), erased once the first day's compacted files are written.
+    const erased = [3, 4];
+    const erase = () => rewriteParquetRows(context, { seqs: erased, rewrite: (row) => (erased.includes(row.seq as number) && row.query !== 'erased' ? { ...row, query: 'erased' } : undefined) });
+    const originals = (await rowsOfEveryFile(objects, location)).filter((row) => erased.includes(row.seq as number)).map((row) => row.query);
+    expect(originals).toHaveLength(2);
+    let erasedOnce = false;
+    const onStep = async (step: string) => {
+      if (step !== 'compaction-written' || erasedOnce) return;
+      erasedOnce = true;
+      await erase();
+    };
+    const result = await compactParquetLocation({ ...context, onStep }, POLICY.targetFileSizeBytes);
+    expect(result.daysLost).toBe(2);
+    // No object in the location holds the values any more, referenced or not.
+    expect((await rowsOfEveryFile(objects, location)).filter((row) => originals.includes(row.query))).toEqual([]);
+    expect(await readerCounts(location, objects)).toEqual({ files: expect.any(Number) as unknown, rows: seqMax, distinct: seqMax });
   });
 
   it('orphan cleanup removes an old unreferenced file and spares a young one', async () => {
