@@ -61,4 +61,34 @@ describe('a forward the leader is slow over', () => {
       await cluster.close();
     }
   });
+
+  it('stores the events it carries once when it is written after its sender re-sent them to another leader and this node leads again', async () => {
+    const cluster = await SimCluster.create({ seed: 11, size: 3 });
+    try {
+      await until(cluster, 'a leader', () => cluster.leader() !== undefined);
+      const a = cluster.leader() as SimNode;
+      const b = cluster.nodes.find((node) => node !== a) as SimNode;
+      await until(cluster, `${b.name} follows ${a.name}`, () => b.cluster?.leader?.nodeId === a.nodeId);
+      const delayed = delayFirstFlaggedAppend(a, 150_000);
+      const events: EncodedEvent[] = cluster.workload.events(3).map((event, i) => encodeEvent({ ...event, eventId: `${newEventId(b.clock.wallMs())}-${i}` }));
+      const ids = events.map((event) => event.eventId);
+      await b.cluster!.receive(events, new Set(ids));
+      await until(cluster, `${a.name} has the forward`, () => delayed() === 1);
+      // A steps down; another leader stores B's re-send (looked up, flags cleared), and A pulls it.
+      a.cluster!.elector.stepDown('test: hand over');
+      await until(cluster, 'another leader', () => cluster.leader() !== undefined && cluster.leader() !== a);
+      await until(cluster, `${b.name}'s outbox is empty`, () => b.store?.outboxCount === 0);
+      await until(cluster, `${a.name} holds the re-sent events`, () => a.store!.position.lastSeq >= cluster.leader()!.store!.position.lastSeq);
+      // The others step down until A leads again, with its held forward still to be written.
+      await until(cluster, `${a.name} leads again`, () => {
+        const leader = cluster.leader();
+        if (leader !== undefined && leader !== a) leader.cluster!.elector.stepDown('test: until a leads');
+        return leader === a && a.cluster!.isLeader();
+      });
+      await cluster.scheduler.runFor(160_000);
+      expect(await entriesOf(a, ids)).toEqual([...ids].sort());
+    } finally {
+      await cluster.close();
+    }
+  });
 });
