@@ -1,5 +1,4 @@
 import { trimMetadataLog } from '@auditlake/format';
-import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import { tableTurn, type MaintenanceContext } from './iceberg-maintenance-context.js';
 import { metadataFileKey } from './iceberg-table-ref.js';
 import type { LoadedTable } from './iceberg-table.js';
@@ -36,6 +35,12 @@ export async function cleanIcebergMetadata(context: MaintenanceContext, loaded: 
     const version = metadataVersionOf(key);
     return version !== undefined && version < oldestKept;
   });
-  await mapBounded(doomed, OBJECT_REQUESTS_IN_FLIGHT_MAX, (key) => context.objects.delete(key));
+  // Oldest first, one at a time: the versions left are always one unbroken run up to the
+  // current one, wherever the deletes stop (a crash, a lost lease). A reader probes forward from
+  // the hint and stops at the first version missing; deleted in parallel and in the listing's
+  // order (v1, v10, v11, …, v2), a gap above a version still there had a stale hint load an old
+  // version, and a commit on it fork the table below the newest (review).
+  doomed.sort((a, b) => (metadataVersionOf(a) as number) - (metadataVersionOf(b) as number));
+  for (const key of doomed) await context.objects.delete(key);
   return { loaded: base, filesDeleted: doomed.length };
 }

@@ -8,6 +8,7 @@ import { icebergRead } from 'icebird';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { commitForeignSnapshotOnTop, routeAwsS3To, twoDayEvents, useEmbeddedS3, vanishingOnRead } from '../src/testing/index.js';
 import {
+  cleanIcebergMetadata,
   commitIcebergBatch,
   compactIcebergTable,
   currentManifests,
@@ -364,6 +365,32 @@ describe('Iceberg maintenance', () => {
     const ids = await icebirdIds(table);
     expect(ids.size).toBe(seqMax + 5);
     expect([...ids.values()].every((count) => count === 1)).toBe(true);
+  });
+
+  it('deletes old metadata versions oldest first, so a cleanup stopped part-way leaves no gap a stale hint could stop at', async () => {
+    const { table, objects, seqMax } = await tableWith('cleanup_gap', 16, 5);
+    const newest = (await loadIcebergTable(objects, table))!;
+    expect(newest.version).toBe(17);
+    // The cleanup's process dies after its sixth delete.
+    let deletes = 0;
+    const del = objects.delete.bind(objects);
+    objects.delete = async (key: string) => {
+      if (++deletes > 6) throw new Error('killed');
+      return del(key);
+    };
+    try {
+      await expect(cleanIcebergMetadata(context(table, objects, { metadataLogEntriesMax: 2 }), newest)).rejects.toThrow('killed');
+    } finally {
+      objects.delete = del;
+    }
+    const left = (await objects.list(metadataFileKey(table, 'v'))).flatMap((key) => /\/v(\d+)\.metadata\.json$/.exec(key)?.[1] ?? []).map(Number).sort((a, b) => a - b);
+    expect(left[0]).toBeGreaterThan(1);
+    expect(left).toEqual(Array.from({ length: left.length }, (_, i) => (left[0] as number) + i));
+    // A deposed leader's hint for version 9, still there, lands: the table loads at its newest.
+    await putVersionHint(objects, table, 9);
+    const loaded = (await loadIcebergTable(objects, table))!;
+    expect(loaded.version).toBe(left.at(-1));
+    expect(tableWatermark(loaded)?.seq).toBe(seqMax);
   });
 
   it('keeps every metadata.json within 64 KiB over 150 sweep commits with maintenance after 100, the sweep expiring overdue snapshots between runs', async () => {
