@@ -31,7 +31,7 @@ export interface MergedSearchOptions {
    * Every event at or after this event time is still in the local store (nothing that recent
    * has been deleted locally); undefined when no local event was ever deleted after tiering.
    */
-  localCompleteFromMs: number | undefined;
+  localCompleteFromMs: number | undefined | (() => number | undefined);
   /** Once aborted, the search throws its reason at the next row group it would read. */
   signal?: AbortSignal;
   /**
@@ -243,7 +243,10 @@ export async function mergedSearch(options: MergedSearchOptions): Promise<Merged
   // first, a first commit to a new location and a prune of its events between the two reads
   // left them in neither.
   const tiers = typeof options.tiers === 'function' ? await options.tiers() : options.tiers;
-  const localIsEnough = tiers.length === 0 || (lastLocal !== undefined && options.localCompleteFromMs !== undefined && lastLocal.timestamp >= options.localCompleteFromMs);
+  // Likewise the bound above which everything is local: taken before the local read, a prune in
+  // between left the bound claiming events the read no longer had.
+  const localCompleteFromMs = typeof options.localCompleteFromMs === 'function' ? options.localCompleteFromMs() : options.localCompleteFromMs;
+  const localIsEnough = tiers.length === 0 || (lastLocal !== undefined && localCompleteFromMs !== undefined && lastLocal.timestamp >= localCompleteFromMs);
   if (localIsEnough) return pageOf(candidates, filter.limit, lastLocal, { filesRead: 0, groupsPruned: 0 });
 
   // A file listed and then gone (an erasure's rewrite or a compaction replaced it while the

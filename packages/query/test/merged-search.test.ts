@@ -356,7 +356,7 @@ describe('mergedSearch', () => {
     expect(churned.tierNote).toContain('does not exist (GET)');
   });
 
-  it('asks for the tier locations only once the local page is read: an event pruned after a first commit to a new location is in one of the two', async () => {
+  it('asks for the tier locations and the bound above which all is local only once the local page is read: an event pruned meanwhile is in one of the two', async () => {
     const order: string[] = [];
     async function* localRead() {
       order.push('local read');
@@ -366,8 +366,12 @@ describe('mergedSearch', () => {
       order.push('locations read');
       return [tier('s3://a/b', [[ev(1, T0)]])];
     };
-    const result = await mergedSearch({ local: localRead(), tiers, filter: filter(), localCompleteFromMs: undefined });
-    expect(order).toEqual(['local read', 'locations read']);
+    const localCompleteFromMs = () => {
+      order.push('bound read');
+      return undefined;
+    };
+    const result = await mergedSearch({ local: localRead(), tiers, filter: filter(), localCompleteFromMs });
+    expect(order).toEqual(['local read', 'locations read', 'bound read']);
     expect(result.events.map((e) => e.eventId)).toEqual(['e2', 'e1']);
   });
 });

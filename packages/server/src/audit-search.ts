@@ -94,12 +94,13 @@ export class AuditSearch {
 
   /** One page; `signal` stops the reading (a client gone, a deadline passed) with its reason. */
   async page(filter: SearchFilter, signal?: AbortSignal): Promise<SearchPage> {
-    // Asked once the local page is read (mergedSearch).
+    // The locations and the bound above which all is local: asked once the local page is read (mergedSearch).
     const tiers = () => this.#tiering.tierSources();
     // Text events: a page answered as JSON is cut from the stored text, never parsed.
     const cut: ReadCut = {};
     const local = { batches: sizeBoundedBatches(this.#store.searchBatches(filter, { expectedEvents: filter.limit + 1, textEvents: true, ...(signal ? { signal } : {}) }), PAGE_CHARS_MAX, cut) };
-    const result = await mergedSearch({ local, tiers, filter, localCompleteFromMs: this.#tiering.localCompleteFromMs(Date.now()), erased: this.#store, ...(signal ? { signal } : {}) });
+    const localCompleteFromMs = () => this.#tiering.localCompleteFromMs(Date.now());
+    const result = await mergedSearch({ local, tiers, filter, localCompleteFromMs, erased: this.#store, ...(signal ? { signal } : {}) });
     let events = result.events;
     let truncated = result.truncated;
     if (cut.atMs !== undefined) {
