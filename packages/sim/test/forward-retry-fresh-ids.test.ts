@@ -33,6 +33,23 @@ async function entriesOf(node: SimNode, ids: readonly string[]): Promise<string[
   return log.map((entry) => (JSON.parse(new TextDecoder().decode(entry)) as { eventId: string }).eventId).filter((id) => ids.includes(id)).sort();
 }
 
+/**
+ * Leader A, a standby B following it, and three events B gave ids of its own (sent without one,
+ * as ingest does) forwarded to A, whose append of them waits `delayMs`: answered once A has them.
+ */
+async function flaggedForwardHeld(cluster: SimCluster, delayMs: number): Promise<{ a: SimNode; b: SimNode; ids: string[] }> {
+  await until(cluster, 'a leader', () => cluster.leader() !== undefined);
+  const a = cluster.leader() as SimNode;
+  const b = cluster.nodes.find((node) => node !== a) as SimNode;
+  await until(cluster, `${b.name} follows ${a.name}`, () => b.cluster?.leader?.nodeId === a.nodeId);
+  const delayed = delayFirstFlaggedAppend(a, delayMs);
+  const events: EncodedEvent[] = cluster.workload.events(3).map((event, i) => encodeEvent({ ...event, eventId: `${newEventId(b.clock.wallMs())}-${i}` }));
+  const ids = events.map((event) => event.eventId);
+  await b.cluster!.receive(events, new Set(ids));
+  await until(cluster, `${a.name} has the forward`, () => delayed() === 1);
+  return { a, b, ids };
+}
+
 describe('a forward the leader is slow over', () => {
   it.each([
     ['its sender gives up waiting and re-sends', FORWARD_TIMEOUT_MS + 500, false],
@@ -40,16 +57,7 @@ describe('a forward the leader is slow over', () => {
   ] as const)('stores the events it carries once when %s', async (_case, delayMs, restart) => {
     const cluster = await SimCluster.create({ seed: 11, size: 3 });
     try {
-      await until(cluster, 'a leader', () => cluster.leader() !== undefined);
-      const a = cluster.leader() as SimNode;
-      const b = cluster.nodes.find((node) => node !== a) as SimNode;
-      await until(cluster, `${b.name} follows ${a.name}`, () => b.cluster?.leader?.nodeId === a.nodeId);
-      const delayed = delayFirstFlaggedAppend(a, delayMs);
-      // Events B gave ids of its own (sent without one), as ingest does.
-      const events: EncodedEvent[] = cluster.workload.events(3).map((event, i) => encodeEvent({ ...event, eventId: `${newEventId(b.clock.wallMs())}-${i}` }));
-      const ids = events.map((event) => event.eventId);
-      await b.cluster!.receive(events, new Set(ids));
-      await until(cluster, `${a.name} has the forward`, () => delayed() === 1);
+      const { a, b, ids } = await flaggedForwardHeld(cluster, delayMs);
       if (restart) {
         await cluster.crash(b);
         await cluster.restart(b);
@@ -65,15 +73,7 @@ describe('a forward the leader is slow over', () => {
   it('stores the events it carries once when it is written after its sender re-sent them to another leader and this node leads again', async () => {
     const cluster = await SimCluster.create({ seed: 11, size: 3 });
     try {
-      await until(cluster, 'a leader', () => cluster.leader() !== undefined);
-      const a = cluster.leader() as SimNode;
-      const b = cluster.nodes.find((node) => node !== a) as SimNode;
-      await until(cluster, `${b.name} follows ${a.name}`, () => b.cluster?.leader?.nodeId === a.nodeId);
-      const delayed = delayFirstFlaggedAppend(a, 150_000);
-      const events: EncodedEvent[] = cluster.workload.events(3).map((event, i) => encodeEvent({ ...event, eventId: `${newEventId(b.clock.wallMs())}-${i}` }));
-      const ids = events.map((event) => event.eventId);
-      await b.cluster!.receive(events, new Set(ids));
-      await until(cluster, `${a.name} has the forward`, () => delayed() === 1);
+      const { a, b, ids } = await flaggedForwardHeld(cluster, 150_000);
       // A steps down; another leader stores B's re-send (looked up, flags cleared), and A pulls it.
       a.cluster!.elector.stepDown('test: hand over');
       await until(cluster, 'another leader', () => cluster.leader() !== undefined && cluster.leader() !== a);
