@@ -1,5 +1,5 @@
 import { AuditError, AuditErrorCode, type EffectiveSettings, type EncodedEvent, type IcebergCatalogConfig, type StoredEvent } from '@auditlake/model';
-import { DAY_MS, type AuditStore } from '@auditlake/store';
+import type { AuditStore } from '@auditlake/store';
 import {
   TIERED_LOCATIONS_META,
   TIER_SEGMENTS_CUT_META,
@@ -151,8 +151,6 @@ export interface TierStatus {
 /** The next batch, and whether settled events remain after it (then the sweep goes on at once). */
 /** The most seqs a watermark taken from a location may move past the stored one for the location's files to be read for their tier segments. */
 const RECOVERED_SEGMENT_SEQS_MAX = TIER_ADOPTION_ENTRIES_MAX;
-/** Entries read at a time when a recovered range is compared with this log. */
-const RECOVERED_SEQS_READ_PAGE = 1_000;
 
 /** A location a watermark is taken from, which holds rows, and the seqs it holds in a range (for its tier segments). */
 interface HoldingLocation {
@@ -1099,41 +1097,10 @@ export class TierSweeper {
     const range = watermark.seq - stored.seq;
     const max = this.#options.recoveredSegmentSeqsMax ?? RECOVERED_SEGMENT_SEQS_MAX;
     let segments = {};
-    if (range > 0 && range <= max) segments = await this.#segmentsMeta(holding.location, stored.seq, await this.#recoveredSeqs(holding, stored.seq, watermark.seq));
+    if (range > 0 && range <= max) segments = await this.#segmentsMeta(holding.location, stored.seq, await holding.seqsAfter(stored.seq, watermark.seq));
     else if (range > 0) this.#options.log.warn({ fromSeq: stored.seq + 1, toSeq: watermark.seq }, `Audit tiering: seqs ${stored.seq + 1}..${watermark.seq} were tiered by commits this log did not record; more than ${max}, so the location's files are not read to record them as tier segments (verify excuses their absence once deleted here)`);
     const known = await readTieredLocations(store);
     return { ...this.#vouched(watermark), ...segments, ...(includesLocation(known, holding.location) ? {} : { [TIERED_LOCATIONS_META]: [...known, holding.location] }) };
-  }
-
-  /**
-   * The seqs after `afterSeq` through `throughSeq` to record as committed to the location: those
-   * it holds, and those this log holds that it lacks though they are younger than what retention
-   * deletes by age. A commit leaves out only what its leader no longer held, deleted by age
-   * while tiering was off (the same entry may still be here: each node's retention runs on its
-   * own); a younger one missing was removed from the location after the commit, and recorded
-   * as committed, verify names it missing instead of excusing it once retention deletes it here
-   * (review: rows removed from the tier before recovery were excused for good).
-   */
-  async #recoveredSeqs(holding: HoldingLocation, afterSeq: number, throughSeq: number): Promise<number[]> {
-    const held = new Set(await holding.seqsAfter(afterSeq, throughSeq));
-    const ageCutoffMs = this.#now() - this.#options.settings().retentionDays * DAY_MS;
-    const removed: number[] = [];
-    for (let after = afterSeq; after < throughSeq; ) {
-      const page = await this.#options.store.readBySeq(after, RECOVERED_SEQS_READ_PAGE);
-      if (page.length === 0) break;
-      for (const entry of page) {
-        if (entry.seq > throughSeq) break;
-        if (!held.has(entry.seq) && entry.timestamp >= ageCutoffMs) removed.push(entry.seq);
-      }
-      after = (page.at(-1) as StoredEvent).seq;
-    }
-    if (removed.length > 0) {
-      this.#options.log.warn(
-        { target: holding.location.path, seqs: removed.slice(0, 20), count: removed.length },
-        `Audit tiering: ${holding.location.path} lacks ${removed.length} entries of this log after seq ${afterSeq} that are younger than retention deletes (first seq ${String(removed[0])}): removed from the tier after they were committed? They are recorded as committed there, so auditlake verify names them missing`,
-      );
-    }
-    return [...held, ...removed].sort((a, b) => a - b);
   }
 
   /** Stores that the watermark holds for this log in this term, when not stored yet (once a term); `holding` as for #vouchedAt. */

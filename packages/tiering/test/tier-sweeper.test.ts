@@ -507,28 +507,6 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
   );
 
   it.each(['parquet', 'iceberg'] as const)(
-    '%s: a successor records as committed the entries it holds that the location lacks though retention could not have deleted them by age (removed from the tier after the commit), and says so',
-    async (mode) => {
-      const target = modes[mode](`young_holes_${mode}`);
-      // Events of the last hour: no retention deletes them by age.
-      const young = Date.now() - HOUR_MS;
-      const dead = await storeWith(0);
-      await dead.append(Array.from({ length: 20 }, (_, i) => ({ ...ev(i), timestamp: young + i })));
-      const successor = await replicaOf(dead, 20);
-      // The first five go from the dead leader's log before it tiers (as rows removed from its batch would look).
-      await dead.pruneBefore(young + 5, 100, async () => true);
-      const deadSweeper = testSweeper({ store: dead, connections: s3.connections, catalogs, settings: () => target });
-      expect(await deadSweeper.sweep()).toBe('tiered');
-      await deadSweeper.close();
-      const warned: string[] = [];
-      const b = testSweeper({ store: successor, connections: s3.connections, catalogs, settings: () => target, term: () => 2, log: { info: () => undefined, warn: (_obj, msg) => void warned.push(msg) } });
-      expect(await b.sweep()).toBe('nothing-to-tier');
-      expect((await readTierSegments(successor)).map(({ fromSeq, toSeq }) => [fromSeq, toSeq])).toEqual([[1, 20]]);
-      expect(warned).toEqual([expect.stringContaining('lacks 5 entries of this log after seq 0 that are younger than retention deletes (first seq 1)') as unknown]);
-    },
-  );
-
-  it.each(['parquet', 'iceberg'] as const)(
     '%s: a node leading again in the same process checks the location again in its new term: a leader between may have tiered entries it never received',
     async (mode) => {
       const target = modes[mode](`again_${mode}`);
