@@ -421,22 +421,15 @@ export class ClusterNode {
     this.elector.observeMessageTerm(request.term);
     if (!this.elector.isLeader()) throw new AuditError(AuditErrorCode.NOT_LEADER, `node ${this.#options.nodeId} is not the leader`, { retryable: true });
     const events = markTimeAssigned(request.events.map(parseForwardedEvent), request.newIdFlags);
-    const freshIds = newIdsOf(events, request.newIdFlags);
     // Flagged ids are stored unlooked-up only by the writer of the term the forward arrived in:
     // its sender's re-sends wait behind it (receiveForward), but a re-send that reached another
     // leader meanwhile was stored there, and this node, leading again later, holds it (review:
-    // a forward held across two elections stored its events a second time). Written in a later
-    // term, the forward is refused; its sender re-sends it unflagged.
-    const sequencer =
-      freshIds.size === 0
-        ? this.elector.sequencer
-        : () => {
-            const term = this.elector.sequencer();
-            if (term !== arrivedInTerm) throw new AuditError(AuditErrorCode.NOT_LEADER, `node ${this.#options.nodeId} leads in term ${term}, not in term ${String(arrivedInTerm)} the forward arrived in: its events may have reached another leader since; send them again`, { retryable: true });
-            return term;
-          };
+    // a forward held across two elections stored its events a second time). In a later term
+    // they are looked up. (A check in the sequencer instead split the writer's groups: it
+    // batches appends of one sequencer together, and each forward had its own.)
+    const freshIdsTrusted = () => this.elector.isLeader() && this.elector.leader?.term === arrivedInTerm;
     // An erasure record among them is re-applied by eventId (appendForwarded), not stored with the seqs of the log it was cut from.
-    const result = await appendForwarded(this.#options.store, events, { freshIds, sequencer });
+    const result = await appendForwarded(this.#options.store, events, { freshIds: newIdsOf(events, request.newIdFlags), freshIdsTrusted, sequencer: this.elector.sequencer });
     if (result.conflicts.length > 0) await this.#options.hooks.onConflicts(result.conflicts, request.nodeId);
     const response: ForwardResponse = { term: this.elector.knownTerm, stored: result.stored.length, duplicates: result.duplicates };
     if (result.conflicts.length > 0) response.conflicts = result.conflicts;

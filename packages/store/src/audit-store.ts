@@ -43,7 +43,7 @@ import { backfillLedger } from './ledger-backfill.js';
 import { TextSketchWriter } from './text-sketch-writer.js';
 import { TEXT_BLOCK_SEQS, blockOfSeq, textSketchKey } from './text-sketch.js';
 import { rebuildStaleSketches } from './text-sketch-writer.js';
-import { CHAIN_HEAD_KEY, EventWriter, LOG_END_KEY, logEndValue, putEvent, WRITER_YIELD_EVENTS, type AppendOptions, type AppendResult, type EventIdConflict, type ExclusiveContext, type Sequencer, type WriterPosition, type WrittenAppend } from './event-writer.js';
+import { CHAIN_HEAD_KEY, EventWriter, LOG_END_KEY, logEndValue, putEvent, trustedFreshIds, WRITER_YIELD_EVENTS, type AppendOptions, type AppendResult, type EventIdConflict, type ExclusiveContext, type Sequencer, type WriterPosition, type WrittenAppend } from './event-writer.js';
 import { TermRuns, parseTermRun, termRunKey, termRunValue, type TermRun, type TermStart } from './term-runs.js';
 import { contentHashAgainst, encodedContentReference, headOf, RecordChain, storedContentReference, type ChainHead, type ContentReference, type IntegrityEntry } from './record-chain.js';
 import { addIntegrityPuts, erasureEntryOf, type RegisteredKey } from './integrity-index.js';
@@ -629,8 +629,9 @@ export class AuditStore {
       // The ids among them retention deleted here, with the deleted events' times: read only for
       // ids the filter does not rule out (none, for ordinary ingest once it is filled), and only
       // where a tier can be asked.
-      const prunedTimes = lookup === undefined ? NO_PRUNED_TIMES : await this.#prunedIds.timesOf(events.flatMap((event) => (options.freshIds?.has(event.eventId) === true ? [] : [event.eventId])));
-      const candidates = resendCandidates(events, options.freshIds, lookup === undefined ? undefined : this.#prunedTimeMax, erasedIds, prunedTimes);
+      const freshIds = trustedFreshIds(options);
+      const prunedTimes = lookup === undefined ? NO_PRUNED_TIMES : await this.#prunedIds.timesOf(events.flatMap((event) => (freshIds?.has(event.eventId) === true ? [] : [event.eventId])));
+      const candidates = resendCandidates(events, freshIds, lookup === undefined ? undefined : this.#prunedTimeMax, erasedIds, prunedTimes);
       ({ copies: tiered, erasedElsewhere } = candidates === undefined ? NONE_FOUND : await tieredCopiesOf(this.#db, candidates, lookup));
       // A prune since may have deleted an event the log held here: one timed at or before the
       // newest time deleted, or one whose id a prune remembered (in the filter from the prune's

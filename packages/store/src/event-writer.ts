@@ -28,6 +28,12 @@ export interface AppendOptions {
    * may be re-sending it.
    */
   freshIds?: ReadonlySet<string>;
+  /**
+   * Asked at the append's turn in the writer: false once `freshIds` may have been stored
+   * meanwhile by another way (a forward that waited while its sender's re-send reached another
+   * leader, whose entries this node then took in), so they are looked up like any id.
+   */
+  freshIdsTrusted?: () => boolean;
   /** Metadata written in the same LevelDB batch as the events (e.g. the settings they record). */
   meta?: readonly MetaPut[];
   /**
@@ -329,9 +335,12 @@ export class EventWriter {
 
   async #write(group: PendingAppend[]): Promise<WrittenAppend[]> {
     const lookupIds: string[] = [];
+    // Asked once per append, here at its turn: both uses below see the same answer.
+    const freshOf = new Map(group.map((pending) => [pending, trustedFreshIds(pending.options)] as const));
     for (const pending of group) {
+      const fresh = freshOf.get(pending);
       for (const event of pending.events) {
-        if (!pending.options.freshIds?.has(event.eventId)) lookupIds.push(event.eventId);
+        if (!fresh?.has(event.eventId)) lookupIds.push(event.eventId);
       }
     }
     const found = lookupIds.length === 0 ? [] : await this.#db.getMany(lookupIds.map(idKey));
@@ -373,7 +382,7 @@ export class EventWriter {
       let sinceYield = 0;
       for (const pending of group) {
         const unchanged = pending.options.unchanged;
-        if (unchanged !== undefined && !unchanged(pending.events.filter((event) => !alreadyStored.has(event.eventId) && pending.options.freshIds?.has(event.eventId) !== true), erasing)) {
+        if (unchanged !== undefined && !unchanged(pending.events.filter((event) => !alreadyStored.has(event.eventId) && freshOf.get(pending)?.has(event.eventId) !== true), erasing)) {
           results.push({ stored: [], repeated: undefined, stale: true });
           continue;
         }
@@ -500,4 +509,9 @@ function noteErasing(erasing: Map<string, readonly string[]>, entry: IntegrityEn
     return; // Not erasure details: it erases nothing.
   }
   for (const ref of details.records) if (ref.seq < entry.seq) erasing.set(ref.eventId, [...new Set([...(erasing.get(ref.eventId) ?? []), ...details.fields])]);
+}
+
+/** The ids an append may store without looking them up: its fresh ids while they are trusted (AppendOptions.freshIdsTrusted). */
+export function trustedFreshIds(options: Pick<AppendOptions, 'freshIds' | 'freshIdsTrusted'>): ReadonlySet<string> | undefined {
+  return options.freshIds !== undefined && options.freshIdsTrusted?.() !== false ? options.freshIds : undefined;
 }
