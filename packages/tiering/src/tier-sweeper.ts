@@ -148,7 +148,6 @@ export interface TierStatus {
   lastBatch: { count: number; bytes: number; ms: number } | null;
 }
 
-/** The next batch, and whether settled events remain after it (then the sweep goes on at once). */
 /** The most seqs a watermark taken from a location may move past the stored one for the location's files to be read for their tier segments. */
 const RECOVERED_SEGMENT_SEQS_MAX = TIER_ADOPTION_ENTRIES_MAX;
 
@@ -158,6 +157,7 @@ interface HoldingLocation {
   seqsAfter: (afterSeq: number, throughSeq: number) => Promise<number[]>;
 }
 
+/** The next batch, and whether settled events remain after it (then the sweep goes on at once). */
 interface NextBatch {
   batch: StoredEvent[];
   settledLeft: boolean;
@@ -683,8 +683,9 @@ export class TierSweeper {
    * `tieredLocations` changed. Rows past this log's watermark are left to #checkWatermarkInLog,
    * whose refusal names the admin's adoption (a successor whose log lacks what its leader
    * tiered); an empty location has nothing to compare. A location found to be this log's, or
-   * committed to by this sweeper, is not checked again while this node leads in that term. Answers the
-   * newest row when it lies past this log's watermark, for #checkWatermarkInLog to compare.
+   * committed to by this sweeper, is not checked again while this node leads in that term.
+   * Answers the newest row when it lies past this log's watermark, for #checkWatermarkInLog to
+   * compare.
    */
   async #checkLocationHistory(term: number, location: TieredLocation, settingKey: string, newest: () => Promise<NewestTieredRow | undefined>): Promise<NewestTieredRow | undefined> {
     const id = tieredLocationKey(location);
