@@ -416,7 +416,11 @@ export async function createCompactionMarker(context: Pick<ParquetCompactionCont
     // Taken by a packed marker: not created at all, so no second text can stay behind a failed delete below.
     const packs = compactionPacksPrefix(location, marker.eventDate);
     if (await packHolds(objects, packs, marker.generation)) return false;
-    if (!(await objects.putIfAbsent(key, text, 'application/json')) || new TextDecoder().decode(await objects.get(key)) !== text) return false;
+    // Whatever the create answered, the key's text decides: a create that landed and was then
+    // told "taken" (a retry of it, by the client or the store) is this marker. Taken as lost, its
+    // files were deleted as unreferenced while the marker named them (a fault test).
+    await objects.putIfAbsent(key, text, 'application/json');
+    if (new TextDecoder().decode(await objects.get(key)) !== text) return false;
     const packed = await packedMarkerText(objects, packs, COMPACTION_MARKER_PACKS, marker.generation);
     if (packed === undefined || packed === text) return true;
     await objects.delete(key);
