@@ -273,11 +273,10 @@ const TIER_READ_ATTEMPTS = 3;
  * file): only then can reading again help. A file lost for good (a lifecycle rule, another
  * engine's cleanup) stays listed, and every page would otherwise read every tier three times.
  */
-async function listingsMoved(gone: ReadonlyMap<TierSource, readonly string[]>): Promise<boolean> {
-  for (const [tier, keys] of gone) {
+async function listingsMoved(gone: ReadonlyMap<TierSource, string>): Promise<boolean> {
+  for (const [tier, key] of gone) {
     try {
-      const listed = new Set((await tier.listFiles()).map((file) => file.key));
-      if (keys.some((key) => !listed.has(key))) return true;
+      if (!(await tier.listFiles()).some((file) => file.key === key)) return true;
     } catch {
       // Not listable now: reading again would fail the same way.
     }
@@ -285,11 +284,11 @@ async function listingsMoved(gone: ReadonlyMap<TierSource, readonly string[]>): 
   return false;
 }
 
-/** What one read of the tiers for a page found: the candidates (the local ones and the tiers'), which tiers failed and why, and the listed files found gone, by tier. */
+/** What one read of the tiers for a page found: the candidates (the local ones and the tiers'), which tiers failed and why, and the listed file found gone, by tier (a tier is read up to its first failure). */
 interface TiersRead {
   candidates: Map<string, MergedEvent>;
   skipped: string[];
-  gone: Map<TierSource, string[]>;
+  gone: Map<TierSource, string>;
   filesRead: number;
   groupsPruned: number;
 }
@@ -297,7 +296,7 @@ interface TiersRead {
 /** The tiers' part of a page: their committed files within the window, newest first, read into a copy of `local` (see mergedSearch). */
 async function readTiers(tiers: readonly TierSource[], options: MergedSearchOptions, filter: SearchFilter, local: ReadonlyMap<string, MergedEvent>, want: number): Promise<TiersRead> {
   const candidates = new Map(local);
-  const gone = new Map<TierSource, string[]>();
+  const gone = new Map<TierSource, string>();
   const skipped: string[] = [];
   const files: Array<{ tier: TierSource; file: TierFile }> = [];
   await Promise.all(
@@ -321,7 +320,7 @@ async function readTiers(tiers: readonly TierSource[], options: MergedSearchOpti
   const fail = (tier: TierSource, file: TierFile, err: unknown) => {
     if (failedTiers.has(tier)) return;
     failedTiers.add(tier);
-    if (err instanceof AuditError && err.code === AuditErrorCode.OBJECT_NOT_FOUND) gone.set(tier, [file.key]);
+    if (err instanceof AuditError && err.code === AuditErrorCode.OBJECT_NOT_FOUND) gone.set(tier, file.key);
     skipped.push(`${tier.name}: ${err instanceof Error ? err.message : String(err)}`);
   };
   const prefilterQ = filter.q !== undefined && isPrefilterNeedle(filter.q) ? filter.q : undefined;
