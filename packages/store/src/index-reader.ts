@@ -248,9 +248,12 @@ const TABLE_NAMES_BATCH = 1024;
  * dropped as they go (the dictionary past the writer's bounds may be far larger than memory
  * should hold), stopping at the first name too many.
  */
-async function tableNamesContaining(db: Db, knownTables: ReadonlySet<string> | undefined, table: string): Promise<string[]> {
+async function tableNamesContaining(db: Db, knownTables: ReadonlySet<string> | undefined, table: string, snapshot: ReadSnapshot | undefined): Promise<string[]> {
   const names: string[] = [];
   if (knownTables !== undefined) {
+    // Read in the turn the caller's snapshot was taken (nothing is awaited before this), and
+    // the writer holds a name from before its batch is written until after its delete is:
+    // these names are at least the snapshot's.
     for (const name of knownTables) {
       if (!name.includes(table)) continue;
       names.push(name);
@@ -258,7 +261,9 @@ async function tableNamesContaining(db: Db, knownTables: ReadonlySet<string> | u
     }
     return names;
   }
-  const iterator = db.keys({ gte: TABLE_NAME_PREFIX, lt: prefixEnd(TABLE_NAME_PREFIX) });
+  // At the search's snapshot: a name a prune dropped after it would leave out events the
+  // snapshot still holds, and the search would answer none of them.
+  const iterator = db.keys({ gte: TABLE_NAME_PREFIX, lt: prefixEnd(TABLE_NAME_PREFIX), ...readAt(snapshot) });
   try {
     for (;;) {
       const keys = await iterator.nextv(TABLE_NAMES_BATCH);
@@ -337,7 +342,7 @@ export async function planIndexedSearch(
   const toMs = upperTimeMs(filter);
   const fromMs = filter.fromMs;
   if (toMs !== undefined && fromMs !== undefined && fromMs > toMs) return emptyPlan([]);
-  const predicates = indexedPredicates(filter, filter.table !== undefined ? await tableNamesContaining(db, knownTables, filter.table) : []);
+  const predicates = indexedPredicates(filter, filter.table !== undefined ? await tableNamesContaining(db, knownTables, filter.table, snapshot) : []);
   if (predicates === 'none') return emptyPlan(['table']);
   const text = filter.q === undefined ? undefined : await textPlan(db, filter.q, fromMs, toMs, staleSketchBlocks, snapshot);
   if (predicates.length === 0) return text;

@@ -5,7 +5,7 @@ import { seededRandom, type AuditEvent, type StoredEvent } from '@auditlake/mode
 import { Level } from 'level';
 import { describe, expect, it } from 'vitest';
 import { tableNameKey } from '../src/index-keys.js';
-import { tableNamesUnused } from '../src/index-reader.js';
+import { planIndexedSearch, tableNamesUnused } from '../src/index-reader.js';
 import { IndexWriter, KNOWN_TABLES_BYTES_MAX, type IndexSink } from '../src/index-writer.js';
 import { useTempStores } from './temp-stores.js';
 import type { AuditStore } from '../src/audit-store.js';
@@ -148,6 +148,30 @@ describe('tableNamesUnused', () => {
       expect(unused.length).toBeGreaterThan(0);
       expect(await tableNamesUnused(db, [])).toEqual([]);
     } finally {
+      await db.close();
+    }
+  });
+});
+
+describe('a table search past the bound, at its snapshot', () => {
+  it('finds the events its snapshot holds although their names left the dictionary after it', async () => {
+    const { store, location } = await stores.open();
+    await store.append([at('held', 1_000, ['db.orders'])]);
+    await stores.close(store);
+    const db = new Level<string, string>(location, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
+    await db.open();
+    const snapshot = db.snapshot();
+    try {
+      // A prune after the snapshot: every key goes, the dictionary's name with them.
+      await db.clear();
+      // No names held in memory (past the bound): the dictionary is read from LevelDB.
+      const plan = await planIndexedSearch(db, { action: 'all', table: 'orders' }, undefined, undefined, undefined, snapshot);
+      const found: string[] = [];
+      for await (const batch of plan?.batches ?? []) for (const json of batch) found.push((JSON.parse(json) as StoredEvent).eventId);
+      expect(plan?.fields).toEqual(['table']);
+      expect(found).toEqual(['held']);
+    } finally {
+      await snapshot.close();
       await db.close();
     }
   });
