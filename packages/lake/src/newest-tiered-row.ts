@@ -100,14 +100,16 @@ async function icebergCandidates(objects: ObjectStore, table: IcebergTableRef, m
 }
 
 /**
- * The seqs after `afterSeq`, through `throughSeq`, that `candidates` hold, ascending. Only files
- * whose greatest seq is past `afterSeq` are read, one at a time, and only their seqs are kept.
+ * The seqs after `afterSeq`, through `throughSeq`, that `candidates` hold, ascending; undefined
+ * once more than `seqsMax` are found (reading stops there). Only files whose greatest seq is past
+ * `afterSeq` are read, one at a time, and only their seqs are kept.
  */
-async function seqsIn(objects: ObjectStore, candidates: readonly Candidate[], afterSeq: number, throughSeq: number): Promise<number[]> {
+async function seqsIn(objects: ObjectStore, candidates: readonly Candidate[], afterSeq: number, throughSeq: number, seqsMax: number): Promise<number[] | undefined> {
   const seqs = new Set<number>();
   for (const file of await boundedCandidates(objects, candidates)) {
     if (file.seqMax <= afterSeq) break;
     for (const { seq } of await readAuditParquet(file.source, { columns: ['seq'] })) if (seq !== undefined && seq > afterSeq && seq <= throughSeq) seqs.add(seq);
+    if (seqs.size > seqsMax) return undefined;
   }
   return [...seqs].sort((a, b) => a - b);
 }
@@ -118,19 +120,20 @@ async function seqsIn(objects: ObjectStore, candidates: readonly Candidate[], af
  * recording a commit; an adoption) records as committed there (tier-segments.ts). The files the
  * later markers committed are read while all are live; once a compaction or an erasure replaced
  * some, the live files of their days (both keep a file's day); every live file when the range
- * reaches into the checkpoint. Only the `seq` column is fetched.
+ * reaches into the checkpoint. Only the `seq` column is fetched. Undefined once more than
+ * `seqsMax` are found.
  */
-export async function parquetSeqsAfter(objects: ObjectStore, log: ParquetLog, afterSeq: number, throughSeq: number): Promise<number[]> {
+export async function parquetSeqsAfter(objects: ObjectStore, log: ParquetLog, afterSeq: number, throughSeq: number, seqsMax = Infinity): Promise<number[] | undefined> {
   const live = liveParquetFiles(log).files;
   const committed = log.markers.filter((marker) => marker.watermark.seq > afterSeq).flatMap((marker) => marker.files);
   const liveKeys = new Set(live.map((file) => file.key));
   const days = new Set(committed.map((file) => file.eventDate));
   const reachesCheckpoint = (log.checkpoint?.checkpoint.watermark.seq ?? 0) > afterSeq;
   const files = reachesCheckpoint ? live : committed.every((file) => liveKeys.has(file.key)) ? committed : live.filter((file) => days.has(file.eventDate));
-  return seqsIn(objects, files.map((file) => ({ key: file.key, bytes: file.bytes })), afterSeq, throughSeq);
+  return seqsIn(objects, files.map((file) => ({ key: file.key, bytes: file.bytes })), afterSeq, throughSeq, seqsMax);
 }
 
 /** As parquetSeqsAfter, for an Iceberg table's current snapshot: the live files whose declared seq bound is past `afterSeq`. */
-export async function icebergSeqsAfter(objects: ObjectStore, table: IcebergTableRef, metadata: IcebergTableMetadata, afterSeq: number, throughSeq: number): Promise<number[]> {
-  return seqsIn(objects, await icebergCandidates(objects, table, metadata), afterSeq, throughSeq);
+export async function icebergSeqsAfter(objects: ObjectStore, table: IcebergTableRef, metadata: IcebergTableMetadata, afterSeq: number, throughSeq: number, seqsMax = Infinity): Promise<number[] | undefined> {
+  return seqsIn(objects, await icebergCandidates(objects, table, metadata), afterSeq, throughSeq, seqsMax);
 }

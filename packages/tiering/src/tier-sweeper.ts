@@ -148,13 +148,14 @@ export interface TierStatus {
   lastBatch: { count: number; bytes: number; ms: number } | null;
 }
 
-/** The most seqs a watermark taken from a location may move past the stored one for the location's files to be read for their tier segments. */
+/** The most seqs read from a location whose watermark is taken past the stored one, to record as its tier segments. */
 const RECOVERED_SEGMENT_SEQS_MAX = TIER_ADOPTION_ENTRIES_MAX;
 
 /** A location a watermark is taken from, which holds rows, and the seqs it holds in a range (for its tier segments). */
 interface HoldingLocation {
   location: TieredLocation;
-  seqsAfter: (afterSeq: number, throughSeq: number) => Promise<number[]>;
+  /** Undefined once more than `seqsMax` are found. */
+  seqsAfter: (afterSeq: number, throughSeq: number, seqsMax: number) => Promise<number[] | undefined>;
 }
 
 /** The next batch, and whether settled events remain after it (then the sweep goes on at once). */
@@ -442,7 +443,7 @@ export class TierSweeper {
     let holding: HoldingLocation | undefined;
     if (recovering) {
       const read = await log.read(objects, location);
-      if (read.checkpoint !== undefined || read.markers.length > 0) holding = { location: tiered, seqsAfter: (afterSeq, throughSeq) => parquetSeqsAfter(objects, read, afterSeq, throughSeq) };
+      if (read.checkpoint !== undefined || read.markers.length > 0) holding = { location: tiered, seqsAfter: (afterSeq, throughSeq, seqsMax) => parquetSeqsAfter(objects, read, afterSeq, throughSeq, seqsMax) };
       watermark = parquetLogEnd(read, watermark);
     }
     const context: ParquetCompactionContext = {
@@ -601,7 +602,7 @@ export class TierSweeper {
     await this.#checkWatermarkInLog(watermark, tiered, () => new IcebergTierSource(connections, table), ahead);
     if (this.#steppedDownByAdoption()) return 'not-leader';
     const holds: HoldingLocation | undefined =
-      tableMark !== undefined && tableMark.seq > 0 ? { location: tiered, seqsAfter: (afterSeq, throughSeq) => icebergSeqsAfter(objects, table, current.metadata, afterSeq, throughSeq) } : undefined;
+      tableMark !== undefined && tableMark.seq > 0 ? { location: tiered, seqsAfter: (afterSeq, throughSeq, seqsMax) => icebergSeqsAfter(objects, table, current.metadata, afterSeq, throughSeq, seqsMax) } : undefined;
     // A table ahead of the stored watermark is recorded now, whatever the term: a commit of this
     // very term whose answer or bookkeeping was lost is one too, and its seqs need their tier
     // segment before the next commit continues from it (review: left out, verify excused them).
@@ -1088,18 +1089,22 @@ export class TierSweeper {
    * The seqs the location holds between the stored watermark and `watermark` go into the tier
    * segments as a commit's do: once retention deletes them here, a verifier reading the node
    * with the tier must find them there (without a segment it excused their absence). Past
-   * RECOVERED_SEGMENT_SEQS_MAX seqs (a log whose bookkeeping is far behind its tier) the files
-   * are not read, and verify excuses that range as before.
+   * RECOVERED_SEGMENT_SEQS_MAX seqs held (a log whose bookkeeping is far behind its tier) the
+   * reading stops, and verify excuses that range as before. The bound counts the seqs the files
+   * hold, not the range's span: a first commit after a long stretch of retention with tiering
+   * off spans far more seqs than it holds, and was excused.
    */
   async #vouchedAt(watermark: Watermark, holding: HoldingLocation | undefined): Promise<Record<string, unknown>> {
     if (holding === undefined) return this.#vouched(watermark);
     const { store } = this.#options;
     const stored = await this.watermark();
-    const range = watermark.seq - stored.seq;
     const max = this.#options.recoveredSegmentSeqsMax ?? RECOVERED_SEGMENT_SEQS_MAX;
     let segments = {};
-    if (range > 0 && range <= max) segments = await this.#segmentsMeta(holding.location, stored.seq, await holding.seqsAfter(stored.seq, watermark.seq));
-    else if (range > 0) this.#options.log.warn({ fromSeq: stored.seq + 1, toSeq: watermark.seq }, `Audit tiering: seqs ${stored.seq + 1}..${watermark.seq} were tiered by commits this log did not record; more than ${max}, so the location's files are not read to record them as tier segments (verify excuses their absence once deleted here)`);
+    if (watermark.seq > stored.seq) {
+      const held = await holding.seqsAfter(stored.seq, watermark.seq, max);
+      if (held !== undefined) segments = await this.#segmentsMeta(holding.location, stored.seq, held);
+      else this.#options.log.warn({ fromSeq: stored.seq + 1, toSeq: watermark.seq }, `Audit tiering: seqs ${stored.seq + 1}..${watermark.seq} were tiered by commits this log did not record; the location holds more than ${max} of them, so they are not recorded as tier segments (verify excuses their absence once deleted here)`);
+    }
     const known = await readTieredLocations(store);
     return { ...this.#vouched(watermark), ...segments, ...(includesLocation(known, holding.location) ? {} : { [TIERED_LOCATIONS_META]: [...known, holding.location] }) };
   }

@@ -389,14 +389,21 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
       // Without them a verifier excused the tier's missing rows once retention deleted the
       // entries here; taken from this log instead, seqs 1..5 (never tiered) would be called missing.
       expect(await readTierSegments(successor)).toEqual(deadSegments);
-      // Past the bound, the files are not read: no segment (verify excuses the range, as before).
-      const far = await replicaOf(dead, 20);
+      // The bound counts the seqs held (15), not the range's span (20): at 15 they are recorded.
       const warned: string[] = [];
-      const c = testSweeper({ store: far, connections: s3.connections, catalogs, settings: () => target, term: () => 2, recoveredSegmentSeqsMax: 19, log: { info: () => undefined, warn: (_obj, msg) => void warned.push(msg) } });
+      const bounded = (store: AuditStore, max: number) =>
+        testSweeper({ store, connections: s3.connections, catalogs, settings: () => target, term: () => 2, recoveredSegmentSeqsMax: max, log: { info: () => undefined, warn: (_obj, msg) => void warned.push(msg) } });
+      const near = await replicaOf(dead, 20);
+      expect(await bounded(near, 15).sweep()).toBe('nothing-to-tier');
+      expect(await readTierSegments(near)).toEqual(deadSegments);
+      expect(warned).toEqual([]);
+      // Past the bound, no segment (verify excuses the range, as before).
+      const far = await replicaOf(dead, 20);
+      const c = bounded(far, 14);
       expect(await c.sweep()).toBe('nothing-to-tier');
       expect((await c.watermark()).seq).toBe(20);
       expect(await readTierSegments(far)).toEqual([]);
-      expect(warned).toEqual([expect.stringContaining('seqs 1..20 were tiered by commits this log did not record; more than 19') as unknown]);
+      expect(warned).toEqual([expect.stringContaining('seqs 1..20 were tiered by commits this log did not record; the location holds more than 14') as unknown]);
       // The next commit continues the segment.
       await successor.append([ev(100)], { sequencer: () => 2 });
       expect(await b.sweep()).toBe('tiered');
