@@ -15,6 +15,7 @@ import {
   type ManifestEntry,
   type ManifestFile,
 } from '@auditlake/format';
+import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import { fetchGroupFiles, isSmallFile, smallFileGroups, type CompactionPass, type SmallFileFacts } from './compaction-passes.js';
 import { carriedSummary, tableTurn, type MaintenanceContext } from './iceberg-maintenance-context.js';
 import { currentManifests, isLive, ManifestCache, type ResolvedManifest } from './iceberg-table-files.js';
@@ -138,17 +139,23 @@ export async function compactIcebergTable(context: MaintenanceContext, loaded: L
   const addedManifestEntries = addedFiles.map((file) => addedEntry(file, snapshotId));
   const addedManifestBytes = encodeManifest(addedManifestEntries, { schema });
   const addedManifestKey = metadataFileKey(context.table, `${attempt}-m0.avro`);
+  /** Every object this pass wrote: the data files, then each manifest and manifest list as it is put. */
+  const written = [...addedFiles.map((file) => s3Key(context.table, file.file_path)), addedManifestKey];
   await context.objects.put(addedManifestKey, addedManifestBytes, 'application/octet-stream');
   await context.onStep?.('compaction-written');
+  const smallFilesAdded = addedFiles.filter((file) => isSmallFile(file.file_size_in_bytes, targetFileSizeBytes)).length;
+  const done = (committed: LoadedTable): CompactionResult => ({ loaded: committed, filesRewritten: removedFiles.length, filesAdded: addedFiles.length, smallFilesAdded, ...left });
 
   // The swap, in the step's turn: on the table as it is then (a sweep may have appended
   // meanwhile), as long as every replaced file is still live there.
-  const swapped = await tableTurn(context, loaded, async (base, attemptNumber) => {
+  const swapped = await tableTurn(context, loaded, async (base, attemptNumber): Promise<CompactionResult | { refusedOn: LoadedTable }> => {
     const manifests = await currentManifests(context.objects, context.table, base.metadata, cache);
     const live = new Set(manifests.flatMap((m) => m.entries.filter(isLive).map((e) => e.data_file.file_path)));
     if (![...removed].every((path) => live.has(path))) {
-      // Someone else changed these files: ours are unreferenced (orphan cleanup removes them).
-      return { loaded: base, filesRewritten: 0, filesAdded: 0, smallFilesAdded: 0, ...left };
+      // An earlier attempt's commit that landed although it was told otherwise (an SDK retry
+      // of the create answered 'taken'): the table holds our snapshot, and our files are live.
+      if ((base.metadata.snapshots ?? []).some((snapshot) => snapshot['snapshot-id'] === snapshotId) || addedFiles.some((file) => live.has(file.file_path))) return done(base);
+      return { refusedOn: base };
     }
     const sequenceNumber = base.metadata['last-sequence-number'] + 1;
     const rows: ManifestFile[] = [
@@ -162,12 +169,14 @@ export async function compactIcebergTable(context: MaintenanceContext, loaded: L
       const entries = rewrittenEntries(manifest, removed, snapshotId);
       const bytes = encodeManifest(entries, { schema: currentSchema(base.metadata) });
       const key = metadataFileKey(context.table, `${attempt}-${attemptNumber}-m${index + 1}.avro`);
+      written.push(key);
       await context.objects.put(key, bytes, 'application/octet-stream');
       rows.push(manifestFileFor({ manifestPath: context.objects.url(key), manifestLengthBytes: bytes.byteLength, entries, snapshotId, sequenceNumber }));
     }
     const parentId = base.metadata['current-snapshot-id'];
     const listBytes = encodeManifestList(rows, { snapshotId, parentSnapshotId: parentId > 0 ? parentId : null, sequenceNumber });
     const listKey = metadataFileKey(context.table, `snap-${snapshotId}-${attemptNumber}-${attempt}.avro`);
+    written.push(listKey);
     await context.objects.put(listKey, listBytes, 'application/octet-stream');
     const next = replaceSnapshot(base.metadata, {
       snapshotId,
@@ -179,9 +188,14 @@ export async function compactIcebergTable(context: MaintenanceContext, loaded: L
       summaryExtra: carriedSummary(base.metadata),
       metadataLogEntriesMax: context.metadataLogEntriesMax,
     });
-    const committed = await commitMetadataVersion(context.objects, context.table, base, next, context.fence);
-    const smallFilesAdded = addedFiles.filter((file) => isSmallFile(file.file_size_in_bytes, targetFileSizeBytes)).length;
-    return { loaded: committed, filesRewritten: removedFiles.length, filesAdded: addedFiles.length, smallFilesAdded, ...left };
+    return done(await commitMetadataVersion(context.objects, context.table, base, next, context.fence));
   });
+  if ('refusedOn' in swapped) {
+    // Another writer replaced some of these files (an erasure's rewrite, another compaction):
+    // what this pass wrote is in no snapshot, under names of this attempt alone. Deleted now, not
+    // after the orphan age: a rewrite that won removed erased values these files still hold.
+    await mapBounded(written, OBJECT_REQUESTS_IN_FLIGHT_MAX, (key) => context.objects.delete(key));
+    return { loaded: swapped.refusedOn, filesRewritten: 0, filesAdded: 0, smallFilesAdded: 0, ...left, ...lostFiles() };
+  }
   return { ...swapped, ...lostFiles() };
 }

@@ -222,6 +222,33 @@ describe('Iceberg maintenance', () => {
     expect(await duckdbIds(table, objects)).toEqual({ rows: seqMax + 30, distinct: seqMax + 30 });
   }, 120_000);
 
+  it('a compaction whose swap is refused (another writer replaced its files first) deletes what it wrote at once, not after the orphan age', async () => {
+    const { table, objects, seqMax } = await tableWith('refused_swap', 6, 20);
+    const loaded = (await loadIcebergTable(objects, table))!;
+    const root = metadataFileKey(table, '').replace(/metadata\/$/, '');
+    const before = new Set(await objects.list(root));
+    // Another compaction of the same files commits after this one wrote its files, before its swap.
+    let winner = 0;
+    const onStep = async (step: string) => {
+      if (step === 'compaction-written' && winner === 0) winner = (await compactIcebergTable(context(table, objects), loaded, 16 * 1024 * 1024)).filesRewritten;
+    };
+    const result = await compactIcebergTable(context(table, objects, { onStep }), loaded, 16 * 1024 * 1024);
+    expect({ winner, loser: result.filesRewritten }).toEqual({ winner: 12, loser: 0 });
+    // Every object written since is the winner's and referenced by the table: none of the
+    // loser's data files or manifests is left (they may hold values an erasure removed).
+    const after = (await loadIcebergTable(objects, table))!;
+    const manifests = await currentManifests(objects, table, after.metadata);
+    const referenced = new Set([
+      s3Key(table, currentSnapshot(after.metadata)!['manifest-list']),
+      ...manifests.map((m) => s3Key(table, m.file.manifest_path)),
+      ...manifests.flatMap((m) => m.entries.filter((e) => e.status !== 2).map((e) => s3Key(table, e.data_file.file_path))),
+    ]);
+    const added = (await objects.list(root)).filter((key) => !before.has(key) && !key.endsWith('.metadata.json') && !key.endsWith('version-hint.text'));
+    expect(added.length).toBeGreaterThan(0);
+    expect(added.filter((key) => !referenced.has(key))).toEqual([]);
+    expectEveryEventOnce(await icebirdIds(table), seqMax);
+  }, 120_000);
+
   it('a file replaced and deleted while the compaction reads (an erasure\'s overwrite) leaves the group to the next pass; one lost outright fails the run naming it', async () => {
     const { table, objects, seqMax } = await tableWith('vanished_input', 6, 20);
     const loaded = (await loadIcebergTable(objects, table))!;
