@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AuditError, AuditErrorCode, type StoredEvent } from '@auditlake/model';
+import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import { encodeKeyNumber } from './key-number.js';
 import type { ObjectStore } from './object-store.js';
 import { checkpointKeySeq, listCheckpointKeys } from './parquet-checkpoint.js';
@@ -78,13 +79,15 @@ export async function commitParquetBatch(objects: ObjectStore, location: S3Locat
   const dates = [...byDate.entries()].sort(([a], [b]) => a.localeCompare(b));
   const shape = { kvMetadata: { 'auditlake.firstSeq': String(first.seq) }, icebergDataFile: false };
   const encoded = await Promise.all(dates.map(([, events]) => encoder.encode(events, shape)));
-  const files: CommittedFile[] = [];
-  for (const [index, [date]] of dates.entries()) {
+  // A file per event day, put side by side (as an Iceberg commit's are): a batch spread over
+  // many days (late events, or an ingest principal timing each event on a day of its own) was
+  // one PUT after another, 1,500 days 12 s on a loopback endpoint (review).
+  const files = await mapBounded(dates, OBJECT_REQUESTS_IN_FLIGHT_MAX, async ([date], index): Promise<CommittedFile> => {
     const file = encoded[index] as EncodedTierFile;
     const key = joinKey(location.prefix, `event_date=${date}/part-${encodeKeyNumber(first.seq)}-${attempt}.parquet`);
     await objects.put(key, file.bytes, 'application/vnd.apache.parquet');
-    files.push({ key, eventDate: date, tsMin: file.tsMin, tsMax: file.tsMax, rows: file.rows, bytes: file.bytes.byteLength });
-  }
+    return { key, eventDate: date, tsMin: file.tsMin, tsMax: file.tsMax, rows: file.rows, bytes: file.bytes.byteLength };
+  });
   context.beforeCommit?.();
   if (!context.mayCommit()) throw new AuditError(AuditErrorCode.NOT_LEADER, 'no longer the leader; the batch was not committed (its files are unreferenced)');
   const marker: CommitMarker = {
