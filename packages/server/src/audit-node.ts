@@ -29,6 +29,7 @@ import { registerAdminUiRoutes } from './routes/admin-ui-routes.js';
 import { loadAdminUiFiles } from './admin-ui/admin-ui-files.js';
 import { registerIngestRoute } from './routes/ingest-route.js';
 import { registerInternalRoutes } from './routes/internal-routes.js';
+import { withLookupSender } from './resend-lookup-gate.js';
 import { registerSearchRoute } from './routes/search-route.js';
 import { registerStatsRoute } from './routes/stats-route.js';
 import { registerIntegrityRoutes } from './routes/integrity-route.js';
@@ -319,7 +320,8 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
       registerInternalRoutes(app, {
         clusterToken: () => cluster.token.current(),
         pull: (request) => cluster.node.pull(request),
-        receiveForward: (request) => cluster.node.receiveForward(request),
+        // A forwarding node's tier lookups take turns as one sender (ResendLookupGate).
+        receiveForward: (request) => withLookupSender(`node ${request.nodeId}`, () => cluster.node.receiveForward(request)),
         ...(config.clusterSecret === '' ? {} : { secret: config.clusterSecret }),
         ownUrl: () => advertisedUrl(app, options),
       });

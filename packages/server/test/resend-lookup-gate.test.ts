@@ -1,7 +1,7 @@
-// Goal: the re-send lookups ingest makes take turns — at most `running` at once (one past its timeout keeps its turn until it ends), at most `waiting` queued in order, and a request beyond both refused at once with a retryable 429 code without its lookup ever running — and every timer and rejection is accounted for.
+// Goal: the re-send lookups ingest makes take turns — at most `running` at once (one past its timeout keeps its turn until it ends), at most `waiting` queued in order, and a request beyond both refused at once with a retryable 429 code without its lookup ever running; one sender holds at most half the turns and a quarter of the queue, and a freed turn goes to the sender holding the fewest — and every timer and rejection is accounted for.
 import { AuditErrorCode } from '@auditlake/model';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { ResendLookupGate, ResendLookupsBusy, ResendLookupTimeout } from '../src/resend-lookup-gate.js';
+import { ResendLookupGate, ResendLookupsBusy, ResendLookupTimeout, withLookupSender } from '../src/resend-lookup-gate.js';
 
 /** Lookups the test ends by hand: each started one is recorded with its resolve and reject. */
 function manualLookups() {
@@ -116,5 +116,42 @@ describe('ResendLookupGate', () => {
     expect(() => new ResendLookupGate({ running: 0, waiting: 1 })).toThrow('running must be a positive integer, got 0');
     expect(() => new ResendLookupGate({ running: 1, waiting: -1 })).toThrow('waiting must be a non-negative integer, got -1');
     expect(() => new ResendLookupGate({ running: 1.5, waiting: 1 })).toThrow('running must be a positive integer, got 1.5');
+  });
+
+  it('keeps turns and places for other senders: one sender flooding gets half the turns and a quarter of the queue, and a freed turn goes to the sender holding fewest', async () => {
+    const gate = new ResendLookupGate({ running: 4, waiting: 16 });
+    const { started, lookup } = manualLookups();
+    const as = (sender: string, name: string) => withLookupSender(sender, () => gate.run(lookup(name), 60_000, 'late'));
+    // The flood: 2 run (half of 4), 4 wait (a quarter of 16), the rest refused at once.
+    const flood = Array.from({ length: 10 }, (_, i) => as('mallory', `m${i}`).catch((e: unknown) => e));
+    expect(started.map((s) => s.name)).toEqual(['m0', 'm1']);
+    expect([gate.running, gate.waiting]).toEqual([2, 4]);
+    const refused = (await Promise.all(flood.slice(6))) as Error[];
+    expect(refused.every((e) => e instanceof ResendLookupsBusy && e.message.includes('4 tier lookups of "mallory"') && e.message.includes('as many as one sender may'))).toBe(true);
+    // Another sender's replay starts at once on a free turn.
+    const replay = as('spool', 's0');
+    expect(started.map((s) => s.name)).toEqual(['m0', 'm1', 's0']);
+    started[2]!.resolve('S0');
+    expect(await replay).toBe('S0');
+    await flush();
+    // With the turns full, a freed turn goes to the waiting sender holding the fewest, not to the flood's queue.
+    const more = as('alice', 'a0');
+    const more2 = as('bob', 'b0');
+    expect(started.map((s) => s.name)).toEqual(['m0', 'm1', 's0', 'a0', 'b0']);
+    const carol = as('carol', 'c0');
+    expect(gate.waiting).toBe(5);
+    started[0]!.resolve('M0');
+    await flush();
+    expect(started.at(-1)?.name).toBe('c0');
+    for (const s of started.slice(1)) s.resolve(s.name);
+    await flush();
+    // The flood's waiters run as turns free (two at a time at most).
+    while (gate.running > 0) {
+      for (const s of started) s.resolve(s.name);
+      await flush();
+    }
+    expect(await Promise.all([more, more2, carol])).toEqual(['a0', 'b0', 'c0']);
+    expect(started.filter((s) => s.name.startsWith('m')).map((s) => s.name)).toEqual(['m0', 'm1', 'm2', 'm3', 'm4', 'm5']);
+    expect(vi.getTimerCount()).toBe(0);
   });
 });

@@ -2,7 +2,7 @@
 import { createServer, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { FAST_TIERING, downloadPrefix, duckdb, externalS3, postSettings, tierStatus, waitUntilTiered } from './tier-helpers.js';
-import { event, startTestNode } from './test-node.js';
+import { event, INGEST_TOKEN, startTestNode } from './test-node.js';
 
 const DAY = 86_400_000;
 const PARQUET = { 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': 's3://ext/audit', 'audit.tier.connectionId': 'ext' };
@@ -515,7 +515,7 @@ describe('parquet tiering sweep', () => {
     expect(warnings[0]).not.toContain('"current-target"');
   });
 
-  it('bounds the tier lookups re-sends make: with every turn taken and the queue full a request is refused with 429 and nothing of it stored; the waiting ones are stored as before', async () => {
+  it('bounds the tier lookups re-sends make: with every turn taken and its sender\'s share of the queue full a request is refused with 429 and nothing of it stored, while another sender\'s still waits its turn; the waiting ones are stored as before', async () => {
     // One lookup at a time, 16 waiting; a timeout long enough that every request below is still waiting when the last arrives.
     const { s3, t } = await tieringNode({ 'auditlake.audit.retention.interval.ms': '100', 'auditlake.ingest.resend.lookup.concurrency': '1', 'auditlake.ingest.resend.lookup.timeout.ms': '8000' });
     await t.ingest([event({ eventId: 'old1', ts: Date.now() - 2 * DAY })]);
@@ -534,22 +534,28 @@ describe('parquet tiering sweep', () => {
       const first = post(0);
       // The first holds the one turn before the rest arrive (its lookup is reading the silent bucket).
       await new Promise((resolve) => setTimeout(resolve, 500));
-      const answers = await Promise.all([first, ...Array.from({ length: 19 }, (_, i) => post(i + 1))]);
+      const flood = Array.from({ length: 19 }, (_, i) => post(i + 1));
+      // Another principal's re-send (the ingest token's; the flood is the admin token's) arrives behind the flood and still gets a place.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const other = t.request('/v1/api/audit', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify([event({ eventId: 'spool1', ts: Date.now() - 3 * DAY })]), token: INGEST_TOKEN });
+      const answers = await Promise.all([first, ...flood]);
       const refused = answers.flatMap((res, i) => (res.status === 429 ? [i] : []));
-      // 1 running + 16 waiting were taken; the other 3 were refused at once.
-      expect(refused).toHaveLength(3);
+      // The flood's sender took its one turn and 4 places (a quarter of 16); its other 15 were refused at once.
+      expect(refused).toHaveLength(15);
       for (const i of refused) {
         const res = answers[i] as Response;
         expect(res.headers.get('retry-after')).toBe('1');
         const body = (await res.json()) as { code: string; error: string };
         expect(body.code).toBe('AUDIT_LIMIT_EXCEEDED');
-        expect(body.error).toMatch(/^1 tier lookups for events that may re-send ones retention deleted are running and 16 waiting \(auditlake\.ingest\.resend\.lookup\.concurrency\); nothing of this request was stored, retry it$/);
+        expect(body.error).toMatch(/^4 tier lookups of "admin" for events that may re-send ones retention deleted are waiting, as many as one sender may \(a quarter of the queue; auditlake\.ingest\.resend\.lookup\.concurrency\); nothing of this request was stored, retry it$/);
       }
       for (const [i, res] of answers.entries()) if (!refused.includes(i)) expect(res.status).toBe(200);
+      expect((await other).status).toBe(200);
       const stored = new Set((await t.stored()).map((e) => e.eventId));
       for (let i = 0; i < 20; i++) expect(stored.has(`flood${i}`)).toBe(!refused.includes(i));
+      expect(stored.has('spool1')).toBe(true);
       // The ones that waited out their time were stored as new, as when the tier cannot be read.
-      expect(await (await t.request('/metrics')).text()).toMatch(/^auditlake_events_resend_unchecked_total 17$/m);
+      expect(await (await t.request('/metrics')).text()).toMatch(/^auditlake_events_resend_unchecked_total 6$/m);
     } finally {
       for (const socket of held) socket.destroy();
       await new Promise((resolve) => silent.close(resolve));
