@@ -57,3 +57,4 @@ export { readTieredSuffix } from './tiered-suffix.js';
 export { icebergSeqsAfter, newestIcebergRow, newestParquetRow, parquetSeqsAfter, type NewestTieredRow } from './newest-tiered-row.js';
 export { ERASURES_DIR, erasureDoneKey, erasuresNotDone, markErasureDone, pendingParquetErasures, rewriteParquetRows, type ParquetRowRewriteResult } from './parquet-row-rewrite.js';
 export { orphanCutoffMs, storeClockMs } from './store-clock.js';
+export { deleteSupersededLogCheckpoints, LOG_CHECKPOINTS_KEPT } from './parquet-checkpoint-cleanup.js';

@@ -159,6 +159,8 @@ export class TieringService {
       ...(membership.learnTerm ? { learnTerm: membership.learnTerm } : {}),
       backoffInitialMs: config.tierBackoffInitialMs,
       backoffMaxMs: config.tierBackoffMaxMs,
+      // With maintenance off the sweep deletes superseded Parquet log checkpoints, aged by the store's clock too.
+      storeClock: { offsetMs: 0 },
       log: options.log,
       ...(config.debugTierCrashBeforeCommit ? { beforeCommit: () => process.kill(process.pid, 'SIGKILL') } : {}),
       // An erasure's row rewrite runs in the sweep: the same crash points name its steps.

@@ -39,6 +39,8 @@ import {
   ParquetLogCache,
   PARQUET_CHECKPOINT_INTERVAL_MARKERS,
   writeParquetCheckpoint,
+  deleteSupersededLogCheckpoints,
+  storeClockMs,
   type MaintenanceContext,
   type MaintenanceStep,
   type ParquetCompactionContext,
@@ -131,6 +133,12 @@ export interface TierSweeperOptions {
   onStep?: (step: MaintenanceStep) => void | Promise<void>;
   /** Parquet mode: commits between two checkpoint tries of the log (default PARQUET_CHECKPOINT_INTERVAL_MARKERS; tests set fewer). */
   parquetCheckpointEveryCommits?: number;
+  /**
+   * Parquet mode with maintenance off: superseded log checkpoints are aged by the object store's
+   * clock too (as MaintenanceSchedulerOptions.storeClock; `offsetMs` moves it in tests). Absent:
+   * by `now` alone.
+   */
+  storeClock?: { offsetMs: number };
   /** Called after each pass that applied erasure records to the tier. */
   onErased?: (result: TierErasureResult) => void;
 }
@@ -505,7 +513,7 @@ export class TierSweeper {
     await this.#writeProof(objects, location.prefix, batch, settings.tierParquetPath);
     this.#status.lastBatch = { count: batch.length, bytes: result.bytes, ms: this.#now() - started };
     this.#logTiered(result.marker.files.length, settings.tierParquetPath);
-    this.#checkpointSoon(objects, location, term, settings.tierParquetPath);
+    this.#checkpointSoon(objects, location, term, settings);
     this.#options.onTiered?.(batch, result.bytes);
     // The batch's erasure records are committed: apply them to the location's rows.
     this.#parquetErasuresPending = [...this.#parquetErasuresPending, ...erasureSeqs];
@@ -518,14 +526,24 @@ export class TierSweeper {
    * Every {@link PARQUET_CHECKPOINT_INTERVAL_MARKERS} commits (`parquetCheckpointEveryCommits`), starts a checkpoint of the Parquet
    * log in the background (one at a time; its own read of the log, so the sweep's is untouched).
    * No sweep waits for it, and its failure only delays the next: the checkpoint is derived data.
+   * With maintenance off, the superseded checkpoints are deleted here (as maintenance would, once
+   * their successors are older than the orphan age): each lists every live file, so kept for good
+   * they grew with the square of the location's age.
    */
-  #checkpointSoon(objects: ObjectStore, location: S3Location, term: number, target: string): void {
+  #checkpointSoon(objects: ObjectStore, location: S3Location, term: number, settings: EffectiveSettings): void {
     const every = this.#options.parquetCheckpointEveryCommits ?? PARQUET_CHECKPOINT_INTERVAL_MARKERS;
     if (++this.#commitsSinceCheckpoint < every || this.#checkpointing !== undefined || this.#closed) return;
     this.#commitsSinceCheckpoint = 0;
-    this.#checkpointing = writeParquetCheckpoint({ objects, location, fence: this.#fence(term), now: this.#now }, every)
-      .then((write) => {
+    const target = settings.tierParquetPath;
+    const fence = this.#fence(term);
+    const clock = this.#options.storeClock;
+    const storeNow = clock === undefined ? {} : { storeNow: async () => (await storeClockMs(objects, location.prefix)) + clock.offsetMs };
+    this.#checkpointing = writeParquetCheckpoint({ objects, location, fence, now: this.#now }, every)
+      .then(async (write) => {
         if (write?.written) this.#options.log.info({ key: write.key, markers: write.markersFolded }, `Audit tiering wrote a checkpoint of the Parquet log at ${target}`);
+        if (!write?.written || settings.maintenanceEnabled) return;
+        const deleted = await deleteSupersededLogCheckpoints({ objects, location, fence, now: this.#now, ...storeNow }, settings.maintenanceOrphanMinAgeMs);
+        if (deleted > 0) this.#options.log.info({ deleted }, `Audit tiering deleted ${deleted} superseded checkpoints of the Parquet log at ${target} (maintenance is off)`);
       })
       .catch((err: unknown) => {
         this.#options.log.warn({ err }, `Audit tiering could not write a checkpoint of the Parquet log at ${target} (the next try comes after more commits): ${(err as Error).message}`);

@@ -1047,6 +1047,31 @@ async function commitForeignSnapshotOnTopOf(objects: ObjectStore, table: Iceberg
 }
 
 describe('TierSweeper, Parquet log checkpoints', () => {
+  it.each([false, true])('with maintenance %s, superseded checkpoints are deleted by the sweep once their successors are past the orphan age (off) or left to maintenance (on)', async (maintenanceEnabled) => {
+    const { LOG_CHECKPOINTS_KEPT } = await import('@auditlake/lake');
+    const store = await storeWith(50, 10);
+    const path = `checkpoints-maintenance-${String(maintenanceEnabled)}`;
+    const target = { ...settings(path), maintenanceEnabled, maintenanceOrphanMinAgeMs: HOUR_MS };
+    // The node's and the store's clocks both two hours on: every checkpoint written is past the orphan age.
+    const s = testSweeper({ store, connections: s3.connections, catalogs: new Map(), settings: () => target, batchSizeMax: 10, parquetCheckpointEveryCommits: 1, now: () => Date.now() + 2 * HOUR_MS, storeClock: { offsetMs: 2 * HOUR_MS } });
+    const objects = s3.connections.bucket('s3', BUCKET);
+    const location = { bucket: BUCKET, prefix: path };
+    const checkpoints = async () => (await objects.list(`${path}/_auditlake/checkpoints/`)).length;
+    for (let i = 1; i <= 5; i++) {
+      expect(await s.sweep()).toMatch(/^tiered/);
+      // One checkpoint at a time: each commit's is written before the next commit.
+      await expect.poll(async () => (await readNewestCheckpoint(objects, location))?.checkpoint.watermark.seq, { timeout: 10_000 }).toBe(i * 10);
+      // ...and, with maintenance off, its deletes (which hold the checkpoint turn) before the next commit.
+      if (!maintenanceEnabled) await expect.poll(checkpoints, { timeout: 10_000 }).toBe(Math.min(i, LOG_CHECKPOINTS_KEPT));
+    }
+    await s.close();
+    expect(await checkpoints()).toBe(maintenanceEnabled ? 5 : LOG_CHECKPOINTS_KEPT);
+    // What remains still reads every event.
+    const tier = new ParquetTierSource(s3.connections, { mode: 'parquet', path: `s3://${BUCKET}/${path}`, connectionId: 's3' });
+    onTestFinished(() => tier.close());
+    expect((await tier.listFiles()).reduce((n, f) => n + f.rows, 0)).toBe(50);
+  });
+
   it('starts a checkpoint of the log every few commits in the background: a sweep never waits for it', async () => {
     const { ObjectStore: Store, readNewestCheckpoint, readParquetLog, liveParquetFiles, checkParquetCheckpoint } = await import('@auditlake/lake');
     const store = await storeWith(60, 10);
