@@ -192,9 +192,9 @@ export class DayLedger {
     };
     const picked: Array<[key: string, row: Row]> = [];
     let next: string | null = null;
-    for await (const [key, value] of this.#state.db.iterator(range)) {
+    const entries = filter.sourceId === undefined ? this.#state.db.iterator(range) : rowsOfSource(this.#state.db, range, filter.sourceId);
+    for await (const [key, value] of entries) {
       const row = parseRow(key, value);
-      if (filter.sourceId !== undefined && row.sourceId !== filter.sourceId) continue;
       if (row.received === 0 && row.pruned === 0 && row.tiered === 0) continue;
       if (picked.length === page.limit) {
         next = (picked[picked.length - 1] as [string, Row])[0].slice(DAY_LEDGER_PREFIX.length);
@@ -206,6 +206,34 @@ export class DayLedger {
     picked.sort((a, b) => (a[0] < b[0] ? -1 : 1));
     const rows = picked.map(([, row]) => ({ day: row.day, sourceId: row.sourceId, source: row.source, received: row.received, stored: row.received - row.pruned, tiered: row.tiered, pruned: row.pruned }));
     return { rows, next };
+  }
+}
+
+/**
+ * The rows of one sourceId within `range`, in key order: in each day, a seek to where that
+ * source's rows start (`["<sourceId>",` after the day) and another past the day once they end.
+ * Filtering every row instead read every source of every day ever counted — up to 10,000 a day,
+ * kept for good — for one source's answer.
+ */
+async function* rowsOfSource(db: Db, range: { gt?: string; gte?: string; lt: string }, sourceId: string): AsyncGenerator<[string, string]> {
+  const ofSource = `[${JSON.stringify(sourceId)},`;
+  const iterator = db.iterator(range);
+  try {
+    for (let entry = await iterator.next(); entry !== undefined; ) {
+      const key = entry[0];
+      const day = key.slice(DAY_LEDGER_PREFIX.length, key.indexOf('!', DAY_LEDGER_PREFIX.length));
+      const first = `${dayRange(day).gte}${ofSource}`;
+      if (key.startsWith(first)) {
+        yield entry;
+        entry = await iterator.next();
+        continue;
+      }
+      // Before the source's rows of this day, or past them: on to where they start, or to the next day.
+      iterator.seek(key < first ? first : dayRange(day).lt);
+      entry = await iterator.next();
+    }
+  } finally {
+    await iterator.close();
   }
 }
 

@@ -402,4 +402,70 @@ describe('pages of day rows', () => {
     expect(await walk({ ...window, sourceId: 'b' }, 3)).toEqual(await store.dayLedger({ ...window, sourceId: 'b' }));
     expect(await walk({ ...window, sourceId: 'b' }, 3)).toHaveLength(10);
   });
+
+  it('for one sourceId answer exactly its rows: before, among and after other sources of each day, sourceIds that begin another\'s, several engines, paged', async () => {
+    const { store } = await openStore();
+    // Every day: sources sorting around the one asked for ('m'), one that begins with it, one with quotes.
+    const others = ['a', 'l"x', 'm2', 'mm', 'z', 'm"'];
+    const events: AuditEvent[] = [];
+    for (let d = 0; d < 12; d++) {
+      const day = { ...ev(1), query: '', timestamp: DAY0 + d * DAY_MS };
+      for (const sourceId of others) events.push({ ...day, eventId: `o${d}${sourceId}`, source: 'trino', sourceId });
+      // 'm' on most days, from two engines on some.
+      if (d % 4 !== 3) events.push({ ...day, eventId: `m${d}`, source: 'trino', sourceId: 'm' });
+      if (d % 3 === 0) events.push({ ...day, eventId: `m${d}s`, source: 'spark', sourceId: 'm' });
+    }
+    await store.append(events);
+    const all = await store.dayLedger();
+    for (const sourceId of ['m', 'm2', 'l"x', 'z', 'a', 'none']) {
+      const expected = all.filter((row) => row.sourceId === sourceId);
+      expect(await store.dayLedger({ sourceId }), sourceId).toEqual(expected);
+      const paged: DayLedgerRow[] = [];
+      let after: string | undefined;
+      do {
+        const page = await store.dayLedgerPage({ sourceId }, { ...(after === undefined ? {} : { after }), limit: 2 });
+        paged.push(...page.rows);
+        after = page.next ?? undefined;
+      } while (after !== undefined);
+      expect(paged, sourceId).toEqual(expected);
+    }
+    expect(all.filter((row) => row.sourceId === 'm')).toHaveLength(9 + 4);
+  });
+
+  it('for one sourceId read its rows and a few keys a day, not every source of every day', async () => {
+    const { store, location } = await openStore();
+    const events: AuditEvent[] = [];
+    for (let d = 0; d < 10; d++) {
+      const day = { ...ev(1), query: '', timestamp: DAY0 + d * DAY_MS };
+      for (let k = 0; k < 50; k++) events.push({ ...day, eventId: `o${d}-${k}`, source: 'trino', sourceId: `s${String(k).padStart(2, '0')}` });
+    }
+    await store.append(events);
+    await closeStore(store);
+    const db = new Level<string, string>(location, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
+    await db.open();
+    try {
+      let read = 0;
+      const counted = new Proxy(db, {
+        get(target, name) {
+          if (name !== 'iterator') return Reflect.get(target, name, target) as unknown;
+          return (options: Parameters<typeof db.iterator>[0]) => {
+            const iterator = target.iterator(options);
+            const next = iterator.next.bind(iterator);
+            iterator.next = async () => {
+              const entry = await next();
+              if (entry !== undefined) read++;
+              return entry;
+            };
+            return iterator;
+          };
+        },
+      });
+      const rows = await new DayLedger(counted).rows({ sourceId: 's25' });
+      expect(rows).toHaveLength(10);
+      // Each day: its first key (then a seek to the source's rows), its row, the key after it (then a seek to the next day). A scan of every row read 500.
+      expect(read).toBe(10 * 3);
+    } finally {
+      await db.close();
+    }
+  });
 });
