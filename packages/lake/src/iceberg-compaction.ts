@@ -2,6 +2,7 @@ import { randomInt, randomUUID } from 'node:crypto';
 import {
   addedEntry,
   currentSchema,
+  currentSnapshot,
   dayPartitionPath,
   encodeManifest,
   encodeManifestList,
@@ -15,9 +16,10 @@ import {
   type ManifestEntry,
   type ManifestFile,
 } from '@auditlake/format';
+import { AuditErrorCode, isAuditError } from '@auditlake/model';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import { fetchGroupFiles, isSmallFile, smallFileGroups, type CompactionPass, type SmallFileFacts } from './compaction-passes.js';
-import { carriedSummary, tableTurn, type MaintenanceContext } from './iceberg-maintenance-context.js';
+import { carriedSummary, reloadTable, tableTurn, type MaintenanceContext } from './iceberg-maintenance-context.js';
 import { currentManifests, isLive, ManifestCache, type ResolvedManifest } from './iceberg-table-files.js';
 import { metadataFileKey, s3Key } from './iceberg-table-ref.js';
 import { loadIcebergTable, type LoadedTable } from './iceberg-table.js';
@@ -146,56 +148,98 @@ export async function compactIcebergTable(context: MaintenanceContext, loaded: L
   const smallFilesAdded = addedFiles.filter((file) => isSmallFile(file.file_size_in_bytes, targetFileSizeBytes)).length;
   const done = (committed: LoadedTable): CompactionResult => ({ loaded: committed, filesRewritten: removedFiles.length, filesAdded: addedFiles.length, smallFilesAdded, ...left });
 
+  /** A create was sent whose outcome is not known (any error but 'taken' or the fence's refusal): what this pass wrote may be the table's. */
+  let outcomeUnknown = false;
+  const ours = { written, snapshotId, addedFiles, cache };
   // The swap, in the step's turn: on the table as it is then (a sweep may have appended
   // meanwhile), as long as every replaced file is still live there.
-  const swapped = await tableTurn(context, loaded, async (base, attemptNumber): Promise<CompactionResult | { refusedOn: LoadedTable }> => {
-    const manifests = await currentManifests(context.objects, context.table, base.metadata, cache);
-    const live = new Set(manifests.flatMap((m) => m.entries.filter(isLive).map((e) => e.data_file.file_path)));
-    if (![...removed].every((path) => live.has(path))) {
-      // An earlier attempt's commit that landed although it was told otherwise (an SDK retry
-      // of the create answered 'taken'): the table holds our snapshot, and our files are live.
-      if ((base.metadata.snapshots ?? []).some((snapshot) => snapshot['snapshot-id'] === snapshotId) || addedFiles.some((file) => live.has(file.file_path))) return done(base);
-      return { refusedOn: base };
-    }
-    const sequenceNumber = base.metadata['last-sequence-number'] + 1;
-    const rows: ManifestFile[] = [
-      manifestFileFor({ manifestPath: context.objects.url(addedManifestKey), manifestLengthBytes: addedManifestBytes.byteLength, entries: addedManifestEntries, snapshotId, sequenceNumber }),
-    ];
-    for (const [index, manifest] of manifests.entries()) {
-      if (!manifest.entries.some((entry) => removed.has(entry.data_file.file_path))) {
-        rows.push(manifest.file);
-        continue;
+  let swapped: CompactionResult | { refusedOn: LoadedTable };
+  try {
+    swapped = await tableTurn(context, loaded, async (base, attemptNumber): Promise<CompactionResult | { refusedOn: LoadedTable }> => {
+      const manifests = await currentManifests(context.objects, context.table, base.metadata, cache);
+      const live = new Set(manifests.flatMap((m) => m.entries.filter(isLive).map((e) => e.data_file.file_path)));
+      if (![...removed].every((path) => live.has(path))) {
+        // An earlier attempt's commit that landed although it was told otherwise (an SDK retry
+        // of the create answered 'taken'): the table holds our snapshot, and our files are live.
+        if ((base.metadata.snapshots ?? []).some((snapshot) => snapshot['snapshot-id'] === snapshotId) || addedFiles.some((file) => live.has(file.file_path))) return done(base);
+        return { refusedOn: base };
       }
-      const entries = rewrittenEntries(manifest, removed, snapshotId);
-      const bytes = encodeManifest(entries, { schema: currentSchema(base.metadata) });
-      const key = metadataFileKey(context.table, `${attempt}-${attemptNumber}-m${index + 1}.avro`);
-      written.push(key);
-      await context.objects.put(key, bytes, 'application/octet-stream');
-      rows.push(manifestFileFor({ manifestPath: context.objects.url(key), manifestLengthBytes: bytes.byteLength, entries, snapshotId, sequenceNumber }));
-    }
-    const parentId = base.metadata['current-snapshot-id'];
-    const listBytes = encodeManifestList(rows, { snapshotId, parentSnapshotId: parentId > 0 ? parentId : null, sequenceNumber });
-    const listKey = metadataFileKey(context.table, `snap-${snapshotId}-${attemptNumber}-${attempt}.avro`);
-    written.push(listKey);
-    await context.objects.put(listKey, listBytes, 'application/octet-stream');
-    const next = replaceSnapshot(base.metadata, {
-      snapshotId,
-      manifestListPath: context.objects.url(listKey),
-      nowMs: context.now(),
-      previousMetadataPath: base.metadataPath,
-      addedFiles: summarizeAddedFiles(addedFiles),
-      deletedFiles: { records: removedFiles.reduce((s, f) => s + f.record_count, 0), files: removedFiles.length, sizeBytes: removedFiles.reduce((s, f) => s + f.file_size_in_bytes, 0) },
-      summaryExtra: carriedSummary(base.metadata),
-      metadataLogEntriesMax: context.metadataLogEntriesMax,
+      const sequenceNumber = base.metadata['last-sequence-number'] + 1;
+      const rows: ManifestFile[] = [
+        manifestFileFor({ manifestPath: context.objects.url(addedManifestKey), manifestLengthBytes: addedManifestBytes.byteLength, entries: addedManifestEntries, snapshotId, sequenceNumber }),
+      ];
+      for (const [index, manifest] of manifests.entries()) {
+        if (!manifest.entries.some((entry) => removed.has(entry.data_file.file_path))) {
+          rows.push(manifest.file);
+          continue;
+        }
+        const entries = rewrittenEntries(manifest, removed, snapshotId);
+        const bytes = encodeManifest(entries, { schema: currentSchema(base.metadata) });
+        const key = metadataFileKey(context.table, `${attempt}-${attemptNumber}-m${index + 1}.avro`);
+        written.push(key);
+        await context.objects.put(key, bytes, 'application/octet-stream');
+        rows.push(manifestFileFor({ manifestPath: context.objects.url(key), manifestLengthBytes: bytes.byteLength, entries, snapshotId, sequenceNumber }));
+      }
+      const parentId = base.metadata['current-snapshot-id'];
+      const listBytes = encodeManifestList(rows, { snapshotId, parentSnapshotId: parentId > 0 ? parentId : null, sequenceNumber });
+      const listKey = metadataFileKey(context.table, `snap-${snapshotId}-${attemptNumber}-${attempt}.avro`);
+      written.push(listKey);
+      await context.objects.put(listKey, listBytes, 'application/octet-stream');
+      const next = replaceSnapshot(base.metadata, {
+        snapshotId,
+        manifestListPath: context.objects.url(listKey),
+        nowMs: context.now(),
+        previousMetadataPath: base.metadataPath,
+        addedFiles: summarizeAddedFiles(addedFiles),
+        deletedFiles: { records: removedFiles.reduce((s, f) => s + f.record_count, 0), files: removedFiles.length, sizeBytes: removedFiles.reduce((s, f) => s + f.file_size_in_bytes, 0) },
+        summaryExtra: carriedSummary(base.metadata),
+        metadataLogEntriesMax: context.metadataLogEntriesMax,
+      });
+      try {
+        return done(await commitMetadataVersion(context.objects, context.table, base, next, context.fence));
+      } catch (err) {
+        if (!isAuditError(err, AuditErrorCode.OBJECT_EXISTS) && !isAuditError(err, AuditErrorCode.NOT_LEADER)) outcomeUnknown = true;
+        throw err;
+      }
     });
-    return done(await commitMetadataVersion(context.objects, context.table, base, next, context.fence));
-  });
+  } catch (err) {
+    // No swap (the fence refused, every attempt lost, a write failed): unless a create may have
+    // landed, what this pass wrote goes as for a refused swap. A deposed leader's compacted copies
+    // outlived the erasure its successor applied to their inputs (review).
+    if (!outcomeUnknown) await deleteUnlessCommitted(context, ours).catch(() => undefined);
+    throw err;
+  }
   if ('refusedOn' in swapped) {
     // Another writer replaced some of these files (an erasure's rewrite, another compaction):
     // what this pass wrote is in no snapshot, under names of this attempt alone. Deleted now, not
     // after the orphan age: a rewrite that won removed erased values these files still hold.
-    await mapBounded(written, OBJECT_REQUESTS_IN_FLIGHT_MAX, (key) => context.objects.delete(key));
+    await deleteUnlessCommitted(context, ours, swapped.refusedOn);
     return { loaded: swapped.refusedOn, filesRewritten: 0, filesAdded: 0, smallFilesAdded: 0, ...left, ...lostFiles() };
   }
   return { ...swapped, ...lostFiles() };
+}
+
+/**
+ * Deletes what a compaction pass wrote (`written`: its data files, manifests and manifest
+ * lists) unless the table holds its snapshot or one of its data files (a commit that landed
+ * although its answer said otherwise), and never an object the table's current snapshot names.
+ * `table`: the table as the caller just read it; else it is read again.
+ */
+async function deleteUnlessCommitted(
+  context: MaintenanceContext,
+  ours: { written: readonly string[]; snapshotId: number; addedFiles: readonly DataFile[]; cache: ManifestCache },
+  table?: LoadedTable,
+): Promise<void> {
+  const current = table ?? (await reloadTable(context));
+  if ((current.metadata.snapshots ?? []).some((snapshot) => snapshot['snapshot-id'] === ours.snapshotId)) return;
+  const manifests = await currentManifests(context.objects, context.table, current.metadata, ours.cache);
+  const list = currentSnapshot(current.metadata)?.['manifest-list'];
+  const named = new Set<string>([...(list === undefined ? [] : [s3Key(context.table, list)]), ...manifests.map((manifest) => s3Key(context.table, manifest.file.manifest_path))]);
+  for (const manifest of manifests) for (const entry of manifest.entries) if (isLive(entry)) named.add(s3Key(context.table, entry.data_file.file_path));
+  if (ours.addedFiles.some((file) => named.has(s3Key(context.table, file.file_path)))) return;
+  await mapBounded(
+    ours.written.filter((key) => !named.has(key)),
+    OBJECT_REQUESTS_IN_FLIGHT_MAX,
+    (key) => context.objects.delete(key),
+  );
 }

@@ -54,7 +54,7 @@ export { ENCODE_MESSAGE_EVENTS_MAX, TierEncodePool, type TierEncodePoolOptions }
 export { commitProperties, ERASURES_APPLIED_THROUGH_PROPERTY, erasuresAppliedThrough, PURGE_FILES_PROPERTY, purgeReplacedFiles, rewriteIcebergRows, type PurgeResult, type RowRewrite, type RowRewriteResult } from './iceberg-row-rewrite.js';
 export { findTieredRecords, type TieredLookupOptions, type TieredLookupStats, type TieredRecordRef } from './tiered-record-lookup.js';
 export { readTieredSuffix } from './tiered-suffix.js';
-export { icebergSeqsAfter, newestIcebergRow, newestParquetRow, parquetSeqsAfter, type NewestTieredRow } from './newest-tiered-row.js';
+export { icebergSeqsAfter, newestIcebergRow, newestParquetRow, parquetSeqsAfter, SEQS_AFTER_FOOTERS_MAX, type NewestTieredRow } from './newest-tiered-row.js';
 export { ERASURES_DIR, erasureDoneKey, erasuresNotDone, markErasureDone, pendingParquetErasures, rewriteParquetRows, type ParquetRowRewriteResult } from './parquet-row-rewrite.js';
 export { orphanCutoffMs, storeClockMs } from './store-clock.js';
 export { deleteSupersededLogCheckpoints, LOG_CHECKPOINTS_KEPT } from './parquet-checkpoint-cleanup.js';

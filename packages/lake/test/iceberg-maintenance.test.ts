@@ -222,11 +222,26 @@ describe('Iceberg maintenance', () => {
     expect(await duckdbIds(table, objects)).toEqual({ rows: seqMax + 30, distinct: seqMax + 30 });
   }, 120_000);
 
+  /** The objects under the table written since `before` (listed then) that its current snapshot does not name: none after a compaction that did not swap. */
+  async function unreferencedSince(table: IcebergTableRef, objects: ObjectStore, before: ReadonlySet<string>): Promise<{ added: number; unreferenced: string[] }> {
+    const root = metadataFileKey(table, '').replace(/metadata\/$/, '');
+    const after = (await loadIcebergTable(objects, table))!;
+    const manifests = await currentManifests(objects, table, after.metadata);
+    const referenced = new Set([
+      s3Key(table, currentSnapshot(after.metadata)!['manifest-list']),
+      ...manifests.map((m) => s3Key(table, m.file.manifest_path)),
+      ...manifests.flatMap((m) => m.entries.filter((e) => e.status !== 2).map((e) => s3Key(table, e.data_file.file_path))),
+    ]);
+    const added = (await objects.list(root)).filter((key) => !before.has(key) && !key.endsWith('.metadata.json') && !key.endsWith('version-hint.text'));
+    return { added: added.length, unreferenced: added.filter((key) => !referenced.has(key)) };
+  }
+
+  const tableObjects = async (table: IcebergTableRef, objects: ObjectStore) => new Set(await objects.list(metadataFileKey(table, '').replace(/metadata\/$/, '')));
+
   it('a compaction whose swap is refused (another writer replaced its files first) deletes what it wrote at once, not after the orphan age', async () => {
     const { table, objects, seqMax } = await tableWith('refused_swap', 6, 20);
     const loaded = (await loadIcebergTable(objects, table))!;
-    const root = metadataFileKey(table, '').replace(/metadata\/$/, '');
-    const before = new Set(await objects.list(root));
+    const before = await tableObjects(table, objects);
     // Another compaction of the same files commits after this one wrote its files, before its swap.
     let winner = 0;
     const onStep = async (step: string) => {
@@ -236,16 +251,21 @@ describe('Iceberg maintenance', () => {
     expect({ winner, loser: result.filesRewritten }).toEqual({ winner: 12, loser: 0 });
     // Every object written since is the winner's and referenced by the table: none of the
     // loser's data files or manifests is left (they may hold values an erasure removed).
-    const after = (await loadIcebergTable(objects, table))!;
-    const manifests = await currentManifests(objects, table, after.metadata);
-    const referenced = new Set([
-      s3Key(table, currentSnapshot(after.metadata)!['manifest-list']),
-      ...manifests.map((m) => s3Key(table, m.file.manifest_path)),
-      ...manifests.flatMap((m) => m.entries.filter((e) => e.status !== 2).map((e) => s3Key(table, e.data_file.file_path))),
-    ]);
-    const added = (await objects.list(root)).filter((key) => !before.has(key) && !key.endsWith('.metadata.json') && !key.endsWith('version-hint.text'));
-    expect(added.length).toBeGreaterThan(0);
-    expect(added.filter((key) => !referenced.has(key))).toEqual([]);
+    const { added, unreferenced } = await unreferencedSince(table, objects, before);
+    expect(added).toBeGreaterThan(0);
+    expect(unreferenced).toEqual([]);
+    expectEveryEventOnce(await icebirdIds(table), seqMax);
+  }, 120_000);
+
+  it('a compaction whose leader is deposed before its swap deletes what it wrote, and fails saying so', async () => {
+    const { table, objects, seqMax } = await tableWith('deposed_swap', 6, 20);
+    const loaded = (await loadIcebergTable(objects, table))!;
+    const before = await tableObjects(table, objects);
+    let leading = true;
+    const onStep = (step: string) => void (step === 'compaction-written' && (leading = false));
+    const run = compactIcebergTable(context(table, objects, { onStep, fence: { term: 1, mayCommit: () => leading } }), loaded, 16 * 1024 * 1024);
+    await expect(run).rejects.toMatchObject({ code: AuditErrorCode.NOT_LEADER });
+    expect(await unreferencedSince(table, objects, before)).toEqual({ added: 0, unreferenced: [] });
     expectEveryEventOnce(await icebirdIds(table), seqMax);
   }, 120_000);
 
