@@ -100,11 +100,21 @@ async function icebergCandidates(objects: ObjectStore, table: IcebergTableRef, m
 }
 
 /**
+ * Footers seqsIn reads at most to learn which files hold seqs past the range's start (files
+ * whose metadata declares no seq bound: a Parquet location's): past it, it answers undefined
+ * rather than fetch a footer of every live file of a location far behind (maintenance off for
+ * long, a range reaching into its checkpoint).
+ */
+export const SEQS_AFTER_FOOTERS_MAX = 10_000;
+
+/**
  * The seqs after `afterSeq`, through `throughSeq`, that `candidates` hold, ascending; undefined
- * once more than `seqsMax` are found (reading stops there). Only files whose greatest seq is past
+ * once more than `seqsMax` are found (reading stops there), or when more than
+ * SEQS_AFTER_FOOTERS_MAX footers would be read first. Only files whose greatest seq is past
  * `afterSeq` are read, one at a time, and only their seqs are kept.
  */
-async function seqsIn(objects: ObjectStore, candidates: readonly Candidate[], afterSeq: number, throughSeq: number, seqsMax: number): Promise<number[] | undefined> {
+async function seqsIn(objects: ObjectStore, candidates: readonly Candidate[], afterSeq: number, throughSeq: number, seqsMax: number, footersMax = SEQS_AFTER_FOOTERS_MAX): Promise<number[] | undefined> {
+  if (candidates.filter((candidate) => candidate.seqMax === undefined).length > footersMax) return undefined;
   const seqs = new Set<number>();
   for (const file of await boundedCandidates(objects, candidates)) {
     if (file.seqMax <= afterSeq) break;
@@ -121,16 +131,16 @@ async function seqsIn(objects: ObjectStore, candidates: readonly Candidate[], af
  * later markers committed are read while all are live; once a compaction or an erasure replaced
  * some, the live files of their days (both keep a file's day); every live file when the range
  * reaches into the checkpoint. Only the `seq` column is fetched. Undefined once more than
- * `seqsMax` are found.
+ * `seqsMax` are found, or more than SEQS_AFTER_FOOTERS_MAX footers would be read.
  */
-export async function parquetSeqsAfter(objects: ObjectStore, log: ParquetLog, afterSeq: number, throughSeq: number, seqsMax = Infinity): Promise<number[] | undefined> {
+export async function parquetSeqsAfter(objects: ObjectStore, log: ParquetLog, afterSeq: number, throughSeq: number, seqsMax = Infinity, footersMax = SEQS_AFTER_FOOTERS_MAX): Promise<number[] | undefined> {
   const live = liveParquetFiles(log).files;
   const committed = log.markers.filter((marker) => marker.watermark.seq > afterSeq).flatMap((marker) => marker.files);
   const liveKeys = new Set(live.map((file) => file.key));
   const days = new Set(committed.map((file) => file.eventDate));
   const reachesCheckpoint = (log.checkpoint?.checkpoint.watermark.seq ?? 0) > afterSeq;
   const files = reachesCheckpoint ? live : committed.every((file) => liveKeys.has(file.key)) ? committed : live.filter((file) => days.has(file.eventDate));
-  return seqsIn(objects, files.map((file) => ({ key: file.key, bytes: file.bytes })), afterSeq, throughSeq, seqsMax);
+  return seqsIn(objects, files.map((file) => ({ key: file.key, bytes: file.bytes })), afterSeq, throughSeq, seqsMax, footersMax);
 }
 
 /** As parquetSeqsAfter, for an Iceberg table's current snapshot: the live files whose declared seq bound is past `afterSeq`. */

@@ -2,7 +2,7 @@
 import type { StoredEvent } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
 import { twoDayEvents, useEmbeddedS3 } from '../src/testing/index.js';
-import { commitParquetBatch, compactParquetLocation, newestParquetRow, parquetSeqsAfter, ParquetLogCache, readParquetLog, writeParquetCheckpoint, type S3Location } from '../src/index.js';
+import { commitParquetBatch, compactParquetLocation, liveParquetFiles, newestParquetRow, parquetSeqsAfter, ParquetLogCache, readParquetLog, writeParquetCheckpoint, type S3Location } from '../src/index.js';
 
 const BUCKET = 'newest';
 const T0 = Date.UTC(2026, 4, 1);
@@ -49,5 +49,13 @@ describe('newestParquetRow', () => {
     expect((await writeParquetCheckpoint({ objects, location, fence, now: Date.now, log: new ParquetLogCache() }, 1))?.written).toBe(true);
     expect(await seqs(20, 50)).toEqual(expected);
     expect(await seqs(60, 80)).toEqual([]);
+    // Bounded: more seqs than asked for, or more footers to read than allowed (every live file: the range reaches into the checkpoint), answer undefined.
+    const log = await readParquetLog(objects, location);
+    const live = liveParquetFiles(log).files.length;
+    expect(live).toBeGreaterThan(1);
+    expect(await parquetSeqsAfter(objects, log, 20, 50, expected.length - 1)).toBeUndefined();
+    expect(await parquetSeqsAfter(objects, log, 20, 50, expected.length)).toEqual(expected);
+    expect(await parquetSeqsAfter(objects, log, 20, 50, Infinity, live - 1)).toBeUndefined();
+    expect(await parquetSeqsAfter(objects, log, 20, 50, Infinity, live)).toEqual(expected);
   });
 });

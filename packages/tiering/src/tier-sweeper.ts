@@ -41,6 +41,7 @@ import {
   writeParquetCheckpoint,
   deleteSupersededLogCheckpoints,
   storeClockMs,
+  SEQS_AFTER_FOOTERS_MAX,
   type MaintenanceContext,
   type MaintenanceStep,
   type ParquetCompactionContext,
@@ -536,14 +537,10 @@ export class TierSweeper {
     this.#commitsSinceCheckpoint = 0;
     const target = settings.tierParquetPath;
     const fence = this.#fence(term);
-    const clock = this.#options.storeClock;
-    const storeNow = clock === undefined ? {} : { storeNow: async () => (await storeClockMs(objects, location.prefix)) + clock.offsetMs };
     this.#checkpointing = writeParquetCheckpoint({ objects, location, fence, now: this.#now }, every)
       .then(async (write) => {
         if (write?.written) this.#options.log.info({ key: write.key, markers: write.markersFolded }, `Audit tiering wrote a checkpoint of the Parquet log at ${target}`);
-        if (!write?.written || settings.maintenanceEnabled) return;
-        const deleted = await deleteSupersededLogCheckpoints({ objects, location, fence, now: this.#now, ...storeNow }, settings.maintenanceOrphanMinAgeMs);
-        if (deleted > 0) this.#options.log.info({ deleted }, `Audit tiering deleted ${deleted} superseded checkpoints of the Parquet log at ${target} (maintenance is off)`);
+        if (write?.written && !settings.maintenanceEnabled) await this.#deleteSupersededCheckpoints(objects, location, fence, settings);
       })
       .catch((err: unknown) => {
         this.#options.log.warn({ err }, `Audit tiering could not write a checkpoint of the Parquet log at ${target} (the next try comes after more commits): ${(err as Error).message}`);
@@ -551,6 +548,30 @@ export class TierSweeper {
       .finally(() => {
         this.#checkpointing = undefined;
       });
+  }
+
+  /**
+   * Deletes a Parquet location's superseded log checkpoints (maintenance off): fenced by the
+   * term and by this sweeper staying open, so a close() waits for the deletes under way, not for
+   * a backlog of thousands (a location that had maintenance off for long); the next checkpoint
+   * goes on where this stopped. Never fails the checkpoint it follows.
+   */
+  async #deleteSupersededCheckpoints(objects: ObjectStore, location: S3Location, fence: { term: number; mayCommit: () => boolean }, settings: EffectiveSettings): Promise<void> {
+    const clock = this.#options.storeClock;
+    const storeNow = clock === undefined ? {} : { storeNow: async () => (await storeClockMs(objects, location.prefix)) + clock.offsetMs };
+    const open = { term: fence.term, mayCommit: () => !this.#closed && fence.mayCommit() };
+    const target = settings.tierParquetPath;
+    try {
+      const deleted = await deleteSupersededLogCheckpoints({ objects, location, fence: open, now: this.#now, ...storeNow }, settings.maintenanceOrphanMinAgeMs);
+      if (deleted > 0) this.#options.log.info({ deleted }, `Audit tiering deleted ${deleted} superseded checkpoints of the Parquet log at ${target} (maintenance is off)`);
+    } catch (err) {
+      if (this.#closed) return;
+      if (err instanceof AuditError && err.code === AuditErrorCode.NOT_LEADER) {
+        this.#options.log.info({ target }, `Audit tiering stopped deleting superseded checkpoints of the Parquet log at ${target}: no longer the leader (the next leader's sweep goes on after its next checkpoint)`);
+        return;
+      }
+      this.#options.log.warn({ err }, `Audit tiering could not delete the superseded checkpoints of the Parquet log at ${target} (maintenance is off; the sweep tries again after its next checkpoint): ${(err as Error).message}`);
+    }
   }
 
   /** Through which seq a Parquet location tiered through `watermarkSeq` has applied every erasure record: short of the first still pending. */
@@ -1121,7 +1142,7 @@ export class TierSweeper {
     if (watermark.seq > stored.seq) {
       const held = await holding.seqsAfter(stored.seq, watermark.seq, max);
       if (held !== undefined) segments = await this.#segmentsMeta(holding.location, stored.seq, held);
-      else this.#options.log.warn({ fromSeq: stored.seq + 1, toSeq: watermark.seq }, `Audit tiering: seqs ${stored.seq + 1}..${watermark.seq} were tiered by commits this log did not record; the location holds more than ${max} of them, so they are not recorded as tier segments (verify excuses their absence once deleted here)`);
+      else this.#options.log.warn({ fromSeq: stored.seq + 1, toSeq: watermark.seq }, `Audit tiering: seqs ${stored.seq + 1}..${watermark.seq} were tiered by commits this log did not record; the location holds more than ${max} of them (or more than ${SEQS_AFTER_FOOTERS_MAX} files would be read to find them), so they are not recorded as tier segments (verify excuses their absence once deleted here)`);
     }
     const known = await readTieredLocations(store);
     return { ...this.#vouched(watermark), ...segments, ...(includesLocation(known, holding.location) ? {} : { [TIERED_LOCATIONS_META]: [...known, holding.location] }) };

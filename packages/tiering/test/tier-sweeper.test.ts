@@ -1072,6 +1072,44 @@ describe('TierSweeper, Parquet log checkpoints', () => {
     expect((await tier.listFiles()).reduce((n, f) => n + f.rows, 0)).toBe(50);
   });
 
+  it('with maintenance off, a close() while the sweep deletes a backlog of superseded checkpoints sends no further delete and does not wait for the backlog', async () => {
+    const { ObjectStore: Store, checkpointKey } = await import('@auditlake/lake');
+    const { readNewestCheckpoint: newest } = await import('@auditlake/lake');
+    const store = await storeWith(400, 10);
+    const path = 'checkpoints-backlog';
+    const location = { bucket: BUCKET, prefix: path };
+    const objects = s3.connections.bucket('s3', BUCKET);
+    let closing = false;
+    let sentAfterClose = 0;
+    let sent = 0;
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- called back with its own `this` below
+    const original = Store.prototype.delete;
+    Store.prototype.delete = async function (this: InstanceType<typeof Store>, key: string) {
+      if (key.includes('/_auditlake/checkpoints/')) {
+        sent++;
+        if (closing) sentAfterClose++;
+        await new Promise((resolve) => setTimeout(resolve, 40));
+      }
+      return original.call(this, key);
+    };
+    onTestFinished(() => {
+      Store.prototype.delete = original;
+    });
+    const target = { ...settings(path), maintenanceEnabled: false, maintenanceOrphanMinAgeMs: HOUR_MS };
+    const s = testSweeper({ store, connections: s3.connections, catalogs: new Map(), settings: () => target, batchSizeMax: 200, parquetCheckpointEveryCommits: 1, now: () => Date.now() + 2 * HOUR_MS, storeClock: { offsetMs: 2 * HOUR_MS } });
+    expect(await s.sweep()).toMatch(/^tiered/);
+    await expect.poll(async () => (await newest(objects, location))?.checkpoint.watermark.seq, { timeout: 10_000 }).toBe(200);
+    // A location that had maintenance off for long: 150 superseded checkpoints (older seqs than the first).
+    for (let seq = 1; seq <= 150; seq++) await objects.put(checkpointKey(location, seq), '{}', 'application/json');
+    expect(await s.sweep()).toMatch(/^tiered/);
+    await expect.poll(() => sent, { timeout: 10_000 }).toBeGreaterThan(0);
+    closing = true;
+    await s.close();
+    expect(sentAfterClose).toBe(0);
+    // The rest is left for the next checkpoint's deletes.
+    expect((await objects.list(`${path}/_auditlake/checkpoints/`)).length).toBeGreaterThan(100);
+  });
+
   it('starts a checkpoint of the log every few commits in the background: a sweep never waits for it', async () => {
     const { ObjectStore: Store, readNewestCheckpoint, readParquetLog, liveParquetFiles, checkParquetCheckpoint } = await import('@auditlake/lake');
     const store = await storeWith(60, 10);
