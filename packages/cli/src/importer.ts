@@ -161,9 +161,11 @@ export class Importer {
         // Validity is the node's to judge (one set of rules); what it refuses is reported by line.
         const event = { eventId, ...piece.mapped.event };
         const bytes = JSON.stringify(event).length;
-        if (batch.length >= (this.#options.batchEventsMax ?? BATCH_EVENTS_MAX) || batchBytes + bytes > (this.#options.batchBytesMax ?? BATCH_BYTES_MAX)) {
+        // Never an empty batch: flushed, it recorded its resume point as line 0 (the first event
+        // after a resume point larger than a batch's bytes made every rerun start over; review).
+        if (batch.length > 0 && (batch.length >= (this.#options.batchEventsMax ?? BATCH_EVENTS_MAX) || batchBytes + bytes > (this.#options.batchBytesMax ?? BATCH_BYTES_MAX))) {
           // This record, not sent yet, may start on the line the batch ends on (a compact array).
-          await this.#flush(file, batch, piece.line);
+          await this.#flush(file, batch, start, piece.line);
           batch = [];
           batchBytes = 0;
         }
@@ -172,7 +174,7 @@ export class Importer {
       }
       this.#options.progress.update({ bytesRead: this.#bytesRead, records: this.#records, sent: this.#sent, file: file.path });
     }
-    if (batch.length > 0) await this.#flush(file, batch);
+    if (batch.length > 0) await this.#flush(file, batch, start);
     // A resume point past the file's end is not one an import of this file recorded (an edited
     // resume file, or one of another file under this name): taken as it was, the file was
     // recorded complete with nothing read, silently (review). Nothing of it was sent.
@@ -330,12 +332,14 @@ export class Importer {
    * records share one line in a compact JSON array: a resumed import lost all but the first
    * batch's; review). The records of that line sent already are sent again then: duplicates.
    */
-  async #flush(file: InputFile, batch: Pending[], nextLine?: number): Promise<void> {
+  /** Sends `batch` and records the file's resume point after it: never below `start`, where this run resumed. */
+  async #flush(file: InputFile, batch: Pending[], start: number, nextLine?: number): Promise<void> {
     await this.#send(file, batch);
     this.#sent += batch.length;
     let line = 0;
     for (const p of batch) line = Math.max(line, p.endLine);
     if (nextLine !== undefined) line = Math.min(line, nextLine - 1);
+    line = Math.max(line, start);
     await this.#options.resume?.record(file, line, false, this.#recordedRefusals(line));
   }
 

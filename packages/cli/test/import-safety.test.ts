@@ -108,6 +108,34 @@ describe('import --resume-file: refusals before a stop', () => {
   });
 });
 
+describe('import --resume-file: a record larger than a batch right after the resume point', () => {
+  it('keeps the resume point where the run started when that record is the first sent and the run stops: the next run sends nothing twice', async () => {
+    const node = await startNode();
+    const dir = await tempDir();
+    const file = join(dir, 'clo-audit.log.big');
+    const lines = lhoLines(0, 600);
+    // Line 501 (the first after the first batch) is larger than a batch's bytes on its own.
+    lines[500] = JSON.stringify({ timestamp: 1_780_300_000_000, userName: 'big', action: 'VIEW_TASK', outcome: 'SUCCESS', taskId: 'x'.repeat(3 * 1024 * 1024) });
+    await writeFile(file, lines.join('\n') + '\n');
+    const resume = join(dir, 'progress.json');
+    const args = ['--format', 'lho', '--resume-file', resume, file];
+    const goneAfter = (posts: number) => {
+      let requests = 0;
+      return async (input: string | URL | Request, init?: RequestInit) => (init?.method === 'POST' && ++requests > posts ? new Response('{"error":"not found"}', { status: 404 }) : fetch(input, init));
+    };
+    // The first batch (lines 1..500) is stored, then the node is gone.
+    expect((await runImport(node, args, { fetch: goneAfter(1) })).code).toBe(1);
+    expect((await progressOf(resume, file))?.line).toBe(500);
+    // Resumed: its first record is the large one, and the node is gone again before it is stored.
+    expect((await runImport(node, args, { fetch: goneAfter(0) })).code).toBe(1);
+    expect((await progressOf(resume, file))?.line).toBe(500);
+    // The import finishes without sending lines 1..500 again.
+    const done = await runImport(node, args);
+    expect(done.stdout).toMatch(/^imported \d+, duplicates 0, refused \d+\n$/);
+    expect(await allEvents(node, '&engine=lho')).toHaveLength(600);
+  });
+});
+
 describe('import --resume-file: a resume file that does not describe the files', () => {
   it('refuses a resume point past the end of its file (exit 2, naming both), recording nothing; and an entry this command did not write', async () => {
     const node = await startNode();
