@@ -5,6 +5,7 @@
 // a request.
 import { ChainVerifier, parseSignedCheckpoint, type VerifyRecord } from '@auditlake/integrity';
 import { describe, expect, it } from 'vitest';
+import { RECORDS_PAGE_BYTES_MAX } from '../src/routes/integrity-route.js';
 import { event, INGEST_TOKEN, startTestNode, type TestNode } from './test-node.js';
 
 interface View {
@@ -92,6 +93,31 @@ describe('the leader keeps the chain provable', () => {
     const newest = parseSignedCheckpoint(checkpoints.reduce((a, b) => (b.seq > a.seq ? b : a)).checkpoint);
     expect(newest.timeMs).toBeLessThan(Date.now() + 60_000);
   });
+
+  it('cuts a page of records at RECORDS_PAGE_BYTES_MAX bytes (at least one record), and the pages after it hold the rest, each record once', async () => {
+    const t = await startTestNode();
+    // 640 events with a 64 KiB query each: about 42 MB of records, more than one page's bytes.
+    for (let batch = 0; batch < 8; batch++) {
+      const events = Array.from({ length: 80 }, (_, i) => event({ eventId: `big-${batch}-${i}`, query: `select '${String(batch * 80 + i).padStart(4, '0')}${'q'.repeat(64 * 1024 - 20)}'` }));
+      expect((await t.ingest(events)).status).toBe(200);
+    }
+    const res = await t.request('/admin/audit/integrity/records?limit=10000');
+    expect(res.status).toBe(200);
+    const body = await res.text();
+    expect(Buffer.byteLength(body)).toBeLessThanOrEqual(RECORDS_PAGE_BYTES_MAX);
+    const first = body.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as VerifyRecord);
+    expect(first.length).toBeGreaterThan(0);
+    const all = [...first];
+    while (all.length > 0) {
+      const next = await records(t, `?afterSeq=${all.at(-1)!.seq}&limit=10000`);
+      if (next.length === 0) break;
+      all.push(...next);
+    }
+    const seqs = all.map((r) => r.seq);
+    expect(new Set(seqs).size).toBe(seqs.length);
+    expect(all.filter((r) => r.eventId.startsWith('big-'))).toHaveLength(640);
+    expect(first.length).toBeLessThan(all.length);
+  }, 60_000);
 
   it('lists nothing to non-admins and refuses bad paging, naming the parameter', async () => {
     const t = await startTestNode();
