@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { open, readFile, rename, writeFile } from 'node:fs/promises';
+import { open, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import type { FormatName } from './formats/record-format.js';
 import type { InputFile } from './input-files.js';
@@ -73,7 +73,10 @@ export class ResumeFile {
     try {
       text = await readFile(path, 'utf8');
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return new ResumeFile(path, { version: 1, format, files: {} }, now);
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+        await ResumeFile.#checkWritable(path);
+        return new ResumeFile(path, { version: 1, format, files: {} }, now);
+      }
       throw usage(`cannot read the resume file ${path}: ${(err as Error).message}`);
     }
     let state: unknown;
@@ -86,6 +89,7 @@ export class ResumeFile {
       throw usage(`the resume file ${path} is not one this command wrote; remove it to start over`);
     }
     const resumed = state as ResumeState;
+    await ResumeFile.#checkWritable(path);
     if (resumed.format !== format) throw usage(`the resume file ${path} records an import of --format ${resumed.format}, not ${format}`);
     if (Array.isArray(resumed.files)) throw usage(`the resume file ${path} is not one this command wrote (its files are a list); remove it to start over`);
     // An entry read as it is would skip lines or files on the strength of values this command never writes.
@@ -93,6 +97,21 @@ export class ResumeFile {
       if (!isFileProgress(progress)) throw usage(`the resume file ${path} has an entry for ${name} that this command did not write (line ${JSON.stringify((progress as { line?: unknown } | null)?.line)}); remove the entry (or the resume file) to import that file from its first line`);
     }
     return new ResumeFile(path, resumed, now);
+  }
+
+  /**
+   * Refuses, before anything is sent, a resume file that cannot be written where it is to be:
+   * found only at the first record, after the first batch was sent, it ended the import with a
+   * stack trace (review). Its temporary copy is written and removed.
+   */
+  static async #checkWritable(path: string): Promise<void> {
+    const temporary = `${path}.tmp`;
+    try {
+      await writeFile(temporary, '');
+      await unlink(temporary);
+    } catch (err) {
+      throw usage(`cannot write the resume file ${path} (its temporary copy ${temporary}): ${(err as Error).message}`);
+    }
   }
 
   /**
@@ -110,7 +129,8 @@ export class ResumeFile {
       return { skip: false, line: 0, ...(progress.line > 0 ? { note: `${file.path}: the resume file has no fingerprint of it; importing it from the start` } : {}) };
     }
     // A file smaller than when it was read is a new file under the old name: read it all.
-    if (file.sizeBytes < progress.sizeBytes || (await headSha256(file.path, progress.headBytes)) !== progress.headSha256) {
+    // A file gone since it was listed (rotated away) reads as a new file: its reading then fails, and is reported.
+    if (file.sizeBytes < progress.sizeBytes || (await headSha256(file.path, progress.headBytes).catch(() => undefined)) !== progress.headSha256) {
       return { skip: false, line: 0, note: `${file.path} is not the file the resume file recorded (its first bytes differ); importing it from the start` };
     }
     if (progress.complete && progress.sizeBytes === file.sizeBytes && progress.mtimeMs === file.mtimeMs) return { skip: true };
@@ -132,7 +152,12 @@ export class ResumeFile {
     let head = this.#heads.get(file.path);
     if (head === undefined) {
       const bytes = Math.min(file.sizeBytes, HEAD_BYTES_MAX);
-      head = { bytes, sha256: await headSha256(file.path, bytes) };
+      // A file removed since it was listed (a rotation) has no fingerprint to record: nothing of it
+      // is recorded, and the next run reads whatever is under its name from the start. Thrown,
+      // the error ended the whole import, the files after it unread (review).
+      const sha256 = await headSha256(file.path, bytes).catch(() => undefined);
+      if (sha256 === undefined) return;
+      head = { bytes, sha256 };
       this.#heads.set(file.path, head);
     }
     this.#state.files[file.path] = { line, complete, sizeBytes: file.sizeBytes, mtimeMs: file.mtimeMs, headSha256: head.sha256, headBytes: head.bytes };
@@ -159,8 +184,13 @@ export class ResumeFile {
     this.#writtenAt = this.#now();
     this.#dirty = false;
     const temporary = `${this.path}.tmp`;
-    await writeFile(temporary, JSON.stringify(this.#state, null, 1) + '\n');
-    await rename(temporary, this.path);
+    try {
+      await writeFile(temporary, JSON.stringify(this.#state, null, 1) + '\n');
+      await rename(temporary, this.path);
+    } catch (err) {
+      // A full disk, a directory removed: the import stops, saying so (the file as last written stays).
+      throw new AuditError(AuditErrorCode.UNREACHABLE, `cannot write the resume file ${this.path}: ${(err as Error).message}; what it last recorded is kept`);
+    }
   }
 }
 
