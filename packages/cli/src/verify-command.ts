@@ -169,14 +169,34 @@ async function verifyWith(options: VerifyOptions, checks: VerifyChecks, bounds: 
     // an engine reading it count it twice, named as soon as seen, before the verifier reaches
     // that seq: first among its breaks there.
     const oneCopy = alone !== undefined && options.tiers.length === 1 && client === undefined ? `the tier at ${alone.location}` : undefined;
-    const verifier = new ChainVerifier({ ...verifierOptionsOf(options, pinnedKeys, tier, view, client), ...(oneCopy === undefined ? {} : { oneCopy }) });
+    const verifierOptions = verifierOptionsOf(options, pinnedKeys, tier, view, client);
+    const verifier = new ChainVerifier({ ...verifierOptions, ...(oneCopy === undefined ? {} : { oneCopy }) });
     // The verifier holds the checkpoints in a compact form of its own: the parsed ones (and the
     // pack texts their strings were cut from, ~1 KB a checkpoint) go now, not after a read that
     // may take hours.
     for (const holder of [...proofs, ...(tier === undefined ? [] : [tier])]) holder.checkpoints.length = 0;
     progress?.expectHead(Math.max(tier?.head?.seq ?? 0, view?.head.seq ?? 0) || undefined);
     const watches = oneCopy !== undefined ? [] : proofs.map(() => new IdenticalCopyWatch());
-    if (client !== undefined) streams.push(nodeRecords(client, checks));
+    if (client !== undefined) {
+      // Retention goes on while a long verify reads: records it deletes ahead of the cursor are
+      // gaps the first view did not declare. At such a gap the view is read again and its
+      // deleted ranges replace the verifier's (they only grow): before, the records looked
+      // missing (review: an import of old history, deleted by a retention pass mid-verify).
+      // The array prunedOutsideTier made (verifierOptionsOf): the verifier reads it at each gap.
+      const pruned = verifierOptions.pruned as PrunedRange[] | undefined;
+      let declared = view?.pruned ?? [];
+      const gaps =
+        pruned === undefined
+          ? undefined
+          : {
+              declared: (fromSeq: number, toSeq: number) => spanCovered(declared, fromSeq, toSeq),
+              refresh: async () => {
+                declared = (await readView(client)).pruned;
+                pruned.splice(0, pruned.length, ...prunedOutsideTier(declared, tier?.covered ?? []));
+              },
+            };
+      streams.push(nodeRecords(client, checks, gaps));
+    }
     await feedMergedStreams(streams, (record, stream) => {
       const copy = watches[stream]?.see(record);
       if (copy !== undefined) verifier.duplicatedIn(`the tier at ${(options.tiers[stream] as TierLocationOption).location}`, copy.seq, copy.eventId);
@@ -348,9 +368,21 @@ async function readView(client: NodeClient): Promise<NodeIntegrityView> {
  * The node's records in seq order, a page at a time, checked: the next page is fetched while
  * the last one is being checked. Stopped early, it returns once no page is being checked.
  */
-async function* nodeRecords(client: NodeClient, checks: VerifyChecks): AsyncGenerator<CheckedRecord[]> {
+async function* nodeRecords(client: NodeClient, checks: VerifyChecks, gaps?: NodeGaps): AsyncGenerator<CheckedRecord[]> {
   let afterSeq = 0;
   let checking: Promise<CheckedBatch> | undefined;
+  let lastSeq = 0;
+  /** The page's records, once any gap among them (or before them) the node has not declared deleted had the view read again. */
+  const page = async (batch: CheckedBatch): Promise<CheckedRecord[]> => {
+    const records = recordsOf(batch);
+    let undeclared = false;
+    for (const record of records) {
+      if (record.seq > lastSeq + 1 && gaps?.declared(lastSeq + 1, record.seq - 1) === false) undeclared = true;
+      lastSeq = record.seq;
+    }
+    if (undeclared) await gaps?.refresh();
+    return records;
+  };
   try {
     for (;;) {
       const response = await client.request(`/admin/audit/integrity/records?afterSeq=${afterSeq}&limit=${NODE_PAGE}`);
@@ -358,24 +390,41 @@ async function* nodeRecords(client: NodeClient, checks: VerifyChecks): AsyncGene
       const text = await response.text();
       if (text === '') break;
       afterSeq = lastSeqOf(text);
-      const page = checks.check({ jsonLines: text });
+      const checked = checks.check({ jsonLines: text });
       // Awaited below, after the next page is fetched; a failure meanwhile is not unhandled.
-      page.catch(() => undefined);
+      checked.catch(() => undefined);
       if (checking !== undefined) {
         const done = checking;
         checking = undefined;
-        yield recordsOf(await done);
+        yield await page(await done);
       }
-      checking = page;
+      checking = checked;
     }
     if (checking !== undefined) {
       const done = checking;
       checking = undefined;
-      yield recordsOf(await done);
+      yield await page(await done);
     }
   } finally {
     await checking?.catch(() => undefined);
   }
+}
+
+/** How the node's pages tell a gap the node declared deleted from one it did not, and read its view again. */
+interface NodeGaps {
+  declared(fromSeq: number, toSeq: number): boolean;
+  refresh(): Promise<void>;
+}
+
+/** Whether `ranges` (in any order, possibly adjacent) cover every seq from `fromSeq` to `toSeq`. */
+function spanCovered(ranges: readonly SeqSpan[], fromSeq: number, toSeq: number): boolean {
+  let next = fromSeq;
+  for (const range of [...ranges].sort((a, b) => a.fromSeq - b.fromSeq)) {
+    if (range.fromSeq > next) break;
+    if (range.toSeq >= next) next = range.toSeq + 1;
+    if (next > toSeq) return true;
+  }
+  return next > toSeq;
 }
 
 /** The seq of a page's last record (where the next page starts). */
