@@ -60,7 +60,7 @@ export class NodeClient {
     await this.#sleep(ms);
   }
 
-  async request(path: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Response> {
+  async request(path: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<NodeAnswer> {
     let delayMs = this.#delayMsInitial;
     for (let attempt = 1; ; attempt++) {
       let failure: string;
@@ -74,8 +74,11 @@ export class NodeClient {
           const answer = await response.text();
           throw new AuditError(response.status === 401 ? AuditErrorCode.UNAUTHENTICATED : AuditErrorCode.FORBIDDEN, `${this.shown} refused the token (${response.status}): ${errorText(answer)}`);
         }
-        if (response.status < 500) return response;
-        failure = `${response.status} ${errorText(await response.text())}`;
+        // The body is read here, where a connection cut mid-answer is retried like one that
+        // never answered: read by the caller, it ended the command with a stack trace (review).
+        const text = await response.text();
+        if (response.status < 500) return nodeAnswer(text, response, `${this.shown}${path}`);
+        failure = `${response.status} ${errorText(text)}`;
       } catch (err) {
         if (err instanceof AuditError) throw err;
         // A transport error may quote the URL (fetch refuses one with credentials, naming it).
@@ -89,6 +92,35 @@ export class NodeClient {
       delayMs = Math.min(delayMs * 2, this.#delayMsMax);
     }
   }
+}
+
+/**
+ * A node's answer, its body already read (NodeClient.request): `json()` of a body that is not
+ * JSON (a proxy's HTML page answered 200) is an AUDIT_UNREACHABLE error naming the URL and the
+ * status, not a SyntaxError with a stack trace.
+ */
+export interface NodeAnswer {
+  readonly ok: boolean;
+  readonly status: number;
+  readonly headers: Headers;
+  text(): Promise<string>;
+  json(): Promise<unknown>;
+}
+
+function nodeAnswer(text: string, answer: Response, where: string): NodeAnswer {
+  return {
+    ok: answer.ok,
+    status: answer.status,
+    headers: answer.headers,
+    text: async () => text,
+    json: async () => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        throw new AuditError(AuditErrorCode.UNREACHABLE, `${where} answered ${answer.status} with a body that is not JSON: ${text.slice(0, 200)}`, { retryable: true });
+      }
+    },
+  };
 }
 
 /** The `error` of a JSON error answer, else the answer's first 200 characters. */
