@@ -136,6 +136,25 @@ describe('import --resume-file: a record larger than a batch right after the res
   });
 });
 
+describe('import: a record with megabytes in one field', () => {
+  it('is imported with the field cut as the node cuts it, not sent past the node\'s body limit', async () => {
+    const node = await startNode();
+    const dir = await tempDir();
+    const file = join(dir, 'clo-audit.log.wide');
+    // 3 million CJK characters: 9 MB of UTF-8 in one field, past the node's 8 MiB body limit, within the line limit.
+    const lines = lhoLines(0, 3);
+    lines[1] = JSON.stringify({ timestamp: 1_780_300_000_001, userName: 'wide', action: 'VIEW_TASK', outcome: 'SUCCESS', taskId: 'task-wide', note: '中'.repeat(3_000_000) });
+    await writeFile(file, lines.join('\n') + '\n');
+    const result = await runImport(node, ['--format', 'lho', file]);
+    expect(result).toMatchObject({ code: 0, stdout: 'imported 3, duplicates 0, refused 0\n' });
+    const wide = (await allEvents(node, '&engine=lho')).find((e) => e.userId === 'wide');
+    expect(wide?.details).toMatch(/…\[truncated by auditlake: \d+ bytes\]$/);
+    expect(Buffer.byteLength(wide!.details)).toBeLessThanOrEqual(16 * 1024);
+    // Imported again: the same events, duplicates.
+    expect((await runImport(node, ['--format', 'lho', file])).stdout).toBe('imported 0, duplicates 3, refused 0\n');
+  });
+});
+
 describe('import --resume-file: a resume file that does not describe the files', () => {
   it('refuses a resume point past the end of its file (exit 2, naming both), recording nothing; and an entry this command did not write', async () => {
     const node = await startNode();

@@ -2,6 +2,7 @@ import { AuditError, AuditErrorCode } from './audit-error.js';
 import { isReservedAction, isSelfSource, SELF_SOURCE, toAuditEvent, type AuditEvent, type Decision } from './event.js';
 import { newEventId } from './event-id.js';
 import {
+  boundedTables,
   EVENT_TIME_AHEAD_MAX_MS,
   EVENT_TIME_MAX_MS,
   EVENTS_PER_REQUEST_MAX,
@@ -9,8 +10,6 @@ import {
   FIELD_LIMIT_BYTES,
   SOURCE_ID_LENGTH_MAX,
   SOURCE_SEQ_MAX,
-  TABLES_BYTES_MAX,
-  TABLES_COUNT_MAX,
   truncateToBytes,
 } from './field-limits.js';
 
@@ -126,24 +125,13 @@ function parseTables(raw: Record<string, unknown>, at: At): string[] {
   const value = raw['tables'];
   if (value === undefined || value === null) return [];
   if (!Array.isArray(value)) refuse(`${label(at)}.tables must be an array of strings, got ${describeType(value)}`);
-  const tables: string[] = [];
-  let bytes = 0;
+  // Every entry is checked, also those past what is kept.
   for (let i = 0; i < value.length; i++) {
     const table: unknown = value[i];
     if (typeof table !== 'string') refuse(`${label(at)}.tables[${i}] must be a string, got ${describeType(table)}`);
     wellFormed(table, at, `tables[${i}]`);
-    // Every entry is checked; the first that does not fit ends what is kept.
-    if (tables.length < i || i >= TABLES_COUNT_MAX) continue;
-    const kept = truncateToBytes(table, FIELD_LIMIT_BYTES.table);
-    const size = Buffer.byteLength(kept, 'utf8');
-    if (bytes + size > TABLES_BYTES_MAX) continue;
-    bytes += size;
-    tables.push(kept);
   }
-  if (tables.length < value.length) {
-    tables.push(`…[truncated by auditlake: ${value.length - tables.length} more tables]`);
-  }
-  return tables;
+  return boundedTables(value as string[]);
 }
 
 function parseTs(raw: Record<string, unknown>, at: At, nowMs: number, field: 'ts' | 'timestamp', latestMs = nowMs): number {

@@ -75,3 +75,37 @@ export function truncateToBytes(value: string, limitBytes: number): string {
   while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--;
   return bytes.subarray(0, end).toString('utf8') + marker;
 }
+
+/** The entry that stands for the tables past the bounds (TABLES_COUNT_MAX, TABLES_BYTES_MAX). */
+function moreTablesMarker(count: number): string {
+  return `…[truncated by auditlake: ${count} more tables]`;
+}
+
+const MORE_TABLES_MARKER = /^…\[truncated by auditlake: \d+ more tables\]$/;
+
+/**
+ * `tables` as an event keeps them: each entry cut to FIELD_LIMIT_BYTES.table, the entries that
+ * fit TABLES_COUNT_MAX and TABLES_BYTES_MAX in order, and one marker entry counting the rest.
+ * A list already so bounded (its marker last) is kept as it is, so a sender that bounds its
+ * events first (`auditlake import`, whose requests must stay under the node's body limit) and
+ * the node that bounds them again store the same list.
+ */
+export function boundedTables(tables: readonly string[]): string[] {
+  const last = tables.at(-1);
+  const marked = last !== undefined && MORE_TABLES_MARKER.test(last);
+  const entries = marked ? tables.slice(0, -1) : tables;
+  const kept: string[] = [];
+  let bytes = 0;
+  for (let i = 0; i < entries.length; i++) {
+    // The first that does not fit ends what is kept.
+    if (kept.length < i || i >= TABLES_COUNT_MAX) break;
+    const table = truncateToBytes(entries[i] as string, FIELD_LIMIT_BYTES.table);
+    const size = Buffer.byteLength(table, 'utf8');
+    if (bytes + size > TABLES_BYTES_MAX) break;
+    bytes += size;
+    kept.push(table);
+  }
+  if (kept.length < entries.length) kept.push(moreTablesMarker(entries.length - kept.length + (marked ? Number(/\d+/.exec(last)?.[0] ?? 0) : 0)));
+  else if (marked) kept.push(last);
+  return kept;
+}

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { AuditError, AuditErrorCode } from '../src/audit-error.js';
 import type { AuditEvent } from '../src/event.js';
 import { validateEvent, validateIngestBody, type ValidateOptions } from '../src/event-validation.js';
-import { FIELD_LIMIT_BYTES, TABLES_BYTES_MAX, truncationMarker } from '../src/field-limits.js';
+import { boundedTables, FIELD_LIMIT_BYTES, TABLES_BYTES_MAX, truncationMarker } from '../src/field-limits.js';
 
 const NOW_MS = 1_792_288_263_000;
 const OPTIONS: ValidateOptions = { nowMs: NOW_MS };
@@ -336,6 +336,17 @@ describe('validateIngestBody: over-long fields are truncated, not refused', () =
     expect(stored).toHaveLength(1001);
     expect(stored.slice(0, 1000)).toEqual(tables.slice(0, 1000));
     expect(stored[1000]).toBe('…[truncated by auditlake: 1500 more tables]');
+  });
+
+  it('keeps a list already bounded as it is (its marker last), and adds to the marker what it cuts further: bounding twice is bounding once', () => {
+    const tables = Array.from({ length: 2500 }, (_, i) => `db.t${i}`);
+    const once = boundedTables(tables);
+    expect(boundedTables(once)).toEqual(once);
+    expect(one(base({ tables: once })).tables).toEqual(one(base({ tables })).tables);
+    // A marked list longer than the bound: the marker counts both.
+    const marked = [...Array.from({ length: 1200 }, (_, i) => `db.u${i}`), '…[truncated by auditlake: 7 more tables]'];
+    expect(boundedTables(marked).at(-1)).toBe('…[truncated by auditlake: 207 more tables]');
+    expect(boundedTables(marked)).toHaveLength(1001);
   });
 
   it('keeps the tables that fit in 64 KiB in all, in order, and summarises the rest in one marker entry', () => {

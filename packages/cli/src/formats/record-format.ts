@@ -1,4 +1,4 @@
-import type { Decision } from '@auditlake/model';
+import { boundedTables, FIELD_LIMIT_BYTES, truncateToBytes, type Decision } from '@auditlake/model';
 import type { TimeZone } from '../record-time.js';
 
 /** The systems whose audit logs `auditlake import` reads; each is also the events' `source`. */
@@ -50,8 +50,26 @@ export function malformed(reason: string): Mapped {
   return { kind: 'malformed', reason };
 }
 
+/**
+ * An event made from a record, its fields cut to what the node keeps (as the node would cut
+ * them: the node cuts them again to the same). Sent whole, a record with megabytes in one field
+ * made a request past the node's body limit, which the node answered 413 while the upload was
+ * still going; the client saw the connection reset, not the 413, and the import failed on it
+ * every run (review). A field that is not well-formed Unicode is left for the node to refuse.
+ */
 export function mappedEvent(event: MappedEvent): Mapped {
-  return { kind: 'event', event };
+  const fit = (value: string, limit: number) => (value.isWellFormed() ? truncateToBytes(value, limit) : value);
+  return {
+    kind: 'event',
+    event: {
+      ...event,
+      userId: fit(event.userId, FIELD_LIMIT_BYTES.userId),
+      action: fit(event.action, FIELD_LIMIT_BYTES.action),
+      resource: fit(event.resource, FIELD_LIMIT_BYTES.resource),
+      details: fit(event.details, FIELD_LIMIT_BYTES.details),
+      tables: event.tables.every((table) => table.isWellFormed()) ? boundedTables(event.tables) : event.tables,
+    },
+  };
 }
 
 /** A JSON object's own fields, except `omit`, as compact JSON (`{}` when none are left). */
