@@ -1,5 +1,5 @@
 import { AuditError, AuditErrorCode } from '@auditlake/model';
-import { errorText, type NodeClient } from './node-client.js';
+import { errorText, RATE_LIMITED_ATTEMPTS_MAX, retryAfterMs, type NodeClient } from './node-client.js';
 
 /** What the node made of one batch. */
 export type IngestAnswer =
@@ -7,12 +7,6 @@ export type IngestAnswer =
   /** Nothing of the batch was stored; `index` is the refused event's place in it (a 400 naming `events[i]`). */
   | { kind: 'refused'; index: number; message: string }
   | { kind: 'too-large' };
-
-/** Attempts of one batch while the node answers 429 (too many requests). */
-export const RATE_LIMITED_ATTEMPTS_MAX = 8;
-/** The pause after a 429 without a usable `Retry-After`, and the longest one honoured. */
-const RETRY_AFTER_MS_DEFAULT = 1000;
-const RETRY_AFTER_MS_MAX = 60_000;
 
 /** Sends batches of events to `POST /v1/api/audit` (the ingest token's endpoint). */
 export class IngestClient {
@@ -36,7 +30,7 @@ export class IngestClient {
       if (response.status >= 200 && response.status < 300) {
         // `ingested` counts what was accepted, duplicates and conflicts included; sampled-out reads are not in it.
         // `conflictEventIds` names the first 100 conflicts, so each can be reported by its line.
-        const answer = JSON.parse(body) as { ingested?: number; duplicates?: number; conflicts?: number; conflictEventIds?: unknown };
+        const answer = (await response.json()) as { ingested?: number; duplicates?: number; conflicts?: number; conflictEventIds?: unknown };
         const conflictEventIds = Array.isArray(answer.conflictEventIds) ? answer.conflictEventIds.filter((id): id is string => typeof id === 'string') : [];
         return { kind: 'stored', ingested: answer.ingested ?? 0, duplicates: answer.duplicates ?? 0, conflicts: answer.conflicts ?? 0, conflictEventIds };
       }
@@ -56,13 +50,4 @@ export class IngestClient {
       throw new AuditError(AuditErrorCode.UNREACHABLE, `${this.#node.shown}${path} answered ${response.status}: ${message}`);
     }
   }
-}
-
-/** `Retry-After` in seconds or as an HTTP date, in ms (a default when missing or unreadable, capped). */
-function retryAfterMs(header: string | null, now = Date.now()): number {
-  if (header === null || header.trim() === '') return RETRY_AFTER_MS_DEFAULT;
-  const seconds = Number(header);
-  const ms = Number.isFinite(seconds) ? seconds * 1000 : Date.parse(header) - now;
-  if (!Number.isFinite(ms)) return RETRY_AFTER_MS_DEFAULT;
-  return Math.min(Math.max(ms, 0), RETRY_AFTER_MS_MAX);
 }

@@ -21,6 +21,11 @@ export interface NodeClientOptions {
 
 export const REQUEST_TIMEOUT_MS = 60_000;
 export const ATTEMPTS_MAX = 8;
+/** Attempts of one request while the node answers 429 (too many requests). */
+export const RATE_LIMITED_ATTEMPTS_MAX = 8;
+/** The pause after a 429 without a usable `Retry-After`, and the longest one honoured. */
+const RETRY_AFTER_MS_DEFAULT = 1000;
+const RETRY_AFTER_MS_MAX = 60_000;
 
 /**
  * The CLI's HTTP client of a node's own API: one base URL and token, a deadline per request,
@@ -60,7 +65,23 @@ export class NodeClient {
     await this.#sleep(ms);
   }
 
+  /**
+   * Sends a request, its answer's body read. A read (GET) answered 429 is sent again after its
+   * `Retry-After` (bounded), RATE_LIMITED_ATTEMPTS_MAX times at most: export and verify stopped
+   * at the first 429 (review). Other methods' 429s are the caller's (IngestClient counts them).
+   */
   async request(path: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<NodeAnswer> {
+    const read = init.method === undefined || init.method === 'GET';
+    for (let limited = 1; ; limited++) {
+      const answer = await this.#requestOnce(path, init);
+      if (!read || answer.status !== 429) return answer;
+      const message = errorText(await answer.text());
+      if (limited >= RATE_LIMITED_ATTEMPTS_MAX) throw new AuditError(AuditErrorCode.UNREACHABLE, `${this.shown}${path} answered 429 (too many requests) ${limited} times: ${message}`, { retryable: true });
+      await this.pause(retryAfterMs(answer.headers.get('retry-after')), `429 ${message}`);
+    }
+  }
+
+  async #requestOnce(path: string, init: { method?: string; headers?: Record<string, string>; body?: string }): Promise<NodeAnswer> {
     let delayMs = this.#delayMsInitial;
     for (let attempt = 1; ; attempt++) {
       let failure: string;
@@ -121,6 +142,15 @@ function nodeAnswer(text: string, answer: Response, where: string): NodeAnswer {
       }
     },
   };
+}
+
+/** `Retry-After` in seconds or as an HTTP date, in ms (a default when missing or unreadable, capped). */
+export function retryAfterMs(header: string | null, now = Date.now()): number {
+  if (header === null || header.trim() === '') return RETRY_AFTER_MS_DEFAULT;
+  const seconds = Number(header);
+  const ms = Number.isFinite(seconds) ? seconds * 1000 : Date.parse(header) - now;
+  if (!Number.isFinite(ms)) return RETRY_AFTER_MS_DEFAULT;
+  return Math.min(Math.max(ms, 0), RETRY_AFTER_MS_MAX);
 }
 
 /** The `error` of a JSON error answer, else the answer's first 200 characters. */

@@ -358,9 +358,18 @@ async function readPinnedKey(file: string): Promise<KeyObject> {
   return publicKey;
 }
 
+/**
+ * A node's answer that is not 2xx: a 400 is this command's request refused (a usage error,
+ * exit 2); anything else (a 404 from a wrong --url path, a 429 that went on) is the node's
+ * side, exit 1 — not a usage error, as every such answer was before (review).
+ */
+function answeredNot(client: NodeClient, path: string, status: number, body: string): AuditError {
+  return new AuditError(status === 400 ? AuditErrorCode.BAD_REQUEST : AuditErrorCode.UNREACHABLE, `${client.shown}${path} answered ${status}: ${body.slice(0, 200)}`);
+}
+
 async function readView(client: NodeClient): Promise<NodeIntegrityView> {
   const response = await client.request('/admin/audit/integrity');
-  if (!response.ok) throw new AuditError(AuditErrorCode.BAD_REQUEST, `${client.shown}/admin/audit/integrity answered ${response.status}: ${(await response.text()).slice(0, 200)}`);
+  if (!response.ok) throw answeredNot(client, '/admin/audit/integrity', response.status, await response.text());
   return (await response.json()) as NodeIntegrityView;
 }
 
@@ -386,7 +395,7 @@ async function* nodeRecords(client: NodeClient, checks: VerifyChecks, gaps?: Nod
   try {
     for (;;) {
       const response = await client.request(`/admin/audit/integrity/records?afterSeq=${afterSeq}&limit=${NODE_PAGE}`);
-      if (!response.ok) throw new AuditError(AuditErrorCode.BAD_REQUEST, `${client.shown}/admin/audit/integrity/records answered ${response.status}: ${(await response.text()).slice(0, 200)}`);
+      if (!response.ok) throw answeredNot(client, '/admin/audit/integrity/records', response.status, await response.text());
       const text = await response.text();
       if (text === '') break;
       afterSeq = lastSeqOf(text);

@@ -1,10 +1,11 @@
 // Goal: the CLI's client of a node reads each answer's body within its retries: a connection cut
 // mid-answer is sent again like one that never answered (read by the caller, it ended export,
 // verify and import with a stack trace), and a 200 whose body is not JSON is an error naming the
-// URL and status, not a SyntaxError.
+// URL and status, not a SyntaxError. A read answered 429 is sent again after its Retry-After (export
+// and verify stopped at the first one); a write's 429 is its caller's.
 import { AuditErrorCode } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
-import { NodeClient } from '../src/node-client.js';
+import { NodeClient, RATE_LIMITED_ATTEMPTS_MAX } from '../src/node-client.js';
 
 /** An answer whose body breaks off after its first bytes, as a connection closed mid-answer does. */
 function cutAnswer(): Response {
@@ -44,5 +45,17 @@ describe('NodeClient', () => {
     const answer = await client.request('/v1/api/audit');
     expect(await answer.text()).toBe('<html>main</html>');
     await expect(answer.json()).rejects.toMatchObject({ code: AuditErrorCode.UNREACHABLE, message: 'http://127.0.0.1:1/v1/api/audit answered 200 with a body that is not JSON: <html>main</html>' });
+  });
+
+  it('sends a read answered 429 again after its Retry-After, at most RATE_LIMITED_ATTEMPTS_MAX times; a write\'s 429 is answered to its caller', async () => {
+    const pauses: number[] = [];
+    let limited = 2;
+    const tooMany = () => new Response('{"error":"slow down"}', { status: 429, headers: { 'retry-after': '3' } });
+    const client = new NodeClient({ url: 'http://127.0.0.1:1', token: 't', sleep: async (ms) => void pauses.push(ms), fetch: async () => (limited-- > 0 ? tooMany() : new Response('{"events":[]}', { status: 200 })) });
+    expect(await (await client.request('/admin/audit')).json()).toEqual({ events: [] });
+    expect(pauses).toEqual([3000, 3000]);
+    const always = new NodeClient({ url: 'http://127.0.0.1:1', token: 't', sleep: async () => undefined, fetch: async () => tooMany() });
+    await expect(always.request('/admin/audit')).rejects.toMatchObject({ code: AuditErrorCode.UNREACHABLE, message: `http://127.0.0.1:1/admin/audit answered 429 (too many requests) ${RATE_LIMITED_ATTEMPTS_MAX} times: slow down` });
+    expect((await always.request('/v1/api/audit', { method: 'POST', body: '[]' })).status).toBe(429);
   });
 });
