@@ -2,6 +2,7 @@ import { AuditError, AuditErrorCode } from '@auditlake/model';
 import avsc from 'avsc';
 import { inflateRawSync } from 'node:zlib';
 import { AVRO_READS_PER_VALUE_MAX, boundedType, readsPerValueMax } from './bounded-avro-types.js';
+import { runToEnd, type Steps } from './event-loop-slices.js';
 
 /**
  * Avro object container files (Avro spec "Object Container Files"; docs/iceberg-layout.md
@@ -79,6 +80,15 @@ export interface AvroContainerInput {
  * not accept (naming the offending field) or a bad sync marker.
  */
 export function encodeAvroContainer(input: AvroContainerInput): Uint8Array {
+  return runToEnd(avroContainerEncoding(input));
+}
+
+/**
+ * {@link encodeAvroContainer} as steps of one block each (~64 KiB), for a caller that gives the
+ * event loop turns between them ({@link runInSlices}). `records` is read as it is iterated:
+ * a caller may map its values to Avro records lazily, so no step converts them all at once.
+ */
+export function* avroContainerEncoding(input: Omit<AvroContainerInput, 'records'> & { records: Iterable<unknown> }): Steps<Uint8Array> {
   const syncMarker = input.syncMarker ?? globalThis.crypto.getRandomValues(new Uint8Array(SYNC_MARKER_BYTES));
   if (syncMarker.byteLength !== SYNC_MARKER_BYTES) {
     throw new TypeError(`syncMarker must be ${SYNC_MARKER_BYTES} bytes, got ${syncMarker.byteLength}`);
@@ -106,7 +116,10 @@ export function encodeAvroContainer(input: AvroContainerInput): Uint8Array {
     const encoded = encodeRecord(input.schema.type, record);
     block.push(encoded);
     blockBytes += encoded.byteLength;
-    if (blockBytes >= AVRO_BLOCK_BYTES_TARGET) flush();
+    if (blockBytes >= AVRO_BLOCK_BYTES_TARGET) {
+      flush();
+      yield;
+    }
   }
   flush();
   return concat(parts);
@@ -139,6 +152,8 @@ const RESOLVERS_PER_READER_MAX = 32;
 interface KnownWriter {
   writerSchema: unknown;
   resolver: avsc.Resolver;
+  /** See {@link OpenedAvroContainer.writerIsReader}. */
+  writerIsReader: boolean;
 }
 
 const resolvers = new WeakMap<avsc.Type, Map<string, KnownWriter>>();
@@ -150,7 +165,7 @@ const resolvers = new WeakMap<avsc.Type, Map<string, KnownWriter>>();
  * RESOLVERS_PER_READER_MAX; the oldest goes first). The writer schema object is shared: callers
  * only read it.
  */
-function resolverFor(readerType: avsc.Type, schemaText: string, unusable: (message: string, cause?: unknown) => AuditError): KnownWriter {
+function resolverFor(readerType: avsc.Type, schemaText: string, unusable: Unusable): KnownWriter {
   let known = resolvers.get(readerType);
   if (known === undefined) {
     known = new Map();
@@ -164,9 +179,18 @@ function resolverFor(readerType: avsc.Type, schemaText: string, unusable: (messa
   if (reads > AVRO_READS_PER_VALUE_MAX) throw unusable(`its schema makes ${reads} reads of one value without taking a byte, more than the ${AVRO_READS_PER_VALUE_MAX} allowed`);
   const resolver = attempt(() => readerType.createResolver(writerType), unusable, 'writer schema does not resolve to the reader schema');
   if (known.size >= RESOLVERS_PER_READER_MAX) known.delete(known.keys().next().value as string);
-  const writer = { writerSchema, resolver };
+  const writer = { writerSchema, resolver, writerIsReader: canonicalForm(writerType) === canonicalForm(readerType) };
   known.set(schemaText, writer);
   return writer;
+}
+
+/**
+ * The type's Parsing Canonical Form (Avro spec): names, types and field order, without
+ * attributes (`field-id`, `logicalType`, defaults, docs). Two schemas with the same form encode
+ * a value in the same bytes.
+ */
+function canonicalForm(type: avsc.Type): string {
+  return JSON.stringify(type.schema());
 }
 
 /** A decoded container file. */
@@ -179,15 +203,45 @@ export interface AvroContainer {
   records: unknown[];
 }
 
+/** Makes the coded error a container's problems are reported with. */
+export type Unusable = (message: string, cause?: unknown) => AuditError;
+
+/** One block of a container file: its declared record count and its (inflated) bytes. */
+export interface AvroBlock {
+  count: number;
+  data: Buffer;
+}
+
+/** A container file whose header is read and checked; its blocks are read as they are asked for. */
+export interface OpenedAvroContainer {
+  /** Header keys other than `avro.*`, decoded as UTF-8. */
+  metadata: Record<string, string>;
+  /** The writer schema from `avro.schema`. */
+  writerSchema: unknown;
+  /** Resolves a record of the writer schema to the reader type. */
+  resolver: avsc.Resolver;
+  /**
+   * The writer schema is the reader type in Parsing Canonical Form: a record's bytes are laid
+   * out exactly as the reader type describes, field for field, so a reader written for that
+   * type may read them without resolution.
+   */
+  writerIsReader: boolean;
+  /** The coded error for this file (`<what> is not readable: …`). */
+  unusable: Unusable;
+  /**
+   * The blocks in file order, each checked before it is handed out: sync marker, its count
+   * against its bytes, and the file's bounds on records and inflated bytes so far.
+   */
+  blocks(): Generator<AvroBlock, void, void>;
+}
+
 /**
- * Decodes an object container file, resolving each record from the file's writer schema to
- * `readerType` (Avro schema resolution: fields missing from the writer take the reader's
- * defaults, fields unknown to the reader are skipped). Codecs `null` and `deflate`.
- * Throws AuditError AUDIT_TABLE_INVALID for anything that is not such a file or whose
- * schema cannot be resolved; `what` names the file kind in messages.
+ * Reads an object container file's header and resolves its writer schema to `readerType`.
+ * Throws AuditError AUDIT_TABLE_INVALID for anything that is not such a file (codecs `null`
+ * and `deflate`) or whose schema cannot be resolved; `what` names the file kind in messages.
  */
-export function decodeAvroContainer(bytes: Uint8Array, readerType: avsc.Type, what: string): AvroContainer {
-  const unusable = (message: string, cause?: unknown): AuditError =>
+export function openAvroContainer(bytes: Uint8Array, readerType: avsc.Type, what: string): OpenedAvroContainer {
+  const unusable: Unusable = (message, cause) =>
     new AuditError(AuditErrorCode.TABLE_INVALID, `${what} is not readable: ${message}`, cause === undefined ? {} : { cause });
   const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   if (buffer.byteLength < MAGIC.byteLength || !buffer.subarray(0, MAGIC.byteLength).equals(MAGIC)) {
@@ -200,21 +254,33 @@ export function decodeAvroContainer(bytes: Uint8Array, readerType: avsc.Type, wh
   );
   if (header.value === undefined || header.offset < 0) throw unusable('truncated header');
   const meta = header.value.meta;
-  const syncMarker = header.value.sync;
   const codec = meta['avro.codec']?.toString('utf8') ?? 'null';
   if (codec !== 'null' && codec !== 'deflate') throw unusable(`unsupported codec ${codec}`);
   const schemaText = meta['avro.schema']?.toString('utf8');
   if (schemaText === undefined) throw unusable('no avro.schema in the header');
-  const { writerSchema, resolver } = resolverFor(readerType, schemaText, unusable);
+  const { writerSchema, resolver, writerIsReader } = resolverFor(readerType, schemaText, unusable);
 
   const metadata: Record<string, string> = {};
   for (const [key, value] of Object.entries(meta)) {
     if (!key.startsWith('avro.')) metadata[key] = value.toString('utf8');
   }
+  const layout = { buffer, start: header.offset, syncMarker: header.value.sync, deflated: codec === 'deflate' };
+  return { metadata, writerSchema, resolver, writerIsReader, unusable, blocks: () => containerBlocks(layout, unusable) };
+}
 
-  const records: unknown[] = [];
-  let offset = header.offset;
+/** Where a container's blocks are: after the header, each ending in the sync marker. */
+interface BlocksLayout {
+  buffer: Buffer;
+  start: number;
+  syncMarker: Buffer;
+  deflated: boolean;
+}
+
+function* containerBlocks(layout: BlocksLayout, unusable: Unusable): Generator<AvroBlock, void, void> {
+  const { buffer, syncMarker } = layout;
+  let offset = layout.start;
   let blockBytes = 0;
+  let records = 0;
   while (offset < buffer.byteLength) {
     const count = readLong(buffer, offset, unusable);
     const size = readLong(buffer, count.offset, unusable);
@@ -223,30 +289,52 @@ export function decodeAvroContainer(bytes: Uint8Array, readerType: avsc.Type, wh
     if (dataEnd + SYNC_MARKER_BYTES > buffer.byteLength) throw unusable('truncated block');
     if (!buffer.subarray(dataEnd, dataEnd + SYNC_MARKER_BYTES).equals(syncMarker)) throw unusable('sync marker mismatch');
     let data = buffer.subarray(size.offset, dataEnd);
-    if (codec === 'deflate') data = inflateBlock(data, AVRO_FILE_INFLATED_BYTES_MAX - blockBytes, unusable);
+    if (layout.deflated) data = inflateBlock(data, AVRO_FILE_INFLATED_BYTES_MAX - blockBytes, unusable);
     blockBytes += data.byteLength;
     if (blockBytes > AVRO_FILE_INFLATED_BYTES_MAX) throw unusable(`its blocks hold more than the ${AVRO_FILE_INFLATED_BYTES_MAX} bytes one file may hold`);
     // Every record of a table's files takes a byte at least: a count beyond the block's bytes
     // is not a count of records (decoding it would only find out record by record).
     if (count.value > data.byteLength) throw unusable(`a block of ${data.byteLength} bytes declares ${count.value} records`);
-    if (records.length + count.value > AVRO_FILE_RECORDS_MAX) throw unusable(`its blocks declare more than the ${AVRO_FILE_RECORDS_MAX} records one file may hold`);
-    let position = 0;
-    for (let i = 0; i < count.value; i++) {
-      const decoded = attempt(() => readerType.decode(data, position, resolver), unusable, 'bad record');
-      if (decoded.offset < 0) throw unusable('block shorter than its records');
-      // So that each record takes a byte, as the count's check above assumes.
-      if (decoded.offset === position) throw unusable('its records take no bytes');
-      records.push(decoded.value);
-      position = decoded.offset;
-    }
-    if (position !== data.byteLength) throw unusable('block longer than its records');
+    records += count.value;
+    if (records > AVRO_FILE_RECORDS_MAX) throw unusable(`its blocks declare more than the ${AVRO_FILE_RECORDS_MAX} records one file may hold`);
+    yield { count: count.value, data };
     offset = dataEnd + SYNC_MARKER_BYTES;
   }
-  return { metadata, writerSchema, records };
+}
+
+/**
+ * Decodes an object container file, resolving each record from the file's writer schema to
+ * `readerType` (Avro schema resolution: fields missing from the writer take the reader's
+ * defaults, fields unknown to the reader are skipped). Codecs `null` and `deflate`.
+ * Throws AuditError AUDIT_TABLE_INVALID for anything that is not such a file or whose
+ * schema cannot be resolved; `what` names the file kind in messages.
+ */
+export function decodeAvroContainer(bytes: Uint8Array, readerType: avsc.Type, what: string): AvroContainer {
+  const container = openAvroContainer(bytes, readerType, what);
+  const records: unknown[] = [];
+  for (const block of container.blocks()) for (const record of decodeBlockRecords(block, readerType, container)) records.push(record);
+  return { metadata: container.metadata, writerSchema: container.writerSchema, records };
+}
+
+/** A block's records, decoded by avsc through the container's resolver. */
+export function decodeBlockRecords({ count, data }: AvroBlock, readerType: avsc.Type, container: OpenedAvroContainer): unknown[] {
+  const { resolver, unusable } = container;
+  const into: unknown[] = [];
+  let position = 0;
+  for (let i = 0; i < count; i++) {
+    const decoded = attempt(() => readerType.decode(data, position, resolver), unusable, 'bad record');
+    if (decoded.offset < 0) throw unusable('block shorter than its records');
+    // So that each record takes a byte, as the block's count check assumes.
+    if (decoded.offset === position) throw unusable('its records take no bytes');
+    into.push(decoded.value);
+    position = decoded.offset;
+  }
+  if (position !== data.byteLength) throw unusable('block longer than its records');
+  return into;
 }
 
 /** A deflate block inflated, refused when it inflates beyond a block's bound or the `fileRoom` bytes its file has left. */
-function inflateBlock(data: Buffer, fileRoom: number, unusable: (message: string, cause?: unknown) => AuditError): Buffer {
+function inflateBlock(data: Buffer, fileRoom: number, unusable: Unusable): Buffer {
   const room = Math.min(AVRO_BLOCK_INFLATED_BYTES_MAX, fileRoom);
   try {
     return inflateRawSync(data, { maxOutputLength: Math.max(1, room) });
@@ -258,14 +346,14 @@ function inflateBlock(data: Buffer, fileRoom: number, unusable: (message: string
   }
 }
 
-function readLong(buffer: Buffer, offset: number, unusable: (message: string) => AuditError): { value: number; offset: number } {
+function readLong(buffer: Buffer, offset: number, unusable: Unusable): { value: number; offset: number } {
   const decoded = attempt<{ value: number | undefined; offset: number }>(() => LONG_TYPE.decode(buffer, offset), unusable, 'bad block header');
   if (decoded.value === undefined || decoded.offset < 0) throw unusable('truncated block header');
   return { value: decoded.value, offset: decoded.offset };
 }
 
 /** Runs `fn`, turning any error into the coded one. */
-function attempt<T>(fn: () => T, unusable: (message: string, cause?: unknown) => AuditError, message: string): T {
+function attempt<T>(fn: () => T, unusable: Unusable, message: string): T {
   try {
     return fn();
   } catch (err) {

@@ -24,3 +24,4 @@ export { ParquetFileAssembler, schemaKey, type EncodedRowGroup } from './parquet
 export * from './parquet-merge.js';
 export { assembleColumnChunks, encodeColumnChunks, packColumn, packedColumnBuffers, unpackColumn, type EncodedColumnChunk, type EncodedColumnChunks, type PackedColumn } from './column-chunk-writer.js';
 export * from './split-parquet-encode.js';
+export { EVENT_LOOP_SLICE_MS, runInSlices, runToEnd, type Steps } from './event-loop-slices.js';
