@@ -158,7 +158,7 @@ export function incrementalPlan(objects: ObjectStore, table: IcebergTableRef, be
     async dataFiles() {
       const found = new Set<string>();
       await mapBounded(withDeletes, OBJECT_REQUESTS_IN_FLIGHT_MAX, async (file) => {
-        const entries = await manifests.entries(objects, table, file.manifest_path);
+        const entries = await manifests.refs(objects, table, file.manifest_path);
         for (const entry of entries) {
           if (entry.status !== ManifestEntryStatus.DELETED) continue;
           const removedBy = entry.snapshot_id ?? file.added_snapshot_id;

@@ -4,12 +4,13 @@ import {
   currentSnapshot,
   dayDate,
   decodeLongBound,
-  decodeManifest,
+  decodeManifestInSlices,
   decodeManifestList,
   ManifestEntryStatus,
   ParquetFooterCache,
   TextProbePool,
   TS_FIELD_ID,
+  visitManifestInSlices,
   type ByteSource,
   type DataFile,
   type IcebergTableMetadata,
@@ -119,7 +120,7 @@ export class IcebergTierSource implements TierSource {
     const listKey = s3Key(this.#table, snapshot['manifest-list']);
     const declared: DeclaredTierFile[] = [];
     for (const manifest of decodeManifestList(await objects.get(listKey)).files) {
-      const entries = decodeManifest(await objects.get(s3Key(this.#table, manifest.manifest_path))).entries;
+      const entries = (await decodeManifestInSlices(await objects.get(s3Key(this.#table, manifest.manifest_path)))).entries;
       checkManifestCounts(`manifest list ${listKey}`, manifest, entries);
       checkPartitionSummary(`manifest list ${listKey}`, manifest, entries);
       for (const entry of entries) if (entry.status !== ManifestEntryStatus.DELETED) declared.push({ ...this.#tierFileOf(entry.data_file), declared: entry.data_file });
@@ -143,8 +144,12 @@ export class IcebergTierSource implements TierSource {
     for (const manifest of list.files) {
       let live = this.#manifests.get(manifest.manifest_path);
       if (live === undefined) {
-        const entries = decodeManifest(await objects.get(s3Key(this.#table, manifest.manifest_path))).entries;
-        live = entries.filter((entry) => entry.status !== ManifestEntryStatus.DELETED).map((entry) => this.#tierFileOf(entry.data_file));
+        const kept: TierFile[] = [];
+        // Each entry mapped as its block is read: only the small TierFiles are held.
+        await visitManifestInSlices(await objects.get(s3Key(this.#table, manifest.manifest_path)), (entry) => {
+          if (entry.status !== ManifestEntryStatus.DELETED) kept.push(this.#tierFileOf(entry.data_file));
+        });
+        live = kept;
       }
       current.set(manifest.manifest_path, live);
       for (const file of live) files.push(file);

@@ -25,7 +25,7 @@ export { currentManifests, ManifestCache, snapshotManifests, type ResolvedManife
 export type { MaintenanceContext, MaintenanceStep } from './iceberg-maintenance-context.js';
 export { compactIcebergTable, COMPACTION_INPUT_BYTES_MAX } from './iceberg-compaction.js';
 export { COMPACTION_RUN_TIME_BUDGET_MS, type CompactionPass } from './compaction-passes.js';
-export { rewriteIcebergManifests, rewriteManifestsIfMany, MANIFEST_ENTRIES_MAX, MANIFESTS_BETWEEN_RUNS_MAX } from './iceberg-manifest-rewrite.js';
+export { manifestsToMerge, rewriteIcebergManifests, rewriteManifestsIfMany, MANIFEST_ENTRIES_MAX, MANIFEST_ENTRIES_SMALL, MANIFESTS_BETWEEN_RUNS_MAX, type ManifestRewriteResult } from './iceberg-manifest-rewrite.js';
 export { expireIcebergSnapshots, expireOverdueSnapshots, SNAPSHOTS_BETWEEN_RUNS_FACTOR, type ExpiryResult } from './iceberg-snapshot-expiry.js';
 export { SNAPSHOT_READ_GRACE_MS } from './replaced-file-grace.js';
 export { cleanIcebergMetadata } from './iceberg-metadata-cleanup.js';
