@@ -65,6 +65,7 @@ export function auditFieldId(name: AuditColumnName): number {
 
 /** Field id of `ts` (event time, epoch ms): a data file's bounds on it let readers skip the file. */
 export const TS_FIELD_ID = auditFieldId('ts');
+export const EVENT_ID_FIELD_ID = auditFieldId('event_id');
 export const SEQ_FIELD_ID = auditFieldId('seq');
 export const INGEST_TS_FIELD_ID = auditFieldId('ingest_ts');
 

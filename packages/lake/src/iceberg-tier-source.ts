@@ -10,6 +10,7 @@ import {
   ParquetFooterCache,
   TextProbePool,
   TS_FIELD_ID,
+  EVENT_ID_FIELD_ID,
   visitManifestInSlices,
   type ByteSource,
   type DataFile,
@@ -177,6 +178,9 @@ export class IcebergTierSource implements TierSource {
   #tierFileOf(file: DataFile): TierFile {
     const lower = file.lower_bounds?.find((b) => b.key === TS_FIELD_ID)?.value;
     const upper = file.upper_bounds?.find((b) => b.key === TS_FIELD_ID)?.value;
+    // Copied: a decoded bound views its manifest block, which a kept copy would hold whole.
+    const idMin = file.lower_bounds?.find((b) => b.key === EVENT_ID_FIELD_ID)?.value;
+    const idMax = file.upper_bounds?.find((b) => b.key === EVENT_ID_FIELD_ID)?.value;
     const day = file.partition.event_time_day;
     return {
       key: s3Key(this.#table, file.file_path),
@@ -186,6 +190,8 @@ export class IcebergTierSource implements TierSource {
       // Without bounds the file cannot be skipped: widest range.
       tsMin: lower ? Number(decodeLongBound(lower)) : 0,
       tsMax: upper ? Number(decodeLongBound(upper)) : Number.MAX_SAFE_INTEGER,
+      ...(idMin === undefined ? {} : { eventIdMin: Uint8Array.from(idMin) }),
+      ...(idMax === undefined ? {} : { eventIdMax: Uint8Array.from(idMax) }),
     };
   }
 }

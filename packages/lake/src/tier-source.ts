@@ -9,6 +9,13 @@ export interface TierFile {
   tsMax: number;
   /** Size of the file in bytes, when the commit recorded it (saves asking the store). */
   bytes?: number;
+  /**
+   * The UTF-8 bytes of the file's least and greatest `event_id`, where its metadata declares
+   * them (an Iceberg manifest's bounds, possibly truncated): a lookup by id opens no file they
+   * rule out, not even for its footer.
+   */
+  eventIdMin?: Uint8Array;
+  eventIdMax?: Uint8Array;
 }
 
 /**

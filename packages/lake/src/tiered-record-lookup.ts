@@ -41,6 +41,8 @@ export interface TieredLookupStats {
   rowGroupsSkipped: number;
   /** Row groups whose `event_id` column was read. */
   rowGroupsRead: number;
+  /** Files opened (their footer read): those whose declared `event_id` and time bounds may hold an id. */
+  filesOpened: number;
 }
 
 /**
@@ -72,7 +74,9 @@ export async function findTieredRecords(sources: readonly TierSource[], eventIds
     }
     for (const file of listed) {
       if (stats) stats.files++;
-      const inFile = eventTimes === undefined ? wanted : wanted.filter((w) => mayHoldTime(file.tsMin, file.tsMax, w.timeMs));
+      // A file whose declared event_id bounds rule every id out is not opened (an erasure asks
+      // the whole tier: with ids that grow with time, its footers were most of the cost).
+      const inFile = wanted.filter((w) => (eventTimes === undefined || mayHoldTime(file.tsMin, file.tsMax, w.timeMs)) && mayHoldIdBetween(file.eventIdMin, file.eventIdMax, w.bytes));
       if (inFile.length > 0) files.push({ source, file, wanted: inFile });
     }
   }
@@ -109,6 +113,7 @@ async function copiesInFile(
   spanColumns: ReadonlyArray<'event_id' | 'seq' | 'source' | 'action'> | undefined,
   stats: TieredLookupStats | undefined,
 ): Promise<Array<{ eventId: string; ref: TieredRecordRef }>> {
+  if (stats) stats.filesOpened++;
   const parquet = await AuditParquetFile.open(await source.open(file), source.footers?.get(file.key));
   source.footers?.set(file.key, parquet.footer);
   const rows: Array<{ eventId: string; ref: TieredRecordRef }> = [];
@@ -156,10 +161,16 @@ function mayHoldTime(tsMin: number | undefined, tsMax: number | undefined, timeM
 function mayHoldEventId(footer: ParquetFooter, rowGroup: number, id: Buffer): boolean {
   const chunk = footer.row_groups[rowGroup]?.columns.find((column) => column.meta_data?.path_in_schema[0] === 'event_id');
   const statistics = chunk?.meta_data?.statistics;
-  const min = boundBytes(statistics?.min_value ?? statistics?.min);
-  const max = boundBytes(statistics?.max_value ?? statistics?.max);
+  return mayHoldIdBetween(boundBytes(statistics?.min_value ?? statistics?.min), boundBytes(statistics?.max_value ?? statistics?.max), id);
+}
+
+/**
+ * Whether an id may lie between bounds (either absent: no bound). A maximum cut short and not
+ * raised (a truncated bound, as some writers leave it) still holds the ids it begins.
+ */
+function mayHoldIdBetween(min: Uint8Array | undefined, max: Uint8Array | undefined, id: Buffer): boolean {
   if (min !== undefined && Buffer.compare(id, min) < 0) return false;
-  if (max !== undefined && Buffer.compare(id, max) > 0 && !id.subarray(0, max.length).equals(max)) return false;
+  if (max !== undefined && Buffer.compare(id, max) > 0 && Buffer.compare(id.subarray(0, max.length), max) !== 0) return false;
   return true;
 }
 

@@ -2,12 +2,13 @@
 // without `ts` was stored with a later server time, in a file whose time range does not cover the
 // first copy — reading every file's footer, skipping only row groups whose event_id statistics
 // prove the ids absent, and reading the files a few at a time; given each copy's event time, it
-// opens only the files whose time bounds hold it.
+// opens only the files whose time bounds hold it; an Iceberg table's files whose manifest
+// event_id bounds rule the ids out are not opened at all.
 import type { StoredEvent } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
 import { useEmbeddedS3 } from '../src/testing/index.js';
 import { bytesSource, encodeAuditParquet, type TieredEvent } from '@auditlake/format';
-import { commitParquetBatch, findTieredRecords, ParquetTierSource, type TierFile, type TierSource, type TieredLookupStats } from '../src/index.js';
+import { commitIcebergBatch, commitParquetBatch, ensureIcebergTable, findTieredRecords, IcebergTierSource, loadIcebergTable, ParquetTierSource, resolveIcebergTable, type TierFile, type TierSource, type TieredLookupStats } from '../src/index.js';
 
 const BUCKET = 'lookup';
 const T0 = Date.UTC(2026, 4, 1);
@@ -49,13 +50,42 @@ describe('findTieredRecords', () => {
       await commitParquetBatch(objects, location, events, { term: 1, nowMs: T0, afterSeq: f * 10, mayCommit: () => true });
     }
     const source = new ParquetTierSource(s3.connections, { mode: 'parquet', path: `s3://${BUCKET}/stats`, connectionId: 's3' });
-    const stats: TieredLookupStats = { files: 0, rowGroups: 0, rowGroupsSkipped: 0, rowGroupsRead: 0 };
+    const stats: TieredLookupStats = { files: 0, filesOpened: 0, rowGroups: 0, rowGroupsSkipped: 0, rowGroupsRead: 0 };
     const found = await findTieredRecords([source], new Set(['k37', 'k81', 'k3', 'k99x']), stats);
     expect([...found.keys()].sort()).toEqual(['k37', 'k81']);
     expect(found.get('k37')).toEqual([{ seq: 38, source: 'trino', action: 'data:Select' }]);
     expect(stats.files).toBe(10);
     // k3 and k37 fall in file 3's bounds, k81 in file 8's, k99x in file 9's: the other seven are not read.
     expect(stats).toMatchObject({ rowGroupsRead: 3, rowGroupsSkipped: stats.rowGroups - 3 });
+  });
+
+  it('opens no Iceberg data file whose manifest event_id bounds rule every id out, whatever its time', async () => {
+    const table = resolveIcebergTable('cat.ops.lookup_bounds', new Map([['cat', { name: 'cat', warehouse: `s3://${BUCKET}/wh`, connectionId: 's3' }]]));
+    const objects = s3.connections.bucket('s3', BUCKET);
+    let loaded = await ensureIcebergTable(objects, table, T0);
+    // Ten commits of ids n0.. n9 (each its own range), all on one day.
+    for (let c = 0; c < 10; c++) {
+      const events = Array.from({ length: 10 }, (_, i) => stored(`n${c}-${String(i).padStart(2, '0')}`, c * 10 + i + 1, T0 + c * 10 + i));
+      await commitIcebergBatch(objects, table, loaded, events, { term: 1, mayCommit: () => true, nowMs: T0, writerId: 'test' });
+      loaded = (await loadIcebergTable(objects, table))!;
+    }
+    const source = new IcebergTierSource(s3.connections, { identifier: table.identifier, location: table.location, connectionId: 's3' });
+    const stats: TieredLookupStats = { files: 0, filesOpened: 0, rowGroups: 0, rowGroupsSkipped: 0, rowGroupsRead: 0 };
+    const found = await findTieredRecords([source], new Set(['n4-07', 'n8-00', 'zz-absent']), stats);
+    expect([...found.keys()].sort()).toEqual(['n4-07', 'n8-00']);
+    expect(found.get('n4-07')).toEqual([{ seq: 48, source: 'trino', action: 'data:Select' }]);
+    // Ten files listed; only the two whose bounds hold an id are opened.
+    expect(stats).toMatchObject({ files: 10, filesOpened: 2 });
+
+    // Ids longer than a bound keeps (16 code points), sharing their first 16: every copy still found.
+    for (let c = 0; c < 3; c++) {
+      const events = Array.from({ length: 5 }, (_, i) => stored(`0190a5c4-7f1e-7${c}${i}-a${'é'.repeat(c)}-${i}`, 100 + c * 5 + i + 1, T0 + 100 + c * 5 + i));
+      await commitIcebergBatch(objects, table, loaded, events, { term: 1, mayCommit: () => true, nowMs: T0, writerId: 'test' });
+      loaded = (await loadIcebergTable(objects, table))!;
+    }
+    const wanted = ['0190a5c4-7f1e-702-a-2', '0190a5c4-7f1e-714-aé-4', '0190a5c4-7f1e-720-aéé-0'];
+    const again = await findTieredRecords([new IcebergTierSource(s3.connections, { identifier: table.identifier, location: table.location, connectionId: 's3' })], new Set(wanted));
+    expect([...again.keys()].sort()).toEqual([...wanted].sort());
   });
 
   it('with each id\'s event time, opens only files whose time bounds hold it, and reads whole rows when asked', async () => {
@@ -67,7 +97,7 @@ describe('findTieredRecords', () => {
       await commitParquetBatch(objects, location, events, { term: 1, nowMs: T0, afterSeq: day * 3, mayCommit: () => true });
     }
     const source = new ParquetTierSource(s3.connections, { mode: 'parquet', path: `s3://${BUCKET}/timed`, connectionId: 's3' });
-    const stats: TieredLookupStats = { files: 0, rowGroups: 0, rowGroupsSkipped: 0, rowGroupsRead: 0 };
+    const stats: TieredLookupStats = { files: 0, filesOpened: 0, rowGroups: 0, rowGroupsSkipped: 0, rowGroupsRead: 0 };
     // m2 at its own time; m3 asked at day 1's time, where it is not: not found (its day's file is not read).
     const eventTimes = new Map([['m2', T0 + 2 * DAY_MS + 1], ['m3', T0 + DAY_MS + 1]]);
     const found = await findTieredRecords([source], new Set(eventTimes.keys()), stats, { eventTimes, wholeRows: true });
@@ -85,7 +115,7 @@ describe('findTieredRecords', () => {
     const file: TierFile = { key: 'day.parquet', eventDate: '2026-05-01', rows: events.length, tsMin: T0, tsMax: T0 + (events.length - 1) * 1000, bytes: bytes.byteLength };
     const source: TierSource = { name: 'one day', listFiles: async () => [file], open: async () => bytesSource(bytes) };
     const target = events[3 * perGroup + 7]!;
-    const stats: TieredLookupStats = { files: 0, rowGroups: 0, rowGroupsSkipped: 0, rowGroupsRead: 0 };
+    const stats: TieredLookupStats = { files: 0, filesOpened: 0, rowGroups: 0, rowGroupsSkipped: 0, rowGroupsRead: 0 };
     const found = await findTieredRecords([source], new Set([target.eventId]), stats, { eventTimes: new Map([[target.eventId, target.timestamp]]), wholeRows: true });
     expect(found.get(target.eventId)?.[0]?.event).toMatchObject({ eventId: target.eventId, timestamp: target.timestamp });
     // Ids are spread over every group (their event_id statistics rule nothing out): time does.
