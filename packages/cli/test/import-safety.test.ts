@@ -152,6 +152,13 @@ describe('import: a record with megabytes in one field', () => {
     expect(Buffer.byteLength(wide!.details)).toBeLessThanOrEqual(16 * 1024);
     // Imported again: the same events, duplicates.
     expect((await runImport(node, ['--format', 'lho', file])).stdout).toBe('imported 0, duplicates 3, refused 0\n');
+
+    // A required field of white space alone past its limit is still refused as empty, not cut and stored.
+    const blank = join(dir, 'clo-audit.log.blank');
+    await writeFile(blank, JSON.stringify({ timestamp: 1_780_300_000_002, userName: ' '.repeat(2_000), action: 'VIEW_TASK', outcome: 'SUCCESS', taskId: 'task-blank' }) + '\n');
+    const refused = await runImport(node, ['--format', 'lho', blank]);
+    expect(refused).toMatchObject({ code: 3, stdout: 'imported 0, duplicates 0, refused 1\n' });
+    expect(refused.stderr).toContain('userId must not be empty');
   });
 });
 

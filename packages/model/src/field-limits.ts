@@ -81,7 +81,8 @@ function moreTablesMarker(count: number): string {
   return `…[truncated by auditlake: ${count} more tables]`;
 }
 
-const MORE_TABLES_MARKER = /^…\[truncated by auditlake: \d+ more tables\]$/;
+/** The marker as boundedTables writes it: a count of at most 15 digits (a safe integer). */
+const MORE_TABLES_MARKER = /^…\[truncated by auditlake: (\d{1,15}) more tables\]$/;
 
 /**
  * `tables` as an event keeps them: each entry cut to FIELD_LIMIT_BYTES.table, the entries that
@@ -92,7 +93,12 @@ const MORE_TABLES_MARKER = /^…\[truncated by auditlake: \d+ more tables\]$/;
  */
 export function boundedTables(tables: readonly string[]): string[] {
   const last = tables.at(-1);
-  const marked = last !== undefined && MORE_TABLES_MARKER.test(last);
+  // Only a marker boundedTables could have written: a count no longer than that, in an entry that
+  // fits a table name. Any other last entry is a name like the rest, cut and counted (review: a
+  // marker-shaped entry of 7 million digits was kept whole, past every bound, and the store
+  // refused to index it, failing the whole request every time).
+  const markedCount = last === undefined ? undefined : MORE_TABLES_MARKER.exec(last)?.[1];
+  const marked = markedCount !== undefined;
   const entries = marked ? tables.slice(0, -1) : tables;
   const kept: string[] = [];
   let bytes = 0;
@@ -105,7 +111,7 @@ export function boundedTables(tables: readonly string[]): string[] {
     bytes += size;
     kept.push(table);
   }
-  if (kept.length < entries.length) kept.push(moreTablesMarker(entries.length - kept.length + (marked ? Number(/\d+/.exec(last)?.[0] ?? 0) : 0)));
-  else if (marked) kept.push(last);
+  if (kept.length < entries.length) kept.push(moreTablesMarker(entries.length - kept.length + (marked ? Number(markedCount) : 0)));
+  else if (marked) kept.push(last as string);
   return kept;
 }

@@ -347,6 +347,13 @@ describe('validateIngestBody: over-long fields are truncated, not refused', () =
     const marked = [...Array.from({ length: 1200 }, (_, i) => `db.u${i}`), '…[truncated by auditlake: 7 more tables]'];
     expect(boundedTables(marked).at(-1)).toBe('…[truncated by auditlake: 207 more tables]');
     expect(boundedTables(marked)).toHaveLength(1001);
+    // Only a marker it could have written: a count of 16 digits or more is a name like any other, cut and counted.
+    const huge = `…[truncated by auditlake: ${'9'.repeat(7_000)} more tables]`;
+    const cut = boundedTables(['db.a', huge]);
+    expect(cut).toHaveLength(2);
+    expect(Buffer.byteLength(cut[1]!, 'utf8')).toBeLessThanOrEqual(FIELD_LIMIT_BYTES.table);
+    const stored = one(base({ tables: ['db.a', `…[truncated by auditlake: ${'1'.repeat(22)} more tables]`] })).tables;
+    expect(boundedTables(stored)).toEqual(stored);
   });
 
   it('keeps the tables that fit in 64 KiB in all, in order, and summarises the rest in one marker entry', () => {
