@@ -125,7 +125,8 @@ async function withoutResumeFile(paths: readonly string[], files: InputFile[], r
 async function nodeRetention(url: string, adminToken: string | undefined, clientOverrides: Partial<NodeClientOptions>): Promise<NodeRetention | undefined> {
   if (adminToken === undefined || adminToken === '') return undefined;
   try {
-    const node = new NodeClient({ ...clientOverrides, url, token: adminToken, attemptsMax: 1, onRetry: () => undefined });
+    // One attempt of each kind: a 429 waited out here stalled the import silently for minutes (review).
+    const node = new NodeClient({ ...clientOverrides, url, token: adminToken, attemptsMax: 1, rateLimitedAttemptsMax: 1, onRetry: () => undefined });
     const response = await node.request('/admin/audit/settings', { headers: { accept: 'application/json' } });
     if (response.status !== 200) return undefined;
     const settings = (await response.json()) as Record<string, unknown>;

@@ -9,6 +9,8 @@ export interface NodeClientOptions {
   timeoutMs?: number;
   /** Attempts per request when the node cannot be reached or answers 5xx (the requests sent are idempotent). */
   attemptsMax?: number;
+  /** Attempts of a read while the node answers 429 (default RATE_LIMITED_ATTEMPTS_MAX). */
+  rateLimitedAttemptsMax?: number;
   retryDelayMsInitial?: number;
   retryDelayMsMax?: number;
   /** Told before each retry, so the user sees why nothing moves. */
@@ -40,6 +42,7 @@ export class NodeClient {
   readonly #token: string;
   readonly #timeoutMs: number;
   readonly #attemptsMax: number;
+  readonly #rateLimitedAttemptsMax: number;
   readonly #delayMsInitial: number;
   readonly #delayMsMax: number;
   readonly #onRetry: (reason: string, delayMs: number) => void;
@@ -52,6 +55,7 @@ export class NodeClient {
     this.#token = options.token;
     this.#timeoutMs = options.timeoutMs ?? REQUEST_TIMEOUT_MS;
     this.#attemptsMax = options.attemptsMax ?? ATTEMPTS_MAX;
+    this.#rateLimitedAttemptsMax = options.rateLimitedAttemptsMax ?? RATE_LIMITED_ATTEMPTS_MAX;
     this.#delayMsInitial = options.retryDelayMsInitial ?? 500;
     this.#delayMsMax = options.retryDelayMsMax ?? 10_000;
     this.#onRetry = options.onRetry ?? (() => undefined);
@@ -74,9 +78,9 @@ export class NodeClient {
     const read = init.method === undefined || init.method === 'GET';
     for (let limited = 1; ; limited++) {
       const answer = await this.#requestOnce(path, init);
-      if (!read || answer.status !== 429) return answer;
+      if (!read || answer.status !== 429 || this.#rateLimitedAttemptsMax <= 1) return answer;
       const message = errorText(await answer.text());
-      if (limited >= RATE_LIMITED_ATTEMPTS_MAX) throw new AuditError(AuditErrorCode.UNREACHABLE, `${this.shown}${path} answered 429 (too many requests) ${limited} times: ${message}`, { retryable: true });
+      if (limited >= this.#rateLimitedAttemptsMax) throw new AuditError(AuditErrorCode.UNREACHABLE, `${this.shown}${path} answered 429 (too many requests) ${limited} times: ${message}`, { retryable: true });
       await this.pause(retryAfterMs(answer.headers.get('retry-after')), `429 ${message}`);
     }
   }

@@ -189,6 +189,7 @@ async function verifyWith(options: VerifyOptions, checks: VerifyChecks, bounds: 
         pruned === undefined
           ? undefined
           : {
+              headSeq: view?.head.seq,
               declared: (fromSeq: number, toSeq: number) => spanCovered(declared, fromSeq, toSeq),
               refresh: async () => {
                 declared = (await readView(client)).pruned;
@@ -414,6 +415,10 @@ async function* nodeRecords(client: NodeClient, checks: VerifyChecks, gaps?: Nod
       checking = undefined;
       yield await page(await done);
     }
+    // The log ended short of its head as first read: deleted at its end since (review: the
+    // newest records, old history imported last, deleted mid-verify read as a truncated tail).
+    const head = gaps?.headSeq;
+    if (head !== undefined && lastSeq < head && gaps?.declared(lastSeq + 1, head) === false) await gaps.refresh();
   } finally {
     await checking?.catch(() => undefined);
   }
@@ -421,6 +426,8 @@ async function* nodeRecords(client: NodeClient, checks: VerifyChecks, gaps?: Nod
 
 /** How the node's pages tell a gap the node declared deleted from one it did not, and read its view again. */
 interface NodeGaps {
+  /** Where the node's log ended when verify began: records deleted at its end leave a gap no later record shows. */
+  headSeq: number | undefined;
   declared(fromSeq: number, toSeq: number): boolean;
   refresh(): Promise<void>;
 }

@@ -57,5 +57,8 @@ describe('NodeClient', () => {
     const always = new NodeClient({ url: 'http://127.0.0.1:1', token: 't', sleep: async () => undefined, fetch: async () => tooMany() });
     await expect(always.request('/admin/audit')).rejects.toMatchObject({ code: AuditErrorCode.UNREACHABLE, message: `http://127.0.0.1:1/admin/audit answered 429 (too many requests) ${RATE_LIMITED_ATTEMPTS_MAX} times: slow down` });
     expect((await always.request('/v1/api/audit', { method: 'POST', body: '[]' })).status).toBe(429);
+    // Told one attempt (import's optional settings read), a 429 is answered at once, not waited out.
+    const once = new NodeClient({ url: 'http://127.0.0.1:1', token: 't', rateLimitedAttemptsMax: 1, sleep: async () => { throw new Error('must not wait'); }, fetch: async () => tooMany() });
+    expect((await once.request('/admin/audit/settings')).status).toBe(429);
   });
 });
