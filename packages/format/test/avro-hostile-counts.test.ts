@@ -5,34 +5,9 @@ import { describe, expect, it } from 'vitest';
 import { AVRO_FILE_INFLATED_BYTES_MAX, AVRO_FILE_RECORDS_MAX, avroRecordSchema, decodeAvroContainer, encodeAvroContainer } from '../src/avro-container.js';
 import { AVRO_READS_PER_VALUE_MAX, readsPerValueMax } from '../src/bounded-avro-types.js';
 import { MANIFEST_ENTRY_AVRO_SCHEMA, MANIFEST_FILE_AVRO_SCHEMA } from '../src/index.js';
+import { avroFile, long, MAGIC, SYNC, text } from './avro-bytes.js';
 
-const MAGIC = [0x4f, 0x62, 0x6a, 0x01];
-const SYNC = Array.from({ length: 16 }, (_, i) => i + 1);
-
-/** An Avro long: zig-zag, then base-128 varint. */
-function long(value: number | bigint): number[] {
-  let n = BigInt(value);
-  n = n >= 0n ? n << 1n : (-n << 1n) - 1n;
-  const out: number[] = [];
-  do {
-    let byte = Number(n & 0x7fn);
-    n >>= 7n;
-    if (n > 0n) byte |= 0x80;
-    out.push(byte);
-  } while (n > 0n);
-  return out;
-}
-
-function text(value: string): number[] {
-  const bytes = [...new TextEncoder().encode(value)];
-  return [...long(bytes.length), ...bytes];
-}
-
-/** A container file with `schema` as its writer schema and one block of `count` records held in `data`. */
-function file(schema: unknown, count: number | bigint, data: number[]): Uint8Array {
-  const header = [...MAGIC, ...long(2), ...text('avro.schema'), ...text(JSON.stringify(schema)), ...text('avro.codec'), ...text('null'), 0, ...SYNC];
-  return Uint8Array.from([...header, ...long(count), ...long(data.length), ...data, ...SYNC]);
-}
+const file = avroFile;
 
 const READER = { type: 'record', name: 'Row', fields: [{ name: 'id', type: 'long' }, { name: 'tags', type: { type: 'array', items: 'long' }, default: [] }] };
 const WITH_JUNK = { type: 'record', name: 'Row', fields: [{ name: 'id', type: 'long' }, { name: 'junk', type: { type: 'array', items: 'long' } }] };

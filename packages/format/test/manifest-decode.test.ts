@@ -2,35 +2,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { AVRO_BLOCK_BYTES_TARGET, avroRecordSchema, openAvroContainer } from '../src/avro-container.js';
+import { avroFile, long, text } from './avro-bytes.js';
 import { decodeManifest, decodeManifestInSlices, decodeManifestRefsInSlices, encodeManifest, encodeManifestInSlices, visitManifestInSlices, MANIFEST_ENTRY_AVRO_SCHEMA, type DataFile, type ManifestEntry, type ManifestEntryRef } from '../src/index.js';
-
-const MAGIC = [0x4f, 0x62, 0x6a, 0x01];
-const SYNC = Array.from({ length: 16 }, (_, i) => 0xa0 + i);
-
-/** An Avro long: zig-zag, then base-128 varint. */
-function long(value: number | bigint): number[] {
-  let n = BigInt(value);
-  n = n >= 0n ? n << 1n : (-n << 1n) - 1n;
-  const out: number[] = [];
-  do {
-    let byte = Number(n & 0x7fn);
-    n >>= 7n;
-    if (n > 0n) byte |= 0x80;
-    out.push(byte);
-  } while (n > 0n);
-  return out;
-}
-
-function text(value: string): number[] {
-  const bytes = [...new TextEncoder().encode(value)];
-  return [...long(bytes.length), ...bytes];
-}
 
 /** A manifest container with `schema` as its writer schema and one block of `records` (each its bytes). */
 function container(schema: unknown, records: readonly number[][]): Uint8Array {
-  const header = [...MAGIC, ...long(2), ...text('avro.schema'), ...text(JSON.stringify(schema)), ...text('avro.codec'), ...text('null'), 0, ...SYNC];
-  const data = records.flat();
-  return Uint8Array.from([...header, ...long(records.length), ...long(data.length), ...data, ...SYNC]);
+  return avroFile(schema, records.length, records.flat());
 }
 
 /**

@@ -160,22 +160,32 @@ async function expectEveryEventOnce(table: IcebergTableRef, objects: ObjectStore
   expect({ n: Number(counted?.['n']), d: Number(counted?.['d']) }).toEqual({ n: seqMax, d: seqMax });
 }
 
+/**
+ * A table whose first commit spans 250 days (a manifest of 250 entries, more than a small one),
+ * then `smallCommits` commits of two days each; `listed`: the list's rows after the first commit.
+ */
+async function largeThenSmall(name: string, smallCommits: number) {
+  const table = tableRef(name);
+  const objects = s3.connections.bucket('s3', BUCKET);
+  const context: MaintenanceContext = { objects, table, fence, now: Date.now, metadataLogEntriesMax: 100 };
+  const days = MANIFEST_ENTRIES_SMALL + 50;
+  let loaded = await ensureIcebergTable(objects, table, T0);
+  loaded = (await commitIcebergBatch(objects, table, loaded, dailyEvents(1, days), { ...fence, nowMs: Date.now(), writerId: 'test' })).loaded;
+  const listed = await listedFiles(objects, table, loaded);
+  let seqMax = days;
+  for (let c = 0; c < smallCommits; c++) {
+    loaded = (await commitIcebergBatch(objects, table, loaded, twoDayEvents(T0, seqMax + 1, 2), { ...fence, nowMs: Date.now(), writerId: 'test' })).loaded;
+    seqMax += 2;
+  }
+  return { table, objects, context, days, loaded, seqMax, listed };
+}
+
 describe('rewriteIcebergManifests', () => {
   it('leaves a large manifest as it is (same path and row, never fetched), merges the small ones after it, and commits nothing when nothing is left to merge', async () => {
-    const table = tableRef('keeps_large');
-    const objects = s3.connections.bucket('s3', BUCKET);
-    const context: MaintenanceContext = { objects, table, fence, now: Date.now, metadataLogEntriesMax: 100 };
-    // One commit over 250 days: a manifest of 250 entries, more than a small one.
-    const days = MANIFEST_ENTRIES_SMALL + 50;
-    let loaded = await ensureIcebergTable(objects, table, T0);
-    loaded = (await commitIcebergBatch(objects, table, loaded, dailyEvents(1, days), { ...fence, nowMs: Date.now(), writerId: 'test' })).loaded;
-    const [large] = await listedFiles(objects, table, loaded);
+    const { table, objects, context, days, ...made } = await largeThenSmall('keeps_large', 5);
+    const { loaded, seqMax } = made;
+    const [large] = made.listed;
     expect(large?.added_files_count).toBe(days);
-    let seqMax = days;
-    for (let c = 0; c < 5; c++) {
-      loaded = (await commitIcebergBatch(objects, table, loaded, twoDayEvents(T0, seqMax + 1, 2), { ...fence, nowMs: Date.now(), writerId: 'test' })).loaded;
-      seqMax += 2;
-    }
     expect(await listedFiles(objects, table, loaded)).toHaveLength(6);
 
     const gets = manifestGets(objects);
@@ -200,17 +210,8 @@ describe('rewriteIcebergManifests', () => {
   }, 180_000);
 
   it('merges a manifest with DELETED entries whatever its size, dropping them: a compaction of two days in the large manifest', async () => {
-    const table = tableRef('merges_deleted');
-    const objects = s3.connections.bucket('s3', BUCKET);
-    const context: MaintenanceContext = { objects, table, fence, now: Date.now, metadataLogEntriesMax: 100 };
-    const days = MANIFEST_ENTRIES_SMALL + 50;
-    let loaded = await ensureIcebergTable(objects, table, T0);
-    loaded = (await commitIcebergBatch(objects, table, loaded, dailyEvents(1, days), { ...fence, nowMs: Date.now(), writerId: 'test' })).loaded;
-    let seqMax = days;
-    for (let c = 0; c < 3; c++) {
-      loaded = (await commitIcebergBatch(objects, table, loaded, twoDayEvents(T0, seqMax + 1, 2), { ...fence, nowMs: Date.now(), writerId: 'test' })).loaded;
-      seqMax += 2;
-    }
+    const { table, objects, context, days, ...made } = await largeThenSmall('merges_deleted', 3);
+    const { loaded, seqMax } = made;
     // The first two days have four files each: compacted, the large manifest is rewritten with two DELETED.
     const compacted = await compactIcebergTable(context, loaded, 16 * 1024 * 1024);
     expect(compacted.filesRewritten).toBe(8);
