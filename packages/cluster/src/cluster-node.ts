@@ -308,11 +308,11 @@ export class ClusterNode {
    * when this node leads, else into the outbox for the leader. A leader that loses its lease
    * on the way falls back to the outbox rather than failing the caller.
    */
-  async receive(events: readonly EncodedEvent[], freshIds?: ReadonlySet<string>): Promise<Received> {
+  async receive(events: readonly EncodedEvent[], freshIds?: ReadonlySet<string>, sender?: string): Promise<Received> {
     const { store } = this.#options;
     if (this.elector.isLeader()) {
       try {
-        return { path: 'log', result: await store.appendEncoded(events, { ...(freshIds ? { freshIds } : {}), sequencer: this.elector.sequencer }) };
+        return { path: 'log', result: await store.appendEncoded(events, { ...(freshIds ? { freshIds } : {}), ...(sender === undefined ? {} : { lookupSender: sender }), sequencer: this.elector.sequencer }) };
       } catch (err) {
         if (!isAuditError(err, AuditErrorCode.NOT_LEADER)) throw err;
       }
@@ -429,7 +429,8 @@ export class ClusterNode {
     // batches appends of one sequencer together, and each forward had its own.)
     const freshIdsTrusted = () => this.elector.isLeader() && this.elector.leader?.term === arrivedInTerm;
     // An erasure record among them is re-applied by eventId (appendForwarded), not stored with the seqs of the log it was cut from.
-    const result = await appendForwarded(this.#options.store, events, { freshIds: newIdsOf(events, request.newIdFlags), freshIdsTrusted, sequencer: this.elector.sequencer });
+    // Its tier lookups take turns as one sender, the forwarding node (ResendLookupGate).
+    const result = await appendForwarded(this.#options.store, events, { freshIds: newIdsOf(events, request.newIdFlags), freshIdsTrusted, sequencer: this.elector.sequencer, lookupSender: `node ${request.nodeId}` });
     if (result.conflicts.length > 0) await this.#options.hooks.onConflicts(result.conflicts, request.nodeId);
     const response: ForwardResponse = { term: this.elector.knownTerm, stored: result.stored.length, duplicates: result.duplicates };
     if (result.conflicts.length > 0) response.conflicts = result.conflicts;

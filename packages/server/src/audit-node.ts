@@ -29,7 +29,6 @@ import { registerAdminUiRoutes } from './routes/admin-ui-routes.js';
 import { loadAdminUiFiles } from './admin-ui/admin-ui-files.js';
 import { registerIngestRoute } from './routes/ingest-route.js';
 import { registerInternalRoutes } from './routes/internal-routes.js';
-import { withLookupSender } from './resend-lookup-gate.js';
 import { registerSearchRoute } from './routes/search-route.js';
 import { registerStatsRoute } from './routes/stats-route.js';
 import { registerIntegrityRoutes } from './routes/integrity-route.js';
@@ -220,7 +219,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
     const tiering = new TieringService({ store, config, connections, settings, membership, metrics, log: logger });
     closers.push(() => tiering.close());
     // An event re-sent after retention deleted its tiered copy here is found in the tier.
-    store.setTieredCopyLookup((eventTimes) => tiering.tieredCopies(eventTimes));
+    store.setTieredCopyLookup((eventTimes, sender) => tiering.tieredCopies(eventTimes, sender));
     closers.push(async () => store.setTieredCopyLookup(undefined));
     const pruner = new RetentionPruner(store, {
       intervalMs: config.retentionIntervalMs,
@@ -320,8 +319,7 @@ async function startWith(options: AuditNodeOptions, embeddedS3: EmbeddedS3 | und
       registerInternalRoutes(app, {
         clusterToken: () => cluster.token.current(),
         pull: (request) => cluster.node.pull(request),
-        // A forwarding node's tier lookups take turns as one sender (ResendLookupGate).
-        receiveForward: (request) => withLookupSender(`node ${request.nodeId}`, () => cluster.node.receiveForward(request)),
+        receiveForward: (request) => cluster.node.receiveForward(request),
         ...(config.clusterSecret === '' ? {} : { secret: config.clusterSecret }),
         ownUrl: () => advertisedUrl(app, options),
       });

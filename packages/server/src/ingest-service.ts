@@ -4,7 +4,6 @@ import type { ConflictRecorder } from './conflict-recorder.js';
 import type { IngestParsePool } from './ingest-parse-pool.js';
 import type { Membership } from './membership.js';
 import type { NodeMetrics } from './metrics.js';
-import { withLookupSender } from './resend-lookup-gate.js';
 import type { SettingsService } from './settings-service.js';
 
 export interface IngestResponse {
@@ -119,7 +118,7 @@ export class IngestService {
     if (kept.length > 0) {
       const freshIds = new Set(kept.filter((event) => event.freshId).map((event) => event.eventId));
       // Tier lookups this makes (events that may re-send deleted ones) take turns as this sender's.
-      const received = await withLookupSender(options.sender?.principal ?? 'unknown', () => this.#options.membership.receive(kept, freshIds));
+      const received = await this.#options.membership.receive(kept, freshIds, options.sender?.principal ?? 'unknown');
       if (received.path === 'log') {
         metrics.eventsIngested.inc(received.result.stored.length);
         duplicates = received.result.duplicates;

@@ -17,7 +17,7 @@ export interface Membership {
   /** Who may order events this node writes itself (settings changes): the leader's term, or AUDIT_NOT_LEADER. */
   readonly sequencer: Sequencer;
   /** Stores received events durably: in the log when this node orders, else in the outbox. */
-  receive(events: readonly EncodedEvent[], freshIds?: ReadonlySet<string>): Promise<Received>;
+  receive(events: readonly EncodedEvent[], freshIds?: ReadonlySet<string>, sender?: string): Promise<Received>;
   /** `ack=replicated`: true once the events are confirmed on another node, false after `timeoutMs`. */
   confirmReplicated(events: ReadonlyArray<Pick<EncodedEvent, 'eventId'>>, timeoutMs: number): Promise<boolean>;
   /** The highest seq every reachable standby holds (what the leader may tier); undefined: no bound. */
@@ -40,7 +40,7 @@ export function singleNodeMembership(nodeId: string, url: () => string, store: A
       return { nodeId, role: 'leader', term: 0, leader: { nodeId, url: url() }, nodes: [self], erasedIdsOwed: false, erasedIdsTakenThrough: 0 };
     },
     sequencer: () => 0,
-    receive: async (events, freshIds) => ({ path: 'log', result: await store.appendEncoded(events, freshIds ? { freshIds } : {}) }),
+    receive: async (events, freshIds, sender) => ({ path: 'log', result: await store.appendEncoded(events, { ...(freshIds ? { freshIds } : {}), ...(sender === undefined ? {} : { lookupSender: sender }) }) }),
     // Ingest refuses ack=replicated on a single node before storing anything.
     confirmReplicated: () => Promise.reject(new AuditError(AuditErrorCode.BAD_REQUEST, 'ack=replicated needs a standby, and this node runs without a cluster (--coordinator)')),
     heldByStandbys: () => undefined,
@@ -62,7 +62,7 @@ export function clusterMembership(cluster: ClusterNode, leaderProven: (url: stri
     },
     status: () => cluster.status(),
     sequencer: cluster.elector.sequencer,
-    receive: (events, freshIds) => cluster.receive(events, freshIds),
+    receive: (events, freshIds, sender) => cluster.receive(events, freshIds, sender),
     confirmReplicated: (events, timeoutMs) => cluster.confirmReplicated(events, timeoutMs),
     heldByStandbys: () => cluster.heldByStandbys(),
     reserveTerm: () => cluster.reserveTerm(),

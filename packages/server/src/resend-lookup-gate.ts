@@ -1,19 +1,7 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 
-/** The sender of lookups made outside `withLookupSender`: bound by the overall limits only. */
+/** The sender of lookups no sender was given for: bound by the overall limits only. */
 const NO_SENDER = '';
-
-/** Who the lookups made within `withLookupSender` are for (a principal, a forwarding node). */
-const lookupSender = new AsyncLocalStorage<string>();
-
-/**
- * Runs `work` with the lookups it makes counted as `sender`'s (ResendLookupGate): the store asks
- * for them deep inside an append, where the request's sender is not passed.
- */
-export function withLookupSender<T>(sender: string, work: () => Promise<T>): Promise<T> {
-  return lookupSender.run(sender, work);
-}
 
 /** A lookup's answer did not come within its time: it waited for a turn or ran that long. */
 export class ResendLookupTimeout extends Error {
@@ -85,13 +73,14 @@ export class ResendLookupGate {
    * Runs `lookup` in a turn: its answer, or a {@link ResendLookupTimeout} once `timeoutMs`
    * passed since this call (waiting included; a started lookup goes on and keeps its turn).
    * Rejects at once with {@link ResendLookupsBusy} when no turn is free for it and the queue, or
-   * its sender's share of it, is full. The sender is the one `withLookupSender` set (else
-   * nobody in particular, bound by the overall limits only). A turn that frees goes to the waiting
+   * its sender's share of it, is full. `sender`: who the lookup is for (a principal, a forwarding
+   * node; none given: bound by the overall limits only). A turn that frees goes to the waiting
    * sender holding the fewest: one sender sending old-timed events under new ids (each request a
-   * lookup) kept every turn, and a genuine spool replay of another was refused (review).
+   * lookup) kept every turn, and a genuine spool replay of another was refused (review). Passed
+   * along, not kept in an AsyncLocalStorage: on Node 20 that turns on a hook for every promise
+   * the process makes.
    */
-  run<T>(lookup: () => Promise<T>, timeoutMs: number, timeoutMessage: string): Promise<T> {
-    const sender = lookupSender.getStore() ?? NO_SENDER;
+  run<T>(lookup: () => Promise<T>, timeoutMs: number, timeoutMessage: string, sender: string = NO_SENDER): Promise<T> {
     if (!this.#mayStart(sender)) {
       if (this.#queue.length >= this.#waiting) return Promise.reject(new ResendLookupsBusy(this.#active, this.#queue.length));
       const waitingOfSender = this.#queue.filter((waiter) => waiter.sender === sender).length;

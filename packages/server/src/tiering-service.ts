@@ -313,7 +313,7 @@ export class TieringService {
    * copies the readable ones hold are still answered. The lookups take turns
    * (ResendLookupGate): when too many wait, this throws ResendLookupsBusy.
    */
-  async tieredCopies(eventTimes: ReadonlyMap<string, number>): Promise<ReadonlyMap<string, string>> {
+  async tieredCopies(eventTimes: ReadonlyMap<string, number>, sender?: string): Promise<ReadonlyMap<string, string>> {
     let found: Map<string, TieredRecordRef[]>;
     const unreadable = new Map<string, string>();
     try {
@@ -321,7 +321,7 @@ export class TieringService {
       const timeoutMs = this.#resendLookupTimeoutMs;
       const noteUnreadable = (source: TierSource, err: unknown) => unreadable.set(source.name, err instanceof Error ? err.message : String(err));
       const lookup = () => findTieredRecords(sources, new Set(eventTimes.keys()), undefined, { eventTimes, wholeRows: true, unreadable: noteUnreadable });
-      found = await this.#resendLookups.run(lookup, timeoutMs, `the tier did not answer within ${timeoutMs} ms (auditlake.ingest.resend.lookup.timeout.ms)`);
+      found = await this.#resendLookups.run(lookup, timeoutMs, `the tier did not answer within ${timeoutMs} ms (auditlake.ingest.resend.lookup.timeout.ms)`, sender);
     } catch (err) {
       // Every turn taken and the queue full: the request is refused (429), nothing stored.
       if (err instanceof ResendLookupsBusy) throw err;

@@ -1,7 +1,7 @@
 // Goal: the re-send lookups ingest makes take turns — at most `running` at once (one past its timeout keeps its turn until it ends), at most `waiting` queued in order, and a request beyond both refused at once with a retryable 429 code without its lookup ever running; one sender holds at most half the turns and a quarter of the queue, and a freed turn goes to the sender holding the fewest — and every timer and rejection is accounted for.
 import { AuditErrorCode } from '@auditlake/model';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { ResendLookupGate, ResendLookupsBusy, ResendLookupTimeout, withLookupSender } from '../src/resend-lookup-gate.js';
+import { ResendLookupGate, ResendLookupsBusy, ResendLookupTimeout } from '../src/resend-lookup-gate.js';
 
 /** Lookups the test ends by hand: each started one is recorded with its resolve and reject. */
 function manualLookups() {
@@ -121,7 +121,7 @@ describe('ResendLookupGate', () => {
   it('keeps turns and places for other senders: one sender flooding gets half the turns and a quarter of the queue, and a freed turn goes to the sender holding fewest', async () => {
     const gate = new ResendLookupGate({ running: 4, waiting: 16 });
     const { started, lookup } = manualLookups();
-    const as = (sender: string, name: string) => withLookupSender(sender, () => gate.run(lookup(name), 60_000, 'late'));
+    const as = (sender: string, name: string) => gate.run(lookup(name), 60_000, 'late', sender);
     // The flood: 2 run (half of 4), 4 wait (a quarter of 16), the rest refused at once.
     const flood = Array.from({ length: 10 }, (_, i) => as('mallory', `m${i}`).catch((e: unknown) => e));
     expect(started.map((s) => s.name)).toEqual(['m0', 'm1']);

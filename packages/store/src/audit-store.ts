@@ -632,7 +632,7 @@ export class AuditStore {
       const freshIds = trustedFreshIds(options);
       const prunedTimes = lookup === undefined ? NO_PRUNED_TIMES : await this.#prunedIds.timesOf(events.flatMap((event) => (freshIds?.has(event.eventId) === true ? [] : [event.eventId])));
       const candidates = resendCandidates(events, freshIds, lookup === undefined ? undefined : this.#prunedTimeMax, erasedIds, prunedTimes);
-      ({ copies: tiered, erasedElsewhere } = candidates === undefined ? NONE_FOUND : await tieredCopiesOf(this.#db, candidates, lookup));
+      ({ copies: tiered, erasedElsewhere } = candidates === undefined ? NONE_FOUND : await tieredCopiesOf(this.#db, candidates, lookup, options.lookupSender));
       // A prune since may have deleted an event the log held here: one timed at or before the
       // newest time deleted, or one whose id a prune remembered (in the filter from the prune's
       // commit on, before the version moves: also while the filter is being filled), at any time.

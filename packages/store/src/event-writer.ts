@@ -37,6 +37,11 @@ export interface AppendOptions {
   /** Metadata written in the same LevelDB batch as the events (e.g. the settings they record). */
   meta?: readonly MetaPut[];
   /**
+   * Who the append is for (a principal, a forwarding node): passed to the tier lookup it may
+   * make for possible re-sends, whose turns are shared out by sender (ResendLookupGate).
+   */
+  lookupSender?: string;
+  /**
    * Who may order these events, asked right before their batch is written: the cluster's
    * leader passes its own. Default: the store's sequencer (AuditStoreOptions.sequencer).
    */

@@ -8,7 +8,8 @@ import { idKey } from './event-keys.js';
  * stored JSON of each copy found (a StoredEvent's fields, with its salt and kept hashes of
  * erased fields, as the tier holds them), by eventId. Throws when the tier cannot be read.
  */
-export type TieredCopyLookup = (eventTimes: ReadonlyMap<string, number>) => Promise<ReadonlyMap<string, string>>;
+/** Looks for the tier's copies of events at their times, on behalf of `sender` (AppendOptions.lookupSender). */
+export type TieredCopyLookup = (eventTimes: ReadonlyMap<string, number>, sender?: string) => Promise<ReadonlyMap<string, string>>;
 
 /** The events of an append to look for before it is written (resendCandidates). */
 export interface ResendCandidates {
@@ -78,7 +79,7 @@ export interface ResendsFound {
  * looked for at their times, and the erased ones found nowhere. Candidates the log holds are
  * removed from `candidates`. Throws what the lookup throws; without a lookup (no tier), no copies.
  */
-export async function tieredCopiesOf(db: Pick<Level<string, string>, 'getMany'>, candidates: ResendCandidates, lookup: TieredCopyLookup | undefined): Promise<ResendsFound> {
+export async function tieredCopiesOf(db: Pick<Level<string, string>, 'getMany'>, candidates: ResendCandidates, lookup: TieredCopyLookup | undefined, sender?: string): Promise<ResendsFound> {
   const { times, erased } = candidates;
   const ids = [...times.keys()];
   const held = await db.getMany(ids.map(idKey));
@@ -89,7 +90,7 @@ export async function tieredCopiesOf(db: Pick<Level<string, string>, 'getMany'>,
   });
   if (times.size === 0) return NONE_FOUND;
   const timed = new Map([...times].filter((entry): entry is [string, number] => entry[1] !== undefined));
-  const copies = lookup === undefined || timed.size === 0 ? NO_COPIES : await lookup(timed);
+  const copies = lookup === undefined || timed.size === 0 ? NO_COPIES : await lookup(timed, sender);
   let erasedElsewhere: Set<string> | undefined;
   for (const id of erased) if (!copies.has(id)) (erasedElsewhere ??= new Set()).add(id);
   return { copies, erasedElsewhere: erasedElsewhere ?? NO_IDS };
