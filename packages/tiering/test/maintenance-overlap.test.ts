@@ -361,6 +361,29 @@ describe('maintenance beside the sweep', () => {
     expect(late).toMatchObject({ table, ok: false, error: `table ${table} has no metadata at ${ref.location}` });
   });
 
+  it('a run is listed only once its audit record is written: one seen in the registrations can be searched for at once', async () => {
+    const store = await AuditStore.open({ location: await mkdtemp(join(s3.dir, 'store-')), now: () => Date.now() - HOUR_MS });
+    onTestFinished(() => store.close());
+    const table = 'cat.ns.listed_after_record';
+    let release!: () => void;
+    const recorded = new Promise<void>((resolve) => (release = resolve));
+    let recording = false;
+    const log = { info: () => undefined, warn: () => undefined };
+    const scheduler = new MaintenanceScheduler({ store, connections: s3.connections, catalogs, settings: () => settings({ 'audit.tier.iceberg.table': table }), isLeader: () => true, term: () => 1, log, onRun: async () => {
+      recording = true;
+      await recorded;
+    } });
+    onTestFinished(() => scheduler.close());
+    onTestFinished(() => release());
+    await scheduler.refresh();
+    const run = scheduler.runNow('test');
+    await expect.poll(() => recording).toBe(true);
+    expect(scheduler.registrations()[0]?.runs).toEqual([]);
+    release();
+    await run;
+    expect(scheduler.registrations()[0]?.runs).toHaveLength(1);
+  });
+
   it('a run record says how many compaction passes ran and how many small files the last left: none and null when compaction was deferred or the run failed', async () => {
     // Each append in an ingest millisecond of its own: the sweep's batches of 20 are three files.
     let ingestMs = Date.now() - HOUR_MS;
