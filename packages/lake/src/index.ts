@@ -56,5 +56,5 @@ export { findTieredRecords, type TieredLookupOptions, type TieredLookupStats, ty
 export { readTieredSuffix } from './tiered-suffix.js';
 export { icebergSeqsAfter, newestIcebergRow, newestParquetRow, parquetSeqsAfter, SEQS_AFTER_FOOTERS_MAX, type NewestTieredRow } from './newest-tiered-row.js';
 export { ERASURES_DIR, erasureDoneKey, erasuresNotDone, markErasureDone, pendingParquetErasures, rewriteParquetRows, type ParquetRowRewriteResult } from './parquet-row-rewrite.js';
-export { orphanCutoffMs, storeClockMs } from './store-clock.js';
+export { orphanCutoffMs, storeClockMs, storeNowAt } from './store-clock.js';
 export { deleteSupersededLogCheckpoints, LOG_CHECKPOINTS_KEPT } from './parquet-checkpoint-cleanup.js';

@@ -34,3 +34,11 @@ export async function orphanCutoffMs(nowMs: number, minAgeMs: number, storeNow: 
   const storeMs = storeNow === undefined ? nowMs : await storeNow();
   return Math.min(nowMs, storeMs) - minAgeMs;
 }
+
+/**
+ * A cleanup context's `storeNow` for objects at `prefix`: the store's clock (storeClockMs) moved
+ * by `clock.offsetMs` (tests), or none when no clock is asked for (objects aged by `now` alone).
+ */
+export function storeNowAt(clock: { offsetMs: number } | undefined, objects: ObjectStore, prefix: string): { storeNow?: () => Promise<number> } {
+  return clock === undefined ? {} : { storeNow: async () => (await storeClockMs(objects, prefix)) + clock.offsetMs };
+}

@@ -7,11 +7,10 @@ import {
   resolveIcebergTable,
   runIcebergMaintenance,
   runParquetMaintenance,
-  storeClockMs,
+  storeNowAt,
   type MaintenanceRunFigures,
   type MaintenanceStep,
   type MarkerPacking,
-  type ObjectStore,
   type S3Connections,
   type TieredLocation,
   type TierFileEncoder,
@@ -397,18 +396,11 @@ export class MaintenanceScheduler {
       const s3 = parseS3Location(location.path);
       if (!s3) throw new AuditError(AuditErrorCode.TABLE_INVALID, `not an s3://bucket/prefix location: ${location.path}`);
       const objects = this.#options.connections.bucket(location.connectionId, s3.bucket);
-      return runParquetMaintenance({ objects, location: s3, fence, now: this.#now, ...this.#storeNow(objects, s3.prefix), ...hooks }, policy);
+      return runParquetMaintenance({ objects, location: s3, fence, now: this.#now, ...storeNowAt(this.#options.storeClock, objects, s3.prefix), ...hooks }, policy);
     }
     const table = icebergTableAt({ identifier: location.path, location: location.location, connectionId: location.connectionId });
     const objects = this.#options.connections.bucket(table.connectionId, table.s3.bucket);
-    return runIcebergMaintenance({ objects, table, fence, now: this.#now, ...this.#storeNow(objects, table.s3.prefix), ...hooks }, policy);
-  }
-
-  /** The store's clock for orphan cleanup at `prefix`, when asked for (see MaintenanceSchedulerOptions.storeClock). */
-  #storeNow(objects: ObjectStore, prefix: string): { storeNow?: () => Promise<number> } {
-    const clock = this.#options.storeClock;
-    if (clock === undefined) return {};
-    return { storeNow: async () => (await storeClockMs(objects, prefix)) + clock.offsetMs };
+    return runIcebergMaintenance({ objects, table, fence, now: this.#now, ...storeNowAt(this.#options.storeClock, objects, table.s3.prefix), ...hooks }, policy);
   }
 
   /** Stops every cron timer and waits for a running run; idempotent. */

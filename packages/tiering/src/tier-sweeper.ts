@@ -40,7 +40,7 @@ import {
   PARQUET_CHECKPOINT_INTERVAL_MARKERS,
   writeParquetCheckpoint,
   deleteSupersededLogCheckpoints,
-  storeClockMs,
+  storeNowAt,
   SEQS_AFTER_FOOTERS_MAX,
   type MaintenanceContext,
   type MaintenanceStep,
@@ -557,12 +557,10 @@ export class TierSweeper {
    * goes on where this stopped. Never fails the checkpoint it follows.
    */
   async #deleteSupersededCheckpoints(objects: ObjectStore, location: S3Location, fence: { term: number; mayCommit: () => boolean }, settings: EffectiveSettings): Promise<void> {
-    const clock = this.#options.storeClock;
-    const storeNow = clock === undefined ? {} : { storeNow: async () => (await storeClockMs(objects, location.prefix)) + clock.offsetMs };
     const open = { term: fence.term, mayCommit: () => !this.#closed && fence.mayCommit() };
     const target = settings.tierParquetPath;
     try {
-      const deleted = await deleteSupersededLogCheckpoints({ objects, location, fence: open, now: this.#now, ...storeNow }, settings.maintenanceOrphanMinAgeMs);
+      const deleted = await deleteSupersededLogCheckpoints({ objects, location, fence: open, now: this.#now, ...storeNowAt(this.#options.storeClock, objects, location.prefix) }, settings.maintenanceOrphanMinAgeMs);
       if (deleted > 0) this.#options.log.info({ deleted }, `Audit tiering deleted ${deleted} superseded checkpoints of the Parquet log at ${target} (maintenance is off)`);
     } catch (err) {
       if (this.#closed) return;
