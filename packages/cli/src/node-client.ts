@@ -9,7 +9,7 @@ export interface NodeClientOptions {
   timeoutMs?: number;
   /** Attempts per request when the node cannot be reached or answers 5xx (the requests sent are idempotent). */
   attemptsMax?: number;
-  /** Attempts of a read while the node answers 429 (default RATE_LIMITED_ATTEMPTS_MAX). */
+  /** Attempts of a request while the node answers 429 (default RATE_LIMITED_ATTEMPTS_MAX). */
   rateLimitedAttemptsMax?: number;
   retryDelayMsInitial?: number;
   retryDelayMsMax?: number;
@@ -64,24 +64,23 @@ export class NodeClient {
   }
 
   /** Waits `ms` (the injected sleep), telling `onRetry` why. */
-  async pause(ms: number, reason: string): Promise<void> {
+  async #pause(ms: number, reason: string): Promise<void> {
     this.#onRetry(reason, ms);
     await this.#sleep(ms);
   }
 
   /**
-   * Sends a request, its answer's body read. A read (GET) answered 429 is sent again after its
-   * `Retry-After` (bounded), RATE_LIMITED_ATTEMPTS_MAX times at most: export and verify stopped
-   * at the first 429 (review). Other methods' 429s are the caller's (IngestClient counts them).
+   * Sends a request, its answer's body read. An answer 429 is sent again after its
+   * `Retry-After` (bounded), RATE_LIMITED_ATTEMPTS_MAX times at most, for every request as for
+   * ingest (all are idempotent): export and verify stopped at the first 429 (review).
    */
   async request(path: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<NodeAnswer> {
-    const read = init.method === undefined || init.method === 'GET';
     for (let limited = 1; ; limited++) {
       const answer = await this.#requestOnce(path, init);
-      if (!read || answer.status !== 429 || this.#rateLimitedAttemptsMax <= 1) return answer;
+      if (answer.status !== 429 || this.#rateLimitedAttemptsMax <= 1) return answer;
       const message = errorText(await answer.text());
       if (limited >= this.#rateLimitedAttemptsMax) throw new AuditError(AuditErrorCode.UNREACHABLE, `${this.shown}${path} answered 429 (too many requests) ${limited} times: ${message}`, { retryable: true });
-      await this.pause(retryAfterMs(answer.headers.get('retry-after')), `429 ${message}`);
+      await this.#pause(retryAfterMs(answer.headers.get('retry-after')), `429 ${message}`);
     }
   }
 
@@ -112,8 +111,7 @@ export class NodeClient {
       if (attempt >= this.#attemptsMax) {
         throw new AuditError(AuditErrorCode.UNREACHABLE, `${this.shown}${path}: no answer after ${attempt} attempts; the last: ${failure}`, { retryable: true });
       }
-      this.#onRetry(failure, delayMs);
-      await this.#sleep(delayMs);
+      await this.#pause(delayMs, failure);
       delayMs = Math.min(delayMs * 2, this.#delayMsMax);
     }
   }
@@ -149,7 +147,7 @@ function nodeAnswer(text: string, answer: Response, where: string): NodeAnswer {
 }
 
 /** `Retry-After` in seconds or as an HTTP date, in ms (a default when missing or unreadable, capped). */
-export function retryAfterMs(header: string | null, now = Date.now()): number {
+function retryAfterMs(header: string | null, now = Date.now()): number {
   if (header === null || header.trim() === '') return RETRY_AFTER_MS_DEFAULT;
   const seconds = Number(header);
   const ms = Number.isFinite(seconds) ? seconds * 1000 : Date.parse(header) - now;
