@@ -2,7 +2,6 @@ import { randomInt, randomUUID } from 'node:crypto';
 import {
   currentSchema,
   currentSnapshot,
-  decodeManifestList,
   encodeManifestInSlices,
   encodeManifestList,
   ManifestEntryStatus,
@@ -14,8 +13,8 @@ import {
 } from '@auditlake/format';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import { carriedSummary, tableTurn, type MaintenanceContext } from './iceberg-maintenance-context.js';
-import { isLive, ManifestCache, resolvedManifest } from './iceberg-table-files.js';
-import { metadataFileKey, s3Key } from './iceberg-table-ref.js';
+import { isLive, ManifestCache, resolvedManifest, snapshotManifestFiles } from './iceberg-table-files.js';
+import { metadataFileKey } from './iceberg-table-ref.js';
 import type { LoadedTable } from './iceberg-table.js';
 import { commitMetadataVersion } from './iceberg-version-commit.js';
 
@@ -123,7 +122,7 @@ async function warmUp(context: MaintenanceContext, loaded: LoadedTable, cache: M
 /** The manifest-list rows of the current snapshot (none for an empty table). */
 async function currentManifestFiles(context: MaintenanceContext, metadata: IcebergTableMetadata): Promise<ManifestFile[]> {
   const snapshot = currentSnapshot(metadata);
-  return snapshot ? decodeManifestList(await context.objects.get(s3Key(context.table, snapshot['manifest-list']))).files : [];
+  return snapshot ? snapshotManifestFiles(context.objects, context.table, snapshot) : [];
 }
 
 /** The live entries of `files`, as EXISTING with their sequence numbers written out, by day and then path. */

@@ -84,10 +84,14 @@ export async function resolvedManifest(objects: ObjectStore, table: IcebergTable
   return { file, entries: (await cache.entries(objects, table, file.manifest_path)).map((entry) => resolveEntry(entry, file)) };
 }
 
+/** The rows of `snapshot`'s manifest list: one per manifest, with its counts. */
+export async function snapshotManifestFiles(objects: ObjectStore, table: IcebergTableRef, snapshot: IcebergSnapshot): Promise<ManifestFile[]> {
+  return decodeManifestList(await objects.get(s3Key(table, snapshot['manifest-list']))).files;
+}
+
 /** The manifests of `snapshot`, fetched at most OBJECT_REQUESTS_IN_FLIGHT_MAX at a time. */
 export async function snapshotManifests(objects: ObjectStore, table: IcebergTableRef, snapshot: IcebergSnapshot, cache = new ManifestCache()): Promise<ResolvedManifest[]> {
-  const list = decodeManifestList(await objects.get(s3Key(table, snapshot['manifest-list'])));
-  return mapBounded(list.files, OBJECT_REQUESTS_IN_FLIGHT_MAX, (file) => resolvedManifest(objects, table, file, cache));
+  return mapBounded(await snapshotManifestFiles(objects, table, snapshot), OBJECT_REQUESTS_IN_FLIGHT_MAX, (file) => resolvedManifest(objects, table, file, cache));
 }
 
 /** The manifests of the current snapshot (none for an empty table). */
@@ -108,7 +112,7 @@ export function isLive(entry: Pick<ManifestEntry, 'status'>): boolean {
  */
 export async function snapshotReach(objects: ObjectStore, table: IcebergTableRef, snapshot: IcebergSnapshot, cache: ManifestCache, into: Set<string>, liveOnly = false): Promise<void> {
   into.add(snapshot['manifest-list']);
-  const files = decodeManifestList(await objects.get(s3Key(table, snapshot['manifest-list']))).files;
+  const files = await snapshotManifestFiles(objects, table, snapshot);
   const manifests = await mapBounded(files, OBJECT_REQUESTS_IN_FLIGHT_MAX, (file) => cache.refs(objects, table, file.manifest_path));
   files.forEach((file, index) => {
     into.add(file.manifest_path);
