@@ -3,7 +3,7 @@ import { basename, dirname, resolve } from 'node:path';
 import { AuditError, AuditErrorCode, isAuditError } from '@auditlake/model';
 import { RECORD_FORMATS } from './formats/formats.js';
 import { ImportProgress } from './import-progress.js';
-import { parseImportOptions } from './import-options.js';
+import { parseImportOptions, type ImportOptions } from './import-options.js';
 import { Importer, type NodeRetention, type PastRetention } from './importer.js';
 import { IngestClient } from './ingest-client.js';
 import { inputFiles, type InputFile } from './input-files.js';
@@ -41,6 +41,16 @@ export async function importCommand(args: string[], env: NodeJS.ProcessEnv, io: 
     io.stderr.write(`auditlake import: ${err.message}\n`);
     return EXIT_USAGE;
   }
+  try {
+    return await importFiles(options, files, resume, env, io, clientOverrides);
+  } finally {
+    // On every way out, so the next run may use the resume file (a kill leaves the lock to be taken over).
+    await resume?.close();
+  }
+}
+
+/** The import itself, once the options are read and the resume file is held. */
+async function importFiles(options: ImportOptions, files: InputFile[], resume: ResumeFile | undefined, env: NodeJS.ProcessEnv, io: CommandIo, clientOverrides: Partial<NodeClientOptions>): Promise<number> {
   const progress = new ImportProgress({
     out: io.stderr,
     totalBytes: files.every((f) => f.kind === 'file') ? files.reduce((sum, f) => sum + (f.kind === 'file' ? f.sizeBytes : 0), 0) : undefined,
@@ -94,7 +104,7 @@ export async function importCommand(args: string[], env: NodeJS.ProcessEnv, io: 
 }
 
 /**
- * The input files without the resume file and its temporary copy (`F.tmp`): kept inside the
+ * The input files without the resume file, its temporary copy (`F.tmp`) and its lock: kept inside the
  * directory being imported, the resume file was imported by the next run as records (review).
  * Named as a PATH itself, it is a usage error.
  */
@@ -104,12 +114,14 @@ async function withoutResumeFile(paths: readonly string[], files: InputFile[], r
     throw new AuditError(AuditErrorCode.BAD_REQUEST, `${resumeFile} is the resume file (--resume-file): name the files to import, not it`);
   }
   // Compared by real directory: the directory may be named through a link. Only files of the same name are looked at.
-  const names = new Set([basename(resumePath), `${basename(resumePath)}.tmp`]);
+  const name = basename(resumePath);
+  // The lock and its short-lived copies (resume-lock.ts) are the resume file's too.
+  const isResumeFiles = (file: string) => file === name || file === `${name}.tmp` || file === `${name}.lock` || file.startsWith(`${name}.lock.`);
   const realDir = async (path: string) => realpath(dirname(path)).catch(() => dirname(path));
   const resumeDir = await realDir(resumePath);
   const kept: InputFile[] = [];
   for (const file of files) {
-    if (file.kind === 'file' && names.has(basename(file.path)) && (await realDir(file.path)) === resumeDir) continue;
+    if (file.kind === 'file' && isResumeFiles(basename(file.path)) && (await realDir(file.path)) === resumeDir) continue;
     kept.push(file);
   }
   return kept;

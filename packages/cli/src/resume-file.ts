@@ -1,8 +1,11 @@
 import { createHash } from 'node:crypto';
 import { open, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import type { FormatName } from './formats/record-format.js';
 import type { InputFile } from './input-files.js';
+import { ResumeLock } from './resume-lock.js';
+import { syncDirectory } from './sync-directory.js';
 
 /** How far an import got in one file. */
 export interface FileProgress {
@@ -45,13 +48,16 @@ export const WRITE_INTERVAL_MS = 1_000;
  * (to a temporary file, then renamed, so a killed import never leaves half a file). Written
  * after every batch and every file, the state of 200,000 files made the import rewrite ~50 MB
  * per file: quadratic (review). A kill loses at most that interval's progress: sent again, as
- * duplicates. A re-run skips what is recorded. The ids of imported records do
+ * duplicates. Each write is synced before its rename and the rename after it, so a power loss
+ * leaves the last state or the one before, never an empty file. One run at a time holds a
+ * resume file (`F.lock`, resume-lock.ts) until `close()`. A re-run skips what is recorded. The ids of imported records do
  * not depend on it, so a batch acknowledged just before a kill and sent again is only counted
  * as duplicates, never stored twice.
  */
 export class ResumeFile {
   readonly path: string;
   readonly #state: ResumeState;
+  readonly #lock: ResumeLock;
   /** The fingerprint of each file this run read, taken once (its first bytes do not change while it is appended to). */
   readonly #heads = new Map<string, { bytes: number; sha256: string }>();
 
@@ -61,21 +67,36 @@ export class ResumeFile {
   /** Recorded since the last write. */
   #dirty = false;
 
-  private constructor(path: string, state: ResumeState, now: () => number) {
+  private constructor(path: string, state: ResumeState, lock: ResumeLock, now: () => number) {
     this.path = path;
     this.#state = state;
+    this.#lock = lock;
     this.#now = now;
   }
 
-  /** Opens `path`, or starts an empty record when it does not exist yet. `now`: the clock writes are spaced by. */
+  /**
+   * Opens `path`, or starts an empty record when it does not exist yet, and holds it until
+   * `close()`: refused while another import holds it. `now`: the clock writes are spaced by.
+   */
   static async open(path: string, format: FormatName, now: () => number = () => performance.now()): Promise<ResumeFile> {
+    const lock = await ResumeLock.take(path);
+    try {
+      return new ResumeFile(path, await ResumeFile.#read(path, format), lock, now);
+    } catch (err) {
+      await lock.release();
+      throw err;
+    }
+  }
+
+  /** The state `path` records, or an empty one when it does not exist yet. */
+  static async #read(path: string, format: FormatName): Promise<ResumeState> {
     let text: string;
     try {
       text = await readFile(path, 'utf8');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
         await ResumeFile.#checkWritable(path);
-        return new ResumeFile(path, { version: 1, format, files: {} }, now);
+        return { version: 1, format, files: {} };
       }
       throw usage(`cannot read the resume file ${path}: ${(err as Error).message}`);
     }
@@ -96,7 +117,7 @@ export class ResumeFile {
     for (const [name, progress] of Object.entries(resumed.files)) {
       if (!isFileProgress(progress)) throw usage(`the resume file ${path} has an entry for ${name} that this command did not write (line ${JSON.stringify((progress as { line?: unknown } | null)?.line)}); remove the entry (or the resume file) to import that file from its first line`);
     }
-    return new ResumeFile(path, resumed, now);
+    return resumed;
   }
 
   /**
@@ -180,13 +201,25 @@ export class ResumeFile {
     await this.flush();
   }
 
+  /** Lets another run use the resume file (its lock removed). Idempotent; writes nothing. */
+  async close(): Promise<void> {
+    await this.#lock.release();
+  }
+
   async #write(): Promise<void> {
     this.#writtenAt = this.#now();
     this.#dirty = false;
     const temporary = `${this.path}.tmp`;
     try {
-      await writeFile(temporary, JSON.stringify(this.#state, null, 1) + '\n');
+      const handle = await open(temporary, 'w');
+      try {
+        await handle.writeFile(JSON.stringify(this.#state, null, 1) + '\n');
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
       await rename(temporary, this.path);
+      await syncDirectory(dirname(this.path), "the resume file's directory");
     } catch (err) {
       // A full disk, a directory removed: the import stops, saying so (the file as last written stays).
       throw new AuditError(AuditErrorCode.UNREACHABLE, `cannot write the resume file ${this.path}: ${(err as Error).message}; what it last recorded is kept`);

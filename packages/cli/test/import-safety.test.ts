@@ -1,8 +1,9 @@
-// Goal: through a real node, `auditlake import` loses no record to a node answer that is not about records (429, 404, …), a replaced file, a half-written last line, a truncated gzip file, a byte-order mark or a JSON array of records, and shows no password given in --url.
+// Goal: through a real node, `auditlake import` loses no record to a node answer that is not about records (429, 404, …), a replaced file, a half-written last line, a truncated gzip file, a byte-order mark or a JSON array of records, and shows no password given in --url; one import at a time holds a resume file.
 import { appendFile, readFile, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { constants, gunzipSync, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
+import { ResumeFile } from '../src/resume-file.js';
 import { allEvents, FIXTURES, runImport, startNode, tempDir } from './import-node.js';
 
 /** LHO records `from`..`to` (exclusive), one per line, each a distinct event. */
@@ -187,12 +188,14 @@ describe('import --resume-file: a resume file that does not describe the files',
     expect(await allEvents(node, '&engine=lho')).toHaveLength(10);
   });
 
-  it('never imports the resume file (or its temporary copy) kept in the directory being imported, and refuses it named as a PATH', async () => {
+  it('never imports the resume file (or its temporary copy or lock) kept in the directory being imported, and refuses it named as a PATH', async () => {
     const node = await startNode();
     const dir = await tempDir();
     await writeFile(join(dir, 'clo-audit.log.31'), lhoLines(0, 3).join('\n') + '\n');
     const resume = join(dir, 'resume.json');
     await writeFile(`${resume}.tmp`, '{"left":"by a killed run"}\n');
+    // A killed run's lock: JSON like a record, and taken over by the run.
+    await writeFile(`${resume}.lock`, `${JSON.stringify({ pid: 2 ** 30, token: 'killed' })}\n`);
     const args = ['--format', 'lho', '--resume-file', resume, dir];
     const first = await runImport(node, args);
     expect(first.stdout).toBe('imported 3, duplicates 0, refused 0\n');
@@ -202,10 +205,33 @@ describe('import --resume-file: a resume file that does not describe the files',
     expect(second.stdout).toBe('imported 1, duplicates 0, refused 0\n');
     expect(second.code).toBe(0);
     expect(Object.keys((JSON.parse(await readFile(resume, 'utf8')) as { files: object }).files)).toEqual([join(dir, 'clo-audit.log.31')]);
+    // Released by each run.
+    await expect(readFile(`${resume}.lock`)).rejects.toThrow(/ENOENT/);
 
     const named = await runImport(node, ['--format', 'lho', '--resume-file', resume, resume]);
     expect(named.stderr).toContain(`${resume} is the resume file (--resume-file): name the files to import, not it`);
     expect(named.code).toBe(2);
+  });
+});
+
+describe('import --resume-file: one import at a time', () => {
+  it('refuses (exit 2, nothing sent) an import whose resume file another import holds, naming it; one after it goes ahead', async () => {
+    const node = await startNode();
+    const dir = await tempDir();
+    const file = join(dir, 'clo-audit.log');
+    await writeFile(file, lhoLines(0, 3).join('\n') + '\n');
+    const resume = join(dir, 'resume.json');
+    const other = await ResumeFile.open(resume, 'lho');
+    const refused = await runImport(node, ['--format', 'lho', '--resume-file', resume, file]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(`the resume file ${resume} is in use by another import (process ${process.pid}`);
+    expect(refused.stdout).toBe('');
+    expect(await allEvents(node)).toEqual([]);
+    // The holder's lock is its own still.
+    expect(JSON.parse(await readFile(`${resume}.lock`, 'utf8'))).toMatchObject({ pid: process.pid });
+    await other.close();
+    const after = await runImport(node, ['--format', 'lho', '--resume-file', resume, file]);
+    expect(after.stdout).toBe('imported 3, duplicates 0, refused 0\n');
   });
 });
 

@@ -1,5 +1,7 @@
-// Goal: the resume file is written at most once an interval while a run goes on, and whole when it stops: rewriting it after every batch and file made an import of many files quadratic. A file removed while the run goes on (a rotation) is neither recorded nor fatal, and a resume file that cannot be written is refused before anything is sent.
-import { readFile, rm, writeFile } from 'node:fs/promises';
+// Goal: the resume file is written at most once an interval while a run goes on, and whole when it stops: rewriting it after every batch and file made an import of many files quadratic. A file removed while the run goes on (a rotation) is neither recorded nor fatal, and a resume file that cannot be written is refused before anything is sent. One run at a time holds a resume file; a killed run's lock is taken over.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { InputFile } from '../src/input-files.js';
@@ -39,8 +41,10 @@ describe('resume file writes', () => {
     await resume.flush();
     expect((await linesOf(path))['f2.log']).toBe(2);
     // A resumed run reads what was written.
+    await resume.close();
     const again = await ResumeFile.open(path, 'lho', () => now);
     expect(await again.startFor(files[1]!)).toEqual({ skip: true });
+    await again.close();
   });
 });
 
@@ -58,13 +62,79 @@ describe('resume file and files that go away', () => {
     expect(await linesOf(path)).toEqual({ 'kept.log': 1 });
     // Recorded, then removed before the next run reads it: from the start.
     await rm(kept.path);
+    await resume.close();
     const next = await ResumeFile.open(path, 'lho', () => 0);
     expect(await next.startFor({ ...kept, sizeBytes: 5 })).toMatchObject({ skip: false, line: 0 });
+    await next.close();
   });
 
   it('refuses a resume file in a directory that does not exist when opened, naming it', async () => {
     const dir = await tempDir();
     const path = join(dir, 'no-such-dir', 'progress.json');
-    await expect(ResumeFile.open(path, 'lho')).rejects.toThrow(`cannot write the resume file ${path} (its temporary copy ${path}.tmp): ENOENT`);
+    await expect(ResumeFile.open(path, 'lho')).rejects.toThrow(`cannot write the resume file ${path} (its lock ${path}.lock): ENOENT`);
+  });
+});
+
+/** The id of a process that ran and has exited. */
+async function deadPid(): Promise<number> {
+  const child = spawn(process.execPath, ['-e', '']);
+  await once(child, 'exit');
+  return child.pid!;
+}
+
+describe('resume file lock', () => {
+  it('is held by one run at a time: a second open is refused naming the holder, and works once the first closes', async () => {
+    const dir = await tempDir();
+    const path = join(dir, 'progress.json');
+    const first = await ResumeFile.open(path, 'lho');
+    expect(JSON.parse(await readFile(`${path}.lock`, 'utf8'))).toMatchObject({ pid: process.pid });
+    await expect(ResumeFile.open(path, 'lho')).rejects.toThrow(`the resume file ${path} is in use by another import (process ${process.pid}, holding ${path}.lock)`);
+    await first.close();
+    await first.close();
+    await expect(stat(`${path}.lock`)).rejects.toThrow(/ENOENT/);
+    const second = await ResumeFile.open(path, 'lho');
+    await second.close();
+  });
+
+  it('refuses while another running process holds it, and takes over the lock of one that no longer runs', async () => {
+    const dir = await tempDir();
+    const path = join(dir, 'progress.json');
+    const sleeper = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)']);
+    try {
+      await writeFile(`${path}.lock`, `${JSON.stringify({ pid: sleeper.pid, token: 'a' })}\n`);
+      await expect(ResumeFile.open(path, 'lho')).rejects.toThrow(`in use by another import (process ${sleeper.pid}`);
+      // Refused: the other's lock is left as it was.
+      expect(JSON.parse(await readFile(`${path}.lock`, 'utf8'))).toMatchObject({ pid: sleeper.pid });
+    } finally {
+      sleeper.kill('SIGKILL');
+    }
+    await once(sleeper, 'exit').catch(() => undefined);
+    const dead = await deadPid();
+    await writeFile(`${path}.lock`, `${JSON.stringify({ pid: dead, token: 'b' })}\n`);
+    const resume = await ResumeFile.open(path, 'lho');
+    expect(JSON.parse(await readFile(`${path}.lock`, 'utf8'))).toMatchObject({ pid: process.pid });
+    await resume.close();
+    // Nothing of the takeover stays beside it.
+    expect((await readdir(dir)).sort()).toEqual([]);
+  });
+
+  it('takes over a lock that names no process (empty, not JSON) and releases it when the resume file is refused', async () => {
+    const dir = await tempDir();
+    const path = join(dir, 'progress.json');
+    await writeFile(`${path}.lock`, '');
+    await writeFile(path, 'not json');
+    await expect(ResumeFile.open(path, 'lho')).rejects.toThrow('is not one this command wrote (not JSON)');
+    expect((await readdir(dir)).sort()).toEqual(['progress.json']);
+  });
+
+  it('does not remove a lock that another run holds now, on release', async () => {
+    const dir = await tempDir();
+    const path = join(dir, 'progress.json');
+    const resume = await ResumeFile.open(path, 'lho');
+    // Its lock taken away and another's in its place (an operator removed it, another run started).
+    await rm(`${path}.lock`);
+    await writeFile(`${path}.lock`, `${JSON.stringify({ pid: process.pid, token: 'other' })}\n`);
+    await resume.close();
+    expect(JSON.parse(await readFile(`${path}.lock`, 'utf8'))).toEqual({ pid: process.pid, token: 'other' });
   });
 });

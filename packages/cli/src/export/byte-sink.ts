@@ -4,6 +4,7 @@ import { lstat, open, readlink, rename, rm, type FileHandle } from 'node:fs/prom
 import { dirname } from 'node:path';
 import type { Writable } from 'node:stream';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
+import { syncDirectory } from '../sync-directory.js';
 import type { ByteSink } from './event-writer.js';
 
 /** A sink that can also be dropped: a file's partial copy is removed. Both are idempotent. */
@@ -69,7 +70,7 @@ export async function openSink(path: string | undefined, stdout: Writable): Prom
         await rm(partial, { force: true });
         throw new AuditError(AuditErrorCode.UNREACHABLE, `--out ${path}: cannot rename ${partial} to it: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
       }
-      await syncDirectory(dirname(path));
+      await syncDirectory(dirname(path), "the export's directory");
     },
     async () => {
       await closeFile().catch(() => undefined);
@@ -98,22 +99,6 @@ async function refuseNonFile(path: string): Promise<void> {
 
 /** The mode an export file is created with: its owner reads and writes it, nobody else. */
 export const EXPORT_FILE_MODE = 0o600;
-
-/** Makes a rename in `dir` durable; a platform that cannot fsync a directory (Windows) skips it. */
-async function syncDirectory(dir: string): Promise<void> {
-  let handle;
-  try {
-    handle = await open(dir, 'r');
-    await handle.sync();
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code !== 'EISDIR' && code !== 'EPERM' && code !== 'EINVAL' && code !== 'EBADF') {
-      throw new AuditError(AuditErrorCode.UNREACHABLE, `the export's directory ${dir} could not be synced: ${code ?? (err as Error).message}`, { cause: err });
-    }
-  } finally {
-    await handle?.close();
-  }
-}
 
 function streamSink(stream: Writable, finish: () => Promise<void>, abort: () => Promise<void>, options: { outlivesSink: boolean }): ExportSink {
   let closed = false;
