@@ -28,6 +28,25 @@ import { BUCKET, CONNECTION_ID, connectionConfig, startS3 } from './tiering-benc
 const DAY_MS = 24 * 60 * 60 * 1000;
 /** Each commit is one sweep of the default 5-minute interval: its events span those 5 minutes. */
 export const GROWTH_SWEEP_INTERVAL_MS = 5 * 60 * 1000;
+/**
+ * The time the tables' commits and maintenance runs are made at: the run's start, then one
+ * GROWTH_SWEEP_INTERVAL_MS more for each sweep, so snapshots and replaced files have the ages
+ * a node sweeping at that interval gives them. On the wall clock a fast machine made 100
+ * commits within the 60 s a snapshot is kept for readers (SNAPSHOT_READ_GRACE_MS), so the
+ * sweep's expiry between maintenance runs, which only expires older ones, never ran and
+ * metadata.json grew with every commit between runs: the figure measured the machine's speed,
+ * not the table's growth. Ahead of the wall clock, never behind it, so an object's own time
+ * (S3 LastModified, which orphan cleanup compares with it) is never in its future.
+ */
+class SweepClock {
+  #ms = Date.now();
+  readonly now = (): number => this.#ms;
+
+  nextSweep(): void {
+    this.#ms = Math.max(this.#ms + GROWTH_SWEEP_INTERVAL_MS, Date.now());
+  }
+}
+
 /** The commit time figure is the p50 over this many latest commits. */
 export const GROWTH_P50_WINDOW_COMMITS = 100;
 /** The first checkpoint, whatever the checkpoint interval. */
@@ -187,18 +206,21 @@ class GrowthTable {
   readonly #objects: ObjectStore;
   /** The S3 endpoint, for the cold reader's own client. */
   readonly #endpoint: string;
+  /** The time commits and maintenance runs are made at (SweepClock). */
+  readonly #now: () => number;
 
-  constructor(ref: IcebergTableRef, maintained: boolean, connections: S3Connections, endpoint: string) {
+  constructor(ref: IcebergTableRef, maintained: boolean, connections: S3Connections, endpoint: string, now: () => number) {
     this.ref = ref;
     this.maintained = maintained;
     this.#connections = connections;
     this.#objects = connections.bucket(ref.connectionId, ref.s3.bucket);
     this.#endpoint = endpoint;
+    this.#now = now;
   }
 
   async create(): Promise<void> {
     await ensureNamespace(this.#connections, this.ref);
-    await ensureIcebergTable(this.#objects, this.ref, Date.now());
+    await ensureIcebergTable(this.#objects, this.ref, this.#now());
   }
 
   /**
@@ -219,16 +241,16 @@ class GrowthTable {
    */
   async commit(batch: readonly StoredEvent[], policy: MaintenancePolicy): Promise<void> {
     const started = performance.now();
-    const loaded = await ensureIcebergTable(this.#objects, this.ref, Date.now());
+    const loaded = await ensureIcebergTable(this.#objects, this.ref, this.#now());
     const fence = { term: 1, mayCommit: () => true };
     const result = await commitIcebergBatch(this.#objects, this.ref, loaded, batch, {
       ...fence,
-      nowMs: Date.now(),
+      nowMs: this.#now(),
       writerId: `auditlake:${this.ref.identifier}`,
       metadataLogEntriesMax: policy.metadataPreviousVersionsMax,
     });
     if (this.maintained) {
-      const context = { objects: this.#objects, table: this.ref, fence, now: Date.now, metadataLogEntriesMax: policy.metadataPreviousVersionsMax };
+      const context = { objects: this.#objects, table: this.ref, fence, now: this.#now, metadataLogEntriesMax: policy.metadataPreviousVersionsMax };
       const merged = await rewriteManifestsIfMany(context, result.loaded, result.manifests);
       if (await expireOverdueSnapshots(context, merged?.loaded ?? result.loaded, policy.snapshotRetainLast)) this.sweepExpiries++;
     }
@@ -239,7 +261,7 @@ class GrowthTable {
   }
 
   async #metadataJsonBytes(): Promise<{ version: number; bytes: number; snapshots: number }> {
-    const loaded = await ensureIcebergTable(this.#objects, this.ref, Date.now());
+    const loaded = await ensureIcebergTable(this.#objects, this.ref, this.#now());
     const head = await this.#objects.head(metadataVersionKey(this.ref, loaded.version));
     return { version: loaded.version, bytes: head?.bytes ?? 0, snapshots: loaded.metadata.snapshots.length };
   }
@@ -248,7 +270,7 @@ class GrowthTable {
   async maintain(afterCommits: number, policy: MaintenancePolicy): Promise<MaintenanceRunRecord> {
     const before = await this.#metadataJsonBytes();
     const started = performance.now();
-    const figures = await runIcebergMaintenance({ objects: this.#objects, table: this.ref, fence: { term: 1, mayCommit: () => true }, now: Date.now }, policy);
+    const figures = await runIcebergMaintenance({ objects: this.#objects, table: this.ref, fence: { term: 1, mayCommit: () => true }, now: this.#now }, policy);
     const record = { ...figures, afterCommits, ms: performance.now() - started, metadataJsonBytesBefore: before.bytes };
     this.maintenanceRuns.push(record);
     return record;
@@ -324,13 +346,15 @@ export function checkpointCommits(commits: number, every: number): number[] {
 
 /** Exercises commit, maintenance and cold read on a table of its own (see {@link GROWTH_WARMUP_COMMITS}). */
 async function warmUp(connections: S3Connections, catalogs: ReadonlyMap<string, IcebergCatalogConfig>, endpoint: string, options: GrowthBenchOptions, policy: MaintenancePolicy): Promise<void> {
-  const table = new GrowthTable(resolveIcebergTable(`${CATALOG}.warmup.audit_events`, catalogs), true, connections, endpoint);
+  const clock = new SweepClock();
+  const table = new GrowthTable(resolveIcebergTable(`${CATALOG}.warmup.audit_events`, catalogs), true, connections, endpoint, clock.now);
   await table.create();
   const startTs = Math.floor(Date.now() / DAY_MS) * DAY_MS - DAY_MS;
   const generator = createEventGenerator({ seed: options.seed + 1, startTs, spanMs: GROWTH_WARMUP_COMMITS * GROWTH_SWEEP_INTERVAL_MS, count: GROWTH_WARMUP_COMMITS * options.eventsPerCommit });
   let seq = 0;
   for (let commit = 1; commit <= GROWTH_WARMUP_COMMITS; commit++) {
     const batch = generator.batch(options.eventsPerCommit).map((raw) => ({ ...validateEvent(raw, 'event', { nowMs: Date.now() }), ingestTs: Date.now(), seq: ++seq, term: 1 }));
+    clock.nextSweep();
     await table.commit(batch, policy);
   }
   await table.maintain(GROWTH_WARMUP_COMMITS, policy);
@@ -360,8 +384,9 @@ export async function runGrowthBench(options: GrowthBenchOptions, log: Log): Pro
       metadataPreviousVersionsMax: defaults.maintenanceMetadataPreviousVersionsMax,
     };
     await warmUp(connections, catalogs, s3.endpoint, options, policy);
-    const plain = new GrowthTable(resolveIcebergTable(`${CATALOG}.plain.audit_events`, catalogs), false, connections, s3.endpoint);
-    const maintained = new GrowthTable(resolveIcebergTable(`${CATALOG}.maintained.audit_events`, catalogs), true, connections, s3.endpoint);
+    const clock = new SweepClock();
+    const plain = new GrowthTable(resolveIcebergTable(`${CATALOG}.plain.audit_events`, catalogs), false, connections, s3.endpoint, clock.now);
+    const maintained = new GrowthTable(resolveIcebergTable(`${CATALOG}.maintained.audit_events`, catalogs), true, connections, s3.endpoint, clock.now);
     await plain.create();
     await maintained.create();
 
@@ -389,6 +414,7 @@ export async function runGrowthBench(options: GrowthBenchOptions, log: Log): Pro
         if (event.timestamp <= readDay.toMs) readDayEvents++;
         batch.push({ ...event, ingestTs: event.timestamp + 500, seq, term: 1 });
       }
+      clock.nextSweep();
       await plain.commit(batch, policy);
       await maintained.commit(batch, policy);
       // One abandoned attempt per maintenance interval, in both tables alike, halfway between runs.

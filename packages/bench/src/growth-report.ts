@@ -163,7 +163,10 @@ export function growthMarkdown(g: GrowthFigures, config: BenchConfig): string {
       `${g.eventsPerCommit} generated events (seed ${config.seed}) in turn: each commit is one sweep of a ${GROWTH_SWEEP_INTERVAL_MS / 60_000}-minute ` +
       `interval (its events span those minutes; ${g.days} days in all), made as the sweep makes it — \`ensureIcebergTable\` (load the current version), ` +
       `then \`commitIcebergBatch\` with the metadata-log bounded by \`metadata.previous.versions.max\` (writer id \`auditlake:<table>\`), and where maintenance is on ` +
-      `\`rewriteManifestsIfMany\` and \`expireOverdueSnapshots\` (a manifest rewrite once 100 manifests, an expiry once twice \`snapshot.retain.last\` snapshots have gathered); a commit's time is all of it. One table is never maintained; the other gets the node's maintenance run ` +
+      `\`rewriteManifestsIfMany\` and \`expireOverdueSnapshots\` (a manifest rewrite once 100 manifests, an expiry once twice \`snapshot.retain.last\` snapshots have gathered); a commit's time is all of it. ` +
+      `Commits and maintenance runs are made at the time of the sweep they model — the run's start plus ${GROWTH_SWEEP_INTERVAL_MS / 60_000} minutes a commit — not the wall clock: ` +
+      `a snapshot younger than 60 s is kept for readers, and on the wall clock a fast machine made a hundred commits inside that minute, so the sweep's expiry never ran between maintenance runs. ` +
+      `One table is never maintained; the other gets the node's maintenance run ` +
       `(\`runIcebergMaintenance\`, as the maintenance scheduler calls it: compaction, manifest rewrite, snapshot expiry, metadata cleanup, orphan cleanup) ` +
       `after every ${g.maintenanceEvery} commits, with \`snapshot.retain.last\` ${g.policy.snapshotRetainLast}, \`orphan.min.age.ms\` ${g.policy.orphanMinAgeMs} ` +
       `(nothing else writes to the table, so orphans go at once; ` +
