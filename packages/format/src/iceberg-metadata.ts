@@ -515,6 +515,24 @@ export function newestAncestorCarrying(metadata: IcebergTableMetadata, key: stri
  * A retained snapshot whose parent expired keeps its `parent-snapshot-id` (the spec allows an
  * ancestor to be gone). Returns undefined when nothing would expire.
  */
+/**
+ * The snapshot log once `kept` are the table's snapshots: an entry of a snapshot no longer kept
+ * removes it and every entry before it (spec, `snapshot-log`: "all entries before a snapshot that
+ * has expired should be removed"; Java's TableMetadata does the same). Kept entries before a
+ * removed one would leave a gap: a read "as of" a time inside it finds the last kept entry
+ * before it — the parent of a young compaction, or a tagged snapshot, that expiry keeps while
+ * the snapshots after it go — and reads that snapshot's rows, not the ones current then (review:
+ * Spark's and Trino's TIMESTAMP AS OF would have left out every row appended in the gap).
+ */
+function snapshotLogAfterExpiry(log: readonly IcebergSnapshotLogEntry[], kept: ReadonlySet<number>): IcebergSnapshotLogEntry[] {
+  const next: IcebergSnapshotLogEntry[] = [];
+  for (const entry of log) {
+    if (kept.has(entry['snapshot-id'])) next.push(entry);
+    else next.length = 0;
+  }
+  return next;
+}
+
 export function expireSnapshots(metadata: IcebergTableMetadata, options: ExpireSnapshotsOptions): IcebergTableMetadata | undefined {
   checkBase(metadata);
   checkAbsolutePath('previousMetadataPath', options.previousMetadataPath);
@@ -526,7 +544,7 @@ export function expireSnapshots(metadata: IcebergTableMetadata, options: ExpireS
     ...metadata,
     'last-updated-ms': Math.max(options.nowMs, metadata['last-updated-ms'] + 1),
     snapshots: metadata.snapshots.filter((snapshot) => kept.has(snapshot['snapshot-id'])),
-    'snapshot-log': metadata['snapshot-log'].filter((entry) => kept.has(entry['snapshot-id'])),
+    'snapshot-log': snapshotLogAfterExpiry(metadata['snapshot-log'], kept),
     'metadata-log': nextMetadataLog(metadata, options.previousMetadataPath, logMax),
   };
   // Both lists name their snapshot (spec "Table Statistics" and "Partition Statistics"): an

@@ -126,13 +126,14 @@ describe('dropRefsOffCurrent', () => {
 });
 
 describe('expireSnapshots', () => {
-  it('keeps the newest N, the current one and every ref, and trims the snapshot-log to them', () => {
+  it('keeps the newest N, the current one and every ref, and trims the snapshot-log to the entries after the last expired one', () => {
     const before = appended(10);
     const tagged = { ...before, refs: { ...before.refs, audit2025: { 'snapshot-id': 1002, type: 'tag' as const } } };
     expect([...retainedSnapshotIds(tagged, 3)].sort()).toEqual([1002, 1008, 1009, 1010]);
     const after = expireSnapshots(tagged, { retainLast: 3, nowMs: T0, previousMetadataPath: metadataPath(11) })!;
     expect(after.snapshots.map((s) => s['snapshot-id'])).toEqual([1002, 1008, 1009, 1010]);
-    expect(after['snapshot-log'].map((e) => e['snapshot-id'])).toEqual([1002, 1008, 1009, 1010]);
+    // 1002 stays (its tag), but not in the log: 1003–1007 were current after it.
+    expect(after['snapshot-log'].map((e) => e['snapshot-id'])).toEqual([1008, 1009, 1010]);
     expect(after['current-snapshot-id']).toBe(1010);
     expect(after['last-sequence-number']).toBe(before['last-sequence-number']);
     expect(after['metadata-log'].at(-1)!['metadata-file']).toBe(metadataPath(11));
@@ -182,6 +183,30 @@ describe('expireSnapshots', () => {
     // The manifest rewrite removed no data file: its parent, the compaction, is not kept for it.
     expect([...retainedSnapshotIds(rewritten, 1, T0 + 101)].sort()).toEqual([2001]);
     expect(expireSnapshots(rewritten, { retainLast: 1, nowMs: T0 + 300, previousMetadataPath: metadataPath(8), keepRemovedSinceMs: T0 + 100 })!.snapshots.map((s) => s['snapshot-id'])).toEqual([1005, 2001]);
+  });
+
+  it('leaves no gap in the snapshot-log: a read as of a time whose snapshot expired finds none, not a kept older one (a young compaction\'s parent)', () => {
+    const parent = appended(1);
+    let metadata = replaceSnapshot(parent, {
+      snapshotId: 2000,
+      manifestListPath: listPath(2000),
+      nowMs: T0 + 20_000,
+      previousMetadataPath: metadataPath(2),
+      addedFiles: { records: 10, files: 1, sizeBytes: 900, partitions: 1 },
+      deletedFiles: { records: 10, files: 1, sizeBytes: 1000 },
+      summaryExtra: watermarkSummary({ seq: 10n, writerId: 'w', leaderTerm: 1 }),
+    });
+    for (let i = 1; i <= 5; i++) metadata = appendOne(metadata, 3000 + i, T0 + 20_000 + i * 10_000);
+    const after = expireSnapshots(metadata, { retainLast: 2, nowMs: T0 + 100_000, previousMetadataPath: metadataPath(9), keepRemovedSinceMs: T0 + 100_000 - 15 * 60_000 })!;
+    // The compaction's parent is kept for its grace; the compaction and the first appends go.
+    expect(after.snapshots.map((s) => s['snapshot-id'])).toEqual([1001, 3004, 3005]);
+    expect(after['snapshot-log'].map((e) => e['snapshot-id'])).toEqual([3004, 3005]);
+    // Time travel takes the newest log entry at or before the time (Java's SnapshotUtil): as of
+    // when 3002 was current, the kept parent (10 rows of the 12) would have been read.
+    const asOf = (ms: number) => after['snapshot-log'].filter((e) => e['timestamp-ms'] <= ms).at(-1)?.['snapshot-id'];
+    expect(asOf(T0 + 45_000)).toBeUndefined();
+    expect(asOf(T0 + 65_000)).toBe(3004);
+    expect(checkTableMetadata(JSON.parse(JSON.stringify(after)))).toEqual([]);
   });
 
   it('ages snapshots by when they were made: a stamp later than its clock records the clock beside it, and one made after now (beyond the skew allowed) is not young', () => {
