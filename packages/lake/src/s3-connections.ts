@@ -19,6 +19,23 @@ export class S3Connections {
     return [...this.#configs.keys()];
   }
 
+  /**
+   * Where connection `id` sends its requests, spelled one way — its endpoint URL as `URL`
+   * normalises it, without a trailing slash, or `aws` for AWS's own endpoints (bucket names are
+   * global there) — or undefined for a connection not configured. Two ids with one answer reach
+   * the same buckets: credentials rotated under a new connection id, say.
+   */
+  endpointOf(id: string): string | undefined {
+    const config = this.#configs.get(id);
+    if (!config) return undefined;
+    if (config.endpoint === '') return 'aws';
+    try {
+      return new URL(config.endpoint).href.replace(/\/+$/, '');
+    } catch {
+      return config.endpoint;
+    }
+  }
+
   /** The bucket `bucket` through connection `id`; throws when no such connection is configured. */
   bucket(id: string, bucket: string): ObjectStore {
     const config = this.#configs.get(id);

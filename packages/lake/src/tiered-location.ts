@@ -1,3 +1,5 @@
+import { parseS3Location } from './s3-location.js';
+
 /** Replicated-metadata name of every location that ever received tiered events. */
 export const TIERED_LOCATIONS_META = 'tieredLocations';
 
@@ -18,9 +20,33 @@ export type TieredLocation =
       connectionId: string;
     };
 
-/** What keys a location: two descriptions of the same location give the same key. */
+/** What keys a location as it was described (mode, path, connection id, table location). */
 export function tieredLocationKey(location: TieredLocation): string {
   return JSON.stringify(location);
+}
+
+/** Where a connection sends its requests (S3Connections.endpointOf); undefined when not configured. */
+export type EndpointOf = (connectionId: string) => string | undefined;
+
+/**
+ * Where a location's objects are, spelled one way: its mode, its connection's endpoint, bucket and
+ * key prefix. Descriptions of one place have one answer: `s3://b/p` and `s3://b/p/`, two
+ * connection ids to one endpoint (credentials rotated under a new id), two catalogs with one
+ * warehouse. Keyed by its description instead, a target set back to a place this log tiered to
+ * under another spelling was taken for another log's tier once retention had deleted the rows
+ * it would be checked against, and tiering stopped (review). A connection no longer configured
+ * stays apart by its id.
+ */
+export function tieredLocationPlace(location: TieredLocation, endpointOf: EndpointOf): string {
+  const s3 = parseS3Location(location.mode === 'iceberg' ? location.location : location.path);
+  const endpoint = endpointOf(location.connectionId) ?? `connection:${location.connectionId}`;
+  return JSON.stringify(s3 ? [location.mode, endpoint, s3.bucket, s3.prefix] : [location.mode, endpoint, location.path]);
+}
+
+/** Whether `location` is a place among `known` (it received tiered events). */
+export function includesPlace(known: readonly TieredLocation[], location: TieredLocation, endpointOf: EndpointOf): boolean {
+  const place = tieredLocationPlace(location, endpointOf);
+  return known.some((candidate) => tieredLocationPlace(candidate, endpointOf) === place);
 }
 
 /** The locations replicated metadata lists (none before the first tiered batch). */

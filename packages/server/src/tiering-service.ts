@@ -8,6 +8,7 @@ import {
   WATERMARK_TERM_META,
   readTieredLocations,
   tieredLocationKey,
+  tieredLocationPlace,
   ZERO_WATERMARK,
   type TierSource,
   type TieredRecordRef,
@@ -370,8 +371,18 @@ export class TieringService {
     return locations;
   }
 
+  /**
+   * One source per place (tieredLocationPlace): a place this log tiered to under two spellings
+   * is read once, through its latest description.
+   */
   #sourcesOf(locations: readonly TieredLocation[]): TierSource[] {
-    return locations.map((location) => {
+    const byPlace = new Map<string, TieredLocation>();
+    for (const location of locations) {
+      const place = tieredLocationPlace(location, (connectionId) => this.connections.endpointOf(connectionId));
+      byPlace.delete(place);
+      byPlace.set(place, location);
+    }
+    return [...byPlace.values()].map((location) => {
       const key = tieredLocationKey(location);
       let source = this.#sources.get(key);
       if (!source) {
@@ -384,6 +395,7 @@ export class TieringService {
       return source;
     });
   }
+
 
   /**
    * Event time from which everything is certainly still local (tiers can be skipped above it):

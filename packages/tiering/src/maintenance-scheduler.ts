@@ -1,6 +1,7 @@
 import {
   icebergTableAt,
-  includesLocation,
+  includesPlace,
+  tieredLocationPlace,
   loadIcebergTable,
   readTieredLocations,
   parseS3Location,
@@ -173,24 +174,36 @@ export class MaintenanceScheduler {
     this.#lock = options.commitLock ?? new CommitLock();
   }
 
-  /** The tables maintenance should cover now. */
+  /**
+   * The tables maintenance should cover now, by name. One place named two ways (another spelling
+   * of the path, another connection to the endpoint, another catalog over the warehouse) is
+   * registered once, under the name the settings give it now when they name it: registered
+   * twice, two runs maintained one table.
+   */
   async #wanted(settings: EffectiveSettings): Promise<Map<string, Entry['table']>> {
-    const wanted = new Map<string, Entry['table']>();
-    if (!settings.maintenanceEnabled) return wanted;
-    for (const location of await readTieredLocations(this.#options.store)) wanted.set(location.path, location);
+    const byPlace = new Map<string, Entry['table']>();
+    if (!settings.maintenanceEnabled) return new Map();
+    const add = (table: Entry['table']) => {
+      const place = tieredLocationPlace(table, this.#endpointOf);
+      byPlace.delete(place);
+      byPlace.set(place, table);
+    };
+    for (const location of await readTieredLocations(this.#options.store)) add(location);
     if (settings.tierMode === 'parquet' && parseS3Location(settings.tierParquetPath)) {
-      wanted.set(settings.tierParquetPath, { mode: 'parquet', path: settings.tierParquetPath, connectionId: settings.tierConnectionId });
+      add({ mode: 'parquet', path: settings.tierParquetPath, connectionId: settings.tierConnectionId });
     }
     if (settings.tierMode === 'iceberg') {
       try {
         const ref = resolveIcebergTable(settings.tierIcebergTable, this.#options.catalogs);
-        wanted.set(ref.identifier, { mode: 'iceberg', path: ref.identifier, location: ref.location, connectionId: ref.connectionId });
+        add({ mode: 'iceberg', path: ref.identifier, location: ref.location, connectionId: ref.connectionId });
       } catch (err) {
         this.#options.log.warn({ err: failure(err) }, `table maintenance cannot register ${settings.tierIcebergTable}: ${failure(err)}`);
       }
     }
-    return wanted;
+    return new Map([...byPlace.values()].map((table) => [table.path, table]));
   }
+
+  readonly #endpointOf = (connectionId: string): string | undefined => this.#options.connections.endpointOf(connectionId);
 
   /**
    * Brings the registrations in line with the settings and the tables that received events.
@@ -388,7 +401,7 @@ export class MaintenanceScheduler {
     // this log to maintain — and when the target was set by mistake to another cluster's
     // location, which the sweep refuses, a run would compact, expire and clean that cluster's
     // table (review).
-    if (!includesLocation(await readTieredLocations(this.#options.store), location)) {
+    if (!includesPlace(await readTieredLocations(this.#options.store), location, this.#endpointOf)) {
       this.#options.log.info({ table: location.path }, `table maintenance of ${location.path}: this log has tiered nothing there yet, nothing to do (maintenance starts once its sweep has committed there)`);
       return NO_WORK;
     }

@@ -5,6 +5,7 @@ import {
   TIER_SEGMENTS_CUT_META,
   TIER_SEGMENTS_META,
   includesLocation,
+  includesPlace,
   readTieredLocations,
   readTierSegments,
   readTierSegmentsCut,
@@ -745,7 +746,8 @@ export class TierSweeper {
         `${target} holds another log's history, not this node's: its newest tiered row, seq ${seq}, ${verdict} (another cluster's tier, or one a log this node's diverged from tiered to). Tiering there would add this log's entries after that log's rows — its searches would show them and its own tiering and verification would fail — so ${remedy}`,
       );
     }
-    if (includesLocation(await readTieredLocations(this.#options.store), location)) {
+    // By place, not spelling: a target set back to a place this log tiered to, written another way.
+    if (includesPlace(await readTieredLocations(this.#options.store), location, (connectionId) => this.#options.connections.endpointOf(connectionId))) {
       this.#historyChecked.add(term, id);
       return undefined;
     }

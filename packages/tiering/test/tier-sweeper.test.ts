@@ -954,6 +954,62 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     },
   );
 
+  it.each(['parquet', 'iceberg'] as const)(
+    '%s: a target set back to a place this log tiered to, named another way (another spelling, a second connection to its endpoint, a second catalog over its warehouse), goes on there once retention deleted the local copy of its newest row',
+    async (mode) => {
+      // Credentials rotated under a new connection id: the same endpoint, so the same buckets.
+      const connections = new S3Connections(new Map([...s3.connectionConfigs(), ['s3-rotated', { ...s3.connectionConfigs().get('s3')!, id: 's3-rotated' }]]));
+      onTestFinished(() => connections.close());
+      const aliasCatalogs = new Map([...catalogs, ['cat2', { name: 'cat2', warehouse: `s3://${BUCKET}/warehouse/`, connectionId: 's3-rotated' }]]);
+      const a = modes[mode](`alias_a_${mode}`);
+      const aElsewhere =
+        mode === 'parquet'
+          ? parseSettings({ ...defaultSettings(resolveConfig()), 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': `s3://${BUCKET}/apart/alias_a_${mode}/`, 'audit.tier.connectionId': 's3-rotated' })
+          : parseSettings({ ...defaultSettings(resolveConfig()), 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': `cat2.apart.alias_a_${mode}`, 'audit.tier.connectionId': 's3-rotated' });
+      const b = modes[mode](`alias_b_${mode}`);
+      const store = await storeWith(20, 10, Date.now() - 2 * HOUR_MS);
+      let target = a;
+      const s = testSweeper({ store, connections, catalogs: aliasCatalogs, settings: () => target });
+      expect(await s.sweep()).toBe('tiered');
+      target = b;
+      await store.append(Array.from({ length: 10 }, (_, i) => ev(20 + i)));
+      expect(await s.sweep()).toBe('tiered');
+      await s.close();
+      // Retention deletes a's newest row here (seq 20); then the target names a again, another way.
+      await store.pruneBefore(Date.UTC(2026, 0, 1) + 25, 100, async () => true);
+      expect(await store.getBySeq(20)).toBeUndefined();
+      await store.append(Array.from({ length: 5 }, (_, i) => ev(30 + i)));
+      target = aElsewhere;
+      const again = testSweeper({ store, connections, catalogs: aliasCatalogs, settings: () => target });
+      expect(await again.sweep()).toBe('tiered');
+      expect((await again.status()).lastError).toBeNull();
+      expect((await again.watermark()).seq).toBe(35);
+      const source = tierSourceOf(mode, a);
+      const seqs = (await Promise.all((await source.listFiles()).map(async (file) => readWholeAuditParquet(await source.open(file))))).flat().map((row) => row.seq);
+      expect(seqs.sort((x, y) => (x ?? 0) - (y ?? 0))).toEqual([...Array.from({ length: 20 }, (_, i) => i + 1), ...Array.from({ length: 5 }, (_, i) => 31 + i)]);
+      // Maintenance registers the place once, under the name the settings give it now (it
+      // registered a and its other name, and two runs maintained one table).
+      const maintenance = new MaintenanceScheduler({
+        store,
+        connections,
+        catalogs: aliasCatalogs,
+        settings: () => ({ ...target, maintenanceEnabled: true }),
+        isLeader: () => true,
+        term: () => 1,
+        log: { info: () => undefined, warn: () => undefined },
+      });
+      onTestFinished(() => maintenance.close());
+      await maintenance.refresh();
+      expect(maintenance.registrations().map((registration) => registration.table).sort()).toEqual([pathOf(aElsewhere), pathOf(b)].sort());
+      // Another log is still refused there, whatever the place is called.
+      const elsewhere = await storeWith(42, 10);
+      await elsewhere.pruneBefore(Date.UTC(2026, 0, 1) + 25, 100, async () => true);
+      const stranger = testSweeper({ store: elsewhere, connections, catalogs: aliasCatalogs, settings: () => aElsewhere });
+      expect(await stranger.sweep()).toBe('failed');
+      expect((await stranger.status()).lastError).toContain('those seqs were tiered from a log this node does not hold');
+    },
+  );
+
   it.each(['parquet', 'iceberg'] as const)("%s: a new leader whose log holds the tier's rows (the same hashes) goes on at the same location after a failover", async (mode) => {
     const target = modes[mode](`failover_${mode}`);
     const first = await tieredThrough30(target);
