@@ -1,6 +1,5 @@
 import {
   SELF_SOURCE,
-  SETTING_KEYS,
   SETTINGS_HISTORY_META,
   SETTINGS_RECORD_META,
   settingsHistoryWith,
@@ -17,6 +16,9 @@ import {
   type Settings,
 } from '@auditlake/model';
 import type { AuditStore, Sequencer } from '@auditlake/store';
+
+/** The keys that name the tier target: a change of one is checked against the bucket before it is saved. */
+const TARGET_KEYS: ReadonlySet<string> = new Set(['audit.tier.mode', 'audit.tier.parquet.path', 'audit.tier.iceberg.table', 'audit.tier.connectionId']);
 
 /** The replicated-metadata name under which explicitly set settings are kept. */
 export const SETTINGS_META = 'settings';
@@ -67,8 +69,12 @@ export class SettingsService {
   /** Re-reads the stored settings (a standby does this after replication changed them). */
   async reload(): Promise<void> {
     const previous = this.current;
-    this.#overrides = (await this.#store.getMeta<Overrides>(SETTINGS_META)) ?? {};
-    this.#effective = parseSettings(this.current);
+    const overrides = (await this.#store.getMeta<Overrides>(SETTINGS_META)) ?? {};
+    // Parsed before either is replaced: settings this node's configuration refuses leave it with
+    // the ones it had, whole, rather than showing the new ones while running the old (review).
+    const effective = parseSettings({ ...this.#defaults, ...overrides });
+    this.#overrides = overrides;
+    this.#effective = effective;
     const now = this.current;
     const changes = (Object.keys(now) as SettingKey[]).filter((k) => now[k] !== previous[k]).map((key) => ({ key, from: previous[key], to: now[key] }));
     if (changes.length > 0) for (const listener of this.#listeners) listener(this.#effective, changes);
@@ -118,11 +124,18 @@ export class SettingsService {
   async #apply(request: unknown, userId: string): Promise<Settings> {
     const update = mergeSettings(this.current, request);
     if (update.changes.length === 0) return this.current;
-    // A tier target is checked when a tier key changes, merged over what is stored.
-    if (this.#validate && update.changes.some((c) => c.key.startsWith('audit.tier.'))) await this.#validate(update.effective, new Set(update.changes.map((c) => c.key)));
+    // A tier target is checked, merged over what is stored, when a key naming it changes. Not
+    // for the other tier keys (maintenance, local retention): checked for them too, a bucket
+    // outage refused every change of those — lengthening local retention because the bucket is
+    // down, say (review).
+    if (this.#validate && update.changes.some((c) => TARGET_KEYS.has(c.key))) await this.#validate(update.effective, new Set(update.changes.map((c) => c.key)));
     const overrides: Overrides = { ...this.#overrides };
-    // Only the settings keys the request named (read-only keys such as tierStatus are not settings).
-    for (const key of SETTING_KEYS) if (Object.hasOwn(request as object, key)) overrides[key] = update.merged[key];
+    // Only the keys the request changed: one sent with the value in force stays as it was — set
+    // if it was, else following the node's configuration. Every key named was stored before, so
+    // a GET answer posted back with one value edited fixed every other key at the value the
+    // configuration gave it then, recorded nowhere (the record names changes only), and a later
+    // change of the configuration no longer took effect (review).
+    for (const change of update.changes) overrides[change.key] = update.merged[change.key];
     const nowMs = Date.now();
     const eventId = newEventId(nowMs);
     await this.#store.append(

@@ -67,6 +67,16 @@ describe('settings', () => {
     expect((await t.stored()).filter((e) => e.action === 'audit:UpdateSettings').map((e) => e.details)).toContain('audit.retention.days: 30 → 31');
   });
 
+  it('stores only the keys a save changes: a GET answer posted back with one edit leaves the others following the configuration', async () => {
+    const t = await startTestNode({ props: { 'auditlake.audit.retention.days': '30' } });
+    const edited = await post(t, { ...(await get(t)), 'audit.read.sample.rate': 0.5 });
+    expect(edited.json).toMatchObject({ 'audit.retention.days': 30, 'audit.read.sample.rate': 0.5 });
+    await t.node.close();
+    // The configuration changes at the restart: the key the save did not change follows it.
+    const again = await startTestNode({ dataDir: t.dataDir, props: { 'auditlake.audit.retention.days': '60' } });
+    expect(await get(again)).toMatchObject({ 'audit.retention.days': 60, 'audit.read.sample.rate': 0.5 });
+  });
+
   it('records each accepted change as an audit:UpdateSettings event with old → new per key', async () => {
     const t = await startTestNode();
     await post(t, { 'audit.retention.days': '45', 'audit.read.sample.rate': 0.5 });

@@ -79,6 +79,7 @@ export interface TierStatusJson {
   erasureHoldSeq: number | null;
   retentionHeldByTerm: { throughSeq: number; watermarkSeq: number } | null;
   nextAttemptMs: number;
+  consecutiveFailures: number;
   lastBatch: { count: number; bytes: number; ms: number } | null;
 }
 

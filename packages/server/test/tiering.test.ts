@@ -55,6 +55,28 @@ describe('parquet tiering settings', () => {
     expect(res.json.error).toMatch(/^audit tier target s3:\/\/ext\/audit is not usable: bucket ext cannot be reached through connection 'ext': /);
   });
 
+  it('takes changes of the tier keys that do not name the target while its bucket is down (a target change is still checked); turned off, tiering reports no failure', async () => {
+    const { s3, t } = await tieringNode();
+    expect((await postSettings(t, PARQUET)).status).toBe(200);
+    await s3.stop();
+    await t.ingest([event({ eventId: 'during-outage' })]);
+    await expect.poll(async () => (await tierStatus(t)).consecutiveFailures, { timeout: 10_000 }).toBeGreaterThan(0);
+    // Lengthening local retention because the bucket is down, or changing maintenance, is no target change.
+    for (const body of [{ 'audit.tier.retain.local.days': 30 }, { 'audit.tier.maintenance.cron': '15 * * * *' }, { 'audit.tier.maintenance.enabled': false }, { 'audit.tier.maintenance.orphan.min.age.ms': 7_200_000 }]) {
+      const res = await postSettings(t, body);
+      expect(res.status, JSON.stringify(res.json)).toBe(200);
+      expect(res.json).toMatchObject(body);
+    }
+    const moved = await postSettings(t, { 'audit.tier.parquet.path': 's3://ext/elsewhere' });
+    expect(moved.status).toBe(400);
+    expect(moved.json.error).toMatch(/^audit tier target s3:\/\/ext\/elsewhere is not usable: bucket ext cannot be reached/);
+    // Off, nothing is tiered and so nothing fails: the failure from before is not shown as current.
+    expect((await postSettings(t, { 'audit.tier.mode': 'none' })).status).toBe(200);
+    await expect.poll(async () => (await tierStatus(t)).lastError, { timeout: 10_000 }).toBeNull();
+    expect(await tierStatus(t)).toMatchObject({ mode: 'none', consecutiveFailures: 0 });
+    expect((await tierStatus(t)).lastFailureMs).toBeGreaterThan(0);
+  });
+
   it('accepts a known connection while tiering is off, and other tier keys beside a default table whose catalog is not configured', async () => {
     const { t } = await tieringNode();
     expect((await postSettings(t, { 'audit.tier.connectionId': 'ext' })).status).toBe(200);

@@ -381,6 +381,10 @@ export class TierSweeper {
   async #sweepOnce(): Promise<SweepOutcome> {
     const settings = this.#options.settings();
     if (settings.tierMode === 'none') {
+      // Nothing is being tiered, so nothing is failing: a failure from before tiering was turned
+      // off stayed in tierStatus for as long as it was off (review). lastFailureMs keeps when.
+      this.#status.lastError = null;
+      this.#status.consecutiveFailures = 0;
       // Tiering is off, but what was tiered is still read: erasures must still reach it.
       if (this.#options.isLeader()) {
         try {
