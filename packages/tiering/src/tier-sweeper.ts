@@ -821,6 +821,17 @@ export class TierSweeper {
     if (why === undefined && ahead?.row?.seq !== undefined && ahead.row.seq <= end) {
       const verdict = await this.#rowOfThisLog(ahead.row.seq, ahead);
       if (typeof verdict === 'string') why = `but its row at seq ${ahead.row.seq} ${verdict}`;
+      // Nothing tells: retention deleted this log's entry there though the watermark never
+      // counted it tiered — it deleted untiered entries, so tiering was off then — and kept
+      // nothing that differs. Taken, a location another cluster tiers to, set by mistake when
+      // tiering was turned on, had this log's entries committed after that cluster's rows; so,
+      // as for rows at or below the watermark, only a location this log tiered to is taken.
+      else if (verdict === undefined && !includesPlace(await readTieredLocations(store), tiered, (connectionId) => this.#options.connections.endpointOf(connectionId))) {
+        throw new AuditError(
+          AuditErrorCode.TIER_TARGET_UNUSABLE,
+          `${target} holds tiered rows through seq ${ahead.row.seq}, past this node's watermark (seq ${(await this.watermark()).seq}), whose entry this node's retention deleted while tiering was off, and this log never tiered there: its rows cannot be shown to be this log's history (another cluster's tier?), so nothing was written to it, and tiering stops until the tier target names a location of this cluster's own (a new one, or one this log tiered to before)`,
+        );
+      }
     }
     if (why === undefined) return;
     const unusable = (detail: string) =>

@@ -913,6 +913,15 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
       const unknown = await storeWith(42, 10);
       await unknown.pruneBefore(Date.UTC(2026, 0, 1) + 25, 100, async () => true);
       expect(await pointedAtProd(unknown)).toContain(`${pathOf(prodTarget)} holds tiered rows through seq 20, whose entry this node's retention has deleted, and this log never tiered there: its rows cannot be shown to be this log's history`);
+      // Never tiered at all (its retention deleted through seq 25 with tiering off): prod's rows
+      // lie past its watermark (0), where they were compared only with entries it still held.
+      const neverTiered = await storeWith(42, 10);
+      await neverTiered.pruneBefore(Date.UTC(2026, 0, 1) + 25, 100, async () => true);
+      const first = testSweeper({ store: neverTiered, connections: s3.connections, catalogs, settings: () => prodTarget });
+      expect(await first.sweep()).toBe('failed');
+      expect((await first.status()).lastError).toContain(`${pathOf(prodTarget)} holds tiered rows through seq 20, past this node's watermark (seq 0), whose entry this node's retention deleted while tiering was off, and this log never tiered there`);
+      expect((await first.watermark()).seq).toBe(0);
+      expect(await readTieredLocations(neverTiered)).toEqual([]);
       expect(await keysAt(mode, prodTarget)).toEqual(prodKeys);
     },
   );
