@@ -135,6 +135,29 @@ describe('settings', () => {
     });
   }
 
+  it('refuses a body that names a key twice (JSON.parse kept the last), naming it, and saves nothing; also a key spelled with escapes', async () => {
+    const t = await startTestNode();
+    const before = await get(t);
+    const send = (text: string) => t.request('/admin/audit/settings', { method: 'POST', headers: { 'content-type': 'application/json' }, body: text });
+    for (const text of ['{"audit.retention.days":"abc","audit.retention.days":8}', '{"audit.retention.days":5,"audit.read.enabled":true,"audit.retention.\\u0064ays":7}']) {
+      const res = await send(text);
+      expect(res.status).toBe(400);
+      expect(await res.json()).toEqual({ status: 'error', error: 'the request names "audit.retention.days" twice; name each key once (nothing was saved)', code: 'AUDIT_SETTINGS_INVALID' });
+    }
+    expect(await get(t)).toEqual(before);
+    expect(await t.stored()).toEqual([]);
+    // Names alike in different objects, and in string values, are no repeat; an object's own prototype key is refused as unknown.
+    const nested = await send('{"audit.redact.keys":"audit.redact.keys","audit.retention.days":9}');
+    expect(nested.status).toBe(200);
+    const proto = await send('{"__proto__":{"audit.retention.days":1}}');
+    expect(proto.status).toBe(400);
+    expect(await get(t)).toMatchObject({ 'audit.retention.days': 9 });
+    // Not JSON at all: the parser's own refusal, as before.
+    const broken = await send('{"audit.retention.days":');
+    expect(broken.status).toBe(400);
+    expect(((await broken.json()) as { error: string }).error).toMatch(/^request body is not valid JSON/);
+  });
+
   it('refuses a body that is not a JSON object', async () => {
     const t = await startTestNode();
     const res = await post(t, ['audit.retention.days', 3]);

@@ -1,6 +1,7 @@
 import { AuditError, AuditErrorCode, settingsView } from '@auditlake/model';
 import type { FastifyInstance } from 'fastify';
 import { PROXY_TIMEOUT_MS, proxyToLeader } from '../leader-proxy.js';
+import { jsonDuplicateMember } from '../json-duplicate-member.js';
 import type { Membership } from '../membership.js';
 import type { SettingsService } from '../settings-service.js';
 import type { TieringService } from '../tiering-service.js';
@@ -34,14 +35,30 @@ export function registerSettingsRoutes(app: FastifyInstance, settings: SettingsS
     if (await proxyToLeader(membership.leaderUrl(), request, reply)) return reply;
     return membership.isLeader() ? view() : { ...(await view()), stale: true };
   });
-  app.post('/admin/audit/settings', { config: { access: { role: 'admin', action: 'audit:UpdateSettings' } } }, async (request, reply) => {
-    // The leader's answer waits for a standby up to the ack timeout: the proxy waits longer.
-    if (await proxyToLeader(membership.leaderUrl(), request, reply, { timeoutMs: ackReplicatedTimeoutMs + PROXY_TIMEOUT_MS })) return reply;
-    if (!membership.isLeader()) {
-      throw new AuditError(AuditErrorCode.NOT_LEADER, 'no leader is reachable, so settings cannot be changed now (nothing was saved); retry once a leader is elected', { retryable: true });
-    }
-    await settings.update(request.body, request.principal?.name ?? 'unknown');
-    const warning = await replicationWarning(settings, membership, ackReplicatedTimeoutMs);
-    return warning === undefined ? view() : { ...(await view()), warning };
+  // In a scope of its own: only this route's JSON bodies are read by the parser that refuses a key given twice.
+  void app.register(async (scope) => {
+    scope.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+      let value: unknown;
+      try {
+        value = JSON.parse(body as string);
+      } catch (err) {
+        // A client's error, as Fastify's own parser marks it: answered 400 "not valid JSON".
+        done(Object.assign(err as Error, { statusCode: 400 }), undefined);
+        return;
+      }
+      const twice = jsonDuplicateMember(body as string);
+      if (twice === undefined) done(null, value);
+      else done(new AuditError(AuditErrorCode.SETTINGS_INVALID, `the request names ${JSON.stringify(twice)} twice; name each key once (nothing was saved)`), undefined);
+    });
+    scope.post('/admin/audit/settings', { config: { access: { role: 'admin', action: 'audit:UpdateSettings' } } }, async (request, reply) => {
+      // The leader's answer waits for a standby up to the ack timeout: the proxy waits longer.
+      if (await proxyToLeader(membership.leaderUrl(), request, reply, { timeoutMs: ackReplicatedTimeoutMs + PROXY_TIMEOUT_MS })) return reply;
+      if (!membership.isLeader()) {
+        throw new AuditError(AuditErrorCode.NOT_LEADER, 'no leader is reachable, so settings cannot be changed now (nothing was saved); retry once a leader is elected', { retryable: true });
+      }
+      await settings.update(request.body, request.principal?.name ?? 'unknown');
+      const warning = await replicationWarning(settings, membership, ackReplicatedTimeoutMs);
+      return warning === undefined ? view() : { ...(await view()), warning };
+    });
   });
 }
