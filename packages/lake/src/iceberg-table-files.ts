@@ -10,6 +10,7 @@ import {
   type ManifestEntryRef,
   type ManifestFile,
 } from '@auditlake/format';
+import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import { s3Key, type IcebergTableRef } from './iceberg-table-ref.js';
 import type { ObjectStore } from './object-store.js';
@@ -67,10 +68,19 @@ async function readManifestEntries(objects: ObjectStore, table: IcebergTableRef,
  * Writes out inherited sequence numbers (spec "Sequence Number Inheritance"), as a rewrite must.
  * An entry with nothing to inherit (every EXISTING or DELETED one, and ADDED ones a writer gave
  * numbers) is returned as it is: copying 20,000 of them on every walk of a snapshot was
- * allocation for nothing. Entries are shared, never changed in place.
+ * allocation for nothing. Entries are shared, never changed in place. Only ADDED entries inherit
+ * sequence numbers (the snapshot id any entry may): an EXISTING or DELETED one without them is
+ * another writer's mistake, refused (AUDIT_TABLE_INVALID) — given the manifest's numbers, a
+ * rewrite would have written invented ones out for good (review).
  */
 export function resolveEntry(entry: ManifestEntry, manifest: ManifestFile): ManifestEntry {
   if (entry.snapshot_id !== null && entry.sequence_number !== null && entry.file_sequence_number !== null) return entry;
+  if (entry.status !== ManifestEntryStatus.ADDED && (entry.sequence_number === null || entry.file_sequence_number === null)) {
+    throw new AuditError(
+      AuditErrorCode.TABLE_INVALID,
+      `Iceberg manifest ${manifest.manifest_path} is not usable: its ${entry.status === ManifestEntryStatus.EXISTING ? 'EXISTING' : 'DELETED'} entry for ${entry.data_file.file_path} has no sequence number, which only ADDED entries may inherit (spec "Sequence Number Inheritance")`,
+    );
+  }
   return {
     ...entry,
     snapshot_id: entry.snapshot_id ?? manifest.added_snapshot_id,
