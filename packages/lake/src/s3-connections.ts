@@ -21,14 +21,16 @@ export class S3Connections {
 
   /**
    * Where connection `id` sends its requests, spelled one way — its endpoint URL as `URL`
-   * normalises it, without a trailing slash, or `aws` for AWS's own endpoints (bucket names are
-   * global there) — or undefined for a connection not configured. Two ids with one answer reach
-   * the same buckets: credentials rotated under a new connection id, say.
+   * normalises it, without a trailing slash, or for AWS's own endpoints the partition of its
+   * region (bucket names are global within one: `aws`, `aws-cn`, `aws-us-gov`) — or undefined
+   * for a connection not configured. Two ids with one answer reach the same buckets, unless the
+   * store's namespace depends on the credentials (Ceph RGW tenants): credentials rotated under a
+   * new connection id, say.
    */
   endpointOf(id: string): string | undefined {
     const config = this.#configs.get(id);
     if (!config) return undefined;
-    if (config.endpoint === '') return 'aws';
+    if (config.endpoint === '') return config.region.startsWith('cn-') ? 'aws-cn' : config.region.startsWith('us-gov-') ? 'aws-us-gov' : 'aws';
     try {
       return new URL(config.endpoint).href.replace(/\/+$/, '');
     } catch {

@@ -8,7 +8,6 @@ import {
   WATERMARK_TERM_META,
   readTieredLocations,
   tieredLocationKey,
-  tieredLocationPlace,
   ZERO_WATERMARK,
   type TierSource,
   type TieredRecordRef,
@@ -372,17 +371,13 @@ export class TieringService {
   }
 
   /**
-   * One source per place (tieredLocationPlace): a place this log tiered to under two spellings
-   * is read once, through its latest description.
+   * One source per location as it was described, not per place: two descriptions of one place
+   * are read twice (their rows de-duplicated by eventId), because two that only look alike (one
+   * endpoint whose buckets differ by credentials: Ceph RGW tenants) must never be read as one
+   * and lose a location's rows from search (review).
    */
   #sourcesOf(locations: readonly TieredLocation[]): TierSource[] {
-    const byPlace = new Map<string, TieredLocation>();
-    for (const location of locations) {
-      const place = tieredLocationPlace(location, (connectionId) => this.connections.endpointOf(connectionId));
-      byPlace.delete(place);
-      byPlace.set(place, location);
-    }
-    return [...byPlace.values()].map((location) => {
+    return locations.map((location) => {
       const key = tieredLocationKey(location);
       let source = this.#sources.get(key);
       if (!source) {
@@ -395,7 +390,6 @@ export class TieringService {
       return source;
     });
   }
-
 
   /**
    * Event time from which everything is certainly still local (tiers can be skipped above it):

@@ -1,4 +1,4 @@
-import { erasuresNotDone, readTieredLocations, tieredLocationPlace, icebergTableAt, loadIcebergTable, parseS3Location, type MaintenanceContext, type MaintenanceStep, type ParquetCompactionContext, type S3Connections, type TieredLocation, type TierFileEncoder } from '@auditlake/lake';
+import { erasuresNotDone, readTieredLocations, tieredLocationKey, tieredLocationPlace, icebergTableAt, loadIcebergTable, parseS3Location, type MaintenanceContext, type MaintenanceStep, type ParquetCompactionContext, type S3Connections, type TieredLocation, type TierFileEncoder } from '@auditlake/lake';
 import type { AuditStore } from '@auditlake/store';
 import { applyIcebergErasures, applyParquetErasures } from './tier-erasure.js';
 
@@ -65,17 +65,20 @@ export class EarlierTargetErasure {
   async apply(current: TieredLocation | undefined, fence: MaintenanceContext['fence'], metadataLogEntriesMax: number): Promise<EarlierTargetErasureResult[]> {
     const { store, log } = this.#options;
     const known = await readTieredLocations(store);
-    // By place: the current target named another way (an alias spelling, another connection to
-    // its endpoint) is the current target, whose erasures the sweep applies; taken for an earlier
-    // one, its erasure cursor would move ahead of what the sweep has written there.
+    // The current target named another way (an alias spelling, another connection to its
+    // endpoint) is the current target, whose erasures the sweep applies: taken for an earlier one,
+    // its erasure cursor would move ahead of what the sweep has written there. Every other
+    // description is applied to, and backs off, on its own: keyed by place, one description's
+    // failure (a revoked key) held back another that works, and the erasure never reached the
+    // place while search read it through that other one (review).
     const placeOf = (location: TieredLocation) => tieredLocationPlace(location, (connectionId) => this.#options.connections.endpointOf(connectionId));
-    const currentKey = current === undefined ? undefined : placeOf(current);
+    const currentPlace = current === undefined ? undefined : placeOf(current);
     const head = store.position.lastSeq;
     const results: EarlierTargetErasureResult[] = [];
     let appliedThrough = head;
     for (const location of known) {
-      const key = placeOf(location);
-      if (key === currentKey) continue;
+      if (placeOf(location) === currentPlace) continue;
+      const key = tieredLocationKey(location);
       const checked = this.#checkedThrough.get(key) ?? 0;
       if (checked >= head) continue;
       if (!this.#options.connections.has(location.connectionId)) {

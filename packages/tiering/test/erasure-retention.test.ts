@@ -184,6 +184,25 @@ describe('retention and erasure records', () => {
     expect(await store.getBySeq(erasureSeq)).toBeUndefined();
   });
 
+  it('applies an erasure to a place named two ways through the description that works, whatever the other one does', async () => {
+    const store = await openStore(10);
+    const placeX = `s3://${BUCKET}/named-twice`;
+    // Tiered to X through connection a, then (credentials rotated) through b: one place, two descriptions.
+    let current = settings({ 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': placeX, 'audit.tier.connectionId': 'a' });
+    expect(await sweeperOf(store, () => current, {}).sweep()).toBe('tiered');
+    await store.append(Array.from({ length: 5 }, (_, i) => ev(10 + i)));
+    current = settings({ 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': `${placeX}/`, 'audit.tier.connectionId': 'b' });
+    expect(await sweeperOf(store, () => current, {}).sweep()).toBe('tiered');
+    // The target moves on; e3 lives only in X. Connection a's key is then revoked, a left configured.
+    current = settings({ 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': `s3://${BUCKET}/after-x`, 'audit.tier.connectionId': 'b' });
+    await erase(store, 'e3', 4);
+    const warnings: string[] = [];
+    await sweeperOf(store, () => current, { connections: aRefused, log: { info: () => undefined, warn: (_obj, msg) => void warnings.push(msg) } }).sweep();
+    // The description through a fails (and is retried later); the one through b applied it.
+    expect(warnings.some((w) => w.startsWith(`Audit tiering: applying erasures to ${placeX}, an earlier tier target, failed`))).toBe(true);
+    expect(await parquetQueryOf(placeX, 'e3')).toEqual(['[erased by auditlake]']);
+  });
+
   it('does not wait for an earlier target whose S3 connection was removed from the configuration', async () => {
     const store = await openStore(10);
     const withC = new S3Connections(new Map([['c', { id: 'c', endpoint: s3.server.url, region: 'us-east-1', ...CREDENTIALS, forcePathStyle: true }]]));

@@ -1,0 +1,39 @@
+// Goal: a tier location's place is where its objects are — mode, the connection's endpoint, bucket and prefix — so two names of one place compare equal and two places that only share names do not: another spelling of the path, a second connection to one endpoint, one catalog over another's warehouse are one place; AWS partitions, other endpoints and connections no longer configured are apart.
+import type { S3ConnectionConfig } from '@auditlake/model';
+import { describe, expect, it } from 'vitest';
+import { S3Connections } from '../src/s3-connections.js';
+import { tieredLocationPlace, type TieredLocation } from '../src/tiered-location.js';
+
+const config = (id: string, endpoint: string, region = 'us-east-1'): [string, S3ConnectionConfig] => [id, { id, endpoint, region, accessKeyId: 'k', secretAccessKey: 's', forcePathStyle: true }];
+const connections = new S3Connections(
+  new Map([
+    config('minio', 'http://Minio.Local:9000/'),
+    config('minio-rotated', 'http://minio.local:9000'),
+    config('other', 'http://minio.local:9001'),
+    config('aws-east', '', 'us-east-1'),
+    config('aws-west', '', 'eu-west-1'),
+    config('aws-china', '', 'cn-north-1'),
+    config('aws-gov', '', 'us-gov-west-1'),
+  ]),
+);
+const place = (location: TieredLocation) => tieredLocationPlace(location, (id) => connections.endpointOf(id));
+const parquet = (path: string, connectionId: string): TieredLocation => ({ mode: 'parquet', path, connectionId });
+
+describe('tieredLocationPlace', () => {
+  it('is one place for another spelling of the path and for another connection to the same endpoint', () => {
+    expect(place(parquet('s3://bkt/p/', 'minio-rotated'))).toBe(place(parquet('s3://bkt/p', 'minio')));
+    const table = (identifier: string, location: string): TieredLocation => ({ mode: 'iceberg', path: identifier, location, connectionId: 'minio' });
+    expect(place(table('cat2.ops.events', 's3://bkt/wh/ops/events/'))).toBe(place(table('cat.ops.events', 's3://bkt/wh/ops/events')));
+  });
+
+  it('keeps apart other prefixes, buckets, modes, endpoints, AWS partitions and a connection no longer configured', () => {
+    const base = place(parquet('s3://bkt/p', 'minio'));
+    expect(place(parquet('s3://bkt/p2', 'minio'))).not.toBe(base);
+    expect(place(parquet('s3://cbkt/p', 'minio'))).not.toBe(base);
+    expect(place({ mode: 'iceberg', path: 'cat.p.t', location: 's3://bkt/p', connectionId: 'minio' })).not.toBe(base);
+    expect(place(parquet('s3://bkt/p', 'other'))).not.toBe(base);
+    expect(place(parquet('s3://bkt/p', 'gone'))).not.toBe(base);
+    expect(place(parquet('s3://bkt/p', 'aws-west'))).toBe(place(parquet('s3://bkt/p', 'aws-east')));
+    expect(new Set(['aws-east', 'aws-china', 'aws-gov'].map((id) => place(parquet('s3://bkt/p', id)))).size).toBe(3);
+  });
+});
