@@ -825,12 +825,12 @@ export class TierSweeper {
       // counted it tiered — it deleted untiered entries, so tiering was off then — and kept
       // nothing that differs. Taken, a location another cluster tiers to, set by mistake when
       // tiering was turned on, had this log's entries committed after that cluster's rows; so,
-      // as for rows at or below the watermark, only a location this log tiered to is taken.
+      // as for rows at or below the watermark, only a location this log tiered to is taken
+      // unasked. The refusal is the adoption's: a successor whose dead leader tiered there first
+      // and whose own retention had run further meets it too, and an admin who has checked the
+      // tier lets the adoption take it (review: a bare refusal left that successor no way on).
       else if (verdict === undefined && !includesPlace(await readTieredLocations(store), tiered, (connectionId) => this.#options.connections.endpointOf(connectionId))) {
-        throw new AuditError(
-          AuditErrorCode.TIER_TARGET_UNUSABLE,
-          `${target} holds tiered rows through seq ${ahead.row.seq}, past this node's watermark (seq ${(await this.watermark()).seq}), whose entry this node's retention deleted while tiering was off, and this log never tiered there: its rows cannot be shown to be this log's history (another cluster's tier?), so nothing was written to it, and tiering stops until the tier target names a location of this cluster's own (a new one, or one this log tiered to before)`,
-        );
+        why = `but its row at seq ${ahead.row.seq}, past this node's watermark (seq ${(await this.watermark()).seq}), is one whose entry this node's retention deleted while tiering was off, and this log never tiered there, so nothing shows it is this log's`;
       }
     }
     if (why === undefined) return;

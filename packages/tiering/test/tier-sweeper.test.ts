@@ -919,10 +919,15 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
       await neverTiered.pruneBefore(Date.UTC(2026, 0, 1) + 25, 100, async () => true);
       const first = testSweeper({ store: neverTiered, connections: s3.connections, catalogs, settings: () => prodTarget });
       expect(await first.sweep()).toBe('failed');
-      expect((await first.status()).lastError).toContain(`${pathOf(prodTarget)} holds tiered rows through seq 20, past this node's watermark (seq 0), whose entry this node's retention deleted while tiering was off, and this log never tiered there`);
+      expect((await first.status()).lastError).toContain(`${pathOf(prodTarget)} is tiered through seq 20, but its row at seq 20, past this node's watermark (seq 0), is one whose entry this node's retention deleted while tiering was off, and this log never tiered there, so nothing shows it is this log's`);
+      // The way on is the adoption's, for an admin who checked the tier (a failover's successor
+      // whose own retention ran further than its dead leader's meets this refusal too).
+      expect((await first.status()).lastError).toContain('POST /admin/audit/tier/adopt {"throughSeq": 20}');
       expect((await first.watermark()).seq).toBe(0);
       expect(await readTieredLocations(neverTiered)).toEqual([]);
       expect(await keysAt(mode, prodTarget)).toEqual(prodKeys);
+      expect(await first.adoptTier(20)).toMatchObject({ adopted: { throughSeq: 20 }, error: null });
+      expect((await readTieredLocations(neverTiered)).map((location) => location.path)).toEqual([pathOf(prodTarget)]);
     },
   );
 
