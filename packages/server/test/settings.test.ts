@@ -152,6 +152,10 @@ describe('settings', () => {
     const proto = await send('{"__proto__":{"audit.retention.days":1}}');
     expect(proto.status).toBe(400);
     expect(await get(t)).toMatchObject({ 'audit.retention.days': 9 });
+    // A leading byte-order mark is taken, as Fastify's own parser takes it.
+    const bom = await send('\uFEFF{"audit.retention.days":10}');
+    expect(bom.status).toBe(200);
+    expect(await get(t)).toMatchObject({ 'audit.retention.days': 10 });
     // Not JSON at all: the parser's own refusal, as before.
     const broken = await send('{"audit.retention.days":');
     expect(broken.status).toBe(400);
