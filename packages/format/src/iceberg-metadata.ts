@@ -509,13 +509,6 @@ export function newestAncestorCarrying(metadata: IcebergTableMetadata, key: stri
 }
 
 /**
- * The next table metadata after expiring every snapshot {@link retainedSnapshotIds} does not
- * keep (spec "Snapshot Retention Policy"): no new snapshot; `snapshots` and `snapshot-log`
- * keep only the retained ones; a `metadata-log` entry for the previous file as in every commit.
- * A retained snapshot whose parent expired keeps its `parent-snapshot-id` (the spec allows an
- * ancestor to be gone). Returns undefined when nothing would expire.
- */
-/**
  * The snapshot log once `kept` are the table's snapshots: an entry of a snapshot no longer kept
  * removes it and every entry before it (spec, `snapshot-log`: "all entries before a snapshot that
  * has expired should be removed"; Java's TableMetadata does the same). Kept entries before a
@@ -533,6 +526,13 @@ function snapshotLogAfterExpiry(log: readonly IcebergSnapshotLogEntry[], kept: R
   return next;
 }
 
+/**
+ * The next table metadata after expiring every snapshot {@link retainedSnapshotIds} does not
+ * keep (spec "Snapshot Retention Policy"): no new snapshot; `snapshots` keeps only the retained
+ * ones, `snapshot-log` the entries after the last expired one; a `metadata-log` entry for the previous file as in every commit.
+ * A retained snapshot whose parent expired keeps its `parent-snapshot-id` (the spec allows an
+ * ancestor to be gone). Returns undefined when nothing would expire.
+ */
 export function expireSnapshots(metadata: IcebergTableMetadata, options: ExpireSnapshotsOptions): IcebergTableMetadata | undefined {
   checkBase(metadata);
   checkAbsolutePath('previousMetadataPath', options.previousMetadataPath);
