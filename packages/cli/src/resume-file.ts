@@ -50,9 +50,9 @@ export const WRITE_INTERVAL_MS = 1_000;
  * per file: quadratic (review). A kill loses at most that interval's progress: sent again, as
  * duplicates. Each write is synced before its rename and the rename after it, so a power loss
  * leaves the last state or the one before, never an empty file. One run at a time holds a
- * resume file (`F.lock`, resume-lock.ts) until `close()`. A re-run skips what is recorded. The ids of imported records do
- * not depend on it, so a batch acknowledged just before a kill and sent again is only counted
- * as duplicates, never stored twice.
+ * resume file (`F.lock`, resume-lock.ts) until `close()`. A re-run skips what is recorded. The
+ * ids of imported records do not depend on it, so a batch acknowledged just before a kill and
+ * sent again is only counted as duplicates, never stored twice.
  */
 export class ResumeFile {
   readonly path: string;

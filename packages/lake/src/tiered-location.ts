@@ -1,3 +1,4 @@
+import type { S3Connections } from './s3-connections.js';
 import { parseS3Location } from './s3-location.js';
 
 /** Replicated-metadata name of every location that ever received tiered events. */
@@ -25,8 +26,8 @@ export function tieredLocationKey(location: TieredLocation): string {
   return JSON.stringify(location);
 }
 
-/** Where a connection sends its requests (S3Connections.endpointOf); undefined when not configured. */
-export type EndpointOf = (connectionId: string) => string | undefined;
+/** What tells where a connection sends its requests: S3Connections (endpointOf; undefined when not configured). */
+export type Endpoints = Pick<S3Connections, 'endpointOf'>;
 
 /**
  * Where a location's objects are, spelled one way: its mode, its connection's endpoint, bucket and
@@ -37,16 +38,16 @@ export type EndpointOf = (connectionId: string) => string | undefined;
  * it would be checked against, and tiering stopped (review). A connection no longer configured
  * stays apart by its id.
  */
-export function tieredLocationPlace(location: TieredLocation, endpointOf: EndpointOf): string {
+export function tieredLocationPlace(location: TieredLocation, endpoints: Endpoints): string {
   const s3 = parseS3Location(location.mode === 'iceberg' ? location.location : location.path);
-  const endpoint = endpointOf(location.connectionId) ?? `connection:${location.connectionId}`;
+  const endpoint = endpoints.endpointOf(location.connectionId) ?? `connection:${location.connectionId}`;
   return JSON.stringify(s3 ? [location.mode, endpoint, s3.bucket, s3.prefix] : [location.mode, endpoint, location.path]);
 }
 
 /** Whether `location` is a place among `known` (it received tiered events). */
-export function includesPlace(known: readonly TieredLocation[], location: TieredLocation, endpointOf: EndpointOf): boolean {
-  const place = tieredLocationPlace(location, endpointOf);
-  return known.some((candidate) => tieredLocationPlace(candidate, endpointOf) === place);
+export function includesPlace(known: readonly TieredLocation[], location: TieredLocation, endpoints: Endpoints): boolean {
+  const place = tieredLocationPlace(location, endpoints);
+  return known.some((candidate) => tieredLocationPlace(candidate, endpoints) === place);
 }
 
 /** The locations replicated metadata lists (none before the first tiered batch). */

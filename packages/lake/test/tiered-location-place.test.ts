@@ -16,7 +16,7 @@ const connections = new S3Connections(
     config('aws-gov', '', 'us-gov-west-1'),
   ]),
 );
-const place = (location: TieredLocation) => tieredLocationPlace(location, (id) => connections.endpointOf(id));
+const place = (location: TieredLocation) => tieredLocationPlace(location, connections);
 const parquet = (path: string, connectionId: string): TieredLocation => ({ mode: 'parquet', path, connectionId });
 
 describe('tieredLocationPlace', () => {

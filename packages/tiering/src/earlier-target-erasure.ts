@@ -71,7 +71,7 @@ export class EarlierTargetErasure {
     // description is applied to, and backs off, on its own: keyed by place, one description's
     // failure (a revoked key) held back another that works, and the erasure never reached the
     // place while search read it through that other one (review).
-    const placeOf = (location: TieredLocation) => tieredLocationPlace(location, (connectionId) => this.#options.connections.endpointOf(connectionId));
+    const placeOf = (location: TieredLocation) => tieredLocationPlace(location, this.#options.connections);
     const currentPlace = current === undefined ? undefined : placeOf(current);
     const head = store.position.lastSeq;
     const results: EarlierTargetErasureResult[] = [];

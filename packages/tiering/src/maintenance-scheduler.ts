@@ -184,7 +184,7 @@ export class MaintenanceScheduler {
     const byPlace = new Map<string, Entry['table']>();
     if (!settings.maintenanceEnabled) return new Map();
     const add = (table: Entry['table']) => {
-      const place = tieredLocationPlace(table, this.#endpointOf);
+      const place = tieredLocationPlace(table, this.#options.connections);
       byPlace.delete(place);
       byPlace.set(place, table);
     };
@@ -202,8 +202,6 @@ export class MaintenanceScheduler {
     }
     return new Map([...byPlace.values()].map((table) => [table.path, table]));
   }
-
-  readonly #endpointOf = (connectionId: string): string | undefined => this.#options.connections.endpointOf(connectionId);
 
   /**
    * Brings the registrations in line with the settings and the tables that received events.
@@ -401,7 +399,7 @@ export class MaintenanceScheduler {
     // this log to maintain — and when the target was set by mistake to another cluster's
     // location, which the sweep refuses, a run would compact, expire and clean that cluster's
     // table (review).
-    if (!includesPlace(await readTieredLocations(this.#options.store), location, this.#endpointOf)) {
+    if (!includesPlace(await readTieredLocations(this.#options.store), location, this.#options.connections)) {
       this.#options.log.info({ table: location.path }, `table maintenance of ${location.path}: this log has tiered nothing there yet, nothing to do (maintenance starts once its sweep has committed there)`);
       return NO_WORK;
     }

@@ -751,7 +751,7 @@ export class TierSweeper {
       );
     }
     // By place, not spelling: a target set back to a place this log tiered to, written another way.
-    if (includesPlace(await readTieredLocations(this.#options.store), location, (connectionId) => this.#options.connections.endpointOf(connectionId))) {
+    if (includesPlace(await readTieredLocations(this.#options.store), location, this.#options.connections)) {
       this.#historyChecked.add(term, id);
       return undefined;
     }
@@ -829,7 +829,7 @@ export class TierSweeper {
       // unasked. The refusal is the adoption's: a successor whose dead leader tiered there first
       // and whose own retention had run further meets it too, and an admin who has checked the
       // tier lets the adoption take it (review: a bare refusal left that successor no way on).
-      else if (verdict === undefined && !includesPlace(await readTieredLocations(store), tiered, (connectionId) => this.#options.connections.endpointOf(connectionId))) {
+      else if (verdict === undefined && !includesPlace(await readTieredLocations(store), tiered, this.#options.connections)) {
         why = `but its row at seq ${ahead.row.seq}, past this node's watermark (seq ${(await this.watermark()).seq}), is one whose entry this node's retention deleted while tiering was off, and this log never tiered there, so nothing shows it is this log's`;
       }
     }

@@ -38,8 +38,9 @@ export function registerSettingsRoutes(app: FastifyInstance, settings: SettingsS
   // In a scope of its own: only this route's JSON bodies are read by the parser that refuses a key given twice.
   void app.register(async (scope) => {
     scope.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, raw, done) => {
+      const text = raw as string;
       // A leading byte-order mark is taken, as Fastify's own parser takes it (review).
-      const body = (raw as string).startsWith('\uFEFF') ? (raw as string).slice(1) : (raw as string);
+      const body = text.startsWith('\uFEFF') ? text.slice(1) : text;
       let value: unknown;
       try {
         value = JSON.parse(body);
