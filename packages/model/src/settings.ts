@@ -129,7 +129,8 @@ export function settingsView(settings: Settings): SettingsView {
   return view;
 }
 
-function isSettingKey(key: string): key is SettingKey {
+/** Whether `key` is a runtime setting's key. */
+export function isSettingKey(key: string): key is SettingKey {
   return (SETTING_KEYS as readonly string[]).includes(key);
 }
 
@@ -234,8 +235,13 @@ function asSettingString(key: string, value: unknown): string {
   if (typeof value === 'string') return value.trim();
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
   // A list setting may also be sent as a JSON array of names.
-  if (key === 'audit.redact.keys' && Array.isArray(value) && value.every((v) => typeof v === 'string')) return value.join(',');
-  throw invalid(`${key} must be a string, number or boolean: ${jsonForMessage(value)}`);
+  if (key === 'audit.redact.keys' && Array.isArray(value) && value.every((v) => typeof v === 'string')) {
+    // Joined by commas, an entry holding one would be taken as two keys.
+    const split = value.find((v) => v.includes(','));
+    if (split !== undefined) throw invalid(`${key} entry ${jsonForMessage(split)} holds a comma, which separates keys: give each key as an entry of its own`);
+    return value.join(',');
+  }
+  throw invalid(`${key} must be a string, number or boolean (or null to unset a saved value): ${jsonForMessage(value)}`);
 }
 
 /**
@@ -323,9 +329,16 @@ export function lostSettingsRecord<E extends { action: string; details: string }
   };
 }
 
-/** The `details` of an `audit:UpdateSettings` event: old → new per changed key. */
-export function describeChanges(changes: readonly SettingChange[]): string {
-  return changes.map((c) => `${c.key}: ${shownValue(c.from)} → ${shownValue(c.to)}`).join('; ');
+/**
+ * The `details` of an `audit:UpdateSettings` event: old → new per changed key, and for each key
+ * in `unset` (a saved value removed, so the key follows the node's configuration again) that it
+ * does, with the configured value when that is no change.
+ */
+export function describeChanges(changes: readonly SettingChange[], unset: readonly SettingChange[] = []): string {
+  const unsetKeys = new Set(unset.map((c) => c.key));
+  const changed = changes.map((c) => `${c.key}: ${shownValue(c.from)} → ${shownValue(c.to)}${unsetKeys.has(c.key) ? ' (unset: follows configuration)' : ''}`);
+  const kept = unset.filter((u) => !changes.some((c) => c.key === u.key)).map((u) => `${u.key}: ${shownValue(u.to)} (unset: follows configuration)`);
+  return [...changed, ...kept].join('; ');
 }
 
 /**

@@ -176,6 +176,8 @@ describe('mergeSettings', () => {
     expect(update.effective.redactKeys).toEqual(['password', 's3.secret-key']);
     expect(update.changes.map((c) => c.key)).toEqual(['audit.redact.keys']);
     expect(mergeSettings(DEFAULTS(), { 'audit.redact.keys': '' }).effective.redactKeys).toEqual([]);
+    // An array entry holding a comma would be split into two keys: refused, naming it.
+    expect(() => mergeSettings(DEFAULTS(), { 'audit.redact.keys': ['password', 'a,b'] })).toThrow('audit.redact.keys entry "a,b" holds a comma, which separates keys: give each key as an entry of its own');
   });
 
   it.each([
@@ -325,6 +327,12 @@ describe('describeChanges', () => {
       ]),
     ).toBe('audit.retention.days: 90 → 30; audit.tier.parquet.path: (empty) → s3://b/p; audit.tier.connectionId: local → (empty)');
     expect(describeChanges([])).toBe('');
+  });
+
+  it('marks keys unset back to the configuration, with the value when the configuration gives the one they had', () => {
+    const change = { key: 'audit.retention.days', from: '45', to: '30' } as const;
+    const kept = { key: 'audit.tier.connectionId', from: 'b\n', to: 'b\n' } as const;
+    expect(describeChanges([change], [change, kept])).toBe('audit.retention.days: 45 → 30 (unset: follows configuration); audit.tier.connectionId: b\\u000a (unset: follows configuration)');
   });
 
   it('shows line breaks, other control characters and bidi controls of a value escaped, so a description stays one honest line', () => {

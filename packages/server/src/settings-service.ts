@@ -6,6 +6,7 @@ import {
   UPDATE_SETTINGS_ACTION,
   defaultSettings,
   describeChanges,
+  isSettingKey,
   mergeSettings,
   newEventId,
   parseSettings,
@@ -121,9 +122,27 @@ export class SettingsService {
     return run;
   }
 
+  /**
+   * The request with each setting key given null replaced by the value the configuration gives
+   * it (so it is validated merged like any value), and those keys. Anything else is left for
+   * mergeSettings to refuse or take.
+   */
+  #unsetValued(request: unknown): { valued: unknown; unsetKeys: SettingKey[] } {
+    if (typeof request !== 'object' || request === null || Array.isArray(request)) return { valued: request, unsetKeys: [] };
+    const unsetKeys = (Object.keys(request) as SettingKey[]).filter((key) => (request as Record<string, unknown>)[key] === null && isSettingKey(key));
+    if (unsetKeys.length === 0) return { valued: request, unsetKeys };
+    const valued: Record<string, unknown> = { ...request };
+    for (const key of unsetKeys) valued[key] = this.#defaults[key];
+    return { valued, unsetKeys };
+  }
+
   async #apply(request: unknown, userId: string): Promise<Settings> {
-    const update = mergeSettings(this.current, request);
-    if (update.changes.length === 0) return this.current;
+    const { valued, unsetKeys } = this.#unsetValued(request);
+    const update = mergeSettings(this.current, valued);
+    // A saved key given null is unset: it follows the configuration again, also when that gives
+    // the value it had (still a change of what is stored, so recorded).
+    const unset = unsetKeys.filter((key) => key in this.#overrides).map((key) => ({ key, from: this.current[key], to: this.#defaults[key] }));
+    if (update.changes.length === 0 && unset.length === 0) return this.current;
     // A tier target is checked, merged over what is stored, when a key naming it changes. Not
     // for the other tier keys (maintenance, local retention): checked for them too, a bucket
     // outage refused every change of those — lengthening local retention because the bucket is
@@ -136,6 +155,7 @@ export class SettingsService {
     // configuration gave it then, recorded nowhere (the record names changes only), and a later
     // change of the configuration no longer took effect (review).
     for (const change of update.changes) overrides[change.key] = update.merged[change.key];
+    for (const { key } of unset) delete overrides[key];
     const nowMs = Date.now();
     const eventId = newEventId(nowMs);
     await this.#store.append(
@@ -149,7 +169,7 @@ export class SettingsService {
           decision: 'ALLOW',
           tables: [],
           query: '',
-          details: describeChanges(update.changes),
+          details: describeChanges(update.changes, unset),
           timestamp: nowMs,
         },
       ],

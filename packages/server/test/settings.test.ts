@@ -77,6 +77,43 @@ describe('settings', () => {
     expect(await get(again)).toMatchObject({ 'audit.retention.days': 60, 'audit.read.sample.rate': 0.5 });
   });
 
+  it('a saved key given null is unset: it follows the configuration again, across restarts, and the change is recorded', async () => {
+    const t = await startTestNode({ props: { 'auditlake.audit.retention.days': '30' } });
+    await post(t, { 'audit.retention.days': 45, 'audit.read.sample.rate': 0.5 });
+    const unset = await post(t, { 'audit.retention.days': null });
+    expect(unset.status).toBe(200);
+    expect(unset.json).toMatchObject({ 'audit.retention.days': 30, 'audit.read.sample.rate': 0.5 });
+    const records = (await t.stored()).filter((e) => e.action === 'audit:UpdateSettings').map((e) => e.details);
+    expect(records.reverse()).toEqual(['audit.retention.days: 30 → 45; audit.read.sample.rate: 1 → 0.5', 'audit.retention.days: 45 → 30 (unset: follows configuration)']);
+    await t.node.close();
+    const again = await startTestNode({ dataDir: t.dataDir, props: { 'auditlake.audit.retention.days': '60' } });
+    expect(await get(again)).toMatchObject({ 'audit.retention.days': 60, 'audit.read.sample.rate': 0.5 });
+  });
+
+  it('unsets a saved key whose value the configuration also gives (recorded: what is stored changed), and a key not saved given null is no change', async () => {
+    const t = await startTestNode({ props: { 'auditlake.audit.retention.days': '30' } });
+    await post(t, { 'audit.retention.days': 45 });
+    await post(t, { 'audit.retention.days': 30 }); // pinned at the configured value
+    const unset = await post(t, { 'audit.retention.days': null });
+    expect(unset.json).toMatchObject({ 'audit.retention.days': 30 });
+    const none = await post(t, { 'audit.retention.days': null, 'audit.read.enabled': null, tierStatus: null });
+    expect(none.status).toBe(200);
+    const records = (await t.stored()).filter((e) => e.action === 'audit:UpdateSettings').map((e) => e.details);
+    expect(records.reverse()).toEqual(['audit.retention.days: 30 → 45', 'audit.retention.days: 45 → 30', 'audit.retention.days: 30 (unset: follows configuration)']);
+    await t.node.close();
+    const again = await startTestNode({ dataDir: t.dataDir, props: { 'auditlake.audit.retention.days': '60' } });
+    expect(await get(again)).toMatchObject({ 'audit.retention.days': 60 });
+  });
+
+  it('refuses null for an unknown key, saving nothing', async () => {
+    const t = await startTestNode();
+    const before = await get(t);
+    const unknown = await post(t, { 'audit.retention.days': 3, 'audit.retention.dayz': null });
+    expect(unknown).toMatchObject({ status: 400, json: { code: 'AUDIT_SETTINGS_INVALID', error: expect.stringMatching(/^unknown setting: audit\.retention\.dayz /) } });
+    expect(await get(t)).toEqual(before);
+    expect(await t.stored()).toEqual([]);
+  });
+
   it('records each accepted change as an audit:UpdateSettings event with old → new per key', async () => {
     const t = await startTestNode();
     await post(t, { 'audit.retention.days': '45', 'audit.read.sample.rate': 0.5 });
@@ -108,7 +145,7 @@ describe('settings', () => {
     [{ 'audit.retention.days': '1e2' }, 'audit.retention.days must be a positive integer: 1e2'],
     [{ 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': 'ice.audit_events' }, 'audit tier target ice.audit_events is not usable: audit tier iceberg table must be catalog.schema.table: ice.audit_events'],
     [{ 'audit.retention.dayz': 3 }, 'unknown setting: audit.retention.dayz (known: audit.retention.days, audit.read.enabled, audit.read.sample.rate, audit.tier.mode, audit.tier.iceberg.table, audit.tier.parquet.path, audit.tier.connectionId, audit.tier.retain.local.days, audit.redact.keys, audit.tier.maintenance.enabled, audit.tier.maintenance.cron, audit.tier.maintenance.snapshot.retain.last, audit.tier.maintenance.remove.orphan.files, audit.tier.maintenance.orphan.min.age.ms, audit.tier.maintenance.target.file.size.bytes, audit.tier.maintenance.metadata.previous.versions.max)'],
-    [{ 'audit.retention.days': { n: 3 } }, 'audit.retention.days must be a string, number or boolean: {"n":3}'],
+    [{ 'audit.retention.days': { n: 3 } }, 'audit.retention.days must be a string, number or boolean (or null to unset a saved value): {"n":3}'],
     [{ 'audit.tier.maintenance.cron': '61 * * * *' }, 'audit.tier.maintenance.cron must be a cron expression of 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first: 61 * * * *'],
     [{ 'audit.tier.maintenance.cron': '0 0 31 2 *' }, 'audit.tier.maintenance.cron must be a cron expression whose day of month occurs in its months (day 31 never occurs in month 2, so it would never run): 0 0 31 2 *'],
     [{ 'audit.tier.maintenance.orphan.min.age.ms': -5 }, 'audit.tier.maintenance.orphan.min.age.ms must be a non-negative integer: -5'],

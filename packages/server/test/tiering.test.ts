@@ -47,6 +47,23 @@ describe('parquet tiering settings', () => {
     });
   }
 
+  it('refuses an unset (null) that leaves the settings invalid, saving nothing', async () => {
+    const { t } = await tieringNode();
+    expect((await postSettings(t, PARQUET)).status).toBe(200);
+    const stored = (await t.stored()).length;
+    // The configuration gives no path, which parquet mode needs.
+    const res = await postSettings(t, { 'audit.tier.parquet.path': null, 'audit.read.sample.rate': 0.5 });
+    expect(res.status).toBe(400);
+    expect(res.json.error).toBe('audit.tier.parquet.path is required when audit.tier.mode=parquet');
+    const { json } = await postSettings(t, {});
+    expect(json).toMatchObject({ 'audit.tier.parquet.path': 's3://ext/audit', 'audit.read.sample.rate': 1 });
+    expect((await t.stored()).length).toBe(stored);
+    // Unset together with the mode, it is taken.
+    const both = await postSettings(t, { 'audit.tier.parquet.path': null, 'audit.tier.mode': null });
+    expect(both.status).toBe(200);
+    expect(both.json).toMatchObject({ 'audit.tier.parquet.path': '', 'audit.tier.mode': 'none' });
+  });
+
   it('refuses a target whose S3 endpoint is down, naming it', async () => {
     const { s3, t } = await tieringNode();
     await s3.stop();
@@ -240,6 +257,25 @@ describe('parquet tiering sweep', () => {
     await expect.poll(async () => (await tierStatus(t)).deferred, { timeout: 30_000 }).toBe(0);
     const { json } = await t.search('?q=select&limit=100');
     expect(json.events.filter((e) => e.eventId.startsWith('old'))).toHaveLength(12);
+  });
+
+  it('turning tiering off while records are deferred answers a warning naming how many retention now deletes, and it deletes them', async () => {
+    const { s3, t } = await tieringNode({ 'auditlake.audit.retention.interval.ms': '100' });
+    await postSettings(t, { ...PARQUET, 'audit.retention.days': 1 });
+    await s3.stop();
+    const old = Date.now() - 10 * DAY;
+    await t.ingest(Array.from({ length: 7 }, (_, i) => event({ eventId: `old${i}`, ts: old + i })));
+    await expect.poll(async () => (await tierStatus(t)).deferred, { timeout: 30_000 }).toBe(7);
+    const off = await postSettings(t, { 'audit.tier.mode': 'none' });
+    expect(off.status).toBe(200);
+    expect(off.json.warning).toBe(
+      "tiering is off now, so the 7 records held only because they were never tiered (tierStatus.deferred, older than audit.retention.days) are deleted at retention's next run and kept nowhere else (setting audit.tier.mode back keeps those not deleted yet)",
+    );
+    await expect.poll(async () => (await t.stored()).filter((e) => e.eventId.startsWith('old')).length).toBe(0);
+    // Nothing deferred, nothing to warn of: a later save with tiering off answers no warning.
+    const again = await postSettings(t, { 'audit.retention.days': 2 });
+    expect(again.status).toBe(200);
+    expect(again.json.warning).toBeUndefined();
   });
 
   it('retain.local.days=0: the local store keeps only untiered events, and the viewer still returns everything', async () => {

@@ -28,6 +28,16 @@ async function replicationWarning(settings: SettingsService, membership: Members
   return `the settings are saved and in force on this leader, but ${why}: should this leader fail before a standby holds them, the next leader runs the settings it held before (its audit:UpdateSettings record would come back into the log as audit:UpdateSettingsLost); post the same settings again to wait for a standby's confirmation`;
 }
 
+/**
+ * When a save turned tiering off while records were deferred (older than retention, kept only
+ * because they were never tiered): retention deletes them now, which the operator may not have
+ * meant. Counted before the save (the count is at most 10 s old); undefined otherwise.
+ */
+function tieringOffWarning(settings: SettingsService, deferredBefore: number): string | undefined {
+  if (deferredBefore === 0 || settings.effective.tierMode !== 'none') return undefined;
+  return `tiering is off now, so the ${deferredBefore} records held only because they were never tiered (tierStatus.deferred, older than audit.retention.days) are deleted at retention's next run and kept nowhere else (setting audit.tier.mode back keeps those not deleted yet)`;
+}
+
 export function registerSettingsRoutes(app: FastifyInstance, settings: SettingsService, membership: Membership, tiering: TieringService, ackReplicatedTimeoutMs: number): void {
   // Numbers and booleans as JSON numbers and booleans; the answer can be posted back as it is.
   const view = async () => ({ ...settingsView(settings.current), tierStatus: await tiering.status() });
@@ -59,9 +69,10 @@ export function registerSettingsRoutes(app: FastifyInstance, settings: SettingsS
       if (!membership.isLeader()) {
         throw new AuditError(AuditErrorCode.NOT_LEADER, 'no leader is reachable, so settings cannot be changed now (nothing was saved); retry once a leader is elected', { retryable: true });
       }
+      const deferredBefore = settings.effective.tierMode === 'none' ? 0 : (await tiering.status()).deferred;
       await settings.update(request.body, request.principal?.name ?? 'unknown');
-      const warning = await replicationWarning(settings, membership, ackReplicatedTimeoutMs);
-      return warning === undefined ? view() : { ...(await view()), warning };
+      const warnings = [tieringOffWarning(settings, deferredBefore), await replicationWarning(settings, membership, ackReplicatedTimeoutMs)].filter((w) => w !== undefined);
+      return warnings.length === 0 ? view() : { ...(await view()), warning: warnings.join('; also, ') };
     });
   });
 }

@@ -47,7 +47,7 @@ export function SettingsPanel({ api, settings, onSaved, fields, title, name }: S
     try {
       const next = await api.saveSettings(changes);
       // A cluster leader saved it, but no standby confirmed it: say so, in the server's words.
-      setStatus(typeof next.warning === 'string' ? `Saved on the leader only: ${next.warning}` : 'Saved');
+      setStatus(typeof next.warning === 'string' ? `Saved, with a warning: ${next.warning}` : 'Saved');
       onSaved(next);
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
