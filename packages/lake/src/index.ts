@@ -3,7 +3,7 @@ export { S3Connections } from './s3-connections.js';
 export { joinKey, parseS3Location, type S3Location } from './s3-location.js';
 export { encodeKeyNumber } from './key-number.js';
 export { WATERMARK_META, WATERMARK_TERM_META, ZERO_WATERMARK, laterWatermark, type Watermark } from './watermark.js';
-export { TIERED_LOCATIONS_META, includesLocation, includesPlace, readTieredLocations, tieredLocationKey, tieredLocationPlace, type Endpoints, type TieredLocation } from './tiered-location.js';
+export { TIERED_LOCATIONS_META, includesLocation, includesPlace, readTieredLocations, recordTieredLocation, tieredLocationKey, tieredLocationPlace, type Endpoints, type TieredLocation } from './tiered-location.js';
 export { TIER_SEGMENTS_CUT_META, TIER_SEGMENTS_MAX, TIER_SEGMENTS_META, readTierSegments, readTierSegmentsCut, segmentsAfterCommit, segmentUrlKey, type TierSegment } from './tier-segments.js';
 export type { TierFile, TierSource } from './tier-source.js';
 export { icebergTableAt, metadataFileKey, metadataVersionKey, resolveIcebergTable, s3Key, tableKeyOf, versionHintKey, type IcebergTableRef } from './iceberg-table-ref.js';

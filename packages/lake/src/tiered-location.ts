@@ -5,7 +5,7 @@ import { parseS3Location } from './s3-location.js';
 export const TIERED_LOCATIONS_META = 'tieredLocations';
 
 /** A place tiered events were written to, remembered so the reader never loses it. */
-export type TieredLocation =
+export type TieredLocation = (
   | {
       mode: 'parquet';
       /** `s3://bucket/prefix` */
@@ -19,11 +19,21 @@ export type TieredLocation =
       /** The table's resolved location, kept so it stays readable if the catalog changes. */
       location: string;
       connectionId: string;
-    };
+    }
+) & {
+  /**
+   * Where its connection sent requests when it was recorded (S3Connections.endpointOf), so the
+   * place stays known once that connection is removed from the configuration; absent in what
+   * older versions recorded until a commit fills it in (recordTieredLocation). Not part of the
+   * description: the location the settings name now carries none.
+   */
+  endpoint?: string;
+};
 
-/** What keys a location as it was described (mode, path, connection id, table location). */
+/** What keys a location as it was described (mode, path, connection id, table location), not its recorded endpoint. */
 export function tieredLocationKey(location: TieredLocation): string {
-  return JSON.stringify(location);
+  const { endpoint: _endpoint, ...described } = location;
+  return JSON.stringify(described);
 }
 
 /** What tells where a connection sends its requests: S3Connections (endpointOf; undefined when not configured). */
@@ -36,11 +46,15 @@ export type Endpoints = Pick<S3Connections, 'endpointOf'>;
  * warehouse. Keyed by its description instead, a target set back to a place this log tiered to
  * under another spelling was taken for another log's tier once retention had deleted the rows
  * it would be checked against, and tiering stopped (review). A connection no longer configured
- * stays apart by its id.
+ * counts by the endpoint recorded with the location, or, recorded without one (an older
+ * version), stays apart by its id.
  */
 export function tieredLocationPlace(location: TieredLocation, endpoints: Endpoints): string {
   const s3 = parseS3Location(location.mode === 'iceberg' ? location.location : location.path);
-  const endpoint = endpoints.endpointOf(location.connectionId) ?? `connection:${location.connectionId}`;
+  // The connection as configured now first: a connection pointed at a new address of the same
+  // store (a renamed host) keeps its locations. The recorded endpoint once it is removed:
+  // credentials rotated under a new id, the old one then removed, still name the same place.
+  const endpoint = endpoints.endpointOf(location.connectionId) ?? location.endpoint ?? `connection:${location.connectionId}`;
   return JSON.stringify(s3 ? [location.mode, endpoint, s3.bucket, s3.prefix] : [location.mode, endpoint, location.path]);
 }
 
@@ -48,6 +62,21 @@ export function tieredLocationPlace(location: TieredLocation, endpoints: Endpoin
 export function includesPlace(known: readonly TieredLocation[], location: TieredLocation, endpoints: Endpoints): boolean {
   const place = tieredLocationPlace(location, endpoints);
   return known.some((candidate) => tieredLocationPlace(candidate, endpoints) === place);
+}
+
+/**
+ * `known` once `location` received tiered events: with it added (by description) and every
+ * location given the endpoint its connection has now where it has none and the connection is
+ * configured (what older versions recorded gets one); undefined when that changes nothing.
+ */
+export function recordTieredLocation(known: readonly TieredLocation[], location: TieredLocation, endpoints: Endpoints): TieredLocation[] | undefined {
+  const withEndpoint = (candidate: TieredLocation): TieredLocation => {
+    if (candidate.endpoint !== undefined) return candidate;
+    const endpoint = endpoints.endpointOf(candidate.connectionId);
+    return endpoint === undefined ? candidate : { ...candidate, endpoint };
+  };
+  const recorded = includesLocation(known, location) ? known.map(withEndpoint) : [...known, location].map(withEndpoint);
+  return recorded.length === known.length && recorded.every((candidate, i) => candidate === known[i]) ? undefined : recorded;
 }
 
 /** The locations replicated metadata lists (none before the first tiered batch). */

@@ -1,8 +1,8 @@
-// Goal: a tier location's place is where its objects are — mode, the connection's endpoint, bucket and prefix — so two names of one place compare equal and two places that only share names do not: another spelling of the path, a second connection to one endpoint, one catalog over another's warehouse are one place; AWS partitions, other endpoints and connections no longer configured are apart.
+// Goal: a tier location's place is where its objects are — mode, the connection's endpoint, bucket and prefix — so two names of one place compare equal and two places that only share names do not: another spelling of the path, a second connection to one endpoint, one catalog over another's warehouse are one place; AWS partitions, other endpoints and connections no longer configured are apart unless recorded with their endpoint.
 import type { S3ConnectionConfig } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
 import { S3Connections } from '../src/s3-connections.js';
-import { tieredLocationPlace, type TieredLocation } from '../src/tiered-location.js';
+import { recordTieredLocation, tieredLocationKey, tieredLocationPlace, type TieredLocation } from '../src/tiered-location.js';
 
 const config = (id: string, endpoint: string, region = 'us-east-1'): [string, S3ConnectionConfig] => [id, { id, endpoint, region, accessKeyId: 'k', secretAccessKey: 's', forcePathStyle: true }];
 const connections = new S3Connections(
@@ -35,5 +35,25 @@ describe('tieredLocationPlace', () => {
     expect(place(parquet('s3://bkt/p', 'gone'))).not.toBe(base);
     expect(place(parquet('s3://bkt/p', 'aws-west'))).toBe(place(parquet('s3://bkt/p', 'aws-east')));
     expect(new Set(['aws-east', 'aws-china', 'aws-gov'].map((id) => place(parquet('s3://bkt/p', id)))).size).toBe(3);
+  });
+
+  it('takes the recorded endpoint of a connection no longer configured, the configured one before it (a renamed host)', () => {
+    expect(place({ ...parquet('s3://bkt/p', 'gone'), endpoint: 'http://minio.local:9000' })).toBe(place(parquet('s3://bkt/p', 'minio')));
+    expect(place({ ...parquet('s3://bkt/p', 'minio'), endpoint: 'http://old-host:9000' })).toBe(place(parquet('s3://bkt/p', 'minio-rotated')));
+    expect(place({ ...parquet('s3://bkt/p', 'gone'), endpoint: 'http://elsewhere:9000' })).not.toBe(place(parquet('s3://bkt/p', 'minio')));
+  });
+});
+
+describe('recordTieredLocation', () => {
+  it('adds a location with its endpoint, fills in the endpoint of those recorded without one whose connection is configured, and changes nothing otherwise', () => {
+    const a = parquet('s3://bkt/a', 'minio');
+    const recorded = recordTieredLocation([], a, connections);
+    expect(recorded).toEqual([{ ...a, endpoint: 'http://minio.local:9000' }]);
+    expect(recordTieredLocation(recorded!, a, connections)).toBeUndefined();
+    const older = [parquet('s3://bkt/old', 'gone'), parquet('s3://bkt/a', 'other')];
+    expect(recordTieredLocation(older, older[1]!, connections)).toEqual([older[0], { ...older[1], endpoint: 'http://minio.local:9001' }]);
+    expect(recordTieredLocation([older[0]!], older[0]!, connections)).toBeUndefined();
+    // The endpoint is not part of the description.
+    expect(tieredLocationKey({ ...a, endpoint: 'x' })).toBe(tieredLocationKey(a));
   });
 });

@@ -4,7 +4,7 @@ import {
   TIERED_LOCATIONS_META,
   TIER_SEGMENTS_CUT_META,
   TIER_SEGMENTS_META,
-  includesLocation,
+  recordTieredLocation,
   includesPlace,
   readTieredLocations,
   readTierSegments,
@@ -868,8 +868,8 @@ export class TierSweeper {
       // as tiered: the merged reader must know the location by then. A node that never tiered
       // to it (its data was lost) learned it only at its next commit, and its search showed none
       // of the adopted events meanwhile.
-      const known = await readTieredLocations(store);
-      if (!includesLocation(known, tiered)) await store.putMeta({ [TIERED_LOCATIONS_META]: [...known, tiered] });
+      const recorded = recordTieredLocation(await readTieredLocations(store), tiered, this.#options.connections);
+      if (recorded !== undefined) await store.putMeta({ [TIERED_LOCATIONS_META]: recorded });
       this.#options.log.warn(
         { target, watermarkSeq: watermark.seq, ...adoption },
         `Audit tiering: ${target} is tiered through seq ${watermark.seq}, ${why}; as an admin asked, this node's log now holds the tier's ${adoption.adopted} entries after seq ${adoption.commonSeq}, and its own ${adoption.moved} from there are ordered again after them`,
@@ -1159,8 +1159,8 @@ export class TierSweeper {
       if (held !== undefined) segments = await this.#segmentsMeta(holding.location, stored.seq, held);
       else this.#options.log.warn({ fromSeq: stored.seq + 1, toSeq: watermark.seq }, `Audit tiering: seqs ${stored.seq + 1}..${watermark.seq} were tiered by commits this log did not record; the location holds more than ${max} of them (or more than ${SEQS_AFTER_FOOTERS_MAX} files would be read to find them), so they are not recorded as tier segments (verify excuses their absence once deleted here)`);
     }
-    const known = await readTieredLocations(store);
-    return { ...this.#vouched(watermark), ...segments, ...(includesLocation(known, holding.location) ? {} : { [TIERED_LOCATIONS_META]: [...known, holding.location] }) };
+    const recorded = recordTieredLocation(await readTieredLocations(store), holding.location, this.#options.connections);
+    return { ...this.#vouched(watermark), ...segments, ...(recorded === undefined ? {} : { [TIERED_LOCATIONS_META]: recorded }) };
   }
 
   /** Stores that the watermark holds for this log in this term, when not stored yet (once a term); `holding` as for #vouchedAt. */
@@ -1187,9 +1187,9 @@ export class TierSweeper {
     // Its newest row is this log's now: later sweeps of the term need not look again (#checkLocationHistory).
     this.#historyChecked.add(term, tieredLocationKey(location));
     const { store } = this.#options;
-    const known = await readTieredLocations(store);
+    const recorded = recordTieredLocation(await readTieredLocations(store), location, this.#options.connections);
     const segments = await this.#segmentsMeta(location, committed.afterSeq, committed.seqs);
-    await store.putMeta({ ...this.#vouched(watermark), ...segments, ...(includesLocation(known, location) ? {} : { [TIERED_LOCATIONS_META]: [...known, location] }) });
+    await store.putMeta({ ...this.#vouched(watermark), ...segments, ...(recorded === undefined ? {} : { [TIERED_LOCATIONS_META]: recorded }) });
   }
 
   async close(): Promise<void> {

@@ -440,7 +440,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     expect(await readTieredLocations(store)).toEqual([]);
     expect(await s.sweep()).toBe('nothing-to-tier');
     expect((await s.watermark()).seq).toBe(20);
-    expect(await readTieredLocations(store)).toEqual([{ mode: 'parquet', path: target.tierParquetPath, connectionId: 's3' }]);
+    expect(await readTieredLocations(store)).toEqual([{ mode: 'parquet', path: target.tierParquetPath, connectionId: 's3', endpoint: failing.endpointOf('s3') }]);
   });
 
   it.each(['parquet', 'iceberg'] as const)(
@@ -1021,6 +1021,43 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
       const stranger = testSweeper({ store: elsewhere, connections, catalogs: aliasCatalogs, settings: () => aElsewhere });
       expect(await stranger.sweep()).toBe('failed');
       expect((await stranger.status()).lastError).toContain('those seqs were tiered from a log this node does not hold');
+    },
+  );
+
+  it.each(['parquet', 'iceberg'] as const)(
+    '%s: a place tiered to stays known once its connection is removed (credentials rotated, the old id dropped): recorded with its endpoint, filled in for what an older version recorded',
+    async (mode) => {
+      const rotatedConfig = { ...s3.connectionConfigs().get('s3')!, id: 's3-rotated' };
+      const rotatedOnly = new S3Connections(new Map([['s3-rotated', rotatedConfig]]));
+      onTestFinished(() => rotatedOnly.close());
+      const rotatedCatalogs = new Map([['cat2', { name: 'cat2', warehouse: `s3://${BUCKET}/warehouse/`, connectionId: 's3-rotated' }]]);
+      const a = modes[mode](`gone_a_${mode}`);
+      const aRotated =
+        mode === 'parquet'
+          ? parseSettings({ ...defaultSettings(resolveConfig()), 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': `s3://${BUCKET}/apart/gone_a_${mode}/`, 'audit.tier.connectionId': 's3-rotated' })
+          : parseSettings({ ...defaultSettings(resolveConfig()), 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': `cat2.apart.gone_a_${mode}`, 'audit.tier.connectionId': 's3-rotated' });
+      const b = modes[mode](`gone_b_${mode}`);
+      const store = await storeWith(20, 10, Date.now() - 2 * HOUR_MS);
+      let target = a;
+      const s = testSweeper({ store, connections: s3.connections, catalogs, settings: () => target });
+      expect(await s.sweep()).toBe('tiered');
+      expect((await readTieredLocations(store)).map((location) => location.endpoint)).toEqual([s3.connections.endpointOf('s3')]);
+      // What an older version recorded: no endpoint. The next commit fills it in.
+      await store.putMeta({ [TIERED_LOCATIONS_META]: (await readTieredLocations(store)).map(({ endpoint: _endpoint, ...described }) => described) });
+      target = b;
+      await store.append(Array.from({ length: 10 }, (_, i) => ev(20 + i)));
+      expect(await s.sweep()).toBe('tiered');
+      await s.close();
+      expect((await readTieredLocations(store)).map((location) => [location.path, location.endpoint])).toEqual([pathOf(a), pathOf(b)].map((path) => [path, s3.connections.endpointOf('s3')]));
+      // Retention deletes a's newest row here; the old connection is removed and a named through the new one.
+      await store.pruneBefore(Date.UTC(2026, 0, 1) + 25, 100, async () => true);
+      expect(await store.getBySeq(20)).toBeUndefined();
+      await store.append(Array.from({ length: 5 }, (_, i) => ev(30 + i)));
+      target = aRotated;
+      const again = testSweeper({ store, connections: rotatedOnly, catalogs: rotatedCatalogs, settings: () => target });
+      expect(await again.sweep()).toBe('tiered');
+      expect((await again.status()).lastError).toBeNull();
+      expect((await again.watermark()).seq).toBe(35);
     },
   );
 
