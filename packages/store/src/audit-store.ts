@@ -1883,6 +1883,11 @@ export class AuditStore {
     let from: string = PREFIX.time;
     for (;;) {
       if (this.#status !== 'open') return result;
+      // A cut of the log between this read and the write below (a standby's divergent suffix
+      // moved to its outbox, an adoption) may have put another entry at a seq read here, and
+      // lowered what counts as tiered: the batch is then read again (checked in the writer's turn).
+      const cutsAtRead = this.#cuts;
+      const batchFrom = from;
       const entries = await this.#db.iterator({ gte: from, lt: before, limit: batchSize }).all();
       if (entries.length === 0) return result;
       const last = entries[entries.length - 1] as [string, string];
@@ -1930,7 +1935,12 @@ export class AuditStore {
         // In the writer's queue, so an erasure never rewrites an entry this batch deletes
         // after it was read here (the rewrite would bring it back without its other keys),
         // and the counts are added to rows no other batch changes meanwhile.
-        await this.#openWriter().exclusive(async () => {
+        const written = await this.#openWriter().exclusive(async () => {
+          // Cut since the read: this batch deleted the seq key of the entry now at a seq read
+          // here, counted a pruned event the cut had already taken back (a day's stored count
+          // below 0) and recorded that seq as pruned, so nodes catching up from this one were
+          // refused at the chain after it (review). Nothing is written; the batch is read again.
+          if (this.#cuts !== cutsAtRead) return false;
           // The highest seq deleted or skipped, with the deletes (a crash keeps both or
           // neither), taken here: an apply between the read above and now may have raised it
           // past this batch's seqs, and lowering it would make the log above it look contiguous.
@@ -1982,7 +1992,13 @@ export class AuditStore {
           // Last, still in the writer's turn: an append that reads this version also reads the
           // newest deleted time that goes with it, and one queued after this turn sees both.
           this.#deleteVersion++;
+          return true;
         });
+        if (!written) {
+          await batch.close();
+          from = batchFrom;
+          continue;
+        }
         // Queued behind the writer, not awaited: dropping a sketch only saves reads later, and
         // a prune must not wait for the appends ahead of it (it runs beside ingest).
         void this.#dropEmptySketches(touchedBlocks).catch(() => undefined);
