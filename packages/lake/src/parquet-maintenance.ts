@@ -1,4 +1,3 @@
-import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import { COMPACTION_RUN_TIME_BUDGET_MS, compactInPasses, compactionFigures, failOnLostFiles } from './compaction-passes.js';
 import { deleteWhileLeader } from './fenced-delete.js';
 import type { MaintenancePolicy, MaintenanceRunFigures } from './iceberg-maintenance.js';
@@ -23,18 +22,33 @@ async function dataBytes(objects: ObjectStore, location: S3Location): Promise<nu
 
 /**
  * Deletes the files that applied compactions replaced, once the compaction is older than
- * {@link REPLACED_FILE_GRACE_MS}. Commit markers still list them; every reader drops them by
- * the same compaction, so they are never read again. Deleting a missing file is no error,
- * so a run stopped among these deletes is finished by the next.
+ * {@link REPLACED_FILE_GRACE_MS} by its `committedAtMs` and, given `context.replacedSeen`, once
+ * this process has seen the file replaced for that long too. Commit markers still list them;
+ * every reader drops them by the same compaction, so they are never read again. Deleting a
+ * missing file is no error, so a run stopped among these deletes is finished by the next; each
+ * delete is sent only while `fence.mayCommit()` holds, as orphan cleanup's.
+ *
+ * Why both ages: `committedAtMs` is the compacting node's clock, stamped before its marker waited
+ * for the commit lock. A compaction made by a node whose clock ran behind, or whose marker waited
+ * behind a long sweep turn, looked older than it was, and its files went at once — under a search
+ * that had listed them a moment before (review: 20 minutes of skew, or a 16-minute wait, and the
+ * same run deleted them). How long this process has seen the file replaced, by its own clock, is
+ * a lower bound of the compaction's age that no other clock moves.
  */
 async function deleteReplacedParquetFiles(context: ParquetCompactionContext): Promise<number> {
   const { replaced } = liveParquetFiles(await readContextLog(context));
-  const cutoffMs = context.now() - REPLACED_FILE_GRACE_MS;
-  const doomed = replaced.filter((file) => file.committedAtMs <= cutoffMs).map((file) => file.key);
+  const nowMs = context.now();
+  const cutoffMs = nowMs - REPLACED_FILE_GRACE_MS;
+  const seen = context.replacedSeen;
+  if (seen !== undefined) {
+    const replacedKeys = new Set(replaced.map((file) => file.key));
+    for (const key of seen.keys()) if (!replacedKeys.has(key)) seen.delete(key);
+    for (const key of replacedKeys) if (!seen.has(key)) seen.set(key, nowMs);
+  }
+  const doomed = replaced.filter((file) => file.committedAtMs <= cutoffMs && (seen === undefined || (seen.get(file.key) as number) <= cutoffMs)).map((file) => file.key);
   const present = new Set((await context.objects.list(parquetDataPrefix(context.location))).filter((key) => key.endsWith('.parquet')));
   const deleting = doomed.filter((key) => present.has(key));
-  await mapBounded(deleting, OBJECT_REQUESTS_IN_FLIGHT_MAX, (key) => context.objects.delete(key));
-  return deleting.length;
+  return deleteWhileLeader(context.objects, deleting, context.fence, `deletion of replaced files of s3://${context.location.bucket}/${context.location.prefix}`);
 }
 
 /**

@@ -78,6 +78,50 @@ describe('Parquet maintenance', () => {
     expect(later.bytesAfter).toBeLessThan(run.bytesBefore);
   });
 
+  it('a replaced file goes only once this process has seen it replaced for the grace period: a compaction stamped by a clock 20 minutes behind, or whose marker waited 16 minutes for the lock, keeps its files for a search that listed them', async () => {
+    for (const how of ['skewed', 'waited'] as const) {
+      const { location, objects, seqMax } = await locationWith(`grace-${how}`, 4, 20);
+      const source = new ParquetTierSource(s3.connections, { mode: 'parquet', path: `s3://${BUCKET}/grace-${how}`, connectionId: 's3' });
+      onTestFinished(() => source.close());
+      const listed = await source.listFiles();
+      let now = Date.now();
+      const seen = new Map<string, number>();
+      const policy = { ...POLICY, removeOrphanFiles: false };
+      if (how === 'skewed') {
+        // Another node compacted with its clock 20 minutes behind; this one runs maintenance next.
+        expect((await compactParquetLocation({ objects, location, fence, now: () => now - 20 * 60_000 }, POLICY.targetFileSizeBytes)).filesRewritten).toBe(8);
+        expect(await runParquetMaintenance({ objects, location, fence, now: () => now, replacedSeen: seen }, policy)).toMatchObject({ filesRewritten: 0, filesDeleted: 0 });
+      } else {
+        // The marker's turn of the commit lock comes 16 minutes after the compaction stamped it.
+        const waiting = { ...fence, serialize: async <T>(turn: () => Promise<T>) => ((now += 16 * 60_000), turn()) };
+        expect(await runParquetMaintenance({ objects, location, fence: waiting, now: () => now, replacedSeen: seen }, policy)).toMatchObject({ filesRewritten: 8, filesDeleted: 0 });
+      }
+      // The search that listed the files before the swap reads them all.
+      const rows = (await Promise.all(listed.map(async (file) => (await readWholeAuditParquet(await source.open(file))).length))).reduce((a, b) => a + b, 0);
+      expect(rows).toBe(seqMax);
+      expect(seen.size).toBe(8);
+      now += REPLACED_FILE_GRACE_MS - 1;
+      expect(await runParquetMaintenance({ objects, location, fence, now: () => now, replacedSeen: seen }, policy)).toMatchObject({ filesDeleted: 0 });
+      now += 1;
+      expect(await runParquetMaintenance({ objects, location, fence, now: () => now, replacedSeen: seen }, policy)).toMatchObject({ filesDeleted: 8 });
+      expect(await readerCounts(location, objects)).toEqual({ files: 2, rows: seqMax, distinct: seqMax });
+    }
+  });
+
+  it('a deposed node deletes no replaced file: the run stops with AUDIT_NOT_LEADER and the files stay for the leader', async () => {
+    const { location, objects } = await locationWith('grace-deposed', 4, 20);
+    const now = Date.now();
+    await compactParquetLocation({ objects, location, fence: { term: 2, mayCommit: () => true }, now: () => now }, POLICY.targetFileSizeBytes);
+    const parquetFiles = async () => (await objects.list('grace-deposed/')).filter((key) => key.endsWith('.parquet')).length;
+    expect(await parquetFiles()).toBe(10);
+    const deposed = { term: 1, mayCommit: () => false };
+    await expect(runParquetMaintenance({ objects, location, fence: deposed, now: () => now + REPLACED_FILE_GRACE_MS + 60_000 }, { ...POLICY, removeOrphanFiles: false, compact: false })).rejects.toMatchObject({
+      code: 'AUDIT_NOT_LEADER',
+      message: expect.stringContaining('deletion of replaced files of s3://pqt/grace-deposed stopped after deleting 0 of 8 objects'),
+    });
+    expect(await parquetFiles()).toBe(10);
+  });
+
   it('a sweep committing during the compaction loses nothing; a second compaction of the day adds the new files', async () => {
     const { location, objects } = await locationWith('race', 4, 20);
     let sweep: Promise<unknown> | undefined;

@@ -159,6 +159,8 @@ function failure(err: unknown): string {
 export class MaintenanceScheduler {
   readonly #options: MaintenanceSchedulerOptions;
   readonly #now: () => number;
+  /** Per Parquet location: when this process first saw each of its replaced files (#replacedSeenAt). */
+  readonly #replacedSeen = new Map<string, Map<string, number>>();
   readonly #cronClock: CronClock;
   readonly #lock: CommitLock;
   readonly #entries = new Map<string, Entry>();
@@ -407,11 +409,24 @@ export class MaintenanceScheduler {
       const s3 = parseS3Location(location.path);
       if (!s3) throw new AuditError(AuditErrorCode.TABLE_INVALID, `not an s3://bucket/prefix location: ${location.path}`);
       const objects = this.#options.connections.bucket(location.connectionId, s3.bucket);
-      return runParquetMaintenance({ objects, location: s3, fence, now: this.#now, ...storeNowAt(this.#options.storeClock, objects, s3.prefix), ...hooks }, policy);
+      return runParquetMaintenance({ objects, location: s3, fence, now: this.#now, replacedSeen: this.#replacedSeenAt(location.path), ...storeNowAt(this.#options.storeClock, objects, s3.prefix), ...hooks }, policy);
     }
     const table = icebergTableAt({ identifier: location.path, location: location.location, connectionId: location.connectionId });
     const objects = this.#options.connections.bucket(table.connectionId, table.s3.bucket);
     return runIcebergMaintenance({ objects, table, fence, now: this.#now, ...storeNowAt(this.#options.storeClock, objects, table.s3.prefix), ...hooks }, policy);
+  }
+
+  /**
+   * When this process first saw each replaced file of the Parquet location `path` (its runs keep
+   * it: runParquetMaintenance deletes a replaced file only once seen replaced for the grace period).
+   */
+  #replacedSeenAt(path: string): Map<string, number> {
+    let seen = this.#replacedSeen.get(path);
+    if (seen === undefined) {
+      seen = new Map();
+      this.#replacedSeen.set(path, seen);
+    }
+    return seen;
   }
 
   /** Stops every cron timer and waits for a running run; idempotent. */
