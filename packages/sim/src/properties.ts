@@ -1,4 +1,4 @@
-import type { AuditStore } from '@auditlake/store';
+import { dayOf, type AuditStore, type DayLedgerRow, type SourceLedgerEntry } from '@auditlake/store';
 import type { Acked } from './workload.js';
 
 /** One log entry as the checks compare it. */
@@ -6,6 +6,17 @@ export interface LogEntry {
   seq: number;
   term: number;
   eventId: string;
+  /** What the completeness ledger counts it by (checkLedger). */
+  source?: string;
+  timestamp?: number;
+  sourceId?: string;
+  sourceSeq?: number;
+}
+
+/** A node's completeness ledger: its sources' ranges and its day rows. */
+export interface LedgerView {
+  sources: readonly SourceLedgerEntry[];
+  days: readonly DayLedgerRow[];
 }
 
 /** The whole log of a store, in seq order. */
@@ -15,7 +26,10 @@ export async function readLog(store: AuditStore): Promise<LogEntry[]> {
   for (;;) {
     const page = await store.readBySeq(after, 5000);
     if (page.length === 0) return entries;
-    for (const event of page) entries.push({ seq: event.seq, term: event.term, eventId: event.eventId });
+    for (const event of page) {
+      const bySource = event.sourceId === undefined ? {} : { sourceId: event.sourceId, ...(event.sourceSeq === undefined ? {} : { sourceSeq: event.sourceSeq }) };
+      entries.push({ seq: event.seq, term: event.term, eventId: event.eventId, source: event.source, timestamp: event.timestamp, ...bySource });
+    }
     after = (page[page.length - 1] as { seq: number }).seq;
   }
 }
@@ -62,4 +76,61 @@ export function checkLogs(logs: ReadonlyMap<string, readonly LogEntry[]>, acked:
 
 function describe(entry: LogEntry | undefined): string {
   return entry === undefined ? 'nothing' : `seq ${entry.seq} term ${entry.term} ${entry.eventId}`;
+}
+
+/**
+ * Property 5 on a converged node: its completeness ledger agrees with its log. Per day, source
+ * id and engine, the events stored are the events its log holds, and received = stored +
+ * pruned. Per source, on a node whose retention deleted nothing, the sourceSeqs received
+ * (distinct), the first, the highest and every hole between them are its log's; once retention
+ * deleted some, the log holds fewer than were received, so only received and highest are
+ * bounded by it. The holes are real ones (requests a client gave up on), the same in every log,
+ * so only a ledger that disagrees with its own log fails.
+ */
+export function checkLedger(name: string, log: readonly LogEntry[], ledger: LedgerView): string[] {
+  const violations: string[] = [];
+  const sourceSeqs = new Map<string, Set<number>>();
+  const perDay = new Map<string, number>();
+  for (const entry of log) {
+    if (entry.sourceId !== undefined && entry.sourceSeq !== undefined) {
+      const seqs = sourceSeqs.get(entry.sourceId) ?? new Set<number>();
+      seqs.add(entry.sourceSeq);
+      sourceSeqs.set(entry.sourceId, seqs);
+    }
+    if (entry.timestamp !== undefined && entry.source !== undefined) {
+      const key = JSON.stringify([dayOf(entry.timestamp), entry.sourceId ?? null, entry.source]);
+      perDay.set(key, (perDay.get(key) ?? 0) + 1);
+    }
+  }
+  const rows = new Set<string>();
+  for (const row of ledger.days) {
+    const key = JSON.stringify([row.day, row.sourceId, row.source]);
+    rows.add(key);
+    const held = perDay.get(key) ?? 0;
+    if (row.stored !== held || row.pruned < 0 || row.received !== row.stored + row.pruned) violations.push(`property 5: ${name}'s day row ${key} counts received ${row.received}, stored ${row.stored}, pruned ${row.pruned} where its log holds ${held}`);
+  }
+  for (const [key, held] of perDay) if (!rows.has(key)) violations.push(`property 5: ${name}'s log holds ${held} events of ${key}, which its day ledger has no row for`);
+  const pruned = ledger.days.some((row) => row.pruned > 0);
+  const listed = new Set<string>();
+  for (const source of ledger.sources) {
+    listed.add(source.sourceId);
+    const expected = rangesOf([...(sourceSeqs.get(source.sourceId) ?? [])]);
+    const actual = { received: source.received, first: source.firstSourceSeq, highest: source.highestSourceSeq, gaps: source.gapsTruncated ? `${source.gapCount} (truncated)` : JSON.stringify(source.gaps) };
+    const agrees = pruned ? actual.received >= expected.received && actual.highest >= expected.highest : JSON.stringify(actual) === JSON.stringify(expected);
+    if (!agrees) violations.push(`property 5: ${name}'s ledger has source ${source.sourceId} as ${JSON.stringify(actual)} where its log holds ${JSON.stringify(expected)}${pruned ? ' (retention deleted some)' : ''}`);
+  }
+  for (const sourceId of sourceSeqs.keys()) if (!listed.has(sourceId)) violations.push(`property 5: ${name}'s log holds sourceSeqs of ${sourceId}, which its ledger does not list`);
+  return violations;
+}
+
+/** A source's ledger entry as its sourceSeqs give it. */
+function rangesOf(seqs: number[]): { received: number; first: number; highest: number; gaps: string } {
+  seqs.sort((a, b) => a - b);
+  const gaps: Array<{ fromSeq: number; toSeq: number }> = [];
+  for (let i = 1; i < seqs.length; i++) {
+    const previous = seqs[i - 1] as number;
+    const seq = seqs[i] as number;
+    if (seq > previous + 1) gaps.push({ fromSeq: previous + 1, toSeq: seq - 1 });
+  }
+  return { received: seqs.length, first: seqs[0] ?? 0, highest: seqs[seqs.length - 1] ?? 0, gaps: JSON.stringify(gaps) };
 }

@@ -1,5 +1,5 @@
 import { FaultInjector } from './fault-injector.js';
-import { checkLogs } from './properties.js';
+import { checkLedger, checkLogs } from './properties.js';
 import { Random } from './random.js';
 import { SimCluster } from './sim-cluster.js';
 import type { Acked } from './workload.js';
@@ -33,7 +33,7 @@ export interface RunResult {
 /**
  * One simulated run: a cluster of real nodes, clients ingesting to every node, random
  * overlapping faults for `faultMs`; then every fault heals and the cluster must converge, and
- * properties 1–4 are checked. The same seed always makes the same run.
+ * properties 1–5 are checked. The same seed always makes the same run.
  */
 export async function runSeed(options: RunOptions): Promise<RunResult> {
   const size = options.size ?? 3 + new Random(options.seed).fork('size').int(0, 2);
@@ -65,7 +65,9 @@ export async function finish(cluster: SimCluster, size: number, convergeMs: numb
   const violations = [...cluster.errors, ...cluster.workload.violations];
   if (!converged) violations.push(`liveness: the healed cluster did not converge within ${convergeMs} virtual ms`);
   const acked = [...cluster.workload.acked.values()].filter(mustSurvive);
-  violations.push(...checkLogs(await cluster.logs(), acked));
+  const logs = await cluster.logs();
+  violations.push(...checkLogs(logs, acked));
+  for (const [name, ledger] of await cluster.ledgers()) violations.push(...checkLedger(name, logs.get(name) ?? [], ledger));
   const result: RunResult = {
     seed: cluster.seed,
     size,

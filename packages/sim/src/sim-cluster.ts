@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AuditStore } from '@auditlake/store';
-import { readLog, type LogEntry } from './properties.js';
+import { readLog, type LedgerView, type LogEntry } from './properties.js';
 import { Random } from './random.js';
 import { Scheduler } from './scheduler.js';
 import { SimCoordinator } from './sim-coordinator.js';
@@ -141,6 +141,13 @@ export class SimCluster {
     const logs = new Map<string, LogEntry[]>();
     for (const node of this.nodes) await this.#withStore(node, async (store) => void logs.set(node.name, await readLog(store)));
     return logs;
+  }
+
+  /** Every node's completeness ledger (a node that is down is read from its disk). */
+  async ledgers(): Promise<Map<string, LedgerView>> {
+    const ledgers = new Map<string, LedgerView>();
+    for (const node of this.nodes) await this.#withStore(node, async (store) => void ledgers.set(node.name, { sources: store.sourceLedger(), days: await store.dayLedger() }));
+    return ledgers;
   }
 
   async #withStore(node: SimNode, read: (store: AuditStore) => Promise<void>): Promise<void> {

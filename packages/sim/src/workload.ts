@@ -19,6 +19,8 @@ export type HolderCheck = (eventIds: readonly string[], except: SimNode) => Prom
 
 const CLIENT_TIMEOUT_MS = 15_000;
 const ACK_REPLICATED_TIMEOUT_MS = 5_000;
+/** Sources each client sends as (workload events). */
+const SOURCES_PER_CLIENT = 3;
 
 /**
  * The clients: ingest requests to any node, some with ack=replicated, some re-sent after a
@@ -40,6 +42,8 @@ export class Workload {
   #failed: Array<{ events: AuditEvent[]; replicated: boolean }> = [];
   requests = 0;
   answered = 0;
+  /** Each source's last sourceSeq (#nextSource). */
+  readonly #sourceSeqs = new Map<string, number>();
 
   constructor(scheduler: Scheduler, random: Random, nodes: readonly SimNode[], holders: HolderCheck, prefix: string) {
     this.#scheduler = scheduler;
@@ -49,9 +53,14 @@ export class Workload {
     this.#prefix = prefix;
   }
 
-  /** New events with fresh ids. */
+  /**
+   * New events with fresh ids, each from one of SOURCES_PER_CLIENT sources (round robin) with
+   * that source's next sourceSeq, kept by a retry: the completeness ledger then has holes only
+   * where a client gave up on a request (property 5).
+   */
   events(count: number): AuditEvent[] {
     return Array.from({ length: count }, () => ({
+      ...this.#nextSource(),
       eventId: `${this.#prefix}-${this.#next++}`,
       userId: `user${this.#random.int(1, 5)}`,
       source: 'trino',
@@ -63,6 +72,14 @@ export class Workload {
       details: '',
       timestamp: EPOCH_MS + this.#scheduler.nowMs,
     }));
+  }
+
+  /** The next event's sourceId and sourceSeq (drawing no random number: seeds keep their runs). */
+  #nextSource(): { sourceId: string; sourceSeq: number } {
+    const sourceId = `${this.#prefix}-source${this.#next % SOURCES_PER_CLIENT}`;
+    const sourceSeq = (this.#sourceSeqs.get(sourceId) ?? 0) + 1;
+    this.#sourceSeqs.set(sourceId, sourceSeq);
+    return { sourceId, sourceSeq };
   }
 
   /** Sends requests at random intervals until stop(). */
