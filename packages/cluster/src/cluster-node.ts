@@ -137,6 +137,7 @@ export class ClusterNode {
       persistTerm: (term) => store.putLocal(LOCAL_TERM, term),
       instance,
       onNodeIdInUse: (err) => options.hooks.onNodeIdInUse?.(err),
+      lastPullMs: (peerId) => this.tracker.lastPullMs(peerId),
       onTick: async () => {
         await options.clusterToken.refresh();
         const term = this.elector.leadingTerm;

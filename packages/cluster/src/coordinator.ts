@@ -16,6 +16,12 @@ export interface MemberInfo {
    * Absent from nodes of versions before it.
    */
   instance?: string;
+  /**
+   * The node stepped down because its standbys no longer reached it (LeaderElector,
+   * CUT_OFF_TTLS) and does not campaign for a while: candidates leave its log out of the
+   * election restriction. Absent otherwise, and from nodes of versions before it.
+   */
+  yielding?: true;
 }
 
 export interface LeaderRecord {

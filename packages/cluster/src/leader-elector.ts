@@ -30,6 +30,24 @@ export const TERM_JUMP_MAX = 1_000_000;
 /** How often a node refused by its coordinator's cluster says so again. */
 const REFUSAL_LOG_INTERVAL_MS = 60_000;
 
+/**
+ * Lease TTLs without a pull request from most of its live standbys (two or more, their member
+ * records refreshed through the coordinator) after which a leader steps down: it is cut off
+ * from them while they still reach the coordinator, so it would keep its lease for good, and
+ * the events sent to them would wait in their outboxes (replication.md, "Cut off from the
+ * standbys"). 15 s at the default TTL: standbys pull without pause, so a slow pull or a pause
+ * of a second or two is far below it.
+ */
+export const CUT_OFF_TTLS = 5;
+
+/**
+ * Lease TTLs a leader that stepped down for being cut off neither campaigns nor counts in the
+ * election restriction (MemberInfo.yielding), so a standby holding less of the log can win:
+ * what only the yielding node holds is moved to its outbox and forwarded once it reaches the new
+ * leader, as any deposed leader's entries. After that it campaigns again like any node.
+ */
+export const YIELD_TTLS = 10;
+
 export interface LeaderElectorOptions {
   coordinator: Coordinator;
   clock: Clock;
@@ -51,6 +69,8 @@ export interface LeaderElectorOptions {
   onNodeIdInUse?: (err: AuditError) => void;
   /** Runs every round while Redis answers (the node refreshes what it keeps there). */
   onTick: () => Promise<void>;
+  /** When `nodeId`'s last pull request reached this node (monotonic), or undefined: a leader cut off from its standbys steps down (CUT_OFF_TTLS). Default: never checked. */
+  lastPullMs?: (nodeId: string) => number | undefined;
   log: ClusterLog;
 }
 
@@ -81,8 +101,11 @@ export class LeaderElector {
   #leaseValidUntil = 0;
   #leader: LeaderView | undefined;
   #members: MemberInfo[] = [];
-  /** When each member's record last changed, by this node's monotonic clock (clocks of nodes differ). */
-  readonly #heard = new Map<string, { member: MemberInfo; heardAtMs: number }>();
+  /**
+   * When each member's record last changed, by this node's monotonic clock (clocks of nodes
+   * differ), and since when it has changed at least once a lease TTL (live since then).
+   */
+  readonly #heard = new Map<string, { member: MemberInfo; heardAtMs: number; liveSinceMs: number }>();
   /** Since when every round reached Redis (undefined while it does not answer). */
   #redisUpSince: number | undefined;
   /** When the last round that reached Redis ended, by the monotonic clock. */
@@ -95,6 +118,10 @@ export class LeaderElector {
   #nodeIdInUseTold = false;
   /** When the coordinator's refusal of this node was last logged (AUDIT_CLUSTER_MISMATCH). */
   #refusalLoggedMs: number | undefined;
+  /** When this node last won an election (monotonic): standbys are given CUT_OFF_TTLS from then to pull. */
+  #wonAtMs = 0;
+  /** Until when this node yields after stepping down cut off from its standbys (YIELD_TTLS; monotonic). */
+  #yieldUntilMs = 0;
   #closed = false;
 
   constructor(options: LeaderElectorOptions) {
@@ -156,7 +183,9 @@ export class LeaderElector {
     const now = this.#clock.monotonicMs();
     for (const member of members) {
       const previous = this.#heard.get(member.nodeId);
-      if (previous === undefined || previous.member.updatedAtMs !== member.updatedAtMs) this.#heard.set(member.nodeId, { member, heardAtMs: now });
+      if (previous !== undefined && previous.member.updatedAtMs === member.updatedAtMs) continue;
+      const wasLive = previous !== undefined && now - previous.heardAtMs < this.#options.leaseTtlMs;
+      this.#heard.set(member.nodeId, { member, heardAtMs: now, liveSinceMs: wasLive ? previous.liveSinceMs : now });
     }
     if (this.#heard.size === members.length) return;
     const listed = new Set(members.map((m) => m.nodeId));
@@ -271,6 +300,38 @@ export class LeaderElector {
     }
     if (this.#role === 'leader') this.#leaseValidUntil = started + this.#options.leaseTtlMs - this.#marginMs;
     this.#see(await this.#options.coordinator.members());
+    const cutOff = this.#cutOffFrom();
+    if (cutOff !== undefined) {
+      this.#yieldUntilMs = this.#clock.monotonicMs() + YIELD_TTLS * this.#options.leaseTtlMs;
+      this.#stepDown(`cut off from its standbys: ${cutOff.join(', ')} reach the coordinator but sent this node no pull request for ${CUT_OFF_TTLS} lease TTLs; not campaigning for ${YIELD_TTLS} lease TTLs so one of them can lead`);
+    }
+  }
+
+  /**
+   * The live standbys that have not reached this leader for CUT_OFF_TTLS, when they are most of
+   * two or more: this node is cut off from them (not they from each other, or most would still
+   * reach it). Undefined otherwise, and without lastPullMs. With one standby nothing tells which
+   * of the two is cut off, and both would step down in turn, so it is never checked.
+   */
+  #cutOffFrom(): string[] | undefined {
+    const lastPullMs = this.#options.lastPullMs;
+    if (lastPullMs === undefined || this.#role !== 'leader' || !this.#ready) return undefined;
+    const now = this.#clock.monotonicMs();
+    const cutOffMs = CUT_OFF_TTLS * this.#options.leaseTtlMs;
+    if (now - this.#wonAtMs < cutOffMs) return undefined;
+    const live = this.#liveOthers(this.#members).filter((m) => m.yielding !== true);
+    if (live.length < 2) return undefined;
+    // A member is given the whole period from when it came back (restarted, resumed, joined)
+    // too: until then it could not have pulled.
+    const silentSince = (m: MemberInfo) => Math.max(lastPullMs(m.nodeId) ?? Number.NEGATIVE_INFINITY, this.#heard.get(m.nodeId)?.liveSinceMs ?? now);
+    const silent = live.filter((m) => now - silentSince(m) > cutOffMs).map((m) => m.nodeId);
+    return silent.length * 2 > live.length ? silent : undefined;
+  }
+
+  /** The other members heard from within one lease TTL by this node's clock (twins of this node id left out). */
+  #liveOthers(members: readonly MemberInfo[]): MemberInfo[] {
+    const now = this.#clock.monotonicMs();
+    return members.filter((m) => m.nodeId !== this.#options.nodeId && now - (this.#heard.get(m.nodeId)?.heardAtMs ?? Number.NEGATIVE_INFINITY) < this.#options.leaseTtlMs);
   }
 
   async #watchAndCampaign(): Promise<void> {
@@ -284,13 +345,14 @@ export class LeaderElector {
       return;
     }
     this.#leader = undefined;
-    if (!this.#mayCampaign(members)) return;
+    if (this.#clock.monotonicMs() < this.#yieldUntilMs || !this.#mayCampaign(members)) return;
     const started = this.#clock.monotonicMs();
     const term = await coordinator.campaign(this.#knownTerm);
     if (term === 0) return;
     this.#role = 'leader';
     this.#ready = false;
     this.#term = term;
+    this.#wonAtMs = started;
     this.#leaseValidUntil = started + this.#options.leaseTtlMs - this.#marginMs;
     this.observeTerm(term);
     this.#options.log.info({ term }, 'won the leader election; catching up before accepting writes');
@@ -316,7 +378,9 @@ export class LeaderElector {
     const heardWithinTtl = (m: MemberInfo) => now - (this.#heard.get(m.nodeId)?.heardAtMs ?? -Infinity) < this.#options.leaseTtlMs;
     // A record of this node id that another process keeps refreshing: no campaign beside it.
     if (members.some((m) => this.#isOtherInstance(m) && heardWithinTtl(m))) return false;
-    const live = members.filter((m) => m.nodeId !== this.#options.nodeId && heardWithinTtl(m));
+    // A member yielding (cut off from its standbys as leader) does not hold the others back: what
+    // only it holds goes to its outbox and is forwarded once it reaches the new leader.
+    const live = members.filter((m) => m.nodeId !== this.#options.nodeId && heardWithinTtl(m) && m.yielding !== true);
     return live.every((m) => !isMoreUpToDate(m, mine));
   }
 
@@ -364,6 +428,7 @@ export class LeaderElector {
       lastTerm,
       updatedAtMs: this.#clock.wallMs(),
       ...(this.#options.instance === undefined ? {} : { instance: this.#options.instance }),
+      ...(this.#clock.monotonicMs() < this.#yieldUntilMs ? { yielding: true as const } : {}),
     });
     if (held === undefined) {
       this.#heldBy = undefined;

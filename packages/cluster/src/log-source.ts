@@ -71,6 +71,7 @@ export class LogSource {
   async pull(request: PullRequest): Promise<PullResponse> {
     const { elector, store, tracker } = this.#options;
     elector.observeMessageTerm(request.term);
+    tracker.pullHeard(request.nodeId);
     const limit = Math.max(1, Math.min(request.limit, PULL_ENTRIES_MAX));
     if (!request.catchUp && !elector.isLeader()) {
       throw new AuditError(AuditErrorCode.NOT_LEADER, `node ${this.#options.nodeId} is not the leader`, { retryable: true });

@@ -40,6 +40,8 @@ export class ReplicationTracker {
   readonly #clock: Clock;
   #term = 0;
   #progress = new Map<string, StandbyProgress>();
+  /** When each node's last pull request reached this node, in any term and whatever it matched (monotonic). */
+  readonly #pullsHeard = new Map<string, number>();
   readonly #listeners = new Set<() => void>();
 
   constructor(clock: Clock) {
@@ -49,6 +51,20 @@ export class ReplicationTracker {
   /** The term the progress belongs to (0 before any). */
   get term(): number {
     return this.#term;
+  }
+
+  /**
+   * A pull request of `nodeId` reached this node (before any check of it): the node reaches
+   * this one, whatever its log. A leader that the standbys no longer reach steps down
+   * (LeaderElector, CUT_OFF_TTLS).
+   */
+  pullHeard(nodeId: string): void {
+    this.#pullsHeard.set(nodeId, this.#clock.monotonicMs());
+  }
+
+  /** When `nodeId`'s last pull request reached this node (monotonic), or undefined. */
+  lastPullMs(nodeId: string): number | undefined {
+    return this.#pullsHeard.get(nodeId);
   }
 
   /** `nodeId`'s pull matched this leader's log at `seq` in `term`. */

@@ -1,13 +1,13 @@
-// Goal: only the live node with the most up-to-date log — by last term, then last seq — campaigns; a longer log of an older term never wins over a later term.
+// Goal: only the live node with the most up-to-date log — by last term, then last seq — campaigns; a longer log of an older term never wins over a later term; a leader that most of its two or more live standbys no longer reach steps down and yields, so one of them leads.
 import { describe, expect, it } from 'vitest';
 import { InMemoryCoordinatorState, type LogEnd } from '../src/index.js';
-import { HEARD_FORGET_TTLS, type LeaderElector } from '../src/leader-elector.js';
+import { CUT_OFF_TTLS, HEARD_FORGET_TTLS, YIELD_TTLS, type LeaderElector, type LeaderElectorOptions } from '../src/leader-elector.js';
 import { ManualClock } from './manual-clock.js';
 import { testElector } from './test-elector.js';
 
 const TTL = 600;
 
-function cluster(ends: Record<string, LogEnd>) {
+function cluster(ends: Record<string, LogEnd>, more: (nodeId: string) => Partial<LeaderElectorOptions> = () => ({})) {
   const clock = new ManualClock();
   const state = new InMemoryCoordinatorState({ clock, newToken: () => 'token' });
   const won: Array<{ node: string; term: number }> = [];
@@ -24,6 +24,7 @@ function cluster(ends: Record<string, LogEnd>) {
           },
           warn: () => undefined,
         },
+        ...more(nodeId),
       }),
     ]),
   );
@@ -34,7 +35,24 @@ function cluster(ends: Record<string, LogEnd>) {
       for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
     }
   };
-  return { electors, won, run, elector: (id: string) => electors.get(id) as LeaderElector };
+  return { clock, electors, won, run, elector: (id: string) => electors.get(id) as LeaderElector };
+}
+
+/**
+ * A cluster whose leader-to-be `a` hears pull requests from the nodes in `pulling` at every
+ * step (its lastPullMs), and each node's member record as the coordinator holds it.
+ */
+function pulledCluster(ends: Record<string, LogEnd>) {
+  const pulls = new Map<string, number>();
+  const pulling = new Set<string>();
+  const c = cluster(ends, (nodeId) => (nodeId === 'a' ? { lastPullMs: (peer: string) => pulls.get(peer) } : {}));
+  const run = async (ms: number) => {
+    for (let t = 0; t < ms; t += 10) {
+      for (const peer of pulling) pulls.set(peer, c.clock.monotonicMs());
+      await c.run(10);
+    }
+  };
+  return { ...c, pulling, run };
 }
 
 describe('who campaigns', () => {
@@ -83,5 +101,53 @@ describe('who campaigns', () => {
     await c.run(20 * TTL, 100);
     expect(heardBy('a')).toEqual(['a']);
     await c.elector('a').close();
+  });
+});
+
+describe('a leader its standbys no longer reach', () => {
+  const ends = { a: { lastTerm: 1, lastSeq: 10 }, b: { lastTerm: 1, lastSeq: 9 }, c: { lastTerm: 1, lastSeq: 9 } };
+
+  it('keeps leading while one of two standbys reaches it; steps down once neither has for CUT_OFF_TTLS, and one of them leads although its log is shorter', async () => {
+    const c = pulledCluster(ends);
+    for (const [id, e] of c.electors) e.start(`sim://${id}`);
+    c.pulling.add('b').add('c');
+    await c.run(3 * TTL);
+    expect(c.won).toEqual([{ node: 'a', term: 2 }]);
+    c.pulling.delete('c');
+    await c.run(3 * CUT_OFF_TTLS * TTL);
+    expect(c.elector('a').isLeader()).toBe(true);
+    c.pulling.delete('b');
+    await c.run((CUT_OFF_TTLS + 1) * TTL);
+    expect(c.elector('a').isLeader()).toBe(false);
+    expect(c.elector('a').members.find((m) => m.nodeId === 'a')?.yielding).toBe(true);
+    await c.run(2 * TTL);
+    expect(c.won).toHaveLength(2);
+    expect(['b', 'c']).toContain(c.won[1]?.node);
+    // a campaigns no more while it yields, and afterwards only as any node does (b or c leads on).
+    await c.run(YIELD_TTLS * TTL);
+    expect(c.won).toHaveLength(2);
+    for (const e of c.electors.values()) await e.close();
+  });
+
+  it('never steps down with one standby (nothing tells which of the two is cut off), and gives a standby that just came back the whole period', async () => {
+    const two = pulledCluster({ a: ends.a, b: ends.b });
+    for (const [id, e] of two.electors) e.start(`sim://${id}`);
+    await two.run(3 * CUT_OFF_TTLS * TTL);
+    expect(two.won).toEqual([{ node: 'a', term: 2 }]);
+    expect(two.elector('a').isLeader()).toBe(true);
+    for (const e of two.electors.values()) await e.close();
+
+    const late = pulledCluster(ends);
+    late.elector('a').start('sim://a');
+    await late.run(2 * CUT_OFF_TTLS * TTL);
+    expect(late.elector('a').isLeader()).toBe(true);
+    // b and c come up long after a won; they have not pulled yet, and are given CUT_OFF_TTLS from now.
+    late.elector('b').start('sim://b');
+    late.elector('c').start('sim://c');
+    await late.run((CUT_OFF_TTLS - 1) * TTL);
+    expect(late.elector('a').isLeader()).toBe(true);
+    await late.run(2 * TTL);
+    expect(late.elector('a').isLeader()).toBe(false);
+    for (const e of late.electors.values()) await e.close();
   });
 });

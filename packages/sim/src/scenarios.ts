@@ -444,4 +444,36 @@ function erasedIdsBehindPrunedRange(peerHolds: boolean): Scenario {
 export const erasedIdsFromBehindPeerScenario = erasedIdsBehindPrunedRange(true);
 export const erasedIdsNoPeerHoldsScenario = erasedIdsBehindPrunedRange(false);
 
-export const SCENARIOS: readonly Scenario[] = [divergentLogScenario, oldLeaderAckScenario, reusedTermScenario, pausedThroughOutageScenario, divergedInPrunedRangeScenario, metaBehindPrunedLogScenario, settingsTakenWithoutRecordScenario, erasedIdsFromBehindPeerScenario, erasedIdsNoPeerHoldsScenario];
+/**
+ * A leader cut off from both standbys while all three still reach the coordinator. A leads;
+ * the links A–B and A–C are cut. A takes 5 events (acknowledged, only A holds them), B and C
+ * take 5 each into their outboxes (they cannot forward them). A keeps renewing its lease, so
+ * before it stepped down for its standbys' silence no one else ever led, and B's and C's events
+ * waited for as long as the cut lasted. Now A steps down after CUT_OFF_TTLS and yields; B or C
+ * leads and orders the events sent to both; once the links are mended A's 5 events are moved to
+ * its outbox and forwarded: none is lost.
+ */
+export const leaderCutOffScenario: Scenario = {
+  name: 'a leader cut off from its standbys (not the coordinator) steps down, and one of them leads',
+  run: (root) =>
+    withCluster(
+      21,
+      async (cluster) => {
+        const { a, b, c } = await leaderWithFirstEvents(cluster, 10);
+        cluster.network.cutLink(a.name, b.name);
+        cluster.network.cutLink(a.name, c.name);
+        cluster.note(`links ${a.name}–${b.name} and ${a.name}–${c.name} cut`);
+        if (!(await ask(cluster, a, 5, false))) throw new Error(`${a.name} did not take 5 events`);
+        if (!(await ask(cluster, b, 5, false))) throw new Error(`${b.name} did not take 5 events`);
+        if (!(await ask(cluster, c, 5, false))) throw new Error(`${c.name} did not take 5 events`);
+        await until(cluster, `${b.name} or ${c.name} leads`, () => leads(b) || leads(c));
+        await until(cluster, `the events sent to ${b.name} and ${c.name} are ordered`, () => b.store?.outboxCount === 0 && c.store?.outboxCount === 0 && b.store.position.lastSeq >= 20 && b.store.position.lastSeq === c.store.position.lastSeq);
+        if (leads(a)) throw new Error(`${a.name} leads again while cut off`);
+        await cluster.heal();
+        return finish(cluster, 3, 60_000);
+      },
+      root,
+    ),
+};
+
+export const SCENARIOS: readonly Scenario[] = [divergentLogScenario, oldLeaderAckScenario, reusedTermScenario, pausedThroughOutageScenario, divergedInPrunedRangeScenario, metaBehindPrunedLogScenario, settingsTakenWithoutRecordScenario, erasedIdsFromBehindPeerScenario, erasedIdsNoPeerHoldsScenario, leaderCutOffScenario];

@@ -169,6 +169,7 @@ export class SimCluster {
   async heal(): Promise<void> {
     this.note('heal');
     this.network.conditions = CALM_NETWORK;
+    this.network.mendLinks();
     if (!this.coordinator.up) this.coordinator.restart(true);
     for (const node of this.nodes) {
       if (node.state === 'paused') node.resume();

@@ -41,6 +41,8 @@ export class SimNetwork {
   readonly #random: Random;
   readonly #peers = new Map<string, NetworkPeer>();
   readonly #open = new Set<Exchange>();
+  /** Node pairs (names, sorted, joined by '|') between which every message is lost: a cut link. */
+  readonly #cutLinks = new Set<string>();
 
   constructor(scheduler: Scheduler, random: Random) {
     this.#scheduler = scheduler;
@@ -56,6 +58,21 @@ export class SimNetwork {
     const { lossRate, delayMsMin, delayMsMax } = this.conditions;
     if (lossRate > 0 && this.#random.chance(lossRate)) return undefined;
     return this.#random.int(delayMsMin, delayMsMax);
+  }
+
+  /** Loses every message between `a` and `b` from now on, both ways (the coordinator is not affected). */
+  cutLink(a: string, b: string): void {
+    this.#cutLinks.add(linkKey(a, b));
+  }
+
+  /** Mends every cut link. */
+  mendLinks(): void {
+    this.#cutLinks.clear();
+  }
+
+  /** A message's delay between `from` and `to`, or undefined when it is lost (a cut link, or by chance). */
+  #delayBetween(from: NetworkPeer, to: NetworkPeer): number | undefined {
+    return this.#cutLinks.has(linkKey(from.name, to.name)) ? undefined : this.delayMs();
   }
 
   /** `peer` crashed: every call to or from it fails (a reset connection). */
@@ -112,7 +129,7 @@ export class SimNetwork {
       const open: Exchange = { from, to, fail: (reason) => failLater(reason) };
       opened.push(open);
       this.#open.add(open);
-      const there = this.delayMs();
+      const there = this.#delayBetween(from, to);
       if (there === undefined) return;
       this.#scheduler.schedule(
         there,
@@ -122,7 +139,7 @@ export class SimNetwork {
           handle(to, request).then(
             (answer) => {
               if (!this.#open.has(open)) return;
-              const back = this.delayMs();
+              const back = this.#delayBetween(to, from);
               if (back !== undefined) this.#scheduler.schedule(back, `${to.name}→${from.name} ${kind} answer`, () => finish(() => resolve(answer)), from);
             },
             (err: unknown) => {
@@ -144,4 +161,8 @@ function copyJson<T>(value: T): T {
 function copyPullResponse(response: PullResponse): PullResponse {
   const { entries, ...header } = response;
   return { ...copyJson(header), entries: entries.map((entry) => Buffer.from(entry)) };
+}
+
+function linkKey(a: string, b: string): string {
+  return [a, b].sort().join('|');
 }
