@@ -15,6 +15,14 @@ import { orphanCutoffMs } from './store-clock.js';
 
 export { REPLACED_FILE_GRACE_MS };
 
+/**
+ * How far a compaction's `committedAtMs` may be behind the time it applied (the compacting node's
+ * clock behind this one's, its marker waiting for the commit lock) before its stamp alone is
+ * trusted to tell the grace is over: an hour, as the floor of the orphan age, which assumes the
+ * same of the nodes' clocks.
+ */
+const REPLACED_FILE_STAMP_SKEW_MS = 60 * 60 * 1000;
+
 /** Bytes of the location's data files (what compaction and cleanup change). */
 async function dataBytes(objects: ObjectStore, location: S3Location): Promise<number> {
   return (await objects.listObjects(parquetDataPrefix(location))).reduce((sum, object) => sum + object.bytes, 0);
@@ -23,7 +31,8 @@ async function dataBytes(objects: ObjectStore, location: S3Location): Promise<nu
 /**
  * Deletes the files that applied compactions replaced, once the compaction is older than
  * {@link REPLACED_FILE_GRACE_MS} by its `committedAtMs` and, given `context.replacedSeen`, once
- * this process has seen the file replaced for that long too. Commit markers still list them;
+ * this process has seen the file replaced for that long too (or the stamp is older than that by
+ * REPLACED_FILE_STAMP_SKEW_MS more); an erasure's at once. Commit markers still list them;
  * every reader drops them by the same compaction, so they are never read again. Deleting a
  * missing file is no error, so a run stopped among these deletes is finished by the next; each
  * delete is sent only while `fence.mayCommit()` holds, as orphan cleanup's.
@@ -45,7 +54,13 @@ async function deleteReplacedParquetFiles(context: ParquetCompactionContext): Pr
     for (const key of seen.keys()) if (!replacedKeys.has(key)) seen.delete(key);
     for (const key of replacedKeys) if (!seen.has(key)) seen.set(key, nowMs);
   }
-  const doomed = replaced.filter((file) => file.committedAtMs <= cutoffMs && (seen === undefined || (seen.get(file.key) as number) <= cutoffMs)).map((file) => file.key);
+  // An erasure's replaced files hold the erased values: no grace (its pass deletes them, and this
+  // finishes what a pass stopped before it could).
+  // Seen replaced for the grace here, or stamped so long ago that no skew or lock wait explains
+  // it: a process restarted between every run (a daily cron, daily deploys) otherwise never saw
+  // any replaced file for long enough, and none was ever deleted (review).
+  const graceOver = (file: (typeof replaced)[number]) => file.committedAtMs <= cutoffMs && (seen === undefined || (seen.get(file.key) as number) <= cutoffMs || file.committedAtMs <= cutoffMs - REPLACED_FILE_STAMP_SKEW_MS);
+  const doomed = replaced.filter((file) => file.erasure === true || graceOver(file)).map((file) => file.key);
   const present = new Set((await context.objects.list(parquetDataPrefix(context.location))).filter((key) => key.endsWith('.parquet')));
   const deleting = doomed.filter((key) => present.has(key));
   return deleteWhileLeader(context.objects, deleting, context.fence, `deletion of replaced files of s3://${context.location.bucket}/${context.location.prefix}`);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { AuditParquetFile, bytesSource, readAuditParquet, type TieredEvent } from '@auditlake/format';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
-import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
+import { deleteWhileLeader } from './fenced-delete.js';
 import type { RowRewrite } from './iceberg-row-rewrite.js';
 import { encodeKeyNumber } from './key-number.js';
 import { parquetDataPrefix, type CommittedFile } from './parquet-committer.js';
@@ -83,14 +83,15 @@ export async function rewriteParquetRows(context: ParquetCompactionContext, chan
 /**
  * Deletes every file an applied compaction replaced that is still in the bucket — an erasure's,
  * and an ordinary compaction's still in its grace period too: those hold the rows as they were
- * before, erased values included, and no reader is directed to them any more.
+ * before, erased values included, and no reader is directed to them any more. Each delete is
+ * sent only while `fence.mayCommit()` holds: a pass deposed here stops (AUDIT_NOT_LEADER) before
+ * it is recorded done, so the next leader's pass deletes what is left.
  */
 async function deleteErasedFiles(context: ParquetCompactionContext): Promise<number> {
   const { replaced } = liveParquetFiles(await readContextLog(context));
   const doomed = new Set(replaced.map((file) => file.key));
   const present = (await context.objects.list(parquetDataPrefix(context.location))).filter((key) => doomed.has(key));
-  await mapBounded(present, OBJECT_REQUESTS_IN_FLIGHT_MAX, (key) => context.objects.delete(key));
-  return present.length;
+  return deleteWhileLeader(context.objects, present, context.fence, `an erasure's deletion of replaced files of s3://${context.location.bucket}/${context.location.prefix}`);
 }
 
 /** The key recording that erasure record `seq` is applied to the location's rows. */

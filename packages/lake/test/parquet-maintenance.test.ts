@@ -108,6 +108,31 @@ describe('Parquet maintenance', () => {
     }
   });
 
+  it('a replaced file stamped an hour past the grace goes at the first run of a process that never saw it (restarted between runs)', async () => {
+    const { location, objects } = await locationWith('grace-restarted', 4, 20);
+    const now = Date.now();
+    await compactParquetLocation({ objects, location, fence, now: () => now - REPLACED_FILE_GRACE_MS - 61 * 60_000 }, POLICY.targetFileSizeBytes);
+    expect(await runParquetMaintenance({ objects, location, fence, now: () => now, replacedSeen: new Map() }, { ...POLICY, removeOrphanFiles: false, compact: false })).toMatchObject({ filesDeleted: 8 });
+  });
+
+  it("an erasure deposed before its deletes leaves the replaced files, sends none, is not done; maintenance then deletes an erasure's replaced files with no grace", async () => {
+    const { location, objects } = await locationWith('erasure-deposed', 4, 20);
+    const now = Date.now();
+    let leading = true;
+    const erasing = { term: 1, mayCommit: () => leading };
+    const erased = [3];
+    const erase = rewriteParquetRows(
+      { objects, location, fence: erasing, now: () => now, onStep: async (step) => void (step === 'rewrite-committed' && (leading = false)) },
+      { seqs: erased, rewrite: (row) => (erased.includes(row.seq as number) && row.query !== 'erased' ? { ...row, query: 'erased' } : undefined) },
+    );
+    await expect(erase).rejects.toMatchObject({ code: 'AUDIT_NOT_LEADER', message: expect.stringContaining("an erasure's deletion of replaced files of s3://pqt/erasure-deposed stopped after deleting 0 of 1 objects") });
+    const holdingOriginal = async () => (await rowsOfEveryFile(objects, location)).filter((row) => row.seq === 3 && row.query !== 'erased').length;
+    expect(await holdingOriginal()).toBe(1);
+    // The next leader's maintenance, just started (nothing seen), within the grace: the erasure's replaced file goes.
+    expect(await runParquetMaintenance({ objects, location, fence, now: () => now, replacedSeen: new Map() }, { ...POLICY, removeOrphanFiles: false, compact: false })).toMatchObject({ filesDeleted: 1 });
+    expect(await holdingOriginal()).toBe(0);
+  });
+
   it('a deposed node deletes no replaced file: the run stops with AUDIT_NOT_LEADER and the files stay for the leader', async () => {
     const { location, objects } = await locationWith('grace-deposed', 4, 20);
     const now = Date.now();
