@@ -66,14 +66,15 @@ export function includesPlace(known: readonly TieredLocation[], location: Tiered
 
 /**
  * `known` once `location` received tiered events: with it added (by description) and every
- * location given the endpoint its connection has now where it has none and the connection is
- * configured (what older versions recorded gets one); undefined when that changes nothing.
+ * location whose connection is configured given the endpoint that connection has now (what
+ * older versions recorded gets one; a connection given a new address moves its locations' too,
+ * else a later removal of it compared them by the old address: review); undefined when that
+ * changes nothing.
  */
 export function recordTieredLocation(known: readonly TieredLocation[], location: TieredLocation, endpoints: Endpoints): TieredLocation[] | undefined {
   const withEndpoint = (candidate: TieredLocation): TieredLocation => {
-    if (candidate.endpoint !== undefined) return candidate;
     const endpoint = endpoints.endpointOf(candidate.connectionId);
-    return endpoint === undefined ? candidate : { ...candidate, endpoint };
+    return endpoint === undefined || endpoint === candidate.endpoint ? candidate : { ...candidate, endpoint };
   };
   const recorded = includesLocation(known, location) ? known.map(withEndpoint) : [...known, location].map(withEndpoint);
   return recorded.length === known.length && recorded.every((candidate, i) => candidate === known[i]) ? undefined : recorded;

@@ -55,5 +55,11 @@ describe('recordTieredLocation', () => {
     expect(recordTieredLocation([older[0]!], older[0]!, connections)).toBeUndefined();
     // The endpoint is not part of the description.
     expect(tieredLocationKey({ ...a, endpoint: 'x' })).toBe(tieredLocationKey(a));
+    // A connection given a new address moves the recorded endpoint with it: removed later, its
+    // locations are still the place the new address names (a host renamed, then credentials rotated).
+    const renamed = recordTieredLocation([{ ...a, endpoint: 'http://old-host:9000' }], a, connections);
+    expect(renamed).toEqual([{ ...a, endpoint: 'http://minio.local:9000' }]);
+    const rotated = new S3Connections(new Map([config('rotated', 'http://minio.local:9000')]));
+    expect(tieredLocationPlace(renamed![0]!, rotated)).toBe(tieredLocationPlace(parquet('s3://bkt/a', 'rotated'), rotated));
   });
 });
