@@ -239,6 +239,8 @@ function asSettingString(key: string, value: unknown): string {
     // Joined by commas, an entry holding one would be taken as two keys.
     const split = value.find((v) => v.includes(','));
     if (split !== undefined) throw invalid(`${key} entry ${jsonForMessage(split)} holds a comma, which separates keys: give each key as an entry of its own`);
+    // [""] joined is "", which turns masking off: only [] says that.
+    if (value.some((v) => v.trim() === '')) throw invalid(`${key} has an empty entry: give key names, or [] to turn masking off`);
     return value.join(',');
   }
   throw invalid(`${key} must be a string, number or boolean (or null to unset a saved value): ${jsonForMessage(value)}`);

@@ -178,6 +178,9 @@ describe('mergeSettings', () => {
     expect(mergeSettings(DEFAULTS(), { 'audit.redact.keys': '' }).effective.redactKeys).toEqual([]);
     // An array entry holding a comma would be split into two keys: refused, naming it.
     expect(() => mergeSettings(DEFAULTS(), { 'audit.redact.keys': ['password', 'a,b'] })).toThrow('audit.redact.keys entry "a,b" holds a comma, which separates keys: give each key as an entry of its own');
+    // [""] would join to "", masking off: only [] says that.
+    for (const blank of [[''], ['  '], ['password', '']]) expect(() => mergeSettings(DEFAULTS(), { 'audit.redact.keys': blank })).toThrow('audit.redact.keys has an empty entry: give key names, or [] to turn masking off');
+    expect(mergeSettings(DEFAULTS(), { 'audit.redact.keys': [] }).effective.redactKeys).toEqual([]);
   });
 
   it.each([

@@ -25,6 +25,13 @@ const TARGET_KEYS: ReadonlySet<string> = new Set(['audit.tier.mode', 'audit.tier
 export const SETTINGS_META = 'settings';
 
 type Overrides = Partial<Settings>;
+
+/** What one save did: the settings after it, the values it changed, and what was in force before it (saves are serialised: not another save's). */
+export interface SettingsSaved {
+  settings: Settings;
+  changes: readonly SettingChange[];
+  before: EffectiveSettings;
+}
 export type SettingsListener = (effective: EffectiveSettings, changes: readonly SettingChange[]) => void;
 
 /**
@@ -116,7 +123,7 @@ export class SettingsService {
    * batch: a settings change is never in force without its audit record). Throws on invalid
    * input with nothing persisted.
    */
-  update(request: unknown, userId: string): Promise<Settings> {
+  update(request: unknown, userId: string): Promise<SettingsSaved> {
     const run = this.#updating.then(() => this.#apply(request, userId));
     this.#updating = run.catch(() => undefined);
     return run;
@@ -136,13 +143,14 @@ export class SettingsService {
     return { valued, unsetKeys };
   }
 
-  async #apply(request: unknown, userId: string): Promise<Settings> {
+  async #apply(request: unknown, userId: string): Promise<SettingsSaved> {
+    const before = this.#effective;
     const { valued, unsetKeys } = this.#unsetValued(request);
     const update = mergeSettings(this.current, valued);
     // A saved key given null is unset: it follows the configuration again, also when that gives
     // the value it had (still a change of what is stored, so recorded).
     const unset = unsetKeys.filter((key) => key in this.#overrides).map((key) => ({ key, from: this.current[key], to: this.#defaults[key] }));
-    if (update.changes.length === 0 && unset.length === 0) return this.current;
+    if (update.changes.length === 0 && unset.length === 0) return { settings: this.current, changes: [], before };
     // A tier target is checked, merged over what is stored, when a key naming it changes. Not
     // for the other tier keys (maintenance, local retention): checked for them too, a bucket
     // outage refused every change of those — lengthening local retention because the bucket is
@@ -186,6 +194,6 @@ export class SettingsService {
     this.#overrides = overrides;
     this.#effective = update.effective;
     for (const listener of this.#listeners) listener(update.effective, update.changes);
-    return this.current;
+    return { settings: this.current, changes: update.changes, before };
   }
 }

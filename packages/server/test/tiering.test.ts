@@ -2,6 +2,8 @@
 import { createServer, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { FAST_TIERING, downloadPrefix, duckdb, externalS3, postSettings, tierStatus, waitUntilTiered } from './tier-helpers.js';
+import type { SettingChange } from '@auditlake/model';
+import { tieringOffWarning } from '../src/routes/settings-route.js';
 import { event, INGEST_TOKEN, startTestNode } from './test-node.js';
 
 const DAY = 86_400_000;
@@ -273,9 +275,29 @@ describe('parquet tiering sweep', () => {
     );
     await expect.poll(async () => (await t.stored()).filter((e) => e.eventId.startsWith('old')).length).toBe(0);
     // Nothing deferred, nothing to warn of: a later save with tiering off answers no warning.
+    // (Only the save that turned tiering off warns, whatever was saved beside it: below.)
     const again = await postSettings(t, { 'audit.retention.days': 2 });
     expect(again.status).toBe(200);
     expect(again.json.warning).toBeUndefined();
+  });
+
+  it('warns only the save that turned tiering off, not a concurrent save of another key', async () => {
+    const { s3, t } = await tieringNode({ 'auditlake.audit.retention.interval.ms': '60000' });
+    await postSettings(t, { ...PARQUET, 'audit.retention.days': 1 });
+    await s3.stop();
+    await t.ingest(Array.from({ length: 3 }, (_, i) => event({ eventId: `old${i}`, ts: Date.now() - 10 * DAY + i })));
+    await expect.poll(async () => (await tierStatus(t)).deferred, { timeout: 30_000 }).toBe(3);
+    const [off, other] = await Promise.all([postSettings(t, { 'audit.tier.mode': 'none' }), postSettings(t, { 'audit.read.sample.rate': 0.5 })]);
+    expect([off.status, other.status]).toEqual([200, 200]);
+    expect(off.json.warning).toMatch(/^tiering is off now, so the 3 records held only because they were never tiered/);
+    expect(other.json.warning).toBeUndefined();
+    // Which save runs first is up to the server: the rule itself, for a save queued behind the one that turned tiering off.
+    const before = t.node.settings.effective;
+    const after = { ...before, tierMode: 'none' as const };
+    const saved = (changes: SettingChange[], was = before) => ({ settings: t.node.settings.current, changes, before: was });
+    expect(tieringOffWarning(saved([{ key: 'audit.read.sample.rate', from: '1', to: '0.5' }], after), 3)).toBeUndefined();
+    expect(tieringOffWarning(saved([{ key: 'audit.tier.mode', from: 'parquet', to: 'none' }], { ...before, tierMode: 'parquet' }), 3)).toMatch(/^tiering is off now, so the 3 records/);
+    expect(tieringOffWarning(saved([{ key: 'audit.tier.mode', from: 'parquet', to: 'none' }], { ...before, tierMode: 'parquet' }), 0)).toBeUndefined();
   });
 
   it('retain.local.days=0: the local store keeps only untiered events, and the viewer still returns everything', async () => {

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { PROXY_TIMEOUT_MS, proxyToLeader } from '../leader-proxy.js';
 import { jsonDuplicateMember } from '../json-duplicate-member.js';
 import type { Membership } from '../membership.js';
-import type { SettingsService } from '../settings-service.js';
+import type { SettingsSaved, SettingsService } from '../settings-service.js';
 import type { TieringService } from '../tiering-service.js';
 import './route-access.js';
 
@@ -29,12 +29,14 @@ async function replicationWarning(settings: SettingsService, membership: Members
 }
 
 /**
- * When a save turned tiering off while records were deferred (older than retention, kept only
- * because they were never tiered): retention deletes them now, which the operator may not have
- * meant. Counted before the save (the count is at most 10 s old); undefined otherwise.
+ * When this save turned tiering off (its own change, not a concurrent save's) while records were
+ * deferred (older than retention, kept only because they were never tiered): retention deletes
+ * them now, which the operator may not have meant. `deferredBefore` is the count read before the
+ * save (at most 10 s old); undefined otherwise.
  */
-function tieringOffWarning(settings: SettingsService, deferredBefore: number): string | undefined {
-  if (deferredBefore === 0 || settings.effective.tierMode !== 'none') return undefined;
+export function tieringOffWarning(saved: SettingsSaved, deferredBefore: number): string | undefined {
+  const turnedOff = saved.before.tierMode !== 'none' && saved.changes.some((change) => change.key === 'audit.tier.mode' && change.to === 'none');
+  if (deferredBefore === 0 || !turnedOff) return undefined;
   return `tiering is off now, so the ${deferredBefore} records held only because they were never tiered (tierStatus.deferred, older than audit.retention.days) are deleted at retention's next run and kept nowhere else (setting audit.tier.mode back keeps those not deleted yet)`;
 }
 
@@ -69,9 +71,11 @@ export function registerSettingsRoutes(app: FastifyInstance, settings: SettingsS
       if (!membership.isLeader()) {
         throw new AuditError(AuditErrorCode.NOT_LEADER, 'no leader is reachable, so settings cannot be changed now (nothing was saved); retry once a leader is elected', { retryable: true });
       }
+      // Counted before the save is queued (a count at most 10 s old either way); used only when
+      // this save is the one that turned tiering off.
       const deferredBefore = settings.effective.tierMode === 'none' ? 0 : (await tiering.status()).deferred;
-      await settings.update(request.body, request.principal?.name ?? 'unknown');
-      const warnings = [tieringOffWarning(settings, deferredBefore), await replicationWarning(settings, membership, ackReplicatedTimeoutMs)].filter((w) => w !== undefined);
+      const saved = await settings.update(request.body, request.principal?.name ?? 'unknown');
+      const warnings = [tieringOffWarning(saved, deferredBefore), await replicationWarning(settings, membership, ackReplicatedTimeoutMs)].filter((w) => w !== undefined);
       return warnings.length === 0 ? view() : { ...(await view()), warning: warnings.join('; also, ') };
     });
   });
