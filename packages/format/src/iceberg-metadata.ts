@@ -426,7 +426,8 @@ export function snapshotMadeAtMs(snapshot: IcebergSnapshot): number {
  * (docs/iceberg-layout.md §2, §7). Given `keepRemovedSinceMs`, also the parent of every snapshot
  * committed since then that took data files out; given `keepMadeSinceMs`, every snapshot
  * committed since then. Those ages are from {@link snapshotMadeAtMs}: a snapshot is young by its
- * own time or by the earliest of it and every snapshot made after it (by sequence number); given
+ * own time, by its `timestamp-ms`, or by the earliest of it and every snapshot made after it (by
+ * sequence number); given
  * `nowMs`, a time after it (beyond {@link SNAPSHOT_CLOCK_AHEAD_TOLERANCE_MS}) is not a young one.
  */
 export function retainedSnapshotIds(metadata: IcebergTableMetadata, retainLast: number, keepRemovedSinceMs?: number, keepMadeSinceMs?: number, nowMs?: number): Set<number> {
@@ -450,7 +451,12 @@ export function retainedSnapshotIds(metadata: IcebergTableMetadata, retainLast: 
     earliest.set(snapshot['snapshot-id'], earliestAfter);
   }
   const within = (madeAtMs: number, sinceMs: number) => madeAtMs >= sinceMs && (nowMs === undefined || madeAtMs <= nowMs + SNAPSHOT_CLOCK_AHEAD_TOLERANCE_MS);
-  const young = (snapshot: IcebergSnapshot, sinceMs: number) => within(snapshotMadeAtMs(snapshot), sinceMs) || within(earliest.get(snapshot['snapshot-id']) as number, sinceMs);
+  // Its `timestamp-ms` too: never before the table's last update, so a snapshot made by a clock
+  // behind the other writers' (its recorded time behind with it) is still dated near when it
+  // was made, and a compaction from a node 20 minutes behind no longer lost its replaced files to
+  // the next expiry at once (review).
+  const young = (snapshot: IcebergSnapshot, sinceMs: number) =>
+    within(snapshotMadeAtMs(snapshot), sinceMs) || within(earliest.get(snapshot['snapshot-id']) as number, sinceMs) || within(snapshot['timestamp-ms'], sinceMs);
   if (keepMadeSinceMs !== undefined) for (const snapshot of metadata.snapshots) if (young(snapshot, keepMadeSinceMs)) kept.add(snapshot['snapshot-id']);
   if (keepRemovedSinceMs !== undefined) {
     // A reader lists a table's files and then reads them, a search over many files for minutes:

@@ -262,6 +262,29 @@ describe('expireSnapshots', () => {
     expect([...retainedSnapshotIds(after, 2, now + 20 * 60_000 - 15 * 60_000, now + 20 * 60_000 - 60_000, now + 20 * 60_000)].sort()).toEqual([3001, 3002]);
   });
 
+  it('ages a compaction made by a clock behind the other writers\' by its timestamp-ms too: its parent stays for the grace (review)', () => {
+    // B, its clock right, appends at +600 s; A, its clock 20 minutes behind, compacts at +610 s:
+    // stamped after the table's last update (+600 s), its own clock recorded 20 minutes back.
+    const appendedByB = appendOne(appended(2), 3001, T0 + 600_000);
+    const compacted = replaceSnapshot(appendedByB, {
+      snapshotId: 4000,
+      manifestListPath: listPath(4000),
+      nowMs: T0 + 610_000 - 20 * 60_000,
+      previousMetadataPath: metadataPath(4),
+      addedFiles: { records: 21, files: 1, sizeBytes: 2000, partitions: 1 },
+      deletedFiles: { records: 21, files: 3, sizeBytes: 2000 },
+      summaryExtra: watermarkSummary({ seq: 21n, writerId: 'w', leaderTerm: 2 }),
+    });
+    const made = compacted.snapshots.at(-1) as IcebergSnapshot;
+    expect({ stamped: made['timestamp-ms'], recorded: snapshotMadeAtMs(made) }).toEqual({ stamped: T0 + 600_001, recorded: T0 + 610_000 - 20 * 60_000 });
+    // Five minutes on: B's append is past the read grace, the compaction within its 15 minutes.
+    const now = T0 + 900_000;
+    expect([...retainedSnapshotIds(compacted, 1, now - 15 * 60_000, now - 60_000, now)].sort()).toEqual([3001, 4000]);
+    // Once the grace is over by its stamp too, the parent may go.
+    const later = now + 15 * 60_000;
+    expect([...retainedSnapshotIds(compacted, 1, later - 15 * 60_000, later - 60_000, later)]).toEqual([4000]);
+  });
+
   it("drops the statistics and partition-statistics entries of expired snapshots, and keeps the retained ones", () => {
     const before = appended(4);
     const entries = (field: string) => [1001, 1004].map((id) => ({ 'snapshot-id': id, 'statistics-path': `${LOCATION}/metadata/${field}-${id}.puffin`, 'file-size-in-bytes': 10 }));

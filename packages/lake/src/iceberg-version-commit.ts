@@ -48,8 +48,10 @@ function commitForked(version: number, why: string): AuditError {
  * watermark moved on. So a create is also lost when the hint already named this version or a
  * later one, or when the next version exists without being built on this file (its
  * metadata-log names our file with our last-updated-ms and it holds our current snapshot).
- * A table whose other writer neither moves the hint nor leaves the next version cannot be
- * told apart from one that never moved; our own writers always move the hint.
+ * A create is lost too when the version it is built on is gone (cleanup deletes only versions
+ * behind the current one), and the version created is then deleted again. A table whose other
+ * writer neither moves the hint, leaves the next version nor deletes old ones cannot be told
+ * apart from one that never moved; our own writers always move the hint.
  */
 export async function commitMetadataVersion(objects: ObjectStore, table: IcebergTableRef, loaded: LoadedTable, next: IcebergTableMetadata, fence: Omit<CommitFence, 'serialize'>): Promise<LoadedTable> {
   fence.beforeCommit?.();
@@ -61,13 +63,23 @@ export async function commitMetadataVersion(objects: ObjectStore, table: Iceberg
   // The hint is moved while the version is read back: it names a version that exists whoever
   // wrote it, so a read-back that finds another writer's bytes leaves it right. The version
   // after it is looked for meanwhile (not found, as a rule), so the checks add no round trip.
-  const [written, hintBefore, successor] = await Promise.all([objects.get(key), advanceVersionHint(objects, table, version), objects.find(metadataVersionKey(table, version + 1))]);
+  const baseKey = metadataVersionKey(table, loaded.version);
+  const [written, hintBefore, successor, base] = await Promise.all([objects.get(key), advanceVersionHint(objects, table, version), objects.find(metadataVersionKey(table, version + 1)), objects.exists(baseKey)]);
   if (new TextDecoder().decode(written) !== text) throw commitLost(version);
   const metadataPath = objects.url(key);
   if (successor !== undefined) {
     if (!builtOn(parseTableMetadata(new TextDecoder().decode(successor)), next, metadataPath)) throw commitForked(version, `v${version + 1} is not built on it`);
   } else if (hintBefore >= version) {
     throw commitForked(version, `the version hint already named v${hintBefore}`);
+  } else if (!base) {
+    // Cleanup deletes only versions behind the current one: the table moved past our base, and
+    // our version stands beside it. Deleted again, so no loader takes it for the head (one that
+    // follows the hint reads past a deleted version by listing): a deposed leader's late hint
+    // write had made the hint name a deleted version, and its next commit on the version it
+    // kept created the next number anew — every loader then stopped there, and the real head's
+    // commits left the table while the watermark counted them (review).
+    await objects.delete(key);
+    throw commitForked(version, `its base v${loaded.version} was deleted: the table had moved past it`);
   }
   return { version, metadata: parseTableMetadata(text), metadataPath };
 }
