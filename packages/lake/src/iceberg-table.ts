@@ -12,6 +12,13 @@ export interface LoadedTable {
   metadata: IcebergTableMetadata;
   metadataPath: string;
   /**
+   * What `version-hint.text` named when loadIcebergTable read it (0: none, or not a number):
+   * below `version`, readers that trust the hint (icebird, DuckDB) read an older version until
+   * it is moved (the sweep does: a hint write that failed after its commit left them a batch
+   * behind for as long as the tier was idle).
+   */
+  hintVersion?: number;
+  /**
    * The manifests a manifest list names, when the process that holds this table wrote that list
    * itself (a sweep commit): the next commit then need not fetch it again. Keyed by the list's
    * path, which is attempt-unique and never rewritten, so it is right for whichever version
@@ -27,9 +34,10 @@ export interface LoadedTable {
 export async function loadIcebergTable(objects: ObjectStore, table: IcebergTableRef): Promise<LoadedTable | undefined> {
   const hintBytes = await objects.find(versionHintKey(table));
   const hint = hintBytes === undefined ? '' : new TextDecoder().decode(hintBytes).trim();
-  if (/^\d+$/.test(hint) && Number(hint) > 0) {
-    const loaded = await loadFromVersion(objects, table, Number(hint));
-    if (loaded !== undefined) return loaded;
+  const hintVersion = /^\d+$/.test(hint) && Number.isSafeInteger(Number(hint)) ? Number(hint) : 0;
+  if (hintVersion > 0) {
+    const loaded = await loadFromVersion(objects, table, hintVersion);
+    if (loaded !== undefined) return { ...loaded, hintVersion };
     // The hint names a version metadata cleanup has deleted, and none after it is there: a
     // deposed leader's hint write, in flight while its successor committed on and cleaned up,
     // landed last. Trusted, it made the table unreadable to every reader and writer for good
@@ -44,7 +52,7 @@ export async function loadIcebergTable(objects: ObjectStore, table: IcebergTable
   if (version === 0) return undefined;
   const loaded = await loadFromVersion(objects, table, version);
   if (loaded === undefined) throw new AuditError(AuditErrorCode.OBJECT_NOT_FOUND, `${objects.url(metadataVersionKey(table, version))} was listed and is gone: the table's metadata changed while it was read; read it again`, { retryable: true });
-  return loaded;
+  return { ...loaded, hintVersion };
 }
 
 /** The table at `version` or the newest version after it (probed one by one); undefined when `version` is not there and no later one is. */

@@ -16,6 +16,7 @@ import {
   commitIcebergBatch,
   commitParquetBatch,
   encodeIcebergBatch,
+  advanceVersionHint,
   ensureIcebergTable,
   ensureNamespace,
   expireOverdueSnapshots,
@@ -634,6 +635,12 @@ export class TierSweeper {
     }
     const context = this.#tableContext(objects, table, settings, term);
     const current = await this.#currentTable(target, objects, table);
+    // A hint behind the table (a commit whose hint write failed, a deposed leader's late one):
+    // moved up, or readers that trust it (icebird, DuckDB) read an older version for as long as
+    // nothing is committed (review). Not for a failure of its own: the next sweep tries again.
+    if (current.hintVersion !== undefined && current.version > current.hintVersion && context.fence.mayCommit()) {
+      await advanceVersionHint(objects, table, current.version).catch(() => undefined);
+    }
     // The table's snapshot summary is the source of truth for where tiering stopped; when
     // another engine expired every snapshot that carried it, the live files' seq bounds are.
     const tableMark = tableWatermark(current) ?? (await watermarkFromLiveFiles(objects, table, current.metadata));

@@ -1,7 +1,7 @@
 // Goal: batch.size bounds one commit, not the throughput — a sweep that fills a batch is followed at once by the next until less than a batch is settled, without waiting for the interval — while leadership, close() and status reads interleave between commits.
 import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
-import { IcebergTierSource, ParquetTierSource, S3Connections, commitMetadataVersion, type IcebergTableRef, type LoadedTable, type ObjectStore, currentManifests, loadIcebergTable, packParquetMarkers, readNewestCheckpoint, readParquetLog, writeParquetCheckpoint, readTieredSuffix, resolveIcebergTable, readTieredLocations, readTierSegments, runIcebergMaintenance, SNAPSHOT_READ_GRACE_MS, tableWatermark, TIERED_LOCATIONS_META, WATERMARK_META, WATERMARK_TERM_META } from '@auditlake/lake';
+import { IcebergTierSource, ParquetTierSource, S3Connections, commitMetadataVersion, type IcebergTableRef, type LoadedTable, type ObjectStore, currentManifests, loadIcebergTable, packParquetMarkers, putVersionHint, readNewestCheckpoint, readParquetLog, writeParquetCheckpoint, readTieredSuffix, resolveIcebergTable, readTieredLocations, readTierSegments, runIcebergMaintenance, SNAPSHOT_READ_GRACE_MS, tableWatermark, TIERED_LOCATIONS_META, WATERMARK_META, WATERMARK_TERM_META } from '@auditlake/lake';
 import { chainHash, erasureDetailsChunks } from '@auditlake/integrity';
 import { currentSnapshot, readWholeAuditParquet, type IcebergTableMetadata } from '@auditlake/format';
 import { defaultSettings, encodeEvent, INTEGRITY_ACTIONS, parseSettings, resolveConfig, SELF_SOURCE, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
@@ -10,7 +10,8 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { MaintenanceScheduler, TIER_TERM_LEARN_MAX, TierSweeper, type TierStatus, type TierSweeperOptions } from '../src/index.js';
 import { testSweeper } from './test-sweeper.js';
 import { duckdbOverLiveParquet } from './live-parquet.js';
-import { commitForeignSnapshotOnTop, useEmbeddedS3 } from '@auditlake/lake/testing';
+import { commitForeignSnapshotOnTop, routeAwsS3To, useEmbeddedS3 } from '@auditlake/lake/testing';
+import { icebergRead } from 'icebird';
 
 const BUCKET = 'sweep';
 const HOUR_MS = 3_600_000;
@@ -713,6 +714,24 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     expect((await successor.getByEventId('e1'))?.query).toBe('[erased by auditlake]');
     expect(await b.sweep()).toBe('nothing-to-tier');
     expect(await tieredQueries(mode, target)).toEqual(['[erased by auditlake]', '', '']);
+  });
+
+  it("iceberg: a version hint left behind the table (a commit whose hint write failed) is moved up by the next sweep, with nothing to tier, so icebird reads every event", async () => {
+    const target = modes.iceberg('hint_behind');
+    const table = resolveIcebergTable(target.tierIcebergTable, catalogs);
+    const objects = s3.connections.bucket('s3', BUCKET);
+    const log = await tieredThrough30(target);
+    const head = (await loadIcebergTable(objects, table))!;
+    await putVersionHint(objects, table, head.version - 1);
+    const restore = routeAwsS3To(s3.server.url, CREDENTIALS);
+    onTestFinished(restore);
+    const distinct = async () => new Set(((await icebergRead({ tableUrl: table.location })) as Array<Record<string, unknown>>).map((row) => row['event_id'])).size;
+    expect(await distinct()).toBe(20);
+    const s = testSweeper({ store: log, connections: s3.connections, catalogs, settings: () => target });
+    expect(await s.sweep()).toBe('nothing-to-tier');
+    await s.close();
+    expect(new TextDecoder().decode(await objects.get(`${table.s3.prefix}/metadata/version-hint.text`))).toBe(String(head.version));
+    expect(await distinct()).toBe(30);
   });
 
   it('iceberg: after another engine committed on top and a maintenance run expired every older snapshot, the table still says where tiering stopped: a log not the tier\'s is refused, a copy of the log without the watermark goes on from it, every event once', async () => {
