@@ -51,6 +51,10 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     onProtoPoisoning: 'ignore',
     onConstructorPoisoning: 'ignore',
   });
+  // Bodies are JSON (or the peer wire form, internal-routes.ts): a body declared as text is
+  // refused as not JSON (415), as the contract says, not read as a string and refused by each
+  // route as a malformed body (400).
+  app.removeContentTypeParser('text/plain');
 
   /**
    * Counts and records a refusal, then answers it: with its own status, or 429 once the client

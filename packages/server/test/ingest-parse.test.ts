@@ -46,12 +46,14 @@ describe('ingest parsing', () => {
     expect(await pool(1).parse(Buffer.from('[{"source":'), NOW)).toMatchObject({ ok: false, message: expect.stringMatching(/^request body is not valid JSON/) as unknown });
   });
 
-  it('refuses a body that is not JSON bytes with 400 over HTTP, whatever its content type', async () => {
+  it('refuses a request with no body with 400, and a body declared as text with 415 (not JSON), on every route that takes one', async () => {
     const t = await startTestNode();
-    for (const init of [{}, { headers: { 'content-type': 'text/plain' }, body: '[]' }]) {
-      const res = await t.request('/v1/api/audit', { method: 'POST', ...init });
-      expect(res.status).toBe(400);
-      expect(((await res.json()) as { error: string }).error).toBe('request body must be an audit event object or an array of them, sent as JSON (Content-Type: application/json)');
+    const none = await t.request('/v1/api/audit', { method: 'POST' });
+    expect(none.status).toBe(400);
+    expect(((await none.json()) as { error: string }).error).toBe('request body must be an audit event object or an array of them, sent as JSON (Content-Type: application/json)');
+    for (const path of ['/v1/api/audit', '/admin/audit/settings', '/admin/audit/erase']) {
+      const res = await t.request(path, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '[]' });
+      expect([path, res.status, await res.json()]).toEqual([path, 415, { status: 'error', error: 'request body must be JSON: send Content-Type: application/json (got "text/plain")', code: 'AUDIT_UNSUPPORTED_MEDIA_TYPE' }]);
     }
     expect(await t.stored()).toEqual([]);
   });
