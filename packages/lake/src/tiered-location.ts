@@ -80,9 +80,23 @@ export function recordTieredLocation(known: readonly TieredLocation[], location:
   return recorded.length === known.length && recorded.every((candidate, i) => candidate === known[i]) ? undefined : recorded;
 }
 
-/** The locations replicated metadata lists (none before the first tiered batch). */
+/**
+ * The locations replicated metadata lists (none before the first tiered batch), each
+ * description once: an older version leading for a while (after a failover in a cluster being
+ * upgraded) compared descriptions with the endpoint in them and recorded a location again
+ * without one, and every search then read it twice (review). The first listed is kept, with an
+ * endpoint a later copy has when it has none.
+ */
 export async function readTieredLocations(meta: { getMeta<T>(name: string): Promise<T | undefined> }): Promise<TieredLocation[]> {
-  return (await meta.getMeta<TieredLocation[]>(TIERED_LOCATIONS_META)) ?? [];
+  const listed = (await meta.getMeta<TieredLocation[]>(TIERED_LOCATIONS_META)) ?? [];
+  const byKey = new Map<string, TieredLocation>();
+  for (const location of listed) {
+    const key = tieredLocationKey(location);
+    const first = byKey.get(key);
+    if (first === undefined) byKey.set(key, location);
+    else if (first.endpoint === undefined && location.endpoint !== undefined) byKey.set(key, { ...first, endpoint: location.endpoint });
+  }
+  return byKey.size === listed.length ? listed : [...byKey.values()];
 }
 
 /** Whether `location` is among `known` (it received tiered events). */

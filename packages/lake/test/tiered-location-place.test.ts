@@ -2,7 +2,7 @@
 import type { S3ConnectionConfig } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
 import { S3Connections } from '../src/s3-connections.js';
-import { recordTieredLocation, tieredLocationKey, tieredLocationPlace, type TieredLocation } from '../src/tiered-location.js';
+import { readTieredLocations, recordTieredLocation, tieredLocationKey, tieredLocationPlace, TIERED_LOCATIONS_META, type TieredLocation } from '../src/tiered-location.js';
 
 const config = (id: string, endpoint: string, region = 'us-east-1'): [string, S3ConnectionConfig] => [id, { id, endpoint, region, accessKeyId: 'k', secretAccessKey: 's', forcePathStyle: true }];
 const connections = new S3Connections(
@@ -61,5 +61,17 @@ describe('recordTieredLocation', () => {
     expect(renamed).toEqual([{ ...a, endpoint: 'http://minio.local:9000' }]);
     const rotated = new S3Connections(new Map([config('rotated', 'http://minio.local:9000')]));
     expect(tieredLocationPlace(renamed![0]!, rotated)).toBe(tieredLocationPlace(parquet('s3://bkt/a', 'rotated'), rotated));
+  });
+});
+
+describe('readTieredLocations', () => {
+  it('lists each description once: a copy an older version recorded again without the endpoint is folded into the first', async () => {
+    const a = parquet('s3://bkt/a', 'minio');
+    const b = parquet('s3://bkt/b', 'minio');
+    const meta = (list: TieredLocation[]) => ({ getMeta: async <T>(name: string) => (name === TIERED_LOCATIONS_META ? (list as T) : undefined) });
+    expect(await readTieredLocations(meta([a, { ...b, endpoint: 'e' }, { ...a, endpoint: 'e' }]))).toEqual([{ ...a, endpoint: 'e' }, { ...b, endpoint: 'e' }]);
+    expect(await readTieredLocations(meta([{ ...a, endpoint: 'e' }, a]))).toEqual([{ ...a, endpoint: 'e' }]);
+    const distinct = [a, b];
+    expect(await readTieredLocations(meta(distinct))).toBe(distinct);
   });
 });

@@ -46,7 +46,8 @@ export function SettingsPanel({ api, settings, onSaved, fields, title, name }: S
     setError(undefined);
     try {
       const next = await api.saveSettings(changes);
-      // A cluster leader saved it, but no standby confirmed it: say so, in the server's words.
+      // Saved, with something the operator should know (no standby confirmed it on a cluster,
+      // or turning tiering off lets retention delete deferred records): in the server's words.
       setStatus(typeof next.warning === 'string' ? `Saved, with a warning: ${next.warning}` : 'Saved');
       onSaved(next);
     } catch (err) {
