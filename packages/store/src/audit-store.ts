@@ -1907,14 +1907,19 @@ export class AuditStore {
       // What the policy lets go: up to maxSeq, and under a tier only events counted tiered
       // (counted ones stay counted: the count only grows, so it holds at the write too).
       const candidates = entries
-        .map(([key, value]) => [key, JSON.parse(value) as StoredEvent] as const)
+        .map(([key, value]) => [key, JSON.parse(value) as StoredEvent, value] as const)
         .filter(([, event]) => (maxSeq === undefined || event.seq <= maxSeq) && (!tieredOnly || event.seq <= this.#tieredCountedThrough));
+      // The time keys this batch deletes, with the values read: checked again in the writer's turn.
+      const deletedKeys: string[] = [];
+      const deletedValues: string[] = [];
       const checkpointsDeletable = await this.#checkpointsDeletable(candidates.map(([, event]) => event));
       // Erasure records naming a copy that stays (timed after them) stay with it (erasure-retention.ts).
       const erasuresKept = await erasuresNamingHeldCopies(this.#db, candidates.map(([, event]) => event), new Set(candidates.map(([, event]) => event.seq)));
-      for (const [key, event] of candidates) {
+      for (const [key, event, value] of candidates) {
         if (checkpointsDeletable !== undefined && integrityKindOf(event.source, event.action, event.decision) === 'checkpoint' && !checkpointsDeletable.has(event.seq)) continue;
         if (erasuresKept.has(event.seq)) continue;
+        deletedKeys.push(key);
+        deletedValues.push(value);
         days.count(event, 'pruned');
         touchedBlocks.add(blockOfSeq(event.seq));
         batch.del(key);
@@ -1941,6 +1946,11 @@ export class AuditStore {
           // below 0) and recorded that seq as pruned, so nodes catching up from this one were
           // refused at the chain after it (review). Nothing is written; the batch is read again.
           if (this.#cuts !== cutsAtRead) return false;
+          // An erasure rewrote an entry read here (its values, and so its index keys, are not
+          // those read): the batch deleted the index keys of the values read, and the rewritten
+          // ones were left behind for good, pointing at a deleted entry (review). Read again.
+          const valuesNow = await this.#db.getMany(deletedKeys);
+          if (valuesNow.some((value, i) => value !== deletedValues[i])) return false;
           // The highest seq deleted or skipped, with the deletes (a crash keeps both or
           // neither), taken here: an apply between the read above and now may have raised it
           // past this batch's seqs, and lowering it would make the log above it look contiguous.

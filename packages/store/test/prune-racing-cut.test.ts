@@ -1,5 +1,7 @@
-// Goal: a retention batch reads what it deletes before the writer's turn in which it deletes; a cut of the log in between (a standby's divergent suffix moved to its outbox and the leader's entries applied at those seqs) makes the batch read again, so it never deletes the entry now at a seq it read, never counts a pruned event the cut took back, and never records that seq as pruned: the log, its day ledger and a node catching up from it stay the leader's.
-import type { AuditEvent } from '@auditlake/model';
+// Goal: a retention batch reads what it deletes before the writer's turn in which it deletes; a cut of the log in between (a standby's divergent suffix moved to its outbox and the leader's entries applied at those seqs) or an erasure rewriting an entry read makes the batch read again, so it never deletes the entry now at a seq it read, never counts a pruned event the cut took back, never records that seq as pruned, and never leaves an index key of the rewritten values behind: the log, its day ledger, its indexes and a node catching up from it stay right.
+import { encodeErasureDetails, INTEGRITY_ACTIONS } from '@auditlake/integrity';
+import { SELF_SOURCE, type AuditEvent, type StoredEvent } from '@auditlake/model';
+import { Level } from 'level';
 import { describe, expect, it } from 'vitest';
 import { useTempStores } from './temp-stores.js';
 
@@ -56,5 +58,37 @@ describe('retention racing a cut of the log', () => {
     const logOf = async (store: typeof leader) => (await store.readBySeq(0, 100)).map((e) => [e.seq, e.eventId, e.chainHash]);
     expect(await logOf(fresh)).toEqual(await logOf(leader));
     expect(await standby.dayLedger()).toEqual(await leader.dayLedger());
+  });
+});
+
+describe('retention racing an erasure', () => {
+  it('reads its batch again after an erasure rewrote an entry it read: no index key of the rewritten values is left pointing at the deleted entry', async () => {
+    let between: (() => Promise<unknown>) | undefined;
+    const { store, location } = await stores.open(undefined, () => NOW, {
+      beforePruneWrite: async () => {
+        const erase = between;
+        between = undefined;
+        await erase?.();
+      },
+    });
+    const event = (eventId: string, userId: string, timestamp: number): AuditEvent => ({ eventId, userId, source: 'trino', action: 'data:Select', resource: 'r', decision: 'ALLOW', tables: ['hive.s.t'], query: 'SELECT 1', details: '', timestamp });
+    await store.append([event('old', 'alice', NOW - 400 * DAY_MS), event('new', 'bob', NOW - 1000)]);
+    // Between retention's read of `old` and its write, an erasure of old's userId rewrites it (new index keys for the marker).
+    between = async () => {
+      const target = (await store.getByEventId('old')) as StoredEvent;
+      const details = encodeErasureDetails({ v: 1, fields: ['userId'], records: [{ eventId: 'old', seq: target.seq }] });
+      await store.append([{ ...event('erase-old', 'admin', NOW - 10), source: SELF_SOURCE, action: INTEGRITY_ACTIONS.erase, details }]);
+    };
+    const result = await store.pruneBefore(NOW - 365 * DAY_MS, 100, async () => true);
+    expect(between).toBeUndefined();
+    expect(result.deleted).toBe(1);
+    expect((await store.readBySeq(0, 100)).map((e) => e.eventId)).toEqual(['new', 'erase-old']);
+    await stores.close(store);
+    // Every secondary-index key (x!…, the text index's aside) that ends in seq 1 would point at the deleted entry.
+    const db = new Level<string, string>(location, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
+    await db.open();
+    const keys = (await db.keys({ gte: 'x!', lt: 'x"' }).all()).filter((key) => !key.startsWith('x!T'));
+    await db.close();
+    expect(keys.filter((key) => key.endsWith('0000000000000001'))).toEqual([]);
   });
 });
