@@ -16,6 +16,21 @@ async function tieringNode(extraProps: Record<string, string> = {}, logLines?: s
   return { s3, t };
 }
 
+/**
+ * A node tiering to Parquet with 1-day retention whose bucket is down, holding `count` events
+ * ten days old (`old0`…): kept untiered past retention, counted as deferred.
+ */
+async function nodeWithDeferred(count: number, retentionIntervalMs: number) {
+  const { s3, t } = await tieringNode({ 'auditlake.audit.retention.interval.ms': String(retentionIntervalMs) });
+  await postSettings(t, { ...PARQUET, 'audit.retention.days': 1 });
+  await s3.stop();
+  const old = Date.now() - 10 * DAY;
+  await t.ingest(Array.from({ length: count }, (_, i) => event({ eventId: `old${i}`, ts: old + i })));
+  // Counted in the background (at most a second after the retention changed): polled.
+  await expect.poll(async () => (await tierStatus(t)).deferred, { timeout: 30_000 }).toBe(count);
+  return { s3, t };
+}
+
 describe('parquet tiering settings', () => {
   const refusals: Array<[Record<string, unknown>, RegExp]> = [
     [{ 'audit.tier.mode': 'icebreg' }, /^audit\.tier\.mode must be one of none, iceberg, parquet: icebreg$/],
@@ -243,13 +258,7 @@ describe('parquet tiering sweep', () => {
   });
 
   it('with tiering on, the absolute cap waits for tiering: old untiered events are kept and counted as deferred', async () => {
-    const { s3, t } = await tieringNode({ 'auditlake.audit.retention.interval.ms': '100' });
-    await postSettings(t, { ...PARQUET, 'audit.retention.days': 1 });
-    await s3.stop();
-    const old = Date.now() - 10 * DAY;
-    await t.ingest(Array.from({ length: 12 }, (_, i) => event({ eventId: `old${i}`, ts: old + i })));
-    // Counted in the background (at most a second after the retention changed): polled.
-    await expect.poll(async () => (await tierStatus(t)).deferred, { timeout: 30_000 }).toBe(12);
+    const { s3, t } = await nodeWithDeferred(12, 100);
     await new Promise((r) => setTimeout(r, 500)); // several prune rounds
     expect((await t.stored()).filter((e) => e.eventId.startsWith('old'))).toHaveLength(12);
     await s3.start();
@@ -262,12 +271,7 @@ describe('parquet tiering sweep', () => {
   });
 
   it('turning tiering off while records are deferred answers a warning naming how many retention now deletes, and it deletes them', async () => {
-    const { s3, t } = await tieringNode({ 'auditlake.audit.retention.interval.ms': '100' });
-    await postSettings(t, { ...PARQUET, 'audit.retention.days': 1 });
-    await s3.stop();
-    const old = Date.now() - 10 * DAY;
-    await t.ingest(Array.from({ length: 7 }, (_, i) => event({ eventId: `old${i}`, ts: old + i })));
-    await expect.poll(async () => (await tierStatus(t)).deferred, { timeout: 30_000 }).toBe(7);
+    const { t } = await nodeWithDeferred(7, 100);
     const off = await postSettings(t, { 'audit.tier.mode': 'none' });
     expect(off.status).toBe(200);
     expect(off.json.warning).toBe(
@@ -282,11 +286,7 @@ describe('parquet tiering sweep', () => {
   });
 
   it('warns only the save that turned tiering off, not a concurrent save of another key', async () => {
-    const { s3, t } = await tieringNode({ 'auditlake.audit.retention.interval.ms': '60000' });
-    await postSettings(t, { ...PARQUET, 'audit.retention.days': 1 });
-    await s3.stop();
-    await t.ingest(Array.from({ length: 3 }, (_, i) => event({ eventId: `old${i}`, ts: Date.now() - 10 * DAY + i })));
-    await expect.poll(async () => (await tierStatus(t)).deferred, { timeout: 30_000 }).toBe(3);
+    const { t } = await nodeWithDeferred(3, 60_000);
     const [off, other] = await Promise.all([postSettings(t, { 'audit.tier.mode': 'none' }), postSettings(t, { 'audit.read.sample.rate': 0.5 })]);
     expect([off.status, other.status]).toEqual([200, 200]);
     expect(off.json.warning).toMatch(/^tiering is off now, so the 3 records held only because they were never tiered/);

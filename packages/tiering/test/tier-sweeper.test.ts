@@ -282,6 +282,16 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
     iceberg: (name: string) => parseSettings({ ...defaultSettings(resolveConfig()), 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': `cat.apart.${name}`, 'audit.tier.connectionId': 's3' }),
   };
 
+  /**
+   * The target `modes[mode](name)` names, named another way: through connection `s3-rotated` (the
+   * same endpoint), the Parquet path with a trailing slash, the table through catalog `cat2` (the
+   * same warehouse).
+   */
+  const namedThroughRotated = (mode: 'parquet' | 'iceberg', name: string): EffectiveSettings =>
+    mode === 'parquet'
+      ? parseSettings({ ...defaultSettings(resolveConfig()), 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': `s3://${BUCKET}/apart/${name}/`, 'audit.tier.connectionId': 's3-rotated' })
+      : parseSettings({ ...defaultSettings(resolveConfig()), 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': `cat2.apart.${name}`, 'audit.tier.connectionId': 's3-rotated' });
+
   /** A log of 20 events (ingested two hours ago) that a sweep tiered whole to `target`: the dead leader's, or a lost node's. */
   async function tieredLog(target: EffectiveSettings): Promise<AuditStore> {
     const log = await storeWith(20, 10, Date.now() - 2 * HOUR_MS);
@@ -995,10 +1005,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
       onTestFinished(() => connections.close());
       const aliasCatalogs = new Map([...catalogs, ['cat2', { name: 'cat2', warehouse: `s3://${BUCKET}/warehouse/`, connectionId: 's3-rotated' }]]);
       const a = modes[mode](`alias_a_${mode}`);
-      const aElsewhere =
-        mode === 'parquet'
-          ? parseSettings({ ...defaultSettings(resolveConfig()), 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': `s3://${BUCKET}/apart/alias_a_${mode}/`, 'audit.tier.connectionId': 's3-rotated' })
-          : parseSettings({ ...defaultSettings(resolveConfig()), 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': `cat2.apart.alias_a_${mode}`, 'audit.tier.connectionId': 's3-rotated' });
+      const aElsewhere = namedThroughRotated(mode, `alias_a_${mode}`);
       const b = modes[mode](`alias_b_${mode}`);
       const store = await storeWith(20, 10, Date.now() - 2 * HOUR_MS);
       let target = a;
@@ -1051,10 +1058,7 @@ describe('TierSweeper on a tier ahead of or apart from its log', () => {
       onTestFinished(() => rotatedOnly.close());
       const rotatedCatalogs = new Map([['cat2', { name: 'cat2', warehouse: `s3://${BUCKET}/warehouse/`, connectionId: 's3-rotated' }]]);
       const a = modes[mode](`gone_a_${mode}`);
-      const aRotated =
-        mode === 'parquet'
-          ? parseSettings({ ...defaultSettings(resolveConfig()), 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': `s3://${BUCKET}/apart/gone_a_${mode}/`, 'audit.tier.connectionId': 's3-rotated' })
-          : parseSettings({ ...defaultSettings(resolveConfig()), 'audit.tier.mode': 'iceberg', 'audit.tier.iceberg.table': `cat2.apart.gone_a_${mode}`, 'audit.tier.connectionId': 's3-rotated' });
+      const aRotated = namedThroughRotated(mode, `gone_a_${mode}`);
       const b = modes[mode](`gone_b_${mode}`);
       const store = await storeWith(20, 10, Date.now() - 2 * HOUR_MS);
       let target = a;
