@@ -4,13 +4,13 @@ import { appendForwarded, type AppendResult, type AuditStore, type EventIdConfli
 import type { Clock } from './clock.js';
 import type { ClusterToken } from './cluster-token.js';
 import type { Coordinator, MemberInfo } from './coordinator.js';
-import { LeaderElector, type ClusterLog, type LeaderView, type NodeRole } from './leader-elector.js';
+import { CUT_OFF_TTLS, LeaderElector, type ClusterLog, type LeaderView, type NodeRole } from './leader-elector.js';
 import { LogSource } from './log-source.js';
 import { MetaHash } from './meta-hash.js';
 import { OutboxForwarder } from './outbox-forwarder.js';
 import { ErasedIdsCatchUp, ERASED_IDS_RETRY_MS } from './erased-ids-catch-up.js';
 import { markTimeAssigned, newIdsOf, parseForwardedEvent, skippedOf, type ForwardRequest, type ForwardResponse, type PeerTransport, type PullRequest, type PullResponse } from './protocol.js';
-import { ReplicationFollower } from './replication-follower.js';
+import { pullTimeoutMs, ReplicationFollower } from './replication-follower.js';
 import { ReplicationTracker, type StandbyProgress } from './replication-tracker.js';
 
 /** Where the leader's standbys hold its log up to: the lowest seq, and which standbys are there. */
@@ -98,6 +98,8 @@ export interface ClusterNodeStatus {
 export type Received = { path: 'log'; result: AppendResult } | { path: 'outbox' };
 
 const LOCAL_TERM = 'knownTerm';
+/** How long a standby's pull waits at the leader for new entries. */
+const PULL_WAIT_MS = 1000;
 /** This data dir's member instance (MemberInfo.instance), made at its first cluster start. */
 const LOCAL_INSTANCE = 'memberInstance';
 
@@ -138,6 +140,7 @@ export class ClusterNode {
       instance,
       onNodeIdInUse: (err) => options.hooks.onNodeIdInUse?.(err),
       lastPullMs: (peerId) => this.tracker.lastPullMs(peerId),
+      cutOffMs: Math.max(CUT_OFF_TTLS * options.leaseTtlMs, 3 * pullTimeoutMs(PULL_WAIT_MS)),
       onTick: async () => {
         await options.clusterToken.refresh();
         const term = this.elector.leadingTerm;
@@ -198,7 +201,7 @@ export class ClusterNode {
       clock,
       metaHash,
       nodeId,
-      pullWaitMs: 1000,
+      pullWaitMs: PULL_WAIT_MS,
       onMetaApplied: (meta) => {
         for (const listener of this.#metaListeners) listener(meta);
       },

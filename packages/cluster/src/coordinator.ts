@@ -22,6 +22,8 @@ export interface MemberInfo {
    * election restriction. Absent otherwise, and from nodes of versions before it.
    */
   yielding?: true;
+  /** The node leaves a yielding member out of its election restriction (versions before it do not): a leader steps down for being cut off only when every live standby does. */
+  honoursYielding?: true;
 }
 
 export interface LeaderRecord {

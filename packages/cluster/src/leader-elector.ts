@@ -71,6 +71,13 @@ export interface LeaderElectorOptions {
   onTick: () => Promise<void>;
   /** When `nodeId`'s last pull request reached this node (monotonic), or undefined: a leader cut off from its standbys steps down (CUT_OFF_TTLS). Default: never checked. */
   lastPullMs?: (nodeId: string) => number | undefined;
+  /**
+   * How long most live standbys must have sent no pull request before a leader steps down;
+   * default CUT_OFF_TTLS lease TTLs. The cluster node passes at least three of its standbys'
+   * pull timeouts: one lost pull is one timeout of silence, and with a short TTL five TTLs were
+   * less than that, so a lossy but connected network stepped healthy leaders down (review).
+   */
+  cutOffMs?: number;
   log: ClusterLog;
 }
 
@@ -317,10 +324,14 @@ export class LeaderElector {
     const lastPullMs = this.#options.lastPullMs;
     if (lastPullMs === undefined || this.#role !== 'leader' || !this.#ready) return undefined;
     const now = this.#clock.monotonicMs();
-    const cutOffMs = CUT_OFF_TTLS * this.#options.leaseTtlMs;
+    const cutOffMs = this.#options.cutOffMs ?? CUT_OFF_TTLS * this.#options.leaseTtlMs;
     if (now - this.#wonAtMs < cutOffMs) return undefined;
     const live = this.#liveOthers(this.#members).filter((m) => m.yielding !== true);
     if (live.length < 2) return undefined;
+    // A node of a version before yielding would still count this node's longer log, never
+    // campaign, and leave the cluster with no leader while this one yields, then elect it again
+    // (review: a rolling upgrade). Only among nodes that say they leave a yielding node out.
+    if (live.some((m) => m.honoursYielding !== true)) return undefined;
     // A member is given the whole period from when it came back (restarted, resumed, joined)
     // too: until then it could not have pulled.
     const silentSince = (m: MemberInfo) => Math.max(lastPullMs(m.nodeId) ?? Number.NEGATIVE_INFINITY, this.#heard.get(m.nodeId)?.liveSinceMs ?? now);
@@ -429,6 +440,7 @@ export class LeaderElector {
       updatedAtMs: this.#clock.wallMs(),
       ...(this.#options.instance === undefined ? {} : { instance: this.#options.instance }),
       ...(this.#clock.monotonicMs() < this.#yieldUntilMs ? { yielding: true as const } : {}),
+      honoursYielding: true,
     });
     if (held === undefined) {
       this.#heldBy = undefined;

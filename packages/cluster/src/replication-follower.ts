@@ -28,6 +28,11 @@ export interface ReplicationFollowerOptions {
  */
 export const PULL_LIMIT_MAX = 2000;
 
+/** How long a standby waits for its leader's answer to a pull that may wait `pullWaitMs` for new entries. */
+export function pullTimeoutMs(pullWaitMs: number): number {
+  return pullWaitMs + 5000;
+}
+
 /**
  * A standby's replication loop: pull from the leader after the local end of the log, stating
  * (seq, term) of that end; apply the answer in seq order with the leader's term boundaries,
@@ -125,7 +130,7 @@ export class ReplicationFollower {
         catchUp: false,
         ...(await erasedIdsAsk(store)),
       },
-      this.#options.pullWaitMs + 5000,
+      pullTimeoutMs(this.#options.pullWaitMs),
     );
     // Fencing: an answer from an older term comes from a deposed leader.
     if (response.term < elector.knownTerm) return;

@@ -1,13 +1,13 @@
 // Goal: only the live node with the most up-to-date log — by last term, then last seq — campaigns; a longer log of an older term never wins over a later term; a leader that most of its two or more live standbys no longer reach steps down and yields, so one of them leads.
 import { describe, expect, it } from 'vitest';
-import { InMemoryCoordinatorState, type LogEnd } from '../src/index.js';
+import { InMemoryCoordinator, InMemoryCoordinatorState, type LogEnd, type MemberInfo } from '../src/index.js';
 import { CUT_OFF_TTLS, HEARD_FORGET_TTLS, YIELD_TTLS, type LeaderElector, type LeaderElectorOptions } from '../src/leader-elector.js';
 import { ManualClock } from './manual-clock.js';
 import { testElector } from './test-elector.js';
 
 const TTL = 600;
 
-function cluster(ends: Record<string, LogEnd>, more: (nodeId: string) => Partial<LeaderElectorOptions> = () => ({})) {
+function cluster(ends: Record<string, LogEnd>, more: (nodeId: string, state: InMemoryCoordinatorState) => Partial<LeaderElectorOptions> = () => ({})) {
   const clock = new ManualClock();
   const state = new InMemoryCoordinatorState({ clock, newToken: () => 'token' });
   const won: Array<{ node: string; term: number }> = [];
@@ -24,7 +24,7 @@ function cluster(ends: Record<string, LogEnd>, more: (nodeId: string) => Partial
           },
           warn: () => undefined,
         },
-        ...more(nodeId),
+        ...more(nodeId, state),
       }),
     ]),
   );
@@ -42,10 +42,10 @@ function cluster(ends: Record<string, LogEnd>, more: (nodeId: string) => Partial
  * A cluster whose leader-to-be `a` hears pull requests from the nodes in `pulling` at every
  * step (its lastPullMs), and each node's member record as the coordinator holds it.
  */
-function pulledCluster(ends: Record<string, LogEnd>) {
+function pulledCluster(ends: Record<string, LogEnd>, extra: (nodeId: string, state: InMemoryCoordinatorState) => Partial<LeaderElectorOptions> = () => ({})) {
   const pulls = new Map<string, number>();
   const pulling = new Set<string>();
-  const c = cluster(ends, (nodeId) => (nodeId === 'a' ? { lastPullMs: (peer: string) => pulls.get(peer) } : {}));
+  const c = cluster(ends, (nodeId, state) => ({ ...(nodeId === 'a' ? { lastPullMs: (peer: string) => pulls.get(peer) } : {}), ...extra(nodeId, state) }));
   const run = async (ms: number) => {
     for (let t = 0; t < ms; t += 10) {
       for (const peer of pulling) pulls.set(peer, c.clock.monotonicMs());
@@ -149,5 +149,31 @@ describe('a leader its standbys no longer reach', () => {
     await late.run(2 * TTL);
     expect(late.elector('a').isLeader()).toBe(false);
     for (const e of late.electors.values()) await e.close();
+  });
+
+  it('waits the cut-off it is given (a cluster node passes at least three pull timeouts), and never steps down while a live standby does not leave a yielding node out (an older version)', async () => {
+    const longer = pulledCluster(ends, (nodeId) => (nodeId === 'a' ? { cutOffMs: 2 * CUT_OFF_TTLS * TTL } : {}));
+    for (const [id, e] of longer.electors) e.start(`sim://${id}`);
+    await longer.run(3 * TTL);
+    expect(longer.won).toEqual([{ node: 'a', term: 2 }]);
+    await longer.run((CUT_OFF_TTLS + 2) * TTL);
+    expect(longer.elector('a').isLeader()).toBe(true);
+    await longer.run((CUT_OFF_TTLS + 1) * TTL);
+    expect(longer.elector('a').isLeader()).toBe(false);
+    for (const e of longer.electors.values()) await e.close();
+
+    // c publishes as a version before yielding did (no honoursYielding): a stays, whatever the silence.
+    const mixed = pulledCluster(ends, (nodeId, state) => {
+      if (nodeId !== 'c') return {};
+      const coordinator = new InMemoryCoordinator(state, { nodeId: 'c', leaseTtlMs: TTL });
+      const publish = coordinator.publish.bind(coordinator);
+      coordinator.publish = async ({ honoursYielding: _dropped, ...older }: MemberInfo) => publish(older);
+      return { coordinator };
+    });
+    for (const [id, e] of mixed.electors) e.start(`sim://${id}`);
+    await mixed.run(3 * CUT_OFF_TTLS * TTL);
+    expect(mixed.won.map((w) => w.node)).toEqual(['a']);
+    expect(mixed.elector('a').isLeader()).toBe(true);
+    for (const e of mixed.electors.values()) await e.close();
   });
 });
