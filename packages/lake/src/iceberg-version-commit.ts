@@ -71,7 +71,7 @@ export async function commitMetadataVersion(objects: ObjectStore, table: Iceberg
     if (!builtOn(parseTableMetadata(new TextDecoder().decode(successor)), next, metadataPath)) throw commitForked(version, `v${version + 1} is not built on it`);
   } else if (hintBefore >= version) {
     throw commitForked(version, `the version hint already named v${hintBefore}`);
-  } else if (!base) {
+  } else if (!base && !(await builtOnByNow(objects, table, version, next, metadataPath))) {
     // Cleanup deletes only versions behind the current one: the table moved past our base, and
     // our version stands beside it. Deleted again, so no loader takes it for the head (one that
     // follows the hint reads past a deleted version by listing): a deposed leader's late hint
@@ -82,6 +82,17 @@ export async function commitMetadataVersion(objects: ObjectStore, table: Iceberg
     throw commitForked(version, `its base v${loaded.version} was deleted: the table had moved past it`);
   }
   return { version, metadata: parseTableMetadata(text), metadataPath };
+}
+
+/**
+ * Whether the version after `version` exists now and is built on ours: looked for again once the
+ * base was found gone, since the look for it and the look for the base ran side by side — another
+ * engine committing on ours and deleting our base between the two made our real head look like a
+ * fork, and it was deleted (review).
+ */
+async function builtOnByNow(objects: ObjectStore, table: IcebergTableRef, version: number, ours: IcebergTableMetadata, path: string): Promise<boolean> {
+  const successor = await objects.find(metadataVersionKey(table, version + 1));
+  return successor !== undefined && builtOn(parseTableMetadata(new TextDecoder().decode(successor)), ours, path);
 }
 
 /** Whether `successor` was committed on `ours` (written at `path`). */

@@ -2,6 +2,7 @@
 import { icebergRead } from 'icebird';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { routeAwsS3To, twoDayEvents, useEmbeddedS3 } from '../src/testing/index.js';
+import { parseTableMetadata } from '@auditlake/format';
 import { cleanIcebergMetadata, commitIcebergBatch, ensureIcebergTable, ensureNamespace, loadIcebergTable, metadataVersionKey, resolveIcebergTable, tableWatermark, versionHintKey, type ObjectStore } from '../src/index.js';
 
 const BUCKET = 'latehint';
@@ -73,5 +74,44 @@ describe('a deposed leader’s late version-hint write', () => {
     onTestFinished(routeAwsS3To(s3.server.url, CREDENTIALS));
     const rows = (await icebergRead({ tableUrl: ref.location })) as Array<{ event_id: unknown }>;
     expect(new Set(rows.map((row) => String(row.event_id))).size).toBe(90);
+  }, 60_000);
+});
+
+describe('a commit whose base is deleted by another engine that committed on it', () => {
+  it('is not taken for a fork: the successor built on it is found, the commit stands and its version stays', async () => {
+    const ref = resolveIcebergTable('cat.ops.u', new Map([['cat', { name: 'cat', warehouse: `s3://${BUCKET}/wh`, connectionId: 's3' }]]));
+    const objects = s3.connections.bucket('s3', BUCKET);
+    await ensureNamespace(s3.connections, ref);
+    await ensureIcebergTable(objects, ref, T0);
+    const ctx = { term: 1, nowMs: Date.now(), writerId: 'auditlake:cat.ops.u', mayCommit: () => true };
+    const first = await commitIcebergBatch(objects, ref, (await loadIcebergTable(objects, ref))!, events(1, 10), ctx);
+    const base = first.version;
+    // While our commit of v(base+1) looks for its base, another engine commits v(base+2) on it and
+    // deletes the base (Spark's delete-after-commit): the look for v(base+2) had already answered.
+    let armed = true;
+    const racing = new Proxy(objects, {
+      get(target, prop) {
+        if (prop === 'exists') {
+          return async (key: string) => {
+            if (armed && key === metadataVersionKey(ref, base)) {
+              armed = false;
+              const ours = new TextDecoder().decode(await target.get(metadataVersionKey(ref, base + 1)));
+              const loadedOurs = { version: base + 1, metadata: parseTableMetadata(ours), metadataPath: target.url(metadataVersionKey(ref, base + 1)) };
+              await commitIcebergBatch(target, ref, loadedOurs, events(21, 30), { ...ctx, term: 2, afterSeq: 20 });
+              await target.delete(metadataVersionKey(ref, base));
+            }
+            return target.exists(key);
+          };
+        }
+        const value = Reflect.get(target, prop, target) as unknown;
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    }) as ObjectStore;
+    const ours = await commitIcebergBatch(racing, ref, first.loaded, events(11, 20), { ...ctx, afterSeq: 10 });
+    expect(armed).toBe(false);
+    expect(ours.version).toBe(base + 1);
+    expect(await objects.exists(metadataVersionKey(ref, base + 1))).toBe(true);
+    const loaded = (await loadIcebergTable(objects, ref))!;
+    expect({ version: loaded.version, watermark: tableWatermark(loaded)?.seq }).toEqual({ version: base + 2, watermark: 30 });
   }, 60_000);
 });

@@ -2007,6 +2007,9 @@ export class AuditStore {
         if (!written) {
           await batch.close();
           from = batchFrom;
+          // Yielded to ingest and asked whether to go on, as after a batch: a long erasure pass
+          // rewriting entries in this range made every read stale and the prune spin (review).
+          if (!(await between())) return result;
           continue;
         }
         // Queued behind the writer, not awaited: dropping a sketch only saves reads later, and
