@@ -106,7 +106,7 @@ describe('a commit whose base is deleted by another engine that committed on it'
         const value = Reflect.get(target, prop, target) as unknown;
         return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
       },
-    }) as ObjectStore;
+    });
     const ours = await commitIcebergBatch(racing, ref, first.loaded, events(11, 20), { ...ctx, afterSeq: 10 });
     expect(armed).toBe(false);
     expect(ours.version).toBe(base + 1);
