@@ -3,7 +3,8 @@ import type { SimCluster } from './sim-cluster.js';
 
 /**
  * Random, overlapping faults for the fault phase of a run: crashes and restarts, pauses,
- * coordinator outages (coming back with or without its data), and message loss and delay.
+ * coordinator outages (coming back with or without its data), every link of one node cut (the
+ * coordinator still reached), and message loss and delay.
  * Every choice comes from the seeded stream, so a seed replays the same faults at the same
  * virtual times.
  */
@@ -38,7 +39,7 @@ export class FaultInjector {
     const cluster = this.#cluster;
     const random = this.#random;
     const scheduler = cluster.scheduler;
-    const kind = random.pick(['crash', 'crash', 'pause', 'pause', 'pause', 'coordinator', 'network'] as const);
+    const kind = random.pick(['crash', 'crash', 'pause', 'pause', 'pause', 'coordinator', 'network', 'cut'] as const);
     if (kind === 'crash') {
       // The leader is listed twice: crashing it is what tests failover.
       const candidates = cluster.nodes.filter((n) => n.state !== 'down').concat(cluster.leader() ?? []);
@@ -65,6 +66,18 @@ export class FaultInjector {
         if (!this.#running || cluster.coordinator.up) return;
         cluster.note(`coordinator up ${withData ? 'with its data' : 'empty'}`);
         cluster.coordinator.restart(withData);
+      });
+    } else if (kind === 'cut') {
+      // Every link of one node cut (the leader listed twice), the coordinator still reached: a
+      // leader cut off long enough steps down and yields (leader-elector.ts, CUT_OFF_TTLS).
+      const node = random.pick(cluster.nodes.concat(cluster.leader() ?? []));
+      const others = cluster.nodes.filter((n) => n !== node);
+      cluster.note(`links of ${node.name} cut`);
+      for (const other of others) cluster.network.cutLink(node.name, other.name);
+      scheduler.schedule(random.int(1000, 25_000), 'fault', () => {
+        if (!this.#running) return;
+        cluster.note(`links of ${node.name} mended`);
+        for (const other of others) cluster.network.mendLink(node.name, other.name);
       });
     } else {
       const lossRate = random.pick([0, 0, 0.02, 0.1, 0.3]);

@@ -65,6 +65,11 @@ export class SimNetwork {
     this.#cutLinks.add(linkKey(a, b));
   }
 
+  /** Mends the link between `a` and `b`. */
+  mendLink(a: string, b: string): void {
+    this.#cutLinks.delete(linkKey(a, b));
+  }
+
   /** Mends every cut link. */
   mendLinks(): void {
     this.#cutLinks.clear();
