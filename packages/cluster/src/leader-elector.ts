@@ -35,8 +35,8 @@ const REFUSAL_LOG_INTERVAL_MS = 60_000;
  * records refreshed through the coordinator) after which a leader steps down: it is cut off
  * from them while they still reach the coordinator, so it would keep its lease for good, and
  * the events sent to them would wait in their outboxes (replication.md, "Cut off from the
- * standbys"). 15 s at the default TTL: standbys pull without pause, so a slow pull or a pause
- * of a second or two is far below it.
+ * standbys"). At least: the cluster node waits no less than three pull timeouts (cutOffMs), 18 s
+ * at the default TTL; standbys pull without pause, so a slow pull or a lost one is below it.
  */
 export const CUT_OFF_TTLS = 5;
 
@@ -310,7 +310,7 @@ export class LeaderElector {
     const cutOff = this.#cutOffFrom();
     if (cutOff !== undefined) {
       this.#yieldUntilMs = this.#clock.monotonicMs() + YIELD_TTLS * this.#options.leaseTtlMs;
-      this.#stepDown(`cut off from its standbys: ${cutOff.join(', ')} reach the coordinator but sent this node no pull request for ${CUT_OFF_TTLS} lease TTLs; not campaigning for ${YIELD_TTLS} lease TTLs so one of them can lead`);
+      this.#stepDown(`cut off from its standbys: ${cutOff.join(', ')} reach the coordinator but sent this node no pull request for ${this.#cutOffMs / 1000} s; not campaigning for ${(YIELD_TTLS * this.#options.leaseTtlMs) / 1000} s so one of them can lead`);
     }
   }
 
@@ -324,7 +324,7 @@ export class LeaderElector {
     const lastPullMs = this.#options.lastPullMs;
     if (lastPullMs === undefined || this.#role !== 'leader' || !this.#ready) return undefined;
     const now = this.#clock.monotonicMs();
-    const cutOffMs = this.#options.cutOffMs ?? CUT_OFF_TTLS * this.#options.leaseTtlMs;
+    const cutOffMs = this.#cutOffMs;
     if (now - this.#wonAtMs < cutOffMs) return undefined;
     const live = this.#liveOthers(this.#members).filter((m) => m.yielding !== true);
     if (live.length < 2) return undefined;
@@ -337,6 +337,11 @@ export class LeaderElector {
     const silentSince = (m: MemberInfo) => Math.max(lastPullMs(m.nodeId) ?? Number.NEGATIVE_INFINITY, this.#heard.get(m.nodeId)?.liveSinceMs ?? now);
     const silent = live.filter((m) => now - silentSince(m) > cutOffMs).map((m) => m.nodeId);
     return silent.length * 2 > live.length ? silent : undefined;
+  }
+
+  /** How long most live standbys must have sent no pull request before this leader steps down. */
+  get #cutOffMs(): number {
+    return this.#options.cutOffMs ?? CUT_OFF_TTLS * this.#options.leaseTtlMs;
   }
 
   /** The other members heard from within one lease TTL by this node's clock (twins of this node id left out). */
