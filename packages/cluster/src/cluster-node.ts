@@ -140,7 +140,9 @@ export class ClusterNode {
       instance,
       onNodeIdInUse: (err) => options.hooks.onNodeIdInUse?.(err),
       lastPullMs: (peerId) => this.tracker.lastPullMs(peerId),
-      cutOffMs: Math.max(CUT_OFF_TTLS * options.leaseTtlMs, 3 * pullTimeoutMs(PULL_WAIT_MS)),
+      // Four pull timeouts: a pull's silence also holds its wait at the leader and the retry
+      // pauses, so three lost in a row from each standby stay below it (review).
+      cutOffMs: Math.max(CUT_OFF_TTLS * options.leaseTtlMs, 4 * pullTimeoutMs(PULL_WAIT_MS)),
       onTick: async () => {
         await options.clusterToken.refresh();
         const term = this.elector.leadingTerm;

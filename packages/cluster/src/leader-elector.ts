@@ -35,8 +35,9 @@ const REFUSAL_LOG_INTERVAL_MS = 60_000;
  * records refreshed through the coordinator) after which a leader steps down: it is cut off
  * from them while they still reach the coordinator, so it would keep its lease for good, and
  * the events sent to them would wait in their outboxes (replication.md, "Cut off from the
- * standbys"). At least: the cluster node waits no less than three pull timeouts (cutOffMs), 18 s
- * at the default TTL; standbys pull without pause, so a slow pull or a lost one is below it.
+ * standbys"). At least: the cluster node waits no less than four pull timeouts (cutOffMs), 24 s
+ * at the default TTL; standbys pull without pause, so a slow pull, or three lost in a row, stay
+ * below it.
  */
 export const CUT_OFF_TTLS = 5;
 
@@ -73,7 +74,7 @@ export interface LeaderElectorOptions {
   lastPullMs?: (nodeId: string) => number | undefined;
   /**
    * How long most live standbys must have sent no pull request before a leader steps down;
-   * default CUT_OFF_TTLS lease TTLs. The cluster node passes at least three of its standbys'
+   * default CUT_OFF_TTLS lease TTLs. The cluster node passes at least four of its standbys'
    * pull timeouts: one lost pull is one timeout of silence, and with a short TTL five TTLs were
    * less than that, so a lossy but connected network stepped healthy leaders down (review).
    */

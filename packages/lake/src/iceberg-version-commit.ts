@@ -69,9 +69,12 @@ export async function commitMetadataVersion(objects: ObjectStore, table: Iceberg
   const metadataPath = objects.url(key);
   if (successor !== undefined) {
     if (!builtOn(parseTableMetadata(new TextDecoder().decode(successor)), next, metadataPath)) throw commitForked(version, `v${version + 1} is not built on it`);
+  } else if ((hintBefore >= version || !base) && (await builtOnByNow(objects, table, version, next, metadataPath))) {
+    // Another writer committed on ours between the side-by-side looks (and moved the hint, or
+    // deleted our base): ours is the table's.
   } else if (hintBefore >= version) {
     throw commitForked(version, `the version hint already named v${hintBefore}`);
-  } else if (!base && !(await builtOnByNow(objects, table, version, next, metadataPath))) {
+  } else if (!base) {
     // Cleanup deletes only versions behind the current one: the table moved past our base, and
     // our version stands beside it. Deleted again, so no loader takes it for the head (one that
     // follows the hint reads past a deleted version by listing): a deposed leader's late hint
@@ -85,10 +88,10 @@ export async function commitMetadataVersion(objects: ObjectStore, table: Iceberg
 }
 
 /**
- * Whether the version after `version` exists now and is built on ours: looked for again once the
- * base was found gone, since the look for it and the look for the base ran side by side — another
- * engine committing on ours and deleting our base between the two made our real head look like a
- * fork, and it was deleted (review).
+ * Whether the version after `version` exists now and is built on ours: looked for again when the
+ * hint was found ahead or the base gone, since those looks and the look for it ran side by side —
+ * another engine committing on ours (moving the hint, deleting our base) between them made our
+ * real head look like a fork, and it was deleted or reported lost (reviews).
  */
 async function builtOnByNow(objects: ObjectStore, table: IcebergTableRef, version: number, ours: IcebergTableMetadata, path: string): Promise<boolean> {
   const successor = await objects.find(metadataVersionKey(table, version + 1));

@@ -77,30 +77,38 @@ describe('a deposed leader’s late version-hint write', () => {
   }, 60_000);
 });
 
-describe('a commit whose base is deleted by another engine that committed on it', () => {
-  it('is not taken for a fork: the successor built on it is found, the commit stands and its version stays', async () => {
-    const ref = resolveIcebergTable('cat.ops.u', new Map([['cat', { name: 'cat', warehouse: `s3://${BUCKET}/wh`, connectionId: 's3' }]]));
+describe('a commit another engine commits on while it checks', () => {
+  it.each(['base deleted', 'hint moved'] as const)('is not taken for a fork (%s): the successor built on it is found, the commit stands and its version stays', async (how) => {
+    const ref = resolveIcebergTable(`cat.ops.u_${how === 'hint moved' ? 'hint' : 'base'}`, new Map([['cat', { name: 'cat', warehouse: `s3://${BUCKET}/wh`, connectionId: 's3' }]]));
     const objects = s3.connections.bucket('s3', BUCKET);
     await ensureNamespace(s3.connections, ref);
     await ensureIcebergTable(objects, ref, T0);
     const ctx = { term: 1, nowMs: Date.now(), writerId: 'auditlake:cat.ops.u', mayCommit: () => true };
     const first = await commitIcebergBatch(objects, ref, (await loadIcebergTable(objects, ref))!, events(1, 10), ctx);
     const base = first.version;
-    // While our commit of v(base+1) looks for its base, another engine commits v(base+2) on it and
-    // deletes the base (Spark's delete-after-commit): the look for v(base+2) had already answered.
+    // While our commit of v(base+1) looks for its base (or reads the hint), another engine commits
+    // v(base+2) on it, moving the hint, and deletes the base (Spark's delete-after-commit): the look
+    // for v(base+2) had already answered.
     let armed = true;
+    const otherCommitsOnOurs = async (target: ObjectStore) => {
+      armed = false;
+      const ours = new TextDecoder().decode(await target.get(metadataVersionKey(ref, base + 1)));
+      const loadedOurs = { version: base + 1, metadata: parseTableMetadata(ours), metadataPath: target.url(metadataVersionKey(ref, base + 1)) };
+      await commitIcebergBatch(target, ref, loadedOurs, events(21, 30), { ...ctx, term: 2, afterSeq: 20 });
+      if (how === 'base deleted') await target.delete(metadataVersionKey(ref, base));
+    };
     const racing = new Proxy(objects, {
       get(target, prop) {
-        if (prop === 'exists') {
+        if (prop === 'exists' && how === 'base deleted') {
           return async (key: string) => {
-            if (armed && key === metadataVersionKey(ref, base)) {
-              armed = false;
-              const ours = new TextDecoder().decode(await target.get(metadataVersionKey(ref, base + 1)));
-              const loadedOurs = { version: base + 1, metadata: parseTableMetadata(ours), metadataPath: target.url(metadataVersionKey(ref, base + 1)) };
-              await commitIcebergBatch(target, ref, loadedOurs, events(21, 30), { ...ctx, term: 2, afterSeq: 20 });
-              await target.delete(metadataVersionKey(ref, base));
-            }
+            if (armed && key === metadataVersionKey(ref, base)) await otherCommitsOnOurs(target);
             return target.exists(key);
+          };
+        }
+        if (prop === 'find' && how === 'hint moved') {
+          return async (key: string) => {
+            if (armed && key === versionHintKey(ref)) await otherCommitsOnOurs(target);
+            return target.find(key);
           };
         }
         const value = Reflect.get(target, prop, target) as unknown;

@@ -41,8 +41,8 @@ export class SimNetwork {
   readonly #random: Random;
   readonly #peers = new Map<string, NetworkPeer>();
   readonly #open = new Set<Exchange>();
-  /** Node pairs (names, sorted, joined by '|') between which every message is lost: a cut link. */
-  readonly #cutLinks = new Set<string>();
+  /** Node pairs (names, sorted, joined by '|') between which every message is lost, with how many cuts hold each: overlapping cuts end one by one. */
+  readonly #cutLinks = new Map<string, number>();
 
   constructor(scheduler: Scheduler, random: Random) {
     this.#scheduler = scheduler;
@@ -62,12 +62,16 @@ export class SimNetwork {
 
   /** Loses every message between `a` and `b` from now on, both ways (the coordinator is not affected). */
   cutLink(a: string, b: string): void {
-    this.#cutLinks.add(linkKey(a, b));
+    const key = linkKey(a, b);
+    this.#cutLinks.set(key, (this.#cutLinks.get(key) ?? 0) + 1);
   }
 
-  /** Mends the link between `a` and `b`. */
+  /** Ends one cut of the link between `a` and `b` (it stays cut while another cut holds it). */
   mendLink(a: string, b: string): void {
-    this.#cutLinks.delete(linkKey(a, b));
+    const key = linkKey(a, b);
+    const cuts = (this.#cutLinks.get(key) ?? 0) - 1;
+    if (cuts > 0) this.#cutLinks.set(key, cuts);
+    else this.#cutLinks.delete(key);
   }
 
   /** Mends every cut link. */
