@@ -1883,10 +1883,6 @@ export class AuditStore {
     let from: string = PREFIX.time;
     for (;;) {
       if (this.#status !== 'open') return result;
-      // A cut of the log between this read and the write below (a standby's divergent suffix
-      // moved to its outbox, an adoption) may have put another entry at a seq read here, and
-      // lowered what counts as tiered: the batch is then read again (checked in the writer's turn).
-      const cutsAtRead = this.#cuts;
       const batchFrom = from;
       const entries = await this.#db.iterator({ gte: from, lt: before, limit: batchSize }).all();
       if (entries.length === 0) return result;
@@ -1904,8 +1900,8 @@ export class AuditStore {
       // Each deleted event's eventId with the entry its id key must still point at to go too,
       // and its time and seq: its id is remembered when it was tiered.
       const idsHeld: Array<{ eventId: string; suffix: string; timestamp: number; seq: number }> = [];
-      // What the policy lets go: up to maxSeq, and under a tier only events counted tiered
-      // (counted ones stay counted: the count only grows, so it holds at the write too).
+      // What the policy lets go: up to maxSeq, and under a tier only events counted tiered (a
+      // cut lowers that count only below the entries it moves out, which the write finds gone).
       const candidates = entries
         .map(([key, value]) => [key, JSON.parse(value) as StoredEvent, value] as const)
         .filter(([, event]) => (maxSeq === undefined || event.seq <= maxSeq) && (!tieredOnly || event.seq <= this.#tieredCountedThrough));
@@ -1941,14 +1937,14 @@ export class AuditStore {
         // after it was read here (the rewrite would bring it back without its other keys),
         // and the counts are added to rows no other batch changes meanwhile.
         const written = await this.#openWriter().exclusive(async () => {
-          // Cut since the read: this batch deleted the seq key of the entry now at a seq read
-          // here, counted a pruned event the cut had already taken back (a day's stored count
-          // below 0) and recorded that seq as pruned, so nodes catching up from this one were
-          // refused at the chain after it (review). Nothing is written; the batch is read again.
-          if (this.#cuts !== cutsAtRead) return false;
-          // An erasure rewrote an entry read here (its values, and so its index keys, are not
-          // those read): the batch deleted the index keys of the values read, and the rewritten
-          // ones were left behind for good, pointing at a deleted entry (review). Read again.
+          // Every entry still as read, or nothing is written and the batch is read again. A cut
+          // of the log since the read (a standby's divergent suffix moved to its outbox and the
+          // leader's entries applied at those seqs, an adoption) moved entries read here out:
+          // the batch deleted the seq key of the entry now at such a seq, counted a pruned event
+          // the cut had taken back (a day's stored count below 0) and recorded the seq as pruned,
+          // so nodes catching up from this one were refused at the chain after it. An erasure
+          // rewrote one (other values, so other index keys): the batch deleted the index keys of
+          // the values read, and the rewritten ones pointed at a deleted entry for good (reviews).
           const valuesNow = await this.#db.getMany(deletedKeys);
           if (valuesNow.some((value, i) => value !== deletedValues[i])) return false;
           // The highest seq deleted or skipped, with the deletes (a crash keeps both or
