@@ -126,7 +126,7 @@ export class LeaderElector {
   #nodeIdInUseTold = false;
   /** When the coordinator's refusal of this node was last logged (AUDIT_CLUSTER_MISMATCH). */
   #refusalLoggedMs: number | undefined;
-  /** When this node last won an election (monotonic): standbys are given CUT_OFF_TTLS from then to pull. */
+  /** When this node last won an election (monotonic): standbys are given the cut-off (#cutOffMs) from then to pull. */
   #wonAtMs = 0;
   /** Until when this node yields after stepping down cut off from its standbys (YIELD_TTLS; monotonic). */
   #yieldUntilMs = 0;
@@ -316,10 +316,10 @@ export class LeaderElector {
   }
 
   /**
-   * The live standbys that have not reached this leader for CUT_OFF_TTLS, when they are most of
-   * two or more: this node is cut off from them (not they from each other, or most would still
-   * reach it). Undefined otherwise, and without lastPullMs. With one standby nothing tells which
-   * of the two is cut off, and both would step down in turn, so it is never checked.
+   * The live standbys that have not reached this leader for the cut-off (#cutOffMs), when they
+   * are most of two or more: this node is cut off from them (not they from each other, or most
+   * would still reach it). Undefined otherwise, and without lastPullMs. With one standby nothing
+   * tells which of the two is cut off, and both would step down in turn, so it is never checked.
    */
   #cutOffFrom(): string[] | undefined {
     const lastPullMs = this.#options.lastPullMs;
@@ -345,10 +345,18 @@ export class LeaderElector {
     return this.#options.cutOffMs ?? CUT_OFF_TTLS * this.#options.leaseTtlMs;
   }
 
-  /** The other members heard from within one lease TTL by this node's clock (twins of this node id left out). */
+  /** The other members heard from within one lease TTL (twins of this node id left out). */
   #liveOthers(members: readonly MemberInfo[]): MemberInfo[] {
-    const now = this.#clock.monotonicMs();
-    return members.filter((m) => m.nodeId !== this.#options.nodeId && now - (this.#heard.get(m.nodeId)?.heardAtMs ?? Number.NEGATIVE_INFINITY) < this.#options.leaseTtlMs);
+    return members.filter((m) => m.nodeId !== this.#options.nodeId && this.#heardWithinTtl(m));
+  }
+
+  /**
+   * Whether `member`'s record changed within one lease TTL (members publish every TTL/6): a
+   * dead node's record lives for three, and must not hold every survivor back. By this node's
+   * own clock: comparing another node's wall clock with ours would make skew decide.
+   */
+  #heardWithinTtl(member: MemberInfo): boolean {
+    return this.#clock.monotonicMs() - (this.#heard.get(member.nodeId)?.heardAtMs ?? Number.NEGATIVE_INFINITY) < this.#options.leaseTtlMs;
   }
 
   async #watchAndCampaign(): Promise<void> {
@@ -388,16 +396,11 @@ export class LeaderElector {
     // anyone takes a term — else a node that never saw the latest term could reuse it.
     if (this.#redisUpSince === undefined || this.#clock.monotonicMs() - this.#redisUpSince < this.#options.leaseTtlMs) return false;
     const mine = this.#options.logEnd();
-    // Only members heard from within one TTL count (they publish every TTL/6): a dead node's
-    // record lives for three, and must not hold every survivor back. Heard by this node's own
-    // clock: comparing another node's wall clock with ours would make skew decide.
-    const now = this.#clock.monotonicMs();
-    const heardWithinTtl = (m: MemberInfo) => now - (this.#heard.get(m.nodeId)?.heardAtMs ?? -Infinity) < this.#options.leaseTtlMs;
     // A record of this node id that another process keeps refreshing: no campaign beside it.
-    if (members.some((m) => this.#isOtherInstance(m) && heardWithinTtl(m))) return false;
+    if (members.some((m) => this.#isOtherInstance(m) && this.#heardWithinTtl(m))) return false;
     // A member yielding (cut off from its standbys as leader) does not hold the others back: what
     // only it holds goes to its outbox and is forwarded once it reaches the new leader.
-    const live = members.filter((m) => m.nodeId !== this.#options.nodeId && heardWithinTtl(m) && m.yielding !== true);
+    const live = this.#liveOthers(members).filter((m) => m.yielding !== true);
     return live.every((m) => !isMoreUpToDate(m, mine));
   }
 
