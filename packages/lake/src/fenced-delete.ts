@@ -24,3 +24,14 @@ export async function deleteWhileLeader(objects: ObjectStore, keys: readonly str
   if (deposed) throw new AuditError(AuditErrorCode.NOT_LEADER, `no longer the leader; ${what} stopped after deleting ${deleted} of ${keys.length} objects (the next leader's maintenance run finishes it)`);
   return deleted;
 }
+
+/**
+ * Deletes those of `keys` that a listing of `prefix` finds (deleteWhileLeader), answering how
+ * many: a file named in a log may be gone already (a run stopped among its deletes, finished by
+ * the next).
+ */
+export async function deleteListedWhileLeader(objects: ObjectStore, prefix: string, keys: readonly string[], fence: Pick<CommitFence, 'mayCommit'>, what: string): Promise<number> {
+  const wanted = new Set(keys);
+  const listed = (await objects.list(prefix)).filter((key) => wanted.has(key));
+  return deleteWhileLeader(objects, listed, fence, what);
+}

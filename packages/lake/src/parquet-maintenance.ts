@@ -1,5 +1,5 @@
 import { COMPACTION_RUN_TIME_BUDGET_MS, compactInPasses, compactionFigures, failOnLostFiles } from './compaction-passes.js';
-import { deleteWhileLeader } from './fenced-delete.js';
+import { deleteListedWhileLeader, deleteWhileLeader } from './fenced-delete.js';
 import type { MaintenancePolicy, MaintenanceRunFigures } from './iceberg-maintenance.js';
 import { packIntegrityCheckpoints } from './integrity-objects.js';
 import type { ObjectStore } from './object-store.js';
@@ -54,16 +54,14 @@ async function deleteReplacedParquetFiles(context: ParquetCompactionContext): Pr
     for (const key of seen.keys()) if (!replacedKeys.has(key)) seen.delete(key);
     for (const key of replacedKeys) if (!seen.has(key)) seen.set(key, nowMs);
   }
-  // An erasure's replaced files hold the erased values: no grace (its pass deletes them, and this
-  // finishes what a pass stopped before it could).
   // Seen replaced for the grace here, or stamped so long ago that no skew or lock wait explains
   // it: a process restarted between every run (a daily cron, daily deploys) otherwise never saw
   // any replaced file for long enough, and none was ever deleted (review).
   const graceOver = (file: (typeof replaced)[number]) => file.committedAtMs <= cutoffMs && (seen === undefined || (seen.get(file.key) as number) <= cutoffMs || file.committedAtMs <= cutoffMs - REPLACED_FILE_STAMP_SKEW_MS);
+  // An erasure's replaced files hold the erased values: no grace (its pass deletes them, and this
+  // finishes what a pass stopped before it could).
   const doomed = replaced.filter((file) => file.erasure === true || graceOver(file)).map((file) => file.key);
-  const present = new Set((await context.objects.list(parquetDataPrefix(context.location))).filter((key) => key.endsWith('.parquet')));
-  const deleting = doomed.filter((key) => present.has(key));
-  return deleteWhileLeader(context.objects, deleting, context.fence, `deletion of replaced files of s3://${context.location.bucket}/${context.location.prefix}`);
+  return deleteListedWhileLeader(context.objects, parquetDataPrefix(context.location), doomed, context.fence, `deletion of replaced files of s3://${context.location.bucket}/${context.location.prefix}`);
 }
 
 /**

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { AuditParquetFile, bytesSource, readAuditParquet, type TieredEvent } from '@auditlake/format';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
-import { deleteWhileLeader } from './fenced-delete.js';
+import { deleteListedWhileLeader } from './fenced-delete.js';
 import type { RowRewrite } from './iceberg-row-rewrite.js';
 import { encodeKeyNumber } from './key-number.js';
 import { parquetDataPrefix, type CommittedFile } from './parquet-committer.js';
@@ -89,9 +89,8 @@ export async function rewriteParquetRows(context: ParquetCompactionContext, chan
  */
 async function deleteErasedFiles(context: ParquetCompactionContext): Promise<number> {
   const { replaced } = liveParquetFiles(await readContextLog(context));
-  const doomed = new Set(replaced.map((file) => file.key));
-  const present = (await context.objects.list(parquetDataPrefix(context.location))).filter((key) => doomed.has(key));
-  return deleteWhileLeader(context.objects, present, context.fence, `an erasure's deletion of replaced files of s3://${context.location.bucket}/${context.location.prefix}`);
+  const keys = replaced.map((file) => file.key);
+  return deleteListedWhileLeader(context.objects, parquetDataPrefix(context.location), keys, context.fence, `an erasure's deletion of replaced files of s3://${context.location.bucket}/${context.location.prefix}`);
 }
 
 /** The key recording that erasure record `seq` is applied to the location's rows. */
