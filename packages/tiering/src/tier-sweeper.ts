@@ -875,8 +875,8 @@ export class TierSweeper {
       // as tiered: the merged reader must know the location by then. A node that never tiered
       // to it (its data was lost) learned it only at its next commit, and its search showed none
       // of the adopted events meanwhile.
-      const recorded = recordTieredLocation(await readTieredLocations(store), tiered, this.#options.connections);
-      if (recorded !== undefined) await store.putMeta({ [TIERED_LOCATIONS_META]: recorded });
+      const recorded = await this.#locationsMeta(tiered);
+      if (TIERED_LOCATIONS_META in recorded) await store.putMeta(recorded);
       this.#options.log.warn(
         { target, watermarkSeq: watermark.seq, ...adoption },
         `Audit tiering: ${target} is tiered through seq ${watermark.seq}, ${why}; as an admin asked, this node's log now holds the tier's ${adoption.adopted} entries after seq ${adoption.commonSeq}, and its own ${adoption.moved} from there are ordered again after them`,
@@ -1157,7 +1157,6 @@ export class TierSweeper {
    */
   async #vouchedAt(watermark: Watermark, holding: HoldingLocation | undefined): Promise<Record<string, unknown>> {
     if (holding === undefined) return this.#vouched(watermark);
-    const { store } = this.#options;
     const stored = await this.watermark();
     const max = this.#options.recoveredSegmentSeqsMax ?? RECOVERED_SEGMENT_SEQS_MAX;
     let segments = {};
@@ -1166,14 +1165,22 @@ export class TierSweeper {
       if (held !== undefined) segments = await this.#segmentsMeta(holding.location, stored.seq, held);
       else this.#options.log.warn({ fromSeq: stored.seq + 1, toSeq: watermark.seq }, `Audit tiering: seqs ${stored.seq + 1}..${watermark.seq} were tiered by commits this log did not record; the location holds more than ${max} of them (or more than ${SEQS_AFTER_FOOTERS_MAX} files would be read to find them), so they are not recorded as tier segments (verify excuses their absence once deleted here)`);
     }
-    const recorded = recordTieredLocation(await readTieredLocations(store), holding.location, this.#options.connections);
-    return { ...this.#vouched(watermark), ...segments, ...(recorded === undefined ? {} : { [TIERED_LOCATIONS_META]: recorded }) };
+    return { ...this.#vouched(watermark), ...segments, ...(await this.#locationsMeta(holding.location)) };
   }
 
   /** Stores that the watermark holds for this log in this term, when not stored yet (once a term); `holding` as for #vouchedAt. */
   async #vouchInTerm(watermark: Watermark, holding?: HoldingLocation): Promise<void> {
     if (this.#vouchedTerm === this.#options.term()) return;
     await this.#options.store.putMeta(await this.#vouchedAt(watermark, holding));
+  }
+
+  /**
+   * The replicated metadata that records `location` as one this log tiered to (recordTieredLocation:
+   * added, recorded endpoints brought up to date), or nothing when that changes nothing.
+   */
+  async #locationsMeta(location: TieredLocation): Promise<Record<string, unknown>> {
+    const recorded = recordTieredLocation(await readTieredLocations(this.#options.store), location, this.#options.connections);
+    return recorded === undefined ? {} : { [TIERED_LOCATIONS_META]: recorded };
   }
 
   /** The tier segments (and how far dropped ones reached) once `seqs`, continuing from `afterSeq`, are recorded as held by `location`. */
@@ -1194,9 +1201,9 @@ export class TierSweeper {
     // Its newest row is this log's now: later sweeps of the term need not look again (#checkLocationHistory).
     this.#historyChecked.add(term, tieredLocationKey(location));
     const { store } = this.#options;
-    const recorded = recordTieredLocation(await readTieredLocations(store), location, this.#options.connections);
+    const locations = await this.#locationsMeta(location);
     const segments = await this.#segmentsMeta(location, committed.afterSeq, committed.seqs);
-    await store.putMeta({ ...this.#vouched(watermark), ...segments, ...(recorded === undefined ? {} : { [TIERED_LOCATIONS_META]: recorded }) });
+    await store.putMeta({ ...this.#vouched(watermark), ...segments, ...locations });
   }
 
   async close(): Promise<void> {
