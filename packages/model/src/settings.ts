@@ -334,13 +334,16 @@ export function lostSettingsRecord<E extends { action: string; details: string }
 /**
  * The `details` of an `audit:UpdateSettings` event: old → new per changed key, and for each key
  * in `unset` (a saved value removed, so the key follows the node's configuration again) that it
- * does, with the configured value when that is no change.
+ * does, with the configured value when that is no change; then each key in `pinned` (a tier
+ * target key that followed the configuration, stored at its value because the target is saved
+ * whole) with that value.
  */
-export function describeChanges(changes: readonly SettingChange[], unset: readonly SettingChange[] = []): string {
+export function describeChanges(changes: readonly SettingChange[], unset: readonly SettingChange[] = [], pinned: readonly { key: SettingKey; value: string }[] = []): string {
   const unsetKeys = new Set(unset.map((c) => c.key));
   const changed = changes.map((c) => `${c.key}: ${shownValue(c.from)} → ${shownValue(c.to)}${unsetKeys.has(c.key) ? ' (unset: follows configuration)' : ''}`);
   const kept = unset.filter((u) => !changes.some((c) => c.key === u.key)).map((u) => `${u.key}: ${shownValue(u.to)} (unset: follows configuration)`);
-  return [...changed, ...kept].join('; ');
+  const saved = pinned.map((p) => `${p.key}: ${shownValue(p.value)} (saved with the tier target)`);
+  return [...changed, ...kept, ...saved].join('; ');
 }
 
 /**

@@ -1,4 +1,6 @@
 import {
+  AuditError,
+  AuditErrorCode,
   SELF_SOURCE,
   SETTINGS_HISTORY_META,
   SETTINGS_RECORD_META,
@@ -18,8 +20,15 @@ import {
 } from '@auditlake/model';
 import type { AuditStore, Sequencer } from '@auditlake/store';
 
-/** The keys that name the tier target: a change of one is checked against the bucket before it is saved. */
-const TARGET_KEYS: ReadonlySet<string> = new Set(['audit.tier.mode', 'audit.tier.parquet.path', 'audit.tier.iceberg.table', 'audit.tier.connectionId']);
+/**
+ * The keys that name the tier target. A change of one is checked against the bucket before it
+ * is saved, and stores all four (the target is saved whole): a key left following each node's
+ * configuration would give a standby configured otherwise another target than the one the
+ * leader checked — or none it can run (the mode `parquet` saved, its path empty in that node's
+ * configuration), which it refused at its next start.
+ */
+const TARGET_KEYS: readonly SettingKey[] = ['audit.tier.mode', 'audit.tier.iceberg.table', 'audit.tier.parquet.path', 'audit.tier.connectionId'];
+const isTargetKey = (key: string): boolean => (TARGET_KEYS as readonly string[]).includes(key);
 
 /** The replicated-metadata name under which explicitly set settings are kept. */
 export const SETTINGS_META = 'settings';
@@ -80,12 +89,29 @@ export class SettingsService {
     const overrides = (await this.#store.getMeta<Overrides>(SETTINGS_META)) ?? {};
     // Parsed before either is replaced: settings this node's configuration refuses leave it with
     // the ones it had, whole, rather than showing the new ones while running the old (review).
-    const effective = parseSettings({ ...this.#defaults, ...overrides });
+    const effective = this.#parseStored(overrides);
     this.#overrides = overrides;
     this.#effective = effective;
     const now = this.current;
     const changes = (Object.keys(now) as SettingKey[]).filter((k) => now[k] !== previous[k]).map((key) => ({ key, from: previous[key], to: now[key] }));
     if (changes.length > 0) for (const listener of this.#listeners) listener(this.#effective, changes);
+  }
+
+  /**
+   * The saved keys merged over this node's configuration, parsed. Refused, the error says which
+   * keys were saved (every node runs them) and what to do: the rest is this node's own.
+   */
+  #parseStored(overrides: Overrides): EffectiveSettings {
+    try {
+      return parseSettings({ ...this.#defaults, ...overrides });
+    } catch (err) {
+      if (!(err instanceof AuditError) || Object.keys(overrides).length === 0) throw err;
+      const saved = Object.keys(overrides).join(', ');
+      throw new AuditError(
+        AuditErrorCode.SETTINGS_INVALID,
+        `the saved runtime settings do not fit this node's auditlake.audit.* configuration: ${err.message} (saved at runtime, and run by every node: ${saved}; every other key follows this node's configuration). Give this node the configuration the node that saved them has, or save the tier target again on the leader (a save of any of its keys stores all four)`,
+      );
+    }
   }
 
   /** Every runtime key with its value in force, as stored (strings); settingsView types them for the API. */
@@ -131,14 +157,30 @@ export class SettingsService {
 
   /**
    * The request with each setting key given null replaced by the value the configuration gives
-   * it (so it is validated merged like any value), and those keys. Anything else is left for
-   * mergeSettings to refuse or take.
+   * it (so it is validated merged like any value), and those keys. A target key given null
+   * unsets the whole target (it is saved whole, see TARGET_KEYS); another target key given a
+   * value other than the one in force in the same request is refused. Anything else is left
+   * for mergeSettings to refuse or take.
    */
   #unsetValued(request: unknown): { valued: unknown; unsetKeys: SettingKey[] } {
     if (typeof request !== 'object' || request === null || Array.isArray(request)) return { valued: request, unsetKeys: [] };
-    const unsetKeys = (Object.keys(request) as SettingKey[]).filter((key) => (request as Record<string, unknown>)[key] === null && isSettingKey(key));
+    const given = request as Record<string, unknown>;
+    const unsetKeys = (Object.keys(given) as SettingKey[]).filter((key) => given[key] === null && isSettingKey(key));
     if (unsetKeys.length === 0) return { valued: request, unsetKeys };
-    const valued: Record<string, unknown> = { ...request };
+    const nulled = unsetKeys.find(isTargetKey);
+    if (nulled !== undefined) {
+      for (const key of TARGET_KEYS) {
+        if (given[key] === undefined || given[key] === null) continue;
+        if (mergeSettings(this.current, { [key]: given[key] }).changes.length > 0) {
+          throw new AuditError(
+            AuditErrorCode.SETTINGS_INVALID,
+            `${nulled} is given null, which unsets the whole tier target (${TARGET_KEYS.join(', ')}: saved together), while ${key} is given a new value in the same request: unset the target, or give its keys values — nothing was saved`,
+          );
+        }
+      }
+      for (const key of TARGET_KEYS) if (!unsetKeys.includes(key)) unsetKeys.push(key);
+    }
+    const valued: Record<string, unknown> = { ...given };
     for (const key of unsetKeys) valued[key] = this.#defaults[key];
     return { valued, unsetKeys };
   }
@@ -155,7 +197,7 @@ export class SettingsService {
     // for the other tier keys (maintenance, local retention): checked for them too, a bucket
     // outage refused every change of those — lengthening local retention because the bucket is
     // down, say (review).
-    if (this.#validate && update.changes.some((c) => TARGET_KEYS.has(c.key))) await this.#validate(update.effective, new Set(update.changes.map((c) => c.key)));
+    if (this.#validate && update.changes.some((c) => isTargetKey(c.key))) await this.#validate(update.effective, new Set(update.changes.map((c) => c.key)));
     const overrides: Overrides = { ...this.#overrides };
     // Only the keys the request changed: one sent with the value in force stays as it was — set
     // if it was, else following the node's configuration. Every key named was stored before, so
@@ -163,7 +205,18 @@ export class SettingsService {
     // configuration gave it then, recorded nowhere (the record names changes only), and a later
     // change of the configuration no longer took effect (review).
     for (const change of update.changes) overrides[change.key] = update.merged[change.key];
+    // The target is saved whole (TARGET_KEYS): the keys of it that followed the configuration are
+    // stored at the values the check above ran with, and recorded so.
+    const pinned: { key: SettingKey; value: string }[] = [];
+    if (update.changes.some((c) => isTargetKey(c.key))) {
+      for (const key of TARGET_KEYS) {
+        if (key in overrides) continue;
+        overrides[key] = update.merged[key];
+        pinned.push({ key, value: update.merged[key] });
+      }
+    }
     for (const { key } of unset) delete overrides[key];
+    const pinnedSaved = pinned.filter((p) => p.key in overrides);
     const nowMs = Date.now();
     const eventId = newEventId(nowMs);
     await this.#store.append(
@@ -177,7 +230,7 @@ export class SettingsService {
           decision: 'ALLOW',
           tables: [],
           query: '',
-          details: describeChanges(update.changes, unset),
+          details: describeChanges(update.changes, unset, pinnedSaved),
           timestamp: nowMs,
         },
       ],

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { FAST_TIERING, downloadPrefix, duckdb, externalS3, postSettings, tierStatus, waitUntilTiered } from './tier-helpers.js';
 import type { SettingChange } from '@auditlake/model';
 import { tieringOffWarning } from '../src/routes/settings-route.js';
+import { SETTINGS_META } from '../src/settings-service.js';
 import { event, INGEST_TOKEN, startTestNode } from './test-node.js';
 
 const DAY = 86_400_000;
@@ -64,21 +65,52 @@ describe('parquet tiering settings', () => {
     });
   }
 
-  it('refuses an unset (null) that leaves the settings invalid, saving nothing', async () => {
+  it('saves the tier target whole: a node configured otherwise runs the target the save checked, and starts', async () => {
+    // The path and connection come from this node's configuration; the save names only the mode.
+    const { s3, t } = await tieringNode({ 'auditlake.audit.tier.parquet.path': 's3://ext/audit', 'auditlake.audit.tier.connectionId': 'ext' });
+    const saved = await postSettings(t, { 'audit.tier.mode': 'parquet' });
+    expect(saved.status).toBe(200);
+    const records = (await t.stored()).filter((e) => e.action === 'audit:UpdateSettings').map((e) => e.details);
+    expect(records).toEqual(['audit.tier.mode: none → parquet; audit.tier.iceberg.table: ice.ops.audit_events (saved with the tier target); audit.tier.parquet.path: s3://ext/audit (saved with the tier target); audit.tier.connectionId: ext (saved with the tier target)']);
+    await t.node.close();
+    // Restarted with a configuration that names no path (a standby configured otherwise): before
+    // the target was saved whole, it refused to start ("path is required when mode=parquet").
+    const again = await startTestNode({ dataDir: t.dataDir, props: { ...FAST_TIERING, ...s3.props('ext') } });
+    expect((await postSettings(again, {})).json).toMatchObject({ 'audit.tier.mode': 'parquet', 'audit.tier.parquet.path': 's3://ext/audit', 'audit.tier.connectionId': 'ext' });
+    await again.ingest([event({ eventId: 'after-restart' })]);
+    await waitUntilTiered(again);
+    const dir = await downloadPrefix(s3.props('ext'), 'ext', 'ext', 'audit/');
+    expect(await duckdb(`SELECT count(*)::INTEGER AS n FROM read_parquet('${dir}/audit/**/*.parquet') WHERE event_id = 'after-restart'`)).toEqual([{ n: 1 }]);
+  });
+
+  it('a target key given null unsets the whole target, recorded per key; beside a new value of another target key it is refused, saving nothing', async () => {
     const { t } = await tieringNode();
-    expect((await postSettings(t, PARQUET)).status).toBe(200);
+    expect((await postSettings(t, { ...PARQUET, 'audit.read.sample.rate': 0.5 })).status).toBe(200);
     const stored = (await t.stored()).length;
-    // The configuration gives no path, which parquet mode needs.
-    const res = await postSettings(t, { 'audit.tier.parquet.path': null, 'audit.read.sample.rate': 0.5 });
-    expect(res.status).toBe(400);
-    expect(res.json.error).toBe('audit.tier.parquet.path is required when audit.tier.mode=parquet');
-    const { json } = await postSettings(t, {});
-    expect(json).toMatchObject({ 'audit.tier.parquet.path': 's3://ext/audit', 'audit.read.sample.rate': 1 });
+    const mixed = await postSettings(t, { 'audit.tier.mode': null, 'audit.tier.parquet.path': 's3://ext/elsewhere' });
+    expect(mixed.status).toBe(400);
+    expect(mixed.json.error).toBe(
+      'audit.tier.mode is given null, which unsets the whole tier target (audit.tier.mode, audit.tier.iceberg.table, audit.tier.parquet.path, audit.tier.connectionId: saved together), while audit.tier.parquet.path is given a new value in the same request: unset the target, or give its keys values — nothing was saved',
+    );
     expect((await t.stored()).length).toBe(stored);
-    // Unset together with the mode, it is taken.
-    const both = await postSettings(t, { 'audit.tier.parquet.path': null, 'audit.tier.mode': null });
-    expect(both.status).toBe(200);
-    expect(both.json).toMatchObject({ 'audit.tier.parquet.path': '', 'audit.tier.mode': 'none' });
+    // The path alone given null (the configuration gives none, which the saved mode would need)
+    // unsets the mode with it; another target key given its value in force is no change.
+    const unset = await postSettings(t, { 'audit.tier.parquet.path': null, 'audit.tier.connectionId': 'ext' });
+    expect(unset.status).toBe(200);
+    expect(unset.json).toMatchObject({ 'audit.tier.mode': 'none', 'audit.tier.parquet.path': '', 'audit.tier.connectionId': '', 'audit.read.sample.rate': 0.5 });
+    const records = (await t.stored()).filter((e) => e.action === 'audit:UpdateSettings').map((e) => e.details);
+    expect(records[0]).toBe(
+      'audit.tier.mode: parquet → none (unset: follows configuration); audit.tier.parquet.path: s3://ext/audit → (empty) (unset: follows configuration); audit.tier.connectionId: ext → (empty) (unset: follows configuration); audit.tier.iceberg.table: ice.ops.audit_events (unset: follows configuration)',
+    );
+  });
+
+  it('a node whose configuration does not fit a partly saved target (saved before targets were saved whole) refuses to start, saying what to do', async () => {
+    const { s3, t } = await tieringNode({ 'auditlake.audit.tier.parquet.path': 's3://ext/audit', 'auditlake.audit.tier.connectionId': 'ext' });
+    await t.node.store.putMeta({ [SETTINGS_META]: { 'audit.tier.mode': 'parquet' } });
+    await t.node.close();
+    await expect(startTestNode({ dataDir: t.dataDir, props: { ...FAST_TIERING, ...s3.props('ext') } })).rejects.toThrow(
+      "the saved runtime settings do not fit this node's auditlake.audit.* configuration: audit.tier.parquet.path is required when audit.tier.mode=parquet (saved at runtime, and run by every node: audit.tier.mode; every other key follows this node's configuration). Give this node the configuration the node that saved them has, or save the tier target again on the leader (a save of any of its keys stores all four)",
+    );
   });
 
   it('refuses a target whose S3 endpoint is down, naming it', async () => {
