@@ -137,6 +137,8 @@ interface Processed {
   recordHash: string;
   /** As stored with the record. */
   storedRecordHash: string | undefined;
+  /** As stored with the record. */
+  storedFieldCheck: string | undefined;
   chainHash: string | undefined;
 }
 
@@ -331,7 +333,7 @@ export class ChainVerifier {
     }
     // Go on from what is stored: one altered record is one break, not a cascade.
     this.#prevChain = stored;
-    const processed: Processed = { seq: record.seq, eventId: record.eventId, recordHash: digest.recordHash, storedRecordHash: record.recordHash, chainHash: stored };
+    const processed: Processed = { seq: record.seq, eventId: record.eventId, recordHash: digest.recordHash, storedRecordHash: record.recordHash, storedFieldCheck: record.fieldCheck, chainHash: stored };
     this.#remember(processed);
     this.#last = processed;
     this.#noteIntegrityEvent(record);
@@ -374,6 +376,13 @@ export class ChainVerifier {
   #duplicate(record: CheckedRecord, last: Processed): void {
     const recordHash = record.digest?.recordHash;
     if (recordHash !== undefined && recordHash === last.recordHash && record.chainHash === last.chainHash) {
+      // The values hash the same; what the copy stores of its hashes must be the first's too
+      // (checked against the values there), or a reader of this copy alone finds it altered.
+      if (record.recordHash !== last.storedRecordHash || record.fieldCheck !== last.storedFieldCheck) {
+        const fields = [...(record.recordHash !== last.storedRecordHash ? ['record_hash'] : []), ...(record.fieldCheck !== last.storedFieldCheck ? ['field_check'] : [])];
+        this.#break({ kind: 'altered', seq: last.seq, eventId: last.eventId, fields, message: `altered record at seq ${last.seq} (eventId ${last.eventId}): a copy's stored ${fields.join(' and ')} ${fields.length === 1 ? 'differs' : 'differ'} from the record's` });
+        return;
+      }
       this.#duplicates++;
       // The same hashes do not make the same values: an erased field hashes as its kept hash,
       // whatever the copy holds there. So a copy's erased fields are checked as the first's are.
@@ -461,6 +470,19 @@ export class ChainVerifier {
   }
 
   #legacyRecord(record: CheckedRecord): void {
+    const kind = record.integrity?.kind;
+    if (kind === 'checkpoint' || kind === 'registerKey') {
+      // Only a leader with the chain on writes these, and every copy keeps the chain fields it
+      // gave them: without them, the history was stripped (every row's, and the checkpoint
+      // objects deleted, read as a history from before the chain and passed; review).
+      this.#break({
+        kind: 'altered',
+        seq: record.seq,
+        eventId: record.eventId,
+        fields: ['record_hash', 'chain_hash'],
+        message: `altered record at seq ${record.seq} (eventId ${record.eventId}): its chain fields were removed (${record.integrity?.action} records are always chained)`,
+      });
+    }
     if (this.#firstChainedSeq !== undefined) {
       this.#break({
         kind: 'altered',
@@ -472,7 +494,7 @@ export class ChainVerifier {
     } else this.#legacy++;
     // The chain starts from the genesis value after the records that predate it.
     this.#prevChain = GENESIS_CHAIN_HASH;
-    this.#last = { seq: record.seq, eventId: record.eventId, recordHash: '', storedRecordHash: undefined, chainHash: undefined };
+    this.#last = { seq: record.seq, eventId: record.eventId, recordHash: '', storedRecordHash: undefined, storedFieldCheck: undefined, chainHash: undefined };
   }
 
   /** Names what changed in a record whose recomputed hash differs from the stored one. */
@@ -782,11 +804,14 @@ export class ChainVerifier {
       verified++;
     }
     // Checkpoints found but refused have said why; none found at all must be said too.
-    if (pinned !== undefined && ordered.length === 0 && this.#records > 0) {
+    // Records from before the chain count too: with a key pinned, a history of nothing but such
+    // records proves nothing either (review: a tier stripped of every chain field read so).
+    const unproven = this.#records + this.#legacy;
+    if (pinned !== undefined && ordered.length === 0 && unproven > 0) {
       this.#break({
         kind: 'unsigned',
         seq: this.#last?.seq ?? 0,
-        message: `no checkpoint signed by a --public-key key covers this history: nothing proves who wrote its ${this.#records} ${this.#records === 1 ? 'record' : 'records'} (checkpoints removed, or not yet made)`,
+        message: `no checkpoint signed by a --public-key key covers this history: nothing proves who wrote its ${unproven} ${unproven === 1 ? 'record' : 'records'} (checkpoints removed, or not yet made${this.#legacy > 0 ? `; ${this.#legacy} of them without chain fields` : ''})`,
       });
     }
     return { keyIds: [...keyIds].sort(), verified, chainId };

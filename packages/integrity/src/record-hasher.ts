@@ -320,9 +320,13 @@ export class RecordHasher {
     let salts: FieldSalts | undefined;
     let valid = true;
     if (record.salt !== undefined) {
-      salts = parseSalt(record.salt)?.salts;
+      const parsed = parseSalt(record.salt);
+      salts = parsed?.salts;
       if (salts === undefined) valid = false;
       else for (let i = 0; i < SALTED_FIELDS.length; i++) if ((erased?.[SALTED_FIELDS[i] as HashedField] !== undefined) === (salts[i] !== undefined)) valid = false;
+      // The kept form is what an erasure leaves: with every field's salt in it (none erased), it
+      // is a key replaced by what it derives — an edit, which must not verify (review).
+      if (parsed !== undefined && !parsed.key && salts?.every((salt) => salt !== undefined) === true) valid = false;
     }
     let hashes = '';
     let check = shortCheck(record.eventIdText);

@@ -1,5 +1,6 @@
 // Goal: the verifier — the product of the integrity work — passes every untouched history and
 // names the first break of every kind of tampering, in words an operator can act on.
+import { saltsOfKey } from '../src/record-salt.js';
 import { describe, expect, it } from 'vitest';
 import {
   ChainVerifier,
@@ -361,8 +362,26 @@ describe('attacks by whoever holds the bucket', () => {
     const forged = [...disguised, ...rechainFromGenesis(copies)];
     const report = verify(forged, { pinnedKeys: [log.key.publicKey] });
     expect(report.ok).toBe(false);
-    expect(report.breaks[0]).toMatchObject({ kind: 'checkpoint-mismatch' });
-    expect(report.message).toMatch(/covers no chained record in the history: the record at seq \d+ has no chain fields/);
+    // The key registration and checkpoint records among the disguised ones are named first:
+    // only a chained leader writes them, so without chain fields they were stripped.
+    expect(report.breaks[0]).toMatchObject({ kind: 'altered', seq: 1, fields: ['record_hash', 'chain_hash'] });
+    expect(report.message).toMatch(/^altered record at seq 1 \(eventId [^)]+\): its chain fields were removed \(integrity:RegisterKey records are always chained\)$/);
+    expect(report.breaks.find((b) => b.kind === 'checkpoint-mismatch')?.message).toMatch(/covers no chained record in the history: the record at seq \d+ has no chain fields/);
+  });
+
+  it('a history stripped of every chain field, its checkpoint objects gone, fails under a pinned key: its integrity records were chained, and nothing is signed', () => {
+    const log = buildLog(events(12), { checkpointEvery: 5 });
+    const stripped = log.records.map(({ recordHash: _r, chainHash: _c, fieldCheck: _f, ...values }) => (values.seq === 4 ? { ...values, userId: 'mallory' } : values));
+    const report = verify(stripped, { pinnedKeys: [log.key.publicKey] });
+    expect(report.ok).toBe(false);
+    const checkpointSeqs = log.records.filter(isCheckpointRecord).map((r) => r.seq);
+    expect(checkpointSeqs.length).toBeGreaterThan(0);
+    for (const seq of [1, ...checkpointSeqs]) expect(report.breaks.some((b) => b.kind === 'altered' && b.seq === seq)).toBe(true);
+    // Without any integrity record among them (rows of ordinary events only), the pinned key still finds nothing signed.
+    const plain = stripped.filter((r) => r.source !== 'auditlake');
+    const unsigned = verify(plain, { pinnedKeys: [log.key.publicKey] });
+    expect(unsigned.breaks.map((b) => b.kind)).toContain('unsigned');
+    expect(unsigned.breaks.find((b) => b.kind === 'unsigned')?.message).toBe(`no checkpoint signed by a --public-key key covers this history: nothing proves who wrote its ${plain.length} records (checkpoints removed, or not yet made; ${plain.length} of them without chain fields)`);
   });
 
   it('a history with no checkpoint at all fails when keys are pinned', () => {
@@ -371,6 +390,15 @@ describe('attacks by whoever holds the bucket', () => {
     const report = verify(log.records, { pinnedKeys: [log.key.publicKey] });
     expect(report.breaks[0]).toMatchObject({ kind: 'unsigned' });
     expect(report.message).toBe(`no checkpoint signed by a --public-key key covers this history: nothing proves who wrote its ${log.records.length} records (checkpoints removed, or not yet made)`);
+  });
+
+  it("a second copy of a record whose stored record_hash or field_check was changed is caught (its values hash the same; the copy's stored hashes must too)", () => {
+    const log = buildLog(events(8));
+    const target = log.records[3]!;
+    const withCopy = (copy: VerifyRecord) => verify([...log.records.slice(0, 4), copy, ...log.records.slice(4)]);
+    expect(withCopy({ ...target }).ok).toBe(true);
+    expect(withCopy({ ...target, recordHash: '0'.repeat(64) })).toMatchObject({ ok: false, breaks: [{ kind: 'altered', seq: target.seq, fields: ['record_hash'] }] });
+    expect(withCopy({ ...target, fieldCheck: 'f'.repeat(56) }).message).toBe(`altered record at seq ${target.seq} (eventId ${target.eventId}): a copy's stored field_check differs from the record's`);
   });
 
   it('a second copy of a record that hides a changed value behind an erasure mark is caught', () => {
@@ -551,6 +579,10 @@ describe('salted records (content format v3)', () => {
     const v2 = buildLog(events(5));
     const plain = v2.records.find((r) => r.seq === seq)!;
     expect(verify(replaceAt(v2.records, seq, { salt: keyOf(9) })).message).toBe(`altered record at seq ${seq} (eventId ${plain.eventId}): field salt changed`);
+    // The key replaced by the five salts it derives: the same hashes, but a form only an erasure
+    // leaves (with the erased fields' salts dropped), so an edit like any other.
+    const derived = (saltsOfKey(record.salt!) as string[]).join('.');
+    expect(verify(replaceAt(log.records, seq, { salt: derived })).message).toBe(`altered record at seq ${seq} (eventId ${eventId}): field salt changed`);
   });
 
   it('on an erased record: a kept salt changed, a salt kept for the erased field, or the key put back, is an altered record', () => {
