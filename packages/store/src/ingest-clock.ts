@@ -9,7 +9,10 @@
 export class IngestClock {
   readonly #wall: () => number;
   readonly #monotonic: () => number;
-  /** The last ingestTs of the log as this clock saw it, and the monotonic time it stands for. */
+  /**
+   * What this clock counts from: the highest of the stamps it handed out and the log's last
+   * ingestTs as it saw it, and the monotonic time that stands for.
+   */
   #last: number;
   #lastMonotonic: number;
 
@@ -22,27 +25,40 @@ export class IngestClock {
 
   /**
    * The ingestTs of a stamp taken now after a log whose last ingestTs is `logLast`; never below
-   * it. Nothing is stamped: what the sweep's settle window is measured against.
+   * it. Nothing is stamped: what the sweep's settle window is measured against, and what every
+   * ingest request asks, also while a group is being written. It leaves the clock as it was,
+   * but for noting when it first saw the log moved by others (as a stamp would).
    */
   peek(logLast: number): number {
-    return this.#next(logLast).ingestTs;
+    this.#see(logLast);
+    return this.#next().ingestTs;
   }
 
   /** A stamp for the next group of the log whose last ingestTs is `logLast`: never below it. */
   stamp(logLast: number): number {
-    const next = this.#next(logLast);
+    this.#see(logLast);
+    const next = this.#next();
     this.#last = next.ingestTs;
     this.#lastMonotonic = next.monotonic;
     return next.ingestTs;
   }
 
+  /**
+   * Counts from the log's last ingestTs when the log moved past what this clock counts from
+   * other than by a stamp (entries applied from a leader): from the time it is first seen.
+   */
+  #see(logLast: number): void {
+    // At or below, the log has not moved past this clock's own stamps: one handed out and not
+    // written yet (a peek while its group is written, review) or never written (all repeats, a
+    // failed write). Counting again from the log's end there gave the next group the stamp of
+    // the one before: ingest time went on at half speed. A cut keeps the log's highest ingestTs.
+    if (logLast <= this.#last) return;
+    this.#last = logLast;
+    this.#lastMonotonic = this.#monotonic();
+  }
+
   /** The next stamp, and the monotonic time it stands for (whole milliseconds: a fraction carries over). */
-  #next(logLast: number): { ingestTs: number; monotonic: number } {
-    // The log moved other than by a stamp (entries applied, a cut): its last ingestTs counts from now.
-    if (logLast !== this.#last) {
-      this.#last = logLast;
-      this.#lastMonotonic = this.#monotonic();
-    }
+  #next(): { ingestTs: number; monotonic: number } {
     const wall = this.#wall();
     const monotonic = this.#monotonic();
     if (wall >= this.#last) return { ingestTs: wall, monotonic };

@@ -74,6 +74,35 @@ describe('AuditStore', () => {
     expect((await store.append([ev('e', 1)])).stored[0]!.ingestTs).toBe(12_000);
   });
 
+  // Goal (invariant 3): ingestNow(), which every ingest request and every tier sweep asks, takes
+  // nothing from ingest time while the clock is behind. Asked while a group was being written
+  // (stamped, the log's position not moved yet), it counted the clock again from the log's end:
+  // the next group got the stamp of the one before, and ingest time went on at half speed (review).
+  it.each([
+    ['alone (the control)', false],
+    ['with ingestNow() asked at every turn of each write', true],
+  ])('goes on at real speed while the clock is an hour behind: appends %s', async (_, asked) => {
+    let clock = 10_000_000;
+    let monotonic = 0;
+    const store = await openStore({ now: () => clock, monotonicNow: () => monotonic });
+    await store.append([ev('first', 1)]);
+    clock -= 3_600_000; // stepped back an hour
+    const stamps: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      monotonic += 1_000;
+      clock += 1_000;
+      let written = false;
+      const appending = store.append([ev(`e${i}`, 1)]).finally(() => (written = true));
+      // As other requests do under load: the write awaits LevelDB, and they get their turns.
+      while (asked && !written) {
+        store.ingestNow();
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      stamps.push((await appending).stored[0]!.ingestTs);
+    }
+    expect(stamps).toEqual([10_001_000, 10_002_000, 10_003_000, 10_004_000, 10_005_000]);
+  });
+
   it('recovers its position after a reopen and continues the order', async () => {
     const loc = await location();
     let clock = 50_000;
