@@ -1,4 +1,4 @@
-import { checkDeclaredMetrics, newestAncestorCarrying, type DataFile } from '@auditlake/format';
+import { checkAuditSchema, checkDeclaredMetrics, newestAncestorCarrying, type DataFile } from '@auditlake/format';
 import type { BatchSpan, CheckedBatch, CheckedRecord, FoundCheckpoint, RowsWithoutSeqSeen, ShownKey } from '@auditlake/integrity';
 import { mergeSpannedBatches, parseSignedCheckpoint } from '@auditlake/integrity';
 import {
@@ -130,6 +130,13 @@ export async function readTierProof(tier: TierLocationOption, checks: VerifyChec
       const table = { identifier: tier.location, location: tier.location, connectionId: CONNECTION_ID };
       const loaded = await loadIcebergTable(objects, icebergTableAt(table));
       if (!loaded) throw new AuditError(AuditErrorCode.TABLE_INVALID, `no Iceberg table at ${tier.location} (no metadata/version-hint.text or v1.metadata.json)`);
+      // The files' columns are read by name here; every other reader labels them by the table's
+      // schema. Two names swapped there verified while every engine showed them swapped (review).
+      try {
+        checkAuditSchema(loaded.metadata);
+      } catch (err) {
+        throw isAuditError(err) ? new AuditError(err.code, `the current schema of ${tier.location}: ${err.message}`) : err;
+      }
       // From the newest snapshot of the current one's ancestry that carries it, as the watermark
       // is read: another engine's commit on top (a compaction, a rewrite of manifests) carries
       // none of our keys, and the checkpoint beneath it must still be checked.

@@ -39,7 +39,7 @@ import {
   type ManifestFile,
   type TieredEvent,
 } from '@auditlake/format';
-import { CHECKPOINT_SUMMARY_KEY, icebergTableAt, loadIcebergTable, type S3Connections, s3Key, type IcebergTableRef, type ObjectStore } from '@auditlake/lake';
+import { CHECKPOINT_SUMMARY_KEY, icebergTableAt, loadIcebergTable, metadataVersionKey, type S3Connections, s3Key, type IcebergTableRef, type ObjectStore } from '@auditlake/lake';
 import { commitForeignSnapshotOnTop } from '@auditlake/lake/testing';
 import type { AuditNode, EmbeddedS3 } from '@auditlake/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -249,6 +249,35 @@ describe('a tampered Iceberg tier fails offline verify with the right words', ()
     await rewriteManifests((entries) => (entries.some((e) => e.data_file.file_path === path) ? entries.map((e) => (e.data_file.file_path === path ? { ...e, data_file: edit(e.data_file) } : e)) : entries));
     return path;
   };
+
+  it("a table schema that names two columns the other way round (every engine then shows one's values under the other's name), or gives one another type, is refused, naming the field", async () => {
+    const edit = async (change: (fields: Array<{ id: number; name: string; type: string }>) => void) => {
+      const loaded = (await loadIcebergTable(objects, table))!;
+      const key = metadataVersionKey(table, loaded.version);
+      const metadata = JSON.parse(new TextDecoder().decode(await objects.get(key))) as { schemas: Array<{ 'schema-id': number; fields: Array<{ id: number; name: string; type: string }> }>; 'current-schema-id': number };
+      change(metadata.schemas.find((schema) => schema['schema-id'] === metadata['current-schema-id'])!.fields);
+      await objects.put(key, JSON.stringify(metadata));
+    };
+    try {
+      await edit((fields) => {
+        for (const field of fields) field.name = field.name === 'user_id' ? 'resource' : field.name === 'resource' ? 'user_id' : field.name;
+      });
+      await expect(verifyHistory(offline())).rejects.toMatchObject({
+        code: 'AUDIT_TABLE_INVALID',
+        message: `the current schema of ${TABLE_LOCATION}: table field id 3 is named resource; auditlake writes user_id under that id: readers of the table resolve its columns by this schema, so they would not show what auditlake wrote`,
+      });
+      await restore();
+      await edit((fields) => {
+        for (const field of fields) if (field.name === 'query') field.type = 'binary';
+      });
+      await expect(verifyHistory(offline())).rejects.toMatchObject({
+        code: 'AUDIT_TABLE_INVALID',
+        message: `the current schema of ${TABLE_LOCATION}: table field id 7 (query) has type "binary"; auditlake writes string: readers of the table resolve its columns by this schema, so they would not show what auditlake wrote`,
+      });
+    } finally {
+      await restore();
+    }
+  });
 
   it('a data file moved to another day\'s partition in its manifest is refused, naming the file and a row outside it', async () => {
     try {

@@ -26,15 +26,9 @@ export function evolveToAuditSchema(metadata: IcebergTableMetadata): IcebergTabl
   const byId = new Map(schema.fields.map((field) => [field.id, field]));
   const missing: IcebergField[] = [];
   for (const column of AUDIT_COLUMNS) {
-    const field = byId.get(column.fieldId);
-    if (field !== undefined) {
-      if (field.name !== column.name) {
-        throw new AuditError(AuditErrorCode.TABLE_INVALID, `table field id ${column.fieldId} is named ${field.name}; auditlake writes ${column.name} under that id`);
-      }
-      continue;
-    }
-    const sameName = schema.fields.find((candidate) => candidate.name === column.name);
-    if (sameName !== undefined) throw new AuditError(AuditErrorCode.TABLE_INVALID, `table column ${column.name} has field id ${sameName.id}; auditlake writes it under id ${column.fieldId}`);
+    const conflict = auditFieldConflict(schema, column, { types: false });
+    if (conflict !== undefined) throw new AuditError(AuditErrorCode.TABLE_INVALID, conflict);
+    if (byId.has(column.fieldId)) continue;
     if (column.fieldId <= metadata['last-column-id']) {
       throw new AuditError(AuditErrorCode.TABLE_INVALID, `table has already assigned field id ${column.fieldId} (last-column-id ${metadata['last-column-id']}); auditlake needs it for ${column.name}`);
     }
@@ -53,4 +47,34 @@ export function evolveToAuditSchema(metadata: IcebergTableMetadata): IcebergTabl
     'last-column-id': Math.max(metadata['last-column-id'], ...missing.map((field) => field.id)),
     properties: { ...metadata.properties, 'schema.name-mapping.default': auditNameMapping(evolved) },
   };
+}
+
+/**
+ * What makes a table's schema mean another thing than auditlake's columns for one of them: its
+ * id named otherwise, its name under another id, or (`types`) its id of another type. Engines
+ * resolve columns by id and show them by the schema's name, so any of these shows one column's
+ * values under another's name. A column the schema lacks is no conflict (a table from before it).
+ */
+function auditFieldConflict(schema: IcebergSchema, column: (typeof AUDIT_COLUMNS)[number], { types }: { types: boolean }): string | undefined {
+  const field = schema.fields.find((candidate) => candidate.id === column.fieldId);
+  if (field !== undefined) {
+    if (field.name !== column.name) return `table field id ${column.fieldId} is named ${field.name}; auditlake writes ${column.name} under that id`;
+    if (types && field.type !== column.icebergType) return `table field id ${column.fieldId} (${column.name}) has type ${JSON.stringify(field.type)}; auditlake writes ${column.icebergType}`;
+    return undefined;
+  }
+  const sameName = schema.fields.find((candidate) => candidate.name === column.name);
+  return sameName === undefined ? undefined : `table column ${column.name} has field id ${sameName.id}; auditlake writes it under id ${column.fieldId}`;
+}
+
+/**
+ * Refuses (AUDIT_TABLE_INVALID) a table whose current schema gives one of auditlake's columns
+ * another name, id or type: what a verifier checks before it vouches for what readers of the
+ * table see (it reads the files' columns, which the schema's names then relabel for everyone else).
+ */
+export function checkAuditSchema(metadata: IcebergTableMetadata): void {
+  const schema = currentSchema(metadata);
+  for (const column of AUDIT_COLUMNS) {
+    const conflict = auditFieldConflict(schema, column, { types: true });
+    if (conflict !== undefined) throw new AuditError(AuditErrorCode.TABLE_INVALID, `${conflict}: readers of the table resolve its columns by this schema, so they would not show what auditlake wrote`);
+  }
 }
