@@ -20,6 +20,7 @@ import { segmentUrlKey } from '@auditlake/lake';
 import { AuditError, AuditErrorCode, isAuditError } from '@auditlake/model';
 import { NodeClient } from './node-client.js';
 import { readTierProof, TierFileGone, TierSeqBoundsUntrue, type TierBoundsUse, type TierProof, type TierProofStart } from './tier-proof.js';
+import { TierHeldSeqs } from './tier-held-seqs.js';
 import { VerifyChecks } from './verify-checks.js';
 import { parseVerifyOptions, type TierLocationOption, type VerifyOptions } from './verify-options.js';
 import { VerifyProgress } from './verify-progress.js';
@@ -198,7 +199,10 @@ async function verifyWith(options: VerifyOptions, checks: VerifyChecks, bounds: 
             };
       streams.push(nodeRecords(client, checks, gaps));
     }
+    // With the node, the seqs it lists as committed to the tiers read must come from them.
+    const held = client === undefined || tier === undefined ? undefined : new TierHeldSeqs(tier.covered);
     await feedMergedStreams(streams, (record, stream) => {
+      if (stream < proofs.length) held?.see(record.seq);
       const copy = watches[stream]?.see(record);
       if (copy !== undefined) verifier.duplicatedIn(`the tier at ${(options.tiers[stream] as TierLocationOption).location}`, copy.seq, copy.eventId);
       verifier.addChecked(record);
@@ -208,6 +212,8 @@ async function verifyWith(options: VerifyOptions, checks: VerifyChecks, bounds: 
       const { legacyRows, seen } = proof.rowsWithoutSeq();
       verifier.addRowsWithoutSeq(legacyRows, seen);
     }
+    const where = options.tiers.map((location) => location.location).join(', ');
+    for (const range of held?.finish() ?? []) verifier.missingFromTier(range.fromSeq, range.toSeq, where);
     return verifier.finish();
   } finally {
     // A stream read ahead but never merged (a failure before) stops its loads before the checks close.

@@ -225,6 +225,13 @@ describe('a tampered Iceberg tier fails offline verify with the right words', ()
       const report = await verifyHistory(offline());
       expect(report.ok).toBe(false);
       expect(report.message).toMatch(new RegExp(`^missing records: seq ${Math.min(...seqs)}\\.\\.${Math.max(...seqs)} `));
+      // Read with the node, which still holds them and lists them as committed to the table: its
+      // copies verify, but the tier every engine reads lacks them (this passed before: review).
+      const withNode = await verifyHistory({ ...offline(), node: { url: node.url, token: ADMIN_TOKEN } });
+      const [from, to] = [Math.min(...seqs), Math.max(...seqs)];
+      expect(withNode.message).toBe(
+        `missing records: seq ${from}..${to} (${to - from + 1} records) are not in the tier at ${TABLE_LOCATION}, which the node lists as committed there (the node still holds them; engines reading the tier do not see them)`,
+      );
     } finally {
       await restore();
     }

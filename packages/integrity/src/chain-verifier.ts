@@ -241,6 +241,20 @@ export class ChainVerifier {
   }
 
   /**
+   * Records the node lists as committed to the tier `where` that the tier does not hold: the
+   * node's copies verified them, but every engine reading the tier misses them.
+   */
+  missingFromTier(fromSeq: number, toSeq: number, where: string): void {
+    const count = toSeq - fromSeq + 1;
+    this.#break({
+      kind: 'missing',
+      seq: fromSeq,
+      toSeq,
+      message: `missing records: seq ${fromSeq}..${toSeq} (${count} ${count === 1 ? 'record' : 'records'}) are not in the tier at ${where}, which the node lists as committed there (the node still holds ${count === 1 ? 'it' : 'them'}; engines reading the tier do not see ${count === 1 ? 'it' : 'them'})`,
+    });
+  }
+
+  /**
    * Counts rows a tier holds without a seq: from before the chain existed, they cannot be
    * verified, so the report names how many there are. `seen`, what the tier's files showed of
    * those rows and of its first chained row: rows it shows to have been added since the chain
