@@ -394,6 +394,8 @@ export interface ExpireSnapshotsOptions {
   keepRemovedSinceMs?: number;
   /** See {@link retainedSnapshotIds}: every snapshot committed since then is kept too. */
   keepMadeSinceMs?: number;
+  /** See {@link retainedSnapshotIds}: how long the expiring process has seen each snapshot (id → ms, on a clock no step moves). */
+  seenForMs?: ReadonlyMap<number, number>;
 }
 
 /**
@@ -405,8 +407,20 @@ export interface ExpireSnapshotsOptions {
 export const COMMITTED_AT_SUMMARY_KEY = 'auditlake.committed-at-ms';
 
 /**
- * How far past `nowMs` a snapshot may be dated and still count as young: clocks of the writers
- * of one table differ a little; beyond this, its age is not known.
+ * How far apart the clocks of the nodes writing and expiring one table are assumed to be at most:
+ * an hour, as the floor of the orphan age (`ORPHAN_MIN_AGE_FLOOR_MS`) assumes. A snapshot made
+ * by a writer's clock up to this far past the expiring node's is young (the one clock ahead, or
+ * the other stepped back); beyond it, its time tells no age. Replaced files kept for a grace are
+ * also deleted once their stamp is older than the grace by this much, whoever has seen them.
+ */
+export const NODE_CLOCK_SKEW_MAX_MS = 60 * 60 * 1000;
+
+/**
+ * How far past `nowMs` a snapshot's `timestamp-ms` may be and still count as young by it: where
+ * the writer recorded its own clock beside it ({@link COMMITTED_AT_SUMMARY_KEY}), the stamp
+ * carries an earlier commit's lead, not a clock, and allowed {@link NODE_CLOCK_SKEW_MAX_MS} a
+ * lead of minutes would keep every snapshot of those minutes young (elsewhere the stamp is the
+ * writer's time, allowed that much).
  */
 export const SNAPSHOT_CLOCK_AHEAD_TOLERANCE_MS = 60_000;
 
@@ -427,10 +441,14 @@ export function snapshotMadeAtMs(snapshot: IcebergSnapshot): number {
  * committed since then that took data files out; given `keepMadeSinceMs`, every snapshot
  * committed since then. Those ages are from {@link snapshotMadeAtMs}: a snapshot is young by its
  * own time, by its `timestamp-ms`, or by the earliest of it and every snapshot made after it (by
- * sequence number); given
- * `nowMs`, a time after it (beyond {@link SNAPSHOT_CLOCK_AHEAD_TOLERANCE_MS}) is not a young one.
+ * sequence number); given `nowMs`, a time after it is not a young one beyond
+ * {@link NODE_CLOCK_SKEW_MAX_MS} (a carried `timestamp-ms`, beyond
+ * {@link SNAPSHOT_CLOCK_AHEAD_TOLERANCE_MS}). Given `nowMs` and `seenForMs` (how long the
+ * expiring process has seen each snapshot on the table, by a clock no step or skew moves), a
+ * snapshot seen for less than the grace (`nowMs` minus the since) is young too, unless every
+ * time of it is more than {@link NODE_CLOCK_SKEW_MAX_MS} outside the grace.
  */
-export function retainedSnapshotIds(metadata: IcebergTableMetadata, retainLast: number, keepRemovedSinceMs?: number, keepMadeSinceMs?: number, nowMs?: number): Set<number> {
+export function retainedSnapshotIds(metadata: IcebergTableMetadata, retainLast: number, keepRemovedSinceMs?: number, keepMadeSinceMs?: number, nowMs?: number, seenForMs?: ReadonlyMap<number, number>): Set<number> {
   if (!Number.isSafeInteger(retainLast) || retainLast < 1) throw new TypeError(`retainLast must be a positive integer, got ${retainLast}`);
   const newestFirst = [...metadata.snapshots].sort((a, b) => b['sequence-number'] - a['sequence-number']);
   const kept = new Set(newestFirst.slice(0, retainLast).map((snapshot) => snapshot['snapshot-id']));
@@ -438,8 +456,12 @@ export function retainedSnapshotIds(metadata: IcebergTableMetadata, retainLast: 
   // manifest list and manifests next: one that young is not taken from under it.
   // Ages are from snapshotMadeAtMs, not stamps: a single commit stamped by a clock a year ahead
   // kept every later snapshot young for that year, and the table grew by one each commit
-  // (review: ~830 bytes a commit to every metadata file). A time after `nowMs` (beyond a little
-  // skew) tells no age. A snapshot was made no later than any made after it, so the least time of
+  // (review: ~830 bytes a commit to every metadata file). A time after `nowMs` beyond the skew
+  // nodes' clocks may have tells no age; within it, the snapshot is young (taken as ageless, one
+  // made just before a failover to a node minutes behind, or before this node's clock stepped
+  // back, counted as old, and its parent went with the replaced files at once: review). A
+  // carried stamp is allowed only a minute, or a lead of minutes kept every snapshot of those
+  // minutes young. A snapshot was made no later than any made after it, so the least time of
   // it and its successors is a time it was made by too, and it is young by either: by its own
   // alone, one made by a clock ahead of the expiring node's counted as old at once and a
   // compaction's parent went with its replaced files while readers still listed them (second
@@ -450,23 +472,43 @@ export function retainedSnapshotIds(metadata: IcebergTableMetadata, retainLast: 
     earliestAfter = Math.min(earliestAfter, snapshotMadeAtMs(snapshot));
     earliest.set(snapshot['snapshot-id'], earliestAfter);
   }
-  const within = (madeAtMs: number, sinceMs: number) => madeAtMs >= sinceMs && (nowMs === undefined || madeAtMs <= nowMs + SNAPSHOT_CLOCK_AHEAD_TOLERANCE_MS);
+  const within = (ms: number, sinceMs: number, aheadMs = NODE_CLOCK_SKEW_MAX_MS) => ms >= sinceMs && (nowMs === undefined || ms <= nowMs + aheadMs);
   // Its `timestamp-ms` too: never before the table's last update, so a snapshot made by a clock
   // behind the other writers' (its recorded time behind with it) is still dated near when it
   // was made, and a compaction from a node 20 minutes behind no longer lost its replaced files to
   // the next expiry at once (review).
-  const young = (snapshot: IcebergSnapshot, sinceMs: number) =>
-    within(snapshotMadeAtMs(snapshot), sinceMs) || within(earliest.get(snapshot['snapshot-id']) as number, sinceMs) || within(snapshot['timestamp-ms'], sinceMs);
+  // (Beside a recorded clock, `timestamp-ms` carries an earlier commit's lead, not a clock: it is
+  // allowed a minute ahead, where the writer's own time is allowed the skew.)
+  const youngByTime = (snapshot: IcebergSnapshot, sinceMs: number) =>
+    within(snapshotMadeAtMs(snapshot), sinceMs) || within(earliest.get(snapshot['snapshot-id']) as number, sinceMs) || within(snapshot['timestamp-ms'], sinceMs, SNAPSHOT_CLOCK_AHEAD_TOLERANCE_MS);
+  // Seen by the expiring process for less than the grace: a lower bound of its age that no clock
+  // of any node moves. Each time alone was not: a failover to a node 20 minutes ahead, or this
+  // node's clock stepped forward, made a compaction of seconds ago 20 minutes old, and its
+  // parent went with the replaced files under a search that had just listed them (review). A
+  // time more than the skew outside the grace ends it, so a process restarted between every
+  // expiry (never seeing a snapshot for long) still lets it go.
+  const youngBySight = (snapshot: IcebergSnapshot, sinceMs: number) => {
+    const seenMs = seenForMs?.get(snapshot['snapshot-id']);
+    if (seenMs === undefined || nowMs === undefined || seenMs >= nowMs - sinceMs) return false;
+    const times = [snapshotMadeAtMs(snapshot), earliest.get(snapshot['snapshot-id']) as number, snapshot['timestamp-ms']];
+    return times.some((ms) => within(ms, sinceMs - NODE_CLOCK_SKEW_MAX_MS));
+  };
+  const young = (snapshot: IcebergSnapshot, sinceMs: number) => youngByTime(snapshot, sinceMs) || youngBySight(snapshot, sinceMs);
   if (keepMadeSinceMs !== undefined) for (const snapshot of metadata.snapshots) if (young(snapshot, keepMadeSinceMs)) kept.add(snapshot['snapshot-id']);
   if (keepRemovedSinceMs !== undefined) {
     // A reader lists a table's files and then reads them, a search over many files for minutes:
     // the files a snapshot took out (a compaction, a rewrite) stay readable until it is that old,
-    // as its parent (which names every one of them) is kept. Appends and manifest rewrites remove
-    // no data file, so under a busy sweep this keeps a snapshot per compaction, not every commit
-    // of the grace period.
+    // as its parent (which names every one of them) is kept — and the snapshot itself, while its
+    // parent is there: it is the only record of the removal and its time, and once it expired
+    // the next expiry (the next run, or a sweep's seconds later) took the parent and the files
+    // with it (review). Appends and manifest rewrites remove no data file, so under a busy sweep
+    // this keeps two snapshots per compaction, not every commit of the grace period.
+    const present = new Set(metadata.snapshots.map((snapshot) => snapshot['snapshot-id']));
     for (const snapshot of metadata.snapshots) {
       const parent = snapshot['parent-snapshot-id'];
-      if (parent !== undefined && removesDataFiles(snapshot) && young(snapshot, keepRemovedSinceMs)) kept.add(parent);
+      if (parent === undefined || !removesDataFiles(snapshot) || !young(snapshot, keepRemovedSinceMs)) continue;
+      kept.add(parent);
+      if (present.has(parent)) kept.add(snapshot['snapshot-id']);
     }
   }
   const current = currentSnapshot(metadata);
@@ -544,7 +586,7 @@ export function expireSnapshots(metadata: IcebergTableMetadata, options: ExpireS
   checkAbsolutePath('previousMetadataPath', options.previousMetadataPath);
   checkMs('nowMs', options.nowMs);
   const logMax = checkedLogMax(options.metadataLogEntriesMax);
-  const kept = retainedSnapshotIds(metadata, options.retainLast, options.keepRemovedSinceMs, options.keepMadeSinceMs, options.nowMs);
+  const kept = retainedSnapshotIds(metadata, options.retainLast, options.keepRemovedSinceMs, options.keepMadeSinceMs, options.nowMs, options.seenForMs);
   if (metadata.snapshots.every((snapshot) => kept.has(snapshot['snapshot-id']))) return undefined;
   const next: IcebergTableMetadata = {
     ...metadata,

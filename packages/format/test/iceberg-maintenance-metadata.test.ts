@@ -7,6 +7,7 @@ import {
   dropRefsOffCurrent,
   expireSnapshots,
   newTableMetadata,
+  NODE_CLOCK_SKEW_MAX_MS,
   readWatermarkFromMetadata,
   replaceSnapshot,
   retainedSnapshotIds,
@@ -39,6 +40,20 @@ function appended(appends: number): IcebergTableMetadata {
     });
   }
   return metadata;
+}
+
+/** `metadata` compacted (all its files into one), snapshot 2000, committed by a clock at `nowMs`. */
+function compactedAt(metadata: IcebergTableMetadata, nowMs: number): IcebergTableMetadata {
+  const files = metadata.snapshots.length;
+  return replaceSnapshot(metadata, {
+    snapshotId: 2000,
+    manifestListPath: listPath(2000),
+    nowMs,
+    previousMetadataPath: metadataPath(files + 1),
+    addedFiles: { records: 10 * files, files: 1, sizeBytes: 1000 * files, partitions: 1 },
+    deletedFiles: { records: 10 * files, files, sizeBytes: 1000 * files },
+    summaryExtra: watermarkSummary({ seq: BigInt(10 * files), writerId: 'w', leaderTerm: 1 }),
+  });
 }
 
 /** `metadata` with one more append, snapshot `snapshotId`, committed by a clock at `nowMs`. */
@@ -158,7 +173,7 @@ describe('expireSnapshots', () => {
     expect([...retainedSnapshotIds(gone, 1)]).toEqual([3002]);
   });
 
-  it('keeps, given keepRemovedSinceMs, the parent of every snapshot since then that took data files out, and no other', () => {
+  it('keeps, given keepRemovedSinceMs, every snapshot since then that took data files out and its parent, and no other', () => {
     const compacted = replaceSnapshot(appended(5), {
       snapshotId: 2000,
       manifestListPath: listPath(2000),
@@ -178,11 +193,12 @@ describe('expireSnapshots', () => {
       manifests: { created: 1, replaced: 2, kept: 0, entriesProcessed: 1 },
       summaryExtra: watermarkSummary({ seq: 50n, writerId: 'w', leaderTerm: 1 }),
     });
-    // The compaction (T0 + 100) is within the grace: the snapshot before it, which names the files it replaced, stays.
-    expect([...retainedSnapshotIds(rewritten, 1, T0 + 100)].sort()).toEqual([1005, 2001]);
+    // The compaction (T0 + 100) is within the grace: the snapshot before it, which names the files it
+    // replaced, stays, and so does the compaction, the record of when they were replaced.
+    expect([...retainedSnapshotIds(rewritten, 1, T0 + 100)].sort()).toEqual([1005, 2000, 2001]);
     // The manifest rewrite removed no data file: its parent, the compaction, is not kept for it.
     expect([...retainedSnapshotIds(rewritten, 1, T0 + 101)].sort()).toEqual([2001]);
-    expect(expireSnapshots(rewritten, { retainLast: 1, nowMs: T0 + 300, previousMetadataPath: metadataPath(8), keepRemovedSinceMs: T0 + 100 })!.snapshots.map((s) => s['snapshot-id'])).toEqual([1005, 2001]);
+    expect(expireSnapshots(rewritten, { retainLast: 1, nowMs: T0 + 300, previousMetadataPath: metadataPath(8), keepRemovedSinceMs: T0 + 100 })!.snapshots.map((s) => s['snapshot-id'])).toEqual([1005, 2000, 2001]);
   });
 
   it('leaves no gap in the snapshot-log: a read as of a time whose snapshot expired finds none, not a kept older one (a young compaction\'s parent)', () => {
@@ -198,8 +214,8 @@ describe('expireSnapshots', () => {
     });
     for (let i = 1; i <= 5; i++) metadata = appendOne(metadata, 3000 + i, T0 + 20_000 + i * 10_000);
     const after = expireSnapshots(metadata, { retainLast: 2, nowMs: T0 + 100_000, previousMetadataPath: metadataPath(9), keepRemovedSinceMs: T0 + 100_000 - 15 * 60_000 })!;
-    // The compaction's parent is kept for its grace; the compaction and the first appends go.
-    expect(after.snapshots.map((s) => s['snapshot-id'])).toEqual([1001, 3004, 3005]);
+    // The compaction and its parent are kept for its grace; the first appends after it go.
+    expect(after.snapshots.map((s) => s['snapshot-id'])).toEqual([1001, 2000, 3004, 3005]);
     expect(after['snapshot-log'].map((e) => e['snapshot-id'])).toEqual([3004, 3005]);
     // Time travel takes the newest log entry at or before the time (Java's SnapshotUtil): as of
     // when 3002 was current, the kept parent (10 rows of the 12) would have been read.
@@ -225,11 +241,18 @@ describe('expireSnapshots', () => {
     // year ahead, made no later than its successor; the older ones are not.
     const now = T0 + 90_000;
     expect([...retainedSnapshotIds(after, 1, undefined, now - 60_000, now)].sort()).toEqual([2001, 2002, 2003]);
-    // Made a little after now (writers' clocks differ): still young.
-    expect([...retainedSnapshotIds(appendOne(after, 2004, now + SNAPSHOT_CLOCK_AHEAD_TOLERANCE_MS), 1, undefined, now - 60_000, now)].sort()).toEqual([2001, 2002, 2003, 2004]);
+    // Made after now by as much as nodes' clocks may differ (its writer's ahead, the expiring node's stepped back): still young.
+    expect([...retainedSnapshotIds(appendOne(after, 2004, now + NODE_CLOCK_SKEW_MAX_MS), 1, undefined, now - 60_000, now)].sort()).toEqual([2001, 2002, 2003, 2004]);
     // Made further after now, with nothing made earlier after it: no age known, old (the newest is kept as the current one).
-    const beyond = appendOne(appendOne(after, 2004, now + SNAPSHOT_CLOCK_AHEAD_TOLERANCE_MS + 1), 2005, now + SNAPSHOT_CLOCK_AHEAD_TOLERANCE_MS + 2);
+    const beyond = appendOne(appendOne(after, 2004, now + NODE_CLOCK_SKEW_MAX_MS + 1), 2005, now + NODE_CLOCK_SKEW_MAX_MS + 2);
     expect([...retainedSnapshotIds(beyond, 1, undefined, now - 60_000, now)].sort()).toEqual([2001, 2002, 2003, 2005]);
+    // A stamp carrying an earlier commit's lead (half an hour) is allowed only a minute: the time
+    // its writer recorded counts, or every snapshot of that half hour would be young.
+    const lead = appendOne(appendOne(appendOne(appended(2), 2101, now + 30 * 60_000), 2102, now - 120_000), 2103, now);
+    expect((lead.snapshots.at(-2) as IcebergSnapshot)['timestamp-ms']).toBe(now + 30 * 60_000 + 1);
+    expect([...retainedSnapshotIds(lead, 1, undefined, now - 60_000, now)].sort()).toEqual([2101, 2103]);
+    const nearStamp = now + 30 * 60_000 + 1 - SNAPSHOT_CLOCK_AHEAD_TOLERANCE_MS;
+    expect([...retainedSnapshotIds(lead, 1, undefined, nearStamp - 60_000, nearStamp)].sort()).toEqual([2101, 2102, 2103]);
     // Without a clock, nothing counts as made too late.
     expect([...retainedSnapshotIds(beyond, 1, undefined, now - 60_000)].sort()).toEqual([2001, 2002, 2003, 2004, 2005]);
   });
@@ -283,6 +306,36 @@ describe('expireSnapshots', () => {
     // Once the grace is over by its stamp too, the parent may go.
     const later = now + 15 * 60_000;
     expect([...retainedSnapshotIds(compacted, 1, later - 15 * 60_000, later - 60_000, later)]).toEqual([4000]);
+  });
+
+  it('ages a compaction made ahead of the expiring node\'s clock, by less than nodes\' clocks may differ, as young: a failover to a node 20 minutes behind, or its own clock stepped back 5 minutes, keeps its parent for the grace (review)', () => {
+    // Goal: a snapshot dated ahead of the expiring node's clock (within NODE_CLOCK_SKEW_MAX_MS) counts as young, not ageless.
+    const compacted = compactedAt(appended(2), T0 + 600_000);
+    for (const behindMs of [5 * 60_000, 20 * 60_000, NODE_CLOCK_SKEW_MAX_MS - 15 * 60_000]) {
+      const now = T0 + 602_000 - behindMs;
+      expect([...retainedSnapshotIds(compacted, 1, now - 15 * 60_000, undefined, now)].sort(), `${behindMs} ms behind`).toEqual([1002, 2000]);
+    }
+    // Further ahead than clocks may differ, its time tells no age: old, kept only as the current one.
+    const now = T0 + 600_000 - NODE_CLOCK_SKEW_MAX_MS - 1;
+    expect([...retainedSnapshotIds(compacted, 1, now - 15 * 60_000, undefined, now)]).toEqual([2000]);
+  });
+
+  it('keeps, given seenForMs, a compaction the expiring process has seen for less than the grace, and its parent, however old the clocks make it, until its time is the skew past the grace (review)', () => {
+    // Goal: how long the expiring process has seen a snapshot (a clock no node's step or skew moves) is a lower bound of its age.
+    const compacted = compactedAt(appended(2), T0);
+    const kept = (now: number, seenForMs?: ReadonlyMap<number, number>) => [...retainedSnapshotIds(compacted, 1, now - 15 * 60_000, undefined, now, seenForMs)].sort();
+    // A failover to a node 20 minutes ahead (or this node's clock stepped forward 20 minutes), seconds after the compaction.
+    const now = T0 + 20 * 60_000 + 2_000;
+    expect(kept(now)).toEqual([2000]);
+    expect(kept(now, new Map([[2000, 2_000]]))).toEqual([1002, 2000]);
+    // Seen for the grace: it may go; so may one the map does not name (the parent seen anew keeps nothing).
+    expect(kept(now, new Map([[2000, 15 * 60_000]]))).toEqual([2000]);
+    expect(kept(now, new Map([[1002, 2_000]]))).toEqual([2000]);
+    // A process restarted between every expiry sees it anew each time: the skew past the grace, it goes all the same.
+    expect(kept(T0 + 15 * 60_000 + NODE_CLOCK_SKEW_MAX_MS, new Map([[2000, 0]]))).toEqual([1002, 2000]);
+    expect(kept(T0 + 15 * 60_000 + NODE_CLOCK_SKEW_MAX_MS + 1_000, new Map([[2000, 0]]))).toEqual([2000]);
+    // An erasure's expiry keeps no grace: nothing seen keeps anything.
+    expect([...retainedSnapshotIds(compacted, 1, undefined, undefined, now, new Map([[2000, 0], [1002, 0]]))]).toEqual([2000]);
   });
 
   it("drops the statistics and partition-statistics entries of expired snapshots, and keeps the retained ones", () => {

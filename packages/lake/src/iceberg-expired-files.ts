@@ -77,8 +77,8 @@ export async function planExpiredFiles(objects: ObjectStore, table: IcebergTable
  *   none missing: a branch or a rolled-back commit may have removed a file the current snapshot
  *   still reads (Iceberg's implementation keeps to the main ancestry for the same reason), and
  *   beyond a gap the removal of a file may no longer be found — the manifest recording it went
- *   with the snapshot that removed it (an expiry kept a compaction's parent for
- *   `REPLACED_FILE_GRACE_MS` and expired the compaction: expiring that parent later is such a case);
+ *   with the snapshot that removed it (an expiry kept a compaction and its parent for
+ *   `REPLACED_FILE_GRACE_MS` and expired the sweeps after it: expiring the two later is such a case);
  * - sequence numbers grow along that ancestry, as the spec makes them;
  * - every snapshot is our writer's (it carries `auditlake.tiering.writer-id`): the method relies on
  *   how a commit records a file's removal — a DELETED entry in a manifest the removing snapshot
@@ -86,7 +86,7 @@ export async function planExpiredFiles(objects: ObjectStore, table: IcebergTable
  *   manifest, and no path ever added twice — which our writers do (a sweep carries manifests;
  *   compaction and erasure write DELETED entries; a manifest rewrite drops DELETED entries and
  *   removes no file), and another engine's manifests are not known to.
- * A kept snapshot beyond a gap (such a compaction's parent, or one a tag holds) is allowed: see
+ * A kept snapshot beyond a gap (such a compaction or its parent, or one a tag holds) is allowed: see
  * {@link incrementalPlan} for how it is counted.
  */
 export function incrementalRefusal(before: IcebergTableMetadata, kept: ReadonlySet<number>): string | undefined {
@@ -111,8 +111,8 @@ export function incrementalRefusal(before: IcebergTableMetadata, kept: ReadonlyS
  * - A data file goes when a candidate lists it as DELETED by a snapshot that is not kept, and no
  *   kept snapshot may still read it: none on the line with a sequence number from the file's own
  *   (that of the snapshot that added it) up to, not including, the removal's, and none beyond a
- *   gap from the file's own on. Kept snapshots are not always the newest — the parent of a
- *   compaction stays for `REPLACED_FILE_GRACE_MS`, a tag may hold an old snapshot — so this is
+ *   gap from the file's own on. Kept snapshots are not always the newest — a compaction and its
+ *   parent stay for `REPLACED_FILE_GRACE_MS`, a tag may hold an old snapshot — so this is
  *   checked file by file; Iceberg's implementation, which expires only the oldest, does not.
  *
  * Why nothing else can go: a data file only expired snapshots reach is named by one of them,

@@ -39,6 +39,16 @@ export interface MaintenanceContext {
   storeNow?: () => Promise<number>;
   /** metadata-log entries each commit keeps (`metadata.previous.versions.max`). */
   metadataLogEntriesMax: number;
+  /**
+   * When this process first saw each snapshot of the table (id → `monotonicMs()`), kept by the
+   * caller from one expiry of the table to the next: the parent of a snapshot that took files
+   * out is expired only once this process has seen that snapshot for the grace period too, or
+   * its time is older than that by `NODE_CLOCK_SKEW_MAX_MS` (expireIcebergSnapshots). Without
+   * it, by the snapshots' times alone.
+   */
+  snapshotsSeen?: Map<number, number>;
+  /** The clock `snapshotsSeen` is on, one no step of the wall clock moves (default `performance.now()`; tests pass their own). */
+  monotonicMs?: () => number;
   /** Debug/test hook, see {@link MaintenanceStep}. */
   onStep?: (step: MaintenanceStep) => void | Promise<void>;
   /** Encodes compacted files (default: on this thread). */

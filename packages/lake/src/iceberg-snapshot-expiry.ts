@@ -1,4 +1,4 @@
-import { expireSnapshots, retainedSnapshotIds } from '@auditlake/format';
+import { expireSnapshots, retainedSnapshotIds, type IcebergTableMetadata } from '@auditlake/format';
 import { mapBounded, OBJECT_REQUESTS_IN_FLIGHT_MAX } from './bounded-parallel.js';
 import { tableTurn, type MaintenanceContext } from './iceberg-maintenance-context.js';
 import { incrementalRefusal, ManifestListCache, planExpiredFiles, type ExpiredFilesMethod } from './iceberg-expired-files.js';
@@ -6,7 +6,7 @@ import { ManifestCache, snapshotReach } from './iceberg-table-files.js';
 import { deletableKeys } from './iceberg-table-ref.js';
 import type { LoadedTable } from './iceberg-table.js';
 import { commitMetadataVersion } from './iceberg-version-commit.js';
-import { REPLACED_FILE_GRACE_MS, SNAPSHOT_READ_GRACE_MS } from './replaced-file-grace.js';
+import { monotonicMs, REPLACED_FILE_GRACE_MS, SNAPSHOT_READ_GRACE_MS } from './replaced-file-grace.js';
 
 export interface ExpiryResult {
   loaded: LoadedTable;
@@ -22,6 +22,11 @@ export interface ExpiryResult {
  * rewrite — within the last `removedGraceMs`, so a search that listed those files just before
  * can still read them), then deletes what only expired snapshots reached — their manifest lists,
  * manifests and data files — and nothing any retained snapshot still names (in any status).
+ * Given `context.snapshotsSeen`, a snapshot this process has seen for less than a grace counts
+ * as within it too (see retainedSnapshotIds: how long one process has seen it is an age no
+ * node's clock, nor a step of its own, moves; by the snapshots' times alone, a failover to a
+ * node 20 minutes ahead, or this node's clock stepped forward, deleted a compaction's replaced
+ * files at the next expiry, seconds after it).
  * An erasure's rewrite passes a grace of 0: the old values must go at once.
  * What to delete is found incrementally where the history allows it, from the manifest lists and
  * the manifests being deleted, else by reading every manifest of every snapshot
@@ -39,6 +44,7 @@ export async function expireIcebergSnapshots(context: MaintenanceContext, loaded
   const turn = await tableTurn(context, loaded, async (base) => {
     const nowMs = context.now();
     const { keepRemovedSinceMs, keepMadeSinceMs } = graceSince(nowMs, removedGraceMs, readGraceMs);
+    const seenForMs = sightings(context, base.metadata, true);
     const next = expireSnapshots(base.metadata, {
       retainLast,
       nowMs,
@@ -46,9 +52,10 @@ export async function expireIcebergSnapshots(context: MaintenanceContext, loaded
       metadataLogEntriesMax: context.metadataLogEntriesMax,
       ...(keepRemovedSinceMs === undefined ? {} : { keepRemovedSinceMs }),
       ...(keepMadeSinceMs === undefined ? {} : { keepMadeSinceMs }),
+      ...(seenForMs === undefined ? {} : { seenForMs }),
     });
     if (!next) return { loaded: base, expired: 0, plan: undefined };
-    const kept = retainedSnapshotIds(base.metadata, retainLast, keepRemovedSinceMs, keepMadeSinceMs, nowMs);
+    const kept = retainedSnapshotIds(base.metadata, retainLast, keepRemovedSinceMs, keepMadeSinceMs, nowMs, seenForMs);
     const plan = await planExpiredFiles(context.objects, context.table, base.metadata, kept, lists, manifests);
     return { loaded: await commitMetadataVersion(context.objects, context.table, base, next, context.fence), expired: base.metadata.snapshots.filter((snapshot) => !kept.has(snapshot['snapshot-id'])).length, plan };
   });
@@ -71,7 +78,7 @@ async function warmUp(context: MaintenanceContext, loaded: LoadedTable, retainLa
   const { metadata } = loaded;
   const nowMs = context.now();
   const { keepRemovedSinceMs, keepMadeSinceMs } = graceSince(nowMs, removedGraceMs, readGraceMs);
-  if (incrementalRefusal(metadata, retainedSnapshotIds(metadata, retainLast, keepRemovedSinceMs, keepMadeSinceMs, nowMs)) === undefined) {
+  if (incrementalRefusal(metadata, retainedSnapshotIds(metadata, retainLast, keepRemovedSinceMs, keepMadeSinceMs, nowMs, sightings(context, metadata, false))) === undefined) {
     await mapBounded(metadata.snapshots, OBJECT_REQUESTS_IN_FLIGHT_MAX, (snapshot) => lists.files(context.objects, context.table, snapshot['manifest-list']));
     return;
   }
@@ -114,7 +121,8 @@ export async function expireOverdueSnapshots(context: MaintenanceContext, loaded
   // way does not apply, every manifest) to expire one or none.
   const nowMs = context.now();
   const { keepRemovedSinceMs, keepMadeSinceMs } = graceSince(nowMs, REPLACED_FILE_GRACE_MS, SNAPSHOT_READ_GRACE_MS);
-  if (snapshots.length - retainedSnapshotIds(loaded.metadata, retainLast, keepRemovedSinceMs, keepMadeSinceMs, nowMs).size < Math.ceil(retainLast / 2)) return undefined;
+  const seenForMs = sightings(context, loaded.metadata, false);
+  if (snapshots.length - retainedSnapshotIds(loaded.metadata, retainLast, keepRemovedSinceMs, keepMadeSinceMs, nowMs, seenForMs).size < Math.ceil(retainLast / 2)) return undefined;
   return expireIcebergSnapshots(context, loaded, retainLast, REPLACED_FILE_GRACE_MS, SNAPSHOT_READ_GRACE_MS);
 }
 
@@ -122,4 +130,24 @@ export async function expireOverdueSnapshots(context: MaintenanceContext, loaded
 function graceSince(nowMs: number, removedGraceMs: number, readGraceMs: number): { keepRemovedSinceMs?: number; keepMadeSinceMs?: number } {
   if (removedGraceMs <= 0) return {};
   return { keepRemovedSinceMs: nowMs - removedGraceMs, ...(readGraceMs > 0 ? { keepMadeSinceMs: nowMs - readGraceMs } : {}) };
+}
+
+/**
+ * How long this process has seen each snapshot of `metadata` (id → ms on `context.monotonicMs`),
+ * recording in `context.snapshotsSeen` those it sees now for the first time; undefined without
+ * it. Given `forget` (the table as the expiry's turn reads it, the newest there is), the ids no
+ * longer in the table are dropped.
+ */
+function sightings(context: MaintenanceContext, metadata: IcebergTableMetadata, forget: boolean): Map<number, number> | undefined {
+  const seen = context.snapshotsSeen;
+  if (seen === undefined) return undefined;
+  const nowMs = (context.monotonicMs ?? monotonicMs)();
+  const ids = new Set(metadata.snapshots.map((snapshot) => snapshot['snapshot-id']));
+  if (forget) for (const id of seen.keys()) if (!ids.has(id)) seen.delete(id);
+  const seenForMs = new Map<number, number>();
+  for (const id of ids) {
+    if (!seen.has(id)) seen.set(id, nowMs);
+    seenForMs.set(id, nowMs - (seen.get(id) as number));
+  }
+  return seenForMs;
 }

@@ -394,11 +394,13 @@ export interface ParquetCompactionContext {
   /** How maintenance packs old compaction markers (default `COMPACTION_PACK_LIMITS`). */
   compactionPackLimits?: MarkerPackLimits;
   /**
-   * When this process first saw each replaced file (key → `now()`), kept by the caller from one
-   * maintenance run of the location to the next: a replaced file is deleted only once seen
-   * replaced for the grace period (runParquetMaintenance). Without it, by `committedAtMs` alone.
+   * When this process first saw each replaced file (key → `monotonicMs()`), kept by the caller
+   * from one maintenance run of the location to the next: a replaced file is deleted only once
+   * seen replaced for the grace period (runParquetMaintenance). Without it, by `committedAtMs` alone.
    */
   replacedSeen?: Map<string, number>;
+  /** The clock `replacedSeen` is on, one no step of the wall clock moves (default `performance.now()`; tests pass their own). */
+  monotonicMs?: () => number;
 }
 
 /**

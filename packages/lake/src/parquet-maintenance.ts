@@ -1,3 +1,4 @@
+import { NODE_CLOCK_SKEW_MAX_MS } from '@auditlake/format';
 import { COMPACTION_RUN_TIME_BUDGET_MS, compactInPasses, compactionFigures, failOnLostFiles } from './compaction-passes.js';
 import { deleteListedWhileLeader, deleteWhileLeader } from './fenced-delete.js';
 import type { MaintenancePolicy, MaintenanceRunFigures } from './iceberg-maintenance.js';
@@ -9,7 +10,7 @@ import { packCompactionMarkers } from './parquet-compaction-packing.js';
 import { deleteSupersededLogCheckpoints } from './parquet-checkpoint-cleanup.js';
 import { writeParquetCheckpoint } from './parquet-checkpoint-write.js';
 import { packParquetMarkers, type MarkerPacking } from './parquet-marker-packing.js';
-import { REPLACED_FILE_GRACE_MS } from './replaced-file-grace.js';
+import { monotonicMs, REPLACED_FILE_GRACE_MS } from './replaced-file-grace.js';
 import { joinKey, type S3Location } from './s3-location.js';
 import { orphanCutoffMs } from './store-clock.js';
 
@@ -19,9 +20,9 @@ export { REPLACED_FILE_GRACE_MS };
  * How far a compaction's `committedAtMs` may be behind the time it applied (the compacting node's
  * clock behind this one's, its marker waiting for the commit lock) before its stamp alone is
  * trusted to tell the grace is over: an hour, as the floor of the orphan age, which assumes the
- * same of the nodes' clocks.
+ * same of the nodes' clocks (NODE_CLOCK_SKEW_MAX_MS).
  */
-const REPLACED_FILE_STAMP_SKEW_MS = 60 * 60 * 1000;
+const REPLACED_FILE_STAMP_SKEW_MS = NODE_CLOCK_SKEW_MAX_MS;
 
 /** Bytes of the location's data files (what compaction and cleanup change). */
 async function dataBytes(objects: ObjectStore, location: S3Location): Promise<number> {
@@ -31,33 +32,37 @@ async function dataBytes(objects: ObjectStore, location: S3Location): Promise<nu
 /**
  * Deletes the files that applied compactions replaced, once the compaction is older than
  * {@link REPLACED_FILE_GRACE_MS} by its `committedAtMs` and, given `context.replacedSeen`, once
- * this process has seen the file replaced for that long too (or the stamp is older than that by
- * REPLACED_FILE_STAMP_SKEW_MS more); an erasure's at once. Commit markers still list them;
- * every reader drops them by the same compaction, so they are never read again. Deleting a
- * missing file is no error, so a run stopped among these deletes is finished by the next; each
- * delete is sent only while `fence.mayCommit()` holds, as orphan cleanup's.
+ * this process has seen the file replaced for that long too, by `context.monotonicMs` (or the
+ * stamp is older than that by REPLACED_FILE_STAMP_SKEW_MS more); an erasure's at once. Commit
+ * markers still list them; every reader drops them by the same compaction, so they are never
+ * read again. Deleting a missing file is no error, so a run stopped among these deletes is
+ * finished by the next; each delete is sent only while `fence.mayCommit()` holds, as orphan
+ * cleanup's.
  *
  * Why both ages: `committedAtMs` is the compacting node's clock, stamped before its marker waited
  * for the commit lock. A compaction made by a node whose clock ran behind, or whose marker waited
  * behind a long sweep turn, looked older than it was, and its files went at once — under a search
  * that had listed them a moment before (review: 20 minutes of skew, or a 16-minute wait, and the
- * same run deleted them). How long this process has seen the file replaced, by its own clock, is
- * a lower bound of the compaction's age that no other clock moves.
+ * same run deleted them). How long this process has seen the file replaced, on a monotonic clock,
+ * is a lower bound of the compaction's age that no other clock moves — nor a step of its own:
+ * counted on the wall clock, a step of 20 minutes forward right after a compaction made its
+ * files seen for 20 minutes, and the next run deleted them all (review).
  */
 async function deleteReplacedParquetFiles(context: ParquetCompactionContext): Promise<number> {
   const { replaced } = liveParquetFiles(await readContextLog(context));
-  const nowMs = context.now();
-  const cutoffMs = nowMs - REPLACED_FILE_GRACE_MS;
+  const cutoffMs = context.now() - REPLACED_FILE_GRACE_MS;
   const seen = context.replacedSeen;
+  const seenNowMs = (context.monotonicMs ?? monotonicMs)();
   if (seen !== undefined) {
     const replacedKeys = new Set(replaced.map((file) => file.key));
     for (const key of seen.keys()) if (!replacedKeys.has(key)) seen.delete(key);
-    for (const key of replacedKeys) if (!seen.has(key)) seen.set(key, nowMs);
+    for (const key of replacedKeys) if (!seen.has(key)) seen.set(key, seenNowMs);
   }
   // Seen replaced for the grace here, or stamped so long ago that no skew or lock wait explains
   // it: a process restarted between every run (a daily cron, daily deploys) otherwise never saw
   // any replaced file for long enough, and none was ever deleted (review).
-  const graceOver = (file: (typeof replaced)[number]) => file.committedAtMs <= cutoffMs && (seen === undefined || (seen.get(file.key) as number) <= cutoffMs || file.committedAtMs <= cutoffMs - REPLACED_FILE_STAMP_SKEW_MS);
+  const graceOver = (file: (typeof replaced)[number]) =>
+    file.committedAtMs <= cutoffMs && (seen === undefined || seenNowMs - (seen.get(file.key) as number) >= REPLACED_FILE_GRACE_MS || file.committedAtMs <= cutoffMs - REPLACED_FILE_STAMP_SKEW_MS);
   // An erasure's replaced files hold the erased values: no grace (its pass deletes them, and this
   // finishes what a pass stopped before it could).
   const doomed = replaced.filter((file) => file.erasure === true || graceOver(file)).map((file) => file.key);

@@ -15,3 +15,9 @@ export const REPLACED_FILE_GRACE_MS = 15 * 60 * 1000;
  * (scheduled, or asked for) expires down to `snapshot.retain.last` whatever their age.
  */
 export const SNAPSHOT_READ_GRACE_MS = 60 * 1000;
+
+/**
+ * The default clock replaced files and snapshots are seen by (`replacedSeen`, `snapshotsSeen`):
+ * one no step of the wall clock, nor another node's clock, moves.
+ */
+export const monotonicMs = (): number => performance.now();

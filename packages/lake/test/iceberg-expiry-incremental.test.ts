@@ -230,15 +230,16 @@ describe('incremental snapshot expiry', () => {
     clock += 1_000;
     loaded = (await compactIcebergTable(context, loaded, 16 * 1024 * 1024)).loaded;
     await sweeps(3);
-    // The compaction expires, its parent stays for the grace: one unbroken line, incremental.
+    // The compaction and its parent stay for the grace, the sweep after it goes: one unbroken line, incremental.
     await expire();
     expect(loaded.metadata.snapshots.map((snapshot) => snapshot['snapshot-id'])).toContain(parent);
     // Another engine tags the oldest snapshot left after three more sweeps.
     await sweeps(3);
     const tagged = loaded.metadata['current-snapshot-id'];
     loaded = await commitMetadataVersion(objects, table, loaded, { ...loaded.metadata, refs: { ...loaded.metadata.refs, audit: { 'snapshot-id': tagged, type: 'tag' } }, 'last-updated-ms': clock }, fence);
-    // The parent, beyond the gap the compaction left, expires: by reachability.
+    // Past the grace, the compaction and its parent, beyond the gap the expired sweep left, expire: by reachability.
     await sweeps(3);
+    clock += REPLACED_FILE_GRACE_MS;
     await expire();
     expect(loaded.metadata.snapshots.map((snapshot) => snapshot['snapshot-id'])).not.toContain(parent);
     // The tagged snapshot stays, beyond the gap its expired descendants leave: incremental.

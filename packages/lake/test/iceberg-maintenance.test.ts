@@ -153,6 +153,63 @@ describe('Iceberg maintenance', () => {
     for (const file of listed) expect(await objects.exists(file.key)).toBe(false);
   });
 
+  for (const { how, name, offsetMs, seen } of [
+    { how: 'the same node, its clock unchanged (no seen map)', name: 'grace_same', offsetMs: 0, seen: 'none' },
+    { how: 'the same node, its clock stepped back 5 minutes (no seen map)', name: 'grace_back', offsetMs: -5 * 60_000, seen: 'none' },
+    { how: 'the same node, its clock stepped forward 20 minutes', name: 'grace_forward', offsetMs: 20 * 60_000, seen: 'same process' },
+    { how: 'a failover to a node whose clock is 20 minutes ahead', name: 'grace_failover', offsetMs: 20 * 60_000, seen: 'new process' },
+  ] as const) {
+    it(`a compaction's replaced files stay readable for the grace whatever the clocks of the next run: ${how}, seconds later, deletes none; 25 minutes on, the run deletes them (review)`, async () => {
+      // Goal: the next run within the grace keeps a compaction's replaced files, however its clock differs from the compacting run's (within the skew nodes' clocks may have).
+      const { table, objects } = await tableWith(name, 4, 10);
+      const source = new IcebergTierSource(s3.connections, { identifier: table.identifier, location: table.location, connectionId: 's3' });
+      const listed = await source.listFiles();
+      const policy = { snapshotRetainLast: 1, removeOrphanFiles: false, orphanMinAgeMs: 3 * DAY_MS, targetFileSizeBytes: 16 * 1024 * 1024, metadataPreviousVersionsMax: 5 };
+      const startMs = Date.now();
+      let elapsedMs = 0;
+      // What the maintenance scheduler passes: the snapshots its process has seen, on a monotonic clock.
+      const seenBy = (snapshotsSeen: Map<number, number>) => ({ snapshotsSeen, monotonicMs: () => elapsedMs });
+      const first = seen === 'none' ? {} : seenBy(new Map());
+      const next = seen === 'new process' ? seenBy(new Map()) : first;
+      expect((await runIcebergMaintenance(context(table, objects, { now: () => startMs, ...first }), policy)).filesRewritten).toBe(listed.length);
+      elapsedMs = 5_000;
+      await runIcebergMaintenance(context(table, objects, { now: () => startMs + elapsedMs + offsetMs, ...next }), policy);
+      // The search that listed them before the compaction reads them all.
+      for (const file of listed) {
+        const bytes = await source.open(file);
+        expect(new TextDecoder().decode(await bytes.slice(bytes.byteLength - 4))).toBe('PAR1');
+      }
+      elapsedMs = 25 * 60_000;
+      await runIcebergMaintenance(context(table, objects, { now: () => startMs + elapsedMs + offsetMs, ...next }), policy);
+      for (const file of listed) expect(await objects.exists(file.key)).toBe(false);
+    });
+  }
+
+  it("a compaction's replaced files stay readable for the grace under the expiry between runs, however often it expires: each time it keeps the compaction and its parent (review)", async () => {
+    // Goal: an expiry within the grace keeps the compaction itself too, so the next one still knows its parent names files removed within the grace.
+    const { table, objects } = await tableWith('grace_between_runs', 4, 10);
+    const source = new IcebergTierSource(s3.connections, { identifier: table.identifier, location: table.location, connectionId: 's3' });
+    const listed = await source.listFiles();
+    let clock = Date.now();
+    const steps = context(table, objects, { now: () => clock });
+    const policy = { snapshotRetainLast: 1, removeOrphanFiles: false, orphanMinAgeMs: 3 * DAY_MS, targetFileSizeBytes: 16 * 1024 * 1024, metadataPreviousVersionsMax: 5 };
+    await runIcebergMaintenance(steps, policy);
+    // Sweeps commit, two minutes apart, and each time the expiry between runs is due.
+    let loaded = (await loadIcebergTable(objects, table))!;
+    for (let c = 0; c < 3; c++) {
+      clock += 2 * 60_000;
+      loaded = (await commitIcebergBatch(objects, table, loaded, events(41 + c * 2, 2), { ...fence, nowMs: clock, writerId: 'auditlake:test' })).loaded;
+      expect((await expireOverdueSnapshots(steps, loaded, 1))?.snapshotsExpired).toBeGreaterThan(0);
+      loaded = (await loadIcebergTable(objects, table))!;
+      for (const file of listed) expect(await objects.exists(file.key)).toBe(true);
+    }
+    clock += REPLACED_FILE_GRACE_MS;
+    loaded = (await commitIcebergBatch(objects, table, loaded, events(47, 2), { ...fence, nowMs: clock, writerId: 'auditlake:test' })).loaded;
+    await expireOverdueSnapshots(steps, loaded, 1);
+    for (const file of listed) expect(await objects.exists(file.key)).toBe(false);
+    expectEveryEventOnce(await icebirdIds(table), 48);
+  });
+
   it('compacts, rewrites manifests, expires snapshots, cleans metadata and orphans: every event once, for icebird and DuckDB', async () => {
     const { table, objects, seqMax } = await tableWith('full', 30, 20);
     const before = (await loadIcebergTable(objects, table))!;

@@ -84,28 +84,52 @@ describe('Parquet maintenance', () => {
       const source = new ParquetTierSource(s3.connections, { mode: 'parquet', path: `s3://${BUCKET}/grace-${how}`, connectionId: 's3' });
       onTestFinished(() => source.close());
       const listed = await source.listFiles();
+      // Time passes on both clocks alike: the wall clock and the monotonic one seen ages are on.
       let now = Date.now();
+      const monotonicMs = () => now;
       const seen = new Map<string, number>();
       const policy = { ...POLICY, removeOrphanFiles: false };
       if (how === 'skewed') {
         // Another node compacted with its clock 20 minutes behind; this one runs maintenance next.
         expect((await compactParquetLocation({ objects, location, fence, now: () => now - 20 * 60_000 }, POLICY.targetFileSizeBytes)).filesRewritten).toBe(8);
-        expect(await runParquetMaintenance({ objects, location, fence, now: () => now, replacedSeen: seen }, policy)).toMatchObject({ filesRewritten: 0, filesDeleted: 0 });
+        expect(await runParquetMaintenance({ objects, location, fence, now: () => now, replacedSeen: seen, monotonicMs }, policy)).toMatchObject({ filesRewritten: 0, filesDeleted: 0 });
       } else {
         // The marker's turn of the commit lock comes 16 minutes after the compaction stamped it.
         const waiting = { ...fence, serialize: async <T>(turn: () => Promise<T>) => ((now += 16 * 60_000), turn()) };
-        expect(await runParquetMaintenance({ objects, location, fence: waiting, now: () => now, replacedSeen: seen }, policy)).toMatchObject({ filesRewritten: 8, filesDeleted: 0 });
+        expect(await runParquetMaintenance({ objects, location, fence: waiting, now: () => now, replacedSeen: seen, monotonicMs }, policy)).toMatchObject({ filesRewritten: 8, filesDeleted: 0 });
       }
       // The search that listed the files before the swap reads them all.
       const rows = (await Promise.all(listed.map(async (file) => (await readWholeAuditParquet(await source.open(file))).length))).reduce((a, b) => a + b, 0);
       expect(rows).toBe(seqMax);
       expect(seen.size).toBe(8);
       now += REPLACED_FILE_GRACE_MS - 1;
-      expect(await runParquetMaintenance({ objects, location, fence, now: () => now, replacedSeen: seen }, policy)).toMatchObject({ filesDeleted: 0 });
+      expect(await runParquetMaintenance({ objects, location, fence, now: () => now, replacedSeen: seen, monotonicMs }, policy)).toMatchObject({ filesDeleted: 0 });
       now += 1;
-      expect(await runParquetMaintenance({ objects, location, fence, now: () => now, replacedSeen: seen }, policy)).toMatchObject({ filesDeleted: 8 });
+      expect(await runParquetMaintenance({ objects, location, fence, now: () => now, replacedSeen: seen, monotonicMs }, policy)).toMatchObject({ filesDeleted: 8 });
       expect(await readerCounts(location, objects)).toEqual({ files: 2, rows: seqMax, distinct: seqMax });
     }
+  });
+
+  it("the node's own clock stepped forward 20 minutes right after a compaction: the next run deletes no replaced file, a search that listed them reads them; once seen for the grace on the monotonic clock they go (review)", async () => {
+    // Goal: how long this process has seen a file replaced is counted on a clock a step of the wall clock does not move.
+    const { location, objects, seqMax } = await locationWith('grace-stepped', 4, 20);
+    const source = new ParquetTierSource(s3.connections, { mode: 'parquet', path: `s3://${BUCKET}/grace-stepped`, connectionId: 's3' });
+    onTestFinished(() => source.close());
+    const listed = await source.listFiles();
+    let stepMs = 0;
+    let elapsedMs = 0;
+    const context = { objects, location, fence, now: () => Date.now() + stepMs, replacedSeen: new Map<string, number>(), monotonicMs: () => elapsedMs };
+    const policy = { ...POLICY, removeOrphanFiles: false };
+    expect(await runParquetMaintenance(context, policy)).toMatchObject({ filesRewritten: 8, filesDeleted: 0 });
+    // NTP steps a slow clock forward; a few seconds pass.
+    stepMs = 20 * 60_000;
+    elapsedMs = 5_000;
+    expect(await runParquetMaintenance(context, policy)).toMatchObject({ filesDeleted: 0 });
+    const rows = (await Promise.all(listed.map(async (file) => (await readWholeAuditParquet(await source.open(file))).length))).reduce((a, b) => a + b, 0);
+    expect(rows).toBe(seqMax);
+    elapsedMs = REPLACED_FILE_GRACE_MS;
+    expect(await runParquetMaintenance(context, policy)).toMatchObject({ filesDeleted: 8 });
+    expect(await readerCounts(location, objects)).toEqual({ files: 2, rows: seqMax, distinct: seqMax });
   });
 
   it('a replaced file stamped an hour past the grace goes at the first run of a process that never saw it (restarted between runs)', async () => {

@@ -76,6 +76,12 @@ export interface MaintenanceSchedulerOptions {
   isLeader: () => boolean;
   term: () => number;
   now?: () => number;
+  /**
+   * The clock how long this process has seen a table's replaced files and snapshots is counted on
+   * (their grace holds by it too: #replacedSeenAt, #snapshotsSeenAt); one no step of the wall
+   * clock moves (default `performance.now()`).
+   */
+  monotonicMs?: () => number;
   /** The clock and timers the cron runs on (default: `now` and the process's timers). */
   cronClock?: CronClock;
   /**
@@ -161,6 +167,8 @@ export class MaintenanceScheduler {
   readonly #now: () => number;
   /** Per Parquet location: when this process first saw each of its replaced files (#replacedSeenAt). */
   readonly #replacedSeen = new Map<string, Map<string, number>>();
+  /** Per Iceberg table: when this process first saw each of its snapshots (#snapshotsSeenAt). */
+  readonly #snapshotsSeen = new Map<string, Map<number, number>>();
   readonly #cronClock: CronClock;
   readonly #lock: CommitLock;
   readonly #entries = new Map<string, Entry>();
@@ -391,6 +399,7 @@ export class MaintenanceScheduler {
       // committing back to back under sustained ingest).
       serialize: <T>(turn: () => Promise<T>) => this.#lock.run(turn),
     };
+    const clocks = this.#options.monotonicMs ? { monotonicMs: this.#options.monotonicMs } : {};
     const hooks = {
       ...(this.#options.onStep ? { onStep: this.#options.onStep } : {}),
       ...(this.#options.encoder ? { encoder: this.#options.encoder } : {}),
@@ -409,11 +418,11 @@ export class MaintenanceScheduler {
       const s3 = parseS3Location(location.path);
       if (!s3) throw new AuditError(AuditErrorCode.TABLE_INVALID, `not an s3://bucket/prefix location: ${location.path}`);
       const objects = this.#options.connections.bucket(location.connectionId, s3.bucket);
-      return runParquetMaintenance({ objects, location: s3, fence, now: this.#now, replacedSeen: this.#replacedSeenAt(location.path), ...storeNowAt(this.#options.storeClock, objects, s3.prefix), ...hooks }, policy);
+      return runParquetMaintenance({ objects, location: s3, fence, now: this.#now, replacedSeen: this.#replacedSeenAt(location.path), ...clocks, ...storeNowAt(this.#options.storeClock, objects, s3.prefix), ...hooks }, policy);
     }
     const table = icebergTableAt({ identifier: location.path, location: location.location, connectionId: location.connectionId });
     const objects = this.#options.connections.bucket(table.connectionId, table.s3.bucket);
-    return runIcebergMaintenance({ objects, table, fence, now: this.#now, ...storeNowAt(this.#options.storeClock, objects, table.s3.prefix), ...hooks }, policy);
+    return runIcebergMaintenance({ objects, table, fence, now: this.#now, snapshotsSeen: this.#snapshotsSeenAt(location.path), ...clocks, ...storeNowAt(this.#options.storeClock, objects, table.s3.prefix), ...hooks }, policy);
   }
 
   /**
@@ -421,12 +430,16 @@ export class MaintenanceScheduler {
    * it: runParquetMaintenance deletes a replaced file only once seen replaced for the grace period).
    */
   #replacedSeenAt(path: string): Map<string, number> {
-    let seen = this.#replacedSeen.get(path);
-    if (seen === undefined) {
-      seen = new Map();
-      this.#replacedSeen.set(path, seen);
-    }
-    return seen;
+    return seenAt(this.#replacedSeen, path);
+  }
+
+  /**
+   * When this process first saw each snapshot of the Iceberg table `path` (its runs keep it: the
+   * expiry keeps the parent of a compaction until seen for the grace period, as
+   * #replacedSeenAt does a Parquet location's replaced files).
+   */
+  #snapshotsSeenAt(path: string): Map<number, number> {
+    return seenAt(this.#snapshotsSeen, path);
   }
 
   /** Stops every cron timer and waits for a running run; idempotent. */
@@ -439,4 +452,14 @@ export class MaintenanceScheduler {
     this.#entries.clear();
     await this.#queue.catch(() => undefined);
   }
+}
+
+/** The map `maps` keeps for `path`, made empty the first time. */
+function seenAt<K>(maps: Map<string, Map<K, number>>, path: string): Map<K, number> {
+  let seen = maps.get(path);
+  if (seen === undefined) {
+    seen = new Map();
+    maps.set(path, seen);
+  }
+  return seen;
 }
