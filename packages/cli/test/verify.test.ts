@@ -6,7 +6,22 @@ import { generateKeyPairSync } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { bytesSource, encodeAuditParquet, ParquetFileAssembler, readAuditParquet, readAuditParquetFooter, RowGroupSketch, rowGroupSketches, type TieredEvent } from '@auditlake/format';
+import {
+  assembleColumnChunks,
+  auditColumnSources,
+  auditRows,
+  bytesSource,
+  encodeAuditParquet,
+  encodeColumnChunks,
+  ParquetFileAssembler,
+  readAuditParquet,
+  readAuditParquetFooter,
+  RowGroupSketch,
+  rowGroupSketches,
+  tierFileKvMetadata,
+  type AuditRow,
+  type TieredEvent,
+} from '@auditlake/format';
 import { checkpointHash, encodeSignedCheckpoint, loadOrCreateNodeKey, parseSignedCheckpoint, signCheckpoint, type CheckedBatch, type SignedCheckpoint } from '@auditlake/integrity';
 import { COMMITS_DIR, packIntegrityCheckpoints, type S3Connections, writeParquetCheckpoint, type CommitMarker, type ObjectStore, type ParquetCheckpoint } from '@auditlake/lake';
 import { resolveConfig } from '@auditlake/model';
@@ -407,6 +422,31 @@ describe('a tampered tier fails verify with the right words', () => {
         'altered record at seq 12 (eventId ev-10): field query changed',
       ]);
       for (const threads of ['1', '3']) expect(await verifyHistory(offline(['--threads', threads]))).toEqual(reference);
+    } finally {
+      await restore();
+    }
+  });
+
+  it("NULL written where a chained row held '' (the reader takes NULL for '', engines do not) is refused, naming the row and column", async () => {
+    try {
+      let target: { key: string; marker: CommitMarker; markerKey: string } | undefined;
+      for (const { key: markerKey, marker } of await markers()) {
+        for (const file of marker.files) if (target === undefined && (await readRows(file.key)).some((row) => row.query === '' && row.recordHash !== undefined)) target = { key: file.key, marker, markerKey };
+      }
+      expect(target).toBeDefined();
+      const { key, marker, markerKey } = target!;
+      const events = await readRows(key);
+      const at = events.findIndex((row) => row.query === '' && row.recordHash !== undefined);
+      const rows = auditRows(events).map((row, i) => (i === at ? { ...row, query: null } : row));
+      const { columns, sketches } = auditColumnSources(rows as unknown as AuditRow[], 10_000, false);
+      const bytes = assembleColumnChunks([encodeColumnChunks(columns, 10_000)], tierFileKvMetadata(undefined, sketches));
+      await objects.put(key, bytes);
+      for (const file of marker.files) if (file.key === key) file.bytes = bytes.byteLength;
+      await objects.put(markerKey, JSON.stringify(marker));
+      await expect(verifyHistory(offline())).rejects.toMatchObject({
+        code: 'AUDIT_TABLE_INVALID',
+        message: expect.stringContaining(`row ${at} (seq ${events[at]!.seq}) has NULL in query, which auditlake never writes into a chained row: altered (the record hash reads it as '', engines as NULL)`),
+      });
     } finally {
       await restore();
     }

@@ -242,6 +242,7 @@ export async function readWholeAuditColumns(source: ByteSource): Promise<Summari
     throw err;
   }
   checkEventTimes(raw.values.get('event_time'), columns);
+  checkChainedStrings(raw.values, columns);
   checkRowGroupDeclarations(raw.footer, raw.values);
   await checkFileIndexes(source, raw.footer, raw.values);
   return { ...columns, summaries: summarizeAuditColumns(raw.values, raw.rowCount) };
@@ -260,6 +261,28 @@ function checkEventTimes(eventTimes: unknown[] | undefined, columns: AuditFileCo
     if (typeof micros !== 'bigint' || Number(micros) !== (timestamp[i] as number) * 1000) {
       const where = seq[i] === undefined ? `row ${i}` : `row ${i} (seq ${seq[i]})`;
       throw new AuditError(AuditErrorCode.TABLE_INVALID, `tiered file ${where} has event_time ${typeof micros === 'bigint' ? `${micros} µs` : micros === null || micros === undefined ? 'null' : typeof micros}, not its ts ${timestamp[i]} ms: altered (the record hash covers ts, engines read event_time)`);
+    }
+  }
+}
+
+/** The string columns auditlake writes '' into, never NULL, that a record hash covers. */
+const CHAINED_STRING_COLUMNS = ['source', 'user_id', 'action', 'resource', 'tables', 'query', 'details', 'decision'] as const;
+
+/**
+ * Refuses the first chained row (one with a record hash) holding NULL in a string column the
+ * record hash covers: the reader takes NULL for '' (other writers write it for absent values,
+ * in rows without a chain), so the hashes verified, while engines no longer match it by `= ''`
+ * and show it as NULL (review).
+ */
+function checkChainedStrings(values: Map<string, unknown[]>, columns: AuditFileColumns): void {
+  for (const name of CHAINED_STRING_COLUMNS) {
+    const column = values.get(name);
+    if (column === undefined) continue;
+    for (let i = 0; i < columns.rowCount; i++) {
+      if (column[i] !== null && column[i] !== undefined) continue;
+      if (columns.recordHash[i] === undefined) continue;
+      const where = columns.seq[i] === undefined ? `row ${i}` : `row ${i} (seq ${columns.seq[i]})`;
+      throw new AuditError(AuditErrorCode.TABLE_INVALID, `tiered file ${where} has NULL in ${name}, which auditlake never writes into a chained row: altered (the record hash reads it as '', engines as NULL)`);
     }
   }
 }
