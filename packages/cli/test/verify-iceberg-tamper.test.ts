@@ -286,6 +286,26 @@ describe('a tampered Iceberg tier fails offline verify with the right words', ()
     }
   });
 
+  it("a data file whose iceberg.schema footer swaps two columns' names (icebird maps ids to names by it), patched in place at the same size, is refused, naming the file", async () => {
+    try {
+      const { path } = await fileWith(12);
+      const key = s3Key(table, path);
+      const text = Buffer.from(await objects.get(key)).toString('latin1');
+      const [a, b] = ['"name":"user_id"', '"name":"resource"'];
+      const from = text.indexOf(a, text.indexOf('{"type":"struct"'));
+      const to = text.indexOf(b, from) + b.length;
+      expect(from).toBeGreaterThan(0);
+      const swapped = text.slice(from, to).replace(a, '\u0000').replace(b, a).replace('\u0000', b);
+      await objects.put(key, Buffer.from(text.slice(0, from) + swapped + text.slice(to), 'latin1'));
+      await expect(verifyHistory(offline())).rejects.toMatchObject({
+        code: 'AUDIT_TABLE_INVALID',
+        message: expect.stringMatching(new RegExp(`^tier file ${key.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: tiered file footer iceberg\\.schema puts "resource" under field id 3; auditlake writes user_id under 3`)),
+      });
+    } finally {
+      await restore();
+    }
+  });
+
   it('a data file moved to another day\'s partition in its manifest is refused, naming the file and a row outside it', async () => {
     try {
       const path = await editEntryOf(12, (file) => ({ ...file, partition: { ...file.partition, event_time_day: (file.partition.event_time_day as number) + 1 } }));

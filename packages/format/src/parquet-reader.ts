@@ -10,6 +10,7 @@ import {
 } from './audit-columns.js';
 import type { ByteSource } from './byte-source.js';
 import { summarizeAuditColumns } from './column-value-summaries.js';
+import { ICEBERG_SCHEMA_FOOTER_KEY } from './iceberg-schema.js';
 import { PAGE_DECOMPRESSORS } from './page-codec.js';
 import { checkFileIndexes, checkRowGroupDeclarations } from './row-group-declarations.js';
 
@@ -241,6 +242,7 @@ export async function readWholeAuditColumns(source: ByteSource): Promise<Summari
     rowsOf(raw);
     throw err;
   }
+  checkFieldIds(raw.footer);
   checkEventTimes(raw.values.get('event_time'), columns);
   checkChainedStrings(raw.values, columns);
   checkRowGroupDeclarations(raw.footer, raw.values);
@@ -261,6 +263,48 @@ function checkEventTimes(eventTimes: unknown[] | undefined, columns: AuditFileCo
     if (typeof micros !== 'bigint' || Number(micros) !== (timestamp[i] as number) * 1000) {
       const where = seq[i] === undefined ? `row ${i}` : `row ${i} (seq ${seq[i]})`;
       throw new AuditError(AuditErrorCode.TABLE_INVALID, `tiered file ${where} has event_time ${typeof micros === 'bigint' ? `${micros} µs` : micros === null || micros === undefined ? 'null' : typeof micros}, not its ts ${timestamp[i]} ms: altered (the record hash covers ts, engines read event_time)`);
+    }
+  }
+}
+
+/**
+ * Refuses a file whose field ids would make a reader that resolves columns by id (Trino, Spark,
+ * icebird) read another column than the verifier reads by name: a column carrying one of
+ * auditlake's ids under another name, one id on two columns, or an `iceberg.schema` footer
+ * (what icebird maps ids to names by) that names one of those ids otherwise or puts one of
+ * those names under another id. presentColumns checks the columns read by name; this checks
+ * every other column and the footer's schema (review: a footer patched in place, the same
+ * size, made icebird show resource under user_id while every record verified).
+ */
+function checkFieldIds(footer: ParquetFooter): void {
+  const nameOfId = new Map<number, string>(AUDIT_COLUMNS.map((column) => [column.fieldId, column.name]));
+  const idOfName = new Map<string, number>(AUDIT_COLUMNS.map((column) => [column.name, column.fieldId]));
+  const seen = new Set<number>();
+  for (const element of footer.schema.slice(1)) {
+    const id = element.field_id;
+    if (id === undefined) continue;
+    if (seen.has(id)) throw new AuditError(AuditErrorCode.TABLE_INVALID, `tiered file has two columns with field id ${id}: readers resolving columns by id cannot tell which one holds ${nameOfId.get(id) ?? 'it'}`);
+    seen.add(id);
+    const expected = nameOfId.get(id);
+    if (expected !== undefined && element.name !== expected) throw new AuditError(AuditErrorCode.TABLE_INVALID, `tiered file column ${element.name} has field id ${id}, which is ${expected}'s: readers resolving columns by id would read it as ${expected}`);
+  }
+  const text = footer.key_value_metadata?.find((kv) => kv.key === ICEBERG_SCHEMA_FOOTER_KEY)?.value;
+  if (text === undefined) return;
+  let fields: unknown;
+  try {
+    fields = (JSON.parse(text) as { fields?: unknown }).fields;
+  } catch {
+    throw new AuditError(AuditErrorCode.TABLE_INVALID, `tiered file footer ${ICEBERG_SCHEMA_FOOTER_KEY} is not JSON`);
+  }
+  if (!Array.isArray(fields)) throw new AuditError(AuditErrorCode.TABLE_INVALID, `tiered file footer ${ICEBERG_SCHEMA_FOOTER_KEY} holds no fields array`);
+  for (const field of fields as Array<{ id?: unknown; name?: unknown }>) {
+    const expectedName = typeof field.id === 'number' ? nameOfId.get(field.id) : undefined;
+    const expectedId = typeof field.name === 'string' ? idOfName.get(field.name) : undefined;
+    if ((expectedName !== undefined && field.name !== expectedName) || (expectedId !== undefined && field.id !== expectedId)) {
+      throw new AuditError(
+        AuditErrorCode.TABLE_INVALID,
+        `tiered file footer ${ICEBERG_SCHEMA_FOOTER_KEY} puts ${JSON.stringify(field.name)} under field id ${JSON.stringify(field.id)}; auditlake writes ${expectedName !== undefined ? `${expectedName} under ${String(field.id)}` : `${String(field.name)} under ${expectedId}`}: readers mapping ids by it would show another column under that name`,
+      );
     }
   }
 }

@@ -8,9 +8,11 @@ import { AuditErrorCode } from '@auditlake/model';
 import { describe, expect, it } from 'vitest';
 import { bytesSource } from '../src/byte-source.js';
 import { parquetWriteBuffer } from 'hyparquet-writer';
-import { joinTables, type TieredEvent } from '../src/audit-columns.js';
+import { AUDIT_COLUMNS, joinTables, type TieredEvent } from '../src/audit-columns.js';
+import { auditIcebergSchema, icebergParquetKvMetadata } from '../src/iceberg-schema.js';
+import { parquetColumnElement } from '../src/parquet-schema.js';
 import { readAuditParquet, readWholeAuditColumns, readWholeAuditParquet, type AuditFileColumns } from '../src/parquet-reader.js';
-import { encodeAuditParquet } from '../src/parquet-writer.js';
+import { auditRows, encodeAuditParquet } from '../src/parquet-writer.js';
 import { buildEvents, testSeed } from './events.js';
 
 const seed = testSeed();
@@ -137,5 +139,48 @@ describe('readWholeAuditColumns', () => {
       code: AuditErrorCode.TABLE_INVALID,
       message: `tiered file row 2 (seq ${events[2]!.seq}) has event_time null, not its ts ${events[2]!.timestamp} ms: altered (the record hash covers ts, engines read event_time)`,
     });
+  });
+});
+
+// Goal: the verifier's read refuses a file whose field ids make readers that resolve columns by
+// id read another column than it reads by name — another column carrying one of auditlake's
+// ids, or an `iceberg.schema` footer (icebird maps ids to names by it) that swaps two of them —
+// and takes ids it does not know (another engine's columns).
+describe('field ids readers resolve columns by', () => {
+  const events = buildEvents(seed, { count: 40 }).map((event, i) => ({ ...event, seq: i + 1, term: 1 }));
+  const refusal = async (bytes: Uint8Array) => readWholeAuditColumns(bytesSource(bytes)).then(() => undefined, (err: unknown) => err as { code: string; message: string });
+
+  /** A file of the first layout's twelve columns (by parquetColumnElement) plus `alias`, a copy of resource under `aliasId`; user_id given no id when `userIdWithoutId`. */
+  function withAlias(aliasId: number, userIdWithoutId: boolean): Uint8Array {
+    const rows = auditRows(events);
+    const columns = AUDIT_COLUMNS.filter((column) => column.fieldId <= 12);
+    const elements = columns.map((column) => {
+      const element = parquetColumnElement(column);
+      return userIdWithoutId && column.name === 'user_id' ? { ...element, field_id: undefined } : element;
+    });
+    const alias = { ...parquetColumnElement(AUDIT_COLUMNS.find((column) => column.name === 'resource')!), name: 'alias', field_id: aliasId };
+    const data = (name: string) => rows.map((row) => (typeof row[name as keyof typeof row] === 'number' ? BigInt(row[name as keyof typeof row] as number) : row[name as keyof typeof row]));
+    return new Uint8Array(
+      parquetWriteBuffer({
+        columnData: [...columns.map((column) => ({ name: column.name, data: data(column.name) })), { name: 'alias', data: data('resource') }],
+        schema: [{ name: 'table', num_children: elements.length + 1 }, ...elements, alias],
+      }),
+    );
+  }
+
+  it("refuses another column under one of auditlake's ids, and takes one under an id of its own", async () => {
+    expect(await refusal(withAlias(99, false))).toBeUndefined();
+    expect(await refusal(withAlias(3, true))).toMatchObject({ code: AuditErrorCode.TABLE_INVALID, message: "tiered file column alias has field id 3, which is user_id's: readers resolving columns by id would read it as user_id" });
+  });
+
+  it('refuses an iceberg.schema footer that puts two of its columns under each other\'s ids, or that is not JSON', async () => {
+    const schema = auditIcebergSchema();
+    expect(await refusal(encodeAuditParquet(events, { kvMetadata: icebergParquetKvMetadata(schema) }))).toBeUndefined();
+    for (const field of schema.fields) field.name = field.name === 'user_id' ? 'resource' : field.name === 'resource' ? 'user_id' : field.name;
+    expect(await refusal(encodeAuditParquet(events, { kvMetadata: icebergParquetKvMetadata(schema) }))).toMatchObject({
+      code: AuditErrorCode.TABLE_INVALID,
+      message: 'tiered file footer iceberg.schema puts "resource" under field id 3; auditlake writes user_id under 3: readers mapping ids by it would show another column under that name',
+    });
+    expect(await refusal(encodeAuditParquet(events, { kvMetadata: { 'iceberg.schema': '{"fields":' } }))).toMatchObject({ message: 'tiered file footer iceberg.schema is not JSON' });
   });
 });
