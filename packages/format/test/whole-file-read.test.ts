@@ -155,8 +155,8 @@ describe('field ids readers resolve columns by', () => {
     const rows = auditRows(events);
     const columns = AUDIT_COLUMNS.filter((column) => column.fieldId <= 12);
     const elements = columns.map((column) => {
-      const element = parquetColumnElement(column);
-      return userIdWithoutId && column.name === 'user_id' ? { ...element, field_id: undefined } : element;
+      const { field_id: _id, ...withoutId } = parquetColumnElement(column);
+      return userIdWithoutId && column.name === 'user_id' ? withoutId : parquetColumnElement(column);
     });
     const alias = { ...parquetColumnElement(AUDIT_COLUMNS.find((column) => column.name === 'resource')!), name: 'alias', field_id: aliasId };
     const data = (name: string) => rows.map((row) => (typeof row[name as keyof typeof row] === 'number' ? BigInt(row[name as keyof typeof row] as number) : row[name as keyof typeof row]));
