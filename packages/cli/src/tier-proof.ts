@@ -21,6 +21,7 @@ import {
   type TierSource,
 } from '@auditlake/lake';
 import { AuditError, AuditErrorCode, isAuditError } from '@auditlake/model';
+import { checkHintedVersion } from './hinted-version.js';
 import { icebergSeqBounds, parquetFooterSeqBounds, parquetMarkerSeqBounds, type SeqBounds } from './tier-file-seq-bounds.js';
 import type { VerifyChecks } from './verify-checks.js';
 import type { TierLocationOption } from './verify-options.js';
@@ -32,6 +33,8 @@ export interface TierProofStart {
   keys: ShownKey[];
   /** Where the tier's own commits say it ends (the newest commit's watermark). */
   head: { seq: number; where: string } | undefined;
+  /** What a reader of the tier should know that is no break (an Iceberg version hint behind the newest version). */
+  notes: string[];
 }
 
 /**
@@ -108,6 +111,7 @@ export async function readTierProof(tier: TierLocationOption, checks: VerifyChec
     const checkpoints: FoundCheckpoint[] = [];
     let head: TierProof['head'];
     let files: ListedFile[];
+    const notes: string[] = [];
     /** The seqs each file's commit declares, where it declares them (by place in the listing). */
     let declared: Array<SeqBounds | undefined>;
     /** Files whose seqs only their footers declare (Parquet files a compaction marker added). */
@@ -137,6 +141,8 @@ export async function readTierProof(tier: TierLocationOption, checks: VerifyChec
       } catch (err) {
         throw isAuditError(err) ? new AuditError(err.code, `the current schema of ${tier.location}: ${err.message}`) : err;
       }
+      const hinted = await checkHintedVersion(objects, icebergTableAt(table), loaded, tier.location);
+      if (hinted !== undefined) notes.push(hinted);
       // From the newest snapshot of the current one's ancestry that carries it, as the watermark
       // is read: another engine's commit on top (a compaction, a rewrite of manifests) carries
       // none of our keys, and the checkpoint beneath it must still be checked.
@@ -177,6 +183,7 @@ export async function readTierProof(tier: TierLocationOption, checks: VerifyChec
       checkpoints,
       keys: proof.keys,
       head,
+      notes,
       async *records() {
         // Declared bounds are claims: true but loose ones (every file declared from seq 0) would
         // have the merge hold the whole tier, so past the bound it stops and verifyHistory reads

@@ -160,6 +160,7 @@ async function verifyWith(options: VerifyOptions, checks: VerifyChecks, bounds: 
       if (ahead.first !== undefined && (firstSeq === undefined || ahead.first < firstSeq)) firstSeq = ahead.first;
     }
     const start = proofs.length === 0 ? undefined : oneProof(proofs);
+    for (const note of start?.notes ?? []) progress?.note(note);
     const tier = start === undefined ? undefined : { ...start, covered: tierCoverage(proofs, options.tiers, { firstSeq, headSeq: start.head?.seq }, view, before) };
     const unmatched = unmatchedSegments(options.tiers, view);
     if (unmatched !== undefined) progress?.note(`verify: the node lists the seqs it tiered to ${unmatched}, none of them a location read here (compare the spelling of --path/--table): what it deleted is judged by the tiers' rows alone`);
@@ -250,6 +251,7 @@ function oneProof(proofs: readonly TierProof[]): TierProofStart {
     checkpoints: proofs.flatMap((proof) => proof.checkpoints),
     keys: proofs.flatMap((proof) => proof.keys),
     head,
+    notes: proofs.flatMap((proof) => proof.notes),
   };
 }
 

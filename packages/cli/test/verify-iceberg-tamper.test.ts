@@ -39,11 +39,11 @@ import {
   type ManifestFile,
   type TieredEvent,
 } from '@auditlake/format';
-import { CHECKPOINT_SUMMARY_KEY, icebergTableAt, loadIcebergTable, metadataVersionKey, type S3Connections, s3Key, type IcebergTableRef, type ObjectStore } from '@auditlake/lake';
+import { CHECKPOINT_SUMMARY_KEY, icebergTableAt, loadIcebergTable, metadataVersionKey, type S3Connections, s3Key, versionHintKey, type IcebergTableRef, type ObjectStore } from '@auditlake/lake';
 import { commitForeignSnapshotOnTop } from '@auditlake/lake/testing';
 import type { AuditNode, EmbeddedS3 } from '@auditlake/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verifyHistory } from '../src/verify-command.js';
+import { verifyCommand, verifyHistory } from '../src/verify-command.js';
 import { startCountingProxy } from './counting-proxy.js';
 import { embeddedS3Connections, ingestAll, offlineVerifyOptions, startTieringNode, waitFor } from './verify-node.js';
 
@@ -300,6 +300,40 @@ describe('a tampered Iceberg tier fails offline verify with the right words', ()
       await expect(verifyHistory(offline())).rejects.toMatchObject({
         code: 'AUDIT_TABLE_INVALID',
         message: expect.stringMatching(new RegExp(`^tier file ${key.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: tiered file footer iceberg\\.schema puts "resource" under field id 3; auditlake writes user_id under 3`)),
+      });
+    } finally {
+      await restore();
+    }
+  });
+
+  it('a version hint set back to an older version whose metadata was rewritten (hint-trusting readers see other files) is refused; an honest lag is a note on standard error', async () => {
+    const embedded = node.embeddedS3 as EmbeddedS3;
+    const args = ['--table', TABLE_LOCATION, '--endpoint', embedded.connectionUrl, '--access-key-id', embedded.credentials.accessKeyId, '--secret-access-key', embedded.credentials.secretAccessKey];
+    const run = async () => {
+      let stdout = '';
+      let stderr = '';
+      const code = await verifyCommand(args, {}, { stdout: { write: (t: string) => ((stdout += t), true) }, stderr: { write: (t: string) => ((stderr += t), true) } });
+      return { code, stdout, stderr };
+    };
+    try {
+      const loaded = (await loadIcebergTable(objects, table))!;
+      expect(loaded.version).toBeGreaterThan(2);
+      // Honest: the hint one version behind (a hint write still to come, or one that failed).
+      await objects.put(versionHintKey(table), String(loaded.version - 1));
+      const lagging = await run();
+      expect(lagging.code).toBe(0);
+      expect(lagging.stderr).toMatch(new RegExp(`verify: version-hint\\.text of ${TABLE_LOCATION.replace(/[./]/g, '\\$&')} names v${loaded.version - 1}, behind the newest v${loaded.version}: readers that trust the hint see snapshot \\d+, an earlier state of the history verified here`));
+      // Forged: v1 rewritten as the newest metadata whose current snapshot lists its parent's
+      // files (the last commit's rows hidden from icebird and DuckDB), the hint set back to it.
+      const metadata = structuredClone(loaded.metadata);
+      const current = currentSnapshot(metadata)!;
+      const parent = metadata.snapshots.find((snapshot) => snapshot['snapshot-id'] === current['parent-snapshot-id'])!;
+      current['manifest-list'] = parent['manifest-list'];
+      await objects.put(metadataVersionKey(table, 1), JSON.stringify(metadata));
+      await objects.put(versionHintKey(table), '1');
+      await expect(verifyHistory(offline())).rejects.toMatchObject({
+        code: 'AUDIT_TABLE_INVALID',
+        message: `version-hint.text of ${TABLE_LOCATION} names v1, behind the newest v${loaded.version}, and its current snapshot ${current['snapshot-id']} names manifest list ${parent['manifest-list']} (sequence number ${current['sequence-number']}), where the newest version names ${currentSnapshot(loaded.metadata)!['manifest-list']} (${current['sequence-number']}): readers that trust the hint (icebird, DuckDB) read a table this verify does not vouch for`,
       });
     } finally {
       await restore();
