@@ -73,17 +73,19 @@ function post(agent: Agent, url: string, payload: Buffer, contentType: string, t
 
 /**
  * Peer calls over HTTP to the internal endpoints, with the cluster token and a deadline; with a
- * cluster secret (`secret`), signed, and their answers taken only when they prove it.
+ * cluster secret (`secret`), signed, and their answers taken only when they prove it. A proof is
+ * aged on `monotonicMs` (default `performance.now()`): on the wall clock, a step back made a
+ * proof as old as the step fresh again (review).
  */
-export function httpPeerTransport(clusterToken: () => Promise<string>, secret?: string): ClosablePeerTransport {
+export function httpPeerTransport(clusterToken: () => Promise<string>, secret?: string, monotonicMs: () => number = () => performance.now()): ClosablePeerTransport {
   const agent = new Agent({ keepAlive: true });
-  /** When each peer (by URL) last answered with a proof of the secret, since its last failure. */
+  /** When each peer (by URL) last answered with a proof of the secret, since its last failure (monotonicMs). */
   const provenAtMs = new Map<string, number>();
-  const noteProof = (peerUrl: string) => (ok: boolean) => void (ok ? provenAtMs.set(peerUrl, Date.now()) : provenAtMs.delete(peerUrl));
+  const noteProof = (peerUrl: string) => (ok: boolean) => void (ok ? provenAtMs.set(peerUrl, monotonicMs()) : provenAtMs.delete(peerUrl));
   const proven = (peerUrl: string): boolean => {
     if (secret === undefined) return true;
     const at = provenAtMs.get(peerUrl);
-    return at !== undefined && Date.now() - at <= PEER_PROOF_FRESH_MS;
+    return at !== undefined && monotonicMs() - at <= PEER_PROOF_FRESH_MS;
   };
   return {
     async pull(peerUrl: string, request: PullRequest, timeoutMs: number) {

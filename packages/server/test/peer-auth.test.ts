@@ -5,7 +5,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { httpPeerTransport } from '../src/http-peer-transport.js';
+import { httpPeerTransport, PEER_PROOF_FRESH_MS } from '../src/http-peer-transport.js';
 import { startTestNode } from './test-node.js';
 import { PEER_PROOF_HEADER, PEER_SIGNATURE_HEADER, PEER_SIGNATURE_SKEW_MS, PeerNonces, bodyDigest, checkPeerAnswer, checkPeerRequest, peerAnswerProof, signPeerRequest, unsignedReason } from '../src/peer-auth.js';
 
@@ -158,6 +158,24 @@ describe('the peer transport with a cluster secret', () => {
         await new Promise<void>((resolve) => server!.close(() => resolve()));
         server = undefined;
       }
+    }
+  });
+
+  it('ages a proof on a clock no step of the wall clock moves: past PEER_PROOF_FRESH_MS the peer is unproven until it answers again (review)', async () => {
+    const target = await peer({ secret: SECRET });
+    let monotonic = 1_000;
+    const transport = httpPeerTransport(async () => 'token', SECRET, () => monotonic);
+    try {
+      await transport.pull(target.url, PULL, 5_000);
+      expect(transport.proven(target.url)).toBe(true);
+      monotonic += PEER_PROOF_FRESH_MS;
+      expect(transport.proven(target.url)).toBe(true);
+      monotonic += 1;
+      expect(transport.proven(target.url)).toBe(false);
+      await transport.pull(target.url, PULL, 5_000);
+      expect(transport.proven(target.url)).toBe(true);
+    } finally {
+      transport.close();
     }
   });
 
