@@ -21,6 +21,7 @@ import { AuditError, AuditErrorCode, CronSchedule, type EffectiveSettings, type 
 import type { AuditStore } from '@auditlake/store';
 import { CommitLock } from './commit-lock.js';
 import { CronTimer, systemCronClock, type CronClock } from './cron-timer.js';
+import { seenAt } from './seen-maps.js';
 
 /** Run records kept per table (the newest first in answers). */
 export const MAINTENANCE_RUNS_KEPT = 10;
@@ -454,12 +455,3 @@ export class MaintenanceScheduler {
   }
 }
 
-/** The map `maps` keeps for `path`, made empty the first time. */
-function seenAt<K>(maps: Map<string, Map<K, number>>, path: string): Map<K, number> {
-  let seen = maps.get(path);
-  if (seen === undefined) {
-    seen = new Map();
-    maps.set(path, seen);
-  }
-  return seen;
-}

@@ -71,6 +71,7 @@ import { CommitLock } from './commit-lock.js';
 import { EarlierTargetErasure } from './earlier-target-erasure.js';
 import { ERASURES_APPLIED_META, tierErasuresAppliedThrough } from './erasure-retention.js';
 import { TermScopedSet } from './term-scoped-set.js';
+import { seenAt } from './seen-maps.js';
 
 /**
  * The largest term an adoption takes in from a tier's rows (TierSweeperOptions.learnTerm): far
@@ -119,6 +120,12 @@ export interface TierSweeperOptions {
   backoffInitialMs: number;
   backoffMaxMs: number;
   now?: () => number;
+  /**
+   * The clock this sweeper's snapshot sightings are on (default `performance.now()`): the expiry
+   * between runs keeps a snapshot it has seen for less than the replaced-file grace, whatever the
+   * wall clock says (a step forward, or a failover to a node whose clock is ahead).
+   */
+  monotonicMs?: () => number;
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
   /** Told of each committed batch: its events and the bytes of its files. */
   onTiered?: (batch: readonly StoredEvent[], bytes: number) => void;
@@ -217,6 +224,8 @@ export class TierSweeper {
   readonly #now: () => number;
   readonly #lock: CommitLock;
   readonly #earlierTargets: EarlierTargetErasure;
+  /** Per Iceberg table location: when this process first saw each of its snapshots (TierSweeperOptions.monotonicMs). */
+  readonly #snapshotsSeen = new Map<string, Map<number, number>>();
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<SweepOutcome> | undefined;
   #recoveredFor: string | undefined;
@@ -1030,6 +1039,11 @@ export class TierSweeper {
       fence: this.#fence(term),
       now: this.#now,
       metadataLogEntriesMax: settings.maintenanceMetadataPreviousVersionsMax,
+      // When this process first saw each snapshot: without it, a clock step forward (or a
+      // failover to a node ahead) made a compaction of seconds ago look past its grace, and this
+      // expiry took its parent and the replaced files under searches that had listed them.
+      snapshotsSeen: seenAt(this.#snapshotsSeen, table.location),
+      ...(this.#options.monotonicMs === undefined ? {} : { monotonicMs: this.#options.monotonicMs }),
     };
     try {
       const merged = await rewriteManifestsIfMany(context, committed.loaded, committed.manifests, this.#options.manifestsBetweenRunsMax);

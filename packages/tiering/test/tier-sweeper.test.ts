@@ -1,7 +1,7 @@
 // Goal: batch.size bounds one commit, not the throughput — a sweep that fills a batch is followed at once by the next until less than a batch is settled, without waiting for the interval — while leadership, close() and status reads interleave between commits.
 import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
-import { IcebergTierSource, ParquetTierSource, S3Connections, commitMetadataVersion, type IcebergTableRef, type LoadedTable, type ObjectStore, currentManifests, loadIcebergTable, packParquetMarkers, putVersionHint, readNewestCheckpoint, readParquetLog, writeParquetCheckpoint, readTieredSuffix, resolveIcebergTable, readTieredLocations, readTierSegments, runIcebergMaintenance, SNAPSHOT_READ_GRACE_MS, tableWatermark, TIERED_LOCATIONS_META, WATERMARK_META, WATERMARK_TERM_META } from '@auditlake/lake';
+import { IcebergTierSource, ParquetTierSource, S3Connections, commitMetadataVersion, type IcebergTableRef, type LoadedTable, type ObjectStore, currentManifests, loadIcebergTable, packParquetMarkers, putVersionHint, readNewestCheckpoint, readParquetLog, writeParquetCheckpoint, readTieredSuffix, resolveIcebergTable, readTieredLocations, readTierSegments, runIcebergMaintenance, REPLACED_FILE_GRACE_MS, SNAPSHOT_READ_GRACE_MS, tableWatermark, TIERED_LOCATIONS_META, WATERMARK_META, WATERMARK_TERM_META } from '@auditlake/lake';
 import { chainHash, erasureDetailsChunks } from '@auditlake/integrity';
 import { currentSnapshot, readWholeAuditParquet, type IcebergTableMetadata } from '@auditlake/format';
 import { defaultSettings, encodeEvent, INTEGRITY_ACTIONS, parseSettings, resolveConfig, SELF_SOURCE, type AuditEvent, type EffectiveSettings } from '@auditlake/model';
@@ -224,9 +224,10 @@ describe('TierSweeper', () => {
       const ref = resolveIcebergTable(table, catalogs);
       const snapshots: number[] = [];
       const manifests: number[] = [];
-      // A sweep a minute and more apart: the expiry between runs leaves younger snapshots (SNAPSHOT_READ_GRACE_MS).
+      // A sweep a minute and more apart: the expiry between runs leaves younger snapshots (SNAPSHOT_READ_GRACE_MS),
+      // by the wall clock and by how long the sweeper has seen them (its monotonic clock goes on with it).
       let clock = Date.now();
-      const s = sweeper(store, 'unused', { catalogs, settings: () => icebergSettings(table, enabled), batchSizeMax: 10, manifestsBetweenRunsMax: 5, now: () => clock });
+      const s = sweeper(store, 'unused', { catalogs, settings: () => icebergSettings(table, enabled), batchSizeMax: 10, manifestsBetweenRunsMax: 5, now: () => clock, monotonicMs: () => clock });
       for (let sweep = 1; sweep <= 20; sweep++) {
         clock += SNAPSHOT_READ_GRACE_MS + 1_000;
         expect(await s.sweep()).toMatch(/^tiered/);
@@ -253,6 +254,55 @@ describe('TierSweeper', () => {
     expect(unmaintained.snapshots).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
     expect(unmaintained.manifests).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
   }, 120_000);
+});
+
+describe("the sweep's expiry between maintenance runs", () => {
+  it("keeps a compaction's replaced files for the grace after the sweeping node's clock stepped 20 minutes forward (by when it saw the compaction, on a monotonic clock), then deletes them", async () => {
+    // Goal: a search that listed the files before a compaction can read them for the grace, whatever the sweeping node's wall clock does (review).
+    const catalogs = new Map([['cat', { name: 'cat', warehouse: `s3://${BUCKET}/warehouse`, connectionId: 's3' }]]);
+    const target = parseSettings({
+      ...defaultSettings(resolveConfig()),
+      'audit.tier.mode': 'iceberg',
+      'audit.tier.iceberg.table': 'cat.ns.stepped_events',
+      'audit.tier.connectionId': 's3',
+      'audit.tier.maintenance.snapshot.retain.last': '1',
+    });
+    const objects = s3.connections.bucket('s3', BUCKET);
+    const table = resolveIcebergTable('cat.ns.stepped_events', catalogs);
+    const store = await storeWith(100, 10);
+    let clock = Date.now();
+    let monotonic = 0;
+    const tick = (ms: number) => {
+      clock += ms;
+      monotonic += ms;
+    };
+    const s = sweeper(store, 'unused', { catalogs, settings: () => target, batchSizeMax: 10, now: () => clock, monotonicMs: () => monotonic });
+    for (let sweep = 0; sweep < 4; sweep++) {
+      tick(SNAPSHOT_READ_GRACE_MS + 1_000);
+      expect(await s.sweep()).toMatch(/^tiered/);
+    }
+    // A maintenance run compacts the four commits' files: a search may have listed them just before.
+    const listed = await new IcebergTierSource(s3.connections, { identifier: table.identifier, location: table.location, connectionId: 's3' }).listFiles();
+    const run = await runIcebergMaintenance(
+      { objects, table, fence: { term: 1, mayCommit: () => true }, now: () => clock },
+      { snapshotRetainLast: 1, removeOrphanFiles: false, orphanMinAgeMs: HOUR_MS, targetFileSizeBytes: 16 * 1024 * 1024, metadataPreviousVersionsMax: 100 },
+    );
+    expect(run.filesRewritten).toBe(listed.length);
+    const present = async () => (await Promise.all(listed.map((file) => objects.exists(file.key)))).filter(Boolean).length;
+    expect(await present()).toBe(listed.length);
+    // The wall clock steps 20 minutes forward, 5 seconds pass: the compaction looks past its
+    // grace by the clock, but this sweeper first saw it seconds ago.
+    clock += 20 * 60_000;
+    for (let sweep = 0; sweep < 3; sweep++) {
+      tick(SNAPSHOT_READ_GRACE_MS + 1_000);
+      expect(await s.sweep()).toMatch(/^tiered/);
+      expect(await present()).toBe(listed.length);
+    }
+    // Past the grace on both clocks, the next expiry between runs deletes them.
+    tick(REPLACED_FILE_GRACE_MS);
+    expect(await s.sweep()).toMatch(/^tiered/);
+    expect(await present()).toBe(0);
+  });
 });
 
 describe('TierSweeper in a cluster', () => {
