@@ -6,6 +6,8 @@ export interface LogEntry {
   seq: number;
   term: number;
   eventId: string;
+  /** When the leader that ordered it stored it (checkIngestTimes). */
+  ingestTs?: number;
   /** What the completeness ledger counts it by (checkLedger). */
   source?: string;
   timestamp?: number;
@@ -28,7 +30,7 @@ export async function readLog(store: AuditStore): Promise<LogEntry[]> {
     if (page.length === 0) return entries;
     for (const event of page) {
       const bySource = event.sourceId === undefined ? {} : { sourceId: event.sourceId, ...(event.sourceSeq === undefined ? {} : { sourceSeq: event.sourceSeq }) };
-      entries.push({ seq: event.seq, term: event.term, eventId: event.eventId, source: event.source, timestamp: event.timestamp, ...bySource });
+      entries.push({ seq: event.seq, term: event.term, eventId: event.eventId, ingestTs: event.ingestTs, source: event.source, timestamp: event.timestamp, ...bySource });
     }
     after = (page[page.length - 1] as { seq: number }).seq;
   }
@@ -133,4 +135,20 @@ function rangesOf(seqs: number[]): { received: number; first: number; highest: n
     if (seq > previous + 1) gaps.push({ fromSeq: previous + 1, toSeq: seq - 1 });
   }
   return { received: seqs.length, first: seqs[0] ?? 0, highest: seqs[seqs.length - 1] ?? 0, gaps: JSON.stringify(gaps) };
+}
+
+/**
+ * Property 6 on one node's log: ingest time never goes back along the log (invariant 3), across
+ * leaders whose wall clocks differ and the failovers between them: the sweep's watermark and
+ * settle window, and the integrity chain's recorded times, count on it.
+ */
+export function checkIngestTimes(name: string, log: readonly LogEntry[]): string[] {
+  let previous: LogEntry | undefined;
+  for (const entry of log) {
+    if (previous?.ingestTs !== undefined && entry.ingestTs !== undefined && entry.ingestTs < previous.ingestTs) {
+      return [`property 6: ${name}'s log goes back in ingest time at seq ${entry.seq} (term ${entry.term}): ${entry.ingestTs} after seq ${previous.seq}'s ${previous.ingestTs}`];
+    }
+    previous = entry;
+  }
+  return [];
 }

@@ -1,5 +1,5 @@
 import { FaultInjector } from './fault-injector.js';
-import { checkLedger, checkLogs } from './properties.js';
+import { checkIngestTimes, checkLedger, checkLogs } from './properties.js';
 import { Random } from './random.js';
 import { SimCluster } from './sim-cluster.js';
 import type { Acked } from './workload.js';
@@ -12,6 +12,8 @@ export interface RunOptions {
   faultMs?: number;
   /** Virtual ms the healed cluster has to converge. */
   convergeMs?: number;
+  /** Each node's wall clock ahead of real time, by index (SimClusterOptions.clockSkewsMs). */
+  clockSkewsMs?: readonly number[];
   root?: string;
 }
 
@@ -33,11 +35,11 @@ export interface RunResult {
 /**
  * One simulated run: a cluster of real nodes, clients ingesting to every node, random
  * overlapping faults for `faultMs`; then every fault heals and the cluster must converge, and
- * properties 1–5 are checked. The same seed always makes the same run.
+ * properties 1–6 are checked. The same seed always makes the same run.
  */
 export async function runSeed(options: RunOptions): Promise<RunResult> {
   const size = options.size ?? 3 + new Random(options.seed).fork('size').int(0, 2);
-  const cluster = await SimCluster.create({ seed: options.seed, size, ...(options.root ? { root: options.root } : {}) });
+  const cluster = await SimCluster.create({ seed: options.seed, size, ...(options.root ? { root: options.root } : {}), ...(options.clockSkewsMs ? { clockSkewsMs: options.clockSkewsMs } : {}) });
   try {
     const faults = new FaultInjector(cluster, cluster.random.fork('faults'));
     // A calm start: the first leader is elected before faults begin.
@@ -68,6 +70,7 @@ export async function finish(cluster: SimCluster, size: number, convergeMs: numb
   const logs = await cluster.logs();
   violations.push(...checkLogs(logs, acked));
   for (const [name, ledger] of await cluster.ledgers()) violations.push(...checkLedger(name, logs.get(name) ?? [], ledger));
+  for (const [name, log] of logs) violations.push(...checkIngestTimes(name, log));
   const result: RunResult = {
     seed: cluster.seed,
     size,

@@ -16,6 +16,11 @@ export interface SimClusterOptions {
   /** Nodes in the cluster (3–5). */
   size: number;
   leaseTtlMs?: number;
+  /**
+   * Each node's clock ahead of real time (negative: behind), by index; default a seeded skew of
+   * up to ±2 s. Wall clocks only: lease timers run on the scheduler's time, as monotonic ones do.
+   */
+  clockSkewsMs?: readonly number[];
   /** Where the nodes' data dirs go; default a fresh dir in /dev/shm (or the OS temp dir). */
   root?: string;
 }
@@ -51,7 +56,7 @@ export class SimCluster {
       { length: options.size },
       (_, index) =>
         new SimNode(
-          { index, dir: join(root, `node${index}`), leaseTtlMs: options.leaseTtlMs ?? 1000, clockSkewMs: skews.int(-2000, 2000), logTailBytes: 64 * 1024 },
+          { index, dir: join(root, `node${index}`), leaseTtlMs: options.leaseTtlMs ?? 1000, clockSkewMs: options.clockSkewsMs?.[index] ?? skews.int(-2000, 2000), logTailBytes: 64 * 1024 },
           this.scheduler,
           this.network,
           this.coordinator,
