@@ -62,7 +62,9 @@ export async function findTieredRecords(sources: readonly TierSource[], eventIds
   if (eventIds.size === 0) return found;
   const { eventTimes, unreadable } = options;
   const wanted = [...eventIds].map((id) => ({ id, bytes: Buffer.from(id, 'utf8'), timeMs: eventTimes?.get(id) }));
-  const files: Array<{ source: TierSource; file: TierFile; wanted: typeof wanted }> = [];
+  const byTime = new WantedByTime(wanted);
+  const files: Array<{ source: TierSource; file: TierFile; wanted: WantedId[] }> = [];
+  let work = 0;
   for (const source of sources) {
     let listed: TierFile[];
     try {
@@ -74,9 +76,20 @@ export async function findTieredRecords(sources: readonly TierSource[], eventIds
     }
     for (const file of listed) {
       if (stats) stats.files++;
-      // A file whose declared event_id bounds rule every id out is not opened (an erasure asks
-      // the whole tier: with ids that grow with time, its footers were most of the cost).
-      const inFile = wanted.filter((w) => (eventTimes === undefined || mayHoldTime(file.tsMin, file.tsMax, w.timeMs)) && mayHoldIdBetween(file.eventIdMin, file.eventIdMax, w.bytes));
+      // Only the ids whose time the file's time range holds (by binary search when the times are
+      // known), then a file whose declared event_id bounds rule every id out is not opened (an
+      // erasure asks the whole tier: with ids that grow with time, its footers were most of the cost).
+      const candidates = eventTimes === undefined ? wanted : byTime.within(file.tsMin, file.tsMax);
+      // A year's tier holds hundreds of thousands of files: a turn of the event loop does a
+      // bounded share of the comparisons (one lookup of 10,000 ids over 200,000 files, each id
+      // compared with each file, held the leader's loop ~9 s, past its lease: review).
+      // (A file with no candidate still costs its binary searches and listing entry: ~16.)
+      work += candidates.length + 16;
+      if (work >= COMPARISONS_PER_TURN) {
+        work = 0;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      const inFile = candidates.filter((w) => mayHoldIdBetween(file.eventIdMin, file.eventIdMax, w.bytes));
       if (inFile.length > 0) files.push({ source, file, wanted: inFile });
     }
   }
@@ -103,6 +116,47 @@ interface WantedId {
   id: string;
   bytes: Buffer;
   timeMs: number | undefined;
+}
+
+/** Id-to-file comparisons per turn of the event loop (findTieredRecords): a few ms of work. */
+const COMPARISONS_PER_TURN = 50_000;
+
+/**
+ * The ids looked for, ordered by event time, so the ones a file's time range may hold are found
+ * by binary search instead of a pass over all of them per file (as mayHoldTime decides: an id of
+ * unknown time, or a file without a range, may hold any).
+ */
+class WantedByTime {
+  readonly #timed: WantedId[];
+  readonly #untimed: WantedId[];
+  readonly #all: WantedId[];
+
+  constructor(wanted: readonly WantedId[]) {
+    this.#timed = wanted.filter((w) => w.timeMs !== undefined).sort((a, b) => (a.timeMs as number) - (b.timeMs as number));
+    this.#untimed = wanted.filter((w) => w.timeMs === undefined);
+    this.#all = [...wanted];
+  }
+
+  /** The ids whose time lies in [tsMin, tsMax], and those of unknown time. */
+  within(tsMin: number | undefined, tsMax: number | undefined): WantedId[] {
+    if (tsMin === undefined || tsMax === undefined) return this.#all;
+    const from = this.#firstAtOrAfter(tsMin);
+    const to = this.#firstAtOrAfter(tsMax + 1);
+    if (from === to) return this.#untimed;
+    const inRange = this.#timed.slice(from, to);
+    return this.#untimed.length === 0 ? inRange : [...this.#untimed, ...inRange];
+  }
+
+  #firstAtOrAfter(ms: number): number {
+    let low = 0;
+    let high = this.#timed.length;
+    while (low < high) {
+      const mid = (low + high) >>> 1;
+      if (((this.#timed[mid] as WantedId).timeMs as number) < ms) low = mid + 1;
+      else high = mid;
+    }
+    return low;
+  }
 }
 
 /** The copies of the wanted ids one file holds (see findTieredRecords). */

@@ -107,6 +107,37 @@ describe('findTieredRecords', () => {
     expect(stats).toMatchObject({ files: 5, rowGroups: 2 });
   });
 
+  it("over a year's files, hands each file exactly the ids its time bounds hold (its ends included) and gives the event loop turns while it looks", async () => {
+    // A listing of 60,000 one-second files; the ids' times name two of them at their very ends, and one before them all.
+    const files: TierFile[] = Array.from({ length: 60_000 }, (_, i) => ({ key: `f${i}`, eventDate: '2026-05-01', rows: 1, tsMin: T0 + i * 1000, tsMax: T0 + i * 1000 + 999, bytes: 1 }));
+    let turns = 0;
+    let spinning = true;
+    const spin = () => {
+      if (!spinning) return;
+      turns++;
+      setImmediate(spin);
+    };
+    setImmediate(spin);
+    const opened: Array<{ key: string; turns: number }> = [];
+    const source: TierSource = {
+      name: 'a year',
+      listFiles: async () => files,
+      open: async (file) => {
+        opened.push({ key: file.key, turns });
+        throw new Error('not read here');
+      },
+    };
+    const eventTimes = new Map([['at-min', T0 + 10_000], ['at-max', T0 + 20_999], ['before', T0 - 1]]);
+    try {
+      await findTieredRecords([source], new Set(eventTimes.keys()), undefined, { eventTimes, unreadable: () => undefined });
+    } finally {
+      spinning = false;
+    }
+    expect(opened.map((o) => o.key).sort()).toEqual(['f10', 'f20']);
+    // Looked at in a single turn, the other callback would have had none before the first open.
+    expect(Math.min(...opened.map((o) => o.turns))).toBeGreaterThan(5);
+  });
+
   it("with an id's event time, reads only the row groups whose ts statistics hold it (a compacted day is one file)", async () => {
     const groups = 20;
     const perGroup = 500;
