@@ -30,6 +30,9 @@ export interface StandbyProgress {
  */
 export const NOT_APPLYING_PULLS = 12;
 
+/** Node ids whose last pull this node keeps: far more than any cluster has members. */
+export const PULLS_HEARD_MAX = 1024;
+
 /**
  * The leader's record of how far each standby holds its log, for one term at a time: only
  * pulls that matched this leader's log in the term it leads are recorded, and a new term
@@ -59,7 +62,12 @@ export class ReplicationTracker {
    * (LeaderElector, CUT_OFF_TTLS).
    */
   pullHeard(nodeId: string): void {
+    // Kept in the order last heard, the least recent first, and at most PULLS_HEARD_MAX: a node
+    // id is a name a pull gives, and one that never comes back (a pod restarted under a new id,
+    // or ids made up by a sender holding the cluster token) must not stay for good.
+    this.#pullsHeard.delete(nodeId);
     this.#pullsHeard.set(nodeId, this.#clock.monotonicMs());
+    if (this.#pullsHeard.size > PULLS_HEARD_MAX) this.#pullsHeard.delete(this.#pullsHeard.keys().next().value as string);
   }
 
   /** When `nodeId`'s last pull request reached this node (monotonic), or undefined. */

@@ -1,9 +1,22 @@
 // Goal: a leader counts a standby's progress only in the term it leads, so an older term's progress or a longer log from another leader never makes an entry look replicated.
 import { describe, expect, it } from 'vitest';
-import { ReplicationTracker } from '../src/replication-tracker.js';
+import { PULLS_HEARD_MAX, ReplicationTracker } from '../src/replication-tracker.js';
 import { ManualClock } from './manual-clock.js';
 
 describe('ReplicationTracker', () => {
+  it('keeps when each node last pulled for at most PULLS_HEARD_MAX node ids, forgetting the least recently heard', () => {
+    const tracker = new ReplicationTracker(new ManualClock());
+    tracker.pullHeard('member');
+    for (let i = 0; i < PULLS_HEARD_MAX - 1; i++) tracker.pullHeard(`gone-${i}`);
+    // The member pulls again: now the most recent; one more id past the bound drops the least recent.
+    tracker.pullHeard('member');
+    tracker.pullHeard('one-more');
+    expect(tracker.lastPullMs('member')).toBeDefined();
+    expect(tracker.lastPullMs('one-more')).toBeDefined();
+    expect(tracker.lastPullMs('gone-0')).toBeUndefined();
+    expect(tracker.lastPullMs('gone-1')).toBeDefined();
+  });
+
   it('confirms a seq once a standby holds it in the same term, and never across terms', () => {
     const tracker = new ReplicationTracker(new ManualClock());
     tracker.record(2, 's1', 9);
