@@ -134,6 +134,19 @@ describe('authentication and roles', () => {
     }
   });
 
+  it('takes a JWT signature only in the exact unpadded base64url spelling it was issued in (padded, with junk characters, in the +/ alphabet or with a spare bit flipped: 401)', async () => {
+    const t = await startTestNode({ props: authProps });
+    const jwt = signHs256({ sub: 'eve', role: 'admin', exp: Math.floor(Date.now() / 1000) + 600 }, JWT_SECRET);
+    const [h, p, sig] = jwt.split('.') as [string, string, string];
+    expect((await t.request('/admin/audit/settings', withAuth(`Bearer ${jwt}`))).status).toBe(200);
+    // The last of 43 characters carries 4 bits of the MAC and 2 spare ones.
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const spareFlipped = sig.slice(0, -1) + alphabet[alphabet.indexOf(sig.at(-1) as string) ^ 1];
+    const variants = [`${sig}=`, `${sig}!!`, `${sig.slice(0, 10)}*${sig.slice(10)}`, sig.replace(/-/g, '+').replace(/_/g, '/'), spareFlipped].filter((variant) => variant !== sig);
+    expect(variants.length).toBeGreaterThanOrEqual(4);
+    for (const variant of variants) expect((await t.request('/admin/audit/settings', withAuth(`Bearer ${h}.${p}.${variant}`))).status, variant).toBe(401);
+  });
+
   it('with auditlake.auth.jwt.issuer and .audience, refuses a JWT the same secret signed for another issuer or audience', async () => {
     const t = await startTestNode({ props: { ...authProps, 'auditlake.auth.jwt.issuer': 'https://idp.example', 'auditlake.auth.jwt.audience': 'auditlake' } });
     const nowSec = Math.floor(Date.now() / 1000);
