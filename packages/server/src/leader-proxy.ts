@@ -18,6 +18,19 @@ const FORWARDED_HEADERS = ['authorization', 'accept', 'content-type'];
  */
 const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
 
+/**
+ * Request bodies as their client sent them, for routes whose parser keeps the text
+ * ({@link keepBodyText}): forwarded as they are. Re-serialised from the parsed value, a body could
+ * change its meaning on the way (`1e400` is parsed as Infinity and written as `null`, which the
+ * settings route takes as "unset": a value the leader refuses became an unset on a standby, review).
+ */
+const bodyTexts = new WeakMap<FastifyRequest, string>();
+
+/** Keeps a request body's text as it was sent, for proxyToLeader to forward. */
+export function keepBodyText(request: FastifyRequest, text: string): void {
+  bodyTexts.set(request, text);
+}
+
 export interface ProxyOptions {
   /**
    * How long to wait for the leader's answer to begin (its status and headers); the body then
@@ -55,10 +68,11 @@ export async function proxyToLeader(leaderUrl: string | undefined, request: Fast
   reply.raw.once('close', () => abort.abort(new Error('the connection to the client closed')));
   let res: Response;
   try {
-    res = await fetch(leaderUrl + request.url, {
+    const text = bodyTexts.get(request);
+    res = await fetch(leaderUrl + originForm(request.url), {
       method: request.method,
       headers,
-      ...(request.body === undefined ? {} : { body: JSON.stringify(request.body) }),
+      ...(text !== undefined ? { body: text } : request.body === undefined ? {} : { body: JSON.stringify(request.body) }),
       signal: abort.signal,
     });
   } catch (err) {
@@ -90,6 +104,18 @@ export async function proxyToLeader(leaderUrl: string | undefined, request: Fast
   // Streamed through, so a large NDJSON answer is never held whole on this node.
   await reply.send(body ?? (res.body === null ? '' : Readable.fromWeb(res.body)));
   return true;
+}
+
+/**
+ * The path and query of a request target (RFC 9112 §3.2): an absolute-form target
+ * (`GET http://host/path`), which the router routes by its path, was appended whole to the
+ * leader's URL, a URL no fetch could make — a read fell back to the stale replica and a write
+ * was answered 504 "it may have carried it out" though the leader never saw it (review).
+ */
+function originForm(target: string): string {
+  if (target.startsWith('/')) return target;
+  const url = new URL(target, 'http://origin-form.invalid');
+  return `${url.pathname}${url.search}`;
 }
 
 /** A 503 with one of these codes says the node asked is not (or no longer) the leader. */

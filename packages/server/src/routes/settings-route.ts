@@ -1,6 +1,6 @@
 import { AuditError, AuditErrorCode, settingsView } from '@auditlake/model';
 import type { FastifyInstance } from 'fastify';
-import { PROXY_TIMEOUT_MS, proxyToLeader } from '../leader-proxy.js';
+import { keepBodyText, PROXY_TIMEOUT_MS, proxyToLeader } from '../leader-proxy.js';
 import { jsonDuplicateMember } from '../json-duplicate-member.js';
 import type { Membership } from '../membership.js';
 import type { SettingsSaved, SettingsService } from '../settings-service.js';
@@ -49,10 +49,12 @@ export function registerSettingsRoutes(app: FastifyInstance, settings: SettingsS
   });
   // In a scope of its own: only this route's JSON bodies are read by the parser that refuses a key given twice.
   void app.register(async (scope) => {
-    scope.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, raw, done) => {
+    scope.addContentTypeParser('application/json', { parseAs: 'string' }, (request, raw, done) => {
       const text = raw as string;
       // A leading byte-order mark is taken, as Fastify's own parser takes it (review).
       const body = text.startsWith('\uFEFF') ? text.slice(1) : text;
+      // A standby forwards the text itself to the leader, which judges it as sent.
+      keepBodyText(request, body);
       let value: unknown;
       try {
         value = JSON.parse(body);
