@@ -58,16 +58,22 @@ export class ConflictRecorder {
  * standby forwarded: its log names them), `details` what was refused and by whom it was sent.
  */
 export function conflictEvent(conflicts: readonly EventIdConflict[], sender: ConflictSender, nowMs: number): AuditEvent {
-  const named = conflicts.slice(0, CONFLICTS_RECORDED_MAX).map((c) => `eventId ${JSON.stringify(c.eventId)}: stored content ${c.storedHash}, refused content ${c.refusedHash}`);
-  const more = conflicts.length - named.length;
   const who = sender.principal === undefined ? `sent by a client of node ${sender.receivedBy} (forwarded: that node's log names the sender)` : `sent by ${JSON.stringify(sender.principal)}`;
   const from = `${who}${sender.clientAddress === undefined ? '' : ` from ${sender.clientAddress}`}, received by node ${sender.receivedBy}`;
-  const details = [
-    `refused ${conflicts.length} ${conflicts.length === 1 ? 'event' : 'events'} whose eventId holds an event with other content (the event stored first is kept)`,
-    ...named,
-    ...(more > 0 ? [`${more} more not named`] : []),
-    from,
-  ].join('; ');
+  const head = `refused ${conflicts.length} ${conflicts.length === 1 ? 'event' : 'events'} whose eventId holds an event with other content (the event stored first is kept)`;
+  // Named while they fit beside who sent them: cut to the field's limit, twenty ids of 128
+  // control characters (each escaped to ~770 bytes) pushed the sender and address off the end
+  // (review). The room for "K more not named" is kept too (at most 30 bytes).
+  let room = FIELD_LIMIT_BYTES.details - Buffer.byteLength(`${head}; ; ${from}`) - 30;
+  const named: string[] = [];
+  for (const c of conflicts.slice(0, CONFLICTS_RECORDED_MAX)) {
+    const text = `eventId ${JSON.stringify(c.eventId)}: stored content ${c.storedHash}, refused content ${c.refusedHash}`;
+    room -= Buffer.byteLength(text) + 2;
+    if (room < 0) break;
+    named.push(text);
+  }
+  const more = conflicts.length - named.length;
+  const details = [head, ...named, ...(more > 0 ? [`${more} more not named`] : []), from].join('; ');
   const eventId = newEventId(nowMs);
   return {
     eventId,

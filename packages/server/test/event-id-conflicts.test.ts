@@ -113,4 +113,16 @@ describe('eventId conflicts on a single node', () => {
     expect(records[0]?.details).toContain('; 130 more not named; sent by "ingest"');
     expect(await conflictsCounted(t)).toBe(150);
   });
+
+  it('names the sender and its address whatever ids it chose: ids that escape long are named only while they fit beside them', async () => {
+    const t = await startTestNode();
+    // Twenty ids of 128 control characters, each written \u00XX in the record: ~15 KiB of names.
+    const ids = Array.from({ length: 20 }, (_, i) => '\u0001'.repeat(127) + String.fromCharCode(0x0e + i));
+    expect((await t.ingest(ids.map((eventId) => event({ eventId, query: 'SELECT 1', ts: TS })))).status).toBe(200);
+    expect((await t.ingest(ids.map((eventId) => event({ eventId, query: 'SELECT 2', ts: TS })))).json).toMatchObject({ conflicts: 20 });
+    const [record] = await conflictRecords(t);
+    expect(record?.details).toMatch(/^refused 20 events whose eventId/);
+    expect(record?.details).toMatch(new RegExp(`; \\d+ more not named; sent by "ingest" from 127\\.0\\.0\\.1, received by node ${t.node.nodeId}$`));
+    expect(Buffer.byteLength(record?.details ?? '')).toBeLessThanOrEqual(16 * 1024);
+  });
 });
