@@ -1,12 +1,14 @@
-// Goal: error codes say what happened and retryable ones tell the client when to retry; a single node refuses ack=replicated before storing anything and reports itself in /admin/cluster and the cluster gauges; at auditlake.http.connections.max a new connection replaces one that is not in a request, or is closed when every one is; past auditlake.http.connections.per.client.max from one client it is closed as it arrives; request bodies are bounded in bytes held at once and in time.
+// Goal: error codes say what happened and retryable ones tell the client when to retry; a single node refuses ack=replicated before storing anything and reports itself in /admin/cluster and the cluster gauges; at auditlake.http.connections.max a new connection replaces one that is not in a request, else one whose client stopped reading its answer, or is closed when every one is in a request being answered; past auditlake.http.connections.per.client.max from one client it is closed as it arrives; request bodies are bounded in bytes held at once and in time.
 import { once } from 'node:events';
-import { Agent, get } from 'node:http';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { Agent, createServer, get } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import Fastify from 'fastify';
 import { AuditError, AuditErrorCode } from '@auditlake/model';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { guardRequestBodies } from '../src/body-guard.js';
-import { clientOf } from '../src/connection-limits.js';
+import { clientOf, limitConnections } from '../src/connection-limits.js';
 import { toHttpError } from '../src/http-errors.js';
 import { event, startTestNode } from './test-node.js';
 
@@ -64,11 +66,12 @@ describe('a single node (no --coordinator)', () => {
   });
 });
 
+const health = (port: number, agent: Agent | false) =>
+  new Promise<number>((resolve, reject) => get({ host: '127.0.0.1', port, path: '/health', agent }, (res) => res.resume().on('end', () => resolve(res.statusCode ?? 0))).on('error', reject));
+const openConnections = (t: { node: { app: { server: { getConnections(cb: (err: Error | null, n: number) => void): void } } } }) =>
+  new Promise<number>((resolve) => t.node.app.server.getConnections((_err, n) => resolve(n)));
+
 describe('auditlake.http.connections.max', () => {
-  const health = (port: number, agent: Agent | false) =>
-    new Promise<number>((resolve, reject) => get({ host: '127.0.0.1', port, path: '/health', agent }, (res) => res.resume().on('end', () => resolve(res.statusCode ?? 0))).on('error', reject));
-  const openConnections = (t: { node: { app: { server: { getConnections(cb: (err: Error | null, n: number) => void): void } } } }) =>
-    new Promise<number>((resolve) => t.node.app.server.getConnections((_err, n) => resolve(n)));
 
   it('at the cap, a new connection takes the place of the oldest that never sent a whole request (slow headers), and open ones keep working', async () => {
     const t = await startTestNode({ props: { 'auditlake.http.connections.max': '20' } });
@@ -144,6 +147,58 @@ describe('auditlake.http.connections.max', () => {
     // Room again once one ends.
     busy.shift()?.destroy();
     await expect.poll(() => health(port, false).catch(() => 0)).toBe(200);
+  });
+});
+
+describe('answers a client does not read', () => {
+  it('at the cap, a connection whose client stopped reading its answer (pipelined requests for a large open asset) makes room for a new one', { timeout: 60_000 }, async () => {
+    const t = await startTestNode({ props: { 'auditlake.http.connections.max': '8', 'auditlake.http.connections.per.client.max': '8' } });
+    const port = Number(new URL(t.node.url).port);
+    const dist = join(import.meta.dirname, '../../ui/dist/assets');
+    const asset = readdirSync(dist).find((name) => name.endsWith('.js')) as string;
+    const stalled: Socket[] = [];
+    onTestFinished(() => stalled.forEach((socket) => socket.destroy()));
+    for (let i = 0; i < 8; i++) {
+      const socket = connect({ port, host: '127.0.0.1', localAddress: '127.0.0.2' });
+      await once(socket, 'connect');
+      socket.on('error', () => undefined);
+      socket.pause(); // never reads
+      // No credentials needed: the Admin UI's script is open. More answers than the socket buffers hold.
+      socket.write(`GET /admin/audit/assets/${asset} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`.repeat(32));
+      stalled.push(socket);
+    }
+    await expect.poll(() => openConnections(t)).toBe(8);
+    // Until their pipelines stall, each is idle for a moment between two answers (and replaced so):
+    // given time to fill the socket buffers, all are in a request whose answer waits.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    // Once their answers are seen to take no byte, a new client takes one's place (before, every
+    // new connection was closed for as long as these stayed open).
+    await expect.poll(() => health(port, false).catch(() => 0), { timeout: 10_000, interval: 250 }).toBe(200);
+  });
+});
+
+describe('an answer that takes no byte', () => {
+  it('has its connection closed after stalledAnswerCloseMs, whatever the count, while a client that reads is served', { timeout: 30_000 }, async () => {
+    const body = Buffer.alloc(1 << 20, 'a');
+    const server = createServer((_request, response) => response.end(body));
+    limitConnections(server, { max: 100, perClientMax: 100, stalledAnswerCloseMs: 2_000 });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    onTestFinished(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const port = (server.address() as AddressInfo).port;
+    const count = () => new Promise<number>((resolve) => server.getConnections((_err, n) => resolve(n)));
+    const stalled = connect(port, '127.0.0.1');
+    onTestFinished(() => {
+      stalled.destroy();
+    });
+    await once(stalled, 'connect');
+    stalled.on('error', () => undefined);
+    stalled.pause(); // never reads: 8 MiB of answers asked for, more than the socket buffers hold
+    stalled.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(8));
+    await expect.poll(count).toBe(1);
+    // A client that reads its (as large) answer is served meanwhile.
+    expect(await health(port, false)).toBe(200);
+    await expect.poll(count, { timeout: 10_000, interval: 250 }).toBe(0);
   });
 });
 
