@@ -187,6 +187,14 @@ export class Redactor {
     const site = new RegExp(KEY_SITE.source, 'g');
     let match: RegExpExecArray | null;
     while ((match = site.exec(text)) !== null) {
+      if (out.count >= MASKED_VALUES_PER_TEXT_MAX) {
+        // Past so many secrets in one field, the rest of it is masked whole: value by value a
+        // crafted field costs ~1 µs a value (lists of 60 values under `password`, again and
+        // again, held the ingest parse thread ~2.5 s per 8 MiB body: review). Masking more
+        // than asked never shows a value.
+        out.mask({ quote: '', content: text.slice(match.index), contentStart: match.index, contentEnd: text.length, end: text.length }, REDACTION_MASK);
+        break;
+      }
       const quote = match[1];
       const key = match[2] ?? match[4] ?? '';
       const valueStart = match.index + match[0].length;
@@ -390,6 +398,7 @@ const LIST_ITEM_KEY = /(?:[\w.$-]{1,256}|"[^"\\\r\n]{0,256}"|'[^'\\\r\n]{0,256}'
 function maskListValues(text: string, at: number, out: Splicer, unquotedMask: string): number {
   let depth = 0;
   let i = at;
+  let masked = 0;
   while (i < text.length) {
     const c = text[i] as string;
     if (c === '[' || c === '(') {
@@ -401,6 +410,15 @@ function maskListValues(text: string, at: number, out: Splicer, unquotedMask: st
       if (depth === 0) return i;
     } else if (c === ',' || /\s/.test(c)) {
       i++;
+    } else if (masked === LIST_VALUES_MASKED_ONE_BY_ONE) {
+      // The rest of a long list is masked as one span: item by item, each costs a few pattern
+      // tests (~1 µs), and a body of `password=(a a a …)` held the ingest parse thread ~4 s
+      // for 8 MiB, every other sender's ingest behind it (review).
+      const close = listEnd(text, i, depth);
+      out.mask({ quote: '', content: text.slice(i, close), contentStart: i, contentEnd: close, end: close }, REDACTION_MASK);
+      masked++;
+      i = close;
+      depth = 1;
     } else {
       LIST_ITEM_KEY.lastIndex = i;
       SUBQUERY.lastIndex = i;
@@ -418,10 +436,32 @@ function maskListValues(text: string, at: number, out: Splicer, unquotedMask: st
       const value = readValue(text, i);
       if (value === undefined) return i;
       out.mask(value, value.quote === '' ? unquotedMask : REDACTION_MASK);
+      masked++;
       i = value.end;
     }
   }
   return i;
+}
+
+/** Values masked one by one in one text (field); past them, the rest of it is masked whole. */
+const MASKED_VALUES_PER_TEXT_MAX = 256;
+
+/** Values of one list masked one by one; past them, the rest of the list is masked whole. */
+const LIST_VALUES_MASKED_ONE_BY_ONE = 64;
+
+/**
+ * The index of the bracket that closes, from `from` inside a list `depth` levels deep, the
+ * outermost list (quoted strings skipped); text.length when none does.
+ */
+function listEnd(text: string, from: number, depth: number): number {
+  let open = depth;
+  for (let i = from; i < text.length; i++) {
+    const c = text[i] as string;
+    if (c === '"' || c === "'" || c === '`') i = closingQuote(text, i + 1, c);
+    else if (c === '[' || c === '(') open++;
+    else if ((c === ']' || c === ')') && --open === 0) return i;
+  }
+  return text.length;
 }
 
 /** Index of the quote closing a string opened before `from` (text.length when none does). */
@@ -515,6 +555,11 @@ class Splicer {
 
   constructor(text: string) {
     this.#text = text;
+  }
+
+  /** Values masked so far. */
+  get count(): number {
+    return this.#count;
   }
 
   /** Replaces a value's content; an empty value or one already masked is left as it is. */

@@ -31,6 +31,26 @@ describe('Redactor: the promised syntaxes', () => {
     });
   }
 
+  it('masks a long list under a sensitive key value by value for its first 64, then the rest of it as one span, and goes on after it', () => {
+    const values = Array.from({ length: 200 }, (_, i) => `v${i}`);
+    const nested = `password=(${values.slice(0, 100).join(' ')}, ('x)y', [z1, z2]), ${values.slice(100).join(', ')}) AND user=bob AND token=t1`;
+    const result = masked(nested);
+    // 64 one by one, the rest in one, then the token after the list.
+    expect(result.count).toBe(66);
+    expect(result.text).toBe(`password=(${Array.from({ length: 64 }, () => REDACTION_MASK).join(' ')} ${REDACTION_MASK}) AND user=bob AND token=${REDACTION_MASK}`);
+    // The same for a list that never closes: masked to the end of the text.
+    expect(masked(`password=[${values.join(', ')}`).text).toBe(`password=[${Array.from({ length: 64 }, () => REDACTION_MASK).join(', ')}, ${REDACTION_MASK}`);
+  });
+
+  it('masks the first 256 values of one text one by one, then the rest of the text whole (from the next key on)', () => {
+    const text = `${'token=x '.repeat(300)}tail`;
+    const result = masked(text);
+    expect(result.count).toBe(257);
+    expect(result.text).toBe(`${`token=${REDACTION_MASK} `.repeat(256)}${REDACTION_MASK}`);
+    // Masked again, nothing changes and nothing is counted.
+    expect(masked(result.text)).toEqual({ text: result.text, count: 0 });
+  });
+
   it('leaves a masked text alone when masked again (idempotent, nothing counted)', () => {
     for (const [, expected] of cases) expect(masked(expected)).toEqual({ text: expected, count: 0 });
   });
