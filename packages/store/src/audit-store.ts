@@ -49,6 +49,7 @@ import { contentHashAgainst, encodedContentReference, headOf, RecordChain, store
 import { addIntegrityPuts, erasureEntryOf, type RegisteredKey } from './integrity-index.js';
 import { IngestClock } from './ingest-clock.js';
 import { PrunedRanges, type PrunedRange } from './pruned-ranges.js';
+import { prunedRangeOps, putPrunedRangeOps, readPrunedRanges } from './pruned-range-keys.js';
 import { NONE_FOUND, resendCandidates, tieredCopiesOf, type TieredCopyLookup } from './resent-after-retention.js';
 import { DayLedger, type DayLedgerChange, type DayLedgerFilter, type DayLedgerPage, type DayLedgerRow } from './day-ledger.js';
 import { SourceLedger, type SourceLedgerEntry, type SourceLedgerPage, type SourceLedgerSummary } from './source-ledger.js';
@@ -130,7 +131,6 @@ const SOURCE_SEQ_KEY = ',"sourceSeq":';
 const ERASE_ACTION_BYTES = Buffer.from(INTEGRITY_ACTIONS.erase);
 
 /** Local-metadata key of the seq ranges retention deleted (PrunedRanges). */
-const PRUNED_RANGES_KEY = localKey('prunedRanges');
 /**
  * Local-metadata key of the seq of the newest checkpoint record retention deleted, whose
  * checkpoint index entry (`c!<seq>`) retention keeps: the next checkpoint links to it.
@@ -426,7 +426,7 @@ export class AuditStore {
       store.#erasedIdsOwed = erasedIdsOwedOf(await store.#db.get(ERASED_IDS_SYNC_KEY), position.lastSeq);
       store.#erasedIdsComplete = erasedIdsCompleteOf(await store.#db.get(ERASED_IDS_COMPLETE_KEY));
       store.#chain = new RecordChain(options.chain ?? true, await store.#readChainHead(position.lastSeq));
-      store.#pruned = new PrunedRanges(JSON.parse((await store.#db.get(PRUNED_RANGES_KEY)) ?? '[]') as PrunedRange[]);
+      store.#pruned = new PrunedRanges(await readPrunedRanges(store.#db));
       const prunedCheckpoint = await store.#db.get(PRUNED_CHECKPOINT_KEY);
       store.#prunedCheckpointSeq = prunedCheckpoint === undefined ? undefined : Number(prunedCheckpoint);
       const prunedTimeMax = await store.#db.get(PRUNED_TIME_MAX_KEY);
@@ -1199,7 +1199,7 @@ export class AuditStore {
       if (rangesKept.length > 0) {
         prunedAfter = new PrunedRanges(this.#pruned.all);
         for (const kept of rangesKept) prunedAfter.addAfter(kept);
-        batch.put(PRUNED_RANGES_KEY, JSON.stringify(prunedAfter.all));
+        putPrunedRangeOps(batch, prunedRangeOps(this.#pruned.all, prunedAfter.all));
       }
       if (gapSeqMax > this.#gapSeqMax) {
         batch.put(localKey(GAP_SEQ_MAX), String(gapSeqMax));
@@ -1498,7 +1498,7 @@ export class AuditStore {
     if (this.#pruned.all.some((range) => range.toSeq >= seq)) {
       prunedCut = new PrunedRanges(this.#pruned.all);
       prunedCut.cutFrom(seq, known?.started === true ? known.hash : undefined);
-      ops.push({ type: 'put', key: PRUNED_RANGES_KEY, value: JSON.stringify(prunedCut.all) });
+      ops.push(...prunedRangeOps(this.#pruned.all, prunedCut.all));
     }
     for (const [key, value] of await db.iterator({ gte: PREFIX.key, lt: prefixEnd(PREFIX.key) }).all()) {
       if ((JSON.parse(value) as RegisteredKey).seq >= seq) ops.push({ type: 'del', key });
@@ -1960,7 +1960,7 @@ export class AuditStore {
           // The ranges too: an applied batch may have added ranges the sender deleted meanwhile.
           const pruned = new PrunedRanges(this.#pruned.all);
           for (const { seq, chainHash } of prunedSeqs) pruned.add(seq, chainHash);
-          batch.put(PRUNED_RANGES_KEY, JSON.stringify(pruned.all));
+          putPrunedRangeOps(batch, prunedRangeOps(this.#pruned.all, pruned.all));
           let prunedCheckpointSeq = this.#prunedCheckpointSeq;
           for (const seq of checkpointSeqs) {
             if (prunedCheckpointSeq === undefined || seq > prunedCheckpointSeq) {

@@ -189,6 +189,19 @@ describe('AuditStore', () => {
     expect(await store.countAfter(7)).toBe(5);
   });
 
+  it('keeps the ranges retention deleted across a reopen, islands and all (one key per range)', async () => {
+    const where = await location();
+    const store = await openStore({ location: where });
+    // Old and new events interleaved: retention deletes islands.
+    await store.append(Array.from({ length: 20 }, (_, i) => ev(`i${i}`, i % 2 === 0 ? 100 + i : 50_000 + i)));
+    expect((await store.pruneBefore(10_000, 3, async () => true)).deleted).toBe(10);
+    const ranges = store.prunedRanges;
+    expect(ranges.map((range) => [range.fromSeq, range.toSeq])).toEqual(Array.from({ length: 10 }, (_, i) => [2 * i + 1, 2 * i + 1]));
+    await store.close();
+    const again = await openStore({ location: where });
+    expect(again.prunedRanges).toEqual(ranges);
+  });
+
   it('stops a prune between batches when asked', async () => {
     const store = await openStore();
     await store.append(Array.from({ length: 30 }, (_, i) => ev(`o${i}`, i)));
