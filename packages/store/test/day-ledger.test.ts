@@ -256,6 +256,7 @@ describe('a store written before the day counts', () => {
     await db.open();
     const batch = db.batch();
     for (const key of await db.keys({ gte: 'y!', lt: 'y"' }).all()) batch.del(key);
+    for (const key of await db.keys({ gte: localKey('dayRows!'), lt: localKey('dayRows"') }).all()) batch.del(key);
     batch.put(localKey('ledgerVersion'), '1');
     await batch.write({ sync: true });
     await db.close();
@@ -329,6 +330,40 @@ describe('the day counts are bounded', () => {
     // After a reopen (nothing in memory) a new source of the full day still goes to its overflow row.
     await reopened.append([{ ...ev(0), eventId: 'after', source: 'one-more', query: '', timestamp: DAY0 + 7 }]);
     expect((await reopened.dayLedger({ fromDay: day, toDay: day })).filter((row) => row.source === null)).toEqual([{ day, sourceId: OTHER_SOURCES, source: null, received: 26, stored: 1, tiered: 25, pruned: 25 }]);
+  });
+
+  it("keep each day's number of rows beside its rows: after a reopen a day's count is read, not counted from its rows; a day without one is counted once and its count kept", async () => {
+    const { store, location } = await openStore();
+    const day0 = dayOf(DAY0);
+    const day1 = dayOf(DAY0 + DAY_MS);
+    const onDay = (dayMs: number, source: string, id: string): AuditEvent => ({ ...ev(1), eventId: id, source, query: '', timestamp: dayMs });
+    await store.append([onDay(DAY0, 'a', 'x1'), onDay(DAY0, 'b', 'x2'), onDay(DAY0 + DAY_MS, 'a', 'y1')]);
+    await closeStore(store);
+    const db = new Level<string, string>(location, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
+    await db.open();
+    expect(await db.get(localKey(`dayRows!${day0}`))).toBe('2');
+    // The count is what is read: said full, the day's next new source goes to its overflow row
+    // (counted from its rows, two, it would get a row of its own).
+    await db.put(localKey(`dayRows!${day0}`), String(DAY_LEDGER_SOURCES_MAX));
+    // A day whose rows an earlier version wrote has no count: counted from its rows when it gets one.
+    await db.del(localKey(`dayRows!${day1}`));
+    await db.close();
+    const { store: reopened } = await openStore(location);
+    await reopened.append([onDay(DAY0, 'c', 'x3'), onDay(DAY0 + DAY_MS, 'b', 'y2')]);
+    const rows = await reopened.dayLedger();
+    expect(rows.filter((row) => row.day === day0).map((row) => [row.sourceId, row.source, row.received])).toEqual(
+      expect.arrayContaining([
+        [OTHER_SOURCES, null, 1],
+        [null, 'a', 1],
+        [null, 'b', 1],
+      ]),
+    );
+    expect(rows.filter((row) => row.day === day1).map((row) => row.source).sort()).toEqual(['a', 'b']);
+    await closeStore(reopened);
+    const after = new Level<string, string>(location, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
+    await after.open();
+    expect(await after.get(localKey(`dayRows!${day1}`))).toBe('2');
+    await after.close();
   });
 
   it('hold a bounded number of rows in memory however many days the events name, and read the others from LevelDB', async () => {
