@@ -532,6 +532,23 @@ describe('AuditStore replication and outbox', () => {
     expect(await ids(reopened)).toEqual(['f']);
   });
 
+  it('counts an outbox larger than what it reads at once across a reopen, with holes left by forwards that finished out of order', async () => {
+    const loc = await location();
+    const store = await AuditStore.open({ location: loc });
+    // 25,000 entries: more than two chunks of the count at open.
+    for (let i = 0; i < 5; i++) await store.enqueueOutbox(Array.from({ length: 5_000 }, (_, j) => encodeEvent(ev(`big${i * 5_000 + j}`, j))));
+    const front = await store.readOutbox(10_003);
+    // The front 10,000 forwarded, and one further on: holes, not a run.
+    await store.deleteOutbox([...front.slice(0, 10_000), front[10_002]!].map((entry) => entry.key));
+    await store.close();
+    const reopened = await openStore({ location: loc });
+    expect(reopened.outboxCount).toBe(14_999);
+    expect((await reopened.readOutbox(3)).map((e) => (JSON.parse(e.json) as AuditEvent).eventId)).toEqual(['big10000', 'big10001', 'big10003']);
+    await reopened.enqueueOutbox([encodeEvent(ev('after', 1))]);
+    expect(reopened.outboxCount).toBe(15_000);
+    expect((await reopened.outboxEventIds()).at(-1)).toBe('after');
+  });
+
   it('marks an entry as holding an unsent new id only for ids assigned here, on its first read, before any restart', async () => {
     const loc = await location();
     const store = await AuditStore.open({ location: loc });
