@@ -2631,7 +2631,7 @@ async function countOutbox(db: Level<string, string>): Promise<{ count: number; 
     const keys = await db.keys({ gte: from, lt: prefixEnd(PREFIX.outbox), limit: OUTBOX_COUNT_CHUNK }).all();
     if (keys.length === 0) break;
     firstKey ??= keys[0];
-    lastKey = keys[keys.length - 1] as string;
+    lastKey = keys[keys.length - 1];
     count += keys.length;
     from = `${lastKey}\u0000`;
   }
