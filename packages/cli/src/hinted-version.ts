@@ -1,4 +1,4 @@
-import { currentSnapshot, parseTableMetadata, type IcebergSnapshot, type IcebergTableMetadata } from '@auditlake/format';
+import { currentSnapshot, parseTableMetadata, snapshotAncestry, type IcebergTableMetadata } from '@auditlake/format';
 import { metadataVersionKey, type IcebergTableRef, type LoadedTable, type ObjectStore } from '@auditlake/lake';
 import { AuditError, AuditErrorCode, isAuditError } from '@auditlake/model';
 
@@ -37,19 +37,6 @@ export async function checkHintedVersion(objects: ObjectStore, table: IcebergTab
   if (same['manifest-list'] !== shown['manifest-list'] || same['sequence-number'] !== shown['sequence-number']) {
     throw refuse(`its current snapshot ${id} names manifest list ${shown['manifest-list']} (sequence number ${shown['sequence-number']}), where the newest version names ${same['manifest-list']} (${same['sequence-number']})`);
   }
-  if (!inAncestry(loaded.metadata, id)) throw refuse(`its current snapshot ${id} is not in the ancestry of the newest version's current snapshot`);
+  if (!snapshotAncestry(loaded.metadata).some((snapshot) => snapshot['snapshot-id'] === id)) throw refuse(`its current snapshot ${id} is not in the ancestry of the newest version's current snapshot`);
   return `verify: version-hint.text of ${where} names v${hinted}, behind the newest v${loaded.version}: readers that trust the hint see snapshot ${id}, an earlier state of the history verified here, until the next commit moves it`;
-}
-
-/** Whether snapshot `id` is the current snapshot of `metadata` or one of its ancestors. */
-function inAncestry(metadata: IcebergTableMetadata, id: number): boolean {
-  const byId = new Map<number, IcebergSnapshot>(metadata.snapshots.map((snapshot) => [snapshot['snapshot-id'], snapshot]));
-  const seen = new Set<number>();
-  for (let snapshot = currentSnapshot(metadata); snapshot !== undefined && !seen.has(snapshot['snapshot-id']); ) {
-    if (snapshot['snapshot-id'] === id) return true;
-    seen.add(snapshot['snapshot-id']);
-    const parent = snapshot['parent-snapshot-id'];
-    snapshot = parent === undefined || parent === null ? undefined : byId.get(parent);
-  }
-  return false;
 }
