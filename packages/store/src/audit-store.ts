@@ -130,7 +130,6 @@ const SOURCE_SEQ_KEY = ',"sourceSeq":';
 /** The erasure action, as bytes to search a replicated entry for before decoding it. */
 const ERASE_ACTION_BYTES = Buffer.from(INTEGRITY_ACTIONS.erase);
 
-/** Local-metadata key of the seq ranges retention deleted (PrunedRanges). */
 /**
  * Local-metadata key of the seq of the newest checkpoint record retention deleted, whose
  * checkpoint index entry (`c!<seq>`) retention keeps: the next checkpoint links to it.
