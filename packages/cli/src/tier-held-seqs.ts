@@ -1,5 +1,5 @@
 /** A seq range, both ends included. */
-export interface SeqRange {
+export interface SeqSpan {
   fromSeq: number;
   toSeq: number;
 }
@@ -13,15 +13,15 @@ export interface SeqRange {
  */
 export class TierHeldSeqs {
   /** The ranges to hold, sorted and merged. */
-  readonly #spans: SeqRange[];
+  readonly #spans: SeqSpan[];
   #span = 0;
   /** The next seq of the current span not yet delivered. */
   #next: number;
-  readonly #missing: SeqRange[] = [];
+  readonly #missing: SeqSpan[] = [];
 
-  constructor(spans: readonly SeqRange[]) {
+  constructor(spans: readonly SeqSpan[]) {
     const sorted = [...spans].sort((a, b) => a.fromSeq - b.fromSeq);
-    const merged: SeqRange[] = [];
+    const merged: SeqSpan[] = [];
     for (const span of sorted) {
       const last = merged.at(-1);
       if (last !== undefined && span.fromSeq <= last.toSeq + 1) last.toSeq = Math.max(last.toSeq, span.toSeq);
@@ -46,13 +46,13 @@ export class TierHeldSeqs {
   }
 
   /** The ranges to hold that no tier stream delivered, ascending. */
-  finish(): SeqRange[] {
+  finish(): SeqSpan[] {
     while (this.#spans[this.#span] !== undefined) this.#closeSpan();
     return this.#missing;
   }
 
   #closeSpan(): void {
-    const span = this.#spans[this.#span] as SeqRange;
+    const span = this.#spans[this.#span] as SeqSpan;
     if (this.#next <= span.toSeq) this.#missing.push({ fromSeq: this.#next, toSeq: span.toSeq });
     this.#span++;
     this.#next = this.#spans[this.#span]?.fromSeq ?? 0;

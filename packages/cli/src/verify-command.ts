@@ -20,7 +20,7 @@ import { segmentUrlKey } from '@auditlake/lake';
 import { AuditError, AuditErrorCode, isAuditError } from '@auditlake/model';
 import { NodeClient } from './node-client.js';
 import { readTierProof, TierFileGone, TierSeqBoundsUntrue, type TierBoundsUse, type TierProof, type TierProofStart } from './tier-proof.js';
-import { TierHeldSeqs } from './tier-held-seqs.js';
+import { TierHeldSeqs, type SeqSpan } from './tier-held-seqs.js';
 import { VerifyChecks } from './verify-checks.js';
 import { parseVerifyOptions, type TierLocationOption, type VerifyOptions } from './verify-options.js';
 import { VerifyProgress } from './verify-progress.js';
@@ -253,12 +253,6 @@ function oneProof(proofs: readonly TierProof[]): TierProofStart {
     head,
     notes: proofs.flatMap((proof) => proof.notes),
   };
-}
-
-/** A seq range a tier read must hold. */
-interface SeqSpan {
-  fromSeq: number;
-  toSeq: number;
 }
 
 /**
